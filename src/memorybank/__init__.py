@@ -1,0 +1,45 @@
+"""memorybank: memory for LLM agents.
+
+Persistent conversation threads with branches and time travel, working memory,
+snapshots and summaries, exact token windows; embedded on one SQLite file or on
+PostgreSQL, Redis and MySQL/MariaDB. ``AsyncMemory`` is the primary API,
+``Memory`` its synchronous twin with the same names.
+"""
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._sync.memory import Memory
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+from memorybank.records import Branch, Entry, Message, Summary, Thread, ToolCall
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncMemory",
+    "Branch",
+    "ConfigurationError",
+    "Conflict",
+    "Entry",
+    "InvalidInput",
+    "Memory",
+    "MemoryBankError",
+    "Message",
+    "NotFound",
+    "StoreClosed",
+    "StoreError",
+    "StoreUnavailable",
+    "Summary",
+    "Thread",
+    "ThreadForbidden",
+    "ToolCall",
+    "__version__",
+]

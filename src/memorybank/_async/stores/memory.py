@@ -1,0 +1,417 @@
+"""AsyncInMemoryStore: the reference store. Volatile, one process, no dependencies.
+
+Every other store must behave exactly like this one (the conformance suite is
+run against it first). Records are copied on the way in and out, so callers can
+never mutate stored state through a returned dict.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._concurrency import AsyncLock
+from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
+from memorybank.records import Branch, Entry, Summary, Thread
+
+__all__ = ["AsyncInMemoryStore"]
+
+_Key = tuple[str, str]
+
+
+def _copy_entry(entry: Entry) -> Entry:
+    return dataclasses.replace(
+        entry, metadata=copy.deepcopy(entry.metadata), state=copy.deepcopy(entry.state)
+    )
+
+
+def _copy_thread(thread: Thread) -> Thread:
+    return dataclasses.replace(thread, metadata=copy.deepcopy(thread.metadata))
+
+
+class AsyncInMemoryStore(AsyncStore):
+    """All data in dicts of this process; gone when it exits. Best for tests."""
+
+    capabilities = frozenset({"volatile"})
+
+    def __init__(self) -> None:
+        self._lock = AsyncLock()
+        self._closed = False
+        self._threads: dict[_Key, Thread] = {}
+        self._branches: dict[_Key, dict[str, Branch]] = {}
+        self._entries: dict[tuple[str, str, str], list[Entry]] = {}
+        self._working: dict[_Key, dict[str, str]] = {}
+        self._snapshots: dict[_Key, tuple[str | None, str]] = {}
+        self._summaries: dict[str, list[Summary]] = {}
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    async def close(self) -> None:
+        self._closed = True
+
+    # -- threads -----------------------------------------------------------
+
+    def _thread(self, tenant: str, thread_id: str) -> Thread:
+        self._check_open()
+        thread = self._threads.get((tenant, thread_id))
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _branch_name(self, thread: Thread, branch: str | None) -> str:
+        return thread.current_branch if branch is None else branch
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        async with self._lock:
+            self._check_open()
+            key = (thread.tenant_id, thread.id)
+            if key in self._threads:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            self._threads[key] = _copy_thread(thread)
+            main = Branch(name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at)
+            self._branches[key] = {main.name: main}
+            self._entries[(thread.tenant_id, thread.id, main.name)] = []
+            return _copy_thread(thread)
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        self._check_open()
+        thread = self._threads.get((tenant, thread_id))
+        return None if thread is None else _copy_thread(thread)
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | None | Unset = UNSET,
+        agent_id: str | None | Unset = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        self._check_open()
+        found = [
+            t
+            for (ten, _), t in self._threads.items()
+            if ten == tenant
+            and (isinstance(user_id, Unset) or t.user_id == user_id)
+            and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+            and (status is None or t.status == status)
+        ]
+        found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
+        if limit is not None:
+            found = found[:limit]
+        return [_copy_thread(t) for t in found]
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | None | Unset = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            changes: dict[str, Any] = {"updated_at": updated_at}
+            if not isinstance(title, Unset):
+                changes["title"] = title
+            if not isinstance(metadata, Unset):
+                changes["metadata"] = copy.deepcopy(metadata)
+            if not isinstance(status, Unset):
+                changes["status"] = status
+            if not isinstance(current_branch, Unset):
+                if current_branch not in self._branches[(tenant, thread_id)]:
+                    raise NotFound(f"branch {current_branch!r} not found")
+                changes["current_branch"] = current_branch
+            updated = dataclasses.replace(thread, **changes)
+            self._threads[(tenant, thread_id)] = updated
+            return _copy_thread(updated)
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        async with self._lock:
+            self._check_open()
+            key = (tenant, thread_id)
+            if self._threads.pop(key, None) is None:
+                return False
+            for name in self._branches.pop(key, {}):
+                self._entries.pop((tenant, thread_id, name), None)
+            return True
+
+    # -- entries -----------------------------------------------------------
+
+    def _rows(self, tenant: str, thread: Thread, branch: str | None) -> list[Entry]:
+        return self._entries.get((tenant, thread.id, self._branch_name(thread, branch)), [])
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | None | Unset = UNSET,
+    ) -> AppendResult:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            if not isinstance(owner, Unset) and thread.user_id != owner:
+                raise ThreadForbidden()
+            name = self._branch_name(thread, branch)
+            rows = self._entries.get((tenant, thread_id, name))
+            if rows is None:
+                raise NotFound(f"branch {name!r} not found")
+            by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
+            position = rows[-1].position if rows else 0
+            stored: list[Entry] = []
+            added: list[Entry] = []
+            for new in entries:
+                existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
+                if existing is not None:
+                    stored.append(existing)
+                    continue
+                position += 1
+                entry = Entry(
+                    id=new.id,
+                    thread_id=thread_id,
+                    branch=name,
+                    position=position,
+                    role=new.role,  # type: ignore[arg-type]
+                    content=new.content,
+                    name=new.name,
+                    tool_calls=new.tool_calls,
+                    tool_call_id=new.tool_call_id,
+                    metadata=copy.deepcopy(new.metadata),
+                    state=copy.deepcopy(new.state),
+                    token_count=new.token_count,
+                    created_at=new.created_at,
+                    idempotency_key=new.idempotency_key,
+                )
+                if entry.idempotency_key is not None:
+                    by_key[entry.idempotency_key] = entry
+                added.append(entry)
+                stored.append(entry)
+            rows.extend(added)
+            thread = dataclasses.replace(thread, updated_at=updated_at)
+            self._threads[(tenant, thread_id)] = thread
+            return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        thread = self._thread(tenant, thread_id)
+        rows = self._rows(tenant, thread, branch)
+        page: list[Entry] = []
+        skipped = 0
+        for entry in reversed(rows):
+            if limit is not None and len(page) >= limit:
+                break
+            if before is not None and not entry.created_at < before:
+                continue
+            if after is not None and not entry.created_at > after:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            page.append(entry)
+        if not newest_first:
+            page.reverse()
+        return _copy_thread(thread), [_copy_entry(e) for e in page]
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        thread = self._threads.get((tenant, thread_id))
+        self._check_open()
+        if thread is None:
+            return None
+        for entry in self._rows(tenant, thread, branch):
+            if entry.id == entry_id:
+                return _copy_entry(entry)
+        return None
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            doomed = set(entry_ids)
+            kept = [e for e in rows if e.id not in doomed]
+            removed = len(rows) - len(kept)
+            rows[:] = kept
+            return removed
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            for index, entry in enumerate(rows):
+                if entry.id == entry_id:
+                    removed = len(rows) - index - 1
+                    del rows[index + 1 :]
+                    return removed
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            removed = len(rows)
+            rows.clear()
+            return removed
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        thread = self._thread(tenant, thread_id)
+        return len(self._rows(tenant, thread, branch))
+
+    # -- branches ----------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        async with self._lock:
+            self._thread(tenant, thread_id)
+            branches = self._branches[(tenant, thread_id)]
+            if from_branch not in branches:
+                raise NotFound(f"branch {from_branch!r} not found")
+            if name in branches:
+                raise Conflict(f"branch {name!r} already exists")
+            source = self._entries[(tenant, thread_id, from_branch)]
+            if from_entry is None:
+                copied = list(source)
+            else:
+                ids = [e.id for e in source]
+                if from_entry not in ids:
+                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+                copied = source[: ids.index(from_entry) + 1]
+            new = Branch(
+                name=name,
+                thread_id=thread_id,
+                created_at=created_at,
+                from_branch=from_branch,
+                from_entry=from_entry,
+            )
+            branches[name] = new
+            self._entries[(tenant, thread_id, name)] = [
+                dataclasses.replace(e, branch=name) for e in copied
+            ]
+            return new
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        self._thread(tenant, thread_id)
+        return sorted(
+            self._branches[(tenant, thread_id)].values(), key=lambda b: (b.created_at, b.name)
+        )
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            if name == thread.current_branch:
+                raise Conflict(f"cannot delete the current branch {name!r}")
+            if self._branches[(tenant, thread_id)].pop(name, None) is None:
+                return False
+            self._entries.pop((tenant, thread_id, name), None)
+            return True
+
+    # -- working memory ------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        self._check_open()
+        self._working.setdefault((tenant, run_id), {})[key] = value
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        self._check_open()
+        return self._working.get((tenant, run_id), {}).get(key)
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        self._check_open()
+        return self._working.get((tenant, run_id), {}).pop(key, None) is not None
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        self._check_open()
+        return dict(self._working.get((tenant, run_id), {}))
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        self._check_open()
+        self._working.pop((tenant, run_id), None)
+
+    # -- snapshots -------------------------------------------------------------
+
+    async def snapshot_save(
+        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+    ) -> None:
+        self._check_open()
+        self._snapshots[(tenant, run_id)] = (user_id, value)
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        self._check_open()
+        return self._snapshots.get((tenant, run_id))
+
+    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+        self._check_open()
+        return self._snapshots.pop((tenant, run_id), None) is not None
+
+    # -- summaries ---------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        self._check_open()
+        self._summaries.setdefault(tenant, []).append(summary)
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | None
+    ) -> list[Summary]:
+        self._check_open()
+        return [
+            s
+            for s in self._summaries.get(tenant, [])
+            if s.agent_id == agent_id and (s.user_id is None or s.user_id == user_id)
+        ]
+
+    # -- erasure -----------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        async with self._lock:
+            self._check_open()
+            removed = 0
+            for key, thread in list(self._threads.items()):
+                if key[0] == tenant and thread.user_id == user_id:
+                    for name in self._branches.pop(key, {}):
+                        removed += len(self._entries.pop((tenant, key[1], name), []))
+                    del self._threads[key]
+                    removed += 1
+            for skey, (owner, _) in list(self._snapshots.items()):
+                if skey[0] == tenant and owner == user_id:
+                    del self._snapshots[skey]
+                    removed += 1
+            summaries = self._summaries.get(tenant, [])
+            kept = [s for s in summaries if s.user_id != user_id]
+            removed += len(summaries) - len(kept)
+            self._summaries[tenant] = kept
+            return removed

@@ -1,0 +1,67 @@
+"""Open a store from a URL. Drivers are imported only for the scheme asked for."""
+
+from __future__ import annotations
+
+import importlib
+from urllib.parse import urlsplit
+
+from memorybank._async.stores.base import AsyncStore
+from memorybank.errors import ConfigurationError
+
+__all__ = ["SCHEMES", "open_store", "sqlite_path"]
+
+#: scheme -> (module under memorybank._async.stores, class name, pip extra)
+SCHEMES: dict[str, tuple[str, str, str | None]] = {
+    "memory": ("memory", "AsyncInMemoryStore", None),
+    "sqlite": ("sqlite", "AsyncSQLiteStore", None),
+    "postgresql": ("postgres", "AsyncPostgresStore", "postgres"),
+    "postgres": ("postgres", "AsyncPostgresStore", "postgres"),
+    "redis": ("redis", "AsyncRedisStore", "redis"),
+    "rediss": ("redis", "AsyncRedisStore", "redis"),
+    "mysql": ("mysql", "AsyncMySQLStore", "mysql"),
+    "mariadb": ("mysql", "AsyncMySQLStore", "mysql"),
+}
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a ``sqlite://`` URL, read as SQLAlchemy does.
+
+    ``sqlite:///rel.db`` is relative to the working directory,
+    ``sqlite:////abs/x.db`` is absolute, ``sqlite://`` and
+    ``sqlite:///:memory:`` are an in-memory database.
+    """
+    rest = url[len("sqlite://") :]
+    if rest in ("", "/", "/:memory:"):
+        return ":memory:"
+    if not rest.startswith("/"):
+        raise ConfigurationError(
+            f"bad SQLite URL {url!r}: use sqlite:///relative.db or sqlite:////absolute.db"
+        )
+    path = rest[1:].split("?", 1)[0]
+    if not path:
+        raise ConfigurationError(f"bad SQLite URL {url!r}: no path")
+    return path
+
+
+def open_store(url: str) -> AsyncStore:
+    """A store for ``url`` that the caller owns (and must close)."""
+    scheme = urlsplit(url).scheme.split("+", 1)[0].lower()
+    if scheme not in SCHEMES:
+        known = ", ".join(sorted(f"{s}://" for s in SCHEMES))
+        raise ConfigurationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {known}")
+    module_name, class_name, extra = SCHEMES[scheme]
+    package = __name__.rsplit(".", 1)[0]
+    try:
+        module = importlib.import_module(f"{package}.{module_name}")
+    except ImportError as error:
+        if extra is None:
+            raise
+        raise ConfigurationError(
+            f"the {scheme}:// store needs its driver: pip install 'memorybank[{extra}]'"
+        ) from error
+    cls = getattr(module, class_name)
+    if scheme == "memory":
+        store: AsyncStore = cls()
+    else:
+        store = cls.from_url(url)
+    return store

@@ -1,0 +1,94 @@
+"""The exception tree. Every error memorybank raises is one of these.
+
+::
+
+    MemoryBankError                 .code
+    ├── ConfigurationError          "configuration_error"   bad URL, missing extra, bad option
+    ├── InvalidInput                "invalid_input"         bad argument; nothing was written
+    ├── NotFound                    "not_found"             thread/entry/branch/record absent
+    ├── Conflict                    "conflict"              id already taken, concurrent change
+    ├── ThreadForbidden             "thread_forbidden"      thread owned by another user
+    └── StoreError                  "store_error"           the backend failed
+        ├── StoreUnavailable        "store_unavailable"     server down, timeout, pool exhausted
+        └── StoreClosed             "store_closed"          used after close()
+
+Driver exceptions (sqlite3, psycopg, redis, ...) never reach callers: stores
+translate them at their boundary and chain the original as ``__cause__``.
+``InvalidInput`` is also a ``ValueError`` and ``NotFound`` a ``LookupError`` so
+generic handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigurationError",
+    "Conflict",
+    "InvalidInput",
+    "MemoryBankError",
+    "NotFound",
+    "StoreClosed",
+    "StoreError",
+    "StoreUnavailable",
+    "ThreadForbidden",
+]
+
+
+class MemoryBankError(Exception):
+    """Base of every memorybank error. ``code`` is a stable machine-readable string."""
+
+    code: str = "memorybank_error"
+
+
+class ConfigurationError(MemoryBankError):
+    """The library is configured wrongly (bad URL, missing optional extra, bad option)."""
+
+    code = "configuration_error"
+
+
+class InvalidInput(MemoryBankError, ValueError):
+    """An argument is invalid. ``field`` names it. Nothing was written."""
+
+    code = "invalid_input"
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(MemoryBankError, LookupError):
+    """The thread, entry, branch or record does not exist (in this tenant)."""
+
+    code = "not_found"
+
+
+class Conflict(MemoryBankError):
+    """The write conflicts with existing data (id already taken, concurrent change)."""
+
+    code = "conflict"
+
+
+class ThreadForbidden(MemoryBankError):
+    """The thread belongs to another user. The message reveals nothing about the thread."""
+
+    code = "thread_forbidden"
+
+    def __init__(self, message: str = "thread access forbidden") -> None:
+        super().__init__(message)
+
+
+class StoreError(MemoryBankError):
+    """The storage backend failed. The driver's exception is ``__cause__``."""
+
+    code = "store_error"
+
+
+class StoreUnavailable(StoreError):
+    """The backend cannot be reached or did not answer within the timeout."""
+
+    code = "store_unavailable"
+
+
+class StoreClosed(StoreError):
+    """The store (or the Memory using it) was closed."""
+
+    code = "store_closed"

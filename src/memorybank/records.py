@@ -1,0 +1,150 @@
+"""Frozen records returned by memorybank.
+
+Records are plain immutable values: stores build them, ``Memory`` returns them,
+nothing mutates them. Every time is a timezone-aware UTC ``datetime`` with
+microsecond precision on every store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+__all__ = [
+    "ROLES",
+    "Branch",
+    "Entry",
+    "Message",
+    "Role",
+    "Summary",
+    "Thread",
+    "ThreadStatus",
+    "ToolCall",
+]
+
+Role = Literal["system", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+ThreadStatus = Literal["active", "archived"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call requested by an assistant message.
+
+    ``arguments`` is the JSON text the model produced, kept verbatim.
+    """
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The OpenAI chat shape: ``{"id", "type": "function", "function": {...}}``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """A message to store: what ``entries.add`` takes (a provider dict works too).
+
+    Only an assistant message with ``tool_calls`` may omit ``content``; a ``tool``
+    message needs ``tool_call_id``. ``metadata`` is yours to filter on; ``state``
+    is custom per-event data (the AG-Kit "state").
+    """
+
+    role: Role
+    content: str | None = None
+    name: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Thread:
+    """A conversation. ``user_id`` is its owner: a thread with an owner fails closed."""
+
+    id: str
+    tenant_id: str
+    user_id: str | None
+    agent_id: str | None
+    title: str | None
+    metadata: dict[str, Any]
+    status: ThreadStatus
+    created_at: datetime
+    updated_at: datetime
+    current_branch: str = "main"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One stored message of a thread's branch.
+
+    ``position`` orders the entries of a branch: strictly increasing in the order
+    they were added (deletes may leave gaps). ``created_at`` is informational and
+    may be set in the past for imports; it never changes the order.
+    """
+
+    id: str
+    thread_id: str
+    branch: str
+    position: int
+    role: Role
+    content: str | None
+    name: str | None
+    tool_calls: tuple[ToolCall, ...]
+    tool_call_id: str | None
+    metadata: dict[str, Any]
+    state: dict[str, Any]
+    token_count: int
+    created_at: datetime
+    idempotency_key: str | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        """The provider-shaped (OpenAI chat) dict for this entry.
+
+        Always has ``role`` and ``content`` (``None`` only for an assistant message
+        that just calls tools); ``name``, ``tool_calls`` and ``tool_call_id`` are
+        present only when set, because providers reject empty values for them.
+        """
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name is not None:
+            message["name"] = self.name
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """A line of a thread's history. Every thread starts on ``"main"``.
+
+    A branch created from an entry starts with a copy of the history up to and
+    including that entry (``from_branch``/``from_entry`` record where it forked).
+    """
+
+    name: str
+    thread_id: str
+    created_at: datetime
+    from_branch: str | None = None
+    from_entry: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A compressed summary of past conversations for an agent (and user)."""
+
+    id: str
+    agent_id: str
+    user_id: str | None
+    content: str
+    created_at: datetime

@@ -1,0 +1,11 @@
+"""The conformance suite, importable by third-party stores (needs pytest).
+
+``AsyncContract`` runs every behaviour through ``AsyncMemory`` on an async store;
+``SyncContract`` (generated from it) runs the same through ``Memory`` on a sync
+store. Subclass one and provide a ``store`` fixture; see ``contract.py``.
+"""
+
+from memorybank.testing._async.contract import AsyncContract
+from memorybank.testing._sync.contract import SyncContract
+
+__all__ = ["AsyncContract", "SyncContract"]

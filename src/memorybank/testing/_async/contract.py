@@ -1,0 +1,727 @@
+"""The conformance suite every store must pass, through the public ``AsyncMemory`` API.
+
+Use it for your own store::
+
+    from memorybank.testing import AsyncContract
+
+    class TestMyStore(AsyncContract):
+        @pytest.fixture
+        async def store(self):
+            store = MyAsyncStore(...)
+            yield store
+            await store.close()
+
+The sync twin ``SyncContract`` (generated from this file) takes a sync store.
+Async tests need pytest-asyncio with ``asyncio_mode = "auto"``. Every test uses
+fresh ids, so a store may be shared between tests.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import AsyncStore
+from memorybank._concurrency import arun_all
+from memorybank.errors import (
+    Conflict,
+    InvalidInput,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    ThreadForbidden,
+)
+from memorybank.records import Message, ToolCall
+
+__all__ = ["AsyncContract"]
+
+
+def _id(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class _StepClock:
+    """A deterministic clock: each call is 1 ms after the previous, microseconds kept."""
+
+    def __init__(self) -> None:
+        self._ticks = itertools.count()
+        self.start = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.start + timedelta(milliseconds=next(self._ticks))
+
+
+def _tool_call(call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+
+
+class AsyncContract:
+    """Behaviour every store must have. Subclasses provide the ``store`` fixture."""
+
+    @pytest.fixture
+    async def memory(self, store: AsyncStore) -> AsyncIterator[AsyncMemory]:
+        memory = AsyncMemory(store, clock=_StepClock())
+        yield memory
+        await memory.close()
+
+    async def _thread(self, memory: AsyncMemory, **kwargs: Any) -> str:
+        thread = await memory.threads.create(thread_id=_id(), **kwargs)
+        return thread.id
+
+    async def _fill(self, memory: AsyncMemory, thread_id: str, n: int) -> list[str]:
+        ids = []
+        for i in range(n):
+            role = "user" if i % 2 == 0 else "assistant"
+            entry = await memory.remember(thread_id, role, f"message {i}")
+            ids.append(entry.id)
+        return ids
+
+    # -- threads -------------------------------------------------------------
+
+    async def test_create_and_get_thread_round_trips_every_field(self, memory: AsyncMemory) -> None:
+        tid = _id()
+        created = await memory.threads.create(
+            thread_id=tid, user_id="alice", agent_id="bot", title="Trip",
+            metadata={"topic": "travel", "tags": ["a", "b"], "n": 1.5},
+        )
+        got = await memory.threads.get(tid)
+        assert got == created
+        assert got is not None
+        assert (got.user_id, got.agent_id, got.title, got.status) == ("alice", "bot", "Trip", "active")
+        assert got.metadata == {"topic": "travel", "tags": ["a", "b"], "n": 1.5}
+        assert got.current_branch == "main"
+        assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
+        assert got.created_at.microsecond == 123456
+
+    async def test_generated_thread_ids_are_unique_and_sort_by_creation(
+        self, memory: AsyncMemory
+    ) -> None:
+        ids = [(await memory.threads.create()).id for _ in range(5)]
+        assert len(set(ids)) == 5
+        assert ids == sorted(ids)
+
+    async def test_creating_an_existing_thread_id_conflicts(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        with pytest.raises(Conflict):
+            await memory.threads.create(thread_id=tid)
+
+    async def test_get_missing_thread_is_none(self, memory: AsyncMemory) -> None:
+        assert await memory.threads.get(_id()) is None
+
+    async def test_list_threads_newest_updated_first_with_filters(self, memory: AsyncMemory) -> None:
+        user = _id("u")
+        a = await self._thread(memory, user_id=user, agent_id="a1")
+        b = await self._thread(memory, user_id=user, agent_id="a2")
+        c = await self._thread(memory, user_id=user, agent_id="a1")
+        await memory.remember(a, "user", "bump a")
+        assert [t.id for t in await memory.threads.list(user_id=user)] == [a, c, b]
+        assert [t.id for t in await memory.threads.list(user_id=user, agent_id="a1")] == [a, c]
+        assert [t.id for t in await memory.threads.list(user_id=user, limit=1)] == [a]
+        await memory.threads.update(b, status="archived")
+        assert [t.id for t in await memory.threads.list(user_id=user, status="archived")] == [b]
+
+    async def test_update_thread_changes_fields_and_updated_at(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory, title="old")
+        before = await memory.threads.get(tid)
+        after = await memory.threads.update(tid, title="new", metadata={"k": "v"}, status="archived")
+        assert (after.title, after.metadata, after.status) == ("new", {"k": "v"}, "archived")
+        assert before is not None and after.updated_at > before.updated_at
+        assert await memory.threads.get(tid) == after
+
+    async def test_update_missing_thread_raises_not_found(self, memory: AsyncMemory) -> None:
+        with pytest.raises(NotFound):
+            await memory.threads.update(_id(), title="x")
+
+    async def test_update_rejects_a_bad_status(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        with pytest.raises(InvalidInput) as info:
+            await memory.threads.update(tid, status="deleted")
+        assert info.value.field == "status"
+
+    async def test_delete_thread_removes_it_and_its_entries(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 3)
+        assert await memory.threads.delete(tid) is True
+        assert await memory.threads.get(tid) is None
+        assert await memory.threads.delete(tid) is False
+        with pytest.raises(NotFound):
+            await memory.entries.count(tid)
+        await memory.threads.create(thread_id=tid)
+        assert await memory.entries.count(tid) == 0
+
+    # -- tenants ---------------------------------------------------------------
+
+    async def test_a_thread_of_another_tenant_behaves_as_missing(self, memory: AsyncMemory) -> None:
+        acme, globex = memory.tenant(_id("acme")), memory.tenant(_id("globex"))
+        tid = (await acme.threads.create(thread_id=_id(), user_id="alice")).id
+        await acme.remember(tid, "user", "secret")
+        assert await globex.threads.get(tid) is None
+        assert await globex.threads.list() == []
+        with pytest.raises(NotFound):
+            await globex.remember(tid, "user", "intrusion")
+        with pytest.raises(NotFound):
+            await globex.history(tid)
+        assert await globex.threads.delete(tid) is False
+        other = await globex.threads.create(thread_id=tid)
+        assert other.tenant_id == globex.tenant_id
+        assert [m["content"] for m in await acme.history(tid)] == ["secret"]
+        assert await globex.history(tid) == []
+
+    # -- ownership ---------------------------------------------------------------
+
+    async def test_ensure_thread_creates_owned_by_the_caller(self, memory: AsyncMemory) -> None:
+        tid = _id()
+        thread = await memory.ensure_thread(tid, user_id="alice", agent_id="bot")
+        assert (thread.id, thread.user_id, thread.agent_id) == (tid, "alice", "bot")
+        again = await memory.ensure_thread(tid, user_id="alice")
+        assert again.id == tid
+
+    async def test_ensure_thread_without_id_generates_one(self, memory: AsyncMemory) -> None:
+        thread = await memory.ensure_thread(None, user_id="alice")
+        assert thread.id and thread.user_id == "alice"
+
+    @pytest.mark.parametrize(
+        ("owner", "caller"), [("alice", "bob"), ("alice", None), (None, "bob")]
+    )
+    async def test_ensure_thread_fails_closed(
+        self, memory: AsyncMemory, owner: str | None, caller: str | None
+    ) -> None:
+        tid = await self._thread(memory, user_id=owner)
+        await memory.remember(tid, "user", "private")
+        with pytest.raises(ThreadForbidden) as info:
+            await memory.ensure_thread(tid, user_id=caller)
+        assert info.value.code == "thread_forbidden"
+        assert "private" not in str(info.value) and tid not in str(info.value)
+
+    async def test_ensure_thread_without_owner_and_without_user_continues(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory)
+        assert (await memory.ensure_thread(tid, user_id=None)).id == tid
+
+    async def test_reads_and_writes_naming_another_user_are_forbidden(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory, user_id="alice")
+        await memory.remember(tid, "user", "hi", user_id="alice")
+        with pytest.raises(ThreadForbidden):
+            await memory.remember(tid, "user", "hijack", user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.history(tid, user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.threads.get(tid, user_id="bob")
+        assert await memory.entries.count(tid) == 1
+
+    # -- entries ---------------------------------------------------------------------
+
+    async def test_remember_and_history_oldest_first_provider_shaped(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory)
+        await memory.remember(tid, "system", "be brief")
+        await memory.remember(tid, "user", "hi", name="alice")
+        await memory.remember(tid, "assistant", "hello")
+        assert await memory.history(tid) == [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hi", "name": "alice"},
+            {"role": "assistant", "content": "hello"},
+        ]
+
+    async def test_remember_bumps_thread_updated_at(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        before = await memory.threads.get(tid)
+        await memory.remember(tid, "user", "hi")
+        after = await memory.threads.get(tid)
+        assert before is not None and after is not None
+        assert after.updated_at > before.updated_at
+
+    async def test_history_last_keeps_the_newest_oldest_first(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 30)
+        history = await memory.history(tid, last=5)
+        assert [m["content"] for m in history] == [f"message {i}" for i in range(25, 30)]
+        assert len(await memory.history(tid)) == 20
+        assert await memory.history(tid, last=0) == []
+
+    async def test_list_pages_from_the_newest(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 10)
+
+        async def contents(**kwargs: Any) -> list[str]:
+            return [e.content or "" for e in await memory.entries.list(tid, **kwargs)]
+
+        assert await contents() == [f"message {i}" for i in range(10)]
+        assert await contents(limit=3) == ["message 7", "message 8", "message 9"]
+        assert await contents(limit=3, offset=2) == ["message 5", "message 6", "message 7"]
+        assert await contents(limit=3, order="desc") == ["message 9", "message 8", "message 7"]
+        assert await contents(offset=8) == ["message 0", "message 1"]
+        assert await contents(limit=5, offset=20) == []
+
+    async def test_list_before_and_after_filter_on_created_at(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        base = datetime(2024, 5, 1, tzinfo=UTC)
+        for day in range(5):
+            await memory.entries.add(
+                tid, {"role": "user", "content": f"day {day}"}, created_at=base + timedelta(days=day)
+            )
+        after = await memory.entries.list(tid, after=base + timedelta(days=1))
+        assert [e.content for e in after] == ["day 2", "day 3", "day 4"]
+        before = await memory.entries.list(tid, before=base + timedelta(days=2), limit=1)
+        assert [e.content for e in before] == ["day 1"]
+
+    async def test_entries_round_trip_every_field(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        when = datetime(2023, 5, 8, 13, 56, 0, 654321, tzinfo=UTC)
+        entry = await memory.entries.add(
+            tid,
+            Message(
+                role="user", content="héllo 👋 你好", name="alice",
+                metadata={"dia_id": "D1:3", "nested": {"x": [1, 2]}}, state={"mood": "ok"},
+            ),
+            created_at=when,
+            token_count=7,
+        )
+        got = await memory.entries.get(tid, entry.id)
+        assert got == entry
+        assert got is not None
+        assert (got.role, got.content, got.name, got.token_count) == ("user", "héllo 👋 你好", "alice", 7)
+        assert got.metadata == {"dia_id": "D1:3", "nested": {"x": [1, 2]}}
+        assert got.state == {"mood": "ok"}
+        assert got.created_at == when
+        assert got.branch == "main" and got.thread_id == tid
+
+    async def test_tool_calls_round_trip_provider_shaped(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add(tid, {"role": "user", "content": "weather?"})
+        call = await memory.entries.add(
+            tid, {"role": "assistant", "content": None, "tool_calls": [_tool_call("call_1")]}
+        )
+        await memory.entries.add(
+            tid, {"role": "tool", "content": '{"t": 21}', "tool_call_id": "call_1"}
+        )
+        assert call.tool_calls == (ToolCall("call_1", "get_weather", '{"city": "Paris"}'),)
+        history = await memory.history(tid)
+        assert history[1] == {"role": "assistant", "content": None, "tool_calls": [_tool_call("call_1")]}
+        assert history[2] == {"role": "tool", "content": '{"t": 21}', "tool_call_id": "call_1"}
+
+    async def test_token_counts_are_computed_and_stored(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        short = await memory.remember(tid, "user", "hi")
+        long = await memory.remember(tid, "user", "a much longer message " * 20)
+        assert 0 < short.token_count < long.token_count
+        stored = await memory.entries.get(tid, long.id)
+        assert stored is not None and stored.token_count == long.token_count
+
+    async def test_created_at_in_the_past_keeps_adding_order(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add(tid, {"role": "user", "content": "first"})
+        await memory.entries.add(
+            tid, {"role": "user", "content": "imported"}, created_at=datetime(2001, 1, 1, tzinfo=UTC)
+        )
+        assert [m["content"] for m in await memory.history(tid)] == ["first", "imported"]
+
+    async def test_positions_increase_in_adding_order(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 5)
+        positions = [e.position for e in await memory.entries.list(tid)]
+        assert positions == sorted(positions) and len(set(positions)) == 5
+
+    async def test_add_many_is_all_or_nothing(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        added = await memory.entries.add_many(
+            tid, [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+        )
+        assert [e.content for e in added] == ["a", "b"]
+        with pytest.raises(InvalidInput):
+            await memory.entries.add_many(
+                tid, [{"role": "user", "content": "c"}, {"role": "wizard", "content": "d"}]
+            )
+        assert await memory.entries.count(tid) == 2
+
+    async def test_idempotency_key_does_not_duplicate(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        first = await memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
+        retry = await memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
+        assert retry.id == first.id
+        assert await memory.entries.count(tid) == 1
+        batch = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        one = await memory.entries.add_many(tid, batch, idempotency_key="b1")
+        two = await memory.entries.add_many(tid, batch, idempotency_key="b1")
+        assert [e.id for e in one] == [e.id for e in two]
+        assert await memory.entries.count(tid) == 3
+
+    async def test_max_tokens_keeps_the_newest_run_that_fits(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        for i, tokens in enumerate([50, 10, 30, 20, 40]):
+            await memory.entries.add(tid, {"role": "user", "content": f"m{i}"}, token_count=tokens)
+        window = await memory.entries.list(tid, max_tokens=65)
+        assert [e.content for e in window] == ["m3", "m4"]
+        window = await memory.entries.list(tid, max_tokens=90)
+        assert [e.content for e in window] == ["m2", "m3", "m4"]
+        assert await memory.entries.list(tid, max_tokens=10) == []
+        both = await memory.entries.list(tid, max_tokens=1000, limit=2)
+        assert [e.content for e in both] == ["m3", "m4"]
+
+    async def test_max_tokens_scans_beyond_one_page(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add_many(
+            tid, [{"role": "user", "content": f"m{i}"} for i in range(150)]
+        )
+        per = (await memory.entries.list(tid, limit=1))[0].token_count
+        window = await memory.entries.list(tid, max_tokens=per * 100)
+        assert len(window) == 100 and window[-1].content == "m149"
+
+    async def test_include_tool_calls_false_strips_tools(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add_many(tid, [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [_tool_call("c1")]},
+            {"role": "tool", "content": "21C", "tool_call_id": "c1"},
+            {"role": "assistant", "content": "Checking", "tool_calls": [_tool_call("c2")]},
+            {"role": "tool", "content": "22C", "tool_call_id": "c2"},
+            {"role": "assistant", "content": "It is 22C"},
+        ])
+        window = await memory.entries.list(tid, include_tool_calls=False)
+        assert [(e.role, e.content, e.tool_calls) for e in window] == [
+            ("user", "weather?", ()), ("assistant", "Checking", ()), ("assistant", "It is 22C", ()),
+        ]
+        assert [e.content for e in await memory.entries.list(tid, include_tool_calls=False, limit=2)] == [
+            "Checking", "It is 22C"
+        ]
+
+    async def test_no_window_returns_a_tool_result_without_its_call(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add_many(tid, [
+            {"role": "user", "content": "weather?"},
+            {"role": "assistant", "content": None, "tool_calls": [_tool_call("a"), _tool_call("b")]},
+            {"role": "tool", "content": "21C", "tool_call_id": "a"},
+            {"role": "tool", "content": "rain", "tool_call_id": "b"},
+            {"role": "assistant", "content": "21C and rain"},
+        ])
+        for window in (
+            await memory.entries.list(tid, limit=3),
+            await memory.entries.list(tid, limit=2),
+            await memory.history(tid, last=3),
+        ):
+            roles = [e["role"] if isinstance(e, dict) else e.role for e in window]
+            assert "tool" not in roles
+        per = [e.token_count for e in await memory.entries.list(tid)]
+        cut = await memory.entries.list(tid, max_tokens=per[-1] + per[-2] + per[-3])
+        assert [e.role for e in cut] == ["assistant"]
+        full = await memory.entries.list(tid, limit=4)
+        assert [e.role for e in full] == ["assistant", "tool", "tool", "assistant"]
+
+    async def test_get_delete_clear_count(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        assert await memory.entries.count(tid) == 4
+        assert await memory.entries.delete(tid, ids[1]) is True
+        assert await memory.entries.delete(tid, ids[1]) is False
+        assert await memory.entries.get(tid, ids[1]) is None
+        assert [e.id for e in await memory.entries.list(tid)] == [ids[0], ids[2], ids[3]]
+        assert await memory.entries.clear(tid) == 3
+        assert await memory.entries.count(tid) == 0
+
+    async def test_returned_records_cannot_change_stored_data(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory, metadata={"a": 1})
+        entry = await memory.remember(tid, "user", "x", metadata={"k": [1]})
+        entry.metadata["k"].append(2)
+        thread = await memory.threads.get(tid)
+        assert thread is not None
+        thread.metadata["a"] = 2
+        again = await memory.entries.get(tid, entry.id)
+        assert again is not None and again.metadata == {"k": [1]}
+        assert (await memory.threads.get(tid)).metadata == {"a": 1}  # type: ignore[union-attr]
+
+    async def test_many_entries_last_twenty(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await memory.entries.add_many(
+            tid, [{"role": "user", "content": f"m{i}"} for i in range(2000)]
+        )
+        history = await memory.history(tid, last=20)
+        assert [m["content"] for m in history] == [f"m{i}" for i in range(1980, 2000)]
+
+    # -- bad input -----------------------------------------------------------------
+
+    @pytest.mark.parametrize(
+        ("message", "field"),
+        [
+            ({"role": "wizard", "content": "x"}, "role"),
+            ({"role": "user"}, "content"),
+            ({"role": "user", "content": None}, "content"),
+            ({"role": "user", "content": 42}, "content"),
+            ({"role": "assistant", "content": None, "tool_calls": []}, "content"),
+            ({"role": "tool", "content": "r"}, "tool_call_id"),
+            ({"role": "user", "content": "x", "metadata": {"f": object()}}, "metadata"),
+            ({"role": "user", "content": "x", "metadata": {"nan": float("nan")}}, "metadata"),
+            ({"role": "user", "content": "x", "metadata": ["not", "an", "object"]}, "metadata"),
+            ({"role": "user", "content": "x", "state": {1: "int key"}}, "state"),
+            ({"role": "user", "content": "x", "tool_calls": [_tool_call("c")]}, "tool_calls"),
+            ({"role": "user", "content": "x", "bogus": 1}, "bogus"),
+            ("just a string", "message"),
+        ],
+    )
+    async def test_bad_messages_raise_invalid_input_and_write_nothing(
+        self, memory: AsyncMemory, message: Any, field: str
+    ) -> None:
+        tid = await self._thread(memory)
+        with pytest.raises(InvalidInput) as info:
+            await memory.entries.add(tid, message)
+        assert info.value.field == field
+        assert info.value.code == "invalid_input"
+        assert await memory.entries.count(tid) == 0
+
+    async def test_oversize_content_is_rejected(self, store: AsyncStore) -> None:
+        memory = AsyncMemory(store, max_content_chars=100)
+        tid = await self._thread(memory)
+        with pytest.raises(InvalidInput) as info:
+            await memory.remember(tid, "user", "x" * 101)
+        assert info.value.field == "content"
+        assert await memory.entries.count(tid) == 0
+
+    @pytest.mark.parametrize(
+        ("kwargs", "field"),
+        [
+            ({"limit": -1}, "limit"),
+            ({"limit": "5"}, "limit"),
+            ({"limit": True}, "limit"),
+            ({"offset": -3}, "offset"),
+            ({"max_tokens": -1}, "max_tokens"),
+            ({"order": "sideways"}, "order"),
+            ({"before": datetime(2024, 1, 1)}, "before"),  # noqa: DTZ001 - naive on purpose
+        ],
+    )
+    async def test_bad_list_arguments_raise_invalid_input(
+        self, memory: AsyncMemory, kwargs: dict[str, Any], field: str
+    ) -> None:
+        tid = await self._thread(memory)
+        with pytest.raises(InvalidInput) as info:
+            await memory.entries.list(tid, **kwargs)
+        assert info.value.field == field
+
+    async def test_writing_to_a_missing_thread_raises_not_found(self, memory: AsyncMemory) -> None:
+        tid = _id()
+        with pytest.raises(NotFound):
+            await memory.remember(tid, "user", "hello?")
+        with pytest.raises(NotFound):
+            await memory.entries.add_many(tid, [{"role": "user", "content": "x"}])
+        assert await memory.threads.get(tid) is None
+
+    async def test_bad_thread_arguments(self, memory: AsyncMemory) -> None:
+        with pytest.raises(InvalidInput) as info:
+            await memory.threads.create(metadata={"x": {1, 2}})  # type: ignore[dict-item]
+        assert info.value.field == "metadata"
+        with pytest.raises(InvalidInput):
+            await memory.threads.create(thread_id="")
+        with pytest.raises(InvalidInput):
+            await memory.threads.create(thread_id=123)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput):
+            await memory.history(_id(), last=-1)
+
+    # -- branches ------------------------------------------------------------------
+
+    async def test_every_thread_starts_on_main(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        assert [b.name for b in await memory.branches.list(tid)] == ["main"]
+
+    async def test_branch_from_an_entry_then_diverge(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        branch = await memory.branches.create(tid, "alt", from_entry=ids[1])
+        assert (branch.name, branch.from_branch, branch.from_entry) == ("alt", "main", ids[1])
+        thread = await memory.branches.checkout(tid, "alt")
+        assert thread.current_branch == "alt"
+        await memory.remember(tid, "assistant", "alternative")
+        assert [m["content"] for m in await memory.history(tid)] == [
+            "message 0", "message 1", "alternative"
+        ]
+        main = await memory.entries.list(tid, branch="main")
+        assert [e.content for e in main] == [f"message {i}" for i in range(4)]
+        await memory.branches.checkout(tid, "main")
+        assert len(await memory.history(tid)) == 4
+        assert [b.name for b in await memory.branches.list(tid)] == ["main", "alt"]
+
+    async def test_branch_without_entry_copies_the_whole_branch(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 3)
+        await memory.branches.create(tid, "copy")
+        assert await memory.entries.count(tid, branch="copy") == 3
+
+    async def test_rewind_removes_later_entries_on_the_current_branch(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        await memory.branches.create(tid, "keep")
+        assert await memory.branches.rewind(tid, ids[1]) == 2
+        assert [e.id for e in await memory.entries.list(tid)] == ids[:2]
+        assert await memory.entries.count(tid, branch="keep") == 4
+        again = await memory.remember(tid, "user", "after rewind")
+        assert again.position > (await memory.entries.list(tid))[0].position
+
+    async def test_branch_errors(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 1)
+        await memory.branches.create(tid, "x")
+        with pytest.raises(Conflict):
+            await memory.branches.create(tid, "x")
+        with pytest.raises(NotFound):
+            await memory.branches.checkout(tid, "nope")
+        with pytest.raises(NotFound):
+            await memory.branches.create(tid, "y", from_entry=_id())
+        with pytest.raises(NotFound):
+            await memory.branches.rewind(tid, _id())
+        with pytest.raises(NotFound):
+            await memory.entries.list(tid, branch="nope")
+        with pytest.raises(NotFound):
+            await memory.branches.create(_id(), "z")
+
+    async def test_delete_branch(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 2)
+        await memory.branches.create(tid, "tmp")
+        with pytest.raises(Conflict):
+            await memory.branches.delete(tid, "main")
+        assert await memory.branches.delete(tid, "tmp") is True
+        assert [b.name for b in await memory.branches.list(tid)] == ["main"]
+        assert await memory.entries.count(tid) == 2
+
+    # -- working memory, snapshots, summaries ----------------------------------------
+
+    async def test_working_memory_is_cleared_when_the_block_exits(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        async with memory.working(run) as wm:
+            await wm.set("plan", {"steps": [1, 2]})
+            await wm.set("n", 3)
+            assert await wm.get("plan") == {"steps": [1, 2]}
+            assert await wm.items() == {"n": 3, "plan": {"steps": [1, 2]}}
+            assert await wm.delete("n") is True
+            assert await wm.delete("n") is False
+            assert await wm.get("n", "gone") == "gone"
+            assert await memory.tenant(_id("other")).working(run).items() == {}
+        assert await memory.working(run).items() == {}
+
+    async def test_working_memory_is_cleared_on_error(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        with pytest.raises(RuntimeError):
+            async with memory.working(run) as wm:
+                await wm.set("k", "v")
+                raise RuntimeError("boom")
+        assert await memory.working(run).get("k") is None
+
+    async def test_working_memory_rejects_non_json(self, memory: AsyncMemory) -> None:
+        async with memory.working(_id("run")) as wm:
+            with pytest.raises(InvalidInput):
+                await wm.set("k", object())
+
+    async def test_snapshots_save_load_delete(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        assert await memory.snapshots.load(run) is None
+        await memory.snapshots.save(run, {"step": 1})
+        await memory.snapshots.save(run, {"step": 2, "data": ["ü"]})
+        assert await memory.snapshots.load(run) == {"step": 2, "data": ["ü"]}
+        assert await memory.snapshots.delete(run) is True
+        assert await memory.snapshots.load(run) is None
+        assert await memory.snapshots.delete(run) is False
+
+    async def test_snapshots_with_an_owner_fail_closed(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        await memory.snapshots.save(run, {"secret": 1}, user_id="alice")
+        assert await memory.snapshots.load(run, user_id="alice") == {"secret": 1}
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.load(run, user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.load(run)
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.save(run, {"x": 1}, user_id="bob")
+        assert await memory.tenant(_id("t")).snapshots.load(run) is None
+
+    async def test_summaries_oldest_first_scoped_by_user(self, memory: AsyncMemory) -> None:
+        agent = _id("agent")
+        await memory.summaries.add(agent_id=agent, content="shared 1")
+        await memory.summaries.add(agent_id=agent, user_id="alice", content="alice 1")
+        await memory.summaries.add(agent_id=agent, user_id="bob", content="bob 1")
+        await memory.summaries.add(agent_id=agent, content="shared 2")
+        alice = await memory.summaries.list(agent_id=agent, user_id="alice")
+        assert [s.content for s in alice] == ["shared 1", "alice 1", "shared 2"]
+        assert [s.content for s in await memory.summaries.list(agent_id=agent)] == [
+            "shared 1", "shared 2"
+        ]
+        assert await memory.summaries.list(agent_id=_id("agent")) == []
+
+    # -- erasure, concurrency, lifecycle ------------------------------------------------
+
+    async def test_forget_user_erases_everything_of_that_user(self, memory: AsyncMemory) -> None:
+        user, other = _id("u"), _id("u")
+        mine = await self._thread(memory, user_id=user)
+        theirs = await self._thread(memory, user_id=other)
+        await memory.remember(mine, "user", "mine")
+        await memory.remember(theirs, "user", "theirs")
+        run = _id("run")
+        await memory.snapshots.save(run, 1, user_id=user)
+        agent = _id("agent")
+        await memory.summaries.add(agent_id=agent, user_id=user, content="about me")
+        assert await memory.forget_user(user) >= 4
+        assert await memory.threads.get(mine) is None
+        assert await memory.snapshots.load(run, user_id=user) is None
+        assert await memory.summaries.list(agent_id=agent, user_id=user) == []
+        assert [m["content"] for m in await memory.history(theirs)] == ["theirs"]
+
+    async def test_concurrent_appends_lose_and_duplicate_nothing(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+
+        async def writer(w: int) -> None:
+            for i in range(10):
+                await memory.remember(tid, "user", f"w{w}-{i}")
+
+        await arun_all([lambda w=w: writer(w) for w in range(5)])  # type: ignore[misc]
+        entries = await memory.entries.list(tid)
+        assert sorted(e.content or "" for e in entries) == sorted(
+            f"w{w}-{i}" for w in range(5) for i in range(10)
+        )
+        assert len({e.position for e in entries}) == 50
+        for w in range(5):
+            mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
+            assert mine == [f"w{w}-{i}" for i in range(10)]
+
+    async def test_generate_title_names_an_untitled_thread(self, store: AsyncStore) -> None:
+        seen: list[str] = []
+
+        def title(first: str) -> str:
+            seen.append(first)
+            return first[:10]
+
+        memory = AsyncMemory(store, generate_title=title)
+        tid = await self._thread(memory)
+        await memory.remember(tid, "system", "you are a bot")
+        await memory.remember(tid, "user", "Plan my trip to Lisbon")
+        await memory.remember(tid, "user", "second")
+        thread = await memory.threads.get(tid)
+        assert thread is not None and thread.title == "Plan my tr"
+        assert seen == ["Plan my trip to Lisbon"]
+
+    async def test_errors_form_one_tree(self, memory: AsyncMemory) -> None:
+        with pytest.raises(MemoryBankError):
+            await memory.threads.update(_id(), title="x")
+
+    async def test_closed_store_raises_store_closed(self, store: AsyncStore) -> None:
+        tid = _id()
+        memory = AsyncMemory(store)
+        await memory.threads.create(thread_id=tid)
+        await store.close()
+        with pytest.raises(StoreClosed):
+            await memory.threads.get(tid)
+        with pytest.raises(StoreClosed):
+            await memory.remember(tid, "user", "late")
