@@ -1,0 +1,137 @@
+"""I/O-free pieces shared by the SQL stores: time encoding, JSON columns, row mapping.
+
+SQLite and MySQL store times as integer microseconds since the Unix epoch
+(exact, sortable, no timezone ambiguity); PostgreSQL uses ``timestamptz``
+(also microseconds). JSON columns hold compact UTF-8 JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+
+__all__ = [
+    "ENTRY_COLUMNS",
+    "THREAD_COLUMNS",
+    "dump",
+    "from_us",
+    "load",
+    "row_to_branch",
+    "row_to_entry",
+    "row_to_summary",
+    "row_to_thread",
+    "to_us",
+    "tool_calls_from_json",
+    "tool_calls_to_json",
+]
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+#: Column order every SQL store selects threads in (``row_to_thread`` reads it).
+THREAD_COLUMNS = (
+    "id, tenant_id, user_id, agent_id, title, metadata, status, created_at, updated_at,"
+    " current_branch"
+)
+#: Column order every SQL store selects entries in (``row_to_entry`` reads it).
+ENTRY_COLUMNS = (
+    "id, thread_id, branch, position, role, content, name, tool_calls, tool_call_id,"
+    " metadata, state, token_count, created_at, idempotency_key"
+)
+
+
+def to_us(value: datetime) -> int:
+    """Microseconds since the epoch, exactly (no float rounding)."""
+    delta = value - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def from_us(value: int | datetime) -> datetime:
+    """The UTC datetime for an integer of microseconds (a datetime passes through as UTC)."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return _EPOCH + timedelta(microseconds=int(value))
+
+
+def dump(value: Any) -> str:
+    """Compact JSON text for a JSON column."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
+    """Parse a JSON column (drivers that decode JSON already pass objects through)."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes | bytearray):
+        return json.loads(value)
+    return value
+
+
+def tool_calls_to_json(calls: Sequence[ToolCall]) -> str | None:
+    if not calls:
+        return None
+    return dump([[c.id, c.name, c.arguments] for c in calls])
+
+
+def tool_calls_from_json(value: Any) -> tuple[ToolCall, ...]:
+    data = load(value)
+    if not data:
+        return ()
+    return tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in data)
+
+
+def row_to_thread(row: Sequence[Any]) -> Thread:
+    """A ``Thread`` from a row selected with ``THREAD_COLUMNS``."""
+    return Thread(
+        id=row[0],
+        tenant_id=row[1],
+        user_id=row[2],
+        agent_id=row[3],
+        title=row[4],
+        metadata=load(row[5]) or {},
+        status=row[6],
+        created_at=from_us(row[7]),
+        updated_at=from_us(row[8]),
+        current_branch=row[9],
+    )
+
+
+def row_to_entry(row: Sequence[Any]) -> Entry:
+    """An ``Entry`` from a row selected with ``ENTRY_COLUMNS``."""
+    return Entry(
+        id=row[0],
+        thread_id=row[1],
+        branch=row[2],
+        position=int(row[3]),
+        role=row[4],
+        content=row[5],
+        name=row[6],
+        tool_calls=tool_calls_from_json(row[7]),
+        tool_call_id=row[8],
+        metadata=load(row[9]) or {},
+        state=load(row[10]) or {},
+        token_count=int(row[11]),
+        created_at=from_us(row[12]),
+        idempotency_key=row[13],
+    )
+
+
+def row_to_branch(row: Sequence[Any]) -> Branch:
+    """A ``Branch`` from ``(name, thread_id, created_at, from_branch, from_entry)``."""
+    return Branch(
+        name=row[0],
+        thread_id=row[1],
+        created_at=from_us(row[2]),
+        from_branch=row[3],
+        from_entry=row[4],
+    )
+
+
+def row_to_summary(row: Sequence[Any]) -> Summary:
+    """A ``Summary`` from ``(id, agent_id, user_id, content, created_at)``."""
+    return Summary(
+        id=row[0], agent_id=row[1], user_id=row[2], content=row[3], created_at=from_us(row[4])
+    )
