@@ -96,7 +96,10 @@ def main() -> int:
             stale.append(target)
             if args.check:
                 diff = difflib.unified_diff(
-                    (current or "").splitlines(), text.splitlines(), str(target), "generated",
+                    (current or "").splitlines(),
+                    text.splitlines(),
+                    str(target),
+                    "generated",
                     lineterm="",
                 )
                 print("\n".join(list(diff)[:40]))

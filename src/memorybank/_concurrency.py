@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import ParamSpec, TypeVar, cast
+from typing import ParamSpec, TypeVar
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -94,7 +94,10 @@ class AsyncLock:
         await self._lock.acquire()
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         assert self._lock is not None
         self._lock.release()
@@ -110,7 +113,10 @@ class Lock:
         self._lock.acquire()
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self._lock.release()
 
@@ -128,7 +134,7 @@ class AsyncWorker:
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
-        return cast(T, await future)
+        return await future
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=True)
@@ -146,5 +152,3 @@ class Worker:
 
     def shutdown(self) -> None:
         return None
-
-

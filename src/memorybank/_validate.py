@@ -143,16 +143,15 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         raw = value
         unknown = sorted(k for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None)
         if unknown:
-            raise InvalidInput(f"unknown message field(s): {', '.join(map(str, unknown))}",
-                               field=str(unknown[0]))
+            raise InvalidInput(
+                f"unknown message field(s): {', '.join(map(str, unknown))}", field=str(unknown[0])
+            )
     else:
         raise InvalidInput("message must be a memorybank.Message or a dict", field="message")
 
     role = raw.get("role")
     if role not in ROLES:
-        raise InvalidInput(
-            f"role must be one of {sorted(ROLES)}, got {role!r}", field="role"
-        )
+        raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {role!r}", field="role")
     content = raw.get("content")
     if content is not None and not isinstance(content, str):
         raise InvalidInput("content must be a string", field="content")

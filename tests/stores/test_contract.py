@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memorybank.stores import AsyncInMemoryStore, InMemoryStore
+from memorybank.stores import AsyncInMemoryStore, AsyncSQLiteStore, InMemoryStore, SQLiteStore
 from memorybank.testing import AsyncContract, SyncContract
 
 
@@ -27,5 +27,21 @@ class TestInMemorySync(SyncContract):
     @pytest.fixture
     def store(self) -> Iterator[InMemoryStore]:
         store = InMemoryStore()
+        yield store
+        store.close()
+
+
+class TestSQLiteAsync(AsyncContract):
+    @pytest.fixture
+    async def store(self, tmp_path: Path) -> AsyncIterator[AsyncSQLiteStore]:
+        store = AsyncSQLiteStore(tmp_path / "memory.db")
+        yield store
+        await store.close()
+
+
+class TestSQLiteSync(SyncContract):
+    @pytest.fixture
+    def store(self, tmp_path: Path) -> Iterator[SQLiteStore]:
+        store = SQLiteStore(tmp_path / "memory.db")
         yield store
         store.close()

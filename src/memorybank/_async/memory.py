@@ -72,7 +72,7 @@ class _Core:
         return v.check_time(self.clock(), "clock()")
 
 
-def _owner_check(thread: Thread, user_id: str | None | Unset) -> None:
+def _owner_check(thread: Thread, user_id: str | Unset | None) -> None:
     """Fail closed: a named user must be the thread's owner (``None`` names "no owner")."""
     if not isinstance(user_id, Unset) and thread.user_id != user_id:
         raise ThreadForbidden()
@@ -157,7 +157,10 @@ class AsyncMemory:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 
@@ -178,7 +181,9 @@ class AsyncMemory:
                 _owner_check(thread, user_id)
                 return thread
         try:
-            return await self.threads.create(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
+            return await self.threads.create(
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+            )
         except Conflict:
             if thread_id is None:
                 raise
@@ -202,7 +207,7 @@ class AsyncMemory:
         token_count: int | None = None,
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message to the thread's current branch and bump its ``updated_at``."""
         message = {
@@ -224,7 +229,7 @@ class AsyncMemory:
         )
 
     async def history(
-        self, thread_id: str, *, last: int = 20, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, last: int = 20, user_id: str | Unset | None = UNSET
     ) -> list[dict[str, Any]]:
         """The last ``last`` messages, oldest first, as provider-shaped dicts."""
         v.check_limit(last, "last", allow_none=False)
@@ -274,7 +279,7 @@ class AsyncThreads:
         )
         return await self._core.store.create_thread(thread)
 
-    async def get(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> Thread | None:
+    async def get(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread | None:
         """The thread or ``None``; ``ThreadForbidden`` if ``user_id`` is given and not its owner."""
         thread = await self._core.store.get_thread(self._tenant, v.check_id(thread_id, "thread_id"))
         if thread is not None:
@@ -304,10 +309,10 @@ class AsyncThreads:
         self,
         thread_id: str,
         *,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Thread:
         """Change title, metadata (replaced whole) or status. ``NotFound`` if absent."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -328,7 +333,7 @@ class AsyncThreads:
             status=status,
         )
 
-    async def delete(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> bool:
+    async def delete(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the thread, its entries and branches. ``False`` if it did not exist."""
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
@@ -350,7 +355,7 @@ def _check_title(title: object) -> str | None:
 
 
 async def _require_thread(
-    core: _Core, tenant: str, thread_id: str, user_id: str | None | Unset
+    core: _Core, tenant: str, thread_id: str, user_id: str | Unset | None
 ) -> Thread:
     thread = await core.store.get_thread(tenant, thread_id)
     if thread is None:
@@ -402,7 +407,7 @@ class AsyncEntries:
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message (a ``Message`` or provider dict) to the thread.
 
@@ -429,7 +434,7 @@ class AsyncEntries:
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> list[Entry]:
         """Append several messages in one atomic write: all are stored or none.
 
@@ -461,7 +466,7 @@ class AsyncEntries:
         *,
         now: datetime,
         branch: str | None,
-        user_id: str | None | Unset,
+        user_id: str | Unset | None,
     ) -> list[Entry]:
         result = await self._core.store.append_entries(
             self._tenant,
@@ -481,6 +486,57 @@ class AsyncEntries:
                 )
         return result.entries
 
+    async def _scan(
+        self,
+        thread_id: str,
+        *,
+        branch: str | None,
+        limit: int | None,
+        offset: int,
+        before: datetime | None,
+        after: datetime | None,
+        max_tokens: int | None,
+        include_tool_calls: bool,
+        user_id: str | Unset | None,
+    ) -> list[Entry]:
+        """Read newest-first pages until the window is full; never the whole thread."""
+        page_size = max(_PAGE, (limit or 0) + offset)
+        raw_offset = 0
+        skipped = 0
+        window: list[Entry] = []  # newest first
+        while True:
+            thread, page = await self._core.store.list_entries(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=page_size,
+                offset=raw_offset,
+                before=before,
+                after=after,
+                newest_first=True,
+            )
+            _owner_check(thread, user_id)
+            branch = thread.current_branch if branch is None else branch
+            raw_offset += len(page)
+            rows = page if include_tool_calls else strip_tool_calls(page)
+            for entry in rows:
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                window.append(entry)
+            full = limit is not None and len(window) >= limit
+            if full:
+                window = window[:limit]
+            if max_tokens is not None:
+                fitted, stopped = take_token_budget(window, max_tokens)
+                if stopped:
+                    window = fitted
+                    full = True
+            if full or len(page) < page_size:
+                break
+        window.reverse()
+        return drop_orphan_tool_results(window)
+
     async def list(
         self,
         thread_id: str,
@@ -493,7 +549,7 @@ class AsyncEntries:
         max_tokens: int | None = None,
         include_tool_calls: bool = True,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> list[Entry]:
         """Entries of a branch (default: the current one), paged from the newest.
 
@@ -522,94 +578,72 @@ class AsyncEntries:
 
         if include_tool_calls and max_tokens is None:
             thread, rows = await store.list_entries(
-                self._tenant, thread_id, branch=branch, limit=limit, offset=offset_,
-                before=before, after=after,
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
             )
             _owner_check(thread, user_id)
             rows = drop_orphan_tool_results(rows)
         else:
             rows = await self._scan(
-                thread_id, branch=branch, limit=limit, offset=offset_, before=before,
-                after=after, max_tokens=max_tokens, include_tool_calls=include_tool_calls,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
+                max_tokens=max_tokens,
+                include_tool_calls=include_tool_calls,
                 user_id=user_id,
             )
         if order == "desc":
             rows.reverse()
         return rows
 
-    async def _scan(
+    async def get(
         self,
         thread_id: str,
+        entry_id: str,
         *,
-        branch: str | None,
-        limit: int | None,
-        offset: int,
-        before: datetime | None,
-        after: datetime | None,
-        max_tokens: int | None,
-        include_tool_calls: bool,
-        user_id: str | None | Unset,
-    ) -> list[Entry]:
-        """Read newest-first pages until the window is full; never the whole thread."""
-        page_size = max(_PAGE, (limit or 0) + offset)
-        raw_offset = 0
-        skipped = 0
-        window: list[Entry] = []  # newest first
-        while True:
-            thread, page = await self._core.store.list_entries(
-                self._tenant, thread_id, branch=branch, limit=page_size, offset=raw_offset,
-                before=before, after=after, newest_first=True,
-            )
-            _owner_check(thread, user_id)
-            branch = thread.current_branch if branch is None else branch
-            raw_offset += len(page)
-            rows = page if include_tool_calls else strip_tool_calls(page)
-            for entry in rows:
-                if skipped < offset:
-                    skipped += 1
-                    continue
-                window.append(entry)
-            full = limit is not None and len(window) >= limit
-            if full:
-                window = window[:limit]
-            if max_tokens is not None:
-                fitted, stopped = take_token_budget(window, max_tokens)
-                if stopped:
-                    window = fitted
-                    full = True
-            if full or len(page) < page_size:
-                break
-        window.reverse()
-        return drop_orphan_tool_results(window)
-
-    async def get(
-        self, thread_id: str, entry_id: str, *, branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry | None:
         """One entry of the branch (default: current), or ``None``."""
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.get_entry(
-            self._tenant, thread_id, v.check_id(entry_id, "entry_id"),
+            self._tenant,
+            thread_id,
+            v.check_id(entry_id, "entry_id"),
             branch=v.check_optional_id(branch, "branch"),
         )
 
     async def delete(
-        self, thread_id: str, entry_id: str, *, branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        self,
+        thread_id: str,
+        entry_id: str,
+        *,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> bool:
         """Delete one entry from the branch; whether it existed."""
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         removed = await self._core.store.delete_entries(
-            self._tenant, thread_id, [v.check_id(entry_id, "entry_id")],
+            self._tenant,
+            thread_id,
+            [v.check_id(entry_id, "entry_id")],
             branch=v.check_optional_id(branch, "branch"),
         )
         return removed > 0
 
     async def clear(
-        self, thread_id: str, *, branch: str | None = None, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete every entry of the branch (default: current); how many."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -619,7 +653,7 @@ class AsyncEntries:
         )
 
     async def count(
-        self, thread_id: str, *, branch: str | None = None, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Number of entries on the branch (default: current)."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -655,8 +689,12 @@ class AsyncBranches:
         self._tenant = tenant
 
     async def create(
-        self, thread_id: str, name: str, *, from_entry: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        self,
+        thread_id: str,
+        name: str,
+        *,
+        from_entry: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> Branch:
         """Fork the current branch into ``name`` (up to ``from_entry``, else all of it).
 
@@ -675,18 +713,20 @@ class AsyncBranches:
         )
 
     async def checkout(
-        self, thread_id: str, name: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> Thread:
         """Make ``name`` the thread's current branch. ``NotFound`` if it does not exist."""
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.update_thread(
-            self._tenant, thread_id, updated_at=self._core.now(),
+            self._tenant,
+            thread_id,
+            updated_at=self._core.now(),
             current_branch=v.check_id(name, "name"),
         )
 
     async def rewind(
-        self, thread_id: str, entry_id: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, entry_id: str, *, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete the entries after ``entry_id`` on the current branch; how many went."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -695,19 +735,21 @@ class AsyncBranches:
             self._tenant, thread_id, v.check_id(entry_id, "entry_id")
         )
 
-    async def list(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> list[Branch]:
+    async def list(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> list[Branch]:
         """The thread's branches, oldest first."""
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.list_branches(self._tenant, thread_id)
 
     async def delete(
-        self, thread_id: str, name: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> bool:
         """Delete a branch and its entries (not the current one: ``Conflict``)."""
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.delete_branch(self._tenant, thread_id, v.check_id(name, "name"))
+        return await self._core.store.delete_branch(
+            self._tenant, thread_id, v.check_id(name, "name")
+        )
 
 
 class AsyncWorkingMemory:
@@ -748,7 +790,10 @@ class AsyncWorkingMemory:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.clear()
 

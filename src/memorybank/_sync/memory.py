@@ -73,7 +73,7 @@ class _Core:
         return v.check_time(self.clock(), "clock()")
 
 
-def _owner_check(thread: Thread, user_id: str | None | Unset) -> None:
+def _owner_check(thread: Thread, user_id: str | Unset | None) -> None:
     """Fail closed: a named user must be the thread's owner (``None`` names "no owner")."""
     if not isinstance(user_id, Unset) and thread.user_id != user_id:
         raise ThreadForbidden()
@@ -158,7 +158,10 @@ class Memory:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -179,7 +182,9 @@ class Memory:
                 _owner_check(thread, user_id)
                 return thread
         try:
-            return self.threads.create(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
+            return self.threads.create(
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+            )
         except Conflict:
             if thread_id is None:
                 raise
@@ -203,7 +208,7 @@ class Memory:
         token_count: int | None = None,
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message to the thread's current branch and bump its ``updated_at``."""
         message = {
@@ -225,7 +230,7 @@ class Memory:
         )
 
     def history(
-        self, thread_id: str, *, last: int = 20, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, last: int = 20, user_id: str | Unset | None = UNSET
     ) -> list[dict[str, Any]]:
         """The last ``last`` messages, oldest first, as provider-shaped dicts."""
         v.check_limit(last, "last", allow_none=False)
@@ -275,7 +280,7 @@ class Threads:
         )
         return self._core.store.create_thread(thread)
 
-    def get(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> Thread | None:
+    def get(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread | None:
         """The thread or ``None``; ``ThreadForbidden`` if ``user_id`` is given and not its owner."""
         thread = self._core.store.get_thread(self._tenant, v.check_id(thread_id, "thread_id"))
         if thread is not None:
@@ -305,10 +310,10 @@ class Threads:
         self,
         thread_id: str,
         *,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Thread:
         """Change title, metadata (replaced whole) or status. ``NotFound`` if absent."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -329,7 +334,7 @@ class Threads:
             status=status,
         )
 
-    def delete(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> bool:
+    def delete(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the thread, its entries and branches. ``False`` if it did not exist."""
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
@@ -351,7 +356,7 @@ def _check_title(title: object) -> str | None:
 
 
 def _require_thread(
-    core: _Core, tenant: str, thread_id: str, user_id: str | None | Unset
+    core: _Core, tenant: str, thread_id: str, user_id: str | Unset | None
 ) -> Thread:
     thread = core.store.get_thread(tenant, thread_id)
     if thread is None:
@@ -403,7 +408,7 @@ class Entries:
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message (a ``Message`` or provider dict) to the thread.
 
@@ -430,7 +435,7 @@ class Entries:
         idempotency_key: str | None = None,
         created_at: datetime | None = None,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> list[Entry]:
         """Append several messages in one atomic write: all are stored or none.
 
@@ -462,7 +467,7 @@ class Entries:
         *,
         now: datetime,
         branch: str | None,
-        user_id: str | None | Unset,
+        user_id: str | Unset | None,
     ) -> list[Entry]:
         result = self._core.store.append_entries(
             self._tenant,
@@ -482,6 +487,57 @@ class Entries:
                 )
         return result.entries
 
+    def _scan(
+        self,
+        thread_id: str,
+        *,
+        branch: str | None,
+        limit: int | None,
+        offset: int,
+        before: datetime | None,
+        after: datetime | None,
+        max_tokens: int | None,
+        include_tool_calls: bool,
+        user_id: str | Unset | None,
+    ) -> list[Entry]:
+        """Read newest-first pages until the window is full; never the whole thread."""
+        page_size = max(_PAGE, (limit or 0) + offset)
+        raw_offset = 0
+        skipped = 0
+        window: list[Entry] = []  # newest first
+        while True:
+            thread, page = self._core.store.list_entries(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=page_size,
+                offset=raw_offset,
+                before=before,
+                after=after,
+                newest_first=True,
+            )
+            _owner_check(thread, user_id)
+            branch = thread.current_branch if branch is None else branch
+            raw_offset += len(page)
+            rows = page if include_tool_calls else strip_tool_calls(page)
+            for entry in rows:
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                window.append(entry)
+            full = limit is not None and len(window) >= limit
+            if full:
+                window = window[:limit]
+            if max_tokens is not None:
+                fitted, stopped = take_token_budget(window, max_tokens)
+                if stopped:
+                    window = fitted
+                    full = True
+            if full or len(page) < page_size:
+                break
+        window.reverse()
+        return drop_orphan_tool_results(window)
+
     def list(
         self,
         thread_id: str,
@@ -494,7 +550,7 @@ class Entries:
         max_tokens: int | None = None,
         include_tool_calls: bool = True,
         branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
     ) -> list[Entry]:
         """Entries of a branch (default: the current one), paged from the newest.
 
@@ -523,94 +579,72 @@ class Entries:
 
         if include_tool_calls and max_tokens is None:
             thread, rows = store.list_entries(
-                self._tenant, thread_id, branch=branch, limit=limit, offset=offset_,
-                before=before, after=after,
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
             )
             _owner_check(thread, user_id)
             rows = drop_orphan_tool_results(rows)
         else:
             rows = self._scan(
-                thread_id, branch=branch, limit=limit, offset=offset_, before=before,
-                after=after, max_tokens=max_tokens, include_tool_calls=include_tool_calls,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
+                max_tokens=max_tokens,
+                include_tool_calls=include_tool_calls,
                 user_id=user_id,
             )
         if order == "desc":
             rows.reverse()
         return rows
 
-    def _scan(
+    def get(
         self,
         thread_id: str,
+        entry_id: str,
         *,
-        branch: str | None,
-        limit: int | None,
-        offset: int,
-        before: datetime | None,
-        after: datetime | None,
-        max_tokens: int | None,
-        include_tool_calls: bool,
-        user_id: str | None | Unset,
-    ) -> list[Entry]:
-        """Read newest-first pages until the window is full; never the whole thread."""
-        page_size = max(_PAGE, (limit or 0) + offset)
-        raw_offset = 0
-        skipped = 0
-        window: list[Entry] = []  # newest first
-        while True:
-            thread, page = self._core.store.list_entries(
-                self._tenant, thread_id, branch=branch, limit=page_size, offset=raw_offset,
-                before=before, after=after, newest_first=True,
-            )
-            _owner_check(thread, user_id)
-            branch = thread.current_branch if branch is None else branch
-            raw_offset += len(page)
-            rows = page if include_tool_calls else strip_tool_calls(page)
-            for entry in rows:
-                if skipped < offset:
-                    skipped += 1
-                    continue
-                window.append(entry)
-            full = limit is not None and len(window) >= limit
-            if full:
-                window = window[:limit]
-            if max_tokens is not None:
-                fitted, stopped = take_token_budget(window, max_tokens)
-                if stopped:
-                    window = fitted
-                    full = True
-            if full or len(page) < page_size:
-                break
-        window.reverse()
-        return drop_orphan_tool_results(window)
-
-    def get(
-        self, thread_id: str, entry_id: str, *, branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> Entry | None:
         """One entry of the branch (default: current), or ``None``."""
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
         return self._core.store.get_entry(
-            self._tenant, thread_id, v.check_id(entry_id, "entry_id"),
+            self._tenant,
+            thread_id,
+            v.check_id(entry_id, "entry_id"),
             branch=v.check_optional_id(branch, "branch"),
         )
 
     def delete(
-        self, thread_id: str, entry_id: str, *, branch: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        self,
+        thread_id: str,
+        entry_id: str,
+        *,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> bool:
         """Delete one entry from the branch; whether it existed."""
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
         removed = self._core.store.delete_entries(
-            self._tenant, thread_id, [v.check_id(entry_id, "entry_id")],
+            self._tenant,
+            thread_id,
+            [v.check_id(entry_id, "entry_id")],
             branch=v.check_optional_id(branch, "branch"),
         )
         return removed > 0
 
     def clear(
-        self, thread_id: str, *, branch: str | None = None, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete every entry of the branch (default: current); how many."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -620,7 +654,7 @@ class Entries:
         )
 
     def count(
-        self, thread_id: str, *, branch: str | None = None, user_id: str | None | Unset = UNSET
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Number of entries on the branch (default: current)."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -656,8 +690,12 @@ class Branches:
         self._tenant = tenant
 
     def create(
-        self, thread_id: str, name: str, *, from_entry: str | None = None,
-        user_id: str | None | Unset = UNSET,
+        self,
+        thread_id: str,
+        name: str,
+        *,
+        from_entry: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> Branch:
         """Fork the current branch into ``name`` (up to ``from_entry``, else all of it).
 
@@ -676,18 +714,20 @@ class Branches:
         )
 
     def checkout(
-        self, thread_id: str, name: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> Thread:
         """Make ``name`` the thread's current branch. ``NotFound`` if it does not exist."""
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
         return self._core.store.update_thread(
-            self._tenant, thread_id, updated_at=self._core.now(),
+            self._tenant,
+            thread_id,
+            updated_at=self._core.now(),
             current_branch=v.check_id(name, "name"),
         )
 
     def rewind(
-        self, thread_id: str, entry_id: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, entry_id: str, *, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete the entries after ``entry_id`` on the current branch; how many went."""
         thread_id = v.check_id(thread_id, "thread_id")
@@ -696,19 +736,21 @@ class Branches:
             self._tenant, thread_id, v.check_id(entry_id, "entry_id")
         )
 
-    def list(self, thread_id: str, *, user_id: str | None | Unset = UNSET) -> list[Branch]:
+    def list(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> list[Branch]:
         """The thread's branches, oldest first."""
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
         return self._core.store.list_branches(self._tenant, thread_id)
 
     def delete(
-        self, thread_id: str, name: str, *, user_id: str | None | Unset = UNSET
+        self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> bool:
         """Delete a branch and its entries (not the current one: ``Conflict``)."""
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.delete_branch(self._tenant, thread_id, v.check_id(name, "name"))
+        return self._core.store.delete_branch(
+            self._tenant, thread_id, v.check_id(name, "name")
+        )
 
 
 class WorkingMemory:
@@ -749,7 +791,10 @@ class WorkingMemory:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.clear()
 

@@ -136,8 +136,8 @@ class AsyncStore(abc.ABC):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -153,7 +153,7 @@ class AsyncStore(abc.ABC):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -178,7 +178,7 @@ class AsyncStore(abc.ABC):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append ``entries`` (in order) to ``branch`` (``None``: the current branch).
 

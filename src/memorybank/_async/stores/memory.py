@@ -74,7 +74,9 @@ class AsyncInMemoryStore(AsyncStore):
             if key in self._threads:
                 raise Conflict(f"thread {thread.id!r} already exists")
             self._threads[key] = _copy_thread(thread)
-            main = Branch(name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at)
+            main = Branch(
+                name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at
+            )
             self._branches[key] = {main.name: main}
             self._entries[(thread.tenant_id, thread.id, main.name)] = []
             return _copy_thread(thread)
@@ -88,8 +90,8 @@ class AsyncInMemoryStore(AsyncStore):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -113,7 +115,7 @@ class AsyncInMemoryStore(AsyncStore):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -158,7 +160,7 @@ class AsyncInMemoryStore(AsyncStore):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         async with self._lock:
             thread = self._thread(tenant, thread_id)

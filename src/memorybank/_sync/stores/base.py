@@ -137,8 +137,8 @@ class Store(abc.ABC):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -154,7 +154,7 @@ class Store(abc.ABC):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -179,7 +179,7 @@ class Store(abc.ABC):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append ``entries`` (in order) to ``branch`` (``None``: the current branch).
 

@@ -75,7 +75,9 @@ class InMemoryStore(Store):
             if key in self._threads:
                 raise Conflict(f"thread {thread.id!r} already exists")
             self._threads[key] = _copy_thread(thread)
-            main = Branch(name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at)
+            main = Branch(
+                name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at
+            )
             self._branches[key] = {main.name: main}
             self._entries[(thread.tenant_id, thread.id, main.name)] = []
             return _copy_thread(thread)
@@ -89,8 +91,8 @@ class InMemoryStore(Store):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -114,7 +116,7 @@ class InMemoryStore(Store):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -159,7 +161,7 @@ class InMemoryStore(Store):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         with self._lock:
             thread = self._thread(tenant, thread_id)

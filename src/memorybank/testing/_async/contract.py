@@ -18,6 +18,7 @@ fresh ids, so a store may be shared between tests.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from collections.abc import AsyncIterator
@@ -91,13 +92,21 @@ class AsyncContract:
     async def test_create_and_get_thread_round_trips_every_field(self, memory: AsyncMemory) -> None:
         tid = _id()
         created = await memory.threads.create(
-            thread_id=tid, user_id="alice", agent_id="bot", title="Trip",
+            thread_id=tid,
+            user_id="alice",
+            agent_id="bot",
+            title="Trip",
             metadata={"topic": "travel", "tags": ["a", "b"], "n": 1.5},
         )
         got = await memory.threads.get(tid)
         assert got == created
         assert got is not None
-        assert (got.user_id, got.agent_id, got.title, got.status) == ("alice", "bot", "Trip", "active")
+        assert (got.user_id, got.agent_id, got.title, got.status) == (
+            "alice",
+            "bot",
+            "Trip",
+            "active",
+        )
         assert got.metadata == {"topic": "travel", "tags": ["a", "b"], "n": 1.5}
         assert got.current_branch == "main"
         assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
@@ -118,7 +127,9 @@ class AsyncContract:
     async def test_get_missing_thread_is_none(self, memory: AsyncMemory) -> None:
         assert await memory.threads.get(_id()) is None
 
-    async def test_list_threads_newest_updated_first_with_filters(self, memory: AsyncMemory) -> None:
+    async def test_list_threads_newest_updated_first_with_filters(
+        self, memory: AsyncMemory
+    ) -> None:
         user = _id("u")
         a = await self._thread(memory, user_id=user, agent_id="a1")
         b = await self._thread(memory, user_id=user, agent_id="a2")
@@ -133,7 +144,9 @@ class AsyncContract:
     async def test_update_thread_changes_fields_and_updated_at(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory, title="old")
         before = await memory.threads.get(tid)
-        after = await memory.threads.update(tid, title="new", metadata={"k": "v"}, status="archived")
+        after = await memory.threads.update(
+            tid, title="new", metadata={"k": "v"}, status="archived"
+        )
         assert (after.title, after.metadata, after.status) == ("new", {"k": "v"}, "archived")
         assert before is not None and after.updated_at > before.updated_at
         assert await memory.threads.get(tid) == after
@@ -272,7 +285,9 @@ class AsyncContract:
         base = datetime(2024, 5, 1, tzinfo=UTC)
         for day in range(5):
             await memory.entries.add(
-                tid, {"role": "user", "content": f"day {day}"}, created_at=base + timedelta(days=day)
+                tid,
+                {"role": "user", "content": f"day {day}"},
+                created_at=base + timedelta(days=day),
             )
         after = await memory.entries.list(tid, after=base + timedelta(days=1))
         assert [e.content for e in after] == ["day 2", "day 3", "day 4"]
@@ -285,8 +300,11 @@ class AsyncContract:
         entry = await memory.entries.add(
             tid,
             Message(
-                role="user", content="héllo 👋 你好", name="alice",
-                metadata={"dia_id": "D1:3", "nested": {"x": [1, 2]}}, state={"mood": "ok"},
+                role="user",
+                content="héllo 👋 你好",
+                name="alice",
+                metadata={"dia_id": "D1:3", "nested": {"x": [1, 2]}},
+                state={"mood": "ok"},
             ),
             created_at=when,
             token_count=7,
@@ -294,7 +312,12 @@ class AsyncContract:
         got = await memory.entries.get(tid, entry.id)
         assert got == entry
         assert got is not None
-        assert (got.role, got.content, got.name, got.token_count) == ("user", "héllo 👋 你好", "alice", 7)
+        assert (got.role, got.content, got.name, got.token_count) == (
+            "user",
+            "héllo 👋 你好",
+            "alice",
+            7,
+        )
         assert got.metadata == {"dia_id": "D1:3", "nested": {"x": [1, 2]}}
         assert got.state == {"mood": "ok"}
         assert got.created_at == when
@@ -311,7 +334,11 @@ class AsyncContract:
         )
         assert call.tool_calls == (ToolCall("call_1", "get_weather", '{"city": "Paris"}'),)
         history = await memory.history(tid)
-        assert history[1] == {"role": "assistant", "content": None, "tool_calls": [_tool_call("call_1")]}
+        assert history[1] == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_tool_call("call_1")],
+        }
         assert history[2] == {"role": "tool", "content": '{"t": 21}', "tool_call_id": "call_1"}
 
     async def test_token_counts_are_computed_and_stored(self, memory: AsyncMemory) -> None:
@@ -326,7 +353,9 @@ class AsyncContract:
         tid = await self._thread(memory)
         await memory.entries.add(tid, {"role": "user", "content": "first"})
         await memory.entries.add(
-            tid, {"role": "user", "content": "imported"}, created_at=datetime(2001, 1, 1, tzinfo=UTC)
+            tid,
+            {"role": "user", "content": "imported"},
+            created_at=datetime(2001, 1, 1, tzinfo=UTC),
         )
         assert [m["content"] for m in await memory.history(tid)] == ["first", "imported"]
 
@@ -350,8 +379,12 @@ class AsyncContract:
 
     async def test_idempotency_key_does_not_duplicate(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
-        first = await memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
-        retry = await memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
+        first = await memory.entries.add(
+            tid, {"role": "user", "content": "pay"}, idempotency_key="k1"
+        )
+        retry = await memory.entries.add(
+            tid, {"role": "user", "content": "pay"}, idempotency_key="k1"
+        )
         assert retry.id == first.id
         assert await memory.entries.count(tid) == 1
         batch = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
@@ -383,33 +416,45 @@ class AsyncContract:
 
     async def test_include_tool_calls_false_strips_tools(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
-        await memory.entries.add_many(tid, [
-            {"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [_tool_call("c1")]},
-            {"role": "tool", "content": "21C", "tool_call_id": "c1"},
-            {"role": "assistant", "content": "Checking", "tool_calls": [_tool_call("c2")]},
-            {"role": "tool", "content": "22C", "tool_call_id": "c2"},
-            {"role": "assistant", "content": "It is 22C"},
-        ])
+        await memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None, "tool_calls": [_tool_call("c1")]},
+                {"role": "tool", "content": "21C", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "Checking", "tool_calls": [_tool_call("c2")]},
+                {"role": "tool", "content": "22C", "tool_call_id": "c2"},
+                {"role": "assistant", "content": "It is 22C"},
+            ],
+        )
         window = await memory.entries.list(tid, include_tool_calls=False)
         assert [(e.role, e.content, e.tool_calls) for e in window] == [
-            ("user", "weather?", ()), ("assistant", "Checking", ()), ("assistant", "It is 22C", ()),
+            ("user", "weather?", ()),
+            ("assistant", "Checking", ()),
+            ("assistant", "It is 22C", ()),
         ]
-        assert [e.content for e in await memory.entries.list(tid, include_tool_calls=False, limit=2)] == [
-            "Checking", "It is 22C"
-        ]
+        assert [
+            e.content for e in await memory.entries.list(tid, include_tool_calls=False, limit=2)
+        ] == ["Checking", "It is 22C"]
 
     async def test_no_window_returns_a_tool_result_without_its_call(
         self, memory: AsyncMemory
     ) -> None:
         tid = await self._thread(memory)
-        await memory.entries.add_many(tid, [
-            {"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [_tool_call("a"), _tool_call("b")]},
-            {"role": "tool", "content": "21C", "tool_call_id": "a"},
-            {"role": "tool", "content": "rain", "tool_call_id": "b"},
-            {"role": "assistant", "content": "21C and rain"},
-        ])
+        await memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "weather?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_tool_call("a"), _tool_call("b")],
+                },
+                {"role": "tool", "content": "21C", "tool_call_id": "a"},
+                {"role": "tool", "content": "rain", "tool_call_id": "b"},
+                {"role": "assistant", "content": "21C and rain"},
+            ],
+        )
         for window in (
             await memory.entries.list(tid, limit=3),
             await memory.entries.list(tid, limit=2),
@@ -521,7 +566,7 @@ class AsyncContract:
 
     async def test_bad_thread_arguments(self, memory: AsyncMemory) -> None:
         with pytest.raises(InvalidInput) as info:
-            await memory.threads.create(metadata={"x": {1, 2}})  # type: ignore[dict-item]
+            await memory.threads.create(metadata={"x": {1, 2}})
         assert info.value.field == "metadata"
         with pytest.raises(InvalidInput):
             await memory.threads.create(thread_id="")
@@ -545,7 +590,9 @@ class AsyncContract:
         assert thread.current_branch == "alt"
         await memory.remember(tid, "assistant", "alternative")
         assert [m["content"] for m in await memory.history(tid)] == [
-            "message 0", "message 1", "alternative"
+            "message 0",
+            "message 1",
+            "alternative",
         ]
         main = await memory.entries.list(tid, branch="main")
         assert [e.content for e in main] == [f"message {i}" for i in range(4)]
@@ -600,7 +647,9 @@ class AsyncContract:
 
     # -- working memory, snapshots, summaries ----------------------------------------
 
-    async def test_working_memory_is_cleared_when_the_block_exits(self, memory: AsyncMemory) -> None:
+    async def test_working_memory_is_cleared_when_the_block_exits(
+        self, memory: AsyncMemory
+    ) -> None:
         run = _id("run")
         async with memory.working(run) as wm:
             await wm.set("plan", {"steps": [1, 2]})
@@ -657,7 +706,8 @@ class AsyncContract:
         alice = await memory.summaries.list(agent_id=agent, user_id="alice")
         assert [s.content for s in alice] == ["shared 1", "alice 1", "shared 2"]
         assert [s.content for s in await memory.summaries.list(agent_id=agent)] == [
-            "shared 1", "shared 2"
+            "shared 1",
+            "shared 2",
         ]
         assert await memory.summaries.list(agent_id=_id("agent")) == []
 
@@ -686,7 +736,7 @@ class AsyncContract:
             for i in range(10):
                 await memory.remember(tid, "user", f"w{w}-{i}")
 
-        await arun_all([lambda w=w: writer(w) for w in range(5)])  # type: ignore[misc]
+        await arun_all([functools.partial(writer, w) for w in range(5)])
         entries = await memory.entries.list(tid)
         assert sorted(e.content or "" for e in entries) == sorted(
             f"w{w}-{i}" for w in range(5) for i in range(10)

@@ -19,6 +19,7 @@ fresh ids, so a store may be shared between tests.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import uuid
 from collections.abc import Iterator
@@ -92,13 +93,21 @@ class SyncContract:
     def test_create_and_get_thread_round_trips_every_field(self, memory: Memory) -> None:
         tid = _id()
         created = memory.threads.create(
-            thread_id=tid, user_id="alice", agent_id="bot", title="Trip",
+            thread_id=tid,
+            user_id="alice",
+            agent_id="bot",
+            title="Trip",
             metadata={"topic": "travel", "tags": ["a", "b"], "n": 1.5},
         )
         got = memory.threads.get(tid)
         assert got == created
         assert got is not None
-        assert (got.user_id, got.agent_id, got.title, got.status) == ("alice", "bot", "Trip", "active")
+        assert (got.user_id, got.agent_id, got.title, got.status) == (
+            "alice",
+            "bot",
+            "Trip",
+            "active",
+        )
         assert got.metadata == {"topic": "travel", "tags": ["a", "b"], "n": 1.5}
         assert got.current_branch == "main"
         assert got.created_at.tzinfo is not None and got.created_at.utcoffset() == timedelta(0)
@@ -119,7 +128,9 @@ class SyncContract:
     def test_get_missing_thread_is_none(self, memory: Memory) -> None:
         assert memory.threads.get(_id()) is None
 
-    def test_list_threads_newest_updated_first_with_filters(self, memory: Memory) -> None:
+    def test_list_threads_newest_updated_first_with_filters(
+        self, memory: Memory
+    ) -> None:
         user = _id("u")
         a = self._thread(memory, user_id=user, agent_id="a1")
         b = self._thread(memory, user_id=user, agent_id="a2")
@@ -134,7 +145,9 @@ class SyncContract:
     def test_update_thread_changes_fields_and_updated_at(self, memory: Memory) -> None:
         tid = self._thread(memory, title="old")
         before = memory.threads.get(tid)
-        after = memory.threads.update(tid, title="new", metadata={"k": "v"}, status="archived")
+        after = memory.threads.update(
+            tid, title="new", metadata={"k": "v"}, status="archived"
+        )
         assert (after.title, after.metadata, after.status) == ("new", {"k": "v"}, "archived")
         assert before is not None and after.updated_at > before.updated_at
         assert memory.threads.get(tid) == after
@@ -273,7 +286,9 @@ class SyncContract:
         base = datetime(2024, 5, 1, tzinfo=UTC)
         for day in range(5):
             memory.entries.add(
-                tid, {"role": "user", "content": f"day {day}"}, created_at=base + timedelta(days=day)
+                tid,
+                {"role": "user", "content": f"day {day}"},
+                created_at=base + timedelta(days=day),
             )
         after = memory.entries.list(tid, after=base + timedelta(days=1))
         assert [e.content for e in after] == ["day 2", "day 3", "day 4"]
@@ -286,8 +301,11 @@ class SyncContract:
         entry = memory.entries.add(
             tid,
             Message(
-                role="user", content="héllo 👋 你好", name="alice",
-                metadata={"dia_id": "D1:3", "nested": {"x": [1, 2]}}, state={"mood": "ok"},
+                role="user",
+                content="héllo 👋 你好",
+                name="alice",
+                metadata={"dia_id": "D1:3", "nested": {"x": [1, 2]}},
+                state={"mood": "ok"},
             ),
             created_at=when,
             token_count=7,
@@ -295,7 +313,12 @@ class SyncContract:
         got = memory.entries.get(tid, entry.id)
         assert got == entry
         assert got is not None
-        assert (got.role, got.content, got.name, got.token_count) == ("user", "héllo 👋 你好", "alice", 7)
+        assert (got.role, got.content, got.name, got.token_count) == (
+            "user",
+            "héllo 👋 你好",
+            "alice",
+            7,
+        )
         assert got.metadata == {"dia_id": "D1:3", "nested": {"x": [1, 2]}}
         assert got.state == {"mood": "ok"}
         assert got.created_at == when
@@ -312,7 +335,11 @@ class SyncContract:
         )
         assert call.tool_calls == (ToolCall("call_1", "get_weather", '{"city": "Paris"}'),)
         history = memory.history(tid)
-        assert history[1] == {"role": "assistant", "content": None, "tool_calls": [_tool_call("call_1")]}
+        assert history[1] == {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_tool_call("call_1")],
+        }
         assert history[2] == {"role": "tool", "content": '{"t": 21}', "tool_call_id": "call_1"}
 
     def test_token_counts_are_computed_and_stored(self, memory: Memory) -> None:
@@ -327,7 +354,9 @@ class SyncContract:
         tid = self._thread(memory)
         memory.entries.add(tid, {"role": "user", "content": "first"})
         memory.entries.add(
-            tid, {"role": "user", "content": "imported"}, created_at=datetime(2001, 1, 1, tzinfo=UTC)
+            tid,
+            {"role": "user", "content": "imported"},
+            created_at=datetime(2001, 1, 1, tzinfo=UTC),
         )
         assert [m["content"] for m in memory.history(tid)] == ["first", "imported"]
 
@@ -351,8 +380,12 @@ class SyncContract:
 
     def test_idempotency_key_does_not_duplicate(self, memory: Memory) -> None:
         tid = self._thread(memory)
-        first = memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
-        retry = memory.entries.add(tid, {"role": "user", "content": "pay"}, idempotency_key="k1")
+        first = memory.entries.add(
+            tid, {"role": "user", "content": "pay"}, idempotency_key="k1"
+        )
+        retry = memory.entries.add(
+            tid, {"role": "user", "content": "pay"}, idempotency_key="k1"
+        )
         assert retry.id == first.id
         assert memory.entries.count(tid) == 1
         batch = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
@@ -384,33 +417,45 @@ class SyncContract:
 
     def test_include_tool_calls_false_strips_tools(self, memory: Memory) -> None:
         tid = self._thread(memory)
-        memory.entries.add_many(tid, [
-            {"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [_tool_call("c1")]},
-            {"role": "tool", "content": "21C", "tool_call_id": "c1"},
-            {"role": "assistant", "content": "Checking", "tool_calls": [_tool_call("c2")]},
-            {"role": "tool", "content": "22C", "tool_call_id": "c2"},
-            {"role": "assistant", "content": "It is 22C"},
-        ])
+        memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "weather?"},
+                {"role": "assistant", "content": None, "tool_calls": [_tool_call("c1")]},
+                {"role": "tool", "content": "21C", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "Checking", "tool_calls": [_tool_call("c2")]},
+                {"role": "tool", "content": "22C", "tool_call_id": "c2"},
+                {"role": "assistant", "content": "It is 22C"},
+            ],
+        )
         window = memory.entries.list(tid, include_tool_calls=False)
         assert [(e.role, e.content, e.tool_calls) for e in window] == [
-            ("user", "weather?", ()), ("assistant", "Checking", ()), ("assistant", "It is 22C", ()),
+            ("user", "weather?", ()),
+            ("assistant", "Checking", ()),
+            ("assistant", "It is 22C", ()),
         ]
-        assert [e.content for e in memory.entries.list(tid, include_tool_calls=False, limit=2)] == [
-            "Checking", "It is 22C"
-        ]
+        assert [
+            e.content for e in memory.entries.list(tid, include_tool_calls=False, limit=2)
+        ] == ["Checking", "It is 22C"]
 
     def test_no_window_returns_a_tool_result_without_its_call(
         self, memory: Memory
     ) -> None:
         tid = self._thread(memory)
-        memory.entries.add_many(tid, [
-            {"role": "user", "content": "weather?"},
-            {"role": "assistant", "content": None, "tool_calls": [_tool_call("a"), _tool_call("b")]},
-            {"role": "tool", "content": "21C", "tool_call_id": "a"},
-            {"role": "tool", "content": "rain", "tool_call_id": "b"},
-            {"role": "assistant", "content": "21C and rain"},
-        ])
+        memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "weather?"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_tool_call("a"), _tool_call("b")],
+                },
+                {"role": "tool", "content": "21C", "tool_call_id": "a"},
+                {"role": "tool", "content": "rain", "tool_call_id": "b"},
+                {"role": "assistant", "content": "21C and rain"},
+            ],
+        )
         for window in (
             memory.entries.list(tid, limit=3),
             memory.entries.list(tid, limit=2),
@@ -522,7 +567,7 @@ class SyncContract:
 
     def test_bad_thread_arguments(self, memory: Memory) -> None:
         with pytest.raises(InvalidInput) as info:
-            memory.threads.create(metadata={"x": {1, 2}})  # type: ignore[dict-item]
+            memory.threads.create(metadata={"x": {1, 2}})
         assert info.value.field == "metadata"
         with pytest.raises(InvalidInput):
             memory.threads.create(thread_id="")
@@ -546,7 +591,9 @@ class SyncContract:
         assert thread.current_branch == "alt"
         memory.remember(tid, "assistant", "alternative")
         assert [m["content"] for m in memory.history(tid)] == [
-            "message 0", "message 1", "alternative"
+            "message 0",
+            "message 1",
+            "alternative",
         ]
         main = memory.entries.list(tid, branch="main")
         assert [e.content for e in main] == [f"message {i}" for i in range(4)]
@@ -601,7 +648,9 @@ class SyncContract:
 
     # -- working memory, snapshots, summaries ----------------------------------------
 
-    def test_working_memory_is_cleared_when_the_block_exits(self, memory: Memory) -> None:
+    def test_working_memory_is_cleared_when_the_block_exits(
+        self, memory: Memory
+    ) -> None:
         run = _id("run")
         with memory.working(run) as wm:
             wm.set("plan", {"steps": [1, 2]})
@@ -658,7 +707,8 @@ class SyncContract:
         alice = memory.summaries.list(agent_id=agent, user_id="alice")
         assert [s.content for s in alice] == ["shared 1", "alice 1", "shared 2"]
         assert [s.content for s in memory.summaries.list(agent_id=agent)] == [
-            "shared 1", "shared 2"
+            "shared 1",
+            "shared 2",
         ]
         assert memory.summaries.list(agent_id=_id("agent")) == []
 
@@ -687,7 +737,7 @@ class SyncContract:
             for i in range(10):
                 memory.remember(tid, "user", f"w{w}-{i}")
 
-        run_all([lambda w=w: writer(w) for w in range(5)])  # type: ignore[misc]
+        run_all([functools.partial(writer, w) for w in range(5)])
         entries = memory.entries.list(tid)
         assert sorted(e.content or "" for e in entries) == sorted(
             f"w{w}-{i}" for w in range(5) for i in range(10)

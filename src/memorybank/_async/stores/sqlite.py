@@ -1,0 +1,857 @@
+"""AsyncSQLiteStore: the embedded default. One file, no server.
+
+Layout: tables ``<prefix>threads``, ``<prefix>branches``, ``<prefix>entries``,
+``<prefix>working``, ``<prefix>snapshots``, ``<prefix>summaries`` and
+``<prefix>schema_version``; every key and index leads with ``tenant_id``.
+Entries are indexed by ``(tenant_id, thread_id, branch, position)``, so "last N"
+is one index range read whatever the thread's length.
+
+Concurrency: WAL journal (readers never block the writer), a busy timeout, and
+every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
+across threads and processes), retried when SQLite still reports the database
+busy or locked. Positions are ``max + 1`` inside that transaction: gap-free
+while nothing is deleted.
+
+Durability: ``synchronous="full"`` (default) fsyncs the WAL at every commit, so
+a write that returned survives a power cut; ``"normal"`` survives a crash of
+the process but not of the machine; ``"off"`` trusts the OS.
+
+Sync and async: the store keeps one connection. ``SQLiteStore`` calls it inline
+under a lock; ``AsyncSQLiteStore`` runs every call on one dedicated thread,
+so the event loop never blocks on disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.open import sqlite_path
+from memorybank._concurrency import AsyncWorker
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._sql import (
+    ENTRY_COLUMNS,
+    THREAD_COLUMNS,
+    dump,
+    row_to_branch,
+    row_to_entry,
+    row_to_summary,
+    row_to_thread,
+    to_us,
+    tool_calls_to_json,
+)
+
+__all__ = ["AsyncSQLiteStore"]
+
+T = TypeVar("T")
+Synchronous = Literal["full", "normal", "off"]
+_BUSY_RETRIES = 5
+
+
+def _migrations(p: str) -> list[list[str]]:
+    """Schema changes; the index + 1 is the schema version they bring."""
+    return [
+        [
+            f"""CREATE TABLE {p}threads (
+                tenant_id TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT, agent_id TEXT,
+                title TEXT, metadata TEXT NOT NULL, status TEXT NOT NULL,
+                created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                current_branch TEXT NOT NULL,
+                PRIMARY KEY (tenant_id, id)) WITHOUT ROWID""",
+            f"CREATE INDEX {p}threads_updated ON {p}threads (tenant_id, updated_at, id)",
+            f"CREATE INDEX {p}threads_user ON {p}threads (tenant_id, user_id, updated_at)",
+            f"""CREATE TABLE {p}branches (
+                tenant_id TEXT NOT NULL, thread_id TEXT NOT NULL, name TEXT NOT NULL,
+                created_at INTEGER NOT NULL, from_branch TEXT, from_entry TEXT,
+                PRIMARY KEY (tenant_id, thread_id, name)) WITHOUT ROWID""",
+            f"""CREATE TABLE {p}entries (
+                tenant_id TEXT NOT NULL, thread_id TEXT NOT NULL, branch TEXT NOT NULL,
+                position INTEGER NOT NULL, id TEXT NOT NULL, role TEXT NOT NULL,
+                content TEXT, name TEXT, tool_calls TEXT, tool_call_id TEXT,
+                metadata TEXT NOT NULL, state TEXT NOT NULL, token_count INTEGER NOT NULL,
+                created_at INTEGER NOT NULL, idempotency_key TEXT)""",
+            f"""CREATE UNIQUE INDEX {p}entries_position
+                ON {p}entries (tenant_id, thread_id, branch, position)""",
+            f"CREATE UNIQUE INDEX {p}entries_id ON {p}entries (tenant_id, thread_id, branch, id)",
+            f"""CREATE UNIQUE INDEX {p}entries_idempotency
+                ON {p}entries (tenant_id, thread_id, branch, idempotency_key)
+                WHERE idempotency_key IS NOT NULL""",
+            f"""CREATE TABLE {p}working (
+                tenant_id TEXT NOT NULL, run_id TEXT NOT NULL, key TEXT NOT NULL,
+                value TEXT NOT NULL, PRIMARY KEY (tenant_id, run_id, key)) WITHOUT ROWID""",
+            f"""CREATE TABLE {p}snapshots (
+                tenant_id TEXT NOT NULL, run_id TEXT NOT NULL, user_id TEXT,
+                value TEXT NOT NULL, saved_at INTEGER NOT NULL,
+                PRIMARY KEY (tenant_id, run_id)) WITHOUT ROWID""",
+            f"""CREATE TABLE {p}summaries (
+                tenant_id TEXT NOT NULL, id TEXT NOT NULL, agent_id TEXT NOT NULL,
+                user_id TEXT, content TEXT NOT NULL, created_at INTEGER NOT NULL,
+                PRIMARY KEY (tenant_id, id)) WITHOUT ROWID""",
+            f"CREATE INDEX {p}summaries_agent ON {p}summaries (tenant_id, agent_id, created_at)",
+        ],
+    ]
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+class AsyncSQLiteStore(AsyncStore):
+    """A SQLite file (or ``":memory:"``). See the module docstring for the guarantees.
+
+    Args:
+        path: the database file; created (with its tables) on first use.
+        synchronous: durability level, ``"full"`` (default), ``"normal"`` or ``"off"``.
+        busy_timeout: seconds a writer waits for another writer before retrying.
+        prefix: table name prefix, to share a file with other tables.
+    """
+
+    capabilities = frozenset({"fts5"})
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout: float = 30.0,
+        prefix: str = "memorybank_",
+    ) -> None:
+        if synchronous not in ("full", "normal", "off"):
+            raise ConfigurationError("synchronous must be 'full', 'normal' or 'off'")
+        if not prefix.replace("_", "").isalnum() and prefix != "":
+            raise ConfigurationError("prefix must be letters, digits and underscores")
+        self.path = str(path)
+        self.synchronous: Synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self.prefix = prefix
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._worker = AsyncWorker("memorybank-sqlite")
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> AsyncSQLiteStore:
+        """``sqlite:///relative.db``, ``sqlite:////absolute.db`` or ``sqlite://`` (in memory)."""
+        return cls(sqlite_path(url), **options)
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._conn is not None:
+            return self._conn
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        if self.path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        conn.execute("PRAGMA foreign_keys = OFF")
+        self._migrate(conn)
+        self._conn = conn
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        p = self.prefix
+        migrations = _migrations(p)
+        version_table = f"{p}schema_version"
+        conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
+        row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+        if row[0] is not None and row[0] >= len(migrations):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+            current = row[0] or 0
+            if current > len(migrations):
+                raise ConfigurationError(
+                    f"database schema version {current} is newer than this memorybank supports"
+                )
+            for version in range(current, len(migrations)):
+                for statement in migrations[version]:
+                    conn.execute(statement)
+                conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return fn(self._connect())
+        except MemoryBankError:
+            raise
+        except sqlite3.Error as error:
+            raise StoreError(f"SQLite error: {error}") from error
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy."""
+        conn = self._connect()
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if _is_busy(error) and attempt < _BUSY_RETRIES - 1:
+                    continue
+                raise StoreUnavailable(f"SQLite database busy: {error}") from error
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            except BaseException as error:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                if isinstance(error, sqlite3.OperationalError) and _is_busy(error):
+                    if attempt < _BUSY_RETRIES - 1:
+                        continue
+                    raise StoreUnavailable(f"SQLite database busy: {error}") from error
+                if isinstance(error, sqlite3.IntegrityError):
+                    raise Conflict(f"conflicting write: {error}") from error
+                if isinstance(error, sqlite3.Error):
+                    raise StoreError(f"SQLite error: {error}") from error
+                raise
+        raise AssertionError("unreachable")
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        return await self._worker.run(fn)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def shut() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        await self._worker.run(shut)
+        self._worker.shutdown()
+
+    # -- threads -------------------------------------------------------------------
+
+    def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
+        row = conn.execute(
+            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ? AND id = ?",
+            (tenant, thread_id),
+        ).fetchone()
+        return None if row is None else row_to_thread(row)
+
+    def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
+        thread = self._get_thread(conn, tenant, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        return (
+            conn.execute(
+                f"SELECT 1 FROM {self.prefix}branches"
+                " WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
+            ).fetchone()
+            is not None
+        )
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> Thread:
+            if self._get_thread(conn, thread.tenant_id, thread.id) is not None:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            conn.execute(
+                f"INSERT INTO {p}threads ({THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    thread.id,
+                    thread.tenant_id,
+                    thread.user_id,
+                    thread.agent_id,
+                    thread.title,
+                    dump(thread.metadata),
+                    thread.status,
+                    to_us(thread.created_at),
+                    to_us(thread.updated_at),
+                    thread.current_branch,
+                ),
+            )
+            conn.execute(
+                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (thread.tenant_id, thread.id, thread.current_branch, to_us(thread.created_at)),
+            )
+            return thread
+
+        return await self._run(lambda: self._write(op))
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        return await self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        where = ["tenant_id = ?"]
+        params: list[Any] = [tenant]
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if not isinstance(value, Unset):
+                where.append(f"{column} IS ?")
+                params.append(value)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        sql = (
+            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+
+        def op(conn: sqlite3.Connection) -> list[Thread]:
+            return [row_to_thread(r) for r in conn.execute(sql, params).fetchall()]
+
+        return await self._run(lambda: self._read(op))
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        sets = ["updated_at = ?"]
+        params: list[Any] = [to_us(updated_at)]
+        if not isinstance(title, Unset):
+            sets.append("title = ?")
+            params.append(title)
+        if not isinstance(metadata, Unset):
+            sets.append("metadata = ?")
+            params.append(dump(metadata))
+        if not isinstance(status, Unset):
+            sets.append("status = ?")
+            params.append(status)
+        if not isinstance(current_branch, Unset):
+            sets.append("current_branch = ?")
+            params.append(current_branch)
+
+        def op(conn: sqlite3.Connection) -> Thread:
+            self._require_thread(conn, tenant, thread_id)
+            if not isinstance(current_branch, Unset) and not self._has_branch(
+                conn, tenant, thread_id, current_branch
+            ):
+                raise NotFound(f"branch {current_branch!r} not found")
+            conn.execute(
+                f"UPDATE {self.prefix}threads SET {', '.join(sets)} WHERE tenant_id = ? AND id = ?",
+                [*params, tenant, thread_id],
+            )
+            return self._require_thread(conn, tenant, thread_id)
+
+        return await self._run(lambda: self._write(op))
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> bool:
+            key = (tenant, thread_id)
+            cursor = conn.execute(f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key)
+            conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
+            conn.execute(f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key)
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))
+
+    # -- entries -------------------------------------------------------------------
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> AppendResult:
+            thread = self._require_thread(conn, tenant, thread_id)
+            if not isinstance(owner, Unset) and thread.user_id != owner:
+                raise ThreadForbidden()
+            name = thread.current_branch if branch is None else branch
+            if branch is not None and not self._has_branch(conn, tenant, thread_id, name):
+                raise NotFound(f"branch {name!r} not found")
+            existing: dict[str, Entry] = {}
+            keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
+            if keys:
+                marks = ", ".join("?" * len(keys))
+                rows = conn.execute(
+                    f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = ?"
+                    f" AND thread_id = ? AND branch = ? AND idempotency_key IN ({marks})",
+                    (tenant, thread_id, name, *keys),
+                ).fetchall()
+                existing = {r[13]: row_to_entry(r) for r in rows}
+            top = conn.execute(
+                f"SELECT MAX(position) FROM {p}entries"
+                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
+                (tenant, thread_id, name),
+            ).fetchone()[0]
+            position = top or 0
+            stored: list[Entry] = []
+            params: list[tuple[Any, ...]] = []
+            for new in entries:
+                if new.idempotency_key is not None and new.idempotency_key in existing:
+                    stored.append(existing[new.idempotency_key])
+                    continue
+                position += 1
+                entry = Entry(
+                    id=new.id,
+                    thread_id=thread_id,
+                    branch=name,
+                    position=position,
+                    role=new.role,  # type: ignore[arg-type]
+                    content=new.content,
+                    name=new.name,
+                    tool_calls=new.tool_calls,
+                    tool_call_id=new.tool_call_id,
+                    metadata=new.metadata,
+                    state=new.state,
+                    token_count=new.token_count,
+                    created_at=new.created_at,
+                    idempotency_key=new.idempotency_key,
+                )
+                if new.idempotency_key is not None:
+                    existing[new.idempotency_key] = entry
+                stored.append(entry)
+                params.append(
+                    (
+                        tenant,
+                        thread_id,
+                        name,
+                        position,
+                        new.id,
+                        new.role,
+                        new.content,
+                        new.name,
+                        tool_calls_to_json(new.tool_calls),
+                        new.tool_call_id,
+                        dump(new.metadata),
+                        dump(new.state),
+                        new.token_count,
+                        to_us(new.created_at),
+                        new.idempotency_key,
+                    )
+                )
+            if params:
+                conn.executemany(
+                    f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+                    " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
+                    " created_at, idempotency_key)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    params,
+                )
+            conn.execute(
+                f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
+                (to_us(updated_at), tenant, thread_id),
+            )
+            return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
+
+        return await self._run(lambda: self._write(op))
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> tuple[Thread, list[Entry]]:
+            thread = self._require_thread(conn, tenant, thread_id)
+            name = thread.current_branch if branch is None else branch
+            sql = (
+                f"SELECT {ENTRY_COLUMNS} FROM {p}entries"
+                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+            )
+            params: list[Any] = [tenant, thread_id, name]
+            if before is not None:
+                sql += " AND created_at < ?"
+                params.append(to_us(before))
+            if after is not None:
+                sql += " AND created_at > ?"
+                params.append(to_us(after))
+            sql += " ORDER BY position DESC LIMIT ? OFFSET ?"
+            params += [-1 if limit is None else limit, offset]
+            rows = [row_to_entry(r) for r in conn.execute(sql, params).fetchall()]
+            if not newest_first:
+                rows.reverse()
+            return thread, rows
+
+        return await self._run(lambda: self._read(op))
+
+    def _entry(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        thread_id: str,
+        entry_id: str,
+        branch: str | None,
+    ) -> tuple[str, Entry | None]:
+        thread = self._get_thread(conn, tenant, thread_id)
+        if thread is None:
+            return "", None
+        name = thread.current_branch if branch is None else branch
+        row = conn.execute(
+            f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
+            " WHERE tenant_id = ? AND thread_id = ? AND branch = ? AND id = ?",
+            (tenant, thread_id, name, entry_id),
+        ).fetchone()
+        return name, None if row is None else row_to_entry(row)
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        return await self._run(
+            lambda: self._read(lambda c: self._entry(c, tenant, thread_id, entry_id, branch)[1])
+        )
+
+    def _branch_of(
+        self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
+    ) -> str:
+        thread = self._require_thread(conn, tenant, thread_id)
+        return thread.current_branch if branch is None else branch
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        ids = list(entry_ids)
+
+        def op(conn: sqlite3.Connection) -> int:
+            name = self._branch_of(conn, tenant, thread_id, branch)
+            if not ids:
+                return 0
+            marks = ", ".join("?" * len(ids))
+            cursor = conn.execute(
+                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                f" AND branch = ? AND id IN ({marks})",
+                (tenant, thread_id, name, *ids),
+            )
+            return cursor.rowcount
+
+        return await self._run(lambda: self._write(op))
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            name, entry = self._entry(conn, tenant, thread_id, entry_id, branch)
+            if entry is None:
+                self._require_thread(conn, tenant, thread_id)
+                raise NotFound(f"entry {entry_id!r} not found on this branch")
+            cursor = conn.execute(
+                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                " AND branch = ? AND position > ?",
+                (tenant, thread_id, name, entry.position),
+            )
+            return cursor.rowcount
+
+        return await self._run(lambda: self._write(op))
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            name = self._branch_of(conn, tenant, thread_id, branch)
+            cursor = conn.execute(
+                f"DELETE FROM {self.prefix}entries"
+                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
+                (tenant, thread_id, name),
+            )
+            return cursor.rowcount
+
+        return await self._run(lambda: self._write(op))
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            name = self._branch_of(conn, tenant, thread_id, branch)
+            row = conn.execute(
+                f"SELECT COUNT(*) FROM {self.prefix}entries"
+                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
+                (tenant, thread_id, name),
+            ).fetchone()
+            return int(row[0])
+
+        return await self._run(lambda: self._read(op))
+
+    # -- branches ------------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> Branch:
+            self._require_thread(conn, tenant, thread_id)
+            if not self._has_branch(conn, tenant, thread_id, from_branch):
+                raise NotFound(f"branch {from_branch!r} not found")
+            if self._has_branch(conn, tenant, thread_id, name):
+                raise Conflict(f"branch {name!r} already exists")
+            upto: int | None = None
+            if from_entry is not None:
+                _, entry = self._entry(conn, tenant, thread_id, from_entry, from_branch)
+                if entry is None:
+                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+                upto = entry.position
+            conn.execute(
+                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
+                " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
+                (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
+            )
+            conn.execute(
+                f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+                " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
+                " created_at, idempotency_key)"
+                " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
+                " tool_call_id, metadata, state, token_count, created_at, idempotency_key"
+                f" FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                " AND position <= ?",
+                (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
+            )
+            return Branch(name, thread_id, created_at, from_branch, from_entry)
+
+        return await self._run(lambda: self._write(op))
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        def op(conn: sqlite3.Connection) -> list[Branch]:
+            self._require_thread(conn, tenant, thread_id)
+            rows = conn.execute(
+                f"SELECT name, thread_id, created_at, from_branch, from_entry"
+                f" FROM {self.prefix}branches WHERE tenant_id = ? AND thread_id = ?"
+                " ORDER BY created_at, name",
+                (tenant, thread_id),
+            ).fetchall()
+            return [row_to_branch(r) for r in rows]
+
+        return await self._run(lambda: self._read(op))
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> bool:
+            thread = self._require_thread(conn, tenant, thread_id)
+            if name == thread.current_branch:
+                raise Conflict(f"cannot delete the current branch {name!r}")
+            key = (tenant, thread_id, name)
+            cursor = conn.execute(
+                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
+            )
+            conn.execute(
+                f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?", key
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))
+
+    # -- working memory ------------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO {self.prefix}working (tenant_id, run_id, key, value)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, run_id, key)"
+                " DO UPDATE SET value = excluded.value",
+                (tenant, run_id, key, value),
+            )
+
+        await self._run(lambda: self._write(op))
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        def op(conn: sqlite3.Connection) -> str | None:
+            row = conn.execute(
+                f"SELECT value FROM {self.prefix}working"
+                " WHERE tenant_id = ? AND run_id = ? AND key = ?",
+                (tenant, run_id, key),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._run(lambda: self._read(op))
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                f"DELETE FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ? AND key = ?",
+                (tenant, run_id, key),
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        def op(conn: sqlite3.Connection) -> dict[str, str]:
+            rows = conn.execute(
+                f"SELECT key, value FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ?",
+                (tenant, run_id),
+            ).fetchall()
+            return {str(k): str(v) for k, v in rows}
+
+        return await self._run(lambda: self._read(op))
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"DELETE FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ?",
+                (tenant, run_id),
+            )
+
+        await self._run(lambda: self._write(op))
+
+    # -- snapshots -------------------------------------------------------------------
+
+    async def snapshot_save(
+        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+    ) -> None:
+        def op(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                f"INSERT INTO {self.prefix}snapshots (tenant_id, run_id, user_id, value, saved_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, run_id) DO UPDATE SET"
+                " user_id = excluded.user_id, value = excluded.value, saved_at = excluded.saved_at",
+                (tenant, run_id, user_id, value, to_us(saved_at)),
+            )
+
+        await self._run(lambda: self._write(op))
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        def op(conn: sqlite3.Connection) -> tuple[str | None, str] | None:
+            row = conn.execute(
+                f"SELECT user_id, value FROM {self.prefix}snapshots"
+                " WHERE tenant_id = ? AND run_id = ?",
+                (tenant, run_id),
+            ).fetchone()
+            return None if row is None else (row[0], str(row[1]))
+
+        return await self._run(lambda: self._read(op))
+
+    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+        def op(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                f"DELETE FROM {self.prefix}snapshots WHERE tenant_id = ? AND run_id = ?",
+                (tenant, run_id),
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))
+
+    # -- summaries -------------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        def op(conn: sqlite3.Connection) -> Summary:
+            conn.execute(
+                f"INSERT INTO {self.prefix}summaries"
+                " (tenant_id, id, agent_id, user_id, content, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    tenant,
+                    summary.id,
+                    summary.agent_id,
+                    summary.user_id,
+                    summary.content,
+                    to_us(summary.created_at),
+                ),
+            )
+            return summary
+
+        return await self._run(lambda: self._write(op))
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | None
+    ) -> list[Summary]:
+        def op(conn: sqlite3.Connection) -> list[Summary]:
+            rows = conn.execute(
+                f"SELECT id, agent_id, user_id, content, created_at FROM {self.prefix}summaries"
+                " WHERE tenant_id = ? AND agent_id = ? AND (user_id IS NULL OR user_id = ?)"
+                " ORDER BY created_at, id",
+                (tenant, agent_id, user_id),
+            ).fetchall()
+            return [row_to_summary(r) for r in rows]
+
+        return await self._run(lambda: self._read(op))
+
+    # -- erasure -----------------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> int:
+            threads = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {p}threads WHERE tenant_id = ? AND user_id = ?",
+                    (tenant, user_id),
+                ).fetchall()
+            ]
+            removed = 0
+            for thread_id in threads:
+                key = (tenant, thread_id)
+                removed += conn.execute(
+                    f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key
+                ).rowcount
+                conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
+                removed += conn.execute(
+                    f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key
+                ).rowcount
+            for table in ("snapshots", "summaries"):
+                removed += conn.execute(
+                    f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
+                    (tenant, user_id),
+                ).rowcount
+            return removed
+
+        return await self._run(lambda: self._write(op))
