@@ -1,0 +1,91 @@
+"""Text analysis for keyword search: tokenising, stop words and Snowball stemming.
+
+One :class:`Analyzer` is used for both the indexed documents and the query, so
+"running", "runs" and "run" meet on the same term ("run").  Stemming uses
+PyStemmer (the C build of the Snowball stemmers); results are memoised per word
+because conversational text repeats a small vocabulary many times.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+import Stemmer
+
+__all__ = ["STOP_WORDS", "Analyzer", "default_analyzer", "tokenize"]
+
+# English function words.  Kept short on purpose: words such as "when", "where",
+# "first" or "last" are NOT here because they carry intent that other signals
+# read (temporal intent) and removing them from the keyword query is done by
+# the query analyser, not by the index.  Contractions are split by the
+# tokeniser ("I'm" -> "i", "m"), so their tails are listed.
+STOP_WORDS: frozenset[str] = frozenset(
+    """a about above after again against all am an and any are as at be because been
+    before being below between both but by can could did do does doing down during each
+    few for from further had has have having he her here hers herself him himself his
+    how i if in into is it its itself just me more most my myself no nor not now of off
+    on once only or other our ours ourselves out over own same she should so some such
+    than that the their theirs them themselves then there these they this those through
+    to too under until up very was we were what when where which while who whom why
+    will with would you your yours yourself yourselves s t d ll m re ve also get got
+    yeah oh hey hi wow really""".split()
+)
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-case word tokens (letters/digits); an apostrophe suffix is dropped."""
+    out: list[str] = []
+    for tok in _WORD.findall(text.lower()):
+        quote = tok.find("'")
+        out.append(tok[:quote] if quote >= 0 else tok)
+    return out
+
+
+class Analyzer:
+    """Turns text into index terms: tokenise, drop stop words, stem.
+
+    ``language`` is any Snowball language PyStemmer knows ("english", "german",
+    ...); ``None`` disables stemming.  ``stop_words`` replaces the English list.
+    """
+
+    def __init__(
+        self,
+        language: str | None = "english",
+        stop_words: Iterable[str] | None = None,
+    ) -> None:
+        self.language = language
+        self.stop_words: frozenset[str] = (
+            STOP_WORDS if stop_words is None else frozenset(w.lower() for w in stop_words)
+        )
+        self._stemmer = Stemmer.Stemmer(language) if language else None
+        self._cache: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        """Stem one lower-case word (memoised)."""
+        if self._stemmer is None:
+            return word
+        hit = self._cache.get(word)
+        if hit is None:
+            hit = str(self._stemmer.stemWord(word))
+            if len(self._cache) < 200_000:
+                self._cache[word] = hit
+        return hit
+
+    def terms(self, text: str) -> list[str]:
+        """Index terms of ``text`` in order (duplicates kept, so tf can be counted)."""
+        stop = self.stop_words
+        return [self.stem(t) for t in tokenize(text) if t not in stop]
+
+
+_DEFAULT: Analyzer | None = None
+
+
+def default_analyzer() -> Analyzer:
+    """A shared English analyser (stop words + Snowball English stemmer)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Analyzer()
+    return _DEFAULT
