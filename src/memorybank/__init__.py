@@ -6,8 +6,8 @@ PostgreSQL, Redis and MySQL/MariaDB. ``AsyncMemory`` is the primary API,
 ``Memory`` its synchronous twin with the same names.
 """
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._sync.memory import Memory
+from typing import TYPE_CHECKING, Any
+
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -21,7 +21,25 @@ from memorybank.errors import (
 )
 from memorybank.records import Branch, Entry, Message, Summary, Thread, ToolCall
 
+if TYPE_CHECKING:
+    from memorybank._async.memory import AsyncMemory
+    from memorybank._sync.memory import Memory
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use so that `from memorybank import Memory` never loads asyncio.
+    if name == "Memory":
+        from memorybank._sync.memory import Memory
+
+        return Memory
+    if name == "AsyncMemory":
+        from memorybank._async.memory import AsyncMemory
+
+        return AsyncMemory
+    raise AttributeError(f"module 'memorybank' has no attribute {name!r}")
+
 
 __all__ = [
     "AsyncMemory",

@@ -9,14 +9,16 @@ where both forms are written by hand, side by side (the httpcore pattern).
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync users skip them
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -50,6 +52,8 @@ def maybe_await(value: T | Awaitable[T]) -> T:
     """
     if not inspect.isawaitable(value):
         return value
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     async def _run() -> T:
         return await value
@@ -64,17 +68,23 @@ def maybe_await(value: T | Awaitable[T]) -> T:
 
 async def arun_all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     """Run coroutine factories concurrently as tasks; results in order."""
+    import asyncio
+
     return list(await asyncio.gather(*(call() for call in calls)))
 
 
 def run_all(calls: Sequence[Callable[[], T]]) -> list[T]:
     """Sync twin of :func:`arun_all`: run the callables concurrently on threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
         futures = [pool.submit(call) for call in calls]
         return [future.result() for future in futures]
 
 
 async def asleep(seconds: float) -> None:
+    import asyncio
+
     await asyncio.sleep(seconds)
 
 
@@ -90,6 +100,8 @@ class AsyncLock:
 
     async def __aenter__(self) -> None:
         if self._lock is None:
+            import asyncio
+
             self._lock = asyncio.Lock()
         await self._lock.acquire()
 
@@ -129,9 +141,13 @@ class AsyncWorker:
     """
 
     def __init__(self, name: str) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool: ThreadPoolExecutor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
 
     async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
         return await future

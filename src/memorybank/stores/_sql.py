@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FAST_LIMIT_US = 7_258_118_400_000_000  # 2200-01-01
 
 #: Column order every SQL store selects threads in (``row_to_thread`` reads it).
 THREAD_COLUMNS = (
@@ -50,9 +51,17 @@ def to_us(value: datetime) -> int:
 
 
 def from_us(value: int | datetime) -> datetime:
-    """The UTC datetime for an integer of microseconds (a datetime passes through as UTC)."""
+    """The UTC datetime for an integer of microseconds (a datetime passes through as UTC).
+
+    ``fromtimestamp`` of a float is twice as fast as adding a ``timedelta``, and
+    exact: a float's error at today's epoch seconds is under 0.25 µs, and
+    ``fromtimestamp`` rounds to the nearest microsecond. Times beyond year 2200
+    take the slower exact path.
+    """
     if isinstance(value, datetime):
         return value.astimezone(UTC)
+    if 0 <= value < _FAST_LIMIT_US:
+        return datetime.fromtimestamp(value / 1_000_000, UTC)
     return _EPOCH + timedelta(microseconds=int(value))
 
 
@@ -65,6 +74,8 @@ def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
     """Parse a JSON column (drivers that decode JSON already pass objects through)."""
     if value is None:
         return None
+    if value == "{}":
+        return {}
     if isinstance(value, str | bytes | bytearray):
         return json.loads(value)
     return value
