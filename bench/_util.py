@@ -18,7 +18,7 @@ class Latency:
     @classmethod
     def of(cls, samples_s: Sequence[float]) -> Latency:
         ordered = sorted(samples_s)
-        p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
         return cls(statistics.median(ordered) * 1000, p95 * 1000)
 
 

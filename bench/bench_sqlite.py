@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sqlite3
 import subprocess
@@ -135,9 +136,9 @@ def w2(tmp: Path, repeat: int) -> tuple[list[list[object]], Path, str, str]:
                 (tid, i + 1, "user", _message(i)),
             )
         raw.conn.execute("COMMIT")
-        raw_lat = measure(lambda tid=tid: raw.last(tid), repeat)
-        mb_lat = measure(lambda tid=tid: memory.history(tid, last=20), repeat)
-        ent_lat = measure(lambda tid=tid: memory.entries.list(tid, limit=20), repeat)
+        raw_lat = measure(functools.partial(raw.last, tid), repeat)
+        mb_lat = measure(functools.partial(memory.history, tid, last=20), repeat)
+        ent_lat = measure(functools.partial(memory.entries.list, tid, limit=20), repeat)
         rows += [
             [f"{size:,}", "raw sqlite3", raw_lat.p50, raw_lat.p95, 1.0],
             [f"{size:,}", "memorybank history()", mb_lat.p50, mb_lat.p95, mb_lat.p50 / raw_lat.p50],
@@ -173,11 +174,11 @@ def w2(tmp: Path, repeat: int) -> tuple[list[list[object]], Path, str, str]:
 
 def w3(mb_path: Path, thread_id: str, raw_path: str, repeat: int) -> list[list[object]]:
     raw_code = (
-        "import sqlite3; c = sqlite3.connect(%r);"
+        f"import sqlite3; c = sqlite3.connect({raw_path!r});"
         " c.execute('SELECT role, content FROM messages WHERE thread_id = ?"
-        " ORDER BY position DESC LIMIT 20', (%r,)).fetchall()"
-    ) % (raw_path, thread_id)
-    mb_code = "from memorybank import Memory; m = Memory(%r); m.history(%r, last=20)" % (
+        f" ORDER BY position DESC LIMIT 20', ({thread_id!r},)).fetchall()"
+    )
+    mb_code = "from memorybank import Memory; m = Memory({!r}); m.history({!r}, last=20)".format(
         f"sqlite:///{mb_path}",
         thread_id,
     )

@@ -3,8 +3,8 @@
 Records are plain values: stores build them, ``Memory`` returns them, and
 changing a returned record never changes what is stored. They are slotted but
 not frozen dataclasses: a frozen dataclass costs ~9x more to construct, and
-reading "last N" builds N of them on every call. Every time is a timezone-aware UTC ``datetime`` with
-microsecond precision on every store.
+reading "last N" builds N of them on every call. Every time is a
+timezone-aware UTC ``datetime`` with microsecond precision on every store.
 """
 
 from __future__ import annotations
