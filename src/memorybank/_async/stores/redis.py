@@ -1,0 +1,1146 @@
+"""AsyncRedisStore: threads, entries and branches in plain Redis 7 (no modules).
+
+Key layout (``P`` is the prefix, default ``"memorybank:"``; every id inside a
+key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
+``%7D``, so keys are unambiguous and a hash tag can never be broken)::
+
+    P{tenant:thread}:t          hash   the thread: id ten u a ti m s c up cb
+                                       (user, agent, title absent = None; times are
+                                       int microseconds) + one field "b:<branch>"
+                                       per branch -> JSON [created, from_branch, from_entry]
+    P{tenant:thread}:z:<branch> zset   score = position, member = entry JSON
+                                       [created, id, role, content, name, tool_calls,
+                                       tool_call_id, metadata, state, tokens, idem_key]
+    P{tenant:thread}:h:<branch> hash   "i:<entry id>" -> position, "k:<idem key>" -> entry id
+    P{tenant}:threads           zset   score = updated_at, member = thread id
+    P{tenant}:u:<user>          zset   the same, for the threads owned by <user>
+    P{tenant:run}:w             hash   working memory of a run (key -> JSON text)
+    P{tenant:run}:s             hash   snapshot of a run: v (JSON text), o (owner), at
+    P{tenant}:su:<user>         set    run ids whose snapshot <user> owns
+    P{tenant}:sum:<agent>       list   summaries, oldest first (JSON [id, user, content, at])
+    P{tenant}:sumu:<user>       set    agents holding summaries of <user>
+    Pschema_version             string layout version (index into ``MIGRATIONS``)
+
+Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
+thread lives in one Redis Cluster slot and every thread operation is one Lua
+script over that slot. The tenant indexes (``threads``, ``u:``) live in the
+``{tenant}`` slot. On a single node (the default) the scripts update them in the
+same atomic script. With ``cluster=True`` the scripts touch only the thread's
+slot and the store updates the indexes with a second command right after
+(not atomic with the write: a crash in between leaves an index score stale or a
+member pointing at a deleted thread, which readers tolerate and clean up).
+Snapshot owner sets and summaries are in the tenant slot; ``snapshot_save``
+writes the snapshot and its owner set in one MULTI on a single node, in two
+commands (set first) with ``cluster=True``.
+
+Position assignment: ``append_entries`` is one ``EVALSHA`` (loaded once,
+reloaded on ``NOSCRIPT``): it checks the thread, owner and branch, resolves
+idempotency keys, assigns ``max position + 1`` per entry (the branch's highest
+score), writes the entries, bumps ``updated_at``, refreshes TTLs and returns
+status, positions and the thread in one round trip. Redis runs scripts one at a
+time, so concurrent appenders (any number of processes) never interleave a
+batch, lose or duplicate a position. Positions are gap-free for appends; deleted
+entries leave gaps, and after deleting the newest entries (rewind) positions
+are reused, exactly as in the reference store.
+
+Reads: "last N" is ``ZREVRANGE`` by rank (O(log n + N)), whatever the thread's
+length or branching depth (branches are copies, made with ``COPY``).
+``before``/``after`` filters scan newest-first inside the script (cost grows with
+the entries skipped). Every read is one round trip.
+
+TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries and
+idempotency keys -- together: one script sets the same deadline on every key and
+each write refreshes it. ``ttl=None`` keeps data forever (and leaves a deadline
+set earlier by another configuration in place until the next write with a
+TTL). An expired thread's index members are removed lazily by ``list_threads``
+and ``forget_user``. ``working_ttl`` / ``snapshot_ttl`` expire working memory
+(refreshed on each set) and snapshots (on each save). Snapshot owner sets and
+summary user sets are cleaned lazily by ``forget_user``.
+
+Durability: a write has returned once Redis applied it in memory; whether it
+survives a server crash depends on the server's persistence (``appendonly yes``
+with ``appendfsync always`` for the strictest, ``everysec`` loses up to a
+second). The store does not change server configuration.
+
+Differences from the contract: none known. The client given to the
+constructor keeps its own retry policy; ``from_url`` builds one without command
+retries (see ``memorybank.stores._redis_compat``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
+from typing import Any, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import redis.exceptions
+
+from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.stores._redis_compat import AsyncRedisClient, aconnect_redis
+from memorybank.stores._sql import dump, from_us, to_us
+
+__all__ = ["MIGRATIONS", "AsyncRedisStore"]
+
+#: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
+#: version ``i`` to ``i + 1`` (run atomically with the version bump). Version 1
+#: is the initial layout, which needs nothing created.
+MIGRATIONS: list[str] = [""]
+
+_THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
+
+# -- Lua ---------------------------------------------------------------------------
+# Every thread script: KEYS[1] = the thread hash, ARGV[1] = the thread's key base
+# ("P{tenant:thread}:"), ARGV[2] = TTL in ms ("0": none), ARGV[3] = the tenant index
+# base ("P{tenant}:"; "" when the indexes are maintained outside the script).
+
+_PRELUDE = r"""
+local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
+local tkey = KEYS[1]
+local function esc(s)
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function zkey(b) return base .. 'z:' .. esc(b) end
+local function hkey(b) return base .. 'h:' .. esc(b) end
+local function thread()
+  return redis.call('HMGET', tkey, 'id', 'ten', 'u', 'a', 'ti', 'm', 's', 'c', 'up', 'cb')
+end
+local function branches()
+  local names = {}
+  for _, f in ipairs(redis.call('HKEYS', tkey)) do
+    if string.sub(f, 1, 2) == 'b:' then names[#names + 1] = string.sub(f, 3) end
+  end
+  return names
+end
+local function touch()
+  if ttl ~= '0' then
+    redis.call('PEXPIRE', tkey, ttl)
+    for _, b in ipairs(branches()) do
+      redis.call('PEXPIRE', zkey(b), ttl)
+      redis.call('PEXPIRE', hkey(b), ttl)
+    end
+  end
+end
+local function index(t, updated)
+  if idx ~= '' then
+    redis.call('ZADD', idx .. 'threads', updated, t[1])
+    if t[3] then redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1]) end
+  end
+end
+local function forget(h, members)
+  for _, m in ipairs(members) do
+    local e = cjson.decode(m)
+    redis.call('HDEL', h, 'i:' .. e[2])
+    if e[11] ~= cjson.null then redis.call('HDEL', h, 'k:' .. e[11]) end
+  end
+end
+local function pick(t, b)
+  if b == '' then return t[10] end
+  return b
+end
+"""
+
+# ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
+_CREATE = """
+if redis.call('EXISTS', tkey) == 1 then return 0 end
+redis.call('HSET', tkey, unpack(ARGV, 6))
+local t = thread()
+redis.call('DEL', zkey(t[10]), hkey(t[10]))
+touch()
+index(t, ARGV[5])
+return 1
+"""
+
+# ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
+# ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON) per entry.
+_APPEND = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local mode = ARGV[5]
+if (mode == '1' and t[3]) or (mode == '2' and t[3] ~= ARGV[6]) then return {'FORBIDDEN'} end
+local b = pick(t, ARGV[4])
+if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH', b} end
+local z, h = zkey(b), hkey(b)
+local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')
+local pos = 0
+if last[2] then pos = tonumber(last[2]) end
+redis.call('HSET', tkey, 'up', ARGV[7])
+t[9] = ARGV[7]
+local out = {'OK', b}
+for i = 1, 10 do out[#out + 1] = t[i] end
+for i = 8, #ARGV, 3 do
+  local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local found = false
+  if key ~= '' then found = redis.call('HGET', h, 'k:' .. key) end
+  if found then
+    local p = redis.call('HGET', h, 'i:' .. found)
+    out[#out + 1] = p
+    out[#out + 1] = redis.call('ZRANGEBYSCORE', z, p, p)[1]
+  else
+    pos = pos + 1
+    redis.call('ZADD', z, pos, json)
+    if key ~= '' then
+      redis.call('HSET', h, 'i:' .. id, pos, 'k:' .. key, id)
+    else
+      redis.call('HSET', h, 'i:' .. id, pos)
+    end
+    out[#out + 1] = pos
+    out[#out + 1] = ''
+  end
+end
+touch()
+index(t, ARGV[7])
+return out
+"""
+
+# ARGV[4] = updated_at, ARGV[5] = new current branch or "", ARGV[6] = n fields to delete,
+# then the n field names, then field, value pairs to set.
+_UPDATE = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+if ARGV[5] ~= '' and redis.call('HEXISTS', tkey, 'b:' .. ARGV[5]) == 0 then
+  return {'NOBRANCH', ARGV[5]}
+end
+local n = tonumber(ARGV[6])
+if n > 0 then redis.call('HDEL', tkey, unpack(ARGV, 7, 6 + n)) end
+if #ARGV >= 7 + n then redis.call('HSET', tkey, unpack(ARGV, 7 + n)) end
+redis.call('HSET', tkey, 'up', ARGV[4])
+t = thread()
+touch()
+index(t, ARGV[4])
+local out = {'OK'}
+for i = 1, 10 do out[#out + 1] = t[i] end
+return out
+"""
+
+# ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or ""}.
+_DELETE = """
+local t = redis.call('HMGET', tkey, 'id', 'u')
+if not t[1] then return {0, 0, ''} end
+if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, ''} end
+local n = 0
+for _, b in ipairs(branches()) do
+  n = n + redis.call('ZCARD', zkey(b))
+  redis.call('DEL', zkey(b), hkey(b))
+end
+redis.call('DEL', tkey)
+if idx ~= '' then
+  redis.call('ZREM', idx .. 'threads', t[1])
+  if t[2] then redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1]) end
+end
+return {1, n, t[2] or ''}
+"""
+
+# ARGV[4] = branch, ARGV[5] = limit (-1: all), ARGV[6] = offset,
+# ARGV[7] = before ("" none), ARGV[8] = after ("" none). Entries come newest first.
+_LIST = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local b = pick(t, ARGV[4])
+local z = zkey(b)
+local limit, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
+local out = {'OK', b}
+for i = 1, 10 do out[#out + 1] = t[i] end
+if limit == 0 then return out end
+if ARGV[7] == '' and ARGV[8] == '' then
+  local stop = -1
+  if limit > 0 then stop = offset + limit - 1 end
+  for _, v in ipairs(redis.call('ZREVRANGE', z, offset, stop, 'WITHSCORES')) do
+    out[#out + 1] = v
+  end
+  return out
+end
+local before, after = tonumber(ARGV[7]), tonumber(ARGV[8])
+local start, chunk, skipped, taken = 0, 256, 0, 0
+while true do
+  local rows = redis.call('ZREVRANGE', z, start, start + chunk - 1, 'WITHSCORES')
+  if #rows == 0 then return out end
+  for i = 1, #rows, 2 do
+    local c = tonumber(string.match(rows[i], '^%[(%-?%d+)'))
+    if (before == nil or c < before) and (after == nil or c > after) then
+      if skipped < offset then
+        skipped = skipped + 1
+      else
+        out[#out + 1] = rows[i]
+        out[#out + 1] = rows[i + 1]
+        taken = taken + 1
+        if limit > 0 and taken >= limit then return out end
+      end
+    end
+  end
+  start = start + chunk
+end
+"""
+
+# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member, position}.
+_GET_ENTRY = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return {} end
+local b = ARGV[4]
+if b == '' then b = t[2] end
+local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
+if not p then return {} end
+return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1], p}
+"""
+
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
+_DELETE_ENTRIES = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+local b = ARGV[4]
+if b == '' then b = t[2] end
+local z, h = zkey(b), hkey(b)
+local n = 0
+for i = 5, #ARGV do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  if p then
+    forget(h, redis.call('ZRANGEBYSCORE', z, p, p))
+    redis.call('ZREMRANGEBYSCORE', z, p, p)
+    n = n + 1
+  end
+end
+touch()
+return n
+"""
+
+# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
+_TRUNCATE = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+local b = ARGV[4]
+if b == '' then b = t[2] end
+local z, h = zkey(b), hkey(b)
+local p = redis.call('HGET', h, 'i:' .. ARGV[5])
+if not p then return -2 end
+local doomed = redis.call('ZRANGEBYSCORE', z, '(' .. p, '+inf')
+forget(h, doomed)
+redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
+touch()
+return #doomed
+"""
+
+# ARGV[4] = branch. Returns -1 (no thread) or how many went.
+_CLEAR = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+local b = ARGV[4]
+if b == '' then b = t[2] end
+local n = redis.call('ZCARD', zkey(b))
+redis.call('DEL', zkey(b), hkey(b))
+touch()
+return n
+"""
+
+# ARGV[4] = branch. Returns -1 (no thread) or the count.
+_COUNT = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+local b = ARGV[4]
+if b == '' then b = t[2] end
+return redis.call('ZCARD', zkey(b))
+"""
+
+# ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
+_CREATE_BRANCH = """
+if redis.call('EXISTS', tkey) == 0 then return 'NOTFOUND' end
+local name, src = ARGV[4], ARGV[5]
+if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return 'NOSOURCE' end
+if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return 'CONFLICT' end
+local p = false
+if ARGV[6] ~= '' then
+  p = redis.call('HGET', hkey(src), 'i:' .. ARGV[6])
+  if not p then return 'NOENTRY' end
+end
+local dz, dh = zkey(name), hkey(name)
+redis.call('DEL', dz, dh)
+redis.call('COPY', zkey(src), dz)
+redis.call('COPY', hkey(src), dh)
+if p then
+  forget(dh, redis.call('ZRANGEBYSCORE', dz, '(' .. p, '+inf'))
+  redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
+end
+redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
+touch()
+return 'OK'
+"""
+
+# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or 1.
+_DELETE_BRANCH = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+if t[2] == ARGV[4] then return -2 end
+if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
+redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
+touch()
+return 1
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = owner: delete it only if that user owns it.
+_FORGET_SNAPSHOT = """
+if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# KEYS[1] = the user's summary agent set, ARGV[1] = "P{tenant}:sum:", ARGV[2] = user.
+_FORGET_SUMMARIES = """
+local n = 0
+for _, agent in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local key = ARGV[1] .. agent
+  local items = redis.call('LRANGE', key, 0, -1)
+  local keep = {}
+  for _, s in ipairs(items) do
+    if cjson.decode(s)[2] == ARGV[2] then n = n + 1 else keep[#keep + 1] = s end
+  end
+  if #keep < #items then
+    redis.call('DEL', key)
+    for i = 1, #keep, 1000 do
+      redis.call('RPUSH', key, unpack(keep, i, math.min(i + 999, #keep)))
+    end
+  end
+end
+redis.call('DEL', KEYS[1])
+return n
+"""
+
+# KEYS[1] = the version key, ARGV[1] = from version, ARGV[2] = to version.
+_MIGRATE = """
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+if v ~= tonumber(ARGV[1]) then return v end
+{body}
+redis.call('SET', KEYS[1], ARGV[2])
+return tonumber(ARGV[2])
+"""
+
+
+class _Script:
+    """A Lua script run by ``EVALSHA`` (loaded on the first ``NOSCRIPT``)."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, body: str, *, prelude: bool = True) -> None:
+        self.source = (_PRELUDE + body) if prelude else body
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+
+
+_S_CREATE = _Script(_CREATE)
+_S_APPEND = _Script(_APPEND)
+_S_UPDATE = _Script(_UPDATE)
+_S_DELETE = _Script(_DELETE)
+_S_LIST = _Script(_LIST)
+_S_GET_ENTRY = _Script(_GET_ENTRY)
+_S_DELETE_ENTRIES = _Script(_DELETE_ENTRIES)
+_S_TRUNCATE = _Script(_TRUNCATE)
+_S_CLEAR = _Script(_CLEAR)
+_S_COUNT = _Script(_COUNT)
+_S_CREATE_BRANCH = _Script(_CREATE_BRANCH)
+_S_DELETE_BRANCH = _Script(_DELETE_BRANCH)
+_S_FORGET_SNAPSHOT = _Script(_FORGET_SNAPSHOT, prelude=False)
+_S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude=False)
+
+# -- encoding ------------------------------------------------------------------------
+
+
+def _esc(value: str) -> str:
+    """Escape an id for use inside a key (same rule as the Lua ``esc``)."""
+    return (
+        value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
+    )
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _opt(value: bytes | str | None) -> str | None:
+    return None if value is None else _s(value)
+
+
+def _thread(row: Sequence[Any]) -> Thread:
+    """A ``Thread`` from the 10 values of ``_THREAD_FIELDS``."""
+    return Thread(
+        id=_s(row[0]),
+        tenant_id=_s(row[1]),
+        user_id=_opt(row[2]),
+        agent_id=_opt(row[3]),
+        title=_opt(row[4]),
+        metadata=json.loads(row[5]),
+        status=_s(row[6]),  # type: ignore[arg-type]
+        created_at=from_us(int(row[7])),
+        updated_at=from_us(int(row[8])),
+        current_branch=_s(row[9]),
+    )
+
+
+def _entry_json(new: NewEntry) -> str:
+    calls = [[c.id, c.name, c.arguments] for c in new.tool_calls] if new.tool_calls else None
+    return dump(
+        [
+            to_us(new.created_at), new.id, new.role, new.content, new.name, calls,
+            new.tool_call_id, new.metadata, new.state, new.token_count, new.idempotency_key,
+        ]
+    )
+
+
+def _entry(member: bytes | str, position: Any, thread_id: str, branch: str) -> Entry:
+    d = json.loads(member)
+    return Entry(
+        id=d[1],
+        thread_id=thread_id,
+        branch=branch,
+        position=int(position),
+        role=d[2],
+        content=d[3],
+        name=d[4],
+        tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in d[5]) if d[5] else (),
+        tool_call_id=d[6],
+        metadata=d[7],
+        state=d[8],
+        token_count=d[9],
+        created_at=from_us(d[0]),
+        idempotency_key=d[10],
+    )
+
+
+def _ttl_ms(seconds: float | None, name: str) -> int:
+    if seconds is None:
+        return 0
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise ConfigurationError(f"{name} must be a positive number of seconds or None")
+    return max(1, round(seconds * 1000))
+
+
+_URL_OPTIONS = ("prefix", "ttl", "working_ttl", "snapshot_ttl", "timeout", "max_connections")
+
+
+def _split_url(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without memorybank's own query options, and those options."""
+    parts = urlsplit(url)
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        (ours.__setitem__(key, value) if key in _URL_OPTIONS else theirs.append((key, value)))
+    return urlunsplit(parts._replace(query=urlencode(theirs))), ours
+
+
+@contextmanager
+def _translated(closed: bool) -> Iterator[None]:
+    """Raise ``StoreClosed`` if closed; turn driver errors into memorybank errors."""
+    if closed:
+        raise StoreClosed("the store is closed")
+    try:
+        yield
+    except MemoryBankError:
+        raise
+    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
+        raise StoreUnavailable(f"redis unavailable: {error}") from error
+    except (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError) as error:
+        raise StoreUnavailable(f"redis unavailable: {error}") from error
+    except redis.exceptions.RedisError as error:
+        raise StoreError(f"redis error: {error}") from error
+    except (TimeoutError, OSError) as error:
+        raise StoreUnavailable(f"redis unavailable: {error}") from error
+
+
+class AsyncRedisStore(AsyncStore):
+    """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
+
+    ``AsyncRedisStore(client)`` uses a ``redis.asyncio.Redis`` the caller owns
+    (``close()`` leaves it open); ``AsyncRedisStore.from_url(url)`` owns its client.
+    """
+
+    capabilities = frozenset({"ttl"})
+
+    def __init__(
+        self,
+        client: AsyncRedisClient,
+        *,
+        prefix: str = "memorybank:",
+        ttl: float | None = None,
+        working_ttl: float | None = None,
+        snapshot_ttl: float | None = None,
+        cluster: bool = False,
+        _owns_client: bool = False,
+    ) -> None:
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            raise ConfigurationError("prefix must be a string without '{' or '}'")
+        self._client = client
+        self._prefix = prefix
+        self._ttl = str(_ttl_ms(ttl, "ttl"))
+        self._working_ttl = _ttl_ms(working_ttl, "working_ttl")
+        self._snapshot_ttl = _ttl_ms(snapshot_ttl, "snapshot_ttl")
+        self._cluster = cluster
+        self._owns = _owns_client
+        self._closed = False
+        self._schema_ok = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        prefix: str = "memorybank:",
+        ttl: float | None = None,
+        timeout: float = 5.0,
+        working_ttl: float | None = None,
+        snapshot_ttl: float | None = None,
+        max_connections: int = 50,
+        cluster: bool = False,
+    ) -> AsyncRedisStore:
+        """A store owning its client. ``redis://host:port/db?prefix=app:&ttl=3600``.
+
+        The URL may carry ``prefix``, ``ttl``, ``working_ttl``, ``snapshot_ttl``,
+        ``timeout`` and ``max_connections``; a keyword argument left at its
+        default takes the URL's value. ``timeout`` (seconds) bounds connecting,
+        every command and the wait for a free pooled connection.
+        """
+        clean, opts = _split_url(url)
+        try:
+            if prefix == "memorybank:" and "prefix" in opts:
+                prefix = opts["prefix"]
+            if ttl is None and "ttl" in opts:
+                ttl = float(opts["ttl"])
+            if working_ttl is None and "working_ttl" in opts:
+                working_ttl = float(opts["working_ttl"])
+            if snapshot_ttl is None and "snapshot_ttl" in opts:
+                snapshot_ttl = float(opts["snapshot_ttl"])
+            if timeout == 5.0 and "timeout" in opts:
+                timeout = float(opts["timeout"])
+            if max_connections == 50 and "max_connections" in opts:
+                max_connections = int(opts["max_connections"])
+        except ValueError as error:
+            raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
+        if timeout <= 0 or max_connections < 1:
+            raise ConfigurationError("timeout must be > 0 and max_connections >= 1")
+        try:
+            client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
+        except ValueError as error:
+            raise ConfigurationError(f"bad redis URL {url!r}: {error}") from error
+        return cls(
+            client, prefix=prefix, ttl=ttl, working_ttl=working_ttl,
+            snapshot_ttl=snapshot_ttl, cluster=cluster, _owns_client=True,
+        )
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def _op(self) -> AbstractContextManager[None]:
+        return _translated(self._closed)
+
+    async def _ready(self) -> None:
+        if not self._schema_ok:
+            await self._migrate()
+
+    def _base(self, tenant: str, thread_id: str) -> str:
+        return f"{self._prefix}{{{_esc(tenant)}:{_esc(thread_id)}}}:"
+
+    def _idx(self, tenant: str) -> str:
+        return f"{self._prefix}{{{_esc(tenant)}}}:"
+
+    async def _eval(self, script: _Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        try:
+            return await self._client.evalsha(script.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            await self._client.script_load(script.source)
+            return await self._client.evalsha(script.sha, len(keys), *keys, *args)
+
+    async def _thread_eval(
+        self, script: _Script, tenant: str, thread_id: str, *args: Any
+    ) -> Any:
+        await self._ready()
+        base = self._base(tenant, thread_id)
+        idx = "" if self._cluster else self._idx(tenant)
+        return await self._eval(script, (base + "t",), (base, self._ttl, idx, *args))
+
+    async def _migrate(self) -> None:
+        key = self._prefix + "schema_version"
+        current = int(await self._client.get(key) or 0)
+        if current > len(MIGRATIONS):
+            raise ConfigurationError(
+                f"redis data under prefix {self._prefix!r} has layout version {current}; "
+                f"this memorybank knows up to {len(MIGRATIONS)}: upgrade memorybank"
+            )
+        for version in range(current, len(MIGRATIONS)):
+            script = _Script(_MIGRATE.replace("{body}", MIGRATIONS[version]), prelude=False)
+            await self._eval(script, (key,), (version, version + 1))
+        self._schema_ok = True
+
+    async def _index(self, tenant: str, thread: Thread) -> None:
+        """Cluster mode: update the tenant indexes after a thread write."""
+        if not self._cluster:
+            return
+        idx = self._idx(tenant)
+        score = to_us(thread.updated_at)
+        await self._client.zadd(idx + "threads", {thread.id: score})
+        if thread.user_id is not None:
+            await self._client.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+
+    async def _unindex(self, tenant: str, thread_id: str, user_id: str | None) -> None:
+        if not self._cluster:
+            return
+        idx = self._idx(tenant)
+        await self._client.zrem(idx + "threads", thread_id)
+        if user_id:
+            await self._client.zrem(idx + "u:" + _esc(user_id), thread_id)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns:
+            try:
+                await self._client.aclose()
+            except (redis.exceptions.RedisError, OSError):
+                pass
+
+    # -- threads -------------------------------------------------------------------
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        fields: list[Any] = [
+            "id", thread.id, "ten", thread.tenant_id, "m", dump(thread.metadata),
+            "s", thread.status, "c", to_us(thread.created_at), "up", to_us(thread.updated_at),
+            "cb", thread.current_branch,
+            "b:" + thread.current_branch, dump([to_us(thread.created_at), None, None]),
+        ]
+        for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
+            if value is not None:
+                fields += [name, value]
+        with self._op():
+            created = await self._thread_eval(
+                _S_CREATE, thread.tenant_id, thread.id, thread.id, to_us(thread.updated_at),
+                *fields,
+            )
+            if not created:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            await self._index(thread.tenant_id, thread)
+        return thread
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        with self._op():
+            await self._ready()
+            row = await self._client.hmget(self._base(tenant, thread_id) + "t", _THREAD_FIELDS)
+        return None if row[0] is None else _thread(row)
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Walks the tenant (or user) index newest first; drops members of expired threads."""
+        idx = self._idx(tenant)
+        index = idx + ("u:" + _esc(user_id) if isinstance(user_id, str) else "threads")
+        found: list[Thread] = []
+        if limit == 0:
+            return found
+        batch = 100 if limit is None else max(limit, 20)
+        start = 0
+        with self._op():
+            await self._ready()
+            while True:
+                ids = cast(
+                    "list[bytes]", await self._client.zrevrange(index, start, start + batch - 1)
+                )
+                if not ids:
+                    break
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for tid in ids:
+                        pipe.hmget(self._base(tenant, _s(tid)) + "t", _THREAD_FIELDS)
+                    rows = await pipe.execute()
+                gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
+                if gone:
+                    await self._client.zrem(index, *gone)
+                    if index != idx + "threads":
+                        await self._client.zrem(idx + "threads", *gone)
+                for row in rows:
+                    if row[0] is None:
+                        continue
+                    t = _thread(row)
+                    if (
+                        (isinstance(user_id, Unset) or t.user_id == user_id)
+                        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+                        and (status is None or t.status == status)
+                    ):
+                        found.append(t)
+                        if limit is not None and len(found) >= limit:
+                            return found
+                if len(ids) < batch:
+                    break
+                start += batch - len(gone)
+        return found
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        drop: list[str] = []
+        sets: list[Any] = []
+        if not isinstance(title, Unset):
+            if title is None:
+                drop.append("ti")
+            else:
+                sets += ["ti", title]
+        if not isinstance(metadata, Unset):
+            sets += ["m", dump(metadata)]
+        if not isinstance(status, Unset):
+            sets += ["s", status]
+        branch = "" if isinstance(current_branch, Unset) else current_branch
+        if branch:
+            sets += ["cb", branch]
+        with self._op():
+            out = await self._thread_eval(
+                _S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
+            )
+            status_ = _s(out[0])
+            if status_ == "NOTFOUND":
+                raise NotFound(f"thread {thread_id!r} not found")
+            if status_ == "NOBRANCH":
+                raise NotFound(f"branch {branch!r} not found")
+            thread = _thread(out[1:])
+            await self._index(tenant, thread)
+        return thread
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        with self._op():
+            deleted, _, owner = await self._thread_eval(_S_DELETE, tenant, thread_id, "")
+            if deleted:
+                await self._unindex(tenant, thread_id, _s(owner))
+        return bool(deleted)
+
+    # -- entries -----------------------------------------------------------------------
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        """One script: checks, idempotency, positions, write, ``updated_at``, TTL."""
+        if isinstance(owner, Unset):
+            mode, who = "0", ""
+        elif owner is None:
+            mode, who = "1", ""
+        else:
+            mode, who = "2", owner
+        texts = [_entry_json(e) for e in entries]
+        args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
+        for new, text in zip(entries, texts, strict=True):
+            args += [new.idempotency_key or "", new.id, text]
+        with self._op():
+            out = await self._thread_eval(_S_APPEND, tenant, thread_id, *args)
+            status = _s(out[0])
+            if status != "OK":
+                if status == "NOTFOUND":
+                    raise NotFound(f"thread {thread_id!r} not found")
+                if status == "FORBIDDEN":
+                    raise ThreadForbidden()
+                raise NotFound(f"branch {_s(out[1])!r} not found")
+            name = _s(out[1])
+            thread = _thread(out[2:12])
+            stored = [
+                _entry(out[13 + 2 * i] or text, out[12 + 2 * i], thread_id, name)
+                for i, text in enumerate(texts)
+            ]
+            await self._index(tenant, thread)
+        return AppendResult(stored, thread)
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
+        with self._op():
+            out = await self._thread_eval(
+                _S_LIST, tenant, thread_id, branch or "", -1 if limit is None else limit,
+                offset, "" if before is None else to_us(before),
+                "" if after is None else to_us(after),
+            )
+        if _s(out[0]) != "OK":
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = _s(out[1])
+        page = [_entry(out[i], out[i + 1], thread_id, name) for i in range(12, len(out), 2)]
+        if not newest_first:
+            page.reverse()
+        return _thread(out[2:12]), page
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        with self._op():
+            out = await self._thread_eval(_S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
+        if not out:
+            return None
+        return _entry(out[1], out[2], thread_id, _s(out[0]))
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        with self._op():
+            n = int(
+                await self._thread_eval(
+                    _S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids
+                )
+            )
+        if n < 0:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return n
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        with self._op():
+            n = int(
+                await self._thread_eval(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
+            )
+        if n == -1:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if n == -2:
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+        return n
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        with self._op():
+            n = int(await self._thread_eval(_S_CLEAR, tenant, thread_id, branch or ""))
+        if n < 0:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return n
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        with self._op():
+            n = int(await self._thread_eval(_S_COUNT, tenant, thread_id, branch or ""))
+        if n < 0:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return n
+
+    # -- branches ------------------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """``COPY`` of the source branch's keys, trimmed after ``from_entry``, in one script."""
+        record = dump([to_us(created_at), from_branch, from_entry])
+        with self._op():
+            status = _s(
+                await self._thread_eval(
+                    _S_CREATE_BRANCH, tenant, thread_id, name, from_branch, from_entry or "",
+                    record,
+                )
+            )
+        if status == "NOTFOUND":
+            raise NotFound(f"thread {thread_id!r} not found")
+        if status == "NOSOURCE":
+            raise NotFound(f"branch {from_branch!r} not found")
+        if status == "CONFLICT":
+            raise Conflict(f"branch {name!r} already exists")
+        if status == "NOENTRY":
+            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        return Branch(
+            name=name, thread_id=thread_id, created_at=created_at,
+            from_branch=from_branch, from_entry=from_entry,
+        )
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        with self._op():
+            await self._ready()
+            fields = await self._client.hgetall(self._base(tenant, thread_id) + "t")
+        if not fields:
+            raise NotFound(f"thread {thread_id!r} not found")
+        found = []
+        for field, value in fields.items():
+            key = _s(field)
+            if key.startswith("b:"):
+                created, src, entry = json.loads(value)
+                found.append(
+                    Branch(
+                        name=key[2:], thread_id=thread_id, created_at=from_us(created),
+                        from_branch=src, from_entry=entry,
+                    )
+                )
+        return sorted(found, key=lambda b: (b.created_at, b.name))
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        with self._op():
+            n = int(await self._thread_eval(_S_DELETE_BRANCH, tenant, thread_id, name))
+        if n == -1:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if n == -2:
+            raise Conflict(f"cannot delete the current branch {name!r}")
+        return n == 1
+
+    # -- working memory ------------------------------------------------------------------
+
+    def _run_key(self, tenant: str, run_id: str, kind: str) -> str:
+        return f"{self._prefix}{{{_esc(tenant)}:{_esc(run_id)}}}:{kind}"
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        name = self._run_key(tenant, run_id, "w")
+        with self._op():
+            await self._ready()
+            if self._working_ttl:
+                async with self._client.pipeline(transaction=True) as pipe:
+                    pipe.hset(name, key, value)
+                    pipe.pexpire(name, self._working_ttl)
+                    await pipe.execute()
+            else:
+                await self._client.hset(name, key, value)
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        with self._op():
+            await self._ready()
+            value = await self._client.hget(self._run_key(tenant, run_id, "w"), key)
+        return _opt(value)
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        with self._op():
+            await self._ready()
+            return bool(await self._client.hdel(self._run_key(tenant, run_id, "w"), key))
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        with self._op():
+            await self._ready()
+            items = await self._client.hgetall(self._run_key(tenant, run_id, "w"))
+        return {_s(k): _s(v) for k, v in items.items()}
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        with self._op():
+            await self._ready()
+            await self._client.delete(self._run_key(tenant, run_id, "w"))
+
+    # -- snapshots -------------------------------------------------------------------------
+
+    async def snapshot_save(
+        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+    ) -> None:
+        name = self._run_key(tenant, run_id, "s")
+        items: list[str | int] = ["v", value, "at", to_us(saved_at)]
+        if user_id is not None:
+            items += ["o", user_id]
+        with self._op():
+            await self._ready()
+            async with self._client.pipeline(transaction=not self._cluster) as pipe:
+                if user_id is not None:
+                    pipe.sadd(self._idx(tenant) + "su:" + _esc(user_id), run_id)
+                pipe.delete(name)
+                pipe.hset(name, items=items)
+                if self._snapshot_ttl:
+                    pipe.pexpire(name, self._snapshot_ttl)
+                await pipe.execute()
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        with self._op():
+            await self._ready()
+            value, owner = await self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
+        return None if value is None else (_opt(owner), _s(value))
+
+    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+        with self._op():
+            await self._ready()
+            return bool(await self._client.delete(self._run_key(tenant, run_id, "s")))
+
+    # -- summaries ---------------------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        idx = self._idx(tenant)
+        agent = _esc(summary.agent_id)
+        record = dump([summary.id, summary.user_id, summary.content, to_us(summary.created_at)])
+        with self._op():
+            await self._ready()
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.rpush(idx + "sum:" + agent, record)
+                if summary.user_id is not None:
+                    pipe.sadd(idx + "sumu:" + _esc(summary.user_id), agent)
+                await pipe.execute()
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | None
+    ) -> list[Summary]:
+        with self._op():
+            await self._ready()
+            items = await self._client.lrange(self._idx(tenant) + "sum:" + _esc(agent_id), 0, -1)
+        found = []
+        for item in items:
+            sid, owner, content, created = json.loads(item)
+            if owner is None or owner == user_id:
+                found.append(
+                    Summary(
+                        id=sid, agent_id=agent_id, user_id=owner, content=content,
+                        created_at=from_us(created),
+                    )
+                )
+        return found
+
+    # -- erasure -------------------------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        """Threads (via the user index), snapshots (owner set), summaries (agent set)."""
+        idx = self._idx(tenant)
+        user = _esc(user_id)
+        removed = 0
+        with self._op():
+            await self._ready()
+            threads_key = idx + "u:" + user
+            while True:
+                ids = cast("list[bytes]", await self._client.zrange(threads_key, 0, 499))
+                if not ids:
+                    break
+                for tid in ids:
+                    deleted, entries, _ = await self._thread_eval(
+                        _S_DELETE, tenant, _s(tid), user_id
+                    )
+                    if deleted:
+                        removed += 1 + int(entries)
+                await self._client.zrem(threads_key, *ids)
+                await self._client.zrem(idx + "threads", *ids)
+            snaps_key = idx + "su:" + user
+            for run in await self._client.smembers(snaps_key):
+                key = self._run_key(tenant, _s(run), "s")
+                removed += int(await self._eval(_S_FORGET_SNAPSHOT, (key,), (user_id,)))
+            await self._client.delete(snaps_key)
+            removed += int(
+                await self._eval(
+                    _S_FORGET_SUMMARIES, (idx + "sumu:" + user,), (idx + "sum:", user_id)
+                )
+            )
+        return removed
