@@ -12,7 +12,8 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
              last_position)                                 PK (tenant_id, thread_id, name)
     entries(tenant_id, thread_id, branch, position, id, role, content, name,
             tool_calls jsonb, tool_call_id, metadata jsonb, state jsonb,
-            token_count, created_at, idempotency_key)       PK (tenant_id, thread_id, branch, position)
+            token_count, created_at, idempotency_key)
+        PK (tenant_id, thread_id, branch, position)
         unique (tenant_id, thread_id, branch, id),
         unique (tenant_id, thread_id, branch, idempotency_key) where the key is not null
     working(tenant_id, run_id, key, value text)             PK (tenant_id, run_id, key)
@@ -138,6 +139,7 @@ _T_COLS = _cols("t", THREAD_COLUMNS)
 _E_COLS = _cols("e", ENTRY_COLUMNS)
 _N_THREAD = len(THREAD_COLUMNS.split(","))
 _N_ENTRY = len(ENTRY_COLUMNS.split(","))
+_E_START = 2 + _N_THREAD  # where an append row's entry columns start
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -362,7 +364,8 @@ class PostgresStore(Store):
         """Use a pool or connection the caller owns (``close()`` leaves it open)."""
         if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
             raise ConfigurationError(
-                f"bad table prefix {prefix!r}: use 1-40 of a-z, 0-9 and _, not starting with a digit"
+                f"bad table prefix {prefix!r}: use 1-40 of a-z, 0-9 and _,"
+                " not starting with a digit"
             )
         if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
             raise ConfigurationError(f"timeout must be a positive number of seconds: {timeout!r}")
@@ -435,7 +438,7 @@ class PostgresStore(Store):
     # -- plumbing ------------------------------------------------------------
 
     def connect(self) -> None:
-        """Connect, create or migrate the schema and detect capabilities now (else: at first use)."""
+        """Connect, create/migrate the schema and detect capabilities now (else: first use)."""
         self._ensure_ready()
 
     def _ensure_ready(self) -> None:
@@ -620,8 +623,8 @@ class PostgresStore(Store):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -651,7 +654,7 @@ class PostgresStore(Store):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -673,7 +676,8 @@ class PostgresStore(Store):
             sets.append("current_branch = %(branch)s")
             params["branch"] = current_branch
             branch_check = (
-                f" AND EXISTS (SELECT 1 FROM {self.prefix}branches b WHERE b.tenant_id = t.tenant_id"
+                f" AND EXISTS (SELECT 1 FROM {self.prefix}branches b"
+                " WHERE b.tenant_id = t.tenant_id"
                 " AND b.thread_id = t.id AND b.name = %(branch)s)"
             )
         query = (
@@ -706,7 +710,7 @@ class PostgresStore(Store):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """One statement: owner check, thread and branch locks, positions, insert."""
         # A key repeated within the batch is sent once; later copies get its entry.
@@ -753,7 +757,7 @@ class PostgresStore(Store):
         stored: dict[int, Entry] = {}
         for row in rows:
             if row[-1] is not None:
-                stored[int(row[-1]) - 1] = row_to_entry(row[2 + _N_THREAD : 2 + _N_THREAD + _N_ENTRY])
+                stored[int(row[-1]) - 1] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
         missing = [i for i in range(len(sent)) if i not in stored]
         if missing:
             # Another writer stored the same idempotency key first (or the branch vanished).
@@ -993,7 +997,8 @@ class PostgresStore(Store):
     def forget_user(self, tenant: str, user_id: str) -> int:
         """Lock the user's threads, then delete them with everything else the user owns."""
         with self._transaction() as conn:
-            ids = [r[0] for r in self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))]
+            locked = self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))
+            ids = [r[0] for r in locked]
             rows = self._rows(
                 conn, self._sql.forget_user, {"tenant": tenant, "user": user_id, "ids": ids}
             )
@@ -1013,7 +1018,9 @@ class _Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.get_thread = f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
+        self.get_thread = (
+            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
+        )
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
         self.lock_thread_branch = (
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"

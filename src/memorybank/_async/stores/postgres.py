@@ -1,0 +1,1178 @@
+"""AsyncPostgresStore: PostgreSQL through psycopg 3 (``pip install 'memorybank[postgres]'``).
+
+Layout (every name starts with the configurable ``prefix``, default ``memorybank_``;
+every primary key and index leads with ``tenant_id``, and no statement joins
+two tenants, so the tables can be distributed or partitioned by tenant)::
+
+    threads(tenant_id, id, user_id, agent_id, title, metadata jsonb, status,
+            created_at, updated_at, current_branch)         PK (tenant_id, id)
+        index (tenant_id, updated_at desc, id desc), (tenant_id, user_id, updated_at desc, id desc)
+    branches(tenant_id, thread_id, name, created_at, from_branch, from_entry,
+             last_position)                                 PK (tenant_id, thread_id, name)
+    entries(tenant_id, thread_id, branch, position, id, role, content, name,
+            tool_calls jsonb, tool_call_id, metadata jsonb, state jsonb,
+            token_count, created_at, idempotency_key)
+        PK (tenant_id, thread_id, branch, position)
+        unique (tenant_id, thread_id, branch, id),
+        unique (tenant_id, thread_id, branch, idempotency_key) where the key is not null
+    working(tenant_id, run_id, key, value text)             PK (tenant_id, run_id, key)
+    snapshots(tenant_id, run_id, user_id, value text, saved_at)   PK (tenant_id, run_id)
+    summaries(tenant_id, id, agent_id, user_id, content, created_at, seq)  PK (tenant_id, id)
+    schema_version(id = 1, version)
+
+Times are ``timestamptz`` (microsecond precision, read back as UTC). Metadata,
+state and tool calls are ``jsonb`` (queryable, e.g. by the recall layer);
+working-memory and snapshot values are ``text`` so their JSON comes back
+verbatim. There are no foreign keys: deletes remove a thread's branches and
+entries explicitly, in one transaction.
+
+The schema is created on first use and versioned: ``MIGRATIONS[i]`` takes the
+schema from version ``i`` to ``i + 1``; the version lives in
+``<prefix>schema_version``. Migrations run in one transaction under a
+transaction-level advisory lock, so several processes starting at once are safe.
+
+Appends are ONE statement (one round trip, autocommit): it checks the thread
+and its owner, locks the thread row (``UPDATE ... updated_at``), then the
+branch row, whose ``last_position`` counter reserves the batch's positions, and
+inserts the batch with ``ON CONFLICT DO NOTHING`` on the idempotency key. The
+locks are held until the statement commits, so concurrent appenders in any
+number of processes are serialised per thread: nothing is lost, duplicated or
+interleaved, and positions follow commit order. A status column tells the
+caller whether the thread was missing, forbidden (nothing written) or had no
+such branch.
+
+Positions are gap-free per branch while entries are only appended: the branch
+counter never goes back, so after ``delete_entries``/``truncate_after``/
+``clear_entries`` new entries continue after the highest position ever assigned
+(a position is never reused), and a lost race between two writers of the same
+idempotency key leaves a one-position gap.
+
+"Last N" is one indexed query: the thread row joined ``LATERAL`` to a backward
+scan of ``(tenant_id, thread_id, branch, position)``, so its cost does not grow
+with the thread's length or the branch depth (branches are copies).
+
+Isolation: every call runs in autocommit (READ COMMITTED) or, for multi-step
+deletes and branch creation, in one short transaction that first locks the
+thread row, so a concurrent append is either fully before or fully after it.
+
+Connections: ``AsyncPostgresStore.from_url(url, pool_size=20, prefix=..., timeout=10.0)``
+owns an ``AsyncConnectionPool`` (autocommit, ``connect_timeout``/
+``tcp_user_timeout`` from ``timeout``) and closes it in ``close()``; URL query
+parameters ``prefix``, ``pool_size`` and ``timeout`` are accepted too, so
+``open_store("postgresql://...?prefix=app_")`` works. ``AsyncPostgresStore(pool_or_connection)``
+uses a pool or a single connection the caller owns (left open by ``close()``;
+a single connection is used by one call at a time; a connection that is not in
+autocommit is switched to autocommit while a call uses it, unless it is inside
+a transaction of the caller, which the store's writes then join). Waiting for
+a pool connection longer than ``timeout`` raises ``StoreUnavailable`` (server
+down or pool exhausted). After a lost connection (server restart, terminated
+backend) the pool's idle connections are checked and dead ones dropped; reads
+are retried once on a fresh connection, writes raise ``StoreUnavailable``
+(they may or may not have been applied, retry with an idempotency key).
+
+Capabilities: ``"pgvector"`` is added to ``capabilities`` when the server can
+``CREATE EXTENSION vector`` (it is listed in ``pg_available_extensions``). It is
+detected at first use (any call, or ``await store.connect()``); before that
+``capabilities`` is empty.
+
+Differences from the contract: none known. Values PostgreSQL cannot store (a
+NUL character in text or in a JSON string) raise ``InvalidInput``; nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._concurrency import AsyncLock
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._sql import (
+    ENTRY_COLUMNS,
+    THREAD_COLUMNS,
+    dump,
+    row_to_branch,
+    row_to_entry,
+    row_to_summary,
+    row_to_thread,
+    tool_calls_to_json,
+)
+
+try:
+    import psycopg
+    from psycopg import AsyncConnection, pq
+    from psycopg.rows import tuple_row
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+except ImportError as error:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "the PostgreSQL store needs psycopg: pip install 'memorybank[postgres]'"
+    ) from error
+
+__all__ = ["MIGRATIONS", "AsyncPostgresStore"]
+
+_PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
+_DISCONNECT_STATES = frozenset({"57P01", "57P02", "57P03"})
+
+
+def _cols(alias: str, columns: str) -> str:
+    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
+
+
+_T_COLS = _cols("t", THREAD_COLUMNS)
+_E_COLS = _cols("e", ENTRY_COLUMNS)
+_N_THREAD = len(THREAD_COLUMNS.split(","))
+_N_ENTRY = len(ENTRY_COLUMNS.split(","))
+_E_START = 2 + _N_THREAD  # where an append row's entry columns start
+
+#: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
+MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        """CREATE TABLE {p}threads (
+            tenant_id text NOT NULL,
+            id text NOT NULL,
+            user_id text,
+            agent_id text,
+            title text,
+            metadata jsonb NOT NULL DEFAULT '{{}}',
+            status text NOT NULL,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            current_branch text NOT NULL,
+            PRIMARY KEY (tenant_id, id))""",
+        "CREATE INDEX {p}threads_updated ON {p}threads (tenant_id, updated_at DESC, id DESC)",
+        "CREATE INDEX {p}threads_user ON {p}threads"
+        " (tenant_id, user_id, updated_at DESC, id DESC)",
+        """CREATE TABLE {p}branches (
+            tenant_id text NOT NULL,
+            thread_id text NOT NULL,
+            name text NOT NULL,
+            created_at timestamptz NOT NULL,
+            from_branch text,
+            from_entry text,
+            last_position bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (tenant_id, thread_id, name))""",
+        """CREATE TABLE {p}entries (
+            tenant_id text NOT NULL,
+            thread_id text NOT NULL,
+            branch text NOT NULL,
+            position bigint NOT NULL,
+            id text NOT NULL,
+            role text NOT NULL,
+            content text,
+            name text,
+            tool_calls jsonb,
+            tool_call_id text,
+            metadata jsonb NOT NULL DEFAULT '{{}}',
+            state jsonb NOT NULL DEFAULT '{{}}',
+            token_count integer NOT NULL,
+            created_at timestamptz NOT NULL,
+            idempotency_key text,
+            PRIMARY KEY (tenant_id, thread_id, branch, position))""",
+        "CREATE UNIQUE INDEX {p}entries_id ON {p}entries (tenant_id, thread_id, branch, id)",
+        "CREATE UNIQUE INDEX {p}entries_key ON {p}entries"
+        " (tenant_id, thread_id, branch, idempotency_key) WHERE idempotency_key IS NOT NULL",
+        """CREATE TABLE {p}working (
+            tenant_id text NOT NULL,
+            run_id text NOT NULL,
+            key text NOT NULL,
+            value text NOT NULL,
+            PRIMARY KEY (tenant_id, run_id, key))""",
+        """CREATE TABLE {p}snapshots (
+            tenant_id text NOT NULL,
+            run_id text NOT NULL,
+            user_id text,
+            value text NOT NULL,
+            saved_at timestamptz NOT NULL,
+            PRIMARY KEY (tenant_id, run_id))""",
+        "CREATE INDEX {p}snapshots_user ON {p}snapshots (tenant_id, user_id)",
+        """CREATE TABLE {p}summaries (
+            tenant_id text NOT NULL,
+            id text NOT NULL,
+            agent_id text NOT NULL,
+            user_id text,
+            content text NOT NULL,
+            created_at timestamptz NOT NULL,
+            seq bigint GENERATED ALWAYS AS IDENTITY,
+            PRIMARY KEY (tenant_id, id))""",
+        "CREATE INDEX {p}summaries_agent ON {p}summaries (tenant_id, agent_id, created_at, seq)",
+        "CREATE INDEX {p}summaries_user ON {p}summaries (tenant_id, user_id)",
+    ),
+]
+
+#: Every table a schema holds (for tools that drop a prefix's tables).
+TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries", "schema_version")
+
+_APPEND = """
+WITH input AS (
+    SELECT * FROM unnest(
+        %(ids)s::text[], %(roles)s::text[], %(contents)s::text[], %(names)s::text[],
+        %(tool_calls)s::text[], %(tool_call_ids)s::text[], %(metadata)s::text[],
+        %(states)s::text[], %(tokens)s::int[], %(created)s::timestamptz[], %(keys)s::text[]
+    ) WITH ORDINALITY AS i(id, role, content, name, tool_calls, tool_call_id, metadata,
+                           state, token_count, created_at, idempotency_key, ord)
+),
+probe AS (
+    SELECT user_id, current_branch FROM {p}threads
+    WHERE tenant_id = %(tenant)s AND id = %(thread)s
+),
+allowed AS (
+    SELECT coalesce(%(branch)s::text, current_branch) AS branch FROM probe
+    WHERE NOT %(check_owner)s::bool OR user_id IS NOT DISTINCT FROM %(owner)s::text
+),
+existing AS (
+    SELECT {e_cols}, i.ord
+    FROM input i
+    JOIN allowed a ON true
+    JOIN {p}entries e ON e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s
+        AND e.branch = a.branch AND e.idempotency_key = i.idempotency_key
+),
+fresh AS (
+    SELECT i.*, row_number() OVER (ORDER BY i.ord) AS rn
+    FROM input i
+    WHERE NOT EXISTS (SELECT 1 FROM existing x WHERE x.ord = i.ord)
+),
+th AS (
+    UPDATE {p}threads t SET updated_at = %(now)s
+    FROM allowed a
+    WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s
+      AND EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = %(tenant)s
+                  AND b.thread_id = %(thread)s AND b.name = a.branch)
+    RETURNING {t_cols}
+),
+br AS (
+    UPDATE {p}branches b SET last_position = b.last_position + (SELECT count(*) FROM fresh)
+    FROM allowed a, th
+    WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s AND b.name = a.branch
+    RETURNING b.name, b.last_position - (SELECT count(*) FROM fresh) AS base
+),
+ins AS (
+    INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content, name,
+        tool_calls, tool_call_id, metadata, state, token_count, created_at, idempotency_key)
+    SELECT %(tenant)s, %(thread)s, br.name, br.base + f.rn, f.id, f.role, f.content, f.name,
+        f.tool_calls::jsonb, f.tool_call_id, f.metadata::jsonb, f.state::jsonb, f.token_count,
+        f.created_at, f.idempotency_key
+    FROM fresh f CROSS JOIN br
+    ON CONFLICT (tenant_id, thread_id, branch, idempotency_key)
+        WHERE idempotency_key IS NOT NULL DO NOTHING
+    RETURNING {entry_columns}
+),
+result AS (
+    SELECT {ins_cols}, f.ord FROM ins JOIN fresh f ON f.id = ins.id
+    UNION ALL
+    SELECT * FROM existing
+)
+SELECT
+    CASE WHEN NOT EXISTS (SELECT 1 FROM probe) THEN 1
+         WHEN NOT EXISTS (SELECT 1 FROM allowed) THEN 2
+         WHEN NOT EXISTS (SELECT 1 FROM th) THEN 3
+         ELSE 0 END,
+    (SELECT branch FROM allowed),
+    {th_cols},
+    {r_cols}, r.ord
+FROM (SELECT 1) AS one
+LEFT JOIN th ON true
+LEFT JOIN result r ON true
+ORDER BY r.ord
+"""
+
+_LIST = """
+SELECT {t_cols}, {e_cols}
+FROM {p}threads t
+LEFT JOIN LATERAL (
+    SELECT {entry_columns} FROM {p}entries e
+    WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id
+      AND e.branch = coalesce(%(branch)s::text, t.current_branch){filters}
+    ORDER BY e.position DESC
+    LIMIT %(limit)s::bigint OFFSET %(offset)s::bigint
+) e ON true
+WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s
+ORDER BY e.position DESC
+"""
+
+
+def _is_disconnect(error: BaseException) -> bool:
+    """Whether ``error`` means the connection is gone (not a timeout, not a query error)."""
+    if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
+        return False
+    if isinstance(error, psycopg.errors.ConnectionException):
+        return True
+    state = getattr(error, "sqlstate", None)
+    return state is None or state in _DISCONNECT_STATES
+
+
+def _translate(error: psycopg.Error) -> Exception:
+    """The memorybank error for a driver error (the caller chains it)."""
+    if isinstance(error, PoolTimeout):
+        return StoreUnavailable(f"no PostgreSQL connection within the timeout: {error}")
+    if isinstance(error, psycopg.errors.UniqueViolation):
+        return Conflict(f"already exists: {error.diag.constraint_name or error}")
+    if isinstance(error, psycopg.errors.TransactionRollback):
+        return Conflict(f"concurrent change, retry: {error}")
+    if isinstance(error, psycopg.OperationalError):
+        return StoreUnavailable(f"PostgreSQL unavailable: {error}")
+    if isinstance(error, psycopg.DataError):
+        return InvalidInput(f"PostgreSQL cannot store this value: {error}")
+    if isinstance(error, psycopg.InterfaceError):
+        return StoreUnavailable(f"PostgreSQL connection unusable: {error}")
+    return StoreError(f"PostgreSQL error: {error}")
+
+
+def _parse_url(url: str) -> tuple[str, dict[str, str]]:
+    """The libpq URL (``+driver`` and memorybank's own query options removed) and those options."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+", 1)[0].lower()
+    if scheme not in ("postgresql", "postgres"):
+        raise ConfigurationError(f"not a PostgreSQL URL: {url!r}")
+    ours: dict[str, str] = {}
+    kept: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in ("prefix", "pool_size", "timeout"):
+            ours[key] = value
+        else:
+            kept.append((key, value))
+    clean = urlunsplit(("postgresql", parts.netloc, parts.path, urlencode(kept), parts.fragment))
+    return clean, ours
+
+
+class AsyncPostgresStore(AsyncStore):
+    """Threads, entries and the rest in PostgreSQL tables. See the module docstring."""
+
+    def __init__(
+        self,
+        pool_or_connection: AsyncConnectionPool[Any] | AsyncConnection[Any],
+        *,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> None:
+        """Use a pool or connection the caller owns (``close()`` leaves it open)."""
+        if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+            raise ConfigurationError(
+                f"bad table prefix {prefix!r}: use 1-40 of a-z, 0-9 and _,"
+                " not starting with a digit"
+            )
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            raise ConfigurationError(f"timeout must be a positive number of seconds: {timeout!r}")
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._conn: AsyncConnection[Any] | None = None
+        if isinstance(pool_or_connection, AsyncConnectionPool):
+            self._pool = pool_or_connection
+        elif isinstance(pool_or_connection, AsyncConnection):
+            self._conn = pool_or_connection
+        else:
+            raise ConfigurationError(
+                "AsyncPostgresStore takes a psycopg AsyncConnectionPool or AsyncConnection"
+            )
+        self.prefix = prefix
+        self.timeout = float(timeout)
+        self._owns_pool = False
+        self._pool_opened = False
+        self._ready = False
+        self._closed = False
+        self._setup_lock = AsyncLock()
+        self._conn_lock = AsyncLock()
+        self._sql = _Statements(prefix)
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        pool_size: int | None = None,
+        prefix: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncPostgresStore:
+        """A store owning a pool of up to ``pool_size`` connections to ``url``.
+
+        Keyword arguments win over the URL's ``prefix``/``pool_size``/``timeout``
+        query parameters; defaults are ``20``, ``"memorybank_"`` and ``10.0`` s.
+        """
+        conninfo, options = _parse_url(url)
+        try:
+            size = pool_size if pool_size is not None else int(options.get("pool_size", 20))
+            wait = timeout if timeout is not None else float(options.get("timeout", 10.0))
+        except ValueError as error:
+            raise ConfigurationError(f"bad pool_size/timeout in {url!r}") from error
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigurationError(f"pool_size must be a positive integer: {size!r}")
+        if not isinstance(wait, int | float) or isinstance(wait, bool) or wait <= 0:
+            raise ConfigurationError(f"timeout must be a positive number of seconds: {wait!r}")
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(2, math.ceil(wait)),
+            "tcp_user_timeout": max(1000, int(wait * 1000)),
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+        }
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conninfo,
+            kwargs=kwargs,
+            min_size=1,
+            max_size=size,
+            open=False,
+            timeout=wait,
+            name="memorybank",
+        )
+        store = cls(pool, prefix=prefix or options.get("prefix", "memorybank_"), timeout=wait)
+        store._owns_pool = True
+        return store
+
+    # -- plumbing ------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Connect, create/migrate the schema and detect capabilities now (else: first use)."""
+        await self._ensure_ready()
+
+    async def _ensure_ready(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._ready:
+            return
+        async with self._setup_lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            if self._ready:
+                return
+            if self._owns_pool and not self._pool_opened:
+                assert self._pool is not None
+                await self._pool.open(wait=False)
+                self._pool_opened = True
+            try:
+                async with self._connection() as conn:
+                    await self._migrate(conn)
+            except psycopg.Error as error:
+                raise await self._failed(error) from error
+            self._ready = True
+
+    async def _migrate(self, conn: AsyncConnection[Any]) -> None:
+        p = self.prefix
+        target = len(MIGRATIONS)
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT to_regclass(%s) IS NOT NULL,"
+                " EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
+                (f"{p}schema_version",),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            has_table, has_vector = bool(row[0]), bool(row[1])
+            version = -1
+            if has_table:
+                await cur.execute(f"SELECT version FROM {p}schema_version WHERE id = 1")
+                found = await cur.fetchone()
+                version = -1 if found is None else int(found[0])
+            if version < target:
+                async with conn.transaction():
+                    await cur.execute(
+                        "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
+                    )
+                    await cur.execute(
+                        f"CREATE TABLE IF NOT EXISTS {p}schema_version"
+                        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+                    )
+                    await cur.execute(f"SELECT version FROM {p}schema_version WHERE id = 1")
+                    found = await cur.fetchone()
+                    version = 0 if found is None else int(found[0])
+                    for step in MIGRATIONS[version:]:
+                        for statement in step:
+                            await cur.execute(statement.format(p=p))
+                    await cur.execute(
+                        f"INSERT INTO {p}schema_version (id, version) VALUES (1, %s)"
+                        " ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version",
+                        (max(version, target),),
+                    )
+            if version > target:
+                raise ConfigurationError(
+                    f"the {p}* tables are at schema version {version}, newer than this"
+                    f" memorybank ({target}): upgrade memorybank"
+                )
+        caps = set(type(self).capabilities)
+        if has_vector:
+            caps.add("pgvector")
+        self.capabilities = frozenset(caps)
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection in autocommit (driver errors pass through untranslated)."""
+        if self._pool is not None:
+            async with self._pool.connection(timeout=self.timeout) as conn:
+                async with self._autocommit(conn):
+                    yield conn
+        else:
+            assert self._conn is not None
+            async with self._conn_lock:
+                async with self._autocommit(self._conn):
+                    yield self._conn
+
+    @asynccontextmanager
+    async def _autocommit(self, conn: AsyncConnection[Any]) -> AsyncIterator[None]:
+        if conn.autocommit or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            yield
+            return
+        await conn.set_autocommit(True)
+        try:
+            yield
+        finally:
+            with suppress(psycopg.Error):
+                await conn.set_autocommit(False)
+
+    async def _failed(self, error: psycopg.Error) -> Exception:
+        """Translate ``error``; after a lost connection, drop the pool's dead connections."""
+        if self._closed:
+            return StoreClosed("the store is closed")
+        if _is_disconnect(error) and self._pool is not None:
+            with suppress(psycopg.Error):
+                await self._pool.check()
+        return _translate(error)
+
+    async def _fetch(
+        self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
+        retry: bool = False,
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement in autocommit; its rows ([] without a result set).
+
+        ``retry``: run it once more on a fresh connection if the connection was
+        lost (only for reads and idempotent writes).
+        """
+        await self._ensure_ready()
+        attempts = 2 if retry and self._pool is not None else 1
+        for attempt in range(attempts):
+            try:
+                async with self._connection() as conn:
+                    async with conn.cursor(row_factory=tuple_row) as cur:
+                        await cur.execute(query, params)
+                        return await cur.fetchall() if cur.description is not None else []
+            except psycopg.Error as error:
+                failure = await self._failed(error)
+                if attempt + 1 < attempts and _is_disconnect(error) and not self._closed:
+                    continue
+                raise failure from error
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection inside a transaction; driver errors translated."""
+        await self._ensure_ready()
+        try:
+            async with self._connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    @staticmethod
+    async def _rows(
+        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(query, params)
+            return await cur.fetchall() if cur.description is not None else []
+
+    async def close(self) -> None:
+        """Close the pool if the store owns it; a caller's pool or connection stays open."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_pool and self._pool_opened and self._pool is not None:
+            await self._pool.close()
+
+    # -- threads -----------------------------------------------------------
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        """Insert the thread and its first branch in one statement."""
+        await self._fetch(
+            self._sql.create_thread,
+            {
+                "tenant": thread.tenant_id,
+                "id": thread.id,
+                "user": thread.user_id,
+                "agent": thread.agent_id,
+                "title": thread.title,
+                "metadata": dump(thread.metadata),
+                "status": thread.status,
+                "created": thread.created_at,
+                "updated": thread.updated_at,
+                "branch": thread.current_branch,
+            },
+        )
+        return thread
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        """The thread row, or ``None``."""
+        rows = await self._fetch(self._sql.get_thread, (tenant, thread_id), retry=True)
+        return row_to_thread(rows[0]) if rows else None
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Threads by ``updated_at`` then id, newest first, filtered."""
+        where = ["tenant_id = %(tenant)s"]
+        params: dict[str, Any] = {"tenant": tenant, "limit": limit}
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if isinstance(value, Unset):
+                continue
+            if value is None:
+                where.append(f"{column} IS NULL")
+            else:
+                where.append(f"{column} = %({column})s")
+                params[column] = value
+        if status is not None:
+            where.append("status = %(status)s")
+            params["status"] = status
+        query = (
+            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s::bigint"
+        )
+        return [row_to_thread(r) for r in await self._fetch(query, params, retry=True)]
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        """One ``UPDATE ... RETURNING``; a new current branch must exist."""
+        sets = ["updated_at = %(updated)s"]
+        params: dict[str, Any] = {"tenant": tenant, "id": thread_id, "updated": updated_at}
+        if not isinstance(title, Unset):
+            sets.append("title = %(title)s::text")
+            params["title"] = title
+        if not isinstance(metadata, Unset):
+            sets.append("metadata = %(metadata)s::jsonb")
+            params["metadata"] = dump(metadata)
+        if not isinstance(status, Unset):
+            sets.append("status = %(status)s")
+            params["status"] = status
+        branch_check = ""
+        if not isinstance(current_branch, Unset):
+            sets.append("current_branch = %(branch)s")
+            params["branch"] = current_branch
+            branch_check = (
+                f" AND EXISTS (SELECT 1 FROM {self.prefix}branches b"
+                " WHERE b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = %(branch)s)"
+            )
+        query = (
+            f"UPDATE {self.prefix}threads t SET {', '.join(sets)}"
+            f" WHERE t.tenant_id = %(tenant)s AND t.id = %(id)s{branch_check}"
+            f" RETURNING {_T_COLS}"
+        )
+        rows = await self._fetch(query, params)
+        if rows:
+            return row_to_thread(rows[0])
+        if branch_check and await self.get_thread(tenant, thread_id) is not None:
+            raise NotFound(f"branch {current_branch!r} not found")
+        raise NotFound(f"thread {thread_id!r} not found")
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        """Lock the thread row, then delete it with its branches and entries."""
+        async with self._transaction() as conn:
+            if not await self._rows(conn, self._sql.lock_thread, (tenant, thread_id)):
+                return False
+            await self._rows(conn, self._sql.delete_thread, {"tenant": tenant, "id": thread_id})
+            return True
+
+    # -- entries -----------------------------------------------------------
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        """One statement: owner check, thread and branch locks, positions, insert."""
+        # A key repeated within the batch is sent once; later copies get its entry.
+        first_of: dict[str, int] = {}
+        sent: list[NewEntry] = []
+        slot: list[int] = []
+        for new in entries:
+            key = new.idempotency_key
+            if key is not None and key in first_of:
+                slot.append(first_of[key])
+                continue
+            if key is not None:
+                first_of[key] = len(sent)
+            slot.append(len(sent))
+            sent.append(new)
+        params = {
+            "tenant": tenant,
+            "thread": thread_id,
+            "branch": branch,
+            "check_owner": not isinstance(owner, Unset),
+            "owner": None if isinstance(owner, Unset) else owner,
+            "now": updated_at,
+            "ids": [e.id for e in sent],
+            "roles": [e.role for e in sent],
+            "contents": [e.content for e in sent],
+            "names": [e.name for e in sent],
+            "tool_calls": [tool_calls_to_json(e.tool_calls) for e in sent],
+            "tool_call_ids": [e.tool_call_id for e in sent],
+            "metadata": [dump(e.metadata) for e in sent],
+            "states": [dump(e.state) for e in sent],
+            "tokens": [e.token_count for e in sent],
+            "created": [e.created_at for e in sent],
+            "keys": [e.idempotency_key for e in sent],
+        }
+        rows = await self._fetch(self._sql.append, params)
+        status, resolved = rows[0][0], rows[0][1]
+        if status == 1:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if status == 2:
+            raise ThreadForbidden()
+        if status == 3:
+            raise NotFound(f"branch {resolved!r} not found")
+        thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
+        stored: dict[int, Entry] = {}
+        for row in rows:
+            if row[-1] is not None:
+                stored[int(row[-1]) - 1] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
+        missing = [i for i in range(len(sent)) if i not in stored]
+        if missing:
+            # Another writer stored the same idempotency key first (or the branch vanished).
+            keys = [sent[i].idempotency_key for i in missing]
+            found: dict[str, Entry] = {}
+            if all(k is not None for k in keys):
+                for row in await self._fetch(
+                    self._sql.entries_by_key, (tenant, thread_id, resolved, keys)
+                ):
+                    entry = row_to_entry(row)
+                    found[entry.idempotency_key or ""] = entry
+            for i in missing:
+                hit = found.get(sent[i].idempotency_key or "")
+                if hit is None:
+                    raise NotFound(f"branch {resolved!r} not found")
+                stored[i] = hit
+        return AppendResult([stored[i] for i in slot], thread)
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread row and a page (backward index scan) in one query."""
+        query = self._sql.list_entries[(before is not None, after is not None)]
+        rows = await self._fetch(
+            query,
+            {
+                "tenant": tenant,
+                "thread": thread_id,
+                "branch": branch,
+                "limit": limit,
+                "offset": offset,
+                "before": before,
+                "after": after,
+            },
+            retry=True,
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        thread = row_to_thread(rows[0])
+        page = [row_to_entry(r[_N_THREAD:]) for r in rows if r[_N_THREAD] is not None]
+        if not newest_first:
+            page.reverse()
+        return thread, page
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        """One entry by id on the branch (current when ``None``)."""
+        rows = await self._fetch(
+            self._sql.get_entry,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
+            retry=True,
+        )
+        return row_to_entry(rows[0]) if rows else None
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete by ids on the branch; ``NotFound`` for a missing thread."""
+        rows = await self._fetch(
+            self._sql.delete_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": list(entry_ids)},
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the entries positioned after ``entry_id`` on the branch."""
+        rows = await self._fetch(
+            self._sql.truncate_after,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
+        )
+        has_thread, has_entry, removed = rows[0]
+        if not has_thread:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if not has_entry:
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+        return int(removed)
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch."""
+        rows = await self._fetch(
+            self._sql.clear_entries, {"tenant": tenant, "thread": thread_id, "branch": branch}
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """``count(*)`` over the branch's index range."""
+        rows = await self._fetch(
+            self._sql.count_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch},
+            retry=True,
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][0])
+
+    # -- branches ----------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """Check under a key-share lock of the thread, then copy the source's entries."""
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "thread": thread_id,
+            "name": name,
+            "from": from_branch,
+            "entry": from_entry,
+            "created": created_at,
+        }
+        async with self._transaction() as conn:
+            rows = await self._rows(conn, self._sql.branch_check, params)
+            if not rows:
+                raise NotFound(f"thread {thread_id!r} not found")
+            source_last, taken, entry_position = rows[0]
+            if source_last is None:
+                raise NotFound(f"branch {from_branch!r} not found")
+            if taken:
+                raise Conflict(f"branch {name!r} already exists")
+            if from_entry is not None and entry_position is None:
+                raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+            params["upto"] = source_last if from_entry is None else entry_position
+            await self._rows(conn, self._sql.branch_copy, params)
+        return Branch(
+            name=name,
+            thread_id=thread_id,
+            created_at=created_at,
+            from_branch=from_branch,
+            from_entry=from_entry,
+        )
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        """Branches by creation time, then name."""
+        rows = await self._fetch(self._sql.list_branches, (tenant, thread_id), retry=True)
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return [row_to_branch(r) for r in rows if r[0] is not None]
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        """Lock the thread row, refuse the current branch, delete the branch and its entries."""
+        async with self._transaction() as conn:
+            rows = await self._rows(conn, self._sql.lock_thread_branch, (tenant, thread_id))
+            if not rows:
+                raise NotFound(f"thread {thread_id!r} not found")
+            if rows[0][0] == name:
+                raise Conflict(f"cannot delete the current branch {name!r}")
+            done = await self._rows(
+                conn, self._sql.delete_branch, {"tenant": tenant, "thread": thread_id, "name": name}
+            )
+            return bool(done[0][0])
+
+    # -- working memory ------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        """Upsert one key."""
+        await self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        """The stored text or ``None``."""
+        rows = await self._fetch(self._sql.working_get, (tenant, run_id, key), retry=True)
+        return str(rows[0][0]) if rows else None
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        """Delete one key."""
+        return bool(await self._fetch(self._sql.working_delete, (tenant, run_id, key)))
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        """Every key of the run."""
+        rows = await self._fetch(self._sql.working_items, (tenant, run_id), retry=True)
+        return {str(k): str(v) for k, v in rows}
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        """Delete every key of the run."""
+        await self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
+
+    # -- snapshots -------------------------------------------------------------
+
+    async def snapshot_save(
+        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+    ) -> None:
+        """Upsert the run's snapshot."""
+        await self._fetch(
+            self._sql.snapshot_save, (tenant, run_id, user_id, value, saved_at), retry=True
+        )
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        """``(owner, text)`` or ``None``."""
+        rows = await self._fetch(self._sql.snapshot_load, (tenant, run_id), retry=True)
+        return (rows[0][0], str(rows[0][1])) if rows else None
+
+    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+        """Delete the run's snapshot."""
+        return bool(await self._fetch(self._sql.snapshot_delete, (tenant, run_id)))
+
+    # -- summaries ---------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        """Insert one summary."""
+        await self._fetch(
+            self._sql.summary_add,
+            (tenant, summary.id, summary.agent_id, summary.user_id, summary.content,
+             summary.created_at),
+        )
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | None
+    ) -> list[Summary]:
+        """The agent's summaries for the user and the shared ones, oldest first."""
+        rows = await self._fetch(self._sql.summary_list, (tenant, agent_id, user_id), retry=True)
+        return [row_to_summary(r) for r in rows]
+
+    # -- erasure -----------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        """Lock the user's threads, then delete them with everything else the user owns."""
+        async with self._transaction() as conn:
+            locked = await self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))
+            ids = [r[0] for r in locked]
+            rows = await self._rows(
+                conn, self._sql.forget_user, {"tenant": tenant, "user": user_id, "ids": ids}
+            )
+            return int(rows[0][0])
+
+
+class _Statements:
+    """Every SQL statement of one prefix, built once."""
+
+    def __init__(self, p: str) -> None:
+        self.create_thread = (
+            f"WITH t AS (INSERT INTO {p}threads (tenant_id, id, user_id, agent_id, title, metadata,"
+            " status, created_at, updated_at, current_branch) VALUES (%(tenant)s, %(id)s,"
+            " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::jsonb, %(status)s,"
+            " %(created)s, %(updated)s, %(branch)s) RETURNING tenant_id, id, created_at,"
+            " current_branch)"
+            f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
+            " SELECT tenant_id, id, current_branch, created_at FROM t"
+        )
+        self.get_thread = (
+            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
+        )
+        self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
+        self.lock_thread_branch = (
+            f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
+            " FOR NO KEY UPDATE"
+        )
+        self.delete_thread = (
+            f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
+            " AND thread_id = %(id)s),"
+            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s)"
+            f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
+        )
+        self.append = _APPEND.format(
+            p=p,
+            e_cols=_E_COLS,
+            t_cols=_T_COLS,
+            entry_columns=ENTRY_COLUMNS,
+            ins_cols=_cols("ins", ENTRY_COLUMNS),
+            th_cols=_cols("th", THREAD_COLUMNS),
+            r_cols=_cols("r", ENTRY_COLUMNS),
+        )
+        self.entries_by_key = (
+            f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = %s AND thread_id = %s"
+            " AND branch = %s AND idempotency_key = ANY(%s)"
+        )
+        self.list_entries: dict[tuple[bool, bool], str] = {}
+        for has_before in (False, True):
+            for has_after in (False, True):
+                filters = ""
+                if has_before:
+                    filters += " AND e.created_at < %(before)s"
+                if has_after:
+                    filters += " AND e.created_at > %(after)s"
+                self.list_entries[(has_before, has_after)] = _LIST.format(
+                    p=p, t_cols=_T_COLS, e_cols=_E_COLS, entry_columns=ENTRY_COLUMNS,
+                    filters=filters,
+                )
+        current = (
+            f"coalesce(%(branch)s::text, (SELECT current_branch FROM {p}threads"
+            " WHERE tenant_id = %(tenant)s AND id = %(thread)s))"
+        )
+        self.get_entry = (
+            f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = %(tenant)s"
+            f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
+        )
+        thread_cte = (
+            f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"
+            f" FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(thread)s)"
+        )
+        in_branch = (
+            "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
+        )
+        self.delete_entries = (
+            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
+            " AND e.id = ANY(%(ids)s::text[]) RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
+        )
+        self.truncate_after = (
+            f"{thread_cte}, x AS (SELECT e.position FROM {p}entries e, t WHERE {in_branch}"
+            " AND e.id = %(id)s),"
+            f" d AS (DELETE FROM {p}entries e USING t, x WHERE {in_branch}"
+            " AND e.position > x.position RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM x), (SELECT count(*) FROM d)"
+        )
+        self.clear_entries = (
+            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch} RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
+        )
+        self.count_entries = (
+            f"{thread_cte} SELECT (SELECT count(*) FROM {p}entries e WHERE {in_branch}) FROM t"
+        )
+        self.branch_check = (
+            f"SELECT (SELECT b.last_position FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = %(from)s),"
+            f" EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = %(name)s),"
+            f" (SELECT e.position FROM {p}entries e WHERE e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = %(from)s AND e.id = %(entry)s::text)"
+            f" FROM {p}threads t WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s"
+            " FOR KEY SHARE OF t"
+        )
+        self.branch_copy = (
+            f"WITH b AS (INSERT INTO {p}branches (tenant_id, thread_id, name, created_at,"
+            " from_branch, from_entry, last_position) VALUES (%(tenant)s, %(thread)s, %(name)s,"
+            " %(created)s, %(from)s, %(entry)s::text, %(upto)s))"
+            f" INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
+            " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
+            " idempotency_key)"
+            " SELECT tenant_id, thread_id, %(name)s, position, id, role, content, name, tool_calls,"
+            " tool_call_id, metadata, state, token_count, created_at, idempotency_key"
+            f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
+            " AND branch = %(from)s AND position <= %(upto)s"
+        )
+        self.list_branches = (
+            "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
+            f" FROM {p}threads t LEFT JOIN {p}branches b ON b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id WHERE t.tenant_id = %s AND t.id = %s"
+            " ORDER BY b.created_at, b.name"
+        )
+        self.delete_branch = (
+            f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
+            " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
+            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
+            " AND thread_id = %(thread)s AND branch = %(name)s)"
+            " SELECT EXISTS (SELECT 1 FROM b)"
+        )
+        self.working_set = (
+            f"INSERT INTO {p}working (tenant_id, run_id, key, value) VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (tenant_id, run_id, key) DO UPDATE SET value = EXCLUDED.value"
+        )
+        self.working_get = (
+            f"SELECT value FROM {p}working WHERE tenant_id = %s AND run_id = %s AND key = %s"
+        )
+        self.working_delete = (
+            f"DELETE FROM {p}working WHERE tenant_id = %s AND run_id = %s AND key = %s RETURNING 1"
+        )
+        self.working_items = (
+            f"SELECT key, value FROM {p}working WHERE tenant_id = %s AND run_id = %s ORDER BY key"
+        )
+        self.working_clear = f"DELETE FROM {p}working WHERE tenant_id = %s AND run_id = %s"
+        self.snapshot_save = (
+            f"INSERT INTO {p}snapshots (tenant_id, run_id, user_id, value, saved_at)"
+            " VALUES (%s, %s, %s::text, %s, %s) ON CONFLICT (tenant_id, run_id) DO UPDATE"
+            " SET user_id = EXCLUDED.user_id, value = EXCLUDED.value, saved_at = EXCLUDED.saved_at"
+        )
+        self.snapshot_load = (
+            f"SELECT user_id, value FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s"
+        )
+        self.snapshot_delete = (
+            f"DELETE FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s RETURNING 1"
+        )
+        self.summary_add = (
+            f"INSERT INTO {p}summaries (tenant_id, id, agent_id, user_id, content, created_at)"
+            " VALUES (%s, %s, %s, %s::text, %s, %s)"
+        )
+        self.summary_list = (
+            f"SELECT id, agent_id, user_id, content, created_at FROM {p}summaries"
+            " WHERE tenant_id = %s AND agent_id = %s"
+            " AND (user_id IS NULL OR user_id = %s::text) ORDER BY created_at, seq"
+        )
+        self.lock_user_threads = (
+            f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
+        )
+        self.forget_user = (
+            f"WITH t AS (DELETE FROM {p}threads WHERE tenant_id = %(tenant)s"
+            " AND id = ANY(%(ids)s::text[]) RETURNING 1),"
+            f" b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
+            " AND thread_id = ANY(%(ids)s::text[])),"
+            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
+            " AND thread_id = ANY(%(ids)s::text[]) RETURNING 1),"
+            f" s AS (DELETE FROM {p}snapshots WHERE tenant_id = %(tenant)s"
+            " AND user_id = %(user)s RETURNING 1),"
+            f" m AS (DELETE FROM {p}summaries WHERE tenant_id = %(tenant)s"
+            " AND user_id = %(user)s RETURNING 1)"
+            " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
+            " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m)"
+        )
