@@ -17,7 +17,7 @@ columns are LONGTEXT holding compact JSON text; every key and index leads with
   highest position ever given on the branch (the append counter).
 - ``<p>entries``: PK (tenant_id, thread_id, branch, position); UNIQUE
   (tenant_id, thread_id, branch, idem_hash); index (tenant_id, thread_id, id).
-  ``idem_hash`` is an 8-byte BLAKE2b of the idempotency key: with 255-character
+  ``idem_hash`` is a 64-bit BLAKE2b of the idempotency key: with 255-character
   utf8mb4 ids the key itself would exceed InnoDB's 3072-byte index limit. The
   store matches the key itself under the branch lock; the unique index is a
   backstop (a hash collision between two different keys on one branch would
@@ -78,7 +78,7 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores._mysql_compat import SyncMySQLConnection, SyncMySQLPool, PoolTimeout
+from memorybank.stores._mysql_compat import MySQLConnection, MySQLPool, PoolTimeout
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     THREAD_COLUMNS,
@@ -91,7 +91,10 @@ from memorybank.stores._sql import (
     tool_calls_to_json,
 )
 
-__all__ = ["MySQLStore"]
+__all__ = ["TABLES", "MySQLStore"]
+
+#: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
+TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries", "schema_version")
 
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
 _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
@@ -126,7 +129,7 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             id {_ID}, role VARCHAR(16) NOT NULL, content LONGTEXT NULL, name TEXT NULL,
             tool_calls LONGTEXT NULL, tool_call_id TEXT NULL, metadata LONGTEXT NOT NULL,
             state LONGTEXT NOT NULL, token_count INT NOT NULL, created_at BIGINT NOT NULL,
-            idempotency_key {_OPT_ID}, idem_hash BINARY(8) NULL,
+            idempotency_key {_OPT_ID}, idem_hash BIGINT UNSIGNED NULL,
             PRIMARY KEY (tenant_id, thread_id, branch, position),
             UNIQUE KEY {{p}}entries_idem (tenant_id, thread_id, branch, idem_hash),
             KEY {{p}}entries_id (tenant_id, thread_id, id)
@@ -165,8 +168,11 @@ class _LockContention(StoreUnavailable):
     """Deadlock or lock-wait timeout: the transaction was rolled back and may be retried."""
 
 
-def _idem_hash(key: str | None) -> bytes | None:
-    return None if key is None else hashlib.blake2b(key.encode(), digest_size=8).digest()
+def _idem_hash(key: str | None) -> int | None:
+    """64 bits of BLAKE2b of an idempotency key (an int: aiomysql cannot escape bytes)."""
+    if key is None:
+        return None
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
 
 
 def _translate(error: BaseException) -> MemoryBankError:
@@ -238,10 +244,7 @@ class MySQLStore(Store):
             raise ConfigurationError(
                 f"bad table prefix {prefix!r}: use up to 40 letters, digits or underscores"
             )
-        if isinstance(pool, SyncMySQLPool) and pool.owned:
-            self._pool = pool  # from_url: ours to close
-        else:
-            self._pool = SyncMySQLPool(pool, timeout=timeout)
+        self._pool = MySQLPool(pool, timeout=timeout)  # never closes a caller's pool
         self.prefix = prefix
         self.timeout = timeout
         self._closed = False
@@ -270,8 +273,10 @@ class MySQLStore(Store):
             raise ConfigurationError("pool_size must be >= 1")
         if timeout <= 0:
             raise ConfigurationError("timeout must be > 0")
-        pool = SyncMySQLPool(size=pool_size, timeout=timeout, connect=_url_options(url))
-        return cls(pool, prefix=prefix, timeout=timeout)
+        pool = MySQLPool(size=pool_size, timeout=timeout, connect=_url_options(url))
+        store = cls(pool, prefix=prefix, timeout=timeout)
+        store._pool = pool  # owned: close() closes it
+        return store
 
     def close(self) -> None:
         """Close the pool if the store created it; later calls raise ``StoreClosed``."""
@@ -283,7 +288,7 @@ class MySQLStore(Store):
     # -- plumbing ------------------------------------------------------------
 
     @contextmanager
-    def _connection(self) -> Iterator[SyncMySQLConnection]:
+    def _connection(self) -> Iterator[MySQLConnection]:
         """A pooled connection with the schema in place; driver errors translated."""
         if self._closed:
             raise StoreClosed("the store is closed")
@@ -304,7 +309,7 @@ class MySQLStore(Store):
         sleep(0.01 * 2**attempt)
 
     def _run(
-        self, conn: SyncMySQLConnection, statements: Sequence[_Statement]
+        self, conn: MySQLConnection, statements: Sequence[_Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
         """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
         with conn.cursor() as cur:
@@ -316,7 +321,7 @@ class MySQLStore(Store):
             return results
 
     def _one(
-        self, conn: SyncMySQLConnection, sql: str, args: Sequence[Any] | None = None
+        self, conn: MySQLConnection, sql: str, args: Sequence[Any] | None = None
     ) -> tuple[list[tuple[Any, ...]], int]:
         with conn.cursor() as cur:
             cur.execute(sql, args)
@@ -330,7 +335,7 @@ class MySQLStore(Store):
         with self._connection() as conn:
             return (self._one(conn, sql, args))[1]
 
-    def _migrate(self, conn: SyncMySQLConnection) -> None:
+    def _migrate(self, conn: MySQLConnection) -> None:
         """Create or upgrade the schema once per store (several processes: once in all)."""
         with self._schema_lock:
             if self._ready:
@@ -370,7 +375,7 @@ class MySQLStore(Store):
                 self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
             self._ready = True
 
-    def _schema_version(self, conn: SyncMySQLConnection) -> int:
+    def _schema_version(self, conn: MySQLConnection) -> int:
         try:
             rows, _ = self._one(conn, f"SELECT version FROM {self._version} WHERE id = 1")
         except pymysql.err.ProgrammingError as error:
@@ -379,7 +384,7 @@ class MySQLStore(Store):
             raise
         return int(rows[0][0]) if rows else 0
 
-    def _get_thread(self, conn: SyncMySQLConnection, tenant: str, thread_id: str) -> Thread:
+    def _get_thread(self, conn: MySQLConnection, tenant: str, thread_id: str) -> Thread:
         rows, _ = self._one(
             conn,
             f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
@@ -434,8 +439,8 @@ class MySQLStore(Store):
         self,
         tenant: str,
         *,
-        user_id: str | None | Unset = UNSET,
-        agent_id: str | None | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
@@ -467,7 +472,7 @@ class MySQLStore(Store):
         thread_id: str,
         *,
         updated_at: datetime,
-        title: str | None | Unset = UNSET,
+        title: str | Unset | None = UNSET,
         metadata: dict[str, Any] | Unset = UNSET,
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
@@ -546,7 +551,7 @@ class MySQLStore(Store):
         *,
         updated_at: datetime,
         branch: str | None = None,
-        owner: str | None | Unset = UNSET,
+        owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append in one transaction, two round trips (see the module docstring)."""
         for attempt in range(_ATTEMPTS):
@@ -561,13 +566,13 @@ class MySQLStore(Store):
 
     def _append(
         self,
-        conn: SyncMySQLConnection,
+        conn: MySQLConnection,
         tenant: str,
         thread_id: str,
         entries: Sequence[NewEntry],
         updated_at: datetime,
         branch: str | None,
-        owner: str | None | Unset,
+        owner: str | Unset | None,
     ) -> AppendResult:
         keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
         statements: list[_Statement] = [
@@ -809,7 +814,7 @@ class MySQLStore(Store):
 
     def _branch(
         self,
-        conn: SyncMySQLConnection,
+        conn: MySQLConnection,
         tenant: str,
         thread_id: str,
         name: str,

@@ -1,0 +1,1043 @@
+"""AsyncMySQLStore: threads and entries in MySQL 8 / MariaDB 10.6+ (InnoDB), via aiomysql.
+
+The sync ``MySQLStore`` (PyMySQL) is generated from this file; the two drivers
+differ only in their pools, wrapped in ``memorybank.stores._mysql_compat``.
+
+Layout (``<p>`` is the table prefix, default ``memorybank_``; every table is
+InnoDB, ``utf8mb4`` with the binary collation, so ids compare byte for byte and
+emoji/CJK round-trip; times are BIGINT microseconds since the epoch; JSON
+columns are LONGTEXT holding compact JSON text; every key and index leads with
+``tenant_id``):
+
+- ``<p>schema_version`` (id, version): the number of ``_MIGRATIONS`` applied.
+- ``<p>threads``: PK (tenant_id, id); indexes (tenant_id, updated_at, id) and
+  (tenant_id, user_id, updated_at).
+- ``<p>branches``: PK (tenant_id, thread_id, name); ``last_position`` is the
+  highest position ever given on the branch (the append counter).
+- ``<p>entries``: PK (tenant_id, thread_id, branch, position); UNIQUE
+  (tenant_id, thread_id, branch, idem_hash); index (tenant_id, thread_id, id).
+  ``idem_hash`` is a 64-bit BLAKE2b of the idempotency key: with 255-character
+  utf8mb4 ids the key itself would exceed InnoDB's 3072-byte index limit. The
+  store matches the key itself under the branch lock; the unique index is a
+  backstop (a hash collision between two different keys on one branch would
+  surface as ``Conflict``, never as a lost entry).
+- ``<p>working`` PK (tenant_id, run_id, k); ``<p>snapshots`` PK (tenant_id,
+  run_id); ``<p>summaries`` PK (tenant_id, id), index (tenant_id, agent_id,
+  created_at).
+
+Schema: created on first use by the first operation of a store, under
+``GET_LOCK`` so several processes starting together migrate once.
+
+Appends: one transaction in two round trips (statements are sent together as a
+multi-statement query; PyMySQL's client-side escaping is the same either way):
+(1) ``SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION;``
+``SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE`` (plus the lookup of
+idempotency keys when the batch has any) locks the thread and branch rows,
+which serialises appenders of a thread across processes; (2) a multi-row
+``INSERT``, the branch counter and thread ``updated_at`` updates and ``COMMIT``.
+Positions come from the branch's counter, so they are gap-free as appended,
+never reused after deletes (the in-memory store reuses the positions of
+truncated entries; both are allowed by the contract: strictly increasing in
+adding order). Write transactions run at READ COMMITTED: all their locks are
+record locks on primary keys, no gap locks. A deadlock (1213) or lock-wait
+timeout (1205) rolls back and retries the transaction (3 attempts, short
+backoff), then raises ``StoreUnavailable``.
+
+Reads are single autocommit statements; "last N" is one query joining the
+thread row (a primary-key lookup) to a backward range scan of the entries PK.
+
+Durability is the server's (``innodb_flush_log_at_trx_commit``). ``timeout``
+bounds connecting, waiting for a pooled connection, lock waits (half of it) and
+each operation (async: the whole operation; sync: each socket read/write).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pymysql
+
+from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._concurrency import AsyncLock, asleep
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._mysql_compat import AsyncMySQLConnection, AsyncMySQLPool, PoolTimeout
+from memorybank.stores._sql import (
+    ENTRY_COLUMNS,
+    THREAD_COLUMNS,
+    dump,
+    row_to_branch,
+    row_to_entry,
+    row_to_summary,
+    row_to_thread,
+    to_us,
+    tool_calls_to_json,
+)
+
+__all__ = ["TABLES", "AsyncMySQLStore"]
+
+#: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
+TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries", "schema_version")
+
+_PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
+_ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
+_ATTEMPTS = 3
+#: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
+_UNAVAILABLE = {1040, 1053, 1077, 1078, 1079, 1080, 1081, 1152, 1153, 1154, 1155, 1156, 1157,
+                1158, 1159, 1160, 1161, 1317, 1927, 4031}
+_RETRY = {1205, 1213}  # lock wait timeout, deadlock
+
+_TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+_ID = "VARCHAR(255) NOT NULL"
+_OPT_ID = "VARCHAR(255) NULL"
+
+#: ``_MIGRATIONS[:n]`` built schema version ``n``; append, never edit.
+_MIGRATIONS: list[tuple[str, ...]] = [
+    (
+        f"""CREATE TABLE IF NOT EXISTS {{p}}threads (
+            tenant_id {_ID}, id {_ID}, user_id {_OPT_ID}, agent_id {_OPT_ID}, title TEXT NULL,
+            metadata LONGTEXT NOT NULL, status VARCHAR(16) NOT NULL,
+            created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, current_branch {_ID},
+            PRIMARY KEY (tenant_id, id),
+            KEY {{p}}threads_updated (tenant_id, updated_at, id),
+            KEY {{p}}threads_user (tenant_id, user_id, updated_at)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}branches (
+            tenant_id {_ID}, thread_id {_ID}, name {_ID}, created_at BIGINT NOT NULL,
+            from_branch {_OPT_ID}, from_entry {_OPT_ID}, last_position BIGINT NOT NULL,
+            PRIMARY KEY (tenant_id, thread_id, name)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}entries (
+            tenant_id {_ID}, thread_id {_ID}, branch {_ID}, position BIGINT NOT NULL,
+            id {_ID}, role VARCHAR(16) NOT NULL, content LONGTEXT NULL, name TEXT NULL,
+            tool_calls LONGTEXT NULL, tool_call_id TEXT NULL, metadata LONGTEXT NOT NULL,
+            state LONGTEXT NOT NULL, token_count INT NOT NULL, created_at BIGINT NOT NULL,
+            idempotency_key {_OPT_ID}, idem_hash BIGINT UNSIGNED NULL,
+            PRIMARY KEY (tenant_id, thread_id, branch, position),
+            UNIQUE KEY {{p}}entries_idem (tenant_id, thread_id, branch, idem_hash),
+            KEY {{p}}entries_id (tenant_id, thread_id, id)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}working (
+            tenant_id {_ID}, run_id {_ID}, k {_ID}, value LONGTEXT NOT NULL,
+            PRIMARY KEY (tenant_id, run_id, k)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}snapshots (
+            tenant_id {_ID}, run_id {_ID}, user_id {_OPT_ID}, value LONGTEXT NOT NULL,
+            saved_at BIGINT NOT NULL,
+            PRIMARY KEY (tenant_id, run_id),
+            KEY {{p}}snapshots_user (tenant_id, user_id)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}summaries (
+            tenant_id {_ID}, id {_ID}, agent_id {_ID}, user_id {_OPT_ID},
+            content LONGTEXT NOT NULL, created_at BIGINT NOT NULL,
+            PRIMARY KEY (tenant_id, id),
+            KEY {{p}}summaries_agent (tenant_id, agent_id, created_at)
+        ) {_TABLE}""",
+    ),
+]
+
+_T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
+_E_COLS = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+_INSERT_COLS = (
+    "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
+    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash"
+)
+_BEGIN = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
+
+_Statement = tuple[str, Sequence[Any] | None]
+
+
+class _LockContention(StoreUnavailable):
+    """Deadlock or lock-wait timeout: the transaction was rolled back and may be retried."""
+
+
+def _idem_hash(key: str | None) -> int | None:
+    """64 bits of BLAKE2b of an idempotency key (an int: aiomysql cannot escape bytes)."""
+    if key is None:
+        return None
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
+
+
+def _translate(error: BaseException) -> MemoryBankError:
+    """The memorybank error for a driver/network exception (the caller chains it)."""
+    if isinstance(error, PoolTimeout):
+        return StoreUnavailable(str(error))
+    if isinstance(error, TimeoutError):
+        return StoreUnavailable("MySQL operation timed out")
+    if isinstance(error, pymysql.err.IntegrityError) and error.args and error.args[0] == 1062:
+        return Conflict("already exists")
+    if isinstance(error, pymysql.err.Error):
+        code = error.args[0] if error.args and isinstance(error.args[0], int) else 0
+        if code in _RETRY:
+            return _LockContention(f"MySQL lock contention: {error}")
+        if isinstance(error, pymysql.err.InterfaceError) or code >= 2000 or code in _UNAVAILABLE:
+            return StoreUnavailable(f"MySQL unavailable: {error}")
+        return StoreError(f"MySQL error: {error}")
+    if isinstance(error, OSError):
+        return StoreUnavailable(f"MySQL unreachable: {error}")
+    return StoreError(f"MySQL store failed: {error!r}")
+
+
+def _url_options(url: str) -> dict[str, Any]:
+    """``pymysql.connect`` keyword arguments for a ``mysql://`` URL."""
+    parts = urlsplit(url)
+    if parts.scheme.split("+", 1)[0].lower() not in ("mysql", "mariadb"):
+        raise ConfigurationError(f"not a MySQL URL: {url!r}")
+    database = unquote(parts.path.lstrip("/"))
+    if not database:
+        raise ConfigurationError(f"MySQL URL {url!r} names no database (mysql://host/db)")
+    try:
+        port = parts.port or 3306
+    except ValueError as error:
+        raise ConfigurationError(f"bad port in MySQL URL {url!r}") from error
+    options: dict[str, Any] = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": port,
+        "user": unquote(parts.username) if parts.username else "root",
+        "password": unquote(parts.password) if parts.password else "",
+        "database": database,
+    }
+    query = parse_qs(parts.query)
+    if "unix_socket" in query:
+        options["unix_socket"] = query["unix_socket"][-1]
+    return options
+
+
+def _build_thread(row: Sequence[Any]) -> Thread:
+    return row_to_thread(row[:10])
+
+
+class AsyncMySQLStore(AsyncStore):
+    """Memory in MySQL/MariaDB. See the module docstring for layout and guarantees."""
+
+    capabilities = frozenset({"durable", "multi_process"})
+
+    def __init__(
+        self,
+        pool: Any,
+        *,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> None:
+        """Use ``pool`` (an ``aiomysql.Pool``/``AsyncMySQLPool``; sync: a ``MySQLPool``).
+
+        The caller owns the pool: ``close()`` leaves it open.
+        """
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise ConfigurationError(
+                f"bad table prefix {prefix!r}: use up to 40 letters, digits or underscores"
+            )
+        self._pool = AsyncMySQLPool(pool, timeout=timeout)  # never closes a caller's pool
+        self.prefix = prefix
+        self.timeout = timeout
+        self._closed = False
+        self._ready = False
+        self._schema_lock = AsyncLock()
+        p = f"`{prefix}"
+        self._threads = f"{p}threads`"
+        self._branches = f"{p}branches`"
+        self._entries = f"{p}entries`"
+        self._working = f"{p}working`"
+        self._snapshots = f"{p}snapshots`"
+        self._summaries = f"{p}summaries`"
+        self._version = f"{p}schema_version`"
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 10,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> AsyncMySQLStore:
+        """A store owning its pool: ``mysql://user:password@host:3306/database``."""
+        if pool_size < 1:
+            raise ConfigurationError("pool_size must be >= 1")
+        if timeout <= 0:
+            raise ConfigurationError("timeout must be > 0")
+        pool = AsyncMySQLPool(size=pool_size, timeout=timeout, connect=_url_options(url))
+        store = cls(pool, prefix=prefix, timeout=timeout)
+        store._pool = pool  # owned: close() closes it
+        return store
+
+    async def close(self) -> None:
+        """Close the pool if the store created it; later calls raise ``StoreClosed``."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._pool.close()
+
+    # -- plumbing ------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncMySQLConnection]:
+        """A pooled connection with the schema in place; driver errors translated."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            async with self._pool.acquire() as conn:
+                if not self._ready:
+                    await self._migrate(conn)
+                yield conn
+        except MemoryBankError:
+            raise
+        except (pymysql.err.Error, OSError) as error:
+            raise _translate(error) from error
+
+    async def _retry(self, attempt: int, error: _LockContention) -> None:
+        """Back off before retrying a rolled-back transaction, or give up."""
+        if attempt + 1 >= _ATTEMPTS:
+            raise error
+        await asleep(0.01 * 2**attempt)
+
+    async def _run(
+        self, conn: AsyncMySQLConnection, statements: Sequence[_Statement]
+    ) -> list[tuple[list[tuple[Any, ...]], int]]:
+        """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
+        async with conn.cursor() as cur:
+            sql = ";\n".join(cur.mogrify(s, a) if a is not None else s for s, a in statements)
+            await cur.execute(sql)
+            results = [(list(await cur.fetchall() or ()), cur.rowcount)]
+            while await cur.nextset():
+                results.append((list(await cur.fetchall() or ()), cur.rowcount))
+            return results
+
+    async def _one(
+        self, conn: AsyncMySQLConnection, sql: str, args: Sequence[Any] | None = None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        async with conn.cursor() as cur:
+            await cur.execute(sql, args)
+            return list(await cur.fetchall() or ()), cur.rowcount
+
+    async def _query(self, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        async with self._connection() as conn:
+            return (await self._one(conn, sql, args))[0]
+
+    async def _execute(self, sql: str, args: Sequence[Any] | None = None) -> int:
+        async with self._connection() as conn:
+            return (await self._one(conn, sql, args))[1]
+
+    async def _migrate(self, conn: AsyncMySQLConnection) -> None:
+        """Create or upgrade the schema once per store (several processes: once in all)."""
+        async with self._schema_lock:
+            if self._ready:
+                return
+            if await self._schema_version(conn) == len(_MIGRATIONS):
+                self._ready = True
+                return
+            lock = f"memorybank:{self.prefix}"
+            rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
+            if not rows or rows[0][0] != 1:
+                raise StoreUnavailable("timed out waiting for another process's schema migration")
+            try:
+                # "already exists" notes would become Python warnings in aiomysql.
+                await self._one(conn, "SET SESSION sql_notes = 0")
+                await self._one(
+                    conn,
+                    f"CREATE TABLE IF NOT EXISTS {self._version} (id TINYINT NOT NULL PRIMARY KEY,"
+                    f" version INT NOT NULL) {_TABLE}",
+                )
+                version = await self._schema_version(conn)
+                if version > len(_MIGRATIONS):
+                    raise ConfigurationError(
+                        f"the MySQL schema (version {version}) is newer than this memorybank"
+                        f" (version {len(_MIGRATIONS)}): upgrade memorybank"
+                    )
+                for number in range(version, len(_MIGRATIONS)):
+                    for statement in _MIGRATIONS[number]:
+                        await self._one(conn, statement.replace("{p}", self.prefix))
+                    await self._one(
+                        conn,
+                        f"INSERT INTO {self._version} (id, version) VALUES (1, %s)"
+                        " ON DUPLICATE KEY UPDATE version = %s",
+                        (number + 1, number + 1),
+                    )
+            finally:
+                await self._one(conn, "SET SESSION sql_notes = 1")
+                await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
+            self._ready = True
+
+    async def _schema_version(self, conn: AsyncMySQLConnection) -> int:
+        try:
+            rows, _ = await self._one(conn, f"SELECT version FROM {self._version} WHERE id = 1")
+        except pymysql.err.ProgrammingError as error:
+            if error.args and error.args[0] == 1146:  # table does not exist
+                return 0
+            raise
+        return int(rows[0][0]) if rows else 0
+
+    async def _get_thread(self, conn: AsyncMySQLConnection, tenant: str, thread_id: str) -> Thread:
+        rows, _ = await self._one(
+            conn,
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
+            (tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return row_to_thread(rows[0])
+
+    # -- threads -------------------------------------------------------------
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        """Insert the thread and its first branch in one transaction."""
+        async with self._connection() as conn:
+            try:
+                await self._run(conn, [
+                    (_BEGIN, None),
+                    (
+                        f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
+                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                        (
+                            thread.id, thread.tenant_id, thread.user_id, thread.agent_id,
+                            thread.title, dump(thread.metadata), thread.status,
+                            to_us(thread.created_at), to_us(thread.updated_at),
+                            thread.current_branch,
+                        ),
+                    ),
+                    (
+                        f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                        " from_branch, from_entry, last_position)"
+                        " VALUES (%s, %s, %s, %s, NULL, NULL, 0)",
+                        (thread.tenant_id, thread.id, thread.current_branch,
+                         to_us(thread.created_at)),
+                    ),
+                    ("COMMIT", None),
+                ])
+            except pymysql.err.IntegrityError as error:
+                if error.args and error.args[0] == 1062:
+                    raise Conflict(f"thread {thread.id!r} already exists") from error
+                raise
+        return dataclasses.replace(thread, metadata=dict(thread.metadata))
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        """The thread, or ``None``."""
+        rows = await self._query(
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
+            (tenant, thread_id),
+        )
+        return row_to_thread(rows[0]) if rows else None
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Threads of the tenant, most recently updated first."""
+        where = ["tenant_id = %s"]
+        args: list[Any] = [tenant]
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if isinstance(value, Unset):
+                continue
+            if value is None:
+                where.append(f"{column} IS NULL")
+            else:
+                where.append(f"{column} = %s")
+                args.append(value)
+        if status is not None:
+            where.append("status = %s")
+            args.append(status)
+        args.append(_ALL if limit is None else limit)
+        rows = await self._query(
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC LIMIT %s",
+            args,
+        )
+        return [row_to_thread(row) for row in rows]
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        """Update the given fields and read the thread back, in one round trip."""
+        sets = ["updated_at = %s"]
+        args: list[Any] = [to_us(updated_at)]
+        if not isinstance(title, Unset):
+            sets.append("title = %s")
+            args.append(title)
+        if not isinstance(metadata, Unset):
+            sets.append("metadata = %s")
+            args.append(dump(metadata))
+        if not isinstance(status, Unset):
+            sets.append("status = %s")
+            args.append(status)
+        where = "tenant_id = %s AND id = %s"
+        args += [tenant, thread_id]
+        if not isinstance(current_branch, Unset):
+            sets.append("current_branch = %s")
+            args.insert(len(sets) - 1, current_branch)
+            where += (
+                f" AND EXISTS (SELECT 1 FROM {self._branches} b WHERE b.tenant_id = %s"
+                " AND b.thread_id = %s AND b.name = %s)"
+            )
+            args += [tenant, thread_id, current_branch]
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    results = await self._run(conn, [
+                        (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
+                        (
+                            f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
+                            " WHERE tenant_id = %s AND id = %s",
+                            (tenant, thread_id),
+                        ),
+                    ])
+                break
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        rows = results[1][0]
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        thread = row_to_thread(rows[0])
+        if not isinstance(current_branch, Unset) and thread.current_branch != current_branch:
+            raise NotFound(f"branch {current_branch!r} not found")
+        return thread
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        """Delete the thread, its branches and entries in one transaction."""
+        key = (tenant, thread_id)
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    results = await self._run(conn, [
+                        (_BEGIN, None),
+                        (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
+                        (f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                         key),
+                        (f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
+                         key),
+                        ("COMMIT", None),
+                    ])
+                return results[2][1] > 0
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    # -- entries -------------------------------------------------------------
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        """Append in one transaction, two round trips (see the module docstring)."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    return await self._append(
+                        conn, tenant, thread_id, entries, updated_at, branch, owner
+                    )
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    async def _append(
+        self,
+        conn: AsyncMySQLConnection,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        updated_at: datetime,
+        branch: str | None,
+        owner: str | Unset | None,
+    ) -> AppendResult:
+        keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
+        statements: list[_Statement] = [
+            (_BEGIN, None),
+            (
+                f"SELECT {_T_COLS}, b.name, b.last_position FROM {self._threads} t"
+                f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+                " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                (branch, tenant, thread_id),
+            ),
+        ]
+        if keys:
+            hashes = [_idem_hash(k) for k in keys]
+            statements.append((
+                f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                " AND e.branch = COALESCE(%s, t.current_branch)"
+                f" AND e.idem_hash IN ({', '.join(['%s'] * len(hashes))})",
+                (tenant, thread_id, branch, *hashes),
+            ))
+        results = await self._run(conn, statements)
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")
+        row = head[0]
+        thread = _build_thread(row)
+        if not isinstance(owner, Unset) and thread.user_id != owner:
+            raise ThreadForbidden()
+        name = thread.current_branch if branch is None else branch
+        if row[10] is None:
+            raise NotFound(f"branch {name!r} not found")
+        position = int(row[11])
+        by_key: dict[str, Entry] = {}
+        if keys:
+            for found in results[3][0]:
+                entry = row_to_entry(found)
+                if entry.idempotency_key is not None:
+                    by_key[entry.idempotency_key] = entry
+        stored: list[Entry] = []
+        values: list[Any] = []
+        for new in entries:
+            existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
+            if existing is not None:
+                stored.append(existing)
+                continue
+            position += 1
+            entry = Entry(
+                id=new.id,
+                thread_id=thread_id,
+                branch=name,
+                position=position,
+                role=new.role,  # type: ignore[arg-type]
+                content=new.content,
+                name=new.name,
+                tool_calls=new.tool_calls,
+                tool_call_id=new.tool_call_id,
+                metadata=dict(new.metadata),
+                state=dict(new.state),
+                token_count=new.token_count,
+                created_at=new.created_at,
+                idempotency_key=new.idempotency_key,
+            )
+            if entry.idempotency_key is not None:
+                by_key[entry.idempotency_key] = entry
+            stored.append(entry)
+            values += (
+                tenant, thread_id, name, position, new.id, new.role, new.content, new.name,
+                tool_calls_to_json(new.tool_calls), new.tool_call_id, dump(new.metadata),
+                dump(new.state), new.token_count, to_us(new.created_at), new.idempotency_key,
+                _idem_hash(new.idempotency_key),
+            )
+        writes: list[_Statement] = []
+        added = len(values) // 16
+        if added:
+            row_marks = "(" + ", ".join(["%s"] * 16) + ")"
+            writes.append((
+                f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
+                + ", ".join([row_marks] * added),
+                values,
+            ))
+            writes.append((
+                f"UPDATE {self._branches} SET last_position = %s"
+                " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                (position, tenant, thread_id, name),
+            ))
+        writes.append((
+            f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
+            (to_us(updated_at), tenant, thread_id),
+        ))
+        writes.append(("COMMIT", None))
+        await self._run(conn, writes)
+        return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread and a page of entries in one query (a second only for an empty page)."""
+        on = ""
+        args: list[Any] = [branch]
+        if before is not None:
+            on += " AND e.created_at < %s"
+            args.append(to_us(before))
+        if after is not None:
+            on += " AND e.created_at > %s"
+            args.append(to_us(after))
+        args += [tenant, thread_id, _ALL if limit is None else limit, offset]
+        async with self._connection() as conn:
+            rows, _ = await self._one(
+                conn,
+                f"SELECT {_T_COLS}, {_E_COLS} FROM {self._threads} t"
+                f" LEFT JOIN {self._entries} e ON e.tenant_id = t.tenant_id"
+                f" AND e.thread_id = t.id AND e.branch = COALESCE(%s, t.current_branch){on}"
+                " WHERE t.tenant_id = %s AND t.id = %s"
+                " ORDER BY e.position DESC LIMIT %s OFFSET %s",
+                args,
+            )
+            if not rows:
+                return await self._get_thread(conn, tenant, thread_id), []
+        page = [row_to_entry(row[10:]) for row in rows if row[10] is not None]
+        if not newest_first:
+            page.reverse()
+        return _build_thread(rows[0]), page
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        """One entry of the branch, or ``None``."""
+        rows = await self._query(
+            f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+            " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+            " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
+            " AND e.branch = COALESCE(%s, t.current_branch)",
+            (tenant, thread_id, entry_id, branch),
+        )
+        return row_to_entry(rows[0]) if rows else None
+
+    async def _delete_where(
+        self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
+    ) -> int:
+        """Delete the branch's entries matching ``condition``; ``NotFound`` without the thread."""
+        async with self._connection() as conn:
+            _, count = await self._one(
+                conn,
+                f"DELETE e FROM {self._entries} e JOIN {self._threads} t"
+                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                " AND e.branch = COALESCE(%s, t.current_branch)"
+                f" WHERE t.tenant_id = %s AND t.id = %s{condition}",
+                (branch, tenant, thread_id, *extra),
+            )
+            if count == 0:
+                await self._get_thread(conn, tenant, thread_id)
+            return count
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete these entries from the branch; how many."""
+        ids = list(entry_ids)
+        if not ids:
+            async with self._connection() as conn:
+                await self._get_thread(conn, tenant, thread_id)
+            return 0
+        marks = ", ".join(["%s"] * len(ids))
+        return await self._delete_where(tenant, thread_id, branch, f" AND e.id IN ({marks})", ids)
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the entries after ``entry_id`` on the branch; how many."""
+        async with self._connection() as conn:
+            rows, _ = await self._one(
+                conn,
+                f"SELECT e.branch, e.position FROM {self._entries} e JOIN {self._threads} t"
+                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
+                " AND e.branch = COALESCE(%s, t.current_branch)",
+                (tenant, thread_id, entry_id, branch),
+            )
+            if not rows:
+                await self._get_thread(conn, tenant, thread_id)
+                raise NotFound(f"entry {entry_id!r} not found on this branch")
+            _, count = await self._one(
+                conn,
+                f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                " AND branch = %s AND position > %s",
+                (tenant, thread_id, rows[0][0], rows[0][1]),
+            )
+            return count
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch; how many."""
+        return await self._delete_where(tenant, thread_id, branch, "", ())
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Entries on the branch; ``NotFound`` without the thread."""
+        rows = await self._query(
+            f"SELECT (SELECT COUNT(*) FROM {self._entries} e WHERE e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = COALESCE(%s, t.current_branch))"
+            f" FROM {self._threads} t WHERE t.tenant_id = %s AND t.id = %s",
+            (branch, tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][0])
+
+    # -- branches ------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """Copy ``from_branch`` (up to ``from_entry``) into a new branch, in one transaction."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    return await self._branch(
+                        conn, tenant, thread_id, name, from_branch, from_entry, created_at
+                    )
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    async def _branch(
+        self,
+        conn: AsyncMySQLConnection,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        results = await self._run(conn, [
+            (_BEGIN, None),
+            (
+                f"SELECT t.id, s.last_position, d.name, (SELECT e.position FROM {self._entries} e"
+                " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
+                f" AND e.id = %s) FROM {self._threads} t"
+                f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
+                " AND s.thread_id = t.id AND s.name = %s"
+                f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
+                " AND d.thread_id = t.id AND d.name = %s"
+                " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                (from_entry, from_branch, name, tenant, thread_id),
+            ),
+        ])
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")
+        _, source_last, existing, entry_position = head[0]
+        if source_last is None:
+            raise NotFound(f"branch {from_branch!r} not found")
+        if existing is not None:
+            raise Conflict(f"branch {name!r} already exists")
+        if from_entry is not None and entry_position is None:
+            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        upto = int(source_last) if from_entry is None else int(entry_position)
+        columns = _INSERT_COLS.replace("branch, ", "")
+        await self._run(conn, [
+            (
+                f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                " from_branch, from_entry, last_position) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                (tenant, thread_id, name, to_us(created_at), from_branch, from_entry, upto),
+            ),
+            (
+                f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
+                f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
+                " AND position <= %s",
+                (name, tenant, thread_id, from_branch, upto),
+            ),
+            ("COMMIT", None),
+        ])
+        return Branch(
+            name=name, thread_id=thread_id, created_at=created_at,
+            from_branch=from_branch, from_entry=from_entry,
+        )
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        """The thread's branches, oldest first; ``NotFound`` without the thread."""
+        rows = await self._query(
+            f"SELECT b.name, t.id, b.created_at, b.from_branch, b.from_entry"
+            f" FROM {self._threads} t LEFT JOIN {self._branches} b"
+            " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " WHERE t.tenant_id = %s AND t.id = %s ORDER BY b.created_at, b.name",
+            (tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return [row_to_branch(row) for row in rows if row[0] is not None]
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        """Delete a branch and its entries (never the current one)."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    results = await self._run(conn, [
+                        (_BEGIN, None),
+                        (
+                            f"SELECT current_branch FROM {self._threads}"
+                            " WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                            (tenant, thread_id),
+                        ),
+                    ])
+                    head = results[2][0]
+                    if not head:
+                        raise NotFound(f"thread {thread_id!r} not found")
+                    if head[0][0] == name:
+                        raise Conflict(f"cannot delete the current branch {name!r}")
+                    key = (tenant, thread_id, name)
+                    results = await self._run(conn, [
+                        (
+                            f"DELETE FROM {self._branches}"
+                            " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                            key,
+                        ),
+                        (
+                            f"DELETE FROM {self._entries}"
+                            " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
+                            key,
+                        ),
+                        ("COMMIT", None),
+                    ])
+                return results[0][1] > 0
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    # -- working memory ------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        """Upsert one key."""
+        await self._execute(
+            f"INSERT INTO {self._working} (tenant_id, run_id, k, value) VALUES (%s, %s, %s, %s)"
+            " ON DUPLICATE KEY UPDATE value = %s",
+            (tenant, run_id, key, value, value),
+        )
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        """The JSON text under ``key``, or ``None``."""
+        rows = await self._query(
+            f"SELECT value FROM {self._working} WHERE tenant_id = %s AND run_id = %s AND k = %s",
+            (tenant, run_id, key),
+        )
+        return str(rows[0][0]) if rows else None
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        """Delete one key; whether it existed."""
+        return (
+            await self._execute(
+                f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s AND k = %s",
+                (tenant, run_id, key),
+            )
+            > 0
+        )
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        """Every key of the run."""
+        rows = await self._query(
+            f"SELECT k, value FROM {self._working} WHERE tenant_id = %s AND run_id = %s",
+            (tenant, run_id),
+        )
+        return {str(k): str(v) for k, v in rows}
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        """Forget the run's working memory."""
+        await self._execute(
+            f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s", (tenant, run_id)
+        )
+
+    # -- snapshots -------------------------------------------------------------
+
+    async def snapshot_save(
+        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+    ) -> None:
+        """Upsert the run's snapshot."""
+        when = to_us(saved_at)
+        await self._execute(
+            f"INSERT INTO {self._snapshots} (tenant_id, run_id, user_id, value, saved_at)"
+            " VALUES (%s, %s, %s, %s, %s)"
+            " ON DUPLICATE KEY UPDATE user_id = %s, value = %s, saved_at = %s",
+            (tenant, run_id, user_id, value, when, user_id, value, when),
+        )
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        """``(owner, JSON text)`` or ``None``."""
+        rows = await self._query(
+            f"SELECT user_id, value FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s",
+            (tenant, run_id),
+        )
+        return (rows[0][0], str(rows[0][1])) if rows else None
+
+    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+        """Delete the snapshot; whether it existed."""
+        return (
+            await self._execute(
+                f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s",
+                (tenant, run_id),
+            )
+            > 0
+        )
+
+    # -- summaries -------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        """Insert a summary."""
+        await self._execute(
+            f"INSERT INTO {self._summaries} (tenant_id, id, agent_id, user_id, content, created_at)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            (tenant, summary.id, summary.agent_id, summary.user_id, summary.content,
+             to_us(summary.created_at)),
+        )
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | None
+    ) -> list[Summary]:
+        """The agent's summaries for the user plus the shared ones, oldest first."""
+        rows = await self._query(
+            f"SELECT id, agent_id, user_id, content, created_at FROM {self._summaries}"
+            " WHERE tenant_id = %s AND agent_id = %s AND (user_id IS NULL OR user_id = %s)"
+            " ORDER BY created_at, id",
+            (tenant, agent_id, user_id),
+        )
+        return [row_to_summary(row) for row in rows]
+
+    # -- erasure ---------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        """Erase the user's threads (with entries), snapshots and summaries, atomically."""
+        key = (tenant, user_id)
+        join = (
+            f"JOIN {self._threads} t ON t.tenant_id = x.tenant_id AND t.id = x.thread_id"
+            " WHERE t.tenant_id = %s AND t.user_id = %s"
+        )
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    results = await self._run(conn, [
+                        (_BEGIN, None),
+                        (f"DELETE x FROM {self._entries} x {join}", key),
+                        (f"DELETE x FROM {self._branches} x {join}", key),
+                        (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND user_id = %s", key),
+                        (f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND user_id = %s",
+                         key),
+                        (f"DELETE FROM {self._summaries} WHERE tenant_id = %s AND user_id = %s",
+                         key),
+                        ("COMMIT", None),
+                    ])
+                return sum(results[i][1] for i in (2, 4, 5, 6))
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
