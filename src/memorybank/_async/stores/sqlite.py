@@ -183,7 +183,12 @@ class AsyncSQLiteStore(AsyncStore):
         version_table = f"{p}schema_version"
         conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
         row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
-        if row[0] is not None and row[0] >= len(migrations):
+        if row[0] is not None and row[0] > len(migrations):
+            raise ConfigurationError(
+                f"database schema version {row[0]} is newer than this memorybank supports"
+                f" ({len(migrations)}); upgrade memorybank"
+            )
+        if row[0] is not None and row[0] == len(migrations):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
