@@ -1,0 +1,307 @@
+"""The ``memorybank`` command: a thin shell over ``Memory`` (parse, call, render).
+
+::
+
+    memorybank demo                      a scripted agent conversation, explained
+    memorybank threads [--user U] ...    list threads, most recently updated first
+    memorybank show THREAD [--last N]    the entries of a thread's branch
+
+Every command takes ``--url`` (default ``$MEMORYBANK_URL``, else the embedded
+``sqlite:///./memorybank.db``, the same rule as ``Memory()``) and ``--tenant``.
+A ``MemoryBankError`` becomes one red line on stderr naming its code, and exit
+status 1.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from memorybank import __version__
+from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.errors import MemoryBankError, NotFound
+from memorybank.records import Entry, Thread
+
+__all__ = ["app", "entries_table", "format_content", "main"]
+
+#: Longest content shown in a table cell before it is cut with an ellipsis.
+CONTENT_CHARS = 160
+
+app = typer.Typer(
+    name="memorybank",
+    help="Memory for LLM agents: inspect threads and entries, or run the demo.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help=f"Store URL. Default: $MEMORYBANK_URL, else {DEFAULT_URL} (as Memory()).",
+        show_default=False,
+    ),
+]
+TenantOption = Annotated[
+    str, typer.Option("--tenant", help="Tenant to read and write (hard isolation).")
+]
+
+
+class Status(enum.StrEnum):
+    """Thread status filter."""
+
+    active = "active"
+    archived = "archived"
+
+
+# -- rendering (shared with the demo) -------------------------------------------
+
+
+def format_time(when: datetime) -> str:
+    """A record time as ``YYYY-MM-DD HH:MM:SS`` (records are UTC)."""
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def format_content(entry: Entry, limit: int = CONTENT_CHARS) -> str:
+    """One line for an entry's content: tool calls spelled out, cut at ``limit`` chars."""
+    parts: list[str] = []
+    if entry.content:
+        parts.append(" ".join(entry.content.split()))
+    parts.extend(f"→ {call.name}({call.arguments})" for call in entry.tool_calls)
+    if entry.tool_call_id is not None:
+        parts.insert(0, f"[{entry.tool_call_id}]")
+    text = " ".join(parts)
+    if len(text) > limit:
+        text = text[: max(limit - 1, 0)].rstrip() + "…"
+    return text
+
+
+def entries_table(
+    entries: Sequence[Entry], *, title: str | None = None, content_chars: int = CONTENT_CHARS
+) -> Table:
+    """Entries as a table: position, time, role, name, content (one line, cut), tokens."""
+    days = sorted({entry.created_at.date() for entry in entries})
+    one_day = len(days) == 1  # then the date goes in the caption and cells hold the time
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption=f"times in UTC on {days[0]}" if one_day else "times in UTC",
+        caption_justify="left",
+    )
+    table.add_column("#", justify="right", style="cyan", no_wrap=True)
+    table.add_column("time", style="dim", no_wrap=True)
+    table.add_column("role", style="bold", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    for entry in entries:
+        table.add_row(
+            str(entry.position),
+            entry.created_at.strftime("%H:%M:%S") if one_day else format_time(entry.created_at),
+            Text(entry.role, style=_ROLE_STYLES.get(entry.role, "")),
+            Text(entry.name or ""),
+            Text(format_content(entry, content_chars)),
+            str(entry.token_count),
+        )
+    return table
+
+
+_ROLE_STYLES = {"system": "magenta", "user": "green", "assistant": "blue", "tool": "yellow"}
+
+
+def threads_table(threads: Sequence[Thread], *, title: str | None = None) -> Table:
+    """Threads as a table: id, user, agent, title, status, branch, updated."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("thread", style="cyan", no_wrap=True)
+    table.add_column("user", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=1)
+    table.add_column("status", no_wrap=True)
+    table.add_column("branch", no_wrap=True)
+    table.add_column("updated (UTC)", style="dim", no_wrap=True)
+    for thread in threads:
+        table.add_row(
+            Text(thread.id),
+            Text(thread.user_id or "-"),
+            Text(thread.agent_id or "-"),
+            Text(thread.title or ""),
+            thread.status,
+            Text(thread.current_branch),
+            format_time(thread.updated_at),
+        )
+    return table
+
+
+# -- plumbing -------------------------------------------------------------------
+
+
+def _console() -> Console:
+    # Built per call so that it writes to the sys.stdout of the moment (tests swap it).
+    return Console(highlight=False)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn a ``MemoryBankError`` into one red line on stderr and exit status 1."""
+    try:
+        yield
+    except MemoryBankError as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        line = Text(f"error [{error.code}]: {message}", style="bold red")
+        Console(stderr=True, highlight=False).print(line, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"memorybank {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Memory for LLM agents: inspect threads and entries, or run the demo."""
+
+
+# -- commands -------------------------------------------------------------------
+
+
+@app.command()
+def demo(url: UrlOption = None, tenant: TenantOption = DEFAULT_TENANT) -> None:
+    """Run a scripted agent conversation and explain what memorybank stored.
+
+    Shows stored entries, a history window (tool-call pairing), a token-budgeted
+    window, branches, rewind, working memory and fail-closed thread ownership.
+    Every run uses a fresh thread, so it can be re-run on the same store.
+    """
+    from memorybank._demo import DemoClock, run_demo
+
+    console = _console()
+    with _errors():
+        clock = DemoClock()
+        with Memory(url, clock=clock, tenant_id=tenant) as memory:
+            thread_id = run_demo(memory, console, clock=clock)
+        again = f"memorybank show {thread_id}"
+        if url:
+            again += f" --url {url}"
+        if tenant != DEFAULT_TENANT:
+            again += f" --tenant {tenant}"
+        console.print()
+        console.print(
+            Text.assemble(
+                "Thread ",
+                (thread_id, "cyan"),
+                " is stored. Look at it again with: ",
+                (again, "bold"),
+            ),
+            soft_wrap=True,
+        )
+
+
+@app.command("threads")
+def threads_command(
+    user: Annotated[
+        str | None, typer.Option("--user", help="Only threads owned by this user.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only threads of this agent.")
+    ] = None,
+    status: Annotated[
+        Status | None, typer.Option("--status", help="Only active or archived threads.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="Show at most this many threads.")
+    ] = 50,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """List threads, most recently updated first."""
+    console = _console()
+    with _errors(), Memory(url, tenant_id=tenant) as memory:
+        threads = memory.threads.list(
+            user_id=user,
+            agent_id=agent,
+            status=None if status is None else status.value,
+            limit=limit,
+        )
+        if not threads:
+            console.print("no threads")
+            return
+        console.print(threads_table(threads, title=f"threads (tenant {tenant})"))
+
+
+@app.command()
+def show(
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    last: Annotated[int, typer.Option("--last", min=1, help="Show the newest N entries.")] = 20,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Branch to show. Default: the thread's current branch."),
+    ] = None,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Show a thread's entries (newest N, oldest first) as a table.
+
+    Entries are shown as stored: a tool result whose call falls before the window
+    is still listed (provider-ready windows drop it; see `memory.history`).
+    """
+    console = _console()
+    with _errors(), Memory(url, tenant_id=tenant) as memory:
+        found = memory.threads.get(thread)
+        if found is None:
+            raise NotFound(f"thread {thread!r} not found")
+        name = found.current_branch if branch is None else branch
+        branches = [b.name for b in memory.branches.list(thread)]
+        if name not in branches:
+            raise NotFound(f"branch {name!r} not found in thread {thread!r}")
+        total = memory.entries.count(thread, branch=name)
+        # The store's raw page: an inspection shows what is stored, pairing rule aside.
+        _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
+        header = Text.assemble(
+            ("thread ", "bold"),
+            (found.id, "bold cyan"),
+            f"  title: {found.title or '-'}  user: {found.user_id or '-'}"
+            f"  agent: {found.agent_id or '-'}  status: {found.status}",
+        )
+        console.print(header, soft_wrap=True)
+        others = ", ".join(b for b in branches if b != name)
+        console.print(
+            Text(
+                f"branch {name}"
+                + (" (current)" if name == found.current_branch else "")
+                + (f"  other branches: {others}" if others else "")
+                + f"  showing {len(entries)} of {total} entries"
+            ),
+            soft_wrap=True,
+        )
+        if entries:
+            console.print(entries_table(entries))
+
+
+def main() -> None:
+    """Entry point of the ``memorybank`` console script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
