@@ -270,10 +270,10 @@ def objective(per_conv: dict[int, FloatArray], convs: Sequence[int]) -> float:
 
 # Search space for coordinate ascent: (field, candidate values).
 SPACE: list[tuple[str, list[Any]]] = [
-    ("semantic", [0.0, 0.3, 0.45, 0.6, 0.8, 1.0, 1.3]),
-    ("after", [(0.0, 0.0), (0.3, 0.0), (0.5, 0.0), (0.5, 0.15), (0.7, 0.2), (0.9, 0.3)]),
-    ("before", [(0.0, 0.0), (0.1, 0.0), (0.2, 0.05), (0.3, 0.1), (0.5, 0.15)]),
-    ("session", [0.0, 0.15, 0.3, 0.5, 0.8]),
+    ("semantic", [0.0, 0.3, 0.6, 0.8, 1.0, 1.3, 1.6, 2.0]),
+    ("after", [(0.0, 0.0), (0.2, 0.0), (0.3, 0.0), (0.3, 0.1), (0.5, 0.0), (0.5, 0.15), (0.7, 0.2)]),
+    ("before", [(0.0, 0.0), (0.2, 0.05), (0.3, 0.1), (0.5, 0.15), (0.7, 0.2), (0.5, 0.3)]),
+    ("session", [0.0, 0.3, 0.5, 0.8, 1.0, 1.3, 1.6]),
     ("speaker", [0.0, 0.15, 0.3, 0.5, 0.8]),
     ("date", [0.0, 0.25, 0.5, 1.0, 2.0]),
     ("time_word", [0.0, 0.15, 0.3, 0.5, 0.8]),
@@ -355,12 +355,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--no-vectors", action="store_true", help="keyword + context only")
     ap.add_argument("--k1", type=float, default=None)
     ap.add_argument("--b", type=float, default=None)
+    ap.add_argument("--opt", action="append", default=[], help="SearchOptions field=value")
+    ap.add_argument("--start", default="", help="HybridWeights overrides, e.g. semantic=1.3")
     args = ap.parse_args(argv)
     options = SearchOptions()
     if args.k1 is not None:
         options = replace(options, k1=args.k1)
     if args.b is not None:
         options = replace(options, b=args.b)
+    for item in args.opt:
+        key, _, value = item.partition("=")
+        options = replace(options, **{key: type(getattr(options, key))(eval(value))})
+    if args.start:
+        options = replace(options, weights=eval(f"replace(options.weights, {args.start})"))
     with_vectors = not args.no_vectors
 
     t0 = time.perf_counter()

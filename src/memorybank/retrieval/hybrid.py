@@ -153,10 +153,12 @@ class HybridRanker:
     """Ranks a fixed candidate list for many queries (build once per thread/scope).
 
     >>> from datetime import datetime
-    >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", datetime(2024, 5, 1)),
-    ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", datetime(2024, 5, 1))]
-    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")][:2]
-    ['2', '1']
+    >>> day = datetime(2024, 5, 1)
+    >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", day),
+    ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", day),
+    ...          Candidate("3", "t", 2, "Ann: I baked bread", "Ann", day)]
+    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # answer follows question
+    ['1', '2', '3']
     """
 
     def __init__(

@@ -1,0 +1,255 @@
+"""memorybank.retrieval on small synthetic data: every assertion can fail."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, date, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from memorybank.retrieval import (
+    Analyzer,
+    BM25Index,
+    Candidate,
+    ConversationStructure,
+    HybridRanker,
+    HybridWeights,
+    SearchOptions,
+    date_match,
+    has_temporal_intent,
+    has_time_expression,
+    mentioned_speakers,
+    normalize_array,
+    parse_date_spans,
+    rank,
+    reciprocal_rank_fusion,
+    weighted_fusion,
+)
+
+MAY = datetime(2024, 5, 3, 10, 0, tzinfo=UTC)
+JUNE = datetime(2024, 6, 20, 18, 0, tzinfo=UTC)
+
+# Only the keyword signal and one context feature at a time, so each test
+# isolates the behaviour it names.
+KEYWORD_ONLY = HybridWeights(
+    keyword=1.0,
+    semantic=0.0,
+    after=(),
+    before=(),
+    session=0.0,
+    speaker=0.0,
+    date=0.0,
+    time_word=0.0,
+)
+
+
+def opts(**weights: object) -> SearchOptions:
+    return SearchOptions(weights=KEYWORD_ONLY).with_weights(**weights)
+
+
+def turn(i: int, name: str, text: str, when: datetime = MAY, thread: str = "t") -> Candidate:
+    return Candidate(f"{thread}{i}", thread, i, f"{name}: {text}", name, when)
+
+
+# ---------------------------------------------------------------------- text / BM25
+def test_stemming_joins_running_and_runs() -> None:
+    an = Analyzer()
+    assert an.terms("running") == an.terms("runs") == ["run"]
+    assert an.terms("The cats were sleeping") == ["cat", "sleep"]
+
+
+def test_analyzer_without_stemmer_keeps_words() -> None:
+    assert Analyzer(language=None).terms("running dogs") == ["running", "dogs"]
+
+
+def test_bm25_matches_hand_computed_score() -> None:
+    idx = BM25Index(k1=1.2, b=0.75, analyzer=Analyzer(language=None))
+    idx.add("a", "apple banana")
+    idx.add("b", "apple cherry cherry")
+    idx.add("c", "date")
+    # N=3, df(cherry)=1, |b|=3, avgdl=(2+3+1)/3=2
+    idf = math.log(1 + (3 - 1 + 0.5) / (1 + 0.5))
+    expected = idf * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 3 / 2))
+    assert idx.scores("cherry") == pytest.approx({"b": expected})
+    # a term in 2 of 3 docs keeps a positive idf (Lucene form)
+    assert idx.idf("apple") == pytest.approx(math.log(1 + 1.5 / 2.5))
+    assert idx.scores("apple")["a"] > idx.scores("apple")["b"]  # shorter doc wins
+
+
+def test_bm25_incremental_remove_and_replace_equal_fresh_index() -> None:
+    idx = BM25Index()
+    idx.add("1", "my dog loves the beach")
+    idx.add("2", "the cat hates water")
+    idx.add("3", "a dog and a cat")
+    idx.remove("3")
+    idx.add("2", "the dog sleeps")  # replace
+    fresh = BM25Index()
+    fresh.add("1", "my dog loves the beach")
+    fresh.add("2", "the dog sleeps")
+    assert idx.scores("dog") == pytest.approx(fresh.scores("dog"))
+    assert len(idx) == 2 and "3" not in idx
+    assert idx.remove("3") is False
+    assert idx.search("running dogs", limit=1) == idx.search("dog", limit=1)
+    ((doc, score),) = idx.search("dog", allowed={"2"})
+    assert doc == "2" and score == pytest.approx(fresh.scores("dog")["2"])
+
+
+def test_bm25_stemmed_search_finds_inflected_form() -> None:
+    idx = BM25Index()
+    idx.add("x", "I went running yesterday")
+    idx.add("y", "Cooking pasta tonight")
+    assert [d for d, _ in idx.search("runs")] == ["x"]
+
+
+# ---------------------------------------------------------------------- fusion
+def test_normalize_array_methods() -> None:
+    x = np.array([0.0, 2.0, 4.0])
+    assert normalize_array(x, "max").tolist() == [0.0, 0.5, 1.0]
+    assert normalize_array(np.array([0.2, 0.3, 0.4]), "minmax") == pytest.approx([0, 0.5, 1])
+    assert normalize_array(np.array([3.0, 3.0]), "minmax").tolist() == [0.0, 0.0]
+
+
+def test_weighted_fusion_keeps_score_gaps_where_rrf_does_not() -> None:
+    keyword = {"a": 10.0, "b": 1.0, "c": 0.9}
+    semantic = {"b": 0.52, "c": 0.50, "a": 0.49}
+    fused = weighted_fusion(
+        {"keyword": keyword, "semantic": semantic},
+        {"keyword": 1.0, "semantic": 0.6},
+        {"keyword": "max", "semantic": "minmax"},
+    )
+    assert max(fused, key=fused.__getitem__) == "a"  # the decisive keyword hit wins
+    rrf = reciprocal_rank_fusion(
+        [
+            sorted(keyword, key=keyword.__getitem__, reverse=True),
+            sorted(semantic, key=semantic.__getitem__, reverse=True),
+        ]
+    )
+    assert rrf["b"] > rrf["a"]  # rank-only fusion lets the near-tie in cosine decide
+    assert rrf["a"] == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_weighted_fusion_missing_ids_get_nothing_from_that_signal() -> None:
+    fused = weighted_fusion(
+        {"kw": {"a": 2.0, "b": 1.0}, "sem": {"c": 0.9, "a": 0.1}}, {"kw": 1.0, "sem": 1.0}
+    )
+    assert fused == pytest.approx({"a": 1.0, "b": 0.0, "c": 1.0})
+
+
+# ---------------------------------------------------------------------- conversation
+def conversation() -> list[Candidate]:
+    return [
+        turn(0, "Ann", "Did you go anywhere nice on holiday?"),
+        turn(1, "Bob", "Yes, Lisbon, we ate so many pastries."),
+        turn(2, "Ann", "I adopted a puppy named Rex."),
+        turn(3, "Bob", "Congratulations, what breed?"),
+        turn(4, "Ann", "A beagle, he loves the beach."),
+        turn(5, "Bob", "I started painting landscapes.", JUNE),
+        turn(6, "Ann", "Landscapes are my favourite too.", JUNE),
+    ]
+
+
+def test_neighbour_expansion_surfaces_the_next_turn() -> None:
+    cands = conversation()
+    query = "Where did Bob go on holiday?"
+    plain = rank(query, cands, options=opts())
+    assert plain[0].id == "t0"
+    assert next(r for r in plain if r.id == "t1").score == 0.0  # no shared word
+    expanded = rank(query, cands, options=opts(after=(0.5,)))
+    assert [r.id for r in expanded[:2]] == ["t0", "t1"]
+    assert expanded[1].score == pytest.approx(0.5 * expanded[0].score)
+
+
+def test_neighbours_do_not_cross_sessions_or_threads() -> None:
+    cands = [*conversation(), turn(0, "Cy", "Unrelated thread start", MAY, thread="u")]
+    st = ConversationStructure(cands, session_gap=timedelta(hours=1), window=1)
+    assert st.session.tolist() == [0, 0, 0, 0, 0, 1, 1, 2]
+    assert st.prev[0].tolist() == [-1, 0, 1, 2, 3, -1, 5, -1]
+    assert st.next[0].tolist() == [1, 2, 3, 4, -1, 6, -1, -1]
+
+
+def test_session_smoothing_lifts_session_mates() -> None:
+    cands = conversation()
+    query = "puppy beagle"
+    plain = {r.id: r.score for r in rank(query, cands, options=opts())}
+    smoothed = {r.id: r.score for r in rank(query, cands, options=opts(session=0.5))}
+    assert plain["t0"] == 0.0 and smoothed["t0"] > 0.0  # same session as the hits
+    assert smoothed["t5"] == 0.0  # other session: no lift
+
+
+def test_speaker_named_in_query_is_preferred() -> None:
+    cands = [
+        turn(0, "Ann", "I love hiking in the mountains."),
+        turn(1, "Bob", "I love hiking in the mountains."),
+    ]
+    assert [r.id for r in rank("Does Bob love hiking?", cands, options=opts())] == ["t0", "t1"]
+    boosted = rank("Does Bob love hiking?", cands, options=opts(speaker=0.3))
+    assert [r.id for r in boosted] == ["t1", "t0"]
+    assert boosted[0].score == pytest.approx(1.3 * boosted[1].score)
+    assert mentioned_speakers("What is Bob's dog called?", ["Ann", "Bob Stone"]) == {"Bob Stone"}
+    assert mentioned_speakers("What does Anna like?", ["Ann"]) == set()
+
+
+def test_speaker_names_are_not_keywords_by_default() -> None:
+    cands = [turn(0, "Ann", "Bob, the weather is lovely"), turn(1, "Bob", "Rain all day")]
+    ranker = HybridRanker(cands, opts())
+    assert ranker.keyword_scores("What did Bob say?").tolist() == [0.0, 0.0]
+
+
+def test_date_in_query_prefers_entries_from_that_month() -> None:
+    cands = [
+        turn(0, "Ann", "We went camping by the lake.", MAY),
+        turn(1, "Ann", "We went camping by the lake.", JUNE),
+    ]
+    assert rank("When did Ann go camping in June?", cands, options=opts())[0].id == "t0"
+    assert rank("When did Ann go camping in June?", cands, options=opts(date=0.5))[0].id == "t1"
+
+
+def test_date_parsing_and_matching() -> None:
+    (span,) = parse_date_spans("on 8 May, 2023")
+    assert (span.start, span.end, span.year_known) == (date(2023, 5, 8), date(2023, 5, 8), True)
+    (june,) = parse_date_spans("camping in June?")
+    assert not june.year_known
+    assert parse_date_spans("I may come") == []
+    assert date_match(datetime(2022, 6, 30, tzinfo=UTC), [june]) == 1.0  # any year
+    assert date_match(datetime(2022, 7, 7, tzinfo=UTC), [june]) == pytest.approx(
+        0.5
+    )  # 7 of 14 days after
+    assert date_match(datetime(2022, 8, 1, tzinfo=UTC), [june]) == 0.0
+    assert date_match(None, [june]) == 0.0
+
+
+def test_when_questions_prefer_entries_with_time_words() -> None:
+    assert has_temporal_intent("When did you move?") and has_temporal_intent("How long ago?")
+    assert not has_temporal_intent("What did you eat?")
+    assert has_time_expression("I moved there last year") and not has_time_expression("so cool")
+    cands = [
+        turn(0, "Ann", "I moved to Berlin, love it."),
+        turn(1, "Ann", "I moved to Berlin last year."),
+    ]
+    assert rank("When did Ann move to Berlin?", cands, options=opts(time_word=0.5))[0].id == "t1"
+
+
+def test_semantic_signal_from_vectors() -> None:
+    base = conversation()[:3]
+    vecs = [np.array([1.0, 0.0]), np.array([0.0, 1.0]), np.array([0.7, 0.7])]
+    cands = [
+        Candidate(c.id, c.thread_id, c.position, c.text, c.name, c.created_at, v)
+        for c, v in zip(base, vecs, strict=True)
+    ]
+    out = rank(
+        "zzz", cands, query_vector=np.array([0.1, 1.0]), options=opts(keyword=0.0, semantic=1.0)
+    )
+    assert [r.id for r in out] == ["t1", "t2", "t0"]
+    given = rank(
+        "zzz",
+        cands,
+        semantic_scores={"t0": 0.9, "t1": 0.1, "t2": 0.5},
+        options=opts(keyword=0.0, semantic=1.0),
+    )
+    assert [r.id for r in given] == ["t0", "t2", "t1"]
+
+
+def test_default_options_rank_answer_in_top_two() -> None:
+    out = rank("Where did Bob go on holiday?", conversation(), limit=2)
+    assert {r.id for r in out} == {"t0", "t1"}
