@@ -33,6 +33,10 @@ def _options(timeout: float, max_connections: int) -> dict[str, Any]:
         "max_connections": max_connections,
         "timeout": timeout,  # BlockingConnectionPool: wait for a free connection
         "decode_responses": False,
+        # RESP2: with RESP3, redis-py enables maintenance notifications and then
+        # skips its check of pooled connections on checkout, so a connection the
+        # server closed (restart, CLIENT KILL, idle timeout) fails one command.
+        "protocol": 2,
     }
 
 
