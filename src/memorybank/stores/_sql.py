@@ -8,25 +8,32 @@ SQLite and MySQL store times as integer microseconds since the Unix epoch
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.stores._types import Record
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "RECORD_COLUMNS",
     "THREAD_COLUMNS",
     "dump",
     "from_us",
+    "fts_query",
     "load",
     "row_to_branch",
     "row_to_entry",
+    "row_to_record",
     "row_to_summary",
     "row_to_thread",
     "to_us",
     "tool_calls_from_json",
     "tool_calls_to_json",
+    "unit_vector_bytes",
+    "vector_from_bytes",
 ]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -42,6 +49,14 @@ ENTRY_COLUMNS = (
     "id, thread_id, branch, position, role, content, name, tool_calls, tool_call_id,"
     " metadata, state, token_count, created_at, idempotency_key"
 )
+
+
+#: Column order every SQL store selects records in (``row_to_record`` reads it).
+RECORD_COLUMNS = (
+    "kind, id, agent_id, user_id, content, data, created_at, updated_at, key, expires_at"
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def to_us(value: datetime) -> int:
@@ -146,3 +161,47 @@ def row_to_summary(row: Sequence[Any]) -> Summary:
     return Summary(
         id=row[0], agent_id=row[1], user_id=row[2], content=row[3], created_at=from_us(row[4])
     )
+
+
+def row_to_record(row: Sequence[Any]) -> Record:
+    """A ``Record`` from a row selected with ``RECORD_COLUMNS``."""
+    return Record(
+        kind=row[0],
+        id=row[1],
+        agent_id=row[2],
+        user_id=row[3],
+        content=row[4],
+        data=load(row[5]) or {},
+        created_at=from_us(row[6]),
+        updated_at=from_us(row[7]),
+        key=row[8],
+        expires_at=None if row[9] is None else from_us(row[9]),
+    )
+
+
+def fts_query(text: str) -> str:
+    """A safe full-text query: every word of ``text`` quoted, OR-ed (BM25 ranks them).
+
+    User text never reaches the FTS query parser as syntax, so quotes, ``NEAR``,
+    ``*`` or ``-`` in a question cannot raise or change the meaning.
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def unit_vector_bytes(vector: Sequence[float]) -> bytes:
+    """A vector as little-endian float32 bytes, scaled to unit length."""
+    import numpy as np
+
+    array = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(array))
+    if norm > 0:
+        array = array / norm
+    return array.astype("<f4").tobytes()
+
+
+def vector_from_bytes(blob: bytes) -> list[float]:
+    """The list of floats stored by ``unit_vector_bytes``."""
+    import numpy as np
+
+    return [float(x) for x in np.frombuffer(blob, dtype="<f4")]

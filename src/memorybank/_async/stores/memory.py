@@ -9,11 +9,22 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+import math
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.base import (
+    UNSET,
+    AppendResult,
+    AsyncStore,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 from memorybank._concurrency import AsyncLock
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
@@ -47,6 +58,9 @@ class AsyncInMemoryStore(AsyncStore):
         self._working: dict[_Key, dict[str, str]] = {}
         self._snapshots: dict[_Key, tuple[str | None, str]] = {}
         self._summaries: dict[str, list[Summary]] = {}
+        self._records: dict[tuple[str, str, str], Record] = {}
+        # (tenant, kind, id, model_id) -> (thread_id, unit vector)
+        self._vectors: dict[tuple[str, str, str, str], tuple[str | None, list[float]]] = {}
 
     def _check_open(self) -> None:
         if self._closed:
@@ -145,6 +159,7 @@ class AsyncInMemoryStore(AsyncStore):
                 return False
             for name in self._branches.pop(key, {}):
                 self._entries.pop((tenant, thread_id, name), None)
+            self._drop_thread_vectors(tenant, thread_id)
             return True
 
     # -- entries -----------------------------------------------------------
@@ -180,22 +195,7 @@ class AsyncInMemoryStore(AsyncStore):
                     stored.append(existing)
                     continue
                 position += 1
-                entry = Entry(
-                    id=new.id,
-                    thread_id=thread_id,
-                    branch=name,
-                    position=position,
-                    role=new.role,  # type: ignore[arg-type]
-                    content=new.content,
-                    name=new.name,
-                    tool_calls=new.tool_calls,
-                    tool_call_id=new.tool_call_id,
-                    metadata=copy.deepcopy(new.metadata),
-                    state=copy.deepcopy(new.state),
-                    token_count=new.token_count,
-                    created_at=new.created_at,
-                    idempotency_key=new.idempotency_key,
-                )
+                entry = _entry_from_new(new, thread_id, name, position)
                 if entry.idempotency_key is not None:
                     by_key[entry.idempotency_key] = entry
                 added.append(entry)
@@ -407,6 +407,7 @@ class AsyncInMemoryStore(AsyncStore):
                     for name in self._branches.pop(key, {}):
                         removed += len(self._entries.pop((tenant, key[1], name), []))
                     del self._threads[key]
+                    self._drop_thread_vectors(tenant, key[1])
                     removed += 1
             for skey, (owner, _) in list(self._snapshots.items()):
                 if skey[0] == tenant and owner == user_id:
@@ -416,4 +417,258 @@ class AsyncInMemoryStore(AsyncStore):
             kept = [s for s in summaries if s.user_id != user_id]
             removed += len(summaries) - len(kept)
             self._summaries[tenant] = kept
+            for rkey, record in list(self._records.items()):
+                if rkey[0] == tenant and record.user_id == user_id:
+                    del self._records[rkey]
+                    self._drop_vectors(tenant, record.kind, record.id)
+                    removed += 1
             return removed
+
+    # -- compaction -----------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._entries.get((tenant, thread_id, branch))
+            if rows is None:
+                raise NotFound(f"branch {branch!r} not found")
+            doomed = [e for e in rows if e.position <= through_position]
+            if [e.id for e in doomed] != list(expected_ids):
+                return False
+            kept = [e for e in rows if e.position > through_position]
+            if summary is not None:
+                kept.insert(0, _entry_from_new(summary, thread_id, branch, through_position))
+            rows[:] = kept
+            self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
+            return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        async with self._lock:
+            self._thread(tenant, thread_id)
+            rows = self._entries.get((tenant, thread_id, branch), [])
+            by_id = {c[0]: c for c in changes}
+            changed = 0
+            for index, entry in enumerate(rows):
+                if entry.id in by_id:
+                    _, content, state, tokens = by_id[entry.id]
+                    rows[index] = dataclasses.replace(
+                        entry, content=content, state=copy.deepcopy(state), token_count=tokens
+                    )
+                    changed += 1
+            return changed
+
+    # -- records ------------------------------------------------------------------------
+
+    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        async with self._lock:
+            self._check_open()
+            for record in records:
+                self._records[(tenant, record.kind, record.id)] = _copy_record(record)
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        self._check_open()
+        record = self._records.get((tenant, kind, record_id))
+        return None if record is None else _copy_record(record)
+
+    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        async with self._lock:
+            self._check_open()
+            removed = 0
+            for record_id in set(record_ids):
+                if self._records.pop((tenant, kind, record_id), None) is not None:
+                    self._drop_vectors(tenant, kind, record_id)
+                    removed += 1
+            return removed
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        found = [
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and (isinstance(agent_id, Unset) or r.agent_id == agent_id)
+            and (isinstance(user_id, Unset) or r.user_id == user_id)
+            and (isinstance(key, Unset) or r.key == key)
+            and _visible(visible_to, r.agent_id, r.user_id)
+        ]
+        found.sort(key=lambda r: (r.created_at, r.id))
+        if limit is not None:
+            found = found[:limit]
+        return [_copy_record(r) for r in found]
+
+    # -- search -------------------------------------------------------------------------
+
+    def _documents(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> Iterator[tuple[SearchHit, str]]:
+        """Every searchable text in scope, as a zero-score hit and its text."""
+        if "entry" in kinds:
+            for (ten, tid), thread in self._threads.items():
+                if ten != tenant or (thread_id is not None and tid != thread_id):
+                    continue
+                if not _visible(visible_to, thread.agent_id, thread.user_id):
+                    continue
+                for name in self._branches.get((ten, tid), {}):
+                    for entry in self._entries.get((ten, tid, name), []):
+                        if entry.content:
+                            yield SearchHit("entry", entry.id, 0.0, tid, name), entry.content
+        if thread_id is None:
+            for (ten, kind, rid), record in self._records.items():
+                if ten == tenant and kind in kinds and kind != "entry":
+                    if _visible(visible_to, record.agent_id, record.user_id):
+                        yield SearchHit(kind, rid, 0.0), record.content
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        from memorybank.retrieval.bm25 import BM25Index
+
+        self._check_open()
+        hits: list[SearchHit] = []
+        index = BM25Index()
+        for number, (hit, text) in enumerate(self._documents(tenant, kinds, thread_id, visible_to)):
+            hits.append(hit)
+            index.add(str(number), text)
+        scores = index.scores(query)
+        ranked = sorted(
+            (dataclasses.replace(hits[int(n)], score=score) for n, score in scores.items()),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        self._check_open()
+        for item in items:
+            self._vectors[(tenant, item.kind, item.id, item.model_id)] = (
+                item.thread_id,
+                _unit(item.vector),
+            )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        self._check_open()
+        query = _unit(vector)
+        allowed_threads = {
+            tid
+            for (ten, tid), thread in self._threads.items()
+            if ten == tenant and _visible(visible_to, thread.agent_id, thread.user_id)
+        }
+        hits: list[SearchHit] = []
+        for (ten, kind, vid, model), (tid, stored) in self._vectors.items():
+            if ten != tenant or model != model_id or kind not in kinds:
+                continue
+            if kind == "entry":
+                if tid not in allowed_threads or (thread_id is not None and tid != thread_id):
+                    continue
+            else:
+                record = self._records.get((tenant, kind, vid))
+                if thread_id is not None or record is None:
+                    continue
+                if not _visible(visible_to, record.agent_id, record.user_id):
+                    continue
+            score = sum(a * b for a, b in zip(query, stored, strict=False))
+            hits.append(SearchHit(kind, vid, score, tid))
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+        return hits[:k]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        self._check_open()
+        found: dict[str, list[float]] = {}
+        for vid in ids:
+            stored = self._vectors.get((tenant, kind, vid, model_id))
+            if stored is not None:
+                found[vid] = list(stored[1])
+        return found
+
+    def _drop_vectors(self, tenant: str, kind: str, record_id: str) -> None:
+        for vkey in [v for v in self._vectors if v[:3] == (tenant, kind, record_id)]:
+            del self._vectors[vkey]
+
+    def _drop_thread_vectors(self, tenant: str, thread_id: str) -> None:
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and tid == thread_id:
+                del self._vectors[vkey]
+
+
+def _visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
+    if visible_to is None:
+        return True
+    return agent_id in (None, visible_to.agent_id) and user_id in (None, visible_to.user_id)
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def _copy_record(record: Record) -> Record:
+    return dataclasses.replace(record, data=copy.deepcopy(record.data))
+
+
+def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    return Entry(
+        id=new.id,
+        thread_id=thread_id,
+        branch=branch,
+        position=position,
+        role=new.role,  # type: ignore[arg-type]
+        content=new.content,
+        name=new.name,
+        tool_calls=new.tool_calls,
+        tool_call_id=new.tool_call_id,
+        metadata=copy.deepcopy(new.metadata),
+        state=copy.deepcopy(new.state),
+        token_count=new.token_count,
+        created_at=new.created_at,
+        idempotency_key=new.idempotency_key,
+    )

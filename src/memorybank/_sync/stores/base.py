@@ -46,64 +46,32 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
-from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._types import (
+    UNSET,
+    AppendResult,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 
 __all__ = [
     "UNSET",
     "AppendResult",
     "Store",
     "NewEntry",
+    "Record",
+    "SearchHit",
     "Unset",
+    "VectorItem",
+    "Visibility",
 ]
-
-
-class Unset:
-    """Marker type for "argument not given" where ``None`` is a real value."""
-
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Final = Unset()
-
-
-@dataclass(frozen=True, slots=True)
-class NewEntry:
-    """An entry to append: validated, token-counted and id'd by ``AsyncMemory``."""
-
-    id: str
-    role: str
-    content: str | None
-    name: str | None
-    tool_calls: tuple[ToolCall, ...]
-    tool_call_id: str | None
-    metadata: dict[str, Any]
-    state: dict[str, Any]
-    token_count: int
-    created_at: datetime
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AppendResult:
-    """What ``append_entries`` returns: the stored entries and the thread after the write."""
-
-    entries: list[Entry]
-    thread: Thread
 
 
 class Store(abc.ABC):
@@ -319,8 +287,130 @@ class Store(abc.ABC):
     ) -> list[Summary]:
         """The agent's summaries for ``user_id`` plus the shared ones (no user), oldest first."""
 
+    # -- compaction -------------------------------------------------------------
+
+    def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Atomically replace the entries up to ``through_position`` with ``summary``.
+
+        Only if the entries of ``branch`` with ``position <= through_position``
+        are exactly ``expected_ids`` (the caller's view is current); otherwise
+        nothing changes and ``False`` is returned, so two compactions of one
+        thread can never both apply. The summary (when given) takes position
+        ``through_position``; later entries are untouched. ``NotFound`` if the
+        thread is absent.
+        """
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Atomically set ``(content, state, token_count)`` of entries by id; how many changed.
+
+        Used by reversible compaction (content replaced by a reference, the
+        original kept in ``state``) and its restore.
+        """
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    # -- records: facts, documents, core facts ---------------------------------
+    # The methods from here to "erasure" came after the first release of the
+    # contract; until every store implements them they are not abstract.
+
+    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        """Insert or replace (by ``kind`` + ``id``) all ``records`` atomically."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record, or ``None``."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        """Delete records by id; how many existed."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind``, oldest first (``created_at``, then id).
+
+        ``agent_id``/``user_id``/``key`` filter exactly when given (``None``
+        matches records without one); ``visible_to`` keeps what that agent and
+        user may see (see ``Visibility``); ``limit`` keeps the oldest N.
+        """
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    # -- search ------------------------------------------------------------------
+
+    def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Best ``k`` keyword matches among records of ``kinds`` and entries (``"entry"``).
+
+        Entries are matched on every branch (hits carry the branch) and scoped
+        by their thread's ``agent_id``/``user_id``; ``thread_id`` restricts to
+        one thread (and excludes records). Best first.
+        """
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        """Store (replace) embeddings of records or entries, tagged with their model id."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Best ``k`` by cosine similarity among vectors of ``model_id`` (never mixed)."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
+    def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
+
     # -- erasure -----------------------------------------------------------
 
     @abc.abstractmethod
     def forget_user(self, tenant: str, user_id: str) -> int:
-        """Erase everything owned by ``user_id`` in the tenant; how many records went."""
+        """Erase everything owned by ``user_id`` in the tenant; how many records went.
+
+        Threads (with entries, branches and their vectors), records, snapshots
+        and summaries whose ``user_id`` is the user.
+        """

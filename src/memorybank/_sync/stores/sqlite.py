@@ -32,7 +32,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from memorybank._sync.stores.base import UNSET, AppendResult, Store, NewEntry, Unset
+from memorybank._sync.stores.base import (
+    UNSET,
+    AppendResult,
+    Store,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._concurrency import Worker
 from memorybank.errors import (
@@ -48,14 +58,19 @@ from memorybank.errors import (
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
+    RECORD_COLUMNS,
     THREAD_COLUMNS,
     dump,
+    fts_query,
     row_to_branch,
     row_to_entry,
+    row_to_record,
     row_to_summary,
     row_to_thread,
     to_us,
     tool_calls_to_json,
+    unit_vector_bytes,
+    vector_from_bytes,
 )
 
 __all__ = ["SQLiteStore"]
@@ -105,6 +120,54 @@ def _migrations(p: str) -> list[list[str]]:
                 user_id TEXT, content TEXT NOT NULL, created_at INTEGER NOT NULL,
                 PRIMARY KEY (tenant_id, id)) WITHOUT ROWID""",
             f"CREATE INDEX {p}summaries_agent ON {p}summaries (tenant_id, agent_id, created_at)",
+        ],
+        [
+            f"""CREATE TABLE {p}records (
+                tenant_id TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+                agent_id TEXT, user_id TEXT, key TEXT, content TEXT NOT NULL,
+                data TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+                expires_at INTEGER)""",
+            f"CREATE UNIQUE INDEX {p}records_id ON {p}records (tenant_id, kind, id)",
+            f"""CREATE INDEX {p}records_scope
+                ON {p}records (tenant_id, kind, user_id, agent_id, created_at)""",
+            f"CREATE INDEX {p}records_key ON {p}records (tenant_id, kind, key)",
+            # Keyword search: FTS5 indexes over the content columns, kept in step by triggers.
+            f"""CREATE VIRTUAL TABLE {p}entries_fts USING fts5(
+                content, content='{p}entries', content_rowid='rowid',
+                tokenize='porter unicode61 remove_diacritics 2')""",
+            f"""CREATE TRIGGER {p}entries_fts_insert AFTER INSERT ON {p}entries BEGIN
+                INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+            f"""CREATE TRIGGER {p}entries_fts_delete AFTER DELETE ON {p}entries BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                END""",
+            f"""CREATE TRIGGER {p}entries_fts_update AFTER UPDATE OF content ON {p}entries BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+            f"INSERT INTO {p}entries_fts ({p}entries_fts) VALUES ('rebuild')",
+            f"""CREATE VIRTUAL TABLE {p}records_fts USING fts5(
+                content, content='{p}records', content_rowid='rowid',
+                tokenize='porter unicode61 remove_diacritics 2')""",
+            f"""CREATE TRIGGER {p}records_fts_insert AFTER INSERT ON {p}records BEGIN
+                INSERT INTO {p}records_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+            f"""CREATE TRIGGER {p}records_fts_delete AFTER DELETE ON {p}records BEGIN
+                INSERT INTO {p}records_fts ({p}records_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                END""",
+            f"""CREATE TRIGGER {p}records_fts_update AFTER UPDATE OF content ON {p}records BEGIN
+                INSERT INTO {p}records_fts ({p}records_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                INSERT INTO {p}records_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+            f"""CREATE TABLE {p}vectors (
+                tenant_id TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+                model_id TEXT NOT NULL, thread_id TEXT, vector BLOB NOT NULL,
+                PRIMARY KEY (tenant_id, kind, id, model_id))""",
+            f"CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
         ],
     ]
 
@@ -399,6 +462,10 @@ class SQLiteStore(Store):
             cursor = conn.execute(f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key)
             conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
             conn.execute(f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key)
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry' AND thread_id = ?",
+                key,
+            )
             return cursor.rowcount > 0
 
         return self._run(lambda: self._write(op))
@@ -846,6 +913,11 @@ class SQLiteStore(Store):
             removed = 0
             for thread_id in threads:
                 key = (tenant, thread_id)
+                conn.execute(
+                    f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
+                    " AND thread_id = ?",
+                    key,
+                )
                 removed += conn.execute(
                     f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key
                 ).rowcount
@@ -853,7 +925,12 @@ class SQLiteStore(Store):
                 removed += conn.execute(
                     f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key
                 ).rowcount
-            for table in ("snapshots", "summaries"):
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind != 'entry' AND id IN"
+                f" (SELECT id FROM {p}records WHERE tenant_id = ? AND user_id = ?)",
+                (tenant, tenant, user_id),
+            )
+            for table in ("snapshots", "summaries", "records"):
                 removed += conn.execute(
                     f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
                     (tenant, user_id),
@@ -861,3 +938,346 @@ class SQLiteStore(Store):
             return removed
 
         return self._run(lambda: self._write(op))
+
+    # -- compaction ----------------------------------------------------------------------
+
+    def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> bool:
+            self._require_thread(conn, tenant, thread_id)
+            key = (tenant, thread_id, branch, through_position)
+            ids = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {p}entries WHERE tenant_id = ? AND thread_id = ?"
+                    " AND branch = ? AND position <= ? ORDER BY position",
+                    key,
+                ).fetchall()
+            ]
+            if ids != list(expected_ids):
+                return False
+            conn.execute(
+                f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                " AND position <= ?",
+                key,
+            )
+            if summary is not None:
+                conn.execute(
+                    f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+                    " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
+                    " created_at, idempotency_key)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        tenant,
+                        thread_id,
+                        branch,
+                        through_position,
+                        summary.id,
+                        summary.role,
+                        summary.content,
+                        summary.name,
+                        tool_calls_to_json(summary.tool_calls),
+                        summary.tool_call_id,
+                        dump(summary.metadata),
+                        dump(summary.state),
+                        summary.token_count,
+                        to_us(summary.created_at),
+                        summary.idempotency_key,
+                    ),
+                )
+            conn.execute(
+                f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
+                (to_us(updated_at), tenant, thread_id),
+            )
+            return True
+
+        return self._run(lambda: self._write(op))
+
+    def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        def op(conn: sqlite3.Connection) -> int:
+            self._require_thread(conn, tenant, thread_id)
+            changed = 0
+            for entry_id, content, state, tokens in changes:
+                changed += conn.execute(
+                    f"UPDATE {self.prefix}entries SET content = ?, state = ?, token_count = ?"
+                    " WHERE tenant_id = ? AND thread_id = ? AND branch = ? AND id = ?",
+                    (content, dump(state), tokens, tenant, thread_id, branch, entry_id),
+                ).rowcount
+            return changed
+
+        return self._run(lambda: self._write(op))
+
+    # -- records ---------------------------------------------------------------------------
+
+    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        rows = [
+            (
+                tenant,
+                r.kind,
+                r.id,
+                r.agent_id,
+                r.user_id,
+                r.key,
+                r.content,
+                dump(r.data),
+                to_us(r.created_at),
+                to_us(r.updated_at),
+                None if r.expires_at is None else to_us(r.expires_at),
+            )
+            for r in records
+        ]
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                f"INSERT INTO {self.prefix}records (tenant_id, kind, id, agent_id, user_id, key,"
+                " content, data, created_at, updated_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = excluded.agent_id,"
+                " user_id = excluded.user_id, key = excluded.key, content = excluded.content,"
+                " data = excluded.data, created_at = excluded.created_at,"
+                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+                rows,
+            )
+
+        self._run(lambda: self._write(op))
+
+    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        def op(conn: sqlite3.Connection) -> Record | None:
+            row = conn.execute(
+                f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
+                " WHERE tenant_id = ? AND kind = ? AND id = ?",
+                (tenant, kind, record_id),
+            ).fetchone()
+            return None if row is None else row_to_record(row)
+
+        return self._run(lambda: self._read(op))
+
+    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(record_ids))
+
+        def op(conn: sqlite3.Connection) -> int:
+            if not ids:
+                return 0
+            marks = ", ".join("?" * len(ids))
+            conn.execute(
+                f"DELETE FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ?"
+                f" AND id IN ({marks})",
+                (tenant, kind, *ids),
+            )
+            return conn.execute(
+                f"DELETE FROM {self.prefix}records WHERE tenant_id = ? AND kind = ?"
+                f" AND id IN ({marks})",
+                (tenant, kind, *ids),
+            ).rowcount
+
+        return self._run(lambda: self._write(op))
+
+    def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        where = ["tenant_id = ?", "kind = ?"]
+        params: list[Any] = [tenant, kind]
+        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("key", key)):
+            if not isinstance(value, Unset):
+                where.append(f"{column} IS ?")
+                params.append(value)
+        if visible_to is not None:
+            where.append(
+                "(agent_id IS NULL OR agent_id IS ?) AND (user_id IS NULL OR user_id IS ?)"
+            )
+            params += [visible_to.agent_id, visible_to.user_id]
+        sql = (
+            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records WHERE {' AND '.join(where)}"
+            " ORDER BY created_at, id LIMIT ?"
+        )
+        params.append(-1 if limit is None else limit)
+
+        def op(conn: sqlite3.Connection) -> list[Record]:
+            return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]
+
+        return self._run(lambda: self._read(op))
+
+    # -- search ----------------------------------------------------------------------------
+
+    def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        p = self.prefix
+        match = fts_query(query)
+
+        def op(conn: sqlite3.Connection) -> list[SearchHit]:
+            if not match or k <= 0:
+                return []
+            hits: list[SearchHit] = []
+            if "entry" in kinds:
+                sql = (
+                    f"SELECT e.id, e.thread_id, e.branch, -bm25({p}entries_fts)"
+                    f" FROM {p}entries_fts JOIN {p}entries e ON e.rowid = {p}entries_fts.rowid"
+                    f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                    f" WHERE {p}entries_fts MATCH ? AND e.tenant_id = ?"
+                )
+                params: list[Any] = [match, tenant]
+                if thread_id is not None:
+                    sql += " AND e.thread_id = ?"
+                    params.append(thread_id)
+                if visible_to is not None:
+                    sql += (
+                        " AND (t.agent_id IS NULL OR t.agent_id IS ?)"
+                        " AND (t.user_id IS NULL OR t.user_id IS ?)"
+                    )
+                    params += [visible_to.agent_id, visible_to.user_id]
+                sql += f" ORDER BY bm25({p}entries_fts) LIMIT ?"
+                params.append(k)
+                hits += [
+                    SearchHit("entry", r[0], float(r[3]), r[1], r[2])
+                    for r in conn.execute(sql, params).fetchall()
+                ]
+            record_kinds = [kind for kind in kinds if kind != "entry"]
+            if record_kinds and thread_id is None:
+                marks = ", ".join("?" * len(record_kinds))
+                sql = (
+                    f"SELECT r.kind, r.id, -bm25({p}records_fts)"
+                    f" FROM {p}records_fts JOIN {p}records r ON r.rowid = {p}records_fts.rowid"
+                    f" WHERE {p}records_fts MATCH ? AND r.tenant_id = ? AND r.kind IN ({marks})"
+                )
+                params = [match, tenant, *record_kinds]
+                if visible_to is not None:
+                    sql += (
+                        " AND (r.agent_id IS NULL OR r.agent_id IS ?)"
+                        " AND (r.user_id IS NULL OR r.user_id IS ?)"
+                    )
+                    params += [visible_to.agent_id, visible_to.user_id]
+                sql += f" ORDER BY bm25({p}records_fts) LIMIT ?"
+                params.append(k)
+                hits += [
+                    SearchHit(r[0], r[1], float(r[2])) for r in conn.execute(sql, params).fetchall()
+                ]
+            hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
+            return hits[:k]
+
+        return self._run(lambda: self._read(op))
+
+    def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        rows = [
+            (tenant, i.kind, i.id, i.model_id, i.thread_id, unit_vector_bytes(i.vector))
+            for i in items
+        ]
+
+        def op(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                f"INSERT INTO {self.prefix}vectors (tenant_id, kind, id, model_id, thread_id,"
+                " vector) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, kind, id, model_id)"
+                " DO UPDATE SET thread_id = excluded.thread_id, vector = excluded.vector",
+                rows,
+            )
+
+        self._run(lambda: self._write(op))
+
+    def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        from memorybank.stores._vectors import top_k
+
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> list[SearchHit]:
+            rows: list[tuple[str, str, str | None, bytes]] = []
+            if "entry" in kinds:
+                sql = (
+                    f"SELECT 'entry', v.id, v.thread_id, v.vector FROM {p}vectors v"
+                    f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                    " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+                )
+                params: list[Any] = [tenant, model_id]
+                if thread_id is not None:
+                    sql += " AND v.thread_id = ?"
+                    params.append(thread_id)
+                if visible_to is not None:
+                    sql += (
+                        " AND (t.agent_id IS NULL OR t.agent_id IS ?)"
+                        " AND (t.user_id IS NULL OR t.user_id IS ?)"
+                    )
+                    params += [visible_to.agent_id, visible_to.user_id]
+                rows += conn.execute(sql, params).fetchall()
+            record_kinds = [kind for kind in kinds if kind != "entry"]
+            if record_kinds and thread_id is None:
+                marks = ", ".join("?" * len(record_kinds))
+                sql = (
+                    f"SELECT v.kind, v.id, NULL, v.vector FROM {p}vectors v"
+                    f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                    f" AND r.id = v.id WHERE v.tenant_id = ? AND v.model_id = ?"
+                    f" AND v.kind IN ({marks})"
+                )
+                params = [tenant, model_id, *record_kinds]
+                if visible_to is not None:
+                    sql += (
+                        " AND (r.agent_id IS NULL OR r.agent_id IS ?)"
+                        " AND (r.user_id IS NULL OR r.user_id IS ?)"
+                    )
+                    params += [visible_to.agent_id, visible_to.user_id]
+                rows += conn.execute(sql, params).fetchall()
+            best = top_k(vector, [r[3] for r in rows], k)
+            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+
+        return self._run(lambda: self._read(op))
+
+    def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        wanted = list(dict.fromkeys(ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, list[float]]:
+            found: dict[str, list[float]] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for vid, blob in conn.execute(
+                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
+                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
+                    (tenant, kind, model_id, *chunk),
+                ).fetchall():
+                    found[vid] = vector_from_bytes(blob)
+            return found
+
+        return self._run(lambda: self._read(op))

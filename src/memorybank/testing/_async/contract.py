@@ -18,6 +18,7 @@ fresh ids, so a store may be shared between tests.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import uuid
@@ -28,7 +29,7 @@ from typing import Any
 import pytest
 
 from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
+from memorybank._async.stores.base import AsyncStore, NewEntry, Record, VectorItem, Visibility
 from memorybank._concurrency import arun_all
 from memorybank.errors import (
     Conflict,
@@ -775,3 +776,231 @@ class AsyncContract:
             await memory.threads.get(tid)
         with pytest.raises(StoreClosed):
             await memory.remember(tid, "user", "late")
+
+    # -- store level: records, compaction, search ------------------------------------
+    # These talk to the store directly: the Memory verbs built on them (facts,
+    # documents, search, compaction) have their own tests above the stores.
+
+    def _record(self, kind: str, content: str, **kwargs: Any) -> Record:
+        when = kwargs.pop("created_at", datetime(2026, 1, 1, tzinfo=UTC))
+        return Record(
+            kind=kind,
+            id=kwargs.pop("id", _id("r")),
+            agent_id=kwargs.pop("agent_id", None),
+            user_id=kwargs.pop("user_id", None),
+            content=content,
+            data=kwargs.pop("data", {}),
+            created_at=when,
+            updated_at=when,
+            key=kwargs.pop("key", None),
+            expires_at=kwargs.pop("expires_at", None),
+        )
+
+    async def test_records_put_get_list_delete(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        a = self._record(
+            "fact",
+            "likes tea",
+            agent_id="bot",
+            user_id="alice",
+            created_at=base,
+            data={"confidence": 0.9, "tags": ["x"]},
+            expires_at=base + timedelta(days=1),
+        )
+        b = self._record("fact", "shared fact", agent_id="bot", created_at=base + timedelta(1))
+        c = self._record(
+            "fact", "bob's", agent_id="bot", user_id="bob", created_at=base + timedelta(2)
+        )
+        d = self._record("fact", "other agent", agent_id="other", created_at=base + timedelta(3))
+        e = self._record("core", "Alice", user_id="alice", key="name", created_at=base)
+        await store.record_put(tenant, [a, b, c, d, e])
+        assert await store.record_get(tenant, "fact", a.id) == a
+        assert await store.record_get(tenant, "core", a.id) is None
+        assert await store.record_get(_id("tenant"), "fact", a.id) is None
+        listed = await store.record_list(tenant, "fact")
+        assert [r.id for r in listed] == [a.id, b.id, c.id, d.id]
+        visible = await store.record_list(tenant, "fact", visible_to=Visibility("bot", "alice"))
+        assert [r.id for r in visible] == [a.id, b.id]
+        shared = await store.record_list(tenant, "fact", visible_to=Visibility("bot", None))
+        assert [r.id for r in shared] == [b.id]
+        assert [r.id for r in await store.record_list(tenant, "fact", user_id=None)] == [b.id, d.id]
+        assert [r.id for r in await store.record_list(tenant, "core", key="name")] == [e.id]
+        assert [r.id for r in await store.record_list(tenant, "fact", limit=1)] == [a.id]
+        replaced = dataclasses.replace(a, content="loves tea", data={"confidence": 1.0})
+        await store.record_put(tenant, [replaced])
+        assert await store.record_get(tenant, "fact", a.id) == replaced
+        assert await store.record_delete(tenant, "fact", [a.id, a.id, _id()]) == 1
+        assert await store.record_get(tenant, "fact", a.id) is None
+
+    async def test_compact_entries_replaces_a_prefix_only_if_unchanged(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 5)
+        entries = await memory.entries.list(tid)
+        through = entries[2].position
+        summary = NewEntry(
+            id=_id("e"),
+            role="system",
+            content="[Conversation summary]\nthree turns",
+            name=None,
+            tool_calls=(),
+            tool_call_id=None,
+            metadata={"compaction": True},
+            state={},
+            token_count=9,
+            created_at=entries[3].created_at - timedelta(milliseconds=1),
+        )
+        stale = await store.compact_entries(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            through_position=through,
+            expected_ids=ids[:2],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert stale is False
+        assert await memory.entries.count(tid) == 5
+        done = await store.compact_entries(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            through_position=through,
+            expected_ids=ids[:3],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert done is True
+        after = await memory.entries.list(tid)
+        assert [e.id for e in after] == [summary.id, ids[3], ids[4]]
+        assert after[0].position == through and after[0].metadata == {"compaction": True}
+        assert after[1:] == entries[3:]
+        again = await store.compact_entries(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            through_position=through,
+            expected_ids=ids[:3],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert again is False
+
+    async def test_update_entries_sets_content_state_and_tokens(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 2)
+        changed = await store.update_entries(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            changes=[(ids[0], "[compacted]", {"original": "message 0"}, 3)],
+        )
+        assert changed == 1
+        first = await memory.entries.get(tid, ids[0])
+        assert first is not None
+        assert (first.content, first.state, first.token_count) == (
+            "[compacted]",
+            {"original": "message 0"},
+            3,
+        )
+
+    async def test_text_search_ranks_and_scopes(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        mine = await self._thread(memory, user_id="alice", agent_id="bot")
+        theirs = await self._thread(memory, user_id="bob", agent_id="bot")
+        shared = await self._thread(memory, agent_id="bot")
+        await memory.remember(mine, "user", "I adopted a golden retriever puppy named Biscuit")
+        await memory.remember(mine, "user", "The weather was rainy today")
+        await memory.remember(theirs, "user", "My puppy is a golden retriever too")
+        await memory.remember(shared, "user", "Retriever breeds need daily exercise")
+        tenant = memory.tenant_id
+        fact = self._record(
+            "fact", "Alice's puppy Biscuit is a golden retriever", agent_id="bot", user_id="alice"
+        )
+        other = self._record(
+            "fact", "Bob's retriever puppy is called Rex", agent_id="bot", user_id="bob"
+        )
+        await store.record_put(tenant, [fact, other])
+        hits = await store.text_search(
+            tenant,
+            "golden retriever puppy?",
+            kinds=["entry", "fact"],
+            k=10,
+            visible_to=Visibility("bot", "alice"),
+        )
+        found = {(h.kind, h.thread_id) for h in hits}
+        assert ("entry", mine) in found and ("entry", shared) in found
+        assert ("entry", theirs) not in found
+        assert ("fact", None) in found and other.id not in {h.id for h in hits}
+        assert hits == sorted(hits, key=lambda h: -h.score)
+        top_entry = next(h for h in hits if h.kind == "entry")
+        assert top_entry.thread_id == mine and top_entry.branch == "main"
+        one = await store.text_search(
+            tenant, "retriever", kinds=["entry", "fact"], k=10, thread_id=shared
+        )
+        assert [(h.kind, h.thread_id) for h in one] == [("entry", shared)]
+        assert await store.text_search(_id("t"), "retriever", kinds=["entry"], k=10) == []
+        assert await store.text_search(tenant, 'NEAR "(* -', kinds=["entry"], k=5) == []
+
+    async def test_vector_search_by_cosine_per_model_and_scope(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        mine = await self._thread(memory, user_id="alice")
+        theirs = await self._thread(memory, user_id="bob")
+        e1 = await memory.remember(mine, "user", "one")
+        e2 = await memory.remember(mine, "user", "two")
+        e3 = await memory.remember(theirs, "user", "three")
+        doc = self._record("document", "doc")
+        tenant = memory.tenant_id
+        await store.record_put(tenant, [doc])
+        await store.vector_put(
+            tenant,
+            [
+                VectorItem("entry", e1.id, "m1", [1.0, 0.0, 0.0], mine),
+                VectorItem("entry", e2.id, "m1", [0.6, 0.8, 0.0], mine),
+                VectorItem("entry", e3.id, "m1", [1.0, 0.0, 0.0], theirs),
+                VectorItem("document", doc.id, "m1", [0.0, 0.0, 2.0]),
+                VectorItem("entry", e2.id, "m2", [1.0, 0.0, 0.0], mine),
+            ],
+        )
+        hits = await store.vector_search(
+            tenant,
+            [2.0, 0.0, 0.0],
+            model_id="m1",
+            kinds=["entry", "document"],
+            k=3,
+            visible_to=Visibility(None, "alice"),
+        )
+        assert [h.id for h in hits] == [e1.id, e2.id, doc.id]
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert hits[1].score == pytest.approx(0.6, abs=1e-5)
+        assert hits[0].thread_id == mine
+        only = await store.vector_search(
+            tenant, [1.0, 0.0, 0.0], model_id="m2", kinds=["entry"], k=5
+        )
+        assert [h.id for h in only] == [e2.id]
+        got = await store.vector_get(tenant, "entry", [e2.id, _id()], model_id="m1")
+        assert list(got) == [e2.id] and got[e2.id] == pytest.approx([0.6, 0.8, 0.0], abs=1e-6)
+        await memory.threads.delete(mine)
+        left = await store.vector_search(
+            tenant, [1.0, 0.0, 0.0], model_id="m1", kinds=["entry"], k=5
+        )
+        assert [h.id for h in left] == [e3.id]
+
+    async def test_forget_user_erases_records_and_vectors(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        tenant, user = memory.tenant_id, _id("u")
+        fact = self._record("fact", "secret", user_id=user)
+        keep = self._record("fact", "shared")
+        await store.record_put(tenant, [fact, keep])
+        await store.vector_put(tenant, [VectorItem("fact", fact.id, "m", [1.0, 0.0])])
+        await memory.forget_user(user)
+        assert await store.record_get(tenant, "fact", fact.id) is None
+        assert await store.record_get(tenant, "fact", keep.id) is not None
+        assert await store.vector_get(tenant, "fact", [fact.id], model_id="m") == {}

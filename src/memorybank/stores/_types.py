@@ -1,0 +1,130 @@
+"""Plain values of the store contract, shared by the sync and async stores.
+
+They live outside ``_async/`` so the generated sync code uses the very same
+classes (one ``UNSET``, one ``Record``), never a generated copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from memorybank.records import Entry, Thread, ToolCall
+
+__all__ = [
+    "UNSET",
+    "AppendResult",
+    "NewEntry",
+    "Record",
+    "SearchHit",
+    "Unset",
+    "VectorItem",
+    "Visibility",
+]
+
+
+class Unset:
+    """Marker type for "argument not given" where ``None`` is a real value."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = Unset()
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """An entry to append: validated, token-counted and id'd by ``AsyncMemory``."""
+
+    id: str
+    role: str
+    content: str | None
+    name: str | None
+    tool_calls: tuple[ToolCall, ...]
+    tool_call_id: str | None
+    metadata: dict[str, Any]
+    state: dict[str, Any]
+    token_count: int
+    created_at: datetime
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What ``append_entries`` returns: the stored entries and the thread after the write."""
+
+    entries: list[Entry]
+    thread: Thread
+
+
+@dataclass(slots=True)
+class Record:
+    """A scoped long-term record: a fact, a document, a core fact or its history.
+
+    Stores keep records opaque: ``kind`` separates them, ``data`` holds the
+    kind's own fields (JSON object) that only ``AsyncMemory`` interprets.
+    ``key`` is an optional lookup key (core facts); ``expires_at`` is stored
+    for the caller to filter on.
+    """
+
+    kind: str
+    id: str
+    agent_id: str | None
+    user_id: str | None
+    content: str
+    data: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    key: str | None = None
+    expires_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """Who is asking: a record (or a thread's entry) is visible when its
+    ``agent_id`` is this agent or ``None`` (shared), and its ``user_id`` is this
+    user or ``None`` (shared). ``None`` here means "no agent/user": only shared
+    records match on that axis."""
+
+    agent_id: str | None
+    user_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result of a store-level search: which record or entry, and its raw score.
+
+    For entries ``kind`` is ``"entry"``, and ``thread_id``/``branch`` locate it.
+    Keyword scores are the backend's own relevance (bigger is better; scales
+    differ per backend); vector scores are cosine similarities in [-1, 1].
+    """
+
+    kind: str
+    id: str
+    score: float
+    thread_id: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorItem:
+    """An embedding to store for a record or an entry (``kind="entry"``)."""
+
+    kind: str
+    id: str
+    model_id: str
+    vector: Sequence[float]
+    thread_id: str | None = None
