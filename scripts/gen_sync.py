@@ -45,6 +45,7 @@ REPLACEMENTS = {
     "asleep": "sleep",
     "arun_all": "run_all",
     "aclose": "close",
+    "aembed": "embed",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
     "AsyncCursor": "Cursor",

@@ -11,7 +11,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
@@ -22,6 +22,9 @@ from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
+
+if TYPE_CHECKING:
+    from memorybank.embeddings.base import Embedder
 
 __all__ = [
     "AsyncBranches",
@@ -60,7 +63,9 @@ class _Core:
         generate_title: TitleFn | None,
         clock: Clock,
         max_content_chars: int,
+        embedder: Embedder | None = None,
     ) -> None:
+        self.embedder = embedder
         self.store = store
         self.owns_store = owns_store
         self.tokenizer = tokenizer
@@ -92,6 +97,8 @@ class AsyncMemory:
             untitled thread when its first user message is stored.
         clock: returns the current time (timezone-aware); inject for tests.
         max_content_chars: largest message content accepted.
+        embedder: turns text into vectors for semantic search (see
+            ``memorybank.embeddings``); ``None`` disables semantic signals.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -105,6 +112,7 @@ class AsyncMemory:
         clock: Clock | None = None,
         max_content_chars: int = MAX_CONTENT_CHARS,
         tenant_id: str = DEFAULT_TENANT,
+        embedder: Embedder | None = None,
     ) -> None:
         if isinstance(url, AsyncStore):
             store, owns = url, False
@@ -125,6 +133,7 @@ class AsyncMemory:
             generate_title=generate_title,
             clock=clock or _system_clock,
             max_content_chars=max_content_chars,
+            embedder=embedder,
         )
         self._init(core, v.check_id(tenant_id, "tenant_id"))
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
 from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
@@ -23,6 +23,9 @@ from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
+
+if TYPE_CHECKING:
+    from memorybank.embeddings.base import Embedder
 
 __all__ = [
     "Branches",
@@ -61,7 +64,9 @@ class _Core:
         generate_title: TitleFn | None,
         clock: Clock,
         max_content_chars: int,
+        embedder: Embedder | None = None,
     ) -> None:
+        self.embedder = embedder
         self.store = store
         self.owns_store = owns_store
         self.tokenizer = tokenizer
@@ -93,6 +98,8 @@ class Memory:
             untitled thread when its first user message is stored.
         clock: returns the current time (timezone-aware); inject for tests.
         max_content_chars: largest message content accepted.
+        embedder: turns text into vectors for semantic search (see
+            ``memorybank.embeddings``); ``None`` disables semantic signals.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -106,6 +113,7 @@ class Memory:
         clock: Clock | None = None,
         max_content_chars: int = MAX_CONTENT_CHARS,
         tenant_id: str = DEFAULT_TENANT,
+        embedder: Embedder | None = None,
     ) -> None:
         if isinstance(url, Store):
             store, owns = url, False
@@ -126,6 +134,7 @@ class Memory:
             generate_title=generate_title,
             clock=clock or _system_clock,
             max_content_chars=max_content_chars,
+            embedder=embedder,
         )
         self._init(core, v.check_id(tenant_id, "tenant_id"))
 
