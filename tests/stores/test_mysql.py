@@ -1,0 +1,263 @@
+"""MySQL/MariaDB store specifics: processes, outages, pools, charset, retries.
+
+Same server as ``test_contract_mysql.py`` (``$MEMORYBANK_MYSQL_URL``); every test
+uses the session's fresh table prefix, dropped at the end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import time
+import uuid
+from typing import Any
+
+import aiomysql
+import pytest
+
+from memorybank import AsyncMemory, Memory
+from memorybank._async.stores.mysql import AsyncMySQLStore
+from memorybank._sync.stores.mysql import MySQLStore, _LockContention
+from memorybank.errors import ConfigurationError, StoreUnavailable
+from memorybank.stores._mysql_compat import MySQLPool
+from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
+
+pytestmark = pytest.mark.server
+
+__all__ = ["mysql_prefix"]  # the session fixture, re-exported for pytest
+
+DOWN_URL = "mysql://root@127.0.0.1:1/test"  # nothing listens on port 1
+
+
+def _writer(url: str, prefix: str, thread_id: str, writer: int, count: int) -> None:
+    """One OS process appending ``count`` messages, one call at a time."""
+    store = MySQLStore.from_url(url, prefix=prefix, pool_size=2)
+    try:
+        memory = Memory(store)
+        for i in range(count):
+            memory.remember(thread_id, "user", f"w{writer}-{i}")
+    finally:
+        store.close()
+
+
+def test_two_processes_append_to_one_thread(mysql_prefix: str) -> None:
+    # A fresh prefix: both processes also race to create the schema.
+    prefix = f"{mysql_prefix}mp_"
+    tid = f"t-{uuid.uuid4().hex[:8]}"
+    store = MySQLStore.from_url(URL, prefix=prefix)
+    try:
+        with Memory(store) as memory:
+            memory.threads.create(thread_id=tid)
+            ctx = multiprocessing.get_context("spawn")
+            procs = [
+                ctx.Process(target=_writer, args=(URL, prefix, tid, w, 60)) for w in range(3)
+            ]
+            for proc in procs:
+                proc.start()
+            for proc in procs:
+                proc.join(120)
+                assert proc.exitcode == 0
+            entries = memory.entries.list(tid)
+            assert len(entries) == 180
+            assert len({e.position for e in entries}) == 180
+            assert [e.position for e in entries] == list(range(1, 181))  # gap-free
+            for w in range(3):
+                mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
+                assert mine == [f"w{w}-{i}" for i in range(60)]
+    finally:
+        store.close()
+        drop_tables(prefix)
+
+
+async def test_async_server_down_raises_store_unavailable_within_timeout() -> None:
+    store = AsyncMySQLStore.from_url(DOWN_URL, timeout=2)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable) as info:
+        await store.get_thread("default", "x")
+    assert time.monotonic() - started < 3
+    assert info.value.__cause__ is not None
+    await store.close()
+
+
+def test_sync_server_down_raises_store_unavailable_within_timeout() -> None:
+    store = MySQLStore.from_url(DOWN_URL, timeout=2)
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable):
+        store.get_thread("default", "x")
+    assert time.monotonic() - started < 3
+    store.close()
+
+
+async def test_async_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
+    await store.get_thread("default", "warm-up")
+    raw = store._pool._pool
+    assert raw is not None
+    async with raw.acquire():  # hold the only connection of aiomysql's pool
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="pool exhausted"):
+            await store.get_thread("default", "x")
+        assert time.monotonic() - started < 2
+    assert await store.get_thread("default", "x") is None  # usable again
+    await store.close()
+
+
+def test_sync_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
+    store.get_thread("default", "warm-up")
+    with store._pool.acquire():
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="pool exhausted"):
+            store.get_thread("default", "x")
+        assert time.monotonic() - started < 2
+    assert store.get_thread("default", "x") is None
+    store.close()
+
+
+def _kill_all(ids: list[int]) -> None:
+    admin = connect()
+    try:
+        with admin.cursor() as cur:
+            for conn_id in ids:
+                cur.execute(f"KILL CONNECTION {int(conn_id)}")
+    finally:
+        admin.close()
+
+
+async def test_async_pool_recovers_after_server_kills_connections(mysql_prefix: str) -> None:
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=2, timeout=5)
+    async with AsyncMemory(store) as memory:
+        tid = (await memory.threads.create()).id
+        await memory.remember(tid, "user", "before")
+        async with store._pool.acquire() as conn, conn.cursor() as cur:
+            await cur.execute("SELECT CONNECTION_ID()")
+            ids = [row[0] for row in await cur.fetchall()]
+        _kill_all(ids)
+        await asyncio.sleep(0.2)
+        await memory.remember(tid, "user", "after")
+        assert [m["content"] for m in await memory.history(tid)] == ["before", "after"]
+    await store.close()
+
+
+def test_sync_pool_recovers_after_server_kills_connections(mysql_prefix: str) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=2, timeout=5)
+    with Memory(store) as memory:
+        tid = memory.threads.create().id
+        memory.remember(tid, "user", "before")
+        with store._pool.acquire() as conn, conn.cursor() as cur:
+            cur.execute("SELECT CONNECTION_ID()")
+            ids = [row[0] for row in cur.fetchall()]
+        _kill_all(ids)
+        time.sleep(0.2)
+        memory.remember(tid, "user", "after")
+        assert [m["content"] for m in memory.history(tid)] == ["before", "after"]
+    store.close()
+
+
+def test_emoji_cjk_and_case_sensitive_ids_round_trip(mysql_prefix: str) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    with Memory(store) as memory:
+        base = uuid.uuid4().hex[:8]
+        upper = memory.threads.create(thread_id=f"Thread-{base}", title="🚀 标题")
+        lower = memory.threads.create(thread_id=f"thread-{base}", metadata={"k": "ü😀"})
+        assert upper.id != lower.id
+        text = "emoji 😀🎉👨‍👩‍👧 CJK 漢字かなカナ한국어 and Ünïcödé"
+        memory.remember(upper.id, "user", text, metadata={"tag": "😀"}, state={"名": "值"})
+        assert [m["content"] for m in memory.history(upper.id)] == [text]
+        assert memory.history(lower.id) == []
+        got = memory.threads.get(upper.id)
+        assert got is not None and got.title == "🚀 标题"
+        assert memory.threads.get(lower.id).metadata == {"k": "ü😀"}  # type: ignore[union-attr]
+        entry = memory.entries.list(upper.id)[0]
+        assert (entry.metadata, entry.state) == ({"tag": "😀"}, {"名": "值"})
+        memory.snapshots.save("run-😀", {"v": "漢字"})
+        assert memory.snapshots.load("run-😀") == {"v": "漢字"}
+    store.close()
+
+
+async def test_caller_owned_aiomysql_pool_is_left_open(mysql_prefix: str) -> None:
+    options = {"host": "127.0.0.1", "port": 3306, "user": "root", "db": "test"}
+    pool = await aiomysql.create_pool(minsize=0, maxsize=2, **options)  # autocommit off, no charset
+    try:
+        store = AsyncMySQLStore(pool, prefix=mysql_prefix)
+        async with AsyncMemory(store) as memory:
+            tid = (await memory.threads.create()).id
+            await memory.remember(tid, "user", "在 pool 😀")
+            assert [m["content"] for m in await memory.history(tid)] == ["在 pool 😀"]
+        async with pool.acquire() as conn, conn.cursor() as cur:  # still open
+            await cur.execute("SELECT 1")
+            assert await cur.fetchall() == ((1,),)
+    finally:
+        pool.close()
+        await pool.wait_closed()
+
+
+def test_caller_owned_sync_pool_is_shared_and_left_open(mysql_prefix: str) -> None:
+    pool = MySQLPool(size=2, connect={"host": "127.0.0.1", "user": "root", "database": "test"})
+    try:
+        one, two = MySQLStore(pool, prefix=mysql_prefix), MySQLStore(pool, prefix=mysql_prefix)
+        tid = Memory(one).threads.create().id
+        one.close()
+        assert Memory(two).threads.get(tid) is not None
+        two.close()
+        with pool.acquire() as conn, conn.cursor() as cur:
+            cur.execute("SELECT 1")
+            assert cur.fetchall() == ((1,),)
+    finally:
+        pool.close()
+
+
+def test_deadlock_is_retried_then_reported(
+    mysql_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    real = store._append
+    calls: list[int] = []
+
+    def flaky(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise _LockContention("deadlock (simulated)")
+        return real(*args)
+
+    monkeypatch.setattr(store, "_append", flaky)
+    memory.remember(tid, "user", "retried")
+    assert len(calls) == 2 and memory.entries.count(tid) == 1
+
+    def always(*args: Any) -> Any:
+        raise _LockContention("deadlock (simulated)")
+
+    monkeypatch.setattr(store, "_append", always)
+    with pytest.raises(StoreUnavailable):
+        memory.remember(tid, "user", "never")
+    store.close()
+
+
+def test_url_options_and_bad_prefix() -> None:
+    with pytest.raises(ConfigurationError):
+        MySQLStore.from_url("mysql://root@127.0.0.1:3306/")
+    with pytest.raises(ConfigurationError):
+        MySQLStore.from_url(URL, prefix="bad-prefix;")
+    with pytest.raises(ConfigurationError):
+        MySQLStore.from_url(URL, pool_size=0)
+
+
+def test_schema_is_versioned(mysql_prefix: str) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    Memory(store).threads.get("anything")
+    store.close()
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
+            assert cur.fetchall() == ((1,),)
+            cur.execute(
+                "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
+                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+                (f"{mysql_prefix}entries",),
+            )
+            assert cur.fetchall() == (("InnoDB", "utf8mb4_bin"),)
+    finally:
+        conn.close()
