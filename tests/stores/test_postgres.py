@@ -314,6 +314,7 @@ async def test_last_n_is_a_backward_index_scan(prefix: str) -> None:
     with psycopg.connect(URL) as conn:
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query, params).fetchall())
     assert f"Index Scan Backward using {prefix}entries_pkey" in plan, plan
+    assert "Sort" not in plan, plan
     await store.close()
 
 

@@ -47,9 +47,9 @@ counter never goes back, so after ``delete_entries``/``truncate_after``/
 (a position is never reused), and a lost race between two writers of the same
 idempotency key leaves a one-position gap.
 
-"Last N" is one indexed query: the thread row joined ``LATERAL`` to a backward
-scan of ``(tenant_id, thread_id, branch, position)``, so its cost does not grow
-with the thread's length or the branch depth (branches are copies).
+"Last N" is one statement: the thread row ``UNION ALL`` a backward index scan of
+``(tenant_id, thread_id, branch, position)`` with ``LIMIT``, so its cost does
+not grow with the thread's length or the branch depth (branches are copies).
 
 Isolation: every call runs in autocommit (READ COMMITTED) or, for multi-step
 deletes and branch creation, in one short transaction that first locks the
@@ -107,10 +107,13 @@ from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     THREAD_COLUMNS,
     dump,
+    from_us,
+    load,
     row_to_branch,
     row_to_entry,
     row_to_summary,
     row_to_thread,
+    tool_calls_from_json,
     tool_calls_to_json,
 )
 
@@ -136,6 +139,13 @@ def _cols(alias: str, columns: str) -> str:
 
 _T_COLS = _cols("t", THREAD_COLUMNS)
 _E_COLS = _cols("e", ENTRY_COLUMNS)
+# Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
+# to parse; ``row_to_entry`` maps NULL to ``{}``).
+_E_READ = ", ".join(
+    f"NULLIF(e.{c.strip()}, '{{}}')" if c.strip() in ("metadata", "state") else f"e.{c.strip()}"
+    for c in ENTRY_COLUMNS.split(",")
+)
+
 _N_THREAD = len(THREAD_COLUMNS.split(","))
 _N_ENTRY = len(ENTRY_COLUMNS.split(","))
 _E_START = 2 + _N_THREAD  # where an append row's entry columns start
@@ -291,19 +301,57 @@ LEFT JOIN result r ON true
 ORDER BY r.ord
 """
 
+# "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
+# leave out the thread id and branch (the caller knows them) and send an empty
+# metadata/state object as NULL, so there is less to parse.
+_PAGE_COLUMNS = (
+    "id, position, role, content, name, tool_calls, tool_call_id, NULLIF(metadata, '{}'),"
+    " NULLIF(state, '{}'), token_count, created_at, idempotency_key"
+)
+_NULL_PAGE = (
+    "NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
+    " NULL::jsonb, NULL::jsonb, NULL::integer, NULL::timestamptz, NULL::text"
+)
+_NULL_THREAD = (
+    "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
+    " NULL::timestamptz, NULL::timestamptz, NULL::text"
+)
 _LIST = """
-SELECT {t_cols}, {e_cols}
-FROM {p}threads t
-LEFT JOIN LATERAL (
-    SELECT {entry_columns} FROM {p}entries e
-    WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id
-      AND e.branch = coalesce(%(branch)s::text, t.current_branch){filters}
-    ORDER BY e.position DESC
-    LIMIT %(limit)s::bigint OFFSET %(offset)s::bigint
-) e ON true
-WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s
-ORDER BY e.position DESC
+(SELECT {thread_columns}, {null_page} FROM {p}threads
+ WHERE tenant_id = %(tenant)s AND id = %(thread)s)
+UNION ALL
+(SELECT {null_thread}, {page_columns} FROM {p}entries
+ WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s
+   AND branch = coalesce(%(branch)s::text, (
+       SELECT current_branch FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(thread)s
+   )){filters}
+ ORDER BY position DESC
+ LIMIT %(limit)s::bigint OFFSET %(offset)s::bigint)
 """
+
+
+def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
+    """An ``Entry`` from a page row of ``_LIST`` (``row_to_entry`` for the shorter row)."""
+    return Entry(
+        id=row[10],
+        thread_id=thread_id,
+        branch=branch,
+        position=int(row[11]),
+        role=row[12],
+        content=row[13],
+        name=row[14],
+        tool_calls=tool_calls_from_json(row[15]),
+        tool_call_id=row[16],
+        metadata=load(row[17]) or {},
+        state=load(row[18]) or {},
+        token_count=int(row[19]),
+        created_at=from_us(row[20]),
+        idempotency_key=row[21],
+    )
+
+
+def _position(entry: Entry) -> int:
+    return entry.position
 
 
 def _is_disconnect(error: BaseException) -> bool:
@@ -551,20 +599,36 @@ class AsyncPostgresStore(AsyncStore):
         ``retry``: run it once more on a fresh connection if the connection was
         lost (only for reads and idempotent writes).
         """
-        await self._ensure_ready()
-        attempts = 2 if retry and self._pool is not None else 1
-        for attempt in range(attempts):
-            try:
-                async with self._connection() as conn:
-                    async with conn.cursor(row_factory=tuple_row) as cur:
-                        await cur.execute(query, params)
-                        return await cur.fetchall() if cur.description is not None else []
-            except psycopg.Error as error:
-                failure = await self._failed(error)
-                if attempt + 1 < attempts and _is_disconnect(error) and not self._closed:
-                    continue
+        if not self._ready or self._closed:
+            await self._ensure_ready()
+        try:
+            return await self._execute(query, params)
+        except psycopg.Error as error:
+            failure = await self._failed(error)
+            if not (retry and self._pool is not None and _is_disconnect(error)) or self._closed:
                 raise failure from error
-        raise AssertionError("unreachable")  # pragma: no cover
+        try:
+            return await self._execute(query, params)
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    async def _execute(
+        self, query: str, params: Sequence[Any] | dict[str, Any] | None
+    ) -> list[tuple[Any, ...]]:
+        # getconn/putconn rather than nested context managers: this is the hot path.
+        pool = self._pool
+        if pool is None:
+            assert self._conn is not None
+            async with self._conn_lock, self._autocommit(self._conn):
+                return await self._rows(self._conn, query, params)
+        conn = await pool.getconn(self.timeout)
+        try:
+            if conn.autocommit:
+                return await self._rows(conn, query, params)
+            async with self._autocommit(conn):
+                return await self._rows(conn, query, params)
+        finally:
+            await pool.putconn(conn)
 
     @asynccontextmanager
     async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
@@ -578,11 +642,13 @@ class AsyncPostgresStore(AsyncStore):
 
     @staticmethod
     async def _rows(
-        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any]
+        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
     ) -> list[tuple[Any, ...]]:
-        async with conn.cursor(row_factory=tuple_row) as cur:
-            await cur.execute(query, params)
-            return await cur.fetchall() if cur.description is not None else []
+        cur = conn.cursor(row_factory=tuple_row)
+        await cur.execute(query, params)
+        rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+        await cur.close()
+        return rows
 
     async def close(self) -> None:
         """Close the pool if the store owns it; a caller's pool or connection stays open."""
@@ -802,12 +868,16 @@ class AsyncPostgresStore(AsyncStore):
             },
             retry=True,
         )
-        if not rows:
+        thread: Thread | None = None
+        for row in rows:
+            if row[0] is not None:
+                thread = row_to_thread(row)
+                break
+        if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        thread = row_to_thread(rows[0])
-        page = [row_to_entry(r[_N_THREAD:]) for r in rows if r[_N_THREAD] is not None]
-        if not newest_first:
-            page.reverse()
+        name = thread.current_branch if branch is None else branch
+        page = [_page_entry(r, thread_id, name) for r in rows if r[0] is None]
+        page.sort(key=_position, reverse=newest_first)
         return thread, page
 
     async def get_entry(
@@ -1049,19 +1119,19 @@ class _Statements:
             for has_after in (False, True):
                 filters = ""
                 if has_before:
-                    filters += " AND e.created_at < %(before)s"
+                    filters += " AND created_at < %(before)s"
                 if has_after:
-                    filters += " AND e.created_at > %(after)s"
+                    filters += " AND created_at > %(after)s"
                 self.list_entries[(has_before, has_after)] = _LIST.format(
-                    p=p, t_cols=_T_COLS, e_cols=_E_COLS, entry_columns=ENTRY_COLUMNS,
-                    filters=filters,
+                    p=p, thread_columns=THREAD_COLUMNS, null_page=_NULL_PAGE,
+                    null_thread=_NULL_THREAD, page_columns=_PAGE_COLUMNS, filters=filters,
                 )
         current = (
             f"coalesce(%(branch)s::text, (SELECT current_branch FROM {p}threads"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s))"
         )
         self.get_entry = (
-            f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = %(tenant)s"
+            f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
         )
         thread_cte = (
