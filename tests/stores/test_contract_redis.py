@@ -89,7 +89,11 @@ class TestRedisTTLAsync(AsyncContract):
     @pytest.fixture
     async def store(self, redis_prefix: str) -> AsyncIterator[AsyncRedisStore]:
         store = AsyncRedisStore.from_url(
-            REDIS_URL, prefix=redis_prefix + "ttl:", timeout=5, ttl=600, working_ttl=600,
+            REDIS_URL,
+            prefix=redis_prefix + "ttl:",
+            timeout=5,
+            ttl=600,
+            working_ttl=600,
             snapshot_ttl=600,
         )
         yield store

@@ -89,8 +89,10 @@ def _writer(url: str, prefix: str, thread_id: str, writer: int, count: int) -> N
             if i % 5 == 4:
                 memory.entries.add_many(
                     thread_id,
-                    [{"role": "user", "content": f"w{writer}-{i}-a"},
-                     {"role": "assistant", "content": f"w{writer}-{i}-b"}],
+                    [
+                        {"role": "user", "content": f"w{writer}-{i}-a"},
+                        {"role": "assistant", "content": f"w{writer}-{i}-b"},
+                    ],
                 )
             else:
                 memory.remember(thread_id, "user", f"w{writer}-{i}")
@@ -216,9 +218,7 @@ async def test_pool_recovers_after_its_connections_are_killed(
     await memory.close()
 
 
-def test_sync_pool_recovers_after_its_connections_are_killed(
-    prefix: str, raw: redis.Redis
-) -> None:
+def test_sync_pool_recovers_after_its_connections_are_killed(prefix: str, raw: redis.Redis) -> None:
     name = _id("mbkill")
     with Memory(_url(prefix, client_name=name)) as memory:
         tid = memory.threads.create().id
@@ -436,7 +436,10 @@ async def test_created_at_filters_match_the_reference_store(prefix: str) -> None
             got = []
             for store in stores:
                 _, page = await store.list_entries(
-                    "default", "filtered", newest_first=newest_first, **case  # type: ignore[arg-type]
+                    "default",
+                    "filtered",
+                    newest_first=newest_first,
+                    **case,  # type: ignore[arg-type]
                 )
                 got.append([(e.content, e.position) for e in page])
             assert got[0] == got[1], case

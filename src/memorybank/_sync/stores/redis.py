@@ -10,8 +10,9 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
                                        int microseconds) + one field "b:<branch>"
                                        per branch -> JSON [created, from_branch, from_entry]
     P{tenant:thread}:z:<branch> zset   score = position, member = entry JSON
-                                       [created, id, role, content, name, tool_calls,
-                                       tool_call_id, metadata, state, tokens, idem_key]
+                                       [position, created, id, role, content, name,
+                                       tool_calls, tool_call_id, metadata, state, tokens,
+                                       idem_key] (the script splices the position in)
     P{tenant:thread}:h:<branch> hash   "i:<entry id>" -> position, "k:<idem key>" -> entry id
     P{tenant}:threads           zset   score = updated_at, member = thread id
     P{tenant}:u:<user>          zset   the same, for the threads owned by <user>
@@ -145,8 +146,8 @@ end
 local function forget(h, members)
   for _, m in ipairs(members) do
     local e = cjson.decode(m)
-    redis.call('HDEL', h, 'i:' .. e[2])
-    if e[11] ~= cjson.null then redis.call('HDEL', h, 'k:' .. e[11]) end
+    redis.call('HDEL', h, 'i:' .. e[3])
+    if e[12] ~= cjson.null then redis.call('HDEL', h, 'k:' .. e[12]) end
   end
 end
 local function pick(t, b)
@@ -167,14 +168,20 @@ return 1
 """
 
 # ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
-# ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON) per entry.
+# ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
+# its position) per entry. Returns status, branch, the thread's 10 fields, then per entry
+# its position and "" (new) or the stored member (idempotent replay).
 _APPEND = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local mode = ARGV[5]
 if (mode == '1' and t[3]) or (mode == '2' and t[3] ~= ARGV[6]) then return {'FORBIDDEN'} end
-local b = pick(t, ARGV[4])
-if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH', b} end
+local b = ARGV[4]
+if b == '' then
+  b = t[10]  -- the current branch always exists (it cannot be deleted)
+elseif redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then
+  return {'NOBRANCH', b}
+end
 local z, h = zkey(b), hkey(b)
 local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')
 local pos = 0
@@ -193,7 +200,7 @@ for i = 8, #ARGV, 3 do
     out[#out + 1] = redis.call('ZRANGEBYSCORE', z, p, p)[1]
   else
     pos = pos + 1
-    redis.call('ZADD', z, pos, json)
+    redis.call('ZADD', z, pos, '[' .. pos .. ',' .. string.sub(json, 2))
     if key ~= '' then
       redis.call('HSET', h, 'i:' .. id, pos, 'k:' .. key, id)
     else
@@ -260,7 +267,7 @@ if limit == 0 then return out end
 if ARGV[7] == '' and ARGV[8] == '' then
   local stop = -1
   if limit > 0 then stop = offset + limit - 1 end
-  for _, v in ipairs(redis.call('ZREVRANGE', z, offset, stop, 'WITHSCORES')) do
+  for _, v in ipairs(redis.call('ZREVRANGE', z, offset, stop)) do
     out[#out + 1] = v
   end
   return out
@@ -268,16 +275,15 @@ end
 local before, after = tonumber(ARGV[7]), tonumber(ARGV[8])
 local start, chunk, skipped, taken = 0, 256, 0, 0
 while true do
-  local rows = redis.call('ZREVRANGE', z, start, start + chunk - 1, 'WITHSCORES')
+  local rows = redis.call('ZREVRANGE', z, start, start + chunk - 1)
   if #rows == 0 then return out end
-  for i = 1, #rows, 2 do
-    local c = tonumber(string.match(rows[i], '^%[(%-?%d+)'))
+  for i = 1, #rows do
+    local c = tonumber(string.match(rows[i], '^%[%d+,(%-?%d+)'))
     if (before == nil or c < before) and (after == nil or c > after) then
       if skipped < offset then
         skipped = skipped + 1
       else
         out[#out + 1] = rows[i]
-        out[#out + 1] = rows[i + 1]
         taken = taken + 1
         if limit > 0 and taken >= limit then return out end
       end
@@ -287,7 +293,7 @@ while true do
 end
 """
 
-# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member, position}.
+# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
 _GET_ENTRY = """
 local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return {} end
@@ -295,7 +301,7 @@ local b = ARGV[4]
 if b == '' then b = t[2] end
 local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
 if not p then return {} end
-return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1], p}
+return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
 """
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
@@ -457,9 +463,7 @@ _S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude=False)
 
 def _esc(value: str) -> str:
     """Escape an id for use inside a key (same rule as the Lua ``esc``)."""
-    return (
-        value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
-    )
+    return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
 def _s(value: bytes | str) -> str:
@@ -490,29 +494,39 @@ def _entry_json(new: NewEntry) -> str:
     calls = [[c.id, c.name, c.arguments] for c in new.tool_calls] if new.tool_calls else None
     return dump(
         [
-            to_us(new.created_at), new.id, new.role, new.content, new.name, calls,
-            new.tool_call_id, new.metadata, new.state, new.token_count, new.idempotency_key,
+            to_us(new.created_at),
+            new.id,
+            new.role,
+            new.content,
+            new.name,
+            calls,
+            new.tool_call_id,
+            new.metadata,
+            new.state,
+            new.token_count,
+            new.idempotency_key,
         ]
     )
 
 
-def _entry(member: bytes | str, position: Any, thread_id: str, branch: str) -> Entry:
+def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
+    """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
     d = json.loads(member)
     return Entry(
-        id=d[1],
+        id=d[2],
         thread_id=thread_id,
         branch=branch,
-        position=int(position),
-        role=d[2],
-        content=d[3],
-        name=d[4],
-        tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in d[5]) if d[5] else (),
-        tool_call_id=d[6],
-        metadata=d[7],
-        state=d[8],
-        token_count=d[9],
-        created_at=from_us(d[0]),
-        idempotency_key=d[10],
+        position=d[0],
+        role=d[3],
+        content=d[4],
+        name=d[5],
+        tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in d[6]) if d[6] else (),
+        tool_call_id=d[7],
+        metadata=d[8],
+        state=d[9],
+        token_count=d[10],
+        created_at=from_us(d[1]),
+        idempotency_key=d[11],
     )
 
 
@@ -631,8 +645,13 @@ class RedisStore(Store):
         except ValueError as error:
             raise ConfigurationError(f"bad redis URL {url!r}: {error}") from error
         return cls(
-            client, prefix=prefix, ttl=ttl, working_ttl=working_ttl,
-            snapshot_ttl=snapshot_ttl, cluster=cluster, _owns_client=True,
+            client,
+            prefix=prefix,
+            ttl=ttl,
+            working_ttl=working_ttl,
+            snapshot_ttl=snapshot_ttl,
+            cluster=cluster,
+            _owns_client=True,
         )
 
     # -- plumbing ----------------------------------------------------------------
@@ -657,9 +676,7 @@ class RedisStore(Store):
             self._client.script_load(script.source)
             return self._client.evalsha(script.sha, len(keys), *keys, *args)
 
-    def _thread_eval(
-        self, script: _Script, tenant: str, thread_id: str, *args: Any
-    ) -> Any:
+    def _thread_eval(self, script: _Script, tenant: str, thread_id: str, *args: Any) -> Any:
         self._ready()
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
@@ -710,17 +727,33 @@ class RedisStore(Store):
 
     def create_thread(self, thread: Thread) -> Thread:
         fields: list[Any] = [
-            "id", thread.id, "ten", thread.tenant_id, "m", dump(thread.metadata),
-            "s", thread.status, "c", to_us(thread.created_at), "up", to_us(thread.updated_at),
-            "cb", thread.current_branch,
-            "b:" + thread.current_branch, dump([to_us(thread.created_at), None, None]),
+            "id",
+            thread.id,
+            "ten",
+            thread.tenant_id,
+            "m",
+            dump(thread.metadata),
+            "s",
+            thread.status,
+            "c",
+            to_us(thread.created_at),
+            "up",
+            to_us(thread.updated_at),
+            "cb",
+            thread.current_branch,
+            "b:" + thread.current_branch,
+            dump([to_us(thread.created_at), None, None]),
         ]
         for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
             if value is not None:
                 fields += [name, value]
         with self._op():
             created = self._thread_eval(
-                _S_CREATE, thread.tenant_id, thread.id, thread.id, to_us(thread.updated_at),
+                _S_CREATE,
+                thread.tenant_id,
+                thread.id,
+                thread.id,
+                to_us(thread.updated_at),
                 *fields,
             )
             if not created:
@@ -865,7 +898,7 @@ class RedisStore(Store):
             name = _s(out[1])
             thread = _thread(out[2:12])
             stored = [
-                _entry(out[13 + 2 * i] or text, out[12 + 2 * i], thread_id, name)
+                _entry(out[13 + 2 * i] or f"[{int(out[12 + 2 * i])},{text[1:]}", thread_id, name)
                 for i, text in enumerate(texts)
             ]
             self._index(tenant, thread)
@@ -886,14 +919,19 @@ class RedisStore(Store):
         """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
         with self._op():
             out = self._thread_eval(
-                _S_LIST, tenant, thread_id, branch or "", -1 if limit is None else limit,
-                offset, "" if before is None else to_us(before),
+                _S_LIST,
+                tenant,
+                thread_id,
+                branch or "",
+                -1 if limit is None else limit,
+                offset,
+                "" if before is None else to_us(before),
                 "" if after is None else to_us(after),
             )
         if _s(out[0]) != "OK":
             raise NotFound(f"thread {thread_id!r} not found")
         name = _s(out[1])
-        page = [_entry(out[i], out[i + 1], thread_id, name) for i in range(12, len(out), 2)]
+        page = [_entry(member, thread_id, name) for member in out[12:]]
         if not newest_first:
             page.reverse()
         return _thread(out[2:12]), page
@@ -905,7 +943,7 @@ class RedisStore(Store):
             out = self._thread_eval(_S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
         if not out:
             return None
-        return _entry(out[1], out[2], thread_id, _s(out[0]))
+        return _entry(out[1], thread_id, _s(out[0]))
 
     def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -924,9 +962,7 @@ class RedisStore(Store):
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         with self._op():
-            n = int(
-                self._thread_eval(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
-            )
+            n = int(self._thread_eval(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id))
         if n == -1:
             raise NotFound(f"thread {thread_id!r} not found")
         if n == -2:
@@ -964,7 +1000,12 @@ class RedisStore(Store):
         with self._op():
             status = _s(
                 self._thread_eval(
-                    _S_CREATE_BRANCH, tenant, thread_id, name, from_branch, from_entry or "",
+                    _S_CREATE_BRANCH,
+                    tenant,
+                    thread_id,
+                    name,
+                    from_branch,
+                    from_entry or "",
                     record,
                 )
             )
@@ -977,8 +1018,11 @@ class RedisStore(Store):
         if status == "NOENTRY":
             raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
         return Branch(
-            name=name, thread_id=thread_id, created_at=created_at,
-            from_branch=from_branch, from_entry=from_entry,
+            name=name,
+            thread_id=thread_id,
+            created_at=created_at,
+            from_branch=from_branch,
+            from_entry=from_entry,
         )
 
     def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
@@ -994,8 +1038,11 @@ class RedisStore(Store):
                 created, src, entry = json.loads(value)
                 found.append(
                     Branch(
-                        name=key[2:], thread_id=thread_id, created_at=from_us(created),
-                        from_branch=src, from_entry=entry,
+                        name=key[2:],
+                        thread_id=thread_id,
+                        created_at=from_us(created),
+                        from_branch=src,
+                        from_entry=entry,
                     )
                 )
         return sorted(found, key=lambda b: (b.created_at, b.name))
@@ -1106,7 +1153,10 @@ class RedisStore(Store):
             if owner is None or owner == user_id:
                 found.append(
                     Summary(
-                        id=sid, agent_id=agent_id, user_id=owner, content=content,
+                        id=sid,
+                        agent_id=agent_id,
+                        user_id=owner,
+                        content=content,
                         created_at=from_us(created),
                     )
                 )
