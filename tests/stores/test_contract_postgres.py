@@ -61,3 +61,31 @@ class TestPostgresSync(SyncContract):
         store = PostgresStore.from_url(URL, prefix=pg_prefix, pool_size=4, timeout=5)
         yield store
         store.close()
+
+
+class TestPostgresOneConnectionAsync(AsyncContract):
+    """A single caller-owned connection, not in autocommit (the store switches it per call)."""
+
+    @pytest.fixture
+    async def store(self, pg_prefix: str) -> AsyncIterator[AsyncPostgresStore]:
+        import psycopg
+
+        conn = await psycopg.AsyncConnection.connect(URL)
+        store = AsyncPostgresStore(conn, prefix=pg_prefix, timeout=5)
+        yield store
+        await store.close()
+        assert not conn.closed
+        await conn.close()
+
+
+class TestPostgresOneConnectionSync(SyncContract):
+    @pytest.fixture
+    def store(self, pg_prefix: str) -> Iterator[PostgresStore]:
+        import psycopg
+
+        conn = psycopg.Connection.connect(URL)
+        store = PostgresStore(conn, prefix=pg_prefix, timeout=5)
+        yield store
+        store.close()
+        assert not conn.closed
+        conn.close()
