@@ -8,6 +8,16 @@ PostgreSQL, Redis and MySQL/MariaDB. ``AsyncMemory`` is the primary API,
 
 from typing import TYPE_CHECKING, Any
 
+from memorybank._longterm import (
+    CompactionResult,
+    CompactionService,
+    Context,
+    ContextBuilder,
+    ContextOptions,
+    CoreFacts,
+    Session,
+    SessionManager,
+)
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -19,7 +29,15 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
-from memorybank.records import Branch, Entry, Message, Summary, Thread, ToolCall
+from memorybank.records import (
+    Branch,
+    Entry,
+    Fact,
+    Message,
+    Summary,
+    Thread,
+    ToolCall,
+)
 
 if TYPE_CHECKING:
     from memorybank._async.memory import AsyncMemory
@@ -44,14 +62,23 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AsyncMemory",
     "Branch",
+    "CompactionResult",
+    "CompactionService",
     "ConfigurationError",
     "Conflict",
+    "Context",
+    "ContextBuilder",
+    "ContextOptions",
+    "CoreFacts",
     "Entry",
+    "Fact",
     "InvalidInput",
     "Memory",
     "MemoryBankError",
     "Message",
     "NotFound",
+    "Session",
+    "SessionManager",
     "StoreClosed",
     "StoreError",
     "StoreUnavailable",

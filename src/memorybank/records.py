@@ -18,6 +18,7 @@ __all__ = [
     "ROLES",
     "Branch",
     "Entry",
+    "Fact",
     "Message",
     "Role",
     "Summary",
@@ -150,3 +151,29 @@ class Summary:
     user_id: str | None
     content: str
     created_at: datetime
+
+
+@dataclass(slots=True)
+class Fact:
+    """A long-term fact an agent knows, shared across threads.
+
+    ``user_id=None`` shares it with every user of the agent, ``agent_id=None``
+    with every agent. ``source_entries`` lists the ids of the entries it came
+    from (provenance). A fact whose ``expires_at`` has passed is never
+    returned. ``version`` counts supersessions: ``facts.history(id)`` lists
+    every earlier value.
+    """
+
+    id: str
+    agent_id: str | None
+    user_id: str | None
+    content: str
+    category: str | None
+    confidence: float | None
+    source: str | None
+    metadata: dict[str, Any]
+    source_entries: tuple[str, ...]
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    version: int = 1

@@ -14,10 +14,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
+from memorybank._async.context import AsyncContextBuilder
+from memorybank._async.facts import AsyncFacts
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
+from memorybank._async.turn import AsyncTurn, OnError
 from memorybank._concurrency import amaybe_await
 from memorybank._ids import new_id
+from memorybank._longterm import Context, ContextOptions, Strategy
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Message, Summary, Thread
@@ -145,6 +149,7 @@ class AsyncMemory:
         self.branches = AsyncBranches(core, tenant)
         self.snapshots = AsyncSnapshots(core, tenant)
         self.summaries = AsyncSummaries(core, tenant)
+        self.facts = AsyncFacts(core, tenant)
 
     @property
     def store(self) -> AsyncStore:
@@ -244,6 +249,79 @@ class AsyncMemory:
         v.check_limit(last, "last", allow_none=False)
         entries = await self.entries.list(thread_id, limit=last, user_id=user_id)
         return [entry.to_message() for entry in entries]
+
+    async def build_context(
+        self,
+        thread_id: str,
+        *,
+        agent_id: str,
+        max_tokens: int,
+        user_id: str | None = None,
+        system_prompt: str | None = None,
+        current_input: str | None = None,
+        strategy: Strategy = "recent",
+        reserve_tokens: int | None = None,
+        include_system_prompt: bool = True,
+        include_facts: bool = False,
+        include_semantic_context: bool = False,
+        include_graph_context: bool = False,
+    ) -> Context:
+        """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``)."""
+        options = ContextOptions(
+            max_tokens=max_tokens,
+            strategy=strategy,
+            reserve_tokens=reserve_tokens,
+            include_system_prompt=include_system_prompt,
+            include_facts=include_facts,
+            include_semantic_context=include_semantic_context,
+            include_graph_context=include_graph_context,
+        )
+        return await AsyncContextBuilder(options, self).build(
+            thread_id,
+            agent_id=agent_id,
+            user_id=user_id,
+            system_prompt=system_prompt,
+            current_input=current_input,
+        )
+
+    def turn(
+        self,
+        thread_id: str,
+        *,
+        user_id: str | None,
+        agent_id: str,
+        input: str,
+        context: ContextOptions | None = None,
+        system_prompt: str | None = None,
+        load_history: bool = True,
+        save_history: bool = True,
+        on_error: OnError | None = None,
+        raise_errors: bool = False,
+    ) -> AsyncTurn:
+        """One agent turn: ``async with memory.turn(...) as turn:``.
+
+        On entry the thread is ensured (created owned by ``user_id``) and the
+        context built with ``context`` (default: 4000 tokens, ``recent``); the
+        agent reads ``turn.messages`` and records its output with
+        ``turn.add(message)``. On a normal exit the input and the recorded
+        messages are saved in one atomic write. An unreachable store
+        (``StoreUnavailable``) is logged and reported to ``on_error(error,
+        "load" | "save")``, and the agent runs without memory, unless
+        ``raise_errors``.
+        """
+        return AsyncTurn(
+            self,
+            v.check_id(thread_id, "thread_id"),
+            user_id=v.check_optional_id(user_id, "user_id"),
+            agent_id=v.check_id(agent_id, "agent_id"),
+            input=input,
+            context=context if context is not None else ContextOptions(max_tokens=4000),
+            system_prompt=system_prompt,
+            load_history=load_history,
+            save_history=save_history,
+            on_error=on_error,
+            raise_errors=raise_errors,
+        )
 
     def working(self, run_id: str) -> AsyncWorkingMemory:
         """Working memory of one run: ``async with memory.working(run_id) as wm``.
@@ -639,8 +717,13 @@ class AsyncEntries:
         *,
         branch: str | None = None,
         user_id: str | Unset | None = UNSET,
+        cascade_facts: bool = False,
     ) -> bool:
-        """Delete one entry from the branch; whether it existed."""
+        """Delete one entry from the branch; whether it existed.
+
+        ``cascade_facts=True`` also deletes the facts derived from it (those
+        listing it in ``source_entries``).
+        """
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         removed = await self._core.store.delete_entries(
@@ -649,6 +732,8 @@ class AsyncEntries:
             [v.check_id(entry_id, "entry_id")],
             branch=v.check_optional_id(branch, "branch"),
         )
+        if removed and cascade_facts:
+            await AsyncFacts(self._core, self._tenant)._cascade([entry_id])
         return removed > 0
 
     async def clear(
