@@ -76,12 +76,12 @@ class HybridWeights:
     """
 
     keyword: float = 1.0
-    semantic: float = 0.6
-    after: tuple[float, ...] = (0.5, 0.15)
-    before: tuple[float, ...] = (0.2, 0.05)
-    session: float = 0.3
+    semantic: float = 1.2
+    after: tuple[float, ...] = (0.3,)
+    before: tuple[float, ...] = (0.5, 0.15)
+    session: float = 0.8
     speaker: float = 0.3
-    date: float = 0.5
+    date: float = 1.0
     time_word: float = 0.3
 
 
@@ -101,6 +101,8 @@ class SearchOptions:
       (chat sessions are bursts; a day-long gap is certainly a new one).
     * ``session_top`` = 3: a session's score is the mean of its 3 best entries, so
       one strong hit counts but a session with several good ones counts more.
+    * ``neighbour_window`` = 2: how many entries on each side the structure links
+      (weights passed later to :meth:`HybridRanker.rank` cannot reach further).
     * ``cross_session_neighbours`` = False: the last entry of one session is not the
       "question" for the first entry of the next one, days later.
     * ``date_after_days`` / ``date_before_days``: an entry dated up to 14 days after
@@ -119,6 +121,7 @@ class SearchOptions:
     session_gap: timedelta = timedelta(hours=1)
     session_top: int = 3
     cross_session_neighbours: bool = False
+    neighbour_window: int = 2
     date_after_days: float = 14.0
     date_before_days: float = 7.0
     drop_speaker_names_from_keywords: bool = True
@@ -172,7 +175,11 @@ class HybridRanker:
         self.structure = ConversationStructure(
             candidates,
             session_gap=self.options.session_gap,
-            window=max(len(self.options.weights.after), len(self.options.weights.before), 1),
+            window=max(
+                self.options.neighbour_window,
+                len(self.options.weights.after),
+                len(self.options.weights.before),
+            ),
             cross_session_neighbours=self.options.cross_session_neighbours,
         )
         self._bm25: BM25Index | None = None
