@@ -10,6 +10,7 @@ import asyncio
 import multiprocessing
 import time
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import aiomysql
@@ -261,3 +262,33 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
             assert cur.fetchall() == (("InnoDB", "utf8mb4_bin"),)
     finally:
         conn.close()
+
+
+def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
+    from memorybank._sync.stores.base import NewEntry
+    from memorybank.errors import NotFound, ThreadForbidden
+
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    memory = Memory(store)
+    tid = memory.threads.create(user_id="alice").id
+    before = memory.threads.get(tid)
+    later = datetime(2030, 1, 1, tzinfo=UTC)
+    new = NewEntry(
+        id=f"e-{uuid.uuid4().hex[:8]}", role="user", content="x", name=None, tool_calls=(),
+        tool_call_id=None, metadata={}, state={}, token_count=1, created_at=later,
+    )
+    with pytest.raises(ThreadForbidden):
+        store.append_entries("default", tid, [new], updated_at=later, owner="bob")
+    with pytest.raises(NotFound):
+        store.append_entries("default", tid, [new], updated_at=later, branch="nope")
+    with pytest.raises(NotFound):
+        store.append_entries("default", "missing-thread", [new], updated_at=later)
+    assert memory.entries.count(tid) == 0
+    assert memory.threads.get(tid) == before  # updated_at untouched
+    result = store.append_entries("default", tid, [new, new.__class__(**{
+        **{f: getattr(new, f) for f in new.__dataclass_fields__}, "id": "second"})],
+        updated_at=later, owner="alice")
+    assert [e.position for e in result.entries] == [1, 2]
+    assert result.thread.updated_at == later
+    assert [e.id for e in memory.entries.list(tid)] == [new.id, "second"]
+    store.close()

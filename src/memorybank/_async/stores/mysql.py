@@ -28,23 +28,30 @@ columns are LONGTEXT holding compact JSON text; every key and index leads with
 Schema: created on first use by the first operation of a store, under
 ``GET_LOCK`` so several processes starting together migrate once.
 
-Appends: one transaction in two round trips (statements are sent together as a
-multi-statement query; PyMySQL's client-side escaping is the same either way):
-(1) ``SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION;``
-``SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE`` (plus the lookup of
-idempotency keys when the batch has any) locks the thread and branch rows,
-which serialises appenders of a thread across processes; (2) a multi-row
-``INSERT``, the branch counter and thread ``updated_at`` updates and ``COMMIT``.
-Positions come from the branch's counter, so they are gap-free as appended,
-never reused after deletes (the in-memory store reuses the positions of
-truncated entries; both are allowed by the contract: strictly increasing in
-adding order). Write transactions run at READ COMMITTED: all their locks are
-record locks on primary keys, no gap locks. A deadlock (1213) or lock-wait
-timeout (1205) rolls back and retries the transaction (3 attempts, short
-backoff), then raises ``StoreUnavailable``.
+Appends: one transaction, sent as multi-statement queries (PyMySQL's
+client-side escaping is the same either way). It starts with
+``SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION;
+SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``, which locks the
+thread and branch rows and so serialises the appenders of a thread across
+processes. A batch of up to 16 entries without idempotency keys (every
+``remember``) is ONE round trip: the same query goes on with
+``INSERT ... SELECT`` rows positioned at ``branches.last_position + k`` and an
+``UPDATE`` of the counter and ``updated_at``, both conditional on the thread,
+owner and branch (a failed check writes nothing; the client reads the locked
+row to raise ``NotFound``/``ThreadForbidden``), then ``COMMIT``. Bigger or
+idempotent batches take TWO round trips: the first also reads the stored
+idempotency keys, the second is a multi-row ``INSERT``, the updates and
+``COMMIT``. Positions come from the branch's counter, so they are gap-free as
+appended and never reused after deletes (the in-memory store reuses the
+positions of truncated entries; both are allowed by the contract: strictly
+increasing in adding order). Write transactions run at READ COMMITTED: their
+locks are record locks on primary keys, no gap locks. A deadlock (1213) or
+lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
+short backoff), then raises ``StoreUnavailable``.
 
-Reads are single autocommit statements; "last N" is one query joining the
-thread row (a primary-key lookup) to a backward range scan of the entries PK.
+Reads are autocommit statements in one round trip; "last N" reads the thread row
+(a primary-key lookup) and a backward range scan of the entries PK, stopping
+after N rows.
 
 Durability is the server's (``innodb_flush_log_at_trx_commit``). ``timeout``
 bounds connecting, waiting for a pooled connection, lock waits (half of it) and
@@ -98,6 +105,7 @@ TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries",
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
 _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 _ATTEMPTS = 3
+_FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
 _UNAVAILABLE = {1040, 1053, 1077, 1078, 1079, 1080, 1081, 1152, 1153, 1154, 1155, 1156, 1157,
                 1158, 1159, 1160, 1161, 1317, 1927, 4031}
@@ -217,6 +225,15 @@ def _url_options(url: str) -> dict[str, Any]:
     if "unix_socket" in query:
         options["unix_socket"] = query["unix_socket"][-1]
     return options
+
+
+def _entry_values(new: NewEntry) -> tuple[Any, ...]:
+    """The 12 columns of an entry after (tenant_id, thread_id, branch, position)."""
+    return (
+        new.id, new.role, new.content, new.name, tool_calls_to_json(new.tool_calls),
+        new.tool_call_id, dump(new.metadata), dump(new.state), new.token_count,
+        to_us(new.created_at), new.idempotency_key, _idem_hash(new.idempotency_key),
+    )
 
 
 def _build_thread(row: Sequence[Any]) -> Thread:
@@ -574,17 +591,21 @@ class AsyncMySQLStore(AsyncStore):
         owner: str | Unset | None,
     ) -> AppendResult:
         keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
-        statements: list[_Statement] = [
-            (_BEGIN, None),
-            (
-                f"SELECT {_T_COLS}, b.name, b.last_position FROM {self._threads} t"
-                f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-                " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-                (branch, tenant, thread_id),
-            ),
-        ]
-        if keys:
+        fast = not keys and 0 < len(entries) <= _FAST_BATCH
+        lock: _Statement = (
+            f"SELECT {_T_COLS}, b.name, b.last_position FROM {self._threads} t"
+            f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+            " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+            (branch, tenant, thread_id),
+        )
+        statements: list[_Statement] = [(_BEGIN, None), lock]
+        if fast:
+            # One round trip: the writes are conditional on the checks (thread,
+            # owner, branch), so a failed check writes nothing and the COMMIT
+            # ends an empty transaction; positions come from the locked counter.
+            statements += self._fast_writes(tenant, thread_id, entries, updated_at, branch, owner)
+        elif keys:
             hashes = [_idem_hash(k) for k in keys]
             statements.append((
                 f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
@@ -639,12 +660,10 @@ class AsyncMySQLStore(AsyncStore):
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry
             stored.append(entry)
-            values += (
-                tenant, thread_id, name, position, new.id, new.role, new.content, new.name,
-                tool_calls_to_json(new.tool_calls), new.tool_call_id, dump(new.metadata),
-                dump(new.state), new.token_count, to_us(new.created_at), new.idempotency_key,
-                _idem_hash(new.idempotency_key),
-            )
+            values += (tenant, thread_id, name, position, *_entry_values(new))
+        thread = dataclasses.replace(thread, updated_at=updated_at)
+        if fast:
+            return AppendResult(stored, thread)
         writes: list[_Statement] = []
         added = len(values) // 16
         if added:
@@ -665,7 +684,50 @@ class AsyncMySQLStore(AsyncStore):
         ))
         writes.append(("COMMIT", None))
         await self._run(conn, writes)
-        return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
+        return AppendResult(stored, thread)
+
+    def _fast_writes(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        updated_at: datetime,
+        branch: str | None,
+        owner: str | Unset | None,
+    ) -> list[_Statement]:
+        """INSERT ... SELECT and UPDATE that write only if thread, owner and branch check out."""
+        source = (
+            f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+            " WHERE t.tenant_id = %s AND t.id = %s"
+        )
+        where: list[Any] = [branch, tenant, thread_id]
+        if not isinstance(owner, Unset):
+            source += " AND t.user_id <=> %s"
+            where.append(owner)
+        marks = ", ".join(["%s"] * 12)
+        selects = []
+        args: list[Any] = []
+        for offset, new in enumerate(entries, start=1):
+            selects.append(
+                f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
+            )
+            args += (*_entry_values(new), *where)
+        return [
+            (
+                f"INSERT INTO {self._entries} ({_INSERT_COLS}) " + " UNION ALL ".join(selects),
+                args,
+            ),
+            (
+                f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+                f" SET b.last_position = b.last_position + {len(entries)}, t.updated_at = %s"
+                " WHERE t.tenant_id = %s AND t.id = %s"
+                + (" AND t.user_id <=> %s" if not isinstance(owner, Unset) else ""),
+                (branch, to_us(updated_at), *where[1:]),
+            ),
+            ("COMMIT", None),
+        ]
 
     async def list_entries(
         self,
@@ -679,32 +741,43 @@ class AsyncMySQLStore(AsyncStore):
         after: datetime | None = None,
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
-        """The thread and a page of entries in one query (a second only for an empty page)."""
-        on = ""
-        args: list[Any] = [branch]
+        """The thread and a page of entries: two statements, one round trip.
+
+        The branch is a scalar subquery, not a join: MySQL then walks the entries
+        primary key backwards and stops after ``limit`` rows (a join sorts the
+        whole branch).
+        """
+        where = ""
+        args: list[Any] = [tenant, thread_id, tenant, thread_id, branch, tenant, thread_id]
         if before is not None:
-            on += " AND e.created_at < %s"
+            where += " AND e.created_at < %s"
             args.append(to_us(before))
         if after is not None:
-            on += " AND e.created_at > %s"
+            where += " AND e.created_at > %s"
             args.append(to_us(after))
-        args += [tenant, thread_id, _ALL if limit is None else limit, offset]
+        args += [_ALL if limit is None else limit, offset]
         async with self._connection() as conn:
-            rows, _ = await self._one(
-                conn,
-                f"SELECT {_T_COLS}, {_E_COLS} FROM {self._threads} t"
-                f" LEFT JOIN {self._entries} e ON e.tenant_id = t.tenant_id"
-                f" AND e.thread_id = t.id AND e.branch = COALESCE(%s, t.current_branch){on}"
-                " WHERE t.tenant_id = %s AND t.id = %s"
-                " ORDER BY e.position DESC LIMIT %s OFFSET %s",
-                args,
-            )
-            if not rows:
-                return await self._get_thread(conn, tenant, thread_id), []
-        page = [row_to_entry(row[10:]) for row in rows if row[10] is not None]
+            results = await self._run(conn, [
+                (
+                    f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s",
+                    args[:2],
+                ),
+                (
+                    f"SELECT {_E_COLS} FROM {self._entries} e"
+                    " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch = COALESCE(%s,"
+                    f" (SELECT current_branch FROM {self._threads}"
+                    f" WHERE tenant_id = %s AND id = %s)){where}"
+                    " ORDER BY e.position DESC LIMIT %s OFFSET %s",
+                    args[2:],
+                ),
+            ])
+        if not results[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        page = [row_to_entry(row) for row in results[1][0]]
         if not newest_first:
             page.reverse()
-        return _build_thread(rows[0]), page
+        return row_to_thread(results[0][0][0]), page
 
     async def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None

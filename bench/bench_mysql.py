@@ -1,0 +1,220 @@
+"""MySQL/MariaDB: memorybank (sync and async) against raw PyMySQL on the same server.
+
+W1  appends: T threads x M messages, one call per message, each durable on return
+    (autocommit: every INSERT is its own committed transaction, at the server's
+    ``innodb_flush_log_at_trx_commit``). memorybank runs its append transaction:
+    lock thread+branch, INSERT, counter/``updated_at`` UPDATEs, COMMIT.
+W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw is one
+    ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key.
+
+Run: ``python -m bench.bench_mysql [--quick] [--url mysql://root@127.0.0.1:3306/test]``.
+Tables get a fresh prefix and are dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import time
+import uuid
+from typing import Any
+
+import pymysql
+
+from bench._util import Latency, measure, table
+from memorybank import AsyncMemory, Memory
+from memorybank._async.stores.mysql import TABLES, _url_options
+from memorybank.stores import AsyncMySQLStore, MySQLStore
+
+TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes. "
+DEFAULT_URL = os.environ.get("MEMORYBANK_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
+
+
+def _message(i: int) -> str:
+    return f"{i}: {TEXT}"
+
+
+class Raw:
+    """What an application would write by hand: one table, one key, autocommit per message."""
+
+    def __init__(self, url: str, table_name: str) -> None:
+        self.conn = pymysql.connect(**_url_options(url), charset="utf8mb4", autocommit=True)
+        self.table = table_name
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE {table_name} (thread_id VARCHAR(255) NOT NULL,"
+                " position BIGINT NOT NULL, role VARCHAR(16) NOT NULL, content LONGTEXT NULL,"
+                " name TEXT NULL, tool_calls LONGTEXT NULL, tool_call_id TEXT NULL,"
+                " created_at BIGINT NOT NULL, PRIMARY KEY (thread_id, position))"
+                " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+            )
+        self.positions: dict[str, int] = {}
+
+    def append(self, thread_id: str, role: str, content: str) -> None:
+        position = self.positions.get(thread_id, 0) + 1
+        self.positions[thread_id] = position
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {self.table} VALUES (%s, %s, %s, %s, NULL, NULL, NULL, %s)",
+                (thread_id, position, role, content, time.time_ns() // 1000),
+            )
+
+    def load(self, thread_id: str, size: int) -> None:
+        with self.conn.cursor() as cur:
+            for start in range(0, size, 1000):
+                cur.executemany(
+                    f"INSERT INTO {self.table} VALUES (%s, %s, %s, %s, NULL, NULL, NULL, 0)",
+                    [
+                        (thread_id, i + 1, "user", _message(i))
+                        for i in range(start, min(size, start + 1000))
+                    ],
+                )
+
+    def last(self, thread_id: str, n: int = 20) -> list[dict[str, object]]:
+        """The same output as ``history()``: provider-shaped dicts, oldest first."""
+        with self.conn.cursor() as cur:
+            cur.execute(
+                f"SELECT role, content, name, tool_calls, tool_call_id FROM {self.table}"
+                " WHERE thread_id = %s ORDER BY position DESC LIMIT %s",
+                (thread_id, n),
+            )
+            rows = cur.fetchall()
+        messages: list[dict[str, object]] = []
+        for role, content, name, tool_calls, tool_call_id in reversed(rows):
+            message: dict[str, object] = {"role": role, "content": content}
+            if name is not None:
+                message["name"] = name
+            if tool_calls is not None:
+                message["tool_calls"] = json.loads(tool_calls)
+            if tool_call_id is not None:
+                message["tool_call_id"] = tool_call_id
+            messages.append(message)
+        return messages
+
+    def close(self) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self.conn.close()
+
+
+def w1(url: str, prefix: str, threads: int, messages: int) -> list[list[object]]:
+    total = threads * messages
+    raw = Raw(url, f"{prefix}raw_w1")
+    start = time.perf_counter()
+    for t in range(threads):
+        for i in range(messages):
+            raw.append(f"t{t}", "user", _message(i))
+    raw_rate = total / (time.perf_counter() - start)
+    raw.close()
+
+    store = MySQLStore.from_url(url, prefix=prefix)
+    memory = Memory(store)
+    ids = [memory.threads.create().id for _ in range(threads)]
+    memory.remember(ids[0], "user", "warm up the tokenizer")
+    start = time.perf_counter()
+    for tid in ids:
+        for i in range(messages):
+            memory.remember(tid, "user", _message(i))
+    sync_rate = total / (time.perf_counter() - start)
+    store.close()
+
+    async def run_async() -> float:
+        astore = AsyncMySQLStore.from_url(url, prefix=prefix)
+        amemory = AsyncMemory(astore)
+        aids = [(await amemory.threads.create()).id for _ in range(threads)]
+        start = time.perf_counter()
+        for tid in aids:
+            for i in range(messages):
+                await amemory.remember(tid, "user", _message(i))
+        rate = total / (time.perf_counter() - start)
+        await astore.close()
+        return rate
+
+    async_rate = asyncio.run(run_async())
+    return [
+        ["raw PyMySQL (autocommit INSERT)", raw_rate, 1.0, "-"],
+        ["memorybank sync", sync_rate, sync_rate / raw_rate, ">= 0.5"],
+        ["memorybank async", async_rate, async_rate / raw_rate, ">= 0.5"],
+    ]
+
+
+def w2(url: str, prefix: str, repeat: int) -> list[list[object]]:
+    raw = Raw(url, f"{prefix}raw_w2")
+    store = MySQLStore.from_url(url, prefix=prefix)
+    memory = Memory(store)
+    rows: list[list[object]] = []
+    big_id = ""
+    raw_big = 0.0
+    for size in (200, 20_000):
+        tid = memory.threads.create().id
+        big_id = tid
+        batch = [{"role": "user", "content": _message(i)} for i in range(size)]
+        for start in range(0, size, 1000):
+            memory.entries.add_many(tid, batch[start : start + 1000])
+        raw.load(tid, size)
+        raw_lat = measure(functools.partial(raw.last, tid), repeat)
+        raw_big = raw_lat.p50
+        mb_lat = measure(functools.partial(memory.history, tid, last=20), repeat)
+        ent_lat = measure(functools.partial(memory.entries.list, tid, limit=20), repeat)
+        rows += [
+            [f"{size:,}", "raw PyMySQL", raw_lat.p50, raw_lat.p95, 1.0],
+            [f"{size:,}", "memorybank history()", mb_lat.p50, mb_lat.p95, mb_lat.p50 / raw_lat.p50],
+            [
+                f"{size:,}", "memorybank entries.list()", ent_lat.p50, ent_lat.p95,
+                ent_lat.p50 / raw_lat.p50,
+            ],
+        ]
+
+    async def run_async() -> Latency:
+        astore = AsyncMySQLStore.from_url(url, prefix=prefix)
+        amemory = AsyncMemory(astore)
+        for _ in range(5):
+            await amemory.history(big_id, last=20)
+        samples = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            await amemory.history(big_id, last=20)
+            samples.append(time.perf_counter() - start)
+        await astore.close()
+        return Latency.of(samples)
+
+    alat = asyncio.run(run_async())
+    rows.append(["20,000", "memorybank async history()", alat.p50, alat.p95, alat.p50 / raw_big])
+    store.close()
+    raw.close()
+    return rows
+
+
+def _drop(url: str, prefix: str) -> None:
+    conn: Any = pymysql.connect(**_url_options(url), charset="utf8mb4", autocommit=True)
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION sql_notes = 0")
+        for name in TABLES:
+            cur.execute(f"DROP TABLE IF EXISTS `{prefix}{name}`")
+    conn.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--url", default=DEFAULT_URL, help="mysql:// URL of the server")
+    args = parser.parse_args(argv)
+    threads, messages, repeat = (10, 50, 50) if args.quick else (100, 200, 500)
+    prefix = f"bench{uuid.uuid4().hex[:8]}_"
+    try:
+        print(f"\n### MySQL W1: {threads} threads x {messages} appends, each committed\n")
+        appends = w1(args.url, prefix, threads, messages)
+        print(table(["", "appends/s", "ratio vs raw", "target"], appends))
+        print("\n### MySQL W2: last 20 entries (ms)\n")
+        reads = w2(args.url, prefix, repeat)
+        print(table(["thread size", "", "p50 ms", "p95 ms", "p50 ratio"], reads))
+        print("\n(targets: last-20 p50 ratio <= 2)")
+    finally:
+        _drop(args.url, prefix)
+
+
+if __name__ == "__main__":
+    main()
