@@ -122,7 +122,8 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
         with Memory(SQLiteStore(path)) as memory:
             memory.threads.create()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT version FROM memorybank_schema_version").fetchall() == [(1,)]
+    versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
+    assert versions == [(1,), (2,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -159,3 +160,31 @@ def test_prefix_lets_two_memories_share_a_file(tmp_path: Path) -> None:
     b = Memory(SQLiteStore(path, prefix="b_"))
     tid = a.threads.create().id
     assert b.threads.get(tid) is None
+
+
+def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for statement in sqlite_module._migrations("memorybank_")[0]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO memorybank_schema_version VALUES (1)")
+    conn.execute(
+        "INSERT INTO memorybank_threads VALUES ('t', 'default', NULL, NULL, NULL, '{}',"
+        " 'active', 0, 0, 'main')"
+    )
+    conn.execute("INSERT INTO memorybank_branches VALUES ('default', 't', 'main', 0, NULL, NULL)")
+    conn.execute(
+        "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+        " content, metadata, state, token_count, created_at) VALUES ('default', 't', 'main', 1,"
+        " 'e1', 'user', 'an old walrus fact', '{}', '{}', 5, 0)"
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    memory = Memory(store)
+    assert memory.history("t") == [{"role": "user", "content": "an old walrus fact"}]
+    hits = store.text_search("default", "walrus", kinds=["entry"], k=5)
+    assert [h.id for h in hits] == ["e1"]
