@@ -172,7 +172,7 @@ def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
         conn.execute(statement)
     conn.execute("INSERT INTO memorybank_schema_version VALUES (1)")
     conn.execute(
-        "INSERT INTO memorybank_threads VALUES ('t', 'default', NULL, NULL, NULL, '{}',"
+        "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
         " 'active', 0, 0, 'main')"
     )
     conn.execute("INSERT INTO memorybank_branches VALUES ('default', 't', 'main', 0, NULL, NULL)")
