@@ -277,10 +277,7 @@ class AsyncCompactionService:
         for entry in older:
             if entry.content is None or COMPACTED_KEY in entry.state or is_summary(entry):
                 continue
-            reference = (
-                f"[compacted {entry.role} message {entry.id}: {entry.token_count} tokens,"
-                " restorable]"
-            )
+            reference = f"[compacted: {entry.token_count} tokens]"
             message = entry.to_message()
             message["content"] = reference
             tokens = count_message_tokens(core.tokenizer, message)
