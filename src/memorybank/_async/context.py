@@ -88,13 +88,14 @@ class _History:
         self.exhausted = False
         self.thread: Thread | None = None
         self._offset = 0
+        self.want = _FIRST_PAGE  # size of the next page read
 
     async def page(self, index: int) -> list[Entry] | None:
         """Page ``index`` (newest first), or ``None`` past the end."""
         while len(self.pages) <= index:
             if self.exhausted:
                 return None
-            size = min(_FIRST_PAGE << len(self.pages), _MAX_PAGE)
+            size = max(16, min(self.want, _MAX_PAGE))
             try:
                 thread, rows = await self._store.list_entries(
                     self._tenant,
@@ -125,7 +126,14 @@ class _History:
         taken: list[Entry] = []
         used = 0
         index = 0
-        while (rows := await self.page(index)) is not None:
+        while True:
+            if index >= len(self.pages):
+                # size the next read by the tokens still to fill (entries seen so far as a guide)
+                average = used / len(taken) if taken else 32.0
+                self.want = math.ceil((budget - used) / max(average, 1.0) * 1.2) + 8
+            rows = await self.page(index)
+            if rows is None:
+                return taken
             for entry in rows:
                 if entry.id in exclude:
                     continue
@@ -134,7 +142,6 @@ class _History:
                 used += entry.token_count
                 taken.append(entry)
             index += 1
-        return taken
 
 
 class AsyncContextBuilder:
