@@ -35,6 +35,7 @@ REPLACEMENTS = {
     "AsyncCompactionService": "CompactionService",
     "AsyncSessionManager": "SessionManager",
     "AsyncTurn": "Turn",
+    "AsyncDocuments": "Documents",
     "AsyncStore": "Store",
     "AsyncInMemoryStore": "InMemoryStore",
     "AsyncSQLiteStore": "SQLiteStore",

@@ -31,8 +31,10 @@ from memorybank.errors import (
 )
 from memorybank.records import (
     Branch,
+    Document,
     Entry,
     Fact,
+    Hit,
     Message,
     Summary,
     Thread,
@@ -70,8 +72,10 @@ __all__ = [
     "ContextBuilder",
     "ContextOptions",
     "CoreFacts",
+    "Document",
     "Entry",
     "Fact",
+    "Hit",
     "InvalidInput",
     "Memory",
     "MemoryBankError",

@@ -17,8 +17,10 @@ from typing import Any, Literal
 __all__ = [
     "ROLES",
     "Branch",
+    "Document",
     "Entry",
     "Fact",
+    "Hit",
     "Message",
     "Role",
     "Summary",
@@ -151,6 +153,56 @@ class Summary:
     user_id: str | None
     content: str
     created_at: datetime
+
+
+@dataclass(slots=True)
+class Document:
+    """A searchable piece of knowledge (not part of a conversation).
+
+    ``agent_id``/``user_id`` scope it like a fact: ``None`` shares it with every
+    agent/user of the tenant. Its embedding (when an embedder is configured) is
+    stored beside it, tagged with the embedder's ``model_id``.
+    """
+
+    id: str
+    content: str
+    metadata: dict[str, Any]
+    agent_id: str | None
+    user_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(slots=True)
+class Hit:
+    """One search result: the matched entry or document, its score and its signals.
+
+    Exactly one of ``entry``/``document`` is set (``kind`` says which). ``score``
+    is on the scale of the search mode (hybrid: fused score; semantic: cosine
+    similarity; keyword: the store's relevance). ``signals`` holds the raw value
+    of every signal that matched (``"keyword"``, ``"semantic"``, ``"speaker"``,
+    ``"date"``, ``"time_word"``, ``"context"`` for a score inherited from
+    neighbouring entries or the session).
+    """
+
+    kind: Literal["entry", "document"]
+    score: float
+    signals: dict[str, float]
+    entry: Entry | None = None
+    document: Document | None = None
+
+    @property
+    def id(self) -> str:
+        """The id of the matched entry or document."""
+        record = self.entry if self.entry is not None else self.document
+        assert record is not None
+        return record.id
+
+    @property
+    def content(self) -> str | None:
+        """The text of the matched entry or document."""
+        record = self.entry if self.entry is not None else self.document
+        return None if record is None else record.content
 
 
 @dataclass(slots=True)

@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
 from memorybank._async.context import AsyncContextBuilder
+from memorybank._async.documents import AsyncDocuments
 from memorybank._async.facts import AsyncFacts
+from memorybank._async.search import (
+    EMBED_BATCH,
+    SearchMode,
+    embed_entries,
+    embed_pending,
+    run_search,
+)
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
 from memorybank._async.turn import AsyncTurn, OnError
@@ -24,11 +32,12 @@ from memorybank._ids import new_id
 from memorybank._longterm import Context, ContextOptions, Strategy
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
-from memorybank.records import Branch, Entry, Message, Summary, Thread
+from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
+    from memorybank.retrieval import SearchOptions
 
 __all__ = [
     "AsyncBranches",
@@ -150,6 +159,7 @@ class AsyncMemory:
         self.snapshots = AsyncSnapshots(core, tenant)
         self.summaries = AsyncSummaries(core, tenant)
         self.facts = AsyncFacts(core, tenant)
+        self.documents = AsyncDocuments(core, tenant)
 
     @property
     def store(self) -> AsyncStore:
@@ -333,6 +343,61 @@ class AsyncMemory:
     async def forget_user(self, user_id: str) -> int:
         """Erase everything derived from ``user_id`` in this tenant; how many records went."""
         return await self._core.store.forget_user(self.tenant_id, v.check_id(user_id, "user_id"))
+
+    # -- recall --------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        thread_id: str | None = None,
+        agent_id: str | None = None,
+        user_id: str | None = None,
+        kinds: Sequence[str] = ("entries", "documents"),
+        min_score: float | None = None,
+        filters: dict[str, Any] | None = None,
+        options: SearchOptions | None = None,
+    ) -> list[Hit]:
+        """The ``k`` best entries and documents for ``query``, best first.
+
+        ``mode``: ``"hybrid"`` (keyword + semantic + conversation context),
+        ``"semantic"`` (cosine, needs an embedder) or ``"keyword"`` (the store's
+        full-text search). Only what ``agent_id`` and ``user_id`` may see is
+        searched: their own and shared (``None``) threads and documents.
+        ``thread_id`` searches one thread's current branch (no documents).
+        ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
+        hits whose metadata has exactly these values, ``options`` tunes hybrid
+        ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
+        """
+        return await run_search(
+            self._core,
+            self.tenant_id,
+            query,
+            k=k,
+            mode=mode,
+            thread_id=thread_id,
+            agent_id=agent_id,
+            user_id=user_id,
+            kinds=kinds,
+            min_score=min_score,
+            filters=filters,
+            options=options,
+        )
+
+    async def embed_pending(
+        self, *, thread_id: str | None = None, batch_size: int = EMBED_BATCH
+    ) -> int:
+        """Embed every entry and document lacking a vector of the current embedder; how many.
+
+        Catches up a backlog: entries stored before an embedder was configured,
+        after its model changed, or while it failed. Works in batches of
+        ``batch_size`` texts. ``thread_id`` limits it to one thread (entries only).
+        """
+        return await embed_pending(
+            self._core, self.tenant_id, thread_id=thread_id, batch_size=batch_size
+        )
 
 
 class AsyncThreads:
@@ -563,6 +628,11 @@ class AsyncEntries:
             branch=v.check_optional_id(branch, "branch"),
             owner=user_id,
         )
+        if self._core.embedder is not None:
+            new_ids = {e.id for e in entries}
+            await embed_entries(
+                self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            )
         generate = self._core.generate_title
         if generate is not None and result.thread.title is None:
             first_user = next((e for e in result.entries if e.role == "user" and e.content), None)

@@ -1,0 +1,631 @@
+"""``memory.search``: keyword, semantic and hybrid recall over entries and documents.
+
+Pipeline
+    1. Scope once: the tenant, then what ``Visibility(agent_id, user_id)`` may
+       see (a thread's entries by the thread's owner and agent, a document by its
+       own). ``thread_id`` must name a thread the caller may see
+       (``ThreadForbidden`` otherwise, ``NotFound`` when absent).
+    2. ``mode="keyword"``: the store's native full-text search (SQLite FTS5,
+       PostgreSQL tsvector, MySQL FULLTEXT, BM25 elsewhere); scores are the
+       store's relevance. ``mode="semantic"``: the store's vector search over
+       vectors of the configured embedder's ``model_id``; scores are cosine
+       similarities.
+    3. ``mode="hybrid"``:
+
+       * thread-scoped and the thread holds at most ``THREAD_RANK_LIMIT``
+         entries: *every* entry of the thread's current branch is ranked by the
+         retrieval core (:class:`memorybank.retrieval.HybridRanker`: BM25 with
+         stemming, cosine, the neighbours of a hit, the session, named
+         speakers, dates). The ranker is cached per thread and rebuilt when the
+         thread changes, so a query costs one read of the thread plus numpy.
+       * otherwise: store-native candidates (keyword and semantic, a generous
+         ``max(50, 5k)`` each), plus the entries around each of the best entry
+         hits (same thread, within ``session_gap`` of it), re-ranked by the same
+         core with the store's keyword scores and the stored vectors.
+
+Entry embeddings
+    Written *on write*, one embedder batch per ``entries.add``/``add_many`` call
+    (an ``add_many`` of 500 messages is one ``embed`` call, never 500). If the
+    embedder fails, the entry is still stored (the conversation must not be
+    lost) and a warning is logged; the backlog is caught up by
+    ``memory.embed_pending()`` (batches of 256, also after changing the
+    embedder's model), and a thread-scoped hybrid search embeds any entry of
+    its thread that still lacks a vector before ranking.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from memorybank import _validate as v
+from memorybank._async.documents import DOCUMENT_KIND, document_from_record
+from memorybank._async.stores.base import SearchHit, VectorItem, Visibility
+from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
+from memorybank.records import Document, Entry, Hit, Thread
+from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from memorybank._async.memory import _Core
+    from memorybank.embeddings.base import Embedder
+
+__all__ = [
+    "EMBED_BATCH",
+    "THREAD_RANK_LIMIT",
+    "SearchMode",
+    "embed_entries",
+    "embed_pending",
+    "run_search",
+]
+
+logger = logging.getLogger("memorybank")
+
+SearchMode = Literal["hybrid", "semantic", "keyword"]
+#: A thread-scoped hybrid search ranks every entry of a thread up to this size
+#: (ranking 5,000 entries takes a few milliseconds; reading them dominates).
+THREAD_RANK_LIMIT = 5000
+#: Texts per embedder call when embedding many entries or documents.
+EMBED_BATCH = 256
+_MIN_CANDIDATES = 50
+_EXPAND_HITS = 8  # best entry hits whose surroundings join the candidates
+_WINDOW_LIMIT = 64  # entries read around each of them
+_CACHED_THREADS = 16
+_KINDS = {"entries": "entry", "documents": DOCUMENT_KIND}
+_MODES = ("hybrid", "semantic", "keyword")
+
+
+# -- embedding ------------------------------------------------------------------------
+
+
+async def _embed(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    out: list[list[float]] = []
+    for start in range(0, len(texts), EMBED_BATCH):
+        chunk = texts[start : start + EMBED_BATCH]
+        vectors = await embedder.aembed(chunk)
+        if len(vectors) != len(chunk):
+            raise ConfigurationError(
+                f"embedder returned {len(vectors)} vectors for {len(chunk)} texts"
+            )
+        out.extend(vectors)
+    return out
+
+
+async def embed_entries(core: _Core, tenant: str, entries: Sequence[Entry]) -> int:
+    """Embed freshly written entries in one batch; never raises (logs and leaves a backlog)."""
+    embedder = core.embedder
+    if embedder is None:
+        return 0
+    todo = [e for e in entries if e.content]
+    if not todo:
+        return 0
+    try:
+        vectors = await _embed(embedder, [e.content or "" for e in todo])
+        await core.store.vector_put(
+            tenant,
+            [
+                VectorItem("entry", e.id, embedder.model_id, vec, e.thread_id)
+                for e, vec in zip(todo, vectors, strict=True)
+            ],
+        )
+    except Exception as error:  # the entries are stored; embed_pending() catches up
+        logger.warning(
+            "memorybank: could not embed %d new entries (%s: %s); run memory.embed_pending()",
+            len(todo),
+            type(error).__name__,
+            error,
+        )
+        return 0
+    return len(todo)
+
+
+async def embed_pending(
+    core: _Core, tenant: str, *, thread_id: str | None = None, batch_size: int = EMBED_BATCH
+) -> int:
+    """Embed every entry (and document) lacking a vector of the embedder's model; how many."""
+    embedder = core.embedder
+    if embedder is None:
+        raise ConfigurationError("embed_pending needs an embedder: Memory(url, embedder=...)")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise InvalidInput("batch_size must be a positive integer", field="batch_size")
+    store = core.store
+    model = embedder.model_id
+    if thread_id is not None:
+        thread = await store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        threads = [thread]
+    else:
+        threads = await store.list_threads(tenant)
+    pending: list[tuple[str, str, str | None, str]] = []  # kind, id, thread, text
+    done = 0
+
+    async def flush() -> None:
+        nonlocal done
+        if not pending:
+            return
+        vectors = await _embed(embedder, [p[3] for p in pending])
+        await store.vector_put(
+            tenant,
+            [
+                VectorItem(kind, rid, model, vec, tid)
+                for (kind, rid, tid, _), vec in zip(pending, vectors, strict=True)
+            ],
+        )
+        done += len(pending)
+        pending.clear()
+
+    for thread in threads:
+        texts: dict[str, str] = {}
+        for branch in await store.list_branches(tenant, thread.id):
+            _, rows = await store.list_entries(tenant, thread.id, branch=branch.name)
+            for entry in rows:
+                if entry.content:
+                    texts.setdefault(entry.id, entry.content)
+        have = await store.vector_get(tenant, "entry", list(texts), model_id=model)
+        for eid, text in texts.items():
+            if eid not in have:
+                pending.append(("entry", eid, thread.id, text))
+                if len(pending) >= batch_size:
+                    await flush()
+    if thread_id is None:
+        docs = await store.record_list(tenant, DOCUMENT_KIND)
+        have = await store.vector_get(tenant, DOCUMENT_KIND, [d.id for d in docs], model_id=model)
+        for doc in docs:
+            if doc.id not in have:
+                pending.append((DOCUMENT_KIND, doc.id, None, doc.content))
+                if len(pending) >= batch_size:
+                    await flush()
+    await flush()
+    return done
+
+
+# -- thread ranker cache -------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _ThreadIndex:
+    signature: tuple[tuple[str, int, str, str | None, datetime], ...]
+    model_id: str | None
+    options: SearchOptions
+    ranker: HybridRanker
+    entries: dict[str, Entry]
+    vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
+
+
+_CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, str, str], _ThreadIndex]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _cache(core: _Core) -> OrderedDict[tuple[str, str, str], _ThreadIndex]:
+    cache = _CACHES.get(core)
+    if cache is None:
+        cache = _CACHES[core] = OrderedDict()
+    return cache
+
+
+# -- search --------------------------------------------------------------------------------
+
+
+def _visible(visible: Visibility, agent_id: str | None, user_id: str | None) -> bool:
+    return agent_id in (None, visible.agent_id) and user_id in (None, visible.user_id)
+
+
+def _matches(metadata: dict[str, Any], filters: dict[str, Any]) -> bool:
+    return all(k in metadata and metadata[k] == x for k, x in filters.items())
+
+
+def _check_kinds(kinds: object) -> list[str]:
+    if isinstance(kinds, str):
+        kinds = (kinds,)
+    if not isinstance(kinds, Sequence | set | frozenset):
+        raise InvalidInput("kinds must be a list of 'entries' and 'documents'", field="kinds")
+    out: list[str] = []
+    for kind in kinds:
+        if kind not in _KINDS:
+            raise InvalidInput(
+                f"unknown kind {kind!r}: use 'entries' and/or 'documents'", field="kinds"
+            )
+        if _KINDS[kind] not in out:
+            out.append(_KINDS[kind])
+    return out
+
+
+async def _query_vector(embedder: Embedder | None, query: str) -> NDArray[np.float32] | None:
+    if embedder is None:
+        return None
+    return np.asarray((await embedder.aembed([query]))[0], dtype=np.float32)
+
+
+async def run_search(
+    core: _Core,
+    tenant: str,
+    query: str,
+    *,
+    k: int,
+    mode: SearchMode,
+    thread_id: str | None,
+    agent_id: str | None,
+    user_id: str | None,
+    kinds: Sequence[str],
+    min_score: float | None,
+    filters: dict[str, Any] | None,
+    options: SearchOptions | None,
+) -> list[Hit]:
+    """The implementation of ``memory.search`` (see the module docstring)."""
+    if not isinstance(query, str):
+        raise InvalidInput("query must be a string", field="query")
+    limit = v.check_limit(k, "k", allow_none=False)
+    assert limit is not None
+    if mode not in _MODES:
+        raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
+    store_kinds = _check_kinds(kinds)
+    visible = Visibility(
+        v.check_optional_id(agent_id, "agent_id"), v.check_optional_id(user_id, "user_id")
+    )
+    wanted = v.check_json_object(filters, "filters")
+    if min_score is not None and (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, int | float)
+        or not math.isfinite(min_score)
+    ):
+        raise InvalidInput("min_score must be a finite number", field="min_score")
+    if options is not None and not isinstance(options, SearchOptions):
+        raise InvalidInput("options must be a memorybank.retrieval.SearchOptions", field="options")
+    opts = options or SearchOptions()
+    embedder = core.embedder
+    if mode == "semantic" and embedder is None:
+        raise ConfigurationError("semantic search needs an embedder: Memory(url, embedder=...)")
+    store = core.store
+    thread: Thread | None = None
+    if thread_id is not None:
+        thread = await store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if not _visible(visible, thread.agent_id, thread.user_id):
+            raise ThreadForbidden()
+        store_kinds = [kind for kind in store_kinds if kind == "entry"]
+    if limit == 0 or not store_kinds or not query.strip():
+        return []
+    search = _Search(core, tenant, query, limit, visible, wanted, min_score, opts, store_kinds)
+    if thread is not None and mode == "hybrid":
+        count = await store.count_entries(tenant, thread.id)
+        if count <= THREAD_RANK_LIMIT:
+            return await search.rank_thread(thread)
+    return await search.native(mode, thread)
+
+
+class _Search:
+    """One query's state: what it may see, and the records it has read."""
+
+    def __init__(
+        self,
+        core: _Core,
+        tenant: str,
+        query: str,
+        k: int,
+        visible: Visibility,
+        filters: dict[str, Any],
+        min_score: float | None,
+        options: SearchOptions,
+        kinds: list[str],
+    ) -> None:
+        self.core = core
+        self.store = core.store
+        self.tenant = tenant
+        self.query = query
+        self.k = k
+        self.visible = visible
+        self.filters = filters
+        self.min_score = min_score
+        self.options = options
+        self.kinds = kinds
+        self.threads: dict[str, Thread | None] = {}
+
+    def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
+        if self.min_score is not None and score < self.min_score:
+            return False
+        return not self.filters or _matches(metadata, self.filters)
+
+    # -- thread-scoped: rank every entry ------------------------------------------------
+
+    async def rank_thread(self, thread: Thread) -> list[Hit]:
+        embedder = self.core.embedder
+        model_id = None if embedder is None else embedder.model_id
+        _, rows = await self.store.list_entries(self.tenant, thread.id)
+        entries = [e for e in rows if e.content]
+        signature = tuple(
+            (e.id, e.position, e.content or "", e.name, e.created_at) for e in entries
+        )
+        cache = _cache(self.core)
+        key = (self.tenant, thread.id, thread.current_branch)
+        index = cache.get(key)
+        if (
+            index is None
+            or index.signature != signature
+            or index.model_id != model_id
+            or index.options != self.options
+        ):
+            index = await self._build_index(entries, signature, model_id, index)
+            cache[key] = index
+            while len(cache) > _CACHED_THREADS:
+                cache.popitem(last=False)
+        cache.move_to_end(key)
+        qvec = await _query_vector(embedder, self.query)
+        hits: list[Hit] = []
+        for i, score, signals in _rank(index.ranker, self.query, qvec):
+            entry = index.entries[index.ranker.structure.ids[i]]
+            if self._keep(score, entry.metadata):
+                hits.append(Hit("entry", score, signals, entry=_copy_entry(entry)))
+                if len(hits) >= self.k:
+                    break
+        return hits
+
+    async def _build_index(
+        self,
+        entries: list[Entry],
+        signature: tuple[tuple[str, int, str, str | None, datetime], ...],
+        model_id: str | None,
+        previous: _ThreadIndex | None,
+    ) -> _ThreadIndex:
+        embedder = self.core.embedder
+        vectors: dict[tuple[str, str], NDArray[np.float32]] = {}
+        if embedder is not None and model_id is not None:
+            if previous is not None and previous.model_id == model_id:
+                vectors = {
+                    (e.id, e.content or ""): previous.vectors[(e.id, e.content or "")]
+                    for e in entries
+                    if (e.id, e.content or "") in previous.vectors
+                }
+            missing = [e for e in entries if (e.id, e.content or "") not in vectors]
+            if missing:
+                stored = await self.store.vector_get(
+                    self.tenant, "entry", [e.id for e in missing], model_id=model_id
+                )
+                for e in missing:
+                    if e.id in stored:
+                        vectors[(e.id, e.content or "")] = np.asarray(stored[e.id], np.float32)
+                missing = [e for e in missing if (e.id, e.content or "") not in vectors]
+            if missing:  # catch up the backlog of this thread before ranking
+                fresh = await _embed(embedder, [e.content or "" for e in missing])
+                await self.store.vector_put(
+                    self.tenant,
+                    [
+                        VectorItem("entry", e.id, model_id, vec, e.thread_id)
+                        for e, vec in zip(missing, fresh, strict=True)
+                    ],
+                )
+                for e, vec in zip(missing, fresh, strict=True):
+                    vectors[(e.id, e.content or "")] = np.asarray(vec, np.float32)
+        candidates = [
+            Candidate(
+                id=e.id,
+                thread_id=e.thread_id,
+                position=e.position,
+                text=e.content or "",
+                name=e.name,
+                created_at=e.created_at,
+                vector=vectors.get((e.id, e.content or "")),
+            )
+            for e in entries
+        ]
+        return _ThreadIndex(
+            signature=signature,
+            model_id=model_id,
+            options=self.options,
+            ranker=HybridRanker(candidates, self.options),
+            entries={e.id: e for e in entries},
+            vectors=vectors,
+        )
+
+    # -- store-native candidates --------------------------------------------------------
+
+    async def _thread(self, thread_id: str) -> Thread | None:
+        if thread_id not in self.threads:
+            thread = await self.store.get_thread(self.tenant, thread_id)
+            if thread is not None and not _visible(self.visible, thread.agent_id, thread.user_id):
+                thread = None  # defence in depth: the store already scoped its hits
+            self.threads[thread_id] = thread
+        return self.threads[thread_id]
+
+    async def _resolve(self, hit: SearchHit) -> Entry | Document | None:
+        if hit.kind == "entry":
+            if hit.thread_id is None:
+                return None
+            thread = await self._thread(hit.thread_id)
+            if thread is None or (hit.branch is not None and hit.branch != thread.current_branch):
+                return None
+            return await self.store.get_entry(self.tenant, thread.id, hit.id)
+        record = await self.store.record_get(self.tenant, hit.kind, hit.id)
+        if record is None or not _visible(self.visible, record.agent_id, record.user_id):
+            return None
+        return document_from_record(record)
+
+    async def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
+        embedder = self.core.embedder
+        fetch = max(_MIN_CANDIDATES, 5 * self.k)
+        if self.filters or self.min_score is not None:
+            fetch *= 4
+        thread_id = None if thread is None else thread.id
+        text_hits: list[SearchHit] = []
+        vector_hits: list[SearchHit] = []
+        qvec: NDArray[np.float32] | None = None
+        if mode in ("hybrid", "keyword"):
+            text_hits = await self.store.text_search(
+                self.tenant,
+                self.query,
+                kinds=self.kinds,
+                k=fetch,
+                thread_id=thread_id,
+                visible_to=self.visible,
+            )
+        if mode in ("hybrid", "semantic") and embedder is not None:
+            qvec = await _query_vector(embedder, self.query)
+            assert qvec is not None
+            vector_hits = await self.store.vector_search(
+                self.tenant,
+                qvec.tolist(),
+                model_id=embedder.model_id,
+                kinds=self.kinds,
+                k=fetch,
+                thread_id=thread_id,
+                visible_to=self.visible,
+            )
+        if mode != "hybrid":
+            signal = "keyword" if mode == "keyword" else "semantic"
+            hits: list[Hit] = []
+            seen: set[tuple[str, str]] = set()
+            for hit in text_hits or vector_hits:
+                if (hit.kind, hit.id) in seen or (
+                    self.min_score is not None and hit.score < self.min_score
+                ):
+                    continue
+                seen.add((hit.kind, hit.id))
+                record = await self._resolve(hit)
+                if record is None or not self._keep(hit.score, record.metadata):
+                    continue
+                hits.append(_hit(record, hit.score, {signal: hit.score}))
+                if len(hits) >= self.k:
+                    break
+            return hits
+        return await self._fuse(text_hits, vector_hits, qvec)
+
+    async def _fuse(
+        self,
+        text_hits: list[SearchHit],
+        vector_hits: list[SearchHit],
+        qvec: NDArray[np.float32] | None,
+    ) -> list[Hit]:
+        records: dict[str, Entry | Document] = {}  # candidate key -> record
+        keyword: dict[str, float] = {}
+        order: list[str] = []
+        for pair in _interleave(text_hits, vector_hits):
+            hit, is_text = pair
+            key = ("e:" if hit.kind == "entry" else "d:") + hit.id
+            if key not in records:
+                if key in order:  # resolved before and dropped
+                    continue
+                order.append(key)
+                record = await self._resolve(hit)
+                if record is None:
+                    continue
+                records[key] = record
+            if is_text:
+                keyword[key] = max(keyword.get(key, 0.0), hit.score)
+        # the surroundings of the best entry hits: answers follow the matching turn
+        gap = self.options.session_gap
+        seen_windows: set[tuple[str, datetime]] = set()
+        best_entries = [r for r in records.values() if isinstance(r, Entry)][:_EXPAND_HITS]
+        for entry in best_entries:
+            window = (entry.thread_id, entry.created_at)
+            if window in seen_windows:
+                continue
+            seen_windows.add(window)
+            _, around = await self.store.list_entries(
+                self.tenant,
+                entry.thread_id,
+                before=entry.created_at + gap,
+                after=entry.created_at - gap,
+                limit=_WINDOW_LIMIT,
+            )
+            for other in around:
+                if other.content:
+                    records.setdefault("e:" + other.id, other)
+        embedder = self.core.embedder
+        vectors: dict[str, list[float]] = {}
+        if embedder is not None and qvec is not None:
+            for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
+                ids = [key[2:] for key in records if key.startswith(prefix)]
+                if ids:
+                    got = await self.store.vector_get(
+                        self.tenant, kind, ids, model_id=embedder.model_id
+                    )
+                    vectors.update({prefix + rid: vec for rid, vec in got.items()})
+        candidates = [
+            Candidate(
+                id=key,
+                thread_id=record.thread_id if isinstance(record, Entry) else key,
+                position=record.position if isinstance(record, Entry) else 0,
+                text=record.content or "",
+                name=record.name if isinstance(record, Entry) else None,
+                created_at=record.created_at,
+                vector=None if key not in vectors else np.asarray(vectors[key], np.float32),
+            )
+            for key, record in records.items()
+        ]
+        if not candidates:
+            return []
+        ranker = HybridRanker(candidates, self.options)
+        hits: list[Hit] = []
+        for i, score, signals in _rank(ranker, self.query, qvec, keyword):
+            record = records[ranker.structure.ids[i]]
+            if self._keep(score, record.metadata):
+                hits.append(_hit(record, score, signals))
+                if len(hits) >= self.k:
+                    break
+        return hits
+
+
+def _interleave(
+    text_hits: list[SearchHit], vector_hits: list[SearchHit]
+) -> list[tuple[SearchHit, bool]]:
+    out: list[tuple[SearchHit, bool]] = []
+    for i in range(max(len(text_hits), len(vector_hits))):
+        if i < len(text_hits):
+            out.append((text_hits[i], True))
+        if i < len(vector_hits):
+            out.append((vector_hits[i], False))
+    return out
+
+
+def _rank(
+    ranker: HybridRanker,
+    query: str,
+    qvec: NDArray[np.float32] | None,
+    keyword: dict[str, float] | None = None,
+) -> Iterator[tuple[int, float, dict[str, float]]]:
+    """Rank like ``HybridRanker.rank``, best first, with the signals of each candidate."""
+    sig = ranker.signals(query, query_vector=qvec, keyword_scores=keyword)
+    scores = ranker.combine(sig)
+    weights = ranker.options.weights
+    direct = ranker.combine(sig, dataclasses.replace(weights, after=(), before=(), session=0.0))
+    for i in ranker.order(scores):
+        signals: dict[str, float] = {}
+        if sig.keyword[i] > 0:
+            signals["keyword"] = float(sig.keyword[i])
+        if sig.semantic_mask[i]:
+            signals["semantic"] = float(sig.semantic[i])
+        for name, values in (
+            ("speaker", sig.speaker),
+            ("date", sig.date),
+            ("time_word", sig.time_word),
+        ):
+            if values[i] > 0:
+                signals[name] = float(values[i])
+        context = float(scores[i] - direct[i])
+        if context > 1e-12:
+            signals["context"] = context
+        yield i, float(scores[i]), signals
+
+
+def _copy_entry(entry: Entry) -> Entry:
+    return dataclasses.replace(
+        entry, metadata=copy.deepcopy(entry.metadata), state=copy.deepcopy(entry.state)
+    )
+
+
+def _hit(record: Entry | Document, score: float, signals: dict[str, float]) -> Hit:
+    if isinstance(record, Entry):
+        return Hit("entry", score, signals, entry=record)
+    return Hit("document", score, signals, document=record)
