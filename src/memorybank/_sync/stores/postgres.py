@@ -52,9 +52,13 @@ idempotency key leaves a one-position gap.
 ``(tenant_id, thread_id, branch, position)`` with ``LIMIT``, so its cost does
 not grow with the thread's length or the branch depth (branches are copies).
 
-Isolation: every call runs in autocommit (READ COMMITTED) or, for multi-step
-deletes and branch creation, in one short transaction that first locks the
-thread row, so a concurrent append is either fully before or fully after it.
+Isolation: single statements run in autocommit (READ COMMITTED: one snapshot
+per statement). ``delete_thread``, ``delete_branch`` and ``forget_user`` run in
+one short transaction whose first statement locks the thread row(s), so a
+concurrent append lands fully before (and is deleted) or fully after (and
+finds no thread); ``create_branch`` takes a key-share lock, which keeps the
+thread from being deleted meanwhile without blocking appends, and copies the
+source branch up to a position read in the same transaction.
 
 Connections: ``AsyncPostgresStore.from_url(url, pool_size=20, prefix=..., timeout=10.0)``
 owns an ``AsyncConnectionPool`` (autocommit, ``connect_timeout``/
@@ -83,6 +87,7 @@ written.
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from collections.abc import Iterator, Sequence
@@ -115,7 +120,6 @@ from memorybank.stores._sql import (
     row_to_summary,
     row_to_thread,
     tool_calls_from_json,
-    tool_calls_to_json,
 )
 
 try:
@@ -149,7 +153,12 @@ _E_READ = ", ".join(
 
 _N_THREAD = len(THREAD_COLUMNS.split(","))
 _N_ENTRY = len(ENTRY_COLUMNS.split(","))
-_E_START = 2 + _N_THREAD  # where an append row's entry columns start
+_E_START = 2 + _N_THREAD + 2  # where an append row's stored entry columns start
+_NULL_ENTRY = (
+    "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text,"
+    " NULL::jsonb, NULL::text, NULL::jsonb, NULL::jsonb, NULL::integer, NULL::timestamptz,"
+    " NULL::text"
+)
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -231,12 +240,10 @@ TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries",
 
 _APPEND = """
 WITH input AS (
-    SELECT * FROM unnest(
-        %(ids)s::text[], %(roles)s::text[], %(contents)s::text[], %(names)s::text[],
-        %(tool_calls)s::text[], %(tool_call_ids)s::text[], %(metadata)s::text[],
-        %(states)s::text[], %(tokens)s::int[], %(created)s::timestamptz[], %(keys)s::text[]
-    ) WITH ORDINALITY AS i(id, role, content, name, tool_calls, tool_call_id, metadata,
-                           state, token_count, created_at, idempotency_key, ord)
+    SELECT * FROM json_to_recordset(%(batch)s::json) AS i(
+        id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
+        metadata jsonb, state jsonb, token_count integer, created_at timestamptz,
+        idempotency_key text, ord bigint)
 ),
 probe AS (
     SELECT user_id, current_branch FROM {p}threads
@@ -276,17 +283,18 @@ ins AS (
     INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content, name,
         tool_calls, tool_call_id, metadata, state, token_count, created_at, idempotency_key)
     SELECT %(tenant)s, %(thread)s, br.name, br.base + f.rn, f.id, f.role, f.content, f.name,
-        f.tool_calls::jsonb, f.tool_call_id, f.metadata::jsonb, f.state::jsonb, f.token_count,
+        f.tool_calls, f.tool_call_id, f.metadata, f.state, f.token_count,
         f.created_at, f.idempotency_key
     FROM fresh f CROSS JOIN br
     ON CONFLICT (tenant_id, thread_id, branch, idempotency_key)
         WHERE idempotency_key IS NOT NULL DO NOTHING
-    RETURNING {entry_columns}
+    RETURNING id, position
 ),
 result AS (
-    SELECT {ins_cols}, f.ord FROM ins JOIN fresh f ON f.id = ins.id
+    -- inserted rows: only where they went (the caller has the rest); stored ones: all
+    SELECT f.ord, ins.position, {null_entry} FROM ins JOIN fresh f ON f.id = ins.id
     UNION ALL
-    SELECT * FROM existing
+    SELECT x.ord, x.position, {x_cols} FROM existing x
 )
 SELECT
     CASE WHEN NOT EXISTS (SELECT 1 FROM probe) THEN 1
@@ -295,11 +303,10 @@ SELECT
          ELSE 0 END,
     (SELECT branch FROM allowed),
     {th_cols},
-    {r_cols}, r.ord
+    r.*
 FROM (SELECT 1) AS one
 LEFT JOIN th ON true
 LEFT JOIN result r ON true
-ORDER BY r.ord
 """
 
 # "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
@@ -348,6 +355,26 @@ def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
         token_count=int(row[19]),
         created_at=from_us(row[20]),
         idempotency_key=row[21],
+    )
+
+
+def _new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    """The ``Entry`` just stored from ``new`` (its JSON values copied, not shared)."""
+    return Entry(
+        id=new.id,
+        thread_id=thread_id,
+        branch=branch,
+        position=int(position),
+        role=new.role,  # type: ignore[arg-type]
+        content=new.content,
+        name=new.name,
+        tool_calls=new.tool_calls,
+        tool_call_id=new.tool_call_id,
+        metadata=copy.deepcopy(new.metadata) if new.metadata else {},
+        state=copy.deepcopy(new.state) if new.state else {},
+        token_count=new.token_count,
+        created_at=new.created_at,
+        idempotency_key=new.idempotency_key,
     )
 
 
@@ -792,6 +819,25 @@ class PostgresStore(Store):
                 first_of[key] = len(sent)
             slot.append(len(sent))
             sent.append(new)
+        batch = dump(
+            [
+                {
+                    "id": e.id,
+                    "role": e.role,
+                    "content": e.content,
+                    "name": e.name,
+                    "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls] or None,
+                    "tool_call_id": e.tool_call_id,
+                    "metadata": e.metadata,
+                    "state": e.state,
+                    "token_count": e.token_count,
+                    "created_at": e.created_at.isoformat(),
+                    "idempotency_key": e.idempotency_key,
+                    "ord": index,
+                }
+                for index, e in enumerate(sent, 1)
+            ]
+        )
         params = {
             "tenant": tenant,
             "thread": thread_id,
@@ -799,17 +845,7 @@ class PostgresStore(Store):
             "check_owner": not isinstance(owner, Unset),
             "owner": None if isinstance(owner, Unset) else owner,
             "now": updated_at,
-            "ids": [e.id for e in sent],
-            "roles": [e.role for e in sent],
-            "contents": [e.content for e in sent],
-            "names": [e.name for e in sent],
-            "tool_calls": [tool_calls_to_json(e.tool_calls) for e in sent],
-            "tool_call_ids": [e.tool_call_id for e in sent],
-            "metadata": [dump(e.metadata) for e in sent],
-            "states": [dump(e.state) for e in sent],
-            "tokens": [e.token_count for e in sent],
-            "created": [e.created_at for e in sent],
-            "keys": [e.idempotency_key for e in sent],
+            "batch": batch,
         }
         rows = self._fetch(self._sql.append, params)
         status, resolved = rows[0][0], rows[0][1]
@@ -822,8 +858,14 @@ class PostgresStore(Store):
         thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
         stored: dict[int, Entry] = {}
         for row in rows:
-            if row[-1] is not None:
-                stored[int(row[-1]) - 1] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
+            ord_ = row[2 + _N_THREAD]
+            if ord_ is None:
+                continue
+            index = int(ord_) - 1
+            if row[_E_START] is not None:  # already on the branch (idempotency key)
+                stored[index] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
+            else:
+                stored[index] = _new_entry(sent[index], thread_id, resolved, row[3 + _N_THREAD])
         missing = [i for i in range(len(sent)) if i not in stored]
         if missing:
             # Another writer stored the same idempotency key first (or the branch vanished).
@@ -1106,10 +1148,9 @@ class _Statements:
             p=p,
             e_cols=_E_COLS,
             t_cols=_T_COLS,
-            entry_columns=ENTRY_COLUMNS,
-            ins_cols=_cols("ins", ENTRY_COLUMNS),
             th_cols=_cols("th", THREAD_COLUMNS),
-            r_cols=_cols("r", ENTRY_COLUMNS),
+            x_cols=_cols("x", ENTRY_COLUMNS),
+            null_entry=_NULL_ENTRY,
         )
         self.entries_by_key = (
             f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = %s AND thread_id = %s"
