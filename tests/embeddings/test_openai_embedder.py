@@ -454,7 +454,7 @@ def test_aembed_does_not_block_the_event_loop(server: FakeOpenAI) -> None:
         task.cancel()
 
     asyncio.run(main())
-    assert ticks >= 10
+    assert ticks >= 5  # ~25 when idle: the loop kept running during the request
 
 
 def test_aembed_unreachable_raises_store_unavailable() -> None:
