@@ -1,0 +1,68 @@
+"""``python -m bench [--quick] [names...]``: run the benchmarks, one after another.
+
+Each benchmark compares memorybank with the raw driver doing the same work in
+the same run. A server benchmark whose server is unreachable is reported and
+skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
+search (default: all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import socket
+import sys
+import time
+
+BENCHMARKS: dict[str, tuple[str, int | None]] = {
+    # name -> (module, TCP port on 127.0.0.1 the benchmark needs, if any)
+    "sqlite": ("bench.bench_sqlite", None),
+    "postgres": ("bench.bench_postgres", 5432),
+    "redis": ("bench.bench_redis", 6379),
+    "mysql": ("bench.bench_mysql", 3306),
+    "context": ("bench.bench_context", None),
+    "search": ("bench.bench_search", None),
+}
+
+
+def _reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("names", nargs="*", help=f"which to run: {', '.join(BENCHMARKS)}")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
+    failed = 0
+    for name in args.names or list(BENCHMARKS):
+        module_name, port = BENCHMARKS[name]
+        print(f"\n## {name}\n", flush=True)
+        if port is not None and not _reachable(port):
+            print(f"skipped: nothing listens on 127.0.0.1:{port}")
+            continue
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            print(f"skipped: {error}")
+            continue
+        start = time.perf_counter()
+        sys.argv = [module_name, *(["--quick"] if args.quick else [])]
+        try:
+            module.main()
+        except Exception as error:  # report and go on with the other benchmarks
+            failed += 1
+            print(f"FAILED: {type(error).__name__}: {error}")
+        print(f"\n({name}: {time.perf_counter() - start:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
