@@ -126,22 +126,28 @@ def row_to_thread(row: Sequence[Any]) -> Thread:
 
 
 def row_to_entry(row: Sequence[Any]) -> Entry:
-    """An ``Entry`` from a row selected with ``ENTRY_COLUMNS``."""
+    """An ``Entry`` from a row selected with ``ENTRY_COLUMNS``.
+
+    This runs for every row of every read, so it avoids calls where a cheap
+    test does: empty JSON objects and absent tool calls are the common case.
+    """
+    (id_, thread_id, branch, position, role, content, name, calls, call_id, metadata, state,
+     tokens, created) = row[:13]  # fmt: skip
     return Entry(
-        id=row[0],
-        thread_id=row[1],
-        branch=row[2],
-        position=int(row[3]),
-        role=row[4],
-        content=row[5],
-        name=row[6],
-        tool_calls=tool_calls_from_json(row[7]),
-        tool_call_id=row[8],
-        metadata=load(row[9]) or {},
-        state=load(row[10]) or {},
-        token_count=int(row[11]),
-        created_at=from_us(row[12]),
-        idempotency_key=row[13],
+        id_,
+        thread_id,
+        branch,
+        int(position),
+        role,
+        content,
+        name,
+        () if calls is None else tool_calls_from_json(calls),
+        call_id,
+        {} if metadata is None or metadata == "{}" else load(metadata),
+        {} if state is None or state == "{}" else load(state),
+        int(tokens),
+        from_us(created),
+        row[13],
     )
 
 
