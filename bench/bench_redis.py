@@ -13,7 +13,12 @@ Every measurement interleaves memorybank and raw calls, so load from other
 processes on the machine hits both sides alike.
 
 Run: ``python -m bench.bench_redis [--quick] [--url redis://...]``. Keys go under a
-random prefix and are deleted at the end.
+random prefix and are deleted at the end. The reply parser (hiredis when installed,
+redis-py's Python parser otherwise) is printed with the results; to measure without
+hiredis while it is installed, hide it before redis-py is imported::
+
+    python -c "import sys, runpy; sys.modules['hiredis'] = None; \
+        runpy.run_module('bench.bench_redis', run_name='__main__')"
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from urllib.parse import urlencode
 
 import redis
 import redis.asyncio
+import redis.utils
 
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
@@ -256,6 +262,8 @@ def main(argv: list[str] | None = None) -> None:
     threads, messages, repeat = (10, 50, 100) if args.quick else (100, 200, 1000)
     prefix = f"mbbench:{uuid.uuid4().hex[:8]}:"
     client = redis.Redis.from_url(args.url)
+    reply_parser = "hiredis" if redis.utils.HIREDIS_AVAILABLE else "redis-py (Python)"
+    print(f"\nreply parser: {reply_parser}")
     try:
         print(f"\n### Redis W1: {threads} threads x {messages} appends, one call each\n")
         rows = asyncio.run(w1(args.url, prefix, threads, messages))

@@ -66,7 +66,8 @@ class TestRedisAsync(AsyncContract):
 class TestRedisSync(SyncContract):
     @pytest.fixture
     def store(self, redis_prefix: str) -> Iterator[RedisStore]:
-        store = RedisStore.from_url(REDIS_URL, prefix=redis_prefix, timeout=5)
+        # A prefix of its own: the default tenant's searches must not see the async class's data.
+        store = RedisStore.from_url(REDIS_URL, prefix=redis_prefix + "sync:", timeout=5)
         yield store
         store.close()
 

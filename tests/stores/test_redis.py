@@ -22,7 +22,7 @@ import redis.asyncio
 from redis.crc import key_slot
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.base import AsyncStore
+from memorybank._async.stores.base import AsyncStore, Record, VectorItem, Visibility
 from memorybank._async.stores.memory import AsyncInMemoryStore
 from memorybank._async.stores.open import open_store
 from memorybank._async.stores.redis import MIGRATIONS, AsyncRedisStore
@@ -444,3 +444,115 @@ async def test_created_at_filters_match_the_reference_store(prefix: str) -> None
                 got.append([(e.content, e.position) for e in page])
             assert got[0] == got[1], case
     await redis_store.close()
+
+
+# -- records, vectors, search (layout v2) -----------------------------------------------
+
+
+@pytest.mark.parametrize("cluster", [False, True])
+async def test_entry_vectors_live_expire_and_die_with_their_thread(
+    prefix: str, raw: redis.Redis, cluster: bool
+) -> None:
+    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, ttl=30, cluster=cluster)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create(thread_id="a:{b}", user_id="u")).id
+    entry = await memory.remember(tid, "user", "hello")
+    await store.vector_put("default", [VectorItem("entry", entry.id, "m:1", [1.0, 0.0], tid)])
+    thread_key = f"{prefix}{{default:a%3A%7Bb%7D}}:t"
+    vector_key = f"{prefix}{{default:a%3A%7Bb%7D}}:v:m%3A1"
+    assert key_slot(vector_key.encode()) == key_slot(thread_key.encode())
+    assert 0 < raw.pttl(vector_key) <= 30_000
+    got = await store.vector_get("default", "entry", [entry.id], model_id="m:1")
+    assert got == {entry.id: pytest.approx([1.0, 0.0])}
+    assert await store.delete_thread("default", tid)
+    assert not raw.exists(vector_key)
+    assert raw.hlen(f"{prefix}{{default}}:ev:m%3A1") == 0
+    assert await store.vector_get("default", "entry", [entry.id], model_id="m:1") == {}
+    await memory.close()
+    await store.close()
+
+
+async def test_vectors_of_an_expired_thread_are_gone_and_unindexed(
+    prefix: str, raw: redis.Redis
+) -> None:
+    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, ttl=0.3)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    entry = await memory.remember(tid, "user", "short-lived words")
+    await store.vector_put("default", [VectorItem("entry", entry.id, "m", [1.0, 0.0], tid)])
+    await asyncio.sleep(0.6)
+    assert _keys(raw, f"{prefix}{{default:{tid}}}*") == []
+    assert await store.vector_get("default", "entry", [entry.id], model_id="m") == {}
+    assert raw.hlen(f"{prefix}{{default}}:ev:m") == 0  # cleaned by the read
+    assert await store.text_search("default", "words", kinds=["entry"], k=5) == []
+    assert raw.scard(f"{prefix}{{default}}:u0") == 0  # cleaned by the search
+    await memory.close()
+    await store.close()
+
+
+async def test_records_live_in_the_tenant_slot_and_forget_user_erases_them(
+    prefix: str, raw: redis.Redis
+) -> None:
+    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    mine = Record("fact", "f:1", "bot", "u:1", "likes tea", {}, when, when)
+    shared = Record("doc", "d:1", None, None, "manual", {"n": [1, 2.5]}, when, when)
+    await store.record_put("acme", [mine, shared])
+    await store.vector_put(
+        "acme",
+        [VectorItem("fact", "f:1", "m", [1.0, 0.0]), VectorItem("doc", "d:1", "m", [0.0, 1.0])],
+    )
+    keys = _keys(raw, f"{prefix}*")
+    assert len({key_slot(k.encode()) for k in keys if "{acme}" in k}) == 1
+    moved = Record("fact", "f:1", "bot", "u:2", "likes tea", {}, when, when)
+    await store.record_put("acme", [moved])  # changes owner: leaves u:1's index
+    assert await store.forget_user("acme", "u:1") == 0
+    await store.record_put("acme", [mine])
+    assert await store.forget_user("acme", "u:1") == 1
+    assert [k for k in _keys(raw, f"{prefix}*") if "u%3A1" in k] == []
+    assert await store.vector_get("acme", "fact", ["f:1"], model_id="m") == {}
+    assert await store.record_get("acme", "doc", "d:1") == shared
+    hits = await store.vector_search("acme", [0.0, 1.0], model_id="m", kinds=["doc"], k=3)
+    assert [(h.id, round(h.score, 5)) for h in hits] == [("d:1", 1.0)]
+    await store.close()
+
+
+async def test_v1_data_is_migrated_shared_threads_get_indexed(
+    prefix: str, raw: redis.Redis
+) -> None:
+    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
+    memory = AsyncMemory(store)
+    shared = (await memory.threads.create(agent_id="bot")).id
+    owned = (await memory.threads.create(user_id="bob")).id
+    await memory.remember(shared, "user", "the lighthouse keeper")
+    await memory.remember(owned, "user", "the lighthouse is bob's")
+    await memory.close()
+    await store.close()
+    raw.delete(f"{prefix}{{default}}:u0")  # as a v1 store left it
+    raw.set(prefix + "schema_version", 1)
+    upgraded = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
+    hits = await upgraded.text_search(
+        "default", "lighthouse", kinds=["entry"], k=5, visible_to=Visibility("bot", "alice")
+    )
+    assert [h.thread_id for h in hits] == [shared]
+    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"2"
+    assert raw.smembers(f"{prefix}{{default}}:u0") == {shared.encode()}
+    await upgraded.close()
+
+
+async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
+    amemory: AsyncMemory,
+) -> None:
+    store = amemory.store
+    tid = (await amemory.threads.create()).id
+    ids = [(await amemory.remember(tid, "user", f"m{i}")).id for i in range(4)]
+    changed = await store.update_entries(
+        "default",
+        tid,
+        branch="main",
+        changes=[(ids[1], None, {"o": [1, {}]}, 0), (_id(), "x", {}, 1)],
+    )
+    assert changed == 1
+    _, page = await store.list_entries("default", tid, limit=3)
+    assert (page[0].id, page[0].content, page[0].state) == (ids[1], None, {"o": [1, {}]})
+    assert [e.position for e in page] == [2, 3, 4]

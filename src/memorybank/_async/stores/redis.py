@@ -1,4 +1,6 @@
-"""AsyncRedisStore: threads, entries and branches in plain Redis 7 (no modules).
+"""AsyncRedisStore: threads, entries, branches, records and search in plain Redis 7.
+
+No modules: keyword (BM25) and vector (exact cosine) search rank in the client.
 
 Key layout (``P`` is the prefix, default ``"memorybank:"``; every id inside a
 key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
@@ -8,23 +10,34 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
                                        (user, agent, title absent = None; times are
                                        int microseconds) + one field "b:<branch>"
                                        per branch -> JSON [created, from_branch, from_entry]
+                                       + one field "v:<model>" -> "1" per vector model
     P{tenant:thread}:z:<branch> zset   score = position, member = entry JSON
                                        [position, created, id, role, content, name,
                                        tool_calls, tool_call_id, metadata, state, tokens,
                                        idem_key] (the script splices the position in)
     P{tenant:thread}:h:<branch> hash   "i:<entry id>" -> position, "k:<idem key>" -> entry id
+    P{tenant:thread}:v:<model>  hash   entry id -> float32 unit vector (little-endian)
     P{tenant}:threads           zset   score = updated_at, member = thread id
     P{tenant}:u:<user>          zset   the same, for the threads owned by <user>
+    P{tenant}:u0                set    ids of the threads without a user
+    P{tenant}:ev:<model>        hash   entry id -> thread id (locates an entry's vector)
+    P{tenant}:r:<kind>          hash   record id -> JSON [agent, user, key, content,
+                                       data, created, updated, expires]
+    P{tenant}:ru:<kind>:<user>  set    ids of <user>'s records of <kind>
+    P{tenant}:rn:<kind>         set    ids of the records of <kind> without a user
+    P{tenant}:rk:<user>         set    kinds <user> has records of
+    P{tenant}:rv:<kind>:<model> hash   record id -> float32 unit vector
+    P{tenant}:rvm:<kind>        set    models with vectors of <kind>
     P{tenant:run}:w             hash   working memory of a run (key -> JSON text)
     P{tenant:run}:s             hash   snapshot of a run: v (JSON text), o (owner), at
     P{tenant}:su:<user>         set    run ids whose snapshot <user> owns
     P{tenant}:sum:<agent>       list   summaries, oldest first (JSON [id, user, content, at])
     P{tenant}:sumu:<user>       set    agents holding summaries of <user>
-    Pschema_version             string layout version (index into ``MIGRATIONS``)
+    Pschema_version             string layout version (index into ``MIGRATIONS``): 2
 
 Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
 thread lives in one Redis Cluster slot and every thread operation is one Lua
-script over that slot. The tenant indexes (``threads``, ``u:``) live in the
+script over that slot. The tenant indexes (``threads``, ``u:``, ``u0``) live in the
 ``{tenant}`` slot. On a single node (the default) the scripts update them in the
 same atomic script. With ``cluster=True`` the scripts touch only the thread's
 slot and the store updates the indexes with a second command right after
@@ -32,7 +45,14 @@ slot and the store updates the indexes with a second command right after
 member pointing at a deleted thread, which readers tolerate and clean up).
 Snapshot owner sets and summaries are in the tenant slot; ``snapshot_save``
 writes the snapshot and its owner set in one MULTI on a single node, in two
-commands (set first) with ``cluster=True``.
+commands (set first) with ``cluster=True``. Records, their owner sets and
+vectors all live in the tenant slot, so ``record_put`` (a whole batch),
+``record_delete`` and the records part of ``forget_user`` are one script each.
+Entry vectors live in their thread's slot (written, expired and deleted with
+it); the ``ev:`` index that finds them by entry id is in the tenant slot,
+updated by the same script on a single node, by a second command with
+``cluster=True`` (stale members -- an expired thread's -- are dropped when
+``vector_get`` meets them).
 
 Position assignment: ``append_entries`` is one ``EVALSHA`` (loaded once,
 reloaded on ``NOSCRIPT``): it checks the thread, owner and branch, resolves
@@ -49,13 +69,42 @@ length or branching depth (branches are copies, made with ``COPY``).
 ``before``/``after`` filters scan newest-first inside the script (cost grows with
 the entries skipped). Every read is one round trip.
 
-TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries and
-idempotency keys -- together: one script sets the same deadline on every key and
+Compaction: ``compact_entries`` is one script on the thread's slot: it compares
+the ids at positions ``<= through_position`` with the expected ones, removes
+them and splices the summary in at ``through_position``, or changes nothing.
+``update_entries`` reads the members, rebuilds their JSON in Python (a Lua
+re-encode would not keep it byte-exact, e.g. ``[]`` vs ``{}``) and replaces
+them all in one script that first checks every member is still the one read
+(compare-and-set; re-read and retried when a writer got in between).
+
+Search: Redis 7 without modules has no text or vector index, so both searches
+read the scope and rank in the client. The scope is found through the indexes:
+the asking user's threads (``u:<user>``) plus the shared ones (``u0``), every
+thread of the tenant without a ``visible_to``, one thread with ``thread_id``;
+records through their owner sets. ``text_search`` reads every entry (all
+branches) of those threads and the records' texts -- one pipelined script per
+thread -- and ranks them with ``memorybank.retrieval.bm25.BM25Index`` (the
+in-memory store's analyzer and scores). ``vector_search`` reads the scope's
+vectors of the model and ranks them exactly with numpy
+(``memorybank.stores._vectors.top_k``). The cost is linear in the scope: a
+few thousand entries (a user's threads, one thread) take milliseconds to tens
+of milliseconds; a scope of hundreds of thousands of texts (an unscoped search
+of a big tenant, a user with years of history) moves that much data on every
+query and belongs in a store with a real index (PostgreSQL, SQLite FTS5, or
+Redis Stack's search module, not used here). Records are scanned the same way
+(``record_list`` reads the kind's records in the owner scope, then filters and
+sorts in the client).
+
+TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries,
+idempotency keys and entry vectors -- together: one script sets the same deadline on every key and
 each write refreshes it. ``ttl=None`` keeps data forever (and leaves a deadline
 set earlier by another configuration in place until the next write with a
-TTL). An expired thread's index members are removed lazily by ``list_threads``
-and ``forget_user``. ``working_ttl`` / ``snapshot_ttl`` expire working memory
-(refreshed on each set) and snapshots (on each save). Snapshot owner sets and
+TTL; an entry vector written then takes the thread's remaining deadline).
+An expired thread's index members are removed lazily by ``list_threads``,
+the searches and ``forget_user``. Records and their vectors are not
+thread-scoped: they never expire (``expires_at`` is stored for the caller).
+``working_ttl`` / ``snapshot_ttl`` expire working memory (refreshed on each
+set) and snapshots (on each save). Snapshot owner sets and
 summary user sets are cleaned lazily by ``forget_user``.
 
 Durability: a write has returned once Redis applied it in memory; whether it
@@ -63,7 +112,9 @@ survives a server crash depends on the server's persistence (``appendonly yes``
 with ``appendfsync always`` for the strictest, ``everysec`` loses up to a
 second). The store does not change server configuration.
 
-Differences from the contract: none known. The client given to the
+Differences from the contract: none known. Vectors are binary, so a client
+given to the constructor must not decode responses (``decode_responses=False``,
+as ``from_url`` builds it). The client given to the
 constructor keeps its own retry policy; ``from_url`` builds one without command
 retries (see ``memorybank.stores._redis_compat``).
 """
@@ -72,6 +123,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -80,7 +132,17 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.exceptions
 
-from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.base import (
+    UNSET,
+    AppendResult,
+    AsyncStore,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -93,14 +155,19 @@ from memorybank.errors import (
 )
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores._redis_compat import AsyncRedisClient, aconnect_redis
-from memorybank.stores._sql import dump, from_us, to_us
+from memorybank.stores._sql import dump, from_us, to_us, unit_vector_bytes, vector_from_bytes
 
 __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
 #: version ``i`` to ``i + 1`` (run atomically with the version bump). Version 1
-#: is the initial layout, which needs nothing created.
-MIGRATIONS: list[str] = [""]
+#: is the initial layout, which needs nothing created. Version 2 adds records,
+#: vectors and the ``u0`` index of threads without a user; the store backfills
+#: ``u0`` from the tenant indexes (SCAN, idempotent) before running its body.
+MIGRATIONS: list[str] = ["", "-- v2: records, vectors, u0 (backfilled by the client first)\n"]
+
+#: Chunk size of pipelines and of the argument lists sent to one script.
+_CHUNK = 500
 
 _THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
 
@@ -127,19 +194,29 @@ local function branches()
   end
   return names
 end
+local function vkey(m) return base .. 'v:' .. esc(m) end
 local function touch()
   if ttl ~= '0' then
     redis.call('PEXPIRE', tkey, ttl)
-    for _, b in ipairs(branches()) do
-      redis.call('PEXPIRE', zkey(b), ttl)
-      redis.call('PEXPIRE', hkey(b), ttl)
+    for _, f in ipairs(redis.call('HKEYS', tkey)) do
+      local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
+      if kind == 'b:' then
+        redis.call('PEXPIRE', zkey(name), ttl)
+        redis.call('PEXPIRE', hkey(name), ttl)
+      elseif kind == 'v:' then
+        redis.call('PEXPIRE', vkey(name), ttl)
+      end
     end
   end
 end
-local function index(t, updated)
+local function index(t, updated, created)
   if idx ~= '' then
     redis.call('ZADD', idx .. 'threads', updated, t[1])
-    if t[3] then redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1]) end
+    if t[3] then
+      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
+    elseif created then
+      redis.call('SADD', idx .. 'u0', t[1])
+    end
   end
 end
 local function forget(h, members)
@@ -162,14 +239,15 @@ redis.call('HSET', tkey, unpack(ARGV, 6))
 local t = thread()
 redis.call('DEL', zkey(t[10]), hkey(t[10]))
 touch()
-index(t, ARGV[5])
+index(t, ARGV[5], true)
 return 1
 """
 
 # ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
 # ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
 # its position) per entry. Returns status, branch, the thread's 10 fields, then per entry
-# its position and "" (new) or the stored member (idempotent replay).
+# its position and "" (new) or the stored member (idempotent replay). The thread's fields
+# come back as one JSON array (one reply item instead of ten: cheaper on both sides).
 _APPEND = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
@@ -187,8 +265,7 @@ local pos = 0
 if last[2] then pos = tonumber(last[2]) end
 redis.call('HSET', tkey, 'up', ARGV[7])
 t[9] = ARGV[7]
-local out = {'OK', b}
-for i = 1, 10 do out[#out + 1] = t[i] end
+local out = {'OK', b, cjson.encode(t)}
 for i = 8, #ARGV, 3 do
   local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local found = false
@@ -234,34 +311,54 @@ for i = 1, 10 do out[#out + 1] = t[i] end
 return out
 """
 
-# ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or ""}.
+# ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
+# vectors}: the entry vectors go with the thread; their entries in the tenant's "ev:" index
+# are dropped here on a single node, or returned ({model, {ids}, ...}) for the caller.
 _DELETE = """
 local t = redis.call('HMGET', tkey, 'id', 'u')
-if not t[1] then return {0, 0, ''} end
-if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, ''} end
-local n = 0
-for _, b in ipairs(branches()) do
-  n = n + redis.call('ZCARD', zkey(b))
-  redis.call('DEL', zkey(b), hkey(b))
+if not t[1] then return {0, 0, '', {}} end
+if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
+local n, gone = 0, {}
+for _, f in ipairs(redis.call('HKEYS', tkey)) do
+  local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
+  if kind == 'b:' then
+    n = n + redis.call('ZCARD', zkey(name))
+    redis.call('DEL', zkey(name), hkey(name))
+  elseif kind == 'v:' then
+    local ids = redis.call('HKEYS', vkey(name))
+    if idx ~= '' then
+      for i = 1, #ids, 1000 do
+        redis.call('HDEL', idx .. 'ev:' .. esc(name), unpack(ids, i, math.min(i + 999, #ids)))
+      end
+    else
+      gone[#gone + 1] = name
+      gone[#gone + 1] = ids
+    end
+    redis.call('DEL', vkey(name))
+  end
 end
 redis.call('DEL', tkey)
 if idx ~= '' then
   redis.call('ZREM', idx .. 'threads', t[1])
-  if t[2] then redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1]) end
+  if t[2] then
+    redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1])
+  else
+    redis.call('SREM', idx .. 'u0', t[1])
+  end
 end
-return {1, n, t[2] or ''}
+return {1, n, t[2] or '', gone}
 """
 
 # ARGV[4] = branch, ARGV[5] = limit (-1: all), ARGV[6] = offset,
-# ARGV[7] = before ("" none), ARGV[8] = after ("" none). Entries come newest first.
+# ARGV[7] = before ("" none), ARGV[8] = after ("" none). Returns status, branch, the
+# thread (JSON array), then the entries newest first.
 _LIST = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local b = pick(t, ARGV[4])
 local z = zkey(b)
 local limit, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
-local out = {'OK', b}
-for i = 1, 10 do out[#out + 1] = t[i] end
+local out = {'OK', b, cjson.encode(t)}
 if limit == 0 then return out end
 if ARGV[7] == '' and ARGV[8] == '' then
   local stop = -1
@@ -395,6 +492,241 @@ touch()
 return 1
 """
 
+# ARGV[4] = branch, ARGV[5] = through position, ARGV[6] = updated_at, ARGV[7] = summary id,
+# ARGV[8] = summary idempotency key, ARGV[9] = summary JSON without its position ("" none),
+# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread].
+_COMPACT = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local b, through = ARGV[4], ARGV[5]
+if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH'} end
+local z, h = zkey(b), hkey(b)
+local doomed = redis.call('ZRANGEBYSCORE', z, '-inf', through)
+if #doomed ~= #ARGV - 9 then return {'STALE'} end
+for i, m in ipairs(doomed) do
+  if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
+end
+forget(h, doomed)
+redis.call('ZREMRANGEBYSCORE', z, '-inf', through)
+if ARGV[9] ~= '' then
+  redis.call('ZADD', z, through, '[' .. through .. ',' .. string.sub(ARGV[9], 2))
+  redis.call('HSET', h, 'i:' .. ARGV[7], through)
+  if ARGV[8] ~= '' then redis.call('HSET', h, 'k:' .. ARGV[8], ARGV[7]) end
+end
+redis.call('HSET', tkey, 'up', ARGV[6])
+t[9] = ARGV[6]
+touch()
+index(t, ARGV[6])
+local out = {'OK'}
+for i = 1, 10 do out[#out + 1] = t[i] end
+return out
+"""
+
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
+_GET_MEMBERS = """
+if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
+local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+local out = {'OK'}
+for i = 5, #ARGV do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  out[#out + 1] = (p and redis.call('ZRANGEBYSCORE', z, p, p)[1]) or false
+end
+return out
+"""
+
+# ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
+# replaced (same position) if every member is unchanged. Returns -1 (no thread),
+# -2 (changed since read: retry) or the count.
+_REPLACE_MEMBERS = """
+if redis.call('EXISTS', tkey) == 0 then return -1 end
+local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+local pos = {}
+for i = 5, #ARGV, 3 do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  if not p or redis.call('ZRANGEBYSCORE', z, p, p)[1] ~= ARGV[i + 1] then return -2 end
+  pos[#pos + 1] = p
+end
+for j, p in ipairs(pos) do
+  local i = 5 + (j - 1) * 3
+  redis.call('ZREM', z, ARGV[i + 1])
+  redis.call('ZADD', z, p, ARGV[i + 2])
+end
+touch()
+return #pos
+"""
+
+# Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
+# asking agent / user ("-" none, "=<id>"), ARGV[7] = model ("": entry texts). Returns
+# {'GONE'}, {'HIDDEN'}, {'OK', {id, vector, ...}} or {'OK', branch, {members}, ...}.
+_SCOPE = """
+local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
+if not t[1] then return {'GONE'} end
+if ARGV[4] == '1' then
+  if (t[3] and '=' .. t[3] ~= ARGV[5]) or (t[2] and '=' .. t[2] ~= ARGV[6]) then
+    return {'HIDDEN'}
+  end
+end
+if ARGV[7] ~= '' then return {'OK', redis.call('HGETALL', vkey(ARGV[7]))} end
+local out = {'OK'}
+for _, b in ipairs(branches()) do
+  out[#out + 1] = b
+  out[#out + 1] = redis.call('ZRANGE', zkey(b), 0, -1)
+end
+return out
+"""
+
+# ARGV[4] = model, ARGV[5] = thread id, ARGV[6..] = (entry id, vector) pairs. Skipped
+# (0) when the thread is gone; the vectors share the thread's deadline.
+_PUT_VECTORS = """
+if redis.call('EXISTS', tkey) == 0 then return 0 end
+local m = ARGV[4]
+local v = vkey(m)
+redis.call('HSET', v, unpack(ARGV, 6))
+redis.call('HSET', tkey, 'v:' .. m, '1')
+if ttl ~= '0' then
+  touch()
+else
+  local left = redis.call('PTTL', tkey)
+  if left > 0 then redis.call('PEXPIRE', v, left) end
+end
+if idx ~= '' then
+  local e = idx .. 'ev:' .. esc(m)
+  for i = 6, #ARGV, 2 do redis.call('HSET', e, ARGV[i], ARGV[5]) end
+end
+return 1
+"""
+
+# -- tenant scripts: KEYS[1] = any key of the tenant slot, ARGV[1] = "P{tenant}:" -----------
+
+_TENANT_PRELUDE = r"""
+local idx = ARGV[1]
+local function esc(s)
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function rkey(k) return idx .. 'r:' .. esc(k) end
+local function owners(k, user)
+  if user == cjson.null or user == nil then return idx .. 'rn:' .. esc(k) end
+  return idx .. 'ru:' .. esc(k) .. ':' .. esc(user)
+end
+local function drop_vectors(k, id)
+  for _, m in ipairs(redis.call('SMEMBERS', idx .. 'rvm:' .. esc(k))) do
+    redis.call('HDEL', idx .. 'rv:' .. esc(k) .. ':' .. esc(m), id)
+  end
+end
+local function chunks(cmd, key, items)
+  local out = {}
+  for i = 1, #items, 1000 do
+    local part = redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+    for _, v in ipairs(part) do out[#out + 1] = v end
+  end
+  return out
+end
+"""
+
+# ARGV[2..] = (kind, id, owner "-" / "=<user>", record JSON) per record.
+_RECORD_PUT = """
+for i = 2, #ARGV, 4 do
+  local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local old = redis.call('HGET', rkey(kind), id)
+  if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
+  redis.call('HSET', rkey(kind), id, json)
+  if owner == '-' then
+    redis.call('SADD', owners(kind, nil), id)
+  else
+    local user = string.sub(owner, 2)
+    redis.call('SADD', owners(kind, user), id)
+    redis.call('SADD', idx .. 'rk:' .. esc(user), kind)
+  end
+end
+return 1
+"""
+
+# ARGV[2] = kind, ARGV[3..] = distinct ids. Returns how many existed.
+_RECORD_DELETE = """
+local kind, n = ARGV[2], 0
+for i = 3, #ARGV do
+  local old = redis.call('HGET', rkey(kind), ARGV[i])
+  if old then
+    redis.call('HDEL', rkey(kind), ARGV[i])
+    redis.call('SREM', owners(kind, cjson.decode(old)[2]), ARGV[i])
+    drop_vectors(kind, ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+# ARGV[2] = "all" | "only" (the owner's set) | "vis" (the owner's and the shared set),
+# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = model ("": no vectors), ARGV[5..] = kinds.
+# Returns {kind, {id, record JSON[, vector], ...}, ...}; records without a vector of the
+# model are left out.
+_RECORD_SCOPE = """
+local mode, owner, model = ARGV[2], ARGV[3], ARGV[4]
+local out = {}
+for i = 5, #ARGV do
+  local kind = ARGV[i]
+  local ids
+  if mode == 'all' then
+    ids = redis.call('HKEYS', rkey(kind))
+  elseif owner == '-' then
+    ids = redis.call('SMEMBERS', owners(kind, nil))
+  else
+    ids = redis.call('SMEMBERS', owners(kind, string.sub(owner, 2)))
+    if mode == 'vis' then
+      for _, id in ipairs(redis.call('SMEMBERS', owners(kind, nil))) do ids[#ids + 1] = id end
+    end
+  end
+  local rows = {}
+  if #ids > 0 then
+    local records = chunks('HMGET', rkey(kind), ids)
+    local vectors = {}
+    if model ~= '' then
+      vectors = chunks('HMGET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(model), ids)
+    end
+    for j, id in ipairs(ids) do
+      if records[j] and (model == '' or vectors[j]) then
+        rows[#rows + 1] = id
+        rows[#rows + 1] = records[j]
+        if model ~= '' then rows[#rows + 1] = vectors[j] end
+      end
+    end
+  end
+  out[#out + 1] = kind
+  out[#out + 1] = rows
+end
+return out
+"""
+
+# ARGV[2..] = (kind, id, model, vector) per item.
+_RECORD_VECTORS = """
+for i = 2, #ARGV, 4 do
+  local kind, m = ARGV[i], ARGV[i + 2]
+  redis.call('HSET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(m), ARGV[i + 1], ARGV[i + 3])
+  redis.call('SADD', idx .. 'rvm:' .. esc(kind), m)
+end
+return 1
+"""
+
+# ARGV[2] = user. Deletes the user's records (and their vectors); returns how many.
+_RECORD_FORGET = """
+local user, n = ARGV[2], 0
+local kinds = idx .. 'rk:' .. esc(user)
+for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
+  local set = owners(kind, user)
+  for _, id in ipairs(redis.call('SMEMBERS', set)) do
+    local old = redis.call('HGET', rkey(kind), id)
+    if old and cjson.decode(old)[2] == user then
+      redis.call('HDEL', rkey(kind), id)
+      drop_vectors(kind, id)
+      n = n + 1
+    end
+  end
+  redis.call('DEL', set)
+end
+redis.call('DEL', kinds)
+return n
+"""
+
 # KEYS[1] = snapshot hash, ARGV[1] = owner: delete it only if that user owns it.
 _FORGET_SNAPSHOT = """
 if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -432,13 +764,31 @@ return tonumber(ARGV[2])
 """
 
 
+def _with_helpers(prelude: str, body: str) -> str:
+    """``body`` after the prelude's header and only the helpers it uses (transitively).
+
+    Every ``local function`` of a prelude is a closure created on each call, so a
+    script carrying helpers it never calls pays for them on every ``EVALSHA``.
+    """
+    head, *chunks = re.split(r"(?m)^(?=local function )", prelude)
+    named = [(c.split("(", 1)[0].removeprefix("local function "), c) for c in chunks]
+    text, used = body, set()
+    while True:
+        more = {n for n, _ in named if n not in used and re.search(rf"\b{n}\(", text)}
+        if not more:
+            break
+        used |= more
+        text = body + "".join(c for n, c in named if n in used)
+    return head + "".join(c for n, c in named if n in used) + body
+
+
 class _Script:
     """A Lua script run by ``EVALSHA`` (loaded on the first ``NOSCRIPT``)."""
 
     __slots__ = ("sha", "source")
 
-    def __init__(self, body: str, *, prelude: bool = True) -> None:
-        self.source = (_PRELUDE + body) if prelude else body
+    def __init__(self, body: str, *, prelude: str = _PRELUDE) -> None:
+        self.source = _with_helpers(prelude, body) if prelude else body
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
 
@@ -454,8 +804,18 @@ _S_CLEAR = _Script(_CLEAR)
 _S_COUNT = _Script(_COUNT)
 _S_CREATE_BRANCH = _Script(_CREATE_BRANCH)
 _S_DELETE_BRANCH = _Script(_DELETE_BRANCH)
-_S_FORGET_SNAPSHOT = _Script(_FORGET_SNAPSHOT, prelude=False)
-_S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude=False)
+_S_COMPACT = _Script(_COMPACT)
+_S_GET_MEMBERS = _Script(_GET_MEMBERS)
+_S_REPLACE_MEMBERS = _Script(_REPLACE_MEMBERS)
+_S_SCOPE = _Script(_SCOPE)
+_S_PUT_VECTORS = _Script(_PUT_VECTORS)
+_S_RECORD_PUT = _Script(_RECORD_PUT, prelude=_TENANT_PRELUDE)
+_S_RECORD_DELETE = _Script(_RECORD_DELETE, prelude=_TENANT_PRELUDE)
+_S_RECORD_SCOPE = _Script(_RECORD_SCOPE, prelude=_TENANT_PRELUDE)
+_S_RECORD_VECTORS = _Script(_RECORD_VECTORS, prelude=_TENANT_PRELUDE)
+_S_RECORD_FORGET = _Script(_RECORD_FORGET, prelude=_TENANT_PRELUDE)
+_S_FORGET_SNAPSHOT = _Script(_FORGET_SNAPSHOT, prelude="")
+_S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude="")
 
 # -- encoding ------------------------------------------------------------------------
 
@@ -487,6 +847,11 @@ def _thread(row: Sequence[Any]) -> Thread:
         updated_at=from_us(int(row[8])),
         current_branch=_s(row[9]),
     )
+
+
+def _unpack(packed: bytes | str) -> list[Any]:
+    """A thread's 10 fields from the scripts' ``cjson.encode`` (absent fields are ``false``)."""
+    return [None if v is False else v for v in json.loads(packed)]
 
 
 def _entry_json(new: NewEntry) -> str:
@@ -526,6 +891,53 @@ def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
         token_count=d[10],
         created_at=from_us(d[1]),
         idempotency_key=d[11],
+    )
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` matched literally in a SCAN ``MATCH`` pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _who(value: str | None) -> str:
+    """An agent/user id for the scripts: ``"-"`` for none, ``"=<id>"`` otherwise."""
+    return "-" if value is None else "=" + value
+
+
+def _visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
+    if visible_to is None:
+        return True
+    return agent_id in (None, visible_to.agent_id) and user_id in (None, visible_to.user_id)
+
+
+def _record_json(record: Record) -> str:
+    return dump(
+        [
+            record.agent_id,
+            record.user_id,
+            record.key,
+            record.content,
+            record.data,
+            to_us(record.created_at),
+            to_us(record.updated_at),
+            None if record.expires_at is None else to_us(record.expires_at),
+        ]
+    )
+
+
+def _record(kind: str, record_id: str, data: list[Any]) -> Record:
+    """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
+    return Record(
+        kind=kind,
+        id=record_id,
+        agent_id=data[0],
+        user_id=data[1],
+        content=data[3],
+        data=data[4],
+        created_at=from_us(data[5]),
+        updated_at=from_us(data[6]),
+        key=data[2],
+        expires_at=None if data[7] is None else from_us(data[7]),
     )
 
 
@@ -690,11 +1102,32 @@ class AsyncRedisStore(AsyncStore):
                 f"this memorybank knows up to {len(MIGRATIONS)}: upgrade memorybank"
             )
         for version in range(current, len(MIGRATIONS)):
-            script = _Script(_MIGRATE.replace("{body}", MIGRATIONS[version]), prelude=False)
+            if version == 1:
+                await self._backfill_shared_index()
+            script = _Script(_MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
             await self._eval(script, (key,), (version, version + 1))
         self._schema_ok = True
 
-    async def _index(self, tenant: str, thread: Thread) -> None:
+    async def _backfill_shared_index(self) -> None:
+        """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
+        pattern = _glob_escape(self._prefix) + "{*}:threads"
+        async for key in self._client.scan_iter(match=pattern, count=1000):
+            name = _s(key)
+            tag = name[len(self._prefix) + 1 : -len("}:threads")]
+            if ":" in tag or "{" in tag or "}" in tag:
+                continue  # not a tenant index (a thread's key ending the same way)
+            members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
+            for start in range(0, len(members), _CHUNK):
+                part = members[start : start + _CHUNK]
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for tid in part:
+                        pipe.hget(f"{self._prefix}{{{tag}:{_esc(_s(tid))}}}:t", "u")
+                    owners = await pipe.execute()
+                shared = [t for t, owner in zip(part, owners, strict=True) if owner is None]
+                if shared:
+                    await self._client.sadd(f"{self._prefix}{{{tag}}}:u0", *shared)
+
+    async def _index(self, tenant: str, thread: Thread, *, created: bool = False) -> None:
         """Cluster mode: update the tenant indexes after a thread write."""
         if not self._cluster:
             return
@@ -703,14 +1136,56 @@ class AsyncRedisStore(AsyncStore):
         await self._client.zadd(idx + "threads", {thread.id: score})
         if thread.user_id is not None:
             await self._client.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+        elif created:
+            await self._client.sadd(idx + "u0", thread.id)
 
-    async def _unindex(self, tenant: str, thread_id: str, user_id: str | None) -> None:
+    async def _unindex(
+        self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
+    ) -> None:
+        """Cluster mode: drop a deleted thread from the tenant indexes (and its vectors')."""
         if not self._cluster:
             return
         idx = self._idx(tenant)
-        await self._client.zrem(idx + "threads", thread_id)
-        if user_id:
-            await self._client.zrem(idx + "u:" + _esc(user_id), thread_id)
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.zrem(idx + "threads", thread_id)
+            if user_id:
+                pipe.zrem(idx + "u:" + _esc(user_id), thread_id)
+            else:
+                pipe.srem(idx + "u0", thread_id)
+            for i in range(0, len(vectors), 2):
+                ids = list(vectors[i + 1])
+                for start in range(0, len(ids), _CHUNK):
+                    pipe.hdel(idx + "ev:" + _esc(_s(vectors[i])), *ids[start : start + _CHUNK])
+            await pipe.execute()
+
+    async def _eval_many(
+        self, script: _Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Run ``script`` once per ``(keys, args)`` in pipelines (no transaction)."""
+        results: list[Any] = []
+        for start in range(0, len(calls), _CHUNK):
+            part = calls[start : start + _CHUNK]
+            try:
+                results += await self._pipe_eval(script, part)
+            except redis.exceptions.NoScriptError:
+                await self._client.script_load(script.source)
+                results += await self._pipe_eval(script, part)
+        return results
+
+    async def _pipe_eval(
+        self, script: _Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        async with self._client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute()
+            return results
+
+    async def _tenant_eval(self, script: _Script, tenant: str, *args: Any) -> Any:
+        """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
+        await self._ready()
+        idx = self._idx(tenant)
+        return await self._eval(script, (idx + "threads",), (idx, *args))
 
     async def close(self) -> None:
         if self._closed:
@@ -757,7 +1232,7 @@ class AsyncRedisStore(AsyncStore):
             )
             if not created:
                 raise Conflict(f"thread {thread.id!r} already exists")
-            await self._index(thread.tenant_id, thread)
+            await self._index(thread.tenant_id, thread, created=True)
         return thread
 
     async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
@@ -800,6 +1275,7 @@ class AsyncRedisStore(AsyncStore):
                     await self._client.zrem(index, *gone)
                     if index != idx + "threads":
                         await self._client.zrem(idx + "threads", *gone)
+                    await self._client.srem(idx + "u0", *gone)
                 for row in rows:
                     if row[0] is None:
                         continue
@@ -857,9 +1333,9 @@ class AsyncRedisStore(AsyncStore):
 
     async def delete_thread(self, tenant: str, thread_id: str) -> bool:
         with self._op():
-            deleted, _, owner = await self._thread_eval(_S_DELETE, tenant, thread_id, "")
+            deleted, _, owner, vectors = await self._thread_eval(_S_DELETE, tenant, thread_id, "")
             if deleted:
-                await self._unindex(tenant, thread_id, _s(owner))
+                await self._unindex(tenant, thread_id, _s(owner), vectors)
         return bool(deleted)
 
     # -- entries -----------------------------------------------------------------------
@@ -895,9 +1371,9 @@ class AsyncRedisStore(AsyncStore):
                     raise ThreadForbidden()
                 raise NotFound(f"branch {_s(out[1])!r} not found")
             name = _s(out[1])
-            thread = _thread(out[2:12])
+            thread = _thread(_unpack(out[2]))
             stored = [
-                _entry(out[13 + 2 * i] or f"[{int(out[12 + 2 * i])},{text[1:]}", thread_id, name)
+                _entry(out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name)
                 for i, text in enumerate(texts)
             ]
             await self._index(tenant, thread)
@@ -930,10 +1406,10 @@ class AsyncRedisStore(AsyncStore):
         if _s(out[0]) != "OK":
             raise NotFound(f"thread {thread_id!r} not found")
         name = _s(out[1])
-        page = [_entry(member, thread_id, name) for member in out[12:]]
+        page = [_entry(member, thread_id, name) for member in out[3:]]
         if not newest_first:
             page.reverse()
-        return _thread(out[2:12]), page
+        return _thread(_unpack(out[2])), page
 
     async def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -1176,11 +1652,12 @@ class AsyncRedisStore(AsyncStore):
                 if not ids:
                     break
                 for tid in ids:
-                    deleted, entries, _ = await self._thread_eval(
+                    deleted, entries, _, vectors = await self._thread_eval(
                         _S_DELETE, tenant, _s(tid), user_id
                     )
                     if deleted:
                         removed += 1 + int(entries)
+                        await self._unindex(tenant, _s(tid), user_id, vectors)
                 await self._client.zrem(threads_key, *ids)
                 await self._client.zrem(idx + "threads", *ids)
             snaps_key = idx + "su:" + user
@@ -1193,4 +1670,399 @@ class AsyncRedisStore(AsyncStore):
                     _S_FORGET_SUMMARIES, (idx + "sumu:" + user,), (idx + "sum:", user_id)
                 )
             )
+            removed += int(await self._tenant_eval(_S_RECORD_FORGET, tenant, user_id))
         return removed
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """One script: compare the ids up to ``through_position``, then splice the summary."""
+        with self._op():
+            out = await self._thread_eval(
+                _S_COMPACT,
+                tenant,
+                thread_id,
+                branch,
+                through_position,
+                to_us(updated_at),
+                "" if summary is None else summary.id,
+                (summary and summary.idempotency_key) or "",
+                "" if summary is None else _entry_json(summary),
+                *expected_ids,
+            )
+            status = _s(out[0])
+            if status == "NOTFOUND":
+                raise NotFound(f"thread {thread_id!r} not found")
+            if status == "NOBRANCH":
+                raise NotFound(f"branch {branch!r} not found")
+            if status != "OK":
+                return False
+            await self._index(tenant, _thread(out[1:11]))
+        return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Read the members, rebuild them here, replace them all in one script if unchanged.
+
+        The JSON members are rebuilt in Python (a Lua re-encode would not keep them
+        byte-exact); the replacing script checks each member is still the one read
+        (compare-and-set) and the read is retried when a writer got in between.
+        """
+        wanted = {c[0]: c for c in changes}
+        ids = list(wanted)
+        with self._op():
+            for _ in range(32):
+                read = await self._thread_eval(_S_GET_MEMBERS, tenant, thread_id, branch, *ids)
+                if _s(read[0]) != "OK":
+                    raise NotFound(f"thread {thread_id!r} not found")
+                args: list[Any] = []
+                for entry_id, member in zip(ids, read[1:], strict=True):
+                    if member is None:
+                        continue
+                    _, content, state, tokens = wanted[entry_id]
+                    data = json.loads(member)
+                    data[4], data[9], data[10] = content, state, tokens
+                    args += [entry_id, member, dump(data)]
+                if not args:
+                    return 0
+                n = int(
+                    await self._thread_eval(_S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
+                )
+                if n == -1:
+                    raise NotFound(f"thread {thread_id!r} not found")
+                if n >= 0:
+                    return n
+        raise StoreError("update_entries: entries kept changing under the update")
+
+    # -- records ---------------------------------------------------------------------------
+
+    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        """One script over the tenant slot: the batch is atomic."""
+        if not records:
+            return
+        args: list[Any] = []
+        for record in records:
+            args += [record.kind, record.id, _who(record.user_id), _record_json(record)]
+        with self._op():
+            await self._tenant_eval(_S_RECORD_PUT, tenant, *args)
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        with self._op():
+            await self._ready()
+            text = await self._client.hget(self._idx(tenant) + "r:" + _esc(kind), record_id)
+        return None if text is None else _record(kind, record_id, json.loads(text))
+
+    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return 0
+        with self._op():
+            return int(await self._tenant_eval(_S_RECORD_DELETE, tenant, kind, *ids))
+
+    async def _records_in_scope(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        *,
+        user_id: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        model_id: str = "",
+    ) -> list[tuple[str, str, list[Any], bytes | None]]:
+        """``(kind, id, decoded JSON, vector)`` of the records an owner index can hold.
+
+        Reads the user's (and the shared) owner set when a user or a visibility
+        is given, every record of the kind otherwise; callers filter the rest.
+        With ``model_id``, only records with a vector of that model (and it).
+        """
+        if isinstance(user_id, str | None):
+            mode, owner = "only", _who(user_id)
+        elif visible_to is not None:
+            mode, owner = "vis", _who(visible_to.user_id)
+        else:
+            mode, owner = "all", "-"
+        out = await self._tenant_eval(_S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
+        found: list[tuple[str, str, list[Any], bytes | None]] = []
+        step = 3 if model_id else 2
+        for i in range(0, len(out), 2):
+            kind, rows = _s(out[i]), out[i + 1]
+            for j in range(0, len(rows), step):
+                blob = rows[j + 2] if model_id else None
+                found.append((kind, _s(rows[j]), json.loads(rows[j + 1]), blob))
+        return found
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Reads the kind's records in the owner scope, then filters and sorts here."""
+        with self._op():
+            rows = await self._records_in_scope(
+                tenant, [kind], user_id=user_id, visible_to=visible_to
+            )
+        found = [
+            _record(kind, rid, data)
+            for _, rid, data, _ in rows
+            if (isinstance(agent_id, Unset) or data[0] == agent_id)
+            and (isinstance(user_id, Unset) or data[1] == user_id)
+            and (isinstance(key, Unset) or data[2] == key)
+            and _visible(visible_to, data[0], data[1])
+        ]
+        found.sort(key=lambda r: (r.created_at, r.id))
+        return found if limit is None else found[:limit]
+
+    # -- search ----------------------------------------------------------------------------
+
+    async def _threads_in_scope(
+        self, tenant: str, thread_id: str | None, visible_to: Visibility | None, model_id: str
+    ) -> list[tuple[str, list[Any]]]:
+        """``(thread id, script reply)`` of the visible threads (entry texts or vectors).
+
+        Candidates come from the tenant indexes: the user's threads and the
+        shared ones (``u0``) for a visibility, every thread otherwise; the script
+        re-checks visibility on the thread itself. Expired threads are dropped
+        from the indexes read.
+        """
+        idx = self._idx(tenant)
+        if thread_id is not None:
+            indexes: list[str] = []
+            tids = [thread_id]
+        else:
+            if visible_to is None:
+                indexes = [idx + "threads"]
+            elif visible_to.user_id is None:
+                indexes = [idx + "u0"]
+            else:
+                indexes = [idx + "u:" + _esc(visible_to.user_id), idx + "u0"]
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name in indexes:
+                    if name.endswith(":u0"):
+                        pipe.smembers(name)
+                    else:
+                        pipe.zrange(name, 0, -1)
+                lists = await pipe.execute()
+            tids = list(dict.fromkeys(_s(t) for ids in lists for t in ids))
+        check = "0" if visible_to is None else "1"
+        agent = "-" if visible_to is None else _who(visible_to.agent_id)
+        user = "-" if visible_to is None else _who(visible_to.user_id)
+        calls = []
+        for tid in tids:
+            base = self._base(tenant, tid)
+            calls.append(((base + "t",), (base, "0", "", check, agent, user, model_id)))
+        replies = await self._eval_many(_S_SCOPE, calls)
+        found: list[tuple[str, list[Any]]] = []
+        gone: list[str] = []
+        for tid, reply in zip(tids, replies, strict=True):
+            status = _s(reply[0])
+            if status == "OK":
+                found.append((tid, reply))
+            elif status == "GONE":
+                gone.append(tid)
+        if gone and indexes:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name in {*indexes, idx + "threads"} - {idx + "u0"}:
+                    pipe.zrem(name, *gone)
+                pipe.srem(idx + "u0", *gone)
+                await pipe.execute()
+        return found
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """BM25 (``memorybank.retrieval.bm25``) over the scope's texts, read from Redis.
+
+        Costs a read of every text in scope: see "Search" in the module docstring.
+        """
+        from memorybank.retrieval.bm25 import BM25Index
+
+        if k <= 0:
+            with self._op():
+                return []
+        hits: list[SearchHit] = []
+        texts: list[str] = []
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        with self._op():
+            await self._ready()
+            if "entry" in kinds:
+                for tid, reply in await self._threads_in_scope(tenant, thread_id, visible_to, ""):
+                    for i in range(1, len(reply), 2):
+                        name = _s(reply[i])
+                        for member in reply[i + 1]:
+                            data = json.loads(member)
+                            if data[4]:
+                                hits.append(SearchHit("entry", data[2], 0.0, tid, name))
+                                texts.append(data[4])
+            if record_kinds and thread_id is None:
+                for kind, rid, data, _ in await self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to
+                ):
+                    if _visible(visible_to, data[0], data[1]):
+                        hits.append(SearchHit(kind, rid, 0.0))
+                        texts.append(data[3])
+        index = BM25Index()
+        for number, text in enumerate(texts):
+            index.add(str(number), text)
+        ranked = sorted(
+            (
+                SearchHit(hit.kind, hit.id, score, hit.thread_id, hit.branch)
+                for hit, score in ((hits[int(n)], s) for n, s in index.scores(query).items())
+            ),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        """Entry vectors: one script per thread and model (skipped for a deleted thread);
+        record vectors: one script over the tenant slot."""
+        by_thread: dict[tuple[str, str], list[Any]] = {}
+        records: list[Any] = []
+        for item in items:
+            blob = unit_vector_bytes(item.vector)
+            if item.kind == "entry":
+                if item.thread_id is not None:
+                    by_thread.setdefault((item.thread_id, item.model_id), []).extend(
+                        (item.id, blob)
+                    )
+            else:
+                records += [item.kind, item.id, item.model_id, blob]
+        idx = self._idx(tenant)
+        with self._op():
+            await self._ready()
+            calls = []
+            owners: list[tuple[str, str, list[Any]]] = []
+            for (tid, model), pairs in by_thread.items():
+                base = self._base(tenant, tid)
+                for start in range(0, len(pairs), 2 * _CHUNK):
+                    part = pairs[start : start + 2 * _CHUNK]
+                    index = "" if self._cluster else idx
+                    calls.append(((base + "t",), (base, self._ttl, index, model, tid, *part)))
+                    owners.append((tid, model, part))
+            stored = await self._eval_many(_S_PUT_VECTORS, calls)
+            if self._cluster and calls:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for (tid, model, part), ok in zip(owners, stored, strict=True):
+                        if ok:
+                            pipe.hset(
+                                idx + "ev:" + _esc(model),
+                                mapping=dict.fromkeys(part[0::2], tid),
+                            )
+                    await pipe.execute()
+            for start in range(0, len(records), 4 * _CHUNK):
+                await self._tenant_eval(
+                    _S_RECORD_VECTORS, tenant, *records[start : start + 4 * _CHUNK]
+                )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
+        from memorybank.stores._vectors import top_k
+
+        hits: list[SearchHit] = []
+        blobs: list[bytes] = []
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        with self._op():
+            await self._ready()
+            if "entry" in kinds and k > 0:
+                for tid, reply in await self._threads_in_scope(
+                    tenant, thread_id, visible_to, model_id
+                ):
+                    pairs = reply[1]
+                    for i in range(0, len(pairs), 2):
+                        hits.append(SearchHit("entry", _s(pairs[i]), 0.0, tid))
+                        blobs.append(pairs[i + 1])
+            if record_kinds and thread_id is None and k > 0:
+                for kind, rid, data, blob in await self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
+                ):
+                    if blob is not None and _visible(visible_to, data[0], data[1]):
+                        hits.append(SearchHit(kind, rid, 0.0))
+                        blobs.append(blob)
+        return [
+            SearchHit(hits[i].kind, hits[i].id, score, hits[i].thread_id)
+            for i, score in top_k(vector, blobs, k)
+        ]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        """Records: one ``HMGET``. Entries: the ``ev:`` index locates each entry's thread."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, list[float]] = {}
+        if not wanted:
+            with self._op():
+                return found
+        idx = self._idx(tenant)
+        model = _esc(model_id)
+        with self._op():
+            await self._ready()
+            if kind != "entry":
+                blobs = cast(
+                    "list[bytes | None]",
+                    await self._client.hmget(idx + f"rv:{_esc(kind)}:{model}", wanted),
+                )
+                for vid, blob in zip(wanted, blobs, strict=True):
+                    if blob is not None:
+                        found[vid] = vector_from_bytes(blob)
+                return found
+            threads = await self._client.hmget(idx + "ev:" + model, wanted)
+            by_thread: dict[str, list[str]] = {}
+            for vid, tid in zip(wanted, threads, strict=True):
+                if tid is not None:
+                    by_thread.setdefault(_s(tid), []).append(vid)
+            if not by_thread:
+                return found
+            async with self._client.pipeline(transaction=False) as pipe:
+                for tid, vids in by_thread.items():
+                    base = self._base(tenant, tid)
+                    pipe.exists(base + "t")
+                    pipe.hmget(base + "v:" + model, vids)
+                replies = await pipe.execute()
+            stale: list[str] = []
+            for n, vids in enumerate(by_thread.values()):
+                if not replies[2 * n]:
+                    stale += vids  # the thread expired: its vectors went with it
+                    continue
+                for vid, blob in zip(vids, replies[2 * n + 1], strict=True):
+                    if blob is not None:
+                        found[vid] = vector_from_bytes(blob)
+            if stale:
+                await self._client.hdel(idx + "ev:" + model, *stale)
+        return found
