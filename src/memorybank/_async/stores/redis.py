@@ -93,9 +93,9 @@ paid on every query (measured with hiredis on a loaded 2-core machine):
 ~25 ms, ~0.23 s and ~0.5 s. Fine for one thread or a user's recent threads (up
 to a few thousand texts); past ~10,000 texts per query (an unscoped search of a
 big tenant, a user with years of history) use a store with a real index
-(PostgreSQL, SQLite FTS5) or Redis Stack's search module (not used here). Records are scanned the same way
-(``record_list`` reads the kind's records in the owner scope, then filters and
-sorts in the client).
+(PostgreSQL, SQLite FTS5) or Redis Stack's search module (not used here).
+Records are scanned the same way (``record_list`` reads the kind's records in
+the owner scope, then filters and sorts in the client).
 
 TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries,
 idempotency keys and entry vectors -- together: one script sets the same deadline on every key and

@@ -87,14 +87,16 @@ branches) of those threads and the records' texts -- one pipelined script per
 thread -- and ranks them with ``memorybank.retrieval.bm25.BM25Index`` (the
 in-memory store's analyzer and scores). ``vector_search`` reads the scope's
 vectors of the model and ranks them exactly with numpy
-(``memorybank.stores._vectors.top_k``). The cost is linear in the scope: a
-few thousand entries (a user's threads, one thread) take milliseconds to tens
-of milliseconds; a scope of hundreds of thousands of texts (an unscoped search
-of a big tenant, a user with years of history) moves that much data on every
-query and belongs in a store with a real index (PostgreSQL, SQLite FTS5, or
-Redis Stack's search module, not used here). Records are scanned the same way
-(``record_list`` reads the kind's records in the owner scope, then filters and
-sorts in the client).
+(``memorybank.stores._vectors.top_k``). The cost is linear in the scope and
+paid on every query (measured with hiredis on a loaded 2-core machine):
+``text_search`` ~55 ms for 1,000 entries, ~0.36 s for 5,000, ~1.3 s for 20,000
+(analysing the texts for BM25 is most of it); ``vector_search`` (384 dims)
+~25 ms, ~0.23 s and ~0.5 s. Fine for one thread or a user's recent threads (up
+to a few thousand texts); past ~10,000 texts per query (an unscoped search of a
+big tenant, a user with years of history) use a store with a real index
+(PostgreSQL, SQLite FTS5) or Redis Stack's search module (not used here).
+Records are scanned the same way (``record_list`` reads the kind's records in
+the owner scope, then filters and sorts in the client).
 
 TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries,
 idempotency keys and entry vectors -- together: one script sets the same deadline on every key and
