@@ -36,7 +36,6 @@ Entry embeddings
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import logging
 import math
@@ -200,7 +199,6 @@ class _ThreadIndex:
     model_id: str | None
     options: SearchOptions
     ranker: HybridRanker
-    entries: dict[str, Entry]
     vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
 
 
@@ -364,11 +362,12 @@ class _Search:
                 cache.popitem(last=False)
         cache.move_to_end(key)
         qvec = _query_vector(embedder, self.query)
+        fresh = {e.id: e for e in entries}  # read by this query: the caller may change them
         hits: list[Hit] = []
         for i, score, signals in _rank(index.ranker, self.query, qvec):
-            entry = index.entries[index.ranker.structure.ids[i]]
+            entry = fresh[index.ranker.structure.ids[i]]
             if self._keep(score, entry.metadata):
-                hits.append(Hit("entry", score, signals, entry=_copy_entry(entry)))
+                hits.append(Hit("entry", score, signals, entry=entry))
                 if len(hits) >= self.k:
                     break
         return hits
@@ -426,7 +425,6 @@ class _Search:
             model_id=model_id,
             options=self.options,
             ranker=HybridRanker(candidates, self.options),
-            entries={e.id: e for e in entries},
             vectors=vectors,
         )
 
@@ -618,12 +616,6 @@ def _rank(
         if context > 1e-12:
             signals["context"] = context
         yield i, float(scores[i]), signals
-
-
-def _copy_entry(entry: Entry) -> Entry:
-    return dataclasses.replace(
-        entry, metadata=copy.deepcopy(entry.metadata), state=copy.deepcopy(entry.state)
-    )
 
 
 def _hit(record: Entry | Document, score: float, signals: dict[str, float]) -> Hit:

@@ -1,12 +1,39 @@
-"""Exact vector search with numpy, for stores without a native vector index."""
+"""Vector search with numpy (exact) and usearch (HNSW), for stores without a native index.
+
+``top_k`` scores a list of stored vectors once. ``VectorCache`` keeps, per
+``(tenant, model_id, kind)``, the matrix of every stored vector in process
+memory with each row's scope (thread, agent, user as small integer codes), so
+a query is one matrix-vector product plus numpy masks instead of reading every
+vector from the database. Beyond ``ANN_THRESHOLD`` vectors an HNSW index
+(``usearch``, extra ``memorybank[ann]``) answers instead of the exact product;
+when it is not installed the search stays exact.
+
+Keeping the cache current across processes is the store's job (see
+``AsyncSQLiteStore.vector_search``): it tells the cache when the database may
+have changed and what rows were added, and verifies the scope of the final
+hits in SQL, so a stale cache can cost speed, never correctness of scoping.
+"""
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
-__all__ = ["top_k"]
+__all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
+
+#: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
+#: whose scope covers many of them (exact numpy below: a 384-d product over
+#: 20,000 rows takes about 2 ms).
+ANN_THRESHOLD = 20_000
+#: A scope holding at most this many vectors is always searched exactly.
+EXACT_LIMIT = 20_000
+_NONE = 0  # code of None (shared / no thread)
+_UNKNOWN = -1  # code of a value the cache has never seen: matches no row
 
 
 def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[int, float]]:
@@ -32,3 +59,198 @@ def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[
     best = np.argpartition(-scores, count - 1)[:count]
     best = best[np.argsort(-scores[best], kind="stable")]
     return [(keep[int(i)], float(scores[int(i)])) for i in best]
+
+
+def ann_available() -> bool:
+    """Whether ``usearch`` is installed."""
+    try:
+        return importlib.util.find_spec("usearch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+@dataclass
+class CachedRows:
+    """Rows read from a store: rowid, id, thread, scope (agent, user), unit vector bytes.
+
+    ``visible`` is False for a row whose owner (thread or record) is gone.
+    """
+
+    rowids: list[int] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    threads: list[str | None] = field(default_factory=list)
+    agents: list[str | None] = field(default_factory=list)
+    users: list[str | None] = field(default_factory=list)
+    visible: list[bool] = field(default_factory=list)
+    blobs: list[bytes] = field(default_factory=list)
+
+    def add(
+        self,
+        rowid: int,
+        rid: str,
+        thread: str | None,
+        agent: str | None,
+        user: str | None,
+        visible: bool,
+        blob: bytes,
+    ) -> None:
+        self.rowids.append(rowid)
+        self.ids.append(rid)
+        self.threads.append(thread)
+        self.agents.append(agent)
+        self.users.append(user)
+        self.visible.append(visible)
+        self.blobs.append(blob)
+
+
+class VectorSlot:
+    """Every vector of one (tenant, model, kind), in memory, with its scope codes."""
+
+    def __init__(self, dim: int) -> None:
+        self.dim = dim
+        self.n = 0
+        self.matrix = np.zeros((0, dim), dtype=np.float32)
+        self.rowids = np.zeros(0, dtype=np.int64)
+        self.ids: list[str] = []
+        self.threads: list[str | None] = []
+        self.thread_codes = np.zeros(0, dtype=np.int32)
+        self.agent_codes = np.zeros(0, dtype=np.int32)
+        self.user_codes = np.zeros(0, dtype=np.int32)
+        self.visible = np.zeros(0, dtype=bool)
+        self.codes: dict[str | None, int] = {None: _NONE}
+        #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
+        self.stamp: Any = None
+        self.count = 0
+        self.max_rowid = 0
+        self.max_id: str | None = None
+        self._ann: Any = None
+        self._ann_rows = 0
+
+    def _code(self, value: str | None) -> int:
+        code = self.codes.get(value)
+        if code is None:
+            code = self.codes[value] = len(self.codes)
+        return code
+
+    def code_of(self, value: str | None) -> int:
+        return self.codes.get(value, _UNKNOWN)
+
+    def append(self, rows: CachedRows) -> None:
+        """Add rows (rowids larger than every cached one); rows of another dimension are skipped."""
+        width = self.dim * 4
+        keep = [i for i, b in enumerate(rows.blobs) if len(b) == width]
+        if keep:
+            block = np.frombuffer(b"".join(rows.blobs[i] for i in keep), dtype="<f4")
+            block = block.reshape(len(keep), self.dim)
+            need = self.n + len(keep)
+            if need > self.matrix.shape[0]:  # grow geometrically: appends stay amortised O(1)
+                grown = np.zeros((max(need, 2 * self.matrix.shape[0], 1024), self.dim), np.float32)
+                grown[: self.n] = self.matrix[: self.n]
+                self.matrix = grown
+            self.matrix[self.n : need] = block
+            self.rowids = np.concatenate([self.rowids, np.asarray(rows.rowids, np.int64)[keep]])
+            self.ids += [rows.ids[i] for i in keep]
+            self.threads += [rows.threads[i] for i in keep]
+            codes = [
+                (self._code(rows.threads[i]), self._code(rows.agents[i]), self._code(rows.users[i]))
+                for i in keep
+            ]
+            arr = np.asarray(codes, dtype=np.int32).reshape(len(keep), 3)
+            self.thread_codes = np.concatenate([self.thread_codes, arr[:, 0]])
+            self.agent_codes = np.concatenate([self.agent_codes, arr[:, 1]])
+            self.user_codes = np.concatenate([self.user_codes, arr[:, 2]])
+            self.visible = np.concatenate([self.visible, np.asarray(rows.visible, bool)[keep]])
+            self.n = need
+        if rows.rowids:
+            last = int(np.argmax(rows.rowids))
+            if rows.rowids[last] > self.max_rowid:
+                self.max_rowid, self.max_id = rows.rowids[last], rows.ids[last]
+
+    # -- search ---------------------------------------------------------------------------
+
+    def mask(
+        self, thread_id: str | None, agent_id: str | None, user_id: str | None, scoped: bool
+    ) -> NDArray[np.bool_]:
+        mask = self.visible.copy()
+        if thread_id is not None:
+            mask &= self.thread_codes == self.code_of(thread_id)
+        if scoped:
+            agent, user = self.code_of(agent_id), self.code_of(user_id)
+            mask &= (self.agent_codes == _NONE) | (self.agent_codes == agent)
+            mask &= (self.user_codes == _NONE) | (self.user_codes == user)
+        return mask
+
+    def search(
+        self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_]
+    ) -> list[tuple[int, float]]:
+        """Best ``k`` (row index, cosine) among the rows of ``mask``."""
+        if k <= 0 or not self.n:
+            return []
+        allowed = int(mask.sum())
+        if not allowed:
+            return []
+        if self.n >= ANN_THRESHOLD and allowed > EXACT_LIMIT and ann_available():
+            found = self._ann_search(query, k, mask)
+            if found is not None:
+                return found
+        if allowed == self.n:
+            scores = self.matrix[: self.n] @ query
+            rows = None
+        else:
+            rows = np.flatnonzero(mask)
+            scores = self.matrix[rows] @ query
+        count = min(k, scores.shape[0])
+        best = np.argpartition(-scores, count - 1)[:count]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        index = best if rows is None else rows[best]
+        return [(int(i), float(scores[j])) for i, j in zip(index, best, strict=True)]
+
+    def _ann_search(
+        self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_]
+    ) -> list[tuple[int, float]] | None:
+        index = self._ann_index()
+        share = float(mask.sum()) / self.n
+        count = max(4 * k, 64, int(2 * k / max(share, 1e-9)))
+        while True:
+            count = min(count, self.n)
+            result = index.search(query, count)
+            keys = np.asarray(result.keys, dtype=np.int64)
+            dist = np.asarray(result.distances, dtype=np.float32)
+            ok = mask[keys]
+            keys, dist = keys[ok], dist[ok]
+            if len(keys) >= k or count >= self.n:
+                return [
+                    (int(key), 1.0 - float(d)) for key, d in zip(keys[:k], dist[:k], strict=True)
+                ]
+            if count >= 16 * max(4 * k, 64):
+                return None  # a narrow scope: exact search over it is cheaper
+            count *= 4
+
+    def _ann_index(self) -> Any:
+        if self._ann is None:
+            from usearch.index import Index
+
+            self._ann = Index(
+                ndim=self.dim,
+                metric="cos",
+                dtype="f16",
+                connectivity=16,
+                expansion_add=128,
+                expansion_search=128,
+            )
+            self._ann_rows = 0
+        if self._ann_rows < self.n:
+            new = np.arange(self._ann_rows, self.n, dtype=np.int64)
+            self._ann.add(new, self.matrix[self._ann_rows : self.n])
+            self._ann_rows = self.n
+        return self._ann
+
+
+class VectorCache:
+    """``VectorSlot`` per (tenant, model_id, kind); the store decides when to refresh them."""
+
+    def __init__(self) -> None:
+        self.slots: dict[tuple[str, str, str], VectorSlot] = {}
+
+    def clear(self) -> None:
+        self.slots.clear()

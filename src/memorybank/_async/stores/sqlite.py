@@ -71,6 +71,7 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
+from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["AsyncSQLiteStore"]
 
@@ -1190,20 +1191,130 @@ class AsyncSQLiteStore(AsyncStore):
         return await self._run(lambda: self._read(op))
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        latest = {(i.kind, i.id, i.model_id): i for i in items}  # the last one of a key wins
         rows = [
             (tenant, i.kind, i.id, i.model_id, i.thread_id, unit_vector_bytes(i.vector))
-            for i in items
+            for i in latest.values()
         ]
 
         def op(conn: sqlite3.Connection) -> None:
+            # Replace = delete + insert, so a changed vector gets a new rowid: the
+            # in-process vector caches detect changes by rowids and counts.
+            conn.executemany(
+                f"DELETE FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ? AND id = ?"
+                " AND model_id = ?",
+                [r[:4] for r in rows],
+            )
             conn.executemany(
                 f"INSERT INTO {self.prefix}vectors (tenant_id, kind, id, model_id, thread_id,"
-                " vector) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant_id, kind, id, model_id)"
-                " DO UPDATE SET thread_id = excluded.thread_id, vector = excluded.vector",
+                " vector) VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
 
         await self._run(lambda: self._write(op))
+
+    def _vector_sql(
+        self, kind: str, thread_id: str | None, visible_to: Visibility | None
+    ) -> tuple[str, list[Any]]:
+        """The id-producing scoped query of one kind (without tenant/model parameters)."""
+        p = self.prefix
+        params: list[Any] = []
+        if kind == "entry":
+            sql = (
+                f"SELECT v.id FROM {p}vectors v"
+                f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+            )
+            if thread_id is not None:
+                sql += " AND v.thread_id = ?"
+                params.append(thread_id)
+            owner = "t"
+        else:
+            sql = (
+                f"SELECT v.id FROM {p}vectors v"
+                f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                " AND r.id = v.id WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?"
+            )
+            params.append(kind)
+            owner = "r"
+        if visible_to is not None:
+            sql += (
+                f" AND ({owner}.agent_id IS NULL OR {owner}.agent_id IS ?)"
+                f" AND ({owner}.user_id IS NULL OR {owner}.user_id IS ?)"
+            )
+            params += [visible_to.agent_id, visible_to.user_id]
+        return sql, params
+
+    def _vector_rows(
+        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
+    ) -> CachedRows:
+        p = self.prefix
+        if kind == "entry":
+            sql = (
+                f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
+                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
+                " ORDER BY v.rowid"
+            )
+        else:
+            sql = (
+                f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
+                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
+                " ORDER BY v.rowid"
+            )
+        rows = CachedRows()
+        for rowid, rid, tid, agent, user, alive, blob in conn.execute(
+            sql, (tenant, model_id, kind, after)
+        ):
+            rows.add(rowid, rid, tid, agent, user, bool(alive), blob)
+        return rows
+
+    def _vector_slot(
+        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, dim: int
+    ) -> VectorSlot:
+        """The cached vectors of (tenant, model, kind), brought up to date.
+
+        Unchanged database (same ``PRAGMA data_version`` and connection change
+        count): used as is. Otherwise one indexed ``count``/``max(rowid)`` read
+        tells whether rows were only added (read just those) or anything else
+        happened (reload). ``vector_put`` gives every written vector a new
+        rowid, and the id at the cached max rowid is re-read, so replaced,
+        deleted and reused rows are all noticed.
+        """
+        cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
+        key = (tenant, model_id, kind)
+        slot = cache.slots.get(key)
+        stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if slot is not None and slot.dim == dim and slot.stamp == stamp:
+            return slot
+        p = self.prefix
+        conn.execute("BEGIN")  # one snapshot for the checks and the reads
+        try:
+            count, max_rowid = conn.execute(
+                f"SELECT count(*), coalesce(max(rowid), 0) FROM {p}vectors"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+                key,
+            ).fetchone()
+            if slot is not None and slot.dim == dim and max_rowid >= slot.max_rowid:
+                row = conn.execute(
+                    f"SELECT id FROM {p}vectors WHERE rowid = ?", (slot.max_rowid,)
+                ).fetchone()
+                if slot.count == 0 or (row is not None and row[0] == slot.max_id):
+                    added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
+                    if slot.count + len(added.rowids) == count:
+                        slot.append(added)
+                        slot.count, slot.stamp = count, stamp
+                        return slot
+            slot = VectorSlot(dim)
+            slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+            slot.count, slot.stamp = count, stamp
+            cache.slots[key] = slot
+            return slot
+        finally:
+            conn.execute("COMMIT")
 
     async def vector_search(
         self,
@@ -1216,50 +1327,72 @@ class AsyncSQLiteStore(AsyncStore):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        from memorybank.stores._vectors import top_k
+        import numpy as np
 
-        p = self.prefix
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        wanted = [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]
+        if k <= 0 or norm == 0 or not wanted:
+            return []
+        query /= norm
+        dim = int(query.shape[0])
 
         def op(conn: sqlite3.Connection) -> list[SearchHit]:
-            rows: list[tuple[str, str, str | None, bytes]] = []
-            if "entry" in kinds:
-                sql = (
-                    f"SELECT 'entry', v.id, v.thread_id, v.vector FROM {p}vectors v"
-                    f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-                    " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+            hits: list[SearchHit] = []
+            for kind in wanted:
+                slot = self._vector_slot(conn, tenant, model_id, kind, dim)
+                mask = slot.mask(
+                    thread_id,
+                    None if visible_to is None else visible_to.agent_id,
+                    None if visible_to is None else visible_to.user_id,
+                    scoped=visible_to is not None,
                 )
-                params: list[Any] = [tenant, model_id]
-                if thread_id is not None:
-                    sql += " AND v.thread_id = ?"
-                    params.append(thread_id)
-                if visible_to is not None:
-                    sql += (
-                        " AND (t.agent_id IS NULL OR t.agent_id IS ?)"
-                        " AND (t.user_id IS NULL OR t.user_id IS ?)"
+                fetch = 2 * k + 10
+                best = slot.search(query, fetch, mask)
+                if not best:
+                    continue
+                # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
+                sql, params = self._vector_sql(kind, thread_id, visible_to)
+                ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
+                marks = ", ".join("?" * len(ids))
+                confirmed = {
+                    r[0]
+                    for r in conn.execute(
+                        f"{sql} AND v.id IN ({marks})", [tenant, model_id, *params, *ids]
                     )
-                    params += [visible_to.agent_id, visible_to.user_id]
-                rows += conn.execute(sql, params).fetchall()
-            record_kinds = [kind for kind in kinds if kind != "entry"]
-            if record_kinds and thread_id is None:
-                marks = ", ".join("?" * len(record_kinds))
-                sql = (
-                    f"SELECT v.kind, v.id, NULL, v.vector FROM {p}vectors v"
-                    f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
-                    f" AND r.id = v.id WHERE v.tenant_id = ? AND v.model_id = ?"
-                    f" AND v.kind IN ({marks})"
-                )
-                params = [tenant, model_id, *record_kinds]
-                if visible_to is not None:
-                    sql += (
-                        " AND (r.agent_id IS NULL OR r.agent_id IS ?)"
-                        " AND (r.user_id IS NULL OR r.user_id IS ?)"
-                    )
-                    params += [visible_to.agent_id, visible_to.user_id]
-                rows += conn.execute(sql, params).fetchall()
-            best = top_k(vector, [r[3] for r in rows], k)
-            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+                }
+                kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
+                if len(kept) < min(k, len(best)) and len(best) == fetch:
+                    exact = self._exact_vectors(conn, query, tenant, model_id, kind, sql, params, k)
+                    hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
+                    continue
+                hits += [
+                    SearchHit(kind, slot.ids[i], score, slot.threads[i]) for i, score in kept[:k]
+                ]
+            hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+            return hits[:k]
 
         return await self._run(lambda: self._read(op))
+
+    def _exact_vectors(
+        self,
+        conn: sqlite3.Connection,
+        query: Any,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        sql: str,
+        params: list[Any],
+        k: int,
+    ) -> list[tuple[str, str | None, float]]:
+        """Uncached exact search (when the cache's scope information was stale)."""
+        from memorybank.stores._vectors import top_k
+
+        select = sql.replace("SELECT v.id FROM", "SELECT v.id, v.thread_id, v.vector FROM", 1)
+        rows = conn.execute(select, [tenant, model_id, *params]).fetchall()
+        return [
+            (rows[i][0], rows[i][1], score) for i, score in top_k(query, [r[2] for r in rows], k)
+        ]
 
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

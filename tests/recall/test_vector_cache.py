@@ -1,0 +1,164 @@
+"""SQLite's in-process vector cache stays exact across connections, deletes and replacements."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memorybank._sync.stores.base import VectorItem, Visibility
+from memorybank._sync.stores.sqlite import SQLiteStore
+from memorybank.records import Thread
+from memorybank.stores import _vectors
+from memorybank.stores._sql import unit_vector_bytes
+from memorybank.stores._types import Record
+
+from .conftest import HashEmbedder
+
+MODEL = "test:m"
+
+
+def _thread(store: SQLiteStore, tid: str, user: str | None = None) -> None:
+    now = datetime.now(UTC)
+    store.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+
+
+def _vec(seed: int, dim: int = 16) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(x) for x in rng.standard_normal(dim)]
+
+
+def _ids(store: SQLiteStore, vec: list[float], **kw: object) -> list[str]:
+    hits = store.vector_search("t", vec, model_id=MODEL, kinds=["entry"], k=5, **kw)  # type: ignore[arg-type]
+    return [h.id for h in hits]
+
+
+def test_two_connections_see_each_others_writes(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    try:
+        _thread(a, "th1")
+        a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th1") for i in range(10)])
+        assert _ids(b, _vec(3))[0] == "e3"  # b builds its cache
+        a.vector_put("t", [VectorItem("entry", "new", MODEL, _vec(100), "th1")])
+        assert _ids(b, _vec(100))[0] == "new"  # appended rows are read
+        a.vector_put("t", [VectorItem("entry", "e3", MODEL, _vec(200), "th1")])
+        assert _ids(b, _vec(200))[0] == "e3"  # a replaced vector is re-read
+        assert "e3" not in _ids(b, _vec(3))[:1]
+        a.delete_thread("t", "th1")
+        assert _ids(b, _vec(100)) == []  # deleted with its thread
+        _thread(a, "th1")
+        a.vector_put("t", [VectorItem("entry", "again", MODEL, _vec(100), "th1")])
+        assert _ids(b, _vec(100)) == ["again"]  # a reused rowid is noticed
+    finally:
+        a.close()
+        b.close()
+
+
+def test_max_row_deleted_and_rowid_reused(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    a, b = SQLiteStore(path), SQLiteStore(path)
+    try:
+        now = datetime.now(UTC)
+        docs = [Record("document", f"d{i}", None, None, f"doc {i}", {}, now, now) for i in range(3)]
+        a.record_put("t", docs)
+        a.vector_put("t", [VectorItem("document", f"d{i}", MODEL, _vec(i)) for i in range(3)])
+        hits = b.vector_search("t", _vec(2), model_id=MODEL, kinds=["document"], k=1)
+        assert [h.id for h in hits] == ["d2"]
+        a.record_delete("t", "document", ["d2"])  # the row with the largest rowid
+        a.record_put("t", [Record("document", "d9", None, None, "doc 9", {}, now, now)])
+        a.vector_put("t", [VectorItem("document", "d9", MODEL, _vec(9))])  # takes its rowid
+        hits = b.vector_search("t", _vec(9), model_id=MODEL, kinds=["document"], k=1)
+        assert [h.id for h in hits] == ["d9"]
+        hits = b.vector_search("t", _vec(2), model_id=MODEL, kinds=["document"], k=3)
+        assert "d2" not in [h.id for h in hits]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_stale_scope_is_rechecked_in_sql(tmp_path: Path) -> None:
+    now = datetime.now(UTC)
+    store = SQLiteStore(tmp_path / "v.db")
+    try:
+        store.record_put("t", [Record("document", "d", None, None, "x", {}, now, now)])
+        store.vector_put("t", [VectorItem("document", "d", MODEL, _vec(1))])
+        alice = Visibility(None, "alice")
+        hits = store.vector_search(
+            "t",
+            _vec(1),
+            model_id=MODEL,
+            kinds=["document"],
+            k=1,
+            visible_to=Visibility(None, "bob"),
+        )
+        assert [h.id for h in hits] == ["d"]  # shared
+        # the owner changes without touching the vector (the cache still says "shared")
+        store.record_put("t", [Record("document", "d", None, "alice", "x", {}, now, now)])
+        hits = store.vector_search(
+            "t",
+            _vec(1),
+            model_id=MODEL,
+            kinds=["document"],
+            k=1,
+            visible_to=Visibility(None, "bob"),
+        )
+        assert hits == []
+        hits = store.vector_search(
+            "t", _vec(1), model_id=MODEL, kinds=["document"], k=1, visible_to=alice
+        )
+        assert [h.id for h in hits] == ["d"]
+    finally:
+        store.close()
+
+
+@pytest.mark.skipif(not _vectors.ann_available(), reason="usearch not installed")
+def test_ann_path_matches_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)
+    monkeypatch.setattr(_vectors, "EXACT_LIMIT", 50)
+    store = SQLiteStore(tmp_path / "v.db")
+    try:
+        _thread(store, "a", "alice")
+        _thread(store, "b", "bob")
+        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(300)]
+        items += [VectorItem("entry", f"b{i}", MODEL, _vec(1000 + i), "b") for i in range(300)]
+        store.vector_put("t", items)
+        for seed in (5, 17, 1005):
+            exact = sorted(
+                (
+                    (
+                        float(
+                            np.dot(
+                                np.asarray(_vec(seed)) / np.linalg.norm(_vec(seed)),
+                                np.frombuffer(unit_vector_bytes(i.vector), "<f4"),
+                            )
+                        ),
+                        i.id,
+                    )
+                    for i in items
+                    if i.thread_id == "a"
+                ),
+                reverse=True,
+            )[:5]
+            got = _ids(store, _vec(seed), visible_to=Visibility(None, "alice"))
+            assert all(g.startswith("a") for g in got)
+            assert len(set(got) & {e[1] for e in exact}) >= 4
+    finally:
+        store.close()
+
+
+def test_duplicate_ids_in_one_put(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "v.db")
+    try:
+        _thread(store, "a")
+        store.vector_put("t", [VectorItem("entry", "x", MODEL, _vec(i), "a") for i in range(3)])
+        assert _ids(store, _vec(2)) == ["x"]
+    finally:
+        store.close()
+
+
+def test_hash_embedder_is_unit_length() -> None:
+    vec = HashEmbedder().embed(["hello world"])[0]
+    assert abs(sum(x * x for x in vec) - 1) < 1e-9
