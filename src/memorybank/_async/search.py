@@ -19,8 +19,8 @@ Pipeline
          speakers, dates). The ranker is cached per thread and rebuilt when the
          thread changes, so a query costs one read of the thread plus numpy.
        * otherwise: store-native candidates (keyword and semantic, a generous
-         ``max(50, 5k)`` each), plus the entries around each of the best entry
-         hits (same thread, within ``session_gap`` of it), re-ranked by the same
+         ``max(30, 3k)`` each), plus the 3 entries before and after each of the
+         5 best entry hits, re-ranked by the same
          core with the store's keyword scores and the stored vectors.
 
 Entry embeddings
@@ -76,9 +76,9 @@ SearchMode = Literal["hybrid", "semantic", "keyword"]
 THREAD_RANK_LIMIT = 5000
 #: Texts per embedder call when embedding many entries or documents.
 EMBED_BATCH = 256
-_MIN_CANDIDATES = 50
-_EXPAND_HITS = 8  # best entry hits whose surroundings join the candidates
-_WINDOW_LIMIT = 64  # entries read around each of them
+_MIN_CANDIDATES = 30
+_EXPAND_HITS = 5  # best entry hits whose neighbours join the candidates
+_NEIGHBOURS = 3  # entries before and after each of them
 _CACHED_THREADS = 16
 _KINDS = {"entries": "entry", "documents": DOCUMENT_KIND}
 _MODES = ("hybrid", "semantic", "keyword")
@@ -452,7 +452,7 @@ class _Search:
 
     async def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
         embedder = self.core.embedder
-        fetch = max(_MIN_CANDIDATES, 5 * self.k)
+        fetch = max(_MIN_CANDIDATES, (3 if mode == "hybrid" else 5) * self.k)
         if self.filters or self.min_score is not None:
             fetch *= 4
         thread_id = None if thread is None else thread.id
@@ -521,25 +521,29 @@ class _Search:
                 records[key] = record
             if is_text:
                 keyword[key] = max(keyword.get(key, 0.0), hit.score)
-        # the surroundings of the best entry hits: answers follow the matching turn
-        gap = self.options.session_gap
-        seen_windows: set[tuple[str, datetime]] = set()
+        # the neighbours of the best entry hits: answers follow the matching turn
+        newest: dict[str, int] = {}
+        covered: set[tuple[str, int]] = set()
         best_entries = [r for r in records.values() if isinstance(r, Entry)][:_EXPAND_HITS]
         for entry in best_entries:
-            window = (entry.thread_id, entry.created_at)
-            if window in seen_windows:
+            tid = entry.thread_id
+            if (tid, entry.position) in covered:
                 continue
-            seen_windows.add(window)
+            if tid not in newest:
+                _, last = await self.store.list_entries(self.tenant, tid, limit=1)
+                newest[tid] = last[-1].position if last else entry.position
+            # positions are gap-free unless entries were deleted: then the page is
+            # shifted a little and only its entries within the window are used
             _, around = await self.store.list_entries(
                 self.tenant,
-                entry.thread_id,
-                before=entry.created_at + gap,
-                after=entry.created_at - gap,
-                limit=_WINDOW_LIMIT,
+                tid,
+                limit=2 * _NEIGHBOURS + 1,
+                offset=max(0, newest[tid] - entry.position - _NEIGHBOURS),
             )
             for other in around:
-                if other.content:
+                if other.content and abs(other.position - entry.position) <= _NEIGHBOURS:
                     records.setdefault("e:" + other.id, other)
+                    covered.add((tid, other.position))
         embedder = self.core.embedder
         vectors: dict[str, list[float]] = {}
         if embedder is not None and qvec is not None:

@@ -210,4 +210,4 @@ def vector_from_bytes(blob: bytes) -> list[float]:
     """The list of floats stored by ``unit_vector_bytes``."""
     import numpy as np
 
-    return [float(x) for x in np.frombuffer(blob, dtype="<f4")]
+    return np.frombuffer(blob, dtype="<f4").tolist()  # type: ignore[no-any-return]
