@@ -5,7 +5,11 @@ W1  appends: T threads x M messages, one call per message, each durable on retur
     ``innodb_flush_log_at_trx_commit``). memorybank runs its append transaction:
     lock thread+branch, INSERT, counter/``updated_at`` UPDATEs, COMMIT.
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw is one
-    ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key.
+    ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key,
+    turned into the provider-shaped dicts ``history()`` returns (checked equal).
+
+Raw and memorybank runs are interleaved (W1: per round of appends, W2: per
+sample), so whatever load the machine has hits both alike.
 
 Run: ``python -m bench.bench_mysql [--quick] [--url mysql://root@127.0.0.1:3306/test]``.
 Tables get a fresh prefix and are dropped at the end.
@@ -24,7 +28,7 @@ from typing import Any
 
 import pymysql
 
-from bench._util import Latency, measure, table
+from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
 from memorybank._async.stores.mysql import TABLES, _url_options
 from memorybank.stores import AsyncMySQLStore, MySQLStore
@@ -101,39 +105,45 @@ class Raw:
 
 
 def w1(url: str, prefix: str, threads: int, messages: int) -> list[list[object]]:
+    """Appends, interleaved: every round appends one message to each thread with raw,
+    sync and async in turn, so machine load hits all three alike."""
     total = threads * messages
     raw = Raw(url, f"{prefix}raw_w1")
-    start = time.perf_counter()
-    for t in range(threads):
-        for i in range(messages):
-            raw.append(f"t{t}", "user", _message(i))
-    raw_rate = total / (time.perf_counter() - start)
-    raw.close()
-
     store = MySQLStore.from_url(url, prefix=prefix)
     memory = Memory(store)
     ids = [memory.threads.create().id for _ in range(threads)]
     memory.remember(ids[0], "user", "warm up the tokenizer")
-    start = time.perf_counter()
-    for tid in ids:
-        for i in range(messages):
-            memory.remember(tid, "user", _message(i))
-    sync_rate = total / (time.perf_counter() - start)
-    store.close()
+    loop = asyncio.new_event_loop()
+    astore = AsyncMySQLStore.from_url(url, prefix=prefix)
+    amemory = AsyncMemory(astore)
 
-    async def run_async() -> float:
-        astore = AsyncMySQLStore.from_url(url, prefix=prefix)
-        amemory = AsyncMemory(astore)
-        aids = [(await amemory.threads.create()).id for _ in range(threads)]
-        start = time.perf_counter()
+    async def create() -> list[str]:
+        return [(await amemory.threads.create()).id for _ in range(threads)]
+
+    aids = loop.run_until_complete(create())
+
+    async def append_async(i: int) -> None:
         for tid in aids:
-            for i in range(messages):
-                await amemory.remember(tid, "user", _message(i))
-        rate = total / (time.perf_counter() - start)
-        await astore.close()
-        return rate
+            await amemory.remember(tid, "user", _message(i))
 
-    async_rate = asyncio.run(run_async())
+    spent = {"raw": 0.0, "sync": 0.0, "async": 0.0}
+    for i in range(messages):
+        start = time.perf_counter()
+        for t in range(threads):
+            raw.append(f"t{t}", "user", _message(i))
+        spent["raw"] += time.perf_counter() - start
+        start = time.perf_counter()
+        for tid in ids:
+            memory.remember(tid, "user", _message(i))
+        spent["sync"] += time.perf_counter() - start
+        start = time.perf_counter()
+        loop.run_until_complete(append_async(i))
+        spent["async"] += time.perf_counter() - start
+    loop.run_until_complete(astore.close())
+    loop.close()
+    store.close()
+    raw.close()
+    raw_rate, sync_rate, async_rate = (total / spent[k] for k in ("raw", "sync", "async"))
     return [
         ["raw PyMySQL (autocommit INSERT)", raw_rate, 1.0, "-"],
         ["memorybank sync", sync_rate, sync_rate / raw_rate, ">= 0.5"],
@@ -142,47 +152,43 @@ def w1(url: str, prefix: str, threads: int, messages: int) -> list[list[object]]
 
 
 def w2(url: str, prefix: str, repeat: int) -> list[list[object]]:
+    """Last 20, interleaved: each sample times raw, history(), entries.list() and async
+    history() back to back. Raw returns what history() returns (checked)."""
     raw = Raw(url, f"{prefix}raw_w2")
     store = MySQLStore.from_url(url, prefix=prefix)
     memory = Memory(store)
+    loop = asyncio.new_event_loop()
+    astore = AsyncMySQLStore.from_url(url, prefix=prefix)
+    amemory = AsyncMemory(astore)
     rows: list[list[object]] = []
-    big_id = ""
-    raw_big = 0.0
     for size in (200, 20_000):
         tid = memory.threads.create().id
-        big_id = tid
         batch = [{"role": "user", "content": _message(i)} for i in range(size)]
-        for start in range(0, size, 1000):
-            memory.entries.add_many(tid, batch[start : start + 1000])
+        for first in range(0, size, 1000):
+            memory.entries.add_many(tid, batch[first : first + 1000])
         raw.load(tid, size)
-        raw_lat = measure(functools.partial(raw.last, tid), repeat)
-        raw_big = raw_lat.p50
-        mb_lat = measure(functools.partial(memory.history, tid, last=20), repeat)
-        ent_lat = measure(functools.partial(memory.entries.list, tid, limit=20), repeat)
-        rows += [
-            [f"{size:,}", "raw PyMySQL", raw_lat.p50, raw_lat.p95, 1.0],
-            [f"{size:,}", "memorybank history()", mb_lat.p50, mb_lat.p95, mb_lat.p50 / raw_lat.p50],
-            [
-                f"{size:,}", "memorybank entries.list()", ent_lat.p50, ent_lat.p95,
-                ent_lat.p50 / raw_lat.p50,
-            ],
-        ]
-
-    async def run_async() -> Latency:
-        astore = AsyncMySQLStore.from_url(url, prefix=prefix)
-        amemory = AsyncMemory(astore)
-        for _ in range(5):
-            await amemory.history(big_id, last=20)
-        samples = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            await amemory.history(big_id, last=20)
-            samples.append(time.perf_counter() - start)
-        await astore.close()
-        return Latency.of(samples)
-
-    alat = asyncio.run(run_async())
-    rows.append(["20,000", "memorybank async history()", alat.p50, alat.p95, alat.p50 / raw_big])
+        assert raw.last(tid) == memory.history(tid, last=20)  # the same output
+        calls: dict[str, Any] = {
+            "raw PyMySQL": functools.partial(raw.last, tid),
+            "memorybank history()": functools.partial(memory.history, tid, last=20),
+            "memorybank entries.list()": functools.partial(memory.entries.list, tid, limit=20),
+            "memorybank async history()": lambda tid=tid: loop.run_until_complete(
+                amemory.history(tid, last=20)
+            ),
+        }
+        samples: dict[str, list[float]] = {name: [] for name in calls}
+        for sample in range(5 + repeat):
+            for name, call in calls.items():
+                start = time.perf_counter()
+                call()
+                if sample >= 5:  # warm-up
+                    samples[name].append(time.perf_counter() - start)
+        base = Latency.of(samples["raw PyMySQL"]).p50
+        for name in calls:
+            lat = Latency.of(samples[name])
+            rows.append([f"{size:,}", name, lat.p50, lat.p95, lat.p50 / base])
+    loop.run_until_complete(astore.close())
+    loop.close()
     store.close()
     raw.close()
     return rows

@@ -2,7 +2,9 @@
 
 Needs a server at ``$MEMORYBANK_MYSQL_URL`` (default
 ``mysql://root@127.0.0.1:3306/test``); skipped locally when it is not reachable,
-failed in CI. Tables get a fresh prefix per session, dropped at the end.
+failed in CI. Tables get a fresh prefix per session, dropped at the end; each
+suite (async, sync) gets its own under it, so one suite's data (both write as the
+``default`` tenant) never shows in the other's searches.
 """
 
 from __future__ import annotations
@@ -56,17 +58,33 @@ def mysql_prefix() -> Iterator[str]:
     drop_tables(prefix)
 
 
+@pytest.fixture(scope="session")
+def async_prefix(mysql_prefix: str) -> Iterator[str]:
+    """The async suite's tables."""
+    prefix = f"{mysql_prefix}a_"
+    yield prefix
+    drop_tables(prefix)
+
+
+@pytest.fixture(scope="session")
+def sync_prefix(mysql_prefix: str) -> Iterator[str]:
+    """The sync suite's tables."""
+    prefix = f"{mysql_prefix}s_"
+    yield prefix
+    drop_tables(prefix)
+
+
 class TestMySQLAsync(AsyncContract):
     @pytest.fixture
-    async def store(self, mysql_prefix: str) -> AsyncIterator[AsyncMySQLStore]:
-        store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=6, timeout=10)
+    async def store(self, async_prefix: str) -> AsyncIterator[AsyncMySQLStore]:
+        store = AsyncMySQLStore.from_url(URL, prefix=async_prefix, pool_size=6, timeout=10)
         yield store
         await store.close()
 
 
 class TestMySQLSync(SyncContract):
     @pytest.fixture
-    def store(self, mysql_prefix: str) -> Iterator[MySQLStore]:
-        store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=6, timeout=10)
+    def store(self, sync_prefix: str) -> Iterator[MySQLStore]:
+        store = MySQLStore.from_url(URL, prefix=sync_prefix, pool_size=6, timeout=10)
         yield store
         store.close()

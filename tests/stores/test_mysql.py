@@ -50,9 +50,7 @@ def test_two_processes_append_to_one_thread(mysql_prefix: str) -> None:
         with Memory(store) as memory:
             memory.threads.create(thread_id=tid)
             ctx = multiprocessing.get_context("spawn")
-            procs = [
-                ctx.Process(target=_writer, args=(URL, prefix, tid, w, 60)) for w in range(3)
-            ]
+            procs = [ctx.Process(target=_writer, args=(URL, prefix, tid, w, 60)) for w in range(3)]
             for proc in procs:
                 proc.start()
             for proc in procs:
@@ -253,13 +251,22 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((1,),)
+            assert cur.fetchall() == ((2,),)
+            for table in ("entries", "records", "vectors"):
+                cur.execute(
+                    "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
+                    " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+                    (f"{mysql_prefix}{table}",),
+                )
+                assert cur.fetchall() == (("InnoDB", "utf8mb4_bin"),)
+            # Searched text is case-insensitive (FULLTEXT under a binary collation is not).
             cur.execute(
-                "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
-                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
-                (f"{mysql_prefix}entries",),
+                "SELECT TABLE_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
+                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME IN (%s, %s)"
+                " AND COLUMN_NAME = 'content' ORDER BY TABLE_NAME",
+                (f"{mysql_prefix}entries", f"{mysql_prefix}records"),
             )
-            assert cur.fetchall() == (("InnoDB", "utf8mb4_bin"),)
+            assert [row[1] for row in cur.fetchall()] == ["utf8mb4_unicode_ci"] * 2
     finally:
         conn.close()
 
@@ -274,8 +281,16 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
     before = memory.threads.get(tid)
     later = datetime(2030, 1, 1, tzinfo=UTC)
     new = NewEntry(
-        id=f"e-{uuid.uuid4().hex[:8]}", role="user", content="x", name=None, tool_calls=(),
-        tool_call_id=None, metadata={}, state={}, token_count=1, created_at=later,
+        id=f"e-{uuid.uuid4().hex[:8]}",
+        role="user",
+        content="x",
+        name=None,
+        tool_calls=(),
+        tool_call_id=None,
+        metadata={},
+        state={},
+        token_count=1,
+        created_at=later,
     )
     with pytest.raises(ThreadForbidden):
         store.append_entries("default", tid, [new], updated_at=later, owner="bob")
@@ -285,10 +300,160 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
         store.append_entries("default", "missing-thread", [new], updated_at=later)
     assert memory.entries.count(tid) == 0
     assert memory.threads.get(tid) == before  # updated_at untouched
-    result = store.append_entries("default", tid, [new, new.__class__(**{
-        **{f: getattr(new, f) for f in new.__dataclass_fields__}, "id": "second"})],
-        updated_at=later, owner="alice")
+    result = store.append_entries(
+        "default",
+        tid,
+        [
+            new,
+            new.__class__(
+                **{**{f: getattr(new, f) for f in new.__dataclass_fields__}, "id": "second"}
+            ),
+        ],
+        updated_at=later,
+        owner="alice",
+    )
     assert [e.position for e in result.entries] == [1, 2]
     assert result.thread.updated_at == later
     assert [e.id for e in memory.entries.list(tid)] == [new.id, "second"]
     store.close()
+
+
+def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> None:
+    from memorybank._async.stores.mysql import _MIGRATIONS
+
+    prefix = f"{mysql_prefix}v1_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+                " version INT NOT NULL) ENGINE=InnoDB"
+            )
+            for statement in _MIGRATIONS[0]:
+                cur.execute(statement.replace("{p}", prefix))
+            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 1)")
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` VALUES ('default', 'old', NULL, NULL, NULL,"
+                " '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` VALUES ('default', 'old', 'main', 1,"
+                " NULL, NULL, 1)"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}entries` VALUES ('default', 'old', 'main', 1, 'e1', 'user',"
+                " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, NULL, NULL)"
+            )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            hits = store.text_search("default", "version", kinds=["entry"], k=5)
+            assert [(h.id, h.thread_id, h.branch) for h in hits] == [("e1", "old", "main")]
+            entry = store.get_entry("default", "old", "e1")
+            assert entry is not None and entry.content == "Kept from VERSION one 🦊"
+            # Appends after the upgrade continue the branch's positions.
+            added = Memory(store).remember("old", "user", "second")
+            assert added.position == 2
+        finally:
+            store.close()
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT version FROM `{prefix}schema_version`")
+            assert cur.fetchall() == ((2,),)
+    finally:
+        conn.close()
+        drop_tables(prefix)
+
+
+def test_full_text_search_quirks(mysql_prefix: str) -> None:
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    memory = Memory(store).tenant(f"ft-{uuid.uuid4().hex[:8]}")
+    try:
+        tid = memory.threads.create().id
+        memory.remember(tid, "user", "Café au LAIT in Zürich")
+        memory.remember(tid, "user", "an ox is in it")
+        tenant = memory.tenant_id
+
+        def found(query: str) -> int:
+            return len(store.text_search(tenant, query, kinds=["entry"], k=5))
+
+        assert found("cafe") == 1 and found("zurich") == 1 and found("lait") == 1  # ci, ai
+        assert found("ox") == 0  # shorter than innodb_ft_min_token_size (3)
+        assert found("in it") == 0  # stopwords only
+        assert found('"café au" -lait* +(zürich)') == 1  # operators are dropped, words kept
+        memory.entries.clear(tid)
+        assert found("cafe") == 0
+    finally:
+        store.close()
+
+
+async def test_concurrent_compactions_of_one_prefix_apply_once(mysql_prefix: str) -> None:
+    from memorybank._async.stores.base import NewEntry
+
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
+    memory = AsyncMemory(store)
+    try:
+        tid = (await memory.threads.create()).id
+        ids = [(await memory.remember(tid, "user", f"m{i}")).id for i in range(4)]
+        entries = await memory.entries.list(tid)
+
+        def summary(n: int) -> NewEntry:
+            return NewEntry(
+                id=f"s{n}-{uuid.uuid4().hex[:6]}",
+                role="system",
+                content=f"summary {n}",
+                name=None,
+                tool_calls=(),
+                tool_call_id=None,
+                metadata={},
+                state={},
+                token_count=2,
+                created_at=entries[2].created_at,
+            )
+
+        results = await asyncio.gather(
+            *(
+                store.compact_entries(
+                    "default",
+                    tid,
+                    branch="main",
+                    through_position=entries[2].position,
+                    expected_ids=ids[:3],
+                    summary=summary(n),
+                    updated_at=entries[3].created_at,
+                )
+                for n in range(4)
+            )
+        )
+        assert sorted(results) == [False, False, False, True]
+        after = await memory.entries.list(tid)
+        assert len(after) == 2 and after[1].id == ids[3]
+        assert after[0].content is not None and after[0].content.startswith("summary")
+    finally:
+        await store.close()
+
+
+def test_record_and_vector_writes_bigger_than_one_round_trip(mysql_prefix: str) -> None:
+    from memorybank.stores._types import Record, VectorItem
+
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    tenant = f"big-{uuid.uuid4().hex[:8]}"
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    try:
+        records = [
+            Record("document", f"d{i:03}", None, None, f"chunk {i} " + "x" * 40_000, {}, when, when)
+            for i in range(60)  # ~2.4 MB: three round trips of one transaction
+        ]
+        store.record_put(tenant, records)
+        assert len(store.record_list(tenant, "document")) == 60
+        store.vector_put(
+            tenant,
+            [
+                VectorItem("document", r.id, "m", [float(i), 1.0] * 1024)
+                for i, r in enumerate(records)
+            ],
+        )
+        got = store.vector_get(tenant, "document", ["d001", "d059"], model_id="m")
+        assert list(got) == ["d001", "d059"] and len(got["d059"]) == 2048
+        assert store.record_delete(tenant, "document", [r.id for r in records]) == 60
+        assert store.vector_get(tenant, "document", ["d001"], model_id="m") == {}
+    finally:
+        store.close()

@@ -22,17 +22,62 @@ columns are LONGTEXT holding compact JSON text; every key and index leads with
   store matches the key itself under the branch lock; the unique index is a
   backstop (a hash collision between two different keys on one branch would
   surface as ``Conflict``, never as a lost entry).
+  Migration 2 adds a FULLTEXT index on ``content`` (whose collation becomes
+  ``utf8mb4_unicode_ci``, see "Keyword search").
 - ``<p>working`` PK (tenant_id, run_id, k); ``<p>snapshots`` PK (tenant_id,
   run_id); ``<p>summaries`` PK (tenant_id, id), index (tenant_id, agent_id,
   created_at).
+- ``<p>records`` (migration 2; facts, documents, core facts): PK (tenant_id,
+  kind, id); indexes (tenant_id, kind, created_at), (tenant_id, user_id, kind,
+  created_at), (tenant_id, kind, k) where ``k`` is the record's ``key``;
+  FULLTEXT (content). ``kind`` is at most 64 characters so the keys fit
+  InnoDB's 3072-byte limit. ``record_put`` is one transaction of
+  ``INSERT ... ON DUPLICATE KEY UPDATE`` (explicit values, not ``VALUES()``,
+  deprecated in MySQL 8).
+- ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
+  (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
+  ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length
+  (sent as hex: aiomysql cannot escape bytes). ``vector_search`` is exact: the
+  scoped rows of one model are read and ranked with numpy (``_vectors.top_k``),
+  so its cost grows with the tenant's vectors of that model. Entry vectors go
+  with their thread (``delete_thread``, ``forget_user``); record vectors with
+  their record.
+
+Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
+(... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for
+the ``Visibility`` scope; every branch, hits carry thread and branch) and
+``records.content``; best first, ties by kind, id, branch. Only the query's
+words are sent (runs of word characters, lower-cased): no operator or quote of user text
+reaches the parser. InnoDB quirks, none of them memorybank's choice:
+
+- Matching follows the column's collation, and a binary collation makes it
+  case-sensitive, so searched ``content`` columns are ``utf8mb4_unicode_ci``
+  (case- and accent-insensitive); ids keep the binary collation, and the text
+  round-trips byte for byte either way.
+- Words shorter than ``innodb_ft_min_token_size`` (default 3) or longer than
+  ``innodb_ft_max_token_size`` (84) are not indexed, and InnoDB's stopword list
+  ("the", "in", "it", ...) is left out: "ox" or "in it" find nothing. Changing
+  either needs a server setting and an index rebuild.
+- No stemming ("puppies" does not find "puppy"), and the built-in parser splits
+  on spaces and punctuation, so CJK text without spaces is one long token
+  (MySQL's ``ngram`` parser is not available on MariaDB, so it is not used).
+- Scores are InnoDB's TF-IDF-like relevance computed over the whole table (all
+  tenants), so they only compare within one query; a word in every row scores
+  (nearly) zero but still matches. The 50% threshold of natural language mode
+  is MyISAM-only: InnoDB returns common words.
+- The index is updated at COMMIT: an entry is searchable once its append
+  returned, never before.
+- The full-text match runs before the tenant filter: a word common across all
+  tenants costs a scan of its matches.
 
 Schema: created on first use by the first operation of a store, under
-``GET_LOCK`` so several processes starting together migrate once.
+``GET_LOCK`` so several processes starting together migrate once. Migration 2
+rebuilds ``entries`` (``ALTER TABLE``: a copy of the table, slow on a big one);
+a migration cut short is re-run, its "duplicate column/key" errors ignored.
 
 Appends: one transaction, sent as multi-statement queries (PyMySQL's
 client-side escaping is the same either way). It starts with
-``SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION;
-SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``, which locks the
+``START TRANSACTION; SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``, which locks the
 thread and branch rows and so serialises the appenders of a thread across
 processes. A batch of up to 16 entries without idempotency keys (every
 ``remember``) is ONE round trip: the same query goes on with
@@ -45,14 +90,28 @@ idempotency keys, the second is a multi-row ``INSERT``, the updates and
 ``COMMIT``. Positions come from the branch's counter, so they are gap-free as
 appended and never reused after deletes (the in-memory store reuses the
 positions of truncated entries; both are allowed by the contract: strictly
-increasing in adding order). Write transactions run at READ COMMITTED: their
-locks are record locks on primary keys, no gap locks. A deadlock (1213) or
+increasing in adding order). At READ COMMITTED the transactions' locks are
+record locks on primary keys, no gap locks. A deadlock (1213) or
 lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
 short backoff), then raises ``StoreUnavailable``.
 
-Reads are autocommit statements in one round trip; "last N" reads the thread row
-(a primary-key lookup) and a backward range scan of the entries PK, stopping
-after N rows.
+Write transactions run at READ COMMITTED: the first transaction on a pooled
+connection sets it for the session (in the same round trip), later ones only
+send ``START TRANSACTION``.
+
+Compaction (``compact_entries``) locks the thread row and the branch's entries
+up to ``through_position`` (``FOR UPDATE``), compares their ids with the
+caller's, and only then deletes them and inserts the summary, in one
+transaction (two round trips; a mismatch rolls back and returns ``False``).
+``update_entries`` is one transaction in one round trip.
+
+Reads are autocommit statements in one round trip; "last N" is one statement,
+``SELECT <thread> UNION ALL (SELECT <page>)``: the thread row (a primary-key
+lookup) and a backward range scan of the entries PK, stopping after N rows. It
+selects each row as one ``JSON_ARRAY``: PyMySQL decodes every column and its
+metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
+the client's work for a page (the JSON encoding is exact for text, integers
+and NULL).
 
 Durability is the server's (``innodb_flush_log_at_trx_commit``). ``timeout``
 bounds connecting, waiting for a pooled connection, lock waits (half of it) and
@@ -63,16 +122,29 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import re
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 
-from memorybank._sync.stores.base import UNSET, AppendResult, Store, NewEntry, Unset
+from memorybank._sync.stores.base import (
+    UNSET,
+    AppendResult,
+    Store,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 from memorybank._concurrency import Lock, sleep
 from memorybank.errors import (
     ConfigurationError,
@@ -88,33 +160,77 @@ from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._mysql_compat import MySQLConnection, MySQLPool, PoolTimeout
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
+    RECORD_COLUMNS,
     THREAD_COLUMNS,
     dump,
+    from_us,
+    load,
     row_to_branch,
     row_to_entry,
+    row_to_record,
     row_to_summary,
     row_to_thread,
     to_us,
+    tool_calls_from_json,
     tool_calls_to_json,
+    unit_vector_bytes,
+    vector_from_bytes,
 )
 
 __all__ = ["TABLES", "MySQLStore"]
 
 #: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
-TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries", "schema_version")
+TABLES = (
+    "threads",
+    "branches",
+    "entries",
+    "working",
+    "snapshots",
+    "summaries",
+    "records",
+    "vectors",
+    "schema_version",
+)
 
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
 _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 _ATTEMPTS = 3
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
-_UNAVAILABLE = {1040, 1053, 1077, 1078, 1079, 1080, 1081, 1152, 1153, 1154, 1155, 1156, 1157,
-                1158, 1159, 1160, 1161, 1317, 1927, 4031}
+_UNAVAILABLE = {
+    1040,
+    1053,
+    1077,
+    1078,
+    1079,
+    1080,
+    1081,
+    1152,
+    1153,
+    1154,
+    1155,
+    1156,
+    1157,
+    1158,
+    1159,
+    1160,
+    1161,
+    1317,
+    1927,
+    4031,
+}
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 _ID = "VARCHAR(255) NOT NULL"
 _OPT_ID = "VARCHAR(255) NULL"
+_KIND = "VARCHAR(64) NOT NULL"  # record kinds; short, so composite keys fit InnoDB's 3072 bytes
+_MODEL = "VARCHAR(191) NOT NULL"  # embedding model ids (191 x 4 bytes: the vectors key fits)
+#: Text searched with FULLTEXT: case- and accent-insensitive (a binary collation would
+#: make InnoDB's full-text matching case-sensitive). Only the search uses the collation;
+#: the stored text round-trips byte for byte either way.
+_SEARCHED = "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+_IGNORED_ON_RERUN = {1060, 1061}  # duplicate column / key name: a re-run of a half-done migration
 
 #: ``_MIGRATIONS[:n]`` built schema version ``n``; append, never edit.
 _MIGRATIONS: list[tuple[str, ...]] = [
@@ -159,15 +275,53 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             KEY {{p}}summaries_agent (tenant_id, agent_id, created_at)
         ) {_TABLE}""",
     ),
+    (
+        # Keyword search over entries (one ALTER: one table rebuild).
+        f"""ALTER TABLE {{p}}entries MODIFY content {_SEARCHED} NULL,
+            ADD FULLTEXT KEY {{p}}entries_fts (content)""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}records (
+            tenant_id {_ID}, kind {_KIND}, id {_ID}, agent_id {_OPT_ID}, user_id {_OPT_ID},
+            k {_OPT_ID}, content {_SEARCHED} NOT NULL, data LONGTEXT NOT NULL,
+            created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, expires_at BIGINT NULL,
+            PRIMARY KEY (tenant_id, kind, id),
+            KEY {{p}}records_list (tenant_id, kind, created_at),
+            KEY {{p}}records_user (tenant_id, user_id, kind, created_at),
+            KEY {{p}}records_key (tenant_id, kind, k),
+            FULLTEXT KEY {{p}}records_fts (content)
+        ) {_TABLE}""",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}vectors (
+            tenant_id {_ID}, kind {_KIND}, id {_ID}, model_id {_MODEL}, thread_id {_OPT_ID},
+            vector MEDIUMBLOB NOT NULL,
+            PRIMARY KEY (tenant_id, kind, id, model_id),
+            KEY {{p}}vectors_model (tenant_id, model_id, kind, thread_id),
+            KEY {{p}}vectors_thread (tenant_id, thread_id, kind)
+        ) {_TABLE}""",
+    ),
 ]
 
 _T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
 _E_COLS = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+#: Entry columns of a page read (thread and branch are known): ``_page_entry`` reads them.
+_PAGE_COLS = (
+    "e.id, e.position, e.role, e.content, e.name, e.tool_calls, e.tool_call_id, e.metadata,"
+    " e.state, e.token_count, e.created_at, e.idempotency_key"
+)
+_THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 _INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
     " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash"
 )
+#: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
+_R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
+#: Starts a write transaction. ``_run`` sends it as ``START TRANSACTION`` on a
+#: connection whose session is already READ COMMITTED (set, in the same round
+#: trip, the first time the store uses the connection); either way it takes
+#: the first two results, so callers index results the same.
 _BEGIN = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
+_SESSION_BEGIN = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
+_NO_RESULT: tuple[list[tuple[Any, ...]], int] = ([], 0)
 
 _Statement = tuple[str, Sequence[Any] | None]
 
@@ -231,9 +385,60 @@ def _url_options(url: str) -> dict[str, Any]:
 def _entry_values(new: NewEntry) -> tuple[Any, ...]:
     """The 12 columns of an entry after (tenant_id, thread_id, branch, position)."""
     return (
-        new.id, new.role, new.content, new.name, tool_calls_to_json(new.tool_calls),
-        new.tool_call_id, dump(new.metadata), dump(new.state), new.token_count,
-        to_us(new.created_at), new.idempotency_key, _idem_hash(new.idempotency_key),
+        new.id,
+        new.role,
+        new.content,
+        new.name,
+        tool_calls_to_json(new.tool_calls),
+        new.tool_call_id,
+        dump(new.metadata),
+        dump(new.state),
+        new.token_count,
+        to_us(new.created_at),
+        new.idempotency_key,
+        _idem_hash(new.idempotency_key),
+    )
+
+
+def _marks(count: int) -> str:
+    return ", ".join(["%s"] * count)
+
+
+def _visible(alias: str) -> str:
+    """What an agent and user may see (args: agent_id, user_id); ``alias`` like ``"t."``."""
+    return (
+        f"({alias}agent_id IS NULL OR {alias}agent_id <=> %s)"
+        f" AND ({alias}user_id IS NULL OR {alias}user_id <=> %s)"
+    )
+
+
+def _search_words(text: str) -> str:
+    """The words of ``text`` for ``AGAINST (... IN NATURAL LANGUAGE MODE)``.
+
+    Only word characters reach the server: natural language mode has no operators
+    except ``"phrases"``, and dropping everything else keeps user text from ever
+    being parsed as syntax.
+    """
+    return " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
+
+
+def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
+    """An ``Entry`` from a row of ``_PAGE_COLS`` (thread and branch are the query's)."""
+    return Entry(
+        id=row[0],
+        thread_id=thread_id,
+        branch=branch,
+        position=row[1],
+        role=row[2],
+        content=row[3],
+        name=row[4],
+        tool_calls=tool_calls_from_json(row[5]),
+        tool_call_id=row[6],
+        metadata=load(row[7]) or {},
+        state=load(row[8]) or {},
+        token_count=row[9],
+        created_at=from_us(row[10]),
+        idempotency_key=row[11],
     )
 
 
@@ -267,6 +472,8 @@ class MySQLStore(Store):
         self._closed = False
         self._ready = False
         self._schema_lock = Lock()
+        #: Pooled connections whose session this store set to READ COMMITTED.
+        self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
         p = f"`{prefix}"
         self._threads = f"{p}threads`"
         self._branches = f"{p}branches`"
@@ -274,6 +481,8 @@ class MySQLStore(Store):
         self._working = f"{p}working`"
         self._snapshots = f"{p}snapshots`"
         self._summaries = f"{p}summaries`"
+        self._records = f"{p}records`"
+        self._vectors = f"{p}vectors`"
         self._version = f"{p}schema_version`"
 
     @classmethod
@@ -329,13 +538,26 @@ class MySQLStore(Store):
         self, conn: MySQLConnection, statements: Sequence[_Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
         """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
+        texts = [s if a is None else "" for s, a in statements]
+        begin = bool(statements) and statements[0][0] is _BEGIN
+        if begin:
+            if conn in self._read_committed:
+                texts[0] = "START TRANSACTION"
+            else:
+                texts[0] = _SESSION_BEGIN
+                self._read_committed.add(conn)
         with conn.cursor() as cur:
-            sql = ";\n".join(cur.mogrify(s, a) if a is not None else s for s, a in statements)
+            sql = ";\n".join(
+                cur.mogrify(s, a) if a is not None else text
+                for (s, a), text in zip(statements, texts, strict=True)
+            )
             cur.execute(sql)
             results = [(list(cur.fetchall() or ()), cur.rowcount)]
             while cur.nextset():
                 results.append((list(cur.fetchall() or ()), cur.rowcount))
-            return results
+        if begin and texts[0] == "START TRANSACTION":
+            results.insert(0, _NO_RESULT)  # where SET's result would be
+        return results
 
     def _one(
         self, conn: MySQLConnection, sql: str, args: Sequence[Any] | None = None
@@ -380,7 +602,11 @@ class MySQLStore(Store):
                     )
                 for number in range(version, len(_MIGRATIONS)):
                     for statement in _MIGRATIONS[number]:
-                        self._one(conn, statement.replace("{p}", self.prefix))
+                        try:
+                            self._one(conn, statement.replace("{p}", self.prefix))
+                        except pymysql.err.MySQLError as error:
+                            if not error.args or error.args[0] not in _IGNORED_ON_RERUN:
+                                raise
                     self._one(
                         conn,
                         f"INSERT INTO {self._version} (id, version) VALUES (1, %s)"
@@ -417,27 +643,40 @@ class MySQLStore(Store):
         """Insert the thread and its first branch in one transaction."""
         with self._connection() as conn:
             try:
-                self._run(conn, [
-                    (_BEGIN, None),
-                    (
-                        f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
-                        " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                self._run(
+                    conn,
+                    [
+                        (_BEGIN, None),
                         (
-                            thread.id, thread.tenant_id, thread.user_id, thread.agent_id,
-                            thread.title, dump(thread.metadata), thread.status,
-                            to_us(thread.created_at), to_us(thread.updated_at),
-                            thread.current_branch,
+                            f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
+                            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                            (
+                                thread.id,
+                                thread.tenant_id,
+                                thread.user_id,
+                                thread.agent_id,
+                                thread.title,
+                                dump(thread.metadata),
+                                thread.status,
+                                to_us(thread.created_at),
+                                to_us(thread.updated_at),
+                                thread.current_branch,
+                            ),
                         ),
-                    ),
-                    (
-                        f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
-                        " from_branch, from_entry, last_position)"
-                        " VALUES (%s, %s, %s, %s, NULL, NULL, 0)",
-                        (thread.tenant_id, thread.id, thread.current_branch,
-                         to_us(thread.created_at)),
-                    ),
-                    ("COMMIT", None),
-                ])
+                        (
+                            f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                            " from_branch, from_entry, last_position)"
+                            " VALUES (%s, %s, %s, %s, NULL, NULL, 0)",
+                            (
+                                thread.tenant_id,
+                                thread.id,
+                                thread.current_branch,
+                                to_us(thread.created_at),
+                            ),
+                        ),
+                        ("COMMIT", None),
+                    ],
+                )
             except pymysql.err.IntegrityError as error:
                 if error.args and error.args[0] == 1062:
                     raise Conflict(f"thread {thread.id!r} already exists") from error
@@ -519,14 +758,17 @@ class MySQLStore(Store):
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:
-                    results = self._run(conn, [
-                        (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
-                        (
-                            f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
-                            " WHERE tenant_id = %s AND id = %s",
-                            (tenant, thread_id),
-                        ),
-                    ])
+                    results = self._run(
+                        conn,
+                        [
+                            (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
+                            (
+                                f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
+                                " WHERE tenant_id = %s AND id = %s",
+                                (tenant, thread_id),
+                            ),
+                        ],
+                    )
                 break
             except _LockContention as error:
                 self._retry(attempt, error)
@@ -544,15 +786,30 @@ class MySQLStore(Store):
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:
-                    results = self._run(conn, [
-                        (_BEGIN, None),
-                        (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
-                        (f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
-                         key),
-                        (f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
-                         key),
-                        ("COMMIT", None),
-                    ])
+                    results = self._run(
+                        conn,
+                        [
+                            (_BEGIN, None),
+                            (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
+                            (
+                                f"DELETE FROM {self._branches}"
+                                " WHERE tenant_id = %s AND thread_id = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._entries}"
+                                " WHERE tenant_id = %s AND thread_id = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._vectors}"
+                                " WHERE tenant_id = %s AND thread_id = %s"
+                                " AND kind = 'entry'",
+                                key,
+                            ),
+                            ("COMMIT", None),
+                        ],
+                    )
                 return results[2][1] > 0
             except _LockContention as error:
                 self._retry(attempt, error)
@@ -608,14 +865,16 @@ class MySQLStore(Store):
             statements += self._fast_writes(tenant, thread_id, entries, updated_at, branch, owner)
         elif keys:
             hashes = [_idem_hash(k) for k in keys]
-            statements.append((
-                f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
-                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                " WHERE e.tenant_id = %s AND e.thread_id = %s"
-                " AND e.branch = COALESCE(%s, t.current_branch)"
-                f" AND e.idem_hash IN ({', '.join(['%s'] * len(hashes))})",
-                (tenant, thread_id, branch, *hashes),
-            ))
+            statements.append(
+                (
+                    f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                    " AND e.branch = COALESCE(%s, t.current_branch)"
+                    f" AND e.idem_hash IN ({', '.join(['%s'] * len(hashes))})",
+                    (tenant, thread_id, branch, *hashes),
+                )
+            )
         results = self._run(conn, statements)
         head = results[2][0]
         if not head:
@@ -669,20 +928,26 @@ class MySQLStore(Store):
         added = len(values) // 16
         if added:
             row_marks = "(" + ", ".join(["%s"] * 16) + ")"
-            writes.append((
-                f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
-                + ", ".join([row_marks] * added),
-                values,
-            ))
-            writes.append((
-                f"UPDATE {self._branches} SET last_position = %s"
-                " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                (position, tenant, thread_id, name),
-            ))
-        writes.append((
-            f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
-            (to_us(updated_at), tenant, thread_id),
-        ))
+            writes.append(
+                (
+                    f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
+                    + ", ".join([row_marks] * added),
+                    values,
+                )
+            )
+            writes.append(
+                (
+                    f"UPDATE {self._branches} SET last_position = %s"
+                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                    (position, tenant, thread_id, name),
+                )
+            )
+        writes.append(
+            (
+                f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
+                (to_us(updated_at), tenant, thread_id),
+            )
+        )
         writes.append(("COMMIT", None))
         self._run(conn, writes)
         return AppendResult(stored, thread)
@@ -742,11 +1007,13 @@ class MySQLStore(Store):
         after: datetime | None = None,
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
-        """The thread and a page of entries: two statements, one round trip.
+        """The thread and a page of entries: one statement, one round trip.
 
-        The branch is a scalar subquery, not a join: MySQL then walks the entries
-        primary key backwards and stops after ``limit`` rows (a join sorts the
-        whole branch).
+        ``SELECT thread UNION ALL (SELECT page)``: one statement is one read view,
+        so the page is exactly of the branch the thread row names. Each row is
+        one ``JSON_ARRAY`` (see the module docstring). The branch is a scalar
+        subquery, not a join: MySQL then walks the entries primary key backwards
+        and stops after ``limit`` rows (a join sorts the whole branch).
         """
         where = ""
         args: list[Any] = [tenant, thread_id, tenant, thread_id, branch, tenant, thread_id]
@@ -758,27 +1025,30 @@ class MySQLStore(Store):
             args.append(to_us(after))
         args += [_ALL if limit is None else limit, offset]
         with self._connection() as conn:
-            results = self._run(conn, [
-                (
-                    f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s",
-                    args[:2],
-                ),
-                (
-                    f"SELECT {_E_COLS} FROM {self._entries} e"
-                    " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch = COALESCE(%s,"
-                    f" (SELECT current_branch FROM {self._threads}"
-                    f" WHERE tenant_id = %s AND id = %s)){where}"
-                    " ORDER BY e.position DESC LIMIT %s OFFSET %s",
-                    args[2:],
-                ),
-            ])
-        if not results[0][0]:
+            rows, _ = self._one(
+                conn,
+                f"SELECT JSON_ARRAY({THREAD_COLUMNS}) FROM {self._threads}"
+                " WHERE tenant_id = %s AND id = %s"
+                f" UNION ALL (SELECT JSON_ARRAY({_PAGE_COLS}) FROM {self._entries} e"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch = COALESCE(%s,"
+                f" (SELECT current_branch FROM {self._threads}"
+                f" WHERE tenant_id = %s AND id = %s)){where}"
+                " ORDER BY e.position DESC LIMIT %s OFFSET %s)",
+                args,
+            )
+        thread: Thread | None = None
+        values: list[list[Any]] = []
+        for (text,) in rows:
+            row = json.loads(text)
+            if len(row) == _THREAD_WIDTH:
+                thread = row_to_thread(row)
+            else:
+                values.append(row)
+        if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        page = [row_to_entry(row) for row in results[1][0]]
-        if not newest_first:
-            page.reverse()
-        return row_to_thread(results[0][0][0]), page
+        name = thread.current_branch if branch is None else branch
+        values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
+        return thread, [_page_entry(row, thread_id, name) for row in values]
 
     def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -895,20 +1165,24 @@ class MySQLStore(Store):
         from_entry: str | None,
         created_at: datetime,
     ) -> Branch:
-        results = self._run(conn, [
-            (_BEGIN, None),
-            (
-                f"SELECT t.id, s.last_position, d.name, (SELECT e.position FROM {self._entries} e"
-                " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
-                f" AND e.id = %s) FROM {self._threads} t"
-                f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
-                " AND s.thread_id = t.id AND s.name = %s"
-                f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
-                " AND d.thread_id = t.id AND d.name = %s"
-                " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-                (from_entry, from_branch, name, tenant, thread_id),
-            ),
-        ])
+        results = self._run(
+            conn,
+            [
+                (_BEGIN, None),
+                (
+                    "SELECT t.id, s.last_position, d.name,"
+                    f" (SELECT e.position FROM {self._entries} e"
+                    " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
+                    f" AND e.id = %s) FROM {self._threads} t"
+                    f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
+                    " AND s.thread_id = t.id AND s.name = %s"
+                    f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
+                    " AND d.thread_id = t.id AND d.name = %s"
+                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    (from_entry, from_branch, name, tenant, thread_id),
+                ),
+            ],
+        )
         head = results[2][0]
         if not head:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -921,23 +1195,29 @@ class MySQLStore(Store):
             raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
         upto = int(source_last) if from_entry is None else int(entry_position)
         columns = _INSERT_COLS.replace("branch, ", "")
-        self._run(conn, [
-            (
-                f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
-                " from_branch, from_entry, last_position) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (tenant, thread_id, name, to_us(created_at), from_branch, from_entry, upto),
-            ),
-            (
-                f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
-                f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
-                " AND position <= %s",
-                (name, tenant, thread_id, from_branch, upto),
-            ),
-            ("COMMIT", None),
-        ])
+        self._run(
+            conn,
+            [
+                (
+                    f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                    " from_branch, from_entry, last_position) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                    (tenant, thread_id, name, to_us(created_at), from_branch, from_entry, upto),
+                ),
+                (
+                    f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
+                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
+                    " AND position <= %s",
+                    (name, tenant, thread_id, from_branch, upto),
+                ),
+                ("COMMIT", None),
+            ],
+        )
         return Branch(
-            name=name, thread_id=thread_id, created_at=created_at,
-            from_branch=from_branch, from_entry=from_entry,
+            name=name,
+            thread_id=thread_id,
+            created_at=created_at,
+            from_branch=from_branch,
+            from_entry=from_entry,
         )
 
     def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
@@ -958,33 +1238,39 @@ class MySQLStore(Store):
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:
-                    results = self._run(conn, [
-                        (_BEGIN, None),
-                        (
-                            f"SELECT current_branch FROM {self._threads}"
-                            " WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                            (tenant, thread_id),
-                        ),
-                    ])
+                    results = self._run(
+                        conn,
+                        [
+                            (_BEGIN, None),
+                            (
+                                f"SELECT current_branch FROM {self._threads}"
+                                " WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                                (tenant, thread_id),
+                            ),
+                        ],
+                    )
                     head = results[2][0]
                     if not head:
                         raise NotFound(f"thread {thread_id!r} not found")
                     if head[0][0] == name:
                         raise Conflict(f"cannot delete the current branch {name!r}")
                     key = (tenant, thread_id, name)
-                    results = self._run(conn, [
-                        (
-                            f"DELETE FROM {self._branches}"
-                            " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                            key,
-                        ),
-                        (
-                            f"DELETE FROM {self._entries}"
-                            " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
-                            key,
-                        ),
-                        ("COMMIT", None),
-                    ])
+                    results = self._run(
+                        conn,
+                        [
+                            (
+                                f"DELETE FROM {self._branches}"
+                                " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._entries}"
+                                " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
+                                key,
+                            ),
+                            ("COMMIT", None),
+                        ],
+                    )
                 return results[0][1] > 0
             except _LockContention as error:
                 self._retry(attempt, error)
@@ -1071,8 +1357,14 @@ class MySQLStore(Store):
         self._execute(
             f"INSERT INTO {self._summaries} (tenant_id, id, agent_id, user_id, content, created_at)"
             " VALUES (%s, %s, %s, %s, %s, %s)",
-            (tenant, summary.id, summary.agent_id, summary.user_id, summary.content,
-             to_us(summary.created_at)),
+            (
+                tenant,
+                summary.id,
+                summary.agent_id,
+                summary.user_id,
+                summary.content,
+                to_us(summary.created_at),
+            ),
         )
         return summary
 
@@ -1091,7 +1383,8 @@ class MySQLStore(Store):
     # -- erasure ---------------------------------------------------------------
 
     def forget_user(self, tenant: str, user_id: str) -> int:
-        """Erase the user's threads (with entries), snapshots and summaries, atomically."""
+        """Erase the user's threads (with entries and their vectors), records (with theirs),
+        snapshots and summaries, atomically."""
         key = (tenant, user_id)
         join = (
             f"JOIN {self._threads} t ON t.tenant_id = x.tenant_id AND t.id = x.thread_id"
@@ -1100,18 +1393,449 @@ class MySQLStore(Store):
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:
-                    results = self._run(conn, [
-                        (_BEGIN, None),
-                        (f"DELETE x FROM {self._entries} x {join}", key),
-                        (f"DELETE x FROM {self._branches} x {join}", key),
-                        (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND user_id = %s", key),
-                        (f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND user_id = %s",
-                         key),
-                        (f"DELETE FROM {self._summaries} WHERE tenant_id = %s AND user_id = %s",
-                         key),
-                        ("COMMIT", None),
-                    ])
-                return sum(results[i][1] for i in (2, 4, 5, 6))
+                    results = self._run(
+                        conn,
+                        [
+                            (_BEGIN, None),
+                            (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
+                            (f"DELETE x FROM {self._entries} x {join}", key),
+                            (f"DELETE x FROM {self._branches} x {join}", key),
+                            (
+                                f"DELETE FROM {self._threads}"
+                                " WHERE tenant_id = %s AND user_id = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._snapshots}"
+                                " WHERE tenant_id = %s AND user_id = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._summaries}"
+                                " WHERE tenant_id = %s AND user_id = %s",
+                                key,
+                            ),
+                            (
+                                f"DELETE v FROM {self._vectors} v JOIN {self._records} r"
+                                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+                                " WHERE r.tenant_id = %s AND r.user_id = %s AND v.kind <> 'entry'",
+                                key,
+                            ),
+                            (
+                                f"DELETE FROM {self._records}"
+                                " WHERE tenant_id = %s AND user_id = %s",
+                                key,
+                            ),
+                            ("COMMIT", None),
+                        ],
+                    )
+                return sum(results[i][1] for i in (3, 5, 6, 7, 9))
             except _LockContention as error:
                 self._retry(attempt, error)
         raise AssertionError("unreachable")
+
+    # -- compaction --------------------------------------------------------------
+
+    def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Compare-and-swap the branch's prefix, under the thread row's lock (two round trips)."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as conn:
+                    return self._compact(
+                        conn,
+                        tenant,
+                        thread_id,
+                        branch,
+                        through_position,
+                        expected_ids,
+                        summary,
+                        updated_at,
+                    )
+            except _LockContention as error:
+                self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    def _compact(
+        self,
+        conn: MySQLConnection,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        through: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        prefix = (tenant, thread_id, branch, through)
+        results = self._run(
+            conn,
+            [
+                (_BEGIN, None),
+                (
+                    f"SELECT b.name FROM {self._threads} t LEFT JOIN {self._branches} b"
+                    " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s"
+                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    (branch, tenant, thread_id),
+                ),
+                (
+                    # FOR UPDATE: a concurrent delete of one of these waits for the swap.
+                    f"SELECT id FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    " AND branch = %s AND position <= %s ORDER BY position FOR UPDATE",
+                    prefix,
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")  # the pool rolls back
+        if head[0][0] is None:
+            raise NotFound(f"branch {branch!r} not found")
+        if [row[0] for row in results[3][0]] != list(expected_ids):
+            self._one(conn, "ROLLBACK")
+            return False
+        writes: list[_Statement] = [
+            (
+                f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                " AND branch = %s AND position <= %s",
+                prefix,
+            )
+        ]
+        if summary is not None:
+            writes.append(
+                (
+                    f"INSERT INTO {self._entries} ({_INSERT_COLS})"
+                    f" VALUES ({', '.join(['%s'] * 16)})",
+                    (tenant, thread_id, branch, through, *_entry_values(summary)),
+                )
+            )
+        writes += [
+            (
+                f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
+                (to_us(updated_at), tenant, thread_id),
+            ),
+            ("COMMIT", None),
+        ]
+        self._run(conn, writes)
+        return True
+
+    def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Set content, state and token count by id in one transaction (one round trip)."""
+        by_id = {c[0]: c for c in changes}  # the last change of an id wins
+        statements: list[_Statement] = [
+            (_BEGIN, None),
+            (
+                f"SELECT id FROM {self._threads} WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                (tenant, thread_id),
+            ),
+        ]
+        if by_id:
+            # Counted, not the UPDATEs' rowcounts: MySQL counts only rows whose value changed.
+            statements.append(
+                (
+                    f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    f" AND branch = %s AND id IN ({', '.join(['%s'] * len(by_id))})",
+                    (tenant, thread_id, branch, *by_id),
+                )
+            )
+        statements += [
+            (
+                f"UPDATE {self._entries} SET content = %s, state = %s, token_count = %s"
+                " WHERE tenant_id = %s AND thread_id = %s AND branch = %s AND id = %s",
+                (content, dump(state), tokens, tenant, thread_id, branch, entry_id),
+            )
+            for entry_id, content, state, tokens in by_id.values()
+        ]
+        statements.append(("COMMIT", None))
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as conn:
+                    results = self._run(conn, statements)
+                break
+            except _LockContention as error:
+                self._retry(attempt, error)
+        if not results[2][0]:
+            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
+        return int(results[3][0][0][0]) if by_id else 0
+
+    # -- records -----------------------------------------------------------------
+
+    def _transaction(self, statements: Sequence[_Statement]) -> list[int]:
+        """Run write statements as one transaction, in as few round trips as their size
+        allows (about ``_BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as conn:
+                    counts: list[int] = []
+                    batch: list[_Statement] = [(_BEGIN, None)]
+                    size = 0
+                    for statement in [*statements, ("COMMIT", None)]:
+                        batch.append(statement)
+                        size += len(statement[0]) + sum(
+                            len(a) for a in statement[1] or () if isinstance(a, str)
+                        )
+                        if size >= _BATCH_BYTES or statement[0] == "COMMIT":
+                            results = self._run(conn, batch)
+                            counts += [r[1] for r in results]
+                            batch, size = [], 0
+                    return counts[2:-1]  # without SET TRANSACTION, START TRANSACTION, COMMIT
+            except _LockContention as error:
+                self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        """Upsert every record (by kind and id) in one transaction."""
+        statements: list[_Statement] = []
+        for r in records:
+            values = (
+                r.agent_id,
+                r.user_id,
+                r.key,
+                r.content,
+                dump(r.data),
+                to_us(r.created_at),
+                to_us(r.updated_at),
+                None if r.expires_at is None else to_us(r.expires_at),
+            )
+            statements.append(
+                (
+                    f"INSERT INTO {self._records} (tenant_id, kind, id, agent_id, user_id, k,"
+                    " content, data, created_at, updated_at, expires_at)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON DUPLICATE KEY UPDATE agent_id = %s, user_id = %s, k = %s, content = %s,"
+                    " data = %s, created_at = %s, updated_at = %s, expires_at = %s",
+                    (tenant, r.kind, r.id, *values, *values),
+                )
+            )
+        if statements:
+            self._transaction(statements)
+
+    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record, or ``None``."""
+        rows = self._query(
+            f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
+            (tenant, kind, record_id),
+        )
+        return row_to_record(rows[0]) if rows else None
+
+    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        """Delete records (and their vectors) by id, in one transaction; how many existed."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return 0
+        statements: list[_Statement] = []
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({_marks(len(chunk))})"
+            statements += [
+                (f"DELETE FROM {self._vectors}{where}", (tenant, kind, *chunk)),
+                (f"DELETE FROM {self._records}{where}", (tenant, kind, *chunk)),
+            ]
+        counts = self._transaction(statements)
+        return sum(counts[1::2])
+
+    def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind``, oldest first (``created_at``, id), filtered."""
+        where = ["tenant_id = %s", "kind = %s"]
+        args: list[Any] = [tenant, kind]
+        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("k", key)):
+            if not isinstance(value, Unset):
+                where.append(f"{column} <=> %s")
+                args.append(value)
+        if visible_to is not None:
+            where.append(_visible(""))
+            args += [visible_to.agent_id, visible_to.user_id]
+        args.append(_ALL if limit is None else limit)
+        rows = self._query(
+            f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}"
+            " ORDER BY created_at, id LIMIT %s",
+            args,
+        )
+        return [row_to_record(row) for row in rows]
+
+    # -- search ------------------------------------------------------------------
+
+    def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """FULLTEXT natural-language matches of entries and records, best first (one round trip).
+
+        Scores are InnoDB's relevance (see the module docstring for its quirks).
+        """
+        words = _search_words(query)
+        if not words or k <= 0:
+            return []
+        match = "MATCH ({}content) AGAINST (%s IN NATURAL LANGUAGE MODE)"
+        statements: list[_Statement] = []
+        if "entry" in kinds:
+            sql = (
+                f"SELECT 'entry', e.id, {match.format('e.')}, e.thread_id, e.branch"
+                f" FROM {self._entries} e"
+            )
+            args: list[Any] = [words]
+            if visible_to is not None:
+                sql += (
+                    f" JOIN {self._threads} t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                )
+            sql += f" WHERE {match.format('e.')} AND e.tenant_id = %s"
+            args += [words, tenant]
+            if thread_id is not None:
+                sql += " AND e.thread_id = %s"
+                args.append(thread_id)
+            if visible_to is not None:
+                sql += " AND " + _visible("t.")
+                args += [visible_to.agent_id, visible_to.user_id]
+            statements.append((f"{sql} ORDER BY 3 DESC, e.id, e.branch LIMIT %s", [*args, k]))
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        if record_kinds and thread_id is None:
+            sql = (
+                f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
+                f" WHERE {match.format('r.')} AND r.tenant_id = %s"
+                f" AND r.kind IN ({_marks(len(record_kinds))})"
+            )
+            args = [words, words, tenant, *record_kinds]
+            if visible_to is not None:
+                sql += " AND " + _visible("r.")
+                args += [visible_to.agent_id, visible_to.user_id]
+            statements.append((f"{sql} ORDER BY 3 DESC, r.kind, r.id LIMIT %s", [*args, k]))
+        if not statements:
+            return []
+        with self._connection() as conn:
+            results = self._run(conn, statements)
+        hits = [
+            SearchHit(row[0], row[1], float(row[2]), row[3], row[4])
+            for rows, _ in results
+            for row in rows
+        ]
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
+        return hits[:k]
+
+    def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        """Upsert embeddings (float32 unit vectors) in one transaction."""
+        statements: list[_Statement] = []
+        for item in items:
+            # Hex text: aiomysql cannot escape bytes.
+            blob = unit_vector_bytes(item.vector).hex()
+            statements.append(
+                (
+                    f"INSERT INTO {self._vectors}"
+                    " (tenant_id, kind, id, model_id, thread_id, vector)"
+                    " VALUES (%s, %s, %s, %s, %s, UNHEX(%s))"
+                    " ON DUPLICATE KEY UPDATE thread_id = %s, vector = UNHEX(%s)",
+                    (
+                        tenant,
+                        item.kind,
+                        item.id,
+                        item.model_id,
+                        item.thread_id,
+                        blob,
+                        item.thread_id,
+                        blob,
+                    ),
+                )
+            )
+        if statements:
+            self._transaction(statements)
+
+    def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Exact cosine top ``k`` (numpy) over the scoped vectors of ``model_id``."""
+        from memorybank.stores._vectors import top_k
+
+        statements: list[_Statement] = []
+        if "entry" in kinds:
+            sql = (
+                f"SELECT 'entry', v.id, v.thread_id, v.vector FROM {self._vectors} v"
+                f" JOIN {self._threads} t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = 'entry'"
+            )
+            args: list[Any] = [tenant, model_id]
+            if thread_id is not None:
+                sql += " AND v.thread_id = %s"
+                args.append(thread_id)
+            if visible_to is not None:
+                sql += " AND " + _visible("t.")
+                args += [visible_to.agent_id, visible_to.user_id]
+            statements.append((sql, args))
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        if record_kinds and thread_id is None:
+            sql = (
+                f"SELECT v.kind, v.id, NULL, v.vector FROM {self._vectors} v"
+                f" JOIN {self._records} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                " AND r.id = v.id WHERE v.tenant_id = %s AND v.model_id = %s"
+                f" AND v.kind IN ({_marks(len(record_kinds))})"
+            )
+            args = [tenant, model_id, *record_kinds]
+            if visible_to is not None:
+                sql += " AND " + _visible("r.")
+                args += [visible_to.agent_id, visible_to.user_id]
+            statements.append((sql, args))
+        if not statements or k <= 0:
+            return []
+        with self._connection() as conn:
+            results = self._run(conn, statements)
+        rows = [row for found, _ in results for row in found]
+        best = top_k(vector, [bytes(row[3]) for row in rows], k)
+        return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+
+    def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        statements: list[_Statement] = [
+            (
+                f"SELECT id, vector FROM {self._vectors} WHERE tenant_id = %s AND kind = %s"
+                f" AND model_id = %s AND id IN ({_marks(len(chunk))})",
+                (tenant, kind, model_id, *chunk),
+            )
+            for chunk in (wanted[i : i + 1000] for i in range(0, len(wanted), 1000))
+        ]
+        with self._connection() as conn:
+            results = self._run(conn, statements)
+        found = {row[0]: vector_from_bytes(bytes(row[1])) for rows, _ in results for row in rows}
+        return {vid: found[vid] for vid in wanted if vid in found}
