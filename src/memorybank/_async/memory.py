@@ -17,13 +17,6 @@ from memorybank import _validate as v
 from memorybank._async.context import AsyncContextBuilder
 from memorybank._async.documents import AsyncDocuments
 from memorybank._async.facts import AsyncFacts
-from memorybank._async.search import (
-    EMBED_BATCH,
-    SearchMode,
-    embed_entries,
-    embed_pending,
-    run_search,
-)
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
 from memorybank._async.turn import AsyncTurn, OnError
@@ -36,6 +29,7 @@ from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
+    from memorybank._async.search import SearchMode
     from memorybank.embeddings.base import Embedder
     from memorybank.retrieval import SearchOptions
 
@@ -371,7 +365,9 @@ class AsyncMemory:
         hits whose metadata has exactly these values, ``options`` tunes hybrid
         ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
         """
-        return await run_search(
+        from memorybank._async import search  # numpy and the ranking core load on first use
+
+        return await search.run_search(
             self._core,
             self.tenant_id,
             query,
@@ -387,16 +383,22 @@ class AsyncMemory:
         )
 
     async def embed_pending(
-        self, *, thread_id: str | None = None, batch_size: int = EMBED_BATCH
+        self, *, thread_id: str | None = None, batch_size: int | None = None
     ) -> int:
         """Embed every entry and document lacking a vector of the current embedder; how many.
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts. ``thread_id`` limits it to one thread (entries only).
+        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        it to one thread (entries only).
         """
-        return await embed_pending(
-            self._core, self.tenant_id, thread_id=thread_id, batch_size=batch_size
+        from memorybank._async import search
+
+        return await search.embed_pending(
+            self._core,
+            self.tenant_id,
+            thread_id=thread_id,
+            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
         )
 
 
@@ -629,8 +631,10 @@ class AsyncEntries:
             owner=user_id,
         )
         if self._core.embedder is not None:
+            from memorybank._async import search
+
             new_ids = {e.id for e in entries}
-            await embed_entries(
+            await search.embed_entries(
                 self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
             )
         generate = self._core.generate_title

@@ -18,13 +18,6 @@ from memorybank import _validate as v
 from memorybank._sync.context import ContextBuilder
 from memorybank._sync.documents import Documents
 from memorybank._sync.facts import Facts
-from memorybank._sync.search import (
-    EMBED_BATCH,
-    SearchMode,
-    embed_entries,
-    embed_pending,
-    run_search,
-)
 from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
 from memorybank._sync.stores.open import open_store
 from memorybank._sync.turn import Turn, OnError
@@ -37,6 +30,7 @@ from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
+    from memorybank._sync.search import SearchMode
     from memorybank.embeddings.base import Embedder
     from memorybank.retrieval import SearchOptions
 
@@ -372,7 +366,9 @@ class Memory:
         hits whose metadata has exactly these values, ``options`` tunes hybrid
         ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
         """
-        return run_search(
+        from memorybank._sync import search  # numpy and the ranking core load on first use
+
+        return search.run_search(
             self._core,
             self.tenant_id,
             query,
@@ -388,16 +384,22 @@ class Memory:
         )
 
     def embed_pending(
-        self, *, thread_id: str | None = None, batch_size: int = EMBED_BATCH
+        self, *, thread_id: str | None = None, batch_size: int | None = None
     ) -> int:
         """Embed every entry and document lacking a vector of the current embedder; how many.
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts. ``thread_id`` limits it to one thread (entries only).
+        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        it to one thread (entries only).
         """
-        return embed_pending(
-            self._core, self.tenant_id, thread_id=thread_id, batch_size=batch_size
+        from memorybank._sync import search
+
+        return search.embed_pending(
+            self._core,
+            self.tenant_id,
+            thread_id=thread_id,
+            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
         )
 
 
@@ -630,8 +632,10 @@ class Entries:
             owner=user_id,
         )
         if self._core.embedder is not None:
+            from memorybank._sync import search
+
             new_ids = {e.id for e in entries}
-            embed_entries(
+            search.embed_entries(
                 self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
             )
         generate = self._core.generate_title
