@@ -64,9 +64,13 @@ class Precomputed:
         return self.embed(texts)
 
 
+def _centres() -> NDArray[np.float32]:
+    return np.random.default_rng(42).standard_normal((2000, DIM)).astype(np.float32)
+
+
 def dataset(n: int, seed: int = 0) -> tuple[list[str], NDArray[np.float32]]:
     rng = np.random.default_rng(seed)
-    centres = rng.standard_normal((2000, DIM)).astype(np.float32)
+    centres = _centres()
     vectors = centres[rng.integers(0, 2000, n)] + 0.6 * rng.standard_normal((n, DIM)).astype(
         np.float32
     )
@@ -78,6 +82,7 @@ def dataset(n: int, seed: int = 0) -> tuple[list[str], NDArray[np.float32]]:
 
 
 def queries(count: int, seed: int = 1) -> tuple[list[str], NDArray[np.float32]]:
+    """Queries from the same clusters as the data (a question is near its answers)."""
     texts, vectors = dataset(count, seed)
     return [t.split(" ", 1)[1][:40] for t in texts], vectors
 

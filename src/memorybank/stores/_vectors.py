@@ -27,9 +27,10 @@ from numpy.typing import NDArray
 __all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
 
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
-#: whose scope covers many of them (exact numpy below: a 384-d product over
-#: 20,000 rows takes about 2 ms).
-ANN_THRESHOLD = 20_000
+#: whose scope covers many of them. Below it search is exact (a 384-d product
+#: over 50,000 rows is a few ms); the index is built on the first such query
+#: (about 2 minutes per 100,000 vectors on 2 busy cores) and then kept current.
+ANN_THRESHOLD = 50_000
 #: A scope holding at most this many vectors is always searched exactly.
 EXACT_LIMIT = 20_000
 _NONE = 0  # code of None (shared / no thread)
@@ -235,7 +236,7 @@ class VectorSlot:
                 metric="cos",
                 dtype="f16",
                 connectivity=16,
-                expansion_add=128,
+                expansion_add=64,
                 expansion_search=128,
             )
             self._ann_rows = 0
