@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memorybank._async.stores.base import (
     UNSET,
@@ -71,7 +71,9 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
-from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
+
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["AsyncSQLiteStore"]
 
@@ -1265,6 +1267,8 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
                 " ORDER BY v.rowid"
             )
+        from memorybank.stores._vectors import CachedRows
+
         rows = CachedRows()
         for rowid, rid, tid, agent, user, alive, blob in conn.execute(
             sql, (tenant, model_id, kind, after)
@@ -1284,6 +1288,8 @@ class AsyncSQLiteStore(AsyncStore):
         rowid, and the id at the cached max rowid is re-read, so replaced,
         deleted and reused rows are all noticed.
         """
+        from memorybank.stores._vectors import VectorCache, VectorSlot
+
         cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
         key = (tenant, model_id, kind)
         slot = cache.slots.get(key)

@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memorybank._sync.stores.base import (
     UNSET,
@@ -72,7 +72,9 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
-from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
+
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["SQLiteStore"]
 
@@ -1266,6 +1268,8 @@ class SQLiteStore(Store):
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
                 " ORDER BY v.rowid"
             )
+        from memorybank.stores._vectors import CachedRows
+
         rows = CachedRows()
         for rowid, rid, tid, agent, user, alive, blob in conn.execute(
             sql, (tenant, model_id, kind, after)
@@ -1285,6 +1289,8 @@ class SQLiteStore(Store):
         rowid, and the id at the cached max rowid is re-read, so replaced,
         deleted and reused rows are all noticed.
         """
+        from memorybank.stores._vectors import VectorCache, VectorSlot
+
         cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
         key = (tenant, model_id, kind)
         slot = cache.slots.get(key)
