@@ -543,6 +543,15 @@ def _vector_literal(vector: Sequence[float]) -> tuple[str, bytes] | None:
     return _blob_text(blob), blob
 
 
+def _row_check(table: str, condition: str) -> str:
+    """A filter the planner keeps as a per-row subplan (``EXISTS`` would become a join).
+
+    Under an HNSW index scan this checks each candidate as it comes, and keeps
+    the row estimate of the vectors scan, so the planner still picks the index.
+    """
+    return f"coalesce((SELECT true FROM {table} WHERE {condition} LIMIT 1), false)"
+
+
 def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
     """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
     if visible is None:
@@ -1568,21 +1577,33 @@ class AsyncPostgresStore(AsyncStore):
             if thread_id is not None:
                 where += " AND v.thread_id = %(thread)s"
                 params["thread"] = thread_id
-            where += _scope("t", visible_to, params)
+            scope = _scope("t", visible_to, params)
+            owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+            if index is None:  # exact: a hash join over every vector in scope
+                source = f"{p}vectors v JOIN {p}threads t ON {owner}"
+                check = scope
+            else:  # HNSW: a per-candidate check the index scan's rows go through
+                source = f"{p}vectors v"
+                check = f" AND {_row_check(f'{p}threads t', owner + scope)}"
             parts.append(
-                f"(SELECT 'entry', v.id, v.thread_id{select} FROM {p}vectors v"
-                f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                f"(SELECT 'entry', v.id, v.thread_id{select} FROM {source}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-                f" AND v.dim = %(dim)s AND v.kind = 'entry'{where}{tail}"
+                f" AND v.dim = %(dim)s AND v.kind = 'entry'{where}{check}{tail}"
             )
         if record_kinds:
             params["kinds"] = record_kinds
-            where = _scope("r", visible_to, params)
+            scope = _scope("r", visible_to, params)
+            owner = "r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+            if index is None:
+                source = f"{p}vectors v JOIN {p}records r ON {owner}"
+                check = scope
+            else:
+                source = f"{p}vectors v"
+                check = f" AND {_row_check(f'{p}records r', owner + scope)}"
             parts.append(
-                f"(SELECT v.kind, v.id, NULL{select} FROM {p}vectors v"
-                f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
-                " AND r.id = v.id WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-                f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){where}{tail}"
+                f"(SELECT v.kind, v.id, NULL{select} FROM {source}"
+                " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
+                f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){check}{tail}"
             )
         query = " UNION ALL ".join(parts)
         if not self._native:
