@@ -288,6 +288,7 @@ class AsyncStore(abc.ABC):
 
     # -- compaction -------------------------------------------------------------
 
+    @abc.abstractmethod
     async def compact_entries(
         self,
         tenant: str,
@@ -308,8 +309,8 @@ class AsyncStore(abc.ABC):
         ``through_position``; later entries are untouched. ``NotFound`` if the
         thread is absent.
         """
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def update_entries(
         self,
         tenant: str,
@@ -323,24 +324,22 @@ class AsyncStore(abc.ABC):
         Used by reversible compaction (content replaced by a reference, the
         original kept in ``state``) and its restore.
         """
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
     # -- records: facts, documents, core facts ---------------------------------
-    # The methods from here to "erasure" came after the first release of the
-    # contract; until every store implements them they are not abstract.
 
+    @abc.abstractmethod
     async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
         """Insert or replace (by ``kind`` + ``id``) all ``records`` atomically."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
         """Delete records by id; how many existed."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def record_list(
         self,
         tenant: str,
@@ -358,10 +357,10 @@ class AsyncStore(abc.ABC):
         matches records without one); ``visible_to`` keeps what that agent and
         user may see (see ``Visibility``); ``limit`` keeps the oldest N.
         """
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
     # -- search ------------------------------------------------------------------
 
+    @abc.abstractmethod
     async def text_search(
         self,
         tenant: str,
@@ -378,12 +377,12 @@ class AsyncStore(abc.ABC):
         by their thread's ``agent_id``/``user_id``; ``thread_id`` restricts to
         one thread (and excludes records). Best first.
         """
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         """Store (replace) embeddings of records or entries, tagged with their model id."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def vector_search(
         self,
         tenant: str,
@@ -396,13 +395,12 @@ class AsyncStore(abc.ABC):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
         """Best ``k`` by cosine similarity among vectors of ``model_id`` (never mixed)."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
+    @abc.abstractmethod
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
-        raise NotImplementedError(f"{type(self).__name__} lacks this capability")
 
     # -- erasure -----------------------------------------------------------
 
