@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import AsyncMemory, Memory
+from memorybank.stores import InMemoryStore
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -87,3 +88,8 @@ async def amemory(
 ) -> AsyncIterator[AsyncMemory]:
     async with AsyncMemory(store_url(store_kind, tmp_path), embedder=embedder) as mem:
         yield mem
+
+
+def lasting_store(kind: str, tmp_path: Path) -> str | InMemoryStore:
+    """Where a test can reopen the same data: a URL, or (memory) one store it owns."""
+    return InMemoryStore() if kind == "memory" else store_url(kind, tmp_path)

@@ -9,7 +9,7 @@ import pytest
 from memorybank import Document, InvalidInput, Memory
 from memorybank.errors import ConfigurationError
 
-from .conftest import HashEmbedder, store_url
+from .conftest import HashEmbedder, lasting_store
 
 
 def test_add_get_delete(memory: Memory) -> None:
@@ -123,9 +123,7 @@ def test_embedding_without_embedder_is_refused(tmp_path: Path) -> None:
 
 
 def test_model_change_never_mixes_vectors(store_kind: str, tmp_path: Path) -> None:
-    url = store_url(store_kind, tmp_path)
-    if store_kind == "memory":
-        pytest.skip("a memory:// store does not outlive its Memory")
+    url = lasting_store(store_kind, tmp_path)
     old, new = HashEmbedder(model="v1"), HashEmbedder(model="v2")
     with Memory(url, embedder=old) as mem:
         doc = mem.documents.add("my automobile is red")

@@ -12,7 +12,7 @@ import pytest
 from memorybank import AsyncMemory, Hit, InvalidInput, Memory, NotFound, ThreadForbidden
 from memorybank.retrieval import SearchOptions
 
-from .conftest import HashEmbedder, store_url
+from .conftest import HashEmbedder, lasting_store, store_url
 
 MODES = ["hybrid", "semantic", "keyword"]
 
@@ -264,9 +264,7 @@ def test_write_survives_embedder_failure_and_backlog_catches_up(
 
 
 def test_backlog_from_before_the_embedder(store_kind: str, tmp_path: Path) -> None:
-    if store_kind == "memory":
-        pytest.skip("a memory:// store does not outlive its Memory")
-    url = store_url(store_kind, tmp_path)
+    url = lasting_store(store_kind, tmp_path)
     with Memory(url) as mem:
         thread = mem.threads.create()
         mem.entries.add_many(thread.id, [{"role": "user", "content": "my automobile"}] * 3)
@@ -283,9 +281,7 @@ def test_backlog_from_before_the_embedder(store_kind: str, tmp_path: Path) -> No
 
 
 def test_thread_search_embeds_its_own_backlog(store_kind: str, tmp_path: Path) -> None:
-    if store_kind == "memory":
-        pytest.skip("a memory:// store does not outlive its Memory")
-    url = store_url(store_kind, tmp_path)
+    url = lasting_store(store_kind, tmp_path)
     with Memory(url) as mem:
         thread = mem.threads.create()
         mem.entries.add_many(
