@@ -8,16 +8,6 @@ PostgreSQL, Redis and MySQL/MariaDB. ``AsyncMemory`` is the primary API,
 
 from typing import TYPE_CHECKING, Any
 
-from memorybank._longterm import (
-    CompactionResult,
-    CompactionService,
-    Context,
-    ContextBuilder,
-    ContextOptions,
-    CoreFacts,
-    Session,
-    SessionManager,
-)
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -43,22 +33,44 @@ from memorybank.records import (
 
 if TYPE_CHECKING:
     from memorybank._async.memory import AsyncMemory
+    from memorybank._longterm import (
+        CompactionResult,
+        CompactionService,
+        Context,
+        ContextBuilder,
+        ContextOptions,
+        CoreFacts,
+        Session,
+        SessionManager,
+    )
     from memorybank._sync.memory import Memory
 
 __version__ = "0.1.0"
 
 
+_LAZY = {
+    "Memory": "memorybank._sync.memory",
+    "AsyncMemory": "memorybank._async.memory",
+    "CompactionResult": "memorybank._longterm",
+    "CompactionService": "memorybank._longterm",
+    "Context": "memorybank._longterm",
+    "ContextBuilder": "memorybank._longterm",
+    "ContextOptions": "memorybank._longterm",
+    "CoreFacts": "memorybank._longterm",
+    "Session": "memorybank._longterm",
+    "SessionManager": "memorybank._longterm",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # Imported on first use so that `from memorybank import Memory` never loads asyncio.
-    if name == "Memory":
-        from memorybank._sync.memory import Memory
+    # Imported on first use: `from memorybank import Memory` loads neither asyncio nor
+    # the long-term memory helpers, which keeps a cold start of a script short.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memorybank' has no attribute {name!r}")
+    import importlib
 
-        return Memory
-    if name == "AsyncMemory":
-        from memorybank._async.memory import AsyncMemory
-
-        return AsyncMemory
-    raise AttributeError(f"module 'memorybank' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [

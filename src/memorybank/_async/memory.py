@@ -6,6 +6,7 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -14,22 +15,23 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._async.context import AsyncContextBuilder
-from memorybank._async.documents import AsyncDocuments
-from memorybank._async.facts import AsyncFacts
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
-from memorybank._async.turn import AsyncTurn, OnError
 from memorybank._concurrency import amaybe_await
 from memorybank._ids import new_id
-from memorybank._longterm import Context, ContextOptions, Strategy
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
+    # Long-term memory, recall and turns load on first use (see the properties and
+    # methods below): a script that only reads history starts in half the time.
+    from memorybank._async.documents import AsyncDocuments
+    from memorybank._async.facts import AsyncFacts
     from memorybank._async.search import SearchMode
+    from memorybank._async.turn import AsyncTurn, OnError
+    from memorybank._longterm import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
     from memorybank.retrieval import SearchOptions
 
@@ -152,8 +154,20 @@ class AsyncMemory:
         self.branches = AsyncBranches(core, tenant)
         self.snapshots = AsyncSnapshots(core, tenant)
         self.summaries = AsyncSummaries(core, tenant)
-        self.facts = AsyncFacts(core, tenant)
-        self.documents = AsyncDocuments(core, tenant)
+
+    @functools.cached_property
+    def facts(self) -> AsyncFacts:
+        """``memory.facts``: long-term facts (see ``memorybank._async.facts``)."""
+        from memorybank._async.facts import AsyncFacts
+
+        return AsyncFacts(self._core, self.tenant_id)
+
+    @functools.cached_property
+    def documents(self) -> AsyncDocuments:
+        """``memory.documents``: searchable documents (see ``memorybank._async.documents``)."""
+        from memorybank._async.documents import AsyncDocuments
+
+        return AsyncDocuments(self._core, self.tenant_id)
 
     @property
     def store(self) -> AsyncStore:
@@ -271,6 +285,9 @@ class AsyncMemory:
         include_graph_context: bool = False,
     ) -> Context:
         """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``)."""
+        from memorybank._async.context import AsyncContextBuilder
+        from memorybank._longterm import ContextOptions
+
         options = ContextOptions(
             max_tokens=max_tokens,
             strategy=strategy,
@@ -313,6 +330,9 @@ class AsyncMemory:
         "load" | "save")``, and the agent runs without memory, unless
         ``raise_errors``.
         """
+        from memorybank._async.turn import AsyncTurn
+        from memorybank._longterm import ContextOptions
+
         return AsyncTurn(
             self,
             v.check_id(thread_id, "thread_id"),
@@ -807,6 +827,8 @@ class AsyncEntries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
+            from memorybank._async.facts import AsyncFacts
+
             await AsyncFacts(self._core, self._tenant)._cascade([entry_id])
         return removed > 0
 

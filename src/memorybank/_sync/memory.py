@@ -7,6 +7,7 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -15,22 +16,23 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._sync.context import ContextBuilder
-from memorybank._sync.documents import Documents
-from memorybank._sync.facts import Facts
 from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
 from memorybank._sync.stores.open import open_store
-from memorybank._sync.turn import Turn, OnError
 from memorybank._concurrency import maybe_await
 from memorybank._ids import new_id
-from memorybank._longterm import Context, ContextOptions, Strategy
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
+    # Long-term memory, recall and turns load on first use (see the properties and
+    # methods below): a script that only reads history starts in half the time.
+    from memorybank._sync.documents import Documents
+    from memorybank._sync.facts import Facts
     from memorybank._sync.search import SearchMode
+    from memorybank._sync.turn import Turn, OnError
+    from memorybank._longterm import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
     from memorybank.retrieval import SearchOptions
 
@@ -153,8 +155,20 @@ class Memory:
         self.branches = Branches(core, tenant)
         self.snapshots = Snapshots(core, tenant)
         self.summaries = Summaries(core, tenant)
-        self.facts = Facts(core, tenant)
-        self.documents = Documents(core, tenant)
+
+    @functools.cached_property
+    def facts(self) -> Facts:
+        """``memory.facts``: long-term facts (see ``memorybank._async.facts``)."""
+        from memorybank._sync.facts import Facts
+
+        return Facts(self._core, self.tenant_id)
+
+    @functools.cached_property
+    def documents(self) -> Documents:
+        """``memory.documents``: searchable documents (see ``memorybank._async.documents``)."""
+        from memorybank._sync.documents import Documents
+
+        return Documents(self._core, self.tenant_id)
 
     @property
     def store(self) -> Store:
@@ -272,6 +286,9 @@ class Memory:
         include_graph_context: bool = False,
     ) -> Context:
         """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``)."""
+        from memorybank._sync.context import ContextBuilder
+        from memorybank._longterm import ContextOptions
+
         options = ContextOptions(
             max_tokens=max_tokens,
             strategy=strategy,
@@ -314,6 +331,9 @@ class Memory:
         "load" | "save")``, and the agent runs without memory, unless
         ``raise_errors``.
         """
+        from memorybank._sync.turn import Turn
+        from memorybank._longterm import ContextOptions
+
         return Turn(
             self,
             v.check_id(thread_id, "thread_id"),
@@ -808,6 +828,8 @@ class Entries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
+            from memorybank._sync.facts import Facts
+
             Facts(self._core, self._tenant)._cascade([entry_id])
         return removed > 0
 
