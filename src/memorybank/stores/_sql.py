@@ -18,6 +18,7 @@ from memorybank.stores._types import Record
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "PAGE_COLUMNS",
     "RECORD_COLUMNS",
     "THREAD_COLUMNS",
     "dump",
@@ -43,6 +44,12 @@ _FAST_LIMIT_US = 7_258_118_400_000_000  # 2200-01-01
 THREAD_COLUMNS = (
     "id, tenant_id, user_id, agent_id, title, metadata, status, created_at, updated_at,"
     " current_branch"
+)
+#: Entry columns of a page whose thread and branch the caller knows
+#: (``page_row_to_entry`` reads them): fewer values for the driver to build.
+PAGE_COLUMNS = (
+    "id, position, role, content, name, tool_calls, tool_call_id, metadata, state,"
+    " token_count, created_at, idempotency_key"
 )
 #: Column order every SQL store selects entries in (``row_to_entry`` reads it).
 ENTRY_COLUMNS = (
@@ -126,13 +133,18 @@ def row_to_thread(row: Sequence[Any]) -> Thread:
 
 
 def row_to_entry(row: Sequence[Any]) -> Entry:
-    """An ``Entry`` from a row selected with ``ENTRY_COLUMNS``.
+    """An ``Entry`` from a row selected with ``ENTRY_COLUMNS``."""
+    return page_row_to_entry((row[0], *row[3:]), row[1], row[2])
+
+
+def page_row_to_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
+    """An ``Entry`` from a row selected with ``PAGE_COLUMNS`` (thread and branch known).
 
     This runs for every row of every read, so it avoids calls where a cheap
     test does: empty JSON objects and absent tool calls are the common case.
     """
-    (id_, thread_id, branch, position, role, content, name, calls, call_id, metadata, state,
-     tokens, created) = row[:13]  # fmt: skip
+    (id_, position, role, content, name, calls, call_id, metadata, state, tokens, created,
+     key) = row  # fmt: skip
     return Entry(
         id_,
         thread_id,
@@ -147,7 +159,7 @@ def row_to_entry(row: Sequence[Any]) -> Entry:
         {} if state is None or state == "{}" else load(state),
         int(tokens),
         from_us(created),
-        row[13],
+        key,
     )
 
 

@@ -58,10 +58,12 @@ from memorybank.errors import (
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
+    PAGE_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
     dump,
     fts_query,
+    page_row_to_entry,
     row_to_branch,
     row_to_entry,
     row_to_record,
@@ -589,7 +591,7 @@ class SQLiteStore(Store):
             thread = self._require_thread(conn, tenant, thread_id)
             name = thread.current_branch if branch is None else branch
             sql = (
-                f"SELECT {ENTRY_COLUMNS} FROM {p}entries"
+                f"SELECT {PAGE_COLUMNS} FROM {p}entries"
                 " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
             )
             params: list[Any] = [tenant, thread_id, name]
@@ -601,7 +603,7 @@ class SQLiteStore(Store):
                 params.append(to_us(after))
             sql += " ORDER BY position DESC LIMIT ? OFFSET ?"
             params += [-1 if limit is None else limit, offset]
-            rows = [row_to_entry(r) for r in conn.execute(sql, params).fetchall()]
+            rows = [page_row_to_entry(r, thread_id, name) for r in conn.execute(sql, params)]
             if not newest_first:
                 rows.reverse()
             return thread, rows
