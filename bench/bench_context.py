@@ -205,17 +205,22 @@ def _postgres(tmp: Path) -> Store | str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small thread and corpus")
+    parser.add_argument(
+        "--stores", default="sqlite,postgres", help="comma list of sqlite, postgres"
+    )
     args = parser.parse_args()
+    stores = {name.strip() for name in args.stores.split(",")}
     entries, documents, repeat = (2_000, 5_000, 30) if args.quick else (10_000, 100_000, 100)
     rows: list[list[Any]] = []
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as tmp:
         from memorybank.stores import SQLiteStore
 
-        sqlite = SQLiteStore(Path(tmp) / "bench.db", synchronous="normal")
-        rows += run("SQLite", sqlite, entries, documents, repeat)
-        sqlite.close()
-        pg = _postgres(Path(tmp))
+        if "sqlite" in stores:
+            sqlite = SQLiteStore(Path(tmp) / "bench.db", synchronous="normal")
+            rows += run("SQLite", sqlite, entries, documents, repeat)
+            sqlite.close()
+        pg = _postgres(Path(tmp)) if "postgres" in stores else "PostgreSQL: not asked for"
         if isinstance(pg, str):
             notes.append(pg)
         else:
