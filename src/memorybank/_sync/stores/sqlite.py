@@ -1364,10 +1364,13 @@ class SQLiteStore(Store):
                 sql, params = self._vector_sql(kind, thread_id, visible_to)
                 ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
                 marks = ", ".join("?" * len(ids))
+                # "+" keeps the planner off the thread index: the shortlist is a few
+                # primary-key lookups, not a scan of the whole thread's vectors.
+                by_ids = sql.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
                 confirmed = {
                     r[0]
                     for r in conn.execute(
-                        f"{sql} AND v.id IN ({marks})", [tenant, model_id, *params, *ids]
+                        f"{by_ids} AND v.id IN ({marks})", [tenant, model_id, *params, *ids]
                     )
                 }
                 kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
