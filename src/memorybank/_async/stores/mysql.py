@@ -533,6 +533,18 @@ class AsyncMySQLStore(AsyncStore):
             raise error
         await asleep(0.01 * 2**attempt)
 
+    async def _run_retried(
+        self, statements: Sequence[_Statement]
+    ) -> list[tuple[list[tuple[Any, ...]], int]]:
+        """``_run`` on a pooled connection, retrying a transaction lost to lock contention."""
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    return await self._run(conn, statements)
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
     async def _run(
         self, conn: AsyncMySQLConnection, statements: Sequence[_Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
@@ -754,23 +766,16 @@ class AsyncMySQLStore(AsyncStore):
                 " AND b.thread_id = %s AND b.name = %s)"
             )
             args += [tenant, thread_id, current_branch]
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._connection() as conn:
-                    results = await self._run(
-                        conn,
-                        [
-                            (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
-                            (
-                                f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
-                                " WHERE tenant_id = %s AND id = %s",
-                                (tenant, thread_id),
-                            ),
-                        ],
-                    )
-                break
-            except _LockContention as error:
-                await self._retry(attempt, error)
+        results = await self._run_retried(
+            [
+                (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
+                (
+                    f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s",
+                    (tenant, thread_id),
+                ),
+            ]
+        )
         rows = results[1][0]
         if not rows:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -782,37 +787,28 @@ class AsyncMySQLStore(AsyncStore):
     async def delete_thread(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches and entries in one transaction."""
         key = (tenant, thread_id)
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._connection() as conn:
-                    results = await self._run(
-                        conn,
-                        [
-                            (_BEGIN, None),
-                            (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
-                            (
-                                f"DELETE FROM {self._branches}"
-                                " WHERE tenant_id = %s AND thread_id = %s",
-                                key,
-                            ),
-                            (
-                                f"DELETE FROM {self._entries}"
-                                " WHERE tenant_id = %s AND thread_id = %s",
-                                key,
-                            ),
-                            (
-                                f"DELETE FROM {self._vectors}"
-                                " WHERE tenant_id = %s AND thread_id = %s"
-                                " AND kind = 'entry'",
-                                key,
-                            ),
-                            ("COMMIT", None),
-                        ],
-                    )
-                return results[2][1] > 0
-            except _LockContention as error:
-                await self._retry(attempt, error)
-        raise AssertionError("unreachable")
+        results = await self._run_retried(
+            [
+                (_BEGIN, None),
+                (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
+                (
+                    f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._vectors}"
+                    " WHERE tenant_id = %s AND thread_id = %s"
+                    " AND kind = 'entry'",
+                    key,
+                ),
+                ("COMMIT", None),
+            ]
+        )
+        return results[2][1] > 0
 
     # -- entries -------------------------------------------------------------
 
@@ -1389,49 +1385,38 @@ class AsyncMySQLStore(AsyncStore):
             f"JOIN {self._threads} t ON t.tenant_id = x.tenant_id AND t.id = x.thread_id"
             " WHERE t.tenant_id = %s AND t.user_id = %s"
         )
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._connection() as conn:
-                    results = await self._run(
-                        conn,
-                        [
-                            (_BEGIN, None),
-                            (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
-                            (f"DELETE x FROM {self._entries} x {join}", key),
-                            (f"DELETE x FROM {self._branches} x {join}", key),
-                            (
-                                f"DELETE FROM {self._threads}"
-                                " WHERE tenant_id = %s AND user_id = %s",
-                                key,
-                            ),
-                            (
-                                f"DELETE FROM {self._snapshots}"
-                                " WHERE tenant_id = %s AND user_id = %s",
-                                key,
-                            ),
-                            (
-                                f"DELETE FROM {self._summaries}"
-                                " WHERE tenant_id = %s AND user_id = %s",
-                                key,
-                            ),
-                            (
-                                f"DELETE v FROM {self._vectors} v JOIN {self._records} r"
-                                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-                                " WHERE r.tenant_id = %s AND r.user_id = %s AND v.kind <> 'entry'",
-                                key,
-                            ),
-                            (
-                                f"DELETE FROM {self._records}"
-                                " WHERE tenant_id = %s AND user_id = %s",
-                                key,
-                            ),
-                            ("COMMIT", None),
-                        ],
-                    )
-                return sum(results[i][1] for i in (3, 5, 6, 7, 9))
-            except _LockContention as error:
-                await self._retry(attempt, error)
-        raise AssertionError("unreachable")
+        results = await self._run_retried(
+            [
+                (_BEGIN, None),
+                (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
+                (f"DELETE x FROM {self._entries} x {join}", key),
+                (f"DELETE x FROM {self._branches} x {join}", key),
+                (
+                    f"DELETE FROM {self._threads} WHERE tenant_id = %s AND user_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND user_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._summaries} WHERE tenant_id = %s AND user_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE v FROM {self._vectors} v JOIN {self._records} r"
+                    " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+                    " WHERE r.tenant_id = %s AND r.user_id = %s AND v.kind <> 'entry'",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._records} WHERE tenant_id = %s AND user_id = %s",
+                    key,
+                ),
+                ("COMMIT", None),
+            ]
+        )
+        return sum(results[i][1] for i in (3, 5, 6, 7, 9))
 
     # -- compaction --------------------------------------------------------------
 
@@ -1562,13 +1547,7 @@ class AsyncMySQLStore(AsyncStore):
             for entry_id, content, state, tokens in by_id.values()
         ]
         statements.append(("COMMIT", None))
-        for attempt in range(_ATTEMPTS):
-            try:
-                async with self._connection() as conn:
-                    results = await self._run(conn, statements)
-                break
-            except _LockContention as error:
-                await self._retry(attempt, error)
+        results = await self._run_retried(statements)
         if not results[2][0]:
             raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
         return int(results[3][0][0][0]) if by_id else 0
