@@ -216,10 +216,6 @@ def _cache(core: _Core) -> OrderedDict[tuple[str, str, str], _ThreadIndex]:
 # -- search --------------------------------------------------------------------------------
 
 
-def _visible(visible: Visibility, agent_id: str | None, user_id: str | None) -> bool:
-    return agent_id in (None, visible.agent_id) and user_id in (None, visible.user_id)
-
-
 def _matches(metadata: dict[str, Any], filters: dict[str, Any]) -> bool:
     return all(k in metadata and metadata[k] == x for k, x in filters.items())
 
@@ -291,7 +287,7 @@ async def run_search(
         thread = await store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        if not _visible(visible, thread.agent_id, thread.user_id):
+        if not visible.admits(thread.agent_id, thread.user_id):
             raise ThreadForbidden()
         store_kinds = [kind for kind in store_kinds if kind == "entry"]
     if limit == 0 or not store_kinds or not query.strip():
@@ -432,7 +428,7 @@ class _Search:
     async def _thread(self, thread_id: str) -> Thread | None:
         if thread_id not in self.threads:
             thread = await self.store.get_thread(self.tenant, thread_id)
-            if thread is not None and not _visible(self.visible, thread.agent_id, thread.user_id):
+            if thread is not None and not self.visible.admits(thread.agent_id, thread.user_id):
                 thread = None  # defence in depth: the store already scoped its hits
             self.threads[thread_id] = thread
         return self.threads[thread_id]
@@ -446,7 +442,7 @@ class _Search:
                 return None
             return await self.store.get_entry(self.tenant, thread.id, hit.id)
         record = await self.store.record_get(self.tenant, hit.kind, hit.id)
-        if record is None or not _visible(self.visible, record.agent_id, record.user_id):
+        if record is None or not self.visible.admits(record.agent_id, record.user_id):
             return None
         return document_from_record(record)
 

@@ -22,6 +22,7 @@ __all__ = [
     "Unset",
     "VectorItem",
     "Visibility",
+    "visible",
 ]
 
 
@@ -101,6 +102,15 @@ class Visibility:
 
     agent_id: str | None
     user_id: str | None
+
+    def admits(self, agent_id: str | None, user_id: str | None) -> bool:
+        """Whether a record owned by ``agent_id``/``user_id`` is visible (the rule above)."""
+        return agent_id in (None, self.agent_id) and user_id in (None, self.user_id)
+
+
+def visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
+    """``visible_to.admits(...)``, where ``None`` (no scope given) admits everything."""
+    return visible_to is None or visible_to.admits(agent_id, user_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from memorybank._async.stores.base import (
 from memorybank._concurrency import AsyncLock
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._types import visible
 
 __all__ = ["AsyncInMemoryStore"]
 
@@ -517,7 +518,7 @@ class AsyncInMemoryStore(AsyncStore):
             and (isinstance(agent_id, Unset) or r.agent_id == agent_id)
             and (isinstance(user_id, Unset) or r.user_id == user_id)
             and (isinstance(key, Unset) or r.key == key)
-            and _visible(visible_to, r.agent_id, r.user_id)
+            and visible(visible_to, r.agent_id, r.user_id)
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         if limit is not None:
@@ -538,7 +539,7 @@ class AsyncInMemoryStore(AsyncStore):
             for (ten, tid), thread in self._threads.items():
                 if ten != tenant or (thread_id is not None and tid != thread_id):
                     continue
-                if not _visible(visible_to, thread.agent_id, thread.user_id):
+                if not visible(visible_to, thread.agent_id, thread.user_id):
                     continue
                 for name in self._branches.get((ten, tid), {}):
                     for entry in self._entries.get((ten, tid, name), []):
@@ -547,7 +548,7 @@ class AsyncInMemoryStore(AsyncStore):
         if thread_id is None:
             for (ten, kind, rid), record in self._records.items():
                 if ten == tenant and kind in kinds and kind != "entry":
-                    if _visible(visible_to, record.agent_id, record.user_id):
+                    if visible(visible_to, record.agent_id, record.user_id):
                         yield SearchHit(kind, rid, 0.0), record.content
 
     async def text_search(
@@ -599,7 +600,7 @@ class AsyncInMemoryStore(AsyncStore):
         allowed_threads = {
             tid
             for (ten, tid), thread in self._threads.items()
-            if ten == tenant and _visible(visible_to, thread.agent_id, thread.user_id)
+            if ten == tenant and visible(visible_to, thread.agent_id, thread.user_id)
         }
         hits: list[SearchHit] = []
         for (ten, kind, vid, model), (tid, stored) in self._vectors.items():
@@ -612,7 +613,7 @@ class AsyncInMemoryStore(AsyncStore):
                 record = self._records.get((tenant, kind, vid))
                 if thread_id is not None or record is None:
                     continue
-                if not _visible(visible_to, record.agent_id, record.user_id):
+                if not visible(visible_to, record.agent_id, record.user_id):
                     continue
             score = sum(a * b for a, b in zip(query, stored, strict=False))
             hits.append(SearchHit(kind, vid, score, tid))
@@ -638,12 +639,6 @@ class AsyncInMemoryStore(AsyncStore):
         for vkey, (tid, _) in list(self._vectors.items()):
             if vkey[0] == tenant and vkey[1] == "entry" and tid == thread_id:
                 del self._vectors[vkey]
-
-
-def _visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
-    if visible_to is None:
-        return True
-    return agent_id in (None, visible_to.agent_id) and user_id in (None, visible_to.user_id)
 
 
 def _unit(vector: Sequence[float]) -> list[float]:

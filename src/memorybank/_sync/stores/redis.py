@@ -159,6 +159,7 @@ from memorybank.errors import (
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores._redis_compat import RedisClient, connect_redis
 from memorybank.stores._sql import dump, from_us, to_us, unit_vector_bytes, vector_from_bytes
+from memorybank.stores._types import visible
 
 __all__ = ["MIGRATIONS", "RedisStore"]
 
@@ -905,12 +906,6 @@ def _glob_escape(text: str) -> str:
 def _who(value: str | None) -> str:
     """An agent/user id for the scripts: ``"-"`` for none, ``"=<id>"`` otherwise."""
     return "-" if value is None else "=" + value
-
-
-def _visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
-    if visible_to is None:
-        return True
-    return agent_id in (None, visible_to.agent_id) and user_id in (None, visible_to.user_id)
 
 
 def _record_json(record: Record) -> str:
@@ -1831,7 +1826,7 @@ class RedisStore(Store):
             if (isinstance(agent_id, Unset) or data[0] == agent_id)
             and (isinstance(user_id, Unset) or data[1] == user_id)
             and (isinstance(key, Unset) or data[2] == key)
-            and _visible(visible_to, data[0], data[1])
+            and visible(visible_to, data[0], data[1])
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         return found if limit is None else found[:limit]
@@ -1928,7 +1923,7 @@ class RedisStore(Store):
                 for kind, rid, data, _ in self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to
                 ):
-                    if _visible(visible_to, data[0], data[1]):
+                    if visible(visible_to, data[0], data[1]):
                         hits.append(SearchHit(kind, rid, 0.0))
                         texts.append(data[3])
         index = BM25Index()
@@ -2015,7 +2010,7 @@ class RedisStore(Store):
                 for kind, rid, data, blob in self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
-                    if blob is not None and _visible(visible_to, data[0], data[1]):
+                    if blob is not None and visible(visible_to, data[0], data[1]):
                         hits.append(SearchHit(kind, rid, 0.0))
                         blobs.append(blob)
         return [
