@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import ConfigurationError
 from memorybank.records import Entry, Fact
+from memorybank.stores._types import UNSET
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -265,7 +266,7 @@ class SessionManager:
 
 
 class CoreFacts:
-    """``CoreFacts(path=None, memory=None, *, user_id=None)``: always-on key-value facts.
+    """``CoreFacts(path=None, memory=None, *, user_id=...)``: always-on key-value facts.
 
     On the SQLite file ``path`` (default ``./memorybank.db``) when no memory is
     given (synchronous), or on any store through ``memory`` (synchronous for a
@@ -277,7 +278,7 @@ class CoreFacts:
         path: str | Path | None = None,
         memory: Any = None,
         *,
-        user_id: str | None = None,
+        user_id: Any = UNSET,
     ) -> Any:
         if memory is not None:
             _check_memory(memory)

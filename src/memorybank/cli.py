@@ -29,6 +29,7 @@ from memorybank import __version__
 from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.errors import MemoryBankError, NotFound
 from memorybank.records import Entry, Thread
+from memorybank.stores._types import UNSET
 
 __all__ = ["app", "entries_table", "format_content", "main"]
 
@@ -238,8 +239,8 @@ def threads_command(
     console = _console()
     with _errors(), Memory(url, tenant_id=tenant) as memory:
         threads = memory.threads.list(
-            user_id=user,
-            agent_id=agent,
+            user_id=UNSET if user is None else user,
+            agent_id=UNSET if agent is None else agent,
             status=None if status is None else status.value,
             limit=limit,
         )

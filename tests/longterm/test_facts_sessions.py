@@ -164,7 +164,7 @@ async def test_get_or_create_update_archive_reactivate(memory: AsyncMemory) -> N
     session = await sessions.get_or_create(
         user_id="alice", channel_type="telegram", channel_id="chat-1", agent_id="a"
     )
-    assert session.id == "session_telegram_alice"
+    assert session.id == "session_telegram_chat-1_a_alice"
     assert (session.status, session.message_count, session.channel_id) == ("active", 0, "chat-1")
     again = await sessions.get_or_create(
         user_id="alice", channel_type="telegram", channel_id="chat-1", agent_id="a"

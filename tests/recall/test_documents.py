@@ -51,10 +51,15 @@ def test_list_is_scoped_and_filtered(memory: Memory) -> None:
     b = memory.documents.add("b", user_id="bob", metadata={"lang": "en"})
     s = memory.documents.add("s", metadata={"lang": "fr"})
     g = memory.documents.add("g", agent_id="other-agent")
-    assert [d.id for d in memory.documents.list(user_id="alice")] == [a.id, s.id]
-    assert [d.id for d in memory.documents.list(user_id="bob")] == [b.id, s.id]
-    assert [d.id for d in memory.documents.list()] == [s.id]
-    assert [d.id for d in memory.documents.list(agent_id="other-agent")] == [s.id, g.id]
+    assert [d.id for d in memory.documents.list(user_id="alice", agent_id=None)] == [a.id, s.id]
+    assert [d.id for d in memory.documents.list(user_id="bob", agent_id=None)] == [b.id, s.id]
+    assert [d.id for d in memory.documents.list(user_id=None, agent_id=None)] == [s.id]
+    assert [d.id for d in memory.documents.list(user_id="alice")] == [a.id, s.id, g.id]
+    assert [d.id for d in memory.documents.list()] == [a.id, b.id, s.id, g.id]
+    assert [d.id for d in memory.documents.list(agent_id="other-agent", user_id=None)] == [
+        s.id,
+        g.id,
+    ]
     assert [d.id for d in memory.documents.list(user_id="alice", filters={"lang": "en"})] == [a.id]
     assert [d.id for d in memory.documents.list(user_id="alice", limit=1)] == [a.id]
 

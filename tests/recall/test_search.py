@@ -53,8 +53,17 @@ def test_scoping_in_every_mode(memory: Memory, mode: Any) -> None:
     hits = memory.search("zebra striped", mode=mode, agent_id="bot", user_id="alice", k=50)
     want = {ids[f"entry_{n}"] for n in visible} | {ids[f"doc_{n}"] for n in visible}
     assert _ids(hits) == want
-    hits = memory.search("zebra striped", mode=mode, k=50)  # no agent, no user: shared only
+    # no agent, no user (None): shared only
+    hits = memory.search("zebra striped", mode=mode, k=50, agent_id=None, user_id=None)
     assert _ids(hits) == {ids["entry_open"], ids["doc_open"]}
+    # left out on the root handle: the trusted, unscoped call sees the whole tenant
+    hits = memory.search("zebra striped", mode=mode, k=50)
+    assert _ids(hits) == {x for name, x in ids.items() if not name.startswith("thread_")}
+    # one axis given: the other is not checked
+    hits = memory.search("zebra striped", mode=mode, k=50, user_id=None)
+    assert _ids(hits) == {
+        ids[f"{kind}_{n}"] for kind in ("entry", "doc") for n in ("open", "shared", "other_agent")
+    }
     hits = memory.search("zebra striped", mode=mode, agent_id="other", user_id="bob", k=50)
     assert _ids(hits) == {
         ids[f"{kind}_{n}"] for kind in ("entry", "doc") for n in ("open", "other_agent")
@@ -78,10 +87,14 @@ def test_thread_scope_in_every_mode(memory: Memory, mode: Any) -> None:
     assert _ids(hits) == {ids["entry_alice"]}  # entries of that thread only, no documents
     with pytest.raises(ThreadForbidden):
         memory.search("zebra", mode=mode, thread_id=ids["thread_bob"], user_id="alice")
+    # the thread rule of every verb: the owner reads it whatever the agent, nobody else does
+    hits = memory.search("zebra", mode=mode, thread_id=ids["thread_alice"], user_id="alice")
+    assert _ids(hits) == {ids["entry_alice"]}
     with pytest.raises(ThreadForbidden):
-        memory.search("zebra", mode=mode, thread_id=ids["thread_alice"], user_id="alice")
-    with pytest.raises(ThreadForbidden):
-        memory.search("zebra", mode=mode, thread_id=ids["thread_alice"])
+        memory.search("zebra", mode=mode, thread_id=ids["thread_alice"], user_id=None)
+    assert _ids(memory.search("zebra", mode=mode, thread_id=ids["thread_alice"])) == {
+        ids["entry_alice"]
+    }  # the root handle's trusted call
     with pytest.raises(NotFound):
         memory.search("zebra", mode=mode, thread_id=foreign["thread_open"])
     hits = memory.search("zebra", mode=mode, thread_id=ids["thread_open"])

@@ -29,7 +29,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import NewEntry
+from memorybank._async.stores.base import UNSET, NewEntry, Unset
 from memorybank._concurrency import AsyncLock, amaybe_await
 from memorybank._ids import new_id
 from memorybank._longterm import CompactionResult, Summarize, SummarizeOptions
@@ -115,11 +115,14 @@ class AsyncCompactionService:
         message_threshold: int | None = None,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> CompactionResult:
         """Compact ``thread_id`` if it reached ``threshold`` tokens (or ``message_threshold``).
 
         Keeps the ``keep_recent`` newest entries (more if the cut would separate
-        a tool result from its call). ``NotFound`` if the thread is absent.
+        a tool result from its call). ``NotFound`` if the thread is absent;
+        ``ThreadForbidden`` if ``user_id`` (default: the memory's scope) is not
+        its owner, before anything is read.
         """
         thread_id = v.check_id(thread_id, "thread_id")
         if strategy not in STRATEGIES:
@@ -132,6 +135,7 @@ class AsyncCompactionService:
         messages = v.check_limit(message_threshold, "message_threshold")
         assert threshold_ is not None and keep is not None
         options = SummarizeOptions(model=summary_model, prompt=summary_prompt)
+        await self._memory.threads.require(thread_id, user_id=user_id)
         async with _thread_lock(self._memory, thread_id):
             thread, entries = await self._read(thread_id)
             tokens = sum(e.token_count for e in entries)
@@ -148,6 +152,7 @@ class AsyncCompactionService:
         *,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> CompactionResult:
         """Apply the automatic thresholds of ``pre_rot_threshold`` to ``thread_id``.
 
@@ -158,7 +163,7 @@ class AsyncCompactionService:
         """
         if self.pre_rot_threshold is None:
             raise ConfigurationError("auto_compact needs CompactionService(pre_rot_threshold=...)")
-        thread_id = v.check_id(thread_id, "thread_id")
+        thread_id = (await self._memory.threads.require(thread_id, user_id=user_id)).id
         limit = self.pre_rot_threshold
         async with _thread_lock(self._memory, thread_id):
             thread, entries = await self._read(thread_id)
@@ -177,9 +182,12 @@ class AsyncCompactionService:
                 )
             return await self._shrink(thread.current_branch, thread_id, entries)
 
-    async def restore(self, thread_id: str) -> int:
-        """Put back the original content of reversibly compacted entries; how many."""
-        thread_id = v.check_id(thread_id, "thread_id")
+    async def restore(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> int:
+        """Put back the original content of reversibly compacted entries; how many.
+
+        Same thread rule as ``compact``.
+        """
+        thread_id = (await self._memory.threads.require(thread_id, user_id=user_id)).id
         async with _thread_lock(self._memory, thread_id):
             thread, entries = await self._read(thread_id)
             changes: list[tuple[str, str | None, dict[str, Any], int]] = []

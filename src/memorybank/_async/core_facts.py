@@ -15,8 +15,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import Record
+from memorybank._async.stores.base import UNSET, Record, Unset
 from memorybank._ids import new_id
+from memorybank._scope import Scope
 from memorybank.errors import ConfigurationError, InvalidInput
 
 if TYPE_CHECKING:
@@ -33,7 +34,9 @@ class AsyncCoreFacts:
     """Key-value facts for one user (``user_id=None``: the tenant-wide set).
 
     ``path`` opens (and ``close`` closes) an SQLite file, ``./memorybank.db`` by
-    default; ``memory`` uses that memory's store and tenant instead (left open).
+    default; ``memory`` uses that memory's store, tenant and scope instead (left
+    open): on a ``memory.scoped(user_id=...)`` handle the set is that user's.
+    Every verb also takes ``user_id=``, which may only repeat the set's user.
     """
 
     def __init__(
@@ -41,7 +44,7 @@ class AsyncCoreFacts:
         path: str | Path | None = None,
         memory: AsyncMemory | None = None,
         *,
-        user_id: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> None:
         from memorybank._async.memory import AsyncMemory
 
@@ -52,20 +55,21 @@ class AsyncCoreFacts:
             location = str(path if path is not None else DEFAULT_PATH)
             memory = AsyncMemory(f"sqlite:///{location}")
         self._memory = memory
-        self.user_id = v.check_optional_id(user_id, "user_id")
+        self.user_id = memory.scope.owner(user_id)
+        self._scope = Scope(self.user_id)
 
-    def _id(self, key: str) -> str:
-        return json.dumps([self.user_id, key], ensure_ascii=False)
+    def _id(self, key: str, user_id: object) -> str:
+        self._scope.user(user_id)  # refuses another user
+        return json.dumps([self.user_id, v.check_id(key, "key")], ensure_ascii=False)
 
-    async def set(self, key: str, value: str) -> None:
+    async def set(self, key: str, value: str, *, user_id: str | Unset | None = UNSET) -> None:
         """Set ``key`` to ``value`` and append it to the key's history, atomically."""
-        key = v.check_id(key, "key")
+        record_id = self._id(key, user_id)
         if not isinstance(value, str):
             raise InvalidInput("value must be a string", field="value")
         if len(value) > self._memory._core.max_content_chars:
             raise InvalidInput("value is too long", field="value")
         now = self._memory._core.now()
-        record_id = self._id(key)
         existing = await self._memory.store.record_get(self._memory.tenant_id, CORE_FACT, record_id)
         current = Record(
             kind=CORE_FACT,
@@ -91,37 +95,41 @@ class AsyncCoreFacts:
         )
         await self._memory.store.record_put(self._memory.tenant_id, [current, history])
 
-    async def get(self, key: str) -> str | None:
+    async def get(self, key: str, *, user_id: str | Unset | None = UNSET) -> str | None:
         """The current value of ``key``, or ``None``."""
         record = await self._memory.store.record_get(
-            self._memory.tenant_id, CORE_FACT, self._id(v.check_id(key, "key"))
+            self._memory.tenant_id, CORE_FACT, self._id(key, user_id)
         )
         return None if record is None else record.content
 
-    async def delete(self, key: str) -> bool:
+    async def delete(self, key: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Forget the current value of ``key`` (its history stays); whether it was set."""
         removed = await self._memory.store.record_delete(
-            self._memory.tenant_id, CORE_FACT, [self._id(v.check_id(key, "key"))]
+            self._memory.tenant_id, CORE_FACT, [self._id(key, user_id)]
         )
         return removed > 0
 
-    async def history(self, key: str) -> list[tuple[str, datetime]]:
+    async def history(
+        self, key: str, *, user_id: str | Unset | None = UNSET
+    ) -> list[tuple[str, datetime]]:
         """Every value ``key`` was set to, with when: ``[(value, set_at)]``, oldest first."""
         records = await self._memory.store.record_list(
-            self._memory.tenant_id, CORE_FACT_HISTORY, key=self._id(v.check_id(key, "key"))
+            self._memory.tenant_id, CORE_FACT_HISTORY, key=self._id(key, user_id)
         )
         return [(r.content, r.created_at) for r in records]
 
-    async def all(self) -> dict[str, str]:
+    async def all(self, *, user_id: str | Unset | None = UNSET) -> dict[str, str]:
         """Every current key and value, sorted by key."""
+        self._scope.user(user_id)
         records = await self._memory.store.record_list(
             self._memory.tenant_id, CORE_FACT, user_id=self.user_id
         )
         return {r.key or "": r.content for r in sorted(records, key=lambda r: r.key or "")}
 
-    async def format_for_prompt(self) -> str:
+    async def format_for_prompt(self, *, user_id: str | Unset | None = UNSET) -> str:
         """``key: value`` lines sorted by key (``""`` when there are none)."""
-        return "\n".join(f"{key}: {value}" for key, value in (await self.all()).items())
+        items = await self.all(user_id=user_id)
+        return "\n".join(f"{key}: {value}" for key, value in items.items())
 
     async def close(self) -> None:
         """Close the SQLite file if these core facts opened it."""

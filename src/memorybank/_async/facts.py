@@ -16,10 +16,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import UNSET, Record, Unset, VectorItem, Visibility
+from memorybank._async.stores.base import UNSET, Record, Unset, VectorItem
 from memorybank._ids import new_id
+from memorybank._scope import ROOT, Scope
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.records import Fact
+from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
     from memorybank._async.memory import _Core
@@ -135,11 +137,17 @@ class AsyncFacts:
     is shared by every user of the agent (``agent_id=None``: by every agent).
     Expired facts are never returned; a superseded value stays in
     ``history()`` but is no longer returned.
+
+    Every verb takes ``user_id=`` and ``agent_id=`` (the scope rule of
+    ``memorybank._scope``): given, the caller sees its own and shared facts, and
+    a fact it may not see behaves exactly like a missing id; left out, the
+    handle's scope applies (nothing on the root handle).
     """
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
     async def _embed(self, fact: Fact) -> None:
         embedder = self._core.embedder
@@ -153,25 +161,41 @@ class AsyncFacts:
     def _live(self, fact: Fact, now: datetime) -> bool:
         return fact.expires_at is None or fact.expires_at > now
 
+    async def _visible(
+        self, fact_id: str, user_id: object, agent_id: object, *, live: bool = True
+    ) -> Record | None:
+        """The fact's record if it exists, may be seen by the caller (and is live)."""
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
+        record = await self._core.store.record_get(self._tenant, FACT, v.check_id(fact_id, "id"))
+        if record is None or not visible(seen, record.agent_id, record.user_id):
+            return None
+        if live and not self._live(_fact(record), self._core.now()):
+            return None
+        return record
+
     async def add(
         self,
         *,
-        agent_id: str | None,
         content: str,
+        agent_id: str | Unset | None = UNSET,
         category: str | None = None,
         confidence: float | None = None,
         source: str | None = None,
-        user_id: str | None = None,
+        user_id: str | Unset | None = UNSET,
         metadata: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         source_entries: Sequence[str] | None = None,
     ) -> Fact:
-        """Store a fact and return it. ``source_entries``: ids of the entries it came from."""
+        """Store a fact and return it. ``source_entries``: ids of the entries it came from.
+
+        Owner (``user_id``) and ``agent_id`` default to the handle's scope, else
+        ``None`` (shared).
+        """
         now = self._core.now()
         fact = Fact(
             id=new_id(),
-            agent_id=v.check_optional_id(agent_id, "agent_id"),
-            user_id=v.check_optional_id(user_id, "user_id"),
+            agent_id=self._scope.owner(agent_id, "agent_id"),
+            user_id=self._scope.owner(user_id),
             content=_check_text(content, "content", max_chars=self._core.max_content_chars),
             category=_check_optional_text(category, "category"),
             confidence=_check_confidence(confidence),
@@ -188,13 +212,16 @@ class AsyncFacts:
         await self._embed(fact)
         return fact
 
-    async def get(self, fact_id: str) -> Fact | None:
-        """The fact, or ``None`` (also when it has expired)."""
-        record = await self._core.store.record_get(self._tenant, FACT, v.check_id(fact_id, "id"))
-        if record is None:
-            return None
-        fact = _fact(record)
-        return fact if self._live(fact, self._core.now()) else None
+    async def get(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> Fact | None:
+        """The fact, or ``None`` (also when it has expired or the caller may not see it)."""
+        record = await self._visible(fact_id, user_id, agent_id)
+        return None if record is None else _fact(record)
 
     async def update(
         self,
@@ -208,15 +235,17 @@ class AsyncFacts:
         expires_at: datetime | Unset | None = UNSET,
         source_entries: Sequence[str] | Unset | None = UNSET,
         supersede: bool = False,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
     ) -> Fact:
-        """Change the given fields. ``NotFound`` if the fact is absent.
+        """Change the given fields. ``NotFound`` if the fact is absent (or not visible).
 
         With ``supersede=True`` the current value is kept in ``history()`` (in
         the same atomic write) and the fact's ``version`` goes up; without it
-        the fact is corrected in place.
+        the fact is corrected in place. Owner and agent never change.
         """
         fact_id = v.check_id(fact_id, "id")
-        record = await self._core.store.record_get(self._tenant, FACT, fact_id)
+        record = await self._visible(fact_id, user_id, agent_id, live=False)
         if record is None:
             raise NotFound(f"fact {fact_id!r} not found")
         old = _fact(record)
@@ -273,28 +302,61 @@ class AsyncFacts:
             await self._embed(new)
         return new
 
-    async def supersede(self, old_id: str, new: str, **changes: Any) -> Fact:
+    async def supersede(
+        self,
+        old_id: str,
+        new: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        **changes: Any,
+    ) -> Fact:
         """Replace the fact's value with ``new`` (content), keeping the old one in history.
 
         Same as ``update(old_id, content=new, supersede=True, **changes)``.
         """
-        return await self.update(old_id, content=new, supersede=True, **changes)
+        return await self.update(
+            old_id, content=new, supersede=True, user_id=user_id, agent_id=agent_id, **changes
+        )
 
-    async def history(self, fact_id: str) -> list[Fact]:
-        """Every value the fact has had, oldest first; the current one (if any) last."""
+    async def history(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> list[Fact]:
+        """Every value the fact has had, oldest first; the current one (if any) last.
+
+        ``[]`` for a fact the caller may not see (as for a missing one).
+        """
         fact_id = v.check_id(fact_id, "id")
+        current = await self._visible(fact_id, user_id, agent_id, live=False)
         records = await self._core.store.record_list(self._tenant, FACT_VERSION, key=fact_id)
-        versions = sorted((_fact(r) for r in records), key=lambda f: f.version)
-        current = await self._core.store.record_get(self._tenant, FACT, fact_id)
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
+        # An old value carries the fact's owner: a deleted fact's history stays scoped.
+        versions = sorted(
+            (_fact(r) for r in records if visible(seen, r.agent_id, r.user_id)),
+            key=lambda f: f.version,
+        )
         if current is not None:
             versions.append(_fact(current))
         return versions
 
-    async def delete(self, fact_id: str) -> bool:
-        """Delete the fact, its history and its provenance links; whether it existed."""
+    async def delete(
+        self,
+        fact_id: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> bool:
+        """Delete the fact, its history and its provenance links; whether it existed.
+
+        ``False`` for a fact the caller may not see (as for a missing one).
+        """
         fact_id = v.check_id(fact_id, "id")
         store = self._core.store
-        record = await store.record_get(self._tenant, FACT, fact_id)
+        record = await self._visible(fact_id, user_id, agent_id, live=False)
         if record is None:
             return False
         fact = _fact(record)
@@ -311,8 +373,8 @@ class AsyncFacts:
         self,
         query: str,
         *,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         category: str | None = None,
         k: int = 10,
     ) -> list[Fact]:
@@ -323,9 +385,7 @@ class AsyncFacts:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
         limit = v.check_limit(k, "k", allow_none=False) or 0
-        agent = v.check_optional_id(agent_id, "agent_id")
-        user = v.check_optional_id(user_id, "user_id")
-        visible = Visibility(agent, user) if agent is not None and user is not None else None
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
         store = self._core.store
         embedder = self._core.embedder
         fetch = limit * 2 + 10
@@ -337,11 +397,11 @@ class AsyncFacts:
                 model_id=embedder.model_id,
                 kinds=[FACT],
                 k=fetch,
-                visible_to=visible,
+                visible_to=seen,
             )
         else:
             hits = await store.text_search(
-                self._tenant, query, kinds=[FACT], k=fetch, visible_to=visible
+                self._tenant, query, kinds=[FACT], k=fetch, visible_to=seen
             )
         now = self._core.now()
         found: list[Fact] = []
@@ -352,8 +412,7 @@ class AsyncFacts:
             fact = _fact(record)
             if (
                 self._live(fact, now)
-                and (agent is None or fact.agent_id in (None, agent))
-                and (user is None or fact.user_id in (None, user))
+                and visible(seen, fact.agent_id, fact.user_id)
                 and (category is None or fact.category == category)
             ):
                 found.append(fact)
@@ -364,8 +423,8 @@ class AsyncFacts:
     async def list(
         self,
         *,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         category: str | None = None,
         include_expired: bool = False,
     ) -> list[Fact]:
@@ -373,19 +432,17 @@ class AsyncFacts:
 
         A given ``agent_id`` keeps that agent's facts and shared ones (no
         agent); a given ``user_id`` keeps that user's and shared ones (no user);
-        ``None`` does not filter that axis.
+        ``None`` keeps shared ones only on that axis; left out, the handle's
+        scope applies (no filter on the root handle).
         """
-        agent = v.check_optional_id(agent_id, "agent_id")
-        user = v.check_optional_id(user_id, "user_id")
-        visible = Visibility(agent, user) if agent is not None and user is not None else None
-        records = await self._core.store.record_list(self._tenant, FACT, visible_to=visible)
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
+        records = await self._core.store.record_list(self._tenant, FACT, visible_to=seen)
         now = self._core.now()
         return [
             fact
             for fact in map(_fact, records)
             if (include_expired or self._live(fact, now))
-            and (agent is None or fact.agent_id in (None, agent))
-            and (user is None or fact.user_id in (None, user))
+            and visible(seen, fact.agent_id, fact.user_id)
             and (category is None or fact.category == category)
         ]
 

@@ -7,6 +7,7 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -19,6 +20,7 @@ from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
 from memorybank._concurrency import amaybe_await
 from memorybank._ids import new_id
+from memorybank._scope import ROOT, Principal, Scope, check_owner
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
@@ -86,12 +88,6 @@ class _Core:
         return v.check_time(self.clock(), "clock()")
 
 
-def _owner_check(thread: Thread, user_id: str | Unset | None) -> None:
-    """Fail closed: a named user must be the thread's owner (``None`` names "no owner")."""
-    if not isinstance(user_id, Unset) and thread.user_id != user_id:
-        raise ThreadForbidden()
-
-
 class AsyncMemory:
     """Memory for agents: threads, entries, branches, working memory, snapshots, summaries.
 
@@ -144,44 +140,70 @@ class AsyncMemory:
             max_content_chars=max_content_chars,
             embedder=embedder,
         )
-        self._init(core, v.check_id(tenant_id, "tenant_id"))
+        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
 
-    def _init(self, core: _Core, tenant: str) -> None:
+    def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
         self._core = core
         self.tenant_id = tenant
-        self.threads = AsyncThreads(core, tenant)
-        self.entries = AsyncEntries(core, tenant)
-        self.branches = AsyncBranches(core, tenant)
-        self.snapshots = AsyncSnapshots(core, tenant)
-        self.summaries = AsyncSummaries(core, tenant)
+        self._scope = scope
+        self.threads = AsyncThreads(core, tenant, scope)
+        self.entries = AsyncEntries(core, tenant, scope)
+        self.branches = AsyncBranches(core, tenant, scope)
+        self.snapshots = AsyncSnapshots(core, tenant, scope)
+        self.summaries = AsyncSummaries(core, tenant, scope)
 
     @functools.cached_property
     def facts(self) -> AsyncFacts:
         """``memory.facts``: long-term facts (see ``memorybank._async.facts``)."""
         from memorybank._async.facts import AsyncFacts
 
-        return AsyncFacts(self._core, self.tenant_id)
+        return AsyncFacts(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> AsyncDocuments:
         """``memory.documents``: searchable documents (see ``memorybank._async.documents``)."""
         from memorybank._async.documents import AsyncDocuments
 
-        return AsyncDocuments(self._core, self.tenant_id)
+        return AsyncDocuments(self._core, self.tenant_id, self._scope)
 
     @property
     def store(self) -> AsyncStore:
         """The store this memory writes to."""
         return self._core.store
 
-    def tenant(self, tenant_id: str) -> AsyncMemory:
-        """A handle confined to ``tenant_id``, sharing this memory's store and options."""
+    @property
+    def scope(self) -> Scope:
+        """The principal this handle is confined to (``Scope()``: the unscoped root)."""
+        return self._scope
+
+    def _handle(self, tenant: str, scope: Scope) -> AsyncMemory:
         handle = object.__new__(type(self))
-        handle._init(self._core, v.check_id(tenant_id, "tenant_id"))
+        handle._init(self._core, tenant, scope)
         return handle
 
+    def tenant(self, tenant_id: str) -> AsyncMemory:
+        """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
+        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+
+    def scoped(
+        self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET
+    ) -> AsyncMemory:
+        """A handle on which every call acts for one principal and cannot widen it.
+
+        Each call on the handle fills in ``user_id``/``agent_id`` when left out;
+        naming another principal raises ``InvalidInput``. ``None`` confines the
+        handle to shared records (no user, or no agent); an axis left out stays
+        unconfined. Composes with ``tenant()`` in either order, and a scoped
+        handle can be scoped further on its free axis only. Shares the store
+        (and its ``close``) with this memory.
+
+        This is the form for multi-user applications: build one per request
+        from the authenticated principal, and pass only it to agent code.
+        """
+        return self._handle(self.tenant_id, self._scope.narrow(user_id=user_id, agent_id=agent_id))
+
     async def close(self) -> None:
-        """Close the store if this memory opened it (from a URL)."""
+        """Close the store if this memory opened it (from a URL), for every handle on it."""
         if self._core.owns_store:
             await self._core.store.close()
 
@@ -199,18 +221,25 @@ class AsyncMemory:
     # -- conversation verbs ------------------------------------------------
 
     async def ensure_thread(
-        self, thread_id: str | None, *, user_id: str | None, agent_id: str | None = None
+        self,
+        thread_id: str | None,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
     ) -> Thread:
         """The thread, created (owned by ``user_id``) when absent.
 
         Fails closed: an existing thread whose owner is not ``user_id`` raises
         ``ThreadForbidden`` (also for an unowned thread and a named user, and
-        the other way round).
+        the other way round). On a ``scoped`` handle ``user_id`` defaults to its
+        user; on the root handle leaving it out is the trusted form (no check,
+        an absent thread is created without owner).
         """
+        user_id = self._scope.user(user_id)
         if thread_id is not None:
             thread = await self.threads.get(thread_id)
             if thread is not None:
-                _owner_check(thread, user_id)
+                check_owner(thread, user_id)
                 return thread
         try:
             return await self.threads.create(
@@ -222,7 +251,7 @@ class AsyncMemory:
         thread = await self.threads.get(thread_id)  # created concurrently
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        _owner_check(thread, user_id)
+        check_owner(thread, user_id)
         return thread
 
     async def remember(
@@ -272,9 +301,9 @@ class AsyncMemory:
         self,
         thread_id: str,
         *,
-        agent_id: str,
         max_tokens: int,
-        user_id: str | None = None,
+        agent_id: str | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
         system_prompt: str | None = None,
         current_input: str | None = None,
         strategy: Strategy = "recent",
@@ -284,9 +313,15 @@ class AsyncMemory:
         include_semantic_context: bool = False,
         include_graph_context: bool = False,
     ) -> Context:
-        """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``)."""
+        """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``).
+
+        ``agent_id`` is required (a ``scoped`` handle's agent by default);
+        ``user_id`` defaults to the handle's user, else ``None`` (no user).
+        """
         from memorybank._async.context import AsyncContextBuilder
         from memorybank._longterm import ContextOptions
+
+        agent, user = self._principal(agent_id, user_id)
 
         options = ContextOptions(
             max_tokens=max_tokens,
@@ -299,19 +334,26 @@ class AsyncMemory:
         )
         return await AsyncContextBuilder(options, self).build(
             thread_id,
-            agent_id=agent_id,
-            user_id=user_id,
+            agent_id=agent,
+            user_id=user,
             system_prompt=system_prompt,
             current_input=current_input,
         )
+
+    def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
+        """The agent (required) and user (default: none) a context is built for."""
+        agent, user = self._scope.agent(agent_id), self._scope.user(user_id)
+        if not isinstance(agent, str):
+            raise InvalidInput("agent_id is required (a string)", field="agent_id")
+        return agent, None if isinstance(user, Unset) else user
 
     def turn(
         self,
         thread_id: str,
         *,
-        user_id: str | None,
-        agent_id: str,
         input: str,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset = UNSET,
         context: ContextOptions | None = None,
         system_prompt: str | None = None,
         load_history: bool = True,
@@ -333,11 +375,12 @@ class AsyncMemory:
         from memorybank._async.turn import AsyncTurn
         from memorybank._longterm import ContextOptions
 
+        agent, user = self._principal(agent_id, user_id)
         return AsyncTurn(
             self,
             v.check_id(thread_id, "thread_id"),
-            user_id=v.check_optional_id(user_id, "user_id"),
-            agent_id=v.check_id(agent_id, "agent_id"),
+            user_id=user,
+            agent_id=agent,
             input=input,
             context=context if context is not None else ContextOptions(max_tokens=4000),
             system_prompt=system_prompt,
@@ -347,16 +390,33 @@ class AsyncMemory:
             raise_errors=raise_errors,
         )
 
-    def working(self, run_id: str) -> AsyncWorkingMemory:
+    def working(
+        self,
+        run_id: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> AsyncWorkingMemory:
         """Working memory of one run: ``async with memory.working(run_id) as wm``.
 
-        Cleared when the block exits (also on error).
+        Cleared when the block exits (also on error). Working memory is
+        partitioned by principal: the same ``run_id`` named with another
+        ``user_id``/``agent_id`` (or none) is another, empty space.
         """
-        return AsyncWorkingMemory(self._core, self.tenant_id, v.check_id(run_id, "run_id"))
+        user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
+        return AsyncWorkingMemory(
+            self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
+        )
 
-    async def forget_user(self, user_id: str) -> int:
-        """Erase everything derived from ``user_id`` in this tenant; how many records went."""
-        return await self._core.store.forget_user(self.tenant_id, v.check_id(user_id, "user_id"))
+    async def forget_user(self, user_id: str | Unset = UNSET) -> int:
+        """Erase everything derived from ``user_id`` in this tenant; how many records went.
+
+        A handle scoped to a user may only forget that user (its own, by default).
+        """
+        user = self._scope.user(user_id)
+        if not isinstance(user, str):
+            raise InvalidInput("forget_user needs a user_id (a string)", field="user_id")
+        return await self._core.store.forget_user(self.tenant_id, user)
 
     # -- recall --------------------------------------------------------------
 
@@ -367,8 +427,8 @@ class AsyncMemory:
         k: int = 10,
         mode: SearchMode = "hybrid",
         thread_id: str | None = None,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         kinds: Sequence[str] = ("entries", "documents"),
         min_score: float | None = None,
         filters: dict[str, Any] | None = None,
@@ -379,8 +439,10 @@ class AsyncMemory:
         ``mode``: ``"hybrid"`` (keyword + semantic + conversation context),
         ``"semantic"`` (cosine, needs an embedder) or ``"keyword"`` (the store's
         full-text search). Only what ``agent_id`` and ``user_id`` may see is
-        searched: their own and shared (``None``) threads and documents.
-        ``thread_id`` searches one thread's current branch (no documents).
+        searched: their own and shared (``None``) threads and documents (left
+        out: the handle's scope; unscoped on the root handle). ``thread_id``
+        searches one thread's current branch (no documents) under the thread
+        rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
         ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
@@ -394,8 +456,7 @@ class AsyncMemory:
             k=k,
             mode=mode,
             thread_id=thread_id,
-            agent_id=agent_id,
-            user_id=user_id,
+            visible=self._scope.visibility(user_id=user_id, agent_id=agent_id),
             kinds=kinds,
             min_score=min_score,
             filters=filters,
@@ -414,6 +475,8 @@ class AsyncMemory:
         """
         from memorybank._async import search
 
+        if thread_id is not None:
+            await self.threads.require(thread_id)
         return await search.embed_pending(
             self._core,
             self.tenant_id,
@@ -425,26 +488,30 @@ class AsyncMemory:
 class AsyncThreads:
     """``memory.threads``: create, get, list, update, delete conversations."""
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
     async def create(
         self,
         *,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
         thread_id: str | None = None,
     ) -> Thread:
-        """Create a thread (id generated unless given). ``Conflict`` if the id is taken."""
+        """Create a thread (id generated unless given). ``Conflict`` if the id is taken.
+
+        Owner and agent default to the handle's scope (none on the root handle).
+        """
         now = self._core.now()
         thread = Thread(
             id=new_id() if thread_id is None else v.check_id(thread_id, "thread_id"),
             tenant_id=self._tenant,
-            user_id=v.check_optional_id(user_id, "user_id"),
-            agent_id=v.check_optional_id(agent_id, "agent_id"),
+            user_id=self._scope.owner(user_id),
+            agent_id=self._scope.owner(agent_id, "agent_id"),
             title=_check_title(title),
             metadata=v.check_json_object(metadata, "metadata"),
             status="active",
@@ -455,26 +522,39 @@ class AsyncThreads:
 
     async def get(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread | None:
         """The thread or ``None``; ``ThreadForbidden`` if ``user_id`` is given and not its owner."""
+        user_id = self._scope.user(user_id)
         thread = await self._core.store.get_thread(self._tenant, v.check_id(thread_id, "thread_id"))
         if thread is not None:
-            _owner_check(thread, user_id)
+            check_owner(thread, user_id)
         return thread
+
+    async def require(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread:
+        """The thread under the thread rule: ``NotFound`` if absent, ``ThreadForbidden``
+        if ``user_id`` (default: the handle's user) is not its owner."""
+        return await _require_thread(
+            self._core, self._tenant, v.check_id(thread_id, "thread_id"), self._scope.user(user_id)
+        )
 
     async def list(
         self,
         *,
-        user_id: str | None = None,
-        agent_id: str | None = None,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
-        """Threads, most recently updated first; ``None`` filters are not applied."""
+        """Threads, most recently updated first.
+
+        ``user_id``/``agent_id`` keep the threads of exactly that owner/agent
+        (``None``: threads without one); left out, the handle's scope applies
+        (no filter on the root handle). ``status`` filters when given.
+        """
         if status is not None and status not in ("active", "archived"):
             raise InvalidInput("status must be 'active' or 'archived'", field="status")
         return await self._core.store.list_threads(
             self._tenant,
-            user_id=UNSET if user_id is None else v.check_id(user_id, "user_id"),
-            agent_id=UNSET if agent_id is None else v.check_id(agent_id, "agent_id"),
+            user_id=self._scope.user(user_id),
+            agent_id=self._scope.agent(agent_id),
             status=status,
             limit=v.check_limit(limit, "limit"),
         )
@@ -489,6 +569,7 @@ class AsyncThreads:
         user_id: str | Unset | None = UNSET,
     ) -> Thread:
         """Change title, metadata (replaced whole) or status. ``NotFound`` if absent."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(title, Unset):
             title = _check_title(title)
@@ -509,12 +590,13 @@ class AsyncThreads:
 
     async def delete(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the thread, its entries and branches. ``False`` if it did not exist."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             thread = await self._core.store.get_thread(self._tenant, thread_id)
             if thread is None:
                 return False
-            _owner_check(thread, user_id)
+            check_owner(thread, user_id)
         return await self._core.store.delete_thread(self._tenant, thread_id)
 
 
@@ -534,16 +616,17 @@ async def _require_thread(
     thread = await core.store.get_thread(tenant, thread_id)
     if thread is None:
         raise NotFound(f"thread {thread_id!r} not found")
-    _owner_check(thread, user_id)
+    check_owner(thread, user_id)
     return thread
 
 
 class AsyncEntries:
     """``memory.entries``: the messages of a thread's branches."""
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
     def _new_entry(
         self,
@@ -590,6 +673,7 @@ class AsyncEntries:
         returns the stored entry instead of adding a second one. ``created_at``
         may be in the past (imports); order is always the order of adding.
         """
+        user_id = self._scope.user(user_id)
         now = self._core.now()
         entry = self._new_entry(
             message,
@@ -615,6 +699,7 @@ class AsyncEntries:
         With ``idempotency_key``, message ``i`` gets the key ``f"{key}:{i}"`` so a
         retried batch is not duplicated.
         """
+        user_id = self._scope.user(user_id)
         if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
             raise InvalidInput("messages must be a list of messages", field="messages")
         now = self._core.now()
@@ -696,7 +781,7 @@ class AsyncEntries:
                 after=after,
                 newest_first=True,
             )
-            _owner_check(thread, user_id)
+            check_owner(thread, user_id)
             branch = thread.current_branch if branch is None else branch
             raw_offset += len(page)
             rows = page if include_tool_calls else strip_tool_calls(page)
@@ -742,6 +827,7 @@ class AsyncEntries:
         returns a tool result whose calling assistant entry it cut off, so a
         page may hold fewer than ``limit`` entries.
         """
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         limit = v.check_limit(limit, "limit")
         offset_ = v.check_limit(offset, "offset", allow_none=False)
@@ -754,7 +840,8 @@ class AsyncEntries:
         before = None if before is None else v.check_time(before, "before")
         after = None if after is None else v.check_time(after, "after")
         store = self._core.store
-        if branch is not None:
+        if branch is not None:  # ownership first: a stranger learns no branch names
+            await _require_thread(self._core, self._tenant, thread_id, user_id)
             await _require_branch(self._core, self._tenant, thread_id, v.check_id(branch, "branch"))
 
         if include_tool_calls and max_tokens is None:
@@ -767,7 +854,7 @@ class AsyncEntries:
                 before=before,
                 after=after,
             )
-            _owner_check(thread, user_id)
+            check_owner(thread, user_id)
             rows = drop_orphan_tool_results(rows)
         else:
             rows = await self._scan(
@@ -794,6 +881,7 @@ class AsyncEntries:
         user_id: str | Unset | None = UNSET,
     ) -> Entry | None:
         """One entry of the branch (default: current), or ``None``."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
@@ -818,6 +906,7 @@ class AsyncEntries:
         ``cascade_facts=True`` also deletes the facts derived from it (those
         listing it in ``source_entries``).
         """
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         removed = await self._core.store.delete_entries(
@@ -836,6 +925,7 @@ class AsyncEntries:
         self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete every entry of the branch (default: current); how many."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.clear_entries(
@@ -846,6 +936,7 @@ class AsyncEntries:
         self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
     ) -> int:
         """Number of entries on the branch (default: current)."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
@@ -874,9 +965,10 @@ async def _require_branch(core: _Core, tenant: str, thread_id: str, name: str) -
 class AsyncBranches:
     """``memory.branches``: alternative lines of a conversation, and time travel."""
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
     async def create(
         self,
@@ -890,6 +982,7 @@ class AsyncBranches:
 
         The new branch is not checked out. ``Conflict`` if ``name`` exists.
         """
+        user_id = self._scope.user(user_id)
         thread = await _require_thread(
             self._core, self._tenant, v.check_id(thread_id, "thread_id"), user_id
         )
@@ -906,6 +999,7 @@ class AsyncBranches:
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> Thread:
         """Make ``name`` the thread's current branch. ``NotFound`` if it does not exist."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.update_thread(
@@ -919,6 +1013,7 @@ class AsyncBranches:
         self, thread_id: str, entry_id: str, *, user_id: str | Unset | None = UNSET
     ) -> int:
         """Delete the entries after ``entry_id`` on the current branch; how many went."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.truncate_after(
@@ -927,6 +1022,7 @@ class AsyncBranches:
 
     async def list(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> list[Branch]:
         """The thread's branches, oldest first."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.list_branches(self._tenant, thread_id)
@@ -935,6 +1031,7 @@ class AsyncBranches:
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
     ) -> bool:
         """Delete a branch and its entries (not the current one: ``Conflict``)."""
+        user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
         return await self._core.store.delete_branch(
@@ -942,39 +1039,51 @@ class AsyncBranches:
         )
 
 
+def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
+    """Where a run's working memory lives: the run id itself for the unscoped root,
+    else a digest of (run, user, agent) so each principal gets its own space and
+    no run id a scoped caller can name reaches another's (scoped keys never
+    start with ``~`` unhashed; the root is trusted with every key)."""
+    if isinstance(user, Unset) and isinstance(agent, Unset):
+        return run_id
+    parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
+    return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
 class AsyncWorkingMemory:
     """Key-value scratch space for one run; cleared when its ``with`` block exits."""
 
-    def __init__(self, core: _Core, tenant: str, run_id: str) -> None:
+    def __init__(self, core: _Core, tenant: str, key: str, run_id: str) -> None:
         self._core = core
         self._tenant = tenant
+        self._key = key  # the run's partition in the store (see ``_run_key``)
         self.run_id = run_id
 
     async def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``."""
         await self._core.store.working_set(
-            self._tenant, self.run_id, v.check_id(key, "key"), v.dump_json(value, "value")
+            self._tenant, self._key, v.check_id(key, "key"), v.dump_json(value, "value")
         )
 
     async def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""
-        raw = await self._core.store.working_get(self._tenant, self.run_id, v.check_id(key, "key"))
+        raw = await self._core.store.working_get(self._tenant, self._key, v.check_id(key, "key"))
         return default if raw is None else json.loads(raw)
 
     async def delete(self, key: str) -> bool:
         """Delete ``key``; whether it existed."""
         return await self._core.store.working_delete(
-            self._tenant, self.run_id, v.check_id(key, "key")
+            self._tenant, self._key, v.check_id(key, "key")
         )
 
     async def items(self) -> dict[str, Any]:
         """Every key and value of this run."""
-        raw = await self._core.store.working_items(self._tenant, self.run_id)
+        raw = await self._core.store.working_items(self._tenant, self._key)
         return {key: json.loads(value) for key, value in sorted(raw.items())}
 
     async def clear(self) -> None:
         """Forget everything of this run."""
-        await self._core.store.working_clear(self._tenant, self.run_id)
+        await self._core.store.working_clear(self._tenant, self._key)
 
     async def __aenter__(self) -> AsyncWorkingMemory:
         return self
@@ -991,18 +1100,20 @@ class AsyncWorkingMemory:
 class AsyncSnapshots:
     """``memory.snapshots``: durable per-run state for workflows that survive restarts."""
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
-    async def save(self, run_id: str, value: Any, *, user_id: str | None = None) -> None:
+    async def save(self, run_id: str, value: Any, *, user_id: str | Unset | None = UNSET) -> None:
         """Save (replace) the run's snapshot: any JSON value. ``user_id`` becomes its owner.
 
-        Replacing another user's snapshot raises ``ThreadForbidden``.
+        Replacing another user's snapshot raises ``ThreadForbidden``. ``user_id``
+        defaults to the handle's user (none on the root handle).
         """
         run_id = v.check_id(run_id, "run_id")
         text = v.dump_json(value, "value")
-        owner = v.check_optional_id(user_id, "user_id")
+        owner = self._scope.owner(user_id)
         existing = await self._core.store.snapshot_load(self._tenant, run_id)
         if existing is not None and existing[0] is not None and existing[0] != owner:
             raise ThreadForbidden("snapshot access forbidden")
@@ -1010,53 +1121,79 @@ class AsyncSnapshots:
             self._tenant, run_id, text, user_id=owner, saved_at=self._core.now()
         )
 
-    async def load(self, run_id: str, *, user_id: str | None = None) -> Any:
-        """The saved value, or ``None``. A snapshot with an owner fails closed for others."""
+    async def load(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> Any:
+        """The saved value, or ``None``. A snapshot with an owner fails closed for others.
+
+        ``user_id`` defaults to the handle's user; the root handle's unscoped
+        call reads any snapshot.
+        """
+        user = self._scope.user(user_id)
         found = await self._core.store.snapshot_load(self._tenant, v.check_id(run_id, "run_id"))
         if found is None:
             return None
         owner, text = found
-        if owner is not None and owner != user_id:
-            raise ThreadForbidden("snapshot access forbidden")
+        _snapshot_access(owner, user)
         return json.loads(text)
 
-    async def delete(self, run_id: str, *, user_id: str | None = None) -> bool:
-        """Delete the run's snapshot; whether it existed."""
+    async def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
+        """Delete the run's snapshot; whether it existed (same access rule as ``load``)."""
+        user = self._scope.user(user_id)
         run_id = v.check_id(run_id, "run_id")
         found = await self._core.store.snapshot_load(self._tenant, run_id)
         if found is None:
             return False
-        if found[0] is not None and found[0] != user_id:
-            raise ThreadForbidden("snapshot access forbidden")
+        _snapshot_access(found[0], user)
         return await self._core.store.snapshot_delete(self._tenant, run_id)
+
+
+def _snapshot_access(owner: str | None, user: Principal) -> None:
+    """Snapshots fail closed like threads: an owned one is its owner's alone."""
+    if owner is not None and not isinstance(user, Unset) and owner != user:
+        raise ThreadForbidden("snapshot access forbidden")
 
 
 class AsyncSummaries:
     """``memory.summaries``: compressed summaries of past conversations per agent (and user)."""
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
 
-    async def add(self, *, agent_id: str, user_id: str | None = None, content: str) -> Summary:
-        """Store a summary. ``user_id=None`` shares it with every user of the agent."""
+    async def add(
+        self,
+        *,
+        content: str,
+        agent_id: str | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+    ) -> Summary:
+        """Store a summary. ``user_id=None`` shares it with every user of the agent.
+
+        ``agent_id`` (required) and ``user_id`` default to the handle's scope.
+        """
         if not isinstance(content, str) or not content:
             raise InvalidInput("content must be a non-empty string", field="content")
         if len(content) > self._core.max_content_chars:
             raise InvalidInput("content is too long", field="content")
         summary = Summary(
             id=new_id(),
-            agent_id=v.check_id(agent_id, "agent_id"),
-            user_id=v.check_optional_id(user_id, "user_id"),
+            agent_id=v.check_id(self._scope.owner(agent_id, "agent_id"), "agent_id"),
+            user_id=self._scope.owner(user_id),
             content=content,
             created_at=self._core.now(),
         )
         return await self._core.store.summary_add(self._tenant, summary)
 
-    async def list(self, *, agent_id: str, user_id: str | None = None) -> list[Summary]:
-        """The agent's summaries for ``user_id`` plus shared ones, oldest first."""
+    async def list(
+        self, *, agent_id: str | Unset = UNSET, user_id: str | Unset | None = UNSET
+    ) -> list[Summary]:
+        """The agent's summaries for ``user_id`` plus shared ones, oldest first.
+
+        ``user_id=None``: shared ones only; left out: the handle's user (every
+        user's on the root handle). ``agent_id`` is required (the handle's by default).
+        """
         return await self._core.store.summary_list(
             self._tenant,
-            agent_id=v.check_id(agent_id, "agent_id"),
-            user_id=v.check_optional_id(user_id, "user_id"),
+            agent_id=v.check_id(self._scope.owner(agent_id, "agent_id"), "agent_id"),
+            user_id=self._scope.user(user_id),
         )

@@ -1,7 +1,14 @@
 """Sessions: one long-lived thread per user and channel (the reference's ``SessionManager``).
 
-A session is a thread with id ``session_<channel_type>_<user_id>``, owned by the
-user, whose metadata holds the session's fields under internal keys that
+A session is identified by (tenant, user, agent, channel type, channel id): one
+thread per user talking to one agent on one channel, owned by the user. Its id
+is ``session_<channel_type>_<channel_id>_<agent_id>_<user_id>`` where each part
+has ``%`` and ``_`` percent-encoded (``%25``, ``%5F``), so the four parts can
+always be read back and two different sessions never share an id; when that
+id would be longer than an id may be, it is ``session~<sha256 of the parts>``.
+(The reference's ``session_<channel_type>_<user_id>`` made ``user "b_c", channel
+"a"`` and ``user "c", channel "a_b"`` one session, and ignored the channel id
+and the agent.) Its metadata holds the session's fields under internal keys that
 ``update`` never lets a caller overwrite. ``message_count`` is read from the
 store's entry count, so concurrent writers can never make it wrong (the
 reference keeps a racy read-modify-write counter); the last activity is the
@@ -10,10 +17,12 @@ thread's ``updated_at``, which every append and update moves.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import UNSET
+from memorybank._async.stores.base import UNSET, Unset
 from memorybank._longterm import CompactionResult, Session, SessionStatus
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.records import Thread
@@ -22,7 +31,7 @@ if TYPE_CHECKING:
     from memorybank._async.compaction import AsyncCompactionService
     from memorybank._async.memory import AsyncMemory
 
-__all__ = ["INTERNAL_KEYS", "AsyncSessionManager"]
+__all__ = ["INTERNAL_KEYS", "AsyncSessionManager", "session_id"]
 
 INTERNAL_KEYS = frozenset(
     {
@@ -50,6 +59,20 @@ def _is_session(thread: Thread) -> bool:
     return thread.metadata.get("_session") is True
 
 
+def _part(text: str) -> str:
+    return text.replace("%", "%25").replace("_", "%5F")
+
+
+def session_id(*, channel_type: str, channel_id: str, agent_id: str, user_id: str) -> str:
+    """The id of the session of ``user_id`` with ``agent_id`` on one channel (see above)."""
+    parts = (channel_type, channel_id, agent_id, user_id)
+    readable = "session_" + "_".join(map(_part, parts))
+    if len(readable) <= v.MAX_ID_LENGTH:
+        return readable
+    digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return f"session~{digest}"
+
+
 class AsyncSessionManager:
     """Maps a user on a channel to a long-lived thread and tracks its status and config.
 
@@ -64,7 +87,7 @@ class AsyncSessionManager:
 
     async def _session(self, thread: Thread) -> Session:
         meta = thread.metadata
-        count = await self._memory.entries.count(thread.id)
+        count = await self._memory.entries.count(thread.id, user_id=thread.user_id)
         return Session(
             id=thread.id,
             user_id=str(meta.get("user_id", thread.user_id)),
@@ -80,15 +103,25 @@ class AsyncSessionManager:
         )
 
     async def get_or_create(
-        self, *, user_id: str, channel_type: str, channel_id: str, agent_id: str
+        self,
+        *,
+        channel_type: str,
+        channel_id: str,
+        user_id: str | Unset = UNSET,
+        agent_id: str | Unset = UNSET,
     ) -> Session:
-        """The user's session on ``channel_type``: created, or reactivated when archived."""
-        user_id = v.check_id(user_id, "user_id")
+        """The session of ``user_id`` with ``agent_id`` on this channel: created, or
+        reactivated when archived. ``user_id`` and ``agent_id`` are required (a
+        ``scoped`` memory's by default)."""
+        scope = self._memory.scope
+        user_id = v.check_id(scope.owner(user_id), "user_id")
+        agent_id = v.check_id(scope.owner(agent_id, "agent_id"), "agent_id")
         channel_type = v.check_id(channel_type, "channel_type")
         channel_id = v.check_id(channel_id, "channel_id")
-        agent_id = v.check_id(agent_id, "agent_id")
-        session_id = v.check_id(f"session_{channel_type}_{user_id}", "session id")
-        thread = await self._memory.threads.get(session_id, user_id=user_id)
+        sid = session_id(
+            channel_type=channel_type, channel_id=channel_id, agent_id=agent_id, user_id=user_id
+        )
+        thread = await self._memory.threads.get(sid, user_id=user_id)
         if thread is None:
             meta = {
                 "_session": True,
@@ -99,21 +132,27 @@ class AsyncSessionManager:
             }
             try:
                 thread = await self._memory.threads.create(
-                    thread_id=session_id, user_id=user_id, agent_id=agent_id, metadata=meta
+                    thread_id=sid, user_id=user_id, agent_id=agent_id, metadata=meta
                 )
             except Conflict:  # created concurrently
-                thread = await self._memory.threads.get(session_id, user_id=user_id)
+                thread = await self._memory.threads.get(sid, user_id=user_id)
                 if thread is None:
                     raise
         if not _is_session(thread):
-            raise Conflict(f"thread {session_id!r} exists and is not a session")
+            raise Conflict(f"thread {sid!r} exists and is not a session")
         if thread.metadata.get("status") == "archived":
-            return await self.update(session_id, status="active")
+            return await self.update(sid, status="active", user_id=user_id)
         return await self._session(thread)
 
-    async def get(self, session_id: str) -> Session | None:
-        """The session, or ``None`` (also for a thread that is not a session)."""
-        thread = await self._memory.threads.get(v.check_id(session_id, "session_id"))
+    async def get(self, session_id: str, *, user_id: str | Unset | None = UNSET) -> Session | None:
+        """The session, or ``None`` (also for a thread that is not a session).
+
+        Sessions are threads: a named ``user_id`` other than the owner raises
+        ``ThreadForbidden`` (default: the memory's scope).
+        """
+        thread = await self._memory.threads.get(
+            v.check_id(session_id, "session_id"), user_id=user_id
+        )
         if thread is None or not _is_session(thread):
             return None
         return await self._session(thread)
@@ -125,6 +164,7 @@ class AsyncSessionManager:
         status: SessionStatus | None = None,
         config: dict[str, Any] | None = None,
         metadata: dict[str, Any] | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> Session:
         """Change status, config overrides (replaced whole) or metadata (merged).
 
@@ -135,7 +175,7 @@ class AsyncSessionManager:
         new_status = None if status is None else _status(status)
         new_config = None if config is None else v.check_json_object(config, "config")
         extra = v.check_json_object(metadata, "metadata")
-        thread = await self._memory.threads.get(session_id)
+        thread = await self._memory.threads.get(session_id, user_id=user_id)
         if thread is None or not _is_session(thread):
             raise NotFound(f"session {session_id!r} not found")
         meta = dict(thread.metadata)
@@ -146,6 +186,7 @@ class AsyncSessionManager:
             meta["config"] = new_config
         updated = await self._memory.threads.update(
             session_id,
+            user_id=user_id,
             metadata=meta,
             status=UNSET
             if new_status is None
@@ -153,24 +194,24 @@ class AsyncSessionManager:
         )
         return await self._session(updated)
 
-    async def archive(self, session_id: str) -> Session:
+    async def archive(self, session_id: str, *, user_id: str | Unset | None = UNSET) -> Session:
         """Mark the session archived (``get_or_create`` reactivates it)."""
-        return await self.update(session_id, status="archived")
+        return await self.update(session_id, status="archived", user_id=user_id)
 
-    async def delete(self, session_id: str) -> bool:
+    async def delete(self, session_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the session's thread and entries; whether it existed."""
-        session = await self.get(session_id)
+        session = await self.get(session_id, user_id=user_id)
         if session is None:
             return False
-        return await self._memory.threads.delete(session.id)
+        return await self._memory.threads.delete(session.id, user_id=user_id)
 
     async def list(
         self,
         *,
         status: SessionStatus | None = None,
         limit: int | None = None,
-        user_id: str | None = None,
-        agent_id: str | None = None,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
         channel_type: str | None = None,
     ) -> list[Session]:
         """Sessions, most recently active first, filtered by the given fields."""
@@ -205,6 +246,7 @@ class AsyncSessionManager:
         message_threshold: int | None = None,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> CompactionResult:
         """Compact the session's thread with the manager's ``CompactionService``."""
         if self._compaction is None:
@@ -219,4 +261,5 @@ class AsyncSessionManager:
             message_threshold=message_threshold,
             summary_model=summary_model,
             summary_prompt=summary_prompt,
+            user_id=user_id,
         )

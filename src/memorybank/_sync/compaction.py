@@ -30,7 +30,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import NewEntry
+from memorybank._sync.stores.base import UNSET, NewEntry, Unset
 from memorybank._concurrency import Lock, maybe_await
 from memorybank._ids import new_id
 from memorybank._longterm import CompactionResult, Summarize, SummarizeOptions
@@ -116,11 +116,14 @@ class CompactionService:
         message_threshold: int | None = None,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> CompactionResult:
         """Compact ``thread_id`` if it reached ``threshold`` tokens (or ``message_threshold``).
 
         Keeps the ``keep_recent`` newest entries (more if the cut would separate
-        a tool result from its call). ``NotFound`` if the thread is absent.
+        a tool result from its call). ``NotFound`` if the thread is absent;
+        ``ThreadForbidden`` if ``user_id`` (default: the memory's scope) is not
+        its owner, before anything is read.
         """
         thread_id = v.check_id(thread_id, "thread_id")
         if strategy not in STRATEGIES:
@@ -133,6 +136,7 @@ class CompactionService:
         messages = v.check_limit(message_threshold, "message_threshold")
         assert threshold_ is not None and keep is not None
         options = SummarizeOptions(model=summary_model, prompt=summary_prompt)
+        self._memory.threads.require(thread_id, user_id=user_id)
         with _thread_lock(self._memory, thread_id):
             thread, entries = self._read(thread_id)
             tokens = sum(e.token_count for e in entries)
@@ -149,6 +153,7 @@ class CompactionService:
         *,
         summary_model: str | None = None,
         summary_prompt: str | None = None,
+        user_id: str | Unset | None = UNSET,
     ) -> CompactionResult:
         """Apply the automatic thresholds of ``pre_rot_threshold`` to ``thread_id``.
 
@@ -159,7 +164,7 @@ class CompactionService:
         """
         if self.pre_rot_threshold is None:
             raise ConfigurationError("auto_compact needs CompactionService(pre_rot_threshold=...)")
-        thread_id = v.check_id(thread_id, "thread_id")
+        thread_id = (self._memory.threads.require(thread_id, user_id=user_id)).id
         limit = self.pre_rot_threshold
         with _thread_lock(self._memory, thread_id):
             thread, entries = self._read(thread_id)
@@ -178,9 +183,12 @@ class CompactionService:
                 )
             return self._shrink(thread.current_branch, thread_id, entries)
 
-    def restore(self, thread_id: str) -> int:
-        """Put back the original content of reversibly compacted entries; how many."""
-        thread_id = v.check_id(thread_id, "thread_id")
+    def restore(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> int:
+        """Put back the original content of reversibly compacted entries; how many.
+
+        Same thread rule as ``compact``.
+        """
+        thread_id = (self._memory.threads.require(thread_id, user_id=user_id)).id
         with _thread_lock(self._memory, thread_id):
             thread, entries = self._read(thread_id)
             changes: list[tuple[str, str | None, dict[str, Any], int]] = []

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.facts import fact_rank
-from memorybank._sync.stores.base import Visibility
+from memorybank._sync.stores.base import UNSET, Unset, Visibility
 from memorybank._concurrency import maybe_await
 from memorybank._longterm import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
@@ -165,22 +165,25 @@ class ContextBuilder:
         self,
         thread_id: str,
         *,
-        agent_id: str,
-        user_id: str | None = None,
+        agent_id: str | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
         system_prompt: str | None = None,
         current_input: str | None = None,
     ) -> Context:
         """The context for a turn of ``thread_id``, built for ``agent_id`` and ``user_id``.
 
-        The thread fails closed: a thread owned by another user (or by a user
-        when ``user_id`` is ``None``) raises ``ThreadForbidden``. A missing
-        thread has no history. Failures of the facts, semantic, graph or
-        history parts are reported in ``Context.errors``, never raised.
+        ``agent_id`` is required and ``user_id`` defaults to none (both default
+        to the memory's scope). The thread fails closed: a thread owned by
+        another user (or by a user when ``user_id`` is ``None``) raises
+        ``ThreadForbidden``. A missing thread has no history. Failures of the
+        facts, semantic, graph or history parts are reported in
+        ``Context.errors``, never raised.
         """
+        agent, user = self._memory._principal(agent_id, user_id)
         return self._build(
             thread_id,
-            agent_id=agent_id,
-            user_id=user_id,
+            agent_id=agent,
+            user_id=user,
             system_prompt=system_prompt,
             current_input=current_input,
             load_history=True,
@@ -354,8 +357,6 @@ class ContextBuilder:
     def _facts(self, agent_id: str, user_id: str | None) -> list[Fact]:
         """Facts visible to the agent and user: highest confidence first, then newest."""
         facts = self._memory.facts.list(agent_id=agent_id, user_id=user_id)
-        if user_id is None:
-            facts = [f for f in facts if f.user_id is None]
         return sorted(facts, key=fact_rank)
 
     def _semantic(self, vector: list[float], agent_id: str, user_id: str | None) -> list[str]:

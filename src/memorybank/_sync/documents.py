@@ -13,10 +13,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import UNSET, Record, Unset, VectorItem, Visibility
+from memorybank._sync.stores.base import UNSET, Record, Unset, VectorItem
 from memorybank._ids import new_id
+from memorybank._scope import ROOT, Scope
 from memorybank.errors import InvalidInput
 from memorybank.records import Document, Hit
+from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
     from memorybank._sync.memory import _Core
@@ -40,12 +42,6 @@ def document_from_record(record: Record) -> Document:
         created_at=record.created_at,
         updated_at=record.updated_at,
     )
-
-
-def _visible(doc: Record, agent_id: str | Unset | None, user_id: str | Unset | None) -> bool:
-    if not isinstance(agent_id, Unset) and doc.agent_id not in (None, agent_id):
-        return False
-    return isinstance(user_id, Unset) or doc.user_id in (None, user_id)
 
 
 def _check_embedding(embedding: object, dimensions: int) -> list[float]:
@@ -72,22 +68,33 @@ class Documents:
     """``memory.documents``: add, get, delete, list and search documents.
 
     Scoping follows DESIGN.md: ``agent_id=None``/``user_id=None`` on a document
-    shares it with every agent/user of the tenant. ``get``/``delete`` check
-    visibility only for the ids you name (like ``threads.get``); ``list`` and
-    ``search`` return what the given agent and user may see.
+    shares it with every agent/user of the tenant. Every verb takes
+    ``user_id=``/``agent_id=``: given, the caller sees its own and shared
+    documents (one it may not see behaves like a missing id); left out, the
+    handle's scope applies (nothing on the root handle).
     """
 
-    def __init__(self, core: _Core, tenant: str) -> None:
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
         self._core = core
         self._tenant = tenant
+        self._scope = scope
+
+    def _visible(self, document_id: str, user_id: object, agent_id: object) -> Record | None:
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
+        record = self._core.store.record_get(
+            self._tenant, DOCUMENT_KIND, v.check_id(document_id, "document_id")
+        )
+        if record is None or not visible(seen, record.agent_id, record.user_id):
+            return None
+        return record
 
     def add(
         self,
         content: str,
         *,
         metadata: dict[str, Any] | None = None,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         embedding: Sequence[float] | None = None,
     ) -> Document:
         """Store a document; embed it when an embedder is configured.
@@ -115,8 +122,8 @@ class Documents:
         record = Record(
             kind=DOCUMENT_KIND,
             id=new_id(),
-            agent_id=v.check_optional_id(agent_id, "agent_id"),
-            user_id=v.check_optional_id(user_id, "user_id"),
+            agent_id=self._scope.owner(agent_id, "agent_id"),
+            user_id=self._scope.owner(user_id),
             content=content,
             data={"metadata": v.check_json_object(metadata, "metadata")},
             created_at=now,
@@ -140,12 +147,8 @@ class Documents:
         user_id: str | Unset | None = UNSET,
     ) -> Document | None:
         """The document, or ``None`` (also when the named agent/user may not see it)."""
-        record = self._core.store.record_get(
-            self._tenant, DOCUMENT_KIND, v.check_id(document_id, "document_id")
-        )
-        if record is None or not _visible(record, agent_id, user_id):
-            return None
-        return document_from_record(record)
+        record = self._visible(document_id, user_id, agent_id)
+        return None if record is None else document_from_record(record)
 
     def delete(
         self,
@@ -155,11 +158,8 @@ class Documents:
         user_id: str | Unset | None = UNSET,
     ) -> bool:
         """Delete the document and its embeddings; whether it existed (and was visible)."""
-        document_id = v.check_id(document_id, "document_id")
-        if not isinstance(agent_id, Unset) or not isinstance(user_id, Unset):
-            record = self._core.store.record_get(self._tenant, DOCUMENT_KIND, document_id)
-            if record is None or not _visible(record, agent_id, user_id):
-                return False
+        if self._visible(document_id, user_id, agent_id) is None:
+            return False
         removed = self._core.store.record_delete(self._tenant, DOCUMENT_KIND, [document_id])
         return removed > 0
 
@@ -169,8 +169,8 @@ class Documents:
         *,
         k: int = 10,
         mode: Literal["hybrid", "semantic", "keyword"] = "hybrid",
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         min_score: float | None = None,
         filters: dict[str, Any] | None = None,
         options: SearchOptions | None = None,
@@ -185,8 +185,7 @@ class Documents:
             k=k,
             mode=mode,
             thread_id=None,
-            agent_id=agent_id,
-            user_id=user_id,
+            visible=self._scope.visibility(user_id=user_id, agent_id=agent_id),
             kinds=("documents",),
             min_score=min_score,
             filters=filters,
@@ -196,23 +195,23 @@ class Documents:
     def list(
         self,
         *,
-        agent_id: str | None = None,
-        user_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
         filters: dict[str, Any] | None = None,
         limit: int | None = None,
     ) -> list[Document]:
         """Documents the agent and user may see (theirs and shared ones), oldest first.
 
-        ``filters`` keeps documents whose metadata has exactly these values.
+        ``None`` keeps shared ones only on that axis; left out, the handle's
+        scope applies. ``filters`` keeps documents whose metadata has exactly
+        these values.
         """
         wanted = v.check_json_object(filters, "filters")
         limit = v.check_limit(limit, "limit")
         records = self._core.store.record_list(
             self._tenant,
             DOCUMENT_KIND,
-            visible_to=Visibility(
-                v.check_optional_id(agent_id, "agent_id"), v.check_optional_id(user_id, "user_id")
-            ),
+            visible_to=self._scope.visibility(user_id=user_id, agent_id=agent_id),
             limit=None if wanted else limit,
         )
         docs = [document_from_record(r) for r in records]

@@ -4,8 +4,8 @@
 Pipeline
     1. Scope once: the tenant, then what ``Visibility(agent_id, user_id)`` may
        see (a thread's entries by the thread's owner and agent, a document by its
-       own). ``thread_id`` must name a thread the caller may see
-       (``ThreadForbidden`` otherwise, ``NotFound`` when absent).
+       own). ``thread_id`` follows the thread rule of every other verb: a named
+       user must own it (``ThreadForbidden`` otherwise, ``NotFound`` when absent).
     2. ``mode="keyword"``: the store's native full-text search (SQLite FTS5,
        PostgreSQL tsvector, MySQL FULLTEXT, BM25 elsewhere); scores are the
        store's relevance. ``mode="semantic"``: the store's vector search over
@@ -49,8 +49,9 @@ import numpy as np
 
 from memorybank import _validate as v
 from memorybank._sync.documents import DOCUMENT_KIND, document_from_record
-from memorybank._sync.stores.base import SearchHit, VectorItem, Visibility
-from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
+from memorybank._sync.stores.base import UNSET, SearchHit, VectorItem, Visibility
+from memorybank._scope import check_owner
+from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 
@@ -251,8 +252,7 @@ def run_search(
     k: int,
     mode: SearchMode,
     thread_id: str | None,
-    agent_id: str | None,
-    user_id: str | None,
+    visible: Visibility | None,
     kinds: Sequence[str],
     min_score: float | None,
     filters: dict[str, Any] | None,
@@ -266,9 +266,8 @@ def run_search(
     if mode not in _MODES:
         raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
     store_kinds = _check_kinds(kinds)
-    visible = Visibility(
-        v.check_optional_id(agent_id, "agent_id"), v.check_optional_id(user_id, "user_id")
-    )
+    if visible is None:
+        visible = Visibility(UNSET, UNSET)
     wanted = v.check_json_object(filters, "filters")
     if min_score is not None and (
         isinstance(min_score, bool)
@@ -288,8 +287,7 @@ def run_search(
         thread = store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
-        if not visible.admits(thread.agent_id, thread.user_id):
-            raise ThreadForbidden()
+        check_owner(thread, visible.user_id)
         store_kinds = [kind for kind in store_kinds if kind == "entry"]
     if limit == 0 or not store_kinds or not query.strip():
         return []

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
-from memorybank.stores._types import Record
+from memorybank.stores._types import Record, Unset, Visibility
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -223,3 +223,32 @@ def vector_from_bytes(blob: bytes) -> list[float]:
     import numpy as np
 
     return np.frombuffer(blob, dtype="<f4").tolist()  # type: ignore[no-any-return]
+
+
+def scope_sql(alias: str, visible_to: Visibility | None, mark: str) -> tuple[str, list[Any]]:
+    """``" AND ..."`` conditions keeping the rows ``visible_to`` may see, and their parameters.
+
+    ``alias`` prefixes the columns (``"t."``), ``mark`` is the driver's placeholder
+    (``?`` or ``%s``). A ``None`` axis keeps shared rows only; an unset axis adds
+    nothing. Plain ``IS NULL OR =`` keeps the owner indexes usable.
+    """
+    if visible_to is None:
+        return "", []
+    sql = ""
+    params: list[Any] = []
+    for column, asking in (("agent_id", visible_to.agent_id), ("user_id", visible_to.user_id)):
+        if isinstance(asking, Unset):
+            continue
+        if asking is None:
+            sql += f" AND {alias}{column} IS NULL"
+        else:
+            sql += f" AND ({alias}{column} IS NULL OR {alias}{column} = {mark})"
+            params.append(asking)
+    return sql, params
+
+
+def any_user(user_id: str | Unset | None) -> tuple[bool, str | None]:
+    """Parameters of ``(<any> OR user_id IS NULL OR user_id = <user>)``: UNSET matches all."""
+    if isinstance(user_id, Unset):
+        return True, None
+    return False, user_id

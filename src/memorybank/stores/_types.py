@@ -95,17 +95,22 @@ class Record:
 
 @dataclass(frozen=True, slots=True)
 class Visibility:
-    """Who is asking: a record (or a thread's entry) is visible when its
+    """Who is asking, per axis: a record (or a thread's entry) is visible when its
     ``agent_id`` is this agent or ``None`` (shared), and its ``user_id`` is this
     user or ``None`` (shared). ``None`` here means "no agent/user": only shared
-    records match on that axis."""
+    records match on that axis. ``UNSET`` on an axis means that axis is not
+    checked (the trusted, unscoped call on that axis)."""
 
-    agent_id: str | None
-    user_id: str | None
+    agent_id: str | Unset | None
+    user_id: str | Unset | None
 
     def admits(self, agent_id: str | None, user_id: str | None) -> bool:
         """Whether a record owned by ``agent_id``/``user_id`` is visible (the rule above)."""
-        return agent_id in (None, self.agent_id) and user_id in (None, self.user_id)
+        return _axis_admits(self.agent_id, agent_id) and _axis_admits(self.user_id, user_id)
+
+
+def _axis_admits(asking: str | Unset | None, owner: str | None) -> bool:
+    return isinstance(asking, Unset) or owner is None or owner == asking
 
 
 def visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:

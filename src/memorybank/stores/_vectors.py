@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memorybank.stores._types import Unset, Visibility
+
 __all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
 
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
@@ -169,16 +171,17 @@ class VectorSlot:
 
     # -- search ---------------------------------------------------------------------------
 
-    def mask(
-        self, thread_id: str | None, agent_id: str | None, user_id: str | None, scoped: bool
-    ) -> NDArray[np.bool_]:
+    def mask(self, thread_id: str | None, visible_to: Visibility | None) -> NDArray[np.bool_]:
         mask = self.visible.copy()
         if thread_id is not None:
             mask &= self.thread_codes == self.code_of(thread_id)
-        if scoped:
-            agent, user = self.code_of(agent_id), self.code_of(user_id)
-            mask &= (self.agent_codes == _NONE) | (self.agent_codes == agent)
-            mask &= (self.user_codes == _NONE) | (self.user_codes == user)
+        if visible_to is not None:
+            for codes, asking in (
+                (self.agent_codes, visible_to.agent_id),
+                (self.user_codes, visible_to.user_id),
+            ):
+                if not isinstance(asking, Unset):
+                    mask &= (codes == _NONE) | (codes == self.code_of(asking))
         return mask
 
     def search(

@@ -388,13 +388,14 @@ class AsyncInMemoryStore(AsyncStore):
         return summary
 
     async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         self._check_open()
         return [
             s
             for s in self._summaries.get(tenant, [])
-            if s.agent_id == agent_id and (s.user_id is None or s.user_id == user_id)
+            if s.agent_id == agent_id
+            and (isinstance(user_id, Unset) or s.user_id is None or s.user_id == user_id)
         ]
 
     # -- erasure -----------------------------------------------------------------

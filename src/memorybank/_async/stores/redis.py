@@ -559,13 +559,14 @@ return #pos
 """
 
 # Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
-# asking agent / user ("-" none, "=<id>"), ARGV[7] = model ("": entry texts). Returns
+# asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns
 # {'GONE'}, {'HIDDEN'}, {'OK', {id, vector, ...}} or {'OK', branch, {members}, ...}.
 _SCOPE = """
 local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
 if not t[1] then return {'GONE'} end
 if ARGV[4] == '1' then
-  if (t[3] and '=' .. t[3] ~= ARGV[5]) or (t[2] and '=' .. t[2] ~= ARGV[6]) then
+  if (ARGV[5] ~= '*' and t[3] and '=' .. t[3] ~= ARGV[5])
+    or (ARGV[6] ~= '*' and t[2] and '=' .. t[2] ~= ARGV[6]) then
     return {'HIDDEN'}
   end
 end
@@ -902,8 +903,10 @@ def _glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-def _who(value: str | None) -> str:
-    """An agent/user id for the scripts: ``"-"`` for none, ``"=<id>"`` otherwise."""
+def _who(value: str | Unset | None) -> str:
+    """An agent/user id for the scripts: ``"-"`` none, ``"*"`` any, ``"=<id>"`` that one."""
+    if isinstance(value, Unset):
+        return "*"
     return "-" if value is None else "=" + value
 
 
@@ -1614,7 +1617,7 @@ class AsyncRedisStore(AsyncStore):
         return summary
 
     async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         with self._op():
             await self._ready()
@@ -1622,7 +1625,7 @@ class AsyncRedisStore(AsyncStore):
         found = []
         for item in items:
             sid, owner, content, created = json.loads(item)
-            if owner is None or owner == user_id:
+            if isinstance(user_id, Unset) or owner is None or owner == user_id:
                 found.append(
                     Summary(
                         id=sid,
@@ -1789,7 +1792,7 @@ class AsyncRedisStore(AsyncStore):
         """
         if isinstance(user_id, str | None):
             mode, owner = "only", _who(user_id)
-        elif visible_to is not None:
+        elif visible_to is not None and not isinstance(visible_to.user_id, Unset):
             mode, owner = "vis", _who(visible_to.user_id)
         else:
             mode, owner = "all", "-"
@@ -1847,7 +1850,7 @@ class AsyncRedisStore(AsyncStore):
             indexes: list[str] = []
             tids = [thread_id]
         else:
-            if visible_to is None:
+            if visible_to is None or isinstance(visible_to.user_id, Unset):
                 indexes = [idx + "threads"]
             elif visible_to.user_id is None:
                 indexes = [idx + "u0"]

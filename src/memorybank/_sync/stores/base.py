@@ -283,9 +283,12 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
-        """The agent's summaries for ``user_id`` plus the shared ones (no user), oldest first."""
+        """The agent's summaries for ``user_id`` plus the shared ones (no user), oldest first.
+
+        ``UNSET``: every summary of the agent.
+        """
 
     # -- compaction -------------------------------------------------------------
 

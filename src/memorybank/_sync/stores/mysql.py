@@ -162,6 +162,7 @@ from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
+    any_user,
     dump,
     from_us,
     load,
@@ -170,6 +171,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    scope_sql,
     to_us,
     tool_calls_from_json,
     tool_calls_to_json,
@@ -402,14 +404,6 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
 
 def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
-
-
-def _visible(alias: str) -> str:
-    """What an agent and user may see (args: agent_id, user_id); ``alias`` like ``"t."``."""
-    return (
-        f"({alias}agent_id IS NULL OR {alias}agent_id <=> %s)"
-        f" AND ({alias}user_id IS NULL OR {alias}user_id <=> %s)"
-    )
 
 
 def _search_words(text: str) -> str:
@@ -1365,14 +1359,14 @@ class MySQLStore(Store):
         return summary
 
     def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         """The agent's summaries for the user plus the shared ones, oldest first."""
         rows = self._query(
             f"SELECT id, agent_id, user_id, content, created_at FROM {self._summaries}"
-            " WHERE tenant_id = %s AND agent_id = %s AND (user_id IS NULL OR user_id = %s)"
-            " ORDER BY created_at, id",
-            (tenant, agent_id, user_id),
+            " WHERE tenant_id = %s AND agent_id = %s"
+            " AND (%s OR user_id IS NULL OR user_id = %s) ORDER BY created_at, id",
+            (tenant, agent_id, *any_user(user_id)),
         )
         return [row_to_summary(row) for row in rows]
 
@@ -1647,12 +1641,10 @@ class MySQLStore(Store):
             if not isinstance(value, Unset):
                 where.append(f"{column} <=> %s")
                 args.append(value)
-        if visible_to is not None:
-            where.append(_visible(""))
-            args += [visible_to.agent_id, visible_to.user_id]
-        args.append(_ALL if limit is None else limit)
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        args += [*scope_args, _ALL if limit is None else limit]
         rows = self._query(
-            f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}"
+            f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
             " ORDER BY created_at, id LIMIT %s",
             args,
         )
@@ -1694,9 +1686,9 @@ class MySQLStore(Store):
             if thread_id is not None:
                 sql += " AND e.thread_id = %s"
                 args.append(thread_id)
-            if visible_to is not None:
-                sql += " AND " + _visible("t.")
-                args += [visible_to.agent_id, visible_to.user_id]
+            scope, scope_args = scope_sql("t.", visible_to, "%s")
+            sql += scope
+            args += scope_args
             statements.append((f"{sql} ORDER BY 3 DESC, e.id, e.branch LIMIT %s", [*args, k]))
         record_kinds = [kind for kind in kinds if kind != "entry"]
         if record_kinds and thread_id is None:
@@ -1706,9 +1698,9 @@ class MySQLStore(Store):
                 f" AND r.kind IN ({_marks(len(record_kinds))})"
             )
             args = [words, words, tenant, *record_kinds]
-            if visible_to is not None:
-                sql += " AND " + _visible("r.")
-                args += [visible_to.agent_id, visible_to.user_id]
+            scope, scope_args = scope_sql("r.", visible_to, "%s")
+            sql += scope
+            args += scope_args
             statements.append((f"{sql} ORDER BY 3 DESC, r.kind, r.id LIMIT %s", [*args, k]))
         if not statements:
             return []
@@ -1774,9 +1766,9 @@ class MySQLStore(Store):
             if thread_id is not None:
                 sql += " AND v.thread_id = %s"
                 args.append(thread_id)
-            if visible_to is not None:
-                sql += " AND " + _visible("t.")
-                args += [visible_to.agent_id, visible_to.user_id]
+            scope, scope_args = scope_sql("t.", visible_to, "%s")
+            sql += scope
+            args += scope_args
             statements.append((sql, args))
         record_kinds = [kind for kind in kinds if kind != "entry"]
         if record_kinds and thread_id is None:
@@ -1787,9 +1779,9 @@ class MySQLStore(Store):
                 f" AND v.kind IN ({_marks(len(record_kinds))})"
             )
             args = [tenant, model_id, *record_kinds]
-            if visible_to is not None:
-                sql += " AND " + _visible("r.")
-                args += [visible_to.agent_id, visible_to.user_id]
+            scope, scope_args = scope_sql("r.", visible_to, "%s")
+            sql += scope
+            args += scope_args
             statements.append((sql, args))
         if not statements or k <= 0:
             return []

@@ -180,6 +180,7 @@ from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
+    any_user,
     dump,
     from_us,
     load,
@@ -559,6 +560,8 @@ def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> st
         return ""
     where = ""
     for column, value in (("agent_id", visible.agent_id), ("user_id", visible.user_id)):
+        if isinstance(value, Unset):
+            continue
         if value is None:
             where += f" AND {alias}.{column} IS NULL"
         else:
@@ -1311,10 +1314,11 @@ class PostgresStore(Store):
         return summary
 
     def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         """The agent's summaries for the user and the shared ones, oldest first."""
-        rows = self._fetch(self._sql.summary_list, (tenant, agent_id, user_id), retry=True)
+        params = (tenant, agent_id, *any_user(user_id))
+        rows = self._fetch(self._sql.summary_list, params, retry=True)
         return [row_to_summary(r) for r in rows]
 
     # -- compaction --------------------------------------------------------------
@@ -1890,7 +1894,7 @@ class _Statements:
         self.summary_list = (
             f"SELECT id, agent_id, user_id, content, created_at FROM {p}summaries"
             " WHERE tenant_id = %s AND agent_id = %s"
-            " AND (user_id IS NULL OR user_id = %s::text) ORDER BY created_at, seq"
+            " AND (%s::boolean OR user_id IS NULL OR user_id = %s::text) ORDER BY created_at, seq"
         )
         self.lock_user_threads = (
             f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"

@@ -61,6 +61,7 @@ from memorybank.stores._sql import (
     PAGE_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
+    any_user,
     dump,
     fts_query,
     page_row_to_entry,
@@ -69,6 +70,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    scope_sql,
     to_us,
     tool_calls_to_json,
     unit_vector_bytes,
@@ -889,14 +891,14 @@ class SQLiteStore(Store):
         return self._run(lambda: self._write(op))
 
     def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | None
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         def op(conn: sqlite3.Connection) -> list[Summary]:
             rows = conn.execute(
                 f"SELECT id, agent_id, user_id, content, created_at FROM {self.prefix}summaries"
-                " WHERE tenant_id = ? AND agent_id = ? AND (user_id IS NULL OR user_id = ?)"
-                " ORDER BY created_at, id",
-                (tenant, agent_id, user_id),
+                " WHERE tenant_id = ? AND agent_id = ?"
+                " AND (? OR user_id IS NULL OR user_id = ?) ORDER BY created_at, id",
+                (tenant, agent_id, *any_user(user_id)),
             ).fetchall()
             return [row_to_summary(r) for r in rows]
 
@@ -1112,16 +1114,12 @@ class SQLiteStore(Store):
             if not isinstance(value, Unset):
                 where.append(f"{column} IS ?")
                 params.append(value)
-        if visible_to is not None:
-            where.append(
-                "(agent_id IS NULL OR agent_id IS ?) AND (user_id IS NULL OR user_id IS ?)"
-            )
-            params += [visible_to.agent_id, visible_to.user_id]
+        scope, scope_params = scope_sql("", visible_to, "?")
         sql = (
             f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records WHERE {' AND '.join(where)}"
-            " ORDER BY created_at, id LIMIT ?"
+            f"{scope} ORDER BY created_at, id LIMIT ?"
         )
-        params.append(-1 if limit is None else limit)
+        params += [*scope_params, -1 if limit is None else limit]
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]
@@ -1158,12 +1156,9 @@ class SQLiteStore(Store):
                 if thread_id is not None:
                     sql += " AND e.thread_id = ?"
                     params.append(thread_id)
-                if visible_to is not None:
-                    sql += (
-                        " AND (t.agent_id IS NULL OR t.agent_id IS ?)"
-                        " AND (t.user_id IS NULL OR t.user_id IS ?)"
-                    )
-                    params += [visible_to.agent_id, visible_to.user_id]
+                scope, scope_params = scope_sql("t.", visible_to, "?")
+                sql += scope
+                params += scope_params
                 sql += f" ORDER BY bm25({p}entries_fts) LIMIT ?"
                 params.append(k)
                 hits += [
@@ -1179,12 +1174,9 @@ class SQLiteStore(Store):
                     f" WHERE {p}records_fts MATCH ? AND r.tenant_id = ? AND r.kind IN ({marks})"
                 )
                 params = [match, tenant, *record_kinds]
-                if visible_to is not None:
-                    sql += (
-                        " AND (r.agent_id IS NULL OR r.agent_id IS ?)"
-                        " AND (r.user_id IS NULL OR r.user_id IS ?)"
-                    )
-                    params += [visible_to.agent_id, visible_to.user_id]
+                scope, scope_params = scope_sql("r.", visible_to, "?")
+                sql += scope
+                params += scope_params
                 sql += f" ORDER BY bm25({p}records_fts) LIMIT ?"
                 params.append(k)
                 hits += [
@@ -1242,13 +1234,8 @@ class SQLiteStore(Store):
             )
             params.append(kind)
             owner = "r"
-        if visible_to is not None:
-            sql += (
-                f" AND ({owner}.agent_id IS NULL OR {owner}.agent_id IS ?)"
-                f" AND ({owner}.user_id IS NULL OR {owner}.user_id IS ?)"
-            )
-            params += [visible_to.agent_id, visible_to.user_id]
-        return sql, params
+        scope, scope_params = scope_sql(owner + ".", visible_to, "?")
+        return sql + scope, params + scope_params
 
     def _vector_rows(
         self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
@@ -1350,12 +1337,7 @@ class SQLiteStore(Store):
             hits: list[SearchHit] = []
             for kind in wanted:
                 slot = self._vector_slot(conn, tenant, model_id, kind, dim)
-                mask = slot.mask(
-                    thread_id,
-                    None if visible_to is None else visible_to.agent_id,
-                    None if visible_to is None else visible_to.user_id,
-                    scoped=visible_to is not None,
-                )
+                mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
                 best = slot.search(query, fetch, mask)
                 if not best:
