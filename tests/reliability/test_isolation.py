@@ -1,0 +1,414 @@
+"""Isolation, generated from the public API: every verb, acting for bob, on alice's data.
+
+The surface is read off the classes (every public method of ``Memory`` and of the
+helpers it hands out), so a new verb without a case here fails
+``test_every_public_verb_has_an_isolation_case``. Each case acts through a handle
+scoped to bob (``memory.scoped(user_id="bob", agent_id="bot")``), targets alice's
+records by id where the verb takes one, and checks that bob learns nothing and
+changes nothing: the call raises ``ThreadForbidden``/``NotFound``/``InvalidInput``
+or returns what a missing id returns, and no return value holds alice's secret.
+After every case alice's world is read back whole through the root handle.
+The async twins are generated from the same source; a test checks their
+surface is the same.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memorybank import (
+    CompactionService,
+    Conflict,
+    ContextBuilder,
+    ContextOptions,
+    CoreFacts,
+    InvalidInput,
+    Memory,
+    NotFound,
+    SessionManager,
+    ThreadForbidden,
+)
+from memorybank._sync.compaction import CompactionService as SyncCompaction
+from memorybank._sync.context import ContextBuilder as SyncContextBuilder
+from memorybank._sync.core_facts import CoreFacts as SyncCoreFacts
+from memorybank._sync.documents import Documents
+from memorybank._sync.facts import Facts
+from memorybank._sync.memory import (
+    Branches,
+    Entries,
+    Snapshots,
+    Summaries,
+    Threads,
+    WorkingMemory,
+)
+from memorybank._sync.sessions import SessionManager as SyncSessions
+from memorybank._sync.turn import Turn
+from tests.reliability.stores import STORE_KINDS, open_memory
+
+SECRET = "zanzibar-alice-secret"
+
+#: The public surface: class name -> class. Async twins are checked to match below.
+SURFACE: dict[str, type] = {
+    "Memory": Memory,
+    "Threads": Threads,
+    "Entries": Entries,
+    "Branches": Branches,
+    "Snapshots": Snapshots,
+    "Summaries": Summaries,
+    "Facts": Facts,
+    "Documents": Documents,
+    "WorkingMemory": WorkingMemory,
+    "CoreFacts": SyncCoreFacts,
+    "SessionManager": SyncSessions,
+    "CompactionService": SyncCompaction,
+    "ContextBuilder": SyncContextBuilder,
+    "Turn": Turn,
+}
+
+#: Verbs that touch no user- or agent-owned data, with the reason.
+EXEMPT = {
+    "Memory.close": "releases the store; reads and writes nothing",
+    "Memory.tenant": "makes a handle; the handle keeps the scope (case: Memory.scoped)",
+    "CoreFacts.close": "closes the file it opened; reads nothing",
+    "Turn.add": "buffers a message of the caller's own turn (saved by the thread rule)",
+    "Turn.add_many": "buffers messages of the caller's own turn (saved by the thread rule)",
+}
+
+
+def public_verbs() -> set[str]:
+    verbs = set()
+    for name, cls in SURFACE.items():
+        for attr, value in vars(cls).items():
+            if attr.startswith("_") or isinstance(value, property | staticmethod):
+                continue
+            if callable(value) or inspect.isfunction(value):
+                verbs.add(f"{name}.{attr}")
+    return verbs
+
+
+@dataclass
+class World:
+    """Alice's records (made through the root handle) and bob's scoped handle."""
+
+    root: Memory
+    bob: Memory
+    thread: str
+    entry: str
+    fact: str
+    document: str
+    run: str
+    session: str
+    bob_thread: str
+
+
+def build_world(root: Memory) -> World:
+    alice = root.scoped(user_id="alice", agent_id="bot")
+    thread = alice.threads.create(title=f"title {SECRET}", metadata={"s": SECRET})
+    entry = alice.entries.add(thread.id, {"role": "user", "content": f"my pin is {SECRET}"})
+    alice.entries.add(thread.id, {"role": "assistant", "content": f"noted {SECRET}"})
+    alice.branches.create(thread.id, "alt")
+    fact = alice.facts.add(content=f"alice likes {SECRET}")
+    document = alice.documents.add(f"alice notes on {SECRET}")
+    alice.summaries.add(content=f"summary {SECRET}")
+    alice.snapshots.save("run-1", {"s": SECRET})
+    alice.working("run-1").set("k", SECRET)
+    CoreFacts(memory=alice).set("pin", SECRET)
+    session = SessionManager(alice).get_or_create(channel_type="web", channel_id="c1")
+    alice.entries.add(session.id, {"role": "user", "content": f"session {SECRET}"})
+    bob = root.scoped(user_id="bob", agent_id="bot")
+    bob_thread = bob.threads.create().id
+    bob.entries.add(bob_thread, {"role": "user", "content": "what do you know about zanzibar"})
+    return World(
+        root=root,
+        bob=bob,
+        thread=thread.id,
+        entry=entry.id,
+        fact=fact.id,
+        document=document.id,
+        run="run-1",
+        session=session.id,
+        bob_thread=bob_thread,
+    )
+
+
+def alice_intact(w: World) -> None:
+    """Everything of alice's still there, unchanged (read through the root handle)."""
+    root = w.root
+    thread = root.threads.get(w.thread)
+    assert thread is not None and thread.user_id == "alice" and thread.title == f"title {SECRET}"
+    assert root.entries.count(w.thread) == 2
+    assert [b.name for b in root.branches.list(w.thread)] == ["main", "alt"]
+    assert thread.current_branch == "main"
+    fact = root.facts.get(w.fact)
+    assert fact is not None and fact.content == f"alice likes {SECRET}" and fact.version == 1
+    assert len(root.facts.history(w.fact)) == 1
+    assert root.documents.get(w.document) is not None
+    assert [s.content for s in root.summaries.list(agent_id="bot", user_id="alice")] == [
+        f"summary {SECRET}"
+    ]
+    assert root.snapshots.load(w.run) == {"s": SECRET}
+    assert root.working(w.run, user_id="alice", agent_id="bot").items() == {"k": SECRET}
+    assert CoreFacts(memory=root, user_id="alice").history("pin") != []
+    assert CoreFacts(memory=root, user_id="alice").get("pin") == SECRET
+    session = SessionManager(root).get(w.session)
+    assert session is not None and session.status == "active" and session.message_count == 1
+
+
+def denied(call: Callable[[], Any]) -> Any:
+    """The call is refused, or returns nothing of alice's."""
+    try:
+        result = call()
+    except (ThreadForbidden, NotFound, InvalidInput):
+        return None
+    assert SECRET not in repr(result)
+    return result
+
+
+def forbidden(call: Callable[[], Any]) -> None:
+    with pytest.raises(ThreadForbidden):
+        call()
+
+
+def conflict(call: Callable[[], Any]) -> None:
+    with pytest.raises(Conflict) as caught:
+        call()
+    assert SECRET not in str(caught.value) and "alice" not in str(caught.value)
+
+
+def widening(call: Callable[[], Any]) -> None:
+    with pytest.raises(InvalidInput):
+        call()
+
+
+def _turn(w: World) -> None:
+    with pytest.raises(ThreadForbidden), w.bob.turn(w.thread, input="hi", raise_errors=True) as t:
+        t.add({"role": "assistant", "content": "x"})
+    with w.bob.turn(w.bob_thread, input="zanzibar?", raise_errors=True) as turn:
+        assert SECRET not in repr(turn.messages)
+
+
+def _compaction(w: World) -> SyncCompaction:
+    return CompactionService(memory=w.bob, summarize=lambda *_: "s", pre_rot_threshold=10)
+
+
+def _context(w: World) -> SyncContextBuilder:
+    return ContextBuilder(ContextOptions(max_tokens=2000, include_facts=True), w.bob)
+
+
+def _bob_core(w: World) -> SyncCoreFacts:
+    return CoreFacts(memory=w.bob)
+
+
+CASES: dict[str, Callable[[World], None]] = {
+    # -- Memory --------------------------------------------------------------------------
+    "Memory.scoped": lambda w: (
+        widening(lambda: w.bob.scoped(user_id="alice")),
+        widening(lambda: w.bob.tenant(w.root.tenant_id).scoped(user_id=None)),
+        forbidden(lambda: w.bob.tenant(w.root.tenant_id).history(w.thread)),
+    ),
+    "Memory.ensure_thread": lambda w: forbidden(lambda: w.bob.ensure_thread(w.thread)),
+    "Memory.remember": lambda w: forbidden(lambda: w.bob.remember(w.thread, "user", "x")),
+    "Memory.history": lambda w: (
+        forbidden(lambda: w.bob.history(w.thread)),
+        widening(lambda: w.bob.history(w.thread, user_id="alice")),
+    ),
+    "Memory.build_context": lambda w: (
+        forbidden(lambda: w.bob.build_context(w.thread, max_tokens=500)),
+        denied(
+            lambda: w.bob.build_context(
+                w.bob_thread, max_tokens=2000, include_facts=True, current_input="zanzibar"
+            )
+        ),
+    ),
+    "Memory.turn": _turn,
+    "Memory.working": lambda w: (
+        denied(lambda: w.bob.working(w.run).items()),
+        widening(lambda: w.bob.working(w.run, user_id="alice")),
+    ),
+    "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
+    "Memory.search": lambda w: (
+        denied(lambda: w.bob.search(SECRET, k=50)),
+        *(denied(lambda m=m: w.bob.search(SECRET, k=50, mode=m)) for m in ("keyword",)),
+        forbidden(lambda: w.bob.search(SECRET, thread_id=w.thread)),
+    ),
+    "Memory.embed_pending": lambda w: forbidden(lambda: w.bob.embed_pending(thread_id=w.thread)),
+    # -- threads -------------------------------------------------------------------------
+    # a caller-chosen id that is taken is a Conflict (it names no owner and no content)
+    "Threads.create": lambda w: conflict(lambda: w.bob.threads.create(thread_id=w.thread)),
+    "Threads.get": lambda w: forbidden(lambda: w.bob.threads.get(w.thread)),
+    "Threads.require": lambda w: forbidden(lambda: w.bob.threads.require(w.thread)),
+    "Threads.list": lambda w: (
+        denied(lambda: w.bob.threads.list()),
+        widening(lambda: w.bob.threads.list(user_id=None)),
+    ),
+    "Threads.update": lambda w: forbidden(lambda: w.bob.threads.update(w.thread, title="x")),
+    "Threads.delete": lambda w: forbidden(lambda: w.bob.threads.delete(w.thread)),
+    # -- entries -------------------------------------------------------------------------
+    "Entries.add": lambda w: forbidden(
+        lambda: w.bob.entries.add(w.thread, {"role": "user", "content": "x"})
+    ),
+    "Entries.add_many": lambda w: forbidden(
+        lambda: w.bob.entries.add_many(w.thread, [{"role": "user", "content": "x"}])
+    ),
+    "Entries.list": lambda w: (
+        forbidden(lambda: w.bob.entries.list(w.thread)),
+        # an existing and a missing branch answer alike: no branch names leak
+        forbidden(lambda: w.bob.entries.list(w.thread, branch="alt")),
+        forbidden(lambda: w.bob.entries.list(w.thread, branch="no-such-branch")),
+        forbidden(lambda: w.bob.entries.list(w.thread, max_tokens=100)),
+    ),
+    "Entries.get": lambda w: forbidden(lambda: w.bob.entries.get(w.thread, w.entry)),
+    "Entries.delete": lambda w: forbidden(lambda: w.bob.entries.delete(w.thread, w.entry)),
+    "Entries.clear": lambda w: forbidden(lambda: w.bob.entries.clear(w.thread)),
+    "Entries.count": lambda w: forbidden(lambda: w.bob.entries.count(w.thread)),
+    # -- branches ------------------------------------------------------------------------
+    "Branches.create": lambda w: forbidden(lambda: w.bob.branches.create(w.thread, "b")),
+    "Branches.checkout": lambda w: forbidden(lambda: w.bob.branches.checkout(w.thread, "alt")),
+    "Branches.rewind": lambda w: forbidden(lambda: w.bob.branches.rewind(w.thread, w.entry)),
+    "Branches.list": lambda w: forbidden(lambda: w.bob.branches.list(w.thread)),
+    "Branches.delete": lambda w: forbidden(lambda: w.bob.branches.delete(w.thread, "alt")),
+    # -- snapshots, working memory, summaries ------------------------------------------------
+    "Snapshots.save": lambda w: forbidden(lambda: w.bob.snapshots.save(w.run, {"x": 1})),
+    "Snapshots.load": lambda w: forbidden(lambda: w.bob.snapshots.load(w.run)),
+    "Snapshots.delete": lambda w: forbidden(lambda: w.bob.snapshots.delete(w.run)),
+    "WorkingMemory.set": lambda w: w.bob.working(w.run).set("k", "bob's"),
+    "WorkingMemory.get": lambda w: denied(lambda: w.bob.working(w.run).get("k")),
+    "WorkingMemory.delete": lambda w: denied(lambda: w.bob.working(w.run).delete("k")),
+    "WorkingMemory.items": lambda w: denied(lambda: w.bob.working(w.run).items()),
+    "WorkingMemory.clear": lambda w: w.bob.working(w.run).clear(),
+    "Summaries.add": lambda w: (
+        denied(lambda: w.bob.summaries.add(content="bob's")),
+        widening(lambda: w.bob.summaries.add(content="x", user_id="alice")),
+    ),
+    "Summaries.list": lambda w: (
+        denied(lambda: w.bob.summaries.list()),
+        widening(lambda: w.bob.summaries.list(user_id=None)),
+    ),
+    # -- facts ---------------------------------------------------------------------------
+    "Facts.add": lambda w: (
+        denied(lambda: w.bob.facts.add(content="bob's fact")),
+        widening(lambda: w.bob.facts.add(content="x", user_id="alice")),
+    ),
+    "Facts.get": lambda w: (
+        denied(lambda: w.bob.facts.get(w.fact)),
+        denied(lambda: w.root.facts.get(w.fact, user_id="bob")),
+        denied(lambda: w.root.facts.get(w.fact, user_id=None)),
+    ),
+    "Facts.update": lambda w: (
+        denied(lambda: w.bob.facts.update(w.fact, content="bob was here")),
+        denied(lambda: w.root.facts.update(w.fact, content="x", user_id="bob")),
+    ),
+    "Facts.supersede": lambda w: denied(lambda: w.bob.facts.supersede(w.fact, "bob was here")),
+    "Facts.delete": lambda w: denied(lambda: w.bob.facts.delete(w.fact)),
+    "Facts.history": lambda w: denied(lambda: w.bob.facts.history(w.fact)),
+    "Facts.list": lambda w: (
+        denied(lambda: w.bob.facts.list()),
+        denied(lambda: w.root.facts.list(user_id=None)),
+    ),
+    "Facts.search": lambda w: (
+        denied(lambda: w.bob.facts.search(SECRET)),
+        denied(lambda: w.root.facts.search(SECRET, user_id=None)),
+    ),
+    # -- documents -----------------------------------------------------------------------
+    "Documents.add": lambda w: denied(lambda: w.bob.documents.add("bob's notes")),
+    "Documents.get": lambda w: denied(lambda: w.bob.documents.get(w.document)),
+    "Documents.delete": lambda w: denied(lambda: w.bob.documents.delete(w.document)),
+    "Documents.list": lambda w: denied(lambda: w.bob.documents.list()),
+    "Documents.search": lambda w: denied(lambda: w.bob.documents.search(SECRET, k=50)),
+    # -- core facts ----------------------------------------------------------------------
+    "CoreFacts.set": lambda w: (
+        _bob_core(w).set("pin", "bob's"),
+        widening(lambda: CoreFacts(memory=w.bob, user_id="alice")),
+        widening(lambda: _bob_core(w).set("pin", "x", user_id="alice")),
+    ),
+    "CoreFacts.get": lambda w: denied(lambda: _bob_core(w).get("pin")),
+    "CoreFacts.delete": lambda w: denied(lambda: _bob_core(w).delete("pin")),
+    "CoreFacts.history": lambda w: denied(lambda: _bob_core(w).history("pin")),
+    "CoreFacts.all": lambda w: denied(lambda: _bob_core(w).all()),
+    "CoreFacts.format_for_prompt": lambda w: denied(lambda: _bob_core(w).format_for_prompt()),
+    # -- sessions ------------------------------------------------------------------------
+    "SessionManager.get_or_create": lambda w: (
+        denied(lambda: SessionManager(w.bob).get_or_create(channel_type="web", channel_id="c1")),
+        widening(
+            lambda: SessionManager(w.bob).get_or_create(
+                channel_type="web", channel_id="c1", user_id="alice"
+            )
+        ),
+    ),
+    "SessionManager.get": lambda w: forbidden(lambda: SessionManager(w.bob).get(w.session)),
+    "SessionManager.update": lambda w: forbidden(
+        lambda: SessionManager(w.bob).update(w.session, status="paused")
+    ),
+    "SessionManager.archive": lambda w: forbidden(lambda: SessionManager(w.bob).archive(w.session)),
+    "SessionManager.delete": lambda w: forbidden(lambda: SessionManager(w.bob).delete(w.session)),
+    "SessionManager.list": lambda w: denied(lambda: SessionManager(w.bob).list()),
+    "SessionManager.compact": lambda w: forbidden(
+        lambda: SessionManager(w.bob, _compaction(w)).compact(w.session, threshold=0, keep_recent=0)
+    ),
+    # -- compaction, context -------------------------------------------------------------
+    "CompactionService.compact": lambda w: forbidden(
+        lambda: _compaction(w).compact(w.thread, threshold=0, keep_recent=0)
+    ),
+    "CompactionService.auto_compact": lambda w: forbidden(
+        lambda: _compaction(w).auto_compact(w.thread)
+    ),
+    "CompactionService.restore": lambda w: forbidden(lambda: _compaction(w).restore(w.thread)),
+    "ContextBuilder.build": lambda w: (
+        forbidden(lambda: _context(w).build(w.thread)),
+        denied(lambda: _context(w).build(w.bob_thread, current_input="zanzibar")),
+    ),
+}
+
+
+def test_every_public_verb_has_an_isolation_case() -> None:
+    verbs = public_verbs()
+    missing = sorted(verbs - set(CASES) - set(EXEMPT))
+    assert not missing, f"public verbs without an isolation case: {missing}"
+    stale = sorted((set(CASES) | set(EXEMPT)) - verbs)
+    assert not stale, f"cases for verbs that no longer exist: {stale}"
+
+
+def test_async_surface_matches_the_sync_one() -> None:
+    for cls in SURFACE.values():
+        module = importlib.import_module(cls.__module__.replace("._sync.", "._async."))
+        twin = getattr(module, "Async" + cls.__name__)
+        names = {n for n in vars(twin) if not n.startswith("_")}
+        assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
+
+
+@pytest.fixture(params=STORE_KINDS)
+def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    with open_memory(str(request.param), tmp_path) as root:
+        yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
+
+
+def test_bob_learns_and_changes_nothing_of_alices(world: World) -> None:
+    alice_intact(world)
+    failures = []
+    for name, case in sorted(CASES.items()):
+        try:
+            case(world)
+            alice_intact(world)
+        except Exception as error:  # collect all, so one run shows every leak
+            failures.append(f"{name}: {type(error).__name__}: {error}")
+    assert not failures, "\n".join(failures)
+
+
+def test_tenant_and_scope_compose(world: World) -> None:
+    other = world.root.tenant(f"other-{uuid.uuid4().hex[:6]}")
+    assert other.scoped(user_id="alice").threads.get(world.thread) is None
+    handle = world.root.scoped(user_id="alice").tenant(world.root.tenant_id)
+    assert handle.scope.user_id == "alice"
+    assert handle.history(world.thread)[-1]["content"] == f"noted {SECRET}"
+    narrowed = world.root.scoped(user_id="alice").scoped(agent_id="bot")
+    assert (narrowed.scope.user_id, narrowed.scope.agent_id) == ("alice", "bot")
+    assert narrowed.facts.get(world.fact) is not None
+    assert world.root.scoped(user_id="alice", agent_id="other").facts.get(world.fact) is None
