@@ -19,7 +19,7 @@ import pytest
 from memorybank import AsyncMemory, Memory
 from memorybank._async.stores.mysql import AsyncMySQLStore
 from memorybank._sync.stores.mysql import MySQLStore, _LockContention
-from memorybank.errors import ConfigurationError, StoreUnavailable
+from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
 from memorybank.stores._mysql_compat import MySQLPool
 from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
 
@@ -87,7 +87,15 @@ def test_sync_server_down_raises_store_unavailable_within_timeout() -> None:
     store.close()
 
 
+def _create_schema(prefix: str) -> None:
+    """Create ``prefix``'s tables (a fresh schema takes seconds: more than a 1 s timeout)."""
+    store = MySQLStore.from_url(URL, prefix=prefix)
+    store.get_thread("default", "warm-up")
+    store.close()
+
+
 async def test_async_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
+    _create_schema(mysql_prefix)
     store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
     await store.get_thread("default", "warm-up")
     raw = store._pool._pool
@@ -102,6 +110,7 @@ async def test_async_pool_exhaustion_raises_store_unavailable(mysql_prefix: str)
 
 
 def test_sync_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
+    _create_schema(mysql_prefix)
     store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
     store.get_thread("default", "warm-up")
     with store._pool.acquire():
@@ -251,14 +260,14 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((3,),)
             for table in ("entries", "records", "vectors"):
                 cur.execute(
                     "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
                     " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
                     (f"{mysql_prefix}{table}",),
                 )
-                assert cur.fetchall() == (("InnoDB", "utf8mb4_bin"),)
+                assert cur.fetchall() == (("InnoDB", _exact_collation()),)
             # Searched text is case-insensitive (FULLTEXT under a binary collation is not).
             cur.execute(
                 "SELECT TABLE_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
@@ -357,9 +366,101 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((3,),)
     finally:
         conn.close()
+        drop_tables(prefix)
+
+
+def _exact_collation() -> str:
+    """The NO PAD binary collation of the test server (MariaDB's or MySQL 8's name)."""
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT VERSION()")
+            return "utf8mb4_nopad_bin" if "MariaDB" in cur.fetchall()[0][0] else "utf8mb4_0900_bin"
+    finally:
+        conn.close()
+
+
+def _string_columns(prefix: str) -> dict[str, set[str]]:
+    """Collation -> the ``table.column`` names of ``prefix``'s tables under it."""
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT TABLE_NAME, COLUMN_NAME, COLLATION_NAME FROM information_schema.COLUMNS"
+                " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE %s"
+                " AND COLLATION_NAME IS NOT NULL",
+                (prefix.replace("_", "\\_") + "%",),
+            )
+            found: dict[str, set[str]] = {}
+            for table, column, collation in cur.fetchall():
+                found.setdefault(collation, set()).add(f"{table[len(prefix) :]}.{column}")
+            return found
+    finally:
+        conn.close()
+
+
+def test_migration_3_makes_a_version_2_schema_exact_in_place(
+    mysql_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tables of schema version 2 (PAD SPACE ids) keep their rows and stop padding."""
+    import memorybank._sync.stores.mysql as module
+    from memorybank._sync.core_facts import CoreFacts
+
+    prefix = f"{mysql_prefix}v2_"
+    # The previous release's schema: its migrations, which are never edited.
+    monkeypatch.setattr(module, "_MIGRATIONS", module._MIGRATIONS[:2])
+    old = MySQLStore.from_url(URL, prefix=prefix)
+    try:
+        memory = Memory(old).tenant("acme")
+        memory.threads.create(thread_id="t1", user_id="alice", title="kept")
+        memory.remember("t1", "user", "Kept from version TWO 🦊", user_id="alice")
+        memory.working("run").set("k", "kept")
+        memory.snapshots.save("run", {"v": "kept"})
+        fact = memory.facts.add(agent_id=None, content="kept fact")
+        CoreFacts(memory=memory, user_id="alice").set("k", "kept core")
+        # What the audit found: under PAD SPACE "acme " is "acme".
+        assert Memory(old).tenant("acme ").threads.get("t1 ") is not None
+        assert set(_string_columns(prefix)) == {"utf8mb4_bin", "utf8mb4_unicode_ci"}
+    finally:
+        old.close()
+    monkeypatch.undo()
+    store = MySQLStore.from_url(URL, prefix=prefix)
+    try:
+        memory = Memory(store).tenant("acme")
+        assert [m["content"] for m in memory.history("t1")] == ["Kept from version TWO 🦊"]
+        assert memory.threads.get("t1").title == "kept"  # type: ignore[union-attr]
+        assert memory.working("run").get("k") == "kept"
+        assert memory.snapshots.load("run") == {"v": "kept"}
+        assert memory.facts.get(fact.id) == fact
+        assert CoreFacts(memory=memory, user_id="alice").get("k") == "kept core"
+        hits = memory.search("version", mode="keyword", user_id="alice", agent_id="a")
+        assert [h.entry.content for h in hits if h.entry] == ["Kept from version TWO 🦊"]
+        # Now exact: look-alikes are other ids, and can be created beside the old ones.
+        spaced = Memory(store).tenant("acme ")
+        assert spaced.threads.get("t1") is None
+        assert memory.threads.get("t1 ") is None
+        assert memory.working("run ").get("k") is None
+        spaced.threads.create(thread_id="t1")
+        memory.threads.create(thread_id="t1 ", user_id="alice ")
+        with pytest.raises(ThreadForbidden):
+            memory.remember("t1", "user", "intruder", user_id="alice ")
+        assert memory.entries.count("t1") == 1
+        assert memory.remember("t1", "user", "second", user_id="alice").position == 2
+        columns = _string_columns(prefix)
+        assert columns.pop("utf8mb4_unicode_ci") == {"entries.content", "records.content"}
+        assert list(columns) == [_exact_collation()]
+    finally:
+        store.close()
+        conn = connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"SELECT version FROM `{prefix}schema_version`")
+                assert cur.fetchall() == ((3,),)
+        finally:
+            conn.close()
         drop_tables(prefix)
 
 

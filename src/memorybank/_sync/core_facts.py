@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
 from memorybank._sync.stores.base import UNSET, Record, Unset
-from memorybank._ids import new_id
+from memorybank._ids import compound_id, new_id
 from memorybank._scope import Scope
 from memorybank.errors import ConfigurationError, InvalidInput
 
@@ -60,8 +60,12 @@ class CoreFacts:
         self._scope = Scope(self.user_id)
 
     def _id(self, key: str, user_id: object) -> str:
-        self._scope.user(user_id)  # refuses another user
-        return json.dumps([self.user_id, v.check_id(key, "key")], ensure_ascii=False)
+        """The record id of ``key``: unique per (user, key), at most 255 characters.
+
+        ``user_id`` may only repeat the set's user (anything else is refused).
+        """
+        self._scope.user(user_id)
+        return compound_id(json.dumps([self.user_id, v.check_id(key, "key")], ensure_ascii=False))
 
     def set(self, key: str, value: str, *, user_id: str | Unset | None = UNSET) -> None:
         """Set ``key`` to ``value`` and append it to the key's history, atomically."""

@@ -4,10 +4,10 @@ The sync ``MySQLStore`` (PyMySQL) is generated from this file; the two drivers
 differ only in their pools, wrapped in ``memorybank.stores._mysql_compat``.
 
 Layout (``<p>`` is the table prefix, default ``memorybank_``; every table is
-InnoDB, ``utf8mb4`` with the binary collation, so ids compare byte for byte and
-emoji/CJK round-trip; times are BIGINT microseconds since the epoch; JSON
-columns are LONGTEXT holding compact JSON text; every key and index leads with
-``tenant_id``):
+InnoDB, ``utf8mb4`` with a NO PAD binary collation (migration 3), so ids compare
+exactly, trailing spaces and case included, and emoji/CJK round-trip; times are
+BIGINT microseconds since the epoch; JSON columns are LONGTEXT holding compact
+JSON text; every key and index leads with ``tenant_id``):
 
 - ``<p>schema_version`` (id, version): the number of ``_MIGRATIONS`` applied.
 - ``<p>threads``: PK (tenant_id, id); indexes (tenant_id, updated_at, id) and
@@ -73,6 +73,19 @@ Schema: created on first use by the first operation of a store, under
 ``GET_LOCK`` so several processes starting together migrate once. Migration 2
 rebuilds ``entries`` (``ALTER TABLE``: a copy of the table, slow on a big one);
 a migration cut short is re-run, its "duplicate column/key" errors ignored.
+
+Exact ids (migration 3): versions 1 and 2 used ``utf8mb4_bin``, a PAD SPACE
+collation in which ``"acme" = "acme "``: a tenant, thread, user or key with a
+trailing space reached another's rows. Migration 3 moves every string column
+(all but the searched ``content``) to the server's NO PAD binary collation,
+``utf8mb4_nopad_bin`` (MariaDB) or ``utf8mb4_0900_bin`` (MySQL 8.0.17+), one
+``ALTER TABLE`` per table: each is rebuilt once, rows kept (no two rows can
+merge: the new collation only tells more values apart). Rows written under a
+padded look-alike before the upgrade keep the spelling they were written with.
+While it runs, processes of an older memorybank on the same tables can get
+"Illegal mix of collations" from joins across a converted and an unconverted
+table; upgrade them together. A fresh schema takes about a second longer to
+create (every table is made, then converted).
 
 Appends: one transaction, sent as multi-statement queries (PyMySQL's
 client-side escaping is the same either way). It starts with
@@ -222,6 +235,9 @@ _UNAVAILABLE = {
 }
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 
+#: The table options of migrations 1 and 2 (kept as they were: migrations are never
+#: edited). ``utf8mb4_bin`` is a PAD SPACE collation: "acme" = "acme " in it, so
+#: migration 3 moves every compared column to the exact collation, ``{bin}``.
 _TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 _ID = "VARCHAR(255) NOT NULL"
 _OPT_ID = "VARCHAR(255) NULL"
@@ -232,6 +248,27 @@ _MODEL = "VARCHAR(191) NOT NULL"  # embedding model ids (191 x 4 bytes: the vect
 #: the stored text round-trips byte for byte either way.
 _SEARCHED = "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
 _IGNORED_ON_RERUN = {1060, 1061}  # duplicate column / key name: a re-run of a half-done migration
+
+# Exact ids (migration 3). Every id, tenant, key, owner, kind and model column gets a
+# NO PAD binary collation, ``{bin}`` in the statements: MariaDB's ``utf8mb4_nopad_bin``
+# or MySQL 8's ``utf8mb4_0900_bin`` (``_exact_collation`` asks the server which it has
+# and checks that it really tells "x" from "x "). Binary: "X" <> "x" and no Unicode
+# folding; NO PAD: trailing spaces count. Why not VARBINARY: the columns would come back
+# as ``bytes`` on every read (a decode in every row mapper, and JSON_ARRAY pages would
+# need HEX round trips), and a byte-length column would change what length of id fits,
+# while a VARCHAR(255) holds exactly the 255 characters ``check_id`` accepts, whatever
+# their UTF-8 length. Index key lengths do not change with the collation (utf8mb4: 4
+# bytes a character): the widest keys, (tenant_id, thread_id, branch, position) and
+# (tenant_id, kind, id, model_id), are 3068 and 3060 bytes, under InnoDB's 3072.
+_X = "CHARACTER SET utf8mb4 COLLATE {bin}"
+_XID = f"VARCHAR(255) {_X} NOT NULL"
+_XOPT = f"VARCHAR(255) {_X} NULL"
+_XKIND = f"VARCHAR(64) {_X} NOT NULL"
+_XWORD = f"VARCHAR(16) {_X} NOT NULL"  # role, status
+_XMODEL = f"VARCHAR(191) {_X} NOT NULL"
+_XTEXT = f"TEXT {_X} NULL"
+_XJSON = f"LONGTEXT {_X} NOT NULL"
+_XTABLE = "DEFAULT CHARACTER SET utf8mb4 COLLATE {bin}"
 
 #: ``_MIGRATIONS[:n]`` built schema version ``n``; append, never edit.
 _MIGRATIONS: list[tuple[str, ...]] = [
@@ -297,6 +334,37 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             KEY {{p}}vectors_model (tenant_id, model_id, kind, thread_id),
             KEY {{p}}vectors_thread (tenant_id, thread_id, kind)
         ) {_TABLE}""",
+    ),
+    (
+        # Exact ids: one ALTER per table (one rebuild each; rows kept). Every string
+        # column moves, not only the compared ones: MySQL cannot pick between two
+        # binary collations of one charset in an expression (JSON_ARRAY of a page row
+        # would fail with "Illegal mix of collations"); searched ``content`` keeps
+        # ``utf8mb4_unicode_ci``, which a binary collation outranks. The idempotency
+        # key becomes TEXT: it is matched through ``idem_hash``, never indexed, so it
+        # holds any key derived from a 255-character one.
+        f"""ALTER TABLE {{p}}threads {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY id {_XID},
+            MODIFY user_id {_XOPT}, MODIFY agent_id {_XOPT}, MODIFY title {_XTEXT},
+            MODIFY metadata {_XJSON}, MODIFY status {_XWORD}, MODIFY current_branch {_XID}""",
+        f"""ALTER TABLE {{p}}branches {_XTABLE}, MODIFY tenant_id {_XID},
+            MODIFY thread_id {_XID}, MODIFY name {_XID}, MODIFY from_branch {_XOPT},
+            MODIFY from_entry {_XOPT}""",
+        f"""ALTER TABLE {{p}}entries {_XTABLE}, MODIFY tenant_id {_XID},
+            MODIFY thread_id {_XID}, MODIFY branch {_XID}, MODIFY id {_XID},
+            MODIFY role {_XWORD}, MODIFY name {_XTEXT}, MODIFY tool_calls LONGTEXT {_X} NULL,
+            MODIFY tool_call_id {_XTEXT}, MODIFY metadata {_XJSON}, MODIFY state {_XJSON},
+            MODIFY idempotency_key {_XTEXT}""",
+        f"""ALTER TABLE {{p}}working {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY run_id {_XID},
+            MODIFY k {_XID}, MODIFY value {_XJSON}""",
+        f"""ALTER TABLE {{p}}snapshots {_XTABLE}, MODIFY tenant_id {_XID},
+            MODIFY run_id {_XID}, MODIFY user_id {_XOPT}, MODIFY value {_XJSON}""",
+        f"""ALTER TABLE {{p}}summaries {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY id {_XID},
+            MODIFY agent_id {_XID}, MODIFY user_id {_XOPT}, MODIFY content {_XJSON}""",
+        f"""ALTER TABLE {{p}}records {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY kind {_XKIND},
+            MODIFY id {_XID}, MODIFY agent_id {_XOPT}, MODIFY user_id {_XOPT},
+            MODIFY k {_XOPT}, MODIFY data {_XJSON}""",
+        f"""ALTER TABLE {{p}}vectors {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY kind {_XKIND},
+            MODIFY id {_XID}, MODIFY model_id {_XMODEL}, MODIFY thread_id {_XOPT}""",
     ),
 ]
 
@@ -605,10 +673,12 @@ class AsyncMySQLStore(AsyncStore):
                         f"the MySQL schema (version {version}) is newer than this memorybank"
                         f" (version {len(_MIGRATIONS)}): upgrade memorybank"
                     )
+                collation = await self._exact_collation(conn)
                 for number in range(version, len(_MIGRATIONS)):
                     for statement in _MIGRATIONS[number]:
+                        sql = statement.replace("{p}", self.prefix).replace("{bin}", collation)
                         try:
-                            await self._one(conn, statement.replace("{p}", self.prefix))
+                            await self._one(conn, sql)
                         except pymysql.err.MySQLError as error:
                             if not error.args or error.args[0] not in _IGNORED_ON_RERUN:
                                 raise
@@ -622,6 +692,28 @@ class AsyncMySQLStore(AsyncStore):
                 await self._one(conn, "SET SESSION sql_notes = 1")
                 await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
             self._ready = True
+
+    async def _exact_collation(self, conn: AsyncMySQLConnection) -> str:
+        """The server's NO PAD binary utf8mb4 collation (see ``_X``), checked to be exact."""
+        rows, _ = await self._one(
+            conn,
+            "SELECT COLLATION_NAME FROM information_schema.COLLATIONS"
+            " WHERE COLLATION_NAME IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin')"
+            " ORDER BY COLLATION_NAME DESC",  # MariaDB's name first where both exist
+        )
+        for (name,) in rows:
+            probe, _ = await self._one(
+                conn,
+                f"SELECT _utf8mb4'x' = _utf8mb4'x ' COLLATE {name},"
+                f" _utf8mb4'x' = _utf8mb4'X' COLLATE {name}",
+            )
+            if probe and not any(probe[0]):
+                return str(name)
+        raise ConfigurationError(
+            "this MySQL server has no exact (NO PAD binary) utf8mb4 collation:"
+            " memorybank needs MySQL 8.0.17+ (utf8mb4_0900_bin) or MariaDB 10.6+"
+            " (utf8mb4_nopad_bin)"
+        )
 
     async def _schema_version(self, conn: AsyncMySQLConnection) -> int:
         try:
@@ -839,12 +931,15 @@ class AsyncMySQLStore(AsyncStore):
     ) -> AppendResult:
         keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
         fast = not keys and 0 < len(entries) <= _FAST_BATCH
+        # The owner verdict is the server's, computed in this transaction with the same
+        # expression the fast path's writes are conditional on: the error raised below
+        # and what was written can never disagree (a refused append writes nothing).
         lock: _Statement = (
-            f"SELECT {_T_COLS}, b.name, b.last_position FROM {self._threads} t"
-            f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            f"SELECT {_T_COLS}, b.name, b.last_position, t.user_id <=> %s"
+            f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-            (branch, tenant, thread_id),
+            (None if isinstance(owner, Unset) else owner, branch, tenant, thread_id),
         )
         statements: list[_Statement] = [(_BEGIN, None), lock]
         if fast:
@@ -870,7 +965,7 @@ class AsyncMySQLStore(AsyncStore):
             raise NotFound(f"thread {thread_id!r} not found")
         row = head[0]
         thread = _build_thread(row)
-        if not isinstance(owner, Unset) and thread.user_id != owner:
+        if not isinstance(owner, Unset) and not row[12]:
             raise ThreadForbidden()
         name = thread.current_branch if branch is None else branch
         if row[10] is None:

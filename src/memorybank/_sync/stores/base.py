@@ -11,6 +11,15 @@ Scope
     and every query filters on it: a thread id of another tenant behaves
     exactly like an id that does not exist.
 
+Ids
+    Every id, tenant, owner, key and name a store receives is a string of 1 to
+    255 printable characters (``memorybank._validate.MAX_ID_LENGTH``; ids made
+    from other ids are kept that short by ``memorybank._ids.compound_id``), any
+    of which may take 4 bytes in UTF-8. A store holds all of them and compares
+    them exactly: ``"x"``, ``"x "`` and ``"X"`` are three different ids (no
+    collation padding, case folding, trimming or normalisation, in equality,
+    keys or indexes).
+
 Ordering
     Entries belong to one branch of one thread and carry a ``position``,
     assigned by the store at append time: strictly increasing per branch in the
@@ -152,11 +161,12 @@ class Store(abc.ABC):
         """Append ``entries`` (in order) to ``branch`` (``None``: the current branch).
 
         One atomic operation: checks the thread exists (``NotFound``), that
-        ``owner`` (when given) equals the thread's ``user_id`` (``ThreadForbidden``
-        otherwise, nothing written), that the branch exists (``NotFound``);
-        assigns positions; skips entries whose idempotency key is already on the
-        branch (returning the stored entry in their place); sets the thread's
-        ``updated_at``.
+        ``owner`` (when given) equals the thread's ``user_id`` exactly
+        (``ThreadForbidden`` otherwise), that the branch exists (``NotFound``),
+        all inside the operation and before anything is written (a refused
+        append wrote nothing); assigns positions; skips entries whose
+        idempotency key is already on the branch (returning the stored entry in
+        their place); sets the thread's ``updated_at``.
         """
 
     @abc.abstractmethod

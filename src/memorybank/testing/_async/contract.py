@@ -236,6 +236,35 @@ class AsyncContract:
             await memory.threads.get(tid, user_id="bob")
         assert await memory.entries.count(tid) == 1
 
+    async def test_ids_compare_exactly_and_hold_255_characters(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        base = _id("x")
+        # Look-alikes under padding or case folding, and the longest id (4-byte characters).
+        names = [base, base + " ", base.upper(), (base + "é😀漢" * 85)[:254] + " "]
+        tenant = memory.tenant_id
+        for n, name in enumerate(names):
+            scoped = memory.tenant(name)
+            await scoped.threads.create(thread_id=name, user_id=name, agent_id=name, title=str(n))
+            await scoped.remember(name, "user", str(n), user_id=name)
+            await store.working_set(tenant, name, name, str(n))
+            await store.snapshot_save(tenant, name, str(n), user_id=name, saved_at=_StepClock()())
+            await store.record_put(tenant, [self._record("k", str(n), id=name, key=name)])
+        for n, name in enumerate(names):
+            scoped = memory.tenant(name)
+            assert [t.title for t in await scoped.threads.list(user_id=name)] == [str(n)]
+            assert [m["content"] for m in await scoped.history(name, user_id=name)] == [str(n)]
+            assert await store.working_items(tenant, name) == {name: str(n)}
+            assert await store.snapshot_load(tenant, name) == (name, str(n))
+            record = await store.record_get(tenant, "k", name)
+            assert record is not None and record.content == str(n)
+            assert [r.content for r in await store.record_list(tenant, "k", key=name)] == [str(n)]
+        owner = memory.tenant(base)
+        for other in names[1:]:
+            with pytest.raises(ThreadForbidden):  # refused, and nothing written
+                await owner.remember(base, "user", "intruder", user_id=other)
+        assert await owner.entries.count(base) == 1
+
     # -- entries ---------------------------------------------------------------------
 
     async def test_remember_and_history_oldest_first_provider_shaped(

@@ -237,6 +237,35 @@ class SyncContract:
             memory.threads.get(tid, user_id="bob")
         assert memory.entries.count(tid) == 1
 
+    def test_ids_compare_exactly_and_hold_255_characters(
+        self, memory: Memory, store: Store
+    ) -> None:
+        base = _id("x")
+        # Look-alikes under padding or case folding, and the longest id (4-byte characters).
+        names = [base, base + " ", base.upper(), (base + "é😀漢" * 85)[:254] + " "]
+        tenant = memory.tenant_id
+        for n, name in enumerate(names):
+            scoped = memory.tenant(name)
+            scoped.threads.create(thread_id=name, user_id=name, agent_id=name, title=str(n))
+            scoped.remember(name, "user", str(n), user_id=name)
+            store.working_set(tenant, name, name, str(n))
+            store.snapshot_save(tenant, name, str(n), user_id=name, saved_at=_StepClock()())
+            store.record_put(tenant, [self._record("k", str(n), id=name, key=name)])
+        for n, name in enumerate(names):
+            scoped = memory.tenant(name)
+            assert [t.title for t in scoped.threads.list(user_id=name)] == [str(n)]
+            assert [m["content"] for m in scoped.history(name, user_id=name)] == [str(n)]
+            assert store.working_items(tenant, name) == {name: str(n)}
+            assert store.snapshot_load(tenant, name) == (name, str(n))
+            record = store.record_get(tenant, "k", name)
+            assert record is not None and record.content == str(n)
+            assert [r.content for r in store.record_list(tenant, "k", key=name)] == [str(n)]
+        owner = memory.tenant(base)
+        for other in names[1:]:
+            with pytest.raises(ThreadForbidden):  # refused, and nothing written
+                owner.remember(base, "user", "intruder", user_id=other)
+        assert owner.entries.count(base) == 1
+
     # -- entries ---------------------------------------------------------------------
 
     def test_remember_and_history_oldest_first_provider_shaped(
