@@ -17,7 +17,7 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import AsyncMySQLStore
+from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore
 from memorybank._sync.stores.mysql import MySQLStore, _LockContention
 from memorybank.errors import ConfigurationError, StoreUnavailable
 from memorybank.stores._mysql_compat import MySQLPool
@@ -251,7 +251,7 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
             for table in ("entries", "records", "vectors"):
                 cur.execute(
                     "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
@@ -319,8 +319,6 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
 
 
 def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> None:
-    from memorybank._async.stores.mysql import _MIGRATIONS
-
     prefix = f"{mysql_prefix}v1_"
     conn = connect()
     try:
@@ -357,7 +355,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
     finally:
         conn.close()
         drop_tables(prefix)
@@ -457,3 +455,33 @@ def test_record_and_vector_writes_bigger_than_one_round_trip(mysql_prefix: str) 
         assert store.vector_get(tenant, "document", ["d001"], model_id="m") == {}
     finally:
         store.close()
+
+
+def test_migration_3_gives_existing_records_revision_0(mysql_prefix: str) -> None:
+    prefix = f"{mysql_prefix}v2_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+                " version INT NOT NULL) ENGINE=InnoDB"
+            )
+            for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
+                cur.execute(statement.replace("{p}", prefix))
+            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+            cur.execute(
+                f"INSERT INTO `{prefix}records` (tenant_id, kind, id, content, data, created_at,"
+                " updated_at) VALUES ('default', 'fact', 'f1', 'old', '{}', 1, 1)"
+            )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            record = store.record_get("default", "fact", "f1")
+            assert record is not None and record.revision == 0
+            fact = Memory(store).facts.supersede("f1", "new")
+            assert [f.content for f in Memory(store).facts.history("f1")] == ["old", "new"]
+            assert fact.version == 2
+        finally:
+            store.close()
+    finally:
+        conn.close()
+        drop_tables(prefix)

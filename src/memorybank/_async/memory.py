@@ -998,14 +998,13 @@ class AsyncSnapshots:
     async def save(self, run_id: str, value: Any, *, user_id: str | None = None) -> None:
         """Save (replace) the run's snapshot: any JSON value. ``user_id`` becomes its owner.
 
-        Replacing another user's snapshot raises ``ThreadForbidden``.
+        Replacing another user's snapshot raises ``ThreadForbidden`` (checked in
+        the same atomic step as the write: of two users saving one new run at
+        once, exactly one owns it).
         """
         run_id = v.check_id(run_id, "run_id")
         text = v.dump_json(value, "value")
         owner = v.check_optional_id(user_id, "user_id")
-        existing = await self._core.store.snapshot_load(self._tenant, run_id)
-        if existing is not None and existing[0] is not None and existing[0] != owner:
-            raise ThreadForbidden("snapshot access forbidden")
         await self._core.store.snapshot_save(
             self._tenant, run_id, text, user_id=owner, saved_at=self._core.now()
         )
@@ -1021,14 +1020,13 @@ class AsyncSnapshots:
         return json.loads(text)
 
     async def delete(self, run_id: str, *, user_id: str | None = None) -> bool:
-        """Delete the run's snapshot; whether it existed."""
+        """Delete the run's snapshot; whether it existed.
+
+        Another user's snapshot raises ``ThreadForbidden`` (checked atomically with the delete).
+        """
         run_id = v.check_id(run_id, "run_id")
-        found = await self._core.store.snapshot_load(self._tenant, run_id)
-        if found is None:
-            return False
-        if found[0] is not None and found[0] != user_id:
-            raise ThreadForbidden("snapshot access forbidden")
-        return await self._core.store.snapshot_delete(self._tenant, run_id)
+        owner = v.check_optional_id(user_id, "user_id")
+        return await self._core.store.snapshot_delete(self._tenant, run_id, user_id=owner)
 
 
 class AsyncSummaries:
