@@ -50,6 +50,7 @@ REPLACEMENTS = {
     "AsyncWorker": "Worker",
     "amaybe_await": "maybe_await",
     "asleep": "sleep",
+    "AsyncStep": "Step",
     "arun_all": "run_all",
     "aclose": "close",
     "aembed": "embed",

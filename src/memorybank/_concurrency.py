@@ -25,8 +25,10 @@ P = ParamSpec("P")
 
 __all__ = [
     "AsyncLock",
+    "AsyncStep",
     "AsyncWorker",
     "Lock",
+    "Step",
     "Worker",
     "amaybe_await",
     "arun_all",
@@ -35,6 +37,12 @@ __all__ = [
     "run_all",
     "sleep",
 ]
+
+
+#: A call without arguments that the caller may run more than once (a retried step).
+AsyncStep = Callable[[], Awaitable[T]]
+#: Sync twin of :data:`AsyncStep`.
+Step = Callable[[], T]
 
 
 async def amaybe_await(value: T | Awaitable[T]) -> T:

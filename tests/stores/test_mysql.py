@@ -17,7 +17,7 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import AsyncMySQLStore
+from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore
 from memorybank._sync.stores.mysql import MySQLStore, _LockContention
 from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
 from memorybank.stores._mysql_compat import MySQLPool
@@ -260,7 +260,7 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((3,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
             for table in ("entries", "records", "vectors"):
                 cur.execute(
                     "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
@@ -328,8 +328,6 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
 
 
 def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> None:
-    from memorybank._async.stores.mysql import _MIGRATIONS
-
     prefix = f"{mysql_prefix}v1_"
     conn = connect()
     try:
@@ -366,7 +364,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((3,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
     finally:
         conn.close()
         drop_tables(prefix)
@@ -402,65 +400,71 @@ def _string_columns(prefix: str) -> dict[str, set[str]]:
         conn.close()
 
 
-def test_migration_3_makes_a_version_2_schema_exact_in_place(
-    mysql_prefix: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Tables of schema version 2 (PAD SPACE ids) keep their rows and stop padding."""
-    import memorybank._sync.stores.mysql as module
-    from memorybank._sync.core_facts import CoreFacts
+def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) -> None:
+    """Tables of schema version 2 (PAD SPACE ids) keep their rows and stop padding.
 
-    prefix = f"{mysql_prefix}v2_"
-    # The previous release's schema: its migrations, which are never edited.
-    monkeypatch.setattr(module, "_MIGRATIONS", module._MIGRATIONS[:2])
-    old = MySQLStore.from_url(URL, prefix=prefix)
+    The version-2 tables and rows are written with the version-2 DDL and plain
+    SQL (today's store would write today's columns).
+    """
+    prefix = f"{mysql_prefix}v2ids_"
+    conn = connect()
     try:
-        memory = Memory(old).tenant("acme")
-        memory.threads.create(thread_id="t1", user_id="alice", title="kept")
-        memory.remember("t1", "user", "Kept from version TWO 🦊", user_id="alice")
-        memory.working("run").set("k", "kept")
-        memory.snapshots.save("run", {"v": "kept"})
-        fact = memory.facts.add(agent_id=None, content="kept fact")
-        CoreFacts(memory=memory, user_id="alice").set("k", "kept core")
-        # What the audit found: under PAD SPACE "acme " is "acme".
-        assert Memory(old).tenant("acme ").threads.get("t1 ") is not None
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+                " version INT NOT NULL) ENGINE=InnoDB"
+            )
+            for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
+                cur.execute(statement.replace("{p}", prefix))
+            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, title, metadata, status,"
+                " created_at, updated_at, current_branch)"
+                " VALUES ('acme', 't1', 'alice', 'kept', '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` (tenant_id, thread_id, name, created_at,"
+                " last_position) VALUES ('acme', 't1', 'main', 1, 0)"
+            )
+            cur.execute(f"INSERT INTO `{prefix}working` VALUES ('acme', 'run', 'k', '\"kept\"')")
+            cur.execute(
+                f"INSERT INTO `{prefix}snapshots` VALUES ('acme', 'run', NULL, '{{\"v\": 1}}', 1)"
+            )
+            # What the audit found: under PAD SPACE "acme " is "acme".
+            cur.execute(
+                f"SELECT COUNT(*) FROM `{prefix}threads` WHERE tenant_id = 'acme ' AND id = 't1 '"
+            )
+            assert cur.fetchall() == ((1,),)
         assert set(_string_columns(prefix)) == {"utf8mb4_bin", "utf8mb4_unicode_ci"}
-    finally:
-        old.close()
-    monkeypatch.undo()
-    store = MySQLStore.from_url(URL, prefix=prefix)
-    try:
-        memory = Memory(store).tenant("acme")
-        assert [m["content"] for m in memory.history("t1")] == ["Kept from version TWO 🦊"]
-        assert memory.threads.get("t1").title == "kept"  # type: ignore[union-attr]
-        assert memory.working("run").get("k") == "kept"
-        assert memory.snapshots.load("run") == {"v": "kept"}
-        assert memory.facts.get(fact.id) == fact
-        assert CoreFacts(memory=memory, user_id="alice").get("k") == "kept core"
-        hits = memory.search("version", mode="keyword", user_id="alice", agent_id="a")
-        assert [h.entry.content for h in hits if h.entry] == ["Kept from version TWO 🦊"]
-        # Now exact: look-alikes are other ids, and can be created beside the old ones.
-        spaced = Memory(store).tenant("acme ")
-        assert spaced.threads.get("t1") is None
-        assert memory.threads.get("t1 ") is None
-        assert memory.working("run ").get("k") is None
-        spaced.threads.create(thread_id="t1")
-        memory.threads.create(thread_id="t1 ", user_id="alice ")
-        with pytest.raises(ThreadForbidden):
-            memory.remember("t1", "user", "intruder", user_id="alice ")
-        assert memory.entries.count("t1") == 1
-        assert memory.remember("t1", "user", "second", user_id="alice").position == 2
-        columns = _string_columns(prefix)
-        assert columns.pop("utf8mb4_unicode_ci") == {"entries.content", "records.content"}
-        assert list(columns) == [_exact_collation()]
-    finally:
-        store.close()
-        conn = connect()
+        store = MySQLStore.from_url(URL, prefix=prefix)
         try:
-            with conn.cursor() as cur:
-                cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-                assert cur.fetchall() == ((3,),)
+            memory = Memory(store).tenant("acme")
+            assert memory.threads.get("t1").title == "kept"  # type: ignore[union-attr]
+            assert memory.working("run").get("k") == "kept"
+            assert memory.snapshots.load("run") == {"v": 1}
+            # Now exact: look-alikes are other ids, and can be created beside the old ones.
+            spaced = Memory(store).tenant("acme ")
+            assert spaced.threads.get("t1") is None
+            assert memory.threads.get("t1 ") is None
+            assert memory.working("run ").get("k") is None
+            spaced.threads.create(thread_id="t1")
+            memory.threads.create(thread_id="t1 ", user_id="alice ")
+            with pytest.raises(ThreadForbidden):
+                memory.remember("t1", "user", "intruder", user_id="alice ")
+            assert memory.entries.count("t1") == 0
+            assert memory.remember("t1", "user", "first", user_id="alice").position == 1
+            hits = memory.search("first", mode="keyword", user_id="alice")
+            assert [h.entry.content for h in hits if h.entry] == ["first"]
+            columns = _string_columns(prefix)
+            assert columns.pop("utf8mb4_unicode_ci") == {"entries.content", "records.content"}
+            assert list(columns) == [_exact_collation()]
         finally:
-            conn.close()
+            store.close()
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT version FROM `{prefix}schema_version`")
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
+    finally:
+        conn.close()
         drop_tables(prefix)
 
 
@@ -558,3 +562,33 @@ def test_record_and_vector_writes_bigger_than_one_round_trip(mysql_prefix: str) 
         assert store.vector_get(tenant, "document", ["d001"], model_id="m") == {}
     finally:
         store.close()
+
+
+def test_migration_4_gives_existing_records_revision_0(mysql_prefix: str) -> None:
+    prefix = f"{mysql_prefix}v2rev_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+                " version INT NOT NULL) ENGINE=InnoDB"
+            )
+            for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
+                cur.execute(statement.replace("{p}", prefix))
+            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+            cur.execute(
+                f"INSERT INTO `{prefix}records` (tenant_id, kind, id, content, data, created_at,"
+                " updated_at) VALUES ('default', 'fact', 'f1', 'old', '{}', 1, 1)"
+            )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            record = store.record_get("default", "fact", "f1")
+            assert record is not None and record.revision == 0
+            fact = Memory(store).facts.supersede("f1", "new")
+            assert [f.content for f in Memory(store).facts.history("f1")] == ["old", "new"]
+            assert fact.version == 2
+        finally:
+            store.close()
+    finally:
+        conn.close()
+        drop_tables(prefix)

@@ -339,6 +339,31 @@ async def test_migration_2_upgrades_a_version_1_schema_in_place(prefix: str) -> 
     await store.close()
 
 
+def test_migration_3_gives_existing_records_revision_0(prefix: str) -> None:
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {prefix}schema_version"
+            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+        )
+        for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
+            conn.execute(statement.format(p=prefix))
+        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        conn.execute(
+            f"INSERT INTO {prefix}records (tenant_id, kind, id, content, created_at, updated_at)"
+            " VALUES ('default', 'fact', 'f1', 'old', now(), now())"
+        )
+    store = PostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    try:
+        record = store.record_get("default", "fact", "f1")
+        assert record is not None and record.revision == 0
+        memory = Memory(store)
+        assert memory.facts.supersede("f1", "new").version == 2
+        assert [f.content for f in memory.facts.history("f1")] == ["old", "new"]
+        assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    finally:
+        store.close()
+
+
 async def test_text_search_reads_the_gin_index(prefix: str) -> None:
     store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
     memory = AsyncMemory(store)

@@ -556,3 +556,20 @@ async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
     _, page = await store.list_entries("default", tid, limit=3)
     assert (page[0].id, page[0].content, page[0].state) == (ids[1], None, {"o": [1, {}]})
     assert [e.position for e in page] == [2, 3, 4]
+
+
+def test_a_record_stored_without_a_revision_reads_as_revision_0(
+    prefix: str, raw: redis.Redis
+) -> None:
+    """Records written before revisions existed (8-item JSON) can be guarded from 0."""
+    raw.hset(f"{prefix}{{default}}:r:fact", "f1", '[null, null, null, "old", {}, 0, 0, null]')
+    raw.sadd(f"{prefix}{{default}}:rn:fact", "f1")
+    store = RedisStore.from_url(REDIS_URL, prefix=prefix)
+    try:
+        record = store.record_get("default", "fact", "f1")
+        assert record is not None and record.revision == 0
+        memory = Memory(store)
+        assert memory.facts.supersede("f1", "new").version == 2
+        assert [f.content for f in memory.facts.history("f1")] == ["old", "new"]
+    finally:
+        store.close()

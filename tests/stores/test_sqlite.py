@@ -123,7 +123,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,)]
+    assert versions == [(1,), (2,), (3,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -188,3 +188,28 @@ def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
     assert memory.history("t") == [{"role": "user", "content": "an old walrus fact"}]
     hits = store.text_search("default", "walrus", kinds=["entry"], k=5)
     assert [h.id for h in hits] == ["e1"]
+
+
+def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for statements in sqlite_module._migrations("memorybank_")[:2]:
+        for statement in statements:
+            conn.execute(statement)
+    conn.execute("INSERT INTO memorybank_schema_version VALUES (1), (2)")
+    conn.execute(
+        "INSERT INTO memorybank_records (tenant_id, kind, id, content, data, created_at,"
+        " updated_at) VALUES ('default', 'fact', 'f1', 'old', '{}', 0, 0)"
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    record = store.record_get("default", "fact", "f1")
+    assert record is not None and record.revision == 0
+    memory = Memory(store)
+    assert memory.facts.supersede("f1", "new").version == 2
+    assert [f.content for f in memory.facts.history("f1")] == ["old", "new"]
+    store.close()

@@ -10,13 +10,14 @@ and user. ``set`` writes the value and its history row in ONE atomic
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import UNSET, Record, Unset
+from memorybank._sync._cas import retry_conflicts
+from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset
 from memorybank._ids import compound_id, new_id
 from memorybank._scope import Scope
 from memorybank.errors import ConfigurationError, InvalidInput
@@ -68,37 +69,53 @@ class CoreFacts:
         return compound_id(json.dumps([self.user_id, v.check_id(key, "key")], ensure_ascii=False))
 
     def set(self, key: str, value: str, *, user_id: str | Unset | None = UNSET) -> None:
-        """Set ``key`` to ``value`` and append it to the key's history, atomically."""
+        """Set ``key`` to ``value`` and append it to the key's history, atomically.
+
+        Concurrent sets of one key all reach the history; the last to take effect
+        is current (``Conflict`` only if the key keeps changing through every retry).
+        """
         record_id = self._id(key, user_id)
         if not isinstance(value, str):
             raise InvalidInput("value must be a string", field="value")
         if len(value) > self._memory._core.max_content_chars:
             raise InvalidInput("value is too long", field="value")
-        now = self._memory._core.now()
-        existing = self._memory.store.record_get(self._memory.tenant_id, CORE_FACT, record_id)
-        current = Record(
-            kind=CORE_FACT,
-            id=record_id,
-            agent_id=None,
-            user_id=self.user_id,
-            content=value,
-            data={},
-            created_at=now if existing is None else existing.created_at,
-            updated_at=now,
-            key=key,
-        )
-        history = Record(
-            kind=CORE_FACT_HISTORY,
-            id=new_id(),
-            agent_id=None,
-            user_id=self.user_id,
-            content=value,
-            data={"key": key},
-            created_at=now,
-            updated_at=now,
-            key=record_id,
-        )
-        self._memory.store.record_put(self._memory.tenant_id, [current, history])
+        store, tenant = self._memory.store, self._memory.tenant_id
+
+        def step() -> None:
+            existing = store.record_get(tenant, CORE_FACT, record_id)
+            now = self._memory._core.now()
+            if existing is not None and now <= existing.updated_at:
+                # History is ordered by time: never before the value this one replaces.
+                now = existing.updated_at + timedelta(microseconds=1)
+            current = Record(
+                kind=CORE_FACT,
+                id=record_id,
+                agent_id=None,
+                user_id=self.user_id,
+                content=value,
+                data={},
+                created_at=now if existing is None else existing.created_at,
+                updated_at=now,
+                key=key,
+                revision=1 if existing is None else existing.revision + 1,
+            )
+            history = Record(
+                kind=CORE_FACT_HISTORY,
+                id=new_id(),
+                agent_id=None,
+                user_id=self.user_id,
+                content=value,
+                data={"key": key},
+                created_at=now,
+                updated_at=now,
+                key=record_id,
+            )
+            guard = RecordGuard(
+                CORE_FACT, record_id, None if existing is None else existing.revision
+            )
+            store.record_put(tenant, [current, history], guard=guard)
+
+        retry_conflicts(step, f"core fact {key!r}")
 
     def get(self, key: str, *, user_id: str | Unset | None = UNSET) -> str | None:
         """The current value of ``key``, or ``None``."""

@@ -8,16 +8,24 @@ keeps facts. Two more kinds index them:
   written in the same atomic ``record_put`` as the new value;
 * ``"fact_source"``: one link per source entry (``key`` = entry id), so deleting
   an entry can find the facts derived from it without scanning every fact.
+
+Concurrency: every change of a fact is a read-guard-write step (``_cas``): it
+writes with a ``RecordGuard`` on the revision it read and bumps the revision,
+so a step built on a stale read is refused and re-run. Versions, links and
+deletes all follow the fact's revision, so no acknowledged version vanishes and
+a version id ``"<fact id>:<version>"`` is written once.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import UNSET, Record, Unset, VectorItem
+from memorybank._sync._cas import retry_conflicts
+from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, VectorItem
 from memorybank._ids import compound_id, new_id
 from memorybank._scope import ROOT, Scope
 from memorybank.errors import InvalidInput, NotFound
@@ -55,7 +63,7 @@ def _fact(record: Record) -> Fact:
     )
 
 
-def _record(fact: Fact) -> Record:
+def _record(fact: Fact, revision: int = 0) -> Record:
     return Record(
         kind=FACT,
         id=fact.id,
@@ -73,6 +81,7 @@ def _record(fact: Fact) -> Record:
         created_at=fact.created_at,
         updated_at=fact.updated_at,
         expires_at=fact.expires_at,
+        revision=revision,
     )
 
 
@@ -155,6 +164,13 @@ class Facts:
         self._tenant = tenant
         self._scope = scope
 
+    def _sees(self, record: Record | None, user_id: object, agent_id: object) -> Record | None:
+        """``record`` if the caller may see it (the scope rule), else ``None``."""
+        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
+        if record is None or not visible(seen, record.agent_id, record.user_id):
+            return None
+        return record
+
     def _embed(self, fact: Fact) -> None:
         embedder = self._core.embedder
         if embedder is None:
@@ -166,18 +182,6 @@ class Facts:
 
     def _live(self, fact: Fact, now: datetime) -> bool:
         return fact.expires_at is None or fact.expires_at > now
-
-    def _visible(
-        self, fact_id: str, user_id: object, agent_id: object, *, live: bool = True
-    ) -> Record | None:
-        """The fact's record if it exists, may be seen by the caller (and is live)."""
-        seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
-        record = self._core.store.record_get(self._tenant, FACT, v.check_id(fact_id, "id"))
-        if record is None or not visible(seen, record.agent_id, record.user_id):
-            return None
-        if live and not self._live(_fact(record), self._core.now()):
-            return None
-        return record
 
     def add(
         self,
@@ -226,8 +230,12 @@ class Facts:
         agent_id: str | Unset | None = UNSET,
     ) -> Fact | None:
         """The fact, or ``None`` (also when it has expired or the caller may not see it)."""
-        record = self._visible(fact_id, user_id, agent_id)
-        return None if record is None else _fact(record)
+        record = self._core.store.record_get(self._tenant, FACT, v.check_id(fact_id, "id"))
+        record = self._sees(record, user_id, agent_id)
+        if record is None:
+            return None
+        fact = _fact(record)
+        return fact if self._live(fact, self._core.now()) else None
 
     def update(
         self,
@@ -248,62 +256,77 @@ class Facts:
 
         With ``supersede=True`` the current value is kept in ``history()`` (in
         the same atomic write) and the fact's ``version`` goes up; without it
-        the fact is corrected in place. Owner and agent never change.
+        the fact is corrected in place. The change applies to the fact as it is
+        when written: a concurrent change in between makes it re-read and
+        re-apply (``Conflict`` if the fact keeps changing through every attempt).
+        Owner and agent never change.
         """
         fact_id = v.check_id(fact_id, "id")
-        record = self._visible(fact_id, user_id, agent_id, live=False)
-        if record is None:
-            raise NotFound(f"fact {fact_id!r} not found")
-        old = _fact(record)
-        now = self._core.now()
-        new = Fact(
-            id=old.id,
-            agent_id=old.agent_id,
-            user_id=old.user_id,
-            content=old.content
-            if isinstance(content, Unset)
-            else _check_text(content, "content", max_chars=self._core.max_content_chars),
-            category=old.category
-            if isinstance(category, Unset)
-            else _check_optional_text(category, "category"),
-            confidence=old.confidence
-            if isinstance(confidence, Unset)
-            else _check_confidence(confidence),
-            source=old.source
-            if isinstance(source, Unset)
-            else _check_optional_text(source, "source"),
-            metadata=old.metadata
-            if isinstance(metadata, Unset)
-            else v.check_json_object(metadata, "metadata"),
-            source_entries=old.source_entries
-            if isinstance(source_entries, Unset)
-            else _check_sources(source_entries),
-            created_at=old.created_at,
-            updated_at=now,
-            expires_at=old.expires_at
-            if isinstance(expires_at, Unset)
-            else None
-            if expires_at is None
-            else v.check_time(expires_at, "expires_at"),
-            version=old.version + 1 if supersede else old.version,
-        )
-        writes = [_record(new)]
-        added = [e for e in new.source_entries if e not in old.source_entries]
-        writes += _links(new, added)
-        if supersede:
-            version = _record(old)
-            version.kind = FACT_VERSION
-            version.id = f"{old.id}:{old.version}"
-            version.key = old.id
-            version.data["fact_id"] = old.id
-            version.data["created_at"] = old.created_at.isoformat()
-            version.data["replaced_at"] = now.isoformat()
-            version.created_at = old.updated_at
-            writes.append(version)
-        self._core.store.record_put(self._tenant, writes)
-        dropped = [_link_id(old.id, e) for e in old.source_entries if e not in new.source_entries]
+        store = self._core.store
+        self._scope.visibility(user_id=user_id, agent_id=agent_id)  # refuse a widening first
+
+        def step() -> tuple[Fact, Fact]:
+            record = self._sees(
+                store.record_get(self._tenant, FACT, fact_id), user_id, agent_id
+            )
+            if record is None:
+                raise NotFound(f"fact {fact_id!r} not found")
+            old = _fact(record)
+            now = self._core.now()
+            new = Fact(
+                id=old.id,
+                agent_id=old.agent_id,
+                user_id=old.user_id,
+                content=old.content
+                if isinstance(content, Unset)
+                else _check_text(content, "content", max_chars=self._core.max_content_chars),
+                category=old.category
+                if isinstance(category, Unset)
+                else _check_optional_text(category, "category"),
+                confidence=old.confidence
+                if isinstance(confidence, Unset)
+                else _check_confidence(confidence),
+                source=old.source
+                if isinstance(source, Unset)
+                else _check_optional_text(source, "source"),
+                metadata=old.metadata
+                if isinstance(metadata, Unset)
+                else v.check_json_object(metadata, "metadata"),
+                source_entries=old.source_entries
+                if isinstance(source_entries, Unset)
+                else _check_sources(source_entries),
+                created_at=old.created_at,
+                updated_at=now,
+                expires_at=old.expires_at
+                if isinstance(expires_at, Unset)
+                else None
+                if expires_at is None
+                else v.check_time(expires_at, "expires_at"),
+                version=old.version + 1 if supersede else old.version,
+            )
+            # Every write bumps the revision: an in-place fix never overwrites a concurrent
+            # supersede (or the reverse), and the version id below is written only once.
+            writes = [_record(new, record.revision + 1)]
+            added = [e for e in new.source_entries if e not in old.source_entries]
+            writes += _links(new, added)
+            if supersede:
+                version = _record(old)
+                version.kind = FACT_VERSION
+                version.id = f"{old.id}:{old.version}"
+                version.key = old.id
+                version.data["fact_id"] = old.id
+                version.data["created_at"] = old.created_at.isoformat()
+                version.data["replaced_at"] = now.isoformat()
+                version.created_at = old.updated_at
+                writes.append(version)
+            guard = RecordGuard(FACT, fact_id, record.revision)
+            store.record_put(self._tenant, writes, guard=guard)
+            return old, new
+
+        old, new = retry_conflicts(step, f"fact {fact_id!r}")
+        dropped = [e for e in old.source_entries if e not in new.source_entries]
         if dropped:
-            self._core.store.record_delete(self._tenant, FACT_SOURCE, dropped)
+            self._unlink_stale(fact_id, dropped)
         if new.content != old.content:
             self._embed(new)
         return new
@@ -334,18 +357,19 @@ class Facts:
     ) -> list[Fact]:
         """Every value the fact has had, oldest first; the current one (if any) last.
 
-        ``[]`` for a fact the caller may not see (as for a missing one).
+        Only values the caller may see (each carries the fact's owner and agent):
+        ``[]`` for a fact it may not see, as for a missing one.
         """
         fact_id = v.check_id(fact_id, "id")
-        current = self._visible(fact_id, user_id, agent_id, live=False)
-        records = self._core.store.record_list(self._tenant, FACT_VERSION, key=fact_id)
         seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
-        # An old value carries the fact's owner: a deleted fact's history stays scoped.
+        records = self._core.store.record_list(self._tenant, FACT_VERSION, key=fact_id)
         versions = sorted(
             (_fact(r) for r in records if visible(seen, r.agent_id, r.user_id)),
             key=lambda f: f.version,
         )
-        if current is not None:
+        current = self._core.store.record_get(self._tenant, FACT, fact_id)
+        if self._sees(current, user_id, agent_id) is not None:
+            assert current is not None
             versions.append(_fact(current))
         return versions
 
@@ -361,19 +385,47 @@ class Facts:
         ``False`` for a fact the caller may not see (as for a missing one).
         """
         fact_id = v.check_id(fact_id, "id")
+        self._scope.visibility(user_id=user_id, agent_id=agent_id)  # refuse a widening first
+
+        def step() -> bool:
+            record = self._sees(
+                self._core.store.record_get(self._tenant, FACT, fact_id), user_id, agent_id
+            )
+            if record is None:
+                return False
+            self._remove(record)
+            return True
+
+        return retry_conflicts(step, f"fact {fact_id!r}")
+
+    def _remove(self, record: Record) -> None:
+        """Delete the fact as read in ``record`` (``Conflict`` if it changed since), then
+        its history and links: once it is gone, no write guarded on it can add more."""
         store = self._core.store
-        record = self._visible(fact_id, user_id, agent_id, live=False)
-        if record is None:
-            return False
-        fact = _fact(record)
-        versions = store.record_list(self._tenant, FACT_VERSION, key=fact_id)
-        existed = store.record_delete(self._tenant, FACT, [fact_id])
+        guard = RecordGuard(FACT, record.id, record.revision)
+        store.record_delete(self._tenant, FACT, [record.id], guard=guard)
+        versions = store.record_list(self._tenant, FACT_VERSION, key=record.id)
         if versions:
             store.record_delete(self._tenant, FACT_VERSION, [r.id for r in versions])
-        if fact.source_entries:
-            links = [_link_id(fact_id, e) for e in fact.source_entries]
+        sources = _fact(record).source_entries
+        if sources:
+            links = [_link_id(record.id, e) for e in sources]
             store.record_delete(self._tenant, FACT_SOURCE, links)
-        return existed > 0
+
+    def _unlink_stale(self, fact_id: str, entry_ids: Sequence[str]) -> None:
+        """Delete the fact's links to these entries, except those it names again by now."""
+        store = self._core.store
+
+        def step() -> None:
+            record = store.record_get(self._tenant, FACT, fact_id)
+            names = () if record is None else _fact(record).source_entries
+            stale = [_link_id(fact_id, e) for e in entry_ids if e not in names]
+            if not stale:
+                return
+            guard = RecordGuard(FACT, fact_id, None if record is None else record.revision)
+            store.record_delete(self._tenant, FACT_SOURCE, stale, guard=guard)
+
+        retry_conflicts(step, f"fact {fact_id!r}")
 
     def search(
         self,
@@ -453,19 +505,25 @@ class Facts:
         ]
 
     def _cascade(self, entry_ids: Sequence[str]) -> int:
-        """Delete the facts derived from these entries; how many went."""
+        """Delete the facts derived from these entries (even expired ones); how many went."""
         gone = 0
         for entry_id in entry_ids:
             links = self._core.store.record_list(self._tenant, FACT_SOURCE, key=entry_id)
             for link in links:
-                fact = self._get_any(str(link.data.get("fact_id")))
-                if fact is not None and entry_id in fact.source_entries:
-                    gone += self.delete(fact.id)
-                else:
-                    self._core.store.record_delete(self._tenant, FACT_SOURCE, [link.id])
+                fact_id = v.check_id(str(link.data.get("fact_id")), "id")
+                gone += retry_conflicts(
+                    functools.partial(self._unlink, fact_id, entry_id, link.id), f"fact {fact_id!r}"
+                )
         return gone
 
-    def _get_any(self, fact_id: str) -> Fact | None:
-        """The fact even when expired (for maintenance), or ``None``."""
-        record = self._core.store.record_get(self._tenant, FACT, v.check_id(fact_id, "id"))
-        return None if record is None else _fact(record)
+    def _unlink(self, fact_id: str, entry_id: str, link_id: str) -> int:
+        """One read-guard-write step of ``_cascade``: delete the fact if it (still) names
+        the entry, else just the stale link; how many facts went."""
+        store = self._core.store
+        record = store.record_get(self._tenant, FACT, fact_id)
+        if record is not None and entry_id in _fact(record).source_entries:
+            self._remove(record)
+            return 1
+        guard = RecordGuard(FACT, fact_id, None if record is None else record.revision)
+        store.record_delete(self._tenant, FACT_SOURCE, [link_id], guard=guard)
+        return 0

@@ -1109,15 +1109,14 @@ class Snapshots:
     def save(self, run_id: str, value: Any, *, user_id: str | Unset | None = UNSET) -> None:
         """Save (replace) the run's snapshot: any JSON value. ``user_id`` becomes its owner.
 
-        Replacing another user's snapshot raises ``ThreadForbidden``. ``user_id``
-        defaults to the handle's user (none on the root handle).
+        Replacing another user's snapshot raises ``ThreadForbidden``, checked in
+        the same atomic step as the write: of two users saving one new run at
+        once, exactly one owns it. ``user_id`` defaults to the handle's user
+        (none on the root handle, which may then replace unowned snapshots only).
         """
         run_id = v.check_id(run_id, "run_id")
         text = v.dump_json(value, "value")
         owner = self._scope.owner(user_id)
-        existing = self._core.store.snapshot_load(self._tenant, run_id)
-        if existing is not None and existing[0] is not None and existing[0] != owner:
-            raise ThreadForbidden("snapshot access forbidden")
         self._core.store.snapshot_save(
             self._tenant, run_id, text, user_id=owner, saved_at=self._core.now()
         )
@@ -1137,14 +1136,18 @@ class Snapshots:
         return json.loads(text)
 
     def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
-        """Delete the run's snapshot; whether it existed (same access rule as ``load``)."""
+        """Delete the run's snapshot; whether it existed (same access rule as ``load``).
+
+        The owner check is part of the delete (one atomic step); the root
+        handle's unscoped call deletes any snapshot.
+        """
         user = self._scope.user(user_id)
-        run_id = v.check_id(run_id, "run_id")
-        found = self._core.store.snapshot_load(self._tenant, run_id)
-        if found is None:
-            return False
-        _snapshot_access(found[0], user)
-        return self._core.store.snapshot_delete(self._tenant, run_id)
+        return self._core.store.snapshot_delete(
+            self._tenant,
+            v.check_id(run_id, "run_id"),
+            user_id=None if isinstance(user, Unset) else user,
+            owner_check=not isinstance(user, Unset),
+        )
 
 
 def _snapshot_access(owner: str | None, user: Principal) -> None:

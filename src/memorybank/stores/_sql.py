@@ -60,7 +60,7 @@ ENTRY_COLUMNS = (
 
 #: Column order every SQL store selects records in (``row_to_record`` reads it).
 RECORD_COLUMNS = (
-    "kind, id, agent_id, user_id, content, data, created_at, updated_at, key, expires_at"
+    "kind, id, agent_id, user_id, content, data, created_at, updated_at, key, expires_at, revision"
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -194,6 +194,7 @@ def row_to_record(row: Sequence[Any]) -> Record:
         updated_at=from_us(row[7]),
         key=row[8],
         expires_at=None if row[9] is None else from_us(row[9]),
+        revision=int(row[10]),
     )
 
 

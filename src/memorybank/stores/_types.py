@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from memorybank.errors import Conflict
 from memorybank.records import Entry, Thread, ToolCall
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "AppendResult",
     "NewEntry",
     "Record",
+    "RecordGuard",
     "SearchHit",
     "Unset",
     "VectorItem",
@@ -78,7 +80,9 @@ class Record:
     Stores keep records opaque: ``kind`` separates them, ``data`` holds the
     kind's own fields (JSON object) that only ``AsyncMemory`` interprets.
     ``key`` is an optional lookup key (core facts); ``expires_at`` is stored
-    for the caller to filter on.
+    for the caller to filter on. ``revision`` is stored as given and compared
+    by a ``RecordGuard``: a caller that guards its writes of a record bumps it
+    on each of them.
     """
 
     kind: str
@@ -91,6 +95,22 @@ class Record:
     updated_at: datetime
     key: str | None = None
     expires_at: datetime | None = None
+    revision: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordGuard:
+    """The condition of a compare-and-swap write: it applies only while the stored
+    record ``(kind, id)`` has this ``revision`` (``None``: while it does not exist)."""
+
+    kind: str
+    id: str
+    revision: int | None
+
+    def failed(self) -> Conflict:
+        """The error a store raises when this guard does not hold (one message everywhere)."""
+        state = "absent" if self.revision is None else f"at revision {self.revision}"
+        return Conflict(f"{self.kind} {self.id!r} is no longer {state}: changed concurrently")
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from memorybank._async.stores.base import (
     AsyncStore,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -367,18 +368,38 @@ class AsyncInMemoryStore(AsyncStore):
     # -- snapshots -------------------------------------------------------------
 
     async def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
-        self._check_open()
-        self._snapshots[(tenant, run_id)] = (user_id, value)
+        async with self._lock:
+            self._check_open()
+            if owner_check:
+                self._check_snapshot_owner(tenant, run_id, user_id)
+            self._snapshots[(tenant, run_id)] = (user_id, value)
+
+    def _check_snapshot_owner(self, tenant: str, run_id: str, user_id: str | None) -> None:
+        found = self._snapshots.get((tenant, run_id))
+        if found is not None and found[0] not in (None, user_id):
+            raise ThreadForbidden("snapshot access forbidden")
 
     async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         self._check_open()
         return self._snapshots.get((tenant, run_id))
 
-    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
-        self._check_open()
-        return self._snapshots.pop((tenant, run_id), None) is not None
+    async def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        async with self._lock:
+            self._check_open()
+            if owner_check:
+                self._check_snapshot_owner(tenant, run_id, user_id)
+            return self._snapshots.pop((tenant, run_id), None) is not None
 
     # -- summaries ---------------------------------------------------------------
 
@@ -478,9 +499,19 @@ class AsyncInMemoryStore(AsyncStore):
 
     # -- records ------------------------------------------------------------------------
 
-    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+    def _check_guard(self, tenant: str, guard: RecordGuard | None) -> None:
+        if guard is None:
+            return
+        found = self._records.get((tenant, guard.kind, guard.id))
+        if (None if found is None else found.revision) != guard.revision:
+            raise guard.failed()
+
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
         async with self._lock:
             self._check_open()
+            self._check_guard(tenant, guard)
             for record in records:
                 self._records[(tenant, record.kind, record.id)] = _copy_record(record)
 
@@ -489,9 +520,17 @@ class AsyncInMemoryStore(AsyncStore):
         record = self._records.get((tenant, kind, record_id))
         return None if record is None else _copy_record(record)
 
-    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
         async with self._lock:
             self._check_open()
+            self._check_guard(tenant, guard)
             removed = 0
             for record_id in set(record_ids):
                 if self._records.pop((tenant, kind, record_id), None) is not None:

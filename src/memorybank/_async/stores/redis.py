@@ -22,7 +22,8 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     P{tenant}:u0                set    ids of the threads without a user
     P{tenant}:ev:<model>        hash   entry id -> thread id (locates an entry's vector)
     P{tenant}:r:<kind>          hash   record id -> JSON [agent, user, key, content,
-                                       data, created, updated, expires]
+                                       data, created, updated, expires, revision]
+                                       (revision absent: 0)
     P{tenant}:ru:<kind>:<user>  set    ids of <user>'s records of <kind>
     P{tenant}:rn:<kind>         set    ids of the records of <kind> without a user
     P{tenant}:rk:<user>         set    kinds <user> has records of
@@ -44,10 +45,12 @@ slot and the store updates the indexes with a second command right after
 (not atomic with the write: a crash in between leaves an index score stale or a
 member pointing at a deleted thread, which readers tolerate and clean up).
 Snapshot owner sets and summaries are in the tenant slot; ``snapshot_save``
-writes the snapshot and its owner set in one MULTI on a single node, in two
-commands (set first) with ``cluster=True``. Records, their owner sets and
+is one script that checks the owner and writes the snapshot (and, on a single
+node, its owner set; with ``cluster=True`` the set is written first, by a
+command of its own). Records, their owner sets and
 vectors all live in the tenant slot, so ``record_put`` (a whole batch),
-``record_delete`` and the records part of ``forget_user`` are one script each.
+``record_delete`` and the records part of ``forget_user`` are one script each,
+which also checks a ``RecordGuard`` (the stored revision) before writing.
 Entry vectors live in their thread's slot (written, expired and deleted with
 it); the ``ev:`` index that finds them by entry id is in the tenant slot,
 updated by the same script on a single node, by a second command with
@@ -140,6 +143,7 @@ from memorybank._async.stores.base import (
     AsyncStore,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -617,6 +621,12 @@ local function drop_vectors(k, id)
     redis.call('HDEL', idx .. 'rv:' .. esc(k) .. ':' .. esc(m), id)
   end
 end
+local function guard_ok(k, id, rev)
+  if k == '' then return true end
+  local cur = redis.call('HGET', rkey(k), id)
+  if rev == '' then return not cur end
+  return cur and (cjson.decode(cur)[9] or 0) == tonumber(rev)
+end
 local function chunks(cmd, key, items)
   local out = {}
   for i = 1, #items, 1000 do
@@ -627,9 +637,11 @@ local function chunks(cmd, key, items)
 end
 """
 
-# ARGV[2..] = (kind, id, owner "-" / "=<user>", record JSON) per record.
+# ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
+# ARGV[5..] = (kind, id, owner "-" / "=<user>", record JSON) per record. -1: guard failed.
 _RECORD_PUT = """
-for i = 2, #ARGV, 4 do
+if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
+for i = 5, #ARGV, 4 do
   local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local old = redis.call('HGET', rkey(kind), id)
   if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
@@ -645,10 +657,12 @@ end
 return 1
 """
 
-# ARGV[2] = kind, ARGV[3..] = distinct ids. Returns how many existed.
+# ARGV[2..4] = guard (as for _RECORD_PUT), ARGV[5] = kind, ARGV[6..] = distinct ids.
+# Returns how many existed, -1 when the guard failed.
 _RECORD_DELETE = """
-local kind, n = ARGV[2], 0
-for i = 3, #ARGV do
+if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
+local kind, n = ARGV[5], 0
+for i = 6, #ARGV do
   local old = redis.call('HGET', rkey(kind), ARGV[i])
   if old then
     redis.call('HDEL', rkey(kind), ARGV[i])
@@ -729,6 +743,37 @@ for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
 end
 redis.call('DEL', kinds)
 return n
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>"),
+# ARGV[3] = value, ARGV[4] = saved at, ARGV[5] = TTL ms (0: none), ARGV[6] = the user's
+# owner set ("": leave it), ARGV[7] = run id. Returns 0 (nothing written) when another
+# user owns the snapshot.
+_SNAPSHOT_SAVE = """
+local user = nil
+if ARGV[2] ~= '-' then user = string.sub(ARGV[2], 2) end
+local owner = redis.call('HGET', KEYS[1], 'o')
+if ARGV[1] == '1' and owner and owner ~= user then return 0 end
+if ARGV[6] ~= '' then redis.call('SADD', ARGV[6], ARGV[7]) end
+redis.call('DEL', KEYS[1])
+if user then
+  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4], 'o', user)
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4])
+end
+if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+return 1
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>").
+# Returns 1 deleted, 0 absent, -1 owned by another user (kept).
+_SNAPSHOT_DELETE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local owner = redis.call('HGET', KEYS[1], 'o')
+if ARGV[1] == '1' and owner and (ARGV[2] == '-' or owner ~= string.sub(ARGV[2], 2)) then
+  return -1
+end
+return redis.call('DEL', KEYS[1])
 """
 
 # KEYS[1] = snapshot hash, ARGV[1] = owner: delete it only if that user owns it.
@@ -818,6 +863,8 @@ _S_RECORD_DELETE = _Script(_RECORD_DELETE, prelude=_TENANT_PRELUDE)
 _S_RECORD_SCOPE = _Script(_RECORD_SCOPE, prelude=_TENANT_PRELUDE)
 _S_RECORD_VECTORS = _Script(_RECORD_VECTORS, prelude=_TENANT_PRELUDE)
 _S_RECORD_FORGET = _Script(_RECORD_FORGET, prelude=_TENANT_PRELUDE)
+_S_SNAPSHOT_SAVE = _Script(_SNAPSHOT_SAVE, prelude="")
+_S_SNAPSHOT_DELETE = _Script(_SNAPSHOT_DELETE, prelude="")
 _S_FORGET_SNAPSHOT = _Script(_FORGET_SNAPSHOT, prelude="")
 _S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude="")
 
@@ -921,8 +968,16 @@ def _record_json(record: Record) -> str:
             to_us(record.created_at),
             to_us(record.updated_at),
             None if record.expires_at is None else to_us(record.expires_at),
+            record.revision,
         ]
     )
+
+
+def _guard_args(guard: RecordGuard | None) -> list[Any]:
+    """A guard for the record scripts: ``(kind, id, revision)``, ``""`` for none/absent."""
+    if guard is None:
+        return ["", "", ""]
+    return [guard.kind, guard.id, "" if guard.revision is None else guard.revision]
 
 
 def _record(kind: str, record_id: str, data: list[Any]) -> Record:
@@ -938,6 +993,7 @@ def _record(kind: str, record_id: str, data: list[Any]) -> Record:
         updated_at=from_us(data[6]),
         key=data[2],
         expires_at=None if data[7] is None else from_us(data[7]),
+        revision=data[8] if len(data) > 8 else 0,
     )
 
 
@@ -1573,22 +1629,36 @@ class AsyncRedisStore(AsyncStore):
     # -- snapshots -------------------------------------------------------------------------
 
     async def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
-        name = self._run_key(tenant, run_id, "s")
-        items: list[str | int] = ["v", value, "at", to_us(saved_at)]
-        if user_id is not None:
-            items += ["o", user_id]
+        owners = "" if user_id is None else self._idx(tenant) + "su:" + _esc(user_id)
         with self._op():
             await self._ready()
-            async with self._client.pipeline(transaction=not self._cluster) as pipe:
-                if user_id is not None:
-                    pipe.sadd(self._idx(tenant) + "su:" + _esc(user_id), run_id)
-                pipe.delete(name)
-                pipe.hset(name, items=items)
-                if self._snapshot_ttl:
-                    pipe.pexpire(name, self._snapshot_ttl)
-                await pipe.execute()
+            if owners and self._cluster:  # another slot: first, by a command of its own
+                await self._client.sadd(owners, run_id)
+                owners = ""
+            saved = await self._eval(
+                _S_SNAPSHOT_SAVE,
+                (self._run_key(tenant, run_id, "s"),),
+                (
+                    "1" if owner_check else "0",
+                    _who(user_id),
+                    value,
+                    to_us(saved_at),
+                    self._snapshot_ttl,
+                    owners,
+                    run_id,
+                ),
+            )
+        if not saved:
+            raise ThreadForbidden("snapshot access forbidden")
 
     async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         with self._op():
@@ -1596,10 +1666,21 @@ class AsyncRedisStore(AsyncStore):
             value, owner = await self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
         return None if value is None else (_opt(owner), _s(value))
 
-    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+    async def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
         with self._op():
             await self._ready()
-            return bool(await self._client.delete(self._run_key(tenant, run_id, "s")))
+            deleted = int(
+                await self._eval(
+                    _S_SNAPSHOT_DELETE,
+                    (self._run_key(tenant, run_id, "s"),),
+                    ("1" if owner_check else "0", _who(user_id)),
+                )
+            )
+        if deleted < 0:
+            raise ThreadForbidden("snapshot access forbidden")
+        return deleted > 0
 
     # -- summaries ---------------------------------------------------------------------------
 
@@ -1752,15 +1833,19 @@ class AsyncRedisStore(AsyncStore):
 
     # -- records ---------------------------------------------------------------------------
 
-    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
-        """One script over the tenant slot: the batch is atomic."""
-        if not records:
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """One script over the tenant slot: the guard's check and the batch are atomic."""
+        if not records and guard is None:
             return
-        args: list[Any] = []
+        args = _guard_args(guard)
         for record in records:
             args += [record.kind, record.id, _who(record.user_id), _record_json(record)]
         with self._op():
-            await self._tenant_eval(_S_RECORD_PUT, tenant, *args)
+            applied = int(await self._tenant_eval(_S_RECORD_PUT, tenant, *args))
+        if applied < 0 and guard is not None:
+            raise guard.failed()
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         with self._op():
@@ -1768,12 +1853,24 @@ class AsyncRedisStore(AsyncStore):
             text = await self._client.hget(self._idx(tenant) + "r:" + _esc(kind), record_id)
         return None if text is None else _record(kind, record_id, json.loads(text))
 
-    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
         ids = list(dict.fromkeys(record_ids))
-        if not ids:
+        if not ids and guard is None:
             return 0
         with self._op():
-            return int(await self._tenant_eval(_S_RECORD_DELETE, tenant, kind, *ids))
+            deleted = int(
+                await self._tenant_eval(_S_RECORD_DELETE, tenant, *_guard_args(guard), kind, *ids)
+            )
+        if deleted < 0 and guard is not None:
+            raise guard.failed()
+        return deleted
 
     async def _records_in_scope(
         self,

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +38,7 @@ from memorybank._async.stores.base import (
     AsyncStore,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -84,6 +86,7 @@ __all__ = ["AsyncSQLiteStore"]
 T = TypeVar("T")
 Synchronous = Literal["full", "normal", "off"]
 _BUSY_RETRIES = 5
+_OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
 
 
 def _migrations(p: str) -> list[list[str]]:
@@ -175,6 +178,8 @@ def _migrations(p: str) -> list[list[str]]:
                 PRIMARY KEY (tenant_id, kind, id, model_id))""",
             f"CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
         ],
+        # Records carry the revision that ``RecordGuard`` compares.
+        [f"ALTER TABLE {p}records ADD COLUMN revision INTEGER NOT NULL DEFAULT 0"],
     ]
 
 
@@ -238,14 +243,32 @@ class AsyncSQLiteStore(AsyncStore):
             )
         except sqlite3.Error as error:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        for attempt in range(_OPEN_RETRIES):
+            try:
+                self._prepare(conn)
+                break
+            except sqlite3.OperationalError as error:
+                # Switching a new file to WAL takes an exclusive lock that the busy
+                # timeout does not wait for: several processes opening one new file
+                # at once see "database is locked" here, so retry, then give up typed.
+                if _is_busy(error) and attempt < _OPEN_RETRIES - 1:
+                    time.sleep(min(0.05, 0.002 * (attempt + 1)))
+                    continue
+                conn.close()
+                raise StoreUnavailable(f"SQLite database busy: {error}") from error
+            except BaseException:
+                conn.close()
+                raise
+        self._conn = conn
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         if self.path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys = OFF")
         self._migrate(conn)
-        self._conn = conn
-        return conn
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         p = self.prefix
@@ -834,10 +857,30 @@ class AsyncSQLiteStore(AsyncStore):
 
     # -- snapshots -------------------------------------------------------------------
 
+    def _snapshot_owner_check(
+        self, conn: sqlite3.Connection, tenant: str, run_id: str, user_id: str | None
+    ) -> None:
+        """Inside the write transaction: ``ThreadForbidden`` if another user owns the run."""
+        row = conn.execute(
+            f"SELECT user_id FROM {self.prefix}snapshots WHERE tenant_id = ? AND run_id = ?",
+            (tenant, run_id),
+        ).fetchone()
+        if row is not None and row[0] not in (None, user_id):
+            raise ThreadForbidden("snapshot access forbidden")
+
     async def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
         def op(conn: sqlite3.Connection) -> None:
+            if owner_check:
+                self._snapshot_owner_check(conn, tenant, run_id, user_id)
             conn.execute(
                 f"INSERT INTO {self.prefix}snapshots (tenant_id, run_id, user_id, value, saved_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, run_id) DO UPDATE SET"
@@ -858,8 +901,12 @@ class AsyncSQLiteStore(AsyncStore):
 
         return await self._run(lambda: self._read(op))
 
-    async def snapshot_delete(self, tenant: str, run_id: str) -> bool:
+    async def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
+            if owner_check:
+                self._snapshot_owner_check(conn, tenant, run_id, user_id)
             cursor = conn.execute(
                 f"DELETE FROM {self.prefix}snapshots WHERE tenant_id = ? AND run_id = ?",
                 (tenant, run_id),
@@ -1033,7 +1080,23 @@ class AsyncSQLiteStore(AsyncStore):
 
     # -- records ---------------------------------------------------------------------------
 
-    async def record_put(self, tenant: str, records: Sequence[Record]) -> None:
+    def _check_guard(
+        self, conn: sqlite3.Connection, tenant: str, guard: RecordGuard | None
+    ) -> None:
+        """Inside the write transaction (``BEGIN IMMEDIATE``: no other writer meanwhile)."""
+        if guard is None:
+            return
+        row = conn.execute(
+            f"SELECT revision FROM {self.prefix}records"
+            " WHERE tenant_id = ? AND kind = ? AND id = ?",
+            (tenant, guard.kind, guard.id),
+        ).fetchone()
+        if (None if row is None else row[0]) != guard.revision:
+            raise guard.failed()
+
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
         rows = [
             (
                 tenant,
@@ -1047,19 +1110,22 @@ class AsyncSQLiteStore(AsyncStore):
                 to_us(r.created_at),
                 to_us(r.updated_at),
                 None if r.expires_at is None else to_us(r.expires_at),
+                r.revision,
             )
             for r in records
         ]
 
         def op(conn: sqlite3.Connection) -> None:
+            self._check_guard(conn, tenant, guard)
             conn.executemany(
                 f"INSERT INTO {self.prefix}records (tenant_id, kind, id, agent_id, user_id, key,"
-                " content, data, created_at, updated_at, expires_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " content, data, created_at, updated_at, expires_at, revision)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = excluded.agent_id,"
                 " user_id = excluded.user_id, key = excluded.key, content = excluded.content,"
                 " data = excluded.data, created_at = excluded.created_at,"
-                " updated_at = excluded.updated_at, expires_at = excluded.expires_at",
+                " updated_at = excluded.updated_at, expires_at = excluded.expires_at,"
+                " revision = excluded.revision",
                 rows,
             )
 
@@ -1076,10 +1142,18 @@ class AsyncSQLiteStore(AsyncStore):
 
         return await self._run(lambda: self._read(op))
 
-    async def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
         ids = list(dict.fromkeys(record_ids))
 
         def op(conn: sqlite3.Connection) -> int:
+            self._check_guard(conn, tenant, guard)
             if not ids:
                 return 0
             marks = ", ".join("?" * len(ids))

@@ -40,6 +40,16 @@ Branches
     so reading any branch is one indexed range read, however deep the
     branching.
 
+Compare-and-swap
+    ``record_put`` and ``record_delete`` take an optional ``RecordGuard``: the
+    write applies only while the guarded record has the guard's ``revision``
+    (``None``: while it does not exist). The check and the write are ONE
+    atomic step (a transaction holding the guarded row's lock, a script, the
+    store's lock), so of concurrent writers guarded by the same revision
+    exactly one succeeds; the others get ``Conflict`` and nothing of their
+    batch is written. Snapshot writes check their owner the same way, in the
+    same step as the write.
+
 Values
     Metadata and state are JSON objects (already validated). Working-memory and
     snapshot values are passed as JSON text and returned verbatim.
@@ -64,6 +74,7 @@ from memorybank.stores._types import (
     AppendResult,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -76,6 +87,7 @@ __all__ = [
     "Store",
     "NewEntry",
     "Record",
+    "RecordGuard",
     "SearchHit",
     "Unset",
     "VectorItem",
@@ -273,17 +285,36 @@ class Store(abc.ABC):
 
     @abc.abstractmethod
     def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
-        """Save (replace) a run's snapshot, recording its owner."""
+        """Save (replace) a run's snapshot, with ``user_id`` as its owner.
+
+        With ``owner_check`` the save applies only if the run has no snapshot or
+        its owner is ``None`` or ``user_id``; otherwise ``ThreadForbidden`` and
+        nothing is written. The check and the write are one atomic step: of two
+        users saving the same new run at once, exactly one owns it.
+        """
 
     @abc.abstractmethod
     def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         """``(owner user_id, JSON text)`` or ``None``."""
 
     @abc.abstractmethod
-    def snapshot_delete(self, tenant: str, run_id: str) -> bool:
-        """Delete a run's snapshot; whether it existed."""
+    def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete a run's snapshot; whether it existed.
+
+        With ``owner_check``, a snapshot owned by someone other than ``user_id``
+        is not deleted: ``ThreadForbidden``, in the same atomic step as the delete.
+        """
 
     # -- summaries ---------------------------------------------------------
 
@@ -342,16 +373,33 @@ class Store(abc.ABC):
     # -- records: facts, documents, core facts ---------------------------------
 
     @abc.abstractmethod
-    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
-        """Insert or replace (by ``kind`` + ``id``) all ``records`` atomically."""
+    def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """Insert or replace (by ``kind`` + ``id``) all ``records`` atomically.
+
+        With ``guard``: only if the guarded record (in the batch or not) has the
+        guard's revision, checked in the same atomic step; ``Conflict`` and
+        nothing written otherwise. Each record's ``revision`` is stored as given.
+        """
 
     @abc.abstractmethod
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
 
     @abc.abstractmethod
-    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
-        """Delete records by id; how many existed."""
+    def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
+        """Delete records by id (with their vectors), atomically; how many existed.
+
+        ``guard`` as for ``record_put``: ``Conflict`` and nothing deleted when it fails.
+        """
 
     @abc.abstractmethod
     def record_list(

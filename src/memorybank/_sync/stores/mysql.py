@@ -33,7 +33,11 @@ JSON text; every key and index leads with ``tenant_id``):
   FULLTEXT (content). ``kind`` is at most 64 characters so the keys fit
   InnoDB's 3072-byte limit. ``record_put`` is one transaction of
   ``INSERT ... ON DUPLICATE KEY UPDATE`` (explicit values, not ``VALUES()``,
-  deprecated in MySQL 8).
+  deprecated in MySQL 8). Migration 3 adds ``revision``; a guarded write first
+  locks the guarded row (``SELECT ... FOR UPDATE``) or, when it must be absent,
+  claims its key with a placeholder row (revision -1, never committed: the
+  write replaces it or the transaction deletes it), then compares, then writes
+  and commits (two round trips).
 - ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
   (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
   ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length
@@ -153,6 +157,7 @@ from memorybank._sync.stores.base import (
     Store,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -367,6 +372,8 @@ _MIGRATIONS: list[tuple[str, ...]] = [
         f"""ALTER TABLE {{p}}vectors {_XTABLE}, MODIFY tenant_id {_XID}, MODIFY kind {_XKIND},
             MODIFY id {_XID}, MODIFY model_id {_XMODEL}, MODIFY thread_id {_XOPT}""",
     ),
+    # Records carry the revision that ``RecordGuard`` compares (an instant ADD COLUMN).
+    ("ALTER TABLE {p}records ADD COLUMN revision BIGINT NOT NULL DEFAULT 0",),
 ]
 
 _T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
@@ -1406,16 +1413,53 @@ class MySQLStore(Store):
     # -- snapshots -------------------------------------------------------------
 
     def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
-        """Upsert the run's snapshot."""
+        """Upsert the run's snapshot.
+
+        Checked: the upsert's update applies only where the stored owner allows it
+        (``user_id`` assigned last: MySQL evaluates the assignments in order, so the
+        earlier conditions still see the old owner), then the row, still locked by
+        the upsert, tells whether it did: the owner is ``user_id`` exactly then.
+        """
         when = to_us(saved_at)
-        self._execute(
+        insert = (
             f"INSERT INTO {self._snapshots} (tenant_id, run_id, user_id, value, saved_at)"
             " VALUES (%s, %s, %s, %s, %s)"
-            " ON DUPLICATE KEY UPDATE user_id = %s, value = %s, saved_at = %s",
-            (tenant, run_id, user_id, value, when, user_id, value, when),
         )
+        if not owner_check:
+            self._execute(
+                insert + " ON DUPLICATE KEY UPDATE user_id = %s, value = %s, saved_at = %s",
+                (tenant, run_id, user_id, value, when, user_id, value, when),
+            )
+            return
+        mine = "(user_id IS NULL OR user_id <=> %s)"
+        checked = (user_id, value, user_id, when, user_id, user_id)  # (mine, new value) x 3
+        results = self._run_retried(
+            [
+                (_BEGIN, None),
+                (
+                    insert + f" ON DUPLICATE KEY UPDATE value = IF({mine}, %s, value),"
+                    f" saved_at = IF({mine}, %s, saved_at), user_id = IF({mine}, %s, user_id)",
+                    (tenant, run_id, user_id, value, when, *checked),
+                ),
+                (
+                    f"SELECT user_id <=> %s FROM {self._snapshots}"
+                    " WHERE tenant_id = %s AND run_id = %s",
+                    (user_id, tenant, run_id),
+                ),
+                ("COMMIT", None),
+            ]
+        )
+        if not results[3][0][0][0]:
+            raise ThreadForbidden("snapshot access forbidden")
 
     def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         """``(owner, JSON text)`` or ``None``."""
@@ -1425,15 +1469,30 @@ class MySQLStore(Store):
         )
         return (rows[0][0], str(rows[0][1])) if rows else None
 
-    def snapshot_delete(self, tenant: str, run_id: str) -> bool:
-        """Delete the snapshot; whether it existed."""
-        return (
-            self._execute(
-                f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s",
-                (tenant, run_id),
-            )
-            > 0
+    def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete the snapshot; whether it existed. Checked: one transaction, one round
+        trip, the owner read under the row's lock and the delete conditional on it."""
+        delete = f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s"
+        if not owner_check:
+            return self._execute(delete, (tenant, run_id)) > 0
+        results = self._run_retried(
+            [
+                (_BEGIN, None),
+                (
+                    f"SELECT user_id FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s"
+                    " FOR UPDATE",
+                    (tenant, run_id),
+                ),
+                (delete + " AND (user_id IS NULL OR user_id <=> %s)", (tenant, run_id, user_id)),
+                ("COMMIT", None),
+            ]
         )
+        found, deleted = results[2][0], results[3][1]
+        if found and not deleted:
+            raise ThreadForbidden("snapshot access forbidden")
+        return deleted > 0
 
     # -- summaries -------------------------------------------------------------
 
@@ -1644,16 +1703,34 @@ class MySQLStore(Store):
 
     # -- records -----------------------------------------------------------------
 
-    def _transaction(self, statements: Sequence[_Statement]) -> list[int]:
+    def _transaction(
+        self,
+        statements: Sequence[_Statement],
+        *,
+        tenant: str = "",
+        guard: RecordGuard | None = None,
+    ) -> list[int]:
         """Run write statements as one transaction, in as few round trips as their size
-        allows (about ``_BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts."""
+        allows (about ``_BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts.
+
+        With ``guard``, a first round trip locks or claims the guarded record and the
+        statements run only if it holds (``Conflict`` otherwise, rolled back).
+        """
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:
+                    tail: list[_Statement] = [("COMMIT", None)]
+                    if guard is None:
+                        batch: list[_Statement] = [(_BEGIN, None)]
+                        skip = 2  # SET TRANSACTION, START TRANSACTION
+                    else:
+                        self._check_guard(conn, tenant, guard)
+                        batch, skip = [], 0
+                        if guard.revision is None:
+                            tail.insert(0, self._guard_release(tenant, guard))
                     counts: list[int] = []
-                    batch: list[_Statement] = [(_BEGIN, None)]
                     size = 0
-                    for statement in [*statements, ("COMMIT", None)]:
+                    for statement in [*statements, *tail]:
                         batch.append(statement)
                         size += len(statement[0]) + sum(
                             len(a) for a in statement[1] or () if isinstance(a, str)
@@ -1662,13 +1739,55 @@ class MySQLStore(Store):
                             results = self._run(conn, batch)
                             counts += [r[1] for r in results]
                             batch, size = [], 0
-                    return counts[2:-1]  # without SET TRANSACTION, START TRANSACTION, COMMIT
+                    return counts[skip : skip + len(statements)]
             except _LockContention as error:
                 self._retry(attempt, error)
         raise AssertionError("unreachable")
 
-    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
-        """Upsert every record (by kind and id) in one transaction."""
+    def _check_guard(
+        self, conn: MySQLConnection, tenant: str, guard: RecordGuard
+    ) -> None:
+        """Start the transaction holding the guarded row's lock; ``Conflict`` if it fails.
+
+        An absent row cannot be locked, so its key is claimed with a placeholder row
+        (revision -1): a concurrent claimer's insert waits for this transaction, then
+        finds the key taken. Placeholders are never committed, so -1 means ours.
+        """
+        key = (tenant, guard.kind, guard.id)
+        statements: list[_Statement] = [(_BEGIN, None)]
+        if guard.revision is None:
+            statements.append(
+                (
+                    f"INSERT INTO {self._records} (tenant_id, kind, id, content, data,"
+                    " created_at, updated_at, revision) VALUES (%s, %s, %s, '', '{}', 0, 0, -1)"
+                    " ON DUPLICATE KEY UPDATE revision = revision",
+                    key,
+                )
+            )
+        statements.append(
+            (
+                f"SELECT revision FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                " AND id = %s FOR UPDATE",
+                key,
+            )
+        )
+        rows = (self._run(conn, statements))[-1][0]
+        found = int(rows[0][0]) if rows else None
+        if found != (-1 if guard.revision is None else guard.revision):
+            raise guard.failed()  # the pool rolls back
+
+    def _guard_release(self, tenant: str, guard: RecordGuard) -> _Statement:
+        """Drop the placeholder of an absent guarded record (unless the write replaced it)."""
+        return (
+            f"DELETE FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s"
+            " AND revision = -1",
+            (tenant, guard.kind, guard.id),
+        )
+
+    def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """Upsert every record (by kind and id) in one transaction (guard: ``_check_guard``)."""
         statements: list[_Statement] = []
         for r in records:
             values = (
@@ -1680,19 +1799,20 @@ class MySQLStore(Store):
                 to_us(r.created_at),
                 to_us(r.updated_at),
                 None if r.expires_at is None else to_us(r.expires_at),
+                r.revision,
             )
             statements.append(
                 (
                     f"INSERT INTO {self._records} (tenant_id, kind, id, agent_id, user_id, k,"
-                    " content, data, created_at, updated_at, expires_at)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " content, data, created_at, updated_at, expires_at, revision)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                     " ON DUPLICATE KEY UPDATE agent_id = %s, user_id = %s, k = %s, content = %s,"
-                    " data = %s, created_at = %s, updated_at = %s, expires_at = %s",
+                    " data = %s, created_at = %s, updated_at = %s, expires_at = %s, revision = %s",
                     (tenant, r.kind, r.id, *values, *values),
                 )
             )
-        if statements:
-            self._transaction(statements)
+        if statements or guard is not None:
+            self._transaction(statements, tenant=tenant, guard=guard)
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
@@ -1702,10 +1822,17 @@ class MySQLStore(Store):
         )
         return row_to_record(rows[0]) if rows else None
 
-    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
+    def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
         """Delete records (and their vectors) by id, in one transaction; how many existed."""
         ids = list(dict.fromkeys(record_ids))
-        if not ids:
+        if not ids and guard is None:
             return 0
         statements: list[_Statement] = []
         for start in range(0, len(ids), 1000):
@@ -1715,7 +1842,7 @@ class MySQLStore(Store):
                 (f"DELETE FROM {self._vectors}{where}", (tenant, kind, *chunk)),
                 (f"DELETE FROM {self._records}{where}", (tenant, kind, *chunk)),
             ]
-        counts = self._transaction(statements)
+        counts = self._transaction(statements, tenant=tenant, guard=guard)
         return sum(counts[1::2])
 
     def record_list(

@@ -20,7 +20,8 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
     snapshots(tenant_id, run_id, user_id, value text, saved_at)   PK (tenant_id, run_id)
     summaries(tenant_id, id, agent_id, user_id, content, created_at, seq)  PK (tenant_id, id)
     records(tenant_id, kind, id, agent_id, user_id, key, content, data jsonb,
-            created_at, updated_at, expires_at, search tsvector)   PK (tenant_id, kind, id)
+            created_at, updated_at, expires_at, search tsvector, revision)
+                                                            PK (tenant_id, kind, id)
         index (tenant_id, kind, created_at, id), (tenant_id, kind, user_id, created_at, id),
               (tenant_id, kind, key) where key is not null, (tenant_id, user_id)
     vectors(tenant_id, kind, id, model_id, thread_id, dim, embedding)
@@ -159,6 +160,7 @@ from memorybank._sync.stores.base import (
     Store,
     NewEntry,
     Record,
+    RecordGuard,
     SearchHit,
     Unset,
     VectorItem,
@@ -359,6 +361,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE INDEX {p}vectors_thread ON {p}vectors (tenant_id, thread_id)"
         " WHERE thread_id IS NOT NULL",
     ),
+    # Records carry the revision that ``RecordGuard`` compares (no table rewrite).
+    ("ALTER TABLE {p}records ADD COLUMN revision bigint NOT NULL DEFAULT 0",),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -1280,21 +1284,40 @@ class PostgresStore(Store):
     # -- snapshots -------------------------------------------------------------
 
     def snapshot_save(
-        self, tenant: str, run_id: str, value: str, *, user_id: str | None, saved_at: datetime
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
     ) -> None:
-        """Upsert the run's snapshot."""
-        self._fetch(
-            self._sql.snapshot_save, (tenant, run_id, user_id, value, saved_at), retry=True
-        )
+        """Upsert the run's snapshot; checked: one upsert whose update is conditional."""
+        params = (tenant, run_id, user_id, value, saved_at)
+        if not owner_check:
+            self._fetch(self._sql.snapshot_save, params, retry=True)
+        elif not self._fetch(self._sql.snapshot_save_checked, params, retry=True):
+            raise ThreadForbidden("snapshot access forbidden")
 
     def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         """``(owner, text)`` or ``None``."""
         rows = self._fetch(self._sql.snapshot_load, (tenant, run_id), retry=True)
         return (rows[0][0], str(rows[0][1])) if rows else None
 
-    def snapshot_delete(self, tenant: str, run_id: str) -> bool:
-        """Delete the run's snapshot."""
-        return bool(self._fetch(self._sql.snapshot_delete, (tenant, run_id)))
+    def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete the run's snapshot; checked: under its row lock, in one transaction."""
+        if not owner_check:
+            return bool(self._fetch(self._sql.snapshot_delete, (tenant, run_id)))
+        with self._transaction() as conn:
+            found = self._rows(conn, self._sql.snapshot_lock, (tenant, run_id))
+            if not found:
+                return False
+            if found[0][0] not in (None, user_id):
+                raise ThreadForbidden("snapshot access forbidden")
+            return bool(self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
 
     # -- summaries ---------------------------------------------------------------
 
@@ -1389,9 +1412,44 @@ class PostgresStore(Store):
 
     # -- records -----------------------------------------------------------------
 
-    def record_put(self, tenant: str, records: Sequence[Record]) -> None:
-        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch (the last copy of an id wins)."""
-        if not records:
+    @contextmanager
+    def _guarded(self, tenant: str, guard: RecordGuard | None) -> Iterator[Any]:
+        """A transaction in which ``guard`` holds until it commits (``Conflict`` if not).
+
+        Without a guard: no transaction, the caller's statements run in autocommit.
+        """
+        if guard is None:
+            yield None
+            return
+        key = (tenant, guard.kind, guard.id)
+        with self._transaction() as conn:
+            if guard.revision is None:
+                if not self._rows(conn, self._sql.guard_claim, key):
+                    raise guard.failed()
+            else:
+                found = self._rows(conn, self._sql.guard_lock, key)
+                if not found or found[0][0] != guard.revision:
+                    raise guard.failed()
+            yield conn
+            if guard.revision is None:
+                self._rows(conn, self._sql.guard_release, key)
+
+    def _write_in(
+        self, conn: Connection[Any] | None, query: str, params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """Run a write in ``conn``'s transaction, or alone in autocommit when ``None``."""
+        if conn is None:
+            return self._fetch(query, params)
+        return self._rows(conn, query, params)
+
+    def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch (the last copy of an id wins).
+
+        Guarded: in a transaction after the guard's check (see ``_guarded``).
+        """
+        if not records and guard is None:
             return
         latest = {(r.kind, r.id): r for r in records}
         batch = dump(
@@ -1407,25 +1465,35 @@ class PostgresStore(Store):
                     "created_at": r.created_at.isoformat(),
                     "updated_at": r.updated_at.isoformat(),
                     "expires_at": None if r.expires_at is None else r.expires_at.isoformat(),
+                    "revision": r.revision,
                 }
                 for r in latest.values()
             ]
         )
-        self._fetch(self._sql.record_put, {"tenant": tenant, "batch": batch})
+        with self._guarded(tenant, guard) as conn:
+            if records:
+                self._write_in(conn, self._sql.record_put, {"tenant": tenant, "batch": batch})
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record by primary key."""
         rows = self._fetch(self._sql.record_get, (tenant, kind, record_id), retry=True)
         return row_to_record(rows[0]) if rows else None
 
-    def record_delete(self, tenant: str, kind: str, record_ids: Sequence[str]) -> int:
-        """Delete the records and their vectors in one statement."""
+    def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
+        """Delete the records and their vectors in one statement (guarded: see ``_guarded``)."""
         ids = list(dict.fromkeys(record_ids))
-        if not ids:
+        if not ids and guard is None:
             return 0
-        rows = self._fetch(
-            self._sql.record_delete, {"tenant": tenant, "kind": kind, "ids": ids}
-        )
+        params = {"tenant": tenant, "kind": kind, "ids": ids}
+        with self._guarded(tenant, guard) as conn:
+            rows = self._write_in(conn, self._sql.record_delete, params) if ids else [(0,)]
         return int(rows[0][0])
 
     def record_list(
@@ -1881,6 +1949,15 @@ class _Statements:
             " VALUES (%s, %s, %s::text, %s, %s) ON CONFLICT (tenant_id, run_id) DO UPDATE"
             " SET user_id = EXCLUDED.user_id, value = EXCLUDED.value, saved_at = EXCLUDED.saved_at"
         )
+        # The conflicting row is locked before the WHERE is evaluated: no row comes back
+        # exactly when another user owns the run (the check and the write are one step).
+        self.snapshot_save_checked = (
+            self.snapshot_save + f" WHERE {p}snapshots.user_id IS NULL"
+            f" OR {p}snapshots.user_id = EXCLUDED.user_id RETURNING 1"
+        )
+        self.snapshot_lock = (
+            f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
+        )
         self.snapshot_load = (
             f"SELECT user_id, value FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s"
         )
@@ -1961,16 +2038,33 @@ class _Statements:
         )
         self.record_put = (
             f"INSERT INTO {p}records (tenant_id, kind, id, agent_id, user_id, key, content, data,"
-            " created_at, updated_at, expires_at)"
+            " created_at, updated_at, expires_at, revision)"
             " SELECT %(tenant)s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
-            " i.created_at, i.updated_at, i.expires_at"
+            " i.created_at, i.updated_at, i.expires_at, i.revision"
             " FROM json_to_recordset(%(batch)s::json) AS i(kind text, id text, agent_id text,"
             " user_id text, key text, content text, data jsonb, created_at timestamptz,"
-            " updated_at timestamptz, expires_at timestamptz)"
+            " updated_at timestamptz, expires_at timestamptz, revision bigint)"
             " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = EXCLUDED.agent_id,"
             " user_id = EXCLUDED.user_id, key = EXCLUDED.key, content = EXCLUDED.content,"
             " data = EXCLUDED.data, created_at = EXCLUDED.created_at,"
-            " updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at"
+            " updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,"
+            " revision = EXCLUDED.revision"
+        )
+        # Guards run in the write's transaction: an existing row is locked and compared;
+        # an absent one is claimed by a placeholder row (revision -1), which a concurrent
+        # claimer's insert waits on, and which the write replaces or ``guard_release`` drops.
+        self.guard_lock = (
+            f"SELECT revision FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
+            " FOR UPDATE"
+        )
+        self.guard_claim = (
+            f"INSERT INTO {p}records (tenant_id, kind, id, content, created_at, updated_at,"
+            " revision) VALUES (%s, %s, %s, '', now(), now(), -1)"
+            " ON CONFLICT (tenant_id, kind, id) DO NOTHING RETURNING 1"
+        )
+        self.guard_release = (
+            f"DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
+            " AND revision = -1"
         )
         self.record_get = (
             f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"

@@ -28,9 +28,17 @@ from typing import Any
 
 import pytest
 
+from memorybank._async.core_facts import AsyncCoreFacts
 from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, NewEntry, Record, VectorItem, Visibility
-from memorybank._concurrency import arun_all
+from memorybank._async.stores.base import (
+    AsyncStore,
+    NewEntry,
+    Record,
+    RecordGuard,
+    VectorItem,
+    Visibility,
+)
+from memorybank._concurrency import AsyncStep, arun_all
 from memorybank.errors import (
     Conflict,
     InvalidInput,
@@ -722,10 +730,54 @@ class AsyncContract:
         with pytest.raises(ThreadForbidden):
             await memory.snapshots.load(run, user_id="bob")
         with pytest.raises(ThreadForbidden):
-            await memory.snapshots.load(run)
+            await memory.snapshots.load(run, user_id=None)
+        with pytest.raises(ThreadForbidden):
+            await memory.scoped(user_id="bob").snapshots.load(run)
+        assert await memory.snapshots.load(run) == {"secret": 1}  # the trusted root call
         with pytest.raises(ThreadForbidden):
             await memory.snapshots.save(run, {"x": 1}, user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.delete(run, user_id="bob")
+        assert await memory.snapshots.load(run, user_id="alice") == {"secret": 1}
         assert await memory.tenant(_id("t")).snapshots.load(run) is None
+        assert await memory.snapshots.delete(run, user_id="alice") is True
+
+    async def test_snapshot_owner_check_is_part_of_the_write(self, store: AsyncStore) -> None:
+        tenant, run = _id("tenant"), _id("run")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+        await store.snapshot_save(tenant, run, "1", user_id=None, saved_at=when)
+        await store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=when)  # claims it
+        assert await store.snapshot_load(tenant, run) == ("alice", "2")
+        for user in ("bob", None):
+            with pytest.raises(ThreadForbidden):
+                await store.snapshot_save(tenant, run, "3", user_id=user, saved_at=when)
+            with pytest.raises(ThreadForbidden):
+                await store.snapshot_delete(tenant, run, user_id=user)
+        assert await store.snapshot_load(tenant, run) == ("alice", "2")
+        await store.snapshot_save(tenant, run, "4", user_id="bob", saved_at=when, owner_check=False)
+        assert await store.snapshot_load(tenant, run) == ("bob", "4")
+        assert await store.snapshot_delete(tenant, run, owner_check=False) is True
+        assert await store.snapshot_delete(tenant, run, user_id="bob") is False
+
+    async def test_concurrent_saves_of_a_new_snapshot_have_one_owner(
+        self, store: AsyncStore
+    ) -> None:
+        tenant = _id("tenant")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+
+        async def save(run: str, user: str) -> str:
+            try:
+                await store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=when)
+            except ThreadForbidden:
+                return "forbidden"
+            return user
+
+        for _ in range(5):
+            run = _id("run")
+            results = await arun_all([functools.partial(save, run, u) for u in ("alice", "bob")])
+            assert sorted(results) in (["alice", "forbidden"], ["bob", "forbidden"]), results
+            winner = next(r for r in results if r != "forbidden")
+            assert await store.snapshot_load(tenant, run) == (winner, f'"{winner}"')
 
     async def test_summaries_oldest_first_scoped_by_user(self, memory: AsyncMemory) -> None:
         agent = _id("agent")
@@ -735,8 +787,14 @@ class AsyncContract:
         await memory.summaries.add(agent_id=agent, content="shared 2")
         alice = await memory.summaries.list(agent_id=agent, user_id="alice")
         assert [s.content for s in alice] == ["shared 1", "alice 1", "shared 2"]
-        assert [s.content for s in await memory.summaries.list(agent_id=agent)] == [
+        shared = await memory.summaries.list(agent_id=agent, user_id=None)
+        assert [s.content for s in shared] == ["shared 1", "shared 2"]
+        every = await memory.summaries.list(agent_id=agent)  # the trusted root call
+        assert [s.content for s in every] == ["shared 1", "alice 1", "bob 1", "shared 2"]
+        scoped = memory.scoped(user_id="bob", agent_id=agent)
+        assert [s.content for s in await scoped.summaries.list()] == [
             "shared 1",
+            "bob 1",
             "shared 2",
         ]
         assert await memory.summaries.list(agent_id=_id("agent")) == []
@@ -775,6 +833,40 @@ class AsyncContract:
         for w in range(5):
             mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
             assert mine == [f"w{w}-{i}" for i in range(10)]
+
+    async def test_concurrent_fact_updates_lose_no_version(self, memory: AsyncMemory) -> None:
+        fact = await memory.facts.add(agent_id="bot", content="v0", metadata={"n": -1})
+
+        async def superseder(w: int) -> None:
+            for i in range(5):
+                await memory.facts.supersede(fact.id, f"w{w}-{i}")
+
+        async def corrector() -> None:
+            for i in range(5):
+                await memory.facts.update(fact.id, metadata={"n": i})
+
+        writers: list[AsyncStep[None]] = [functools.partial(superseder, w) for w in range(3)]
+        await arun_all([*writers, corrector])
+        history = await memory.facts.history(fact.id)
+        assert [f.version for f in history] == list(range(1, 17))
+        assert sorted(f.content for f in history[1:]) == sorted(
+            f"w{w}-{i}" for w in range(3) for i in range(5)
+        )
+        assert history[-1].metadata == {"n": 4}
+
+    async def test_concurrent_core_fact_sets_all_reach_the_history(
+        self, memory: AsyncMemory
+    ) -> None:
+        facts = AsyncCoreFacts(memory=memory, user_id=_id("u"))
+
+        async def writer(w: int) -> None:
+            for i in range(5):
+                await facts.set("city", f"w{w}-{i}")
+
+        await arun_all([functools.partial(writer, w) for w in range(3)])
+        history = [value for value, _ in await facts.history("city")]
+        assert sorted(history) == sorted(f"w{w}-{i}" for w in range(3) for i in range(5))
+        assert await facts.get("city") == history[-1]
 
     async def test_generate_title_names_an_untitled_thread(self, store: AsyncStore) -> None:
         seen: list[str] = []
@@ -861,6 +953,87 @@ class AsyncContract:
         assert await store.record_get(tenant, "fact", a.id) == replaced
         assert await store.record_delete(tenant, "fact", [a.id, a.id, _id()]) == 1
         assert await store.record_get(tenant, "fact", a.id) is None
+
+    async def test_record_guard_applies_the_write_only_at_its_revision(
+        self, store: AsyncStore
+    ) -> None:
+        tenant = _id("tenant")
+        first = dataclasses.replace(self._record("fact", "v1"), revision=1)
+        await store.record_put(tenant, [first], guard=RecordGuard("fact", first.id, None))
+        assert await store.record_get(tenant, "fact", first.id) == first
+        second = dataclasses.replace(first, content="v2", revision=2)
+        side = self._record("fact_version", "v1")
+        await store.record_put(tenant, [second, side], guard=RecordGuard("fact", first.id, 1))
+        assert await store.record_get(tenant, "fact", first.id) == second
+        assert await store.record_get(tenant, "fact_version", side.id) == side
+
+        # A stale revision, "must not exist" on an existing record, a revision on a
+        # missing one: Conflict, and nothing of the batch is written.
+        stale = dataclasses.replace(first, content="stale", revision=2)
+        other = self._record("fact", "written with the stale one")
+        for guard in (
+            RecordGuard("fact", first.id, 1),
+            RecordGuard("fact", first.id, None),
+            RecordGuard("fact", _id("missing"), 0),
+        ):
+            with pytest.raises(Conflict):
+                await store.record_put(tenant, [stale, other], guard=guard)
+            assert await store.record_get(tenant, "fact", first.id) == second
+            assert await store.record_get(tenant, "fact", other.id) is None
+        # Nothing of a failed "must not exist" claim is left behind either.
+        absent = _id("absent")
+        with pytest.raises(Conflict):
+            await store.record_put(tenant, [], guard=RecordGuard("fact", absent, 5))
+        await store.record_put(tenant, [], guard=RecordGuard("fact", absent, None))
+        assert await store.record_get(tenant, "fact", absent) is None
+        assert [r.id for r in await store.record_list(tenant, "fact")] == [first.id]
+
+    async def test_record_guard_on_delete(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        fact = dataclasses.replace(self._record("fact", "v"), revision=3)
+        link = self._record("fact_source", "", key="e1")
+        await store.record_put(tenant, [fact, link])
+        with pytest.raises(Conflict):
+            await store.record_delete(
+                tenant, "fact_source", [link.id], guard=RecordGuard("fact", fact.id, 2)
+            )
+        assert await store.record_get(tenant, "fact_source", link.id) == link
+        removed = await store.record_delete(
+            tenant, "fact_source", [link.id], guard=RecordGuard("fact", fact.id, 3)
+        )
+        assert removed == 1
+        assert await store.record_get(tenant, "fact_source", link.id) is None
+        assert await store.record_delete(
+            tenant, "fact", [fact.id], guard=RecordGuard("fact", fact.id, 3)
+        )
+        with pytest.raises(Conflict):
+            await store.record_delete(
+                tenant, "fact", [fact.id], guard=RecordGuard("fact", fact.id, 3)
+            )
+
+    async def test_concurrent_guarded_writers_exactly_one_wins(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        base = dataclasses.replace(self._record("fact", "v0"), revision=1)
+        await store.record_put(tenant, [base])
+
+        async def writer(w: int, revision: int | None, record_id: str) -> str:
+            record = dataclasses.replace(base, id=record_id, content=f"w{w}", revision=2)
+            try:
+                await store.record_put(
+                    tenant, [record], guard=RecordGuard("fact", record_id, revision)
+                )
+            except Conflict:
+                return "lost"
+            return f"w{w}"
+
+        for revision, record_id in ((1, base.id), (None, _id("new"))):
+            results = await arun_all(
+                [functools.partial(writer, w, revision, record_id) for w in range(6)]
+            )
+            winners = [r for r in results if r != "lost"]
+            assert len(winners) == 1, results
+            stored = await store.record_get(tenant, "fact", record_id)
+            assert stored is not None and stored.content == winners[0]
 
     async def test_compact_entries_replaces_a_prefix_only_if_unchanged(
         self, memory: AsyncMemory, store: AsyncStore
