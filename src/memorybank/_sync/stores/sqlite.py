@@ -45,6 +45,7 @@ from memorybank._sync.stores.base import (
 )
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._concurrency import Worker
+from memorybank._idempotency import clash, key_reused
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -174,6 +175,8 @@ def _migrations(p: str) -> list[list[str]]:
                 PRIMARY KEY (tenant_id, kind, id, model_id))""",
             f"CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
         ],
+        # The payload fingerprint of keyed entries (NULL on rows written before: no check).
+        [f"ALTER TABLE {p}entries ADD COLUMN fingerprint TEXT"],
     ]
 
 
@@ -501,11 +504,17 @@ class SQLiteStore(Store):
             if keys:
                 marks = ", ".join("?" * len(keys))
                 rows = conn.execute(
-                    f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = ?"
+                    f"SELECT {ENTRY_COLUMNS}, fingerprint FROM {p}entries WHERE tenant_id = ?"
                     f" AND thread_id = ? AND branch = ? AND idempotency_key IN ({marks})",
                     (tenant, thread_id, name, *keys),
                 ).fetchall()
-                existing = {r[13]: row_to_entry(r) for r in rows}
+                existing = {r[13]: row_to_entry(r[:14]) for r in rows}
+                prints = {r[13]: r[14] for r in rows}
+                for new in entries:  # before any write: a reused key writes nothing
+                    if new.idempotency_key in prints and clash(
+                        prints[new.idempotency_key], new.fingerprint
+                    ):
+                        raise key_reused(new.idempotency_key)
             top = conn.execute(
                 f"SELECT MAX(position) FROM {p}entries"
                 " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
@@ -555,14 +564,15 @@ class SQLiteStore(Store):
                         new.token_count,
                         to_us(new.created_at),
                         new.idempotency_key,
+                        None if new.idempotency_key is None else new.fingerprint,
                     )
                 )
             if params:
                 conn.executemany(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                     " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, idempotency_key, fingerprint)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     params,
                 )
             conn.execute(
@@ -736,10 +746,10 @@ class SQLiteStore(Store):
             conn.execute(
                 f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                 " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                " created_at, idempotency_key)"
+                " created_at, idempotency_key, fingerprint)"
                 " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
-                " tool_call_id, metadata, state, token_count, created_at, idempotency_key"
-                f" FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                " tool_call_id, metadata, state, token_count, created_at, idempotency_key,"
+                f" fingerprint FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
                 " AND position <= ?",
                 (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
             )
@@ -981,8 +991,8 @@ class SQLiteStore(Store):
                 conn.execute(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                     " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, idempotency_key, fingerprint)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         tenant,
                         thread_id,
@@ -999,6 +1009,7 @@ class SQLiteStore(Store):
                         summary.token_count,
                         to_us(summary.created_at),
                         summary.idempotency_key,
+                        summary.fingerprint,
                     ),
                 )
             conn.execute(
