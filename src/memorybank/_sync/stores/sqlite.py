@@ -6,6 +6,9 @@ Layout: tables ``<prefix>threads``, ``<prefix>branches``, ``<prefix>entries``,
 ``<prefix>schema_version``; every key and index leads with ``tenant_id``.
 Entries are indexed by ``(tenant_id, thread_id, branch, position)``, so "last N"
 is one index range read whatever the thread's length.
+A keyed entry's payload fingerprint is in ``entries.fingerprint`` (schema
+version 3; NULL on older rows, which match any payload), compared with the
+new one inside the append's transaction.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
