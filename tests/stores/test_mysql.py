@@ -17,7 +17,7 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import AsyncMySQLStore
+from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore, _idem_hash
 from memorybank._sync.stores.mysql import MySQLStore, _LockContention
 from memorybank.errors import ConfigurationError, StoreUnavailable
 from memorybank.stores._mysql_compat import MySQLPool
@@ -251,7 +251,7 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
             for table in ("entries", "records", "vectors"):
                 cur.execute(
                     "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
@@ -319,8 +319,6 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
 
 
 def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> None:
-    from memorybank._async.stores.mysql import _MIGRATIONS
-
     prefix = f"{mysql_prefix}v1_"
     conn = connect()
     try:
@@ -342,7 +340,8 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             )
             cur.execute(
                 f"INSERT INTO `{prefix}entries` VALUES ('default', 'old', 'main', 1, 'e1', 'user',"
-                " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, NULL, NULL)"
+                " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, 'k', %s)",
+                (_idem_hash("k"),),
             )
         store = MySQLStore.from_url(URL, prefix=prefix)
         try:
@@ -353,11 +352,16 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             # Appends after the upgrade continue the branch's positions.
             added = Memory(store).remember("old", "user", "second")
             assert added.position == 2
+            # A key stored before fingerprints (migration 3) replays whatever the payload.
+            again = Memory(store).entries.add(
+                "old", {"role": "user", "content": "other"}, idempotency_key="k"
+            )
+            assert again.id == "e1"
         finally:
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((2,),)
+            assert cur.fetchall() == ((len(_MIGRATIONS),),)
     finally:
         conn.close()
         drop_tables(prefix)

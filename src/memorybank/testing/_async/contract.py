@@ -408,7 +408,7 @@ class AsyncContract:
             token_count=999,
         )
         assert again == first
-        batch = [
+        batch: list[dict[str, Any]] = [
             {"role": "user", "content": "x", "metadata": {"n": 1}},
             {"role": "tool", "content": "y", "tool_call_id": "c1"},
         ]
@@ -478,6 +478,12 @@ class AsyncContract:
         with pytest.raises(InvalidInput) as caught:
             await memory.entries.add(tid, batch[1], idempotency_key="k\x1f1")
         assert caught.value.field == "idempotency_key"
+        # the longest key a caller may give still names a batch (its members' keys are longer)
+        longest = "k" * 255
+        many = [{"role": "user", "content": str(i)} for i in range(12)]
+        first = await memory.entries.add_many(tid, many, idempotency_key=longest)
+        assert await memory.entries.add_many(tid, many, idempotency_key=longest) == first
+        assert await memory.entries.count(tid) == 17
 
     async def test_the_key_of_another_branch_or_thread_is_another_key(
         self, memory: AsyncMemory

@@ -409,7 +409,7 @@ class SyncContract:
             token_count=999,
         )
         assert again == first
-        batch = [
+        batch: list[dict[str, Any]] = [
             {"role": "user", "content": "x", "metadata": {"n": 1}},
             {"role": "tool", "content": "y", "tool_call_id": "c1"},
         ]
@@ -479,6 +479,12 @@ class SyncContract:
         with pytest.raises(InvalidInput) as caught:
             memory.entries.add(tid, batch[1], idempotency_key="k\x1f1")
         assert caught.value.field == "idempotency_key"
+        # the longest key a caller may give still names a batch (its members' keys are longer)
+        longest = "k" * 255
+        many = [{"role": "user", "content": str(i)} for i in range(12)]
+        first = memory.entries.add_many(tid, many, idempotency_key=longest)
+        assert memory.entries.add_many(tid, many, idempotency_key=longest) == first
+        assert memory.entries.count(tid) == 17
 
     def test_the_key_of_another_branch_or_thread_is_another_key(
         self, memory: Memory
