@@ -95,6 +95,8 @@ class Entry:
     ``position`` orders the entries of a branch: strictly increasing in the order
     they were added (deletes may leave gaps). ``created_at`` is informational and
     may be set in the past for imports; it never changes the order.
+    ``idempotency_key`` is the key it was stored under: the caller's key, or
+    ``key + "\x1f" + str(i)`` for message ``i >= 1`` of an ``add_many`` batch.
     """
 
     id: str

@@ -17,7 +17,7 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore
+from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore, _idem_hash
 from memorybank._sync.stores.mysql import MySQLStore, _LockContention
 from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
 from memorybank.stores._mysql_compat import MySQLPool
@@ -349,7 +349,8 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             )
             cur.execute(
                 f"INSERT INTO `{prefix}entries` VALUES ('default', 'old', 'main', 1, 'e1', 'user',"
-                " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, NULL, NULL)"
+                " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, 'k', %s)",
+                (_idem_hash("k"),),
             )
         store = MySQLStore.from_url(URL, prefix=prefix)
         try:
@@ -360,6 +361,11 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             # Appends after the upgrade continue the branch's positions.
             added = Memory(store).remember("old", "user", "second")
             assert added.position == 2
+            # A key stored before fingerprints (migration 5) replays whatever the payload.
+            again = Memory(store).entries.add(
+                "old", {"role": "user", "content": "other"}, idempotency_key="k"
+            )
+            assert again.id == "e1"
         finally:
             store.close()
         with conn.cursor() as cur:
@@ -457,6 +463,7 @@ def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) 
             assert [h.entry.content for h in hits if h.entry] == ["first"]
             columns = _string_columns(prefix)
             assert columns.pop("utf8mb4_unicode_ci") == {"entries.content", "records.content"}
+            assert columns.pop("ascii_bin") == {"entries.fingerprint"}
             assert list(columns) == [_exact_collation()]
         finally:
             store.close()

@@ -448,6 +448,58 @@ async def test_racing_writers_of_one_idempotency_key_store_it_once(prefix: str) 
     await b.close()
 
 
+async def test_racing_writers_of_one_key_with_other_payloads_store_one(prefix: str) -> None:
+    a = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    b = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    ma, mb = AsyncMemory(a), AsyncMemory(b)
+    tid = (await ma.threads.create()).id
+    for i in range(25):
+        outcomes = await asyncio.gather(
+            ma.entries.add(tid, {"role": "user", "content": f"a{i}"}, idempotency_key=f"k{i}"),
+            mb.entries.add(tid, {"role": "user", "content": f"b{i}"}, idempotency_key=f"k{i}"),
+            return_exceptions=True,
+        )
+        assert sorted(type(o).__name__ for o in outcomes) == ["Conflict", "Entry"]
+    entries = await ma.entries.list(tid)
+    assert len(entries) == 25
+    # the loser wrote nothing, not even a position: the statement rolled back whole
+    assert [e.position for e in entries] == list(range(1, 26))
+    await a.close()
+    await b.close()
+
+
+async def test_keyed_rows_from_before_fingerprints_still_replay(prefix: str) -> None:
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {prefix}schema_version"
+            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+        )
+        for migration in MIGRATIONS[:2]:
+            for statement in migration:
+                conn.execute(statement.format(p=prefix))
+        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
+            " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+            " VALUES ('default', 'old', 'main', now(), 1)"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, token_count, created_at, idempotency_key)"
+            " VALUES ('default', 'old', 'main', 1, 'e1', 'user', 'old', 3, now(), 'k')"
+        )
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    again = await memory.entries.add("old", {"role": "user", "content": "new"}, idempotency_key="k")
+    assert again.id == "e1"
+    assert await memory.entries.count("old") == 1
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    await store.close()
+
+
 # -- capabilities ------------------------------------------------------------------------
 
 

@@ -123,7 +123,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,)]
+    assert versions == [(1,), (2,), (3,), (4,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -213,3 +213,35 @@ def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
     assert memory.facts.supersede("f1", "new").version == 2
     assert [f.content for f in memory.facts.history("f1")] == ["old", "new"]
     store.close()
+
+
+def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> None:
+    """A version-2 row has a key but no fingerprint: a retry returns it, whatever its payload."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:2], 1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
+    conn.execute(
+        "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
+        " 'active', 0, 0, 'main')"
+    )
+    conn.execute("INSERT INTO memorybank_branches VALUES ('default', 't', 'main', 0, NULL, NULL)")
+    conn.execute(
+        "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+        " content, metadata, state, token_count, created_at, idempotency_key) VALUES"
+        " ('default', 't', 'main', 1, 'e1', 'user', 'old', '{}', '{}', 5, 0, 'k')"
+    )
+    conn.commit()
+    conn.close()
+    memory = Memory(SQLiteStore(path))
+    assert (
+        memory.entries.add("t", {"role": "user", "content": "new"}, idempotency_key="k").id == "e1"
+    )
+    fresh = memory.entries.add("t", {"role": "user", "content": "x"}, idempotency_key="k2")
+    assert memory.entries.add("t", {"role": "user", "content": "x"}, idempotency_key="k2") == fresh
+    assert memory.entries.count("t") == 2

@@ -20,6 +20,7 @@ from memorybank import _validate as v
 from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
 from memorybank._sync.stores.open import open_store
 from memorybank._concurrency import maybe_await
+from memorybank._idempotency import keyed
 from memorybank._ids import new_id
 from memorybank._scope import ROOT, Principal, Scope, check_owner
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
@@ -634,7 +635,6 @@ class Entries:
         message: MessageLike,
         *,
         token_count: int | None,
-        idempotency_key: str | None,
         created_at: datetime,
     ) -> NewEntry:
         clean = v.as_message(message, max_content_chars=self._core.max_content_chars)
@@ -653,7 +653,6 @@ class Entries:
             state=dict(clean.state),
             token_count=token_count,
             created_at=created_at,
-            idempotency_key=v.check_optional_id(idempotency_key, "idempotency_key"),
         )
 
     def add(
@@ -671,18 +670,23 @@ class Entries:
 
         ``token_count`` defaults to the exact count with the configured tokenizer
         (message overhead included). A retry with the same ``idempotency_key``
-        returns the stored entry instead of adding a second one. ``created_at``
-        may be in the past (imports); order is always the order of adding.
+        and the same message returns the stored entry instead of adding a second
+        one; the key reused with a different message (role, content, name, tool
+        calls, tool call id, metadata or state) raises ``Conflict`` and adds
+        nothing. ``created_at`` may be in the past (imports); order is always
+        the order of adding.
         """
         user_id = self._scope.user(user_id)
         now = self._core.now()
+        key = v.check_optional_id(idempotency_key, "idempotency_key")
         entry = self._new_entry(
             message,
             token_count=token_count,
-            idempotency_key=idempotency_key,
             created_at=now if created_at is None else v.check_time(created_at, "created_at"),
         )
-        stored = self._append(thread_id, [entry], now=now, branch=branch, user_id=user_id)
+        stored = self._append(
+            thread_id, keyed(key, [entry]), now=now, branch=branch, user_id=user_id
+        )
         return stored[0]
 
     def add_many(
@@ -697,8 +701,13 @@ class Entries:
     ) -> list[Entry]:
         """Append several messages in one atomic write: all are stored or none.
 
-        With ``idempotency_key``, message ``i`` gets the key ``f"{key}:{i}"`` so a
-        retried batch is not duplicated.
+        With ``idempotency_key``, a retry of the same messages returns the stored
+        entries instead of adding them again, and a retry that differs (one
+        message more or less, any message changed) raises ``Conflict`` and adds
+        nothing. The key names the whole request: ``add(m, idempotency_key=k)``
+        is the same request as ``add_many([m], idempotency_key=k)``. Message 0 is
+        stored under ``key``, message ``i >= 1`` under ``key + "\x1f" + str(i)``
+        (``Entry.idempotency_key``), which no key given to ``add`` can equal.
         """
         user_id = self._scope.user(user_id)
         if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
@@ -706,18 +715,12 @@ class Entries:
         now = self._core.now()
         when = now if created_at is None else v.check_time(created_at, "created_at")
         key = v.check_optional_id(idempotency_key, "idempotency_key")
-        new = [
-            self._new_entry(
-                message,
-                token_count=None,
-                idempotency_key=None if key is None else f"{key}:{index}",
-                created_at=when,
-            )
-            for index, message in enumerate(messages)
-        ]
+        new = [self._new_entry(message, token_count=None, created_at=when) for message in messages]
         if not new:
             return []
-        return self._append(thread_id, new, now=now, branch=branch, user_id=user_id)
+        return self._append(
+            thread_id, keyed(key, new), now=now, branch=branch, user_id=user_id
+        )
 
     def _append(
         self,

@@ -50,7 +50,13 @@ UNSET: Final = Unset()
 
 @dataclass(frozen=True, slots=True)
 class NewEntry:
-    """An entry to append: validated, token-counted and id'd by ``AsyncMemory``."""
+    """An entry to append: validated, token-counted and id'd by ``AsyncMemory``.
+
+    ``idempotency_key`` is the key to store it under and ``fingerprint`` the
+    content hash of the request that carries it (both made by
+    ``memorybank._idempotency``); a store compares them as opaque strings
+    (see ``AsyncStore.append_entries``).
+    """
 
     id: str
     role: str
@@ -63,6 +69,7 @@ class NewEntry:
     token_count: int
     created_at: datetime
     idempotency_key: str | None = None
+    fingerprint: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

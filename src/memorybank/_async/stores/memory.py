@@ -27,6 +27,7 @@ from memorybank._async.stores.base import (
     Visibility,
 )
 from memorybank._concurrency import AsyncLock
+from memorybank._idempotency import clash, key_reused
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._types import visible
@@ -57,6 +58,9 @@ class AsyncInMemoryStore(AsyncStore):
         self._threads: dict[_Key, Thread] = {}
         self._branches: dict[_Key, dict[str, Branch]] = {}
         self._entries: dict[tuple[str, str, str], list[Entry]] = {}
+        # Payload fingerprints of keyed entries, per thread by entry id (branch copies share
+        # ids, so they share the fingerprint); dropped with the thread.
+        self._fingerprints: dict[_Key, dict[str, str]] = {}
         self._working: dict[_Key, dict[str, str]] = {}
         self._snapshots: dict[_Key, tuple[str | None, str]] = {}
         self._summaries: dict[str, list[Summary]] = {}
@@ -161,6 +165,7 @@ class AsyncInMemoryStore(AsyncStore):
                 return False
             for name in self._branches.pop(key, {}):
                 self._entries.pop((tenant, thread_id, name), None)
+            self._fingerprints.pop(key, None)
             self._drop_thread_vectors(tenant, thread_id)
             return True
 
@@ -188,21 +193,30 @@ class AsyncInMemoryStore(AsyncStore):
             if rows is None:
                 raise NotFound(f"branch {name!r} not found")
             by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
+            prints = self._fingerprints.get((tenant, thread_id), {})
+            prints_new: dict[str, str] = {}
             position = rows[-1].position if rows else 0
             stored: list[Entry] = []
             added: list[Entry] = []
             for new in entries:
                 existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
                 if existing is not None:
+                    if clash(prints.get(existing.id), new.fingerprint):
+                        raise key_reused(new.idempotency_key)
                     stored.append(existing)
                     continue
                 position += 1
                 entry = _entry_from_new(new, thread_id, name, position)
                 if entry.idempotency_key is not None:
                     by_key[entry.idempotency_key] = entry
+                    if new.fingerprint is not None:
+                        prints_new[new.id] = new.fingerprint
                 added.append(entry)
                 stored.append(entry)
+            # Nothing changed before this point: a Conflict above leaves the branch as it was.
             rows.extend(added)
+            if prints_new:
+                self._fingerprints.setdefault((tenant, thread_id), {}).update(prints_new)
             thread = dataclasses.replace(thread, updated_at=updated_at)
             self._threads[(tenant, thread_id)] = thread
             return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
@@ -430,6 +444,7 @@ class AsyncInMemoryStore(AsyncStore):
                     for name in self._branches.pop(key, {}):
                         removed += len(self._entries.pop((tenant, key[1], name), []))
                     del self._threads[key]
+                    self._fingerprints.pop(key, None)
                     self._drop_thread_vectors(tenant, key[1])
                     removed += 1
             for skey, (owner, _) in list(self._snapshots.items()):

@@ -30,8 +30,24 @@ Ordering
 Atomicity and durability
     ``append_entries`` writes its whole batch or nothing. When a write method
     returns, the data survives a crash of the process (at the store's
-    configured durability). An entry whose ``idempotency_key`` already exists on
-    the branch is not written again: the stored entry is returned in its place.
+    configured durability).
+
+Idempotency
+    An entry whose ``idempotency_key`` already exists on the branch is not
+    written again: the stored entry is returned in its place. Keys and
+    fingerprints are made once, above the stores (``memorybank._idempotency``):
+    a batch's member ``i >= 1`` is stored under ``key + "\x1f" + str(i)``, a
+    form no caller's key can take, and every member carries the fingerprint
+    (a SHA-256 of role, content, name, tool calls, tool call id, metadata and
+    state of the whole request). When the stored entry and the new one both
+    have a fingerprint and they differ, the key was reused for another payload:
+    ``append_entries`` raises ``Conflict`` and writes nothing of the batch. The
+    comparison happens inside the append's atomic step, so of two concurrent
+    appends of one key with different payloads exactly one is stored and the
+    other raises ``Conflict``. An entry stored without a fingerprint (written
+    before stores kept one, or by a caller that gives none) matches any payload,
+    as before. Stores keep the fingerprint with the entry (branch copies
+    included); it is never returned.
 
 Branches
     ``create_thread`` creates the branch ``"main"`` with the thread, and makes
@@ -179,6 +195,14 @@ class Store(abc.ABC):
         append wrote nothing); assigns positions; skips entries whose
         idempotency key is already on the branch (returning the stored entry in
         their place); sets the thread's ``updated_at``.
+
+        ``Conflict``, with nothing written, when an entry's key is already on the
+        branch with a different ``fingerprint`` (both not ``None``; see
+        "Idempotency" in the module docstring). The check and the write are one
+        atomic step: a concurrent append of the same key either committed
+        before (and is compared) or comes after (and is compared against this
+        one). Keys repeated within one batch are the batch's own: the first
+        copy is stored, later copies get its entry.
         """
 
     @abc.abstractmethod

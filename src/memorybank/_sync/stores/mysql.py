@@ -21,7 +21,10 @@ JSON text; every key and index leads with ``tenant_id``):
   utf8mb4 ids the key itself would exceed InnoDB's 3072-byte index limit. The
   store matches the key itself under the branch lock; the unique index is a
   backstop (a hash collision between two different keys on one branch would
-  surface as ``Conflict``, never as a lost entry).
+  surface as ``Conflict``, never as a lost entry). ``fingerprint`` (migration 5)
+  is the payload hash of a keyed entry, compared under the same lock (NULL on
+  older rows: they match any payload); ``idempotency_key`` is TEXT since
+  migration 3, so batch members' longer keys fit.
   Migration 2 adds a FULLTEXT index on ``content`` (whose collation becomes
   ``utf8mb4_unicode_ci``, see "Keyword search").
 - ``<p>working`` PK (tenant_id, run_id, k); ``<p>snapshots`` PK (tenant_id,
@@ -33,7 +36,7 @@ JSON text; every key and index leads with ``tenant_id``):
   FULLTEXT (content). ``kind`` is at most 64 characters so the keys fit
   InnoDB's 3072-byte limit. ``record_put`` is one transaction of
   ``INSERT ... ON DUPLICATE KEY UPDATE`` (explicit values, not ``VALUES()``,
-  deprecated in MySQL 8). Migration 3 adds ``revision``; a guarded write first
+  deprecated in MySQL 8). Migration 4 adds ``revision``; a guarded write first
   locks the guarded row (``SELECT ... FOR UPDATE``) or, when it must be absent,
   claims its key with a placeholder row (revision -1, never committed: the
   write replaces it or the transaction deletes it), then compares, then writes
@@ -164,6 +167,7 @@ from memorybank._sync.stores.base import (
     Visibility,
 )
 from memorybank._concurrency import Lock, sleep
+from memorybank._idempotency import clash, key_reused
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -374,6 +378,13 @@ _MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # Records carry the revision that ``RecordGuard`` compares (an instant ADD COLUMN).
     ("ALTER TABLE {p}records ADD COLUMN revision BIGINT NOT NULL DEFAULT 0",),
+    # The payload fingerprint of keyed entries (NULL on older rows: they match any
+    # payload). Batch members' longer keys (see memorybank._idempotency) fit the TEXT
+    # key column of migration 3.
+    (
+        "ALTER TABLE {p}entries ADD COLUMN fingerprint"
+        " CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL",
+    ),
 ]
 
 _T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
@@ -386,8 +397,10 @@ _PAGE_COLS = (
 _THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 _INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
-    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash"
+    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash,"
+    " fingerprint"
 )
+_INSERT_WIDTH = len(_INSERT_COLS.split(","))  # 17: (tenant_id, thread_id, branch, position)
 #: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
 _R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -460,7 +473,7 @@ def _url_options(url: str) -> dict[str, Any]:
 
 
 def _entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The 12 columns of an entry after (tenant_id, thread_id, branch, position)."""
+    """The 13 columns of an entry after (tenant_id, thread_id, branch, position)."""
     return (
         new.id,
         new.role,
@@ -474,6 +487,7 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
         to_us(new.created_at),
         new.idempotency_key,
         _idem_hash(new.idempotency_key),
+        None if new.idempotency_key is None else new.fingerprint,
     )
 
 
@@ -959,7 +973,7 @@ class MySQLStore(Store):
             hashes = [_idem_hash(k) for k in keys]
             statements.append(
                 (
-                    f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    f"SELECT {_E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
                     " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                     " WHERE e.tenant_id = %s AND e.thread_id = %s"
                     " AND e.branch = COALESCE(%s, t.current_branch)"
@@ -981,10 +995,17 @@ class MySQLStore(Store):
         position = int(row[11])
         by_key: dict[str, Entry] = {}
         if keys:
+            prints: dict[str, str | None] = {}
             for found in results[3][0]:
-                entry = row_to_entry(found)
+                entry = row_to_entry(found[:-1])
                 if entry.idempotency_key is not None:
                     by_key[entry.idempotency_key] = entry
+                    prints[entry.idempotency_key] = found[-1]
+            for new in entries:  # before any write; the exception rolls the transaction back
+                if new.idempotency_key in prints and clash(
+                    prints[new.idempotency_key], new.fingerprint
+                ):
+                    raise key_reused(new.idempotency_key)
         stored: list[Entry] = []
         values: list[Any] = []
         for new in entries:
@@ -1017,9 +1038,9 @@ class MySQLStore(Store):
         if fast:
             return AppendResult(stored, thread)
         writes: list[_Statement] = []
-        added = len(values) // 16
+        added = len(values) // _INSERT_WIDTH
         if added:
-            row_marks = "(" + ", ".join(["%s"] * 16) + ")"
+            row_marks = "(" + ", ".join(["%s"] * _INSERT_WIDTH) + ")"
             writes.append(
                 (
                     f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
@@ -1063,7 +1084,7 @@ class MySQLStore(Store):
         if not isinstance(owner, Unset):
             source += " AND t.user_id <=> %s"
             where.append(owner)
-        marks = ", ".join(["%s"] * 12)
+        marks = ", ".join(["%s"] * (_INSERT_WIDTH - 4))
         selects = []
         args: list[Any] = []
         for offset, new in enumerate(entries, start=1):
@@ -1647,7 +1668,7 @@ class MySQLStore(Store):
             writes.append(
                 (
                     f"INSERT INTO {self._entries} ({_INSERT_COLS})"
-                    f" VALUES ({', '.join(['%s'] * 16)})",
+                    f" VALUES ({', '.join(['%s'] * _INSERT_WIDTH)})",
                     (tenant, thread_id, branch, through, *_entry_values(summary)),
                 )
             )

@@ -12,7 +12,7 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
              last_position)                                 PK (tenant_id, thread_id, name)
     entries(tenant_id, thread_id, branch, position, id, role, content, name,
             tool_calls jsonb, tool_call_id, metadata jsonb, state jsonb,
-            token_count, created_at, idempotency_key)
+            token_count, created_at, idempotency_key, fingerprint)
         PK (tenant_id, thread_id, branch, position)
         unique (tenant_id, thread_id, branch, id),
         unique (tenant_id, thread_id, branch, idempotency_key) where the key is not null
@@ -78,18 +78,24 @@ transaction-level advisory lock, so several processes starting at once are safe.
 Appends are ONE statement (one round trip, autocommit): it checks the thread
 and its owner, locks the thread row (``UPDATE ... updated_at``), then the
 branch row, whose ``last_position`` counter reserves the batch's positions, and
-inserts the batch with ``ON CONFLICT DO NOTHING`` on the idempotency key. The
-locks are held until the statement commits, so concurrent appenders in any
-number of processes are serialised per thread: nothing is lost, duplicated or
-interleaved, and positions follow commit order. A status column tells the
-caller whether the thread was missing, forbidden (nothing written) or had no
-such branch.
+inserts the batch; an entry whose idempotency key is stored already is not
+inserted, and one stored with another fingerprint makes the statement write
+nothing. The locks are held until the statement commits, so concurrent
+appenders in any number of processes are serialised per thread: nothing is
+lost, duplicated or interleaved, and positions follow commit order. A status
+column tells the caller whether the thread was missing, forbidden, reused a
+key for another payload (nothing written in all three) or had no such branch.
+The statement's snapshot is taken before it waits for the thread lock, so a
+key committed meanwhile by another writer is invisible to it: its insert then
+fails on the unique key index, the statement rolls back whole, and the store
+runs it again (up to 3 times), now comparing against that writer's entry.
+A key's fingerprint lives in the ``fingerprint`` column (migration 4; NULL on
+older rows, which match any payload).
 
 Positions are gap-free per branch while entries are only appended: the branch
 counter never goes back, so after ``delete_entries``/``truncate_after``/
 ``clear_entries`` new entries continue after the highest position ever assigned
-(a position is never reused), and a lost race between two writers of the same
-idempotency key leaves a one-position gap.
+(a position is never reused).
 
 "Last N" is one statement: the thread row ``UNION ALL`` a backward index scan of
 ``(tenant_id, thread_id, branch, position)`` with ``LIMIT``, so its cost does
@@ -167,6 +173,7 @@ from memorybank._sync.stores.base import (
     Visibility,
 )
 from memorybank._concurrency import Lock
+from memorybank._idempotency import key_reused
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -229,6 +236,7 @@ _E_READ = ", ".join(
 _N_THREAD = len(THREAD_COLUMNS.split(","))
 _N_ENTRY = len(ENTRY_COLUMNS.split(","))
 _E_START = 2 + _N_THREAD + 2  # where an append row's stored entry columns start
+_KEY_RACES = 3  # runs of an append that lost an idempotency-key race to concurrent writers
 _NULL_ENTRY = (
     "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text,"
     " NULL::jsonb, NULL::text, NULL::jsonb, NULL::jsonb, NULL::integer, NULL::timestamptz,"
@@ -363,6 +371,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # Records carry the revision that ``RecordGuard`` compares (no table rewrite).
     ("ALTER TABLE {p}records ADD COLUMN revision bigint NOT NULL DEFAULT 0",),
+    # The payload fingerprint of keyed entries (NULL on rows written before: no check).
+    ("ALTER TABLE {p}entries ADD COLUMN fingerprint text",),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -386,7 +396,7 @@ WITH input AS (
     SELECT * FROM json_to_recordset(%(batch)s::json) AS i(
         id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
         metadata jsonb, state jsonb, token_count integer, created_at timestamptz,
-        idempotency_key text, ord bigint)
+        idempotency_key text, fingerprint text, ord bigint)
 ),
 probe AS (
     SELECT user_id, current_branch FROM {p}threads
@@ -397,7 +407,7 @@ allowed AS (
     WHERE NOT %(check_owner)s::bool OR user_id IS NOT DISTINCT FROM %(owner)s::text
 ),
 existing AS (
-    SELECT {e_cols}, i.ord
+    SELECT {e_cols}, i.ord, coalesce(e.fingerprint <> i.fingerprint, false) AS clash
     FROM input i
     JOIN allowed a ON true
     JOIN {p}entries e ON e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s
@@ -414,6 +424,7 @@ th AS (
     WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s
       AND EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = %(tenant)s
                   AND b.thread_id = %(thread)s AND b.name = a.branch)
+      AND NOT EXISTS (SELECT 1 FROM existing WHERE clash)
     RETURNING {t_cols}
 ),
 br AS (
@@ -424,13 +435,12 @@ br AS (
 ),
 ins AS (
     INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content, name,
-        tool_calls, tool_call_id, metadata, state, token_count, created_at, idempotency_key)
+        tool_calls, tool_call_id, metadata, state, token_count, created_at, idempotency_key,
+        fingerprint)
     SELECT %(tenant)s, %(thread)s, br.name, br.base + f.rn, f.id, f.role, f.content, f.name,
         f.tool_calls, f.tool_call_id, f.metadata, f.state, f.token_count,
-        f.created_at, f.idempotency_key
+        f.created_at, f.idempotency_key, f.fingerprint
     FROM fresh f CROSS JOIN br
-    ON CONFLICT (tenant_id, thread_id, branch, idempotency_key)
-        WHERE idempotency_key IS NOT NULL DO NOTHING
     RETURNING id, position
 ),
 result AS (
@@ -442,6 +452,7 @@ result AS (
 SELECT
     CASE WHEN NOT EXISTS (SELECT 1 FROM probe) THEN 1
          WHEN NOT EXISTS (SELECT 1 FROM allowed) THEN 2
+         WHEN EXISTS (SELECT 1 FROM existing WHERE clash) THEN 4
          WHEN NOT EXISTS (SELECT 1 FROM th) THEN 3
          ELSE 0 END,
     (SELECT branch FROM allowed),
@@ -588,6 +599,7 @@ def _new_entry_json(e: NewEntry) -> dict[str, Any]:
         "token_count": e.token_count,
         "created_at": e.created_at.isoformat(),
         "idempotency_key": e.idempotency_key,
+        "fingerprint": None if e.idempotency_key is None else e.fingerprint,
     }
 
 
@@ -1061,12 +1073,14 @@ class PostgresStore(Store):
             "now": updated_at,
             "batch": batch,
         }
-        rows = self._fetch(self._sql.append, params)
+        rows = self._append_rows(params)
         status, resolved = rows[0][0], rows[0][1]
         if status == 1:
             raise NotFound(f"thread {thread_id!r} not found")
         if status == 2:
             raise ThreadForbidden()
+        if status == 4:
+            raise key_reused(rows[0][_E_START + _N_ENTRY - 1])
         if status == 3:
             raise NotFound(f"branch {resolved!r} not found")
         thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
@@ -1080,23 +1094,35 @@ class PostgresStore(Store):
                 stored[index] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
             else:
                 stored[index] = _new_entry(sent[index], thread_id, resolved, row[3 + _N_THREAD])
-        missing = [i for i in range(len(sent)) if i not in stored]
-        if missing:
-            # Another writer stored the same idempotency key first (or the branch vanished).
-            keys = [sent[i].idempotency_key for i in missing]
-            found: dict[str, Entry] = {}
-            if all(k is not None for k in keys):
-                for row in self._fetch(
-                    self._sql.entries_by_key, (tenant, thread_id, resolved, keys)
-                ):
-                    entry = row_to_entry(row)
-                    found[entry.idempotency_key or ""] = entry
-            for i in missing:
-                hit = found.get(sent[i].idempotency_key or "")
-                if hit is None:
-                    raise NotFound(f"branch {resolved!r} not found")
-                stored[i] = hit
+        if len(stored) < len(sent):  # the branch was deleted after the statement's checks
+            raise NotFound(f"branch {resolved!r} not found")
         return AppendResult([stored[i] for i in slot], thread)
+
+    def _append_rows(self, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """Run the append statement; again when it lost an idempotency-key race.
+
+        The statement's snapshot predates the lock it waits for, so a key stored by
+        a writer that committed meanwhile is invisible to it: its insert then fails
+        on the unique index and the whole statement rolls back (nothing written).
+        The next run sees that entry and compares fingerprints like any other.
+        """
+        for attempt in range(_KEY_RACES):
+            try:
+                return self._fetch(self._sql.append, params)
+            except Conflict as error:
+                cause = error.__cause__
+                lost = (
+                    isinstance(cause, psycopg.errors.UniqueViolation)
+                    and cause.diag.constraint_name == f"{self.prefix}entries_key"
+                    # a caller's transaction is aborted by the error: it cannot go on
+                    and (
+                        self._conn is None
+                        or self._conn.info.transaction_status == pq.TransactionStatus.IDLE
+                    )
+                )
+                if not lost or attempt == _KEY_RACES - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     def list_entries(
         self,
@@ -1843,10 +1869,6 @@ class _Statements:
             x_cols=_cols("x", ENTRY_COLUMNS),
             null_entry=_NULL_ENTRY,
         )
-        self.entries_by_key = (
-            f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = %s AND thread_id = %s"
-            " AND branch = %s AND idempotency_key = ANY(%s)"
-        )
         self.list_entries: dict[tuple[bool, bool], str] = {}
         for has_before in (False, True):
             for has_after in (False, True):
@@ -1911,9 +1933,9 @@ class _Statements:
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s))"
             f" INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
             " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-            " idempotency_key)"
+            " idempotency_key, fingerprint)"
             " SELECT tenant_id, thread_id, %(name)s, position, id, role, content, name, tool_calls,"
-            " tool_call_id, metadata, state, token_count, created_at, idempotency_key"
+            " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint"
             f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
             " AND branch = %(from)s AND position <= %(upto)s"
         )
@@ -2015,13 +2037,14 @@ class _Statements:
         self.compact_insert = (
             f"WITH s AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
             " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-            " idempotency_key)"
+            " idempotency_key, fingerprint)"
             " SELECT %(tenant)s, %(thread)s, %(branch)s, %(through)s, i.id, i.role, i.content,"
             " i.name, i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count,"
-            " i.created_at, i.idempotency_key"
+            " i.created_at, i.idempotency_key, i.fingerprint"
             " FROM json_to_recordset(%(summary)s::json) AS i(id text, role text, content text,"
             " name text, tool_calls jsonb, tool_call_id text, metadata jsonb, state jsonb,"
-            " token_count integer, created_at timestamptz, idempotency_key text))"
+            " token_count integer, created_at timestamptz, idempotency_key text,"
+            " fingerprint text))"
             f" UPDATE {p}threads SET updated_at = %(updated)s"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s"
         )

@@ -15,7 +15,10 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     P{tenant:thread}:z:<branch> zset   score = position, member = entry JSON
                                        [position, created, id, role, content, name,
                                        tool_calls, tool_call_id, metadata, state, tokens,
-                                       idem_key] (the script splices the position in)
+                                       idem_key(, fingerprint)] (the script splices the
+                                       position in; the payload fingerprint only on keyed
+                                       entries -- members written before it have none and
+                                       match any payload, so the layout version is unchanged)
     P{tenant:thread}:h:<branch> hash   "i:<entry id>" -> position, "k:<idem key>" -> entry id
     P{tenant:thread}:v:<model>  hash   entry id -> float32 unit vector (little-endian)
     P{tenant}:threads           zset   score = updated_at, member = thread id
@@ -150,6 +153,7 @@ from memorybank._sync.stores.base import (
     VectorItem,
     Visibility,
 )
+from memorybank._idempotency import key_reused
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -253,9 +257,11 @@ return 1
 
 # ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
 # ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
-# its position) per entry. Returns status, branch, the thread's 10 fields, then per entry
-# its position and "" (new) or the stored member (idempotent replay). The thread's fields
-# come back as one JSON array (one reply item instead of ten: cheaper on both sides).
+# its position, fingerprint or "") per entry. Returns status, branch, the thread's 10 fields,
+# then per entry its position and "" (new) or the stored member (idempotent replay); or
+# {'CONFLICT', key} (nothing written) when a stored key's member has another fingerprint
+# (its 13th element; members without one match any payload). The thread's fields come
+# back as one JSON array (one reply item instead of ten: cheaper on both sides).
 _APPEND = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
@@ -268,20 +274,39 @@ elseif redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then
   return {'NOBRANCH', b}
 end
 local z, h = zkey(b), hkey(b)
+local replay = {}  -- ARGV index -> {position, member}: found before anything is written
+for i = 8, #ARGV, 4 do
+  local key, fp = ARGV[i], ARGV[i + 3]
+  local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
+  if found then
+    local p = redis.call('HGET', h, 'i:' .. found)
+    local m = redis.call('ZRANGEBYSCORE', z, p, p)[1]
+    if fp ~= '' then
+      local old = cjson.decode(m)[13]
+      if type(old) == 'string' and old ~= fp then return {'CONFLICT', key} end
+    end
+    replay[i] = {p, m}
+  end
+end
 local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')
 local pos = 0
 if last[2] then pos = tonumber(last[2]) end
 redis.call('HSET', tkey, 'up', ARGV[7])
 t[9] = ARGV[7]
 local out = {'OK', b, cjson.encode(t)}
-for i = 8, #ARGV, 3 do
+for i = 8, #ARGV, 4 do
   local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local found = false
-  if key ~= '' then found = redis.call('HGET', h, 'k:' .. key) end
-  if found then
-    local p = redis.call('HGET', h, 'i:' .. found)
-    out[#out + 1] = p
-    out[#out + 1] = redis.call('ZRANGEBYSCORE', z, p, p)[1]
+  local hit = replay[i]
+  if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
+    local found = redis.call('HGET', h, 'k:' .. key)
+    if found then
+      local p = redis.call('HGET', h, 'i:' .. found)
+      hit = {p, redis.call('ZRANGEBYSCORE', z, p, p)[1]}
+    end
+  end
+  if hit then
+    out[#out + 1] = hit[1]
+    out[#out + 1] = hit[2]
   else
     pos = pos + 1
     redis.call('ZADD', z, pos, '[' .. pos .. ',' .. string.sub(json, 2))
@@ -921,6 +946,8 @@ def _entry_json(new: NewEntry) -> str:
             new.state,
             new.token_count,
             new.idempotency_key,
+            # the fingerprint goes last, and only with a key: unkeyed members stay as they were
+            *([new.fingerprint] if new.idempotency_key and new.fingerprint else []),
         ]
     )
 
@@ -1417,7 +1444,7 @@ class RedisStore(Store):
         texts = [_entry_json(e) for e in entries]
         args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
-            args += [new.idempotency_key or "", new.id, text]
+            args += [new.idempotency_key or "", new.id, text, new.fingerprint or ""]
         with self._op():
             out = self._thread_eval(_S_APPEND, tenant, thread_id, *args)
             status = _s(out[0])
@@ -1426,6 +1453,8 @@ class RedisStore(Store):
                     raise NotFound(f"thread {thread_id!r} not found")
                 if status == "FORBIDDEN":
                     raise ThreadForbidden()
+                if status == "CONFLICT":
+                    raise key_reused(_s(out[1]))
                 raise NotFound(f"branch {_s(out[1])!r} not found")
             name = _s(out[1])
             thread = _thread(_unpack(out[2]))

@@ -6,6 +6,9 @@ Layout: tables ``<prefix>threads``, ``<prefix>branches``, ``<prefix>entries``,
 ``<prefix>schema_version``; every key and index leads with ``tenant_id``.
 Entries are indexed by ``(tenant_id, thread_id, branch, position)``, so "last N"
 is one index range read whatever the thread's length.
+A keyed entry's payload fingerprint is in ``entries.fingerprint`` (schema
+version 3; NULL on older rows, which match any payload), compared with the
+new one inside the append's transaction.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
@@ -47,6 +50,7 @@ from memorybank._sync.stores.base import (
 )
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._concurrency import Worker
+from memorybank._idempotency import clash, key_reused
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -181,6 +185,8 @@ def _migrations(p: str) -> list[list[str]]:
         ],
         # Records carry the revision that ``RecordGuard`` compares.
         [f"ALTER TABLE {p}records ADD COLUMN revision INTEGER NOT NULL DEFAULT 0"],
+        # The payload fingerprint of keyed entries (NULL on rows written before: no check).
+        [f"ALTER TABLE {p}entries ADD COLUMN fingerprint TEXT"],
     ]
 
 
@@ -526,11 +532,17 @@ class SQLiteStore(Store):
             if keys:
                 marks = ", ".join("?" * len(keys))
                 rows = conn.execute(
-                    f"SELECT {ENTRY_COLUMNS} FROM {p}entries WHERE tenant_id = ?"
+                    f"SELECT {ENTRY_COLUMNS}, fingerprint FROM {p}entries WHERE tenant_id = ?"
                     f" AND thread_id = ? AND branch = ? AND idempotency_key IN ({marks})",
                     (tenant, thread_id, name, *keys),
                 ).fetchall()
-                existing = {r[13]: row_to_entry(r) for r in rows}
+                existing = {r[13]: row_to_entry(r[:14]) for r in rows}
+                prints = {r[13]: r[14] for r in rows}
+                for new in entries:  # before any write: a reused key writes nothing
+                    if new.idempotency_key in prints and clash(
+                        prints[new.idempotency_key], new.fingerprint
+                    ):
+                        raise key_reused(new.idempotency_key)
             top = conn.execute(
                 f"SELECT MAX(position) FROM {p}entries"
                 " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
@@ -580,14 +592,15 @@ class SQLiteStore(Store):
                         new.token_count,
                         to_us(new.created_at),
                         new.idempotency_key,
+                        None if new.idempotency_key is None else new.fingerprint,
                     )
                 )
             if params:
                 conn.executemany(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                     " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, idempotency_key, fingerprint)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     params,
                 )
             conn.execute(
@@ -761,10 +774,10 @@ class SQLiteStore(Store):
             conn.execute(
                 f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                 " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                " created_at, idempotency_key)"
+                " created_at, idempotency_key, fingerprint)"
                 " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
-                " tool_call_id, metadata, state, token_count, created_at, idempotency_key"
-                f" FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                " tool_call_id, metadata, state, token_count, created_at, idempotency_key,"
+                f" fingerprint FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
                 " AND position <= ?",
                 (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
             )
@@ -1030,8 +1043,8 @@ class SQLiteStore(Store):
                 conn.execute(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
                     " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " created_at, idempotency_key, fingerprint)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         tenant,
                         thread_id,
@@ -1048,6 +1061,7 @@ class SQLiteStore(Store):
                         summary.token_count,
                         to_us(summary.created_at),
                         summary.idempotency_key,
+                        summary.fingerprint,
                     ),
                 )
             conn.execute(
