@@ -311,6 +311,12 @@ class Child:
         self.proc.kill()
         self.proc.wait()
 
+    def stop(self) -> None:
+        """Kill the child if it still runs (cleanup after a failure elsewhere)."""
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
     def wait(self, timeout: float = 300.0) -> None:
         """Wait for a normal exit (status 0)."""
         try:

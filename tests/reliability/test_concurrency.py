@@ -33,12 +33,17 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
 def race(spec: StoreSpec, tmp_path: Path, mode: str, *args: list[str]) -> list[Child]:
     """Start one child per argument list, release them at once, wait for them all."""
     go = tmp_path / f"go-{mode}"
-    children = [Child(mode, spec, *a, str(go), directory=tmp_path) for a in args]
-    for child in children:
-        child.wait_for(0)
-    go.touch()
-    for child in children:
-        child.wait()
+    children: list[Child] = []
+    try:
+        children += [Child(mode, spec, *a, str(go), directory=tmp_path) for a in args]
+        for child in children:
+            child.wait_for(0)
+        go.touch()
+        for child in children:
+            child.wait()
+    finally:
+        for child in children:
+            child.stop()  # none left waiting for the start line after a failure
     return children
 
 
