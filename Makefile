@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint type bench gen format clean
+.PHONY: run test lint type bench soak gen format clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ type: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Not in CI: the reliability suite at 5x its CI counts (25 kills per store, 4 x 300
+# appends, 1,000 open/close cycles), then 5 minutes of mixed load on every store.
+soak: $(STAMP)
+	MEMORYBANK_RELIABILITY_SCALE=5 $(BIN)/python -m pytest tests/reliability -q
+	$(BIN)/python -m bench.soak --all
 
 gen: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py

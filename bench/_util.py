@@ -17,9 +17,13 @@ class Latency:
 
     @classmethod
     def of(cls, samples_s: Sequence[float]) -> Latency:
-        ordered = sorted(samples_s)
-        p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-        return cls(statistics.median(ordered) * 1000, p95 * 1000)
+        return cls(statistics.median(samples_s) * 1000, percentile(samples_s, 0.95) * 1000)
+
+
+def percentile(samples: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of ``samples``: the nearest sample by rank."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure(fn: Callable[[], object], repeat: int, warmup: int = 5) -> Latency:
