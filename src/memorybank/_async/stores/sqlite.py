@@ -16,6 +16,14 @@ Durability: ``synchronous="full"`` (default) fsyncs the WAL at every commit, so
 a write that returned survives a power cut; ``"normal"`` survives a crash of
 the process but not of the machine; ``"off"`` trusts the OS.
 
+Forgetting: ``secure_delete`` is on, so deleted rows are overwritten with
+zeros instead of lingering in free space; ``forget_user`` also merges both
+full-text indexes into one segment (``'optimize'``: a deleted row's words
+otherwise stay in the index until segments merge, and this costs a rewrite of
+the indexes) and truncates the WAL (``wal_checkpoint(TRUNCATE)``; a reader on
+another connection that still needs old frames keeps them until its next
+checkpoint). Afterwards none of the user's words is in the database's bytes.
+
 Sync and async: the store keeps one connection. ``SQLiteStore`` calls it inline
 under a lock; ``AsyncSQLiteStore`` runs every call on one dedicated thread,
 so the event loop never blocks on disk.
@@ -241,6 +249,8 @@ class AsyncSQLiteStore(AsyncStore):
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys = OFF")
+        # Deleted rows are overwritten with zeros rather than left in free space.
+        conn.execute("PRAGMA secure_delete = ON")
         self._migrate(conn)
         self._conn = conn
         return conn
@@ -939,9 +949,23 @@ class AsyncSQLiteStore(AsyncStore):
                     f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
                     (tenant, user_id),
                 ).rowcount
+            if removed:
+                # The FTS triggers only add 'delete' markers: the words stay in
+                # the index's segments until they are merged into one.
+                for fts in ("entries_fts", "records_fts"):
+                    conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
             return removed
 
-        return await self._run(lambda: self._write(op))
+        def forget() -> int:
+            removed = self._write(op)
+            if removed and self.path != ":memory:":
+                # The WAL still holds the pages as they were before: copy the
+                # new ones into the database and empty it. Best effort: a
+                # reader on another connection may still need old frames.
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+            return removed
+
+        return await self._run(forget)
 
     # -- compaction ----------------------------------------------------------------------
 
