@@ -16,6 +16,14 @@ Durability: ``synchronous="full"`` (default) fsyncs the WAL at every commit, so
 a write that returned survives a power cut; ``"normal"`` survives a crash of
 the process but not of the machine; ``"off"`` trusts the OS.
 
+Errors: a write that does not fit (disk full, or ``max_page_count`` reached)
+raises ``StoreError`` ("is full") and is rolled back whole; a read-only
+database file serves reads and refuses writes with ``StoreError``
+("read-only"); a database in a read-only directory cannot be opened in WAL
+mode at all (no ``-wal``/``-shm`` files can be made there): every call raises
+``StoreError`` ("read-only directory"). A file that cannot be opened otherwise
+raises ``StoreUnavailable``. None of these changes the file.
+
 Forgetting: ``secure_delete`` is on, so deleted rows are overwritten with
 zeros instead of lingering in free space; ``forget_user`` also merges both
 full-text indexes into one segment (``'optimize'``: a deleted row's words
@@ -31,6 +39,7 @@ so the event loop never blocks on disk.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
@@ -233,27 +242,50 @@ class AsyncSQLiteStore(AsyncStore):
             raise StoreClosed("the store is closed")
         if self._conn is not None:
             return self._conn
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except sqlite3.Error as error:
+        except (OSError, sqlite3.Error) as error:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-        conn.execute("PRAGMA foreign_keys = OFF")
-        # Deleted rows are overwritten with zeros rather than left in free space.
-        conn.execute("PRAGMA secure_delete = ON")
-        self._migrate(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            conn.execute("PRAGMA foreign_keys = OFF")
+            # Deleted rows are overwritten with zeros rather than left in free space.
+            conn.execute("PRAGMA secure_delete = ON")
+            self._migrate(conn)
+        except sqlite3.Error as error:
+            conn.close()
+            raise self._translate(error) from error
         self._conn = conn
         return conn
+
+    def _translate(self, error: sqlite3.Error) -> StoreError:
+        """The memorybank error for a SQLite error (the caller chains it)."""
+        name = getattr(error, "sqlite_errorname", "")
+        if name == "SQLITE_FULL":
+            return StoreError(
+                f"SQLite database {self.path!r} is full (disk or max_page_count):"
+                " the write was rolled back"
+            )
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(f"SQLite database {self.path!r} is read-only: {error}")
+        if name.startswith("SQLITE_CANTOPEN"):
+            if self.path != ":memory:" and not os.access(Path(self.path).parent, os.W_OK):
+                return StoreError(
+                    f"SQLite database {self.path!r} is in a read-only directory, where"
+                    f" WAL mode cannot create its -wal and -shm files: {error}"
+                )
+            return StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}")
+        return StoreError(f"SQLite error: {error}")
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         p = self.prefix
@@ -291,7 +323,7 @@ class AsyncSQLiteStore(AsyncStore):
         except MemoryBankError:
             raise
         except sqlite3.Error as error:
-            raise StoreError(f"SQLite error: {error}") from error
+            raise self._translate(error) from error
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy."""
@@ -300,7 +332,9 @@ class AsyncSQLiteStore(AsyncStore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:
-                if _is_busy(error) and attempt < _BUSY_RETRIES - 1:
+                if not _is_busy(error):
+                    raise self._translate(error) from error
+                if attempt < _BUSY_RETRIES - 1:
                     continue
                 raise StoreUnavailable(f"SQLite database busy: {error}") from error
             try:
@@ -309,7 +343,9 @@ class AsyncSQLiteStore(AsyncStore):
                 return result
             except BaseException as error:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    # SQLite may have rolled back already (a full disk, an I/O error).
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 if isinstance(error, sqlite3.OperationalError) and _is_busy(error):
                     if attempt < _BUSY_RETRIES - 1:
                         continue
@@ -317,7 +353,7 @@ class AsyncSQLiteStore(AsyncStore):
                 if isinstance(error, sqlite3.IntegrityError):
                     raise Conflict(f"conflicting write: {error}") from error
                 if isinstance(error, sqlite3.Error):
-                    raise StoreError(f"SQLite error: {error}") from error
+                    raise self._translate(error) from error
                 raise
         raise AssertionError("unreachable")
 
