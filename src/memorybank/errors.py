@@ -3,7 +3,8 @@
 ::
 
     MemoryBankError                 .code
-    ├── ConfigurationError          "configuration_error"   bad URL, missing extra, bad option
+    ├── ConfigurationError          "configuration_error"   bad URL, missing extra, bad option,
+    │                                                       login rejected (password, unknown db)
     ├── InvalidInput                "invalid_input"         bad argument; nothing was written
     ├── NotFound                    "not_found"             thread/entry/branch/record absent
     ├── Conflict                    "conflict"              id already taken, concurrent change
@@ -16,6 +17,12 @@ Driver exceptions (sqlite3, psycopg, redis, ...) never reach callers: stores
 translate them at their boundary and chain the original as ``__cause__``.
 ``InvalidInput`` is also a ``ValueError`` and ``NotFound`` a ``LookupError`` so
 generic handlers keep working.
+
+A server that rejects the store's login (bad password, unknown user, role or
+database) raises ``ConfigurationError`` at once: retrying cannot help. A server
+that is down or unreachable raises ``StoreUnavailable``: retrying later may.
+memorybank logs through the ``memorybank`` logger (a ``NullHandler`` is
+attached, so nothing reaches stderr unless the application configures logging).
 """
 
 from __future__ import annotations
@@ -40,7 +47,11 @@ class MemoryBankError(Exception):
 
 
 class ConfigurationError(MemoryBankError):
-    """The library is configured wrongly (bad URL, missing optional extra, bad option)."""
+    """The library is configured wrongly (bad URL, missing optional extra, bad option).
+
+    Also raised when a server rejects the store's login (bad credentials, unknown
+    database, role or user): the driver's error is ``__cause__``.
+    """
 
     code = "configuration_error"
 

@@ -135,6 +135,9 @@ and NULL).
 Durability is the server's (``innodb_flush_log_at_trx_commit``). ``timeout``
 bounds connecting, waiting for a pooled connection, lock waits (half of it) and
 each operation (async: the whole operation; sync: each socket read/write).
+A refused or unreachable server raises ``StoreUnavailable`` at once; a rejected
+login or unknown database raises ``ConfigurationError`` (the driver's error is
+``__cause__`` of both).
 """
 
 from __future__ import annotations
@@ -243,6 +246,9 @@ _UNAVAILABLE = {
     4031,
 }
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock
+#: Connection refused for who or where we are (access denied, unknown database,
+#: host not allowed): ConfigurationError, as retrying cannot help.
+_REJECTED = {1044, 1045, 1049, 1130, 1698}
 
 #: The table options of migrations 1 and 2 (kept as they were: migrations are never
 #: edited). ``utf8mb4_bin`` is a PAD SPACE collation: "acme" = "acme " in it, so
@@ -438,6 +444,8 @@ def _translate(error: BaseException) -> MemoryBankError:
         code = error.args[0] if error.args and isinstance(error.args[0], int) else 0
         if code in _RETRY:
             return _LockContention(f"MySQL lock contention: {error}")
+        if code in _REJECTED:
+            return ConfigurationError(f"MySQL refused the connection: {error}")
         if isinstance(error, pymysql.err.InterfaceError) or code >= 2000 or code in _UNAVAILABLE:
             return StoreUnavailable(f"MySQL unavailable: {error}")
         return StoreError(f"MySQL error: {error}")

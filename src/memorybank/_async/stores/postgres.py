@@ -116,9 +116,19 @@ parameters ``prefix``, ``pool_size`` and ``timeout`` are accepted too, so
 uses a pool or a single connection the caller owns (left open by ``close()``;
 a single connection is used by one call at a time; a connection that is not in
 autocommit is switched to autocommit while a call uses it, unless it is inside
-a transaction of the caller, which the store's writes then join). Waiting for
-a pool connection longer than ``timeout`` raises ``StoreUnavailable`` (server
-down or pool exhausted). After a lost connection (server restart, terminated
+a transaction of the caller, which the store's writes then join). An owned
+pool opens only after a first direct connection succeeds: until then every call
+tries that connection and fails at once, with the server's answer in the
+message and the driver's error as ``__cause__``, raising ``ConfigurationError``
+when the server rejects the login (unknown database or role, bad password, no
+``pg_hba.conf`` entry; recognised by libpq's English messages, other locales
+get ``StoreUnavailable``) and ``StoreUnavailable`` otherwise (refused, unreachable).
+Waiting for a pool connection longer than ``timeout`` raises ``StoreUnavailable``
+(server down or pool exhausted); when the pool's last connection attempt
+failed, its error is in the message and at the end of the ``__cause__`` chain.
+psycopg_pool's reconnection warnings go to the ``psycopg.pool`` logger, which
+gets a ``NullHandler`` so that they reach stderr only through the application's
+own logging configuration. After a lost connection (server restart, terminated
 backend) the pool's idle connections are checked and dead ones dropped; reads
 are retried once on a fresh connection, writes raise ``StoreUnavailable``
 (they may or may not have been applied, retry with an idempotency key).
@@ -151,12 +161,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import logging
 import math
 import re
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memorybank._async.stores.base import (
@@ -216,6 +227,20 @@ __all__ = ["MIGRATIONS", "AsyncPostgresStore"]
 
 _PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _DISCONNECT_STATES = frozenset({"57P01", "57P02", "57P03"})
+#: libpq's words (the server's, in English) for a connection refused for who or
+#: where we are rather than for the server's state: retrying cannot help.
+_REJECTED = re.compile(
+    r"authentication failed|does not exist|no pg_hba\.conf entry|no password supplied"
+    r"|not permitted to log in",
+    re.IGNORECASE,
+)
+
+# psycopg_pool logs every failed reconnection as a WARNING on "psycopg.pool". With
+# no handler on that logger's path, logging's last-resort handler prints it to
+# stderr; a NullHandler counts as one, so nothing is printed unless the
+# application configures logging (whose handlers still get every record:
+# propagation is untouched).
+logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 def _cols(alias: str, columns: str) -> str:
@@ -636,6 +661,43 @@ def _translate(error: psycopg.Error) -> Exception:
     return StoreError(f"PostgreSQL error: {error}")
 
 
+def _connect_error(error: psycopg.OperationalError) -> Exception:
+    """The memorybank error for a failed connection attempt (the caller chains it)."""
+    if _REJECTED.search(str(error)):
+        return ConfigurationError(f"PostgreSQL refused the connection: {error}")
+    return StoreUnavailable(f"cannot connect to PostgreSQL: {error}")
+
+
+class _ConnectFailures:
+    """The last failed connection attempt of a pool the store owns, ``None`` after a success.
+
+    psycopg_pool only logs why a connection attempt failed; its ``PoolTimeout``
+    says nothing of it. The store puts this failure into its message and chain.
+    """
+
+    __slots__ = ("last",)
+
+    def __init__(self) -> None:
+        self.last: psycopg.OperationalError | None = None
+
+
+def _recording_connection(failures: _ConnectFailures) -> type[AsyncConnection[Any]]:
+    """A connection class for a pool that records each failed attempt in ``failures``."""
+
+    class _RecordingConnection(AsyncConnection[Any]):
+        @classmethod
+        async def connect(cls, *args: Any, **kwargs: Any) -> Self:
+            try:
+                conn = await super().connect(*args, **kwargs)
+            except psycopg.OperationalError as error:
+                failures.last = error
+                raise
+            failures.last = None
+            return conn
+
+    return _RecordingConnection
+
+
 def _parse_url(url: str) -> tuple[str, dict[str, str]]:
     """The libpq URL (``+driver`` and memorybank's own query options removed) and those options."""
     parts = urlsplit(url)
@@ -692,6 +754,10 @@ class AsyncPostgresStore(AsyncStore):
         self._sql = _Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
+        # An owned pool's target (from_url): connected to once directly before the
+        # pool opens, and its failed attempts recorded.
+        self._conninfo: tuple[str, dict[str, Any]] | None = None
+        self._connect_failures = _ConnectFailures()
 
     @classmethod
     def from_url(
@@ -726,9 +792,11 @@ class AsyncPostgresStore(AsyncStore):
             "keepalives_interval": 5,
             "keepalives_count": 3,
         }
+        failures = _ConnectFailures()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             kwargs=kwargs,
+            connection_class=_recording_connection(failures),
             min_size=1,
             max_size=size,
             open=False,
@@ -737,6 +805,8 @@ class AsyncPostgresStore(AsyncStore):
         )
         store = cls(pool, prefix=prefix or options.get("prefix", "memorybank_"), timeout=wait)
         store._owns_pool = True
+        store._conninfo = (conninfo, kwargs)
+        store._connect_failures = failures
         return store
 
     # -- plumbing ------------------------------------------------------------
@@ -755,16 +825,37 @@ class AsyncPostgresStore(AsyncStore):
                 raise StoreClosed("the store is closed")
             if self._ready:
                 return
-            if self._owns_pool and not self._pool_opened:
-                assert self._pool is not None
-                await self._pool.open(wait=False)
-                self._pool_opened = True
             try:
-                async with self._connection() as conn:
-                    await self._migrate(conn)
+                if self._owns_pool and not self._pool_opened:
+                    await self._first_connect()
+                else:
+                    async with self._connection() as conn:
+                        await self._migrate(conn)
             except psycopg.Error as error:
                 raise await self._failed(error) from error
             self._ready = True
+
+    async def _first_connect(self) -> None:
+        """Migrate on one direct connection, then open the owned pool.
+
+        A server that refuses the store (down, unknown database or role, bad
+        password) fails the call at once with the server's own words: an open
+        pool would retry in the background until the timeout and then raise a
+        ``PoolTimeout`` saying nothing of why. The pool stays closed until a
+        first connection succeeds, so nothing retries between calls.
+        """
+        assert self._pool is not None and self._conninfo is not None
+        conninfo, kwargs = self._conninfo
+        try:
+            conn = await AsyncConnection.connect(conninfo, **kwargs)
+        except psycopg.OperationalError as error:
+            raise _connect_error(error) from error
+        try:
+            await self._migrate(conn)
+        finally:
+            await conn.close()
+        await self._pool.open(wait=False)
+        self._pool_opened = True
 
     async def _migrate(self, conn: AsyncConnection[Any]) -> None:
         p = self.prefix
@@ -853,6 +944,13 @@ class AsyncPostgresStore(AsyncStore):
         """Translate ``error``; after a lost connection, drop the pool's dead connections."""
         if self._closed:
             return StoreClosed("the store is closed")
+        last = self._connect_failures.last
+        if isinstance(error, PoolTimeout) and last is not None:
+            error.__cause__ = last  # the chain then ends with the server's answer
+            return StoreUnavailable(
+                f"no PostgreSQL connection within {self.timeout:g} s;"
+                f" the last connection attempt failed: {last}"
+            )
         if _is_disconnect(error) and self._pool is not None:
             with suppress(psycopg.Error):
                 await self._pool.check()

@@ -1054,6 +1054,13 @@ def _translated(closed: bool) -> Iterator[None]:
         yield
     except MemoryBankError:
         raise
+    except (
+        redis.exceptions.AuthenticationError,
+        redis.exceptions.AuthenticationWrongNumberOfArgsError,
+        redis.exceptions.AuthorizationError,
+    ) as error:
+        # Bad or missing credentials: retrying cannot help.
+        raise ConfigurationError(f"redis refused the connection: {error}") from error
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
     except (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError) as error:

@@ -19,6 +19,22 @@ Durability: ``synchronous="full"`` (default) fsyncs the WAL at every commit, so
 a write that returned survives a power cut; ``"normal"`` survives a crash of
 the process but not of the machine; ``"off"`` trusts the OS.
 
+Errors: a write that does not fit (disk full, or ``max_page_count`` reached)
+raises ``StoreError`` ("is full") and is rolled back whole; a read-only
+database file serves reads and refuses writes with ``StoreError``
+("read-only"); a database in a read-only directory cannot be opened in WAL
+mode at all (no ``-wal``/``-shm`` files can be made there): every call raises
+``StoreError`` ("read-only directory"). A file that cannot be opened otherwise
+raises ``StoreUnavailable``. None of these changes the file.
+
+Forgetting: ``secure_delete`` is on, so deleted rows are overwritten with
+zeros instead of lingering in free space; ``forget_user`` also merges both
+full-text indexes into one segment (``'optimize'``: a deleted row's words
+otherwise stay in the index until segments merge, and this costs a rewrite of
+the indexes) and truncates the WAL (``wal_checkpoint(TRUNCATE)``; a reader on
+another connection that still needs old frames keeps them until its next
+checkpoint). Afterwards none of the user's words is in the database's bytes.
+
 Sync and async: the store keeps one connection. ``SQLiteStore`` calls it inline
 under a lock; ``AsyncSQLiteStore`` runs every call on one dedicated thread,
 so the event loop never blocks on disk.
@@ -26,6 +42,7 @@ so the event loop never blocks on disk.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sqlite3
@@ -238,16 +255,16 @@ class AsyncSQLiteStore(AsyncStore):
             raise StoreClosed("the store is closed")
         if self._conn is not None:
             return self._conn
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except sqlite3.Error as error:
+        except (OSError, sqlite3.Error) as error:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
         for attempt in range(_OPEN_RETRIES):
             try:
@@ -261,7 +278,12 @@ class AsyncSQLiteStore(AsyncStore):
                     time.sleep(min(0.05, 0.002 * (attempt + 1)))
                     continue
                 conn.close()
-                raise StoreUnavailable(f"SQLite database busy: {error}") from error
+                if _is_busy(error):
+                    raise StoreUnavailable(f"SQLite database busy: {error}") from error
+                raise self._translate(error) from error
+            except sqlite3.Error as error:
+                conn.close()
+                raise self._translate(error) from error
             except BaseException:
                 conn.close()
                 raise
@@ -274,7 +296,28 @@ class AsyncSQLiteStore(AsyncStore):
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
         conn.execute("PRAGMA foreign_keys = OFF")
+        # Deleted rows are overwritten with zeros rather than left in free space.
+        conn.execute("PRAGMA secure_delete = ON")
         self._migrate(conn)
+
+    def _translate(self, error: sqlite3.Error) -> StoreError:
+        """The memorybank error for a SQLite error (the caller chains it)."""
+        name = getattr(error, "sqlite_errorname", "")
+        if name == "SQLITE_FULL":
+            return StoreError(
+                f"SQLite database {self.path!r} is full (disk or max_page_count):"
+                " the write was rolled back"
+            )
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(f"SQLite database {self.path!r} is read-only: {error}")
+        if name.startswith("SQLITE_CANTOPEN"):
+            if self.path != ":memory:" and not os.access(Path(self.path).parent, os.W_OK):
+                return StoreError(
+                    f"SQLite database {self.path!r} is in a read-only directory, where"
+                    f" WAL mode cannot create its -wal and -shm files: {error}"
+                )
+            return StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}")
+        return StoreError(f"SQLite error: {error}")
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         p = self.prefix
@@ -312,7 +355,7 @@ class AsyncSQLiteStore(AsyncStore):
         except MemoryBankError:
             raise
         except sqlite3.Error as error:
-            raise StoreError(f"SQLite error: {error}") from error
+            raise self._translate(error) from error
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy."""
@@ -321,7 +364,9 @@ class AsyncSQLiteStore(AsyncStore):
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as error:
-                if _is_busy(error) and attempt < _BUSY_RETRIES - 1:
+                if not _is_busy(error):
+                    raise self._translate(error) from error
+                if attempt < _BUSY_RETRIES - 1:
                     continue
                 raise StoreUnavailable(f"SQLite database busy: {error}") from error
             try:
@@ -330,7 +375,9 @@ class AsyncSQLiteStore(AsyncStore):
                 return result
             except BaseException as error:
                 if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                    # SQLite may have rolled back already (a full disk, an I/O error).
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
                 if isinstance(error, sqlite3.OperationalError) and _is_busy(error):
                     if attempt < _BUSY_RETRIES - 1:
                         continue
@@ -338,7 +385,7 @@ class AsyncSQLiteStore(AsyncStore):
                 if isinstance(error, sqlite3.IntegrityError):
                     raise Conflict(f"conflicting write: {error}") from error
                 if isinstance(error, sqlite3.Error):
-                    raise StoreError(f"SQLite error: {error}") from error
+                    raise self._translate(error) from error
                 raise
         raise AssertionError("unreachable")
 
@@ -1001,9 +1048,23 @@ class AsyncSQLiteStore(AsyncStore):
                     f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
                     (tenant, user_id),
                 ).rowcount
+            if removed:
+                # The FTS triggers only add 'delete' markers: the words stay in
+                # the index's segments until they are merged into one.
+                for fts in ("entries_fts", "records_fts"):
+                    conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
             return removed
 
-        return await self._run(lambda: self._write(op))
+        def forget() -> int:
+            removed = self._write(op)
+            if removed and self.path != ":memory:":
+                # The WAL still holds the pages as they were before: copy the
+                # new ones into the database and empty it. Best effort: a
+                # reader on another connection may still need old frames.
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+            return removed
+
+        return await self._run(forget)
 
     # -- compaction ----------------------------------------------------------------------
 

@@ -496,4 +496,13 @@ class Store(abc.ABC):
 
         Threads (with entries, branches and their vectors), records, snapshots
         and summaries whose ``user_id`` is the user.
+
+        What remains afterwards outside the live rows is the store's to
+        minimise and to document (docs/reliability.md): an embedded store must
+        leave nothing of the user's data in its files (no index term, free
+        page or journal frame: SQLite overwrites deleted content, merges its
+        full-text indexes and truncates its WAL); a server store deletes the
+        rows in one transaction, and the server's own history of them (WAL or
+        binlog, dead tuples until vacuum, append-only files until rewritten,
+        replicas, backups) is the operator's to expire.
         """

@@ -1,0 +1,90 @@
+"""``forget_user`` leaves no trace of the user's words in the SQLite file.
+
+Every kind of user-owned data gets words nobody else uses (entries, facts and a
+fact's earlier version, documents, summaries, snapshots, core facts and their
+history); another user gets the same kinds with words of her own. After
+``forget_user`` and ``close``, the raw bytes of the database (and of its
+``-wal``/``-shm`` files, if any are left) are searched for every word: the
+forgotten user's appear zero times, the other user's still do (the scan finds
+what is there). The words end in a digit, so the porter stemmer indexes them
+unchanged and a surviving index term would be found too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from pathlib import Path
+
+from memorybank import AsyncMemory
+from memorybank._async.core_facts import AsyncCoreFacts
+from memorybank._async.stores.sqlite import AsyncSQLiteStore
+
+
+def _words(tag: str, n: int) -> list[str]:
+    return [f"{tag}{uuid.uuid4().hex[:10]}{i % 10}" for i in range(n)]
+
+
+async def _fill(memory: AsyncMemory, user: str, words: list[str]) -> list[str]:
+    """One of each user-owned kind, each with two of ``words`` (all 20 are used).
+
+    Returns the words still stored afterwards: all but the two of the fact's
+    first content, which ``facts.update`` replaced (and the store overwrote).
+    """
+    w = iter(words)
+
+    def text() -> str:
+        return f"note {next(w)} and {next(w)}."
+
+    thread = await memory.threads.create(user_id=user, title=text())
+    long_text = text() + " filler" * 3000  # spills into overflow pages, freed whole
+    await memory.entries.add_many(
+        thread.id,
+        [{"role": "user", "content": long_text}, {"role": "assistant", "content": text()}],
+    )
+    fact = await memory.facts.add(agent_id="a1", user_id=user, content=text())
+    await memory.facts.update(fact.id, content=text())
+    await memory.documents.add(text(), user_id=user)
+    await memory.summaries.add(agent_id="a1", user_id=user, content=text())
+    # Words at the end of a big value lie on its last overflow page, freed whole.
+    await memory.snapshots.save(f"run-{user}", {"pad": "x" * 100_000, "plan": text()}, user_id=user)
+    core = AsyncCoreFacts(memory=memory, user_id=user)
+    await core.set("city", text())
+    await core.set("city", text())  # the first value stays in the key's history
+    return words[:6] + words[8:]
+
+
+def _occurrences(path: Path, words: list[str]) -> dict[str, int]:
+    """How often each word's UTF-8 bytes occur in the database and its side files."""
+    blobs = [
+        candidate.read_bytes()
+        for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal"))
+        if candidate.exists()
+    ]
+    return {word: sum(blob.count(word.encode()) for blob in blobs) for word in words}
+
+
+async def test_forget_user_leaves_none_of_her_words_in_the_sqlite_file(tmp_path: Path) -> None:
+    path = tmp_path / "forget.db"
+    alice = _words("alicew", 20)
+    bob = _words("bobw", 20)
+    memory = AsyncMemory(AsyncSQLiteStore(path))
+    await _fill(memory, "alice", alice)
+    bob = await _fill(memory, "bob", bob)
+    # Her words were on disk before, or the scan below proves nothing.
+    assert all(count > 0 for count in _occurrences(path, alice).values())
+    assert await memory.forget_user("alice") > 0
+    # At once, while the store is still open (as a file backup would copy it)...
+    assert _occurrences(path, alice) == dict.fromkeys(alice, 0)
+    await memory.store.close()
+    # ... and after the last connection checkpointed and removed the WAL.
+
+    assert _occurrences(path, alice) == dict.fromkeys(alice, 0)
+    assert all(count > 0 for count in _occurrences(path, bob).values())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        for table in ("entries_fts", "records_fts"):
+            row = conn.execute(
+                f"INSERT INTO memorybank_{table} (memorybank_{table}) VALUES ('integrity-check')"
+            )
+            assert row.fetchall() == []
