@@ -49,7 +49,8 @@ from memorybank._sync.memory import (
 )
 from memorybank._sync.sessions import SessionManager as SyncSessions
 from memorybank._sync.turn import Turn
-from tests.reliability.stores import STORE_KINDS, open_memory
+from memorybank.stores import InMemoryStore
+from tests.reliability._harness import provide, store_params
 
 SECRET = "zanzibar-alice-secret"
 
@@ -385,10 +386,16 @@ def test_async_surface_matches_the_sync_one() -> None:
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
 
 
-@pytest.fixture(params=STORE_KINDS)
+@pytest.fixture(params=["memory", *store_params(("sqlite-full", "postgres", "redis", "mysql"))])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    with open_memory(str(request.param), tmp_path) as root:
-        yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
+    tenant = f"iso-{uuid.uuid4().hex[:8]}"
+    if request.param == "memory":
+        with Memory(InMemoryStore()) as root:
+            yield build_world(root.tenant(tenant))
+        return
+    for spec in provide(str(request.param), tmp_path):
+        with spec.memory() as root:
+            yield build_world(root.tenant(tenant))
 
 
 def test_bob_learns_and_changes_nothing_of_alices(world: World) -> None:
