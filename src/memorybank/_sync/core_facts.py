@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from memorybank import _validate as v
 from memorybank._sync.stores.base import Record
 from memorybank._ids import new_id
-from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from memorybank._sync.memory import Memory
@@ -61,10 +61,7 @@ class CoreFacts:
     def set(self, key: str, value: str) -> None:
         """Set ``key`` to ``value`` and append it to the key's history, atomically."""
         key = v.check_id(key, "key")
-        if not isinstance(value, str):
-            raise InvalidInput("value must be a string", field="value")
-        if len(value) > self._memory._core.max_content_chars:
-            raise InvalidInput("value is too long", field="value")
+        v.check_text(value, "value", max_chars=self._memory._core.max_content_chars)
         now = self._memory._core.now()
         record_id = self._id(key)
         existing = self._memory.store.record_get(self._memory.tenant_id, CORE_FACT, record_id)
