@@ -207,6 +207,8 @@ class SQLiteStore(Store):
         if not prefix.replace("_", "").isalnum() and prefix != "":
             raise ConfigurationError("prefix must be letters, digits and underscores")
         self.path = str(path)
+        if "\x00" in self.path:
+            raise ConfigurationError(f"SQLite path {self.path!r} contains a NUL character")
         self.synchronous: Synchronous = synchronous
         self.busy_timeout = busy_timeout
         self.prefix = prefix
@@ -226,23 +228,31 @@ class SQLiteStore(Store):
             raise StoreClosed("the store is closed")
         if self._conn is not None:
             return self._conn
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout,
                 isolation_level=None,
                 check_same_thread=False,
             )
-        except sqlite3.Error as error:
+        except (OSError, sqlite3.Error) as error:  # no such directory, a directory, no access
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
-        conn.execute("PRAGMA foreign_keys = OFF")
-        self._migrate(conn)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            if self.path != ":memory:":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+            conn.execute("PRAGMA foreign_keys = OFF")
+            self._migrate(conn)
+        except BaseException as error:
+            conn.close()
+            if isinstance(error, sqlite3.Error):  # not a database, read-only, corrupt
+                raise StoreUnavailable(
+                    f"cannot open SQLite database {self.path!r}: {error}"
+                ) from error
+            raise
         self._conn = conn
         return conn
 
