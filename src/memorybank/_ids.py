@@ -1,4 +1,5 @@
-"""Globally unique, time-sortable ids (ULID layout, Crockford base32, 26 characters).
+"""Globally unique, time-sortable ids (ULID layout, Crockford base32, 26 characters),
+and ids derived from other ids (``compound_id``).
 
 Written by hand because it is 30 lines and every store needs ids that two server
 processes can never mint twice (a per-process counter was a bug in a reference
@@ -8,9 +9,12 @@ millisecond by one process increment the random part so they still sort.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
+
+from memorybank._validate import MAX_ID_LENGTH
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _lock = threading.Lock()
@@ -38,3 +42,19 @@ def new_id() -> str:
             rand = int.from_bytes(os.urandom(10), "big")
         _last_ms, _last_rand = ms, rand
     return _encode(ms, 10) + _encode(rand, 16)
+
+
+def compound_id(readable: str) -> str:
+    """An id derived from other ids, at most ``MAX_ID_LENGTH`` characters long.
+
+    Stores hold ids of up to ``MAX_ID_LENGTH`` characters (MySQL's id columns are
+    exactly that wide), so an id joining several validated ids (a core fact's user
+    and key, a fact and one of its source entries) must not be longer. ``readable``
+    is kept when it fits, so every id stored so far is unchanged; a longer one
+    becomes ``"#"`` and the 64 hex digits of its BLAKE2b-256. Callers' readable
+    forms never start with ``"#"`` (a JSON array, a ULID), so the two forms cannot
+    meet.
+    """
+    if len(readable) <= MAX_ID_LENGTH:
+        return readable
+    return "#" + hashlib.blake2b(readable.encode(), digest_size=32).hexdigest()

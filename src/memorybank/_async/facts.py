@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank import _validate as v
 from memorybank._async.stores.base import UNSET, Record, Unset, VectorItem, Visibility
-from memorybank._ids import new_id
+from memorybank._ids import compound_id, new_id
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.records import Fact
 
@@ -73,11 +73,16 @@ def _record(fact: Fact) -> Record:
     )
 
 
+def _link_id(fact_id: str, entry_id: str) -> str:
+    """The id of the link from a fact to one of its source entries (at most 255 characters)."""
+    return compound_id(f"{fact_id}:{entry_id}")
+
+
 def _links(fact: Fact, entry_ids: Sequence[str]) -> list[Record]:
     return [
         Record(
             kind=FACT_SOURCE,
-            id=f"{fact.id}:{entry_id}",
+            id=_link_id(fact.id, entry_id),
             agent_id=fact.agent_id,
             user_id=fact.user_id,
             content="",
@@ -271,7 +276,7 @@ class AsyncFacts:
             writes.append(version)
         vector = await self._vector(new) if new.content != old.content else None
         await self._core.store.record_put(self._tenant, writes)
-        dropped = [f"{old.id}:{e}" for e in old.source_entries if e not in new.source_entries]
+        dropped = [_link_id(old.id, e) for e in old.source_entries if e not in new.source_entries]
         if dropped:
             await self._core.store.record_delete(self._tenant, FACT_SOURCE, dropped)
         await self._put_vector(vector)
@@ -307,7 +312,7 @@ class AsyncFacts:
         if versions:
             await store.record_delete(self._tenant, FACT_VERSION, [r.id for r in versions])
         if fact.source_entries:
-            links = [f"{fact_id}:{e}" for e in fact.source_entries]
+            links = [_link_id(fact_id, e) for e in fact.source_entries]
             await store.record_delete(self._tenant, FACT_SOURCE, links)
         return existed > 0
 

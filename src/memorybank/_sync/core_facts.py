@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
 from memorybank._sync.stores.base import Record
-from memorybank._ids import new_id
+from memorybank._ids import compound_id, new_id
 from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -56,7 +56,8 @@ class CoreFacts:
         self.user_id = v.check_optional_id(user_id, "user_id")
 
     def _id(self, key: str) -> str:
-        return json.dumps([self.user_id, key], ensure_ascii=False)
+        """The record id of ``key``: unique per (user, key), at most 255 characters."""
+        return compound_id(json.dumps([self.user_id, key], ensure_ascii=False))
 
     def set(self, key: str, value: str) -> None:
         """Set ``key`` to ``value`` and append it to the key's history, atomically."""

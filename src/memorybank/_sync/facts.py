@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank import _validate as v
 from memorybank._sync.stores.base import UNSET, Record, Unset, VectorItem, Visibility
-from memorybank._ids import new_id
+from memorybank._ids import compound_id, new_id
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.records import Fact
 
@@ -74,11 +74,16 @@ def _record(fact: Fact) -> Record:
     )
 
 
+def _link_id(fact_id: str, entry_id: str) -> str:
+    """The id of the link from a fact to one of its source entries (at most 255 characters)."""
+    return compound_id(f"{fact_id}:{entry_id}")
+
+
 def _links(fact: Fact, entry_ids: Sequence[str]) -> list[Record]:
     return [
         Record(
             kind=FACT_SOURCE,
-            id=f"{fact.id}:{entry_id}",
+            id=_link_id(fact.id, entry_id),
             agent_id=fact.agent_id,
             user_id=fact.user_id,
             content="",
@@ -272,7 +277,7 @@ class Facts:
             writes.append(version)
         vector = self._vector(new) if new.content != old.content else None
         self._core.store.record_put(self._tenant, writes)
-        dropped = [f"{old.id}:{e}" for e in old.source_entries if e not in new.source_entries]
+        dropped = [_link_id(old.id, e) for e in old.source_entries if e not in new.source_entries]
         if dropped:
             self._core.store.record_delete(self._tenant, FACT_SOURCE, dropped)
         self._put_vector(vector)
@@ -308,7 +313,7 @@ class Facts:
         if versions:
             store.record_delete(self._tenant, FACT_VERSION, [r.id for r in versions])
         if fact.source_entries:
-            links = [f"{fact_id}:{e}" for e in fact.source_entries]
+            links = [_link_id(fact_id, e) for e in fact.source_entries]
             store.record_delete(self._tenant, FACT_SOURCE, links)
         return existed > 0
 
