@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from numbers import Real
 from typing import Any, cast
 
 from memorybank.errors import InvalidInput
@@ -214,39 +215,43 @@ def dump_json(value: object, field: str) -> str:
 def check_vector(
     value: object, field: str, *, dimensions: int | None = None, allow_zero: bool = True
 ) -> list[float]:
-    """A vector every store keeps exactly as float32, scaled to unit length (float64 math).
+    """A vector every store keeps as float32, scaled to unit length (in float64).
 
-    Refuses anything but a flat sequence of real numbers, non-finite values and
-    values beyond ``FLOAT32_MAX`` (which float32 turns into infinities, then
-    NaN scores), a length other than ``dimensions``, and (unless
-    ``allow_zero``) the zero vector, which has no direction. The zero vector
-    comes back as zeros (no score with any query).
+    Refuses anything but a flat, non-empty sequence of real numbers (``bool``
+    and strings are not numbers here), non-finite values, values beyond
+    ``FLOAT32_MAX`` (float32 would turn them into infinities, then NaN scores),
+    a length other than ``dimensions``, and (unless ``allow_zero``) the zero
+    vector, which has no direction; an allowed zero vector comes back as zeros
+    (it scores with no query).
     """
     import numpy as np  # loaded on first use: a history-only script never pays for it
 
-    if isinstance(value, str | bytes) or value is None:
-        raise InvalidInput(f"{field} must be a list of numbers", field=field)
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise InvalidInput(f"{field} must be a list of numbers", field=field) from error
-    if array.ndim != 1 or array.size == 0 or array.dtype.kind not in "fiu":
-        raise InvalidInput(
-            f"{field} must be a non-empty flat list of numbers (integers beyond 64 bits,"
-            " strings and booleans are not numbers here)",
-            field=field,
-        )
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiu":
+        array = value.astype(np.float64)
+    else:
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+            raise InvalidInput(f"{field} must be a list of numbers", field=field)
+        numbers: list[float] = []
+        for x in value:
+            if isinstance(x, bool | np.bool_) or not isinstance(x, Real):
+                raise InvalidInput(
+                    f"{field} must hold numbers only, found {type(x).__name__}", field=field
+                )
+            try:
+                numbers.append(float(x))
+            except OverflowError:  # an int beyond any float
+                numbers.append(math.inf)
+        array = np.array(numbers, dtype=np.float64)
+    if array.size == 0:
+        raise InvalidInput(f"{field} must not be empty", field=field)
     if dimensions is not None and array.size != dimensions:
         raise InvalidInput(
             f"{field} has {array.size} dimensions, the embedder makes {dimensions}", field=field
         )
-    array = array.astype(np.float64)
-    if not np.isfinite(array).all():
-        raise InvalidInput(f"{field} contains non-finite values", field=field)
     largest = float(np.abs(array).max())
-    if largest > FLOAT32_MAX:
+    if not math.isfinite(largest) or largest > FLOAT32_MAX:
         raise InvalidInput(
-            f"{field} holds {largest:.3e}, beyond the float32 range (±{FLOAT32_MAX:.4e})",
+            f"{field} must hold finite numbers within the float32 range (±{FLOAT32_MAX:.4e})",
             field=field,
         )
     if largest == 0.0:
