@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ from memorybank import (
 )
 from memorybank.stores import Store
 from memorybank.stores._types import VectorItem
-from tests.all_stores import STORE_KINDS, open_store
 
 AGENT = "agent"
 USER = "u1"
@@ -63,14 +62,6 @@ class Embedder:
 
     async def aembed(self, texts: Sequence[str]) -> list[list[Any]]:
         return self.embed(texts)
-
-
-@pytest.fixture(scope="module", params=STORE_KINDS)
-def store(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Store]:
-    with open_store(str(request.param), tmp_path_factory.mktemp("bad")) as opened:
-        yield opened
 
 
 class Seeded:
@@ -402,8 +393,8 @@ CASES: dict[str, tuple[Call, str]] = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_refused_and_writes_nothing(store: Store, case: str) -> None:
-    seeded = Seeded(store, Embedder())
+def test_bad_input_is_refused_and_writes_nothing(every_store: Store, case: str) -> None:
+    seeded = Seeded(every_store, Embedder())
     before = seeded.footprint()
     call, field = CASES[case]
     with pytest.raises(InvalidInput) as info:
@@ -430,11 +421,11 @@ BAD_VECTORS: dict[str, list[Any]] = {
     ["documents.add", "facts.add", "facts.update", "search", "facts.search"],
 )
 def test_a_bad_vector_from_the_embedder_writes_nothing(
-    store: Store, vector: str, verb: str
+    every_store: Store, vector: str, verb: str
 ) -> None:
-    seeded = Seeded(store, Embedder())
+    seeded = Seeded(every_store, Embedder())
     before = seeded.footprint()
-    m = Memory(store, embedder=Embedder(BAD_VECTORS[vector])).tenant(seeded.memory.tenant_id)
+    m = Memory(every_store, embedder=Embedder(BAD_VECTORS[vector])).tenant(seeded.memory.tenant_id)
     calls: dict[str, Callable[[], object]] = {
         "documents.add": lambda: m.documents.add("a guide"),
         "facts.add": lambda: m.facts.add(agent_id=AGENT, content="new fact"),
@@ -448,20 +439,20 @@ def test_a_bad_vector_from_the_embedder_writes_nothing(
     assert seeded.footprint() == before
 
 
-def test_entries_are_kept_when_the_embedder_returns_a_bad_vector(store: Store) -> None:
+def test_entries_are_kept_when_the_embedder_returns_a_bad_vector(every_store: Store) -> None:
     """The conversation is never lost: the entry is stored, its vector is left pending."""
-    seeded = Seeded(store, Embedder())
-    m = Memory(store, embedder=Embedder([1e39] + [0.0] * 7)).tenant(seeded.memory.tenant_id)
+    seeded = Seeded(every_store, Embedder())
+    m = Memory(every_store, embedder=Embedder([1e39] + [0.0] * 7)).tenant(seeded.memory.tenant_id)
     entry = m.entries.add(seeded.thread_id, _user("kept"))
     assert m.entries.get(seeded.thread_id, entry.id) == entry
 
 
-def test_search_never_returns_a_nan_score(store: Store) -> None:
+def test_search_never_returns_a_nan_score(every_store: Store) -> None:
     """Even a NaN vector written past ``Memory`` (straight to the store) scores no NaN."""
-    seeded = Seeded(store, Embedder())
+    seeded = Seeded(every_store, Embedder())
     m = seeded.memory
     doc = m.documents.add("Paris at night")
-    store.vector_put(
+    every_store.vector_put(
         m.tenant_id,
         [VectorItem("document", doc.id, Embedder.model_id, [math.nan] * DIMENSIONS)],
     )
@@ -470,9 +461,9 @@ def test_search_never_returns_a_nan_score(store: Store) -> None:
         assert all(math.isfinite(h.score) for h in hits), hits
 
 
-def test_every_limit_is_one_number_on_every_store(store: Store) -> None:
+def test_every_limit_is_one_number_on_every_store(every_store: Store) -> None:
     """The largest accepted value of each kind is accepted by every store alike."""
-    seeded = Seeded(store, Embedder())
+    seeded = Seeded(every_store, Embedder())
     m = seeded.memory
     longest = "i" * 255
     thread = m.threads.create(thread_id=longest, user_id=longest, agent_id=longest)
