@@ -483,6 +483,11 @@ def test_every_limit_is_one_number_on_every_store(every_store: Store) -> None:
         late.id,
     ]
     assert len(m.history(thread.id, last=2**31 - 1)) == 2
+    most = 2**31 - 1  # the paged scan asks the store for limit + offset rows at once
+    assert m.entries.list(thread.id, limit=most, offset=most, max_tokens=most) == []
+    assert len(m.entries.list(thread.id, limit=most, include_tool_calls=False)) == 2
+    assert len(m.search("x", k=most, mode="keyword")) <= 2
+    assert m.threads.list(limit=most) and m.documents.list(limit=most)
     found = m.threads.get(thread.id)
     assert found is not None and (found.id, found.user_id, found.agent_id) == (longest,) * 3
     CoreFacts(memory=m, user_id="c" * 200).set("k", "v")
