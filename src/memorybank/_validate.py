@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from numbers import Real
@@ -66,22 +65,27 @@ MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 FLOAT32_MAX = 3.4028234663852886e38
 _INT64 = (-(2**63), 2**63 - 1)
 _MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "state"}
-_BAD_CHAR = re.compile("[\x00\ud800-\udfff]")
 
 
 def _text_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored everywhere, or ``None``."""
-    if value.isascii():  # O(1) in CPython: an ASCII string holds no surrogate
-        index = value.find("\x00")
-    else:
-        found = _BAD_CHAR.search(value)
-        index = -1 if found is None else found.start()
-    if index < 0:
-        return None
-    char = value[index]
-    if char == "\x00":
+    """Why ``value`` cannot be stored everywhere, or ``None``.
+
+    Encoding is the fastest full scan CPython offers (a regex is 5x slower on
+    non-ASCII text); ``isascii`` is O(1), and an ASCII string holds no surrogate.
+    """
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            char = value[error.start]
+            return (
+                f"contains a lone surrogate (U+{ord(char):04X}, not valid Unicode)"
+                f" at index {error.start}"
+            )
+    index = value.find("\x00")
+    if index >= 0:
         return f"contains a NUL character (U+0000) at index {index}"
-    return f"contains a lone surrogate (U+{ord(char):04X}, not valid Unicode) at index {index}"
+    return None
 
 
 def check_text(
