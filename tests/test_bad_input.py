@@ -12,6 +12,7 @@ answer alike; a raw driver exception (``UnicodeEncodeError``, ``OverflowError``,
 from __future__ import annotations
 
 import math
+import pickle
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta, timezone
@@ -520,3 +521,12 @@ def test_a_bad_store_url_raises_a_typed_error(
             memory.threads.list()
     if error is StoreUnavailable:
         assert info.value.__cause__ is not None
+
+
+def test_invalid_input_always_names_its_field() -> None:
+    with pytest.raises(TypeError):
+        InvalidInput("no field")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        InvalidInput("empty field", field="")
+    error = pickle.loads(pickle.dumps(InvalidInput("bad", field="content")))
+    assert isinstance(error, InvalidInput) and (str(error), error.field) == ("bad", "content")
