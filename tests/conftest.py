@@ -9,8 +9,15 @@ missing server can never turn into a silently skipped suite in CI.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
+
+from tests.all_stores import STORE_KINDS, open_store
+
+if TYPE_CHECKING:
+    from memorybank.stores import Store
 
 
 def require_server(name: str, error: BaseException | str) -> None:
@@ -19,3 +26,12 @@ def require_server(name: str, error: BaseException | str) -> None:
     if os.environ.get("MEMORYBANK_REQUIRE_SERVERS") == "1":
         pytest.fail(message + " (MEMORYBANK_REQUIRE_SERVERS=1)")
     pytest.skip(message)
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def every_store(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Store]:
+    """Each of the five stores in turn (sync), fresh for the module; see ``tests.all_stores``."""
+    with open_store(str(request.param), tmp_path_factory.mktemp(str(request.param))) as store:
+        yield store

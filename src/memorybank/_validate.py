@@ -1,7 +1,23 @@
 """Input validation, once, above every store. Pure functions; no I/O.
 
 Every check raises ``InvalidInput`` naming the offending field, before anything
-is written.
+is written. What passes is what *every* store can hold and return exactly, so
+the five stores accept the same inputs (the README's "Input rules"):
+
+* text (content, names, titles, JSON strings and keys, ...) is valid Unicode
+  without NUL: no lone surrogate (it has no UTF-8 form) and no U+0000
+  (PostgreSQL cannot store it);
+* ids are 1 to ``MAX_ID_LENGTH`` printable characters;
+* counts, limits, offsets, token counts, ``k`` and ``last`` are integers from 0
+  to ``MAX_COUNT`` (a 32-bit ``INTEGER`` column holds them on every store);
+* datetimes are timezone-aware, from ``MIN_TIME`` to ``MAX_TIME`` in UTC (the
+  range of MySQL ``DATETIME(6)`` and of Python's ``datetime`` after converting
+  to UTC);
+* JSON values are ``None``, ``bool``, ``str``, 64-bit ``int``, finite ``float``,
+  lists (or tuples, returned as lists) and dicts with ``str`` keys, nested at
+  most ``MAX_JSON_DEPTH`` deep; numbers come back exactly (``1e16`` stays a
+  float, ``-0.0`` keeps its sign);
+* vectors are non-empty lists of finite numbers within the ``float32`` range.
 """
 
 from __future__ import annotations
@@ -10,27 +26,98 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from numbers import Real
+from typing import Any, cast
 
 from memorybank.errors import InvalidInput
-from memorybank.records import ROLES, Message, ToolCall
+from memorybank.records import ROLES, Message, Role, ToolCall
 
 __all__ = [
+    "FLOAT32_MAX",
+    "MAX_COUNT",
     "MAX_ID_LENGTH",
+    "MAX_JSON_DEPTH",
+    "MAX_LABEL_CHARS",
+    "MAX_TIME",
+    "MIN_TIME",
     "as_message",
     "check_id",
     "check_json_object",
     "check_limit",
+    "check_text",
     "check_time",
+    "check_vector",
     "dump_json",
 ]
 
+#: Longest id (characters): thread, user, agent, tenant, key, run ids, ...
 MAX_ID_LENGTH = 255
+#: Largest count, limit, offset or token count (``2**31 - 1``).
+MAX_COUNT = 2**31 - 1
+#: Longest short label: a thread title, a message or tool name, a fact's category.
+MAX_LABEL_CHARS = 1000
+#: Deepest nesting of a JSON value.
+MAX_JSON_DEPTH = 64
+#: Earliest and latest datetime accepted (UTC).
+MIN_TIME = datetime(1000, 1, 1, tzinfo=UTC)
+MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+#: Largest magnitude of a vector component (stores keep float32).
+FLOAT32_MAX = 3.4028234663852886e38
+_INT64 = (-(2**63), 2**63 - 1)
 _MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "state"}
 
 
+def _text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored everywhere, or ``None``.
+
+    Encoding is the fastest full scan CPython offers (a regex is 5x slower on
+    non-ASCII text); ``isascii`` is O(1), and an ASCII string holds no surrogate.
+    """
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            char = value[error.start]
+            return (
+                f"contains a lone surrogate (U+{ord(char):04X}, not valid Unicode)"
+                f" at index {error.start}"
+            )
+    index = value.find("\x00")
+    if index >= 0:
+        return f"contains a NUL character (U+0000) at index {index}"
+    return None
+
+
+def check_text(
+    value: object,
+    field: str,
+    *,
+    max_chars: int | None = None,
+    allow_empty: bool = True,
+) -> str:
+    """A string every store can hold: no NUL, no lone surrogate, at most ``max_chars``.
+
+    ``allow_empty=False`` also refuses ``""``.
+    """
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be a string, got {type(value).__name__}", field=field)
+    if not allow_empty and not value:
+        raise InvalidInput(f"{field} must be a non-empty string", field=field)
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidInput(
+            f"{field} has {len(value)} characters; the limit is {max_chars}", field=field
+        )
+    problem = _text_problem(value)
+    if problem is not None:
+        raise InvalidInput(f"{field} {problem}", field=field)
+    return value
+
+
 def check_id(value: object, field: str) -> str:
-    """An id: a non-empty string of at most 255 printable characters."""
+    """An id: a non-empty string of at most ``MAX_ID_LENGTH`` printable characters.
+
+    Printable excludes NUL, lone surrogates and every other control character.
+    """
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}", field=field)
     if not value or len(value) > MAX_ID_LENGTH:
@@ -45,44 +132,70 @@ def check_optional_id(value: object, field: str) -> str | None:
 
 
 def check_limit(value: object, field: str, *, allow_none: bool = True) -> int | None:
-    """A non-negative int (``bool`` is not an int here)."""
+    """An int from 0 to ``MAX_COUNT`` (``bool`` is not an int here)."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidInput(f"{field} must be an integer, got {type(value).__name__}", field=field)
-    if value < 0:
-        raise InvalidInput(f"{field} must be >= 0, got {value}", field=field)
-    return value
+    if not 0 <= value <= MAX_COUNT:
+        raise InvalidInput(f"{field} must be from 0 to {MAX_COUNT}, got {value}", field=field)
+    return int(value)
 
 
 def check_time(value: object, field: str) -> datetime:
-    """A timezone-aware datetime, returned in UTC."""
+    """A timezone-aware datetime from ``MIN_TIME`` to ``MAX_TIME``, returned in UTC."""
     if not isinstance(value, datetime):
         raise InvalidInput(f"{field} must be a datetime, got {type(value).__name__}", field=field)
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidInput(f"{field} must be timezone-aware", field=field)
-    return value.astimezone(UTC)
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError:  # year 1 east of UTC, or 9999-12-31 west of it
+        utc = None
+    if utc is None or not MIN_TIME <= utc <= MAX_TIME:
+        raise InvalidInput(
+            f"{field} must be from {MIN_TIME.isoformat()} to {MAX_TIME.isoformat()},"
+            f" got {value.isoformat()}",
+            field=field,
+        )
+    return utc
 
 
-def _check_json_value(value: object, field: str, depth: int = 0) -> None:
-    if depth > 64:
-        raise InvalidInput(f"{field} is nested too deeply", field=field)
-    if value is None or isinstance(value, str | bool | int):
-        return
+def _plain(value: object, field: str, depth: int) -> Any:
+    """A deep copy of a JSON value in plain types (dict, list, str, int, float, bool, None)."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        problem = _text_problem(value)
+        if problem is not None:
+            raise InvalidInput(f"{field}: a string {problem}", field=field)
+        return str(value)
+    if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise InvalidInput(
+                f"{field} holds an integer outside the 64-bit range"
+                f" ({len(str(abs(value))) if value.bit_length() < 10_000 else 'many'} digits)",
+                field=field,
+            )
+        return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidInput(f"{field} contains a non-finite number", field=field)
-        return
+            raise InvalidInput(f"{field} contains a non-finite number ({value})", field=field)
+        return float(value)
+    if depth >= MAX_JSON_DEPTH:
+        raise InvalidInput(f"{field} is nested more than {MAX_JSON_DEPTH} levels deep", field=field)
     if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if not isinstance(key, str):
                 raise InvalidInput(f"{field} has a non-string key {key!r}", field=field)
-            _check_json_value(item, field, depth + 1)
-        return
+            problem = _text_problem(key)
+            if problem is not None:
+                raise InvalidInput(f"{field}: a key {problem}", field=field)
+            out[str(key)] = _plain(item, field, depth + 1)
+        return out
     if isinstance(value, list | tuple):
-        for item in value:
-            _check_json_value(item, field, depth + 1)
-        return
+        return [_plain(item, field, depth + 1) for item in value]
     raise InvalidInput(
         f"{field} must be JSON-serialisable; found {type(value).__name__}", field=field
     )
@@ -94,41 +207,100 @@ def check_json_object(value: object, field: str) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInput(f"{field} must be a JSON object (dict)", field=field)
-    _check_json_value(value, field)
-    copied: dict[str, Any] = json.loads(json.dumps(value))
+    copied: dict[str, Any] = _plain(value, field, 0)
     return copied
 
 
 def dump_json(value: object, field: str) -> str:
-    """Any JSON value as compact text (for working memory and snapshots)."""
-    _check_json_value(value, field)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    """Any JSON value as compact text (for working memory, snapshots, tool-call arguments)."""
+    return json.dumps(_plain(value, field, 0), separators=(",", ":"), ensure_ascii=False)
 
 
-def _as_tool_call(value: object, index: int) -> ToolCall:
-    field = f"tool_calls[{index}]"
+def check_vector(
+    value: object, field: str, *, dimensions: int | None = None, allow_zero: bool = True
+) -> list[float]:
+    """A vector every store keeps as float32, scaled to unit length (in float64).
+
+    Refuses anything but a flat, non-empty sequence of real numbers (``bool``
+    and strings are not numbers here), non-finite values, values beyond
+    ``FLOAT32_MAX`` (float32 would turn them into infinities, then NaN scores),
+    a length other than ``dimensions``, and (unless ``allow_zero``) the zero
+    vector, which has no direction; an allowed zero vector comes back as zeros
+    (it scores with no query).
+    """
+    import numpy as np  # loaded on first use: a history-only script never pays for it
+
+    if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiu":
+        array = value.astype(np.float64)
+    else:
+        if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+            raise InvalidInput(f"{field} must be a list of numbers", field=field)
+        numbers: list[float] = []
+        for x in value:
+            if isinstance(x, bool | np.bool_) or not isinstance(x, Real):
+                raise InvalidInput(
+                    f"{field} must hold numbers only, found {type(x).__name__}", field=field
+                )
+            try:
+                numbers.append(float(x))
+            except OverflowError:  # an int beyond any float
+                numbers.append(math.inf)
+        array = np.array(numbers, dtype=np.float64)
+    if array.size == 0:
+        raise InvalidInput(f"{field} must not be empty", field=field)
+    if dimensions is not None and array.size != dimensions:
+        raise InvalidInput(
+            f"{field} has {array.size} dimensions, the embedder makes {dimensions}", field=field
+        )
+    largest = float(np.abs(array).max())
+    if not math.isfinite(largest) or largest > FLOAT32_MAX:
+        raise InvalidInput(
+            f"{field} must hold finite numbers within the float32 range (±{FLOAT32_MAX:.4e})",
+            field=field,
+        )
+    if largest == 0.0:
+        if not allow_zero:
+            raise InvalidInput(f"{field} must not be all zeros", field=field)
+        return [0.0] * int(array.size)
+    array /= largest  # no overflow in the squares, no underflow of tiny vectors
+    array /= float(np.sqrt(np.dot(array, array)))
+    unit: list[float] = array.tolist()
+    return unit
+
+
+def _as_tool_call(value: object, index: int, max_chars: int) -> ToolCall:
+    """One tool call; every problem is reported as ``field="tool_calls"``."""
+    where = f"tool_calls[{index}]"
     if isinstance(value, ToolCall):
-        call = value
+        call_id: object = value.id
+        name: object = value.name
+        arguments: object = value.arguments
     elif isinstance(value, Mapping):
         function = value.get("function", value)
         if not isinstance(function, Mapping):
-            raise InvalidInput(f"{field}.function must be an object", field="tool_calls")
+            raise InvalidInput(f"{where}.function must be an object", field="tool_calls")
+        call_id, name = value.get("id"), function.get("name")
         arguments = function.get("arguments", "{}")
         if isinstance(arguments, Mapping):
-            arguments = json.dumps(arguments)
-        call = ToolCall(id=value.get("id"), name=function.get("name"), arguments=arguments)  # type: ignore[arg-type]
+            # the provider convention: json.dumps' default form of the plain copy
+            arguments = json.dumps(_plain(arguments, "tool_calls", 0))
     else:
-        raise InvalidInput(f"{field} must be a ToolCall or a dict", field="tool_calls")
-    check_id(call.id, f"{field}.id")
-    if not isinstance(call.name, str) or not call.name:
-        raise InvalidInput(f"{field} needs a function name", field="tool_calls")
-    if not isinstance(call.arguments, str):
-        raise InvalidInput(f"{field}.arguments must be a JSON string", field="tool_calls")
-    return call
+        raise InvalidInput(f"{where} must be a ToolCall or a dict", field="tool_calls")
+    try:
+        check_id(call_id, f"{where}.id")
+        check_text(name, f"{where}.name", max_chars=MAX_LABEL_CHARS, allow_empty=False)
+        check_text(arguments, f"{where}.arguments", max_chars=max_chars)
+    except InvalidInput as error:
+        raise InvalidInput(str(error), field="tool_calls") from None
+    return ToolCall(id=str(call_id), name=str(name), arguments=str(arguments))
 
 
 def as_message(value: object, *, max_content_chars: int) -> Message:
-    """Validate a ``Message`` or provider-shaped dict and return a clean ``Message``."""
+    """Validate a ``Message`` or provider-shaped dict and return a clean ``Message``.
+
+    ``content`` and each tool call's ``arguments`` hold at most
+    ``max_content_chars`` characters; ``name`` at most ``MAX_LABEL_CHARS``.
+    """
     if isinstance(value, Message):
         raw: Mapping[str, Any] = {
             "role": value.role,
@@ -141,29 +313,30 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         }
     elif isinstance(value, Mapping):
         raw = value
-        unknown = sorted(k for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None)
+        unknown = [k for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None]
         if unknown:
+            first = unknown[0]
             raise InvalidInput(
-                f"unknown message field(s): {', '.join(map(str, unknown))}", field=str(unknown[0])
+                f"unknown message field(s): {', '.join(sorted(map(repr, unknown)))}",
+                field=first
+                if isinstance(first, str) and first.isprintable() and first
+                else "message",
             )
     else:
         raise InvalidInput("message must be a memorybank.Message or a dict", field="message")
 
     role = raw.get("role")
-    if role not in ROLES:
+    if not isinstance(role, str) or role not in ROLES:
         raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {role!r}", field="role")
     content = raw.get("content")
-    if content is not None and not isinstance(content, str):
-        raise InvalidInput("content must be a string", field="content")
-    if content is not None and len(content) > max_content_chars:
-        raise InvalidInput(
-            f"content has {len(content)} characters; the limit is {max_content_chars}",
-            field="content",
-        )
-    raw_calls = raw.get("tool_calls") or ()
+    if content is not None:
+        content = check_text(content, "content", max_chars=max_content_chars)
+    raw_calls = raw.get("tool_calls")
+    if raw_calls is None:
+        raw_calls = ()
     if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes):
         raise InvalidInput("tool_calls must be a list", field="tool_calls")
-    calls = tuple(_as_tool_call(c, i) for i, c in enumerate(raw_calls))
+    calls = tuple(_as_tool_call(c, i, max_content_chars) for i, c in enumerate(raw_calls))
     if calls and role != "assistant":
         raise InvalidInput("only assistant messages can carry tool_calls", field="tool_calls")
     if content is None and not calls:
@@ -177,10 +350,10 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
     if role != "tool" and tool_call_id is not None:
         raise InvalidInput("only tool messages carry tool_call_id", field="tool_call_id")
     name = raw.get("name")
-    if name is not None and (not isinstance(name, str) or not name):
-        raise InvalidInput("name must be a non-empty string", field="name")
+    if name is not None:
+        name = check_text(name, "name", max_chars=MAX_LABEL_CHARS, allow_empty=False)
     return Message(
-        role=role,
+        role=cast(Role, role),
         content=content,
         name=name,
         tool_calls=calls,

@@ -27,6 +27,8 @@ attached, so nothing reaches stderr unless the application configures logging).
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConfigurationError",
     "Conflict",
@@ -57,13 +59,28 @@ class ConfigurationError(MemoryBankError):
 
 
 class InvalidInput(MemoryBankError, ValueError):
-    """An argument is invalid. ``field`` names it. Nothing was written."""
+    """An argument is invalid. ``field`` names it (never empty). Nothing was written.
+
+    ``field`` is the parameter's name (``"content"``, ``"metadata"``,
+    ``"tool_calls"``, ``"created_at"``, ...); the message says what is wrong
+    with it.
+    """
 
     code = "invalid_input"
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(self, message: str, *, field: str) -> None:
+        if not isinstance(field, str) or not field:
+            raise TypeError("InvalidInput needs the name of the offending field")
         super().__init__(message)
-        self.field = field
+        self.field: str = field
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_invalid_input, (str(self), self.field))
+
+
+def _invalid_input(message: str, field: str) -> InvalidInput:
+    """Rebuild a pickled ``InvalidInput`` (its ``field`` is keyword-only)."""
+    return InvalidInput(message, field=field)
 
 
 class NotFound(MemoryBankError, LookupError):

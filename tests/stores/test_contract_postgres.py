@@ -71,9 +71,8 @@ def pgvector_url() -> str:
     return str(_PGVECTOR["url"])
 
 
-@pytest.fixture(scope="session")
-def pg_prefix() -> Iterator[str]:
-    """A fresh table prefix for this session; its tables are dropped at the end."""
+def require_postgres() -> None:
+    """Skip (locally) or fail (CI) unless the test PostgreSQL answers."""
     import psycopg
 
     try:
@@ -81,6 +80,12 @@ def pg_prefix() -> Iterator[str]:
             pass
     except psycopg.Error as error:
         require_server("PostgreSQL", error)
+
+
+@pytest.fixture(scope="session")
+def pg_prefix() -> Iterator[str]:
+    """A fresh table prefix for this session; its tables are dropped at the end."""
+    require_postgres()
     prefix = f"t{uuid.uuid4().hex[:10]}_"
     yield prefix
     drop_tables(URL, prefix)

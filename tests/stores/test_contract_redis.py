@@ -40,9 +40,8 @@ def drop_prefix(url: str, prefix: str) -> None:
         client.close()
 
 
-@pytest.fixture(scope="session")
-def redis_prefix() -> Iterator[str]:
-    """A fresh key prefix for this test session; its keys are dropped at the end."""
+def require_redis() -> None:
+    """Skip (locally) or fail (CI) unless the test Redis answers."""
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
     try:
         client.ping()
@@ -50,6 +49,12 @@ def redis_prefix() -> Iterator[str]:
         require_server("redis", error)
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_prefix() -> Iterator[str]:
+    """A fresh key prefix for this test session; its keys are dropped at the end."""
+    require_redis()
     prefix = f"mbtest:{uuid.uuid4().hex[:10]}:"
     yield prefix
     drop_prefix(REDIS_URL, prefix)

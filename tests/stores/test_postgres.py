@@ -603,3 +603,65 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     assert again._hnsw == store._hnsw
     await again.close()
     await store.close()
+
+
+async def test_migration_5_turns_jsonb_into_json_keeping_data(prefix: str) -> None:
+    """jsonb normalised numbers (1e16 -> integer, -0.0 -> 0); json keeps the text as written."""
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {prefix}schema_version"
+            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+        )
+        for step in MIGRATIONS[:2]:
+            for statement in step:
+                conn.execute(statement.format(p=prefix))
+        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, metadata, status, created_at,"
+            " updated_at, current_branch) VALUES"
+            """ ('default', 'old', '{"a": [1, "x"]}', 'active', now(), now(), 'main')"""
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+            " VALUES ('default', 'old', 'main', now(), 1)"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, metadata, state, token_count, created_at) VALUES ('default', 'old',"
+            """ 'main', 1, 'e1', 'user', 'hi', '{"m": 1}', '{"s": true}', 3, now())"""
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}records (tenant_id, kind, id, content, data, created_at,"
+            """ updated_at) VALUES ('default', 'document', 'd1', 'doc', '{"metadata": {"k": 2}}',"""
+            " now(), now())"
+        )
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    thread = await memory.threads.get("old")
+    assert thread is not None and thread.metadata == {"a": [1, "x"]}
+    (entry,) = await memory.entries.list("old")
+    assert (entry.metadata, entry.state) == ({"m": 1}, {"s": True})
+    document = await memory.documents.get("d1")
+    assert document is not None and document.metadata == {"k": 2}
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    types = _admin(
+        "SELECT table_name, column_name, data_type, column_default FROM information_schema.columns"
+        " WHERE table_name LIKE %s AND column_name IN ('metadata', 'state', 'data')",
+        (prefix.replace("_", r"\_") + "%",),
+    )
+    assert {(t, c, d) for t, c, d, _ in types} == {
+        (f"{prefix}threads", "metadata", "json"),
+        (f"{prefix}entries", "metadata", "json"),
+        (f"{prefix}entries", "state", "json"),
+        (f"{prefix}records", "data", "json"),
+    }
+    assert {default for *_, default in types} == {"'{}'::json"}
+    # new values keep their numbers exactly, and the empty-object shortcut still reads
+    numbers = {"big": 1e16, "neg_zero": -0.0, "int": 2**63 - 1, "small": 5e-324}
+    await memory.threads.update("old", metadata=numbers)
+    added = await memory.entries.add("old", {"role": "user", "content": "x", "state": numbers})
+    got = await memory.threads.get("old")
+    assert got is not None and repr(got.metadata) == repr(numbers)
+    again = await memory.entries.get("old", added.id)
+    assert again is not None and repr(again.state) == repr(numbers) and again.metadata == {}
+    await store.close()

@@ -19,7 +19,7 @@ from memorybank._async._cas import retry_conflicts
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset
 from memorybank._ids import compound_id, new_id
 from memorybank._scope import Scope
-from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
     from memorybank._async.memory import AsyncMemory
@@ -74,10 +74,7 @@ class AsyncCoreFacts:
         is current (``Conflict`` only if the key keeps changing through every retry).
         """
         record_id = self._id(key, user_id)
-        if not isinstance(value, str):
-            raise InvalidInput("value must be a string", field="value")
-        if len(value) > self._memory._core.max_content_chars:
-            raise InvalidInput("value is too long", field="value")
+        v.check_text(value, "value", max_chars=self._memory._core.max_content_chars)
         store, tenant = self._memory.store, self._memory.tenant_id
 
         async def step() -> None:

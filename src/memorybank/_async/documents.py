@@ -7,7 +7,6 @@ configured, its embedding is stored with the embedder's ``model_id``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,26 +40,6 @@ def document_from_record(record: Record) -> Document:
         created_at=record.created_at,
         updated_at=record.updated_at,
     )
-
-
-def _check_embedding(embedding: object, dimensions: int) -> list[float]:
-    if isinstance(embedding, str | bytes) or not isinstance(embedding, Sequence):
-        raise InvalidInput("embedding must be a list of floats", field="embedding")
-    values: list[float] = []
-    for x in embedding:
-        if isinstance(x, bool) or not isinstance(x, int | float):
-            raise InvalidInput("embedding must be a list of floats", field="embedding")
-        if not math.isfinite(x):
-            raise InvalidInput("embedding contains non-finite values", field="embedding")
-        values.append(float(x))
-    if len(values) != dimensions:
-        raise InvalidInput(
-            f"embedding has {len(values)} dimensions, the embedder makes {dimensions}",
-            field="embedding",
-        )
-    if not any(values):
-        raise InvalidInput("embedding must not be all zeros", field="embedding")
-    return values
 
 
 class AsyncDocuments:
@@ -105,8 +84,7 @@ class AsyncDocuments:
         """
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content must be a non-empty string", field="content")
-        if len(content) > self._core.max_content_chars:
-            raise InvalidInput("content is too long", field="content")
+        v.check_text(content, "content", max_chars=self._core.max_content_chars)
         embedder = self._core.embedder
         vector: list[float] | None = None
         if embedding is not None:
@@ -116,7 +94,9 @@ class AsyncDocuments:
                     " with the embedder's model_id",
                     field="embedding",
                 )
-            vector = _check_embedding(embedding, embedder.dimensions)
+            vector = v.check_vector(
+                embedding, "embedding", dimensions=embedder.dimensions, allow_zero=False
+            )
         now = self._core.now()
         record = Record(
             kind=DOCUMENT_KIND,
@@ -129,7 +109,9 @@ class AsyncDocuments:
             updated_at=now,
         )
         if embedder is not None and vector is None:
-            vector = (await embedder.aembed([content]))[0]
+            from memorybank._async.search import embed_texts
+
+            vector = (await embed_texts(embedder, [content]))[0]
         await self._core.store.record_put(self._tenant, [record])
         if embedder is not None and vector is not None:
             await self._core.store.vector_put(

@@ -117,7 +117,7 @@ def _check_confidence(value: object) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InvalidInput("confidence must be a number", field="confidence")
-    if not 0.0 <= float(value) <= 1.0:
+    if not 0 <= value <= 1:  # compared as given: a huge int must not reach float()
         raise InvalidInput("confidence must be between 0 and 1", field="confidence")
     return float(value)
 
@@ -125,15 +125,13 @@ def _check_confidence(value: object) -> float | None:
 def _check_text(value: object, field: str, *, max_chars: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInput(f"{field} must be a non-empty string", field=field)
-    if len(value) > max_chars:
-        raise InvalidInput(f"{field} is too long", field=field)
-    return value
+    return v.check_text(value, field, max_chars=max_chars)
 
 
 def _check_optional_text(value: object, field: str) -> str | None:
     if value is None:
         return None
-    return _check_text(value, field, max_chars=1000)
+    return _check_text(value, field, max_chars=v.MAX_LABEL_CHARS)
 
 
 def _check_sources(value: object) -> tuple[str, ...]:
@@ -170,14 +168,19 @@ class AsyncFacts:
             return None
         return record
 
-    async def _embed(self, fact: Fact) -> None:
+    async def _vector(self, fact: Fact) -> VectorItem | None:
+        """The fact's checked vector, computed before anything is written."""
         embedder = self._core.embedder
         if embedder is None:
-            return
-        vectors = await embedder.aembed([fact.content])
-        await self._core.store.vector_put(
-            self._tenant, [VectorItem(FACT, fact.id, embedder.model_id, vectors[0])]
-        )
+            return None
+        from memorybank._async.search import embed_texts
+
+        vectors = await embed_texts(embedder, [fact.content])
+        return VectorItem(FACT, fact.id, embedder.model_id, vectors[0])
+
+    async def _put_vector(self, item: VectorItem | None) -> None:
+        if item is not None:
+            await self._core.store.vector_put(self._tenant, [item])
 
     def _live(self, fact: Fact, now: datetime) -> bool:
         return fact.expires_at is None or fact.expires_at > now
@@ -215,10 +218,11 @@ class AsyncFacts:
             updated_at=now,
             expires_at=None if expires_at is None else v.check_time(expires_at, "expires_at"),
         )
+        vector = await self._vector(fact)
         await self._core.store.record_put(
             self._tenant, [_record(fact), *_links(fact, fact.source_entries)]
         )
-        await self._embed(fact)
+        await self._put_vector(vector)
         return fact
 
     async def get(
@@ -264,7 +268,7 @@ class AsyncFacts:
         store = self._core.store
         self._scope.visibility(user_id=user_id, agent_id=agent_id)  # refuse a widening first
 
-        async def step() -> tuple[Fact, Fact]:
+        async def step() -> tuple[Fact, Fact, VectorItem | None]:
             record = self._sees(
                 await store.record_get(self._tenant, FACT, fact_id), user_id, agent_id
             )
@@ -318,16 +322,17 @@ class AsyncFacts:
                 version.data["replaced_at"] = now.isoformat()
                 version.created_at = old.updated_at
                 writes.append(version)
+            # The vector is computed (and checked) before anything is written.
+            vector = await self._vector(new) if new.content != old.content else None
             guard = RecordGuard(FACT, fact_id, record.revision)
             await store.record_put(self._tenant, writes, guard=guard)
-            return old, new
+            return old, new, vector
 
-        old, new = await retry_conflicts(step, f"fact {fact_id!r}")
+        old, new, vector = await retry_conflicts(step, f"fact {fact_id!r}")
         dropped = [e for e in old.source_entries if e not in new.source_entries]
         if dropped:
             await self._unlink_stale(fact_id, dropped)
-        if new.content != old.content:
-            await self._embed(new)
+        await self._put_vector(vector)
         return new
 
     async def supersede(
@@ -441,13 +446,16 @@ class AsyncFacts:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string", field="query")
+        v.check_text(query, "query")
         limit = v.check_limit(k, "k", allow_none=False) or 0
         seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
         store = self._core.store
         embedder = self._core.embedder
         fetch = limit * 2 + 10
         if embedder is not None:
-            vector = (await embedder.aembed([query]))[0]
+            from memorybank._async.search import embed_texts
+
+            vector = (await embed_texts(embedder, [query]))[0]
             hits = await store.vector_search(
                 self._tenant,
                 vector,

@@ -602,13 +602,7 @@ class AsyncThreads:
 
 
 def _check_title(title: object) -> str | None:
-    if title is None:
-        return None
-    if not isinstance(title, str):
-        raise InvalidInput("title must be a string", field="title")
-    if len(title) > 1000:
-        raise InvalidInput("title must be at most 1000 characters", field="title")
-    return title
+    return None if title is None else v.check_text(title, "title", max_chars=v.MAX_LABEL_CHARS)
 
 
 async def _require_thread(
@@ -1177,10 +1171,7 @@ class AsyncSummaries:
 
         ``agent_id`` (required) and ``user_id`` default to the handle's scope.
         """
-        if not isinstance(content, str) or not content:
-            raise InvalidInput("content must be a non-empty string", field="content")
-        if len(content) > self._core.max_content_chars:
-            raise InvalidInput("content is too long", field="content")
+        v.check_text(content, "content", max_chars=self._core.max_content_chars, allow_empty=False)
         summary = Summary(
             id=new_id(),
             agent_id=v.check_id(self._scope.owner(agent_id, "agent_id"), "agent_id"),

@@ -66,6 +66,7 @@ __all__ = [
     "SearchMode",
     "embed_entries",
     "embed_pending",
+    "embed_texts",
     "run_search",
 ]
 
@@ -88,7 +89,15 @@ _MODES = ("hybrid", "semantic", "keyword")
 # -- embedding ------------------------------------------------------------------------
 
 
-async def _embed(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+async def embed_texts(embedder: Embedder, texts: list[str]) -> list[list[float]]:
+    """The embedder's vectors for ``texts``, checked: every vector that reaches a store or
+    a ranking passes here.
+
+    Raises ``InvalidInput(field="embedding")`` for a vector no store can keep
+    exactly (non-finite, beyond float32, not ``embedder.dimensions`` long):
+    from a broken embedder, or an input it cannot encode, before anything is
+    written. Vectors come back unit-length.
+    """
     out: list[list[float]] = []
     for start in range(0, len(texts), EMBED_BATCH):
         chunk = texts[start : start + EMBED_BATCH]
@@ -97,7 +106,8 @@ async def _embed(embedder: Embedder, texts: list[str]) -> list[list[float]]:
             raise ConfigurationError(
                 f"embedder returned {len(vectors)} vectors for {len(chunk)} texts"
             )
-        out.extend(vectors)
+        dimensions = embedder.dimensions
+        out.extend(v.check_vector(vector, "embedding", dimensions=dimensions) for vector in vectors)
     return out
 
 
@@ -110,7 +120,7 @@ async def embed_entries(core: _Core, tenant: str, entries: Sequence[Entry]) -> i
     if not todo:
         return 0
     try:
-        vectors = await _embed(embedder, [e.content or "" for e in todo])
+        vectors = await embed_texts(embedder, [e.content or "" for e in todo])
         await core.store.vector_put(
             tenant,
             [
@@ -136,7 +146,7 @@ async def embed_pending(
     embedder = core.embedder
     if embedder is None:
         raise ConfigurationError("embed_pending needs an embedder: Memory(url, embedder=...)")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+    if not v.check_limit(batch_size, "batch_size", allow_none=False):
         raise InvalidInput("batch_size must be a positive integer", field="batch_size")
     store = core.store
     model = embedder.model_id
@@ -154,7 +164,7 @@ async def embed_pending(
         nonlocal done
         if not pending:
             return
-        vectors = await _embed(embedder, [p[3] for p in pending])
+        vectors = await embed_texts(embedder, [p[3] for p in pending])
         await store.vector_put(
             tenant,
             [
@@ -240,7 +250,7 @@ def _check_kinds(kinds: object) -> list[str]:
 async def _query_vector(embedder: Embedder | None, query: str) -> NDArray[np.float32] | None:
     if embedder is None:
         return None
-    return np.asarray((await embedder.aembed([query]))[0], dtype=np.float32)
+    return np.asarray((await embed_texts(embedder, [query]))[0], dtype=np.float32)
 
 
 async def run_search(
@@ -258,8 +268,7 @@ async def run_search(
     options: SearchOptions | None,
 ) -> list[Hit]:
     """The implementation of ``memory.search`` (see the module docstring)."""
-    if not isinstance(query, str):
-        raise InvalidInput("query must be a string", field="query")
+    v.check_text(query, "query")
     limit = v.check_limit(k, "k", allow_none=False)
     assert limit is not None
     if mode not in _MODES:
@@ -326,6 +335,8 @@ class _Search:
         self.threads: dict[str, Thread | None] = {}
 
     def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
+        if not math.isfinite(score):  # vectors are checked on the way in; never leak a NaN
+            return False
         if self.min_score is not None and score < self.min_score:
             return False
         return not self.filters or _matches(metadata, self.filters)
@@ -391,7 +402,7 @@ class _Search:
                         vectors[(e.id, e.content or "")] = np.asarray(stored[e.id], np.float32)
                 missing = [e for e in missing if (e.id, e.content or "") not in vectors]
             if missing:  # catch up the backlog of this thread before ranking
-                fresh = await _embed(embedder, [e.content or "" for e in missing])
+                fresh = await embed_texts(embedder, [e.content or "" for e in missing])
                 await self.store.vector_put(
                     self.tenant,
                     [

@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorybank import _validate as v
 from memorybank._async.context import AsyncContextBuilder
 from memorybank._concurrency import amaybe_await
 from memorybank._longterm import Context, ContextOptions
-from memorybank.errors import InvalidInput, StoreUnavailable
+from memorybank.errors import StoreUnavailable
 from memorybank.records import Entry, Message
 from memorybank.tokens import count_message_tokens
 
@@ -59,8 +60,7 @@ class AsyncTurn:
         on_error: OnError | None,
         raise_errors: bool,
     ) -> None:
-        if not isinstance(input, str):
-            raise InvalidInput("input must be a string", field="input")
+        v.check_text(input, "input")
         self._memory = memory
         self.thread_id = thread_id
         self.user_id = user_id

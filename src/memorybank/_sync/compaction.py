@@ -240,7 +240,9 @@ class CompactionService:
             )
             if not isinstance(text, str) or not text.strip():
                 raise InvalidInput("summarize must return a non-empty string", field="summarize")
-            content = SUMMARY_PREFIX + text
+            content = v.check_text(
+                SUMMARY_PREFIX + text, "summarize", max_chars=core.max_content_chars
+            )
             summary = NewEntry(
                 id=new_id(),
                 role="system",

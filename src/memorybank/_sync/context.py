@@ -207,8 +207,8 @@ class ContextBuilder:
         agent_id = v.check_id(agent_id, "agent_id")
         user_id = v.check_optional_id(user_id, "user_id")
         for name, value in (("system_prompt", system_prompt), ("current_input", current_input)):
-            if value is not None and not isinstance(value, str):
-                raise InvalidInput(f"{name} must be a string", field=name)
+            if value is not None:
+                v.check_text(value, name)
         opts = self.options
         core = self._memory._core
         available = opts.available
@@ -240,8 +240,13 @@ class ContextBuilder:
             if embedder is None or not current_input:
                 return None
             if not query:
+                from memorybank._sync.search import embed_texts
+
                 try:
-                    query.append((embedder.embed([current_input]))[0])
+                    query.append((embed_texts(embedder, [current_input]))[0])
+                except InvalidInput as error:  # the embedder's vector, not the caller's input
+                    query.append(error)
+                    raise _Failed("the embedder returned an unusable vector") from error
                 except Exception as error:  # an embedder's own failure
                     query.append(error)
                     raise

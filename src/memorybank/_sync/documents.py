@@ -8,7 +8,6 @@ configured, its embedding is stored with the embedder's ``model_id``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,24 +43,6 @@ def document_from_record(record: Record) -> Document:
     )
 
 
-def _check_embedding(embedding: object, dimensions: int) -> list[float]:
-    if isinstance(embedding, str | bytes) or not isinstance(embedding, Sequence):
-        raise InvalidInput("embedding must be a list of floats", field="embedding")
-    values: list[float] = []
-    for x in embedding:
-        if isinstance(x, bool) or not isinstance(x, int | float):
-            raise InvalidInput("embedding must be a list of floats", field="embedding")
-        if not math.isfinite(x):
-            raise InvalidInput("embedding contains non-finite values", field="embedding")
-        values.append(float(x))
-    if len(values) != dimensions:
-        raise InvalidInput(
-            f"embedding has {len(values)} dimensions, the embedder makes {dimensions}",
-            field="embedding",
-        )
-    if not any(values):
-        raise InvalidInput("embedding must not be all zeros", field="embedding")
-    return values
 
 
 class Documents:
@@ -106,8 +87,7 @@ class Documents:
         """
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content must be a non-empty string", field="content")
-        if len(content) > self._core.max_content_chars:
-            raise InvalidInput("content is too long", field="content")
+        v.check_text(content, "content", max_chars=self._core.max_content_chars)
         embedder = self._core.embedder
         vector: list[float] | None = None
         if embedding is not None:
@@ -117,7 +97,9 @@ class Documents:
                     " with the embedder's model_id",
                     field="embedding",
                 )
-            vector = _check_embedding(embedding, embedder.dimensions)
+            vector = v.check_vector(
+                embedding, "embedding", dimensions=embedder.dimensions, allow_zero=False
+            )
         now = self._core.now()
         record = Record(
             kind=DOCUMENT_KIND,
@@ -130,7 +112,9 @@ class Documents:
             updated_at=now,
         )
         if embedder is not None and vector is None:
-            vector = (embedder.embed([content]))[0]
+            from memorybank._sync.search import embed_texts
+
+            vector = (embed_texts(embedder, [content]))[0]
         self._core.store.record_put(self._tenant, [record])
         if embedder is not None and vector is not None:
             self._core.store.vector_put(

@@ -36,14 +36,22 @@ class Embedder(Protocol):
 
 
 def normalize(vector: Sequence[float]) -> list[float]:
-    """Return ``vector`` scaled to unit L2 length (a zero vector is returned as zeros)."""
-    values = [float(x) for x in vector]
-    norm = math.sqrt(math.fsum(x * x for x in values))
-    if not math.isfinite(norm):
+    """Return ``vector`` scaled to unit L2 length (a zero vector is returned as zeros).
+
+    Scales by the largest component first, so no square overflows or underflows.
+    """
+    try:
+        values = [float(x) for x in vector]
+    except OverflowError:  # an int beyond any float
+        values = [math.inf]
+    if not all(map(math.isfinite, values)):
         raise InvalidInput("vector contains non-finite values", field="vector")
-    if norm == 0.0:
+    largest = max((abs(x) for x in values), default=0.0)
+    if largest == 0.0:
         return values
-    return [x / norm for x in values]
+    scaled = [x / largest for x in values]
+    norm = math.sqrt(math.fsum(x * x for x in scaled))
+    return [x / norm for x in scaled]
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

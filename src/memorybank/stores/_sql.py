@@ -209,10 +209,14 @@ def fts_query(text: str) -> str:
 
 
 def unit_vector_bytes(vector: Sequence[float]) -> bytes:
-    """A vector as little-endian float32 bytes, scaled to unit length."""
+    """A vector as little-endian float32 bytes, scaled to unit length.
+
+    The norm is taken in float64: in float32 the squares of components above
+    about 1.8e19 overflow, and the vector would be stored as zeros or NaN.
+    """
     import numpy as np
 
-    array = np.asarray(vector, dtype=np.float32)
+    array = np.asarray(vector, dtype=np.float64)
     norm = float(np.linalg.norm(array))
     if norm > 0:
         array = array / norm

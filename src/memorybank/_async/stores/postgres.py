@@ -4,13 +4,13 @@ Layout (every name starts with the configurable ``prefix``, default ``memorybank
 every primary key and index leads with ``tenant_id``, and no statement joins
 two tenants, so the tables can be distributed or partitioned by tenant)::
 
-    threads(tenant_id, id, user_id, agent_id, title, metadata jsonb, status,
+    threads(tenant_id, id, user_id, agent_id, title, metadata json, status,
             created_at, updated_at, current_branch)         PK (tenant_id, id)
         index (tenant_id, updated_at desc, id desc), (tenant_id, user_id, updated_at desc, id desc)
     branches(tenant_id, thread_id, name, created_at, from_branch, from_entry,
              last_position)                                 PK (tenant_id, thread_id, name)
     entries(tenant_id, thread_id, branch, position, id, role, content, name,
-            tool_calls jsonb, tool_call_id, metadata jsonb, state jsonb,
+            tool_calls jsonb, tool_call_id, metadata json, state json,
             token_count, created_at, idempotency_key, fingerprint)
         PK (tenant_id, thread_id, branch, position)
         unique (tenant_id, thread_id, branch, id),
@@ -18,7 +18,7 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
     working(tenant_id, run_id, key, value text)             PK (tenant_id, run_id, key)
     snapshots(tenant_id, run_id, user_id, value text, saved_at)   PK (tenant_id, run_id)
     summaries(tenant_id, id, agent_id, user_id, content, created_at, seq)  PK (tenant_id, id)
-    records(tenant_id, kind, id, agent_id, user_id, key, content, data jsonb,
+    records(tenant_id, kind, id, agent_id, user_id, key, content, data json,
             created_at, updated_at, expires_at, search tsvector, revision)
                                                             PK (tenant_id, kind, id)
         index (tenant_id, kind, created_at, id), (tenant_id, kind, user_id, created_at, id),
@@ -64,10 +64,13 @@ existing HNSW indexes when they connect. Building one is slow (minutes per
 100k 384-d vectors); ``concurrently=True`` avoids blocking writes meanwhile.
 
 Times are ``timestamptz`` (microsecond precision, read back as UTC). Metadata,
-state and tool calls are ``jsonb`` (queryable, e.g. by the recall layer);
-working-memory and snapshot values are ``text`` so their JSON comes back
-verbatim. There are no foreign keys: deletes remove a thread's branches and
-entries explicitly, in one transaction.
+state and record data are ``json`` (schema version 5; ``jsonb`` before): the
+text as written, so every number comes back exactly (``jsonb`` turns ``1e16``
+into an integer and ``-0.0`` into ``0``); the ``->``/``->>`` operators work on
+them, ``@>`` and GIN indexes would need a ``::jsonb`` cast. Tool calls (strings
+only) stay ``jsonb``; working-memory and snapshot values are ``text``. There
+are no foreign keys: deletes remove a thread's branches and entries
+explicitly, in one transaction.
 
 The schema is created on first use and versioned: ``MIGRATIONS[i]`` takes the
 schema from version ``i`` to ``i + 1``; the version lives in
@@ -151,9 +154,9 @@ CONFLICT DO UPDATE``. ``delete_thread`` and ``forget_user`` also delete the
 entry vectors of the threads, ``forget_user`` the user's records and their
 vectors; ``record_delete`` the records' vectors.
 
-Differences from the contract: none known. Values PostgreSQL cannot store (a
-NUL character in text or in a JSON string) raise ``InvalidInput``; nothing is
-written.
+Differences from the contract: none known. ``AsyncMemory`` refuses what
+PostgreSQL cannot store (a NUL character in text or in a JSON string) before it
+gets here; a value it still refuses raises ``StoreError``; nothing is written.
 """
 
 from __future__ import annotations
@@ -253,7 +256,9 @@ _E_COLS = _cols("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
 _E_READ = ", ".join(
-    f"NULLIF(e.{c.strip()}, '{{}}')" if c.strip() in ("metadata", "state") else f"e.{c.strip()}"
+    f"NULLIF(e.{c.strip()}::text, '{{}}')"
+    if c.strip() in ("metadata", "state")
+    else f"e.{c.strip()}"
     for c in ENTRY_COLUMNS.split(",")
 )
 
@@ -263,7 +268,7 @@ _E_START = 2 + _N_THREAD + 2  # where an append row's stored entry columns start
 _KEY_RACES = 3  # runs of an append that lost an idempotency-key race to concurrent writers
 _NULL_ENTRY = (
     "NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text,"
-    " NULL::jsonb, NULL::text, NULL::jsonb, NULL::jsonb, NULL::integer, NULL::timestamptz,"
+    " NULL::jsonb, NULL::text, NULL::json, NULL::json, NULL::integer, NULL::timestamptz,"
     " NULL::text"
 )
 
@@ -397,6 +402,18 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ("ALTER TABLE {p}records ADD COLUMN revision bigint NOT NULL DEFAULT 0",),
     # The payload fingerprint of keyed entries (NULL on rows written before: no check).
     ("ALTER TABLE {p}entries ADD COLUMN fingerprint text",),
+    (
+        # JSON values as ``json`` (the text as written), not ``jsonb``: jsonb turns 1e16
+        # into 10000000000000000 and -0.0 into 0, so numbers did not round-trip.
+        # Existing rows keep their (already normalised) values; one rewrite per table.
+        "ALTER TABLE {p}threads ALTER COLUMN metadata TYPE json USING metadata::json,"
+        " ALTER COLUMN metadata SET DEFAULT '{{}}'",
+        "ALTER TABLE {p}entries ALTER COLUMN metadata TYPE json USING metadata::json,"
+        " ALTER COLUMN metadata SET DEFAULT '{{}}',"
+        " ALTER COLUMN state TYPE json USING state::json, ALTER COLUMN state SET DEFAULT '{{}}'",
+        "ALTER TABLE {p}records ALTER COLUMN data TYPE json USING data::json,"
+        " ALTER COLUMN data SET DEFAULT '{{}}'",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -419,7 +436,7 @@ _APPEND = """
 WITH input AS (
     SELECT * FROM json_to_recordset(%(batch)s::json) AS i(
         id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
-        metadata jsonb, state jsonb, token_count integer, created_at timestamptz,
+        metadata json, state json, token_count integer, created_at timestamptz,
         idempotency_key text, fingerprint text, ord bigint)
 ),
 probe AS (
@@ -491,15 +508,15 @@ LEFT JOIN result r ON true
 # leave out the thread id and branch (the caller knows them) and send an empty
 # metadata/state object as NULL, so there is less to parse.
 _PAGE_COLUMNS = (
-    "id, position, role, content, name, tool_calls, tool_call_id, NULLIF(metadata, '{}'),"
-    " NULLIF(state, '{}'), token_count, created_at, idempotency_key"
+    "id, position, role, content, name, tool_calls, tool_call_id, NULLIF(metadata::text, '{}'),"
+    " NULLIF(state::text, '{}'), token_count, created_at, idempotency_key"
 )
 _NULL_PAGE = (
     "NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
-    " NULL::jsonb, NULL::jsonb, NULL::integer, NULL::timestamptz, NULL::text"
+    " NULL::text, NULL::text, NULL::integer, NULL::timestamptz, NULL::text"
 )
 _NULL_THREAD = (
-    "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
+    "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::json, NULL::text,"
     " NULL::timestamptz, NULL::timestamptz, NULL::text"
 )
 _LIST = """
@@ -654,8 +671,8 @@ def _translate(error: psycopg.Error) -> Exception:
         return Conflict(f"concurrent change, retry: {error}")
     if isinstance(error, psycopg.OperationalError):
         return StoreUnavailable(f"PostgreSQL unavailable: {error}")
-    if isinstance(error, psycopg.DataError):
-        return InvalidInput(f"PostgreSQL cannot store this value: {error}")
+    if isinstance(error, psycopg.DataError):  # AsyncMemory validates: a store-level caller's bug
+        return StoreError(f"PostgreSQL cannot store this value: {error}")
     if isinstance(error, psycopg.InterfaceError):
         return StoreUnavailable(f"PostgreSQL connection unusable: {error}")
     return StoreError(f"PostgreSQL error: {error}")
@@ -1100,7 +1117,7 @@ class AsyncPostgresStore(AsyncStore):
             sets.append("title = %(title)s::text")
             params["title"] = title
         if not isinstance(metadata, Unset):
-            sets.append("metadata = %(metadata)s::jsonb")
+            sets.append("metadata = %(metadata)s::json")
             params["metadata"] = dump(metadata)
         if not isinstance(status, Unset):
             sets.append("status = %(status)s")
@@ -1875,7 +1892,7 @@ class AsyncPostgresStore(AsyncStore):
             or not isinstance(dimensions, int)
             or not (0 < dimensions <= 2000)
         ):
-            raise InvalidInput("HNSW indexes take 1 to 2000 dimensions")
+            raise InvalidInput("HNSW indexes take 1 to 2000 dimensions", field="dimensions")
         name = self._hnsw_name(model_id, dimensions)
         try:
             async with self._connection() as conn:
@@ -1936,7 +1953,7 @@ class _Statements:
         self.create_thread = (
             f"WITH t AS (INSERT INTO {p}threads (tenant_id, id, user_id, agent_id, title, metadata,"
             " status, created_at, updated_at, current_branch) VALUES (%(tenant)s, %(id)s,"
-            " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::jsonb, %(status)s,"
+            " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::json, %(status)s,"
             " %(created)s, %(updated)s, %(branch)s) RETURNING tenant_id, id, created_at,"
             " current_branch)"
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
@@ -2139,7 +2156,7 @@ class _Statements:
             " i.name, i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count,"
             " i.created_at, i.idempotency_key, i.fingerprint"
             " FROM json_to_recordset(%(summary)s::json) AS i(id text, role text, content text,"
-            " name text, tool_calls jsonb, tool_call_id text, metadata jsonb, state jsonb,"
+            " name text, tool_calls jsonb, tool_call_id text, metadata json, state json,"
             " token_count integer, created_at timestamptz, idempotency_key text,"
             " fingerprint text))"
             f" UPDATE {p}threads SET updated_at = %(updated)s"
@@ -2149,7 +2166,7 @@ class _Statements:
             f"WITH th AS (SELECT 1 FROM {p}threads WHERE tenant_id = %(tenant)s"
             " AND id = %(thread)s),"
             " c AS (SELECT * FROM json_to_recordset(%(changes)s::json)"
-            " AS c(id text, content text, state jsonb, token_count integer)),"
+            " AS c(id text, content text, state json, token_count integer)),"
             f" u AS (UPDATE {p}entries e SET content = c.content, state = c.state,"
             " token_count = c.token_count FROM c WHERE EXISTS (SELECT 1 FROM th)"
             " AND e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
@@ -2162,7 +2179,7 @@ class _Statements:
             " SELECT %(tenant)s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
             " i.created_at, i.updated_at, i.expires_at, i.revision"
             " FROM json_to_recordset(%(batch)s::json) AS i(kind text, id text, agent_id text,"
-            " user_id text, key text, content text, data jsonb, created_at timestamptz,"
+            " user_id text, key text, content text, data json, created_at timestamptz,"
             " updated_at timestamptz, expires_at timestamptz, revision bigint)"
             " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = EXCLUDED.agent_id,"
             " user_id = EXCLUDED.user_id, key = EXCLUDED.key, content = EXCLUDED.content,"

@@ -67,8 +67,14 @@ Compare-and-swap
     same step as the write.
 
 Values
-    Metadata and state are JSON objects (already validated). Working-memory and
-    snapshot values are passed as JSON text and returned verbatim.
+    Metadata, state and record data are JSON objects, working-memory and
+    snapshot values JSON text, all already validated by ``AsyncMemory``
+    (``memorybank._validate``): text is valid Unicode without NUL, integers fit
+    64 bits, floats are finite, datetimes lie in 1000-01-01..9999-12-31 UTC,
+    ids are at most 255 characters, counts at most ``2**31 - 1``. A store
+    returns every such value exactly: ``1e16`` stays a float, ``-0.0`` keeps
+    its sign, ``2**63 - 1`` stays an int, text comes back character for
+    character, datetimes to the microsecond; JSON text verbatim.
 
 Errors
     Driver exceptions never escape: they become ``StoreUnavailable`` (cannot

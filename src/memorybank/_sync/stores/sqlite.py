@@ -237,6 +237,8 @@ class SQLiteStore(Store):
         if not prefix.replace("_", "").isalnum() and prefix != "":
             raise ConfigurationError("prefix must be letters, digits and underscores")
         self.path = str(path)
+        if "\x00" in self.path:
+            raise ConfigurationError(f"SQLite path {self.path!r} contains a NUL character")
         self.synchronous: Synchronous = synchronous
         self.busy_timeout = busy_timeout
         self.prefix = prefix
@@ -271,20 +273,16 @@ class SQLiteStore(Store):
             try:
                 self._prepare(conn)
                 break
-            except sqlite3.OperationalError as error:
+            except sqlite3.Error as error:
                 # Switching a new file to WAL takes an exclusive lock that the busy
                 # timeout does not wait for: several processes opening one new file
                 # at once see "database is locked" here, so retry, then give up typed.
-                if _is_busy(error) and attempt < _OPEN_RETRIES - 1:
+                busy = isinstance(error, sqlite3.OperationalError) and _is_busy(error)
+                if busy and attempt < _OPEN_RETRIES - 1:
                     time.sleep(min(0.05, 0.002 * (attempt + 1)))
                     continue
                 conn.close()
-                if _is_busy(error):
-                    raise StoreUnavailable(f"SQLite database busy: {error}") from error
-                raise self._translate(error) from error
-            except sqlite3.Error as error:
-                conn.close()
-                raise self._translate(error) from error
+                raise self._open_error(error, busy=busy) from error
             except BaseException:
                 conn.close()
                 raise
@@ -300,6 +298,16 @@ class SQLiteStore(Store):
         # Deleted rows are overwritten with zeros rather than left in free space.
         conn.execute("PRAGMA secure_delete = ON")
         self._migrate(conn)
+
+    def _open_error(self, error: sqlite3.Error, *, busy: bool) -> StoreError:
+        """The error for a file that could not be opened and prepared."""
+        name = getattr(error, "sqlite_errorname", "")
+        if busy:
+            return StoreUnavailable(f"SQLite database busy: {error}")
+        if name == "SQLITE_FULL" or name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+            return self._translate(error)
+        # not a database, corrupt, no access: nothing a retry of this call can fix
+        return StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}")
 
     def _translate(self, error: sqlite3.Error) -> StoreError:
         """The memorybank error for a SQLite error (the caller chains it)."""

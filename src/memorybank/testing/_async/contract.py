@@ -703,6 +703,46 @@ class AsyncContract:
         assert again is not None and again.metadata == {"k": [1]}
         assert (await memory.threads.get(tid)).metadata == {"a": 1}  # type: ignore[union-attr]
 
+    async def test_values_round_trip_exactly(self, memory: AsyncMemory) -> None:
+        """Numbers keep their type and sign, text every character, times every microsecond."""
+        numbers = {
+            "float": 1e16,
+            "negative_zero": -0.0,
+            "tiny": 5e-324,
+            "largest": 1.7976931348623157e308,
+            "int_max": 2**63 - 1,
+            "int_min": -(2**63),
+            "nested": [0.1, {"a": [-0.0, 1.0, 1]}],
+        }
+        text = "é 日本 \U0001f600 \u2028 \ufeff \u200d ' \" \\ % _ \t\n" + "x" * 70_000
+        when = datetime(1000, 1, 1, 0, 0, 0, 1, tzinfo=UTC)
+        tid = await self._thread(memory, metadata=numbers, title=text[:1000])
+        thread = await memory.threads.get(tid)
+        assert thread is not None and repr(thread.metadata) == repr(numbers)
+        assert thread.title == text[:1000]
+        entry = await memory.entries.add(
+            tid,
+            {"role": "user", "content": text, "name": "ñ", "metadata": numbers, "state": numbers},
+            created_at=when,
+        )
+        for got in (await memory.entries.get(tid, entry.id), (await memory.entries.list(tid))[0]):
+            assert got is not None and got.content == text and got.created_at == when
+            assert repr((got.metadata, got.state)) == repr((numbers, numbers))
+        late = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+        record = Record(
+            kind="doc", id=_id("r"), agent_id=None, user_id=None, content=text,
+            data=numbers, created_at=when, updated_at=late, expires_at=late,
+        )  # fmt: skip
+        await memory.store.record_put(memory.tenant_id, [record])
+        assert await memory.store.record_get(memory.tenant_id, "doc", record.id) == record
+        stored = await memory.store.record_get(memory.tenant_id, "doc", record.id)
+        assert stored is not None and repr(stored.data) == repr(numbers)
+        run = _id("run")
+        await memory.snapshots.save(run, [numbers, text])
+        assert repr(await memory.snapshots.load(run)) == repr([numbers, text])
+        await memory.working(run).set("k", numbers)
+        assert repr(await memory.working(run).get("k")) == repr(numbers)
+
     async def test_many_entries_last_twenty(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
         await memory.entries.add_many(
