@@ -49,8 +49,7 @@ from memorybank._sync.memory import (
 )
 from memorybank._sync.sessions import SessionManager as SyncSessions
 from memorybank._sync.turn import Turn
-from memorybank.stores import InMemoryStore
-from tests.reliability._harness import provide, store_params
+from tests.all_stores import STORE_KINDS, open_store
 
 SECRET = "zanzibar-alice-secret"
 
@@ -386,16 +385,10 @@ def test_async_surface_matches_the_sync_one() -> None:
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
 
 
-@pytest.fixture(params=["memory", *store_params(("sqlite-full", "postgres", "redis", "mysql"))])
+@pytest.fixture(params=STORE_KINDS)
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    tenant = f"iso-{uuid.uuid4().hex[:8]}"
-    if request.param == "memory":
-        with Memory(InMemoryStore()) as root:
-            yield build_world(root.tenant(tenant))
-        return
-    for spec in provide(str(request.param), tmp_path):
-        with spec.memory() as root:
-            yield build_world(root.tenant(tenant))
+    with open_store(str(request.param), tmp_path) as store, Memory(store) as root:
+        yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
 
 
 def test_bob_learns_and_changes_nothing_of_alices(world: World) -> None:
