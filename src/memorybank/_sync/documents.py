@@ -43,8 +43,6 @@ def document_from_record(record: Record) -> Document:
     )
 
 
-
-
 class Documents:
     """``memory.documents``: add, get, delete, list and search documents.
 
