@@ -6,7 +6,6 @@ PostgreSQL, Redis and MySQL/MariaDB. ``AsyncMemory`` is the primary API,
 ``Memory`` its synchronous twin with the same names.
 """
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import (
@@ -47,11 +46,6 @@ if TYPE_CHECKING:
     from memorybank._sync.memory import Memory
 
 __version__ = "0.1.0"
-
-# A library logs and the application decides where records go: without this
-# handler, logging's last-resort handler would print memorybank's warnings to
-# stderr in an application that never configured logging.
-logging.getLogger("memorybank").addHandler(logging.NullHandler())
 
 
 _LAZY = {

@@ -25,7 +25,6 @@ embeddings (written when entries are added with an embedder configured).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank._async.facts import fact_rank
 from memorybank._async.stores.base import UNSET, Unset, Visibility
 from memorybank._concurrency import amaybe_await
+from memorybank._log import logger
 from memorybank._longterm import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Entry, Fact, Thread
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncContextBuilder"]
 
-logger = logging.getLogger("memorybank")
 
 FACTS_SHARE = 0.10
 SEMANTIC_SHARE = 0.10

@@ -36,7 +36,6 @@ Entry embeddings
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import weakref
 from collections import OrderedDict
@@ -49,6 +48,7 @@ import numpy as np
 from memorybank import _validate as v
 from memorybank._async.documents import DOCUMENT_KIND, document_from_record
 from memorybank._async.stores.base import UNSET, SearchHit, VectorItem, Visibility
+from memorybank._log import logger
 from memorybank._scope import check_owner
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.records import Document, Entry, Hit, Thread
@@ -70,7 +70,6 @@ __all__ = [
     "run_search",
 ]
 
-logger = logging.getLogger("memorybank")
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 #: A thread-scoped hybrid search ranks every entry of a thread up to this size

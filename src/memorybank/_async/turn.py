@@ -15,7 +15,6 @@ closed: a bug in the caller, not an outage), ``InvalidInput``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorybank import _validate as v
 from memorybank._async.context import AsyncContextBuilder
 from memorybank._concurrency import amaybe_await
+from memorybank._log import logger
 from memorybank._longterm import Context, ContextOptions
 from memorybank.errors import StoreUnavailable
 from memorybank.records import Entry, Message
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncTurn", "OnError"]
 
-logger = logging.getLogger("memorybank")
 
 OnError = Callable[[BaseException, Literal["load", "save"]], Awaitable[None] | None]
 

@@ -26,13 +26,13 @@ embeddings (written when entries are added with an embedder configured).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.facts import fact_rank
 from memorybank._sync.stores.base import UNSET, Unset, Visibility
+from memorybank._log import logger
 from memorybank._concurrency import maybe_await
 from memorybank._longterm import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ContextBuilder"]
 
-logger = logging.getLogger("memorybank")
 
 FACTS_SHARE = 0.10
 SEMANTIC_SHARE = 0.10

@@ -37,7 +37,6 @@ Entry embeddings
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import weakref
 from collections import OrderedDict
@@ -48,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from memorybank import _validate as v
+from memorybank._log import logger
 from memorybank._sync.documents import DOCUMENT_KIND, document_from_record
 from memorybank._sync.stores.base import UNSET, SearchHit, VectorItem, Visibility
 from memorybank._scope import check_owner
@@ -71,7 +71,6 @@ __all__ = [
     "run_search",
 ]
 
-logger = logging.getLogger("memorybank")
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
 #: A thread-scoped hybrid search ranks every entry of a thread up to this size

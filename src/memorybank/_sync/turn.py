@@ -16,13 +16,13 @@ closed: a bug in the caller, not an outage), ``InvalidInput``.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
 from memorybank._sync.context import ContextBuilder
+from memorybank._log import logger
 from memorybank._concurrency import maybe_await
 from memorybank._longterm import Context, ContextOptions
 from memorybank.errors import StoreUnavailable
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Turn", "OnError"]
 
-logger = logging.getLogger("memorybank")
 
 OnError = Callable[[BaseException, Literal["load", "save"]], Awaitable[None] | None]
 
