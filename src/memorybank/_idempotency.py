@@ -28,7 +28,6 @@ message changed differs on every member it shares with the stored batch.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Sequence
 
@@ -57,6 +56,8 @@ def fingerprint(entries: Sequence[NewEntry]) -> str:
     ]
     # ASCII output: a lone surrogate (if validation ever lets one through) cannot fail encoding.
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    import hashlib  # on first use: a read-only process never needs it (cold start)
+
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 

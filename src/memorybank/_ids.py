@@ -9,7 +9,6 @@ millisecond by one process increment the random part so they still sort.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import time
@@ -57,4 +56,6 @@ def compound_id(readable: str) -> str:
     """
     if len(readable) <= MAX_ID_LENGTH:
         return readable
+    import hashlib  # on first use: most processes never need it (cold start)
+
     return "#" + hashlib.blake2b(readable.encode(), digest_size=32).hexdigest()

@@ -7,7 +7,6 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from collections.abc import Awaitable, Callable, Sequence
@@ -1044,6 +1043,8 @@ def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
     if isinstance(user, Unset) and isinstance(agent, Unset):
         return run_id
     parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
+    import hashlib  # on first use (cold start)
+
     return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

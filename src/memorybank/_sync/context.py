@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.facts import fact_rank
 from memorybank._sync.stores.base import UNSET, Unset, Visibility
-from memorybank._log import logger
 from memorybank._concurrency import maybe_await
+from memorybank._log import logger
 from memorybank._longterm import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Entry, Fact, Thread

@@ -47,9 +47,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from memorybank import _validate as v
-from memorybank._log import logger
 from memorybank._sync.documents import DOCUMENT_KIND, document_from_record
 from memorybank._sync.stores.base import UNSET, SearchHit, VectorItem, Visibility
+from memorybank._log import logger
 from memorybank._scope import check_owner
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.records import Document, Entry, Hit, Thread

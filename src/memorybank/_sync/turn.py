@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
 from memorybank._sync.context import ContextBuilder
-from memorybank._log import logger
 from memorybank._concurrency import maybe_await
+from memorybank._log import logger
 from memorybank._longterm import Context, ContextOptions
 from memorybank.errors import StoreUnavailable
 from memorybank.records import Entry, Message
