@@ -13,12 +13,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import KeyRing
+from memorybank.server.ops import Metrics, ObservabilityMiddleware
+from memorybank.server.routes import admin, cortex, records, threads
 
 __all__ = ["ADMIN_KEY_ENV", "DEFAULT_MAX_BODY_BYTES", "create_app"]
 
@@ -66,6 +69,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
         mem = AsyncMemory(url) if memory is None else memory
+        metrics.instrument(mem.store)
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store)
         try:
@@ -85,9 +89,15 @@ def create_app(
         lifespan=lifespan,
         responses=_ERRORS,
     )
+    metrics = Metrics()
     app.state.admin_key = admin_key
+    app.state.metrics = metrics
     install_error_handlers(app)
+    # Added last, runs first: the request id exists before anything is timed or logged.
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
+    for module in (threads, records, cortex, admin):
+        app.include_router(module.router())
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")
     async def healthz() -> dict[str, str]:
@@ -103,5 +113,14 @@ def create_app(
         mem: AsyncMemory = request.app.state.memory
         await mem.store.get_thread("~readyz", "~readyz")  # any read reaches the store
         return JSONResponse({"status": "ready"})
+
+    @app.get(
+        "/metrics",
+        tags=["ops"],
+        summary="Prometheus metrics (no key needed)",
+        response_class=PlainTextResponse,
+    )
+    async def metrics_text() -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return app
