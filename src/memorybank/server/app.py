@@ -23,11 +23,19 @@ from memorybank.server.keys import KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
 from memorybank.server.routes import admin, cortex, records, threads
 
-__all__ = ["ADMIN_KEY_ENV", "DEFAULT_MAX_BODY_BYTES", "create_app"]
+__all__ = [
+    "ADMIN_KEY_ENV",
+    "DEFAULT_MAX_BODY_BYTES",
+    "MAX_BODY_ENV",
+    "app_from_env",
+    "create_app",
+]
 
 #: Environment variable read for the admin key when ``admin_key`` is not given.
 ADMIN_KEY_ENV = "MEMORYBANK_ADMIN_KEY"
 DEFAULT_MAX_BODY_BYTES = 1_048_576
+#: Environment variable read by ``app_from_env`` for ``max_body_bytes``.
+MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
@@ -124,3 +132,14 @@ def create_app(
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
+    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``. The factory
+    ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
+    raw = os.environ.get(MAX_BODY_ENV)
+    return create_app(
+        os.environ.get("MEMORYBANK_URL") or None,
+        max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
+    )

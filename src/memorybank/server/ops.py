@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorybank._async.stores.base import AsyncStore
 
-__all__ = ["Metrics", "ObservabilityMiddleware", "access_log"]
+__all__ = ["JsonFormatter", "Metrics", "ObservabilityMiddleware", "access_log", "configure_logging"]
 
 access_log = logging.getLogger("memorybank.server.access")
 
@@ -146,3 +146,38 @@ class ObservabilityMiddleware:
                         ensure_ascii=False,
                     )
                 )
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, and the message (an access
+    log line's fields are merged in rather than nested as text)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        message = record.getMessage()
+        if record.name == access_log.name and message.startswith("{"):
+            out.update(json.loads(message))
+        else:
+            out["message"] = message
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return json.dumps(out, ensure_ascii=False)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Send memorybank's and uvicorn's logs to stderr as JSON lines (``serve`` does this)."""
+    import time as _time
+
+    handler = logging.StreamHandler()
+    formatter = JsonFormatter()
+    formatter.converter = _time.gmtime
+    handler.setFormatter(formatter)
+    for name in ("memorybank", "uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers = [handler]
+        logger.setLevel(level)
+        logger.propagate = False
