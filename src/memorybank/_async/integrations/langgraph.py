@@ -1,0 +1,411 @@
+"""LangGraph checkpointer on memorybank records (async source of the sync twin).
+
+Layout, all records of the memory handle's tenant, owned by its scope
+(``user_id``/``agent_id`` of a ``memory.scoped`` handle; ids are digests that
+include the scope, so two users' ``thread_id`` "1" never meet):
+
+- ``lg.cp``: one per checkpoint, the checkpoint *without* its channel values,
+  its metadata, its parent id (``key``: the thread).
+- ``lg.blob``: one per (channel, version); a checkpoint refers to versions, so
+  a channel that did not change between steps is not written again (the
+  official savers keep a full state copy per checkpoint).
+- ``lg.write``: one per pending write (``key``: its checkpoint).
+- ``lg.head``: the newest checkpoint id per (thread, namespace), written in the
+  same atomic ``record_put`` as the checkpoint, so ``get_tuple`` of the latest
+  checkpoint reads two records instead of the whole thread.
+
+Values are serialized with the saver's ``serde`` (LangGraph's msgpack by
+default) and kept base64 in the record's JSON ``data``; ``content`` stays empty
+so keyword indexes never see them.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_checkpoint_metadata,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from memorybank._async.memory import AsyncMemory
+from memorybank.stores._types import UNSET, Record, Unset
+
+CHECKPOINT = "lg.cp"
+BLOB = "lg.blob"
+WRITE = "lg.write"
+HEAD = "lg.head"
+
+_Records = list[Record]
+
+
+def _pack(typed: tuple[str, bytes]) -> list[str]:
+    return [typed[0], base64.b64encode(typed[1]).decode("ascii")]
+
+
+def _unpack(packed: Any) -> tuple[str, bytes]:
+    return str(packed[0]), base64.b64decode(packed[1])
+
+
+def _ns(config: RunnableConfig) -> str:
+    return str(config["configurable"].get("checkpoint_ns", ""))
+
+
+def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
+    return {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": ns,
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+
+
+class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer storing into an ``AsyncMemory`` (any memorybank store).
+
+    Args:
+        memory: the handle to write through; its tenant and scope (a
+            ``memory.scoped(user_id=...)`` handle) confine every checkpoint.
+        serde: LangGraph serializer (default: LangGraph's own).
+
+    Beyond the base interface it implements ``acopy_thread`` (a copy of every
+    checkpoint, write and blob under the new thread id: LangGraph threads are
+    not memorybank threads, so there is no branch to fork), ``adelete_for_runs``
+    and ``aprune`` (``"keep_latest"`` per namespace, or ``"delete"``).
+    """
+
+    def __init__(self, memory: AsyncMemory, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.memory = memory
+
+    # -- record plumbing -------------------------------------------------------
+
+    def _digest(self, *parts: str) -> str:
+        scope = self.memory.scope
+        owner = [None if isinstance(x, Unset) else x for x in (scope.user_id, scope.agent_id)]
+        return hashlib.sha256(json.dumps([owner, *parts]).encode()).hexdigest()
+
+    def _record(self, kind: str, record_id: str, key: str, data: dict[str, Any]) -> Record:
+        scope = self.memory.scope
+        now = datetime.now(UTC)
+        return Record(
+            kind=kind,
+            id=record_id,
+            agent_id=scope.owner(UNSET, "agent_id"),
+            user_id=scope.owner(UNSET),
+            content="",
+            data=data,
+            created_at=now,
+            updated_at=now,
+            key=key,
+        )
+
+    async def _list(self, kind: str, key: str | None) -> _Records:
+        scope = self.memory.scope
+        return await self.memory.store.record_list(
+            self.memory.tenant_id,
+            kind,
+            agent_id=scope.agent_id,
+            user_id=scope.user_id,
+            key=UNSET if key is None else key,
+        )
+
+    async def _delete(self, kind: str, ids: Sequence[str]) -> None:
+        if ids:
+            await self.memory.store.record_delete(self.memory.tenant_id, kind, ids)
+
+    async def _tuple(self, record: Record) -> CheckpointTuple:
+        """The full tuple of one stored checkpoint: its blobs and pending writes."""
+        data = record.data
+        thread_id, ns, checkpoint_id = data["thread_id"], data["ns"], data["id"]
+        checkpoint: Checkpoint = self.serde.loads_typed(_unpack(data["checkpoint"]))
+        values: dict[str, Any] = {}
+        store, tenant = self.memory.store, self.memory.tenant_id
+        for channel, version in checkpoint["channel_versions"].items():
+            blob_id = self._digest(thread_id, ns, channel, str(version))
+            blob = await store.record_get(tenant, BLOB, blob_id)
+            if blob is not None and blob.data["value"][0] != "empty":
+                values[channel] = self.serde.loads_typed(_unpack(blob.data["value"]))
+        writes = await self._list(WRITE, self._digest(thread_id, ns, checkpoint_id))
+        writes.sort(key=lambda w: (w.data["task_path"], w.data["task_id"], w.data["idx"]))
+        parent = data["parent"]
+        return CheckpointTuple(
+            config=_config(thread_id, ns, checkpoint_id),
+            checkpoint={**checkpoint, "channel_values": values},
+            metadata=self.serde.loads_typed(_unpack(data["metadata"])),
+            parent_config=_config(thread_id, ns, parent) if parent else None,
+            pending_writes=[
+                (w.data["task_id"], w.data["channel"], self.serde.loads_typed(_unpack(w.data["value"])))
+                for w in writes
+            ],
+        )
+
+    # -- the checkpointer ------------------------------------------------------
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint of ``config`` (its ``checkpoint_id``, else the thread's newest)."""
+        thread_id = str(config["configurable"]["thread_id"])
+        ns = _ns(config)
+        store, tenant = self.memory.store, self.memory.tenant_id
+        checkpoint_id = get_checkpoint_id(config)
+        if not checkpoint_id:
+            head = await store.record_get(tenant, HEAD, self._digest(thread_id, ns))
+            if head is None:
+                return None
+            checkpoint_id = str(head.data["id"])
+        record = await store.record_get(
+            tenant, CHECKPOINT, self._digest(thread_id, ns, checkpoint_id)
+        )
+        return None if record is None else await self._tuple(record)
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """Checkpoints newest first: of ``config``'s thread (and namespace and id when
+        given), else of every thread; ``filter`` matches metadata keys exactly,
+        ``before`` keeps older checkpoint ids, ``limit`` the first N."""
+        thread_id = None if config is None else str(config["configurable"]["thread_id"])
+        ns = None if config is None else config["configurable"].get("checkpoint_ns")
+        wanted = None if config is None else get_checkpoint_id(config)
+        before_id = None if before is None else get_checkpoint_id(before)
+        records = await self._list(CHECKPOINT, None if thread_id is None else self._digest(thread_id))
+        records.sort(key=lambda r: (r.data["thread_id"], r.data["ns"], r.data["id"]), reverse=True)
+        records.sort(key=lambda r: r.data["id"], reverse=True)
+        left = limit
+        for record in records:
+            data = record.data
+            if (ns is not None and data["ns"] != ns) or (wanted and data["id"] != wanted):
+                continue
+            if before_id and data["id"] >= before_id:
+                continue
+            if filter:
+                metadata = self.serde.loads_typed(_unpack(data["metadata"]))
+                if not all(metadata.get(k) == v for k, v in filter.items()):
+                    continue
+            if left is not None:
+                if left <= 0:
+                    return
+                left -= 1
+            yield await self._tuple(record)
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint and the blobs of the channels that changed (``new_versions``)."""
+        thread_id = str(config["configurable"]["thread_id"])
+        ns = _ns(config)
+        stripped = checkpoint.copy()
+        values: dict[str, Any] = stripped.pop("channel_values")  # type: ignore[misc]
+        thread_key = self._digest(thread_id)
+        records = [
+            self._record(
+                BLOB,
+                self._digest(thread_id, ns, channel, str(version)),
+                thread_key,
+                {
+                    "thread_id": thread_id,
+                    "ns": ns,
+                    "channel": channel,
+                    "version": str(version),
+                    "value": _pack(
+                        self.serde.dumps_typed(values[channel])
+                        if channel in values
+                        else ("empty", b"")
+                    ),
+                },
+            )
+            for channel, version in new_versions.items()
+        ]
+        full_metadata = get_checkpoint_metadata(config, metadata)
+        run_id = full_metadata.get("run_id")
+        records.append(
+            self._record(
+                CHECKPOINT,
+                self._digest(thread_id, ns, checkpoint["id"]),
+                thread_key,
+                {
+                    "thread_id": thread_id,
+                    "ns": ns,
+                    "id": checkpoint["id"],
+                    "parent": config["configurable"].get("checkpoint_id"),
+                    "run_id": None if run_id is None else str(run_id),
+                    "checkpoint": _pack(self.serde.dumps_typed(stripped)),
+                    "metadata": _pack(self.serde.dumps_typed(full_metadata)),
+                },
+            )
+        )
+        head_id = self._digest(thread_id, ns)
+        head = await self.memory.store.record_get(self.memory.tenant_id, HEAD, head_id)
+        if head is None or str(head.data["id"]) < checkpoint["id"]:
+            records.append(
+                self._record(HEAD, head_id, thread_key, {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]})
+            )
+        await self.memory.store.record_put(self.memory.tenant_id, records)
+        return _config(thread_id, ns, checkpoint["id"])
+
+    async def aput_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's pending writes; special channels (errors, interrupts) replace,
+        ordinary writes already stored are kept (LangGraph's rule)."""
+        thread_id = str(config["configurable"]["thread_id"])
+        ns = _ns(config)
+        checkpoint_id = str(config["configurable"]["checkpoint_id"])
+        key = self._digest(thread_id, ns, checkpoint_id)
+        existing = {r.id for r in await self._list(WRITE, key)}
+        records = []
+        for idx, (channel, value) in enumerate(writes):
+            index = WRITES_IDX_MAP.get(channel, idx)
+            record_id = self._digest(thread_id, ns, checkpoint_id, task_id, str(index))
+            if index >= 0 and record_id in existing:
+                continue
+            records.append(
+                self._record(
+                    WRITE,
+                    record_id,
+                    key,
+                    {
+                        "thread_id": thread_id,
+                        "ns": ns,
+                        "task_id": task_id,
+                        "task_path": task_path,
+                        "idx": index,
+                        "channel": channel,
+                        "value": _pack(self.serde.dumps_typed(value)),
+                    },
+                )
+            )
+        if records:
+            await self.memory.store.record_put(self.memory.tenant_id, records)
+
+    async def _drop(self, checkpoints: Sequence[Record]) -> None:
+        """Delete these checkpoints with their pending writes."""
+        for record in checkpoints:
+            data = record.data
+            writes = await self._list(WRITE, self._digest(data["thread_id"], data["ns"], data["id"]))
+            await self._delete(WRITE, [w.id for w in writes])
+        await self._delete(CHECKPOINT, [r.id for r in checkpoints])
+
+    async def _reset_heads(self, thread_ids: Sequence[str]) -> None:
+        """Point each namespace's head at its newest surviving checkpoint (or drop it),
+        and drop the blobs no surviving checkpoint refers to."""
+        for thread_id in thread_ids:
+            key = self._digest(thread_id)
+            survivors = await self._list(CHECKPOINT, key)
+            newest: dict[str, str] = {}
+            used: set[str] = set()
+            for record in survivors:
+                data = record.data
+                if data["id"] > newest.get(data["ns"], ""):
+                    newest[data["ns"]] = data["id"]
+                checkpoint = self.serde.loads_typed(_unpack(data["checkpoint"]))
+                for channel, version in checkpoint["channel_versions"].items():
+                    used.add(self._digest(thread_id, data["ns"], channel, str(version)))
+            heads = await self._list(HEAD, key)
+            await self._delete(HEAD, [h.id for h in heads if h.data["ns"] not in newest])
+            fixed = [
+                self._record(HEAD, h.id, key, {**h.data, "id": newest[h.data["ns"]]})
+                for h in heads
+                if h.data["ns"] in newest and h.data["id"] != newest[h.data["ns"]]
+            ]
+            if fixed:
+                await self.memory.store.record_put(self.memory.tenant_id, fixed)
+            blobs = await self._list(BLOB, key)
+            await self._delete(BLOB, [b.id for b in blobs if b.id not in used])
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """Delete every checkpoint, write and blob of ``thread_id`` (all namespaces)."""
+        key = self._digest(str(thread_id))
+        await self._drop(await self._list(CHECKPOINT, key))
+        for kind in (BLOB, HEAD):
+            await self._delete(kind, [r.id for r in await self._list(kind, key)])
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is listed."""
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        doomed = [r for r in await self._list(CHECKPOINT, None) if r.data["run_id"] in runs]
+        await self._drop(doomed)
+        await self._reset_heads(sorted({r.data["thread_id"] for r in doomed}))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, pending write and blob of one thread under another id."""
+        source, target = str(source_thread_id), str(target_thread_id)
+        key, target_key = self._digest(source), self._digest(target)
+        copies: _Records = []
+        checkpoints = await self._list(CHECKPOINT, key)
+        for record in checkpoints:
+            data = record.data
+            copies.append(
+                self._record(
+                    CHECKPOINT, self._digest(target, data["ns"], data["id"]), target_key,
+                    {**data, "thread_id": target},
+                )
+            )
+            write_key = self._digest(target, data["ns"], data["id"])
+            for write in await self._list(WRITE, self._digest(source, data["ns"], data["id"])):
+                w = write.data
+                copies.append(
+                    self._record(
+                        WRITE,
+                        self._digest(target, w["ns"], data["id"], w["task_id"], str(w["idx"])),
+                        write_key,
+                        {**w, "thread_id": target},
+                    )
+                )
+        for blob in await self._list(BLOB, key):
+            b = blob.data
+            blob_id = self._digest(target, b["ns"], b["channel"], b["version"])
+            copies.append(self._record(BLOB, blob_id, target_key, {**b, "thread_id": target}))
+        for head in await self._list(HEAD, key):
+            copies.append(
+                self._record(HEAD, self._digest(target, head.data["ns"]), target_key, {**head.data, "thread_id": target})
+            )
+        if copies:
+            await self.memory.store.record_put(self.memory.tenant_id, copies)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """``"keep_latest"``: keep each namespace's newest checkpoint (with its writes
+        and the blobs it refers to); ``"delete"``: delete the threads."""
+        if strategy not in ("keep_latest", "delete"):
+            raise ValueError(f"unknown prune strategy {strategy!r}")
+        for thread_id in thread_ids:
+            if strategy == "delete":
+                await self.adelete_thread(thread_id)
+                continue
+            checkpoints = await self._list(CHECKPOINT, self._digest(str(thread_id)))
+            newest: dict[str, str] = {}
+            for record in checkpoints:
+                if record.data["id"] > newest.get(record.data["ns"], ""):
+                    newest[record.data["ns"]] = record.data["id"]
+            await self._drop([r for r in checkpoints if r.data["id"] != newest[r.data["ns"]]])
+        if strategy == "keep_latest":
+            await self._reset_heads([str(t) for t in thread_ids])
