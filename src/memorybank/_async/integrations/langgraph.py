@@ -149,7 +149,11 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
             metadata=self.serde.loads_typed(_unpack(data["metadata"])),
             parent_config=_config(thread_id, ns, parent) if parent else None,
             pending_writes=[
-                (w.data["task_id"], w.data["channel"], self.serde.loads_typed(_unpack(w.data["value"])))
+                (
+                    w.data["task_id"],
+                    w.data["channel"],
+                    self.serde.loads_typed(_unpack(w.data["value"])),
+                )
                 for w in writes
             ],
         )
@@ -187,7 +191,9 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
         ns = None if config is None else config["configurable"].get("checkpoint_ns")
         wanted = None if config is None else get_checkpoint_id(config)
         before_id = None if before is None else get_checkpoint_id(before)
-        records = await self._list(CHECKPOINT, None if thread_id is None else self._digest(thread_id))
+        records = await self._list(
+            CHECKPOINT, None if thread_id is None else self._digest(thread_id)
+        )
         records.sort(key=lambda r: (r.data["thread_id"], r.data["ns"], r.data["id"]), reverse=True)
         records.sort(key=lambda r: r.data["id"], reverse=True)
         left = limit
@@ -261,7 +267,12 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
         head = await self.memory.store.record_get(self.memory.tenant_id, HEAD, head_id)
         if head is None or str(head.data["id"]) < checkpoint["id"]:
             records.append(
-                self._record(HEAD, head_id, thread_key, {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]})
+                self._record(
+                    HEAD,
+                    head_id,
+                    thread_key,
+                    {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]},
+                )
             )
         await self.memory.store.record_put(self.memory.tenant_id, records)
         return _config(thread_id, ns, checkpoint["id"])
@@ -309,7 +320,9 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
         """Delete these checkpoints with their pending writes."""
         for record in checkpoints:
             data = record.data
-            writes = await self._list(WRITE, self._digest(data["thread_id"], data["ns"], data["id"]))
+            writes = await self._list(
+                WRITE, self._digest(data["thread_id"], data["ns"], data["id"])
+            )
             await self._delete(WRITE, [w.id for w in writes])
         await self._delete(CHECKPOINT, [r.id for r in checkpoints])
 
@@ -366,7 +379,9 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
             data = record.data
             copies.append(
                 self._record(
-                    CHECKPOINT, self._digest(target, data["ns"], data["id"]), target_key,
+                    CHECKPOINT,
+                    self._digest(target, data["ns"], data["id"]),
+                    target_key,
                     {**data, "thread_id": target},
                 )
             )
@@ -387,7 +402,12 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
             copies.append(self._record(BLOB, blob_id, target_key, {**b, "thread_id": target}))
         for head in await self._list(HEAD, key):
             copies.append(
-                self._record(HEAD, self._digest(target, head.data["ns"]), target_key, {**head.data, "thread_id": target})
+                self._record(
+                    HEAD,
+                    self._digest(target, head.data["ns"]),
+                    target_key,
+                    {**head.data, "thread_id": target},
+                )
             )
         if copies:
             await self.memory.store.record_put(self.memory.tenant_id, copies)

@@ -150,7 +150,11 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
             metadata=self.serde.loads_typed(_unpack(data["metadata"])),
             parent_config=_config(thread_id, ns, parent) if parent else None,
             pending_writes=[
-                (w.data["task_id"], w.data["channel"], self.serde.loads_typed(_unpack(w.data["value"])))
+                (
+                    w.data["task_id"],
+                    w.data["channel"],
+                    self.serde.loads_typed(_unpack(w.data["value"])),
+                )
                 for w in writes
             ],
         )
@@ -188,7 +192,9 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
         ns = None if config is None else config["configurable"].get("checkpoint_ns")
         wanted = None if config is None else get_checkpoint_id(config)
         before_id = None if before is None else get_checkpoint_id(before)
-        records = self._list(CHECKPOINT, None if thread_id is None else self._digest(thread_id))
+        records = self._list(
+            CHECKPOINT, None if thread_id is None else self._digest(thread_id)
+        )
         records.sort(key=lambda r: (r.data["thread_id"], r.data["ns"], r.data["id"]), reverse=True)
         records.sort(key=lambda r: r.data["id"], reverse=True)
         left = limit
@@ -262,7 +268,12 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
         head = self.memory.store.record_get(self.memory.tenant_id, HEAD, head_id)
         if head is None or str(head.data["id"]) < checkpoint["id"]:
             records.append(
-                self._record(HEAD, head_id, thread_key, {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]})
+                self._record(
+                    HEAD,
+                    head_id,
+                    thread_key,
+                    {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]},
+                )
             )
         self.memory.store.record_put(self.memory.tenant_id, records)
         return _config(thread_id, ns, checkpoint["id"])
@@ -310,7 +321,9 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
         """Delete these checkpoints with their pending writes."""
         for record in checkpoints:
             data = record.data
-            writes = self._list(WRITE, self._digest(data["thread_id"], data["ns"], data["id"]))
+            writes = self._list(
+                WRITE, self._digest(data["thread_id"], data["ns"], data["id"])
+            )
             self._delete(WRITE, [w.id for w in writes])
         self._delete(CHECKPOINT, [r.id for r in checkpoints])
 
@@ -367,7 +380,9 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
             data = record.data
             copies.append(
                 self._record(
-                    CHECKPOINT, self._digest(target, data["ns"], data["id"]), target_key,
+                    CHECKPOINT,
+                    self._digest(target, data["ns"], data["id"]),
+                    target_key,
                     {**data, "thread_id": target},
                 )
             )
@@ -388,7 +403,12 @@ class MemorybankSaver(BaseCheckpointSaver[str]):
             copies.append(self._record(BLOB, blob_id, target_key, {**b, "thread_id": target}))
         for head in self._list(HEAD, key):
             copies.append(
-                self._record(HEAD, self._digest(target, head.data["ns"]), target_key, {**head.data, "thread_id": target})
+                self._record(
+                    HEAD,
+                    self._digest(target, head.data["ns"]),
+                    target_key,
+                    {**head.data, "thread_id": target},
+                )
             )
         if copies:
             self.memory.store.record_put(self.memory.tenant_id, copies)
