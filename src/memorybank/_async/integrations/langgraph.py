@@ -1,4 +1,4 @@
-"""LangGraph checkpointer on memorybank records (async source of the sync twin).
+"""LangGraph checkpointer and store on memorybank records (async source of the sync twins).
 
 Layout, all records of the memory handle's tenant, owned by its scope
 (``user_id``/``agent_id`` of a ``memory.scoped`` handle; ids are digests that
@@ -24,8 +24,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -40,16 +41,35 @@ from langgraph.checkpoint.base import (
     get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    IndexConfig,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    TTLConfig,
+    get_text_at_path,
+    tokenize_path,
+    validate_op_namespace,
+)
 
 from memorybank._async.memory import AsyncMemory
-from memorybank.stores._types import UNSET, Record, Unset
+from memorybank.integrations._langgraph_embed import embedder_for
+from memorybank.stores._types import UNSET, Record, Unset, VectorItem
 
 CHECKPOINT = "lg.cp"
 BLOB = "lg.blob"
 WRITE = "lg.write"
 HEAD = "lg.head"
 
-_Records = list[Record]
+_RecordList = list[Record]
+_ResultList = list[Result]
 
 
 def _pack(typed: tuple[str, bytes]) -> list[str]:
@@ -74,25 +94,11 @@ def _config(thread_id: str, ns: str, checkpoint_id: str) -> RunnableConfig:
     }
 
 
-class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
-    """A LangGraph checkpointer storing into an ``AsyncMemory`` (any memorybank store).
+class _Records:
+    """Record plumbing shared by the saver and the store: ids that include the
+    handle's scope, records owned by it, listings confined to it."""
 
-    Args:
-        memory: the handle to write through; its tenant and scope (a
-            ``memory.scoped(user_id=...)`` handle) confine every checkpoint.
-        serde: LangGraph serializer (default: LangGraph's own).
-
-    Beyond the base interface it implements ``acopy_thread`` (a copy of every
-    checkpoint, write and blob under the new thread id: LangGraph threads are
-    not memorybank threads, so there is no branch to fork), ``adelete_for_runs``
-    and ``aprune`` (``"keep_latest"`` per namespace, or ``"delete"``).
-    """
-
-    def __init__(self, memory: AsyncMemory, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
-        self.memory = memory
-
-    # -- record plumbing -------------------------------------------------------
+    memory: AsyncMemory
 
     def _digest(self, *parts: str) -> str:
         scope = self.memory.scope
@@ -114,7 +120,7 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
             key=key,
         )
 
-    async def _list(self, kind: str, key: str | None) -> _Records:
+    async def _list(self, kind: str, key: str | None) -> _RecordList:
         scope = self.memory.scope
         return await self.memory.store.record_list(
             self.memory.tenant_id,
@@ -127,6 +133,25 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
     async def _delete(self, kind: str, ids: Sequence[str]) -> None:
         if ids:
             await self.memory.store.record_delete(self.memory.tenant_id, kind, ids)
+
+
+class AsyncMemorybankSaver(_Records, BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer storing into an ``AsyncMemory`` (any memorybank store).
+
+    Args:
+        memory: the handle to write through; its tenant and scope (a
+            ``memory.scoped(user_id=...)`` handle) confine every checkpoint.
+        serde: LangGraph serializer (default: LangGraph's own).
+
+    Beyond the base interface it implements ``acopy_thread`` (a copy of every
+    checkpoint, write and blob under the new thread id: LangGraph threads are
+    not memorybank threads, so there is no branch to fork), ``adelete_for_runs``
+    and ``aprune`` (``"keep_latest"`` per namespace, or ``"delete"``).
+    """
+
+    def __init__(self, memory: AsyncMemory, *, serde: SerializerProtocol | None = None) -> None:
+        super().__init__(serde=serde)
+        self.memory = memory
 
     async def _tuple(self, record: Record) -> CheckpointTuple:
         """The full tuple of one stored checkpoint: its blobs and pending writes."""
@@ -373,7 +398,7 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
         """Copy every checkpoint, pending write and blob of one thread under another id."""
         source, target = str(source_thread_id), str(target_thread_id)
         key, target_key = self._digest(source), self._digest(target)
-        copies: _Records = []
+        copies: _RecordList = []
         checkpoints = await self._list(CHECKPOINT, key)
         for record in checkpoints:
             data = record.data
@@ -429,3 +454,259 @@ class AsyncMemorybankSaver(BaseCheckpointSaver[str]):
             await self._drop([r for r in checkpoints if r.data["id"] != newest[r.data["ns"]]])
         if strategy == "keep_latest":
             await self._reset_heads([str(t) for t in thread_ids])
+
+
+# -- the long-term store ----------------------------------------------------------
+
+ITEM = "lg.item"
+VECTOR = "lg.vec"
+
+
+def _matches(value: Any, wanted: Any) -> bool:
+    """LangGraph's filter rule: equality, nested objects, ``$eq $ne $gt $gte $lt $lte``."""
+    if isinstance(wanted, dict):
+        if any(str(k).startswith("$") for k in wanted):
+            return all(_operator(value, op, operand) for op, operand in wanted.items())
+        return isinstance(value, dict) and all(_matches(value.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, list | tuple):
+        return (
+            isinstance(value, list | tuple)
+            and len(value) == len(wanted)
+            and all(_matches(a, b) for a, b in zip(value, wanted, strict=True))
+        )
+    return bool(value == wanted)
+
+
+def _operator(value: Any, op: str, operand: Any) -> bool:
+    if op == "$eq":
+        return bool(value == operand)
+    if op == "$ne":
+        return bool(value != operand)
+    if value is None:
+        return False
+    try:
+        if op == "$gt":
+            return bool(value > operand)
+        if op == "$gte":
+            return bool(value >= operand)
+        if op == "$lt":
+            return bool(value < operand)
+        if op == "$lte":
+            return bool(value <= operand)
+    except TypeError:
+        return False
+    raise ValueError(f"unsupported filter operator {op!r}")
+
+
+def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    pairs = (
+        zip(namespace, path, strict=False)
+        if condition.match_type == "prefix"
+        else zip(reversed(namespace), reversed(path), strict=False)
+    )
+    return all(want == "*" or have == want for have, want in pairs)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    # stored vectors are unit length (memorybank normalizes): the dot product is the cosine
+    return float(sum(x * y for x, y in zip(a, b, strict=False)))
+
+
+class AsyncMemorybankStoreBase(_Records, BaseStore):
+    """LangGraph's ``BaseStore`` on memorybank records (``abatch``; see the public
+    ``memorybank.integrations.langgraph.AsyncMemorybankStore``).
+
+    One record per item (``lg.item``, id from scope + namespace + key, ``key``:
+    the first namespace label, which narrows a search to its subtree), one
+    vector per indexed field (``lg.vec``, the store's own vector table, tagged
+    with the embedder's model id). ``expires_at`` carries the TTL.
+    """
+
+    supports_ttl = True
+
+    def __init__(
+        self,
+        memory: AsyncMemory,
+        *,
+        index: IndexConfig | None = None,
+        ttl: TTLConfig | None = None,
+    ) -> None:
+        self.memory = memory
+        self.index_config = index
+        self.ttl_config = ttl
+        self._embedder = None if index is None else embedder_for(index, memory.embedder)
+        fields = (index or {}).get("fields") or ["$"]
+        self._fields = [(f, f if f == "$" else tokenize_path(f)) for f in fields]
+
+    def _item_id(self, namespace: Sequence[str], key: str) -> str:
+        return self._digest("item", *namespace, "\x00", key)
+
+    def _live(self, record: Record, now: datetime) -> bool:
+        omit = bool((self.ttl_config or {}).get("omit_expired", False))
+        return not (omit and record.expires_at is not None and record.expires_at <= now)
+
+    def _refreshed(self, record: Record, now: datetime) -> Record | None:
+        """The record with its TTL restarted, or ``None`` when it has none."""
+        minutes = record.data.get("ttl")
+        if minutes is None:
+            return None
+        return replace(record, expires_at=now + timedelta(minutes=float(minutes)))
+
+    @staticmethod
+    def _item_fields(record: Record) -> dict[str, Any]:
+        data = record.data
+        return {
+            "namespace": tuple(data["namespace"]),
+            "key": data["key"],
+            "value": data["value"],
+            "created_at": record.created_at,
+            "updated_at": record.updated_at,
+        }
+
+    async def abatch(self, ops: Iterable[Op]) -> _ResultList:
+        """Run ``ops`` in order; each result in its op's place (puts: ``None``)."""
+        results: _ResultList = []
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(await self._get(op))
+            elif isinstance(op, SearchOp):
+                results.append(await self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(await self._namespaces(op))
+            elif isinstance(op, PutOp):
+                await self._put(op)
+                results.append(None)
+            else:
+                raise ValueError(f"unknown operation {type(op).__name__}")
+        return results
+
+    async def _touch(self, records: Sequence[Record], refresh: bool, now: datetime) -> None:
+        if refresh:
+            touched = [r for r in (self._refreshed(rec, now) for rec in records) if r is not None]
+            if touched:
+                await self.memory.store.record_put(self.memory.tenant_id, touched)
+
+    async def _get(self, op: GetOp) -> Item | None:
+        now = datetime.now(UTC)
+        record = await self.memory.store.record_get(
+            self.memory.tenant_id, ITEM, self._item_id(op.namespace, op.key)
+        )
+        if record is None or not self._live(record, now):
+            return None
+        await self._touch([record], op.refresh_ttl, now)
+        return Item(**self._item_fields(record))
+
+    async def _put(self, op: PutOp) -> None:
+        validate_op_namespace(op)
+        store, tenant = self.memory.store, self.memory.tenant_id
+        item_id = self._item_id(op.namespace, op.key)
+        old = await store.record_get(tenant, ITEM, item_id)
+        old_vectors = [] if old is None else list(old.data.get("vectors", []))
+        if op.value is None:
+            await store.record_delete(tenant, ITEM, [item_id])
+            await self._delete(VECTOR, old_vectors)
+            return
+        now = datetime.now(UTC)
+        minutes = op.ttl  # BaseStore.put resolved the default (TTLConfig.default_ttl)
+        texts: dict[str, str] = {}
+        if self._embedder is not None and op.index is not False:
+            paths = self._fields if op.index is None else [(p, tokenize_path(p)) for p in op.index]
+            for path, tokens in paths:
+                found = get_text_at_path(op.value, tokens)
+                for i, text in enumerate(found):
+                    texts[path if len(found) == 1 else f"{path}.{i}"] = text
+        vector_ids = [self._digest("vector", item_id, path) for path in texts]
+        record = replace(
+            self._record(ITEM, item_id, self._digest("ns0", op.namespace[0]), {}),
+            data={
+                "namespace": list(op.namespace),
+                "key": op.key,
+                "value": dict(op.value),
+                "ttl": minutes,
+                "vectors": vector_ids,
+            },
+            created_at=now if old is None else old.created_at,
+            updated_at=now,
+            expires_at=None if minutes is None else now + timedelta(minutes=float(minutes)),
+        )
+        await store.record_put(tenant, [record])
+        await self._delete(VECTOR, [v for v in old_vectors if v not in vector_ids])
+        if texts and self._embedder is not None:
+            vectors = await self._embedder.aembed(list(texts.values()))
+            model = self._embedder.model_id
+            await store.vector_put(
+                tenant,
+                [
+                    VectorItem(kind=VECTOR, id=vid, model_id=model, vector=vec)
+                    for vid, vec in zip(vector_ids, vectors, strict=True)
+                ],
+            )
+
+    async def _candidates(self, prefix: Sequence[str], now: datetime) -> _RecordList:
+        key = self._digest("ns0", prefix[0]) if prefix else None
+        n = len(prefix)
+        return [
+            r
+            for r in await self._list(ITEM, key)
+            if tuple(r.data["namespace"][:n]) == tuple(prefix) and self._live(r, now)
+        ]
+
+    async def _search(self, op: SearchOp) -> list[SearchItem]:
+        now = datetime.now(UTC)
+        found = [
+            r
+            for r in await self._candidates(op.namespace_prefix, now)
+            if not op.filter
+            or all(_matches(r.data["value"].get(k), v) for k, v in op.filter.items())
+        ]
+        # newest first without a query (as LangGraph's database stores)
+        found.sort(key=lambda r: r.updated_at, reverse=True)
+        scored: list[tuple[float | None, Record]] = [(None, r) for r in found]
+        if op.query and self._embedder is not None:
+            (query,) = await self._embedder.aembed([op.query])
+            ids = [v for r in found for v in r.data.get("vectors", [])]
+            stored = await self.memory.store.vector_get(
+                self.memory.tenant_id, VECTOR, ids, model_id=self._embedder.model_id
+            )
+            ranked, unranked = [], []
+            for record in found:
+                scores = [
+                    _cosine(query, stored[v]) for v in record.data.get("vectors", []) if v in stored
+                ]
+                if scores:
+                    ranked.append((max(scores), record))
+                else:
+                    unranked.append((None, record))
+            ranked.sort(key=lambda pair: pair[0], reverse=True)
+            scored = [*ranked, *unranked]
+        page = scored[op.offset : op.offset + op.limit]
+        await self._touch([r for _, r in page], op.refresh_ttl, now)
+        return [SearchItem(**self._item_fields(r), score=s) for s, r in page]
+
+    async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        now = datetime.now(UTC)
+        spaces = {
+            tuple(r.data["namespace"]) for r in await self._list(ITEM, None) if self._live(r, now)
+        }
+        if op.match_conditions:
+            spaces = {
+                s for s in spaces if all(_namespace_matches(c, s) for c in op.match_conditions)
+            }
+        if op.max_depth is not None:
+            spaces = {s[: op.max_depth] for s in spaces}
+        return sorted(spaces)[op.offset : op.offset + op.limit]
+
+    async def asweep_ttl(self) -> int:
+        """Delete the expired items (with their vectors) of this handle's scope; how many."""
+        now = datetime.now(UTC)
+        expired = [
+            r
+            for r in await self._list(ITEM, None)
+            if r.expires_at is not None and r.expires_at <= now
+        ]
+        await self._delete(VECTOR, [v for r in expired for v in r.data.get("vectors", [])])
+        await self._delete(ITEM, [r.id for r in expired])
+        return len(expired)
