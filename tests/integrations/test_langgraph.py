@@ -38,6 +38,7 @@ from memorybank.integrations.langgraph import (
     MemorybankSaver,
     MemorybankStore,
 )
+from tests.all_stores import STORE_KINDS, open_store
 from tests.stores.test_contract_postgres import URL as PG_URL
 from tests.stores.test_contract_postgres import drop_tables
 
@@ -115,8 +116,9 @@ class _SyncUnderTest(MemorybankSaver):
         self.prune(thread_ids, strategy=strategy)
 
 
-async def test_conformance_sync_sqlite(tmp_path: Path) -> None:
-    with Memory(f"sqlite:///{tmp_path / 'lg.db'}") as memory:
+@pytest.mark.parametrize("kind", STORE_KINDS)
+async def test_conformance_sync_every_store(kind: str, tmp_path: Path) -> None:
+    with open_store(kind, tmp_path) as store, Memory(store) as memory:
         await _conformance(memory, _SyncUnderTest)
 
 
@@ -515,3 +517,18 @@ async def test_async_store_postgres(pg_prefix: str) -> None:
         await _async_store_roundtrip(AsyncMemory(store))
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_store_every_store(kind: str, tmp_path: Path) -> None:
+    with open_store(kind, tmp_path) as backend, Memory(backend) as memory:
+        store = _vector_store(memory, fields=["text"])
+        store.put(("a", "b"), "k1", {"text": "red apple", "n": 1})
+        store.put(("a", "c"), "k2", {"text": "blue car", "n": 2}, ttl=60)
+        assert store.get(("a", "b"), "k1").value == {"text": "red apple", "n": 1}  # type: ignore[union-attr]
+        assert [h.key for h in store.search(("a",), query="apple")] == ["k1", "k2"]
+        assert [h.key for h in store.search(("a",), filter={"n": {"$gt": 1}})] == ["k2"]
+        assert store.list_namespaces(prefix=("a",)) == [("a", "b"), ("a", "c")]
+        store.delete(("a", "b"), "k1")
+        assert store.get(("a", "b"), "k1") is None
+        assert store.sweep_ttl() == 0
