@@ -532,3 +532,20 @@ def test_store_every_store(kind: str, tmp_path: Path) -> None:
         store.delete(("a", "b"), "k1")
         assert store.get(("a", "b"), "k1") is None
         assert store.sweep_ttl() == 0
+
+
+async def test_concurrent_puts_leave_the_newest_head(tmp_path: Path) -> None:
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    async with AsyncMemory(f"sqlite:///{tmp_path / 'c.db'}") as memory:
+        saver = AsyncMemorybankSaver(memory)
+        config: Any = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+        checkpoints = []
+        for _ in range(12):
+            checkpoint = empty_checkpoint()  # ids grow (uuid6)
+            checkpoints.append(checkpoint)
+        order = random.Random(7).sample(checkpoints, len(checkpoints))
+        await asyncio.gather(*(saver.aput(config, c, {}, {}) for c in order))
+        latest = await saver.aget_tuple(config)
+        assert latest is not None
+        assert latest.config["configurable"]["checkpoint_id"] == max(c["id"] for c in checkpoints)

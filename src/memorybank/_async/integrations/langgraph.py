@@ -60,8 +60,9 @@ from langgraph.store.base import (
 )
 
 from memorybank._async.memory import AsyncMemory
+from memorybank.errors import Conflict
 from memorybank.integrations._langgraph_embed import embedder_for
-from memorybank.stores._types import UNSET, Record, Unset, VectorItem
+from memorybank.stores._types import UNSET, Record, RecordGuard, Unset, VectorItem
 
 CHECKPOINT = "lg.cp"
 BLOB = "lg.blob"
@@ -289,17 +290,29 @@ class AsyncMemorybankSaver(_Records, BaseCheckpointSaver[str]):
             )
         )
         head_id = self._digest(thread_id, ns)
-        head = await self.memory.store.record_get(self.memory.tenant_id, HEAD, head_id)
-        if head is None or str(head.data["id"]) < checkpoint["id"]:
-            records.append(
+        store, tenant = self.memory.store, self.memory.tenant_id
+        while True:
+            # the head moves forward only, as a compare-and-swap with the checkpoint
+            # write: of two concurrent puts on one namespace the newer id wins
+            head = await store.record_get(tenant, HEAD, head_id)
+            if head is not None and str(head.data["id"]) >= checkpoint["id"]:
+                await store.record_put(tenant, records)
+                break
+            moved = replace(
                 self._record(
                     HEAD,
                     head_id,
                     thread_key,
                     {"thread_id": thread_id, "ns": ns, "id": checkpoint["id"]},
-                )
+                ),
+                revision=0 if head is None else head.revision + 1,
             )
-        await self.memory.store.record_put(self.memory.tenant_id, records)
+            guard = RecordGuard(HEAD, head_id, None if head is None else head.revision)
+            try:
+                await store.record_put(tenant, [*records, moved], guard=guard)
+                break
+            except Conflict:
+                continue
         return _config(thread_id, ns, checkpoint["id"])
 
     async def aput_writes(
@@ -369,7 +382,10 @@ class AsyncMemorybankSaver(_Records, BaseCheckpointSaver[str]):
             heads = await self._list(HEAD, key)
             await self._delete(HEAD, [h.id for h in heads if h.data["ns"] not in newest])
             fixed = [
-                self._record(HEAD, h.id, key, {**h.data, "id": newest[h.data["ns"]]})
+                replace(
+                    self._record(HEAD, h.id, key, {**h.data, "id": newest[h.data["ns"]]}),
+                    revision=h.revision + 1,
+                )
                 for h in heads
                 if h.data["ns"] in newest and h.data["id"] != newest[h.data["ns"]]
             ]
