@@ -14,6 +14,9 @@ include the scope, so two users' ``thread_id`` "1" never meet):
   same atomic ``record_put`` as the checkpoint, so ``get_tuple`` of the latest
   checkpoint reads two records instead of the whole thread.
 
+The long-term store (``AsyncMemorybankStoreBase``) keeps one ``lg.item`` record
+per item and one ``lg.vec`` vector per indexed text (see its docstring).
+
 Values are serialized with the saver's ``serde`` (LangGraph's msgpack by
 default) and kept base64 in the record's JSON ``data``; ``content`` stays empty
 so keyword indexes never see them.
