@@ -167,6 +167,11 @@ class AsyncMemory:
         return AsyncDocuments(self._core, self.tenant_id, self._scope)
 
     @property
+    def embedder(self) -> Embedder | None:
+        """The embedder this memory searches with (``None``: no semantic search)."""
+        return self._core.embedder
+
+    @property
     def store(self) -> AsyncStore:
         """The store this memory writes to."""
         return self._core.store

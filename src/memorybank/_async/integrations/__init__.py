@@ -1,0 +1,1 @@
+"""Framework integrations (async source; the sync twins are generated)."""
