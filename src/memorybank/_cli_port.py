@@ -1,0 +1,141 @@
+"""CLI portability commands: ``export``, ``import``, ``migrate`` (see ``memorybank._dump``).
+
+Registered on ``memorybank.cli.app`` by ``register``. Dumps go to standard
+output and come from standard input; progress goes to standard error.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+
+from memorybank._cli_read import open_existing, resolve_url
+from memorybank._sync.memory import DEFAULT_TENANT, Memory
+from memorybank._sync.portability import ImportReport, export_dump, import_dump
+from memorybank.cli import UrlOption, _errors
+
+__all__ = ["register"]
+
+#: Said on every import: vectors are not part of the dump (yet).
+VECTORS_NOTE = (
+    "note: vectors are not carried by dump format 1; with an embedder configured, "
+    "memory.embed_pending() re-embeds the imported entries and documents"
+)
+
+
+class OnConflictChoice(enum.StrEnum):
+    """What an import does with a record the target already holds."""
+
+    skip = "skip"
+    overwrite = "overwrite"
+    fail = "fail"
+
+
+OnConflictOption = Annotated[
+    OnConflictChoice,
+    typer.Option(
+        "--on-conflict",
+        help="A thread/record already in the target: skip it (resumes an interrupted "
+        "import), overwrite it, or fail.",
+    ),
+]
+OptionalTenant = Annotated[
+    str | None,
+    typer.Option("--tenant", help="Tenant to read/write. Import default: the dump's tenant."),
+]
+
+
+@contextmanager
+def _progress(title: str) -> Iterator[Callable[[str], None]]:
+    """A tick function counting lines per kind on a rich progress display (stderr)."""
+    stderr = Console(stderr=True)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TextColumn("{task.completed:>9,}"),
+        console=stderr,
+        transient=not stderr.is_terminal,
+    ) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def tick(kind: str) -> None:
+            if kind not in tasks:
+                tasks[kind] = progress.add_task(f"{title} {kind}s", total=None)
+            progress.advance(tasks[kind])
+
+        yield tick
+
+
+def _summary(report: ImportReport) -> None:
+    err = Console(stderr=True, highlight=False)
+    written = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.written.items())) or "nothing"
+    skipped = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.skipped.items()))
+    err.print(f"written: {written}" + (f"; skipped: {skipped}" if skipped else ""))
+    err.print(VECTORS_NOTE)
+
+
+def export_command(
+    url: UrlOption = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to export.")] = DEFAULT_TENANT,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Resume: leave out threads with ids up to this one."),
+    ] = None,
+) -> None:
+    """Write a tenant as a JSON-lines dump to standard output."""
+    with _errors(), open_existing(url, tenant) as memory, _progress("exported") as tick:
+        out = sys.stdout
+        for line in export_dump(
+            memory.store, tenant, now=datetime.now(UTC), after_thread=after, progress=tick
+        ):
+            out.write(line)
+            out.write("\n")
+        out.flush()
+
+
+def import_command(
+    url: UrlOption = None,
+    tenant: OptionalTenant = None,
+    on_conflict: OnConflictOption = OnConflictChoice.fail,
+) -> None:
+    """Read a dump from standard input into a store (created if needed)."""
+    with _errors(), Memory(resolve_url(url)) as memory, _progress("imported") as tick:
+        report = import_dump(
+            memory.store, tenant, sys.stdin, on_conflict=on_conflict.value, progress=tick
+        )
+    _summary(report)
+
+
+def migrate_command(
+    source: Annotated[str, typer.Option("--from", help="Store URL to copy from.")],
+    target: Annotated[str, typer.Option("--to", help="Store URL to copy into.")],
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to copy.")] = DEFAULT_TENANT,
+    on_conflict: OnConflictOption = OnConflictChoice.fail,
+) -> None:
+    """Copy a tenant from one store to another (export piped into import, streaming)."""
+    with (
+        _errors(),
+        open_existing(source, tenant) as origin,
+        Memory(target) as destination,
+        _progress("migrated") as tick,
+    ):
+        lines = export_dump(origin.store, tenant, now=datetime.now(UTC))
+        report = import_dump(
+            destination.store, tenant, lines, on_conflict=on_conflict.value, progress=tick
+        )
+    _summary(report)
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("export")(export_command)
+    app.command("import")(import_command)
+    app.command("migrate")(migrate_command)
