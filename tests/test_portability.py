@@ -1,0 +1,207 @@
+"""Export/import/migrate: a populated store moves through every store and comes back equal."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memorybank import Memory
+from memorybank._dump import FORMAT, VERSION
+from memorybank._sync.core_facts import CoreFacts
+from memorybank._sync.portability import export_dump, import_dump
+from memorybank.cli import app
+from memorybank.errors import Conflict, InvalidInput
+from memorybank.stores import Store
+from tests.all_stores import open_store
+
+TENANT = "port"
+NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+
+
+class Clock:
+    """A clock that ticks one second per read, so every timestamp differs."""
+
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1, microseconds=7)
+        return self.now
+
+
+def populate(store: Store) -> None:
+    """Every record kind: threads (metadata, status, branches), entries, facts, core facts..."""
+    memory = Memory(store, tenant_id=TENANT, clock=Clock())
+    one = memory.threads.create(
+        user_id="ana", agent_id="atlas", title="Lisbon ✈", metadata={"n": 2**63 - 1, "f": -0.0}
+    )
+    first = memory.entries.add(one.id, {"role": "system", "content": "be brief"})
+    memory.entries.add(one.id, {"role": "user", "content": "rain? 🌧"}, idempotency_key="k1")
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "wx", "arguments": "{}"}}
+        ],
+    }
+    memory.entries.add(one.id, call)
+    memory.entries.add(one.id, {"role": "tool", "tool_call_id": "c1", "content": "sun"})
+    memory.branches.create(one.id, "alt", from_entry=first.id)
+    memory.entries.add(one.id, {"role": "user", "content": "other path"}, branch="alt")
+    memory.branches.create(one.id, "whole")
+    memory.branches.checkout(one.id, "alt")
+    two = memory.threads.create(agent_id="atlas", metadata={"k": [1, 1e16]})
+    memory.entries.add_many(
+        two.id,
+        [{"role": "user", "content": f"m{i}"} for i in range(7)],
+        idempotency_key="batch",
+    )
+    memory.threads.update(two.id, status="archived")
+    fact = memory.facts.add(
+        content="likes sun", agent_id="atlas", user_id="ana", source_entries=[first.id]
+    )
+    memory.facts.update(fact.id, content="likes sun a lot", supersede=True)
+    memory.documents.add("a guide to Lisbon", metadata={"lang": "en"}, agent_id="atlas")
+    memory.summaries.add(content="ana likes sun", agent_id="atlas", user_id="ana")
+    memory.summaries.add(content="shared", agent_id="atlas", user_id=None)
+    core = CoreFacts(memory=memory.scoped(user_id="ana"))
+    core.set("name", "Ana")
+    core.set("name", "Ana M.")
+
+
+def dump(store: Store) -> list[dict[str, Any]]:
+    """The store's dump without its header (the comparable content)."""
+    lines = list(export_dump(store, TENANT, now=NOW))
+    assert json.loads(lines[0])["format"] == FORMAT
+    return [json.loads(line) for line in lines[1:]]
+
+
+def normal(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Lines with what a fork recreates differently left out (a branch's ``from_entry``)."""
+    out = []
+    for line in lines:
+        if line["type"] == "thread":
+            line = {**line, "branches": [{**b, "from_entry": None} for b in line["branches"]]}
+        out.append(line)
+    return out
+
+
+def test_round_trip_through_every_store(tmp_path: Path) -> None:
+    """memory -> sqlite -> postgres -> redis -> mysql -> memory: the dump never changes."""
+    chain = ("memory", "sqlite", "postgres", "redis", "mysql", "memory")
+    with ExitStack() as stack:
+        stores = [
+            stack.enter_context(open_store(kind, tmp_path / f"{i}")) for i, kind in enumerate(chain)
+        ]
+        for i in range(len(chain)):
+            (tmp_path / f"{i}").mkdir(exist_ok=True)
+        populate(stores[0])
+        original = dump(stores[0])
+        kinds = {line["type"] for line in original}
+        assert kinds == {"thread", "entry", "record", "summary"}
+        record_kinds = {line["record"]["kind"] for line in original if line["type"] == "record"}
+        assert record_kinds == {
+            "fact",
+            "fact_version",
+            "fact_source",
+            "core_fact",
+            "core_fact_history",
+            "document",
+        }
+        for source, target, kind in zip(stores, stores[1:], chain[1:], strict=False):
+            report = import_dump(target, None, export_dump(source, TENANT, now=NOW))
+            assert report.written["thread"] == 2, kind
+            assert normal(dump(target)) == normal(original), kind
+        # the thread rows themselves: current branch, status and timestamps kept
+        back = Memory(stores[-1], tenant_id=TENANT)
+        threads = {t.title: t for t in back.threads.list()}
+        assert threads["Lisbon ✈"].current_branch == "alt"
+        assert threads["Lisbon ✈"].metadata == {"n": 2**63 - 1, "f": -0.0}
+        assert [b.name for b in back.branches.list(threads["Lisbon ✈"].id)] == [
+            "main",
+            "alt",
+            "whole",
+        ]
+
+
+@pytest.fixture
+def populated() -> Iterator[Store]:
+    with open_store("memory", Path(".")) as store:
+        populate(store)
+        yield store
+
+
+def test_on_conflict(populated: Store) -> None:
+    """fail raises Conflict; skip keeps complete threads and redoes a half-written one."""
+    lines = list(export_dump(populated, TENANT, now=NOW))
+    with open_store("memory", Path(".")) as target:
+        import_dump(target, None, lines)
+        with pytest.raises(Conflict):
+            import_dump(target, None, lines, on_conflict="fail")
+        again = import_dump(target, None, lines, on_conflict="skip")
+        assert again.skipped["thread"] == 2 and "thread" not in again.written
+        assert "record" not in again.written
+        # an interrupted import: the first thread's branch lost entries -> written again
+        thread_id = json.loads(lines[1])["thread"]["id"]
+        target.clear_entries(TENANT, thread_id, branch="main")
+        resumed = import_dump(target, None, lines, on_conflict="skip")
+        assert resumed.written["thread"] == 1
+        assert normal(dump(target)) == normal(dump(populated))
+        overwrite = import_dump(target, None, lines, on_conflict="overwrite")
+        assert overwrite.written["thread"] == 2
+        assert normal(dump(target)) == normal(dump(populated))
+
+
+def test_export_resumes_after_a_thread(populated: Store) -> None:
+    full = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW)][1:]
+    ids = sorted(line["thread"]["id"] for line in full if line["type"] == "thread")
+    rest = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW, after_thread=ids[0])][1:]
+    assert [x["thread"]["id"] for x in rest if x["type"] == "thread"] == ids[1:]
+    assert sum(x["type"] == "record" for x in rest) == sum(x["type"] == "record" for x in full)
+
+
+def test_bad_dumps_are_refused() -> None:
+    with open_store("memory", Path(".")) as target:
+        with pytest.raises(InvalidInput) as empty:
+            import_dump(target, None, [])
+        assert empty.value.field == "header"
+        with pytest.raises(InvalidInput) as newer:
+            import_dump(target, None, [json.dumps({"format": FORMAT, "version": VERSION + 1})])
+        assert newer.value.field == "header"
+        with pytest.raises(InvalidInput):
+            import_dump(target, None, ['{"rows": 1}'])
+
+
+def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
+    """export writes a dump to stdout, import reads stdin, migrate pipes one into the other."""
+    source = f"sqlite:///{tmp_path}/a.db"
+    with Memory(source, tenant_id=TENANT) as memory:
+        populate(memory.store)
+        expected = normal(dump(memory.store))
+    runner = CliRunner()
+    exported = runner.invoke(app, ["export", "--url", source, "--tenant", TENANT])
+    assert exported.exit_code == 0, exported.output
+    assert json.loads(exported.stdout.splitlines()[0])["version"] == VERSION
+    target = f"sqlite:///{tmp_path}/b.db"
+    imported = runner.invoke(app, ["import", "--url", target], input=exported.stdout)
+    assert imported.exit_code == 0, imported.output
+    assert "vectors are not carried" in imported.stderr
+    with Memory(target, tenant_id=TENANT) as memory:
+        assert normal(dump(memory.store)) == expected
+    failed = runner.invoke(app, ["import", "--url", target], input=exported.stdout)
+    assert failed.exit_code == 1 and "conflict" in failed.stderr
+    third = f"sqlite:///{tmp_path}/c.db"
+    moved = runner.invoke(app, ["migrate", "--from", source, "--to", third, "--tenant", TENANT])
+    assert moved.exit_code == 0, moved.output
+    with Memory(third, tenant_id=TENANT) as memory:
+        assert normal(dump(memory.store)) == expected
+    missing = runner.invoke(app, ["export", "--url", f"sqlite:///{tmp_path}/nope.db"])
+    assert missing.exit_code == 1
+    assert not (tmp_path / "nope.db").exists()
