@@ -120,7 +120,7 @@ def facts(
     agent: AgentOption = None,
     category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
     history: Annotated[
-        str | None, typer.Option("--history", help="Show the earlier versions of this fact id.")
+        str | None, typer.Option("--history", help="Show every version of this fact id, oldest first.")
     ] = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
