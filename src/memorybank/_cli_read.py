@@ -120,7 +120,7 @@ def facts(
     agent: AgentOption = None,
     category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
     history: Annotated[
-        str | None, typer.Option("--history", help="Show every version of this fact id, oldest first.")
+        str | None, typer.Option("--history", help="Every version of this fact id.")
     ] = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
