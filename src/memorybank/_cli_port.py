@@ -1,4 +1,4 @@
-"""CLI portability commands: ``export``, ``import``, ``migrate`` (see ``memorybank._dump``).
+"""CLI data commands: ``export``, ``import``, ``migrate`` (see ``memorybank._dump``), ``prune``.
 
 Registered on ``memorybank.cli.app`` by ``register``. Dumps go to standard
 output and come from standard input; progress goes to standard error.
@@ -10,7 +10,7 @@ import enum
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
@@ -21,6 +21,8 @@ from memorybank._cli_read import open_existing, resolve_url
 from memorybank._sync.memory import DEFAULT_TENANT, Memory
 from memorybank._sync.portability import ImportReport, export_dump, import_dump
 from memorybank.cli import UrlOption, _errors
+from memorybank.errors import InvalidInput
+from memorybank.retention import RetentionPolicy
 
 __all__ = ["register"]
 
@@ -134,8 +136,64 @@ def migrate_command(
     _summary(report)
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str | None, field: str) -> timedelta | None:
+    """``"90d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"2w"`` as a timedelta (``None`` stays)."""
+    if text is None:
+        return None
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
+        raise InvalidInput(
+            f"{field} must be a positive number with a unit s, m, h, d or w (like 90d), "
+            f"got {text!r}",
+            field=field,
+        )
+    return timedelta(seconds=int(number) * _UNITS[unit])
+
+
+def prune_command(
+    max_age: Annotated[
+        str | None, typer.Option("--max-age", help="Delete entries older than this (e.g. 90d).")
+    ] = None,
+    max_entries: Annotated[
+        int | None,
+        typer.Option("--max-entries", min=0, help="Keep at most this many entries per branch."),
+    ] = None,
+    idle_ttl: Annotated[
+        str | None,
+        typer.Option("--idle-ttl", help="Delete threads not updated for this long (e.g. 30d)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would be deleted.")
+    ] = False,
+    url: UrlOption = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to prune.")] = DEFAULT_TENANT,
+) -> None:
+    """Apply a retention policy to a tenant (tool-call pairs stay whole; SQLite shrinks)."""
+    with _errors():
+        policy = RetentionPolicy(
+            max_age=parse_duration(max_age, "max_age"),
+            max_entries_per_thread=max_entries,
+            idle_ttl=parse_duration(idle_ttl, "idle_ttl"),
+        )
+        if policy == RetentionPolicy():
+            raise InvalidInput(
+                "give at least one of --max-age, --max-entries, --idle-ttl", field="policy"
+            )
+        with open_existing(url, tenant) as memory:
+            report = memory.prune(policy, dry_run=dry_run)
+        verb = "would delete" if dry_run else "deleted"
+        Console(highlight=False).print(
+            f"{verb} {report.threads_deleted} threads and {report.entries_deleted} entries "
+            f"(of {report.threads_examined} threads examined, tenant {tenant})"
+        )
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
     app.command("export")(export_command)
     app.command("import")(import_command)
     app.command("migrate")(migrate_command)
+    app.command("prune")(prune_command)
