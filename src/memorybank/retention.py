@@ -6,12 +6,15 @@ Applied by ``memory.prune(policy)`` (``Memory`` and ``AsyncMemory``) and by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from memorybank._window import drop_orphan_tool_results
 from memorybank.errors import InvalidInput
+from memorybank.records import Entry
 
-__all__ = ["PruneReport", "RetentionPolicy"]
+__all__ = ["PruneReport", "RetentionPolicy", "doomed_entries"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,3 +62,29 @@ class PruneReport:
     threads_examined: int = 0
     #: thread id -> entries removed from it (threads deleted whole are not listed)
     per_thread: dict[str, int] = field(default_factory=dict)
+
+
+def doomed_entries(
+    entries: Sequence[Entry], policy: RetentionPolicy, cutoff: datetime | None
+) -> list[str]:
+    """Ids of a branch's entries (oldest first) that ``policy`` removes, pairing kept.
+
+    The removed part is a prefix; tool results after it whose call it held go
+    too (``drop_orphan_tool_results`` names them), so no kept result lacks its call.
+    """
+    cut = 0
+    if policy.max_entries_per_thread is not None:
+        cut = max(cut, len(entries) - policy.max_entries_per_thread)
+    if cutoff is not None:
+        old = 0
+        while old < len(entries) and entries[old].created_at < cutoff:
+            old += 1
+        cut = max(cut, old)
+    if cut <= 0:
+        return []
+    cut_calls = {call.id for entry in entries[:cut] for call in entry.tool_calls}
+    kept = entries[cut:]
+    paired = {entry.id for entry in drop_orphan_tool_results(kept)}
+    # only the results orphaned by this prune: older orphans are not the policy's business
+    orphaned = [e.id for e in kept if e.id not in paired and e.tool_call_id in cut_calls]
+    return [entry.id for entry in entries[:cut]] + orphaned

@@ -2,44 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 
 from memorybank._async.stores.base import AsyncStore
-from memorybank._window import drop_orphan_tool_results
-from memorybank.records import Entry
-from memorybank.retention import PruneReport, RetentionPolicy
+from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 
 __all__ = ["prune_tenant"]
 
 #: Entry ids per ``delete_entries`` call.
 _BATCH = 500
-
-
-def doomed_entries(
-    entries: Sequence[Entry], policy: RetentionPolicy, cutoff: datetime | None
-) -> list[str]:
-    """Ids of a branch's entries (oldest first) that ``policy`` removes, pairing kept.
-
-    The removed part is a prefix; tool results after it whose call it held go
-    too (``drop_orphan_tool_results`` names them), so no kept result lacks its call.
-    """
-    cut = 0
-    if policy.max_entries_per_thread is not None:
-        cut = max(cut, len(entries) - policy.max_entries_per_thread)
-    if cutoff is not None:
-        old = 0
-        while old < len(entries) and entries[old].created_at < cutoff:
-            old += 1
-        cut = max(cut, old)
-    if cut <= 0:
-        return []
-    cut_calls = {call.id for entry in entries[:cut] for call in entry.tool_calls}
-    kept = entries[cut:]
-    paired = {entry.id for entry in drop_orphan_tool_results(kept)}
-    # only the results orphaned by this prune: older orphans are not the policy's business
-    orphaned = [e.id for e in kept if e.id not in paired and e.tool_call_id in cut_calls]
-    return [entry.id for entry in entries[:cut]] + orphaned
 
 
 async def prune_tenant(
