@@ -19,9 +19,11 @@ from memorybank._sync.portability import export_dump, import_dump
 from memorybank.cli import app
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.stores import Store
+from memorybank.stores._types import VectorItem
 from tests.all_stores import open_store
 
 TENANT = "port"
+MODEL = "m"
 NOW = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
 
@@ -74,11 +76,21 @@ def populate(store: Store) -> None:
     core = CoreFacts(memory=memory.scoped(user_id="ana"))
     core.set("name", "Ana")
     core.set("name", "Ana M.")
+    # unit vectors of model "m", exact in float32 (stores may normalise and narrow them)
+    doc = memory.documents.list()[0]
+    store.vector_put(
+        TENANT,
+        [
+            VectorItem("entry", first.id, MODEL, [0.5, -0.5, 0.5, 0.5], one.id),
+            VectorItem("fact", fact.id, MODEL, [1.0, 0.0, 0.0, 0.0]),
+            VectorItem("document", doc.id, MODEL, [0.0, 0.0, -1.0, 0.0]),
+        ],
+    )
 
 
 def dump(store: Store) -> list[dict[str, Any]]:
-    """The store's dump without its header (the comparable content)."""
-    lines = list(export_dump(store, TENANT, now=NOW))
+    """The store's dump (vectors of MODEL included) without its header."""
+    lines = list(export_dump(store, TENANT, now=NOW, vector_model=MODEL))
     assert json.loads(lines[0])["format"] == FORMAT
     return [json.loads(line) for line in lines[1:]]
 
@@ -91,6 +103,11 @@ def normal(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
             line = {**line, "branches": [{**b, "from_entry": None} for b in line["branches"]]}
         out.append(line)
     return out
+
+
+def plain(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``normal`` lines without their vectors."""
+    return [{k: v for k, v in line.items() if k != "vector"} for line in normal(lines)]
 
 
 def test_round_trip_through_every_store(tmp_path: Path) -> None:
@@ -115,9 +132,12 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
             "core_fact_history",
             "document",
         }
+        assert sum("vector" in line for line in original) == 3
         for source, target, kind in zip(stores, stores[1:], chain[1:], strict=False):
-            report = import_dump(target, None, export_dump(source, TENANT, now=NOW))
+            lines = export_dump(source, TENANT, now=NOW, vector_model=MODEL)
+            report = import_dump(target, None, lines, model_id=MODEL)
             assert report.written["thread"] == 2, kind
+            assert report.vectors_written == 3, kind
             assert normal(dump(target)) == normal(original), kind
         # the thread rows themselves: current branch, status and timestamps kept
         back = Memory(stores[-1], tenant_id=TENANT)
@@ -140,9 +160,9 @@ def populated() -> Iterator[Store]:
 
 def test_on_conflict(populated: Store) -> None:
     """fail raises Conflict; skip keeps complete threads and redoes a half-written one."""
-    lines = list(export_dump(populated, TENANT, now=NOW))
+    lines = list(export_dump(populated, TENANT, now=NOW, vector_model=MODEL))
     with open_store("memory", Path(".")) as target:
-        import_dump(target, None, lines)
+        import_dump(target, None, lines, model_id=MODEL)
         with pytest.raises(Conflict):
             import_dump(target, None, lines, on_conflict="fail")
         again = import_dump(target, None, lines, on_conflict="skip")
@@ -151,10 +171,10 @@ def test_on_conflict(populated: Store) -> None:
         # an interrupted import: the first thread's branch lost entries -> written again
         thread_id = json.loads(lines[1])["thread"]["id"]
         target.clear_entries(TENANT, thread_id, branch="main")
-        resumed = import_dump(target, None, lines, on_conflict="skip")
+        resumed = import_dump(target, None, lines, on_conflict="skip", model_id=MODEL)
         assert resumed.written["thread"] == 1
         assert normal(dump(target)) == normal(dump(populated))
-        overwrite = import_dump(target, None, lines, on_conflict="overwrite")
+        overwrite = import_dump(target, None, lines, on_conflict="overwrite", model_id=MODEL)
         assert overwrite.written["thread"] == 2
         assert normal(dump(target)) == normal(dump(populated))
 
@@ -165,6 +185,19 @@ def test_export_resumes_after_a_thread(populated: Store) -> None:
     rest = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW, after_thread=ids[0])][1:]
     assert [x["thread"]["id"] for x in rest if x["type"] == "thread"] == ids[1:]
     assert sum(x["type"] == "record" for x in rest) == sum(x["type"] == "record" for x in full)
+
+
+def test_vectors_of_another_model_are_dropped_and_said(populated: Store) -> None:
+    lines = list(export_dump(populated, TENANT, now=NOW, vector_model=MODEL))
+    with open_store("memory", Path(".")) as target:
+        report = import_dump(target, None, lines, model_id="another-model")
+        assert (report.vector_model, report.vectors_written, report.vectors_dropped) == (
+            MODEL,
+            0,
+            3,
+        )
+        facts = [json.loads(x)["record"]["id"] for x in lines[1:] if '"kind":"fact"' in x]
+        assert target.vector_get(TENANT, "fact", facts, model_id=MODEL) == {}
 
 
 def test_bad_dumps_are_refused() -> None:
@@ -184,7 +217,8 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
     source = f"sqlite:///{tmp_path}/a.db"
     with Memory(source, tenant_id=TENANT) as memory:
         populate(memory.store)
-        expected = normal(dump(memory.store))
+        full = normal(dump(memory.store))
+    expected = plain(full)
     runner = CliRunner()
     exported = runner.invoke(app, ["export", "--url", source, "--tenant", TENANT])
     assert exported.exit_code == 0, exported.output
@@ -192,16 +226,28 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
     target = f"sqlite:///{tmp_path}/b.db"
     imported = runner.invoke(app, ["import", "--url", target], input=exported.stdout)
     assert imported.exit_code == 0, imported.output
-    assert "vectors are not carried" in imported.stderr
+    assert "the dump carries none" in imported.stderr
     with Memory(target, tenant_id=TENANT) as memory:
-        assert normal(dump(memory.store)) == expected
+        assert plain(dump(memory.store)) == expected
     failed = runner.invoke(app, ["import", "--url", target], input=exported.stdout)
     assert failed.exit_code == 1 and "conflict" in failed.stderr
     third = f"sqlite:///{tmp_path}/c.db"
-    moved = runner.invoke(app, ["migrate", "--from", source, "--to", third, "--tenant", TENANT])
+    moved = runner.invoke(
+        app, ["migrate", "--from", source, "--to", third, "--tenant", TENANT, "--vectors", MODEL]
+    )
     assert moved.exit_code == 0, moved.output
+    assert f"3 of model {MODEL} carried" in moved.stderr
     with Memory(third, tenant_id=TENANT) as memory:
-        assert normal(dump(memory.store)) == expected
+        assert normal(dump(memory.store)) == full
+    with_vectors = runner.invoke(
+        app, ["export", "--url", source, "--tenant", TENANT, "--vectors", MODEL]
+    )
+    fourth = f"sqlite:///{tmp_path}/d.db"
+    other = runner.invoke(
+        app, ["import", "--url", fourth, "--model-id", "other"], input=with_vectors.stdout
+    )
+    assert other.exit_code == 0, other.output
+    assert f"3 of model {MODEL} NOT carried" in " ".join(other.stderr.split())
     missing = runner.invoke(app, ["export", "--url", f"sqlite:///{tmp_path}/nope.db"])
     assert missing.exit_code == 1
     assert not (tmp_path / "nope.db").exists()

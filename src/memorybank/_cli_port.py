@@ -26,11 +26,8 @@ from memorybank.retention import RetentionPolicy
 
 __all__ = ["register"]
 
-#: Said on every import: vectors are not part of the dump (yet).
-VECTORS_NOTE = (
-    "note: vectors are not carried by dump format 1; with an embedder configured, "
-    "memory.embed_pending() re-embeds the imported entries and documents"
-)
+#: How to get vectors the import did not write.
+REEMBED = "with an embedder configured, memory.embed_pending() re-embeds entries and documents"
 
 
 class OnConflictChoice(enum.StrEnum):
@@ -48,6 +45,10 @@ OnConflictOption = Annotated[
         help="A thread/record already in the target: skip it (resumes an interrupted "
         "import), overwrite it, or fail.",
     ),
+]
+VectorsOption = Annotated[
+    str | None,
+    typer.Option("--vectors", help="Carry the stored vectors of this embedder model id."),
 ]
 OptionalTenant = Annotated[
     str | None,
@@ -81,7 +82,16 @@ def _summary(report: ImportReport) -> None:
     written = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.written.items())) or "nothing"
     skipped = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.skipped.items()))
     err.print(f"written: {written}" + (f"; skipped: {skipped}" if skipped else ""))
-    err.print(VECTORS_NOTE)
+    model = report.vector_model
+    if model is None:
+        err.print(f"vectors: the dump carries none; {REEMBED}")
+    if report.vectors_written:
+        err.print(f"vectors: {report.vectors_written} of model {model} carried")
+    if report.vectors_dropped:
+        err.print(
+            f"vectors: {report.vectors_dropped} of model {model} NOT carried (the target's "
+            f"model, --model-id, differs or was not given); {REEMBED}"
+        )
 
 
 def export_command(
@@ -91,12 +101,18 @@ def export_command(
         str | None,
         typer.Option("--after", help="Resume: leave out threads with ids up to this one."),
     ] = None,
+    vectors: VectorsOption = None,
 ) -> None:
     """Write a tenant as a JSON-lines dump to standard output."""
     with _errors(), open_existing(url, tenant) as memory, _progress("exported") as tick:
         out = sys.stdout
         for line in export_dump(
-            memory.store, tenant, now=datetime.now(UTC), after_thread=after, progress=tick
+            memory.store,
+            tenant,
+            now=datetime.now(UTC),
+            after_thread=after,
+            vector_model=vectors,
+            progress=tick,
         ):
             out.write(line)
             out.write("\n")
@@ -107,11 +123,23 @@ def import_command(
     url: UrlOption = None,
     tenant: OptionalTenant = None,
     on_conflict: OnConflictOption = OnConflictChoice.fail,
+    model_id: Annotated[
+        str | None,
+        typer.Option(
+            "--model-id",
+            help="The target's embedder model: the dump's vectors go in if it matches.",
+        ),
+    ] = None,
 ) -> None:
     """Read a dump from standard input into a store (created if needed)."""
     with _errors(), Memory(resolve_url(url)) as memory, _progress("imported") as tick:
         report = import_dump(
-            memory.store, tenant, sys.stdin, on_conflict=on_conflict.value, progress=tick
+            memory.store,
+            tenant,
+            sys.stdin,
+            on_conflict=on_conflict.value,
+            model_id=model_id,
+            progress=tick,
         )
     _summary(report)
 
@@ -121,6 +149,7 @@ def migrate_command(
     target: Annotated[str, typer.Option("--to", help="Store URL to copy into.")],
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant to copy.")] = DEFAULT_TENANT,
     on_conflict: OnConflictOption = OnConflictChoice.fail,
+    vectors: VectorsOption = None,
 ) -> None:
     """Copy a tenant from one store to another (export piped into import, streaming)."""
     with (
@@ -129,9 +158,14 @@ def migrate_command(
         Memory(target) as destination,
         _progress("migrated") as tick,
     ):
-        lines = export_dump(origin.store, tenant, now=datetime.now(UTC))
+        lines = export_dump(origin.store, tenant, now=datetime.now(UTC), vector_model=vectors)
         report = import_dump(
-            destination.store, tenant, lines, on_conflict=on_conflict.value, progress=tick
+            destination.store,
+            tenant,
+            lines,
+            on_conflict=on_conflict.value,
+            model_id=vectors,
+            progress=tick,
         )
     _summary(report)
 

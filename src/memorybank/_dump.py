@@ -24,6 +24,10 @@ then one record per line, each an object with a ``"type"``:
     (``kind`` is ``fact``, ``fact_version`` (fact history), ``fact_source``
     (provenance links), ``core_fact``, ``core_fact_history``, ``document``),
     with its revision, key and expiry.
+
+An entry or record line may carry ``"vector": [floats]``: its stored vector of
+the header's ``vector_model`` (``export --vectors MODEL``).
+
 ``summary``
     ``{"type": "summary", "summary": {...Summary fields...}}``.
 ``graph``
@@ -135,14 +139,15 @@ def decode(cls: type[T], data: Any) -> T:
         raise InvalidInput(f"bad {cls.__name__} in dump: {error}", field=cls.__name__) from error
 
 
-def header(tenant: str, created_at: datetime) -> dict[str, Any]:
-    """The first line of a dump."""
+def header(tenant: str, created_at: datetime, *, vector_model: str | None = None) -> dict[str, Any]:
+    """The first line of a dump (``vector_model``: the model of the vectors it carries)."""
     return {
         "format": FORMAT,
         "version": VERSION,
         "tenant": tenant,
         "created_at": created_at.isoformat(),
         "kinds": list(RECORD_KINDS),
+        "vector_model": vector_model,
     }
 
 

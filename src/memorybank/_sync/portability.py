@@ -11,7 +11,7 @@ record kind's listing (the store contract has no paged record listing yet).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Callable, Iterable
+from collections.abc import Iterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from memorybank import _dump
 from memorybank._sync.stores.base import Store
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores._types import UNSET, NewEntry, Record
+from memorybank.stores._types import UNSET, NewEntry, Record, VectorItem
 
 __all__ = ["PAGE", "ImportReport", "OnConflict", "export_dump", "import_dump"]
 
@@ -37,6 +37,11 @@ class ImportReport:
 
     written: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
+    #: the model of the dump's vectors (``None``: it carries none)
+    vector_model: str | None = None
+    #: vectors written (the target's model matched) and vectors left out (it did not)
+    vectors_written: int = 0
+    vectors_dropped: int = 0
 
     def add(self, counts: dict[str, int], kind: str, n: int = 1) -> None:
         counts[kind] = counts.get(kind, 0) + n
@@ -73,12 +78,46 @@ def _fork_prefix(
     return last, shared
 
 
+def _lines(
+    store: Store,
+    tenant: str,
+    kind: str,
+    items: Sequence[Entry] | Sequence[Record],
+    vector_model: str | None,
+    progress: Progress | None,
+) -> list[str]:
+    """The dump lines of a page of entries or records, with their vectors when asked."""
+    vectors: dict[str, list[float]] = {}
+    if vector_model is not None and items:
+        by_kind: dict[str, list[str]] = {}
+        for item in items:
+            by_kind.setdefault(_vector_kind(item), []).append(item.id)
+        for vkind, ids in by_kind.items():
+            found = store.vector_get(tenant, vkind, ids, model_id=vector_model)
+            vectors.update({f"{vkind}\x1f{i}": v for i, v in found.items()})
+    lines = []
+    for item in items:
+        line: dict[str, Any] = {"type": kind, kind: item}
+        vector = vectors.get(f"{_vector_kind(item)}\x1f{item.id}")
+        if vector is not None:
+            line["vector"] = vector
+        lines.append(_dump.dumps(line))
+        if progress is not None:
+            progress(kind)
+    return lines
+
+
+def _vector_kind(item: Entry | Record) -> str:
+    return item.kind if isinstance(item, Record) else "entry"
+
+
 def export_dump(
     store: Store,
     tenant: str,
     *,
     now: datetime,
     after_thread: str | None = None,
+    vector_model: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[str]:
     """The dump of ``tenant`` as lines (no newline): header, threads with entries, records.
@@ -86,8 +125,10 @@ def export_dump(
     ``after_thread`` resumes an interrupted export: threads are written in id
     order and those up to this id are left out (records and summaries follow
     the threads, so a resumed export still carries all of them).
+    ``vector_model`` carries the stored vectors of that embedder model (entries,
+    facts, documents) as a ``"vector"`` member of their lines.
     """
-    yield json.dumps(_dump.header(tenant, now))
+    yield json.dumps(_dump.header(tenant, now, vector_model=vector_model))
     threads = sorted(store.list_threads(tenant), key=lambda t: t.id)
     agents: set[str] = set()
     for thread in threads:
@@ -106,23 +147,28 @@ def export_dump(
         yield _dump.dumps({"type": "thread", "thread": thread, "branches": described})
         for branch, info, shared in zip(branches, described, forks, strict=True):
             n = 0
+            page: list[Entry] = []
             for entry in _branch_entries(
                 store, tenant, thread.id, branch.name, info["entries"]
             ):
                 n += 1
                 if n > shared:
-                    yield _dump.dumps({"type": "entry", "entry": entry})
-                    if progress is not None:
-                        progress("entry")
+                    page.append(entry)
+                if len(page) >= PAGE:
+                    for line in _lines(store, tenant, "entry", page, vector_model, progress):
+                        yield line
+                    page = []
+            for line in _lines(store, tenant, "entry", page, vector_model, progress):
+                yield line
         if progress is not None:
             progress("thread")
     for kind in _dump.RECORD_KINDS:
-        for record in store.record_list(tenant, kind):
-            if record.agent_id is not None:
-                agents.add(record.agent_id)
-            yield _dump.dumps({"type": "record", "record": record})
-            if progress is not None:
-                progress("record")
+        records = store.record_list(tenant, kind)
+        agents.update(r.agent_id for r in records if r.agent_id is not None)
+        for start in range(0, len(records), PAGE):
+            chunk = records[start : start + PAGE]
+            for line in _lines(store, tenant, "record", chunk, vector_model, progress):
+                yield line
     for agent in sorted(agents):
         for summary in store.summary_list(tenant, agent_id=agent, user_id=UNSET):
             yield _dump.dumps({"type": "summary", "summary": summary})
@@ -150,8 +196,15 @@ class _Importer:
     """Writes a dump's lines into a store, one thread at a time."""
 
     def __init__(
-        self, store: Store, tenant: str, on_conflict: OnConflict, progress: Progress | None
+        self,
+        store: Store,
+        tenant: str,
+        on_conflict: OnConflict,
+        progress: Progress | None,
+        carry: str | None,
     ) -> None:
+        self.carry = carry  # the vector model written to the target, None: no vectors
+        self.vectors: list[VectorItem] = []
         self.store = store
         self.tenant = tenant
         self.on_conflict = on_conflict
@@ -179,6 +232,24 @@ class _Importer:
             )
             self.report.add(self.report.written, "entry", len(self.pending))
         self.pending = []
+        self._put_vectors()
+
+    def _vector(self, data: dict[str, Any], kind: str, item_id: str, thread: str | None) -> None:
+        vector = data.get("vector")
+        if vector is None:
+            return
+        if self.carry is None:
+            self.report.vectors_dropped += 1
+            return
+        if not isinstance(vector, list):
+            raise InvalidInput("a vector must be a list of numbers", field="vector")
+        self.vectors.append(VectorItem(kind, item_id, self.carry, vector, thread))
+
+    def _put_vectors(self) -> None:
+        if self.vectors:
+            self.store.vector_put(self.tenant, self.vectors)
+            self.report.vectors_written += len(self.vectors)
+            self.vectors = []
 
     def _complete(self, thread: Thread, branches: list[dict[str, Any]]) -> bool:
         """Whether the target already holds this thread with every branch at full length."""
@@ -297,6 +368,7 @@ class _Importer:
             self._open_branch(entry.branch)
             self.pending_branch = entry.branch
         self.pending.append(_new_entry(entry))
+        self._vector(data, "entry", entry.id, entry.thread_id)
         if len(self.pending) >= PAGE:
             self._flush()
         self._tick("entry")
@@ -312,6 +384,8 @@ class _Importer:
                 self.report.add(self.report.skipped, "record")
                 return
         self.store.record_put(self.tenant, [record])
+        self._vector(data, record.kind, record.id, None)
+        self._put_vectors()
         self.report.add(self.report.written, "record")
         self._tick("record")
 
@@ -338,6 +412,7 @@ def import_dump(
     lines: Iterable[str],
     *,
     on_conflict: OnConflict = "fail",
+    model_id: str | None = None,
     progress: Progress | None = None,
 ) -> ImportReport:
     """Write a dump's ``lines`` into ``store``; what was written and skipped.
@@ -349,6 +424,10 @@ def import_dump(
     interrupted import is written again, so re-running resumes), and
     ``"overwrite"`` replaces it (summaries excepted: kept). Unknown line types
     of the dump's version are skipped.
+
+    Vectors in the dump are written only when ``model_id`` (the target's
+    embedder model) is the dump's ``vector_model``; otherwise they are left
+    out and counted in ``vectors_dropped`` (re-embed with ``embed_pending``).
     """
     iterator = iter(lines)
     first = next(iterator, None)
@@ -358,7 +437,10 @@ def import_dump(
     target = tenant if tenant is not None else head.get("tenant")
     if not isinstance(target, str):
         raise InvalidInput("the dump names no tenant; pass one", field="tenant")
-    importer = _Importer(store, target, on_conflict, progress)
+    model = head.get("vector_model")
+    carry = model if isinstance(model, str) and model == model_id else None
+    importer = _Importer(store, target, on_conflict, progress, carry)
+    importer.report.vector_model = model if isinstance(model, str) else None
     handlers = {
         "thread": importer.thread_line,
         "entry": importer.entry_line,
