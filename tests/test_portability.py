@@ -200,6 +200,25 @@ def test_vectors_of_another_model_are_dropped_and_said(populated: Store) -> None
         assert target.vector_get(TENANT, "fact", facts, model_id=MODEL) == {}
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_branch_whose_source_was_deleted(kind: str, tmp_path: Path) -> None:
+    """main deleted after checking out a fork: the fork comes back whole, main stays gone."""
+    with open_store("memory", tmp_path) as source, open_store(kind, tmp_path) as target:
+        memory = Memory(source, tenant_id=TENANT)
+        thread = memory.threads.create().id
+        for i in range(3):
+            memory.entries.add(thread, {"role": "user", "content": f"m{i}"})
+        memory.branches.create(thread, "alt")
+        memory.entries.add(thread, {"role": "user", "content": "x"}, branch="alt")
+        memory.branches.checkout(thread, "alt")
+        memory.branches.delete(thread, "main")
+        import_dump(target, None, export_dump(source, TENANT, now=NOW))
+        back = Memory(target, tenant_id=TENANT)
+        assert [b.name for b in back.branches.list(thread)] == ["alt"]
+        assert [e.content for e in back.entries.list(thread)] == ["m0", "m1", "m2", "x"]
+        assert normal(dump(target)) == normal(dump(source))
+
+
 def test_bad_dumps_are_refused() -> None:
     with open_store("memory", Path(".")) as target:
         with pytest.raises(InvalidInput) as empty:

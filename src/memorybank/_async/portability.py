@@ -62,10 +62,13 @@ async def _branch_entries(
 
 
 async def _fork_prefix(
-    store: AsyncStore, tenant: str, thread_id: str, branch: Branch, total: int
+    store: AsyncStore, tenant: str, thread_id: str, branch: Branch, total: int, names: set[str]
 ) -> tuple[str | None, int]:
-    """The last entry a branch shares with its source (same id and position), and how many."""
-    if branch.from_branch is None:
+    """The last entry a branch shares with its source (same id and position), and how many.
+
+    A branch whose source is gone (deleted) shares nothing: all its entries are dumped.
+    """
+    if branch.from_branch is None or branch.from_branch not in names:
         return None, 0
     last: str | None = None
     shared = 0
@@ -138,9 +141,10 @@ async def export_dump(
         branches = await store.list_branches(tenant, thread.id)
         described: list[dict[str, Any]] = []
         forks: list[int] = []
+        names = {branch.name for branch in branches}
         for branch in branches:
             total = await store.count_entries(tenant, thread.id, branch=branch.name)
-            fork_entry, shared = await _fork_prefix(store, tenant, thread.id, branch, total)
+            fork_entry, shared = await _fork_prefix(store, tenant, thread.id, branch, total, names)
             forks.append(shared)
             described.append({**_dump.encode(branch), "entries": total, "fork_entry": fork_entry})
         yield _dump.dumps({"type": "thread", "thread": thread, "branches": described})
