@@ -246,10 +246,12 @@ def test_url_defaults_to_env_then_embedded_file(
     assert "demo-1" in from_env.output
     assert not (tmp_path / "memorybank.db").exists()
 
-    default = invoke("threads")
-    assert default.exit_code == 0, default.output
-    assert "no threads" in default.output
-    assert (tmp_path / "memorybank.db").exists()  # sqlite:///./memorybank.db
+    default = invoke("threads")  # sqlite:///./memorybank.db, which a read never creates
+    assert default.exit_code == 1
+    assert "no SQLite store at './memorybank.db'" in default.output
+    assert not (tmp_path / "memorybank.db").exists()
+    assert invoke("demo").exit_code == 0  # a write command creates it
+    assert "demo-1" in invoke("threads").output
 
 
 def test_demo_tenant(tmp_path: Path) -> None:
@@ -289,14 +291,22 @@ def _commands() -> dict[str, Any]:
 def test_every_command_and_option_has_help() -> None:
     """Like sqlite-utils' test_docs: nothing in the CLI goes undocumented."""
     commands = _commands()
-    assert set(commands) == {"demo", "threads", "show"}
+    assert {"demo", "threads", "show", "search", "facts", "documents", "context"} <= set(commands)
+    assert {"delete", "forget-user", "export", "import", "migrate"} <= set(commands)
     for name, command in commands.items():
         assert command.help and command.help.strip(), f"{name} has no help text"
         for param in command.params:
             help_text = getattr(param, "help", None)
             assert help_text, f"{name} {param.name} has no help text"
+        if name == "keys":  # a group: each subcommand names its store
+            for sub in command.commands.values():  # type: ignore[attr-defined]
+                assert "--url" in {opt for param in sub.params for opt in param.opts}, sub.name
+            continue
         option_names = {opt for param in command.params for opt in param.opts}
-        assert {"--url", "--tenant"} <= option_names, name
+        stores = {"--from", "--to"} if name == "migrate" else {"--url"}
+        # serve answers every tenant: each request's key picks one
+        needed = stores if name == "serve" else {"--tenant"} | stores
+        assert needed <= option_names, name
         result = invoke(name, "--help")
         assert result.exit_code == 0
         assert command.help.splitlines()[0] in result.output

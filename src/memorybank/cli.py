@@ -237,18 +237,24 @@ def threads_command(
     limit: Annotated[
         int, typer.Option("--limit", min=1, help="Show at most this many threads.")
     ] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """List threads, most recently updated first."""
+    from memorybank._cli_read import emit_json, open_existing
+
     console = _console()
-    with _errors(), Memory(url, tenant_id=tenant) as memory:
+    with _errors(), open_existing(url, tenant) as memory:
         threads = memory.threads.list(
             user_id=UNSET if user is None else user,
             agent_id=UNSET if agent is None else agent,
             status=None if status is None else status.value,
             limit=limit,
         )
+        if as_json:
+            emit_json(threads)
+            return
         if not threads:
             console.print("no threads")
             return
@@ -263,6 +269,7 @@ def show(
         str | None,
         typer.Option("--branch", help="Branch to show. Default: the thread's current branch."),
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
@@ -271,8 +278,10 @@ def show(
     Entries are shown as stored: a tool result whose call falls before the window
     is still listed (provider-ready windows drop it; see `memory.history`).
     """
+    from memorybank._cli_read import emit_json, open_existing
+
     console = _console()
-    with _errors(), Memory(url, tenant_id=tenant) as memory:
+    with _errors(), open_existing(url, tenant) as memory:
         found = memory.threads.get(thread)
         if found is None:
             raise NotFound(f"thread {thread!r} not found")
@@ -283,6 +292,9 @@ def show(
         total = memory.entries.count(thread, branch=name)
         # The store's raw page: an inspection shows what is stored, pairing rule aside.
         _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
+        if as_json:
+            emit_json({"thread": found, "branch": name, "total": total, "entries": entries})
+            return
         header = Text.assemble(
             ("thread ", "bold"),
             (found.id, "bold cyan"),
@@ -455,10 +467,21 @@ def _serve_demo(url: str | None, host: str, port: int) -> None:
     typer.echo("Ctrl-C stops it.")
 
 
+# -- commands of their own modules (kept apart so parallel work merges cleanly) ----
+
+if __name__ != "__main__":  # under ``python -m`` the block at the end imports the real module
+    from memorybank import _cli_port, _cli_read  # they import this module's helpers
+
+    _cli_read.register(app)
+    _cli_port.register(app)
+
+
 def main() -> None:
     """Entry point of the ``memorybank`` console script."""
     app()
 
 
 if __name__ == "__main__":
-    main()
+    from memorybank.cli import main as _main  # the module with every command registered
+
+    _main()

@@ -24,6 +24,7 @@ from memorybank._scope import ROOT, Principal, Scope, check_owner
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
+from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
@@ -411,6 +412,27 @@ class AsyncMemory:
         user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
         return AsyncWorkingMemory(
             self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
+        )
+
+    async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
+        """Apply a retention policy to this tenant's threads; what went (or would go).
+
+        See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
+        pairing is never broken; long-term records are kept). With ``dry_run``
+        nothing changes. After a real prune that removed something the store
+        reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
+        (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
+        """
+        from memorybank._async.retention import prune_tenant
+
+        if not isinstance(policy, RetentionPolicy):
+            raise InvalidInput("policy must be a RetentionPolicy", field="policy")
+        if self._scope is not ROOT:
+            raise InvalidInput(
+                "prune covers a whole tenant: call it on an unscoped handle", field="scope"
+            )
+        return await prune_tenant(
+            self._core.store, self.tenant_id, policy, now=self._core.now(), dry_run=dry_run
         )
 
     async def forget_user(self, user_id: str | Unset = UNSET) -> int:

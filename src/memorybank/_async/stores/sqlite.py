@@ -1074,6 +1074,17 @@ class AsyncSQLiteStore(AsyncStore):
 
         return await self._run(forget)
 
+    async def reclaim_space(self) -> None:
+        def vacuum() -> None:
+            # VACUUM rewrites the file without its free pages; it cannot run in a
+            # transaction, hence _read. The WAL then holds the whole rewrite:
+            # truncating it returns that space too.
+            self._read(lambda conn: conn.execute("VACUUM"))
+            if self.path != ":memory:":
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+
+        await self._run(vacuum)
+
     # -- compaction ----------------------------------------------------------------------
 
     async def compact_entries(

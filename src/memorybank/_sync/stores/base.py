@@ -494,6 +494,19 @@ class Store(abc.ABC):
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
 
+    # -- space -------------------------------------------------------------
+
+    def reclaim_space(self) -> None:
+        """Give the space of deleted rows back to the file system, where the store holds it.
+
+        Called by ``memory.prune`` after it deleted something. An embedded
+        store shrinks its file (SQLite: ``VACUUM`` and a WAL truncation); a
+        server store does nothing here (the server reuses freed pages; its
+        vacuum, ``OPTIMIZE TABLE`` or AOF rewrite is the operator's), which is
+        this default. Never changes what any read returns.
+        """
+        return None  # a server store has nothing to give back from the client side
+
     # -- erasure -----------------------------------------------------------
 
     @abc.abstractmethod

@@ -1075,6 +1075,17 @@ class SQLiteStore(Store):
 
         return self._run(forget)
 
+    def reclaim_space(self) -> None:
+        def vacuum() -> None:
+            # VACUUM rewrites the file without its free pages; it cannot run in a
+            # transaction, hence _read. The WAL then holds the whole rewrite:
+            # truncating it returns that space too.
+            self._read(lambda conn: conn.execute("VACUUM"))
+            if self.path != ":memory:":
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+
+        self._run(vacuum)
+
     # -- compaction ----------------------------------------------------------------------
 
     def compact_entries(

@@ -1032,6 +1032,17 @@ class AsyncContract:
         assert await memory.summaries.list(agent_id=agent, user_id=user) == []
         assert [m["content"] for m in await memory.history(theirs)] == ["theirs"]
 
+    async def test_reclaim_space_keeps_every_read(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        for i in range(3):
+            await memory.remember(tid, "user", f"m{i}")
+        first = (await memory.entries.list(tid))[0]
+        await memory.entries.delete(tid, first.id)
+        before = await memory.entries.list(tid)
+        await memory.store.reclaim_space()
+        assert await memory.entries.list(tid) == before
+        assert [e.content for e in before] == ["m1", "m2"]
+
     async def test_concurrent_appends_lose_and_duplicate_nothing(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
 

@@ -1033,6 +1033,17 @@ class SyncContract:
         assert memory.summaries.list(agent_id=agent, user_id=user) == []
         assert [m["content"] for m in memory.history(theirs)] == ["theirs"]
 
+    def test_reclaim_space_keeps_every_read(self, memory: Memory) -> None:
+        tid = self._thread(memory)
+        for i in range(3):
+            memory.remember(tid, "user", f"m{i}")
+        first = (memory.entries.list(tid))[0]
+        memory.entries.delete(tid, first.id)
+        before = memory.entries.list(tid)
+        memory.store.reclaim_space()
+        assert memory.entries.list(tid) == before
+        assert [e.content for e in before] == ["m1", "m2"]
+
     def test_concurrent_appends_lose_and_duplicate_nothing(self, memory: Memory) -> None:
         tid = self._thread(memory)
 

@@ -1,0 +1,90 @@
+"""Retention policies: how much conversation history a tenant keeps (I/O-free types).
+
+Applied by ``memory.prune(policy)`` (``Memory`` and ``AsyncMemory``) and by
+``memorybank prune``. A policy belongs to one tenant: the handle's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from memorybank._window import drop_orphan_tool_results
+from memorybank.errors import InvalidInput
+from memorybank.records import Entry
+
+__all__ = ["PruneReport", "RetentionPolicy", "doomed_entries"]
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionPolicy:
+    """What a prune removes; ``None`` turns a rule off.
+
+    Attributes:
+        max_age: entries whose ``created_at`` is older than this go: the leading
+            run of old entries of every branch (entries are ordered by
+            position, and an imported entry may carry an older time than its
+            predecessor, so pruning stops at the first entry young enough).
+        max_entries_per_thread: every branch keeps at most its newest N entries.
+        idle_ttl: threads not updated for this long go whole (entries, branches).
+
+    Pruning never breaks tool-call pairing: a tool result whose calling
+    assistant entry is pruned goes with it, so a branch may keep fewer than
+    ``max_entries_per_thread`` entries. Facts, documents and summaries are
+    kept (they are long-term memory; ``forget_user`` erases them).
+    """
+
+    max_age: timedelta | None = None
+    max_entries_per_thread: int | None = None
+    idle_ttl: timedelta | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_age", "idle_ttl"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, timedelta) or value <= timedelta(0)):
+                raise InvalidInput(f"{name} must be a positive timedelta or None", field=name)
+        n = self.max_entries_per_thread
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+            raise InvalidInput(
+                "max_entries_per_thread must be an int >= 0 or None",
+                field="max_entries_per_thread",
+            )
+
+
+@dataclass(slots=True)
+class PruneReport:
+    """What a prune removed (or, with ``dry_run``, would remove)."""
+
+    dry_run: bool
+    threads_deleted: int = 0
+    entries_deleted: int = 0
+    threads_examined: int = 0
+    #: thread id -> entries removed from it (threads deleted whole are not listed)
+    per_thread: dict[str, int] = field(default_factory=dict)
+
+
+def doomed_entries(
+    entries: Sequence[Entry], policy: RetentionPolicy, cutoff: datetime | None
+) -> list[str]:
+    """Ids of a branch's entries (oldest first) that ``policy`` removes, pairing kept.
+
+    The removed part is a prefix; tool results after it whose call it held go
+    too (``drop_orphan_tool_results`` names them), so no kept result lacks its call.
+    """
+    cut = 0
+    if policy.max_entries_per_thread is not None:
+        cut = max(cut, len(entries) - policy.max_entries_per_thread)
+    if cutoff is not None:
+        old = 0
+        while old < len(entries) and entries[old].created_at < cutoff:
+            old += 1
+        cut = max(cut, old)
+    if cut <= 0:
+        return []
+    cut_calls = {call.id for entry in entries[:cut] for call in entry.tool_calls}
+    kept = entries[cut:]
+    paired = {entry.id for entry in drop_orphan_tool_results(kept)}
+    # only the results orphaned by this prune: older orphans are not the policy's business
+    orphaned = [e.id for e in kept if e.id not in paired and e.tool_call_id in cut_calls]
+    return [entry.id for entry in entries[:cut]] + orphaned

@@ -1,0 +1,130 @@
+"""CLI read commands (search, facts, documents, context, threads, show), erasure, --json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from memorybank import Memory
+from memorybank.cli import app
+
+WIDE = {"COLUMNS": "200", "NO_COLOR": "1"}
+
+
+def invoke(*args: str, stdin: str | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=WIDE, input=stdin)
+
+
+def as_json(*args: str) -> Any:
+    result = invoke(*args, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """A SQLite store with two threads, a fact (updated once) and a document."""
+    url = f"sqlite:///{tmp_path}/store.db"
+    with Memory(url) as memory:
+        one = memory.threads.create(user_id="ana", agent_id="atlas", title="Lisbon")
+        memory.entries.add(one.id, {"role": "user", "content": "Will it rain in Lisbon?"})
+        memory.entries.add(one.id, {"role": "assistant", "content": "Sunny all weekend."})
+        two = memory.threads.create(user_id="bob", agent_id="atlas", title="Porto")
+        memory.entries.add(two.id, {"role": "user", "content": "Trains to Porto?"})
+        fact = memory.facts.add(content="Ana likes sun", agent_id="atlas", user_id="ana")
+        memory.facts.update(fact.id, content="Ana loves sun", supersede=True)
+        memory.documents.add("Lisbon guide: trams and pastries", agent_id="atlas")
+    return url
+
+
+def thread_ids(url: str) -> dict[str, str]:
+    return {t["title"]: t["id"] for t in as_json("threads", "--url", url)}
+
+
+def test_threads_and_show_json(url: str) -> None:
+    threads = as_json("threads", "--url", url)
+    assert {t["title"] for t in threads} == {"Lisbon", "Porto"}
+    assert all(t["tenant_id"] == "default" for t in threads)
+    shown = as_json("show", thread_ids(url)["Lisbon"], "--url", url)
+    assert shown["total"] == 2 and shown["branch"] == "main"
+    assert [e["content"] for e in shown["entries"]] == [
+        "Will it rain in Lisbon?",
+        "Sunny all weekend.",
+    ]
+
+
+def test_search(url: str) -> None:
+    hits = as_json("search", "Lisbon", "--url", url)
+    assert {h["kind"] for h in hits} == {"entry", "document"}
+    only_bob = as_json("search", "Lisbon", "--user", "bob", "--url", url)
+    assert all(h["kind"] == "document" for h in only_bob)  # ana's thread is hidden from bob
+    table = invoke("search", "Porto", "--url", url)
+    assert table.exit_code == 0 and "Trains to Porto?" in table.stdout
+
+
+def test_facts_and_history(url: str) -> None:
+    facts = as_json("facts", "--url", url)
+    assert [f["content"] for f in facts] == ["Ana loves sun"] and facts[0]["version"] == 2
+    history = as_json("facts", "--history", facts[0]["id"], "--url", url)
+    assert [f["content"] for f in history] == ["Ana likes sun", "Ana loves sun"]
+    assert as_json("facts", "--user", "bob", "--url", url) == []
+    assert "Ana loves sun" in invoke("facts", "--url", url).stdout
+
+
+def test_documents(url: str) -> None:
+    docs = as_json("documents", "--url", url)
+    assert [d["content"] for d in docs] == ["Lisbon guide: trams and pastries"]
+    assert "trams" in invoke("documents", "--url", url).stdout
+
+
+def test_context_preview(url: str) -> None:
+    thread = thread_ids(url)["Lisbon"]
+    built = as_json("context", thread, "--agent", "atlas", "--user", "ana", "--url", url)
+    assert built["messages"][-1] == {"role": "assistant", "content": "Sunny all weekend."}
+    assert built["total_entries"] == 2 and built["token_count"] > 0
+    small = as_json(
+        "context", thread, "--agent", "atlas", "--user", "ana", "--max-tokens", "12", "--url", url
+    )
+    assert small["truncated"] is True and small["included_entries"] < 2
+    text = invoke("context", thread, "--agent", "atlas", "--user", "ana", "--url", url)
+    assert text.exit_code == 0 and "2 of 2 entries" in text.stdout
+
+
+def test_delete_and_forget_user(url: str) -> None:
+    ids = thread_ids(url)
+    refused = invoke("delete", ids["Porto"], "--url", url, stdin="n\n")
+    assert refused.exit_code == 1 and len(thread_ids(url)) == 2
+    assert invoke("delete", ids["Porto"], "--yes", "--url", url).exit_code == 0
+    assert set(thread_ids(url)) == {"Lisbon"}
+    again = invoke("delete", ids["Porto"], "--yes", "--url", url)
+    assert again.exit_code == 1 and "not_found" in again.stderr
+    forgot = invoke("forget-user", "ana", "--yes", "--url", url)
+    assert forgot.exit_code == 0, forgot.output
+    assert thread_ids(url) == {} and as_json("facts", "--url", url) == []
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["threads"],
+        ["show", "t1"],
+        ["search", "x"],
+        ["facts"],
+        ["documents"],
+        ["context", "t1", "--agent", "a"],
+        ["delete", "t1", "--yes"],
+        ["forget-user", "u", "--yes"],
+        ["export"],
+    ],
+)
+def test_read_commands_never_create_a_store(tmp_path: Path, command: list[str]) -> None:
+    """A mistyped SQLite path is an error naming it; no file or directory appears."""
+    missing = tmp_path / "typo" / "store.db"
+    result = invoke(*command, "--url", f"sqlite:///{missing}")
+    assert result.exit_code == 1
+    assert "no SQLite store" in result.stderr
+    assert not missing.parent.exists()
