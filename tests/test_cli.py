@@ -299,7 +299,7 @@ def test_every_command_and_option_has_help() -> None:
             help_text = getattr(param, "help", None)
             assert help_text, f"{name} {param.name} has no help text"
         if name == "keys":  # a group: each subcommand names its store
-            for sub in command.commands.values():  # type: ignore[attr-defined]
+            for sub in command.commands.values():
                 assert "--url" in {opt for param in sub.params for opt in param.opts}, sub.name
             continue
         option_names = {opt for param in command.params for opt in param.opts}
