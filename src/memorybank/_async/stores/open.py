@@ -20,6 +20,8 @@ SCHEMES: dict[str, tuple[str, str, str | None]] = {
     "rediss": ("redis", "AsyncRedisStore", "redis"),
     "mysql": ("mysql", "AsyncMySQLStore", "mysql"),
     "mariadb": ("mysql", "AsyncMySQLStore", "mysql"),
+    "http": ("http", "AsyncHTTPStore", "remote"),
+    "https": ("http", "AsyncHTTPStore", "remote"),
 }
 
 
