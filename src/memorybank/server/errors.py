@@ -1,0 +1,267 @@
+"""One error shape for every response of the server, mapped once from the library's tree.
+
+Every error body is ``{"code", "message", "field"?, "request_id"}`` and every
+response (errors or not) carries ``X-Request-ID``. The status comes from the
+exception class:
+
+=========================  ======  ==========================================
+exception                  status  code
+=========================  ======  ==========================================
+``InvalidInput``           422     ``invalid_input`` (with ``field``)
+request validation         422     ``invalid_input`` (``field``: the first bad
+                                   parameter's location, e.g. ``body.content``)
+``NotFound``               404     ``not_found``
+``ThreadForbidden``        403     ``thread_forbidden``
+``Conflict``               409     ``conflict``
+``StoreUnavailable``       503     ``store_unavailable`` (``Retry-After``)
+``StoreClosed``            503     ``store_closed`` (``Retry-After``)
+``StoreError``             500     ``store_error``
+``ConfigurationError``     500     ``configuration_error``
+``ApiError``               its     its own (``unauthorized``, ``forbidden``,
+                                   ``payload_too_large``, ...)
+anything else              500     ``internal_error`` (logged; nothing leaks)
+=========================  ======  ==========================================
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+    ThreadForbidden,
+)
+
+__all__ = [
+    "RETRY_AFTER_SECONDS",
+    "ApiError",
+    "ErrorBody",
+    "RequestIdMiddleware",
+    "error_response",
+    "install_error_handlers",
+    "request_id",
+    "status_of",
+]
+
+log = logging.getLogger("memorybank.server")
+
+#: ``Retry-After`` (seconds) sent with 503 when the store is unreachable.
+RETRY_AFTER_SECONDS = 1
+#: A client's ``X-Request-ID`` is kept when it is this sane; otherwise one is made.
+_CLIENT_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
+
+_STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (InvalidInput, 422),
+    (NotFound, 404),
+    (ThreadForbidden, 403),
+    (Conflict, 409),
+    (StoreUnavailable, 503),
+    (StoreClosed, 503),
+    (StoreError, 500),
+    (ConfigurationError, 500),
+)
+
+
+class ErrorBody(BaseModel):
+    """The body of every error response."""
+
+    code: str
+    message: str
+    field: str | None = None
+    request_id: str
+
+
+class ApiError(Exception):
+    """An error the server itself raises (auth, limits): status, stable code, message."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers or {}
+
+
+def status_of(error: MemoryBankError) -> int:
+    """The HTTP status of a library error (500 for a class not in the table)."""
+    for cls, status in _STATUS:
+        if isinstance(error, cls):
+            return status
+    return 500
+
+
+def request_id(request: Request) -> str:
+    """The id of this request (set by ``RequestIdMiddleware``)."""
+    rid = request.scope.get("state", {}).get("request_id")
+    return rid if isinstance(rid, str) else "-"
+
+
+def error_response(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    *,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """A JSON error response in the one shape, with the request id."""
+    body: dict[str, Any] = {"code": code, "message": message, "request_id": request_id(request)}
+    if field is not None:
+        body["field"] = field
+    request.scope.setdefault("state", {})["error_code"] = code
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("body", "messages", 0, "content")`` -> ``"body.messages.0.content"``."""
+    parts = [str(p) for p in loc]
+    return ".".join(parts) or "request"
+
+
+async def _library_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemoryBankError)
+    status = status_of(exc)
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    if status >= 500:
+        log.warning("store error on %s: %r", request.url.path, exc)
+    field = exc.field if isinstance(exc, InvalidInput) else None
+    return error_response(request, status, exc.code, str(exc), field=field, headers=headers)
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return error_response(
+        request, exc.status, exc.code, exc.message, field=exc.field, headers=exc.headers
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    first = errors[0] if errors else {}
+    loc = first.get("loc", ())
+    message = str(first.get("msg", "invalid request"))
+    return error_response(
+        request, 422, InvalidInput.code, f"{_field(loc)}: {message}", field=_field(loc)
+    )
+
+
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    headers = dict(exc.headers) if exc.headers else None
+    return error_response(request, exc.status_code, code, str(exc.detail), headers=headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return error_response(request, 500, "internal_error", "internal server error")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every error of ``app`` through the one shape above."""
+    app.add_exception_handler(MemoryBankError, _library_error)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (the client's ``X-Request-ID`` when sane) and echoes it.
+
+    Also enforces the body size limit: a ``Content-Length`` over ``max_body_bytes``
+    is refused before the body is read, and a streamed body is cut off (413)
+    as soon as it passes the limit.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = ""
+        length: int | None = None
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                given = value.decode("latin-1")
+            elif name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = None
+        rid = given if _CLIENT_ID.match(given) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        header = (b"x-request-id", rid.encode("latin-1"))
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], header]
+            await send(message)
+
+        limit = self.max_body_bytes
+        if length is not None and length > limit:
+            await self._too_large(scope, receive, send_with_id)
+            return
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    # FastAPI re-raises an HTTPException met while reading the body.
+                    raise HTTPException(413, f"request body over {limit} bytes")
+            return message
+
+        await self.app(scope, limited_receive, send_with_id)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        response = error_response(
+            request, 413, "payload_too_large", f"request body over {self.max_body_bytes} bytes"
+        )
+        await response(scope, receive, send)
