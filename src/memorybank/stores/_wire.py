@@ -362,7 +362,9 @@ def _decode_page(raw: Any, field: str) -> tuple[Thread, list[Entry]]:
     return thread, entries
 
 
-PAGE = Codec(lambda page: [THREAD.encode(page[0]), [ENTRY.encode(e) for e in page[1]]], _decode_page)
+PAGE = Codec(
+    lambda page: [THREAD.encode(page[0]), [ENTRY.encode(e) for e in page[1]]], _decode_page
+)
 
 
 def _decode_snapshot(raw: Any, field: str) -> tuple[str | None, str] | None:
@@ -726,7 +728,7 @@ def error_from_body(status: int, body: Any) -> MemoryBankError:
     request_id = obj.get("request_id")
     if isinstance(request_id, str):
         message = f"{message} (request {request_id})"
-    if code == "invalid_input":
+    if code in ("invalid_input", "payload_too_large"):  # 413: nothing was written either
         field = obj.get("field")
         return InvalidInput(message, field=field if isinstance(field, str) and field else "args")
     if code == "thread_forbidden":

@@ -108,8 +108,9 @@ class AsyncHTTPStore(AsyncStore):
             ``$MEMORYBANK_API_KEY``.
         timeout: seconds for connecting, each read and write, and the pool wait.
         retries: further attempts after a failure that may be retried.
-        client: an ``httpx.AsyncClient`` to use (you keep owning it; its base
-            URL and headers are ignored: ``url`` and ``api_key`` apply).
+        client: an httpx client to use, async for ``AsyncHTTPStore`` (you keep
+            owning it; its base URL and headers are ignored: ``url`` and
+            ``api_key`` apply).
     """
 
     capabilities = frozenset({"remote"})
@@ -222,7 +223,11 @@ class AsyncHTTPStore(AsyncStore):
 
     def _result(self, method: _wire.Method, response: httpx.Response) -> Any:
         body = self._body(response)
-        if not isinstance(body, dict) or body.get("v") != _wire.WIRE_VERSION or "result" not in body:
+        if (
+            not isinstance(body, dict)
+            or body.get("v") != _wire.WIRE_VERSION
+            or "result" not in body
+        ):
             raise StoreError(
                 f"memorybank server {self.url} answered {method.name} in an unknown form"
                 f" (wire version {_wire.WIRE_VERSION} expected)"
@@ -230,9 +235,8 @@ class AsyncHTTPStore(AsyncStore):
         try:
             return _wire.decode_result(method, body["result"])
         except InvalidInput as error:
-            raise StoreError(f"memorybank server {self.url} sent a bad {method.name} result") from (
-                error
-            )
+            message = f"memorybank server {self.url} sent a bad {method.name} result"
+            raise StoreError(message) from error
 
     # -- threads -------------------------------------------------------------------------
 
