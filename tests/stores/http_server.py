@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,39 @@ from memorybank._async.stores.base import AsyncStore
 _START_TIMEOUT = 30.0
 
 
+class LoseAnswers:
+    """ASGI wrapper: the next ``lose[path]`` requests to ``path`` run, but their answer
+    is replaced by ``503 store_unavailable`` (an answer lost after the server acted,
+    as when a connection drops): what a client may safely retry."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.lose: dict[str, int] = {}
+        self.seen: dict[str, int] = {}
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "")
+        self.seen[path] = self.seen.get(path, 0) + 1
+        if scope["type"] != "http" or self.lose.get(path, 0) <= 0:
+            await self.app(scope, receive, send)
+            return
+        self.lose[path] -= 1
+
+        async def discard(message: Any) -> None:
+            pass
+
+        await self.app(scope, receive, discard)
+        body = b'{"code":"store_unavailable","message":"answer lost","request_id":"lost"}'
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 503,
+                "headers": [(b"content-type", b"application/json"), (b"retry-after", b"0")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
+
+
 @dataclass
 class LiveServer:
     """A running server: its base ``url`` and one API key per tenant asked for."""
@@ -31,6 +65,7 @@ class LiveServer:
     tenants: list[str] = field(default_factory=list)
     loop: asyncio.AbstractEventLoop | None = None
     memory: AsyncMemory | None = None
+    faults: LoseAnswers | None = None
 
     def run(self, coro: Any) -> Any:
         """Run a coroutine on the server's loop (e.g. on its store) and return its result."""
@@ -78,18 +113,16 @@ def live_server(
                 options["max_body_bytes"] = max_body_bytes
             app = create_app(memory=memory, **options)
             app.include_router(store_rpc.router())
+            live.faults = LoseAnswers(app)
             config = uvicorn.Config(
-                app, log_level="warning", lifespan="on", ws="none", access_log=False
+                live.faults, log_level="warning", lifespan="on", ws="none", access_log=False
             )
             server = uvicorn.Server(config)
             box["server"] = server
             live.loop = asyncio.get_running_loop()
             live.memory = memory
-            serving = asyncio.create_task(server.serve(sockets=[sock]))
-            while not server.started and not serving.done():
-                await asyncio.sleep(0.01)
             ready.set()
-            await serving
+            await server.serve(sockets=[sock])
         finally:
             await memory.close()
             await store.close()
@@ -105,10 +138,12 @@ def live_server(
     thread = threading.Thread(target=thread_main, name=f"memorybank-server-{port}", daemon=True)
     thread.start()
     try:
-        if not ready.wait(_START_TIMEOUT) or failure or "server" not in box:
-            raise RuntimeError(f"the test server did not start: {failure!r}")
-        if not box["server"].started:
-            raise RuntimeError("the test server stopped at startup")
+        deadline = time.monotonic() + _START_TIMEOUT
+        ready.wait(_START_TIMEOUT)
+        while "server" not in box or not box["server"].started:
+            if failure or not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the test server did not start: {failure!r}")
+            time.sleep(0.01)
         yield live
     finally:
         if "server" in box:
