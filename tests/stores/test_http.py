@@ -30,7 +30,7 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
-from memorybank.records import Thread
+from memorybank.records import Entry, Thread, ToolCall
 from memorybank.server.store_rpc import SEPARATOR, server_tenant
 from memorybank.stores import _wire
 from memorybank.stores._types import UNSET, NewEntry, Record, RecordGuard, Visibility
@@ -362,3 +362,23 @@ def test_lost_answers_are_retried_only_when_repeating_is_harmless(server: LiveSe
             memory.entries.count(tid)
         lose.clear()
     store.close()
+
+
+def test_results_load_as_they_decode_and_malformed_ones_are_refused() -> None:
+    thread = Thread("t", "default", None, "bot", "T", {"k": [1]}, "active", WHEN, WHEN)
+    entry = Entry(
+        "e", "t", "main", 3, "user", "hi", None, (ToolCall("c", "f"),), None, {}, {}, 2, WHEN
+    )
+    spec = _wire.METHODS["list_entries"]
+    raw = _wire.loads(_wire.dumps(_wire.encode_result(spec, (thread, [entry]))))
+    assert _wire.decode_result(spec, raw) == spec.result.decode(raw, "result") == (thread, [entry])
+    for bad in (None, [], [raw[0]], [raw[0], [{"id": "e"}]], [raw[0] | {"x": 1}, []]):
+        with pytest.raises(InvalidInput) as info:
+            _wire.decode_result(spec, bad)
+        assert info.value.field == "result"
+
+
+def test_https_urls_open_the_remote_store() -> None:
+    with Memory("https://memory.example:8443/base/", api_key="mb_x_y") as memory:
+        assert isinstance(memory.store, HTTPStore)
+        assert memory.store.url == "https://memory.example:8443/base"
