@@ -356,6 +356,17 @@ def test_lost_answers_are_retried_only_when_repeating_is_harmless(server: LiveSe
         with pytest.raises(StoreUnavailable):
             memory.threads.delete(tid)
         assert memory.threads.get(tid) is None  # it did apply: only the answer was lost
+        # A record replace is repeated; a guarded write is not (its replay would fail the guard).
+        lose["/v1/store/record_put"] = 1
+        before = seen.get("/v1/store/record_put", 0)
+        record = Record("note", _id("r"), None, None, "x", {}, WHEN, WHEN)
+        store.record_put("default", [record])
+        assert seen["/v1/store/record_put"] - before == 2
+        guarded = Record("note", _id("r"), None, None, "y", {}, WHEN, WHEN)
+        lose["/v1/store/record_put"] = 1
+        with pytest.raises(StoreUnavailable):
+            store.record_put("default", [guarded], guard=RecordGuard("note", guarded.id, None))
+        assert store.record_get("default", "note", guarded.id) == guarded
         # Out of retries: the error reaches the caller.
         lose["/v1/store/count_entries"] = 3
         with pytest.raises(StoreUnavailable):

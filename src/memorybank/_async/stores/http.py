@@ -27,10 +27,12 @@ server's ``Retry-After``, at most 2 s):
 * a request whose outcome is unknown (timeout or connection lost after
   sending, or ``503 store_unavailable``) is retried only when repeating it is
   harmless (``Method.idempotent``: reads, ``working_set``, ``working_clear``,
-  ``vector_put``, ``snapshot_save``), and for ``append_entries`` when every
+  ``vector_put``, ``snapshot_save``); for ``append_entries`` when every
   entry carries an idempotency key: a replay returns the stored entries and
   writes nothing (the contract's "Idempotency"), so the caller sees the
-  result of the first attempt.
+  result of the first attempt; and for ``record_put`` without a guard (a
+  replace by kind and id: the same records again). Never for a guarded
+  write, a delete (its count would be wrong) or a create (``Conflict``).
 
 Errors: the server's error body (``{"code", "message", "field"?,
 "request_id"}``) becomes the same library exception (``InvalidInput`` with its
@@ -559,7 +561,12 @@ class AsyncHTTPStore(AsyncStore):
     async def record_put(
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
     ) -> None:
-        await self._call("record_put", {"tenant": tenant, "records": records, "guard": guard})
+        await self._call(
+            "record_put",
+            {"tenant": tenant, "records": records, "guard": guard},
+            # A replace of the same records; guarded, a replay would fail its own guard.
+            retry=guard is None,
+        )
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         record: Record | None = await self._call(
