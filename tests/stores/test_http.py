@@ -393,3 +393,14 @@ def test_https_urls_open_the_remote_store() -> None:
     with Memory("https://memory.example:8443/base/", api_key="mb_x_y") as memory:
         assert isinstance(memory.store, HTTPStore)
         assert memory.store.url == "https://memory.example:8443/base"
+
+
+def test_schemathesis_finds_no_server_error_on_the_store_route(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    """Property-based requests, negative data included, against the live schema."""
+    from tests.server.test_schemathesis import schemathesis
+
+    schemathesis(
+        server.url, server.keys[A], "--include-path-regex", "^/v1/store", tmp_path=tmp_path
+    )

@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Path, Request, Response
 
 from memorybank._async.memory import AsyncMemory
 from memorybank.errors import InvalidInput
@@ -143,7 +143,13 @@ def router() -> APIRouter:
         },
     )
     async def call(
-        method: str,
+        method: Annotated[
+            str,
+            Path(
+                description="a store-contract method (``memorybank.stores._wire.METHODS``)",
+                json_schema_extra={"enum": sorted(_wire.METHODS)},
+            ),
+        ],
         request: Request,
         who: CallerDep,
         root: Annotated[AsyncMemory, Depends(root_memory)],
