@@ -44,6 +44,8 @@ REPLACEMENTS = {
     "AsyncRedisClient": "RedisClient",
     "aconnect_redis": "connect_redis",
     "AsyncMySQLStore": "MySQLStore",
+    "AsyncHTTPStore": "HTTPStore",
+    "AsyncClient": "Client",
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",
     "AsyncLock": "Lock",

@@ -80,6 +80,12 @@ def _msg(text: str = MARK) -> dict[str, str]:
 
 CASES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/threads"): Case(_none, lambda w: {"title": "t"}, other=201),
+    # the raw store route: another tenant's key reads its own (empty) space, not w.thread
+    ("POST", "/v1/store/{method}"): Case(
+        lambda w: {"method": "get_thread"},
+        lambda w: {"v": 1, "args": {"tenant": "default", "thread_id": w.thread}},
+        other=200,
+    ),
     ("GET", "/v1/threads"): Case(_none, other=200),
     ("GET", "/v1/threads/{thread_id}"): Case(_thread),
     ("PATCH", "/v1/threads/{thread_id}"): Case(_thread, lambda w: {"title": "x"}),

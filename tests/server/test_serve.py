@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -41,7 +42,7 @@ def env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
 
 
-def wait_up(base: str, process: subprocess.Popen[str]) -> None:
+def wait_up(base: str, process: subprocess.Popen[Any]) -> None:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert process.poll() is None, "the server exited during startup"

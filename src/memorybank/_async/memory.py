@@ -105,6 +105,8 @@ class AsyncMemory:
         max_content_chars: largest message content accepted.
         embedder: turns text into vectors for semantic search (see
             ``memorybank.embeddings``); ``None`` disables semantic signals.
+        api_key: the key of a memorybank server, for an ``http(s)://`` URL
+            (``None``: ``$MEMORYBANK_API_KEY``); the tenant is the key's.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -119,11 +121,15 @@ class AsyncMemory:
         max_content_chars: int = MAX_CONTENT_CHARS,
         tenant_id: str = DEFAULT_TENANT,
         embedder: Embedder | None = None,
+        api_key: str | None = None,
     ) -> None:
         if isinstance(url, AsyncStore):
+            if api_key is not None:
+                raise ConfigurationError("api_key is for a URL, not a store object")
             store, owns = url, False
         elif url is None or isinstance(url, str):
-            store, owns = open_store(url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL), True
+            url = url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
+            store, owns = open_store(url, api_key=api_key), True
         else:
             raise ConfigurationError(f"url must be a string or a store, got {type(url).__name__}")
         if isinstance(tokenizer, str) or tokenizer is None:

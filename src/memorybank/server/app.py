@@ -18,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
+from memorybank.server import store_rpc
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
@@ -104,7 +105,7 @@ def create_app(
     # Added last, runs first: the request id exists before anything is timed or logged.
     app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
-    for module in (threads, records, cortex, admin):
+    for module in (threads, records, cortex, admin, store_rpc):
         app.include_router(module.router())
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")

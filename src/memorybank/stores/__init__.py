@@ -8,11 +8,14 @@ URL                    async class                  sync class                ex
 ``postgresql://...``   ``AsyncPostgresStore``       ``PostgresStore``         postgres
 ``redis://...``        ``AsyncRedisStore``          ``RedisStore``            redis
 ``mysql://...``        ``AsyncMySQLStore``          ``MySQLStore``            mysql
+``http://host:port``   ``AsyncHTTPStore``           ``HTTPStore``             remote
 =====================  ===========================  ========================  =========
 
 Classes are imported lazily: ``from memorybank.stores import PostgresStore``
 imports psycopg only then, and without the extra raises ``ConfigurationError``
-naming it. The contract itself is ``AsyncStore``/``Store`` (``base.py``).
+naming it. ``http(s)://`` is a memorybank server (``memorybank serve``), reached
+with an API key (``api_key=`` or ``$MEMORYBANK_API_KEY``). The contract itself
+is ``AsyncStore``/``Store`` (``base.py``).
 """
 
 from __future__ import annotations
@@ -31,12 +34,14 @@ if TYPE_CHECKING:
     from memorybank._sync.stores.sqlite import SQLiteStore
 
 __all__ = [
+    "AsyncHTTPStore",
     "AsyncInMemoryStore",
     "AsyncMySQLStore",
     "AsyncPostgresStore",
     "AsyncRedisStore",
     "AsyncSQLiteStore",
     "AsyncStore",
+    "HTTPStore",
     "InMemoryStore",
     "MySQLStore",
     "PostgresStore",
@@ -58,6 +63,8 @@ _WHERE: dict[str, tuple[str, str | None]] = {
     "RedisStore": ("_sync.stores.redis", "redis"),
     "AsyncMySQLStore": ("_async.stores.mysql", "mysql"),
     "MySQLStore": ("_sync.stores.mysql", "mysql"),
+    "AsyncHTTPStore": ("_async.stores.http", "remote"),
+    "HTTPStore": ("_sync.stores.http", "remote"),
 }
 
 

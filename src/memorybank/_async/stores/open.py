@@ -20,6 +20,8 @@ SCHEMES: dict[str, tuple[str, str, str | None]] = {
     "rediss": ("redis", "AsyncRedisStore", "redis"),
     "mysql": ("mysql", "AsyncMySQLStore", "mysql"),
     "mariadb": ("mysql", "AsyncMySQLStore", "mysql"),
+    "http": ("http", "AsyncHTTPStore", "remote"),
+    "https": ("http", "AsyncHTTPStore", "remote"),
 }
 
 
@@ -43,13 +45,19 @@ def sqlite_path(url: str) -> str:
     return path
 
 
-def open_store(url: str) -> AsyncStore:
-    """A store for ``url`` that the caller owns (and must close)."""
+def open_store(url: str, *, api_key: str | None = None) -> AsyncStore:
+    """A store for ``url`` that the caller owns (and must close).
+
+    ``api_key`` is the key of an ``http(s)://`` store (a memorybank server;
+    ``None`` there reads ``$MEMORYBANK_API_KEY``); other stores refuse it.
+    """
     scheme = urlsplit(url).scheme.split("+", 1)[0].lower()
     if scheme not in SCHEMES:
         known = ", ".join(sorted(f"{s}://" for s in SCHEMES))
         raise ConfigurationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {known}")
     module_name, class_name, extra = SCHEMES[scheme]
+    if api_key is not None and module_name != "http":
+        raise ConfigurationError(f"api_key is for http(s):// stores, not {scheme}://")
     package = __name__.rsplit(".", 1)[0]
     try:
         module = importlib.import_module(f"{package}.{module_name}")
@@ -62,6 +70,8 @@ def open_store(url: str) -> AsyncStore:
     cls = getattr(module, class_name)
     if scheme == "memory":
         store: AsyncStore = cls()
+    elif module_name == "http":
+        store = cls.from_url(url, api_key=api_key)
     else:
         store = cls.from_url(url)
     return store
