@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import uuid
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,10 +21,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 
 from memorybank._async.memory import AsyncMemory
 from memorybank.server import create_app
-from memorybank.server.keys import KeyRing
 from memorybank.server.ui import router
 from memorybank.server.ui._views import PAGE_SIZE
-from tests.inspector.conftest import live_server
+from tests.inspector._fixtures import XSS, Seeded, live_server, seed
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -40,103 +37,6 @@ LAUNCH_ARGS = [
     "--disable-sync",
 ]
 T = TypeVar("T")
-XSS = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
-
-
-@dataclass
-class Seeded:
-    base: str
-    url: str
-    tenant: str
-    key: str
-    other_key: str
-    paging_key: str
-    revoked_key: str
-    order_thread: str
-    bob_thread: str
-    doomed_thread: str
-    xss_thread: str
-    fact_id: str
-
-
-async def _seed(url: str) -> Seeded:
-    tenant, other = f"acme-{uuid.uuid4().hex[:8]}", f"globex-{uuid.uuid4().hex[:8]}"
-    async with AsyncMemory(url) as root:
-        ring = KeyRing(root.store)
-        _, key = await ring.create(tenant, label="inspector test")
-        _, other_key = await ring.create(other)
-        paging = f"paging-{uuid.uuid4().hex[:8]}"
-        _, paging_key = await ring.create(paging)
-        for i in range(PAGE_SIZE + 5):
-            await root.tenant(paging).threads.create(thread_id=f"p-{i:03d}", title=f"Paged {i}")
-        revoked, revoked_key = await ring.create(tenant)
-        await ring.revoke(revoked.id)
-
-        acme = root.tenant(tenant)
-        order = await acme.threads.create(
-            thread_id="t-orders", user_id="alice", agent_id="support", title="Order 1234 refund"
-        )
-        first = await acme.remember(
-            order.id, "user", "My pelican-shaped lamp arrived broken, order 1234"
-        )
-        await acme.remember(
-            order.id,
-            "assistant",
-            None,
-            tool_calls=[
-                {
-                    "id": "call_1",
-                    "type": "function",
-                    "function": {"name": "lookup_order", "arguments": '{"order_id": "1234"}'},
-                }
-            ],
-        )
-        await acme.remember(order.id, "tool", '{"status": "shipped"}', tool_call_id="call_1")
-        await acme.remember(order.id, "assistant", "I have issued a refund for the lamp.")
-        await acme.branches.create(order.id, "retry", from_entry=first.id)
-
-        bob = await acme.threads.create(
-            thread_id="t-bob", user_id="bob", agent_id="support", title="Bob asks"
-        )
-        await acme.remember(bob.id, "user", "bob's private question about invoices")
-        await acme.threads.create(thread_id="t-carol", user_id="carol", title="Carol")
-        await acme.remember("t-carol", "user", "carol wants to be forgotten")
-        doomed = await acme.threads.create(thread_id="t-doomed", agent_id="support", title="Doomed")
-        await acme.remember(doomed.id, "user", "please delete me")
-        xss = await acme.threads.create(thread_id="t-xss", agent_id="support", title=XSS)
-        await acme.remember(xss.id, "user", XSS)
-
-        fact = await acme.facts.add(
-            content="Alice prefers email contact",
-            user_id="alice",
-            agent_id="support",
-            category="preference",
-            source="extraction",
-            source_entries=[first.id],
-        )
-        await acme.facts.supersede(
-            fact.id, "Alice prefers phone contact", user_id="alice", agent_id="support"
-        )
-        await acme.documents.add("Refund policy: pelican lamps are refundable within 30 days")
-        await acme.summaries.add(content="Alice had a broken lamp", agent_id="support")
-
-        globex = root.tenant(other)
-        await globex.threads.create(thread_id="g-secret", title="Globex plans")
-        await globex.remember("g-secret", "user", "globex pelican merger")
-    return Seeded(
-        base="",
-        url=url,
-        tenant=tenant,
-        key=key,
-        other_key=other_key,
-        paging_key=paging_key,
-        revoked_key=revoked_key,
-        order_thread=order.id,
-        bob_thread=bob.id,
-        doomed_thread=doomed.id,
-        xss_thread=xss.id,
-        fact_id=fact.id,
-    )
 
 
 def off_loop(coro: Coroutine[Any, Any, T]) -> T:
@@ -148,7 +48,13 @@ def off_loop(coro: Coroutine[Any, Any, T]) -> T:
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     url = f"sqlite:///{tmp_path_factory.mktemp('inspector') / 'ui.db'}"
-    data = asyncio.run(_seed(url))
+
+    async def write() -> Seeded:
+        async with AsyncMemory(url) as root:
+            return await seed(root)
+
+    data = asyncio.run(write())
+    data.url = url
     app = create_app(url)
     app.include_router(router())
     with live_server(app) as base:
