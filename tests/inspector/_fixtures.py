@@ -22,6 +22,7 @@ from memorybank._async.memory import AsyncMemory
 from memorybank.server.keys import KeyRing
 from memorybank.server.ui._views import PAGE_SIZE
 
+ODD_ID = "odd/id?x=1&y#z %2F"
 XSS = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 
 
@@ -115,6 +116,8 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
     await acme.remember("t-carol", "user", "carol wants to be forgotten")
     doomed = await acme.threads.create(thread_id="t-doomed", agent_id="support", title="Doomed")
     await acme.remember(doomed.id, "user", "please delete me")
+    await acme.threads.create(thread_id=ODD_ID, title="odd")
+    await acme.remember(ODD_ID, "user", "an odd id")
     xss = await acme.threads.create(thread_id="t-xss", agent_id="support", title=XSS)
     await acme.remember(xss.id, "user", XSS)
 

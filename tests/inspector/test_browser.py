@@ -100,13 +100,17 @@ def thread_ids(page: Page) -> set[str]:
 
 
 def test_without_the_cookie_every_page_redirects_to_login(seeded: Seeded, page: Page) -> None:
-    page.goto(f"{seeded.base}/ui/threads/t-orders")
+    page.goto(f"{seeded.base}/ui/thread?id=t-orders")
     assert "/ui/login?next=" in page.url
     assert page.locator("#login").is_visible()
-    for path in ("/ui/threads", "/ui/search?q=x", "/ui/facts", "/ui/threads/t-orders/context"):
+    for path in ("/ui/threads", "/ui/search?q=x", "/ui/facts", "/ui/thread/context?id=t-orders"):
         answer = httpx.get(seeded.base + path, follow_redirects=False)
         assert answer.status_code == 303
         assert answer.headers["location"].startswith("/ui/login?next=")
+    page.fill("input[name=key]", seeded.key)  # and after login, back where it was going
+    page.click("#login button[type=submit]")
+    page.wait_for_url("**/ui/thread?id=t-orders")
+    assert page.inner_text("h1") == "Order 1234 refund"
 
 
 def test_login_keeps_the_key_in_a_strict_httponly_cookie(seeded: Seeded, page: Page) -> None:
@@ -198,7 +202,7 @@ def test_search_shows_hits_with_their_signals(seeded: Seeded, page: Page) -> Non
 
 def test_build_context_preview_shows_budget_blocks_and_entries(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.key)
-    page.goto(f"{seeded.base}/ui/threads/t-orders")
+    page.goto(f"{seeded.base}/ui/thread?id=t-orders")
     page.click("text=Preview build_context")
     page.fill("#context-form textarea[name=input]", "what about my lamp?")
     page.fill("#context-form textarea[name=system_prompt]", "You are a support agent.")
@@ -222,7 +226,7 @@ def test_deleting_a_thread_needs_confirmation_then_it_disappears(
     seeded: Seeded, page: Page
 ) -> None:
     login(page, seeded, seeded.key)
-    page.goto(f"{seeded.base}/ui/threads/{seeded.doomed_thread}")
+    page.goto(f"{seeded.base}/ui/thread?id={seeded.doomed_thread}")
     page.click("text=Delete thread…")
     button = page.locator("#confirm button[type=submit]")
     assert button.is_disabled()  # until the id is typed
@@ -244,7 +248,7 @@ def test_deleting_a_thread_needs_confirmation_then_it_disappears(
 def test_a_post_without_the_csrf_token_changes_nothing(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.key)
     answer = page.request.post(
-        f"{seeded.base}/ui/threads/t-bob/delete", form={"confirm": "t-bob", "csrf": "guess"}
+        f"{seeded.base}/ui/thread/delete", form={"id": "t-bob", "confirm": "t-bob", "csrf": "guess"}
     )
     assert answer.status == 403
     page.goto(f"{seeded.base}/ui/threads")
@@ -254,12 +258,12 @@ def test_a_post_without_the_csrf_token_changes_nothing(seeded: Seeded, page: Pag
 def test_a_key_of_another_tenant_sees_nothing_of_the_first(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.other_key)
     assert thread_ids(page) == {"g-secret"}
-    page.goto(f"{seeded.base}/ui/threads/t-orders")
+    page.goto(f"{seeded.base}/ui/thread?id=t-orders")
     assert page.inner_text("h1") == "Not found"
     page.goto(f"{seeded.base}/ui/search?q=pelican&mode=keyword")
     hits = page.inner_text("#hits")
     assert "globex pelican merger" in hits and "lamp" not in hits
-    page.goto(f"{seeded.base}/ui/facts/{seeded.fact_id}")
+    page.goto(f"{seeded.base}/ui/fact?id={seeded.fact_id}")
     assert page.inner_text("h1") == "Not found"
     page.goto(f"{seeded.base}/ui/documents")
     assert page.locator("#documents").count() == 0
@@ -269,7 +273,7 @@ def test_viewing_as_a_user_shows_only_what_that_user_may_see(seeded: Seeded, pag
     login(page, seeded, seeded.key, user="bob")
     assert page.inner_text("#viewing-as") == "bob"
     assert thread_ids(page) == {"t-bob"}
-    page.goto(f"{seeded.base}/ui/threads/t-orders")
+    page.goto(f"{seeded.base}/ui/thread?id=t-orders")
     assert page.inner_text("h1") == "Forbidden"
     page.goto(f"{seeded.base}/ui/facts")
     assert page.locator("#facts").count() == 0  # alice's fact
@@ -277,7 +281,7 @@ def test_viewing_as_a_user_shows_only_what_that_user_may_see(seeded: Seeded, pag
 
 def test_stored_markup_is_shown_as_text(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.key)
-    page.goto(f"{seeded.base}/ui/threads/{seeded.xss_thread}")
+    page.goto(f"{seeded.base}/ui/thread?id={seeded.xss_thread}")
     assert page.inner_text("#entries .content") == XSS
     assert page.inner_text("h1") == XSS
     assert page.evaluate("window.pwned") is None

@@ -20,7 +20,7 @@ from memorybank._async.stores.base import AsyncStore
 from memorybank._async.stores.memory import AsyncInMemoryStore
 from memorybank.server import create_app
 from memorybank.server.ui import router
-from tests.inspector._fixtures import XSS, Seeded, seed
+from tests.inspector._fixtures import ODD_ID, XSS, Seeded, seed
 from tests.reliability._harness import StoreSpec, provide, store_params
 
 # One seeded store per kind for the module (tables, keys and Argon2 hashes are the slow
@@ -102,20 +102,20 @@ async def test_pages_show_the_tenant_memory(inspector: Inspector) -> None:
     assert thread_ids(await inspector.page("/ui/threads?user=alice")) == {"t-orders"}
     assert thread_ids(await inspector.page("/ui/threads?agent=support&q=BOB")) == {"t-bob"}
 
-    page = await inspector.page("/ui/threads/t-orders")
+    page = await inspector.page("/ui/thread?id=t-orders")
     assert "lookup_order" in page and '"order_id": "1234"' in page
     assert page.count('class="entry role-') == 4 and "retry" in page
-    assert (await inspector.page("/ui/threads/t-orders?branch=retry")).count('class="entry') == 1
-    await inspector.page("/ui/threads/t-orders?branch=nope", status=404)
+    assert (await inspector.page("/ui/thread?id=t-orders&branch=retry")).count('class="entry') == 1
+    await inspector.page("/ui/thread?id=t-orders&branch=nope", status=404)
 
     page = await inspector.page(
-        "/ui/threads/t-orders/context?input=lamp&facts=1&system_prompt=Be+kind&max_tokens=4000"
+        "/ui/thread/context?id=t-orders&input=lamp&facts=1&system_prompt=Be+kind&max_tokens=4000"
     )
     assert "1 fact(s)" in page and "Alice prefers phone contact" in page
     assert re.search(r'id="included">4 of 4<', page)
     assert "Be kind" in page
 
-    page = await inspector.page(f"/ui/facts/{inspector.data.fact_id}")
+    page = await inspector.page(f"/ui/fact?id={inspector.data.fact_id}")
     assert "Alice prefers email contact" in page and "Alice prefers phone contact" in page
     assert "extraction" in page
     assert "refundable within 30 days" in await inspector.page("/ui/documents")
@@ -124,25 +124,32 @@ async def test_pages_show_the_tenant_memory(inspector: Inspector) -> None:
     page = await inspector.page("/ui/search?q=pelican+lamp&mode=keyword")
     assert "pelican-shaped lamp arrived broken" in page and "globex" not in page
     assert 'class="signal"' in page
-    page = await inspector.page("/ui/threads/t-xss")
+    page = await inspector.page("/ui/thread?id=t-xss")
     assert XSS in page  # shown as text: unescaping the page gives the stored markup back
-    raw = (await inspector.client.get("/ui/threads/t-xss")).text
+    raw = (await inspector.client.get("/ui/thread?id=t-xss")).text
     assert "<script>window.pwned" not in raw
+
+    page = await inspector.page("/ui/threads?q=odd")  # an id that is no URL path segment
+    assert thread_ids(page) == {ODD_ID}
+    link = re.search(r'href="(/ui/thread\?id=[^"]+)"', page)
+    assert link is not None
+    assert "an odd id" in await inspector.page(html.unescape(link.group(1)))
+    await inspector.page("/ui/thread", status=422)
 
 
 async def test_destructive_actions_need_the_token_and_the_typed_id(inspector: Inspector) -> None:
     await inspector.login(inspector.data.key)
-    await inspector.page("/ui/threads/t-doomed/delete")
+    await inspector.page("/ui/thread/delete?id=t-doomed")
     refused = [
-        {"confirm": "t-doomed"},  # no token
-        {"confirm": "t-doomed", "csrf": "guess"},
-        {"confirm": "t-doome", "csrf": inspector.csrf},
+        {"id": "t-doomed", "confirm": "t-doomed"},  # no token
+        {"id": "t-doomed", "confirm": "t-doomed", "csrf": "guess"},
+        {"id": "t-doomed", "confirm": "t-doome", "csrf": inspector.csrf},
     ]
     for form in refused:
-        assert (await inspector.post("/ui/threads/t-doomed/delete", form)).status_code == 403
+        assert (await inspector.post("/ui/thread/delete", form)).status_code == 403
     assert "t-doomed" in thread_ids(await inspector.page("/ui/threads"))
     done = await inspector.post(
-        "/ui/threads/t-doomed/delete", {"confirm": "t-doomed", "csrf": inspector.csrf}
+        "/ui/thread/delete", {"id": "t-doomed", "confirm": "t-doomed", "csrf": inspector.csrf}
     )
     assert done.status_code == 303
     assert "t-doomed" not in thread_ids(await inspector.page(done.headers["location"]))
@@ -161,19 +168,19 @@ async def test_destructive_actions_need_the_token_and_the_typed_id(inspector: In
 async def test_another_tenant_or_user_sees_only_its_own(inspector: Inspector) -> None:
     await inspector.login(inspector.data.other_key)
     assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}
-    await inspector.page("/ui/threads/t-orders", status=404)
-    await inspector.page("/ui/threads/t-orders/context", status=404)
-    await inspector.page(f"/ui/facts/{inspector.data.fact_id}", status=404)
+    await inspector.page("/ui/thread?id=t-orders", status=404)
+    await inspector.page("/ui/thread/context?id=t-orders", status=404)
+    await inspector.page(f"/ui/fact?id={inspector.data.fact_id}", status=404)
     page = await inspector.page("/ui/search?q=pelican+lamp&mode=keyword")
     assert "globex pelican merger" in page and "arrived broken" not in page
     denied = await inspector.post(
-        "/ui/threads/t-orders/delete", {"confirm": "t-orders", "csrf": inspector.csrf}
+        "/ui/thread/delete", {"id": "t-orders", "confirm": "t-orders", "csrf": inspector.csrf}
     )
     assert denied.status_code == 404
 
     await inspector.login(inspector.data.key, user="bob")
     assert thread_ids(await inspector.page("/ui/threads")) == {"t-bob"}
-    await inspector.page("/ui/threads/t-orders", status=403)
+    await inspector.page("/ui/thread?id=t-orders", status=403)
     assert "Alice prefers" not in await inspector.page("/ui/facts")
     refused = await inspector.post(
         "/ui/forget", {"user": "alice", "confirm": "alice", "csrf": inspector.csrf}

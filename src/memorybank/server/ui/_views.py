@@ -49,14 +49,14 @@ PREFIX = "/ui"
 PAGE_SIZE = 50
 _MAX_PAGE = 10_000
 _MAX_TOKENS = 10_000_000
-_NAV = (
-    ("/threads", "Threads"),
-    ("/search", "Search"),
-    ("/facts", "Facts"),
-    ("/documents", "Documents"),
-    ("/summaries", "Summaries"),
-    ("/graph", "Graph"),
-    ("/forget", "Forget user"),
+_NAV = (  # href, label, and the page paths it is the section of
+    ("/threads", "Threads", "/thread"),
+    ("/search", "Search", "/search"),
+    ("/facts", "Facts", "/fact"),
+    ("/documents", "Documents", "/document"),
+    ("/summaries", "Summaries", "/summaries"),
+    ("/graph", "Graph", "/graph"),
+    ("/forget", "Forget user", "/forget"),
 )
 _STRATEGIES = ("recent", "relevant", "hybrid")
 _MODES = ("hybrid", "keyword", "semantic")
@@ -128,7 +128,7 @@ async def _viewer(request: Request) -> Viewer | Response:
 
 def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) -> dict[str, Any]:
     path = request.url.path.removeprefix(_root(request))
-    active = next((href for href, _ in _NAV if path.startswith(href)), "")
+    active = next((href for href, _, section in _NAV if path.startswith(section)), "")
     base: dict[str, Any] = {
         "root": _root(request),
         "nav": _NAV,
@@ -225,6 +225,13 @@ async def _list_threads(
             break
         limit *= 4
     return _cut(matched, page)
+
+
+def _required(value: str | None) -> str:
+    """The ``id`` query or form field (ids go in the query: they may hold ``/``, ``?``, ...)."""
+    if not value:
+        raise InvalidInput("id is required", field="id")
+    return value
 
 
 def _confirmed(form: dict[str, str], expected: str) -> bool:
@@ -335,11 +342,10 @@ def build_router() -> APIRouter:
 
         return await _page(request, view)
 
-    @r.get("/threads/{thread_id}")
-    async def thread(
-        request: Request, thread_id: str, branch: str = "", page: str = ""
-    ) -> Response:
+    @r.get("/thread")
+    async def thread(request: Request, id: str = "", branch: str = "", page: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
             memory = viewer.memory
             found = await memory.threads.require(thread_id)
             name = branch or found.current_branch
@@ -365,10 +371,10 @@ def build_router() -> APIRouter:
 
         return await _page(request, view)
 
-    @r.get("/threads/{thread_id}/context")
+    @r.get("/thread/context")
     async def context(
         request: Request,
-        thread_id: str,
+        id: str = "",
         input: str = "",
         system_prompt: str = "",
         agent: str = "",
@@ -381,6 +387,7 @@ def build_router() -> APIRouter:
         from memorybank._longterm import ContextOptions
 
         async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
             found = await viewer.memory.threads.require(thread_id)
             who = agent.strip() or found.agent_id or ""
             chosen: Strategy = (
@@ -442,9 +449,10 @@ def build_router() -> APIRouter:
 
         return await _page(request, view)
 
-    @r.get("/threads/{thread_id}/delete")
-    async def delete_confirm(request: Request, thread_id: str) -> Response:
+    @r.get("/thread/delete")
+    async def delete_confirm(request: Request, id: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
             found = await viewer.memory.threads.require(thread_id)
             count = await viewer.memory.entries.count(thread_id)
             root = _root(request)
@@ -460,20 +468,21 @@ def build_router() -> APIRouter:
                     ("User", found.user_id or "—"),
                     ("Entries on the current branch", str(count)),
                 ],
-                action=f"{root}/threads/{quote(found.id, safe='')}/delete",
-                hidden=[],
+                action=f"{root}/thread/delete",
+                hidden=[("id", found.id)],
                 expected=found.id,
                 button="Delete thread",
-                cancel=f"{root}/threads/{quote(found.id, safe='')}",
+                cancel=f"{root}/thread?id={quote(found.id, safe='')}",
             )
             return render("confirm.html", **ctx)
 
         return await _page(request, view)
 
-    @r.post("/threads/{thread_id}/delete")
-    async def delete(request: Request, thread_id: str) -> Response:
+    @r.post("/thread/delete")
+    async def delete(request: Request) -> Response:
         async def view(viewer: Viewer) -> Response:
             form = await read_form(request)
+            thread_id = _required(form.get("id"))
             if not check_csrf(request, form):
                 return _refused(request, viewer, "The form expired or came from another page.")
             if not _confirmed(form, thread_id):
@@ -519,9 +528,10 @@ def build_router() -> APIRouter:
 
         return await _page(request, view)
 
-    @r.get("/facts/{fact_id}")
-    async def fact(request: Request, fact_id: str) -> Response:
+    @r.get("/fact")
+    async def fact(request: Request, id: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
+            fact_id = _required(id)
             current = await viewer.memory.facts.get(fact_id)
             history = await viewer.memory.facts.history(fact_id)
             if current is None and not history:
@@ -548,9 +558,10 @@ def build_router() -> APIRouter:
 
         return await _page(request, view)
 
-    @r.get("/documents/{document_id}")
-    async def document(request: Request, document_id: str) -> Response:
+    @r.get("/document")
+    async def document(request: Request, id: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
+            document_id = _required(id)
             found = await viewer.memory.documents.get(document_id)
             if found is None:
                 raise NotFound(f"document {document_id!r} not found")
