@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/memorybank demo
+	$(BIN)/memorybank serve --demo
 
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check

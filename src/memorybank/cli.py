@@ -5,6 +5,9 @@
     memorybank demo                      a scripted agent conversation, explained
     memorybank threads [--user U] ...    list threads, most recently updated first
     memorybank show THREAD [--last N]    the entries of a thread's branch
+    memorybank serve [--host H --port P] the HTTP API (extra ``server``)
+    memorybank keys create --tenant T    a new API key (printed alone on the last line)
+    memorybank keys list | revoke ID     the API keys and their state
 
 Every command takes ``--url`` (default ``$MEMORYBANK_URL``, else the embedded
 ``sqlite:///./memorybank.db``, the same rule as ``Memory()``) and ``--tenant``.
@@ -15,10 +18,10 @@ status 1.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -35,6 +38,8 @@ __all__ = ["app", "entries_table", "format_content", "main"]
 
 #: Longest content shown in a table cell before it is cut with an ellipsis.
 CONTENT_CHARS = 160
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="memorybank",
@@ -297,6 +302,157 @@ def show(
         )
         if entries:
             console.print(entries_table(entries))
+
+
+# -- the service ----------------------------------------------------------------
+
+keys_app = typer.Typer(help="API keys of the HTTP server (stored hashed in the store).")
+app.add_typer(keys_app, name="keys")
+
+
+def _keyring_call(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``call(KeyRing)`` on the store at ``url`` (opened and closed here)."""
+    import asyncio
+
+    from memorybank._async.memory import AsyncMemory
+    from memorybank.server.keys import KeyRing
+
+    async def run() -> T:
+        async with AsyncMemory(url) as memory:
+            return await call(KeyRing(memory.store))
+
+    return asyncio.run(run())
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="The tenant the key acts in.")],
+    url: UrlOption = None,
+    label: Annotated[str | None, typer.Option("--label", help="A note for humans.")] = None,
+) -> None:
+    """Create an API key for TENANT; the key itself is printed alone on the last line."""
+    with _errors():
+        info, secret = _keyring_call(url, lambda ring: ring.create(tenant, label))
+    typer.echo(f"key id {info.id} for tenant {info.tenant} (shown once, store it now):")
+    typer.echo(secret)
+
+
+@keys_app.command("list")
+def keys_list(
+    url: UrlOption = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's.")] = None,
+) -> None:
+    """List API keys (id, tenant, label, created, revoked), oldest first."""
+    with _errors():
+        found = _keyring_call(url, lambda ring: ring.list(tenant))
+    table = Table(box=None)
+    for column in ("id", "tenant", "label", "created", "revoked"):
+        table.add_column(column)
+    for info in found:
+        table.add_row(
+            info.id,
+            info.tenant,
+            info.label or "",
+            format_time(info.created_at),
+            "" if info.revoked_at is None else format_time(info.revoked_at),
+        )
+    _console().print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (the part after mb_).")],
+    url: UrlOption = None,
+) -> None:
+    """Revoke an API key for good (its next request gets 401)."""
+    with _errors():
+        info = _keyring_call(url, lambda ring: ring.revoke(key_id))
+    typer.echo(f"revoked {info.id} (tenant {info.tenant})")
+
+
+@app.command()
+def serve(
+    url: UrlOption = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    admin_key: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-key",
+            help="Key for /v1/admin (default: $MEMORYBANK_ADMIN_KEY).",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    demo_data: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Load the demo conversation into tenant 'demo', print an admin key "
+            "(made up if none is given), a demo key and the inspector URL.",
+        ),
+    ] = False,
+) -> None:
+    """Serve the HTTP API until SIGTERM or SIGINT (in-flight requests finish; exit 0)."""
+    import os
+    import signal
+
+    try:
+        import uvicorn
+
+        from memorybank.server.ops import configure_logging
+    except ImportError:  # pragma: no cover - the server extra is missing
+        typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
+        raise typer.Exit(1) from None
+    if url is not None:
+        os.environ["MEMORYBANK_URL"] = url
+    if admin_key is not None:
+        os.environ["MEMORYBANK_ADMIN_KEY"] = admin_key
+    if demo_data:
+        _serve_demo(url, host, port)
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memorybank-metrics-")
+    configure_logging()
+    # uvicorn re-raises the signal that stopped it once it has shut down gracefully;
+    # these handlers make that a no-op, so a requested stop exits with status 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    uvicorn.run(
+        "memorybank.server.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        access_log=False,  # the app writes its own JSON access log
+        timeout_graceful_shutdown=30,
+    )
+
+
+def _serve_demo(url: str | None, host: str, port: int) -> None:
+    """Seed tenant ``demo`` and print how to reach it (``make run``)."""
+    import io
+    import os
+    import secrets
+
+    from memorybank._demo import DemoClock, run_demo
+
+    admin = os.environ.get("MEMORYBANK_ADMIN_KEY") or f"admin-{secrets.token_urlsafe(24)}"
+    os.environ["MEMORYBANK_ADMIN_KEY"] = admin
+    with _errors():
+        clock = DemoClock()
+        with Memory(url, clock=clock, tenant_id="demo") as memory:
+            run_demo(memory, Console(file=io.StringIO()), clock=clock)
+        _, key = _keyring_call(url, lambda ring: ring.create("demo", "make run"))
+    base = f"http://{host}:{port}"
+    typer.echo(f"memorybank serving {url or DEFAULT_URL} at {base}")
+    typer.echo(f"  inspector: {base}/ui")
+    typer.echo(f"  API docs:  {base}/docs")
+    typer.echo(f"  admin key: {admin}")
+    typer.echo(f"  demo key (tenant 'demo'): {key}")
+    typer.echo("Ctrl-C stops it.")
 
 
 def main() -> None:

@@ -13,18 +13,29 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import KeyRing
+from memorybank.server.ops import Metrics, ObservabilityMiddleware
+from memorybank.server.routes import admin, cortex, records, threads
 
-__all__ = ["ADMIN_KEY_ENV", "DEFAULT_MAX_BODY_BYTES", "create_app"]
+__all__ = [
+    "ADMIN_KEY_ENV",
+    "DEFAULT_MAX_BODY_BYTES",
+    "MAX_BODY_ENV",
+    "app_from_env",
+    "create_app",
+]
 
 #: Environment variable read for the admin key when ``admin_key`` is not given.
 ADMIN_KEY_ENV = "MEMORYBANK_ADMIN_KEY"
 DEFAULT_MAX_BODY_BYTES = 1_048_576
+#: Environment variable read by ``app_from_env`` for ``max_body_bytes``.
+MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
@@ -66,6 +77,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
         mem = AsyncMemory(url) if memory is None else memory
+        metrics.instrument(mem.store)
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store)
         try:
@@ -85,9 +97,15 @@ def create_app(
         lifespan=lifespan,
         responses=_ERRORS,
     )
+    metrics = Metrics()
     app.state.admin_key = admin_key
+    app.state.metrics = metrics
     install_error_handlers(app)
+    # Added last, runs first: the request id exists before anything is timed or logged.
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
+    for module in (threads, records, cortex, admin):
+        app.include_router(module.router())
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")
     async def healthz() -> dict[str, str]:
@@ -104,4 +122,24 @@ def create_app(
         await mem.store.get_thread("~readyz", "~readyz")  # any read reaches the store
         return JSONResponse({"status": "ready"})
 
+    @app.get(
+        "/metrics",
+        tags=["ops"],
+        summary="Prometheus metrics (no key needed)",
+        response_class=PlainTextResponse,
+    )
+    async def metrics_text() -> PlainTextResponse:
+        return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
     return app
+
+
+def app_from_env() -> FastAPI:
+    """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
+    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``. The factory
+    ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
+    raw = os.environ.get(MAX_BODY_ENV)
+    return create_app(
+        os.environ.get("MEMORYBANK_URL") or None,
+        max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
+    )

@@ -94,10 +94,12 @@ async def caller(
     admin_key: str | None = request.app.state.admin_key
     if admin_key is not None and hmac.compare_digest(secret.encode(), admin_key.encode()):
         tenant = None if x_tenant_id is None else check_tenant(x_tenant_id, "X-Tenant-Id")
+        request.scope.setdefault("state", {})["key_id"] = "admin"
         return Caller(tenant=tenant, key_id=None, is_admin=True, user_id=user)
     info = await key_ring(request).verify(secret)
     if info is None:
         raise _unauthorized("invalid or revoked API key")
+    request.scope.setdefault("state", {})["key_id"] = info.id  # for the access log
     return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=user)
 
 

@@ -1,0 +1,76 @@
+"""Opaque cursor pagination: every list route takes ``limit`` and ``cursor`` and
+answers ``{"items": [...], "next_cursor": ...}``.
+
+A cursor is an opaque string (today: the position of the next item in the
+route's order, encoded); clients pass it back unchanged and must not build
+one. Items added or removed between two pages may shift a page by that many
+items (offsets, not keysets: the library's lists are ordered by fields that
+are not unique).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, TypeVar
+
+from fastapi import Query
+
+from memorybank.errors import InvalidInput
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "CursorQuery",
+    "LimitQuery",
+    "decode_cursor",
+    "encode_cursor",
+    "first_n_page",
+]
+
+T = TypeVar("T")
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 1000
+
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (1 to {MAX_LIMIT}).")]
+CursorQuery = Annotated[
+    str | None,
+    Query(max_length=200, description="`next_cursor` of the previous page (opaque)."),
+]
+
+
+def encode_cursor(offset: int) -> str:
+    """The cursor of the item at ``offset``."""
+    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> int:
+    """The offset a cursor stands for (0 for none); ``InvalidInput`` (field ``cursor``)
+    for a string no server made."""
+    if cursor is None:
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        offset = json.loads(raw)["o"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not one this server returned", field="cursor") from None
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
+        raise InvalidInput("cursor is not one this server returned", field="cursor")
+    return offset
+
+
+async def first_n_page(
+    fetch: Callable[[int | None], Awaitable[Sequence[T]]], limit: int, cursor: str | None
+) -> tuple[list[T], str | None]:
+    """A page of a list the library can only cut from its start (``fetch(n)``: the
+    first ``n`` items, ``None``: all): items ``[offset, offset + limit)`` and the
+    next cursor. Costs a read of ``offset + limit + 1`` items."""
+    offset = decode_cursor(cursor)
+    want = offset + limit + 1
+    items = list(await fetch(want if want < 2**31 else None))
+    page = items[offset : offset + limit]
+    more = len(items) > offset + limit
+    return page, encode_cursor(offset + limit) if more else None

@@ -1,0 +1,79 @@
+"""Key and tenant management with the admin key: ``/v1/admin/...``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from memorybank.errors import NotFound
+from memorybank.server.deps import AdminDep, key_ring
+from memorybank.server.keys import KeyRing
+from memorybank.server.models import KeyCreated, KeyIn, KeyOut, Page, TenantOut
+from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+
+__all__ = ["router"]
+
+KeysDep = Annotated[KeyRing, Depends(key_ring)]
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+    @api.post("/keys", status_code=201, summary="Create an API key for a tenant")
+    async def create_key(body: KeyIn, admin: AdminDep, keys: KeysDep) -> KeyCreated:
+        info, secret = await keys.create(body.tenant, body.label)
+        return KeyCreated(key=KeyOut.model_validate(info), secret=secret)
+
+    @api.get("/keys", summary="List keys (of a tenant), oldest first")
+    async def list_keys(
+        admin: AdminDep,
+        keys: KeysDep,
+        tenant: str | None = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[KeyOut]:
+        async def fetch(n: int | None) -> list[KeyOut]:
+            return [KeyOut.model_validate(k) for k in await keys.list(tenant, limit=n)]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[KeyOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/keys/{key_id}", summary="Get a key")
+    async def get_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
+        info = await keys.get(key_id)
+        if info is None:
+            raise NotFound(f"key {key_id!r} not found")
+        return KeyOut.model_validate(info)
+
+    @api.delete("/keys/{key_id}", summary="Revoke a key (idempotent)")
+    async def revoke_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
+        return KeyOut.model_validate(await keys.revoke(key_id))
+
+    @api.get("/tenants", summary="Tenants that have keys, by name")
+    async def list_tenants(
+        admin: AdminDep,
+        keys: KeysDep,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[TenantOut]:
+        async def fetch(n: int | None) -> list[TenantOut]:
+            counts: dict[str, list[int]] = {}
+            for info in await keys.list():
+                count = counts.setdefault(info.tenant, [0, 0])
+                count[0] += 1
+                count[1] += not info.revoked
+            return [
+                TenantOut(tenant=t, keys=c[0], live_keys=c[1]) for t, c in sorted(counts.items())
+            ]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[TenantOut](items=items, next_cursor=next_cursor)
+
+    @api.post("/tenants/{tenant}/revoke", summary="Revoke every key of a tenant")
+    async def revoke_tenant(tenant: str, admin: AdminDep, keys: KeysDep) -> list[KeyOut]:
+        revoked = [await keys.revoke(k.id) for k in await keys.list(tenant) if not k.revoked]
+        return [KeyOut.model_validate(k) for k in revoked]
+
+    return api

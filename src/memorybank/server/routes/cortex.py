@@ -1,0 +1,70 @@
+"""The reference service's routes, as it names them: ``/cortex/agents/{name}/memory``.
+
+"Agent ``name``'s memory" is one thread of the caller's tenant whose id is
+derived from the name: ``agent:{name}``, or ``agent:{name}:user:{U}`` when the
+request names an end user with ``X-User-Id`` (that user then owns it, and the
+library's fail-closed ownership keeps other users out). The thread's
+``agent_id`` is ``name``. It is an ordinary thread: ``/v1/threads/agent:{name}``
+reaches the same data.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from memorybank._ids import compound_id
+from memorybank.errors import NotFound
+from memorybank.server.deps import CallerDep, MemoryDep
+from memorybank.server.models import EntriesIn, MessageOut
+
+__all__ = ["agent_thread_id", "router"]
+
+
+def agent_thread_id(name: str, user_id: str | None = None) -> str:
+    """The thread holding agent ``name``'s conversation (for ``user_id``, if any)."""
+    readable = f"agent:{name}" if user_id is None else f"agent:{name}:user:{user_id}"
+    return compound_id(readable)
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/cortex/agents/{name}/memory", tags=["cortex"])
+
+    @api.get("", summary="Load an agent's conversation history", response_model_exclude_unset=True)
+    async def load_conversation(
+        name: str,
+        memory: MemoryDep,
+        who: CallerDep,
+        limit: Annotated[int, Query(ge=0, le=10_000, description="Newest N messages.")] = 20,
+    ) -> list[MessageOut]:
+        """The newest ``limit`` messages, oldest first (``[]`` before the first save)."""
+        try:
+            messages = await memory.history(agent_thread_id(name, who.user_id), last=limit)
+        except NotFound:
+            return []
+        return [MessageOut(**m) for m in messages]
+
+    @api.post("", status_code=204, summary="Save messages to an agent's conversation")
+    async def save_conversation(
+        name: str, body: EntriesIn, memory: MemoryDep, who: CallerDep
+    ) -> Response:
+        """Appends ``messages`` atomically (the thread is created on first use)."""
+        thread = await memory.ensure_thread(agent_thread_id(name, who.user_id), agent_id=name)
+        await memory.entries.add_many(
+            thread.id,
+            [m.as_dict() for m in body.messages],
+            idempotency_key=body.idempotency_key,
+            created_at=body.created_at,
+            branch=body.branch,
+        )
+        return Response(status_code=204)
+
+    @api.delete("", status_code=204, summary="Clear an agent's conversation history")
+    async def clear_conversation(name: str, memory: MemoryDep, who: CallerDep) -> Response:
+        """Deletes the agent's thread (entries and branches); idempotent."""
+        await memory.threads.delete(agent_thread_id(name, who.user_id))
+        return Response(status_code=204)
+
+    return api

@@ -1,0 +1,382 @@
+"""Working memory, snapshots, summaries, facts, core facts, documents, search,
+sessions and forget-user: the rest of ``/v1``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from memorybank._async.core_facts import AsyncCoreFacts
+from memorybank._async.sessions import AsyncSessionManager
+from memorybank.errors import NotFound
+from memorybank.server.deps import MemoryDep
+from memorybank.server.models import (
+    CoreFactOut,
+    CoreFactValueIn,
+    CoreFactVersion,
+    Count,
+    DocumentIn,
+    DocumentOut,
+    FactIn,
+    FactOut,
+    FactPatch,
+    FactSearchIn,
+    HitOut,
+    Page,
+    SearchIn,
+    SearchOut,
+    SessionIn,
+    SessionOut,
+    SessionPatch,
+    SummaryIn,
+    SummaryOut,
+    ValueIn,
+    ValueOut,
+    given,
+)
+from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.stores._types import UNSET
+
+__all__ = ["router"]
+
+_NO_CONTENT = Response(status_code=204)
+_ABSENT = object()
+AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
+UserQuery = Annotated[str | None, Query(description="User (left out: the caller's scope).")]
+
+
+def _opt(value: str | None) -> Any:
+    """A query parameter left out is the library's ``UNSET`` (the handle's scope)."""
+    return UNSET if value is None else value
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1")
+
+    # -- working memory -------------------------------------------------------------
+
+    @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
+    async def working_items(
+        run_id: str,
+        memory: MemoryDep,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[ValueOut]:
+        async def fetch(n: int | None) -> list[ValueOut]:
+            items = await memory.working(run_id).items()
+            return [ValueOut(key=k, value=v) for k, v in items.items()]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[ValueOut](items=items, next_cursor=next_cursor)
+
+    @api.delete(
+        "/runs/{run_id}/working", status_code=204, tags=["working memory"], summary="Clear a run"
+    )
+    async def working_clear(run_id: str, memory: MemoryDep) -> Response:
+        await memory.working(run_id).clear()
+        return _NO_CONTENT
+
+    @api.get("/runs/{run_id}/working/{key}", tags=["working memory"], summary="Get a value")
+    async def working_get(run_id: str, key: str, memory: MemoryDep) -> ValueOut:
+        value = await memory.working(run_id).get(key, _ABSENT)
+        if value is _ABSENT:
+            raise NotFound(f"key {key!r} not found")
+        return ValueOut(key=key, value=value)
+
+    @api.put(
+        "/runs/{run_id}/working/{key}", status_code=204, tags=["working memory"], summary="Set"
+    )
+    async def working_set(run_id: str, key: str, body: ValueIn, memory: MemoryDep) -> Response:
+        await memory.working(run_id).set(key, body.value)
+        return _NO_CONTENT
+
+    @api.delete(
+        "/runs/{run_id}/working/{key}", status_code=204, tags=["working memory"], summary="Delete"
+    )
+    async def working_delete(run_id: str, key: str, memory: MemoryDep) -> Response:
+        if not await memory.working(run_id).delete(key):
+            raise NotFound(f"key {key!r} not found")
+        return _NO_CONTENT
+
+    # -- snapshots -------------------------------------------------------------------
+
+    @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
+    async def snapshot_save(run_id: str, body: ValueIn, memory: MemoryDep) -> Response:
+        await memory.snapshots.save(run_id, body.value)
+        return _NO_CONTENT
+
+    @api.get("/snapshots/{run_id}", tags=["snapshots"], summary="Load (404 when none)")
+    async def snapshot_load(run_id: str, memory: MemoryDep) -> ValueOut:
+        value = await memory.snapshots.load(run_id)
+        if value is None:
+            raise NotFound(f"snapshot {run_id!r} not found")
+        return ValueOut(key=run_id, value=value)
+
+    @api.delete("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Delete")
+    async def snapshot_delete(run_id: str, memory: MemoryDep) -> Response:
+        if not await memory.snapshots.delete(run_id):
+            raise NotFound(f"snapshot {run_id!r} not found")
+        return _NO_CONTENT
+
+    # -- summaries ----------------------------------------------------------------------
+
+    @api.post("/summaries", status_code=201, tags=["summaries"], summary="Store a summary")
+    async def summary_add(body: SummaryIn, memory: MemoryDep) -> SummaryOut:
+        summary = await memory.summaries.add(
+            content=body.content,
+            agent_id=_opt(body.agent_id),
+            user_id=given(body, "user_id"),
+        )
+        return SummaryOut.model_validate(summary)
+
+    @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
+    async def summary_list(
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[SummaryOut]:
+        async def fetch(n: int | None) -> list[SummaryOut]:
+            found = await memory.summaries.list(agent_id=_opt(agent_id), user_id=_opt(user_id))
+            return [SummaryOut.model_validate(s) for s in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[SummaryOut](items=items, next_cursor=next_cursor)
+
+    # -- facts ---------------------------------------------------------------------------
+
+    @api.post("/facts", status_code=201, tags=["facts"], summary="Store a fact")
+    async def fact_add(body: FactIn, memory: MemoryDep) -> FactOut:
+        fact = await memory.facts.add(
+            content=body.content,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            category=body.category,
+            confidence=body.confidence,
+            source=body.source,
+            metadata=body.metadata,
+            expires_at=body.expires_at,
+            source_entries=body.source_entries,
+        )
+        return FactOut.model_validate(fact)
+
+    @api.get("/facts", tags=["facts"], summary="Facts visible to the caller, oldest first")
+    async def fact_list(
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        category: str | None = None,
+        include_expired: bool = False,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[FactOut]:
+        async def fetch(n: int | None) -> list[FactOut]:
+            found = await memory.facts.list(
+                agent_id=_opt(agent_id),
+                user_id=_opt(user_id),
+                category=category,
+                include_expired=include_expired,
+            )
+            return [FactOut.model_validate(f) for f in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[FactOut](items=items, next_cursor=next_cursor)
+
+    @api.post("/facts/search", tags=["facts"], summary="Facts best matching a query")
+    async def fact_search(body: FactSearchIn, memory: MemoryDep) -> list[FactOut]:
+        found = await memory.facts.search(
+            body.query,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            category=body.category,
+            k=body.k,
+        )
+        return [FactOut.model_validate(f) for f in found]
+
+    @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
+    async def fact_get(fact_id: str, memory: MemoryDep) -> FactOut:
+        fact = await memory.facts.get(fact_id)
+        if fact is None:
+            raise NotFound(f"fact {fact_id!r} not found")
+        return FactOut.model_validate(fact)
+
+    @api.patch("/facts/{fact_id}", tags=["facts"], summary="Change (or supersede) a fact")
+    async def fact_update(fact_id: str, body: FactPatch, memory: MemoryDep) -> FactOut:
+        changes = {
+            name: getattr(body, name)
+            for name in body.model_fields_set
+            if name != "supersede" and not (name == "content" and body.content is None)
+        }
+        fact = await memory.facts.update(fact_id, supersede=body.supersede, **changes)
+        return FactOut.model_validate(fact)
+
+    @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
+    async def fact_history(fact_id: str, memory: MemoryDep) -> list[FactOut]:
+        return [FactOut.model_validate(f) for f in await memory.facts.history(fact_id)]
+
+    @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
+    async def fact_delete(fact_id: str, memory: MemoryDep) -> Response:
+        if not await memory.facts.delete(fact_id):
+            raise NotFound(f"fact {fact_id!r} not found")
+        return _NO_CONTENT
+
+    # -- core facts --------------------------------------------------------------------
+
+    @api.get("/core-facts", tags=["core facts"], summary="Every current key, sorted")
+    async def core_all(
+        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
+    ) -> Page[CoreFactOut]:
+        async def fetch(n: int | None) -> list[CoreFactOut]:
+            values = await AsyncCoreFacts(memory=memory).all()
+            return [CoreFactOut(key=k, value=v) for k, v in values.items()]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[CoreFactOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/core-facts/{key}", tags=["core facts"], summary="Current value")
+    async def core_get(key: str, memory: MemoryDep) -> CoreFactOut:
+        value = await AsyncCoreFacts(memory=memory).get(key)
+        if value is None:
+            raise NotFound(f"core fact {key!r} not found")
+        return CoreFactOut(key=key, value=value)
+
+    @api.put("/core-facts/{key}", tags=["core facts"], summary="Set a value (kept in history)")
+    async def core_set(key: str, body: CoreFactValueIn, memory: MemoryDep) -> CoreFactOut:
+        await AsyncCoreFacts(memory=memory).set(key, body.value)
+        return CoreFactOut(key=key, value=body.value)
+
+    @api.delete("/core-facts/{key}", status_code=204, tags=["core facts"], summary="Forget")
+    async def core_delete(key: str, memory: MemoryDep) -> Response:
+        if not await AsyncCoreFacts(memory=memory).delete(key):
+            raise NotFound(f"core fact {key!r} not found")
+        return _NO_CONTENT
+
+    @api.get("/core-facts/{key}/history", tags=["core facts"], summary="Every value set")
+    async def core_history(key: str, memory: MemoryDep) -> list[CoreFactVersion]:
+        found = await AsyncCoreFacts(memory=memory).history(key)
+        return [CoreFactVersion(value=value, set_at=when) for value, when in found]
+
+    # -- documents and search -------------------------------------------------------------
+
+    @api.post("/documents", status_code=201, tags=["documents"], summary="Store a document")
+    async def document_add(body: DocumentIn, memory: MemoryDep) -> DocumentOut:
+        document = await memory.documents.add(
+            body.content,
+            metadata=body.metadata,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+        )
+        return DocumentOut.model_validate(document)
+
+    @api.get("/documents", tags=["documents"], summary="Documents visible to the caller")
+    async def document_list(
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[DocumentOut]:
+        async def fetch(n: int | None) -> list[DocumentOut]:
+            found = await memory.documents.list(
+                agent_id=_opt(agent_id), user_id=_opt(user_id), limit=n
+            )
+            return [DocumentOut.model_validate(d) for d in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[DocumentOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
+    async def document_get(document_id: str, memory: MemoryDep) -> DocumentOut:
+        document = await memory.documents.get(document_id)
+        if document is None:
+            raise NotFound(f"document {document_id!r} not found")
+        return DocumentOut.model_validate(document)
+
+    @api.delete("/documents/{document_id}", status_code=204, tags=["documents"], summary="Delete")
+    async def document_delete(document_id: str, memory: MemoryDep) -> Response:
+        if not await memory.documents.delete(document_id):
+            raise NotFound(f"document {document_id!r} not found")
+        return _NO_CONTENT
+
+    @api.post("/search", tags=["search"], summary="Best entries and documents for a query")
+    async def search(body: SearchIn, memory: MemoryDep) -> SearchOut:
+        hits = await memory.search(
+            body.query,
+            k=body.k,
+            mode=body.mode,
+            thread_id=body.thread_id,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            kinds=body.kinds,
+            min_score=body.min_score,
+            filters=body.filters,
+        )
+        return SearchOut(hits=[HitOut.model_validate(h) for h in hits])
+
+    # -- sessions ------------------------------------------------------------------------
+
+    @api.post("/sessions", tags=["sessions"], summary="The session of a user on a channel")
+    async def session_open(body: SessionIn, memory: MemoryDep) -> SessionOut:
+        session = await AsyncSessionManager(memory).get_or_create(
+            channel_type=body.channel_type,
+            channel_id=body.channel_id,
+            agent_id=body.agent_id,
+            user_id=_opt(body.user_id),
+        )
+        return SessionOut.model_validate(session)
+
+    @api.get("/sessions", tags=["sessions"], summary="Sessions, most recently active first")
+    async def session_list(
+        memory: MemoryDep,
+        status: Literal["active", "paused", "archived"] | None = None,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        channel_type: str | None = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[SessionOut]:
+        async def fetch(n: int | None) -> list[SessionOut]:
+            found = await AsyncSessionManager(memory).list(
+                status=status,
+                limit=n,
+                user_id=_opt(user_id),
+                agent_id=_opt(agent_id),
+                channel_type=channel_type,
+            )
+            return [SessionOut.model_validate(s) for s in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[SessionOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/sessions/{session_id}", tags=["sessions"], summary="Get a session")
+    async def session_get(session_id: str, memory: MemoryDep) -> SessionOut:
+        session = await AsyncSessionManager(memory).get(session_id)
+        if session is None:
+            raise NotFound(f"session {session_id!r} not found")
+        return SessionOut.model_validate(session)
+
+    @api.patch("/sessions/{session_id}", tags=["sessions"], summary="Change a session")
+    async def session_update(session_id: str, body: SessionPatch, memory: MemoryDep) -> SessionOut:
+        session = await AsyncSessionManager(memory).update(
+            session_id, status=body.status, config=body.config, metadata=body.metadata
+        )
+        return SessionOut.model_validate(session)
+
+    @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"], summary="Delete")
+    async def session_delete(session_id: str, memory: MemoryDep) -> Response:
+        if not await AsyncSessionManager(memory).delete(session_id):
+            raise NotFound(f"session {session_id!r} not found")
+        return _NO_CONTENT
+
+    # -- erasure ------------------------------------------------------------------------------
+
+    @api.delete("/users/{user_id}", tags=["users"], summary="Forget everything of a user")
+    async def forget_user(user_id: str, memory: MemoryDep) -> Count:
+        """Erases the user's threads, records, snapshots and summaries in the tenant;
+        with ``X-User-Id`` only that same user can be forgotten."""
+        return Count(count=await memory.forget_user(user_id))
+
+    return api

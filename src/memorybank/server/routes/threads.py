@@ -1,0 +1,324 @@
+"""Threads, entries, history, branches, context and compaction: ``/v1/threads/...``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Response
+
+from memorybank.errors import NotFound
+from memorybank.records import Entry
+from memorybank.server.deps import MemoryDep
+from memorybank.server.models import (
+    BranchIn,
+    BranchOut,
+    CheckoutIn,
+    CompactIn,
+    CompactionOut,
+    ContextIn,
+    ContextOut,
+    Count,
+    EntriesIn,
+    EntryIn,
+    EntryOut,
+    FactOut,
+    MessageOut,
+    Page,
+    RewindIn,
+    ThreadIn,
+    ThreadOut,
+    ThreadPatch,
+    given,
+)
+from memorybank.server.pagination import (
+    DEFAULT_LIMIT,
+    CursorQuery,
+    LimitQuery,
+    decode_cursor,
+    encode_cursor,
+    first_n_page,
+)
+from memorybank.stores._types import UNSET
+
+__all__ = ["router"]
+
+BranchQuery = Annotated[str | None, Query(description="Branch (default: the current one).")]
+_NO_CONTENT = Response(status_code=204)
+
+
+def _gone(what: str) -> NotFound:
+    return NotFound(f"{what} not found")
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1/threads")
+
+    # -- threads ----------------------------------------------------------------
+
+    @api.post("", status_code=201, tags=["threads"], summary="Create a thread")
+    async def create_thread(body: ThreadIn, memory: MemoryDep) -> ThreadOut:
+        thread = await memory.threads.create(
+            thread_id=body.thread_id,
+            user_id=given(body, "user_id"),
+            agent_id=given(body, "agent_id"),
+            title=body.title,
+            metadata=body.metadata,
+        )
+        return ThreadOut.model_validate(thread)
+
+    @api.get("", tags=["threads"], summary="List threads, most recently updated first")
+    async def list_threads(
+        memory: MemoryDep,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        status: Literal["active", "archived"] | None = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[ThreadOut]:
+        async def fetch(n: int | None) -> list[ThreadOut]:
+            threads = await memory.threads.list(
+                user_id=UNSET if user_id is None else user_id,
+                agent_id=UNSET if agent_id is None else agent_id,
+                status=status,
+                limit=n,
+            )
+            return [ThreadOut.model_validate(t) for t in threads]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[ThreadOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/{thread_id}", tags=["threads"], summary="Get a thread")
+    async def get_thread(thread_id: str, memory: MemoryDep) -> ThreadOut:
+        thread = await memory.threads.get(thread_id)
+        if thread is None:
+            raise _gone(f"thread {thread_id!r}")
+        return ThreadOut.model_validate(thread)
+
+    @api.patch("/{thread_id}", tags=["threads"], summary="Change title, metadata or status")
+    async def update_thread(thread_id: str, body: ThreadPatch, memory: MemoryDep) -> ThreadOut:
+        status = given(body, "status")
+        thread = await memory.threads.update(
+            thread_id,
+            title=given(body, "title"),
+            metadata=UNSET if body.metadata is None else body.metadata,
+            status=UNSET if status is None else status,
+        )
+        return ThreadOut.model_validate(thread)
+
+    @api.delete(
+        "/{thread_id}", status_code=204, tags=["threads"], summary="Delete a thread and its data"
+    )
+    async def delete_thread(thread_id: str, memory: MemoryDep) -> Response:
+        if not await memory.threads.delete(thread_id):
+            raise _gone(f"thread {thread_id!r}")
+        return _NO_CONTENT
+
+    # -- entries ------------------------------------------------------------------
+
+    @api.post("/{thread_id}/entries", status_code=201, tags=["entries"], summary="Append")
+    async def add_entry(thread_id: str, body: EntryIn, memory: MemoryDep) -> EntryOut:
+        entry = await memory.entries.add(
+            thread_id,
+            body.as_dict(),
+            token_count=body.token_count,
+            idempotency_key=body.idempotency_key,
+            created_at=body.created_at,
+            branch=body.branch,
+        )
+        return EntryOut.model_validate(entry)
+
+    @api.post(
+        "/{thread_id}/entries/batch",
+        status_code=201,
+        tags=["entries"],
+        summary="Append several messages atomically",
+    )
+    async def add_entries(thread_id: str, body: EntriesIn, memory: MemoryDep) -> list[EntryOut]:
+        entries = await memory.entries.add_many(
+            thread_id,
+            [m.as_dict() for m in body.messages],
+            idempotency_key=body.idempotency_key,
+            created_at=body.created_at,
+            branch=body.branch,
+        )
+        return [EntryOut.model_validate(e) for e in entries]
+
+    @api.get("/{thread_id}/entries", tags=["entries"], summary="List entries, paged from newest")
+    async def list_entries(
+        thread_id: str,
+        memory: MemoryDep,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        order: Literal["asc", "desc"] = "asc",
+        max_tokens: Annotated[int | None, Query(ge=0, le=2**31 - 1)] = None,
+        include_tool_calls: bool = True,
+        branch: BranchQuery = None,
+    ) -> Page[EntryOut]:
+        """Pages go from the newest entries back (``next_cursor`` reaches older ones);
+        each page comes back in ``order``. The windows are ``entries.list``'s."""
+        offset = decode_cursor(cursor)
+
+        async def window(limit: int, offset: int, max_tokens: int | None) -> list[Entry]:
+            return await memory.entries.list(
+                thread_id,
+                limit=limit,
+                offset=offset,
+                before=before,
+                after=after,
+                order=order,
+                max_tokens=max_tokens,
+                include_tool_calls=include_tool_calls,
+                branch=branch,
+            )
+
+        rows = await window(limit, offset, max_tokens)
+        next_cursor = None
+        # A token budget is one window, not a list to page through.
+        if rows and max_tokens is None:
+            following = offset + len(rows)
+            if await window(1, following, None):
+                next_cursor = encode_cursor(following)
+        return Page[EntryOut](
+            items=[EntryOut.model_validate(e) for e in rows], next_cursor=next_cursor
+        )
+
+    @api.delete("/{thread_id}/entries", tags=["entries"], summary="Delete every entry of a branch")
+    async def clear_entries(thread_id: str, memory: MemoryDep, branch: BranchQuery = None) -> Count:
+        return Count(count=await memory.entries.clear(thread_id, branch=branch))
+
+    @api.get("/{thread_id}/count", tags=["entries"], summary="Number of entries on a branch")
+    async def count_entries(thread_id: str, memory: MemoryDep, branch: BranchQuery = None) -> Count:
+        return Count(count=await memory.entries.count(thread_id, branch=branch))
+
+    @api.get("/{thread_id}/entries/{entry_id}", tags=["entries"], summary="Get an entry")
+    async def get_entry(
+        thread_id: str, entry_id: str, memory: MemoryDep, branch: BranchQuery = None
+    ) -> EntryOut:
+        entry = await memory.entries.get(thread_id, entry_id, branch=branch)
+        if entry is None:
+            raise _gone(f"entry {entry_id!r}")
+        return EntryOut.model_validate(entry)
+
+    @api.delete(
+        "/{thread_id}/entries/{entry_id}", status_code=204, tags=["entries"], summary="Delete"
+    )
+    async def delete_entry(
+        thread_id: str,
+        entry_id: str,
+        memory: MemoryDep,
+        branch: BranchQuery = None,
+        cascade_facts: bool = False,
+    ) -> Response:
+        if not await memory.entries.delete(
+            thread_id, entry_id, branch=branch, cascade_facts=cascade_facts
+        ):
+            raise _gone(f"entry {entry_id!r}")
+        return _NO_CONTENT
+
+    @api.get(
+        "/{thread_id}/history",
+        tags=["entries"],
+        summary="Last messages, oldest first",
+        response_model_exclude_unset=True,
+    )
+    async def history(
+        thread_id: str,
+        memory: MemoryDep,
+        last: Annotated[int, Query(ge=0, le=10_000)] = 20,
+    ) -> list[MessageOut]:
+        """The last ``last`` messages as provider-shaped dicts (a window, not a list:
+        no cursor; page with ``/entries`` instead)."""
+        return [MessageOut(**m) for m in await memory.history(thread_id, last=last)]
+
+    # -- branches ----------------------------------------------------------------
+
+    @api.post("/{thread_id}/branches", status_code=201, tags=["branches"], summary="Fork")
+    async def create_branch(thread_id: str, body: BranchIn, memory: MemoryDep) -> BranchOut:
+        branch = await memory.branches.create(thread_id, body.name, from_entry=body.from_entry)
+        return BranchOut.model_validate(branch)
+
+    @api.get("/{thread_id}/branches", tags=["branches"], summary="List branches, oldest first")
+    async def list_branches(
+        thread_id: str,
+        memory: MemoryDep,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[BranchOut]:
+        async def fetch(n: int | None) -> list[BranchOut]:
+            return [BranchOut.model_validate(b) for b in await memory.branches.list(thread_id)]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[BranchOut](items=items, next_cursor=next_cursor)
+
+    @api.delete(
+        "/{thread_id}/branches/{name}", status_code=204, tags=["branches"], summary="Delete"
+    )
+    async def delete_branch(thread_id: str, name: str, memory: MemoryDep) -> Response:
+        if not await memory.branches.delete(thread_id, name):
+            raise _gone(f"branch {name!r}")
+        return _NO_CONTENT
+
+    @api.post("/{thread_id}/checkout", tags=["branches"], summary="Make a branch current")
+    async def checkout(thread_id: str, body: CheckoutIn, memory: MemoryDep) -> ThreadOut:
+        return ThreadOut.model_validate(await memory.branches.checkout(thread_id, body.name))
+
+    @api.post("/{thread_id}/rewind", tags=["branches"], summary="Delete entries after one")
+    async def rewind(thread_id: str, body: RewindIn, memory: MemoryDep) -> Count:
+        return Count(count=await memory.branches.rewind(thread_id, body.entry_id))
+
+    # -- context and compaction -----------------------------------------------------
+
+    @api.post("/{thread_id}/context", tags=["context"], summary="Build a model call's context")
+    async def build_context(thread_id: str, body: ContextIn, memory: MemoryDep) -> ContextOut:
+        context = await memory.build_context(
+            thread_id,
+            max_tokens=body.max_tokens,
+            agent_id=UNSET if body.agent_id is None else body.agent_id,
+            user_id=given(body, "user_id"),
+            system_prompt=body.system_prompt,
+            current_input=body.current_input,
+            strategy=body.strategy,
+            reserve_tokens=body.reserve_tokens,
+            include_system_prompt=body.include_system_prompt,
+            include_facts=body.include_facts,
+            include_semantic_context=body.include_semantic_context,
+        )
+        return ContextOut(
+            messages=context.messages,
+            token_count=context.token_count,
+            truncated=context.truncated,
+            included_entries=context.included_entries,
+            total_entries=context.total_entries,
+            entries=[EntryOut.model_validate(e) for e in context.entries],
+            facts=[FactOut.model_validate(f) for f in context.facts],
+            semantic=context.semantic,
+            warnings=context.warnings,
+            errors=[f"{e.source}: {e.error}" for e in context.errors],
+        )
+
+    @api.post("/{thread_id}/compact", tags=["context"], summary="Sliding-window compaction")
+    async def compact(thread_id: str, body: CompactIn, memory: MemoryDep) -> CompactionOut:
+        """Drops the entries older than the ``keep_recent`` newest (no model needed).
+        Summary compaction needs a summarizing model, which the server does not hold."""
+        from memorybank._async.compaction import AsyncCompactionService
+
+        result = await AsyncCompactionService(memory=memory).compact(
+            thread_id,
+            strategy=body.strategy,
+            threshold=body.threshold,
+            keep_recent=body.keep_recent,
+            message_threshold=body.message_threshold,
+        )
+        return CompactionOut.model_validate(result)
+
+    @api.post("/{thread_id}/restore", tags=["context"], summary="Undo reversible compaction")
+    async def restore(thread_id: str, memory: MemoryDep) -> Count:
+        from memorybank._async.compaction import AsyncCompactionService
+
+        return Count(count=await AsyncCompactionService(memory=memory).restore(thread_id))
+
+    return api
