@@ -51,11 +51,16 @@ class Inspector:
         self.client = client
         self.data = data
 
-    async def login(self, key: str, user: str | None = None) -> None:
+    async def try_login(
+        self, key: str, user: str | None = None, tenant: str | None = None
+    ) -> httpx.Response:
         self.client.cookies.clear()
         await self.client.get("/ui/login")
-        form = {"csrf": self.client.cookies["mb_ui_csrf"], "key": key, "user_id": user or ""}
-        answer = await self.client.post("/ui/login", data=form)
+        form = {"csrf": self.csrf, "key": key, "user_id": user or "", "tenant": tenant or ""}
+        return await self.client.post("/ui/login", data=form)
+
+    async def login(self, key: str, user: str | None = None, tenant: str | None = None) -> None:
+        answer = await self.try_login(key, user, tenant)
         assert answer.status_code == 303, answer.text
         assert answer.headers["location"] == "/ui/threads"
 
@@ -80,7 +85,7 @@ async def inspector(store_kind: StoreSpec | None) -> AsyncIterator[Inspector]:
     try:
         memory = AsyncMemory(store)
         data = await seed(memory, paging_threads=0)
-        app = create_app(memory=memory)
+        app = create_app(memory=memory, admin_key=ADMIN_KEY)
         app.include_router(router())
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
@@ -88,6 +93,9 @@ async def inspector(store_kind: StoreSpec | None) -> AsyncIterator[Inspector]:
                 yield Inspector(client, data)
     finally:
         await store.close()
+
+
+ADMIN_KEY = "inspector-admin-key"
 
 
 def thread_ids(page: str) -> set[str]:
@@ -195,3 +203,13 @@ async def test_a_revoked_key_ends_the_session(inspector: Inspector) -> None:
     answer = await inspector.client.get("/ui/threads")
     assert answer.status_code == 303
     assert answer.headers["location"].startswith("/ui/login?next=%2Fui%2Fthreads&expired=1")
+
+
+async def test_the_admin_key_views_the_tenant_it_names(inspector: Inspector) -> None:
+    refused = await inspector.try_login(ADMIN_KEY)
+    assert refused.status_code == 422 and "X-Tenant-Id" in refused.text
+    await inspector.login(ADMIN_KEY, tenant=inspector.data.tenant)
+    page = await inspector.page("/ui/threads")
+    assert "t-orders" in thread_ids(page) and "(admin key)" in page
+    await inspector.login(inspector.data.other_key, tenant=inspector.data.tenant)
+    assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}  # a key's own tenant

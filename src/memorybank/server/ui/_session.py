@@ -9,6 +9,7 @@ the inspector's path:
   ``Authorization: Bearer`` header is checked, so a revoked key logs the
   browser out on its next click;
 * ``mb_ui_user``: the optional user to view as (the ``X-User-Id`` of the API);
+* ``mb_ui_tenant``: the tenant the admin key views (its ``X-Tenant-Id``);
 * ``mb_ui_csrf``: a random token, new at each login, that every POST form
   echoes in a hidden field (double submit: another site can neither read the
   cookie nor, with ``SameSite=Strict``, make the browser send it).
@@ -27,6 +28,7 @@ from fastapi.responses import Response
 __all__ = [
     "CSRF_COOKIE",
     "KEY_COOKIE",
+    "TENANT_COOKIE",
     "USER_COOKIE",
     "check_csrf",
     "clear_session",
@@ -37,6 +39,7 @@ __all__ = [
 
 KEY_COOKIE = "mb_ui_key"
 USER_COOKIE = "mb_ui_user"
+TENANT_COOKIE = "mb_ui_tenant"
 CSRF_COOKIE = "mb_ui_csrf"
 
 
@@ -60,7 +63,7 @@ def set_cookie(response: Response, request: Request, path: str, name: str, value
 def clear_session(response: Response, request: Request, path: str) -> None:
     """Drop the key, the user and the CSRF token from the browser."""
     secure = request.url.scheme == "https"
-    for name in (KEY_COOKIE, USER_COOKIE, CSRF_COOKIE):
+    for name in (KEY_COOKIE, USER_COOKIE, TENANT_COOKIE, CSRF_COOKIE):
         response.delete_cookie(name, path=path, httponly=True, samesite="strict", secure=secure)
 
 

@@ -29,6 +29,7 @@ from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
     CSRF_COOKIE,
     KEY_COOKIE,
+    TENANT_COOKIE,
     USER_COOKIE,
     check_csrf,
     clear_session,
@@ -75,6 +76,7 @@ class Viewer:
     user_id: str | None
     csrf: str
     memory: AsyncMemory
+    is_admin: bool = False
 
 
 T = TypeVar("T")
@@ -106,10 +108,13 @@ def _safe_next(request: Request, target: str) -> str:
     return f"{root}/threads"
 
 
-async def _authenticate(request: Request, key: str, user_id: str | None) -> deps.Caller:
-    """The caller of ``key`` exactly as the API resolves ``Authorization: Bearer <key>``."""
+async def _authenticate(
+    request: Request, key: str, user_id: str | None, tenant: str | None
+) -> deps.Caller:
+    """The caller of ``key`` exactly as the API resolves ``Authorization: Bearer <key>``
+    with ``X-User-Id: user_id`` and ``X-Tenant-Id: tenant`` (heeded for the admin key only)."""
     credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
-    who = await deps.caller(request, credentials, x_user_id=user_id, x_tenant_id=None)
+    who = await deps.caller(request, credentials, x_user_id=user_id, x_tenant_id=tenant)
     return await deps.tenant_caller(who)
 
 
@@ -118,12 +123,18 @@ async def _viewer(request: Request) -> Viewer | Response:
     if not key:
         return _to_login(request)
     try:
-        who = await _authenticate(request, key, request.cookies.get(USER_COOKIE) or None)
+        who = await _authenticate(
+            request,
+            key,
+            request.cookies.get(USER_COOKIE) or None,
+            request.cookies.get(TENANT_COOKIE) or None,
+        )
     except (ApiError, InvalidInput):  # revoked key, or a cookie that no longer parses
         return _to_login(request, expired=True)
     memory = await deps.tenant_memory(request, who)
     assert who.tenant is not None  # tenant_caller guarantees it
-    return Viewer(who.tenant, who.user_id, request.cookies.get(CSRF_COOKIE, ""), memory)
+    csrf = request.cookies.get(CSRF_COOKIE, "")
+    return Viewer(who.tenant, who.user_id, csrf, memory, is_admin=who.is_admin)
 
 
 def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) -> dict[str, Any]:
@@ -278,8 +289,9 @@ def build_router() -> APIRouter:
             return again("The login form expired; please try again.", 403)
         key = form.get("key", "").strip()
         user = form.get("user_id", "").strip() or None
+        tenant = form.get("tenant", "").strip() or None
         try:
-            await _authenticate(request, key, user)
+            await _authenticate(request, key, user, tenant)
         except ApiError:
             return again("This key is not valid (unknown or revoked).", 401)
         except InvalidInput as exc:
@@ -287,10 +299,11 @@ def build_router() -> APIRouter:
         response = _redirect(_safe_next(request, target))
         root = _root(request)
         set_cookie(response, request, root, KEY_COOKIE, key)
-        if user is None:
-            response.delete_cookie(USER_COOKIE, path=root, httponly=True, samesite="strict")
-        else:
-            set_cookie(response, request, root, USER_COOKIE, user)
+        for name, value in ((USER_COOKIE, user), (TENANT_COOKIE, tenant)):
+            if value is None:
+                response.delete_cookie(name, path=root, httponly=True, samesite="strict")
+            else:
+                set_cookie(response, request, root, name, value)
         # A new token per session: one seen before login is worthless after it.
         set_cookie(response, request, root, CSRF_COOKIE, new_csrf_token())
         return response
@@ -299,7 +312,9 @@ def build_router() -> APIRouter:
     async def logout(request: Request) -> Response:
         form = await read_form(request)
         if not check_csrf(request, form):
-            return Response("CSRF check failed", status_code=403)
+            body = "The form expired or came from another page; you are still logged in."
+            ctx = _context(request, None, "Not logged out", body=body)
+            return render("message.html", 403, **ctx)
         response = _redirect(f"{_root(request)}/login")
         clear_session(response, request, _root(request))
         return response
