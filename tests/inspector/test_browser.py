@@ -220,6 +220,8 @@ def test_build_context_preview_shows_budget_blocks_and_entries(seeded: Seeded, p
     page.fill("#context-form input[name=reserve_tokens]", "100")
     page.click("#context-form button")
     assert "truncated" in page.inner_text("#budget")
+    assert page.locator("#timeline tr.left-out").count() >= 1
+    assert page.locator("#timeline tr.kept").count() == int(page.inner_text("#included").split()[0])
 
 
 def test_deleting_a_thread_needs_confirmation_then_it_disappears(

@@ -132,6 +132,10 @@ async def test_pages_show_the_tenant_memory(inspector: Inspector) -> None:
     page = await inspector.page("/ui/search?q=pelican+lamp&mode=keyword")
     assert "pelican-shaped lamp arrived broken" in page and "globex" not in page
     assert 'class="signal"' in page
+    page = await inspector.page("/ui/search?q=pelican+lamp")  # hybrid, no embedder
+    assert "pelican-shaped lamp arrived broken" in page and "globex" not in page
+    page = await inspector.page("/ui/search?q=pelican&mode=semantic")
+    assert 'id="error"' in page  # no embedder: said on the page, not a server error
     page = await inspector.page("/ui/thread?id=t-xss")
     assert XSS in page  # shown as text: unescaping the page gives the stored markup back
     raw = (await inspector.client.get("/ui/thread?id=t-xss")).text

@@ -22,7 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import UNSET, Unset
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound
-from memorybank.records import Thread
+from memorybank.records import Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import ApiError, status_of
 from memorybank.server.ui._render import render, static_file
@@ -50,6 +50,7 @@ PREFIX = "/ui"
 PAGE_SIZE = 50
 _MAX_PAGE = 10_000
 _MAX_TOKENS = 10_000_000
+_TIMELINE = 200  # newest entries listed in or out of a previewed context
 _NAV = (  # href, label, and the page paths it is the section of
     ("/threads", "Threads", "/thread"),
     ("/search", "Search", "/search"),
@@ -430,6 +431,12 @@ def build_router() -> APIRouter:
             }
             ctx = None
             error = None
+            budget: dict[str, int] = {
+                "max_tokens": options.max_tokens,
+                "reserve": options.reserve,
+                "available": options.available,
+            }
+            timeline: list[tuple[Entry, bool]] = []
             if who:
                 ctx = await viewer.memory.build_context(
                     thread_id,
@@ -443,6 +450,14 @@ def build_router() -> APIRouter:
                     include_facts=bool(facts),
                     include_semantic_context=bool(semantic),
                 )
+                # Why each entry is in or out: the newest ones of the branch beside the choice.
+                chosen_ids = {e.id for e in ctx.entries}
+                recent = await viewer.memory.entries.list(thread_id, limit=_TIMELINE)
+                timeline = [(e, e.id in chosen_ids) for e in reversed(recent)]
+                history_tokens = sum(e.token_count for e in ctx.entries)
+                budget["system"] = ctx.token_count - history_tokens
+                budget["history_budget"] = max(0, options.available - budget["system"])
+                budget["history"] = history_tokens
             else:
                 error = "This thread has no agent: name the agent the context is built for."
             page_ctx = _context(
@@ -454,11 +469,9 @@ def build_router() -> APIRouter:
                 strategies=_STRATEGIES,
                 ctx=ctx,
                 error=error,
-                budget={
-                    "max_tokens": options.max_tokens,
-                    "reserve": options.reserve,
-                    "available": options.available,
-                },
+                budget=budget,
+                timeline=timeline,
+                timeline_limit=_TIMELINE,
             )
             return render("context.html", **page_ctx)
 
