@@ -106,7 +106,9 @@ class KeyRing:
     Args:
         store: any memorybank store.
         clock: returns the current time (timezone-aware); inject for tests.
-        hasher: the Argon2 hasher (default parameters of ``argon2-cffi``).
+        hasher: the Argon2 hasher. Default: Argon2id at OWASP's minimum
+            (``t=2, m=19 MiB, p=1``): a key holds 256 random bits, so the hash
+            guards a leaked store against nothing a slower one would stop.
     """
 
     def __init__(
@@ -118,7 +120,7 @@ class KeyRing:
     ) -> None:
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._hasher = hasher or PasswordHasher()
+        self._hasher = hasher or PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
         # (key id, stored hash) -> sha256 of the secret that verified against it
         self._verified: OrderedDict[tuple[str, str], bytes] = OrderedDict()
 

@@ -1,0 +1,109 @@
+"""``memorybank serve`` and ``memorybank keys`` as real processes, as an operator runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+import memorybank
+
+SRC = str(Path(memorybank.__file__).resolve().parents[1])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "memorybank.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
+@pytest.fixture
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])}
+
+
+def wait_up(base: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the server exited during startup"
+        try:
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise AssertionError("the server did not come up")
+
+
+def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    created = cli("keys", "create", "--url", url, "--tenant", "acme", "--label", "ci", env=env)
+    key = created.stdout.strip().splitlines()[-1]
+    assert key.startswith("mb_") and " " not in key
+    key_id = key.split("_")[1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memorybank.cli", "serve", "--url", url, "--port", str(port)],
+        env={**env, "MEMORYBANK_ADMIN_KEY": "adm"},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_up(base, process)
+        auth = {"Authorization": f"Bearer {key}"}
+        memory = f"{base}/cortex/agents/atlas/memory"
+        assert httpx.get(memory).status_code == 401
+        assert httpx.get(memory, headers={"Authorization": "Bearer mb_x"}).status_code == 401
+        saved = httpx.post(
+            memory, json={"messages": [{"role": "user", "content": "hello"}]}, headers=auth
+        )
+        assert saved.status_code == 204
+        got = httpx.get(f"{memory}?limit=10", headers=auth)
+        assert got.status_code == 200
+        assert got.json() == [{"role": "user", "content": "hello"}]
+        assert httpx.get(f"{base}/readyz").status_code == 200
+        assert "memorybank_http_request_duration_seconds" in httpx.get(f"{base}/metrics").text
+        admin = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": "Bearer adm"})
+        assert [k["id"] for k in admin.json()["items"]] == [key_id]
+        # Revoked by another process: the running server refuses it at once.
+        cli("keys", "revoke", key_id, "--url", url, env=env)
+        assert httpx.get(memory, headers=auth).status_code == 401
+        listed = cli("keys", "list", "--url", url, env=env).stdout
+        assert key_id in listed and "acme" in listed
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+    lines = (tmp_path / "server.log").read_text().splitlines()
+    records = [json.loads(line) for line in lines if line.startswith("{")]
+    assert len(records) == len(lines)  # every log line is one JSON object
+    access = [r for r in records if r.get("event") == "request"]
+    assert {"route": "/cortex/agents/{name}/memory", "status": 200} in [
+        {"route": r["route"], "status": r["status"]} for r in access
+    ]
+    assert all(r["request_id"] for r in access)
