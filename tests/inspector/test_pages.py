@@ -19,6 +19,7 @@ from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import AsyncStore
 from memorybank._async.stores.memory import AsyncInMemoryStore
 from memorybank.server import create_app
+from memorybank.server.keys import KeyRing
 from memorybank.server.ui import router
 from tests.inspector._fixtures import ODD_ID, XSS, Seeded, seed
 from tests.reliability._harness import StoreSpec, provide, store_params
@@ -217,3 +218,21 @@ async def test_the_admin_key_views_the_tenant_it_names(inspector: Inspector) -> 
     assert "t-orders" in thread_ids(page) and "(admin key)" in page
     await inspector.login(inspector.data.other_key, tenant=inspector.data.tenant)
     assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}  # a key's own tenant
+
+
+async def test_a_store_that_fails_gives_an_html_503() -> None:
+    store = AsyncInMemoryStore()
+    memory = AsyncMemory(store)
+    _, key = await KeyRing(store).create("down")
+    app = create_app(memory=memory)
+    app.include_router(router())
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
+            await client.get("/ui/login")
+            form = {"csrf": client.cookies["mb_ui_csrf"], "key": key}
+            assert (await client.post("/ui/login", data=form)).status_code == 303
+            await store.close()
+            answer = await client.get("/ui/threads")
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert answer.headers["content-type"].startswith("text/html")

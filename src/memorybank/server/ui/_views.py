@@ -24,7 +24,7 @@ from memorybank._async.stores.base import UNSET, Unset
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound
 from memorybank.records import Entry, Thread
 from memorybank.server import deps
-from memorybank.server.errors import ApiError, status_of
+from memorybank.server.errors import RETRY_AFTER_SECONDS, ApiError, status_of
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
     CSRF_COOKIE,
@@ -155,19 +155,25 @@ def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) 
     return base
 
 
-def _error_page(request: Request, viewer: Viewer, error: MemoryBankError) -> Response:
+def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError) -> Response:
     title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(
         status_of(error), "Error"
     )
     field = getattr(error, "field", None)
     body = f"{error} (field: {field})" if field else str(error)
     ctx = _context(request, viewer, title, body=body)
-    return render("message.html", status_of(error), **ctx)
+    response = render("message.html", status_of(error), **ctx)
+    if status_of(error) == 503:
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
 
 
 async def _page(request: Request, view: View) -> Response:
     """Authenticate, run ``view``, and turn a library error into an HTML error page."""
-    viewer = await _viewer(request)
+    try:
+        viewer = await _viewer(request)
+    except MemoryBankError as exc:  # the store, asked about the key, failed
+        return _error_page(request, None, exc)
     if isinstance(viewer, Response):
         return viewer
     try:
