@@ -76,13 +76,22 @@ def browser() -> Iterator[Browser]:
 
 
 @pytest.fixture
-def page(browser: Browser) -> Iterator[Page]:
+def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
+    """A fresh browser context (no cookies); afterwards, every request it made went to the
+    server under test (no CDN, nothing fetched from elsewhere) and no page script failed."""
     context = browser.new_context()
     context.set_default_timeout(5000)
+    requested: list[str] = []
+    script_errors: list[str] = []
+    context.on("request", lambda request: requested.append(request.url))
     try:
-        yield context.new_page()
+        tab = context.new_page()
+        tab.on("pageerror", lambda error: script_errors.append(str(error)))
+        yield tab
     finally:
         context.close()
+    assert requested and all(url.startswith(seeded.base + "/") for url in requested), requested
+    assert script_errors == []
 
 
 def login(page: Page, s: Seeded, key: str, user: str | None = None) -> None:
