@@ -108,3 +108,38 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
         {"route": r["route"], "status": r["status"]} for r in access
     ]
     assert all(r["request_id"] for r in access)
+
+
+def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
+    """``make run``: ``serve --demo`` seeds tenant ``demo``, prints the inspector URL,
+    an admin key and a demo key, serves them, and stops on Ctrl-C (SIGINT) with 0."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    out = tmp_path / "out.log"
+    clean = {k: v for k, v in env.items() if k != "MEMORYBANK_ADMIN_KEY"}
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memorybank.cli", "serve", "--demo", "--port", str(port)],
+            env=clean,
+            cwd=tmp_path,  # the embedded default store: ./memorybank.db
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_up(base, process)
+            text = out.read_text()
+            assert f"{base}/ui" in text
+            admin = text.split("admin key: ")[1].split()[0]
+            demo = text.split("demo key (tenant 'demo'): ")[1].split()[0]
+            threads = httpx.get(f"{base}/v1/threads", headers={"Authorization": f"Bearer {demo}"})
+            assert threads.status_code == 200 and threads.json()["items"]
+            keys = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {admin}"})
+            assert [k["tenant"] for k in keys.json()["items"]] == ["demo"]
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert (tmp_path / "memorybank.db").exists()
