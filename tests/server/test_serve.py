@@ -18,6 +18,7 @@ import pytest
 import memorybank
 
 SRC = str(Path(memorybank.__file__).resolve().parents[1])
+SERVE = [sys.executable, "-m", "memorybank.cli", "serve"]
 
 
 def free_port() -> int:
@@ -143,3 +144,36 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
                 process.kill()
                 process.wait()
     assert (tmp_path / "memorybank.db").exists()
+
+
+def test_several_workers(tmp_path: Path, env: dict[str, str]) -> None:
+    """``--workers 2``: both serve one store, /metrics adds up every worker, SIGTERM exits 0."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    url = f"sqlite:///{tmp_path / 'workers.db'}"
+    with (tmp_path / "out.log").open("w") as log:
+        process = subprocess.Popen(
+            [*SERVE, "--url", url, "--port", str(port), "--workers", "2", "--admin-key", "adm"],
+            env={k: v for k, v in env.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_up(base, process)
+            admin = {"Authorization": "Bearer adm"}
+            for _ in range(10):  # new connections: spread over the workers
+                assert httpx.get(f"{base}/v1/admin/tenants", headers=admin).status_code == 200
+            metrics = httpx.get(f"{base}/metrics").text
+            line = next(
+                x
+                for x in metrics.splitlines()
+                if x.startswith("memorybank_http_request_duration_seconds_count")
+                and 'route="/v1/admin/tenants"' in x
+            )
+            assert float(line.split()[-1]) == 10.0
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
