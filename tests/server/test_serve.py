@@ -177,3 +177,55 @@ def test_several_workers(tmp_path: Path, env: dict[str, str]) -> None:
             if process.poll() is None:
                 process.kill()
                 process.wait()
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path, env: dict[str, str]) -> None:
+    """A request still uploading when SIGTERM arrives is completed and stored; then exit 0."""
+    import threading
+    from collections.abc import Iterator
+
+    from memorybank import Memory
+
+    url = f"sqlite:///{tmp_path / 'graceful.db'}"
+    key = cli("keys", "create", "--url", url, "--tenant", "t", env=env).stdout.split()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [*SERVE, "--url", url, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    uploading = threading.Event()
+    result: dict[str, Any] = {}
+
+    def slow_body() -> Iterator[bytes]:
+        yield b'{"messages": [{"role": "user", '
+        uploading.set()
+        time.sleep(2)  # SIGTERM arrives meanwhile
+        yield b'"content": "kept"}]}'
+
+    def upload() -> None:
+        result["response"] = httpx.post(
+            f"{base}/cortex/agents/a/memory",
+            content=slow_body(),
+            headers={"Authorization": f"Bearer {key}", "content-type": "application/json"},
+            timeout=30,
+        )
+
+    try:
+        wait_up(base, process)
+        client = threading.Thread(target=upload)
+        client.start()
+        assert uploading.wait(30)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        client.join(60)
+        assert result["response"].status_code == 204
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    with Memory(url, tenant_id="t") as memory:
+        assert memory.history("agent:a") == [{"role": "user", "content": "kept"}]

@@ -101,9 +101,10 @@ def create_app(
     app.state.admin_key = admin_key
     app.state.metrics = metrics
     install_error_handlers(app)
-    # Added last, runs first: the request id exists before anything is timed or logged.
-    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
+    # The last added runs first: timing and the access log see every response,
+    # including a 413 the body limit sends before routing.
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     # The reference routes first: routing tries routes in order, and they are the hot path.
     for module in (cortex, threads, records, admin):
         app.include_router(module.router())
