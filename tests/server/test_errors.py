@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 from tests.server.conftest import Api, fresh_store, running_api
@@ -58,7 +59,9 @@ async def test_library_errors_map_to_statuses(api: Api) -> None:
     assert_error(await c.get("/v1/threads/none", headers=key), 404, "not_found")
     assert_error(await c.get("/no/such/route"), 404, "not_found")
     # Conflict: a taken id, and an idempotency key reused for another message.
-    assert_error(await c.post("/v1/threads", json={"thread_id": "t1"}, headers=key), 409, "conflict")
+    assert_error(
+        await c.post("/v1/threads", json={"thread_id": "t1"}, headers=key), 409, "conflict"
+    )
     first = {"role": "user", "content": "a", "idempotency_key": "k1"}
     one = await c.post("/v1/threads/t1/entries", json=first, headers=key)
     again = await c.post("/v1/threads/t1/entries", json=first, headers=key)
@@ -76,14 +79,19 @@ async def test_library_errors_map_to_statuses(api: Api) -> None:
 
 
 async def test_body_limit_is_413(tmp_path: Path) -> None:
-    async with fresh_store("memory", tmp_path) as store, running_api(store, max_body_bytes=200) as api:
+    async with (
+        fresh_store("memory", tmp_path) as store,
+        running_api(store, max_body_bytes=200) as api,
+    ):
         key = await api.key("limits")
         small = await api.client.post("/v1/threads", json={"title": "x" * 50}, headers=key)
         assert small.status_code == 201
         big = await api.client.post("/v1/threads", json={"title": "x" * 500}, headers=key)
         assert_error(big, 413, "payload_too_large")
 
-        async def chunks():  # no Content-Length: the limit still holds mid-stream
+        async def chunks() -> AsyncIterator[
+            bytes
+        ]:  # no Content-Length: the limit still holds mid-stream
             for _ in range(10):
                 yield b'{"title": "' + b"x" * 50
 
@@ -91,6 +99,8 @@ async def test_body_limit_is_413(tmp_path: Path) -> None:
             "/v1/threads", content=chunks(), headers={**key, "content-type": "application/json"}
         )
         assert_error(streamed, 413, "payload_too_large")
+        metrics = (await api.client.get("/metrics")).text
+        assert 'memorybank_http_errors_total{code="payload_too_large"} 2.0' in metrics
 
 
 async def test_store_outage_is_503_with_retry_after(tmp_path: Path) -> None:

@@ -34,7 +34,9 @@ async def test_user_header_fails_closed(store_api: Api) -> None:
     ana, bob = {**key, "X-User-Id": "ana"}, {**key, "X-User-Id": "bob"}
     made = await api.client.post("/v1/threads", json={"thread_id": "t"}, headers=ana)
     assert made.json()["user_id"] == "ana"  # the header's user owns what it creates
-    await api.client.post("/v1/threads/t/entries", json={"role": "user", "content": "hi"}, headers=ana)
+    await api.client.post(
+        "/v1/threads/t/entries", json={"role": "user", "content": "hi"}, headers=ana
+    )
     for method, path in [
         ("GET", "/v1/threads/t"),
         ("GET", "/v1/threads/t/entries"),
@@ -51,7 +53,9 @@ async def test_user_header_fails_closed(store_api: Api) -> None:
     assert r.status_code == 422 and r.json()["field"] == "user_id"
     # Bob's list holds nothing of Ana's; Ana's holds her thread.
     assert (await api.client.get("/v1/threads", headers=bob)).json()["items"] == []
-    assert [t["id"] for t in (await api.client.get("/v1/threads", headers=ana)).json()["items"]] == ["t"]
+    assert [
+        t["id"] for t in (await api.client.get("/v1/threads", headers=ana)).json()["items"]
+    ] == ["t"]
     # Forgetting: only oneself with a user header; the tenant key alone may forget anyone.
     r = await api.client.delete("/v1/users/ana", headers=bob)
     assert r.status_code == 422
@@ -111,3 +115,10 @@ async def test_keys_live_in_the_store(store_api: Api) -> None:
     assert reserved.status_code == 422 and reserved.json()["field"] == "tenant"
     admin_in = {**api.admin, "X-Tenant-Id": "~memorybank-server"}
     assert (await api.client.get("/v1/threads", headers=admin_in)).status_code == 422
+    # The admin key acts in a tenant it names, and only then.
+    assert (await api.client.get("/v1/threads", headers=api.admin)).status_code == 422
+    tenant = await api.key("tenant-k2")
+    await api.client.post("/v1/threads", json={"thread_id": "k2"}, headers=tenant)
+    as_admin = {**api.admin, "X-Tenant-Id": "tenant-k2"}
+    found = (await api.client.get("/v1/threads/k2", headers=as_admin)).json()
+    assert found["tenant_id"] == "tenant-k2"

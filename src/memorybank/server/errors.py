@@ -9,7 +9,8 @@ exception                  status  code
 =========================  ======  ==========================================
 ``InvalidInput``           422     ``invalid_input`` (with ``field``)
 request validation         422     ``invalid_input`` (``field``: the first bad
-                                   parameter's location, e.g. ``body.content``)
+                                   parameter's location, e.g. ``body.content``;
+                                   ``body`` for a body that is not UTF-8 JSON)
 ``NotFound``               404     ``not_found``
 ``ThreadForbidden``        403     ``thread_forbidden``
 ``Conflict``               409     ``conflict``
@@ -186,6 +187,8 @@ _HTTP_CODES = {
 
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
+        return error_response(request, 422, InvalidInput.code, f"body: {exc.detail}", field="body")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     headers = dict(exc.headers) if exc.headers else None
     return error_response(request, exc.status_code, code, str(exc.detail), headers=headers)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Response
 
 from memorybank._async.core_facts import AsyncCoreFacts
 from memorybank._async.sessions import AsyncSessionManager
-from memorybank.errors import NotFound
+from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import (
     CoreFactOut,
@@ -303,17 +303,21 @@ def router() -> APIRouter:
 
     @api.post("/search", tags=["search"], summary="Best entries and documents for a query")
     async def search(body: SearchIn, memory: MemoryDep) -> SearchOut:
-        hits = await memory.search(
-            body.query,
-            k=body.k,
-            mode=body.mode,
-            thread_id=body.thread_id,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            kinds=body.kinds,
-            min_score=body.min_score,
-            filters=body.filters,
-        )
+        """``mode="semantic"`` needs the server to have an embedder (else 422, field ``mode``)."""
+        try:
+            hits = await memory.search(
+                body.query,
+                k=body.k,
+                mode=body.mode,
+                thread_id=body.thread_id,
+                agent_id=given(body, "agent_id"),
+                user_id=given(body, "user_id"),
+                kinds=body.kinds,
+                min_score=body.min_score,
+                filters=body.filters,
+            )
+        except ConfigurationError as error:  # the request asked for what this server lacks
+            raise InvalidInput(str(error), field="mode") from None
         return SearchOut(hits=[HitOut.model_validate(h) for h in hits])
 
     # -- sessions ------------------------------------------------------------------------
