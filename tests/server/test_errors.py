@@ -99,6 +99,8 @@ async def test_body_limit_is_413(tmp_path: Path) -> None:
             "/v1/threads", content=chunks(), headers={**key, "content-type": "application/json"}
         )
         assert_error(streamed, 413, "payload_too_large")
+        metrics = (await api.client.get("/metrics")).text
+        assert 'memorybank_http_errors_total{code="payload_too_large"} 2.0' in metrics
 
 
 async def test_store_outage_is_503_with_retry_after(tmp_path: Path) -> None:

@@ -115,3 +115,10 @@ async def test_keys_live_in_the_store(store_api: Api) -> None:
     assert reserved.status_code == 422 and reserved.json()["field"] == "tenant"
     admin_in = {**api.admin, "X-Tenant-Id": "~memorybank-server"}
     assert (await api.client.get("/v1/threads", headers=admin_in)).status_code == 422
+    # The admin key acts in a tenant it names, and only then.
+    assert (await api.client.get("/v1/threads", headers=api.admin)).status_code == 422
+    tenant = await api.key("tenant-k2")
+    await api.client.post("/v1/threads", json={"thread_id": "k2"}, headers=tenant)
+    as_admin = {**api.admin, "X-Tenant-Id": "tenant-k2"}
+    found = (await api.client.get("/v1/threads/k2", headers=as_admin)).json()
+    assert found["tenant_id"] == "tenant-k2"

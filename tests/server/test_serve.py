@@ -18,6 +18,7 @@ import pytest
 import memorybank
 
 SRC = str(Path(memorybank.__file__).resolve().parents[1])
+SERVE = [sys.executable, "-m", "memorybank.cli", "serve"]
 
 
 def free_port() -> int:
@@ -108,3 +109,123 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
         {"route": r["route"], "status": r["status"]} for r in access
     ]
     assert all(r["request_id"] for r in access)
+
+
+def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
+    """``make run``: ``serve --demo`` seeds tenant ``demo``, prints the inspector URL,
+    an admin key and a demo key, serves them, and stops on Ctrl-C (SIGINT) with 0."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    out = tmp_path / "out.log"
+    clean = {k: v for k, v in env.items() if k != "MEMORYBANK_ADMIN_KEY"}
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "memorybank.cli", "serve", "--demo", "--port", str(port)],
+            env=clean,
+            cwd=tmp_path,  # the embedded default store: ./memorybank.db
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_up(base, process)
+            text = out.read_text()
+            assert f"{base}/ui" in text
+            admin = text.split("admin key: ")[1].split()[0]
+            demo = text.split("demo key (tenant 'demo'): ")[1].split()[0]
+            threads = httpx.get(f"{base}/v1/threads", headers={"Authorization": f"Bearer {demo}"})
+            assert threads.status_code == 200 and threads.json()["items"]
+            keys = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {admin}"})
+            assert [k["tenant"] for k in keys.json()["items"]] == ["demo"]
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert (tmp_path / "memorybank.db").exists()
+
+
+def test_several_workers(tmp_path: Path, env: dict[str, str]) -> None:
+    """``--workers 2``: both serve one store, /metrics adds up every worker, SIGTERM exits 0."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    url = f"sqlite:///{tmp_path / 'workers.db'}"
+    with (tmp_path / "out.log").open("w") as log:
+        process = subprocess.Popen(
+            [*SERVE, "--url", url, "--port", str(port), "--workers", "2", "--admin-key", "adm"],
+            env={k: v for k, v in env.items() if k != "PROMETHEUS_MULTIPROC_DIR"},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_up(base, process)
+            admin = {"Authorization": "Bearer adm"}
+            for _ in range(10):  # new connections: spread over the workers
+                assert httpx.get(f"{base}/v1/admin/tenants", headers=admin).status_code == 200
+            metrics = httpx.get(f"{base}/metrics").text
+            line = next(
+                x
+                for x in metrics.splitlines()
+                if x.startswith("memorybank_http_request_duration_seconds_count")
+                and 'route="/v1/admin/tenants"' in x
+            )
+            assert float(line.split()[-1]) == 10.0
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path, env: dict[str, str]) -> None:
+    """A request still uploading when SIGTERM arrives is completed and stored; then exit 0."""
+    import threading
+    from collections.abc import Iterator
+
+    from memorybank import Memory
+
+    url = f"sqlite:///{tmp_path / 'graceful.db'}"
+    key = cli("keys", "create", "--url", url, "--tenant", "t", env=env).stdout.split()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [*SERVE, "--url", url, "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    uploading = threading.Event()
+    result: dict[str, Any] = {}
+
+    def slow_body() -> Iterator[bytes]:
+        yield b'{"messages": [{"role": "user", '
+        uploading.set()
+        time.sleep(2)  # SIGTERM arrives meanwhile
+        yield b'"content": "kept"}]}'
+
+    def upload() -> None:
+        result["response"] = httpx.post(
+            f"{base}/cortex/agents/a/memory",
+            content=slow_body(),
+            headers={"Authorization": f"Bearer {key}", "content-type": "application/json"},
+            timeout=30,
+        )
+
+    try:
+        wait_up(base, process)
+        client = threading.Thread(target=upload)
+        client.start()
+        assert uploading.wait(30)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        client.join(60)
+        assert result["response"].status_code == 204
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    with Memory(url, tenant_id="t") as memory:
+        assert memory.history("agent:a") == [{"role": "user", "content": "kept"}]

@@ -86,7 +86,6 @@ def live_server(
     """
     import uvicorn
 
-    from memorybank.server import store_rpc
     from memorybank.server.app import create_app
     from memorybank.server.keys import KeyRing
 
@@ -112,7 +111,6 @@ def live_server(
             if max_body_bytes is not None:
                 options["max_body_bytes"] = max_body_bytes
             app = create_app(memory=memory, **options)
-            app.include_router(store_rpc.router())
             live.faults = LoseAnswers(app)
             config = uvicorn.Config(
                 live.faults, log_level="warning", lifespan="on", ws="none", access_log=False

@@ -18,7 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
-from memorybank.server import store_rpc
+from memorybank.server import store_rpc, ui
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
@@ -102,10 +102,12 @@ def create_app(
     app.state.admin_key = admin_key
     app.state.metrics = metrics
     install_error_handlers(app)
-    # Added last, runs first: the request id exists before anything is timed or logged.
-    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
+    # The last added runs first: timing and the access log see every response,
+    # including a 413 the body limit sends before routing.
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
-    for module in (threads, records, cortex, admin, store_rpc):
+    app.add_middleware(ObservabilityMiddleware, metrics=metrics)
+    # The reference routes first: routing tries routes in order, and they are the hot path.
+    for module in (cortex, threads, records, admin, store_rpc, ui):
         app.include_router(module.router())
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")

@@ -29,8 +29,9 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from memorybank import _validate as v
+from memorybank._async._cas import retry_conflicts
 from memorybank._async.stores.base import UNSET, AsyncStore, Record, RecordGuard
-from memorybank.errors import Conflict, InvalidInput, NotFound
+from memorybank.errors import InvalidInput, NotFound
 
 __all__ = [
     "KEY_KIND",
@@ -130,7 +131,8 @@ class KeyRing:
         if label is not None:
             label = v.check_text(label, "label", max_chars=v.MAX_LABEL_CHARS)
         now = v.check_time(self._clock(), "clock()")
-        while True:
+
+        async def step() -> tuple[KeyInfo, str]:
             prefix = secrets.token_hex(_PREFIX_HEX // 2)
             secret = f"mb_{prefix}_{secrets.token_urlsafe(32)}"
             digest = await asyncio.to_thread(self._hasher.hash, secret)
@@ -146,13 +148,13 @@ class KeyRing:
                 updated_at=now,
                 key=tenant,
             )
-            try:
-                await self._store.record_put(
-                    RESERVED_TENANT, [record], guard=RecordGuard(KEY_KIND, prefix, None)
-                )
-            except Conflict:  # the prefix is taken: draw another
-                continue
+            # Guarded on "absent": a prefix drawn twice raises Conflict and is drawn anew.
+            await self._store.record_put(
+                RESERVED_TENANT, [record], guard=RecordGuard(KEY_KIND, prefix, None)
+            )
             return _info(record), secret
+
+        return await retry_conflicts(step, "a new key id")
 
     async def verify(self, secret: str) -> KeyInfo | None:
         """The key's info if ``secret`` is a live (not revoked) key, else ``None``."""
@@ -198,19 +200,19 @@ class KeyRing:
     async def revoke(self, key_id: str) -> KeyInfo:
         """Revoke a key for good (idempotent). ``NotFound`` if there is no such key."""
         key_id = v.check_id(key_id, "key_id")
-        while True:
+
+        async def step() -> KeyInfo:
             record = await self._store.record_get(RESERVED_TENANT, KEY_KIND, key_id)
             if record is None:
                 raise NotFound(f"key {key_id!r} not found")
             if record.data.get("revoked_at") is not None:
                 return _info(record)
             now = v.check_time(self._clock(), "clock()")
-            record.data = {**record.data, "revoked_at": now.isoformat()}
             guard = RecordGuard(KEY_KIND, key_id, record.revision)
+            record.data = {**record.data, "revoked_at": now.isoformat()}
             record.revision += 1
             record.updated_at = now
-            try:
-                await self._store.record_put(RESERVED_TENANT, [record], guard=guard)
-            except Conflict:
-                continue  # changed concurrently: read again
+            await self._store.record_put(RESERVED_TENANT, [record], guard=guard)
             return _info(record)
+
+        return await retry_conflicts(step, f"key {key_id!r}")

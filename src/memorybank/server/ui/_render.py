@@ -1,0 +1,102 @@
+"""Templates, filters, static files and the security headers of every inspector page.
+
+Everything the page shows passes through Jinja2 with autoescaping on for every
+template, so stored content (messages, tool arguments, metadata) is text,
+never markup. The stylesheet and the script are read from the package once:
+nothing is fetched at run time, and the Content-Security-Policy allows the
+page to load only its own files.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jinja2
+from fastapi.responses import HTMLResponse, Response
+
+__all__ = ["SECURITY_HEADERS", "render", "static_file"]
+
+#: Sent with every inspector response. ``form-action 'self'`` keeps a
+#: stored-content injection from posting the page's forms elsewhere.
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';"
+        " form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    # Not "no-referrer": with it, browsers send ``Origin: null`` on the page's own POSTs.
+    "Referrer-Policy": "same-origin",
+}
+# Pages show a tenant's private data: never stored by the browser or a proxy.
+_PAGE_HEADERS = {**SECURITY_HEADERS, "Cache-Control": "no-store"}
+_STATIC = {"inspector.css": "text/css; charset=utf-8", "inspector.js": "text/javascript"}
+
+
+def _when(value: datetime | None) -> str:
+    return "—" if value is None else value.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _pretty_json_text(text: str) -> str:
+    """Tool-call arguments are the model's JSON text: indented when it parses, else verbatim."""
+    try:
+        return _pretty(json.loads(text))
+    except ValueError:
+        return text
+
+
+def _shorten(value: str | None, limit: int = 200) -> str:
+    if value is None:
+        return "—"
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("memorybank.server.ui", "templates"),
+        autoescape=True,  # every template, whatever its name
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(
+        when=_when,
+        pretty=_pretty,
+        compact=_compact,
+        pretty_json_text=_pretty_json_text,
+        shorten=_shorten,
+    )
+    return env
+
+
+def render(template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """The page ``template`` rendered with ``context``, with the security headers."""
+    html = _environment().get_template(template).render(**context)
+    return HTMLResponse(html, status_code=status_code, headers=_PAGE_HEADERS)
+
+
+@cache
+def _read_static(name: str) -> bytes:
+    return resources.files("memorybank.server.ui").joinpath("static", name).read_bytes()
+
+
+def static_file(name: str) -> Response:
+    """One of the inspector's own files (404 for any other name)."""
+    media_type = _STATIC.get(name)
+    if media_type is None:
+        return Response(status_code=404, headers=SECURITY_HEADERS)
+    headers = {**SECURITY_HEADERS, "Cache-Control": "public, max-age=300"}
+    return Response(_read_static(name), media_type=media_type, headers=headers)

@@ -1,0 +1,741 @@
+"""The inspector's pages: parse the query, call the caller's ``AsyncMemory`` handle, render.
+
+Every page resolves the caller from the session cookie through the server's
+own dependencies (``memorybank.server.deps``: the same key check, tenant and
+``X-User-Id`` scoping as ``Authorization: Bearer``), so a page reads through
+``root.tenant(T)`` or ``root.tenant(T).scoped(user_id=U)`` and nothing else.
+Pages only read; the two destructive actions (delete a thread, forget a user)
+are POSTs that need the session's CSRF token and the target typed again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import quote
+
+from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import UNSET, Unset
+from memorybank.errors import InvalidInput, MemoryBankError, NotFound
+from memorybank.records import Entry, Thread
+from memorybank.server import deps
+from memorybank.server.errors import RETRY_AFTER_SECONDS, ApiError, status_of
+from memorybank.server.ui._render import render, static_file
+from memorybank.server.ui._session import (
+    CSRF_COOKIE,
+    KEY_COOKIE,
+    TENANT_COOKIE,
+    USER_COOKIE,
+    check_csrf,
+    clear_session,
+    new_csrf_token,
+    read_form,
+    set_cookie,
+)
+
+if TYPE_CHECKING:
+    from memorybank._async.search import SearchMode
+    from memorybank._longterm import Strategy
+
+__all__ = ["PAGE_SIZE", "PREFIX", "Viewer", "build_router"]
+
+#: Where the inspector is mounted.
+PREFIX = "/ui"
+#: Rows per page of every listing.
+PAGE_SIZE = 50
+_MAX_PAGE = 10_000
+_MAX_TOKENS = 10_000_000
+_TIMELINE = 200  # newest entries listed in or out of a previewed context
+_NAV = (  # href, label, and the page paths it is the section of
+    ("/threads", "Threads", "/thread"),
+    ("/search", "Search", "/search"),
+    ("/facts", "Facts", "/fact"),
+    ("/documents", "Documents", "/document"),
+    ("/summaries", "Summaries", "/summaries"),
+    ("/graph", "Graph", "/graph"),
+    ("/forget", "Forget user", "/forget"),
+)
+_STRATEGIES = ("recent", "relevant", "hybrid")
+_MODES = ("hybrid", "keyword", "semantic")
+_KINDS = {
+    "entries,documents": ("entries and documents", ("entries", "documents")),
+    "entries": ("entries", ("entries",)),
+    "documents": ("documents", ("documents",)),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """The logged-in caller of one page: tenant, viewed-as user, CSRF token, memory handle."""
+
+    tenant: str
+    user_id: str | None
+    csrf: str
+    memory: AsyncMemory
+    is_admin: bool = False
+
+
+T = TypeVar("T")
+View = Callable[["Viewer"], Awaitable[Response]]
+
+
+def _root(request: Request) -> str:
+    return str(request.scope.get("root_path", "")) + PREFIX
+
+
+def _redirect(location: str) -> RedirectResponse:
+    return RedirectResponse(location, status_code=303)
+
+
+def _to_login(request: Request, *, expired: bool = False) -> Response:
+    here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    location = f"{_root(request)}/login?next={quote(here, safe='')}"
+    response = _redirect(location + ("&expired=1" if expired else ""))
+    if expired:
+        clear_session(response, request, _root(request))
+    return response
+
+
+def _safe_next(request: Request, target: str) -> str:
+    """Where to go after login: only a page of the inspector (no open redirect)."""
+    root = _root(request)
+    if target.startswith(root + "/") and "//" not in target and "\\" not in target:
+        return target
+    return f"{root}/threads"
+
+
+async def _authenticate(
+    request: Request, key: str, user_id: str | None, tenant: str | None
+) -> deps.Caller:
+    """The caller of ``key`` exactly as the API resolves ``Authorization: Bearer <key>``
+    with ``X-User-Id: user_id`` and ``X-Tenant-Id: tenant`` (heeded for the admin key only)."""
+    credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
+    who = await deps.caller(request, credentials, x_user_id=user_id, x_tenant_id=tenant)
+    return await deps.tenant_caller(who)
+
+
+async def _viewer(request: Request) -> Viewer | Response:
+    key = request.cookies.get(KEY_COOKIE)
+    if not key:
+        return _to_login(request)
+    try:
+        who = await _authenticate(
+            request,
+            key,
+            request.cookies.get(USER_COOKIE) or None,
+            request.cookies.get(TENANT_COOKIE) or None,
+        )
+    except (ApiError, InvalidInput):  # revoked key, or a cookie that no longer parses
+        return _to_login(request, expired=True)
+    memory = await deps.tenant_memory(request, who)
+    assert who.tenant is not None  # tenant_caller guarantees it
+    csrf = request.cookies.get(CSRF_COOKIE, "")
+    return Viewer(who.tenant, who.user_id, csrf, memory, is_admin=who.is_admin)
+
+
+def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) -> dict[str, Any]:
+    path = request.url.path.removeprefix(_root(request))
+    active = next((href for href, _, section in _NAV if path.startswith(section)), "")
+    base: dict[str, Any] = {
+        "root": _root(request),
+        "nav": _NAV,
+        "viewer": viewer,
+        "title": title,
+        "active": active,
+        "notice": None,
+        "error": None,
+        "pager": None,
+    }
+    base.update(extra)
+    return base
+
+
+def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError) -> Response:
+    title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(
+        status_of(error), "Error"
+    )
+    field = getattr(error, "field", None)
+    body = f"{error} (field: {field})" if field else str(error)
+    ctx = _context(request, viewer, title, body=body)
+    response = render("message.html", status_of(error), **ctx)
+    if status_of(error) == 503:
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+async def _page(request: Request, view: View) -> Response:
+    """Authenticate, run ``view``, and turn a library error into an HTML error page."""
+    try:
+        viewer = await _viewer(request)
+    except MemoryBankError as exc:  # the store, asked about the key, failed
+        return _error_page(request, None, exc)
+    if isinstance(viewer, Response):
+        return viewer
+    try:
+        return await view(viewer)
+    except MemoryBankError as exc:
+        return _error_page(request, viewer, exc)
+
+
+def _int(value: str | None, default: int, low: int, high: int) -> int:
+    """A lenient integer query parameter: out-of-range or garbage falls back or clamps."""
+    try:
+        number = int(value) if value not in (None, "") else default
+    except ValueError:
+        return default
+    return min(max(number, low), high)
+
+
+def _opt(value: str | None) -> str | Unset:
+    """A filter field: empty means "no filter" (``UNSET``)."""
+    return value.strip() if value and value.strip() else UNSET
+
+
+def _pager(request: Request, page: int, has_next: bool) -> dict[str, Any]:
+    def link(n: int) -> str:
+        url = request.url.include_query_params(page=n)
+        return f"{url.path}?{url.query}"
+
+    return {
+        "page": page,
+        "previous": link(page - 1) if page > 1 else None,
+        "next": link(page + 1) if has_next else None,
+    }
+
+
+def _cut(rows: list[T], page: int) -> tuple[list[T], bool]:
+    """Page ``page`` of ``rows`` (``PAGE_SIZE`` a page), and whether a next page exists."""
+    start = (page - 1) * PAGE_SIZE
+    return rows[start : start + PAGE_SIZE], len(rows) > page * PAGE_SIZE
+
+
+async def _list_threads(
+    memory: AsyncMemory,
+    *,
+    q: str,
+    user: str | Unset,
+    agent: str | Unset,
+    status: str | None,
+    page: int,
+) -> tuple[list[Thread], bool]:
+    """One page of threads (newest first) matching the filters; whether more follow.
+
+    The store pages threads by ``limit`` only, so a page is cut from the first
+    ``page * PAGE_SIZE + 1`` matches; with a text search the scan widens until
+    that many matched or the tenant has no more threads.
+    """
+    needle = q.casefold()
+    want = page * PAGE_SIZE + 1
+    limit = want
+    while True:
+        rows = await memory.threads.list(user_id=user, agent_id=agent, status=status, limit=limit)
+        matched = (
+            [t for t in rows if needle in t.id.casefold() or needle in (t.title or "").casefold()]
+            if needle
+            else rows
+        )
+        if len(matched) >= want or len(rows) < limit:
+            break
+        limit *= 4
+    return _cut(matched, page)
+
+
+def _required(value: str | None) -> str:
+    """The ``id`` query or form field (ids go in the query: they may hold ``/``, ``?``, ...)."""
+    if not value:
+        raise InvalidInput("id is required", field="id")
+    return value
+
+
+def _confirmed(form: dict[str, str], expected: str) -> bool:
+    return form.get("confirm", "").strip() == expected
+
+
+def build_router() -> APIRouter:
+    """The inspector's routes under ``PREFIX`` (see ``memorybank.server.ui.router``)."""
+    r = APIRouter(prefix=PREFIX, include_in_schema=False)
+
+    @r.get("/static/{name}")
+    async def static(name: str) -> Response:
+        return static_file(name)
+
+    @r.get("")
+    @r.get("/")
+    async def home(request: Request) -> Response:
+        return _redirect(f"{_root(request)}/threads")
+
+    # -- session ---------------------------------------------------------------
+
+    @r.get("/login")
+    async def login_form(request: Request, next: str = "", expired: str = "") -> Response:
+        csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        error = "Your key is no longer valid; log in again." if expired else None
+        ctx = _context(request, None, "Log in", csrf=csrf, next=next, error=error)
+        response = render("login.html", **ctx)
+        set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
+        return response
+
+    @r.post("/login")
+    async def login(request: Request) -> Response:
+        form = await read_form(request)
+        csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
+        target = form.get("next", "")
+
+        def again(message: str, status: int) -> Response:
+            ctx = _context(request, None, "Log in", csrf=csrf, next=target, error=message)
+            response = render("login.html", status, **ctx)
+            set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
+            return response
+
+        if not check_csrf(request, form):
+            return again("The login form expired; please try again.", 403)
+        key = form.get("key", "").strip()
+        user = form.get("user_id", "").strip() or None
+        tenant = form.get("tenant", "").strip() or None
+        try:
+            await _authenticate(request, key, user, tenant)
+        except ApiError:
+            return again("This key is not valid (unknown or revoked).", 401)
+        except InvalidInput as exc:
+            return again(f"{exc} (field: {exc.field})", 422)
+        response = _redirect(_safe_next(request, target))
+        root = _root(request)
+        set_cookie(response, request, root, KEY_COOKIE, key)
+        for name, value in ((USER_COOKIE, user), (TENANT_COOKIE, tenant)):
+            if value is None:
+                response.delete_cookie(name, path=root, httponly=True, samesite="strict")
+            else:
+                set_cookie(response, request, root, name, value)
+        # A new token per session: one seen before login is worthless after it.
+        set_cookie(response, request, root, CSRF_COOKIE, new_csrf_token())
+        return response
+
+    @r.post("/logout")
+    async def logout(request: Request) -> Response:
+        form = await read_form(request)
+        if not check_csrf(request, form):
+            body = "The form expired or came from another page; you are still logged in."
+            ctx = _context(request, None, "Not logged out", body=body)
+            return render("message.html", 403, **ctx)
+        response = _redirect(f"{_root(request)}/login")
+        clear_session(response, request, _root(request))
+        return response
+
+    # -- threads -----------------------------------------------------------------
+
+    @r.get("/threads")
+    async def threads(
+        request: Request,
+        q: str = "",
+        user: str = "",
+        agent: str = "",
+        status: str = "",
+        page: str = "",
+        deleted: str = "",
+    ) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            number = _int(page, 1, 1, _MAX_PAGE)
+            rows, more = await _list_threads(
+                viewer.memory,
+                q=q.strip(),
+                user=UNSET if viewer.user_id else _opt(user),
+                agent=_opt(agent),
+                status=status if status in ("active", "archived") else None,
+                page=number,
+            )
+            ctx = _context(
+                request,
+                viewer,
+                "Threads",
+                threads=rows,
+                q=q,
+                user=user,
+                agent=agent,
+                status=status,
+                pager=_pager(request, number, more),
+                notice=f"Thread {deleted} was deleted." if deleted else None,
+            )
+            return render("threads.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/thread")
+    async def thread(request: Request, id: str = "", branch: str = "", page: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
+            memory = viewer.memory
+            found = await memory.threads.require(thread_id)
+            name = branch or found.current_branch
+            number = _int(page, 1, 1, _MAX_PAGE)
+            branches = await memory.branches.list(thread_id)
+            entries = await memory.entries.list(
+                thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
+            )
+            total = await memory.entries.count(thread_id, branch=name)
+            ctx = _context(
+                request,
+                viewer,
+                found.title or found.id,
+                thread=found,
+                branch=name,
+                branches=branches,
+                entries=entries,
+                total=total,
+                tokens_on_page=sum(e.token_count for e in entries),
+                pager=_pager(request, number, number * PAGE_SIZE < total),
+            )
+            return render("thread.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/thread/context")
+    async def context(
+        request: Request,
+        id: str = "",
+        input: str = "",
+        system_prompt: str = "",
+        agent: str = "",
+        max_tokens: str = "",
+        reserve_tokens: str = "",
+        strategy: str = "recent",
+        facts: str = "",
+        semantic: str = "",
+    ) -> Response:
+        from memorybank._longterm import ContextOptions
+
+        async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
+            found = await viewer.memory.threads.require(thread_id)
+            who = agent.strip() or found.agent_id or ""
+            chosen: Strategy = (
+                "relevant"
+                if strategy == "relevant"
+                else "hybrid"
+                if strategy == "hybrid"
+                else "recent"
+            )
+            reserve = _int(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
+            options = ContextOptions(
+                max_tokens=_int(max_tokens, 4000, 1, _MAX_TOKENS),
+                strategy=chosen,
+                reserve_tokens=reserve,
+            )
+            form = {
+                "input": input,
+                "system_prompt": system_prompt,
+                "agent": who,
+                "max_tokens": options.max_tokens,
+                "reserve_tokens": "" if reserve is None else reserve,
+                "strategy": chosen,
+                "facts": bool(facts),
+                "semantic": bool(semantic),
+            }
+            ctx = None
+            error = None
+            budget: dict[str, int] = {
+                "max_tokens": options.max_tokens,
+                "reserve": options.reserve,
+                "available": options.available,
+            }
+            timeline: list[tuple[Entry, bool]] = []
+            if who:
+                ctx = await viewer.memory.build_context(
+                    thread_id,
+                    max_tokens=options.max_tokens,
+                    reserve_tokens=reserve,
+                    strategy=chosen,
+                    agent_id=who,
+                    user_id=found.user_id,  # the thread's owner: what its agent turns see
+                    system_prompt=system_prompt or None,
+                    current_input=input or None,
+                    include_facts=bool(facts),
+                    include_semantic_context=bool(semantic),
+                )
+                # Why each entry is in or out: the newest ones of the branch beside the choice.
+                chosen_ids = {e.id for e in ctx.entries}
+                recent = await viewer.memory.entries.list(thread_id, limit=_TIMELINE)
+                timeline = [(e, e.id in chosen_ids) for e in reversed(recent)]
+                history_tokens = sum(e.token_count for e in ctx.entries)
+                budget["system"] = ctx.token_count - history_tokens
+                budget["history_budget"] = max(0, options.available - budget["system"])
+                budget["history"] = history_tokens
+            else:
+                error = "This thread has no agent: name the agent the context is built for."
+            page_ctx = _context(
+                request,
+                viewer,
+                "build_context preview",
+                thread=found,
+                form=form,
+                strategies=_STRATEGIES,
+                ctx=ctx,
+                error=error,
+                budget=budget,
+                timeline=timeline,
+                timeline_limit=_TIMELINE,
+            )
+            return render("context.html", **page_ctx)
+
+        return await _page(request, view)
+
+    @r.get("/thread/delete")
+    async def delete_confirm(request: Request, id: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            thread_id = _required(id)
+            found = await viewer.memory.threads.require(thread_id)
+            count = await viewer.memory.entries.count(thread_id)
+            root = _root(request)
+            ctx = _context(
+                request,
+                viewer,
+                "Delete thread",
+                warning="This deletes the thread with all its entries and branches. "
+                "It cannot be undone.",
+                details=[
+                    ("Thread", found.id),
+                    ("Title", found.title or "(untitled)"),
+                    ("User", found.user_id or "—"),
+                    ("Entries on the current branch", str(count)),
+                ],
+                action=f"{root}/thread/delete",
+                hidden=[("id", found.id)],
+                expected=found.id,
+                button="Delete thread",
+                cancel=f"{root}/thread?id={quote(found.id, safe='')}",
+            )
+            return render("confirm.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.post("/thread/delete")
+    async def delete(request: Request) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            form = await read_form(request)
+            thread_id = _required(form.get("id"))
+            if not check_csrf(request, form):
+                return _refused(request, viewer, "The form expired or came from another page.")
+            if not _confirmed(form, thread_id):
+                return _refused(request, viewer, "The typed id did not match; nothing was deleted.")
+            if not await viewer.memory.threads.delete(thread_id):
+                raise NotFound(f"thread {thread_id!r} not found")
+            return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
+
+        return await _page(request, view)
+
+    # -- long-term memory --------------------------------------------------------
+
+    @r.get("/facts")
+    async def facts(
+        request: Request,
+        user: str = "",
+        agent: str = "",
+        category: str = "",
+        expired: str = "",
+        page: str = "",
+    ) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            number = _int(page, 1, 1, _MAX_PAGE)
+            rows = await viewer.memory.facts.list(
+                user_id=UNSET if viewer.user_id else _opt(user),
+                agent_id=_opt(agent),
+                category=category.strip() or None,
+                include_expired=bool(expired),
+            )
+            shown, more = _cut(rows, number)
+            ctx = _context(
+                request,
+                viewer,
+                "Facts",
+                facts=shown,
+                user=user,
+                agent=agent,
+                category=category,
+                expired=bool(expired),
+                pager=_pager(request, number, more),
+            )
+            return render("facts.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/fact")
+    async def fact(request: Request, id: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            fact_id = _required(id)
+            current = await viewer.memory.facts.get(fact_id)
+            history = await viewer.memory.facts.history(fact_id)
+            if current is None and not history:
+                raise NotFound(f"fact {fact_id!r} not found")
+            ctx = _context(request, viewer, "Fact", fact=current, history=history)
+            return render("fact.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/documents")
+    async def documents(request: Request, page: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            number = _int(page, 1, 1, _MAX_PAGE)
+            rows = await viewer.memory.documents.list(limit=number * PAGE_SIZE + 1)
+            shown, more = _cut(rows, number)
+            ctx = _context(
+                request,
+                viewer,
+                "Documents",
+                documents=shown,
+                pager=_pager(request, number, more),
+            )
+            return render("documents.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/document")
+    async def document(request: Request, id: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            document_id = _required(id)
+            found = await viewer.memory.documents.get(document_id)
+            if found is None:
+                raise NotFound(f"document {document_id!r} not found")
+            return render("document.html", **_context(request, viewer, "Document", document=found))
+
+        return await _page(request, view)
+
+    @r.get("/summaries")
+    async def summaries(request: Request, agent: str = "", user: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            recent = await viewer.memory.threads.list(limit=500)
+            agents = sorted({t.agent_id for t in recent if t.agent_id})
+            rows = []
+            if agent.strip():
+                rows = await viewer.memory.summaries.list(
+                    agent_id=agent.strip(), user_id=UNSET if viewer.user_id else _opt(user)
+                )
+            ctx = _context(
+                request,
+                viewer,
+                "Summaries",
+                agents=agents,
+                agent=agent.strip(),
+                user=user,
+                summaries=rows,
+            )
+            return render("summaries.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/search")
+    async def search(
+        request: Request,
+        q: str = "",
+        mode: str = "hybrid",
+        kinds: str = "entries,documents",
+        thread: str = "",
+        k: str = "",
+    ) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            chosen_mode: SearchMode = (
+                "keyword" if mode == "keyword" else "semantic" if mode == "semantic" else "hybrid"
+            )
+            chosen_kinds = kinds if kinds in _KINDS else "entries,documents"
+            count = _int(k, 10, 1, 100)
+            hits = []
+            error = None
+            if q.strip():
+                try:
+                    hits = await viewer.memory.search(
+                        q,
+                        k=count,
+                        mode=chosen_mode,
+                        thread_id=thread.strip() or None,
+                        kinds=_KINDS[chosen_kinds][1],
+                    )
+                except MemoryBankError as exc:  # e.g. semantic mode without an embedder
+                    error = str(exc)
+            ctx = _context(
+                request,
+                viewer,
+                "Search",
+                q=q,
+                mode=chosen_mode,
+                modes=_MODES,
+                kinds=chosen_kinds,
+                kind_choices=[(value, label) for value, (label, _) in _KINDS.items()],
+                thread=thread,
+                k=count,
+                hits=hits,
+                error=error,
+            )
+            return render("search.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.get("/graph")
+    async def graph(request: Request) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            return render("graph.html", **_context(request, viewer, "Knowledge graph"))
+
+        return await _page(request, view)
+
+    # -- forget a user -------------------------------------------------------------
+
+    @r.get("/forget")
+    async def forget_form(request: Request) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            return render("forget.html", **_context(request, viewer, "Forget a user"))
+
+        return await _page(request, view)
+
+    @r.get("/forget/confirm")
+    async def forget_confirm(request: Request, user: str = "") -> Response:
+        async def view(viewer: Viewer) -> Response:
+            target = user.strip()
+            if not target:
+                raise InvalidInput("name the user to forget", field="user")
+            root = _root(request)
+            ctx = _context(
+                request,
+                viewer,
+                "Forget a user",
+                warning=f"This erases everything derived from user {target} in tenant "
+                f"{viewer.tenant}: threads, entries, facts, documents, snapshots and "
+                "summaries. It cannot be undone.",
+                details=[],
+                action=f"{root}/forget",
+                hidden=[("user", target)],
+                expected=target,
+                button="Forget this user",
+                cancel=f"{root}/forget",
+            )
+            return render("confirm.html", **ctx)
+
+        return await _page(request, view)
+
+    @r.post("/forget")
+    async def forget(request: Request) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            form = await read_form(request)
+            target = form.get("user", "").strip()
+            if not check_csrf(request, form):
+                return _refused(request, viewer, "The form expired or came from another page.")
+            if not target or not _confirmed(form, target):
+                return _refused(request, viewer, "The typed id did not match; nothing was erased.")
+            gone = await viewer.memory.forget_user(target)
+            ctx = _context(
+                request,
+                viewer,
+                "User forgotten",
+                body=f"User {target} was forgotten: {gone} records erased.",
+            )
+            return render("message.html", **ctx)
+
+        return await _page(request, view)
+
+    return r
+
+
+def _refused(request: Request, viewer: Viewer, message: str) -> Response:
+    ctx = _context(request, viewer, "Nothing was changed", body=message)
+    return render("message.html", 403, **ctx)

@@ -1,0 +1,235 @@
+"""The inspector's pages over HTTP on every store (the browser suite runs on SQLite).
+
+The app runs in-process through httpx's ASGI transport with its lifespan, over
+a fresh store of each kind; the pages only call ``AsyncMemory``, so what must
+hold is that every store answers them alike.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import AsyncStore
+from memorybank._async.stores.memory import AsyncInMemoryStore
+from memorybank.server import create_app
+from memorybank.server.keys import KeyRing
+from tests.inspector._fixtures import ODD_ID, XSS, Seeded, seed
+from tests.reliability._harness import StoreSpec, provide, store_params
+
+# One seeded store per kind for the module (tables, keys and Argon2 hashes are the slow
+# part); the tests change disjoint things, so they do not depend on their order.
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("memory", id="memory"),
+        *store_params(("sqlite-full", "postgres", "mysql", "redis")),
+    ],
+)
+def store_kind(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StoreSpec | None]:
+    if request.param == "memory":
+        yield None
+    else:
+        yield from provide(request.param, tmp_path_factory.mktemp("inspector"))
+
+
+class Inspector:
+    """An HTTP client of the inspector with the seeded memory behind it."""
+
+    def __init__(self, client: httpx.AsyncClient, data: Seeded) -> None:
+        self.client = client
+        self.data = data
+
+    async def try_login(
+        self, key: str, user: str | None = None, tenant: str | None = None
+    ) -> httpx.Response:
+        self.client.cookies.clear()
+        await self.client.get("/ui/login")
+        form = {"csrf": self.csrf, "key": key, "user_id": user or "", "tenant": tenant or ""}
+        return await self.client.post("/ui/login", data=form)
+
+    async def login(self, key: str, user: str | None = None, tenant: str | None = None) -> None:
+        answer = await self.try_login(key, user, tenant)
+        assert answer.status_code == 303, answer.text
+        assert answer.headers["location"] == "/ui/threads"
+
+    async def page(self, path: str, status: int = 200) -> str:
+        answer = await self.client.get(path)
+        assert answer.status_code == status, (path, answer.status_code, answer.text[-500:])
+        assert answer.headers["cache-control"] == "no-store"
+        assert "script-src 'self'" in answer.headers["content-security-policy"]
+        return html.unescape(answer.text)
+
+    async def post(self, path: str, form: dict[str, str]) -> httpx.Response:
+        return await self.client.post(path, data=form)
+
+    @property
+    def csrf(self) -> str:
+        return self.client.cookies["mb_ui_csrf"]
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def inspector(store_kind: StoreSpec | None) -> AsyncIterator[Inspector]:
+    store: AsyncStore = AsyncInMemoryStore() if store_kind is None else store_kind.open_async()
+    try:
+        memory = AsyncMemory(store)
+        data = await seed(memory, paging_threads=0)
+        app = create_app(memory=memory, admin_key=ADMIN_KEY)
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
+                yield Inspector(client, data)
+    finally:
+        await store.close()
+
+
+ADMIN_KEY = "inspector-admin-key"
+
+
+def thread_ids(page: str) -> set[str]:
+    return set(re.findall(r'data-thread-id="([^"]+)"', page))
+
+
+async def test_pages_show_the_tenant_memory(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/threads")
+    assert {"t-orders", "t-bob", "t-xss"} <= thread_ids(page)
+    assert "g-secret" not in thread_ids(page)
+    assert thread_ids(await inspector.page("/ui/threads?user=alice")) == {"t-orders"}
+    assert thread_ids(await inspector.page("/ui/threads?agent=support&q=BOB")) == {"t-bob"}
+
+    page = await inspector.page("/ui/thread?id=t-orders")
+    assert "lookup_order" in page and '"order_id": "1234"' in page
+    assert page.count('class="entry role-') == 4 and "retry" in page
+    assert (await inspector.page("/ui/thread?id=t-orders&branch=retry")).count('class="entry') == 1
+    await inspector.page("/ui/thread?id=t-orders&branch=nope", status=404)
+
+    page = await inspector.page(
+        "/ui/thread/context?id=t-orders&input=lamp&facts=1&system_prompt=Be+kind&max_tokens=4000"
+    )
+    assert "1 fact(s)" in page and "Alice prefers phone contact" in page
+    assert re.search(r'id="included">4 of 4<', page)
+    assert "Be kind" in page
+
+    page = await inspector.page(f"/ui/fact?id={inspector.data.fact_id}")
+    assert "Alice prefers email contact" in page and "Alice prefers phone contact" in page
+    assert "extraction" in page
+    assert "refundable within 30 days" in await inspector.page("/ui/documents")
+    assert "Alice had a broken lamp" in await inspector.page("/ui/summaries?agent=support")
+
+    page = await inspector.page("/ui/search?q=pelican+lamp&mode=keyword")
+    assert "pelican-shaped lamp arrived broken" in page and "globex" not in page
+    assert 'class="signal"' in page
+    page = await inspector.page("/ui/search?q=pelican+lamp")  # hybrid, no embedder
+    assert "pelican-shaped lamp arrived broken" in page and "globex" not in page
+    page = await inspector.page("/ui/search?q=pelican&mode=semantic")
+    assert 'id="error"' in page  # no embedder: said on the page, not a server error
+    page = await inspector.page("/ui/thread?id=t-xss")
+    assert XSS in page  # shown as text: unescaping the page gives the stored markup back
+    raw = (await inspector.client.get("/ui/thread?id=t-xss")).text
+    assert "<script>window.pwned" not in raw
+
+    page = await inspector.page("/ui/threads?q=odd")  # an id that is no URL path segment
+    assert thread_ids(page) == {ODD_ID}
+    link = re.search(r'href="(/ui/thread\?id=[^"]+)"', page)
+    assert link is not None
+    assert "an odd id" in await inspector.page(html.unescape(link.group(1)))
+    await inspector.page("/ui/thread", status=422)
+
+
+async def test_destructive_actions_need_the_token_and_the_typed_id(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    await inspector.page("/ui/thread/delete?id=t-doomed")
+    refused = [
+        {"id": "t-doomed", "confirm": "t-doomed"},  # no token
+        {"id": "t-doomed", "confirm": "t-doomed", "csrf": "guess"},
+        {"id": "t-doomed", "confirm": "t-doome", "csrf": inspector.csrf},
+    ]
+    for form in refused:
+        assert (await inspector.post("/ui/thread/delete", form)).status_code == 403
+    assert "t-doomed" in thread_ids(await inspector.page("/ui/threads"))
+    done = await inspector.post(
+        "/ui/thread/delete", {"id": "t-doomed", "confirm": "t-doomed", "csrf": inspector.csrf}
+    )
+    assert done.status_code == 303
+    assert "t-doomed" not in thread_ids(await inspector.page(done.headers["location"]))
+
+    await inspector.page("/ui/forget/confirm?user=carol")
+    wrong = await inspector.post("/ui/forget", {"user": "carol", "confirm": "bob", "csrf": "x"})
+    assert wrong.status_code == 403
+    done = await inspector.post(
+        "/ui/forget", {"user": "carol", "confirm": "carol", "csrf": inspector.csrf}
+    )
+    assert "User carol was forgotten: 2 records erased" in html.unescape(done.text)
+    left = thread_ids(await inspector.page("/ui/threads"))
+    assert "t-carol" not in left and {"t-orders", "t-bob", "t-xss"} <= left
+
+
+async def test_another_tenant_or_user_sees_only_its_own(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.other_key)
+    assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}
+    await inspector.page("/ui/thread?id=t-orders", status=404)
+    await inspector.page("/ui/thread/context?id=t-orders", status=404)
+    await inspector.page(f"/ui/fact?id={inspector.data.fact_id}", status=404)
+    page = await inspector.page("/ui/search?q=pelican+lamp&mode=keyword")
+    assert "globex pelican merger" in page and "arrived broken" not in page
+    denied = await inspector.post(
+        "/ui/thread/delete", {"id": "t-orders", "confirm": "t-orders", "csrf": inspector.csrf}
+    )
+    assert denied.status_code == 404
+
+    await inspector.login(inspector.data.key, user="bob")
+    assert thread_ids(await inspector.page("/ui/threads")) == {"t-bob"}
+    await inspector.page("/ui/thread?id=t-orders", status=403)
+    assert "Alice prefers" not in await inspector.page("/ui/facts")
+    refused = await inspector.post(
+        "/ui/forget", {"user": "alice", "confirm": "alice", "csrf": inspector.csrf}
+    )
+    assert refused.status_code == 422  # a user's view may only forget that user
+
+
+async def test_a_revoked_key_ends_the_session(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    inspector.client.cookies.clear()
+    inspector.client.cookies.set("mb_ui_key", inspector.data.revoked_key, "ui.test", "/ui")
+    answer = await inspector.client.get("/ui/threads")
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/ui/login?next=%2Fui%2Fthreads&expired=1")
+
+
+async def test_the_admin_key_views_the_tenant_it_names(inspector: Inspector) -> None:
+    refused = await inspector.try_login(ADMIN_KEY)
+    assert refused.status_code == 422 and "X-Tenant-Id" in refused.text
+    await inspector.login(ADMIN_KEY, tenant=inspector.data.tenant)
+    page = await inspector.page("/ui/threads")
+    assert "t-orders" in thread_ids(page) and "(admin key)" in page
+    await inspector.login(inspector.data.other_key, tenant=inspector.data.tenant)
+    assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}  # a key's own tenant
+
+
+async def test_a_store_that_fails_gives_an_html_503() -> None:
+    store = AsyncInMemoryStore()
+    memory = AsyncMemory(store)
+    _, key = await KeyRing(store).create("down")
+    app = create_app(memory=memory)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
+            await client.get("/ui/login")
+            form = {"csrf": client.cookies["mb_ui_csrf"], "key": key}
+            assert (await client.post("/ui/login", data=form)).status_code == 303
+            await store.close()
+            answer = await client.get("/ui/threads")
+    assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
+    assert answer.headers["content-type"].startswith("text/html")
