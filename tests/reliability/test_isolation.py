@@ -49,6 +49,7 @@ from memorybank._sync.memory import (
 )
 from memorybank._sync.sessions import SessionManager as SyncSessions
 from memorybank._sync.turn import Turn
+from memorybank.retention import RetentionPolicy
 from tests.all_stores import STORE_KINDS, open_store
 
 SECRET = "zanzibar-alice-secret"
@@ -176,6 +177,13 @@ def forbidden(call: Callable[[], Any]) -> bool:
     return True
 
 
+def refused(call: Callable[[], Any], field: str) -> bool:
+    with pytest.raises(InvalidInput) as caught:
+        call()
+    assert caught.value.field == field
+    return True
+
+
 def conflict(call: Callable[[], Any]) -> bool:
     with pytest.raises(Conflict) as caught:
         call()
@@ -235,6 +243,10 @@ CASES: dict[str, Callable[[World], object]] = {
         widening(lambda: w.bob.working(w.run, user_id="alice")),
     ),
     "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
+    # retention covers a whole tenant: a scoped handle may not prune at all
+    "Memory.prune": lambda w: refused(
+        lambda: w.bob.prune(RetentionPolicy(max_entries_per_thread=0)), "scope"
+    ),
     "Memory.search": lambda w: (
         denied(lambda: w.bob.search(SECRET, k=50)),
         denied(lambda: w.bob.search(SECRET, k=50, mode="keyword")),
