@@ -70,6 +70,17 @@ async def test_library_errors_map_to_statuses(api: Api) -> None:
     other = {**first, "content": "b"}
     r = await c.post("/v1/threads/t1/entries", json=other, headers=key)
     assert_error(r, 409, "conflict")
+    # The same key as an Idempotency-Key header is the same request.
+    header = {**key, "Idempotency-Key": "k1"}
+    plain = {"role": "user", "content": "a"}
+    by_header = await c.post("/v1/threads/t1/entries", json=plain, headers=header)
+    assert by_header.json()["id"] == one.json()["id"]
+    r = await c.post("/v1/threads/t1/entries", json=other, headers=header)
+    assert_error(r, 409, "conflict")
+    r = await c.post(
+        "/v1/threads/t1/entries", json={**plain, "idempotency_key": "k2"}, headers=header
+    )
+    assert_error(r, 422, "invalid_input", "idempotency_key")
     # ThreadForbidden: 403.
     await c.post("/v1/threads", json={"thread_id": "owned", "user_id": "u1"}, headers=key)
     r = await c.get("/v1/threads/owned", headers={**key, "X-User-Id": "u2"})

@@ -90,17 +90,22 @@ async def caller(
     if credentials is None or not credentials.credentials:
         raise _unauthorized("missing API key (Authorization: Bearer <key>)")
     secret = credentials.credentials
-    user = None if x_user_id is None else v.check_id(x_user_id, "X-User-Id")
+    state = request.scope.setdefault("state", {})  # the key id goes to the access log
     admin_key: str | None = request.app.state.admin_key
+    # Authenticate first: an unauthenticated request learns nothing, not even 422s.
     if admin_key is not None and hmac.compare_digest(secret.encode(), admin_key.encode()):
+        state["key_id"] = "admin"
         tenant = None if x_tenant_id is None else check_tenant(x_tenant_id, "X-Tenant-Id")
-        request.scope.setdefault("state", {})["key_id"] = "admin"
-        return Caller(tenant=tenant, key_id=None, is_admin=True, user_id=user)
+        return Caller(tenant=tenant, key_id=None, is_admin=True, user_id=_user(x_user_id))
     info = await key_ring(request).verify(secret)
     if info is None:
         raise _unauthorized("invalid or revoked API key")
-    request.scope.setdefault("state", {})["key_id"] = info.id  # for the access log
-    return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=user)
+    state["key_id"] = info.id
+    return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(x_user_id))
+
+
+def _user(header: str | None) -> str | None:
+    return None if header is None else v.check_id(header, "X-User-Id")
 
 
 async def tenant_caller(who: Annotated[Caller, Depends(caller)]) -> Caller:

@@ -12,8 +12,9 @@ Each app has its own registry. With several worker processes, set
 ``/metrics`` adds up every worker's values.
 
 Every request is logged once, as one JSON object, on the
-``memorybank.server.access`` logger (method, route, path, status, duration,
-request id, tenant key id, error code).
+``memorybank.server.access`` logger (method, route template, status, duration,
+request id, key id, error code). The path itself is not logged: it names
+threads and users, which ``forget_user`` must be able to erase.
 """
 
 from __future__ import annotations
@@ -136,7 +137,6 @@ class ObservabilityMiddleware:
                             "event": "request",
                             "method": scope["method"],
                             "route": template,
-                            "path": scope["path"],
                             "status": status,
                             "ms": round(elapsed * 1000, 3),
                             "request_id": state.get("request_id"),

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Header, Query, Response
 
-from memorybank.errors import NotFound
+from memorybank.errors import InvalidInput, NotFound
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import (
@@ -44,6 +44,21 @@ from memorybank.stores._types import UNSET
 __all__ = ["router"]
 
 BranchQuery = Annotated[str | None, Query(description="Branch (default: the current one).")]
+IdempotencyHeader = Annotated[
+    str | None,
+    Header(alias="Idempotency-Key", description="Same as the body's idempotency_key."),
+]
+
+
+def one_key(body: str | None, header: str | None) -> str | None:
+    """The request's idempotency key, given in the body or the header (not two different)."""
+    if body is not None and header is not None and body != header:
+        raise InvalidInput(
+            "idempotency_key and the Idempotency-Key header differ", field="idempotency_key"
+        )
+    return body if body is not None else header
+
+
 _NO_CONTENT = Response(status_code=204)
 
 
@@ -118,12 +133,16 @@ def router() -> APIRouter:
     # -- entries ------------------------------------------------------------------
 
     @api.post("/{thread_id}/entries", status_code=201, tags=["entries"], summary="Append")
-    async def add_entry(thread_id: str, body: EntryIn, memory: MemoryDep) -> EntryOut:
+    async def add_entry(
+        thread_id: str, body: EntryIn, memory: MemoryDep, idempotency_key: IdempotencyHeader = None
+    ) -> EntryOut:
+        """A retry with the same idempotency key (body field or ``Idempotency-Key``
+        header) returns the stored entry; the key reused for another message: 409."""
         entry = await memory.entries.add(
             thread_id,
             body.as_dict(),
             token_count=body.token_count,
-            idempotency_key=body.idempotency_key,
+            idempotency_key=one_key(body.idempotency_key, idempotency_key),
             created_at=body.created_at,
             branch=body.branch,
         )
@@ -135,11 +154,17 @@ def router() -> APIRouter:
         tags=["entries"],
         summary="Append several messages atomically",
     )
-    async def add_entries(thread_id: str, body: EntriesIn, memory: MemoryDep) -> list[EntryOut]:
+    async def add_entries(
+        thread_id: str,
+        body: EntriesIn,
+        memory: MemoryDep,
+        idempotency_key: IdempotencyHeader = None,
+    ) -> list[EntryOut]:
+        """All messages or none; the idempotency key names the whole batch."""
         entries = await memory.entries.add_many(
             thread_id,
             [m.as_dict() for m in body.messages],
-            idempotency_key=body.idempotency_key,
+            idempotency_key=one_key(body.idempotency_key, idempotency_key),
             created_at=body.created_at,
             branch=body.branch,
         )
