@@ -17,10 +17,10 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
 
+from memorybank._cli_common import UrlOption, _errors
 from memorybank._cli_read import open_existing, resolve_url
 from memorybank._sync.memory import DEFAULT_TENANT, Memory
 from memorybank._sync.portability import ImportReport, export_dump, import_dump
-from memorybank.cli import UrlOption, _errors
 from memorybank.errors import InvalidInput
 from memorybank.retention import RetentionPolicy
 

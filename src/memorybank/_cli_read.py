@@ -19,8 +19,8 @@ from rich.text import Text
 
 from memorybank import _dump
 from memorybank._async.stores.open import sqlite_path
+from memorybank._cli_common import TenantOption, UrlOption, _console, _errors, format_time
 from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
-from memorybank.cli import TenantOption, UrlOption, _console, _errors, format_time
 from memorybank.errors import NotFound
 from memorybank.stores._types import UNSET, Unset
 

@@ -18,9 +18,7 @@ status 1.
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from datetime import datetime
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -29,8 +27,9 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank import __version__
+from memorybank._cli_common import TenantOption, UrlOption, _console, _errors, format_time
 from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
-from memorybank.errors import MemoryBankError, NotFound
+from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores._types import UNSET
 
@@ -49,18 +48,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-UrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--url",
-        help=f"Store URL. Default: $MEMORYBANK_URL, else {DEFAULT_URL} (as Memory()).",
-        show_default=False,
-    ),
-]
-TenantOption = Annotated[
-    str, typer.Option("--tenant", help="Tenant to read and write (hard isolation).")
-]
-
 
 class Status(enum.StrEnum):
     """Thread status filter."""
@@ -70,11 +57,6 @@ class Status(enum.StrEnum):
 
 
 # -- rendering (shared with the demo) -------------------------------------------
-
-
-def format_time(when: datetime) -> str:
-    """A record time as ``YYYY-MM-DD HH:MM:SS`` (records are UTC)."""
-    return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def format_content(entry: Entry, limit: int = CONTENT_CHARS) -> str:
@@ -148,23 +130,6 @@ def threads_table(threads: Sequence[Thread], *, title: str | None = None) -> Tab
 
 
 # -- plumbing -------------------------------------------------------------------
-
-
-def _console() -> Console:
-    # Built per call so that it writes to the sys.stdout of the moment (tests swap it).
-    return Console(highlight=False)
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    """Turn a ``MemoryBankError`` into one red line on stderr and exit status 1."""
-    try:
-        yield
-    except MemoryBankError as error:
-        message = " ".join(str(error).split()) or type(error).__name__
-        line = Text(f"error [{error.code}]: {message}", style="bold red")
-        Console(stderr=True, highlight=False).print(line, soft_wrap=True)
-        raise typer.Exit(1) from None
 
 
 def _version(value: bool) -> None:
@@ -469,11 +434,10 @@ def _serve_demo(url: str | None, host: str, port: int) -> None:
 
 # -- commands of their own modules (kept apart so parallel work merges cleanly) ----
 
-if __name__ != "__main__":  # under ``python -m`` the block at the end imports the real module
-    from memorybank import _cli_port, _cli_read  # they import this module's helpers
+from memorybank import _cli_port, _cli_read  # noqa: E402 (they register on ``app``)
 
-    _cli_read.register(app)
-    _cli_port.register(app)
+_cli_read.register(app)
+_cli_port.register(app)
 
 
 def main() -> None:
@@ -482,6 +446,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    from memorybank.cli import main as _main  # the module with every command registered
-
-    _main()
+    main()
