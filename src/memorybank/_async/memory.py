@@ -645,6 +645,8 @@ class AsyncEntries:
             state=dict(clean.state),
             token_count=token_count,
             created_at=created_at,
+            extra=dict(clean.extra),
+            item=None if clean.item is None else dict(clean.item),
         )
 
     async def add(
@@ -949,6 +951,13 @@ def _provider_dict(message: Message) -> dict[str, Any]:
         out["tool_calls"] = [call.to_dict() for call in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
+    if message.extra:
+        # the parts (counted text plus a fixed cost per other part), function_call, ...
+        out.update((k, x) for k, x in message.extra.items() if x is not None)
+    elif message.item is not None:
+        parts = message.item.get("content", message.item.get("output"))
+        if isinstance(parts, list):
+            out["content"] = parts
     return out
 
 
