@@ -386,7 +386,7 @@ class AsyncContract:
         self, memory: AsyncMemory
     ) -> None:
         tid = await self._thread(memory)
-        parts = [
+        parts: list[dict[str, Any]] = [
             {"type": "text", "text": "what is in this picture"},
             {
                 "type": "image_url",
@@ -912,7 +912,7 @@ class AsyncContract:
             ({"role": "user", "content": "x", "bogus": "a\x00"}, "extra"),
             ({"role": "user", "content": [{"type": "text", "text": "\ud800"}]}, "content"),
             ({"role": "user", "content": [{"text": "no type"}]}, "content"),
-            ({"type": "function_call", "call_id": "", "name": "f", "arguments": "{}"}, "tool_calls"),
+            ({"type": "function_call", "call_id": "", "name": "f"}, "tool_calls"),
             ("just a string", "message"),
         ],
     )

@@ -387,7 +387,7 @@ class SyncContract:
         self, memory: Memory
     ) -> None:
         tid = self._thread(memory)
-        parts = [
+        parts: list[dict[str, Any]] = [
             {"type": "text", "text": "what is in this picture"},
             {
                 "type": "image_url",
@@ -913,7 +913,7 @@ class SyncContract:
             ({"role": "user", "content": "x", "bogus": "a\x00"}, "extra"),
             ({"role": "user", "content": [{"type": "text", "text": "\ud800"}]}, "content"),
             ({"role": "user", "content": [{"text": "no type"}]}, "content"),
-            ({"type": "function_call", "call_id": "", "name": "f", "arguments": "{}"}, "tool_calls"),
+            ({"type": "function_call", "call_id": "", "name": "f"}, "tool_calls"),
             ("just a string", "message"),
         ],
     )
