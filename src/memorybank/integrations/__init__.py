@@ -1,0 +1,1 @@
+"""Adapters that plug memorybank into agent frameworks (each behind its own extra)."""
