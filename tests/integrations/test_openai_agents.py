@@ -132,6 +132,7 @@ async def test_the_runner_over_several_turns_reads_back_every_item_exactly(
     agent = _agent(model)
     session = MemorybankSession("chat-1", memory, user_id="alice", agent_id="weather")
     assert isinstance(session, Session)
+    assert session.session_settings is not None and session.session_settings.limit is None
 
     one = await Runner.run(agent, "Weather in Paris?", session=session)
     assert one.final_output == "It is 21C in Paris."
@@ -184,7 +185,7 @@ async def test_limit_never_splits_a_call_from_its_output(memory: AsyncMemory) ->
     assert await session.get_items(limit=2) == items[3:]
     assert await session.get_items(limit=3) == items[1:]
     assert await session.get_items(limit=0) == []
-    assert await session.get_items(limit=-1) == items
+    assert await session.get_items(limit=-1) == []
     limited = MemorybankSession("chat-2", memory, session_settings={"limit": 3})
     assert await limited.get_items() == items[1:]
 

@@ -92,8 +92,11 @@ class MemorybankSession:
         self.user_id = v.check_optional_id(user_id, "user_id")
         self.agent_id = v.check_optional_id(agent_id, "agent_id")
         self._memory = memory
+        # as the SDK's own sessions: an empty ``SessionSettings`` when none is given
         self.session_settings = (
-            None if session_settings is None else coerce_session_settings(session_settings)
+            SessionSettings()
+            if session_settings is None
+            else coerce_session_settings(session_settings)
         )
 
     def _handle(self, wrapper: RunContextWrapper[Any] | None) -> AsyncMemory:
@@ -118,16 +121,16 @@ class MemorybankSession:
     ) -> list[TResponseInputItem]:
         """The newest ``limit`` items (default: the settings' limit, else all), oldest first.
 
-        ``limit=0`` returns nothing and a negative limit everything, as the
-        SDK's own SQLite session does.
+        A limit of 0 or below returns nothing, as the SDK's Redis, MongoDB and
+        Dapr sessions do (and its SQLite session since it stopped reading a
+        negative limit as "everything").
         """
         memory = self._handle(wrapper)
         thread_id = await self._thread(memory)
         resolved = resolve_session_limit(limit, self.session_settings)
-        if resolved == 0:
+        if resolved is not None and resolved <= 0:
             return []
-        window = None if resolved is None or resolved < 0 else resolved
-        entries = await memory.entries.list(thread_id, limit=window)
+        entries = await memory.entries.list(thread_id, limit=resolved)
         return cast("list[TResponseInputItem]", [e.to_message() for e in entries])
 
     async def add_items(
