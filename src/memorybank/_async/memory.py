@@ -271,15 +271,19 @@ class AsyncMemory:
         user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message to the thread's current branch and bump its ``updated_at``."""
-        message = {
+        message: dict[str, Any] = {
             "role": role,
             "content": content,
-            "name": name,
-            "tool_calls": list(tool_calls),
-            "tool_call_id": tool_call_id,
             "metadata": metadata,
             "state": state,
         }
+        # only the fields given: an empty one in a provider dict is kept as given
+        if name is not None:
+            message["name"] = name
+        if tool_calls:
+            message["tool_calls"] = list(tool_calls)
+        if tool_call_id is not None:
+            message["tool_call_id"] = tool_call_id
         return await self.entries.add(
             thread_id,
             message,
