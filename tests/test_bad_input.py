@@ -125,7 +125,7 @@ def _add(message: dict[str, Any], **kw: Any) -> Call:
     return lambda s: s.memory.entries.add(s.thread_id, message, **kw)
 
 
-def _user(content: str = "hi", **fields: Any) -> dict[str, Any]:
+def _user(content: Any = "hi", **fields: Any) -> dict[str, Any]:
     return {"role": "user", "content": content, **fields}
 
 
@@ -170,11 +170,43 @@ CASES: dict[str, tuple[Call, str]] = {
     # -- entries: text ------------------------------------------------------------------
     "content lone surrogate": (_add(_user("a\ud800b")), "content"),
     "content NUL": (_add(_user("a\x00b")), "content"),
-    "content not a string": (_add(_user(b"bytes")), "content"),  # type: ignore[arg-type]
+    "content not a string": (_add(_user(b"bytes")), "content"),
     "name lone surrogate": (_add(_user(name="\udc00")), "name"),
     "name NUL": (_add(_user(name="a\x00")), "name"),
     "name too long": (_add(_user(name="n" * 1001)), "name"),
-    "unknown message key": (_add(_user(bogus=1)), "bogus"),
+    # -- entries: provider payloads (extra fields, content parts, Responses items) ----------
+    "extra field NUL": (_add(_user(refusal="a\x00")), "extra"),
+    "extra field key surrogate": (_add({"role": "user", "content": "x", "\ud800": 1}), "extra"),
+    "extra field a set": (_add(_user(audio={1, 2})), "extra"),
+    "content part text NUL": (_add(_user([{"type": "text", "text": "a\x00"}])), "content"),
+    "content part url surrogate": (
+        _add(_user([{"type": "image_url", "image_url": {"url": "\ud800"}}])),
+        "content",
+    ),
+    "content part without a type": (_add(_user([{"text": "x"}])), "content"),
+    "content part a string": (_add(_user(["x"])), "content"),
+    "content text part without text": (_add(_user([{"type": "text"}])), "content"),
+    "content parts beyond 16 MiB": (
+        _add(_user([{"type": "image_url", "image_url": {"url": "x" * 2**24}}])),
+        "content",
+    ),
+    "item type not a string": (_add({"type": 5, "role": "user", "content": "x"}), "item"),
+    "item summary NUL": (
+        _add({"type": "reasoning", "summary": [{"type": "summary_text", "text": "\x00"}]}),
+        "item",
+    ),
+    "item message unknown role": (
+        _add({"type": "message", "role": "robot", "content": "x"}),
+        "role",
+    ),
+    "item call id with a newline": (
+        _add({"type": "function_call", "call_id": "c\n1", "name": "f", "arguments": "{}"}),
+        "tool_calls",
+    ),
+    "item output call id with a newline": (
+        _add({"type": "function_call_output", "call_id": "c\n1", "output": "x"}),
+        "tool_call_id",
+    ),
     "role not hashable": (_add({"role": ["user"], "content": "x"}), "role"),
     # -- entries: JSON ------------------------------------------------------------------
     "metadata key surrogate": (_add(_user(metadata={"\ud800": 1})), "metadata"),

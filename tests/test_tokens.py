@@ -21,6 +21,7 @@ from memorybank.tokens import (
     DEFAULT_ENCODING,
     MESSAGE_OVERHEAD_TOKENS,
     NAME_OVERHEAD_TOKENS,
+    NON_TEXT_PART_TOKENS,
     REPLY_PRIMING_TOKENS,
     TOOL_CALL_OVERHEAD_TOKENS,
     OpenAITokenizer,
@@ -332,7 +333,7 @@ def test_content_parts_count_their_text(tok: Tokenizer) -> None:
             {"type": "text", "text": "hello world"},
         ],
     }
-    assert count_message_tokens(tok, msg) == 3 + 1 + 2 + 2
+    assert count_message_tokens(tok, msg) == 3 + 1 + 2 + NON_TEXT_PART_TOKENS + 2
 
 
 EXAMPLE_MESSAGES = [

@@ -18,7 +18,8 @@ made it.
 Fingerprint. The SHA-256 (hex) of a canonical JSON array holding, for every
 message of the request in order, its ``role``, ``content``, ``name``,
 ``tool_calls`` (``[id, name, arguments]`` each), ``tool_call_id``,
-``metadata`` and ``state``, as validated. Ids, ``created_at`` and
+``metadata`` and ``state``, then ``extra`` and ``item`` (the provider payload
+kept verbatim) when either is set, as validated. Ids, ``created_at`` and
 ``token_count`` are left out: a retry gets a new id and time, and may count
 tokens differently. Every message of a request carries the request's
 fingerprint, so a retried batch with one message more, one less, or any
@@ -51,6 +52,9 @@ def fingerprint(entries: Sequence[NewEntry]) -> str:
             e.tool_call_id,
             e.metadata,
             e.state,
+            # only when present: a plain message keeps the fingerprint it had before
+            # payloads existed, so a retry across an upgrade still matches
+            *([e.extra, e.item] if e.extra or e.item is not None else []),
         ]
         for e in entries
     ]

@@ -38,8 +38,10 @@ __all__ = [
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
+    "MAX_PAYLOAD_CHARS",
     "MAX_TIME",
     "MIN_TIME",
+    "TEXT_PART_TYPES",
     "as_message",
     "check_id",
     "check_json_object",
@@ -65,6 +67,8 @@ MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 FLOAT32_MAX = 3.4028234663852886e38
 _INT64 = (-(2**63), 2**63 - 1)
 _MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "state"}
+#: Column keys whose empty value (``None``, ``[]``) is kept in ``extra`` as given.
+_EMPTY_KEPT = frozenset({"name", "tool_calls", "tool_call_id"})
 
 
 def _text_problem(value: str) -> str | None:
@@ -295,13 +299,146 @@ def _as_tool_call(value: object, index: int, max_chars: int) -> ToolCall:
     return ToolCall(id=str(call_id), name=str(name), arguments=str(arguments))
 
 
+#: Content part types whose ``text`` is the message's text (counted and indexed).
+TEXT_PART_TYPES = frozenset(
+    {"text", "input_text", "output_text", "refusal", "summary_text", "reasoning_text"}
+)
+#: Largest provider payload of one message (``extra`` or ``item``), in characters of
+#: its compact JSON: room for a base64 image or audio clip, bounded for every store.
+MAX_PAYLOAD_CHARS = 16 * 2**20
+
+
+def _payload(value: object, field: str) -> dict[str, Any]:
+    """A JSON object kept verbatim (``extra``, ``item``), bounded by ``MAX_PAYLOAD_CHARS``."""
+    plain = check_json_object(value, field)
+    size = len(json.dumps(plain, separators=(",", ":"), ensure_ascii=False))
+    if size > MAX_PAYLOAD_CHARS:
+        raise InvalidInput(
+            f"{field} has {size} characters of JSON; the limit is {MAX_PAYLOAD_CHARS}", field=field
+        )
+    return plain
+
+
+def _parts_text(parts: object, field: str) -> str:
+    """The text of a list of content parts: text-like parts joined by newlines.
+
+    Every part is an object with a string ``type``; a part of any other type
+    (``image_url``, ``input_audio``, ``file``, ``input_image``, types added
+    later) is kept verbatim and contributes no text.
+    """
+    if not isinstance(parts, list):
+        raise InvalidInput(f"{field} must be a string or a list of parts", field=field)
+    texts: list[str] = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+            raise InvalidInput(
+                f"{field}[{index}] must be an object with a string 'type'", field=field
+            )
+        if part["type"] in TEXT_PART_TYPES:
+            text = part.get("text", part.get("refusal"))
+            if not isinstance(text, str):
+                raise InvalidInput(f"{field}[{index}] has no string 'text'", field=field)
+            texts.append(text)
+    return "\n".join(texts)
+
+
+def _item_text(value: object, field: str) -> str:
+    """The text of a Responses item's ``content``/``output``/``summary`` (a string or parts)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return _parts_text(value, field)
+
+
+def _from_item(raw: Mapping[str, Any], max_content_chars: int) -> Message:
+    """A Responses API item: the raw item kept whole, the columns derived from it.
+
+    * ``message`` (or an input message with a ``type``): its ``role``, the text
+      of its content parts;
+    * a ``*_call`` item with a ``call_id`` (``function_call``,
+      ``custom_tool_call``, ``computer_call``, ``local_shell_call``, ...): an
+      assistant entry with one tool call ``(call_id, name or type, arguments)``
+      and no content;
+    * a ``*_call_output`` item with a ``call_id``: a ``tool`` entry answering
+      that call, its output text as content;
+    * anything else (``reasoning``, ``web_search_call``, ``file_search_call``,
+      ``image_generation_call``, ``mcp_list_tools``, ``compaction``, ...): an
+      assistant entry whose content is its text (a reasoning summary), else ``""``.
+    """
+    item = _payload(raw, "item")
+    kind = item.get("type")
+    if not isinstance(kind, str) or not kind:
+        raise InvalidInput("a Responses item needs a string 'type'", field="item")
+    call_id = item.get("call_id")
+    role: object = "assistant"
+    content: str | None
+    calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    if kind == "message":
+        role = item.get("role")
+        content = _item_text(item.get("content"), "content")
+    elif kind.endswith("_call") and call_id is not None:
+        name = item.get("name")
+        arguments = item.get("arguments", item.get("input", "{}"))
+        calls = (
+            _as_tool_call(
+                {
+                    "id": call_id,
+                    "name": name if isinstance(name, str) and name else kind,
+                    "arguments": arguments
+                    if isinstance(arguments, str)
+                    else dump_json(arguments, "item"),
+                },
+                0,
+                max_content_chars,
+            ),
+        )
+        content = None
+    elif kind.endswith("_call_output") and call_id is not None:
+        role = "tool"
+        tool_call_id = check_id(call_id, "tool_call_id")
+        output = item.get("output")
+        content = (
+            output
+            if isinstance(output, str)
+            else _item_text(output if isinstance(output, list) else None, "content")
+        )
+    else:
+        summary = item.get("summary", item.get("content"))
+        content = _item_text(summary if isinstance(summary, list | str) else None, "content")
+    if not isinstance(role, str) or role not in ROLES or (role == "tool" and not tool_call_id):
+        raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {role!r}", field="role")
+    if content is not None:
+        content = check_text(content, "content", max_chars=max_content_chars)
+    return Message(
+        role=cast(Role, role),
+        content=content,
+        tool_calls=calls,
+        tool_call_id=tool_call_id,
+        item=item,
+    )
+
+
 def as_message(value: object, *, max_content_chars: int) -> Message:
     """Validate a ``Message`` or provider-shaped dict and return a clean ``Message``.
 
-    ``content`` and each tool call's ``arguments`` hold at most
+    ``content`` (its text) and each tool call's ``arguments`` hold at most
     ``max_content_chars`` characters; ``name`` at most ``MAX_LABEL_CHARS``.
+
+    Provider shapes are kept verbatim (the README's "Messages as providers
+    shape them"): a dict with a ``"type"`` is a Responses API item (see
+    ``_from_item``); a chat message's ``content`` may be a list of parts
+    (objects with a string ``type``; unknown types are kept, only text-like
+    parts give text), and fields beyond the columns (``refusal``,
+    ``annotations``, ``audio``, ``function_call``, ...) go to ``extra``. Every
+    string inside, keys included, follows the text rules (no NUL, no lone
+    surrogate); the payload's JSON is at most ``MAX_PAYLOAD_CHARS``.
     """
+    extra: dict[str, Any] = {}
     if isinstance(value, Message):
+        if value.item is not None:
+            return _from_item(value.item, max_content_chars)
         raw: Mapping[str, Any] = {
             "role": value.role,
             "content": value.content,
@@ -311,17 +448,21 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
             "metadata": value.metadata,
             "state": value.state,
         }
+        extra = _payload(value.extra, "extra")
     elif isinstance(value, Mapping):
+        if "type" in value:
+            return _from_item(value, max_content_chars)
         raw = value
-        unknown = [k for k, v in raw.items() if k not in _MESSAGE_KEYS and v is not None]
-        if unknown:
-            first = unknown[0]
-            raise InvalidInput(
-                f"unknown message field(s): {', '.join(sorted(map(repr, unknown)))}",
-                field=first
-                if isinstance(first, str) and first.isprintable() and first
-                else "message",
-            )
+        # Everything beyond the columns, and a column key given empty (``"tool_calls":
+        # None`` from an SDK's ``model_dump()``), is kept so ``to_message()`` gives it back.
+        extra = _payload(
+            {
+                k: x
+                for k, x in raw.items()
+                if k not in _MESSAGE_KEYS or (k in _EMPTY_KEPT and (x is None or x == []))
+            },
+            "extra",
+        )
     else:
         raise InvalidInput("message must be a memorybank.Message or a dict", field="message")
 
@@ -329,6 +470,13 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
     if not isinstance(role, str) or role not in ROLES:
         raise InvalidInput(f"role must be one of {sorted(ROLES)}, got {role!r}", field="role")
     content = raw.get("content")
+    if isinstance(content, list):
+        parts = _payload({"content": content}, "content")["content"]
+        extra["content"] = parts
+        content = _parts_text(parts, "content")
+    elif "content" in extra:
+        # ``extra`` set by hand cannot smuggle in a second content
+        raise InvalidInput("extra must not hold 'content'", field="extra")
     if content is not None:
         content = check_text(content, "content", max_chars=max_content_chars)
     raw_calls = raw.get("tool_calls")
@@ -339,9 +487,15 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
     calls = tuple(_as_tool_call(c, i, max_content_chars) for i, c in enumerate(raw_calls))
     if calls and role != "assistant":
         raise InvalidInput("only assistant messages can carry tool_calls", field="tool_calls")
-    if content is None and not calls:
+    # An assistant may answer with no text: tool calls, a refusal, audio, a legacy
+    # function_call (what the OpenAI SDK returns in those cases).
+    if content is None and not (
+        role == "assistant"
+        and (calls or any(x is not None for k, x in extra.items() if k not in _EMPTY_KEPT))
+    ):
         raise InvalidInput(
-            "content is required (only an assistant message with tool_calls may omit it)",
+            "content is required (only an assistant message with tool_calls, a refusal,"
+            " audio or a function_call may omit it)",
             field="content",
         )
     tool_call_id = check_optional_id(raw.get("tool_call_id"), "tool_call_id")
@@ -360,4 +514,5 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         tool_call_id=tool_call_id,
         metadata=check_json_object(raw.get("metadata"), "metadata"),
         state=check_json_object(raw.get("state"), "state"),
+        extra=extra,
     )

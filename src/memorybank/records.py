@@ -9,6 +9,7 @@ timezone-aware UTC ``datetime`` with microsecond precision on every store.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,8 +30,8 @@ __all__ = [
     "ToolCall",
 ]
 
-Role = Literal["system", "user", "assistant", "tool"]
-ROLES: frozenset[str] = frozenset({"system", "user", "assistant", "tool"})
+Role = Literal["system", "developer", "user", "assistant", "tool"]
+ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})
 ThreadStatus = Literal["active", "archived"]
 
 
@@ -60,7 +61,9 @@ class Message:
 
     Only an assistant message with ``tool_calls`` may omit ``content``; a ``tool``
     message needs ``tool_call_id``. ``metadata`` is yours to filter on; ``state``
-    is custom per-event data (the AG-Kit "state").
+    is custom per-event data (the AG-Kit "state"). ``extra`` and ``item`` are
+    the provider payload kept verbatim (see ``Entry``); a provider dict fills
+    them itself, so they are rarely set by hand.
     """
 
     role: Role
@@ -70,6 +73,8 @@ class Message:
     tool_call_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     state: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    item: Mapping[str, Any] | None = None
 
 
 @dataclass(slots=True)
@@ -97,6 +102,21 @@ class Entry:
     may be set in the past for imports; it never changes the order.
     ``idempotency_key`` is the key it was stored under: the caller's key, or
     ``key + "\x1f" + str(i)`` for message ``i >= 1`` of an ``add_many`` batch.
+
+    Provider shapes. ``content`` is always the message's *text* (what keyword
+    search indexes and summaries read); the provider payload beyond the columns
+    is kept verbatim, so ``to_message()`` returns exactly what was given:
+
+    * ``extra``: the chat message's other fields (``refusal``, ``annotations``,
+      ``audio``, ``function_call``, ...) and, when ``content`` was a list of
+      parts, that list under ``"content"`` (``content`` then holds the text
+      parts joined by newlines).
+    * ``item``: a whole Responses API item (a dict with a ``"type"``:
+      ``message``, ``function_call``, ``function_call_output``, ``reasoning``,
+      ...), returned as is; its columns are derived from it (see the README's
+      Concepts): ``function_call``-like items are assistant entries with one
+      tool call (``call_id``), their ``*_output`` items tool entries, so
+      windows keep pairs whole.
     """
 
     id: str
@@ -113,14 +133,21 @@ class Entry:
     token_count: int
     created_at: datetime
     idempotency_key: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    item: dict[str, Any] | None = None
 
     def to_message(self) -> dict[str, Any]:
-        """The provider-shaped (OpenAI chat) dict for this entry.
+        """The provider-shaped dict for this entry: exactly what was stored.
 
-        Always has ``role`` and ``content`` (``None`` only for an assistant message
-        that just calls tools); ``name``, ``tool_calls`` and ``tool_call_id`` are
-        present only when set, because providers reject empty values for them.
+        A Responses item comes back as the item (a fresh deep copy). A chat
+        message always has ``role`` and ``content`` (``None`` only for an
+        assistant message that just calls tools; the list of parts when it was
+        given as parts); ``name``, ``tool_calls`` and ``tool_call_id`` are
+        present only when set, because providers reject empty values for them;
+        ``extra`` fields are added back as given.
         """
+        if self.item is not None:
+            return copy.deepcopy(self.item)
         message: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.name is not None:
             message["name"] = self.name
@@ -128,6 +155,8 @@ class Entry:
             message["tool_calls"] = [call.to_dict() for call in self.tool_calls]
         if self.tool_call_id is not None:
             message["tool_call_id"] = self.tool_call_id
+        if self.extra:
+            message.update(copy.deepcopy(self.extra))
         return message
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_ENCODING",
     "MESSAGE_OVERHEAD_TOKENS",
     "NAME_OVERHEAD_TOKENS",
+    "NON_TEXT_PART_TOKENS",
     "REPLY_PRIMING_TOKENS",
     "SUPPORTED_ENCODINGS",
     "TOOL_CALL_OVERHEAD_TOKENS",
@@ -89,6 +90,15 @@ MESSAGE_OVERHEAD_TOKENS: Final = 3
 
 NAME_OVERHEAD_TOKENS: Final = 1
 """Extra token a message with a ``name`` field costs: the cookbook's ``tokens_per_name``."""
+
+NON_TEXT_PART_TOKENS: Final = 85
+"""Fixed tokens charged per non-text content part (image, audio, file, unknown type).
+
+What such a part costs depends on the model and the media (an image's tiles, an
+audio clip's length) and cannot be known without decoding it. 85 is OpenAI's
+published base cost of an image at ``detail: "low"``, the smallest cost a real
+image part has; a budget that must be exact for media should pass
+``token_count`` explicitly."""
 
 TOOL_CALL_OVERHEAD_TOKENS: Final = 3
 """Fixed tokens charged per entry of an assistant message's ``tool_calls``.
@@ -410,11 +420,15 @@ def _content_tokens(tokenizer: Tokenizer, content: Any) -> int:
                 total += tokenizer.count(part)
             elif isinstance(part, Mapping):
                 # Text parts ({"type": "text", "text": ...}) and refusals count as
-                # text; image, audio and file parts are not text and are not counted.
+                # text; image, audio, file and unknown parts cost a fixed amount.
+                counted = False
                 for key in ("text", "refusal"):
                     value = part.get(key)
                     if isinstance(value, str):
                         total += tokenizer.count(value)
+                        counted = True
+                if not counted:
+                    total += NON_TEXT_PART_TOKENS
             else:
                 raise InvalidInput(
                     f"message content part must be a mapping, got {type(part).__name__}",
@@ -455,8 +469,8 @@ def count_message_tokens(tokenizer: Tokenizer, message: Mapping[str, Any]) -> in
     name's tokens when ``name`` is set. On top of the recipe:
 
     * ``content`` may be ``None`` (0 tokens) or a list of content parts, whose
-      ``text`` (and ``refusal``) strings are counted; image, audio and file parts
-      are not text and are not counted.
+      ``text`` (and ``refusal``) strings are counted; a part without text
+      (image, audio, file, an unknown type) costs :data:`NON_TEXT_PART_TOKENS`.
     * each entry of an assistant's ``tool_calls``
       (``{"id", "type": "function", "function": {"name", "arguments"}}``) costs
       :data:`TOOL_CALL_OVERHEAD_TOKENS` plus the tokens of the function name, the

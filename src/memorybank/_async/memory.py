@@ -283,15 +283,19 @@ class AsyncMemory:
         user_id: str | Unset | None = UNSET,
     ) -> Entry:
         """Append one message to the thread's current branch and bump its ``updated_at``."""
-        message = {
+        message: dict[str, Any] = {
             "role": role,
             "content": content,
-            "name": name,
-            "tool_calls": list(tool_calls),
-            "tool_call_id": tool_call_id,
             "metadata": metadata,
             "state": state,
         }
+        # only the fields given: an empty one in a provider dict is kept as given
+        if name is not None:
+            message["name"] = name
+        if tool_calls:
+            message["tool_calls"] = list(tool_calls)
+        if tool_call_id is not None:
+            message["tool_call_id"] = tool_call_id
         return await self.entries.add(
             thread_id,
             message,
@@ -678,6 +682,8 @@ class AsyncEntries:
             state=dict(clean.state),
             token_count=token_count,
             created_at=created_at,
+            extra=dict(clean.extra),
+            item=None if clean.item is None else dict(clean.item),
         )
 
     async def add(
@@ -982,6 +988,13 @@ def _provider_dict(message: Message) -> dict[str, Any]:
         out["tool_calls"] = [call.to_dict() for call in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
+    if message.extra:
+        # the parts (counted text plus a fixed cost per other part), function_call, ...
+        out.update((k, x) for k, x in message.extra.items() if x is not None)
+    elif message.item is not None:
+        parts = message.item.get("content", message.item.get("output"))
+        if isinstance(parts, list):
+            out["content"] = parts
     return out
 
 

@@ -192,6 +192,8 @@ def _new_entry(entry: Entry) -> NewEntry:
         token_count=entry.token_count,
         created_at=entry.created_at,
         idempotency_key=entry.idempotency_key,
+        extra=entry.extra,
+        item=entry.item,
     )
 
 

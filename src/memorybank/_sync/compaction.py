@@ -288,6 +288,10 @@ class CompactionService:
         for entry in older:
             if entry.content is None or COMPACTED_KEY in entry.state or is_summary(entry):
                 continue
+            if entry.item is not None or "content" in entry.extra:
+                # Kept verbatim (a Responses item, or content parts): ``to_message()``
+                # returns the payload, so swapping ``content`` would shrink nothing.
+                continue
             reference = f"[compacted: {entry.token_count} tokens]"
             message = entry.to_message()
             message["content"] = reference

@@ -22,6 +22,7 @@ __all__ = [
     "RECORD_COLUMNS",
     "THREAD_COLUMNS",
     "dump",
+    "entry_payload",
     "from_us",
     "fts_query",
     "load",
@@ -33,6 +34,7 @@ __all__ = [
     "to_us",
     "tool_calls_from_json",
     "tool_calls_to_json",
+    "tool_calls_value",
     "unit_vector_bytes",
     "vector_from_bytes",
 ]
@@ -103,17 +105,68 @@ def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
     return value
 
 
-def tool_calls_to_json(calls: Sequence[ToolCall]) -> str | None:
-    if not calls:
-        return None
-    return dump([[c.id, c.name, c.arguments] for c in calls])
+def tool_calls_value(
+    calls: Sequence[ToolCall],
+    extra: Mapping[str, Any] | None = None,
+    item: Mapping[str, Any] | None = None,
+) -> Any:
+    """The JSON value of an entry's ``tool_calls`` column: its calls and provider payload.
+
+    Without a payload (the common case, and every row written before payloads
+    existed) the column is ``[[id, name, arguments], ...]`` or NULL. With one it
+    is an object ``{"c": calls, "x": extra, "i": item}`` where ``x`` and ``i``
+    are the payload as JSON *text*: a string survives every store's JSON type
+    exactly (PostgreSQL ``jsonb`` would reorder keys and turn ``1e16`` into an
+    integer), so no store needs a new column or migration for it.
+    """
+    listed = [[c.id, c.name, c.arguments] for c in calls] or None
+    if not extra and item is None:
+        return listed
+    value: dict[str, Any] = {"c": listed}
+    if extra:
+        value["x"] = dump(extra)
+    if item is not None:
+        value["i"] = dump(item)
+    return value
 
 
-def tool_calls_from_json(value: Any) -> tuple[ToolCall, ...]:
+def tool_calls_to_json(
+    calls: Sequence[ToolCall],
+    extra: Mapping[str, Any] | None = None,
+    item: Mapping[str, Any] | None = None,
+) -> str | None:
+    """``tool_calls_value`` as JSON text (NULL for no calls and no payload)."""
+    value = tool_calls_value(calls, extra, item)
+    return None if value is None else dump(value)
+
+
+def entry_payload(
+    value: Any,
+) -> tuple[tuple[ToolCall, ...], dict[str, Any], dict[str, Any] | None]:
+    """The calls, ``extra`` and ``item`` of a ``tool_calls`` column (``tool_calls_value``)."""
     data = load(value)
+    if not data:
+        return (), {}, None
+    if isinstance(data, dict):
+        extra = data.get("x")
+        item = data.get("i")
+        return (
+            _calls(data.get("c")),
+            {} if extra is None else load(extra),
+            None if item is None else load(item),
+        )
+    return _calls(data), {}, None
+
+
+def _calls(data: Any) -> tuple[ToolCall, ...]:
     if not data:
         return ()
     return tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in data)
+
+
+def tool_calls_from_json(value: Any) -> tuple[ToolCall, ...]:
+    """Only the calls of a ``tool_calls`` column."""
+    return entry_payload(value)[0]
 
 
 def row_to_thread(row: Sequence[Any]) -> Thread:
@@ -145,6 +198,12 @@ def page_row_to_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     """
     (id_, position, role, content, name, calls, call_id, metadata, state, tokens, created,
      key) = row  # fmt: skip
+    if calls is None:
+        tool_calls: tuple[ToolCall, ...] = ()
+        extra: dict[str, Any] = {}
+        item: dict[str, Any] | None = None
+    else:
+        tool_calls, extra, item = entry_payload(calls)
     return Entry(
         id_,
         thread_id,
@@ -153,13 +212,15 @@ def page_row_to_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
         role,
         content,
         name,
-        () if calls is None else tool_calls_from_json(calls),
+        tool_calls,
         call_id,
         {} if metadata is None or metadata == "{}" else load(metadata),
         {} if state is None or state == "{}" else load(state),
         int(tokens),
         from_us(created),
         key,
+        extra,
+        item,
     )
 
 

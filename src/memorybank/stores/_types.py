@@ -7,7 +7,7 @@ classes (one ``UNSET``, one ``Record``), never a generated copy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -70,6 +70,8 @@ class NewEntry:
     created_at: datetime
     idempotency_key: str | None = None
     fingerprint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    item: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

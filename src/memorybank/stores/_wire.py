@@ -329,6 +329,8 @@ _MESSAGE: dict[str, Codec] = {
     "token_count": COUNT,
     "created_at": TIME,
     "idempotency_key": optional(KEY),
+    "extra": JSON_OBJECT,
+    "item": optional(JSON_OBJECT),
 }
 ENTRY = _dataclass(Entry, {**_MESSAGE, "thread_id": ID, "branch": ID, "position": INT})
 NEW_ENTRY = _dataclass(NewEntry, {**_MESSAGE, "fingerprint": optional(KEY)})

@@ -208,6 +208,14 @@ class AsyncStore(abc.ABC):
         before (and is compared) or comes after (and is compared against this
         one). Keys repeated within one batch are the batch's own: the first
         copy is stored, later copies get its entry.
+
+        Every field of a ``NewEntry`` is stored and every read returns it
+        exactly, the provider payload ``extra`` and ``item`` included (JSON
+        objects, deep copies: a returned entry never aliases stored data), on
+        this branch and on every branch copied from it. The SQL stores and
+        Redis keep the payload beside the calls in the ``tool_calls`` JSON
+        (``memorybank.stores._sql.tool_calls_value``), so rows written before
+        payloads existed read back unchanged.
         """
 
     @abc.abstractmethod

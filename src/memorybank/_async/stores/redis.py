@@ -163,9 +163,17 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
-from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._redis_compat import AsyncRedisClient, aconnect_redis
-from memorybank.stores._sql import dump, from_us, to_us, unit_vector_bytes, vector_from_bytes
+from memorybank.stores._sql import (
+    dump,
+    entry_payload,
+    from_us,
+    to_us,
+    tool_calls_value,
+    unit_vector_bytes,
+    vector_from_bytes,
+)
 from memorybank.stores._types import visible
 
 __all__ = ["MIGRATIONS", "AsyncRedisStore"]
@@ -931,7 +939,7 @@ def _unpack(packed: bytes | str) -> list[Any]:
 
 
 def _entry_json(new: NewEntry) -> str:
-    calls = [[c.id, c.name, c.arguments] for c in new.tool_calls] if new.tool_calls else None
+    calls = tool_calls_value(new.tool_calls, new.extra, new.item)
     return dump(
         [
             to_us(new.created_at),
@@ -954,6 +962,7 @@ def _entry_json(new: NewEntry) -> str:
 def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
     d = json.loads(member)
+    calls, extra, item = entry_payload(d[6]) if d[6] else ((), {}, None)
     return Entry(
         id=d[2],
         thread_id=thread_id,
@@ -962,13 +971,15 @@ def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
         role=d[3],
         content=d[4],
         name=d[5],
-        tool_calls=tuple(ToolCall(c[0], c[1], c[2]) for c in d[6]) if d[6] else (),
+        tool_calls=calls,
         tool_call_id=d[7],
         metadata=d[8],
         state=d[9],
         token_count=d[10],
         created_at=from_us(d[1]),
         idempotency_key=d[11],
+        extra=extra,
+        item=item,
     )
 
 

@@ -625,6 +625,8 @@ class AsyncSQLiteStore(AsyncStore):
                     token_count=new.token_count,
                     created_at=new.created_at,
                     idempotency_key=new.idempotency_key,
+                    extra=new.extra,
+                    item=new.item,
                 )
                 if new.idempotency_key is not None:
                     existing[new.idempotency_key] = entry
@@ -639,7 +641,7 @@ class AsyncSQLiteStore(AsyncStore):
                         new.role,
                         new.content,
                         new.name,
-                        tool_calls_to_json(new.tool_calls),
+                        tool_calls_to_json(new.tool_calls, new.extra, new.item),
                         new.tool_call_id,
                         dump(new.metadata),
                         dump(new.state),
@@ -1133,7 +1135,7 @@ class AsyncSQLiteStore(AsyncStore):
                         summary.role,
                         summary.content,
                         summary.name,
-                        tool_calls_to_json(summary.tool_calls),
+                        tool_calls_to_json(summary.tool_calls, summary.extra, summary.item),
                         summary.tool_call_id,
                         dump(summary.metadata),
                         dump(summary.state),

@@ -40,7 +40,11 @@ _Key = tuple[str, str]
 
 def _copy_entry(entry: Entry) -> Entry:
     return dataclasses.replace(
-        entry, metadata=copy.deepcopy(entry.metadata), state=copy.deepcopy(entry.state)
+        entry,
+        metadata=copy.deepcopy(entry.metadata),
+        state=copy.deepcopy(entry.state),
+        extra=copy.deepcopy(entry.extra),
+        item=copy.deepcopy(entry.item),
     )
 
 
@@ -722,4 +726,6 @@ def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -
         token_count=new.token_count,
         created_at=new.created_at,
         idempotency_key=new.idempotency_key,
+        extra=copy.deepcopy(new.extra),
+        item=copy.deepcopy(new.item),
     )

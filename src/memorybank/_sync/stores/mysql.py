@@ -189,6 +189,7 @@ from memorybank.stores._sql import (
     THREAD_COLUMNS,
     any_user,
     dump,
+    entry_payload,
     from_us,
     load,
     row_to_branch,
@@ -198,7 +199,6 @@ from memorybank.stores._sql import (
     row_to_thread,
     scope_sql,
     to_us,
-    tool_calls_from_json,
     tool_calls_to_json,
     unit_vector_bytes,
     vector_from_bytes,
@@ -487,7 +487,7 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
         new.role,
         new.content,
         new.name,
-        tool_calls_to_json(new.tool_calls),
+        tool_calls_to_json(new.tool_calls, new.extra, new.item),
         new.tool_call_id,
         dump(new.metadata),
         dump(new.state),
@@ -515,6 +515,7 @@ def _search_words(text: str) -> str:
 
 def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a row of ``_PAGE_COLS`` (thread and branch are the query's)."""
+    calls, extra, item = entry_payload(row[5])
     return Entry(
         id=row[0],
         thread_id=thread_id,
@@ -523,13 +524,15 @@ def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
         role=row[2],
         content=row[3],
         name=row[4],
-        tool_calls=tool_calls_from_json(row[5]),
+        tool_calls=calls,
         tool_call_id=row[6],
         metadata=load(row[7]) or {},
         state=load(row[8]) or {},
         token_count=row[9],
         created_at=from_us(row[10]),
         idempotency_key=row[11],
+        extra=extra,
+        item=item,
     )
 
 
@@ -1037,6 +1040,8 @@ class MySQLStore(Store):
                 token_count=new.token_count,
                 created_at=new.created_at,
                 idempotency_key=new.idempotency_key,
+                extra=new.extra,
+                item=new.item,
             )
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry

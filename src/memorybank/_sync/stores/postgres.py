@@ -205,6 +205,7 @@ from memorybank.stores._sql import (
     THREAD_COLUMNS,
     any_user,
     dump,
+    entry_payload,
     from_us,
     load,
     row_to_branch,
@@ -212,7 +213,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
-    tool_calls_from_json,
+    tool_calls_value,
     unit_vector_bytes,
     vector_from_bytes,
 )
@@ -536,6 +537,7 @@ UNION ALL
 
 def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a page row of ``_LIST`` (``row_to_entry`` for the shorter row)."""
+    calls, extra, item = entry_payload(row[15])
     return Entry(
         id=row[10],
         thread_id=thread_id,
@@ -544,13 +546,15 @@ def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
         role=row[12],
         content=row[13],
         name=row[14],
-        tool_calls=tool_calls_from_json(row[15]),
+        tool_calls=calls,
         tool_call_id=row[16],
         metadata=load(row[17]) or {},
         state=load(row[18]) or {},
         token_count=int(row[19]),
         created_at=from_us(row[20]),
         idempotency_key=row[21],
+        extra=extra,
+        item=item,
     )
 
 
@@ -571,6 +575,8 @@ def _new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Ent
         token_count=new.token_count,
         created_at=new.created_at,
         idempotency_key=new.idempotency_key,
+        extra=copy.deepcopy(new.extra) if new.extra else {},
+        item=copy.deepcopy(new.item),
     )
 
 
@@ -634,7 +640,7 @@ def _new_entry_json(e: NewEntry) -> dict[str, Any]:
         "role": e.role,
         "content": e.content,
         "name": e.name,
-        "tool_calls": [[c.id, c.name, c.arguments] for c in e.tool_calls] or None,
+        "tool_calls": tool_calls_value(e.tool_calls, e.extra, e.item),
         "tool_call_id": e.tool_call_id,
         "metadata": e.metadata,
         "state": e.state,

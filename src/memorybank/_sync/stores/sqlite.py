@@ -626,6 +626,8 @@ class SQLiteStore(Store):
                     token_count=new.token_count,
                     created_at=new.created_at,
                     idempotency_key=new.idempotency_key,
+                    extra=new.extra,
+                    item=new.item,
                 )
                 if new.idempotency_key is not None:
                     existing[new.idempotency_key] = entry
@@ -640,7 +642,7 @@ class SQLiteStore(Store):
                         new.role,
                         new.content,
                         new.name,
-                        tool_calls_to_json(new.tool_calls),
+                        tool_calls_to_json(new.tool_calls, new.extra, new.item),
                         new.tool_call_id,
                         dump(new.metadata),
                         dump(new.state),
@@ -1134,7 +1136,7 @@ class SQLiteStore(Store):
                         summary.role,
                         summary.content,
                         summary.name,
-                        tool_calls_to_json(summary.tool_calls),
+                        tool_calls_to_json(summary.tool_calls, summary.extra, summary.item),
                         summary.tool_call_id,
                         dump(summary.metadata),
                         dump(summary.state),
