@@ -3,7 +3,7 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search (default: all).
+search, server (default: all).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "mysql": ("bench.bench_mysql", 3306),
     "context": ("bench.bench_context", None),
     "search": ("bench.bench_search", None),
+    "server": ("bench.bench_server", None),
 }
 
 

@@ -32,9 +32,7 @@ TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes.
 _SERVE = """
 import sys, uvicorn
 from memorybank.server.app import create_app
-from memorybank.server import store_rpc
 app = create_app(sys.argv[1])
-app.include_router(store_rpc.router())
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning",
             access_log=False, ws="none")
 """
