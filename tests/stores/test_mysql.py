@@ -406,6 +406,17 @@ def _string_columns(prefix: str) -> dict[str, set[str]]:
         conn.close()
 
 
+def _schema_version_2(cur: Any, prefix: str) -> None:
+    """The tables of schema version 2 under ``prefix``, from the migrations as they were."""
+    cur.execute(
+        f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+        " version INT NOT NULL) ENGINE=InnoDB"
+    )
+    for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
+        cur.execute(statement.replace("{p}", prefix))
+    cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+
+
 def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) -> None:
     """Tables of schema version 2 (PAD SPACE ids) keep their rows and stop padding.
 
@@ -416,13 +427,7 @@ def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) 
     conn = connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
-                " version INT NOT NULL) ENGINE=InnoDB"
-            )
-            for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
-                cur.execute(statement.replace("{p}", prefix))
-            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+            _schema_version_2(cur, prefix)
             cur.execute(
                 f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, title, metadata, status,"
                 " created_at, updated_at, current_branch)"
@@ -576,13 +581,7 @@ def test_migration_4_gives_existing_records_revision_0(mysql_prefix: str) -> Non
     conn = connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
-                " version INT NOT NULL) ENGINE=InnoDB"
-            )
-            for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
-                cur.execute(statement.replace("{p}", prefix))
-            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+            _schema_version_2(cur, prefix)
             cur.execute(
                 f"INSERT INTO `{prefix}records` (tenant_id, kind, id, content, data, created_at,"
                 " updated_at) VALUES ('default', 'fact', 'f1', 'old', '{}', 1, 1)"

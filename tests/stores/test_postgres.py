@@ -339,15 +339,20 @@ async def test_migration_2_upgrades_a_version_1_schema_in_place(prefix: str) -> 
     await store.close()
 
 
+def _schema_version_2(conn: psycopg.Connection[Any], prefix: str) -> None:
+    """The tables of schema version 2 under ``prefix``, from the migrations as they were."""
+    conn.execute(
+        f"CREATE TABLE {prefix}schema_version"
+        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+    )
+    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
+        conn.execute(statement.format(p=prefix))
+    conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+
+
 def test_migration_3_gives_existing_records_revision_0(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
-            conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        _schema_version_2(conn, prefix)
         conn.execute(
             f"INSERT INTO {prefix}records (tenant_id, kind, id, content, created_at, updated_at)"
             " VALUES ('default', 'fact', 'f1', 'old', now(), now())"
@@ -608,14 +613,7 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
 async def test_migration_5_turns_jsonb_into_json_keeping_data(prefix: str) -> None:
     """jsonb normalised numbers (1e16 -> integer, -0.0 -> 0); json keeps the text as written."""
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for step in MIGRATIONS[:2]:
-            for statement in step:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        _schema_version_2(conn, prefix)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, metadata, status, created_at,"
             " updated_at, current_branch) VALUES"
