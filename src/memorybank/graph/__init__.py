@@ -1,0 +1,32 @@
+"""Knowledge-graph memory: ``memory.graph`` (see ``memorybank._async.graph``).
+
+This package holds the graph's values (``memorybank.graph.model``) and, in
+``memorybank.graph.mcp_compat``, the MCP memory server's nine tools on top of
+``memory.graph``.
+"""
+
+from memorybank.graph.model import (
+    DEFAULT_FUNCTIONAL_TYPES,
+    ENTITY_TYPES,
+    Direction,
+    Entity,
+    GraphContextOptions,
+    GraphStats,
+    Path,
+    Relation,
+    Source,
+    Subgraph,
+)
+
+__all__ = [
+    "DEFAULT_FUNCTIONAL_TYPES",
+    "ENTITY_TYPES",
+    "Direction",
+    "Entity",
+    "GraphContextOptions",
+    "GraphStats",
+    "Path",
+    "Relation",
+    "Source",
+    "Subgraph",
+]
