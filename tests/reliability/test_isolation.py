@@ -235,11 +235,12 @@ def _context(w: World) -> SyncContextBuilder:
     return SyncContextBuilder(ContextOptions(max_tokens=2000, include_facts=True), w.bob)
 
 
-def _shared_twin(w: World) -> None:
+def _shared_twin(w: World) -> bool:
     """A shared entity of alice's private one's name is another entity (no merge into hers)."""
     twin = w.root.graph.add_entity(f"Alice {SECRET}", type="person", user_id=None, agent_id="bot")
     assert twin.id != w.entity and twin.observations == ()
     assert w.root.graph.delete_entity(twin.id, user_id=None, agent_id="bot")
+    return True
 
 
 def _bob_core(w: World) -> SyncCoreFacts:
