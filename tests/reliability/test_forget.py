@@ -3,8 +3,9 @@
 Every kind of user-owned data gets words nobody else uses (entries, facts and a
 fact's earlier version, documents, summaries, snapshots, core facts and their
 history, graph entities and relations); another user gets the same kinds with
-words of her own. After ``forget_user`` and ``close``, the raw bytes of the database (and of its
-``-wal``/``-shm`` files, if any are left) are searched for every word: the
+words of her own. After ``forget_user`` and ``close``, the raw bytes of the
+database (and of its ``-wal``/``-shm`` files, if any are left) are searched
+for every word: the
 forgotten user's appear zero times, the other user's still do (the scan finds
 what is there). The words end in a digit, so the porter stemmer indexes them
 unchanged and a surviving index term would be found too.
