@@ -39,7 +39,12 @@ JSON text; every key and index leads with ``tenant_id``):
   locks the guarded row (``SELECT ... FOR UPDATE``) or, when it must be absent,
   claims its key with a placeholder row (revision -1, never committed: the
   write replaces it or the transaction deletes it), then compares, then writes
-  and commits (two round trips).
+  and commits (two round trips). Batch reads: ``record_get_many`` and
+  ``record_list_keys`` send ``IN`` lists of up to 1,000 ids or keys as one
+  multi-statement query (one round trip up to about 1 MiB of statements);
+  ``record_page`` is one range of ``records_list`` from its cursor (InnoDB
+  appends the primary key's ``id`` to the index, so it is ordered by
+  (created_at, id) without a sort).
 - ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
   (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
   ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length

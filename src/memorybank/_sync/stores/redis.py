@@ -102,7 +102,13 @@ to a few thousand texts); past ~10,000 texts per query (an unscoped search of a
 big tenant, a user with years of history) use a store with a real index
 (PostgreSQL, SQLite FTS5) or Redis Stack's search module (not used here).
 Records are scanned the same way (``record_list`` reads the kind's records in
-the owner scope, then filters and sorts in the client).
+the owner scope, then filters and sorts in the client). The batch reads are one
+round trip each: ``record_get_many`` is ``HMGET`` in one pipeline;
+``record_list_keys`` and ``record_page`` are one script each that reads the
+kind's records in the owner scope and keeps the matching keys, or the
+candidates of the page (Lua compares times as doubles, so it keeps a margin
+and the client filters and orders exactly): the layout has no key or time
+index, so their cost grows with the scope, not only with the answer.
 
 TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries,
 idempotency keys and entry vectors -- together: one script sets the same deadline on every key and
