@@ -417,7 +417,11 @@ def _context(
 
     def build(text: str) -> object:
         return memory.build_context(
-            thread, max_tokens=8_000, include_graph_context=True, current_input=text
+            thread,
+            max_tokens=8_000,
+            agent_id="bench",
+            include_graph_context=True,
+            current_input=text,
         )
 
     try:
