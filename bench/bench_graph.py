@@ -425,9 +425,14 @@ def _context(
         )
 
     try:
-        build(inputs[0])
+        first: Any = build(inputs[0])
     except (TypeError, MemoryBankError) as error:  # no graph context in this memorybank
         notes.append(f"{label}: graph context not measured ({type(error).__name__}: {error})")
+        return []
+    failed = [e for e in getattr(first, "errors", ()) if getattr(e, "source", "") == "graph"]
+    if failed or not getattr(first, "graph_entities", None):
+        why = repr(failed[0].error) if failed else "no graph block was built"
+        notes.append(f"{label}: graph context not measured ({why})")
         return []
     got = measure(_cycle(inputs, build), repeat)
     return [_row(label, "graph context build", got, None, "20 entries")]
