@@ -1,9 +1,11 @@
-"""``python -m bench [--quick] [names...]``: run the benchmarks, one after another.
+"""``python -m bench [--quick] [names...] [-- options]``: run the benchmarks, one after another.
 
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, server (default: all).
+search, server, graph (default: all). Options after ``--`` go to every named
+benchmark, e.g. ``python -m bench graph -- --stores sqlite``; ``--entities N``
+sizes the graph benchmark (``python -m bench graph --entities 10000``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "context": ("bench.bench_context", None),
     "search": ("bench.bench_search", None),
     "server": ("bench.bench_server", None),
+    "graph": ("bench.bench_graph", None),
 }
 
 
@@ -38,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("names", nargs="*", help=f"which to run: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--entities", type=int, help="graph: entities (relations: 5x)")
+    argv = sys.argv[1:] if argv is None else argv
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in BENCHMARKS]
     if unknown:
@@ -55,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipped: {error}")
             continue
         start = time.perf_counter()
-        sys.argv = [module_name, *(["--quick"] if args.quick else [])]
+        sys.argv = [module_name, *(["--quick"] if args.quick else []), *extra]
+        if name == "graph" and args.entities is not None:
+            sys.argv += ["--entities", str(args.entities)]
         try:
             module.main()
         except Exception as error:  # report and go on with the other benchmarks

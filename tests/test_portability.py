@@ -300,3 +300,19 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
     missing = runner.invoke(app, ["export", "--url", f"sqlite:///{tmp_path}/nope.db"])
     assert missing.exit_code == 1
     assert not (tmp_path / "nope.db").exists()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_export_pages_records_across_equal_times(kind: str, tmp_path: Path) -> None:
+    """Records leave ``PAGE`` at a time by (created_at, id): none lost or repeated at a seam."""
+    from memorybank._sync.portability import PAGE
+    from memorybank.stores._types import Record
+
+    with open_store(kind, tmp_path) as store:
+        count = 2 * PAGE + 7
+        records = [
+            Record("fact", f"f{i:05d}", None, None, f"fact {i}", {}, NOW, NOW) for i in range(count)
+        ]
+        store.record_put(TENANT, records[::-1])
+        lines = [line for line in dump(store) if line["type"] == "record"]
+        assert [line["record"]["id"] for line in lines] == [r.id for r in records]

@@ -123,7 +123,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -245,3 +245,57 @@ def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> Non
     fresh = memory.entries.add("t", {"role": "user", "content": "x"}, idempotency_key="k2")
     assert memory.entries.add("t", {"role": "user", "content": "x"}, idempotency_key="k2") == fresh
     assert memory.entries.count("t") == 2
+
+
+def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
+    """Migration 5 adds the (tenant_id, kind, created_at, id) index; older rows page as new."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v4.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:4], 1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
+    conn.executemany(
+        "INSERT INTO memorybank_records (tenant_id, kind, id, agent_id, user_id, key, content,"
+        " data, created_at, updated_at, expires_at) VALUES ('d', 'fact', ?, NULL, ?, ?, ?, '{}',"
+        " ?, ?, NULL)",
+        [
+            (f"r{i}", "u" if i % 3 == 0 else None, f"k{i % 4}", f"c{i}", i // 2, i // 2)
+            for i in range(9)
+        ],
+    )
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path)
+    try:
+        first = store.record_page("d", "fact", limit=4)
+        rest = store.record_page("d", "fact", limit=10, after=(first[-1].created_at, first[-1].id))
+        assert [r.id for r in first + rest] == [f"r{i}" for i in range(9)]
+        keyed = store.record_list_keys("d", "fact", ["k1", "k2"])
+        assert [r.id for r in keyed] == ["r1", "r2", "r5", "r6"]
+        assert set(store.record_get_many("d", "fact", ["r8", "r9", "r0"])) == {"r8", "r0"}
+    finally:
+        store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (5,)
+    page_plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM memorybank_records INDEXED BY"
+            " memorybank_records_created WHERE tenant_id = 'd' AND kind = 'fact'"
+            " AND (created_at, id) > (1, 'r2') AND user_id IS NULL ORDER BY created_at, id LIMIT 5"
+        )
+    )
+    assert "memorybank_records_created" in page_plan and "TEMP B-TREE" not in page_plan
+    keys_plan = " ".join(
+        str(row[3])
+        for row in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT * FROM memorybank_records WHERE tenant_id = 'd'"
+            " AND kind = 'fact' AND key IN ('k1', 'k2')"
+        )
+    )
+    assert "memorybank_records_key" in keys_plan
+    conn.close()

@@ -4,8 +4,8 @@
 The format is ``memorybank._dump`` (documented there and in the README). Both
 directions stream: the exporter pages through each thread's entries
 (``PAGE`` at a time) and the importer writes one thread's branch a page at a
-time, so memory stays bounded by a page, one thread's branch list and one
-record kind's listing (the store contract has no paged record listing yet).
+time, so memory stays bounded by a page and one thread's branch list;
+records are read ``PAGE`` at a time too (``record_page``, by ``(created_at, id)``).
 """
 
 from __future__ import annotations
@@ -167,12 +167,15 @@ def export_dump(
         if progress is not None:
             progress("thread")
     for kind in _dump.RECORD_KINDS:
-        records = store.record_list(tenant, kind)
-        agents.update(r.agent_id for r in records if r.agent_id is not None)
-        for start in range(0, len(records), PAGE):
-            chunk = records[start : start + PAGE]
+        after: tuple[datetime, str] | None = None
+        while True:
+            chunk = store.record_page(tenant, kind, limit=PAGE, after=after)
+            agents.update(r.agent_id for r in chunk if r.agent_id is not None)
             for line in _lines(store, tenant, "record", chunk, vector_model, progress):
                 yield line
+            if len(chunk) < PAGE:
+                break
+            after = (chunk[-1].created_at, chunk[-1].id)
     for agent in sorted(agents):
         for summary in store.summary_list(tenant, agent_id=agent, user_id=UNSET):
             yield _dump.dumps({"type": "summary", "summary": summary})

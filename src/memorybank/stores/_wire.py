@@ -8,7 +8,8 @@ server) speak it; nothing here does I/O. One contract call is one request::
                                      4xx/5xx {"code", "message", "field"?, "request_id"}
 
 ``METHODS`` is the explicit table of callable methods (every abstract method
-of ``AsyncStore`` but ``close``, which is the client's own); the server calls
+of ``AsyncStore`` but ``close``, which is the client's own, and the batch
+record reads ``BATCH_METHODS``, so each is one request); the server calls
 nothing else. Each method lists its parameters with their codec, so arguments
 are encoded by name and decoded, on the server, into exactly the keyword
 arguments the store method takes.
@@ -70,6 +71,7 @@ from memorybank.stores._types import (
 )
 
 __all__ = [
+    "BATCH_METHODS",
     "METHODS",
     "WIRE_VERSION",
     "Codec",
@@ -83,6 +85,10 @@ __all__ = [
     "error_from_body",
     "loads",
 ]
+
+#: Contract methods with a default in ``AsyncStore`` that the remote store still sends
+#: as one request each (the default would be one request per id or key).
+BATCH_METHODS: Final = frozenset({"record_get_many", "record_list_keys", "record_page"})
 
 #: Version of the value encoding, sent as ``"v"`` in every request and response.
 WIRE_VERSION: Final = 1
@@ -368,6 +374,20 @@ VECTOR_ITEM = _dataclass(
 APPEND_RESULT = _dataclass(AppendResult, {"entries": list_of(ENTRY), "thread": THREAD})
 
 
+def _decode_cursor(raw: Any, field: str) -> tuple[datetime, str]:
+    if not isinstance(raw, list) or len(raw) != 2:
+        raise _bad(field, "[created_at, id]", raw)
+    return TIME.decode(raw[0], f"{field}[0]"), ID.decode(raw[1], f"{field}[1]")
+
+
+#: A ``record_page`` cursor ``(created_at, id)`` as ``[time, id]``.
+CURSOR = Codec(
+    lambda cursor: [_encode_time(cursor[0]), cursor[1]],
+    _decode_cursor,
+    lambda raw: (datetime.fromisoformat(raw[0]), raw[1]),
+)
+
+
 def _encode_visibility(value: Visibility) -> dict[str, Any]:
     # An UNSET axis (not checked) is an absent key; None (shared only) is null.
     return {
@@ -651,6 +671,33 @@ METHODS: dict[str, Method] = {
             _p("key", _MAYBE_ID, UNSET),
             _VISIBLE_TO,
             _LIMIT,
+            idempotent=True,
+        ),
+        _m(
+            "record_get_many",
+            _dict_of(ID, RECORD),
+            _TENANT,
+            _p("kind", ID),
+            _p("record_ids", list_of(ID)),
+            idempotent=True,
+        ),
+        _m(
+            "record_list_keys",
+            list_of(RECORD),
+            _TENANT,
+            _p("kind", ID),
+            _p("keys", list_of(ID)),
+            _VISIBLE_TO,
+            idempotent=True,
+        ),
+        _m(
+            "record_page",
+            list_of(RECORD),
+            _TENANT,
+            _p("kind", ID),
+            _p("limit", COUNT),
+            _p("after", optional(CURSOR), None),
+            _VISIBLE_TO,
             idempotent=True,
         ),
         _m(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import heapq
 import math
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -579,10 +580,64 @@ class AsyncInMemoryStore(AsyncStore):
             and (isinstance(key, Unset) or r.key == key)
             and visible(visible_to, r.agent_id, r.user_id)
         ]
-        found.sort(key=lambda r: (r.created_at, r.id))
+        found.sort(key=_record_order)
         if limit is not None:
             found = found[:limit]
         return [_copy_record(r) for r in found]
+
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        self._check_open()
+        found: dict[str, Record] = {}
+        for record_id in dict.fromkeys(record_ids):
+            record = self._records.get((tenant, kind, record_id))
+            if record is not None:
+                found[record_id] = _copy_record(record)
+        return found
+
+    async def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        wanted = set(keys)
+        if not wanted:
+            return []
+        found = [
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and r.key in wanted
+            and visible(visible_to, r.agent_id, r.user_id)
+        ]
+        found.sort(key=_record_order)
+        return [_copy_record(r) for r in found]
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        candidates = (
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and (after is None or (r.created_at, r.id) > after)
+            and visible(visible_to, r.agent_id, r.user_id)
+        )
+        return [_copy_record(r) for r in heapq.nsmallest(limit, candidates, key=_record_order)]
 
     # -- search -------------------------------------------------------------------------
 
@@ -703,6 +758,10 @@ class AsyncInMemoryStore(AsyncStore):
 def _unit(vector: Sequence[float]) -> list[float]:
     norm = math.sqrt(sum(x * x for x in vector)) or 1.0
     return [x / norm for x in vector]
+
+
+def _record_order(record: Record) -> tuple[datetime, str]:
+    return (record.created_at, record.id)
 
 
 def _copy_record(record: Record) -> Record:

@@ -28,6 +28,12 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
         index (tenant_id, model_id, kind, thread_id), (tenant_id, thread_id)
     schema_version(id = 1, version)
 
+Batch record reads are one statement each: ``record_get_many`` (primary key,
+``id = ANY(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``)
+and ``record_page`` (a row-value range ``(created_at, id) > cursor`` of the
+``(tenant_id, kind, created_at, id)`` index); an array is one parameter, so
+no list needs chunking.
+
 Full text (schema version 2): ``entries`` and ``records`` carry a generated
 ``search tsvector`` column (``to_tsvector('english', content)``) with a GIN
 index on it alone (a GIN index cannot lead with ``tenant_id`` without the
@@ -1671,6 +1677,59 @@ class AsyncPostgresStore(AsyncStore):
         )
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
 
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """One statement: primary-key lookups of ``id = ANY(array)`` (one parameter)."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        rows = await self._fetch(self._sql.record_get_many, (tenant, kind, ids), retry=True)
+        found = {row[1]: row_to_record(row) for row in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    async def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One statement over the ``records_key`` index (``key = ANY(array)``)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "keys": wanted}
+        query = (
+            f"SELECT {_R_COLS} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
+            " AND r.kind = %(kind)s AND r.key = ANY(%(keys)s::text[])"
+            f"{_scope('r', visible_to, params)} ORDER BY r.created_at, r.id"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One range of the ``records_created`` index from a row-value cursor."""
+        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
+        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
+        if after is not None:
+            where += " AND (r.created_at, r.id) > (%(at)s::timestamptz, %(after)s::text)"
+            params["at"], params["after"] = after
+        where += _scope("r", visible_to, params)
+        query = (
+            f"SELECT {_R_COLS} FROM {self.prefix}records r WHERE {where}"
+            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
+
     # -- search ------------------------------------------------------------------
 
     async def text_search(
@@ -2212,6 +2271,10 @@ class _Statements:
         self.record_get = (
             f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
             " AND id = %s"
+        )
+        self.record_get_many = (
+            f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
+            " AND id = ANY(%s::text[])"
         )
         self.record_delete = (
             f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"

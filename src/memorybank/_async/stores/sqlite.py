@@ -8,6 +8,11 @@ is one index range read whatever the thread's length.
 A keyed entry's payload fingerprint is in ``entries.fingerprint`` (schema
 version 3; NULL on older rows, which match any payload), compared with the
 new one inside the append's transaction.
+Records are indexed by ``(tenant_id, kind, id)``, ``(tenant_id, kind, key)``
+and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
+(``record_get_many``, ``record_list_keys``) are one call on the store's thread
+with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
+one range of the last index from its cursor.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
@@ -47,7 +52,7 @@ import dataclasses
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -108,6 +113,13 @@ T = TypeVar("T")
 Synchronous = Literal["full", "normal", "off"]
 _BUSY_RETRIES = 5
 _OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
+#: Ids or keys per ``IN (...)`` list: under SQLite's bound-variable limit (999 before 3.32).
+_IN_CHUNK = 500
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
 
 
 def _migrations(p: str) -> list[list[str]]:
@@ -203,6 +215,8 @@ def _migrations(p: str) -> list[list[str]]:
         [f"ALTER TABLE {p}records ADD COLUMN revision INTEGER NOT NULL DEFAULT 0"],
         # The payload fingerprint of keyed entries (NULL on rows written before: no check).
         [f"ALTER TABLE {p}entries ADD COLUMN fingerprint TEXT"],
+        # Paged record reads (``record_page``, ``record_list``) in (created_at, id) order.
+        [f"CREATE INDEX {p}records_created ON {p}records (tenant_id, kind, created_at, id)"],
     ]
 
 
@@ -1289,6 +1303,83 @@ class AsyncSQLiteStore(AsyncStore):
             f"{scope} ORDER BY created_at, id LIMIT ?"
         )
         params += [*scope_params, -1 if limit is None else limit]
+
+        def op(conn: sqlite3.Connection) -> list[Record]:
+            return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]
+
+        return await self._run(lambda: self._read(op))
+
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """One read: ``IN`` lists of ``_IN_CHUNK`` ids (under SQLite's variable limit)."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        sql = (
+            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
+            " WHERE tenant_id = ? AND kind = ? AND id IN ({marks})"
+        )
+
+        def op(conn: sqlite3.Connection) -> dict[str, Record]:
+            found: dict[str, Record] = {}
+            for chunk in _chunks(ids):
+                query = sql.format(marks=", ".join("?" * len(chunk)))
+                for row in conn.execute(query, (tenant, kind, *chunk)):
+                    found[row[1]] = row_to_record(row)
+            return {i: found[i] for i in ids if i in found}
+
+        return await self._run(lambda: self._read(op))
+
+    async def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One read over the ``records_key`` index, ``_IN_CHUNK`` keys per statement."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        scope, scope_params = scope_sql("", visible_to, "?")
+        sql = (
+            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
+            " WHERE tenant_id = ? AND kind = ? AND key IN ({marks})" + scope
+        )
+
+        def op(conn: sqlite3.Connection) -> list[Record]:
+            rows: list[Any] = []
+            for chunk in _chunks(wanted):
+                query = sql.format(marks=", ".join("?" * len(chunk)))
+                rows += conn.execute(query, (tenant, kind, *chunk, *scope_params)).fetchall()
+            rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts
+            return [row_to_record(row) for row in rows]
+
+        return await self._run(lambda: self._read(op))
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """A range of the ``records_created`` index from the cursor (a row-value bound)."""
+        scope, scope_params = scope_sql("", visible_to, "?")
+        params: list[Any] = [tenant, kind]
+        where = "tenant_id = ? AND kind = ?"
+        if after is not None:
+            where += " AND (created_at, id) > (?, ?)"
+            params += [to_us(after[0]), after[1]]
+        sql = (
+            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records INDEXED BY"
+            f" {self.prefix}records_created WHERE {where}{scope} ORDER BY created_at, id LIMIT ?"
+        )
+        params += [*scope_params, limit]
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]

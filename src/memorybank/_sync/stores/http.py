@@ -614,6 +614,49 @@ class HTTPStore(Store):
         )
         return records
 
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        found: dict[str, Record] = self._call(
+            "record_get_many", {"tenant": tenant, "kind": kind, "record_ids": record_ids}
+        )
+        return found
+
+    def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        records: list[Record] = self._call(
+            "record_list_keys",
+            {"tenant": tenant, "kind": kind, "keys": keys, "visible_to": visible_to},
+        )
+        return records
+
+    def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        records: list[Record] = self._call(
+            "record_page",
+            {
+                "tenant": tenant,
+                "kind": kind,
+                "limit": limit,
+                "after": after,
+                "visible_to": visible_to,
+            },
+        )
+        return records
+
     # -- search --------------------------------------------------------------------------
 
     def text_search(

@@ -40,7 +40,12 @@ JSON text; every key and index leads with ``tenant_id``):
   locks the guarded row (``SELECT ... FOR UPDATE``) or, when it must be absent,
   claims its key with a placeholder row (revision -1, never committed: the
   write replaces it or the transaction deletes it), then compares, then writes
-  and commits (two round trips).
+  and commits (two round trips). Batch reads: ``record_get_many`` and
+  ``record_list_keys`` send ``IN`` lists of up to 1,000 ids or keys as one
+  multi-statement query (one round trip up to about 1 MiB of statements);
+  ``record_page`` is one range of ``records_list`` from its cursor (InnoDB
+  appends the primary key's ``id`` to the index, so it is ordered by
+  (created_at, id) without a sort).
 - ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
   (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
   ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length
@@ -148,7 +153,7 @@ import hashlib
 import json
 import re
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from operator import itemgetter
@@ -411,6 +416,7 @@ _INSERT_WIDTH = len(_INSERT_COLS.split(","))  # 17: (tenant_id, thread_id, branc
 _R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
 _WORD = re.compile(r"\w+", re.UNICODE)
 _BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
+_IN_CHUNK = 1000  # ids or keys per ``IN (...)`` list of a batch read
 #: Starts a write transaction. ``_run`` sends it as ``START TRANSACTION`` on a
 #: connection whose session is already READ COMMITTED (set, in the same round
 #: trip, the first time the store uses the connection); either way it takes
@@ -501,6 +507,12 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
 
 def _marks(count: int) -> str:
     return ", ".join(["%s"] * count)
+
+
+def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``items`` in ``IN (...)`` lists of at most ``_IN_CHUNK``."""
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
 
 
 def _search_words(text: str) -> str:
@@ -1902,6 +1914,98 @@ class MySQLStore(Store):
         rows = self._query(
             f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
             " ORDER BY created_at, id LIMIT %s",
+            args,
+        )
+        return [row_to_record(row) for row in rows]
+
+    def _select_many(self, statements: Sequence[_Statement]) -> list[tuple[Any, ...]]:
+        """The rows of several reads, sent as multi-statement queries: one round trip
+        unless they exceed ``_BATCH_BYTES`` (then one per that many bytes)."""
+        rows: list[tuple[Any, ...]] = []
+        with self._connection() as conn:
+            batch: list[_Statement] = []
+            size = 0
+            for statement in statements:
+                batch.append(statement)
+                size += len(statement[0]) + sum(
+                    len(a) for a in statement[1] or () if isinstance(a, str)
+                )
+                if size >= _BATCH_BYTES:
+                    rows += [row for result, _ in self._run(conn, batch) for row in result]
+                    batch, size = [], 0
+            if batch:
+                rows += [row for result, _ in self._run(conn, batch) for row in result]
+        return rows
+
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """Primary-key reads, ``_IN_CHUNK`` ids per statement, in one round trip."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        rows = self._select_many(
+            [
+                (
+                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                    f" AND id IN ({_marks(len(chunk))})",
+                    (tenant, kind, *chunk),
+                )
+                for chunk in _chunks(ids)
+            ]
+        )
+        found = {row[1]: row_to_record(row) for row in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """Reads of the ``records_key`` index, ``_IN_CHUNK`` keys per statement, in one
+        round trip; oldest first."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        rows = self._select_many(
+            [
+                (
+                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                    f" AND k IN ({_marks(len(chunk))}){scope}",
+                    (tenant, kind, *chunk, *scope_args),
+                )
+                for chunk in _chunks(wanted)
+            ]
+        )
+        rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
+        return [row_to_record(row) for row in rows]
+
+    def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One range of ``records_list`` (tenant_id, kind, created_at + the primary key's
+        id, which InnoDB appends to every secondary index) from the cursor."""
+        where = "tenant_id = %s AND kind = %s"
+        args: list[Any] = [tenant, kind]
+        if after is not None:
+            at = to_us(after[0])
+            where += " AND (created_at > %s OR (created_at = %s AND id > %s))"
+            args += [at, at, after[1]]
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        args += [*scope_args, limit]
+        rows = self._query(
+            f"SELECT {_R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
+            f" WHERE {where}{scope} ORDER BY created_at, id LIMIT %s",
             args,
         )
         return [row_to_record(row) for row in rows]

@@ -102,7 +102,13 @@ to a few thousand texts); past ~10,000 texts per query (an unscoped search of a
 big tenant, a user with years of history) use a store with a real index
 (PostgreSQL, SQLite FTS5) or Redis Stack's search module (not used here).
 Records are scanned the same way (``record_list`` reads the kind's records in
-the owner scope, then filters and sorts in the client).
+the owner scope, then filters and sorts in the client). The batch reads are one
+round trip each: ``record_get_many`` is ``HMGET`` in one pipeline;
+``record_list_keys`` and ``record_page`` are one script each that reads the
+kind's records in the owner scope and keeps the matching keys, or the
+candidates of the page (Lua compares times as doubles, so it keeps a margin
+and the client filters and orders exactly): the layout has no key or time
+index, so their cost grows with the scope, not only with the answer.
 
 TTL: ``ttl`` (seconds) expires a whole thread -- record, branches, entries,
 idempotency keys and entry vectors -- together: one script sets the same deadline on every key and
@@ -669,6 +675,20 @@ local function chunks(cmd, key, items)
   end
   return out
 end
+local function scope_ids(mode, owner, k)
+  if mode == 'all' then return redis.call('HKEYS', rkey(k)) end
+  local ids = redis.call('SMEMBERS', owners(k, nil))
+  if owner ~= '-' then
+    for _, id in ipairs(redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))) do
+      ids[#ids + 1] = id
+    end
+  end
+  return ids
+end
+local function admits(who, owner)
+  if who == '*' or owner == cjson.null or owner == nil then return true end
+  return '=' .. owner == who
+end
 """
 
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
@@ -745,6 +765,76 @@ for i = 5, #ARGV do
   end
   out[#out + 1] = kind
   out[#out + 1] = rows
+end
+return out
+"""
+
+# ARGV[2] = "all" | "vis" (the shared owner set, and the user's when ARGV[3] = "=<user>"),
+# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = kind, ARGV[5..] = keys. Returns
+# {id, record JSON, ...} of the records in that scope whose key is one of the keys.
+_RECORD_KEYS = """
+local wanted = {}
+for i = 5, #ARGV do wanted[ARGV[i]] = true end
+local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
+local out = {}
+if #ids == 0 then return out end
+local records = chunks('HMGET', rkey(ARGV[4]), ids)
+for j, id in ipairs(ids) do
+  local json = records[j]
+  if json then
+    local key = cjson.decode(json)[3]
+    if key ~= cjson.null and wanted[key] then
+      out[#out + 1] = id
+      out[#out + 1] = json
+    end
+  end
+end
+return out
+"""
+
+# ARGV[2..4] as for _RECORD_KEYS (kind in ARGV[4]), ARGV[5] / ARGV[6] = agent / user
+# ("*" any, "-" shared only, "=<id>" that one or shared), ARGV[7] = cursor time (µs,
+# "" none), ARGV[8] = limit. Returns {id, record JSON, ...}: the visible records from
+# about the cursor on that can be among the oldest ``limit`` after it. Lua numbers are
+# doubles (times past 2255 lose microseconds), so every record within SLACK µs of the
+# cursor's time is returned, the cut after the limit-th later one keeps a margin of
+# 2 * SLACK, and the client filters and orders exactly.
+_RECORD_PAGE = """
+local SLACK = 4096
+local lo, hi = nil, nil
+if ARGV[7] ~= '' then
+  lo = tonumber(ARGV[7]) - SLACK
+  hi = tonumber(ARGV[7]) + SLACK
+end
+local limit = tonumber(ARGV[8])
+local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
+if #ids == 0 then return {} end
+local records = chunks('HMGET', rkey(ARGV[4]), ids)
+local out, rows = {}, {}
+for j, id in ipairs(ids) do
+  local json = records[j]
+  if json then
+    local r = cjson.decode(json)
+    if admits(ARGV[5], r[1]) and admits(ARGV[6], r[2]) and (not lo or r[6] >= lo) then
+      if hi and r[6] <= hi then  -- about the cursor's time: the client decides
+        out[#out + 1] = id
+        out[#out + 1] = json
+      else
+        rows[#rows + 1] = {r[6], id, json}
+      end
+    end
+  end
+end
+local last = nil
+if #rows > limit then
+  table.sort(rows, function(a, b) return a[1] < b[1] end)
+  last = rows[limit][1] + 2 * SLACK
+end
+for _, row in ipairs(rows) do
+  if not last or row[1] <= last then
+    out[#out + 1] = row[2]
+    out[#out + 1] = row[3]
+  end
 end
 return out
 """
@@ -896,6 +986,8 @@ _S_RECORD_PUT = _Script(_RECORD_PUT, prelude=_TENANT_PRELUDE)
 _S_RECORD_DELETE = _Script(_RECORD_DELETE, prelude=_TENANT_PRELUDE)
 _S_RECORD_SCOPE = _Script(_RECORD_SCOPE, prelude=_TENANT_PRELUDE)
 _S_RECORD_VECTORS = _Script(_RECORD_VECTORS, prelude=_TENANT_PRELUDE)
+_S_RECORD_KEYS = _Script(_RECORD_KEYS, prelude=_TENANT_PRELUDE)
+_S_RECORD_PAGE = _Script(_RECORD_PAGE, prelude=_TENANT_PRELUDE)
 _S_RECORD_FORGET = _Script(_RECORD_FORGET, prelude=_TENANT_PRELUDE)
 _S_SNAPSHOT_SAVE = _Script(_SNAPSHOT_SAVE, prelude="")
 _S_SNAPSHOT_DELETE = _Script(_SNAPSHOT_DELETE, prelude="")
@@ -1977,6 +2069,87 @@ class RedisStore(Store):
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         return found if limit is None else found[:limit]
+
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """``HMGET`` of the kind's hash, ``_CHUNK`` ids per command, in one pipeline."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        key = self._idx(tenant) + "r:" + _esc(kind)
+        with self._op():
+            self._ready()
+            with self._client.pipeline(transaction=False) as pipe:
+                for start in range(0, len(ids), _CHUNK):
+                    pipe.hmget(key, ids[start : start + _CHUNK])
+                replies = pipe.execute()
+        texts = [text for reply in replies for text in reply]
+        return {
+            rid: _record(kind, rid, json.loads(text))
+            for rid, text in zip(ids, texts, strict=True)
+            if text is not None
+        }
+
+    @staticmethod
+    def _owner_scope(visible_to: Visibility | None) -> tuple[str, str]:
+        """The owner sets a visibility reads: ``("vis", owner)`` or ``("all", "-")``."""
+        if visible_to is not None and not isinstance(visible_to.user_id, Unset):
+            return "vis", _who(visible_to.user_id)
+        return "all", "-"
+
+    def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One script: the records of the owner scope whose key matches (no key index in
+        this layout: the scope's records are read and matched inside Redis)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return []
+        mode, owner = self._owner_scope(visible_to)
+        with self._op():
+            out = self._tenant_eval(_S_RECORD_KEYS, tenant, mode, owner, kind, *wanted)
+        found = [_record(kind, _s(out[i]), json.loads(out[i + 1])) for i in range(0, len(out), 2)]
+        found = [r for r in found if visible(visible_to, r.agent_id, r.user_id)]
+        found.sort(key=lambda r: (r.created_at, r.id))
+        return found
+
+    def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One script picks the candidates (visible, from about the cursor, about the oldest
+        ``limit``); they are filtered and ordered exactly here. Without a time index in
+        this layout the script reads the scope's records on every page."""
+        if limit <= 0:
+            return []
+        mode, owner = self._owner_scope(visible_to)
+        agent = "*" if visible_to is None else _who(visible_to.agent_id)
+        user = "*" if visible_to is None else _who(visible_to.user_id)
+        cursor = "" if after is None else str(to_us(after[0]))
+        with self._op():
+            out = self._tenant_eval(
+                _S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
+            )
+        found = [_record(kind, _s(out[i]), json.loads(out[i + 1])) for i in range(0, len(out), 2)]
+        found = [
+            r
+            for r in found
+            if visible(visible_to, r.agent_id, r.user_id)
+            and (after is None or (r.created_at, r.id) > after)
+        ]
+        found.sort(key=lambda r: (r.created_at, r.id))
+        return found[:limit]
 
     # -- search ----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ import pytest
 from memorybank._async.core_facts import AsyncCoreFacts
 from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import (
+    UNSET,
     AsyncStore,
     NewEntry,
     Record,
@@ -1405,6 +1406,153 @@ class AsyncContract:
             assert len(winners) == 1, results
             stored = await store.record_get(tenant, "fact", record_id)
             assert stored is not None and stored.content == winners[0]
+
+    # -- batch record reads: one round trip each (the graph traverses through them) ----
+
+    async def test_record_get_many_returns_the_existing_ids_exactly(
+        self, store: AsyncStore
+    ) -> None:
+        tenant = _id("tenant")
+        a = self._record("fact", "a", user_id="alice")
+        b = self._record("fact", "b", agent_id="bot", key="k")
+        x = self._record("fact", "x", id=_id("x"))
+        other_kind = self._record("core", "same id, other kind", id=a.id)
+        await store.record_put(tenant, [a, b, x, other_kind])
+        await store.record_put(_id("tenant"), [self._record("fact", "elsewhere", id=_id("c"))])
+        missing = _id("missing")
+        found = await store.record_get_many(tenant, "fact", [b.id, missing, a.id, b.id, x.id])
+        assert found == {b.id: b, a.id: a, x.id: x}
+        # Exact ids: a trailing space or another case is another id; so is another tenant.
+        assert await store.record_get_many(tenant, "fact", [x.id + " ", x.id.upper()]) == {}
+        assert await store.record_get_many(_id("tenant"), "fact", [a.id, b.id]) == {}
+        assert await store.record_get_many(tenant, "core", [a.id, b.id]) == {a.id: other_kind}
+        assert await store.record_get_many(tenant, "fact", []) == {}
+
+    async def test_record_get_many_reads_long_id_lists(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        records = [self._record("fact", f"r{i}", id=f"r{i:05d}") for i in range(1200)]
+        await store.record_put(tenant, records)
+        asked = [f"r{i:05d}" for i in range(0, 2400, 2)]  # half exist (over every IN limit)
+        found = await store.record_get_many(tenant, "fact", asked)
+        assert sorted(found) == [r.id for r in records[::2]]
+        assert all(found[r.id] == r for r in records[::2])
+
+    async def test_record_list_keys_matches_keys_exactly_in_scope_and_order(
+        self, store: AsyncStore
+    ) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        u = uuid.uuid4().hex[:8]
+
+        def rec(name: str, key: str | None, day: int, **kwargs: Any) -> Record:
+            return self._record(
+                "edge", name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+            )
+
+        shared = rec("s", "k1", 2)
+        alice = rec("a", "k1", 1, user_id="alice", agent_id="bot")
+        bob = rec("b", "k2", 0, user_id="bob")
+        other_agent = rec("o", "k2", 1, agent_id="other")
+        # Equal created_at: ordered by id; "k1 " and "K1" are other keys.
+        tie_b = rec("t2", "k3", 1)
+        tie_a = rec("t1", "k3", 1)
+        spaced = rec("sp", "k1 ", 0)
+        upper = rec("up", "K1", 0)
+        unkeyed = rec("n", None, 0)
+        elsewhere = dataclasses.replace(rec("e", "k1", 0), kind="node")
+        await store.record_put(
+            tenant,
+            [shared, alice, bob, other_agent, tie_b, tie_a, spaced, upper, unkeyed, elsewhere],
+        )
+        keys = ["k1", "k2", "k3", "k1", _id("nokey")]
+        everything = await store.record_list_keys(tenant, "edge", keys)
+        assert everything == [bob, alice, other_agent, tie_a, tie_b, shared]
+        seen = await store.record_list_keys(
+            tenant, "edge", keys, visible_to=Visibility("bot", "alice")
+        )
+        assert [r.id for r in seen] == [alice.id, tie_a.id, tie_b.id, shared.id]
+        only_shared = await store.record_list_keys(
+            tenant, "edge", keys, visible_to=Visibility(None, None)
+        )
+        assert [r.id for r in only_shared] == [tie_a.id, tie_b.id, shared.id]
+        any_agent = await store.record_list_keys(
+            tenant, "edge", ["k2"], visible_to=Visibility(UNSET, "bob")
+        )
+        assert [r.id for r in any_agent] == [bob.id, other_agent.id]
+        assert await store.record_list_keys(tenant, "edge", ["k1 "]) == [spaced]
+        assert await store.record_list_keys(tenant, "edge", ["K1"]) == [upper]
+        assert await store.record_list_keys(tenant, "edge", []) == []
+        assert await store.record_list_keys(_id("tenant"), "edge", keys) == []
+        assert await store.record_list_keys(tenant, "node", ["k1"]) == [elsewhere]
+
+    async def test_record_list_keys_reads_long_key_lists(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        records = [
+            self._record(
+                "edge", "", id=f"e{i:05d}", key=f"n{i % 700:04d}", created_at=base + timedelta(i)
+            )
+            for i in range(1400)
+        ]
+        await store.record_put(tenant, records)
+        keys = [f"n{i:04d}" for i in range(0, 2400, 2)]  # 350 of them exist
+        found = await store.record_list_keys(tenant, "edge", keys)
+        assert found == [r for r in records if int(r.key[1:]) % 2 == 0]  # type: ignore[index]
+
+    async def test_record_page_walks_every_record_once_in_order(self, store: AsyncStore) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        u = uuid.uuid4().hex[:8]
+        same = base + timedelta(hours=1)
+        last = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+        records = [
+            self._record("fact", "0", id=f"{u}-m", created_at=base),
+            # Equal created_at: ordered by id, "p" before "p " (exact ids, no padding).
+            self._record("fact", "1", id=f"{u}-p ", created_at=same),
+            self._record("fact", "2", id=f"{u}-p", created_at=same),
+            self._record("fact", "3", id=f"{u}-q", created_at=same, user_id="alice"),
+            self._record("fact", "4", id=f"{u}-a", created_at=same, user_id="bob"),
+            self._record("fact", "5", id=f"{u}-z", created_at=same, agent_id="other"),
+            self._record("fact", "6", id=f"{u}-b", created_at=same + timedelta(microseconds=1)),
+            # The ends of the value range, microseconds apart.
+            self._record("fact", "7", id=f"{u}-old", created_at=datetime(1000, 1, 1, tzinfo=UTC)),
+            self._record("fact", "8", id=f"{u}-y", created_at=last - timedelta(microseconds=1)),
+            self._record("fact", "9", id=f"{u}-x", created_at=last),
+            self._record("fact", "10", id=f"{u}-w", created_at=last - timedelta(microseconds=1)),
+        ]
+        await store.record_put(tenant, records)
+        await store.record_put(tenant, [self._record("other", "not a fact", created_at=base)])
+        expected = sorted(records, key=lambda r: (r.created_at, r.id))
+        assert await store.record_list(tenant, "fact") == expected
+
+        async def walk(limit: int, visible_to: Visibility | None = None) -> list[Record]:
+            out: list[Record] = []
+            after: tuple[datetime, str] | None = None
+            while True:
+                page = await store.record_page(
+                    tenant, "fact", limit=limit, after=after, visible_to=visible_to
+                )
+                assert len(page) <= limit
+                out += page
+                if len(page) < limit:
+                    return out
+                after = (page[-1].created_at, page[-1].id)
+
+        for limit in (1, 2, 3, 100):
+            assert await walk(limit) == expected
+        scoped = Visibility(None, "alice")
+        assert await walk(2, scoped) == [
+            r for r in expected if r.user_id in (None, "alice") and r.agent_id is None
+        ]
+        assert await walk(1, Visibility(UNSET, None)) == [r for r in expected if r.user_id is None]
+        # A cursor need not be a stored record: it is a position in the order.
+        ghost = (same, f"{u}-p")
+        rest = await store.record_page(tenant, "fact", limit=100, after=ghost)
+        assert rest == [r for r in expected if (r.created_at, r.id) > ghost]
+        assert rest[0].id == f"{u}-p "
+        await store.record_delete(tenant, "fact", [f"{u}-p"])
+        assert await store.record_page(tenant, "fact", limit=100, after=ghost) == rest
+        assert await store.record_page(_id("tenant"), "fact", limit=10) == []
 
     async def test_compact_entries_replaces_a_prefix_only_if_unchanged(
         self, memory: AsyncMemory, store: AsyncStore
