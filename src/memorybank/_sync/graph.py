@@ -19,7 +19,8 @@ the same answers everywhere. Storage, one record kind per role:
     (the loser re-reads and merges).
 ``graph_name``
     One per normalised name and alias of an entity (``key`` = the normalised
-    text): ``find_entities(name=)`` is one indexed ``record_list_keys``.
+    text, through ``compound_id`` when longer than a key may be):
+    ``find_entities(name=)`` is one indexed ``record_list_keys``.
 ``graph_out`` / ``graph_in``
     A relation, stored twice in one atomic write with the same id and data:
     ``key`` = source id in ``graph_out`` and target id in ``graph_in``, so one
@@ -316,7 +317,7 @@ def _name_records(entity: Entity, forms: dict[str, str]) -> list[Record]:
             data={"entity_id": entity.id},
             created_at=entity.updated_at,
             updated_at=entity.updated_at,
-            key=form,
+            key=compound_id(form),  # a key is at most 255 characters, a name 1000
         )
         for name_id, form in forms.items()
     ]
@@ -972,7 +973,9 @@ class Graph:
             assert name is not None
             ids = [
                 str(r.data["entity_id"])
-                for r in store.record_list_keys(self._tenant, NAME, [wanted], visible_to=seen)
+                for r in store.record_list_keys(
+                    self._tenant, NAME, [compound_id(wanted)], visible_to=seen
+                )
             ]
             hits = store.text_search(
                 self._tenant, name, kinds=[ENTITY], k=max(50, count * 4), visible_to=seen
@@ -1028,7 +1031,7 @@ class Graph:
         fetch = count * 3 + 10
         scores: dict[str, float] = {}
         exact = store.record_list_keys(
-            self._tenant, NAME, [normalise(query)], visible_to=seen
+            self._tenant, NAME, [compound_id(normalise(query))], visible_to=seen
         )
         for record in exact:
             scores[str(record.data["entity_id"])] = 10.0
