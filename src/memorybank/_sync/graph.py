@@ -420,6 +420,10 @@ def _open(relation: Relation) -> bool:
     return relation.invalid_at is None and relation.expired_at is None
 
 
+class _Taken(Exception):
+    """Inside a retried step: the name is another entity's (not retried, raised as Conflict)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Filter:
     """Which relations a read keeps (time, types, weight, confidence, inferred)."""
@@ -734,47 +738,49 @@ class Graph:
             )
             old_names = _names(old)
             added = {k: f for k, f in _names(entity).items() if k not in old_names}
+            if _ident_id(entity) != _ident_id(old):
+                self._claim_ident(entity, now)
             writes = [
                 _entity_record(entity, _obs_provenance(record), record.revision + 1),
                 *_name_records(entity, added),
             ]
-            old_ident = _ident_id(old)
-            if _ident_id(entity) != old_ident:
-                writes.append(
-                    Record(
-                        kind=IDENT,
-                        id=_ident_id(entity),
-                        agent_id=entity.agent_id,
-                        user_id=entity.user_id,
-                        content="",
-                        data={"entity_id": entity.id},
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-                ident = store.record_get(self._tenant, IDENT, _ident_id(entity))
-                if ident is not None:
-                    taken = store.record_get(
-                        self._tenant, ENTITY, str(ident.data["entity_id"])
-                    )
-                    if taken is not None and taken.id != entity.id:
-                        raise Conflict(
-                            f"another {entity.type} is named {entity.name!r}; use merge_entities"
-                        )
-                guard = RecordGuard(
-                    IDENT, _ident_id(entity), None if ident is None else ident.revision
-                )
-                if ident is not None:
-                    writes[-1].revision = ident.revision + 1
-            else:
-                guard = RecordGuard(ENTITY, entity_id, record.revision)
+            guard = RecordGuard(ENTITY, entity_id, record.revision)
             store.record_put(self._tenant, writes, guard=guard)
             return old, entity, record.revision + 1
 
-        old, entity, _ = retry_conflicts(step, f"entity {entity_id!r}")
+        try:
+            old, entity, _ = retry_conflicts(step, f"entity {entity_id!r}")
+        except _Taken as taken:
+            raise Conflict(str(taken)) from None
         self._drop_stale_names(old, entity)
         self._put_vector(entity)
         return entity
+
+    def _claim_ident(self, entity: Entity, now: datetime) -> None:
+        """Point the identity of ``entity``'s new name/type at it (``_Taken`` if another
+        entity holds it), before the entity itself is written under its own guard."""
+        store = self._core.store
+        ident_id = _ident_id(entity)
+        ident = store.record_get(self._tenant, IDENT, ident_id)
+        if ident is not None:
+            if ident.data.get("entity_id") == entity.id:
+                return
+            holder = store.record_get(self._tenant, ENTITY, str(ident.data["entity_id"]))
+            if holder is not None:
+                raise _Taken(f"another {entity.type} is named {entity.name!r}; use merge_entities")
+        record = Record(
+            kind=IDENT,
+            id=ident_id,
+            agent_id=entity.agent_id,
+            user_id=entity.user_id,
+            content="",
+            data={"entity_id": entity.id},
+            created_at=now,
+            updated_at=now,
+            revision=0 if ident is None else ident.revision + 1,
+        )
+        guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+        store.record_put(self._tenant, [record], guard=guard)
 
     def _drop_stale_names(self, old: Entity, new: Entity) -> None:
         store = self._core.store

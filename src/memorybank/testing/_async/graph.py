@@ -220,8 +220,9 @@ class AsyncGraphContract:
         assert renamed.name == "Alicia"
         assert _names(await g.find_entities("alicia")) == ["Alicia"]
         assert _names(await g.find_entities("alice")) == ["Alicia"]  # now an alias
-        with pytest.raises(Conflict):
+        with pytest.raises(Conflict, match="merge_entities"):
             await g.update_entity(b.id, name="alicia")
+        assert (await g.get_entity(b.id)) == b
         again = await g.add_entity("Alicia", type="person")
         assert again.id == a.id
         with pytest.raises(NotFound):

@@ -221,8 +221,9 @@ class SyncGraphContract:
         assert renamed.name == "Alicia"
         assert _names(g.find_entities("alicia")) == ["Alicia"]
         assert _names(g.find_entities("alice")) == ["Alicia"]  # now an alias
-        with pytest.raises(Conflict):
+        with pytest.raises(Conflict, match="merge_entities"):
             g.update_entity(b.id, name="alicia")
+        assert (g.get_entity(b.id)) == b
         again = g.add_entity("Alicia", type="person")
         assert again.id == a.id
         with pytest.raises(NotFound):
