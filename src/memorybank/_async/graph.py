@@ -276,7 +276,7 @@ def _entity_record(
         id=entity.id,
         agent_id=entity.agent_id,
         user_id=entity.user_id,
-        content="\n".join((entity.name, *entity.aliases, *entity.observations)),
+        content=_text(entity),
         data={
             "name": entity.name,
             "type": entity.type,
@@ -293,6 +293,11 @@ def _entity_record(
         updated_at=entity.updated_at,
         revision=revision,
     )
+
+
+def _text(entity: Entity) -> str:
+    """What keyword and semantic search read of an entity."""
+    return "\n".join((entity.name, *entity.aliases, *entity.observations))
 
 
 def _ident_id(entity: Entity) -> str:
@@ -549,12 +554,11 @@ class AsyncGraph:
             return None
         from memorybank._async.search import embed_texts
 
-        text = "\n".join((entity.name, *entity.aliases, *entity.observations))
-        vectors = await embed_texts(embedder, [text])
+        vectors = await embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])
 
-    async def _put_vector(self, entity: Entity) -> None:
-        item = await self._vector(entity)
+    async def _put_vector(self, item: VectorItem | None) -> None:
+        """Store the vector a step computed (and checked) before its write."""
         if item is not None:
             await self._core.store.vector_put(self._tenant, [item])
 
@@ -591,7 +595,7 @@ class AsyncGraph:
         store = self._core.store
         ident_id = _key("ident", owner[0], owner[1], type_, normalise(name))
 
-        async def step() -> tuple[Entity, list[str]]:
+        async def step() -> tuple[Entity, VectorItem | None]:
             now = self._core.now()
             ident = await store.record_get(self._tenant, IDENT, ident_id)
             old_record = None
@@ -634,8 +638,9 @@ class AsyncGraph:
                     *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
                 ]
                 guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+                vector = await self._vector(entity)
                 await store.record_put(self._tenant, writes, guard=guard)
-                return entity, []
+                return entity, vector
             old = _entity(self._tenant, old_record)
             prov = _obs_provenance(old_record)
             known = {normalise(a) for a in (old.name, *old.aliases)}
@@ -664,11 +669,12 @@ class AsyncGraph:
                 *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
             ]
             guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(self._tenant, writes, guard=guard)
-            return entity, []
+            return entity, vector
 
-        entity, _ = await retry_conflicts(step, f"entity {name!r}")
-        await self._put_vector(entity)
+        entity, vector = await retry_conflicts(step, f"entity {name!r}")
+        await self._put_vector(vector)
         return entity
 
     async def get_entity(
@@ -717,7 +723,7 @@ class AsyncGraph:
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
         store = self._core.store
 
-        async def step() -> tuple[Entity, Entity, int]:
+        async def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = await self._entity_record(entity_id, seen)
             old = _entity(self._tenant, record)
             now = self._core.now()
@@ -744,15 +750,16 @@ class AsyncGraph:
                 *_name_records(entity, added),
             ]
             guard = RecordGuard(ENTITY, entity_id, record.revision)
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(self._tenant, writes, guard=guard)
-            return old, entity, record.revision + 1
+            return old, entity, vector
 
         try:
-            old, entity, _ = await retry_conflicts(step, f"entity {entity_id!r}")
+            old, entity, vector = await retry_conflicts(step, f"entity {entity_id!r}")
         except _Taken as taken:
             raise Conflict(str(taken)) from None
         await self._drop_stale_names(old, entity)
-        await self._put_vector(entity)
+        await self._put_vector(vector)
         return entity
 
     async def _claim_ident(self, entity: Entity, now: datetime) -> None:
@@ -837,7 +844,7 @@ class AsyncGraph:
     ) -> Entity:
         store = self._core.store
 
-        async def step() -> Entity:
+        async def step() -> tuple[Entity, VectorItem | None]:
             record = await store.record_get(self._tenant, ENTITY, entity_id)
             if record is None or not visible(seen, record.agent_id, record.user_id):
                 raise NotFound(f"entity {entity_id!r} not found")
@@ -867,13 +874,14 @@ class AsyncGraph:
                 _entity_record(entity, prov, record.revision + 1),
                 *_link_records("entity", entity.id, owner, entries if add else (), now),
             ]
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = await retry_conflicts(step, f"entity {entity_id!r}")
-        await self._put_vector(entity)
+        entity, vector = await retry_conflicts(step, f"entity {entity_id!r}")
+        await self._put_vector(vector)
         return entity
 
     async def delete_entity(
@@ -1093,7 +1101,7 @@ class AsyncGraph:
         store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
-        async def step() -> Entity:
+        async def step() -> tuple[Entity, VectorItem | None]:
             record = await self._entity_record(keep, seen)
             old = _entity(self._tenant, record)
             prov = _obs_provenance(record)
@@ -1122,12 +1130,13 @@ class AsyncGraph:
                 *_name_records(entity, added),
                 *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
             ]
+            vector = await self._vector(entity)
             await store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = await retry_conflicts(step, f"entity {keep!r}")
+        entity, vector = await retry_conflicts(step, f"entity {keep!r}")
         for relation in await self._touching([merge]):
             source = keep if relation.source_id == merge else relation.source_id
             target = keep if relation.target_id == merge else relation.target_id
@@ -1138,7 +1147,7 @@ class AsyncGraph:
                 replace(relation, id=new_id(), source_id=source, target_id=target)
             )
         await self._remove_entity(await self._entity_record(merge, None))
-        await self._put_vector(entity)
+        await self._put_vector(vector)
         return entity
 
     # -- relations --------------------------------------------------------------------

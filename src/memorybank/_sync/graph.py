@@ -277,7 +277,7 @@ def _entity_record(
         id=entity.id,
         agent_id=entity.agent_id,
         user_id=entity.user_id,
-        content="\n".join((entity.name, *entity.aliases, *entity.observations)),
+        content=_text(entity),
         data={
             "name": entity.name,
             "type": entity.type,
@@ -294,6 +294,11 @@ def _entity_record(
         updated_at=entity.updated_at,
         revision=revision,
     )
+
+
+def _text(entity: Entity) -> str:
+    """What keyword and semantic search read of an entity."""
+    return "\n".join((entity.name, *entity.aliases, *entity.observations))
 
 
 def _ident_id(entity: Entity) -> str:
@@ -550,12 +555,11 @@ class Graph:
             return None
         from memorybank._sync.search import embed_texts
 
-        text = "\n".join((entity.name, *entity.aliases, *entity.observations))
-        vectors = embed_texts(embedder, [text])
+        vectors = embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])
 
-    def _put_vector(self, entity: Entity) -> None:
-        item = self._vector(entity)
+    def _put_vector(self, item: VectorItem | None) -> None:
+        """Store the vector a step computed (and checked) before its write."""
         if item is not None:
             self._core.store.vector_put(self._tenant, [item])
 
@@ -592,7 +596,7 @@ class Graph:
         store = self._core.store
         ident_id = _key("ident", owner[0], owner[1], type_, normalise(name))
 
-        def step() -> tuple[Entity, list[str]]:
+        def step() -> tuple[Entity, VectorItem | None]:
             now = self._core.now()
             ident = store.record_get(self._tenant, IDENT, ident_id)
             old_record = None
@@ -635,8 +639,9 @@ class Graph:
                     *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
                 ]
                 guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+                vector = self._vector(entity)
                 store.record_put(self._tenant, writes, guard=guard)
-                return entity, []
+                return entity, vector
             old = _entity(self._tenant, old_record)
             prov = _obs_provenance(old_record)
             known = {normalise(a) for a in (old.name, *old.aliases)}
@@ -665,11 +670,12 @@ class Graph:
                 *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
             ]
             guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(self._tenant, writes, guard=guard)
-            return entity, []
+            return entity, vector
 
-        entity, _ = retry_conflicts(step, f"entity {name!r}")
-        self._put_vector(entity)
+        entity, vector = retry_conflicts(step, f"entity {name!r}")
+        self._put_vector(vector)
         return entity
 
     def get_entity(
@@ -718,7 +724,7 @@ class Graph:
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
         store = self._core.store
 
-        def step() -> tuple[Entity, Entity, int]:
+        def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = self._entity_record(entity_id, seen)
             old = _entity(self._tenant, record)
             now = self._core.now()
@@ -745,15 +751,16 @@ class Graph:
                 *_name_records(entity, added),
             ]
             guard = RecordGuard(ENTITY, entity_id, record.revision)
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(self._tenant, writes, guard=guard)
-            return old, entity, record.revision + 1
+            return old, entity, vector
 
         try:
-            old, entity, _ = retry_conflicts(step, f"entity {entity_id!r}")
+            old, entity, vector = retry_conflicts(step, f"entity {entity_id!r}")
         except _Taken as taken:
             raise Conflict(str(taken)) from None
         self._drop_stale_names(old, entity)
-        self._put_vector(entity)
+        self._put_vector(vector)
         return entity
 
     def _claim_ident(self, entity: Entity, now: datetime) -> None:
@@ -838,7 +845,7 @@ class Graph:
     ) -> Entity:
         store = self._core.store
 
-        def step() -> Entity:
+        def step() -> tuple[Entity, VectorItem | None]:
             record = store.record_get(self._tenant, ENTITY, entity_id)
             if record is None or not visible(seen, record.agent_id, record.user_id):
                 raise NotFound(f"entity {entity_id!r} not found")
@@ -868,13 +875,14 @@ class Graph:
                 _entity_record(entity, prov, record.revision + 1),
                 *_link_records("entity", entity.id, owner, entries if add else (), now),
             ]
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = retry_conflicts(step, f"entity {entity_id!r}")
-        self._put_vector(entity)
+        entity, vector = retry_conflicts(step, f"entity {entity_id!r}")
+        self._put_vector(vector)
         return entity
 
     def delete_entity(
@@ -1094,7 +1102,7 @@ class Graph:
         store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
-        def step() -> Entity:
+        def step() -> tuple[Entity, VectorItem | None]:
             record = self._entity_record(keep, seen)
             old = _entity(self._tenant, record)
             prov = _obs_provenance(record)
@@ -1123,12 +1131,13 @@ class Graph:
                 *_name_records(entity, added),
                 *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
             ]
+            vector = self._vector(entity)
             store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = retry_conflicts(step, f"entity {keep!r}")
+        entity, vector = retry_conflicts(step, f"entity {keep!r}")
         for relation in self._touching([merge]):
             source = keep if relation.source_id == merge else relation.source_id
             target = keep if relation.target_id == merge else relation.target_id
@@ -1139,7 +1148,7 @@ class Graph:
                 replace(relation, id=new_id(), source_id=source, target_id=target)
             )
         self._remove_entity(self._entity_record(merge, None))
-        self._put_vector(entity)
+        self._put_vector(vector)
         return entity
 
     # -- relations --------------------------------------------------------------------

@@ -29,7 +29,7 @@ from memorybank._async.stores.base import AsyncStore
 from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
-from memorybank.testing._embedder import SynonymEmbedder
+from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["AsyncGraphContract"]
 
@@ -198,6 +198,20 @@ class AsyncGraphContract:
         assert _names(await g.search_entities("tea", k=1)) == ["Alice"]
         private = await g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
         assert private.id not in [e.id for e in await g.search_entities("car", k=5)]
+
+    async def test_a_vector_no_store_can_keep_writes_nothing(
+        self, store: AsyncStore, memory: AsyncMemory
+    ) -> None:
+        broken = AsyncMemory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        g = broken.tenant(memory.tenant_id).graph
+        with pytest.raises(InvalidInput) as caught:
+            await g.add_entity("Zed", observations=["z"])
+        assert caught.value.field == "embedding"
+        assert await memory.graph.find_entities() == []
+        kept = await memory.graph.add_entity("Kept")
+        with pytest.raises(InvalidInput):
+            await g.add_observations(kept.id, ["more"])
+        assert await memory.graph.get_entity(kept.id) == kept
 
     async def test_observations_add_and_delete(self, memory: AsyncMemory) -> None:
         g = memory.graph

@@ -30,7 +30,7 @@ from memorybank._sync.stores.base import Store
 from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
-from memorybank.testing._embedder import SynonymEmbedder
+from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["SyncGraphContract"]
 
@@ -199,6 +199,20 @@ class SyncGraphContract:
         assert _names(g.search_entities("tea", k=1)) == ["Alice"]
         private = g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
         assert private.id not in [e.id for e in g.search_entities("car", k=5)]
+
+    def test_a_vector_no_store_can_keep_writes_nothing(
+        self, store: Store, memory: Memory
+    ) -> None:
+        broken = Memory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        g = broken.tenant(memory.tenant_id).graph
+        with pytest.raises(InvalidInput) as caught:
+            g.add_entity("Zed", observations=["z"])
+        assert caught.value.field == "embedding"
+        assert memory.graph.find_entities() == []
+        kept = memory.graph.add_entity("Kept")
+        with pytest.raises(InvalidInput):
+            g.add_observations(kept.id, ["more"])
+        assert memory.graph.get_entity(kept.id) == kept
 
     def test_observations_add_and_delete(self, memory: Memory) -> None:
         g = memory.graph
