@@ -212,17 +212,14 @@ async def create_entities(graph: AsyncGraph, entities: Sequence[McpEntity]) -> C
     return {"entities": created}
 
 
-async def create_relations(
-    graph: AsyncGraph, relations: Sequence[McpRelation]
-) -> CreatedRelations:
+async def create_relations(graph: AsyncGraph, relations: Sequence[McpRelation]) -> CreatedRelations:
     """Create the relations that do not exist yet; return those.
 
     Every endpoint is looked up first: a missing one raises ``NotFound`` and
     nothing is written.
     """
     resolved = [
-        (item, await _one(graph, item["from"]), await _one(graph, item["to"]))
-        for item in relations
+        (item, await _one(graph, item["from"]), await _one(graph, item["to"])) for item in relations
     ]
     created: list[McpRelation] = []
     for item, source, target in resolved:
