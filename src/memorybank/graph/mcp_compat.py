@@ -36,6 +36,8 @@ What differs, because the graph lives in a store under memorybank's scope rules:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NotRequired
@@ -43,7 +45,9 @@ from typing import TYPE_CHECKING, NotRequired
 from typing_extensions import TypedDict
 
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph.model import Entity, Relation
+from memorybank.graph.model import Direction, Entity, Relation
+
+from memorybank._async.graph import normalise
 
 if TYPE_CHECKING:
     from memorybank._async.graph import AsyncGraph
@@ -141,11 +145,6 @@ class KnowledgeGraph(TypedDict):
     truncated: NotRequired[bool]
 
 
-def normal_name(name: str) -> str:
-    """How names compare: case-folded, trimmed, inner whitespace collapsed."""
-    return " ".join(name.split()).casefold()
-
-
 def _entity_out(entity: Entity) -> McpEntity:
     return {
         "name": entity.name,
@@ -161,12 +160,15 @@ def _ownership(entity: Entity) -> tuple[int, str]:
 
 
 async def _named(graph: AsyncGraph, name: str) -> list[Entity]:
-    """The visible entities called ``name`` (own first)."""
+    """The visible entities called ``name`` (or with it as an alias), own first."""
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("an entity name must be a non-empty string", field="name")
-    wanted = normal_name(name)
+    wanted = normalise(name)
     found = await graph.find_entities(name=name, limit=PAGE_MAX)
-    return sorted((e for e in found if normal_name(e.name) == wanted), key=_ownership)
+    return sorted(
+        (e for e in found if wanted in {normalise(n) for n in (e.name, *e.aliases)}),
+        key=_ownership,
+    )
 
 
 async def _one(graph: AsyncGraph, name: str) -> Entity:
@@ -225,7 +227,7 @@ async def create_relations(graph: AsyncGraph, relations: Sequence[McpRelation]) 
     for item, source, target in resolved:
         kind = item["relationType"]
         existing = await graph.relations(source.id, direction="out", types=[kind])
-        if any(r.target_id == target.id for r in existing):
+        if any(r.source_id == source.id and r.target_id == target.id for r in existing):
             continue
         await graph.add_relation(source.id, kind, target.id)
         created.append({"from": source.name, "to": target.name, "relationType": kind})
@@ -278,7 +280,7 @@ async def delete_relations(graph: AsyncGraph, relations: Sequence[McpRelation]) 
             for relation in await graph.relations(
                 source.id, direction="out", types=[item["relationType"]], include_invalid=True
             ):
-                if relation.target_id in targets:
+                if relation.source_id == source.id and relation.target_id in targets:
                     await graph.delete_relation(relation.id)
     return {"success": True, "message": "Relations deleted successfully"}
 
@@ -287,7 +289,7 @@ async def delete_relations(graph: AsyncGraph, relations: Sequence[McpRelation]) 
 
 
 async def _with_relations(
-    graph: AsyncGraph, entities: Sequence[Entity], *, direction: str = "both"
+    graph: AsyncGraph, entities: Sequence[Entity], *, direction: Direction = "both"
 ) -> KnowledgeGraph:
     """``entities`` and the valid relations touching them, each once, bounded."""
     names = {e.id: e.name for e in entities}
@@ -295,9 +297,9 @@ async def _with_relations(
     seen: set[str] = set()
     truncated = len(entities) > PAGE_MAX
     for entity in entities[:PAGE_MAX]:
-        for relation in await graph.relations(entity.id, direction=direction):  # type: ignore[arg-type]
-            if relation.id in seen:
-                continue
+        for relation in await graph.relations(entity.id, direction=direction):
+            if relation.id in seen or (direction == "out" and relation.source_id != entity.id):
+                continue  # a bidirectional relation is listed from its source only
             if len(out) >= MAX_RELATIONS:
                 truncated = True
                 break
@@ -314,28 +316,52 @@ async def _with_relations(
     return result
 
 
+def _page_cursor(entity: Entity) -> str:
+    return base64.urlsafe_b64encode(f"e:{entity.id}".encode()).decode()
+
+
+def _after(cursor: str | None) -> str | None:
+    """The entity id a ``read_graph`` cursor resumes after."""
+    if cursor is None:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+    except (binascii.Error, UnicodeError, ValueError):
+        text = ""
+    if not text.startswith("e:") or len(text) < 3:
+        raise InvalidInput("cursor is not one read_graph returned", field="cursor")
+    return text[2:]
+
+
+def _check_limit(limit: object) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
+        raise InvalidInput(f"limit must be an integer from 1 to {PAGE_MAX}", field="limit")
+    return limit
+
+
 async def read_graph(
     graph: AsyncGraph, *, cursor: str | None = None, limit: int = PAGE_DEFAULT
 ) -> KnowledgeGraph:
-    """One page of the graph: up to ``limit`` entities and the relations starting at them.
+    """One page of the graph: up to ``limit`` entities (oldest first) and the valid
+    relations starting at them.
 
     Pass ``nextCursor`` back as ``cursor`` for the next page; the last page has
-    none. Every relation visible to the caller appears on exactly one page (its
-    source's) unless a page was cut by ``MAX_RELATIONS`` (``"truncated"``).
+    none. Every relation the caller sees appears on the page of its source
+    entity. A page also stops before its JSON passes ``MAX_PAGE_CHARS`` (it
+    always holds at least one entity). A cursor whose entity was deleted in
+    between is refused (``InvalidInput``): start again without one.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
-        raise InvalidInput(f"limit must be an integer from 1 to {PAGE_MAX}", field="limit")
-    page = await graph.find_entities(limit=limit, cursor=cursor)
-    entities = list(page)
+    limit = _check_limit(limit)
+    found = await graph.find_entities(limit=limit + 1, cursor=_after(cursor))
+    entities = found[:limit]
+    more = len(found) > limit
     result = await _with_relations(graph, entities, direction="out")
-    next_cursor = page.next_cursor
-    # Cut the page where its JSON passes the character budget (at least one entity).
     while len(entities) > 1 and len(json.dumps(result)) > MAX_PAGE_CHARS:
-        entities = entities[: max(1, len(entities) // 2)]
+        entities = entities[: len(entities) // 2]
+        more = True
         result = await _with_relations(graph, entities, direction="out")
-        next_cursor = (await graph.find_entities(limit=len(entities), cursor=cursor)).next_cursor
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
+    if more and entities:
+        result["nextCursor"] = _page_cursor(entities[-1])
     return result
 
 
@@ -346,11 +372,13 @@ async def search_nodes(
     observations; hybrid when an embedder is configured) and their relations."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidInput("query must be a non-empty string", field="query")
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
-        raise InvalidInput(f"limit must be an integer from 1 to {PAGE_MAX}", field="limit")
+    limit = _check_limit(limit)
     found: dict[str, Entity] = {}
     for entity in await graph.search_entities(query, k=limit):
         found.setdefault(entity.id, entity)
+    if len(found) < limit:  # the reference also matches the entity type
+        for entity in await graph.find_entities(types=[query.strip()], limit=limit):
+            found.setdefault(entity.id, entity)
     return await _with_relations(graph, list(found.values())[:limit])
 
 
