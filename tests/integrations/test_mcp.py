@@ -7,6 +7,9 @@ graph tools have their own module (``test_mcp_graph.py``).
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +23,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
+import memorybank
 from memorybank._async.memory import AsyncMemory
 from memorybank._sync.memory import Memory
 from memorybank.errors import ConfigurationError
@@ -27,7 +31,7 @@ from memorybank.integrations.mcp import HISTORY_MAX, create_server
 from tests.reliability._harness import Words
 from tests.server.conftest import ADMIN, CHEAP_HASH
 
-SRC = Path(__file__).resolve().parents[2] / "src"
+SRC = Path(memorybank.__file__).resolve().parents[1]  # the tree under test, for subprocesses
 
 GRAPH_TOOLS = {
     "create_entities",
@@ -66,7 +70,7 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     result = await client.call_tool(tool, arguments)
     assert not result.is_error, result.content
     assert result.structured_content is not None
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 async def fails(client: Client, tool: str, **arguments: Any) -> str:
@@ -274,6 +278,40 @@ async def test_stdio_end_to_end_from_a_subprocess(tmp_path: Path) -> None:
         assert [f.content for f in await reopened.facts.list(user_id="dana")] == ["dana uses stdio"]
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_cli_serves_streamable_http(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/http.db"
+    port = _free_port()
+    command = [sys.executable, "-m", "memorybank.cli", "mcp", "--url", url]
+    command += ["--transport", "http", "--port", str(port), "--user-id", "gil"]
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    process = await asyncio.create_subprocess_exec(
+        *command, env=env, stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        for _ in range(300):  # the server is up once the port accepts (a minute at most)
+            assert process.returncode is None, "memorybank mcp exited"
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.2)
+        async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            await call(client, "add_fact", content="gil speaks http")
+            facts = await call(client, "list_facts")
+        assert [f["content"] for f in facts["facts"]] == ["gil speaks http"]
+    finally:
+        process.terminate()
+        await asyncio.wait_for(process.wait(), timeout=30)
+    async with AsyncMemory(url) as reopened:
+        assert [f.user_id for f in await reopened.facts.list()] == ["gil"]
+
+
 # -- the /mcp mount of memorybank serve ---------------------------------------------------
 
 
@@ -306,10 +344,16 @@ async def test_mount_binds_each_key_to_its_tenant(memory: AsyncMemory) -> None:
             await call(client, "remember", thread_id="t-acme", content="acme's roadmap")
             await call(client, "add_fact", content="acme ships on fridays")
             assert len((await call(client, "history", thread_id="t-acme"))["messages"]) == 1
+            graph = {"name": "Anvil", "entityType": "object", "observations": ["acme's"]}
+            await call(client, "create_entities", entities=[graph])
+            assert (await call(client, "read_graph"))["entities"] == [graph]
         async with http_client(app, other) as client:
             assert (await call(client, "list_facts"))["facts"] == []
             assert (await call(client, "recall", query="roadmap"))["hits"] == []
             assert "not_found" in await fails(client, "history", thread_id="t-acme")
+            assert (await call(client, "read_graph"))["entities"] == []
+            assert (await call(client, "open_nodes", names=["Anvil"]))["entities"] == []
+            assert (await call(client, "search_nodes", query="Anvil"))["entities"] == []
             await call(client, "add_fact", content="other's own fact")
     assert [f.content for f in await memory.tenant("acme").facts.list()] == [
         "acme ships on fridays"

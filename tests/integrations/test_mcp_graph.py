@@ -7,6 +7,7 @@ relationType}``; what differs (scope, bounds, pages) is asserted here too.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,7 @@ async def test_read_graph_pages_cover_everything_once(memory: AsyncMemory) -> No
     names = [f"Person {i:02d}" for i in range(23)]
     async with Client(create_server(memory, user_id="u")) as client:
         await call(client, "create_entities", entities=[entity(n) for n in names])
-        chain = [relation(a, "knows", b) for a, b in zip(names, names[1:], strict=False)]
+        chain = [relation(a, "knows", b) for a, b in itertools.pairwise(names)]
         await call(client, "create_relations", relations=chain)
         seen: list[str] = []
         relations: list[tuple[str, str, str]] = []
@@ -229,7 +230,11 @@ async def test_scope_users_see_their_own_and_shared_nodes_only(memory: AsyncMemo
     alice = create_server(memory, user_id="alice", agent_id="a")
     bob = create_server(memory, user_id="bob", agent_id="a")
     async with Client(alice) as a, Client(bob) as b:
-        await call(a, "create_entities", entities=[entity("Secret Lover", "person", "hidden")])
+        await call(
+            a,
+            "create_entities",
+            entities=[entity("Secret Lover", "person", "hidden"), entity("Diary", "object")],
+        )
         await call(a, "create_relations", relations=[relation("Secret Lover", "lives_in", "Paris")])
         for tool, args in (
             ("read_graph", {}),
@@ -254,7 +259,8 @@ async def test_scope_users_see_their_own_and_shared_nodes_only(memory: AsyncMemo
         shared = await call(a, "open_nodes", names=["Paris"])
         assert shared["entities"] == [entity("Paris", "location", "capital of France")]
         # a cursor naming alice's entity reveals nothing to bob
-        page = await call(a, "read_graph", limit=1)
+        page = await call(a, "read_graph", limit=2)
+        assert [e["name"] for e in page["entities"]] == ["Paris", "Secret Lover"]
         assert "nextCursor" in page
         assert "invalid_input" in await fails(b, "read_graph", cursor=page["nextCursor"])
 

@@ -44,10 +44,9 @@ from typing import TYPE_CHECKING, NotRequired
 
 from typing_extensions import TypedDict
 
+from memorybank._async.graph import normalise
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph.model import Direction, Entity, Relation
-
-from memorybank._async.graph import normalise
 
 if TYPE_CHECKING:
     from memorybank._async.graph import AsyncGraph
