@@ -96,6 +96,11 @@ _READ = ToolAnnotations(
 _ADD = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
 )
+#: A write whose repetition changes nothing more (an existing name, triple or observation
+#: is left alone). The reference server marks these tools non-idempotent; they are.
+_ADD_ONCE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 _DELETE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
@@ -152,6 +157,7 @@ class ContextResult(TypedDict):
     included_entries: int
     total_entries: int
     warnings: list[str]
+    """Budget notes, and the parts that failed and were left out."""
 
 
 class FactOut(TypedDict):
@@ -288,7 +294,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         title="Create Entities",
         description="Create multiple new entities in the knowledge graph. "
         "An entity whose name already exists is left as it is and not returned.",
-        annotations=_ADD,
+        annotations=_ADD_ONCE,
     )
     async def create_entities(
         entities: Annotated[
@@ -303,7 +309,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         title="Create Relations",
         description="Create multiple new relations between entities in the knowledge graph. "
         "Relations should be in active voice. Both entities must exist.",
-        annotations=_ADD,
+        annotations=_ADD_ONCE,
     )
     async def create_relations(
         relations: Annotated[
@@ -317,7 +323,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
     @server.tool(
         title="Add Observations",
         description="Add new observations to existing entities in the knowledge graph",
-        annotations=_ADD,
+        annotations=_ADD_ONCE,
     )
     async def add_observations(
         observations: Annotated[list[ObservationsToAdd], Field(max_length=100)],
@@ -535,6 +541,13 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ] = None,
         system_prompt: Annotated[str | None, Field(description="The system prompt")] = None,
         include_facts: Annotated[bool, Field(description="Add the known facts")] = True,
+        include_graph: Annotated[
+            bool,
+            Field(
+                description="Add the knowledge-graph entities and relations that "
+                "current_input mentions"
+            ),
+        ] = False,
     ) -> ContextResult:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -550,6 +563,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
                 current_input=current_input,
                 system_prompt=system_prompt,
                 include_facts=include_facts,
+                include_graph_context=include_graph,
             )
             return {
                 "messages": _dump.encode(built.messages),
@@ -557,7 +571,8 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
                 "truncated": built.truncated,
                 "included_entries": built.included_entries,
                 "total_entries": built.total_entries,
-                "warnings": list(built.warnings),
+                "warnings": list(built.warnings)
+                + [f"{e.source} left out: {e.error}" for e in built.errors],
             }
 
     @server.tool(
