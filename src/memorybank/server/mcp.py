@@ -16,6 +16,7 @@ request must carry a key.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -96,19 +97,39 @@ class McpMount:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Serve requests until the block exits (the SDK's session manager runs inside)."""
+        """Serve requests until the block exits.
+
+        The SDK's session manager holds a task group, which must be entered and
+        exited by one task; a host's lifespan may start and stop in two (test
+        fixtures do), so the manager runs in a task of its own.
+        """
         app = self.server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             stateless_http=True,
             json_response=True,
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
-        async with self.server.session_manager.run():
-            self._app = app
-            try:
-                yield
-            finally:
-                self._app = None
+        manager = self.server.session_manager
+        started, stop = asyncio.Event(), asyncio.Event()
+
+        async def serve() -> None:
+            async with manager.run():
+                started.set()
+                await stop.wait()
+
+        task = asyncio.create_task(serve())
+        waiting = asyncio.create_task(started.wait())
+        await asyncio.wait({task, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():  # it failed to start
+            waiting.cancel()
+            task.result()
+        self._app = app
+        try:
+            yield
+        finally:
+            self._app = None
+            stop.set()
+            await task
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:  # pragma: no cover - only outside the host's lifespan
