@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -412,3 +414,37 @@ async def test_app_without_mcp_has_no_route(memory: AsyncMemory) -> None:
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
             answer = await http.post("/mcp", json={}, headers={"Authorization": f"Bearer {ADMIN}"})
     assert answer.status_code in (404, 405)
+
+
+async def test_memorybank_serve_answers_mcp_with_its_keys(tmp_path: Path) -> None:
+    from tests.server.test_serve import cli, free_port, wait_up
+
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    args = ("keys", "create", "--url", url, "--tenant", "t1")
+    created = await asyncio.to_thread(cli, *args, env=env)
+    key = created.stdout.strip().splitlines()[-1]
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "memorybank.cli", "serve", "--url", url, "--port", str(port)]
+    process = await asyncio.to_thread(
+        subprocess.Popen, command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        await asyncio.to_thread(wait_up, base, process)
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"})
+        async with http, Client(streamable_http_client(f"{base}/mcp", http_client=http)) as client:
+            await call(client, "remember", thread_id="served", content="over the real server")
+            history = await call(client, "history", thread_id="served")
+        assert history["messages"] == [{"role": "user", "content": "over the real server"}]
+        async with httpx.AsyncClient() as plain:
+            answer = await plain.post(f"{base}/mcp", json={"jsonrpc": "2.0", "id": 1})
+        assert answer.status_code == 401
+        process.send_signal(signal.SIGTERM)
+        assert await asyncio.to_thread(process.wait, 60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    async with AsyncMemory(url, tenant_id="t1") as reopened:
+        assert len(await reopened.history("served")) == 1
