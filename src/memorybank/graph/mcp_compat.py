@@ -18,12 +18,14 @@ agents. These functions take and return exactly its shapes:
 What differs, because the graph lives in a store under memorybank's scope rules:
 
 * every call acts on the handle it is given (``memory.graph`` of a
-  ``memory.scoped(...)`` handle): it sees its own and shared entities, writes
-  its own, and never another user's;
-* names are matched case-insensitively after trimming and collapsing inner
-  whitespace; when several visible entities share a name (say one of the
-  user's own and a shared one), a write goes to the caller's own, a delete
-  removes every one of them, and a read returns them all;
+  ``memory.scoped(...)`` handle): it sees its own and shared entities,
+  creates its own, and never sees or touches another user's (shared ones it
+  may change, as every verb of the library may);
+* a name matches an entity's name or one of its aliases, compared as
+  ``memory.graph`` normalises names (case-folded, trimmed, inner whitespace
+  collapsed); when several visible entities match (say the user's own and a
+  shared one), a write goes to the caller's own, a delete removes every one
+  of them, and a read returns them all;
 * reads return only relations valid now, and are bounded: ``read_graph`` is a
   page of at most ``limit`` entities (``PAGE_MAX``) and the relations that
   start at them, cut further at ``MAX_PAGE_CHARS`` characters of JSON, with
