@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, NotRequired
 from typing_extensions import TypedDict
 
 from memorybank._async.graph import normalise
+from memorybank._validate import MAX_LABEL_CHARS
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph.model import Direction, Entity, Relation
+from memorybank.graph.model import Direction, Entity
 
 if TYPE_CHECKING:
     from memorybank._async.graph import AsyncGraph
@@ -179,23 +180,6 @@ async def _one(graph: AsyncGraph, name: str) -> Entity:
     return matches[0]
 
 
-async def _relation_out(
-    graph: AsyncGraph, relation: Relation, names: dict[str, str]
-) -> McpRelation | None:
-    """The relation in MCP shape (``None`` if an endpoint is not visible)."""
-    for entity_id in (relation.source_id, relation.target_id):
-        if entity_id not in names:
-            entity = await graph.get_entity(entity_id)
-            if entity is None:
-                return None
-            names[entity_id] = entity.name
-    return {
-        "from": names[relation.source_id],
-        "to": names[relation.target_id],
-        "relationType": relation.type,
-    }
-
-
 # -- writes ------------------------------------------------------------------------
 
 
@@ -289,30 +273,58 @@ async def delete_relations(graph: AsyncGraph, relations: Sequence[McpRelation]) 
 # -- reads -------------------------------------------------------------------------
 
 
-async def _with_relations(
-    graph: AsyncGraph, entities: Sequence[Entity], *, direction: Direction = "both"
-) -> KnowledgeGraph:
-    """``entities`` and the valid relations touching them, each once, bounded."""
-    names = {e.id: e.name for e in entities}
-    out: list[McpRelation] = []
-    seen: set[str] = set()
-    truncated = len(entities) > PAGE_MAX
-    for entity in entities[:PAGE_MAX]:
-        for relation in await graph.relations(entity.id, direction=direction):
-            if relation.id in seen or (direction == "out" and relation.source_id != entity.id):
-                continue  # a bidirectional relation is listed from its source only
-            if len(out) >= MAX_RELATIONS:
-                truncated = True
-                break
-            seen.add(relation.id)
-            shaped = await _relation_out(graph, relation, names)
-            if shaped is not None:
-                out.append(shaped)
+async def _touching(
+    graph: AsyncGraph, entities: Sequence[Entity], direction: Direction
+) -> tuple[dict[str, list[McpRelation]], bool]:
+    """The valid relations touching ``entities`` (``"out"``: starting at them), each
+    listed once under the first of them it touches, in MCP shape; and whether a bound
+    cut them.
+
+    One bounded traversal of depth 1 (a few store round trips, whatever the count).
+    """
+    listed: dict[str, list[McpRelation]] = {e.id: [] for e in entities}
+    if not entities:
+        return listed, False
+    max_nodes = len(entities) + MAX_RELATIONS
+    sub = await graph.traverse(
+        [e.id for e in entities],
+        max_depth=1,
+        direction=direction,
+        max_nodes=max_nodes,
+        max_edges=MAX_RELATIONS,
+    )
+    names = {e.id: e.name for e in sub.entities}
+    count = 0
+    for relation in sub.relations:  # oldest first; among a page, before its neighbours'
+        if relation.source_id in listed:
+            under = relation.source_id
+        elif direction == "both" and relation.target_id in listed:
+            under = relation.target_id
+        else:
+            continue  # between two neighbours, or (out) ending at the page
+        listed[under].append(
+            {
+                "from": names[relation.source_id],
+                "to": names[relation.target_id],
+                "relationType": relation.type,
+            }
+        )
+        count += 1
+    # The traversal reads the given entities' relations first: a bound it reports
+    # cut them only if it was reached by them.
+    cut = sub.truncated and (count >= MAX_RELATIONS or len(sub.entities) >= max_nodes)
+    return listed, cut
+
+
+async def _with_relations(graph: AsyncGraph, entities: Sequence[Entity]) -> KnowledgeGraph:
+    """``entities`` (at most ``PAGE_MAX``) and the valid relations touching them, each once."""
+    kept = list(entities[:PAGE_MAX])
+    listed, cut = await _touching(graph, kept, "both")
     result: KnowledgeGraph = {
-        "entities": [_entity_out(e) for e in entities[:PAGE_MAX]],
-        "relations": out,
+        "entities": [_entity_out(e) for e in kept],
+        "relations": [r for e in kept for r in listed[e.id]],
     }
-    if truncated:
+    if cut or len(entities) > PAGE_MAX:
         result["truncated"] = True
     return result
 
@@ -354,15 +366,26 @@ async def read_graph(
     """
     limit = _check_limit(limit)
     found = await graph.find_entities(limit=limit + 1, cursor=_after(cursor))
-    entities = found[:limit]
     more = len(found) > limit
-    result = await _with_relations(graph, entities, direction="out")
-    while len(entities) > 1 and len(json.dumps(result)) > MAX_PAGE_CHARS:
-        entities = entities[: len(entities) // 2]
-        more = True
-        result = await _with_relations(graph, entities, direction="out")
-    if more and entities:
-        result["nextCursor"] = _page_cursor(entities[-1])
+    entities = found[:limit]
+    listed, cut = await _touching(graph, entities, "out")
+    result: KnowledgeGraph = {"entities": [], "relations": []}
+    size = 0
+    last: Entity | None = None
+    for entity in entities:
+        shaped, relations = _entity_out(entity), listed[entity.id]
+        cost = len(json.dumps(shaped)) + sum(len(json.dumps(r)) + 2 for r in relations) + 2
+        if result["entities"] and size + cost > MAX_PAGE_CHARS:
+            more = True
+            break
+        result["entities"].append(shaped)
+        result["relations"] += relations
+        size += cost
+        last = entity
+    if cut:
+        result["truncated"] = True
+    if more and last is not None:
+        result["nextCursor"] = _page_cursor(last)
     return result
 
 
@@ -377,7 +400,7 @@ async def search_nodes(
     found: dict[str, Entity] = {}
     for entity in await graph.search_entities(query, k=limit):
         found.setdefault(entity.id, entity)
-    if len(found) < limit:  # the reference also matches the entity type
+    if len(found) < limit and len(query) <= MAX_LABEL_CHARS:  # the reference matches types too
         for entity in await graph.find_entities(types=[query.strip()], limit=limit):
             found.setdefault(entity.id, entity)
     return await _with_relations(graph, list(found.values())[:limit])
