@@ -278,3 +278,21 @@ async def test_two_servers_on_one_store_keep_each_others_writes(tmp_path: Path) 
             graph = await call(second, "read_graph")
     assert sorted(e["name"] for e in graph["entities"]) == ["From One", "From Two"]
     assert relation_set(graph) == {("From One", "knows", "From Two")}
+
+
+async def test_reads_say_when_the_relation_bound_cut_them(
+    memory: AsyncMemory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mcp_compat, "MAX_RELATIONS", 3)
+    spokes = [f"Spoke {i}" for i in range(5)]
+    async with Client(create_server(memory, user_id="u")) as client:
+        await call(client, "create_entities", entities=[entity("Hub"), *map(entity, spokes)])
+        edges = [relation("Hub", "knows", s) for s in spokes]
+        await call(client, "create_relations", relations=edges)
+        opened = await call(client, "open_nodes", names=["Hub"])
+        assert len(opened["relations"]) == 3 and opened["truncated"] is True
+        page = await call(client, "read_graph")
+        assert len(page["relations"]) == 3 and page["truncated"] is True
+        small = await call(client, "open_nodes", names=["Spoke 1"])
+        assert relation_set(small) == {("Hub", "knows", "Spoke 1")}
+        assert "truncated" not in small
