@@ -56,14 +56,15 @@ def mcp(
     authentication: keep it on loopback, or use `memorybank serve`, whose /mcp
     takes the service's API keys.
     """
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the extra is missing
+        typer.echo("memorybank mcp needs the mcp extra: pip install 'memorybank[mcp]'", err=True)
+        raise typer.Exit(1)
     import anyio
 
-    try:
-        from memorybank.integrations.mcp import create_server
-    except ImportError:  # pragma: no cover - the mcp extra is missing
-        typer.echo("memorybank mcp needs the mcp extra: pip install 'memorybank[mcp]'", err=True)
-        raise typer.Exit(1) from None
     from memorybank._async.memory import AsyncMemory
+    from memorybank.integrations.mcp import create_server
 
     async def run() -> None:
         async with AsyncMemory(url, tenant_id=tenant) as memory:
