@@ -68,6 +68,10 @@ async def test_create_entities_returns_only_new_ones(memory: AsyncMemory) -> Non
             entities=[entity("alice ", "person", "y"), entity("Bob", "person")],
         )
         assert again == {"entities": [entity("Bob", "person")]}  # an existing name is ignored
+        assert "invalid_input" in await fails(client, "create_entities", entities=[entity(" ")])
+        assert "invalid_input" in await fails(
+            client, "create_entities", entities=[entity("Carol", "\x00")]
+        )
     stored = await memory.graph.find_entities(user_id="u")
     assert sorted((e.name, e.observations) for e in stored) == [("Alice", ("x",)), ("Bob", ())]
     assert all(e.user_id == "u" for e in stored)
