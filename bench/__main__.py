@@ -3,7 +3,7 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, server (default: all).
+search, server, mcp (default: all).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "context": ("bench.bench_context", None),
     "search": ("bench.bench_search", None),
     "server": ("bench.bench_server", None),
+    "mcp": ("bench.bench_mcp", None),
 }
 
 
