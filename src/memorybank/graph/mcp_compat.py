@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_PAGE_CHARS",
     "MAX_RELATIONS",
+    "NAME_MATCHES",
     "PAGE_DEFAULT",
     "PAGE_MAX",
     "SEARCH_DEFAULT",
@@ -87,6 +88,8 @@ PAGE_DEFAULT = 50
 PAGE_MAX = 200
 #: Entities ``search_nodes`` returns unless asked otherwise.
 SEARCH_DEFAULT = 20
+#: Most visible entities one name resolves to (the caller's own, shared ones, other types).
+NAME_MATCHES = 25
 #: Most relations one read returns.
 MAX_RELATIONS = 1000
 #: A ``read_graph`` page stops before its JSON passes this many characters
@@ -166,7 +169,9 @@ async def _named(graph: AsyncGraph, name: str) -> list[Entity]:
     if not isinstance(name, str) or not name.strip():
         raise InvalidInput("an entity name must be a non-empty string", field="name")
     wanted = normalise(name)
-    found = await graph.find_entities(name=name, limit=PAGE_MAX)
+    # search_entities ranks exact name and alias matches (the graph's name index) first
+    # and reads O(k) candidates; find_entities(name=) reads every entity containing it.
+    found = await graph.search_entities(name, k=NAME_MATCHES)
     return sorted(
         (e for e in found if wanted in {normalise(n) for n in (e.name, *e.aliases)}),
         key=_ownership,
