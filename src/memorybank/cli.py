@@ -8,6 +8,7 @@
     memorybank serve [--host H --port P] the HTTP API (extra ``server``)
     memorybank keys create --tenant T    a new API key (printed alone on the last line)
     memorybank keys list | revoke ID     the API keys and their state
+    memorybank mcp [--transport http]    the MCP server (extra ``mcp``)
 
 Every command takes ``--url`` (default ``$MEMORYBANK_URL``, else the embedded
 ``sqlite:///./memorybank.db``, the same rule as ``Memory()``) and ``--tenant``.
@@ -434,10 +435,11 @@ def _serve_demo(url: str | None, host: str, port: int) -> None:
 
 # -- commands of their own modules (kept apart so parallel work merges cleanly) ----
 
-from memorybank import _cli_port, _cli_read  # noqa: E402 (they register on ``app``)
+from memorybank import _cli_mcp, _cli_port, _cli_read  # noqa: E402 (they register on ``app``)
 
 _cli_read.register(app)
 _cli_port.register(app)
+_cli_mcp.register(app)
 
 
 def main() -> None:

@@ -7,10 +7,11 @@ tenant (and end user) from ``memorybank.server.deps``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -23,6 +24,9 @@ from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_err
 from memorybank.server.keys import KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
 from memorybank.server.routes import admin, cortex, records, threads
+
+if TYPE_CHECKING:
+    from memorybank.server.mcp import McpMount
 
 __all__ = [
     "ADMIN_KEY_ENV",
@@ -58,6 +62,7 @@ def create_app(
     memory: AsyncMemory | None = None,
     admin_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    mcp: bool = True,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -70,6 +75,8 @@ def create_app(
         admin_key: the key that manages keys and tenants (``None``:
             ``$MEMORYBANK_ADMIN_KEY``; unset: no admin routes work).
         max_body_bytes: largest request body; larger ones get 413.
+        mcp: serve the MCP tools (streamable HTTP) at ``/mcp`` with the same
+            keys, when the ``mcp`` extra is installed (see ``memorybank.server.mcp``).
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -82,7 +89,10 @@ def create_app(
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store)
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                if mcp_mount is not None:  # a mounted app's own lifespan never runs
+                    await stack.enter_async_context(mcp_mount.running())
+                yield
         finally:
             if owned:
                 await mem.close()
@@ -109,6 +119,7 @@ def create_app(
     # The reference routes first: routing tries routes in order, and they are the hot path.
     for module in (cortex, threads, records, admin, store_rpc, ui):
         app.include_router(module.router())
+    mcp_mount = _mount_mcp(app) if mcp else None
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")
     async def healthz() -> dict[str, str]:
@@ -135,6 +146,20 @@ def create_app(
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     return app
+
+
+def _mount_mcp(app: FastAPI) -> McpMount | None:
+    """Route ``/mcp`` to the MCP tools; ``None`` (no route) without the ``mcp`` extra."""
+    if importlib.util.find_spec("mcp") is None:
+        return None
+    from starlette.routing import Route
+
+    from memorybank.server.mcp import MCP_PATH, McpMount
+
+    mount = McpMount(lambda: app.state.memory, lambda: app.state.keys)
+    # A plain route (not a Mount): /mcp answers without a redirect to /mcp/.
+    app.router.routes.append(Route(MCP_PATH, endpoint=mount))
+    return mount
 
 
 def app_from_env() -> FastAPI:
