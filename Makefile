@@ -42,6 +42,12 @@ test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
 	$(BIN)/python -m pytest
 
+# Not in CI: the in-process stores' conformance suite, the core API and the CLI under each
+# other Python this machine has (default 3.12 3.13), each in its own .venv-pyX.Y.
+PYTHON_VERSIONS ?= 3.12 3.13
+test-pythons:
+	$(PYTHON) scripts/test_pythons.py --versions $(PYTHON_VERSIONS)
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts bench
 	$(BIN)/ruff format --check src tests scripts bench
@@ -67,4 +73,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests scripts bench
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache
