@@ -66,11 +66,13 @@ def find_uv() -> str | None:
 
 
 def prepare(version: str, python: str) -> Path:
-    """``.venv-py<version>`` with the tests' dependencies (installed once; a stamp marks it)."""
+    """``.venv-py<version>`` with the tests' dependencies (installed again when
+    pyproject.toml or this script is newer than its stamp)."""
     venv = ROOT / f".venv-py{version}"
     stamp = venv / ".installed"
     bin_python = venv / "bin" / "python"
-    if stamp.exists() and stamp.stat().st_mtime >= (ROOT / "pyproject.toml").stat().st_mtime:
+    inputs = (ROOT / "pyproject.toml", Path(__file__))
+    if stamp.exists() and all(stamp.stat().st_mtime >= f.stat().st_mtime for f in inputs):
         return bin_python
     uv = find_uv()
     if uv:
