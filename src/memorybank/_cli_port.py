@@ -92,6 +92,10 @@ def _summary(report: ImportReport) -> None:
             f"vectors: {report.vectors_dropped} of model {model} NOT carried (the target's "
             f"model, --model-id, differs or was not given); {REEMBED}"
         )
+    if report.unlisted:
+        err.print(
+            f"not in the dump: {', '.join(report.unlisted)} (the source store cannot list its runs)"
+        )
 
 
 def export_command(

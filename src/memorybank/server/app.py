@@ -19,6 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
+from memorybank.embeddings.base import Embedder
+from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.server import store_rpc, ui
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import KeyRing
@@ -63,6 +65,7 @@ def create_app(
     admin_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     mcp: bool = True,
+    embedder: Embedder | None = None,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -77,6 +80,8 @@ def create_app(
         max_body_bytes: largest request body; larger ones get 413.
         mcp: serve the MCP tools (streamable HTTP) at ``/mcp`` with the same
             keys, when the ``mcp`` extra is installed (see ``memorybank.server.mcp``).
+        embedder: embeds what is written and powers semantic search (``None``:
+            keyword search only). Ignored when ``memory`` is given.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -84,7 +89,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
-        mem = AsyncMemory(url) if memory is None else memory
+        mem = AsyncMemory(url, embedder=embedder) if memory is None else memory
         metrics.instrument(mem.store)
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store)
@@ -164,10 +169,12 @@ def _mount_mcp(app: FastAPI) -> McpMount | None:
 
 def app_from_env() -> FastAPI:
     """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
-    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``. The factory
+    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
+    (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``). The factory
     ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
     raw = os.environ.get(MAX_BODY_ENV)
     return create_app(
         os.environ.get("MEMORYBANK_URL") or None,
         max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
+        embedder=embedder_named(os.environ.get(EMBEDDER_ENV)),
     )

@@ -31,6 +31,7 @@ __all__ = [
     "row_to_record",
     "row_to_summary",
     "row_to_thread",
+    "run_ids_sql",
     "to_us",
     "tool_calls_from_json",
     "tool_calls_to_json",
@@ -318,3 +319,25 @@ def any_user(user_id: str | Unset | None) -> tuple[bool, str | None]:
     if isinstance(user_id, Unset):
         return True, None
     return False, user_id
+
+
+def run_ids_sql(
+    table: str,
+    tenant: str,
+    after: str | None,
+    limit: int | None,
+    mark: str,
+    run_id: str = "run_id",
+) -> tuple[str, list[Any]]:
+    """``SELECT DISTINCT run_id`` of a tenant in ``table`` (working memory or snapshots),
+    in id order, after ``after``, at most ``limit``; ``mark`` is the driver's placeholder
+    and ``run_id`` the column as compared (PostgreSQL: ``run_id COLLATE "C"``, bytewise)."""
+    sql = f"SELECT DISTINCT {run_id} FROM {table} WHERE tenant_id = {mark}"
+    params: list[Any] = [tenant]
+    if after is not None:
+        sql += f" AND {run_id} > {mark}"
+        params.append(after)
+    sql += f" ORDER BY {run_id}"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql, params

@@ -590,6 +590,14 @@ METHODS: dict[str, Method] = {
         _m("working_items", _dict_of(ID, TEXT), _TENANT, _RUN, idempotent=True),
         _m("working_clear", NOTHING, _TENANT, _RUN, idempotent=True),
         _m(
+            "working_runs",
+            optional(list_of(ID)),
+            _TENANT,
+            _p("after", OPT_ID, None),
+            _LIMIT,
+            idempotent=True,
+        ),
+        _m(
             "snapshot_save",
             NOTHING,
             _TENANT,
@@ -609,6 +617,14 @@ METHODS: dict[str, Method] = {
             _RUN,
             _p("user_id", OPT_ID, None),
             _p("owner_check", BOOL, True),
+        ),
+        _m(
+            "snapshot_runs",
+            optional(list_of(ID)),
+            _TENANT,
+            _p("after", OPT_ID, None),
+            _LIMIT,
+            idempotent=True,
         ),
         _m("summary_add", SUMMARY, _TENANT, _p("summary", SUMMARY)),
         _m(

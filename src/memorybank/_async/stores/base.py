@@ -318,6 +318,18 @@ class AsyncStore(abc.ABC):
     async def working_clear(self, tenant: str, run_id: str) -> None:
         """Forget the run's working memory."""
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        """The run ids of ``tenant`` that hold working memory, in id order; ``None``: this
+        store cannot list them (the default, for stores written before this method).
+
+        ``after`` leaves out ids up to and including it; ``limit`` caps the count.
+        For export (``memorybank export``); a run whose working memory was
+        cleared is not listed.
+        """
+        return None
+
     # -- snapshots (durable workflows) ------------------------------------
 
     @abc.abstractmethod
@@ -352,6 +364,13 @@ class AsyncStore(abc.ABC):
         With ``owner_check``, a snapshot owned by someone other than ``user_id``
         is not deleted: ``ThreadForbidden``, in the same atomic step as the delete.
         """
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        """The run ids of ``tenant`` that have a snapshot, in id order; ``None``: this store
+        cannot list them (the default). ``after`` and ``limit`` as in :meth:`working_runs`."""
+        return None
 
     # -- summaries ---------------------------------------------------------
 

@@ -462,6 +462,14 @@ class AsyncHTTPStore(AsyncStore):
     async def working_clear(self, tenant: str, run_id: str) -> None:
         await self._call("working_clear", {"tenant": tenant, "run_id": run_id})
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        runs: list[str] | None = await self._call(
+            "working_runs", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return runs
+
     # -- snapshots -----------------------------------------------------------------------
 
     async def snapshot_save(
@@ -491,6 +499,14 @@ class AsyncHTTPStore(AsyncStore):
             "snapshot_load", {"tenant": tenant, "run_id": run_id}
         )
         return snapshot
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        runs: list[str] | None = await self._call(
+            "snapshot_runs", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return runs
 
     async def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True

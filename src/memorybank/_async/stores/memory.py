@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import heapq
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -384,6 +384,13 @@ class AsyncInMemoryStore(AsyncStore):
         self._check_open()
         self._working.pop((tenant, run_id), None)
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        runs = (run for (t, run), items in self._working.items() if t == tenant and items)
+        return _id_page(runs, after, limit)
+
     # -- snapshots -------------------------------------------------------------
 
     async def snapshot_save(
@@ -419,6 +426,12 @@ class AsyncInMemoryStore(AsyncStore):
             if owner_check:
                 self._check_snapshot_owner(tenant, run_id, user_id)
             return self._snapshots.pop((tenant, run_id), None) is not None
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        return _id_page((run for t, run in self._snapshots if t == tenant), after, limit)
 
     # -- summaries ---------------------------------------------------------------
 
@@ -787,3 +800,9 @@ def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -
         extra=copy.deepcopy(new.extra),
         item=copy.deepcopy(new.item),
     )
+
+
+def _id_page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]:
+    """``ids`` sorted, those after ``after``, at most ``limit`` of them."""
+    page = sorted(i for i in ids if after is None or i > after)
+    return page if limit is None else page[:limit]

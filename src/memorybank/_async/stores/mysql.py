@@ -201,6 +201,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    run_ids_sql,
     scope_sql,
     to_us,
     tool_calls_to_json,
@@ -1455,6 +1456,18 @@ class AsyncMySQLStore(AsyncStore):
             f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s", (tenant, run_id)
         )
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Distinct run ids (binary collation: compared bytewise)."""
+        return await self._run_ids(self._working, tenant, after, limit)
+
+    async def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "%s")
+        return [str(row[0]) for row in await self._query(sql, params)]
+
     # -- snapshots -------------------------------------------------------------
 
     async def snapshot_save(
@@ -1538,6 +1551,12 @@ class AsyncMySQLStore(AsyncStore):
         if found and not deleted:
             raise ThreadForbidden("snapshot access forbidden")
         return deleted > 0
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Run ids with a snapshot."""
+        return await self._run_ids(self._snapshots, tenant, after, limit)
 
     # -- summaries -------------------------------------------------------------
 

@@ -218,6 +218,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    run_ids_sql,
     tool_calls_value,
     unit_vector_bytes,
     vector_from_bytes,
@@ -1433,6 +1434,18 @@ class AsyncPostgresStore(AsyncStore):
         """Delete every key of the run."""
         await self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Distinct run ids, compared bytewise (``COLLATE "C"``)."""
+        return await self._run_ids(f"{self.prefix}working", tenant, after, limit)
+
+    async def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "%s", 'run_id COLLATE "C"')
+        return [str(row[0]) for row in await self._fetch(sql, params, retry=True)]
+
     # -- snapshots -------------------------------------------------------------
 
     async def snapshot_save(
@@ -1470,6 +1483,12 @@ class AsyncPostgresStore(AsyncStore):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(await self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Run ids with a snapshot, compared bytewise."""
+        return await self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
 
     # -- summaries ---------------------------------------------------------------
 

@@ -1001,6 +1001,11 @@ def _esc(value: str) -> str:
     return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
+def _unesc(value: str) -> str:
+    """The id ``_esc`` escaped."""
+    return value.replace("%3A", ":").replace("%7B", "{").replace("%7D", "}").replace("%25", "%")
+
+
 def _s(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -1765,6 +1770,30 @@ class AsyncRedisStore(AsyncStore):
             await self._ready()
             await self._client.delete(self._run_key(tenant, run_id, "w"))
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Found by ``SCAN`` over ``P{tenant:*}:w`` (every node with ``cluster=True``), so
+        the cost grows with the whole keyspace and the ids are sorted in memory."""
+        return await self._run_ids(tenant, "w", after, limit)
+
+    async def _run_ids(
+        self, tenant: str, kind: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        head = f"{self._prefix}{{{_esc(tenant)}:"
+        tail = f"}}:{kind}"
+        pattern = _glob_escape(head) + "*" + _glob_escape(tail)
+        found: set[str] = set()
+        with self._op():
+            await self._ready()
+            async for key in self._client.scan_iter(match=pattern, count=1000):
+                name = _s(key)
+                run = name[len(head) : -len(tail)]
+                if ":" not in run and "{" not in run and "}" not in run:
+                    found.add(_unesc(run))
+        runs = sorted(r for r in found if after is None or r > after)
+        return runs if limit is None else runs[:limit]
+
     # -- snapshots -------------------------------------------------------------------------
 
     async def snapshot_save(
@@ -1804,6 +1833,12 @@ class AsyncRedisStore(AsyncStore):
             await self._ready()
             value, owner = await self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
         return None if value is None else (_opt(owner), _s(value))
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Found by ``SCAN`` over ``P{tenant:*}:s``, as :meth:`working_runs`."""
+        return await self._run_ids(tenant, "s", after, limit)
 
     async def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True

@@ -97,6 +97,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    run_ids_sql,
     scope_sql,
     to_us,
     tool_calls_to_json,
@@ -939,6 +940,21 @@ class AsyncSQLiteStore(AsyncStore):
 
         await self._run(lambda: self._write(op))
 
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        return await self._run_ids(f"{self.prefix}working", tenant, after, limit)
+
+    async def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "?")
+
+        def op(conn: sqlite3.Connection) -> list[str]:
+            return [str(row[0]) for row in conn.execute(sql, params).fetchall()]
+
+        return await self._run(lambda: self._read(op))
+
     # -- snapshots -------------------------------------------------------------------
 
     def _snapshot_owner_check(
@@ -998,6 +1014,11 @@ class AsyncSQLiteStore(AsyncStore):
             return cursor.rowcount > 0
 
         return await self._run(lambda: self._write(op))
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        return await self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
 
     # -- summaries -------------------------------------------------------------------
 

@@ -463,6 +463,14 @@ class HTTPStore(Store):
     def working_clear(self, tenant: str, run_id: str) -> None:
         self._call("working_clear", {"tenant": tenant, "run_id": run_id})
 
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        runs: list[str] | None = self._call(
+            "working_runs", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return runs
+
     # -- snapshots -----------------------------------------------------------------------
 
     def snapshot_save(
@@ -492,6 +500,14 @@ class HTTPStore(Store):
             "snapshot_load", {"tenant": tenant, "run_id": run_id}
         )
         return snapshot
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        runs: list[str] | None = self._call(
+            "snapshot_runs", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return runs
 
     def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True

@@ -12,7 +12,7 @@ import copy
 import dataclasses
 import heapq
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -385,6 +385,13 @@ class InMemoryStore(Store):
         self._check_open()
         self._working.pop((tenant, run_id), None)
 
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        runs = (run for (t, run), items in self._working.items() if t == tenant and items)
+        return _id_page(runs, after, limit)
+
     # -- snapshots -------------------------------------------------------------
 
     def snapshot_save(
@@ -420,6 +427,12 @@ class InMemoryStore(Store):
             if owner_check:
                 self._check_snapshot_owner(tenant, run_id, user_id)
             return self._snapshots.pop((tenant, run_id), None) is not None
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        return _id_page((run for t, run in self._snapshots if t == tenant), after, limit)
 
     # -- summaries ---------------------------------------------------------------
 
@@ -788,3 +801,9 @@ def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -
         extra=copy.deepcopy(new.extra),
         item=copy.deepcopy(new.item),
     )
+
+
+def _id_page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]:
+    """``ids`` sorted, those after ``after``, at most ``limit`` of them."""
+    page = sorted(i for i in ids if after is None or i > after)
+    return page if limit is None else page[:limit]

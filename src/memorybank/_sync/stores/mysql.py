@@ -202,6 +202,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    run_ids_sql,
     scope_sql,
     to_us,
     tool_calls_to_json,
@@ -1456,6 +1457,18 @@ class MySQLStore(Store):
             f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s", (tenant, run_id)
         )
 
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Distinct run ids (binary collation: compared bytewise)."""
+        return self._run_ids(self._working, tenant, after, limit)
+
+    def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "%s")
+        return [str(row[0]) for row in self._query(sql, params)]
+
     # -- snapshots -------------------------------------------------------------
 
     def snapshot_save(
@@ -1539,6 +1552,12 @@ class MySQLStore(Store):
         if found and not deleted:
             raise ThreadForbidden("snapshot access forbidden")
         return deleted > 0
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Run ids with a snapshot."""
+        return self._run_ids(self._snapshots, tenant, after, limit)
 
     # -- summaries -------------------------------------------------------------
 

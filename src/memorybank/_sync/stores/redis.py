@@ -1002,6 +1002,11 @@ def _esc(value: str) -> str:
     return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
+def _unesc(value: str) -> str:
+    """The id ``_esc`` escaped."""
+    return value.replace("%3A", ":").replace("%7B", "{").replace("%7D", "}").replace("%25", "%")
+
+
 def _s(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
@@ -1766,6 +1771,30 @@ class RedisStore(Store):
             self._ready()
             self._client.delete(self._run_key(tenant, run_id, "w"))
 
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Found by ``SCAN`` over ``P{tenant:*}:w`` (every node with ``cluster=True``), so
+        the cost grows with the whole keyspace and the ids are sorted in memory."""
+        return self._run_ids(tenant, "w", after, limit)
+
+    def _run_ids(
+        self, tenant: str, kind: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        head = f"{self._prefix}{{{_esc(tenant)}:"
+        tail = f"}}:{kind}"
+        pattern = _glob_escape(head) + "*" + _glob_escape(tail)
+        found: set[str] = set()
+        with self._op():
+            self._ready()
+            for key in self._client.scan_iter(match=pattern, count=1000):
+                name = _s(key)
+                run = name[len(head) : -len(tail)]
+                if ":" not in run and "{" not in run and "}" not in run:
+                    found.add(_unesc(run))
+        runs = sorted(r for r in found if after is None or r > after)
+        return runs if limit is None else runs[:limit]
+
     # -- snapshots -------------------------------------------------------------------------
 
     def snapshot_save(
@@ -1805,6 +1834,12 @@ class RedisStore(Store):
             self._ready()
             value, owner = self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
         return None if value is None else (_opt(owner), _s(value))
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Found by ``SCAN`` over ``P{tenant:*}:s``, as :meth:`working_runs`."""
+        return self._run_ids(tenant, "s", after, limit)
 
     def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True

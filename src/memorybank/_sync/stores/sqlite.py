@@ -98,6 +98,7 @@ from memorybank.stores._sql import (
     row_to_record,
     row_to_summary,
     row_to_thread,
+    run_ids_sql,
     scope_sql,
     to_us,
     tool_calls_to_json,
@@ -940,6 +941,21 @@ class SQLiteStore(Store):
 
         self._run(lambda: self._write(op))
 
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        return self._run_ids(f"{self.prefix}working", tenant, after, limit)
+
+    def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "?")
+
+        def op(conn: sqlite3.Connection) -> list[str]:
+            return [str(row[0]) for row in conn.execute(sql, params).fetchall()]
+
+        return self._run(lambda: self._read(op))
+
     # -- snapshots -------------------------------------------------------------------
 
     def _snapshot_owner_check(
@@ -999,6 +1015,11 @@ class SQLiteStore(Store):
             return cursor.rowcount > 0
 
         return self._run(lambda: self._write(op))
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        return self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
 
     # -- summaries -------------------------------------------------------------------
 

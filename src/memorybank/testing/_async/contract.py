@@ -1074,6 +1074,36 @@ class AsyncContract:
             with pytest.raises(InvalidInput):
                 await wm.set("k", object())
 
+    async def test_runs_with_working_memory_or_a_snapshot_are_listed(
+        self, memory: AsyncMemory
+    ) -> None:
+        store, tenant, other = memory.store, _id("ten"), _id("ten")
+        if await store.working_runs(tenant) is None:
+            pytest.skip("this store cannot list runs")
+        odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
+        for run in odd:
+            await store.working_set(tenant, run, "k", "1")
+        await store.working_set(tenant, "r-cleared", "k", "1")
+        await store.working_clear(tenant, "r-cleared")
+        await store.working_set(tenant, "r-emptied", "k", "1")
+        await store.working_delete(tenant, "r-emptied", "k")
+        await store.working_set(other, "r-other", "k", "1")
+        assert await store.working_runs(tenant) == sorted(odd)
+        assert await store.working_runs(tenant, after=sorted(odd)[1]) == sorted(odd)[2:]
+        assert await store.working_runs(tenant, limit=2) == sorted(odd)[:2]
+        assert await store.working_runs(_id("ten")) == []
+        saved_at = _StepClock()()
+        for run in ["s-b", "s:{a}", "s-a"]:
+            await store.snapshot_save(tenant, run, "{}", user_id=None, saved_at=saved_at)
+        await store.snapshot_save(tenant, "s-owned", "{}", user_id="alice", saved_at=saved_at)
+        await store.snapshot_save(tenant, "s-gone", "{}", user_id=None, saved_at=saved_at)
+        await store.snapshot_delete(tenant, "s-gone")
+        await store.snapshot_save(other, "s-other", "{}", user_id=None, saved_at=saved_at)
+        expected = sorted(["s-b", "s:{a}", "s-a", "s-owned"])
+        assert await store.snapshot_runs(tenant) == expected
+        assert await store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
+        assert await store.snapshot_runs(other) == ["s-other"]
+
     async def test_snapshots_save_load_delete(self, memory: AsyncMemory) -> None:
         run = _id("run")
         assert await memory.snapshots.load(run) is None
