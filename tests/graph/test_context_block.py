@@ -103,7 +103,7 @@ def test_neighbours_decay_with_hops_and_relevant_relations_come_first() -> None:
     names = [e.name for e, _, _ in entities]
     assert names[0] == "Alice"
     assert set(names[1:4]) == {"Acme", "Bob", "Paris"} and names[4] == "France"
-    assert [r.type for r, _, _ in relations][0] == "lives_in"  # "live" matches lives_in
+    assert next(r.type for r, _, _ in relations) == "lives_in"  # "live" matches lives_in
     assert [r.type for r, _, _ in relations][-1] == "located_in"  # two hops away
 
 
@@ -117,7 +117,7 @@ def test_depth_bounds_the_neighbourhood() -> None:
 
 def test_lines_show_types_aliases_observations_and_validity() -> None:
     entities, relations = ranked("Alice", [Seed(ALICE, 1.0)])
-    lines = dict((e.name, line) for e, _, line in entities)
+    lines = {e.name: line for e, _, line in entities}
     assert lines["Alice"] == "Alice (person; aka Ally): likes green tea; plays chess"
     assert lines["Acme"] == "Acme (organization)"
     text = {r.type: line for r, _, line in relations}
