@@ -14,8 +14,11 @@ Ranking (deterministic: every tie is broken by names, then ids):
 * a *seed* is an entity the input names (name or alias, at word boundaries,
   case-insensitive): score 1.0; an entity found only by searching the input
   scores 0.6 for the best hit down to 0.3 for the last;
-* an entity scores the best of ``seed score * 0.5 ** hops`` over the seeds,
-  plus up to 0.3 for the share of the input's words its name, aliases and
+* an entity scores the best, over the paths of at most ``max_depth`` hops from
+  a seed, of the seed's score times, for each hop, ``0.5 + 0.3 * r`` where
+  ``r`` is the share of the input's words the relation's type and label
+  contain (a relation the input asks about carries relevance further), plus up
+  to 0.3 for the share of the input's words its own name, aliases and
   observations contain;
 * a relation scores the mean of its endpoints' scores, plus up to 0.3 for the
   share of the input's words its type and label contain, scaled by
@@ -62,6 +65,7 @@ NAME_SCORE = 1.0
 SEARCH_SCORE = 0.6
 SEARCH_FLOOR = 0.3
 HOP_DECAY = 0.5
+EDGE_WEIGHT = 0.3
 LEXICAL_WEIGHT = 0.3
 HISTORY_FACTOR = 0.8
 #: Observations shown per entity: the most relevant to the input, in their stored order.
@@ -270,10 +274,13 @@ def rank(
     for seed in seeds:
         by_id.setdefault(seed.entity.id, seed.entity)
     edges = [r for r in relations if r.source_id in by_id and r.target_id in by_id]
-    adjacent: dict[str, list[str]] = {}
+    query_terms = terms(query)
+    relevance = {r.id: _overlap(query_terms, [r.type, r.label or ""]) for r in edges}
+    adjacent: dict[str, list[tuple[str, float]]] = {}
     for r in edges:
-        adjacent.setdefault(r.source_id, []).append(r.target_id)
-        adjacent.setdefault(r.target_id, []).append(r.source_id)
+        factor = HOP_DECAY + EDGE_WEIGHT * relevance[r.id]
+        adjacent.setdefault(r.source_id, []).append((r.target_id, factor))
+        adjacent.setdefault(r.target_id, []).append((r.source_id, factor))
 
     # best seed score decayed by hops over paths of at most max_depth hops; fewest hops
     best: dict[str, float] = {}
@@ -285,8 +292,8 @@ def rank(
     for hop in range(1, max_depth + 1):
         spread = dict(best)
         for entity_id in sorted(best):
-            score = best[entity_id] * HOP_DECAY
-            for other in adjacent.get(entity_id, ()):
+            for other, factor in adjacent.get(entity_id, ()):
+                score = best[entity_id] * factor
                 hops.setdefault(other, hop)
                 if spread.get(other, -1.0) < score:
                     spread[other] = score
@@ -294,7 +301,6 @@ def rank(
             break
         best = spread
 
-    query_terms = terms(query)
     ambiguous = _ambiguous(by_id[i] for i in best)
 
     ranked_entities: list[tuple[Entity, float, str]] = []
@@ -302,7 +308,7 @@ def rank(
     for entity_id, base in best.items():
         entity = by_id[entity_id]
         lexical = _overlap(query_terms, [entity.name, *entity.aliases, *entity.observations])
-        score = base + LEXICAL_WEIGHT * lexical
+        score = round(base + LEXICAL_WEIGHT * lexical, 9)  # equal scores tie exactly
         scores[entity_id] = score
         ranked_entities.append((entity, score, _entity_line(entity, query_terms)))
     ranked_entities.sort(key=lambda item: (-item[1], hops[item[0].id], *_name_order(item[0])))
@@ -311,11 +317,11 @@ def rank(
     for r in edges:
         if r.source_id not in scores or r.target_id not in scores:
             continue
-        lexical = _overlap(query_terms, [r.type, r.label or ""])
-        score = (scores[r.source_id] + scores[r.target_id]) / 2 + LEXICAL_WEIGHT * lexical
+        score = (scores[r.source_id] + scores[r.target_id]) / 2 + LEXICAL_WEIGHT * relevance[r.id]
         score *= 0.5 + 0.5 * max(0.0, min(1.0, r.confidence))
         if not r.holds_at(when):
             score *= HISTORY_FACTOR
+        score = round(score, 9)
         line = _relation_line(r, by_id[r.source_id], by_id[r.target_id], ambiguous, when)
         ranked_relations.append((r, score, line))
     ranked_relations.sort(
