@@ -46,7 +46,11 @@ async def memory(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 async def build(memory: AsyncMemory, text: str, *, user: str | None = "u1", **kw: Any) -> Any:
     thread = await memory.threads.create(user_id=user, agent_id="a")
-    options = {"max_tokens": 4000, "include_graph_context": True, "current_input": text} | kw
+    options: dict[str, Any] = {
+        "max_tokens": 4000,
+        "include_graph_context": True,
+        "current_input": text,
+    } | kw
     return await memory.build_context(thread.id, agent_id="a", user_id=user, **options)
 
 

@@ -8,12 +8,14 @@ module for a block of at most the graph's share of the budget (15%):
    up in one read by the input's word runs), in order of appearance;
 2. then the best matches of ``memory.graph.search_entities(input)`` (keyword,
    plus semantic with an embedder) that the input did not name;
-3. their neighbourhood: ``memory.graph.traverse`` from them, bounded by the
-   options' ``max_depth``, ``max_nodes`` and ``max_edges``, through entities of
-   ``entity_types`` only, with ``inferred`` relations only when asked, and the
-   relations that hold now (or at ``as_of``) unless ``include_history``;
-4. ranked and fitted by ``memorybank.graph._context`` (scores, format, exact
-   token counts).
+3. their neighbourhood: ``memory.graph.traverse`` from them, up to the
+   options' ``max_depth`` hops and three times their ``max_nodes`` and
+   ``max_edges``, through entities of ``entity_types`` only, with ``inferred``
+   relations only when asked, and the relations that hold now (or at
+   ``as_of``) unless ``include_history``;
+4. ranked by ``memorybank.graph._context``; the best ``max_nodes`` entities and
+   the best ``max_edges`` relations among them are kept and fitted to the
+   budget (exact token counts).
 
 Every read names the caller's agent and user, so the block shows only what the
 graph's scope rule lets them see (their own and shared records). No input, no
@@ -26,6 +28,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memorybank._validate import MAX_COUNT
 from memorybank.graph._context import (
     NAME_SCORE,
     SEARCH_FLOOR,
@@ -44,7 +47,12 @@ if TYPE_CHECKING:
     from memorybank._async.graph import AsyncGraph
     from memorybank.tokens import Tokenizer
 
-__all__ = ["graph_block"]
+__all__ = ["CANDIDATES", "graph_block"]
+
+#: The neighbourhood read is this many times the shown bounds (then ranked and cut).
+CANDIDATES = 3
+#: The longest input searched (``search_entities`` takes up to 10,000 characters).
+SEARCH_CHARS = 10_000
 
 
 async def graph_block(
@@ -70,14 +78,14 @@ async def graph_block(
     seeds = await _seeds(graph, query, agent_id=agent_id, user_id=user_id, options=options)
     if not seeds:
         return None
+    # read more than is shown, so the bounds cut by relevance, not by discovery order
     subgraph = await graph.traverse(
         [seed.entity.id for seed in seeds],
         max_depth=options.max_depth,
-        max_nodes=options.max_nodes,
-        max_edges=options.max_edges,
+        max_nodes=min(options.max_nodes * CANDIDATES, MAX_COUNT),
+        max_edges=min(options.max_edges * CANDIDATES, MAX_COUNT),
         agent_id=agent_id,
         user_id=user_id,
-        types=None,
         entity_types=options.entity_types,
         as_of=options.as_of,
         include_invalid=options.include_history,
@@ -91,13 +99,12 @@ async def graph_block(
         when=options.as_of if options.as_of is not None else now,
         max_depth=options.max_depth,
     )
-    return fit_block(
-        entities[: options.max_nodes],
-        relations[: options.max_edges],
-        budget=max_tokens,
-        count=tokenizer.count,
-        measure=measure,
-    )
+    entities = entities[: options.max_nodes]
+    kept = {entity.id for entity, _, _ in entities}
+    relations = [
+        item for item in relations if item[0].source_id in kept and item[0].target_id in kept
+    ][: options.max_edges]
+    return fit_block(entities, relations, budget=max_tokens, count=tokenizer.count, measure=measure)
 
 
 async def _seeds(
@@ -111,7 +118,7 @@ async def _seeds(
     """The entities ``query`` names (by position), then its search hits, at most ``max_nodes``."""
     types = list(options.entity_types) if options.entity_types is not None else None
     named: list[tuple[int, int, tuple[str, str, str], Entity]] = []
-    for entity in await graph.find_names(
+    for entity in await graph._named(
         name_keys(query), agent_id=agent_id, user_id=user_id, types=types
     ):
         position = named_in(query, [entity.name, *entity.aliases])
@@ -123,7 +130,11 @@ async def _seeds(
     if len(seeds) < options.max_nodes:
         seen = {seed.entity.id for seed in seeds}
         hits = await graph.search_entities(
-            query, k=options.max_nodes, agent_id=agent_id, user_id=user_id, types=types
+            query[:SEARCH_CHARS],
+            k=options.max_nodes,
+            agent_id=agent_id,
+            user_id=user_id,
+            types=types,
         )
         hits = [e for e in hits if e.id not in seen][: options.max_nodes - len(seeds)]
         for index, entity in enumerate(hits):
