@@ -204,7 +204,8 @@ async def test_another_users_private_graph_never_appears(memory: AsyncMemory) ->
         assert {r.user_id for r in context.graph_relations} <= {user, None}
         assert ("Mallory" in context.graph) == (user == "u1")
     theirs = await build(memory, "What about Alice and the Clinic?", user="u2")
-    assert "Alice visits Clinic" in theirs.graph and "Mallory" not in theirs.graph
+    assert "Alice (person) visits Clinic" in theirs.graph and "Mallory" not in theirs.graph
+    assert "secret diagnosis" in theirs.graph
 
 
 async def test_no_block_for_an_empty_graph_or_an_input_naming_nothing(
