@@ -436,7 +436,7 @@ class ContextBuilder:
             )
         if graph is None or not hasattr(graph, "context_block"):
             raise ConfigurationError(
-                "include_graph_context needs a knowledge graph (none is configured)"
+                "include_graph_context needs a graph with a context_block method"
             )
         # a graph object of the caller's: the hook, given the options as keyword arguments
         if isinstance(raw, GraphContextOptions):
