@@ -264,3 +264,67 @@ def test_sync_memory_builds_the_same_block(sync_memory: Memory) -> None:
         "Entities:\n- Alice (person; aka Ally): likes tea\n- Paris (location)"
         "\nRelationships:\n- Alice lives_in Paris (since 2024-01-01)"
     )
+
+
+async def test_entities_found_by_search_when_the_input_names_none(memory: AsyncMemory) -> None:
+    await family(memory)
+    context = await build(memory, "anyone who likes tea?")  # Alice's observation
+    assert context.graph_entities[0].name == "Alice"
+    assert context.graph.startswith("Entities:\n- Alice (person; aka Ally): likes tea")
+
+
+async def test_inferred_relations_only_when_asked(memory: AsyncMemory) -> None:
+    people = await family(memory)
+    await memory.graph.infer(["transitive_located_in", "knows_symmetry"])
+    plain = await build(memory, "Where does Alice live?")
+    assert all(r.source != "inferred" for r in plain.graph_relations)
+    rich = await build(
+        memory, "Where does Alice live?", graph_options=GraphContextOptions(include_inferred=True)
+    )
+    inferred = [r for r in rich.graph_relations if r.source == "inferred"]
+    assert [(r.source_id, r.type, r.target_id) for r in inferred] == [
+        (people["alice"].id, "knows", people["bob"].id)
+    ]
+    assert "- Alice knows Bob (inferred; since " in rich.graph
+
+
+async def test_the_same_graph_built_in_another_order_gives_the_same_block(
+    memory: AsyncMemory,
+) -> None:
+    g = memory.graph
+    first = await family(memory, user="u1")
+    # the same facts again for another user, written in the reverse order
+    names = [("France", "location"), ("Paris", "location"), ("Acme", "organization")]
+    made = {n: await g.add_entity(n, type=t, user_id="u3") for n, t in names}
+    made["Bob"] = await g.add_entity("Bob", type="person", user_id="u3")
+    made["Alice"] = await g.add_entity(
+        "Alice", type="person", user_id="u3", aliases=("Ally",), observations=("likes tea",)
+    )
+    for s, t, o in [
+        ("Bob", "knows", "Alice"),
+        ("Paris", "located_in", "France"),
+        ("Alice", "lives_in", "Paris"),
+        ("Alice", "works_at", "Acme"),
+    ]:
+        await g.add_relation(made[s].id, t, made[o].id, user_id="u3", valid_at=D)
+    assert first["alice"].id != made["Alice"].id
+    mine = await build(memory, "Where does Ally live these days?", user="u1")
+    theirs = await build(memory, "Where does Ally live these days?", user="u3")
+    assert mine.graph == theirs.graph == EXPECTED
+
+
+async def test_the_graph_hook_itself(memory: AsyncMemory) -> None:
+    await family(memory)
+    g = memory.graph
+    text = await g.context_block("Where does Ally live these days?", max_tokens=1000)
+    assert text == EXPECTED
+    small = await g.context_block("Ally", max_tokens=1000, max_depth=0)
+    assert small == "Entities:\n- Alice (person; aka Ally): likes tea"
+    same = await g.context_block("Ally", max_tokens=1000, options=GraphContextOptions(max_depth=0))
+    assert same == small
+    tokens = memory._core.tokenizer.count(EXPECTED)
+    fitted = await g.context_block("Where does Ally live these days?", max_tokens=tokens - 1)
+    assert fitted is not None and memory._core.tokenizer.count(fitted) <= tokens - 1
+    assert await g.context_block("Ally", max_tokens=0) is None
+    with pytest.raises(InvalidInput):
+        await g.context_block("Ally", max_tokens=10, options=GraphContextOptions(), max_depth=1)
