@@ -6,8 +6,10 @@ module for a block of at most the graph's share of the budget (15%):
 1. the entities the input names: every name and alias of an entity the caller
    may see that occurs in the input as whole words, case-insensitive (looked
    up in one read by the input's word runs), in order of appearance;
-2. then the best matches of ``memory.graph.search_entities(input)`` (keyword,
-   plus semantic with an embedder) that the input did not name;
+2. when it names none, the 3 best matches of
+   ``memory.graph.search_entities(input)`` (keyword, plus semantic with an
+   embedder): names are exact evidence, and a search beside them mostly adds
+   entities that share a common word with the input;
 3. their neighbourhood: ``memory.graph.traverse`` from them, up to the
    options' ``max_depth`` hops and three times their ``max_nodes`` and
    ``max_edges``, through entities of ``entity_types`` only, with ``inferred``
@@ -53,6 +55,8 @@ __all__ = ["CANDIDATES", "graph_block"]
 CANDIDATES = 3
 #: The longest input searched (``search_entities`` takes up to 10,000 characters).
 SEARCH_CHARS = 10_000
+#: Entities taken from the search when the input names none.
+SEARCH_SEEDS = 3
 
 
 async def graph_block(
@@ -115,7 +119,8 @@ async def _seeds(
     user_id: str | None,
     options: GraphContextOptions,
 ) -> list[Seed]:
-    """The entities ``query`` names (by position), then its search hits, at most ``max_nodes``."""
+    """The entities ``query`` names (by position, at most ``max_nodes``), or else its
+    best search hits."""
     types = list(options.entity_types) if options.entity_types is not None else None
     named: list[tuple[int, int, tuple[str, str, str], Entity]] = []
     for entity in await graph._named(
@@ -127,16 +132,14 @@ async def _seeds(
             named.append((position, -len(entity.name), key, entity))
     named.sort(key=lambda item: item[:3])
     seeds = [Seed(item[3], NAME_SCORE) for item in named][: options.max_nodes]
-    if len(seeds) < options.max_nodes:
-        seen = {seed.entity.id for seed in seeds}
+    if not seeds:  # nothing named: what the input is about, by search
         hits = await graph.search_entities(
             query[:SEARCH_CHARS],
-            k=options.max_nodes,
+            k=min(SEARCH_SEEDS, options.max_nodes),
             agent_id=agent_id,
             user_id=user_id,
             types=types,
         )
-        hits = [e for e in hits if e.id not in seen][: options.max_nodes - len(seeds)]
         for index, entity in enumerate(hits):
             share = index / (len(hits) - 1) if len(hits) > 1 else 0.0
             seeds.append(Seed(entity, SEARCH_SCORE - (SEARCH_SCORE - SEARCH_FLOOR) * share))
