@@ -11,7 +11,7 @@ module for a block of at most the graph's share of the budget (15%):
    embedder): names are exact evidence, and a search beside them mostly adds
    entities that share a common word with the input;
 3. their neighbourhood: ``memory.graph.traverse`` from them, up to the
-   options' ``max_depth`` hops and three times their ``max_nodes`` and
+   options' ``max_depth`` hops and twice their ``max_nodes`` and
    ``max_edges``, through entities of ``entity_types`` only, with ``inferred``
    relations only when asked, and the relations that hold now (or at
    ``as_of``) unless ``include_history``;
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 __all__ = ["CANDIDATES", "graph_block"]
 
 #: The neighbourhood read is this many times the shown bounds (then ranked and cut).
-CANDIDATES = 3
+CANDIDATES = 2
 #: The longest input searched (``search_entities`` takes up to 10,000 characters).
 SEARCH_CHARS = 10_000
 #: Entities taken from the search when the input names none.

@@ -27,9 +27,10 @@ Ranking (deterministic: every tie is broken by names, then ids):
 
 Fitting: entity lines and relation lines are taken best first (an entity
 before a relation of the same score); one that does not fit is skipped and the
-next may fit. Lines are costed one by one (an upper estimate: pieces merge when
-joined), and a line estimated not to fit is measured exactly with the block
-(for the first 8 such lines). The whole block is then measured exactly and the
+next may fit. Lines are costed one by one, each with its newline (exact for the
+BPE encoders, which split text after a newline), and a line estimated not to
+fit by at most 2 tokens is measured exactly with the block (for the first 8
+such lines). The whole block is then measured exactly and the
 last-taken lines are dropped until it fits. Within each block lines keep their
 rank order.
 """
@@ -37,6 +38,7 @@ rank order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,7 +75,9 @@ MAX_OBSERVATIONS = 5
 #: Longest name (in words) looked up from the input, and most lookups per input.
 MAX_NAME_WORDS = 5
 MAX_NAME_KEYS = 1024
-#: Lines estimated not to fit that are measured exactly before being skipped.
+#: Lines estimated to overshoot by at most this many tokens are measured exactly
+#: (the first 8 of them) before being skipped.
+EXACT_SLACK = 2
 EXACT_CHECKS = 8
 
 _WORD = re.compile(r"\w+")
@@ -139,6 +143,7 @@ def as_options(value: object) -> GraphContextOptions:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize(text: str) -> str:
     """The graph's name key: case-folded, trimmed, inner whitespace collapsed."""
     return _SPACE.sub(" ", text.strip()).casefold()
@@ -200,14 +205,15 @@ def _stem(word: str) -> str:
     return word
 
 
-def terms(text: str) -> list[str]:
+@functools.lru_cache(maxsize=4096)
+def terms(text: str) -> tuple[str, ...]:
     """The content words of ``text``, crudely stemmed, each once, in order."""
     out: dict[str, None] = {}
     for word in _WORD.findall(text.replace("_", " ").casefold()):
         if word in _STOPWORDS or (len(word) < 3 and not word.isdigit()):
             continue
         out.setdefault(_stem(word), None)
-    return list(out)
+    return tuple(out)
 
 
 def _overlap(query: Sequence[str], texts: Iterable[str]) -> float:
@@ -433,15 +439,18 @@ def fit_block(
     checks = 0
     has_entities = has_relations = False
     for item in items:
-        cost = count("\n- " + item.line)
+        # BPE encoders split text after a newline, so pieces ending with one add up
+        # (an upper bound for other tokenizers, checked exactly below)
+        cost = count("- " + item.line + "\n")
         if item.entity is not None and not has_entities:
-            cost += count(ENTITIES_HEADER) + (1 if has_relations else 0)
+            cost += count(ENTITIES_HEADER + "\n")
         if item.relation is not None and not has_relations:
-            cost += count(RELATIONSHIPS_HEADER) + (1 if has_entities else 0)
+            cost += count(RELATIONSHIPS_HEADER + "\n")
         if used + cost <= budget:
             used += cost
-        elif checks < EXACT_CHECKS:
-            # pieces merge when joined, so the sum overestimates: ask the exact count
+        elif used + cost <= budget + EXACT_SLACK and checks < EXACT_CHECKS:
+            # a close call (the last line has no newline; other tokenizers may merge
+            # pieces): ask the exact count
             checks += 1
             cost = exact(text_of([*chosen, item]))
             if cost > budget:
