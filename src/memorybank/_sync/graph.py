@@ -1996,14 +1996,15 @@ class Graph:
         user_id: str | None,
         types: Sequence[str] | None = None,
     ) -> list[Entity]:
-        """Entities the caller sees whose normalised name or alias is one of ``names``
-        (already normalised), oldest first: one indexed read of the name records."""
+        """Entities the caller sees whose normalised name or alias is one of ``names``'
+        normalised forms, oldest first: one indexed read of the name records."""
         if not names:
             return []
         seen = self._seen(user_id, agent_id)
         kinds = _types(types)
+        keys = list(dict.fromkeys(compound_id(normalise(n)) for n in names))
         records = self._core.store.record_list_keys(
-            self._tenant, NAME, list(names), visible_to=seen
+            self._tenant, NAME, keys, visible_to=seen
         )
         ids = list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
         found = self._entities(ids, seen)
