@@ -2003,9 +2003,7 @@ class Graph:
         seen = self._seen(user_id, agent_id)
         kinds = _types(types)
         keys = list(dict.fromkeys(compound_id(normalise(n)) for n in names))
-        records = self._core.store.record_list_keys(
-            self._tenant, NAME, keys, visible_to=seen
-        )
+        records = self._core.store.record_list_keys(self._tenant, NAME, keys, visible_to=seen)
         ids = list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
         found = self._entities(ids, seen)
         return sorted(
