@@ -11,12 +11,13 @@ for a ``Memory`` and the awaitable one for an ``AsyncMemory``.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import ConfigurationError
+from memorybank.graph.model import Entity, GraphContextOptions, Relation
 from memorybank.records import Entry, Fact
 from memorybank.stores._types import UNSET
 
@@ -54,9 +55,13 @@ class ContextOptions:
         include_facts: add a ``Known facts:`` block (up to 10% of the budget).
         include_semantic_context: add a ``Relevant context:`` block from the top 5
             documents scoring >= 0.7 (up to 10%); needs an embedder and an input.
-        include_graph_context: add knowledge-graph context (up to 15%); needs a
-            graph and an input.
-        graph_options: passed to the graph's ``context_block`` as keyword arguments.
+        include_graph_context: add knowledge-graph context (up to 15%): an
+            ``Entities:`` and a ``Relationships:`` list about what the input
+            names (``memory.graph``; see docs/graph.md). Needs an input.
+        graph_options: a ``GraphContextOptions`` (bounds, entity types,
+            inferred relations, history, ``as_of``); a dict of its fields is
+            accepted too. A custom ``graph`` object receives them as keyword
+            arguments of its ``context_block``.
     """
 
     max_tokens: int
@@ -66,10 +71,18 @@ class ContextOptions:
     include_facts: bool = False
     include_semantic_context: bool = False
     include_graph_context: bool = False
-    graph_options: dict[str, Any] = field(default_factory=dict)
+    graph_options: GraphContextOptions | Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from memorybank._validate import check_limit
+
+        if not isinstance(self.graph_options, GraphContextOptions | Mapping):
+            from memorybank.errors import InvalidInput
+
+            raise InvalidInput(
+                "graph_options must be a GraphContextOptions (or a dict of its fields)",
+                field="graph_options",
+            )
 
         check_limit(self.max_tokens, "max_tokens", allow_none=False)
         check_limit(self.reserve_tokens, "reserve_tokens")
@@ -112,6 +125,8 @@ class Context:
 
     ``messages`` are provider-shaped dicts, oldest first, after one system
     message holding the system prompt and the facts/semantic/graph blocks.
+    ``graph`` is the graph block's text; ``graph_entities`` and
+    ``graph_relations`` what it shows, in its order (``memory.graph`` only).
     ``token_count`` is their exact cost with the memory's tokenizer (stored
     counts for history entries) and never exceeds ``max_tokens -
     reserve_tokens`` unless the system prompt alone does (then ``warnings``
@@ -128,6 +143,8 @@ class Context:
     facts: list[Fact] = field(default_factory=list)
     semantic: list[str] = field(default_factory=list)
     graph: str | None = None
+    graph_entities: list[Entity] = field(default_factory=list)
+    graph_relations: list[Relation] = field(default_factory=list)
     errors: list[ContextError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 

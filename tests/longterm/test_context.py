@@ -259,7 +259,9 @@ async def test_graph_block_gets_fifteen_percent_after_the_others(memory: AsyncMe
     assert context.graph == "Graph:\n- alice knows bob"
 
 
-async def test_graph_without_a_graph_is_reported(memory: AsyncMemory) -> None:
+async def test_graph_context_uses_memory_graph_and_an_empty_one_adds_nothing(
+    memory: AsyncMemory,
+) -> None:
     tid = await thread(memory)
     context = await memory.build_context(
         tid,
@@ -269,6 +271,15 @@ async def test_graph_without_a_graph_is_reported(memory: AsyncMemory) -> None:
         current_input="hi",
         include_graph_context=True,
     )
+    assert context.errors == [] and context.graph is None and context.messages == []
+
+
+async def test_a_graph_object_without_the_hook_is_reported(memory: AsyncMemory) -> None:
+    tid = await thread(memory)
+    builder = AsyncContextBuilder(
+        ContextOptions(max_tokens=1000, include_graph_context=True), memory, graph=object()
+    )
+    context = await builder.build(tid, agent_id="a", user_id="alice", current_input="hi")
     assert [e.source for e in context.errors] == ["graph"]
 
 

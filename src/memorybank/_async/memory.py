@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from memorybank._async.turn import AsyncTurn, OnError
     from memorybank._longterm import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
+    from memorybank.graph.model import GraphContextOptions
     from memorybank.retrieval import SearchOptions
 
 __all__ = [
@@ -339,14 +340,19 @@ class AsyncMemory:
         include_facts: bool = False,
         include_semantic_context: bool = False,
         include_graph_context: bool = False,
+        graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
     ) -> Context:
         """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``).
 
         ``agent_id`` is required (a ``scoped`` handle's agent by default);
         ``user_id`` defaults to the handle's user, else ``None`` (no user).
+        ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
+        ``Relationships:`` about what ``current_input`` names, chosen with
+        ``graph_options`` (a ``GraphContextOptions``, or a dict of its fields).
         """
         from memorybank._async.context import AsyncContextBuilder
         from memorybank._longterm import ContextOptions
+        from memorybank.graph._context import as_options
 
         agent, user = self._principal(agent_id, user_id)
 
@@ -358,6 +364,7 @@ class AsyncMemory:
             include_facts=include_facts,
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
+            graph_options=as_options(graph_options),
         )
         return await AsyncContextBuilder(options, self).build(
             thread_id,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.facts import fact_rank
@@ -36,6 +36,8 @@ from memorybank._concurrency import maybe_await
 from memorybank._log import logger
 from memorybank._longterm import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
+from memorybank.graph._context import GraphBlock
+from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
 from memorybank.tokens import count_message_tokens
 
@@ -147,10 +149,12 @@ class _History:
 class ContextBuilder:
     """Builds the messages of one turn within ``options``' token budget.
 
-    ``graph`` (optional) supplies knowledge-graph context: any object with
+    Graph context comes from the memory's own ``memory.graph`` (see
+    ``memorybank._async.graph_context``). ``graph`` (optional) replaces it: an
+    ``AsyncGraph`` (another memory's), or any object with
     ``context_block(query, *, agent_id, user_id, max_tokens, **graph_options)``
-    returning the block's text (or ``None``), sync or async. Without one, the
-    memory's ``graph`` attribute is used when it exists.
+    returning the block's text (or ``None``), sync or async, which receives
+    ``options.graph_options`` as keyword arguments.
     """
 
     def __init__(self, options: ContextOptions, memory: Memory, *, graph: Any = None) -> None:
@@ -284,16 +288,26 @@ class ContextBuilder:
                 context.errors.append(ContextError("semantic", error))
 
         if opts.include_graph_context and current_input:
+            graph = self._graph if self._graph is not None else getattr(self._memory, "graph", None)
+            own = self._own_options(graph)  # bad options are the caller's error: raised
             try:
-                text = self._graph_block(
-                    current_input, agent_id, user_id, part_budget(GRAPH_SHARE)
+                share = part_budget(GRAPH_SHARE)
+                before, base = list(blocks), system_tokens
+
+                def measure(text: str) -> int:  # the block's exact cost in the system message
+                    return self._system_tokens([*before, text]) - base
+
+                found = self._graph_block(
+                    graph, own, current_input, agent_id, user_id, share, measure
                 )
-                if text:
-                    cost = self._system_tokens([*blocks, text]) - system_tokens
-                    if cost <= part_budget(GRAPH_SHARE):
-                        blocks.append(text)
+                if found is not None and found.text:
+                    cost = measure(found.text)
+                    if cost <= share:
+                        blocks.append(found.text)
                         system_tokens += cost
-                        context.graph = text
+                        context.graph = found.text
+                        context.graph_entities = found.entities
+                        context.graph_relations = found.relations
             except Exception as error:
                 context.errors.append(ContextError("graph", error))
 
@@ -385,26 +399,58 @@ class ContextBuilder:
                     texts.append(record.content)
         return texts
 
+    def _own_options(self, graph: object) -> GraphContextOptions | None:
+        """The checked options when ``graph`` is an ``AsyncGraph``, else ``None``."""
+        from memorybank._sync.graph import Graph
+        from memorybank.graph._context import as_options
+
+        if isinstance(graph, Graph):
+            return as_options(self.options.graph_options)
+        return None
+
     def _graph_block(
-        self, query: str, agent_id: str, user_id: str | None, budget: int
-    ) -> str | None:
-        graph = self._graph if self._graph is not None else getattr(self._memory, "graph", None)
-        if graph is None or not hasattr(graph, "context_block"):
-            raise ConfigurationError(
-                "include_graph_context needs a knowledge graph (none is configured)"
-            )
-        text = maybe_await(
-            graph.context_block(
+        self,
+        graph: Any,
+        own: GraphContextOptions | None,
+        query: str,
+        agent_id: str,
+        user_id: str | None,
+        budget: int,
+        measure: Callable[[str], int],
+    ) -> GraphBlock | None:
+        from memorybank._sync.graph_context import graph_block
+
+        raw = self.options.graph_options
+        if own is not None:
+            core = self._memory._core
+            return graph_block(
+                graph,
                 query,
                 agent_id=agent_id,
                 user_id=user_id,
                 max_tokens=budget,
-                **self.options.graph_options,
+                options=own,
+                tokenizer=core.tokenizer,
+                now=core.now(),
+                measure=measure,
+            )
+        if graph is None or not hasattr(graph, "context_block"):
+            raise ConfigurationError(
+                "include_graph_context needs a graph with a context_block method"
+            )
+        # a graph object of the caller's: the hook, given the options as keyword arguments
+        if isinstance(raw, GraphContextOptions):
+            kwargs = {f.name: getattr(raw, f.name) for f in dataclasses.fields(raw)}
+        else:
+            kwargs = dict(raw)
+        text = maybe_await(
+            graph.context_block(
+                query, agent_id=agent_id, user_id=user_id, max_tokens=budget, **kwargs
             )
         )
         if text is not None and not isinstance(text, str):
             raise TypeError("graph.context_block must return a string or None")
-        return text
+        return None if text is None else GraphBlock(text)
 
     # -- history -----------------------------------------------------------------------
 

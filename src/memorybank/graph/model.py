@@ -156,7 +156,14 @@ class GraphStats:
 
 @dataclass(frozen=True, slots=True)
 class GraphContextOptions:
-    """How ``build_context(include_graph_context=True)`` picks the graph block."""
+    """How ``build_context(include_graph_context=True)`` picks the graph block.
+
+    ``max_nodes``/``max_edges``/``max_depth`` bound the neighbourhood read
+    around the entities the input names; ``entity_types`` keeps only entities
+    of these types; ``include_inferred`` adds ``inferred`` relations;
+    ``include_history`` adds relations that no longer hold (with their end
+    date); ``as_of`` reads the graph as it held in the world at that time.
+    """
 
     max_nodes: int = 20
     max_edges: int = 50
@@ -164,3 +171,4 @@ class GraphContextOptions:
     include_inferred: bool = False
     entity_types: tuple[str, ...] | None = None
     include_history: bool = False
+    as_of: datetime | None = None
