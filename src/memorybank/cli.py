@@ -341,7 +341,8 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (the part after mb_).")],
     url: UrlOption = None,
 ) -> None:
-    """Revoke an API key for good (its next request gets 401)."""
+    """Revoke an API key for good (running servers refuse it within their
+    --key-cache-seconds, 2 s by default)."""
     with _errors():
         info = _keyring_call(url, lambda ring: ring.revoke(key_id))
     typer.echo(f"revoked {info.id} (tenant {info.tenant})")
@@ -361,6 +362,17 @@ def serve(
         ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    key_cache_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--key-cache-seconds",
+            min=0,
+            help="How long a verified API key is trusted without reading the store: the "
+            "longest a key revoked by another process keeps working (0: check every "
+            "request; default 2, or $MEMORYBANK_KEY_CACHE_SECONDS).",
+            show_default=False,
+        ),
+    ] = None,
     demo_data: Annotated[
         bool,
         typer.Option(
@@ -385,6 +397,8 @@ def serve(
         os.environ["MEMORYBANK_URL"] = url
     if admin_key is not None:
         os.environ["MEMORYBANK_ADMIN_KEY"] = admin_key
+    if key_cache_seconds is not None:
+        os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
     if demo_data:
         _serve_demo(url, host, port)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -20,13 +20,14 @@ from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
-from memorybank.server.keys import KeyRing
+from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
 from memorybank.server.routes import admin, cortex, records, threads
 
 __all__ = [
     "ADMIN_KEY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "KEY_CACHE_ENV",
     "MAX_BODY_ENV",
     "app_from_env",
     "create_app",
@@ -37,6 +38,8 @@ ADMIN_KEY_ENV = "MEMORYBANK_ADMIN_KEY"
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 #: Environment variable read by ``app_from_env`` for ``max_body_bytes``.
 MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
+#: Environment variable read by ``app_from_env`` for ``key_cache_seconds``.
+KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
@@ -58,6 +61,7 @@ def create_app(
     memory: AsyncMemory | None = None,
     admin_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -70,6 +74,11 @@ def create_app(
         admin_key: the key that manages keys and tenants (``None``:
             ``$MEMORYBANK_ADMIN_KEY``; unset: no admin routes work).
         max_body_bytes: largest request body; larger ones get 413.
+        key_cache_seconds: how long a verified API key is trusted without
+            reading its record: the longest a key revoked by another process
+            (``memorybank keys revoke``, another worker) keeps working here.
+            ``0``: read on every request. Revocations through this process's
+            admin routes take effect at once either way.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -80,7 +89,7 @@ def create_app(
         mem = AsyncMemory(url) if memory is None else memory
         metrics.instrument(mem.store)
         app.state.memory = mem
-        app.state.keys = KeyRing(mem.store)
+        app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
         try:
             yield
         finally:
@@ -139,10 +148,13 @@ def create_app(
 
 def app_from_env() -> FastAPI:
     """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
-    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``. The factory
-    ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
+    ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``,
+    ``$MEMORYBANK_KEY_CACHE_SECONDS``. The factory ``memorybank serve`` hands
+    uvicorn, so every worker process builds its own app."""
     raw = os.environ.get(MAX_BODY_ENV)
+    ttl = os.environ.get(KEY_CACHE_ENV)
     return create_app(
         os.environ.get("MEMORYBANK_URL") or None,
         max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
+        key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
     )
