@@ -19,6 +19,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
+from memorybank.server.deps import document_auth
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
@@ -116,8 +117,11 @@ def create_app(
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics)
     # The reference routes first: routing tries routes in order, and they are the hot path.
-    for module in (cortex, threads, records, admin, store_rpc, ui):
-        app.include_router(module.router())
+    routers = [module.router() for module in (cortex, threads, records, admin, store_rpc, ui)]
+    for api in routers:
+        app.include_router(api)
+
+    document_auth(app, routers)
 
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")
     async def healthz() -> dict[str, str]:

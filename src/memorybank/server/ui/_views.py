@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials
 
 from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import UNSET, Unset
@@ -114,9 +113,7 @@ async def _authenticate(
 ) -> deps.Caller:
     """The caller of ``key`` exactly as the API resolves ``Authorization: Bearer <key>``
     with ``X-User-Id: user_id`` and ``X-Tenant-Id: tenant`` (heeded for the admin key only)."""
-    credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
-    who = await deps.caller(request, credentials, x_user_id=user_id, x_tenant_id=tenant)
-    return await deps.tenant_caller(who)
+    return deps.in_tenant(await deps.authenticate(request, key, user_id, tenant))
 
 
 async def _viewer(request: Request) -> Viewer | Response:
@@ -132,7 +129,7 @@ async def _viewer(request: Request) -> Viewer | Response:
         )
     except (ApiError, InvalidInput):  # revoked key, or a cookie that no longer parses
         return _to_login(request, expired=True)
-    memory = await deps.tenant_memory(request, who)
+    memory = deps.memory_of(request, who)
     assert who.tenant is not None  # tenant_caller guarantees it
     csrf = request.cookies.get(CSRF_COOKIE, "")
     return Viewer(who.tenant, who.user_id, csrf, memory, is_admin=who.is_admin)
