@@ -15,7 +15,7 @@ from tests.server.conftest import Api
 
 _MODEL = TypeAdapter(list[MessageOut])
 
-text = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+text = st.text(st.characters(exclude_categories=["Cs"]), max_size=20)
 json_leaf = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | text
 calls = st.lists(st.dictionaries(text, json_leaf, max_size=3), max_size=2)
 plain = st.fixed_dictionaries(

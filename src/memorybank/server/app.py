@@ -23,7 +23,7 @@ from memorybank.server.deps import document_auth
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
-from memorybank.server.routes import admin, cortex, records, threads
+from memorybank.server.routes import admin, cortex, graph, records, threads
 
 __all__ = [
     "ADMIN_KEY_ENV",
@@ -143,7 +143,9 @@ def create_app(
     async def metrics_text() -> PlainTextResponse:
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    routers = [module.router() for module in (cortex, threads, records, admin, store_rpc, ui)]
+    routers = [
+        module.router() for module in (cortex, threads, records, graph, admin, store_rpc, ui)
+    ]
     for api in routers:
         app.include_router(api)
 
