@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.types import Message
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
@@ -91,6 +92,7 @@ def create_app(
         metrics.instrument(mem.store)
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
+        await _warm_routes(app)
         try:
             yield
         finally:
@@ -152,6 +154,35 @@ def create_app(
     document_auth(app, routers)
 
     return app
+
+
+async def _warm_routes(app: FastAPI) -> None:
+    """Route one request that matches nothing, before serving.
+
+    FastAPI prepares each included route (its parameters' models) on the first
+    request that reaches it: seconds for this route table on a busy machine,
+    which the first client would otherwise wait for (and time out on). A path
+    that matches no route walks them all; nothing else happens (404)."""
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/~warm-up",
+        "raw_path": b"/~warm-up",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+    }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        return None
+
+    await app.router(scope, receive, send)
 
 
 def app_from_env() -> FastAPI:
