@@ -53,9 +53,7 @@ def test_no_read_reaches_what_the_viewer_may_not_see(kind: str, seed: int, tmp_p
             user = next(iter(users)) if users else rng.choice([None, "alice", "bob"])
             agent = next(iter(agents)) if agents else None
             relations.append(
-                g.add_relation(
-                    a.id, rng.choice(["knows", "near"]), b.id, user_id=user, agent_id=agent
-                )
+                g.add_relation(a.id, rng.choice(["knows", "near"]), b.id, user_id=user, agent_id=agent)
             )
         by_id = {e.id: e for e in entities}
         for user in USERS:
