@@ -1,11 +1,17 @@
 """The HTTP service against the library in-process, 1 and 32 concurrent clients.
 
 The server (``memorybank serve``'s app under uvicorn, one worker) runs in a
-second process; the clients are asyncio tasks on one ``httpx.AsyncClient`` in
-this one. Workloads: ``GET /cortex/agents/{name}/memory?limit=20`` (history of a
-200-message thread) and ``POST /v1/threads/{id}/entries`` (append one message).
-The in-process side makes the same calls on ``AsyncMemory`` with the same
-number of tasks, in the same run, on the same kind of store.
+second process; the clients are asyncio tasks in this one. Workloads:
+``GET /cortex/agents/{name}/memory?limit=20`` (history of a 200-message
+thread) and ``POST /v1/threads/{id}/entries`` (append one message). The
+in-process side makes the same calls on ``AsyncMemory`` with the same number of
+tasks, in the same run, on the same kind of store.
+
+Two clients drive the server, one after the other: a lean keep-alive
+HTTP/1.1 client (``bench._http``, one connection per task, as a load
+generator such as wrk does), which measures the server; and
+``httpx.AsyncClient`` (the remote store's client), which shows what a Python
+caller pays on top (about a millisecond of client CPU per request).
 
 Run: ``python -m bench.bench_server [--seconds S] [--postgres]``.
 """
@@ -25,6 +31,7 @@ from pathlib import Path
 
 import httpx
 
+from bench._http import Connection
 from bench._util import percentile, table
 from bench.bench_remote import _free_port
 from memorybank import AsyncMemory
@@ -41,21 +48,30 @@ uvicorn.run(create_app(sys.argv[1]), host="127.0.0.1", port=int(sys.argv[2]),
 """
 
 
+Call = Callable[[], Awaitable[object]]
+
+
+def _same(call: Call) -> Callable[[int], Call]:
+    """Every client task makes the same ``call``."""
+    return lambda _: call
+
+
 async def _load(
-    call: Callable[[], Awaitable[object]], clients: int, seconds: float
+    calls: Callable[[int], Call], clients: int, seconds: float
 ) -> tuple[float, float, float]:
-    """(calls/s, p50 ms, p99 ms) of ``clients`` tasks calling ``call`` for ``seconds``."""
+    """(calls/s, p50 ms, p99 ms) of ``clients`` tasks, task ``i`` calling
+    ``calls(i)`` for ``seconds``."""
     samples: list[float] = []
     stop = time.perf_counter() + seconds
 
-    async def client() -> None:
+    async def client(call: Call) -> None:
         while time.perf_counter() < stop:
             start = time.perf_counter()
             await call()
             samples.append(time.perf_counter() - start)
 
     began = time.perf_counter()
-    await asyncio.gather(*(client() for _ in range(clients)))
+    await asyncio.gather(*(client(calls(i)) for i in range(clients)))
     elapsed = time.perf_counter() - began
     return (
         len(samples) / elapsed,
@@ -94,8 +110,9 @@ async def _bench(url: str, seconds: float) -> list[list[object]]:
         base = f"http://127.0.0.1:{port}"
         headers = {"Authorization": f"Bearer {key}"}
         limits = httpx.Limits(max_connections=64, max_keepalive_connections=64)
+        lean = [Connection(port, headers) for _ in range(32)]
         async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits) as http:
-            for _ in range(200):
+            for _ in range(400):
                 try:
                     if (await http.get("/healthz")).status_code == 200:
                         break
@@ -104,16 +121,22 @@ async def _bench(url: str, seconds: float) -> list[list[object]]:
             async with AsyncMemory(url) as root:
                 memory = root.tenant(tenant)
                 message = {"role": "user", "content": TEXT}
+                history_path = f"/cortex/agents/{AGENT}/memory?limit=20"
+                append_path = f"/v1/threads/{append_thread}/entries"
 
-                async def http_history() -> object:
-                    response = await http.get(
-                        f"/cortex/agents/{AGENT}/memory", params={"limit": 20}
-                    )
+                def lean_calls(method: str, path: str, body: object) -> Callable[[int], Call]:
+                    def for_client(i: int) -> Call:
+                        return lambda: lean[i].request(method, path, body)
+
+                    return for_client
+
+                async def httpx_history() -> object:
+                    response = await http.get(history_path)
                     response.raise_for_status()
                     return response
 
-                async def http_append() -> object:
-                    response = await http.post(f"/v1/threads/{append_thread}/entries", json=message)
+                async def httpx_append() -> object:
+                    response = await http.post(append_path, json=message)
                     response.raise_for_status()
                     return response
 
@@ -123,15 +146,22 @@ async def _bench(url: str, seconds: float) -> list[list[object]]:
                 async def lib_append() -> object:
                     return await memory.entries.add(append_thread, message)
 
-                for op, over_http, in_process in (
-                    ("history (last 20)", http_history, lib_history),
-                    ("append", http_append, lib_append),
+                for op, over_http, over_httpx, in_process in (
+                    (
+                        "history (last 20)",
+                        lean_calls("GET", history_path, None),
+                        httpx_history,
+                        lib_history,
+                    ),
+                    ("append", lean_calls("POST", append_path, message), httpx_append, lib_append),
                 ):
                     for clients in (1, 32):
-                        await over_http()
-                        await in_process()  # warm both
-                        lib = await _load(in_process, clients, seconds)
+                        await over_http(0)()
+                        await over_httpx()
+                        await in_process()  # warm all three
+                        lib = await _load(_same(in_process), clients, seconds)
                         web = await _load(over_http, clients, seconds)
+                        viax = await _load(_same(over_httpx), clients, seconds)
                         rows.append(
                             [
                                 op,
@@ -141,8 +171,12 @@ async def _bench(url: str, seconds: float) -> list[list[object]]:
                                 f"{web[0] / lib[0]:.2f}",
                                 f"{lib[1]:.2f} / {lib[2]:.2f}",
                                 f"{web[1]:.2f} / {web[2]:.2f}",
+                                f"{viax[0]:,.0f}",
+                                f"{viax[1]:.2f} / {viax[2]:.2f}",
                             ]
                         )
+        for connection in lean:
+            await connection.close()
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -170,6 +204,8 @@ def main() -> None:
         "HTTP / in-process",
         "in-process p50 / p99 ms",
         "HTTP p50 / p99 ms",
+        "httpx client calls/s",
+        "httpx client p50 / p99 ms",
     ]
     with tempfile.TemporaryDirectory() as tmp:
         stores = [("SQLite", f"sqlite:///{Path(tmp) / 'server.db'}")]
@@ -184,8 +220,9 @@ def main() -> None:
                 continue
             print(table(headers, rows))
     print(
-        "\ntargets: history p50 over HTTP <= 2 ms with 1 client; HTTP >= 0.50 of in-process"
-        " throughput with 32 clients"
+        "\nHTTP: the lean load generator (bench._http); httpx: the same calls through"
+        " httpx.AsyncClient.\ntargets: history p50 over HTTP <= 2 ms with 1 client;"
+        " HTTP >= 0.50 of in-process throughput with 32 clients"
     )
 
 

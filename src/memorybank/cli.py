@@ -344,7 +344,8 @@ def keys_revoke(
     key_id: Annotated[str, typer.Argument(help="The key id (the part after mb_).")],
     url: UrlOption = None,
 ) -> None:
-    """Revoke an API key for good (its next request gets 401)."""
+    """Revoke an API key for good (running servers refuse it within their
+    --key-cache-seconds, 2 s by default)."""
     with _errors():
         info = _keyring_call(url, lambda ring: ring.revoke(key_id))
     typer.echo(f"revoked {info.id} (tenant {info.tenant})")
@@ -371,6 +372,17 @@ def serve(
             help="Embed what is written for semantic search: local (all-MiniLM-L6-v2, "
             "offline), openai ($OPENAI_API_KEY) or none (default: $MEMORYBANK_EMBEDDER, "
             "else none).",
+            show_default=False,
+        ),
+    ] = None,
+    key_cache_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--key-cache-seconds",
+            min=0,
+            help="How long a verified API key is trusted without reading the store: the "
+            "longest a key revoked by another process keeps working (0: check every "
+            "request; default 2, or $MEMORYBANK_KEY_CACHE_SECONDS).",
             show_default=False,
         ),
     ] = None,
@@ -402,6 +414,8 @@ def serve(
         os.environ[EMBEDDER_ENV] = embedder
     with _errors():  # a bad name or a missing extra fails here, before uvicorn starts
         chosen = embedder_named(os.environ.get(EMBEDDER_ENV))
+    if key_cache_seconds is not None:
+        os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
     if demo_data:
         _serve_demo(url, host, port, chosen)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):

@@ -62,6 +62,7 @@ class Seeded:
     doomed_thread: str
     xss_thread: str
     fact_id: str
+    entity_id: str
     base: str = ""  # the live server's URL, once started
     url: str = ""  # the store's URL
 
@@ -135,7 +136,17 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
     await acme.documents.add("Refund policy: pelican lamps are refundable within 30 days")
     await acme.summaries.add(content="Alice had a broken lamp", agent_id="support")
 
+    # The graph: Ada works at Initech, in Paris; Bob's private project touches Initech.
+    ada = await acme.graph.add_entity("Ada", type="person", observations=["writes compilers"])
+    initech = await acme.graph.add_entity("Initech", type="organization")
+    paris = await acme.graph.add_entity("Paris", type="location")
+    await acme.graph.add_relation(ada.id, "works_at", initech.id)
+    await acme.graph.add_relation(initech.id, "located_in", paris.id)
+    project = await acme.graph.add_entity("Bob's secret project", user_id="bob")
+    await acme.graph.add_relation(project.id, "funded_by", initech.id, user_id="bob")
+
     globex = root.tenant(other)
+    await globex.graph.add_entity("Globex doomsday device", type="object")
     await globex.threads.create(thread_id="g-secret", title="Globex plans")
     await globex.remember("g-secret", "user", "globex pelican merger")
     return Seeded(
@@ -149,4 +160,5 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
         doomed_thread=doomed.id,
         xss_thread=xss.id,
         fact_id=fact.id,
+        entity_id=ada.id,
     )

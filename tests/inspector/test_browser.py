@@ -166,7 +166,7 @@ def test_pages_load_and_show_the_seeded_memory(seeded: Seeded, page: Page) -> No
     page.goto(f"{seeded.base}/ui/summaries?agent=support")
     assert "Alice had a broken lamp" in page.inner_text("#summaries")
     page.goto(f"{seeded.base}/ui/graph")
-    assert "no knowledge graph yet" in page.inner_text("#graph-note")
+    assert "Ada" in page.inner_text("#entities")
 
 
 def test_thread_filters(seeded: Seeded, page: Page) -> None:
@@ -307,3 +307,42 @@ def test_forget_user_after_confirmation(seeded: Seeded, page: Page) -> None:
     page.goto(f"{seeded.base}/ui/threads")
     assert "t-carol" not in thread_ids(page)
     assert "t-bob" in thread_ids(page)
+
+
+def test_the_graph_is_drawn_as_svg_in_the_callers_scope(seeded: Seeded, page: Page) -> None:
+    """The graph page lists the tenant's entities, draws the subgraph around one as
+    SVG (server-rendered: no script), recentres on a click, and shows a user's
+    private entity to that user only; another tenant's key sees none of it."""
+    login(page, seeded, seeded.key)
+    page.goto(f"{seeded.base}/ui/graph")
+    listed = page.inner_text("#entities")
+    assert {"Ada", "Initech", "Paris"} <= set(listed.split())
+    assert "secret project" not in listed and "Globex" not in listed
+    page.click("#entities >> text=Ada")
+    assert page.inner_text("#graph-centre").startswith("Ada")
+    assert "writes compilers" in page.inner_text("#graph-observations")
+    svg = page.locator("svg#graph")
+    names = svg.locator("a.node text").all_text_contents()
+    assert names == ["Ada", "Initech", "Paris"]  # depth 2: the centre, then by hops
+    assert sorted(svg.locator("g.edge text").all_text_contents()) == ["located_in", "works_at"]
+    box = svg.bounding_box()
+    assert box is not None and box["width"] > 300 and box["height"] > 200  # really drawn
+    page.select_option("select[name=depth]", "1")
+    page.click("#graph-filters button")
+    assert svg.locator("a.node text").all_text_contents() == ["Ada", "Initech"]
+    svg.locator("a.node", has_text="Initech").click()
+    assert page.inner_text("#graph-centre").startswith("Initech")
+    assert "secret project" not in (svg.text_content() or "")  # the tenant, no user
+
+    login(page, seeded, seeded.key, user="bob")
+    page.goto(f"{seeded.base}/ui/graph?entity={seeded.entity_id}&depth=3")
+    drawn = page.locator("svg#graph a.node text").all_text_contents()
+    assert "Bob's secret project" in drawn and "Ada" in drawn
+
+    login(page, seeded, seeded.other_key)
+    page.goto(f"{seeded.base}/ui/graph")
+    assert "Globex doomsday device" in page.inner_text("#entities")
+    assert "Ada" not in page.inner_text("main")
+    page.goto(f"{seeded.base}/ui/graph?entity={seeded.entity_id}")
+    assert page.locator("svg#graph").count() == 0
+    assert "not found" in page.inner_text("main").lower()

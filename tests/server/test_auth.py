@@ -56,6 +56,9 @@ class World:
     agent: str
     user: str
     key_id: str
+    entity: str
+    entity2: str
+    relation: str
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,14 @@ def _thread(w: World) -> dict[str, str]:
 
 def _none(w: World) -> dict[str, str]:
     return {}
+
+
+def _entity(w: World) -> dict[str, str]:
+    return {"entity_id": w.entity}
+
+
+def _relation(w: World) -> dict[str, str]:
+    return {"relation_id": w.relation}
 
 
 def _msg(text: str = MARK) -> dict[str, str]:
@@ -171,6 +182,36 @@ CASES: dict[tuple[str, str], Case] = {
         lambda w: {"name": w.agent}, lambda w: {"messages": [_msg("b")]}, other=204
     ),
     ("DELETE", "/cortex/agents/{name}/memory"): Case(lambda w: {"name": w.agent}, other=204),
+    ("POST", "/v1/graph/entities"): Case(_none, lambda w: {"name": "n"}, other=201),
+    ("GET", "/v1/graph/entities"): Case(_none, other=200),
+    ("GET", "/v1/graph/entities/search"): Case(_none, other=200, query=lambda w: {"query": MARK}),
+    ("GET", "/v1/graph/entities/{entity_id}"): Case(_entity),
+    ("PATCH", "/v1/graph/entities/{entity_id}"): Case(_entity, lambda w: {"aliases": ["x"]}),
+    ("DELETE", "/v1/graph/entities/{entity_id}"): Case(_entity),
+    ("POST", "/v1/graph/entities/{entity_id}/observations"): Case(
+        _entity, lambda w: {"observations": ["o"]}
+    ),
+    ("POST", "/v1/graph/entities/{entity_id}/observations/delete"): Case(
+        _entity, lambda w: {"observations": [MARK]}
+    ),
+    ("POST", "/v1/graph/entities/{entity_id}/merge"): Case(_entity, lambda w: {"merge": w.entity2}),
+    ("GET", "/v1/graph/entities/{entity_id}/relations"): Case(_entity),
+    ("GET", "/v1/graph/entities/{entity_id}/neighbors"): Case(_entity),
+    ("POST", "/v1/graph/relations"): Case(
+        _none,
+        lambda w: {"source_id": w.entity, "type": "likes", "target_id": w.entity2},
+    ),
+    ("GET", "/v1/graph/relations/{relation_id}"): Case(_relation),
+    ("PATCH", "/v1/graph/relations/{relation_id}"): Case(_relation, lambda w: {"weight": 2.0}),
+    ("DELETE", "/v1/graph/relations/{relation_id}"): Case(_relation),
+    ("POST", "/v1/graph/relations/{relation_id}/invalidate"): Case(_relation, lambda w: {}),
+    ("POST", "/v1/graph/traverse"): Case(_none, lambda w: {"start_ids": [w.entity]}),
+    ("GET", "/v1/graph/path"): Case(
+        _none, query=lambda w: {"source_id": w.entity, "target_id": w.entity2}
+    ),
+    ("GET", "/v1/graph/stats"): Case(_none, other=200),
+    ("POST", "/v1/graph/infer"): Case(_none, lambda w: {}, other=200),
+    ("DELETE", "/v1/graph"): Case(_none, other=200),
 }
 
 ADMIN_ROUTES: dict[tuple[str, str], Case] = {
@@ -187,7 +228,8 @@ ALL = {**CASES, **ADMIN_ROUTES}
 
 async def make_world(api: Api, headers: dict[str, str]) -> World:
     """Tenant A's thread (with an entry and a branch), working memory, snapshot,
-    summary, fact, core fact, document, session and cortex memory."""
+    summary, fact, core fact, document, session, cortex memory and graph (two
+    shared entities and a relation)."""
     c = api.client
     agent, user, run, key = (f"{p}-{uuid.uuid4().hex[:8]}" for p in ("ag", "us", "run", "k"))
     thread = (await c.post("/v1/threads", json={"title": MARK}, headers=headers)).json()["id"]
@@ -206,6 +248,15 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
         headers=headers,
     )
     await c.post(f"/cortex/agents/{agent}/memory", json={"messages": [_msg()]}, headers=headers)
+    entity = await c.post(
+        "/v1/graph/entities", json={"name": f"E1 {MARK}", "observations": [MARK]}, headers=headers
+    )
+    entity2 = await c.post("/v1/graph/entities", json={"name": f"E2 {MARK}"}, headers=headers)
+    relation = await c.post(
+        "/v1/graph/relations",
+        json={"source_id": entity.json()["id"], "type": "knows", "target_id": entity2.json()["id"]},
+        headers=headers,
+    )
     info, _ = await api.keys.create(tenant("tenant-c"), "victim")
     return World(
         thread=thread,
@@ -219,6 +270,9 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
         agent=agent,
         user=user,
         key_id=info.id,
+        entity=entity.json()["id"],
+        entity2=entity2.json()["id"],
+        relation=relation.json()["id"],
     )
 
 

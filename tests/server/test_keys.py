@@ -50,3 +50,40 @@ async def test_reserved_and_bad_tenants_are_refused(store: AsyncStore) -> None:
             await ring.create(bad)
         assert error.value.field == "tenant"
     assert check_tenant("acme~") == "acme~"
+
+
+async def test_a_verified_key_is_trusted_for_cache_seconds_only(store: AsyncStore) -> None:
+    """The staleness bound: a key revoked by another process (another ``KeyRing``
+    on the same store) still works here for at most ``cache_seconds``; a key
+    revoked through this ring stops at once; failures are never remembered."""
+    now = [1000.0]
+    ring = KeyRing(store, hasher=CHEAP_HASH, cache_seconds=2.0, monotonic=lambda: now[0])
+    elsewhere = KeyRing(store, hasher=CHEAP_HASH)  # e.g. `memorybank keys revoke`
+    info, secret = await ring.create("acme")
+    assert await ring.verify(secret) == info
+    await elsewhere.revoke(info.id)
+    now[0] += 1.9
+    assert await ring.verify(secret) == info  # within the bound: from memory
+    now[0] += 0.2
+    assert await ring.verify(secret) is None  # past it: the store says revoked
+    assert await ring.verify(secret) is None  # and a failure is not remembered
+    # Revoked through this ring: refused on the next request, cache or not.
+    mine, mine_secret = await ring.create("acme")
+    assert await ring.verify(mine_secret) == mine
+    await ring.revoke(mine.id)
+    assert await ring.verify(mine_secret) is None
+    # A wrong secret of a cached key's id is checked, not answered from memory.
+    live, live_secret = await ring.create("acme")
+    assert await ring.verify(live_secret) == live
+    assert await ring.verify(live_secret[:-1] + ("A" if live_secret[-1] != "A" else "B")) is None
+    assert await ring.verify(live_secret) == live
+
+
+async def test_cache_seconds_zero_reads_every_time(store: AsyncStore) -> None:
+    ring = KeyRing(store, hasher=CHEAP_HASH, cache_seconds=0)
+    info, secret = await ring.create("acme")
+    assert await ring.verify(secret) == info
+    await KeyRing(store, hasher=CHEAP_HASH).revoke(info.id)
+    assert await ring.verify(secret) is None
+    with pytest.raises(InvalidInput):
+        KeyRing(store, cache_seconds=-1)

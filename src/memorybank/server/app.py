@@ -16,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.types import Message
 
 from memorybank import __version__
 from memorybank._async.memory import AsyncMemory
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.server import store_rpc, ui
+from memorybank.server.deps import document_auth
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
-from memorybank.server.keys import KeyRing
+from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
-from memorybank.server.routes import admin, cortex, records, threads
+from memorybank.server.routes import admin, cortex, graph, records, threads
 
 if TYPE_CHECKING:
     from memorybank.server.mcp import McpMount
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADMIN_KEY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "KEY_CACHE_ENV",
     "MAX_BODY_ENV",
     "app_from_env",
     "create_app",
@@ -43,6 +46,8 @@ ADMIN_KEY_ENV = "MEMORYBANK_ADMIN_KEY"
 DEFAULT_MAX_BODY_BYTES = 1_048_576
 #: Environment variable read by ``app_from_env`` for ``max_body_bytes``.
 MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
+#: Environment variable read by ``app_from_env`` for ``key_cache_seconds``.
+KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": text}
@@ -66,6 +71,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     mcp: bool = True,
     embedder: Embedder | None = None,
+    key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -82,6 +88,11 @@ def create_app(
             keys, when the ``mcp`` extra is installed (see ``memorybank.server.mcp``).
         embedder: embeds what is written and powers semantic search (``None``:
             keyword search only). Ignored when ``memory`` is given.
+        key_cache_seconds: how long a verified API key is trusted without
+            reading its record: the longest a key revoked by another process
+            (``memorybank keys revoke``, another worker) keeps working here.
+            ``0``: read on every request. Revocations through this process's
+            admin routes take effect at once either way.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -92,7 +103,8 @@ def create_app(
         mem = AsyncMemory(url, embedder=embedder) if memory is None else memory
         metrics.instrument(mem.store)
         app.state.memory = mem
-        app.state.keys = KeyRing(mem.store)
+        app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
+        await _warm_routes(app)
         try:
             async with AsyncExitStack() as stack:
                 if mcp_mount is not None:  # a mounted app's own lifespan never runs
@@ -126,6 +138,8 @@ def create_app(
         app.include_router(module.router())
     mcp_mount = _mount_mcp(app) if mcp else None
 
+    # Routing tries routes in order, each costing a few microseconds: the probes
+    # first (hit often, exact paths), then the reference routes (the hot path).
     @app.get("/healthz", tags=["ops"], summary="The process is up (no key needed)")
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
@@ -150,6 +164,14 @@ def create_app(
     async def metrics_text() -> PlainTextResponse:
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
+    routers = [
+        module.router() for module in (cortex, threads, records, graph, admin, store_rpc, ui)
+    ]
+    for api in routers:
+        app.include_router(api)
+
+    document_auth(app, routers)
+
     return app
 
 
@@ -167,14 +189,46 @@ def _mount_mcp(app: FastAPI) -> McpMount | None:
     return mount
 
 
+async def _warm_routes(app: FastAPI) -> None:
+    """Route one request that matches nothing, before serving.
+
+    FastAPI prepares each included route (its parameters' models) on the first
+    request that reaches it: seconds for this route table on a busy machine,
+    which the first client would otherwise wait for (and time out on). A path
+    that matches no route walks them all; nothing else happens (404)."""
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/~warm-up",
+        "raw_path": b"/~warm-up",
+        "root_path": "",
+        "query_string": b"",
+        "headers": [],
+    }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        return None
+
+    await app.router(scope, receive, send)
+
+
 def app_from_env() -> FastAPI:
     """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
     ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
-    (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``). The factory
-    ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
+    (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
+    ``$MEMORYBANK_KEY_CACHE_SECONDS``. The factory ``memorybank serve`` hands uvicorn,
+    so every worker process builds its own app."""
     raw = os.environ.get(MAX_BODY_ENV)
+    ttl = os.environ.get(KEY_CACHE_ENV)
     return create_app(
         os.environ.get("MEMORYBANK_URL") or None,
         max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
         embedder=embedder_named(os.environ.get(EMBEDDER_ENV)),
+        key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
     )

@@ -11,16 +11,26 @@ Authentication is ``Authorization: Bearer <key>``: a tenant's API key (see
 request by ``X-User-Id``; the handle is then ``root.tenant(T).scoped(user_id=U)``
 and the library's fail-closed ownership applies unchanged. The admin key acts
 on a tenant's routes only with ``X-Tenant-Id``.
+
+Each dependency takes the ``Request`` alone and reads its headers itself: a
+FastAPI dependency tree costs hundreds of microseconds per request to solve,
+more than the store read of the hottest route. The caller is resolved once per
+request (kept in the request's scope state), and ``document_auth`` puts the
+security scheme and the two headers back into the OpenAPI schema of every
+route that uses one of these dependencies.
 """
 
 from __future__ import annotations
 
 import hmac
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Depends, Header, Request
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
+from fastapi.routing import APIRoute
 
 from memorybank import _validate as v
 from memorybank._async.memory import AsyncMemory
@@ -29,19 +39,26 @@ from memorybank.server.errors import ApiError
 from memorybank.server.keys import KeyRing, check_tenant
 
 __all__ = [
+    "SECURITY_SCHEME",
     "AdminDep",
     "Caller",
     "CallerDep",
     "MemoryDep",
     "admin_caller",
+    "authenticate",
     "caller",
+    "document_auth",
+    "in_tenant",
     "key_ring",
+    "memory_of",
     "root_memory",
     "tenant_caller",
     "tenant_memory",
 ]
 
-_bearer = HTTPBearer(auto_error=False, description="An API key (`mb_...`) or the admin key.")
+#: The name of the bearer scheme in the OpenAPI schema.
+SECURITY_SCHEME = "HTTPBearer"
+_STATE_KEY = "caller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,59 +93,155 @@ def key_ring(request: Request) -> KeyRing:
     return keys
 
 
-async def caller(
-    request: Request,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-    x_user_id: Annotated[
-        str | None, Header(description="The end user this request acts for.")
-    ] = None,
-    x_tenant_id: Annotated[
-        str | None, Header(description="Admin key only: the tenant to act in.")
-    ] = None,
+async def authenticate(
+    request: Request, secret: str | None, user_id: str | None, tenant: str | None
 ) -> Caller:
-    """The caller: 401 ``unauthorized`` without a key, or with a bad or revoked one."""
-    if credentials is None or not credentials.credentials:
+    """The caller of API key (or admin key) ``secret`` acting for ``user_id``
+    (``X-User-Id``) and, for the admin key only, in ``tenant`` (``X-Tenant-Id``).
+
+    401 ``unauthorized`` without a key, or with a bad or revoked one.
+    """
+    if not secret:
         raise _unauthorized("missing API key (Authorization: Bearer <key>)")
-    secret = credentials.credentials
     state = request.scope.setdefault("state", {})  # the key id goes to the access log
     admin_key: str | None = request.app.state.admin_key
     # Authenticate first: an unauthenticated request learns nothing, not even 422s.
     if admin_key is not None and hmac.compare_digest(secret.encode(), admin_key.encode()):
         state["key_id"] = "admin"
-        tenant = None if x_tenant_id is None else check_tenant(x_tenant_id, "X-Tenant-Id")
-        return Caller(tenant=tenant, key_id=None, is_admin=True, user_id=_user(x_user_id))
+        checked = None if tenant is None else check_tenant(tenant, "X-Tenant-Id")
+        return Caller(tenant=checked, key_id=None, is_admin=True, user_id=_user(user_id))
     info = await key_ring(request).verify(secret)
     if info is None:
         raise _unauthorized("invalid or revoked API key")
     state["key_id"] = info.id
-    return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(x_user_id))
+    return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(user_id))
+
+
+def _bearer(header: str | None) -> str | None:
+    """The credentials of ``Authorization: Bearer <credentials>`` (as FastAPI's ``HTTPBearer``)."""
+    if not header:
+        return None
+    scheme, _, credentials = header.partition(" ")
+    credentials = credentials.strip()
+    if not scheme or not credentials or scheme.lower() != "bearer":
+        return None
+    return credentials
+
+
+async def caller(request: Request) -> Caller:
+    """The caller of this request, from ``Authorization``, ``X-User-Id`` and
+    ``X-Tenant-Id`` (resolved once per request)."""
+    state = request.scope.setdefault("state", {})
+    known = state.get(_STATE_KEY)
+    if isinstance(known, Caller):
+        return known
+    headers = request.headers
+    who = await authenticate(
+        request,
+        _bearer(headers.get("authorization")),
+        headers.get("x-user-id"),
+        headers.get("x-tenant-id"),
+    )
+    state[_STATE_KEY] = who
+    return who
 
 
 def _user(header: str | None) -> str | None:
     return None if header is None else v.check_id(header, "X-User-Id")
 
 
-async def tenant_caller(who: Annotated[Caller, Depends(caller)]) -> Caller:
-    """A caller acting in one tenant (the admin key needs ``X-Tenant-Id``: else 422)."""
+def in_tenant(who: Caller) -> Caller:
+    """``who``, acting in one tenant (the admin key needs ``X-Tenant-Id``: else 422)."""
     if who.tenant is None:
         raise InvalidInput("the admin key needs X-Tenant-Id on tenant routes", field="X-Tenant-Id")
     return who
 
 
-async def admin_caller(who: Annotated[Caller, Depends(caller)]) -> Caller:
+async def tenant_caller(request: Request) -> Caller:
+    """The caller, acting in one tenant (see ``in_tenant``)."""
+    return in_tenant(await caller(request))
+
+
+async def admin_caller(request: Request) -> Caller:
     """The admin: 403 ``forbidden`` for a tenant's key."""
+    who = await caller(request)
     if not who.is_admin:
         raise ApiError(403, "forbidden", "this route needs the admin key")
     return who
 
 
-async def tenant_memory(
-    request: Request, who: Annotated[Caller, Depends(tenant_caller)]
-) -> AsyncMemory:
+def memory_of(request: Request, who: Caller) -> AsyncMemory:
     """``root.tenant(T)``, or ``root.tenant(T).scoped(user_id=U)`` when ``X-User-Id`` is given."""
     assert who.tenant is not None
     handle = root_memory(request).tenant(who.tenant)
     return handle if who.user_id is None else handle.scoped(user_id=who.user_id)
+
+
+async def tenant_memory(request: Request) -> AsyncMemory:
+    """The memory handle of this request's caller (see ``memory_of``)."""
+    return memory_of(request, await tenant_caller(request))
+
+
+_AUTH_DEPENDENCIES = frozenset({caller, tenant_caller, admin_caller, tenant_memory})
+
+_AUTH_HEADERS: tuple[tuple[str, str], ...] = (
+    ("x-user-id", "The end user this request acts for."),
+    ("x-tenant-id", "Admin key only: the tenant to act in."),
+)
+
+
+def document_auth(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+    """Make ``app.openapi()`` declare, on every route of ``routers`` (included in
+    ``app`` without a further prefix) that depends on the caller, the bearer
+    security scheme and the ``X-User-Id`` / ``X-Tenant-Id`` headers (which these
+    dependencies read from the request, out of FastAPI's sight)."""
+    build = app.openapi
+    routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = build()
+        bearer = HTTPBearerModel(description="An API key (`mb_...`) or the admin key.")
+        components = schema.setdefault("components", {})
+        components.setdefault("securitySchemes", {})[SECURITY_SCHEME] = bearer.model_dump(
+            mode="json", by_alias=True, exclude_none=True
+        )
+        for route in routes:
+            if not _needs_auth(route.dependant):
+                continue
+            for method in route.methods or ():
+                operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
+                if operation is None:
+                    continue
+                operation["security"] = [{SECURITY_SCHEME: []}]
+                parameters = operation.setdefault("parameters", [])
+                names = {p.get("name") for p in parameters}
+                for name, text in _AUTH_HEADERS:
+                    if name not in names:
+                        parameters.append(_header_parameter(name, text))
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _needs_auth(dependant: Dependant) -> bool:
+    return any(d.call in _AUTH_DEPENDENCIES or _needs_auth(d) for d in dependant.dependencies)
+
+
+def _header_parameter(name: str, description: str) -> dict[str, Any]:
+    title = "-".join(part.capitalize() for part in name.split("-"))
+    return {
+        "name": name,
+        "in": "header",
+        "required": False,
+        "schema": {
+            "anyOf": [{"type": "string"}, {"type": "null"}],
+            "description": description,
+            "title": title,
+        },
+        "description": description,
+    }
 
 
 CallerDep = Annotated[Caller, Depends(tenant_caller)]

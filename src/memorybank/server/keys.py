@@ -7,10 +7,22 @@ key's public id and its lookup key; the whole key is hashed with Argon2id
 can name: every tenant the server accepts passes ``check_tenant``, which
 refuses names starting with ``~``.
 
-Verifying a key is one record read (so a revocation by any process, such as
-``memorybank keys revoke``, takes effect on the next request everywhere) plus
-an Argon2 check, which is cached per process for keys already verified
-against the same stored hash (Argon2 costs tens of milliseconds by design).
+Verifying a key costs an Argon2 check (tens of milliseconds by design) and a
+record read. Each process therefore remembers, in memory:
+
+* which secrets verified against which stored hash (for good: a key's hash
+  never changes, so Argon2 runs once per key and process);
+* which secrets are live, for ``cache_seconds`` (default
+  ``DEFAULT_CACHE_SECONDS``): within that time a request is authenticated
+  without reading the store. After it, the key's record is read again.
+
+Staleness bound: a revocation made in *this* process (``KeyRing.revoke``, the
+admin routes) takes effect on the next request; one made by *another* process
+(``memorybank keys revoke``, another worker) takes effect in this process
+within ``cache_seconds``. ``cache_seconds=0`` reads the record on every request
+(revocation everywhere at once, one more store read per request). Only
+successes are remembered: a bad, unknown or revoked key is looked up again
+each time and never answered from the cache.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import asyncio
 import hashlib
 import hmac
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +47,7 @@ from memorybank._async.stores.base import UNSET, AsyncStore, Record, RecordGuard
 from memorybank.errors import InvalidInput, NotFound
 
 __all__ = [
+    "DEFAULT_CACHE_SECONDS",
     "KEY_KIND",
     "RESERVED_PREFIX",
     "RESERVED_TENANT",
@@ -50,6 +64,8 @@ RESERVED_TENANT = "~memorybank-server"
 KEY_KIND = "api_key"
 _PREFIX_HEX = 12  # 48 bits: unique ids; collisions are retried on create
 _CACHE_SIZE = 4096
+#: How long a verified key is trusted without reading its record (seconds).
+DEFAULT_CACHE_SECONDS = 2.0
 
 
 def check_tenant(tenant: object, field: str = "tenant") -> str:
@@ -110,6 +126,10 @@ class KeyRing:
         hasher: the Argon2 hasher. Default: Argon2id at OWASP's minimum
             (``t=2, m=19 MiB, p=1``): a key holds 256 random bits, so the hash
             guards a leaked store against nothing a slower one would stop.
+        cache_seconds: how long a verified key is trusted without reading its
+            record again: the longest a revocation made by another process
+            goes unseen here (``0``: read on every request).
+        monotonic: returns seconds on a clock that never goes back; inject for tests.
     """
 
     def __init__(
@@ -118,12 +138,23 @@ class KeyRing:
         *,
         clock: Callable[[], datetime] | None = None,
         hasher: PasswordHasher | None = None,
+        cache_seconds: float = DEFAULT_CACHE_SECONDS,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        if not cache_seconds >= 0:
+            raise InvalidInput("cache_seconds must be >= 0", field="cache_seconds")
         self._store = store
         self._clock = clock or (lambda: datetime.now(UTC))
         self._hasher = hasher or PasswordHasher(time_cost=2, memory_cost=19456, parallelism=1)
+        self._cache_seconds = float(cache_seconds)
+        self._monotonic = monotonic
         # (key id, stored hash) -> sha256 of the secret that verified against it
         self._verified: OrderedDict[tuple[str, str], bytes] = OrderedDict()
+        # sha256 of a live secret -> (its key, when this process stops trusting it)
+        self._live: OrderedDict[bytes, tuple[KeyInfo, float]] = OrderedDict()
+        # Bumped by every revocation here: a verify that read the record before
+        # a revocation of this process does not put its (stale) answer in ``_live``.
+        self._generation = 0
 
     async def create(self, tenant: str, label: str | None = None) -> tuple[KeyInfo, str]:
         """A new key for ``tenant``: its info and the secret (shown once, never stored)."""
@@ -157,28 +188,45 @@ class KeyRing:
         return await retry_conflicts(step, "a new key id")
 
     async def verify(self, secret: str) -> KeyInfo | None:
-        """The key's info if ``secret`` is a live (not revoked) key, else ``None``."""
+        """The key's info if ``secret`` is a live (not revoked) key, else ``None``.
+
+        A key verified less than ``cache_seconds`` ago is answered from memory
+        (see the module's docstring for the staleness bound)."""
         prefix = parse_key(secret)
         if prefix is None:
             return None
+        fingerprint = hashlib.sha256(secret.encode()).digest()
+        live = self._live.get(fingerprint)
+        if live is not None:
+            if self._monotonic() < live[1]:
+                return live[0]
+            del self._live[fingerprint]
+        generation = self._generation
         record = await self._store.record_get(RESERVED_TENANT, KEY_KIND, prefix)
         if record is None or record.data.get("revoked_at") is not None:
             return None
         stored = str(record.data.get("hash", ""))
-        fingerprint = hashlib.sha256(secret.encode()).digest()
         cache_key = (prefix, stored)
         known = self._verified.get(cache_key)
         if known is not None and hmac.compare_digest(known, fingerprint):
             self._verified.move_to_end(cache_key)
-            return _info(record)
-        try:
-            await asyncio.to_thread(self._hasher.verify, stored, secret)
-        except (VerificationError, InvalidHashError):
-            return None
-        self._verified[cache_key] = fingerprint
-        if len(self._verified) > _CACHE_SIZE:
-            self._verified.popitem(last=False)
-        return _info(record)
+        else:
+            try:
+                await asyncio.to_thread(self._hasher.verify, stored, secret)
+            except (VerificationError, InvalidHashError):
+                return None
+            _remember(self._verified, cache_key, fingerprint)
+        info = _info(record)
+        if self._cache_seconds > 0 and generation == self._generation:
+            _remember(self._live, fingerprint, (info, self._monotonic() + self._cache_seconds))
+        return info
+
+    def forget(self, key_id: str) -> None:
+        """Stop trusting key ``key_id`` from memory (its next use reads the store)."""
+        self._generation += 1
+        for fingerprint, (info, _) in list(self._live.items()):
+            if info.id == key_id:
+                del self._live[fingerprint]
 
     async def get(self, key_id: str) -> KeyInfo | None:
         """The key ``key_id``, or ``None``."""
@@ -215,4 +263,15 @@ class KeyRing:
             await self._store.record_put(RESERVED_TENANT, [record], guard=guard)
             return _info(record)
 
-        return await retry_conflicts(step, f"key {key_id!r}")
+        try:
+            return await retry_conflicts(step, f"key {key_id!r}")
+        finally:
+            self.forget(key_id)
+
+
+def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    """Put ``key`` in an LRU ``cache`` of at most ``_CACHE_SIZE`` entries."""
+    cache[key] = value
+    cache.move_to_end(key)
+    if len(cache) > _CACHE_SIZE:
+        cache.popitem(last=False)

@@ -65,6 +65,18 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        # (method, route template, status) -> its histogram's observe: bounded by
+        # the route table times the statuses actually sent.
+        self._request_series: dict[tuple[str, str, int], Callable[[float], None]] = {}
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        """Record one request (the labelled series is looked up once, then kept)."""
+        key = (method, route, status)
+        observe = self._request_series.get(key)
+        if observe is None:
+            observe = self.requests.labels(method, route, str(status)).observe
+            self._request_series[key] = observe
+        observe(seconds)
 
     def render(self) -> bytes:
         """The exposition text (every worker's, in multiprocess mode)."""
@@ -127,7 +139,7 @@ class ObservabilityMiddleware:
             template = getattr(route, "path", None) or "unmatched"
             state = scope.get("state", {})
             code = state.get("error_code")
-            self.metrics.requests.labels(scope["method"], template, str(status)).observe(elapsed)
+            self.metrics.observe_request(scope["method"], template, status, elapsed)
             if code is not None:
                 self.metrics.errors.labels(code).inc()
             if access_log.isEnabledFor(logging.INFO):

@@ -12,8 +12,9 @@ Pages (all ``GET``, read-only): threads (search by title or id, filter by
 user, agent and status, paged), a thread's entries per branch with tool calls
 and token counts, a ``build_context`` preview (budget, blocks, the entries
 that fit and the messages a model would get), facts with their history and
-provenance, documents, summaries, search with every hit's signals, and a note
-where the knowledge-graph view goes. Deleting a thread and forgetting a user
+provenance, documents, summaries, search with every hit's signals, and the
+knowledge graph (entities, and the subgraph around one drawn as server-rendered
+SVG). Deleting a thread and forgetting a user
 are ``POST``s behind a confirmation page where the id is typed again, with a
 per-session CSRF token.
 

@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
-from fastapi.security import HTTPAuthorizationCredentials
 
 from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import UNSET, Unset
@@ -25,6 +24,7 @@ from memorybank.errors import InvalidInput, MemoryBankError, NotFound
 from memorybank.records import Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import RETRY_AFTER_SECONDS, ApiError, status_of
+from memorybank.server.ui._graph_svg import draw
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
     CSRF_COOKIE,
@@ -60,6 +60,9 @@ _NAV = (  # href, label, and the page paths it is the section of
     ("/graph", "Graph", "/graph"),
     ("/forget", "Forget user", "/forget"),
 )
+_GRAPH_MAX_DEPTH = 3
+_GRAPH_MAX_NODES = 60  # what a picture can show legibly
+_GRAPH_MAX_EDGES = 150
 _STRATEGIES = ("recent", "relevant", "hybrid")
 _MODES = ("hybrid", "keyword", "semantic")
 _KINDS = {
@@ -114,9 +117,7 @@ async def _authenticate(
 ) -> deps.Caller:
     """The caller of ``key`` exactly as the API resolves ``Authorization: Bearer <key>``
     with ``X-User-Id: user_id`` and ``X-Tenant-Id: tenant`` (heeded for the admin key only)."""
-    credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=key)
-    who = await deps.caller(request, credentials, x_user_id=user_id, x_tenant_id=tenant)
-    return await deps.tenant_caller(who)
+    return deps.in_tenant(await deps.authenticate(request, key, user_id, tenant))
 
 
 async def _viewer(request: Request) -> Viewer | Response:
@@ -132,7 +133,7 @@ async def _viewer(request: Request) -> Viewer | Response:
         )
     except (ApiError, InvalidInput):  # revoked key, or a cookie that no longer parses
         return _to_login(request, expired=True)
-    memory = await deps.tenant_memory(request, who)
+    memory = deps.memory_of(request, who)
     assert who.tenant is not None  # tenant_caller guarantees it
     csrf = request.cookies.get(CSRF_COOKIE, "")
     return Viewer(who.tenant, who.user_id, csrf, memory, is_admin=who.is_admin)
@@ -673,9 +674,43 @@ def build_router() -> APIRouter:
         return await _page(request, view)
 
     @r.get("/graph")
-    async def graph(request: Request) -> Response:
+    async def graph(
+        request: Request, entity: str = "", q: str = "", depth: str = "", page: str = ""
+    ) -> Response:
+        """Entities (found by name), and the subgraph around one, drawn as SVG."""
+
         async def view(viewer: Viewer) -> Response:
-            return render("graph.html", **_context(request, viewer, "Knowledge graph"))
+            hops = _int(depth, 2, 1, _GRAPH_MAX_DEPTH)
+            number = _int(page, 1, 1, _MAX_PAGE)
+            found = await viewer.memory.graph.find_entities(
+                q.strip() or None, limit=min(number * PAGE_SIZE + 1, 10_000)
+            )
+            shown, more = _cut(found, number)
+            drawing = centre = None
+            if entity:
+                centre = await viewer.memory.graph.get_entity(_required(entity))
+                if centre is None:
+                    raise NotFound(f"entity {entity!r} not found")
+                subgraph = await viewer.memory.graph.traverse(
+                    [centre.id],
+                    max_depth=hops,
+                    max_nodes=_GRAPH_MAX_NODES,
+                    max_edges=_GRAPH_MAX_EDGES,
+                )
+                drawing = draw(subgraph, centre.id)
+            ctx = _context(
+                request,
+                viewer,
+                "Knowledge graph",
+                entities=shown,
+                q=q,
+                depth=hops,
+                max_depth=_GRAPH_MAX_DEPTH,
+                centre=centre,
+                drawing=drawing,
+                pager=_pager(request, number, more),
+            )
+            return render("graph.html", **ctx)
 
         return await _page(request, view)
 

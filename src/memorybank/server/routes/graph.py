@@ -1,0 +1,463 @@
+"""The knowledge graph over HTTP: ``/v1/graph/...``, a thin router over ``memory.graph``.
+
+Scope is the server's everywhere: the handle is the caller's tenant (and end
+user with ``X-User-Id``), so an entity or relation of another tenant, or
+private to another user, answers 404 exactly like a missing id. ``agent_id``
+and ``user_id`` (query or body) name the owner as in the library: left out,
+the caller's scope; naming another user than ``X-User-Id`` is a 422.
+
+Lists use cursor pagination (``limit``, ``cursor`` -> ``next_cursor``):
+entities by keyset (the last entity of the page), a node's relations and
+neighbours by position. Traversals and paths are bounded by their own
+``max_*`` arguments.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Response
+
+from memorybank.errors import InvalidInput, NotFound
+from memorybank.graph import Direction, Entity
+from memorybank.server.deps import MemoryDep
+from memorybank.server.graph_models import (
+    EntityIn,
+    EntityOut,
+    EntityPatch,
+    GraphStatsOut,
+    InferIn,
+    InvalidateIn,
+    MergeIn,
+    ObservationsIn,
+    PathOut,
+    RelationIn,
+    RelationOut,
+    RelationPatch,
+    SubgraphOut,
+    TraverseIn,
+)
+from memorybank.server.models import Count, Page, given
+from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.stores._types import UNSET
+
+__all__ = ["router"]
+
+AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
+UserQuery = Annotated[
+    str | None, Query(description="User (left out: the caller's scope, X-User-Id).")
+]
+TypesQuery = Annotated[list[str] | None, Query(description="Only these relation types.")]
+AsOfQuery = Annotated[
+    datetime | None, Query(description="Valid time: the graph as it held at this time.")
+]
+_NO_CONTENT = Response(status_code=204)
+
+
+def _opt(value: str | None) -> Any:
+    """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
+    return UNSET if value is None else value
+
+
+def _patch(body: Any) -> dict[str, Any]:
+    """The fields a PATCH body sets (``null`` included where the library takes it)."""
+    return {name: getattr(body, name) for name in body.model_fields_set}
+
+
+def _entity_cursor(entity_id: str) -> str:
+    raw = json.dumps({"e": entity_id}).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after_entity(cursor: str | None) -> str | None:
+    """The entity id a ``find`` cursor stands for; ``InvalidInput`` for one no server made."""
+    if cursor is None:
+        return None
+    try:
+        after = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["e"]
+    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise InvalidInput("cursor is not one this server returned", field="cursor") from None
+    if not isinstance(after, str):
+        raise InvalidInput("cursor is not one this server returned", field="cursor")
+    return after
+
+
+def _entities(found: list[Entity]) -> list[EntityOut]:
+    return [EntityOut.model_validate(e) for e in found]
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1/graph", tags=["graph"])
+
+    # -- entities ---------------------------------------------------------------------
+
+    @api.post("/entities", status_code=201, summary="Add (or merge into) an entity")
+    async def add_entity(body: EntityIn, memory: MemoryDep) -> EntityOut:
+        entity = await memory.graph.add_entity(
+            body.name,
+            type=body.type,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            aliases=body.aliases,
+            observations=body.observations,
+            properties=body.properties,
+            confidence=body.confidence,
+            source=body.source,
+            provenance=body.provenance,
+        )
+        return EntityOut.model_validate(entity)
+
+    @api.get("/entities", summary="Find entities (by name or alias), oldest first")
+    async def find_entities(
+        memory: MemoryDep,
+        name: Annotated[
+            str | None, Query(description="Case-insensitive, over names and aliases.")
+        ] = None,
+        types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
+        min_confidence: float | None = None,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[EntityOut]:
+        found = await memory.graph.find_entities(
+            name,
+            agent_id=_opt(agent_id),
+            user_id=_opt(user_id),
+            types=types,
+            min_confidence=min_confidence,
+            limit=limit + 1,
+            cursor=_after_entity(cursor),
+        )
+        page = found[:limit]
+        more = len(found) > limit
+        return Page[EntityOut](
+            items=_entities(page), next_cursor=_entity_cursor(page[-1].id) if more else None
+        )
+
+    @api.get("/entities/search", summary="Entities best matching a query, best first")
+    async def search_entities(
+        memory: MemoryDep,
+        query: Annotated[str, Query(description="Words of a name, alias or observation.")],
+        k: Annotated[int, Query(ge=0, le=1000)] = 10,
+        types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> list[EntityOut]:
+        found = await memory.graph.search_entities(
+            query, k=k, types=types, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        return _entities(found)
+
+    @api.get("/entities/{entity_id}", summary="Get an entity")
+    async def get_entity(
+        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> EntityOut:
+        entity = await memory.graph.get_entity(
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        if entity is None:
+            raise NotFound(f"entity {entity_id!r} not found")
+        return EntityOut.model_validate(entity)
+
+    @api.patch("/entities/{entity_id}", summary="Replace some fields of an entity")
+    async def update_entity(
+        entity_id: str,
+        body: EntityPatch,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> EntityOut:
+        entity = await memory.graph.update_entity(
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **_patch(body)
+        )
+        return EntityOut.model_validate(entity)
+
+    @api.delete(
+        "/entities/{entity_id}", status_code=204, summary="Delete an entity and its relations"
+    )
+    async def delete_entity(
+        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> Response:
+        if not await memory.graph.delete_entity(
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        ):
+            raise NotFound(f"entity {entity_id!r} not found")
+        return _NO_CONTENT
+
+    @api.post("/entities/{entity_id}/observations", summary="Add observations to an entity")
+    async def add_observations(
+        entity_id: str,
+        body: ObservationsIn,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> EntityOut:
+        entity = await memory.graph.add_observations(
+            entity_id,
+            body.observations,
+            provenance=body.provenance,
+            agent_id=_opt(agent_id),
+            user_id=_opt(user_id),
+        )
+        return EntityOut.model_validate(entity)
+
+    @api.post(
+        "/entities/{entity_id}/observations/delete",
+        summary="Delete observations of an entity (unknown ones are ignored)",
+    )
+    async def delete_observations(
+        entity_id: str,
+        body: ObservationsIn,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> EntityOut:
+        entity = await memory.graph.delete_observations(
+            entity_id, body.observations, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        return EntityOut.model_validate(entity)
+
+    @api.post("/entities/{entity_id}/merge", summary="Fold another entity into this one")
+    async def merge_entities(
+        entity_id: str,
+        body: MergeIn,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> EntityOut:
+        entity = await memory.graph.merge_entities(
+            entity_id, body.merge, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        return EntityOut.model_validate(entity)
+
+    @api.get("/entities/{entity_id}/relations", summary="An entity's relations, oldest first")
+    async def entity_relations(
+        entity_id: str,
+        memory: MemoryDep,
+        direction: Direction = "both",
+        types: TypesQuery = None,
+        as_of: AsOfQuery = None,
+        include_invalid: bool = False,
+        include_inferred: bool = False,
+        min_weight: float | None = None,
+        min_confidence: float | None = None,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[RelationOut]:
+        async def fetch(n: int | None) -> list[RelationOut]:
+            found = await memory.graph.relations(
+                entity_id,
+                direction=direction,
+                types=types,
+                as_of=as_of,
+                include_invalid=include_invalid,
+                include_inferred=include_inferred,
+                min_weight=min_weight,
+                min_confidence=min_confidence,
+                agent_id=_opt(agent_id),
+                user_id=_opt(user_id),
+            )
+            return [RelationOut.model_validate(r) for r in found[:n]]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[RelationOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/entities/{entity_id}/neighbors", summary="Entities within `depth` hops")
+    async def neighbors(
+        entity_id: str,
+        memory: MemoryDep,
+        depth: Annotated[int, Query(ge=1, le=10)] = 1,
+        direction: Direction = "both",
+        types: TypesQuery = None,
+        min_weight: float | None = None,
+        min_confidence: float | None = None,
+        as_of: AsOfQuery = None,
+        include_invalid: bool = False,
+        include_inferred: bool = False,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[EntityOut]:
+        async def fetch(n: int | None) -> list[EntityOut]:
+            found = await memory.graph.neighbors(
+                entity_id,
+                depth=depth,
+                direction=direction,
+                types=types,
+                min_weight=min_weight,
+                min_confidence=min_confidence,
+                limit=n,
+                as_of=as_of,
+                include_invalid=include_invalid,
+                include_inferred=include_inferred,
+                agent_id=_opt(agent_id),
+                user_id=_opt(user_id),
+            )
+            return _entities(found)
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[EntityOut](items=items, next_cursor=next_cursor)
+
+    # -- relations --------------------------------------------------------------------
+
+    @api.post("/relations", status_code=201, summary="Add (or extend) a relation")
+    async def add_relation(body: RelationIn, memory: MemoryDep) -> RelationOut:
+        relation = await memory.graph.add_relation(
+            body.source_id,
+            body.type,
+            body.target_id,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            valid_at=body.valid_at,
+            invalid_at=body.invalid_at,
+            weight=body.weight,
+            bidirectional=body.bidirectional,
+            confidence=body.confidence,
+            provenance=body.provenance,
+            label=body.label,
+            properties=body.properties,
+            source=body.source,
+        )
+        return RelationOut.model_validate(relation)
+
+    @api.get("/relations/{relation_id}", summary="Get a relation (current or not)")
+    async def get_relation(
+        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> RelationOut:
+        relation = await memory.graph.get_relation(
+            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        if relation is None:
+            raise NotFound(f"relation {relation_id!r} not found")
+        return RelationOut.model_validate(relation)
+
+    @api.patch("/relations/{relation_id}", summary="Change some fields of a relation")
+    async def update_relation(
+        relation_id: str,
+        body: RelationPatch,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> RelationOut:
+        relation = await memory.graph.update_relation(
+            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **_patch(body)
+        )
+        return RelationOut.model_validate(relation)
+
+    @api.post(
+        "/relations/{relation_id}/invalidate",
+        summary="Mark a relation as no longer holding (kept in history)",
+    )
+    async def invalidate_relation(
+        relation_id: str,
+        body: InvalidateIn,
+        memory: MemoryDep,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> RelationOut:
+        relation = await memory.graph.invalidate_relation(
+            relation_id, at=body.at, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        )
+        return RelationOut.model_validate(relation)
+
+    @api.delete("/relations/{relation_id}", status_code=204, summary="Delete a relation for good")
+    async def delete_relation(
+        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> Response:
+        if not await memory.graph.delete_relation(
+            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
+        ):
+            raise NotFound(f"relation {relation_id!r} not found")
+        return _NO_CONTENT
+
+    # -- traversal --------------------------------------------------------------------
+
+    @api.post("/traverse", summary="The subgraph within `max_depth` hops of some entities")
+    async def traverse(body: TraverseIn, memory: MemoryDep) -> SubgraphOut:
+        subgraph = await memory.graph.traverse(
+            body.start_ids,
+            max_depth=body.max_depth,
+            max_nodes=body.max_nodes,
+            max_edges=body.max_edges,
+            agent_id=given(body, "agent_id"),
+            user_id=given(body, "user_id"),
+            direction=body.direction,
+            types=body.types,
+            entity_types=body.entity_types,
+            min_weight=body.min_weight,
+            min_confidence=body.min_confidence,
+            as_of=body.as_of,
+            include_invalid=body.include_invalid,
+            include_inferred=body.include_inferred,
+        )
+        return SubgraphOut.model_validate(subgraph)
+
+    @api.get(
+        "/path",
+        summary="The shortest path between two entities (null: none within max_depth)",
+    )
+    async def shortest_path(
+        memory: MemoryDep,
+        source_id: str,
+        target_id: str,
+        max_depth: Annotated[int, Query(ge=1, le=20)] = 6,
+        direction: Direction = "both",
+        types: TypesQuery = None,
+        as_of: AsOfQuery = None,
+        include_invalid: bool = False,
+        include_inferred: bool = False,
+        agent_id: AgentQuery = None,
+        user_id: UserQuery = None,
+    ) -> PathOut | None:
+        path = await memory.graph.shortest_path(
+            source_id,
+            target_id,
+            max_depth=max_depth,
+            direction=direction,
+            types=types,
+            as_of=as_of,
+            include_invalid=include_invalid,
+            include_inferred=include_inferred,
+            agent_id=_opt(agent_id),
+            user_id=_opt(user_id),
+        )
+        if path is None:
+            return None
+        return PathOut(
+            entities=_entities(path.entities),
+            relations=[RelationOut.model_validate(r) for r in path.relations],
+            hops=path.hops,
+            cost=path.cost,
+        )
+
+    @api.get("/stats", summary="Counts of the entities and relations the caller sees")
+    async def stats(
+        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> GraphStatsOut:
+        found = await memory.graph.stats(agent_id=_opt(agent_id), user_id=_opt(user_id))
+        return GraphStatsOut.model_validate(found)
+
+    @api.post("/infer", summary="Materialise inferred relations; the new ones")
+    async def infer(body: InferIn, memory: MemoryDep) -> list[RelationOut]:
+        found = await memory.graph.infer(
+            body.rules, agent_id=given(body, "agent_id"), user_id=given(body, "user_id")
+        )
+        return [RelationOut.model_validate(r) for r in found]
+
+    @api.delete("", summary="Delete the graph owned by exactly this agent and user")
+    async def clear(
+        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
+    ) -> Count:
+        count = await memory.graph.clear(agent_id=_opt(agent_id), user_id=_opt(user_id))
+        return Count(count=count)
+
+    return api
