@@ -325,10 +325,7 @@ def run_search(
         threads = search.scope_threads()
         if threads is not None:
             return search.rank_scope(threads)
-    hits = search.native(mode, thread)
-    if mode == "keyword":
-        return [hit for hit in hits if _shares_a_term(query, hit.content or "")]
-    return hits
+    return search.native(mode, thread)
 
 
 def _shares_a_term(query: str, text: str) -> bool:
@@ -613,6 +610,8 @@ class _Search:
                 record = self._resolve(hit)
                 if record is None or not self._keep(hit.score, record.metadata):
                     continue
+                if mode == "keyword" and not _shares_a_term(self.query, record.content or ""):
+                    continue  # a full-text engine may match stop words or nothing at all
                 hits.append(_hit(record, hit.score, {signal: hit.score}))
                 if len(hits) >= self.k:
                     break
