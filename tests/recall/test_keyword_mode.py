@@ -35,9 +35,9 @@ def test_keyword_mode_only_returns_records_sharing_a_term(kind: str, tmp_path: P
         memory.documents.add("I do have it all.", user_id="u", agent_id="a")
         for query in ("What pets do I have?", "Do I have it?", "coffee with milk", "pet"):
             terms = set(analyzer.terms(query))
-            for scope in ({"thread_id": thread.id}, {}):
+            for thread_id in (thread.id, None):
                 hits = memory.search(
-                    query, mode="keyword", user_id="u", agent_id="a", k=20, **scope
+                    query, mode="keyword", user_id="u", agent_id="a", k=20, thread_id=thread_id
                 )
                 for hit in hits:
                     assert terms & set(analyzer.terms(hit.content or "")), (query, hit.content)
