@@ -189,7 +189,14 @@ def main(argv: list[str] | None = None) -> None:
         "--conversations", type=int, default=0, help="only the first N conversations (0: all)"
     )
     args = parser.parse_args(argv)
-    harness_path = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_retrieval.py"
+    # ../shared next to the checkout (a worktree may sit one level deeper)
+    here, name = Path(__file__).resolve(), "locomo_retrieval.py"
+    found = [
+        parent / "shared" / "bench" / name
+        for parent in here.parents
+        if (parent / "shared" / "bench" / name).exists()
+    ]
+    harness_path = found[0] if found else here.parents[2] / "shared" / "bench" / name
     spec = importlib.util.spec_from_file_location("locomo_retrieval", harness_path)
     if spec is None or spec.loader is None or not harness_path.exists():
         raise SystemExit(f"LoCoMo harness not found at {harness_path}: skipping")
