@@ -38,16 +38,19 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from memorybank import Memory
-from memorybank.embeddings import LocalEmbedder
+from memorybank.embeddings import Embedder, LocalEmbedder
 
 __all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
 
 AGENT = "locomo"
 _memory: Memory | None = None
+#: The embedder ``_get_memory`` gives a new store (replaceable, e.g. by a cached one).
+make_embedder: Callable[[], Embedder] = LocalEmbedder
 _threads: dict[int, tuple[object, str]] = {}
 _users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
@@ -67,7 +70,7 @@ def _get_memory() -> Memory:
     global _memory
     if _memory is None:
         url = os.environ.get("MEMORYBANK_LOCOMO_URL", "sqlite://")
-        _memory = Memory(url, embedder=LocalEmbedder())
+        _memory = Memory(url, embedder=make_embedder())
     return _memory
 
 
@@ -209,7 +212,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.conversations:
         conversations = conversations[: args.conversations]
     ks, budgets = (5, 10, 20), (1024,)
+    global _memory
     for scope in ("thread", "user") if args.scope == "both" else (args.scope,):
+        # a fresh store per scope: thread-scope threads have no user, so they are
+        # shared and every user would see them
+        if _memory is not None:
+            _memory.close()
+        _memory = None
+        _threads.clear()
+        _users.clear()
         _stats.update(ingest_s=0.0, turns=0.0, query_s=0.0, queries=0.0)
         if scope == "user":
             ingest_users([c["turns"] for c in conversations])
