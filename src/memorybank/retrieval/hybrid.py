@@ -181,8 +181,8 @@ class HybridRanker:
     >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", day),
     ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", day),
     ...          Candidate("3", "t", 2, "Ann: I baked bread", "Ann", day)]
-    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # answer follows question
-    ['1', '2', '3']
+    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # the answer, then the ask
+    ['2', '1', '3']
     """
 
     def __init__(
