@@ -26,10 +26,9 @@ Pipeline
          threads exactly as inside one thread. Documents that match the query
          (store-native candidates) join that ranking.
        * otherwise: store-native candidates (keyword and semantic, a generous
-         ``max(50, 3k)`` each), plus the entries around the best entry hits
-         (the whole thread when it is short: a thread is then one session, else
-         the 3 entries before and after), re-ranked by the same core with
-         the store's keyword scores and the stored vectors.
+         ``max(30, 3k)`` each), plus the 3 entries before and after each of the
+         5 best entry hits, re-ranked by the same core with the store's keyword
+         scores and the stored vectors.
     4. ``mode="keyword"`` keeps only records that share at least one analysed
        term (stop words removed, stemmed) with the query, whatever the store's
        full-text engine returned.
@@ -93,10 +92,9 @@ THREAD_RANK_LIMIT = 5000
 SCOPE_THREAD_LIMIT = 64
 #: Texts per embedder call when embedding many entries or documents.
 EMBED_BATCH = 256
-_MIN_CANDIDATES = 50
-_EXPAND_HITS = 8  # best entry hits whose surroundings join the candidates
+_MIN_CANDIDATES = 30
+_EXPAND_HITS = 5  # best entry hits whose neighbours join the candidates
 _NEIGHBOURS = 3  # entries before and after each of them
-_WHOLE_THREAD = 64  # a thread this short joins whole (it is one session)
 _CACHED_THREADS = 16
 _KINDS = {"entries": "entry", "documents": DOCUMENT_KIND}
 _MODES = ("hybrid", "semantic", "keyword")
@@ -639,24 +637,15 @@ class _Search:
                 records[key] = record
             if is_text:
                 keyword[key] = max(keyword.get(key, 0.0), hit.score)
-        # around the best entry hits: answers follow the matching turn, and a short
-        # thread (one session of a user's history) joins whole for the session prior
+        # the neighbours of the best entry hits: answers follow the matching turn
         newest: dict[str, int] = {}
-        whole: set[str] = set()
         covered: set[tuple[str, int]] = set()
         best_entries = [r for r in records.values() if isinstance(r, Entry)][:_EXPAND_HITS]
         for entry in best_entries:
             tid = entry.thread_id
-            if tid in whole or (tid, entry.position) in covered:
+            if (tid, entry.position) in covered:
                 continue
             if tid not in newest:
-                if await self.store.count_entries(self.tenant, tid) <= _WHOLE_THREAD:
-                    whole.add(tid)
-                    _, rows = await self.store.list_entries(self.tenant, tid)
-                    for other in rows:
-                        if other.content:
-                            records.setdefault("e:" + other.id, other)
-                    continue
                 _, last = await self.store.list_entries(self.tenant, tid, limit=1)
                 newest[tid] = last[-1].position if last else entry.position
             # positions are gap-free unless entries were deleted: then the page is
