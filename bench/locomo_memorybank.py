@@ -2,15 +2,27 @@
 
     .venv/bin/python ../shared/bench/locomo_retrieval.py \\
         --retriever bench/locomo_memorybank.py:retrieve --budgets 1024
+    .venv/bin/python bench/locomo_memorybank.py --scope user      # or thread, both
 
-Ingestion (the rule every memorybank LoCoMo evaluation uses): each conversation
-is one thread; each turn one entry with role ``user``, ``name`` = the speaker,
-content ``"<speaker>: <text>"`` plus ``" [image: <caption>]"`` when the turn
-shared one, the turn id in ``metadata["dia_id"]`` and the session's date as
-``created_at`` (wall-clock time read as UTC). A session's turns are added with
-one ``entries.add_many`` call (same entries as one ``add`` per turn, one
-embedding batch). Retrieval is ``memory.search(question, k=k, mode="hybrid",
-thread_id=...)`` with the local all-MiniLM-L6-v2 embedder and default options.
+Two ingestions, both with the rule below:
+
+* ``thread`` scope (``retrieve``): each conversation is one thread, searched with
+  ``thread_id=``.
+* ``user`` scope (``retrieve_user``): the way an agent recalls from its whole
+  history with a user. Each conversation is a user (``user_id`` =
+  ``"locomo-<n>"``, ``agent_id="locomo"``), each of its sessions a thread of
+  that user, every conversation in the same store; retrieval is
+  ``memory.search(question, user_id=..., agent_id="locomo")`` without
+  ``thread_id``. ``main()`` stores every conversation before the first question.
+
+Ingestion (the rule every memorybank LoCoMo evaluation uses): each turn one
+entry with role ``user``, ``name`` = the speaker, content ``"<speaker>: <text>"``
+plus ``" [image: <caption>]"`` when the turn shared one, the turn id in
+``metadata["dia_id"]`` and the session's date as ``created_at`` (wall-clock time
+read as UTC). A session's turns are added with one ``entries.add_many`` call
+(same entries as one ``add`` per turn, one embedding batch). Retrieval is
+``memory.search(question, k=k, mode="hybrid", ...)`` with the local
+all-MiniLM-L6-v2 embedder and default options.
 
 Set ``MEMORYBANK_LOCOMO_URL`` to evaluate another store (default: an in-memory
 SQLite database, the embedded default store). Prints nothing itself: the shared
@@ -26,16 +38,21 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from memorybank import Memory
-from memorybank.embeddings import LocalEmbedder
+from memorybank.embeddings import Embedder, LocalEmbedder
 
-__all__ = ["cost", "parse_session_date", "retrieve"]
+__all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
 
+AGENT = "locomo"
 _memory: Memory | None = None
+#: The embedder ``_get_memory`` gives a new store (replaceable, e.g. by a cached one).
+make_embedder: Callable[[], Embedder] = LocalEmbedder
 _threads: dict[int, tuple[object, str]] = {}
+_users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
 
 
@@ -53,36 +70,73 @@ def _get_memory() -> Memory:
     global _memory
     if _memory is None:
         url = os.environ.get("MEMORYBANK_LOCOMO_URL", "sqlite://")
-        _memory = Memory(url, embedder=LocalEmbedder())
+        _memory = Memory(url, embedder=make_embedder())
     return _memory
 
 
-def _ingest(memory: Memory, turns: list[dict[str, Any]]) -> str:
-    start = time.perf_counter()
-    thread = memory.threads.create(title="locomo")
+def _sessions(turns: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     sessions: dict[int, list[dict[str, Any]]] = {}
     for turn in turns:
         sessions.setdefault(int(turn["session"]), []).append(turn)
-    for session_turns in sessions.values():
-        messages = []
-        for turn in session_turns:
-            content = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("image_caption"):
-                content += f" [image: {turn['image_caption']}]"
-            messages.append(
-                {
-                    "role": "user",
-                    "name": str(turn["speaker"]),
-                    "content": content,
-                    "metadata": {"dia_id": turn["id"]},
-                }
-            )
+    return list(sessions.values())
+
+
+def _messages(session_turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    messages = []
+    for turn in session_turns:
+        content = f"{turn['speaker']}: {turn['text']}"
+        if turn.get("image_caption"):
+            content += f" [image: {turn['image_caption']}]"
+        messages.append(
+            {
+                "role": "user",
+                "name": str(turn["speaker"]),
+                "content": content,
+                "metadata": {"dia_id": turn["id"]},
+            }
+        )
+    return messages
+
+
+def _ingest(memory: Memory, turns: list[dict[str, Any]]) -> str:
+    """Thread scope: the conversation as one thread; its id."""
+    start = time.perf_counter()
+    thread = memory.threads.create(title="locomo")
+    for session_turns in _sessions(turns):
         memory.entries.add_many(
-            thread.id, messages, created_at=parse_session_date(str(session_turns[0]["date_time"]))
+            thread.id,
+            _messages(session_turns),
+            created_at=parse_session_date(str(session_turns[0]["date_time"])),
         )
     _stats["ingest_s"] += time.perf_counter() - start
     _stats["turns"] += len(turns)
     return thread.id
+
+
+def _ingest_user(memory: Memory, turns: list[dict[str, Any]]) -> str:
+    """User scope: the conversation as a user, each session a thread of it; the user id."""
+    start = time.perf_counter()
+    user = f"locomo-{len(_users)}"
+    for number, session_turns in enumerate(_sessions(turns), 1):
+        thread = memory.threads.create(user_id=user, agent_id=AGENT, title=f"session {number}")
+        memory.entries.add_many(
+            thread.id,
+            _messages(session_turns),
+            created_at=parse_session_date(str(session_turns[0]["date_time"])),
+        )
+    _stats["ingest_s"] += time.perf_counter() - start
+    _stats["turns"] += len(turns)
+    _users[id(turns)] = (turns, user)
+    return user
+
+
+def ingest_users(conversations: list[list[dict[str, Any]]]) -> None:
+    """Store every conversation as its own user before the first question (user scope)."""
+    memory = _get_memory()
+    for turns in conversations:
+        known = _users.get(id(turns))
+        if known is None or known[0] is not turns:
+            _ingest_user(memory, turns)
 
 
 def retrieve(conversation_turns: list[dict[str, Any]], question: str, k: int) -> list[str]:
@@ -101,6 +155,21 @@ def retrieve(conversation_turns: list[dict[str, Any]], question: str, k: int) ->
     return [str(hit.entry.metadata["dia_id"]) for hit in hits if hit.entry is not None]
 
 
+def retrieve_user(conversation_turns: list[dict[str, Any]], question: str, k: int) -> list[str]:
+    """User scope: the conversation's user searched without ``thread_id``."""
+    memory = _get_memory()
+    known = _users.get(id(conversation_turns))
+    if known is None or known[0] is not conversation_turns:
+        user = _ingest_user(memory, conversation_turns)
+    else:
+        user = known[1]
+    start = time.perf_counter()
+    hits = memory.search(question, k=k, mode="hybrid", user_id=user, agent_id=AGENT)
+    _stats["query_s"] += time.perf_counter() - start
+    _stats["queries"] += 1
+    return [str(hit.entry.metadata["dia_id"]) for hit in hits if hit.entry is not None]
+
+
 def cost() -> dict[str, float]:
     """Ingestion throughput and mean query latency so far."""
     return {
@@ -110,12 +179,27 @@ def cost() -> dict[str, float]:
     }
 
 
-def main() -> None:
-    """``python bench/locomo_memorybank.py``: the shared harness's table plus the cost."""
+def main(argv: list[str] | None = None) -> None:
+    """``python bench/locomo_memorybank.py [--scope thread|user|both] [--conversations N]``:
+    the shared harness's table per scope, plus the cost."""
+    import argparse
     import importlib.util
     from pathlib import Path
 
-    harness_path = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo_retrieval.py"
+    parser = argparse.ArgumentParser(description="memorybank recall on LoCoMo")
+    parser.add_argument("--scope", choices=("thread", "user", "both"), default="thread")
+    parser.add_argument(
+        "--conversations", type=int, default=0, help="only the first N conversations (0: all)"
+    )
+    args = parser.parse_args(argv)
+    # ../shared next to the checkout (a worktree may sit one level deeper)
+    here, name = Path(__file__).resolve(), "locomo_retrieval.py"
+    found = [
+        parent / "shared" / "bench" / name
+        for parent in here.parents
+        if (parent / "shared" / "bench" / name).exists()
+    ]
+    harness_path = found[0] if found else here.parents[2] / "shared" / "bench" / name
     spec = importlib.util.spec_from_file_location("locomo_retrieval", harness_path)
     if spec is None or spec.loader is None or not harness_path.exists():
         raise SystemExit(f"LoCoMo harness not found at {harness_path}: skipping")
@@ -124,14 +208,31 @@ def main() -> None:
     data = harness_path.parent.parent / "data" / "locomo" / "locomo_dev.json"
     if not data.exists():
         raise SystemExit(f"LoCoMo data not found at {data}: skipping")
+    conversations = harness.load_locomo(str(data))
+    if args.conversations:
+        conversations = conversations[: args.conversations]
     ks, budgets = (5, 10, 20), (1024,)
-    result = harness.evaluate(harness.load_locomo(str(data)), retrieve, ks, budgets)
-    print(harness.format_table(result, ks, budgets))
-    c = cost()
-    print(
-        f"ingest: {c['ingest_turns_per_s']:,.0f} turns/s (embedding included);"
-        f" query: {c['query_ms']:.1f} ms mean over {c['queries']:.0f} questions"
-    )
+    global _memory
+    for scope in ("thread", "user") if args.scope == "both" else (args.scope,):
+        # a fresh store per scope: thread-scope threads have no user, so they are
+        # shared and every user would see them
+        if _memory is not None:
+            _memory.close()
+        _memory = None
+        _threads.clear()
+        _users.clear()
+        _stats.update(ingest_s=0.0, turns=0.0, query_s=0.0, queries=0.0)
+        if scope == "user":
+            ingest_users([c["turns"] for c in conversations])
+        retriever = retrieve_user if scope == "user" else retrieve
+        result = harness.evaluate(conversations, retriever, ks, budgets)
+        print(f"{scope} scope")
+        print(harness.format_table(result, ks, budgets))
+        c = cost()
+        print(
+            f"ingest: {c['ingest_turns_per_s']:,.0f} turns/s (embedding included);"
+            f" query: {c['query_ms']:.1f} ms mean over {c['queries']:.0f} questions"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 
 import numpy as np
@@ -36,6 +37,7 @@ KEYWORD_ONLY = HybridWeights(
     keyword=1.0,
     semantic=0.0,
     after=(),
+    question_after=0.0,
     before=(),
     session=0.0,
     speaker=0.0,
@@ -149,6 +151,42 @@ def conversation() -> list[Candidate]:
     ]
 
 
+def test_a_question_hands_its_relevance_to_the_answer() -> None:
+    cands = conversation()
+    query = "What breed is it?"  # matches Bob's question t3; Ann's answer t4 comes next
+    plain = rank(query, cands, options=opts())
+    assert plain[0].id == "t3"
+    asked = rank(query, cands, options=opts(question_after=0.7))
+    assert [r.id for r in asked[:2]] == ["t3", "t4"]
+    assert asked[1].score == pytest.approx(0.7 * asked[0].score)
+    # a statement hands on nothing extra
+    told = rank("beagle beach", cands, options=opts(question_after=0.7))
+    assert next(r for r in told if r.id == "t5").score == 0.0
+
+
+def test_weak_hits_lend_little_and_the_session_prior_needs_own_evidence() -> None:
+    day = datetime(2024, 5, 1, 9, tzinfo=UTC)
+    cands = [
+        Candidate("strong", "t", 0, "Ann: zebra zebra safari", "Ann", day),
+        Candidate("after_strong", "t", 1, "Bob: Got it.", "Bob", day),
+        Candidate("weak", "t", 2, "Ann: a safari once", "Ann", day),
+        Candidate("after_weak", "t", 3, "Bob: Got it.", "Bob", day),
+    ]
+    query = "zebra safari"
+    flat = SearchOptions(weights=KEYWORD_ONLY, context_strength=0.0).with_weights(after=(0.5,))
+    lent = {r.id: r.score for r in rank(query, cands, options=flat)}
+    gated = {r.id: r.score for r in rank(query, cands, options=replace(flat, context_strength=1.0))}
+    assert lent["after_strong"] == gated["after_strong"]  # the best hit lends in full
+    assert gated["after_weak"] < lent["after_weak"]  # a weak one lends less
+    session = SearchOptions(weights=KEYWORD_ONLY).with_weights(session=0.8)
+    scores = {r.id: r.score for r in rank(query, cands, options=session)}
+    assert scores["after_strong"] == scores["after_weak"] == 0.0  # no evidence of their own
+    ungated = {
+        r.id: r.score for r in rank(query, cands, options=replace(session, session_evidence=0.0))
+    }
+    assert ungated["after_strong"] > 0.0
+
+
 def test_neighbour_expansion_surfaces_the_next_turn() -> None:
     cands = conversation()
     query = "Where did Bob go on holiday?"
@@ -170,11 +208,15 @@ def test_neighbours_do_not_cross_sessions_or_threads() -> None:
 
 def test_session_smoothing_lifts_session_mates() -> None:
     cands = conversation()
-    query = "puppy beagle"
+    query = "puppy beagle holiday"
     plain = {r.id: r.score for r in rank(query, cands, options=opts())}
     smoothed = {r.id: r.score for r in rank(query, cands, options=opts(session=0.5))}
-    assert plain["t0"] == 0.0 and smoothed["t0"] > 0.0  # same session as the hits
+    # t0 (holiday) has evidence of its own and shares the session of the hits
+    assert 0.0 < plain["t0"] < smoothed["t0"]
+    assert plain["t1"] == smoothed["t1"] == 0.0  # no evidence of its own: no lift
     assert smoothed["t5"] == 0.0  # other session: no lift
+    ungated = replace(opts(session=0.5), session_evidence=0.0)
+    assert {r.id: r.score for r in rank(query, cands, options=ungated)}["t1"] > 0.0
 
 
 def test_speaker_named_in_query_is_preferred() -> None:

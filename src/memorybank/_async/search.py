@@ -18,10 +18,20 @@ Pipeline
          stemming, cosine, the neighbours of a hit, the session, named
          speakers, dates). The ranker is cached per thread and rebuilt when the
          thread changes, so a query costs one read of the thread plus numpy.
+       * no ``thread_id`` (a user's whole history) and what the caller may see
+         is at most ``SCOPE_THREAD_LIMIT`` threads holding at most
+         ``THREAD_RANK_LIMIT`` entries: every entry of those threads (current
+         branches) is ranked the same way, each thread a session of its own,
+         so neighbours, the session prior and dates work across a user's
+         threads exactly as inside one thread. Documents that match the query
+         (store-native candidates) join that ranking.
        * otherwise: store-native candidates (keyword and semantic, a generous
          ``max(30, 3k)`` each), plus the 3 entries before and after each of the
-         5 best entry hits, re-ranked by the same
-         core with the store's keyword scores and the stored vectors.
+         5 best entry hits, re-ranked by the same core with the store's keyword
+         scores and the stored vectors.
+    4. ``mode="keyword"`` keeps only records that share at least one analysed
+       term (stop words removed, stemmed) with the query, whatever the store's
+       full-text engine returned.
 
 Entry embeddings
     Written *on write*, one embedder batch per ``entries.add``/``add_many`` call
@@ -47,12 +57,13 @@ import numpy as np
 
 from memorybank import _validate as v
 from memorybank._async.documents import DOCUMENT_KIND, document_from_record
-from memorybank._async.stores.base import UNSET, SearchHit, VectorItem, Visibility
+from memorybank._async.stores.base import UNSET, SearchHit, Unset, VectorItem, Visibility
 from memorybank._log import logger
 from memorybank._scope import check_owner
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
+from memorybank.retrieval.text import default_analyzer
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -62,6 +73,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBED_BATCH",
+    "SCOPE_THREAD_LIMIT",
     "THREAD_RANK_LIMIT",
     "SearchMode",
     "embed_entries",
@@ -75,6 +87,9 @@ SearchMode = Literal["hybrid", "semantic", "keyword"]
 #: A thread-scoped hybrid search ranks every entry of a thread up to this size
 #: (ranking 5,000 entries takes a few milliseconds; reading them dominates).
 THREAD_RANK_LIMIT = 5000
+#: A search without ``thread_id`` ranks every visible entry when the caller sees at
+#: most this many threads (and at most ``THREAD_RANK_LIMIT`` entries in them).
+SCOPE_THREAD_LIMIT = 64
 #: Texts per embedder call when embedding many entries or documents.
 EMBED_BATCH = 256
 _MIN_CANDIDATES = 30
@@ -204,19 +219,19 @@ async def embed_pending(
 
 @dataclasses.dataclass
 class _ThreadIndex:
-    signature: tuple[tuple[str, int, str, str | None, datetime], ...]
+    signature: tuple[tuple[str, str, int, str, str | None, datetime], ...]
     model_id: str | None
     options: SearchOptions
     ranker: HybridRanker
     vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
 
 
-_CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, str, str], _ThreadIndex]] = (
+_CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, ...], _ThreadIndex]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _cache(core: _Core) -> OrderedDict[tuple[str, str, str], _ThreadIndex]:
+def _cache(core: _Core) -> OrderedDict[tuple[str, ...], _ThreadIndex]:
     cache = _CACHES.get(core)
     if cache is None:
         cache = _CACHES[core] = OrderedDict()
@@ -303,7 +318,17 @@ async def run_search(
         count = await store.count_entries(tenant, thread.id)
         if count <= THREAD_RANK_LIMIT:
             return await search.rank_thread(thread)
+    if thread is None and mode == "hybrid" and "entry" in store_kinds:
+        threads = await search.scope_threads()
+        if threads is not None:
+            return await search.rank_scope(threads)
     return await search.native(mode, thread)
+
+
+def _shares_a_term(query: str, text: str) -> bool:
+    """Whether ``text`` holds at least one analysed term of ``query`` (keyword mode)."""
+    analyzer = default_analyzer()
+    return not set(analyzer.terms(query)).isdisjoint(analyzer.terms(text))
 
 
 class _Search:
@@ -343,15 +368,80 @@ class _Search:
     # -- thread-scoped: rank every entry ------------------------------------------------
 
     async def rank_thread(self, thread: Thread) -> list[Hit]:
+        _, rows = await self.store.list_entries(self.tenant, thread.id)
+        key = (self.tenant, thread.id, thread.current_branch)
+        return await self._rank_entries(key, [e for e in rows if e.content], [])
+
+    async def scope_threads(self) -> list[Thread] | None:
+        """The threads this caller may see, or ``None`` when they are too many (more than
+        ``SCOPE_THREAD_LIMIT`` threads or ``THREAD_RANK_LIMIT`` entries) to rank whole."""
+        user, agent = self.visible.user_id, self.visible.agent_id
+        users: list[str | Unset | None] = [user] if not isinstance(user, str) else [user, None]
+        agents: list[str | Unset | None] = [agent] if not isinstance(agent, str) else [agent, None]
+        found: dict[str, Thread] = {}
+        for u in users:
+            for a in agents:
+                for thread in await self.store.list_threads(
+                    self.tenant, user_id=u, agent_id=a, limit=SCOPE_THREAD_LIMIT + 1
+                ):
+                    if self.visible.admits(thread.agent_id, thread.user_id):
+                        found[thread.id] = thread
+                if len(found) > SCOPE_THREAD_LIMIT:
+                    return None
+        total = 0
+        for thread in found.values():
+            total += await self.store.count_entries(self.tenant, thread.id)
+            if total > THREAD_RANK_LIMIT:
+                return None
+        return sorted(found.values(), key=lambda t: (t.created_at, t.id))
+
+    async def rank_scope(self, threads: list[Thread]) -> list[Hit]:
+        """Rank every entry of ``threads`` (and the documents that match) as one memory."""
+        entries: list[Entry] = []
+        for thread in threads:
+            _, rows = await self.store.list_entries(self.tenant, thread.id)
+            entries += [e for e in rows if e.content]
+        documents: list[Document] = []
+        if DOCUMENT_KIND in self.kinds:
+            documents = await self._matching_documents()
+        scope = f"{self.visible.user_id!r}/{self.visible.agent_id!r}"
+        return await self._rank_entries((self.tenant, "scope", scope), entries, documents)
+
+    async def _matching_documents(self) -> list[Document]:
+        """Documents among the store's keyword and vector candidates for the query."""
+        embedder = self.core.embedder
+        fetch = max(_MIN_CANDIDATES, 3 * self.k)
+        hits = await self.store.text_search(
+            self.tenant, self.query, kinds=[DOCUMENT_KIND], k=fetch, visible_to=self.visible
+        )
+        if embedder is not None:
+            qvec = await _query_vector(embedder, self.query)
+            assert qvec is not None
+            hits += await self.store.vector_search(
+                self.tenant,
+                qvec.tolist(),
+                model_id=embedder.model_id,
+                kinds=[DOCUMENT_KIND],
+                k=fetch,
+                visible_to=self.visible,
+            )
+        out: dict[str, Document] = {}
+        for hit in hits:
+            if hit.id not in out:
+                record = await self._resolve(hit)
+                if isinstance(record, Document):
+                    out[hit.id] = record
+        return list(out.values())
+
+    async def _rank_entries(
+        self, key: tuple[str, ...], entries: list[Entry], documents: list[Document]
+    ) -> list[Hit]:
         embedder = self.core.embedder
         model_id = None if embedder is None else embedder.model_id
-        _, rows = await self.store.list_entries(self.tenant, thread.id)
-        entries = [e for e in rows if e.content]
         signature = tuple(
-            (e.id, e.position, e.content or "", e.name, e.created_at) for e in entries
+            (e.thread_id, e.id, e.position, e.content or "", e.name, e.created_at) for e in entries
         )
         cache = _cache(self.core)
-        key = (self.tenant, thread.id, thread.current_branch)
         index = cache.get(key)
         if (
             index is None
@@ -365,12 +455,32 @@ class _Search:
                 cache.popitem(last=False)
         cache.move_to_end(key)
         qvec = await _query_vector(embedder, self.query)
-        fresh = {e.id: e for e in entries}  # read by this query: the caller may change them
+        records: dict[str, Entry | Document] = {e.id: e for e in entries}  # read by this query
+        ranker = index.ranker
+        if documents:  # a one-off ranker: the entries' and the documents' scores on one scale
+            stored: dict[str, list[float]] = {}
+            if model_id is not None:
+                stored = await self.store.vector_get(
+                    self.tenant, DOCUMENT_KIND, [d.id for d in documents], model_id=model_id
+                )
+            extra = [
+                Candidate(
+                    id="d:" + d.id,
+                    thread_id="d:" + d.id,
+                    position=0,
+                    text=d.content,
+                    created_at=d.created_at,
+                    vector=None if d.id not in stored else np.asarray(stored[d.id], np.float32),
+                )
+                for d in documents
+            ]
+            records.update({"d:" + d.id: d for d in documents})
+            ranker = HybridRanker([*ranker.candidates, *extra], self.options)
         hits: list[Hit] = []
-        for i, score, signals in _rank(index.ranker, self.query, qvec):
-            entry = fresh[index.ranker.structure.ids[i]]
-            if self._keep(score, entry.metadata):
-                hits.append(Hit("entry", score, signals, entry=entry))
+        for i, score, signals in _rank(ranker, self.query, qvec):
+            record = records[ranker.structure.ids[i]]
+            if self._keep(score, record.metadata):
+                hits.append(_hit(record, score, signals))
                 if len(hits) >= self.k:
                     break
         return hits
@@ -378,7 +488,7 @@ class _Search:
     async def _build_index(
         self,
         entries: list[Entry],
-        signature: tuple[tuple[str, int, str, str | None, datetime], ...],
+        signature: tuple[tuple[str, str, int, str, str | None, datetime], ...],
         model_id: str | None,
         previous: _ThreadIndex | None,
     ) -> _ThreadIndex:
@@ -497,6 +607,8 @@ class _Search:
                 record = await self._resolve(hit)
                 if record is None or not self._keep(hit.score, record.metadata):
                     continue
+                if mode == "keyword" and not _shares_a_term(self.query, record.content or ""):
+                    continue  # a full-text engine may match stop words or nothing at all
                 hits.append(_hit(record, hit.score, {signal: hit.score}))
                 if len(hits) >= self.k:
                     break
@@ -605,7 +717,9 @@ def _rank(
     sig = ranker.signals(query, query_vector=qvec, keyword_scores=keyword)
     scores = ranker.combine(sig)
     weights = ranker.options.weights
-    direct = ranker.combine(sig, dataclasses.replace(weights, after=(), before=(), session=0.0))
+    direct = ranker.combine(
+        sig, dataclasses.replace(weights, after=(), before=(), question_after=0.0, session=0.0)
+    )
     for i in ranker.order(scores):
         signals: dict[str, float] = {}
         if sig.keyword[i] > 0:

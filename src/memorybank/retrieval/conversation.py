@@ -86,6 +86,7 @@ class ConversationStructure:
     * ``names`` / ``name_index``: distinct speaker names and each entry's name index
       (-1 when none).
     * ``has_time``: entry text contains a time expression.
+    * ``is_question``: 1.0 when the entry asks something (its text contains "?").
     """
 
     def __init__(
@@ -152,6 +153,9 @@ class ConversationStructure:
         self.name_index = name_index
         self.has_time = np.fromiter(
             (has_time_expression(c.text) for c in self.candidates), dtype=bool, count=n
+        )
+        self.is_question = np.fromiter(
+            ("?" in c.text for c in self.candidates), dtype=np.float64, count=n
         )
 
         self._matrix: FloatArray | None = None

@@ -3,16 +3,23 @@
 Pipeline (all numpy over the candidate list, no I/O)::
 
     relevance  = w_keyword * max_norm(BM25) + w_semantic * minmax_norm(cosine)
+    donor      = relevance * (relevance / max(relevance)) ** context_strength
     context    = relevance
-               + sum_d after[d]  * relevance[entry d places before]   (answers follow questions)
-               + sum_d before[d] * relevance[entry d places after]
+               + sum_d after[d]  * donor[entry d places before]   (answers follow questions)
+               + question_after  * donor[entry before] if that entry asks a question
+               + sum_d before[d] * donor[entry d places after]
                + w_session * mean(top-3 relevance in the entry's session)
+                           * min(1, relevance / (session_evidence * max(relevance)))
     score      = context * (1 + w_speaker * [entry's speaker is named in the query]
                               + w_date    * date_match(entry.created_at, dates in query)
                               + w_time    * [query asks "when"] * [entry has a time word])
 
 The boosts multiply, so they re-order entries that are already relevant and
-never lift an unrelated entry just because of who wrote it or when.
+never lift an unrelated entry just because of who wrote it or when. The
+conversation context is held back the same way: a neighbour hands on its
+relevance in proportion to how strong a hit it is (a weak hit lends almost
+nothing, so "Got it." after a vaguely related turn stays where it is), and the
+session prior only lifts entries with evidence of their own.
 
 Callers (stores) either let :class:`HybridRanker` compute BM25 over the
 candidates, or pass their own ``keyword_scores`` (e.g. a collection-wide BM25
@@ -65,6 +72,9 @@ class HybridWeights:
     * ``after``: how much an entry inherits from the 1st, 2nd ... entry *before* it.
       A question entry ("How was the trip?") matches the query; its answer is the
       next entry, so the turn after a hit receives a large share.
+    * ``question_after``: what an entry inherits *in addition* when the entry
+      before it asks a question (contains "?"): "What is its name?" matches
+      "What is the name of Alice's dog?", the answer ("Biscuit.") comes next.
     * ``before``: inheritance from the entries *after* it (the hit is sometimes the
       reaction to the informative entry).
     * ``session``: prior for entries in sessions whose best entries are relevant
@@ -78,6 +88,7 @@ class HybridWeights:
     keyword: float = 1.0
     semantic: float = 1.2
     after: tuple[float, ...] = (0.3,)
+    question_after: float = 0.7
     before: tuple[float, ...] = (0.5, 0.15)
     session: float = 0.8
     speaker: float = 0.3
@@ -108,6 +119,14 @@ class SearchOptions:
     * ``date_after_days`` / ``date_before_days``: an entry dated up to 14 days after
       a date named in the query still matches partly (people tell what happened
       "last week"), up to 7 days before (plans).
+    * ``context_strength`` = 0.5: a neighbour hands on ``relevance * (relevance /
+      best) ** context_strength``, so strong hits lend (almost) their full
+      relevance and weak ones little; 0 lends plain relevance.
+    * ``session_evidence`` = 0.25: the session prior reaches an entry in full
+      only when its own relevance is at least this share of the best one, less
+      in proportion below (0 disables the gate). On a small memory every entry
+      shares one session; without the gate the prior would lift replies such as
+      "Got it." that say nothing themselves.
     * ``drop_speaker_names_from_keywords``: the speaker boost handles named speakers,
       so their names do not also count as keywords (they would favour every entry
       that merely addresses that person).
@@ -124,6 +143,8 @@ class SearchOptions:
     neighbour_window: int = 2
     date_after_days: float = 14.0
     date_before_days: float = 7.0
+    context_strength: float = 0.5
+    session_evidence: float = 0.25
     drop_speaker_names_from_keywords: bool = True
 
     def with_weights(self, **changes: object) -> SearchOptions:
@@ -160,8 +181,8 @@ class HybridRanker:
     >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", day),
     ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", day),
     ...          Candidate("3", "t", 2, "Ann: I baked bread", "Ann", day)]
-    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # answer follows question
-    ['1', '2', '3']
+    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # the answer, then the ask
+    ['2', '1', '3']
     """
 
     def __init__(
@@ -265,13 +286,22 @@ class HybridRanker:
                 sig.semantic[sig.semantic_mask], opts.semantic_normalization
             )
             rel += w.semantic * sem
+        best = float(rel.max()) if len(rel) else 0.0
+        donor = rel
+        if best > 0 and opts.context_strength:
+            donor = rel * (rel / best) ** opts.context_strength
         ctx = rel.copy()
         if any(w.after):
-            ctx += st.spread(rel, w.after, backward=True)
+            ctx += st.spread(donor, w.after, backward=True)
+        if w.question_after:
+            ctx += w.question_after * st.spread(donor * st.is_question, (1.0,), backward=True)
         if any(w.before):
-            ctx += st.spread(rel, w.before, backward=False)
+            ctx += st.spread(donor, w.before, backward=False)
         if w.session:
-            ctx += w.session * st.session_pool(rel, opts.session_top)
+            pool = st.session_pool(rel, opts.session_top)
+            if best > 0 and opts.session_evidence > 0:
+                pool *= np.minimum(1.0, rel / (opts.session_evidence * best))
+            ctx += w.session * pool
         boost = 1.0 + w.speaker * sig.speaker + w.date * sig.date + w.time_word * sig.time_word
         result: FloatArray = ctx * boost
         return result

@@ -1,0 +1,50 @@
+"""``mode="keyword"`` returns only records that share a query term, on every store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memorybank import Memory
+from memorybank.retrieval.text import default_analyzer
+from tests.all_stores import STORE_KINDS, open_store
+
+from .conftest import HashEmbedder
+
+TEXTS = [
+    "I'm allergic to cilantro, please never suggest it.",
+    "Got it.",
+    "I take oat milk in my coffee.",
+    "My dog Rex is a three-year-old beagle.",
+    "We also have a cat called Mochi who sleeps all day.",
+    "Our pets sleep on the sofa.",
+    "I prefer short answers.",
+    "What do you have for me?",
+]
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_keyword_mode_only_returns_records_sharing_a_term(kind: str, tmp_path: Path) -> None:
+    analyzer = default_analyzer()
+    with open_store(kind, tmp_path) as store:
+        memory = Memory(store, embedder=HashEmbedder())
+        thread = memory.threads.create(user_id="u", agent_id="a")
+        memory.entries.add_many(thread.id, [{"role": "user", "content": t} for t in TEXTS])
+        memory.documents.add("Pets need a vet check every year.", user_id="u", agent_id="a")
+        memory.documents.add("I do have it all.", user_id="u", agent_id="a")
+        for query in ("What pets do I have?", "Do I have it?", "coffee with milk", "pet"):
+            terms = set(analyzer.terms(query))
+            for thread_id in (thread.id, None):
+                hits = memory.search(
+                    query, mode="keyword", user_id="u", agent_id="a", k=20, thread_id=thread_id
+                )
+                for hit in hits:
+                    assert terms & set(analyzer.terms(hit.content or "")), (query, hit.content)
+        hits = memory.search("What pets do I have?", mode="keyword", user_id="u", agent_id="a")
+        assert {h.content for h in hits} == {
+            "Our pets sleep on the sofa.",
+            "Pets need a vet check every year.",
+        }
+        # only stop words: nothing to match
+        assert memory.search("Do I have it?", mode="keyword", user_id="u", agent_id="a") == []
