@@ -133,10 +133,6 @@ def create_app(
     # including a 413 the body limit sends before routing.
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
     app.add_middleware(ObservabilityMiddleware, metrics=metrics)
-    # The reference routes first: routing tries routes in order, and they are the hot path.
-    for module in (cortex, threads, records, admin, store_rpc, ui):
-        app.include_router(module.router())
-    mcp_mount = _mount_mcp(app) if mcp else None
 
     # Routing tries routes in order, each costing a few microseconds: the probes
     # first (hit often, exact paths), then the reference routes (the hot path).
@@ -171,6 +167,7 @@ def create_app(
         app.include_router(api)
 
     document_auth(app, routers)
+    mcp_mount = _mount_mcp(app) if mcp else None
 
     return app
 
