@@ -76,3 +76,37 @@ def test_shortest_path_matches_brute_force(seed: int) -> None:
             key = tuple(x for r, e in pairs for x in (r.id, e.id))
             assert (path.hops, round(path.cost, 6), key) == expected
             assert path.entities[0].id == a.id and path.entities[-1].id == b.id
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_traverse_matches_brute_force(seed: int) -> None:
+    """Entities: exactly those within ``max_depth`` hops; relations: every one among them."""
+    rng = random.Random(seed)
+    with Memory("memory://") as memory:
+        g = memory.graph
+        nodes = [g.add_entity(f"n{i}") for i in range(12)]
+        for _ in range(20):
+            left, right = rng.sample(nodes, 2)
+            g.add_relation(left.id, "r", right.id, bidirectional=rng.random() < 0.2)
+        everything = {r.id: r for node in nodes for r in g.relations(node.id)}
+        for _ in range(20):
+            start = rng.choice(nodes)
+            direction: Direction = rng.choice(["out", "in", "both"])
+            depth = rng.choice([0, 1, 2, 3])
+            reach = {start.id}
+            frontier = {start.id}
+            for _level in range(depth):
+                step = set()
+                for r in everything.values():
+                    if r.source_id in frontier and (direction != "in" or r.bidirectional):
+                        step.add(r.target_id)
+                    if r.target_id in frontier and (direction != "out" or r.bidirectional):
+                        step.add(r.source_id)
+                frontier = step - reach
+                reach |= frontier
+            sub = g.traverse([start.id], max_depth=depth, direction=direction)
+            assert not sub.truncated
+            assert {e.id for e in sub.entities} == reach
+            assert {r.id for r in sub.relations} == {
+                r.id for r in everything.values() if r.source_id in reach and r.target_id in reach
+            }

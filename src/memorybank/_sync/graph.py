@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -1556,13 +1556,17 @@ class Graph:
         for level in range(depth + 1):
             if not frontier or (level == depth and not close):
                 break
-            edges = self._edges(frontier, way, seen, flt)
-            fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
             if level == depth:
-                fresh = []
-            room = None if max_nodes is None else max(0, max_nodes - len(reached))
-            found, more = self._admit(fresh, room, seen, entity_types)
-            truncated = truncated or more
+                # The relations from an earlier level to this one were found from there:
+                # the rest are stored under this level's nodes (one read, not two).
+                edges = self._among(frontier, reached, way, seen, flt)
+                found: dict[str, Entity] = {}
+            else:
+                edges = self._edges(frontier, way, seen, flt)
+                fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
+                room = None if max_nodes is None else max(0, max_nodes - len(reached))
+                found, more = self._admit(fresh, room, seen, entity_types)
+                truncated = truncated or more
             for entity_id, entity in found.items():
                 reached[entity_id] = (entity, level + 1)
             for edge in edges:
@@ -1573,8 +1577,32 @@ class Graph:
                     truncated = True
                     break
                 relations[rel.id] = rel
-            frontier = fresh
+            frontier = list(found)
         return reached, relations, truncated
+
+    def _among(
+        self,
+        ids: Sequence[str],
+        reached: Container[str],
+        way: Direction,
+        seen: Visibility,
+        flt: _Filter,
+    ) -> list[_Edge]:
+        """The relations (passing ``flt``) between ``ids`` (the last level) and ``reached``
+        that the earlier levels did not see: stored under ``ids`` on the side ``way``
+        reads (by source, or by target for ``"in"``), oldest first."""
+        kind, far = (IN, "source_id") if way == "in" else (OUT, "target_id")
+        edges: list[_Edge] = []
+        for record in self._core.store.record_list_keys(
+            self._tenant, kind, ids, visible_to=seen
+        ):
+            other = str(record.data.get(far))
+            if other not in reached or not visible(seen, record.agent_id, record.user_id):
+                continue
+            relation = _relation(self._tenant, record)
+            if flt.keeps(relation):
+                edges.append(_Edge(relation, str(record.key), other))
+        return sorted(edges, key=lambda e: (e.relation.created_at, e.relation.id))
 
     def _admit(
         self,
