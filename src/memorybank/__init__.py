@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    ExtractionError,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -80,6 +81,7 @@ __all__ = [
     "CompactionService",
     "ConfigurationError",
     "Conflict",
+    "ExtractionError",
     "Context",
     "ContextBuilder",
     "ContextOptions",
