@@ -179,6 +179,12 @@ def _clean_text(value: object) -> str | None:
     return text
 
 
+def _name_in(value: object, names: dict[str, str]) -> str | None:
+    """The entity name ``value`` refers to (by name or alias), or ``None``."""
+    name = _clean_name(value)
+    return None if name is None else names.get(normalize_name(name))
+
+
 def type_name(value: object) -> str | None:
     """A relation, entity or attribute type as stored: lower-case snake_case
     (``"Works At"`` -> ``"works_at"``), or ``None`` when nothing usable is left."""
@@ -277,14 +283,19 @@ def finish(
     kept = list(entities.values())
     chosen = _most_confident(kept, max_entities, [e.confidence for e in kept])
     dropped += len(kept) - len(chosen)
-    names = {normalize_name(e.name) for e in chosen}
+    # every name an item may use -> the name it stands for (an alias means its entity)
+    names: dict[str, str] = {}
+    for known in known_entities:
+        if isinstance(known, str) and (clean := _clean_name(known)) is not None:
+            names[normalize_name(clean)] = clean
     for entity in chosen:
-        names.update(normalize_name(a) for a in entity.aliases)
-    names.update(normalize_name(n) for n in known_entities if isinstance(n, str))
+        for alias in entity.aliases:
+            names[normalize_name(alias)] = entity.name
+    names.update((normalize_name(e.name), e.name) for e in chosen)
 
     relations: dict[tuple[str, str, str], ExtractedRelation] = {}
     for rel in extraction.relations:
-        source, target = _clean_name(rel.source), _clean_name(rel.target)
+        source, target = _name_in(rel.source, names), _name_in(rel.target, names)
         kind = type_name(rel.type)
         score = _confidence(rel.confidence)
         if (
@@ -293,8 +304,6 @@ def finish(
             or kind is None
             or score is None
             or score < min_confidence
-            or normalize_name(source) not in names
-            or normalize_name(target) not in names
             or normalize_name(source) == normalize_name(target)
         ):
             dropped += 1
@@ -314,14 +323,13 @@ def finish(
     observations: list[ExtractedObservation] = []
     seen_notes: set[tuple[str, str]] = set()
     for note in extraction.observations:
-        about, text = _clean_name(note.entity), _clean_text(note.text)
+        about, text = _name_in(note.entity, names), _clean_text(note.text)
         score = _confidence(note.confidence)
         if (
             about is None
             or text is None
             or score is None
             or score < min_confidence
-            or normalize_name(about) not in names
             or (normalize_name(about), text) in seen_notes
             or len(observations) >= MAX_OBSERVATIONS
         ):
