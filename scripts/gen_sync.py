@@ -49,6 +49,8 @@ REPLACEMENTS = {
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",
     "AsyncLock": "Lock",
+    "AsyncBackground": "Background",
+    "aextract": "extract",
     "AsyncWorker": "Worker",
     "amaybe_await": "maybe_await",
     "asleep": "sleep",

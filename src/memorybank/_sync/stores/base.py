@@ -458,6 +458,54 @@ class Store(abc.ABC):
         user may see (see ``Visibility``); ``limit`` keeps the oldest N.
         """
 
+    # Batch reads of records. Each has a correct default built on the verbs above;
+    # a store overrides it with one round trip (the graph traverses through them).
+
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """The records of ``kind`` with these ids that exist, keyed by id (missing ids absent)."""
+        found: dict[str, Record] = {}
+        for record_id in dict.fromkeys(record_ids):
+            record = self.record_get(tenant, kind, record_id)
+            if record is not None:
+                found[record_id] = record
+        return found
+
+    def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """Records of ``kind`` whose ``key`` is one of ``keys`` and that ``visible_to`` may see,
+        oldest first (``created_at``, then id), each once."""
+        found: dict[str, Record] = {}
+        for key in dict.fromkeys(keys):
+            for record in self.record_list(tenant, kind, key=key, visible_to=visible_to):
+                found[record.id] = record
+        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+
+    def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One page of ``record_list``: the oldest ``limit`` records of ``kind`` that
+        ``visible_to`` may see and that sort strictly after ``after`` (a ``(created_at,
+        id)`` cursor: the last record of the previous page). Cost must not grow with
+        the number of records before the cursor on a store that overrides it."""
+        records = self.record_list(tenant, kind, visible_to=visible_to)
+        if after is not None:
+            records = [r for r in records if (r.created_at, r.id) > after]
+        return records[:limit]
+
     # -- search ------------------------------------------------------------------
 
     @abc.abstractmethod
