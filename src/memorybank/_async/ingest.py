@@ -16,7 +16,10 @@ the entry's id as provenance:
   so such observations are dropped (counted in ``dropped``);
 * facts into ``memory.facts``, one per (owner, agent, subject, attribute): the
   first one is added, a different value later supersedes it (the old value
-  stays in ``facts.history``), the same value again only adds provenance.
+  stays in ``facts.history``), the same value again only adds provenance, and
+  a value said before the current one was (an old message ingested late)
+  leaves it alone. ``metadata`` holds subject, attribute, value and
+  ``said_at`` (the entry's ``created_at``).
 
 Idempotent: an entry is marked once its proposals are written (a
 ``graph_ingested`` record) and skipped by later ingests, so re-ingesting a
@@ -37,6 +40,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
@@ -46,7 +50,13 @@ from memorybank._async.graph import AsyncGraph
 from memorybank._async.stores.base import Record
 from memorybank._ids import compound_id
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
-from memorybank.extract.base import MAX_KNOWN, ExtractedEntity, ExtractedFact, normalize_name
+from memorybank.extract.base import (
+    MAX_KNOWN,
+    ExtractedEntity,
+    ExtractedFact,
+    normalize_name,
+    parse_time,
+)
 from memorybank.graph.model import Entity
 from memorybank.records import Entry, Thread
 
@@ -66,7 +76,9 @@ KNOWN_FROM_GRAPH = 10
 @dataclass(frozen=True, slots=True)
 class IngestReport:
     """What one ingest did. ``entries``: extracted now; ``skipped``: already ingested or
-    nothing to read; ``dropped``: proposals the extractor's checks refused."""
+    nothing to read; ``facts_*``: proposed facts added, superseding the value before,
+    confirming the current value, or older than the current value (left as is);
+    ``dropped``: proposals the extractor's checks refused or scope withheld."""
 
     entries: int = 0
     skipped: int = 0
@@ -76,6 +88,7 @@ class IngestReport:
     facts_added: int = 0
     facts_superseded: int = 0
     facts_confirmed: int = 0
+    facts_outdated: int = 0
     dropped: int = 0
 
     def __add__(self, other: IngestReport) -> IngestReport:
@@ -222,12 +235,7 @@ class _Run:
                 provenance=(entry.id,),
                 source="extracted",
             )
-        added = superseded = confirmed = 0
-        for fact in extraction.facts:
-            outcome = await self._fact(fact, entry)
-            added += outcome == "added"
-            superseded += outcome == "superseded"
-            confirmed += outcome == "confirmed"
+        outcomes = [await self._fact(fact, entry) for fact in extraction.facts]
         await self.core.store.record_put(
             self.tenant,
             [
@@ -249,17 +257,25 @@ class _Run:
             entities=len(extraction.entities),
             relations=len(extraction.relations),
             observations=len(extraction.observations) - withheld,
-            facts_added=added,
-            facts_superseded=superseded,
-            facts_confirmed=confirmed,
+            facts_added=outcomes.count("added"),
+            facts_superseded=outcomes.count("superseded"),
+            facts_confirmed=outcomes.count("confirmed"),
+            facts_outdated=outcomes.count("outdated"),
             dropped=extraction.dropped + withheld,
         )
 
     async def _fact(self, fact: ExtractedFact, entry: Entry) -> str:
-        """Write one proposed fact into its slot: ``"added"``, ``"superseded"`` or
-        ``"confirmed"`` (same value: provenance added)."""
+        """Write one proposed fact into its slot: ``"added"``, ``"superseded"``,
+        ``"confirmed"`` (same value: provenance added) or ``"outdated"`` (said before
+        the current value was: left alone)."""
         fact_id = fact_slot_id(self.agent, self.user, fact.subject, fact.attribute)
-        metadata = {"subject": fact.subject, "attribute": fact.attribute, "value": fact.value}
+        said = entry.created_at.isoformat()
+        metadata = {
+            "subject": fact.subject,
+            "attribute": fact.attribute,
+            "value": fact.value,
+            "said_at": said,
+        }
 
         async def step() -> str:
             current = await self.facts.get(fact_id, agent_id=self.agent, user_id=self.user)
@@ -279,6 +295,8 @@ class _Run:
                     return "added"
                 except Conflict:
                     pass  # it exists (expired, or added meanwhile): supersede it below
+            elif _said_at(current.metadata) > entry.created_at:
+                return "outdated"
             elif normalize_name(str(current.metadata.get("value", ""))) == normalize_name(
                 fact.value
             ):
@@ -309,6 +327,12 @@ class _Run:
             return "superseded"
 
         return await retry_conflicts(step, f"fact {fact_id!r}")
+
+
+def _said_at(metadata: dict[str, object]) -> datetime:
+    """When the fact's current value was said (its entry's ``created_at``)."""
+    said = parse_time(metadata.get("said_at"))
+    return said if said is not None else datetime.min.replace(tzinfo=UTC)
 
 
 async def ingest_entries(
