@@ -39,7 +39,6 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -54,6 +53,7 @@ from memorybank.extract.base import (
     MAX_KNOWN,
     ExtractedEntity,
     ExtractedFact,
+    IngestReport,
     normalize_name,
     parse_time,
 )
@@ -64,37 +64,13 @@ if TYPE_CHECKING:
     from memorybank._async.memory import _Core
     from memorybank.extract.base import Extractor
 
-__all__ = ["INGESTED", "IngestReport", "ingest", "ingest_entries", "submit"]
+__all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]
 
 INGESTED = "graph_ingested"
 #: Roles whose messages are read (system prompts and tool output are not conversation).
 ROLES = ("user", "assistant")
 #: How many entities ``search_entities`` offers the extractor as known, per entry.
 KNOWN_FROM_GRAPH = 10
-
-
-@dataclass(frozen=True, slots=True)
-class IngestReport:
-    """What one ingest did. ``entries``: extracted now; ``skipped``: already ingested or
-    nothing to read; ``facts_*``: proposed facts added, superseding the value before,
-    confirming the current value, or older than the current value (left as is);
-    ``dropped``: proposals the extractor's checks refused or scope withheld."""
-
-    entries: int = 0
-    skipped: int = 0
-    entities: int = 0
-    relations: int = 0
-    observations: int = 0
-    facts_added: int = 0
-    facts_superseded: int = 0
-    facts_confirmed: int = 0
-    facts_outdated: int = 0
-    dropped: int = 0
-
-    def __add__(self, other: IngestReport) -> IngestReport:
-        return IngestReport(
-            *(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__)
-        )
 
 
 def _marker_id(thread_id: str, entry_id: str) -> str:

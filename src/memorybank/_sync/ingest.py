@@ -17,7 +17,10 @@ the entry's id as provenance:
   so such observations are dropped (counted in ``dropped``);
 * facts into ``memory.facts``, one per (owner, agent, subject, attribute): the
   first one is added, a different value later supersedes it (the old value
-  stays in ``facts.history``), the same value again only adds provenance.
+  stays in ``facts.history``), the same value again only adds provenance, and
+  a value said before the current one was (an old message ingested late)
+  leaves it alone. ``metadata`` holds subject, attribute, value and
+  ``said_at`` (the entry's ``created_at``).
 
 Idempotent: an entry is marked once its proposals are written (a
 ``graph_ingested`` record) and skipped by later ingests, so re-ingesting a
@@ -37,7 +40,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank import _validate as v
@@ -47,7 +50,14 @@ from memorybank._sync.graph import SyncGraph
 from memorybank._sync.stores.base import Record
 from memorybank._ids import compound_id
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
-from memorybank.extract.base import MAX_KNOWN, ExtractedEntity, ExtractedFact, normalize_name
+from memorybank.extract.base import (
+    MAX_KNOWN,
+    ExtractedEntity,
+    ExtractedFact,
+    IngestReport,
+    normalize_name,
+    parse_time,
+)
 from memorybank.graph.model import Entity
 from memorybank.records import Entry, Thread
 
@@ -55,34 +65,13 @@ if TYPE_CHECKING:
     from memorybank._sync.memory import _Core
     from memorybank.extract.base import Extractor
 
-__all__ = ["INGESTED", "IngestReport", "ingest", "ingest_entries", "submit"]
+__all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]
 
 INGESTED = "graph_ingested"
 #: Roles whose messages are read (system prompts and tool output are not conversation).
 ROLES = ("user", "assistant")
 #: How many entities ``search_entities`` offers the extractor as known, per entry.
 KNOWN_FROM_GRAPH = 10
-
-
-@dataclass(frozen=True, slots=True)
-class IngestReport:
-    """What one ingest did. ``entries``: extracted now; ``skipped``: already ingested or
-    nothing to read; ``dropped``: proposals the extractor's checks refused."""
-
-    entries: int = 0
-    skipped: int = 0
-    entities: int = 0
-    relations: int = 0
-    observations: int = 0
-    facts_added: int = 0
-    facts_superseded: int = 0
-    facts_confirmed: int = 0
-    dropped: int = 0
-
-    def __add__(self, other: IngestReport) -> IngestReport:
-        return IngestReport(
-            *(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__)
-        )
 
 
 def _marker_id(thread_id: str, entry_id: str) -> str:
@@ -223,12 +212,7 @@ class _Run:
                 provenance=(entry.id,),
                 source="extracted",
             )
-        added = superseded = confirmed = 0
-        for fact in extraction.facts:
-            outcome = self._fact(fact, entry)
-            added += outcome == "added"
-            superseded += outcome == "superseded"
-            confirmed += outcome == "confirmed"
+        outcomes = [self._fact(fact, entry) for fact in extraction.facts]
         self.core.store.record_put(
             self.tenant,
             [
@@ -250,17 +234,25 @@ class _Run:
             entities=len(extraction.entities),
             relations=len(extraction.relations),
             observations=len(extraction.observations) - withheld,
-            facts_added=added,
-            facts_superseded=superseded,
-            facts_confirmed=confirmed,
+            facts_added=outcomes.count("added"),
+            facts_superseded=outcomes.count("superseded"),
+            facts_confirmed=outcomes.count("confirmed"),
+            facts_outdated=outcomes.count("outdated"),
             dropped=extraction.dropped + withheld,
         )
 
     def _fact(self, fact: ExtractedFact, entry: Entry) -> str:
-        """Write one proposed fact into its slot: ``"added"``, ``"superseded"`` or
-        ``"confirmed"`` (same value: provenance added)."""
+        """Write one proposed fact into its slot: ``"added"``, ``"superseded"``,
+        ``"confirmed"`` (same value: provenance added) or ``"outdated"`` (said before
+        the current value was: left alone)."""
         fact_id = fact_slot_id(self.agent, self.user, fact.subject, fact.attribute)
-        metadata = {"subject": fact.subject, "attribute": fact.attribute, "value": fact.value}
+        said = entry.created_at.isoformat()
+        metadata = {
+            "subject": fact.subject,
+            "attribute": fact.attribute,
+            "value": fact.value,
+            "said_at": said,
+        }
 
         def step() -> str:
             current = self.facts.get(fact_id, agent_id=self.agent, user_id=self.user)
@@ -280,6 +272,8 @@ class _Run:
                     return "added"
                 except Conflict:
                     pass  # it exists (expired, or added meanwhile): supersede it below
+            elif _said_at(current.metadata) > entry.created_at:
+                return "outdated"
             elif normalize_name(str(current.metadata.get("value", ""))) == normalize_name(
                 fact.value
             ):
@@ -310,6 +304,12 @@ class _Run:
             return "superseded"
 
         return retry_conflicts(step, f"fact {fact_id!r}")
+
+
+def _said_at(metadata: dict[str, object]) -> datetime:
+    """When the fact's current value was said (its entry's ``created_at``)."""
+    said = parse_time(metadata.get("said_at"))
+    return said if said is not None else datetime.min.replace(tzinfo=UTC)
 
 
 def ingest_entries(

@@ -10,6 +10,7 @@ extract_on_write=True)`` write what an extractor proposes (see
 
 from typing import TYPE_CHECKING, Any
 
+from memorybank._concurrency import Backlog
 from memorybank.extract.base import (
     MAX_ENTITIES,
     MAX_RELATIONS,
@@ -20,6 +21,7 @@ from memorybank.extract.base import (
     ExtractedRelation,
     Extraction,
     Extractor,
+    IngestReport,
     finish,
     normalize_name,
 )
@@ -32,12 +34,14 @@ __all__ = [
     "MAX_ENTITIES",
     "MAX_RELATIONS",
     "MIN_CONFIDENCE",
+    "Backlog",
     "ExtractedEntity",
     "ExtractedFact",
     "ExtractedObservation",
     "ExtractedRelation",
     "Extraction",
     "Extractor",
+    "IngestReport",
     "LLMExtractor",
     "RuleExtractor",
     "finish",

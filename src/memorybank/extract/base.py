@@ -36,6 +36,7 @@ __all__ = [
     "ExtractedRelation",
     "Extraction",
     "Extractor",
+    "IngestReport",
     "finish",
     "normalize_name",
     "parse_time",
@@ -125,6 +126,30 @@ class Extraction:
 
     def __bool__(self) -> bool:
         return bool(self.entities or self.relations or self.observations or self.facts)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestReport:
+    """What one ingest did. ``entries``: extracted now; ``skipped``: already ingested or
+    nothing to read; ``facts_*``: proposed facts added, superseding the value before,
+    confirming the current value, or older than the current value (left as is);
+    ``dropped``: proposals the extractor's checks refused or scope withheld."""
+
+    entries: int = 0
+    skipped: int = 0
+    entities: int = 0
+    relations: int = 0
+    observations: int = 0
+    facts_added: int = 0
+    facts_superseded: int = 0
+    facts_confirmed: int = 0
+    facts_outdated: int = 0
+    dropped: int = 0
+
+    def __add__(self, other: IngestReport) -> IngestReport:
+        return IngestReport(
+            *(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__)
+        )
 
 
 @runtime_checkable
