@@ -74,9 +74,13 @@ class ChatServer:
         self.plan: list[Planned] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.arrivals: list[float] = []  # time.monotonic() of each request
         self.lock = threading.Lock()
         self.in_flight = 0
         self.most_in_flight = 0
+        #: every request waits until this is set (tests that count requests in flight)
+        self.gate = threading.Event()
+        self.gate.set()
         chat = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -101,6 +105,7 @@ class ChatServer:
                 body = json.loads(raw)
                 with chat.lock:
                     chat.requests.append(body)
+                    chat.arrivals.append(time.monotonic())
                     chat.headers.append({k.lower(): v for k, v in self.headers.items()})
                     planned = chat.plan.pop(0) if chat.plan else Planned()
                     chat.in_flight += 1
@@ -112,6 +117,7 @@ class ChatServer:
                         chat.in_flight -= 1
 
             def answer(self, body: dict[str, Any], planned: Planned) -> None:
+                chat.gate.wait(10)
                 if planned.delay:
                     time.sleep(planned.delay)
                 if planned.status != 200 or planned.raw is not None:

@@ -141,10 +141,8 @@ def test_sync_failure_close_and_cancel() -> None:
     time.sleep(0.05)
     assert runner.counts().failed == 1
     assert runner.counts().last_error == "ValueError: bad answer"
-    started = time.monotonic()
     threading.Timer(0.2, release.set).start()
     runner.close(0.05)  # gives up waiting, drops the queued job, waits for the running one
-    assert time.monotonic() - started < 3
     counts = runner.counts()
     assert (counts.done, counts.cancelled, counts.queued, counts.running) == (1, 3, 0, 0)
     assert not runner.submit("k", slow)

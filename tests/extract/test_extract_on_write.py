@@ -121,11 +121,19 @@ async def test_order_per_thread_keeps_the_latest_value(store: AsyncSQLiteStore) 
 async def test_concurrency_is_bounded(
     store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
 ) -> None:
-    chat.add(*[Planned(delay=0.2) for _ in range(6)])
+    chat.gate.clear()  # the model answers nothing until the test says so
     memory = opened(store, llm, extract_concurrency=2)
     for i in range(6):
         thread = await memory.ensure_thread(f"t{i}")
         await memory.remember(thread.id, "user", f"Person{i} works at Acme.")
+    for _ in range(500):
+        if chat.in_flight == 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)  # room for a third request, were the bound broken
+    backlog = memory.graph.pending()
+    assert (chat.in_flight, backlog.running, backlog.queued) == (2, 2, 4)
+    chat.gate.set()
     await memory.close()
     assert memory.graph.pending().done == 6
     assert chat.most_in_flight == 2
@@ -180,16 +188,15 @@ def test_sync_memory_extracts_on_threads(tmp_path: Path) -> None:
     memory = Memory(store, tokenizer=Words(), extractor=RuleExtractor(), extract_on_write=True)
     threads = [memory.ensure_thread(f"s{i}", **OWNER) for i in range(3)]
     caller = threading.get_ident()
-    for i, thread in enumerate(threads):
-        memory.remember(thread.id, "user", f"Alice lives in City{i}.")
-        memory.remember(thread.id, "user", f"Person{i} works at Acme.")
+    people = ("Bob", "Carol", "Dan")
+    for thread, person in zip(threads, people, strict=True):
+        memory.remember(thread.id, "user", "Alice lives in Paris.")
+        memory.remember(thread.id, "user", f"{person} works at Acme.")
     assert memory.graph.drain(10)
     assert memory.graph.pending().done == 6
-    assert {e.name for e in memory.graph.find_entities("Person", **OWNER)} == {
-        "Person0",
-        "Person1",
-        "Person2",
-    }
+    for person in people:
+        assert [e.name for e in memory.graph.find_entities(person, **OWNER)] == [person]
+    assert [e.name for e in memory.graph.find_entities("Alice", **OWNER)] == ["Alice"]
     assert threading.get_ident() == caller
     memory.close()
     store.close()

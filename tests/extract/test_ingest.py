@@ -88,6 +88,7 @@ async def test_ingest_writes_graph_and_facts_with_provenance(memory: AsyncMemory
         "subject": "Alice",
         "attribute": "works_at",
         "value": "Acme Corp",
+        "said_at": works.created_at.isoformat(),
     }
     bob = (await memory.graph.find_entities("Bob", **OWNER))[0]
     assert "Alice's manager" in bob.observations

