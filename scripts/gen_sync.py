@@ -30,6 +30,8 @@ REPLACEMENTS = {
     "AsyncSummaries": "Summaries",
     "AsyncWorkingMemory": "WorkingMemory",
     "AsyncFacts": "Facts",
+    "AsyncGraph": "Graph",
+    "AsyncGraphContract": "SyncGraphContract",
     "AsyncCoreFacts": "CoreFacts",
     "AsyncContextBuilder": "ContextBuilder",
     "AsyncCompactionService": "CompactionService",

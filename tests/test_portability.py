@@ -76,6 +76,15 @@ def populate(store: Store) -> None:
     core = CoreFacts(memory=memory.scoped(user_id="ana"))
     core.set("name", "Ana")
     core.set("name", "Ana M.")
+    graph = memory.scoped(user_id="ana", agent_id="atlas").graph
+    ana = graph.add_entity("Ana", type="person", observations=["likes sun"], provenance=[first.id])
+    lisbon = memory.graph.add_entity("Lisbon", type="location")
+    portugal = memory.graph.add_entity("Portugal", type="location")
+    graph.add_relation(ana.id, "lives_in", lisbon.id, valid_at=NOW, provenance=[first.id])
+    memory.graph.add_relation(lisbon.id, "located_in", portugal.id, weight=2.5)
+    flat = graph.add_entity("Flat", type="location")
+    graph.add_relation(flat.id, "located_in", lisbon.id)
+    assert len(graph.infer(rules=["transitive_located_in"])) == 1
     # unit vectors of model "m", exact in float32 (stores may normalise and narrow them)
     doc = memory.documents.list()[0]
     store.vector_put(
@@ -84,6 +93,7 @@ def populate(store: Store) -> None:
             VectorItem("entry", first.id, MODEL, [0.5, -0.5, 0.5, 0.5], one.id),
             VectorItem("fact", fact.id, MODEL, [1.0, 0.0, 0.0, 0.0]),
             VectorItem("document", doc.id, MODEL, [0.0, 0.0, -1.0, 0.0]),
+            VectorItem("graph_entity", ana.id, MODEL, [0.0, 1.0, 0.0, 0.0]),
         ],
     )
 
@@ -131,16 +141,36 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
             "core_fact",
             "core_fact_history",
             "document",
+            "graph_entity",
+            "graph_ident",
+            "graph_name",
+            "graph_out",
+            "graph_in",
+            "graph_slot",
+            "graph_source",
+            "graph_support",
         }
-        assert sum("vector" in line for line in original) == 3
+        assert sum("vector" in line for line in original) == 4
         for source, target, kind in zip(stores, stores[1:], chain[1:], strict=False):
             lines = export_dump(source, TENANT, now=NOW, vector_model=MODEL)
             report = import_dump(target, None, lines, model_id=MODEL)
             assert report.written["thread"] == 2, kind
-            assert report.vectors_written == 3, kind
+            assert report.vectors_written == 4, kind
             assert normal(dump(target)) == normal(original), kind
         # the thread rows themselves: current branch, status and timestamps kept
         back = Memory(stores[-1], tenant_id=TENANT)
+        graph = back.scoped(user_id="ana", agent_id="atlas").graph
+        (ana,) = graph.find_entities("ana")
+        path = graph.shortest_path(ana.id, graph.find_entities("portugal")[0].id)
+        assert path is not None and [e.name for e in path.entities] == ["Ana", "Lisbon", "Portugal"]
+        (flat,) = graph.find_entities("flat")
+        inferred = graph.relations(flat.id, include_inferred=True, direction="out")
+        assert [(r.type, r.source) for r in inferred] == [
+            ("located_in", "user"),
+            ("located_in", "inferred"),
+        ]
+        again = graph.add_entity("ana", type="person")  # the identity index came along
+        assert again.id == ana.id
         threads = {t.title: t for t in back.threads.list()}
         assert threads["Lisbon ✈"].current_branch == "alt"
         assert threads["Lisbon ✈"].metadata == {"n": 2**63 - 1, "f": -0.0}
@@ -194,7 +224,7 @@ def test_vectors_of_another_model_are_dropped_and_said(populated: Store) -> None
         assert (report.vector_model, report.vectors_written, report.vectors_dropped) == (
             MODEL,
             0,
-            3,
+            4,
         )
         facts = [json.loads(x)["record"]["id"] for x in lines[1:] if '"kind":"fact"' in x]
         assert target.vector_get(TENANT, "fact", facts, model_id=MODEL) == {}
@@ -255,7 +285,7 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
         app, ["migrate", "--from", source, "--to", third, "--tenant", TENANT, "--vectors", MODEL]
     )
     assert moved.exit_code == 0, moved.output
-    assert f"3 of model {MODEL} carried" in moved.stderr
+    assert f"4 of model {MODEL} carried" in moved.stderr
     with Memory(third, tenant_id=TENANT) as memory:
         assert normal(dump(memory.store)) == full
     with_vectors = runner.invoke(
@@ -266,7 +296,7 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
         app, ["import", "--url", fourth, "--model-id", "other"], input=with_vectors.stdout
     )
     assert other.exit_code == 0, other.output
-    assert f"3 of model {MODEL} NOT carried" in " ".join(other.stderr.split())
+    assert f"4 of model {MODEL} NOT carried" in " ".join(other.stderr.split())
     missing = runner.invoke(app, ["export", "--url", f"sqlite:///{tmp_path}/nope.db"])
     assert missing.exit_code == 1
     assert not (tmp_path / "nope.db").exists()

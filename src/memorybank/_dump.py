@@ -22,8 +22,11 @@ then one record per line, each an object with a ``"type"``:
 ``record``
     ``{"type": "record", "record": {...Record fields...}}``: a stored record
     (``kind`` is ``fact``, ``fact_version`` (fact history), ``fact_source``
-    (provenance links), ``core_fact``, ``core_fact_history``, ``document``),
-    with its revision, key and expiry.
+    (provenance links), ``core_fact``, ``core_fact_history``, ``document``,
+    and the knowledge graph's ``graph_*`` kinds: entities, their identity and
+    name index, relations (``graph_out`` and ``graph_in``), slots, provenance
+    and inference support; see ``memorybank._async.graph``), with its
+    revision, key and expiry.
 
 An entry or record line may carry ``"vector": [floats]``: its stored vector of
 the header's ``vector_model`` (``export --vectors MODEL``).
@@ -31,9 +34,9 @@ the header's ``vector_model`` (``export --vectors MODEL``).
 ``summary``
     ``{"type": "summary", "summary": {...Summary fields...}}``.
 ``graph``
-    Reserved for the knowledge graph (not written by version 1 readers'
-    stores yet); a reader skips record types it does not know only when the
-    header's ``version`` is its own or older.
+    Reserved (the knowledge graph travels as ``record`` lines); a reader
+    skips record types it does not know only when the header's ``version``
+    is its own or older.
 
 Datetimes are ISO 8601 with their UTC offset (microseconds kept); every other
 value is the JSON the stores hold. Records are built from their dataclass
@@ -74,6 +77,14 @@ RECORD_KINDS = (
     "core_fact",
     "core_fact_history",
     "document",
+    "graph_entity",
+    "graph_ident",
+    "graph_name",
+    "graph_out",
+    "graph_in",
+    "graph_slot",
+    "graph_source",
+    "graph_support",
 )
 
 T = TypeVar("T")

@@ -18,7 +18,7 @@ from memorybank.stores import AsyncSQLiteStore, SQLiteStore
 from tests.extract._chat_server import MODEL, ChatServer, Planned, running
 from tests.reliability._harness import Words
 
-OWNER = {"user_id": "alice", "agent_id": "helper"}
+OWNER: dict[str, Any] = {"user_id": "alice", "agent_id": "helper"}
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from memorybank.records import Entry
 from tests.extract._chat_server import MODEL, ChatServer, running
 from tests.reliability._harness import StoreSpec, Words, provide, store_params
 
-OWNER = {"user_id": "alice", "agent_id": "helper"}
+OWNER: dict[str, Any] = {"user_id": "alice", "agent_id": "helper"}
 
 
 @pytest.fixture(params=store_params(("sqlite-normal", "postgres")))

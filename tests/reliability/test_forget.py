@@ -2,9 +2,10 @@
 
 Every kind of user-owned data gets words nobody else uses (entries, facts and a
 fact's earlier version, documents, summaries, snapshots, core facts and their
-history); another user gets the same kinds with words of her own. After
-``forget_user`` and ``close``, the raw bytes of the database (and of its
-``-wal``/``-shm`` files, if any are left) are searched for every word: the
+history, graph entities and relations); another user gets the same kinds with
+words of her own. After ``forget_user`` and ``close``, the raw bytes of the
+database (and of its ``-wal``/``-shm`` files, if any are left) are searched
+for every word: the
 forgotten user's appear zero times, the other user's still do (the scan finds
 what is there). The words end in a digit, so the porter stemmer indexes them
 unchanged and a surviving index term would be found too.
@@ -26,7 +27,8 @@ def _words(tag: str, n: int) -> list[str]:
 
 
 async def _fill(memory: AsyncMemory, user: str, words: list[str]) -> list[str]:
-    """One of each user-owned kind, each with two of ``words`` (all 20 are used).
+    """One of each user-owned kind, each with two of ``words`` (all 26 are used; graph
+    entities carry one in their name, two in an observation; a relation two in its label).
 
     Returns the words still stored afterwards: all but the two of the fact's
     first content, which ``facts.update`` replaced (and the store overwrote).
@@ -51,6 +53,10 @@ async def _fill(memory: AsyncMemory, user: str, words: list[str]) -> list[str]:
     core = AsyncCoreFacts(memory=memory, user_id=user)
     await core.set("city", text())
     await core.set("city", text())  # the first value stays in the key's history
+    graph = memory.graph
+    entity = await graph.add_entity(next(w), user_id=user, observations=[text()])
+    other = await graph.add_entity(next(w), user_id=user, type="place")
+    await graph.add_relation(entity.id, "lives_in", other.id, user_id=user, label=text())
     return words[:6] + words[8:]
 
 
@@ -66,8 +72,8 @@ def _occurrences(path: Path, words: list[str]) -> dict[str, int]:
 
 async def test_forget_user_leaves_none_of_her_words_in_the_sqlite_file(tmp_path: Path) -> None:
     path = tmp_path / "forget.db"
-    alice = _words("alicew", 20)
-    bob = _words("bobw", 20)
+    alice = _words("alicew", 26)
+    bob = _words("bobw", 26)
     memory = AsyncMemory(AsyncSQLiteStore(path))
     await _fill(memory, "alice", alice)
     bob = await _fill(memory, "bob", bob)

@@ -39,6 +39,7 @@ from memorybank._sync.context import ContextBuilder as SyncContextBuilder
 from memorybank._sync.core_facts import CoreFacts as SyncCoreFacts
 from memorybank._sync.documents import Documents
 from memorybank._sync.facts import Facts
+from memorybank._sync.graph import Graph
 from memorybank._sync.memory import (
     Branches,
     Entries,
@@ -63,6 +64,7 @@ SURFACE: dict[str, type] = {
     "Snapshots": Snapshots,
     "Summaries": Summaries,
     "Facts": Facts,
+    "Graph": Graph,
     "Documents": Documents,
     "WorkingMemory": WorkingMemory,
     "CoreFacts": SyncCoreFacts,
@@ -106,6 +108,10 @@ class World:
     run: str
     session: str
     bob_thread: str
+    entity: str
+    place: str
+    relation: str
+    bob_entity: str
 
 
 def build_world(root: Memory) -> World:
@@ -122,7 +128,12 @@ def build_world(root: Memory) -> World:
     CoreFacts(memory=alice).set("pin", SECRET)
     session = SessionManager(alice).get_or_create(channel_type="web", channel_id="c1")
     alice.entries.add(session.id, {"role": "user", "content": f"session {SECRET}"})
+    entity = alice.graph.add_entity(f"Alice {SECRET}", type="person", observations=[SECRET])
+    place = alice.graph.add_entity(f"Flat {SECRET}", type="location")
+    relation = alice.graph.add_relation(entity.id, "lives_in", place.id, label=SECRET)
     bob = root.scoped(user_id="bob", agent_id="bot")
+    bob_entity = bob.graph.add_entity("Bob", type="person")
+    bob.graph.add_relation(bob_entity.id, "works_at", bob.graph.add_entity("Acme").id)
     bob_thread = bob.threads.create().id
     bob.entries.add(bob_thread, {"role": "user", "content": "what do you know about zanzibar"})
     return World(
@@ -135,6 +146,10 @@ def build_world(root: Memory) -> World:
         run="run-1",
         session=session.id,
         bob_thread=bob_thread,
+        entity=entity.id,
+        place=place.id,
+        relation=relation.id,
+        bob_entity=bob_entity.id,
     )
 
 
@@ -159,6 +174,14 @@ def alice_intact(w: World) -> None:
     assert CoreFacts(memory=root, user_id="alice").get("pin") == SECRET
     session = SessionManager(root).get(w.session)
     assert session is not None and session.status == "active" and session.message_count == 1
+    graph = root.scoped(user_id="alice", agent_id="bot").graph
+    entity = graph.get_entity(w.entity)
+    assert entity is not None and entity.observations == (SECRET,)
+    assert entity.name == f"Alice {SECRET}" and entity.aliases == ()
+    relation = graph.get_relation(w.relation)
+    assert relation is not None and relation.is_valid and relation.label == SECRET
+    assert [r.id for r in graph.relations(w.entity)] == [w.relation]
+    assert graph.get_entity(w.place) is not None
 
 
 def denied(call: Callable[[], Any]) -> Any:
@@ -210,6 +233,14 @@ def _compaction(w: World) -> SyncCompaction:
 
 def _context(w: World) -> SyncContextBuilder:
     return SyncContextBuilder(ContextOptions(max_tokens=2000, include_facts=True), w.bob)
+
+
+def _shared_twin(w: World) -> bool:
+    """A shared entity of alice's private one's name is another entity (no merge into hers)."""
+    twin = w.root.graph.add_entity(f"Alice {SECRET}", type="person", user_id=None, agent_id="bot")
+    assert twin.id != w.entity and twin.observations == ()
+    assert w.root.graph.delete_entity(twin.id, user_id=None, agent_id="bot")
+    return True
 
 
 def _bob_core(w: World) -> SyncCoreFacts:
@@ -330,6 +361,72 @@ CASES: dict[str, Callable[[World], object]] = {
         denied(lambda: w.bob.facts.search(SECRET)),
         denied(lambda: w.root.facts.search(SECRET, user_id=None)),
     ),
+    # -- graph ---------------------------------------------------------------------------
+    "Graph.add_entity": lambda w: (
+        denied(lambda: w.bob.graph.add_entity(f"alice  {SECRET.upper()}", type="person")),
+        widening(lambda: w.bob.graph.add_entity("x", user_id="alice")),
+        _shared_twin(w),
+    ),
+    "Graph.get_entity": lambda w: (
+        denied(lambda: w.bob.graph.get_entity(w.entity)),
+        denied(lambda: w.root.graph.get_entity(w.entity)),
+        denied(lambda: w.root.graph.get_entity(w.entity, user_id=None, agent_id="bot")),
+    ),
+    "Graph.update_entity": lambda w: denied(lambda: w.bob.graph.update_entity(w.entity, name="b")),
+    "Graph.add_observations": lambda w: denied(
+        lambda: w.bob.graph.add_observations(w.entity, ["bob was here"])
+    ),
+    "Graph.delete_observations": lambda w: denied(
+        lambda: w.bob.graph.delete_observations(w.entity, [SECRET])
+    ),
+    "Graph.delete_entity": lambda w: denied(lambda: w.bob.graph.delete_entity(w.entity)),
+    "Graph.find_entities": lambda w: (
+        denied(lambda: w.bob.graph.find_entities()),
+        denied(lambda: w.bob.graph.find_entities(SECRET)),
+        denied(lambda: w.root.graph.find_entities(SECRET)),
+        denied(lambda: w.bob.graph.find_entities(types="location")),
+    ),
+    "Graph.search_entities": lambda w: (
+        denied(lambda: w.bob.graph.search_entities(SECRET, k=50)),
+        denied(lambda: w.root.graph.search_entities(SECRET, k=50)),
+    ),
+    "Graph.merge_entities": lambda w: (
+        denied(lambda: w.bob.graph.merge_entities(w.bob_entity, w.entity)),
+        denied(lambda: w.bob.graph.merge_entities(w.entity, w.bob_entity)),
+    ),
+    "Graph.add_relation": lambda w: (
+        denied(lambda: w.bob.graph.add_relation(w.bob_entity, "knows", w.entity)),
+        denied(lambda: w.bob.graph.add_relation(w.entity, "lives_in", w.bob_entity)),
+    ),
+    "Graph.get_relation": lambda w: denied(lambda: w.bob.graph.get_relation(w.relation)),
+    "Graph.update_relation": lambda w: denied(
+        lambda: w.bob.graph.update_relation(w.relation, label="bob")
+    ),
+    "Graph.invalidate_relation": lambda w: denied(
+        lambda: w.bob.graph.invalidate_relation(w.relation)
+    ),
+    "Graph.delete_relation": lambda w: denied(lambda: w.bob.graph.delete_relation(w.relation)),
+    "Graph.relations": lambda w: (
+        denied(lambda: w.bob.graph.relations(w.entity, include_invalid=True)),
+        denied(lambda: w.bob.graph.relations(w.bob_entity, include_invalid=True)),
+    ),
+    "Graph.neighbors": lambda w: (
+        denied(lambda: w.bob.graph.neighbors(w.entity, depth=5)),
+        denied(lambda: w.bob.graph.neighbors(w.bob_entity, depth=5)),
+    ),
+    "Graph.traverse": lambda w: (
+        denied(lambda: w.bob.graph.traverse([w.bob_entity, w.entity])),
+        denied(lambda: w.bob.graph.traverse([w.bob_entity], max_depth=10)),
+    ),
+    "Graph.shortest_path": lambda w: denied(
+        lambda: w.bob.graph.shortest_path(w.bob_entity, w.place)
+    ),
+    "Graph.stats": lambda w: denied(lambda: w.bob.graph.stats()),
+    "Graph.clear": lambda w: (
+        denied(lambda: w.bob.graph.clear()),
+        widening(lambda: w.bob.graph.clear(user_id="alice")),
+    ),
+    "Graph.infer": lambda w: denied(lambda: w.bob.graph.infer()),
     # -- documents -----------------------------------------------------------------------
     "Documents.add": lambda w: denied(lambda: w.bob.documents.add("bob's notes")),
     "Documents.get": lambda w: denied(lambda: w.bob.documents.get(w.document)),

@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 from memorybank import _validate as v
 from memorybank._sync._cas import retry_conflicts
 from memorybank._sync.facts import Facts
-from memorybank._sync.graph import SyncGraph
+from memorybank._sync.graph import Graph
 from memorybank._sync.stores.base import Record
 from memorybank._ids import compound_id
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
@@ -97,7 +97,7 @@ class _Run:
         self.tenant = tenant
         self.thread = thread
         self.extractor = extractor
-        self.graph = SyncGraph(core, tenant)
+        self.graph = Graph(core, tenant)
         self.facts = Facts(core, tenant)
         self.agent = thread.agent_id
         self.user = thread.user_id

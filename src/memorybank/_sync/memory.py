@@ -24,6 +24,7 @@ from memorybank._ids import new_id
 from memorybank._scope import ROOT, Principal, Scope, check_owner
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     # methods below): a script that only reads history starts in half the time.
     from memorybank._sync.documents import Documents
     from memorybank._sync.facts import Facts
+    from memorybank._sync.graph import Graph
     from memorybank._sync.search import SearchMode
     from memorybank._sync.turn import Turn, OnError
     from memorybank._longterm import Context, ContextOptions, Strategy
@@ -104,6 +106,8 @@ class _Core:
         self.generate_title = generate_title
         self.clock = clock
         self.max_content_chars = max_content_chars
+        #: ``memory.graph.functional_types``: shared by every handle of this memory.
+        self.functional_types: set[str] = set(DEFAULT_FUNCTIONAL_TYPES)
 
     def now(self) -> datetime:
         return v.check_time(self.clock(), "clock()")
@@ -200,6 +204,13 @@ class Memory:
         from memorybank._sync.facts import Facts
 
         return Facts(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def graph(self) -> Graph:
+        """``memory.graph``: the knowledge graph (see ``memorybank._async.graph``)."""
+        from memorybank._sync.graph import Graph
+
+        return Graph(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> Documents:
@@ -1005,7 +1016,8 @@ class Entries:
         """Delete one entry from the branch; whether it existed.
 
         ``cascade_facts=True`` also deletes the facts derived from it (those
-        listing it in ``source_entries``).
+        listing it in ``source_entries``), and the graph's observations and
+        relations whose only provenance was it.
         """
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
@@ -1018,8 +1030,10 @@ class Entries:
         )
         if removed and cascade_facts:
             from memorybank._sync.facts import Facts
+            from memorybank._sync.graph import Graph
 
             Facts(self._core, self._tenant)._cascade([entry_id])
+            Graph(self._core, self._tenant)._cascade([entry_id])
         return removed > 0
 
     def clear(
