@@ -2,7 +2,9 @@
 
 Each class gets a fresh store (its own SQLite file, table prefix or key prefix,
 dropped at the end) from the reliability suite's ``StoreSpec``; server stores
-skip locally when their server is down and fail in CI.
+skip locally when their server is down and fail in CI. The suite also runs once
+through the remote store against a live server (on SQLite): the graph needs
+nothing of a store beyond the record contract.
 """
 
 from __future__ import annotations
@@ -11,9 +13,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
+from memorybank._async.stores.http import AsyncHTTPStore
+from memorybank._async.stores.sqlite import AsyncSQLiteStore
 from memorybank.stores import AsyncInMemoryStore, AsyncStore, InMemoryStore, Store
 from memorybank.testing import AsyncGraphContract, SyncGraphContract
 from tests.reliability._harness import StoreSpec, provide
+from tests.stores.http_server import LiveServer, live_server
 
 
 def _spec(name: str, factory: pytest.TempPathFactory) -> Iterator[StoreSpec]:
@@ -124,3 +129,19 @@ class TestRedisSync(SyncGraphContract):
         store = redis_spec.open()
         yield store
         store.close()
+
+
+@pytest.fixture(scope="class")
+def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    path = tmp_path_factory.mktemp("http") / "server.db"
+    with live_server(lambda: AsyncSQLiteStore(path)) as server:
+        yield server
+
+
+class TestHTTPOnSQLiteAsync(AsyncGraphContract):
+    @pytest.fixture
+    async def store(self, http_server: LiveServer) -> AsyncIterator[AsyncStore]:
+        key = http_server.keys[http_server.tenants[0]]
+        store = AsyncHTTPStore(http_server.url, api_key=key, timeout=30)
+        yield store
+        await store.close()

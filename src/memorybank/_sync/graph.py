@@ -910,6 +910,9 @@ class Graph:
         touching = self._touching([entity.id])
         for relation in touching:
             self._remove_relation(relation)
+        slots = store.record_list_keys(self._tenant, SLOT, [entity.id])
+        if slots:  # the entity can be no relation's source again: its slots are spent
+            store.record_delete(self._tenant, SLOT, [r.id for r in slots])
         links = [
             _key("source", "entity", entity.id, e)
             for e in {e for val in _obs_provenance(record).values() for e in val}

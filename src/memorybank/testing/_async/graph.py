@@ -29,6 +29,7 @@ from memorybank._async.stores.base import AsyncStore
 from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.testing._embedder import SynonymEmbedder
 
 __all__ = ["AsyncGraphContract"]
 
@@ -156,6 +157,20 @@ class AsyncGraphContract:
         found = await g.search_entities("hiking", k=5)
         assert sorted(_names(found)) == ["Alice", "Carol"]
         assert _names(await g.search_entities("Bob", k=5))[0] == "Bob"
+
+    async def test_search_entities_is_semantic_with_an_embedder(
+        self, store: AsyncStore, memory: AsyncMemory
+    ) -> None:
+        smart = AsyncMemory(store, clock=_StepClock(), embedder=SynonymEmbedder())
+        g = smart.tenant(memory.tenant_id).graph
+        alice = await g.add_entity("Alice", type="person", observations=["drives an automobile"])
+        await g.add_entity("Bob", type="person", observations=["grows roses"])
+        assert await memory.graph.search_entities("car") == []  # no keyword in common
+        assert _names(await g.search_entities("car", k=1)) == ["Alice"]
+        await g.add_observations(alice.id, ["drinks chai"])
+        assert _names(await g.search_entities("tea", k=1)) == ["Alice"]
+        private = await g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
+        assert private.id not in [e.id for e in await g.search_entities("car", k=5)]
 
     async def test_observations_add_and_delete(self, memory: AsyncMemory) -> None:
         g = memory.graph

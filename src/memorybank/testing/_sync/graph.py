@@ -30,6 +30,7 @@ from memorybank._sync.stores.base import Store
 from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.testing._embedder import SynonymEmbedder
 
 __all__ = ["SyncGraphContract"]
 
@@ -157,6 +158,20 @@ class SyncGraphContract:
         found = g.search_entities("hiking", k=5)
         assert sorted(_names(found)) == ["Alice", "Carol"]
         assert _names(g.search_entities("Bob", k=5))[0] == "Bob"
+
+    def test_search_entities_is_semantic_with_an_embedder(
+        self, store: Store, memory: Memory
+    ) -> None:
+        smart = Memory(store, clock=_StepClock(), embedder=SynonymEmbedder())
+        g = smart.tenant(memory.tenant_id).graph
+        alice = g.add_entity("Alice", type="person", observations=["drives an automobile"])
+        g.add_entity("Bob", type="person", observations=["grows roses"])
+        assert memory.graph.search_entities("car") == []  # no keyword in common
+        assert _names(g.search_entities("car", k=1)) == ["Alice"]
+        g.add_observations(alice.id, ["drinks chai"])
+        assert _names(g.search_entities("tea", k=1)) == ["Alice"]
+        private = g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
+        assert private.id not in [e.id for e in g.search_entities("car", k=5)]
 
     def test_observations_add_and_delete(self, memory: Memory) -> None:
         g = memory.graph
