@@ -108,7 +108,8 @@ class _Run:
         return entity
 
     async def _known(self, text: str) -> list[str]:
-        """Names to offer the extractor: this run's entities, then the graph's best matches."""
+        """Names to offer the extractor: the graph's best matches for the text (what the
+        owner sees), then the entities this run met, latest first."""
         try:
             found = await self.graph.search_entities(
                 text[:2000], k=KNOWN_FROM_GRAPH, agent_id=self.agent, user_id=self.user
@@ -159,13 +160,14 @@ class _Run:
         )
         return self._remember(entity)
 
-    async def _named(self, name: str, entry: Entry) -> Entity:
+    async def _named(self, name: str, entry: Entry, confidence: float) -> Entity:
         """The entity a relation or observation names (a known entity not proposed again
-        is looked up; one that vanished meanwhile is added as a concept)."""
+        is looked up; one that vanished meanwhile is added as a concept, as sure as
+        the proposal that names it)."""
         found = await self._find(name)
         if found is not None:
             return found
-        return await self._entity(ExtractedEntity(name, "concept", (), 1.0), entry)
+        return await self._entity(ExtractedEntity(name, "concept", (), confidence), entry)
 
     async def entry(self, entry: Entry) -> IngestReport:
         """Extract one entry and write what it proposes; then mark it done."""
@@ -179,7 +181,7 @@ class _Run:
             await self._entity(proposed, entry)
         withheld = 0
         for note in extraction.observations:
-            target = await self._named(note.entity, entry)
+            target = await self._named(note.entity, entry, note.confidence)
             if not self._owns(target):  # it would tell other users what this thread said
                 withheld += 1
                 continue
@@ -193,8 +195,8 @@ class _Run:
                 )
             )
         for rel in extraction.relations:
-            source = await self._named(rel.source, entry)
-            target = await self._named(rel.target, entry)
+            source = await self._named(rel.source, entry, rel.confidence)
+            target = await self._named(rel.target, entry, rel.confidence)
             valid_at = rel.valid_at if rel.valid_at is not None else entry.created_at
             invalid_at = rel.invalid_at
             if invalid_at is not None and invalid_at <= valid_at:
