@@ -29,7 +29,8 @@ the entry unmarked, and the next ingest extracts it again (relations it had
 already written then gain weight once more).
 
 ``extract_on_write``: ``submit`` hands new entries to the memory's background
-runner (``_concurrency.AsyncBackground``): in order per thread, a bounded
+runner (see ``memorybank._concurrency``: tasks of the event loop for
+``AsyncMemory``, a thread pool for ``Memory``): in order per thread, a bounded
 number of extractions at once, a bounded backlog; a failure is logged and
 counted, never raised into the write.
 """
