@@ -18,7 +18,8 @@ the same answers everywhere. Storage, one record kind per role:
     (the loser re-reads and merges).
 ``graph_name``
     One per normalised name and alias of an entity (``key`` = the normalised
-    text): ``find_entities(name=)`` is one indexed ``record_list_keys``.
+    text, through ``compound_id`` when longer than a key may be):
+    ``find_entities(name=)`` is one indexed ``record_list_keys``.
 ``graph_out`` / ``graph_in``
     A relation, stored twice in one atomic write with the same id and data:
     ``key`` = source id in ``graph_out`` and target id in ``graph_in``, so one
@@ -278,7 +279,7 @@ def _entity_record(
         id=entity.id,
         agent_id=entity.agent_id,
         user_id=entity.user_id,
-        content="\n".join((entity.name, *entity.aliases, *entity.observations)),
+        content=_text(entity),
         data={
             "name": entity.name,
             "type": entity.type,
@@ -295,6 +296,11 @@ def _entity_record(
         updated_at=entity.updated_at,
         revision=revision,
     )
+
+
+def _text(entity: Entity) -> str:
+    """What keyword and semantic search read of an entity."""
+    return "\n".join((entity.name, *entity.aliases, *entity.observations))
 
 
 def _ident_id(entity: Entity) -> str:
@@ -318,7 +324,7 @@ def _name_records(entity: Entity, forms: dict[str, str]) -> list[Record]:
             data={"entity_id": entity.id},
             created_at=entity.updated_at,
             updated_at=entity.updated_at,
-            key=form,
+            key=compound_id(form),  # a key is at most 255 characters, a name 1000
         )
         for name_id, form in forms.items()
     ]
@@ -419,6 +425,10 @@ def _start(relation: Relation) -> datetime:
 
 def _open(relation: Relation) -> bool:
     return relation.invalid_at is None and relation.expired_at is None
+
+
+class _Taken(Exception):
+    """Inside a retried step: the name is another entity's (not retried, raised as Conflict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,12 +557,11 @@ class AsyncGraph:
             return None
         from memorybank._async.search import embed_texts
 
-        text = "\n".join((entity.name, *entity.aliases, *entity.observations))
-        vectors = await embed_texts(embedder, [text])
+        vectors = await embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])
 
-    async def _put_vector(self, entity: Entity) -> None:
-        item = await self._vector(entity)
+    async def _put_vector(self, item: VectorItem | None) -> None:
+        """Store the vector a step computed (and checked) before its write."""
         if item is not None:
             await self._core.store.vector_put(self._tenant, [item])
 
@@ -589,7 +598,7 @@ class AsyncGraph:
         store = self._core.store
         ident_id = _key("ident", owner[0], owner[1], type_, normalise(name))
 
-        async def step() -> tuple[Entity, list[str]]:
+        async def step() -> tuple[Entity, VectorItem | None]:
             now = self._core.now()
             ident = await store.record_get(self._tenant, IDENT, ident_id)
             old_record = None
@@ -632,8 +641,9 @@ class AsyncGraph:
                     *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
                 ]
                 guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+                vector = await self._vector(entity)
                 await store.record_put(self._tenant, writes, guard=guard)
-                return entity, []
+                return entity, vector
             old = _entity(self._tenant, old_record)
             prov = _obs_provenance(old_record)
             known = {normalise(a) for a in (old.name, *old.aliases)}
@@ -662,11 +672,12 @@ class AsyncGraph:
                 *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
             ]
             guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(self._tenant, writes, guard=guard)
-            return entity, []
+            return entity, vector
 
-        entity, _ = await retry_conflicts(step, f"entity {name!r}")
-        await self._put_vector(entity)
+        entity, vector = await retry_conflicts(step, f"entity {name!r}")
+        await self._put_vector(vector)
         return entity
 
     async def get_entity(
@@ -715,7 +726,7 @@ class AsyncGraph:
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
         store = self._core.store
 
-        async def step() -> tuple[Entity, Entity, int]:
+        async def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = await self._entity_record(entity_id, seen)
             old = _entity(self._tenant, record)
             now = self._core.now()
@@ -735,47 +746,50 @@ class AsyncGraph:
             )
             old_names = _names(old)
             added = {k: f for k, f in _names(entity).items() if k not in old_names}
+            if _ident_id(entity) != _ident_id(old):
+                await self._claim_ident(entity, now)
             writes = [
                 _entity_record(entity, _obs_provenance(record), record.revision + 1),
                 *_name_records(entity, added),
             ]
-            old_ident = _ident_id(old)
-            if _ident_id(entity) != old_ident:
-                writes.append(
-                    Record(
-                        kind=IDENT,
-                        id=_ident_id(entity),
-                        agent_id=entity.agent_id,
-                        user_id=entity.user_id,
-                        content="",
-                        data={"entity_id": entity.id},
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-                ident = await store.record_get(self._tenant, IDENT, _ident_id(entity))
-                if ident is not None:
-                    taken = await store.record_get(
-                        self._tenant, ENTITY, str(ident.data["entity_id"])
-                    )
-                    if taken is not None and taken.id != entity.id:
-                        raise Conflict(
-                            f"another {entity.type} is named {entity.name!r}; use merge_entities"
-                        )
-                guard = RecordGuard(
-                    IDENT, _ident_id(entity), None if ident is None else ident.revision
-                )
-                if ident is not None:
-                    writes[-1].revision = ident.revision + 1
-            else:
-                guard = RecordGuard(ENTITY, entity_id, record.revision)
+            guard = RecordGuard(ENTITY, entity_id, record.revision)
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(self._tenant, writes, guard=guard)
-            return old, entity, record.revision + 1
+            return old, entity, vector
 
-        old, entity, _ = await retry_conflicts(step, f"entity {entity_id!r}")
+        try:
+            old, entity, vector = await retry_conflicts(step, f"entity {entity_id!r}")
+        except _Taken as taken:
+            raise Conflict(str(taken)) from None
         await self._drop_stale_names(old, entity)
-        await self._put_vector(entity)
+        await self._put_vector(vector)
         return entity
+
+    async def _claim_ident(self, entity: Entity, now: datetime) -> None:
+        """Point the identity of ``entity``'s new name/type at it (``_Taken`` if another
+        entity holds it), before the entity itself is written under its own guard."""
+        store = self._core.store
+        ident_id = _ident_id(entity)
+        ident = await store.record_get(self._tenant, IDENT, ident_id)
+        if ident is not None:
+            if ident.data.get("entity_id") == entity.id:
+                return
+            holder = await store.record_get(self._tenant, ENTITY, str(ident.data["entity_id"]))
+            if holder is not None:
+                raise _Taken(f"another {entity.type} is named {entity.name!r}; use merge_entities")
+        record = Record(
+            kind=IDENT,
+            id=ident_id,
+            agent_id=entity.agent_id,
+            user_id=entity.user_id,
+            content="",
+            data={"entity_id": entity.id},
+            created_at=now,
+            updated_at=now,
+            revision=0 if ident is None else ident.revision + 1,
+        )
+        guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+        await store.record_put(self._tenant, [record], guard=guard)
 
     async def _drop_stale_names(self, old: Entity, new: Entity) -> None:
         store = self._core.store
@@ -833,7 +847,7 @@ class AsyncGraph:
     ) -> Entity:
         store = self._core.store
 
-        async def step() -> Entity:
+        async def step() -> tuple[Entity, VectorItem | None]:
             record = await store.record_get(self._tenant, ENTITY, entity_id)
             if record is None or not visible(seen, record.agent_id, record.user_id):
                 raise NotFound(f"entity {entity_id!r} not found")
@@ -863,13 +877,14 @@ class AsyncGraph:
                 _entity_record(entity, prov, record.revision + 1),
                 *_link_records("entity", entity.id, owner, entries if add else (), now),
             ]
+            vector = await self._vector(entity) if _text(entity) != _text(old) else None
             await store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = await retry_conflicts(step, f"entity {entity_id!r}")
-        await self._put_vector(entity)
+        entity, vector = await retry_conflicts(step, f"entity {entity_id!r}")
+        await self._put_vector(vector)
         return entity
 
     async def delete_entity(
@@ -974,7 +989,9 @@ class AsyncGraph:
             assert name is not None
             ids = [
                 str(r.data["entity_id"])
-                for r in await store.record_list_keys(self._tenant, NAME, [wanted], visible_to=seen)
+                for r in await store.record_list_keys(
+                    self._tenant, NAME, [compound_id(wanted)], visible_to=seen
+                )
             ]
             hits = await store.text_search(
                 self._tenant, name, kinds=[ENTITY], k=max(50, count * 4), visible_to=seen
@@ -1030,7 +1047,7 @@ class AsyncGraph:
         fetch = count * 3 + 10
         scores: dict[str, float] = {}
         exact = await store.record_list_keys(
-            self._tenant, NAME, [normalise(query)], visible_to=seen
+            self._tenant, NAME, [compound_id(normalise(query))], visible_to=seen
         )
         for record in exact:
             scores[str(record.data["entity_id"])] = 10.0
@@ -1087,7 +1104,7 @@ class AsyncGraph:
         store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
-        async def step() -> Entity:
+        async def step() -> tuple[Entity, VectorItem | None]:
             record = await self._entity_record(keep, seen)
             old = _entity(self._tenant, record)
             prov = _obs_provenance(record)
@@ -1116,12 +1133,13 @@ class AsyncGraph:
                 *_name_records(entity, added),
                 *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
             ]
+            vector = await self._vector(entity)
             await store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = await retry_conflicts(step, f"entity {keep!r}")
+        entity, vector = await retry_conflicts(step, f"entity {keep!r}")
         for relation in await self._touching([merge]):
             source = keep if relation.source_id == merge else relation.source_id
             target = keep if relation.target_id == merge else relation.target_id
@@ -1132,7 +1150,7 @@ class AsyncGraph:
                 replace(relation, id=new_id(), source_id=source, target_id=target)
             )
         await self._remove_entity(await self._entity_record(merge, None))
-        await self._put_vector(entity)
+        await self._put_vector(vector)
         return entity
 
     # -- relations --------------------------------------------------------------------

@@ -19,7 +19,8 @@ the same answers everywhere. Storage, one record kind per role:
     (the loser re-reads and merges).
 ``graph_name``
     One per normalised name and alias of an entity (``key`` = the normalised
-    text): ``find_entities(name=)`` is one indexed ``record_list_keys``.
+    text, through ``compound_id`` when longer than a key may be):
+    ``find_entities(name=)`` is one indexed ``record_list_keys``.
 ``graph_out`` / ``graph_in``
     A relation, stored twice in one atomic write with the same id and data:
     ``key`` = source id in ``graph_out`` and target id in ``graph_in``, so one
@@ -279,7 +280,7 @@ def _entity_record(
         id=entity.id,
         agent_id=entity.agent_id,
         user_id=entity.user_id,
-        content="\n".join((entity.name, *entity.aliases, *entity.observations)),
+        content=_text(entity),
         data={
             "name": entity.name,
             "type": entity.type,
@@ -296,6 +297,11 @@ def _entity_record(
         updated_at=entity.updated_at,
         revision=revision,
     )
+
+
+def _text(entity: Entity) -> str:
+    """What keyword and semantic search read of an entity."""
+    return "\n".join((entity.name, *entity.aliases, *entity.observations))
 
 
 def _ident_id(entity: Entity) -> str:
@@ -319,7 +325,7 @@ def _name_records(entity: Entity, forms: dict[str, str]) -> list[Record]:
             data={"entity_id": entity.id},
             created_at=entity.updated_at,
             updated_at=entity.updated_at,
-            key=form,
+            key=compound_id(form),  # a key is at most 255 characters, a name 1000
         )
         for name_id, form in forms.items()
     ]
@@ -420,6 +426,10 @@ def _start(relation: Relation) -> datetime:
 
 def _open(relation: Relation) -> bool:
     return relation.invalid_at is None and relation.expired_at is None
+
+
+class _Taken(Exception):
+    """Inside a retried step: the name is another entity's (not retried, raised as Conflict)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -548,12 +558,11 @@ class Graph:
             return None
         from memorybank._sync.search import embed_texts
 
-        text = "\n".join((entity.name, *entity.aliases, *entity.observations))
-        vectors = embed_texts(embedder, [text])
+        vectors = embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])
 
-    def _put_vector(self, entity: Entity) -> None:
-        item = self._vector(entity)
+    def _put_vector(self, item: VectorItem | None) -> None:
+        """Store the vector a step computed (and checked) before its write."""
         if item is not None:
             self._core.store.vector_put(self._tenant, [item])
 
@@ -590,7 +599,7 @@ class Graph:
         store = self._core.store
         ident_id = _key("ident", owner[0], owner[1], type_, normalise(name))
 
-        def step() -> tuple[Entity, list[str]]:
+        def step() -> tuple[Entity, VectorItem | None]:
             now = self._core.now()
             ident = store.record_get(self._tenant, IDENT, ident_id)
             old_record = None
@@ -633,8 +642,9 @@ class Graph:
                     *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
                 ]
                 guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+                vector = self._vector(entity)
                 store.record_put(self._tenant, writes, guard=guard)
-                return entity, []
+                return entity, vector
             old = _entity(self._tenant, old_record)
             prov = _obs_provenance(old_record)
             known = {normalise(a) for a in (old.name, *old.aliases)}
@@ -663,11 +673,12 @@ class Graph:
                 *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
             ]
             guard = RecordGuard(ENTITY, entity.id, old_record.revision)
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(self._tenant, writes, guard=guard)
-            return entity, []
+            return entity, vector
 
-        entity, _ = retry_conflicts(step, f"entity {name!r}")
-        self._put_vector(entity)
+        entity, vector = retry_conflicts(step, f"entity {name!r}")
+        self._put_vector(vector)
         return entity
 
     def get_entity(
@@ -716,7 +727,7 @@ class Graph:
         conf = None if isinstance(confidence, Unset) else _unit(confidence, "confidence")
         store = self._core.store
 
-        def step() -> tuple[Entity, Entity, int]:
+        def step() -> tuple[Entity, Entity, VectorItem | None]:
             record = self._entity_record(entity_id, seen)
             old = _entity(self._tenant, record)
             now = self._core.now()
@@ -736,47 +747,50 @@ class Graph:
             )
             old_names = _names(old)
             added = {k: f for k, f in _names(entity).items() if k not in old_names}
+            if _ident_id(entity) != _ident_id(old):
+                self._claim_ident(entity, now)
             writes = [
                 _entity_record(entity, _obs_provenance(record), record.revision + 1),
                 *_name_records(entity, added),
             ]
-            old_ident = _ident_id(old)
-            if _ident_id(entity) != old_ident:
-                writes.append(
-                    Record(
-                        kind=IDENT,
-                        id=_ident_id(entity),
-                        agent_id=entity.agent_id,
-                        user_id=entity.user_id,
-                        content="",
-                        data={"entity_id": entity.id},
-                        created_at=now,
-                        updated_at=now,
-                    )
-                )
-                ident = store.record_get(self._tenant, IDENT, _ident_id(entity))
-                if ident is not None:
-                    taken = store.record_get(
-                        self._tenant, ENTITY, str(ident.data["entity_id"])
-                    )
-                    if taken is not None and taken.id != entity.id:
-                        raise Conflict(
-                            f"another {entity.type} is named {entity.name!r}; use merge_entities"
-                        )
-                guard = RecordGuard(
-                    IDENT, _ident_id(entity), None if ident is None else ident.revision
-                )
-                if ident is not None:
-                    writes[-1].revision = ident.revision + 1
-            else:
-                guard = RecordGuard(ENTITY, entity_id, record.revision)
+            guard = RecordGuard(ENTITY, entity_id, record.revision)
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(self._tenant, writes, guard=guard)
-            return old, entity, record.revision + 1
+            return old, entity, vector
 
-        old, entity, _ = retry_conflicts(step, f"entity {entity_id!r}")
+        try:
+            old, entity, vector = retry_conflicts(step, f"entity {entity_id!r}")
+        except _Taken as taken:
+            raise Conflict(str(taken)) from None
         self._drop_stale_names(old, entity)
-        self._put_vector(entity)
+        self._put_vector(vector)
         return entity
+
+    def _claim_ident(self, entity: Entity, now: datetime) -> None:
+        """Point the identity of ``entity``'s new name/type at it (``_Taken`` if another
+        entity holds it), before the entity itself is written under its own guard."""
+        store = self._core.store
+        ident_id = _ident_id(entity)
+        ident = store.record_get(self._tenant, IDENT, ident_id)
+        if ident is not None:
+            if ident.data.get("entity_id") == entity.id:
+                return
+            holder = store.record_get(self._tenant, ENTITY, str(ident.data["entity_id"]))
+            if holder is not None:
+                raise _Taken(f"another {entity.type} is named {entity.name!r}; use merge_entities")
+        record = Record(
+            kind=IDENT,
+            id=ident_id,
+            agent_id=entity.agent_id,
+            user_id=entity.user_id,
+            content="",
+            data={"entity_id": entity.id},
+            created_at=now,
+            updated_at=now,
+            revision=0 if ident is None else ident.revision + 1,
+        )
+        guard = RecordGuard(IDENT, ident_id, None if ident is None else ident.revision)
+        store.record_put(self._tenant, [record], guard=guard)
 
     def _drop_stale_names(self, old: Entity, new: Entity) -> None:
         store = self._core.store
@@ -834,7 +848,7 @@ class Graph:
     ) -> Entity:
         store = self._core.store
 
-        def step() -> Entity:
+        def step() -> tuple[Entity, VectorItem | None]:
             record = store.record_get(self._tenant, ENTITY, entity_id)
             if record is None or not visible(seen, record.agent_id, record.user_id):
                 raise NotFound(f"entity {entity_id!r} not found")
@@ -864,13 +878,14 @@ class Graph:
                 _entity_record(entity, prov, record.revision + 1),
                 *_link_records("entity", entity.id, owner, entries if add else (), now),
             ]
+            vector = self._vector(entity) if _text(entity) != _text(old) else None
             store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, entity_id, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = retry_conflicts(step, f"entity {entity_id!r}")
-        self._put_vector(entity)
+        entity, vector = retry_conflicts(step, f"entity {entity_id!r}")
+        self._put_vector(vector)
         return entity
 
     def delete_entity(
@@ -975,7 +990,9 @@ class Graph:
             assert name is not None
             ids = [
                 str(r.data["entity_id"])
-                for r in store.record_list_keys(self._tenant, NAME, [wanted], visible_to=seen)
+                for r in store.record_list_keys(
+                    self._tenant, NAME, [compound_id(wanted)], visible_to=seen
+                )
             ]
             hits = store.text_search(
                 self._tenant, name, kinds=[ENTITY], k=max(50, count * 4), visible_to=seen
@@ -1031,7 +1048,7 @@ class Graph:
         fetch = count * 3 + 10
         scores: dict[str, float] = {}
         exact = store.record_list_keys(
-            self._tenant, NAME, [normalise(query)], visible_to=seen
+            self._tenant, NAME, [compound_id(normalise(query))], visible_to=seen
         )
         for record in exact:
             scores[str(record.data["entity_id"])] = 10.0
@@ -1088,7 +1105,7 @@ class Graph:
         store = self._core.store
         gone_prov = _obs_provenance(gone_record)
 
-        def step() -> Entity:
+        def step() -> tuple[Entity, VectorItem | None]:
             record = self._entity_record(keep, seen)
             old = _entity(self._tenant, record)
             prov = _obs_provenance(record)
@@ -1117,12 +1134,13 @@ class Graph:
                 *_name_records(entity, added),
                 *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
             ]
+            vector = self._vector(entity)
             store.record_put(
                 self._tenant, writes, guard=RecordGuard(ENTITY, keep, record.revision)
             )
-            return entity
+            return entity, vector
 
-        entity = retry_conflicts(step, f"entity {keep!r}")
+        entity, vector = retry_conflicts(step, f"entity {keep!r}")
         for relation in self._touching([merge]):
             source = keep if relation.source_id == merge else relation.source_id
             target = keep if relation.target_id == merge else relation.target_id
@@ -1133,7 +1151,7 @@ class Graph:
                 replace(relation, id=new_id(), source_id=source, target_id=target)
             )
         self._remove_entity(self._entity_record(merge, None))
-        self._put_vector(entity)
+        self._put_vector(vector)
         return entity
 
     # -- relations --------------------------------------------------------------------

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Sequence
 
-__all__ = ["SynonymEmbedder"]
+__all__ = ["BrokenEmbedder", "SynonymEmbedder"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -39,3 +39,10 @@ class SynonymEmbedder:
 
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         return self.embed(texts)
+
+
+class BrokenEmbedder(SynonymEmbedder):
+    """Returns vectors one dimension short: no store may keep them."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [vector[:-1] for vector in super().embed(texts)]

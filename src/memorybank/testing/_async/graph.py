@@ -29,7 +29,7 @@ from memorybank._async.stores.base import AsyncStore
 from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
-from memorybank.testing._embedder import SynonymEmbedder
+from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["AsyncGraphContract"]
 
@@ -118,6 +118,33 @@ class AsyncGraphContract:
         assert private.id != first.id and private.user_id == "u1"
         assert len(await g.find_entities()) == 2  # the private one is not seen unscoped
 
+    async def test_long_and_unusual_names_round_trip(self, memory: AsyncMemory) -> None:
+        g = memory.graph
+        long_name = "Ünïcode 𝄞 " * 90  # 990 characters, 4-byte ones among them
+        e = await g.add_entity(long_name, aliases=["x" * 1000], type="t" * 1000)
+        assert (await g.get_entity(e.id)) == e
+        assert [x.id for x in await g.find_entities(long_name.upper())] == [e.id]
+        assert [x.id for x in await g.find_entities("X" * 1000)] == [e.id]
+        again = await g.add_entity(" " + long_name.lower(), type="t" * 1000)
+        assert again.id == e.id
+        other = await g.add_entity("x ")
+        rel = await g.add_relation(e.id, "r" * 1000, other.id, label="l" * 1000)
+        assert [r.id for r in await g.relations(other.id)] == [rel.id]
+
+    async def test_concurrent_same_relation_is_one_relation(self, memory: AsyncMemory) -> None:
+        g = memory.graph
+        a = await g.add_entity("A")
+        b = await g.add_entity("B")
+
+        async def add(i: int) -> Relation:
+            return await g.add_relation(a.id, "knows", b.id, provenance=[f"e{i}"])
+
+        made = await arun_all([functools.partial(add, i) for i in range(6)])
+        assert len({r.id for r in made}) == 1
+        (stored,) = await g.relations(a.id)
+        assert stored.weight == 6.0
+        assert sorted(stored.provenance) == [f"e{i}" for i in range(6)]
+
     async def test_concurrent_adds_of_one_name_make_one_entity(self, memory: AsyncMemory) -> None:
         g = memory.graph
 
@@ -172,6 +199,20 @@ class AsyncGraphContract:
         private = await g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
         assert private.id not in [e.id for e in await g.search_entities("car", k=5)]
 
+    async def test_a_vector_no_store_can_keep_writes_nothing(
+        self, store: AsyncStore, memory: AsyncMemory
+    ) -> None:
+        broken = AsyncMemory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        g = broken.tenant(memory.tenant_id).graph
+        with pytest.raises(InvalidInput) as caught:
+            await g.add_entity("Zed", observations=["z"])
+        assert caught.value.field == "embedding"
+        assert await memory.graph.find_entities() == []
+        kept = await memory.graph.add_entity("Kept")
+        with pytest.raises(InvalidInput):
+            await g.add_observations(kept.id, ["more"])
+        assert await memory.graph.get_entity(kept.id) == kept
+
     async def test_observations_add_and_delete(self, memory: AsyncMemory) -> None:
         g = memory.graph
         e = await g.add_entity("Alice", observations=["a"])
@@ -193,8 +234,9 @@ class AsyncGraphContract:
         assert renamed.name == "Alicia"
         assert _names(await g.find_entities("alicia")) == ["Alicia"]
         assert _names(await g.find_entities("alice")) == ["Alicia"]  # now an alias
-        with pytest.raises(Conflict):
+        with pytest.raises(Conflict, match="merge_entities"):
             await g.update_entity(b.id, name="alicia")
+        assert (await g.get_entity(b.id)) == b
         again = await g.add_entity("Alicia", type="person")
         assert again.id == a.id
         with pytest.raises(NotFound):

@@ -30,7 +30,7 @@ from memorybank._sync.stores.base import Store
 from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
-from memorybank.testing._embedder import SynonymEmbedder
+from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["SyncGraphContract"]
 
@@ -119,6 +119,33 @@ class SyncGraphContract:
         assert private.id != first.id and private.user_id == "u1"
         assert len(g.find_entities()) == 2  # the private one is not seen unscoped
 
+    def test_long_and_unusual_names_round_trip(self, memory: Memory) -> None:
+        g = memory.graph
+        long_name = "Ünïcode 𝄞 " * 90  # 990 characters, 4-byte ones among them
+        e = g.add_entity(long_name, aliases=["x" * 1000], type="t" * 1000)
+        assert (g.get_entity(e.id)) == e
+        assert [x.id for x in g.find_entities(long_name.upper())] == [e.id]
+        assert [x.id for x in g.find_entities("X" * 1000)] == [e.id]
+        again = g.add_entity(" " + long_name.lower(), type="t" * 1000)
+        assert again.id == e.id
+        other = g.add_entity("x ")
+        rel = g.add_relation(e.id, "r" * 1000, other.id, label="l" * 1000)
+        assert [r.id for r in g.relations(other.id)] == [rel.id]
+
+    def test_concurrent_same_relation_is_one_relation(self, memory: Memory) -> None:
+        g = memory.graph
+        a = g.add_entity("A")
+        b = g.add_entity("B")
+
+        def add(i: int) -> Relation:
+            return g.add_relation(a.id, "knows", b.id, provenance=[f"e{i}"])
+
+        made = run_all([functools.partial(add, i) for i in range(6)])
+        assert len({r.id for r in made}) == 1
+        (stored,) = g.relations(a.id)
+        assert stored.weight == 6.0
+        assert sorted(stored.provenance) == [f"e{i}" for i in range(6)]
+
     def test_concurrent_adds_of_one_name_make_one_entity(self, memory: Memory) -> None:
         g = memory.graph
 
@@ -173,6 +200,20 @@ class SyncGraphContract:
         private = g.add_entity("Carol", user_id="u", observations=["sells vehicles"])
         assert private.id not in [e.id for e in g.search_entities("car", k=5)]
 
+    def test_a_vector_no_store_can_keep_writes_nothing(
+        self, store: Store, memory: Memory
+    ) -> None:
+        broken = Memory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        g = broken.tenant(memory.tenant_id).graph
+        with pytest.raises(InvalidInput) as caught:
+            g.add_entity("Zed", observations=["z"])
+        assert caught.value.field == "embedding"
+        assert memory.graph.find_entities() == []
+        kept = memory.graph.add_entity("Kept")
+        with pytest.raises(InvalidInput):
+            g.add_observations(kept.id, ["more"])
+        assert memory.graph.get_entity(kept.id) == kept
+
     def test_observations_add_and_delete(self, memory: Memory) -> None:
         g = memory.graph
         e = g.add_entity("Alice", observations=["a"])
@@ -194,8 +235,9 @@ class SyncGraphContract:
         assert renamed.name == "Alicia"
         assert _names(g.find_entities("alicia")) == ["Alicia"]
         assert _names(g.find_entities("alice")) == ["Alicia"]  # now an alias
-        with pytest.raises(Conflict):
+        with pytest.raises(Conflict, match="merge_entities"):
             g.update_entity(b.id, name="alicia")
+        assert (g.get_entity(b.id)) == b
         again = g.add_entity("Alicia", type="person")
         assert again.id == a.id
         with pytest.raises(NotFound):
