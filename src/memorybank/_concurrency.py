@@ -32,6 +32,7 @@ __all__ = [
     "AsyncWorker",
     "Background",
     "Backlog",
+    "Breaker",
     "Lock",
     "Step",
     "Worker",
@@ -414,3 +415,28 @@ class Background:
             self.drain(None)
         if self._pool is not None:
             self._pool.shutdown(wait=True)
+
+
+class Breaker:
+    """A circuit breaker: after ``threshold`` failures in a row, ``is_open`` for
+    ``cooldown`` seconds, so calls to a service that is down fail fast instead of
+    piling up requests; one success closes it. Used from tasks and threads alike
+    (plain assignments under the GIL; a race only lets one more call through)."""
+
+    def __init__(self, *, threshold: int, cooldown: float) -> None:
+        self.threshold = threshold
+        self.cooldown = cooldown
+        self._failures = 0
+        self._until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._until
+
+    def failed(self) -> None:
+        self._failures += 1
+        if self._failures >= self.threshold:
+            self._until = time.monotonic() + self.cooldown
+
+    def succeeded(self) -> None:
+        self._failures = 0
+        self._until = 0.0

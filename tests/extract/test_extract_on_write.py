@@ -89,6 +89,22 @@ async def test_failures_are_counted_and_caught_up_later(
     await memory.close()
 
 
+async def test_a_down_endpoint_gets_no_storm(
+    store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
+) -> None:
+    chat.add(*[Planned(status=503, raw=b"down") for _ in range(40)])
+    memory = opened(store, llm, extract_concurrency=1)
+    thread = await memory.ensure_thread(None, **OWNER)
+    for i in range(12):
+        await memory.remember(thread.id, "user", f"Message {i} about Alice.")
+    assert await memory.graph.drain()
+    backlog = memory.graph.pending()
+    assert (backlog.failed, backlog.done) == (12, 0)
+    assert len(chat.requests) == async_memory.EXTRACT_BREAKER_THRESHOLD == 5
+    assert backlog.last_error is not None and "paused" in backlog.last_error
+    await memory.close()
+
+
 async def test_system_and_tool_messages_are_not_queued(store: AsyncSQLiteStore) -> None:
     memory = opened(store, RuleExtractor())
     thread = await memory.ensure_thread(None)

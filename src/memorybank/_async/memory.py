@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorybank import _validate as v
 from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
 from memorybank._async.stores.open import open_store
-from memorybank._concurrency import AsyncBackground, amaybe_await
+from memorybank._concurrency import AsyncBackground, Breaker, amaybe_await
 from memorybank._idempotency import keyed
 from memorybank._ids import new_id
 from memorybank._scope import ROOT, Principal, Scope, check_owner
@@ -60,6 +60,10 @@ _PAGE = 64
 EXTRACT_CLOSE_TIMEOUT = 30.0
 #: Entries background extraction holds at most (queued or running); more are dropped.
 EXTRACT_MAX_BACKLOG = 10_000
+#: After this many background extractions in a row find the extractor unavailable,
+#: the next ones fail at once for ``EXTRACT_PAUSE`` seconds (no request storm).
+EXTRACT_BREAKER_THRESHOLD = 5
+EXTRACT_PAUSE = 30.0
 
 TitleFn = Callable[[str], str | Awaitable[str]]
 Clock = Callable[[], datetime]
@@ -99,6 +103,7 @@ class _Core:
             if extract_on_write
             else None
         )
+        self.extract_breaker = Breaker(threshold=EXTRACT_BREAKER_THRESHOLD, cooldown=EXTRACT_PAUSE)
         self.store = store
         self.owns_store = owns_store
         self.tokenizer = tokenizer

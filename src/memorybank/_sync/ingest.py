@@ -32,7 +32,11 @@ already written then gain weight once more).
 runner (see ``memorybank._concurrency``: tasks of the event loop for
 ``AsyncMemory``, a thread pool for ``Memory``): in order per thread, a bounded
 number of extractions at once, a bounded backlog; a failure is logged and
-counted, never raised into the write.
+counted, never raised into the write. After ``EXTRACT_BREAKER_THRESHOLD``
+jobs in a row found the extractor or the store unavailable
+(``StoreUnavailable``), the
+next ones fail at once for ``EXTRACT_PAUSE`` seconds: a down endpoint gets no
+storm of requests, and ``memory.graph.ingest`` catches up later.
 """
 
 from __future__ import annotations
@@ -50,7 +54,13 @@ from memorybank._sync.facts import Facts
 from memorybank._sync.graph import Graph
 from memorybank._sync.stores.base import Record
 from memorybank._ids import compound_id
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
+)
 from memorybank.extract.base import (
     MAX_KNOWN,
     ExtractedEntity,
@@ -368,6 +378,27 @@ def ingest(
     return ingest_entries(core, tenant, thread, chosen)
 
 
+def _background(
+    core: _Core, tenant: str, thread: Thread, entries: Sequence[Entry]
+) -> IngestReport:
+    """One background job: ``ingest_entries``, failing at once while the extractor has
+    been unavailable too often in a row (``core.extract_breaker``)."""
+    breaker = core.extract_breaker
+    if breaker.is_open():
+        raise StoreUnavailable(
+            f"extraction paused for {breaker.cooldown:g} s after {breaker.threshold} "
+            "extractions in a row found the extractor (or the store) unavailable; "
+            "memory.graph.ingest catches up"
+        )
+    try:
+        report = ingest_entries(core, tenant, thread, entries)
+    except StoreUnavailable:
+        breaker.failed()
+        raise
+    breaker.succeeded()
+    return report
+
+
 def submit(core: _Core, tenant: str, thread: Thread, entries: Sequence[Entry]) -> None:
     """Queue new entries for background extraction (``extract_on_write``); never raises."""
     background = core.background
@@ -376,7 +407,7 @@ def submit(core: _Core, tenant: str, thread: Thread, entries: Sequence[Entry]) -
     try:
         readable = [e for e in entries if _readable(e)]
         if readable:
-            step = functools.partial(ingest_entries, core, tenant, thread, readable)
+            step = functools.partial(_background, core, tenant, thread, readable)
             background.submit(f"{tenant}\x1f{thread.id}", step, size=len(readable))
     except Exception as error:  # the write has succeeded: nothing may undo that
         from memorybank._log import logger
