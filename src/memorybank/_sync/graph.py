@@ -1480,13 +1480,15 @@ class Graph:
         include_inferred: bool = False,
         min_weight: float | None = None,
         min_confidence: float | None = None,
+        limit: int | None = None,
     ) -> list[Relation]:
-        """The entity's relations the caller sees, oldest first; ``NotFound`` for an
-        entity it may not see. ``direction``: ``"out"`` (from it), ``"in"`` (to it) or
-        ``"both"``; a bidirectional relation counts both ways."""
+        """The entity's relations the caller sees, oldest first (the oldest ``limit``);
+        ``NotFound`` for an entity it may not see. ``direction``: ``"out"`` (from it),
+        ``"in"`` (to it) or ``"both"``; a bidirectional relation counts both ways."""
         entity_id = v.check_id(entity_id, "entity_id")
         seen = self._seen(user_id, agent_id)
         way = _direction(direction)
+        count = v.check_limit(limit, "limit")
         flt = self._filter(
             as_of=as_of,
             include_invalid=include_invalid,
@@ -1502,7 +1504,7 @@ class Graph:
         for edge in edges:
             if edge.other in others or edge.other == entity_id:
                 found[edge.relation.id] = edge.relation
-        return sorted(found.values(), key=lambda r: (r.created_at, r.id))
+        return sorted(found.values(), key=lambda r: (r.created_at, r.id))[:count]
 
     def _edges(
         self, ids: Sequence[str], way: Direction, seen: Visibility, flt: _Filter

@@ -302,6 +302,7 @@ class AsyncGraphContract:
         assert [r.id for r in await g.relations(a.id, direction="out")] == [ab.id]
         assert [r.id for r in await g.relations(a.id, direction="in")] == [ca.id]
         assert [r.id for r in await g.relations(a.id, types=["likes"])] == [ca.id]
+        assert [r.id for r in await g.relations(a.id, limit=1)] == [ab.id]
         assert (await g.relations(a.id, direction="in"))[0].properties == {"since": 2019}
         with pytest.raises(NotFound):
             await g.relations("missing")

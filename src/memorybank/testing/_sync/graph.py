@@ -303,6 +303,7 @@ class SyncGraphContract:
         assert [r.id for r in g.relations(a.id, direction="out")] == [ab.id]
         assert [r.id for r in g.relations(a.id, direction="in")] == [ca.id]
         assert [r.id for r in g.relations(a.id, types=["likes"])] == [ca.id]
+        assert [r.id for r in g.relations(a.id, limit=1)] == [ab.id]
         assert (g.relations(a.id, direction="in"))[0].properties == {"since": 2019}
         with pytest.raises(NotFound):
             g.relations("missing")
