@@ -79,6 +79,7 @@ def test_valid_answer_is_parsed_and_the_request_is_well_formed(chat: ChatServer)
     request = chat.requests[0]
     assert request["model"] == MODEL
     assert request["temperature"] == 0
+    assert request["max_tokens"] == 4096
     schema = request["response_format"]["json_schema"]["schema"]
     assert request["response_format"]["type"] == "json_schema"
     assert schema["properties"]["entities"]["maxItems"] == 20
@@ -305,6 +306,12 @@ def test_refusal_and_cut_off_answers_are_extraction_errors(chat: ChatServer) -> 
             extractor.extract("x")
         with pytest.raises(ExtractionError, match="not JSON"):
             extractor.extract("x")
+
+
+def test_max_tokens_can_be_left_out(chat: ChatServer) -> None:
+    with make(chat, max_tokens=None) as extractor:
+        extractor.extract("Alice")
+    assert "max_tokens" not in chat.requests[0]
 
 
 def test_known_entities_are_bounded_names(chat: ChatServer) -> None:

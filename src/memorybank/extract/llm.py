@@ -264,7 +264,8 @@ class LLMExtractor:
         timeout: seconds per request (connect, read and write each).
         max_retries: retries after a failed attempt (429, 5xx, timeout, network).
         backoff, max_retry_after: see the module docstring.
-        max_tokens: the answer's token limit sent with the request.
+        max_tokens: the answer's token limit sent with the request (``None``: not
+            sent, for endpoints that refuse the field).
         headers: extra request headers.
 
     Call ``close()`` when done (or use ``with``).
@@ -281,7 +282,7 @@ class LLMExtractor:
         max_retries: int = 1,
         backoff: float = 0.5,
         max_retry_after: float = 10.0,
-        max_tokens: int = 4096,
+        max_tokens: int | None = 4096,
         headers: dict[str, str] | None = None,
     ) -> None:
         self._httpx = _import_httpx()
@@ -336,19 +337,21 @@ class LLMExtractor:
             f"Known entities: {json.dumps(known, ensure_ascii=False)}\n"
             f"Text:\n{text}"
         )
-        return {
+        body: dict[str, Any] = {
             "model": self.model,
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
                 {"role": "user", "content": prompt},
             ],
             "temperature": 0,
-            "max_tokens": self._max_tokens,
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {"name": "memorybank_extraction", "strict": True, "schema": SCHEMA},
             },
         }
+        if self._max_tokens is not None:
+            body["max_tokens"] = self._max_tokens
+        return body
 
     def _answer(self, response: httpx.Response, known: Sequence[str]) -> Extraction:
         """The finished extraction of a 2xx response, or a typed error for any other."""
