@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -452,6 +452,10 @@ class _Filter:
         if self.min_confidence is not None and relation.confidence < self.min_confidence:
             return False
         return self.when is None or relation.holds_at(self.when)
+
+
+#: A search's best way to a node: (cost, ids along it, relations, entity ids).
+_Best = tuple[float, tuple[str, ...], list[Relation], list[str]]
 
 
 @dataclass(slots=True)
@@ -1555,21 +1559,19 @@ class Graph:
         for level in range(depth + 1):
             if not frontier or (level == depth and not close):
                 break
-            edges = self._edges(frontier, way, seen, flt)
-            fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
             if level == depth:
-                fresh = []
-            found = self._entities(fresh, seen)
-            fresh = [
-                i
-                for i in fresh
-                if i in found and (entity_types is None or found[i].type in entity_types)
-            ]
-            if max_nodes is not None and len(reached) + len(fresh) > max_nodes:
-                fresh = fresh[: max(0, max_nodes - len(reached))]
-                truncated = True
-            for entity_id in fresh:
-                reached[entity_id] = (found[entity_id], level + 1)
+                # The relations from an earlier level to this one were found from there:
+                # the rest are stored under this level's nodes (one read, not two).
+                edges = self._among(frontier, reached, way, seen, flt)
+                found: dict[str, Entity] = {}
+            else:
+                edges = self._edges(frontier, way, seen, flt)
+                fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
+                room = None if max_nodes is None else max(0, max_nodes - len(reached))
+                found, more = self._admit(fresh, room, seen, entity_types)
+                truncated = truncated or more
+            for entity_id, entity in found.items():
+                reached[entity_id] = (entity, level + 1)
             for edge in edges:
                 rel = edge.relation
                 if rel.id in relations or edge.other not in reached:
@@ -1578,8 +1580,63 @@ class Graph:
                     truncated = True
                     break
                 relations[rel.id] = rel
-            frontier = fresh
+            frontier = list(found)
         return reached, relations, truncated
+
+    def _among(
+        self,
+        ids: Sequence[str],
+        reached: Container[str],
+        way: Direction,
+        seen: Visibility,
+        flt: _Filter,
+    ) -> list[_Edge]:
+        """The relations (passing ``flt``) between ``ids`` (the last level) and ``reached``
+        that the earlier levels did not see: stored under ``ids`` on the side ``way``
+        reads (by source, or by target for ``"in"``), oldest first."""
+        kind, far = (IN, "source_id") if way == "in" else (OUT, "target_id")
+        edges: list[_Edge] = []
+        for record in self._core.store.record_list_keys(
+            self._tenant, kind, ids, visible_to=seen
+        ):
+            other = str(record.data.get(far))
+            if other not in reached or not visible(seen, record.agent_id, record.user_id):
+                continue
+            relation = _relation(self._tenant, record)
+            if flt.keeps(relation):
+                edges.append(_Edge(relation, str(record.key), other))
+        return sorted(edges, key=lambda e: (e.relation.created_at, e.relation.id))
+
+    def _admit(
+        self,
+        candidates: Sequence[str],
+        room: int | None,
+        seen: Visibility,
+        entity_types: frozenset[str] | None,
+    ) -> tuple[dict[str, Entity], bool]:
+        """The first ``room`` candidates the caller sees (of ``entity_types``), in order,
+        fetched no further than needed; and whether a further one exists (``truncated``:
+        only a visible entity may say so, or the flag would reveal hidden ones)."""
+
+        def fits(entity: Entity | None) -> bool:
+            return entity is not None and (entity_types is None or entity.type in entity_types)
+
+        kept: dict[str, Entity] = {}
+        pos = 0
+        while pos < len(candidates):
+            want = len(candidates) if room is None else room - len(kept)
+            chunk = candidates[pos : pos + max(want, 16)]
+            pos += len(chunk)
+            got = self._entities(chunk, seen)
+            for entity_id in chunk:
+                entity = got.get(entity_id)
+                if not fits(entity):
+                    continue
+                if room is not None and len(kept) >= room:
+                    return kept, True
+                assert entity is not None
+                kept[entity_id] = entity
+        return kept, False
 
     def neighbors(
         self,
@@ -1722,37 +1779,65 @@ class Graph:
                 raise NotFound(f"entity {end_id!r} not found")
         if source_id == target_id:
             return Path(entities=[ends[source_id]], relations=[])
-        # best[node] = (cost, ids along the path, relations, entity ids)
-        best: dict[str, tuple[float, tuple[str, ...], list[Relation], list[str]]] = {
-            source_id: (0.0, (), [], [source_id])
-        }
-        known: dict[str, Entity] = {source_id: ends[source_id]}
-        frontier = [source_id]
+        # Breadth-first from both ends, one whole level at a time on the side with the
+        # smaller frontier. Per side, best[node] is the best (cost, ids, relations,
+        # entities) of the shortest paths between that end and the node (read from
+        # the source), so the best path is the best join at the first meeting.
+        fwd: dict[str, _Best] = {source_id: (0.0, (), [], [source_id])}
+        bwd: dict[str, _Best] = {target_id: (0.0, (), [], [target_id])}
+        known: dict[str, Entity] = dict(ends)
+        fwd_frontier, bwd_frontier = [source_id], [target_id]
+        back: Direction = "in" if way == "out" else "out" if way == "in" else "both"
         for _ in range(hops):
-            if not frontier:
-                break
-            offers: dict[str, tuple[float, tuple[str, ...], list[Relation], list[str]]] = {}
-            for edge in self._edges(frontier, way, seen, flt):
+            forward = len(fwd_frontier) <= len(bwd_frontier)
+            frontier = fwd_frontier if forward else bwd_frontier
+            best = fwd if forward else bwd
+            offers: dict[str, _Best] = {}
+            for edge in self._edges(frontier, way if forward else back, seen, flt):
                 if edge.other in best:
                     continue
                 cost, key, rels, path = best[edge.here]
-                offer = (
-                    round(cost + 1.0 / edge.relation.weight, 9),
-                    (*key, edge.relation.id, edge.other),
-                    [*rels, edge.relation],
-                    [*path, edge.other],
-                )
+                step = round(cost + 1.0 / edge.relation.weight, 9)
+                if forward:
+                    offer: _Best = (
+                        step,
+                        (*key, edge.relation.id, edge.other),
+                        [*rels, edge.relation],
+                        [*path, edge.other],
+                    )
+                else:  # the relation leads from edge.other to edge.here, towards the target
+                    offer = (
+                        step,
+                        (edge.relation.id, edge.here, *key),
+                        [edge.relation, *rels],
+                        [edge.other, *path],
+                    )
                 current = offers.get(edge.other)
                 if current is None or offer[:2] < current[:2]:
                     offers[edge.other] = offer
             found = self._entities(sorted(offers), seen)
             known.update(found)
-            frontier = sorted(found)
-            for entity_id in frontier:
+            level = sorted(found)
+            for entity_id in level:
                 best[entity_id] = offers[entity_id]
-            if target_id in best:
-                _, _, rels, path = best[target_id]
-                return Path(entities=[known[i] for i in path], relations=rels)
+            if forward:
+                fwd_frontier = level
+            else:
+                bwd_frontier = level
+            meet = [m for m in level if m in (bwd if forward else fwd)]
+            if meet:
+                joined = min(
+                    (
+                        round(fwd[m][0] + bwd[m][0], 9),
+                        (*fwd[m][1], *bwd[m][1]),
+                        [*fwd[m][2], *bwd[m][2]],
+                        [*fwd[m][3], *bwd[m][3][1:]],
+                    )
+                    for m in meet
+                )
+                return Path(entities=[known[i] for i in joined[3]], relations=joined[2])
+            if not level:
+                return None
         return None
 
     # -- whole graph ------------------------------------------------------------------

@@ -534,6 +534,9 @@ class AsyncGraphContract:
             sub = await g.traverse([shared_a.id], user_id=user)
             assert _names(sub.entities) == ["Shared A", "Shared B"]
             assert [r.id for r in sub.relations] == [shared_rel.id]
+            assert not sub.truncated
+            tight = await g.traverse([shared_a.id], user_id=user, max_nodes=2)
+            assert not tight.truncated  # a hidden node must not show as "more"
             assert await g.shortest_path(shared_a.id, beyond.id, user_id=user) is None
             assert "Secret" not in _names(await g.find_entities(user_id=user))
             assert await g.find_entities("secret", user_id=user) == []
@@ -552,6 +555,7 @@ class AsyncGraphContract:
                 await g.add_relation(shared_b.id, "knows", secret.id, user_id=user)
             with pytest.raises(NotFound):
                 await g.invalidate_relation(r1.id, user_id=user)
+        assert (await g.traverse([shared_a.id], user_id="alice", max_nodes=2)).truncated
         path = await g.shortest_path(shared_a.id, beyond.id, user_id="alice")
         assert path is not None and _names(path.entities) == ["Shared A", "Secret", "Beyond"]
         assert (await g.stats(user_id="alice")).entities == 4

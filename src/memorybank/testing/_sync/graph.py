@@ -535,6 +535,9 @@ class SyncGraphContract:
             sub = g.traverse([shared_a.id], user_id=user)
             assert _names(sub.entities) == ["Shared A", "Shared B"]
             assert [r.id for r in sub.relations] == [shared_rel.id]
+            assert not sub.truncated
+            tight = g.traverse([shared_a.id], user_id=user, max_nodes=2)
+            assert not tight.truncated  # a hidden node must not show as "more"
             assert g.shortest_path(shared_a.id, beyond.id, user_id=user) is None
             assert "Secret" not in _names(g.find_entities(user_id=user))
             assert g.find_entities("secret", user_id=user) == []
@@ -553,6 +556,7 @@ class SyncGraphContract:
                 g.add_relation(shared_b.id, "knows", secret.id, user_id=user)
             with pytest.raises(NotFound):
                 g.invalidate_relation(r1.id, user_id=user)
+        assert (g.traverse([shared_a.id], user_id="alice", max_nodes=2)).truncated
         path = g.shortest_path(shared_a.id, beyond.id, user_id="alice")
         assert path is not None and _names(path.entities) == ["Shared A", "Secret", "Beyond"]
         assert (g.stats(user_id="alice")).entities == 4
