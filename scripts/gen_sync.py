@@ -51,6 +51,8 @@ REPLACEMENTS = {
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",
     "AsyncLock": "Lock",
+    "AsyncBackground": "Background",
+    "aextract": "extract",
     "AsyncWorker": "Worker",
     "amaybe_await": "maybe_await",
     "asleep": "sleep",

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    ExtractionError,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -86,6 +87,7 @@ __all__ = [
     "CoreFacts",
     "Document",
     "Entry",
+    "ExtractionError",
     "Fact",
     "Hit",
     "InvalidInput",

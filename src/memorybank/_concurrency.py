@@ -12,7 +12,9 @@ from __future__ import annotations
 import inspect
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
@@ -24,9 +26,13 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 __all__ = [
+    "AsyncBackground",
     "AsyncLock",
     "AsyncStep",
     "AsyncWorker",
+    "Background",
+    "Backlog",
+    "Breaker",
     "Lock",
     "Step",
     "Worker",
@@ -176,3 +182,261 @@ class Worker:
 
     def shutdown(self) -> None:
         return None
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    """What a background runner holds and has done, in units of work (entries).
+
+    ``dropped``: refused at submit (backlog full, or after close); ``cancelled``:
+    queued or running when close gave up waiting; ``last_error``: the newest
+    failure, as ``"ErrorType: message"``.
+    """
+
+    queued: int = 0
+    running: int = 0
+    done: int = 0
+    failed: int = 0
+    dropped: int = 0
+    cancelled: int = 0
+    last_error: str | None = None
+
+
+class _Counts:
+    """Mutable counters behind ``Backlog`` (guarded by the owner)."""
+
+    def __init__(self) -> None:
+        self.queued = self.running = self.done = self.failed = 0
+        self.dropped = self.cancelled = 0
+        self.last_error: str | None = None
+
+    def snapshot(self) -> Backlog:
+        return Backlog(
+            self.queued,
+            self.running,
+            self.done,
+            self.failed,
+            self.dropped,
+            self.cancelled,
+            self.last_error,
+        )
+
+    def failure(self, name: str, size: int, error: Exception) -> None:
+        self.failed += size
+        self.last_error = f"{type(error).__name__}: {error}"
+        from memorybank._log import logger  # logging loads only when something fails
+
+        logger.warning("%s: background job failed (%s)", name, self.last_error, exc_info=error)
+
+
+class AsyncBackground:
+    """Runs submitted jobs as tasks of the running loop: in order per key, at most
+    ``concurrency`` at once, at most ``max_backlog`` units waiting or running.
+
+    ``submit`` never blocks and never raises: beyond the backlog (or after
+    ``close``) a job is dropped and counted. A job that raises is logged (the
+    ``memorybank`` logger) and counted; it never reaches the submitter.
+    """
+
+    def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
+        self._name = name
+        self._concurrency = concurrency
+        self._max_backlog = max_backlog
+        self._queues: dict[str, deque[tuple[AsyncStep[object], int]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots: asyncio.Semaphore | None = None
+        self._counts = _Counts()
+        self._closed = False
+
+    def counts(self) -> Backlog:
+        return self._counts.snapshot()
+
+    def submit(self, key: str, step: AsyncStep[object], size: int = 1) -> bool:
+        """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
+        import asyncio
+
+        counts = self._counts
+        if self._closed or counts.queued + counts.running + size > self._max_backlog:
+            counts.dropped += size
+            return False
+        counts.queued += size
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append((step, size))
+            return True
+        self._queues[key] = deque([(step, size)])
+        task = asyncio.get_running_loop().create_task(self._run(key))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _run(self, key: str) -> None:
+        import asyncio
+
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._concurrency)
+        queue = self._queues[key]
+        counts = self._counts
+        try:
+            while queue:
+                async with self._slots:
+                    step, size = queue.popleft()
+                    counts.queued -= size
+                    counts.running += size
+                    try:
+                        await step()
+                        counts.done += size
+                    except asyncio.CancelledError:
+                        counts.cancelled += size
+                        raise
+                    except Exception as error:  # a job's failure is counted, never raised
+                        counts.failure(self._name, size, error)
+                    finally:
+                        counts.running -= size
+        finally:
+            # no await between the last check of ``queue`` and here: no submit slips in
+            del self._queues[key]
+            for _, size in queue:
+                counts.queued -= size
+                counts.cancelled += size
+
+    async def drain(self, within: float | None = None) -> bool:
+        """Wait until every job submitted so far (and any they queue) has run; whether
+        that happened within ``within`` seconds (``None``: no limit)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
+        while True:
+            tasks = [t for t in self._tasks if t.get_loop() is loop]
+            if not tasks:
+                return True
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(tasks, timeout=left)
+
+    async def close(self, within: float | None) -> None:
+        """Refuse new jobs, wait up to ``within`` seconds for the backlog, then cancel
+        what is left and wait for it to stop."""
+        import asyncio
+
+        self._closed = True
+        if await self.drain(within):
+            return
+        loop = asyncio.get_running_loop()
+        tasks = [t for t in self._tasks if t.get_loop() is loop]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Background:
+    """Sync twin of :class:`AsyncBackground`: jobs run on a pool of ``concurrency``
+    threads, in order per key (one thread drains one key's queue at a time)."""
+
+    def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
+        self._name = name
+        self._concurrency = concurrency
+        self._max_backlog = max_backlog
+        self._queues: dict[str, deque[tuple[Step[object], int]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._changed = threading.Condition(threading.Lock())
+        self._counts = _Counts()
+        self._closed = False
+        self._cancelled = False
+
+    def counts(self) -> Backlog:
+        with self._changed:
+            return self._counts.snapshot()
+
+    def submit(self, key: str, step: Step[object], size: int = 1) -> bool:
+        """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
+        counts = self._counts
+        with self._changed:
+            if self._closed or counts.queued + counts.running + size > self._max_backlog:
+                counts.dropped += size
+                return False
+            counts.queued += size
+            queue = self._queues.get(key)
+            if queue is not None:
+                queue.append((step, size))
+                return True
+            self._queues[key] = deque([(step, size)])
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self._concurrency, thread_name_prefix=self._name
+                )
+            self._pool.submit(self._run, key)
+            return True
+
+    def _run(self, key: str) -> None:
+        counts = self._counts
+        while True:
+            with self._changed:
+                queue = self._queues[key]
+                if not queue or self._cancelled:
+                    for _, size in queue:
+                        counts.queued -= size
+                        counts.cancelled += size
+                    del self._queues[key]
+                    self._changed.notify_all()
+                    return
+                step, size = queue.popleft()
+                counts.queued -= size
+                counts.running += size
+            try:
+                step()
+                outcome: Exception | None = None
+            except Exception as error:  # a job's failure is counted, never raised
+                outcome = error
+            with self._changed:
+                counts.running -= size
+                if outcome is None:
+                    counts.done += size
+                else:
+                    counts.failure(self._name, size, outcome)
+
+    def drain(self, within: float | None = None) -> bool:
+        """Wait until every job submitted so far has run; whether that happened in time."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._queues, within)
+
+    def close(self, within: float | None) -> None:
+        """Refuse new jobs, wait up to ``within`` seconds for the backlog, then drop
+        what is still queued, wait for the running jobs and stop the threads."""
+        with self._changed:
+            self._closed = True
+        if not self.drain(within):
+            with self._changed:
+                self._cancelled = True
+            self.drain(None)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+class Breaker:
+    """A circuit breaker: after ``threshold`` failures in a row, ``is_open`` for
+    ``cooldown`` seconds, so calls to a service that is down fail fast instead of
+    piling up requests; one success closes it. Used from tasks and threads alike
+    (plain assignments under the GIL; a race only lets one more call through)."""
+
+    def __init__(self, *, threshold: int, cooldown: float) -> None:
+        self.threshold = threshold
+        self.cooldown = cooldown
+        self._failures = 0
+        self._until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._until
+
+    def failed(self) -> None:
+        self._failures += 1
+        if self._failures >= self.threshold:
+            self._until = time.monotonic() + self.cooldown
+
+    def succeeded(self) -> None:
+        self._failures = 0
+        self._until = 0.0

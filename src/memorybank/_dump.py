@@ -30,8 +30,9 @@ then one record per line, each an object with a ``"type"``:
     (provenance links), ``core_fact``, ``core_fact_history``, ``document``,
     and the knowledge graph's ``graph_*`` kinds: entities, their identity and
     name index, relations (``graph_out`` and ``graph_in``), slots, provenance
-    and inference support; see ``memorybank._async.graph``), with its
-    revision, key and expiry.
+    and inference support; see ``memorybank._async.graph``; ``graph_ingested``:
+    the entries ``memory.graph.ingest`` has read, see ``memorybank._async.ingest``),
+    with its revision, key and expiry.
 
 An entry or record line may carry ``"vector": [floats]``: its stored vector of
 the header's ``vector_model`` (``export --vectors MODEL``).
@@ -100,6 +101,7 @@ RECORD_KINDS = (
     "graph_slot",
     "graph_source",
     "graph_support",
+    "graph_ingested",
 )
 
 T = TypeVar("T")

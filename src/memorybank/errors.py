@@ -9,6 +9,8 @@
     ├── NotFound                    "not_found"             thread/entry/branch/record absent
     ├── Conflict                    "conflict"              id already taken, concurrent change
     ├── ThreadForbidden             "thread_forbidden"      thread owned by another user
+    ├── ExtractionError             "extraction_error"      an extraction model's answer was
+    │                                                       unusable (not JSON, wrong shape)
     └── StoreError                  "store_error"           the backend failed
         ├── StoreUnavailable        "store_unavailable"     server down, timeout, pool exhausted
         └── StoreClosed             "store_closed"          used after close()
@@ -32,6 +34,7 @@ from typing import Any
 __all__ = [
     "ConfigurationError",
     "Conflict",
+    "ExtractionError",
     "InvalidInput",
     "MemoryBankError",
     "NotFound",
@@ -102,6 +105,15 @@ class ThreadForbidden(MemoryBankError):
 
     def __init__(self, message: str = "thread access forbidden") -> None:
         super().__init__(message)
+
+
+class ExtractionError(MemoryBankError):
+    """An extractor's model answered, but unusably: not JSON, the wrong shape, a refusal,
+    or an answer cut off at the token limit. Nothing was written. Retrying the same
+    text with the same model rarely helps; an unreachable endpoint raises
+    ``StoreUnavailable`` instead."""
+
+    code = "extraction_error"
 
 
 class StoreError(MemoryBankError):

@@ -81,6 +81,8 @@ EXEMPT = {
     "CoreFacts.close": "closes the file it opened; reads nothing",
     "Turn.add": "buffers a message of the caller's own turn (saved by the thread rule)",
     "Turn.add_many": "buffers messages of the caller's own turn (saved by the thread rule)",
+    "Graph.pending": "counts the memory's extraction backlog; no record or principal in it",
+    "Graph.drain": "waits for the extraction backlog; returns only whether it emptied",
 }
 
 
@@ -427,6 +429,11 @@ CASES: dict[str, Callable[[World], object]] = {
         widening(lambda: w.bob.graph.clear(user_id="alice")),
     ),
     "Graph.infer": lambda w: denied(lambda: w.bob.graph.infer()),
+    "Graph.context_block": lambda w: (
+        denied(lambda: w.bob.graph.context_block(f"Alice {SECRET} lives where?", max_tokens=2000)),
+        denied(lambda: w.root.graph.context_block(f"Alice {SECRET}", max_tokens=2000)),
+    ),
+    "Graph.ingest": lambda w: forbidden(lambda: w.bob.graph.ingest(w.thread)),
     # -- documents -----------------------------------------------------------------------
     "Documents.add": lambda w: denied(lambda: w.bob.documents.add("bob's notes")),
     "Documents.get": lambda w: denied(lambda: w.bob.documents.get(w.document)),

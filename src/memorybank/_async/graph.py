@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank import _validate as v
 from memorybank._async._cas import retry_conflicts
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset, VectorItem
+from memorybank._concurrency import Backlog
 from memorybank._ids import compound_id, new_id
 from memorybank._scope import ROOT, Scope
 from memorybank.errors import Conflict, InvalidInput, NotFound
@@ -76,6 +77,8 @@ from memorybank.stores._types import Visibility, visible
 
 if TYPE_CHECKING:
     from memorybank._async.memory import _Core
+    from memorybank.extract.base import IngestReport
+    from memorybank.records import Entry
 
 __all__ = [
     "ENTITY",
@@ -2139,6 +2142,42 @@ class AsyncGraph:
             now=self._core.now(),
         )
         return None if block is None else block.text
+
+    # -- memory formation (see memorybank._async.ingest) ----------------------------
+
+    async def ingest(
+        self,
+        thread_id: str,
+        entries: Sequence[Entry | str] | None = None,
+        *,
+        user_id: str | Unset | None = UNSET,
+    ) -> IngestReport:
+        """Extract the thread's user and assistant entries (or ``entries``: objects or ids
+        of that thread) with the memory's ``extractor`` into the graph and ``memory.facts``,
+        owned like the thread, with the entry ids as provenance; entries already
+        ingested are skipped. Under the thread rule (``ThreadForbidden``); see
+        ``memorybank._async.ingest``."""
+        from memorybank._async import ingest
+        from memorybank._async.memory import _require_thread
+
+        thread = await _require_thread(
+            self._core,
+            self._tenant,
+            v.check_id(thread_id, "thread_id"),
+            self._scope.user(user_id),
+        )
+        return await ingest.ingest(self._core, self._tenant, thread, entries)
+
+    def pending(self) -> Backlog:
+        """The ``extract_on_write`` backlog of this memory (every handle's; zeros when off)."""
+        background = self._core.background
+        return Backlog() if background is None else background.counts()
+
+    async def drain(self, within: float | None = None) -> bool:
+        """Wait until the ``extract_on_write`` backlog is empty; whether it emptied within
+        ``within`` seconds (``None``: no limit)."""
+        background = self._core.background
+        return True if background is None else await background.drain(within)
 
 
 def _relation_owner(

@@ -198,15 +198,17 @@ class Facts:
         metadata: dict[str, Any] | None = None,
         expires_at: datetime | None = None,
         source_entries: Sequence[str] | None = None,
+        fact_id: str | None = None,
     ) -> Fact:
         """Store a fact and return it. ``source_entries``: ids of the entries it came from.
 
         Owner (``user_id``) and ``agent_id`` default to the handle's scope, else
-        ``None`` (shared).
+        ``None`` (shared). ``fact_id`` chooses the id (default: a new one);
+        ``Conflict`` and nothing written if a fact has it already.
         """
         now = self._core.now()
         fact = Fact(
-            id=new_id(),
+            id=new_id() if fact_id is None else v.check_id(fact_id, "fact_id"),
             agent_id=self._scope.owner(agent_id, "agent_id"),
             user_id=self._scope.owner(user_id),
             content=_check_text(content, "content", max_chars=self._core.max_content_chars),
@@ -220,8 +222,9 @@ class Facts:
             expires_at=None if expires_at is None else v.check_time(expires_at, "expires_at"),
         )
         vector = self._vector(fact)
+        guard = None if fact_id is None else RecordGuard(FACT, fact.id, None)
         self._core.store.record_put(
-            self._tenant, [_record(fact), *_links(fact, fact.source_entries)]
+            self._tenant, [_record(fact), *_links(fact, fact.source_entries)], guard=guard
         )
         self._put_vector(vector)
         return fact

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from memorybank import _validate as v
 from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
 from memorybank._sync.stores.open import open_store
-from memorybank._concurrency import maybe_await
+from memorybank._concurrency import Background, Breaker, maybe_await
 from memorybank._idempotency import keyed
 from memorybank._ids import new_id
 from memorybank._scope import ROOT, Principal, Scope, check_owner
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from memorybank._sync.turn import Turn, OnError
     from memorybank._longterm import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
+    from memorybank.extract.base import Extractor
     from memorybank.graph.model import GraphContextOptions
     from memorybank.retrieval import SearchOptions
 
@@ -57,6 +58,14 @@ DEFAULT_TENANT = "default"
 #: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
 MAX_CONTENT_CHARS = 1_000_000
 _PAGE = 64
+#: Seconds ``close()`` waits for background extraction before cancelling the rest.
+EXTRACT_CLOSE_TIMEOUT = 30.0
+#: Entries background extraction holds at most (queued or running); more are dropped.
+EXTRACT_MAX_BACKLOG = 10_000
+#: After this many background extractions in a row find the extractor unavailable,
+#: the next ones fail at once for ``EXTRACT_PAUSE`` seconds (no request storm).
+EXTRACT_BREAKER_THRESHOLD = 5
+EXTRACT_PAUSE = 30.0
 
 TitleFn = Callable[[str], str | Awaitable[str]]
 Clock = Callable[[], datetime]
@@ -80,8 +89,23 @@ class _Core:
         clock: Clock,
         max_content_chars: int,
         embedder: Embedder | None = None,
+        extractor: Extractor | None = None,
+        extract_on_write: bool = False,
+        extract_concurrency: int = 2,
     ) -> None:
         self.embedder = embedder
+        self.extractor = extractor
+        #: Runs ``extract_on_write`` extractions (``None``: off); see ``_async/ingest.py``.
+        self.background = (
+            Background(
+                "memorybank-extract",
+                concurrency=extract_concurrency,
+                max_backlog=EXTRACT_MAX_BACKLOG,
+            )
+            if extract_on_write
+            else None
+        )
+        self.extract_breaker = Breaker(threshold=EXTRACT_BREAKER_THRESHOLD, cooldown=EXTRACT_PAUSE)
         self.store = store
         self.owns_store = owns_store
         self.tokenizer = tokenizer
@@ -113,6 +137,14 @@ class Memory:
             ``memorybank.embeddings``); ``None`` disables semantic signals.
         api_key: the key of a memorybank server, for an ``http(s)://`` URL
             (``None``: ``$MEMORYBANK_API_KEY``); the tenant is the key's.
+        extractor: reads entries for ``memory.graph.ingest`` (see
+            ``memorybank.extract``: ``LLMExtractor``, ``RuleExtractor``).
+        extract_on_write: also extract every new user/assistant entry in the
+            background: never blocking or failing the write, in order per
+            thread, ``extract_concurrency`` extractions at a time;
+            ``memory.graph.pending()`` shows the backlog, and ``close()``
+            waits for it (at most ``EXTRACT_CLOSE_TIMEOUT`` seconds, then
+            cancels the rest: ``memory.graph.ingest(thread_id)`` catches up).
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -128,7 +160,11 @@ class Memory:
         tenant_id: str = DEFAULT_TENANT,
         embedder: Embedder | None = None,
         api_key: str | None = None,
+        extractor: Extractor | None = None,
+        extract_on_write: bool = False,
+        extract_concurrency: int = 2,
     ) -> None:
+        _check_extraction(extractor, extract_on_write, extract_concurrency)
         if isinstance(url, Store):
             if api_key is not None:
                 raise ConfigurationError("api_key is for a URL, not a store object")
@@ -152,6 +188,9 @@ class Memory:
             clock=clock or _system_clock,
             max_content_chars=max_content_chars,
             embedder=embedder,
+            extractor=extractor,
+            extract_on_write=extract_on_write,
+            extract_concurrency=extract_concurrency,
         )
         self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
 
@@ -228,7 +267,14 @@ class Memory:
         return self._handle(self.tenant_id, self._scope.narrow(user_id=user_id, agent_id=agent_id))
 
     def close(self) -> None:
-        """Close the store if this memory opened it (from a URL), for every handle on it."""
+        """Close the store if this memory opened it (from a URL), for every handle on it.
+
+        With ``extract_on_write``, background extraction stops first: new entries
+        are no longer queued, the backlog gets up to ``EXTRACT_CLOSE_TIMEOUT``
+        seconds, and what is left is cancelled (counted in ``graph.pending()``).
+        """
+        if self._core.background is not None:
+            self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.owns_store:
             self._core.store.close()
 
@@ -656,6 +702,20 @@ class Threads:
         return self._core.store.delete_thread(self._tenant, thread_id)
 
 
+def _check_extraction(extractor: object, on_write: object, concurrency: object) -> None:
+    if extractor is not None and not (
+        callable(getattr(extractor, "extract", None))
+        and callable(getattr(extractor, "extract", None))
+    ):
+        raise ConfigurationError("extractor must have extract() and aextract() methods")
+    if not isinstance(on_write, bool):
+        raise ConfigurationError("extract_on_write must be a bool")
+    if on_write and extractor is None:
+        raise ConfigurationError("extract_on_write=True needs an extractor=")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError("extract_concurrency must be a positive int")
+
+
 def _check_title(title: object) -> str | None:
     return None if title is None else v.check_text(title, "title", max_chars=v.MAX_LABEL_CHARS)
 
@@ -795,6 +855,16 @@ class Entries:
             new_ids = {e.id for e in entries}
             search.embed_entries(
                 self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            )
+        if self._core.background is not None:
+            from memorybank._sync import ingest
+
+            new_ids = {e.id for e in entries}
+            ingest.submit(
+                self._core,
+                self._tenant,
+                result.thread,
+                [e for e in result.entries if e.id in new_ids],
             )
         generate = self._core.generate_title
         if generate is not None and result.thread.title is None:

@@ -14,6 +14,7 @@ request validation         422     ``invalid_input`` (``field``: the first bad
 ``NotFound``               404     ``not_found``
 ``ThreadForbidden``        403     ``thread_forbidden``
 ``Conflict``               409     ``conflict``
+``ExtractionError``        502     ``extraction_error`` (the model's answer)
 ``StoreUnavailable``       503     ``store_unavailable`` (``Retry-After``)
 ``StoreClosed``            503     ``store_closed`` (``Retry-After``)
 ``StoreError``             500     ``store_error``
@@ -41,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    ExtractionError,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -73,6 +75,7 @@ _STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
     (NotFound, 404),
     (ThreadForbidden, 403),
     (Conflict, 409),
+    (ExtractionError, 502),
     (StoreUnavailable, 503),
     (StoreClosed, 503),
     (StoreError, 500),
