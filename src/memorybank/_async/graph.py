@@ -1559,11 +1559,19 @@ class AsyncGraph:
         for level in range(depth + 1):
             if not frontier or (level == depth and not close):
                 break
-            if level == depth:
+            full = max_nodes is not None and len(reached) >= max_nodes
+            if level == depth or full:
                 # The relations from an earlier level to this one were found from there:
-                # the rest are stored under this level's nodes (one read, not two).
-                edges = await self._among(frontier, reached, way, seen, flt)
+                # the rest are stored under this level's nodes (one read, not two). With
+                # no room left, no node is added: this level is the closing one, and the
+                # only other question is whether a node was left out (``truncated``).
+                outside: list[Record] = []
+                edges = await self._among(frontier, reached, way, seen, flt, outside)
                 found: dict[str, Entity] = {}
+                if level < depth and not truncated:
+                    truncated = await self._left_out(
+                        frontier, reached, outside, way, seen, flt, entity_types
+                    )
             else:
                 edges = await self._edges(frontier, way, seen, flt)
                 fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
@@ -1581,6 +1589,8 @@ class AsyncGraph:
                     break
                 relations[rel.id] = rel
             frontier = list(found)
+            if full:
+                break
         return reached, relations, truncated
 
     async def _among(
@@ -1590,22 +1600,58 @@ class AsyncGraph:
         way: Direction,
         seen: Visibility,
         flt: _Filter,
+        outside: list[Record] | None = None,
     ) -> list[_Edge]:
         """The relations (passing ``flt``) between ``ids`` (the last level) and ``reached``
         that the earlier levels did not see: stored under ``ids`` on the side ``way``
-        reads (by source, or by target for ``"in"``), oldest first."""
+        reads (by source, or by target for ``"in"``), oldest first. The visible records
+        read that lead outside ``reached`` are appended to ``outside`` when given."""
         kind, far = (IN, "source_id") if way == "in" else (OUT, "target_id")
         edges: list[_Edge] = []
         for record in await self._core.store.record_list_keys(
             self._tenant, kind, ids, visible_to=seen
         ):
+            if not visible(seen, record.agent_id, record.user_id):
+                continue
             other = str(record.data.get(far))
-            if other not in reached or not visible(seen, record.agent_id, record.user_id):
+            if other not in reached:
+                if outside is not None:
+                    outside.append(record)
                 continue
             relation = _relation(self._tenant, record)
             if flt.keeps(relation):
                 edges.append(_Edge(relation, str(record.key), other))
         return sorted(edges, key=lambda e: (e.relation.created_at, e.relation.id))
+
+    async def _left_out(
+        self,
+        frontier: Sequence[str],
+        reached: Container[str],
+        outside: Sequence[Record],
+        way: Direction,
+        seen: Visibility,
+        flt: _Filter,
+        entity_types: frozenset[str] | None,
+    ) -> bool:
+        """Whether a relation from ``frontier`` (passing ``flt``, walked ``way``) leads to
+        an entity outside ``reached`` that the caller sees (of ``entity_types``).
+
+        ``outside``: records already read that lead out (``_among``'s side); most often
+        they answer, else every edge of the frontier is read."""
+        far = "source_id" if way == "in" else "target_id"
+        pos = 0
+        while pos < len(outside):
+            chunk: list[str] = []
+            while pos < len(outside) and len(chunk) < 16:
+                record = outside[pos]
+                pos += 1
+                if flt.keeps(_relation(self._tenant, record)):
+                    chunk.append(str(record.data.get(far)))
+            if chunk and (await self._admit(list(dict.fromkeys(chunk)), 0, seen, entity_types))[1]:
+                return True
+        edges = await self._edges(frontier, way, seen, flt)
+        fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
+        return (await self._admit(fresh, 0, seen, entity_types))[1]
 
     async def _admit(
         self,

@@ -13,6 +13,11 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+try:  # the server extra's fast parser; the standard library's otherwise
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the installed extras
+    _orjson = None  # type: ignore[assignment]
+
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores._types import Record, Unset, Visibility
 
@@ -67,6 +72,9 @@ RECORD_COLUMNS = (
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: A run of digits that may be an integer beyond 64 bits (``orjson`` reads those as
+#: floats): such text is parsed by ``json``, which keeps every integer exact.
+_LONG_DIGITS = re.compile(r"[0-9][0-9]{18}")  # (faster to scan than [0-9]{19})
 
 
 def to_us(value: datetime) -> int:
@@ -101,9 +109,23 @@ def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
         return None
     if value == "{}":
         return {}
-    if isinstance(value, str | bytes | bytearray):
+    if isinstance(value, str):
+        return _loads(value)
+    if isinstance(value, bytes | bytearray):
         return json.loads(value)
     return value
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, through ``orjson`` (4x faster) when installed and the result is
+    the same: no integer that could exceed 64 bits, and text ``orjson`` refuses (NaN,
+    Infinity, lone surrogates) falls back to ``json``."""
+    if _orjson is not None and _LONG_DIGITS.search(text) is None:
+        try:
+            return _orjson.loads(text)
+        except _orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
 
 
 def tool_calls_value(
