@@ -992,12 +992,7 @@ class AsyncGraph:
             return []
         if wanted is not None:
             assert name is not None
-            ids = [
-                str(r.data["entity_id"])
-                for r in await store.record_list_keys(
-                    self._tenant, NAME, [compound_id(wanted)], visible_to=seen
-                )
-            ]
+            ids = await self._name_index([wanted], seen)
             hits = await store.text_search(
                 self._tenant, name, kinds=[ENTITY], k=max(50, count * 4), visible_to=seen
             )
@@ -1051,11 +1046,8 @@ class AsyncGraph:
         store = self._core.store
         fetch = count * 3 + 10
         scores: dict[str, float] = {}
-        exact = await store.record_list_keys(
-            self._tenant, NAME, [compound_id(normalise(query))], visible_to=seen
-        )
-        for record in exact:
-            scores[str(record.data["entity_id"])] = 10.0
+        for entity_id in await self._name_index([normalise(query)], seen):
+            scores[entity_id] = 10.0
         rankings = [
             await store.text_search(self._tenant, query, kinds=[ENTITY], k=fetch, visible_to=seen)
         ]
@@ -2119,6 +2111,13 @@ class AsyncGraph:
                 await store.record_delete(self._tenant, SOURCE, [link.id])
         return gone
 
+    async def _name_index(self, normalised: Sequence[str], seen: Visibility) -> list[str]:
+        """Ids of the entities ``seen`` may see named or aliased by one of these
+        normalised names: one indexed read of the name records, in their order."""
+        keys = list(dict.fromkeys(compound_id(n) for n in normalised))
+        records = await self._core.store.record_list_keys(self._tenant, NAME, keys, visible_to=seen)
+        return list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
+
     # -- context ------------------------------------------------------------------------
 
     async def _named(
@@ -2135,10 +2134,9 @@ class AsyncGraph:
             return []
         seen = self._seen(user_id, agent_id)
         kinds = _types(types)
-        keys = list(dict.fromkeys(compound_id(normalise(n)) for n in names))
-        records = await self._core.store.record_list_keys(self._tenant, NAME, keys, visible_to=seen)
-        ids = list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
-        found = await self._entities(ids, seen)
+        found = await self._entities(
+            await self._name_index([normalise(n) for n in names], seen), seen
+        )
         return sorted(
             (e for e in found.values() if kinds is None or e.type in kinds),
             key=lambda e: (e.created_at, e.id),

@@ -993,12 +993,7 @@ class Graph:
             return []
         if wanted is not None:
             assert name is not None
-            ids = [
-                str(r.data["entity_id"])
-                for r in store.record_list_keys(
-                    self._tenant, NAME, [compound_id(wanted)], visible_to=seen
-                )
-            ]
+            ids = self._name_index([wanted], seen)
             hits = store.text_search(
                 self._tenant, name, kinds=[ENTITY], k=max(50, count * 4), visible_to=seen
             )
@@ -1052,11 +1047,8 @@ class Graph:
         store = self._core.store
         fetch = count * 3 + 10
         scores: dict[str, float] = {}
-        exact = store.record_list_keys(
-            self._tenant, NAME, [compound_id(normalise(query))], visible_to=seen
-        )
-        for record in exact:
-            scores[str(record.data["entity_id"])] = 10.0
+        for entity_id in self._name_index([normalise(query)], seen):
+            scores[entity_id] = 10.0
         rankings = [
             store.text_search(self._tenant, query, kinds=[ENTITY], k=fetch, visible_to=seen)
         ]
@@ -2120,6 +2112,13 @@ class Graph:
                 store.record_delete(self._tenant, SOURCE, [link.id])
         return gone
 
+    def _name_index(self, normalised: Sequence[str], seen: Visibility) -> list[str]:
+        """Ids of the entities ``seen`` may see named or aliased by one of these
+        normalised names: one indexed read of the name records, in their order."""
+        keys = list(dict.fromkeys(compound_id(n) for n in normalised))
+        records = self._core.store.record_list_keys(self._tenant, NAME, keys, visible_to=seen)
+        return list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
+
     # -- context ------------------------------------------------------------------------
 
     def _named(
@@ -2136,10 +2135,9 @@ class Graph:
             return []
         seen = self._seen(user_id, agent_id)
         kinds = _types(types)
-        keys = list(dict.fromkeys(compound_id(normalise(n)) for n in names))
-        records = self._core.store.record_list_keys(self._tenant, NAME, keys, visible_to=seen)
-        ids = list(dict.fromkeys(str(r.data["entity_id"]) for r in records))
-        found = self._entities(ids, seen)
+        found = self._entities(
+            self._name_index([normalise(n) for n in names], seen), seen
+        )
         return sorted(
             (e for e in found.values() if kinds is None or e.type in kinds),
             key=lambda e: (e.created_at, e.id),
