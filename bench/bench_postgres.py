@@ -8,6 +8,9 @@ W1  appends: T threads x M messages, one call per message, each durable on retur
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: ``history(last=20)``
     against one ``ORDER BY position DESC LIMIT 20`` query turned into the same dicts
     (samples of raw and memorybank interleaved, so load on the machine hits both alike).
+W3  concurrent clients (asyncio tasks, one connection each): 1 client, 32 clients on
+    distinct threads, 32 clients on one shared thread; appends and last 20, raw and
+    memorybank rounds alternating (``bench._clients``).
 S1  semantic top-10 p50/p95 over 10k and 100k 384-d vectors on pgvector:
     ``store.vector_search`` (entries of one thread: tenant/model/kind filters and the
     thread join) against the raw ``ORDER BY embedding <=> q LIMIT 10`` over a plain
@@ -40,6 +43,7 @@ from typing import Any
 
 import psycopg
 
+from bench._clients import HEADERS, run_cases
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
 from memorybank._async.stores.base import SearchHit, VectorItem
@@ -107,6 +111,41 @@ class AsyncRaw:
     async def last(self, thread_id: str, n: int = 20) -> list[dict[str, object]]:
         cur = await self.conn.execute(self.raw.select, (thread_id, n))
         return [_shape(row) for row in reversed(await cur.fetchall())]
+
+
+def w3(url: str, prefix: str, raw: Raw, rounds: int, per_round: int) -> list[list[object]]:
+    """Concurrent clients: appends and last 20 with 1 and 32 tasks (see ``bench._clients``)."""
+
+    async def open_raw(n: int) -> tuple[list[AsyncRaw], Callable[[], Awaitable[Any]]]:
+        conns = [await psycopg.AsyncConnection.connect(url, autocommit=True) for _ in range(n)]
+        positions: dict[str, int] = {}
+        clients = [AsyncRaw(conn, raw) for conn in conns]
+        for client in clients:  # one counter, as one application would keep
+            client.positions = positions
+
+        async def close() -> None:
+            for conn in conns:
+                await conn.close()
+
+        return clients, close
+
+    async def open_memory(n: int) -> tuple[AsyncMemory, Callable[[], Awaitable[Any]]]:
+        store = AsyncPostgresStore.from_url(url, prefix=prefix, pool_size=n)
+        memory = AsyncMemory(store)
+        await memory.remember((await memory.threads.create()).id, "user", "warm up")
+        return memory, store.close
+
+    return asyncio.run(
+        run_cases(
+            _message,
+            open_raw,
+            open_memory,
+            rounds=rounds,
+            per_round=per_round,
+            reads=per_round,
+            label="w3",
+        )
+    )
 
 
 def _shape(row: tuple[Any, ...]) -> dict[str, object]:
@@ -489,15 +528,19 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--url", default=os.environ.get("MEMORYBANK_POSTGRES_URL", DEFAULT_URL))
-    parser.add_argument("--only", choices=("core", "search"), help="run one part")
+    parser.add_argument(
+        "--only", choices=("core", "clients", "search"), help="run one part (clients: W3)"
+    )
     parser.add_argument("--hnsw", action="store_true", help="S1 with HNSW indexes too (slow)")
     parser.add_argument("--pgvector-url", help="a server with pgvector (default: pgserver)")
     args = parser.parse_args(argv)
     threads, messages, repeat = (10, 50, 50) if args.quick else (100, 200, 500)
     prefix = f"bench{uuid.uuid4().hex[:8]}_"
-    if args.only != "search":
+    if args.only in (None, "core"):
         core(args.url, prefix, threads, messages, repeat)
-    if args.only != "core":
+    if args.only in (None, "core", "clients"):
+        clients(args.url, f"{prefix}c_", *((2, 10) if args.quick else (4, 25)))
+    if args.only in (None, "search"):
         sizes = (2_000, 10_000) if args.quick else (10_000, 100_000)
         url, cleanup = _pgvector_server(args.pgvector_url)
         try:
@@ -520,6 +563,22 @@ def main(argv: list[str] | None = None) -> None:
                 for name in TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {prefix}k_{name}")
         print(table(["entries", "", "p50 ms", "p95 ms", "p50 ratio"], rows))
+
+
+def clients(url: str, prefix: str, rounds: int, per_round: int) -> None:
+    """W3."""
+    raw = Raw(url, f"{prefix}raw_messages")
+    try:
+        print(
+            "\n### PostgreSQL W3: concurrent clients (asyncio tasks, a connection each),"
+            " appends and last 20\n"
+        )
+        print(table(HEADERS, w3(url, prefix, raw, rounds, per_round)))
+    finally:
+        raw.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            for name in TABLES:
+                conn.execute(f"DROP TABLE IF EXISTS {prefix}{name}")
 
 
 def core(url: str, prefix: str, threads: int, messages: int, repeat: int) -> None:
