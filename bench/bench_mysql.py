@@ -8,6 +8,10 @@ W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw is one
     ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key,
     turned into the provider-shaped dicts ``history()`` returns (checked equal).
 
+W3  concurrent clients (asyncio tasks, one connection each, raw on aiomysql): 1 client,
+    32 clients on distinct threads, 32 clients on one shared thread; appends and last
+    20 (``bench._clients``).
+
 Raw and memorybank runs are interleaved (W1: per round of appends, W2: per
 sample), so whatever load the machine has hits both alike.
 
@@ -28,6 +32,7 @@ from typing import Any
 
 import pymysql
 
+from bench._clients import HEADERS, run_cases
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
 from memorybank._async.stores.mysql import TABLES, _url_options
@@ -194,6 +199,87 @@ def w2(url: str, prefix: str, repeat: int) -> list[list[object]]:
     return rows
 
 
+class AsyncRaw:
+    """``Raw`` on one aiomysql connection (the baseline for ``AsyncMemory``)."""
+
+    def __init__(self, conn: Any, table_name: str, positions: dict[str, int]) -> None:
+        self.conn = conn
+        self.table = table_name
+        self.positions = positions
+
+    async def append(self, thread_id: str, role: str, content: str) -> None:
+        position = self.positions.get(thread_id, 0) + 1
+        self.positions[thread_id] = position
+        async with self.conn.cursor() as cur:
+            await cur.execute(
+                f"INSERT INTO {self.table} VALUES (%s, %s, %s, %s, NULL, NULL, NULL, %s)",
+                (thread_id, position, role, content, time.time_ns() // 1000),
+            )
+
+    async def last(self, thread_id: str, n: int = 20) -> list[dict[str, object]]:
+        async with self.conn.cursor() as cur:
+            await cur.execute(
+                f"SELECT role, content, name, tool_calls, tool_call_id FROM {self.table}"
+                " WHERE thread_id = %s ORDER BY position DESC LIMIT %s",
+                (thread_id, n),
+            )
+            rows = await cur.fetchall()
+        messages: list[dict[str, object]] = []
+        for role, content, name, tool_calls, tool_call_id in reversed(rows):
+            message: dict[str, object] = {"role": role, "content": content}
+            if name is not None:
+                message["name"] = name
+            if tool_calls is not None:
+                message["tool_calls"] = json.loads(tool_calls)
+            if tool_call_id is not None:
+                message["tool_call_id"] = tool_call_id
+            messages.append(message)
+        return messages
+
+
+def w3(url: str, prefix: str, rounds: int, per_round: int) -> list[list[object]]:
+    """Concurrent clients: appends and last 20 with 1 and 32 tasks (see ``bench._clients``)."""
+    import aiomysql
+
+    raw = Raw(url, f"{prefix}raw_w3")  # creates the table (and drops it at the end)
+
+    async def open_raw(n: int) -> tuple[list[AsyncRaw], Any]:
+        options = _url_options(url)
+        options["db"] = options.pop("database")
+        conns = [
+            await aiomysql.connect(**options, charset="utf8mb4", autocommit=True) for _ in range(n)
+        ]
+        positions: dict[str, int] = {}
+        clients = [AsyncRaw(conn, raw.table, positions) for conn in conns]
+
+        async def close() -> None:
+            for conn in conns:
+                conn.close()
+
+        return clients, close
+
+    async def open_memory(n: int) -> tuple[AsyncMemory, Any]:
+        store = AsyncMySQLStore.from_url(url, prefix=prefix, pool_size=n)
+        memory = AsyncMemory(store)
+        await memory.remember((await memory.threads.create()).id, "user", "warm up")
+        return memory, store.close
+
+    try:
+        return asyncio.run(
+            run_cases(
+                _message,
+                open_raw,
+                open_memory,
+                rounds=rounds,
+                per_round=per_round,
+                reads=per_round,
+                label="w3",
+            )
+        )
+    finally:
+        raw.close()
+
+
 def _drop(url: str, prefix: str) -> None:
     conn: Any = pymysql.connect(**_url_options(url), charset="utf8mb4", autocommit=True)
     with conn.cursor() as cur:
@@ -207,10 +293,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--url", default=DEFAULT_URL, help="mysql:// URL of the server")
+    parser.add_argument("--only", choices=("core", "clients"), help="run one part (clients: W3)")
     args = parser.parse_args(argv)
     threads, messages, repeat = (10, 50, 50) if args.quick else (100, 200, 500)
     prefix = f"bench{uuid.uuid4().hex[:8]}_"
     try:
+        if args.only != "core":
+            print("\n### MySQL W3: concurrent clients (asyncio tasks, a connection each)\n")
+            print(table(HEADERS, w3(args.url, prefix, *((2, 10) if args.quick else (4, 25)))))
+        if args.only == "clients":
+            return
         print(f"\n### MySQL W1: {threads} threads x {messages} appends, each committed\n")
         appends = w1(args.url, prefix, threads, messages)
         print(table(["", "appends/s", "ratio vs raw", "target"], appends))
