@@ -99,27 +99,47 @@ async def run_cases(
             else:
                 mb_tids = [(await memory.threads.create()).id for _ in range(clients)]
 
-            async def raw_append(c: int, i: int) -> None:
-                await raws[c].append(raw_tids[c], "user", message(i))
-
-            async def raw_last(c: int) -> object:
-                return await raws[c].last(raw_tids[c])
-
-            async def mb_append(c: int, i: int) -> None:
-                await memory.remember(mb_tids[c], "user", message(i))
-
-            async def mb_last(c: int) -> object:
-                return await memory.history(mb_tids[c], last=20)
-
-            raw_side, mb_side = Side(raw_append, raw_last), Side(mb_append, mb_last)
-            raw_rate, mb_rate = await _race(raw_side, mb_side, clients, rounds, per_round, False)
-            rows.append([case, "append", raw_rate, mb_rate, mb_rate / raw_rate, ">= 0.5"])
-            assert await raw_last(0) == await mb_last(0) or shared  # same output
-            raw_rate, mb_rate = await _race(raw_side, mb_side, clients, rounds, reads, True)
-            rows.append([case, "last 20", raw_rate, mb_rate, raw_rate / mb_rate, "<= 2 (time)"])
+            rows += await _one_case(
+                case, message, raws, raw_tids, memory, mb_tids, shared, rounds, per_round, reads
+            )
         finally:
             await close_memory()
             await close_raw()
+    return rows
+
+
+async def _one_case(
+    case: str,
+    message: Callable[[int], str],
+    raws: Sequence[RawClient],
+    raw_tids: list[str],
+    memory: AsyncMemory,
+    mb_tids: list[str],
+    shared: bool,
+    rounds: int,
+    per_round: int,
+    reads: int,
+) -> list[list[object]]:
+    clients = len(raw_tids)
+
+    async def raw_append(c: int, i: int) -> None:
+        await raws[c].append(raw_tids[c], "user", message(i))
+
+    async def raw_last(c: int) -> object:
+        return await raws[c].last(raw_tids[c])
+
+    async def mb_append(c: int, i: int) -> None:
+        await memory.remember(mb_tids[c], "user", message(i))
+
+    async def mb_last(c: int) -> object:
+        return await memory.history(mb_tids[c], last=20)
+
+    raw_side, mb_side = Side(raw_append, raw_last), Side(mb_append, mb_last)
+    raw_rate, mb_rate = await _race(raw_side, mb_side, clients, rounds, per_round, False)
+    rows: list[list[object]] = [[case, "append", raw_rate, mb_rate, mb_rate / raw_rate, ">= 0.5"]]
+    assert shared or await raw_last(0) == await mb_last(0)  # the same output
+    raw_rate, mb_rate = await _race(raw_side, mb_side, clients, rounds, reads, True)
+    rows.append([case, "last 20", raw_rate, mb_rate, raw_rate / mb_rate, "<= 2 (time)"])
     return rows
 
 
