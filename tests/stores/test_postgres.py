@@ -663,3 +663,81 @@ async def test_migration_5_turns_jsonb_into_json_keeping_data(prefix: str) -> No
     again = await memory.entries.get("old", added.id)
     assert again is not None and repr(again.state) == repr(numbers) and again.metadata == {}
     await store.close()
+
+
+async def test_migration_6_makes_thread_updates_hot_keeping_data(prefix: str) -> None:
+    """A version-5 schema (updated_at indexed) upgrades in place: rows kept, positions go on,
+    no thread index holds ``updated_at``, and appends update the thread row HOT."""
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(
+            f"CREATE TABLE {prefix}schema_version"
+            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+        )
+        for step in MIGRATIONS[:5]:
+            for statement in step:
+                conn.execute(statement.format(p=prefix))
+        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 5)")
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
+            " updated_at, current_branch) VALUES ('default', 'old', 'u1', 'active',"
+            " now() - interval '1 day', now() - interval '1 day', 'main'),"
+            " ('default', 'other', 'u1', 'active', now(), now(), 'main')"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+            " VALUES ('default', 'old', 'main', now(), 7), ('default', 'other', 'main', now(), 0)"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, token_count, created_at)"
+            " VALUES ('default', 'old', 'main', 7, 'e7', 'user', 'kept', 3, now())"
+        )
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    assert [t.id for t in await memory.threads.list(user_id="u1")] == ["other", "old"]
+    added = await memory.remember("old", "user", "after the upgrade")
+    assert added.position == 8  # the counter went on from the stored one
+    assert [(e.id, e.position) for e in await memory.entries.list("old")] == [
+        ("e7", 7),
+        (added.id, 8),
+    ]
+    # the appended thread is now the most recently updated
+    assert [t.id for t in await memory.threads.list(user_id="u1")] == ["old", "other"]
+    assert [t.id for t in await memory.threads.list()] == ["old", "other"]
+    assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+    indexed = _admin(
+        "SELECT a.attname FROM pg_index x JOIN pg_attribute a ON a.attrelid = x.indrelid"
+        " AND a.attnum = ANY(x.indkey) WHERE x.indrelid = to_regclass(%s)",
+        (f"{prefix}threads",),
+    )
+    assert {name for (name,) in indexed} == {"tenant_id", "id", "user_id"}
+    options = _admin(
+        "SELECT relname, reloptions FROM pg_class WHERE relname IN (%s, %s) ORDER BY relname",
+        (f"{prefix}branches", f"{prefix}threads"),
+    )
+    assert [o for _, o in options] == [["fillfactor=70"], ["fillfactor=70"]]
+    # appends now update the thread and branch rows heap-only (no index tuples)
+    before = _admin(
+        "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+        " WHERE relname IN (%s, %s) ORDER BY relname",
+        (f"{prefix}branches", f"{prefix}threads"),
+    )
+    for i in range(5):
+        await memory.remember("other", "user", f"m{i}")
+    await asyncio.sleep(0.6)  # statistics reach the views at most every 500 ms
+
+    def grown() -> list[tuple[int, int]]:
+        after = _admin(
+            "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables"
+            " WHERE relname IN (%s, %s) ORDER BY relname",
+            (f"{prefix}branches", f"{prefix}threads"),
+        )
+        return [(a[1] - b[1], a[2] - b[2]) for a, b in zip(after, before, strict=True)]
+
+    for _ in range(20):  # wait for the counters (flushed asynchronously)
+        if all(upd >= 5 for upd, _ in grown()):
+            break
+        await asyncio.sleep(0.5)
+    for updates, hot in grown():
+        assert updates >= 5 and hot == updates
+    await store.close()

@@ -6,9 +6,10 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
 
     threads(tenant_id, id, user_id, agent_id, title, metadata json, status,
             created_at, updated_at, current_branch)         PK (tenant_id, id)
-        index (tenant_id, updated_at desc, id desc), (tenant_id, user_id, updated_at desc, id desc)
+        index (tenant_id, user_id); fillfactor 70, no index on updated_at (HOT appends)
     branches(tenant_id, thread_id, name, created_at, from_branch, from_entry,
              last_position)                                 PK (tenant_id, thread_id, name)
+        fillfactor 70 (the counter update is heap-only)
     entries(tenant_id, thread_id, branch, position, id, role, content, name,
             tool_calls jsonb, tool_call_id, metadata json, state json,
             token_count, created_at, idempotency_key, fingerprint)
@@ -83,7 +84,15 @@ schema from version ``i`` to ``i + 1``; the version lives in
 ``<prefix>schema_version``. Migrations run in one transaction under a
 transaction-level advisory lock, so several processes starting at once are safe.
 
-Appends are ONE statement (one round trip, autocommit): it checks the thread
+Appends are ONE statement (one round trip, autocommit). A batch without
+idempotency keys (every ``remember``) runs the short form: ``UPDATE threads SET
+updated_at`` where the thread exists, passes the owner check and has the branch
+(this locks the row), ``UPDATE branches SET last_position`` (reserving the
+positions), ``INSERT`` of the rows; no row back means nothing was written, and
+only then a second query tells why (missing thread, other owner, no branch).
+Both updates are HOT (schema version 6): no index holds ``updated_at`` or
+``last_position``, and both tables keep 30% of each page free, so the new row
+versions stay on their page and no index is touched. The general form: it checks the thread
 and its owner, locks the thread row (``UPDATE ... updated_at``), then the
 branch row, whose ``last_position`` counter reserves the batch's positions, and
 inserts the batch; an entry whose idempotency key is stored already is not
@@ -426,6 +435,20 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE {p}records ALTER COLUMN data TYPE json USING data::json,"
         " ALTER COLUMN data SET DEFAULT '{{}}'",
     ),
+    (
+        # HOT appends: every append sets the thread's ``updated_at``; with that column in
+        # an index each update wrote a new tuple into all three thread indexes (and every
+        # appender of a tenant into the same right-most leaf of ``threads_updated``). With
+        # no index on it, and free room on the page (fillfactor), the update stays on the
+        # page (a heap-only tuple); ``list_threads`` sorts the tenant's (or the user's)
+        # threads instead. The branch counter (``last_position``) is not indexed either.
+        # Existing pages keep their fill until rewritten; no table is rewritten here.
+        "DROP INDEX IF EXISTS {p}threads_updated",
+        "DROP INDEX IF EXISTS {p}threads_user",
+        "CREATE INDEX IF NOT EXISTS {p}threads_owner ON {p}threads (tenant_id, user_id)",
+        "ALTER TABLE {p}threads SET (fillfactor = 70)",
+        "ALTER TABLE {p}branches SET (fillfactor = 70)",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -514,6 +537,40 @@ SELECT
 FROM (SELECT 1) AS one
 LEFT JOIN th ON true
 LEFT JOIN result r ON true
+"""
+
+# The append of a batch without idempotency keys (every ``remember``): the thread row
+# is updated (and so locked) only when it exists, passes the owner check and has the
+# branch; then the branch counter reserves the positions and the rows go in. No row back
+# means nothing was written: ``_append_refusal`` then says why (a second round trip,
+# only on that error path).
+_APPEND_PLAIN = """
+WITH th AS (
+    UPDATE {p}threads t SET updated_at = %(now)s
+    WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s
+      AND (NOT %(check_owner)s::bool OR t.user_id IS NOT DISTINCT FROM %(owner)s::text)
+      AND EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = %(tenant)s
+                  AND b.thread_id = %(thread)s
+                  AND b.name = coalesce(%(branch)s::text, t.current_branch))
+    RETURNING {t_cols}
+),
+br AS (
+    UPDATE {p}branches b SET last_position = b.last_position + %(count)s::bigint
+    FROM th
+    WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s
+      AND b.name = coalesce(%(branch)s::text, th.current_branch)
+    RETURNING b.name, b.last_position - %(count)s::bigint AS base
+),
+ins AS (
+    INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content, name,
+        tool_calls, tool_call_id, metadata, state, token_count, created_at)
+    SELECT %(tenant)s, %(thread)s, br.name, br.base + i.ord, i.id, i.role, i.content, i.name,
+        i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count, i.created_at
+    FROM br CROSS JOIN json_to_recordset(%(batch)s::json) AS i(
+        id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
+        metadata json, state json, token_count integer, created_at timestamptz, ord bigint)
+)
+SELECT br.name, br.base, {th_cols} FROM th LEFT JOIN br ON true
 """
 
 # "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
@@ -1194,6 +1251,8 @@ class AsyncPostgresStore(AsyncStore):
                 first_of[key] = len(sent)
             slot.append(len(sent))
             sent.append(new)
+        if all(e.idempotency_key is None for e in sent):
+            return await self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
         batch = dump([{**_new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
         params = {
             "tenant": tenant,
@@ -1228,6 +1287,61 @@ class AsyncPostgresStore(AsyncStore):
         if len(stored) < len(sent):  # the branch was deleted after the statement's checks
             raise NotFound(f"branch {resolved!r} not found")
         return AppendResult([stored[i] for i in slot], thread)
+
+    async def _append_plain(
+        self,
+        tenant: str,
+        thread_id: str,
+        sent: Sequence[NewEntry],
+        updated_at: datetime,
+        branch: str | None,
+        owner: str | Unset | None,
+    ) -> AppendResult:
+        """A batch without idempotency keys: one statement, nothing to compare."""
+        params = {
+            "tenant": tenant,
+            "thread": thread_id,
+            "branch": branch,
+            "check_owner": not isinstance(owner, Unset),
+            "owner": None if isinstance(owner, Unset) else owner,
+            "now": updated_at,
+            "count": len(sent),
+            "batch": dump(
+                [
+                    {
+                        "id": e.id,
+                        "role": e.role,
+                        "content": e.content,
+                        "name": e.name,
+                        "tool_calls": tool_calls_value(e.tool_calls, e.extra, e.item),
+                        "tool_call_id": e.tool_call_id,
+                        "metadata": e.metadata,
+                        "state": e.state,
+                        "token_count": e.token_count,
+                        "created_at": e.created_at.isoformat(),
+                        "ord": index,
+                    }
+                    for index, e in enumerate(sent, 1)
+                ]
+            ),
+        }
+        rows = await self._fetch(self._sql.append_plain, params)
+        if not rows:
+            refusal = await self._fetch(self._sql.append_refusal, params)
+            if not refusal:
+                raise NotFound(f"thread {thread_id!r} not found")
+            user_id, resolved = refusal[0]
+            if not isinstance(owner, Unset) and user_id != owner:
+                raise ThreadForbidden()
+            raise NotFound(f"branch {resolved!r} not found")
+        name, base = rows[0][0], rows[0][1]
+        if name is None:  # the branch was deleted after the statement's checks
+            resolved = branch if branch is not None else rows[0][2 + _N_THREAD - 1]
+            raise NotFound(f"branch {resolved!r} not found")
+        thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
+        return AppendResult(
+            [_new_entry(e, thread_id, name, base + i) for i, e in enumerate(sent, 1)], thread
+        )
 
     async def _append_rows(self, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Run the append statement; again when it lost an idempotency-key race.
@@ -2070,6 +2184,13 @@ class _Statements:
             th_cols=_cols("th", THREAD_COLUMNS),
             x_cols=_cols("x", ENTRY_COLUMNS),
             null_entry=_NULL_ENTRY,
+        )
+        self.append_plain = _APPEND_PLAIN.format(
+            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
+        )
+        self.append_refusal = (
+            f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"
+            " WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s"
         )
         self.list_entries: dict[tuple[bool, bool], str] = {}
         for has_before in (False, True):
