@@ -981,7 +981,8 @@ class MySQLStore(Store):
         # expression the fast path's writes are conditional on: the error raised below
         # and what was written can never disagree (a refused append writes nothing).
         lock: _Statement = (
-            f"SELECT {_T_COLS}, b.name, b.last_position, t.user_id <=> %s"
+            # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
+            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
@@ -1009,7 +1010,7 @@ class MySQLStore(Store):
         head = results[2][0]
         if not head:
             raise NotFound(f"thread {thread_id!r} not found")
-        row = head[0]
+        row = json.loads(head[0][0])
         thread = _build_thread(row)
         if not isinstance(owner, Unset) and not row[12]:
             raise ThreadForbidden()

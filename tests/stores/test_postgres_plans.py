@@ -1,0 +1,234 @@
+"""Every hot PostgreSQL statement filters on the tenant first (the distribution column).
+
+The statements are the ones the store really sends: each hot call runs once with
+the store's ``_rows`` wrapped to record (statement, parameters), then each recorded
+statement is planned with ``EXPLAIN (FORMAT JSON)`` and the same parameters, on a
+schema holding several tenants' data (analysed). Sequential scans are switched off
+for the planning session, so the plan shows how the statement *can* reach its rows;
+the assertion is that every scan of a memorybank table goes through an index whose
+leading column is ``tenant_id`` with the tenant in its index condition, or (the
+full-text GIN index, which cannot lead with a btree column) applies the tenant
+filter on that same scan. This is what lets a Citus-style distribution by
+``tenant_id`` route each statement to one shard (docs/postgres.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import pytest
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import VectorItem, Visibility
+from memorybank._async.stores.postgres import AsyncPostgresStore
+from memorybank.stores._types import Record
+from tests.conftest import require_server
+from tests.stores.test_contract_postgres import URL, drop_tables
+
+pytestmark = pytest.mark.server
+
+Captured = list[tuple[str, Any]]
+
+
+@pytest.fixture
+def prefix() -> Iterator[str]:
+    import uuid
+
+    try:
+        with psycopg.connect(URL, connect_timeout=3):
+            pass
+    except psycopg.Error as error:
+        require_server("PostgreSQL", error)
+    name = f"p{uuid.uuid4().hex[:10]}_"
+    yield name
+    drop_tables(URL, name)
+
+
+@pytest.fixture
+async def loaded(prefix: str) -> AsyncIterator[tuple[AsyncPostgresStore, AsyncMemory, str]]:
+    """A store with three tenants' threads, entries, facts, documents and vectors."""
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=2)
+    root = AsyncMemory(store)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    thread_id = ""
+    for tenant in ("acme", "globex", "initech"):
+        memory = root.tenant(tenant)
+        for t in range(4):
+            tid = (await memory.threads.create(user_id=f"u{t % 2}")).id
+            await memory.entries.add_many(
+                tid,
+                [{"role": "user", "content": f"note {i} about the invoice {t}"} for i in range(60)],
+            )
+            if tenant == "acme" and t == 0:
+                thread_id = tid
+            entries = await memory.entries.list(tid, limit=30)
+            await store.vector_put(
+                tenant,
+                [
+                    VectorItem("entry", e.id, "m3", [1.0, float(i % 7), 0.5], tid)
+                    for i, e in enumerate(entries)
+                ],
+            )
+        await store.record_put(
+            tenant,
+            [
+                Record(
+                    kind="fact",
+                    id=f"{tenant}-f{i}",
+                    agent_id=None,
+                    user_id=f"u{i % 3}",
+                    content=f"the customer prefers invoice number {i}",
+                    data={},
+                    created_at=now + timedelta(seconds=i),
+                    updated_at=now + timedelta(seconds=i),
+                    key=f"k{i}" if i % 5 == 0 else None,
+                )
+                for i in range(80)
+            ],
+        )
+    with psycopg.connect(URL, autocommit=True) as conn:
+        for table in ("threads", "branches", "entries", "records", "vectors"):
+            conn.execute(f"ANALYZE {prefix}{table}")
+    yield store, root.tenant("acme"), thread_id
+    await store.close()
+
+
+def _capture(store: AsyncPostgresStore) -> Captured:
+    """Record every statement the store sends from now on."""
+    captured: Captured = []
+    run = store._rows
+
+    async def rows(conn: Any, query: str, params: Any) -> list[tuple[Any, ...]]:
+        captured.append((query, params))
+        return await run(conn, query, params)
+
+    store._rows = rows  # type: ignore[method-assign]
+    return captured
+
+
+def _first_columns(prefix: str) -> dict[str, str]:
+    """Index name -> its leading column, for the prefix's tables."""
+    with psycopg.connect(URL, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT i.relname, coalesce(a.attname, '(expression)') FROM pg_index x"
+            " JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid"
+            " LEFT JOIN pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = x.indkey[0]"
+            " WHERE t.relname LIKE %s",
+            (prefix.replace("_", r"\_") + "%",),
+        ).fetchall()
+    return dict(rows)
+
+
+def _plan(query: str, params: Any) -> dict[str, Any]:
+    with psycopg.connect(URL) as conn:
+        conn.execute("SET enable_seqscan = off")
+        row = conn.execute("EXPLAIN (FORMAT JSON) " + query, params).fetchone()
+        conn.rollback()
+    assert row is not None
+    plan = row[0] if not isinstance(row[0], str) else json.loads(row[0])
+    return plan[0]["Plan"]  # type: ignore[no-any-return]
+
+
+def _nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _nodes(child)
+
+
+def _tenant_first(plan: dict[str, Any], prefix: str, leading: dict[str, str]) -> list[str]:
+    """The scans of memorybank tables in ``plan``; fails on one not led by the tenant."""
+    scans: list[str] = []
+    for node in _nodes(plan):
+        relation = node.get("Relation Name", "")
+        kind = node["Node Type"]
+        if not relation.startswith(prefix) or kind == "ModifyTable":
+            continue
+        assert kind != "Seq Scan", f"sequential scan of {relation}"
+        if kind in ("Index Scan", "Index Only Scan"):
+            index = node["Index Name"]
+            assert leading[index] == "tenant_id", (relation, index, leading[index])
+            assert "tenant_id" in node.get("Index Cond", ""), node
+            scans.append(index)
+            continue
+        assert kind == "Bitmap Heap Scan", node
+        bitmaps = [n for n in _nodes(node) if n["Node Type"] == "Bitmap Index Scan"]
+        led = [
+            n
+            for n in bitmaps
+            if leading[n["Index Name"]] == "tenant_id" and "tenant_id" in n.get("Index Cond", "")
+        ]
+        if led:
+            scans.extend(n["Index Name"] for n in led)
+            continue
+        # the full-text GIN index (``search`` alone): the tenant filter is on this scan
+        assert all(leading[n["Index Name"]] == "search" for n in bitmaps), node
+        assert "tenant_id = " in node.get("Filter", ""), node
+        scans.extend(f"{n['Index Name']} + tenant filter" for n in bitmaps)
+    return scans
+
+
+async def test_every_hot_statement_filters_on_the_tenant_first(
+    loaded: tuple[AsyncPostgresStore, AsyncMemory, str], prefix: str
+) -> None:
+    store, memory, thread_id = loaded
+    leading = _first_columns(prefix)
+    hot: dict[str, Captured] = {}
+
+    async def record(name: str, call: Any) -> None:
+        captured = _capture(store)
+        await call
+        store._rows = type(store)._rows  # type: ignore[method-assign]
+        assert captured, name
+        hot[name] = captured
+
+    fact_ids = [f"acme-f{i}" for i in range(10)]
+    scope = Visibility(agent_id=None, user_id="u1")
+    await record("append", memory.remember(thread_id, "user", "one more note"))
+    await record(
+        "append (idempotency key)",
+        memory.entries.add(thread_id, {"role": "user", "content": "keyed"}, idempotency_key="k1"),
+    )
+    await record("last 20", memory.history(thread_id, last=20))
+    await record(
+        "keyword search",
+        store.text_search("acme", "invoice note", kinds=["entry", "fact"], k=10, visible_to=scope),
+    )
+    await record(
+        "keyword search (thread)",
+        store.text_search("acme", "invoice", kinds=["entry"], k=10, thread_id=thread_id),
+    )
+    await record(
+        "vector search",
+        store.vector_search(
+            "acme", [1.0, 2.0, 0.5], model_id="m3", kinds=["entry"], k=5, visible_to=scope
+        ),
+    )
+    await record(
+        "vector search (thread)",
+        store.vector_search(
+            "acme", [1.0, 2.0, 0.5], model_id="m3", kinds=["entry"], k=5, thread_id=thread_id
+        ),
+    )
+    await record("record get", store.record_get("acme", "fact", "acme-f3"))
+    await record("record get many", store.record_get_many("acme", "fact", fact_ids))
+    await record("record list", store.record_list("acme", "fact", visible_to=scope, limit=20))
+    await record("record list by key", store.record_list("acme", "fact", key="k5"))
+    await record("record keys", store.record_list_keys("acme", "fact", ["k0", "k10"]))
+    await record("record page", store.record_page("acme", "fact", limit=20, visible_to=scope))
+    await record("facts list", memory.facts.list(user_id="u1"))
+    await record("thread list", memory.threads.list(user_id="u1"))
+    covered: dict[str, list[str]] = {}
+    for name, statements in hot.items():
+        for query, params in statements:
+            scans = _tenant_first(_plan(query, params), prefix, leading)
+            assert scans, (name, query)  # every hot statement reads at least one table
+            covered.setdefault(name, []).extend(scans)
+    # the indexes the hot paths rely on are the ones planned
+    assert any(s.startswith(f"{prefix}entries_") for s in covered["last 20"])
+    assert f"{prefix}threads_pkey" in covered["append"] + covered["last 20"]
+    assert any(s.startswith(f"{prefix}records_") for s in covered["facts list"])
+    assert any(s.startswith(f"{prefix}vectors_") for s in covered["vector search"])
