@@ -105,8 +105,8 @@ client-side escaping is the same either way). It starts with
 thread and branch rows and so serialises the appenders of a thread across
 processes (its row comes back as one ``JSON_ARRAY`` column, like "last N": the
 driver parses each column's metadata in pure Python, so 13 columns cost the
-client more than the rest of the append). A batch of up to 16 entries without idempotency keys (every
-``remember``) is ONE round trip: the same query goes on with
+client more than the rest of the append). A batch of up to 16 entries without
+idempotency keys (every ``remember``) is ONE round trip: the same query goes on with
 ``INSERT ... SELECT`` rows positioned at ``branches.last_position + k`` and an
 ``UPDATE`` of the counter and ``updated_at``, both conditional on the thread,
 owner and branch (a failed check writes nothing; the client reads the locked
