@@ -221,6 +221,9 @@ async def test_every_hot_statement_filters_on_the_tenant_first(
     await record("record page", store.record_page("acme", "fact", limit=20, visible_to=scope))
     await record("facts list", memory.facts.list(user_id="u1"))
     await record("thread list", memory.threads.list(user_id="u1"))
+    # one round trip each: an append (keyed or not) and "last 20" are one statement
+    for name in ("append", "append (idempotency key)", "last 20"):
+        assert len(hot[name]) == 1, (name, hot[name])
     covered: dict[str, list[str]] = {}
     for name, statements in hot.items():
         for query, params in statements:
