@@ -19,8 +19,9 @@ No retries: a search waits for this call. ``timeout`` bounds the request
 a warning and the hybrid order.
 
 Uses httpx (``pip install memorybank[openai]``): one ``httpx.Client`` for
-``rerank`` and one ``httpx.AsyncClient`` per event loop for ``arerank``, kept
-for the reranker's life (``close()``/``aclose()``).
+``rerank`` (``close()``) and one ``httpx.AsyncClient`` per event loop for
+``arerank``, kept until ``await reranker.aclose()`` on that loop (or
+``async with reranker:``), so a search reuses its connection.
 """
 
 from __future__ import annotations
@@ -264,8 +265,10 @@ class LLMReranker:
     def close(self) -> None:
         """Close the sync client; later calls raise ``ConfigurationError``.
 
-        Async clients belong to their event loops: close them with ``aclose()``
-        on each loop (a client of a loop that has closed is simply dropped).
+        Async clients belong to their event loops: close each with ``aclose()``
+        (or ``async with reranker:``) before its loop ends. A client whose
+        loop has closed is dropped on the next call, its sockets left to the
+        garbage collector.
         """
         with self._lock:
             self._closed = True
@@ -274,11 +277,11 @@ class LLMReranker:
             client.close()
 
     async def aclose(self) -> None:
-        """Close this event loop's client and the sync one; later calls raise."""
+        """Close this event loop's client; the reranker stays usable (a later call on
+        any loop opens a new one)."""
         loop = asyncio.get_running_loop()
         with self._lock:
             client = self._aclients.pop(loop, None)
-        self.close()
         if client is not None:
             await client.aclose()
 
