@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", 2), ("[SEP]", 3)],
     )
-    PreTrainedTokenizerFast(
+    fast: Any = PreTrainedTokenizerFast  # untyped in some transformers releases
+    fast(
         tokenizer_object=wordpiece,
         unk_token="[UNK]",
         sep_token="[SEP]",
@@ -49,7 +51,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         mask_token="[MASK]",
         model_max_length=64,
     ).save_pretrained(path)
-    config = BertConfig(
+    bert: Any = BertConfig  # its keywords are typed differently across releases
+    config = bert(
         vocab_size=len(VOCAB),
         hidden_size=16,
         num_hidden_layers=1,
