@@ -1,5 +1,8 @@
 """The cost of the optional rerank stage: a local cross-encoder on the best 20 hybrid hits.
 
+R2  the same with ``LLMReranker`` against an instant local chat-completions stub,
+    against a raw ``httpx`` POST of the same request: the client's own cost (a
+    real model's latency is its endpoint's).
 R1  ``memory.search(k=10)`` p50/p95 without a reranker, and with
     ``CrossEncoderReranker`` reordering the best ``rerank_top`` (20) hits;
     against the raw peer in the same run: ``CrossEncoder.predict`` on the same
@@ -23,11 +26,15 @@ Run: ``python -m bench rerank`` or ``python -m bench.bench_rerank [--quick]
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +75,21 @@ def texts(n: int, seed: int = 0) -> list[str]:
     return out
 
 
+def interleave(
+    calls: dict[str, Callable[[str], object]], queries: list[str], repeat: int
+) -> dict[str, list[float]]:
+    """Seconds per call, the calls interleaved so they see the same load."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for i in range(3 + repeat):
+        q = queries[i % len(queries)]
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call(q)
+            if i >= 3:  # warm-up
+                samples[name].append(time.perf_counter() - start)
+    return samples
+
+
 def run(model_dir: Path, entries: int, top: int, repeat: int) -> None:
     from sentence_transformers import CrossEncoder
 
@@ -86,20 +108,15 @@ def run(model_dir: Path, entries: int, top: int, repeat: int) -> None:
             def raw(q: str) -> None:
                 raw_model.predict([(q, h.content) for h in hits[q]], show_progress_bar=False)
 
-            # interleaved, so the three see the same load on a shared machine
-            calls: dict[str, Callable[[str], object]] = {
-                "plain": lambda q: mem.search(q, k=10, rerank=False),
-                "reranked": lambda q: mem.search(q, k=10, rerank_top=top),
-                "raw": raw,
-            }
-            samples: dict[str, list[float]] = {name: [] for name in calls}
-            for i in range(3 + repeat):
-                q = queries[i % len(queries)]
-                for name, call in calls.items():
-                    start = time.perf_counter()
-                    call(q)
-                    if i >= 3:  # warm-up
-                        samples[name].append(time.perf_counter() - start)
+            samples = interleave(
+                {
+                    "plain": lambda q: mem.search(q, k=10, rerank=False),
+                    "reranked": lambda q: mem.search(q, k=10, rerank_top=top),
+                    "raw": raw,
+                },
+                queries,
+                repeat,
+            )
     plain, reranked, peer = (Latency.of(samples[n]) for n in ("plain", "reranked", "raw"))
     seen = {len(h) for h in hits.values()}
     print(f"candidates per search: {sorted(seen)} (rerank_top={top}); {entries} entries\n")
@@ -121,6 +138,88 @@ def run(model_dir: Path, entries: int, top: int, repeat: int) -> None:
     )
 
 
+class _Stub(BaseHTTPRequestHandler):
+    """An instant chat-completions "model": ranks the numbered passages last first."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        numbers = re.findall(r"^\[(\d+)\] ", body["messages"][-1]["content"], re.MULTILINE)
+        content = json.dumps({"ranking": [int(n) for n in reversed(numbers)]})
+        answer = {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def run_llm(entries: int, top: int, repeat: int) -> None:
+    """R2: the LLMReranker's own cost against an instant local endpoint."""
+    import httpx
+
+    from memorybank.rerank import LLMReranker, RerankCandidate
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    queries = [f"what did we say about the {t}?" for t in TOPICS]
+    try:
+        with (
+            LLMReranker(base_url, "stub", api_key="x") as reranker,
+            Memory("memory://", reranker=reranker) as mem,
+            httpx.Client(timeout=10.0) as client,
+        ):
+            thread = mem.threads.create(user_id="u", agent_id="a")
+            mem.entries.add_many(
+                thread.id, [{"role": "user", "content": t} for t in texts(entries)]
+            )
+            bodies = {
+                q: reranker.request_body(
+                    q,
+                    [
+                        RerankCandidate(h.id, h.content or "")
+                        for h in mem.search(q, k=top, rerank=False)
+                    ],
+                )
+                for q in queries
+            }
+            samples = interleave(
+                {
+                    "plain": lambda q: mem.search(q, k=10, rerank=False),
+                    "reranked": lambda q: mem.search(q, k=10, rerank_top=top),
+                    "raw": lambda q: client.post(base_url + "/chat/completions", json=bodies[q]),
+                },
+                queries,
+                repeat,
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+    plain, reranked, peer = (Latency.of(samples[n]) for n in ("plain", "reranked", "raw"))
+    print(
+        table(
+            ["call", "p50 ms", "p95 ms"],
+            [
+                ["search k=10, no reranker", plain.p50, plain.p95],
+                [f"search k=10, LLMReranker on top {top} (instant local stub)", reranked.p50,
+                 reranked.p95],
+                ["raw httpx POST of the same request (peer)", peer.p50, peer.p95],
+            ],
+        )
+    )  # fmt: skip
+    print(
+        f"\nrerank stage / raw POST (p50): {(reranked.p50 - plain.p50) / peer.p50:.2f}x; "
+        f"stage overhead: {reranked.p50 - plain.p50 - peer.p50:.2f} ms"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true")
@@ -129,6 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--entries", type=int, default=500)
     args, _ = parser.parse_known_args(argv)
     repeat = 10 if args.quick else 40
+    print("### R2: LLMReranker (client cost; a real model's latency is its endpoint's)\n")
+    run_llm(args.entries, args.top, 5 * repeat)
+    print("\n### R1: CrossEncoderReranker\n")
     with tempfile.TemporaryDirectory() as tmp:
         if args.model is not None:
             model_dir = args.model
