@@ -142,6 +142,7 @@ class _Stub(BaseHTTPRequestHandler):
     """An instant chat-completions "model": ranks the numbered passages last first."""
 
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes
 
     def log_message(self, format: str, *args: Any) -> None:
         pass

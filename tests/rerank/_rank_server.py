@@ -42,6 +42,7 @@ class RankServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
