@@ -62,6 +62,14 @@ def test_search_applies_the_models_order(rank: RankServer) -> None:
     assert len(rank.requests) == 1
 
 
+def test_sync_searches_share_one_connection(rank: RankServer) -> None:
+    with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
+        thread = fill(mem)
+        for _ in range(3):
+            mem.search("garden", k=5, thread_id=thread)
+    assert len(rank.peers) == 3 and len(set(rank.peers)) == 1
+
+
 def test_left_out_and_unknown_ids_keep_the_hybrid_order(rank: RankServer) -> None:
     rank.add(Planned(content=json.dumps({"ranking": [4, 99, 2, 4, 0, -1]})))
     with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
