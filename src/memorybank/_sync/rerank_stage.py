@@ -63,8 +63,11 @@ def plan_rerank(
     return reranker, top
 
 
+_PREFIXES = {"entry": "e:", "document": "d:"}
+
+
 def _key(hit: Hit) -> str:
-    return ("e:" if hit.kind == "entry" else "d:") + hit.id
+    return _PREFIXES.get(hit.kind, f"{hit.kind}:") + hit.id
 
 
 def _describe(reranker: Any) -> str:

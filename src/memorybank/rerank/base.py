@@ -25,7 +25,8 @@ MAX_RERANK_TOP = 100
 class RerankCandidate:
     """One hit a search asks the reranker about.
 
-    ``id`` is the hit's key (``"e:<entry id>"`` or ``"d:<document id>"``),
+    ``id`` is the hit's key (``"e:<entry id>"``, ``"d:<document id>"``, or
+    ``"<kind>:<id>"`` for any other kind of hit),
     ``text`` its content. Candidates come in hybrid order, best first, and are
     only ever hits the caller of the search may see.
     """
