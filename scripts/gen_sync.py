@@ -60,6 +60,7 @@ REPLACEMENTS = {
     "arun_all": "run_all",
     "aclose": "close",
     "aembed": "embed",
+    "arerank": "rerank",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
     "AsyncCursor": "Cursor",

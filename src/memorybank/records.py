@@ -213,7 +213,8 @@ class Hit:
     similarity; keyword: the store's relevance). ``signals`` holds the raw value
     of every signal that matched (``"keyword"``, ``"semantic"``, ``"speaker"``,
     ``"date"``, ``"time_word"``, ``"context"`` for a score inherited from
-    neighbouring entries or the session).
+    neighbouring entries or the session; with a reranker, ``"rerank"`` its
+    score and ``"hybrid"`` the hit's own hybrid score, see ``memorybank.rerank``).
     """
 
     kind: Literal["entry", "document"]

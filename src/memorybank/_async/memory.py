@@ -25,6 +25,7 @@ from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
+from memorybank.rerank.base import Reranker
 from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
@@ -91,8 +92,10 @@ class _Core:
         extractor: Extractor | None = None,
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
     ) -> None:
         self.embedder = embedder
+        self.reranker = reranker
         self.extractor = extractor
         #: Runs ``extract_on_write`` extractions (``None``: off); see ``_async/ingest.py``.
         self.background = (
@@ -144,6 +147,10 @@ class AsyncMemory:
             ``memory.graph.pending()`` shows the backlog, and ``close()``
             waits for it (at most ``EXTRACT_CLOSE_TIMEOUT`` seconds, then
             cancels the rest: ``memory.graph.ingest(thread_id)`` catches up).
+        reranker: an optional last stage of hybrid search (see
+            ``memorybank.rerank``: ``CrossEncoderReranker``, ``LLMReranker``):
+            reorders the best hits of every hybrid search unless the call says
+            ``rerank=False``. ``None`` (the default): no reranking, no model call.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -162,8 +169,13 @@ class AsyncMemory:
         extractor: Extractor | None = None,
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
     ) -> None:
         _check_extraction(extractor, extract_on_write, extract_concurrency)
+        if reranker is not None and not isinstance(reranker, Reranker):
+            raise ConfigurationError(
+                "reranker must have rerank(query, candidates) and arerank(query, candidates)"
+            )
         if isinstance(url, AsyncStore):
             if api_key is not None:
                 raise ConfigurationError("api_key is for a URL, not a store object")
@@ -190,6 +202,7 @@ class AsyncMemory:
             extractor=extractor,
             extract_on_write=extract_on_write,
             extract_concurrency=extract_concurrency,
+            reranker=reranker,
         )
         self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
 
@@ -534,6 +547,8 @@ class AsyncMemory:
         min_score: float | None = None,
         filters: dict[str, Any] | None = None,
         options: SearchOptions | None = None,
+        rerank: bool | None = None,
+        rerank_top: int | None = None,
     ) -> list[Hit]:
         """The ``k`` best entries and documents for ``query``, best first.
 
@@ -546,7 +561,11 @@ class AsyncMemory:
         rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
-        ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
+        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        uses the memory's reranker (if any) on hybrid searches, ``False`` skips
+        it, ``True`` requires it; it reorders the best ``rerank_top`` hits
+        (default 20) and never fails the search (see
+        ``memorybank._async.rerank_stage``). See ``memorybank._async.search``.
         """
         from memorybank._async import search  # numpy and the ranking core load on first use
 
@@ -562,6 +581,8 @@ class AsyncMemory:
             min_score=min_score,
             filters=filters,
             options=options,
+            rerank=rerank,
+            rerank_top=rerank_top,
         )
 
     async def embed_pending(

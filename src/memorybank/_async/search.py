@@ -29,6 +29,8 @@ Pipeline
          ``max(30, 3k)`` each), plus the 3 entries before and after each of the
          5 best entry hits, re-ranked by the same core with the store's keyword
          scores and the stored vectors.
+       * then, only with ``Memory(reranker=...)``: the optional rerank stage
+         reorders the best ``rerank_top`` hits (``memorybank._async.rerank_stage``).
     4. ``mode="keyword"`` keeps only records that share at least one analysed
        term (stop words removed, stemmed) with the query, whatever the store's
        full-text engine returned.
@@ -57,6 +59,7 @@ import numpy as np
 
 from memorybank import _validate as v
 from memorybank._async.documents import DOCUMENT_KIND, document_from_record
+from memorybank._async.rerank_stage import plan_rerank, rerank_hits
 from memorybank._async.stores.base import UNSET, SearchHit, Unset, VectorItem, Visibility
 from memorybank._log import logger
 from memorybank._scope import check_owner
@@ -69,6 +72,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memorybank._async.memory import _Core
+    from memorybank._async.stores.base import AsyncStore
     from memorybank.embeddings.base import Embedder
 
 __all__ = [
@@ -280,6 +284,8 @@ async def run_search(
     min_score: float | None,
     filters: dict[str, Any] | None,
     options: SearchOptions | None,
+    rerank: bool | None = None,
+    rerank_top: int | None = None,
 ) -> list[Hit]:
     """The implementation of ``memory.search`` (see the module docstring)."""
     v.check_text(query, "query")
@@ -300,6 +306,7 @@ async def run_search(
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidInput("options must be a memorybank.retrieval.SearchOptions", field="options")
     opts = options or SearchOptions()
+    reranker, top = plan_rerank(core.reranker, mode, rerank, rerank_top)
     embedder = core.embedder
     if mode == "semantic" and embedder is None:
         raise ConfigurationError("semantic search needs an embedder: Memory(url, embedder=...)")
@@ -313,7 +320,22 @@ async def run_search(
         store_kinds = [kind for kind in store_kinds if kind == "entry"]
     if limit == 0 or not store_kinds or not query.strip():
         return []
-    search = _Search(core, tenant, query, limit, visible, wanted, min_score, opts, store_kinds)
+    fetch = limit if reranker is None else max(limit, top)
+    search = _Search(core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds)
+    hits = await _dispatch(search, store, tenant, thread, mode, store_kinds)
+    if reranker is not None:  # the optional stage: see memorybank._async.rerank_stage
+        hits = (await rerank_hits(reranker, query, hits, top))[:limit]
+    return hits
+
+
+async def _dispatch(
+    search: _Search,
+    store: AsyncStore,
+    tenant: str,
+    thread: Thread | None,
+    mode: SearchMode,
+    store_kinds: list[str],
+) -> list[Hit]:
     if thread is not None and mode == "hybrid":
         count = await store.count_entries(tenant, thread.id)
         if count <= THREAD_RANK_LIMIT:

@@ -26,6 +26,7 @@ from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
+from memorybank.rerank.base import Reranker
 from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
@@ -92,8 +93,10 @@ class _Core:
         extractor: Extractor | None = None,
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
     ) -> None:
         self.embedder = embedder
+        self.reranker = reranker
         self.extractor = extractor
         #: Runs ``extract_on_write`` extractions (``None``: off); see ``_async/ingest.py``.
         self.background = (
@@ -145,6 +148,10 @@ class Memory:
             ``memory.graph.pending()`` shows the backlog, and ``close()``
             waits for it (at most ``EXTRACT_CLOSE_TIMEOUT`` seconds, then
             cancels the rest: ``memory.graph.ingest(thread_id)`` catches up).
+        reranker: an optional last stage of hybrid search (see
+            ``memorybank.rerank``: ``CrossEncoderReranker``, ``LLMReranker``):
+            reorders the best hits of every hybrid search unless the call says
+            ``rerank=False``. ``None`` (the default): no reranking, no model call.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -163,8 +170,13 @@ class Memory:
         extractor: Extractor | None = None,
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
     ) -> None:
         _check_extraction(extractor, extract_on_write, extract_concurrency)
+        if reranker is not None and not isinstance(reranker, Reranker):
+            raise ConfigurationError(
+                "reranker must have rerank(query, candidates) and arerank(query, candidates)"
+            )
         if isinstance(url, Store):
             if api_key is not None:
                 raise ConfigurationError("api_key is for a URL, not a store object")
@@ -191,6 +203,7 @@ class Memory:
             extractor=extractor,
             extract_on_write=extract_on_write,
             extract_concurrency=extract_concurrency,
+            reranker=reranker,
         )
         self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
 
@@ -535,6 +548,8 @@ class Memory:
         min_score: float | None = None,
         filters: dict[str, Any] | None = None,
         options: SearchOptions | None = None,
+        rerank: bool | None = None,
+        rerank_top: int | None = None,
     ) -> list[Hit]:
         """The ``k`` best entries and documents for ``query``, best first.
 
@@ -547,7 +562,11 @@ class Memory:
         rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
-        ranking (``memorybank.retrieval.SearchOptions``). See ``memorybank._async.search``.
+        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        uses the memory's reranker (if any) on hybrid searches, ``False`` skips
+        it, ``True`` requires it; it reorders the best ``rerank_top`` hits
+        (default 20) and never fails the search (see
+        ``memorybank._async.rerank_stage``). See ``memorybank._async.search``.
         """
         from memorybank._sync import search  # numpy and the ranking core load on first use
 
@@ -563,6 +582,8 @@ class Memory:
             min_score=min_score,
             filters=filters,
             options=options,
+            rerank=rerank,
+            rerank_top=rerank_top,
         )
 
     def embed_pending(
