@@ -57,6 +57,14 @@ import numpy as np
 
 from memorybank import _validate as v
 from memorybank._async.documents import DOCUMENT_KIND, document_from_record
+from memorybank._async.fact_recall import (
+    FactItem,
+    fact_candidates,
+    fact_item,
+    fact_pool,
+    fact_vectors,
+)
+from memorybank._async.facts import FACT, FACT_VERSION
 from memorybank._async.stores.base import UNSET, SearchHit, Unset, VectorItem, Visibility
 from memorybank._log import logger
 from memorybank._scope import check_owner
@@ -96,7 +104,8 @@ _MIN_CANDIDATES = 30
 _EXPAND_HITS = 5  # best entry hits whose neighbours join the candidates
 _NEIGHBOURS = 3  # entries before and after each of them
 _CACHED_THREADS = 16
-_KINDS = {"entries": "entry", "documents": DOCUMENT_KIND}
+_KINDS = {"entries": "entry", "documents": DOCUMENT_KIND, "facts": FACT}
+_PREFIX = {"entry": "e:", DOCUMENT_KIND: "d:", FACT: "f:", FACT_VERSION: "v:"}
 _MODES = ("hybrid", "semantic", "keyword")
 
 
@@ -249,12 +258,14 @@ def _check_kinds(kinds: object) -> list[str]:
     if isinstance(kinds, str):
         kinds = (kinds,)
     if not isinstance(kinds, Sequence | set | frozenset):
-        raise InvalidInput("kinds must be a list of 'entries' and 'documents'", field="kinds")
+        raise InvalidInput(
+            "kinds must be a list of 'entries', 'documents' and 'facts'", field="kinds"
+        )
     out: list[str] = []
     for kind in kinds:
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise InvalidInput(
-                f"unknown kind {kind!r}: use 'entries' and/or 'documents'", field="kinds"
+                f"unknown kind {kind!r}: use 'entries', 'documents' and/or 'facts'", field="kinds"
             )
         if _KINDS[kind] not in out:
             out.append(_KINDS[kind])
@@ -280,6 +291,7 @@ async def run_search(
     min_score: float | None,
     filters: dict[str, Any] | None,
     options: SearchOptions | None,
+    include_history: bool = False,
 ) -> list[Hit]:
     """The implementation of ``memory.search`` (see the module docstring)."""
     v.check_text(query, "query")
@@ -288,6 +300,12 @@ async def run_search(
     if mode not in _MODES:
         raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
     store_kinds = _check_kinds(kinds)
+    if not isinstance(include_history, bool):
+        raise InvalidInput("include_history must be true or false", field="include_history")
+    if include_history and FACT not in store_kinds:
+        raise InvalidInput(
+            "include_history applies to facts: add 'facts' to kinds", field="include_history"
+        )
     if visible is None:
         visible = Visibility(UNSET, UNSET)
     wanted = v.check_json_object(filters, "filters")
@@ -313,7 +331,9 @@ async def run_search(
         store_kinds = [kind for kind in store_kinds if kind == "entry"]
     if limit == 0 or not store_kinds or not query.strip():
         return []
-    search = _Search(core, tenant, query, limit, visible, wanted, min_score, opts, store_kinds)
+    search = _Search(
+        core, tenant, query, limit, visible, wanted, min_score, opts, store_kinds, include_history
+    )
     if thread is not None and mode == "hybrid":
         count = await store.count_entries(tenant, thread.id)
         if count <= THREAD_RANK_LIMIT:
@@ -345,6 +365,7 @@ class _Search:
         min_score: float | None,
         options: SearchOptions,
         kinds: list[str],
+        include_history: bool = False,
     ) -> None:
         self.core = core
         self.store = core.store
@@ -356,7 +377,10 @@ class _Search:
         self.min_score = min_score
         self.options = options
         self.kinds = kinds
+        #: record kinds of facts searched: current values, and earlier ones with history
+        self.fact_kinds = [] if FACT not in kinds else [FACT, FACT_VERSION][: 1 + include_history]
         self.threads: dict[str, Thread | None] = {}
+        self._qvecs: list[NDArray[np.float32] | None] = []
 
     def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
         if not math.isfinite(score):  # vectors are checked on the way in; never leak a NaN
@@ -404,8 +428,29 @@ class _Search:
         documents: list[Document] = []
         if DOCUMENT_KIND in self.kinds:
             documents = await self._matching_documents()
+        facts: list[FactItem] = []
+        if self.fact_kinds:
+            facts = await fact_pool(
+                self.core,
+                self.tenant,
+                self.visible,
+                self.query,
+                kinds=self.fact_kinds,
+                fetch=max(_MIN_CANDIDATES, 3 * self.k),
+                query_vector=await self._qvec_list(),
+            )
         scope = f"{self.visible.user_id!r}/{self.visible.agent_id!r}"
-        return await self._rank_entries((self.tenant, "scope", scope), entries, documents)
+        return await self._rank_entries((self.tenant, "scope", scope), entries, documents, facts)
+
+    async def _qvec(self) -> NDArray[np.float32] | None:
+        """The query's vector (``None`` without an embedder), embedded once per search."""
+        if not self._qvecs:
+            self._qvecs.append(await _query_vector(self.core.embedder, self.query))
+        return self._qvecs[0]
+
+    async def _qvec_list(self) -> list[float] | None:
+        qvec = await self._qvec()
+        return None if qvec is None else qvec.tolist()
 
     async def _matching_documents(self) -> list[Document]:
         """Documents among the store's keyword and vector candidates for the query."""
@@ -415,7 +460,7 @@ class _Search:
             self.tenant, self.query, kinds=[DOCUMENT_KIND], k=fetch, visible_to=self.visible
         )
         if embedder is not None:
-            qvec = await _query_vector(embedder, self.query)
+            qvec = await self._qvec()
             assert qvec is not None
             hits += await self.store.vector_search(
                 self.tenant,
@@ -434,7 +479,11 @@ class _Search:
         return list(out.values())
 
     async def _rank_entries(
-        self, key: tuple[str, ...], entries: list[Entry], documents: list[Document]
+        self,
+        key: tuple[str, ...],
+        entries: list[Entry],
+        documents: list[Document],
+        facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
         embedder = self.core.embedder
         model_id = None if embedder is None else embedder.model_id
@@ -454,10 +503,10 @@ class _Search:
             while len(cache) > _CACHED_THREADS:
                 cache.popitem(last=False)
         cache.move_to_end(key)
-        qvec = await _query_vector(embedder, self.query)
-        records: dict[str, Entry | Document] = {e.id: e for e in entries}  # read by this query
+        qvec = await self._qvec()
+        records: dict[str, Entry | Document | FactItem] = {e.id: e for e in entries}
         ranker = index.ranker
-        if documents:  # a one-off ranker: the entries' and the documents' scores on one scale
+        if documents or facts:  # a one-off ranker: entries, documents, facts on one scale
             stored: dict[str, list[float]] = {}
             if model_id is not None:
                 stored = await self.store.vector_get(
@@ -475,6 +524,8 @@ class _Search:
                 for d in documents
             ]
             records.update({"d:" + d.id: d for d in documents})
+            extra += fact_candidates(facts, await fact_vectors(self.core, self.tenant, facts))
+            records.update({f.key: f for f in facts})
             ranker = HybridRanker([*ranker.candidates, *extra], self.options)
         hits: list[Hit] = []
         for i, score, signals in _rank(ranker, self.query, qvec):
@@ -551,7 +602,7 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
-    async def _resolve(self, hit: SearchHit) -> Entry | Document | None:
+    async def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
             if hit.thread_id is None:
                 return None
@@ -562,7 +613,28 @@ class _Search:
         record = await self.store.record_get(self.tenant, hit.kind, hit.id)
         if record is None or not self.visible.admits(record.agent_id, record.user_id):
             return None
+        if hit.kind in (FACT, FACT_VERSION):
+            return fact_item(record, self.core.now())
         return document_from_record(record)
+
+    async def _version_hits(self, qvec: NDArray[np.float32], fetch: int) -> list[SearchHit]:
+        """Cosine hits of the earlier values of facts (stores keep no vectors for them)."""
+        items = await fact_pool(
+            self.core,
+            self.tenant,
+            self.visible,
+            self.query,
+            kinds=[FACT_VERSION],
+            fetch=fetch,
+            query_vector=qvec.tolist(),
+        )
+        vectors = await fact_vectors(self.core, self.tenant, items)
+        hits = [
+            SearchHit(FACT_VERSION, item.key[2:], float(np.dot(qvec, vectors[item.key])))
+            for item in items
+            if item.key in vectors
+        ]
+        return sorted(hits, key=lambda h: -h.score)[:fetch]
 
     async def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
         embedder = self.core.embedder
@@ -577,13 +649,13 @@ class _Search:
             text_hits = await self.store.text_search(
                 self.tenant,
                 self.query,
-                kinds=self.kinds,
+                kinds=[*self.kinds, *self.fact_kinds[1:]],  # earlier values of facts too
                 k=fetch,
                 thread_id=thread_id,
                 visible_to=self.visible,
             )
         if mode in ("hybrid", "semantic") and embedder is not None:
-            qvec = await _query_vector(embedder, self.query)
+            qvec = await self._qvec()
             assert qvec is not None
             vector_hits = await self.store.vector_search(
                 self.tenant,
@@ -594,6 +666,9 @@ class _Search:
                 thread_id=thread_id,
                 visible_to=self.visible,
             )
+            if FACT_VERSION in self.fact_kinds:
+                vector_hits += await self._version_hits(qvec, fetch)
+                vector_hits.sort(key=lambda h: -h.score)  # stable: ties keep the store's order
         if mode != "hybrid":
             signal = "keyword" if mode == "keyword" else "semantic"
             hits: list[Hit] = []
@@ -621,12 +696,12 @@ class _Search:
         vector_hits: list[SearchHit],
         qvec: NDArray[np.float32] | None,
     ) -> list[Hit]:
-        records: dict[str, Entry | Document] = {}  # candidate key -> record
+        records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
         keyword: dict[str, float] = {}
         order: list[str] = []
         for pair in _interleave(text_hits, vector_hits):
             hit, is_text = pair
-            key = ("e:" if hit.kind == "entry" else "d:") + hit.id
+            key = _PREFIX[hit.kind] + hit.id
             if key not in records:
                 if key in order:  # resolved before and dropped
                     continue
@@ -661,7 +736,7 @@ class _Search:
                     records.setdefault("e:" + other.id, other)
                     covered.add((tid, other.position))
         embedder = self.core.embedder
-        vectors: dict[str, list[float]] = {}
+        vectors: dict[str, list[float] | NDArray[np.float32]] = {}
         if embedder is not None and qvec is not None:
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
                 ids = [key[2:] for key in records if key.startswith(prefix)]
@@ -670,6 +745,8 @@ class _Search:
                         self.tenant, kind, ids, model_id=embedder.model_id
                     )
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})
+            facts = [r for r in records.values() if isinstance(r, FactItem)]
+            vectors.update(await fact_vectors(self.core, self.tenant, facts))
         candidates = [
             Candidate(
                 id=key,
@@ -739,7 +816,9 @@ def _rank(
         yield i, float(scores[i]), signals
 
 
-def _hit(record: Entry | Document, score: float, signals: dict[str, float]) -> Hit:
+def _hit(record: Entry | Document | FactItem, score: float, signals: dict[str, float]) -> Hit:
     if isinstance(record, Entry):
         return Hit("entry", score, signals, entry=record)
+    if isinstance(record, FactItem):
+        return Hit("fact", score, signals, fact=record.fact, superseded=record.superseded)
     return Hit("document", score, signals, document=record)
