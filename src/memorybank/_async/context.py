@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._async.facts import fact_rank
@@ -266,7 +266,11 @@ class AsyncContextBuilder:
                 )
                 if len(chosen) < len(facts) and current_input and current_input.strip():
                     # more facts than fit: those relevant to the input first
-                    facts = await self._relevant_facts(facts, current_input, query_vector)
+                    try:
+                        vector = await query_vector()
+                    except Exception:  # the embedder's failure: keywords still rank them
+                        vector = None
+                    facts = await self._relevant_facts(facts, current_input, vector)
                     chosen, fitted, block = self._fit(
                         "Known facts:", [f.content for f in facts], share, blocks, system_tokens
                     )
@@ -384,17 +388,13 @@ class AsyncContextBuilder:
         self,
         facts: list[Fact],
         current_input: str,
-        query_vector: Callable[[], Awaitable[list[float] | None]],
+        vector: list[float] | None,
     ) -> list[Fact]:
         """``facts`` ranked by relevance to the input (``memory.search``'s hybrid scorer),
         best first; the facts it finds no relevance in follow in their given order.
         Without a usable input vector the ranking is by keywords alone."""
         from memorybank._async.fact_recall import rank_facts
 
-        try:
-            vector = await query_vector()
-        except Exception:  # the embedder's failure: keywords still rank the facts
-            vector = None
         order = await rank_facts(
             self._memory._core, self._memory.tenant_id, current_input, facts, vector
         )

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.facts import fact_rank
@@ -267,7 +267,11 @@ class ContextBuilder:
                 )
                 if len(chosen) < len(facts) and current_input and current_input.strip():
                     # more facts than fit: those relevant to the input first
-                    facts = self._relevant_facts(facts, current_input, query_vector)
+                    try:
+                        vector = query_vector()
+                    except Exception:  # the embedder's failure: keywords still rank them
+                        vector = None
+                    facts = self._relevant_facts(facts, current_input, vector)
                     chosen, fitted, block = self._fit(
                         "Known facts:", [f.content for f in facts], share, blocks, system_tokens
                     )
@@ -385,17 +389,13 @@ class ContextBuilder:
         self,
         facts: list[Fact],
         current_input: str,
-        query_vector: Callable[[], Awaitable[list[float] | None]],
+        vector: list[float] | None,
     ) -> list[Fact]:
         """``facts`` ranked by relevance to the input (``memory.search``'s hybrid scorer),
         best first; the facts it finds no relevance in follow in their given order.
         Without a usable input vector the ranking is by keywords alone."""
         from memorybank._sync.fact_recall import rank_facts
 
-        try:
-            vector = query_vector()
-        except Exception:  # the embedder's failure: keywords still rank the facts
-            vector = None
         order = rank_facts(
             self._memory._core, self._memory.tenant_id, current_input, facts, vector
         )
