@@ -617,25 +617,6 @@ class _Search:
             return fact_item(record, self.core.now())
         return document_from_record(record)
 
-    async def _version_hits(self, qvec: NDArray[np.float32], fetch: int) -> list[SearchHit]:
-        """Cosine hits of the earlier values of facts (stores keep no vectors for them)."""
-        items = await fact_pool(
-            self.core,
-            self.tenant,
-            self.visible,
-            self.query,
-            kinds=[FACT_VERSION],
-            fetch=fetch,
-            query_vector=qvec.tolist(),
-        )
-        vectors = await fact_vectors(self.core, self.tenant, items)
-        hits = [
-            SearchHit(FACT_VERSION, item.key[2:], float(np.dot(qvec, vectors[item.key])))
-            for item in items
-            if item.key in vectors
-        ]
-        return sorted(hits, key=lambda h: -h.score)[:fetch]
-
     async def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
         embedder = self.core.embedder
         fetch = max(_MIN_CANDIDATES, (3 if mode == "hybrid" else 5) * self.k)
@@ -645,11 +626,16 @@ class _Search:
         text_hits: list[SearchHit] = []
         vector_hits: list[SearchHit] = []
         qvec: NDArray[np.float32] | None = None
-        if mode in ("hybrid", "keyword"):
+        # Facts come from the store's full-text search in keyword mode (its scale), else
+        # from ``fact_pool``: the facts are few, and an earlier value has no stored vector.
+        text_kinds = [k for k in self.kinds if k != FACT]
+        if mode == "keyword":
+            text_kinds += self.fact_kinds
+        if mode in ("hybrid", "keyword") and text_kinds:
             text_hits = await self.store.text_search(
                 self.tenant,
                 self.query,
-                kinds=[*self.kinds, *self.fact_kinds[1:]],  # earlier values of facts too
+                kinds=text_kinds,
                 k=fetch,
                 thread_id=thread_id,
                 visible_to=self.visible,
@@ -657,18 +643,39 @@ class _Search:
         if mode in ("hybrid", "semantic") and embedder is not None:
             qvec = await self._qvec()
             assert qvec is not None
-            vector_hits = await self.store.vector_search(
+            vector_kinds = [k for k in self.kinds if k != FACT]
+            if vector_kinds:
+                vector_hits = await self.store.vector_search(
+                    self.tenant,
+                    qvec.tolist(),
+                    model_id=embedder.model_id,
+                    kinds=vector_kinds,
+                    k=fetch,
+                    thread_id=thread_id,
+                    visible_to=self.visible,
+                )
+        facts: list[FactItem] = []
+        if self.fact_kinds and mode != "keyword":
+            facts = await fact_pool(
+                self.core,
                 self.tenant,
-                qvec.tolist(),
-                model_id=embedder.model_id,
-                kinds=self.kinds,
-                k=fetch,
-                thread_id=thread_id,
-                visible_to=self.visible,
+                self.visible,
+                self.query,
+                kinds=self.fact_kinds,
+                fetch=fetch,
+                query_vector=None if qvec is None else qvec.tolist(),
             )
-            if FACT_VERSION in self.fact_kinds:
-                vector_hits += await self._version_hits(qvec, fetch)
-                vector_hits.sort(key=lambda h: -h.score)  # stable: ties keep the store's order
+        if mode == "semantic" and facts:  # cosine, the scale of the store's vector search
+            assert qvec is not None
+            vectors = await fact_vectors(self.core, self.tenant, facts)
+            scored = [
+                (float(np.dot(qvec, vectors[f.key])), f.key) for f in facts if f.key in vectors
+            ]
+            vector_hits += [
+                SearchHit(FACT if key[0] == "f" else FACT_VERSION, key[2:], score)
+                for score, key in scored
+            ]
+            vector_hits.sort(key=lambda h: -h.score)  # stable: ties keep the store's order
         if mode != "hybrid":
             signal = "keyword" if mode == "keyword" else "semantic"
             hits: list[Hit] = []
@@ -688,13 +695,14 @@ class _Search:
                 if len(hits) >= self.k:
                     break
             return hits
-        return await self._fuse(text_hits, vector_hits, qvec)
+        return await self._fuse(text_hits, vector_hits, qvec, facts)
 
     async def _fuse(
         self,
         text_hits: list[SearchHit],
         vector_hits: list[SearchHit],
         qvec: NDArray[np.float32] | None,
+        facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
         records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
         keyword: dict[str, float] = {}
@@ -735,6 +743,7 @@ class _Search:
                 if other.content and abs(other.position - entry.position) <= _NEIGHBOURS:
                     records.setdefault("e:" + other.id, other)
                     covered.add((tid, other.position))
+        records.update({f.key: f for f in facts})
         embedder = self.core.embedder
         vectors: dict[str, list[float] | NDArray[np.float32]] = {}
         if embedder is not None and qvec is not None:
@@ -762,8 +771,11 @@ class _Search:
         if not candidates:
             return []
         ranker = HybridRanker(candidates, self.options)
+        # a store ranks facts in another full-text index than entries (other term
+        # statistics, another scale): BM25 over the candidates puts them on one
+        mixed = any(isinstance(r, FactItem) for r in records.values())
         hits: list[Hit] = []
-        for i, score, signals in _rank(ranker, self.query, qvec, keyword):
+        for i, score, signals in _rank(ranker, self.query, qvec, None if mixed else keyword):
             record = records[ranker.structure.ids[i]]
             if self._keep(score, record.metadata):
                 hits.append(_hit(record, score, signals))
