@@ -289,13 +289,14 @@ CASES: dict[str, Callable[[World], object]] = {
         forbidden(lambda: w.bob.search(SECRET, thread_id=w.thread)),
         # facts join search in the scope of facts.list, earlier values too
         *(
-            denied(functools.partial(handle.search, SECRET, k=50, mode=mode, kinds=kinds, **extra))
+            denied(
+                functools.partial(
+                    handle.search, SECRET, k=50, mode=mode, kinds=kinds, include_history=history
+                )
+            )
             for handle in (w.bob, w.root.scoped(user_id=None, agent_id="bot"))
             for mode in ("hybrid", "keyword")
-            for kinds, extra in (
-                (("facts",), {}),
-                (("entries", "documents", "facts"), {"include_history": True}),
-            )
+            for kinds, history in ((("facts",), False), (("entries", "documents", "facts"), True))
         ),
     ),
     "Memory.embed_pending": lambda w: forbidden(lambda: w.bob.embed_pending(thread_id=w.thread)),
