@@ -1,4 +1,4 @@
-"""``memory.search``: keyword, semantic and hybrid recall over entries and documents.
+"""``memory.search``: keyword, semantic and hybrid recall over entries, documents and facts.
 
 Pipeline
     1. Scope once: the tenant, then what ``Visibility(agent_id, user_id)`` may
@@ -32,6 +32,14 @@ Pipeline
     4. ``mode="keyword"`` keeps only records that share at least one analysed
        term (stop words removed, stemmed) with the query, whatever the store's
        full-text engine returned.
+    5. ``kinds`` with ``"facts"``: the facts the caller may see (as
+       ``memory.facts.list``; earlier values too with ``include_history=True``)
+       join the candidates of every path but the thread-scoped one, each a
+       one-item session; see :mod:`memorybank._async.fact_recall`. Keyword mode
+       takes them from the store's full-text search, semantic mode scores them by
+       cosine; when facts are among the store-native hybrid candidates, keyword
+       scores are BM25 over the candidates (a store keeps facts in another
+       full-text index than entries, on another scale).
 
 Entry embeddings
     Written *on write*, one embedder batch per ``entries.add``/``add_many`` call
