@@ -192,3 +192,21 @@ def test_facts_written_before_the_embedder_are_ranked_by_meaning(tmp_path: Path)
         calls = len(embedder.calls)
         memory.search("my car", user_id="alice", kinds=("facts",), k=1)
         assert len(embedder.calls) == calls + 1  # only the query: the facts' vectors are cached
+
+
+def test_search_sees_facts_as_they_change(tmp_path: Path) -> None:
+    memory = Memory(f"sqlite:///{tmp_path / 'x.db'}", embedder=HashEmbedder())
+    thread = memory.threads.create(user_id="alice")
+    memory.entries.add(thread.id, {"role": "user", "content": "I like walking by the river"})
+
+    def facts(query: str) -> list[str | None]:
+        hits = memory.search(query, user_id="alice", kinds=ALL)
+        return [h.content for h in hits if h.kind == "fact"]
+
+    assert facts("river") == []
+    fact = memory.facts.add(content="Alice walks by the river daily", user_id="alice")
+    assert facts("river") == ["Alice walks by the river daily"]
+    memory.facts.update(fact.id, content="Alice swims in the lake", user_id="alice")
+    assert facts("river") == facts("lake") == ["Alice swims in the lake"]  # only the new value
+    memory.facts.delete(fact.id, user_id="alice")
+    assert facts("lake") == []

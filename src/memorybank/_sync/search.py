@@ -242,6 +242,8 @@ class _ThreadIndex:
     options: SearchOptions
     ranker: HybridRanker
     vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
+    #: the last ranker extended with documents and facts, and what they were
+    extended: tuple[tuple[tuple[str, str, datetime | None, bool], ...], HybridRanker] | None = None
 
 
 _CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, ...], _ThreadIndex]] = (
@@ -517,7 +519,7 @@ class _Search:
         ranker = index.ranker
         if documents or facts:  # a one-off ranker: entries, documents, facts on one scale
             stored: dict[str, list[float]] = {}
-            if model_id is not None:
+            if model_id is not None and documents:
                 stored = self.store.vector_get(
                     self.tenant, DOCUMENT_KIND, [d.id for d in documents], model_id=model_id
                 )
@@ -535,7 +537,11 @@ class _Search:
             records.update({"d:" + d.id: d for d in documents})
             extra += fact_candidates(facts, fact_vectors(self.core, self.tenant, facts))
             records.update({f.key: f for f in facts})
-            ranker = HybridRanker([*ranker.candidates, *extra], self.options)
+            # kept while they stay the same (the facts of a scope rarely change)
+            added = tuple((c.id, c.text, c.created_at, c.vector is not None) for c in extra)
+            if index.extended is None or index.extended[0] != added:
+                index.extended = (added, HybridRanker([*ranker.candidates, *extra], self.options))
+            ranker = index.extended[1]
         hits: list[Hit] = []
         for i, score, signals in _rank(ranker, self.query, qvec):
             record = records[ranker.structure.ids[i]]
