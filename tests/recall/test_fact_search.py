@@ -210,3 +210,17 @@ def test_search_sees_facts_as_they_change(tmp_path: Path) -> None:
     assert facts("river") == facts("lake") == ["Alice swims in the lake"]  # only the new value
     memory.facts.delete(fact.id, user_id="alice")
     assert facts("lake") == []
+
+
+async def test_async_search_returns_facts() -> None:
+    from memorybank import AsyncMemory
+
+    async with AsyncMemory("memory://", embedder=HashEmbedder()) as memory:
+        fact = await memory.facts.add(content=DOG, user_id="alice")
+        await memory.facts.supersede(fact.id, "The user's dog is named Rex", user_id="alice")
+        hits = await memory.search(
+            "dog named Biscuit", user_id="alice", kinds=("facts",), include_history=True
+        )
+        assert (hits[0].kind, hits[0].content, hits[0].superseded) == ("fact", DOG, True)
+        with pytest.raises(InvalidInput):
+            await memory.search("dog", include_history=True)
