@@ -206,34 +206,44 @@ class Document:
 
 @dataclass(slots=True)
 class Hit:
-    """One search result: the matched entry or document, its score and its signals.
+    """One search result: the matched entry, document or fact, its score and its signals.
 
-    Exactly one of ``entry``/``document`` is set (``kind`` says which). ``score``
-    is on the scale of the search mode (hybrid: fused score; semantic: cosine
-    similarity; keyword: the store's relevance). ``signals`` holds the raw value
-    of every signal that matched (``"keyword"``, ``"semantic"``, ``"speaker"``,
-    ``"date"``, ``"time_word"``, ``"context"`` for a score inherited from
-    neighbouring entries or the session; with a reranker, ``"rerank"`` its
-    score and ``"hybrid"`` the hit's own hybrid score, see ``memorybank.rerank``).
+    Exactly one of ``entry``/``document``/``fact`` is set (``kind`` says which).
+    ``score`` is on the scale of the search mode (hybrid: fused score; semantic:
+    cosine similarity; keyword: the store's relevance), the same for every kind.
+    ``signals`` holds the raw value of every signal that matched (``"keyword"``,
+    ``"semantic"``, ``"speaker"``, ``"date"``, ``"time_word"``, ``"context"`` for a
+    score inherited from neighbouring entries or the session; with a reranker,
+    ``"rerank"`` its score and ``"hybrid"`` the hit's own hybrid score, see
+    ``memorybank.rerank``). ``superseded`` is true for an earlier value of a
+    fact (``search(..., include_history=True)``): its ``fact`` carries the fact's
+    id and the ``version`` it had then.
     """
 
-    kind: Literal["entry", "document"]
+    kind: Literal["entry", "document", "fact"]
     score: float
     signals: dict[str, float]
     entry: Entry | None = None
     document: Document | None = None
+    fact: Fact | None = None
+    superseded: bool = False
+
+    def _record(self) -> Entry | Document | Fact | None:
+        if self.entry is not None:
+            return self.entry
+        return self.document if self.document is not None else self.fact
 
     @property
     def id(self) -> str:
-        """The id of the matched entry or document."""
-        record = self.entry if self.entry is not None else self.document
+        """The id of the matched entry, document or fact."""
+        record = self._record()
         assert record is not None
         return record.id
 
     @property
     def content(self) -> str | None:
-        """The text of the matched entry or document."""
-        record = self.entry if self.entry is not None else self.document
+        """The text of the matched entry, document or fact."""
+        record = self._record()
         return None if record is None else record.content
 
 

@@ -133,6 +133,78 @@ async def test_facts_block_takes_at_most_ten_percent(memory: AsyncMemory) -> Non
     assert context.token_count <= 1000
 
 
+_PETS = ("hamster", "parrot", "tortoise", "goldfish", "ferret")
+
+
+async def _many_facts(memory: AsyncMemory) -> str:
+    """200 facts of alice (the dog one among the oldest, least confident); its text."""
+    dog = "alice's dog, a golden retriever she adopted from a shelter, is called Biscuit"
+    await memory.facts.add(agent_id="a", user_id="alice", content=dog, confidence=0.1)
+    for i in range(199):
+        await memory.facts.add(
+            agent_id="a",
+            user_id="alice",
+            content=f"alice owns a {_PETS[i % 5]} number {i} named n{i}",
+            confidence=0.5 + i / 1000,
+        )
+    return dog
+
+
+async def test_facts_block_prefers_facts_relevant_to_the_input(memory: AsyncMemory) -> None:
+    tid = await thread(memory)
+    dog = await _many_facts(memory)
+    options: dict[str, Any] = {"max_tokens": 600, "reserve_tokens": 100, "include_facts": True}
+    # without an input the order stays confidence first: the dog fact does not fit
+    context = await memory.build_context(tid, agent_id="a", user_id="alice", **options)
+    assert 0 < len(context.facts) < 200 and dog not in [f.content for f in context.facts]
+    context = await memory.build_context(
+        tid, agent_id="a", user_id="alice", current_input="What is my dog called?", **options
+    )
+    assert context.facts[0].content == dog
+    block = context.messages[0]["content"]
+    assert block.startswith("Known facts:\n- " + dog)
+    # the block is counted exactly and stays within its share (floor(500 * 0.1) = 50)
+    system_tokens = count_message_tokens(Words(), context.messages[0])
+    assert system_tokens <= 50
+    assert context.token_count == system_tokens + sum(e.token_count for e in context.entries)
+
+
+async def test_facts_block_ranks_by_meaning_with_an_embedder(smart: AsyncMemory) -> None:
+    tid = await thread(smart)
+    dog = await _many_facts(smart)
+    context = await smart.build_context(
+        tid,
+        agent_id="a",
+        user_id="alice",
+        max_tokens=600,
+        reserve_tokens=100,
+        include_facts=True,
+        current_input="dog Biscuit",
+    )
+    assert context.facts[0].content == dog
+
+
+async def test_facts_block_keeps_its_order_when_every_fact_fits(memory: AsyncMemory) -> None:
+    tid = await thread(memory)
+    for i in range(5):
+        await memory.facts.add(
+            agent_id="a", user_id="alice", content=f"fact {i} about tea", confidence=i / 10
+        )
+    await memory.facts.add(agent_id="a", user_id="alice", content="the dog is Rex")
+    context = await memory.build_context(
+        tid,
+        agent_id="a",
+        user_id="alice",
+        max_tokens=4000,
+        include_facts=True,
+        current_input="what is the dog's name?",
+    )
+    assert [f.content for f in context.facts] == [
+        *(f"fact {i} about tea" for i in range(4, -1, -1)),
+        "the dog is Rex",
+    ]
+
+
 async def test_facts_are_scoped_to_agent_and_user(memory: AsyncMemory) -> None:
     tid = await thread(memory)
     now = memory._core.now()

@@ -183,7 +183,8 @@ def test_min_score_and_filters(memory: Memory) -> None:
     [
         {"mode": "fuzzy"},
         {"k": -1},
-        {"kinds": ("facts",)},
+        {"kinds": ("fact",)},
+        {"kinds": ("entries", "documents"), "include_history": True},
         {"min_score": float("nan")},
         {"filters": "lang=en"},
         {"options": {"semantic": 0}},

@@ -14,6 +14,7 @@ surface is the same.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import uuid
@@ -123,6 +124,8 @@ def build_world(root: Memory) -> World:
     alice.entries.add(thread.id, {"role": "assistant", "content": f"noted {SECRET}"})
     alice.branches.create(thread.id, "alt")
     fact = alice.facts.add(content=f"alice likes {SECRET}")
+    moved = alice.facts.add(content=f"alice lived in {SECRET} town")  # a fact with history
+    alice.facts.supersede(moved.id, f"alice lives in {SECRET} city")
     document = alice.documents.add(f"alice notes on {SECRET}")
     alice.summaries.add(content=f"summary {SECRET}")
     alice.snapshots.save("run-1", {"s": SECRET})
@@ -284,6 +287,17 @@ CASES: dict[str, Callable[[World], object]] = {
         denied(lambda: w.bob.search(SECRET, k=50)),
         denied(lambda: w.bob.search(SECRET, k=50, mode="keyword")),
         forbidden(lambda: w.bob.search(SECRET, thread_id=w.thread)),
+        # facts join search in the scope of facts.list, earlier values too
+        *(
+            denied(
+                functools.partial(
+                    handle.search, SECRET, k=50, mode=mode, kinds=kinds, include_history=history
+                )
+            )
+            for handle in (w.bob, w.root.scoped(user_id=None, agent_id="bot"))
+            for mode in ("hybrid", "keyword")
+            for kinds, history in ((("facts",), False), (("entries", "documents", "facts"), True))
+        ),
     ),
     "Memory.embed_pending": lambda w: forbidden(lambda: w.bob.embed_pending(thread_id=w.thread)),
     # -- threads -------------------------------------------------------------------------

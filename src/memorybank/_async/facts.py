@@ -34,7 +34,7 @@ from memorybank.stores._types import visible
 if TYPE_CHECKING:
     from memorybank._async.memory import _Core
 
-__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "AsyncFacts", "fact_rank"]
+__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "AsyncFacts", "fact_from_record", "fact_rank"]
 
 FACT = "fact"
 FACT_VERSION = "fact_version"
@@ -60,6 +60,10 @@ def _fact(record: Record) -> Fact:
         expires_at=record.expires_at,
         version=int(data.get("version", 1)),
     )
+
+
+#: A stored fact (kind ``fact``) or earlier value (kind ``fact_version``) as a ``Fact``.
+fact_from_record = _fact
 
 
 def _record(fact: Fact, revision: int = 0) -> Record:

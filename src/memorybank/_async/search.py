@@ -1,4 +1,4 @@
-"""``memory.search``: keyword, semantic and hybrid recall over entries and documents.
+"""``memory.search``: keyword, semantic and hybrid recall over entries, documents and facts.
 
 Pipeline
     1. Scope once: the tenant, then what ``Visibility(agent_id, user_id)`` may
@@ -34,6 +34,14 @@ Pipeline
     4. ``mode="keyword"`` keeps only records that share at least one analysed
        term (stop words removed, stemmed) with the query, whatever the store's
        full-text engine returned.
+    5. ``kinds`` with ``"facts"``: the facts the caller may see (as
+       ``memory.facts.list``; earlier values too with ``include_history=True``)
+       join the candidates of every path but the thread-scoped one, each a
+       one-item session; see :mod:`memorybank._async.fact_recall`. Keyword mode
+       takes them from the store's full-text search, semantic mode scores them by
+       cosine; when facts are among the store-native hybrid candidates, keyword
+       scores are BM25 over the candidates (a store keeps facts in another
+       full-text index than entries, on another scale).
 
 Entry embeddings
     Written *on write*, one embedder batch per ``entries.add``/``add_many`` call
@@ -59,6 +67,14 @@ import numpy as np
 
 from memorybank import _validate as v
 from memorybank._async.documents import DOCUMENT_KIND, document_from_record
+from memorybank._async.fact_recall import (
+    FactItem,
+    fact_candidates,
+    fact_item,
+    fact_pool,
+    fact_vectors,
+)
+from memorybank._async.facts import FACT, FACT_VERSION
 from memorybank._async.rerank_stage import plan_rerank, rerank_hits
 from memorybank._async.stores.base import UNSET, SearchHit, Unset, VectorItem, Visibility
 from memorybank._log import logger
@@ -100,7 +116,8 @@ _MIN_CANDIDATES = 30
 _EXPAND_HITS = 5  # best entry hits whose neighbours join the candidates
 _NEIGHBOURS = 3  # entries before and after each of them
 _CACHED_THREADS = 16
-_KINDS = {"entries": "entry", "documents": DOCUMENT_KIND}
+_KINDS = {"entries": "entry", "documents": DOCUMENT_KIND, "facts": FACT}
+_PREFIX = {"entry": "e:", DOCUMENT_KIND: "d:", FACT: "f:", FACT_VERSION: "v:"}
 _MODES = ("hybrid", "semantic", "keyword")
 
 
@@ -228,6 +245,8 @@ class _ThreadIndex:
     options: SearchOptions
     ranker: HybridRanker
     vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
+    #: the last ranker extended with documents and facts, and what they were
+    extended: tuple[tuple[tuple[str, str, datetime | None, bool], ...], HybridRanker] | None = None
 
 
 _CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, ...], _ThreadIndex]] = (
@@ -253,12 +272,14 @@ def _check_kinds(kinds: object) -> list[str]:
     if isinstance(kinds, str):
         kinds = (kinds,)
     if not isinstance(kinds, Sequence | set | frozenset):
-        raise InvalidInput("kinds must be a list of 'entries' and 'documents'", field="kinds")
+        raise InvalidInput(
+            "kinds must be a list of 'entries', 'documents' and 'facts'", field="kinds"
+        )
     out: list[str] = []
     for kind in kinds:
-        if kind not in _KINDS:
+        if not isinstance(kind, str) or kind not in _KINDS:
             raise InvalidInput(
-                f"unknown kind {kind!r}: use 'entries' and/or 'documents'", field="kinds"
+                f"unknown kind {kind!r}: use 'entries', 'documents' and/or 'facts'", field="kinds"
             )
         if _KINDS[kind] not in out:
             out.append(_KINDS[kind])
@@ -286,6 +307,7 @@ async def run_search(
     options: SearchOptions | None,
     rerank: bool | None = None,
     rerank_top: int | None = None,
+    include_history: bool = False,
 ) -> list[Hit]:
     """The implementation of ``memory.search`` (see the module docstring)."""
     v.check_text(query, "query")
@@ -294,6 +316,12 @@ async def run_search(
     if mode not in _MODES:
         raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
     store_kinds = _check_kinds(kinds)
+    if not isinstance(include_history, bool):
+        raise InvalidInput("include_history must be true or false", field="include_history")
+    if include_history and FACT not in store_kinds:
+        raise InvalidInput(
+            "include_history applies to facts: add 'facts' to kinds", field="include_history"
+        )
     if visible is None:
         visible = Visibility(UNSET, UNSET)
     wanted = v.check_json_object(filters, "filters")
@@ -321,7 +349,9 @@ async def run_search(
     if limit == 0 or not store_kinds or not query.strip():
         return []
     fetch = limit if reranker is None else max(limit, top)
-    search = _Search(core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds)
+    search = _Search(
+        core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds, include_history
+    )
     hits = await _dispatch(search, store, tenant, thread, mode, store_kinds)
     if reranker is not None:  # the optional stage: see memorybank._async.rerank_stage
         hits = (await rerank_hits(reranker, query, hits, top))[:limit]
@@ -367,6 +397,7 @@ class _Search:
         min_score: float | None,
         options: SearchOptions,
         kinds: list[str],
+        include_history: bool = False,
     ) -> None:
         self.core = core
         self.store = core.store
@@ -378,7 +409,10 @@ class _Search:
         self.min_score = min_score
         self.options = options
         self.kinds = kinds
+        #: record kinds of facts searched: current values, and earlier ones with history
+        self.fact_kinds = [] if FACT not in kinds else [FACT, FACT_VERSION][: 1 + include_history]
         self.threads: dict[str, Thread | None] = {}
+        self._qvecs: list[NDArray[np.float32] | None] = []
 
     def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
         if not math.isfinite(score):  # vectors are checked on the way in; never leak a NaN
@@ -426,8 +460,29 @@ class _Search:
         documents: list[Document] = []
         if DOCUMENT_KIND in self.kinds:
             documents = await self._matching_documents()
+        facts: list[FactItem] = []
+        if self.fact_kinds:
+            facts = await fact_pool(
+                self.core,
+                self.tenant,
+                self.visible,
+                self.query,
+                kinds=self.fact_kinds,
+                fetch=max(_MIN_CANDIDATES, 3 * self.k),
+                query_vector=await self._qvec_list(),
+            )
         scope = f"{self.visible.user_id!r}/{self.visible.agent_id!r}"
-        return await self._rank_entries((self.tenant, "scope", scope), entries, documents)
+        return await self._rank_entries((self.tenant, "scope", scope), entries, documents, facts)
+
+    async def _qvec(self) -> NDArray[np.float32] | None:
+        """The query's vector (``None`` without an embedder), embedded once per search."""
+        if not self._qvecs:
+            self._qvecs.append(await _query_vector(self.core.embedder, self.query))
+        return self._qvecs[0]
+
+    async def _qvec_list(self) -> list[float] | None:
+        qvec = await self._qvec()
+        return None if qvec is None else qvec.tolist()
 
     async def _matching_documents(self) -> list[Document]:
         """Documents among the store's keyword and vector candidates for the query."""
@@ -437,7 +492,7 @@ class _Search:
             self.tenant, self.query, kinds=[DOCUMENT_KIND], k=fetch, visible_to=self.visible
         )
         if embedder is not None:
-            qvec = await _query_vector(embedder, self.query)
+            qvec = await self._qvec()
             assert qvec is not None
             hits += await self.store.vector_search(
                 self.tenant,
@@ -456,7 +511,11 @@ class _Search:
         return list(out.values())
 
     async def _rank_entries(
-        self, key: tuple[str, ...], entries: list[Entry], documents: list[Document]
+        self,
+        key: tuple[str, ...],
+        entries: list[Entry],
+        documents: list[Document],
+        facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
         embedder = self.core.embedder
         model_id = None if embedder is None else embedder.model_id
@@ -476,12 +535,12 @@ class _Search:
             while len(cache) > _CACHED_THREADS:
                 cache.popitem(last=False)
         cache.move_to_end(key)
-        qvec = await _query_vector(embedder, self.query)
-        records: dict[str, Entry | Document] = {e.id: e for e in entries}  # read by this query
+        qvec = await self._qvec()
+        records: dict[str, Entry | Document | FactItem] = {e.id: e for e in entries}
         ranker = index.ranker
-        if documents:  # a one-off ranker: the entries' and the documents' scores on one scale
+        if documents or facts:  # a one-off ranker: entries, documents, facts on one scale
             stored: dict[str, list[float]] = {}
-            if model_id is not None:
+            if model_id is not None and documents:
                 stored = await self.store.vector_get(
                     self.tenant, DOCUMENT_KIND, [d.id for d in documents], model_id=model_id
                 )
@@ -497,7 +556,13 @@ class _Search:
                 for d in documents
             ]
             records.update({"d:" + d.id: d for d in documents})
-            ranker = HybridRanker([*ranker.candidates, *extra], self.options)
+            extra += fact_candidates(facts, await fact_vectors(self.core, self.tenant, facts))
+            records.update({f.key: f for f in facts})
+            # kept while they stay the same (the facts of a scope rarely change)
+            added = tuple((c.id, c.text, c.created_at, c.vector is not None) for c in extra)
+            if index.extended is None or index.extended[0] != added:
+                index.extended = (added, HybridRanker([*ranker.candidates, *extra], self.options))
+            ranker = index.extended[1]
         hits: list[Hit] = []
         for i, score, signals in _rank(ranker, self.query, qvec):
             record = records[ranker.structure.ids[i]]
@@ -573,7 +638,7 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
-    async def _resolve(self, hit: SearchHit) -> Entry | Document | None:
+    async def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
             if hit.thread_id is None:
                 return None
@@ -584,6 +649,8 @@ class _Search:
         record = await self.store.record_get(self.tenant, hit.kind, hit.id)
         if record is None or not self.visible.admits(record.agent_id, record.user_id):
             return None
+        if hit.kind in (FACT, FACT_VERSION):
+            return fact_item(record, self.core.now())
         return document_from_record(record)
 
     async def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
@@ -595,27 +662,56 @@ class _Search:
         text_hits: list[SearchHit] = []
         vector_hits: list[SearchHit] = []
         qvec: NDArray[np.float32] | None = None
-        if mode in ("hybrid", "keyword"):
+        # Facts come from the store's full-text search in keyword mode (its scale), else
+        # from ``fact_pool``: the facts are few, and an earlier value has no stored vector.
+        text_kinds = [k for k in self.kinds if k != FACT]
+        if mode == "keyword":
+            text_kinds += self.fact_kinds
+        if mode in ("hybrid", "keyword") and text_kinds:
             text_hits = await self.store.text_search(
                 self.tenant,
                 self.query,
-                kinds=self.kinds,
+                kinds=text_kinds,
                 k=fetch,
                 thread_id=thread_id,
                 visible_to=self.visible,
             )
         if mode in ("hybrid", "semantic") and embedder is not None:
-            qvec = await _query_vector(embedder, self.query)
+            qvec = await self._qvec()
             assert qvec is not None
-            vector_hits = await self.store.vector_search(
+            vector_kinds = [k for k in self.kinds if k != FACT]
+            if vector_kinds:
+                vector_hits = await self.store.vector_search(
+                    self.tenant,
+                    qvec.tolist(),
+                    model_id=embedder.model_id,
+                    kinds=vector_kinds,
+                    k=fetch,
+                    thread_id=thread_id,
+                    visible_to=self.visible,
+                )
+        facts: list[FactItem] = []
+        if self.fact_kinds and mode != "keyword":
+            facts = await fact_pool(
+                self.core,
                 self.tenant,
-                qvec.tolist(),
-                model_id=embedder.model_id,
-                kinds=self.kinds,
-                k=fetch,
-                thread_id=thread_id,
-                visible_to=self.visible,
+                self.visible,
+                self.query,
+                kinds=self.fact_kinds,
+                fetch=fetch,
+                query_vector=None if qvec is None else qvec.tolist(),
             )
+        if mode == "semantic" and facts:  # cosine, the scale of the store's vector search
+            assert qvec is not None
+            vectors = await fact_vectors(self.core, self.tenant, facts)
+            scored = [
+                (float(np.dot(qvec, vectors[f.key])), f.key) for f in facts if f.key in vectors
+            ]
+            vector_hits += [
+                SearchHit(FACT if key[0] == "f" else FACT_VERSION, key[2:], score)
+                for score, key in scored
+            ]
+            vector_hits.sort(key=lambda h: -h.score)  # stable: ties keep the store's order
         if mode != "hybrid":
             signal = "keyword" if mode == "keyword" else "semantic"
             hits: list[Hit] = []
@@ -635,20 +731,21 @@ class _Search:
                 if len(hits) >= self.k:
                     break
             return hits
-        return await self._fuse(text_hits, vector_hits, qvec)
+        return await self._fuse(text_hits, vector_hits, qvec, facts)
 
     async def _fuse(
         self,
         text_hits: list[SearchHit],
         vector_hits: list[SearchHit],
         qvec: NDArray[np.float32] | None,
+        facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
-        records: dict[str, Entry | Document] = {}  # candidate key -> record
+        records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
         keyword: dict[str, float] = {}
         order: list[str] = []
         for pair in _interleave(text_hits, vector_hits):
             hit, is_text = pair
-            key = ("e:" if hit.kind == "entry" else "d:") + hit.id
+            key = _PREFIX[hit.kind] + hit.id
             if key not in records:
                 if key in order:  # resolved before and dropped
                     continue
@@ -682,8 +779,9 @@ class _Search:
                 if other.content and abs(other.position - entry.position) <= _NEIGHBOURS:
                     records.setdefault("e:" + other.id, other)
                     covered.add((tid, other.position))
+        records.update({f.key: f for f in facts})
         embedder = self.core.embedder
-        vectors: dict[str, list[float]] = {}
+        vectors: dict[str, list[float] | NDArray[np.float32]] = {}
         if embedder is not None and qvec is not None:
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
                 ids = [key[2:] for key in records if key.startswith(prefix)]
@@ -692,6 +790,8 @@ class _Search:
                         self.tenant, kind, ids, model_id=embedder.model_id
                     )
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})
+            facts = [r for r in records.values() if isinstance(r, FactItem)]
+            vectors.update(await fact_vectors(self.core, self.tenant, facts))
         candidates = [
             Candidate(
                 id=key,
@@ -707,8 +807,11 @@ class _Search:
         if not candidates:
             return []
         ranker = HybridRanker(candidates, self.options)
+        # a store ranks facts in another full-text index than entries (other term
+        # statistics, another scale): BM25 over the candidates puts them on one
+        mixed = any(isinstance(r, FactItem) for r in records.values())
         hits: list[Hit] = []
-        for i, score, signals in _rank(ranker, self.query, qvec, keyword):
+        for i, score, signals in _rank(ranker, self.query, qvec, None if mixed else keyword):
             record = records[ranker.structure.ids[i]]
             if self._keep(score, record.metadata):
                 hits.append(_hit(record, score, signals))
@@ -761,7 +864,9 @@ def _rank(
         yield i, float(scores[i]), signals
 
 
-def _hit(record: Entry | Document, score: float, signals: dict[str, float]) -> Hit:
+def _hit(record: Entry | Document | FactItem, score: float, signals: dict[str, float]) -> Hit:
     if isinstance(record, Entry):
         return Hit("entry", score, signals, entry=record)
+    if isinstance(record, FactItem):
+        return Hit("fact", score, signals, fact=record.fact, superseded=record.superseded)
     return Hit("document", score, signals, document=record)

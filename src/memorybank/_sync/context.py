@@ -261,13 +261,21 @@ class ContextBuilder:
         if opts.include_facts:
             try:
                 facts = self._facts(agent_id, user_id)
-                chosen, system_tokens, block = self._fit(
-                    "Known facts:",
-                    [f.content for f in facts],
-                    part_budget(FACTS_SHARE),
-                    blocks,
-                    system_tokens,
+                share = part_budget(FACTS_SHARE)
+                chosen, fitted, block = self._fit(
+                    "Known facts:", [f.content for f in facts], share, blocks, system_tokens
                 )
+                if len(chosen) < len(facts) and current_input and current_input.strip():
+                    # more facts than fit: those relevant to the input first
+                    try:
+                        vector = query_vector()
+                    except Exception:  # the embedder's failure: keywords still rank them
+                        vector = None
+                    facts = self._relevant_facts(facts, current_input, vector)
+                    chosen, fitted, block = self._fit(
+                        "Known facts:", [f.content for f in facts], share, blocks, system_tokens
+                    )
+                system_tokens = fitted
                 if chosen:
                     blocks.append(block)
                     context.facts = [facts[i] for i in chosen]
@@ -376,6 +384,23 @@ class ContextBuilder:
         """Facts visible to the agent and user: highest confidence first, then newest."""
         facts = self._memory.facts.list(agent_id=agent_id, user_id=user_id)
         return sorted(facts, key=fact_rank)
+
+    def _relevant_facts(
+        self,
+        facts: list[Fact],
+        current_input: str,
+        vector: list[float] | None,
+    ) -> list[Fact]:
+        """``facts`` ranked by relevance to the input (``memory.search``'s hybrid scorer),
+        best first; the facts it finds no relevance in follow in their given order.
+        Without a usable input vector the ranking is by keywords alone."""
+        from memorybank._sync.fact_recall import rank_facts
+
+        order = rank_facts(
+            self._memory._core, self._memory.tenant_id, current_input, facts, vector
+        )
+        ranked = set(order)
+        return [facts[i] for i in order] + [f for i, f in enumerate(facts) if i not in ranked]
 
     def _semantic(self, vector: list[float], agent_id: str, user_id: str | None) -> list[str]:
         """Texts of the first 5 visible documents scoring >= 0.7 among the top 20."""

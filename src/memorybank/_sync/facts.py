@@ -35,7 +35,7 @@ from memorybank.stores._types import visible
 if TYPE_CHECKING:
     from memorybank._sync.memory import _Core
 
-__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "Facts", "fact_rank"]
+__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "Facts", "fact_from_record", "fact_rank"]
 
 FACT = "fact"
 FACT_VERSION = "fact_version"
@@ -61,6 +61,10 @@ def _fact(record: Record) -> Fact:
         expires_at=record.expires_at,
         version=int(data.get("version", 1)),
     )
+
+
+#: A stored fact (kind ``fact``) or earlier value (kind ``fact_version``) as a ``Fact``.
+fact_from_record = _fact
 
 
 def _record(fact: Fact, revision: int = 0) -> Record:

@@ -550,16 +550,21 @@ class Memory:
         options: SearchOptions | None = None,
         rerank: bool | None = None,
         rerank_top: int | None = None,
+        include_history: bool = False,
     ) -> list[Hit]:
-        """The ``k`` best entries and documents for ``query``, best first.
+        """The ``k`` best entries, documents and facts for ``query``, best first.
 
         ``mode``: ``"hybrid"`` (keyword + semantic + conversation context),
         ``"semantic"`` (cosine, needs an embedder) or ``"keyword"`` (the store's
-        full-text search). Only what ``agent_id`` and ``user_id`` may see is
-        searched: their own and shared (``None``) threads and documents (left
-        out: the handle's scope; unscoped on the root handle). ``thread_id``
-        searches one thread's current branch (no documents) under the thread
-        rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
+        full-text search). ``kinds``: any of ``"entries"``, ``"documents"`` and
+        ``"facts"`` (``memory.facts``; current values only, ``include_history=True``
+        adds their earlier values as hits with ``superseded=True``, and is refused
+        with ``InvalidInput`` unless ``"facts"`` is among the kinds); every kind is
+        ranked on one scale. Only what ``agent_id`` and ``user_id`` may see is
+        searched: their own and shared (``None``) threads, documents and facts
+        (left out: the handle's scope; unscoped on the root handle). ``thread_id``
+        searches one thread's current branch (no documents, no facts) under the
+        thread rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
         ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
@@ -584,6 +589,7 @@ class Memory:
             options=options,
             rerank=rerank,
             rerank_top=rerank_top,
+            include_history=include_history,
         )
 
     def embed_pending(

@@ -351,8 +351,8 @@ class DocumentOut(BaseModel):
     updated_at: datetime
 
 
-SearchKind = Literal["entries", "documents"]
-_ALL_KINDS: tuple[SearchKind, ...] = ("entries", "documents")
+SearchKind = Literal["entries", "documents", "facts"]
+_DEFAULT_KINDS: tuple[SearchKind, ...] = ("entries", "documents")
 
 
 class SearchIn(BaseModel):
@@ -363,18 +363,23 @@ class SearchIn(BaseModel):
     thread_id: str | None = None
     agent_id: str | None = None
     user_id: str | None = None
-    kinds: list[SearchKind] = Field(default_factory=lambda: list(_ALL_KINDS))
+    kinds: list[SearchKind] = Field(default_factory=lambda: list(_DEFAULT_KINDS))
     min_score: float | None = None
     filters: dict[str, Any] | None = None
+    include_history: bool = Field(
+        default=False, description="also earlier values of facts (needs 'facts' in kinds)"
+    )
 
 
 class HitOut(BaseModel):
     model_config = _ATTRS
-    kind: Literal["entry", "document"]
+    kind: Literal["entry", "document", "fact"]
     score: float
     signals: dict[str, float]
     entry: EntryOut | None = None
     document: DocumentOut | None = None
+    fact: FactOut | None = None
+    superseded: bool = False
 
 
 class SearchOut(BaseModel):

@@ -301,7 +301,7 @@ def router() -> APIRouter:
             raise NotFound(f"document {document_id!r} not found")
         return _NO_CONTENT
 
-    @api.post("/search", tags=["search"], summary="Best entries and documents for a query")
+    @api.post("/search", tags=["search"], summary="Best entries, documents and facts for a query")
     async def search(body: SearchIn, memory: MemoryDep) -> SearchOut:
         """``mode="semantic"`` needs the server to have an embedder (else 422, field ``mode``)."""
         try:
@@ -315,6 +315,7 @@ def router() -> APIRouter:
                 kinds=body.kinds,
                 min_score=body.min_score,
                 filters=body.filters,
+                include_history=body.include_history,
             )
         except ConfigurationError as error:  # the request asked for what this server lacks
             raise InvalidInput(str(error), field="mode") from None
