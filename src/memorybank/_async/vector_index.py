@@ -67,6 +67,8 @@ __all__ = ["AsyncIndexedStore", "AsyncQdrantIndex", "AsyncVectorIndex", "IndexPo
 logger = logging.getLogger("memorybank")
 
 _UPSERT_BATCH = 512
+#: Failed index writes kept for a retry; beyond this many the oldest are dropped.
+MAX_PENDING = 10_000
 _READ_BATCH = 500
 
 
@@ -426,6 +428,10 @@ class AsyncIndexedStore(AsyncStore):
         points = await self._points(tenant, items)
         for point in points:
             self._pending[(tenant, point.kind, point.id, point.model_id)] = point
+        if len(self._pending) > MAX_PENDING:  # a long outage: reindex() catches up instead
+            for key in list(self._pending)[: len(self._pending) - MAX_PENDING]:
+                self._pending.pop(key, None)
+            logger.warning("vector index: pending points dropped; run index.reindex(memory)")
         await self._flush()
 
     async def _flush(self) -> None:
@@ -446,7 +452,7 @@ class AsyncIndexedStore(AsyncStore):
                 ) from error
             for key, point in pairs:
                 if self._pending.get(key) is point:
-                    del self._pending[key]
+                    self._pending.pop(key, None)
 
     async def _points(self, tenant: str, items: Sequence[VectorItem]) -> list[IndexPoint]:
         """The items with their owners (the record's, or the entry's thread's)."""
