@@ -225,12 +225,20 @@ def test_deletes_and_forget_user_remove_points(kind: str, tmp_path: Path) -> Non
             assert _count(index, model, 64, tenant=tenant, kind="entry", thread_id=thread.id) == 2
             assert _count(index, model, 64, tenant=tenant, kind="fact") == 1
 
+            first = alice.entries.list(thread.id)[0]
+            alice.branches.create(thread.id, "alt")  # a copy of both entries
+            assert alice.entries.delete(thread.id, first.id)
+            assert _count(index, model, 64, tenant=tenant, rid=first.id) == 1  # still on "alt"
+            assert alice.entries.delete(thread.id, first.id, branch="alt")
+            assert _count(index, model, 64, tenant=tenant, rid=first.id) == 0
+            assert _count(index, model, 64, tenant=tenant, kind="entry", thread_id=thread.id) == 1
+
             assert alice.documents.delete(docs[0].id)
             assert _count(index, model, 64, tenant=tenant, rid=docs[0].id) == 0
             assert _count(index, model, 64, tenant=tenant, kind="document") == 3
             alice.facts.delete(fact.id)
             assert _count(index, model, 64, tenant=tenant, kind="fact") == 0
-            alice.threads.delete(thread.id)
+            assert alice.threads.delete(thread.id)
             assert _count(index, model, 64, tenant=tenant, thread_id=thread.id) == 0
             assert _count(index, model, 64, tenant=tenant, thread_id=other.id) == 1
 

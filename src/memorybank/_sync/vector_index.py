@@ -584,6 +584,23 @@ class IndexedStore(Store):
         self._index_delete("delete_thread", self.index.delete_thread(tenant, thread_id))
         return existed
 
+    def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        removed = self.inner.delete_entries(tenant, thread_id, entry_ids, branch=branch)
+        if removed:
+            # An entry copied to other branches keeps its vector until its last copy goes.
+            branches = [b.name for b in self.inner.list_branches(tenant, thread_id)]
+            gone = []
+            for entry_id in dict.fromkeys(entry_ids):
+                for name in branches:
+                    if self.inner.get_entry(tenant, thread_id, entry_id, branch=name):
+                        break
+                else:
+                    gone.append(entry_id)
+            self._index_delete("delete_entries", self.index.delete(tenant, "entry", gone))
+        return removed
+
     def record_delete(
         self,
         tenant: str,
