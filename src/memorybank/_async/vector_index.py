@@ -18,7 +18,7 @@ Consistency: the store is written first, the index second. A failed index
 write raises ``StoreUnavailable`` after the store write (the vectors are
 safe in the store); the failed points are retried before the next index
 call, and ``reindex(memory)`` rebuilds a tenant's points from the store.
-Deletes (``delete_thread``, ``record_delete``, ``forget_user``) remove the
+Deletes (``delete_thread``, ``delete_entries``, ``record_delete``, ``forget_user``) remove the
 points after the rows; a failed index delete raises ``StoreUnavailable``
 (retrying the verb is safe), and until then the store re-check hides the
 orphaned points. A failed index search falls back to the store's own exact
