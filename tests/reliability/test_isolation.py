@@ -515,8 +515,19 @@ def test_async_surface_matches_the_sync_one() -> None:
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
 
 
-@pytest.fixture(params=STORE_KINDS)
+@pytest.fixture(params=[*STORE_KINDS, "sqlite+qdrant"])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    if request.param == "sqlite+qdrant":  # vectors searched in Qdrant (local mode)
+        from memorybank.vector_index import QdrantIndex
+        from tests.recall.conftest import HashEmbedder
+
+        index = QdrantIndex(":memory:")
+        with (
+            open_store("sqlite", tmp_path) as store,
+            Memory(store, embedder=HashEmbedder(), vector_index=index) as root,
+        ):
+            yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
+        return
     with open_store(str(request.param), tmp_path) as store, Memory(store) as root:
         yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from memorybank._async.graph import AsyncGraph
     from memorybank._async.search import SearchMode
     from memorybank._async.turn import AsyncTurn, OnError
+    from memorybank._async.vector_index import AsyncVectorIndex
     from memorybank._longterm import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
@@ -93,9 +94,11 @@ class _Core:
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
+        vector_index: AsyncVectorIndex | None = None,
     ) -> None:
         self.embedder = embedder
         self.reranker = reranker
+        self.vector_index = vector_index
         self.extractor = extractor
         #: Runs ``extract_on_write`` extractions (``None``: off); see ``_async/ingest.py``.
         self.background = (
@@ -151,6 +154,10 @@ class AsyncMemory:
             ``memorybank.rerank``: ``CrossEncoderReranker``, ``LLMReranker``):
             reorders the best hits of every hybrid search unless the call says
             ``rerank=False``. ``None`` (the default): no reranking, no model call.
+        vector_index: search vectors in an external index instead of the store
+            (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
+            vectors as the source of truth and re-checks the scope of every
+            hit. ``close()`` closes the index too. ``None``: the store's own search.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -170,6 +177,7 @@ class AsyncMemory:
         extract_on_write: bool = False,
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
+        vector_index: AsyncVectorIndex | None = None,
     ) -> None:
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not isinstance(reranker, Reranker):
@@ -185,6 +193,10 @@ class AsyncMemory:
             store, owns = open_store(url, api_key=api_key), True
         else:
             raise ConfigurationError(f"url must be a string or a store, got {type(url).__name__}")
+        if vector_index is not None:
+            from memorybank._async.vector_index import indexed
+
+            store = indexed(store, vector_index)
         if isinstance(tokenizer, str) or tokenizer is None:
             tokenizer = get_tokenizer(tokenizer)
         elif not callable(getattr(tokenizer, "count", None)):
@@ -194,6 +206,7 @@ class AsyncMemory:
         core = _Core(
             store,
             owns_store=owns,
+            vector_index=vector_index,
             tokenizer=tokenizer,
             generate_title=generate_title,
             clock=clock or _system_clock,
@@ -289,6 +302,8 @@ class AsyncMemory:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.owns_store:
             await self._core.store.close()
+        if self._core.vector_index is not None:
+            await self._core.vector_index.close()
 
     async def __aenter__(self) -> AsyncMemory:
         return self
