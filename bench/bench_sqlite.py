@@ -157,7 +157,7 @@ class LangGraphSaver:
         version = len(messages)
         checkpoint["channel_versions"] = {"messages": version}
         step = {"source": "loop", "step": version, "parents": {}}
-        config = self.saver.put(config, checkpoint, step, {"messages": version})  # type: ignore[arg-type]
+        config = self.saver.put(config, checkpoint, step, {"messages": version})  # type: ignore[arg-type,assignment]
         self.state[thread_id] = (messages, config)
 
     def append(self, thread_id: str, content: str) -> None:

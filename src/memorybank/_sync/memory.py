@@ -21,7 +21,7 @@ from memorybank._sync.stores.open import open_store
 from memorybank._concurrency import Background, Breaker, maybe_await
 from memorybank._idempotency import keyed
 from memorybank._ids import new_id
-from memorybank._scope import ROOT, Principal, Scope, check_owner
+from memorybank._scope import ROOT, Principal, Scope, check_owner, check_owner_id
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
@@ -369,8 +369,12 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """The last ``last`` messages, oldest first, as provider-shaped dicts."""
         v.check_limit(last, "last", allow_none=False)
-        entries = self.entries.list(thread_id, limit=last, user_id=user_id)
-        return [entry.to_message() for entry in entries]
+        user_id = self._scope.user(user_id)
+        owner, messages = self._core.store.recent_messages(
+            self.tenant_id, v.check_id(thread_id, "thread_id"), last
+        )
+        check_owner_id(owner, user_id)
+        return messages
 
     def build_context(
         self,

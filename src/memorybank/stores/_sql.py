@@ -31,6 +31,7 @@ __all__ = [
     "from_us",
     "fts_query",
     "load",
+    "messages_of_rows",
     "row_to_branch",
     "row_to_entry",
     "row_to_record",
@@ -363,3 +364,40 @@ def run_ids_sql(
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql, params
+
+
+def messages_of_rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """``history()``'s messages from ``(role, content, name, tool_calls, tool_call_id)``
+    rows, oldest first: exactly ``[e.to_message() for e in drop_orphan_tool_results(
+    entries)]`` of the same entries, without making the entries (a read's main cost).
+    """
+    messages: list[dict[str, Any]] = []
+    called: set[str] = set()
+    for role, content, name, calls, call_id in rows:
+        if role == "tool" and call_id not in called:
+            continue  # its calling assistant entry is not in the window
+        if calls is None:
+            message: dict[str, Any] = {"role": role, "content": content}
+            if name is not None:
+                message["name"] = name
+            if call_id is not None:
+                message["tool_call_id"] = call_id
+            messages.append(message)
+            continue
+        tool_calls, extra, item = entry_payload(calls)  # freshly parsed: no copies needed
+        if role != "tool" and tool_calls:
+            called.update(call.id for call in tool_calls)
+        if item is not None:
+            messages.append(item)
+            continue
+        message = {"role": role, "content": content}
+        if name is not None:
+            message["name"] = name
+        if tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in tool_calls]
+        if call_id is not None:
+            message["tool_call_id"] = call_id
+        if extra:
+            message.update(extra)
+        messages.append(message)
+    return messages
