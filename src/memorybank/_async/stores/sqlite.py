@@ -120,6 +120,8 @@ _IN_CHUNK = 500
 #: Entries a store appends before it moves them into the keyword index in one batch
 #: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
 _FTS_BATCH = 256
+#: WAL pages between automatic checkpoints (SQLite's default is 1000).
+_CHECKPOINT_PAGES = 4000
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -409,6 +411,9 @@ class AsyncSQLiteStore(AsyncStore):
         if self.path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        # Checkpoints (each syncs the WAL and the database file) every ~16 MB of WAL
+        # rather than SQLite's ~4 MB: a quarter of the syncs an append stream pays for.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
         conn.execute("PRAGMA foreign_keys = OFF")
         # Deleted rows are overwritten with zeros rather than left in free space.
         conn.execute("PRAGMA secure_delete = ON")
