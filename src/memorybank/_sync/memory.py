@@ -24,9 +24,7 @@ from memorybank._ids import new_id
 from memorybank._scope import ROOT, Principal, Scope, check_owner, check_owner_id
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
-from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
@@ -41,6 +39,7 @@ if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
 
 __all__ = [
@@ -112,11 +111,16 @@ class _Core:
         self.generate_title = generate_title
         self.clock = clock
         self.max_content_chars = max_content_chars
-        #: ``memory.graph.functional_types``: shared by every handle of this memory.
-        self.functional_types: set[str] = set(DEFAULT_FUNCTIONAL_TYPES)
 
     def now(self) -> datetime:
         return v.check_time(self.clock(), "clock()")
+
+    @functools.cached_property
+    def functional_types(self) -> set[str]:
+        """``memory.graph.functional_types``: shared by every handle of this memory."""
+        from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES  # with the graph only
+
+        return set(DEFAULT_FUNCTIONAL_TYPES)
 
 
 class Memory:
@@ -503,6 +507,7 @@ class Memory:
         (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
         """
         from memorybank._sync.retention import prune_tenant
+        from memorybank.retention import RetentionPolicy
 
         if not isinstance(policy, RetentionPolicy):
             raise InvalidInput("policy must be a RetentionPolicy", field="policy")

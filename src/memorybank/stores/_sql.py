@@ -13,11 +13,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-try:  # the server extra's fast parser; the standard library's otherwise
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the installed extras
-    _orjson = None  # type: ignore[assignment]
-
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores._types import Record, Unset, Visibility
 
@@ -121,12 +116,30 @@ def _loads(text: str) -> Any:
     """``json.loads``, through ``orjson`` (4x faster) when installed and the result is
     the same: no integer that could exceed 64 bits, and text ``orjson`` refuses (NaN,
     Infinity, lone surrogates) falls back to ``json``."""
-    if _orjson is not None and _LONG_DIGITS.search(text) is None:
+    orjson = _orjson()
+    if orjson is not None and _LONG_DIGITS.search(text) is None:
         try:
-            return _orjson.loads(text)
-        except _orjson.JSONDecodeError:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
             pass
     return json.loads(text)
+
+
+_ORJSON: list[Any] = []
+
+
+def _orjson() -> Any:
+    """The ``orjson`` module (the server extra's fast parser) or ``None``; imported on
+    the first JSON column read, not with the store (it loads ``uuid`` and ``platform``:
+    a cold start that reads plain messages parses no JSON)."""
+    if not _ORJSON:
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - depends on the installed extras
+            _ORJSON.append(None)
+        else:
+            _ORJSON.append(orjson)
+    return _ORJSON[0]
 
 
 def tool_calls_value(

@@ -55,7 +55,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memorybank._sync.stores.base import (
@@ -378,7 +377,7 @@ class SQLiteStore(Store):
             return self._conn
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout,
@@ -441,7 +440,9 @@ class SQLiteStore(Store):
         if name.startswith("SQLITE_READONLY"):
             return StoreError(f"SQLite database {self.path!r} is read-only: {error}")
         if name.startswith("SQLITE_CANTOPEN"):
-            if self.path != ":memory:" and not os.access(Path(self.path).parent, os.W_OK):
+            if self.path != ":memory:" and not os.access(
+                os.path.dirname(os.path.abspath(self.path)), os.W_OK
+            ):
                 return StoreError(
                     f"SQLite database {self.path!r} is in a read-only directory, where"
                     f" WAL mode cannot create its -wal and -shm files: {error}"
