@@ -442,3 +442,28 @@ def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path
         store.recent_messages("default", "absent", 5)
     with pytest.raises(NotFound):
         store.recent_messages("other", tid, 0)
+
+
+@pytest.mark.parametrize("returning", [True, False])
+def test_append_with_and_without_returning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returning: bool
+) -> None:
+    """SQLite before 3.35 has no ``RETURNING``: the longer append path stores the same."""
+    from memorybank import ThreadForbidden
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_RETURNING", returning)
+    with Memory(SQLiteStore(tmp_path / "r.db")) as memory:
+        tid = memory.threads.create(user_id="u").id
+        first = memory.remember(tid, "user", "one", user_id="u")
+        second = memory.remember(tid, "assistant", "two", user_id="u")
+        assert (first.position, second.position) == (1, 2)
+        thread = memory.threads.get(tid)
+        assert thread is not None and thread.updated_at == second.created_at
+        with pytest.raises(ThreadForbidden):
+            memory.remember(tid, "user", "not yours", user_id="v")
+        after = memory.threads.get(tid)
+        assert after is not None and after.updated_at == thread.updated_at  # rolled back
+        with pytest.raises(NotFound):
+            memory.remember("absent", "user", "x")
+        assert [m["content"] for m in memory.history(tid, user_id="u")] == ["one", "two"]

@@ -15,6 +15,15 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
 
+Keyword search: FTS5 over entries and records. Entries reach their index in
+batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
+indexed; an appending store indexes the rows above it every ``_FTS_BATCH``
+entries, inside that append's transaction, and a keyword search first indexes
+whatever is left, so it always sees every committed entry (a read-only file's
+rest is searched in a temporary index). Deletes and content updates of indexed
+rows reach the index through triggers. An append thus writes about half the
+pages it would with one index update per transaction.
+
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
 across threads and processes), retried when SQLite still reports the database
