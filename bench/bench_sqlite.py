@@ -444,7 +444,7 @@ def main(argv: list[str] | None = None) -> None:
             print(
                 table(
                     ["", "appends/s", "µs/append", "ratio vs raw", "vs OpenAI", "target"],
-                    w1(tmp, threads, messages, slices=10),
+                    w1(tmp, threads, messages, slices=threads),
                 )
             )
         if only & {"w2", "w3"}:
