@@ -7,8 +7,9 @@ LangGraph's ``SqliteSaver`` (WAL, FULL; one checkpoint holding the thread's
 messages per append), when installed (the ``dev`` extra has both).
 
 W1  appends: T threads x M messages, one call per message, each committed on
-    return. The systems take turns by slices of threads, so a load change on a
-    shared machine hits them alike.
+    return. The systems take turns one thread at a time, so a load change on a
+    shared machine hits them alike; the page cache is written back (untimed)
+    before each turn, so no system's fsync pays for another's unsynced writes.
 W2  "last 20" p50/p95 on a 200-message and a 20,000-message thread.
 W3  cold start: a new process imports the library, opens the file and reads the last 20.
 
@@ -21,6 +22,7 @@ import argparse
 import asyncio
 import functools
 import json
+import os
 import sqlite3
 import subprocess
 import sys
@@ -259,6 +261,9 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
     for first in range(0, threads, step):
         part = range(first, min(threads, first + step))
         for name, go in systems.items():
+            # Untimed: write back what the previous system left in the page cache
+            # (NORMAL commits do not sync), or the next fsync would pay for it.
+            os.sync()
             start = time.perf_counter()
             go(part)
             seconds[name] += time.perf_counter() - start
