@@ -21,12 +21,17 @@ _last_ms = -1
 _last_rand = 0
 
 
+#: Every pair of base32 digits (10 bits): half the steps of one digit at a time.
+_PAIRS = [a + b for a in _ALPHABET for b in _ALPHABET]
+
+
 def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        chars.append(_ALPHABET[value & 31])
-        value >>= 5
-    return "".join(reversed(chars))
+    """``value`` as ``length`` (even) Crockford base32 digits, most significant first."""
+    pairs = []
+    for _ in range(length // 2):
+        pairs.append(_PAIRS[value & 1023])
+        value >>= 10
+    return "".join(reversed(pairs))
 
 
 def new_id() -> str:

@@ -96,3 +96,9 @@ def check_owner(thread: Thread, user_id: Principal) -> None:
     """Threads fail closed: a named user (``None`` names "no owner") must be the owner."""
     if not isinstance(user_id, Unset) and thread.user_id != user_id:
         raise ThreadForbidden()
+
+
+def check_owner_id(owner: str | None, user_id: Principal) -> None:
+    """``check_owner`` for a thread whose owner alone was read."""
+    if not isinstance(user_id, Unset) and owner != user_id:
+        raise ThreadForbidden()

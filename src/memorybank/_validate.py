@@ -455,14 +455,12 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         raw = value
         # Everything beyond the columns, and a column key given empty (``"tool_calls":
         # None`` from an SDK's ``model_dump()``), is kept so ``to_message()`` gives it back.
-        extra = _payload(
-            {
-                k: x
-                for k, x in raw.items()
-                if k not in _MESSAGE_KEYS or (k in _EMPTY_KEPT and (x is None or x == []))
-            },
-            "extra",
-        )
+        beyond = {
+            k: x
+            for k, x in raw.items()
+            if k not in _MESSAGE_KEYS or (k in _EMPTY_KEPT and (x is None or x == []))
+        }
+        extra = _payload(beyond, "extra") if beyond else {}
     else:
         raise InvalidInput("message must be a memorybank.Message or a dict", field="message")
 

@@ -193,6 +193,12 @@ def _load_encoding(name: str) -> _Encoding:
         return encoding
 
 
+#: Strings this short (every role, most names) are counted once per tokenizer and
+#: remembered, up to ``_SHORT_MAX`` of them: the same text always has the same count.
+_SHORT_CHARS = 16
+_SHORT_MAX = 4096
+
+
 class OpenAITokenizer:
     """Exact token counts for OpenAI's ``o200k_base`` and ``cl100k_base`` encodings.
 
@@ -208,7 +214,7 @@ class OpenAITokenizer:
         ConfigurationError: ``encoding`` is not one of :data:`SUPPORTED_ENCODINGS`.
     """
 
-    __slots__ = ("_encoding", "name")
+    __slots__ = ("_encoding", "_short", "name")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if encoding not in SUPPORTED_ENCODINGS:
@@ -218,6 +224,8 @@ class OpenAITokenizer:
             )
         self.name: str = encoding
         self._encoding: _Encoding | None = None
+        #: Counts of short strings seen (roles, names): each is counted once, exactly.
+        self._short: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"OpenAITokenizer({self.name!r})"
@@ -236,9 +244,16 @@ class OpenAITokenizer:
 
     def count(self, text: str) -> int:
         """Return the exact number of tokens of ``text``, encoded as ordinary text."""
+        if len(text) <= _SHORT_CHARS:
+            known = self._short.get(text)
+            if known is not None:
+                return known
         encoding = self._get()
         if len(text) <= _WRAPPER_MAX_CHARS:
-            return _count_piece(encoding, text)
+            counted = _count_piece(encoding, text)
+            if len(text) <= _SHORT_CHARS and len(self._short) < _SHORT_MAX:
+                self._short[text] = counted
+            return counted
         return sum(_count_piece(encoding, piece) for piece in _split(text))
 
     def encode(self, text: str) -> list[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import sqlite3
 import threading
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memorybank import ConfigurationError, Memory, StoreError
+from memorybank import ConfigurationError, Memory, NotFound, StoreError
 from memorybank._sync.stores.open import sqlite_path
 from memorybank.stores import SQLiteStore
 
@@ -123,7 +124,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -280,7 +281,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (5,)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (6,)
     page_plan = " ".join(
         str(row[3])
         for row in conn.execute(
@@ -299,3 +300,170 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     )
     assert "memorybank_records_key" in keys_plan
     conn.close()
+
+
+def _fts_complete(path: Path) -> None:
+    """The entries' keyword index holds exactly the entries' content (FTS5's own check)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "INSERT INTO memorybank_entries_fts (memorybank_entries_fts, rank)"
+            " VALUES ('integrity-check', 1)"
+        )
+
+
+def _mark(path: Path) -> tuple[int, int]:
+    """(the keyword index's mark, the highest entries rowid)."""
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        row = conn.execute(
+            "SELECT indexed, (SELECT COALESCE(MAX(rowid), 0) FROM memorybank_entries)"
+            " FROM memorybank_fts_state WHERE name = 'entries'"
+        ).fetchone()
+        return int(row[0]), int(row[1])
+
+
+def test_migration_6_keeps_a_version_5_file_searchable_and_indexes_in_batches(
+    tmp_path: Path,
+) -> None:
+    """Version 5 indexed every entry by trigger; version 6 moves appends in batches, and
+    a search, a delete (also of the highest rowid, which SQLite then hands out again)
+    and a content update keep the index exactly equal to the entries."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v5.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:5], 1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
+    conn.execute(
+        "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
+        " 'active', 0, 0, 'main')"
+    )
+    conn.execute("INSERT INTO memorybank_branches VALUES ('default', 't', 'main', 0, NULL, NULL)")
+    conn.executemany(
+        "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+        " content, metadata, state, token_count, created_at) VALUES ('default', 't', 'main', ?,"
+        " ?, 'user', ?, '{}', '{}', 5, 0)",
+        [(1, "e1", "an old walrus fact"), (2, "e2", "an old narwhal fact")],
+    )
+    conn.commit()
+    conn.close()
+
+    store = SQLiteStore(path)
+    memory = Memory(store)
+
+    def found(word: str) -> list[str]:
+        return sorted(h.id for h in store.text_search("default", word, kinds=["entry"], k=10))
+
+    assert len(memory.history("t")) == 2  # opens the file: the migration runs
+    assert _mark(path) == (2, 2)  # what version 5 indexed counts as indexed
+    assert found("walrus") == ["e1"]
+    new = memory.remember("t", "user", "a new walrus note").id
+    assert _mark(path) == (2, 3)  # the append did not touch the index
+    assert found("walrus") == sorted(["e1", new])  # the search indexed it first
+    assert _mark(path) == (3, 3)
+    memory.entries.delete("t", new)  # the highest rowid: SQLite reuses it next
+    assert _mark(path) == (2, 2)
+    again = memory.remember("t", "user", "another walrus note").id
+    assert found("walrus") == sorted(["e1", again])
+    memory.entries.delete("t", "e2")
+    assert found("narwhal") == []
+    _fts_complete(path)
+    batch = sqlite_module._FTS_BATCH
+    memory.entries.add_many("t", [{"role": "user", "content": "walrus"}] * (batch + 1))
+    indexed, top = _mark(path)
+    assert indexed == top  # a full batch indexes in the append's own transaction
+    store.close()
+    _fts_complete(path)
+
+
+def test_a_read_only_file_finds_entries_not_yet_in_the_keyword_index(tmp_path: Path) -> None:
+    """A writer that stopped before indexing its last entries: a reader of a read-only
+    file cannot index them, and still finds them."""
+    from tests.reliability.test_sqlite_faults import _read_only
+
+    path = tmp_path / "ro.db"
+    with Memory(f"sqlite:///{path}") as memory:
+        thread = memory.threads.create()
+        memory.remember(thread.id, "user", "the walrus in the index")
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # as a crashed writer leaves it
+        conn.execute(
+            "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, metadata, state, token_count, created_at) VALUES ('default', ?, 'main',"
+            " 2, 'late', 'user', 'a walrus after the mark', '{}', '{}', 5, 0)",
+            (thread.id,),
+        )
+        conn.commit()
+    indexed, top = _mark(path)
+    assert indexed < top
+    with _read_only(path), Memory(f"sqlite:///{path}") as memory:
+        hits = memory.store.text_search("default", "walrus", kinds=["entry"], k=10)
+        assert len(hits) == 2 and "late" in {h.id for h in hits}
+        assert memory.store.text_search("default", "after", kinds=["entry"], k=10)[0].id == "late"
+    with Memory(f"sqlite:///{path}") as memory:  # writable again: indexed on the next search
+        assert len(memory.store.text_search("default", "walrus", kinds=["entry"], k=10)) == 2
+    assert _mark(path)[0] == _mark(path)[1]
+    _fts_complete(path)
+
+
+def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path) -> None:
+    """The one-statement ``history()`` read gives exactly what ``list_entries`` +
+    pairing + ``to_message`` give, for every window (tool results cut off included)."""
+    from memorybank._sync.stores.base import Store
+
+    store = SQLiteStore(tmp_path / "h.db")
+    memory = Memory(store)
+    tid = memory.threads.create(user_id="u").id
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    memory.entries.add_many(
+        tid,
+        [
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "hi", "name": "ann"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "content": "42", "tool_call_id": "c1"},
+            {"role": "assistant", "content": "no", "refusal": "no", "annotations": []},
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x", "y": 1}]},
+            {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c2", "output": "ok"},
+            {"role": "tool", "content": "orphan", "tool_call_id": "nobody"},
+            {"role": "assistant", "content": "done", "metadata": {"m": 1}},
+        ],
+    )
+    assert Store.recent_messages(store, "default", tid, 3)[0] == "u"
+    for limit in range(12):
+        fast = store.recent_messages("default", tid, limit)
+        assert fast == Store.recent_messages(store, "default", tid, limit), limit
+        assert memory.history(tid, last=limit) == fast[1]
+    empty = memory.threads.create().id
+    assert store.recent_messages("default", empty, 5) == (None, [])
+    with pytest.raises(NotFound):
+        store.recent_messages("default", "absent", 5)
+    with pytest.raises(NotFound):
+        store.recent_messages("other", tid, 0)
+
+
+@pytest.mark.parametrize("returning", [True, False])
+def test_append_with_and_without_returning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returning: bool
+) -> None:
+    """SQLite before 3.35 has no ``RETURNING``: the longer append path stores the same."""
+    from memorybank import ThreadForbidden
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_RETURNING", returning)
+    with Memory(SQLiteStore(tmp_path / "r.db")) as memory:
+        tid = memory.threads.create(user_id="u").id
+        first = memory.remember(tid, "user", "one", user_id="u")
+        second = memory.remember(tid, "assistant", "two", user_id="u")
+        assert (first.position, second.position) == (1, 2)
+        thread = memory.threads.get(tid)
+        assert thread is not None and thread.updated_at == second.created_at
+        with pytest.raises(ThreadForbidden):
+            memory.remember(tid, "user", "not yours", user_id="v")
+        after = memory.threads.get(tid)
+        assert after is not None and after.updated_at == thread.updated_at  # rolled back
+        with pytest.raises(NotFound):
+            memory.remember("absent", "user", "x")
+        assert [m["content"] for m in memory.history(tid, user_id="u")] == ["one", "two"]

@@ -21,13 +21,11 @@ from memorybank._sync.stores.open import open_store
 from memorybank._concurrency import Background, Breaker, maybe_await
 from memorybank._idempotency import keyed
 from memorybank._ids import new_id
-from memorybank._scope import ROOT, Principal, Scope, check_owner
+from memorybank._scope import ROOT, Principal, Scope, check_owner, check_owner_id
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
 from memorybank.rerank.base import Reranker
-from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
 
 __all__ = [
@@ -118,11 +117,16 @@ class _Core:
         self.generate_title = generate_title
         self.clock = clock
         self.max_content_chars = max_content_chars
-        #: ``memory.graph.functional_types``: shared by every handle of this memory.
-        self.functional_types: set[str] = set(DEFAULT_FUNCTIONAL_TYPES)
 
     def now(self) -> datetime:
         return v.check_time(self.clock(), "clock()")
+
+    @functools.cached_property
+    def functional_types(self) -> set[str]:
+        """``memory.graph.functional_types``: shared by every handle of this memory."""
+        from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES  # with the graph only
+
+        return set(DEFAULT_FUNCTIONAL_TYPES)
 
 
 class Memory:
@@ -397,8 +401,12 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """The last ``last`` messages, oldest first, as provider-shaped dicts."""
         v.check_limit(last, "last", allow_none=False)
-        entries = self.entries.list(thread_id, limit=last, user_id=user_id)
-        return [entry.to_message() for entry in entries]
+        user_id = self._scope.user(user_id)
+        owner, messages = self._core.store.recent_messages(
+            self.tenant_id, v.check_id(thread_id, "thread_id"), last
+        )
+        check_owner_id(owner, user_id)
+        return messages
 
     def build_context(
         self,
@@ -527,6 +535,7 @@ class Memory:
         (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
         """
         from memorybank._sync.retention import prune_tenant
+        from memorybank.retention import RetentionPolicy
 
         if not isinstance(policy, RetentionPolicy):
             raise InvalidInput("policy must be a RetentionPolicy", field="policy")

@@ -13,11 +13,6 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-try:  # the server extra's fast parser; the standard library's otherwise
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - depends on the installed extras
-    _orjson = None  # type: ignore[assignment]
-
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores._types import Record, Unset, Visibility
 
@@ -31,6 +26,7 @@ __all__ = [
     "from_us",
     "fts_query",
     "load",
+    "messages_of_rows",
     "row_to_branch",
     "row_to_entry",
     "row_to_record",
@@ -120,12 +116,30 @@ def _loads(text: str) -> Any:
     """``json.loads``, through ``orjson`` (4x faster) when installed and the result is
     the same: no integer that could exceed 64 bits, and text ``orjson`` refuses (NaN,
     Infinity, lone surrogates) falls back to ``json``."""
-    if _orjson is not None and _LONG_DIGITS.search(text) is None:
+    orjson = _orjson()
+    if orjson is not None and _LONG_DIGITS.search(text) is None:
         try:
-            return _orjson.loads(text)
-        except _orjson.JSONDecodeError:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
             pass
     return json.loads(text)
+
+
+_ORJSON: list[Any] = []
+
+
+def _orjson() -> Any:
+    """The ``orjson`` module (the server extra's fast parser) or ``None``; imported on
+    the first JSON column read, not with the store (it loads ``uuid`` and ``platform``:
+    a cold start that reads plain messages parses no JSON)."""
+    if not _ORJSON:
+        try:
+            import orjson
+        except ImportError:  # pragma: no cover - depends on the installed extras
+            _ORJSON.append(None)
+        else:
+            _ORJSON.append(orjson)
+    return _ORJSON[0]
 
 
 def tool_calls_value(
@@ -363,3 +377,40 @@ def run_ids_sql(
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql, params
+
+
+def messages_of_rows(rows: Sequence[Sequence[Any]]) -> list[dict[str, Any]]:
+    """``history()``'s messages from ``(role, content, name, tool_calls, tool_call_id)``
+    rows, oldest first: exactly ``[e.to_message() for e in drop_orphan_tool_results(
+    entries)]`` of the same entries, without making the entries (a read's main cost).
+    """
+    messages: list[dict[str, Any]] = []
+    called: set[str] = set()
+    for role, content, name, calls, call_id in rows:
+        if role == "tool" and call_id not in called:
+            continue  # its calling assistant entry is not in the window
+        if calls is None:
+            message: dict[str, Any] = {"role": role, "content": content}
+            if name is not None:
+                message["name"] = name
+            if call_id is not None:
+                message["tool_call_id"] = call_id
+            messages.append(message)
+            continue
+        tool_calls, extra, item = entry_payload(calls)  # freshly parsed: no copies needed
+        if role != "tool" and tool_calls:
+            called.update(call.id for call in tool_calls)
+        if item is not None:
+            messages.append(item)
+            continue
+        message = {"role": role, "content": content}
+        if name is not None:
+            message["name"] = name
+        if tool_calls:
+            message["tool_calls"] = [call.to_dict() for call in tool_calls]
+        if call_id is not None:
+            message["tool_call_id"] = call_id
+        if extra:
+            message.update(extra)
+        messages.append(message)
+    return messages

@@ -240,6 +240,23 @@ class AsyncStore(abc.ABC):
         absent. Cost must not grow with the thread's length for a small page.
         """
 
+    async def recent_messages(
+        self, tenant: str, thread_id: str, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """``history()``'s read: the thread's owner (``user_id``) and its last ``limit``
+        messages on the current branch, oldest first, as provider dicts, without tool
+        results whose calling entry is cut off. ``NotFound`` if the thread is absent.
+
+        The caller checks the owner before it hands anything out. This default is
+        ``list_entries`` + ``drop_orphan_tool_results`` + ``Entry.to_message``; a
+        store may answer it faster (one statement, no ``Entry`` objects), with
+        exactly the same result.
+        """
+        from memorybank._window import drop_orphan_tool_results
+
+        thread, rows = await self.list_entries(tenant, thread_id, limit=limit)
+        return thread.user_id, [e.to_message() for e in drop_orphan_tool_results(rows)]
+
     @abc.abstractmethod
     async def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-from urllib.parse import urlsplit
 
 from memorybank._async.stores.base import AsyncStore
 from memorybank.errors import ConfigurationError
@@ -45,13 +44,23 @@ def sqlite_path(url: str) -> str:
     return path
 
 
+def _scheme(url: str) -> str:
+    """``urllib.parse.urlsplit(url).scheme``, without importing ``urllib`` (and with it
+    ``ipaddress``) at every start: a letter, then letters, digits, ``+``, ``-``, ``.``."""
+    head, colon, _ = url.strip().partition(":")
+    if colon and head[:1].isascii() and head[:1].isalpha():
+        if all(c.isascii() and (c.isalnum() or c in "+-.") for c in head):
+            return head.lower()
+    return ""
+
+
 def open_store(url: str, *, api_key: str | None = None) -> AsyncStore:
     """A store for ``url`` that the caller owns (and must close).
 
     ``api_key`` is the key of an ``http(s)://`` store (a memorybank server;
     ``None`` there reads ``$MEMORYBANK_API_KEY``); other stores refuse it.
     """
-    scheme = urlsplit(url).scheme.split("+", 1)[0].lower()
+    scheme = _scheme(url).split("+", 1)[0].lower()
     if scheme not in SCHEMES:
         known = ", ".join(sorted(f"{s}://" for s in SCHEMES))
         raise ConfigurationError(f"unknown store URL scheme {scheme!r} in {url!r}; use {known}")

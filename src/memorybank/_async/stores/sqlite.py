@@ -14,6 +14,15 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
 
+Keyword search: FTS5 over entries and records. Entries reach their index in
+batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
+indexed; an appending store indexes the rows above it every ``_FTS_BATCH``
+entries, inside that append's transaction, and a keyword search first indexes
+whatever is left, so it always sees every committed entry (a read-only file's
+rest is searched in a temporary index). Deletes and content updates of indexed
+rows reach the index through triggers. An append thus writes about half the
+pages it would with one index update per transaction.
+
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
 across threads and processes), retried when SQLite still reports the database
@@ -54,7 +63,6 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from memorybank._async.stores.base import (
@@ -91,6 +99,7 @@ from memorybank.stores._sql import (
     any_user,
     dump,
     fts_query,
+    messages_of_rows,
     page_row_to_entry,
     row_to_branch,
     row_to_entry,
@@ -116,6 +125,11 @@ _BUSY_RETRIES = 5
 _OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
 #: Ids or keys per ``IN (...)`` list: under SQLite's bound-variable limit (999 before 3.32).
 _IN_CHUNK = 500
+#: Entries a store appends before it moves them into the keyword index in one batch
+#: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
+_FTS_BATCH = 256
+#: WAL pages between automatic checkpoints (SQLite's default is 1000).
+_CHECKPOINT_PAGES = 4000
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -218,7 +232,102 @@ def _migrations(p: str) -> list[list[str]]:
         [f"ALTER TABLE {p}entries ADD COLUMN fingerprint TEXT"],
         # Paged record reads (``record_page``, ``record_list``) in (created_at, id) order.
         [f"CREATE INDEX {p}records_created ON {p}records (tenant_id, kind, created_at, id)"],
+        # Entries reach the keyword index in batches, not one per append (see ``_fts_sync``):
+        # ``fts_state.indexed`` is the highest entries rowid the index holds; every row at
+        # or below it is indexed, none above. Rows that exist now are all indexed.
+        [
+            f"""CREATE TABLE {p}fts_state (
+                name TEXT NOT NULL PRIMARY KEY, indexed INTEGER NOT NULL) WITHOUT ROWID""",
+            f"""INSERT INTO {p}fts_state (name, indexed)
+                VALUES ('entries', COALESCE((SELECT MAX(rowid) FROM {p}entries), 0))""",
+            f"DROP TRIGGER {p}entries_fts_insert",
+            f"DROP TRIGGER {p}entries_fts_delete",
+            f"DROP TRIGGER {p}entries_fts_update",
+            # A deleted indexed row leaves the index; and the mark never stays above the
+            # highest rowid left, so SQLite's next rowid (highest + 1) is always above
+            # it: a new row can never be taken for an indexed one.
+            f"""CREATE TRIGGER {p}entries_fts_delete AFTER DELETE ON {p}entries BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
+                SELECT 'delete', old.rowid, old.content
+                WHERE old.rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries');
+                UPDATE {p}fts_state SET indexed = COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)
+                WHERE name = 'entries'
+                AND indexed > COALESCE((SELECT MAX(rowid) FROM {p}entries), 0);
+                END""",
+            f"""CREATE TRIGGER {p}entries_fts_update AFTER UPDATE OF content ON {p}entries
+                WHEN old.rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries')
+                BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
+                VALUES ('delete', old.rowid, old.content);
+                INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+        ],
     ]
+
+
+#: ``RETURNING`` (SQLite 3.35+) saves the append a statement or two; older builds
+#: (some Linux distributions' system SQLite) take the longer path.
+_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+
+
+def _insert_one_sql(p: str) -> str:
+    """Insert one entry at the branch's next position; returns the position."""
+    return (
+        f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
+        " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
+        " idempotency_key, fingerprint)"
+        " SELECT ?1, ?2, ?3, COALESCE(MAX(position), 0) + 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        f" ?11, ?12, ?13, ?14, ?15 FROM {p}entries"
+        " WHERE tenant_id = ?1 AND thread_id = ?2 AND branch = ?3 RETURNING position"
+    )
+
+
+def _json_object(value: dict[str, Any]) -> str:
+    return "{}" if not value else dump(value)
+
+
+def _entry_values(new: NewEntry) -> tuple[Any, ...]:
+    """The columns of a new entry from ``id`` on (``_insert_one_sql``'s ``?4`` to ``?15``)."""
+    calls = (
+        None
+        if not new.tool_calls and not new.extra and new.item is None
+        else tool_calls_to_json(new.tool_calls, new.extra, new.item)
+    )
+    return (
+        new.id,
+        new.role,
+        new.content,
+        new.name,
+        calls,
+        new.tool_call_id,
+        _json_object(new.metadata),
+        _json_object(new.state),
+        new.token_count,
+        to_us(new.created_at),
+        new.idempotency_key,
+        None if new.idempotency_key is None else new.fingerprint,
+    )
+
+
+def _stored(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    return Entry(
+        new.id,
+        thread_id,
+        branch,
+        position,
+        new.role,  # type: ignore[arg-type]
+        new.content,
+        new.name,
+        new.tool_calls,
+        new.tool_call_id,
+        new.metadata,
+        new.state,
+        new.token_count,
+        new.created_at,
+        new.idempotency_key,
+        new.extra,
+        new.item,
+    )
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
@@ -259,6 +368,8 @@ class AsyncSQLiteStore(AsyncStore):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._worker = AsyncWorker("memorybank-sqlite")
+        #: Entries this store appended that may not be in the keyword index yet.
+        self._fts_backlog = 0
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncSQLiteStore:
@@ -274,7 +385,7 @@ class AsyncSQLiteStore(AsyncStore):
             return self._conn
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
             conn = sqlite3.connect(
                 self.path,
                 timeout=self.busy_timeout,
@@ -308,6 +419,9 @@ class AsyncSQLiteStore(AsyncStore):
         if self.path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        # Checkpoints (each syncs the WAL and the database file) every ~16 MB of WAL
+        # rather than SQLite's ~4 MB: a quarter of the syncs an append stream pays for.
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
         conn.execute("PRAGMA foreign_keys = OFF")
         # Deleted rows are overwritten with zeros rather than left in free space.
         conn.execute("PRAGMA secure_delete = ON")
@@ -334,7 +448,9 @@ class AsyncSQLiteStore(AsyncStore):
         if name.startswith("SQLITE_READONLY"):
             return StoreError(f"SQLite database {self.path!r} is read-only: {error}")
         if name.startswith("SQLITE_CANTOPEN"):
-            if self.path != ":memory:" and not os.access(Path(self.path).parent, os.W_OK):
+            if self.path != ":memory:" and not os.access(
+                os.path.dirname(os.path.abspath(self.path)), os.W_OK
+            ):
                 return StoreError(
                     f"SQLite database {self.path!r} is in a read-only directory, where"
                     f" WAL mode cannot create its -wal and -shm files: {error}"
@@ -417,6 +533,54 @@ class AsyncSQLiteStore(AsyncStore):
             raise StoreClosed("the store is closed")
         return await self._worker.run(fn)
 
+    # -- keyword index of entries ---------------------------------------------------
+    #
+    # An append does not index its entries: the FTS5 insert (a new index segment per
+    # transaction, merged later) was half of an append's page writes. Entries above
+    # ``fts_state.indexed`` (a rowid) are moved in batches: by the appending store
+    # every ``_FTS_BATCH`` entries, and by a keyword search before it runs, so a
+    # search always sees every committed entry. Deletes and content updates of
+    # indexed rows reach the index through triggers (schema version 6).
+
+    def _fts_sync(self, conn: sqlite3.Connection) -> None:
+        """Index every entry above the mark (inside a write transaction)."""
+        p = self.prefix
+        conn.execute(
+            f"INSERT INTO {p}entries_fts (rowid, content) SELECT rowid, content FROM {p}entries"
+            f" WHERE rowid > (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+        )
+        conn.execute(
+            f"UPDATE {p}fts_state SET indexed = COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)"
+            " WHERE name = 'entries'"
+        )
+        self._fts_backlog = 0
+
+    def _fts_added(self, conn: sqlite3.Connection, count: int) -> None:
+        """Count appended entries; index them once a batch is due (same transaction)."""
+        self._fts_backlog += count
+        if self._fts_backlog >= _FTS_BATCH:
+            self._fts_sync(conn)
+
+    def _fts_lag(self, conn: sqlite3.Connection) -> bool:
+        p = self.prefix
+        row = conn.execute(
+            f"SELECT indexed < COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)"
+            f" FROM {p}fts_state WHERE name = 'entries'"
+        ).fetchone()
+        return bool(row[0])
+
+    def _fts_catch_up(self) -> bool:
+        """Index the entries not indexed yet; ``False`` when some stay out (read-only file)."""
+        if not self._read(self._fts_lag):
+            return True
+        try:
+            self._write(self._fts_sync)
+        except StoreError as error:
+            if "read-only" not in str(error):
+                raise
+            return False
+        return True
+
     async def close(self) -> None:
         if self._closed:
             return
@@ -424,6 +588,11 @@ class AsyncSQLiteStore(AsyncStore):
 
         def shut() -> None:
             if self._conn is not None:
+                if self._fts_backlog:
+                    # Leave the keyword index complete (a reader of a read-only copy
+                    # then needs no catch-up); a failure here only delays it.
+                    with contextlib.suppress(MemoryBankError):
+                        self._write(self._fts_sync)
                 self._conn.close()
                 self._conn = None
 
@@ -590,12 +759,37 @@ class AsyncSQLiteStore(AsyncStore):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
-            thread = self._require_thread(conn, tenant, thread_id)
+            stamp = to_us(updated_at)
+            if _RETURNING:  # bump and read the thread in one statement
+                row = conn.execute(
+                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
+                    f" RETURNING {THREAD_COLUMNS}",
+                    (stamp, tenant, thread_id),
+                ).fetchone()
+                if row is None:
+                    raise NotFound(f"thread {thread_id!r} not found")
+                thread = row_to_thread(row)
+            else:
+                thread = self._require_thread(conn, tenant, thread_id)
+                conn.execute(
+                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
+                    (stamp, tenant, thread_id),
+                )
+                thread = dataclasses.replace(thread, updated_at=updated_at)
+            # A failed check raises, and ``_write`` rolls the bump back: nothing is written.
             if not isinstance(owner, Unset) and thread.user_id != owner:
                 raise ThreadForbidden()
             name = thread.current_branch if branch is None else branch
             if branch is not None and not self._has_branch(conn, tenant, thread_id, name):
                 raise NotFound(f"branch {name!r} not found")
+            if _RETURNING and len(entries) == 1 and entries[0].idempotency_key is None:
+                # The common append: the position is computed in the INSERT itself.
+                new = entries[0]
+                position = conn.execute(
+                    _insert_one_sql(p), (tenant, thread_id, name, *_entry_values(new))
+                ).fetchone()[0]
+                self._fts_added(conn, 1)
+                return AppendResult([_stored(new, thread_id, name, position)], thread)
             existing: dict[str, Entry] = {}
             keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
             if keys:
@@ -625,47 +819,11 @@ class AsyncSQLiteStore(AsyncStore):
                     stored.append(existing[new.idempotency_key])
                     continue
                 position += 1
-                entry = Entry(
-                    id=new.id,
-                    thread_id=thread_id,
-                    branch=name,
-                    position=position,
-                    role=new.role,  # type: ignore[arg-type]
-                    content=new.content,
-                    name=new.name,
-                    tool_calls=new.tool_calls,
-                    tool_call_id=new.tool_call_id,
-                    metadata=new.metadata,
-                    state=new.state,
-                    token_count=new.token_count,
-                    created_at=new.created_at,
-                    idempotency_key=new.idempotency_key,
-                    extra=new.extra,
-                    item=new.item,
-                )
+                entry = _stored(new, thread_id, name, position)
                 if new.idempotency_key is not None:
                     existing[new.idempotency_key] = entry
                 stored.append(entry)
-                params.append(
-                    (
-                        tenant,
-                        thread_id,
-                        name,
-                        position,
-                        new.id,
-                        new.role,
-                        new.content,
-                        new.name,
-                        tool_calls_to_json(new.tool_calls, new.extra, new.item),
-                        new.tool_call_id,
-                        dump(new.metadata),
-                        dump(new.state),
-                        new.token_count,
-                        to_us(new.created_at),
-                        new.idempotency_key,
-                        None if new.idempotency_key is None else new.fingerprint,
-                    )
-                )
+                params.append((tenant, thread_id, name, position, *_entry_values(new)))
             if params:
                 conn.executemany(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
@@ -674,11 +832,8 @@ class AsyncSQLiteStore(AsyncStore):
                     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     params,
                 )
-            conn.execute(
-                f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
-                (to_us(updated_at), tenant, thread_id),
-            )
-            return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
+                self._fts_added(conn, len(params))
+            return AppendResult(stored, thread)
 
         return await self._run(lambda: self._write(op))
 
@@ -716,6 +871,31 @@ class AsyncSQLiteStore(AsyncStore):
             if not newest_first:
                 rows.reverse()
             return thread, rows
+
+        return await self._run(lambda: self._read(op))
+
+    async def recent_messages(
+        self, tenant: str, thread_id: str, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        p = self.prefix
+        # One statement for the thread and its page: an empty thread gives one row of
+        # NULL entry columns, an absent one none.
+        sql = (
+            f"SELECT t.user_id, e.role, e.content, e.name, e.tool_calls, e.tool_call_id"
+            f" FROM {p}threads t LEFT JOIN {p}entries e ON e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = t.current_branch"
+            " WHERE t.tenant_id = ? AND t.id = ? ORDER BY e.position DESC LIMIT ?"
+        )
+
+        def op(conn: sqlite3.Connection) -> tuple[str | None, list[dict[str, Any]]]:
+            rows = conn.execute(sql, (tenant, thread_id, max(limit, 1))).fetchall()
+            if not rows:
+                raise NotFound(f"thread {thread_id!r} not found")
+            owner = rows[0][0]
+            if limit == 0 or rows[0][1] is None:  # no entry (role is never NULL)
+                return owner, []
+            rows.reverse()
+            return owner, messages_of_rows([r[1:] for r in rows])
 
         return await self._run(lambda: self._read(op))
 
@@ -1422,30 +1602,52 @@ class AsyncSQLiteStore(AsyncStore):
         p = self.prefix
         match = fts_query(query)
 
+        def entry_hits(conn: sqlite3.Connection, fts: str) -> list[SearchHit]:
+            sql = (
+                f"SELECT e.id, e.thread_id, e.branch, -bm25({fts})"
+                f" FROM {fts} JOIN {p}entries e ON e.rowid = {fts}.rowid"
+                f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                f" WHERE {fts} MATCH ? AND e.tenant_id = ?"
+            )
+            params: list[Any] = [match, tenant]
+            if thread_id is not None:
+                sql += " AND e.thread_id = ?"
+                params.append(thread_id)
+            scope, scope_params = scope_sql("t.", visible_to, "?")
+            sql += scope
+            params += scope_params
+            sql += f" ORDER BY bm25({fts}) LIMIT ?"
+            params.append(k)
+            return [
+                SearchHit("entry", r[0], float(r[3]), r[1], r[2])
+                for r in conn.execute(sql, params).fetchall()
+            ]
+
+        def tail_hits(conn: sqlite3.Connection) -> list[SearchHit]:
+            """A read-only file's entries above the mark, searched in a temporary index
+            (their scores come from that small index: the order among them is exact)."""
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{p}tail_fts USING fts5("
+                " content, tokenize='porter unicode61 remove_diacritics 2')"
+            )
+            conn.execute(f"DELETE FROM temp.{p}tail_fts")
+            conn.execute(
+                f"INSERT INTO temp.{p}tail_fts (rowid, content) SELECT rowid, content"
+                f" FROM {p}entries WHERE content IS NOT NULL AND rowid >"
+                f" (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+            )
+            return entry_hits(conn, f"{p}tail_fts")  # the temp schema is searched first
+
+        complete = True
+
         def op(conn: sqlite3.Connection) -> list[SearchHit]:
             if not match or k <= 0:
                 return []
             hits: list[SearchHit] = []
             if "entry" in kinds:
-                sql = (
-                    f"SELECT e.id, e.thread_id, e.branch, -bm25({p}entries_fts)"
-                    f" FROM {p}entries_fts JOIN {p}entries e ON e.rowid = {p}entries_fts.rowid"
-                    f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                    f" WHERE {p}entries_fts MATCH ? AND e.tenant_id = ?"
-                )
-                params: list[Any] = [match, tenant]
-                if thread_id is not None:
-                    sql += " AND e.thread_id = ?"
-                    params.append(thread_id)
-                scope, scope_params = scope_sql("t.", visible_to, "?")
-                sql += scope
-                params += scope_params
-                sql += f" ORDER BY bm25({p}entries_fts) LIMIT ?"
-                params.append(k)
-                hits += [
-                    SearchHit("entry", r[0], float(r[3]), r[1], r[2])
-                    for r in conn.execute(sql, params).fetchall()
-                ]
+                hits += entry_hits(conn, f"{p}entries_fts")
+                if not complete:
+                    hits += tail_hits(conn)
             record_kinds = [kind for kind in kinds if kind != "entry"]
             if record_kinds and thread_id is None:
                 marks = ", ".join("?" * len(record_kinds))
@@ -1454,7 +1656,7 @@ class AsyncSQLiteStore(AsyncStore):
                     f" FROM {p}records_fts JOIN {p}records r ON r.rowid = {p}records_fts.rowid"
                     f" WHERE {p}records_fts MATCH ? AND r.tenant_id = ? AND r.kind IN ({marks})"
                 )
-                params = [match, tenant, *record_kinds]
+                params: list[Any] = [match, tenant, *record_kinds]
                 scope, scope_params = scope_sql("r.", visible_to, "?")
                 sql += scope
                 params += scope_params
@@ -1466,7 +1668,13 @@ class AsyncSQLiteStore(AsyncStore):
             hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
             return hits[:k]
 
-        return await self._run(lambda: self._read(op))
+        def search() -> list[SearchHit]:
+            nonlocal complete
+            if match and k > 0 and "entry" in kinds:
+                complete = self._fts_catch_up()
+            return self._read(op)
+
+        return await self._run(search)
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         latest = {(i.kind, i.id, i.model_id): i for i in items}  # the last one of a key wins

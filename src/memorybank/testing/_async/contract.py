@@ -306,6 +306,35 @@ class AsyncContract:
         assert len(await memory.history(tid)) == 20
         assert await memory.history(tid, last=0) == []
 
+    async def test_recent_messages_equal_the_entries_read(self, memory: AsyncMemory) -> None:
+        """``recent_messages`` (``history()``'s read, which a store may answer its own
+        way) is exactly the entries' messages, cut-off tool results dropped."""
+        from memorybank._window import drop_orphan_tool_results
+
+        store, tenant = memory.store, memory.tenant_id
+        tid = await self._thread(memory, user_id="u")
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        await memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "hi", "name": "ann"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "content": "42", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "no", "refusal": "no"},
+                {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c2", "output": "ok"},
+                {"role": "user", "content": [{"type": "text", "text": "a"}]},
+            ],
+        )
+        for limit in range(9):
+            _, rows = await store.list_entries(tenant, tid, limit=limit)
+            expected = [e.to_message() for e in drop_orphan_tool_results(rows)]
+            assert await store.recent_messages(tenant, tid, limit) == ("u", expected), limit
+        with pytest.raises(NotFound):
+            await store.recent_messages(tenant, _id(), 3)
+        with pytest.raises(NotFound):
+            await store.recent_messages(tenant + "-other", tid, 3)
+
     async def test_list_pages_from_the_newest(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
         await self._fill(memory, tid, 10)

@@ -307,6 +307,35 @@ class SyncContract:
         assert len(memory.history(tid)) == 20
         assert memory.history(tid, last=0) == []
 
+    def test_recent_messages_equal_the_entries_read(self, memory: Memory) -> None:
+        """``recent_messages`` (``history()``'s read, which a store may answer its own
+        way) is exactly the entries' messages, cut-off tool results dropped."""
+        from memorybank._window import drop_orphan_tool_results
+
+        store, tenant = memory.store, memory.tenant_id
+        tid = self._thread(memory, user_id="u")
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        memory.entries.add_many(
+            tid,
+            [
+                {"role": "user", "content": "hi", "name": "ann"},
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "content": "42", "tool_call_id": "c1"},
+                {"role": "assistant", "content": "no", "refusal": "no"},
+                {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c2", "output": "ok"},
+                {"role": "user", "content": [{"type": "text", "text": "a"}]},
+            ],
+        )
+        for limit in range(9):
+            _, rows = store.list_entries(tenant, tid, limit=limit)
+            expected = [e.to_message() for e in drop_orphan_tool_results(rows)]
+            assert store.recent_messages(tenant, tid, limit) == ("u", expected), limit
+        with pytest.raises(NotFound):
+            store.recent_messages(tenant, _id(), 3)
+        with pytest.raises(NotFound):
+            store.recent_messages(tenant + "-other", tid, 3)
+
     def test_list_pages_from_the_newest(self, memory: Memory) -> None:
         tid = self._thread(memory)
         self._fill(memory, tid, 10)
