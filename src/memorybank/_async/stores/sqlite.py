@@ -218,6 +218,25 @@ def _migrations(p: str) -> list[list[str]]:
         [f"ALTER TABLE {p}entries ADD COLUMN fingerprint TEXT"],
         # Paged record reads (``record_page``, ``record_list``) in (created_at, id) order.
         [f"CREATE INDEX {p}records_created ON {p}records (tenant_id, kind, created_at, id)"],
+        # Deletions per (tenant, model, kind), counted by triggers whatever deletes the
+        # rows: a persisted ANN index (``_vector_files``) that recorded the count it
+        # saw is still exact for the rows up to its max rowid while the count holds.
+        [
+            f"""CREATE TABLE {p}vector_changes (
+                tenant_id TEXT NOT NULL, model_id TEXT NOT NULL, kind TEXT NOT NULL,
+                deletes INTEGER NOT NULL,
+                PRIMARY KEY (tenant_id, model_id, kind)) WITHOUT ROWID""",
+            f"""CREATE TRIGGER {p}vectors_deleted AFTER DELETE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
+                END""",
+            f"""CREATE TRIGGER {p}vectors_updated AFTER UPDATE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
+                END""",
+        ],
     ]
 
 
@@ -423,6 +442,10 @@ class AsyncSQLiteStore(AsyncStore):
         self._closed = True
 
         def shut() -> None:
+            cache = self.__dict__.get("_vector_cache")
+            if cache is not None:  # leave the ANN indexes current on disk for the next process
+                for key, slot in cache.slots.items():
+                    self._vector_save(key, slot, final=True)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -1102,6 +1125,7 @@ class AsyncSQLiteStore(AsyncStore):
 
         def forget() -> int:
             removed = self._write(op)
+            self._forget_vector_files(tenant)
             if removed and self.path != ":memory:":
                 # The WAL still holds the pages as they were before: copy the
                 # new ones into the database and empty it. Best effort: a
@@ -1110,6 +1134,17 @@ class AsyncSQLiteStore(AsyncStore):
             return removed
 
         return await self._run(forget)
+
+    def _forget_vector_files(self, tenant: str) -> None:
+        """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""
+        cache = self.__dict__.get("_vector_cache")
+        if cache is not None:
+            for key in [key for key in cache.slots if key[0] == tenant]:
+                del cache.slots[key]
+        if self.path != ":memory:":
+            from memorybank.stores import _vector_files
+
+            _vector_files.remove_tenant(_vector_files.directory(self.path), self.prefix, tenant)
 
     async def reclaim_space(self) -> None:
         def vacuum() -> None:
@@ -1519,32 +1554,47 @@ class AsyncSQLiteStore(AsyncStore):
         return sql + scope, params + scope_params
 
     def _vector_rows(
-        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        after: int,
+        *,
+        upto: int | None = None,
+        dim: int = 0,
     ) -> CachedRows:
+        """Rows with rowid > ``after``; with ``upto``, only those up to it of
+        dimension ``dim``, without their vectors (``blobs`` stays empty)."""
         p = self.prefix
+        vector = "v.vector" if upto is None else "NULL"
         if kind == "entry":
             sql = (
                 f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
+                f" {vector} FROM {p}vectors v LEFT JOIN {p}threads t"
                 " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-                " ORDER BY v.rowid"
             )
         else:
             sql = (
                 f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
+                f" {vector} FROM {p}vectors v LEFT JOIN {p}records r"
                 " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-                " ORDER BY v.rowid"
             )
+        params: list[Any] = [tenant, model_id, kind, after]
+        if upto is not None:
+            sql += " AND v.rowid <= ? AND length(v.vector) = ?"
+            params += [upto, 4 * dim]
         from memorybank.stores._vectors import CachedRows
 
+        found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
         rows = CachedRows()
-        for rowid, rid, tid, agent, user, alive, blob in conn.execute(
-            sql, (tenant, model_id, kind, after)
-        ):
-            rows.add(rowid, rid, tid, agent, user, bool(alive), blob)
+        if found:
+            rowids, ids, threads, agents, users, alive, blobs = map(list, zip(*found, strict=True))
+            rows = CachedRows(rowids, ids, threads, agents, users, [bool(a) for a in alive], blobs)
+        if upto is not None:
+            rows.blobs.clear()
         return rows
 
     def _vector_slot(
@@ -1575,7 +1625,18 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
-            if slot is not None and slot.dim == dim and max_rowid >= slot.max_rowid:
+            row = conn.execute(
+                f"SELECT deletes FROM {p}vector_changes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+                key,
+            ).fetchone()
+            deletes = 0 if row is None else int(row[0])
+            if (
+                slot is not None
+                and slot.dim == dim
+                and max_rowid >= slot.max_rowid
+                and slot.deletes == deletes
+            ):
                 row = conn.execute(
                     f"SELECT id FROM {p}vectors WHERE rowid = ?", (slot.max_rowid,)
                 ).fetchone()
@@ -1585,13 +1646,97 @@ class AsyncSQLiteStore(AsyncStore):
                         slot.append(added)
                         slot.count, slot.stamp = count, stamp
                         return slot
-            slot = VectorSlot(dim)
-            slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
-            slot.count, slot.stamp = count, stamp
+            old = slot if slot is not None and slot.dim == dim else None
+            slot = None
+            if old is None:
+                slot = self._vector_slot_from_files(conn, key, dim, count, max_rowid, deletes)
+            if slot is None:
+                slot = VectorSlot(dim)
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+                if old is not None and old.has_ann():
+                    # the index of the earlier rows, checked row by row when next used
+                    rows = old.ann_rows()
+                    slot.inherit_ann(old.ann_index(), old.rowids[:rows], old.matrix[:rows])
+            slot.count, slot.stamp, slot.deletes = count, stamp, deletes
             cache.slots[key] = slot
             return slot
         finally:
             conn.execute("COMMIT")
+
+    def _vector_slot_from_files(
+        self,
+        conn: sqlite3.Connection,
+        key: tuple[str, str, str],
+        dim: int,
+        count: int,
+        max_rowid: int,
+        deletes: int,
+    ) -> VectorSlot | None:
+        """The slot with the ANN index and vectors persisted by an earlier process, or None.
+
+        Used only when the files pass their own checks (``_vector_files.load``).
+        If the database's deletion count for the key is the one the files
+        recorded and the rowids and ids up to their max rowid are the ones they
+        hold, the vectors are read from the files and only later rows from the
+        database; otherwise every row is read from the database and the index is
+        checked row by row against it (``VectorSlot.inherit_ann``). The scope
+        of every row always comes from the database.
+        """
+        import numpy as np
+
+        from memorybank.stores import _vector_files, _vectors
+
+        if self.path == ":memory:" or count < _vectors.ANN_THRESHOLD:
+            return None
+        if not _vectors.ann_available():
+            return None
+        tenant, model_id, kind = key
+        found = _vector_files.load(
+            _vector_files.directory(self.path), self.prefix, tenant, model_id, kind, dim
+        )
+        if found is None:
+            return None
+        slot = _vectors.VectorSlot(dim)
+        if found.deletes == deletes and max_rowid >= found.max_rowid:
+            known = self._vector_rows(
+                conn, tenant, model_id, kind, 0, upto=found.max_rowid, dim=dim
+            )
+            if (
+                len(known.rowids) == len(found.rowids)
+                and bool((np.asarray(known.rowids) == found.rowids).all())
+                and _vector_files.ids_digest(known.ids) == found.ids_digest
+            ):
+                slot.append(known, found.vectors)
+                slot.set_ann(found.index, slot.n, "loaded")
+                slot.saved_rows = slot.n
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
+                return slot
+        slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+        slot.inherit_ann(found.index, found.rowids, found.vectors)
+        return slot
+
+    def _vector_save(self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool) -> None:
+        """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
+        if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
+            return
+        rows = slot.ann_rows()
+        saved = slot.saved_rows
+        if saved is not None:
+            if rows <= saved or (not final and rows - saved < max(1000, saved // 10)):
+                return
+        from memorybank.stores import _vector_files
+
+        slot.saved_rows = rows  # also on failure: not retried on every search
+        _vector_files.save(
+            _vector_files.directory(self.path),
+            self.prefix,
+            *key,
+            slot.ann_index(),
+            slot.matrix[:rows],
+            slot.rowids[:rows],
+            slot.ids[:rows],
+            slot.deletes,
+        )
 
     async def vector_search(
         self,
@@ -1621,6 +1766,7 @@ class AsyncSQLiteStore(AsyncStore):
                 mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
                 best = slot.search(query, fetch, mask)
+                self._vector_save((tenant, model_id, kind), slot, final=False)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
