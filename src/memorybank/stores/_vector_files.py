@@ -44,6 +44,10 @@ from numpy.typing import NDArray
 __all__ = ["Persisted", "directory", "ids_digest", "load", "remove_tenant", "save", "stem"]
 
 _VERSION = 1
+#: A search re-saves an index that grew by this many rows and this share since its files
+#: (closing the store saves any growth).
+SAVE_AFTER_ROWS = 1000
+SAVE_AFTER_SHARE = 0.1
 _log = logging.getLogger("memorybank.stores.vectors")
 
 

@@ -1719,13 +1719,15 @@ class AsyncSQLiteStore(AsyncStore):
         """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
         if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
             return
+        from memorybank.stores import _vector_files
+
         rows = slot.ann_rows()
         saved = slot.saved_rows
         if saved is not None:
-            if rows <= saved or (not final and rows - saved < max(1000, saved // 10)):
+            grown = rows - saved
+            due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
+            if grown <= 0 or (not final and grown < due):
                 return
-        from memorybank.stores import _vector_files
-
         slot.saved_rows = rows  # also on failure: not retried on every search
         _vector_files.save(
             _vector_files.directory(self.path),
