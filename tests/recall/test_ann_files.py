@@ -102,7 +102,7 @@ def test_index_is_written_and_reused_by_a_new_process(db: Path) -> None:
     manifest = _manifest(db)
     assert manifest["count"] == N and manifest["dim"] == DIM
     files = sorted(p.suffix for p in _folder(db).iterdir())
-    assert files == [".f32", ".i64", ".json", ".usearch"]
+    assert files == [".f32", ".i64", ".ids", ".json", ".usearch"]
     got = _child("search", str(db), "11")
     assert got["source"] == "loaded"  # not rebuilt
     assert got["n"] == N and got["ids"][0] == "e11"
@@ -132,10 +132,19 @@ def _damage(db: Path, how: str) -> None:
     if how == "garbage manifest":
         manifest.write_bytes(b"{not json")
         return
-    part = {"truncated index": ".usearch", "flipped vector byte": ".f32", "missing rowids": ".i64"}
+    part = {
+        "truncated index": ".usearch",
+        "flipped vector byte": ".f32",
+        "missing rowids": ".i64",
+        "swapped ids": ".ids",
+    }
     (target,) = folder.glob(f"*{part[how]}")
     if how == "truncated index":
         target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+    elif how == "swapped ids":
+        ids = json.loads(target.read_text())
+        ids[0], ids[1] = ids[1], ids[0]
+        target.write_text(json.dumps(ids))
     elif how == "flipped vector byte":
         data = bytearray(target.read_bytes())
         data[len(data) // 3] ^= 0x40
@@ -145,7 +154,8 @@ def _damage(db: Path, how: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "how", ["truncated index", "flipped vector byte", "missing rowids", "garbage manifest"]
+    "how",
+    ["truncated index", "flipped vector byte", "missing rowids", "swapped ids", "garbage manifest"],
 )
 def test_damaged_files_are_detected_and_rebuilt(db: Path, how: str) -> None:
     _damage(db, how)

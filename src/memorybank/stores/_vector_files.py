@@ -3,7 +3,7 @@
 Files live in ``<database>.ann/``, per (table prefix, tenant, model, kind) a
 manifest ``<stem>.json`` and the files it names, ``<stem>.<token>.usearch``
 (the usearch index, keyed by rowid), ``.f32`` (the vectors it holds, float32,
-in rowid order) and ``.i64`` (their rowids). The stem is
+in rowid order), ``.i64`` (their rowids) and ``.ids`` (their ids, JSON). The stem is
 ``<sha256(prefix, tenant)[:16]>-<sha256(model)[:16]>-<sha256(kind)[:8]>``.
 
 Writing (``save``): new files under a fresh token, each written to a temporary
@@ -16,9 +16,12 @@ records would not match).
 Trust (``load``): nothing is used unless the manifest parses, names this
 (prefix, tenant, model, kind, dimension), and every file has the recorded size
 and CRC-32. The caller then compares what the manifest says it covers (rowids
-up to ``max_rowid``, the database's deletion count ``deletes`` for the key, a
-digest of the ids) with the database in one snapshot: equal, the index is exact
-for those rows and only rows beyond ``max_rowid`` are added; otherwise it is
+up to ``max_rowid``, the database's deletion count ``deletes`` for the key)
+with the database in one snapshot: equal (and the rowids up to ``max_rowid``,
+read from the database's index, are the files' rowids), the index and the ids
+are exact for those rows and only rows beyond ``max_rowid`` are read and added
+(vector rows are never updated in place; an update or delete of any row of
+the key changes the count); otherwise it is
 checked row by row (``VectorSlot.inherit_ann``) or rebuilt. Scope is never
 taken from the files: it is read from the database and the final hits are
 re-checked in SQL.
@@ -41,7 +44,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["Persisted", "directory", "ids_digest", "load", "remove_tenant", "save", "stem"]
+__all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "stem"]
 
 _VERSION = 1
 #: A search re-saves an index that grew by this many rows and this share since its files
@@ -67,10 +70,6 @@ def stem(prefix: str, tenant: str, model_id: str, kind: str) -> str:
     return f"{tenant_part(prefix, tenant)}-{_h(model_id)}-{_h(kind, size=8)}"
 
 
-def ids_digest(ids: Sequence[str]) -> str:
-    return hashlib.sha256("\x00".join(ids).encode()).hexdigest()
-
-
 @dataclass
 class Persisted:
     """What a manifest covers, and the loaded index, vectors and rowids."""
@@ -80,7 +79,7 @@ class Persisted:
     rowids: NDArray[np.int64]
     max_rowid: int
     deletes: int
-    ids_digest: str
+    ids: list[str]
 
 
 def _crc(data: bytes | memoryview) -> int:
@@ -118,7 +117,7 @@ def load(
             _log.warning("ANN index manifest %s is for something else: rebuilding", manifest_path)
             return None
         files: dict[str, bytes] = {}
-        for part in ("usearch", "f32", "i64"):
+        for part in ("usearch", "f32", "i64", "ids"):
             size, crc = manifest["files"][part]
             data = (folder / f"{name}.{manifest['token']}.{part}").read_bytes()
             if len(data) != size or _crc(data) != crc:
@@ -128,7 +127,8 @@ def load(
         count = int(manifest["count"])
         vectors = np.frombuffer(files["f32"], dtype="<f4")
         rowids = np.frombuffer(files["i64"], dtype="<i8")
-        if vectors.size != count * dim or rowids.size != count:
+        ids = json.loads(files["ids"])
+        if vectors.size != count * dim or rowids.size != count or len(ids) != count:
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
         from usearch.index import Index
@@ -146,7 +146,7 @@ def load(
             rowids=rowids.astype(np.int64, copy=False),
             max_rowid=int(manifest["max_rowid"]),
             deletes=int(manifest["deletes"]),
-            ids_digest=str(manifest["ids_digest"]),
+            ids=[str(i) for i in ids],
         )
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
         _log.warning("ANN index %s unusable (%s): rebuilding", name, error)
@@ -189,6 +189,7 @@ def save(
             "usearch": bytes(index.save()),
             "f32": np.ascontiguousarray(vectors, dtype="<f4").data.cast("B"),
             "i64": np.ascontiguousarray(rowids, dtype="<i8").data.cast("B"),
+            "ids": json.dumps(list(ids)).encode(),
         }
         files = {}
         for part, data in parts.items():
@@ -199,7 +200,6 @@ def save(
             "count": len(rowids),
             "max_rowid": int(rowids[-1]) if len(rowids) else 0,
             "deletes": deletes,
-            "ids_digest": ids_digest(ids),
             "files": files,
         }
         _write(folder / f"{name}.json", json.dumps(manifest).encode())

@@ -1555,38 +1555,24 @@ class SQLiteStore(Store):
         return sql + scope, params + scope_params
 
     def _vector_rows(
-        self,
-        conn: sqlite3.Connection,
-        tenant: str,
-        model_id: str,
-        kind: str,
-        after: int,
-        *,
-        upto: int | None = None,
-        dim: int = 0,
+        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
     ) -> CachedRows:
-        """Rows with rowid > ``after``; with ``upto``, only those up to it of
-        dimension ``dim``, without their vectors (``blobs`` stays empty)."""
         p = self.prefix
-        vector = "v.vector" if upto is None else "NULL"
         if kind == "entry":
             sql = (
                 f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-                f" {vector} FROM {p}vectors v LEFT JOIN {p}threads t"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
                 " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
             )
         else:
             sql = (
                 f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-                f" {vector} FROM {p}vectors v LEFT JOIN {p}records r"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
                 " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
             )
-        params: list[Any] = [tenant, model_id, kind, after]
-        if upto is not None:
-            sql += " AND v.rowid <= ? AND length(v.vector) = ?"
-            params += [upto, 4 * dim]
+        params = (tenant, model_id, kind, after)
         from memorybank.stores._vectors import CachedRows
 
         found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
@@ -1594,8 +1580,6 @@ class SQLiteStore(Store):
         if found:
             rowids, ids, threads, agents, users, alive, blobs = map(list, zip(*found, strict=True))
             rows = CachedRows(rowids, ids, threads, agents, users, [bool(a) for a in alive], blobs)
-        if upto is not None:
-            rows.blobs.clear()
         return rows
 
     def _vector_slot(
@@ -1699,14 +1683,8 @@ class SQLiteStore(Store):
             return None
         slot = _vectors.VectorSlot(dim)
         if found.deletes == deletes and max_rowid >= found.max_rowid:
-            known = self._vector_rows(
-                conn, tenant, model_id, kind, 0, upto=found.max_rowid, dim=dim
-            )
-            if (
-                len(known.rowids) == len(found.rowids)
-                and bool((np.asarray(known.rowids) == found.rowids).all())
-                and _vector_files.ids_digest(known.ids) == found.ids_digest
-            ):
+            known = self._vector_scopes(conn, key, found.max_rowid, found.ids)
+            if known is not None and bool((np.asarray(known.rowids) == found.rowids).all()):
                 slot.append(known, found.vectors)
                 slot.set_ann(found.index, slot.n, "loaded")
                 slot.saved_rows = slot.n
@@ -1715,6 +1693,61 @@ class SQLiteStore(Store):
         slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
         slot.inherit_ann(found.index, found.rowids, found.vectors)
         return slot
+
+    def _vector_scopes(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], upto: int, ids: list[str]
+    ) -> CachedRows | None:
+        """Rows up to rowid ``upto`` with the ``ids`` persisted for them, scoped from the database.
+
+        Rowids and thread ids come from the ``vectors_model`` index alone (no
+        vector is read); agent, user and liveness from the owning threads or
+        records. None when the row count differs from ``ids``.
+        """
+        from memorybank.stores._vectors import CachedRows
+
+        p = self.prefix
+        tenant, model_id, kind = key
+        found = conn.execute(
+            f"SELECT rowid, thread_id FROM {p}vectors INDEXED BY {p}vectors_model"
+            " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND rowid <= ?",
+            (tenant, model_id, kind, upto),
+        ).fetchall()
+        if len(found) != len(ids):
+            return None
+        found.sort()
+        rowids = [r[0] for r in found]
+        if kind == "entry":
+            threads = [r[1] for r in found]
+            owners = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = ?", (tenant,)
+                )
+            }
+            keys: list[str | None] = threads
+        else:
+            threads = [None] * len(found)
+            owners = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    f"SELECT id, agent_id, user_id FROM {p}records"
+                    " WHERE tenant_id = ? AND kind = ?",
+                    (tenant, kind),
+                )
+            }
+            keys = list(ids)
+        nobody = (None, None)
+        scopes = [owners.get(k, nobody) if k is not None else nobody for k in keys]
+        visible = [k is not None and k in owners for k in keys]
+        return CachedRows(
+            rowids,
+            list(ids),
+            threads,
+            [s[0] for s in scopes],
+            [s[1] for s in scopes],
+            visible,
+            [],
+        )
 
     def _vector_save(self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool) -> None:
         """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
