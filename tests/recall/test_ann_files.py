@@ -272,3 +272,45 @@ def test_kill_mid_write_leaves_a_usable_store(db: Path) -> None:
     finally:
         store.close()
     assert _child("search", str(db), "7")["source"] == "loaded"
+
+
+def test_documents_scope_is_read_from_their_records(tmp_path: Path) -> None:
+    from memorybank._sync.stores.base import Visibility
+    from memorybank.stores._types import Record
+
+    path = tmp_path / "d.db"
+    now = datetime.now(UTC)
+    store = SQLiteStore(path)
+    try:  # even seeds are alice's documents, odd ones bob's
+        store.record_put(
+            "t",
+            [
+                Record(
+                    "document", f"d{i}", None, "alice" if i % 2 == 0 else "bob", "x", {}, now, now
+                )
+                for i in range(N)
+            ],
+        )
+        store.vector_put("t", [VectorItem("document", f"d{i}", MODEL, vec(i)) for i in range(N)])
+        store.vector_search("t", vec(1), model_id=MODEL, kinds=["document"], k=3)
+    finally:
+        store.close()
+    store = SQLiteStore(path)
+    try:
+        # d4 changes owner, its vector untouched: the files' scope would be stale
+        store.record_put("t", [Record("document", "d4", None, "bob", "x", {}, now, now)])
+        for who, parity in (("alice", 0), ("bob", 1)):
+            hits = store.vector_search(
+                "t",
+                vec(4),
+                model_id=MODEL,
+                kinds=["document"],
+                k=10,
+                visible_to=Visibility(None, who),
+            )
+            assert hits and all(int(h.id[1:]) % 2 == parity or h.id == "d4" for h in hits)
+            assert ("d4" in [h.id for h in hits]) is (who == "bob")
+        slot = store._vector_cache.slots[("t", MODEL, "document")]  # type: ignore[attr-defined]
+        assert slot.ann_source == "loaded"
+    finally:
+        store.close()
