@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import mmap
 import os
 import secrets
 import zlib
@@ -82,7 +83,15 @@ class Persisted:
     ids: list[str]
 
 
-def _crc(data: bytes | memoryview) -> int:
+def _map(path: Path) -> bytes | mmap.mmap:
+    """The file's bytes, memory-mapped (read-only, not copied) unless empty."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _crc(data: bytes | memoryview | mmap.mmap) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
@@ -116,10 +125,10 @@ def load(
         ):
             _log.warning("ANN index manifest %s is for something else: rebuilding", manifest_path)
             return None
-        files: dict[str, bytes] = {}
+        files: dict[str, bytes | mmap.mmap] = {}
         for part in ("usearch", "f32", "i64", "ids"):
             size, crc = manifest["files"][part]
-            data = (folder / f"{name}.{manifest['token']}.{part}").read_bytes()
+            data = _map(folder / f"{name}.{manifest['token']}.{part}")
             if len(data) != size or _crc(data) != crc:
                 _log.warning("ANN index file %s.%s is damaged: rebuilding", name, part)
                 return None
@@ -127,7 +136,7 @@ def load(
         count = int(manifest["count"])
         vectors = np.frombuffer(files["f32"], dtype="<f4")
         rowids = np.frombuffer(files["i64"], dtype="<i8")
-        ids = json.loads(files["ids"])
+        ids = json.loads(files["ids"][:])
         if vectors.size != count * dim or rowids.size != count or len(ids) != count:
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
@@ -135,7 +144,7 @@ def load(
 
         from memorybank.stores._vectors import configure_ann
 
-        index = Index.restore(files["usearch"])
+        index = Index.restore(memoryview(files["usearch"]))
         if index is None or len(index) != count or index.ndim != dim:
             _log.warning("ANN index %s did not load: rebuilding", name)
             return None
