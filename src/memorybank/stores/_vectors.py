@@ -6,7 +6,10 @@ memory with each row's scope (thread, agent, user as small integer codes), so
 a query is one matrix-vector product plus numpy masks instead of reading every
 vector from the database. Beyond ``ANN_THRESHOLD`` vectors an HNSW index
 (``usearch``, extra ``memorybank[ann]``) answers instead of the exact product;
-when it is not installed the search stays exact.
+when it is not installed the search stays exact. Its keys are SQLite rowids;
+the SQLite store persists it next to the database (``_vector_files``) and hands
+an index of an earlier state to a reloaded slot (``inherit_ann``), which keeps
+the rows whose rowid and vector are unchanged instead of rebuilding.
 
 Keeping the cache current across processes is the store's job (see
 ``AsyncSQLiteStore.vector_search``): it tells the cache when the database may
@@ -31,7 +34,8 @@ __all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
 #: whose scope covers many of them. Below it search is exact (a 384-d product
 #: over 50,000 rows is a few ms); the index is built on the first such query
-#: (about 2 minutes per 100,000 vectors on 2 busy cores) and then kept current.
+#: (about 1-6 minutes per 100,000 vectors on 2 busy cores), kept current, and
+#: persisted by the SQLite store for the next process.
 ANN_THRESHOLD = 50_000
 #: A scope holding at most this many vectors is always searched exactly.
 EXACT_LIMIT = 20_000
