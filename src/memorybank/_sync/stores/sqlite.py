@@ -14,6 +14,10 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 (``record_get_many``, ``record_list_keys``) are one call on the store's thread
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
+Vectors (schema version 6): ``<prefix>vector_changes`` counts, by trigger, the
+deleted or updated vector rows per (tenant, model, kind); a file database keeps
+its HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which
+a new process loads instead of rebuilding while that count and the rowids agree.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
