@@ -195,7 +195,7 @@ def save(
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
         parts: dict[str, bytes | memoryview] = {
-            "usearch": bytes(index.save()),
+            "usearch": memoryview(index.save()),
             "f32": np.ascontiguousarray(vectors, dtype="<f4").data.cast("B"),
             "i64": np.ascontiguousarray(rowids, dtype="<i8").data.cast("B"),
             "ids": json.dumps(list(ids)).encode(),

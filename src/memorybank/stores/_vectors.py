@@ -311,7 +311,10 @@ class VectorSlot:
         self._ann_pending = None
         at = self.positions(rowids)
         same = at >= 0
-        same[same] = np.all(self.matrix[at[same]] == vectors[same], axis=1)
+        rows = np.flatnonzero(same)
+        for start in range(0, len(rows), 65_536):  # compared in blocks: bounded memory
+            part = rows[start : start + 65_536]
+            same[part] = np.all(self.matrix[at[part]] == vectors[part], axis=1)
         if int(same.sum()) * 2 < max(self.n, 1) or int(same.sum()) * 2 < len(rowids):
             return False
         stale = rowids[~same]
