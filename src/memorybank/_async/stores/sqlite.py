@@ -225,6 +225,8 @@ def _migrations(p: str) -> list[list[str]]:
         # Deletions per (tenant, model, kind), counted by triggers whatever deletes the
         # rows: a persisted ANN index (``_vector_files``) that recorded the count it
         # saw is still exact for the rows up to its max rowid while the count holds.
+        # (An ``INSERT OR REPLACE`` would delete without firing the trigger: vector
+        # rows are only ever written by ``vector_put``'s DELETE + INSERT.)
         [
             f"""CREATE TABLE {p}vector_changes (
                 tenant_id TEXT NOT NULL, model_id TEXT NOT NULL, kind TEXT NOT NULL,
