@@ -3,9 +3,11 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, qdrant, server, graph, mcp, rerank (default: all). Options after ``--`` go to every named
+search, qdrant, server, graph, mcp, rerank, vectors (default: all). Options after ``--`` go
+to every named
 benchmark, e.g. ``python -m bench graph -- --stores sqlite``; ``--entities N``
-sizes the graph benchmark (``python -m bench graph --entities 10000``).
+sizes the graph benchmark (``python -m bench graph --entities 10000``), ``--vectors N``
+the vectors benchmark (``python -m bench vectors --vectors 1000000``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "graph": ("bench.bench_graph", None),
     "mcp": ("bench.bench_mcp", None),
     "rerank": ("bench.bench_rerank", None),
+    "vectors": ("bench.bench_vectors", None),
 }
 
 
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("names", nargs="*", help=f"which to run: {', '.join(BENCHMARKS)}")
     parser.add_argument("--entities", type=int, help="graph: entities (relations: 5x)")
+    parser.add_argument("--vectors", type=int, help="vectors: how many (default 60,000)")
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
@@ -70,6 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = [module_name, *(["--quick"] if args.quick else []), *extra]
         if name == "graph" and args.entities is not None:
             sys.argv += ["--entities", str(args.entities)]
+        if name == "vectors":  # 60,000 by default: beyond ANN_THRESHOLD, minutes not hours
+            sys.argv += ["--vectors", str(args.vectors or 60_000)]
         try:
             module.main()
         except Exception as error:  # report and go on with the other benchmarks

@@ -124,7 +124,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -281,7 +281,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (6,)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (7,)
     page_plan = " ".join(
         str(row[3])
         for row in conn.execute(

@@ -6,7 +6,10 @@ memory with each row's scope (thread, agent, user as small integer codes), so
 a query is one matrix-vector product plus numpy masks instead of reading every
 vector from the database. Beyond ``ANN_THRESHOLD`` vectors an HNSW index
 (``usearch``, extra ``memorybank[ann]``) answers instead of the exact product;
-when it is not installed the search stays exact.
+when it is not installed the search stays exact. Its keys are SQLite rowids;
+the SQLite store persists it next to the database (``_vector_files``) and hands
+an index of an earlier state to a reloaded slot (``inherit_ann``), which keeps
+the rows whose rowid and vector are unchanged instead of rebuilding.
 
 Keeping the cache current across processes is the store's job (see
 ``AsyncSQLiteStore.vector_search``): it tells the cache when the database may
@@ -31,12 +34,14 @@ __all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
 #: whose scope covers many of them. Below it search is exact (a 384-d product
 #: over 50,000 rows is a few ms); the index is built on the first such query
-#: (about 2 minutes per 100,000 vectors on 2 busy cores) and then kept current.
+#: (about 1-6 minutes per 100,000 vectors on 2 busy cores), kept current, and
+#: persisted by the SQLite store for the next process.
 ANN_THRESHOLD = 50_000
 #: A scope holding at most this many vectors is always searched exactly.
 EXACT_LIMIT = 20_000
 _NONE = 0  # code of None (shared / no thread)
 _UNKNOWN = -1  # code of a value the cache has never seen: matches no row
+_FILLER_KEY = 1 << 62  # keys of placeholder vectors (beyond any SQLite rowid in use)
 
 
 def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[int, float]]:
@@ -106,6 +111,12 @@ class CachedRows:
         self.blobs.append(blob)
 
 
+def configure_ann(index: Any) -> None:
+    """Search and insertion breadth of an HNSW index (not stored in its file)."""
+    index.expansion_add = 64
+    index.expansion_search = 128
+
+
 class VectorSlot:
     """Every vector of one (tenant, model, kind), in memory, with its scope codes."""
 
@@ -126,8 +137,19 @@ class VectorSlot:
         self.count = 0
         self.max_rowid = 0
         self.max_id: str | None = None
+        #: Deletions of this (tenant, model, kind) counted by the database when the
+        #: rows were read (None: the database does not count them).
+        self.deletes: int | None = None
+        #: The HNSW index, keyed by rowid; it holds the rows ``[0, _ann_rows)``.
         self._ann: Any = None
         self._ann_rows = 0
+        #: An index of an earlier state of the rows, with the rowids and vectors it
+        #: holds, checked against the rows before use (see ``adopt_ann``).
+        self._ann_pending: tuple[Any, NDArray[np.int64], NDArray[np.float32]] | None = None
+        #: How the index came to be: "built", "loaded" (from a file), "adopted".
+        self.ann_source: str | None = None
+        #: Rows covered by the persisted index files (None: not persisted).
+        self.saved_rows: int | None = None
 
     def _code(self, value: str | None) -> int:
         code = self.codes.get(value)
@@ -135,34 +157,51 @@ class VectorSlot:
             code = self.codes[value] = len(self.codes)
         return code
 
+    def _codes(self, values: list[str | None]) -> NDArray[np.int32]:
+        for value in dict.fromkeys(values):
+            self._code(value)
+        return np.fromiter(map(self.codes.__getitem__, values), np.int32, len(values))
+
     def code_of(self, value: str | None) -> int:
         return self.codes.get(value, _UNKNOWN)
 
-    def append(self, rows: CachedRows) -> None:
-        """Add rows (rowids larger than every cached one); rows of another dimension are skipped."""
+    def append(self, rows: CachedRows, block: NDArray[np.float32] | None = None) -> None:
+        """Add rows (rowids larger than every cached one); rows of another dimension are skipped.
+
+        ``block``: the rows' vectors as a matrix, when ``rows.blobs`` is empty.
+        """
         width = self.dim * 4
-        keep = [i for i, b in enumerate(rows.blobs) if len(b) == width]
+        every = block is not None or all(len(b) == width for b in rows.blobs)
+        keep = (
+            list(range(len(rows.rowids)))
+            if every
+            else [i for i, b in enumerate(rows.blobs) if len(b) == width]
+        )
+
+        def kept(values: list[Any]) -> list[Any]:
+            return values if every else [values[i] for i in keep]
+
         if keep:
-            block = np.frombuffer(b"".join(rows.blobs[i] for i in keep), dtype="<f4")
-            block = block.reshape(len(keep), self.dim)
+            if block is None:
+                block = np.frombuffer(b"".join(kept(rows.blobs)), dtype="<f4")
+                block = block.reshape(len(keep), self.dim)
             need = self.n + len(keep)
-            if need > self.matrix.shape[0]:  # grow geometrically: appends stay amortised O(1)
+            if self.n == 0:
+                self.matrix = block  # grown (copied) by the next append
+            elif need > self.matrix.shape[0]:  # grow geometrically: appends stay amortised O(1)
                 grown = np.zeros((max(need, 2 * self.matrix.shape[0], 1024), self.dim), np.float32)
                 grown[: self.n] = self.matrix[: self.n]
                 self.matrix = grown
-            self.matrix[self.n : need] = block
-            self.rowids = np.concatenate([self.rowids, np.asarray(rows.rowids, np.int64)[keep]])
-            self.ids += [rows.ids[i] for i in keep]
-            self.threads += [rows.threads[i] for i in keep]
-            codes = [
-                (self._code(rows.threads[i]), self._code(rows.agents[i]), self._code(rows.users[i]))
-                for i in keep
-            ]
-            arr = np.asarray(codes, dtype=np.int32).reshape(len(keep), 3)
-            self.thread_codes = np.concatenate([self.thread_codes, arr[:, 0]])
-            self.agent_codes = np.concatenate([self.agent_codes, arr[:, 1]])
-            self.user_codes = np.concatenate([self.user_codes, arr[:, 2]])
-            self.visible = np.concatenate([self.visible, np.asarray(rows.visible, bool)[keep]])
+            if self.n:
+                self.matrix[self.n : need] = block
+            self.rowids = np.concatenate([self.rowids, np.asarray(kept(rows.rowids), np.int64)])
+            self.ids += kept(rows.ids)
+            threads = kept(rows.threads)
+            self.threads += threads
+            self.thread_codes = np.concatenate([self.thread_codes, self._codes(threads)])
+            self.agent_codes = np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
+            self.user_codes = np.concatenate([self.user_codes, self._codes(kept(rows.users))])
+            self.visible = np.concatenate([self.visible, np.asarray(kept(rows.visible), bool)])
             self.n = need
         if rows.rowids:
             last = int(np.argmax(rows.rowids))
@@ -218,9 +257,10 @@ class VectorSlot:
         while True:
             count = min(count, self.n)
             result = index.search(query, count)
-            keys = np.asarray(result.keys, dtype=np.int64)
+            keys = self.positions(np.asarray(result.keys, dtype=np.int64))
             dist = np.asarray(result.distances, dtype=np.float32)
-            ok = mask[keys]
+            ok = keys >= 0
+            ok[ok] = mask[keys[ok]]
             keys, dist = keys[ok], dist[ok]
             if len(keys) >= k or count >= self.n:
                 return [
@@ -230,22 +270,87 @@ class VectorSlot:
                 return None  # a narrow scope: exact search over it is cheaper
             count *= 4
 
+    def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Row index of each rowid, -1 for a rowid the slot does not hold."""
+        at = np.searchsorted(self.rowids, rowids)
+        found = at < self.n
+        found[found] = self.rowids[at[found]] == rowids[found]
+        return np.where(found, at, -1).astype(np.int64)
+
+    def has_ann(self) -> bool:
+        return self._ann is not None
+
+    def ann_rows(self) -> int:
+        """Rows ``[0, ann_rows)`` are in the index."""
+        return self._ann_rows if self._ann is not None else 0
+
+    def ann_index(self) -> Any:
+        """The HNSW index (usearch ``Index``), if there is one; it may lag the rows."""
+        return self._ann
+
+    def set_ann(self, index: Any, rows: int, source: str) -> None:
+        """Use ``index``, which holds exactly the rows ``[0, rows)`` keyed by rowid."""
+        self._ann, self._ann_rows, self.ann_source = index, rows, source
+        self._ann_pending = None
+
+    def inherit_ann(
+        self, index: Any, rowids: NDArray[np.int64], vectors: NDArray[np.float32]
+    ) -> None:
+        """Offer an index of an earlier state (its rowids and vectors); checked when used."""
+        self._ann, self._ann_rows = None, 0
+        self._ann_pending = (index, rowids, vectors)
+
+    def _adopt_ann(self) -> bool:
+        """Reuse the pending index for the rows whose rowid and vector it holds unchanged.
+
+        Keys of deleted or changed rows are removed (a rowid SQLite gave again to
+        another row holds another vector, so it is removed and added again); rows
+        it lacks are added. Rebuilt instead when less than half of it is reusable.
+        """
+        index, rowids, vectors = self._ann_pending  # type: ignore[misc]
+        self._ann_pending = None
+        at = self.positions(rowids)
+        same = at >= 0
+        rows = np.flatnonzero(same)
+        for start in range(0, len(rows), 65_536):  # compared in blocks: bounded memory
+            part = rows[start : start + 65_536]
+            same[part] = np.all(self.matrix[at[part]] == vectors[part], axis=1)
+        if int(same.sum()) * 2 < max(self.n, 1) or int(same.sum()) * 2 < len(rowids):
+            return False
+        stale = rowids[~same]
+        if len(stale):
+            index.remove(stale)
+        missing = np.ones(self.n, dtype=bool)
+        missing[at[same]] = False
+        todo = np.flatnonzero(missing)
+        if len(todo):
+            index.add(self.rowids[todo], self.matrix[todo])
+        if len(stale) > len(todo):
+            # usearch keeps a removed vector's bytes until its slot is reused: fill
+            # the slots left over with a placeholder, so deleted vectors leave no
+            # trace in the index (nor in its persisted file).
+            spare = len(stale) - len(todo)
+            filler = np.full((spare, self.dim), 1 / np.sqrt(self.dim), dtype=np.float32)
+            keys = np.arange(spare, dtype=np.int64) + _FILLER_KEY
+            index.add(keys, filler)
+            index.remove(keys)
+        self.set_ann(index, self.n, "adopted")
+        return True
+
     def _ann_index(self) -> Any:
+        if self._ann is None and self._ann_pending is not None:
+            self._adopt_ann()
         if self._ann is None:
             from usearch.index import Index
 
-            self._ann = Index(
-                ndim=self.dim,
-                metric="cos",
-                dtype="f16",
-                connectivity=16,
-                expansion_add=64,
-                expansion_search=128,
-            )
+            self._ann = Index(ndim=self.dim, metric="cos", dtype="f16", connectivity=16)
+            configure_ann(self._ann)
             self._ann_rows = 0
+            self.ann_source = "built"
         if self._ann_rows < self.n:
-            new = np.arange(self._ann_rows, self.n, dtype=np.int64)
-            self._ann.add(new, self.matrix[self._ann_rows : self.n])
+            self._ann.add(
+                self.rowids[self._ann_rows : self.n], self.matrix[self._ann_rows : self.n]
+            )
             self._ann_rows = self.n
         return self._ann
 

@@ -13,6 +13,10 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 (``record_get_many``, ``record_list_keys``) are one call on the store's thread
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
+Vectors (schema version 7): ``<prefix>vector_changes`` counts, by trigger, the
+deleted or updated vector rows per (tenant, model, kind); a file database keeps
+its HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which
+a new process loads instead of rebuilding while that count and the rowids agree.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
@@ -260,6 +264,27 @@ def _migrations(p: str) -> list[list[str]]:
                 INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content)
                 VALUES ('delete', old.rowid, old.content);
                 INSERT INTO {p}entries_fts (rowid, content) VALUES (new.rowid, new.content);
+                END""",
+        ],
+        # Deletions per (tenant, model, kind), counted by triggers whatever deletes the
+        # rows: a persisted ANN index (``_vector_files``) that recorded the count it
+        # saw is still exact for the rows up to its max rowid while the count holds.
+        # (An ``INSERT OR REPLACE`` would delete without firing the trigger: vector
+        # rows are only ever written by ``vector_put``'s DELETE + INSERT.)
+        [
+            f"""CREATE TABLE {p}vector_changes (
+                tenant_id TEXT NOT NULL, model_id TEXT NOT NULL, kind TEXT NOT NULL,
+                deletes INTEGER NOT NULL,
+                PRIMARY KEY (tenant_id, model_id, kind)) WITHOUT ROWID""",
+            f"""CREATE TRIGGER {p}vectors_deleted AFTER DELETE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
+                END""",
+            f"""CREATE TRIGGER {p}vectors_updated AFTER UPDATE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
                 END""",
         ],
     ]
@@ -587,6 +612,10 @@ class AsyncSQLiteStore(AsyncStore):
         self._closed = True
 
         def shut() -> None:
+            cache = self.__dict__.get("_vector_cache")
+            if cache is not None:  # leave the ANN indexes current on disk for the next process
+                for key, slot in cache.slots.items():
+                    self._vector_save(key, slot, final=True)
             if self._conn is not None:
                 if self._fts_backlog:
                     # Leave the keyword index complete (a reader of a read-only copy
@@ -1282,6 +1311,7 @@ class AsyncSQLiteStore(AsyncStore):
 
         def forget() -> int:
             removed = self._write(op)
+            self._forget_vector_files(tenant)
             if removed and self.path != ":memory:":
                 # The WAL still holds the pages as they were before: copy the
                 # new ones into the database and empty it. Best effort: a
@@ -1290,6 +1320,17 @@ class AsyncSQLiteStore(AsyncStore):
             return removed
 
         return await self._run(forget)
+
+    def _forget_vector_files(self, tenant: str) -> None:
+        """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""
+        cache = self.__dict__.get("_vector_cache")
+        if cache is not None:
+            for key in [key for key in cache.slots if key[0] == tenant]:
+                del cache.slots[key]
+        if self.path != ":memory:":
+            from memorybank.stores import _vector_files
+
+            _vector_files.remove_tenant(_vector_files.directory(self.path), self.prefix, tenant)
 
     async def reclaim_space(self) -> None:
         def vacuum() -> None:
@@ -1736,7 +1777,6 @@ class AsyncSQLiteStore(AsyncStore):
                 f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
                 " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-                " ORDER BY v.rowid"
             )
         else:
             sql = (
@@ -1744,15 +1784,15 @@ class AsyncSQLiteStore(AsyncStore):
                 f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
                 " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-                " ORDER BY v.rowid"
             )
+        params = (tenant, model_id, kind, after)
         from memorybank.stores._vectors import CachedRows
 
+        found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
         rows = CachedRows()
-        for rowid, rid, tid, agent, user, alive, blob in conn.execute(
-            sql, (tenant, model_id, kind, after)
-        ):
-            rows.add(rowid, rid, tid, agent, user, bool(alive), blob)
+        if found:
+            rowids, ids, threads, agents, users, alive, blobs = map(list, zip(*found, strict=True))
+            rows = CachedRows(rowids, ids, threads, agents, users, [bool(a) for a in alive], blobs)
         return rows
 
     def _vector_slot(
@@ -1783,7 +1823,18 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
-            if slot is not None and slot.dim == dim and max_rowid >= slot.max_rowid:
+            row = conn.execute(
+                f"SELECT deletes FROM {p}vector_changes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+                key,
+            ).fetchone()
+            deletes = 0 if row is None else int(row[0])
+            if (
+                slot is not None
+                and slot.dim == dim
+                and max_rowid >= slot.max_rowid
+                and slot.deletes == deletes
+            ):
                 row = conn.execute(
                     f"SELECT id FROM {p}vectors WHERE rowid = ?", (slot.max_rowid,)
                 ).fetchone()
@@ -1793,13 +1844,148 @@ class AsyncSQLiteStore(AsyncStore):
                         slot.append(added)
                         slot.count, slot.stamp = count, stamp
                         return slot
-            slot = VectorSlot(dim)
-            slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
-            slot.count, slot.stamp = count, stamp
+            old = slot if slot is not None and slot.dim == dim else None
+            slot = None
+            if old is None:
+                slot = self._vector_slot_from_files(conn, key, dim, count, max_rowid, deletes)
+            if slot is None:
+                slot = VectorSlot(dim)
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+                if old is not None and old.has_ann():
+                    # the index of the earlier rows, checked row by row when next used
+                    rows = old.ann_rows()
+                    slot.inherit_ann(old.ann_index(), old.rowids[:rows], old.matrix[:rows])
+            slot.count, slot.stamp, slot.deletes = count, stamp, deletes
             cache.slots[key] = slot
             return slot
         finally:
             conn.execute("COMMIT")
+
+    def _vector_slot_from_files(
+        self,
+        conn: sqlite3.Connection,
+        key: tuple[str, str, str],
+        dim: int,
+        count: int,
+        max_rowid: int,
+        deletes: int,
+    ) -> VectorSlot | None:
+        """The slot with the ANN index and vectors persisted by an earlier process, or None.
+
+        Used only when the files pass their own checks (``_vector_files.load``).
+        If the database's deletion count for the key is the one the files
+        recorded and the rowids and ids up to their max rowid are the ones they
+        hold, the vectors are read from the files and only later rows from the
+        database; otherwise every row is read from the database and the index is
+        checked row by row against it (``VectorSlot.inherit_ann``). The scope
+        of every row always comes from the database.
+        """
+        import numpy as np
+
+        from memorybank.stores import _vector_files, _vectors
+
+        if self.path == ":memory:" or count < _vectors.ANN_THRESHOLD:
+            return None
+        if not _vectors.ann_available():
+            return None
+        tenant, model_id, kind = key
+        found = _vector_files.load(
+            _vector_files.directory(self.path), self.prefix, tenant, model_id, kind, dim
+        )
+        if found is None:
+            return None
+        slot = _vectors.VectorSlot(dim)
+        if found.deletes == deletes and max_rowid >= found.max_rowid:
+            known = self._vector_scopes(conn, key, found.max_rowid, found.ids)
+            if known is not None and bool((np.asarray(known.rowids) == found.rowids).all()):
+                slot.append(known, found.vectors)
+                slot.set_ann(found.index, slot.n, "loaded")
+                slot.saved_rows = slot.n
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
+                return slot
+        slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+        slot.inherit_ann(found.index, found.rowids, found.vectors)
+        return slot
+
+    def _vector_scopes(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], upto: int, ids: list[str]
+    ) -> CachedRows | None:
+        """Rows up to rowid ``upto`` with the ``ids`` persisted for them, scoped from the database.
+
+        Rowids and thread ids come from the ``vectors_model`` index alone (no
+        vector is read); agent, user and liveness from the owning threads or
+        records. None when the row count differs from ``ids``.
+        """
+        from memorybank.stores._vectors import CachedRows
+
+        p = self.prefix
+        tenant, model_id, kind = key
+        found = conn.execute(
+            f"SELECT rowid, thread_id FROM {p}vectors INDEXED BY {p}vectors_model"
+            " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND rowid <= ?",
+            (tenant, model_id, kind, upto),
+        ).fetchall()
+        if len(found) != len(ids):
+            return None
+        found.sort()
+        rowids = [r[0] for r in found]
+        if kind == "entry":
+            threads = [r[1] for r in found]
+            owners = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = ?", (tenant,)
+                )
+            }
+            keys: list[str | None] = threads
+        else:
+            threads = [None] * len(found)
+            owners = {
+                r[0]: (r[1], r[2])
+                for r in conn.execute(
+                    f"SELECT id, agent_id, user_id FROM {p}records"
+                    " WHERE tenant_id = ? AND kind = ?",
+                    (tenant, kind),
+                )
+            }
+            keys = list(ids)
+        nobody = (None, None)
+        scopes = [owners.get(k, nobody) if k is not None else nobody for k in keys]
+        visible = [k is not None and k in owners for k in keys]
+        return CachedRows(
+            rowids,
+            list(ids),
+            threads,
+            [s[0] for s in scopes],
+            [s[1] for s in scopes],
+            visible,
+            [],
+        )
+
+    def _vector_save(self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool) -> None:
+        """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
+        if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
+            return
+        from memorybank.stores import _vector_files
+
+        rows = slot.ann_rows()
+        saved = slot.saved_rows
+        if saved is not None:
+            grown = rows - saved
+            due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
+            if grown <= 0 or (not final and grown < due):
+                return
+        slot.saved_rows = rows  # also on failure: not retried on every search
+        _vector_files.save(
+            _vector_files.directory(self.path),
+            self.prefix,
+            *key,
+            slot.ann_index(),
+            slot.matrix[:rows],
+            slot.rowids[:rows],
+            slot.ids[:rows],
+            slot.deletes,
+        )
 
     async def vector_search(
         self,
@@ -1829,6 +2015,7 @@ class AsyncSQLiteStore(AsyncStore):
                 mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
                 best = slot.search(query, fetch, mask)
+                self._vector_save((tenant, model_id, kind), slot, final=False)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
