@@ -173,10 +173,10 @@ import json
 import logging
 import math
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from datetime import datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memorybank._async.stores.base import (
@@ -233,6 +233,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the PostgreSQL store needs psycopg: pip install 'memorybank[postgres]'"
     ) from error
+
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows
 
 __all__ = ["MIGRATIONS", "AsyncPostgresStore"]
 
@@ -426,6 +429,21 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE {p}records ALTER COLUMN data TYPE json USING data::json,"
         " ALTER COLUMN data SET DEFAULT '{{}}'",
     ),
+    (
+        # Change counters for the in-process vector cache (``_vector_cache``): ``seq``
+        # is the writing ``vector_put``'s version; deletes bump the generation.
+        "ALTER TABLE {p}vectors ADD COLUMN seq bigint NOT NULL DEFAULT 0",
+        "CREATE INDEX {p}vectors_seq ON {p}vectors (tenant_id, model_id, kind, seq)",
+        """CREATE TABLE {p}vector_stamps (
+            tenant_id text NOT NULL,
+            model_id text NOT NULL,
+            kind text NOT NULL,
+            version bigint NOT NULL DEFAULT 0,
+            generation bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (tenant_id, model_id, kind))""",
+        "INSERT INTO {p}vector_stamps (tenant_id, model_id, kind)"
+        " SELECT DISTINCT tenant_id, model_id, kind FROM {p}vectors",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -438,6 +456,7 @@ TABLES = (
     "summaries",
     "records",
     "vectors",
+    "vector_stamps",
     "schema_version",
 )
 
@@ -625,6 +644,15 @@ def _row_check(table: str, condition: str) -> str:
     the row estimate of the vectors scan, so the planner still picks the index.
     """
     return f"coalesce((SELECT true FROM {table} WHERE {condition} LIMIT 1), false)"
+
+
+def _bump(p: str, deleted: str) -> str:
+    """An UPDATE bumping the vector cache generation of the (model, kind)s in ``deleted``."""
+    return (
+        f"UPDATE {p}vector_stamps s SET generation = s.generation + 1"
+        " WHERE s.tenant_id = %(tenant)s AND (s.model_id, s.kind) IN"
+        f" (SELECT model_id, kind FROM {deleted})"
+    )
 
 
 def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
@@ -1829,10 +1857,10 @@ class AsyncPostgresStore(AsyncStore):
             columns["threads"].append(item.thread_id)
             columns["dims"].append(len(blob) // 4)
             columns["embeddings"].append(_blob_text(blob) if self._native else blob)
-        query = self._sql.vector_put.format(
-            cast="::vector" if self._native else "",
-            array="text[]" if self._native else "bytea[]",
-        )
+        if self._native:
+            query = self._sql.vector_put.format(cast="::vector", array="text[]")
+        else:
+            query = self._sql.vector_put_stamped
         await self._fetch(query, {"tenant": tenant, **columns})
 
     async def vector_search(
@@ -1846,7 +1874,88 @@ class AsyncPostgresStore(AsyncStore):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        """Cosine top ``k``: in SQL with pgvector (``<=>``), else exact numpy over the scope."""
+        """Cosine top ``k``: in SQL with pgvector (``<=>``), else numpy over cached vectors.
+
+        Without pgvector the vectors are kept in process (``_vector_cache``), kept
+        current through the ``vector_stamps`` counters, and the hits' scope is
+        confirmed in SQL.
+        """
+        await self._ensure_ready()
+        if not self._native:
+            from memorybank._async.stores._vector_cache import CachedVectors
+
+            cache = self.__dict__.get("_cached_vectors")
+            if cache is None:
+                cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
+            return await cache.search(
+                self,
+                tenant,
+                vector,
+                model_id=model_id,
+                kinds=kinds,
+                k=k,
+                thread_id=thread_id,
+                visible_to=visible_to,
+            )
+        return await self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
+
+    async def _vc_stamps(
+        self, tenant: str, model_id: str, kinds: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        params = (tenant, model_id, list(kinds))
+        rows = await self._fetch(self._sql.vector_stamps, params, retry=True)
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    async def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        from memorybank.stores._vectors import CachedRows
+
+        query = self._sql.vector_rows_entry if kind == "entry" else self._sql.vector_rows_record
+        found = CachedRows()
+        for seq, rid, tid, agent, user, alive, blob in await self._fetch(
+            query, (tenant, model_id, kind, after), retry=True
+        ):
+            found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
+        return found
+
+    async def _vc_confirm(
+        self,
+        tenant: str,
+        model_id: str,
+        ids: Mapping[str, Sequence[str]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> set[tuple[str, str]]:
+        record_ids = sorted({rid for kind, got in ids.items() if kind != "entry" for rid in got})
+        query, params = self._vector_query(
+            tenant,
+            model_id,
+            dim,
+            "entry" in ids,
+            [kind for kind in ids if kind != "entry"],
+            thread_id,
+            visible_to,
+            "",
+            ")",
+            None,
+            entry_ids=list(ids.get("entry", ())),
+            record_ids=record_ids,
+        )
+        return {(str(r[0]), str(r[1])) for r in await self._fetch(query, params, retry=True)}
+
+    async def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
         literal = _vector_literal(vector)
         record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
         want_entries = "entry" in kinds
@@ -1857,8 +1966,6 @@ class AsyncPostgresStore(AsyncStore):
         await self._ensure_ready()
         text, blob = literal
         dim = len(blob) // 4
-        p = self.prefix
-        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim, "k": k}
         index = self._hnsw_name(model_id, dim) if self._native else None
         if index is not None and index not in self._hnsw:
             index = None
@@ -1872,12 +1979,62 @@ class AsyncPostgresStore(AsyncStore):
             distance = f"v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
             select = f", {distance} AS d"
             tail = f" ORDER BY {distance} LIMIT %(k)s)"
+        query, params = self._vector_query(
+            tenant,
+            model_id,
+            dim,
+            want_entries,
+            record_kinds,
+            thread_id,
+            visible_to,
+            select,
+            tail,
+            index,
+        )
+        params["k"] = k
+        if not self._native:
+            from memorybank.stores._vectors import top_k
+
+            rows = await self._fetch(query, params, retry=True)
+            best = top_k(vector, [bytes(r[3]) for r in rows], k)
+            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+        params["q"] = text
+        if index is not None:
+            rows = await self._hnsw_search(query, params, k)
+        else:
+            rows = await self._fetch(query, params, retry=True)
+        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
+        hits.sort(key=_hit_order)
+        return hits[:k]
+
+    def _vector_query(
+        self,
+        tenant: str,
+        model_id: str,
+        dim: int,
+        want_entries: bool,
+        record_kinds: list[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        select: str,
+        tail: str,
+        index: str | None,
+        *,
+        entry_ids: list[str] | None = None,
+        record_ids: list[str] | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        """The scoped vector query (entries and records parts), optionally of these ids."""
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
         parts: list[str] = []
         if want_entries:
             where = ""
             if thread_id is not None:
                 where += " AND v.thread_id = %(thread)s"
                 params["thread"] = thread_id
+            if entry_ids is not None:
+                where += " AND v.id = ANY(%(entry_ids)s::text[])"
+                params["entry_ids"] = entry_ids
             scope = _scope("t", visible_to, params)
             owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
             if index is None:  # exact: a hash join over every vector in scope
@@ -1901,26 +2058,15 @@ class AsyncPostgresStore(AsyncStore):
             else:
                 source = f"{p}vectors v"
                 check = f" AND {_row_check(f'{p}records r', owner + scope)}"
+            if record_ids is not None:
+                check += " AND v.id = ANY(%(record_ids)s::text[])"
+                params["record_ids"] = record_ids
             parts.append(
                 f"(SELECT v.kind, v.id, NULL{select} FROM {source}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
                 f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){check}{tail}"
             )
-        query = " UNION ALL ".join(parts)
-        if not self._native:
-            from memorybank.stores._vectors import top_k
-
-            rows = await self._fetch(query, params, retry=True)
-            best = top_k(vector, [bytes(r[3]) for r in rows], k)
-            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
-        params["q"] = text
-        if index is not None:
-            rows = await self._hnsw_search(query, params, k)
-        else:
-            rows = await self._fetch(query, params, retry=True)
-        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
-        hits.sort(key=_hit_order)
-        return hits[:k]
+        return " UNION ALL ".join(parts), params
 
     async def _hnsw_search(
         self, query: str, params: dict[str, Any], k: int
@@ -2060,7 +2206,8 @@ class _Statements:
             " AND thread_id = %(id)s),"
             f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
             f" v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND thread_id = %(id)s"
-            " AND kind = 'entry')"
+            " AND kind = 'entry' RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')})"
             f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
         )
         self.append = _APPEND.format(
@@ -2214,9 +2361,10 @@ class _Statements:
             f" r AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s"
             " AND user_id = %(user)s RETURNING kind, id),"
             f" ve AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry'),"
+            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry' RETURNING model_id, kind),"
             f" vr AS (DELETE FROM {p}vectors v USING r WHERE v.tenant_id = %(tenant)s"
-            " AND v.kind = r.kind AND v.id = r.id)"
+            " AND v.kind = r.kind AND v.id = r.id RETURNING v.model_id, v.kind),"
+            f" g AS ({_bump(p, '(SELECT * FROM ve UNION SELECT * FROM vr) x')})"
             " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
             " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m) + (SELECT count(*) FROM r)"
         )
@@ -2301,7 +2449,8 @@ class _Statements:
         )
         self.record_delete = (
             f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[])),"
+            " AND id = ANY(%(ids)s::text[]) RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')}),"
             f" d AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
             " AND id = ANY(%(ids)s::text[]) RETURNING 1)"
             " SELECT count(*) FROM d"
@@ -2315,6 +2464,41 @@ class _Statements:
             " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
             " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
             " embedding = EXCLUDED.embedding"
+        )
+        # Without pgvector: the (tenant, model, kind) version is bumped first (its row
+        # lock orders the writers) and stamped on the rows as ``seq``.
+        self.vector_put_stamped = (
+            "WITH i AS (SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::text[],"
+            " %(models)s::text[], %(threads)s::text[], %(dims)s::integer[],"
+            " %(embeddings)s::bytea[]) AS i(kind, id, model_id, thread_id, dim, embedding)),"
+            f" s AS (INSERT INTO {p}vector_stamps AS s (tenant_id, model_id, kind, version)"
+            " SELECT DISTINCT %(tenant)s, model_id, kind, 1 FROM i ORDER BY 2, 3"
+            " ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET version = s.version + 1"
+            " RETURNING model_id, kind, version)"
+            f" INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding,"
+            " seq) SELECT %(tenant)s, i.kind, i.id, i.model_id, i.thread_id, i.dim, i.embedding,"
+            " s.version FROM i JOIN s ON s.model_id = i.model_id AND s.kind = i.kind"
+            " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
+            " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
+            " embedding = EXCLUDED.embedding, seq = EXCLUDED.seq"
+        )
+        self.vector_stamps = (
+            f"SELECT kind, version, generation FROM {p}vector_stamps WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = ANY(%s::text[])"
+        )
+        self.vector_rows_entry = (
+            "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
+            f" v.embedding FROM {p}vectors v LEFT JOIN {p}threads t"
+            " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
+            " ORDER BY v.seq"
+        )
+        self.vector_rows_record = (
+            "SELECT v.seq, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
+            f" v.embedding FROM {p}vectors v LEFT JOIN {p}records r"
+            " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
+            " ORDER BY v.seq"
         )
         self.vector_get = (
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
