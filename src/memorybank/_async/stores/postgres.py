@@ -1884,7 +1884,7 @@ class AsyncPostgresStore(AsyncStore):
         if not self._native:
             from memorybank._async.stores._vector_cache import CachedVectors
 
-            cache = self.__dict__.get("_cached_vectors")
+            cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
             if cache is None:
                 cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
             return await cache.search(

@@ -185,9 +185,9 @@ class CachedVectors:
                 source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
             )
             with self._lock:
-                best = slot.search(query, fetch, slot.mask(thread_id, visible_to))
-                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in best]
-        ids = {kind: [rid for rid, _, _ in best] for kind, best in shortlist.items() if best}
+                found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
+                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+        ids = {kind: [rid for rid, _, _ in got] for kind, got in shortlist.items() if got}
         if not ids:
             return []
         confirmed = source._vc_confirm(tenant, model_id, ids, dim, thread_id, visible_to)

@@ -1885,7 +1885,7 @@ class PostgresStore(Store):
         if not self._native:
             from memorybank._sync.stores._vector_cache import CachedVectors
 
-            cache = self.__dict__.get("_cached_vectors")
+            cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
             if cache is None:
                 cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
             return cache.search(
