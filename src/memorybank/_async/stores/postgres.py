@@ -1333,6 +1333,21 @@ class AsyncPostgresStore(AsyncStore):
         )
         return row_to_entry(rows[0]) if rows else None
 
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries by ids on the branch (current when ``None``), in one statement."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(
+            self._sql.entry_get_many,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": wanted},
+            retry=True,
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
@@ -2241,6 +2256,10 @@ class _Statements:
         self.get_entry = (
             f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
+        )
+        self.entry_get_many = (
+            f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
+            f" AND thread_id = %(thread)s AND branch = {current} AND id = ANY(%(ids)s::text[])"
         )
         thread_cte = (
             f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"

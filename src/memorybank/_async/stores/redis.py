@@ -1620,6 +1620,27 @@ class AsyncRedisStore(AsyncStore):
             return None
         return _entry(out[1], thread_id, _s(out[0]))
 
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """One pipeline of the ``get_entry`` script, one call per id."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        base = self._base(tenant, thread_id)
+        idx = "" if self._cluster else self._idx(tenant)
+        with self._op():
+            await self._ready()
+            outs = await self._eval_many(
+                _S_GET_ENTRY,
+                [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
+            )
+        return {
+            eid: _entry(out[1], thread_id, _s(out[0]))
+            for eid, out in zip(wanted, outs, strict=True)
+            if out
+        }
+
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:

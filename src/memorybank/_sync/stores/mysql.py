@@ -1221,6 +1221,29 @@ class MySQLStore(Store):
         )
         return row_to_entry(rows[0]) if rows else None
 
+    def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries of the branch by ids, in one round trip."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = self._select_many(
+            [
+                (
+                    f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                    " AND e.branch = COALESCE(%s, t.current_branch)"
+                    f" AND e.id IN ({_marks(len(chunk))})",
+                    (tenant, thread_id, branch, *chunk),
+                )
+                for chunk in (wanted[i : i + _IN_CHUNK] for i in range(0, len(wanted), _IN_CHUNK))
+            ]
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
     def _delete_where(
         self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
     ) -> int:
