@@ -55,12 +55,13 @@ class VectorSource(Protocol):
         self,
         tenant: str,
         model_id: str,
-        ids: Mapping[str, Sequence[str]],
+        ids: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> set[tuple[str, str]]:
-        """The ``(kind, id)`` of ``ids`` the scoped exact search would consider."""
+        """The ``(kind, id)`` of ``ids`` (per kind: (id, thread)) the scoped exact search
+        would consider."""
         ...
 
     async def _vc_exact(
@@ -186,7 +187,7 @@ class CachedVectors:
             with self._lock:
                 found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
                 shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-        ids = {kind: [rid for rid, _, _ in got] for kind, got in shortlist.items() if got}
+        ids = {kind: [(rid, tid) for rid, tid, _ in got] for kind, got in shortlist.items() if got}
         if not ids:
             return []
         confirmed = await source._vc_confirm(tenant, model_id, ids, dim, thread_id, visible_to)

@@ -2324,11 +2324,12 @@ class MySQLStore(Store):
         self,
         tenant: str,
         model_id: str,
-        ids: Mapping[str, Sequence[str]],
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> set[tuple[str, str]]:
+        ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         statements = self._vector_statements(
             tenant, model_id, list(ids), thread_id, visible_to, "", ids
         )

@@ -1939,11 +1939,12 @@ class PostgresStore(Store):
         self,
         tenant: str,
         model_id: str,
-        ids: Mapping[str, Sequence[str]],
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> set[tuple[str, str]]:
+        ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         record_ids = sorted({rid for kind, got in ids.items() if kind != "entry" for rid in got})
         query, params = self._vector_query(
             tenant,
