@@ -1945,13 +1945,15 @@ class AsyncPostgresStore(AsyncStore):
     ) -> set[tuple[str, str]]:
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         record_ids = sorted({rid for kind, got in ids.items() if kind != "entry" for rid in got})
+        # No thread filter in SQL (checked below): the ids are primary-key lookups, not
+        # a scan of the thread's vectors through the thread index.
         query, params = self._vector_query(
             tenant,
             model_id,
             dim,
             "entry" in ids,
-            [kind for kind in ids if kind != "entry"],
-            thread_id,
+            [kind for kind in ids if kind != "entry"] if thread_id is None else [],
+            None,
             visible_to,
             "",
             ")",
@@ -1959,7 +1961,11 @@ class AsyncPostgresStore(AsyncStore):
             entry_ids=list(ids.get("entry", ())),
             record_ids=record_ids,
         )
-        return {(str(r[0]), str(r[1])) for r in await self._fetch(query, params, retry=True)}
+        return {
+            (str(r[0]), str(r[1]))
+            for r in await self._fetch(query, params, retry=True)
+            if thread_id is None or r[2] == thread_id
+        }
 
     async def _vc_exact(
         self,

@@ -2330,10 +2330,14 @@ class MySQLStore(Store):
         visible_to: Visibility | None,
     ) -> set[tuple[str, str]]:
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
-        statements = self._vector_statements(
-            tenant, model_id, list(ids), thread_id, visible_to, "", ids
-        )
-        return {(str(r[0]), str(r[1])) for r in self._select_many(statements)}
+        # No thread filter in SQL (checked below): the ids are primary-key lookups.
+        kinds = list(ids) if thread_id is None else [kind for kind in ids if kind == "entry"]
+        statements = self._vector_statements(tenant, model_id, kinds, None, visible_to, "", ids)
+        return {
+            (str(r[0]), str(r[1]))
+            for r in self._select_many(statements)
+            if thread_id is None or r[2] == thread_id
+        }
 
     def _vc_exact(
         self,
