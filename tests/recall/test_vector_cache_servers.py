@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -146,3 +147,72 @@ def test_many_writers_keep_every_vector(pair: tuple[Store, Store]) -> None:
     for i in range(30):
         assert _entries(a, _vec(i), k=1) == [f"e{i}"]
         assert _entries(b, _vec(i), k=1) == [f"e{i}"]
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql", "redis"])
+def test_vectors_written_before_the_upgrade_are_cached_and_deletable(
+    kind: str, tmp_path: Path
+) -> None:
+    """A schema/layout from before the cache's counters upgrades in place: its vectors
+    are found, new ones are added after them, and deletes still reach every cache."""
+    for spec in provide(kind, tmp_path):
+        old = spec.open()
+        try:
+            _thread(old, "th")
+            old.vector_put(
+                "t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(5)]
+            )
+            old.record_put("t", [_doc("d1")])
+            old.vector_put("t", [VectorItem("document", "d1", MODEL, _vec(50))])
+        finally:
+            old.close()
+        _downgrade(spec)
+        a, b = spec.open(), spec.open()
+        try:
+            assert _entries(a, _vec(3), k=1) == ["e3"]  # migrated, then cached
+            assert _docs(a, _vec(50), k=1) == ["d1"]
+            b.vector_put("t", [VectorItem("entry", "e9", MODEL, _vec(9), "th")])
+            assert _entries(a, _vec(9), k=1) == ["e9"]
+            b.record_delete("t", "document", ["d1"])
+            assert _docs(a, _vec(50)) == []
+            b.delete_thread("t", "th")
+            assert _entries(a, _vec(3)) == []
+        finally:
+            a.close()
+            b.close()
+
+
+def _downgrade(spec: Any) -> None:
+    """Undo the cache counters' migration (as if written by the version before)."""
+    p = spec.prefix
+    if spec.kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(spec.target, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {p}vector_stamps")
+            conn.execute(f"ALTER TABLE {p}vectors DROP COLUMN seq")
+            conn.execute(f"UPDATE {p}schema_version SET version = version - 1")
+    elif spec.kind == "mysql":
+        from tests.stores.test_contract_mysql import connect
+
+        conn = connect(spec.target)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP TABLE `{p}vector_stamps`")
+                cur.execute(f"ALTER TABLE `{p}vectors` DROP KEY `{p}vectors_seq`, DROP COLUMN seq")
+                cur.execute(f"UPDATE `{p}schema_version` SET version = version - 1")
+            conn.commit()
+        finally:
+            conn.close()
+    else:
+        import redis
+
+        client = redis.Redis.from_url(spec.target)
+        try:
+            for key in client.scan_iter(match=p + "*"):
+                name = key.decode()
+                if ":vs:" in name or ":vl:" in name:
+                    client.delete(key)
+            client.set(p + "schema_version", 2)
+        finally:
+            client.close()

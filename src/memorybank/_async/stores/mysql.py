@@ -48,11 +48,13 @@ JSON text; every key and index leads with ``tenant_id``):
 - ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
   (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
   ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length
-  (sent as hex: aiomysql cannot escape bytes). ``vector_search`` is exact: the
-  scoped rows of one model are read and ranked with numpy (``_vectors.top_k``),
-  so its cost grows with the tenant's vectors of that model. Entry vectors go
-  with their thread (``delete_thread``, ``forget_user``); record vectors with
-  their record.
+  (sent as hex: aiomysql cannot escape bytes). ``vector_search`` ranks the
+  vectors each store object keeps in process (``_vector_cache``), kept current
+  by ``<p>vector_stamps`` (migration 6: per (tenant, model, kind) a version, bumped
+  by ``vector_put`` and stamped on its rows as ``seq``, and a generation, bumped
+  before any delete of vectors in the same transaction); the hits' scope is
+  confirmed in SQL. Entry vectors go with their thread (``delete_thread``,
+  ``forget_user``); record vectors with their record.
 
 Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
 (... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for
@@ -403,8 +405,8 @@ _MIGRATIONS: list[tuple[str, ...]] = [
     # Change counters of the in-process vector cache (``_vector_cache``): ``seq`` is the
     # writing ``vector_put``'s version; deletes bump the generation.
     (
-        "ALTER TABLE {p}vectors ADD COLUMN seq BIGINT NOT NULL DEFAULT 0,"
-        " ADD KEY {p}vectors_seq (tenant_id, model_id, kind, seq)",
+        "ALTER TABLE {p}vectors ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE {p}vectors ADD KEY {p}vectors_seq (tenant_id, model_id, kind, seq)",
         f"""CREATE TABLE IF NOT EXISTS {{p}}vector_stamps (
             tenant_id {_XID}, model_id {_XMODEL}, kind {_XKIND},
             version BIGINT NOT NULL DEFAULT 0, generation BIGINT NOT NULL DEFAULT 0,

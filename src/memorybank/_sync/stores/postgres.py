@@ -52,9 +52,12 @@ failure is not an error), ``embedding`` is a pgvector ``vector`` column
 vector's length and every search filters on it, so models of different sizes
 never meet), and searches run in SQL: exact, ``ORDER BY embedding <=> q``
 (cosine distance; score ``1 - distance``) over the rows in scope. Otherwise
-``embedding`` is ``bytea`` holding float32 unit vectors and the rows in scope
-are ranked exactly with numpy on the client (fine to some 100k vectors per
-scope). The choice is made once, when the table is created; ``capabilities``
+``embedding`` is ``bytea`` holding float32 unit vectors, kept in process by
+each store object (``_vector_cache``) and ranked with numpy there; the
+``vector_stamps`` table (migration 6: per (tenant, model, kind) a version bumped
+by ``vector_put`` and stamped on its rows as ``seq``, a generation bumped with
+every delete of vectors) tells a search what changed, and the hits' scope is
+confirmed in SQL. The choice is made once, when the table is created; ``capabilities``
 holds ``"pgvector"`` when the table has the pgvector column. Vectors are
 stored unit-length in both forms.
 
