@@ -188,10 +188,10 @@ def _downgrade(spec: Any) -> None:
     if spec.kind == "postgres":
         import psycopg
 
-        with psycopg.connect(spec.target, autocommit=True) as conn:
-            conn.execute(f"DROP TABLE {p}vector_stamps")
-            conn.execute(f"ALTER TABLE {p}vectors DROP COLUMN seq")
-            conn.execute(f"UPDATE {p}schema_version SET version = version - 1")
+        with psycopg.connect(spec.target, autocommit=True) as pg:
+            pg.execute(f"DROP TABLE {p}vector_stamps")
+            pg.execute(f"ALTER TABLE {p}vectors DROP COLUMN seq")
+            pg.execute(f"UPDATE {p}schema_version SET version = version - 1")
     elif spec.kind == "mysql":
         from tests.stores.test_contract_mysql import connect
 
