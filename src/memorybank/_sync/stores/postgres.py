@@ -1948,23 +1948,48 @@ class PostgresStore(Store):
         visible_to: Visibility | None,
     ) -> set[tuple[str, str]]:
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
-        record_ids = sorted({rid for kind, got in ids.items() if kind != "entry" for rid in got})
-        # No thread filter in SQL (checked below): the ids are primary-key lookups, not
-        # a scan of the thread's vectors through the thread index.
-        query, params = self._vector_query(
-            tenant,
-            model_id,
-            dim,
-            "entry" in ids,
-            [kind for kind in ids if kind != "entry"] if thread_id is None else [],
-            None,
-            visible_to,
-            "",
-            ")",
-            None,
-            entry_ids=list(ids.get("entry", ())),
-            record_ids=record_ids,
+        pairs = [
+            (kind, rid)
+            for kind, got in ids.items()
+            if kind == "entry" or thread_id is None
+            for rid in dict.fromkeys(got)
+        ]
+        if not pairs:
+            return set()
+        # Driven by the ids (primary-key lookups, whatever the statistics say), with the
+        # owner's scope as in the exact search; the thread is checked below. LIMIT 1
+        # keeps each subquery per id (not flattened into a scan of every vector), and
+        # "model_id || ''" keeps the planner on the primary key (tenant, kind, id) even
+        # before the table has statistics (else the model index looks as cheap).
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
+        vector = (
+            "v.tenant_id = %(tenant)s AND v.kind = x.kind AND v.id = x.id"
+            " AND v.model_id || '' = %(model)s AND v.dim = %(dim)s"
         )
+        parts: list[str] = []
+        entries = [rid for kind, rid in pairs if kind == "entry"]
+        records = [(kind, rid) for kind, rid in pairs if kind != "entry"]
+        if entries:
+            params["eids"] = entries
+            parts.append(
+                "SELECT 'entry', x.id, o.thread_id FROM unnest(%(eids)s::text[]) AS x(id),"
+                f" LATERAL (SELECT v.thread_id FROM {p}vectors v"
+                f" WHERE {vector.replace('x.kind', chr(39) + 'entry' + chr(39))} LIMIT 1) o,"
+                f" LATERAL (SELECT 1 FROM {p}threads t WHERE t.tenant_id = %(tenant)s"
+                f" AND t.id = o.thread_id{_scope('t', visible_to, params)} LIMIT 1) th"
+            )
+        if records:
+            params["rkinds"] = [kind for kind, _ in records]
+            params["rids"] = [rid for _, rid in records]
+            parts.append(
+                "SELECT x.kind, x.id, NULL FROM unnest(%(rkinds)s::text[], %(rids)s::text[])"
+                f" AS x(kind, id), LATERAL (SELECT 1 FROM {p}vectors v WHERE {vector} LIMIT 1) o,"
+                f" LATERAL (SELECT 1 FROM {p}records r WHERE r.tenant_id = %(tenant)s"
+                " AND r.kind = x.kind AND r.id = x.id"
+                f"{_scope('r', visible_to, params)} LIMIT 1) rr"
+            )
+        query = " UNION ALL ".join(parts)
         return {
             (str(r[0]), str(r[1]))
             for r in self._fetch(query, params, retry=True)
