@@ -2070,11 +2070,8 @@ class PostgresStore(Store):
         select: str,
         tail: str,
         index: str | None,
-        *,
-        entry_ids: list[str] | None = None,
-        record_ids: list[str] | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        """The scoped vector query (entries and records parts), optionally of these ids."""
+        """The scoped vector query (entries and records parts)."""
         p = self.prefix
         params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
         parts: list[str] = []
@@ -2083,9 +2080,6 @@ class PostgresStore(Store):
             if thread_id is not None:
                 where += " AND v.thread_id = %(thread)s"
                 params["thread"] = thread_id
-            if entry_ids is not None:
-                where += " AND v.id = ANY(%(entry_ids)s::text[])"
-                params["entry_ids"] = entry_ids
             scope = _scope("t", visible_to, params)
             owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
             if index is None:  # exact: a hash join over every vector in scope
@@ -2109,9 +2103,6 @@ class PostgresStore(Store):
             else:
                 source = f"{p}vectors v"
                 check = f" AND {_row_check(f'{p}records r', owner + scope)}"
-            if record_ids is not None:
-                check += " AND v.id = ANY(%(record_ids)s::text[])"
-                params["record_ids"] = record_ids
             parts.append(
                 f"(SELECT v.kind, v.id, NULL{select} FROM {source}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
