@@ -1930,12 +1930,30 @@ class PostgresStore(Store):
     ) -> CachedRows:
         from memorybank.stores._vectors import CachedRows
 
-        query = self._sql.vector_rows_entry if kind == "entry" else self._sql.vector_rows_record
+        # Vectors, then their owners' scope: two single-table reads, joined here (a join
+        # in SQL can become a nested loop over every record before the tables have
+        # statistics, minutes at 20k rows).
+        rows = self._fetch(self._sql.vector_rows, (tenant, model_id, kind, after), retry=True)
         found = CachedRows()
-        for seq, rid, tid, agent, user, alive, blob in self._fetch(
-            query, (tenant, model_id, kind, after), retry=True
-        ):
-            found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
+        if not rows:
+            return found
+        if kind == "entry":
+            owners = {str(r[2]) for r in rows if r[2] is not None}
+            scope = self._fetch(
+                self._sql.vector_owner_threads, (tenant, sorted(owners)), retry=True
+            )
+        elif after < 0:  # every record of the kind: one range of the primary key
+            scope = self._fetch(self._sql.vector_owner_kind, (tenant, kind), retry=True)
+        else:
+            wanted = sorted({str(r[1]) for r in rows})
+            scope = self._fetch(
+                self._sql.vector_owner_records, (tenant, kind, wanted), retry=True
+            )
+        owner = {str(r[0]): (r[1], r[2]) for r in scope}
+        for seq, rid, tid, blob in rows:
+            key = str(tid) if kind == "entry" else str(rid)
+            agent, user = owner.get(key, (None, None))
+            found.add(int(seq), rid, tid, agent, user, key in owner, bytes(blob))
         return found
 
     def _vc_confirm(
@@ -2532,19 +2550,20 @@ class _Statements:
             f"SELECT kind, version, generation FROM {p}vector_stamps WHERE tenant_id = %s"
             " AND model_id = %s AND kind = ANY(%s::text[])"
         )
-        self.vector_rows_entry = (
-            "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-            f" v.embedding FROM {p}vectors v LEFT JOIN {p}threads t"
-            " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
-            " ORDER BY v.seq"
+        self.vector_rows = (
+            f"SELECT seq, id, thread_id, embedding FROM {p}vectors WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = %s AND seq > %s ORDER BY seq"
         )
-        self.vector_rows_record = (
-            "SELECT v.seq, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-            f" v.embedding FROM {p}vectors v LEFT JOIN {p}records r"
-            " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
-            " ORDER BY v.seq"
+        self.vector_owner_threads = (
+            f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = %s"
+            " AND id = ANY(%s::text[])"
+        )
+        self.vector_owner_kind = (
+            f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = %s AND kind = %s"
+        )
+        self.vector_owner_records = (
+            f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = %s AND kind = %s"
+            " AND id = ANY(%s::text[])"
         )
         self.vector_get = (
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
