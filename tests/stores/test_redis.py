@@ -535,7 +535,7 @@ async def test_v1_data_is_migrated_shared_threads_get_indexed(
         "default", "lighthouse", kinds=["entry"], k=5, visible_to=Visibility("bot", "alice")
     )
     assert [h.thread_id for h in hits] == [shared]
-    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"2"
+    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"3"
     assert raw.smembers(f"{prefix}{{default}}:u0") == {shared.encode()}
     await upgraded.close()
 

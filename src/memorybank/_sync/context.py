@@ -415,10 +415,12 @@ class ContextBuilder:
             visible_to=Visibility(agent_id, user_id),
         )
         texts: list[str] = []
+        good = [hit.id for hit in hits if hit.score >= SEMANTIC_MIN_SCORE]
+        found = core.store.record_get_many(self._memory.tenant_id, DOCUMENT_KIND, good)
         for hit in hits:
             if hit.score < SEMANTIC_MIN_SCORE or len(texts) >= SEMANTIC_RESULTS:
                 break
-            record = core.store.record_get(self._memory.tenant_id, hit.kind, hit.id)
+            record = found.get(hit.id) if hit.kind == DOCUMENT_KIND else None
             if record is not None and record.agent_id in (None, agent_id):
                 if record.user_id in (None, user_id):
                     texts.append(record.content)
@@ -552,6 +554,8 @@ class ContextBuilder:
                 thread_id=thread_id,
             )
             below = False
+            wanted = [h.id for h in hits if h.id not in seen and h.score > min_score]
+            entries = core.store.entry_get_many(tenant, thread_id, wanted)
             for hit in hits:
                 if hit.id in seen:
                     continue
@@ -559,7 +563,7 @@ class ContextBuilder:
                 if hit.score <= min_score:
                     below = True
                     break
-                entry = core.store.get_entry(tenant, thread_id, hit.id)
+                entry = entries.get(hit.id)
                 if entry is None or not _scored_text(entry):
                     continue
                 if older_than is not None and entry.position >= older_than:

@@ -77,7 +77,7 @@ from memorybank._sync.fact_recall import (
 )
 from memorybank._sync.facts import FACT, FACT_VERSION
 from memorybank._sync.rerank_stage import plan_rerank, rerank_hits
-from memorybank._sync.stores.base import UNSET, SearchHit, Unset, VectorItem, Visibility
+from memorybank._sync.stores.base import UNSET, Record, SearchHit, Unset, VectorItem, Visibility
 from memorybank._log import logger
 from memorybank._scope import check_owner
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
@@ -414,6 +414,9 @@ class _Search:
         self.fact_kinds = [] if FACT not in kinds else [FACT, FACT_VERSION][: 1 + include_history]
         self.threads: dict[str, Thread | None] = {}
         self._qvecs: list[NDArray[np.float32] | None] = []
+        # hits resolved in batches (``_prefetch``): (thread, entry id) / (kind, id) -> row
+        self.entries: dict[tuple[str, str], Entry | None] = {}
+        self.records: dict[tuple[str, str], Record | None] = {}
 
     def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
         if not math.isfinite(score):  # vectors are checked on the way in; never leak a NaN
@@ -639,6 +642,29 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
+    def _prefetch(self, hits: Sequence[SearchHit]) -> None:
+        """Read the hits' threads, entries and records in a few batch reads (one per
+        thread and per kind), so resolving them costs no round trip per hit."""
+        by_thread: dict[str, list[str]] = {}
+        by_kind: dict[str, list[str]] = {}
+        for hit in hits:
+            if hit.kind == "entry":
+                if hit.thread_id is not None and (hit.thread_id, hit.id) not in self.entries:
+                    by_thread.setdefault(hit.thread_id, []).append(hit.id)
+            elif (hit.kind, hit.id) not in self.records:
+                by_kind.setdefault(hit.kind, []).append(hit.id)
+        for tid, ids in by_thread.items():
+            thread = self._thread(tid)
+            if thread is None:
+                continue
+            got = self.store.entry_get_many(self.tenant, thread.id, ids)
+            for eid in ids:
+                self.entries[(tid, eid)] = got.get(eid)
+        for kind, ids in by_kind.items():
+            found = self.store.record_get_many(self.tenant, kind, ids)
+            for rid in ids:
+                self.records[(kind, rid)] = found.get(rid)
+
     def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
             if hit.thread_id is None:
@@ -646,8 +672,13 @@ class _Search:
             thread = self._thread(hit.thread_id)
             if thread is None or (hit.branch is not None and hit.branch != thread.current_branch):
                 return None
+            if (thread.id, hit.id) in self.entries:
+                return self.entries[(thread.id, hit.id)]
             return self.store.get_entry(self.tenant, thread.id, hit.id)
-        record = self.store.record_get(self.tenant, hit.kind, hit.id)
+        if (hit.kind, hit.id) in self.records:
+            record = self.records[(hit.kind, hit.id)]
+        else:
+            record = self.store.record_get(self.tenant, hit.kind, hit.id)
         if record is None or not self.visible.admits(record.agent_id, record.user_id):
             return None
         if hit.kind in (FACT, FACT_VERSION):
@@ -717,6 +748,7 @@ class _Search:
             signal = "keyword" if mode == "keyword" else "semantic"
             hits: list[Hit] = []
             seen: set[tuple[str, str]] = set()
+            self._prefetch(text_hits or vector_hits)
             for hit in text_hits or vector_hits:
                 if (hit.kind, hit.id) in seen or (
                     self.min_score is not None and hit.score < self.min_score
@@ -744,6 +776,7 @@ class _Search:
         records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
         keyword: dict[str, float] = {}
         order: list[str] = []
+        self._prefetch([*text_hits, *vector_hits])
         for pair in _interleave(text_hits, vector_hits):
             hit, is_text = pair
             key = _PREFIX[hit.kind] + hit.id

@@ -62,11 +62,18 @@ def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[
     if not keep:
         return []
     matrix = np.frombuffer(b"".join(blobs[i] for i in keep), dtype="<f4").reshape(len(keep), -1)
-    scores = matrix @ q
+    scores = _dot(matrix, q)
     count = min(k, len(keep))
     best = np.argpartition(-scores, count - 1)[:count]
     best = best[np.argsort(-scores[best], kind="stable")]
     return [(keep[int(i)], float(scores[int(i)])) for i in best]
+
+
+def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``matrix @ query`` on one core: a threaded BLAS ``sgemv`` is memory-bound here and
+    several times slower on a busy machine (20k x 384: 26 ms against 8 ms)."""
+    scores: NDArray[np.float32] = np.einsum("ij,j->i", matrix, query)
+    return scores
 
 
 def ann_available() -> bool:
@@ -237,11 +244,11 @@ class VectorSlot:
             if found is not None:
                 return found
         if allowed == self.n:
-            scores = self.matrix[: self.n] @ query
+            scores = _dot(self.matrix[: self.n], query)
             rows = None
         else:
             rows = np.flatnonzero(mask)
-            scores = self.matrix[rows] @ query
+            scores = _dot(self.matrix[rows], query)
         count = min(k, scores.shape[0])
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best], kind="stable")]

@@ -48,11 +48,13 @@ JSON text; every key and index leads with ``tenant_id``):
 - ``<p>vectors`` (migration 2): PK (tenant_id, kind, id, model_id); indexes
   (tenant_id, model_id, kind, thread_id) and (tenant_id, thread_id, kind);
   ``vector`` is a MEDIUMBLOB of little-endian float32, scaled to unit length
-  (sent as hex: aiomysql cannot escape bytes). ``vector_search`` is exact: the
-  scoped rows of one model are read and ranked with numpy (``_vectors.top_k``),
-  so its cost grows with the tenant's vectors of that model. Entry vectors go
-  with their thread (``delete_thread``, ``forget_user``); record vectors with
-  their record.
+  (sent as hex: aiomysql cannot escape bytes). ``vector_search`` ranks the
+  vectors each store object keeps in process (``_vector_cache``), kept current
+  by ``<p>vector_stamps`` (migration 6: per (tenant, model, kind) a version, bumped
+  by ``vector_put`` and stamped on its rows as ``seq``, and a generation, bumped
+  before any delete of vectors in the same transaction); the hits' scope is
+  confirmed in SQL. Entry vectors go with their thread (``delete_thread``,
+  ``forget_user``); record vectors with their record.
 
 Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
 (... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for
@@ -154,11 +156,11 @@ import hashlib
 import json
 import re
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
@@ -211,6 +213,9 @@ from memorybank.stores._sql import (
     vector_from_bytes,
 )
 
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows
+
 __all__ = ["TABLES", "AsyncMySQLStore"]
 
 #: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
@@ -223,6 +228,7 @@ TABLES = (
     "summaries",
     "records",
     "vectors",
+    "vector_stamps",
     "schema_version",
 )
 
@@ -397,6 +403,19 @@ _MIGRATIONS: list[tuple[str, ...]] = [
     (
         "ALTER TABLE {p}entries ADD COLUMN fingerprint"
         " CHAR(64) CHARACTER SET ascii COLLATE ascii_bin NULL",
+    ),
+    # Change counters of the in-process vector cache (``_vector_cache``): ``seq`` is the
+    # writing ``vector_put``'s version; deletes bump the generation.
+    (
+        "ALTER TABLE {p}vectors ADD COLUMN seq BIGINT NOT NULL DEFAULT 0",
+        "ALTER TABLE {p}vectors ADD KEY {p}vectors_seq (tenant_id, model_id, kind, seq)",
+        f"""CREATE TABLE IF NOT EXISTS {{p}}vector_stamps (
+            tenant_id {_XID}, model_id {_XMODEL}, kind {_XKIND},
+            version BIGINT NOT NULL DEFAULT 0, generation BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY (tenant_id, model_id, kind)
+        ) ENGINE=InnoDB {_XTABLE}""",
+        "INSERT IGNORE INTO {p}vector_stamps (tenant_id, model_id, kind)"
+        " SELECT DISTINCT tenant_id, model_id, kind FROM {p}vectors",
     ),
 ]
 
@@ -591,6 +610,7 @@ class AsyncMySQLStore(AsyncStore):
         self._summaries = f"{p}summaries`"
         self._records = f"{p}records`"
         self._vectors = f"{p}vectors`"
+        self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
 
     @classmethod
@@ -923,6 +943,7 @@ class AsyncMySQLStore(AsyncStore):
         results = await self._run_retried(
             [
                 (_BEGIN, None),
+                self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
                 (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
                 (
                     f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
@@ -941,7 +962,7 @@ class AsyncMySQLStore(AsyncStore):
                 ("COMMIT", None),
             ]
         )
-        return results[2][1] > 0
+        return results[3][1] > 0
 
     # -- entries -------------------------------------------------------------
 
@@ -1203,6 +1224,29 @@ class AsyncMySQLStore(AsyncStore):
             (tenant, thread_id, entry_id, branch),
         )
         return row_to_entry(rows[0]) if rows else None
+
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries of the branch by ids, in one round trip."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                    " AND e.branch = COALESCE(%s, t.current_branch)"
+                    f" AND e.id IN ({_marks(len(chunk))})",
+                    (tenant, thread_id, branch, *chunk),
+                )
+                for chunk in (wanted[i : i + _IN_CHUNK] for i in range(0, len(wanted), _IN_CHUNK))
+            ]
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
 
     async def _delete_where(
         self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
@@ -1604,6 +1648,18 @@ class AsyncMySQLStore(AsyncStore):
         results = await self._run_retried(
             [
                 (_BEGIN, None),
+                self._bump(
+                    tenant,
+                    f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {self._threads} t"
+                    " WHERE t.tenant_id = %s AND t.user_id = %s)",
+                    key,
+                ),
+                self._bump(
+                    tenant,
+                    f"v.kind <> 'entry' AND v.id IN (SELECT r.id FROM {self._records} r"
+                    " WHERE r.tenant_id = %s AND r.kind = v.kind AND r.user_id = %s)",
+                    key,
+                ),
                 (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
                 (f"DELETE x FROM {self._entries} x {join}", key),
                 (f"DELETE x FROM {self._branches} x {join}", key),
@@ -1632,7 +1688,7 @@ class AsyncMySQLStore(AsyncStore):
                 ("COMMIT", None),
             ]
         )
-        return sum(results[i][1] for i in (3, 5, 6, 7, 9))
+        return sum(results[i][1] for i in (5, 7, 8, 9, 11))
 
     # -- compaction --------------------------------------------------------------
 
@@ -1904,13 +1960,15 @@ class AsyncMySQLStore(AsyncStore):
         statements: list[_Statement] = []
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
-            where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({_marks(len(chunk))})"
+            marks = _marks(len(chunk))
+            where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({marks})"
             statements += [
+                self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
                 (f"DELETE FROM {self._vectors}{where}", (tenant, kind, *chunk)),
                 (f"DELETE FROM {self._records}{where}", (tenant, kind, *chunk)),
             ]
         counts = await self._transaction(statements, tenant=tenant, guard=guard)
-        return sum(counts[1::2])
+        return sum(counts[2::3])
 
     async def record_list(
         self,
@@ -2095,32 +2153,105 @@ class AsyncMySQLStore(AsyncStore):
         hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
         return hits[:k]
 
+    def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> _Statement:
+        """Bump the vector cache generation of the (model, kind)s of the tenant's vectors
+        that ``where`` (on ``v``, with ``args``) selects: run before deleting them."""
+        return (
+            f"UPDATE {self._stamps} s SET s.generation = s.generation + 1"
+            f" WHERE s.tenant_id = %s AND EXISTS (SELECT 1 FROM {self._vectors} v"
+            " WHERE v.tenant_id = s.tenant_id AND v.model_id = s.model_id AND v.kind = s.kind"
+            f" AND {where})",
+            (tenant, *args),
+        )
+
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
-        """Upsert embeddings (float32 unit vectors) in one transaction."""
+        """Upsert embeddings (float32 unit vectors) in one transaction.
+
+        Per (model, kind), in that order, the version in ``vector_stamps`` is bumped
+        first (its row lock orders the writers) and stamped on the rows as ``seq``.
+        """
+        latest = {(i.model_id, i.kind, i.id): i for i in items}
         statements: list[_Statement] = []
-        for item in items:
-            # Hex text: aiomysql cannot escape bytes.
-            blob = unit_vector_bytes(item.vector).hex()
+        for model_id, kind in sorted({(m, k) for m, k, _ in latest}):
+            group = (tenant, model_id, kind)
             statements.append(
                 (
-                    f"INSERT INTO {self._vectors}"
-                    " (tenant_id, kind, id, model_id, thread_id, vector)"
-                    " VALUES (%s, %s, %s, %s, %s, UNHEX(%s))"
-                    " ON DUPLICATE KEY UPDATE thread_id = %s, vector = UNHEX(%s)",
-                    (
-                        tenant,
-                        item.kind,
-                        item.id,
-                        item.model_id,
-                        item.thread_id,
-                        blob,
-                        item.thread_id,
-                        blob,
-                    ),
+                    f"INSERT INTO {self._stamps} (tenant_id, model_id, kind, version)"
+                    " VALUES (%s, %s, %s, 1) ON DUPLICATE KEY UPDATE version = version + 1",
+                    group,
                 )
             )
+            seq = (
+                f"(SELECT version FROM {self._stamps} WHERE tenant_id = %s AND model_id = %s"
+                " AND kind = %s)"
+            )
+            for (m, kd, _), item in latest.items():
+                if (m, kd) != (model_id, kind):
+                    continue
+                # Hex text: aiomysql cannot escape bytes.
+                blob = unit_vector_bytes(item.vector).hex()
+                statements.append(
+                    (
+                        f"INSERT INTO {self._vectors}"
+                        " (tenant_id, kind, id, model_id, thread_id, vector, seq)"
+                        f" VALUES (%s, %s, %s, %s, %s, UNHEX(%s), {seq})"
+                        " ON DUPLICATE KEY UPDATE thread_id = VALUES(thread_id),"
+                        " vector = VALUES(vector), seq = VALUES(seq)",
+                        (tenant, kind, item.id, model_id, item.thread_id, blob, *group),
+                    )
+                )
         if statements:
             await self._transaction(statements)
+
+    def _vector_statements(
+        self,
+        tenant: str,
+        model_id: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        column: str,
+        ids: Mapping[str, Sequence[str]] | None = None,
+    ) -> list[_Statement]:
+        """The scoped vector reads (entries, records), selecting ``column`` after
+        (kind, id, thread); with ``ids``, only those ids of each kind."""
+        statements: list[_Statement] = []
+        if "entry" in kinds:
+            sql = (
+                f"SELECT 'entry', v.id, v.thread_id{column} FROM {self._vectors} v"
+                f" JOIN {self._threads} t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = 'entry'"
+            )
+            args: list[Any] = [tenant, model_id]
+            if thread_id is not None:
+                sql += " AND v.thread_id = %s"
+                args.append(thread_id)
+            if ids is not None:
+                wanted = list(ids.get("entry", ()))
+                sql += f" AND v.id IN ({_marks(len(wanted))})"
+                args += wanted
+            scope, scope_args = scope_sql("t.", visible_to, "%s")
+            sql += scope
+            args += scope_args
+            statements.append((sql, args))
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        if record_kinds and thread_id is None:
+            sql = (
+                f"SELECT v.kind, v.id, NULL{column} FROM {self._vectors} v"
+                f" JOIN {self._records} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                " AND r.id = v.id WHERE v.tenant_id = %s AND v.model_id = %s"
+                f" AND v.kind IN ({_marks(len(record_kinds))})"
+            )
+            args = [tenant, model_id, *record_kinds]
+            if ids is not None:
+                wanted = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
+                sql += f" AND v.id IN ({_marks(len(wanted))})"
+                args += wanted
+            scope, scope_args = scope_sql("r.", visible_to, "%s")
+            sql += scope
+            args += scope_args
+            statements.append((sql, args))
+        return statements
 
     async def vector_search(
         self,
@@ -2133,42 +2264,104 @@ class AsyncMySQLStore(AsyncStore):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        """Exact cosine top ``k`` (numpy) over the scoped vectors of ``model_id``."""
+        """Cosine top ``k`` (numpy) over the vectors kept in process (``_vector_cache``),
+        kept current through ``vector_stamps``; the hits' scope is confirmed in SQL."""
+        from memorybank._async.stores._vector_cache import CachedVectors
+
+        cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
+        if cache is None:
+            cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
+        return await cache.search(
+            self,
+            tenant,
+            vector,
+            model_id=model_id,
+            kinds=kinds,
+            k=k,
+            thread_id=thread_id,
+            visible_to=visible_to,
+        )
+
+    async def _vc_stamps(
+        self, tenant: str, model_id: str, kinds: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT kind, version, generation FROM {self._stamps} WHERE tenant_id = %s"
+                    f" AND model_id = %s AND kind IN ({_marks(len(kinds))})",
+                    (tenant, model_id, *kinds),
+                )
+            ]
+        )
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    async def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        from memorybank.stores._vectors import CachedRows
+
+        if kind == "entry":
+            sql = (
+                "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
+                f" v.vector FROM {self._vectors} v LEFT JOIN {self._threads} t"
+                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+            )
+        else:
+            sql = (
+                "SELECT v.seq, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
+                f" v.vector FROM {self._vectors} v LEFT JOIN {self._records} r"
+                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+            )
+        sql += (
+            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
+            " ORDER BY v.seq"
+        )
+        found = CachedRows()
+        for seq, rid, tid, agent, user, alive, blob in await self._select_many(
+            [(sql, (tenant, model_id, kind, after))]
+        ):
+            found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
+        return found
+
+    async def _vc_confirm(
+        self,
+        tenant: str,
+        model_id: str,
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> set[tuple[str, str]]:
+        ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
+        # No thread filter in SQL (checked below): the ids are primary-key lookups.
+        kinds = list(ids) if thread_id is None else [kind for kind in ids if kind == "entry"]
+        statements = self._vector_statements(tenant, model_id, kinds, None, visible_to, "", ids)
+        return {
+            (str(r[0]), str(r[1]))
+            for r in await self._select_many(statements)
+            if thread_id is None or r[2] == thread_id
+        }
+
+    async def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
         from memorybank.stores._vectors import top_k
 
-        statements: list[_Statement] = []
-        if "entry" in kinds:
-            sql = (
-                f"SELECT 'entry', v.id, v.thread_id, v.vector FROM {self._vectors} v"
-                f" JOIN {self._threads} t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-                " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = 'entry'"
-            )
-            args: list[Any] = [tenant, model_id]
-            if thread_id is not None:
-                sql += " AND v.thread_id = %s"
-                args.append(thread_id)
-            scope, scope_args = scope_sql("t.", visible_to, "%s")
-            sql += scope
-            args += scope_args
-            statements.append((sql, args))
-        record_kinds = [kind for kind in kinds if kind != "entry"]
-        if record_kinds and thread_id is None:
-            sql = (
-                f"SELECT v.kind, v.id, NULL, v.vector FROM {self._vectors} v"
-                f" JOIN {self._records} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
-                " AND r.id = v.id WHERE v.tenant_id = %s AND v.model_id = %s"
-                f" AND v.kind IN ({_marks(len(record_kinds))})"
-            )
-            args = [tenant, model_id, *record_kinds]
-            scope, scope_args = scope_sql("r.", visible_to, "%s")
-            sql += scope
-            args += scope_args
-            statements.append((sql, args))
+        statements = self._vector_statements(
+            tenant, model_id, kinds, thread_id, visible_to, ", v.vector"
+        )
         if not statements or k <= 0:
             return []
-        async with self._connection() as conn:
-            results = await self._run(conn, statements)
-        rows = [row for found, _ in results for row in found]
+        rows = await self._select_many(statements)
         best = top_k(vector, [bytes(row[3]) for row in rows], k)
         return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
 

@@ -138,10 +138,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis.exceptions
@@ -182,6 +182,9 @@ from memorybank.stores._sql import (
 )
 from memorybank.stores._types import visible
 
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows
+
 __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
@@ -189,7 +192,13 @@ __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 #: is the initial layout, which needs nothing created. Version 2 adds records,
 #: vectors and the ``u0`` index of threads without a user; the store backfills
 #: ``u0`` from the tenant indexes (SCAN, idempotent) before running its body.
-MIGRATIONS: list[str] = ["", "-- v2: records, vectors, u0 (backfilled by the client first)\n"]
+#: Version 3 adds the vector cache's stamps and logs (``vs:``, ``vl:``), backfilled
+#: by the client from the ``ev:`` and ``rv:`` hashes (SCAN, idempotent) first.
+MIGRATIONS: list[str] = [
+    "",
+    "-- v2: records, vectors, u0 (backfilled by the client first)\n",
+    "-- v3: vector stamps and logs (backfilled by the client first)\n",
+]
 
 #: Chunk size of pipelines and of the argument lists sent to one script.
 _CHUNK = 500
@@ -376,6 +385,9 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
       for i = 1, #ids, 1000 do
         redis.call('HDEL', idx .. 'ev:' .. esc(name), unpack(ids, i, math.min(i + 999, #ids)))
       end
+      local log = idx .. 'vl:entry:' .. esc(name)
+      for _, id in ipairs(ids) do redis.call('ZREM', log, t[1] .. '\0' .. id) end
+      redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(name), 'g', 1)
     else
       gone[#gone + 1] = name
       gone[#gone + 1] = ids
@@ -639,6 +651,9 @@ end
 if idx ~= '' then
   local e = idx .. 'ev:' .. esc(m)
   for i = 6, #ARGV, 2 do redis.call('HSET', e, ARGV[i], ARGV[5]) end
+  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+  local log = idx .. 'vl:entry:' .. esc(m)
+  for i = 6, #ARGV, 2 do redis.call('ZADD', log, seq, ARGV[5] .. '\0' .. ARGV[i]) end
 end
 return 1
 """
@@ -657,7 +672,10 @@ local function owners(k, user)
 end
 local function drop_vectors(k, id)
   for _, m in ipairs(redis.call('SMEMBERS', idx .. 'rvm:' .. esc(k))) do
-    redis.call('HDEL', idx .. 'rv:' .. esc(k) .. ':' .. esc(m), id)
+    if redis.call('HDEL', idx .. 'rv:' .. esc(k) .. ':' .. esc(m), id) == 1 then
+      redis.call('ZREM', idx .. 'vl:' .. esc(k) .. ':' .. esc(m), id)
+      redis.call('HINCRBY', idx .. 'vs:' .. esc(k) .. ':' .. esc(m), 'g', 1)
+    end
   end
 end
 local function guard_ok(k, id, rev)
@@ -842,10 +860,22 @@ return out
 _RECORD_VECTORS = """
 for i = 2, #ARGV, 4 do
   local kind, m = ARGV[i], ARGV[i + 2]
-  redis.call('HSET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(m), ARGV[i + 1], ARGV[i + 3])
+  local slot = esc(kind) .. ':' .. esc(m)
+  redis.call('HSET', idx .. 'rv:' .. slot, ARGV[i + 1], ARGV[i + 3])
   redis.call('SADD', idx .. 'rvm:' .. esc(kind), m)
+  local seq = redis.call('HINCRBY', idx .. 'vs:' .. slot, 'v', 1)
+  redis.call('ZADD', idx .. 'vl:' .. slot, seq, ARGV[i + 1])
 end
 return 1
+"""
+
+# Cluster mode, after entry vectors were written in their thread's slot: log them.
+# ARGV[2] = model, ARGV[3..] = log members (thread id NUL entry id).
+_VECTOR_LOG = """
+local m = ARGV[2]
+local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i]) end
+return seq
 """
 
 # ARGV[2] = user. Deletes the user's records (and their vectors); returns how many.
@@ -985,6 +1015,7 @@ _S_RECORD_PUT = _Script(_RECORD_PUT, prelude=_TENANT_PRELUDE)
 _S_RECORD_DELETE = _Script(_RECORD_DELETE, prelude=_TENANT_PRELUDE)
 _S_RECORD_SCOPE = _Script(_RECORD_SCOPE, prelude=_TENANT_PRELUDE)
 _S_RECORD_VECTORS = _Script(_RECORD_VECTORS, prelude=_TENANT_PRELUDE)
+_S_VECTOR_LOG = _Script(_VECTOR_LOG, prelude=_TENANT_PRELUDE)
 _S_RECORD_KEYS = _Script(_RECORD_KEYS, prelude=_TENANT_PRELUDE)
 _S_RECORD_PAGE = _Script(_RECORD_PAGE, prelude=_TENANT_PRELUDE)
 _S_RECORD_FORGET = _Script(_RECORD_FORGET, prelude=_TENANT_PRELUDE)
@@ -1083,6 +1114,11 @@ def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
 def _glob_escape(text: str) -> str:
     """``text`` matched literally in a SCAN ``MATCH`` pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def _log_member(thread_id: str, entry_id: str) -> str:
+    """An entry vector's member in the ``vl:entry:<model>`` log (ids hold no NUL)."""
+    return thread_id + "\0" + entry_id
 
 
 def _who(value: str | Unset | None) -> str:
@@ -1302,9 +1338,31 @@ class AsyncRedisStore(AsyncStore):
         for version in range(current, len(MIGRATIONS)):
             if version == 1:
                 await self._backfill_shared_index()
+            if version == 2:
+                await self._backfill_vector_logs()
             script = _Script(_MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
             await self._eval(script, (key,), (version, version + 1))
         self._schema_ok = True
+
+    async def _backfill_vector_logs(self) -> None:
+        """Layout v2 -> v3: log every stored vector (sequence 0) for the vector cache."""
+        prefix = _glob_escape(self._prefix)
+        for pattern, marker in (("{*}:ev:*", "}:ev:"), ("{*}:rv:*", "}:rv:")):
+            async for key in self._client.scan_iter(match=prefix + pattern, count=1000):
+                name = _s(key)
+                head, found, tail = name[len(self._prefix) :].partition(marker)
+                if not found or not head.startswith("{") or ":" in head:
+                    continue  # not a tenant key
+                if marker == "}:ev:":
+                    log = f"{self._prefix}{head}}}:vl:entry:{tail}"
+                    pairs = cast("dict[bytes, bytes]", await self._client.hgetall(key))
+                    members = [_log_member(_s(t), _s(e)) for e, t in pairs.items()]
+                else:
+                    log = f"{self._prefix}{head}}}:vl:{tail}"
+                    members = [_s(r) for r in await self._client.hkeys(key)]
+                for start in range(0, len(members), _CHUNK):
+                    part = members[start : start + _CHUNK]
+                    await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     async def _backfill_shared_index(self) -> None:
         """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
@@ -1352,8 +1410,14 @@ class AsyncRedisStore(AsyncStore):
                 pipe.srem(idx + "u0", thread_id)
             for i in range(0, len(vectors), 2):
                 ids = list(vectors[i + 1])
+                model = _esc(_s(vectors[i]))
                 for start in range(0, len(ids), _CHUNK):
-                    pipe.hdel(idx + "ev:" + _esc(_s(vectors[i])), *ids[start : start + _CHUNK])
+                    part = ids[start : start + _CHUNK]
+                    pipe.hdel(idx + "ev:" + model, *part)
+                    pipe.zrem(
+                        idx + "vl:entry:" + model, *(_log_member(thread_id, _s(v)) for v in part)
+                    )
+                pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
             await pipe.execute()
 
     async def _eval_many(
@@ -1619,6 +1683,27 @@ class AsyncRedisStore(AsyncStore):
         if not out:
             return None
         return _entry(out[1], thread_id, _s(out[0]))
+
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """One pipeline of the ``get_entry`` script, one call per id."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        base = self._base(tenant, thread_id)
+        idx = "" if self._cluster else self._idx(tenant)
+        with self._op():
+            await self._ready()
+            outs = await self._eval_many(
+                _S_GET_ENTRY,
+                [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
+            )
+        return {
+            eid: _entry(out[1], thread_id, _s(out[0]))
+            for eid, out in zip(wanted, outs, strict=True)
+            if out
+        }
 
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -2328,6 +2413,10 @@ class AsyncRedisStore(AsyncStore):
                                 mapping=dict.fromkeys(part[0::2], tid),
                             )
                     await pipe.execute()
+                for (tid, model, part), ok in zip(owners, stored, strict=True):
+                    if ok:
+                        members = [_log_member(tid, _s(e)) for e in part[0::2]]
+                        await self._tenant_eval(_S_VECTOR_LOG, tenant, model, *members)
             for start in range(0, len(records), 4 * _CHUNK):
                 await self._tenant_eval(
                     _S_RECORD_VECTORS, tenant, *records[start : start + 4 * _CHUNK]
@@ -2343,6 +2432,157 @@ class AsyncRedisStore(AsyncStore):
         k: int,
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
+        kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
+        confirmed in Redis."""
+        from memorybank._async.stores._vector_cache import CachedVectors
+
+        cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
+        if cache is None:
+            cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
+        with self._op():
+            await self._ready()
+            return await cache.search(
+                self,
+                tenant,
+                vector,
+                model_id=model_id,
+                kinds=kinds,
+                k=k,
+                thread_id=thread_id,
+                visible_to=visible_to,
+            )
+
+    async def _vc_stamps(
+        self, tenant: str, model_id: str, kinds: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        idx = self._idx(tenant)
+        async with self._client.pipeline(transaction=False) as pipe:
+            for kind in kinds:
+                pipe.hmget(idx + f"vs:{_esc(kind)}:{_esc(model_id)}", ["v", "g"])
+            replies = await pipe.execute()
+        return {
+            kind: (int(reply[0] or 0), int(reply[1] or 0))
+            for kind, reply in zip(kinds, replies, strict=True)
+        }
+
+    async def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        from memorybank.stores._vectors import CachedRows
+
+        idx = self._idx(tenant)
+        model = _esc(model_id)
+        low = "-inf" if after < 0 else f"({after}"
+        logged = cast(
+            "list[tuple[bytes, float]]",
+            await self._client.zrangebyscore(
+                idx + f"vl:{_esc(kind)}:{model}", low, "+inf", withscores=True
+            ),
+        )
+        found = CachedRows()
+        if not logged:
+            return found
+        rows: list[tuple[int, str, str | None, Any, Any, Any, Any]] = []
+        if kind == "entry":
+            by_thread: dict[str, list[tuple[str, int]]] = {}
+            for member, score in logged:
+                tid, _, eid = _s(member).partition("\0")
+                by_thread.setdefault(tid, []).append((eid, int(score)))
+            tids = list(by_thread)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for tid in tids:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, [eid for eid, _ in by_thread[tid]])
+                replies = await pipe.execute()
+            for n, tid in enumerate(tids):
+                alive, agent, user = replies[2 * n]
+                for (eid, seq), blob in zip(by_thread[tid], replies[2 * n + 1], strict=True):
+                    rows.append((seq, eid, tid, _opt(agent), _opt(user), alive, blob))
+        else:
+            rids = [_s(member) for member, _ in logged]
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.hmget(idx + "r:" + _esc(kind), rids)
+                pipe.hmget(idx + f"rv:{_esc(kind)}:{model}", rids)
+                records, blobs = await pipe.execute()
+            for (rid, (_, score)), packed, blob in zip(
+                zip(rids, logged, strict=True), records, blobs, strict=True
+            ):
+                data = json.loads(packed) if packed is not None else [None, None]
+                rows.append((int(score), rid, None, data[0], data[1], packed, blob))
+        rows.sort(key=lambda row: row[0])
+        for seq, rid, owner, agent, user, alive, blob in rows:
+            # a vector gone meanwhile (an expired thread) still moves the high-water mark
+            ok = alive is not None and blob is not None
+            found.add(seq, rid, owner, agent, user, ok, blob if ok else b"")
+        return found
+
+    async def _vc_confirm(
+        self,
+        tenant: str,
+        model_id: str,
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> set[tuple[str, str]]:
+        idx = self._idx(tenant)
+        model = _esc(model_id)
+        reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
+        for kind, pairs in shortlist.items():
+            if kind == "entry":
+                by_thread: dict[str, list[str]] = {}
+                for eid, tid in pairs:
+                    if tid is not None and (thread_id is None or tid == thread_id):
+                        by_thread.setdefault(tid, []).append(eid)
+                reads += [("entry", tid, eids) for tid, eids in by_thread.items()]
+            elif thread_id is None:
+                reads.append((kind, None, [rid for rid, _ in pairs]))
+        if not reads:
+            return set()
+        async with self._client.pipeline(transaction=False) as pipe:
+            for kind, tid, ids in reads:
+                if tid is not None:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, ids)
+                else:
+                    pipe.hmget(idx + "r:" + _esc(kind), ids)
+                    pipe.hmget(idx + f"rv:{_esc(kind)}:{model}", ids)
+            replies = await pipe.execute()
+        confirmed: set[tuple[str, str]] = set()
+        width = 4 * dim
+        for n, (kind, tid, ids) in enumerate(reads):
+            owners, blobs = replies[2 * n], replies[2 * n + 1]
+            if tid is not None:
+                alive, agent, user = owners
+                if alive is None or not visible(visible_to, _opt(agent), _opt(user)):
+                    continue
+                confirmed |= {
+                    ("entry", eid)
+                    for eid, blob in zip(ids, blobs, strict=True)
+                    if blob is not None and len(blob) == width
+                }
+                continue
+            for rid, packed, blob in zip(ids, owners, blobs, strict=True):
+                if packed is None or blob is None or len(blob) != width:
+                    continue
+                data = json.loads(packed)
+                if visible(visible_to, data[0], data[1]):
+                    confirmed.add((kind, rid))
+        return confirmed
+
+    async def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
         from memorybank.stores._vectors import top_k

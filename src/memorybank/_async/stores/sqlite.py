@@ -954,6 +954,31 @@ class AsyncSQLiteStore(AsyncStore):
             lambda: self._read(lambda c: self._entry(c, tenant, thread_id, entry_id, branch)[1])
         )
 
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        wanted = list(dict.fromkeys(entry_ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, Entry]:
+            thread = self._get_thread(conn, tenant, thread_id)
+            if thread is None or not wanted:
+                return {}
+            name = thread.current_branch if branch is None else branch
+            found: dict[str, Entry] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                for row in conn.execute(
+                    f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
+                    " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                    f" AND id IN ({', '.join('?' * len(chunk))})",
+                    (tenant, thread_id, name, *chunk),
+                ):
+                    entry = row_to_entry(row)
+                    found[entry.id] = entry
+            return {eid: found[eid] for eid in wanted if eid in found}
+
+        return await self._run(lambda: self._read(op))
+
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
     ) -> str:

@@ -497,6 +497,18 @@ class Store(abc.ABC):
     # Batch reads of records. Each has a correct default built on the verbs above;
     # a store overrides it with one round trip (the graph traverses through them).
 
+    def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """The entries of ``branch`` (``None``: current) with these ids, keyed by id
+        (missing ids and a missing thread: absent). Search resolves its hits with it."""
+        found: dict[str, Entry] = {}
+        for entry_id in dict.fromkeys(entry_ids):
+            entry = self.get_entry(tenant, thread_id, entry_id, branch=branch)
+            if entry is not None:
+                found[entry_id] = entry
+        return found
+
     def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
     ) -> dict[str, Record]:

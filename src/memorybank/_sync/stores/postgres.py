@@ -53,9 +53,12 @@ failure is not an error), ``embedding`` is a pgvector ``vector`` column
 vector's length and every search filters on it, so models of different sizes
 never meet), and searches run in SQL: exact, ``ORDER BY embedding <=> q``
 (cosine distance; score ``1 - distance``) over the rows in scope. Otherwise
-``embedding`` is ``bytea`` holding float32 unit vectors and the rows in scope
-are ranked exactly with numpy on the client (fine to some 100k vectors per
-scope). The choice is made once, when the table is created; ``capabilities``
+``embedding`` is ``bytea`` holding float32 unit vectors, kept in process by
+each store object (``_vector_cache``) and ranked with numpy there; the
+``vector_stamps`` table (migration 6: per (tenant, model, kind) a version bumped
+by ``vector_put`` and stamped on its rows as ``seq``, a generation bumped with
+every delete of vectors) tells a search what changed, and the hits' scope is
+confirmed in SQL. The choice is made once, when the table is created; ``capabilities``
 holds ``"pgvector"`` when the table has the pgvector column. Vectors are
 stored unit-length in both forms.
 
@@ -183,10 +186,10 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from memorybank._sync.stores.base import (
@@ -243,6 +246,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     raise ImportError(
         "the PostgreSQL store needs psycopg: pip install 'memorybank[postgres]'"
     ) from error
+
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._vectors import CachedRows
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -450,6 +456,21 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER TABLE {p}threads SET (fillfactor = 70)",
         "ALTER TABLE {p}branches SET (fillfactor = 70)",
     ),
+    (
+        # Change counters for the in-process vector cache (``_vector_cache``): ``seq``
+        # is the writing ``vector_put``'s version; deletes bump the generation.
+        "ALTER TABLE {p}vectors ADD COLUMN seq bigint NOT NULL DEFAULT 0",
+        "CREATE INDEX {p}vectors_seq ON {p}vectors (tenant_id, model_id, kind, seq)",
+        """CREATE TABLE {p}vector_stamps (
+            tenant_id text NOT NULL,
+            model_id text NOT NULL,
+            kind text NOT NULL,
+            version bigint NOT NULL DEFAULT 0,
+            generation bigint NOT NULL DEFAULT 0,
+            PRIMARY KEY (tenant_id, model_id, kind))""",
+        "INSERT INTO {p}vector_stamps (tenant_id, model_id, kind)"
+        " SELECT DISTINCT tenant_id, model_id, kind FROM {p}vectors",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).
@@ -462,6 +483,7 @@ TABLES = (
     "summaries",
     "records",
     "vectors",
+    "vector_stamps",
     "schema_version",
 )
 
@@ -683,6 +705,15 @@ def _row_check(table: str, condition: str) -> str:
     the row estimate of the vectors scan, so the planner still picks the index.
     """
     return f"coalesce((SELECT true FROM {table} WHERE {condition} LIMIT 1), false)"
+
+
+def _bump(p: str, deleted: str) -> str:
+    """An UPDATE bumping the vector cache generation of the (model, kind)s in ``deleted``."""
+    return (
+        f"UPDATE {p}vector_stamps s SET generation = s.generation + 1"
+        " WHERE s.tenant_id = %(tenant)s AND (s.model_id, s.kind) IN"
+        f" (SELECT model_id, kind FROM {deleted})"
+    )
 
 
 def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
@@ -1420,6 +1451,21 @@ class PostgresStore(Store):
         )
         return row_to_entry(rows[0]) if rows else None
 
+    def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries by ids on the branch (current when ``None``), in one statement."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = self._fetch(
+            self._sql.entry_get_many,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": wanted},
+            retry=True,
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
     def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
@@ -1944,10 +1990,10 @@ class PostgresStore(Store):
             columns["threads"].append(item.thread_id)
             columns["dims"].append(len(blob) // 4)
             columns["embeddings"].append(_blob_text(blob) if self._native else blob)
-        query = self._sql.vector_put.format(
-            cast="::vector" if self._native else "",
-            array="text[]" if self._native else "bytea[]",
-        )
+        if self._native:
+            query = self._sql.vector_put.format(cast="::vector", array="text[]")
+        else:
+            query = self._sql.vector_put_stamped
         self._fetch(query, {"tenant": tenant, **columns})
 
     def vector_search(
@@ -1961,7 +2007,138 @@ class PostgresStore(Store):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        """Cosine top ``k``: in SQL with pgvector (``<=>``), else exact numpy over the scope."""
+        """Cosine top ``k``: in SQL with pgvector (``<=>``), else numpy over cached vectors.
+
+        Without pgvector the vectors are kept in process (``_vector_cache``), kept
+        current through the ``vector_stamps`` counters, and the hits' scope is
+        confirmed in SQL.
+        """
+        self._ensure_ready()
+        if not self._native:
+            from memorybank._sync.stores._vector_cache import CachedVectors
+
+            cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
+            if cache is None:
+                cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
+            return cache.search(
+                self,
+                tenant,
+                vector,
+                model_id=model_id,
+                kinds=kinds,
+                k=k,
+                thread_id=thread_id,
+                visible_to=visible_to,
+            )
+        return self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
+
+    def _vc_stamps(
+        self, tenant: str, model_id: str, kinds: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        params = (tenant, model_id, list(kinds))
+        rows = self._fetch(self._sql.vector_stamps, params, retry=True)
+        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
+
+    def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        from memorybank.stores._vectors import CachedRows
+
+        # Vectors, then their owners' scope: two single-table reads, joined here (a join
+        # in SQL can become a nested loop over every record before the tables have
+        # statistics, minutes at 20k rows).
+        rows = self._fetch(self._sql.vector_rows, (tenant, model_id, kind, after), retry=True)
+        found = CachedRows()
+        if not rows:
+            return found
+        if kind == "entry":
+            owners = {str(r[2]) for r in rows if r[2] is not None}
+            scope = self._fetch(
+                self._sql.vector_owner_threads, (tenant, sorted(owners)), retry=True
+            )
+        elif after < 0:  # every record of the kind: one range of the primary key
+            scope = self._fetch(self._sql.vector_owner_kind, (tenant, kind), retry=True)
+        else:
+            wanted = sorted({str(r[1]) for r in rows})
+            scope = self._fetch(
+                self._sql.vector_owner_records, (tenant, kind, wanted), retry=True
+            )
+        owner = {str(r[0]): (r[1], r[2]) for r in scope}
+        for seq, rid, tid, blob in rows:
+            key = str(tid) if kind == "entry" else str(rid)
+            agent, user = owner.get(key, (None, None))
+            found.add(int(seq), rid, tid, agent, user, key in owner, bytes(blob))
+        return found
+
+    def _vc_confirm(
+        self,
+        tenant: str,
+        model_id: str,
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> set[tuple[str, str]]:
+        ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
+        pairs = [
+            (kind, rid)
+            for kind, got in ids.items()
+            if kind == "entry" or thread_id is None
+            for rid in dict.fromkeys(got)
+        ]
+        if not pairs:
+            return set()
+        # Driven by the ids (primary-key lookups, whatever the statistics say), with the
+        # owner's scope as in the exact search; the thread is checked below. LIMIT 1
+        # keeps each subquery per id (not flattened into a scan of every vector), and
+        # "model_id || ''" keeps the planner on the primary key (tenant, kind, id) even
+        # before the table has statistics (else the model index looks as cheap).
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
+        vector = (
+            "v.tenant_id = %(tenant)s AND v.kind = x.kind AND v.id = x.id"
+            " AND v.model_id || '' = %(model)s AND v.dim = %(dim)s"
+        )
+        parts: list[str] = []
+        entries = [rid for kind, rid in pairs if kind == "entry"]
+        records = [(kind, rid) for kind, rid in pairs if kind != "entry"]
+        if entries:
+            params["eids"] = entries
+            parts.append(
+                "SELECT 'entry', x.id, o.thread_id FROM unnest(%(eids)s::text[]) AS x(id),"
+                f" LATERAL (SELECT v.thread_id FROM {p}vectors v"
+                f" WHERE {vector.replace('x.kind', chr(39) + 'entry' + chr(39))} LIMIT 1) o,"
+                f" LATERAL (SELECT 1 FROM {p}threads t WHERE t.tenant_id = %(tenant)s"
+                f" AND t.id = o.thread_id{_scope('t', visible_to, params)} LIMIT 1) th"
+            )
+        if records:
+            params["rkinds"] = [kind for kind, _ in records]
+            params["rids"] = [rid for _, rid in records]
+            parts.append(
+                "SELECT x.kind, x.id, NULL FROM unnest(%(rkinds)s::text[], %(rids)s::text[])"
+                f" AS x(kind, id), LATERAL (SELECT 1 FROM {p}vectors v WHERE {vector} LIMIT 1) o,"
+                f" LATERAL (SELECT 1 FROM {p}records r WHERE r.tenant_id = %(tenant)s"
+                " AND r.kind = x.kind AND r.id = x.id"
+                f"{_scope('r', visible_to, params)} LIMIT 1) rr"
+            )
+        query = " UNION ALL ".join(parts)
+        return {
+            (str(r[0]), str(r[1]))
+            for r in self._fetch(query, params, retry=True)
+            if thread_id is None or r[2] == thread_id
+        }
+
+    def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
         literal = _vector_literal(vector)
         record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
         want_entries = "entry" in kinds
@@ -1972,8 +2149,6 @@ class PostgresStore(Store):
         self._ensure_ready()
         text, blob = literal
         dim = len(blob) // 4
-        p = self.prefix
-        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim, "k": k}
         index = self._hnsw_name(model_id, dim) if self._native else None
         if index is not None and index not in self._hnsw:
             index = None
@@ -1987,6 +2162,50 @@ class PostgresStore(Store):
             distance = f"v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
             select = f", {distance} AS d"
             tail = f" ORDER BY {distance} LIMIT %(k)s)"
+        query, params = self._vector_query(
+            tenant,
+            model_id,
+            dim,
+            want_entries,
+            record_kinds,
+            thread_id,
+            visible_to,
+            select,
+            tail,
+            index,
+        )
+        params["k"] = k
+        if not self._native:
+            from memorybank.stores._vectors import top_k
+
+            rows = self._fetch(query, params, retry=True)
+            best = top_k(vector, [bytes(r[3]) for r in rows], k)
+            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+        params["q"] = text
+        if index is not None:
+            rows = self._hnsw_search(query, params, k)
+        else:
+            rows = self._fetch(query, params, retry=True)
+        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
+        hits.sort(key=_hit_order)
+        return hits[:k]
+
+    def _vector_query(
+        self,
+        tenant: str,
+        model_id: str,
+        dim: int,
+        want_entries: bool,
+        record_kinds: list[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        select: str,
+        tail: str,
+        index: str | None,
+    ) -> tuple[str, dict[str, Any]]:
+        """The scoped vector query (entries and records parts)."""
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
         parts: list[str] = []
         if want_entries:
             where = ""
@@ -2021,21 +2240,7 @@ class PostgresStore(Store):
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
                 f" AND v.dim = %(dim)s AND v.kind = ANY(%(kinds)s::text[]){check}{tail}"
             )
-        query = " UNION ALL ".join(parts)
-        if not self._native:
-            from memorybank.stores._vectors import top_k
-
-            rows = self._fetch(query, params, retry=True)
-            best = top_k(vector, [bytes(r[3]) for r in rows], k)
-            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
-        params["q"] = text
-        if index is not None:
-            rows = self._hnsw_search(query, params, k)
-        else:
-            rows = self._fetch(query, params, retry=True)
-        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
-        hits.sort(key=_hit_order)
-        return hits[:k]
+        return " UNION ALL ".join(parts), params
 
     def _hnsw_search(
         self, query: str, params: dict[str, Any], k: int
@@ -2175,7 +2380,8 @@ class _Statements:
             " AND thread_id = %(id)s),"
             f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
             f" v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND thread_id = %(id)s"
-            " AND kind = 'entry')"
+            " AND kind = 'entry' RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')})"
             f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
         )
         self.append = _APPEND.format(
@@ -2216,6 +2422,10 @@ class _Statements:
         self.get_entry = (
             f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
+        )
+        self.entry_get_many = (
+            f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
+            f" AND thread_id = %(thread)s AND branch = {current} AND id = ANY(%(ids)s::text[])"
         )
         thread_cte = (
             f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"
@@ -2336,9 +2546,10 @@ class _Statements:
             f" r AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s"
             " AND user_id = %(user)s RETURNING kind, id),"
             f" ve AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry'),"
+            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry' RETURNING model_id, kind),"
             f" vr AS (DELETE FROM {p}vectors v USING r WHERE v.tenant_id = %(tenant)s"
-            " AND v.kind = r.kind AND v.id = r.id)"
+            " AND v.kind = r.kind AND v.id = r.id RETURNING v.model_id, v.kind),"
+            f" g AS ({_bump(p, '(SELECT * FROM ve UNION SELECT * FROM vr) x')})"
             " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
             " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m) + (SELECT count(*) FROM r)"
         )
@@ -2423,7 +2634,8 @@ class _Statements:
         )
         self.record_delete = (
             f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[])),"
+            " AND id = ANY(%(ids)s::text[]) RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')}),"
             f" d AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
             " AND id = ANY(%(ids)s::text[]) RETURNING 1)"
             " SELECT count(*) FROM d"
@@ -2437,6 +2649,42 @@ class _Statements:
             " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
             " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
             " embedding = EXCLUDED.embedding"
+        )
+        # Without pgvector: the (tenant, model, kind) version is bumped first (its row
+        # lock orders the writers) and stamped on the rows as ``seq``.
+        self.vector_put_stamped = (
+            "WITH i AS (SELECT * FROM unnest(%(kinds)s::text[], %(ids)s::text[],"
+            " %(models)s::text[], %(threads)s::text[], %(dims)s::integer[],"
+            " %(embeddings)s::bytea[]) AS i(kind, id, model_id, thread_id, dim, embedding)),"
+            f" s AS (INSERT INTO {p}vector_stamps AS s (tenant_id, model_id, kind, version)"
+            " SELECT DISTINCT %(tenant)s, model_id, kind, 1 FROM i ORDER BY 2, 3"
+            " ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET version = s.version + 1"
+            " RETURNING model_id, kind, version)"
+            f" INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding,"
+            " seq) SELECT %(tenant)s, i.kind, i.id, i.model_id, i.thread_id, i.dim, i.embedding,"
+            " s.version FROM i JOIN s ON s.model_id = i.model_id AND s.kind = i.kind"
+            " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
+            " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
+            " embedding = EXCLUDED.embedding, seq = EXCLUDED.seq"
+        )
+        self.vector_stamps = (
+            f"SELECT kind, version, generation FROM {p}vector_stamps WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = ANY(%s::text[])"
+        )
+        self.vector_rows = (
+            f"SELECT seq, id, thread_id, embedding FROM {p}vectors WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = %s AND seq > %s ORDER BY seq"
+        )
+        self.vector_owner_threads = (
+            f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = %s"
+            " AND id = ANY(%s::text[])"
+        )
+        self.vector_owner_kind = (
+            f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = %s AND kind = %s"
+        )
+        self.vector_owner_records = (
+            f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = %s AND kind = %s"
+            " AND id = ANY(%s::text[])"
         )
         self.vector_get = (
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"

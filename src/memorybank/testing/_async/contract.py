@@ -1487,6 +1487,30 @@ class AsyncContract:
         assert await store.record_get_many(tenant, "core", [a.id, b.id]) == {a.id: other_kind}
         assert await store.record_get_many(tenant, "fact", []) == {}
 
+    async def test_entry_get_many_returns_the_branch_entries_of_these_ids(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        tenant = memory.tenant_id
+        tid, other = await self._thread(memory), await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        elsewhere = await self._fill(memory, other, 1)
+        missing = _id("missing")
+        found = await store.entry_get_many(tenant, tid, [ids[2], missing, ids[0], ids[2]])
+        assert list(found) == [ids[2], ids[0]]
+        assert found[ids[2]] == await store.get_entry(tenant, tid, ids[2])
+        assert found[ids[0]].content == "message 0"
+        # another thread's entry, another tenant, a missing thread, no ids: nothing
+        assert await store.entry_get_many(tenant, tid, elsewhere) == {}
+        assert await store.entry_get_many(_id("tenant"), tid, ids) == {}
+        assert await store.entry_get_many(tenant, _id("gone"), ids) == {}
+        assert await store.entry_get_many(tenant, tid, []) == {}
+        # the current branch unless one is named
+        await memory.branches.create(tid, "alt", from_entry=ids[1])
+        await memory.branches.checkout(tid, "alt")
+        assert set(await store.entry_get_many(tenant, tid, ids)) == {ids[0], ids[1]}
+        main = await store.entry_get_many(tenant, tid, ids, branch="main")
+        assert list(main) == ids and main[ids[3]].branch == "main"
+
     async def test_record_get_many_reads_long_id_lists(self, store: AsyncStore) -> None:
         tenant = _id("tenant")
         records = [self._record("fact", f"r{i}", id=f"r{i:05d}") for i in range(1200)]

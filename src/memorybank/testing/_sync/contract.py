@@ -1488,6 +1488,30 @@ class SyncContract:
         assert store.record_get_many(tenant, "core", [a.id, b.id]) == {a.id: other_kind}
         assert store.record_get_many(tenant, "fact", []) == {}
 
+    def test_entry_get_many_returns_the_branch_entries_of_these_ids(
+        self, memory: Memory, store: Store
+    ) -> None:
+        tenant = memory.tenant_id
+        tid, other = self._thread(memory), self._thread(memory)
+        ids = self._fill(memory, tid, 4)
+        elsewhere = self._fill(memory, other, 1)
+        missing = _id("missing")
+        found = store.entry_get_many(tenant, tid, [ids[2], missing, ids[0], ids[2]])
+        assert list(found) == [ids[2], ids[0]]
+        assert found[ids[2]] == store.get_entry(tenant, tid, ids[2])
+        assert found[ids[0]].content == "message 0"
+        # another thread's entry, another tenant, a missing thread, no ids: nothing
+        assert store.entry_get_many(tenant, tid, elsewhere) == {}
+        assert store.entry_get_many(_id("tenant"), tid, ids) == {}
+        assert store.entry_get_many(tenant, _id("gone"), ids) == {}
+        assert store.entry_get_many(tenant, tid, []) == {}
+        # the current branch unless one is named
+        memory.branches.create(tid, "alt", from_entry=ids[1])
+        memory.branches.checkout(tid, "alt")
+        assert set(store.entry_get_many(tenant, tid, ids)) == {ids[0], ids[1]}
+        main = store.entry_get_many(tenant, tid, ids, branch="main")
+        assert list(main) == ids and main[ids[3]].branch == "main"
+
     def test_record_get_many_reads_long_id_lists(self, store: Store) -> None:
         tenant = _id("tenant")
         records = [self._record("fact", f"r{i}", id=f"r{i:05d}") for i in range(1200)]

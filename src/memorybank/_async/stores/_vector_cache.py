@@ -1,0 +1,205 @@
+"""Vectors kept in process for the server stores' exact search (no vector extension).
+
+PostgreSQL without pgvector, MySQL/MariaDB and Redis store vectors as float32
+bytes and rank them with numpy on the client. Reading every vector in scope
+on every query made a search cost linear in the tenant's vectors (seconds at
+100k). ``CachedVectors`` keeps them in a ``memorybank.stores._vectors.VectorSlot``
+per ``(tenant, model, kind)``, as the SQLite store does, and is kept current
+across processes by two counters the store keeps per ``(tenant, model, kind)``:
+
+- ``version``: bumped by every vector write, in the same statement or
+  transaction as the write, and stamped on the written rows (``seq``). The
+  counter's row lock orders the writers, so once a reader sees a row of
+  ``seq`` s it sees every row of a smaller ``seq``: the rows to read are those
+  with ``seq`` above the largest one cached. A replaced vector comes back with
+  a new ``seq``; its older copy in the cache is hidden.
+- ``generation``: bumped in the same transaction as any delete of vectors.
+  A changed generation reloads the slot.
+
+A query reads the counters of its kinds (one round trip), the new rows if any,
+ranks the slot's rows whose cached scope matches, and then has the store
+confirm the shortlist's ids with the same scoped SQL as the exact search (one
+round trip): the cache is a shortlist, never trusted for scope. When too few
+of the shortlist survive (scope changed since the rows were cached), that kind
+is searched exactly, as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from memorybank.stores._types import SearchHit, Visibility
+from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
+
+__all__ = ["CachedVectors", "VectorSource"]
+
+
+class VectorSource(Protocol):
+    """What a store provides to ``CachedVectors`` (each one round trip)."""
+
+    async def _vc_stamps(
+        self, tenant: str, model_id: str, kinds: Sequence[str]
+    ) -> dict[str, tuple[int, int]]:
+        """``kind -> (version, generation)``; a kind never written may be absent."""
+        ...
+
+    async def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        """Rows of ``kind`` with ``seq > after``, in ``seq`` order (``rowids`` = ``seq``)."""
+        ...
+
+    async def _vc_confirm(
+        self,
+        tenant: str,
+        model_id: str,
+        ids: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> set[tuple[str, str]]:
+        """The ``(kind, id)`` of ``ids`` (per kind: (id, thread)) the scoped exact search
+        would consider."""
+        ...
+
+    async def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """The uncached exact search."""
+        ...
+
+
+class SyncedSlot(VectorSlot):
+    """A ``VectorSlot`` whose re-written ids hide their older rows."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__(dim)
+        self.where: dict[str, int] = {}
+        self.generation = 0
+
+    def merge(self, rows: CachedRows, floor: int | None = None) -> None:
+        """Append ``rows`` (only those with ``seq > floor`` when given)."""
+        if floor is not None and any(seq <= floor for seq in rows.rowids):
+            newer = CachedRows()
+            for i, seq in enumerate(rows.rowids):
+                if seq > floor:
+                    newer.add(
+                        seq,
+                        rows.ids[i],
+                        rows.threads[i],
+                        rows.agents[i],
+                        rows.users[i],
+                        rows.visible[i],
+                        rows.blobs[i],
+                    )
+            rows = newer
+        start = self.n
+        self.append(rows)
+        for i in range(start, self.n):
+            old = self.where.get(self.ids[i])
+            if old is not None:
+                self.visible[old] = False
+            self.where[self.ids[i]] = i
+
+
+class CachedVectors:
+    """The vector slots of one store object (shared by its threads and tasks)."""
+
+    def __init__(self) -> None:
+        self.cache = VectorCache()
+        self._lock = threading.Lock()
+
+    def clear(self) -> None:
+        with self._lock:
+            self.cache.clear()
+
+    async def _current(
+        self,
+        source: VectorSource,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        dim: int,
+        stamp: tuple[int, int],
+    ) -> SyncedSlot:
+        version, generation = stamp
+        key = (tenant, model_id, kind)
+        with self._lock:
+            found = self.cache.slots.get(key)
+        slot = found if isinstance(found, SyncedSlot) else None
+        if (
+            slot is not None
+            and slot.dim == dim
+            and slot.generation == generation
+            and version <= slot.max_rowid
+        ):
+            return slot
+        if slot is None or slot.dim != dim or slot.generation != generation:
+            fresh = SyncedSlot(dim)
+            fresh.generation = generation
+            fresh.merge(await source._vc_rows(tenant, model_id, kind, dim, -1))
+            with self._lock:
+                self.cache.slots[key] = fresh
+            return fresh
+        added = await source._vc_rows(tenant, model_id, kind, dim, slot.max_rowid)
+        with self._lock:
+            slot.merge(added, floor=slot.max_rowid)
+        return slot
+
+    async def search(
+        self,
+        source: VectorSource,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Cosine top ``k`` over the cached vectors, scope confirmed by the store."""
+        import numpy as np
+
+        query = np.asarray(vector, dtype=np.float32)
+        norm = float(np.linalg.norm(query))
+        wanted = [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]
+        if k <= 0 or norm == 0 or not wanted:
+            return []
+        query /= norm
+        dim = int(query.shape[0])
+        stamps = await source._vc_stamps(tenant, model_id, wanted)
+        fetch = 2 * k + 10
+        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+        for kind in wanted:
+            slot = await self._current(
+                source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
+            )
+            with self._lock:
+                found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
+                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+        ids = {kind: [(rid, tid) for rid, tid, _ in got] for kind, got in shortlist.items() if got}
+        if not ids:
+            return []
+        confirmed = await source._vc_confirm(tenant, model_id, ids, dim, thread_id, visible_to)
+        hits: list[SearchHit] = []
+        redo: list[str] = []
+        for kind, best in shortlist.items():
+            kept = [(rid, tid, score) for rid, tid, score in best if (kind, rid) in confirmed]
+            if len(kept) < min(k, len(best)) and len(best) == fetch:
+                redo.append(kind)  # the cached scope was stale: search this kind exactly
+                continue
+            hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in kept[:k]]
+        if redo:
+            hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+        return hits[:k]

@@ -1,0 +1,218 @@
+"""The server stores' in-process vector cache stays exact across store instances.
+
+PostgreSQL without pgvector (the system test server has none), MySQL/MariaDB and
+Redis rank vectors kept in process (``memorybank._async.stores._vector_cache``).
+Two store objects on one prefix stand for two processes: each has its own cache,
+so what one writes or deletes must show in the other's next search, deleted and
+forgotten vectors must never come back, and scope is re-checked by the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memorybank._sync.stores.base import Store, VectorItem, Visibility
+from memorybank.records import Thread
+from memorybank.stores._types import Record
+from tests.reliability._harness import provide
+
+MODEL = "test:m"
+KINDS = ("postgres", "mysql", "redis")
+
+
+@pytest.fixture(params=KINDS)
+def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Store]]:
+    """Two store objects (two caches) on one fresh prefix."""
+    for spec in provide(request.param, tmp_path):
+        a, b = spec.open(), spec.open()
+        try:
+            a.get_thread("t", "probe")  # creates the schema; pgvector known after it
+            if "pgvector" in getattr(a, "capabilities", ()):
+                pytest.skip("this PostgreSQL has pgvector: the cache is not used")
+            yield a, b
+        finally:
+            a.close()
+            b.close()
+
+
+def _vec(seed: int, dim: int = 16) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return [float(x) for x in rng.standard_normal(dim)]
+
+
+def _thread(store: Store, tid: str, user: str | None = None) -> None:
+    now = datetime.now(UTC)
+    store.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+
+
+def _entries(store: Store, vec: list[float], k: int = 5, **kw: object) -> list[str]:
+    hits = store.vector_search("t", vec, model_id=MODEL, kinds=["entry"], k=k, **kw)  # type: ignore[arg-type]
+    return [h.id for h in hits]
+
+
+def _docs(store: Store, vec: list[float], k: int = 5, **kw: object) -> list[str]:
+    hits = store.vector_search("t", vec, model_id=MODEL, kinds=["document"], k=k, **kw)  # type: ignore[arg-type]
+    return [h.id for h in hits]
+
+
+def _doc(rid: str, user: str | None = None) -> Record:
+    now = datetime.now(UTC)
+    return Record("document", rid, None, user, f"doc {rid}", {}, now, now)
+
+
+def test_entry_vectors_written_replaced_and_deleted_elsewhere(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    _thread(a, "th1")
+    a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th1") for i in range(10)])
+    assert _entries(b, _vec(3))[0] == "e3"  # b builds its cache
+    slots = b.__dict__["_cached_vectors"].cache.slots
+    assert [slot.n for slot in slots.values()] == [10]  # searched in process
+    a.vector_put("t", [VectorItem("entry", "new", MODEL, _vec(100), "th1")])
+    assert _entries(b, _vec(100))[0] == "new"  # rows added by another instance are read
+    a.vector_put("t", [VectorItem("entry", "e3", MODEL, _vec(200), "th1")])
+    assert _entries(b, _vec(200))[0] == "e3"  # a replaced vector is re-read
+    assert _entries(b, _vec(3), k=1) != ["e3"]  # and its old value is gone
+    assert _entries(b, _vec(200), k=20).count("e3") == 1
+    assert _entries(b, _vec(4), thread_id="th1")[0] == "e4"
+    a.delete_thread("t", "th1")
+    assert _entries(b, _vec(100), k=20) == []  # deleted with its thread
+    assert [slot.n for slot in slots.values()] == [0]  # the delete reloaded the slot
+    assert _entries(b, _vec(100), k=20, thread_id="th1") == []
+    _thread(a, "th1")
+    a.vector_put("t", [VectorItem("entry", "again", MODEL, _vec(100), "th1")])
+    assert _entries(b, _vec(100), k=20) == ["again"]
+
+
+def test_record_vectors_deleted_and_forgotten_elsewhere_never_come_back(
+    pair: tuple[Store, Store],
+) -> None:
+    a, b = pair
+    a.record_put("t", [_doc(f"d{i}", "alice" if i % 2 else None) for i in range(6)])
+    a.vector_put("t", [VectorItem("document", f"d{i}", MODEL, _vec(i)) for i in range(6)])
+    assert _docs(b, _vec(2), k=1) == ["d2"]
+    assert _docs(b, _vec(3), k=1) == ["d3"]
+    a.record_delete("t", "document", ["d2"])
+    assert "d2" not in _docs(b, _vec(2), k=10)
+    a.forget_user("t", "alice")
+    assert set(_docs(b, _vec(3), k=10)) == {"d0", "d4"}
+    # the writer's own cache saw it too
+    assert set(_docs(a, _vec(3), k=10)) == {"d0", "d4"}
+    a.record_put("t", [_doc("d2")])
+    a.vector_put("t", [VectorItem("document", "d2", MODEL, _vec(2))])
+    assert _docs(b, _vec(2), k=1) == ["d2"]  # re-added under the same id
+
+
+def test_scope_is_checked_by_the_store_not_the_cache(pair: tuple[Store, Store]) -> None:
+    a, b = pair
+    _thread(a, "mine", user="alice")
+    _thread(a, "theirs", user="bob")
+    a.vector_put(
+        "t",
+        [
+            VectorItem("entry", "ea", MODEL, _vec(1), "mine"),
+            VectorItem("entry", "eb", MODEL, _vec(1), "theirs"),
+        ],
+    )
+    a.record_put("t", [_doc("d")])
+    a.vector_put("t", [VectorItem("document", "d", MODEL, _vec(5))])
+    alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
+    assert _entries(b, _vec(1), visible_to=alice) == ["ea"]
+    assert _entries(b, _vec(1), visible_to=bob) == ["eb"]
+    assert _docs(b, _vec(5), visible_to=bob) == ["d"]  # shared, cached as shared
+    # the owner changes without touching the vector: b's cache still says "shared"
+    a.record_put("t", [_doc("d", "alice")])
+    assert _docs(b, _vec(5), visible_to=bob) == []
+    assert _docs(b, _vec(5), visible_to=alice) == ["d"]
+    # a thread deleted without another search in between: never returned
+    a.delete_thread("t", "mine")
+    assert _entries(b, _vec(1), visible_to=alice) == []
+    assert _entries(b, _vec(1)) == ["eb"]
+
+
+def test_many_writers_keep_every_vector(pair: tuple[Store, Store]) -> None:
+    """Interleaved writes from two instances, searched by both: nothing is missed."""
+    a, b = pair
+    _thread(a, "th")
+    for i in range(30):
+        writer = a if i % 2 else b
+        writer.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th")])
+        reader = b if i % 2 else a
+        assert _entries(reader, _vec(i), k=1) == [f"e{i}"]
+    for i in range(30):
+        assert _entries(a, _vec(i), k=1) == [f"e{i}"]
+        assert _entries(b, _vec(i), k=1) == [f"e{i}"]
+
+
+@pytest.mark.parametrize("kind", ["postgres", "mysql", "redis"])
+def test_vectors_written_before_the_upgrade_are_cached_and_deletable(
+    kind: str, tmp_path: Path
+) -> None:
+    """A schema/layout from before the cache's counters upgrades in place: its vectors
+    are found, new ones are added after them, and deletes still reach every cache."""
+    for spec in provide(kind, tmp_path):
+        old = spec.open()
+        try:
+            _thread(old, "th")
+            old.vector_put(
+                "t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(5)]
+            )
+            old.record_put("t", [_doc("d1")])
+            old.vector_put("t", [VectorItem("document", "d1", MODEL, _vec(50))])
+        finally:
+            old.close()
+        _downgrade(spec)
+        a, b = spec.open(), spec.open()
+        try:
+            assert _entries(a, _vec(3), k=1) == ["e3"]  # migrated, then cached
+            assert _docs(a, _vec(50), k=1) == ["d1"]
+            b.vector_put("t", [VectorItem("entry", "e9", MODEL, _vec(9), "th")])
+            assert _entries(a, _vec(9), k=1) == ["e9"]
+            b.record_delete("t", "document", ["d1"])
+            assert _docs(a, _vec(50)) == []
+            b.delete_thread("t", "th")
+            assert _entries(a, _vec(3)) == []
+        finally:
+            a.close()
+            b.close()
+
+
+def _downgrade(spec: Any) -> None:
+    """Undo the cache counters' migration (as if written by the version before)."""
+    p = spec.prefix
+    if spec.kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(spec.target, autocommit=True) as pg:
+            pg.execute(f"DROP TABLE {p}vector_stamps")
+            pg.execute(f"ALTER TABLE {p}vectors DROP COLUMN seq")
+            pg.execute(f"UPDATE {p}schema_version SET version = version - 1")
+    elif spec.kind == "mysql":
+        from tests.stores.test_contract_mysql import connect
+
+        conn = connect(spec.target)
+        try:
+            with conn.cursor() as cur:
+                cur.execute(f"DROP TABLE `{p}vector_stamps`")
+                cur.execute(f"ALTER TABLE `{p}vectors` DROP KEY `{p}vectors_seq`, DROP COLUMN seq")
+                cur.execute(f"UPDATE `{p}schema_version` SET version = version - 1")
+            conn.commit()
+        finally:
+            conn.close()
+    else:
+        import redis
+
+        client = redis.Redis.from_url(spec.target)
+        try:
+            for key in client.scan_iter(match=p + "*"):
+                name = key.decode()
+                if ":vs:" in name or ":vl:" in name:
+                    client.delete(key)
+            client.set(p + "schema_version", 2)
+        finally:
+            client.close()
