@@ -170,7 +170,13 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores._redis_compat import AsyncRedisClient, aconnect_redis
+from memorybank.stores._redis_compat import (
+    CLUSTER_SCHEMES,
+    AsyncRedisClient,
+    AsyncRedisClusterClient,
+    aconnect_redis,
+    aconnect_redis_cluster,
+)
 from memorybank.stores._sql import (
     dump,
     entry_payload,
@@ -1175,6 +1181,13 @@ def _translated(closed: bool) -> Iterator[None]:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
     except redis.exceptions.RedisError as error:
         raise StoreError(f"redis error: {error}") from error
+    except redis.exceptions.SlotNotCoveredError as error:
+        raise StoreUnavailable(f"redis cluster unavailable: {error}") from error
+    except redis.exceptions.RedisClusterException as error:
+        # Not a RedisError: the cluster client's own failures (no reachable node, ...).
+        if "connect" in str(error).lower():
+            raise StoreUnavailable(f"redis cluster unavailable: {error}") from error
+        raise StoreError(f"redis cluster error: {error}") from error
     except (TimeoutError, OSError) as error:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
 
@@ -1182,8 +1195,13 @@ def _translated(closed: bool) -> Iterator[None]:
 class AsyncRedisStore(AsyncStore):
     """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
 
-    ``AsyncRedisStore(client)`` uses a ``redis.asyncio.Redis`` the caller owns
-    (``close()`` leaves it open); ``AsyncRedisStore.from_url(url)`` owns its client.
+    ``AsyncRedisStore(client)`` uses a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.RedisCluster`` the caller owns (``close()`` leaves it open);
+    ``AsyncRedisStore.from_url(url)`` owns its client. A Redis Cluster is
+    ``redis+cluster://host:port`` (any one node; ``rediss+cluster://`` with TLS),
+    ``from_url(url, cluster=True)`` or a ``RedisCluster`` client. ``cluster=True``
+    with a plain client keeps the cluster-safe layout on a single node (each
+    script touches one hash slot; the tenant indexes are updated apart).
     """
 
     capabilities = frozenset({"ttl"})
@@ -1206,7 +1224,7 @@ class AsyncRedisStore(AsyncStore):
         self._ttl = str(_ttl_ms(ttl, "ttl"))
         self._working_ttl = _ttl_ms(working_ttl, "working_ttl")
         self._snapshot_ttl = _ttl_ms(snapshot_ttl, "snapshot_ttl")
-        self._cluster = cluster
+        self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
         self._owns = _owns_client
         self._closed = False
         self._schema_ok = False
@@ -1230,6 +1248,8 @@ class AsyncRedisStore(AsyncStore):
         ``timeout`` and ``max_connections``; a keyword argument left at its
         default takes the URL's value. ``timeout`` (seconds) bounds connecting,
         every command and the wait for a free pooled connection.
+        ``redis+cluster://host:port`` (or ``cluster=True``) connects to a Redis
+        Cluster through that node; ``max_connections`` is then per node.
         """
         clean, opts = _split_url(url)
         try:
@@ -1249,8 +1269,17 @@ class AsyncRedisStore(AsyncStore):
             raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
         if timeout <= 0 or max_connections < 1:
             raise ConfigurationError("timeout must be > 0 and max_connections >= 1")
+        scheme = clean.partition("://")[0].lower()
+        cluster = cluster or scheme in CLUSTER_SCHEMES
+        client: AsyncRedisClient
         try:
-            client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
+            with _translated(False):
+                if cluster:
+                    client = aconnect_redis_cluster(
+                        clean, timeout=timeout, max_connections=max_connections
+                    )
+                else:
+                    client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
         except ValueError as error:
             raise ConfigurationError(f"bad redis URL {url!r}: {error}") from error
         return cls(
@@ -1375,7 +1404,9 @@ class AsyncRedisStore(AsyncStore):
     ) -> list[Any]:
         async with self._client.pipeline(transaction=False) as pipe:
             for keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                # not ``pipe.evalsha``: redis-py's cluster pipeline refuses that method,
+                # though each script here touches one slot (its keys') and routes like any command
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             results: list[Any] = await pipe.execute()
             return results
 
