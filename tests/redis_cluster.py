@@ -1,5 +1,8 @@
 """A real three-master Redis Cluster, started from the machine's binaries, for tests and benches.
 
+(``ClusterProcesses(cluster=False)`` is one plain server with the same settings,
+the benchmark's single-node baseline.)
+
 ``ClusterProcesses().start()`` runs ``redis-server --cluster-enabled yes`` three
 times on spare loopback ports, each in its own temporary directory (no
 persistence: the cluster lives as long as the session), joins them with
@@ -18,10 +21,12 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,23 +70,35 @@ def _ask(port: int, command: str) -> str:
     return str(reply)
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the process that started it dies (Linux),
+    so a test run killed before its teardown leaves no server behind."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 class ClusterProcesses:
     """Three redis-server cluster nodes on spare ports, joined into one cluster."""
 
-    def __init__(self, masters: int = 3) -> None:
+    def __init__(self, masters: int = 3, *, cluster: bool = True) -> None:
         binary = shutil.which("redis-server") or "/usr/bin/redis-server"
         cli = shutil.which("redis-cli") or "/usr/bin/redis-cli"
         if not Path(binary).exists() or not Path(cli).exists():
             raise FileNotFoundError("no redis-server / redis-cli binary")
         self._binary, self._cli = binary, cli
-        self.masters = masters
+        self.cluster = cluster
+        self.masters = masters if cluster else 1
         self.root = Path(tempfile.mkdtemp(prefix="mb-redis-cluster-"))
-        self.ports = _spare_ports(masters)
+        self.ports = _spare_ports(self.masters)
         self._processes: list[subprocess.Popen[bytes]] = []
 
     @property
     def url(self) -> str:
-        """``redis+cluster://`` URL of the first node (the client discovers the others)."""
+        """``redis+cluster://`` URL of the first node (the client discovers the others);
+        ``redis://`` for the single server of ``cluster=False``."""
+        if not self.cluster:
+            return f"redis://127.0.0.1:{self.ports[0]}/0"
         return f"redis+cluster://127.0.0.1:{self.ports[0]}"
 
     def start(self) -> ClusterProcesses:
@@ -101,12 +118,18 @@ class ClusterProcesses:
                                 "127.0.0.1",
                                 "--dir",
                                 str(directory),
-                                "--cluster-enabled",
-                                "yes",
-                                "--cluster-config-file",
-                                "nodes.conf",
-                                "--cluster-node-timeout",
-                                "5000",
+                                *(
+                                    (
+                                        "--cluster-enabled",
+                                        "yes",
+                                        "--cluster-config-file",
+                                        "nodes.conf",
+                                        "--cluster-node-timeout",
+                                        "5000",
+                                    )
+                                    if self.cluster
+                                    else ()
+                                ),
                                 "--save",
                                 "",
                                 "--appendonly",
@@ -114,10 +137,13 @@ class ClusterProcesses:
                             ],
                             stdout=log,
                             stderr=subprocess.STDOUT,
+                            preexec_fn=_die_with_parent,
                         )
                     )
             for port, process in zip(self.ports, self._processes, strict=True):
                 self._wait(lambda p=port: _ask(p, "PING") == "True", process)
+            if not self.cluster:
+                return self
             subprocess.run(
                 [
                     self._cli,

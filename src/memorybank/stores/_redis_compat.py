@@ -14,17 +14,25 @@ The cluster factories take ``redis+cluster://host:port`` (or
 ``rediss+cluster://``): one seed node, the client discovers the others from
 ``CLUSTER SLOTS``. Same timeouts and no command retry; ``MOVED``/``ASK``
 redirections (a command that did not run) are still followed. The pool is per
-node: the sync client's waits at most ``timeout`` for a free connection, the
-asyncio client's fails at once when a node already has ``max_connections``
-(redis-py's asyncio cluster has no blocking pool).
+node: the sync client's waits at most ``timeout`` for a free connection.
+redis-py's asyncio cluster has no blocking pool (a node already holding
+``max_connections`` fails the command at once), so the asyncio client here lets
+at most ``max_connections`` commands or pipelines run at a time and makes the
+others wait, at most ``timeout``, for their turn (each holds at most one
+connection per node, so no node ever needs more).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import redis
 import redis.asyncio
+import redis.asyncio.cluster
 import redis.asyncio.retry
 import redis.backoff
 import redis.retry
@@ -100,13 +108,68 @@ def _cluster_options(timeout: float, max_connections: int) -> dict[str, Any]:
     }
 
 
+#: Set while a task holds a turn of a ``_WaitingCluster`` (a pipeline re-sending a
+#: redirected command through the client must not wait for a second turn).
+_HOLDING: ContextVar[bool] = ContextVar("memorybank_redis_cluster_turn", default=False)
+
+
+class _WaitingCluster(redis.asyncio.RedisCluster):
+    """An asyncio cluster client whose callers wait for a free connection (see above)."""
+
+    def __init__(self, *args: Any, wait: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._mb_turns = asyncio.Semaphore(int(kwargs["max_connections"]))
+        self._mb_wait = wait
+
+    @asynccontextmanager
+    async def _mb_turn(self) -> AsyncIterator[None]:
+        if _HOLDING.get():
+            yield
+            return
+        try:
+            async with asyncio.timeout(self._mb_wait):
+                await self._mb_turns.acquire()
+        except TimeoutError:
+            raise redis.exceptions.ConnectionError(
+                f"no free redis connection within {self._mb_wait} s"
+            ) from None
+        token = _HOLDING.set(True)
+        try:
+            yield
+        finally:
+            _HOLDING.reset(token)
+            self._mb_turns.release()
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        async with self._mb_turn():
+            return await super().execute_command(*args, **kwargs)
+
+    def pipeline(
+        self, transaction: Any | None = None, shard_hint: Any | None = None
+    ) -> redis.asyncio.cluster.ClusterPipeline:
+        if shard_hint:
+            return super().pipeline(transaction, shard_hint)  # refused there
+        return _WaitingPipeline(self, transaction)  # type: ignore[abstract]
+
+
+class _WaitingPipeline(redis.asyncio.cluster.ClusterPipeline):
+    """A pipeline of ``_WaitingCluster``: runs in one turn of its client."""
+
+    async def execute(self, raise_on_error: bool = True, allow_redirections: bool = True) -> Any:
+        client = self.cluster_client
+        assert isinstance(client, _WaitingCluster)
+        async with client._mb_turn():
+            return await super().execute(raise_on_error, allow_redirections)
+
+
 def aconnect_redis_cluster(
     url: str, *, timeout: float, max_connections: int
 ) -> redis.asyncio.RedisCluster:
     """An asyncio Redis Cluster client (finds the nodes on first use)."""
-    return redis.asyncio.RedisCluster.from_url(
+    return _WaitingCluster.from_url(
         _node_url(url),
         retry=redis.asyncio.retry.Retry(redis.backoff.NoBackoff(), 0),
+        wait=timeout,
         **_cluster_options(timeout, max_connections),
     )
 

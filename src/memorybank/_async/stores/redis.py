@@ -1360,11 +1360,16 @@ class AsyncRedisStore(AsyncStore):
             return
         idx = self._idx(tenant)
         score = to_us(thread.updated_at)
-        await self._client.zadd(idx + "threads", {thread.id: score})
-        if thread.user_id is not None:
-            await self._client.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
-        elif created:
-            await self._client.sadd(idx + "u0", thread.id)
+        if thread.user_id is None and not created:
+            await self._client.zadd(idx + "threads", {thread.id: score})
+            return
+        async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
+            pipe.zadd(idx + "threads", {thread.id: score})
+            if thread.user_id is not None:
+                pipe.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+            else:
+                pipe.sadd(idx + "u0", thread.id)
+            await pipe.execute()
 
     async def _unindex(
         self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()

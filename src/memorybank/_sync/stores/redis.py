@@ -1361,11 +1361,16 @@ class RedisStore(Store):
             return
         idx = self._idx(tenant)
         score = to_us(thread.updated_at)
-        self._client.zadd(idx + "threads", {thread.id: score})
-        if thread.user_id is not None:
-            self._client.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
-        elif created:
-            self._client.sadd(idx + "u0", thread.id)
+        if thread.user_id is None and not created:
+            self._client.zadd(idx + "threads", {thread.id: score})
+            return
+        with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
+            pipe.zadd(idx + "threads", {thread.id: score})
+            if thread.user_id is not None:
+                pipe.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+            else:
+                pipe.sadd(idx + "u0", thread.id)
+            pipe.execute()
 
     def _unindex(
         self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
