@@ -55,8 +55,7 @@ def _node_url(cluster_url: str) -> str:
 
 def _owner(cluster: redis.RedisCluster, key: str) -> str:
     """The name (host:port) of the master serving ``key``."""
-    node = cluster.get_node_from_key(key)
-    assert node is not None
+    node = cluster.nodes_manager.get_node_from_slot(key_slot(key.encode()))
     return str(node.name)
 
 
@@ -173,7 +172,9 @@ def test_data_written_on_one_node_is_readable_once_moved_into_a_cluster(
         keys = list(source.scan_iter(match=prefix + "*"))
         assert len(keys) > 5
         for key in keys:
-            cluster.restore(key, 0, source.dump(key), replace=True)
+            dumped = source.dump(key)
+            assert isinstance(dumped, bytes)
+            cluster.restore(key, 0, dumped, replace=True)
     finally:
         source.close()
     moved_store = RedisStore.from_url(redis_cluster_url, prefix=prefix)

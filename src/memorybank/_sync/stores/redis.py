@@ -41,24 +41,25 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     Pschema_version             string layout version (index into ``MIGRATIONS``): 2
 
 Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
-thread lives in one Redis Cluster slot and every thread operation is one Lua
-script over that slot. The tenant indexes (``threads``, ``u:``, ``u0``) live in the
-``{tenant}`` slot. On a single node (the default) the scripts update them in the
-same atomic script. With ``cluster=True`` the scripts touch only the thread's
-slot and the store updates the indexes with a second command right after
-(not atomic with the write: a crash in between leaves an index score stale or a
-member pointing at a deleted thread, which readers tolerate and clean up).
-Snapshot owner sets and summaries are in the tenant slot; ``snapshot_save``
-is one script that checks the owner and writes the snapshot (and, on a single
-node, its owner set; with ``cluster=True`` the set is written first, by a
-command of its own). Records, their owner sets and
-vectors all live in the tenant slot, so ``record_put`` (a whole batch),
-``record_delete`` and the records part of ``forget_user`` are one script each,
-which also checks a ``RecordGuard`` (the stored revision) before writing.
-Entry vectors live in their thread's slot (written, expired and deleted with
-it); the ``ev:`` index that finds them by entry id is in the tenant slot,
-updated by the same script on a single node, by a second command with
-``cluster=True`` (stale members -- an expired thread's -- are dropped when
+thread lives in one Redis Cluster slot and every thread operation is one Lua script
+over that slot. A real cluster is opened with ``redis+cluster://host:port``,
+``from_url(url, cluster=True)`` or a ``RedisCluster`` client (cluster mode is then
+on by itself); see ``docs/redis-cluster.md``. The tenant indexes (``threads``,
+``u:``, ``u0``) live in the ``{tenant}`` slot. On a single node (the default) the
+scripts update them in the same atomic script. With ``cluster=True`` the scripts
+touch only the thread's slot and the store updates the indexes with a second round
+trip right after (not atomic with the write: a crash in between leaves an index
+score stale or a member pointing at a deleted thread, which readers tolerate and
+clean up). Snapshot owner sets and summaries are in the tenant slot;
+``snapshot_save`` is one script that checks the owner and writes the snapshot (and,
+on a single node, its owner set; with ``cluster=True`` the set is written first, by
+a command of its own). Records, their owner sets and vectors all live in the tenant
+slot, so ``record_put`` (a whole batch), ``record_delete`` and the records part of
+``forget_user`` are one script each, which also checks a ``RecordGuard`` (the stored
+revision) before writing. Entry vectors live in their thread's slot (written,
+expired and deleted with it); the ``ev:`` index that finds them by entry id is in
+the tenant slot, updated by the same script on a single node, by a second command
+with ``cluster=True`` (stale members -- an expired thread's -- are dropped when
 ``vector_get`` meets them).
 
 Position assignment: ``append_entries`` is one ``EVALSHA`` (loaded once,
