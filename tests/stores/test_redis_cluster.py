@@ -198,3 +198,18 @@ def test_data_written_on_one_node_is_readable_once_moved_into_a_cluster(
 
 def _s(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+async def test_an_unreachable_cluster_is_store_unavailable() -> None:
+    from memorybank.errors import StoreUnavailable
+    from tests.reliability.conftest import spare_port
+
+    url = f"redis+cluster://127.0.0.1:{spare_port()}"
+    with pytest.raises(StoreUnavailable):
+        RedisStore.from_url(url, timeout=1)  # the sync client connects at once
+    store = AsyncRedisStore.from_url(url, timeout=1)  # the asyncio one on first use
+    try:
+        with pytest.raises(StoreUnavailable):
+            await store.get_thread("t", "x")
+    finally:
+        await store.close()
