@@ -32,17 +32,26 @@ pytestmark = pytest.mark.server
 
 
 def drop_prefix(url: str, prefix: str) -> None:
-    """Delete every key under ``prefix`` (SCAN + DEL; on every master of a cluster)."""
+    """Delete every key under ``prefix`` (SCAN + DEL; on every master of a cluster,
+    each through a plain client of its own: redis-py's cluster ``DEL`` of keys in
+    many slots leaves a socket open)."""
     client = raw_client(url)
     try:
-        batch = []
-        for key in client.scan_iter(match=prefix + "*", count=1000):
-            batch.append(key)
-            if len(batch) >= 500:
-                client.delete(*batch)
-                batch.clear()
-        if batch:
-            client.delete(*batch)
+        if isinstance(client, redis.RedisCluster):
+            nodes = [redis.Redis(host=n.host, port=n.port) for n in client.get_primaries()]
+        else:
+            nodes = [client]
+        for node in nodes:
+            try:
+                keys = list(node.scan_iter(match=prefix + "*", count=1000))
+                for start in range(0, len(keys), 500):
+                    with node.pipeline(transaction=False) as pipe:
+                        for key in keys[start : start + 500]:
+                            pipe.delete(key)  # one key per command: no cross-slot DEL
+                        pipe.execute()
+            finally:
+                if node is not client:
+                    node.close()
     finally:
         client.close()
 
