@@ -38,7 +38,8 @@ def drop_prefix(url: str, prefix: str) -> None:
     client = raw_client(url)
     try:
         if isinstance(client, redis.RedisCluster):
-            nodes = [redis.Redis(host=n.host, port=n.port) for n in client.get_primaries()]
+            primaries = client.get_primaries()  # type: ignore[no-untyped-call]
+            nodes = [redis.Redis(host=n.host, port=n.port) for n in primaries]
         else:
             nodes = [client]
         for node in nodes:
