@@ -9,10 +9,21 @@ W1  appends: T threads x M messages, one call per message. Raw: what an
     The async side is compared with raw ``redis.asyncio`` doing the same.
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw
     ``LRANGE -20 -1`` + JSON decode to provider dicts, against ``history(last=20)``.
+W3  one node vs a three-master Redis Cluster, 32 concurrent clients (asyncio
+    tasks, each on a thread of its own): appends/s, then "last 20" reads/s on
+    the same threads (200 entries each by then). The bench starts its own
+    servers on spare ports (``tests.redis_cluster``: the cluster joined with
+    ``redis-cli --cluster create``, and one plain server with the same settings,
+    no persistence), so both sides run the same redis-server config. Raw: the
+    same asyncio work by hand (MULTI RPUSH + HSET with the keys hash-tagged
+    ``{thread}`` so the transaction is in one slot; LRANGE + JSON decode), on
+    ``redis.asyncio.Redis`` and ``redis.asyncio.RedisCluster``. One client
+    process drives all servers, so on a small machine the client's CPU, not the
+    servers, bounds both; the ratio says what the cluster client costs.
 Every measurement interleaves memorybank and raw calls, so load from other
 processes on the machine hits both sides alike.
 
-Run: ``python -m bench.bench_redis [--quick] [--url redis://...]``. Keys go under a
+Run: ``python -m bench.bench_redis [--quick] [--url redis://...] [--no-cluster]``. Keys go under a
 random prefix and are deleted at the end. The reply parser (hiredis when installed,
 redis-py's Python parser otherwise) is printed with the results; to measure without
 hiredis while it is installed, hide it before redis-py is imported::
@@ -254,10 +265,144 @@ async def w2(url: str, prefix: str, repeat: int) -> list[list[object]]:
     return rows
 
 
+class ClusterRaw:
+    """The raw side of W3: ``Raw``'s work with hash-tagged keys (one slot per thread)."""
+
+    def __init__(self, client: redis.asyncio.Redis | redis.asyncio.RedisCluster, prefix: str):
+        self.client = client
+        self.prefix = prefix
+
+    async def append(self, thread_id: str, content: str) -> None:
+        now = time.time_ns() // 1000
+        record = json.dumps({"role": "user", "content": content, "created_at": now})
+        base = f"{self.prefix}{{{thread_id}}}:"
+        async with self.client.pipeline(transaction=True) as pipe:
+            pipe.rpush(base + "messages", record)
+            pipe.hset(base + "thread", "updated_at", now)
+            await pipe.execute()
+
+    async def last(self, thread_id: str, n: int = 20) -> list[dict[str, Any]]:
+        rows = await self.client.lrange(f"{self.prefix}{{{thread_id}}}:messages", -n, -1)
+        return [{"role": d["role"], "content": d["content"]} for d in map(json.loads, rows)]
+
+
+async def w3(
+    single_url: str, cluster_url: str, prefix: str, clients: int, rounds: int, per_round: int
+) -> tuple[list[list[object]], list[list[object]]]:
+    """Appends/s and last-20 reads/s, ``clients`` tasks, 1 node vs the cluster, interleaved."""
+    from memorybank.stores import AsyncRedisStore
+
+    sides: dict[str, tuple[str, Any]] = {}
+    memories: list[AsyncMemory] = []
+    raws: list[Any] = []
+    for where, url in (("1 node", single_url), ("cluster", cluster_url)):
+        if where == "cluster":
+            node = url.replace("redis+cluster://", "redis://", 1)
+            raw_client: Any = redis.asyncio.RedisCluster.from_url(node, max_connections=clients)
+        else:
+            raw_client = redis.asyncio.Redis.from_url(url, max_connections=clients)
+        raws.append(raw_client)
+        store = AsyncRedisStore.from_url(url, prefix=prefix + "mb:", max_connections=clients)
+        memory = AsyncMemory(store)
+        memories.append(memory)
+        ids = [(await memory.threads.create()).id for _ in range(clients)]
+        await memory.remember(ids[0], "user", "warm up the tokenizer and the scripts")
+        raw = ClusterRaw(raw_client, prefix + "raw:")
+        await raw.append("warm", "warm up")
+        sides[f"raw {where}"] = ("raw", (raw, [f"t{i}" for i in range(clients)]))
+        sides[f"mb {where}"] = ("mb", (memory, ids))
+
+    async def run(name: str, op: str) -> float:
+        kind, (target, ids) = sides[name]
+
+        async def one(tid: str) -> None:
+            for i in range(per_round):
+                if kind == "raw" and op == "append":
+                    await target.append(tid, _message(i))
+                elif kind == "raw":
+                    await target.last(tid)
+                elif op == "append":
+                    await target.remember(tid, "user", _message(i))
+                else:
+                    await target.history(tid, last=20)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(one(tid) for tid in ids))
+        return time.perf_counter() - start
+
+    results: dict[str, dict[str, float]] = {}
+    names = list(sides)
+    for op in ("append", "last20"):
+        totals = dict.fromkeys(names, 0.0)
+        for r in range(rounds):
+            for name in names[r % len(names) :] + names[: r % len(names)]:
+                totals[name] += await run(name, op)
+        results[op] = {n: rounds * clients * per_round / t for n, t in totals.items()}
+    for memory in memories:
+        await memory.close()
+    for client in raws:
+        await client.aclose()
+    tables = []
+    for op in ("append", "last20"):
+        rate = results[op]
+        tables.append(
+            [
+                [
+                    "raw redis.asyncio",
+                    rate["raw 1 node"],
+                    rate["raw cluster"],
+                    rate["raw cluster"] / rate["raw 1 node"],
+                ],
+                [
+                    "memorybank async",
+                    rate["mb 1 node"],
+                    rate["mb cluster"],
+                    rate["mb cluster"] / rate["mb 1 node"],
+                ],
+                [
+                    "memorybank / raw",
+                    rate["mb 1 node"] / rate["raw 1 node"],
+                    rate["mb cluster"] / rate["raw cluster"],
+                    "-",
+                ],
+            ]
+        )
+    return tables[0], tables[1]
+
+
+def cluster_bench(prefix: str, quick: bool) -> None:
+    """W3: start a cluster and a single server of our own, measure, stop them."""
+    from tests.redis_cluster import ClusterProcesses
+
+    clients = 32
+    rounds, per_round = (2, 5) if quick else (5, 40)
+    single = ClusterProcesses(cluster=False).start()
+    try:
+        cluster = ClusterProcesses().start()
+        try:
+            appends, reads = asyncio.run(
+                w3(single.url, cluster.url, prefix + "w3:", clients, rounds, per_round)
+            )
+        finally:
+            cluster.close()
+    finally:
+        single.close()
+    head = ["", "1 node /s", "3-node cluster /s", "cluster / 1 node"]
+    print(f"\n### Redis W3: {clients} concurrent clients, appends ({rounds * per_round} each)\n")
+    print(table(head, appends))
+    print(
+        f"\n### Redis W3: {clients} concurrent clients, last 20 of a {rounds * per_round}-entry"
+        " thread\n"
+    )
+    print(table(head, reads))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--url", default=DEFAULT_URL, help="the Redis server to use")
+    parser.add_argument("--no-cluster", action="store_true", help="skip W3 (1 node vs cluster)")
+    parser.add_argument("--only-cluster", action="store_true", help="only W3")
     args = parser.parse_args(argv)
     threads, messages, repeat = (10, 50, 100) if args.quick else (100, 200, 1000)
     prefix = f"mbbench:{uuid.uuid4().hex[:8]}:"
@@ -265,12 +410,15 @@ def main(argv: list[str] | None = None) -> None:
     reply_parser = "hiredis" if redis.utils.HIREDIS_AVAILABLE else "redis-py (Python)"
     print(f"\nreply parser: {reply_parser}")
     try:
-        print(f"\n### Redis W1: {threads} threads x {messages} appends, one call each\n")
-        rows = asyncio.run(w1(args.url, prefix, threads, messages))
-        print(table(["", "appends/s", "ratio vs raw", "target"], rows))
-        print("\n### Redis W2: last 20 entries (ms)\n")
-        rows = asyncio.run(w2(args.url, prefix, repeat))
-        print(table(["thread size", "", "p50 ms", "p95 ms", "p50 ratio vs raw"], rows))
+        if not args.only_cluster:
+            print(f"\n### Redis W1: {threads} threads x {messages} appends, one call each\n")
+            rows = asyncio.run(w1(args.url, prefix, threads, messages))
+            print(table(["", "appends/s", "ratio vs raw", "target"], rows))
+            print("\n### Redis W2: last 20 entries (ms)\n")
+            rows = asyncio.run(w2(args.url, prefix, repeat))
+            print(table(["thread size", "", "p50 ms", "p95 ms", "p50 ratio vs raw"], rows))
+        if not args.no_cluster:
+            cluster_bench(prefix, args.quick)
     finally:
         _drop(client, prefix)
         client.close()

@@ -45,6 +45,8 @@ REPLACEMENTS = {
     "AsyncRedisStore": "RedisStore",
     "AsyncRedisClient": "RedisClient",
     "aconnect_redis": "connect_redis",
+    "AsyncRedisClusterClient": "RedisClusterClient",
+    "aconnect_redis_cluster": "connect_redis_cluster",
     "AsyncMySQLStore": "MySQLStore",
     "AsyncHTTPStore": "HTTPStore",
     "AsyncClient": "Client",

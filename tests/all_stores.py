@@ -15,6 +15,8 @@ from memorybank.stores import InMemoryStore, Store
 from tests.reliability._harness import provide
 
 STORE_KINDS = ("memory", "sqlite", "postgres", "redis", "mysql")
+#: ``STORE_KINDS`` and a real three-master Redis Cluster (started by the tests).
+WITH_CLUSTER = (*STORE_KINDS, "redis-cluster")
 
 
 @contextmanager
@@ -31,7 +33,7 @@ def open_store(kind: str, tmp_path: Path) -> Iterator[Store]:
         finally:
             store.close()
         return
-    if kind not in STORE_KINDS:
+    if kind not in WITH_CLUSTER:
         raise ValueError(f"unknown store kind {kind!r}")
     for spec in provide("sqlite-full" if kind == "sqlite" else kind, tmp_path):
         store = spec.open()

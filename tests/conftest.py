@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.all_stores import STORE_KINDS, open_store
+from tests.redis_cluster import stop_shared_cluster
 
 if TYPE_CHECKING:
     from memorybank.stores import Store
@@ -35,3 +36,10 @@ def every_store(
     """Each of the five stores in turn (sync), fresh for the module; see ``tests.all_stores``."""
     with open_store(str(request.param), tmp_path_factory.mktemp(str(request.param))) as store:
         yield store
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_shared_redis_cluster() -> Iterator[None]:
+    """Stop the Redis Cluster ``tests.redis_cluster.shared_cluster`` started, if any."""
+    yield
+    stop_shared_cluster()

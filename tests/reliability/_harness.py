@@ -57,6 +57,9 @@ REDIS_URL = os.environ.get("MEMORYBANK_REDIS_URL", "redis://127.0.0.1:6379/0")
 #: Every store the suite knows: SQLite at both durability levels and the three servers.
 STORES = ("sqlite-full", "sqlite-normal", "postgres", "mysql", "redis")
 SERVER_STORES = ("postgres", "mysql", "redis")
+#: Not in ``STORES``: a three-master Redis Cluster the tests start (``tests.redis_cluster``),
+#: named by the suites that run on it.
+REDIS_CLUSTER = "redis-cluster"
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,6 +120,10 @@ class StoreSpec:
             return cls(name, "mysql", MYSQL_URL, f"rel{tag}_")
         if name == "redis":
             return cls(name, "redis", REDIS_URL, f"mbrel:{tag}:")
+        if name == REDIS_CLUSTER:  # the session's three-master cluster (tests.redis_cluster)
+            from tests.redis_cluster import shared_cluster
+
+            return cls(name, "redis", shared_cluster().url, f"mbrel:{tag}:")
         raise ValueError(f"unknown store {name!r}")
 
     def to_json(self) -> str:
@@ -191,9 +198,9 @@ class StoreSpec:
 
                 connect(self.target).close()
             elif self.kind == "redis":
-                import redis
+                from tests.redis_cluster import raw_client
 
-                client = redis.Redis.from_url(self.target, socket_connect_timeout=3)
+                client = raw_client(self.target)
                 try:
                     client.ping()
                 finally:
@@ -233,7 +240,11 @@ def store_params(names: tuple[str, ...] = STORES) -> list[Any]:
     import pytest  # here, not above: child processes import this module too
 
     return [
-        pytest.param(name, marks=[pytest.mark.server] if name in SERVER_STORES else [], id=name)
+        pytest.param(
+            name,
+            marks=[pytest.mark.server] if name in (*SERVER_STORES, REDIS_CLUSTER) else [],
+            id=name,
+        )
         for name in names
     ]
 
@@ -242,7 +253,11 @@ def provide(name: str, directory: Path) -> Iterator[StoreSpec]:
     """Fixture body: a fresh spec for ``name``, skipped/failed if its server is down."""
     from tests.conftest import require_server
 
-    spec = StoreSpec.new(name, directory)
+    try:
+        spec = StoreSpec.new(name, directory)
+    except (OSError, subprocess.SubprocessError, RuntimeError) as failed:  # a cluster to start
+        require_server(name, failed)
+        raise  # unreachable: require_server skips or fails
     error = spec.reachable()
     if error is not None:
         require_server(name, error)

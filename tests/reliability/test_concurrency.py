@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(120 + 120 * SCALE)
 PROCESSES = 4
 APPENDS = scaled(60)
 KEYS = scaled(15)
-PERSISTENT = ("sqlite-full", "postgres", "mysql", "redis")
+PERSISTENT = ("sqlite-full", "postgres", "mysql", "redis", "redis-cluster")
 
 
 @pytest.fixture(params=store_params(PERSISTENT))

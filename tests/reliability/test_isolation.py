@@ -52,7 +52,7 @@ from memorybank._sync.memory import (
 from memorybank._sync.sessions import SessionManager as SyncSessions
 from memorybank._sync.turn import Turn
 from memorybank.retention import RetentionPolicy
-from tests.all_stores import STORE_KINDS, open_store
+from tests.all_stores import WITH_CLUSTER, open_store
 
 SECRET = "zanzibar-alice-secret"
 
@@ -515,7 +515,7 @@ def test_async_surface_matches_the_sync_one() -> None:
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
 
 
-@pytest.fixture(params=[*STORE_KINDS, "sqlite+qdrant"])
+@pytest.fixture(params=[*WITH_CLUSTER, "sqlite+qdrant"])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
     if request.param == "sqlite+qdrant":  # vectors searched in Qdrant (local mode)
         from memorybank.vector_index import QdrantIndex

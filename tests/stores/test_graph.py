@@ -132,6 +132,31 @@ class TestRedisSync(SyncGraphContract):
 
 
 @pytest.fixture(scope="class")
+def redis_cluster_spec(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StoreSpec]:
+    yield from _spec("redis-cluster", tmp_path_factory)
+
+
+@pytest.mark.server
+class TestRedisClusterAsync(AsyncGraphContract):
+    """On a real three-master Redis Cluster (started by the tests)."""
+
+    @pytest.fixture
+    async def store(self, redis_cluster_spec: StoreSpec) -> AsyncIterator[AsyncStore]:
+        store = redis_cluster_spec.open_async()
+        yield store
+        await store.close()
+
+
+@pytest.mark.server
+class TestRedisClusterSync(SyncGraphContract):
+    @pytest.fixture
+    def store(self, redis_cluster_spec: StoreSpec) -> Iterator[Store]:
+        store = redis_cluster_spec.open()
+        yield store
+        store.close()
+
+
+@pytest.fixture(scope="class")
 def http_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     path = tmp_path_factory.mktemp("http") / "server.db"
     with live_server(lambda: AsyncSQLiteStore(path)) as server:

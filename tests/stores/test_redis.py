@@ -33,7 +33,7 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from tests.stores.test_contract_redis import REDIS_URL, redis_prefix
+from tests.stores.test_contract_redis import REDIS_URL, cluster_safe_store, redis_prefix
 
 __all__ = ["redis_prefix"]
 
@@ -453,7 +453,11 @@ async def test_created_at_filters_match_the_reference_store(prefix: str) -> None
 async def test_entry_vectors_live_expire_and_die_with_their_thread(
     prefix: str, raw: redis.Redis, cluster: bool
 ) -> None:
-    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, ttl=30, cluster=cluster)
+    store = (
+        cluster_safe_store(prefix, ttl=30)
+        if cluster
+        else AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, ttl=30)
+    )
     memory = AsyncMemory(store)
     tid = (await memory.threads.create(thread_id="a:{b}", user_id="u")).id
     entry = await memory.remember(tid, "user", "hello")

@@ -40,24 +40,25 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     Pschema_version             string layout version (index into ``MIGRATIONS``): 2
 
 Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
-thread lives in one Redis Cluster slot and every thread operation is one Lua
-script over that slot. The tenant indexes (``threads``, ``u:``, ``u0``) live in the
-``{tenant}`` slot. On a single node (the default) the scripts update them in the
-same atomic script. With ``cluster=True`` the scripts touch only the thread's
-slot and the store updates the indexes with a second command right after
-(not atomic with the write: a crash in between leaves an index score stale or a
-member pointing at a deleted thread, which readers tolerate and clean up).
-Snapshot owner sets and summaries are in the tenant slot; ``snapshot_save``
-is one script that checks the owner and writes the snapshot (and, on a single
-node, its owner set; with ``cluster=True`` the set is written first, by a
-command of its own). Records, their owner sets and
-vectors all live in the tenant slot, so ``record_put`` (a whole batch),
-``record_delete`` and the records part of ``forget_user`` are one script each,
-which also checks a ``RecordGuard`` (the stored revision) before writing.
-Entry vectors live in their thread's slot (written, expired and deleted with
-it); the ``ev:`` index that finds them by entry id is in the tenant slot,
-updated by the same script on a single node, by a second command with
-``cluster=True`` (stale members -- an expired thread's -- are dropped when
+thread lives in one Redis Cluster slot and every thread operation is one Lua script
+over that slot. A real cluster is opened with ``redis+cluster://host:port``,
+``from_url(url, cluster=True)`` or a ``RedisCluster`` client (cluster mode is then
+on by itself); see ``docs/redis-cluster.md``. The tenant indexes (``threads``,
+``u:``, ``u0``) live in the ``{tenant}`` slot. On a single node (the default) the
+scripts update them in the same atomic script. With ``cluster=True`` the scripts
+touch only the thread's slot and the store updates the indexes with a second round
+trip right after (not atomic with the write: a crash in between leaves an index
+score stale or a member pointing at a deleted thread, which readers tolerate and
+clean up). Snapshot owner sets and summaries are in the tenant slot;
+``snapshot_save`` is one script that checks the owner and writes the snapshot (and,
+on a single node, its owner set; with ``cluster=True`` the set is written first, by
+a command of its own). Records, their owner sets and vectors all live in the tenant
+slot, so ``record_put`` (a whole batch), ``record_delete`` and the records part of
+``forget_user`` are one script each, which also checks a ``RecordGuard`` (the stored
+revision) before writing. Entry vectors live in their thread's slot (written,
+expired and deleted with it); the ``ev:`` index that finds them by entry id is in
+the tenant slot, updated by the same script on a single node, by a second command
+with ``cluster=True`` (stale members -- an expired thread's -- are dropped when
 ``vector_get`` meets them).
 
 Position assignment: ``append_entries`` is one ``EVALSHA`` (loaded once,
@@ -170,7 +171,13 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores._redis_compat import AsyncRedisClient, aconnect_redis
+from memorybank.stores._redis_compat import (
+    CLUSTER_SCHEMES,
+    AsyncRedisClient,
+    AsyncRedisClusterClient,
+    aconnect_redis,
+    aconnect_redis_cluster,
+)
 from memorybank.stores._sql import (
     dump,
     entry_payload,
@@ -1211,6 +1218,13 @@ def _translated(closed: bool) -> Iterator[None]:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
     except redis.exceptions.RedisError as error:
         raise StoreError(f"redis error: {error}") from error
+    except redis.exceptions.SlotNotCoveredError as error:
+        raise StoreUnavailable(f"redis cluster unavailable: {error}") from error
+    except redis.exceptions.RedisClusterException as error:
+        # Not a RedisError: the cluster client's own failures (no reachable node, ...).
+        if "connect" in str(error).lower():
+            raise StoreUnavailable(f"redis cluster unavailable: {error}") from error
+        raise StoreError(f"redis cluster error: {error}") from error
     except (TimeoutError, OSError) as error:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
 
@@ -1218,8 +1232,13 @@ def _translated(closed: bool) -> Iterator[None]:
 class AsyncRedisStore(AsyncStore):
     """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
 
-    ``AsyncRedisStore(client)`` uses a ``redis.asyncio.Redis`` the caller owns
-    (``close()`` leaves it open); ``AsyncRedisStore.from_url(url)`` owns its client.
+    ``AsyncRedisStore(client)`` uses a ``redis.asyncio.Redis`` or
+    ``redis.asyncio.RedisCluster`` the caller owns (``close()`` leaves it open);
+    ``AsyncRedisStore.from_url(url)`` owns its client. A Redis Cluster is
+    ``redis+cluster://host:port`` (any one node; ``rediss+cluster://`` with TLS),
+    ``from_url(url, cluster=True)`` or a ``RedisCluster`` client. ``cluster=True``
+    with a plain client keeps the cluster-safe layout on a single node (each
+    script touches one hash slot; the tenant indexes are updated apart).
     """
 
     capabilities = frozenset({"ttl"})
@@ -1242,7 +1261,7 @@ class AsyncRedisStore(AsyncStore):
         self._ttl = str(_ttl_ms(ttl, "ttl"))
         self._working_ttl = _ttl_ms(working_ttl, "working_ttl")
         self._snapshot_ttl = _ttl_ms(snapshot_ttl, "snapshot_ttl")
-        self._cluster = cluster
+        self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
         self._owns = _owns_client
         self._closed = False
         self._schema_ok = False
@@ -1266,6 +1285,8 @@ class AsyncRedisStore(AsyncStore):
         ``timeout`` and ``max_connections``; a keyword argument left at its
         default takes the URL's value. ``timeout`` (seconds) bounds connecting,
         every command and the wait for a free pooled connection.
+        ``redis+cluster://host:port`` (or ``cluster=True``) connects to a Redis
+        Cluster through that node; ``max_connections`` is then per node.
         """
         clean, opts = _split_url(url)
         try:
@@ -1285,8 +1306,17 @@ class AsyncRedisStore(AsyncStore):
             raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
         if timeout <= 0 or max_connections < 1:
             raise ConfigurationError("timeout must be > 0 and max_connections >= 1")
+        scheme = clean.partition("://")[0].lower()
+        cluster = cluster or scheme in CLUSTER_SCHEMES
+        client: AsyncRedisClient
         try:
-            client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
+            with _translated(False):
+                if cluster:
+                    client = aconnect_redis_cluster(
+                        clean, timeout=timeout, max_connections=max_connections
+                    )
+                else:
+                    client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
         except ValueError as error:
             raise ConfigurationError(f"bad redis URL {url!r}: {error}") from error
         return cls(
@@ -1389,11 +1419,16 @@ class AsyncRedisStore(AsyncStore):
             return
         idx = self._idx(tenant)
         score = to_us(thread.updated_at)
-        await self._client.zadd(idx + "threads", {thread.id: score})
-        if thread.user_id is not None:
-            await self._client.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
-        elif created:
-            await self._client.sadd(idx + "u0", thread.id)
+        if thread.user_id is None and not created:
+            await self._client.zadd(idx + "threads", {thread.id: score})
+            return
+        async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
+            pipe.zadd(idx + "threads", {thread.id: score})
+            if thread.user_id is not None:
+                pipe.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+            else:
+                pipe.sadd(idx + "u0", thread.id)
+            await pipe.execute()
 
     async def _unindex(
         self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
@@ -1439,7 +1474,9 @@ class AsyncRedisStore(AsyncStore):
     ) -> list[Any]:
         async with self._client.pipeline(transaction=False) as pipe:
             for keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
+                # not ``pipe.evalsha``: redis-py's cluster pipeline refuses that method,
+                # though each script here touches one slot (its keys') and routes like any command
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
             results: list[Any] = await pipe.execute()
             return results
 
