@@ -176,9 +176,7 @@ def run_store(
 
     def search(mode: str) -> object:
         i = next(cursor) % len(qtexts)
-        return memory.search(
-            qtexts[i], mode=mode, user_id=USER, agent_id=AGENT, kinds=("entries",)
-        )  # type: ignore[arg-type]
+        return memory.search(qtexts[i], mode=mode, user_id=USER, agent_id=AGENT, kinds=("entries",))  # type: ignore[arg-type]
 
     first = time.perf_counter()
     search("hybrid")
