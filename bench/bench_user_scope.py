@@ -134,12 +134,12 @@ def raw_postgres(
 
     conn = psycopg.connect(url, autocommit=True)
     text_sql = (
-        f"SELECT e.id, e.thread_id, e.content, ts_rank_cd(e.search, q) AS s"
-        f" FROM {prefix}entries e JOIN {prefix}threads t ON t.tenant_id = e.tenant_id"
-        f" AND t.id = e.thread_id, (SELECT to_tsquery('english', %s) AS q) qq"
-        f" WHERE e.search @@ q AND e.tenant_id = 'default'"
-        f" AND (t.agent_id IS NULL OR t.agent_id = %s) AND (t.user_id IS NULL OR t.user_id = %s)"
-        f" ORDER BY s DESC, e.id LIMIT %s"
+        "SELECT e.id, e.thread_id, e.content, ts_rank_cd(e.search, to_tsquery('english', %(q)s))"
+        f" AS s FROM {prefix}entries e JOIN {prefix}threads t ON t.tenant_id = e.tenant_id"
+        " AND t.id = e.thread_id WHERE e.search @@ to_tsquery('english', %(q)s)"
+        " AND e.tenant_id = 'default'"
+        " AND (t.agent_id IS NULL OR t.agent_id = %(agent)s)"
+        " AND (t.user_id IS NULL OR t.user_id = %(user)s) ORDER BY s DESC, e.id LIMIT %(k)s"
     )
     vec_sql = (
         f"SELECT v.id FROM {prefix}vectors v JOIN {prefix}threads t ON t.tenant_id = v.tenant_id"
@@ -149,7 +149,8 @@ def raw_postgres(
     )
 
     def raw(text: str, q: NDArray[np.float32]) -> object:
-        rows = conn.execute(text_sql, (_tsquery(text), AGENT, USER, FETCH)).fetchall()
+        params = {"q": _tsquery(text), "agent": AGENT, "user": USER, "k": FETCH}
+        rows = conn.execute(text_sql, params).fetchall()
         if pgvector:
             rows += conn.execute(vec_sql, (MODEL, AGENT, USER, _vec(q), FETCH)).fetchall()
         return rows

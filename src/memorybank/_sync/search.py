@@ -392,11 +392,9 @@ class _Search:
                         found[thread.id] = thread
                     if len(found) > SCOPE_THREAD_LIMIT:
                         return None
-        total = 0
-        for thread in found.values():
-            total += self.store.count_entries(self.tenant, thread.id)
-            if total > THREAD_RANK_LIMIT:
-                return None
+        counts = self.store.count_entries_many(self.tenant, list(found))
+        if sum(counts.values()) > THREAD_RANK_LIMIT:
+            return None
         return sorted(found.values(), key=lambda t: (t.created_at, t.id))
 
     def rank_scope(self, threads: list[Thread]) -> list[Hit]:

@@ -514,6 +514,17 @@ class AsyncStore(abc.ABC):
             found.update({(thread_id, eid): entry for eid, entry in got.items()})
         return found
 
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``count_entries`` of several threads (current branches), keyed by thread id
+        (missing threads absent). Search sizes a user's threads with it."""
+        counts: dict[str, int] = {}
+        for thread_id in dict.fromkeys(thread_ids):
+            try:
+                counts[thread_id] = await self.count_entries(tenant, thread_id)
+            except NotFound:
+                continue
+        return counts
+
     async def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:

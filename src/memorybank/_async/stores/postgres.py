@@ -1374,6 +1374,14 @@ class AsyncPostgresStore(AsyncStore):
         )
         return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
 
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Entries on each thread's current branch, in one statement."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(self._sql.count_entries_many, (tenant, wanted), retry=True)
+        return {str(r[0]): int(r[1]) for r in rows}
+
     async def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:
@@ -2317,6 +2325,11 @@ class _Statements:
         )
         self.thread_get_many = (
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
+        )
+        self.count_entries_many = (
+            f"SELECT t.id, (SELECT count(*) FROM {p}entries e WHERE e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = t.current_branch)"
+            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = ANY(%s::text[])"
         )
         on_current = (
             f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"

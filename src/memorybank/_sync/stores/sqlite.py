@@ -815,6 +815,23 @@ class SQLiteStore(Store):
 
         return self._run(lambda: self._read(op)) if asked else {}
 
+    def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(thread_ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, int]:
+            counts: dict[str, int] = {}
+            for thread_id in wanted:
+                thread = self._get_thread(conn, tenant, thread_id)
+                if thread is not None:
+                    counts[thread_id] = conn.execute(
+                        f"SELECT count(*) FROM {self.prefix}entries"
+                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
+                        (tenant, thread_id, thread.current_branch),
+                    ).fetchone()[0]
+            return counts
+
+        return self._run(lambda: self._read(op)) if wanted else {}
+
     def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:

@@ -1512,6 +1512,9 @@ class AsyncContract:
         assert windows[0][0] == await store.get_entry(tenant, tid, ids[2])
         assert await store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
         assert await store.entry_windows(tenant, []) == []
+        assert await store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
+        assert await store.count_entries_many(stranger, [tid]) == {}
+        assert await store.count_entries_many(tenant, []) == {}
         # the current branch: after a checkout, the branch's entries only
         await memory.branches.create(tid, "alt", from_entry=ids[1])
         await memory.branches.checkout(tid, "alt")
@@ -1520,6 +1523,7 @@ class AsyncContract:
         assert found[(tid, ids[0])].branch == "alt"
         (window,) = await store.entry_windows(tenant, [(tid, first, first + 6)])
         assert [e.id for e in window] == ids[:2]
+        assert await store.count_entries_many(tenant, [tid]) == {tid: 2}
 
     async def test_record_get_many_reads_long_id_lists(self, store: AsyncStore) -> None:
         tenant = _id("tenant")

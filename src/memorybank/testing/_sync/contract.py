@@ -1513,6 +1513,9 @@ class SyncContract:
         assert windows[0][0] == store.get_entry(tenant, tid, ids[2])
         assert store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
         assert store.entry_windows(tenant, []) == []
+        assert store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
+        assert store.count_entries_many(stranger, [tid]) == {}
+        assert store.count_entries_many(tenant, []) == {}
         # the current branch: after a checkout, the branch's entries only
         memory.branches.create(tid, "alt", from_entry=ids[1])
         memory.branches.checkout(tid, "alt")
@@ -1521,6 +1524,7 @@ class SyncContract:
         assert found[(tid, ids[0])].branch == "alt"
         (window,) = store.entry_windows(tenant, [(tid, first, first + 6)])
         assert [e.id for e in window] == ids[:2]
+        assert store.count_entries_many(tenant, [tid]) == {tid: 2}
 
     def test_record_get_many_reads_long_id_lists(self, store: Store) -> None:
         tenant = _id("tenant")
