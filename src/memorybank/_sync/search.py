@@ -29,7 +29,11 @@ Pipeline
        * otherwise: store-native candidates (keyword and semantic, a generous
          ``max(30, 3k)`` each), plus the 3 entries before and after each of the
          5 best entry hits, re-ranked by the same core with the store's keyword
-         scores and the stored vectors.
+         scores and the stored vectors. A fixed number of store calls whatever
+         the number of threads the hits fall in: the hits' threads
+         (``thread_get_many``), their entries (``entry_get_across``), the
+         neighbour windows (``entry_windows``) and the vectors (``vector_get``)
+         are one batch read each.
     4. ``mode="keyword"`` keeps only records that share at least one analysed
        term (stop words removed, stemmed) with the query, whatever the store's
        full-text engine returned.
