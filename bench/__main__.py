@@ -3,11 +3,11 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, qdrant, server, graph, mcp, rerank, vectors (default: all). Options after
-``--`` go to every named benchmark, e.g. ``python -m bench graph -- --stores
-sqlite``; ``--entities N`` sizes the graph benchmark (``python -m bench graph
---entities 10000``), ``--vectors N`` the vectors benchmark (``python -m bench
-vectors --vectors 1000000``).
+search, user_scope, qdrant, server, graph, mcp, rerank, vectors (default: all).
+Options after ``--`` go to every named benchmark, e.g. ``python -m bench graph
+-- --stores sqlite``; ``--entities N`` sizes the graph benchmark (``python -m
+bench graph --entities 10000``), ``--vectors N`` the vectors benchmark
+(``python -m bench vectors --vectors 1000000``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "mysql": ("bench.bench_mysql", 3306),
     "context": ("bench.bench_context", None),
     "search": ("bench.bench_search", None),
+    "user_scope": ("bench.bench_user_scope", None),
     "qdrant": ("bench.bench_qdrant", None),
     "server": ("bench.bench_server", None),
     "graph": ("bench.bench_graph", None),

@@ -28,7 +28,11 @@ Pipeline
        * otherwise: store-native candidates (keyword and semantic, a generous
          ``max(30, 3k)`` each), plus the 3 entries before and after each of the
          5 best entry hits, re-ranked by the same core with the store's keyword
-         scores and the stored vectors.
+         scores and the stored vectors. A fixed number of store calls whatever
+         the number of threads the hits fall in: the hits' threads
+         (``thread_get_many``), their entries (``entry_get_across``), the
+         neighbour windows (``entry_windows``) and the vectors (``vector_get``)
+         are one batch read each.
        * then, only with ``Memory(reranker=...)``: the optional rerank stage
          reorders the best ``rerank_top`` hits (``memorybank._async.rerank_stage``).
     4. ``mode="keyword"`` keeps only records that share at least one analysed
@@ -445,13 +449,11 @@ class _Search:
                 ):
                     if self.visible.admits(thread.agent_id, thread.user_id):
                         found[thread.id] = thread
-                if len(found) > SCOPE_THREAD_LIMIT:
-                    return None
-        total = 0
-        for thread in found.values():
-            total += await self.store.count_entries(self.tenant, thread.id)
-            if total > THREAD_RANK_LIMIT:
-                return None
+                    if len(found) > SCOPE_THREAD_LIMIT:
+                        return None
+        counts = await self.store.count_entries_many(self.tenant, list(found))
+        if sum(counts.values()) > THREAD_RANK_LIMIT:
+            return None
         return sorted(found.values(), key=lambda t: (t.created_at, t.id))
 
     async def rank_scope(self, threads: list[Thread]) -> list[Hit]:
@@ -642,8 +644,8 @@ class _Search:
         return self.threads[thread_id]
 
     async def _prefetch(self, hits: Sequence[SearchHit]) -> None:
-        """Read the hits' threads, entries and records in a few batch reads (one per
-        thread and per kind), so resolving them costs no round trip per hit."""
+        """Read the hits' threads, entries and records in a few batch reads (the threads,
+        their entries, one per record kind), so resolving them costs no round trip per hit."""
         by_thread: dict[str, list[str]] = {}
         by_kind: dict[str, list[str]] = {}
         for hit in hits:
@@ -652,13 +654,21 @@ class _Search:
                     by_thread.setdefault(hit.thread_id, []).append(hit.id)
             elif (hit.kind, hit.id) not in self.records:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
-        for tid, ids in by_thread.items():
-            thread = await self._thread(tid)
-            if thread is None:
-                continue
-            got = await self.store.entry_get_many(self.tenant, thread.id, ids)
-            for eid in ids:
-                self.entries[(tid, eid)] = got.get(eid)
+        unread = [tid for tid in by_thread if tid not in self.threads]
+        if unread:
+            threads = await self.store.thread_get_many(self.tenant, unread)
+            for tid in unread:
+                thread = threads.get(tid)
+                if thread is not None and not self.visible.admits(thread.agent_id, thread.user_id):
+                    thread = None  # defence in depth: the store already scoped its hits
+                self.threads[tid] = thread
+        # only the threads this caller may see are read
+        admitted = {tid: ids for tid, ids in by_thread.items() if self.threads.get(tid) is not None}
+        if admitted:
+            got = await self.store.entry_get_across(self.tenant, admitted)
+            for tid, ids in admitted.items():
+                for eid in ids:
+                    self.entries[(tid, eid)] = got.get((tid, eid))
         for kind, ids in by_kind.items():
             found = await self.store.record_get_many(self.tenant, kind, ids)
             for rid in ids:
@@ -790,28 +800,18 @@ class _Search:
             if is_text:
                 keyword[key] = max(keyword.get(key, 0.0), hit.score)
         # the neighbours of the best entry hits: answers follow the matching turn
-        newest: dict[str, int] = {}
-        covered: set[tuple[str, int]] = set()
+        # (one batch read; a hit within the window of a better one adds no window)
+        windows: list[tuple[str, int, int]] = []
         best_entries = [r for r in records.values() if isinstance(r, Entry)][:_EXPAND_HITS]
         for entry in best_entries:
-            tid = entry.thread_id
-            if (tid, entry.position) in covered:
+            tid, at = entry.thread_id, entry.position
+            if any(w[0] == tid and w[1] <= at <= w[2] for w in windows):
                 continue
-            if tid not in newest:
-                _, last = await self.store.list_entries(self.tenant, tid, limit=1)
-                newest[tid] = last[-1].position if last else entry.position
-            # positions are gap-free unless entries were deleted: then the page is
-            # shifted a little and only its entries within the window are used
-            _, around = await self.store.list_entries(
-                self.tenant,
-                tid,
-                limit=2 * _NEIGHBOURS + 1,
-                offset=max(0, newest[tid] - entry.position - _NEIGHBOURS),
-            )
+            windows.append((tid, at - _NEIGHBOURS, at + _NEIGHBOURS))
+        for around in await self.store.entry_windows(self.tenant, windows) if windows else []:
             for other in around:
-                if other.content and abs(other.position - entry.position) <= _NEIGHBOURS:
+                if other.content:
                     records.setdefault("e:" + other.id, other)
-                    covered.add((tid, other.position))
         records.update({f.key: f for f in facts})
         embedder = self.core.embedder
         vectors: dict[str, list[float] | NDArray[np.float32]] = {}

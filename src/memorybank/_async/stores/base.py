@@ -85,10 +85,11 @@ Errors
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._types import (
     UNSET,
@@ -507,6 +508,69 @@ class AsyncStore(abc.ABC):
             if entry is not None:
                 found[entry_id] = entry
         return found
+
+    async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        """The threads with these ids that exist, keyed by id (missing ids absent). The
+        caller checks what it may see, as after ``get_thread``."""
+        found: dict[str, Thread] = {}
+        for thread_id in dict.fromkeys(thread_ids):
+            thread = await self.get_thread(tenant, thread_id)
+            if thread is not None:
+                found[thread_id] = thread
+        return found
+
+    async def entry_get_across(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]]
+    ) -> dict[tuple[str, str], Entry]:
+        """``entry_get_many`` over several threads (thread id -> entry ids), each on its
+        current branch, keyed by ``(thread id, entry id)``. Search resolves the hits
+        of threads it has already checked with it."""
+        found: dict[tuple[str, str], Entry] = {}
+        for thread_id, entry_ids in wanted.items():
+            got = await self.entry_get_many(tenant, thread_id, entry_ids)
+            found.update({(thread_id, eid): entry for eid, entry in got.items()})
+        return found
+
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``count_entries`` of several threads (current branches), keyed by thread id
+        (missing threads absent). Search sizes a user's threads with it."""
+        counts: dict[str, int] = {}
+        for thread_id in dict.fromkeys(thread_ids):
+            try:
+                counts[thread_id] = await self.count_entries(tenant, thread_id)
+            except NotFound:
+                continue
+        return counts
+
+    async def entry_windows(
+        self, tenant: str, windows: Sequence[tuple[str, int, int]]
+    ) -> list[list[Entry]]:
+        """For each ``(thread id, first, last)``: the entries of the thread's current
+        branch whose position is within ``first..last``, oldest first (a missing
+        thread: empty). Search reads the neighbours of its best hits with it.
+
+        This default reads, per window, the page of ``last - first + 1`` entries that
+        ends at ``last`` when positions are gap-free (after deletions it may miss
+        some of the window); a store overrides it with one exact statement."""
+        out: list[list[Entry]] = []
+        newest: dict[str, int | None] = {}
+        for thread_id, first, last in windows:
+            try:
+                if thread_id not in newest:
+                    _, tail = await self.list_entries(tenant, thread_id, limit=1)
+                    newest[thread_id] = tail[-1].position if tail else None
+                top = newest[thread_id]
+                if top is None or last < first or first > top:
+                    out.append([])
+                    continue
+                _, page = await self.list_entries(
+                    tenant, thread_id, limit=last - first + 1, offset=max(0, top - last)
+                )
+            except NotFound:
+                out.append([])
+                continue
+            out.append([e for e in page if first <= e.position <= last])
+        return out
 
     async def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]

@@ -1465,6 +1465,58 @@ class AsyncPostgresStore(AsyncStore):
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
         return {eid: found[eid] for eid in wanted if eid in found}
 
+    async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        """Threads by ids, in one statement."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(self._sql.thread_get_many, (tenant, wanted), retry=True)
+        found = {thread.id: thread for thread in map(row_to_thread, rows)}
+        return {tid: found[tid] for tid in wanted if tid in found}
+
+    async def entry_get_across(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]]
+    ) -> dict[tuple[str, str], Entry]:
+        """Entries of several threads (each on its current branch), in one statement."""
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        if not pairs:
+            return {}
+        rows = await self._fetch(
+            self._sql.entry_get_across,
+            {"tenant": tenant, "threads": [t for t, _ in pairs], "ids": [e for _, e in pairs]},
+            retry=True,
+        )
+        return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
+
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Entries on each thread's current branch, in one statement."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(self._sql.count_entries_many, (tenant, wanted), retry=True)
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def entry_windows(
+        self, tenant: str, windows: Sequence[tuple[str, int, int]]
+    ) -> list[list[Entry]]:
+        """Position ranges of several threads' current branches, in one statement."""
+        if not windows:
+            return []
+        rows = await self._fetch(
+            self._sql.entry_windows,
+            {
+                "tenant": tenant,
+                "threads": [w[0] for w in windows],
+                "firsts": [w[1] for w in windows],
+                "lasts": [w[2] for w in windows],
+            },
+            retry=True,
+        )
+        out: list[list[Entry]] = [[] for _ in windows]
+        for row in rows:
+            out[int(row[0]) - 1].append(row_to_entry(row[1:]))
+        return out
+
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
@@ -2425,6 +2477,28 @@ class _Statements:
         self.entry_get_many = (
             f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = ANY(%(ids)s::text[])"
+        )
+        self.thread_get_many = (
+            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
+        )
+        self.count_entries_many = (
+            f"SELECT t.id, (SELECT count(*) FROM {p}entries e WHERE e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = t.current_branch)"
+            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = ANY(%s::text[])"
+        )
+        on_current = (
+            f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
+            f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+            " AND e.branch = t.current_branch"
+        )
+        self.entry_get_across = (
+            f"SELECT {_E_READ} FROM unnest(%(threads)s::text[], %(ids)s::text[])"
+            f" AS w(thread_id, id){on_current} AND e.id = w.id"
+        )
+        self.entry_windows = (
+            f"SELECT w.n, {_E_READ} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+            f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
+            " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
         )
         thread_cte = (
             f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"

@@ -66,7 +66,7 @@ import dataclasses
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -979,6 +979,99 @@ class SQLiteStore(Store):
             return {eid: found[eid] for eid in wanted if eid in found}
 
         return self._run(lambda: self._read(op))
+
+    def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
+        wanted = list(dict.fromkeys(thread_ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, Thread]:
+            found: dict[str, Thread] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                for row in conn.execute(
+                    f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ?"
+                    f" AND id IN ({', '.join('?' * len(chunk))})",
+                    (tenant, *chunk),
+                ):
+                    thread = row_to_thread(row)
+                    found[thread.id] = thread
+            return {tid: found[tid] for tid in wanted if tid in found}
+
+        return self._run(lambda: self._read(op)) if wanted else {}
+
+    def entry_get_across(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]]
+    ) -> dict[tuple[str, str], Entry]:
+        """One read: a statement per thread inside it (an embedded store pays per hop)."""
+        asked = {tid: list(dict.fromkeys(ids)) for tid, ids in wanted.items() if ids}
+
+        def op(conn: sqlite3.Connection) -> dict[tuple[str, str], Entry]:
+            found: dict[tuple[str, str], Entry] = {}
+            for thread_id, ids in asked.items():
+                thread = self._get_thread(conn, tenant, thread_id)
+                if thread is None:
+                    continue
+                for start in range(0, len(ids), 500):
+                    chunk = ids[start : start + 500]
+                    for row in conn.execute(
+                        f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
+                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                        f" AND id IN ({', '.join('?' * len(chunk))})",
+                        (tenant, thread_id, thread.current_branch, *chunk),
+                    ):
+                        entry = row_to_entry(row)
+                        found[(thread_id, entry.id)] = entry
+            return found
+
+        return self._run(lambda: self._read(op)) if asked else {}
+
+    def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        wanted = list(dict.fromkeys(thread_ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, int]:
+            counts: dict[str, int] = {}
+            for thread_id in wanted:
+                thread = self._get_thread(conn, tenant, thread_id)
+                if thread is not None:
+                    counts[thread_id] = conn.execute(
+                        f"SELECT count(*) FROM {self.prefix}entries"
+                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
+                        (tenant, thread_id, thread.current_branch),
+                    ).fetchone()[0]
+            return counts
+
+        return self._run(lambda: self._read(op)) if wanted else {}
+
+    def entry_windows(
+        self, tenant: str, windows: Sequence[tuple[str, int, int]]
+    ) -> list[list[Entry]]:
+        """One read: each window is a range of the position index."""
+        asked = list(windows)
+
+        def op(conn: sqlite3.Connection) -> list[list[Entry]]:
+            branches: dict[str, str | None] = {}
+            out: list[list[Entry]] = []
+            for thread_id, first, last in asked:
+                if thread_id not in branches:
+                    thread = self._get_thread(conn, tenant, thread_id)
+                    branches[thread_id] = None if thread is None else thread.current_branch
+                branch = branches[thread_id]
+                if branch is None:
+                    out.append([])
+                    continue
+                out.append(
+                    [
+                        row_to_entry(row)
+                        for row in conn.execute(
+                            f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
+                            " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                            " AND position BETWEEN ? AND ? ORDER BY position",
+                            (tenant, thread_id, branch, first, last),
+                        )
+                    ]
+                )
+            return out
+
+        return self._run(lambda: self._read(op)) if asked else []
 
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None

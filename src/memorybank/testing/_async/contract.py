@@ -1511,6 +1511,49 @@ class AsyncContract:
         main = await store.entry_get_many(tenant, tid, ids, branch="main")
         assert list(main) == ids and main[ids[3]].branch == "main"
 
+    async def test_batch_reads_across_threads_use_each_current_branch(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        tenant = memory.tenant_id
+        tid, other = await self._thread(memory), await self._thread(memory, user_id="u1")
+        ids = await self._fill(memory, tid, 9)
+        theirs = await self._fill(memory, other, 2)
+        gone, stranger = _id("gone"), _id("tenant")
+        threads = await store.thread_get_many(tenant, [other, gone, tid, other])
+        assert list(threads) == [other, tid]
+        assert threads[other] == await store.get_thread(tenant, other)
+        assert threads[other].user_id == "u1"
+        assert await store.thread_get_many(stranger, [tid, other]) == {}
+        assert await store.thread_get_many(tenant, []) == {}
+        found = await store.entry_get_across(
+            tenant, {tid: [ids[3], ids[0], theirs[0]], other: [theirs[1]], gone: ids}
+        )
+        assert set(found) == {(tid, ids[3]), (tid, ids[0]), (other, theirs[1])}
+        assert found[(tid, ids[3])] == await store.get_entry(tenant, tid, ids[3])
+        assert found[(other, theirs[1])].content == "message 1"
+        assert await store.entry_get_across(stranger, {tid: ids}) == {}
+        assert await store.entry_get_across(tenant, {}) == {}
+        first = (await store.get_entry(tenant, tid, ids[0])).position  # type: ignore[union-attr]
+        windows = await store.entry_windows(
+            tenant, [(tid, first + 2, first + 4), (gone, 0, 5), (other, -10, 100), (tid, 0, -1)]
+        )
+        assert [[e.id for e in w] for w in windows] == [ids[2:5], [], theirs, []]
+        assert windows[0][0] == await store.get_entry(tenant, tid, ids[2])
+        assert await store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
+        assert await store.entry_windows(tenant, []) == []
+        assert await store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
+        assert await store.count_entries_many(stranger, [tid]) == {}
+        assert await store.count_entries_many(tenant, []) == {}
+        # the current branch: after a checkout, the branch's entries only
+        await memory.branches.create(tid, "alt", from_entry=ids[1])
+        await memory.branches.checkout(tid, "alt")
+        found = await store.entry_get_across(tenant, {tid: [ids[0], ids[5]]})
+        assert list(found) == [(tid, ids[0])]
+        assert found[(tid, ids[0])].branch == "alt"
+        (window,) = await store.entry_windows(tenant, [(tid, first, first + 6)])
+        assert [e.id for e in window] == ids[:2]
+        assert await store.count_entries_many(tenant, [tid]) == {tid: 2}
+
     async def test_record_get_many_reads_long_id_lists(self, store: AsyncStore) -> None:
         tenant = _id("tenant")
         records = [self._record("fact", f"r{i}", id=f"r{i:05d}") for i in range(1200)]

@@ -1512,6 +1512,49 @@ class SyncContract:
         main = store.entry_get_many(tenant, tid, ids, branch="main")
         assert list(main) == ids and main[ids[3]].branch == "main"
 
+    def test_batch_reads_across_threads_use_each_current_branch(
+        self, memory: Memory, store: Store
+    ) -> None:
+        tenant = memory.tenant_id
+        tid, other = self._thread(memory), self._thread(memory, user_id="u1")
+        ids = self._fill(memory, tid, 9)
+        theirs = self._fill(memory, other, 2)
+        gone, stranger = _id("gone"), _id("tenant")
+        threads = store.thread_get_many(tenant, [other, gone, tid, other])
+        assert list(threads) == [other, tid]
+        assert threads[other] == store.get_thread(tenant, other)
+        assert threads[other].user_id == "u1"
+        assert store.thread_get_many(stranger, [tid, other]) == {}
+        assert store.thread_get_many(tenant, []) == {}
+        found = store.entry_get_across(
+            tenant, {tid: [ids[3], ids[0], theirs[0]], other: [theirs[1]], gone: ids}
+        )
+        assert set(found) == {(tid, ids[3]), (tid, ids[0]), (other, theirs[1])}
+        assert found[(tid, ids[3])] == store.get_entry(tenant, tid, ids[3])
+        assert found[(other, theirs[1])].content == "message 1"
+        assert store.entry_get_across(stranger, {tid: ids}) == {}
+        assert store.entry_get_across(tenant, {}) == {}
+        first = (store.get_entry(tenant, tid, ids[0])).position  # type: ignore[union-attr]
+        windows = store.entry_windows(
+            tenant, [(tid, first + 2, first + 4), (gone, 0, 5), (other, -10, 100), (tid, 0, -1)]
+        )
+        assert [[e.id for e in w] for w in windows] == [ids[2:5], [], theirs, []]
+        assert windows[0][0] == store.get_entry(tenant, tid, ids[2])
+        assert store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
+        assert store.entry_windows(tenant, []) == []
+        assert store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
+        assert store.count_entries_many(stranger, [tid]) == {}
+        assert store.count_entries_many(tenant, []) == {}
+        # the current branch: after a checkout, the branch's entries only
+        memory.branches.create(tid, "alt", from_entry=ids[1])
+        memory.branches.checkout(tid, "alt")
+        found = store.entry_get_across(tenant, {tid: [ids[0], ids[5]]})
+        assert list(found) == [(tid, ids[0])]
+        assert found[(tid, ids[0])].branch == "alt"
+        (window,) = store.entry_windows(tenant, [(tid, first, first + 6)])
+        assert [e.id for e in window] == ids[:2]
+        assert store.count_entries_many(tenant, [tid]) == {tid: 2}
+
     def test_record_get_many_reads_long_id_lists(self, store: Store) -> None:
         tenant = _id("tenant")
         records = [self._record("fact", f"r{i}", id=f"r{i:05d}") for i in range(1200)]
