@@ -446,12 +446,12 @@ class LLMExtractor:
     ) -> Extraction:
         """Async twin of ``extract``, on this event loop's client."""
         body = self.request_body(text, known_entities, reference_time)
-        client = self._clients.for_loop()
         attempt = 0
         while True:
             try:
                 try:
-                    response = await client.post(self._url, json=body)
+                    # fetched per attempt: an aclose() during the backoff is no error
+                    response = await self._clients.for_loop().post(self._url, json=body)
                 except self._httpx.TimeoutException as exc:
                     raise _Retry(f"timed out after {self._timeout} s") from exc
                 except self._httpx.TransportError as exc:
