@@ -81,6 +81,11 @@ class ChatServer:
         #: every request waits until this is set (tests that count requests in flight)
         self.gate = threading.Event()
         self.gate.set()
+        #: connections accepted, and connections the client closed (the server never does)
+        self.accepted = 0
+        self.closed = 0
+        self.peers: list[tuple[str, int]] = []  # the client's address of each request
+        self.changed = threading.Condition(self.lock)
         chat = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,6 +93,16 @@ class ChatServer:
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
+
+            def handle(self) -> None:
+                with chat.lock:
+                    chat.accepted += 1
+                try:
+                    super().handle()  # requests until the client closes the connection
+                finally:
+                    with chat.lock:
+                        chat.closed += 1
+                        chat.changed.notify_all()
 
             def send(self, status: int, body: bytes, headers: dict[str, str]) -> None:
                 try:
@@ -105,6 +120,7 @@ class ChatServer:
                 body = json.loads(raw)
                 with chat.lock:
                     chat.requests.append(body)
+                    chat.peers.append(self.client_address)
                     chat.arrivals.append(time.monotonic())
                     chat.headers.append({k.lower(): v for k, v in self.headers.items()})
                     planned = chat.plan.pop(0) if chat.plan else Planned()
@@ -152,6 +168,11 @@ class ChatServer:
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
         )
+
+    def wait_closed(self, count: int, within: float = 10.0) -> bool:
+        """Wait until ``count`` connections have been closed by their clients."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.closed >= count, within)
 
     def add(self, *answers: Planned) -> None:
         with self.lock:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -94,7 +95,8 @@ async def test_async_twin_gives_the_same_answer(chat: ChatServer) -> None:
     text = "Carol is Dan's sister. Carol lives in Rome."
     with make(chat) as extractor:
         sync = await asyncio.to_thread(extractor.extract, text)
-        both = await asyncio.gather(extractor.aextract(text), extractor.aextract(text))
+        async with extractor:
+            both = await asyncio.gather(extractor.aextract(text), extractor.aextract(text))
     assert both[0] == both[1] == sync
     assert ("Carol", "sister_of", "Dan") in {(r.source, r.type, r.target) for r in sync.relations}
 
@@ -237,8 +239,9 @@ def test_persistent_500_is_store_unavailable_without_a_storm(chat: ChatServer) -
 
 async def test_async_500_is_store_unavailable(chat: ChatServer) -> None:
     chat.add(*[Planned(status=502, raw=b"bad gateway") for _ in range(3)])
-    with make(chat) as extractor, pytest.raises(StoreUnavailable):
-        await extractor.aextract("Alice works at Acme.")
+    async with make(chat) as extractor:
+        with pytest.raises(StoreUnavailable):
+            await extractor.aextract("Alice works at Acme.")
     assert len(chat.requests) == 2
 
 
@@ -266,7 +269,7 @@ def test_timeout_is_store_unavailable(chat: ChatServer) -> None:
 
 async def test_async_timeout_is_store_unavailable(chat: ChatServer) -> None:
     chat.add(Planned(delay=1.0))
-    with make(chat, timeout=0.2, max_retries=0) as extractor:
+    async with make(chat, timeout=0.2, max_retries=0) as extractor:
         with pytest.raises(StoreUnavailable, match="timed out"):
             await extractor.aextract("Alice works at Acme.")
 
@@ -337,3 +340,92 @@ def test_bad_configuration_and_closed_extractor(chat: ChatServer) -> None:
     with pytest.raises(InvalidInput):
         make(chat).extract("x" * 40_000)
     assert chat.requests == []
+
+
+# -- connections: one sync client, one async client per event loop -------------------
+
+
+async def test_async_calls_on_one_loop_share_one_connection(chat: ChatServer) -> None:
+    extractor = make(chat)
+    try:
+        async with extractor:
+            for name in ("Alice", "Bob", "Carol"):
+                found = await extractor.aextract(f"{name} works at Acme.")
+                assert found.entities[0].name == name
+        assert chat.accepted == 1
+        assert len(chat.peers) == 3 and len(set(chat.peers)) == 1
+        assert chat.wait_closed(1)  # leaving ``async with`` closed the loop's connection
+        # aclose() left the extractor usable: the next call opens a new connection
+        async with extractor:
+            await extractor.aextract("Dan works at Acme.")
+            await extractor.aextract("Erin works at Acme.")
+        assert chat.accepted == 2 and len(set(chat.peers)) == 2
+        assert chat.wait_closed(2)
+    finally:
+        extractor.close()
+
+
+async def test_a_memory_extracting_every_write_reuses_one_connection(chat: ChatServer) -> None:
+    from memorybank import AsyncMemory
+    from tests.reliability._harness import Words
+
+    async with make(chat) as extractor:
+        async with AsyncMemory(
+            "memory://", tokenizer=Words(), extractor=extractor, extract_on_write=True,
+            extract_concurrency=1,
+        ) as memory:  # fmt: skip
+            thread = await memory.ensure_thread(None, user_id="u1", agent_id="bot")
+            for name in ("Alice", "Bob", "Carol", "Dan"):
+                await memory.remember(thread.id, "user", f"{name} lives in Paris.")
+            assert await memory.graph.drain(10)
+            assert memory.graph.pending().done == 4
+        assert chat.accepted == 1 and len(chat.requests) == 4
+        assert chat.closed == 0  # closing the memory left the caller's extractor open
+        await extractor.aextract("Frank lives in Rome.")  # and usable
+        assert chat.accepted == 1
+    assert chat.wait_closed(1)
+    extractor.close()
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_client_on_a_closed_loop_is_not_reused(chat: ChatServer) -> None:
+    extractor = make(chat)
+
+    async def one() -> None:
+        await extractor.aextract("Alice works at Acme.")
+        await extractor.aextract("Bob works at Acme.")
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(one())
+        # the loop ends without aclose(): its client must not serve another loop
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        loop.close()
+    assert extractor._clients.open_loops() == 1
+    asyncio.run(_and_close(extractor, one))
+    assert chat.accepted == 2
+    assert chat.peers[0] == chat.peers[1] != chat.peers[2] == chat.peers[3]
+    assert extractor._clients.open_loops() == 0  # the dead loop's client was dropped
+    extractor.close()
+    gc.collect()  # the dead loop's socket is closed by the garbage collector
+
+
+async def _and_close(extractor: LLMExtractor, calls: Any) -> None:
+    await calls()
+    await extractor.aclose()
+
+
+def test_close_closes_the_sync_client_and_refuses_later_calls(chat: ChatServer) -> None:
+    extractor = make(chat)
+    with extractor:
+        for name in ("Alice", "Bob", "Carol"):
+            extractor.extract(f"{name} works at Acme.")
+    assert chat.accepted == 1 and len(set(chat.peers)) == 1
+    assert chat.wait_closed(1)
+    with pytest.raises(ConfigurationError, match="closed"):
+        extractor.extract("Dan works at Acme.")
+    with pytest.raises(ConfigurationError, match="closed"):
+        asyncio.run(extractor.aextract("Dan works at Acme."))
+    assert len(chat.requests) == 3  # nothing was sent after close()

@@ -148,7 +148,12 @@ class Memory:
         api_key: the key of a memorybank server, for an ``http(s)://`` URL
             (``None``: ``$MEMORYBANK_API_KEY``); the tenant is the key's.
         extractor: reads entries for ``memory.graph.ingest`` (see
-            ``memorybank.extract``: ``LLMExtractor``, ``RuleExtractor``).
+            ``memorybank.extract``: ``LLMExtractor``, ``RuleExtractor``). You
+            keep owning it: ``close()`` does not close it (it may serve other
+            memories); close it after the memories that use it (for
+            ``LLMExtractor``: ``close()``, and ``await aclose()`` on each event
+            loop that extracted, e.g. the loop of an ``AsyncMemory`` with
+            ``extract_on_write``).
         extract_on_write: also extract every new user/assistant entry in the
             background: never blocking or failing the write, in order per
             thread, ``extract_concurrency`` extractions at a time;
@@ -302,6 +307,7 @@ class Memory:
         With ``extract_on_write``, background extraction stops first: new entries
         are no longer queued, the backlog gets up to ``EXTRACT_CLOSE_TIMEOUT``
         seconds, and what is left is cancelled (counted in ``graph.pending()``).
+        The extractor and the reranker are the caller's: they stay open.
         """
         if self._core.background is not None:
             self._core.background.close(EXTRACT_CLOSE_TIMEOUT)

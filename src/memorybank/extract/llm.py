@@ -7,10 +7,14 @@ checked, then bounded by ``finish``: at least ``min_confidence`` (0.7), at most
 20 entities and 30 relations, relations only between named entities. Known
 entities go to the model by name only (at most ``MAX_KNOWN``), never the graph.
 
-Uses httpx (``pip install memorybank[openai]``): a shared sync ``httpx.Client``
-for ``extract`` and a short-lived ``httpx.AsyncClient`` per ``aextract`` call
-(so one extractor serves any number of event loops; a model call costs far
-more than a connection).
+Uses httpx (``pip install memorybank[openai]``): one ``httpx.Client`` for
+``extract`` (``close()``) and one ``httpx.AsyncClient`` per event loop for
+``aextract``, kept until ``await extractor.aclose()`` on that loop (or
+``async with extractor:``), so a memory extracting every write reuses its
+connections instead of opening one per message. A client whose loop has
+closed is never reused. The extractor belongs to whoever built it: a
+``Memory``/``AsyncMemory`` given it never closes it (it may serve other
+memories), so close it yourself after closing the memories that use it.
 
 Errors (nothing is written when one is raised):
 
@@ -32,13 +36,13 @@ import asyncio
 import json
 import os
 import random
-import threading
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from memorybank._httpclients import HttpClients
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.extract.base import (
     MAX_ENTITIES,
@@ -268,7 +272,9 @@ class LLMExtractor:
             sent, for endpoints that refuse the field).
         headers: extra request headers.
 
-    Call ``close()`` when done (or use ``with``).
+    Call ``close()`` when done (or use ``with``), and ``await aclose()`` on each
+    event loop that called ``aextract`` before that loop ends (or ``async with``).
+    A memory given the extractor never closes it: you own it.
     """
 
     def __init__(
@@ -313,9 +319,9 @@ class LLMExtractor:
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._clients = HttpClients(
+            self._httpx, owner="LLMExtractor", timeout=self._timeout, headers=self._headers
+        )
 
     def __repr__(self) -> str:
         return f"LLMExtractor(url={self._url!r}, model={self.model!r})"
@@ -418,7 +424,7 @@ class LLMExtractor:
         while True:
             try:
                 try:
-                    response = self._sync_client().post(self._url, json=body)
+                    response = self._clients.sync().post(self._url, json=body)
                 except self._httpx.TimeoutException as exc:
                     raise _Retry(f"timed out after {self._timeout} s") from exc
                 except self._httpx.TransportError as exc:
@@ -438,48 +444,49 @@ class LLMExtractor:
         known_entities: Sequence[str] = (),
         reference_time: datetime | None = None,
     ) -> Extraction:
-        """Async twin of ``extract``."""
+        """Async twin of ``extract``, on this event loop's client."""
         body = self.request_body(text, known_entities, reference_time)
-        self._check_open()
         attempt = 0
-        async with self._httpx.AsyncClient(timeout=self._timeout, headers=self._headers) as client:
-            while True:
+        while True:
+            try:
                 try:
-                    try:
-                        response = await client.post(self._url, json=body)
-                    except self._httpx.TimeoutException as exc:
-                        raise _Retry(f"timed out after {self._timeout} s") from exc
-                    except self._httpx.TransportError as exc:
-                        raise _Retry(f"{type(exc).__name__}: {exc}") from exc
-                    return self._answer(response, known_entities)
-                except _Retry as error:
-                    delay = self._delay(attempt, error)
-                    attempt += 1
-                    if delay is None:
-                        raise self._unavailable(error, attempt) from error.__cause__
-                    await asyncio.sleep(delay)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ConfigurationError("LLMExtractor is closed")
-
-    def _sync_client(self) -> httpx.Client:
-        with self._lock:
-            self._check_open()
-            if self._client is None:
-                self._client = self._httpx.Client(timeout=self._timeout, headers=self._headers)
-            return self._client
+                    # fetched per attempt: an aclose() during the backoff is no error
+                    response = await self._clients.for_loop().post(self._url, json=body)
+                except self._httpx.TimeoutException as exc:
+                    raise _Retry(f"timed out after {self._timeout} s") from exc
+                except self._httpx.TransportError as exc:
+                    raise _Retry(f"{type(exc).__name__}: {exc}") from exc
+                return self._answer(response, known_entities)
+            except _Retry as error:
+                delay = self._delay(attempt, error)
+                attempt += 1
+                if delay is None:
+                    raise self._unavailable(error, attempt) from error.__cause__
+                await asyncio.sleep(delay)
 
     def close(self) -> None:
-        """Close the sync client; later calls raise ``ConfigurationError``."""
-        with self._lock:
-            self._closed = True
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        """Close the sync client; later calls raise ``ConfigurationError``.
+
+        Async clients belong to their event loops: close each with ``aclose()``
+        (or ``async with extractor:``) before its loop ends. A client whose
+        loop has closed is dropped on the next call, its sockets left to the
+        garbage collector.
+        """
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """Close this event loop's client; the extractor stays usable (a later call on
+        any loop opens a new one)."""
+        await self._clients.aclose()
 
     def __enter__(self) -> LLMExtractor:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    async def __aenter__(self) -> LLMExtractor:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -29,11 +29,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from memorybank._httpclients import HttpClients
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank.base import RerankCandidate
 
@@ -152,10 +152,9 @@ class LLMReranker:
         self._headers = {"Content-Type": "application/json", **(headers or {})}
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
-        self._client: httpx.Client | None = None
-        self._aclients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        self._clients = HttpClients(
+            self._httpx, owner="LLMReranker", timeout=self._timeout, headers=self._headers
+        )
 
     def __repr__(self) -> str:
         return f"LLMReranker(url={self._url!r}, model={self.model!r})"
@@ -220,7 +219,7 @@ class LLMReranker:
             return []
         body = self.request_body(query, candidates)
         try:
-            response = self._sync_client().post(self._url, json=body)
+            response = self._clients.sync().post(self._url, json=body)
         except self._httpx.TransportError as exc:
             raise self._unavailable(exc) from exc
         return self._scores(response, len(candidates))
@@ -230,7 +229,7 @@ class LLMReranker:
         if not candidates:
             return []
         body = self.request_body(query, candidates)
-        client = self._async_client()
+        client = self._clients.for_loop()
         try:
             response = await asyncio.wait_for(client.post(self._url, json=body), self._timeout)
         except (self._httpx.TransportError, TimeoutError) as exc:
@@ -238,29 +237,6 @@ class LLMReranker:
         return self._scores(response, len(candidates))
 
     # -- clients ----------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise ConfigurationError("LLMReranker is closed")
-
-    def _sync_client(self) -> httpx.Client:
-        with self._lock:
-            self._check_open()
-            if self._client is None:
-                self._client = self._httpx.Client(timeout=self._timeout, headers=self._headers)
-            return self._client
-
-    def _async_client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            self._check_open()
-            for gone in [other for other in self._aclients if other.is_closed()]:
-                del self._aclients[gone]  # its connections died with their loop
-            client = self._aclients.get(loop)
-            if client is None:
-                client = self._httpx.AsyncClient(timeout=self._timeout, headers=self._headers)
-                self._aclients[loop] = client
-            return client
 
     def close(self) -> None:
         """Close the sync client; later calls raise ``ConfigurationError``.
@@ -270,20 +246,12 @@ class LLMReranker:
         loop has closed is dropped on the next call, its sockets left to the
         garbage collector.
         """
-        with self._lock:
-            self._closed = True
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._clients.close()
 
     async def aclose(self) -> None:
         """Close this event loop's client; the reranker stays usable (a later call on
         any loop opens a new one)."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._aclients.pop(loop, None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
     def __enter__(self) -> LLMReranker:
         return self

@@ -1,0 +1,88 @@
+"""The httpx clients of a model endpoint (``LLMExtractor``, ``LLMReranker``).
+
+One ``httpx.Client`` for sync calls (thread-safe, shared by all threads) and
+one ``httpx.AsyncClient`` per event loop (an async client's connections belong
+to the loop that opened them), so repeated calls reuse their connections.
+A client whose loop has closed is dropped on the next call (its sockets died
+with the loop) and never reused.
+
+``close()`` closes the sync client and refuses later calls
+(``ConfigurationError``). Async clients belong to their loops: ``aclose()`` on
+a loop closes that loop's client and leaves the owner usable (a later call
+opens a new one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import TYPE_CHECKING, Any
+
+from memorybank.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpClients"]
+
+
+class HttpClients:
+    """The sync client and the per-loop async clients of one owner (see the module)."""
+
+    def __init__(
+        self, httpx_module: Any, *, owner: str, timeout: float, headers: dict[str, str]
+    ) -> None:
+        self._httpx = httpx_module
+        self._owner = owner
+        self._timeout = timeout
+        self._headers = headers
+        self._client: httpx.Client | None = None
+        self._aclients: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise ConfigurationError(f"{self._owner} is closed")
+
+    def sync(self) -> httpx.Client:
+        """The sync client, opened on first use."""
+        with self._lock:
+            self.check_open()
+            if self._client is None:
+                self._client = self._httpx.Client(timeout=self._timeout, headers=self._headers)
+            return self._client
+
+    def for_loop(self) -> httpx.AsyncClient:
+        """The running event loop's async client, opened on first use on that loop."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            self.check_open()
+            for gone in [other for other in self._aclients if other.is_closed()]:
+                del self._aclients[gone]  # its connections died with their loop
+            client = self._aclients.get(loop)
+            if client is None:
+                client = self._httpx.AsyncClient(timeout=self._timeout, headers=self._headers)
+                self._aclients[loop] = client
+            return client
+
+    def open_loops(self) -> int:
+        """How many event loops have an async client (tests read it)."""
+        with self._lock:
+            return len(self._aclients)
+
+    def close(self) -> None:
+        """Close the sync client; later calls raise ``ConfigurationError``."""
+        with self._lock:
+            self._closed = True
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the running loop's async client (the owner stays usable)."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            client = self._aclients.pop(loop, None)
+        if client is not None:
+            await client.aclose()
