@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpClients"]
+__all__ = ["HttpClients", "OwnsClients"]
 
 
 class HttpClients:
@@ -86,3 +86,36 @@ class HttpClients:
             client = self._aclients.pop(loop, None)
         if client is not None:
             await client.aclose()
+
+
+class OwnsClients:
+    """``close``/``aclose`` and both context managers for an owner of ``_clients``."""
+
+    _clients: HttpClients
+
+    def close(self) -> None:
+        """Close the sync client; later calls raise ``ConfigurationError``.
+
+        Async clients belong to their event loops: close each with ``aclose()``
+        (or ``async with``) before its loop ends. A client whose loop has
+        closed is dropped on the next call, its sockets left to the garbage
+        collector.
+        """
+        self._clients.close()
+
+    async def aclose(self) -> None:
+        """Close this event loop's client; the owner stays usable (a later call on any
+        loop opens a new one)."""
+        await self._clients.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from memorybank._httpclients import HttpClients
+from memorybank._httpclients import HttpClients, OwnsClients
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.extract.base import (
     MAX_ENTITIES,
@@ -255,7 +255,7 @@ def parse_answer(content: object) -> Extraction:
     return Extraction(tuple(entities), tuple(relations), tuple(observations), tuple(facts), bad)
 
 
-class LLMExtractor:
+class LLMExtractor(OwnsClients):
     """Extraction by a chat model behind an OpenAI-compatible endpoint (see the module).
 
     Args:
@@ -463,30 +463,3 @@ class LLMExtractor:
                 if delay is None:
                     raise self._unavailable(error, attempt) from error.__cause__
                 await asyncio.sleep(delay)
-
-    def close(self) -> None:
-        """Close the sync client; later calls raise ``ConfigurationError``.
-
-        Async clients belong to their event loops: close each with ``aclose()``
-        (or ``async with extractor:``) before its loop ends. A client whose
-        loop has closed is dropped on the next call, its sockets left to the
-        garbage collector.
-        """
-        self._clients.close()
-
-    async def aclose(self) -> None:
-        """Close this event loop's client; the extractor stays usable (a later call on
-        any loop opens a new one)."""
-        await self._clients.aclose()
-
-    def __enter__(self) -> LLMExtractor:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> LLMExtractor:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()

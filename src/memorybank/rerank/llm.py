@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from memorybank._httpclients import HttpClients
+from memorybank._httpclients import HttpClients, OwnsClients
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank.base import RerankCandidate
 
@@ -101,7 +101,7 @@ def ranking_scores(order: Sequence[int], count: int) -> list[float]:
     return scores
 
 
-class LLMReranker:
+class LLMReranker(OwnsClients):
     """A chat model behind an OpenAI-compatible endpoint as a ``Reranker`` (see the module).
 
     Args:
@@ -235,32 +235,3 @@ class LLMReranker:
         except (self._httpx.TransportError, TimeoutError) as exc:
             raise self._unavailable(exc) from exc
         return self._scores(response, len(candidates))
-
-    # -- clients ----------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the sync client; later calls raise ``ConfigurationError``.
-
-        Async clients belong to their event loops: close each with ``aclose()``
-        (or ``async with reranker:``) before its loop ends. A client whose
-        loop has closed is dropped on the next call, its sockets left to the
-        garbage collector.
-        """
-        self._clients.close()
-
-    async def aclose(self) -> None:
-        """Close this event loop's client; the reranker stays usable (a later call on
-        any loop opens a new one)."""
-        await self._clients.aclose()
-
-    def __enter__(self) -> LLMReranker:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> LLMReranker:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
