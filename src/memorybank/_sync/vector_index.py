@@ -54,7 +54,7 @@ from memorybank._index import (
     scope_filter,
 )
 from memorybank.errors import ConfigurationError, MemoryBankError, StoreClosed, StoreUnavailable
-from memorybank.stores._types import visible
+from memorybank.stores._types import searched_kinds, visible
 
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
@@ -330,7 +330,7 @@ class QdrantIndex(VectorIndex):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
         self._check_open()
-        wanted = [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]
+        wanted = searched_kinds(kinds, thread_id)
         query = [float(x) for x in vector]
         if k <= 0 or not wanted or not query or sum(x * x for x in query) == 0:
             return []

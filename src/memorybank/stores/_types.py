@@ -24,6 +24,7 @@ __all__ = [
     "Unset",
     "VectorItem",
     "Visibility",
+    "searched_kinds",
     "visible",
 ]
 
@@ -172,3 +173,9 @@ class VectorItem:
     model_id: str
     vector: Sequence[float]
     thread_id: str | None = None
+
+
+def searched_kinds(kinds: Sequence[str], thread_id: str | None) -> list[str]:
+    """The kinds a vector search covers, once each: with a thread filter only entries
+    (records belong to no thread)."""
+    return [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memorybank.stores._types import Unset, Visibility
+from memorybank.stores._types import Unset, Visibility, searched_kinds
 
-__all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k"]
+__all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k", "unit_query"]
 
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
 #: whose scope covers many of them. Below it search is exact (a 384-d product
@@ -67,6 +67,19 @@ def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[
     best = np.argpartition(-scores, count - 1)[:count]
     best = best[np.argsort(-scores[best], kind="stable")]
     return [(keep[int(i)], float(scores[int(i)])) for i in best]
+
+
+def unit_query(
+    vector: Sequence[float], kinds: Sequence[str], k: int, thread_id: str | None
+) -> tuple[NDArray[np.float32], list[str]] | None:
+    """The unit query vector and the kinds to search (``searched_kinds``), or ``None``
+    when nothing can match (``k <= 0``, a zero vector, no kind left)."""
+    query = np.asarray(vector, dtype=np.float32)
+    norm = float(np.linalg.norm(query))
+    wanted = searched_kinds(kinds, thread_id)
+    if k <= 0 or norm == 0 or not wanted:
+        return None
+    return query / norm, wanted
 
 
 def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:

@@ -2116,14 +2116,13 @@ class AsyncSQLiteStore(AsyncStore):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        import numpy as np
 
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        wanted = [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]
-        if k <= 0 or norm == 0 or not wanted:
+        from memorybank.stores._vectors import unit_query
+
+        prepared = unit_query(vector, kinds, k, thread_id)
+        if prepared is None:
             return []
-        query /= norm
+        query, wanted = prepared
         dim = int(query.shape[0])
 
         def op(conn: sqlite3.Connection) -> list[SearchHit]:

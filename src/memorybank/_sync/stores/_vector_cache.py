@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from memorybank.stores._types import SearchHit, Visibility
-from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
+from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot, unit_query
 
 __all__ = ["CachedVectors", "VectorSource"]
 
@@ -169,14 +169,11 @@ class CachedVectors:
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
         """Cosine top ``k`` over the cached vectors, scope confirmed by the store."""
-        import numpy as np
 
-        query = np.asarray(vector, dtype=np.float32)
-        norm = float(np.linalg.norm(query))
-        wanted = [kind for kind in dict.fromkeys(kinds) if kind == "entry" or thread_id is None]
-        if k <= 0 or norm == 0 or not wanted:
+        prepared = unit_query(vector, kinds, k, thread_id)
+        if prepared is None:
             return []
-        query /= norm
+        query, wanted = prepared
         dim = int(query.shape[0])
         stamps = source._vc_stamps(tenant, model_id, wanted)
         fetch = 2 * k + 10
