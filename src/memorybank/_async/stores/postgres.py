@@ -225,6 +225,7 @@ from memorybank.stores._sql import (
     entry_payload,
     from_us,
     load,
+    messages_of_rows,
     row_to_branch,
     row_to_entry,
     row_to_record,
@@ -1439,6 +1440,17 @@ class AsyncPostgresStore(AsyncStore):
         page.sort(key=_position, reverse=newest_first)
         return thread, page
 
+    async def recent_messages(
+        self, tenant: str, thread_id: str, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """One statement, tuple rows straight to provider dicts (no ``Entry`` objects)."""
+        rows = await self._fetch(self._sql.recent_messages, (limit, tenant, thread_id), retry=True)
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if rows[0][1] is None:  # no entry (role is never NULL)
+            return rows[0][0], []
+        return rows[0][0], messages_of_rows([r[1:] for r in rows])
+
     async def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
@@ -2449,6 +2461,17 @@ class _Statements:
         self.append_refusal = (
             f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"
             " WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s"
+        )
+        # history(): the owner and the current branch's last N (role, content, name,
+        # tool_calls, tool_call_id), oldest first, in one statement; an empty thread
+        # gives one row of NULLs, an absent one none.
+        self.recent_messages = (
+            "SELECT t.user_id, e.role, e.content, e.name, e.tool_calls, e.tool_call_id"
+            f" FROM {p}threads t LEFT JOIN LATERAL (SELECT position, role, content, name,"
+            f" tool_calls, tool_call_id FROM {p}entries WHERE tenant_id = t.tenant_id"
+            " AND thread_id = t.id AND branch = t.current_branch"
+            " ORDER BY position DESC LIMIT %s::bigint) e ON true"
+            " WHERE t.tenant_id = %s AND t.id = %s ORDER BY e.position"
         )
         self.list_entries: dict[tuple[bool, bool], str] = {}
         for has_before in (False, True):
