@@ -589,12 +589,20 @@ ins AS (
         tool_calls, tool_call_id, metadata, state, token_count, created_at)
     SELECT %(tenant)s, %(thread)s, br.name, br.base + i.ord, i.id, i.role, i.content, i.name,
         i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count, i.created_at
-    FROM br CROSS JOIN json_to_recordset(%(batch)s::json) AS i(
-        id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
-        metadata json, state json, token_count integer, created_at timestamptz, ord bigint)
+    FROM br CROSS JOIN {rows}
 )
 SELECT br.name, br.base, {th_cols} FROM th LEFT JOIN br ON true
 """
+# Where ``_APPEND_PLAIN``'s rows come from: a JSON batch, or (one entry, every
+# ``remember``) plain parameters, which neither side has to encode or parse as JSON.
+_BATCH_ROWS = """json_to_recordset(%(batch)s::json) AS i(
+        id text, role text, content text, name text, tool_calls jsonb, tool_call_id text,
+        metadata json, state json, token_count integer, created_at timestamptz, ord bigint)"""
+_ONE_ROW = """(VALUES (%(id)s::text, %(role)s::text, %(content)s::text, %(name)s::text,
+        %(tool_calls)s::jsonb, %(tool_call_id)s::text, %(metadata)s::json, %(state)s::json,
+        %(token_count)s::integer, %(created_at)s::timestamptz, 1::bigint)) AS i(
+        id, role, content, name, tool_calls, tool_call_id, metadata, state, token_count,
+        created_at, ord)"""
 
 # "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
 # leave out the thread id and branch (the caller knows them) and send an empty
@@ -1330,7 +1338,7 @@ class AsyncPostgresStore(AsyncStore):
         owner: str | Unset | None,
     ) -> AppendResult:
         """A batch without idempotency keys: one statement, nothing to compare."""
-        params = {
+        params: dict[str, Any] = {
             "tenant": tenant,
             "thread": thread_id,
             "branch": branch,
@@ -1338,7 +1346,25 @@ class AsyncPostgresStore(AsyncStore):
             "owner": None if isinstance(owner, Unset) else owner,
             "now": updated_at,
             "count": len(sent),
-            "batch": dump(
+        }
+        if len(sent) == 1:
+            one = sent[0]
+            calls = tool_calls_value(one.tool_calls, one.extra, one.item)
+            params.update(
+                id=one.id,
+                role=one.role,
+                content=one.content,
+                name=one.name,
+                tool_calls=None if calls is None else dump(calls),
+                tool_call_id=one.tool_call_id,
+                metadata=dump(one.metadata) if one.metadata else "{}",
+                state=dump(one.state) if one.state else "{}",
+                token_count=one.token_count,
+                created_at=one.created_at,
+            )
+            query = self._sql.append_one
+        else:
+            params["batch"] = dump(
                 [
                     {
                         "id": e.id,
@@ -1355,9 +1381,9 @@ class AsyncPostgresStore(AsyncStore):
                     }
                     for index, e in enumerate(sent, 1)
                 ]
-            ),
-        }
-        rows = await self._fetch(self._sql.append_plain, params)
+            )
+            query = self._sql.append_plain
+        rows = await self._fetch(query, params)
         if not rows:
             refusal = await self._fetch(self._sql.append_refusal, params)
             if not refusal:
@@ -2456,7 +2482,10 @@ class _Statements:
             null_entry=_NULL_ENTRY,
         )
         self.append_plain = _APPEND_PLAIN.format(
-            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
+            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_BATCH_ROWS
+        )
+        self.append_one = _APPEND_PLAIN.format(
+            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_ONE_ROW
         )
         self.append_refusal = (
             f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"
