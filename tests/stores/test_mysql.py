@@ -109,6 +109,27 @@ async def test_async_pool_exhaustion_raises_store_unavailable(mysql_prefix: str)
     await store.close()
 
 
+async def test_async_gate_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
+    """All of the store's own connections held: the next caller waits at the gate
+    (queued, with a timer) and gets ``StoreUnavailable`` at the timeout; the gate
+    is free again (no timer on the hot path) once the holder is done."""
+    _create_schema(mysql_prefix)
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
+    await store.get_thread("default", "warm-up")
+    gate = store._pool._gate
+    assert gate is not None
+    await gate.acquire()  # its only slot (a held connection's block has a timer too)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="pool exhausted"):
+            await store.get_thread("default", "x")
+        assert time.monotonic() - started < 2
+    finally:
+        gate.release()
+    assert await store.get_thread("default", "x") is None  # usable again
+    await store.close()
+
+
 def test_sync_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
     _create_schema(mysql_prefix)
     store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
