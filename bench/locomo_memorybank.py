@@ -194,7 +194,7 @@ def _objective(rows: list[dict[str, Any]]) -> float:
     """What ``--loo`` maximises: the mean of recall@10 and recall within 1,024 tokens."""
     if not rows:
         return 0.0
-    return sum(r["recall@10"] + r["recall@1024tok"] for r in rows) / (2 * len(rows))
+    return sum(float(r["recall@10"]) + float(r["recall@1024tok"]) for r in rows) / (2 * len(rows))
 
 
 def leave_one_out(per_setting: dict[str, list[dict[str, Any]]]) -> tuple[dict[str, Any], str]:
