@@ -44,6 +44,7 @@ from typing import Any
 
 from memorybank import Memory
 from memorybank.embeddings import Embedder, LocalEmbedder
+from memorybank.retrieval import SearchOptions
 
 __all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
 
@@ -54,6 +55,14 @@ make_embedder: Callable[[], Embedder] = LocalEmbedder
 _threads: dict[int, tuple[object, str]] = {}
 _users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
+#: The ranking options of every search (``None``: the library defaults); ``--loo`` varies them.
+options: SearchOptions | None = None
+#: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
+LOO_GRID: dict[str, SearchOptions] = {
+    "defaults": SearchOptions(),
+    "semantic 0.9": SearchOptions().with_weights(semantic=0.9),
+    "semantic 1.5": SearchOptions().with_weights(semantic=1.5),
+}
 
 
 def parse_session_date(text: str) -> datetime | None:
@@ -149,7 +158,7 @@ def retrieve(conversation_turns: list[dict[str, Any]], question: str, k: int) ->
     else:
         thread_id = known[1]
     start = time.perf_counter()
-    hits = memory.search(question, k=k, mode="hybrid", thread_id=thread_id)
+    hits = memory.search(question, k=k, mode="hybrid", thread_id=thread_id, options=options)
     _stats["query_s"] += time.perf_counter() - start
     _stats["queries"] += 1
     return [str(hit.entry.metadata["dia_id"]) for hit in hits if hit.entry is not None]
@@ -164,7 +173,9 @@ def retrieve_user(conversation_turns: list[dict[str, Any]], question: str, k: in
     else:
         user = known[1]
     start = time.perf_counter()
-    hits = memory.search(question, k=k, mode="hybrid", user_id=user, agent_id=AGENT)
+    hits = memory.search(
+        question, k=k, mode="hybrid", user_id=user, agent_id=AGENT, options=options
+    )
     _stats["query_s"] += time.perf_counter() - start
     _stats["queries"] += 1
     return [str(hit.entry.metadata["dia_id"]) for hit in hits if hit.entry is not None]
@@ -179,6 +190,53 @@ def cost() -> dict[str, float]:
     }
 
 
+def _objective(rows: list[dict[str, Any]]) -> float:
+    """What ``--loo`` maximises: the mean of recall@10 and recall within 1,024 tokens."""
+    if not rows:
+        return 0.0
+    return sum(float(r["recall@10"]) + float(r["recall@1024tok"]) for r in rows) / (2 * len(rows))
+
+
+def leave_one_out(per_setting: dict[str, list[dict[str, Any]]]) -> tuple[dict[str, Any], str]:
+    """Per conversation, the rows of the setting that scores best on the *other*
+    conversations (adversarial questions left out of the choice); the combined
+    table and which setting each conversation got."""
+    names = list(per_setting)
+    samples = list(dict.fromkeys(r["sample_id"] for r in per_setting[names[0]]))
+    chosen: list[dict[str, Any]] = []
+    picks = []
+    for held in samples:
+        best = max(
+            names,
+            key=lambda n: _objective(
+                [r for r in per_setting[n] if r["sample_id"] != held and r["category"] != 5]
+            ),
+        )
+        picks.append(f"{held}: {best}")
+        chosen += [r for r in per_setting[best] if r["sample_id"] == held]
+    return _table(chosen), "; ".join(picks)
+
+
+def _table(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The harness's result layout (categories, overall without adversarial) for ``rows``."""
+    names = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+    metrics = [m for m in rows[0] if "@" in m]
+    table: dict[str, Any] = {}
+    for cat in (4, 1, 2, 3, 5):
+        mine = [r for r in rows if r["category"] == cat]
+        if mine:
+            table[names[cat]] = {
+                "n": len(mine),
+                **{m: sum(r[m] for r in mine) / len(mine) for m in metrics},
+            }
+    scored = [r for r in rows if r["category"] != 5]
+    table["overall"] = {
+        "n": len(scored),
+        **{m: sum(r[m] for r in scored) / len(scored) for m in metrics},
+    }
+    return {"table": table}
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python bench/locomo_memorybank.py [--scope thread|user|both] [--conversations N]``:
     the shared harness's table per scope, plus the cost."""
@@ -190,6 +248,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scope", choices=("thread", "user", "both"), default="thread")
     parser.add_argument(
         "--conversations", type=int, default=0, help="only the first N conversations (0: all)"
+    )
+    parser.add_argument(
+        "--loo",
+        action="store_true",
+        help="score each setting of LOO_GRID, then each conversation with the setting"
+        " that is best on the other ones (leave-one-conversation-out)",
     )
     args = parser.parse_args(argv)
     # ../shared next to the checkout (a worktree may sit one level deeper)
@@ -212,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.conversations:
         conversations = conversations[: args.conversations]
     ks, budgets = (5, 10, 20), (1024,)
-    global _memory
+    global _memory, options
     for scope in ("thread", "user") if args.scope == "both" else (args.scope,):
         # a fresh store per scope: thread-scope threads have no user, so they are
         # shared and every user would see them
@@ -225,9 +289,19 @@ def main(argv: list[str] | None = None) -> None:
         if scope == "user":
             ingest_users([c["turns"] for c in conversations])
         retriever = retrieve_user if scope == "user" else retrieve
-        result = harness.evaluate(conversations, retriever, ks, budgets)
-        print(f"{scope} scope")
-        print(harness.format_table(result, ks, budgets))
+        grid = LOO_GRID if args.loo else {"": options}
+        per_setting: dict[str, list[dict[str, Any]]] = {}
+        for name, setting in grid.items():
+            options = setting
+            result = harness.evaluate(conversations, retriever, ks, budgets)
+            per_setting[name] = result["per_question"]
+            print(f"{scope} scope" + (f", {name} (all conversations)" if name else ""))
+            print(harness.format_table(result, ks, budgets))
+        options = None
+        if args.loo:
+            held_out, picks = leave_one_out(per_setting)
+            print(f"{scope} scope, leave-one-conversation-out ({picks})")
+            print(harness.format_table(held_out, ks, budgets))
         c = cost()
         print(
             f"ingest: {c['ingest_turns_per_s']:,.0f} turns/s (embedding included);"

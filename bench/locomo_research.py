@@ -56,7 +56,11 @@ from memorybank.retrieval import (  # noqa: E402
     Signals,
 )
 
-SHARED = ROOT.parent / "shared"
+# ../shared next to the checkout (a worktree may sit one level deeper)
+SHARED = next(
+    (p / "shared" for p in ROOT.parents if (p / "shared" / "bench").is_dir()),
+    ROOT.parent / "shared",
+)
 DATA = SHARED / "data" / "locomo" / "locomo_dev.json"
 BENCH = SHARED / "bench" / "locomo_retrieval.py"
 EMB_CACHE = Path("/tmp/locomo_emb.npz")
