@@ -51,10 +51,10 @@ class RelationVerbs(GraphCore):
 
     async def _touching(self, ids: Sequence[str]) -> list[Relation]:
         """Every relation (any owner's, unscoped) with an endpoint among ``ids``."""
-        store = self._core.store
+        both = await self._core.store.record_list_keys_by_kind(self._tenant, (OUT, IN), ids)
         found: dict[str, Relation] = {}
-        for kind in (OUT, IN):
-            for record in await store.record_list_keys(self._tenant, kind, ids):
+        for records in both.values():
+            for record in records:
                 found[record.id] = _relation(self._tenant, record)
         return sorted(found.values(), key=lambda r: (r.created_at, r.id))
 

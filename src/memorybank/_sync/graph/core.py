@@ -137,11 +137,13 @@ class GraphCore:
         self, ids: Sequence[str], way: Direction, seen: Visibility, flt: _Filter
     ) -> list[_Edge]:
         """The relations leaving ``ids`` in direction ``way`` that pass ``flt`` (endpoints
-        not yet checked), oldest first: one ``record_list_keys`` per stored direction."""
-        store = self._core.store
+        not yet checked), oldest first: one read of both stored directions."""
+        both = self._core.store.record_list_keys_by_kind(
+            self._tenant, (OUT, IN), ids, visible_to=seen
+        )
         edges: dict[tuple[str, str], _Edge] = {}
-        for kind in (OUT, IN):
-            for record in store.record_list_keys(self._tenant, kind, ids, visible_to=seen):
+        for kind, records in both.items():
+            for record in records:
                 if not visible(seen, record.agent_id, record.user_id):
                     continue
                 relation = _relation(self._tenant, record)
