@@ -50,7 +50,7 @@ from typing import Any
 
 from bench._util import Latency, measure, table
 from memorybank import Memory
-from memorybank._async import graph as g
+from memorybank._async.graph import records as g
 from memorybank._ids import new_id
 from memorybank._sync.stores.base import Record, Store
 from memorybank.errors import MemoryBankError

@@ -66,6 +66,43 @@ def test_search(url: str) -> None:
     assert table.exit_code == 0 and "Trains to Porto?" in table.stdout
 
 
+def test_search_facts_and_their_history(url: str) -> None:
+    facts = as_json("search", "sun", "--kind", "facts", "--url", url)
+    assert [(h["kind"], h["fact"]["content"], h["superseded"]) for h in facts] == [
+        ("fact", "Ana loves sun", False)
+    ]
+    both = as_json("search", "sun", "--kind", "facts", "--include-history", "--url", url)
+    assert sorted((h["fact"]["content"], h["fact"]["version"], h["superseded"]) for h in both) == [
+        ("Ana likes sun", 1, True),
+        ("Ana loves sun", 2, False),
+    ]
+    mixed = as_json("search", "Lisbon", "--kind", "entries", "--kind", "facts", "--url", url)
+    assert {h["kind"] for h in mixed} == {"entry"}  # no document: not asked for
+    table = invoke("search", "sun", "--kind", "facts", "--include-history", "--url", url)
+    assert table.exit_code == 0, table.output
+    assert "Ana likes sun" in table.stdout and "v1 (superseded)" in table.stdout
+    assert "v2" in table.stdout
+
+
+def test_search_never_shows_another_users_private_facts(url: str) -> None:
+    for user in ("bob", "carol"):
+        hidden = as_json(
+            "search", "sun", "--kind", "facts", "--include-history", "--user", user, "--url", url
+        )
+        assert hidden == []
+    own = as_json(
+        "search", "sun", "--kind", "facts", "--include-history", "--user", "ana", "--url", url
+    )
+    assert {h["fact"]["content"] for h in own} == {"Ana likes sun", "Ana loves sun"}
+
+
+def test_search_history_needs_facts(url: str) -> None:
+    result = invoke("search", "sun", "--include-history", "--url", url)
+    assert result.exit_code == 1 and "include_history" in result.stderr
+    bad = invoke("search", "sun", "--kind", "threads", "--url", url)
+    assert bad.exit_code == 2
+
+
 def test_facts_and_history(url: str) -> None:
     facts = as_json("facts", "--url", url)
     assert [f["content"] for f in facts] == ["Ana loves sun"] and facts[0]["version"] == 2

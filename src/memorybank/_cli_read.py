@@ -22,6 +22,7 @@ from memorybank._async.stores.open import sqlite_path
 from memorybank._cli_common import TenantOption, UrlOption, _console, _errors, format_time
 from memorybank._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.errors import NotFound
+from memorybank.records import Hit
 from memorybank.stores._types import UNSET, Unset
 
 __all__ = ["JsonOption", "emit_json", "open_existing", "register"]
@@ -39,6 +40,14 @@ class Mode(enum.StrEnum):
     hybrid = "hybrid"
     keyword = "keyword"
     semantic = "semantic"
+
+
+class Kind(enum.StrEnum):
+    """What a search covers."""
+
+    entries = "entries"
+    documents = "documents"
+    facts = "facts"
 
 
 def resolve_url(url: str | None) -> str:
@@ -81,13 +90,26 @@ def search(
     k: Annotated[int, typer.Option("--k", min=1, help="How many hits.")] = 10,
     mode: Annotated[Mode, typer.Option("--mode", help="Ranking mode.")] = Mode.keyword,
     thread: Annotated[str | None, typer.Option("--thread", help="Search one thread only.")] = None,
+    kind: Annotated[
+        list[Kind] | None,
+        typer.Option(
+            "--kind",
+            help="What to search (repeat for several; default: entries and documents).",
+            show_default=False,
+        ),
+    ] = None,
+    include_history: Annotated[
+        bool,
+        typer.Option("--include-history", help="With --kind facts: earlier values of facts too."),
+    ] = False,
     user: UserOption = None,
     agent: AgentOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
-    """Search entries and documents (keyword mode by default: no embedder on the CLI)."""
+    """Search entries, documents and facts (keyword mode by default: no embedder on the CLI)."""
+    kinds = tuple(dict.fromkeys(k.value for k in kind)) if kind else ("entries", "documents")
     with _errors(), open_existing(url, tenant) as memory:
         hits = memory.search(
             query,
@@ -96,6 +118,8 @@ def search(
             thread_id=thread,
             user_id=_opt(user),
             agent_id=_opt(agent),
+            kinds=kinds,
+            include_history=include_history,
         )
         if as_json:
             emit_json(hits)
@@ -108,11 +132,20 @@ def search(
         for name in ("score", "kind", "id", "where", "content"):
             table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
         for hit in hits:
-            where = f"{hit.entry.thread_id}/{hit.entry.branch}" if hit.entry else "-"
+            where = _where(hit)
             table.add_row(
                 f"{hit.score:.3f}", hit.kind, Text(hit.id), Text(where), _cell(hit.content)
             )
         console.print(table)
+
+
+def _where(hit: Hit) -> str:
+    """The search table's ``where`` cell: an entry's thread and branch, a fact's version."""
+    if hit.entry is not None:
+        return f"{hit.entry.thread_id}/{hit.entry.branch}"
+    if hit.fact is not None:
+        return f"v{hit.fact.version}" + (" (superseded)" if hit.superseded else "")
+    return "-"
 
 
 def facts(

@@ -207,6 +207,37 @@ def test_search_shows_hits_with_their_signals(seeded: Seeded, page: Page) -> Non
     assert "globex" not in hits  # the other tenant's entry matches the words too
 
 
+def test_search_finds_facts_and_their_history_but_never_another_users(
+    seeded: Seeded, page: Page
+) -> None:
+    login(page, seeded, seeded.key, user="alice")
+    page.goto(f"{seeded.base}/ui/search")
+    page.fill("#search-form input[name=q]", "contact")
+    page.select_option("#search-form select[name=mode]", "keyword")
+    page.select_option("#search-form select[name=kinds]", "facts")
+    page.click("#search-form button")
+    hits = page.inner_text("#hits")
+    assert "Alice prefers phone contact" in hits and "email contact" not in hits
+    page.check("#search-form input[name=history]")
+    page.click("#search-form button")
+    assert page.locator("#search-form input[name=history]").is_checked()
+    assert page.locator("#hits tr.hit").count() == 2
+    old = page.locator("#hits tr.hit.superseded")
+    assert old.count() == 1 and "Alice prefers email contact" in old.inner_text()
+    assert "(superseded)" in old.inner_text()
+    old.locator("a").click()  # the fact's page lists both versions
+    page.wait_for_url("**/ui/fact?id=*")
+    assert "Alice prefers email contact" in page.inner_text("main")
+
+    login(page, seeded, seeded.key, user="bob")
+    page.goto(f"{seeded.base}/ui/search?q=contact&mode=keyword&kinds=entries,documents,facts")
+    page.check("#search-form input[name=history]")
+    page.click("#search-form button")
+    assert page.locator("#no-hits").count() == 1
+    assert page.input_value("#search-form input[name=q]") == "contact"
+    assert "Alice prefers" not in page.inner_text("main")
+
+
 def test_build_context_preview_shows_budget_blocks_and_entries(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.key)
     page.goto(f"{seeded.base}/ui/thread?id=t-orders")

@@ -199,6 +199,36 @@ async def test_another_tenant_or_user_sees_only_its_own(inspector: Inspector) ->
     assert refused.status_code == 422  # a user's view may only forget that user
 
 
+async def test_search_covers_facts_and_their_history_in_the_callers_scope(
+    inspector: Inspector,
+) -> None:
+    facts = "/ui/search?q=contact&mode=keyword&kinds=facts"
+    await inspector.login(inspector.data.key)
+    page = await inspector.page(facts)
+    assert "Alice prefers phone contact" in page and "email contact" not in page
+    assert '<option value="facts" selected>' in page
+    page = await inspector.page(facts + "&history=1")
+    assert "Alice prefers phone contact" in page and "Alice prefers email contact" in page
+    assert page.count('class="hit superseded"') == 1 and "v1 <span" in page
+    assert 'name="history" value="1" checked' in page
+    page = await inspector.page(facts.replace("=facts", "=entries,documents,facts") + "&history=1")
+    assert "Alice prefers email contact" in page
+    page = await inspector.page("/ui/search?q=contact&mode=keyword&history=1")
+    assert 'id="no-hits"' in page and 'id="error"' not in page  # no facts asked for
+
+    await inspector.login(inspector.data.key, user="alice")
+    page = await inspector.page(facts + "&history=1")
+    assert "Alice prefers phone contact" in page and "Alice prefers email contact" in page
+    for key, user in ((inspector.data.key, "bob"), (inspector.data.other_key, None)):
+        await inspector.login(key, user=user)
+        for mode in ("keyword", "hybrid"):
+            for kinds in ("facts", "entries,documents,facts"):
+                page = await inspector.page(
+                    f"/ui/search?q=Alice+prefers+contact&mode={mode}&kinds={kinds}&history=1"
+                )
+                assert "phone contact" not in page and "email contact" not in page
+
+
 async def test_a_revoked_key_ends_the_session(inspector: Inspector) -> None:
     await inspector.login(inspector.data.key)
     inspector.client.cookies.clear()

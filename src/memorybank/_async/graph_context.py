@@ -46,7 +46,7 @@ from memorybank.graph._context import (
 from memorybank.graph.model import Entity, GraphContextOptions
 
 if TYPE_CHECKING:
-    from memorybank._async.graph import AsyncGraph
+    from memorybank._async.graph.context import ContextVerbs
     from memorybank.tokens import Tokenizer
 
 __all__ = ["CANDIDATES", "graph_block"]
@@ -60,7 +60,7 @@ SEARCH_SEEDS = 3
 
 
 async def graph_block(
-    graph: AsyncGraph,
+    graph: ContextVerbs,
     query: str,
     *,
     agent_id: str | None,
@@ -112,7 +112,7 @@ async def graph_block(
 
 
 async def _seeds(
-    graph: AsyncGraph,
+    graph: ContextVerbs,
     query: str,
     *,
     agent_id: str | None,

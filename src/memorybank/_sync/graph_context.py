@@ -47,7 +47,7 @@ from memorybank.graph._context import (
 from memorybank.graph.model import Entity, GraphContextOptions
 
 if TYPE_CHECKING:
-    from memorybank._sync.graph import Graph
+    from memorybank._sync.graph.context import ContextVerbs
     from memorybank.tokens import Tokenizer
 
 __all__ = ["CANDIDATES", "graph_block"]
@@ -61,7 +61,7 @@ SEARCH_SEEDS = 3
 
 
 def graph_block(
-    graph: Graph,
+    graph: ContextVerbs,
     query: str,
     *,
     agent_id: str | None,
@@ -113,7 +113,7 @@ def graph_block(
 
 
 def _seeds(
-    graph: Graph,
+    graph: ContextVerbs,
     query: str,
     *,
     agent_id: str | None,

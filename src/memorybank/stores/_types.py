@@ -24,6 +24,7 @@ __all__ = [
     "Unset",
     "VectorItem",
     "Visibility",
+    "by_kind",
     "searched_kinds",
     "visible",
 ]
@@ -106,6 +107,15 @@ class Record:
     key: str | None = None
     expires_at: datetime | None = None
     revision: int = 0
+
+
+def by_kind(kinds: Sequence[str], records: Sequence[Record]) -> dict[str, list[Record]]:
+    """``records`` (of ``kinds``) under their kind, in the order given; every kind is
+    a key, in ``kinds``' order, an empty list when no record has it."""
+    grouped: dict[str, list[Record]] = {kind: [] for kind in kinds}
+    for record in records:
+        grouped[record.kind].append(record)
+    return grouped
 
 
 @dataclass(frozen=True, slots=True)

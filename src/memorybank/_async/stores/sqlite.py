@@ -10,7 +10,8 @@ version 3; NULL on older rows, which match any payload), compared with the
 new one inside the append's transaction.
 Records are indexed by ``(tenant_id, kind, id)``, ``(tenant_id, kind, key)``
 and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
-(``record_get_many``, ``record_list_keys``) are one call on the store's thread
+(``record_get_many``, ``record_list_keys``, ``record_list_keys_by_kind``) are one
+call on the store's thread
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
 Vectors (schema version 7): ``<prefix>vector_changes`` counts, by trigger, the
@@ -117,6 +118,7 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
+from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
@@ -1700,20 +1702,41 @@ class AsyncSQLiteStore(AsyncStore):
         visible_to: Visibility | None = None,
     ) -> list[Record]:
         """One read over the ``records_key`` index, ``_IN_CHUNK`` keys per statement."""
+        return await self._list_keys(tenant, [kind], keys, visible_to)
+
+    async def record_list_keys_by_kind(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> dict[str, list[Record]]:
+        """One read for every kind (``kind IN (...)`` on the same index)."""
+        wanted = list(dict.fromkeys(kinds))
+        return by_kind(wanted, await self._list_keys(tenant, wanted, keys, visible_to))
+
+    async def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+    ) -> list[Record]:
         wanted = list(dict.fromkeys(keys))
-        if not wanted:
+        if not wanted or not kinds:
             return []
         scope, scope_params = scope_sql("", visible_to, "?")
         sql = (
-            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
-            " WHERE tenant_id = ? AND kind = ? AND key IN ({marks})" + scope
+            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records WHERE tenant_id = ?"
+            f" AND kind IN ({', '.join('?' * len(kinds))}) AND key IN ({{marks}})" + scope
         )
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             rows: list[Any] = []
             for chunk in _chunks(wanted):
                 query = sql.format(marks=", ".join("?" * len(chunk)))
-                rows += conn.execute(query, (tenant, kind, *chunk, *scope_params)).fetchall()
+                rows += conn.execute(query, (tenant, *kinds, *chunk, *scope_params)).fetchall()
             rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts
             return [row_to_record(row) for row in rows]
 

@@ -600,6 +600,22 @@ class Store(abc.ABC):
                 found[record.id] = record
         return sorted(found.values(), key=lambda r: (r.created_at, r.id))
 
+    def record_list_keys_by_kind(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> dict[str, list[Record]]:
+        """``record_list_keys`` of each of ``kinds`` at once, keyed by kind (each kind
+        given once, in order; an empty list when nothing matches). The graph reads the
+        relations of a breadth-first level, stored once per direction, with it."""
+        return {
+            kind: self.record_list_keys(tenant, kind, keys, visible_to=visible_to)
+            for kind in dict.fromkeys(kinds)
+        }
+
     def record_page(
         self,
         tenant: str,

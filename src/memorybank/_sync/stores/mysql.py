@@ -214,6 +214,7 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
+from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     from memorybank.stores._vectors import CachedRows
@@ -2077,16 +2078,37 @@ class MySQLStore(Store):
     ) -> list[Record]:
         """Reads of the ``records_key`` index, ``_IN_CHUNK`` keys per statement, in one
         round trip; oldest first."""
+        return self._list_keys(tenant, [kind], keys, visible_to)
+
+    def record_list_keys_by_kind(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> dict[str, list[Record]]:
+        """The same round trip for every kind (``kind IN (...)`` on the same index)."""
+        wanted = list(dict.fromkeys(kinds))
+        return by_kind(wanted, self._list_keys(tenant, wanted, keys, visible_to))
+
+    def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+    ) -> list[Record]:
         wanted = list(dict.fromkeys(keys))
-        if not wanted:
+        if not wanted or not kinds:
             return []
         scope, scope_args = scope_sql("", visible_to, "%s")
         rows = self._select_many(
             [
                 (
-                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
-                    f" AND k IN ({_marks(len(chunk))}){scope}",
-                    (tenant, kind, *chunk, *scope_args),
+                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s"
+                    f" AND kind IN ({_marks(len(kinds))}) AND k IN ({_marks(len(chunk))}){scope}",
+                    (tenant, *kinds, *chunk, *scope_args),
                 )
                 for chunk in _chunks(wanted)
             ]

@@ -31,10 +31,10 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
     schema_version(id = 1, version)
 
 Batch record reads are one statement each: ``record_get_many`` (primary key,
-``id = ANY(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``)
-and ``record_page`` (a row-value range ``(created_at, id) > cursor`` of the
-``(tenant_id, kind, created_at, id)`` index); an array is one parameter, so
-no list needs chunking.
+``id = ANY(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
+``record_list_keys_by_kind`` adds ``kind = ANY(array)``) and ``record_page`` (a
+row-value range ``(created_at, id) > cursor`` of the ``(tenant_id, kind,
+created_at, id)`` index); an array is one parameter, so no list needs chunking.
 
 Full text (schema version 2): ``entries`` and ``records`` carry a generated
 ``search tsvector`` column (``to_tsvector('english', content)``) with a GIN
@@ -237,6 +237,7 @@ from memorybank.stores._sql import (
     unit_vector_bytes,
     vector_from_bytes,
 )
+from memorybank.stores._types import by_kind
 
 try:
     import psycopg
@@ -1971,13 +1972,34 @@ class PostgresStore(Store):
         visible_to: Visibility | None = None,
     ) -> list[Record]:
         """One statement over the ``records_key`` index (``key = ANY(array)``)."""
+        return self._list_keys(tenant, [kind], keys, visible_to)
+
+    def record_list_keys_by_kind(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> dict[str, list[Record]]:
+        """One statement for every kind (``kind = ANY(array)`` on the same index)."""
+        wanted = list(dict.fromkeys(kinds))
+        return by_kind(wanted, self._list_keys(tenant, wanted, keys, visible_to))
+
+    def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+    ) -> list[Record]:
         wanted = list(dict.fromkeys(keys))
-        if not wanted:
+        if not wanted or not kinds:
             return []
-        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "keys": wanted}
+        params: dict[str, Any] = {"tenant": tenant, "kinds": list(kinds), "keys": wanted}
         query = (
             f"SELECT {_R_READ} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
-            " AND r.kind = %(kind)s AND r.key = ANY(%(keys)s::text[])"
+            " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
             f"{_scope('r', visible_to, params)} ORDER BY r.created_at, r.id"
         )
         return [row_to_record(r) for r in self._fetch(query, params, retry=True)]

@@ -67,8 +67,10 @@ _STRATEGIES = ("recent", "relevant", "hybrid")
 _MODES = ("hybrid", "keyword", "semantic")
 _KINDS = {
     "entries,documents": ("entries and documents", ("entries", "documents")),
+    "entries,documents,facts": ("entries, documents and facts", ("entries", "documents", "facts")),
     "entries": ("entries", ("entries",)),
     "documents": ("documents", ("documents",)),
+    "facts": ("facts", ("facts",)),
 }
 
 
@@ -635,12 +637,15 @@ def build_router() -> APIRouter:
         kinds: str = "entries,documents",
         thread: str = "",
         k: str = "",
+        history: str = "",
     ) -> Response:
         async def view(viewer: Viewer) -> Response:
             chosen_mode: SearchMode = (
                 "keyword" if mode == "keyword" else "semantic" if mode == "semantic" else "hybrid"
             )
             chosen_kinds = kinds if kinds in _KINDS else "entries,documents"
+            # Earlier values are facts' only: the box means nothing for other kinds.
+            with_history = bool(history) and "facts" in _KINDS[chosen_kinds][1]
             count = _int(k, 10, 1, 100)
             hits = []
             error = None
@@ -652,6 +657,7 @@ def build_router() -> APIRouter:
                         mode=chosen_mode,
                         thread_id=thread.strip() or None,
                         kinds=_KINDS[chosen_kinds][1],
+                        include_history=with_history,
                     )
                 except MemoryBankError as exc:  # e.g. semantic mode without an embedder
                     error = str(exc)
@@ -664,6 +670,7 @@ def build_router() -> APIRouter:
                 modes=_MODES,
                 kinds=chosen_kinds,
                 kind_choices=[(value, label) for value, (label, _) in _KINDS.items()],
+                history=bool(history),
                 thread=thread,
                 k=count,
                 hits=hits,

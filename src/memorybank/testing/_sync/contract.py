@@ -1626,6 +1626,57 @@ class SyncContract:
         found = store.record_list_keys(tenant, "edge", keys)
         assert found == [r for r in records if int(r.key[1:]) % 2 == 0]  # type: ignore[index]
 
+    def test_record_list_keys_by_kind_is_record_list_keys_of_each_kind(
+        self, store: Store
+    ) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        u = uuid.uuid4().hex[:8]
+
+        def rec(kind: str, name: str, key: str, day: int, **kwargs: Any) -> Record:
+            return self._record(
+                kind, name, id=f"{u}-{name}", key=key, created_at=base + timedelta(day), **kwargs
+            )
+
+        # One id under two kinds, as a graph relation is stored once per direction.
+        out_shared, in_shared = rec("out", "r1", "a", 2), rec("in", "r1", "b", 2)
+        out_alice = rec("out", "r2", "b", 1, user_id="alice", agent_id="bot")
+        in_alice = rec("in", "r2", "a", 1, user_id="alice", agent_id="bot")
+        in_bob = rec("in", "r3", "a", 0, user_id="bob")
+        out_other_agent = rec("out", "r4", "a", 3, agent_id="other")
+        elsewhere = rec("node", "r5", "a", 0)
+        store.record_put(
+            tenant, [out_shared, in_shared, out_alice, in_alice, in_bob, out_other_agent, elsewhere]
+        )
+        keys = ["a", "b", "a", _id("nokey")]
+        everything = store.record_list_keys_by_kind(tenant, ["out", "in", "out", "x"], keys)
+        assert list(everything) == ["out", "in", "x"]
+        assert everything == {
+            "out": [out_alice, out_shared, out_other_agent],
+            "in": [in_bob, in_alice, in_shared],
+            "x": [],
+        }
+        alice = store.record_list_keys_by_kind(
+            tenant, ["out", "in"], keys, visible_to=Visibility("bot", "alice")
+        )
+        assert alice == {"out": [out_alice, out_shared], "in": [in_alice, in_shared]}
+        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+            got = store.record_list_keys_by_kind(tenant, ["in", "out"], keys, visible_to=seen)
+            assert got == {
+                kind: store.record_list_keys(tenant, kind, keys, visible_to=seen)
+                for kind in ("in", "out")
+            }
+        assert store.record_list_keys_by_kind(tenant, ["out", "in"], ["b"]) == {
+            "out": [out_alice],
+            "in": [in_shared],
+        }
+        assert store.record_list_keys_by_kind(tenant, ["out"], []) == {"out": []}
+        assert store.record_list_keys_by_kind(tenant, [], keys) == {}
+        assert store.record_list_keys_by_kind(_id("tenant"), ["out", "in"], keys) == {
+            "out": [],
+            "in": [],
+        }
+
     def test_record_page_walks_every_record_once_in_order(self, store: Store) -> None:
         tenant = _id("tenant")
         base = datetime(2026, 1, 1, tzinfo=UTC)
