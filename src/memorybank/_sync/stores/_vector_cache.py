@@ -90,6 +90,18 @@ class SyncedSlot(VectorSlot):
         self.where: dict[str, int] = {}
         self.generation = 0
 
+    def ann_keys(self, start: int, stop: int) -> NDArray[np.int64]:
+        """Row positions: several rows share a ``seq`` (one write), and rows are only
+        ever appended (an older copy is hidden, not removed), so positions stay keys."""
+        import numpy as np
+
+        return np.arange(start, stop, dtype=np.int64)
+
+    def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
+        import numpy as np
+
+        return np.where((rowids >= 0) & (rowids < self.n), rowids, -1).astype(np.int64)
+
     def current(self, dim: int, stamp: tuple[int, int]) -> bool:
         """Whether the slot holds every row the counters ``stamp`` describe."""
         version, generation = stamp
