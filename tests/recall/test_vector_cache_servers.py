@@ -149,6 +149,31 @@ def test_many_writers_keep_every_vector(pair: tuple[Store, Store]) -> None:
         assert _entries(b, _vec(i), k=1) == [f"e{i}"]
 
 
+def test_the_hnsw_index_answers_over_batched_writes(
+    pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows written in one batch share a ``seq``: the index is keyed by row, not ``seq``,
+    finds what the exact search finds, and never a replaced vector's old value."""
+    from memorybank.stores import _vectors
+
+    if not _vectors.ann_available():
+        pytest.skip("usearch is not installed")
+    monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
+    monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    a, b = pair
+    _thread(a, "th")
+    a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(60)])
+    a.vector_put("t", [VectorItem("entry", f"f{i}", MODEL, _vec(100 + i), "th") for i in range(20)])
+    for i in (0, 7, 59):
+        assert _entries(b, _vec(i), k=3)[0] == f"e{i}"
+    assert _entries(b, _vec(105), k=1) == ["f5"]
+    slot = next(iter(b.__dict__["_cached_vectors"].cache.slots.values()))
+    assert slot.has_ann()  # answered by the index
+    a.vector_put("t", [VectorItem("entry", "e7", MODEL, _vec(300), "th")])
+    assert _entries(b, _vec(300), k=1) == ["e7"]
+    assert "e7" not in _entries(b, _vec(7), k=5)
+
+
 @pytest.mark.parametrize("kind", ["postgres", "mysql", "redis"])
 def test_vectors_written_before_the_upgrade_are_cached_and_deletable(
     kind: str, tmp_path: Path

@@ -62,6 +62,8 @@ _MIN_ENTRY_TOKENS = 5
 _FIRST_PAGE = 64
 _MAX_PAGE = 1024
 _MAX_CANDIDATES = 4096
+#: Budget tokens per candidate below which the first similarity search needs no more.
+_TOKENS_PER_CANDIDATE = 8
 
 
 class _Failed(Exception):
@@ -543,6 +545,11 @@ class AsyncContextBuilder:
         seen: set[str] = set()
         used = 0
         k = 64
+        # A budget that needs more candidates starts further along the same k = 64 * 4^n
+        # steps (a search per step costs a scoring and a confirmation); the hits of a
+        # larger k begin with those of a smaller one, so the picks are the same.
+        while k < _MAX_CANDIDATES and k * _TOKENS_PER_CANDIDATE < budget:
+            k *= 4
         while True:
             hits = await core.store.vector_search(
                 tenant,

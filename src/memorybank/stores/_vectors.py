@@ -290,6 +290,10 @@ class VectorSlot:
                 return None  # a narrow scope: exact search over it is cheaper
             count *= 4
 
+    def ann_keys(self, start: int, stop: int) -> NDArray[np.int64]:
+        """The index keys of rows ``[start, stop)``: their rowids (``positions`` maps back)."""
+        return self.rowids[start:stop]
+
     def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Row index of each rowid, -1 for a rowid the slot does not hold."""
         at = np.searchsorted(self.rowids, rowids)
@@ -369,7 +373,7 @@ class VectorSlot:
             self.ann_source = "built"
         if self._ann_rows < self.n:
             self._ann.add(
-                self.rowids[self._ann_rows : self.n], self.matrix[self._ann_rows : self.n]
+                self.ann_keys(self._ann_rows, self.n), self.matrix[self._ann_rows : self.n]
             )
             self._ann_rows = self.n
         return self._ann

@@ -16,22 +16,29 @@ across processes by two counters the store keeps per ``(tenant, model, kind)``:
 - ``generation``: bumped in the same transaction as any delete of vectors.
   A changed generation reloads the slot.
 
-A query reads the counters of its kinds (one round trip), the new rows if any,
-ranks the slot's rows whose cached scope matches, and then has the store
-confirm the shortlist's ids with the same scoped SQL as the exact search (one
-round trip): the cache is a shortlist, never trusted for scope. When too few
-of the shortlist survive (scope changed since the rows were cached), that kind
-is searched exactly, as before.
+A query ranks the cached rows whose cached scope matches and sends ONE round
+trip (``_vc_check``): the counters of its kinds and the store's confirmation of
+the shortlist's ids, with the same scoped SQL as the exact search (the cache is
+a shortlist, never trusted for scope). When the counters show that the cache
+was current, that is the answer. Otherwise (or when a kind was never cached)
+the new rows are read, the shortlist ranked again and confirmed again, as a
+search that read the counters first would have. When too few of the shortlist
+survive (scope changed since the rows were cached), that kind is searched
+exactly, as before.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from memorybank.stores._types import SearchHit, Visibility
 from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot, unit_query
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 __all__ = ["CachedVectors", "VectorSource"]
 
@@ -39,29 +46,25 @@ __all__ = ["CachedVectors", "VectorSource"]
 class VectorSource(Protocol):
     """What a store provides to ``CachedVectors`` (each one round trip)."""
 
-    async def _vc_stamps(
-        self, tenant: str, model_id: str, kinds: Sequence[str]
-    ) -> dict[str, tuple[int, int]]:
-        """``kind -> (version, generation)``; a kind never written may be absent."""
-        ...
-
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
     ) -> CachedRows:
         """Rows of ``kind`` with ``seq > after``, in ``seq`` order (``rowids`` = ``seq``)."""
         ...
 
-    async def _vc_confirm(
+    async def _vc_check(
         self,
         tenant: str,
         model_id: str,
+        kinds: Sequence[str],
         ids: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> set[tuple[str, str]]:
-        """The ``(kind, id)`` of ``ids`` (per kind: (id, thread)) the scoped exact search
-        would consider."""
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        """In one round trip: ``kind -> (version, generation)`` of ``kinds`` (a kind
+        never written may be absent), and the ``(kind, id)`` of ``ids`` (per kind:
+        (id, thread); none: nothing to confirm) the scoped exact search would consider."""
         ...
 
     async def _vc_exact(
@@ -85,6 +88,23 @@ class SyncedSlot(VectorSlot):
         super().__init__(dim)
         self.where: dict[str, int] = {}
         self.generation = 0
+
+    def ann_keys(self, start: int, stop: int) -> NDArray[np.int64]:
+        """Row positions: several rows share a ``seq`` (one write), and rows are only
+        ever appended (an older copy is hidden, not removed), so positions stay keys."""
+        import numpy as np
+
+        return np.arange(start, stop, dtype=np.int64)
+
+    def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
+        import numpy as np
+
+        return np.where((rowids >= 0) & (rowids < self.n), rowids, -1).astype(np.int64)
+
+    def current(self, dim: int, stamp: tuple[int, int]) -> bool:
+        """Whether the slot holds every row the counters ``stamp`` describe."""
+        version, generation = stamp
+        return self.dim == dim and self.generation == generation and version <= self.max_rowid
 
     def merge(self, rows: CachedRows, floor: int | None = None) -> None:
         """Append ``rows`` (only those with ``seq > floor`` when given)."""
@@ -122,6 +142,11 @@ class CachedVectors:
         with self._lock:
             self.cache.clear()
 
+    def _cached(self, tenant: str, model_id: str, kind: str) -> SyncedSlot | None:
+        with self._lock:
+            found = self.cache.slots.get((tenant, model_id, kind))
+        return found if isinstance(found, SyncedSlot) else None
+
     async def _current(
         self,
         source: VectorSource,
@@ -131,29 +156,36 @@ class CachedVectors:
         dim: int,
         stamp: tuple[int, int],
     ) -> SyncedSlot:
-        version, generation = stamp
-        key = (tenant, model_id, kind)
-        with self._lock:
-            found = self.cache.slots.get(key)
-        slot = found if isinstance(found, SyncedSlot) else None
-        if (
-            slot is not None
-            and slot.dim == dim
-            and slot.generation == generation
-            and version <= slot.max_rowid
-        ):
+        slot = self._cached(tenant, model_id, kind)
+        if slot is not None and slot.current(dim, stamp):
             return slot
-        if slot is None or slot.dim != dim or slot.generation != generation:
+        if slot is None or slot.dim != dim or slot.generation != stamp[1]:
             fresh = SyncedSlot(dim)
-            fresh.generation = generation
+            fresh.generation = stamp[1]
             fresh.merge(await source._vc_rows(tenant, model_id, kind, dim, -1))
             with self._lock:
-                self.cache.slots[key] = fresh
+                self.cache.slots[(tenant, model_id, kind)] = fresh
             return fresh
         added = await source._vc_rows(tenant, model_id, kind, dim, slot.max_rowid)
         with self._lock:
             slot.merge(added, floor=slot.max_rowid)
         return slot
+
+    def _shortlist(
+        self,
+        slots: Mapping[str, SyncedSlot],
+        query: NDArray[np.float32],
+        fetch: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> dict[str, list[tuple[str, str | None, float]]]:
+        """Per kind, the best ``fetch`` cached rows whose cached scope matches."""
+        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+        with self._lock:
+            for kind, slot in slots.items():
+                found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
+                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+        return shortlist
 
     async def search(
         self,
@@ -174,20 +206,29 @@ class CachedVectors:
             return []
         query, wanted = prepared
         dim = int(query.shape[0])
-        stamps = await source._vc_stamps(tenant, model_id, wanted)
         fetch = 2 * k + 10
-        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
-        for kind in wanted:
-            slot = await self._current(
-                source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
+        cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
+        slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
+        shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+        # the counters and the confirmation of what the cache holds: one round trip
+        stamps, confirmed = await source._vc_check(
+            tenant, model_id, wanted, _ids(shortlist), dim, thread_id, visible_to
+        )
+        if len(slots) < len(wanted) or not all(
+            slot.current(dim, stamps.get(kind, (0, 0))) for kind, slot in slots.items()
+        ):
+            # the cache lagged: read what changed (as of the counters), rank and confirm again
+            for kind in wanted:
+                slots[kind] = await self._current(
+                    source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
+                )
+            shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+            ids = _ids(shortlist)
+            if not ids:
+                return []
+            _, confirmed = await source._vc_check(
+                tenant, model_id, [], ids, dim, thread_id, visible_to
             )
-            with self._lock:
-                found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
-                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-        ids = {kind: [(rid, tid) for rid, tid, _ in got] for kind, got in shortlist.items() if got}
-        if not ids:
-            return []
-        confirmed = await source._vc_confirm(tenant, model_id, ids, dim, thread_id, visible_to)
         hits: list[SearchHit] = []
         redo: list[str] = []
         for kind, best in shortlist.items():
@@ -200,3 +241,10 @@ class CachedVectors:
             hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
         hits.sort(key=lambda h: (-h.score, h.kind, h.id))
         return hits[:k]
+
+
+def _ids(
+    shortlist: Mapping[str, Sequence[tuple[str, str | None, float]]],
+) -> dict[str, list[tuple[str, str | None]]]:
+    """The shortlist's (id, thread) per kind, kinds with none left out."""
+    return {kind: [(rid, tid) for rid, tid, _ in got] for kind, got in shortlist.items() if got}

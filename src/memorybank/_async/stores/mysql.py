@@ -2334,20 +2334,6 @@ class AsyncMySQLStore(AsyncStore):
             visible_to=visible_to,
         )
 
-    async def _vc_stamps(
-        self, tenant: str, model_id: str, kinds: Sequence[str]
-    ) -> dict[str, tuple[int, int]]:
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT kind, version, generation FROM {self._stamps} WHERE tenant_id = %s"
-                    f" AND model_id = %s AND kind IN ({_marks(len(kinds))})",
-                    (tenant, model_id, *kinds),
-                )
-            ]
-        )
-        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
-
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
     ) -> CachedRows:
@@ -2376,24 +2362,37 @@ class AsyncMySQLStore(AsyncStore):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
 
-    async def _vc_confirm(
+    async def _vc_check(
         self,
         tenant: str,
         model_id: str,
+        kinds: Sequence[str],
         shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> set[tuple[str, str]]:
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        statements: list[_Statement] = []
+        if kinds:  # the counters first; their rows have 4 columns, the confirmed ones 3
+            statements.append(
+                (
+                    f"SELECT kind, version, generation, 0 FROM {self._stamps}"
+                    f" WHERE tenant_id = %s AND model_id = %s AND kind IN ({_marks(len(kinds))})",
+                    (tenant, model_id, *kinds),
+                )
+            )
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         # No thread filter in SQL (checked below): the ids are primary-key lookups.
-        kinds = list(ids) if thread_id is None else [kind for kind in ids if kind == "entry"]
-        statements = self._vector_statements(tenant, model_id, kinds, None, visible_to, "", ids)
-        return {
-            (str(r[0]), str(r[1]))
-            for r in await self._select_many(statements)
-            if thread_id is None or r[2] == thread_id
-        }
+        wanted = list(ids) if thread_id is None else [kind for kind in ids if kind == "entry"]
+        statements += self._vector_statements(tenant, model_id, wanted, None, visible_to, "", ids)
+        stamps: dict[str, tuple[int, int]] = {}
+        confirmed: set[tuple[str, str]] = set()
+        for row in await self._select_many(statements) if statements else []:
+            if len(row) == 4:
+                stamps[str(row[0])] = (int(row[1]), int(row[2]))
+            elif thread_id is None or row[2] == thread_id:
+                confirmed.add((str(row[0]), str(row[1])))
+        return stamps, confirmed
 
     async def _vc_exact(
         self,

@@ -2143,13 +2143,6 @@ class AsyncPostgresStore(AsyncStore):
             )
         return await self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
 
-    async def _vc_stamps(
-        self, tenant: str, model_id: str, kinds: Sequence[str]
-    ) -> dict[str, tuple[int, int]]:
-        params = (tenant, model_id, list(kinds))
-        rows = await self._fetch(self._sql.vector_stamps, params, retry=True)
-        return {str(r[0]): (int(r[1]), int(r[2])) for r in rows}
-
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
     ) -> CachedRows:
@@ -2181,15 +2174,16 @@ class AsyncPostgresStore(AsyncStore):
             found.add(int(seq), rid, tid, agent, user, key in owner, bytes(blob))
         return found
 
-    async def _vc_confirm(
+    async def _vc_check(
         self,
         tenant: str,
         model_id: str,
+        kinds: Sequence[str],
         shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> set[tuple[str, str]]:
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         pairs = [
             (kind, rid)
@@ -2197,26 +2191,33 @@ class AsyncPostgresStore(AsyncStore):
             if kind == "entry" or thread_id is None
             for rid in dict.fromkeys(got)
         ]
-        if not pairs:
-            return set()
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
+        # One statement (one snapshot): the counters, then the confirmation of the ids.
+        parts: list[str] = []
+        if kinds:
+            params["kinds"] = list(kinds)
+            parts.append(
+                "SELECT 's'::text, kind, NULL::text, NULL::text, version, generation"
+                f" FROM {p}vector_stamps WHERE tenant_id = %(tenant)s"
+                " AND model_id = %(model)s AND kind = ANY(%(kinds)s::text[])"
+            )
         # Driven by the ids (primary-key lookups, whatever the statistics say), with the
         # owner's scope as in the exact search; the thread is checked below. LIMIT 1
         # keeps each subquery per id (not flattened into a scan of every vector), and
         # "model_id || ''" keeps the planner on the primary key (tenant, kind, id) even
         # before the table has statistics (else the model index looks as cheap).
-        p = self.prefix
-        params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
         vector = (
             "v.tenant_id = %(tenant)s AND v.kind = x.kind AND v.id = x.id"
             " AND v.model_id || '' = %(model)s AND v.dim = %(dim)s"
         )
-        parts: list[str] = []
         entries = [rid for kind, rid in pairs if kind == "entry"]
         records = [(kind, rid) for kind, rid in pairs if kind != "entry"]
         if entries:
             params["eids"] = entries
             parts.append(
-                "SELECT 'entry', x.id, o.thread_id FROM unnest(%(eids)s::text[]) AS x(id),"
+                "SELECT 'c', 'entry', x.id, o.thread_id, NULL::bigint, NULL::bigint"
+                " FROM unnest(%(eids)s::text[]) AS x(id),"
                 f" LATERAL (SELECT v.thread_id FROM {p}vectors v"
                 f" WHERE {vector.replace('x.kind', chr(39) + 'entry' + chr(39))} LIMIT 1) o,"
                 f" LATERAL (SELECT 1 FROM {p}threads t WHERE t.tenant_id = %(tenant)s"
@@ -2226,18 +2227,23 @@ class AsyncPostgresStore(AsyncStore):
             params["rkinds"] = [kind for kind, _ in records]
             params["rids"] = [rid for _, rid in records]
             parts.append(
-                "SELECT x.kind, x.id, NULL FROM unnest(%(rkinds)s::text[], %(rids)s::text[])"
+                "SELECT 'c', x.kind, x.id, NULL, NULL::bigint, NULL::bigint"
+                " FROM unnest(%(rkinds)s::text[], %(rids)s::text[])"
                 f" AS x(kind, id), LATERAL (SELECT 1 FROM {p}vectors v WHERE {vector} LIMIT 1) o,"
                 f" LATERAL (SELECT 1 FROM {p}records r WHERE r.tenant_id = %(tenant)s"
                 " AND r.kind = x.kind AND r.id = x.id"
                 f"{_scope('r', visible_to, params)} LIMIT 1) rr"
             )
-        query = " UNION ALL ".join(parts)
-        return {
-            (str(r[0]), str(r[1]))
-            for r in await self._fetch(query, params, retry=True)
-            if thread_id is None or r[2] == thread_id
-        }
+        stamps: dict[str, tuple[int, int]] = {}
+        confirmed: set[tuple[str, str]] = set()
+        if not parts:
+            return stamps, confirmed
+        for row in await self._fetch(" UNION ALL ".join(parts), params, retry=True):
+            if row[0] == "s":
+                stamps[str(row[1])] = (int(row[4]), int(row[5]))
+            elif thread_id is None or row[3] == thread_id:
+                confirmed.add((str(row[1]), str(row[2])))
+        return stamps, confirmed
 
     async def _vc_exact(
         self,
@@ -2813,10 +2819,6 @@ class _Statements:
             " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
             " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"
             " embedding = EXCLUDED.embedding, seq = EXCLUDED.seq"
-        )
-        self.vector_stamps = (
-            f"SELECT kind, version, generation FROM {p}vector_stamps WHERE tenant_id = %s"
-            " AND model_id = %s AND kind = ANY(%s::text[])"
         )
         self.vector_rows = (
             f"SELECT seq, id, thread_id, embedding FROM {p}vectors WHERE tenant_id = %s"

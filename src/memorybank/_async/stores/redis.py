@@ -2491,19 +2491,6 @@ class AsyncRedisStore(AsyncStore):
                 visible_to=visible_to,
             )
 
-    async def _vc_stamps(
-        self, tenant: str, model_id: str, kinds: Sequence[str]
-    ) -> dict[str, tuple[int, int]]:
-        idx = self._idx(tenant)
-        async with self._client.pipeline(transaction=False) as pipe:
-            for kind in kinds:
-                pipe.hmget(idx + f"vs:{_esc(kind)}:{_esc(model_id)}", ["v", "g"])
-            replies = await pipe.execute()
-        return {
-            kind: (int(reply[0] or 0), int(reply[1] or 0))
-            for kind, reply in zip(kinds, replies, strict=True)
-        }
-
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
     ) -> CachedRows:
@@ -2556,15 +2543,16 @@ class AsyncRedisStore(AsyncStore):
             found.add(seq, rid, owner, agent, user, ok, blob if ok else b"")
         return found
 
-    async def _vc_confirm(
+    async def _vc_check(
         self,
         tenant: str,
         model_id: str,
+        kinds: Sequence[str],
         shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
         dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> set[tuple[str, str]]:
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
         idx = self._idx(tenant)
         model = _esc(model_id)
         reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
@@ -2577,9 +2565,11 @@ class AsyncRedisStore(AsyncStore):
                 reads += [("entry", tid, eids) for tid, eids in by_thread.items()]
             elif thread_id is None:
                 reads.append((kind, None, [rid for rid, _ in pairs]))
-        if not reads:
-            return set()
+        if not reads and not kinds:
+            return {}, set()
         async with self._client.pipeline(transaction=False) as pipe:
+            for kind in kinds:  # the counters first, in the same round trip
+                pipe.hmget(idx + f"vs:{_esc(kind)}:{model}", ["v", "g"])
             for kind, tid, ids in reads:
                 if tid is not None:
                     base = self._base(tenant, tid)
@@ -2589,6 +2579,11 @@ class AsyncRedisStore(AsyncStore):
                     pipe.hmget(idx + "r:" + _esc(kind), ids)
                     pipe.hmget(idx + f"rv:{_esc(kind)}:{model}", ids)
             replies = await pipe.execute()
+        stamps = {
+            kind: (int(reply[0] or 0), int(reply[1] or 0))
+            for kind, reply in zip(kinds, replies, strict=False)
+        }
+        replies = replies[len(kinds) :]
         confirmed: set[tuple[str, str]] = set()
         width = 4 * dim
         for n, (kind, tid, ids) in enumerate(reads):
@@ -2609,7 +2604,7 @@ class AsyncRedisStore(AsyncStore):
                 data = json.loads(packed)
                 if visible(visible_to, data[0], data[1]):
                     confirmed.add((kind, rid))
-        return confirmed
+        return stamps, confirmed
 
     async def _vc_exact(
         self,
