@@ -88,6 +88,7 @@ from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 from memorybank.retrieval.text import default_analyzer
+from memorybank.stores._types import LAST_POSITION
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -459,10 +460,14 @@ class _Search:
 
     def rank_scope(self, threads: list[Thread]) -> list[Hit]:
         """Rank every entry of ``threads`` (and the documents that match) as one memory."""
-        entries: list[Entry] = []
-        for thread in threads:
-            _, rows = self.store.list_entries(self.tenant, thread.id)
-            entries += [e for e in rows if e.content]
+        # one batch read of the whole threads (``entry_windows``), not one per thread
+        windows = [(thread.id, 0, LAST_POSITION) for thread in threads]
+        entries = [
+            e
+            for rows in (self.store.entry_windows(self.tenant, windows) if windows else [])
+            for e in rows
+            if e.content
+        ]
         documents: list[Document] = []
         if DOCUMENT_KIND in self.kinds:
             documents = self._matching_documents()

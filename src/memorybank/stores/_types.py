@@ -48,6 +48,8 @@ class Unset:
 
 
 UNSET: Final = Unset()
+#: An ``entry_windows`` window ending here (or later) runs to the end of its thread.
+LAST_POSITION: Final = 2**62
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,7 @@ from typing import Any
 from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores._types import (
+    LAST_POSITION,
     UNSET,
     AppendResult,
     NewEntry,
@@ -550,13 +551,19 @@ class Store(abc.ABC):
         branch whose position is within ``first..last``, oldest first (a missing
         thread: empty). Search reads the neighbours of its best hits with it.
 
-        This default reads, per window, the page of ``last - first + 1`` entries that
-        ends at ``last`` when positions are gap-free (after deletions it may miss
-        some of the window); a store overrides it with one exact statement."""
+        A window ending at ``LAST_POSITION`` or later runs to the thread's end (search
+        reads whole threads that way). This default reads such a window with one
+        ``list_entries``, and any other, per window, as the page of ``last - first + 1``
+        entries that ends at ``last`` when positions are gap-free (after deletions it
+        may miss some of the window); a store overrides it with one exact statement."""
         out: list[list[Entry]] = []
         newest: dict[str, int | None] = {}
         for thread_id, first, last in windows:
             try:
+                if last >= LAST_POSITION:
+                    _, page = self.list_entries(tenant, thread_id)
+                    out.append([e for e in page if e.position >= first])
+                    continue
                 if thread_id not in newest:
                     _, tail = self.list_entries(tenant, thread_id, limit=1)
                     newest[thread_id] = tail[-1].position if tail else None

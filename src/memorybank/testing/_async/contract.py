@@ -49,6 +49,7 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Message, ToolCall
+from memorybank.stores._types import LAST_POSITION
 from memorybank.tokens import NON_TEXT_PART_TOKENS
 
 __all__ = ["AsyncContract"]
@@ -1541,6 +1542,12 @@ class AsyncContract:
         assert windows[0][0] == await store.get_entry(tenant, tid, ids[2])
         assert await store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
         assert await store.entry_windows(tenant, []) == []
+        # whole threads (as search reads a user's threads): to LAST_POSITION
+        whole = await store.entry_windows(
+            tenant, [(other, 0, LAST_POSITION), (gone, 0, LAST_POSITION), (tid, 0, LAST_POSITION)]
+        )
+        assert [[e.id for e in w] for w in whole] == [theirs, [], ids]
+        assert await store.entry_windows(stranger, [(tid, 0, LAST_POSITION)]) == [[]]
         assert await store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
         assert await store.count_entries_many(stranger, [tid]) == {}
         assert await store.count_entries_many(tenant, []) == {}

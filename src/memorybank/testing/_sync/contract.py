@@ -50,6 +50,7 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Message, ToolCall
+from memorybank.stores._types import LAST_POSITION
 from memorybank.tokens import NON_TEXT_PART_TOKENS
 
 __all__ = ["SyncContract"]
@@ -1542,6 +1543,12 @@ class SyncContract:
         assert windows[0][0] == store.get_entry(tenant, tid, ids[2])
         assert store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
         assert store.entry_windows(tenant, []) == []
+        # whole threads (as search reads a user's threads): to LAST_POSITION
+        whole = store.entry_windows(
+            tenant, [(other, 0, LAST_POSITION), (gone, 0, LAST_POSITION), (tid, 0, LAST_POSITION)]
+        )
+        assert [[e.id for e in w] for w in whole] == [theirs, [], ids]
+        assert store.entry_windows(stranger, [(tid, 0, LAST_POSITION)]) == [[]]
         assert store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
         assert store.count_entries_many(stranger, [tid]) == {}
         assert store.count_entries_many(tenant, []) == {}
