@@ -14,16 +14,22 @@ Vectors are precomputed (a lookup embedder, as in ``bench_search``); entries are
 loaded with ``entries.add_many`` (100 per thread for the other users, 50 for
 the user), so ingest goes through the public API.
 
+Built databases are cached (building 1M entries takes a while): the SQLite file
+in ``/tmp/memorybank-bench-user-scope/`` (copied for each run, so a run never
+changes the cache; an older schema is migrated on the copy), the PostgreSQL
+tables under the prefix ``bus_cache<N>_`` (kept; migrated in place). Both are
+keyed by ``--others``; ``--fresh`` rebuilds them.
+
 Run: ``python -m bench.bench_user_scope [--quick] [--others N] [--stores sqlite,postgres]
-[--postgres URL] [--profile]``.
+[--postgres URL] [--profile] [--fresh]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -44,6 +50,7 @@ USER_ENTRIES, USER_THREADS = 10_000, 200
 OTHER_PER_THREAD, OTHER_THREADS_PER_USER = 100, 10
 CHUNK = 10_000
 FETCH = 30  # what search asks each native index for (max(30, 3k))
+CACHE = Path(tempfile.gettempdir()) / "memorybank-bench-user-scope"
 
 
 class Lookup:
@@ -103,6 +110,30 @@ def load(memory: Memory, others: int) -> tuple[float, NDArray[np.float32]]:
             thread_no += 1
             add(owner, texts[t : t + OTHER_PER_THREAD], vectors[t : t + OTHER_PER_THREAD])
     return (USER_ENTRIES + others) / (time.perf_counter() - start), user_vectors
+
+
+def user_vectors() -> NDArray[np.float32]:
+    """The user's vectors (as ``load`` stores them), for a cached database."""
+    return dataset(USER_ENTRIES, seed=7)[1]
+
+
+def sqlite_copy(others: int, fresh: bool, tmp: str) -> tuple[str, str]:
+    """A copy of the cached database for ``others`` (built first if missing); a note."""
+    CACHE.mkdir(exist_ok=True)
+    cached = CACHE / f"sqlite-{others}.db"
+    path = str(Path(tmp) / "scope.db")
+    if fresh or not cached.exists():
+        building = CACHE / f"sqlite-{others}.building.db"
+        building.unlink(missing_ok=True)
+        with Memory(f"sqlite:///{building}") as plain:
+            rate, _ = load(plain, others)
+        shutil.rmtree(f"{building}.ann", ignore_errors=True)
+        building.replace(cached)
+        note = f"sqlite: loaded at {rate:,.0f} entries/s (cached in {cached})"
+    else:
+        note = f"sqlite: database from the cache {cached}"
+    shutil.copyfile(cached, path)
+    return path, note
 
 
 def _vec(q: NDArray[np.float32]) -> str:
@@ -214,6 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--stores", default="sqlite,postgres")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--profile", action="store_true", help="cProfile 20 hybrid searches")
+    parser.add_argument("--fresh", action="store_true", help="rebuild the cached databases")
     args = parser.parse_args(argv)
     others = 10_000 if args.quick else args.others
     repeat = 30 if args.quick else 100
@@ -222,10 +254,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes: list[str] = []
     if "sqlite" in stores:
         with tempfile.TemporaryDirectory() as tmp:
-            path = str(Path(tmp) / "scope.db")
-            with Memory(f"sqlite:///{path}") as plain:
-                rate, user_vectors = load(plain, others)
-            notes.append(f"sqlite: loaded at {rate:,.0f} entries/s")
+            path, note = sqlite_copy(others, args.fresh, tmp)
+            notes.append(note)
             embedder = Lookup()
             with Memory(f"sqlite:///{path}", embedder=embedder) as memory:
                 run_store(
@@ -236,13 +266,13 @@ def main(argv: Sequence[str] | None = None) -> None:
                     repeat,
                     raw_sqlite(path),
                     "raw FTS5 + numpy (user's vectors)",
-                    user_vectors,
+                    user_vectors(),
                     out,
                     notes,
                     args.profile,
                 )
     if "postgres" in stores:
-        run_pg(args.postgres, others, repeat, out, notes, args.profile)
+        run_pg(args.postgres, others, repeat, out, notes, args.profile, args.fresh)
     print("### User-scope search, top-10 (ms)\n")
     print(table(["size", "store", "what", "p50 ms", "p95 ms"], out))
     print()
@@ -251,7 +281,13 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def run_pg(
-    url: str, others: int, repeat: int, out: list[list[Any]], notes: list[str], profile: bool
+    url: str,
+    others: int,
+    repeat: int,
+    out: list[list[Any]],
+    notes: list[str],
+    profile: bool,
+    fresh: bool,
 ) -> None:
     try:
         import psycopg
@@ -266,13 +302,24 @@ def run_pg(
         return
     from memorybank.stores import PostgresStore
 
-    prefix = f"bus{os.getpid()}_"
+    prefix = f"bus_cache{others}_"
     embedder = Lookup()
     raw_conn = None
+    with psycopg.connect(url, autocommit=True) as conn:
+        # A finished build records itself in its done table (a killed one has none).
+        done = conn.execute("SELECT to_regclass(%s)", (prefix + "built",)).fetchone()
+        if fresh or done is None or done[0] is None:
+            drop_tables(conn, prefix)
+            fresh = True
     try:
-        with Memory(PostgresStore.from_url(url, prefix=prefix)) as plain:
-            rate, user_vectors = load(plain, others)
-        notes.append(f"postgresql: loaded at {rate:,.0f} entries/s")
+        if fresh:
+            with Memory(PostgresStore.from_url(url, prefix=prefix)) as plain:
+                rate, _ = load(plain, others)
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute(f"CREATE TABLE {prefix}built (at timestamptz DEFAULT now())")
+            notes.append(f"postgresql: loaded at {rate:,.0f} entries/s (kept as {prefix}*)")
+        else:
+            notes.append(f"postgresql: tables from the cache {prefix}* (--fresh rebuilds)")
         store = PostgresStore.from_url(url, prefix=prefix)
         with Memory(store, embedder=embedder) as memory:
             with psycopg.connect(url, autocommit=True) as conn:
@@ -291,7 +338,7 @@ def run_pg(
                 repeat,
                 raw,
                 "raw tsvector + " + ("pgvector" if pgvector else "numpy (user's vectors)"),
-                None if pgvector else user_vectors,
+                None if pgvector else user_vectors(),
                 out,
                 notes,
                 profile,
@@ -299,11 +346,14 @@ def run_pg(
     finally:
         if raw_conn is not None:
             raw_conn.close()
-        with psycopg.connect(url, autocommit=True) as conn:
-            for (name,) in conn.execute(
-                "SELECT tablename FROM pg_tables WHERE tablename LIKE %s", (prefix + "%",)
-            ).fetchall():
-                conn.execute(f'DROP TABLE IF EXISTS "{name}" CASCADE')
+
+
+def drop_tables(conn: Any, prefix: str) -> None:
+    like = prefix.replace("_", "\\_") + "%"
+    for (name,) in conn.execute(
+        "SELECT tablename FROM pg_tables WHERE tablename LIKE %s", (like,)
+    ).fetchall():
+        conn.execute(f'DROP TABLE IF EXISTS "{name}" CASCADE')
 
 
 if __name__ == "__main__":
