@@ -449,7 +449,7 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
             "state": value.state,
         }
         extra = _payload(value.extra, "extra")
-    elif isinstance(value, Mapping):
+    elif type(value) is dict or isinstance(value, Mapping):  # a dict skips the ABC check
         if "type" in value:
             return _from_item(value, max_content_chars)
         raw = value
@@ -478,11 +478,11 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
     if content is not None:
         content = check_text(content, "content", max_chars=max_content_chars)
     raw_calls = raw.get("tool_calls")
-    if raw_calls is None:
-        raw_calls = ()
-    if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes):
-        raise InvalidInput("tool_calls must be a list", field="tool_calls")
-    calls = tuple(_as_tool_call(c, i, max_content_chars) for i, c in enumerate(raw_calls))
+    calls: tuple[ToolCall, ...] = ()
+    if raw_calls is not None:
+        if not isinstance(raw_calls, Sequence) or isinstance(raw_calls, str | bytes):
+            raise InvalidInput("tool_calls must be a list", field="tool_calls")
+        calls = tuple(_as_tool_call(c, i, max_content_chars) for i, c in enumerate(raw_calls))
     if calls and role != "assistant":
         raise InvalidInput("only assistant messages can carry tool_calls", field="tool_calls")
     # An assistant may answer with no text: tool calls, a refusal, audio, a legacy

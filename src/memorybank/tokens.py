@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, Protocol, cast, runtime_checkable
 
 from memorybank.errors import ConfigurationError, InvalidInput
@@ -214,7 +214,7 @@ class OpenAITokenizer:
         ConfigurationError: ``encoding`` is not one of :data:`SUPPORTED_ENCODINGS`.
     """
 
-    __slots__ = ("_encoding", "_short", "name")
+    __slots__ = ("_count_piece", "_encoding", "_short", "name")
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if encoding not in SUPPORTED_ENCODINGS:
@@ -224,6 +224,7 @@ class OpenAITokenizer:
             )
         self.name: str = encoding
         self._encoding: _Encoding | None = None
+        self._count_piece: Callable[[str], int] | None = None
         #: Counts of short strings seen (roles, names): each is counted once, exactly.
         self._short: dict[str, int] = {}
 
@@ -248,13 +249,15 @@ class OpenAITokenizer:
             known = self._short.get(text)
             if known is not None:
                 return known
-        encoding = self._get()
+        count_piece = self._count_piece
+        if count_piece is None:
+            count_piece = self._count_piece = _piece_counter(self._get())
         if len(text) <= _WRAPPER_MAX_CHARS:
-            counted = _count_piece(encoding, text)
+            counted = count_piece(text)
             if len(text) <= _SHORT_CHARS and len(self._short) < _SHORT_MAX:
                 self._short[text] = counted
             return counted
-        return sum(_count_piece(encoding, piece) for piece in _split(text))
+        return sum(count_piece(piece) for piece in _split(text))
 
     def encode(self, text: str) -> list[int]:
         """Return the token ids of ``text``, encoded as ordinary text.
@@ -280,6 +283,31 @@ class OpenAITokenizer:
                     field="text",
                 ) from exc
         return ids
+
+
+def _piece_counter(encoding: _Encoding) -> Callable[[str], int]:
+    """The exact count of one piece of at most ``_WRAPPER_MAX_CHARS`` characters.
+
+    The Rust tokenizer behind the wrapper counts without building the token list
+    (the same pre-tokenizer and byte-pair merges as ``encode_ordinary``, so the
+    same number): a third of the time of ``len(encode_ordinary(text))`` for a chat
+    message. Text the backend cannot take as UTF-8 (a lone surrogate), and a
+    wrapper without that backend, go through ``encode_ordinary``, which replaces
+    lone surrogates first.
+    """
+    backend_count = getattr(getattr(encoding, "_backend", None), "count", None)
+    if not callable(backend_count):
+        return lambda piece: _count_piece(encoding, piece)
+
+    def count(piece: str) -> int:
+        if len(piece) > _WRAPPER_MAX_CHARS:
+            raise _too_long(len(piece))
+        try:
+            return int(backend_count(piece))
+        except UnicodeEncodeError:
+            return _count_piece(encoding, piece)
+
+    return count
 
 
 def _count_piece(encoding: _Encoding, piece: str) -> int:

@@ -124,7 +124,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -281,7 +281,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (7,)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (8,)
     page_plan = " ".join(
         str(row[3])
         for row in conn.execute(
@@ -467,3 +467,71 @@ def test_append_with_and_without_returning(
         with pytest.raises(NotFound):
             memory.remember("absent", "user", "x")
         assert [m["content"] for m in memory.history(tid, user_id="u")] == ["one", "two"]
+
+
+def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
+    tmp_path: Path,
+) -> None:
+    """Version 8 drops the two thread indexes holding ``updated_at`` (every append
+    rewrote both) for one on (tenant_id, user_id); a version-7 file's threads list in
+    the same order, filtered the same way, and an append still moves its thread first."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v7.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:7], 1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
+    # Threads t0..t8: users u0/u1/none, updated_at with ties (order: updated_at, then id).
+    conn.executemany(
+        "INSERT INTO memorybank_threads (tenant_id, id, user_id, agent_id, title, metadata,"
+        " status, created_at, updated_at, current_branch)"
+        " VALUES ('default', ?, ?, NULL, NULL, '{}', 'active', 0, ?, 'main')",
+        [(f"t{i}", [f"u{i % 2}", None][i % 3 == 2], 1_000_000 * (i // 2)) for i in range(9)],
+    )
+    conn.executemany(
+        "INSERT INTO memorybank_branches (tenant_id, thread_id, name, created_at)"
+        " VALUES ('default', ?, 'main', 0)",
+        [(f"t{i}",) for i in range(9)],
+    )
+    conn.execute(
+        "INSERT INTO memorybank_threads (tenant_id, id, user_id, agent_id, title, metadata,"
+        " status, created_at, updated_at, current_branch)"
+        " VALUES ('other', 'x', 'u0', NULL, NULL, '{}', 'active', 0, 99000000, 'main')"
+    )
+    conn.commit()
+    conn.close()
+    with Memory(SQLiteStore(path)) as memory:
+        assert [t.id for t in memory.threads.list()] == [
+            "t8", "t7", "t6", "t5", "t4", "t3", "t2", "t1", "t0"
+        ]  # fmt: skip
+        assert [t.id for t in memory.threads.list(limit=3)] == ["t8", "t7", "t6"]
+        assert [t.id for t in memory.threads.list(user_id="u0")] == ["t6", "t4", "t0"]
+        assert [t.id for t in memory.threads.list(user_id=None)] == ["t8", "t5", "t2"]
+        memory.remember("t1", "user", "hello", user_id="u1")
+        assert [t.id for t in memory.threads.list(limit=2)] == ["t1", "t8"]
+        assert [t.id for t in memory.threads.list(user_id="u1", limit=2)] == ["t1", "t7"]
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (8,)
+        indexes = {
+            row[0]
+            for row in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index'"
+                " AND tbl_name = 'memorybank_threads' AND sql IS NOT NULL"
+            )
+        }
+        assert indexes == {"memorybank_threads_owner"}
+        plan = " ".join(
+            str(row[3])
+            for row in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT id FROM memorybank_threads INDEXED BY"
+                " memorybank_threads_owner WHERE tenant_id = 'default'"
+                " AND user_id IS 'u0' ORDER BY updated_at DESC, id DESC"
+            )
+        )
+        assert "memorybank_threads_owner" in plan
+    finally:
+        conn.close()

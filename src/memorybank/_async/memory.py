@@ -24,7 +24,6 @@ from memorybank._scope import ROOT, Principal, Scope, check_owner, check_owner_i
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Hit, Message, Summary, Thread
-from memorybank.rerank.base import Reranker
 from memorybank.tokens import Tokenizer, count_message_tokens, get_tokenizer
 
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
 
@@ -189,7 +189,7 @@ class AsyncMemory:
         vector_index: AsyncVectorIndex | None = None,
     ) -> None:
         _check_extraction(extractor, extract_on_write, extract_concurrency)
-        if reranker is not None and not isinstance(reranker, Reranker):
+        if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
                 "reranker must have rerank(query, candidates) and arerank(query, candidates)"
             )
@@ -770,6 +770,13 @@ def _check_extraction(extractor: object, on_write: object, concurrency: object) 
         raise ConfigurationError("extract_on_write=True needs an extractor=")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError("extract_concurrency must be a positive int")
+
+
+def _is_reranker(reranker: object) -> bool:
+    # imported here: a memory without a reranker never loads the rerank package
+    from memorybank.rerank.base import Reranker
+
+    return isinstance(reranker, Reranker)
 
 
 def _check_title(title: object) -> str | None:

@@ -52,9 +52,12 @@ UNSET: Final = Unset()
 LAST_POSITION: Final = 2**62
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class NewEntry:
     """An entry to append: validated, token-counted and id'd by ``AsyncMemory``.
+
+    Not frozen (like the records): one is built per appended message, and a frozen
+    dataclass's ``__init__`` sets every field through ``object.__setattr__``.
 
     ``idempotency_key`` is the key to store it under and ``fingerprint`` the
     content hash of the request that carries it (both made by
@@ -78,7 +81,7 @@ class NewEntry:
     item: dict[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AppendResult:
     """What ``append_entries`` returns: the stored entries and the thread after the write."""
 

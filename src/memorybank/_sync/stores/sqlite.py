@@ -9,6 +9,10 @@ is one index range read whatever the thread's length.
 A keyed entry's payload fingerprint is in ``entries.fingerprint`` (schema
 version 3; NULL on older rows, which match any payload), compared with the
 new one inside the append's transaction.
+Threads are keyed by ``(tenant_id, id)`` and indexed by ``(tenant_id, user_id)``
+(schema version 8): no index holds ``updated_at``, which every append sets, so
+an append rewrites the thread's row and nothing else of it; listing sorts the
+tenant's (or the user's) threads.
 Records are indexed by ``(tenant_id, kind, id)``, ``(tenant_id, kind, key)``
 and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 (``record_get_many``, ``record_list_keys``, ``record_list_keys_by_kind``) are one
@@ -290,6 +294,15 @@ def _migrations(p: str) -> list[list[str]]:
                 ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
                 END""",
         ],
+        # Every append sets its thread's ``updated_at``: with that column in two indexes,
+        # each append rewrote a leaf of both (a delete and an insert each) besides the
+        # row. No index holds it now; ``list_threads`` sorts the tenant's (or the user's)
+        # threads instead, reaching a user's through ``threads_owner``.
+        [
+            f"DROP INDEX IF EXISTS {p}threads_updated",
+            f"DROP INDEX IF EXISTS {p}threads_user",
+            f"CREATE INDEX IF NOT EXISTS {p}threads_owner ON {p}threads (tenant_id, user_id)",
+        ],
     ]
 
 
@@ -398,6 +411,7 @@ class SQLiteStore(Store):
         self._worker = Worker("memorybank-sqlite")
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
+        self._insert_one = _insert_one_sql(prefix)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SQLiteStore:
@@ -443,16 +457,16 @@ class SQLiteStore(Store):
         return conn
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute(f"PRAGMA synchronous = {self.synchronous.upper()}")
+        # One call for the settings (``connect(timeout=...)`` set the busy timeout).
         # Checkpoints (each syncs the WAL and the database file) every ~16 MB of WAL
         # rather than SQLite's ~4 MB: a quarter of the syncs an append stream pays for.
-        conn.execute(f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES}")
-        conn.execute("PRAGMA foreign_keys = OFF")
         # Deleted rows are overwritten with zeros rather than left in free space.
-        conn.execute("PRAGMA secure_delete = ON")
+        conn.executescript(
+            ("" if self.path == ":memory:" else "PRAGMA journal_mode = WAL;")
+            + f"PRAGMA synchronous = {self.synchronous.upper()};"
+            f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES};"
+            "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
+        )
         self._migrate(conn)
 
     def _open_error(self, error: sqlite3.Error, *, busy: bool) -> StoreError:
@@ -490,8 +504,12 @@ class SQLiteStore(Store):
         p = self.prefix
         migrations = _migrations(p)
         version_table = f"{p}schema_version"
-        conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
-        row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+        try:  # the common open: one read says the schema is current
+            row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+        except sqlite3.OperationalError as error:
+            if "no such table" not in str(error):
+                raise
+            row = (None,)
         if row[0] is not None and row[0] > len(migrations):
             raise ConfigurationError(
                 f"database schema version {row[0]} is newer than this memorybank supports"
@@ -501,6 +519,7 @@ class SQLiteStore(Store):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
             row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
             current = row[0] or 0
             if current > len(migrations):
@@ -707,8 +726,13 @@ class SQLiteStore(Store):
         if status is not None:
             where.append("status = ?")
             params.append(status)
+        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
+        # threads, or one user's through ``threads_owner``, are sorted here.
+        source = f"{self.prefix}threads"
+        if not isinstance(user_id, Unset):
+            source += f" INDEXED BY {self.prefix}threads_owner"
         sql = (
-            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE {' AND '.join(where)}"
+            f"SELECT {THREAD_COLUMNS} FROM {source} WHERE {' AND '.join(where)}"
             " ORDER BY updated_at DESC, id DESC"
         )
         if limit is not None:
@@ -818,7 +842,7 @@ class SQLiteStore(Store):
                 # The common append: the position is computed in the INSERT itself.
                 new = entries[0]
                 position = conn.execute(
-                    _insert_one_sql(p), (tenant, thread_id, name, *_entry_values(new))
+                    self._insert_one, (tenant, thread_id, name, *_entry_values(new))
                 ).fetchone()[0]
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
