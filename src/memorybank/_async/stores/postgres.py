@@ -66,10 +66,13 @@ dimensions)`` creates a partial expression index ``USING hnsw
 ((embedding::vector(n)) vector_cosine_ops) WHERE model_id = ... AND dim = n``
 (named ``<prefix>vhnsw_<n>_<hash of the model id>``). Searches for that
 model then order by the indexed expression and run with
-``SET LOCAL hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k), sent
-with the query as one simple-protocol message (parameters bound client-side),
-so tenant/visibility filters still fill ``k``: results are approximate, and the
-planner may still prefer the exact scan for small scopes. Stores learn the
+``hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k) set
+transaction-locally in the same pipeline as the query (one round trip; the
+query, with the index's model and dimension as constants, is prepared once it
+repeats), so tenant/visibility filters still fill ``k``: results are
+approximate, and the planner may still prefer the exact scan for small scopes.
+Vectors go to the server in pgvector's binary form (``_pgvector``): a
+``vector_put`` of 10,000 vectors is one statement with one binary ``vector[]``. Stores learn the
 existing HNSW indexes when they connect. Building one is slow (minutes per
 100k 384-d vectors); ``concurrently=True`` avoids blocking writes meanwhile.
 

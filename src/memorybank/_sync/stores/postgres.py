@@ -67,10 +67,13 @@ dimensions)`` creates a partial expression index ``USING hnsw
 ((embedding::vector(n)) vector_cosine_ops) WHERE model_id = ... AND dim = n``
 (named ``<prefix>vhnsw_<n>_<hash of the model id>``). Searches for that
 model then order by the indexed expression and run with
-``SET LOCAL hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k), sent
-with the query as one simple-protocol message (parameters bound client-side),
-so tenant/visibility filters still fill ``k``: results are approximate, and the
-planner may still prefer the exact scan for small scopes. Stores learn the
+``hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k) set
+transaction-locally in the same pipeline as the query (one round trip; the
+query, with the index's model and dimension as constants, is prepared once it
+repeats), so tenant/visibility filters still fill ``k``: results are
+approximate, and the planner may still prefer the exact scan for small scopes.
+Vectors go to the server in pgvector's binary form (``_pgvector``): a
+``vector_put`` of 10,000 vectors is one statement with one binary ``vector[]``. Stores learn the
 existing HNSW indexes when they connect. Building one is slow (minutes per
 100k 384-d vectors); ``concurrently=True`` avoids blocking writes meanwhile.
 
@@ -2297,18 +2300,28 @@ class PostgresStore(Store):
             )
         return " UNION ALL ".join(parts), params
 
-    def _hnsw_search(self, query: str, params: VectorParams, k: int) -> list[tuple[Any, ...]]:
+    def _hnsw_search(
+        self,
+        query: str,
+        params: VectorParams,
+        k: int,
+        *,
+        settings: Mapping[str, str] | None = None,
+    ) -> list[tuple[Any, ...]]:
         """Run ``query`` with pgvector's iterative index scan on, in one round trip.
 
         The settings and the query go out as one pipeline (extended protocol,
         one Sync): one implicit transaction, so the transaction-local settings
         (``set_config(..., true)``) apply to the query and never outlive it. The
         query is prepared by psycopg once it repeats; the query vector is bound
-        in binary.
+        in binary. ``settings``: more transaction-local settings (tests force plans).
         """
         if not self._ready or self._closed:
             self._ensure_ready()
         ef = max(40, min(1000, 2 * k))
+        local = {"hnsw.iterative_scan": "strict_order", "hnsw.ef_search": str(ef)}
+        local.update(settings or {})
+        apply = "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(local))
         try:
             with self._connection() as conn:
                 if not registered(conn.adapters):
@@ -2320,11 +2333,7 @@ class PostgresStore(Store):
                     query = query.replace(f"%({name})s", constant)
                 cur = conn.cursor(row_factory=tuple_row)
                 with conn.pipeline():  # results are read at its end (the Sync)
-                    conn.execute(
-                        "SELECT set_config('hnsw.iterative_scan', 'strict_order', true),"
-                        " set_config('hnsw.ef_search', %s, true)",
-                        (str(ef),),
-                    )
+                    conn.execute(apply, [v for pair in local.items() for v in pair])
                     cur.execute(query, params)
                 rows = cur.fetchall()
                 cur.close()
