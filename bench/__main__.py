@@ -75,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = [module_name, *(["--quick"] if args.quick else []), *extra]
         if name == "graph" and args.entities is not None:
             sys.argv += ["--entities", str(args.entities)]
-        if name == "vectors":  # 60,000 by default: beyond ANN_THRESHOLD, minutes not hours
+        if name == "vectors" and (args.vectors is not None or "--vectors" not in extra):
+            # 60,000 by default (beyond ANN_THRESHOLD, minutes not hours); a --vectors
+            # after "--" is not overridden
             sys.argv += ["--vectors", str(args.vectors or 60_000)]
         try:
             module.main()

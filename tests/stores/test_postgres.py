@@ -30,6 +30,7 @@ from memorybank._async.stores.postgres import MIGRATIONS, AsyncPostgresStore
 from memorybank._sync.memory import Memory
 from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import ConfigurationError, InvalidInput, StoreUnavailable
+from memorybank.stores._pgvector import Vector, VectorParams
 from tests.conftest import require_server
 from tests.stores.test_contract_postgres import URL, drop_tables, pgvector_url
 
@@ -573,11 +574,11 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     original = store._hnsw_search
     seen: list[str] = []
 
-    async def forced(query: str, params: dict[str, Any], k: int) -> list[tuple[Any, ...]]:
+    force = {"enable_seqscan": "off", "enable_sort": "off"}
+
+    async def forced(query: str, params: VectorParams, k: int) -> list[tuple[Any, ...]]:
         seen.append(query)
-        return await original(
-            "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; " + query, params, k
-        )
+        return await original(query, params, k, settings=force)
 
     monkeypatch.setattr(store, "_hnsw_search", forced)
     # alice's 20 vectors are under 1 % of the index: without the iterative scan
@@ -589,16 +590,17 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     assert [h.id for h in approx] == [h.id for h in exact]
     assert [h.score for h in approx] == pytest.approx([h.score for h in exact], abs=1e-5)
     plan = await original(
-        "SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off; EXPLAIN " + seen[0],
-        {
-            "tenant": "default",
-            "model": "mini",
-            "dim": 16,
-            "k": 10,
-            "q": str(query),
-            "v_user_id": "alice",
-        },
+        "EXPLAIN " + seen[0],
+        VectorParams(
+            tenant="default",
+            model="mini",
+            dim=16,
+            k=10,
+            q=Vector(np.asarray(query, dtype=np.float32)),
+            v_user_id="alice",
+        ),
         10,
+        settings=force,
     )
     text = "\n".join(str(r[0]) for r in plan)
     assert "vhnsw_16_" in text, text

@@ -66,10 +66,13 @@ dimensions)`` creates a partial expression index ``USING hnsw
 ((embedding::vector(n)) vector_cosine_ops) WHERE model_id = ... AND dim = n``
 (named ``<prefix>vhnsw_<n>_<hash of the model id>``). Searches for that
 model then order by the indexed expression and run with
-``SET LOCAL hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k), sent
-with the query as one simple-protocol message (parameters bound client-side),
-so tenant/visibility filters still fill ``k``: results are approximate, and the
-planner may still prefer the exact scan for small scopes. Stores learn the
+``hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k) set
+transaction-locally in the same pipeline as the query (one round trip; the
+query, with the index's model and dimension as constants, is prepared once it
+repeats), so tenant/visibility filters still fill ``k``: results are
+approximate, and the planner may still prefer the exact scan for small scopes.
+Vectors go to the server in pgvector's binary form (``_pgvector``): a
+``vector_put`` of 10,000 vectors is one statement with one binary ``vector[]``. Stores learn the
 existing HNSW indexes when they connect. Building one is slow (minutes per
 100k 384-d vectors); ``concurrently=True`` avoids blocking writes meanwhile.
 
@@ -216,6 +219,7 @@ from memorybank.errors import (
     ThreadForbidden,
 )
 from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.stores._pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     RECORD_COLUMNS,
@@ -249,6 +253,9 @@ except ImportError as error:  # pragma: no cover - depends on the environment
     ) from error
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores._vectors import CachedRows
 
 __all__ = ["MIGRATIONS", "AsyncPostgresStore"]
@@ -697,14 +704,12 @@ def _tsquery(text: str) -> str:
     return " | ".join(words)
 
 
-def _vector_literal(vector: Sequence[float]) -> tuple[str, bytes] | None:
-    """The unit vector as pgvector text and as float32 bytes (``None`` for a zero vector)."""
+def _unit_query(vector: Sequence[float]) -> NDArray[np.float32] | None:
+    """The unit vector as float32 (``None`` for a zero vector)."""
     import numpy as np
 
-    blob = unit_vector_bytes(vector)
-    if not np.frombuffer(blob, dtype="<f4").any():
-        return None
-    return _blob_text(blob), blob
+    unit = np.frombuffer(unit_vector_bytes(vector), dtype="<f4")
+    return unit if unit.any() else None
 
 
 def _row_check(table: str, condition: str) -> str:
@@ -757,13 +762,6 @@ def _new_entry_json(e: NewEntry) -> dict[str, Any]:
         "idempotency_key": e.idempotency_key,
         "fingerprint": None if e.idempotency_key is None else e.fingerprint,
     }
-
-
-def _blob_text(blob: bytes) -> str:
-    """pgvector's text form of float32 bytes."""
-    import numpy as np
-
-    return "[" + ",".join(repr(x) for x in np.frombuffer(blob, dtype="<f4").tolist()) + "]"
 
 
 def _is_disconnect(error: BaseException) -> bool:
@@ -886,6 +884,7 @@ class AsyncPostgresStore(AsyncStore):
         self._sql = _Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
+        self._vector_oid = 0  # pgvector's ``vector`` type (the column's), 0 without pgvector
         # An owned pool's target (from_url): connected to once directly before the
         # pool opens, and its failed attempts recorded.
         self._conninfo: tuple[str, dict[str, Any]] | None = None
@@ -1034,7 +1033,7 @@ class AsyncPostgresStore(AsyncStore):
             await cur.execute(
                 "SELECT format_type(a.atttypid, NULL), (SELECT array_agg(i.relname::text)"
                 "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
-                "  WHERE x.indrelid = a.attrelid AND i.relname LIKE %s)"
+                "  WHERE x.indrelid = a.attrelid AND i.relname LIKE %s), a.atttypid::bigint"
                 " FROM pg_attribute a WHERE a.attrelid = to_regclass(%s)"
                 " AND a.attname = 'embedding'",
                 (f"{p}vhnsw%", f"{p}vectors"),
@@ -1042,6 +1041,7 @@ class AsyncPostgresStore(AsyncStore):
             found = await cur.fetchone()
         self._native = found is not None and found[0] == "vector"
         self._hnsw = set(found[1] or ()) if found is not None else set()
+        self._vector_oid = int(found[2]) if self._native and found is not None else 0
         caps = set(type(self).capabilities)
         if self._native and has_vector:
             caps.add("pgvector")
@@ -1145,6 +1145,8 @@ class AsyncPostgresStore(AsyncStore):
     async def _rows(
         conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
     ) -> list[tuple[Any, ...]]:
+        if isinstance(params, VectorParams) and not registered(conn.adapters):
+            register(conn.adapters)  # a connection made before the dumpers were registered
         cur = conn.cursor(row_factory=tuple_row)
         await cur.execute(query, params)
         rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
@@ -2080,7 +2082,11 @@ class AsyncPostgresStore(AsyncStore):
         return hits[:k]
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
-        """Upsert unit vectors (pgvector or float32 bytea) in one statement."""
+        """Upsert unit vectors (pgvector or float32 bytea) in one statement.
+
+        The vectors go as one binary parameter (pgvector's binary ``vector[]``,
+        or ``bytea[]``): no float is turned into text on either side.
+        """
         if not items:
             return
         await self._ensure_ready()
@@ -2100,12 +2106,13 @@ class AsyncPostgresStore(AsyncStore):
             columns["models"].append(item.model_id)
             columns["threads"].append(item.thread_id)
             columns["dims"].append(len(blob) // 4)
-            columns["embeddings"].append(_blob_text(blob) if self._native else blob)
+            columns["embeddings"].append(blob)
         if self._native:
-            query = self._sql.vector_put.format(cast="::vector", array="text[]")
+            params = VectorParams(tenant=tenant, **columns)
+            params["embeddings"] = Vectors(columns["embeddings"], self._vector_oid)
+            await self._fetch(self._sql.vector_put, params)
         else:
-            query = self._sql.vector_put_stamped
-        await self._fetch(query, {"tenant": tenant, **columns})
+            await self._fetch(self._sql.vector_put_stamped, {"tenant": tenant, **columns})
 
     async def vector_search(
         self,
@@ -2256,16 +2263,15 @@ class AsyncPostgresStore(AsyncStore):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
-        literal = _vector_literal(vector)
+        unit = _unit_query(vector)
         record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
         want_entries = "entry" in kinds
         if thread_id is not None:
             record_kinds = []
-        if literal is None or k <= 0 or not (want_entries or record_kinds):
+        if unit is None or k <= 0 or not (want_entries or record_kinds):
             return []
         await self._ensure_ready()
-        text, blob = literal
-        dim = len(blob) // 4
+        dim = int(unit.shape[0])
         index = self._hnsw_name(model_id, dim) if self._native else None
         if index is not None and index not in self._hnsw:
             index = None
@@ -2298,11 +2304,11 @@ class AsyncPostgresStore(AsyncStore):
             rows = await self._fetch(query, params, retry=True)
             best = top_k(vector, [bytes(r[3]) for r in rows], k)
             return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
-        params["q"] = text
+        bound = VectorParams(params, q=Vector(unit))
         if index is not None:
-            rows = await self._hnsw_search(query, params, k)
+            rows = await self._hnsw_search(query, bound, k)
         else:
-            rows = await self._fetch(query, params, retry=True)
+            rows = await self._fetch(query, bound, retry=True)
         hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
         hits.sort(key=_hit_order)
         return hits[:k]
@@ -2360,33 +2366,40 @@ class AsyncPostgresStore(AsyncStore):
         return " UNION ALL ".join(parts), params
 
     async def _hnsw_search(
-        self, query: str, params: dict[str, Any], k: int
+        self,
+        query: str,
+        params: VectorParams,
+        k: int,
+        *,
+        settings: Mapping[str, str] | None = None,
     ) -> list[tuple[Any, ...]]:
         """Run ``query`` with pgvector's iterative index scan on, in one round trip.
 
-        ``SET LOCAL`` and the query go as one simple-protocol message (an
-        implicit transaction), so the settings never outlive the search: the
-        parameters are bound client-side (``psycopg.sql.Literal``).
+        The settings and the query go out as one pipeline (extended protocol,
+        one Sync): one implicit transaction, so the transaction-local settings
+        (``set_config(..., true)``) apply to the query and never outlive it. The
+        query is prepared by psycopg once it repeats; the query vector is bound
+        in binary. ``settings``: more transaction-local settings (tests force plans).
         """
         if not self._ready or self._closed:
             await self._ensure_ready()
         ef = max(40, min(1000, 2 * k))
+        local = {"hnsw.iterative_scan": "strict_order", "hnsw.ef_search": str(ef)}
+        local.update(settings or {})
+        apply = "SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(local))
         try:
             async with self._connection() as conn:
-                template = query.replace("{", "{{").replace("}", "}}")
-                bound = (
-                    sql.SQL(template.replace("%(", "{").replace(")s", "}"))
-                    .format(**{name: sql.Literal(value) for name, value in params.items()})
-                    .as_string(conn)
-                )
-                text = (
-                    "SET LOCAL hnsw.iterative_scan = strict_order;"
-                    f" SET LOCAL hnsw.ef_search = {ef}; {bound}"
-                )
+                if not registered(conn.adapters):
+                    register(conn.adapters)
+                # The partial index's predicate as constants, so that the plan psycopg
+                # prepares (and the server may cache) can use the index.
+                for name in ("model", "dim"):
+                    constant = sql.Literal(params[name]).as_string(conn).replace("%", "%%")
+                    query = query.replace(f"%({name})s", constant)
                 cur = conn.cursor(row_factory=tuple_row)
-                await cur.execute(text)
-                while cur.nextset():
-                    pass
+                async with conn.pipeline():  # results are read at its end (the Sync)
+                    await conn.execute(apply, [v for pair in local.items() for v in pair])
+                    await cur.execute(query, params)
                 rows = await cur.fetchall()
                 await cur.close()
                 return rows
@@ -2795,9 +2808,9 @@ class _Statements:
         )
         self.vector_put = (
             f"INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding)"
-            " SELECT %(tenant)s, i.kind, i.id, i.model_id, i.thread_id, i.dim, i.embedding{cast}"
+            " SELECT %(tenant)s, i.kind, i.id, i.model_id, i.thread_id, i.dim, i.embedding"
             " FROM unnest(%(kinds)s::text[], %(ids)s::text[], %(models)s::text[],"
-            " %(threads)s::text[], %(dims)s::integer[], %(embeddings)s::{array})"
+            " %(threads)s::text[], %(dims)s::integer[], %(embeddings)s::vector[])"
             " AS i(kind, id, model_id, thread_id, dim, embedding)"
             " ON CONFLICT (tenant_id, kind, id, model_id) DO UPDATE"
             " SET thread_id = EXCLUDED.thread_id, dim = EXCLUDED.dim,"

@@ -1898,6 +1898,33 @@ class SyncContract:
         )
         assert [h.id for h in left] == [e3.id]
 
+    def test_vector_put_of_several_dimensions_in_one_call(
+        self, memory: Memory, store: Store
+    ) -> None:
+        """One call mixing models of different dimensions, and an id written twice."""
+        thread = self._thread(memory)
+        e1 = memory.remember(thread, "user", "one")
+        e2 = memory.remember(thread, "user", "two")
+        tenant = memory.tenant_id
+        store.vector_put(
+            tenant,
+            [
+                VectorItem("entry", e1.id, "d3", [0.0, 3.0, 4.0], thread),
+                VectorItem("entry", e1.id, "d2", [1.0, 0.0], thread),
+                VectorItem("entry", e2.id, "d3", [1.0, 0.0, 0.0], thread),
+                VectorItem("entry", e2.id, "d2", [0.0, 1.0], thread),
+                VectorItem("entry", e2.id, "d2", [0.6, 0.8], thread),  # the last one wins
+            ],
+        )
+        got = store.vector_get(tenant, "entry", [e1.id, e2.id], model_id="d3")
+        assert got[e1.id] == pytest.approx([0.0, 0.6, 0.8], abs=1e-6)
+        assert got[e2.id] == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
+        got = store.vector_get(tenant, "entry", [e1.id, e2.id], model_id="d2")
+        assert got[e2.id] == pytest.approx([0.6, 0.8], abs=1e-6)
+        hits = store.vector_search(tenant, [0.0, 1.0], model_id="d2", kinds=["entry"], k=2)
+        assert [h.id for h in hits] == [e2.id, e1.id]
+        assert [h.score for h in hits] == pytest.approx([0.8, 0.0], abs=1e-5)
+
     def test_forget_user_erases_records_and_vectors(
         self, memory: Memory, store: Store
     ) -> None:
