@@ -53,6 +53,7 @@ REPLACEMENTS = {
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",
     "AsyncLock": "Lock",
+    "AsyncCombiner": "Combiner",
     "AsyncBackground": "Background",
     "aextract": "extract",
     "AsyncWorker": "Worker",

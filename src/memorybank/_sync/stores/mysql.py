@@ -178,6 +178,7 @@ from memorybank._sync.stores.base import (
     VectorItem,
     Visibility,
 )
+from memorybank._combine import Combiner
 from memorybank._concurrency import Lock, sleep
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import (
@@ -238,6 +239,11 @@ TABLES = (
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
 _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 _ATTEMPTS = 3
+#: What concurrent appends must share to run as one transaction: tenant, thread,
+#: branch and the owner check (``None``: no check, else ``(owner,)``).
+_AppendKey = tuple[str, str, str | None, tuple[str | None] | None]
+#: One caller's part of a combined append: its entries and its ``updated_at``.
+_AppendItem = tuple[Sequence[NewEntry], datetime]
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
 _UNAVAILABLE = {
@@ -602,6 +608,11 @@ class MySQLStore(Store):
         self._closed = False
         self._ready = False
         self._schema_lock = Lock()
+        # concurrent appends without idempotency keys to one thread (with one owner
+        # check) share a transaction: one commit for the lot (``_combine``)
+        self._appends: Combiner[_AppendKey, _AppendItem, AppendResult] = Combiner(
+            self._append_combined
+        )
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
         p = f"`{prefix}"
@@ -980,6 +991,39 @@ class MySQLStore(Store):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append in one transaction, two round trips (see the module docstring)."""
+        if all(e.idempotency_key is None for e in entries):
+            key = (tenant, thread_id, branch, None if isinstance(owner, Unset) else (owner,))
+            return self._appends.submit(key, (entries, updated_at))
+        return self._append_now(tenant, thread_id, entries, updated_at, branch, owner)
+
+    def _append_combined(
+        self, key: _AppendKey, items: Sequence[_AppendItem]
+    ) -> list[AppendResult]:
+        """The appends of concurrent callers in one transaction (``_combine``)."""
+        tenant, thread_id, branch, owner_key = key
+        owner: str | Unset | None = UNSET if owner_key is None else owner_key[0]
+        if len(items) == 1:
+            sent, updated_at = items[0]
+            return [self._append_now(tenant, thread_id, sent, updated_at, branch, owner)]
+        every = [new for sent, _ in items for new in sent]
+        updated_at = max(when for _, when in items)
+        result = self._append_now(tenant, thread_id, every, updated_at, branch, owner)
+        results: list[AppendResult] = []
+        start = 0
+        for sent, _ in items:
+            results.append(AppendResult(result.entries[start : start + len(sent)], result.thread))
+            start += len(sent)
+        return results
+
+    def _append_now(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        updated_at: datetime,
+        branch: str | None,
+        owner: str | Unset | None,
+    ) -> AppendResult:
         for attempt in range(_ATTEMPTS):
             try:
                 with self._connection() as conn:

@@ -207,6 +207,7 @@ from memorybank._sync.stores.base import (
     VectorItem,
     Visibility,
 )
+from memorybank._combine import Combiner
 from memorybank._concurrency import Lock
 from memorybank._idempotency import key_reused
 from memorybank.errors import (
@@ -308,6 +309,12 @@ _NULL_ENTRY = (
     " NULL::jsonb, NULL::text, NULL::json, NULL::json, NULL::integer, NULL::timestamptz,"
     " NULL::text"
 )
+
+#: What concurrent plain appends must share to run as one statement: tenant, thread,
+#: branch and the owner check (``None``: no check, else ``(owner,)``).
+_AppendKey = tuple[str, str, str | None, tuple[str | None] | None]
+#: One caller's part of a combined append: its entries and its ``updated_at``.
+_AppendItem = tuple[Sequence[NewEntry], datetime]
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -882,6 +889,10 @@ class PostgresStore(Store):
         self._closed = False
         self._setup_lock = Lock()
         self._conn_lock = Lock()
+        # concurrent plain appends to one thread (with one owner check) share a statement
+        self._appends: Combiner[_AppendKey, _AppendItem, AppendResult] = Combiner(
+            self._append_combined
+        )
         self._sql = _Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
@@ -1296,7 +1307,10 @@ class PostgresStore(Store):
             slot.append(len(sent))
             sent.append(new)
         if all(e.idempotency_key is None for e in sent):
-            return self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
+            if self._pool is None:  # one connection: the caller's, maybe in its transaction
+                return self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
+            key = (tenant, thread_id, branch, None if isinstance(owner, Unset) else (owner,))
+            return self._appends.submit(key, (sent, updated_at))
         batch = dump([{**_new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
         params = {
             "tenant": tenant,
@@ -1331,6 +1345,25 @@ class PostgresStore(Store):
         if len(stored) < len(sent):  # the branch was deleted after the statement's checks
             raise NotFound(f"branch {resolved!r} not found")
         return AppendResult([stored[i] for i in slot], thread)
+
+    def _append_combined(
+        self, key: _AppendKey, items: Sequence[_AppendItem]
+    ) -> list[AppendResult]:
+        """The plain appends of concurrent callers as one statement (``_combine``)."""
+        tenant, thread_id, branch, owner_key = key
+        owner: str | Unset | None = UNSET if owner_key is None else owner_key[0]
+        if len(items) == 1:
+            sent, updated_at = items[0]
+            return [self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)]
+        every = [new for sent, _ in items for new in sent]
+        updated_at = max(when for _, when in items)
+        result = self._append_plain(tenant, thread_id, every, updated_at, branch, owner)
+        results: list[AppendResult] = []
+        start = 0
+        for sent, _ in items:
+            results.append(AppendResult(result.entries[start : start + len(sent)], result.thread))
+            start += len(sent)
+        return results
 
     def _append_plain(
         self,

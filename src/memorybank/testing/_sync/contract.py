@@ -60,6 +60,14 @@ def _id(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
+def _outcome(call: Step[Any]) -> Any:
+    """What ``call`` returned, or the exception it raised."""
+    try:
+        return call()
+    except Exception as error:
+        return error
+
+
 class _StepClock:
     """A deterministic clock: each call is 1 ms after the previous, microseconds kept."""
 
@@ -1266,6 +1274,37 @@ class SyncContract:
         for w in range(5):
             mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
             assert mine == [f"w{w}-{i}" for i in range(10)]
+
+    def test_32_concurrent_appenders_of_one_thread_get_their_own_gap_free_positions(
+        self, memory: Memory
+    ) -> None:
+        # Server stores combine concurrent appends to one thread into one statement:
+        # each caller must still get back its own entry at its stored position.
+        tid = self._thread(memory)
+        returned: dict[str, int] = {}
+
+        def writer(w: int) -> None:
+            for i in range(4):
+                entry = memory.entries.add(tid, {"role": "user", "content": f"w{w}-{i}"})
+                assert entry.content == f"w{w}-{i}"
+                returned[entry.id] = entry.position
+
+        run_all([functools.partial(writer, w) for w in range(32)])
+        entries = memory.entries.list(tid)
+        assert [e.position for e in entries] == list(range(1, 129))
+        assert {e.id: e.position for e in entries} == returned
+        for w in range(32):
+            mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
+            assert mine == [f"w{w}-{i}" for i in range(4)]
+        # a refused append is refused for every caller, and writes nothing
+        other = self._thread(memory, user_id="owner")
+        calls = [
+            functools.partial(memory.remember, other, "user", f"x{i}", user_id="someone else")
+            for i in range(8)
+        ]
+        results = run_all([functools.partial(_outcome, call) for call in calls])
+        assert all(isinstance(r, ThreadForbidden) for r in results)
+        assert memory.entries.list(other) == []
 
     def test_concurrent_fact_updates_lose_no_version(self, memory: Memory) -> None:
         fact = memory.facts.add(agent_id="bot", content="v0", metadata={"n": -1})
