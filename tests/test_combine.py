@@ -142,3 +142,25 @@ def test_threads_are_combined_and_each_gets_its_own_result() -> None:
         else:
             assert results[i] == 10 * i
     assert combiner._queues == {}
+
+
+async def test_an_exception_among_the_results_goes_to_its_caller_only() -> None:
+    gate = asyncio.Event()
+
+    async def run(key: str, items: Sequence[int]) -> list[int | Exception]:
+        if items == [0]:
+            await gate.wait()
+        return [ValueError(f"odd {i}") if i % 2 else i for i in items]
+
+    combiner: AsyncCombiner[str, int, int] = AsyncCombiner(run)
+    first = asyncio.create_task(combiner.submit("k", 0))
+    await asyncio.sleep(0)
+    rest = [asyncio.create_task(combiner.submit("k", i)) for i in range(1, 5)]
+    await asyncio.sleep(0)
+    gate.set()
+    assert await first == 0
+    outcomes = await asyncio.gather(*rest, return_exceptions=True)
+    assert outcomes[1] == 2 and outcomes[3] == 4
+    assert [str(outcomes[i]) for i in (0, 2)] == ["odd 1", "odd 3"]
+    with pytest.raises(ValueError, match="odd 5"):
+        await combiner.submit("k", 5)

@@ -38,9 +38,10 @@ __all__ = ["AsyncCombiner", "Combiner"]
 
 
 class AsyncCombiner(Generic[K, I, R]):
-    """Runs ``run(key, items)`` (one result per item, in order) for batches of calls."""
+    """Runs ``run(key, items)`` for batches of calls: one result per item, in order; an
+    ``Exception`` among the results is raised to that caller only."""
 
-    def __init__(self, run: Callable[[K, Sequence[I]], Awaitable[Sequence[R]]]) -> None:
+    def __init__(self, run: Callable[[K, Sequence[I]], Awaitable[Sequence[R | Exception]]]) -> None:
         self._run = run
         self._queues: dict[K, list[tuple[I, asyncio.Future[R]]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -55,9 +56,12 @@ class AsyncCombiner(Generic[K, I, R]):
             return await future
         self._queues[key] = []
         try:
-            return (await self._run(key, [item]))[0]
+            result = (await self._run(key, [item]))[0]
         finally:
             self._next(key)
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     def _next(self, key: K) -> None:
         """Hand the calls queued under ``key`` to a task, or mark the key idle."""
@@ -91,7 +95,11 @@ class AsyncCombiner(Generic[K, I, R]):
                                 future.set_exception(error)
                     else:
                         for (_, future), result in zip(live, results, strict=True):
-                            if not future.done():
+                            if future.done():
+                                continue
+                            if isinstance(result, Exception):
+                                future.set_exception(result)
+                            else:
                                 future.set_result(result)
                 batch = self._queues[key]
                 if not batch:
@@ -119,7 +127,7 @@ class _Waiter(Generic[I, R]):
 class Combiner(Generic[K, I, R]):
     """Sync twin of :class:`AsyncCombiner` (threads)."""
 
-    def __init__(self, run: Callable[[K, Sequence[I]], Sequence[R]]) -> None:
+    def __init__(self, run: Callable[[K, Sequence[I]], Sequence[R | Exception]]) -> None:
         self._run = run
         self._lock = threading.Lock()
         self._queues: dict[K, list[_Waiter[I, R]]] = {}
@@ -145,7 +153,10 @@ class Combiner(Generic[K, I, R]):
                     waiter.error = error
             else:
                 for waiter, result in zip(batch, results, strict=True):
-                    waiter.result = result
+                    if isinstance(result, Exception):
+                        waiter.error = result
+                    else:
+                        waiter.result = result
             with self._lock:
                 queue = self._queues[key]
                 if queue:

@@ -233,6 +233,27 @@ def test_the_sync_pool_recovers_after_its_connections_are_killed(prefix: str) ->
     store.close()
 
 
+async def test_concurrent_appends_of_a_tenant_share_statements(prefix: str) -> None:
+    """Write combining: appends queued behind a running one go in as one statement
+    (one transaction id, one commit) across threads, each in its own place."""
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=4)
+    memory = AsyncMemory(store)
+    tids = [(await memory.threads.create()).id for _ in range(16)]
+    entries = await asyncio.gather(
+        *(memory.remember(tid, "user", f"{tid}-{i}") for i in range(3) for tid in tids)
+    )
+    [(transactions,)] = _admin(f"SELECT count(DISTINCT xmin::text) FROM {prefix}entries")
+    assert transactions < len(entries) // 2
+    for tid in tids:
+        stored = await memory.entries.list(tid)
+        assert [e.position for e in stored] == [1, 2, 3]
+        assert sorted(e.content or "" for e in stored) == [f"{tid}-{i}" for i in range(3)]
+        assert {e.id: e.position for e in entries if e.thread_id == tid} == {
+            e.id: e.position for e in stored
+        }
+    await store.close()
+
+
 async def test_a_caller_connection_is_used_and_left_as_it_was(prefix: str) -> None:
     conn = await psycopg.AsyncConnection.connect(URL)  # not autocommit
     store = AsyncPostgresStore(conn, prefix=prefix)

@@ -309,11 +309,9 @@ _NULL_ENTRY = (
     " NULL::text"
 )
 
-#: What concurrent plain appends must share to run as one statement: tenant, thread,
-#: branch and the owner check (``None``: no check, else ``(owner,)``).
-_AppendKey = tuple[str, str, str | None, tuple[str | None] | None]
-#: One caller's part of a combined append: its entries and its ``updated_at``.
-_AppendItem = tuple[Sequence[NewEntry], datetime]
+#: One caller's part of a combined append (``_APPEND_MANY``, one tenant): thread,
+#: branch, owner check, entries and ``updated_at``.
+_AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -608,6 +606,59 @@ ins AS (
 )
 SELECT br.name, br.base, {th_cols} FROM th LEFT JOIN br ON true
 """
+# Concurrent plain appends of one tenant, to any threads, as ONE statement (write
+# combining, see ``_combine``): the threads named are locked in id order (so two such
+# statements never deadlock), each caller's rows pass its own owner and branch checks,
+# every thread and branch counter touched is updated once, and the rows go in with
+# positions numbered per (thread, branch) in queue order. Rows back: one per stored
+# entry, with its thread row; a caller whose entries are missing wrote nothing and is
+# run again alone (which raises its error, or stores it if the world changed).
+_APPEND_MANY = """
+WITH input AS (
+    SELECT * FROM json_to_recordset(%(batch)s::json) AS i(
+        ord integer, thread text, branch text, check_owner boolean, owner text,
+        now timestamptz, id text, role text, content text, name text, tool_calls jsonb,
+        tool_call_id text, metadata json, state json, token_count integer,
+        created_at timestamptz)
+),
+locked AS (
+    SELECT t.id, t.user_id, t.current_branch FROM {p}threads t
+    WHERE t.tenant_id = %(tenant)s AND t.id IN (SELECT thread FROM input)
+    ORDER BY t.id
+    FOR NO KEY UPDATE
+),
+ok AS (
+    SELECT i.*, coalesce(i.branch, l.current_branch) AS bname
+    FROM input i JOIN locked l ON l.id = i.thread
+    WHERE (NOT i.check_owner OR l.user_id IS NOT DISTINCT FROM i.owner)
+      AND EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = %(tenant)s
+                  AND b.thread_id = i.thread AND b.name = coalesce(i.branch, l.current_branch))
+),
+th AS (
+    UPDATE {p}threads t SET updated_at = m.now
+    FROM (SELECT thread, max(now) AS now FROM ok GROUP BY thread) m
+    WHERE t.tenant_id = %(tenant)s AND t.id = m.thread
+    RETURNING {t_cols}
+),
+br AS (
+    UPDATE {p}branches b SET last_position = b.last_position + c.n
+    FROM (SELECT thread, bname, count(*) AS n FROM ok GROUP BY thread, bname) c
+    WHERE b.tenant_id = %(tenant)s AND b.thread_id = c.thread AND b.name = c.bname
+    RETURNING b.thread_id, b.name, b.last_position - c.n AS base
+),
+ins AS (
+    INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content, name,
+        tool_calls, tool_call_id, metadata, state, token_count, created_at)
+    SELECT %(tenant)s, o.thread, o.bname,
+        br.base + row_number() OVER (PARTITION BY o.thread, o.bname ORDER BY o.ord),
+        o.id, o.role, o.content, o.name, o.tool_calls, o.tool_call_id, o.metadata, o.state,
+        o.token_count, o.created_at
+    FROM ok o JOIN br ON br.thread_id = o.thread AND br.name = o.bname
+    RETURNING thread_id, branch, id, position
+)
+SELECT ins.thread_id, ins.branch, ins.id, ins.position, {th_cols}
+FROM ins JOIN th ON th.id = ins.thread_id
+"""
 # Where ``_APPEND_PLAIN``'s rows come from: a JSON batch, or (one entry, every
 # ``remember``) plain parameters, which neither side has to encode or parse as JSON.
 _BATCH_ROWS = """json_to_recordset(%(batch)s::json) AS i(
@@ -889,7 +940,7 @@ class AsyncPostgresStore(AsyncStore):
         self._setup_lock = AsyncLock()
         self._conn_lock = AsyncLock()
         # concurrent plain appends to one thread (with one owner check) share a statement
-        self._appends: AsyncCombiner[_AppendKey, _AppendItem, AppendResult] = AsyncCombiner(
+        self._appends: AsyncCombiner[str, _AppendItem, AppendResult] = AsyncCombiner(
             self._append_combined
         )
         self._sql = _Statements(prefix)
@@ -1308,8 +1359,7 @@ class AsyncPostgresStore(AsyncStore):
         if all(e.idempotency_key is None for e in sent):
             if self._pool is None:  # one connection: the caller's, maybe in its transaction
                 return await self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
-            key = (tenant, thread_id, branch, None if isinstance(owner, Unset) else (owner,))
-            return await self._appends.submit(key, (sent, updated_at))
+            return await self._appends.submit(tenant, (thread_id, branch, owner, sent, updated_at))
         batch = dump([{**_new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
         params = {
             "tenant": tenant,
@@ -1346,22 +1396,64 @@ class AsyncPostgresStore(AsyncStore):
         return AppendResult([stored[i] for i in slot], thread)
 
     async def _append_combined(
-        self, key: _AppendKey, items: Sequence[_AppendItem]
-    ) -> list[AppendResult]:
+        self, tenant: str, items: Sequence[_AppendItem]
+    ) -> list[AppendResult | Exception]:
         """The plain appends of concurrent callers as one statement (``_combine``)."""
-        tenant, thread_id, branch, owner_key = key
-        owner: str | Unset | None = UNSET if owner_key is None else owner_key[0]
         if len(items) == 1:
-            sent, updated_at = items[0]
+            thread_id, branch, owner, sent, updated_at = items[0]
             return [await self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)]
-        every = [new for sent, _ in items for new in sent]
-        updated_at = max(when for _, when in items)
-        result = await self._append_plain(tenant, thread_id, every, updated_at, branch, owner)
-        results: list[AppendResult] = []
-        start = 0
-        for sent, _ in items:
-            results.append(AppendResult(result.entries[start : start + len(sent)], result.thread))
-            start += len(sent)
+        batch: list[dict[str, Any]] = []
+        for thread_id, branch, owner, sent, updated_at in items:
+            check = not isinstance(owner, Unset)
+            for e in sent:
+                batch.append(
+                    {
+                        "ord": len(batch),
+                        "thread": thread_id,
+                        "branch": branch,
+                        "check_owner": check,
+                        "owner": owner if check else None,
+                        "now": updated_at.isoformat(),
+                        "id": e.id,
+                        "role": e.role,
+                        "content": e.content,
+                        "name": e.name,
+                        "tool_calls": tool_calls_value(e.tool_calls, e.extra, e.item),
+                        "tool_call_id": e.tool_call_id,
+                        "metadata": e.metadata,
+                        "state": e.state,
+                        "token_count": e.token_count,
+                        "created_at": e.created_at.isoformat(),
+                    }
+                )
+        rows = await self._fetch(self._sql.append_many, {"tenant": tenant, "batch": dump(batch)})
+        stored: dict[tuple[str, str], tuple[str, int]] = {}
+        threads: dict[str, Thread] = {}
+        for row in rows:
+            stored[row[0], row[2]] = (row[1], int(row[3]))
+            if row[0] not in threads:
+                threads[row[0]] = row_to_thread(row[4 : 4 + _N_THREAD])
+        results: list[AppendResult | Exception] = []
+        for thread_id, branch, owner, sent, updated_at in items:
+            got = [stored.get((thread_id, e.id)) for e in sent]
+            if all(g is not None for g in got):
+                results.append(
+                    AppendResult(
+                        [
+                            _new_entry(e, thread_id, g[0], g[1])
+                            for e, g in zip(sent, got, strict=True)
+                            if g is not None
+                        ],
+                        threads[thread_id],
+                    )
+                )
+                continue
+            try:  # refused (nothing of it written): alone, it raises why
+                results.append(
+                    await self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
+                )
+            except Exception as error:
+                results.append(error)
         return results
 
     async def _append_plain(
@@ -2560,6 +2652,9 @@ class _Statements:
         )
         self.append_one = _APPEND_PLAIN.format(
             p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_ONE_ROW
+        )
+        self.append_many = _APPEND_MANY.format(
+            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
         )
         self.append_refusal = (
             f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"

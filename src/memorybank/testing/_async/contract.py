@@ -1305,6 +1305,43 @@ class AsyncContract:
         assert all(isinstance(r, ThreadForbidden) for r in results)
         assert await memory.entries.list(other) == []
 
+    async def test_concurrent_appends_to_many_threads_each_get_their_own_outcome(
+        self, memory: AsyncMemory
+    ) -> None:
+        # Server stores may run concurrent appends of a tenant as one statement: a
+        # refused one (other owner, no thread, no branch) fails alone, writing nothing.
+        tids = [await self._thread(memory, user_id="u") for _ in range(6)]
+        calls: list[AsyncStep[Any]] = []
+        for i, tid in enumerate(tids):
+            calls.append(functools.partial(memory.remember, tid, "user", f"ok{i}", user_id="u"))
+            calls.append(functools.partial(memory.remember, tid, "user", f"no{i}", user_id="x"))
+        calls.append(functools.partial(memory.remember, _id(), "user", "no thread"))
+        calls.append(
+            functools.partial(
+                memory.entries.add, tids[0], {"role": "user", "content": "b"}, branch="nope"
+            )
+        )
+        calls.append(
+            functools.partial(
+                memory.entries.add_many,
+                tids[1],
+                [{"role": "user", "content": "m0"}, {"role": "user", "content": "m1"}],
+            )
+        )
+        results = await arun_all([functools.partial(_outcome, call) for call in calls])
+        for i, tid in enumerate(tids):
+            ok, refused = results[2 * i], results[2 * i + 1]
+            assert isinstance(refused, ThreadForbidden)
+            assert not isinstance(ok, Exception) and ok.content == f"ok{i}"
+            stored = await memory.entries.list(tid)
+            assert [e.id for e in stored if e.content == f"ok{i}"] == [ok.id]
+            assert all((e.content or "").startswith(("ok", "m")) for e in stored)
+            assert [e.position for e in stored] == list(range(1, len(stored) + 1))
+        assert isinstance(results[-3], NotFound) and isinstance(results[-2], NotFound)
+        many = results[-1]
+        assert isinstance(many, list) and [e.content for e in many] == ["m0", "m1"]
+        assert many[1].position == many[0].position + 1
+
     async def test_concurrent_fact_updates_lose_no_version(self, memory: AsyncMemory) -> None:
         fact = await memory.facts.add(agent_id="bot", content="v0", metadata={"n": -1})
 
