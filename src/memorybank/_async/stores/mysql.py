@@ -238,11 +238,9 @@ TABLES = (
 _PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
 _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 _ATTEMPTS = 3
-#: What concurrent appends must share to run as one transaction: tenant, thread,
-#: branch and the owner check (``None``: no check, else ``(owner,)``).
-_AppendKey = tuple[str, str, str | None, tuple[str | None] | None]
-#: One caller's part of a combined append: its entries and its ``updated_at``.
-_AppendItem = tuple[Sequence[NewEntry], datetime]
+#: One caller's part of a combined append (one tenant): thread, branch, owner check,
+#: entries and ``updated_at``.
+_AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
 _UNAVAILABLE = {
@@ -581,6 +579,44 @@ def _build_thread(row: Sequence[Any]) -> Thread:
     return row_to_thread(row[:10])
 
 
+def _append_head(
+    head: list[tuple[Any, ...]], thread_id: str, branch: str | None, owner: str | Unset | None
+) -> tuple[Thread, str, int]:
+    """The thread, branch name and counter from an append's lock row, or the refusal."""
+    if not head:
+        raise NotFound(f"thread {thread_id!r} not found")
+    row = json.loads(head[0][0])
+    thread = _build_thread(row)
+    if not isinstance(owner, Unset) and not row[12]:
+        raise ThreadForbidden()
+    name = thread.current_branch if branch is None else branch
+    if row[10] is None:
+        raise NotFound(f"branch {name!r} not found")
+    return thread, name, int(row[11])
+
+
+def _stored_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    """The ``Entry`` just stored from ``new``."""
+    return Entry(
+        id=new.id,
+        thread_id=thread_id,
+        branch=branch,
+        position=position,
+        role=new.role,  # type: ignore[arg-type]
+        content=new.content,
+        name=new.name,
+        tool_calls=new.tool_calls,
+        tool_call_id=new.tool_call_id,
+        metadata=dict(new.metadata),
+        state=dict(new.state),
+        token_count=new.token_count,
+        created_at=new.created_at,
+        idempotency_key=new.idempotency_key,
+        extra=new.extra,
+        item=new.item,
+    )
+
+
 class AsyncMySQLStore(AsyncStore):
     """Memory in MySQL/MariaDB. See the module docstring for layout and guarantees."""
 
@@ -609,7 +645,7 @@ class AsyncMySQLStore(AsyncStore):
         self._schema_lock = AsyncLock()
         # concurrent appends without idempotency keys to one thread (with one owner
         # check) share a transaction: one commit for the lot (``_combine``)
-        self._appends: AsyncCombiner[_AppendKey, _AppendItem, AppendResult] = AsyncCombiner(
+        self._appends: AsyncCombiner[str, _AppendItem, AppendResult] = AsyncCombiner(
             self._append_combined
         )
         #: Pooled connections whose session this store set to READ COMMITTED.
@@ -990,29 +1026,129 @@ class AsyncMySQLStore(AsyncStore):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append in one transaction, two round trips (see the module docstring)."""
-        if all(e.idempotency_key is None for e in entries):
-            key = (tenant, thread_id, branch, None if isinstance(owner, Unset) else (owner,))
-            return await self._appends.submit(key, (entries, updated_at))
+        if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
+            item = (thread_id, branch, owner, entries, updated_at)
+            return await self._appends.submit(tenant, item)
         return await self._append_now(tenant, thread_id, entries, updated_at, branch, owner)
 
     async def _append_combined(
-        self, key: _AppendKey, items: Sequence[_AppendItem]
-    ) -> list[AppendResult]:
-        """The appends of concurrent callers in one transaction (``_combine``)."""
-        tenant, thread_id, branch, owner_key = key
-        owner: str | Unset | None = UNSET if owner_key is None else owner_key[0]
+        self, tenant: str, items: Sequence[_AppendItem]
+    ) -> list[AppendResult | Exception]:
+        """The appends of concurrent callers, to any threads, in one transaction and a
+        fixed number of statements (``_combine``): round trip 1 locks the threads (in
+        id order: two such transactions never deadlock) and their branches named;
+        round trip 2 inserts every allowed entry, sets each counter and ``updated_at``
+        once, and commits. A refused caller (no thread, other owner, no branch) gets
+        its error and wrote nothing; the others are stored."""
         if len(items) == 1:
-            sent, updated_at = items[0]
+            thread_id, branch, owner, sent, updated_at = items[0]
             return [await self._append_now(tenant, thread_id, sent, updated_at, branch, owner)]
-        every = [new for sent, _ in items for new in sent]
-        updated_at = max(when for _, when in items)
-        result = await self._append_now(tenant, thread_id, every, updated_at, branch, owner)
-        results: list[AppendResult] = []
-        start = 0
-        for sent, _ in items:
-            results.append(AppendResult(result.entries[start : start + len(sent)], result.thread))
-            start += len(sent)
-        return results
+        for attempt in range(_ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    return await self._append_many(conn, tenant, items)
+            except _LockContention as error:
+                await self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    async def _append_many(
+        self, conn: AsyncMySQLConnection, tenant: str, items: Sequence[_AppendItem]
+    ) -> list[AppendResult | Exception]:
+        tids = sorted({item[0] for item in items})
+        named = sorted({item[1] for item in items if item[1] is not None})
+        branch_match = "b.name = t.current_branch"
+        if named:
+            branch_match = f"({branch_match} OR b.name IN ({_marks(len(named))}))"
+        lock: _Statement = (
+            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position)"
+            f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            f" AND b.thread_id = t.id AND {branch_match}"
+            f" WHERE t.tenant_id = %s AND t.id IN ({_marks(len(tids))})"
+            " ORDER BY t.id, b.name FOR UPDATE",
+            (*named, tenant, *tids),
+        )
+        results = await self._run(conn, [(_BEGIN, None), lock])
+        threads: dict[str, Thread] = {}
+        counters: dict[tuple[str, str], int] = {}
+        for (text,) in results[2][0]:
+            row = json.loads(text)
+            thread = _build_thread(row)
+            thread = threads.setdefault(thread.id, thread)
+            if row[10] is not None:
+                counters[thread.id, row[10]] = int(row[11])
+        out: list[AppendResult | Exception] = []
+        values: list[Any] = []
+        touched: dict[str, datetime] = {}
+        for thread_id, branch, owner, sent, updated_at in items:
+            thread = threads.get(thread_id)
+            if thread is None:
+                out.append(NotFound(f"thread {thread_id!r} not found"))
+                continue
+            if not isinstance(owner, Unset) and thread.user_id != owner:
+                out.append(ThreadForbidden())
+                continue
+            name = thread.current_branch if branch is None else branch
+            position = counters.get((thread_id, name))
+            if position is None:
+                out.append(NotFound(f"branch {name!r} not found"))
+                continue
+            stored = []
+            for new in sent:
+                position += 1
+                stored.append(_stored_entry(new, thread_id, name, position))
+                values += (tenant, thread_id, name, position, *_entry_values(new))
+            counters[thread_id, name] = position
+            touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
+            out.append(AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at)))
+        writes: list[_Statement] = []
+        if values:
+            rows = len(values) // _INSERT_WIDTH
+            writes.append(
+                (
+                    f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
+                    + ", ".join([f"({_marks(_INSERT_WIDTH)})"] * rows),
+                    values,
+                )
+            )
+            moved = [(t, n, p) for (t, n), p in counters.items() if t in touched]
+            writes.append(
+                (
+                    f"UPDATE {self._branches} SET last_position = CASE"
+                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
+                    + " ELSE last_position END WHERE tenant_id = %s AND thread_id IN"
+                    f" ({_marks(len(touched))})",
+                    (*(v for m in moved for v in m), tenant, *touched),
+                )
+            )
+            writes.append(
+                (
+                    f"UPDATE {self._threads} SET updated_at = CASE"
+                    + " WHEN id = %s THEN %s" * len(touched)
+                    + " ELSE updated_at END WHERE tenant_id = %s"
+                    + f" AND id IN ({_marks(len(touched))})",
+                    (
+                        *(v for t, when in touched.items() for v in (t, to_us(when))),
+                        tenant,
+                        *touched,
+                    ),
+                )
+            )
+        writes.append(("COMMIT", None))
+        await self._run(conn, writes)
+        return out
+
+    def _lock_statement(
+        self, tenant: str, thread_id: str, branch: str | None, owner: str | Unset | None
+    ) -> _Statement:
+        """Lock the thread and branch rows; the thread, branch, counter and owner verdict."""
+        return (
+            # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
+            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
+            f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+            " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+            (None if isinstance(owner, Unset) else owner, branch, tenant, thread_id),
+        )
 
     async def _append_now(
         self,
@@ -1048,14 +1184,7 @@ class AsyncMySQLStore(AsyncStore):
         # The owner verdict is the server's, computed in this transaction with the same
         # expression the fast path's writes are conditional on: the error raised below
         # and what was written can never disagree (a refused append writes nothing).
-        lock: _Statement = (
-            # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
-            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
-            f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-            " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-            (None if isinstance(owner, Unset) else owner, branch, tenant, thread_id),
-        )
+        lock = self._lock_statement(tenant, thread_id, branch, owner)
         statements: list[_Statement] = [(_BEGIN, None), lock]
         if fast:
             # One round trip: the writes are conditional on the checks (thread,
@@ -1075,17 +1204,7 @@ class AsyncMySQLStore(AsyncStore):
                 )
             )
         results = await self._run(conn, statements)
-        head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")
-        row = json.loads(head[0][0])
-        thread = _build_thread(row)
-        if not isinstance(owner, Unset) and not row[12]:
-            raise ThreadForbidden()
-        name = thread.current_branch if branch is None else branch
-        if row[10] is None:
-            raise NotFound(f"branch {name!r} not found")
-        position = int(row[11])
+        thread, name, position = _append_head(results[2][0], thread_id, branch, owner)
         by_key: dict[str, Entry] = {}
         if keys:
             prints: dict[str, str | None] = {}
@@ -1107,24 +1226,7 @@ class AsyncMySQLStore(AsyncStore):
                 stored.append(existing)
                 continue
             position += 1
-            entry = Entry(
-                id=new.id,
-                thread_id=thread_id,
-                branch=name,
-                position=position,
-                role=new.role,  # type: ignore[arg-type]
-                content=new.content,
-                name=new.name,
-                tool_calls=new.tool_calls,
-                tool_call_id=new.tool_call_id,
-                metadata=dict(new.metadata),
-                state=dict(new.state),
-                token_count=new.token_count,
-                created_at=new.created_at,
-                idempotency_key=new.idempotency_key,
-                extra=new.extra,
-                item=new.item,
-            )
+            entry = _stored_entry(new, thread_id, name, position)
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry
             stored.append(entry)
