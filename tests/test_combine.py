@@ -33,7 +33,7 @@ async def test_calls_queued_behind_a_running_batch_run_as_the_next_batch() -> No
     assert await first == 0
     assert [await t for t in rest] == [10, 20, 30, 40, 50]
     assert batches == [[0], [7], [1, 2, 3, 4, 5]]
-    assert combiner._queues == {}  # idle again
+    assert combiner._keys == {}  # idle again
 
 
 async def test_a_failed_batch_fails_each_of_its_calls_and_the_next_batch_still_runs() -> None:
@@ -141,7 +141,7 @@ def test_threads_are_combined_and_each_gets_its_own_result() -> None:
             assert isinstance(results[i], ValueError)
         else:
             assert results[i] == 10 * i
-    assert combiner._queues == {}
+    assert combiner._keys == {}
 
 
 async def test_an_exception_among_the_results_goes_to_its_caller_only() -> None:
@@ -164,3 +164,50 @@ async def test_an_exception_among_the_results_goes_to_its_caller_only() -> None:
     assert [str(outcomes[i]) for i in (0, 2)] == ["odd 1", "odd 3"]
     with pytest.raises(ValueError, match="odd 5"):
         await combiner.submit("k", 5)
+
+
+async def test_up_to_limit_batches_of_a_key_run_at_once() -> None:
+    gates = [asyncio.Event() for _ in range(3)]
+    running: list[list[int]] = []
+
+    async def run(key: str, items: Sequence[int]) -> list[int]:
+        running.append(list(items))
+        await gates[min(len(running), 3) - 1].wait()
+        return list(items)
+
+    combiner: AsyncCombiner[str, int, int] = AsyncCombiner(run, limit=2)
+    first = asyncio.create_task(combiner.submit("k", 0))
+    second = asyncio.create_task(combiner.submit("k", 1))
+    await asyncio.sleep(0)
+    queued = [asyncio.create_task(combiner.submit("k", i)) for i in (2, 3)]
+    await asyncio.sleep(0)
+    assert running == [[0], [1]]  # two batches at once, the rest waits
+    gates[1].set()
+    assert await second == 1
+    await asyncio.sleep(0)
+    assert running == [[0], [1], [2, 3]]
+    gates[2].set()
+    assert [await t for t in queued] == [2, 3]
+    gates[0].set()
+    assert await first == 0
+    assert combiner._keys == {}
+
+
+def test_threads_with_a_limit_are_combined_and_all_answered() -> None:
+    def run(key: str, items: Sequence[int]) -> list[int]:
+        time.sleep(0.01)
+        return [i + 1 for i in items]
+
+    combiner: Combiner[str, int, int] = Combiner(run, limit=2)
+    results: dict[int, int] = {}
+
+    def call(i: int) -> None:
+        results[i] = combiner.submit("k", i)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == {i: i + 1 for i in range(24)}
+    assert combiner._keys == {}

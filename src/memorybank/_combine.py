@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Sequence
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
@@ -37,46 +37,69 @@ R = TypeVar("R")
 __all__ = ["AsyncCombiner", "Combiner"]
 
 
+class _Slots(Generic[I, R]):
+    """One key's state: how many batches run, and the calls waiting for the next one."""
+
+    __slots__ = ("queue", "running")
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.queue: list[tuple[I, asyncio.Future[R]]] = []
+
+
 class AsyncCombiner(Generic[K, I, R]):
     """Runs ``run(key, items)`` for batches of calls: one result per item, in order; an
-    ``Exception`` among the results is raised to that caller only."""
+    ``Exception`` among the results is raised to that caller only. Up to ``limit``
+    batches of one key run at once (the next batch's statement can then overlap
+    the previous one's commit); beyond that, calls queue for the next batch."""
 
-    def __init__(self, run: Callable[[K, Sequence[I]], Awaitable[Sequence[R | Exception]]]) -> None:
+    def __init__(
+        self,
+        run: Callable[[K, Sequence[I]], Awaitable[Sequence[R | Exception]]],
+        *,
+        limit: int = 1,
+    ) -> None:
         self._run = run
-        self._queues: dict[K, list[tuple[I, asyncio.Future[R]]]] = {}
+        self._limit = limit
+        self._keys: dict[K, _Slots[I, R]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def submit(self, key: K, item: I) -> R:
-        queue = self._queues.get(key)
-        if queue is not None:  # a batch of this key is running: join the next one
+        slots = self._keys.get(key)
+        if slots is None:
+            slots = self._keys[key] = _Slots()
+        if slots.running >= self._limit:  # join the next batch
             import asyncio
 
             future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-            queue.append((item, future))
+            slots.queue.append((item, future))
             return await future
-        self._queues[key] = []
+        slots.running += 1
         try:
             result = (await self._run(key, [item]))[0]
         finally:
-            self._next(key)
+            self._next(key, slots)
         if isinstance(result, Exception):
             raise result
         return result
 
-    def _next(self, key: K) -> None:
-        """Hand the calls queued under ``key`` to a task, or mark the key idle."""
-        queue = self._queues[key]
-        if not queue:
-            del self._queues[key]
+    def _next(self, key: K, slots: _Slots[I, R]) -> None:
+        """A batch of ``key`` ended: hand the queued calls to a task, or free its slot."""
+        if not slots.queue:
+            slots.running -= 1
+            if not slots.running:
+                del self._keys[key]
             return
         import asyncio
 
-        self._queues[key] = []
-        task = asyncio.get_running_loop().create_task(self._drive(key, queue))
+        batch, slots.queue = slots.queue, []
+        task = asyncio.get_running_loop().create_task(self._drive(key, slots, batch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _drive(self, key: K, batch: list[tuple[I, asyncio.Future[R]]]) -> None:
+    async def _drive(
+        self, key: K, slots: _Slots[I, R], batch: list[tuple[I, asyncio.Future[R]]]
+    ) -> None:
         import asyncio
 
         try:
@@ -101,16 +124,18 @@ class AsyncCombiner(Generic[K, I, R]):
                                 future.set_exception(result)
                             else:
                                 future.set_result(result)
-                batch = self._queues[key]
-                if not batch:
+                if not slots.queue:
                     break
-                self._queues[key] = []
+                batch, slots.queue = slots.queue, []
         finally:
             # no await since the last look at the queue: nothing slipped in
-            left = self._queues.pop(key, [])
-            for _, future in left:  # only when the task itself was cancelled
-                if not future.done():
-                    future.cancel()
+            slots.running -= 1
+            if not slots.running:
+                left, slots.queue = slots.queue, []
+                del self._keys[key]
+                for _, future in left:  # only when the task itself was cancelled
+                    if not future.done():
+                        future.cancel()
 
 
 class _Waiter(Generic[I, R]):
@@ -127,20 +152,23 @@ class _Waiter(Generic[I, R]):
 class Combiner(Generic[K, I, R]):
     """Sync twin of :class:`AsyncCombiner` (threads)."""
 
-    def __init__(self, run: Callable[[K, Sequence[I]], Sequence[R | Exception]]) -> None:
+    def __init__(
+        self, run: Callable[[K, Sequence[I]], Sequence[R | Exception]], *, limit: int = 1
+    ) -> None:
         self._run = run
+        self._limit = limit
         self._lock = threading.Lock()
-        self._queues: dict[K, list[_Waiter[I, R]]] = {}
+        self._keys: dict[K, list[Any]] = {}  # key: [running batches, queued waiters]
 
     def submit(self, key: K, item: I) -> R:
         me: _Waiter[I, R] = _Waiter(item)
         with self._lock:
-            queue = self._queues.get(key)
-            if queue is None:
-                self._queues[key] = []
+            state = self._keys.setdefault(key, [0, []])
+            if state[0] < self._limit:
+                state[0] += 1
                 batch: list[_Waiter[I, R]] | None = [me]
             else:
-                queue.append(me)
+                state[1].append(me)
                 batch = None
         if batch is None:
             me.event.wait()
@@ -158,12 +186,15 @@ class Combiner(Generic[K, I, R]):
                     else:
                         waiter.result = result
             with self._lock:
-                queue = self._queues[key]
+                state = self._keys[key]
+                queue: list[_Waiter[I, R]] = state[1]
                 if queue:
-                    self._queues[key] = []
-                    queue[0].batch = queue
+                    state[1] = []
+                    queue[0].batch = queue  # the slot passes to the queue's first
                 else:
-                    del self._queues[key]
+                    state[0] -= 1
+                    if not state[0]:
+                        del self._keys[key]
             for waiter in batch:
                 if waiter is not me:
                     waiter.event.set()

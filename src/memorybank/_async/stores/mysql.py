@@ -240,6 +240,9 @@ _ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 _ATTEMPTS = 3
 #: One caller's part of a combined append (one tenant): thread, branch, owner check,
 #: entries and ``updated_at``.
+#: Combined appends of one tenant in flight at once (each on its own connection): the
+#: next batch's statements overlap the previous one's commit.
+_APPEND_BATCHES = 2
 _AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
@@ -646,7 +649,7 @@ class AsyncMySQLStore(AsyncStore):
         # concurrent appends without idempotency keys to one thread (with one owner
         # check) share a transaction: one commit for the lot (``_combine``)
         self._appends: AsyncCombiner[str, _AppendItem, AppendResult] = AsyncCombiner(
-            self._append_combined
+            self._append_combined, limit=_APPEND_BATCHES
         )
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()

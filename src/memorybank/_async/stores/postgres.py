@@ -311,6 +311,9 @@ _NULL_ENTRY = (
 
 #: One caller's part of a combined append (``_APPEND_MANY``, one tenant): thread,
 #: branch, owner check, entries and ``updated_at``.
+#: Combined appends of one tenant in flight at once (each on its own connection): the
+#: next batch's statements overlap the previous one's commit.
+_APPEND_BATCHES = 2
 _AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
@@ -941,7 +944,7 @@ class AsyncPostgresStore(AsyncStore):
         self._conn_lock = AsyncLock()
         # concurrent plain appends to one thread (with one owner check) share a statement
         self._appends: AsyncCombiner[str, _AppendItem, AppendResult] = AsyncCombiner(
-            self._append_combined
+            self._append_combined, limit=_APPEND_BATCHES
         )
         self._sql = _Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)

@@ -312,6 +312,9 @@ _NULL_ENTRY = (
 
 #: One caller's part of a combined append (``_APPEND_MANY``, one tenant): thread,
 #: branch, owner check, entries and ``updated_at``.
+#: Combined appends of one tenant in flight at once (each on its own connection): the
+#: next batch's statements overlap the previous one's commit.
+_APPEND_BATCHES = 2
 _AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
@@ -942,7 +945,7 @@ class PostgresStore(Store):
         self._conn_lock = Lock()
         # concurrent plain appends to one thread (with one owner check) share a statement
         self._appends: Combiner[str, _AppendItem, AppendResult] = Combiner(
-            self._append_combined
+            self._append_combined, limit=_APPEND_BATCHES
         )
         self._sql = _Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
