@@ -123,6 +123,19 @@ record locks on primary keys, no gap locks. A deadlock (1213) or
 lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
 short backoff), then raises ``StoreUnavailable``.
 
+Write combining (``memorybank._combine``): appends without idempotency keys (up
+to 16 entries each) that one store object receives while two of its appends
+for the same tenant are running wait, and then run together as ONE transaction
+in two round trips whatever their number and threads: ``SELECT`` of the threads
+named and their branches ``FOR UPDATE`` (ordered by thread id, so two such
+transactions never deadlock), then one multi-row ``INSERT``, one ``UPDATE`` of
+the counters and one of ``updated_at`` (``CASE`` per thread), ``COMMIT``. Each
+caller returns once its entries are committed; callers of one thread get
+consecutive positions in arrival order; a refused caller (no thread, another
+owner, no branch) gets its own error and writes nothing, the others are stored;
+an error of the transaction itself reaches every caller in it. With one append
+in flight nothing waits: the path above runs unchanged.
+
 Write transactions run at READ COMMITTED: the first transaction on a pooled
 connection sets it for the session (in the same round trip), later ones only
 send ``START TRANSACTION``.

@@ -115,6 +115,20 @@ runs it again (up to 3 times), now comparing against that writer's entry.
 A key's fingerprint lives in the ``fingerprint`` column (migration 4; NULL on
 older rows, which match any payload).
 
+Write combining (``memorybank._combine``; a store on a pool, not on a single
+connection): plain appends that one store object receives while two of its
+appends for the same tenant are running wait, and then run together as ONE
+statement and one commit, whatever their number and threads: it locks the
+threads named in id order (``FOR NO KEY UPDATE``, so two such statements never
+deadlock), checks each caller's owner and branch, updates each thread and
+branch counter touched once and inserts every allowed row, numbered per
+(thread, branch) in arrival order. Each caller returns once its entries are
+committed; a refused caller (nothing of it written) runs again alone, which
+raises its own error; an error of the statement itself reaches every caller in
+it. Concurrent appenders of one thread no longer wait for each other's commit
+(the thread lock is still held through it), and 32 appenders of distinct
+threads share commits too. With one append in flight nothing waits.
+
 Positions are gap-free per branch while entries are only appended: the branch
 counter never goes back, so after ``delete_entries``/``truncate_after``/
 ``clear_entries`` new entries continue after the highest position ever assigned
