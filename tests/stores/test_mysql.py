@@ -619,3 +619,21 @@ def test_migration_4_gives_existing_records_revision_0(mysql_prefix: str) -> Non
     finally:
         conn.close()
         drop_tables(prefix)
+
+
+async def test_concurrent_big_appends_are_combined_in_bounded_transactions(
+    mysql_prefix: str,
+) -> None:
+    """Write combining never builds one statement of every queued caller's text:
+    30 concurrent 0.9 MB messages to distinct threads (more than a 16 MiB
+    ``max_allowed_packet`` together) all land, each in place."""
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
+    memory = AsyncMemory(store)
+    tids = [(await memory.threads.create()).id for _ in range(30)]
+    big = "x" * 900_000
+    entries = await asyncio.gather(*(memory.remember(tid, "user", big + tid) for tid in tids))
+    for tid, entry in zip(tids, entries, strict=True):
+        [stored] = await memory.entries.list(tid)
+        assert stored.id == entry.id and stored.position == entry.position == 1
+        assert stored.content == big + tid
+    await store.close()

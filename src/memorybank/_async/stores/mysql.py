@@ -595,6 +595,30 @@ def _build_thread(row: Sequence[Any]) -> Thread:
     return row_to_thread(row[:10])
 
 
+#: About how much entry text one combined append transaction carries (a caller's own
+#: bigger batch still goes alone, as it would without combining).
+_COMBINED_BYTES = 1 << 20
+
+
+def _by_size(items: Sequence[_AppendItem]) -> Iterator[Sequence[_AppendItem]]:
+    """``items`` in runs of about ``_COMBINED_BYTES`` of text (``max_allowed_packet``)."""
+    start, size = 0, 0
+    for k, item in enumerate(items):
+        weight = sum(
+            400
+            + len(e.content or "")
+            + (len(str(e.metadata)) if e.metadata else 0)
+            + (len(str(e.state)) if e.state else 0)
+            + (len(str(e.tool_calls)) if e.tool_calls else 0)
+            for e in item[3]
+        )
+        if k > start and size + weight > _COMBINED_BYTES:
+            yield items[start:k]
+            start, size = k, 0
+        size += weight
+    yield items[start:]
+
+
 def _append_head(
     head: list[tuple[Any, ...]], thread_id: str, branch: str | None, owner: str | Unset | None
 ) -> tuple[Thread, str, int]:
@@ -1056,9 +1080,25 @@ class AsyncMySQLStore(AsyncStore):
         round trip 2 inserts every allowed entry, sets each counter and ``updated_at``
         once, and commits. A refused caller (no thread, other owner, no branch) gets
         its error and wrote nothing; the others are stored."""
-        if len(items) == 1:
-            thread_id, branch, owner, sent, updated_at = items[0]
-            return [await self._append_now(tenant, thread_id, sent, updated_at, branch, owner)]
+        out: list[AppendResult | Exception] = []
+        for chunk in _by_size(items):  # no statement much bigger than an append alone
+            if len(chunk) == 1:
+                thread_id, branch, owner, sent, updated_at = chunk[0]
+                try:
+                    out.append(
+                        await self._append_now(tenant, thread_id, sent, updated_at, branch, owner)
+                    )
+                except Exception as error:
+                    if len(items) == 1:
+                        raise
+                    out.append(error)
+                continue
+            out += await self._append_chunk(tenant, chunk)
+        return out
+
+    async def _append_chunk(
+        self, tenant: str, items: Sequence[_AppendItem]
+    ) -> list[AppendResult | Exception]:
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._connection() as conn:
