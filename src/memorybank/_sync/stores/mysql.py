@@ -1129,10 +1129,10 @@ class MySQLStore(Store):
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
             row = json.loads(text)
-            thread = _build_thread(row)
-            thread = threads.setdefault(thread.id, thread)
+            read = _build_thread(row)
+            threads.setdefault(read.id, read)
             if row[10] is not None:
-                counters[thread.id, row[10]] = int(row[11])
+                counters[read.id, row[10]] = int(row[11])
         out: list[AppendResult | Exception] = []
         values: list[Any] = []
         touched: dict[str, datetime] = {}
