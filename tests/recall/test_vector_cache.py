@@ -114,6 +114,36 @@ def test_stale_scope_is_rechecked_in_sql(tmp_path: Path) -> None:
         store.close()
 
 
+def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> None:
+    """A thread's search checks the thread's owner and each hit's thread in SQL."""
+    import sqlite3
+
+    path = tmp_path / "v.db"
+    store = SQLiteStore(path)
+    try:
+        _thread(store, "a", "alice")
+        _thread(store, "b", "alice")
+        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(30)]
+        items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(30)]
+        store.vector_put("t", items)
+        alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
+        assert _ids(store, _vec(3), thread_id="a", visible_to=alice)[0] == "a3"
+        assert _ids(store, _vec(3), thread_id="a", visible_to=bob) == []
+        # another writer gives the thread to bob: the cache still says alice's
+        raw = sqlite3.connect(path)
+        raw.execute("UPDATE memorybank_threads SET user_id = 'bob' WHERE id = 'a'")
+        raw.commit()
+        raw.close()
+        assert _ids(store, _vec(3), thread_id="a", visible_to=alice) == []
+        hits = store.vector_search(
+            "t", _vec(3), model_id=MODEL, kinds=["entry"], k=40, thread_id="b"
+        )
+        assert {h.id for h in hits} == {f"b{i}" for i in range(30)}
+        assert _ids(store, _vec(3), thread_id="gone") == []
+    finally:
+        store.close()
+
+
 @pytest.mark.skipif(not _vectors.ann_available(), reason="usearch not installed")
 def test_ann_path_matches_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)
