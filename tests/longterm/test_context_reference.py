@@ -107,7 +107,7 @@ async def build(memory: AsyncMemory, query: list[float], seed: int) -> Data:
     now = memory._core.now()
     records, vectors = [], []
     for i in range(300):
-        owner = (None, None)
+        owner: tuple[str | None, str | None] = (None, None)
         if i % 10 == 3:
             owner = ("a", "bob")  # another user's: never shown
         elif i % 10 == 7:
