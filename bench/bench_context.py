@@ -199,7 +199,13 @@ def populate_outside(memory: Memory, entries: int, documents: int, rng: random.R
 
 
 def run(
-    label: str, store: Store, entries: int, documents: int, repeat: int, outside: bool = False
+    label: str,
+    store: Store,
+    entries: int,
+    documents: int,
+    repeat: int,
+    outside: bool = False,
+    thread_file: Path | None = None,
 ) -> list[list[Any]]:
     rng = random.Random(7)
     if outside:
@@ -207,10 +213,15 @@ def run(
     else:
         memory = Memory(store, embedder=CachedEmbedder(_far(rng)))
     started = time.perf_counter()
-    if outside:
-        thread_id = populate_outside(memory, entries, documents, rng)
+    if thread_file is not None and thread_file.exists():
+        thread_id = thread_file.read_text().strip()  # a cached database (--db)
     else:
-        thread_id = populate(memory, entries, documents, rng)
+        if outside:
+            thread_id = populate_outside(memory, entries, documents, rng)
+        else:
+            thread_id = populate(memory, entries, documents, rng)
+        if thread_file is not None:
+            thread_file.write_text(thread_id)
     setup = time.perf_counter() - started
     rows: list[list[Any]] = []
     variants = [
@@ -259,13 +270,16 @@ def run(
     return rows
 
 
-def _open(name: str, tmp: Path, prefix: str) -> tuple[str, Store, Any] | str:
+def _open(
+    name: str, tmp: Path, prefix: str, db: Path | None = None
+) -> tuple[str, Store, Any] | str:
     """(label, store, cleanup) of a store name, or why it is unavailable."""
     try:
         if name == "sqlite":
             from memorybank.stores import SQLiteStore
 
-            return "SQLite", SQLiteStore(tmp / "bench.db", synchronous="normal"), None
+            path = db if db is not None else tmp / "bench.db"
+            return "SQLite", SQLiteStore(path, synchronous="normal"), None
         if name in ("postgres", "pgvector"):
             from memorybank.stores import PostgresStore
 
@@ -332,6 +346,12 @@ def main() -> None:
     parser.add_argument("--documents", type=int, help="documents (overrides the size)")
     parser.add_argument("--repeat", type=int, help="timed builds per row")
     parser.add_argument(
+        "--db",
+        type=Path,
+        help="SQLite only: keep the database at this path and reuse it when it exists"
+        " (with the thread id in PATH.thread); the size flags must match the first run",
+    )
+    parser.add_argument(
         "--stores",
         default="sqlite,postgres",
         help="comma list of sqlite, postgres, pgvector, mysql, redis",
@@ -352,13 +372,23 @@ def main() -> None:
     prefix = f"bctx{uuid.uuid4().hex[:8]}_"
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            opened = _open(name, Path(tmp), prefix)
+            db = args.db if name == "sqlite" else None
+            opened = _open(name, Path(tmp), prefix, db)
             if isinstance(opened, str):
                 notes.append(opened)
                 continue
             label, store, cleanup = opened
+            thread_file = db.with_name(db.name + ".thread") if db is not None else None
             try:
-                rows += run(label, store, entries, documents, repeat, outside=args.outside)
+                rows += run(
+                    label,
+                    store,
+                    entries,
+                    documents,
+                    repeat,
+                    outside=args.outside,
+                    thread_file=thread_file,
+                )
             finally:
                 store.close()
                 if cleanup is not None:

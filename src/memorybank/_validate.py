@@ -236,6 +236,8 @@ def check_vector(
 
     if isinstance(value, np.ndarray) and value.ndim == 1 and value.dtype.kind in "fiu":
         array = value.astype(np.float64)
+    elif type(value) is list and all(type(x) is float for x in value):
+        array = np.array(value, dtype=np.float64)  # the common case, checked in one pass
     else:
         if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
             raise InvalidInput(f"{field} must be a list of numbers", field=field)

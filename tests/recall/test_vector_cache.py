@@ -114,6 +114,62 @@ def test_stale_scope_is_rechecked_in_sql(tmp_path: Path) -> None:
         store.close()
 
 
+def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> None:
+    """A thread's search checks the thread's owner and each hit's thread in SQL."""
+    import sqlite3
+
+    path = tmp_path / "v.db"
+    store = SQLiteStore(path)
+    try:
+        _thread(store, "a", "alice")
+        _thread(store, "b", "alice")
+        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(30)]
+        items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(30)]
+        store.vector_put("t", items)
+        alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
+        assert _ids(store, _vec(3), thread_id="a", visible_to=alice)[0] == "a3"
+        assert _ids(store, _vec(3), thread_id="a", visible_to=bob) == []
+        # another writer gives the thread to bob: the cache still says alice's
+        raw = sqlite3.connect(path)
+        raw.execute("UPDATE memorybank_threads SET user_id = 'bob' WHERE id = 'a'")
+        raw.commit()
+        raw.close()
+        assert _ids(store, _vec(3), thread_id="a", visible_to=alice) == []
+        hits = store.vector_search(
+            "t", _vec(3), model_id=MODEL, kinds=["entry"], k=40, thread_id="b"
+        )
+        assert {h.id for h in hits} == {f"b{i}" for i in range(30)}
+        assert _ids(store, _vec(3), thread_id="gone") == []
+    finally:
+        store.close()
+
+
+def test_a_best_hit_out_of_scope_gives_way_to_the_next(tmp_path: Path) -> None:
+    """The best k of the shortlist are checked first; when one fails, the rest are."""
+    now = datetime.now(UTC)
+    store = SQLiteStore(tmp_path / "v.db")
+    try:
+        docs = [Record("document", f"d{i}", None, None, "x", {}, now, now) for i in range(8)]
+        store.record_put("t", docs)
+        store.vector_put("t", [VectorItem("document", f"d{i}", MODEL, _vec(i)) for i in range(8)])
+        bob = Visibility(None, "bob")
+        query = [x + 0.3 * y for x, y in zip(_vec(3), _vec(5), strict=True)]
+
+        def docs_of(k: int) -> list[str]:
+            hits = store.vector_search(
+                "t", query, model_id=MODEL, kinds=["document"], k=k, visible_to=bob
+            )
+            return [h.id for h in hits]
+
+        assert docs_of(2) == ["d3", "d5"]
+        every = docs_of(8)
+        store.record_put("t", [Record("document", "d3", None, "alice", "x", {}, now, now)])
+        assert docs_of(2) == [d for d in every if d != "d3"][:2]
+        assert docs_of(7) == [d for d in every if d != "d3"]
+    finally:
+        store.close()
+
+
 @pytest.mark.skipif(not _vectors.ann_available(), reason="usearch not installed")
 def test_ann_path_matches_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)

@@ -135,6 +135,21 @@ def test_scope_is_checked_by_the_store_not_the_cache(pair: tuple[Store, Store]) 
     assert _entries(b, _vec(1)) == ["eb"]
 
 
+def test_a_best_hit_out_of_scope_gives_way_to_the_next(pair: tuple[Store, Store]) -> None:
+    """The best k of the shortlist are confirmed first; when one fails, the rest are."""
+    a, b = pair
+    a.record_put("t", [_doc(f"d{i}") for i in range(8)])
+    a.vector_put("t", [VectorItem("document", f"d{i}", MODEL, _vec(i)) for i in range(8)])
+    bob = Visibility(None, "bob")
+    query = [x + 0.3 * y for x, y in zip(_vec(3), _vec(5), strict=True)]
+    first = _docs(b, query, k=2, visible_to=bob)
+    assert first[:2] == ["d3", "d5"]
+    every = _docs(b, query, k=8, visible_to=bob)
+    a.record_put("t", [_doc("d3", "alice")])  # b's cache still says "shared"
+    assert _docs(b, query, k=2, visible_to=bob) == [d for d in every if d != "d3"][:2]
+    assert _docs(b, query, k=7, visible_to=bob) == [d for d in every if d != "d3"]
+
+
 def test_many_writers_keep_every_vector(pair: tuple[Store, Store]) -> None:
     """Interleaved writes from two instances, searched by both: nothing is missed."""
     a, b = pair

@@ -63,8 +63,8 @@ _MIN_ENTRY_TOKENS = 5
 _FIRST_PAGE = 64
 _MAX_PAGE = 1024
 _MAX_CANDIDATES = 4096
-#: Budget tokens per candidate below which the first similarity search needs no more.
-_TOKENS_PER_CANDIDATE = 8
+#: Candidates the first similarity search asks for, per entry the budget holds.
+_CANDIDATE_MARGIN = 2
 
 
 class _Failed(Exception):
@@ -134,7 +134,7 @@ class _History:
             if index >= len(self.pages):
                 # size the next read by the tokens still to fill (entries seen so far as a guide)
                 average = used / len(taken) if taken else 32.0
-                self.want = math.ceil((budget - used) / max(average, 1.0) * 1.2) + 8
+                self.want = math.ceil((budget - used) / max(average, 1.0) * 1.05) + 8
             rows = self.page(index)
             if rows is None:
                 return taken
@@ -545,12 +545,16 @@ class ContextBuilder:
         picked: list[Entry] = []
         seen: set[str] = set()
         used = 0
+        # A budget that needs more candidates starts with more: twice the entries of the
+        # newest page's average cost it takes to fill (a search per step costs a scoring
+        # and a scope check of every hit, so neither too few nor many more than needed).
+        # The hits of a larger k begin with those of a smaller one: the picks are the same.
+        first = history.pages[0] if history.pages else []
+        average = max(sum(e.token_count for e in first) / len(first), 1.0) if first else 8.0
+        wanted_k = _CANDIDATE_MARGIN * budget / average
         k = 64
-        # A budget that needs more candidates starts further along the same k = 64 * 4^n
-        # steps (a search per step costs a scoring and a confirmation); the hits of a
-        # larger k begin with those of a smaller one, so the picks are the same.
-        while k < _MAX_CANDIDATES and k * _TOKENS_PER_CANDIDATE < budget:
-            k *= 4
+        while k < _MAX_CANDIDATES and k < wanted_k:
+            k *= 2
         while True:
             hits = core.store.vector_search(
                 tenant,
@@ -586,7 +590,7 @@ class ContextBuilder:
                 return picked
             if k >= _MAX_CANDIDATES:
                 return picked
-            k *= 4
+            k = min(k * 4, _MAX_CANDIDATES)
 
     def _pair(self, entries: list[Entry], recent_ids: set[str]) -> list[Entry]:
         """Keep the tool-call pairing invariant on a chronological selection.

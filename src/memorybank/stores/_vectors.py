@@ -266,7 +266,7 @@ class VectorSlot:
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best], kind="stable")]
         index = best if rows is None else rows[best]
-        return [(int(i), float(scores[j])) for i, j in zip(index, best, strict=True)]
+        return list(zip(index.tolist(), scores[best].astype(np.float64).tolist(), strict=True))
 
     def _ann_search(
         self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_]

@@ -211,8 +211,9 @@ class CachedVectors:
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
         shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
         # the counters and the confirmation of what the cache holds: one round trip
+        # (of the best k per kind; the rest of the shortlist only if some of them fail)
         stamps, confirmed = await source._vc_check(
-            tenant, model_id, wanted, _ids(shortlist), dim, thread_id, visible_to
+            tenant, model_id, wanted, _ids(shortlist, k), dim, thread_id, visible_to
         )
         if len(slots) < len(wanted) or not all(
             slot.current(dim, stamps.get(kind, (0, 0))) for kind, slot in slots.items()
@@ -223,12 +224,21 @@ class CachedVectors:
                     source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
                 )
             shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
-            ids = _ids(shortlist)
-            if not ids:
+            if not _ids(shortlist):
                 return []
             _, confirmed = await source._vc_check(
-                tenant, model_id, [], ids, dim, thread_id, visible_to
+                tenant, model_id, [], _ids(shortlist, k), dim, thread_id, visible_to
             )
+        rest = {
+            kind: best[k:]
+            for kind, best in shortlist.items()
+            if len(best) > k and any((kind, rid) not in confirmed for rid, _, _ in best[:k])
+        }
+        if rest:
+            _, more = await source._vc_check(
+                tenant, model_id, [], _ids(rest), dim, thread_id, visible_to
+            )
+            confirmed |= more
         hits: list[SearchHit] = []
         redo: list[str] = []
         for kind, best in shortlist.items():
@@ -244,7 +254,9 @@ class CachedVectors:
 
 
 def _ids(
-    shortlist: Mapping[str, Sequence[tuple[str, str | None, float]]],
+    shortlist: Mapping[str, Sequence[tuple[str, str | None, float]]], first: int | None = None
 ) -> dict[str, list[tuple[str, str | None]]]:
-    """The shortlist's (id, thread) per kind, kinds with none left out."""
-    return {kind: [(rid, tid) for rid, tid, _ in got] for kind, got in shortlist.items() if got}
+    """The shortlist's (id, thread) per kind (its ``first`` best), kinds with none left out."""
+    return {
+        kind: [(rid, tid) for rid, tid, _ in got[:first]] for kind, got in shortlist.items() if got
+    }

@@ -2183,19 +2183,18 @@ class AsyncSQLiteStore(AsyncStore):
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
+                # The best k first (normally all of them pass); the rest of the shortlist
+                # only when some failed.
                 sql, params = self._vector_sql(kind, thread_id, visible_to)
-                ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
-                marks = ", ".join("?" * len(ids))
-                # "+" keeps the planner off the thread index: the shortlist is a few
-                # primary-key lookups, not a scan of the whole thread's vectors.
-                by_ids = sql.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
-                confirmed = {
-                    r[0]
-                    for r in conn.execute(
-                        f"{by_ids} AND v.id IN ({marks})", [tenant, model_id, *params, *ids]
+                confirmed = self._vector_confirm(
+                    conn, tenant, model_id, kind, thread_id, visible_to, slot, best[:k]
+                )
+                kept = [(i, score) for i, score in best[:k] if slot.ids[i] in confirmed]
+                if len(kept) < min(k, len(best)) and len(best) > k:
+                    confirmed |= self._vector_confirm(
+                        conn, tenant, model_id, kind, thread_id, visible_to, slot, best[k:]
                     )
-                }
-                kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
+                    kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
                 if len(kept) < min(k, len(best)) and len(best) == fetch:
                     exact = self._exact_vectors(conn, query, tenant, model_id, kind, sql, params, k)
                     hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
@@ -2207,6 +2206,47 @@ class AsyncSQLiteStore(AsyncStore):
             return hits[:k]
 
         return await self._run(lambda: self._read(op))
+
+    def _vector_confirm(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        slot: VectorSlot,
+        best: Sequence[tuple[int, float]],
+    ) -> set[str]:
+        """The ids among the rows ``best`` of ``slot`` that are in scope now, checked in SQL."""
+        if not best:
+            return set()
+        p = self.prefix
+        ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
+        marks = ", ".join("?" * len(ids))
+        if kind == "entry" and thread_id is not None:
+            # One thread: its scope is checked once, and each row from two index lookups
+            # (the primary key gives the rowid of an id, ``vectors_model`` whether that
+            # rowid is in the thread); no table page is read, the rows' vectors included.
+            scope, scope_params = scope_sql("t.", visible_to, "?")
+            sql = (
+                f"SELECT v.id FROM {p}vectors v WHERE v.tenant_id = ? AND v.kind = 'entry'"
+                f" AND v.model_id = ? AND v.id IN ({marks})"
+                f" AND EXISTS (SELECT 1 FROM {p}vectors w INDEXED BY {p}vectors_model"
+                " WHERE w.tenant_id = v.tenant_id AND w.model_id = v.model_id"
+                " AND w.kind = 'entry' AND w.thread_id = ? AND w.rowid = v.rowid)"
+                f" AND EXISTS (SELECT 1 FROM {p}threads t WHERE t.tenant_id = ? AND t.id = ?"
+                f"{scope})"
+            )
+            params = [tenant, model_id, *ids, thread_id, tenant, thread_id, *scope_params]
+        else:
+            base, base_params = self._vector_sql(kind, thread_id, visible_to)
+            # "+" keeps the planner off the thread index: the shortlist is a few
+            # primary-key lookups, not a scan of the whole thread's vectors.
+            sql = base.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
+            sql += f" AND v.id IN ({marks})"
+            params = [tenant, model_id, *base_params, *ids]
+        return {r[0] for r in conn.execute(sql, params)}
 
     def _exact_vectors(
         self,

@@ -2103,7 +2103,7 @@ class PostgresStore(Store):
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
-        rows = self._fetch(self._sql.record_get_many, (tenant, kind, ids), retry=True)
+        rows = self._fetch(self._sql.record_get_many, (ids, tenant, kind), retry=True)
         found = {row[1]: row_to_record(row) for row in rows}
         return {i: found[i] for i in ids if i in found}
 
@@ -2714,8 +2714,9 @@ class _Statements:
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
         )
         self.entry_get_many = (
-            f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
-            f" AND thread_id = %(thread)s AND branch = {current} AND id = ANY(%(ids)s::text[])"
+            f"SELECT {_E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
+            f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
+            f" AND branch = {current} AND id = x.id LIMIT 1) e"
         )
         self.thread_get_many = (
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
@@ -2940,9 +2941,12 @@ class _Statements:
             f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
             " AND id = %s"
         )
+        # Batch reads by ids are driven by the ids: a LIMIT 1 subquery per id (never
+        # flattened) is a primary-key lookup whatever the statistics say. With "id =
+        # ANY(array)" a table never analyzed (autovacuum off) was read whole per call.
         self.record_get_many = (
-            f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
-            " AND id = ANY(%s::text[])"
+            f"SELECT {_R_READ} FROM unnest(%s::text[]) AS x(id), LATERAL (SELECT *"
+            f" FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = x.id LIMIT 1) r"
         )
         self.record_delete = (
             f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
