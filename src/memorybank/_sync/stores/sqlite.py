@@ -1099,6 +1099,37 @@ class SQLiteStore(Store):
 
         return self._run(lambda: self._read(op)) if asked else []
 
+    def _drop_entry_vectors(
+        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
+    ) -> None:
+        """Delete the vectors of these deleted entries that no branch of the thread holds.
+
+        A forked branch copies entries with their ids, and a vector is keyed by the
+        entry id: it goes with the last copy. Each id is checked on each branch
+        through ``entries_id`` (a primary-key-like lookup, not a scan of the thread).
+        """
+        if not entry_ids:
+            return
+        p = self.prefix
+        branches = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
+                (tenant, thread_id),
+            )
+        ]
+        held = f"SELECT 1 FROM {p}entries e WHERE e.tenant_id = ? AND e.thread_id = ?"
+        held += f" AND e.branch = ? AND e.id = {p}vectors.id"
+        copies = " OR ".join(f"EXISTS ({held})" for _ in branches) or "0"
+        copy_params = [x for name in branches for x in (tenant, thread_id, name)]
+        for chunk in _chunks(list(dict.fromkeys(entry_ids))):
+            marks = ", ".join("?" * len(chunk))
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
+                f" AND id IN ({marks}) AND thread_id = ? AND NOT ({copies})",
+                (tenant, *chunk, thread_id, *copy_params),
+            )
+
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
     ) -> str:
@@ -1114,13 +1145,17 @@ class SQLiteStore(Store):
             name = self._branch_of(conn, tenant, thread_id, branch)
             if not ids:
                 return 0
-            marks = ", ".join("?" * len(ids))
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                f" AND branch = ? AND id IN ({marks})",
-                (tenant, thread_id, name, *ids),
-            )
-            return cursor.rowcount
+            removed = 0
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ", ".join("?" * len(chunk))
+                removed += conn.execute(
+                    f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                    f" AND branch = ? AND id IN ({marks})",
+                    (tenant, thread_id, name, *chunk),
+                ).rowcount
+            if removed:
+                self._drop_entry_vectors(conn, tenant, thread_id, ids)
+            return removed
 
         return self._run(lambda: self._write(op))
 
@@ -1132,11 +1167,14 @@ class SQLiteStore(Store):
             if entry is None:
                 self._require_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                " AND branch = ? AND position > ?",
-                (tenant, thread_id, name, entry.position),
+            where = (
+                f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                " AND branch = ? AND position > ?"
             )
+            params = (tenant, thread_id, name, entry.position)
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
+            cursor = conn.execute(f"DELETE {where}", params)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount
 
         return self._run(lambda: self._write(op))
@@ -1144,11 +1182,12 @@ class SQLiteStore(Store):
     def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            )
+            where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+            where += " AND branch = ?"
+            params = (tenant, thread_id, name)
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
+            cursor = conn.execute(f"DELETE {where}", params)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount
 
         return self._run(lambda: self._write(op))
@@ -1234,9 +1273,10 @@ class SQLiteStore(Store):
             cursor = conn.execute(
                 f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
             )
-            conn.execute(
-                f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?", key
-            )
+            where = f"FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", key)]
+            conn.execute(f"DELETE {where}", key)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount > 0
 
         return self._run(lambda: self._write(op))
@@ -1521,6 +1561,7 @@ class SQLiteStore(Store):
                 " AND position <= ?",
                 key,
             )
+            self._drop_entry_vectors(conn, tenant, thread_id, ids)
             if summary is not None:
                 conn.execute(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
