@@ -147,6 +147,12 @@ def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
         yield items[start : start + _IN_CHUNK]
 
 
+#: Vector deletions the ``vector_deletes`` log keeps (the newest). A cache or
+#: persisted index that saw the log at an older sequence than the oldest kept one
+#: cannot catch up from it and reloads (or checks its rows one by one).
+VECTOR_LOG_KEEP = 100_000
+
+
 def _migrations(p: str) -> list[list[str]]:
     """Schema changes; the index + 1 is the schema version they bring."""
     return [
@@ -301,6 +307,43 @@ def _migrations(p: str) -> list[list[str]]:
             f"DROP INDEX IF EXISTS {p}threads_updated",
             f"DROP INDEX IF EXISTS {p}threads_user",
             f"CREATE INDEX IF NOT EXISTS {p}threads_owner ON {p}threads (tenant_id, user_id)",
+        ],
+        # Deletions are logged, not counted (``_vector_slot`` applies them to the cached
+        # vectors instead of reloading them all). The vectors table is rebuilt with an
+        # AUTOINCREMENT rowid (same unique key and index, rowids kept), so a rowid is
+        # never given again: a logged rowid names one row forever, and every new row's
+        # rowid is above every earlier one. ``vector_deletes`` gets one row per deleted
+        # vector (by trigger); ``vector_changes.deletes`` now counts updates only (rows
+        # are never updated in place: ``vector_put`` deletes and inserts). The log keeps
+        # the last ``VECTOR_LOG_KEEP`` deletions (the trigger prunes the oldest).
+        [
+            f"""CREATE TABLE {p}vectors_v9 (
+                rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+                tenant_id TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+                model_id TEXT NOT NULL, thread_id TEXT, vector BLOB NOT NULL,
+                UNIQUE (tenant_id, kind, id, model_id))""",
+            f"""INSERT INTO {p}vectors_v9 (rowid, tenant_id, kind, id, model_id, thread_id, vector)
+                SELECT rowid, tenant_id, kind, id, model_id, thread_id, vector FROM {p}vectors
+                ORDER BY rowid""",
+            f"DROP TABLE {p}vectors",
+            f"ALTER TABLE {p}vectors_v9 RENAME TO {p}vectors",
+            f"CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
+            f"""CREATE TABLE {p}vector_deletes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,
+                model_id TEXT NOT NULL, kind TEXT NOT NULL, deleted INTEGER NOT NULL)""",
+            f"""CREATE INDEX {p}vector_deletes_key
+                ON {p}vector_deletes (tenant_id, model_id, kind, seq)""",
+            f"""CREATE TRIGGER {p}vectors_deleted AFTER DELETE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_deletes (tenant_id, model_id, kind, deleted)
+                VALUES (old.tenant_id, old.model_id, old.kind, old.rowid);
+                DELETE FROM {p}vector_deletes
+                WHERE seq <= last_insert_rowid() - {VECTOR_LOG_KEEP};
+                END""",
+            f"""CREATE TRIGGER {p}vectors_updated AFTER UPDATE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
+                END""",
         ],
     ]
 
@@ -2007,11 +2050,19 @@ class AsyncSQLiteStore(AsyncStore):
         """The cached vectors of (tenant, model, kind), brought up to date.
 
         Unchanged database (same ``PRAGMA data_version`` and connection change
-        count): used as is. Otherwise one indexed ``count``/``max(rowid)`` read
-        tells whether rows were only added (read just those) or anything else
-        happened (reload). ``vector_put`` gives every written vector a new
-        rowid, and the id at the cached max rowid is re-read, so replaced,
-        deleted and reused rows are all noticed.
+        count): used as is. Otherwise, in one snapshot, an indexed
+        ``count``/``max(rowid)`` read, the key's deletions logged since the
+        slot's log sequence (``vector_deletes``) and the rows above its max
+        rowid bring it up to date incrementally: deleted rows are marked dead
+        (``VectorSlot.forget``: out of every search and of the HNSW index) and
+        new rows appended. Rowids are AUTOINCREMENT (never reused, new ones above
+        every older one) and ``vector_put`` gives every written vector a new
+        rowid, so a replaced vector is a logged deletion plus a new row. The slot
+        is reloaded instead when it cannot catch up: the log no longer holds
+        every deletion since its sequence (pruned), rows were updated in place
+        (``vector_changes``), the counts disagree, or a quarter of its rows are
+        dead (the reload compacts them away; the HNSW index is reused, checked
+        row by row).
         """
         from memorybank.stores._vectors import VectorCache, VectorSlot
 
@@ -2034,38 +2085,59 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
-            deletes = 0 if row is None else int(row[0])
+            updates = 0 if row is None else int(row[0])
+            log_min, log_top = conn.execute(
+                f"SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM {p}vector_deletes"
+            ).fetchone()
             if (
                 slot is not None
                 and slot.dim == dim
-                and max_rowid >= slot.max_rowid
-                and slot.deletes == deletes
+                and slot.deletes == updates
+                and slot.log_seq is not None
+                and (log_min == 0 or log_min <= slot.log_seq + 1)
             ):
-                row = conn.execute(
-                    f"SELECT id FROM {p}vectors WHERE rowid = ?", (slot.max_rowid,)
-                ).fetchone()
-                if slot.count == 0 or (row is not None and row[0] == slot.max_id):
-                    added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
-                    if slot.count + len(added.rowids) == count:
-                        slot.append(added)
-                        slot.count, slot.stamp = count, stamp
+                gone = self._vector_deleted(conn, key, slot.log_seq, slot.max_rowid)
+                added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
+                if slot.count - len(gone) + len(added.rowids) == count:
+                    slot.forget(gone)
+                    slot.append(added)
+                    slot.count, slot.stamp, slot.log_seq = count, stamp, log_top
+                    if slot.dead * 4 < max(slot.n, 1):
                         return slot
             old = slot if slot is not None and slot.dim == dim else None
             slot = None
             if old is None:
-                slot = self._vector_slot_from_files(conn, key, dim, count, max_rowid, deletes)
+                slot = self._vector_slot_from_files(
+                    conn, key, dim, count, updates, (log_min, log_top)
+                )
             if slot is None:
                 slot = VectorSlot(dim)
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
                 if old is not None and old.has_ann():
                     # the index of the earlier rows, checked row by row when next used
                     rows = old.ann_rows()
-                    slot.inherit_ann(old.ann_index(), old.rowids[:rows], old.matrix[:rows])
-            slot.count, slot.stamp, slot.deletes = count, stamp, deletes
+                    live = old.alive[:rows]
+                    slot.inherit_ann(
+                        old.ann_index(), old.rowids[:rows][live], old.matrix[:rows][live]
+                    )
+            slot.count, slot.stamp, slot.deletes, slot.log_seq = count, stamp, updates, log_top
             cache.slots[key] = slot
             return slot
         finally:
             conn.execute("COMMIT")
+
+    def _vector_deleted(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], after: int, upto: int
+    ) -> list[int]:
+        """Rowids (at most ``upto``) of the key's vectors deleted after log sequence ``after``."""
+        return [
+            r[0]
+            for r in conn.execute(
+                f"SELECT deleted FROM {self.prefix}vector_deletes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND seq > ? AND deleted <= ?",
+                (*key, after, upto),
+            )
+        ]
 
     def _vector_slot_from_files(
         self,
@@ -2073,18 +2145,21 @@ class AsyncSQLiteStore(AsyncStore):
         key: tuple[str, str, str],
         dim: int,
         count: int,
-        max_rowid: int,
-        deletes: int,
+        updates: int,
+        log: tuple[int, int],
     ) -> VectorSlot | None:
         """The slot with the ANN index and vectors persisted by an earlier process, or None.
 
         Used only when the files pass their own checks (``_vector_files.load``).
-        If the database's deletion count for the key is the one the files
-        recorded and the rowids and ids up to their max rowid are the ones they
-        hold, the vectors are read from the files and only later rows from the
-        database; otherwise every row is read from the database and the index is
-        checked row by row against it (``VectorSlot.inherit_ann``). The scope
-        of every row always comes from the database.
+        If the database's update count for the key is the one the files
+        recorded, the deletion log still holds every deletion since the files'
+        log sequence (``log``: the log's lowest and highest sequence now), and
+        once the rows deleted since are dropped the rowids and ids up to their
+        max rowid are the ones they hold, the vectors are read from the files and
+        only later rows from the database; otherwise every row is read from the
+        database and the index is checked row by row against it
+        (``VectorSlot.inherit_ann``). The scope of every row always comes from
+        the database.
         """
         import numpy as np
 
@@ -2101,14 +2176,32 @@ class AsyncSQLiteStore(AsyncStore):
         if found is None:
             return None
         slot = _vectors.VectorSlot(dim)
-        if found.deletes == deletes and max_rowid >= found.max_rowid:
-            known = self._vector_scopes(conn, key, found.max_rowid, found.ids)
-            if known is not None and bool((np.asarray(known.rowids) == found.rowids).all()):
-                slot.append(known, found.vectors)
-                slot.set_ann(found.index, slot.n, "loaded")
+        log_min, _ = log
+        if (
+            found.deletes == updates
+            and found.log_seq is not None
+            and (log_min == 0 or log_min <= found.log_seq + 1)
+        ):
+            gone = self._vector_deleted(conn, key, found.log_seq, found.max_rowid)
+            index, rowids, vectors, ids = found.index, found.rowids, found.vectors, found.ids
+            if gone:
+                keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
+                dropped = rowids[~keep]
+                if len(dropped):
+                    index.remove(dropped)
+                    slot._overwrite_freed(index, len(dropped))
+                rowids, vectors = rowids[keep], vectors[keep]
+                ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
+            known = self._vector_scopes(conn, key, found.max_rowid, ids)
+            if known is not None and bool((np.asarray(known.rowids) == rowids).all()):
+                slot.append(known, vectors)
+                slot.set_ann(index, slot.n, "loaded")
                 slot.saved_rows = slot.n
+                slot.dead_since_save = len(found.rowids) - len(rowids)
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
                 return slot
+            if gone:  # the index lost keys above: let inherit_ann see only what it holds
+                found.rowids, found.vectors = rowids, vectors
         slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
         slot.inherit_ann(found.index, found.rowids, found.vectors)
         return slot
@@ -2177,20 +2270,24 @@ class AsyncSQLiteStore(AsyncStore):
         rows = slot.ann_rows()
         saved = slot.saved_rows
         if saved is not None:
-            grown = rows - saved
+            # rows forgotten since count as change too: the files still hold them
+            grown = rows - saved + slot.dead_since_save
             due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
             if grown <= 0 or (not final and grown < due):
                 return
         slot.saved_rows = rows  # also on failure: not retried on every search
+        slot.dead_since_save = 0
+        live = slot.alive[:rows]  # the index holds exactly the live rows of [0, rows)
         _vector_files.save(
             _vector_files.directory(self.path),
             self.prefix,
             *key,
             slot.ann_index(),
-            slot.matrix[:rows],
-            slot.rowids[:rows],
-            slot.ids[:rows],
+            slot.matrix[:rows][live],
+            slot.rowids[:rows][live],
+            [i for i, keep in zip(slot.ids[:rows], live.tolist(), strict=True) if keep],
             slot.deletes,
+            slot.log_seq,
         )
 
     async def vector_search(
