@@ -159,7 +159,7 @@ def test_the_log_is_bounded(tmp_path: Path) -> None:
         conn.execute(trigger.replace(str(sqlite_module.VECTOR_LOG_KEEP), "10"))
         conn.commit()
         conn.close()
-        for round_ in range(3):
+        for _ in range(3):
             items = [VectorItem("entry", f"e{i}", MODEL, _vec(i), "a") for i in range(8)]
             store.vector_put("default", items)  # replaces: 8 deletions logged per round
         conn = sqlite3.connect(path)

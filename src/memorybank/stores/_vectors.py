@@ -258,9 +258,10 @@ class VectorSlot:
         """Mark the rows of these (deleted) rowids dead; how many the slot held alive.
 
         Their vectors are zeroed (unless mapped read-only from the persisted
-        files, which the next save rewrites without them) and their keys removed from the HNSW index (the
-        slots usearch frees are overwritten with a placeholder: no deleted vector
-        stays in the index's memory or in its next persisted file).
+        files, which the next save rewrites without them) and their keys removed
+        from the HNSW index (the slots usearch frees are overwritten with a
+        placeholder: no deleted vector stays in the index's memory or in its next
+        persisted file).
         """
         if not rowids or not self.n:
             return 0

@@ -2076,8 +2076,8 @@ class SQLiteStore(Store):
         p = self.prefix
         conn.execute("BEGIN")  # one snapshot for the checks and the reads
         try:
-            count, max_rowid = conn.execute(
-                f"SELECT count(*), coalesce(max(rowid), 0) FROM {p}vectors"
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM {p}vectors"
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
