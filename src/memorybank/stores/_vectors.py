@@ -317,13 +317,17 @@ class VectorSlot:
             found = self._ann_search(query, k, mask)
             if found is not None:
                 return found
-        if allowed == self.n:
+        if allowed * 2 >= self.n:
+            # most rows: one product over the whole matrix (no copy of the rows),
+            # the others (out of scope, or deleted) scored out
             scores = _dot(self.matrix[: self.n], query)
+            if allowed < self.n:
+                scores = np.where(mask, scores, np.float32(-np.inf))
             rows = None
         else:
             rows = np.flatnonzero(mask)
             scores = _dot(self.matrix[rows], query)
-        count = min(k, scores.shape[0])
+        count = min(k, allowed)
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best], kind="stable")]
         index = best if rows is None else rows[best]

@@ -2456,6 +2456,19 @@ class AsyncMySQLStore(AsyncStore):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
 
+    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT id, seq FROM {self._vectors} WHERE tenant_id = %s AND model_id = %s"
+                    " AND kind = %s",
+                    (tenant, model_id, kind),
+                )
+            ]
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     async def _vc_check(
         self,
         tenant: str,

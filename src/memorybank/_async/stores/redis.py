@@ -2577,6 +2577,18 @@ class AsyncRedisStore(AsyncStore):
                 visible_to=visible_to,
             )
 
+    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
+        logged = cast(
+            "list[tuple[bytes, float]]",
+            await self._client.zrange(
+                self._idx(tenant) + f"vl:{_esc(kind)}:{_esc(model_id)}", 0, -1, withscores=True
+            ),
+        )
+        if kind == "entry":
+            return {_s(m).partition("\0")[2]: int(score) for m, score in logged}
+        return {_s(m): int(score) for m, score in logged}
+
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
     ) -> CachedRows:

@@ -2457,6 +2457,19 @@ class MySQLStore(Store):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
 
+    def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        rows = self._select_many(
+            [
+                (
+                    f"SELECT id, seq FROM {self._vectors} WHERE tenant_id = %s AND model_id = %s"
+                    " AND kind = %s",
+                    (tenant, model_id, kind),
+                )
+            ]
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def _vc_check(
         self,
         tenant: str,

@@ -2203,6 +2203,16 @@ class PostgresStore(Store):
             found.add(int(seq), rid, tid, agent, user, key in owner, bytes(blob))
         return found
 
+    def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        rows = self._fetch(
+            f"SELECT id, seq FROM {self.prefix}vectors WHERE tenant_id = %s AND model_id = %s"
+            " AND kind = %s",
+            (tenant, model_id, kind),
+            retry=True,
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     def _vc_check(
         self,
         tenant: str,
