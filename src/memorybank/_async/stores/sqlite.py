@@ -18,10 +18,18 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 call on the store's thread
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
-Vectors (schema version 7): ``<prefix>vector_changes`` counts, by trigger, the
-deleted or updated vector rows per (tenant, model, kind); a file database keeps
-its HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which
-a new process loads instead of rebuilding while that count and the rowids agree.
+Vectors (schema version 9): rowids are AUTOINCREMENT (never given twice);
+``<prefix>vector_deletes`` logs, by trigger, every deleted vector row (tenant,
+model, kind, rowid) under an increasing ``seq`` and keeps the newest
+``VECTOR_LOG_KEEP``; ``<prefix>vector_changes`` counts updates in place (none
+are made). The in-process vector cache applies the logged deletions to its rows
+(``_vector_slot``) instead of reloading them, and a file database keeps its
+HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which a
+new process loads, applying the deletions logged since they were saved,
+instead of rebuilding. Deleting entries (``delete_entries``, ``truncate_after``,
+``clear_entries``, ``delete_branch``, ``compact_entries``) deletes the vectors
+of those no branch of the thread still holds (a fork copies entries with their
+ids); ``delete_thread`` and ``forget_user`` delete the thread's.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
