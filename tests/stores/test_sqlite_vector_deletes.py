@@ -255,3 +255,27 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
         assert _top(store, 11)[0] == "e1" and "e4" not in _top(store, 4, k=5)
     finally:
         store.close()
+
+
+def test_a_small_hnsw_build_is_deterministic_and_finds_every_stored_vector() -> None:
+    """Small batches go in on one thread: the same rows give the same graph, byte for
+    byte, and each stored vector is its own nearest neighbour (a multi-threaded build
+    once missed one: a flaky top-1 in ``test_ann_files``)."""
+    if not _vectors.ann_available():
+        pytest.skip("usearch not installed")
+    from memorybank.stores._sql import unit_vector_bytes
+
+    def build() -> tuple[bytes, _vectors.VectorSlot]:
+        slot = _vectors.VectorSlot(DIM)
+        rows = _vectors.CachedRows()
+        for i in range(1500):
+            rows.add(i + 1, f"e{i}", "a", None, None, True, unit_vector_bytes(_vec(i)))
+        slot.append(rows)
+        return bytes(slot._ann_index().save()), slot
+
+    first, slot = build()
+    again, _ = build()
+    assert first == again
+    index = slot._ann_index()
+    found = index.search(slot.matrix[: slot.n], 1)
+    assert [int(k) for k in np.asarray(found.keys).reshape(-1)] == list(range(1, slot.n + 1))

@@ -134,8 +134,9 @@ class CachedRows:
 #: Below this many vectors an HNSW batch is inserted on one thread: usearch's
 #: multi-threaded insertion is not deterministic, and on a small graph it can leave
 #: a stored vector unreachable from its own query (a flaky top-1). Larger batches
-#: use every core (0: usearch's default), where the build time matters.
-SERIAL_BUILD_BELOW = 20_000
+#: (every first build: ``ANN_THRESHOLD`` rows at least) use every core (0: usearch's
+#: default), where the build time matters; the few rows a search adds are serial.
+SERIAL_BUILD_BELOW = 2_000
 
 
 def _build_threads(count: int) -> int:
