@@ -2043,6 +2043,13 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
             )
         params = (tenant, model_id, kind, after)
+        if after > 0:
+            # the rows above a rowid (only ever new ones: AUTOINCREMENT) as one range of
+            # the table, not a walk of the key's whole index range
+            sql = sql.replace(
+                "WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?",
+                "WHERE +v.tenant_id = ? AND +v.model_id = ? AND +v.kind = ?",
+            )
         from memorybank.stores._vectors import CachedRows
 
         found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
