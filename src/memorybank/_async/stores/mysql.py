@@ -54,7 +54,10 @@ JSON text; every key and index leads with ``tenant_id``):
   by ``vector_put`` and stamped on its rows as ``seq``, and a generation, bumped
   before any delete of vectors in the same transaction); the hits' scope is
   confirmed in SQL. Entry vectors go with their thread (``delete_thread``,
-  ``forget_user``); record vectors with their record.
+  ``forget_user``) and with their entry once no branch holds a copy of it
+  (``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
+  ``compact_entries``: in the same transaction, the thread row locked); record
+  vectors with their record.
 
 Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
 (... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for

@@ -174,7 +174,10 @@ then inserts the summary and sets ``updated_at``. ``update_entries`` is one
 statement for the batch. Records are upserted in one ``INSERT ... ON
 CONFLICT DO UPDATE``. ``delete_thread`` and ``forget_user`` also delete the
 entry vectors of the threads, ``forget_user`` the user's records and their
-vectors; ``record_delete`` the records' vectors.
+vectors; ``record_delete`` the records' vectors; the verbs deleting entries
+(``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
+``compact_entries``) the vectors of those no other branch holds a copy of, in the
+same statement.
 
 Differences from the contract: none known. ``AsyncMemory`` refuses what
 PostgreSQL cannot store (a NUL character in text or in a JSON string) before it
