@@ -165,19 +165,29 @@ def test_damaged_files_are_detected_and_rebuilt(db: Path, how: str) -> None:
     assert _child("search", str(db), "22")["source"] == "loaded"  # saved again, whole
 
 
-def test_deleted_and_replaced_vectors_are_never_returned(db: Path) -> None:
+@pytest.mark.parametrize("log", ["kept", "pruned"])
+def test_deleted_and_replaced_vectors_are_never_returned(db: Path, log: str) -> None:
     other = SQLiteStore(db)
     try:
         other.delete_thread("t", "c")  # every multiple of 10: gone
-        # replace the vector with the highest rowid: SQLite gives the same rowid again
+        # replace the vector with the highest rowid (its new row gets a new rowid)
         other.vector_put("t", [VectorItem("entry", f"e{N - 1}", MODEL, vec(5000), "a")])
     finally:
         other.close()
+    if log == "pruned":  # as if the log had dropped these deletions (VECTOR_LOG_KEEP)
+        import sqlite3
+
+        conn = sqlite3.connect(db)
+        conn.execute("DELETE FROM memorybank_vector_deletes WHERE seq < 5")
+        conn.commit()
+        conn.close()
     store = SQLiteStore(db)
     try:
         for seed in (4, 10, 298):
             source, ids = _search(store, seed, k=10)
-            assert source == "adopted"  # the files were checked row by row, not trusted
+            # kept: the files are current once the logged deletions are applied;
+            # pruned: they cannot be caught up, so they are checked row by row
+            assert source == ("loaded" if log == "kept" else "adopted")
             assert ids and all(int(i[1:]) % 10 for i in ids)
         assert _search(store, 5000)[1][0] == f"e{N - 1}"
         assert f"e{N - 1}" not in _search(store, N - 1)[1][:1]

@@ -82,7 +82,8 @@ def test_entry_vectors_written_replaced_and_deleted_elsewhere(pair: tuple[Store,
     assert _entries(b, _vec(4), thread_id="th1")[0] == "e4"
     a.delete_thread("t", "th1")
     assert _entries(b, _vec(100), k=20) == []  # deleted with its thread
-    assert [slot.n for slot in slots.values()] == [0]  # the delete reloaded the slot
+    # the delete hid the rows (read as (id, seq) pairs), it did not reload them
+    assert [int(slot.visible.sum()) for slot in slots.values()] == [0]
     assert _entries(b, _vec(100), k=20, thread_id="th1") == []
     _thread(a, "th1")
     a.vector_put("t", [VectorItem("entry", "again", MODEL, _vec(100), "th1")])
@@ -256,3 +257,37 @@ def _downgrade(spec: Any) -> None:
             client.set(p + "schema_version", 2)
         finally:
             client.close()
+
+
+def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
+    pair: tuple[Store, Store],
+) -> None:
+    """Deleting entries (and so their vectors) bumps the generation; the cache reads the
+    stored (id, seq) pairs and hides the gone rows instead of reading every vector again."""
+    a, b = pair
+    _thread(a, "th1")
+    now = datetime.now(UTC)
+    from memorybank._sync.stores.base import NewEntry
+
+    ids = [f"e{i}" for i in range(12)]
+    a.append_entries(
+        "t",
+        "th1",
+        [NewEntry(i, "user", f"m {i}", None, (), None, {}, {}, 1, now, None) for i in ids],
+        updated_at=now,
+    )
+    a.vector_put("t", [VectorItem("entry", i, MODEL, _vec(n), "th1") for n, i in enumerate(ids)])
+    assert _entries(b, _vec(4))[0] == "e4"
+    slot = b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")]
+    assert a.delete_entries("t", "th1", ["e4", "e5"]) == 2
+    assert a.vector_get("t", "entry", ["e4", "e5", "e6"], model_id=MODEL).keys() == {"e6"}
+    assert "e4" not in _entries(b, _vec(4), k=12)
+    assert _entries(b, _vec(6))[0] == "e6"
+    assert b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")] is slot
+    assert int((~slot.visible).sum()) == 2 and slot.n == 12
+    a.vector_put("t", [VectorItem("entry", "e6", MODEL, _vec(600), "th1")])  # replaced
+    assert _entries(b, _vec(600))[0] == "e6"
+    assert a.delete_entries("t", "th1", ["e7"]) == 1
+    assert "e7" not in _entries(b, _vec(7), k=12)
+    assert "e6" not in _entries(b, _vec(6), k=1)
+    assert b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")] is slot

@@ -124,7 +124,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -281,7 +281,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (8,)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (9,)
     page_plan = " ".join(
         str(row[3])
         for row in conn.execute(
@@ -515,7 +515,7 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
         assert [t.id for t in memory.threads.list(user_id="u1", limit=2)] == ["t1", "t7"]
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (8,)
+        assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (9,)
         indexes = {
             row[0]
             for row in conn.execute(

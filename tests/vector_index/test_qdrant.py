@@ -248,6 +248,71 @@ def test_deletes_and_forget_user_remove_points(kind: str, tmp_path: Path) -> Non
             assert [h.id for h in bob.search("bob doc", mode="semantic")] == [bob_doc.id]
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "memory"])
+def test_every_entry_delete_removes_the_points_of_the_last_copies(
+    kind: str, tmp_path: Path
+) -> None:
+    """Rewind, clear, branch delete and compaction remove the points of the entries they
+    delete once no branch holds them; other users' and tenants' points stay."""
+    from datetime import timedelta
+
+    from memorybank.stores._types import NewEntry
+
+    with open_store(kind, tmp_path) as store:
+        index = QdrantIndex(":memory:", collection_prefix="del2")
+        embedder = HashEmbedder()
+        model = embedder.model_id
+        with Memory(store, embedder=embedder, vector_index=index) as memory:
+            root = memory.tenant(f"d-{uuid.uuid4().hex[:8]}")
+            tenant = root.tenant_id
+            alice = root.scoped(user_id="alice", agent_id="bot")
+            bob = root.scoped(user_id="bob", agent_id="bot")
+            elsewhere = memory.tenant(f"e-{uuid.uuid4().hex[:8]}")
+            thread = alice.threads.create()
+            ids = [
+                alice.entries.add(thread.id, {"role": "user", "content": f"m{i}"}).id
+                for i in range(8)
+            ]
+            bob_thread = bob.threads.create()
+            bob.entries.add(bob_thread.id, {"role": "user", "content": "bob"})
+            far = elsewhere.threads.create()
+            elsewhere.entries.add(far.id, {"role": "user", "content": "far"})
+
+            def points(**match: str) -> int:
+                return _count(index, model, 64, tenant=tenant, kind="entry", **match)
+
+            assert points(thread_id=thread.id) == 8
+            alice.branches.create(thread.id, "alt", from_entry=ids[5])  # copies ids[0..5]
+            assert alice.branches.rewind(thread.id, ids[3]) == 4  # ids[6], ids[7]: no copy
+            assert points(thread_id=thread.id) == 6
+            entries = alice.entries.list(thread.id)
+            summary = NewEntry(
+                "s1", "system", "summary", None, (), None, {}, {}, 1,
+                entries[2].created_at - timedelta(milliseconds=1),
+            )  # fmt: skip
+            assert memory.store.compact_entries(
+                tenant,
+                thread.id,
+                branch="main",
+                through_position=entries[1].position,
+                expected_ids=ids[:2],
+                summary=summary,
+                updated_at=entries[-1].created_at,
+            )
+            assert points(thread_id=thread.id) == 6  # ids[0], ids[1] still on "alt"
+            assert alice.entries.clear(thread.id, branch="alt") == 6
+            assert points(thread_id=thread.id) == 2  # ids[2], ids[3] on main
+            assert {p for p in ids if points(rid=p)} == {ids[2], ids[3]}
+            alice.branches.create(thread.id, "alt2")
+            alice.entries.clear(thread.id)
+            assert points(thread_id=thread.id) == 2  # held by "alt2"
+            assert alice.branches.delete(thread.id, "alt2")
+            assert points(thread_id=thread.id) == 0
+            assert points(thread_id=bob_thread.id) == 1
+            assert _count(index, model, 64, tenant=elsewhere.tenant_id, kind="entry") == 1
+            assert memory.store.vector_get(tenant, "entry", ids, model_id=model) == {}
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
 def test_memory_search_is_the_same_with_and_without_the_index(kind: str, tmp_path: Path) -> None:
     words = ["car", "tea", "glad", "rain", "music", "paris", "code", "bread"]

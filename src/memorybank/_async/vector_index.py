@@ -18,11 +18,12 @@ Consistency: the store is written first, the index second. A failed index
 write raises ``StoreUnavailable`` after the store write (the vectors are
 safe in the store); the failed points are retried before the next index
 call, and ``reindex(memory)`` rebuilds a tenant's points from the store.
-Deletes (``delete_thread``, ``delete_entries``, ``record_delete``, ``forget_user``) remove the
-points after the rows; a failed index delete raises ``StoreUnavailable``
-(retrying the verb is safe), and until then the store re-check hides the
-orphaned points. A failed index search falls back to the store's own exact
-search (logged on the ``memorybank`` logger).
+Deletes (``delete_thread``, ``delete_entries``, ``truncate_after``, ``clear_entries``,
+``delete_branch``, ``compact_entries``, ``record_delete``, ``forget_user``) remove the
+points after the rows (an entry's point once no branch holds a copy of it); a
+failed index delete raises ``StoreUnavailable`` (retrying the verb is safe), and
+until then the store re-check hides the orphaned points. A failed index search
+falls back to the store's own exact search (logged on the ``memorybank`` logger).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memorybank._async.stores.base import (
     AsyncStore,
+    NewEntry,
     RecordGuard,
     SearchHit,
     VectorItem,
@@ -52,7 +54,13 @@ from memorybank._index import (
     qdrant_models,
     scope_filter,
 )
-from memorybank.errors import ConfigurationError, MemoryBankError, StoreClosed, StoreUnavailable
+from memorybank.errors import (
+    ConfigurationError,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreUnavailable,
+)
 from memorybank.stores._types import searched_kinds, visible
 
 if TYPE_CHECKING:
@@ -588,17 +596,86 @@ class AsyncIndexedStore(AsyncStore):
     ) -> int:
         removed = await self.inner.delete_entries(tenant, thread_id, entry_ids, branch=branch)
         if removed:
-            # An entry copied to other branches keeps its vector until its last copy goes.
-            branches = [b.name for b in await self.inner.list_branches(tenant, thread_id)]
-            gone = []
-            for entry_id in dict.fromkeys(entry_ids):
-                for name in branches:
-                    if await self.inner.get_entry(tenant, thread_id, entry_id, branch=name):
-                        break
-                else:
-                    gone.append(entry_id)
-            await self._index_delete("delete_entries", self.index.delete(tenant, "entry", gone))
+            await self._drop_entry_points("delete_entries", tenant, thread_id, entry_ids)
         return removed
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        doomed = await self._branch_ids(tenant, thread_id, branch)
+        removed = await self.inner.truncate_after(tenant, thread_id, entry_id, branch=branch)
+        if removed:
+            later = doomed[doomed.index(entry_id) + 1 :] if entry_id in doomed else doomed
+            await self._drop_entry_points("truncate_after", tenant, thread_id, later)
+        return removed
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        doomed = await self._branch_ids(tenant, thread_id, branch)
+        removed = await self.inner.clear_entries(tenant, thread_id, branch=branch)
+        if removed:
+            await self._drop_entry_points("clear_entries", tenant, thread_id, doomed)
+        return removed
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        doomed = await self._branch_ids(tenant, thread_id, name)
+        existed = await self.inner.delete_branch(tenant, thread_id, name)
+        if existed:
+            await self._drop_entry_points("delete_branch", tenant, thread_id, doomed)
+        return existed
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        done = await self.inner.compact_entries(
+            tenant,
+            thread_id,
+            branch=branch,
+            through_position=through_position,
+            expected_ids=expected_ids,
+            summary=summary,
+            updated_at=updated_at,
+        )
+        if done:
+            await self._drop_entry_points("compact_entries", tenant, thread_id, expected_ids)
+        return done
+
+    async def _branch_ids(self, tenant: str, thread_id: str, branch: str | None) -> list[str]:
+        """The ids of a branch's entries in order (none for a missing thread or branch)."""
+        try:
+            _, entries = await self.inner.list_entries(tenant, thread_id, branch=branch)
+        except NotFound:
+            return []
+        return [e.id for e in entries]
+
+    async def _drop_entry_points(
+        self, what: str, tenant: str, thread_id: str, entry_ids: Sequence[str]
+    ) -> None:
+        """Delete the points of these deleted entries that no branch holds any more (a
+        fork copies entries with their ids, and they share the point): one batch read per
+        branch."""
+        left = list(dict.fromkeys(entry_ids))
+        if not left:
+            return
+        try:
+            branches = [b.name for b in await self.inner.list_branches(tenant, thread_id)]
+        except NotFound:
+            branches = []
+        for name in branches:
+            if not left:
+                break
+            held = await self.inner.entry_get_many(tenant, thread_id, left, branch=name)
+            left = [i for i in left if i not in held]
+        for start in range(0, len(left), _READ_BATCH):
+            part = left[start : start + _READ_BATCH]
+            await self._index_delete(what, self.index.delete(tenant, "entry", part))
 
     async def record_delete(
         self,

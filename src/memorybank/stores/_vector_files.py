@@ -15,16 +15,20 @@ records would not match).
 
 Trust (``load``): nothing is used unless the manifest parses, names this
 (prefix, tenant, model, kind, dimension), and every file has the recorded size
-and CRC-32. The caller then compares what the manifest says it covers (rowids
-up to ``max_rowid``, the database's deletion count ``deletes`` for the key)
-with the database in one snapshot: equal (and the rowids up to ``max_rowid``,
-read from the database's index, are the files' rowids), the index and the ids
-are exact for those rows and only rows beyond ``max_rowid`` are read and added
-(vector rows are never updated in place; an update or delete of any row of
-the key changes the count); otherwise it is
-checked row by row (``VectorSlot.inherit_ann``) or rebuilt. Scope is never
-taken from the files: it is read from the database and the final hits are
-re-checked in SQL.
+and CRC-32. The caller then compares what the manifest says it covers (the
+live rowids up to ``max_rowid`` as of the database's deletion log sequence
+``log_seq``, and its update count ``deletes`` for the key) with the database in
+one snapshot: the rows the log shows deleted since ``log_seq`` are dropped
+from what was loaded (and from the index), and if the update count is equal,
+the log still holds every deletion since ``log_seq`` (it keeps the newest
+``VECTOR_LOG_KEEP``) and the rowids up to ``max_rowid``, read from the
+database's index, are the remaining rowids, the index and the ids are exact
+for those rows and only rows beyond ``max_rowid`` are read and added (rowids
+are AUTOINCREMENT: never given twice, new rows are above every older one).
+Otherwise (a manifest of schema version 8 has no ``log_seq``) it is checked
+row by row (``VectorSlot.inherit_ann``) or rebuilt. Scope is never taken from
+the files: it is read from the database and the final hits are re-checked in
+SQL.
 """
 
 from __future__ import annotations
@@ -81,6 +85,8 @@ class Persisted:
     max_rowid: int
     deletes: int
     ids: list[str]
+    #: The deletion log sequence the files are current for (None: unknown, old files).
+    log_seq: int | None = None
 
 
 def _map(path: Path) -> bytes | mmap.mmap:
@@ -156,6 +162,7 @@ def load(
             max_rowid=int(manifest["max_rowid"]),
             deletes=int(manifest["deletes"]),
             ids=[str(i) for i in ids],
+            log_seq=None if manifest.get("log_seq") is None else int(manifest["log_seq"]),
         )
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:
         _log.warning("ANN index %s unusable (%s): rebuilding", name, error)
@@ -187,6 +194,7 @@ def save(
     rowids: NDArray[np.int64],
     ids: Sequence[str],
     deletes: int,
+    log_seq: int | None = None,
 ) -> bool:
     """Persist ``index`` (exactly the ``rowids`` with ``vectors``); False if it could not be."""
     dim = int(vectors.shape[1])
@@ -209,6 +217,7 @@ def save(
             "count": len(rowids),
             "max_rowid": int(rowids[-1]) if len(rowids) else 0,
             "deletes": deletes,
+            "log_seq": log_seq,
             "files": files,
         }
         _write(folder / f"{name}.json", json.dumps(manifest).encode())

@@ -131,6 +131,18 @@ class CachedRows:
         self.blobs.append(blob)
 
 
+#: Below this many vectors an HNSW batch is inserted on one thread: usearch's
+#: multi-threaded insertion is not deterministic, and on a small graph it can leave
+#: a stored vector unreachable from its own query (a flaky top-1). Larger batches
+#: (every first build: ``ANN_THRESHOLD`` rows at least) use every core (0: usearch's
+#: default), where the build time matters; the few rows a search adds are serial.
+SERIAL_BUILD_BELOW = 2_000
+
+
+def _build_threads(count: int) -> int:
+    return 1 if count < SERIAL_BUILD_BELOW else 0
+
+
 def configure_ann(index: Any) -> None:
     """Search and insertion breadth of an HNSW index (not stored in its file)."""
     index.expansion_add = 64
@@ -151,15 +163,25 @@ class VectorSlot:
         self.agent_codes = np.zeros(0, dtype=np.int32)
         self.user_codes = np.zeros(0, dtype=np.int32)
         self.visible = np.zeros(0, dtype=bool)
+        #: False for a row deleted since it was read (``forget``): never searched, its
+        #: vector zeroed, its key out of the HNSW index. ``dead`` counts them.
+        self.alive = np.zeros(0, dtype=bool)
+        self.dead = 0
+        #: The matrix is a persisted file's read-only mapping (see ``forget``).
+        self._mapped = False
         self.codes: dict[str | None, int] = {None: _NONE}
         #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
         self.stamp: Any = None
         self.count = 0
         self.max_rowid = 0
         self.max_id: str | None = None
-        #: Deletions of this (tenant, model, kind) counted by the database when the
+        #: Updates of this (tenant, model, kind) counted by the database when the
         #: rows were read (None: the database does not count them).
         self.deletes: int | None = None
+        #: The database's deletion log sequence the slot has applied (None: no log).
+        self.log_seq: int | None = None
+        #: Rows forgotten since the persisted files were written (they hold them).
+        self.dead_since_save = 0
         #: The HNSW index, keyed by rowid; it holds the rows ``[0, _ann_rows)``.
         self._ann: Any = None
         self._ann_rows = 0
@@ -202,6 +224,8 @@ class VectorSlot:
             return values if every else [values[i] for i in keep]
 
         if keep:
+            if self.n == 0:
+                self._mapped = block is not None
             if block is None:
                 block = np.frombuffer(b"".join(kept(rows.blobs)), dtype="<f4")
                 block = block.reshape(len(keep), self.dim)
@@ -222,6 +246,7 @@ class VectorSlot:
             self.agent_codes = np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
             self.user_codes = np.concatenate([self.user_codes, self._codes(kept(rows.users))])
             self.visible = np.concatenate([self.visible, np.asarray(kept(rows.visible), bool)])
+            self.alive = np.concatenate([self.alive, np.ones(len(keep), bool)])
             self.n = need
         if rows.rowids:
             last = int(np.argmax(rows.rowids))
@@ -230,8 +255,45 @@ class VectorSlot:
 
     # -- search ---------------------------------------------------------------------------
 
+    def forget(self, rowids: Sequence[int]) -> int:
+        """Mark the rows of these (deleted) rowids dead; how many the slot held alive.
+
+        Their vectors are zeroed (unless mapped read-only from the persisted
+        files, which the next save rewrites without them) and their keys removed
+        from the HNSW index (the slots usearch frees are overwritten with a
+        placeholder: no deleted vector stays in the index's memory or in its next
+        persisted file).
+        """
+        if not rowids or not self.n:
+            return 0
+        at = self.positions(np.asarray(rowids, dtype=np.int64))
+        at = np.unique(at[at >= 0])
+        at = at[self.alive[at]]
+        if not len(at):
+            return 0
+        self.alive[at] = False
+        if not self.matrix.flags.writeable and not self._mapped:
+            self.matrix = self.matrix.copy()  # rows read from the database, not yet grown
+        if self.matrix.flags.writeable:
+            self.matrix[at] = 0.0
+        self.dead += len(at)
+        self.dead_since_save += len(at)
+        indexed = at[at < self._ann_rows] if self._ann is not None else at[:0]
+        if len(indexed):
+            self._ann.remove(self.ann_keys(0, self.n)[indexed])
+            self._overwrite_freed(self._ann, len(indexed))
+        return len(at)
+
+    def _overwrite_freed(self, index: Any, count: int) -> None:
+        """usearch keeps a removed vector's bytes until its slot is reused: fill ``count``
+        freed slots with a placeholder and remove it again."""
+        filler = np.full((count, self.dim), 1 / np.sqrt(self.dim), dtype=np.float32)
+        keys = np.arange(count, dtype=np.int64) + _FILLER_KEY
+        index.add(keys, filler, threads=_build_threads(count))
+        index.remove(keys)
+
     def mask(self, thread_id: str | None, visible_to: Visibility | None) -> NDArray[np.bool_]:
-        mask = self.visible.copy()
+        mask = self.visible & self.alive
         if thread_id is not None:
             mask &= self.thread_codes == self.code_of(thread_id)
         if visible_to is not None:
@@ -256,13 +318,17 @@ class VectorSlot:
             found = self._ann_search(query, k, mask)
             if found is not None:
                 return found
-        if allowed == self.n:
+        if allowed * 2 >= self.n:
+            # most rows: one product over the whole matrix (no copy of the rows),
+            # the others (out of scope, or deleted) scored out
             scores = _dot(self.matrix[: self.n], query)
+            if allowed < self.n:
+                scores = np.where(mask, scores, np.float32(-np.inf))
             rows = None
         else:
             rows = np.flatnonzero(mask)
             scores = _dot(self.matrix[rows], query)
-        count = min(k, scores.shape[0])
+        count = min(k, allowed)
         best = np.argpartition(-scores, count - 1)[:count]
         best = best[np.argsort(-scores[best], kind="stable")]
         index = best if rows is None else rows[best]
@@ -335,6 +401,7 @@ class VectorSlot:
         self._ann_pending = None
         at = self.positions(rowids)
         same = at >= 0
+        same[same] = self.alive[at[same]]  # a deleted row's key goes
         rows = np.flatnonzero(same)
         for start in range(0, len(rows), 65_536):  # compared in blocks: bounded memory
             part = rows[start : start + 65_536]
@@ -344,20 +411,15 @@ class VectorSlot:
         stale = rowids[~same]
         if len(stale):
             index.remove(stale)
-        missing = np.ones(self.n, dtype=bool)
+        missing = self.alive[: self.n].copy()
         missing[at[same]] = False
         todo = np.flatnonzero(missing)
         if len(todo):
-            index.add(self.rowids[todo], self.matrix[todo])
+            index.add(self.rowids[todo], self.matrix[todo], threads=_build_threads(len(todo)))
         if len(stale) > len(todo):
-            # usearch keeps a removed vector's bytes until its slot is reused: fill
-            # the slots left over with a placeholder, so deleted vectors leave no
-            # trace in the index (nor in its persisted file).
-            spare = len(stale) - len(todo)
-            filler = np.full((spare, self.dim), 1 / np.sqrt(self.dim), dtype=np.float32)
-            keys = np.arange(spare, dtype=np.int64) + _FILLER_KEY
-            index.add(keys, filler)
-            index.remove(keys)
+            # the slots left over: so deleted vectors leave no trace in the index
+            # (nor in its persisted file)
+            self._overwrite_freed(index, len(stale) - len(todo))
         self.set_ann(index, self.n, "adopted")
         return True
 
@@ -372,9 +434,13 @@ class VectorSlot:
             self._ann_rows = 0
             self.ann_source = "built"
         if self._ann_rows < self.n:
-            self._ann.add(
-                self.ann_keys(self._ann_rows, self.n), self.matrix[self._ann_rows : self.n]
-            )
+            live = np.flatnonzero(self.alive[self._ann_rows : self.n])
+            if len(live):
+                self._ann.add(
+                    self.ann_keys(self._ann_rows, self.n)[live],
+                    self.matrix[self._ann_rows : self.n][live],
+                    threads=_build_threads(len(live)),
+                )
             self._ann_rows = self.n
         return self._ann
 

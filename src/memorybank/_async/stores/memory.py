@@ -278,7 +278,9 @@ class AsyncInMemoryStore(AsyncStore):
             doomed = set(entry_ids)
             kept = [e for e in rows if e.id not in doomed]
             removed = len(rows) - len(kept)
+            gone = [e.id for e in rows if e.id in doomed]
             rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
     async def truncate_after(
@@ -290,7 +292,9 @@ class AsyncInMemoryStore(AsyncStore):
             for index, entry in enumerate(rows):
                 if entry.id == entry_id:
                     removed = len(rows) - index - 1
+                    gone = [e.id for e in rows[index + 1 :]]
                     del rows[index + 1 :]
+                    self._drop_entry_vectors(tenant, thread_id, gone)
                     return removed
             raise NotFound(f"entry {entry_id!r} not found on this branch")
 
@@ -299,7 +303,9 @@ class AsyncInMemoryStore(AsyncStore):
             thread = self._thread(tenant, thread_id)
             rows = self._rows(tenant, thread, branch)
             removed = len(rows)
+            gone = [e.id for e in rows]
             rows.clear()
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
     async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -359,7 +365,8 @@ class AsyncInMemoryStore(AsyncStore):
                 raise Conflict(f"cannot delete the current branch {name!r}")
             if self._branches[(tenant, thread_id)].pop(name, None) is None:
                 return False
-            self._entries.pop((tenant, thread_id, name), None)
+            gone = [e.id for e in self._entries.pop((tenant, thread_id, name), [])]
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return True
 
     # -- working memory ------------------------------------------------------
@@ -505,6 +512,7 @@ class AsyncInMemoryStore(AsyncStore):
             if summary is not None:
                 kept.insert(0, _entry_from_new(summary, thread_id, branch, through_position))
             rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, [e.id for e in doomed])
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
@@ -761,6 +769,22 @@ class AsyncInMemoryStore(AsyncStore):
     def _drop_vectors(self, tenant: str, kind: str, record_id: str) -> None:
         for vkey in [v for v in self._vectors if v[:3] == (tenant, kind, record_id)]:
             del self._vectors[vkey]
+
+    def _drop_entry_vectors(self, tenant: str, thread_id: str, entry_ids: Sequence[str]) -> None:
+        """Drop the vectors of these deleted entries that no branch of the thread still holds."""
+        if not entry_ids:
+            return
+        held = {
+            e.id
+            for name in self._branches.get((tenant, thread_id), {})
+            for e in self._entries.get((tenant, thread_id, name), [])
+        }
+        gone = set(entry_ids) - held
+        if not gone:
+            return
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and vkey[2] in gone and tid == thread_id:
+                del self._vectors[vkey]
 
     def _drop_thread_vectors(self, tenant: str, thread_id: str) -> None:
         for vkey, (tid, _) in list(self._vectors.items()):

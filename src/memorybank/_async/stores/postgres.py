@@ -187,7 +187,10 @@ then inserts the summary and sets ``updated_at``. ``update_entries`` is one
 statement for the batch. Records are upserted in one ``INSERT ... ON
 CONFLICT DO UPDATE``. ``delete_thread`` and ``forget_user`` also delete the
 entry vectors of the threads, ``forget_user`` the user's records and their
-vectors; ``record_delete`` the records' vectors.
+vectors; ``record_delete`` the records' vectors; the verbs deleting entries
+(``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
+``compact_entries``) the vectors of those no other branch holds a copy of, in the
+same statement.
 
 Differences from the contract: none known. ``AsyncMemory`` refuses what
 PostgreSQL cannot store (a NUL character in text or in a JSON string) before it
@@ -802,6 +805,27 @@ def _bump(p: str, deleted: str) -> str:
         f"UPDATE {p}vector_stamps s SET generation = s.generation + 1"
         " WHERE s.tenant_id = %(tenant)s AND (s.model_id, s.kind) IN"
         f" (SELECT model_id, kind FROM {deleted})"
+    )
+
+
+def _drop_entry_vectors(p: str, deleted: str) -> str:
+    """CTEs deleting the vectors of the entries in ``deleted`` (``id``, ``branch``) whose
+    last copy they were, and bumping the cache generation.
+
+    Every delete of entries is on one branch and a branch holds an id once, so
+    another copy is one on another branch: checked per branch through ``entries_id``.
+    (The statement's snapshot still shows the deleted rows; other branches' rows are
+    what they were.)
+    """
+    return (
+        f" dv AS (DELETE FROM {p}vectors v USING (SELECT DISTINCT id, branch FROM {deleted}) x"
+        " WHERE v.tenant_id = %(tenant)s AND v.kind = 'entry' AND v.id = x.id"
+        " AND v.thread_id = %(thread)s AND NOT EXISTS (SELECT 1"
+        f" FROM {p}branches b JOIN {p}entries o ON o.tenant_id = b.tenant_id"
+        " AND o.thread_id = b.thread_id AND o.branch = b.name AND o.id = x.id"
+        " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s AND b.name <> x.branch)"
+        " RETURNING v.model_id, v.kind),"
+        f" dg AS ({_bump(p, 'dv')})"
     )
 
 
@@ -2323,6 +2347,16 @@ class AsyncPostgresStore(AsyncStore):
             found.add(int(seq), rid, tid, agent, user, key in owner, bytes(blob))
         return found
 
+    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        rows = await self._fetch(
+            f"SELECT id, seq FROM {self.prefix}vectors WHERE tenant_id = %s AND model_id = %s"
+            " AND kind = %s",
+            (tenant, model_id, kind),
+            retry=True,
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     async def _vc_check(
         self,
         tenant: str,
@@ -2746,18 +2780,21 @@ class _Statements:
         in_branch = "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
         self.delete_entries = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
-            " AND e.id = ANY(%(ids)s::text[]) RETURNING 1)"
+            " AND e.id = ANY(%(ids)s::text[]) RETURNING e.id, e.branch),"
+            f"{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
         self.truncate_after = (
             f"{thread_cte}, x AS (SELECT e.position FROM {p}entries e, t WHERE {in_branch}"
             " AND e.id = %(id)s),"
             f" d AS (DELETE FROM {p}entries e USING t, x WHERE {in_branch}"
-            " AND e.position > x.position RETURNING 1)"
+            " AND e.position > x.position RETURNING e.id, e.branch),"
+            f"{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM x), (SELECT count(*) FROM d)"
         )
         self.clear_entries = (
-            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch} RETURNING 1)"
+            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
+            f" RETURNING e.id, e.branch),{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
         self.count_entries = (
@@ -2794,8 +2831,9 @@ class _Statements:
         self.delete_branch = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
-            " AND thread_id = %(thread)s AND branch = %(name)s)"
+            f" d AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
+            " AND thread_id = %(thread)s AND branch = %(name)s RETURNING id, branch),"
+            f"{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM b)"
         )
         self.working_set = (
@@ -2878,7 +2916,8 @@ class _Statements:
             f"WITH cur AS (SELECT coalesce(array_agg(id ORDER BY position), '{{}}') AS ids"
             f" FROM {p}entries WHERE {in_prefix}),"
             f" d AS (DELETE FROM {p}entries e USING cur WHERE cur.ids = %(expected)s::text[]"
-            f" AND e.{in_prefix.replace(' AND ', ' AND e.')})"
+            f" AND e.{in_prefix.replace(' AND ', ' AND e.')} RETURNING e.id, e.branch),"
+            f"{_drop_entry_vectors(p, 'd')}"
             " SELECT cur.ids = %(expected)s::text[] FROM cur"
         )
         self.compact_insert = (

@@ -485,6 +485,53 @@ touch()
 return n
 """
 
+# ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
+# Deletes the vectors of those no branch holds any more (a fork copies entries with their
+# ids: a vector goes with the last copy); on a single node also their "ev:" index fields
+# and log members (and bumps the generation); returns {model, {ids}, ...} of what went.
+_SWEEP_VECTORS = """
+local tid = redis.call('HGET', tkey, 'id')
+if not tid then return {} end
+local names = branches()
+local out = {}
+for _, f in ipairs(redis.call('HKEYS', tkey)) do
+  if string.sub(f, 1, 2) == 'v:' then
+    local m = string.sub(f, 3)
+    local v = vkey(m)
+    local cands = {}
+    if #ARGV >= 4 then
+      for i = 4, #ARGV do cands[#cands + 1] = ARGV[i] end
+    else
+      cands = redis.call('HKEYS', v)
+    end
+    local gone = {}
+    for _, id in ipairs(cands) do
+      local held = false
+      for _, b in ipairs(names) do
+        if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
+          held = true
+          break
+        end
+      end
+      if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
+    end
+    if #gone > 0 then
+      out[#out + 1] = m
+      out[#out + 1] = gone
+      if idx ~= '' then
+        local e, log = idx .. 'ev:' .. esc(m), idx .. 'vl:entry:' .. esc(m)
+        for _, id in ipairs(gone) do
+          redis.call('HDEL', e, id)
+          redis.call('ZREM', log, tid .. '\0' .. id)
+        end
+        redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
+      end
+    end
+  end
+end
+return out
+"""
+
 # ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
 _TRUNCATE = """
 local t = redis.call('HMGET', tkey, 'id', 'cb')
@@ -1009,6 +1056,7 @@ _S_LIST = _Script(_LIST)
 _S_GET_ENTRY = _Script(_GET_ENTRY)
 _S_DELETE_ENTRIES = _Script(_DELETE_ENTRIES)
 _S_TRUNCATE = _Script(_TRUNCATE)
+_S_SWEEP_VECTORS = _Script(_SWEEP_VECTORS)
 _S_CLEAR = _Script(_CLEAR)
 _S_COUNT = _Script(_COUNT)
 _S_CREATE_BRANCH = _Script(_CREATE_BRANCH)
@@ -1443,17 +1491,42 @@ class AsyncRedisStore(AsyncStore):
                 pipe.zrem(idx + "u:" + _esc(user_id), thread_id)
             else:
                 pipe.srem(idx + "u0", thread_id)
-            for i in range(0, len(vectors), 2):
-                ids = list(vectors[i + 1])
-                model = _esc(_s(vectors[i]))
-                for start in range(0, len(ids), _CHUNK):
-                    part = ids[start : start + _CHUNK]
-                    pipe.hdel(idx + "ev:" + model, *part)
-                    pipe.zrem(
-                        idx + "vl:entry:" + model, *(_log_member(thread_id, _s(v)) for v in part)
-                    )
-                pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
+            self._unindex_vectors(pipe, idx, thread_id, vectors)
             await pipe.execute()
+
+    def _unindex_vectors(self, pipe: Any, idx: str, thread_id: str, vectors: Sequence[Any]) -> None:
+        """Cluster mode: queue dropping a thread's deleted entry vectors ({model, {ids}, ...})
+        from the tenant's ``ev:`` index and ``vl:`` log, and bumping the generation."""
+        for i in range(0, len(vectors), 2):
+            ids = list(vectors[i + 1])
+            model = _esc(_s(vectors[i]))
+            for start in range(0, len(ids), _CHUNK):
+                part = ids[start : start + _CHUNK]
+                pipe.hdel(idx + "ev:" + model, *part)
+                pipe.zrem(idx + "vl:entry:" + model, *(_log_member(thread_id, _s(v)) for v in part))
+            pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
+
+    async def _sweep_vectors(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
+    ) -> None:
+        """Delete the vectors of deleted entries (``None``: of any entry) no branch holds.
+
+        A second script after the one deleting the entries: if it fails, the vectors
+        stay until the next sweep of the thread (``clear_entries``, ``truncate_after``
+        and ``delete_branch`` sweep every vector of the thread), and searches resolve
+        hits through the entries, so a leftover vector is never returned.
+        """
+        ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
+        if entry_ids is not None and not ids:
+            return
+        for start in range(0, max(len(ids), 1), _CHUNK):
+            gone = await self._thread_eval(
+                _S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + _CHUNK]
+            )
+            if self._cluster and gone:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
+                    await pipe.execute()
 
     async def _eval_many(
         self, script: _Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
@@ -1753,6 +1826,9 @@ class AsyncRedisStore(AsyncStore):
             )
         if n < 0:
             raise NotFound(f"thread {thread_id!r} not found")
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
     async def truncate_after(
@@ -1764,6 +1840,9 @@ class AsyncRedisStore(AsyncStore):
             raise NotFound(f"thread {thread_id!r} not found")
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -1771,6 +1850,9 @@ class AsyncRedisStore(AsyncStore):
             n = int(await self._thread_eval(_S_CLEAR, tenant, thread_id, branch or ""))
         if n < 0:
             raise NotFound(f"thread {thread_id!r} not found")
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -1851,6 +1933,9 @@ class AsyncRedisStore(AsyncStore):
             raise NotFound(f"thread {thread_id!r} not found")
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
+        if n == 1:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
         return n == 1
 
     # -- working memory ------------------------------------------------------------------
@@ -2085,6 +2170,7 @@ class AsyncRedisStore(AsyncStore):
             if status != "OK":
                 return False
             await self._index(tenant, _thread(out[1:11]))
+            await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
     async def update_entries(
@@ -2490,6 +2576,18 @@ class AsyncRedisStore(AsyncStore):
                 thread_id=thread_id,
                 visible_to=visible_to,
             )
+
+    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
+        logged = cast(
+            "list[tuple[bytes, float]]",
+            await self._client.zrange(
+                self._idx(tenant) + f"vl:{_esc(kind)}:{_esc(model_id)}", 0, -1, withscores=True
+            ),
+        )
+        if kind == "entry":
+            return {_s(m).partition("\0")[2]: int(score) for m, score in logged}
+        return {_s(m): int(score) for m, score in logged}
 
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int

@@ -18,10 +18,18 @@ and (schema version 5) ``(tenant_id, kind, created_at, id)``: the batch reads
 call on the store's thread
 with ``IN`` lists of at most 500 values per statement, and ``record_page`` is
 one range of the last index from its cursor.
-Vectors (schema version 7): ``<prefix>vector_changes`` counts, by trigger, the
-deleted or updated vector rows per (tenant, model, kind); a file database keeps
-its HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which
-a new process loads instead of rebuilding while that count and the rowids agree.
+Vectors (schema version 9): rowids are AUTOINCREMENT (never given twice);
+``<prefix>vector_deletes`` logs, by trigger, every deleted vector row (tenant,
+model, kind, rowid) under an increasing ``seq`` and keeps the newest
+``VECTOR_LOG_KEEP``; ``<prefix>vector_changes`` counts updates in place (none
+are made). The in-process vector cache applies the logged deletions to its rows
+(``_vector_slot``) instead of reloading them, and a file database keeps its
+HNSW indexes in ``<path>.ann/`` (``memorybank.stores._vector_files``), which a
+new process loads, applying the deletions logged since they were saved,
+instead of rebuilding. Deleting entries (``delete_entries``, ``truncate_after``,
+``clear_entries``, ``delete_branch``, ``compact_entries``) deletes the vectors
+of those no branch of the thread still holds (a fork copies entries with their
+ids); ``delete_thread`` and ``forget_user`` delete the thread's.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
@@ -145,6 +153,12 @@ _CHECKPOINT_PAGES = 4000
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _IN_CHUNK):
         yield items[start : start + _IN_CHUNK]
+
+
+#: Vector deletions the ``vector_deletes`` log keeps (the newest). A cache or
+#: persisted index that saw the log at an older sequence than the oldest kept one
+#: cannot catch up from it and reloads (or checks its rows one by one).
+VECTOR_LOG_KEEP = 100_000
 
 
 def _migrations(p: str) -> list[list[str]]:
@@ -301,6 +315,43 @@ def _migrations(p: str) -> list[list[str]]:
             f"DROP INDEX IF EXISTS {p}threads_updated",
             f"DROP INDEX IF EXISTS {p}threads_user",
             f"CREATE INDEX IF NOT EXISTS {p}threads_owner ON {p}threads (tenant_id, user_id)",
+        ],
+        # Deletions are logged, not counted (``_vector_slot`` applies them to the cached
+        # vectors instead of reloading them all). The vectors table is rebuilt with an
+        # AUTOINCREMENT rowid (same unique key and index, rowids kept), so a rowid is
+        # never given again: a logged rowid names one row forever, and every new row's
+        # rowid is above every earlier one. ``vector_deletes`` gets one row per deleted
+        # vector (by trigger); ``vector_changes.deletes`` now counts updates only (rows
+        # are never updated in place: ``vector_put`` deletes and inserts). The log keeps
+        # the last ``VECTOR_LOG_KEEP`` deletions (the trigger prunes the oldest).
+        [
+            f"""CREATE TABLE {p}vectors_v9 (
+                rowid INTEGER PRIMARY KEY AUTOINCREMENT,
+                tenant_id TEXT NOT NULL, kind TEXT NOT NULL, id TEXT NOT NULL,
+                model_id TEXT NOT NULL, thread_id TEXT, vector BLOB NOT NULL,
+                UNIQUE (tenant_id, kind, id, model_id))""",
+            f"""INSERT INTO {p}vectors_v9 (rowid, tenant_id, kind, id, model_id, thread_id, vector)
+                SELECT rowid, tenant_id, kind, id, model_id, thread_id, vector FROM {p}vectors
+                ORDER BY rowid""",
+            f"DROP TABLE {p}vectors",
+            f"ALTER TABLE {p}vectors_v9 RENAME TO {p}vectors",
+            f"CREATE INDEX {p}vectors_model ON {p}vectors (tenant_id, model_id, kind, thread_id)",
+            f"""CREATE TABLE {p}vector_deletes (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,
+                model_id TEXT NOT NULL, kind TEXT NOT NULL, deleted INTEGER NOT NULL)""",
+            f"""CREATE INDEX {p}vector_deletes_key
+                ON {p}vector_deletes (tenant_id, model_id, kind, seq)""",
+            f"""CREATE TRIGGER {p}vectors_deleted AFTER DELETE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_deletes (tenant_id, model_id, kind, deleted)
+                VALUES (old.tenant_id, old.model_id, old.kind, old.rowid);
+                DELETE FROM {p}vector_deletes
+                WHERE seq <= last_insert_rowid() - {VECTOR_LOG_KEEP};
+                END""",
+            f"""CREATE TRIGGER {p}vectors_updated AFTER UPDATE ON {p}vectors BEGIN
+                INSERT INTO {p}vector_changes (tenant_id, model_id, kind, deletes)
+                VALUES (old.tenant_id, old.model_id, old.kind, 1)
+                ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
+                END""",
         ],
     ]
 
@@ -1098,6 +1149,37 @@ class AsyncSQLiteStore(AsyncStore):
 
         return await self._run(lambda: self._read(op)) if asked else []
 
+    def _drop_entry_vectors(
+        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
+    ) -> None:
+        """Delete the vectors of these deleted entries that no branch of the thread holds.
+
+        A forked branch copies entries with their ids, and a vector is keyed by the
+        entry id: it goes with the last copy. Each id is checked on each branch
+        through ``entries_id`` (a primary-key-like lookup, not a scan of the thread).
+        """
+        if not entry_ids:
+            return
+        p = self.prefix
+        branches = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
+                (tenant, thread_id),
+            )
+        ]
+        held = f"SELECT 1 FROM {p}entries e WHERE e.tenant_id = ? AND e.thread_id = ?"
+        held += f" AND e.branch = ? AND e.id = {p}vectors.id"
+        copies = " OR ".join(f"EXISTS ({held})" for _ in branches) or "0"
+        copy_params = [x for name in branches for x in (tenant, thread_id, name)]
+        for chunk in _chunks(list(dict.fromkeys(entry_ids))):
+            marks = ", ".join("?" * len(chunk))
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
+                f" AND id IN ({marks}) AND thread_id = ? AND NOT ({copies})",
+                (tenant, *chunk, thread_id, *copy_params),
+            )
+
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
     ) -> str:
@@ -1113,13 +1195,17 @@ class AsyncSQLiteStore(AsyncStore):
             name = self._branch_of(conn, tenant, thread_id, branch)
             if not ids:
                 return 0
-            marks = ", ".join("?" * len(ids))
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                f" AND branch = ? AND id IN ({marks})",
-                (tenant, thread_id, name, *ids),
-            )
-            return cursor.rowcount
+            removed = 0
+            for chunk in _chunks(list(dict.fromkeys(ids))):
+                marks = ", ".join("?" * len(chunk))
+                removed += conn.execute(
+                    f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                    f" AND branch = ? AND id IN ({marks})",
+                    (tenant, thread_id, name, *chunk),
+                ).rowcount
+            if removed:
+                self._drop_entry_vectors(conn, tenant, thread_id, ids)
+            return removed
 
         return await self._run(lambda: self._write(op))
 
@@ -1131,11 +1217,14 @@ class AsyncSQLiteStore(AsyncStore):
             if entry is None:
                 self._require_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                " AND branch = ? AND position > ?",
-                (tenant, thread_id, name, entry.position),
+            where = (
+                f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+                " AND branch = ? AND position > ?"
             )
+            params = (tenant, thread_id, name, entry.position)
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
+            cursor = conn.execute(f"DELETE {where}", params)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount
 
         return await self._run(lambda: self._write(op))
@@ -1143,11 +1232,12 @@ class AsyncSQLiteStore(AsyncStore):
     async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            )
+            where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
+            where += " AND branch = ?"
+            params = (tenant, thread_id, name)
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
+            cursor = conn.execute(f"DELETE {where}", params)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount
 
         return await self._run(lambda: self._write(op))
@@ -1233,9 +1323,10 @@ class AsyncSQLiteStore(AsyncStore):
             cursor = conn.execute(
                 f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
             )
-            conn.execute(
-                f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?", key
-            )
+            where = f"FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", key)]
+            conn.execute(f"DELETE {where}", key)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
             return cursor.rowcount > 0
 
         return await self._run(lambda: self._write(op))
@@ -1520,6 +1611,7 @@ class AsyncSQLiteStore(AsyncStore):
                 " AND position <= ?",
                 key,
             )
+            self._drop_entry_vectors(conn, tenant, thread_id, ids)
             if summary is not None:
                 conn.execute(
                     f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
@@ -1951,6 +2043,13 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
             )
         params = (tenant, model_id, kind, after)
+        if after > 0:
+            # the rows above a rowid (only ever new ones: AUTOINCREMENT) as one range of
+            # the table, not a walk of the key's whole index range
+            sql = sql.replace(
+                "WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?",
+                "WHERE +v.tenant_id = ? AND +v.model_id = ? AND +v.kind = ?",
+            )
         from memorybank.stores._vectors import CachedRows
 
         found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
@@ -1966,11 +2065,19 @@ class AsyncSQLiteStore(AsyncStore):
         """The cached vectors of (tenant, model, kind), brought up to date.
 
         Unchanged database (same ``PRAGMA data_version`` and connection change
-        count): used as is. Otherwise one indexed ``count``/``max(rowid)`` read
-        tells whether rows were only added (read just those) or anything else
-        happened (reload). ``vector_put`` gives every written vector a new
-        rowid, and the id at the cached max rowid is re-read, so replaced,
-        deleted and reused rows are all noticed.
+        count): used as is. Otherwise, in one snapshot, an indexed
+        ``count``/``max(rowid)`` read, the key's deletions logged since the
+        slot's log sequence (``vector_deletes``) and the rows above its max
+        rowid bring it up to date incrementally: deleted rows are marked dead
+        (``VectorSlot.forget``: out of every search and of the HNSW index) and
+        new rows appended. Rowids are AUTOINCREMENT (never reused, new ones above
+        every older one) and ``vector_put`` gives every written vector a new
+        rowid, so a replaced vector is a logged deletion plus a new row. The slot
+        is reloaded instead when it cannot catch up: the log no longer holds
+        every deletion since its sequence (pruned), rows were updated in place
+        (``vector_changes``), the counts disagree, or a quarter of its rows are
+        dead (the reload compacts them away; the HNSW index is reused, checked
+        row by row).
         """
         from memorybank.stores._vectors import VectorCache, VectorSlot
 
@@ -1983,8 +2090,8 @@ class AsyncSQLiteStore(AsyncStore):
         p = self.prefix
         conn.execute("BEGIN")  # one snapshot for the checks and the reads
         try:
-            count, max_rowid = conn.execute(
-                f"SELECT count(*), coalesce(max(rowid), 0) FROM {p}vectors"
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM {p}vectors"
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
@@ -1993,38 +2100,59 @@ class AsyncSQLiteStore(AsyncStore):
                 " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
                 key,
             ).fetchone()
-            deletes = 0 if row is None else int(row[0])
+            updates = 0 if row is None else int(row[0])
+            log_min, log_top = conn.execute(
+                f"SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM {p}vector_deletes"
+            ).fetchone()
             if (
                 slot is not None
                 and slot.dim == dim
-                and max_rowid >= slot.max_rowid
-                and slot.deletes == deletes
+                and slot.deletes == updates
+                and slot.log_seq is not None
+                and (log_min == 0 or log_min <= slot.log_seq + 1)
             ):
-                row = conn.execute(
-                    f"SELECT id FROM {p}vectors WHERE rowid = ?", (slot.max_rowid,)
-                ).fetchone()
-                if slot.count == 0 or (row is not None and row[0] == slot.max_id):
-                    added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
-                    if slot.count + len(added.rowids) == count:
-                        slot.append(added)
-                        slot.count, slot.stamp = count, stamp
+                gone = self._vector_deleted(conn, key, slot.log_seq, slot.max_rowid)
+                added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
+                if slot.count - len(gone) + len(added.rowids) == count:
+                    slot.forget(gone)
+                    slot.append(added)
+                    slot.count, slot.stamp, slot.log_seq = count, stamp, log_top
+                    if slot.dead * 4 < max(slot.n, 1):
                         return slot
             old = slot if slot is not None and slot.dim == dim else None
             slot = None
             if old is None:
-                slot = self._vector_slot_from_files(conn, key, dim, count, max_rowid, deletes)
+                slot = self._vector_slot_from_files(
+                    conn, key, dim, count, updates, (log_min, log_top)
+                )
             if slot is None:
                 slot = VectorSlot(dim)
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
                 if old is not None and old.has_ann():
                     # the index of the earlier rows, checked row by row when next used
                     rows = old.ann_rows()
-                    slot.inherit_ann(old.ann_index(), old.rowids[:rows], old.matrix[:rows])
-            slot.count, slot.stamp, slot.deletes = count, stamp, deletes
+                    live = old.alive[:rows]
+                    slot.inherit_ann(
+                        old.ann_index(), old.rowids[:rows][live], old.matrix[:rows][live]
+                    )
+            slot.count, slot.stamp, slot.deletes, slot.log_seq = count, stamp, updates, log_top
             cache.slots[key] = slot
             return slot
         finally:
             conn.execute("COMMIT")
+
+    def _vector_deleted(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], after: int, upto: int
+    ) -> list[int]:
+        """Rowids (at most ``upto``) of the key's vectors deleted after log sequence ``after``."""
+        return [
+            r[0]
+            for r in conn.execute(
+                f"SELECT deleted FROM {self.prefix}vector_deletes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND seq > ? AND deleted <= ?",
+                (*key, after, upto),
+            )
+        ]
 
     def _vector_slot_from_files(
         self,
@@ -2032,18 +2160,21 @@ class AsyncSQLiteStore(AsyncStore):
         key: tuple[str, str, str],
         dim: int,
         count: int,
-        max_rowid: int,
-        deletes: int,
+        updates: int,
+        log: tuple[int, int],
     ) -> VectorSlot | None:
         """The slot with the ANN index and vectors persisted by an earlier process, or None.
 
         Used only when the files pass their own checks (``_vector_files.load``).
-        If the database's deletion count for the key is the one the files
-        recorded and the rowids and ids up to their max rowid are the ones they
-        hold, the vectors are read from the files and only later rows from the
-        database; otherwise every row is read from the database and the index is
-        checked row by row against it (``VectorSlot.inherit_ann``). The scope
-        of every row always comes from the database.
+        If the database's update count for the key is the one the files
+        recorded, the deletion log still holds every deletion since the files'
+        log sequence (``log``: the log's lowest and highest sequence now), and
+        once the rows deleted since are dropped the rowids and ids up to their
+        max rowid are the ones they hold, the vectors are read from the files and
+        only later rows from the database; otherwise every row is read from the
+        database and the index is checked row by row against it
+        (``VectorSlot.inherit_ann``). The scope of every row always comes from
+        the database.
         """
         import numpy as np
 
@@ -2060,14 +2191,32 @@ class AsyncSQLiteStore(AsyncStore):
         if found is None:
             return None
         slot = _vectors.VectorSlot(dim)
-        if found.deletes == deletes and max_rowid >= found.max_rowid:
-            known = self._vector_scopes(conn, key, found.max_rowid, found.ids)
-            if known is not None and bool((np.asarray(known.rowids) == found.rowids).all()):
-                slot.append(known, found.vectors)
-                slot.set_ann(found.index, slot.n, "loaded")
+        log_min, _ = log
+        if (
+            found.deletes == updates
+            and found.log_seq is not None
+            and (log_min == 0 or log_min <= found.log_seq + 1)
+        ):
+            gone = self._vector_deleted(conn, key, found.log_seq, found.max_rowid)
+            index, rowids, vectors, ids = found.index, found.rowids, found.vectors, found.ids
+            if gone:
+                keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
+                dropped = rowids[~keep]
+                if len(dropped):
+                    index.remove(dropped)
+                    slot._overwrite_freed(index, len(dropped))
+                rowids, vectors = rowids[keep], vectors[keep]
+                ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
+            known = self._vector_scopes(conn, key, found.max_rowid, ids)
+            if known is not None and bool((np.asarray(known.rowids) == rowids).all()):
+                slot.append(known, vectors)
+                slot.set_ann(index, slot.n, "loaded")
                 slot.saved_rows = slot.n
+                slot.dead_since_save = len(found.rowids) - len(rowids)
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
                 return slot
+            if gone:  # the index lost keys above: let inherit_ann see only what it holds
+                found.rowids, found.vectors = rowids, vectors
         slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
         slot.inherit_ann(found.index, found.rowids, found.vectors)
         return slot
@@ -2136,20 +2285,24 @@ class AsyncSQLiteStore(AsyncStore):
         rows = slot.ann_rows()
         saved = slot.saved_rows
         if saved is not None:
-            grown = rows - saved
+            # rows forgotten since count as change too: the files still hold them
+            grown = rows - saved + slot.dead_since_save
             due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
             if grown <= 0 or (not final and grown < due):
                 return
         slot.saved_rows = rows  # also on failure: not retried on every search
+        slot.dead_since_save = 0
+        live = slot.alive[:rows]  # the index holds exactly the live rows of [0, rows)
         _vector_files.save(
             _vector_files.directory(self.path),
             self.prefix,
             *key,
             slot.ann_index(),
-            slot.matrix[:rows],
-            slot.rowids[:rows],
-            slot.ids[:rows],
+            slot.matrix[:rows][live],
+            slot.rowids[:rows][live],
+            [i for i, keep in zip(slot.ids[:rows], live.tolist(), strict=True) if keep],
             slot.deletes,
+            slot.log_seq,
         )
 
     async def vector_search(

@@ -15,7 +15,11 @@ across processes by two counters the store keeps per ``(tenant, model, kind)``:
   with ``seq`` above the largest one cached. A replaced vector comes back with
   a new ``seq``; its older copy in the cache is hidden.
 - ``generation``: bumped in the same transaction as any delete of vectors.
-  A changed generation reloads the slot.
+  A changed generation makes the cache read the ``(id, seq)`` of every stored
+  vector of the key (``_vc_live``: no vector is read, a few ms at 60k) and
+  hide the cached rows no longer stored with their ``seq``, then read the rows
+  above its highest ``seq``, instead of reloading every vector; it reloads
+  when half of its rows are hidden (or the store has no ``_vc_live``).
 
 A query ranks the cached rows whose cached scope matches and sends ONE round
 trip (``_vc_check``): the counters of its kinds and the store's confirmation of
@@ -107,6 +111,15 @@ class SyncedSlot(VectorSlot):
         version, generation = stamp
         return self.dim == dim and self.generation == generation and version <= self.max_rowid
 
+    def keep_only(self, live: Mapping[str, int]) -> None:
+        """Hide the rows not stored any more: their id is absent from ``live`` (id ->
+        ``seq``) or stored with another ``seq`` (a row written after the slot's highest
+        ``seq`` is read next, as an added row)."""
+        import numpy as np
+
+        stored = np.fromiter((live.get(i, -1) for i in self.ids), np.int64, self.n)
+        self.visible &= stored == self.rowids[: self.n]
+
     def merge(self, rows: CachedRows, floor: int | None = None) -> None:
         """Append ``rows`` (only those with ``seq > floor`` when given)."""
         if floor is not None and any(seq <= floor for seq in rows.rowids):
@@ -160,6 +173,13 @@ class CachedVectors:
         slot = self._cached(tenant, model_id, kind)
         if slot is not None and slot.current(dim, stamp):
             return slot
+        if slot is not None and slot.dim == dim and slot.generation != stamp[1]:
+            live_of = getattr(source, "_vc_live", None)
+            if live_of is not None and int((~slot.visible).sum()) * 2 < max(slot.n, 1):
+                live = live_of(tenant, model_id, kind)
+                with self._lock:
+                    slot.keep_only(live)
+                    slot.generation = stamp[1]
         if slot is None or slot.dim != dim or slot.generation != stamp[1]:
             fresh = SyncedSlot(dim)
             fresh.generation = stamp[1]

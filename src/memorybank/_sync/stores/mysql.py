@@ -55,7 +55,10 @@ JSON text; every key and index leads with ``tenant_id``):
   by ``vector_put`` and stamped on its rows as ``seq``, and a generation, bumped
   before any delete of vectors in the same transaction); the hits' scope is
   confirmed in SQL. Entry vectors go with their thread (``delete_thread``,
-  ``forget_user``); record vectors with their record.
+  ``forget_user``) and with their entry once no branch holds a copy of it
+  (``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
+  ``compact_entries``: in the same transaction, the thread row locked); record
+  vectors with their record.
 
 Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
 (... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for
@@ -1485,19 +1488,94 @@ class MySQLStore(Store):
     def _delete_where(
         self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
     ) -> int:
-        """Delete the branch's entries matching ``condition``; ``NotFound`` without the thread."""
-        with self._connection() as conn:
-            _, count = self._one(
-                conn,
-                f"DELETE e FROM {self._entries} e JOIN {self._threads} t"
-                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                " AND e.branch = COALESCE(%s, t.current_branch)"
-                f" WHERE t.tenant_id = %s AND t.id = %s{condition}",
-                (branch, tenant, thread_id, *extra),
+        """Delete the branch's entries matching ``condition`` (on ``e``) with the vectors
+        of those no other branch holds, in one transaction; ``NotFound`` without the thread.
+        """
+        for attempt in range(_ATTEMPTS):
+            try:
+                with self._connection() as conn:
+                    return self._delete_entries_in(
+                        conn, tenant, thread_id, branch, condition, extra
+                    )
+            except _LockContention as error:
+                self._retry(attempt, error)
+        raise AssertionError("unreachable")
+
+    def _delete_entries_in(
+        self,
+        conn: MySQLConnection,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        condition: str,
+        extra: Sequence[Any],
+    ) -> int:
+        results = self._run(
+            conn,
+            [
+                (_BEGIN, None),
+                (
+                    f"SELECT COALESCE(%s, current_branch) FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                    (branch, tenant, thread_id),
+                ),
+                (
+                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    (tenant, thread_id),
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            self._one(conn, "ROLLBACK")
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = head[0][0]
+        where = (
+            f"FROM {self._entries} e WHERE e.tenant_id = %s AND e.thread_id = %s"
+            f" AND e.branch = %s{condition}"
+        )
+        args = (tenant, thread_id, name, *extra)
+        rows, _ = self._one(conn, f"SELECT e.id {where} FOR UPDATE", args)
+        if not rows:
+            self._one(conn, "COMMIT")
+            return 0
+        others = [str(r[0]) for r in results[3][0] if r[0] != name]
+        results = self._run(
+            conn,
+            [
+                (f"DELETE e {where}", args),
+                *self._drop_entry_vectors(tenant, thread_id, [str(r[0]) for r in rows], others),
+                ("COMMIT", None),
+            ],
+        )
+        return results[0][1]
+
+    def _drop_entry_vectors(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], others: Sequence[str]
+    ) -> list[_Statement]:
+        """Statements deleting the vectors of these deleted entries of one branch that no
+        other branch (``others``) holds a copy of (a fork copies entries with their ids),
+        after bumping the vector cache generation."""
+        held = ""
+        if others:
+            held = (
+                f" AND NOT EXISTS (SELECT 1 FROM {self._entries} o WHERE o.tenant_id = v.tenant_id"
+                " AND o.thread_id = v.thread_id"
+                f" AND o.branch IN ({_marks(len(others))}) AND o.id = v.id)"
             )
-            if count == 0:
-                self._get_thread(conn, tenant, thread_id)
-            return count
+        statements: list[_Statement] = []
+        ids = list(dict.fromkeys(entry_ids))
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            where = f"v.kind = 'entry' AND v.thread_id = %s AND v.id IN ({_marks(len(chunk))})"
+            statements += [
+                self._bump(tenant, where + held, (thread_id, *chunk, *others)),
+                (
+                    f"DELETE v FROM {self._vectors} v WHERE v.tenant_id = %s AND {where}{held}",
+                    (tenant, thread_id, *chunk, *others),
+                ),
+            ]
+        return statements
 
     def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -1508,8 +1586,12 @@ class MySQLStore(Store):
             with self._connection() as conn:
                 self._get_thread(conn, tenant, thread_id)
             return 0
-        marks = ", ".join(["%s"] * len(ids))
-        return self._delete_where(tenant, thread_id, branch, f" AND e.id IN ({marks})", ids)
+        total = 0
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            condition = f" AND e.id IN ({_marks(len(chunk))})"
+            total += self._delete_where(tenant, thread_id, branch, condition, chunk)
+        return total
 
     def truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -1527,13 +1609,9 @@ class MySQLStore(Store):
             if not rows:
                 self._get_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
-            _, count = self._one(
-                conn,
-                f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                " AND branch = %s AND position > %s",
-                (tenant, thread_id, rows[0][0], rows[0][1]),
-            )
-            return count
+        return self._delete_where(
+            tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
+        )
 
     def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of the branch; how many."""
@@ -1666,6 +1744,16 @@ class MySQLStore(Store):
                                 " WHERE tenant_id = %s AND id = %s FOR UPDATE",
                                 (tenant, thread_id),
                             ),
+                            (
+                                f"SELECT name FROM {self._branches}"
+                                " WHERE tenant_id = %s AND thread_id = %s",
+                                (tenant, thread_id),
+                            ),
+                            (
+                                f"SELECT id FROM {self._entries}"
+                                " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
+                                (tenant, thread_id, name),
+                            ),
                         ],
                     )
                     head = results[2][0]
@@ -1673,6 +1761,8 @@ class MySQLStore(Store):
                         raise NotFound(f"thread {thread_id!r} not found")
                     if head[0][0] == name:
                         raise Conflict(f"cannot delete the current branch {name!r}")
+                    others = [str(r[0]) for r in results[3][0] if r[0] != name]
+                    gone = [str(r[0]) for r in results[4][0]]
                     key = (tenant, thread_id, name)
                     results = self._run(
                         conn,
@@ -1687,6 +1777,7 @@ class MySQLStore(Store):
                                 " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
                                 key,
                             ),
+                            *self._drop_entry_vectors(tenant, thread_id, gone, others),
                             ("COMMIT", None),
                         ],
                     )
@@ -1983,6 +2074,10 @@ class MySQLStore(Store):
                     " AND branch = %s AND position <= %s ORDER BY position FOR UPDATE",
                     prefix,
                 ),
+                (
+                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    (tenant, thread_id),
+                ),
             ],
         )
         head = results[2][0]
@@ -1993,12 +2088,14 @@ class MySQLStore(Store):
         if [row[0] for row in results[3][0]] != list(expected_ids):
             self._one(conn, "ROLLBACK")
             return False
+        others = [str(r[0]) for r in results[4][0] if r[0] != branch]
         writes: list[_Statement] = [
             (
                 f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
                 " AND branch = %s AND position <= %s",
                 prefix,
-            )
+            ),
+            *self._drop_entry_vectors(tenant, thread_id, list(expected_ids), others),
         ]
         if summary is not None:
             writes.append(
@@ -2564,6 +2661,19 @@ class MySQLStore(Store):
         ):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
+
+    def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        rows = self._select_many(
+            [
+                (
+                    f"SELECT id, seq FROM {self._vectors} WHERE tenant_id = %s AND model_id = %s"
+                    " AND kind = %s",
+                    (tenant, model_id, kind),
+                )
+            ]
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
 
     def _vc_check(
         self,

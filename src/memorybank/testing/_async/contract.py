@@ -2000,6 +2000,111 @@ class AsyncContract:
         assert [h.id for h in hits] == [e2.id, e1.id]
         assert [h.score for h in hits] == pytest.approx([0.8, 0.0], abs=1e-5)
 
+    async def _vectors_left(self, store: AsyncStore, tenant: str, ids: list[str]) -> set[str]:
+        """The ids among ``ids`` whose entry vector (model ``mv``) is still stored and found."""
+        got = set(await store.vector_get(tenant, "entry", ids, model_id="mv"))
+        hits = await store.vector_search(
+            tenant, [1.0, 0.0, 0.0], model_id="mv", kinds=["entry"], k=len(ids) + 50
+        )
+        found = {h.id for h in hits} & set(ids)
+        assert found <= got  # a search never returns a vector that is gone
+        return got
+
+    async def test_deleting_entries_deletes_their_vectors_once_no_branch_holds_them(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        """Every path that deletes entries deletes their vectors, but only the last copy's:
+        a fork copies entries with their ids (and so shares their vectors)."""
+        tenant = memory.tenant_id
+        tid = await self._thread(memory, user_id="alice")
+        ids = await self._fill(memory, tid, 10)
+        other = await self._thread(memory, user_id="bob")
+        kept = await self._fill(memory, other, 2)
+        elsewhere = AsyncMemory(store, tenant_id=_id("tenant"))
+        foreign = await self._thread(elsewhere)
+        foreign_ids = await self._fill(elsewhere, foreign, 2)
+
+        def item(entry_id: str, thread: str) -> VectorItem:
+            return VectorItem("entry", entry_id, "mv", [1.0, 0.1, 0.0], thread)
+
+        await store.vector_put(tenant, [item(i, tid) for i in ids] + [item(i, other) for i in kept])
+        await store.vector_put(elsewhere.tenant_id, [item(i, foreign) for i in foreign_ids])
+        every = ids + kept
+        assert await self._vectors_left(store, tenant, every) == set(every)
+        await memory.branches.create(tid, "fork", from_entry=ids[7])  # copies ids[0..7]
+
+        # delete_entries: the fork's copy keeps ids[0]'s vector; ids[8] has no copy.
+        assert await store.delete_entries(tenant, tid, [ids[0], ids[8]]) == 2
+        assert await self._vectors_left(store, tenant, every) == set(every) - {ids[8]}
+        # ... and deleting the last copy deletes it.
+        assert await store.delete_entries(tenant, tid, [ids[0]], branch="fork") == 1
+        left = set(every) - {ids[0], ids[8]}
+        assert await self._vectors_left(store, tenant, every) == left
+        # truncate_after on the fork: ids[6], ids[7] still on main.
+        assert await store.truncate_after(tenant, tid, ids[5], branch="fork") == 2
+        assert await self._vectors_left(store, tenant, every) == left
+        # truncate_after on main: ids[9] had no copy; ids[6], ids[7] had none left either.
+        assert await store.truncate_after(tenant, tid, ids[5]) == 3
+        left -= {ids[6], ids[7], ids[9]}
+        assert await self._vectors_left(store, tenant, every) == left
+        # compaction of main's first three (ids[1..3]; fork still holds them).
+        entries = await memory.entries.list(tid)
+        assert [e.id for e in entries] == ids[1:6]
+        summary = NewEntry(
+            id=_id("e"),
+            role="system",
+            content="summary",
+            name=None,
+            tool_calls=(),
+            tool_call_id=None,
+            metadata={},
+            state={},
+            token_count=1,
+            created_at=entries[3].created_at - timedelta(milliseconds=1),
+        )
+        assert await store.compact_entries(
+            tenant,
+            tid,
+            branch="main",
+            through_position=entries[2].position,
+            expected_ids=ids[1:4],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert await self._vectors_left(store, tenant, every) == left
+        # delete_branch: the fork held ids[1..5]; ids[1..3] now have no copy at all.
+        assert await store.delete_branch(tenant, tid, "fork") is True
+        left -= {ids[1], ids[2], ids[3]}
+        assert await self._vectors_left(store, tenant, every) == left
+        # a second fork, then clear_entries on main and on the fork.
+        await memory.branches.create(tid, "again")
+        assert await store.clear_entries(tenant, tid) == 3
+        assert await self._vectors_left(store, tenant, every) == left
+        assert await store.clear_entries(tenant, tid, branch="again") == 3
+        left -= {ids[4], ids[5]}
+        assert left == set(kept)
+        assert await self._vectors_left(store, tenant, every) == left
+        # compaction of a whole thread without a fork.
+        three = await self._fill(memory, other, 1)
+        await store.vector_put(tenant, [item(three[0], other)])
+        entries = await memory.entries.list(other)
+        assert await store.compact_entries(
+            tenant,
+            other,
+            branch="main",
+            through_position=entries[0].position,
+            expected_ids=[kept[0]],
+            summary=None,
+            updated_at=entries[-1].created_at,
+        )
+        assert await self._vectors_left(store, tenant, every + three) == {kept[1], three[0]}
+        # Other tenants' vectors never moved; delete_thread takes the rest.
+        got = await store.vector_get(elsewhere.tenant_id, "entry", foreign_ids, model_id="mv")
+        assert set(got) == set(foreign_ids)
+        assert await store.delete_thread(tenant, other) is True
+        assert await self._vectors_left(store, tenant, every + three) == set()
+        await elsewhere.close()
+
     async def test_forget_user_erases_records_and_vectors(
         self, memory: AsyncMemory, store: AsyncStore
     ) -> None:
