@@ -13,6 +13,7 @@ import pytest
 from memorybank import ConfigurationError, Memory, NotFound, StoreError
 from memorybank._sync.stores.open import sqlite_path
 from memorybank.stores import SQLiteStore
+from memorybank.stores._types import UNSET, SearchHit, Visibility
 
 
 def _append_many(path: str, thread_id: str, writer: int, count: int) -> None:
@@ -124,7 +125,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,)]
+    assert versions == [(1,), (2,), (3,), (4,), (5,), (6,), (7,), (8,), (9,), (10,)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -281,7 +282,9 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (9,)
+    assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (
+        len(sqlite_module._migrations("memorybank_")),
+    )
     page_plan = " ".join(
         str(row[3])
         for row in conn.execute(
@@ -515,7 +518,9 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
         assert [t.id for t in memory.threads.list(user_id="u1", limit=2)] == ["t1", "t7"]
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (9,)
+        assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (
+            len(sqlite_module._migrations("memorybank_")),
+        )
         indexes = {
             row[0]
             for row in conn.execute(
@@ -535,3 +540,138 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
         assert "memorybank_threads_owner" in plan
     finally:
         conn.close()
+
+
+def _entry_ids(hits: list[SearchHit]) -> list[str]:
+    return [hit.id for hit in hits]
+
+
+def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> None:
+    """Version 10 rebuilds the entries' keyword index with an owner column: a version-9
+    file's indexed entries get their thread owner's token, searches for one user (or in
+    one thread) find exactly what the SQL scope check allows, with the same scores, and
+    deletes, content updates and later batches keep the index equal to the entries."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "v9.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
+    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:9], 1):
+        for statement in statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
+    owners = {"ta": "alice", "tb": "bob", "ts": None}
+    for tenant in ("default", "other"):
+        for thread, user in owners.items():
+            conn.execute(
+                "INSERT INTO memorybank_threads (tenant_id, id, user_id, agent_id, title,"
+                " metadata, status, created_at, updated_at, current_branch)"
+                " VALUES (?, ?, ?, NULL, NULL, '{}', 'active', 0, 0, 'main')",
+                (tenant, thread, user),
+            )
+            conn.execute(
+                "INSERT INTO memorybank_branches (tenant_id, thread_id, name, created_at)"
+                " VALUES (?, ?, 'main', 0)",
+                (tenant, thread),
+            )
+            conn.executemany(
+                "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id,"
+                " role, content, metadata, state, token_count, created_at)"
+                " VALUES (?, ?, 'main', ?, ?, 'user', ?, '{}', '{}', 5, 0)",
+                [
+                    (tenant, thread, i, f"{tenant}-{thread}-{i}", f"walrus {'tusk ' * i}note")
+                    for i in range(1, 4)
+                ],
+            )
+    # everything so far is indexed (as version 8 left it), and one entry is above the mark
+    conn.execute(
+        "INSERT INTO memorybank_entries_fts (rowid, content) SELECT rowid, content"
+        " FROM memorybank_entries"
+    )
+    conn.execute(
+        "UPDATE memorybank_fts_state SET indexed = (SELECT MAX(rowid) FROM memorybank_entries)"
+    )
+    conn.execute(
+        "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+        " content, metadata, state, token_count, created_at)"
+        " VALUES ('default', 'ta', 'main', 4, 'late', 'user', 'a late walrus', '{}', '{}', 5, 0)"
+    )
+    conn.commit()
+    before = {
+        row[0]: row[1]
+        for row in conn.execute(
+            "SELECT e.id, -bm25(memorybank_entries_fts) FROM memorybank_entries_fts"
+            " JOIN memorybank_entries e ON e.rowid = memorybank_entries_fts.rowid"
+            ' WHERE memorybank_entries_fts MATCH \'"walrus" OR "tusk"\''
+        )
+    }
+    conn.close()
+
+    store = SQLiteStore(path)
+    memory = Memory(store)
+
+    def search(visible_to: Visibility | None = None, thread: str | None = None) -> list[str]:
+        hits = store.text_search(
+            "default", "walrus tusk", kinds=["entry"], k=1000, thread_id=thread,
+            visible_to=visible_to,
+        )  # fmt: skip
+        return sorted(_entry_ids(hits))
+
+    everything = search()
+    assert len(everything) == 10  # the migration ran; the search indexed the late entry
+    alice = search(Visibility(UNSET, "alice"))
+    assert alice == sorted(
+        [f"default-{t}-{i}" for t in ("ta", "ts") for i in range(1, 4)] + ["late"]
+    )
+    assert search(Visibility(UNSET, None)) == [f"default-ts-{i}" for i in range(1, 4)]
+    assert search(thread="tb") == [f"default-tb-{i}" for i in range(1, 4)]
+    scores = {
+        hit.id: hit.score
+        for hit in store.text_search("default", "walrus tusk", kinds=["entry"], k=50)
+    }
+    for entry_id, score in before.items():
+        if entry_id.startswith("default-"):
+            assert scores[entry_id] == pytest.approx(score, rel=0.05)
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        tokens = dict(
+            conn.execute(
+                "SELECT thread_id, fts_scope FROM memorybank_entries WHERE tenant_id = 'default'"
+            ).fetchall()
+        )
+    assert tokens["ts"] == sqlite_module._SHARED_TOKEN
+    assert tokens["ta"] == sqlite_module._scope_token("default", "alice") != tokens["tb"]
+    _fts_complete(path)
+    memory.entries.delete("ta", "default-ta-2")
+    store.update_entries(
+        "default", "tb", branch="main", changes=[("default-tb-1", "a narwhal now", {}, 3)]
+    )
+    memory.threads.delete("ts")
+    _fts_complete(path)
+    assert search(Visibility(UNSET, "alice")) == ["default-ta-1", "default-ta-3", "late"]
+    assert search(Visibility(UNSET, "bob")) == ["default-tb-2", "default-tb-3"]
+    batch = sqlite_module._FTS_BATCH
+    memory.entries.add_many("tb", [{"role": "user", "content": "walrus"}] * (batch + 1))
+    indexed, top = _mark(path)
+    assert indexed == top
+    assert len(search(Visibility(UNSET, "bob"))) == 2 + batch + 1
+    assert search(Visibility(UNSET, "alice")) == ["default-ta-1", "default-ta-3", "late"]
+    store.close()
+    _fts_complete(path)
+
+
+def test_owner_tokens_that_collide_still_keep_users_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner token only narrows the keyword search: with every user given the same
+    token, each still finds only their own and shared entries."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "_scope_token", lambda tenant, user: "u7")
+    with Memory(SQLiteStore(tmp_path / "c.db")) as memory:
+        for user in ("alice", "bob"):
+            thread = memory.threads.create(user_id=user)
+            memory.remember(thread.id, "user", f"the walrus of {user}", user_id=user)
+        found = memory.search("walrus", user_id="alice", mode="keyword")
+        assert [hit.content for hit in found] == ["the walrus of alice"]
+        found = memory.search("walrus", user_id="bob", mode="keyword")
+        assert [hit.content for hit in found] == ["the walrus of bob"]

@@ -38,7 +38,11 @@ entries, inside that append's transaction, and a keyword search first indexes
 whatever is left, so it always sees every committed entry (a read-only file's
 rest is searched in a temporary index). Deletes and content updates of indexed
 rows reach the index through triggers. An append thus writes about half the
-pages it would with one index update per transaction.
+pages it would with one index update per transaction. The index's second
+column (schema version 10) holds one token per entry naming its thread's owner:
+a search for one user (or inside one thread) adds ``fts_scope : (owner OR
+shared)`` to the match, so FTS5 scores that owner's matches rather than every
+match in the file; the owner check in SQL still decides what is returned.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
@@ -75,6 +79,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
 import sqlite3
 import time
@@ -353,7 +358,73 @@ def _migrations(p: str) -> list[list[str]]:
                 ON CONFLICT (tenant_id, model_id, kind) DO UPDATE SET deletes = deletes + 1;
                 END""",
         ],
+        # The keyword index gets a second column, ``fts_scope``: one token naming the
+        # owner of the entry's thread (``_scope_token``). A user-scoped search matches
+        # ``(words) AND fts_scope : (own OR shared)``, so FTS5 walks the user's postings
+        # instead of scoring every tenant's matches (the SQL scope check still decides).
+        # Entries carry the token (set when they are indexed), so the triggers can hand
+        # FTS5 the exact values it indexed. Rebuilding the index costs one pass over the
+        # indexed entries.
+        [
+            f"ALTER TABLE {p}entries ADD COLUMN fts_scope TEXT",
+            f"DROP TRIGGER {p}entries_fts_delete",
+            f"DROP TRIGGER {p}entries_fts_update",
+            f"DROP TABLE {p}entries_fts",
+            f"""CREATE VIRTUAL TABLE {p}entries_fts USING fts5(
+                content, fts_scope, content='{p}entries', content_rowid='rowid',
+                tokenize='porter unicode61 remove_diacritics 2')""",
+            _fts_scope_update(p, "<="),
+            f"""INSERT INTO {p}entries_fts (rowid, content, fts_scope)
+                SELECT rowid, content, fts_scope FROM {p}entries
+                WHERE rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries')""",
+            f"""CREATE TRIGGER {p}entries_fts_delete AFTER DELETE ON {p}entries BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content, fts_scope)
+                SELECT 'delete', old.rowid, old.content, old.fts_scope
+                WHERE old.rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries');
+                UPDATE {p}fts_state SET indexed = COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)
+                WHERE name = 'entries'
+                AND indexed > COALESCE((SELECT MAX(rowid) FROM {p}entries), 0);
+                END""",
+            f"""CREATE TRIGGER {p}entries_fts_update AFTER UPDATE OF content ON {p}entries
+                WHEN old.rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries')
+                BEGIN
+                INSERT INTO {p}entries_fts ({p}entries_fts, rowid, content, fts_scope)
+                VALUES ('delete', old.rowid, old.content, old.fts_scope);
+                INSERT INTO {p}entries_fts (rowid, content, fts_scope)
+                VALUES (new.rowid, new.content, new.fts_scope);
+                END""",
+        ],
     ]
+
+
+#: The SQL function (registered on every connection) that gives a thread owner's token.
+_SCOPE_FUNCTION = "memorybank_scope_token"
+#: The token of shared threads (no user).
+_SHARED_TOKEN = "u0"
+
+
+def _scope_token(tenant: str, user_id: str | None) -> str:
+    """The keyword index's token for the owner ``user_id`` of a thread in ``tenant``.
+
+    Digits after a letter: one token for FTS5's tokenizer that the Porter stemmer
+    leaves alone. A 56-bit hash, so two owners can share a token: that only makes
+    the pre-filter let through another owner's rows, which the SQL scope check
+    (always applied) then drops.
+    """
+    if user_id is None:
+        return _SHARED_TOKEN
+    digest = hashlib.blake2b(f"{tenant}\x00{user_id}".encode(), digest_size=7).digest()
+    return f"u{int.from_bytes(digest, 'big') + 1}"
+
+
+def _fts_scope_update(p: str, side: str) -> str:
+    """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark."""
+    return (
+        f"UPDATE {p}entries SET fts_scope = {_SCOPE_FUNCTION}(tenant_id, (SELECT t.user_id"
+        f" FROM {p}threads t WHERE t.tenant_id = {p}entries.tenant_id"
+        f" AND t.id = {p}entries.thread_id))"
+        f" WHERE rowid {side} (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+    )
 
 
 #: ``RETURNING`` (SQLite 3.35+) saves the append a statement or two; older builds
@@ -517,6 +588,7 @@ class AsyncSQLiteStore(AsyncStore):
             f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES};"
             "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
         )
+        conn.create_function(_SCOPE_FUNCTION, 2, _scope_token, deterministic=True)
         self._migrate(conn)
 
     def _open_error(self, error: sqlite3.Error, *, busy: bool) -> StoreError:
@@ -642,8 +714,10 @@ class AsyncSQLiteStore(AsyncStore):
     def _fts_sync(self, conn: sqlite3.Connection) -> None:
         """Index every entry above the mark (inside a write transaction)."""
         p = self.prefix
+        conn.execute(_fts_scope_update(p, ">"))
         conn.execute(
-            f"INSERT INTO {p}entries_fts (rowid, content) SELECT rowid, content FROM {p}entries"
+            f"INSERT INTO {p}entries_fts (rowid, content, fts_scope)"
+            f" SELECT rowid, content, fts_scope FROM {p}entries"
             f" WHERE rowid > (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
         )
         conn.execute(
@@ -1900,21 +1974,41 @@ class AsyncSQLiteStore(AsyncStore):
         p = self.prefix
         match = fts_query(query)
 
-        def entry_hits(conn: sqlite3.Connection, fts: str) -> list[SearchHit]:
+        def owner_tokens(conn: sqlite3.Connection) -> list[str] | None:
+            """The owner tokens the hits can carry (``fts_scope``), or None for any."""
+            if thread_id is not None:
+                row = conn.execute(
+                    f"SELECT user_id FROM {p}threads WHERE tenant_id = ? AND id = ?",
+                    (tenant, thread_id),
+                ).fetchone()
+                return None if row is None else [_scope_token(tenant, row[0])]
+            if visible_to is None or isinstance(visible_to.user_id, Unset):
+                return None
+            if visible_to.user_id is None:
+                return [_SHARED_TOKEN]
+            return [_scope_token(tenant, visible_to.user_id), _SHARED_TOKEN]
+
+        def entry_hits(conn: sqlite3.Connection, fts: str, scoped: bool) -> list[SearchHit]:
+            """Hits of the entries index ``fts``; ``scoped``: it has the owner column."""
+            tokens = owner_tokens(conn) if scoped else None
+            rank = f"bm25({fts}, 1.0, 0.0)" if scoped else f"bm25({fts})"
             sql = (
-                f"SELECT e.id, e.thread_id, e.branch, -bm25({fts})"
+                f"SELECT e.id, e.thread_id, e.branch, -{rank}"
                 f" FROM {fts} JOIN {p}entries e ON e.rowid = {fts}.rowid"
                 f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                 f" WHERE {fts} MATCH ? AND e.tenant_id = ?"
             )
-            params: list[Any] = [match, tenant]
+            owners = " OR ".join(f'"{token}"' for token in tokens or ())
+            # The owner clause only narrows what FTS5 walks; the scope check below decides.
+            query = f"content : ({match}) AND fts_scope : ({owners})" if owners else match
+            params: list[Any] = [query, tenant]
             if thread_id is not None:
                 sql += " AND e.thread_id = ?"
                 params.append(thread_id)
             scope, scope_params = scope_sql("t.", visible_to, "?")
             sql += scope
             params += scope_params
-            sql += f" ORDER BY bm25({fts}) LIMIT ?"
+            sql += f" ORDER BY {rank} LIMIT ?"
             params.append(k)
             return [
                 SearchHit("entry", r[0], float(r[3]), r[1], r[2])
@@ -1934,7 +2028,7 @@ class AsyncSQLiteStore(AsyncStore):
                 f" FROM {p}entries WHERE content IS NOT NULL AND rowid >"
                 f" (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
             )
-            return entry_hits(conn, f"{p}tail_fts")  # the temp schema is searched first
+            return entry_hits(conn, f"{p}tail_fts", False)  # the temp schema is searched first
 
         complete = True
 
@@ -1943,7 +2037,7 @@ class AsyncSQLiteStore(AsyncStore):
                 return []
             hits: list[SearchHit] = []
             if "entry" in kinds:
-                hits += entry_hits(conn, f"{p}entries_fts")
+                hits += entry_hits(conn, f"{p}entries_fts", True)
                 if not complete:
                     hits += tail_hits(conn)
             record_kinds = [kind for kind in kinds if kind != "entry"]
