@@ -65,6 +65,9 @@ _users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
 #: The ranking options of every search (``None``: the library defaults); ``--loo`` varies them.
 options: SearchOptions | None = None
+#: ``--fallback-k K`` (user scope): search with ``k=min(k, K)`` on the store-native
+#: candidate path, the one a user with more threads than ``SCOPE_THREAD_LIMIT`` gets.
+fallback_k: int | None = None
 #: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
 LOO_GRID: dict[str, SearchOptions] = {
     "defaults": SearchOptions(),
@@ -241,6 +244,8 @@ def retrieve_user(conversation_turns: list[dict[str, Any]], question: str, k: in
     else:
         user = known[1]
     start = time.perf_counter()
+    if fallback_k is not None:
+        k = min(k, fallback_k)
     hits = memory.search(
         question, k=k, mode="hybrid", user_id=user, agent_id=AGENT, options=options
     )
@@ -330,7 +335,24 @@ def main(argv: list[str] | None = None) -> None:
         help="dev only: keep the embeddings in this .npz (keyed by text hash; e.g."
         " /tmp/locomo_emb.npz, never inside the repository) so a rerun embeds nothing",
     )
+    parser.add_argument(
+        "--fallback-k",
+        type=int,
+        default=None,
+        help="user scope on the store-native candidate path (as for a user with more"
+        " than SCOPE_THREAD_LIMIT threads), each search with k=min(k, K)",
+    )
     args = parser.parse_args(argv)
+    global fallback_k
+    if args.fallback_k is not None:
+        from memorybank._sync import search as sync_search
+
+        fallback_k = args.fallback_k
+        sync_search.SCOPE_THREAD_LIMIT = 0  # type: ignore[misc]
+        for knob in os.environ.get("LOCOMO_NATIVE", "").split(","):  # dev: NAME=int
+            if knob:
+                name, _, value = knob.partition("=")
+                setattr(sync_search, name, int(value))
     global make_embedder
     cached: CachedEmbedder | None = None
     if args.emb_cache is not None:
