@@ -348,8 +348,9 @@ def main(argv: list[str] | None = None) -> None:
         from memorybank._sync import search as sync_search
 
         fallback_k = args.fallback_k
-        sync_search.SCOPE_THREAD_LIMIT = 0  # type: ignore[misc]
-        for knob in os.environ.get("LOCOMO_NATIVE", "").split(","):  # dev: NAME=int
+        sync_search.SCOPE_THREAD_LIMIT = 0
+        # dev: LOCOMO_NATIVE="_EXPAND_HITS=10,_MIN_CANDIDATES=120" sets that path's constants
+        for knob in os.environ.get("LOCOMO_NATIVE", "").split(","):
             if knob:
                 name, _, value = knob.partition("=")
                 setattr(sync_search, name, int(value))
