@@ -79,7 +79,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import sqlite3
 import time
@@ -413,6 +412,8 @@ def _scope_token(tenant: str, user_id: str | None) -> str:
     """
     if user_id is None:
         return _SHARED_TOKEN
+    import hashlib  # on first use: a process that only reads history never needs it
+
     digest = hashlib.blake2b(f"{tenant}\x00{user_id}".encode(), digest_size=7).digest()
     return f"u{int.from_bytes(digest, 'big') + 1}"
 
