@@ -31,9 +31,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memorybank.errors import Conflict
-from memorybank.stores._types import NewEntry
+
+if TYPE_CHECKING:
+    from memorybank.stores._items import NewEntry
 
 __all__ = ["SEPARATOR", "clash", "fingerprint", "key_reused", "keyed"]
 

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.base import UNSET, AsyncStore, Unset
 from memorybank._async.stores.open import open_store
 from memorybank._concurrency import AsyncBackground, Breaker, amaybe_await
 from memorybank._idempotency import keyed
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
+    from memorybank.stores._items import NewEntry
 
 __all__ = [
     "AsyncBranches",
@@ -813,6 +814,8 @@ class AsyncEntries:
             token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
         else:
             v.check_limit(token_count, "token_count", allow_none=False)
+        from memorybank.stores._items import NewEntry  # not at import: cold start
+
         return NewEntry(
             id=new_id(),
             role=clean.role,

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
+from memorybank._sync.stores.base import UNSET, Store, Unset
 from memorybank._sync.stores.open import open_store
 from memorybank._concurrency import Background, Breaker, maybe_await
 from memorybank._idempotency import keyed
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
+    from memorybank.stores._items import NewEntry
 
 __all__ = [
     "Branches",
@@ -814,6 +815,8 @@ class Entries:
             token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
         else:
             v.check_limit(token_count, "token_count", allow_none=False)
+        from memorybank.stores._items import NewEntry  # not at import: cold start
+
         return NewEntry(
             id=new_id(),
             role=clean.role,

@@ -11,10 +11,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
-from memorybank.stores._types import Record, Unset, Visibility
+from memorybank.stores._types import Unset, Visibility
+
+if TYPE_CHECKING:
+    from memorybank.stores._items import Record
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -281,6 +284,8 @@ def row_to_summary(row: Sequence[Any]) -> Summary:
 
 def row_to_record(row: Sequence[Any]) -> Record:
     """A ``Record`` from a row selected with ``RECORD_COLUMNS``."""
+    from memorybank.stores._items import Record  # not at import: cold start
+
     return Record(
         kind=row[0],
         id=row[1],

@@ -86,18 +86,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from memorybank._async.stores.base import (
-    UNSET,
-    AppendResult,
-    AsyncStore,
-    NewEntry,
-    Record,
-    RecordGuard,
-    SearchHit,
-    Unset,
-    VectorItem,
-    Visibility,
-)
+from memorybank._async.stores.base import UNSET, AsyncStore, Unset, Visibility
 from memorybank._async.stores.open import sqlite_path
 from memorybank._concurrency import AsyncWorker
 from memorybank._idempotency import clash, key_reused
@@ -137,6 +126,14 @@ from memorybank.stores._sql import (
 from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._items import (
+        AppendResult,
+        NewEntry,
+        Record,
+        RecordGuard,
+        SearchHit,
+        VectorItem,
+    )
     from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["AsyncSQLiteStore"]
@@ -937,6 +934,8 @@ class AsyncSQLiteStore(AsyncStore):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
+        from memorybank.stores._items import AppendResult  # not at import: cold start
+
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
@@ -1972,6 +1971,8 @@ class AsyncSQLiteStore(AsyncStore):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
+        from memorybank.stores._items import SearchHit  # not at import: cold start
+
         p = self.prefix
         match = fts_query(query)
 
@@ -2412,6 +2413,7 @@ class AsyncSQLiteStore(AsyncStore):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
 
+        from memorybank.stores._items import SearchHit
         from memorybank.stores._vectors import unit_query
 
         prepared = unit_query(vector, kinds, k, thread_id)

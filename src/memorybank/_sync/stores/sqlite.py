@@ -87,18 +87,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from memorybank._sync.stores.base import (
-    UNSET,
-    AppendResult,
-    Store,
-    NewEntry,
-    Record,
-    RecordGuard,
-    SearchHit,
-    Unset,
-    VectorItem,
-    Visibility,
-)
+from memorybank._sync.stores.base import UNSET, Store, Unset, Visibility
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._concurrency import Worker
 from memorybank._idempotency import clash, key_reused
@@ -138,6 +127,14 @@ from memorybank.stores._sql import (
 from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._items import (
+        AppendResult,
+        NewEntry,
+        Record,
+        RecordGuard,
+        SearchHit,
+        VectorItem,
+    )
     from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["SQLiteStore"]
@@ -938,6 +935,8 @@ class SQLiteStore(Store):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
+        from memorybank.stores._items import AppendResult  # not at import: cold start
+
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
@@ -1973,6 +1972,8 @@ class SQLiteStore(Store):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
+        from memorybank.stores._items import SearchHit  # not at import: cold start
+
         p = self.prefix
         match = fts_query(query)
 
@@ -2413,6 +2414,7 @@ class SQLiteStore(Store):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
 
+        from memorybank.stores._items import SearchHit
         from memorybank.stores._vectors import unit_query
 
         prepared = unit_query(vector, kinds, k, thread_id)
