@@ -7,7 +7,6 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -1248,8 +1247,15 @@ def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
         return run_id
     parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
     import hashlib  # on first use (cold start)
+    import json
 
     return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _json_loads(text: str) -> Any:
+    import json  # on first use: reading history does not need it (cold start)
+
+    return json.loads(text)
 
 
 class AsyncWorkingMemory:
@@ -1270,7 +1276,7 @@ class AsyncWorkingMemory:
     async def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""
         raw = await self._core.store.working_get(self._tenant, self._key, v.check_id(key, "key"))
-        return default if raw is None else json.loads(raw)
+        return default if raw is None else _json_loads(raw)
 
     async def delete(self, key: str) -> bool:
         """Delete ``key``; whether it existed."""
@@ -1281,7 +1287,7 @@ class AsyncWorkingMemory:
     async def items(self) -> dict[str, Any]:
         """Every key and value of this run."""
         raw = await self._core.store.working_items(self._tenant, self._key)
-        return {key: json.loads(value) for key, value in sorted(raw.items())}
+        return {key: _json_loads(value) for key, value in sorted(raw.items())}
 
     async def clear(self) -> None:
         """Forget everything of this run."""
@@ -1334,7 +1340,7 @@ class AsyncSnapshots:
             return None
         owner, text = found
         _snapshot_access(owner, user)
-        return json.loads(text)
+        return _json_loads(text)
 
     async def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the run's snapshot; whether it existed (same access rule as ``load``).

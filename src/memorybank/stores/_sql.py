@@ -7,7 +7,6 @@ SQLite and MySQL store times as integer microseconds since the Unix epoch
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -99,6 +98,8 @@ def from_us(value: int | datetime) -> datetime:
 
 def dump(value: Any) -> str:
     """Compact JSON text for a JSON column."""
+    import json  # on first use: reading history does not need it (cold start)
+
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -111,6 +112,8 @@ def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
     if isinstance(value, str):
         return _loads(value)
     if isinstance(value, bytes | bytearray):
+        import json
+
         return json.loads(value)
     return value
 
@@ -125,6 +128,8 @@ def _loads(text: str) -> Any:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
+    import json
+
     return json.loads(text)
 
 
