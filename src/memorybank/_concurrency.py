@@ -14,13 +14,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync users skip them
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
+
+    from memorybank._backlog import Backlog
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -43,6 +44,15 @@ __all__ = [
     "run_all",
     "sleep",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Backlog``, defined in ``_backlog`` and loaded on first use (cold start)."""
+    if name == "Backlog":
+        from memorybank._backlog import Backlog
+
+        return Backlog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: A call without arguments that the caller may run more than once (a retried step).
@@ -184,24 +194,6 @@ class Worker:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class Backlog:
-    """What a background runner holds and has done, in units of work (entries).
-
-    ``dropped``: refused at submit (backlog full, or after close); ``cancelled``:
-    queued or running when close gave up waiting; ``last_error``: the newest
-    failure, as ``"ErrorType: message"``.
-    """
-
-    queued: int = 0
-    running: int = 0
-    done: int = 0
-    failed: int = 0
-    dropped: int = 0
-    cancelled: int = 0
-    last_error: str | None = None
-
-
 class _Counts:
     """Mutable counters behind ``Backlog`` (guarded by the owner)."""
 
@@ -211,6 +203,8 @@ class _Counts:
         self.last_error: str | None = None
 
     def snapshot(self) -> Backlog:
+        from memorybank._backlog import Backlog  # not at import: cold start
+
         return Backlog(
             self.queued,
             self.running,

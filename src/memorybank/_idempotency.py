@@ -29,11 +29,13 @@ message changed differs on every member it shares with the stored batch.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from memorybank.errors import Conflict
-from memorybank.stores._types import NewEntry
+
+if TYPE_CHECKING:
+    from memorybank.stores._items import NewEntry
 
 __all__ = ["SEPARATOR", "clash", "fingerprint", "key_reused", "keyed"]
 
@@ -59,6 +61,8 @@ def fingerprint(entries: Sequence[NewEntry]) -> str:
         for e in entries
     ]
     # ASCII output: a lone surrogate (if validation ever lets one through) cannot fail encoding.
+    import json  # on first use: reading history does not need it (cold start)
+
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     import hashlib  # on first use: a read-only process never needs it (cold start)
 

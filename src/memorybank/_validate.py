@@ -22,7 +22,6 @@ the five stores accept the same inputs (the README's "Input rules"):
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -215,9 +214,15 @@ def check_json_object(value: object, field: str) -> dict[str, Any]:
     return copied
 
 
+def _json_dumps(value: Any, **options: Any) -> str:
+    import json  # on first use: reading history does not need it (cold start)
+
+    return json.dumps(value, **options)
+
+
 def dump_json(value: object, field: str) -> str:
     """Any JSON value as compact text (for working memory, snapshots, tool-call arguments)."""
-    return json.dumps(_plain(value, field, 0), separators=(",", ":"), ensure_ascii=False)
+    return _json_dumps(_plain(value, field, 0), separators=(",", ":"), ensure_ascii=False)
 
 
 def check_vector(
@@ -289,7 +294,7 @@ def _as_tool_call(value: object, index: int, max_chars: int) -> ToolCall:
         arguments = function.get("arguments", "{}")
         if isinstance(arguments, Mapping):
             # the provider convention: json.dumps' default form of the plain copy
-            arguments = json.dumps(_plain(arguments, "tool_calls", 0))
+            arguments = _json_dumps(_plain(arguments, "tool_calls", 0))
     else:
         raise InvalidInput(f"{where} must be a ToolCall or a dict", field="tool_calls")
     try:
@@ -313,7 +318,7 @@ MAX_PAYLOAD_CHARS = 16 * 2**20
 def _payload(value: object, field: str) -> dict[str, Any]:
     """A JSON object kept verbatim (``extra``, ``item``), bounded by ``MAX_PAYLOAD_CHARS``."""
     plain = check_json_object(value, field)
-    size = len(json.dumps(plain, separators=(",", ":"), ensure_ascii=False))
+    size = len(_json_dumps(plain, separators=(",", ":"), ensure_ascii=False))
     if size > MAX_PAYLOAD_CHARS:
         raise InvalidInput(
             f"{field} has {size} characters of JSON; the limit is {MAX_PAYLOAD_CHARS}", field=field

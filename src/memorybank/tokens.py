@@ -56,6 +56,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
@@ -343,10 +344,17 @@ def _too_long(length: int) -> InvalidInput:
 #
 # No pre-token looks across such a position, so encoding the text on both sides
 # separately gives exactly the tokens of the whole. ``[^\W_]`` is str.isalnum().
-_CUT = re.compile(
+_CUT_PATTERN: Final = (
     r"(?<=[^\W_])(?=[ !-&(-/:-@\[-`{-~\u3001\u3002\uff01\uff0c\uff1a\uff1b\uff1f])"
     r"|(?<=\n)(?=[^\W_])"
 )
+
+
+@functools.cache
+def _cut() -> re.Pattern[str]:
+    """``_CUT_PATTERN`` compiled on first use: compiling it costs a cold start about
+    as much as opening the store, and only texts longer than a safe piece need it."""
+    return re.compile(_CUT_PATTERN)
 
 
 def _last_cut(text: str, lo: int, hi: int) -> int | None:
@@ -355,7 +363,7 @@ def _last_cut(text: str, lo: int, hi: int) -> int | None:
     while True:
         start = max(lo, hi - span)
         last = None
-        for match in _CUT.finditer(text, start, hi + 1):
+        for match in _cut().finditer(text, start, hi + 1):
             last = match.start()
         if last is not None:
             return last
@@ -366,7 +374,7 @@ def _last_cut(text: str, lo: int, hi: int) -> int | None:
 
 def _next_cut(text: str, lo: int) -> int | None:
     """The smallest cut position at or after ``lo``, or None."""
-    match = _CUT.search(text, lo)
+    match = _cut().search(text, lo)
     return None if match is None else match.start()
 
 

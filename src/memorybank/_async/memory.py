@@ -7,7 +7,6 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._async.stores.base import UNSET, AsyncStore, NewEntry, Unset
+from memorybank._async.stores.base import UNSET, AsyncStore, Unset
 from memorybank._async.stores.open import open_store
 from memorybank._concurrency import AsyncBackground, Breaker, amaybe_await
 from memorybank._idempotency import keyed
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
+    from memorybank.stores._items import NewEntry
 
 __all__ = [
     "AsyncBranches",
@@ -813,6 +813,8 @@ class AsyncEntries:
             token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
         else:
             v.check_limit(token_count, "token_count", allow_none=False)
+        from memorybank.stores._items import NewEntry  # not at import: cold start
+
         return NewEntry(
             id=new_id(),
             role=clean.role,
@@ -1245,8 +1247,15 @@ def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
         return run_id
     parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
     import hashlib  # on first use (cold start)
+    import json
 
     return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _json_loads(text: str) -> Any:
+    import json  # on first use: reading history does not need it (cold start)
+
+    return json.loads(text)
 
 
 class AsyncWorkingMemory:
@@ -1267,7 +1276,7 @@ class AsyncWorkingMemory:
     async def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""
         raw = await self._core.store.working_get(self._tenant, self._key, v.check_id(key, "key"))
-        return default if raw is None else json.loads(raw)
+        return default if raw is None else _json_loads(raw)
 
     async def delete(self, key: str) -> bool:
         """Delete ``key``; whether it existed."""
@@ -1278,7 +1287,7 @@ class AsyncWorkingMemory:
     async def items(self) -> dict[str, Any]:
         """Every key and value of this run."""
         raw = await self._core.store.working_items(self._tenant, self._key)
-        return {key: json.loads(value) for key, value in sorted(raw.items())}
+        return {key: _json_loads(value) for key, value in sorted(raw.items())}
 
     async def clear(self) -> None:
         """Forget everything of this run."""
@@ -1331,7 +1340,7 @@ class AsyncSnapshots:
             return None
         owner, text = found
         _snapshot_access(owner, user)
-        return json.loads(text)
+        return _json_loads(text)
 
     async def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the run's snapshot; whether it existed (same access rule as ``load``).

@@ -8,7 +8,6 @@ This file is the single source of both APIs: ``memorybank/_sync/memory.py``
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -16,7 +15,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank import _validate as v
-from memorybank._sync.stores.base import UNSET, Store, NewEntry, Unset
+from memorybank._sync.stores.base import UNSET, Store, Unset
 from memorybank._sync.stores.open import open_store
 from memorybank._concurrency import Background, Breaker, maybe_await
 from memorybank._idempotency import keyed
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.retrieval import SearchOptions
+    from memorybank.stores._items import NewEntry
 
 __all__ = [
     "Branches",
@@ -814,6 +814,8 @@ class Entries:
             token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
         else:
             v.check_limit(token_count, "token_count", allow_none=False)
+        from memorybank.stores._items import NewEntry  # not at import: cold start
+
         return NewEntry(
             id=new_id(),
             role=clean.role,
@@ -1246,8 +1248,15 @@ def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
         return run_id
     parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
     import hashlib  # on first use (cold start)
+    import json
 
     return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _json_loads(text: str) -> Any:
+    import json  # on first use: reading history does not need it (cold start)
+
+    return json.loads(text)
 
 
 class WorkingMemory:
@@ -1268,7 +1277,7 @@ class WorkingMemory:
     def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""
         raw = self._core.store.working_get(self._tenant, self._key, v.check_id(key, "key"))
-        return default if raw is None else json.loads(raw)
+        return default if raw is None else _json_loads(raw)
 
     def delete(self, key: str) -> bool:
         """Delete ``key``; whether it existed."""
@@ -1279,7 +1288,7 @@ class WorkingMemory:
     def items(self) -> dict[str, Any]:
         """Every key and value of this run."""
         raw = self._core.store.working_items(self._tenant, self._key)
-        return {key: json.loads(value) for key, value in sorted(raw.items())}
+        return {key: _json_loads(value) for key, value in sorted(raw.items())}
 
     def clear(self) -> None:
         """Forget everything of this run."""
@@ -1332,7 +1341,7 @@ class Snapshots:
             return None
         owner, text = found
         _snapshot_access(owner, user)
-        return json.loads(text)
+        return _json_loads(text)
 
     def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
         """Delete the run's snapshot; whether it existed (same access rule as ``load``).

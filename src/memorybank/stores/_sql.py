@@ -7,14 +7,16 @@ SQLite and MySQL store times as integer microseconds since the Unix epoch
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
-from memorybank.stores._types import Record, Unset, Visibility
+from memorybank.stores._types import Unset, Visibility
+
+if TYPE_CHECKING:
+    from memorybank.stores._items import Record
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -96,6 +98,8 @@ def from_us(value: int | datetime) -> datetime:
 
 def dump(value: Any) -> str:
     """Compact JSON text for a JSON column."""
+    import json  # on first use: reading history does not need it (cold start)
+
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -108,6 +112,8 @@ def load(value: str | bytes | Mapping[str, Any] | Sequence[Any] | None) -> Any:
     if isinstance(value, str):
         return _loads(value)
     if isinstance(value, bytes | bytearray):
+        import json
+
         return json.loads(value)
     return value
 
@@ -122,6 +128,8 @@ def _loads(text: str) -> Any:
             return orjson.loads(text)
         except orjson.JSONDecodeError:
             pass
+    import json
+
     return json.loads(text)
 
 
@@ -281,6 +289,8 @@ def row_to_summary(row: Sequence[Any]) -> Summary:
 
 def row_to_record(row: Sequence[Any]) -> Record:
     """A ``Record`` from a row selected with ``RECORD_COLUMNS``."""
+    from memorybank.stores._items import Record  # not at import: cold start
+
     return Record(
         kind=row[0],
         id=row[1],

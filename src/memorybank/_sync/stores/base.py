@@ -88,22 +88,22 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores._types import (
-    LAST_POSITION,
-    UNSET,
-    AppendResult,
-    NewEntry,
-    Record,
-    RecordGuard,
-    SearchHit,
-    Unset,
-    VectorItem,
-    Visibility,
-)
+from memorybank.stores import _types
+from memorybank.stores._types import LAST_POSITION, UNSET, Unset, Visibility
+
+if TYPE_CHECKING:
+    from memorybank.stores._items import (
+        AppendResult,
+        NewEntry,
+        Record,
+        RecordGuard,
+        SearchHit,
+        VectorItem,
+    )
 
 __all__ = [
     "UNSET",
@@ -117,6 +117,13 @@ __all__ = [
     "VectorItem",
     "Visibility",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The write and search values, re-exported on first use (see ``stores._types``)."""
+    if name in _types._ITEMS:
+        return getattr(_types, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Store(abc.ABC):

@@ -80,7 +80,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import sqlite3
 import time
@@ -88,18 +87,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from memorybank._sync.stores.base import (
-    UNSET,
-    AppendResult,
-    Store,
-    NewEntry,
-    Record,
-    RecordGuard,
-    SearchHit,
-    Unset,
-    VectorItem,
-    Visibility,
-)
+from memorybank._sync.stores.base import UNSET, Store, Unset, Visibility
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._concurrency import Worker
 from memorybank._idempotency import clash, key_reused
@@ -139,6 +127,14 @@ from memorybank.stores._sql import (
 from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores._items import (
+        AppendResult,
+        NewEntry,
+        Record,
+        RecordGuard,
+        SearchHit,
+        VectorItem,
+    )
     from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
 
 __all__ = ["SQLiteStore"]
@@ -414,6 +410,8 @@ def _scope_token(tenant: str, user_id: str | None) -> str:
     """
     if user_id is None:
         return _SHARED_TOKEN
+    import hashlib  # on first use: a process that only reads history never needs it
+
     digest = hashlib.blake2b(f"{tenant}\x00{user_id}".encode(), digest_size=7).digest()
     return f"u{int.from_bytes(digest, 'big') + 1}"
 
@@ -937,6 +935,8 @@ class SQLiteStore(Store):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
+        from memorybank.stores._items import AppendResult  # not at import: cold start
+
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
@@ -1972,6 +1972,8 @@ class SQLiteStore(Store):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
+        from memorybank.stores._items import SearchHit  # not at import: cold start
+
         p = self.prefix
         match = fts_query(query)
 
@@ -2412,6 +2414,7 @@ class SQLiteStore(Store):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
 
+        from memorybank.stores._items import SearchHit
         from memorybank.stores._vectors import unit_query
 
         prepared = unit_query(vector, kinds, k, thread_id)

@@ -1,0 +1,123 @@
+"""The store contract's values that only writes and searches need: ``NewEntry``,
+``AppendResult``, ``Record``, ``RecordGuard``, ``SearchHit`` and ``VectorItem``.
+
+Apart from ``memorybank.stores._types`` (which still exports them) so a process that
+opens a store and reads a thread's history does not build their dataclasses: making
+a dataclass compiles its generated methods, a measurable part of a cold start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memorybank.errors import Conflict
+from memorybank.records import Entry, Thread, ToolCall
+
+__all__ = ["AppendResult", "NewEntry", "Record", "RecordGuard", "SearchHit", "VectorItem"]
+
+
+@dataclass(slots=True)
+class NewEntry:
+    """An entry to append: validated, token-counted and id'd by ``AsyncMemory``.
+
+    Not frozen (like the records): one is built per appended message, and a frozen
+    dataclass's ``__init__`` sets every field through ``object.__setattr__``.
+
+    ``idempotency_key`` is the key to store it under and ``fingerprint`` the
+    content hash of the request that carries it (both made by
+    ``memorybank._idempotency``); a store compares them as opaque strings
+    (see ``AsyncStore.append_entries``).
+    """
+
+    id: str
+    role: str
+    content: str | None
+    name: str | None
+    tool_calls: tuple[ToolCall, ...]
+    tool_call_id: str | None
+    metadata: dict[str, Any]
+    state: dict[str, Any]
+    token_count: int
+    created_at: datetime
+    idempotency_key: str | None = None
+    fingerprint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    item: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class AppendResult:
+    """What ``append_entries`` returns: the stored entries and the thread after the write."""
+
+    entries: list[Entry]
+    thread: Thread
+
+
+@dataclass(slots=True)
+class Record:
+    """A scoped long-term record: a fact, a document, a core fact or its history.
+
+    Stores keep records opaque: ``kind`` separates them, ``data`` holds the
+    kind's own fields (JSON object) that only ``AsyncMemory`` interprets.
+    ``key`` is an optional lookup key (core facts); ``expires_at`` is stored
+    for the caller to filter on. ``revision`` is stored as given and compared
+    by a ``RecordGuard``: a caller that guards its writes of a record bumps it
+    on each of them.
+    """
+
+    kind: str
+    id: str
+    agent_id: str | None
+    user_id: str | None
+    content: str
+    data: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    key: str | None = None
+    expires_at: datetime | None = None
+    revision: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RecordGuard:
+    """The condition of a compare-and-swap write: it applies only while the stored
+    record ``(kind, id)`` has this ``revision`` (``None``: while it does not exist)."""
+
+    kind: str
+    id: str
+    revision: int | None
+
+    def failed(self) -> Conflict:
+        """The error a store raises when this guard does not hold (one message everywhere)."""
+        state = "absent" if self.revision is None else f"at revision {self.revision}"
+        return Conflict(f"{self.kind} {self.id!r} is no longer {state}: changed concurrently")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One result of a store-level search: which record or entry, and its raw score.
+
+    For entries ``kind`` is ``"entry"``, and ``thread_id``/``branch`` locate it.
+    Keyword scores are the backend's own relevance (bigger is better; scales
+    differ per backend); vector scores are cosine similarities in [-1, 1].
+    """
+
+    kind: str
+    id: str
+    score: float
+    thread_id: str | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorItem:
+    """An embedding to store for a record or an entry (``kind="entry"``)."""
+
+    kind: str
+    id: str
+    model_id: str
+    vector: Sequence[float]
+    thread_id: str | None = None
