@@ -160,6 +160,7 @@ def test_the_hnsw_index_answers_over_batched_writes(
         pytest.skip("usearch is not installed")
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
     a, b = pair
     _thread(a, "th")
     a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(60)])

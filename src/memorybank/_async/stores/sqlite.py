@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sqlite3
 import time
@@ -635,6 +636,7 @@ class AsyncSQLiteStore(AsyncStore):
         def shut() -> None:
             cache = self.__dict__.get("_vector_cache")
             if cache is not None:  # leave the ANN indexes current on disk for the next process
+                cache.stop()  # background builds: what they built so far is saved
                 for key, slot in cache.slots.items():
                     self._vector_save(key, slot, final=True)
             if self._conn is not None:
@@ -2018,8 +2020,9 @@ class AsyncSQLiteStore(AsyncStore):
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
                 if old is not None and old.has_ann():
                     # the index of the earlier rows, checked row by row when next used
+                    index = old.ann_index()  # its builder stopped first
                     rows = old.ann_rows()
-                    slot.inherit_ann(old.ann_index(), old.rowids[:rows], old.matrix[:rows])
+                    slot.inherit_ann(index, old.rowids[:rows], old.matrix[:rows])
             slot.count, slot.stamp, slot.deletes = count, stamp, deletes
             cache.slots[key] = slot
             return slot
@@ -2127,8 +2130,15 @@ class AsyncSQLiteStore(AsyncStore):
             [],
         )
 
-    def _vector_save(self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool) -> None:
-        """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
+    def _vector_save(
+        self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
+    ) -> None:
+        """Persist the slot's ANN index when it grew enough since the files (or ``final``).
+
+        Called by the slot's builder thread when it has built or extended the
+        index, and by ``close`` once the builders are stopped: never while the
+        index is being written to.
+        """
         if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
             return
         from memorybank.stores import _vector_files
@@ -2176,10 +2186,11 @@ class AsyncSQLiteStore(AsyncStore):
             hits: list[SearchHit] = []
             for kind in wanted:
                 slot = self._vector_slot(conn, tenant, model_id, kind, dim)
+                if slot.persist is None:  # the slot's builder saves what it built
+                    slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
                 mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
                 best = slot.search(query, fetch, mask)
-                self._vector_save((tenant, model_id, kind), slot, final=False)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
