@@ -224,3 +224,40 @@ def test_builders_of_many_stores_leave_no_thread(tmp_path: Path) -> None:
         s.close()
         assert not _builders()
     assert time.monotonic() - began < 120
+
+
+def test_a_loaded_index_is_extended_as_a_copy_in_the_background(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process maps the persisted index read-only and answers at once; rows written
+    since are searched exactly until the builder has extended a copy and saved it."""
+    monkeypatch.setattr(_vector_files, "SAVE_AFTER_ROWS", 10)
+    path = tmp_path / "v.db"
+    s = SQLiteStore(path)
+    now = datetime.now(UTC)
+    for tid, user in THREADS.items():
+        s.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+    put(s, 0, N)
+    search(s, 1, 5, None, None)
+    assert slot_of(s).wait_ann(60)
+    s.close()
+    other = SQLiteStore(path)
+    put(other, N, 60)  # another process writes, never searches
+    other.close()
+    again = SQLiteStore(path)
+    try:
+        search(again, 1, 5, "nobody", None)
+        slot = slot_of(again)
+        assert slot.ann_source == "loaded" and slot.ann_rows() == N and slot.n == N + 60
+        with slot._lock:  # the builder copies and extends, but cannot publish yet
+            check_all_scopes(again, N + 60, exactly=False)
+            for seed in range(N, N + 60, 9):
+                assert search(again, seed, 1, None, None) == [f"e{seed}"]
+            assert slot.building()
+        assert slot.wait_ann(60) and slot.ann_rows() == N + 60
+        check_all_scopes(again, N + 60, exactly=False)
+        manifest = next(_vector_files.directory(str(path)).glob("*.json"))
+        assert '"count": 660' in manifest.read_text()  # saved by the builder
+    finally:
+        again.close()
+    assert not _builders()

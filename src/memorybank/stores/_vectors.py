@@ -64,7 +64,7 @@ BACKGROUND_BUILD = True
 #: Rows after the index from which a search starts a builder to extend it.
 EXTEND_AFTER = 1_000
 #: Rows per ``Index.add`` of a builder extending an index in use (it holds the lock
-#: searches take meanwhile); an index not in use yet takes 4x as many per call.
+#: searches take meanwhile); an index not in use yet takes twice as many per call.
 BUILD_BATCH = 1_024
 #: The builder thread's nice increment (Linux: per thread).
 BUILD_NICE = 10
@@ -343,8 +343,11 @@ class VectorSlot:
         tail = np.flatnonzero(mask[done:n]) + done
         while True:
             count = min(count, done)
-            with self._lock:  # the builder may be adding to it
+            if _is_view(index):  # read-only: a builder extends a copy
                 result = index.search(query, count)
+            else:
+                with self._lock:  # the builder may be adding to it
+                    result = index.search(query, count)
             keys = self.positions(np.asarray(result.keys, dtype=np.int64))
             keys = keys[(keys >= 0) & (keys < done)]
             keys = keys[mask[keys]]
@@ -471,7 +474,12 @@ class VectorSlot:
         index = self._ann
         published = index is not None
         done = self._ann_rows if published else 0
-        source = "extended"
+        source = self.ann_source or "built"
+        if published and _is_view(index):
+            # a read-only view of the persisted file: extended as a copy, searched meanwhile
+            index = index.copy()
+            configure_ann(index)
+            published = False
         if index is None and self._ann_pending is not None:
             adopted = self._adopt_ann()
             if adopted is not None:
@@ -488,7 +496,7 @@ class VectorSlot:
             n = self.n  # first: the arrays read next hold at least these rows
             if done >= n:
                 break
-            stop = min(n, done + (BUILD_BATCH if published else 4 * BUILD_BATCH))
+            stop = min(n, done + (BUILD_BATCH if published else 2 * BUILD_BATCH))
             keys, block = self.ann_keys(done, stop), self.matrix[done:stop]
             if published:
                 with self._lock:
@@ -515,6 +523,9 @@ class VectorSlot:
         """
         index, rowids, vectors = self._ann_pending  # type: ignore[misc]
         self._ann_pending = None
+        if _is_view(index):
+            index = index.copy()
+            configure_ann(index)
         n = self.n
         at = self.positions(rowids)
         same = at >= 0
@@ -545,6 +556,11 @@ class VectorSlot:
             index.add(keys, filler)
             index.remove(keys)
         return index, first_new
+
+
+def _is_view(index: Any) -> bool:
+    """Whether ``index`` is a read-only view of a persisted file (``_vector_files.load``)."""
+    return getattr(index, "memorybank_mapped", None) is not None
 
 
 class _Slots(dict[tuple[str, str, str], "VectorSlot"]):
