@@ -509,7 +509,7 @@ class VectorSlot:
                     self.set_ann(index, done, source)  # searched from now on
                     published = True
             self.build_progress = done
-        if not published:
+        if not published and done:  # (stopped before its first batch: nothing to use)
             self.set_ann(index, done, source)
         self.build_seconds = time.perf_counter() - began
 
