@@ -133,7 +133,8 @@ def check_all_scopes(store: SQLiteStore, rows: int, *, exactly: bool) -> None:
 
 
 def slot_of(store: SQLiteStore) -> _vectors.VectorSlot:
-    return store._vector_cache.slots[("t", MODEL, "entry")]  # type: ignore[attr-defined]
+    slot: _vectors.VectorSlot = store._vector_cache.slots[("t", MODEL, "entry")]  # type: ignore[attr-defined]
+    return slot
 
 
 def test_searches_are_exact_while_the_index_builds_then_use_it(

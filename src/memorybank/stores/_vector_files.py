@@ -148,7 +148,8 @@ def load(
         # it works on a copy (``VectorSlot._build_rows``)
         index = Index.restore(memoryview(files["usearch"]), view=True)
         if index is not None:
-            index.memorybank_mapped = files["usearch"]  # kept mapped while the view lives
+            # kept mapped while the view lives
+            setattr(index, "memorybank_mapped", files["usearch"])  # noqa: B010
         if index is None or len(index) != count or index.ndim != dim:
             _log.warning("ANN index %s did not load: rebuilding", name)
             return None
