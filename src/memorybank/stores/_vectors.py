@@ -334,7 +334,7 @@ class VectorSlot:
         # read without the lock: published together, and an index holding more rows
         # than ``done`` says only has its extra keys ignored
         index, done = self._ann, self._ann_rows
-        if index is None or n - done > EXACT_LIMIT:
+        if index is None or not done or n - done > EXACT_LIMIT:
             self._start_build()
             return None
         if n - done >= EXTEND_AFTER:
