@@ -40,6 +40,7 @@ N = 300
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", THRESHOLD)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", EXACT_LIMIT)
+    monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)  # the search waits for the build
 
 
 def _thread(store: SQLiteStore, tid: str, user: str | None = None) -> None:
@@ -202,6 +203,32 @@ def test_deleted_and_replaced_vectors_are_never_returned(db: Path, log: str) -> 
     got = _child("search", str(db), "20")
     assert got["source"] == "loaded" and got["n"] == N - N // 10
     assert got["ids"] and all(int(i[1:]) % 10 for i in got["ids"])
+
+
+def test_a_delete_after_the_files_are_loaded_edits_a_copy_of_the_mapped_index(
+    db: Path,
+) -> None:
+    """The loaded index is a read-only view of its mapped file (usearch cannot change
+    one): a delete in the same process is applied to a copy, and the next files hold
+    no trace of the deleted vectors."""
+    store = SQLiteStore(db)
+    try:
+        source, ids = _search(store, 10, k=10)
+        assert source == "loaded" and ids[0] == "e10"
+        slot = store._vector_cache.slots[("t", MODEL, "entry")]  # type: ignore[attr-defined]
+        assert slot.ann_index().memorybank_mapped is not None
+        store.delete_thread("t", "c")  # every multiple of 10
+        source, ids = _search(store, 10, k=10)
+        assert ids and all(int(i[1:]) % 10 for i in ids)
+        assert getattr(slot.ann_index(), "memorybank_mapped", None) is None  # a copy
+    finally:
+        store.close()
+    gone = np.asarray(vec(10), dtype=np.float32)
+    gone /= np.linalg.norm(gone)
+    for path in _folder(db).iterdir():
+        data = path.read_bytes()
+        assert gone.tobytes() not in data
+        assert gone.astype(np.float16).tobytes() not in data
 
 
 def test_scope_comes_from_the_database_not_the_files(db: Path) -> None:

@@ -176,6 +176,7 @@ def test_the_hnsw_index_answers_over_batched_writes(
         pytest.skip("usearch is not installed")
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
     a, b = pair
     _thread(a, "th")
     a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(60)])
@@ -188,6 +189,42 @@ def test_the_hnsw_index_answers_over_batched_writes(
     a.vector_put("t", [VectorItem("entry", "e7", MODEL, _vec(300), "th")])
     assert _entries(b, _vec(300), k=1) == ["e7"]
     assert "e7" not in _entries(b, _vec(7), k=5)
+
+
+def test_background_build_answers_exactly_meanwhile_and_ends_with_the_store(
+    pair: tuple[Store, Store], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index is built by a background thread: searches never wait for it (exact
+    meanwhile, the slot's lock held by the test keeps the build from finishing), it
+    is used once built, and closing the store stops its builder."""
+    import threading
+
+    from memorybank.stores import _vectors
+
+    if not _vectors.ann_available():
+        pytest.skip("usearch is not installed")
+    monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
+    monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(_vectors, "BUILD_BATCH", 8)
+    a, b = pair
+    _thread(a, "th", "alice")
+    _thread(a, "other", "bob")
+    a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th") for i in range(60)])
+    a.vector_put("t", [VectorItem("entry", f"o{i}", MODEL, _vec(i), "other") for i in range(30)])
+    assert _entries(b, _vec(0), thread_id="nobody") == []  # the slot is read, no build
+    slot = next(iter(b.__dict__["_cached_vectors"].cache.slots.values()))
+    alice = Visibility(None, "alice")
+    with slot._lock:
+        for i in (0, 7, 59):
+            assert _entries(b, _vec(i), k=1, visible_to=alice) == [f"e{i}"]
+        assert slot.building() and not slot.has_ann()
+    assert slot.wait_ann(60) and slot.has_ann()
+    for i in (3, 41):
+        assert _entries(b, _vec(i), k=1, visible_to=alice) == [f"e{i}"]
+    a.vector_put("t", [VectorItem("entry", "late", MODEL, _vec(999), "th")])
+    assert _entries(b, _vec(999), k=1) == ["late"]  # after the index: searched exactly
+    b.close()
+    assert not [t for t in threading.enumerate() if t.name == "memorybank-ann-build"]
 
 
 @pytest.mark.parametrize("kind", ["postgres", "mysql", "redis"])

@@ -55,6 +55,7 @@ def test_a_delete_is_applied_to_the_cached_slot_without_a_reload(
         if not _vectors.ann_available():
             pytest.skip("usearch not installed")
         monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)
+        monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)  # searches wait for it
         monkeypatch.setattr(_vectors, "EXACT_LIMIT", 50)
     path = tmp_path / "d.db"
     store = SQLiteStore(path)
@@ -271,11 +272,13 @@ def test_a_small_hnsw_build_is_deterministic_and_finds_every_stored_vector() -> 
         for i in range(1500):
             rows.add(i + 1, f"e{i}", "a", None, None, True, unit_vector_bytes(_vec(i)))
         slot.append(rows)
-        return bytes(slot._ann_index().save()), slot
+        slot._start_build()
+        assert slot.wait_ann(60) and slot.ann_rows() == slot.n
+        return bytes(slot.ann_index().save()), slot
 
     first, slot = build()
     again, _ = build()
     assert first == again
-    index = slot._ann_index()
+    index = slot.ann_index()
     found = index.search(slot.matrix[: slot.n], 1)
     assert [int(k) for k in np.asarray(found.keys).reshape(-1)] == list(range(1, slot.n + 1))

@@ -150,7 +150,12 @@ def load(
 
         from memorybank.stores._vectors import configure_ann
 
-        index = Index.restore(memoryview(files["usearch"]))
+        # a view of the mapped file (nothing copied; read-only): a builder that extends
+        # it works on a copy (``VectorSlot._build_rows``)
+        index = Index.restore(memoryview(files["usearch"]), view=True)
+        if index is not None:
+            # kept mapped while the view lives
+            setattr(index, "memorybank_mapped", files["usearch"])  # noqa: B010
         if index is None or len(index) != count or index.ndim != dim:
             _log.warning("ANN index %s did not load: rebuilding", name)
             return None

@@ -729,6 +729,9 @@ class AsyncMySQLStore(AsyncStore):
         if self._closed:
             return
         self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
         await self._pool.close()
 
     # -- plumbing ------------------------------------------------------------

@@ -1563,6 +1563,9 @@ class AsyncRedisStore(AsyncStore):
         if self._closed:
             return
         self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
         if self._owns:
             try:
                 await self._client.aclose()

@@ -79,6 +79,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import os
 import sqlite3
 import time
@@ -758,6 +759,7 @@ class AsyncSQLiteStore(AsyncStore):
         def shut() -> None:
             cache = self.__dict__.get("_vector_cache")
             if cache is not None:  # leave the ANN indexes current on disk for the next process
+                cache.stop()  # background builds: what they built so far is saved
                 for key, slot in cache.slots.items():
                     self._vector_save(key, slot, final=True)
             if self._conn is not None:
@@ -2226,11 +2228,10 @@ class AsyncSQLiteStore(AsyncStore):
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
                 if old is not None and old.has_ann():
                     # the index of the earlier rows, checked row by row when next used
+                    index = old.ann_index()  # its builder stopped first
                     rows = old.ann_rows()
                     live = old.alive[:rows]
-                    slot.inherit_ann(
-                        old.ann_index(), old.rowids[:rows][live], old.matrix[:rows][live]
-                    )
+                    slot.inherit_ann(index, old.rowids[:rows][live], old.matrix[:rows][live])
             slot.count, slot.stamp, slot.deletes, slot.log_seq = count, stamp, updates, log_top
             cache.slots[key] = slot
             return slot
@@ -2299,6 +2300,7 @@ class AsyncSQLiteStore(AsyncStore):
                 keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
                 dropped = rowids[~keep]
                 if len(dropped):
+                    index = _vectors.editable(index)
                     index.remove(dropped)
                     slot._overwrite_freed(index, len(dropped))
                 rowids, vectors = rowids[keep], vectors[keep]
@@ -2372,8 +2374,15 @@ class AsyncSQLiteStore(AsyncStore):
             [],
         )
 
-    def _vector_save(self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool) -> None:
-        """Persist the slot's ANN index when it grew enough since the files (or ``final``)."""
+    def _vector_save(
+        self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
+    ) -> None:
+        """Persist the slot's ANN index when it grew enough since the files (or ``final``).
+
+        Called by the slot's builder thread when it has built or extended the
+        index, and by ``close`` once the builders are stopped: never while the
+        index is being written to.
+        """
         if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
             return
         from memorybank.stores import _vector_files
@@ -2426,10 +2435,11 @@ class AsyncSQLiteStore(AsyncStore):
             hits: list[SearchHit] = []
             for kind in wanted:
                 slot = self._vector_slot(conn, tenant, model_id, kind, dim)
+                if slot.persist is None:  # the slot's builder saves what it built
+                    slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
                 mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
                 best = slot.search(query, fetch, mask)
-                self._vector_save((tenant, model_id, kind), slot, final=False)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.

@@ -156,6 +156,11 @@ class CachedVectors:
         with self._lock:
             self.cache.clear()
 
+    def stop(self) -> None:
+        """Stop the slots' background ANN builders (waits for their current batch)."""
+        with self._lock:
+            self.cache.stop()
+
     def _cached(self, tenant: str, model_id: str, kind: str) -> SyncedSlot | None:
         with self._lock:
             found = self.cache.slots.get((tenant, model_id, kind))

@@ -730,6 +730,9 @@ class MySQLStore(Store):
         if self._closed:
             return
         self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
         self._pool.close()
 
     # -- plumbing ------------------------------------------------------------

@@ -1564,6 +1564,9 @@ class RedisStore(Store):
         if self._closed:
             return
         self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
         if self._owns:
             try:
                 self._client.close()
