@@ -1458,16 +1458,7 @@ class AsyncPostgresStore(AsyncStore):
                         "check_owner": check,
                         "owner": owner if check else None,
                         "now": updated_at.isoformat(),
-                        "id": e.id,
-                        "role": e.role,
-                        "content": e.content,
-                        "name": e.name,
-                        "tool_calls": tool_calls_value(e.tool_calls, e.extra, e.item),
-                        "tool_call_id": e.tool_call_id,
-                        "metadata": e.metadata,
-                        "state": e.state,
-                        "token_count": e.token_count,
-                        "created_at": e.created_at.isoformat(),
+                        **_new_entry_json(e),  # (no idempotency keys here: ignored)
                     }
                 )
         rows = await self._fetch(self._sql.append_many, {"tenant": tenant, "batch": dump(batch)})
