@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, Memory
+from memorybank._async import _core as async_core
 from memorybank._async import memory as async_memory
 from memorybank._sync import memory as sync_memory
 from memorybank.extract import LLMExtractor, RuleExtractor
@@ -101,7 +102,7 @@ async def test_a_down_endpoint_gets_no_storm(
     assert await memory.graph.drain()
     backlog = memory.graph.pending()
     assert (backlog.failed, backlog.done) == (12, 0)
-    assert len(chat.requests) == async_memory.EXTRACT_BREAKER_THRESHOLD == 5
+    assert len(chat.requests) == async_core.EXTRACT_BREAKER_THRESHOLD == 5
     assert backlog.last_error is not None and "paused" in backlog.last_error
     await memory.close()
 
@@ -162,7 +163,7 @@ async def test_full_backlog_drops_and_close_cancels(
     llm: LLMExtractor,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(async_memory, "EXTRACT_MAX_BACKLOG", 2)
+    monkeypatch.setattr(async_core, "EXTRACT_MAX_BACKLOG", 2)
     monkeypatch.setattr(async_memory, "EXTRACT_CLOSE_TIMEOUT", 0.1)
     chat.add(*[Planned(delay=3) for _ in range(3)])
     memory = opened(store, llm, extract_concurrency=1)

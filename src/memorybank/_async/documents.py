@@ -19,7 +19,7 @@ from memorybank.records import Document, Hit
 from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
     from memorybank.retrieval import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "AsyncDocuments", "document_from_record"]

@@ -40,7 +40,7 @@ from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",

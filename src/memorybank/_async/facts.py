@@ -32,7 +32,7 @@ from memorybank.records import Fact
 from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
 
 __all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "AsyncFacts", "fact_from_record", "fact_rank"]
 

@@ -72,7 +72,7 @@ from memorybank.graph.model import Entity
 from memorybank.records import Entry, Thread
 
 if TYPE_CHECKING:
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
     from memorybank.extract.base import Extractor
 
 __all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]

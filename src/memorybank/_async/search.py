@@ -93,7 +93,7 @@ from memorybank.stores._types import LAST_POSITION
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
     from memorybank._async.stores.base import AsyncStore
     from memorybank.embeddings.base import Embedder
 

@@ -20,7 +20,7 @@ from memorybank.records import Document, Hit
 from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
     from memorybank.retrieval import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "Documents", "document_from_record"]

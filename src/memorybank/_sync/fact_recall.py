@@ -41,7 +41,7 @@ from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",

@@ -33,7 +33,7 @@ from memorybank.records import Fact
 from memorybank.stores._types import visible
 
 if TYPE_CHECKING:
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
 
 __all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "Facts", "fact_from_record", "fact_rank"]
 

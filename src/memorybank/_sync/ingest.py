@@ -73,7 +73,7 @@ from memorybank.graph.model import Entity
 from memorybank.records import Entry, Thread
 
 if TYPE_CHECKING:
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
     from memorybank.extract.base import Extractor
 
 __all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]

@@ -94,7 +94,7 @@ from memorybank.stores._types import LAST_POSITION
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
     from memorybank._sync.stores.base import Store
     from memorybank.embeddings.base import Embedder
 

@@ -2,7 +2,7 @@
 
 ``AsyncContract`` runs every behaviour through ``AsyncMemory`` on an async store;
 ``SyncContract`` (generated from it) runs the same through ``Memory`` on a sync
-store. Subclass one and provide a ``store`` fixture; see ``contract.py``.
+store. Subclass one and provide a ``store`` fixture; see the ``contract`` package.
 ``AsyncGraphContract`` / ``SyncGraphContract`` do the same for the knowledge
 graph (``graph.py``).
 """

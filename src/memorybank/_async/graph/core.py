@@ -16,7 +16,7 @@ from memorybank.graph.model import Direction, Entity, Relation
 from memorybank.stores._types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank._async.memory import _Core
+    from memorybank._async._core import _Core
 
 _PAGE = 500
 

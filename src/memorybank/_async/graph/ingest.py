@@ -66,7 +66,7 @@ class IngestVerbs(EntityVerbs):
         ingested are skipped. Under the thread rule (``ThreadForbidden``); see
         ``memorybank._async.ingest``."""
         from memorybank._async import ingest
-        from memorybank._async.memory import _require_thread
+        from memorybank._async._core import _require_thread
 
         thread = await _require_thread(
             self._core,

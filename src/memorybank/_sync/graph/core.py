@@ -17,7 +17,7 @@ from memorybank.graph.model import Direction, Entity, Relation
 from memorybank.stores._types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank._sync.memory import _Core
+    from memorybank._sync._core import _Core
 
 _PAGE = 500
 

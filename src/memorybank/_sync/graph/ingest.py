@@ -67,7 +67,7 @@ class IngestVerbs(EntityVerbs):
         ingested are skipped. Under the thread rule (``ThreadForbidden``); see
         ``memorybank._async.ingest``."""
         from memorybank._sync import ingest
-        from memorybank._sync.memory import _require_thread
+        from memorybank._sync._core import _require_thread
 
         thread = _require_thread(
             self._core,

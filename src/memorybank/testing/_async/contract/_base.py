@@ -1,0 +1,85 @@
+"""What every part of the conformance suite shares: ids, a deterministic clock, fixtures."""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import AsyncStore, Record
+from memorybank._concurrency import AsyncStep
+
+__all__ = ["ContractBase"]
+
+
+def _id(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+async def _outcome(call: AsyncStep[Any]) -> Any:
+    """What ``call`` returned, or the exception it raised."""
+    try:
+        return await call()
+    except Exception as error:
+        return error
+
+
+class _StepClock:
+    """A deterministic clock: each call is 1 ms after the previous, microseconds kept."""
+
+    def __init__(self) -> None:
+        self._ticks = itertools.count()
+        self.start = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.start + timedelta(milliseconds=next(self._ticks))
+
+
+def _tool_call(call_id: str) -> dict[str, Any]:
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+
+
+class ContractBase:
+    """The ``memory`` fixture and the helpers the cases use. Subclasses provide ``store``."""
+
+    @pytest.fixture
+    async def memory(self, store: AsyncStore) -> AsyncIterator[AsyncMemory]:
+        memory = AsyncMemory(store, clock=_StepClock())
+        yield memory
+        await memory.close()
+
+    async def _thread(self, memory: AsyncMemory, **kwargs: Any) -> str:
+        thread = await memory.threads.create(thread_id=_id(), **kwargs)
+        return thread.id
+
+    async def _fill(self, memory: AsyncMemory, thread_id: str, n: int) -> list[str]:
+        ids = []
+        for i in range(n):
+            role = "user" if i % 2 == 0 else "assistant"
+            entry = await memory.remember(thread_id, role, f"message {i}")
+            ids.append(entry.id)
+        return ids
+
+    def _record(self, kind: str, content: str, **kwargs: Any) -> Record:
+        when = kwargs.pop("created_at", datetime(2026, 1, 1, tzinfo=UTC))
+        return Record(
+            kind=kind,
+            id=kwargs.pop("id", _id("r")),
+            agent_id=kwargs.pop("agent_id", None),
+            user_id=kwargs.pop("user_id", None),
+            content=content,
+            data=kwargs.pop("data", {}),
+            created_at=when,
+            updated_at=when,
+            key=kwargs.pop("key", None),
+            expires_at=kwargs.pop("expires_at", None),
+        )

@@ -1,0 +1,236 @@
+"""The conformance suite: branches, working memory, snapshots and summaries."""
+
+from __future__ import annotations
+
+import functools
+from datetime import UTC, datetime
+
+import pytest
+
+from memorybank._async.memory import AsyncMemory
+from memorybank._async.stores.base import AsyncStore
+from memorybank._concurrency import arun_all
+from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
+
+__all__ = ["StateCases"]
+
+
+class StateCases(ContractBase):
+    """Branches, working memory, snapshots and summaries."""
+
+    # -- branches ------------------------------------------------------------------
+
+    async def test_every_thread_starts_on_main(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        assert [b.name for b in await memory.branches.list(tid)] == ["main"]
+
+    async def test_branch_from_an_entry_then_diverge(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        branch = await memory.branches.create(tid, "alt", from_entry=ids[1])
+        assert (branch.name, branch.from_branch, branch.from_entry) == ("alt", "main", ids[1])
+        thread = await memory.branches.checkout(tid, "alt")
+        assert thread.current_branch == "alt"
+        await memory.remember(tid, "assistant", "alternative")
+        assert [m["content"] for m in await memory.history(tid)] == [
+            "message 0",
+            "message 1",
+            "alternative",
+        ]
+        main = await memory.entries.list(tid, branch="main")
+        assert [e.content for e in main] == [f"message {i}" for i in range(4)]
+        await memory.branches.checkout(tid, "main")
+        assert len(await memory.history(tid)) == 4
+        assert [b.name for b in await memory.branches.list(tid)] == ["main", "alt"]
+
+    async def test_branch_without_entry_copies_the_whole_branch(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 3)
+        await memory.branches.create(tid, "copy")
+        assert await memory.entries.count(tid, branch="copy") == 3
+
+    async def test_rewind_removes_later_entries_on_the_current_branch(
+        self, memory: AsyncMemory
+    ) -> None:
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 4)
+        await memory.branches.create(tid, "keep")
+        assert await memory.branches.rewind(tid, ids[1]) == 2
+        assert [e.id for e in await memory.entries.list(tid)] == ids[:2]
+        assert await memory.entries.count(tid, branch="keep") == 4
+        again = await memory.remember(tid, "user", "after rewind")
+        assert again.position > (await memory.entries.list(tid))[0].position
+
+    async def test_branch_errors(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 1)
+        await memory.branches.create(tid, "x")
+        with pytest.raises(Conflict):
+            await memory.branches.create(tid, "x")
+        with pytest.raises(NotFound):
+            await memory.branches.checkout(tid, "nope")
+        with pytest.raises(NotFound):
+            await memory.branches.create(tid, "y", from_entry=_id())
+        with pytest.raises(NotFound):
+            await memory.branches.rewind(tid, _id())
+        with pytest.raises(NotFound):
+            await memory.entries.list(tid, branch="nope")
+        with pytest.raises(NotFound):
+            await memory.branches.create(_id(), "z")
+
+    async def test_delete_branch(self, memory: AsyncMemory) -> None:
+        tid = await self._thread(memory)
+        await self._fill(memory, tid, 2)
+        await memory.branches.create(tid, "tmp")
+        with pytest.raises(Conflict):
+            await memory.branches.delete(tid, "main")
+        assert await memory.branches.delete(tid, "tmp") is True
+        assert [b.name for b in await memory.branches.list(tid)] == ["main"]
+        assert await memory.entries.count(tid) == 2
+
+    # -- working memory, snapshots, summaries ----------------------------------------
+
+    async def test_working_memory_is_cleared_when_the_block_exits(
+        self, memory: AsyncMemory
+    ) -> None:
+        run = _id("run")
+        async with memory.working(run) as wm:
+            await wm.set("plan", {"steps": [1, 2]})
+            await wm.set("n", 3)
+            assert await wm.get("plan") == {"steps": [1, 2]}
+            assert await wm.items() == {"n": 3, "plan": {"steps": [1, 2]}}
+            assert await wm.delete("n") is True
+            assert await wm.delete("n") is False
+            assert await wm.get("n", "gone") == "gone"
+            assert await memory.tenant(_id("other")).working(run).items() == {}
+        assert await memory.working(run).items() == {}
+
+    async def test_working_memory_is_cleared_on_error(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        with pytest.raises(RuntimeError):
+            async with memory.working(run) as wm:
+                await wm.set("k", "v")
+                raise RuntimeError("boom")
+        assert await memory.working(run).get("k") is None
+
+    async def test_working_memory_rejects_non_json(self, memory: AsyncMemory) -> None:
+        async with memory.working(_id("run")) as wm:
+            with pytest.raises(InvalidInput):
+                await wm.set("k", object())
+
+    async def test_runs_with_working_memory_or_a_snapshot_are_listed(
+        self, memory: AsyncMemory
+    ) -> None:
+        store, tenant, other = memory.store, _id("ten"), _id("ten")
+        if await store.working_runs(tenant) is None:
+            pytest.skip("this store cannot list runs")
+        odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
+        for run in odd:
+            await store.working_set(tenant, run, "k", "1")
+        await store.working_set(tenant, "r-cleared", "k", "1")
+        await store.working_clear(tenant, "r-cleared")
+        await store.working_set(tenant, "r-emptied", "k", "1")
+        await store.working_delete(tenant, "r-emptied", "k")
+        await store.working_set(other, "r-other", "k", "1")
+        assert await store.working_runs(tenant) == sorted(odd)
+        assert await store.working_runs(tenant, after=sorted(odd)[1]) == sorted(odd)[2:]
+        assert await store.working_runs(tenant, limit=2) == sorted(odd)[:2]
+        assert await store.working_runs(_id("ten")) == []
+        saved_at = _StepClock()()
+        for run in ["s-b", "s:{a}", "s-a"]:
+            await store.snapshot_save(tenant, run, "{}", user_id=None, saved_at=saved_at)
+        await store.snapshot_save(tenant, "s-owned", "{}", user_id="alice", saved_at=saved_at)
+        await store.snapshot_save(tenant, "s-gone", "{}", user_id=None, saved_at=saved_at)
+        await store.snapshot_delete(tenant, "s-gone")
+        await store.snapshot_save(other, "s-other", "{}", user_id=None, saved_at=saved_at)
+        expected = sorted(["s-b", "s:{a}", "s-a", "s-owned"])
+        assert await store.snapshot_runs(tenant) == expected
+        assert await store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
+        assert await store.snapshot_runs(other) == ["s-other"]
+
+    async def test_snapshots_save_load_delete(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        assert await memory.snapshots.load(run) is None
+        await memory.snapshots.save(run, {"step": 1})
+        await memory.snapshots.save(run, {"step": 2, "data": ["ü"]})
+        assert await memory.snapshots.load(run) == {"step": 2, "data": ["ü"]}
+        assert await memory.snapshots.delete(run) is True
+        assert await memory.snapshots.load(run) is None
+        assert await memory.snapshots.delete(run) is False
+
+    async def test_snapshots_with_an_owner_fail_closed(self, memory: AsyncMemory) -> None:
+        run = _id("run")
+        await memory.snapshots.save(run, {"secret": 1}, user_id="alice")
+        assert await memory.snapshots.load(run, user_id="alice") == {"secret": 1}
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.load(run, user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.load(run, user_id=None)
+        with pytest.raises(ThreadForbidden):
+            await memory.scoped(user_id="bob").snapshots.load(run)
+        assert await memory.snapshots.load(run) == {"secret": 1}  # the trusted root call
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.save(run, {"x": 1}, user_id="bob")
+        with pytest.raises(ThreadForbidden):
+            await memory.snapshots.delete(run, user_id="bob")
+        assert await memory.snapshots.load(run, user_id="alice") == {"secret": 1}
+        assert await memory.tenant(_id("t")).snapshots.load(run) is None
+        assert await memory.snapshots.delete(run, user_id="alice") is True
+
+    async def test_snapshot_owner_check_is_part_of_the_write(self, store: AsyncStore) -> None:
+        tenant, run = _id("tenant"), _id("run")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+        await store.snapshot_save(tenant, run, "1", user_id=None, saved_at=when)
+        await store.snapshot_save(tenant, run, "2", user_id="alice", saved_at=when)  # claims it
+        assert await store.snapshot_load(tenant, run) == ("alice", "2")
+        for user in ("bob", None):
+            with pytest.raises(ThreadForbidden):
+                await store.snapshot_save(tenant, run, "3", user_id=user, saved_at=when)
+            with pytest.raises(ThreadForbidden):
+                await store.snapshot_delete(tenant, run, user_id=user)
+        assert await store.snapshot_load(tenant, run) == ("alice", "2")
+        await store.snapshot_save(tenant, run, "4", user_id="bob", saved_at=when, owner_check=False)
+        assert await store.snapshot_load(tenant, run) == ("bob", "4")
+        assert await store.snapshot_delete(tenant, run, owner_check=False) is True
+        assert await store.snapshot_delete(tenant, run, user_id="bob") is False
+
+    async def test_concurrent_saves_of_a_new_snapshot_have_one_owner(
+        self, store: AsyncStore
+    ) -> None:
+        tenant = _id("tenant")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+
+        async def save(run: str, user: str) -> str:
+            try:
+                await store.snapshot_save(tenant, run, f'"{user}"', user_id=user, saved_at=when)
+            except ThreadForbidden:
+                return "forbidden"
+            return user
+
+        for _ in range(5):
+            run = _id("run")
+            results = await arun_all([functools.partial(save, run, u) for u in ("alice", "bob")])
+            assert sorted(results) in (["alice", "forbidden"], ["bob", "forbidden"]), results
+            winner = next(r for r in results if r != "forbidden")
+            assert await store.snapshot_load(tenant, run) == (winner, f'"{winner}"')
+
+    async def test_summaries_oldest_first_scoped_by_user(self, memory: AsyncMemory) -> None:
+        agent = _id("agent")
+        await memory.summaries.add(agent_id=agent, content="shared 1")
+        await memory.summaries.add(agent_id=agent, user_id="alice", content="alice 1")
+        await memory.summaries.add(agent_id=agent, user_id="bob", content="bob 1")
+        await memory.summaries.add(agent_id=agent, content="shared 2")
+        alice = await memory.summaries.list(agent_id=agent, user_id="alice")
+        assert [s.content for s in alice] == ["shared 1", "alice 1", "shared 2"]
+        shared = await memory.summaries.list(agent_id=agent, user_id=None)
+        assert [s.content for s in shared] == ["shared 1", "shared 2"]
+        every = await memory.summaries.list(agent_id=agent)  # the trusted root call
+        assert [s.content for s in every] == ["shared 1", "alice 1", "bob 1", "shared 2"]
+        scoped = memory.scoped(user_id="bob", agent_id=agent)
+        assert [s.content for s in await scoped.summaries.list()] == [
+            "shared 1",
+            "bob 1",
+            "shared 2",
+        ]
+        assert await memory.summaries.list(agent_id=_id("agent")) == []
