@@ -146,9 +146,9 @@ class MySQLBase(AsyncStore):
             raise _translate(error) from error
 
     async def _with_retry(self, work: AsyncMySQLWork[T]) -> T:
-        """``work`` on a pooled connection; a transaction it loses to lock contention
-        (rolled back) is run again on a fresh connection after a short backoff (10 ms,
-        then 20 ms), up to ``_ATTEMPTS`` runs, then its ``_LockContention`` is raised."""
+        """``work`` on a pooled connection. Work lost to lock contention (its transaction
+        rolled back) runs again on a connection taken anew, after 10 ms, then 20 ms: at
+        most ``_ATTEMPTS`` runs, then the ``_LockContention`` (a ``StoreUnavailable``)."""
         for attempt in range(_ATTEMPTS):
             try:
                 async with self._connection() as conn:
