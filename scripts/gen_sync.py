@@ -52,6 +52,7 @@ REPLACEMENTS = {
     "AsyncClient": "Client",
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",
+    "AsyncMySQLWork": "MySQLWork",
     "AsyncLock": "Lock",
     "AsyncCombiner": "Combiner",
     "AsyncBackground": "Background",

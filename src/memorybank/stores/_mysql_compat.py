@@ -1,6 +1,6 @@
 """Connection pools for the MySQL store: the one place where aiomysql and PyMySQL differ.
 
-``memorybank/_async/stores/mysql.py`` is the single source of the MySQL store;
+``memorybank/_async/stores/mysql/`` is the single source of the MySQL store;
 ``scripts/gen_sync.py`` turns it into the sync store by dropping ``await`` and
 renaming ``AsyncMySQLPool`` -> ``MySQLPool`` and ``AsyncMySQLConnection`` ->
 ``MySQLConnection``. aiomysql is built on PyMySQL, so connections, cursors,
