@@ -15,6 +15,7 @@ import redis.exceptions
 from memorybank.errors import (
     ConfigurationError,
     MemoryBankError,
+    NotFound,
     StoreClosed,
     StoreError,
     StoreUnavailable,
@@ -112,6 +113,14 @@ def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
         extra=extra,
         item=item,
     )
+
+
+def _raise_missing(status: str, thread_id: str, branch: str) -> None:
+    """Raise ``NotFound`` for a thread script's ``NOTFOUND`` or ``NOBRANCH`` status."""
+    if status == "NOTFOUND":
+        raise NotFound(f"thread {thread_id!r} not found")
+    if status == "NOBRANCH":
+        raise NotFound(f"branch {branch!r} not found")
 
 
 def _glob_escape(text: str) -> str:

@@ -10,7 +10,7 @@ from memorybank._async.stores.base import UNSET, Unset
 from memorybank._async.stores.redis._base import RedisBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
-from memorybank.stores._redis_codec import _THREAD_FIELDS, _esc, _s, _thread
+from memorybank.stores._redis_codec import _THREAD_FIELDS, _esc, _raise_missing, _s, _thread
 from memorybank.stores._redis_lua_threads import (
     _S_CREATE,
     _S_CREATE_BRANCH,
@@ -147,11 +147,7 @@ class RedisThreads(RedisBase):
             out = await self._thread_eval(
                 _S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
-            status_ = _s(out[0])
-            if status_ == "NOTFOUND":
-                raise NotFound(f"thread {thread_id!r} not found")
-            if status_ == "NOBRANCH":
-                raise NotFound(f"branch {branch!r} not found")
+            _raise_missing(_s(out[0]), thread_id, branch)
             thread = _thread(out[1:])
             await self._index(tenant, thread)
         return thread
@@ -228,10 +224,7 @@ class RedisThreads(RedisBase):
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
     async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
-        with self._op():
-            n = int(await self._thread_eval(_S_DELETE_BRANCH, tenant, thread_id, name))
-        if n == -1:
-            raise NotFound(f"thread {thread_id!r} not found")
+        n = await self._thread_count(_S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         if n == 1:

@@ -15,7 +15,7 @@ from typing import Any, Self, cast
 import redis.exceptions
 
 from memorybank._sync.stores.base import Store
-from memorybank.errors import ConfigurationError
+from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Thread
 from memorybank.stores._redis_codec import (
     _CHUNK,
@@ -168,6 +168,14 @@ class RedisBase(Store):
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
         return self._eval(script, (base + "t",), (base, self._ttl, idx, *args))
+
+    def _thread_count(self, script: _Script, tenant: str, thread_id: str, *args: Any) -> int:
+        """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
+        with self._op():
+            n = int(self._thread_eval(script, tenant, thread_id, *args))
+        if n == -1:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return n
 
     def _migrate(self) -> None:
         key = self._prefix + "schema_version"

@@ -13,7 +13,7 @@ from memorybank._sync.stores.redis._base import RedisBase
 from memorybank._idempotency import key_reused
 from memorybank.errors import NotFound, StoreError, ThreadForbidden
 from memorybank.records import Entry, Thread
-from memorybank.stores._redis_codec import _entry, _entry_json, _s, _thread, _unpack
+from memorybank.stores._redis_codec import _entry, _entry_json, _raise_missing, _s, _thread, _unpack
 from memorybank.stores._redis_lua_threads import (
     _S_APPEND,
     _S_CLEAR,
@@ -138,14 +138,7 @@ class RedisEntries(RedisBase):
     def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        with self._op():
-            n = int(
-                self._thread_eval(
-                    _S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids
-                )
-            )
-        if n < 0:
-            raise NotFound(f"thread {thread_id!r} not found")
+        n = self._thread_count(_S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
         if n:
             with self._op():
                 self._sweep_vectors(tenant, thread_id, entry_ids)
@@ -154,10 +147,7 @@ class RedisEntries(RedisBase):
     def truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
-        with self._op():
-            n = int(self._thread_eval(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id))
-        if n == -1:
-            raise NotFound(f"thread {thread_id!r} not found")
+        n = self._thread_count(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         if n:
@@ -166,21 +156,14 @@ class RedisEntries(RedisBase):
         return n
 
     def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        with self._op():
-            n = int(self._thread_eval(_S_CLEAR, tenant, thread_id, branch or ""))
-        if n < 0:
-            raise NotFound(f"thread {thread_id!r} not found")
+        n = self._thread_count(_S_CLEAR, tenant, thread_id, branch or "")
         if n:
             with self._op():
                 self._sweep_vectors(tenant, thread_id, None)
         return n
 
     def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        with self._op():
-            n = int(self._thread_eval(_S_COUNT, tenant, thread_id, branch or ""))
-        if n < 0:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return n
+        return self._thread_count(_S_COUNT, tenant, thread_id, branch or "")
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -210,10 +193,7 @@ class RedisEntries(RedisBase):
                 *expected_ids,
             )
             status = _s(out[0])
-            if status == "NOTFOUND":
-                raise NotFound(f"thread {thread_id!r} not found")
-            if status == "NOBRANCH":
-                raise NotFound(f"branch {branch!r} not found")
+            _raise_missing(status, thread_id, branch)
             if status != "OK":
                 return False
             self._index(tenant, _thread(out[1:11]))
