@@ -1,6 +1,6 @@
 """The few Redis pieces whose sync and async forms differ (hand-written pair).
 
-``memorybank/_async/stores/redis.py`` is the single source of the Redis store;
+``memorybank/_async/stores/redis/`` is the single source of the Redis store;
 ``scripts/gen_sync.py`` renames ``AsyncRedisClient`` -> ``RedisClient`` and
 ``aconnect_redis`` -> ``connect_redis`` (and the cluster pair
 ``AsyncRedisClusterClient`` / ``aconnect_redis_cluster``) to build the sync

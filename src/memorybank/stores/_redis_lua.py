@@ -1,0 +1,162 @@
+"""Lua plumbing of the Redis store: the two preludes, ``_Script`` and the migration frame.
+
+I/O-free and shared by the async store and its generated sync twin. A script's
+source is its body after the prelude helpers it calls (``_with_helpers``); the
+scripts themselves are in ``_redis_lua_threads`` (a thread's slot) and
+``_redis_lua_tenant`` (the tenant's slot, runs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+# -- the thread scripts' prelude ------------------------------------------------------
+# Every thread script: KEYS[1] = the thread hash, ARGV[1] = the thread's key base
+# ("P{tenant:thread}:"), ARGV[2] = TTL in ms ("0": none), ARGV[3] = the tenant index
+# base ("P{tenant}:"; "" when the indexes are maintained outside the script).
+
+_PRELUDE = r"""
+local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
+local tkey = KEYS[1]
+local function esc(s)
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function zkey(b) return base .. 'z:' .. esc(b) end
+local function hkey(b) return base .. 'h:' .. esc(b) end
+local function thread()
+  return redis.call('HMGET', tkey, 'id', 'ten', 'u', 'a', 'ti', 'm', 's', 'c', 'up', 'cb')
+end
+local function branches()
+  local names = {}
+  for _, f in ipairs(redis.call('HKEYS', tkey)) do
+    if string.sub(f, 1, 2) == 'b:' then names[#names + 1] = string.sub(f, 3) end
+  end
+  return names
+end
+local function vkey(m) return base .. 'v:' .. esc(m) end
+local function touch()
+  if ttl ~= '0' then
+    redis.call('PEXPIRE', tkey, ttl)
+    for _, f in ipairs(redis.call('HKEYS', tkey)) do
+      local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
+      if kind == 'b:' then
+        redis.call('PEXPIRE', zkey(name), ttl)
+        redis.call('PEXPIRE', hkey(name), ttl)
+      elseif kind == 'v:' then
+        redis.call('PEXPIRE', vkey(name), ttl)
+      end
+    end
+  end
+end
+local function index(t, updated, created)
+  if idx ~= '' then
+    redis.call('ZADD', idx .. 'threads', updated, t[1])
+    if t[3] then
+      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
+    elseif created then
+      redis.call('SADD', idx .. 'u0', t[1])
+    end
+  end
+end
+local function forget(h, members)
+  for _, m in ipairs(members) do
+    local e = cjson.decode(m)
+    redis.call('HDEL', h, 'i:' .. e[3])
+    if e[12] ~= cjson.null then redis.call('HDEL', h, 'k:' .. e[12]) end
+  end
+end
+local function pick(t, b)
+  if b == '' then return t[10] end
+  return b
+end
+"""
+
+
+# -- the tenant scripts' prelude: KEYS[1] = any key of the tenant slot, ARGV[1] = "P{tenant}:"
+
+_TENANT_PRELUDE = r"""
+local idx = ARGV[1]
+local function esc(s)
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function rkey(k) return idx .. 'r:' .. esc(k) end
+local function owners(k, user)
+  if user == cjson.null or user == nil then return idx .. 'rn:' .. esc(k) end
+  return idx .. 'ru:' .. esc(k) .. ':' .. esc(user)
+end
+local function drop_vectors(k, id)
+  for _, m in ipairs(redis.call('SMEMBERS', idx .. 'rvm:' .. esc(k))) do
+    if redis.call('HDEL', idx .. 'rv:' .. esc(k) .. ':' .. esc(m), id) == 1 then
+      redis.call('ZREM', idx .. 'vl:' .. esc(k) .. ':' .. esc(m), id)
+      redis.call('HINCRBY', idx .. 'vs:' .. esc(k) .. ':' .. esc(m), 'g', 1)
+    end
+  end
+end
+local function guard_ok(k, id, rev)
+  if k == '' then return true end
+  local cur = redis.call('HGET', rkey(k), id)
+  if rev == '' then return not cur end
+  return cur and (cjson.decode(cur)[9] or 0) == tonumber(rev)
+end
+local function chunks(cmd, key, items)
+  local out = {}
+  for i = 1, #items, 1000 do
+    local part = redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+    for _, v in ipairs(part) do out[#out + 1] = v end
+  end
+  return out
+end
+local function scope_ids(mode, owner, k)
+  if mode == 'all' then return redis.call('HKEYS', rkey(k)) end
+  local ids = redis.call('SMEMBERS', owners(k, nil))
+  if owner ~= '-' then
+    for _, id in ipairs(redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))) do
+      ids[#ids + 1] = id
+    end
+  end
+  return ids
+end
+local function admits(who, owner)
+  if who == '*' or owner == cjson.null or owner == nil then return true end
+  return '=' .. owner == who
+end
+"""
+
+
+# KEYS[1] = the version key, ARGV[1] = from version, ARGV[2] = to version.
+_MIGRATE = """
+local v = tonumber(redis.call('GET', KEYS[1]) or '0')
+if v ~= tonumber(ARGV[1]) then return v end
+{body}
+redis.call('SET', KEYS[1], ARGV[2])
+return tonumber(ARGV[2])
+"""
+
+
+def _with_helpers(prelude: str, body: str) -> str:
+    """``body`` after the prelude's header and only the helpers it uses (transitively).
+
+    Every ``local function`` of a prelude is a closure created on each call, so a
+    script carrying helpers it never calls pays for them on every ``EVALSHA``.
+    """
+    head, *chunks = re.split(r"(?m)^(?=local function )", prelude)
+    named = [(c.split("(", 1)[0].removeprefix("local function "), c) for c in chunks]
+    text, used = body, set()
+    while True:
+        more = {n for n, _ in named if n not in used and re.search(rf"\b{n}\(", text)}
+        if not more:
+            break
+        used |= more
+        text = body + "".join(c for n, c in named if n in used)
+    return head + "".join(c for n, c in named if n in used) + body
+
+
+class _Script:
+    """A Lua script run by ``EVALSHA`` (loaded on the first ``NOSCRIPT``)."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, body: str, *, prelude: str = _PRELUDE) -> None:
+        self.source = _with_helpers(prelude, body) if prelude else body
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
