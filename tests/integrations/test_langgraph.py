@@ -17,6 +17,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -450,29 +451,46 @@ def test_index_through_the_memory_embedder(tmp_path: Path) -> None:
         assert store.search(("n",), query="quiet lakes")[0].key == "a"
 
 
-def test_ttl_expiry_refresh_and_sweep(memory: Memory) -> None:
-    # minutes: 0.002 min = 120 ms
-    store = MemorybankStore(
-        memory, ttl={"default_ttl": 0.002, "refresh_on_read": True, "omit_expired": True}
-    )
-    store.put(("ttl",), "refreshed", {"v": 1})
-    store.put(("ttl",), "left", {"v": 2})
-    store.put(("ttl",), "forever", {"v": 3}, ttl=None)
-    for _ in range(3):
-        time.sleep(0.06)
-        assert store.get(("ttl",), "refreshed") is not None  # each read restarts the clock
-    assert store.get(("ttl",), "left") is None  # expired: omitted before any sweep
-    assert {i.key for i in store.search(("ttl",))} == {"refreshed", "forever"}
-    time.sleep(0.15)
-    assert store.get(("ttl",), "refreshed", refresh_ttl=False) is None
-    assert store.sweep_ttl() == 2
-    assert [i.key for i in store.search(("ttl",))] == ["forever"]
-    # without omit_expired an expired item stays visible until swept
-    keep = MemorybankStore(memory, ttl={"default_ttl": 0.001})
-    keep.put(("ttl2",), "k", {"v": 1})
-    time.sleep(0.1)
-    assert keep.get(("ttl2",), "k", refresh_ttl=False) is not None
-    assert keep.sweep_ttl() == 1
+class _ManualClock:
+    """A clock the test moves by hand: TTLs expire by the memory's clock, not by sleeps."""
+
+    def __init__(self) -> None:
+        self.at = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+def test_ttl_expiry_refresh_and_sweep(tmp_path: Path) -> None:
+    clock = _ManualClock()
+    with Memory(f"sqlite:///{tmp_path / 'ttl.db'}", clock=clock) as memory:
+        # minutes: 0.002 min = 120 ms of the memory's clock
+        store = MemorybankStore(
+            memory, ttl={"default_ttl": 0.002, "refresh_on_read": True, "omit_expired": True}
+        )
+        store.put(("ttl",), "refreshed", {"v": 1})
+        store.put(("ttl",), "left", {"v": 2})
+        store.put(("ttl",), "forever", {"v": 3}, ttl=None)
+        for _ in range(3):
+            clock.advance(0.06)
+            assert store.get(("ttl",), "refreshed") is not None  # each read restarts the clock
+        assert store.get(("ttl",), "left") is None  # expired: omitted before any sweep
+        assert {i.key for i in store.search(("ttl",))} == {"refreshed", "forever"}
+        clock.advance(0.119)
+        assert store.get(("ttl",), "refreshed", refresh_ttl=False) is not None  # 1 ms left
+        clock.advance(0.002)
+        assert store.get(("ttl",), "refreshed", refresh_ttl=False) is None
+        assert store.sweep_ttl() == 2
+        assert [i.key for i in store.search(("ttl",))] == ["forever"]
+        # without omit_expired an expired item stays visible until swept
+        keep = MemorybankStore(memory, ttl={"default_ttl": 0.001})
+        keep.put(("ttl2",), "k", {"v": 1})
+        clock.advance(0.1)
+        assert keep.get(("ttl2",), "k", refresh_ttl=False) is not None
+        assert keep.sweep_ttl() == 1
 
 
 def test_store_scope_comes_from_the_handle(memory: Memory) -> None:

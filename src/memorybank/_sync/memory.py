@@ -216,6 +216,13 @@ class Memory:
         """The principal this handle is confined to (``Scope()``: the unscoped root)."""
         return self._scope
 
+    def now(self) -> datetime:
+        """The time by this memory's ``clock``: what its writes are stamped with.
+
+        Integrations stamp their own records (TTLs, checkpoints) with it, so a
+        memory built with a test clock controls their time too."""
+        return self._core.now()
+
     def _handle(self, tenant: str, scope: Scope) -> Memory:
         handle = object.__new__(type(self))
         handle._init(self._core, tenant, scope)

@@ -29,7 +29,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -111,7 +111,7 @@ class _Records:
 
     def _record(self, kind: str, record_id: str, key: str, data: dict[str, Any]) -> Record:
         scope = self.memory.scope
-        now = datetime.now(UTC)
+        now = self.memory.now()
         return Record(
             kind=kind,
             id=record_id,
@@ -609,7 +609,7 @@ class AsyncMemorybankStoreBase(_Records, BaseStore):
                 await self.memory.store.record_put(self.memory.tenant_id, touched)
 
     async def _get(self, op: GetOp) -> Item | None:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         record = await self.memory.store.record_get(
             self.memory.tenant_id, ITEM, self._item_id(op.namespace, op.key)
         )
@@ -628,7 +628,7 @@ class AsyncMemorybankStoreBase(_Records, BaseStore):
             await store.record_delete(tenant, ITEM, [item_id])
             await self._delete(VECTOR, old_vectors)
             return
-        now = datetime.now(UTC)
+        now = self.memory.now()
         minutes = op.ttl  # BaseStore.put resolved the default (TTLConfig.default_ttl)
         texts: dict[str, str] = {}
         if self._embedder is not None and op.index is not False:
@@ -674,7 +674,7 @@ class AsyncMemorybankStoreBase(_Records, BaseStore):
         ]
 
     async def _search(self, op: SearchOp) -> list[SearchItem]:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         found = [
             r
             for r in await self._candidates(op.namespace_prefix, now)
@@ -706,7 +706,7 @@ class AsyncMemorybankStoreBase(_Records, BaseStore):
         return [SearchItem(**self._item_fields(r), score=s) for s, r in page]
 
     async def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         spaces = {
             tuple(r.data["namespace"]) for r in await self._list(ITEM, None) if self._live(r, now)
         }
@@ -720,7 +720,7 @@ class AsyncMemorybankStoreBase(_Records, BaseStore):
 
     async def asweep_ttl(self) -> int:
         """Delete the expired items (with their vectors) of this handle's scope; how many."""
-        now = datetime.now(UTC)
+        now = self.memory.now()
         expired = [
             r
             for r in await self._list(ITEM, None)

@@ -30,7 +30,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Iterable, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -112,7 +112,7 @@ class _Records:
 
     def _record(self, kind: str, record_id: str, key: str, data: dict[str, Any]) -> Record:
         scope = self.memory.scope
-        now = datetime.now(UTC)
+        now = self.memory.now()
         return Record(
             kind=kind,
             id=record_id,
@@ -610,7 +610,7 @@ class MemorybankStoreBase(_Records, BaseStore):
                 self.memory.store.record_put(self.memory.tenant_id, touched)
 
     def _get(self, op: GetOp) -> Item | None:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         record = self.memory.store.record_get(
             self.memory.tenant_id, ITEM, self._item_id(op.namespace, op.key)
         )
@@ -629,7 +629,7 @@ class MemorybankStoreBase(_Records, BaseStore):
             store.record_delete(tenant, ITEM, [item_id])
             self._delete(VECTOR, old_vectors)
             return
-        now = datetime.now(UTC)
+        now = self.memory.now()
         minutes = op.ttl  # BaseStore.put resolved the default (TTLConfig.default_ttl)
         texts: dict[str, str] = {}
         if self._embedder is not None and op.index is not False:
@@ -675,7 +675,7 @@ class MemorybankStoreBase(_Records, BaseStore):
         ]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         found = [
             r
             for r in self._candidates(op.namespace_prefix, now)
@@ -707,7 +707,7 @@ class MemorybankStoreBase(_Records, BaseStore):
         return [SearchItem(**self._item_fields(r), score=s) for s, r in page]
 
     def _namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        now = datetime.now(UTC)
+        now = self.memory.now()
         spaces = {
             tuple(r.data["namespace"]) for r in self._list(ITEM, None) if self._live(r, now)
         }
@@ -721,7 +721,7 @@ class MemorybankStoreBase(_Records, BaseStore):
 
     def sweep_ttl(self) -> int:
         """Delete the expired items (with their vectors) of this handle's scope; how many."""
-        now = datetime.now(UTC)
+        now = self.memory.now()
         expired = [
             r
             for r in self._list(ITEM, None)
