@@ -2741,10 +2741,18 @@ class _Statements:
             f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
         )
+        # Per id, the first row at or after (tenant, thread, branch, id) in the id index,
+        # kept when it is that row: a row comparison only that index serves in order.
+        # (With plain equalities a never-analyzed table ties it with the primary key
+        # (tenant, thread, branch, position), and the planner picked the primary key,
+        # reading the whole branch per id: 0.7 s per call at 10,000 entries.)
         self.entry_get_many = (
             f"SELECT {_E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
-            f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
-            f" AND branch = {current} AND id = x.id LIMIT 1) e"
+            f" FROM {p}entries WHERE (tenant_id, thread_id, branch, id)"
+            f" >= (%(tenant)s, %(thread)s, {current}, x.id)"
+            " ORDER BY tenant_id, thread_id, branch, id LIMIT 1) e"
+            f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
+            f" AND e.branch = {current} AND e.id = x.id"
         )
         self.thread_get_many = (
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
