@@ -109,6 +109,30 @@ def test_record_vectors_deleted_and_forgotten_elsewhere_never_come_back(
     assert _docs(b, _vec(2), k=1) == ["d2"]  # re-added under the same id
 
 
+def test_vectors_of_another_size_and_unusual_ids_are_read_right(
+    pair: tuple[Store, Store],
+) -> None:
+    """Rows of another dimension under one model are skipped and not read again; ids
+    and threads of any text come back as written (PostgreSQL reads them in binary)."""
+    a, b = pair
+    ids = ["d-ü✓", "d\ttab", "d'quote", "d" + "x" * 200]
+    _thread(a, "thread-é")
+    a.record_put("t", [_doc(rid) for rid in ids])
+    a.vector_put("t", [VectorItem("document", rid, MODEL, _vec(i)) for i, rid in enumerate(ids)])
+    a.vector_put("t", [VectorItem("entry", "e-ñ", MODEL, _vec(9), "thread-é")])
+    a.record_put("t", [_doc("small")])
+    a.vector_put("t", [VectorItem("document", "small", MODEL, _vec(7, dim=8))])  # written last
+    for i, rid in enumerate(ids):
+        assert _docs(b, _vec(i), k=1) == [rid]
+    hits = b.vector_search("t", _vec(9), model_id=MODEL, kinds=["entry"], k=1)
+    assert [(h.id, h.thread_id) for h in hits] == [("e-ñ", "thread-é")]
+    slot = b.__dict__["_cached_vectors"]._cached("t", MODEL, "document")
+    assert slot is not None and slot.dim == 16 and slot.n == len(ids)  # no 8-d row mixed in
+    stamps, _ = b._vc_check("t", MODEL, ["document"], {}, 16, None, None)  # type: ignore[attr-defined]
+    assert slot.current(16, stamps["document"])  # the 8-d row counted as read
+    assert _docs(b, _vec(7, dim=8), k=5) == ["small"]  # an 8-d query: the 8-d rows
+
+
 def test_scope_is_checked_by_the_store_not_the_cache(pair: tuple[Store, Store]) -> None:
     a, b = pair
     _thread(a, "mine", user="alice")

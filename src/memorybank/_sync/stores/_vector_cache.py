@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from memorybank.stores._types import SearchHit, Visibility
@@ -45,7 +46,19 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["CachedVectors", "VectorSource"]
+__all__ = ["BlockRows", "CachedVectors", "VectorSource"]
+
+
+@dataclass
+class BlockRows(CachedRows):
+    """Rows whose vectors come as one matrix (``block``, a row per row, no ``blobs``).
+
+    Rows of another dimension are left out by the store; ``last`` is the largest
+    ``seq`` it read counting them (so the slot does not read them again).
+    """
+
+    block: NDArray[np.float32] | None = None
+    last: int = -1
 
 
 class VectorSource(Protocol):
@@ -122,22 +135,20 @@ class SyncedSlot(VectorSlot):
 
     def merge(self, rows: CachedRows, floor: int | None = None) -> None:
         """Append ``rows`` (only those with ``seq > floor`` when given)."""
+        block = rows.block if isinstance(rows, BlockRows) else None
+        last = rows.last if isinstance(rows, BlockRows) else -1
         if floor is not None and any(seq <= floor for seq in rows.rowids):
+            keep = [i for i, seq in enumerate(rows.rowids) if seq > floor]
             newer = CachedRows()
-            for i, seq in enumerate(rows.rowids):
-                if seq > floor:
-                    newer.add(
-                        seq,
-                        rows.ids[i],
-                        rows.threads[i],
-                        rows.agents[i],
-                        rows.users[i],
-                        rows.visible[i],
-                        rows.blobs[i],
-                    )
+            for name in ("rowids", "ids", "threads", "agents", "users", "visible", "blobs"):
+                values = getattr(rows, name)
+                setattr(newer, name, [values[i] for i in keep] if values else [])
             rows = newer
+            if block is not None:
+                block = block[keep]
         start = self.n
-        self.append(rows)
+        self.append(rows, block)
+        self.max_rowid = max(self.max_rowid, last)
         for i in range(start, self.n):
             old = self.where.get(self.ids[i])
             if old is not None:
