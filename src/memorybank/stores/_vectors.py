@@ -332,12 +332,18 @@ class VectorSlot:
         index = self._ann
         indexed = at[at < self._ann_rows] if index is not None else at[:0]
         if len(indexed):
-            index = editable(index)
-            index.remove(self.ann_keys(0, self.n)[indexed])
-            self._overwrite_freed(index, len(indexed))
+            index = self.drop_keys(index, self.ann_keys(0, self.n)[indexed])
             with self._lock:
                 self._ann = index
         return len(at)
+
+    def drop_keys(self, index: Any, keys: NDArray[np.int64]) -> Any:
+        """``index`` without ``keys`` (all in it), their freed slots overwritten: the
+        index itself, or an edited copy when it is a read-only view (``editable``)."""
+        index = editable(index)
+        index.remove(keys)
+        self._overwrite_freed(index, len(keys))
+        return index
 
     def _overwrite_freed(self, index: Any, count: int) -> None:
         """usearch keeps a removed vector's bytes until its slot is reused: fill ``count``

@@ -2300,9 +2300,7 @@ class AsyncSQLiteStore(AsyncStore):
                 keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
                 dropped = rowids[~keep]
                 if len(dropped):
-                    index = _vectors.editable(index)
-                    index.remove(dropped)
-                    slot._overwrite_freed(index, len(dropped))
+                    index = slot.drop_keys(index, dropped)
                 rowids, vectors = rowids[keep], vectors[keep]
                 ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
             known = self._vector_scopes(conn, key, found.max_rowid, ids)
