@@ -45,7 +45,15 @@ from numpy.typing import NDArray
 
 from memorybank.stores._types import Unset, Visibility, searched_kinds
 
-__all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k", "unit_query"]
+__all__ = [
+    "ANN_THRESHOLD",
+    "CachedRows",
+    "ScopedRows",
+    "VectorCache",
+    "VectorSlot",
+    "top_k",
+    "unit_query",
+]
 
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
 #: whose scope covers many of them. Below it search is exact (a 384-d product
@@ -170,6 +178,16 @@ class CachedRows:
         self.users.append(user)
         self.visible.append(visible)
         self.blobs.append(blob)
+
+
+@dataclass
+class ScopedRows:
+    """Rows' rowids (ascending) and scope, by group: row ``i`` has the scope
+    ``groups[group_of[i]]``, a (thread, agent, user, visible) tuple."""
+
+    rowids: NDArray[np.int64]
+    group_of: NDArray[np.intp]
+    groups: list[tuple[str | None, str | None, str | None, bool]]
 
 
 #: Below this many vectors an HNSW batch is inserted on one thread: usearch's
@@ -302,6 +320,27 @@ class VectorSlot:
             last = int(np.argmax(rows.rowids))
             if rows.rowids[last] > self.max_rowid:
                 self.max_rowid, self.max_id = rows.rowids[last], rows.ids[last]
+
+    def append_scoped(self, rows: ScopedRows, ids: list[str], block: NDArray[np.float32]) -> None:
+        """Fill an empty slot with ``block``'s vectors (kept as they are: a mapped file's
+        rows), of these ``ids`` and ``rows``: per row codes from per group ones, no
+        Python object made per row but the id and thread lists."""
+        assert self.n == 0 and block.shape == (len(ids), self.dim) == (len(rows.rowids), self.dim)
+        if not len(ids):
+            return
+        threads, agents, users, visible = (list(c) for c in zip(*rows.groups, strict=True))
+        at = rows.group_of
+        self.matrix, self._mapped = block, True
+        self.rowids = np.asarray(rows.rowids, dtype=np.int64)
+        self.ids = list(ids)
+        self.threads = np.asarray(threads, dtype=object)[at].tolist()
+        self.thread_codes = self._codes(threads)[at]
+        self.agent_codes = self._codes(agents)[at]
+        self.user_codes = self._codes(users)[at]
+        self.visible = np.asarray(visible, dtype=bool)[at]
+        self.alive = np.ones(len(ids), dtype=bool)
+        self.n = len(ids)
+        self.max_rowid, self.max_id = int(self.rowids[-1]), ids[-1]
 
     # -- search ---------------------------------------------------------------------------
 
