@@ -150,6 +150,11 @@ _IN_CHUNK = 500
 _FTS_BATCH = 256
 #: WAL pages between automatic checkpoints (SQLite's default is 1000).
 _CHECKPOINT_PAGES = 4000
+#: The connection's page cache, in KiB (SQLite's default is 2,000: 2 MB, which a
+#: ``build_context`` over a large thread outgrows, so every build re-read its pages
+#: from the OS: about 1 ms of system time of 11). Pages are allocated as they are
+#: read, so a small database never uses more than its size.
+_CACHE_KIB = 65_536
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -585,6 +590,7 @@ class AsyncSQLiteStore(AsyncStore):
             ("" if self.path == ":memory:" else "PRAGMA journal_mode = WAL;")
             + f"PRAGMA synchronous = {self.synchronous.upper()};"
             f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES};"
+            f"PRAGMA cache_size = -{_CACHE_KIB};"
             "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
         )
         conn.create_function(_SCOPE_FUNCTION, 2, _scope_token, deterministic=True)
