@@ -229,6 +229,8 @@ class VectorSlot:
         #: The matrix is a persisted file's read-only mapping (see ``forget``).
         self._mapped = False
         self.codes: dict[str | None, int] = {None: _NONE}
+        #: Whether a code array names any owner, by ``id`` of the array (kept with it).
+        self._owners: dict[int, tuple[NDArray[np.int32], bool]] = {}
         #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
         self.stamp: Any = None
         self.count = 0
@@ -311,8 +313,12 @@ class VectorSlot:
             threads = kept(rows.threads)
             self.threads += threads
             self.thread_codes = np.concatenate([self.thread_codes, self._codes(threads)])
-            self.agent_codes = np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
-            self.user_codes = np.concatenate([self.user_codes, self._codes(kept(rows.users))])
+            self.agent_codes = _frozen(
+                np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
+            )
+            self.user_codes = _frozen(
+                np.concatenate([self.user_codes, self._codes(kept(rows.users))])
+            )
             self.visible = np.concatenate([self.visible, np.asarray(kept(rows.visible), bool)])
             self.alive = np.concatenate([self.alive, np.ones(len(keep), bool)])
             self.n = need
@@ -335,8 +341,8 @@ class VectorSlot:
         self.ids = list(ids)
         self.threads = np.asarray(threads, dtype=object)[at].tolist()
         self.thread_codes = self._codes(threads)[at]
-        self.agent_codes = self._codes(agents)[at]
-        self.user_codes = self._codes(users)[at]
+        self.agent_codes = _frozen(self._codes(agents)[at])
+        self.user_codes = _frozen(self._codes(users)[at])
         self.visible = np.asarray(visible, dtype=bool)[at]
         self.alive = np.ones(len(ids), dtype=bool)
         self.n = len(ids)
@@ -401,9 +407,25 @@ class VectorSlot:
                 (self.agent_codes, visible_to.agent_id),
                 (self.user_codes, visible_to.user_id),
             ):
-                if not isinstance(asking, Unset):
-                    mask &= (codes == _NONE) | (codes == self.code_of(asking))
+                if isinstance(asking, Unset) or not self._has_owner(codes):
+                    continue  # (every row shared on this axis: all pass)
+                allowed = codes == _NONE
+                code = self.code_of(asking)
+                if code != _UNKNOWN:  # (a value no row has matches none)
+                    allowed |= codes == code
+                mask &= allowed
         return mask
+
+    def _has_owner(self, codes: NDArray[np.int32]) -> bool:
+        """Whether any row of ``codes`` (agent or user codes) names an owner. Remembered
+        with the array itself: code arrays are replaced by ``append``, never changed."""
+        known = self._owners.get(id(codes))
+        if known is None or known[0] is not codes:
+            known = self._owners[id(codes)] = (codes, bool(np.count_nonzero(codes != _NONE)))
+            if len(self._owners) > 4:  # arrays replaced since: let them go
+                live = (id(self.agent_codes), id(self.user_codes))
+                self._owners = {k: v for k, v in self._owners.items() if k in live}
+        return known[1]
 
     def search(
         self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_]
@@ -678,6 +700,12 @@ class VectorSlot:
             # (nor in its persisted file)
             self._overwrite_freed(index, len(stale) - len(gaps))
         return index, first_new
+
+
+def _frozen(codes: NDArray[np.int32]) -> NDArray[np.int32]:
+    """``codes``, read-only (``VectorSlot._has_owner`` remembers facts about the array)."""
+    codes.setflags(write=False)
+    return codes
 
 
 def _is_view(index: Any) -> bool:
