@@ -12,9 +12,11 @@ greedy fits skip.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +27,7 @@ from memorybank._async.context import AsyncContextBuilder
 from memorybank._async.facts import fact_rank
 from memorybank._async.stores.base import AsyncStore, Record, VectorItem
 from memorybank.records import Entry
+from memorybank.stores import AsyncSQLiteStore
 from memorybank.tokens import count_message_tokens
 
 from .conftest import StepClock, Words
@@ -242,3 +245,45 @@ async def test_picks_match_a_brute_force_reference(
         assert context.total_entries == expected["total"]
         assert context.token_count == system_tokens + sum(e.token_count for e in context.entries)
         assert context.truncated == (len(context.entries) < expected["total"])
+
+
+class UnscopedVectors(AsyncSQLiteStore):
+    """A SQLite store whose vector search ignores ``visible_to`` (as a vector index shared
+    by every owner might): the builder's own check of each document's owner decides."""
+
+    async def vector_search(self, *args: Any, **kwargs: Any) -> list[Any]:
+        kwargs["visible_to"] = None
+        return await super().vector_search(*args, **kwargs)
+
+
+async def test_semantic_texts_skip_documents_the_search_let_through(tmp_path: Path) -> None:
+    query = _unit(np.random.default_rng(5).standard_normal(DIM))
+    store = UnscopedVectors(tmp_path / "unscoped.db")
+    memory = AsyncMemory(store, clock=StepClock(), tokenizer=Words(), embedder=Fixed(query))
+    try:
+        data = await build(memory, query, 11)
+        hits = await store.vector_search(
+            memory.tenant_id, query, model_id=Fixed.model_id, kinds=["document"], k=20
+        )
+        # the best two become bob's: the first five records read give three texts, so
+        # more are read
+        best = await store.record_get_many(memory.tenant_id, "document", [h.id for h in hits[:2]])
+        await store.record_put(
+            memory.tenant_id,
+            [dataclasses.replace(r, agent_id="a", user_id="bob") for r in best.values()],
+        )
+        visible = {d[1] for d in await reference_documents(data)}
+        assert [h.id in visible for h in hits[:6]] == [False, False, True, True, True, True]
+        options = ContextOptions(
+            max_tokens=3000, include_facts=False, include_semantic_context=True
+        )
+        builder = AsyncContextBuilder(options, memory)
+        context = await builder.build(
+            data.thread, agent_id="a", user_id="alice", current_input="the budget plan"
+        )
+        assert context.errors == []
+        expected = await reference(data, options, 0)
+        assert len(expected["semantic"]) == 5
+        assert context.semantic == expected["semantic"]
+    finally:
+        await memory.close()

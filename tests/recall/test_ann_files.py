@@ -246,6 +246,56 @@ def test_scope_comes_from_the_database_not_the_files(db: Path) -> None:
         store.close()
 
 
+def _rows(slot: _vectors.VectorSlot) -> list[tuple[Any, ...]]:
+    """Each row of a slot: rowid, id, thread, agent, user, visible, alive (codes decoded)."""
+    names = {code: value for value, code in slot.codes.items()}
+    return [
+        (
+            int(slot.rowids[i]),
+            slot.ids[i],
+            slot.threads[i],
+            names[int(slot.agent_codes[i])],
+            names[int(slot.user_codes[i])],
+            bool(slot.visible[i]),
+            bool(slot.alive[i]),
+        )
+        for i in range(slot.n)
+    ]
+
+
+def _read_row_by_row(store: SQLiteStore, kind: str) -> list[tuple[Any, ...]]:
+    fresh = _vectors.VectorSlot(DIM)
+    fresh.append(store._vector_rows(store._connect(), "t", MODEL, kind, 0))
+    return _rows(fresh)
+
+
+def test_loaded_scope_is_the_databases_row_by_row(db: Path) -> None:
+    """A slot loaded from the files has, per row, the thread, owner and liveness a read of
+    every row from the database gives, after owners changed behind the files' back."""
+    import sqlite3
+
+    raw = sqlite3.connect(db)
+    with raw:
+        raw.execute("UPDATE memorybank_threads SET user_id = 'carol' WHERE id = 'b'")
+        raw.execute("DELETE FROM memorybank_threads WHERE id = 'c'")  # its vectors stay
+    raw.close()
+    store = SQLiteStore(db)
+    try:
+        store.vector_put("t", [VectorItem("entry", "e3", MODEL, vec(3), "a")])  # replaced
+        source, hits = _search(store, 10)
+        assert source == "loaded" and hits[0] != "e10"  # e10 is in thread c, now gone
+        slot = store._vector_cache.slots[("t", MODEL, "entry")]  # type: ignore[attr-defined]
+        loaded = [r for r in _rows(slot) if r[6]]
+        assert loaded == _read_row_by_row(store, "entry")
+        assert {r[2:6] for r in loaded} == {
+            ("a", None, "alice", True),
+            ("b", None, "carol", True),
+            ("c", None, None, False),
+        }
+    finally:
+        store.close()
+
+
 def test_forget_user_removes_the_tenants_files(db: Path) -> None:
     store = SQLiteStore(db)
     try:
@@ -349,5 +399,6 @@ def test_documents_scope_is_read_from_their_records(tmp_path: Path) -> None:
             assert ("d4" in [h.id for h in hits]) is (who == "bob")
         slot = store._vector_cache.slots[("t", MODEL, "document")]  # type: ignore[attr-defined]
         assert slot.ann_source == "loaded"
+        assert _rows(slot) == _read_row_by_row(store, "document")
     finally:
         store.close()

@@ -26,6 +26,7 @@ embeddings (written when entries are added with an embedder configured).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,7 @@ from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
     from memorybank._sync.memory import Memory
+    from memorybank._sync.stores.base import Record
 
 __all__ = ["ContextBuilder"]
 
@@ -417,12 +419,21 @@ class ContextBuilder:
             visible_to=Visibility(agent_id, user_id),
         )
         texts: list[str] = []
-        good = [hit.id for hit in hits if hit.score >= SEMANTIC_MIN_SCORE]
-        found = core.store.record_get_many(self._memory.tenant_id, DOCUMENT_KIND, good)
-        for hit in hits:
-            if hit.score < SEMANTIC_MIN_SCORE or len(texts) >= SEMANTIC_RESULTS:
+        good = list(itertools.takewhile(lambda h: h.score >= SEMANTIC_MIN_SCORE, hits))
+        tenant = self._memory.tenant_id
+        found: dict[str, Record] = {}
+        read = 0  # the records of good[:read] have been read
+        for at, hit in enumerate(good):
+            if len(texts) >= SEMANTIC_RESULTS:
                 break
-            record = found.get(hit.id) if hit.kind == DOCUMENT_KIND else None
+            if hit.kind != DOCUMENT_KIND:
+                continue
+            if at >= read:
+                # as many records as texts are still wanted (normally each gives one)
+                read = at + SEMANTIC_RESULTS - len(texts)
+                ids = [h.id for h in good[at:read] if h.kind == DOCUMENT_KIND]
+                found.update(core.store.record_get_many(tenant, DOCUMENT_KIND, ids))
+            record = found.get(hit.id)
             if record is not None and record.agent_id in (None, agent_id):
                 if record.user_id in (None, user_id):
                     texts.append(record.content)

@@ -40,6 +40,7 @@ import logging
 import mmap
 import os
 import secrets
+import threading
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ from numpy.typing import NDArray
 __all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "stem"]
 
 _VERSION = 1
+_PARTS = ("usearch", "f32", "i64", "ids")
 #: A search re-saves an index that grew by this many rows and this share since its files
 #: (closing the store saves any growth).
 SAVE_AFTER_ROWS = 1000
@@ -101,6 +103,24 @@ def _crc(data: bytes | memoryview | mmap.mmap) -> int:
     return zlib.crc32(data) & 0xFFFFFFFF
 
 
+def _crcs(buffers: Sequence[bytes | mmap.mmap]) -> list[int]:
+    """``_crc`` of each buffer, the largest in a second thread (zlib releases the GIL
+    while it sums): a new process's first search waits for the longer one only."""
+    if len(buffers) < 2:
+        return [_crc(b) for b in buffers]
+    largest = max(range(len(buffers)), key=lambda i: len(buffers[i]))
+    out: dict[int, int] = {}
+    worker = threading.Thread(target=lambda: out.__setitem__(largest, _crc(buffers[largest])))
+    worker.start()
+    try:
+        for i, data in enumerate(buffers):
+            if i != largest:
+                out[i] = _crc(data)
+    finally:
+        worker.join()
+    return [out[i] for i in range(len(buffers))]
+
+
 def _identity(prefix: str, tenant: str, model_id: str, kind: str, dim: int) -> dict[str, Any]:
     return {
         "version": _VERSION,
@@ -132,17 +152,22 @@ def load(
             _log.warning("ANN index manifest %s is for something else: rebuilding", manifest_path)
             return None
         files: dict[str, bytes | mmap.mmap] = {}
-        for part in ("usearch", "f32", "i64", "ids"):
-            size, crc = manifest["files"][part]
-            data = _map(folder / f"{name}.{manifest['token']}.{part}")
-            if len(data) != size or _crc(data) != crc:
+        for part in _PARTS:
+            size, _ = manifest["files"][part]
+            files[part] = data = _map(folder / f"{name}.{manifest['token']}.{part}")
+            if len(data) != size:
                 _log.warning("ANN index file %s.%s is damaged: rebuilding", name, part)
                 return None
-            files[part] = data
+        for part, crc in zip(_PARTS, _crcs([files[p] for p in _PARTS]), strict=True):
+            if crc != manifest["files"][part][1]:
+                _log.warning("ANN index file %s.%s is damaged: rebuilding", name, part)
+                return None
         count = int(manifest["count"])
         vectors = np.frombuffer(files["f32"], dtype="<f4")
         rowids = np.frombuffer(files["i64"], dtype="<i8")
         ids = json.loads(files["ids"][:])
+        if not isinstance(ids, list) or not set(map(type, ids)) <= {str}:
+            raise ValueError("ids are not a list of strings")
         if vectors.size != count * dim or rowids.size != count or len(ids) != count:
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
@@ -166,7 +191,7 @@ def load(
             rowids=rowids.astype(np.int64, copy=False),
             max_rowid=int(manifest["max_rowid"]),
             deletes=int(manifest["deletes"]),
-            ids=[str(i) for i in ids],
+            ids=ids,
             log_seq=None if manifest.get("log_seq") is None else int(manifest["log_seq"]),
         )
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as error:

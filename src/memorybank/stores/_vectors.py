@@ -45,7 +45,15 @@ from numpy.typing import NDArray
 
 from memorybank.stores._types import Unset, Visibility, searched_kinds
 
-__all__ = ["ANN_THRESHOLD", "CachedRows", "VectorCache", "VectorSlot", "top_k", "unit_query"]
+__all__ = [
+    "ANN_THRESHOLD",
+    "CachedRows",
+    "ScopedRows",
+    "VectorCache",
+    "VectorSlot",
+    "top_k",
+    "unit_query",
+]
 
 #: Vectors of one (tenant, model, kind) from which an HNSW index answers queries
 #: whose scope covers many of them. Below it search is exact (a 384-d product
@@ -172,6 +180,16 @@ class CachedRows:
         self.blobs.append(blob)
 
 
+@dataclass
+class ScopedRows:
+    """Rows' rowids (ascending) and scope, by group: row ``i`` has the scope
+    ``groups[group_of[i]]``, a (thread, agent, user, visible) tuple."""
+
+    rowids: NDArray[np.int64]
+    group_of: NDArray[np.intp]
+    groups: list[tuple[str | None, str | None, str | None, bool]]
+
+
 #: Below this many vectors an HNSW batch is inserted on one thread: usearch's
 #: multi-threaded insertion is not deterministic, and on a small graph it can leave
 #: a stored vector unreachable from its own query (a flaky top-1). Larger batches
@@ -211,6 +229,8 @@ class VectorSlot:
         #: The matrix is a persisted file's read-only mapping (see ``forget``).
         self._mapped = False
         self.codes: dict[str | None, int] = {None: _NONE}
+        #: Whether a code array names any owner, by ``id`` of the array (kept with it).
+        self._owners: dict[int, tuple[NDArray[np.int32], bool]] = {}
         #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
         self.stamp: Any = None
         self.count = 0
@@ -293,8 +313,12 @@ class VectorSlot:
             threads = kept(rows.threads)
             self.threads += threads
             self.thread_codes = np.concatenate([self.thread_codes, self._codes(threads)])
-            self.agent_codes = np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
-            self.user_codes = np.concatenate([self.user_codes, self._codes(kept(rows.users))])
+            self.agent_codes = _frozen(
+                np.concatenate([self.agent_codes, self._codes(kept(rows.agents))])
+            )
+            self.user_codes = _frozen(
+                np.concatenate([self.user_codes, self._codes(kept(rows.users))])
+            )
             self.visible = np.concatenate([self.visible, np.asarray(kept(rows.visible), bool)])
             self.alive = np.concatenate([self.alive, np.ones(len(keep), bool)])
             self.n = need
@@ -302,6 +326,27 @@ class VectorSlot:
             last = int(np.argmax(rows.rowids))
             if rows.rowids[last] > self.max_rowid:
                 self.max_rowid, self.max_id = rows.rowids[last], rows.ids[last]
+
+    def append_scoped(self, rows: ScopedRows, ids: list[str], block: NDArray[np.float32]) -> None:
+        """Fill an empty slot with ``block``'s vectors (kept as they are: a mapped file's
+        rows), of these ``ids`` and ``rows``: per row codes from per group ones, no
+        Python object made per row but the id and thread lists."""
+        assert self.n == 0 and block.shape == (len(ids), self.dim) == (len(rows.rowids), self.dim)
+        if not len(ids):
+            return
+        threads, agents, users, visible = (list(c) for c in zip(*rows.groups, strict=True))
+        at = rows.group_of
+        self.matrix, self._mapped = block, True
+        self.rowids = np.asarray(rows.rowids, dtype=np.int64)
+        self.ids = list(ids)
+        self.threads = np.asarray(threads, dtype=object)[at].tolist()
+        self.thread_codes = self._codes(threads)[at]
+        self.agent_codes = _frozen(self._codes(agents)[at])
+        self.user_codes = _frozen(self._codes(users)[at])
+        self.visible = np.asarray(visible, dtype=bool)[at]
+        self.alive = np.ones(len(ids), dtype=bool)
+        self.n = len(ids)
+        self.max_rowid, self.max_id = int(self.rowids[-1]), ids[-1]
 
     # -- search ---------------------------------------------------------------------------
 
@@ -332,12 +377,18 @@ class VectorSlot:
         index = self._ann
         indexed = at[at < self._ann_rows] if index is not None else at[:0]
         if len(indexed):
-            index = editable(index)
-            index.remove(self.ann_keys(0, self.n)[indexed])
-            self._overwrite_freed(index, len(indexed))
+            index = self.drop_keys(index, self.ann_keys(0, self.n)[indexed])
             with self._lock:
                 self._ann = index
         return len(at)
+
+    def drop_keys(self, index: Any, keys: NDArray[np.int64]) -> Any:
+        """``index`` without ``keys`` (all in it), their freed slots overwritten: the
+        index itself, or an edited copy when it is a read-only view (``editable``)."""
+        index = editable(index)
+        index.remove(keys)
+        self._overwrite_freed(index, len(keys))
+        return index
 
     def _overwrite_freed(self, index: Any, count: int) -> None:
         """usearch keeps a removed vector's bytes until its slot is reused: fill ``count``
@@ -356,9 +407,25 @@ class VectorSlot:
                 (self.agent_codes, visible_to.agent_id),
                 (self.user_codes, visible_to.user_id),
             ):
-                if not isinstance(asking, Unset):
-                    mask &= (codes == _NONE) | (codes == self.code_of(asking))
+                if isinstance(asking, Unset) or not self._has_owner(codes):
+                    continue  # (every row shared on this axis: all pass)
+                allowed = codes == _NONE
+                code = self.code_of(asking)
+                if code != _UNKNOWN:  # (a value no row has matches none)
+                    allowed |= codes == code
+                mask &= allowed
         return mask
+
+    def _has_owner(self, codes: NDArray[np.int32]) -> bool:
+        """Whether any row of ``codes`` (agent or user codes) names an owner. Remembered
+        with the array itself: code arrays are replaced by ``append``, never changed."""
+        known = self._owners.get(id(codes))
+        if known is None or known[0] is not codes:
+            known = self._owners[id(codes)] = (codes, bool(np.count_nonzero(codes != _NONE)))
+            if len(self._owners) > 4:  # arrays replaced since: let them go
+                live = (id(self.agent_codes), id(self.user_codes))
+                self._owners = {k: v for k, v in self._owners.items() if k in live}
+        return known[1]
 
     def search(
         self, query: NDArray[np.float32], k: int, mask: NDArray[np.bool_]
@@ -371,7 +438,7 @@ class VectorSlot:
         """
         if k <= 0 or not self.n:
             return []
-        allowed = int(mask.sum())
+        allowed = int(np.count_nonzero(mask))  # (a bool array's sum is several times slower)
         if not allowed:
             return []
         if self.n >= ANN_THRESHOLD and allowed > EXACT_LIMIT and ann_available():
@@ -411,7 +478,7 @@ class VectorSlot:
             return None
         if n - done >= EXTEND_AFTER:
             self._start_build()
-        share = float(mask[:done].sum()) / max(done, 1)
+        share = float(np.count_nonzero(mask[:done])) / max(done, 1)
         count = max(4 * k, CANDIDATES, int(2 * k / max(share, 1e-9)))
         tail = np.flatnonzero(mask[done:n]) + done
         while True:
@@ -633,6 +700,12 @@ class VectorSlot:
             # (nor in its persisted file)
             self._overwrite_freed(index, len(stale) - len(gaps))
         return index, first_new
+
+
+def _frozen(codes: NDArray[np.int32]) -> NDArray[np.int32]:
+    """``codes``, read-only (``VectorSlot._has_owner`` remembers facts about the array)."""
+    codes.setflags(write=False)
+    return codes
 
 
 def _is_view(index: Any) -> bool:

@@ -136,7 +136,7 @@ if TYPE_CHECKING:  # numpy loads with the first vector search, not with the stor
         SearchHit,
         VectorItem,
     )
-    from memorybank.stores._vectors import CachedRows, VectorCache, VectorSlot
+    from memorybank.stores._vectors import CachedRows, ScopedRows, VectorCache, VectorSlot
 
 __all__ = ["SQLiteStore"]
 
@@ -151,6 +151,11 @@ _IN_CHUNK = 500
 _FTS_BATCH = 256
 #: WAL pages between automatic checkpoints (SQLite's default is 1000).
 _CHECKPOINT_PAGES = 4000
+#: The connection's page cache, in KiB (SQLite's default is 2,000: 2 MB, which a
+#: ``build_context`` over a large thread outgrows, so every build re-read its pages
+#: from the OS: about 1 ms of system time of 11). Pages are allocated as they are
+#: read, so a small database never uses more than its size.
+_CACHE_KIB = 65_536
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -586,6 +591,7 @@ class SQLiteStore(Store):
             ("" if self.path == ":memory:" else "PRAGMA journal_mode = WAL;")
             + f"PRAGMA synchronous = {self.synchronous.upper()};"
             f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES};"
+            f"PRAGMA cache_size = -{_CACHE_KIB};"
             "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
         )
         conn.create_function(_SCOPE_FUNCTION, 2, _scope_token, deterministic=True)
@@ -2301,14 +2307,12 @@ class SQLiteStore(Store):
                 keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
                 dropped = rowids[~keep]
                 if len(dropped):
-                    index = _vectors.editable(index)
-                    index.remove(dropped)
-                    slot._overwrite_freed(index, len(dropped))
+                    index = slot.drop_keys(index, dropped)
                 rowids, vectors = rowids[keep], vectors[keep]
                 ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
             known = self._vector_scopes(conn, key, found.max_rowid, ids)
-            if known is not None and bool((np.asarray(known.rowids) == rowids).all()):
-                slot.append(known, vectors)
+            if known is not None and np.array_equal(known.rowids, rowids):
+                slot.append_scoped(known, ids, vectors)
                 slot.set_ann(index, slot.n, "loaded")
                 slot.saved_rows = slot.n
                 slot.dead_since_save = len(found.rowids) - len(rowids)
@@ -2322,57 +2326,61 @@ class SQLiteStore(Store):
 
     def _vector_scopes(
         self, conn: sqlite3.Connection, key: tuple[str, str, str], upto: int, ids: list[str]
-    ) -> CachedRows | None:
+    ) -> ScopedRows | None:
         """Rows up to rowid ``upto`` with the ``ids`` persisted for them, scoped from the database.
 
         Rowids and thread ids come from the ``vectors_model`` index alone (no
-        vector is read); agent, user and liveness from the owning threads or
-        records. None when the row count differs from ``ids``.
+        vector is read), entries' as one row per thread (its rowids joined in
+        SQL), so a load costs no Python object per row; agent, user and
+        liveness from the owning threads (one lookup per thread) or records.
+        None when the row count differs from ``ids``.
         """
-        from memorybank.stores._vectors import CachedRows
+        import numpy as np
+
+        from memorybank.stores._vectors import ScopedRows
 
         p = self.prefix
-        tenant, model_id, kind = key
-        found = conn.execute(
-            f"SELECT rowid, thread_id FROM {p}vectors INDEXED BY {p}vectors_model"
-            " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND rowid <= ?",
-            (tenant, model_id, kind, upto),
-        ).fetchall()
-        if len(found) != len(ids):
-            return None
-        found.sort()
-        rowids = [r[0] for r in found]
+        tenant, _, kind = key
+        rows = f"{p}vectors INDEXED BY {p}vectors_model"
+        where = "WHERE tenant_id = ? AND model_id = ? AND kind = ? AND rowid <= ?"
         if kind == "entry":
-            threads = [r[1] for r in found]
-            owners = {
-                r[0]: (r[1], r[2])
-                for r in conn.execute(
-                    f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = ?", (tenant,)
-                )
-            }
-            keys: list[str | None] = threads
-        else:
-            threads = [None] * len(found)
-            owners = {
-                r[0]: (r[1], r[2])
-                for r in conn.execute(
-                    f"SELECT id, agent_id, user_id FROM {p}records"
-                    " WHERE tenant_id = ? AND kind = ?",
-                    (tenant, kind),
-                )
-            }
-            keys = list(ids)
+            found = conn.execute(
+                f"SELECT g.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL, g.n, g.rowids"
+                f" FROM (SELECT thread_id, count(*) AS n, group_concat(rowid) AS rowids"
+                f" FROM {rows} {where} GROUP BY thread_id) g"
+                f" LEFT JOIN {p}threads t ON t.tenant_id = ? AND t.id = g.thread_id",
+                (*key, upto, tenant),
+            ).fetchall()
+            counts = np.asarray([r[4] for r in found], dtype=np.int64)
+            if int(counts.sum()) != len(ids):
+                return None
+            text = ",".join(r[5] for r in found)
+            rowids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
+            if len(rowids) != len(ids):
+                return None
+            groups = [(r[0], r[1], r[2], bool(r[3])) for r in found]
+            group_of = np.repeat(np.arange(len(found), dtype=np.intp), counts)
+            order = np.argsort(rowids, kind="stable")
+            return ScopedRows(rowids[order], group_of[order], groups)
+        found = conn.execute(f"SELECT rowid FROM {rows} {where}", (*key, upto)).fetchall()
+        listed = sorted(r[0] for r in found)
+        if len(listed) != len(ids):
+            return None
+        owners = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute(
+                f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = ? AND kind = ?",
+                (tenant, kind),
+            )
+        }
+        numbered: dict[tuple[str | None, str | None, str | None, bool], int] = {}
         nobody = (None, None)
-        scopes = [owners.get(k, nobody) if k is not None else nobody for k in keys]
-        visible = [k is not None and k in owners for k in keys]
-        return CachedRows(
-            rowids,
-            list(ids),
-            threads,
-            [s[0] for s in scopes],
-            [s[1] for s in scopes],
-            visible,
-            [],
+        of = [
+            numbered.setdefault((None, *owners.get(i, nobody), i in owners), len(numbered))
+            for i in ids
+        ]
+        return ScopedRows(
+            np.asarray(listed, dtype=np.int64), np.asarray(of, dtype=np.intp), list(numbered)
         )
 
     def _vector_save(
