@@ -84,9 +84,13 @@ CONNECTIVITY = 16
 EXPANSION_ADD = 64
 EXPANSION_SEARCH = 256
 #: Candidates asked of the index per search (at least; more for a narrow scope),
-#: re-scored exactly in float32 (1M, expansion_add 64: recall@10 0.949 with 256 and
-#: expansion_search 128, 0.952 with 512 and 256, 4.7 ms per query for the index).
-CANDIDATES = 512
+#: re-scored exactly in float32. Below ``LARGE_INDEX`` rows 256 keep recall@10 at
+#: 0.999 (100k) and 0.996 (300k) with expansion_add 64; from it on 512 (1M: 0.949
+#: with 256, 0.952 with 512, 4.7 ms per query for the index), since twice the
+#: candidates cost an index of 100k, as build_context's document search, twice the time.
+CANDIDATES = 256
+LARGE_CANDIDATES = 512
+LARGE_INDEX = 500_000
 _log = logging.getLogger("memorybank.stores.vectors")
 _NONE = 0  # code of None (shared / no thread)
 _UNKNOWN = -1  # code of a value the cache has never seen: matches no row
@@ -479,7 +483,8 @@ class VectorSlot:
         if n - done >= EXTEND_AFTER:
             self._start_build()
         share = float(np.count_nonzero(mask[:done])) / max(done, 1)
-        count = max(4 * k, CANDIDATES, int(2 * k / max(share, 1e-9)))
+        floor = max(4 * k, LARGE_CANDIDATES if done >= LARGE_INDEX else CANDIDATES)
+        count = max(floor, int(2 * k / max(share, 1e-9)))
         tail = np.flatnonzero(mask[done:n]) + done
         while True:
             count = min(count, done)
@@ -493,7 +498,7 @@ class VectorSlot:
             keys = keys[mask[keys]]
             if len(keys) + len(tail) >= k or count >= done:
                 break
-            if count >= 16 * max(4 * k, CANDIDATES):
+            if count >= 16 * floor:
                 return None  # a narrow scope: exact search over it is cheaper
             count *= 4
         rows = np.concatenate([keys, tail]) if len(tail) else keys
