@@ -447,15 +447,12 @@ def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path
         store.recent_messages("other", tid, 0)
 
 
-@pytest.mark.parametrize("returning", [True, False])
-def test_append_with_and_without_returning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returning: bool
-) -> None:
-    """SQLite before 3.35 has no ``RETURNING``: the longer append path stores the same."""
+def test_append_positions_owner_check_and_thread_bump(tmp_path: Path) -> None:
+    """One statement reads the thread and its branch's last position before the
+    writes: positions follow on, a refused append writes nothing, and the thread
+    returned and stored carries the append's time."""
     from memorybank import ThreadForbidden
-    from memorybank._sync.stores import sqlite as sqlite_module
 
-    monkeypatch.setattr(sqlite_module, "_RETURNING", returning)
     with Memory(SQLiteStore(tmp_path / "r.db")) as memory:
         tid = memory.threads.create(user_id="u").id
         first = memory.remember(tid, "user", "one", user_id="u")

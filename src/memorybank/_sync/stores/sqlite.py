@@ -79,7 +79,6 @@ so the event loop never blocks on disk.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import os
 import sqlite3
@@ -427,21 +426,28 @@ def _fts_scope_update(p: str, side: str) -> str:
     )
 
 
-#: ``RETURNING`` (SQLite 3.35+) saves the append a statement or two; older builds
-#: (some Linux distributions' system SQLite) take the longer path.
-_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+def _append_sqls(p: str) -> tuple[str, str, str]:
+    """The append's statements: read the thread and its branch's last position, bump it, insert.
 
-
-def _insert_one_sql(p: str) -> str:
-    """Insert one entry at the branch's next position; returns the position."""
-    return (
+    No ``RETURNING`` and no ``INSERT ... SELECT`` from the table written: SQLite runs
+    each of those through a temporary table (three per append, a third of its
+    instructions). The read and the writes share one ``BEGIN IMMEDIATE``
+    transaction, so nothing else writes in between.
+    """
+    head = (
+        f"SELECT {THREAD_COLUMNS}, (SELECT MAX(e.position) FROM {p}entries e"
+        " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+        " AND e.branch = COALESCE(?3, t.current_branch))"
+        f" FROM {p}threads t WHERE t.tenant_id = ?1 AND t.id = ?2"
+    )
+    bump = f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
+    insert = (
         f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
         " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
         " idempotency_key, fingerprint)"
-        " SELECT ?1, ?2, ?3, COALESCE(MAX(position), 0) + 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-        f" ?11, ?12, ?13, ?14, ?15 FROM {p}entries"
-        " WHERE tenant_id = ?1 AND thread_id = ?2 AND branch = ?3 RETURNING position"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
+    return head, bump, insert
 
 
 def _json_object(value: dict[str, Any]) -> str:
@@ -449,7 +455,7 @@ def _json_object(value: dict[str, Any]) -> str:
 
 
 def _entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The columns of a new entry from ``id`` on (``_insert_one_sql``'s ``?4`` to ``?15``)."""
+    """The columns of a new entry from ``id`` on (the insert's fifth value on)."""
     calls = (
         None
         if not new.tool_calls and not new.extra and new.item is None
@@ -532,7 +538,7 @@ class SQLiteStore(Store):
         self._worker = Worker("memorybank-sqlite")
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
-        self._insert_one = _insert_one_sql(prefix)
+        self._append_head, self._append_bump, self._append_insert = _append_sqls(prefix)
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SQLiteStore:
@@ -943,34 +949,24 @@ class SQLiteStore(Store):
 
         def op(conn: sqlite3.Connection) -> AppendResult:
             stamp = to_us(updated_at)
-            if _RETURNING:  # bump and read the thread in one statement
-                row = conn.execute(
-                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
-                    f" RETURNING {THREAD_COLUMNS}",
-                    (stamp, tenant, thread_id),
-                ).fetchone()
-                if row is None:
-                    raise NotFound(f"thread {thread_id!r} not found")
-                thread = row_to_thread(row)
-            else:
-                thread = self._require_thread(conn, tenant, thread_id)
-                conn.execute(
-                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
-                    (stamp, tenant, thread_id),
-                )
-                thread = dataclasses.replace(thread, updated_at=updated_at)
-            # A failed check raises, and ``_write`` rolls the bump back: nothing is written.
-            if not isinstance(owner, Unset) and thread.user_id != owner:
+            row = conn.execute(self._append_head, (tenant, thread_id, branch)).fetchone()
+            if row is None:
+                raise NotFound(f"thread {thread_id!r} not found")
+            # A failed check raises before any write: nothing is written.
+            if not isinstance(owner, Unset) and row[2] != owner:
                 raise ThreadForbidden()
-            name = thread.current_branch if branch is None else branch
+            name = row[9] if branch is None else branch
             if branch is not None and not self._has_branch(conn, tenant, thread_id, name):
                 raise NotFound(f"branch {name!r} not found")
-            if _RETURNING and len(entries) == 1 and entries[0].idempotency_key is None:
-                # The common append: the position is computed in the INSERT itself.
+            conn.execute(self._append_bump, (stamp, tenant, thread_id))
+            thread = row_to_thread((*row[:8], stamp, row[9]))
+            position: int = row[10] or 0
+            if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
-                position = conn.execute(
-                    self._insert_one, (tenant, thread_id, name, *_entry_values(new))
-                ).fetchone()[0]
+                position += 1
+                conn.execute(
+                    self._append_insert, (tenant, thread_id, name, position, *_entry_values(new))
+                )
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
             existing: dict[str, Entry] = {}
@@ -989,12 +985,6 @@ class SQLiteStore(Store):
                         prints[new.idempotency_key], new.fingerprint
                     ):
                         raise key_reused(new.idempotency_key)
-            top = conn.execute(
-                f"SELECT MAX(position) FROM {p}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            ).fetchone()[0]
-            position = top or 0
             stored: list[Entry] = []
             params: list[tuple[Any, ...]] = []
             for new in entries:
@@ -1008,13 +998,7 @@ class SQLiteStore(Store):
                 stored.append(entry)
                 params.append((tenant, thread_id, name, position, *_entry_values(new)))
             if params:
-                conn.executemany(
-                    f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-                    " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key, fingerprint)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    params,
-                )
+                conn.executemany(self._append_insert, params)
                 self._fts_added(conn, len(params))
             return AppendResult(stored, thread)
 
