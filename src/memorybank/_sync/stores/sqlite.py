@@ -44,6 +44,8 @@ column (schema version 10) holds one token per entry naming its thread's owner:
 a search for one user (or inside one thread) adds ``fts_scope : (owner OR
 shared)`` to the match, so FTS5 scores that owner's matches rather than every
 match in the file; the owner check in SQL still decides what is returned.
+An append writes the token into the entry's ``fts_scope`` column; rows written
+without it (forks, compaction summaries, older versions) get it when indexed.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
@@ -416,13 +418,19 @@ def _scope_token(tenant: str, user_id: str | None) -> str:
     return f"u{int.from_bytes(digest, 'big') + 1}"
 
 
-def _fts_scope_update(p: str, side: str) -> str:
-    """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark."""
+#: ``_scope_token`` for the append path, where most appends name a recent owner.
+_owner_token = functools.lru_cache(maxsize=1024)(_scope_token)
+
+
+def _fts_scope_update(p: str, side: str, *, missing_only: bool = False) -> str:
+    """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark
+    (``missing_only``: of those written without it; appends set it)."""
     return (
         f"UPDATE {p}entries SET fts_scope = {_SCOPE_FUNCTION}(tenant_id, (SELECT t.user_id"
         f" FROM {p}threads t WHERE t.tenant_id = {p}entries.tenant_id"
         f" AND t.id = {p}entries.thread_id))"
         f" WHERE rowid {side} (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+        + (" AND fts_scope IS NULL" if missing_only else "")
     )
 
 
@@ -432,7 +440,8 @@ def _append_sqls(p: str) -> tuple[str, str, str]:
     No ``RETURNING`` and no ``INSERT ... SELECT`` from the table written: SQLite runs
     each of those through a temporary table (three per append, a third of its
     instructions). The read and the writes share one ``BEGIN IMMEDIATE``
-    transaction, so nothing else writes in between.
+    transaction, so nothing else writes in between. The insert sets ``fts_scope``
+    (the owner's token) itself, so indexing the entries later rewrites none of them.
     """
     head = (
         f"SELECT {THREAD_COLUMNS}, (SELECT MAX(e.position) FROM {p}entries e"
@@ -444,8 +453,8 @@ def _append_sqls(p: str) -> tuple[str, str, str]:
     insert = (
         f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
         " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-        " idempotency_key, fingerprint)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        " idempotency_key, fingerprint, fts_scope)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     )
     return head, bump, insert
 
@@ -454,8 +463,9 @@ def _json_object(value: dict[str, Any]) -> str:
     return "{}" if not value else dump(value)
 
 
-def _entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The columns of a new entry from ``id`` on (the insert's fifth value on)."""
+def _entry_values(new: NewEntry, scope: str) -> tuple[Any, ...]:
+    """The columns of a new entry from ``id`` on (the insert's fifth value on);
+    ``scope`` is its thread owner's ``fts_scope`` token."""
     calls = (
         None
         if not new.tool_calls and not new.extra and new.item is None
@@ -474,6 +484,7 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
         to_us(new.created_at),
         new.idempotency_key,
         None if new.idempotency_key is None else new.fingerprint,
+        scope,
     )
 
 
@@ -720,7 +731,7 @@ class SQLiteStore(Store):
     def _fts_sync(self, conn: sqlite3.Connection) -> None:
         """Index every entry above the mark (inside a write transaction)."""
         p = self.prefix
-        conn.execute(_fts_scope_update(p, ">"))
+        conn.execute(_fts_scope_update(p, ">", missing_only=True))
         conn.execute(
             f"INSERT INTO {p}entries_fts (rowid, content, fts_scope)"
             f" SELECT rowid, content, fts_scope FROM {p}entries"
@@ -961,11 +972,13 @@ class SQLiteStore(Store):
             conn.execute(self._append_bump, (stamp, tenant, thread_id))
             thread = row_to_thread((*row[:8], stamp, row[9]))
             position: int = row[10] or 0
+            scope = _owner_token(tenant, row[2])
             if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
                 position += 1
                 conn.execute(
-                    self._append_insert, (tenant, thread_id, name, position, *_entry_values(new))
+                    self._append_insert,
+                    (tenant, thread_id, name, position, *_entry_values(new, scope)),
                 )
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
@@ -996,7 +1009,7 @@ class SQLiteStore(Store):
                 if new.idempotency_key is not None:
                     existing[new.idempotency_key] = entry
                 stored.append(entry)
-                params.append((tenant, thread_id, name, position, *_entry_values(new)))
+                params.append((tenant, thread_id, name, position, *_entry_values(new, scope)))
             if params:
                 conn.executemany(self._append_insert, params)
                 self._fts_added(conn, len(params))
