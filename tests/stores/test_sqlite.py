@@ -467,6 +467,15 @@ def test_append_positions_owner_check_and_thread_bump(tmp_path: Path) -> None:
         with pytest.raises(NotFound):
             memory.remember("absent", "user", "x")
         assert [m["content"] for m in memory.history(tid, user_id="u")] == ["one", "two"]
+        memory.branches.create(tid, "alt", from_entry=first.id, user_id="u")
+        message = {"role": "assistant", "content": "three", "name": "bot"}  # other NULLs
+        third = memory.entries.add(tid, message, branch="alt", user_id="u")
+        assert (third.branch, third.position) == ("alt", 2)
+        with pytest.raises(NotFound):
+            memory.entries.add(tid, message, branch="absent", user_id="u")
+        assert [e.content for e in memory.entries.list(tid, branch="alt")] == ["one", "three"]
+        assert memory.entries.get(tid, third.id, branch="alt") == third
+        assert memory.entries.count(tid) == 2
 
 
 def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
