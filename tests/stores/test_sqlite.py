@@ -703,7 +703,7 @@ def test_appends_write_the_owner_token_and_indexing_fills_the_rest(tmp_path: Pat
         assert dict(appended) == token
         for user in ("alice", "bob"):
             found = memory.search("heron", user_id=user, mode="keyword")
-            assert sorted(h.entry.content for h in found if h.entry is not None) == sorted(
+            assert sorted(str(h.entry.content) for h in found if h.entry is not None) == sorted(
                 [f"the heron of {user}", "the heron of None"]
             )
         for thread_id, user in threads.items():
