@@ -45,7 +45,15 @@ def new_id() -> str:
         else:
             rand = int.from_bytes(os.urandom(10), "big")
         _last_ms, _last_rand = ms, rand
-    return _encode(ms, 10) + _encode(rand, 16)
+    # ``_encode(ms, 10) + _encode(rand, 16)`` unrolled (one id per appended message):
+    # the random part in two 40-bit halves, each four pairs of digits.
+    p = _PAIRS
+    high, low = rand >> 40, rand & 0xFF_FFFF_FFFF
+    return (
+        f"{p[ms >> 40 & 1023]}{p[ms >> 30 & 1023]}{p[ms >> 20 & 1023]}{p[ms >> 10 & 1023]}"
+        f"{p[ms & 1023]}{p[high >> 30]}{p[high >> 20 & 1023]}{p[high >> 10 & 1023]}"
+        f"{p[high & 1023]}{p[low >> 30]}{p[low >> 20 & 1023]}{p[low >> 10 & 1023]}{p[low & 1023]}"
+    )
 
 
 def compound_id(readable: str) -> str:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import threading
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -554,3 +556,65 @@ def test_tenant_and_scope_compose(world: World) -> None:
     assert (narrowed.scope.user_id, narrowed.scope.agent_id) == ("alice", "bot")
     assert narrowed.facts.get(world.fact) is not None
     assert world.root.scoped(user_id="alice", agent_id="other").facts.get(world.fact) is None
+
+
+#: Writers per side and appends per writer in the concurrent cross-user race.
+RACERS = 4
+RACE_APPENDS = 8
+
+
+def test_concurrent_appends_by_another_user_are_refused(world: World) -> None:
+    """Bob's appends to alice's thread, racing alice's own, are all refused with
+    ``ThreadForbidden`` and write nothing (no entry, on no branch), while every one
+    of alice's lands once, at gap-free positions."""
+    alice = world.root.scoped(user_id="alice", agent_id="bot")
+    before = world.root.entries.list(world.thread)
+    alt_before = world.root.entries.count(world.thread, branch="alt")
+    start = threading.Barrier(2 * RACERS)
+
+    def owner(writer: int) -> list[str]:
+        start.wait()
+        ids = []
+        for i in range(RACE_APPENDS):
+            message = {"role": "user", "content": f"alice {writer} {i}"}
+            if i % 2:
+                ids += [e.id for e in alice.entries.add_many(world.thread, [message, message])]
+            else:
+                ids.append(alice.entries.add(world.thread, message).id)
+        return ids
+
+    def intruder(writer: int) -> int:
+        start.wait()
+        attempts: list[Callable[[], object]] = [
+            lambda: world.bob.remember(world.thread, "user", f"bob {writer}"),
+            lambda: world.bob.entries.add_many(
+                world.thread, [{"role": "user", "content": f"bob {writer}"}] * 2
+            ),
+            lambda: world.bob.entries.add(
+                world.thread, {"role": "user", "content": f"bob {writer}"}, branch="alt"
+            ),
+        ]
+        for i in range(RACE_APPENDS):
+            with pytest.raises(ThreadForbidden):
+                attempts[i % len(attempts)]()
+        return RACE_APPENDS
+
+    with ThreadPoolExecutor(2 * RACERS) as pool:
+        owners = [pool.submit(owner, w) for w in range(RACERS)]
+        intruders = [pool.submit(intruder, w) for w in range(RACERS)]
+        landed = [i for f in owners for i in f.result()]
+        assert sum(f.result() for f in intruders) == RACERS * RACE_APPENDS
+    after = world.root.entries.list(world.thread)
+    assert len(landed) == len(set(landed)) == RACERS * RACE_APPENDS * 3 // 2
+    ids = [e.id for e in after]
+    assert ids[: len(before)] == [e.id for e in before]
+    assert sorted(ids[len(before) :]) == sorted(landed)
+    contents = [e.content for e in after[len(before) :]]
+    for batch in {c for c in contents if c is not None and int(c.split()[-1]) % 2}:
+        first = contents.index(batch)  # a batch of two lands together
+        assert contents[first + 1] == batch and contents.count(batch) == 2
+    assert [e.position for e in after] == list(range(1, len(after) + 1))
+    assert not any("bob" in (e.content or "") for e in after)
+    assert world.root.entries.count(world.thread, branch="alt") == alt_before
+    thread = world.root.threads.get(world.thread)
+    assert thread is not None and thread.user_id == "alice"

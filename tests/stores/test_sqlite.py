@@ -447,15 +447,12 @@ def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path
         store.recent_messages("other", tid, 0)
 
 
-@pytest.mark.parametrize("returning", [True, False])
-def test_append_with_and_without_returning(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returning: bool
-) -> None:
-    """SQLite before 3.35 has no ``RETURNING``: the longer append path stores the same."""
+def test_append_positions_owner_check_and_thread_bump(tmp_path: Path) -> None:
+    """One statement reads the thread and its branch's last position before the
+    writes: positions follow on, a refused append writes nothing, and the thread
+    returned and stored carries the append's time."""
     from memorybank import ThreadForbidden
-    from memorybank._sync.stores import sqlite as sqlite_module
 
-    monkeypatch.setattr(sqlite_module, "_RETURNING", returning)
     with Memory(SQLiteStore(tmp_path / "r.db")) as memory:
         tid = memory.threads.create(user_id="u").id
         first = memory.remember(tid, "user", "one", user_id="u")
@@ -470,6 +467,15 @@ def test_append_with_and_without_returning(
         with pytest.raises(NotFound):
             memory.remember("absent", "user", "x")
         assert [m["content"] for m in memory.history(tid, user_id="u")] == ["one", "two"]
+        memory.branches.create(tid, "alt", from_entry=first.id, user_id="u")
+        message = {"role": "assistant", "content": "three", "name": "bot"}  # other NULLs
+        third = memory.entries.add(tid, message, branch="alt", user_id="u")
+        assert (third.branch, third.position) == ("alt", 2)
+        with pytest.raises(NotFound):
+            memory.entries.add(tid, message, branch="absent", user_id="u")
+        assert [e.content for e in memory.entries.list(tid, branch="alt")] == ["one", "three"]
+        assert memory.entries.get(tid, third.id, branch="alt") == third
+        assert memory.entries.count(tid) == 2
 
 
 def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
@@ -667,6 +673,7 @@ def test_owner_tokens_that_collide_still_keep_users_apart(
     from memorybank._sync.stores import sqlite as sqlite_module
 
     monkeypatch.setattr(sqlite_module, "_scope_token", lambda tenant, user: "u7")
+    monkeypatch.setattr(sqlite_module, "_owner_token", lambda tenant, user: "u7")  # appends
     with Memory(SQLiteStore(tmp_path / "c.db")) as memory:
         for user in ("alice", "bob"):
             thread = memory.threads.create(user_id=user)
@@ -675,3 +682,42 @@ def test_owner_tokens_that_collide_still_keep_users_apart(
         assert [hit.content for hit in found] == ["the walrus of alice"]
         found = memory.search("walrus", user_id="bob", mode="keyword")
         assert [hit.content for hit in found] == ["the walrus of bob"]
+
+
+def test_appends_write_the_owner_token_and_indexing_fills_the_rest(tmp_path: Path) -> None:
+    """An append stores its thread owner's ``fts_scope`` token itself; rows written
+    without one (a fork's copies) get the same token when indexed, so every row,
+    and the keyword index, carries the token of its thread's owner."""
+    from memorybank._sync.stores import sqlite as sqlite_module
+
+    path = tmp_path / "s.db"
+    with Memory(SQLiteStore(path)) as memory:
+        threads = {}
+        for user in ("alice", "bob", None):
+            thread = memory.threads.create(user_id=user)
+            threads[thread.id] = user
+            memory.remember(thread.id, "user", f"the heron of {user}", user_id=user)
+        token = {t: sqlite_module._scope_token("default", u) for t, u in threads.items()}
+        conn = sqlite3.connect(path)
+        appended = conn.execute("SELECT thread_id, fts_scope FROM memorybank_entries").fetchall()
+        assert dict(appended) == token
+        for user in ("alice", "bob"):
+            found = memory.search("heron", user_id=user, mode="keyword")
+            assert sorted(str(h.entry.content) for h in found if h.entry is not None) == sorted(
+                [f"the heron of {user}", "the heron of None"]
+            )
+        for thread_id, user in threads.items():
+            memory.branches.create(thread_id, "fork", user_id=user)  # copies, no token
+        missing = "SELECT COUNT(*) FROM memorybank_entries WHERE fts_scope IS NULL"
+        assert conn.execute(missing).fetchone() == (3,)
+        memory.search("heron", mode="keyword")  # indexes the copies first
+        rows = conn.execute("SELECT rowid, thread_id, fts_scope FROM memorybank_entries").fetchall()
+        assert len(rows) == 6 and all(s == token[t] for _, t, s in rows)
+        for thread_id, scope in token.items():
+            indexed = conn.execute(
+                "SELECT rowid FROM memorybank_entries_fts WHERE memorybank_entries_fts"
+                " MATCH ? ORDER BY rowid",
+                (f"heron AND fts_scope : {scope}",),
+            ).fetchall()
+            assert indexed == sorted((r,) for r, t, _ in rows if t == thread_id)
+        conn.close()

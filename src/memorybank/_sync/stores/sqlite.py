@@ -44,6 +44,8 @@ column (schema version 10) holds one token per entry naming its thread's owner:
 a search for one user (or inside one thread) adds ``fts_scope : (owner OR
 shared)`` to the match, so FTS5 scores that owner's matches rather than every
 match in the file; the owner check in SQL still decides what is returned.
+An append writes the token into the entry's ``fts_scope`` column; rows written
+without it (forks, compaction summaries, older versions) get it when indexed.
 
 Concurrency: WAL journal (readers never block the writer), a busy timeout, and
 every write is one ``BEGIN IMMEDIATE`` transaction (one writer at a time,
@@ -79,8 +81,8 @@ so the event loop never blocks on disk.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
+import operator
 import os
 import sqlite3
 import time
@@ -422,30 +424,69 @@ def _scope_token(tenant: str, user_id: str | None) -> str:
     return f"u{int.from_bytes(digest, 'big') + 1}"
 
 
-def _fts_scope_update(p: str, side: str) -> str:
-    """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark."""
+#: ``_scope_token`` for the append path, where most appends name a recent owner.
+_owner_token = functools.lru_cache(maxsize=1024)(_scope_token)
+
+
+def _fts_scope_update(p: str, side: str, *, missing_only: bool = False) -> str:
+    """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark
+    (``missing_only``: of those written without it; appends set it)."""
     return (
         f"UPDATE {p}entries SET fts_scope = {_SCOPE_FUNCTION}(tenant_id, (SELECT t.user_id"
         f" FROM {p}threads t WHERE t.tenant_id = {p}entries.tenant_id"
         f" AND t.id = {p}entries.thread_id))"
         f" WHERE rowid {side} (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+        + (" AND fts_scope IS NULL" if missing_only else "")
     )
 
 
-#: ``RETURNING`` (SQLite 3.35+) saves the append a statement or two; older builds
-#: (some Linux distributions' system SQLite) take the longer path.
-_RETURNING = sqlite3.sqlite_version_info >= (3, 35, 0)
+#: The columns an append inserts, in ``_append_sqls``'s order.
+_INSERT_COLUMNS = (
+    "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
+    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint,"
+    " fts_scope"
+)
 
 
-def _insert_one_sql(p: str) -> str:
-    """Insert one entry at the branch's next position; returns the position."""
+def _append_sqls(p: str) -> tuple[str, str, str, str]:
+    """The append's statements: read the thread and its (current, or a named) branch's
+    last position, bump the thread, insert.
+
+    No ``RETURNING`` and no ``INSERT ... SELECT`` from the table written: SQLite runs
+    each of those through a temporary table (three per append, a third of its
+    instructions). The read and the writes share one ``BEGIN IMMEDIATE``
+    transaction, so nothing else writes in between. The insert sets ``fts_scope``
+    (the owner's token) itself, so indexing the entries later rewrites none of them.
+    """
+    head = (
+        f"SELECT {THREAD_COLUMNS}, (SELECT MAX(e.position) FROM {p}entries e"
+        " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = {branch})"
+        f" FROM {p}threads t WHERE t.tenant_id = ?1 AND t.id = ?2"
+    )
+    bump = f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
+    insert = f"INSERT INTO {p}entries ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * 17)})"
     return (
-        f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
-        " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-        " idempotency_key, fingerprint)"
-        " SELECT ?1, ?2, ?3, COALESCE(MAX(position), 0) + 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-        f" ?11, ?12, ?13, ?14, ?15 FROM {p}entries"
-        " WHERE tenant_id = ?1 AND thread_id = ?2 AND branch = ?3 RETURNING position"
+        head.replace("{branch}", "t.current_branch"),
+        head.replace("{branch}", "?3"),
+        bump,
+        insert,
+    )
+
+
+_is_none = functools.partial(operator.is_, None)
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_without_nulls(p: str, nulls: tuple[bool, ...]) -> tuple[str, Callable[..., Any]]:
+    """An insert of one entry with ``NULL`` written in for the values that are ``None``,
+    and what picks the other values: the ``sqlite3`` module binds ``None`` through its
+    adapter lookup (failed attribute lookups, ~3,000 instructions a value; an append
+    has five or six), other values directly."""
+    kept = [i for i, null in enumerate(nulls) if not null]
+    marks = ", ".join("NULL" if null else "?" for null in nulls)
+    return (
+        f"INSERT INTO {p}entries ({_INSERT_COLUMNS}) VALUES ({marks})",
+        operator.itemgetter(*kept),
     )
 
 
@@ -453,8 +494,9 @@ def _json_object(value: dict[str, Any]) -> str:
     return "{}" if not value else dump(value)
 
 
-def _entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The columns of a new entry from ``id`` on (``_insert_one_sql``'s ``?4`` to ``?15``)."""
+def _entry_values(new: NewEntry, scope: str) -> tuple[Any, ...]:
+    """The columns of a new entry from ``id`` on (the insert's fifth value on);
+    ``scope`` is its thread owner's ``fts_scope`` token."""
     calls = (
         None
         if not new.tool_calls and not new.extra and new.item is None
@@ -473,6 +515,7 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
         to_us(new.created_at),
         new.idempotency_key,
         None if new.idempotency_key is None else new.fingerprint,
+        scope,
     )
 
 
@@ -537,7 +580,9 @@ class SQLiteStore(Store):
         self._worker = Worker("memorybank-sqlite")
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
-        self._insert_one = _insert_one_sql(prefix)
+        (self._append_head, self._append_head_branch, self._append_bump, self._append_insert) = (
+            _append_sqls(prefix)
+        )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> SQLiteStore:
@@ -720,7 +765,7 @@ class SQLiteStore(Store):
     def _fts_sync(self, conn: sqlite3.Connection) -> None:
         """Index every entry above the mark (inside a write transaction)."""
         p = self.prefix
-        conn.execute(_fts_scope_update(p, ">"))
+        conn.execute(_fts_scope_update(p, ">", missing_only=True))
         conn.execute(
             f"INSERT INTO {p}entries_fts (rowid, content, fts_scope)"
             f" SELECT rowid, content, fts_scope FROM {p}entries"
@@ -949,34 +994,29 @@ class SQLiteStore(Store):
 
         def op(conn: sqlite3.Connection) -> AppendResult:
             stamp = to_us(updated_at)
-            if _RETURNING:  # bump and read the thread in one statement
-                row = conn.execute(
-                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
-                    f" RETURNING {THREAD_COLUMNS}",
-                    (stamp, tenant, thread_id),
-                ).fetchone()
-                if row is None:
-                    raise NotFound(f"thread {thread_id!r} not found")
-                thread = row_to_thread(row)
+            if branch is None:
+                row = conn.execute(self._append_head, (tenant, thread_id)).fetchone()
             else:
-                thread = self._require_thread(conn, tenant, thread_id)
-                conn.execute(
-                    f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
-                    (stamp, tenant, thread_id),
-                )
-                thread = dataclasses.replace(thread, updated_at=updated_at)
-            # A failed check raises, and ``_write`` rolls the bump back: nothing is written.
-            if not isinstance(owner, Unset) and thread.user_id != owner:
+                head = self._append_head_branch
+                row = conn.execute(head, (tenant, thread_id, branch)).fetchone()
+            if row is None:
+                raise NotFound(f"thread {thread_id!r} not found")
+            # A failed check raises before any write: nothing is written.
+            if not isinstance(owner, Unset) and row[2] != owner:
                 raise ThreadForbidden()
-            name = thread.current_branch if branch is None else branch
+            name = row[9] if branch is None else branch
             if branch is not None and not self._has_branch(conn, tenant, thread_id, name):
                 raise NotFound(f"branch {name!r} not found")
-            if _RETURNING and len(entries) == 1 and entries[0].idempotency_key is None:
-                # The common append: the position is computed in the INSERT itself.
+            conn.execute(self._append_bump, (stamp, tenant, thread_id))
+            thread = row_to_thread((*row[:8], stamp, row[9]))
+            position: int = row[10] or 0
+            scope = _owner_token(tenant, row[2])
+            if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
-                position = conn.execute(
-                    self._insert_one, (tenant, thread_id, name, *_entry_values(new))
-                ).fetchone()[0]
+                position += 1
+                values = (tenant, thread_id, name, position, *_entry_values(new, scope))
+                sql, pick = _insert_without_nulls(p, tuple(map(_is_none, values)))
+                conn.execute(sql, pick(values))
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
             existing: dict[str, Entry] = {}
@@ -995,12 +1035,6 @@ class SQLiteStore(Store):
                         prints[new.idempotency_key], new.fingerprint
                     ):
                         raise key_reused(new.idempotency_key)
-            top = conn.execute(
-                f"SELECT MAX(position) FROM {p}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            ).fetchone()[0]
-            position = top or 0
             stored: list[Entry] = []
             params: list[tuple[Any, ...]] = []
             for new in entries:
@@ -1012,15 +1046,9 @@ class SQLiteStore(Store):
                 if new.idempotency_key is not None:
                     existing[new.idempotency_key] = entry
                 stored.append(entry)
-                params.append((tenant, thread_id, name, position, *_entry_values(new)))
+                params.append((tenant, thread_id, name, position, *_entry_values(new, scope)))
             if params:
-                conn.executemany(
-                    f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-                    " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                    " created_at, idempotency_key, fingerprint)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    params,
-                )
+                conn.executemany(self._append_insert, params)
                 self._fts_added(conn, len(params))
             return AppendResult(stored, thread)
 
