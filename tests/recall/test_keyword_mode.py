@@ -48,3 +48,40 @@ def test_keyword_mode_only_returns_records_sharing_a_term(kind: str, tmp_path: P
         }
         # only stop words: nothing to match
         assert memory.search("Do I have it?", mode="keyword", user_id="u", agent_id="a") == []
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_forked_thread_is_searched_on_its_current_branch_once(kind: str, tmp_path: Path) -> None:
+    # A fork copies entries under the same ids; the store's full-text search returns
+    # each copy, and only the current branch's copy counts (once), whichever comes first.
+    with open_store(kind, tmp_path) as store:
+        memory = Memory(store, embedder=HashEmbedder())
+        thread = memory.threads.create(user_id="u", agent_id="a")
+        memory.remember(thread.id, "user", "My dog Biscuit loves the beach.")
+        memory.remember(thread.id, "assistant", "Biscuit sounds lovely.")
+        memory.branches.create(thread.id, "alt")  # not checked out: "main" stays current
+        memory.remember(thread.id, "user", "Biscuit ate my shoe on main.")
+        memory.branches.checkout(thread.id, "alt")
+        memory.remember(thread.id, "user", "Biscuit learned to swim on alt.")
+        memory.branches.checkout(thread.id, "main")
+        on_main = {
+            "My dog Biscuit loves the beach.",
+            "Biscuit sounds lovely.",
+            "Biscuit ate my shoe on main.",
+        }
+        for mode in ("keyword", "hybrid"):
+            for thread_id in (thread.id, None):
+                hits = memory.search(
+                    "Biscuit", mode=mode, user_id="u", agent_id="a", thread_id=thread_id
+                )
+                contents = [h.content for h in hits]
+                assert sorted(contents) == sorted(on_main), (mode, thread_id, contents)
+        memory.branches.checkout(thread.id, "alt")
+        hits = memory.search("Biscuit", mode="keyword", user_id="u", agent_id="a")
+        assert sorted(h.content for h in hits) == sorted(
+            [
+                "My dog Biscuit loves the beach.",
+                "Biscuit sounds lovely.",
+                "Biscuit learned to swim on alt.",
+            ]
+        )

@@ -769,9 +769,11 @@ class _Search:
                     self.min_score is not None and hit.score < self.min_score
                 ):
                     continue
-                seen.add((hit.kind, hit.id))
                 record = await self._resolve(hit)
-                if record is None or not self._keep(hit.score, record.metadata):
+                if record is None:
+                    continue  # gone, out of scope, or a copy on another branch: another may follow
+                seen.add((hit.kind, hit.id))
+                if not self._keep(hit.score, record.metadata):
                     continue
                 if mode == "keyword" and not _shares_a_term(self.query, record.content or ""):
                     continue  # a full-text engine may match stop words or nothing at all
@@ -789,18 +791,19 @@ class _Search:
         facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
         records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
-        order: list[str] = []
+        # hits resolved to nothing: per branch, since a forked entry's copies share its id
+        # and only the copy on the thread's current branch resolves
+        dropped: set[tuple[str, str | None]] = set()
         await self._prefetch([*text_hits, *vector_hits])
         for hit, _ in _interleave(text_hits, vector_hits):
             key = _PREFIX[hit.kind] + hit.id
-            if key not in records:
-                if key in order:  # resolved before and dropped
-                    continue
-                order.append(key)
-                record = await self._resolve(hit)
-                if record is None:
-                    continue
-                records[key] = record
+            if key in records or (key, hit.branch) in dropped:
+                continue
+            record = await self._resolve(hit)
+            if record is None:
+                dropped.add((key, hit.branch))
+                continue
+            records[key] = record
         # the neighbours of the best entry hits: answers follow the matching turn
         # (one batch read; a hit within the window of a better one adds no window)
         windows: list[tuple[str, int, int]] = []
