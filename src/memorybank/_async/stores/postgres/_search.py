@@ -1,0 +1,69 @@
+"""Keyword search of the PostgreSQL store: ``to_tsquery`` over the generated
+``search`` columns of entries and records, ranked by ``ts_rank_cd``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from memorybank._async.stores.base import SearchHit, Visibility
+from memorybank._async.stores.postgres._base import PostgresBase
+from memorybank.stores._postgres_rows import _hit_order, _tsquery
+from memorybank.stores._postgres_sql import _scope
+
+
+class SearchMixin(PostgresBase):
+    """The ``_search`` part of the store (see the module docstring)."""
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Full text search over the generated tsvectors, ranked by ``ts_rank_cd``.
+
+        One statement: the best ``k`` entries ``UNION ALL`` the best ``k`` records.
+        """
+        terms = _tsquery(query)
+        record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
+        want_entries = "entry" in kinds
+        if thread_id is not None:
+            record_kinds = []
+        if not terms or k <= 0 or not (want_entries or record_kinds):
+            return []
+        p = self.prefix
+        params: dict[str, Any] = {"tenant": tenant, "q": terms, "k": k}
+        # A scalar subquery: computed once per statement, even in a generic plan
+        # (psycopg prepares repeated statements), and still usable by the GIN index.
+        tsq = "(SELECT to_tsquery('english', %(q)s))"
+        parts: list[str] = []
+        if want_entries:
+            where = ""
+            if thread_id is not None:
+                where += " AND e.thread_id = %(thread)s"
+                params["thread"] = thread_id
+            where += _scope("t", visible_to, params)
+            parts.append(
+                f"(SELECT 'entry', e.id, e.thread_id, e.branch, ts_rank_cd(e.search, {tsq}) AS s"
+                f" FROM {p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
+                f" AND t.id = e.thread_id WHERE e.search @@ {tsq} AND e.tenant_id = %(tenant)s"
+                f"{where} ORDER BY s DESC, e.id LIMIT %(k)s)"
+            )
+        if record_kinds:
+            params["kinds"] = record_kinds
+            where = _scope("r", visible_to, params)
+            parts.append(
+                f"(SELECT r.kind, r.id, NULL, NULL, ts_rank_cd(r.search, {tsq}) AS s"
+                f" FROM {p}records r WHERE r.search @@ {tsq} AND r.tenant_id = %(tenant)s"
+                f" AND r.kind = ANY(%(kinds)s::text[]){where} ORDER BY s DESC, r.id LIMIT %(k)s)"
+            )
+        rows = await self._fetch(" UNION ALL ".join(parts), params, retry=True)
+        hits = [SearchHit(r[0], r[1], float(r[4]), r[2], r[3]) for r in rows]
+        hits.sort(key=_hit_order)
+        return hits[:k]
