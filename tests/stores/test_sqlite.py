@@ -672,9 +672,10 @@ def test_owner_tokens_that_collide_still_keep_users_apart(
     token, each still finds only their own and shared entries."""
     from memorybank._sync.stores import sqlite as sqlite_module
 
-    monkeypatch.setattr(sqlite_module.connection, "_scope_token", lambda tenant, user: "u7")
-    monkeypatch.setattr(sqlite_module.search, "_scope_token", lambda tenant, user: "u7")
-    monkeypatch.setattr(sqlite_module.entries, "_owner_token", lambda tenant, user: "u7")  # appends
+    monkeypatch.setattr(sqlite_module._base, "_scope_token", lambda tenant, user: "u7")
+    monkeypatch.setattr(sqlite_module._search, "_scope_token", lambda tenant, user: "u7")
+    # appends
+    monkeypatch.setattr(sqlite_module._entries, "_owner_token", lambda tenant, user: "u7")
     with Memory(SQLiteStore(tmp_path / "c.db")) as memory:
         for user in ("alice", "bob"):
             thread = memory.threads.create(user_id=user)

@@ -1,5 +1,19 @@
 """AsyncSQLiteStore: the embedded default. One file, no server.
 
+The store is composed of one mixin per concern, each in a module of its own, over
+``_base.SQLiteStoreBase`` (the connection, transactions retried while the file is
+busy, the migration runner, keyword-index batches, close):
+
+- ``_threads``: threads and branches.
+- ``_entries``: appends, entry reads, deletes, compaction and updates.
+- ``_records``: records (facts, documents, core facts), working memory, snapshots
+  and summaries.
+- ``_search``: keyword search (FTS5) and vectors (the in-process vector slots and
+  their persisted ANN files).
+- ``_admin``: ``forget_user`` and ``reclaim_space``.
+- ``memorybank.stores._sqlite_schema``: the migrations and the SQL they and the
+  append share (no I/O, not generated twice).
+
 Layout: tables ``<prefix>threads``, ``<prefix>branches``, ``<prefix>entries``,
 ``<prefix>working``, ``<prefix>snapshots``, ``<prefix>summaries`` and
 ``<prefix>schema_version``; every key and index leads with ``tenant_id``.
@@ -82,27 +96,27 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank._async.stores.open import sqlite_path
-from memorybank._async.stores.sqlite.admin import AdminMixin as AdminMixin
-from memorybank._async.stores.sqlite.connection import _BUSY_RETRIES as _BUSY_RETRIES
-from memorybank._async.stores.sqlite.connection import _CACHE_KIB as _CACHE_KIB
-from memorybank._async.stores.sqlite.connection import _CHECKPOINT_PAGES as _CHECKPOINT_PAGES
-from memorybank._async.stores.sqlite.connection import _FTS_BATCH as _FTS_BATCH
-from memorybank._async.stores.sqlite.connection import _IN_CHUNK as _IN_CHUNK
-from memorybank._async.stores.sqlite.connection import _OPEN_RETRIES as _OPEN_RETRIES
-from memorybank._async.stores.sqlite.connection import SQLiteStoreBase as SQLiteStoreBase
-from memorybank._async.stores.sqlite.connection import Synchronous as Synchronous
-from memorybank._async.stores.sqlite.connection import T as T
-from memorybank._async.stores.sqlite.connection import _chunks as _chunks
-from memorybank._async.stores.sqlite.connection import _is_busy as _is_busy
-from memorybank._async.stores.sqlite.entries import EntriesMixin as EntriesMixin
-from memorybank._async.stores.sqlite.entries import _entry_values as _entry_values
-from memorybank._async.stores.sqlite.entries import _insert_without_nulls as _insert_without_nulls
-from memorybank._async.stores.sqlite.entries import _is_none as _is_none
-from memorybank._async.stores.sqlite.entries import _json_object as _json_object
-from memorybank._async.stores.sqlite.entries import _stored as _stored
-from memorybank._async.stores.sqlite.records import RecordsMixin as RecordsMixin
-from memorybank._async.stores.sqlite.search import SearchMixin as SearchMixin
-from memorybank._async.stores.sqlite.threads import ThreadsMixin as ThreadsMixin
+from memorybank._async.stores.sqlite._admin import AdminMixin as AdminMixin
+from memorybank._async.stores.sqlite._base import _BUSY_RETRIES as _BUSY_RETRIES
+from memorybank._async.stores.sqlite._base import _CACHE_KIB as _CACHE_KIB
+from memorybank._async.stores.sqlite._base import _CHECKPOINT_PAGES as _CHECKPOINT_PAGES
+from memorybank._async.stores.sqlite._base import _FTS_BATCH as _FTS_BATCH
+from memorybank._async.stores.sqlite._base import _IN_CHUNK as _IN_CHUNK
+from memorybank._async.stores.sqlite._base import _OPEN_RETRIES as _OPEN_RETRIES
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase as SQLiteStoreBase
+from memorybank._async.stores.sqlite._base import Synchronous as Synchronous
+from memorybank._async.stores.sqlite._base import T as T
+from memorybank._async.stores.sqlite._base import _chunks as _chunks
+from memorybank._async.stores.sqlite._base import _is_busy as _is_busy
+from memorybank._async.stores.sqlite._entries import EntriesMixin as EntriesMixin
+from memorybank._async.stores.sqlite._entries import _entry_values as _entry_values
+from memorybank._async.stores.sqlite._entries import _insert_without_nulls as _insert_without_nulls
+from memorybank._async.stores.sqlite._entries import _is_none as _is_none
+from memorybank._async.stores.sqlite._entries import _json_object as _json_object
+from memorybank._async.stores.sqlite._entries import _stored as _stored
+from memorybank._async.stores.sqlite._records import RecordsMixin as RecordsMixin
+from memorybank._async.stores.sqlite._search import SearchMixin as SearchMixin
+from memorybank._async.stores.sqlite._threads import ThreadsMixin as ThreadsMixin
 from memorybank.stores._sqlite_schema import _INSERT_COLUMNS as _INSERT_COLUMNS
 from memorybank.stores._sqlite_schema import _SCOPE_FUNCTION as _SCOPE_FUNCTION
 from memorybank.stores._sqlite_schema import _SHARED_TOKEN as _SHARED_TOKEN

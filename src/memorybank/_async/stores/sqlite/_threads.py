@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from memorybank._async.stores.base import UNSET, Unset
-from memorybank._async.stores.sqlite.connection import SQLiteStoreBase
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores._sql import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us

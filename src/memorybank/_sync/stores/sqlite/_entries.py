@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.stores.base import UNSET, Unset
-from memorybank._sync.stores.sqlite.connection import SQLiteStoreBase, _chunks
+from memorybank._sync.stores.sqlite._base import SQLiteStoreBase, _chunks
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._async.stores.base import Unset, Visibility
-from memorybank._async.stores.sqlite.connection import SQLiteStoreBase
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase
 from memorybank.stores._sql import fts_query, scope_sql, unit_vector_bytes, vector_from_bytes
 from memorybank.stores._sqlite_schema import _SHARED_TOKEN, _scope_token
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.stores.base import Unset, Visibility
-from memorybank._sync.stores.sqlite.connection import SQLiteStoreBase
+from memorybank._sync.stores.sqlite._base import SQLiteStoreBase
 from memorybank.stores._sql import fts_query, scope_sql, unit_vector_bytes, vector_from_bytes
 from memorybank.stores._sqlite_schema import _SHARED_TOKEN, _scope_token
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank._async.stores.base import UNSET, Unset
-from memorybank._async.stores.sqlite.connection import SQLiteStoreBase, _chunks
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase, _chunks
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
