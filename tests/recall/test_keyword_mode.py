@@ -74,11 +74,11 @@ def test_a_forked_thread_is_searched_on_its_current_branch_once(kind: str, tmp_p
                 hits = memory.search(
                     "Biscuit", mode=mode, user_id="u", agent_id="a", thread_id=thread_id
                 )
-                contents = [h.content for h in hits]
+                contents = [h.content or "" for h in hits]
                 assert sorted(contents) == sorted(on_main), (mode, thread_id, contents)
         memory.branches.checkout(thread.id, "alt")
         hits = memory.search("Biscuit", mode="keyword", user_id="u", agent_id="a")
-        assert sorted(h.content for h in hits) == sorted(
+        assert sorted(h.content or "" for h in hits) == sorted(
             [
                 "My dog Biscuit loves the beach.",
                 "Biscuit sounds lovely.",
