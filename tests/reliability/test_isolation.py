@@ -81,6 +81,7 @@ SURFACE: dict[str, type] = {
 EXEMPT = {
     "Memory.close": "releases the store; reads and writes nothing",
     "Memory.tenant": "makes a handle; the handle keeps the scope (case: Memory.scoped)",
+    "Memory.now": "reads the memory's clock; touches no store",
     "CoreFacts.close": "closes the file it opened; reads nothing",
     "Turn.add": "buffers a message of the caller's own turn (saved by the thread rule)",
     "Turn.add_many": "buffers messages of the caller's own turn (saved by the thread rule)",
