@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -173,6 +174,7 @@ def test_thread_filters(seeded: Seeded, page: Page) -> None:
     login(page, seeded, seeded.key)
     page.fill("input[name=user]", "alice")
     page.click("#thread-filters button")
+    page.wait_for_url(re.compile(r"/ui/threads\?.*user=alice"))  # the filtered page, loaded
     assert thread_ids(page) == {"t-orders"}
     page.goto(f"{seeded.base}/ui/threads?q=bob")
     assert thread_ids(page) == {"t-bob"}
