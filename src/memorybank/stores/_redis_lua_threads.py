@@ -10,6 +10,20 @@ from __future__ import annotations
 
 from memorybank.stores._redis_lua import _Script
 
+# The head of the scripts on one branch: KEYS[1] = the thread hash, ARGV[4] = the branch
+# ("": the thread's current one, ``t[2]``), read into ``b``; a gone thread returns {missing}.
+_ON_BRANCH = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return {missing} end
+local b = ARGV[4]
+if b == '' then b = t[2] end"""
+
+
+def _on_branch(body: str, missing: str = "-1") -> str:
+    """``body`` after ``_ON_BRANCH``, returning ``missing`` if the thread is gone."""
+    return _ON_BRANCH.format(missing=missing) + body
+
+
 # ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
 _CREATE = """
 if redis.call('EXISTS', tkey) == 1 then return 0 end
@@ -192,22 +206,17 @@ end
 """
 
 # ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
-_GET_ENTRY = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return {} end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_GET_ENTRY = _on_branch(
+    """
 local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
 if not p then return {} end
 return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
-"""
+""",
+    missing="{}",
+)
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
-_DELETE_ENTRIES = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local n = 0
 for i = 5, #ARGV do
@@ -220,7 +229,7 @@ for i = 5, #ARGV do
 end
 touch()
 return n
-"""
+""")
 
 # ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
 # Deletes the vectors of those no branch holds any more (a fork copies entries with their
@@ -270,11 +279,7 @@ return out
 """
 
 # ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
-_TRUNCATE = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_TRUNCATE = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local p = redis.call('HGET', h, 'i:' .. ARGV[5])
 if not p then return -2 end
@@ -283,28 +288,20 @@ forget(h, doomed)
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
 return #doomed
-"""
+""")
 
 # ARGV[4] = branch. Returns -1 (no thread) or how many went.
-_CLEAR = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
 redis.call('DEL', zkey(b), hkey(b))
 touch()
 return n
-"""
+""")
 
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
-_COUNT = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_COUNT = _on_branch("""
 return redis.call('ZCARD', zkey(b))
-"""
+""")
 
 # ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
 _CREATE_BRANCH = """
