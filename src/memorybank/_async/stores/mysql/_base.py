@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pymysql
 
@@ -94,12 +94,6 @@ class MySQLBase(AsyncStore):
         self._vectors = f"{p}vectors`"
         self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
-
-    async def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Appends of concurrent callers in one transaction (``_appends`` runs it)."""
-        raise NotImplementedError  # defined by the appends mixin
 
     @classmethod
     def from_url(
@@ -434,3 +428,9 @@ class MySQLBase(AsyncStore):
                 ),
             ]
         return statements
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[_AppendItem]
+        ) -> list[AppendResult | Exception]: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import psycopg
 from psycopg import AsyncConnection, pq
@@ -375,8 +375,8 @@ class PostgresBase(AsyncStore):
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
 
-    async def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Defined in ``_appends``."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[_AppendItem]
+        ) -> list[AppendResult | Exception]: ...

@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pymysql
 
@@ -95,12 +95,6 @@ class MySQLBase(Store):
         self._vectors = f"{p}vectors`"
         self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
-
-    def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Appends of concurrent callers in one transaction (``_appends`` runs it)."""
-        raise NotImplementedError  # defined by the appends mixin
 
     @classmethod
     def from_url(
@@ -435,3 +429,9 @@ class MySQLBase(Store):
                 ),
             ]
         return statements
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[_AppendItem]
+        ) -> list[AppendResult | Exception]: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import psycopg
 from psycopg import Connection, pq
@@ -376,8 +376,8 @@ class PostgresBase(Store):
         if self._owns_pool and self._pool_opened and self._pool is not None:
             self._pool.close()
 
-    def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Defined in ``_appends``."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[_AppendItem]
+        ) -> list[AppendResult | Exception]: ...
