@@ -8,7 +8,7 @@ tenant index base ("" when the indexes are maintained outside the script, as wit
 
 from __future__ import annotations
 
-from memorybank.stores._redis_lua import _Script
+from memorybank.stores._redis_lua import Script
 
 # The head of the scripts on one branch: KEYS[1] = the thread hash, ARGV[4] = the branch
 # ("": the thread's current one, ``t[2]``), read into ``b``; a gone thread returns {missing}.
@@ -446,21 +446,21 @@ end
 return 1
 """
 
-_S_CREATE = _Script(_CREATE)
-_S_APPEND = _Script(_APPEND)
-_S_UPDATE = _Script(_UPDATE)
-_S_DELETE = _Script(_DELETE)
-_S_LIST = _Script(_LIST)
-_S_GET_ENTRY = _Script(_GET_ENTRY)
-_S_DELETE_ENTRIES = _Script(_DELETE_ENTRIES)
-_S_TRUNCATE = _Script(_TRUNCATE)
-_S_SWEEP_VECTORS = _Script(_SWEEP_VECTORS)
-_S_CLEAR = _Script(_CLEAR)
-_S_COUNT = _Script(_COUNT)
-_S_CREATE_BRANCH = _Script(_CREATE_BRANCH)
-_S_DELETE_BRANCH = _Script(_DELETE_BRANCH)
-_S_COMPACT = _Script(_COMPACT)
-_S_GET_MEMBERS = _Script(_GET_MEMBERS)
-_S_REPLACE_MEMBERS = _Script(_REPLACE_MEMBERS)
-_S_SCOPE = _Script(_SCOPE)
-_S_PUT_VECTORS = _Script(_PUT_VECTORS)
+S_CREATE = Script(_CREATE)
+S_APPEND = Script(_APPEND)
+S_UPDATE = Script(_UPDATE)
+S_DELETE = Script(_DELETE)
+S_LIST = Script(_LIST)
+S_GET_ENTRY = Script(_GET_ENTRY)
+S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
+S_TRUNCATE = Script(_TRUNCATE)
+S_SWEEP_VECTORS = Script(_SWEEP_VECTORS)
+S_CLEAR = Script(_CLEAR)
+S_COUNT = Script(_COUNT)
+S_CREATE_BRANCH = Script(_CREATE_BRANCH)
+S_DELETE_BRANCH = Script(_DELETE_BRANCH)
+S_COMPACT = Script(_COMPACT)
+S_GET_MEMBERS = Script(_GET_MEMBERS)
+S_REPLACE_MEMBERS = Script(_REPLACE_MEMBERS)
+S_SCOPE = Script(_SCOPE)
+S_PUT_VECTORS = Script(_PUT_VECTORS)

@@ -48,7 +48,7 @@ ids); ``delete_thread`` and ``forget_user`` delete the thread's.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
-indexed; an appending store indexes the rows above it every ``_FTS_BATCH``
+indexed; an appending store indexes the rows above it every ``FTS_BATCH``
 entries, inside that append's transaction, and a keyword search first indexes
 whatever is left, so it always sees every committed entry (a read-only file's
 rest is searched in a temporary index). Deletes and content updates of indexed
@@ -98,17 +98,17 @@ from typing import Any
 
 from memorybank._sync.stores.open import sqlite_path
 from memorybank._sync.stores.sqlite._admin import AdminMixin
-from memorybank._sync.stores.sqlite._base import _FTS_BATCH as _FTS_BATCH
+from memorybank._sync.stores.sqlite._base import FTS_BATCH as FTS_BATCH
 from memorybank._sync.stores.sqlite._base import SQLiteStoreBase
 from memorybank._sync.stores.sqlite._base import Synchronous as Synchronous
 from memorybank._sync.stores.sqlite._entries import EntriesMixin
 from memorybank._sync.stores.sqlite._records import RecordsMixin
 from memorybank._sync.stores.sqlite._search import SearchMixin
 from memorybank._sync.stores.sqlite._threads import ThreadsMixin
-from memorybank.stores._sqlite_schema import _SHARED_TOKEN as _SHARED_TOKEN
+from memorybank.stores._sqlite_schema import SHARED_TOKEN as SHARED_TOKEN
 from memorybank.stores._sqlite_schema import VECTOR_LOG_KEEP as VECTOR_LOG_KEEP
-from memorybank.stores._sqlite_schema import _migrations as _migrations
-from memorybank.stores._sqlite_schema import _scope_token as _scope_token
+from memorybank.stores._sqlite_schema import migrations as migrations
+from memorybank.stores._sqlite_schema import scope_token as scope_token
 
 __all__ = ["SQLiteStore"]
 
