@@ -35,7 +35,7 @@ import pymysql
 from bench._clients import HEADERS, run_cases
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import TABLES, _url_options
+from memorybank._async.stores.mysql import TABLES, url_options
 from memorybank.stores import AsyncMySQLStore, MySQLStore
 
 TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes. "
@@ -50,7 +50,7 @@ class Raw:
     """What an application would write by hand: one table, one key, autocommit per message."""
 
     def __init__(self, url: str, table_name: str) -> None:
-        self.conn = pymysql.connect(**_url_options(url), charset="utf8mb4", autocommit=True)
+        self.conn = pymysql.connect(**url_options(url), charset="utf8mb4", autocommit=True)
         self.table = table_name
         with self.conn.cursor() as cur:
             cur.execute(
@@ -244,7 +244,7 @@ def w3(url: str, prefix: str, rounds: int, per_round: int) -> list[list[object]]
     raw = Raw(url, f"{prefix}raw_w3")  # creates the table (and drops it at the end)
 
     async def open_raw(n: int) -> tuple[list[AsyncRaw], Any]:
-        options = _url_options(url)
+        options = url_options(url)
         options["db"] = options.pop("database")
         conns = [
             await aiomysql.connect(**options, charset="utf8mb4", autocommit=True) for _ in range(n)
@@ -281,7 +281,7 @@ def w3(url: str, prefix: str, rounds: int, per_round: int) -> list[list[object]]
 
 
 def _drop(url: str, prefix: str) -> None:
-    conn: Any = pymysql.connect(**_url_options(url), charset="utf8mb4", autocommit=True)
+    conn: Any = pymysql.connect(**url_options(url), charset="utf8mb4", autocommit=True)
     with conn.cursor() as cur:
         cur.execute("SET SESSION sql_notes = 0")
         for name in TABLES:

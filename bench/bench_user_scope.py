@@ -161,7 +161,7 @@ def raw_postgres(
 ) -> tuple[Callable[[str, NDArray[np.float32]], object], Any]:
     import psycopg
 
-    from memorybank._sync.stores.postgres import _tsquery
+    from memorybank._sync.stores.postgres import tsquery
 
     conn = psycopg.connect(url, autocommit=True)
     text_sql = (
@@ -180,7 +180,7 @@ def raw_postgres(
     )
 
     def raw(text: str, q: NDArray[np.float32]) -> object:
-        params = {"q": _tsquery(text), "agent": AGENT, "user": USER, "k": FETCH}
+        params = {"q": tsquery(text), "agent": AGENT, "user": USER, "k": FETCH}
         rows = conn.execute(text_sql, params).fetchall()
         if pgvector:
             rows += conn.execute(vec_sql, (MODEL, AGENT, USER, _vec(q), FETCH)).fetchall()

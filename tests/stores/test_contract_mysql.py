@@ -17,7 +17,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from memorybank._async.stores.mysql import TABLES, AsyncMySQLStore, _url_options
+from memorybank._async.stores.mysql import TABLES, AsyncMySQLStore, url_options
 from memorybank._sync.stores.mysql import MySQLStore
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
@@ -30,7 +30,7 @@ URL = os.environ.get("MEMORYBANK_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 def connect(url: str = URL, **options: Any) -> pymysql.connections.Connection[Any]:
     """A plain PyMySQL connection to the test server (autocommit)."""
     return pymysql.connect(
-        **_url_options(url), charset="utf8mb4", autocommit=True, connect_timeout=3, **options
+        **url_options(url), charset="utf8mb4", autocommit=True, connect_timeout=3, **options
     )
 
 

@@ -17,8 +17,8 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import _MIGRATIONS, AsyncMySQLStore, _idem_hash
-from memorybank._sync.stores.mysql import MySQLStore, _LockContention
+from memorybank._async.stores.mysql import MIGRATIONS, AsyncMySQLStore, idem_hash
+from memorybank._sync.stores.mysql import LockContention, MySQLStore
 from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
 from memorybank.stores._mysql_compat import MySQLPool
 from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
@@ -248,7 +248,7 @@ def test_deadlock_is_retried_then_reported(
     def flaky(*args: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            raise _LockContention("deadlock (simulated)")
+            raise LockContention("deadlock (simulated)")
         return real(*args)
 
     monkeypatch.setattr(store, "_append", flaky)
@@ -256,7 +256,7 @@ def test_deadlock_is_retried_then_reported(
     assert len(calls) == 2 and memory.entries.count(tid) == 1
 
     def always(*args: Any) -> Any:
-        raise _LockContention("deadlock (simulated)")
+        raise LockContention("deadlock (simulated)")
 
     monkeypatch.setattr(store, "_append", always)
     with pytest.raises(StoreUnavailable):
@@ -281,7 +281,7 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
     try:
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{mysql_prefix}schema_version`")
-            assert cur.fetchall() == ((len(_MIGRATIONS),),)
+            assert cur.fetchall() == ((len(MIGRATIONS),),)
             for table in ("entries", "records", "vectors"):
                 cur.execute(
                     "SELECT ENGINE, TABLE_COLLATION FROM information_schema.TABLES"
@@ -357,7 +357,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
                 f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
                 " version INT NOT NULL) ENGINE=InnoDB"
             )
-            for statement in _MIGRATIONS[0]:
+            for statement in MIGRATIONS[0]:
                 cur.execute(statement.replace("{p}", prefix))
             cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 1)")
             cur.execute(
@@ -371,7 +371,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             cur.execute(
                 f"INSERT INTO `{prefix}entries` VALUES ('default', 'old', 'main', 1, 'e1', 'user',"
                 " 'Kept from VERSION one 🦊', NULL, NULL, NULL, '{}', '{}', 3, 1, 'k', %s)",
-                (_idem_hash("k"),),
+                (idem_hash("k"),),
             )
         store = MySQLStore.from_url(URL, prefix=prefix)
         try:
@@ -391,7 +391,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((len(_MIGRATIONS),),)
+            assert cur.fetchall() == ((len(MIGRATIONS),),)
     finally:
         conn.close()
         drop_tables(prefix)
@@ -433,7 +433,7 @@ def _schema_version_2(cur: Any, prefix: str) -> None:
         f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
         " version INT NOT NULL) ENGINE=InnoDB"
     )
-    for statement in (*_MIGRATIONS[0], *_MIGRATIONS[1]):
+    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
         cur.execute(statement.replace("{p}", prefix))
     cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
 
@@ -495,7 +495,7 @@ def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) 
             store.close()
         with conn.cursor() as cur:
             cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((len(_MIGRATIONS),),)
+            assert cur.fetchall() == ((len(MIGRATIONS),),)
     finally:
         conn.close()
         drop_tables(prefix)

@@ -170,7 +170,7 @@ def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for statement in sqlite_module._migrations("memorybank_")[0]:
+    for statement in sqlite_module.migrations("memorybank_")[0]:
         conn.execute(statement)
     conn.execute("INSERT INTO memorybank_schema_version VALUES (1)")
     conn.execute(
@@ -198,7 +198,7 @@ def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for statements in sqlite_module._migrations("memorybank_")[:2]:
+    for statements in sqlite_module.migrations("memorybank_")[:2]:
         for statement in statements:
             conn.execute(statement)
     conn.execute("INSERT INTO memorybank_schema_version VALUES (1), (2)")
@@ -224,7 +224,7 @@ def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> Non
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:2], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:2], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -256,7 +256,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     path = tmp_path / "v4.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:4], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:4], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -283,7 +283,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
         store.close()
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (
-        len(sqlite_module._migrations("memorybank_")),
+        len(sqlite_module.migrations("memorybank_")),
     )
     page_plan = " ".join(
         str(row[3])
@@ -335,7 +335,7 @@ def test_migration_6_keeps_a_version_5_file_searchable_and_indexes_in_batches(
     path = tmp_path / "v5.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:5], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:5], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -373,7 +373,7 @@ def test_migration_6_keeps_a_version_5_file_searchable_and_indexes_in_batches(
     memory.entries.delete("t", "e2")
     assert found("narwhal") == []
     _fts_complete(path)
-    batch = sqlite_module._FTS_BATCH
+    batch = sqlite_module.FTS_BATCH
     memory.entries.add_many("t", [{"role": "user", "content": "walrus"}] * (batch + 1))
     indexed, top = _mark(path)
     assert indexed == top  # a full batch indexes in the append's own transaction
@@ -489,7 +489,7 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
     path = tmp_path / "v7.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:7], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:7], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -525,7 +525,7 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT max(version) FROM memorybank_schema_version").fetchone() == (
-            len(sqlite_module._migrations("memorybank_")),
+            len(sqlite_module.migrations("memorybank_")),
         )
         indexes = {
             row[0]
@@ -562,7 +562,7 @@ def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> No
     path = tmp_path / "v9.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:9], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:9], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -644,8 +644,8 @@ def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> No
                 "SELECT thread_id, fts_scope FROM memorybank_entries WHERE tenant_id = 'default'"
             ).fetchall()
         )
-    assert tokens["ts"] == sqlite_module._SHARED_TOKEN
-    assert tokens["ta"] == sqlite_module._scope_token("default", "alice") != tokens["tb"]
+    assert tokens["ts"] == sqlite_module.SHARED_TOKEN
+    assert tokens["ta"] == sqlite_module.scope_token("default", "alice") != tokens["tb"]
     _fts_complete(path)
     memory.entries.delete("ta", "default-ta-2")
     store.update_entries(
@@ -655,7 +655,7 @@ def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> No
     _fts_complete(path)
     assert search(Visibility(UNSET, "alice")) == ["default-ta-1", "default-ta-3", "late"]
     assert search(Visibility(UNSET, "bob")) == ["default-tb-2", "default-tb-3"]
-    batch = sqlite_module._FTS_BATCH
+    batch = sqlite_module.FTS_BATCH
     memory.entries.add_many("tb", [{"role": "user", "content": "walrus"}] * (batch + 1))
     indexed, top = _mark(path)
     assert indexed == top
@@ -672,10 +672,10 @@ def test_owner_tokens_that_collide_still_keep_users_apart(
     token, each still finds only their own and shared entries."""
     from memorybank._sync.stores import sqlite as sqlite_module
 
-    monkeypatch.setattr(sqlite_module._base, "_scope_token", lambda tenant, user: "u7")
-    monkeypatch.setattr(sqlite_module._search, "_scope_token", lambda tenant, user: "u7")
+    monkeypatch.setattr(sqlite_module._base, "scope_token", lambda tenant, user: "u7")
+    monkeypatch.setattr(sqlite_module._search, "scope_token", lambda tenant, user: "u7")
     # appends
-    monkeypatch.setattr(sqlite_module._entries, "_owner_token", lambda tenant, user: "u7")
+    monkeypatch.setattr(sqlite_module._entries, "owner_token", lambda tenant, user: "u7")
     with Memory(SQLiteStore(tmp_path / "c.db")) as memory:
         for user in ("alice", "bob"):
             thread = memory.threads.create(user_id=user)
@@ -699,7 +699,7 @@ def test_appends_write_the_owner_token_and_indexing_fills_the_rest(tmp_path: Pat
             thread = memory.threads.create(user_id=user)
             threads[thread.id] = user
             memory.remember(thread.id, "user", f"the heron of {user}", user_id=user)
-        token = {t: sqlite_module._scope_token("default", u) for t, u in threads.items()}
+        token = {t: sqlite_module.scope_token("default", u) for t, u in threads.items()}
         conn = sqlite3.connect(path)
         appended = conn.execute("SELECT thread_id, fts_scope FROM memorybank_entries").fetchall()
         assert dict(appended) == token

@@ -176,7 +176,7 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
     path = tmp_path / "v8.db"
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
-    for version, statements in enumerate(sqlite_module._migrations("memorybank_")[:8], 1):
+    for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:8], 1):
         for statement in statements:
             conn.execute(statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
@@ -216,7 +216,7 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
         try:
             assert conn.execute(
                 "SELECT max(version) FROM memorybank_schema_version"
-            ).fetchone() == (len(sqlite_module._migrations("memorybank_")),)
+            ).fetchone() == (len(sqlite_module.migrations("memorybank_")),)
             rows = conn.execute(
                 "SELECT rowid, id FROM memorybank_vectors ORDER BY rowid"
             ).fetchall()

@@ -40,15 +40,15 @@ from memorybank.stores._types import Unset
 
 T = TypeVar("T")
 
-_PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
-_ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
-_ATTEMPTS = 3
+PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
+ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
+ATTEMPTS = 3
 #: Combined appends of one tenant in flight at once (each on its own connection): the
 #: next batch's statements overlap the previous one's commit.
-_APPEND_BATCHES = 2
+APPEND_BATCHES = 2
 #: One caller's part of a combined append (one tenant): thread, branch, owner check,
 #: entries and ``updated_at``.
-_AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
+AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
 _UNAVAILABLE = {
     1040,
@@ -77,52 +77,52 @@ _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 #: host not allowed): ConfigurationError, as retrying cannot help.
 _REJECTED = {1044, 1045, 1049, 1130, 1698}
 
-_T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
-_E_COLS = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
-#: Entry columns of a page read (thread and branch are known): ``_page_entry`` reads them.
-_PAGE_COLS = (
+T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
+E_COLS = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+#: Entry columns of a page read (thread and branch are known): ``page_entry`` reads them.
+PAGE_COLS = (
     "e.id, e.position, e.role, e.content, e.name, e.tool_calls, e.tool_call_id, e.metadata,"
     " e.state, e.token_count, e.created_at, e.idempotency_key"
 )
-_THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
-_INSERT_COLS = (
+THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
+INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
     " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash,"
     " fingerprint"
 )
-_INSERT_WIDTH = len(_INSERT_COLS.split(","))  # 17: (tenant_id, thread_id, branch, position)
+INSERT_WIDTH = len(INSERT_COLS.split(","))  # 17: (tenant_id, thread_id, branch, position)
 #: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
-_R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
+R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
 _WORD = re.compile(r"\w+", re.UNICODE)
-_BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
-_IN_CHUNK = 1000  # ids or keys per ``IN (...)`` list of a batch read
+BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
+IN_CHUNK = 1000  # ids or keys per ``IN (...)`` list of a batch read
 #: Starts a write transaction. ``_run`` sends it as ``START TRANSACTION`` on a
 #: connection whose session is already READ COMMITTED (set, in the same round
 #: trip, the first time the store uses the connection); either way it takes
 #: the first two results, so callers index results the same.
-_BEGIN = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
-_SESSION_BEGIN = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
-_NO_RESULT: tuple[list[tuple[Any, ...]], int] = ([], 0)
+BEGIN = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
+SESSION_BEGIN = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION"
+NO_RESULT: tuple[list[tuple[Any, ...]], int] = ([], 0)
 
-_Statement = tuple[str, Sequence[Any] | None]
+Statement = tuple[str, Sequence[Any] | None]
 #: A transaction's work on a pooled connection (``_with_retry`` runs it); its sync
 #: twin, ``MySQLWork``, returns the value itself.
 AsyncMySQLWork: TypeAlias = Callable[[AsyncMySQLConnection], Awaitable[T]]
 MySQLWork: TypeAlias = Callable[[MySQLConnection], T]
 
 
-class _LockContention(StoreUnavailable):
+class LockContention(StoreUnavailable):
     """Deadlock or lock-wait timeout: the transaction was rolled back and may be retried."""
 
 
-def _idem_hash(key: str | None) -> int | None:
+def idem_hash(key: str | None) -> int | None:
     """64 bits of BLAKE2b of an idempotency key (an int: aiomysql cannot escape bytes)."""
     if key is None:
         return None
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
 
 
-def _translate(error: BaseException) -> MemoryBankError:
+def translate(error: BaseException) -> MemoryBankError:
     """The memorybank error for a driver/network exception (the caller chains it)."""
     if isinstance(error, PoolTimeout):
         return StoreUnavailable(str(error))
@@ -133,7 +133,7 @@ def _translate(error: BaseException) -> MemoryBankError:
     if isinstance(error, pymysql.err.Error):
         code = error.args[0] if error.args and isinstance(error.args[0], int) else 0
         if code in _RETRY:
-            return _LockContention(f"MySQL lock contention: {error}")
+            return LockContention(f"MySQL lock contention: {error}")
         if code in _REJECTED:
             return ConfigurationError(f"MySQL refused the connection: {error}")
         if isinstance(error, pymysql.err.InterfaceError) or code >= 2000 or code in _UNAVAILABLE:
@@ -144,7 +144,7 @@ def _translate(error: BaseException) -> MemoryBankError:
     return StoreError(f"MySQL store failed: {error!r}")
 
 
-def _url_options(url: str) -> dict[str, Any]:
+def url_options(url: str) -> dict[str, Any]:
     """``pymysql.connect`` keyword arguments for a ``mysql://`` URL."""
     parts = urlsplit(url)
     if parts.scheme.split("+", 1)[0].lower() not in ("mysql", "mariadb"):
@@ -169,7 +169,7 @@ def _url_options(url: str) -> dict[str, Any]:
     return options
 
 
-def _entry_values(new: NewEntry) -> tuple[Any, ...]:
+def entry_values(new: NewEntry) -> tuple[Any, ...]:
     """The 13 columns of an entry after (tenant_id, thread_id, branch, position)."""
     return (
         new.id,
@@ -183,22 +183,22 @@ def _entry_values(new: NewEntry) -> tuple[Any, ...]:
         new.token_count,
         to_us(new.created_at),
         new.idempotency_key,
-        _idem_hash(new.idempotency_key),
+        idem_hash(new.idempotency_key),
         None if new.idempotency_key is None else new.fingerprint,
     )
 
 
-def _marks(count: int) -> str:
+def placeholders(count: int) -> str:
     return ", ".join(["%s"] * count)
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    """``items`` in ``IN (...)`` lists of at most ``_IN_CHUNK``."""
-    for start in range(0, len(items), _IN_CHUNK):
-        yield items[start : start + _IN_CHUNK]
+def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    """``items`` in ``IN (...)`` lists of at most ``IN_CHUNK``."""
+    for start in range(0, len(items), IN_CHUNK):
+        yield items[start : start + IN_CHUNK]
 
 
-def _search_words(text: str) -> str:
+def search_words(text: str) -> str:
     """The words of ``text`` for ``AGAINST (... IN NATURAL LANGUAGE MODE)``.
 
     Only word characters reach the server: natural language mode has no operators
@@ -208,8 +208,8 @@ def _search_words(text: str) -> str:
     return " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
 
 
-def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
-    """An ``Entry`` from a row of ``_PAGE_COLS`` (thread and branch are the query's)."""
+def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
+    """An ``Entry`` from a row of ``PAGE_COLS`` (thread and branch are the query's)."""
     calls, extra, item = entry_payload(row[5])
     return Entry(
         id=row[0],
@@ -231,5 +231,5 @@ def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     )
 
 
-def _build_thread(row: Sequence[Any]) -> Thread:
+def build_thread(row: Sequence[Any]) -> Thread:
     return row_to_thread(row[:10])

@@ -39,7 +39,7 @@ TABLES = (
 #: The table options of migrations 1 and 2 (kept as they were: migrations are never
 #: edited). ``utf8mb4_bin`` is a PAD SPACE collation: "acme" = "acme " in it, so
 #: migration 3 moves every compared column to the exact collation, ``{bin}``.
-_TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+TABLE = "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 _ID = "VARCHAR(255) NOT NULL"
 _OPT_ID = "VARCHAR(255) NULL"
 _KIND = "VARCHAR(64) NOT NULL"  # record kinds; short, so composite keys fit InnoDB's 3072 bytes
@@ -48,7 +48,7 @@ _MODEL = "VARCHAR(191) NOT NULL"  # embedding model ids (191 x 4 bytes: the vect
 #: make InnoDB's full-text matching case-sensitive). Only the search uses the collation;
 #: the stored text round-trips byte for byte either way.
 _SEARCHED = "LONGTEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
-_IGNORED_ON_RERUN = {1060, 1061}  # duplicate column / key name: a re-run of a half-done migration
+IGNORED_ON_RERUN = {1060, 1061}  # duplicate column / key name: a re-run of a half-done migration
 
 # Exact ids (migration 3). Every id, tenant, key, owner, kind and model column gets a
 # NO PAD binary collation, ``{bin}`` in the statements: MariaDB's ``utf8mb4_nopad_bin``
@@ -71,8 +71,8 @@ _XTEXT = f"TEXT {_X} NULL"
 _XJSON = f"LONGTEXT {_X} NOT NULL"
 _XTABLE = "DEFAULT CHARACTER SET utf8mb4 COLLATE {bin}"
 
-#: ``_MIGRATIONS[:n]`` built schema version ``n``; append, never edit.
-_MIGRATIONS: list[tuple[str, ...]] = [
+#: ``MIGRATIONS[:n]`` built schema version ``n``; append, never edit.
+MIGRATIONS: list[tuple[str, ...]] = [
     (
         f"""CREATE TABLE IF NOT EXISTS {{p}}threads (
             tenant_id {_ID}, id {_ID}, user_id {_OPT_ID}, agent_id {_OPT_ID}, title TEXT NULL,
@@ -81,12 +81,12 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (tenant_id, id),
             KEY {{p}}threads_updated (tenant_id, updated_at, id),
             KEY {{p}}threads_user (tenant_id, user_id, updated_at)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}branches (
             tenant_id {_ID}, thread_id {_ID}, name {_ID}, created_at BIGINT NOT NULL,
             from_branch {_OPT_ID}, from_entry {_OPT_ID}, last_position BIGINT NOT NULL,
             PRIMARY KEY (tenant_id, thread_id, name)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}entries (
             tenant_id {_ID}, thread_id {_ID}, branch {_ID}, position BIGINT NOT NULL,
             id {_ID}, role VARCHAR(16) NOT NULL, content LONGTEXT NULL, name TEXT NULL,
@@ -96,23 +96,23 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             PRIMARY KEY (tenant_id, thread_id, branch, position),
             UNIQUE KEY {{p}}entries_idem (tenant_id, thread_id, branch, idem_hash),
             KEY {{p}}entries_id (tenant_id, thread_id, id)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}working (
             tenant_id {_ID}, run_id {_ID}, k {_ID}, value LONGTEXT NOT NULL,
             PRIMARY KEY (tenant_id, run_id, k)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}snapshots (
             tenant_id {_ID}, run_id {_ID}, user_id {_OPT_ID}, value LONGTEXT NOT NULL,
             saved_at BIGINT NOT NULL,
             PRIMARY KEY (tenant_id, run_id),
             KEY {{p}}snapshots_user (tenant_id, user_id)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}summaries (
             tenant_id {_ID}, id {_ID}, agent_id {_ID}, user_id {_OPT_ID},
             content LONGTEXT NOT NULL, created_at BIGINT NOT NULL,
             PRIMARY KEY (tenant_id, id),
             KEY {{p}}summaries_agent (tenant_id, agent_id, created_at)
-        ) {_TABLE}""",
+        ) {TABLE}""",
     ),
     (
         # Keyword search over entries (one ALTER: one table rebuild).
@@ -127,14 +127,14 @@ _MIGRATIONS: list[tuple[str, ...]] = [
             KEY {{p}}records_user (tenant_id, user_id, kind, created_at),
             KEY {{p}}records_key (tenant_id, kind, k),
             FULLTEXT KEY {{p}}records_fts (content)
-        ) {_TABLE}""",
+        ) {TABLE}""",
         f"""CREATE TABLE IF NOT EXISTS {{p}}vectors (
             tenant_id {_ID}, kind {_KIND}, id {_ID}, model_id {_MODEL}, thread_id {_OPT_ID},
             vector MEDIUMBLOB NOT NULL,
             PRIMARY KEY (tenant_id, kind, id, model_id),
             KEY {{p}}vectors_model (tenant_id, model_id, kind, thread_id),
             KEY {{p}}vectors_thread (tenant_id, thread_id, kind)
-        ) {_TABLE}""",
+        ) {TABLE}""",
     ),
     (
         # Exact ids: one ALTER per table (one rebuild each; rows kept). Every string

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 
-_PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
+PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _DISCONNECT_STATES = frozenset({"57P01", "57P02", "57P03"})
 #: libpq's words (the server's, in English) for a connection refused for who or
 #: where we are rather than for the server's state: retrying cannot help.
@@ -54,25 +54,25 @@ _REJECTED = re.compile(
 logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
-_N_THREAD = len(THREAD_COLUMNS.split(","))
-_N_ENTRY = len(ENTRY_COLUMNS.split(","))
-_E_START = 2 + _N_THREAD + 2  # where an append row's stored entry columns start
-_KEY_RACES = 3  # runs of an append that lost an idempotency-key race to concurrent writers
+N_THREAD = len(THREAD_COLUMNS.split(","))
+N_ENTRY = len(ENTRY_COLUMNS.split(","))
+E_START = 2 + N_THREAD + 2  # where an append row's stored entry columns start
+KEY_RACES = 3  # runs of an append that lost an idempotency-key race to concurrent writers
 
 
 #: One caller's part of a combined append (``_APPEND_MANY``, one tenant): thread,
 #: branch, owner check, entries and ``updated_at``.
 #: Combined appends of one tenant in flight at once (each on its own connection): the
 #: next batch's statements overlap the previous one's commit.
-_APPEND_BATCHES = 2
-_AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
+APPEND_BATCHES = 2
+AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 
 
 _WORD = re.compile(r"[^\W_]+")
 _MAX_WORD = 100  # longer "words" are not indexed by to_tsvector either
 
 
-def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
+def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a page row of ``_LIST`` (``row_to_entry`` for the shorter row)."""
     calls, extra, item = entry_payload(row[15])
     return Entry(
@@ -95,7 +95,7 @@ def _page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
     )
 
 
-def _new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+def new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
     """The ``Entry`` just stored from ``new`` (its JSON values copied, not shared)."""
     return Entry(
         id=new.id,
@@ -117,15 +117,15 @@ def _new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Ent
     )
 
 
-def _position(entry: Entry) -> int:
+def entry_position(entry: Entry) -> int:
     return entry.position
 
 
-def _hit_order(hit: SearchHit) -> tuple[float, str, str, str]:
+def hit_order(hit: SearchHit) -> tuple[float, str, str, str]:
     return (-hit.score, hit.kind, hit.id, hit.branch or "")
 
 
-def _tsquery(text: str) -> str:
+def tsquery(text: str) -> str:
     """A ``to_tsquery`` text OR-ing the words of ``text``.
 
     Words are runs of letters and digits only, so nothing in the user's text is
@@ -135,7 +135,7 @@ def _tsquery(text: str) -> str:
     return " | ".join(words)
 
 
-def _unit_query(vector: Sequence[float]) -> NDArray[np.float32] | None:
+def unit_query(vector: Sequence[float]) -> NDArray[np.float32] | None:
     """The unit vector as float32 (``None`` for a zero vector)."""
     import numpy as np
 
@@ -143,7 +143,7 @@ def _unit_query(vector: Sequence[float]) -> NDArray[np.float32] | None:
     return unit if unit.any() else None
 
 
-def _new_entry_json(e: NewEntry) -> dict[str, Any]:
+def new_entry_json(e: NewEntry) -> dict[str, Any]:
     """One row of the JSON batches the append and compaction statements read."""
     return {
         "id": e.id,
@@ -161,12 +161,12 @@ def _new_entry_json(e: NewEntry) -> dict[str, Any]:
     }
 
 
-_INT2 = struct.Struct(">h").unpack_from
-_INT4 = struct.Struct(">i").unpack_from
+INT2 = struct.Struct(">h").unpack_from
+INT4 = struct.Struct(">i").unpack_from
 _VECTOR_HEAD = struct.Struct(">hiqi").unpack_from  # fields, 8, seq, embedding length
 
 
-class _VectorRows:
+class VectorRows:
     """``seq, embedding, id, thread_id`` rows of a binary COPY: vectors of ``dim``
     appended to one buffer, rows of another length left out (``last`` counts them).
 
@@ -192,15 +192,15 @@ class _VectorRows:
             return
         at = 18 + size
         self.vectors += row[18:at]
-        (size,) = _INT4(row, at)
+        (size,) = INT4(row, at)
         at += 4 + size
         self.ids.append(str(row[at - size : at], "utf-8"))
-        (size,) = _INT4(row, at)
+        (size,) = INT4(row, at)
         self.threads.append(None if size < 0 else str(row[at + 4 : at + 4 + size], "utf-8"))
         self.seqs.append(seq)
 
 
-def _is_disconnect(error: BaseException) -> bool:
+def is_disconnect(error: BaseException) -> bool:
     """Whether ``error`` means the connection is gone (not a timeout, not a query error)."""
     if not isinstance(error, psycopg.OperationalError) or isinstance(error, PoolTimeout):
         return False
@@ -210,7 +210,7 @@ def _is_disconnect(error: BaseException) -> bool:
     return state is None or state in _DISCONNECT_STATES
 
 
-def _translate(error: psycopg.Error) -> Exception:
+def translate(error: psycopg.Error) -> Exception:
     """The memorybank error for a driver error (the caller chains it)."""
     if isinstance(error, PoolTimeout):
         return StoreUnavailable(f"no PostgreSQL connection within the timeout: {error}")
@@ -227,14 +227,14 @@ def _translate(error: psycopg.Error) -> Exception:
     return StoreError(f"PostgreSQL error: {error}")
 
 
-def _connect_error(error: psycopg.OperationalError) -> Exception:
+def connect_error(error: psycopg.OperationalError) -> Exception:
     """The memorybank error for a failed connection attempt (the caller chains it)."""
     if _REJECTED.search(str(error)):
         return ConfigurationError(f"PostgreSQL refused the connection: {error}")
     return StoreUnavailable(f"cannot connect to PostgreSQL: {error}")
 
 
-class _ConnectFailures:
+class ConnectFailures:
     """The last failed connection attempt of a pool the store owns, ``None`` after a success.
 
     psycopg_pool only logs why a connection attempt failed; its ``PoolTimeout``
@@ -247,7 +247,7 @@ class _ConnectFailures:
         self.last: psycopg.OperationalError | None = None
 
 
-def _parse_url(url: str) -> tuple[str, dict[str, str]]:
+def parse_url(url: str) -> tuple[str, dict[str, str]]:
     """The libpq URL (``+driver`` and memorybank's own query options removed) and those options."""
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0].lower()

@@ -1,5 +1,5 @@
 """The PostgreSQL store's SQL statements, built once per table prefix
-(``_Statements``), and the fragments they are made of (column lists, the append
+(``Statements``), and the fragments they are made of (column lists, the append
 statements, "last N", scope filters, vector deletes).
 """
 
@@ -15,12 +15,12 @@ def _cols(alias: str, columns: str) -> str:
     return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
 
 
-_T_COLS = _cols("t", THREAD_COLUMNS)
+T_COLS = _cols("t", THREAD_COLUMNS)
 _R_COLS = _cols("r", RECORD_COLUMNS)
 # Record columns for the batch reads: ``data`` as its text (``json`` keeps it as
 # written), parsed by ``row_to_record`` (the fast parser when installed) rather than
 # by the driver's ``json.loads``.
-_R_READ = _R_COLS.replace(", r.data,", ", r.data::text,")
+R_READ = _R_COLS.replace(", r.data,", ", r.data::text,")
 _E_COLS = _cols("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
@@ -235,7 +235,7 @@ UNION ALL
 """
 
 
-def _row_check(table: str, condition: str) -> str:
+def row_check(table: str, condition: str) -> str:
     """A filter the planner keeps as a per-row subplan (``EXISTS`` would become a join).
 
     Under an HNSW index scan this checks each candidate as it comes, and keeps
@@ -274,7 +274,7 @@ def _drop_entry_vectors(p: str, deleted: str) -> str:
     )
 
 
-def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
+def scope_filter(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
     """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
     if visible is None:
         return ""
@@ -290,7 +290,7 @@ def _scope(alias: str, visible: Visibility | None, params: dict[str, Any]) -> st
     return where
 
 
-class _Statements:
+class Statements:
     """Every SQL statement of one prefix, built once."""
 
     def __init__(self, p: str) -> None:
@@ -323,19 +323,19 @@ class _Statements:
         self.append = _APPEND.format(
             p=p,
             e_cols=_E_COLS,
-            t_cols=_T_COLS,
+            t_cols=T_COLS,
             th_cols=_cols("th", THREAD_COLUMNS),
             x_cols=_cols("x", ENTRY_COLUMNS),
             null_entry=_NULL_ENTRY,
         )
         self.append_plain = _APPEND_PLAIN.format(
-            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_BATCH_ROWS
+            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_BATCH_ROWS
         )
         self.append_one = _APPEND_PLAIN.format(
-            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_ONE_ROW
+            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_ONE_ROW
         )
         self.append_many = _APPEND_MANY.format(
-            p=p, t_cols=_T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
+            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
         )
         self.append_refusal = (
             f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"
@@ -621,7 +621,7 @@ class _Statements:
         # flattened) is a primary-key lookup whatever the statistics say. With "id =
         # ANY(array)" a table never analyzed (autovacuum off) was read whole per call.
         self.record_get_many = (
-            f"SELECT {_R_READ} FROM unnest(%s::text[]) AS x(id), LATERAL (SELECT *"
+            f"SELECT {R_READ} FROM unnest(%s::text[]) AS x(id), LATERAL (SELECT *"
             f" FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = x.id LIMIT 1) r"
         )
         self.record_delete = (

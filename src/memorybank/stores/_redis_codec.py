@@ -26,51 +26,51 @@ from memorybank.stores._sql import dump, entry_payload, from_us, to_us, tool_cal
 from memorybank.stores._types import Unset
 
 #: Chunk size of pipelines and of the argument lists sent to one script.
-_CHUNK = 500
+CHUNK = 500
 
-_THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
+THREAD_FIELDS = ("id", "ten", "u", "a", "ti", "m", "s", "c", "up", "cb")
 
 
-def _esc(value: str) -> str:
+def esc(value: str) -> str:
     """Escape an id for use inside a key (same rule as the Lua ``esc``)."""
     return value.replace("%", "%25").replace(":", "%3A").replace("{", "%7B").replace("}", "%7D")
 
 
-def _unesc(value: str) -> str:
-    """The id ``_esc`` escaped."""
+def unesc(value: str) -> str:
+    """The id ``esc`` escaped."""
     return value.replace("%3A", ":").replace("%7B", "{").replace("%7D", "}").replace("%25", "%")
 
 
-def _s(value: bytes | str) -> str:
+def as_str(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _opt(value: bytes | str | None) -> str | None:
-    return None if value is None else _s(value)
+def opt_str(value: bytes | str | None) -> str | None:
+    return None if value is None else as_str(value)
 
 
-def _thread(row: Sequence[Any]) -> Thread:
-    """A ``Thread`` from the 10 values of ``_THREAD_FIELDS``."""
+def decode_thread(row: Sequence[Any]) -> Thread:
+    """A ``Thread`` from the 10 values of ``THREAD_FIELDS``."""
     return Thread(
-        id=_s(row[0]),
-        tenant_id=_s(row[1]),
-        user_id=_opt(row[2]),
-        agent_id=_opt(row[3]),
-        title=_opt(row[4]),
+        id=as_str(row[0]),
+        tenant_id=as_str(row[1]),
+        user_id=opt_str(row[2]),
+        agent_id=opt_str(row[3]),
+        title=opt_str(row[4]),
         metadata=json.loads(row[5]),
-        status=_s(row[6]),  # type: ignore[arg-type]
+        status=as_str(row[6]),  # type: ignore[arg-type]
         created_at=from_us(int(row[7])),
         updated_at=from_us(int(row[8])),
-        current_branch=_s(row[9]),
+        current_branch=as_str(row[9]),
     )
 
 
-def _unpack(packed: bytes | str) -> list[Any]:
+def unpack_thread(packed: bytes | str) -> list[Any]:
     """A thread's 10 fields from the scripts' ``cjson.encode`` (absent fields are ``false``)."""
     return [None if v is False else v for v in json.loads(packed)]
 
 
-def _entry_json(new: NewEntry) -> str:
+def entry_json(new: NewEntry) -> str:
     calls = tool_calls_value(new.tool_calls, new.extra, new.item)
     return dump(
         [
@@ -91,7 +91,7 @@ def _entry_json(new: NewEntry) -> str:
     )
 
 
-def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
+def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
     d = json.loads(member)
     calls, extra, item = entry_payload(d[6]) if d[6] else ((), {}, None)
@@ -115,7 +115,7 @@ def _entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     )
 
 
-def _raise_missing(status: str, thread_id: str, branch: str) -> None:
+def raise_missing(status: str, thread_id: str, branch: str) -> None:
     """Raise ``NotFound`` for a thread script's ``NOTFOUND`` or ``NOBRANCH`` status."""
     if status == "NOTFOUND":
         raise NotFound(f"thread {thread_id!r} not found")
@@ -123,24 +123,24 @@ def _raise_missing(status: str, thread_id: str, branch: str) -> None:
         raise NotFound(f"branch {branch!r} not found")
 
 
-def _glob_escape(text: str) -> str:
+def glob_escape(text: str) -> str:
     """``text`` matched literally in a SCAN ``MATCH`` pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-def _log_member(thread_id: str, entry_id: str) -> str:
+def log_member(thread_id: str, entry_id: str) -> str:
     """An entry vector's member in the ``vl:entry:<model>`` log (ids hold no NUL)."""
     return thread_id + "\0" + entry_id
 
 
-def _who(value: str | Unset | None) -> str:
+def who(value: str | Unset | None) -> str:
     """An agent/user id for the scripts: ``"-"`` none, ``"*"`` any, ``"=<id>"`` that one."""
     if isinstance(value, Unset):
         return "*"
     return "-" if value is None else "=" + value
 
 
-def _record_json(record: Record) -> str:
+def record_json(record: Record) -> str:
     return dump(
         [
             record.agent_id,
@@ -156,14 +156,14 @@ def _record_json(record: Record) -> str:
     )
 
 
-def _guard_args(guard: RecordGuard | None) -> list[Any]:
+def guard_args(guard: RecordGuard | None) -> list[Any]:
     """A guard for the record scripts: ``(kind, id, revision)``, ``""`` for none/absent."""
     if guard is None:
         return ["", "", ""]
     return [guard.kind, guard.id, "" if guard.revision is None else guard.revision]
 
 
-def _record(kind: str, record_id: str, data: list[Any]) -> Record:
+def decode_record(kind: str, record_id: str, data: list[Any]) -> Record:
     """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
     return Record(
         kind=kind,
@@ -180,7 +180,7 @@ def _record(kind: str, record_id: str, data: list[Any]) -> Record:
     )
 
 
-def _ttl_ms(seconds: float | None, name: str) -> int:
+def ttl_ms(seconds: float | None, name: str) -> int:
     if seconds is None:
         return 0
     if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
@@ -191,7 +191,7 @@ def _ttl_ms(seconds: float | None, name: str) -> int:
 _URL_OPTIONS = ("prefix", "ttl", "working_ttl", "snapshot_ttl", "timeout", "max_connections")
 
 
-def _split_url(url: str) -> tuple[str, dict[str, str]]:
+def split_url(url: str) -> tuple[str, dict[str, str]]:
     """The URL without memorybank's own query options, and those options."""
     parts = urlsplit(url)
     ours: dict[str, str] = {}
@@ -202,7 +202,7 @@ def _split_url(url: str) -> tuple[str, dict[str, str]]:
 
 
 @contextmanager
-def _translated(closed: bool) -> Iterator[None]:
+def translated(closed: bool) -> Iterator[None]:
     """Raise ``StoreClosed`` if closed; turn driver errors into memorybank errors."""
     if closed:
         raise StoreClosed("the store is closed")

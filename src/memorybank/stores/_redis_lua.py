@@ -1,4 +1,4 @@
-"""Lua plumbing of the Redis store: the two preludes, ``_Script`` and the migration frame.
+"""Lua plumbing of the Redis store: the two preludes, ``Script`` and the migration frame.
 
 I/O-free and shared by the async store and its generated sync twin. A script's
 source is its body after the prelude helpers it calls (``_with_helpers``); the
@@ -75,7 +75,7 @@ end
 
 # -- the tenant scripts' prelude: KEYS[1] = any key of the tenant slot, ARGV[1] = "P{tenant}:"
 
-_TENANT_PRELUDE = r"""
+TENANT_PRELUDE = r"""
 local idx = ARGV[1]
 local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
@@ -125,7 +125,7 @@ end
 
 
 # KEYS[1] = the version key, ARGV[1] = from version, ARGV[2] = to version.
-_MIGRATE = """
+MIGRATE = """
 local v = tonumber(redis.call('GET', KEYS[1]) or '0')
 if v ~= tonumber(ARGV[1]) then return v end
 {body}
@@ -152,7 +152,7 @@ def _with_helpers(prelude: str, body: str) -> str:
     return head + "".join(c for n, c in named if n in used) + body
 
 
-class _Script:
+class Script:
     """A Lua script run by ``EVALSHA`` (loaded on the first ``NOSCRIPT``)."""
 
     __slots__ = ("sha", "source")

@@ -7,7 +7,7 @@ no prelude and name their keys themselves.
 
 from __future__ import annotations
 
-from memorybank.stores._redis_lua import _TENANT_PRELUDE, _Script
+from memorybank.stores._redis_lua import TENANT_PRELUDE, Script
 
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
 # ARGV[5..] = (kind, id, owner "-" / "=<user>", record JSON) per record. -1: guard failed.
@@ -257,15 +257,15 @@ redis.call('DEL', KEYS[1])
 return n
 """
 
-_S_RECORD_PUT = _Script(_RECORD_PUT, prelude=_TENANT_PRELUDE)
-_S_RECORD_DELETE = _Script(_RECORD_DELETE, prelude=_TENANT_PRELUDE)
-_S_RECORD_SCOPE = _Script(_RECORD_SCOPE, prelude=_TENANT_PRELUDE)
-_S_RECORD_VECTORS = _Script(_RECORD_VECTORS, prelude=_TENANT_PRELUDE)
-_S_VECTOR_LOG = _Script(_VECTOR_LOG, prelude=_TENANT_PRELUDE)
-_S_RECORD_KEYS = _Script(_RECORD_KEYS, prelude=_TENANT_PRELUDE)
-_S_RECORD_PAGE = _Script(_RECORD_PAGE, prelude=_TENANT_PRELUDE)
-_S_RECORD_FORGET = _Script(_RECORD_FORGET, prelude=_TENANT_PRELUDE)
-_S_SNAPSHOT_SAVE = _Script(_SNAPSHOT_SAVE, prelude="")
-_S_SNAPSHOT_DELETE = _Script(_SNAPSHOT_DELETE, prelude="")
-_S_FORGET_SNAPSHOT = _Script(_FORGET_SNAPSHOT, prelude="")
-_S_FORGET_SUMMARIES = _Script(_FORGET_SUMMARIES, prelude="")
+S_RECORD_PUT = Script(_RECORD_PUT, prelude=TENANT_PRELUDE)
+S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
+S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
+S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
+S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
+S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
+S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
+S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
+S_SNAPSHOT_SAVE = Script(_SNAPSHOT_SAVE, prelude="")
+S_SNAPSHOT_DELETE = Script(_SNAPSHOT_DELETE, prelude="")
+S_FORGET_SNAPSHOT = Script(_FORGET_SNAPSHOT, prelude="")
+S_FORGET_SUMMARIES = Script(_FORGET_SUMMARIES, prelude="")

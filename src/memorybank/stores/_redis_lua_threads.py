@@ -8,7 +8,21 @@ tenant index base ("" when the indexes are maintained outside the script, as wit
 
 from __future__ import annotations
 
-from memorybank.stores._redis_lua import _Script
+from memorybank.stores._redis_lua import Script
+
+# The head of the scripts on one branch: KEYS[1] = the thread hash, ARGV[4] = the branch
+# ("": the thread's current one, ``t[2]``), read into ``b``; a gone thread returns {missing}.
+_ON_BRANCH = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return {missing} end
+local b = ARGV[4]
+if b == '' then b = t[2] end"""
+
+
+def _on_branch(body: str, missing: str = "-1") -> str:
+    """``body`` after ``_ON_BRANCH``, returning ``missing`` if the thread is gone."""
+    return _ON_BRANCH.format(missing=missing) + body
+
 
 # ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
 _CREATE = """
@@ -192,22 +206,17 @@ end
 """
 
 # ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
-_GET_ENTRY = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return {} end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_GET_ENTRY = _on_branch(
+    """
 local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
 if not p then return {} end
 return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
-"""
+""",
+    missing="{}",
+)
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
-_DELETE_ENTRIES = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local n = 0
 for i = 5, #ARGV do
@@ -220,7 +229,7 @@ for i = 5, #ARGV do
 end
 touch()
 return n
-"""
+""")
 
 # ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
 # Deletes the vectors of those no branch holds any more (a fork copies entries with their
@@ -270,11 +279,7 @@ return out
 """
 
 # ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
-_TRUNCATE = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_TRUNCATE = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local p = redis.call('HGET', h, 'i:' .. ARGV[5])
 if not p then return -2 end
@@ -283,28 +288,20 @@ forget(h, doomed)
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
 return #doomed
-"""
+""")
 
 # ARGV[4] = branch. Returns -1 (no thread) or how many went.
-_CLEAR = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
 redis.call('DEL', zkey(b), hkey(b))
 touch()
 return n
-"""
+""")
 
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
-_COUNT = """
-local t = redis.call('HMGET', tkey, 'id', 'cb')
-if not t[1] then return -1 end
-local b = ARGV[4]
-if b == '' then b = t[2] end
+_COUNT = _on_branch("""
 return redis.call('ZCARD', zkey(b))
-"""
+""")
 
 # ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
 _CREATE_BRANCH = """
@@ -449,21 +446,21 @@ end
 return 1
 """
 
-_S_CREATE = _Script(_CREATE)
-_S_APPEND = _Script(_APPEND)
-_S_UPDATE = _Script(_UPDATE)
-_S_DELETE = _Script(_DELETE)
-_S_LIST = _Script(_LIST)
-_S_GET_ENTRY = _Script(_GET_ENTRY)
-_S_DELETE_ENTRIES = _Script(_DELETE_ENTRIES)
-_S_TRUNCATE = _Script(_TRUNCATE)
-_S_SWEEP_VECTORS = _Script(_SWEEP_VECTORS)
-_S_CLEAR = _Script(_CLEAR)
-_S_COUNT = _Script(_COUNT)
-_S_CREATE_BRANCH = _Script(_CREATE_BRANCH)
-_S_DELETE_BRANCH = _Script(_DELETE_BRANCH)
-_S_COMPACT = _Script(_COMPACT)
-_S_GET_MEMBERS = _Script(_GET_MEMBERS)
-_S_REPLACE_MEMBERS = _Script(_REPLACE_MEMBERS)
-_S_SCOPE = _Script(_SCOPE)
-_S_PUT_VECTORS = _Script(_PUT_VECTORS)
+S_CREATE = Script(_CREATE)
+S_APPEND = Script(_APPEND)
+S_UPDATE = Script(_UPDATE)
+S_DELETE = Script(_DELETE)
+S_LIST = Script(_LIST)
+S_GET_ENTRY = Script(_GET_ENTRY)
+S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
+S_TRUNCATE = Script(_TRUNCATE)
+S_SWEEP_VECTORS = Script(_SWEEP_VECTORS)
+S_CLEAR = Script(_CLEAR)
+S_COUNT = Script(_COUNT)
+S_CREATE_BRANCH = Script(_CREATE_BRANCH)
+S_DELETE_BRANCH = Script(_DELETE_BRANCH)
+S_COMPACT = Script(_COMPACT)
+S_GET_MEMBERS = Script(_GET_MEMBERS)
+S_REPLACE_MEMBERS = Script(_REPLACE_MEMBERS)
+S_SCOPE = Script(_SCOPE)
+S_PUT_VECTORS = Script(_PUT_VECTORS)

@@ -15,7 +15,7 @@ from memorybank.stores._sql import THREAD_COLUMNS
 VECTOR_LOG_KEEP = 100_000
 
 
-def _migrations(p: str) -> list[list[str]]:
+def migrations(p: str) -> list[list[str]]:
     """Schema changes; the index + 1 is the schema version they bring."""
     return [
         [
@@ -208,7 +208,7 @@ def _migrations(p: str) -> list[list[str]]:
                 END""",
         ],
         # The keyword index gets a second column, ``fts_scope``: one token naming the
-        # owner of the entry's thread (``_scope_token``). A user-scoped search matches
+        # owner of the entry's thread (``scope_token``). A user-scoped search matches
         # ``(words) AND fts_scope : (own OR shared)``, so FTS5 walks the user's postings
         # instead of scoring every tenant's matches (the SQL scope check still decides).
         # Entries carry the token (set when they are indexed), so the triggers can hand
@@ -222,7 +222,7 @@ def _migrations(p: str) -> list[list[str]]:
             f"""CREATE VIRTUAL TABLE {p}entries_fts USING fts5(
                 content, fts_scope, content='{p}entries', content_rowid='rowid',
                 tokenize='porter unicode61 remove_diacritics 2')""",
-            _fts_scope_update(p, "<="),
+            fts_scope_update(p, "<="),
             f"""INSERT INTO {p}entries_fts (rowid, content, fts_scope)
                 SELECT rowid, content, fts_scope FROM {p}entries
                 WHERE rowid <= (SELECT indexed FROM {p}fts_state WHERE name = 'entries')""",
@@ -247,12 +247,12 @@ def _migrations(p: str) -> list[list[str]]:
 
 
 #: The SQL function (registered on every connection) that gives a thread owner's token.
-_SCOPE_FUNCTION = "memorybank_scope_token"
+SCOPE_FUNCTION = "memorybank_scope_token"
 #: The token of shared threads (no user).
-_SHARED_TOKEN = "u0"
+SHARED_TOKEN = "u0"
 
 
-def _scope_token(tenant: str, user_id: str | None) -> str:
+def scope_token(tenant: str, user_id: str | None) -> str:
     """The keyword index's token for the owner ``user_id`` of a thread in ``tenant``.
 
     Digits after a letter: one token for FTS5's tokenizer that the Porter stemmer
@@ -261,22 +261,22 @@ def _scope_token(tenant: str, user_id: str | None) -> str:
     (always applied) then drops.
     """
     if user_id is None:
-        return _SHARED_TOKEN
+        return SHARED_TOKEN
     import hashlib  # on first use: a process that only reads history never needs it
 
     digest = hashlib.blake2b(f"{tenant}\x00{user_id}".encode(), digest_size=7).digest()
     return f"u{int.from_bytes(digest, 'big') + 1}"
 
 
-#: ``_scope_token`` for the append path, where most appends name a recent owner.
-_owner_token = functools.lru_cache(maxsize=1024)(_scope_token)
+#: ``scope_token`` for the append path, where most appends name a recent owner.
+owner_token = functools.lru_cache(maxsize=1024)(scope_token)
 
 
-def _fts_scope_update(p: str, side: str, *, missing_only: bool = False) -> str:
+def fts_scope_update(p: str, side: str, *, missing_only: bool = False) -> str:
     """Set ``fts_scope`` of the entries on one ``side`` of the keyword index's mark
     (``missing_only``: of those written without it; appends set it)."""
     return (
-        f"UPDATE {p}entries SET fts_scope = {_SCOPE_FUNCTION}(tenant_id, (SELECT t.user_id"
+        f"UPDATE {p}entries SET fts_scope = {SCOPE_FUNCTION}(tenant_id, (SELECT t.user_id"
         f" FROM {p}threads t WHERE t.tenant_id = {p}entries.tenant_id"
         f" AND t.id = {p}entries.thread_id))"
         f" WHERE rowid {side} (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
@@ -284,15 +284,15 @@ def _fts_scope_update(p: str, side: str, *, missing_only: bool = False) -> str:
     )
 
 
-#: The columns an append inserts, in ``_append_sqls``'s order.
-_INSERT_COLUMNS = (
+#: The columns an append inserts, in ``append_sqls``'s order.
+INSERT_COLUMNS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
     " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint,"
     " fts_scope"
 )
 
 
-def _append_sqls(p: str) -> tuple[str, str, str, str]:
+def append_sqls(p: str) -> tuple[str, str, str, str]:
     """The append's statements: read the thread and its (current, or a named) branch's
     last position, bump the thread, insert.
 
@@ -308,7 +308,7 @@ def _append_sqls(p: str) -> tuple[str, str, str, str]:
         f" FROM {p}threads t WHERE t.tenant_id = ?1 AND t.id = ?2"
     )
     bump = f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?"
-    insert = f"INSERT INTO {p}entries ({_INSERT_COLUMNS}) VALUES ({', '.join('?' * 17)})"
+    insert = f"INSERT INTO {p}entries ({INSERT_COLUMNS}) VALUES ({', '.join('?' * 17)})"
     return (
         head.replace("{branch}", "t.current_branch"),
         head.replace("{branch}", "?3"),

@@ -23,7 +23,7 @@ exactly, trailing spaces and case included, and emoji/CJK round-trip; times are
 BIGINT microseconds since the epoch; JSON columns are LONGTEXT holding compact
 JSON text; every key and index leads with ``tenant_id``):
 
-- ``<p>schema_version`` (id, version): the number of ``_MIGRATIONS`` applied.
+- ``<p>schema_version`` (id, version): the number of ``MIGRATIONS`` applied.
 - ``<p>threads``: PK (tenant_id, id); indexes (tenant_id, updated_at, id) and
   (tenant_id, user_id, updated_at).
 - ``<p>branches``: PK (tenant_id, thread_id, name); ``last_position`` is the
@@ -89,12 +89,12 @@ from memorybank._async.stores.mysql._records import RecordsMixin
 from memorybank._async.stores.mysql._runs import RunsMixin
 from memorybank._async.stores.mysql._search import SearchMixin
 from memorybank._async.stores.mysql._threads import ThreadsMixin
+from memorybank.stores._mysql_rows import LockContention as LockContention
 
 # Private names that tests and benchmarks import from this module, as before the split.
-from memorybank.stores._mysql_rows import _idem_hash as _idem_hash
-from memorybank.stores._mysql_rows import _LockContention as _LockContention
-from memorybank.stores._mysql_rows import _url_options as _url_options
-from memorybank.stores._mysql_schema import _MIGRATIONS as _MIGRATIONS
+from memorybank.stores._mysql_rows import idem_hash as idem_hash
+from memorybank.stores._mysql_rows import url_options as url_options
+from memorybank.stores._mysql_schema import MIGRATIONS as MIGRATIONS
 from memorybank.stores._mysql_schema import TABLES
 
 __all__ = ["TABLES", "AsyncMySQLStore"]

@@ -10,7 +10,7 @@ from typing import Any
 
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._async.stores.mysql._base import MySQLBase
-from memorybank.stores._mysql_rows import _ALL, _R_COLS, _chunks, _marks, _Statement
+from memorybank.stores._mysql_rows import ALL, R_COLS, Statement, chunks, placeholders
 from memorybank.stores._sql import dump, row_to_record, scope_sql, to_us
 from memorybank.stores._types import by_kind
 
@@ -22,7 +22,7 @@ class RecordsMixin(MySQLBase):
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
     ) -> None:
         """Upsert every record (by kind and id) in one transaction (guard: ``_check_guard``)."""
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for r in records:
             values = (
                 r.agent_id,
@@ -51,7 +51,7 @@ class RecordsMixin(MySQLBase):
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
         rows = await self._query(
-            f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
+            f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
             (tenant, kind, record_id),
         )
         return row_to_record(rows[0]) if rows else None
@@ -68,10 +68,10 @@ class RecordsMixin(MySQLBase):
         ids = list(dict.fromkeys(record_ids))
         if not ids and guard is None:
             return 0
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
-            marks = _marks(len(chunk))
+            marks = placeholders(len(chunk))
             where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({marks})"
             statements += [
                 self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
@@ -100,9 +100,9 @@ class RecordsMixin(MySQLBase):
                 where.append(f"{column} <=> %s")
                 args.append(value)
         scope, scope_args = scope_sql("", visible_to, "%s")
-        args += [*scope_args, _ALL if limit is None else limit]
+        args += [*scope_args, ALL if limit is None else limit]
         rows = await self._query(
-            f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
+            f"SELECT {R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
             " ORDER BY created_at, id LIMIT %s",
             args,
         )
@@ -111,18 +111,18 @@ class RecordsMixin(MySQLBase):
     async def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
     ) -> dict[str, Record]:
-        """Primary-key reads, ``_IN_CHUNK`` ids per statement, in one round trip."""
+        """Primary-key reads, ``IN_CHUNK`` ids per statement, in one round trip."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         rows = await self._select_many(
             [
                 (
-                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
-                    f" AND id IN ({_marks(len(chunk))})",
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                    f" AND id IN ({placeholders(len(chunk))})",
                     (tenant, kind, *chunk),
                 )
-                for chunk in _chunks(ids)
+                for chunk in chunks(ids)
             ]
         )
         found = {row[1]: row_to_record(row) for row in rows}
@@ -136,7 +136,7 @@ class RecordsMixin(MySQLBase):
         *,
         visible_to: Visibility | None = None,
     ) -> list[Record]:
-        """Reads of the ``records_key`` index, ``_IN_CHUNK`` keys per statement, in one
+        """Reads of the ``records_key`` index, ``IN_CHUNK`` keys per statement, in one
         round trip; oldest first."""
         return await self._list_keys(tenant, [kind], keys, visible_to)
 
@@ -166,11 +166,12 @@ class RecordsMixin(MySQLBase):
         rows = await self._select_many(
             [
                 (
-                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s"
-                    f" AND kind IN ({_marks(len(kinds))}) AND k IN ({_marks(len(chunk))}){scope}",
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s"
+                    f" AND kind IN ({placeholders(len(kinds))})"
+                    f" AND k IN ({placeholders(len(chunk))}){scope}",
                     (tenant, *kinds, *chunk, *scope_args),
                 )
-                for chunk in _chunks(wanted)
+                for chunk in chunks(wanted)
             ]
         )
         rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
@@ -196,7 +197,7 @@ class RecordsMixin(MySQLBase):
         scope, scope_args = scope_sql("", visible_to, "%s")
         args += [*scope_args, limit]
         rows = await self._query(
-            f"SELECT {_R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
+            f"SELECT {R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
             f" WHERE {where}{scope} ORDER BY created_at, id LIMIT %s",
             args,
         )

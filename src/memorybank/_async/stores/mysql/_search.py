@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank._async.stores.base import SearchHit, VectorItem, Visibility
 from memorybank._async.stores.mysql._base import MySQLBase
-from memorybank.stores._mysql_rows import _marks, _search_words, _Statement
+from memorybank.stores._mysql_rows import Statement, placeholders, search_words
 from memorybank.stores._sql import scope_sql, unit_vector_bytes, vector_from_bytes
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
@@ -60,11 +60,11 @@ class SearchMixin(MySQLBase):
 
         Scores are InnoDB's relevance (see the module docstring for its quirks).
         """
-        words = _search_words(query)
+        words = search_words(query)
         if not words or k <= 0:
             return []
         match = "MATCH ({}content) AGAINST (%s IN NATURAL LANGUAGE MODE)"
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         if "entry" in kinds:
             sql = (
                 f"SELECT 'entry', e.id, {match.format('e.')}, e.thread_id, e.branch"
@@ -89,7 +89,7 @@ class SearchMixin(MySQLBase):
             sql = (
                 f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
                 f" WHERE {match.format('r.')} AND r.tenant_id = %s"
-                f" AND r.kind IN ({_marks(len(record_kinds))})"
+                f" AND r.kind IN ({placeholders(len(record_kinds))})"
             )
             args = [words, words, tenant, *record_kinds]
             scope, scope_args = scope_sql("r.", visible_to, "%s")
@@ -115,7 +115,7 @@ class SearchMixin(MySQLBase):
         first (its row lock orders the writers) and stamped on the rows as ``seq``.
         """
         latest = {(i.model_id, i.kind, i.id): i for i in items}
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for model_id, kind in sorted({(m, k) for m, k, _ in latest}):
             group = (tenant, model_id, kind)
             statements.append(
@@ -156,10 +156,10 @@ class SearchMixin(MySQLBase):
         visible_to: Visibility | None,
         column: str,
         ids: Mapping[str, Sequence[str]] | None = None,
-    ) -> list[_Statement]:
+    ) -> list[Statement]:
         """The scoped vector reads (entries, records), selecting ``column`` after
         (kind, id, thread); with ``ids``, only those ids of each kind."""
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         if "entry" in kinds:
             sql = (
                 f"SELECT 'entry', v.id, v.thread_id{column} FROM {self._vectors} v"
@@ -172,7 +172,7 @@ class SearchMixin(MySQLBase):
                 args.append(thread_id)
             if ids is not None:
                 wanted = list(ids.get("entry", ()))
-                sql += f" AND v.id IN ({_marks(len(wanted))})"
+                sql += f" AND v.id IN ({placeholders(len(wanted))})"
                 args += wanted
             scope, scope_args = scope_sql("t.", visible_to, "%s")
             sql += scope
@@ -184,12 +184,12 @@ class SearchMixin(MySQLBase):
                 f"SELECT v.kind, v.id, NULL{column} FROM {self._vectors} v"
                 f" JOIN {self._records} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
                 " AND r.id = v.id WHERE v.tenant_id = %s AND v.model_id = %s"
-                f" AND v.kind IN ({_marks(len(record_kinds))})"
+                f" AND v.kind IN ({placeholders(len(record_kinds))})"
             )
             args = [tenant, model_id, *record_kinds]
             if ids is not None:
                 wanted = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
-                sql += f" AND v.id IN ({_marks(len(wanted))})"
+                sql += f" AND v.id IN ({placeholders(len(wanted))})"
                 args += wanted
             scope, scope_args = scope_sql("r.", visible_to, "%s")
             sql += scope
@@ -277,12 +277,13 @@ class SearchMixin(MySQLBase):
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         if kinds:  # the counters first; their rows have 4 columns, the confirmed ones 3
             statements.append(
                 (
                     f"SELECT kind, version, generation, 0 FROM {self._stamps}"
-                    f" WHERE tenant_id = %s AND model_id = %s AND kind IN ({_marks(len(kinds))})",
+                    " WHERE tenant_id = %s AND model_id = %s"
+                    f" AND kind IN ({placeholders(len(kinds))})",
                     (tenant, model_id, *kinds),
                 )
             )
@@ -328,10 +329,10 @@ class SearchMixin(MySQLBase):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        statements: list[_Statement] = [
+        statements: list[Statement] = [
             (
                 f"SELECT id, vector FROM {self._vectors} WHERE tenant_id = %s AND kind = %s"
-                f" AND model_id = %s AND id IN ({_marks(len(chunk))})",
+                f" AND model_id = %s AND id IN ({placeholders(len(chunk))})",
                 (tenant, kind, model_id, *chunk),
             )
             for chunk in (wanted[i : i + 1000] for i in range(0, len(wanted), 1000))

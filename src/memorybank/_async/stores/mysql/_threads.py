@@ -15,7 +15,7 @@ from memorybank._async.stores.mysql._base import MySQLBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores._mysql_compat import AsyncMySQLConnection
-from memorybank.stores._mysql_rows import _ALL, _BEGIN, _INSERT_COLS
+from memorybank.stores._mysql_rows import ALL, BEGIN, INSERT_COLS
 from memorybank.stores._sql import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
 
 
@@ -29,7 +29,7 @@ class ThreadsMixin(MySQLBase):
                 await self._run(
                     conn,
                     [
-                        (_BEGIN, None),
+                        (BEGIN, None),
                         (
                             f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
                             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -97,7 +97,7 @@ class ThreadsMixin(MySQLBase):
         if status is not None:
             where.append("status = %s")
             args.append(status)
-        args.append(_ALL if limit is None else limit)
+        args.append(ALL if limit is None else limit)
         rows = await self._query(
             f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE {' AND '.join(where)}"
             " ORDER BY updated_at DESC, id DESC LIMIT %s",
@@ -161,7 +161,7 @@ class ThreadsMixin(MySQLBase):
         key = (tenant, thread_id)
         results = await self._run_retried(
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
                 (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
                 (
@@ -213,7 +213,7 @@ class ThreadsMixin(MySQLBase):
         results = await self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     "SELECT t.id, s.last_position, d.name,"
                     f" (SELECT e.position FROM {self._entries} e"
@@ -239,7 +239,7 @@ class ThreadsMixin(MySQLBase):
         if from_entry is not None and entry_position is None:
             raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
         upto = int(source_last) if from_entry is None else int(entry_position)
-        columns = _INSERT_COLS.replace("branch, ", "")
+        columns = INSERT_COLS.replace("branch, ", "")
         await self._run(
             conn,
             [
@@ -290,7 +290,7 @@ class ThreadsMixin(MySQLBase):
         results = await self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     f"SELECT current_branch FROM {self._threads}"
                     " WHERE tenant_id = %s AND id = %s FOR UPDATE",

@@ -230,7 +230,7 @@ from memorybank._async.stores.postgres._runs import RunsMixin
 from memorybank._async.stores.postgres._search import SearchMixin
 from memorybank._async.stores.postgres._threads import ThreadsMixin
 from memorybank._async.stores.postgres._vectors import VectorsMixin
-from memorybank.stores._postgres_rows import _tsquery as _tsquery
+from memorybank.stores._postgres_rows import tsquery as tsquery
 from memorybank.stores._postgres_schema import MIGRATIONS
 from memorybank.stores._postgres_schema import TABLES as TABLES
 

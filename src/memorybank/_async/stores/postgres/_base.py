@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import psycopg
 from psycopg import AsyncConnection, pq
@@ -22,20 +22,20 @@ from memorybank._concurrency import AsyncLock
 from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
 from memorybank.stores._pgvector import VectorParams, register, registered
 from memorybank.stores._postgres_rows import (
-    _APPEND_BATCHES,
-    _PREFIX_RE,
-    _AppendItem,
-    _connect_error,
-    _ConnectFailures,
-    _is_disconnect,
-    _parse_url,
-    _translate,
+    APPEND_BATCHES,
+    PREFIX_RE,
+    AppendItem,
+    ConnectFailures,
+    connect_error,
+    is_disconnect,
+    parse_url,
+    translate,
 )
 from memorybank.stores._postgres_schema import MIGRATIONS
-from memorybank.stores._postgres_sql import _Statements
+from memorybank.stores._postgres_sql import Statements
 
 
-def _recording_connection(failures: _ConnectFailures) -> type[AsyncConnection[Any]]:
+def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
     """A connection class for a pool that records each failed attempt in ``failures``."""
 
     class _RecordingConnection(AsyncConnection[Any]):
@@ -63,7 +63,7 @@ class PostgresBase(AsyncStore):
         timeout: float = 10.0,
     ) -> None:
         """Use a pool or connection the caller owns (``close()`` leaves it open)."""
-        if not isinstance(prefix, str) or not _PREFIX_RE.fullmatch(prefix):
+        if not isinstance(prefix, str) or not PREFIX_RE.fullmatch(prefix):
             raise ConfigurationError(
                 f"bad table prefix {prefix!r}: use 1-40 of a-z, 0-9 and _,"
                 " not starting with a digit"
@@ -89,17 +89,17 @@ class PostgresBase(AsyncStore):
         self._setup_lock = AsyncLock()
         self._conn_lock = AsyncLock()
         # concurrent plain appends to one thread (with one owner check) share a statement
-        self._appends: AsyncCombiner[str, _AppendItem, AppendResult] = AsyncCombiner(
-            self._append_combined, limit=_APPEND_BATCHES
+        self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
+            self._append_combined, limit=APPEND_BATCHES
         )
-        self._sql = _Statements(prefix)
+        self._sql = Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
         self._vector_oid = 0  # pgvector's ``vector`` type (the column's), 0 without pgvector
         # An owned pool's target (from_url): connected to once directly before the
         # pool opens, and its failed attempts recorded.
         self._conninfo: tuple[str, dict[str, Any]] | None = None
-        self._connect_failures = _ConnectFailures()
+        self._connect_failures = ConnectFailures()
 
     @classmethod
     def from_url(
@@ -115,7 +115,7 @@ class PostgresBase(AsyncStore):
         Keyword arguments win over the URL's ``prefix``/``pool_size``/``timeout``
         query parameters; defaults are ``20``, ``"memorybank_"`` and ``10.0`` s.
         """
-        conninfo, options = _parse_url(url)
+        conninfo, options = parse_url(url)
         try:
             size = pool_size if pool_size is not None else int(options.get("pool_size", 20))
             wait = timeout if timeout is not None else float(options.get("timeout", 10.0))
@@ -134,7 +134,7 @@ class PostgresBase(AsyncStore):
             "keepalives_interval": 5,
             "keepalives_count": 3,
         }
-        failures = _ConnectFailures()
+        failures = ConnectFailures()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             conninfo,
             kwargs=kwargs,
@@ -191,7 +191,7 @@ class PostgresBase(AsyncStore):
         try:
             conn = await AsyncConnection.connect(conninfo, **kwargs)
         except psycopg.OperationalError as error:
-            raise _connect_error(error) from error
+            raise connect_error(error) from error
         try:
             await self._migrate(conn)
         finally:
@@ -294,10 +294,10 @@ class PostgresBase(AsyncStore):
                 f"no PostgreSQL connection within {self.timeout:g} s;"
                 f" the last connection attempt failed: {last}"
             )
-        if _is_disconnect(error) and self._pool is not None:
+        if is_disconnect(error) and self._pool is not None:
             with suppress(psycopg.Error):
                 await self._pool.check()
-        return _translate(error)
+        return translate(error)
 
     async def _fetch(
         self,
@@ -317,7 +317,7 @@ class PostgresBase(AsyncStore):
             return await self._execute(query, params)
         except psycopg.Error as error:
             failure = await self._failed(error)
-            if not (retry and self._pool is not None and _is_disconnect(error)) or self._closed:
+            if not (retry and self._pool is not None and is_disconnect(error)) or self._closed:
                 raise failure from error
         try:
             return await self._execute(query, params)
@@ -375,8 +375,8 @@ class PostgresBase(AsyncStore):
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
 
-    async def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Defined in ``_appends``."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[AppendItem]
+        ) -> list[AppendResult | Exception]: ...

@@ -12,7 +12,7 @@ from memorybank._async.stores.base import NewEntry
 from memorybank._async.stores.postgres._base import PostgresBase
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
-from memorybank.stores._postgres_rows import _new_entry_json, _page_entry, _position
+from memorybank.stores._postgres_rows import entry_position, new_entry_json, page_entry
 from memorybank.stores._sql import dump, messages_of_rows, row_to_entry, row_to_thread
 
 
@@ -54,8 +54,8 @@ class EntriesMixin(PostgresBase):
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
-        page = [_page_entry(r, thread_id, name) for r in rows if r[0] is None]
-        page.sort(key=_position, reverse=newest_first)
+        page = [page_entry(r, thread_id, name) for r in rows if r[0] is None]
+        page.sort(key=entry_position, reverse=newest_first)
         return thread, page
 
     async def recent_messages(
@@ -211,7 +211,7 @@ class EntriesMixin(PostgresBase):
             "through": through_position,
             "expected": list(expected_ids),
             "updated": updated_at,
-            "summary": dump([] if summary is None else [_new_entry_json(summary)]),
+            "summary": dump([] if summary is None else [new_entry_json(summary)]),
         }
         async with self._transaction() as conn:
             locked = await self._rows(

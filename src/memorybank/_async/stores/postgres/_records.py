@@ -13,7 +13,7 @@ from psycopg import AsyncConnection
 
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._async.stores.postgres._base import PostgresBase
-from memorybank.stores._postgres_sql import _R_READ, _scope
+from memorybank.stores._postgres_sql import R_READ, scope_filter
 from memorybank.stores._sql import dump, row_to_record
 from memorybank.stores._types import by_kind
 
@@ -127,9 +127,9 @@ class RecordsMixin(PostgresBase):
             else:
                 where += f" AND r.{column} = %({column})s"
                 params[column] = value
-        where += _scope("r", visible_to, params)
+        where += scope_filter("r", visible_to, params)
         query = (
-            f"SELECT {_R_READ} FROM {self.prefix}records r WHERE {where}"
+            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
             " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
         )
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
@@ -180,9 +180,9 @@ class RecordsMixin(PostgresBase):
             return []
         params: dict[str, Any] = {"tenant": tenant, "kinds": list(kinds), "keys": wanted}
         query = (
-            f"SELECT {_R_READ} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
+            f"SELECT {R_READ} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
             " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
-            f"{_scope('r', visible_to, params)} ORDER BY r.created_at, r.id"
+            f"{scope_filter('r', visible_to, params)} ORDER BY r.created_at, r.id"
         )
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
 
@@ -201,9 +201,9 @@ class RecordsMixin(PostgresBase):
         if after is not None:
             where += " AND (r.created_at, r.id) > (%(at)s::timestamptz, %(after)s::text)"
             params["at"], params["after"] = after
-        where += _scope("r", visible_to, params)
+        where += scope_filter("r", visible_to, params)
         query = (
-            f"SELECT {_R_READ} FROM {self.prefix}records r WHERE {where}"
+            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
             " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
         )
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]

@@ -18,14 +18,14 @@ from memorybank._async.stores.postgres._base import PostgresBase
 from memorybank.errors import InvalidInput
 from memorybank.stores._pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores._postgres_rows import (
-    _INT2,
-    _INT4,
-    _hit_order,
-    _is_disconnect,
-    _unit_query,
-    _VectorRows,
+    INT2,
+    INT4,
+    VectorRows,
+    hit_order,
+    is_disconnect,
+    unit_query,
 )
-from memorybank.stores._postgres_sql import _row_check, _scope
+from memorybank.stores._postgres_sql import row_check, scope_filter
 from memorybank.stores._sql import unit_vector_bytes, vector_from_bytes
 
 if TYPE_CHECKING:
@@ -139,12 +139,12 @@ class VectorsMixin(PostgresBase):
         found.visible = [s is not None for s in scopes]
         return found
 
-    async def _copy_vectors(self, params: Sequence[Any], dim: int) -> _VectorRows:
+    async def _copy_vectors(self, params: Sequence[Any], dim: int) -> VectorRows:
         """``vector_rows`` by ``COPY ... TO STDOUT`` in binary, each row (the header and
-        trailer left out) parsed by ``_VectorRows``; retried once on a lost connection."""
+        trailer left out) parsed by ``VectorRows``; retried once on a lost connection."""
         statement = f"COPY ({self._sql.vector_rows}) TO STDOUT (FORMAT binary)"
         for attempt in (1, 2):
-            into = _VectorRows(dim)
+            into = VectorRows(dim)
             try:
                 async with self._connection() as conn:
                     async with conn.cursor().copy(statement, params) as stream:
@@ -152,14 +152,14 @@ class VectorsMixin(PostgresBase):
                         async for data in stream:
                             view = memoryview(data)
                             if first:  # the header comes with the first row
-                                view = view[19 + _INT4(view, 15)[0] :]
+                                view = view[19 + INT4(view, 15)[0] :]
                                 first = False
-                            if len(view) >= 2 and _INT2(view, 0)[0] != -1:
+                            if len(view) >= 2 and INT2(view, 0)[0] != -1:
                                 into.add(view)
                 return into
             except psycopg.Error as error:
                 failure = await self._failed(error)
-                if attempt == 2 or self._closed or not _is_disconnect(error):
+                if attempt == 2 or self._closed or not is_disconnect(error):
                     raise failure from error
         raise AssertionError("unreachable")
 
@@ -220,7 +220,7 @@ class VectorsMixin(PostgresBase):
                 f" LATERAL (SELECT v.thread_id FROM {p}vectors v"
                 f" WHERE {vector.replace('x.kind', chr(39) + 'entry' + chr(39))} LIMIT 1) o,"
                 f" LATERAL (SELECT 1 FROM {p}threads t WHERE t.tenant_id = %(tenant)s"
-                f" AND t.id = o.thread_id{_scope('t', visible_to, params)} LIMIT 1) th"
+                f" AND t.id = o.thread_id{scope_filter('t', visible_to, params)} LIMIT 1) th"
             )
         if records:
             params["rkinds"] = [kind for kind, _ in records]
@@ -231,7 +231,7 @@ class VectorsMixin(PostgresBase):
                 f" AS x(kind, id), LATERAL (SELECT 1 FROM {p}vectors v WHERE {vector} LIMIT 1) o,"
                 f" LATERAL (SELECT 1 FROM {p}records r WHERE r.tenant_id = %(tenant)s"
                 " AND r.kind = x.kind AND r.id = x.id"
-                f"{_scope('r', visible_to, params)} LIMIT 1) rr"
+                f"{scope_filter('r', visible_to, params)} LIMIT 1) rr"
             )
         stamps: dict[str, tuple[int, int]] = {}
         confirmed: set[tuple[str, str]] = set()
@@ -255,7 +255,7 @@ class VectorsMixin(PostgresBase):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
-        unit = _unit_query(vector)
+        unit = unit_query(vector)
         record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
         want_entries = "entry" in kinds
         if thread_id is not None:
@@ -302,7 +302,7 @@ class VectorsMixin(PostgresBase):
         else:
             rows = await self._fetch(query, bound, retry=True)
         hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in rows]
-        hits.sort(key=_hit_order)
+        hits.sort(key=hit_order)
         return hits[:k]
 
     def _vector_query(
@@ -327,14 +327,14 @@ class VectorsMixin(PostgresBase):
             if thread_id is not None:
                 where += " AND v.thread_id = %(thread)s"
                 params["thread"] = thread_id
-            scope = _scope("t", visible_to, params)
+            scope = scope_filter("t", visible_to, params)
             owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
             if index is None:  # exact: a hash join over every vector in scope
                 source = f"{p}vectors v JOIN {p}threads t ON {owner}"
                 check = scope
             else:  # HNSW: a per-candidate check the index scan's rows go through
                 source = f"{p}vectors v"
-                check = f" AND {_row_check(f'{p}threads t', owner + scope)}"
+                check = f" AND {row_check(f'{p}threads t', owner + scope)}"
             parts.append(
                 f"(SELECT 'entry', v.id, v.thread_id{select} FROM {source}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
@@ -342,14 +342,14 @@ class VectorsMixin(PostgresBase):
             )
         if record_kinds:
             params["kinds"] = record_kinds
-            scope = _scope("r", visible_to, params)
+            scope = scope_filter("r", visible_to, params)
             owner = "r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
             if index is None:
                 source = f"{p}vectors v JOIN {p}records r ON {owner}"
                 check = scope
             else:
                 source = f"{p}vectors v"
-                check = f" AND {_row_check(f'{p}records r', owner + scope)}"
+                check = f" AND {row_check(f'{p}records r', owner + scope)}"
             parts.append(
                 f"(SELECT v.kind, v.id, NULL{select} FROM {source}"
                 " WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"

@@ -17,14 +17,14 @@ from memorybank._async.stores.base import AsyncStore
 from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Thread
 from memorybank.stores._redis_codec import (
-    _CHUNK,
-    _esc,
-    _glob_escape,
-    _log_member,
-    _s,
-    _split_url,
-    _translated,
-    _ttl_ms,
+    CHUNK,
+    as_str,
+    esc,
+    glob_escape,
+    log_member,
+    split_url,
+    translated,
+    ttl_ms,
 )
 from memorybank.stores._redis_compat import (
     CLUSTER_SCHEMES,
@@ -33,8 +33,8 @@ from memorybank.stores._redis_compat import (
     aconnect_redis,
     aconnect_redis_cluster,
 )
-from memorybank.stores._redis_lua import _MIGRATE, _Script
-from memorybank.stores._redis_lua_threads import _S_SWEEP_VECTORS
+from memorybank.stores._redis_lua import MIGRATE, Script
+from memorybank.stores._redis_lua_threads import S_SWEEP_VECTORS
 from memorybank.stores._sql import to_us
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
@@ -69,9 +69,9 @@ class RedisBase(AsyncStore):
             raise ConfigurationError("prefix must be a string without '{' or '}'")
         self._client = client
         self._prefix = prefix
-        self._ttl = str(_ttl_ms(ttl, "ttl"))
-        self._working_ttl = _ttl_ms(working_ttl, "working_ttl")
-        self._snapshot_ttl = _ttl_ms(snapshot_ttl, "snapshot_ttl")
+        self._ttl = str(ttl_ms(ttl, "ttl"))
+        self._working_ttl = ttl_ms(working_ttl, "working_ttl")
+        self._snapshot_ttl = ttl_ms(snapshot_ttl, "snapshot_ttl")
         self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
         self._owns = _owns_client
         self._closed = False
@@ -99,7 +99,7 @@ class RedisBase(AsyncStore):
         ``redis+cluster://host:port`` (or ``cluster=True``) connects to a Redis
         Cluster through that node; ``max_connections`` is then per node.
         """
-        clean, opts = _split_url(url)
+        clean, opts = split_url(url)
         try:
             if prefix == "memorybank:" and "prefix" in opts:
                 prefix = opts["prefix"]
@@ -121,7 +121,7 @@ class RedisBase(AsyncStore):
         cluster = cluster or scheme in CLUSTER_SCHEMES
         client: AsyncRedisClient
         try:
-            with _translated(False):
+            with translated(False):
                 if cluster:
                     client = aconnect_redis_cluster(
                         clean, timeout=timeout, max_connections=max_connections
@@ -143,32 +143,32 @@ class RedisBase(AsyncStore):
     # -- plumbing ----------------------------------------------------------------
 
     def _op(self) -> AbstractContextManager[None]:
-        return _translated(self._closed)
+        return translated(self._closed)
 
     async def _ready(self) -> None:
         if not self._schema_ok:
             await self._migrate()
 
     def _base(self, tenant: str, thread_id: str) -> str:
-        return f"{self._prefix}{{{_esc(tenant)}:{_esc(thread_id)}}}:"
+        return f"{self._prefix}{{{esc(tenant)}:{esc(thread_id)}}}:"
 
     def _idx(self, tenant: str) -> str:
-        return f"{self._prefix}{{{_esc(tenant)}}}:"
+        return f"{self._prefix}{{{esc(tenant)}}}:"
 
-    async def _eval(self, script: _Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
             return await self._client.evalsha(script.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
             await self._client.script_load(script.source)
             return await self._client.evalsha(script.sha, len(keys), *keys, *args)
 
-    async def _thread_eval(self, script: _Script, tenant: str, thread_id: str, *args: Any) -> Any:
+    async def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
         await self._ready()
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
         return await self._eval(script, (base + "t",), (base, self._ttl, idx, *args))
 
-    async def _thread_count(self, script: _Script, tenant: str, thread_id: str, *args: Any) -> int:
+    async def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
         """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
         with self._op():
             n = int(await self._thread_eval(script, tenant, thread_id, *args))
@@ -189,44 +189,44 @@ class RedisBase(AsyncStore):
                 await self._backfill_shared_index()
             if version == 2:
                 await self._backfill_vector_logs()
-            script = _Script(_MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
+            script = Script(MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
             await self._eval(script, (key,), (version, version + 1))
         self._schema_ok = True
 
     async def _backfill_vector_logs(self) -> None:
         """Layout v2 -> v3: log every stored vector (sequence 0) for the vector cache."""
-        prefix = _glob_escape(self._prefix)
+        prefix = glob_escape(self._prefix)
         for pattern, marker in (("{*}:ev:*", "}:ev:"), ("{*}:rv:*", "}:rv:")):
             async for key in self._client.scan_iter(match=prefix + pattern, count=1000):
-                name = _s(key)
+                name = as_str(key)
                 head, found, tail = name[len(self._prefix) :].partition(marker)
                 if not found or not head.startswith("{") or ":" in head:
                     continue  # not a tenant key
                 if marker == "}:ev:":
                     log = f"{self._prefix}{head}}}:vl:entry:{tail}"
                     pairs = cast("dict[bytes, bytes]", await self._client.hgetall(key))
-                    members = [_log_member(_s(t), _s(e)) for e, t in pairs.items()]
+                    members = [log_member(as_str(t), as_str(e)) for e, t in pairs.items()]
                 else:
                     log = f"{self._prefix}{head}}}:vl:{tail}"
-                    members = [_s(r) for r in await self._client.hkeys(key)]
-                for start in range(0, len(members), _CHUNK):
-                    part = members[start : start + _CHUNK]
+                    members = [as_str(r) for r in await self._client.hkeys(key)]
+                for start in range(0, len(members), CHUNK):
+                    part = members[start : start + CHUNK]
                     await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     async def _backfill_shared_index(self) -> None:
         """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
-        pattern = _glob_escape(self._prefix) + "{*}:threads"
+        pattern = glob_escape(self._prefix) + "{*}:threads"
         async for key in self._client.scan_iter(match=pattern, count=1000):
-            name = _s(key)
+            name = as_str(key)
             tag = name[len(self._prefix) + 1 : -len("}:threads")]
             if ":" in tag or "{" in tag or "}" in tag:
                 continue  # not a tenant index (a thread's key ending the same way)
             members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
-            for start in range(0, len(members), _CHUNK):
-                part = members[start : start + _CHUNK]
+            for start in range(0, len(members), CHUNK):
+                part = members[start : start + CHUNK]
                 async with self._client.pipeline(transaction=False) as pipe:
                     for tid in part:
-                        pipe.hget(f"{self._prefix}{{{tag}:{_esc(_s(tid))}}}:t", "u")
+                        pipe.hget(f"{self._prefix}{{{tag}:{esc(as_str(tid))}}}:t", "u")
                     owners = await pipe.execute()
                 shared = [t for t, owner in zip(part, owners, strict=True) if owner is None]
                 if shared:
@@ -244,7 +244,7 @@ class RedisBase(AsyncStore):
         async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
             pipe.zadd(idx + "threads", {thread.id: score})
             if thread.user_id is not None:
-                pipe.zadd(idx + "u:" + _esc(thread.user_id), {thread.id: score})
+                pipe.zadd(idx + "u:" + esc(thread.user_id), {thread.id: score})
             else:
                 pipe.sadd(idx + "u0", thread.id)
             await pipe.execute()
@@ -259,7 +259,7 @@ class RedisBase(AsyncStore):
         async with self._client.pipeline(transaction=False) as pipe:
             pipe.zrem(idx + "threads", thread_id)
             if user_id:
-                pipe.zrem(idx + "u:" + _esc(user_id), thread_id)
+                pipe.zrem(idx + "u:" + esc(user_id), thread_id)
             else:
                 pipe.srem(idx + "u0", thread_id)
             self._unindex_vectors(pipe, idx, thread_id, vectors)
@@ -270,11 +270,13 @@ class RedisBase(AsyncStore):
         from the tenant's ``ev:`` index and ``vl:`` log, and bumping the generation."""
         for i in range(0, len(vectors), 2):
             ids = list(vectors[i + 1])
-            model = _esc(_s(vectors[i]))
-            for start in range(0, len(ids), _CHUNK):
-                part = ids[start : start + _CHUNK]
+            model = esc(as_str(vectors[i]))
+            for start in range(0, len(ids), CHUNK):
+                part = ids[start : start + CHUNK]
                 pipe.hdel(idx + "ev:" + model, *part)
-                pipe.zrem(idx + "vl:entry:" + model, *(_log_member(thread_id, _s(v)) for v in part))
+                pipe.zrem(
+                    idx + "vl:entry:" + model, *(log_member(thread_id, as_str(v)) for v in part)
+                )
             pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
 
     async def _sweep_vectors(
@@ -290,9 +292,9 @@ class RedisBase(AsyncStore):
         ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
         if entry_ids is not None and not ids:
             return
-        for start in range(0, max(len(ids), 1), _CHUNK):
+        for start in range(0, max(len(ids), 1), CHUNK):
             gone = await self._thread_eval(
-                _S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + _CHUNK]
+                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
             )
             if self._cluster and gone:
                 async with self._client.pipeline(transaction=False) as pipe:
@@ -300,12 +302,12 @@ class RedisBase(AsyncStore):
                     await pipe.execute()
 
     async def _eval_many(
-        self, script: _Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+        self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
     ) -> list[Any]:
         """Run ``script`` once per ``(keys, args)`` in pipelines (no transaction)."""
         results: list[Any] = []
-        for start in range(0, len(calls), _CHUNK):
-            part = calls[start : start + _CHUNK]
+        for start in range(0, len(calls), CHUNK):
+            part = calls[start : start + CHUNK]
             try:
                 results += await self._pipe_eval(script, part)
             except redis.exceptions.NoScriptError:
@@ -314,7 +316,7 @@ class RedisBase(AsyncStore):
         return results
 
     async def _pipe_eval(
-        self, script: _Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+        self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
     ) -> list[Any]:
         async with self._client.pipeline(transaction=False) as pipe:
             for keys, args in calls:
@@ -324,7 +326,7 @@ class RedisBase(AsyncStore):
             results: list[Any] = await pipe.execute()
             return results
 
-    async def _tenant_eval(self, script: _Script, tenant: str, *args: Any) -> Any:
+    async def _tenant_eval(self, script: Script, tenant: str, *args: Any) -> Any:
         """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
         await self._ready()
         idx = self._idx(tenant)
@@ -344,4 +346,4 @@ class RedisBase(AsyncStore):
                 pass
 
     def _run_key(self, tenant: str, run_id: str, kind: str) -> str:
-        return f"{self._prefix}{{{_esc(tenant)}:{_esc(run_id)}}}:{kind}"
+        return f"{self._prefix}{{{esc(tenant)}:{esc(run_id)}}}:{kind}"

@@ -12,18 +12,25 @@ from memorybank._async.stores.redis._base import RedisBase
 from memorybank._idempotency import key_reused
 from memorybank.errors import NotFound, StoreError, ThreadForbidden
 from memorybank.records import Entry, Thread
-from memorybank.stores._redis_codec import _entry, _entry_json, _raise_missing, _s, _thread, _unpack
+from memorybank.stores._redis_codec import (
+    as_str,
+    decode_entry,
+    decode_thread,
+    entry_json,
+    raise_missing,
+    unpack_thread,
+)
 from memorybank.stores._redis_lua_threads import (
-    _S_APPEND,
-    _S_CLEAR,
-    _S_COMPACT,
-    _S_COUNT,
-    _S_DELETE_ENTRIES,
-    _S_GET_ENTRY,
-    _S_GET_MEMBERS,
-    _S_LIST,
-    _S_REPLACE_MEMBERS,
-    _S_TRUNCATE,
+    S_APPEND,
+    S_CLEAR,
+    S_COMPACT,
+    S_COUNT,
+    S_DELETE_ENTRIES,
+    S_GET_ENTRY,
+    S_GET_MEMBERS,
+    S_LIST,
+    S_REPLACE_MEMBERS,
+    S_TRUNCATE,
 )
 from memorybank.stores._sql import dump, to_us
 
@@ -48,25 +55,27 @@ class RedisEntries(RedisBase):
             mode, who = "1", ""
         else:
             mode, who = "2", owner
-        texts = [_entry_json(e) for e in entries]
+        texts = [entry_json(e) for e in entries]
         args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or ""]
         with self._op():
-            out = await self._thread_eval(_S_APPEND, tenant, thread_id, *args)
-            status = _s(out[0])
+            out = await self._thread_eval(S_APPEND, tenant, thread_id, *args)
+            status = as_str(out[0])
             if status != "OK":
                 if status == "NOTFOUND":
                     raise NotFound(f"thread {thread_id!r} not found")
                 if status == "FORBIDDEN":
                     raise ThreadForbidden()
                 if status == "CONFLICT":
-                    raise key_reused(_s(out[1]))
-                raise NotFound(f"branch {_s(out[1])!r} not found")
-            name = _s(out[1])
-            thread = _thread(_unpack(out[2]))
+                    raise key_reused(as_str(out[1]))
+                raise NotFound(f"branch {as_str(out[1])!r} not found")
+            name = as_str(out[1])
+            thread = decode_thread(unpack_thread(out[2]))
             stored = [
-                _entry(out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name)
+                decode_entry(
+                    out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name
+                )
                 for i, text in enumerate(texts)
             ]
             await self._index(tenant, thread)
@@ -87,7 +96,7 @@ class RedisEntries(RedisBase):
         """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
         with self._op():
             out = await self._thread_eval(
-                _S_LIST,
+                S_LIST,
                 tenant,
                 thread_id,
                 branch or "",
@@ -96,22 +105,22 @@ class RedisEntries(RedisBase):
                 "" if before is None else to_us(before),
                 "" if after is None else to_us(after),
             )
-        if _s(out[0]) != "OK":
+        if as_str(out[0]) != "OK":
             raise NotFound(f"thread {thread_id!r} not found")
-        name = _s(out[1])
-        page = [_entry(member, thread_id, name) for member in out[3:]]
+        name = as_str(out[1])
+        page = [decode_entry(member, thread_id, name) for member in out[3:]]
         if not newest_first:
             page.reverse()
-        return _thread(_unpack(out[2])), page
+        return decode_thread(unpack_thread(out[2])), page
 
     async def get_entry(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         with self._op():
-            out = await self._thread_eval(_S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
+            out = await self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
         if not out:
             return None
-        return _entry(out[1], thread_id, _s(out[0]))
+        return decode_entry(out[1], thread_id, as_str(out[0]))
 
     async def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -125,11 +134,11 @@ class RedisEntries(RedisBase):
         with self._op():
             await self._ready()
             outs = await self._eval_many(
-                _S_GET_ENTRY,
+                S_GET_ENTRY,
                 [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
             )
         return {
-            eid: _entry(out[1], thread_id, _s(out[0]))
+            eid: decode_entry(out[1], thread_id, as_str(out[0]))
             for eid, out in zip(wanted, outs, strict=True)
             if out
         }
@@ -137,7 +146,7 @@ class RedisEntries(RedisBase):
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        n = await self._thread_count(_S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
+        n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
         if n:
             with self._op():
                 await self._sweep_vectors(tenant, thread_id, entry_ids)
@@ -146,7 +155,7 @@ class RedisEntries(RedisBase):
     async def truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
-        n = await self._thread_count(_S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
+        n = await self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         if n:
@@ -155,14 +164,14 @@ class RedisEntries(RedisBase):
         return n
 
     async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        n = await self._thread_count(_S_CLEAR, tenant, thread_id, branch or "")
+        n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
             with self._op():
                 await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        return await self._thread_count(_S_COUNT, tenant, thread_id, branch or "")
+        return await self._thread_count(S_COUNT, tenant, thread_id, branch or "")
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -180,7 +189,7 @@ class RedisEntries(RedisBase):
         """One script: compare the ids up to ``through_position``, then splice the summary."""
         with self._op():
             out = await self._thread_eval(
-                _S_COMPACT,
+                S_COMPACT,
                 tenant,
                 thread_id,
                 branch,
@@ -188,14 +197,14 @@ class RedisEntries(RedisBase):
                 to_us(updated_at),
                 "" if summary is None else summary.id,
                 (summary and summary.idempotency_key) or "",
-                "" if summary is None else _entry_json(summary),
+                "" if summary is None else entry_json(summary),
                 *expected_ids,
             )
-            status = _s(out[0])
-            _raise_missing(status, thread_id, branch)
+            status = as_str(out[0])
+            raise_missing(status, thread_id, branch)
             if status != "OK":
                 return False
-            await self._index(tenant, _thread(out[1:11]))
+            await self._index(tenant, decode_thread(out[1:11]))
             await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
@@ -217,8 +226,8 @@ class RedisEntries(RedisBase):
         ids = list(wanted)
         with self._op():
             for _ in range(32):
-                read = await self._thread_eval(_S_GET_MEMBERS, tenant, thread_id, branch, *ids)
-                if _s(read[0]) != "OK":
+                read = await self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
+                if as_str(read[0]) != "OK":
                     raise NotFound(f"thread {thread_id!r} not found")
                 args: list[Any] = []
                 for entry_id, member in zip(ids, read[1:], strict=True):
@@ -231,7 +240,7 @@ class RedisEntries(RedisBase):
                 if not args:
                     return 0
                 n = int(
-                    await self._thread_eval(_S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
+                    await self._thread_eval(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
                 )
                 if n == -1:
                     raise NotFound(f"thread {thread_id!r} not found")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import cast
 
 from memorybank._async.stores.redis._base import RedisBase
-from memorybank.stores._redis_codec import _esc, _s
+from memorybank.stores._redis_codec import as_str, esc
 from memorybank.stores._redis_lua_tenant import (
-    _S_FORGET_SNAPSHOT,
-    _S_FORGET_SUMMARIES,
-    _S_RECORD_FORGET,
+    S_FORGET_SNAPSHOT,
+    S_FORGET_SUMMARIES,
+    S_RECORD_FORGET,
 )
-from memorybank.stores._redis_lua_threads import _S_DELETE
+from memorybank.stores._redis_lua_threads import S_DELETE
 
 
 class RedisForget(RedisBase):
@@ -20,7 +20,7 @@ class RedisForget(RedisBase):
     async def forget_user(self, tenant: str, user_id: str) -> int:
         """Threads (via the user index), snapshots (owner set), summaries (agent set)."""
         idx = self._idx(tenant)
-        user = _esc(user_id)
+        user = esc(user_id)
         removed = 0
         with self._op():
             await self._ready()
@@ -31,22 +31,22 @@ class RedisForget(RedisBase):
                     break
                 for tid in ids:
                     deleted, entries, _, vectors = await self._thread_eval(
-                        _S_DELETE, tenant, _s(tid), user_id
+                        S_DELETE, tenant, as_str(tid), user_id
                     )
                     if deleted:
                         removed += 1 + int(entries)
-                        await self._unindex(tenant, _s(tid), user_id, vectors)
+                        await self._unindex(tenant, as_str(tid), user_id, vectors)
                 await self._client.zrem(threads_key, *ids)
                 await self._client.zrem(idx + "threads", *ids)
             snaps_key = idx + "su:" + user
             for run in await self._client.smembers(snaps_key):
-                key = self._run_key(tenant, _s(run), "s")
-                removed += int(await self._eval(_S_FORGET_SNAPSHOT, (key,), (user_id,)))
+                key = self._run_key(tenant, as_str(run), "s")
+                removed += int(await self._eval(S_FORGET_SNAPSHOT, (key,), (user_id,)))
             await self._client.delete(snaps_key)
             removed += int(
                 await self._eval(
-                    _S_FORGET_SUMMARIES, (idx + "sumu:" + user,), (idx + "sum:", user_id)
+                    S_FORGET_SUMMARIES, (idx + "sumu:" + user,), (idx + "sum:", user_id)
                 )
             )
-            removed += int(await self._tenant_eval(_S_RECORD_FORGET, tenant, user_id))
+            removed += int(await self._tenant_eval(S_RECORD_FORGET, tenant, user_id))
         return removed

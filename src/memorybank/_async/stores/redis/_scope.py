@@ -8,9 +8,9 @@ from typing import Any
 
 from memorybank._async.stores.base import UNSET, Unset, Visibility
 from memorybank._async.stores.redis._base import RedisBase
-from memorybank.stores._redis_codec import _esc, _s, _who
-from memorybank.stores._redis_lua_tenant import _S_RECORD_SCOPE
-from memorybank.stores._redis_lua_threads import _S_SCOPE
+from memorybank.stores._redis_codec import as_str, esc, who
+from memorybank.stores._redis_lua_tenant import S_RECORD_SCOPE
+from memorybank.stores._redis_lua_threads import S_SCOPE
 
 
 class RedisScope(RedisBase):
@@ -36,7 +36,7 @@ class RedisScope(RedisBase):
             elif visible_to.user_id is None:
                 indexes = [idx + "u0"]
             else:
-                indexes = [idx + "u:" + _esc(visible_to.user_id), idx + "u0"]
+                indexes = [idx + "u:" + esc(visible_to.user_id), idx + "u0"]
             async with self._client.pipeline(transaction=False) as pipe:
                 for name in indexes:
                     if name.endswith(":u0"):
@@ -44,19 +44,19 @@ class RedisScope(RedisBase):
                     else:
                         pipe.zrange(name, 0, -1)
                 lists = await pipe.execute()
-            tids = list(dict.fromkeys(_s(t) for ids in lists for t in ids))
+            tids = list(dict.fromkeys(as_str(t) for ids in lists for t in ids))
         check = "0" if visible_to is None else "1"
-        agent = "-" if visible_to is None else _who(visible_to.agent_id)
-        user = "-" if visible_to is None else _who(visible_to.user_id)
+        agent = "-" if visible_to is None else who(visible_to.agent_id)
+        user = "-" if visible_to is None else who(visible_to.user_id)
         calls = []
         for tid in tids:
             base = self._base(tenant, tid)
             calls.append(((base + "t",), (base, "0", "", check, agent, user, model_id)))
-        replies = await self._eval_many(_S_SCOPE, calls)
+        replies = await self._eval_many(S_SCOPE, calls)
         found: list[tuple[str, list[Any]]] = []
         gone: list[str] = []
         for tid, reply in zip(tids, replies, strict=True):
-            status = _s(reply[0])
+            status = as_str(reply[0])
             if status == "OK":
                 found.append((tid, reply))
             elif status == "GONE":
@@ -85,24 +85,24 @@ class RedisScope(RedisBase):
         With ``model_id``, only records with a vector of that model (and it).
         """
         if isinstance(user_id, str | None):
-            mode, owner = "only", _who(user_id)
+            mode, owner = "only", who(user_id)
         elif visible_to is not None and not isinstance(visible_to.user_id, Unset):
-            mode, owner = "vis", _who(visible_to.user_id)
+            mode, owner = "vis", who(visible_to.user_id)
         else:
             mode, owner = "all", "-"
-        out = await self._tenant_eval(_S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
+        out = await self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
         found: list[tuple[str, str, list[Any], bytes | None]] = []
         step = 3 if model_id else 2
         for i in range(0, len(out), 2):
-            kind, rows = _s(out[i]), out[i + 1]
+            kind, rows = as_str(out[i]), out[i + 1]
             for j in range(0, len(rows), step):
                 blob = rows[j + 2] if model_id else None
-                found.append((kind, _s(rows[j]), json.loads(rows[j + 1]), blob))
+                found.append((kind, as_str(rows[j]), json.loads(rows[j + 1]), blob))
         return found
 
     @staticmethod
     def _owner_scope(visible_to: Visibility | None) -> tuple[str, str]:
         """The owner sets a visibility reads: ``("vis", owner)`` or ``("all", "-")``."""
         if visible_to is not None and not isinstance(visible_to.user_id, Unset):
-            return "vis", _who(visible_to.user_id)
+            return "vis", who(visible_to.user_id)
         return "all", "-"

@@ -47,7 +47,7 @@ ids); ``delete_thread`` and ``forget_user`` delete the thread's.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
-indexed; an appending store indexes the rows above it every ``_FTS_BATCH``
+indexed; an appending store indexes the rows above it every ``FTS_BATCH``
 entries, inside that append's transaction, and a keyword search first indexes
 whatever is left, so it always sees every committed entry (a read-only file's
 rest is searched in a temporary index). Deletes and content updates of indexed
@@ -96,36 +96,18 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank._async.stores.open import sqlite_path
-from memorybank._async.stores.sqlite._admin import AdminMixin as AdminMixin
-from memorybank._async.stores.sqlite._base import _BUSY_RETRIES as _BUSY_RETRIES
-from memorybank._async.stores.sqlite._base import _CACHE_KIB as _CACHE_KIB
-from memorybank._async.stores.sqlite._base import _CHECKPOINT_PAGES as _CHECKPOINT_PAGES
-from memorybank._async.stores.sqlite._base import _FTS_BATCH as _FTS_BATCH
-from memorybank._async.stores.sqlite._base import _IN_CHUNK as _IN_CHUNK
-from memorybank._async.stores.sqlite._base import _OPEN_RETRIES as _OPEN_RETRIES
-from memorybank._async.stores.sqlite._base import SQLiteStoreBase as SQLiteStoreBase
+from memorybank._async.stores.sqlite._admin import AdminMixin
+from memorybank._async.stores.sqlite._base import FTS_BATCH as FTS_BATCH
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase
 from memorybank._async.stores.sqlite._base import Synchronous as Synchronous
-from memorybank._async.stores.sqlite._base import T as T
-from memorybank._async.stores.sqlite._base import _chunks as _chunks
-from memorybank._async.stores.sqlite._base import _is_busy as _is_busy
-from memorybank._async.stores.sqlite._entries import EntriesMixin as EntriesMixin
-from memorybank._async.stores.sqlite._entries import _entry_values as _entry_values
-from memorybank._async.stores.sqlite._entries import _insert_without_nulls as _insert_without_nulls
-from memorybank._async.stores.sqlite._entries import _is_none as _is_none
-from memorybank._async.stores.sqlite._entries import _json_object as _json_object
-from memorybank._async.stores.sqlite._entries import _stored as _stored
-from memorybank._async.stores.sqlite._records import RecordsMixin as RecordsMixin
-from memorybank._async.stores.sqlite._search import SearchMixin as SearchMixin
-from memorybank._async.stores.sqlite._threads import ThreadsMixin as ThreadsMixin
-from memorybank.stores._sqlite_schema import _INSERT_COLUMNS as _INSERT_COLUMNS
-from memorybank.stores._sqlite_schema import _SCOPE_FUNCTION as _SCOPE_FUNCTION
-from memorybank.stores._sqlite_schema import _SHARED_TOKEN as _SHARED_TOKEN
+from memorybank._async.stores.sqlite._entries import EntriesMixin
+from memorybank._async.stores.sqlite._records import RecordsMixin
+from memorybank._async.stores.sqlite._search import SearchMixin
+from memorybank._async.stores.sqlite._threads import ThreadsMixin
+from memorybank.stores._sqlite_schema import SHARED_TOKEN as SHARED_TOKEN
 from memorybank.stores._sqlite_schema import VECTOR_LOG_KEEP as VECTOR_LOG_KEEP
-from memorybank.stores._sqlite_schema import _append_sqls as _append_sqls
-from memorybank.stores._sqlite_schema import _fts_scope_update as _fts_scope_update
-from memorybank.stores._sqlite_schema import _migrations as _migrations
-from memorybank.stores._sqlite_schema import _owner_token as _owner_token
-from memorybank.stores._sqlite_schema import _scope_token as _scope_token
+from memorybank.stores._sqlite_schema import migrations as migrations
+from memorybank.stores._sqlite_schema import scope_token as scope_token
 
 __all__ = ["AsyncSQLiteStore"]
 

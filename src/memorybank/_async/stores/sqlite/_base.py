@@ -25,11 +25,11 @@ from memorybank.errors import (
 )
 from memorybank.records import Entry, Thread
 from memorybank.stores._sqlite_schema import (
-    _SCOPE_FUNCTION,
-    _append_sqls,
-    _fts_scope_update,
-    _migrations,
-    _scope_token,
+    SCOPE_FUNCTION,
+    append_sqls,
+    fts_scope_update,
+    migrations,
+    scope_token,
 )
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
@@ -44,7 +44,7 @@ _OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
 _IN_CHUNK = 500
 #: Entries a store appends before it moves them into the keyword index in one batch
 #: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
-_FTS_BATCH = 256
+FTS_BATCH = 256
 #: WAL pages between automatic checkpoints (SQLite's default is 1000).
 _CHECKPOINT_PAGES = 4000
 #: The connection's page cache, in KiB (SQLite's default is 2,000: 2 MB, which a
@@ -54,7 +54,7 @@ _CHECKPOINT_PAGES = 4000
 _CACHE_KIB = 65_536
 
 
-def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     for start in range(0, len(items), _IN_CHUNK):
         yield items[start : start + _IN_CHUNK]
 
@@ -91,7 +91,7 @@ class SQLiteStoreBase(AsyncStore):
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
         (self._append_head, self._append_head_branch, self._append_bump, self._append_insert) = (
-            _append_sqls(prefix)
+            append_sqls(prefix)
         )
 
     # -- plumbing ---------------------------------------------------------------
@@ -144,7 +144,7 @@ class SQLiteStoreBase(AsyncStore):
             f"PRAGMA cache_size = -{_CACHE_KIB};"
             "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
         )
-        conn.create_function(_SCOPE_FUNCTION, 2, _scope_token, deterministic=True)
+        conn.create_function(SCOPE_FUNCTION, 2, scope_token, deterministic=True)
         self._migrate(conn)
 
     def _open_error(self, error: sqlite3.Error, *, busy: bool) -> StoreError:
@@ -180,7 +180,7 @@ class SQLiteStoreBase(AsyncStore):
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         p = self.prefix
-        migrations = _migrations(p)
+        steps = migrations(p)
         version_table = f"{p}schema_version"
         try:  # the common open: one read says the schema is current
             row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
@@ -188,24 +188,24 @@ class SQLiteStoreBase(AsyncStore):
             if "no such table" not in str(error):
                 raise
             row = (None,)
-        if row[0] is not None and row[0] > len(migrations):
+        if row[0] is not None and row[0] > len(steps):
             raise ConfigurationError(
                 f"database schema version {row[0]} is newer than this memorybank supports"
-                f" ({len(migrations)}); upgrade memorybank"
+                f" ({len(steps)}); upgrade memorybank"
             )
-        if row[0] is not None and row[0] == len(migrations):
+        if row[0] is not None and row[0] == len(steps):
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
             row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
             current = row[0] or 0
-            if current > len(migrations):
+            if current > len(steps):
                 raise ConfigurationError(
                     f"database schema version {current} is newer than this memorybank supports"
                 )
-            for version in range(current, len(migrations)):
-                for statement in migrations[version]:
+            for version in range(current, len(steps)):
+                for statement in steps[version]:
                     conn.execute(statement)
                 conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
             conn.execute("COMMIT")
@@ -263,14 +263,14 @@ class SQLiteStoreBase(AsyncStore):
     # An append does not index its entries: the FTS5 insert (a new index segment per
     # transaction, merged later) was half of an append's page writes. Entries above
     # ``fts_state.indexed`` (a rowid) are moved in batches: by the appending store
-    # every ``_FTS_BATCH`` entries, and by a keyword search before it runs, so a
+    # every ``FTS_BATCH`` entries, and by a keyword search before it runs, so a
     # search always sees every committed entry. Deletes and content updates of
     # indexed rows reach the index through triggers (schema version 6).
 
     def _fts_sync(self, conn: sqlite3.Connection) -> None:
         """Index every entry above the mark (inside a write transaction)."""
         p = self.prefix
-        conn.execute(_fts_scope_update(p, ">", missing_only=True))
+        conn.execute(fts_scope_update(p, ">", missing_only=True))
         conn.execute(
             f"INSERT INTO {p}entries_fts (rowid, content, fts_scope)"
             f" SELECT rowid, content, fts_scope FROM {p}entries"
@@ -285,7 +285,7 @@ class SQLiteStoreBase(AsyncStore):
     def _fts_added(self, conn: sqlite3.Connection, count: int) -> None:
         """Count appended entries; index them once a batch is due (same transaction)."""
         self._fts_backlog += count
-        if self._fts_backlog >= _FTS_BATCH:
+        if self._fts_backlog >= FTS_BATCH:
             self._fts_sync(conn)
 
     def _fts_lag(self, conn: sqlite3.Connection) -> bool:

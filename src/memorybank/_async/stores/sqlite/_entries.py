@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank._async.stores.base import UNSET, Unset
-from memorybank._async.stores.sqlite._base import SQLiteStoreBase, _chunks
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase, chunks
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
@@ -26,7 +26,7 @@ from memorybank.stores._sql import (
     to_us,
     tool_calls_to_json,
 )
-from memorybank.stores._sqlite_schema import _INSERT_COLUMNS, _owner_token
+from memorybank.stores._sqlite_schema import INSERT_COLUMNS, owner_token
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores._items import AppendResult, NewEntry
@@ -44,7 +44,7 @@ def _insert_without_nulls(p: str, nulls: tuple[bool, ...]) -> tuple[str, Callabl
     kept = [i for i, null in enumerate(nulls) if not null]
     marks = ", ".join("NULL" if null else "?" for null in nulls)
     return (
-        f"INSERT INTO {p}entries ({_INSERT_COLUMNS}) VALUES ({marks})",
+        f"INSERT INTO {p}entries ({INSERT_COLUMNS}) VALUES ({marks})",
         operator.itemgetter(*kept),
     )
 
@@ -136,7 +136,7 @@ class EntriesMixin(SQLiteStoreBase):
             conn.execute(self._append_bump, (stamp, tenant, thread_id))
             thread = row_to_thread((*row[:8], stamp, row[9]))
             position: int = row[10] or 0
-            scope = _owner_token(tenant, row[2])
+            scope = owner_token(tenant, row[2])
             if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
                 position += 1
@@ -409,7 +409,7 @@ class EntriesMixin(SQLiteStoreBase):
         held += f" AND e.branch = ? AND e.id = {p}vectors.id"
         copies = " OR ".join(f"EXISTS ({held})" for _ in branches) or "0"
         copy_params = [x for name in branches for x in (tenant, thread_id, name)]
-        for chunk in _chunks(list(dict.fromkeys(entry_ids))):
+        for chunk in chunks(list(dict.fromkeys(entry_ids))):
             marks = ", ".join("?" * len(chunk))
             conn.execute(
                 f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
@@ -433,7 +433,7 @@ class EntriesMixin(SQLiteStoreBase):
             if not ids:
                 return 0
             removed = 0
-            for chunk in _chunks(list(dict.fromkeys(ids))):
+            for chunk in chunks(list(dict.fromkeys(ids))):
                 marks = ", ".join("?" * len(chunk))
                 removed += conn.execute(
                     f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"

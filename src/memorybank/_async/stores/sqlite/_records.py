@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank._async.stores.base import UNSET, Unset, Visibility
-from memorybank._async.stores.sqlite._base import SQLiteStoreBase, _chunks
+from memorybank._async.stores.sqlite._base import SQLiteStoreBase, chunks
 from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
 from memorybank.stores._sql import (
@@ -333,7 +333,7 @@ class RecordsMixin(SQLiteStoreBase):
 
         def op(conn: sqlite3.Connection) -> dict[str, Record]:
             found: dict[str, Record] = {}
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 query = sql.format(marks=", ".join("?" * len(chunk)))
                 for row in conn.execute(query, (tenant, kind, *chunk)):
                     found[row[1]] = row_to_record(row)
@@ -382,7 +382,7 @@ class RecordsMixin(SQLiteStoreBase):
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             rows: list[Any] = []
-            for chunk in _chunks(wanted):
+            for chunk in chunks(wanted):
                 query = sql.format(marks=", ".join("?" * len(chunk)))
                 rows += conn.execute(query, (tenant, *kinds, *chunk, *scope_params)).fetchall()
             rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts

@@ -53,17 +53,17 @@ from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
 from memorybank.stores._mysql_compat import MySQLConnection
 from memorybank.stores._mysql_rows import (
-    _BEGIN,
-    _E_COLS,
-    _INSERT_COLS,
-    _INSERT_WIDTH,
-    _T_COLS,
-    _AppendItem,
-    _build_thread,
-    _entry_values,
-    _idem_hash,
-    _marks,
-    _Statement,
+    BEGIN,
+    E_COLS,
+    INSERT_COLS,
+    INSERT_WIDTH,
+    T_COLS,
+    AppendItem,
+    Statement,
+    build_thread,
+    entry_values,
+    idem_hash,
+    placeholders,
 )
 from memorybank.stores._sql import row_to_entry, to_us
 
@@ -73,7 +73,7 @@ _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys:
 _COMBINED_BYTES = 1 << 20
 
 
-def _by_size(items: Sequence[_AppendItem]) -> Iterator[Sequence[_AppendItem]]:
+def _by_size(items: Sequence[AppendItem]) -> Iterator[Sequence[AppendItem]]:
     """``items`` in runs of about ``_COMBINED_BYTES`` of text (``max_allowed_packet``)."""
     start, size = 0, 0
     for k, item in enumerate(items):
@@ -99,7 +99,7 @@ def _append_head(
     if not head:
         raise NotFound(f"thread {thread_id!r} not found")
     row = json.loads(head[0][0])
-    thread = _build_thread(row)
+    thread = build_thread(row)
     if not isinstance(owner, Unset) and not row[12]:
         raise ThreadForbidden()
     name = thread.current_branch if branch is None else branch
@@ -150,7 +150,7 @@ class AppendsMixin(MySQLBase):
         return self._append_now(tenant, thread_id, entries, updated_at, branch, owner)
 
     def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
+        self, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
         """The appends of concurrent callers, to any threads, in one transaction and a
         fixed number of statements (``_combine``): round trip 1 locks the threads (in
@@ -175,32 +175,32 @@ class AppendsMixin(MySQLBase):
         return out
 
     def _append_chunk(
-        self, tenant: str, items: Sequence[_AppendItem]
+        self, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
         return self._with_retry(lambda conn: self._append_many(conn, tenant, items))
 
     def _append_many(
-        self, conn: MySQLConnection, tenant: str, items: Sequence[_AppendItem]
+        self, conn: MySQLConnection, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
         tids = sorted({item[0] for item in items})
         named = sorted({item[1] for item in items if item[1] is not None})
         branch_match = "b.name = t.current_branch"
         if named:
-            branch_match = f"({branch_match} OR b.name IN ({_marks(len(named))}))"
-        lock: _Statement = (
-            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position)"
+            branch_match = f"({branch_match} OR b.name IN ({placeholders(len(named))}))"
+        lock: Statement = (
+            f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             f" AND b.thread_id = t.id AND {branch_match}"
-            f" WHERE t.tenant_id = %s AND t.id IN ({_marks(len(tids))})"
+            f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(tids))})"
             " ORDER BY t.id, b.name FOR UPDATE",
             (*named, tenant, *tids),
         )
-        results = self._run(conn, [(_BEGIN, None), lock])
+        results = self._run(conn, [(BEGIN, None), lock])
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
             row = json.loads(text)
-            read = _build_thread(row)
+            read = build_thread(row)
             threads.setdefault(read.id, read)
             if row[10] is not None:
                 counters[read.id, row[10]] = int(row[11])
@@ -224,17 +224,17 @@ class AppendsMixin(MySQLBase):
             for new in sent:
                 position += 1
                 stored.append(_stored_entry(new, thread_id, name, position))
-                values += (tenant, thread_id, name, position, *_entry_values(new))
+                values += (tenant, thread_id, name, position, *entry_values(new))
             counters[thread_id, name] = position
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
             out.append(AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at)))
-        writes: list[_Statement] = []
+        writes: list[Statement] = []
         if values:
-            rows = len(values) // _INSERT_WIDTH
+            rows = len(values) // INSERT_WIDTH
             writes.append(
                 (
-                    f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
-                    + ", ".join([f"({_marks(_INSERT_WIDTH)})"] * rows),
+                    f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES "
+                    + ", ".join([f"({placeholders(INSERT_WIDTH)})"] * rows),
                     values,
                 )
             )
@@ -244,7 +244,7 @@ class AppendsMixin(MySQLBase):
                     f"UPDATE {self._branches} SET last_position = CASE"
                     + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
                     + " ELSE last_position END WHERE tenant_id = %s AND thread_id IN"
-                    f" ({_marks(len(touched))})",
+                    f" ({placeholders(len(touched))})",
                     (*(v for m in moved for v in m), tenant, *touched),
                 )
             )
@@ -253,7 +253,7 @@ class AppendsMixin(MySQLBase):
                     f"UPDATE {self._threads} SET updated_at = CASE"
                     + " WHEN id = %s THEN %s" * len(touched)
                     + " ELSE updated_at END WHERE tenant_id = %s"
-                    + f" AND id IN ({_marks(len(touched))})",
+                    + f" AND id IN ({placeholders(len(touched))})",
                     (
                         *(v for t, when in touched.items() for v in (t, to_us(when))),
                         tenant,
@@ -267,11 +267,11 @@ class AppendsMixin(MySQLBase):
 
     def _lock_statement(
         self, tenant: str, thread_id: str, branch: str | None, owner: str | Unset | None
-    ) -> _Statement:
+    ) -> Statement:
         """Lock the thread and branch rows; the thread, branch, counter and owner verdict."""
         return (
             # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
-            f"SELECT JSON_ARRAY({_T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
+            f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
@@ -307,17 +307,17 @@ class AppendsMixin(MySQLBase):
         # expression the fast path's writes are conditional on: the error raised below
         # and what was written can never disagree (a refused append writes nothing).
         lock = self._lock_statement(tenant, thread_id, branch, owner)
-        statements: list[_Statement] = [(_BEGIN, None), lock]
+        statements: list[Statement] = [(BEGIN, None), lock]
         if fast:
             # One round trip: the writes are conditional on the checks (thread,
             # owner, branch), so a failed check writes nothing and the COMMIT
             # ends an empty transaction; positions come from the locked counter.
             statements += self._fast_writes(tenant, thread_id, entries, updated_at, branch, owner)
         elif keys:
-            hashes = [_idem_hash(k) for k in keys]
+            hashes = [idem_hash(k) for k in keys]
             statements.append(
                 (
-                    f"SELECT {_E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
+                    f"SELECT {E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
                     " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                     " WHERE e.tenant_id = %s AND e.thread_id = %s"
                     " AND e.branch = COALESCE(%s, t.current_branch)"
@@ -352,17 +352,17 @@ class AppendsMixin(MySQLBase):
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry
             stored.append(entry)
-            values += (tenant, thread_id, name, position, *_entry_values(new))
+            values += (tenant, thread_id, name, position, *entry_values(new))
         thread = dataclasses.replace(thread, updated_at=updated_at)
         if fast:
             return AppendResult(stored, thread)
-        writes: list[_Statement] = []
-        added = len(values) // _INSERT_WIDTH
+        writes: list[Statement] = []
+        added = len(values) // INSERT_WIDTH
         if added:
-            row_marks = "(" + ", ".join(["%s"] * _INSERT_WIDTH) + ")"
+            row_marks = "(" + ", ".join(["%s"] * INSERT_WIDTH) + ")"
             writes.append(
                 (
-                    f"INSERT INTO {self._entries} ({_INSERT_COLS}) VALUES "
+                    f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES "
                     + ", ".join([row_marks] * added),
                     values,
                 )
@@ -392,7 +392,7 @@ class AppendsMixin(MySQLBase):
         updated_at: datetime,
         branch: str | None,
         owner: str | Unset | None,
-    ) -> list[_Statement]:
+    ) -> list[Statement]:
         """INSERT ... SELECT and UPDATE that write only if thread, owner and branch check out."""
         source = (
             f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
@@ -403,17 +403,17 @@ class AppendsMixin(MySQLBase):
         if not isinstance(owner, Unset):
             source += " AND t.user_id <=> %s"
             where.append(owner)
-        marks = ", ".join(["%s"] * (_INSERT_WIDTH - 4))
+        marks = ", ".join(["%s"] * (INSERT_WIDTH - 4))
         selects = []
         args: list[Any] = []
         for offset, new in enumerate(entries, start=1):
             selects.append(
                 f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
             )
-            args += (*_entry_values(new), *where)
+            args += (*entry_values(new), *where)
         return [
             (
-                f"INSERT INTO {self._entries} ({_INSERT_COLS}) " + " UNION ALL ".join(selects),
+                f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(selects),
                 args,
             ),
             (

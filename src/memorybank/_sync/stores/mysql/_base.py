@@ -14,7 +14,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pymysql
 
@@ -31,23 +31,23 @@ from memorybank.errors import (
 from memorybank.records import Thread
 from memorybank.stores._mysql_compat import MySQLConnection, MySQLPool
 from memorybank.stores._mysql_rows import (
-    _APPEND_BATCHES,
-    _ATTEMPTS,
-    _BATCH_BYTES,
-    _BEGIN,
-    _IN_CHUNK,
-    _NO_RESULT,
-    _PREFIX,
-    _SESSION_BEGIN,
+    APPEND_BATCHES,
+    ATTEMPTS,
+    BATCH_BYTES,
+    BEGIN,
+    IN_CHUNK,
+    NO_RESULT,
+    PREFIX,
+    SESSION_BEGIN,
+    AppendItem,
     MySQLWork,
-    _AppendItem,
-    _LockContention,
-    _marks,
-    _Statement,
-    _translate,
-    _url_options,
+    LockContention,
+    Statement,
+    placeholders,
+    translate,
+    url_options,
 )
-from memorybank.stores._mysql_schema import _IGNORED_ON_RERUN, _MIGRATIONS, _TABLE
+from memorybank.stores._mysql_schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
 from memorybank.stores._sql import THREAD_COLUMNS, row_to_thread
 
 T = TypeVar("T")
@@ -67,7 +67,7 @@ class MySQLBase(Store):
 
         The caller owns the pool: ``close()`` leaves it open.
         """
-        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+        if not isinstance(prefix, str) or not PREFIX.fullmatch(prefix):
             raise ConfigurationError(
                 f"bad table prefix {prefix!r}: use up to 40 letters, digits or underscores"
             )
@@ -79,8 +79,8 @@ class MySQLBase(Store):
         self._schema_lock = Lock()
         # concurrent appends without idempotency keys to one thread (with one owner
         # check) share a transaction: one commit for the lot (``_combine``)
-        self._appends: Combiner[str, _AppendItem, AppendResult] = Combiner(
-            self._append_combined, limit=_APPEND_BATCHES
+        self._appends: Combiner[str, AppendItem, AppendResult] = Combiner(
+            self._append_combined, limit=APPEND_BATCHES
         )
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -96,12 +96,6 @@ class MySQLBase(Store):
         self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
 
-    def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """Appends of concurrent callers in one transaction (``_appends`` runs it)."""
-        raise NotImplementedError  # defined by the appends mixin
-
     @classmethod
     def from_url(
         cls,
@@ -116,7 +110,7 @@ class MySQLBase(Store):
             raise ConfigurationError("pool_size must be >= 1")
         if timeout <= 0:
             raise ConfigurationError("timeout must be > 0")
-        pool = MySQLPool(size=pool_size, timeout=timeout, connect=_url_options(url))
+        pool = MySQLPool(size=pool_size, timeout=timeout, connect=url_options(url))
         store = cls(pool, prefix=prefix, timeout=timeout)
         store._pool = pool  # owned: close() closes it
         return store
@@ -144,39 +138,39 @@ class MySQLBase(Store):
         except MemoryBankError:
             raise
         except (pymysql.err.Error, OSError) as error:
-            raise _translate(error) from error
+            raise translate(error) from error
 
     def _with_retry(self, work: MySQLWork[T]) -> T:
         """``work`` on a pooled connection. Work lost to lock contention (its transaction
         rolled back) runs again on a connection taken anew, after 10 ms, then 20 ms: at
-        most ``_ATTEMPTS`` runs, then the ``_LockContention`` (a ``StoreUnavailable``)."""
-        for attempt in range(_ATTEMPTS):
+        most ``ATTEMPTS`` runs, then the ``LockContention`` (a ``StoreUnavailable``)."""
+        for attempt in range(ATTEMPTS):
             try:
                 with self._connection() as conn:
                     return work(conn)
-            except _LockContention:
-                if attempt + 1 >= _ATTEMPTS:
+            except LockContention:
+                if attempt + 1 >= ATTEMPTS:
                     raise
                 sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
     def _run_retried(
-        self, statements: Sequence[_Statement]
+        self, statements: Sequence[Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
         """``_run`` on a pooled connection, retrying a transaction lost to lock contention."""
         return self._with_retry(lambda conn: self._run(conn, statements))
 
     def _run(
-        self, conn: MySQLConnection, statements: Sequence[_Statement]
+        self, conn: MySQLConnection, statements: Sequence[Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
         """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
         texts = [s if a is None else "" for s, a in statements]
-        begin = bool(statements) and statements[0][0] is _BEGIN
+        begin = bool(statements) and statements[0][0] is BEGIN
         if begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"
             else:
-                texts[0] = _SESSION_BEGIN
+                texts[0] = SESSION_BEGIN
                 self._read_committed.add(conn)
         with conn.cursor() as cur:
             sql = ";\n".join(
@@ -188,7 +182,7 @@ class MySQLBase(Store):
             while cur.nextset():
                 results.append((list(cur.fetchall() or ()), cur.rowcount))
         if begin and texts[0] == "START TRANSACTION":
-            results.insert(0, _NO_RESULT)  # where SET's result would be
+            results.insert(0, NO_RESULT)  # where SET's result would be
         return results
 
     def _one(
@@ -211,7 +205,7 @@ class MySQLBase(Store):
         with self._schema_lock:
             if self._ready:
                 return
-            if self._schema_version(conn) == len(_MIGRATIONS):
+            if self._schema_version(conn) == len(MIGRATIONS):
                 self._ready = True
                 return
             lock = f"memorybank:{self.prefix}"
@@ -224,22 +218,22 @@ class MySQLBase(Store):
                 self._one(
                     conn,
                     f"CREATE TABLE IF NOT EXISTS {self._version} (id TINYINT NOT NULL PRIMARY KEY,"
-                    f" version INT NOT NULL) {_TABLE}",
+                    f" version INT NOT NULL) {TABLE}",
                 )
                 version = self._schema_version(conn)
-                if version > len(_MIGRATIONS):
+                if version > len(MIGRATIONS):
                     raise ConfigurationError(
                         f"the MySQL schema (version {version}) is newer than this memorybank"
-                        f" (version {len(_MIGRATIONS)}): upgrade memorybank"
+                        f" (version {len(MIGRATIONS)}): upgrade memorybank"
                     )
                 collation = self._exact_collation(conn)
-                for number in range(version, len(_MIGRATIONS)):
-                    for statement in _MIGRATIONS[number]:
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in MIGRATIONS[number]:
                         sql = statement.replace("{p}", self.prefix).replace("{bin}", collation)
                         try:
                             self._one(conn, sql)
                         except pymysql.err.MySQLError as error:
-                            if not error.args or error.args[0] not in _IGNORED_ON_RERUN:
+                            if not error.args or error.args[0] not in IGNORED_ON_RERUN:
                                 raise
                     self._one(
                         conn,
@@ -295,13 +289,13 @@ class MySQLBase(Store):
 
     def _transaction(
         self,
-        statements: Sequence[_Statement],
+        statements: Sequence[Statement],
         *,
         tenant: str = "",
         guard: RecordGuard | None = None,
     ) -> list[int]:
         """Run write statements as one transaction, in as few round trips as their size
-        allows (about ``_BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts.
+        allows (about ``BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts.
 
         With ``guard``, a first round trip locks or claims the guarded record and the
         statements run only if it holds (``Conflict`` otherwise, rolled back).
@@ -313,13 +307,13 @@ class MySQLBase(Store):
     def _transaction_on(
         self,
         conn: MySQLConnection,
-        statements: Sequence[_Statement],
+        statements: Sequence[Statement],
         tenant: str,
         guard: RecordGuard | None,
     ) -> list[int]:
-        tail: list[_Statement] = [("COMMIT", None)]
+        tail: list[Statement] = [("COMMIT", None)]
         if guard is None:
-            batch: list[_Statement] = [(_BEGIN, None)]
+            batch: list[Statement] = [(BEGIN, None)]
             skip = 2  # SET TRANSACTION, START TRANSACTION
         else:
             self._check_guard(conn, tenant, guard)
@@ -333,7 +327,7 @@ class MySQLBase(Store):
             size += len(statement[0]) + sum(
                 len(a) for a in statement[1] or () if isinstance(a, str)
             )
-            if size >= _BATCH_BYTES or statement[0] == "COMMIT":
+            if size >= BATCH_BYTES or statement[0] == "COMMIT":
                 results = self._run(conn, batch)
                 counts += [r[1] for r in results]
                 batch, size = [], 0
@@ -349,7 +343,7 @@ class MySQLBase(Store):
         finds the key taken. Placeholders are never committed, so -1 means ours.
         """
         key = (tenant, guard.kind, guard.id)
-        statements: list[_Statement] = [(_BEGIN, None)]
+        statements: list[Statement] = [(BEGIN, None)]
         if guard.revision is None:
             statements.append(
                 (
@@ -371,7 +365,7 @@ class MySQLBase(Store):
         if found != (-1 if guard.revision is None else guard.revision):
             raise guard.failed()  # the pool rolls back
 
-    def _guard_release(self, tenant: str, guard: RecordGuard) -> _Statement:
+    def _guard_release(self, tenant: str, guard: RecordGuard) -> Statement:
         """Drop the placeholder of an absent guarded record (unless the write replaced it)."""
         return (
             f"DELETE FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s"
@@ -379,26 +373,26 @@ class MySQLBase(Store):
             (tenant, guard.kind, guard.id),
         )
 
-    def _select_many(self, statements: Sequence[_Statement]) -> list[tuple[Any, ...]]:
+    def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip
-        unless they exceed ``_BATCH_BYTES`` (then one per that many bytes)."""
+        unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
         rows: list[tuple[Any, ...]] = []
         with self._connection() as conn:
-            batch: list[_Statement] = []
+            batch: list[Statement] = []
             size = 0
             for statement in statements:
                 batch.append(statement)
                 size += len(statement[0]) + sum(
                     len(a) for a in statement[1] or () if isinstance(a, str)
                 )
-                if size >= _BATCH_BYTES:
+                if size >= BATCH_BYTES:
                     rows += [row for result, _ in self._run(conn, batch) for row in result]
                     batch, size = [], 0
             if batch:
                 rows += [row for result, _ in self._run(conn, batch) for row in result]
         return rows
 
-    def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> _Statement:
+    def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> Statement:
         """Bump the vector cache generation of the (model, kind)s of the tenant's vectors
         that ``where`` (on ``v``, with ``args``) selects: run before deleting them."""
         return (
@@ -411,7 +405,7 @@ class MySQLBase(Store):
 
     def _drop_entry_vectors(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], others: Sequence[str]
-    ) -> list[_Statement]:
+    ) -> list[Statement]:
         """Statements deleting the vectors of these deleted entries of one branch that no
         other branch (``others``) holds a copy of (a fork copies entries with their ids),
         after bumping the vector cache generation."""
@@ -420,13 +414,15 @@ class MySQLBase(Store):
             held = (
                 f" AND NOT EXISTS (SELECT 1 FROM {self._entries} o WHERE o.tenant_id = v.tenant_id"
                 " AND o.thread_id = v.thread_id"
-                f" AND o.branch IN ({_marks(len(others))}) AND o.id = v.id)"
+                f" AND o.branch IN ({placeholders(len(others))}) AND o.id = v.id)"
             )
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         ids = list(dict.fromkeys(entry_ids))
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start : start + _IN_CHUNK]
-            where = f"v.kind = 'entry' AND v.thread_id = %s AND v.id IN ({_marks(len(chunk))})"
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            where = (
+                f"v.kind = 'entry' AND v.thread_id = %s AND v.id IN ({placeholders(len(chunk))})"
+            )
             statements += [
                 self._bump(tenant, where + held, (thread_id, *chunk, *others)),
                 (
@@ -435,3 +431,9 @@ class MySQLBase(Store):
                 ),
             ]
         return statements
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[AppendItem]
+        ) -> list[AppendResult | Exception]: ...

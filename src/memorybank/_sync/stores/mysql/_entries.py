@@ -31,18 +31,18 @@ from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores._mysql_compat import MySQLConnection
 from memorybank.stores._mysql_rows import (
-    _ALL,
-    _BEGIN,
-    _E_COLS,
-    _IN_CHUNK,
-    _INSERT_COLS,
-    _INSERT_WIDTH,
-    _PAGE_COLS,
-    _THREAD_WIDTH,
-    _entry_values,
-    _marks,
-    _page_entry,
-    _Statement,
+    ALL,
+    BEGIN,
+    E_COLS,
+    IN_CHUNK,
+    INSERT_COLS,
+    INSERT_WIDTH,
+    PAGE_COLS,
+    THREAD_WIDTH,
+    Statement,
+    entry_values,
+    page_entry,
+    placeholders,
 )
 from memorybank.stores._sql import (
     THREAD_COLUMNS,
@@ -85,13 +85,13 @@ class EntriesMixin(MySQLBase):
         if after is not None:
             where += " AND e.created_at > %s"
             args.append(to_us(after))
-        args += [_ALL if limit is None else limit, offset]
+        args += [ALL if limit is None else limit, offset]
         with self._connection() as conn:
             rows, _ = self._one(
                 conn,
                 f"SELECT JSON_ARRAY({THREAD_COLUMNS}) FROM {self._threads}"
                 " WHERE tenant_id = %s AND id = %s"
-                f" UNION ALL (SELECT JSON_ARRAY({_PAGE_COLS}) FROM {self._entries} e"
+                f" UNION ALL (SELECT JSON_ARRAY({PAGE_COLS}) FROM {self._entries} e"
                 " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch = COALESCE(%s,"
                 f" (SELECT current_branch FROM {self._threads}"
                 f" WHERE tenant_id = %s AND id = %s)){where}"
@@ -102,7 +102,7 @@ class EntriesMixin(MySQLBase):
         values: list[list[Any]] = []
         for (text,) in rows:
             row = json.loads(text)
-            if len(row) == _THREAD_WIDTH:
+            if len(row) == THREAD_WIDTH:
                 thread = row_to_thread(row)
             else:
                 values.append(row)
@@ -110,7 +110,7 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
         values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
-        return thread, [_page_entry(row, thread_id, name) for row in values]
+        return thread, [page_entry(row, thread_id, name) for row in values]
 
     def recent_messages(
         self, tenant: str, thread_id: str, limit: int
@@ -146,7 +146,7 @@ class EntriesMixin(MySQLBase):
     ) -> Entry | None:
         """One entry of the branch, or ``None``."""
         rows = self._query(
-            f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+            f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
             " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
             " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
             " AND e.branch = COALESCE(%s, t.current_branch)",
@@ -164,14 +164,14 @@ class EntriesMixin(MySQLBase):
         rows = self._select_many(
             [
                 (
-                    f"SELECT {_E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
                     " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                     " WHERE e.tenant_id = %s AND e.thread_id = %s"
                     " AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.id IN ({_marks(len(chunk))})",
+                    f" AND e.id IN ({placeholders(len(chunk))})",
                     (tenant, thread_id, branch, *chunk),
                 )
-                for chunk in (wanted[i : i + _IN_CHUNK] for i in range(0, len(wanted), _IN_CHUNK))
+                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
             ]
         )
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
@@ -199,9 +199,9 @@ class EntriesMixin(MySQLBase):
                 self._get_thread(conn, tenant, thread_id)
             return 0
         total = 0
-        for start in range(0, len(ids), _IN_CHUNK):
-            chunk = ids[start : start + _IN_CHUNK]
-            condition = f" AND e.id IN ({_marks(len(chunk))})"
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            condition = f" AND e.id IN ({placeholders(len(chunk))})"
             total += self._delete_where(tenant, thread_id, branch, condition, chunk)
         return total
 
@@ -251,7 +251,7 @@ class EntriesMixin(MySQLBase):
         results = self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     f"SELECT COALESCE(%s, current_branch) FROM {self._threads}"
                     " WHERE tenant_id = %s AND id = %s FOR UPDATE",
@@ -321,7 +321,7 @@ class EntriesMixin(MySQLBase):
         results = self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     f"SELECT b.name FROM {self._threads} t LEFT JOIN {self._branches} b"
                     " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s"
@@ -349,7 +349,7 @@ class EntriesMixin(MySQLBase):
             self._one(conn, "ROLLBACK")
             return False
         others = [str(r[0]) for r in results[4][0] if r[0] != branch]
-        writes: list[_Statement] = [
+        writes: list[Statement] = [
             (
                 f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
                 " AND branch = %s AND position <= %s",
@@ -360,9 +360,9 @@ class EntriesMixin(MySQLBase):
         if summary is not None:
             writes.append(
                 (
-                    f"INSERT INTO {self._entries} ({_INSERT_COLS})"
-                    f" VALUES ({', '.join(['%s'] * _INSERT_WIDTH)})",
-                    (tenant, thread_id, branch, through, *_entry_values(summary)),
+                    f"INSERT INTO {self._entries} ({INSERT_COLS})"
+                    f" VALUES ({', '.join(['%s'] * INSERT_WIDTH)})",
+                    (tenant, thread_id, branch, through, *entry_values(summary)),
                 )
             )
         writes += [
@@ -385,8 +385,8 @@ class EntriesMixin(MySQLBase):
     ) -> int:
         """Set content, state and token count by id in one transaction (one round trip)."""
         by_id = {c[0]: c for c in changes}  # the last change of an id wins
-        statements: list[_Statement] = [
-            (_BEGIN, None),
+        statements: list[Statement] = [
+            (BEGIN, None),
             (
                 f"SELECT id FROM {self._threads} WHERE tenant_id = %s AND id = %s FOR UPDATE",
                 (tenant, thread_id),

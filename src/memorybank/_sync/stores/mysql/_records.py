@@ -11,7 +11,7 @@ from typing import Any
 
 from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._sync.stores.mysql._base import MySQLBase
-from memorybank.stores._mysql_rows import _ALL, _R_COLS, _chunks, _marks, _Statement
+from memorybank.stores._mysql_rows import ALL, R_COLS, Statement, chunks, placeholders
 from memorybank.stores._sql import dump, row_to_record, scope_sql, to_us
 from memorybank.stores._types import by_kind
 
@@ -23,7 +23,7 @@ class RecordsMixin(MySQLBase):
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
     ) -> None:
         """Upsert every record (by kind and id) in one transaction (guard: ``_check_guard``)."""
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for r in records:
             values = (
                 r.agent_id,
@@ -52,7 +52,7 @@ class RecordsMixin(MySQLBase):
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
         rows = self._query(
-            f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
+            f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
             (tenant, kind, record_id),
         )
         return row_to_record(rows[0]) if rows else None
@@ -69,10 +69,10 @@ class RecordsMixin(MySQLBase):
         ids = list(dict.fromkeys(record_ids))
         if not ids and guard is None:
             return 0
-        statements: list[_Statement] = []
+        statements: list[Statement] = []
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
-            marks = _marks(len(chunk))
+            marks = placeholders(len(chunk))
             where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({marks})"
             statements += [
                 self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
@@ -101,9 +101,9 @@ class RecordsMixin(MySQLBase):
                 where.append(f"{column} <=> %s")
                 args.append(value)
         scope, scope_args = scope_sql("", visible_to, "%s")
-        args += [*scope_args, _ALL if limit is None else limit]
+        args += [*scope_args, ALL if limit is None else limit]
         rows = self._query(
-            f"SELECT {_R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
+            f"SELECT {R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
             " ORDER BY created_at, id LIMIT %s",
             args,
         )
@@ -112,18 +112,18 @@ class RecordsMixin(MySQLBase):
     def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
     ) -> dict[str, Record]:
-        """Primary-key reads, ``_IN_CHUNK`` ids per statement, in one round trip."""
+        """Primary-key reads, ``IN_CHUNK`` ids per statement, in one round trip."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         rows = self._select_many(
             [
                 (
-                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
-                    f" AND id IN ({_marks(len(chunk))})",
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                    f" AND id IN ({placeholders(len(chunk))})",
                     (tenant, kind, *chunk),
                 )
-                for chunk in _chunks(ids)
+                for chunk in chunks(ids)
             ]
         )
         found = {row[1]: row_to_record(row) for row in rows}
@@ -137,7 +137,7 @@ class RecordsMixin(MySQLBase):
         *,
         visible_to: Visibility | None = None,
     ) -> list[Record]:
-        """Reads of the ``records_key`` index, ``_IN_CHUNK`` keys per statement, in one
+        """Reads of the ``records_key`` index, ``IN_CHUNK`` keys per statement, in one
         round trip; oldest first."""
         return self._list_keys(tenant, [kind], keys, visible_to)
 
@@ -167,11 +167,12 @@ class RecordsMixin(MySQLBase):
         rows = self._select_many(
             [
                 (
-                    f"SELECT {_R_COLS} FROM {self._records} WHERE tenant_id = %s"
-                    f" AND kind IN ({_marks(len(kinds))}) AND k IN ({_marks(len(chunk))}){scope}",
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s"
+                    f" AND kind IN ({placeholders(len(kinds))})"
+                    f" AND k IN ({placeholders(len(chunk))}){scope}",
                     (tenant, *kinds, *chunk, *scope_args),
                 )
-                for chunk in _chunks(wanted)
+                for chunk in chunks(wanted)
             ]
         )
         rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
@@ -197,7 +198,7 @@ class RecordsMixin(MySQLBase):
         scope, scope_args = scope_sql("", visible_to, "%s")
         args += [*scope_args, limit]
         rows = self._query(
-            f"SELECT {_R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
+            f"SELECT {R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
             f" WHERE {where}{scope} ORDER BY created_at, id LIMIT %s",
             args,
         )

@@ -11,7 +11,7 @@ from memorybank._sync.stores.base import Unset
 from memorybank._sync.stores.mysql._base import MySQLBase
 from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
-from memorybank.stores._mysql_rows import _BEGIN
+from memorybank.stores._mysql_rows import BEGIN
 from memorybank.stores._sql import any_user, row_to_summary, run_ids_sql, to_us
 
 
@@ -102,7 +102,7 @@ class RunsMixin(MySQLBase):
         checked = (user_id, value, user_id, when, user_id, user_id)  # (mine, new value) x 3
         results = self._run_retried(
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     insert + f" ON DUPLICATE KEY UPDATE value = IF({mine}, %s, value),"
                     f" saved_at = IF({mine}, %s, saved_at), user_id = IF({mine}, %s, user_id)",
@@ -137,7 +137,7 @@ class RunsMixin(MySQLBase):
             return self._execute(delete, (tenant, run_id)) > 0
         results = self._run_retried(
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     f"SELECT user_id FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s"
                     " FOR UPDATE",
@@ -196,7 +196,7 @@ class RunsMixin(MySQLBase):
         )
         results = self._run_retried(
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 self._bump(
                     tenant,
                     f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {self._threads} t"

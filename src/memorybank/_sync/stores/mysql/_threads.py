@@ -16,7 +16,7 @@ from memorybank._sync.stores.mysql._base import MySQLBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores._mysql_compat import MySQLConnection
-from memorybank.stores._mysql_rows import _ALL, _BEGIN, _INSERT_COLS
+from memorybank.stores._mysql_rows import ALL, BEGIN, INSERT_COLS
 from memorybank.stores._sql import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
 
 
@@ -30,7 +30,7 @@ class ThreadsMixin(MySQLBase):
                 self._run(
                     conn,
                     [
-                        (_BEGIN, None),
+                        (BEGIN, None),
                         (
                             f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
                             " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -98,7 +98,7 @@ class ThreadsMixin(MySQLBase):
         if status is not None:
             where.append("status = %s")
             args.append(status)
-        args.append(_ALL if limit is None else limit)
+        args.append(ALL if limit is None else limit)
         rows = self._query(
             f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE {' AND '.join(where)}"
             " ORDER BY updated_at DESC, id DESC LIMIT %s",
@@ -162,7 +162,7 @@ class ThreadsMixin(MySQLBase):
         key = (tenant, thread_id)
         results = self._run_retried(
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
                 (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
                 (
@@ -214,7 +214,7 @@ class ThreadsMixin(MySQLBase):
         results = self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     "SELECT t.id, s.last_position, d.name,"
                     f" (SELECT e.position FROM {self._entries} e"
@@ -240,7 +240,7 @@ class ThreadsMixin(MySQLBase):
         if from_entry is not None and entry_position is None:
             raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
         upto = int(source_last) if from_entry is None else int(entry_position)
-        columns = _INSERT_COLS.replace("branch, ", "")
+        columns = INSERT_COLS.replace("branch, ", "")
         self._run(
             conn,
             [
@@ -291,7 +291,7 @@ class ThreadsMixin(MySQLBase):
         results = self._run(
             conn,
             [
-                (_BEGIN, None),
+                (BEGIN, None),
                 (
                     f"SELECT current_branch FROM {self._threads}"
                     " WHERE tenant_id = %s AND id = %s FOR UPDATE",

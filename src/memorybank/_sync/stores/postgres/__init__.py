@@ -231,7 +231,7 @@ from memorybank._sync.stores.postgres._runs import RunsMixin
 from memorybank._sync.stores.postgres._search import SearchMixin
 from memorybank._sync.stores.postgres._threads import ThreadsMixin
 from memorybank._sync.stores.postgres._vectors import VectorsMixin
-from memorybank.stores._postgres_rows import _tsquery as _tsquery
+from memorybank.stores._postgres_rows import tsquery as tsquery
 from memorybank.stores._postgres_schema import MIGRATIONS
 from memorybank.stores._postgres_schema import TABLES as TABLES
 

@@ -18,13 +18,13 @@ from memorybank._idempotency import key_reused
 from memorybank.errors import Conflict, NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
 from memorybank.stores._postgres_rows import (
-    _E_START,
-    _KEY_RACES,
-    _N_ENTRY,
-    _N_THREAD,
-    _AppendItem,
-    _new_entry,
-    _new_entry_json,
+    E_START,
+    KEY_RACES,
+    N_ENTRY,
+    N_THREAD,
+    AppendItem,
+    new_entry,
+    new_entry_json,
 )
 from memorybank.stores._sql import dump, row_to_entry, row_to_thread, tool_calls_value
 
@@ -60,7 +60,7 @@ class AppendsMixin(PostgresBase):
             if self._pool is None:  # one connection: the caller's, maybe in its transaction
                 return self._append_plain(tenant, thread_id, sent, updated_at, branch, owner)
             return self._appends.submit(tenant, (thread_id, branch, owner, sent, updated_at))
-        batch = dump([{**_new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
+        batch = dump([{**new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)])
         params = {
             "tenant": tenant,
             "thread": thread_id,
@@ -77,26 +77,26 @@ class AppendsMixin(PostgresBase):
         if status == 2:
             raise ThreadForbidden()
         if status == 4:
-            raise key_reused(rows[0][_E_START + _N_ENTRY - 1])
+            raise key_reused(rows[0][E_START + N_ENTRY - 1])
         if status == 3:
             raise NotFound(f"branch {resolved!r} not found")
-        thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
+        thread = row_to_thread(rows[0][2 : 2 + N_THREAD])
         stored: dict[int, Entry] = {}
         for row in rows:
-            ord_ = row[2 + _N_THREAD]
+            ord_ = row[2 + N_THREAD]
             if ord_ is None:
                 continue
             index = int(ord_) - 1
-            if row[_E_START] is not None:  # already on the branch (idempotency key)
-                stored[index] = row_to_entry(row[_E_START : _E_START + _N_ENTRY])
+            if row[E_START] is not None:  # already on the branch (idempotency key)
+                stored[index] = row_to_entry(row[E_START : E_START + N_ENTRY])
             else:
-                stored[index] = _new_entry(sent[index], thread_id, resolved, row[3 + _N_THREAD])
+                stored[index] = new_entry(sent[index], thread_id, resolved, row[3 + N_THREAD])
         if len(stored) < len(sent):  # the branch was deleted after the statement's checks
             raise NotFound(f"branch {resolved!r} not found")
         return AppendResult([stored[i] for i in slot], thread)
 
     def _append_combined(
-        self, tenant: str, items: Sequence[_AppendItem]
+        self, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
         """The plain appends of concurrent callers as one statement (``_combine``)."""
         if len(items) == 1:
@@ -114,7 +114,7 @@ class AppendsMixin(PostgresBase):
                         "check_owner": check,
                         "owner": owner if check else None,
                         "now": updated_at.isoformat(),
-                        **_new_entry_json(e),  # (no idempotency keys here: ignored)
+                        **new_entry_json(e),  # (no idempotency keys here: ignored)
                     }
                 )
         rows = self._fetch(self._sql.append_many, {"tenant": tenant, "batch": dump(batch)})
@@ -123,7 +123,7 @@ class AppendsMixin(PostgresBase):
         for row in rows:
             stored[row[0], row[2]] = (row[1], int(row[3]))
             if row[0] not in threads:
-                threads[row[0]] = row_to_thread(row[4 : 4 + _N_THREAD])
+                threads[row[0]] = row_to_thread(row[4 : 4 + N_THREAD])
         results: list[AppendResult | Exception] = []
         for thread_id, branch, owner, sent, updated_at in items:
             got = [stored.get((thread_id, e.id)) for e in sent]
@@ -131,7 +131,7 @@ class AppendsMixin(PostgresBase):
                 results.append(
                     AppendResult(
                         [
-                            _new_entry(e, thread_id, g[0], g[1])
+                            new_entry(e, thread_id, g[0], g[1])
                             for e, g in zip(sent, got, strict=True)
                             if g is not None
                         ],
@@ -213,11 +213,11 @@ class AppendsMixin(PostgresBase):
             raise NotFound(f"branch {resolved!r} not found")
         name, base = rows[0][0], rows[0][1]
         if name is None:  # the branch was deleted after the statement's checks
-            resolved = branch if branch is not None else rows[0][2 + _N_THREAD - 1]
+            resolved = branch if branch is not None else rows[0][2 + N_THREAD - 1]
             raise NotFound(f"branch {resolved!r} not found")
-        thread = row_to_thread(rows[0][2 : 2 + _N_THREAD])
+        thread = row_to_thread(rows[0][2 : 2 + N_THREAD])
         return AppendResult(
-            [_new_entry(e, thread_id, name, base + i) for i, e in enumerate(sent, 1)], thread
+            [new_entry(e, thread_id, name, base + i) for i, e in enumerate(sent, 1)], thread
         )
 
     def _append_rows(self, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -228,7 +228,7 @@ class AppendsMixin(PostgresBase):
         on the unique index and the whole statement rolls back (nothing written).
         The next run sees that entry and compares fingerprints like any other.
         """
-        for attempt in range(_KEY_RACES):
+        for attempt in range(KEY_RACES):
             try:
                 return self._fetch(self._sql.append, params)
             except Conflict as error:
@@ -242,6 +242,6 @@ class AppendsMixin(PostgresBase):
                         or self._conn.info.transaction_status == pq.TransactionStatus.IDLE
                     )
                 )
-                if not lost or attempt == _KEY_RACES - 1:
+                if not lost or attempt == KEY_RACES - 1:
                     raise
         raise AssertionError("unreachable")

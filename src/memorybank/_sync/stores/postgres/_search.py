@@ -10,8 +10,8 @@ from typing import Any
 
 from memorybank._sync.stores.base import SearchHit, Visibility
 from memorybank._sync.stores.postgres._base import PostgresBase
-from memorybank.stores._postgres_rows import _hit_order, _tsquery
-from memorybank.stores._postgres_sql import _scope
+from memorybank.stores._postgres_rows import hit_order, tsquery
+from memorybank.stores._postgres_sql import scope_filter
 
 
 class SearchMixin(PostgresBase):
@@ -31,7 +31,7 @@ class SearchMixin(PostgresBase):
 
         One statement: the best ``k`` entries ``UNION ALL`` the best ``k`` records.
         """
-        terms = _tsquery(query)
+        terms = tsquery(query)
         record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
         want_entries = "entry" in kinds
         if thread_id is not None:
@@ -49,7 +49,7 @@ class SearchMixin(PostgresBase):
             if thread_id is not None:
                 where += " AND e.thread_id = %(thread)s"
                 params["thread"] = thread_id
-            where += _scope("t", visible_to, params)
+            where += scope_filter("t", visible_to, params)
             parts.append(
                 f"(SELECT 'entry', e.id, e.thread_id, e.branch, ts_rank_cd(e.search, {tsq}) AS s"
                 f" FROM {p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
@@ -58,7 +58,7 @@ class SearchMixin(PostgresBase):
             )
         if record_kinds:
             params["kinds"] = record_kinds
-            where = _scope("r", visible_to, params)
+            where = scope_filter("r", visible_to, params)
             parts.append(
                 f"(SELECT r.kind, r.id, NULL, NULL, ts_rank_cd(r.search, {tsq}) AS s"
                 f" FROM {p}records r WHERE r.search @@ {tsq} AND r.tenant_id = %(tenant)s"
@@ -66,5 +66,5 @@ class SearchMixin(PostgresBase):
             )
         rows = self._fetch(" UNION ALL ".join(parts), params, retry=True)
         hits = [SearchHit(r[0], r[1], float(r[4]), r[2], r[3]) for r in rows]
-        hits.sort(key=_hit_order)
+        hits.sort(key=hit_order)
         return hits[:k]

@@ -13,7 +13,7 @@ from memorybank._sync.stores.base import UNSET, Unset
 from memorybank._sync.stores.postgres._base import PostgresBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
-from memorybank.stores._postgres_sql import _T_COLS
+from memorybank.stores._postgres_sql import T_COLS
 from memorybank.stores._sql import THREAD_COLUMNS, dump, row_to_branch, row_to_thread
 
 
@@ -110,7 +110,7 @@ class ThreadsMixin(PostgresBase):
         query = (
             f"UPDATE {self.prefix}threads t SET {', '.join(sets)}"
             f" WHERE t.tenant_id = %(tenant)s AND t.id = %(id)s{branch_check}"
-            f" RETURNING {_T_COLS}"
+            f" RETURNING {T_COLS}"
         )
         rows = self._fetch(query, params)
         if rows:

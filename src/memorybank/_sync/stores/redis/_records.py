@@ -11,19 +11,19 @@ from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visi
 from memorybank._sync.stores.redis._scope import RedisScope
 from memorybank.records import Summary
 from memorybank.stores._redis_codec import (
-    _CHUNK,
-    _esc,
-    _guard_args,
-    _record,
-    _record_json,
-    _s,
-    _who,
+    CHUNK,
+    as_str,
+    decode_record,
+    esc,
+    guard_args,
+    record_json,
+    who,
 )
 from memorybank.stores._redis_lua_tenant import (
-    _S_RECORD_DELETE,
-    _S_RECORD_KEYS,
-    _S_RECORD_PAGE,
-    _S_RECORD_PUT,
+    S_RECORD_DELETE,
+    S_RECORD_KEYS,
+    S_RECORD_PAGE,
+    S_RECORD_PUT,
 )
 from memorybank.stores._sql import dump, from_us, to_us
 from memorybank.stores._types import visible
@@ -38,19 +38,19 @@ class RedisRecords(RedisScope):
         """One script over the tenant slot: the guard's check and the batch are atomic."""
         if not records and guard is None:
             return
-        args = _guard_args(guard)
+        args = guard_args(guard)
         for record in records:
-            args += [record.kind, record.id, _who(record.user_id), _record_json(record)]
+            args += [record.kind, record.id, who(record.user_id), record_json(record)]
         with self._op():
-            applied = int(self._tenant_eval(_S_RECORD_PUT, tenant, *args))
+            applied = int(self._tenant_eval(S_RECORD_PUT, tenant, *args))
         if applied < 0 and guard is not None:
             raise guard.failed()
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         with self._op():
             self._ready()
-            text = self._client.hget(self._idx(tenant) + "r:" + _esc(kind), record_id)
-        return None if text is None else _record(kind, record_id, json.loads(text))
+            text = self._client.hget(self._idx(tenant) + "r:" + esc(kind), record_id)
+        return None if text is None else decode_record(kind, record_id, json.loads(text))
 
     def record_delete(
         self,
@@ -65,7 +65,7 @@ class RedisRecords(RedisScope):
             return 0
         with self._op():
             deleted = int(
-                self._tenant_eval(_S_RECORD_DELETE, tenant, *_guard_args(guard), kind, *ids)
+                self._tenant_eval(S_RECORD_DELETE, tenant, *guard_args(guard), kind, *ids)
             )
         if deleted < 0 and guard is not None:
             raise guard.failed()
@@ -88,7 +88,7 @@ class RedisRecords(RedisScope):
                 tenant, [kind], user_id=user_id, visible_to=visible_to
             )
         found = [
-            _record(kind, rid, data)
+            decode_record(kind, rid, data)
             for _, rid, data, _ in rows
             if (isinstance(agent_id, Unset) or data[0] == agent_id)
             and (isinstance(user_id, Unset) or data[1] == user_id)
@@ -101,20 +101,20 @@ class RedisRecords(RedisScope):
     def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
     ) -> dict[str, Record]:
-        """``HMGET`` of the kind's hash, ``_CHUNK`` ids per command, in one pipeline."""
+        """``HMGET`` of the kind's hash, ``CHUNK`` ids per command, in one pipeline."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
-        key = self._idx(tenant) + "r:" + _esc(kind)
+        key = self._idx(tenant) + "r:" + esc(kind)
         with self._op():
             self._ready()
             with self._client.pipeline(transaction=False) as pipe:
-                for start in range(0, len(ids), _CHUNK):
-                    pipe.hmget(key, ids[start : start + _CHUNK])
+                for start in range(0, len(ids), CHUNK):
+                    pipe.hmget(key, ids[start : start + CHUNK])
                 replies = pipe.execute()
         texts = [text for reply in replies for text in reply]
         return {
-            rid: _record(kind, rid, json.loads(text))
+            rid: decode_record(kind, rid, json.loads(text))
             for rid, text in zip(ids, texts, strict=True)
             if text is not None
         }
@@ -134,8 +134,11 @@ class RedisRecords(RedisScope):
             return []
         mode, owner = self._owner_scope(visible_to)
         with self._op():
-            out = self._tenant_eval(_S_RECORD_KEYS, tenant, mode, owner, kind, *wanted)
-        found = [_record(kind, _s(out[i]), json.loads(out[i + 1])) for i in range(0, len(out), 2)]
+            out = self._tenant_eval(S_RECORD_KEYS, tenant, mode, owner, kind, *wanted)
+        found = [
+            decode_record(kind, as_str(out[i]), json.loads(out[i + 1]))
+            for i in range(0, len(out), 2)
+        ]
         found = [r for r in found if visible(visible_to, r.agent_id, r.user_id)]
         found.sort(key=lambda r: (r.created_at, r.id))
         return found
@@ -155,14 +158,17 @@ class RedisRecords(RedisScope):
         if limit <= 0:
             return []
         mode, owner = self._owner_scope(visible_to)
-        agent = "*" if visible_to is None else _who(visible_to.agent_id)
-        user = "*" if visible_to is None else _who(visible_to.user_id)
+        agent = "*" if visible_to is None else who(visible_to.agent_id)
+        user = "*" if visible_to is None else who(visible_to.user_id)
         cursor = "" if after is None else str(to_us(after[0]))
         with self._op():
             out = self._tenant_eval(
-                _S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
+                S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
             )
-        found = [_record(kind, _s(out[i]), json.loads(out[i + 1])) for i in range(0, len(out), 2)]
+        found = [
+            decode_record(kind, as_str(out[i]), json.loads(out[i + 1]))
+            for i in range(0, len(out), 2)
+        ]
         found = [
             r
             for r in found
@@ -176,14 +182,14 @@ class RedisRecords(RedisScope):
 
     def summary_add(self, tenant: str, summary: Summary) -> Summary:
         idx = self._idx(tenant)
-        agent = _esc(summary.agent_id)
+        agent = esc(summary.agent_id)
         record = dump([summary.id, summary.user_id, summary.content, to_us(summary.created_at)])
         with self._op():
             self._ready()
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.rpush(idx + "sum:" + agent, record)
                 if summary.user_id is not None:
-                    pipe.sadd(idx + "sumu:" + _esc(summary.user_id), agent)
+                    pipe.sadd(idx + "sumu:" + esc(summary.user_id), agent)
                 pipe.execute()
         return summary
 
@@ -192,7 +198,7 @@ class RedisRecords(RedisScope):
     ) -> list[Summary]:
         with self._op():
             self._ready()
-            items = self._client.lrange(self._idx(tenant) + "sum:" + _esc(agent_id), 0, -1)
+            items = self._client.lrange(self._idx(tenant) + "sum:" + esc(agent_id), 0, -1)
         found = []
         for item in items:
             sid, owner, content, created = json.loads(item)

@@ -7,8 +7,8 @@ from datetime import datetime
 
 from memorybank._sync.stores.redis._base import RedisBase
 from memorybank.errors import ThreadForbidden
-from memorybank.stores._redis_codec import _esc, _glob_escape, _opt, _s, _unesc, _who
-from memorybank.stores._redis_lua_tenant import _S_SNAPSHOT_DELETE, _S_SNAPSHOT_SAVE
+from memorybank.stores._redis_codec import as_str, esc, glob_escape, opt_str, unesc, who
+from memorybank.stores._redis_lua_tenant import S_SNAPSHOT_DELETE, S_SNAPSHOT_SAVE
 from memorybank.stores._sql import to_us
 
 
@@ -31,7 +31,7 @@ class RedisRuns(RedisBase):
         with self._op():
             self._ready()
             value = self._client.hget(self._run_key(tenant, run_id, "w"), key)
-        return _opt(value)
+        return opt_str(value)
 
     def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
         with self._op():
@@ -42,7 +42,7 @@ class RedisRuns(RedisBase):
         with self._op():
             self._ready()
             items = self._client.hgetall(self._run_key(tenant, run_id, "w"))
-        return {_s(k): _s(v) for k, v in items.items()}
+        return {as_str(k): as_str(v) for k, v in items.items()}
 
     def working_clear(self, tenant: str, run_id: str) -> None:
         with self._op():
@@ -59,17 +59,17 @@ class RedisRuns(RedisBase):
     def _run_ids(
         self, tenant: str, kind: str, after: str | None, limit: int | None
     ) -> list[str]:
-        head = f"{self._prefix}{{{_esc(tenant)}:"
+        head = f"{self._prefix}{{{esc(tenant)}:"
         tail = f"}}:{kind}"
-        pattern = _glob_escape(head) + "*" + _glob_escape(tail)
+        pattern = glob_escape(head) + "*" + glob_escape(tail)
         found: set[str] = set()
         with self._op():
             self._ready()
             for key in self._client.scan_iter(match=pattern, count=1000):
-                name = _s(key)
+                name = as_str(key)
                 run = name[len(head) : -len(tail)]
                 if ":" not in run and "{" not in run and "}" not in run:
-                    found.add(_unesc(run))
+                    found.add(unesc(run))
         runs = sorted(r for r in found if after is None or r > after)
         return runs if limit is None else runs[:limit]
 
@@ -85,18 +85,18 @@ class RedisRuns(RedisBase):
         saved_at: datetime,
         owner_check: bool = True,
     ) -> None:
-        owners = "" if user_id is None else self._idx(tenant) + "su:" + _esc(user_id)
+        owners = "" if user_id is None else self._idx(tenant) + "su:" + esc(user_id)
         with self._op():
             self._ready()
             if owners and self._cluster:  # another slot: first, by a command of its own
                 self._client.sadd(owners, run_id)
                 owners = ""
             saved = self._eval(
-                _S_SNAPSHOT_SAVE,
+                S_SNAPSHOT_SAVE,
                 (self._run_key(tenant, run_id, "s"),),
                 (
                     "1" if owner_check else "0",
-                    _who(user_id),
+                    who(user_id),
                     value,
                     to_us(saved_at),
                     self._snapshot_ttl,
@@ -111,7 +111,7 @@ class RedisRuns(RedisBase):
         with self._op():
             self._ready()
             value, owner = self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
-        return None if value is None else (_opt(owner), _s(value))
+        return None if value is None else (opt_str(owner), as_str(value))
 
     def snapshot_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -126,9 +126,9 @@ class RedisRuns(RedisBase):
             self._ready()
             deleted = int(
                 self._eval(
-                    _S_SNAPSHOT_DELETE,
+                    S_SNAPSHOT_DELETE,
                     (self._run_key(tenant, run_id, "s"),),
-                    ("1" if owner_check else "0", _who(user_id)),
+                    ("1" if owner_check else "0", who(user_id)),
                 )
             )
         if deleted < 0:

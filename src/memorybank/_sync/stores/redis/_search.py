@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memorybank._sync.stores.base import SearchHit, VectorItem, Visibility
 from memorybank._sync.stores.redis._scope import RedisScope
-from memorybank.stores._redis_codec import _CHUNK, _esc, _log_member, _opt, _s
-from memorybank.stores._redis_lua_tenant import _S_RECORD_VECTORS, _S_VECTOR_LOG
-from memorybank.stores._redis_lua_threads import _S_PUT_VECTORS
+from memorybank.stores._redis_codec import CHUNK, as_str, esc, log_member, opt_str
+from memorybank.stores._redis_lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
+from memorybank.stores._redis_lua_threads import S_PUT_VECTORS
 from memorybank.stores._sql import unit_vector_bytes, vector_from_bytes
 from memorybank.stores._types import visible
 
@@ -49,7 +49,7 @@ class RedisSearch(RedisScope):
             if "entry" in kinds:
                 for tid, reply in self._threads_in_scope(tenant, thread_id, visible_to, ""):
                     for i in range(1, len(reply), 2):
-                        name = _s(reply[i])
+                        name = as_str(reply[i])
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
@@ -95,28 +95,28 @@ class RedisSearch(RedisScope):
             owners: list[tuple[str, str, list[Any]]] = []
             for (tid, model), pairs in by_thread.items():
                 base = self._base(tenant, tid)
-                for start in range(0, len(pairs), 2 * _CHUNK):
-                    part = pairs[start : start + 2 * _CHUNK]
+                for start in range(0, len(pairs), 2 * CHUNK):
+                    part = pairs[start : start + 2 * CHUNK]
                     index = "" if self._cluster else idx
                     calls.append(((base + "t",), (base, self._ttl, index, model, tid, *part)))
                     owners.append((tid, model, part))
-            stored = self._eval_many(_S_PUT_VECTORS, calls)
+            stored = self._eval_many(S_PUT_VECTORS, calls)
             if self._cluster and calls:
                 with self._client.pipeline(transaction=False) as pipe:
                     for (tid, model, part), ok in zip(owners, stored, strict=True):
                         if ok:
                             pipe.hset(
-                                idx + "ev:" + _esc(model),
+                                idx + "ev:" + esc(model),
                                 mapping=dict.fromkeys(part[0::2], tid),
                             )
                     pipe.execute()
                 for (tid, model, part), ok in zip(owners, stored, strict=True):
                     if ok:
-                        members = [_log_member(tid, _s(e)) for e in part[0::2]]
-                        self._tenant_eval(_S_VECTOR_LOG, tenant, model, *members)
-            for start in range(0, len(records), 4 * _CHUNK):
+                        members = [log_member(tid, as_str(e)) for e in part[0::2]]
+                        self._tenant_eval(S_VECTOR_LOG, tenant, model, *members)
+            for start in range(0, len(records), 4 * CHUNK):
                 self._tenant_eval(
-                    _S_RECORD_VECTORS, tenant, *records[start : start + 4 * _CHUNK]
+                    S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
                 )
 
     def vector_search(
@@ -156,12 +156,12 @@ class RedisSearch(RedisScope):
         logged = cast(
             "list[tuple[bytes, float]]",
             self._client.zrange(
-                self._idx(tenant) + f"vl:{_esc(kind)}:{_esc(model_id)}", 0, -1, withscores=True
+                self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}", 0, -1, withscores=True
             ),
         )
         if kind == "entry":
-            return {_s(m).partition("\0")[2]: int(score) for m, score in logged}
-        return {_s(m): int(score) for m, score in logged}
+            return {as_str(m).partition("\0")[2]: int(score) for m, score in logged}
+        return {as_str(m): int(score) for m, score in logged}
 
     def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int
@@ -169,12 +169,12 @@ class RedisSearch(RedisScope):
         from memorybank.stores._vectors import CachedRows
 
         idx = self._idx(tenant)
-        model = _esc(model_id)
+        model = esc(model_id)
         low = "-inf" if after < 0 else f"({after}"
         logged = cast(
             "list[tuple[bytes, float]]",
             self._client.zrangebyscore(
-                idx + f"vl:{_esc(kind)}:{model}", low, "+inf", withscores=True
+                idx + f"vl:{esc(kind)}:{model}", low, "+inf", withscores=True
             ),
         )
         found = CachedRows()
@@ -184,7 +184,7 @@ class RedisSearch(RedisScope):
         if kind == "entry":
             by_thread: dict[str, list[tuple[str, int]]] = {}
             for member, score in logged:
-                tid, _, eid = _s(member).partition("\0")
+                tid, _, eid = as_str(member).partition("\0")
                 by_thread.setdefault(tid, []).append((eid, int(score)))
             tids = list(by_thread)
             with self._client.pipeline(transaction=False) as pipe:
@@ -196,12 +196,12 @@ class RedisSearch(RedisScope):
             for n, tid in enumerate(tids):
                 alive, agent, user = replies[2 * n]
                 for (eid, seq), blob in zip(by_thread[tid], replies[2 * n + 1], strict=True):
-                    rows.append((seq, eid, tid, _opt(agent), _opt(user), alive, blob))
+                    rows.append((seq, eid, tid, opt_str(agent), opt_str(user), alive, blob))
         else:
-            rids = [_s(member) for member, _ in logged]
+            rids = [as_str(member) for member, _ in logged]
             with self._client.pipeline(transaction=False) as pipe:
-                pipe.hmget(idx + "r:" + _esc(kind), rids)
-                pipe.hmget(idx + f"rv:{_esc(kind)}:{model}", rids)
+                pipe.hmget(idx + "r:" + esc(kind), rids)
+                pipe.hmget(idx + f"rv:{esc(kind)}:{model}", rids)
                 records, blobs = pipe.execute()
             for (rid, (_, score)), packed, blob in zip(
                 zip(rids, logged, strict=True), records, blobs, strict=True
@@ -226,7 +226,7 @@ class RedisSearch(RedisScope):
         visible_to: Visibility | None,
     ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
         idx = self._idx(tenant)
-        model = _esc(model_id)
+        model = esc(model_id)
         reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
         for kind, pairs in shortlist.items():
             if kind == "entry":
@@ -241,15 +241,15 @@ class RedisSearch(RedisScope):
             return {}, set()
         with self._client.pipeline(transaction=False) as pipe:
             for kind in kinds:  # the counters first, in the same round trip
-                pipe.hmget(idx + f"vs:{_esc(kind)}:{model}", ["v", "g"])
+                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
             for kind, tid, ids in reads:
                 if tid is not None:
                     base = self._base(tenant, tid)
                     pipe.hmget(base + "t", ["id", "a", "u"])
                     pipe.hmget(base + "v:" + model, ids)
                 else:
-                    pipe.hmget(idx + "r:" + _esc(kind), ids)
-                    pipe.hmget(idx + f"rv:{_esc(kind)}:{model}", ids)
+                    pipe.hmget(idx + "r:" + esc(kind), ids)
+                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
             replies = pipe.execute()
         stamps = {
             kind: (int(reply[0] or 0), int(reply[1] or 0))
@@ -262,7 +262,7 @@ class RedisSearch(RedisScope):
             owners, blobs = replies[2 * n], replies[2 * n + 1]
             if tid is not None:
                 alive, agent, user = owners
-                if alive is None or not visible(visible_to, _opt(agent), _opt(user)):
+                if alive is None or not visible(visible_to, opt_str(agent), opt_str(user)):
                     continue
                 confirmed |= {
                     ("entry", eid)
@@ -302,7 +302,7 @@ class RedisSearch(RedisScope):
                 ):
                     pairs = reply[1]
                     for i in range(0, len(pairs), 2):
-                        hits.append(SearchHit("entry", _s(pairs[i]), 0.0, tid))
+                        hits.append(SearchHit("entry", as_str(pairs[i]), 0.0, tid))
                         blobs.append(pairs[i + 1])
             if record_kinds and thread_id is None and k > 0:
                 for kind, rid, data, blob in self._records_in_scope(
@@ -326,13 +326,13 @@ class RedisSearch(RedisScope):
             with self._op():
                 return found
         idx = self._idx(tenant)
-        model = _esc(model_id)
+        model = esc(model_id)
         with self._op():
             self._ready()
             if kind != "entry":
                 blobs = cast(
                     "list[bytes | None]",
-                    self._client.hmget(idx + f"rv:{_esc(kind)}:{model}", wanted),
+                    self._client.hmget(idx + f"rv:{esc(kind)}:{model}", wanted),
                 )
                 for vid, blob in zip(wanted, blobs, strict=True):
                     if blob is not None:
@@ -342,7 +342,7 @@ class RedisSearch(RedisScope):
             by_thread: dict[str, list[str]] = {}
             for vid, tid in zip(wanted, threads, strict=True):
                 if tid is not None:
-                    by_thread.setdefault(_s(tid), []).append(vid)
+                    by_thread.setdefault(as_str(tid), []).append(vid)
             if not by_thread:
                 return found
             with self._client.pipeline(transaction=False) as pipe:

@@ -11,13 +11,13 @@ from memorybank._sync.stores.base import UNSET, Unset
 from memorybank._sync.stores.redis._base import RedisBase
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
-from memorybank.stores._redis_codec import _THREAD_FIELDS, _esc, _raise_missing, _s, _thread
+from memorybank.stores._redis_codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
 from memorybank.stores._redis_lua_threads import (
-    _S_CREATE,
-    _S_CREATE_BRANCH,
-    _S_DELETE,
-    _S_DELETE_BRANCH,
-    _S_UPDATE,
+    S_CREATE,
+    S_CREATE_BRANCH,
+    S_DELETE,
+    S_DELETE_BRANCH,
+    S_UPDATE,
 )
 from memorybank.stores._sql import dump, from_us, to_us
 
@@ -49,7 +49,7 @@ class RedisThreads(RedisBase):
                 fields += [name, value]
         with self._op():
             created = self._thread_eval(
-                _S_CREATE,
+                S_CREATE,
                 thread.tenant_id,
                 thread.id,
                 thread.id,
@@ -64,8 +64,8 @@ class RedisThreads(RedisBase):
     def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
         with self._op():
             self._ready()
-            row = self._client.hmget(self._base(tenant, thread_id) + "t", _THREAD_FIELDS)
-        return None if row[0] is None else _thread(row)
+            row = self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
+        return None if row[0] is None else decode_thread(row)
 
     def list_threads(
         self,
@@ -78,7 +78,7 @@ class RedisThreads(RedisBase):
     ) -> list[Thread]:
         """Walks the tenant (or user) index newest first; drops members of expired threads."""
         idx = self._idx(tenant)
-        index = idx + ("u:" + _esc(user_id) if isinstance(user_id, str) else "threads")
+        index = idx + ("u:" + esc(user_id) if isinstance(user_id, str) else "threads")
         found: list[Thread] = []
         if limit == 0:
             return found
@@ -94,7 +94,7 @@ class RedisThreads(RedisBase):
                     break
                 with self._client.pipeline(transaction=False) as pipe:
                     for tid in ids:
-                        pipe.hmget(self._base(tenant, _s(tid)) + "t", _THREAD_FIELDS)
+                        pipe.hmget(self._base(tenant, as_str(tid)) + "t", THREAD_FIELDS)
                     rows = pipe.execute()
                 gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
                 if gone:
@@ -105,7 +105,7 @@ class RedisThreads(RedisBase):
                 for row in rows:
                     if row[0] is None:
                         continue
-                    t = _thread(row)
+                    t = decode_thread(row)
                     if (
                         (isinstance(user_id, Unset) or t.user_id == user_id)
                         and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
@@ -146,18 +146,18 @@ class RedisThreads(RedisBase):
             sets += ["cb", branch]
         with self._op():
             out = self._thread_eval(
-                _S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
+                S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
-            _raise_missing(_s(out[0]), thread_id, branch)
-            thread = _thread(out[1:])
+            raise_missing(as_str(out[0]), thread_id, branch)
+            thread = decode_thread(out[1:])
             self._index(tenant, thread)
         return thread
 
     def delete_thread(self, tenant: str, thread_id: str) -> bool:
         with self._op():
-            deleted, _, owner, vectors = self._thread_eval(_S_DELETE, tenant, thread_id, "")
+            deleted, _, owner, vectors = self._thread_eval(S_DELETE, tenant, thread_id, "")
             if deleted:
-                self._unindex(tenant, thread_id, _s(owner), vectors)
+                self._unindex(tenant, thread_id, as_str(owner), vectors)
         return bool(deleted)
 
     # -- branches ------------------------------------------------------------------------
@@ -175,9 +175,9 @@ class RedisThreads(RedisBase):
         """``COPY`` of the source branch's keys, trimmed after ``from_entry``, in one script."""
         record = dump([to_us(created_at), from_branch, from_entry])
         with self._op():
-            status = _s(
+            status = as_str(
                 self._thread_eval(
-                    _S_CREATE_BRANCH,
+                    S_CREATE_BRANCH,
                     tenant,
                     thread_id,
                     name,
@@ -210,7 +210,7 @@ class RedisThreads(RedisBase):
             raise NotFound(f"thread {thread_id!r} not found")
         found = []
         for field, value in fields.items():
-            key = _s(field)
+            key = as_str(field)
             if key.startswith("b:"):
                 created, src, entry = json.loads(value)
                 found.append(
@@ -225,7 +225,7 @@ class RedisThreads(RedisBase):
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
     def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
-        n = self._thread_count(_S_DELETE_BRANCH, tenant, thread_id, name)
+        n = self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         if n == 1:

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank._sync.stores.base import UNSET, Unset, Visibility
-from memorybank._sync.stores.sqlite._base import SQLiteStoreBase, _chunks
+from memorybank._sync.stores.sqlite._base import SQLiteStoreBase, chunks
 from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
 from memorybank.stores._sql import (
@@ -334,7 +334,7 @@ class RecordsMixin(SQLiteStoreBase):
 
         def op(conn: sqlite3.Connection) -> dict[str, Record]:
             found: dict[str, Record] = {}
-            for chunk in _chunks(ids):
+            for chunk in chunks(ids):
                 query = sql.format(marks=", ".join("?" * len(chunk)))
                 for row in conn.execute(query, (tenant, kind, *chunk)):
                     found[row[1]] = row_to_record(row)
@@ -383,7 +383,7 @@ class RecordsMixin(SQLiteStoreBase):
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             rows: list[Any] = []
-            for chunk in _chunks(wanted):
+            for chunk in chunks(wanted):
                 query = sql.format(marks=", ".join("?" * len(chunk)))
                 rows += conn.execute(query, (tenant, *kinds, *chunk, *scope_params)).fetchall()
             rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts

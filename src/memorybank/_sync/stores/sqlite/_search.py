@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank._sync.stores.base import Unset, Visibility
 from memorybank._sync.stores.sqlite._base import SQLiteStoreBase
 from memorybank.stores._sql import fts_query, scope_sql, unit_vector_bytes, vector_from_bytes
-from memorybank.stores._sqlite_schema import _SHARED_TOKEN, _scope_token
+from memorybank.stores._sqlite_schema import SHARED_TOKEN, scope_token
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores._items import SearchHit, VectorItem
@@ -48,12 +48,12 @@ class SearchMixin(SQLiteStoreBase):
                     f"SELECT user_id FROM {p}threads WHERE tenant_id = ? AND id = ?",
                     (tenant, thread_id),
                 ).fetchone()
-                return None if row is None else [_scope_token(tenant, row[0])]
+                return None if row is None else [scope_token(tenant, row[0])]
             if visible_to is None or isinstance(visible_to.user_id, Unset):
                 return None
             if visible_to.user_id is None:
-                return [_SHARED_TOKEN]
-            return [_scope_token(tenant, visible_to.user_id), _SHARED_TOKEN]
+                return [SHARED_TOKEN]
+            return [scope_token(tenant, visible_to.user_id), SHARED_TOKEN]
 
         def entry_hits(conn: sqlite3.Connection, fts: str, scoped: bool) -> list[SearchHit]:
             """Hits of the entries index ``fts``; ``scoped``: it has the owner column."""
