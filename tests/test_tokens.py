@@ -141,7 +141,12 @@ def test_remembered_counts_are_the_exact_counts(monkeypatch: pytest.MonkeyPatch)
     calls: list[str] = []
     counter = tok._count_piece
     assert counter is not None
-    monkeypatch.setattr(tok, "_count_piece", lambda piece: calls.append(piece) or counter(piece))
+
+    def counting(piece: str) -> int:
+        calls.append(piece)
+        return counter(piece)
+
+    monkeypatch.setattr(tok, "_count_piece", counting)
     remembered = next(iter(tok._known))
     assert tok.count(remembered) == len(tok.encode(remembered))
     assert calls == []
