@@ -35,6 +35,15 @@ def _ids(store: SQLiteStore, vec: list[float], **kw: object) -> list[str]:
     return [h.id for h in hits]
 
 
+def _alices_threads(store: SQLiteStore, a: int, b: int) -> None:
+    """Threads "a" and "b" of alice's, with ``a`` and ``b`` entry vectors ("a0", "b0", ...)."""
+    _thread(store, "a", "alice")
+    _thread(store, "b", "alice")
+    items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(a)]
+    items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(b)]
+    store.vector_put("t", items)
+
+
 def test_two_connections_see_each_others_writes(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
     a, b = SQLiteStore(path), SQLiteStore(path)
@@ -121,11 +130,7 @@ def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> No
     path = tmp_path / "v.db"
     store = SQLiteStore(path)
     try:
-        _thread(store, "a", "alice")
-        _thread(store, "b", "alice")
-        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(30)]
-        items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(30)]
-        store.vector_put("t", items)
+        _alices_threads(store, 30, 30)
         alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
         assert _ids(store, _vec(3), thread_id="a", visible_to=alice)[0] == "a3"
         assert _ids(store, _vec(3), thread_id="a", visible_to=bob) == []
@@ -153,11 +158,7 @@ def test_a_thread_search_confirms_each_hit_like_a_read_of_its_row(tmp_path: Path
     path = tmp_path / "v.db"
     store = SQLiteStore(path)
     try:
-        _thread(store, "a", "alice")
-        _thread(store, "b", "alice")
-        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(30)]
-        items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(5)]
-        store.vector_put("t", items)
+        _alices_threads(store, 30, 5)
         conn = store._connect()
         slot = store._vector_slot(conn, "t", MODEL, "entry", 16)
         query = np.asarray(_vec(3), dtype=np.float32)
