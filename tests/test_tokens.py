@@ -116,6 +116,44 @@ def test_count_equals_len_encode(tok: OpenAITokenizer) -> None:
     assert tok.count(text) == len(tok.encode(text))
 
 
+def test_remembered_counts_are_the_exact_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Longer texts are counted once and remembered within bounded memory: a repeated
+    count, and a count after its text was dropped, equal a fresh tokenizer's."""
+    import memorybank.tokens as tokens
+
+    monkeypatch.setattr(tokens, "_KNOWN_MAX", 8)
+    monkeypatch.setattr(tokens, "_KNOWN_CHARS", 2_000)
+    tok = OpenAITokenizer("o200k_base")
+    rng = random.Random(5)
+    words = ["budget", "Berlin", "二乗", "👍🏽", "façade", "x", "\n", "  ", "{'a': 1}"]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(5, 120))) for _ in range(40)]
+    expected = [len(tok.encode(text)) for text in texts]
+    for _ in range(3):
+        for index in rng.sample(range(len(texts)), len(texts)):
+            assert tok.count(texts[index]) == expected[index]
+            assert len(tok._known) <= 8
+            assert tok._known_chars == sum(len(t) for t in tok._known) <= 2_000
+    # what is remembered is the text's own count
+    assert tok._known
+    for text, counted in tok._known.items():
+        assert counted == len(tok.encode(text))
+    # a text is looked up, not counted again, once remembered
+    calls: list[str] = []
+    counter = tok._count_piece
+    assert counter is not None
+
+    def counting(piece: str) -> int:
+        calls.append(piece)
+        return counter(piece)
+
+    monkeypatch.setattr(tok, "_count_piece", counting)
+    remembered = next(iter(tok._known))
+    assert tok.count(remembered) == len(tok.encode(remembered))
+    assert calls == []
+    assert tok.count(remembered + " more") == len(tok.encode(remembered + " more"))
+    assert calls == [remembered + " more"]
+
+
 # --- very long texts ----------------------------------------------------------------
 
 PROSE_LINE = "The quick brown fox jumps over the lazy dog. Ünïcödé façade — naïve café.\n"

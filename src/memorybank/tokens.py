@@ -198,6 +198,13 @@ def _load_encoding(name: str) -> _Encoding:
 #: remembered, up to ``_SHORT_MAX`` of them: the same text always has the same count.
 _SHORT_CHARS = 16
 _SHORT_MAX = 4096
+#: Longer texts up to ``_KNOWN_TEXT_CHARS`` are remembered too, the latest
+#: ``_KNOWN_MAX`` of them and at most ``_KNOWN_CHARS`` characters in all: a context
+#: build counts the same facts, blocks and system message on every turn. Looking
+#: one up costs a hash of the text (about 1% of counting it).
+_KNOWN_TEXT_CHARS = 65_536
+_KNOWN_MAX = 1024
+_KNOWN_CHARS = 2_000_000
 
 
 class OpenAITokenizer:
@@ -215,7 +222,15 @@ class OpenAITokenizer:
         ConfigurationError: ``encoding`` is not one of :data:`SUPPORTED_ENCODINGS`.
     """
 
-    __slots__ = ("_count_piece", "_encoding", "_short", "name")
+    __slots__ = (
+        "_count_piece",
+        "_encoding",
+        "_known",
+        "_known_chars",
+        "_known_lock",
+        "_short",
+        "name",
+    )
 
     def __init__(self, encoding: str = DEFAULT_ENCODING) -> None:
         if encoding not in SUPPORTED_ENCODINGS:
@@ -228,6 +243,10 @@ class OpenAITokenizer:
         self._count_piece: Callable[[str], int] | None = None
         #: Counts of short strings seen (roles, names): each is counted once, exactly.
         self._short: dict[str, int] = {}
+        #: Exact counts of longer texts counted lately (oldest first), and their length.
+        self._known: dict[str, int] = {}
+        self._known_chars = 0
+        self._known_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"OpenAITokenizer({self.name!r})"
@@ -246,19 +265,40 @@ class OpenAITokenizer:
 
     def count(self, text: str) -> int:
         """Return the exact number of tokens of ``text``, encoded as ordinary text."""
-        if len(text) <= _SHORT_CHARS:
+        size = len(text)
+        if size <= _SHORT_CHARS:
             known = self._short.get(text)
+            if known is not None:
+                return known
+        elif size <= _KNOWN_TEXT_CHARS:
+            known = self._known.get(text)
             if known is not None:
                 return known
         count_piece = self._count_piece
         if count_piece is None:
             count_piece = self._count_piece = _piece_counter(self._get())
-        if len(text) <= _WRAPPER_MAX_CHARS:
-            counted = count_piece(text)
-            if len(text) <= _SHORT_CHARS and len(self._short) < _SHORT_MAX:
+        if size > _WRAPPER_MAX_CHARS:
+            return sum(count_piece(piece) for piece in _split(text))
+        counted = count_piece(text)
+        if size <= _SHORT_CHARS:
+            if len(self._short) < _SHORT_MAX:
                 self._short[text] = counted
-            return counted
-        return sum(count_piece(piece) for piece in _split(text))
+        elif size <= _KNOWN_TEXT_CHARS:
+            self._remember(text, counted)
+        return counted
+
+    def _remember(self, text: str, counted: int) -> None:
+        """Keep the exact count of ``text``, dropping the oldest counts beyond the limits."""
+        with self._known_lock:
+            if text in self._known:
+                return
+            known = self._known
+            self._known_chars += len(text)
+            known[text] = counted
+            while len(known) > _KNOWN_MAX or self._known_chars > _KNOWN_CHARS:
+                oldest = next(iter(known))
+                del known[oldest]
+                self._known_chars -= len(oldest)
 
     def encode(self, text: str) -> list[int]:
         """Return the token ids of ``text``, encoded as ordinary text.

@@ -35,6 +35,15 @@ def _ids(store: SQLiteStore, vec: list[float], **kw: object) -> list[str]:
     return [h.id for h in hits]
 
 
+def _alices_threads(store: SQLiteStore, a: int, b: int) -> None:
+    """Threads "a" and "b" of alice's, with ``a`` and ``b`` entry vectors ("a0", "b0", ...)."""
+    _thread(store, "a", "alice")
+    _thread(store, "b", "alice")
+    items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(a)]
+    items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(b)]
+    store.vector_put("t", items)
+
+
 def test_two_connections_see_each_others_writes(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
     a, b = SQLiteStore(path), SQLiteStore(path)
@@ -121,11 +130,7 @@ def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> No
     path = tmp_path / "v.db"
     store = SQLiteStore(path)
     try:
-        _thread(store, "a", "alice")
-        _thread(store, "b", "alice")
-        items = [VectorItem("entry", f"a{i}", MODEL, _vec(i), "a") for i in range(30)]
-        items += [VectorItem("entry", f"b{i}", MODEL, _vec(i), "b") for i in range(30)]
-        store.vector_put("t", items)
+        _alices_threads(store, 30, 30)
         alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
         assert _ids(store, _vec(3), thread_id="a", visible_to=alice)[0] == "a3"
         assert _ids(store, _vec(3), thread_id="a", visible_to=bob) == []
@@ -140,6 +145,69 @@ def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> No
         )
         assert {h.id for h in hits} == {f"b{i}" for i in range(30)}
         assert _ids(store, _vec(3), thread_id="gone") == []
+    finally:
+        store.close()
+
+
+def test_a_thread_search_confirms_each_hit_like_a_read_of_its_row(tmp_path: Path) -> None:
+    """A thread-scoped entry search confirms its hits in SQL by the rows the cache
+    scored: exactly those still a vector of the model in that thread, the thread in
+    scope, as a read of each row finds, also when other writers changed them since."""
+    import sqlite3
+
+    path = tmp_path / "v.db"
+    store = SQLiteStore(path)
+    try:
+        _alices_threads(store, 30, 5)
+        conn = store._connect()
+        slot = store._vector_slot(conn, "t", MODEL, "entry", 16)
+        query = np.asarray(_vec(3), dtype=np.float32)
+        query /= np.linalg.norm(query)
+        best = slot.search(query, 30, slot.mask("a", None))
+        assert len(best) == 30
+        alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
+
+        def per_row(visible_to: Visibility | None) -> set[str]:
+            owner = conn.execute("SELECT user_id FROM memorybank_threads WHERE id = 'a'").fetchone()
+            if owner is None or (
+                visible_to is not None and visible_to.user_id not in (None, owner[0])
+            ):
+                return set()
+            ids = set()
+            for i, _ in best:
+                row = conn.execute(
+                    "SELECT id FROM memorybank_vectors WHERE rowid = ? AND tenant_id = 't'"
+                    " AND model_id = ? AND kind = 'entry' AND thread_id = 'a'",
+                    (int(slot.rowids[i]), MODEL),
+                ).fetchone()
+                if row is not None:
+                    assert row[0] == slot.ids[i]
+                    ids.add(row[0])
+            return ids
+
+        def confirmed(visible_to: Visibility | None) -> set[str]:
+            return store._vector_confirm(conn, "t", MODEL, "entry", "a", visible_to, slot, best)
+
+        assert confirmed(None) == confirmed(alice) == per_row(alice) == {f"a{i}" for i in range(30)}
+        assert confirmed(bob) == per_row(bob) == set()
+        # other writers change rows the (now stale) cache scored
+        raw = sqlite3.connect(path)
+        raw.execute("DELETE FROM memorybank_vectors WHERE id = 'a1'")
+        raw.execute("UPDATE memorybank_vectors SET thread_id = 'b' WHERE id = 'a2'")
+        raw.commit()
+        other = SQLiteStore(path)
+        other.vector_put("t", [VectorItem("entry", "a3", MODEL, _vec(300), "a")])  # a new row
+        other.close()
+        expected = {f"a{i}" for i in range(30)} - {"a1", "a2", "a3"}
+        assert confirmed(None) == confirmed(alice) == per_row(alice) == expected
+        raw.execute("UPDATE memorybank_threads SET user_id = 'bob' WHERE id = 'a'")
+        raw.commit()
+        assert confirmed(alice) == per_row(alice) == set()
+        assert confirmed(bob) == per_row(bob) == expected
+        raw.execute("DELETE FROM memorybank_threads WHERE id = 'a'")
+        raw.commit()
+        raw.close()
+        assert confirmed(None) == per_row(None) == set()
     finally:
         store.close()
 

@@ -723,3 +723,31 @@ def test_appends_write_the_owner_token_and_indexing_fills_the_rest(tmp_path: Pat
             ).fetchall()
             assert indexed == sorted((r,) for r, t, _ in rows if t == thread_id)
         conn.close()
+
+
+def test_remembered_datetimes_equal_exact_conversions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stored microseconds convert to the exact UTC datetime, the first time and when
+    remembered, also once the bounded memory of conversions was emptied."""
+    import random
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from memorybank.stores import _sql
+
+    monkeypatch.setattr(_sql, "_DATETIMES", {})
+    monkeypatch.setattr(_sql, "_DATETIMES_MAX", 64)
+    epoch = datetime(1970, 1, 1, tzinfo=UTC)
+    rng = random.Random(3)
+    values = [0, 1, 999_999, 1_000_000, _sql._FAST_LIMIT_US - 1, _sql._FAST_LIMIT_US]
+    values += [rng.randrange(0, 2 * _sql._FAST_LIMIT_US) for _ in range(300)]
+    for _ in range(3):
+        for value in rng.sample(values, len(values)):
+            got = _sql.from_us(value)
+            assert got == epoch + timedelta(microseconds=value)
+            assert got.tzinfo is UTC
+            assert len(_sql._DATETIMES) <= 64
+    assert _sql._DATETIMES
+    for value, remembered in _sql._DATETIMES.items():
+        assert remembered == epoch + timedelta(microseconds=value)
+    aware = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    passed = _sql.from_us(aware.astimezone(timezone(timedelta(hours=2))))
+    assert passed == aware and passed.tzinfo is UTC  # a datetime passes through as UTC

@@ -546,30 +546,34 @@ class SearchMixin(SQLiteStoreBase):
         if not best:
             return set()
         p = self.prefix
-        ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
-        marks = ", ".join("?" * len(ids))
         if kind == "entry" and thread_id is not None:
-            # One thread: its scope is checked once, and each row from two index lookups
-            # (the primary key gives the rowid of an id, ``vectors_model`` whether that
-            # rowid is in the thread); no table page is read, the rows' vectors included.
+            # One thread: its scope is checked once, and each hit by one lookup of the
+            # row the cache scored (its rowid) in ``vectors_model``: still a vector of
+            # this model in this thread. No table page is read, the rows' vectors
+            # included. (A row replaced since the cache was read is not confirmed.)
+            rowids = slot.rowids[[i for i, _ in best]].tolist()
+            wanted = list(dict.fromkeys(rowids))
             scope, scope_params = scope_sql("t.", visible_to, "?")
             sql = (
-                f"SELECT v.id FROM {p}vectors v WHERE v.tenant_id = ? AND v.kind = 'entry'"
-                f" AND v.model_id = ? AND v.id IN ({marks})"
-                f" AND EXISTS (SELECT 1 FROM {p}vectors w INDEXED BY {p}vectors_model"
-                " WHERE w.tenant_id = v.tenant_id AND w.model_id = v.model_id"
-                " AND w.kind = 'entry' AND w.thread_id = ? AND w.rowid = v.rowid)"
+                f"SELECT v.rowid FROM {p}vectors v INDEXED BY {p}vectors_model"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+                f" AND v.thread_id = ? AND v.rowid IN ({', '.join('?' * len(wanted))})"
                 f" AND EXISTS (SELECT 1 FROM {p}threads t WHERE t.tenant_id = ? AND t.id = ?"
                 f"{scope})"
             )
-            params = [tenant, model_id, *ids, thread_id, tenant, thread_id, *scope_params]
-        else:
-            base, base_params = self._vector_sql(kind, thread_id, visible_to)
-            # "+" keeps the planner off the thread index: the shortlist is a few
-            # primary-key lookups, not a scan of the whole thread's vectors.
-            sql = base.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
-            sql += f" AND v.id IN ({marks})"
-            params = [tenant, model_id, *base_params, *ids]
+            params = [tenant, model_id, thread_id, *wanted, tenant, thread_id, *scope_params]
+            found = {r[0] for r in conn.execute(sql, params)}
+            return {
+                slot.ids[i] for (i, _), rowid in zip(best, rowids, strict=True) if rowid in found
+            }
+        ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
+        marks = ", ".join("?" * len(ids))
+        base, base_params = self._vector_sql(kind, thread_id, visible_to)
+        # "+" keeps the planner off the thread index: the shortlist is a few
+        # primary-key lookups, not a scan of the whole thread's vectors.
+        sql = base.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
+        sql += f" AND v.id IN ({marks})"
+        params = [tenant, model_id, *base_params, *ids]
         return {r[0] for r in conn.execute(sql, params)}
 
     def _exact_vectors(
