@@ -45,8 +45,8 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
         index (tenant_id, model_id, kind, thread_id), (tenant_id, thread_id)
     schema_version(id = 1, version)
 
-Batch record reads are one statement each: ``record_get_many`` (primary key,
-``id = ANY(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
+Batch record reads are one statement each: ``record_get_many`` (a primary-key
+descent per id, ``unnest(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
 ``record_list_keys_by_kind`` adds ``kind = ANY(array)``) and ``record_page`` (a
 row-value range ``(created_at, id) > cursor`` of the ``(tenant_id, kind,
 created_at, id)`` index); an array is one parameter, so no list needs chunking.
