@@ -39,10 +39,9 @@ class StateCases(ContractBase):
         tid = await self._thread(memory)
 
         async def check(branch: str | None = None) -> int:
-            _, listed = await store.list_entries(tenant, tid, branch=branch)
+            thread, listed = await store.list_entries(tenant, tid, branch=branch)
             assert await store.count_entries(tenant, tid, branch=branch) == len(listed)
-            current = (await memory.threads.get(tid)).current_branch
-            if branch in (None, current):
+            if branch in (None, thread.current_branch):
                 assert await store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
             return len(listed)
 

@@ -40,10 +40,9 @@ class StateCases(ContractBase):
         tid = self._thread(memory)
 
         def check(branch: str | None = None) -> int:
-            _, listed = store.list_entries(tenant, tid, branch=branch)
+            thread, listed = store.list_entries(tenant, tid, branch=branch)
             assert store.count_entries(tenant, tid, branch=branch) == len(listed)
-            current = (memory.threads.get(tid)).current_branch
-            if branch in (None, current):
+            if branch in (None, thread.current_branch):
                 assert store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
             return len(listed)
 
