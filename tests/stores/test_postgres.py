@@ -61,6 +61,18 @@ def _admin(query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return cur.fetchall() if cur.description else []
 
 
+def _schema_at(conn: psycopg.Connection[Any], prefix: str, version: int) -> None:
+    """The schema as the first ``version`` migrations left it (for upgrade tests)."""
+    conn.execute(
+        f"CREATE TABLE {prefix}schema_version"
+        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+    )
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            conn.execute(statement.format(p=prefix))
+    conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, %s)", (version,))
+
+
 def _terminate(application_name: str) -> int:
     rows = _admin(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
@@ -497,14 +509,7 @@ async def test_racing_writers_of_one_key_with_other_payloads_store_one(prefix: s
 
 async def test_keyed_rows_from_before_fingerprints_still_replay(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for migration in MIGRATIONS[:2]:
-            for statement in migration:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        _schema_at(conn, prefix, 2)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
             " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
@@ -692,14 +697,7 @@ async def test_migration_6_makes_thread_updates_hot_keeping_data(prefix: str) ->
     """A version-5 schema (updated_at indexed) upgrades in place: rows kept, positions go on,
     no thread index holds ``updated_at``, and appends update the thread row HOT."""
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for step in MIGRATIONS[:5]:
-            for statement in step:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 5)")
+        _schema_at(conn, prefix, 5)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
             " updated_at, current_branch) VALUES ('default', 'old', 'u1', 'active',"
@@ -770,14 +768,7 @@ async def test_migration_8_counts_every_existing_branch(prefix: str) -> None:
     """A version-7 schema upgrades in place: each branch's ``entry_count`` is its stored
     entries (gaps left by deletes included), and the counts go on from there."""
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for step in MIGRATIONS[:7]:
-            for statement in step:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 7)")
+        _schema_at(conn, prefix, 7)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
             " updated_at, current_branch) VALUES ('default', 'old', 'u1', 'active', now(),"

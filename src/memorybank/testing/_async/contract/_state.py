@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -31,10 +31,6 @@ class StateCases(ContractBase):
         """``count_entries`` (and ``count_entries_many``) equal the entries listed after
         every verb that adds or removes a branch's entries: a store may keep the count
         (the PostgreSQL store does, on the branch row) instead of counting."""
-        from datetime import timedelta
-
-        from memorybank._async.stores.base import NewEntry
-
         tenant = memory.tenant_id
         tid = await self._thread(memory)
 
@@ -62,18 +58,7 @@ class StateCases(ContractBase):
         assert await store.truncate_after(tenant, tid, ids[4]) == 5
         assert (await check(), await check("alt")) == (4, 3)
         entries = (await store.list_entries(tenant, tid))[1]
-        summary = NewEntry(
-            id=_id("e"),
-            role="system",
-            content="summary",
-            name=None,
-            tool_calls=(),
-            tool_call_id=None,
-            metadata={},
-            state={},
-            token_count=3,
-            created_at=entries[2].created_at - timedelta(milliseconds=1),
-        )
+        summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
         done = await store.compact_entries(
             tenant,
             tid,

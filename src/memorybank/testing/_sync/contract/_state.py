@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -32,10 +32,6 @@ class StateCases(ContractBase):
         """``count_entries`` (and ``count_entries_many``) equal the entries listed after
         every verb that adds or removes a branch's entries: a store may keep the count
         (the PostgreSQL store does, on the branch row) instead of counting."""
-        from datetime import timedelta
-
-        from memorybank._sync.stores.base import NewEntry
-
         tenant = memory.tenant_id
         tid = self._thread(memory)
 
@@ -63,18 +59,7 @@ class StateCases(ContractBase):
         assert store.truncate_after(tenant, tid, ids[4]) == 5
         assert (check(), check("alt")) == (4, 3)
         entries = (store.list_entries(tenant, tid))[1]
-        summary = NewEntry(
-            id=_id("e"),
-            role="system",
-            content="summary",
-            name=None,
-            tool_calls=(),
-            tool_call_id=None,
-            metadata={},
-            state={},
-            token_count=3,
-            created_at=entries[2].created_at - timedelta(milliseconds=1),
-        )
+        summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
         done = store.compact_entries(
             tenant,
             tid,
