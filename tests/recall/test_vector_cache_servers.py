@@ -291,9 +291,11 @@ def _downgrade(spec: Any) -> None:
         import psycopg
 
         with psycopg.connect(spec.target, autocommit=True) as pg:
+            # (and the later one: the branches' entry counts, migration 8)
+            pg.execute(f"ALTER TABLE {p}branches DROP COLUMN entry_count")
             pg.execute(f"DROP TABLE {p}vector_stamps")
             pg.execute(f"ALTER TABLE {p}vectors DROP COLUMN seq")
-            pg.execute(f"UPDATE {p}schema_version SET version = version - 1")
+            pg.execute(f"UPDATE {p}schema_version SET version = 6")
     elif spec.kind == "mysql":
         from tests.stores.test_contract_mysql import connect
 

@@ -61,6 +61,18 @@ def _admin(query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         return cur.fetchall() if cur.description else []
 
 
+def _schema_at(conn: psycopg.Connection[Any], prefix: str, version: int) -> None:
+    """The schema as the first ``version`` migrations left it (for upgrade tests)."""
+    conn.execute(
+        f"CREATE TABLE {prefix}schema_version"
+        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+    )
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            conn.execute(statement.format(p=prefix))
+    conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, %s)", (version,))
+
+
 def _terminate(application_name: str) -> int:
     rows = _admin(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
@@ -497,14 +509,7 @@ async def test_racing_writers_of_one_key_with_other_payloads_store_one(prefix: s
 
 async def test_keyed_rows_from_before_fingerprints_still_replay(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for migration in MIGRATIONS[:2]:
-            for statement in migration:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
+        _schema_at(conn, prefix, 2)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
             " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
@@ -692,14 +697,7 @@ async def test_migration_6_makes_thread_updates_hot_keeping_data(prefix: str) ->
     """A version-5 schema (updated_at indexed) upgrades in place: rows kept, positions go on,
     no thread index holds ``updated_at``, and appends update the thread row HOT."""
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for step in MIGRATIONS[:5]:
-            for statement in step:
-                conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 5)")
+        _schema_at(conn, prefix, 5)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
             " updated_at, current_branch) VALUES ('default', 'old', 'u1', 'active',"
@@ -764,3 +762,50 @@ async def test_migration_6_makes_thread_updates_hot_keeping_data(prefix: str) ->
     for updates, hot in grown():
         assert updates >= 5 and hot == updates
     await store.close()
+
+
+async def test_migration_8_counts_every_existing_branch(prefix: str) -> None:
+    """A version-7 schema upgrades in place: each branch's ``entry_count`` is its stored
+    entries (gaps left by deletes included), and the counts go on from there."""
+    with psycopg.connect(URL, autocommit=True) as conn:
+        _schema_at(conn, prefix, 7)
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
+            " updated_at, current_branch) VALUES ('default', 'old', 'u1', 'active', now(),"
+            " now(), 'main'), ('default', 'empty', 'u1', 'active', now(), now(), 'main'),"
+            " ('other', 'old', NULL, 'active', now(), now(), 'main')"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+            " VALUES ('default', 'old', 'main', now(), 9), ('default', 'old', 'alt', now(), 2),"
+            " ('default', 'empty', 'main', now(), 0), ('other', 'old', 'main', now(), 1)"
+        )
+        rows = [("default", "old", "main", p) for p in (1, 2, 5, 9)]  # 3, 4, 6-8 deleted
+        rows += [("default", "old", "alt", p) for p in (1, 2)] + [("other", "old", "main", 1)]
+        for tenant, thread, branch, position in rows:
+            conn.execute(
+                f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id,"
+                " role, content, token_count, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, 'user', 'kept', 3, now())",
+                (tenant, thread, branch, position, f"e{position}"),
+            )
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    try:
+        assert await store.count_entries("default", "old") == 4
+        assert await store.count_entries("default", "old", branch="alt") == 2
+        assert await store.count_entries("default", "empty") == 0
+        assert await store.count_entries("other", "old") == 1
+        assert await store.count_entries_many("default", ["old", "empty"]) == {
+            "old": 4,
+            "empty": 0,
+        }
+        assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+        memory = AsyncMemory(store)
+        added = await memory.remember("old", "user", "after the upgrade")
+        assert added.position == 10
+        assert await store.count_entries("default", "old") == 5
+        assert await store.delete_entries("default", "old", ["e1", added.id]) == 2
+        assert await store.count_entries("default", "old") == 3
+        assert len(await memory.entries.list("old")) == 3
+    finally:
+        await store.close()

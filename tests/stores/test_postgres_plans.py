@@ -15,6 +15,7 @@ filter on that same scan. This is what lets a Citus-style distribution by
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -253,13 +254,8 @@ async def test_entries_by_ids_use_the_id_index_on_a_never_analyzed_table(prefix:
         wanted = [e.id for e in await memory.entries.list(tid, limit=5)]
         got = await store.entry_get_many(memory.tenant_id, tid, [*wanted, "missing"])
         assert list(got) == wanted
+        _never_analyzed(prefix, "entries")
         with psycopg.connect(URL, autocommit=True) as conn:
-            analyzed = conn.execute(
-                "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname = %s",
-                (f"{prefix}entries",),
-            ).fetchone()
-            if analyzed is not None and any(analyzed):
-                pytest.skip("autovacuum analysed the table already")
             # the generic plan a prepared statement (psycopg prepares repeated ones) ends with
             statement = store._sql.entry_get_many
             for n, name in enumerate(("ids", "tenant", "thread", "branch"), 1):
@@ -274,3 +270,111 @@ async def test_entries_by_ids_use_the_id_index_on_a_never_analyzed_table(prefix:
         assert f'"{prefix}entries_pkey"' not in text
     finally:
         await store.close()
+
+
+def _generic_plan(statement: str, values: dict[str, tuple[str, Any]]) -> str:
+    """The JSON of the generic plan ``statement`` (named ``%(name)s`` parameters: name ->
+    (type, value)) gets as a prepared statement (psycopg prepares repeated ones), run."""
+    names: list[str] = []
+    for name in re.findall(r"%\((\w+)\)s", statement):
+        if name not in names:
+            names.append(name)
+    assert sorted(names) == sorted(values), (names, values)
+    for n, name in enumerate(names, 1):
+        statement = statement.replace(f"%({name})s", f"${n}")
+    types = ", ".join(values[name][0] for name in names)
+    with psycopg.connect(URL, autocommit=True) as conn:
+        conn.execute(f"PREPARE probe ({types}) AS {statement}")
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        explain = sql.SQL("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe ({})").format(
+            sql.SQL(", ").join(sql.Literal(values[name][1]) for name in names)
+        )
+        row = conn.execute(explain).fetchone()
+    assert row is not None
+    return json.dumps(row[0])
+
+
+def _never_analyzed(prefix: str, table: str) -> None:
+    with psycopg.connect(URL, autocommit=True) as conn:
+        analyzed = conn.execute(
+            "SELECT last_analyze, last_autoanalyze FROM pg_stat_user_tables WHERE relname = %s",
+            (f"{prefix}{table}",),
+        ).fetchone()
+    if analyzed is not None and any(analyzed):
+        pytest.skip("autovacuum analysed the table already")
+
+
+async def test_records_by_ids_descend_the_primary_key_on_a_never_analyzed_table(
+    prefix: str,
+) -> None:
+    """Before statistics exist "kind = k AND id = i" costs the same on the primary key
+    (tenant, kind, id) as on records_user (tenant, kind, user_id, created_at, id), and
+    the planner took records_user: every record of the kind read per id (20,000
+    documents: about 1 ms per id, build_context's document block 20 ms). Reads by id
+    (record_get, record_get_many, the vector cache's confirmation of documents) must
+    touch a few index pages per id."""
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    try:
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        count = 20_000
+        for start in range(0, count, 5_000):
+            await store.record_put(
+                "acme",
+                [
+                    Record(
+                        "document",
+                        f"d{i:06d}",
+                        None,
+                        "u1" if i % 2 else None,
+                        f"text {i}",
+                        {},
+                        now,
+                        now,
+                    )
+                    for i in range(start, start + 5_000)
+                ],
+            )
+        await store.vector_put(
+            "acme",
+            [
+                VectorItem("document", f"d{i:06d}", "m3", [1.0, float(i % 7), 0.5])
+                for i in range(count)
+            ],
+        )
+        wanted = [f"d{i:06d}" for i in range(count - 20, count)]  # the kind's last ids
+        got = await store.record_get_many("acme", "document", [*wanted, "missing"])
+        assert list(got) == wanted
+        assert (await store.record_get("acme", "document", wanted[-1])) is not None
+        scope = Visibility("agent", "u1")
+        _, confirmed = await store._vc_check(
+            "acme", "m3", [], {"document": [(i, None) for i in wanted]}, 3, None, scope
+        )
+        assert confirmed == {("document", i) for i in wanted}
+        _never_analyzed(prefix, "records")
+        captured = _capture(store)
+        await store._vc_check(
+            "acme", "m3", [], {"document": [(i, None) for i in wanted]}, 3, None, scope
+        )
+        check, params = captured[-1]
+        one = {"tenant": ("text", "acme"), "kind": ("text", "document")}
+        types = {"tenant": "text", "model": "text", "dim": "smallint", "rkinds": "text[]"}
+        types |= {"rids": "text[]", "v_agent_id": "text", "v_user_id": "text"}
+        plans = {
+            "record_get": _generic_plan(store._sql.record_get, one | {"id": ("text", wanted[-1])}),
+            "record_get_many": _generic_plan(
+                store._sql.record_get_many, one | {"ids": ("text[]", wanted)}
+            ),
+            "vector check": _generic_plan(
+                check, {name: (kind, params[name]) for name, kind in types.items()}
+            ),
+        }
+    finally:
+        await store.close()
+    for name, text in plans.items():
+        assert f'"{prefix}records_pkey"' in text, name
+        assert f'"{prefix}records_user"' not in text, name
+        assert f'"{prefix}records_created"' not in text, name
+        plan = json.loads(text)[0]
+        # a few pages per id (the old plan read every record of the kind: thousands)
+        pages = plan["Plan"].get("Shared Hit Blocks", 0) + plan["Plan"].get("Shared Read Blocks", 0)
+        assert pages <= 20 * len(wanted), (name, pages)

@@ -76,7 +76,8 @@ th AS (
     RETURNING {t_cols}
 ),
 br AS (
-    UPDATE {p}branches b SET last_position = b.last_position + (SELECT count(*) FROM fresh)
+    UPDATE {p}branches b SET last_position = b.last_position + (SELECT count(*) FROM fresh),
+        entry_count = b.entry_count + (SELECT count(*) FROM fresh)
     FROM allowed a, th
     WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s AND b.name = a.branch
     RETURNING b.name, b.last_position - (SELECT count(*) FROM fresh) AS base
@@ -127,7 +128,8 @@ WITH th AS (
     RETURNING {t_cols}
 ),
 br AS (
-    UPDATE {p}branches b SET last_position = b.last_position + %(count)s::bigint
+    UPDATE {p}branches b SET last_position = b.last_position + %(count)s::bigint,
+        entry_count = b.entry_count + %(count)s::bigint
     FROM th
     WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s
       AND b.name = coalesce(%(branch)s::text, th.current_branch)
@@ -177,7 +179,8 @@ th AS (
     RETURNING {t_cols}
 ),
 br AS (
-    UPDATE {p}branches b SET last_position = b.last_position + c.n
+    UPDATE {p}branches b SET last_position = b.last_position + c.n,
+        entry_count = b.entry_count + c.n
     FROM (SELECT thread, bname, count(*) AS n FROM ok GROUP BY thread, bname) c
     WHERE b.tenant_id = %(tenant)s AND b.thread_id = c.thread AND b.name = c.bname
     RETURNING b.thread_id, b.name, b.last_position - c.n AS base
@@ -290,6 +293,26 @@ def scope_filter(alias: str, visible: Visibility | None, params: dict[str, Any])
     return where
 
 
+def record_at(p: str, kind: str, rid: str) -> str:
+    """A subquery: the first record at or after (tenant, ``kind``, ``rid``) in primary-key
+    order; the caller checks that its kind and id are the ones asked for.
+
+    "kind = k AND id = i" costs the same on the primary key (tenant, kind, id) as on
+    ``records_user`` (tenant, kind, user_id, created_at, id) before the table has
+    statistics (autovacuum off: possibly never), and the planner took ``records_user``,
+    reading every record of the kind per id (100k documents: about 1 ms per id). A row
+    comparison in the primary key's order with its ORDER BY ... LIMIT 1 is one descent
+    of the primary key in any plan. (An extra "tenant_id = t" in the subquery made the
+    scan start at the tenant's first record and walk to the key: 1 ms per id.) The
+    callers check the tenant too, as an equality (the distribution column,
+    docs/postgres.md).
+    """
+    return (
+        f"(SELECT * FROM {p}records WHERE (tenant_id, kind, id) >= (%(tenant)s, {kind}, {rid})"
+        " ORDER BY tenant_id, kind, id LIMIT 1)"
+    )
+
+
 class Statements:
     """Every SQL statement of one prefix, built once."""
 
@@ -393,8 +416,9 @@ class Statements:
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
         )
         self.count_entries_many = (
-            f"SELECT t.id, (SELECT count(*) FROM {p}entries e WHERE e.tenant_id = t.tenant_id"
-            " AND e.thread_id = t.id AND e.branch = t.current_branch)"
+            f"SELECT t.id, coalesce((SELECT b.entry_count FROM {p}branches b"
+            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " AND b.name = t.current_branch), 0)"
             f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = ANY(%s::text[])"
         )
         on_current = (
@@ -416,10 +440,16 @@ class Statements:
             f" FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(thread)s)"
         )
         in_branch = "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
+        # every statement adding or removing a branch's entries keeps its entry_count
+        uncount = (
+            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
+            " - (SELECT count(*) FROM d) FROM t WHERE b.tenant_id = %(tenant)s"
+            " AND b.thread_id = %(thread)s AND b.name = t.branch)"
+        )
         self.delete_entries = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
             " AND e.id = ANY(%(ids)s::text[]) RETURNING e.id, e.branch),"
-            f"{_drop_entry_vectors(p, 'd')}"
+            f"{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
         self.truncate_after = (
@@ -427,16 +457,20 @@ class Statements:
             " AND e.id = %(id)s),"
             f" d AS (DELETE FROM {p}entries e USING t, x WHERE {in_branch}"
             " AND e.position > x.position RETURNING e.id, e.branch),"
-            f"{_drop_entry_vectors(p, 'd')}"
+            f"{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM x), (SELECT count(*) FROM d)"
         )
         self.clear_entries = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
-            f" RETURNING e.id, e.branch),{_drop_entry_vectors(p, 'd')}"
+            f" RETURNING e.id, e.branch),{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
+        # The branch row's entry_count (kept by every write): one row, not a count of
+        # the branch's rows (10k entries on a never-vacuumed table: 4-12 ms).
         self.count_entries = (
-            f"{thread_cte} SELECT (SELECT count(*) FROM {p}entries e WHERE {in_branch}) FROM t"
+            f"{thread_cte} SELECT coalesce((SELECT b.entry_count FROM {p}branches b"
+            " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s"
+            " AND b.name = t.branch), 0) FROM t"
         )
         self.branch_check = (
             f"SELECT (SELECT b.last_position FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
@@ -449,16 +483,16 @@ class Statements:
             " FOR KEY SHARE OF t"
         )
         self.branch_copy = (
-            f"WITH b AS (INSERT INTO {p}branches (tenant_id, thread_id, name, created_at,"
-            " from_branch, from_entry, last_position) VALUES (%(tenant)s, %(thread)s, %(name)s,"
-            " %(created)s, %(from)s, %(entry)s::text, %(upto)s))"
-            f" INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
-            " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
+            f"WITH c AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
             " idempotency_key, fingerprint)"
             " SELECT tenant_id, thread_id, %(name)s, position, id, role, content, name, tool_calls,"
             " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint"
             f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
-            " AND branch = %(from)s AND position <= %(upto)s"
+            " AND branch = %(from)s AND position <= %(upto)s RETURNING 1)"
+            f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
+            " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
+            " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
         self.list_branches = (
             "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
@@ -555,6 +589,9 @@ class Statements:
             f" FROM {p}entries WHERE {in_prefix}),"
             f" d AS (DELETE FROM {p}entries e USING cur WHERE cur.ids = %(expected)s::text[]"
             f" AND e.{in_prefix.replace(' AND ', ' AND e.')} RETURNING e.id, e.branch),"
+            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
+            " - (SELECT count(*) FROM d) WHERE b.tenant_id = %(tenant)s"
+            " AND b.thread_id = %(thread)s AND b.name = %(branch)s),"
             f"{_drop_entry_vectors(p, 'd')}"
             " SELECT cur.ids = %(expected)s::text[] FROM cur"
         )
@@ -568,7 +605,10 @@ class Statements:
             " FROM json_to_recordset(%(summary)s::json) AS i(id text, role text, content text,"
             " name text, tool_calls jsonb, tool_call_id text, metadata json, state json,"
             " token_count integer, created_at timestamptz, idempotency_key text,"
-            " fingerprint text))"
+            " fingerprint text) RETURNING 1),"
+            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
+            " + (SELECT count(*) FROM s) WHERE b.tenant_id = %(tenant)s"
+            " AND b.thread_id = %(thread)s AND b.name = %(branch)s)"
             f" UPDATE {p}threads SET updated_at = %(updated)s"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s"
         )
@@ -613,16 +653,18 @@ class Statements:
             f"DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
             " AND revision = -1"
         )
+        # By id: the primary key's first row at or after the key, checked (record_at).
         self.record_get = (
-            f"SELECT {RECORD_COLUMNS} FROM {p}records WHERE tenant_id = %s AND kind = %s"
-            " AND id = %s"
+            f"SELECT {_R_COLS} FROM {record_at(p, '%(kind)s', '%(id)s')} r"
+            " WHERE r.tenant_id = %(tenant)s AND r.kind = %(kind)s AND r.id = %(id)s"
         )
         # Batch reads by ids are driven by the ids: a LIMIT 1 subquery per id (never
-        # flattened) is a primary-key lookup whatever the statistics say. With "id =
-        # ANY(array)" a table never analyzed (autovacuum off) was read whole per call.
+        # flattened). With "id = ANY(array)" a table never analyzed (autovacuum off) was
+        # read whole per call.
         self.record_get_many = (
-            f"SELECT {R_READ} FROM unnest(%s::text[]) AS x(id), LATERAL (SELECT *"
-            f" FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = x.id LIMIT 1) r"
+            f"SELECT {R_READ} FROM unnest(%(ids)s::text[]) AS x(id),"
+            f" LATERAL {record_at(p, '%(kind)s', 'x.id')} r"
+            " WHERE r.tenant_id = %(tenant)s AND r.kind = %(kind)s AND r.id = x.id"
         )
         self.record_delete = (
             f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"

@@ -24,8 +24,8 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
             created_at, updated_at, current_branch)         PK (tenant_id, id)
         index (tenant_id, user_id); fillfactor 70, no index on updated_at (HOT appends)
     branches(tenant_id, thread_id, name, created_at, from_branch, from_entry,
-             last_position)                                 PK (tenant_id, thread_id, name)
-        fillfactor 70 (the counter update is heap-only)
+             last_position, entry_count)                    PK (tenant_id, thread_id, name)
+        fillfactor 70 (the counters' update is heap-only)
     entries(tenant_id, thread_id, branch, position, id, role, content, name,
             tool_calls jsonb, tool_call_id, metadata json, state json,
             token_count, created_at, idempotency_key, fingerprint)
@@ -45,8 +45,8 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
         index (tenant_id, model_id, kind, thread_id), (tenant_id, thread_id)
     schema_version(id = 1, version)
 
-Batch record reads are one statement each: ``record_get_many`` (primary key,
-``id = ANY(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
+Batch record reads are one statement each: ``record_get_many`` (a primary-key
+descent per id, ``unnest(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
 ``record_list_keys_by_kind`` adds ``kind = ANY(array)``) and ``record_page`` (a
 row-value range ``(created_at, id) > cursor`` of the ``(tenant_id, kind,
 created_at, id)`` index); an array is one parameter, so no list needs chunking.
@@ -148,7 +148,10 @@ threads share commits too. With one append in flight nothing waits.
 Positions are gap-free per branch while entries are only appended: the branch
 counter never goes back, so after ``delete_entries``/``truncate_after``/
 ``clear_entries`` new entries continue after the highest position ever assigned
-(a position is never reused).
+(a position is never reused). ``entry_count`` is the branch's exact number of
+entries, changed in the same statement as the entries by every verb that adds
+or removes some (appends, deletes, truncation, clearing, forks, compaction), so
+``count_entries`` reads one row instead of counting the branch.
 
 "Last N" is one statement: the thread row ``UNION ALL`` a backward index scan of
 ``(tenant_id, thread_id, branch, position)`` with ``LIMIT``, so its cost does

@@ -85,7 +85,8 @@ class RecordsMixin(PostgresBase):
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record by primary key."""
-        rows = await self._fetch(self._sql.record_get, (tenant, kind, record_id), retry=True)
+        params = {"tenant": tenant, "kind": kind, "id": record_id}
+        rows = await self._fetch(self._sql.record_get, params, retry=True)
         return row_to_record(rows[0]) if rows else None
 
     async def record_delete(
@@ -137,11 +138,12 @@ class RecordsMixin(PostgresBase):
     async def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
     ) -> dict[str, Record]:
-        """One statement: primary-key lookups of ``id = ANY(array)`` (one parameter)."""
+        """One statement: a primary-key descent per id (the ids as one parameter)."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
-        rows = await self._fetch(self._sql.record_get_many, (ids, tenant, kind), retry=True)
+        params = {"ids": ids, "tenant": tenant, "kind": kind}
+        rows = await self._fetch(self._sql.record_get_many, params, retry=True)
         found = {row[1]: row_to_record(row) for row in rows}
         return {i: found[i] for i in ids if i in found}
 

@@ -26,7 +26,7 @@ from memorybank.stores._postgres_rows import (
     is_disconnect,
     unit_query,
 )
-from memorybank.stores._postgres_sql import row_check, scope_filter
+from memorybank.stores._postgres_sql import record_at, row_check, scope_filter
 from memorybank.stores._sql import unit_vector_bytes, vector_from_bytes
 
 if TYPE_CHECKING:
@@ -206,7 +206,8 @@ class VectorsMixin(PostgresBase):
         # owner's scope as in the exact search; the thread is checked below. LIMIT 1
         # keeps each subquery per id (not flattened into a scan of every vector), and
         # "model_id || ''" keeps the planner on the primary key (tenant, kind, id) even
-        # before the table has statistics (else the model index looks as cheap).
+        # before the table has statistics (else the model index looks as cheap). A
+        # record is read by a descent of its primary key (``record_at``), then scoped.
         vector = (
             "v.tenant_id = %(tenant)s AND v.kind = x.kind AND v.id = x.id"
             " AND v.model_id || '' = %(model)s AND v.dim = %(dim)s"
@@ -230,9 +231,9 @@ class VectorsMixin(PostgresBase):
                 "SELECT 'c', x.kind, x.id, NULL, NULL::bigint, NULL::bigint"
                 " FROM unnest(%(rkinds)s::text[], %(rids)s::text[])"
                 f" AS x(kind, id), LATERAL (SELECT 1 FROM {p}vectors v WHERE {vector} LIMIT 1) o,"
-                f" LATERAL (SELECT 1 FROM {p}records r WHERE r.tenant_id = %(tenant)s"
-                " AND r.kind = x.kind AND r.id = x.id"
-                f"{scope_filter('r', visible_to, params)} LIMIT 1) rr"
+                f" LATERAL {record_at(p, 'x.kind', 'x.id')} r"
+                " WHERE r.tenant_id = %(tenant)s AND r.kind = x.kind AND r.id = x.id"
+                f"{scope_filter('r', visible_to, params)}"
             )
         stamps: dict[str, tuple[int, int]] = {}
         confirmed: set[tuple[str, str]] = set()

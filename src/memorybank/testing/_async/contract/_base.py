@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, Record
+from memorybank._async.stores.base import AsyncStore, NewEntry, Record
 from memorybank._concurrency import AsyncStep
 
 __all__ = ["ContractBase"]
@@ -68,6 +68,21 @@ class ContractBase:
             entry = await memory.remember(thread_id, role, f"message {i}")
             ids.append(entry.id)
         return ids
+
+    def _summary(self, created_at: datetime, token_count: int) -> NewEntry:
+        """A compaction summary entry (for ``compact_entries``) made at ``created_at``."""
+        return NewEntry(
+            id=_id("e"),
+            role="system",
+            content="summary",
+            name=None,
+            tool_calls=(),
+            tool_call_id=None,
+            metadata={},
+            state={},
+            token_count=token_count,
+            created_at=created_at,
+        )
 
     def _record(self, kind: str, content: str, **kwargs: Any) -> Record:
         when = kwargs.pop("created_at", datetime(2026, 1, 1, tzinfo=UTC))

@@ -252,18 +252,7 @@ class SearchCases(ContractBase):
         # compaction of main's first three (ids[1..3]; fork still holds them).
         entries = await memory.entries.list(tid)
         assert [e.id for e in entries] == ids[1:6]
-        summary = NewEntry(
-            id=_id("e"),
-            role="system",
-            content="summary",
-            name=None,
-            tool_calls=(),
-            tool_call_id=None,
-            metadata={},
-            state={},
-            token_count=1,
-            created_at=entries[3].created_at - timedelta(milliseconds=1),
-        )
+        summary = self._summary(entries[3].created_at - timedelta(milliseconds=1), 1)
         assert await store.compact_entries(
             tenant,
             tid,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -24,6 +24,59 @@ class StateCases(ContractBase):
     async def test_every_thread_starts_on_main(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
         assert [b.name for b in await memory.branches.list(tid)] == ["main"]
+
+    async def test_counts_follow_every_write_of_a_branch(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        """``count_entries`` (and ``count_entries_many``) equal the entries listed after
+        every verb that adds or removes a branch's entries: a store may keep the count
+        (the PostgreSQL store does, on the branch row) instead of counting."""
+        tenant = memory.tenant_id
+        tid = await self._thread(memory)
+
+        async def check(branch: str | None = None) -> int:
+            thread, listed = await store.list_entries(tenant, tid, branch=branch)
+            assert await store.count_entries(tenant, tid, branch=branch) == len(listed)
+            if branch in (None, thread.current_branch):
+                assert await store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
+            return len(listed)
+
+        ids = await self._fill(memory, tid, 6)
+        assert await check() == 6
+        more = [{"role": "user", "content": f"batch {i}"} for i in range(3)]
+        await memory.entries.add_many(tid, more)
+        assert await check() == 9
+        for _ in range(2):  # the repeat is the stored entry: no new row, no count
+            await memory.entries.add(tid, {"role": "user", "content": "k"}, idempotency_key="k1")
+        assert await check() == 10
+        await memory.branches.create(tid, "alt", from_entry=ids[2])
+        await memory.branches.create(tid, "whole")
+        assert (await check("alt"), await check("whole"), await check("main")) == (3, 10, 10)
+        assert await store.delete_entries(tenant, tid, [ids[0], _id("missing")]) == 1
+        assert await store.delete_entries(tenant, tid, [ids[0]]) == 0
+        assert (await check(), await check("whole")) == (9, 10)
+        assert await store.truncate_after(tenant, tid, ids[4]) == 5
+        assert (await check(), await check("alt")) == (4, 3)
+        entries = (await store.list_entries(tenant, tid))[1]
+        summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
+        done = await store.compact_entries(
+            tenant,
+            tid,
+            branch="main",
+            through_position=entries[1].position,
+            expected_ids=[e.id for e in entries[:2]],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert done is True
+        assert await check() == 3  # two replaced by one
+        await memory.branches.checkout(tid, "alt")
+        await memory.remember(tid, "user", "on alt")
+        assert (await check(), await check("main")) == (4, 3)
+        assert await store.clear_entries(tenant, tid, branch="main") == 3
+        assert (await check("main"), await check("alt"), await check("whole")) == (0, 4, 10)
+        await memory.branches.delete(tid, "whole")
+        assert await store.count_entries_many(tenant, [tid]) == {tid: 4}
 
     async def test_branch_from_an_entry_then_diverge(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)

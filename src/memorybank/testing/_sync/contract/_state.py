@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import functools
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -25,6 +25,59 @@ class StateCases(ContractBase):
     def test_every_thread_starts_on_main(self, memory: Memory) -> None:
         tid = self._thread(memory)
         assert [b.name for b in memory.branches.list(tid)] == ["main"]
+
+    def test_counts_follow_every_write_of_a_branch(
+        self, memory: Memory, store: Store
+    ) -> None:
+        """``count_entries`` (and ``count_entries_many``) equal the entries listed after
+        every verb that adds or removes a branch's entries: a store may keep the count
+        (the PostgreSQL store does, on the branch row) instead of counting."""
+        tenant = memory.tenant_id
+        tid = self._thread(memory)
+
+        def check(branch: str | None = None) -> int:
+            thread, listed = store.list_entries(tenant, tid, branch=branch)
+            assert store.count_entries(tenant, tid, branch=branch) == len(listed)
+            if branch in (None, thread.current_branch):
+                assert store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
+            return len(listed)
+
+        ids = self._fill(memory, tid, 6)
+        assert check() == 6
+        more = [{"role": "user", "content": f"batch {i}"} for i in range(3)]
+        memory.entries.add_many(tid, more)
+        assert check() == 9
+        for _ in range(2):  # the repeat is the stored entry: no new row, no count
+            memory.entries.add(tid, {"role": "user", "content": "k"}, idempotency_key="k1")
+        assert check() == 10
+        memory.branches.create(tid, "alt", from_entry=ids[2])
+        memory.branches.create(tid, "whole")
+        assert (check("alt"), check("whole"), check("main")) == (3, 10, 10)
+        assert store.delete_entries(tenant, tid, [ids[0], _id("missing")]) == 1
+        assert store.delete_entries(tenant, tid, [ids[0]]) == 0
+        assert (check(), check("whole")) == (9, 10)
+        assert store.truncate_after(tenant, tid, ids[4]) == 5
+        assert (check(), check("alt")) == (4, 3)
+        entries = (store.list_entries(tenant, tid))[1]
+        summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
+        done = store.compact_entries(
+            tenant,
+            tid,
+            branch="main",
+            through_position=entries[1].position,
+            expected_ids=[e.id for e in entries[:2]],
+            summary=summary,
+            updated_at=entries[-1].created_at,
+        )
+        assert done is True
+        assert check() == 3  # two replaced by one
+        memory.branches.checkout(tid, "alt")
+        memory.remember(tid, "user", "on alt")
+        assert (check(), check("main")) == (4, 3)
+        assert store.clear_entries(tenant, tid, branch="main") == 3
+        assert (check("main"), check("alt"), check("whole")) == (0, 4, 10)
+        memory.branches.delete(tid, "whole")
+        assert store.count_entries_many(tenant, [tid]) == {tid: 4}
 
     def test_branch_from_an_entry_then_diverge(self, memory: Memory) -> None:
         tid = self._thread(memory)
