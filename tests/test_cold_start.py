@@ -38,4 +38,17 @@ def test_reading_history_in_a_new_process_skips_write_and_search_modules(tmp_pat
     assert "memorybank.stores._items" not in modules  # the write and search dataclasses
     assert "memorybank._backlog" not in modules  # background counts
     assert "json" not in modules  # history rows with empty metadata parse no JSON
+    # The records are made by memorybank._plain: nothing imports dataclasses (and with
+    # it inspect, ast, dis and tokenize) until a dataclass function is called.
+    assert "dataclasses" not in modules
+    assert "inspect" not in modules
+    assert "memorybank.stores._sqlite_migrations" not in modules  # the schema is current
     assert out[1] == "0", "the text-splitting regex was compiled at import"
+
+
+def test_the_schema_version_counts_the_migrations() -> None:
+    # A store opens a database at SCHEMA_VERSION without loading the migrations.
+    from memorybank.stores import _sqlite_schema
+    from memorybank.stores._sqlite_migrations import _migrations
+
+    assert _sqlite_schema.SCHEMA_VERSION == len(_migrations("memorybank_"))

@@ -26,9 +26,9 @@ from memorybank.errors import (
 from memorybank.records import Entry, Thread
 from memorybank.stores._sqlite_schema import (
     _SCOPE_FUNCTION,
+    SCHEMA_VERSION,
     _append_sqls,
     _fts_scope_update,
-    _migrations,
     _scope_token,
 )
 
@@ -180,7 +180,6 @@ class SQLiteStoreBase(AsyncStore):
 
     def _migrate(self, conn: sqlite3.Connection) -> None:
         p = self.prefix
-        migrations = _migrations(p)
         version_table = f"{p}schema_version"
         try:  # the common open: one read says the schema is current
             row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
@@ -188,13 +187,16 @@ class SQLiteStoreBase(AsyncStore):
             if "no such table" not in str(error):
                 raise
             row = (None,)
-        if row[0] is not None and row[0] > len(migrations):
+        if row[0] is not None and row[0] > SCHEMA_VERSION:
             raise ConfigurationError(
                 f"database schema version {row[0]} is newer than this memorybank supports"
-                f" ({len(migrations)}); upgrade memorybank"
+                f" ({SCHEMA_VERSION}); upgrade memorybank"
             )
-        if row[0] is not None and row[0] == len(migrations):
+        if row[0] is not None and row[0] == SCHEMA_VERSION:
             return
+        from memorybank.stores._sqlite_migrations import _migrations  # only now (cold start)
+
+        migrations = _migrations(p)
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")

@@ -124,11 +124,18 @@ from memorybank.stores._sqlite_schema import _SHARED_TOKEN as _SHARED_TOKEN
 from memorybank.stores._sqlite_schema import VECTOR_LOG_KEEP as VECTOR_LOG_KEEP
 from memorybank.stores._sqlite_schema import _append_sqls as _append_sqls
 from memorybank.stores._sqlite_schema import _fts_scope_update as _fts_scope_update
-from memorybank.stores._sqlite_schema import _migrations as _migrations
 from memorybank.stores._sqlite_schema import _owner_token as _owner_token
 from memorybank.stores._sqlite_schema import _scope_token as _scope_token
 
 __all__ = ["SQLiteStore"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_migrations":  # loaded on first use: opening a current database skips it
+        from memorybank.stores._sqlite_migrations import _migrations
+
+        return _migrations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SQLiteStore(
