@@ -21,6 +21,7 @@ import pytest
 
 from memorybank import records
 from memorybank._scope import Scope
+from memorybank.stores import _items
 from memorybank.stores._types import Visibility
 
 CLASSES: list[Any] = [
@@ -35,6 +36,12 @@ CLASSES: list[Any] = [
     records.Fact,
     Scope,
     Visibility,
+    _items.NewEntry,
+    _items.AppendResult,
+    _items.Record,
+    _items.RecordGuard,
+    _items.SearchHit,
+    _items.VectorItem,
 ]
 
 

@@ -15,6 +15,7 @@ from memorybank._sync.stores.sqlite._base import SQLiteStoreBase, _chunks
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.stores._items import AppendResult
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
@@ -29,8 +30,8 @@ from memorybank.stores._sql import (
 )
 from memorybank.stores._sqlite_schema import _INSERT_COLUMNS, _owner_token
 
-if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
-    from memorybank.stores._items import AppendResult, NewEntry
+if TYPE_CHECKING:
+    from memorybank.stores._items import NewEntry
 
 
 _is_none = functools.partial(operator.is_, None)
@@ -115,8 +116,6 @@ class EntriesMixin(SQLiteStoreBase):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        from memorybank.stores._items import AppendResult  # not at import: cold start
-
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
