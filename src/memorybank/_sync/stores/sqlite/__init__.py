@@ -112,7 +112,6 @@ from memorybank._sync.stores.sqlite._base import _is_busy as _is_busy
 from memorybank._sync.stores.sqlite._entries import EntriesMixin as EntriesMixin
 from memorybank._sync.stores.sqlite._entries import _entry_values as _entry_values
 from memorybank._sync.stores.sqlite._entries import _insert_without_nulls as _insert_without_nulls
-from memorybank._sync.stores.sqlite._entries import _is_none as _is_none
 from memorybank._sync.stores.sqlite._entries import _json_object as _json_object
 from memorybank._sync.stores.sqlite._entries import _stored as _stored
 from memorybank._sync.stores.sqlite._records import RecordsMixin as RecordsMixin
