@@ -9,7 +9,6 @@ where both forms are written by hand, side by side (the httpcore pattern).
 
 from __future__ import annotations
 
-import inspect
 import threading
 import time
 from collections import deque
@@ -63,6 +62,8 @@ Step = Callable[[], T]
 
 async def amaybe_await(value: T | Awaitable[T]) -> T:
     """Await ``value`` if it is awaitable (a user callback may be sync or async)."""
+    import inspect  # on first use: ``import inspect`` costs a cold start 15 ms
+
     if inspect.isawaitable(value):
         return await value
     return value
@@ -74,6 +75,8 @@ def maybe_await(value: T | Awaitable[T]) -> T:
     Inside a running event loop (a sync ``Memory`` used from async code) the
     coroutine runs on a fresh loop in a helper thread, so it never deadlocks.
     """
+    import inspect  # on first use: ``import inspect`` costs a cold start 15 ms
+
     if not inspect.isawaitable(value):
         return value
     import asyncio

@@ -28,7 +28,6 @@ message changed differs on every member it shares with the stored batch.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -77,6 +76,8 @@ def keyed(key: str | None, entries: Sequence[NewEntry]) -> list[NewEntry]:
     if key is None:
         return list(entries)
     digest = fingerprint(entries)
+    import dataclasses  # on first use, not with every Memory (cold start)
+
     return [
         dataclasses.replace(
             entry,

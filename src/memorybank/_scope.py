@@ -20,13 +20,17 @@ that would widen the handle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from memorybank import _validate as v
 from memorybank.errors import InvalidInput, ThreadForbidden
 from memorybank.records import Thread
 from memorybank.stores._types import UNSET, Unset, Visibility
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass
+else:  # see memorybank._plain (cold start)
+    from memorybank._plain import dataclass
 
 __all__ = ["ROOT", "Scope", "check_owner"]
 
@@ -45,6 +49,10 @@ class Scope:
 
     user_id: Principal = UNSET
     agent_id: Principal = UNSET
+
+    def __init__(self, user_id: Principal = UNSET, agent_id: Principal = UNSET) -> None:
+        object.__setattr__(self, "user_id", user_id)
+        object.__setattr__(self, "agent_id", agent_id)
 
     @property
     def confined(self) -> bool:

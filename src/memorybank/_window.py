@@ -7,7 +7,6 @@ and every later turn of the conversation fails with it).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Sequence
 
 from memorybank.records import Entry
@@ -24,6 +23,8 @@ def strip_tool_calls(entries: Iterable[Entry]) -> list[Entry]:
         if entry.tool_calls:
             if entry.content is None or entry.content == "":
                 continue
+            import dataclasses  # on first use, not with every Memory (cold start)
+
             entry = dataclasses.replace(entry, tool_calls=())
         kept.append(entry)
     return kept

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from memorybank import _validate as v
 from memorybank._async._core import (
@@ -23,10 +23,8 @@ from memorybank._scope import ROOT, Scope, check_owner
 from memorybank._window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.errors import InvalidInput
 from memorybank.records import Entry
+from memorybank.stores._items import NewEntry
 from memorybank.tokens import count_message_tokens
-
-if TYPE_CHECKING:
-    from memorybank.stores._items import NewEntry
 
 _PAGE = 64
 
@@ -51,8 +49,6 @@ class AsyncEntries:
             token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
         else:
             v.check_limit(token_count, "token_count", allow_none=False)
-        from memorybank.stores._items import NewEntry  # not at import: cold start
-
         return NewEntry(
             id=new_id(),
             role=clean.role,

@@ -1,20 +1,26 @@
-"""The store contract's values that only writes and searches need: ``NewEntry``,
-``AppendResult``, ``Record``, ``RecordGuard``, ``SearchHit`` and ``VectorItem``.
+"""The store contract's values that writes and searches pass: ``NewEntry``,
+``AppendResult``, ``Record``, ``RecordGuard``, ``SearchHit`` and ``VectorItem``
+(``memorybank.stores._types`` exports them too).
 
-Apart from ``memorybank.stores._types`` (which still exports them) so a process that
-opens a store and reads a thread's history does not build their dataclasses: making
-a dataclass compiles its generated methods, a measurable part of a cold start.
+Made by ``memorybank._plain.dataclass`` (a written ``__init__``, nothing compiled at
+import), so the append path imports them once at module level rather than on
+every call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from memorybank._plain import FACTORY
 from memorybank.errors import Conflict
 from memorybank.records import Entry, Thread, ToolCall
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass, field
+else:  # see memorybank._plain (cold start, and no generated code)
+    from memorybank._plain import dataclass, field
 
 __all__ = ["AppendResult", "NewEntry", "Record", "RecordGuard", "SearchHit", "VectorItem"]
 
@@ -47,6 +53,38 @@ class NewEntry:
     extra: dict[str, Any] = field(default_factory=dict)
     item: dict[str, Any] | None = None
 
+    def __init__(
+        self,
+        id: str,
+        role: str,
+        content: str | None,
+        name: str | None,
+        tool_calls: tuple[ToolCall, ...],
+        tool_call_id: str | None,
+        metadata: dict[str, Any],
+        state: dict[str, Any],
+        token_count: int,
+        created_at: datetime,
+        idempotency_key: str | None = None,
+        fingerprint: str | None = None,
+        extra: dict[str, Any] = FACTORY,
+        item: dict[str, Any] | None = None,
+    ) -> None:
+        self.id = id
+        self.role = role
+        self.content = content
+        self.name = name
+        self.tool_calls = tool_calls
+        self.tool_call_id = tool_call_id
+        self.metadata = metadata
+        self.state = state
+        self.token_count = token_count
+        self.created_at = created_at
+        self.idempotency_key = idempotency_key
+        self.fingerprint = fingerprint
+        self.extra = {} if extra is FACTORY else extra
+        self.item = item
+
 
 @dataclass(slots=True)
 class AppendResult:
@@ -54,6 +92,14 @@ class AppendResult:
 
     entries: list[Entry]
     thread: Thread
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        thread: Thread,
+    ) -> None:
+        self.entries = entries
+        self.thread = thread
 
 
 @dataclass(slots=True)
@@ -80,6 +126,32 @@ class Record:
     expires_at: datetime | None = None
     revision: int = 0
 
+    def __init__(
+        self,
+        kind: str,
+        id: str,
+        agent_id: str | None,
+        user_id: str | None,
+        content: str,
+        data: dict[str, Any],
+        created_at: datetime,
+        updated_at: datetime,
+        key: str | None = None,
+        expires_at: datetime | None = None,
+        revision: int = 0,
+    ) -> None:
+        self.kind = kind
+        self.id = id
+        self.agent_id = agent_id
+        self.user_id = user_id
+        self.content = content
+        self.data = data
+        self.created_at = created_at
+        self.updated_at = updated_at
+        self.key = key
+        self.expires_at = expires_at
+        self.revision = revision
+
 
 @dataclass(frozen=True, slots=True)
 class RecordGuard:
@@ -89,6 +161,16 @@ class RecordGuard:
     kind: str
     id: str
     revision: int | None
+
+    def __init__(
+        self,
+        kind: str,
+        id: str,
+        revision: int | None,
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "revision", revision)
 
     def failed(self) -> Conflict:
         """The error a store raises when this guard does not hold (one message everywhere)."""
@@ -111,6 +193,20 @@ class SearchHit:
     thread_id: str | None = None
     branch: str | None = None
 
+    def __init__(
+        self,
+        kind: str,
+        id: str,
+        score: float,
+        thread_id: str | None = None,
+        branch: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "score", score)
+        object.__setattr__(self, "thread_id", thread_id)
+        object.__setattr__(self, "branch", branch)
+
 
 @dataclass(frozen=True, slots=True)
 class VectorItem:
@@ -121,3 +217,17 @@ class VectorItem:
     model_id: str
     vector: Sequence[float]
     thread_id: str | None = None
+
+    def __init__(
+        self,
+        kind: str,
+        id: str,
+        model_id: str,
+        vector: Sequence[float],
+        thread_id: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "id", id)
+        object.__setattr__(self, "model_id", model_id)
+        object.__setattr__(self, "vector", vector)
+        object.__setattr__(self, "thread_id", thread_id)

@@ -7,10 +7,11 @@ classes (one ``UNSET``, one ``Record``), never a generated copy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass
+
     from memorybank.stores._items import (
         AppendResult,
         NewEntry,
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
         SearchHit,
         VectorItem,
     )
+else:  # see memorybank._plain (cold start)
+    from memorybank._plain import dataclass
 
 __all__ = [
     "UNSET",
@@ -92,6 +95,10 @@ class Visibility:
 
     agent_id: str | Unset | None
     user_id: str | Unset | None
+
+    def __init__(self, agent_id: str | Unset | None, user_id: str | Unset | None) -> None:
+        object.__setattr__(self, "agent_id", agent_id)
+        object.__setattr__(self, "user_id", user_id)
 
     def admits(self, agent_id: str | None, user_id: str | None) -> bool:
         """Whether a record owned by ``agent_id``/``user_id`` is visible (the rule above)."""

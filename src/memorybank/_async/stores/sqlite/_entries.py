@@ -14,6 +14,7 @@ from memorybank._async.stores.sqlite._base import SQLiteStoreBase, chunks
 from memorybank._idempotency import clash, key_reused
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.stores._items import AppendResult
 from memorybank.stores._sql import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
@@ -28,11 +29,8 @@ from memorybank.stores._sql import (
 )
 from memorybank.stores._sqlite_schema import INSERT_COLUMNS, owner_token
 
-if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
-    from memorybank.stores._items import AppendResult, NewEntry
-
-
-_is_none = functools.partial(operator.is_, None)
+if TYPE_CHECKING:
+    from memorybank.stores._items import NewEntry
 
 
 @functools.lru_cache(maxsize=256)
@@ -47,6 +45,17 @@ def _insert_without_nulls(p: str, nulls: tuple[bool, ...]) -> tuple[str, Callabl
         f"INSERT INTO {p}entries ({INSERT_COLUMNS}) VALUES ({marks})",
         operator.itemgetter(*kept),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _single_insert(
+    p: str, content: bool, name: bool, calls: bool, call_id: bool
+) -> tuple[str, Callable[..., Any]]:
+    """``_insert_without_nulls`` for one entry without an idempotency key, keyed by the
+    only values such an append can leave ``None`` (content, name, tool calls, tool
+    call id): four flags hash and compare in a fifth of the time of all 17."""
+    nulls = (False,) * 6 + (content, name, calls, call_id) + (False,) * 4 + (True, True, False)
+    return _insert_without_nulls(p, nulls)
 
 
 def _json_object(value: dict[str, Any]) -> str:
@@ -114,8 +123,6 @@ class EntriesMixin(SQLiteStoreBase):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        from memorybank.stores._items import AppendResult  # not at import: cold start
-
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> AppendResult:
@@ -141,7 +148,9 @@ class EntriesMixin(SQLiteStoreBase):
                 new = entries[0]
                 position += 1
                 values = (tenant, thread_id, name, position, *_entry_values(new, scope))
-                sql, pick = _insert_without_nulls(p, tuple(map(_is_none, values)))
+                sql, pick = _single_insert(
+                    p, values[6] is None, values[7] is None, values[8] is None, values[9] is None
+                )
                 conn.execute(sql, pick(values))
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
