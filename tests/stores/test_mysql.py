@@ -637,3 +637,70 @@ async def test_concurrent_big_appends_are_combined_in_bounded_transactions(
         assert stored.id == entry.id and stored.position == entry.position == 1
         assert stored.content == big + tid
     await store.close()
+
+
+def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
+    """A version-6 schema upgrades in place: each branch's ``entry_count`` is its stored
+    entries (gaps left by deletes included), and the counts go on from there."""
+    prefix = f"{mysql_prefix}v6count_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
+                " version INT NOT NULL) ENGINE=InnoDB"
+            )
+            for step in MIGRATIONS[:6]:
+                for statement in step:
+                    cur.execute(
+                        statement.replace("{p}", prefix).replace("{bin}", _exact_collation())
+                    )
+            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 6)")
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, metadata, status,"
+                " created_at, updated_at, current_branch) VALUES"
+                " ('default', 'old', 'u1', '{}', 'active', 1, 1, 'main'),"
+                " ('default', 'empty', 'u1', '{}', 'active', 1, 1, 'main'),"
+                " ('other', 'old', NULL, '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` (tenant_id, thread_id, name, created_at,"
+                " last_position) VALUES ('default', 'old', 'main', 1, 9),"
+                " ('default', 'old', 'alt', 1, 2), ('default', 'empty', 'main', 1, 0),"
+                " ('other', 'old', 'main', 1, 1)"
+            )
+            rows = [("default", "old", "main", p) for p in (1, 2, 5, 9)]  # 3, 4, 6-8 deleted
+            rows += [("default", "old", "alt", p) for p in (1, 2)] + [("other", "old", "main", 1)]
+            for tenant, thread, branch, position in rows:
+                cur.execute(
+                    f"INSERT INTO `{prefix}entries` (tenant_id, thread_id, branch, position, id,"
+                    " role, content, metadata, state, token_count, created_at)"
+                    " VALUES (%s, %s, %s, %s, %s, 'user', 'kept', '{}', '{}', 3, 1)",
+                    (tenant, thread, branch, position, f"e{position}"),
+                )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            assert store.count_entries("default", "old") == 4
+            assert store.count_entries("default", "old", branch="alt") == 2
+            assert store.count_entries("default", "empty") == 0
+            assert store.count_entries("other", "old") == 1
+            assert store.count_entries_many("default", ["old", "empty", "gone"]) == {
+                "old": 4,
+                "empty": 0,
+            }
+            memory = Memory(store)
+            added = memory.remember("old", "user", "after the upgrade")
+            assert added.position == 10
+            assert store.count_entries("default", "old") == 5
+            assert store.delete_entries("default", "old", ["e1", added.id]) == 2
+            assert store.count_entries("default", "old") == 3
+            assert len(memory.entries.list("old")) == 3
+            assert store.count_entries("other", "old") == 1
+        finally:
+            store.close()
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT version FROM `{prefix}schema_version`")
+            assert cur.fetchall() == ((len(MIGRATIONS),),)
+    finally:
+        conn.close()
+        drop_tables(prefix)
