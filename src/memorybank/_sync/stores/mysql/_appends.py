@@ -11,7 +11,8 @@ driver parses each column's metadata in pure Python, so 13 columns cost the
 client more than the rest of the append). A batch of up to 16 entries without
 idempotency keys (every ``remember``) is ONE round trip: the same query goes on with
 ``INSERT ... SELECT`` rows positioned at ``branches.last_position + k`` and an
-``UPDATE`` of the counter and ``updated_at``, both conditional on the thread,
+``UPDATE`` of the counter, the branch's ``entry_count`` and ``updated_at`` (one
+statement: the kept count costs no statement of its own), both conditional on the thread,
 owner and branch (a failed check writes nothing; the client reads the locked
 row to raise ``NotFound``/``ThreadForbidden``), then ``COMMIT``. Bigger or
 idempotent batches take TWO round trips: the first also reads the stored
