@@ -6,7 +6,8 @@ W1  appends: T threads x M messages, one call per message, each durable on retur
     lock thread+branch, INSERT, counter/``updated_at`` UPDATEs, COMMIT.
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw is one
     ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key,
-    turned into the provider-shaped dicts ``history()`` returns (checked equal).
+    turned into the provider-shaped dicts ``history()`` returns (checked equal);
+    also ``entries.count()`` of the same thread (ratio: to raw's last 20).
 
 W3  concurrent clients (asyncio tasks, one connection each, raw on aiomysql): 1 client,
     32 clients on distinct threads, 32 clients on one shared thread; appends and last
@@ -180,6 +181,8 @@ def w2(url: str, prefix: str, repeat: int) -> list[list[object]]:
             "memorybank async history()": lambda tid=tid: loop.run_until_complete(
                 amemory.history(tid, last=20)
             ),
+            # the branch row's kept entry_count (migration 7), not a count of the rows
+            "memorybank entries.count()": functools.partial(memory.entries.count, tid),
         }
         samples: dict[str, list[float]] = {name: [] for name in calls}
         for sample in range(5 + repeat):

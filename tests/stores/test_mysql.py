@@ -353,13 +353,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
     conn = connect()
     try:
         with conn.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
-                " version INT NOT NULL) ENGINE=InnoDB"
-            )
-            for statement in MIGRATIONS[0]:
-                cur.execute(statement.replace("{p}", prefix))
-            cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 1)")
+            _schema_at(cur, prefix, 1)
             cur.execute(
                 f"INSERT INTO `{prefix}threads` VALUES ('default', 'old', NULL, NULL, NULL,"
                 " '{}', 'active', 1, 1, 'main')"
@@ -389,9 +383,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
             assert again.id == "e1"
         finally:
             store.close()
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((len(MIGRATIONS),),)
+        _assert_latest_version(conn, prefix)
     finally:
         conn.close()
         drop_tables(prefix)
@@ -427,15 +419,23 @@ def _string_columns(prefix: str) -> dict[str, set[str]]:
         conn.close()
 
 
-def _schema_version_2(cur: Any, prefix: str) -> None:
-    """The tables of schema version 2 under ``prefix``, from the migrations as they were."""
+def _schema_at(cur: Any, prefix: str, version: int) -> None:
+    """The tables of schema ``version`` under ``prefix``, from the migrations as they were."""
     cur.execute(
         f"CREATE TABLE `{prefix}schema_version` (id TINYINT NOT NULL PRIMARY KEY,"
         " version INT NOT NULL) ENGINE=InnoDB"
     )
-    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
-        cur.execute(statement.replace("{p}", prefix))
-    cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, 2)")
+    collation = _exact_collation() if version > 2 else ""  # {bin} appears from migration 3
+    for step in MIGRATIONS[:version]:
+        for statement in step:
+            cur.execute(statement.replace("{p}", prefix).replace("{bin}", collation))
+    cur.execute(f"INSERT INTO `{prefix}schema_version` VALUES (1, %s)", (version,))
+
+
+def _assert_latest_version(conn: Any, prefix: str) -> None:
+    with conn.cursor() as cur:
+        cur.execute(f"SELECT version FROM `{prefix}schema_version`")
+        assert cur.fetchall() == ((len(MIGRATIONS),),)
 
 
 def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) -> None:
@@ -448,7 +448,7 @@ def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) 
     conn = connect()
     try:
         with conn.cursor() as cur:
-            _schema_version_2(cur, prefix)
+            _schema_at(cur, prefix, 2)
             cur.execute(
                 f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, title, metadata, status,"
                 " created_at, updated_at, current_branch)"
@@ -493,9 +493,7 @@ def test_migration_3_makes_a_version_2_schema_exact_in_place(mysql_prefix: str) 
             assert list(columns) == [_exact_collation()]
         finally:
             store.close()
-        with conn.cursor() as cur:
-            cur.execute(f"SELECT version FROM `{prefix}schema_version`")
-            assert cur.fetchall() == ((len(MIGRATIONS),),)
+        _assert_latest_version(conn, prefix)
     finally:
         conn.close()
         drop_tables(prefix)
@@ -602,7 +600,7 @@ def test_migration_4_gives_existing_records_revision_0(mysql_prefix: str) -> Non
     conn = connect()
     try:
         with conn.cursor() as cur:
-            _schema_version_2(cur, prefix)
+            _schema_at(cur, prefix, 2)
             cur.execute(
                 f"INSERT INTO `{prefix}records` (tenant_id, kind, id, content, data, created_at,"
                 " updated_at) VALUES ('default', 'fact', 'f1', 'old', '{}', 1, 1)"
@@ -637,3 +635,59 @@ async def test_concurrent_big_appends_are_combined_in_bounded_transactions(
         assert stored.id == entry.id and stored.position == entry.position == 1
         assert stored.content == big + tid
     await store.close()
+
+
+def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
+    """A version-6 schema upgrades in place: each branch's ``entry_count`` is its stored
+    entries (gaps left by deletes included), and the counts go on from there."""
+    prefix = f"{mysql_prefix}v6count_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            _schema_at(cur, prefix, 6)
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, metadata, status,"
+                " created_at, updated_at, current_branch) VALUES"
+                " ('default', 'old', 'u1', '{}', 'active', 1, 1, 'main'),"
+                " ('default', 'empty', 'u1', '{}', 'active', 1, 1, 'main'),"
+                " ('other', 'old', NULL, '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` (tenant_id, thread_id, name, created_at,"
+                " last_position) VALUES ('default', 'old', 'main', 1, 9),"
+                " ('default', 'old', 'alt', 1, 2), ('default', 'empty', 'main', 1, 0),"
+                " ('other', 'old', 'main', 1, 1)"
+            )
+            rows = [("default", "old", "main", p) for p in (1, 2, 5, 9)]  # 3, 4, 6-8 deleted
+            rows += [("default", "old", "alt", p) for p in (1, 2)] + [("other", "old", "main", 1)]
+            for tenant, thread, branch, position in rows:
+                cur.execute(
+                    f"INSERT INTO `{prefix}entries` (tenant_id, thread_id, branch, position, id,"
+                    " role, content, metadata, state, token_count, created_at)"
+                    " VALUES (%s, %s, %s, %s, %s, 'user', 'kept', '{}', '{}', 3, 1)",
+                    (tenant, thread, branch, position, f"e{position}"),
+                )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            assert store.count_entries("default", "old") == 4
+            assert store.count_entries("default", "old", branch="alt") == 2
+            assert store.count_entries("default", "empty") == 0
+            assert store.count_entries("other", "old") == 1
+            assert store.count_entries_many("default", ["old", "empty", "gone"]) == {
+                "old": 4,
+                "empty": 0,
+            }
+            memory = Memory(store)
+            added = memory.remember("old", "user", "after the upgrade")
+            assert added.position == 10
+            assert store.count_entries("default", "old") == 5
+            assert store.delete_entries("default", "old", ["e1", added.id]) == 2
+            assert store.count_entries("default", "old") == 3
+            assert len(memory.entries.list("old")) == 3
+            assert store.count_entries("other", "old") == 1
+        finally:
+            store.close()
+        _assert_latest_version(conn, prefix)
+    finally:
+        conn.close()
+        drop_tables(prefix)

@@ -27,7 +27,9 @@ JSON text; every key and index leads with ``tenant_id``):
 - ``<p>threads``: PK (tenant_id, id); indexes (tenant_id, updated_at, id) and
   (tenant_id, user_id, updated_at).
 - ``<p>branches``: PK (tenant_id, thread_id, name); ``last_position`` is the
-  highest position ever given on the branch (the append counter).
+  highest position ever given on the branch (the append counter);
+  ``entry_count`` (migration 7) its entries now, kept by every write that adds or
+  removes them and read by ``count_entries``.
 - ``<p>entries``: PK (tenant_id, thread_id, branch, position); UNIQUE
   (tenant_id, thread_id, branch, idem_hash); index (tenant_id, thread_id, id).
   ``idem_hash`` is a 64-bit BLAKE2b of the idempotency key: with 255-character

@@ -10,7 +10,8 @@ driver parses each column's metadata in pure Python, so 13 columns cost the
 client more than the rest of the append). A batch of up to 16 entries without
 idempotency keys (every ``remember``) is ONE round trip: the same query goes on with
 ``INSERT ... SELECT`` rows positioned at ``branches.last_position + k`` and an
-``UPDATE`` of the counter and ``updated_at``, both conditional on the thread,
+``UPDATE`` of the counter, the branch's ``entry_count`` and ``updated_at`` (one
+statement: the kept count costs no statement of its own), both conditional on the thread,
 owner and branch (a failed check writes nothing; the client reads the locked
 row to raise ``NotFound``/``ThreadForbidden``), then ``COMMIT``. Bigger or
 idempotent batches take TWO round trips: the first also reads the stored
@@ -203,6 +204,7 @@ class AppendsMixin(MySQLBase):
             threads.setdefault(read.id, read)
             if row[10] is not None:
                 counters[read.id, row[10]] = int(row[11])
+        locked = dict(counters)
         out: list[AppendResult | Exception] = []
         values: list[Any] = []
         touched: dict[str, datetime] = {}
@@ -237,14 +239,24 @@ class AppendsMixin(MySQLBase):
                     values,
                 )
             )
-            moved = [(t, n, p) for (t, n), p in counters.items() if t in touched]
+            # each branch appended to: its new counter and how many entries it gained
+            moved = [
+                (t, n, p, p - locked[t, n]) for (t, n), p in counters.items() if p > locked[t, n]
+            ]
             writes.append(
                 (
                     f"UPDATE {self._branches} SET last_position = CASE"
                     + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
-                    + " ELSE last_position END WHERE tenant_id = %s AND thread_id IN"
+                    + " ELSE last_position END, entry_count = entry_count + CASE"
+                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
+                    + " ELSE 0 END WHERE tenant_id = %s AND thread_id IN"
                     f" ({placeholders(len(touched))})",
-                    (*(v for m in moved for v in m), tenant, *touched),
+                    (
+                        *(v for t, n, p, _ in moved for v in (t, n, p)),
+                        *(v for t, n, _, k in moved for v in (t, n, k)),
+                        tenant,
+                        *touched,
+                    ),
                 )
             )
             writes.append(
@@ -368,9 +380,10 @@ class AppendsMixin(MySQLBase):
             )
             writes.append(
                 (
-                    f"UPDATE {self._branches} SET last_position = %s"
+                    f"UPDATE {self._branches} SET last_position = %s,"
+                    " entry_count = entry_count + %s"
                     " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                    (position, tenant, thread_id, name),
+                    (position, added, tenant, thread_id, name),
                 )
             )
         writes.append(
@@ -418,7 +431,8 @@ class AppendsMixin(MySQLBase):
             (
                 f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
                 " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-                f" SET b.last_position = b.last_position + {len(entries)}, t.updated_at = %s"
+                f" SET b.last_position = b.last_position + {len(entries)},"
+                f" b.entry_count = b.entry_count + {len(entries)}, t.updated_at = %s"
                 " WHERE t.tenant_id = %s AND t.id = %s"
                 + (" AND t.user_id <=> %s" if not isinstance(owner, Unset) else ""),
                 (branch, to_us(updated_at), *where[1:]),

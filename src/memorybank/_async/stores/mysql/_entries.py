@@ -177,16 +177,37 @@ class EntriesMixin(MySQLBase):
         return {eid: found[eid] for eid in wanted if eid in found}
 
     async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Entries on the branch; ``NotFound`` without the thread."""
+        """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
+        not a count of the branch's rows); ``NotFound`` without the thread."""
         rows = await self._query(
-            f"SELECT (SELECT COUNT(*) FROM {self._entries} e WHERE e.tenant_id = t.tenant_id"
-            " AND e.thread_id = t.id AND e.branch = COALESCE(%s, t.current_branch))"
+            f"SELECT COALESCE((SELECT b.entry_count FROM {self._branches} b"
+            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " AND b.name = COALESCE(%s, t.current_branch)), 0)"
             f" FROM {self._threads} t WHERE t.tenant_id = %s AND t.id = %s",
             (branch, tenant, thread_id),
         )
         if not rows:
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][0])
+
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``count_entries`` of several threads' current branches in one round trip."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT t.id, COALESCE(b.entry_count, 0) FROM {self._threads} t"
+                    f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                    " AND b.thread_id = t.id AND b.name = t.current_branch"
+                    f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(chunk))})",
+                    (tenant, *chunk),
+                )
+                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
+            ]
+        )
+        return {str(tid): int(n) for tid, n in rows}
 
     async def delete_entries(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -281,6 +302,13 @@ class EntriesMixin(MySQLBase):
             conn,
             [
                 (f"DELETE e {where}", args),
+                # the rows just locked are the rows deleted (the thread row's lock
+                # holds off appends and forks)
+                (
+                    f"UPDATE {self._branches} SET entry_count = entry_count - %s"
+                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                    (len(rows), tenant, thread_id, name),
+                ),
                 *self._drop_entry_vectors(tenant, thread_id, [str(r[0]) for r in rows], others),
                 ("COMMIT", None),
             ],
@@ -366,8 +394,18 @@ class EntriesMixin(MySQLBase):
             )
         writes += [
             (
-                f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
-                (to_us(updated_at), tenant, thread_id),
+                # the branch row was locked with the thread's; the prefix's rows go, the
+                # summary comes
+                f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = %s SET t.updated_at = %s,"
+                " b.entry_count = b.entry_count + %s WHERE t.tenant_id = %s AND t.id = %s",
+                (
+                    branch,
+                    to_us(updated_at),
+                    (summary is not None) - len(results[3][0]),
+                    tenant,
+                    thread_id,
+                ),
             ),
             ("COMMIT", None),
         ]

@@ -245,9 +245,25 @@ class ThreadsMixin(MySQLBase):
             conn,
             [
                 (
+                    # entry_count: the source's entries up to ``upto``, the rows copied next
                     f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
-                    " from_branch, from_entry, last_position) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                    (tenant, thread_id, name, to_us(created_at), from_branch, from_entry, upto),
+                    " from_branch, from_entry, last_position, entry_count)"
+                    " SELECT %s, %s, %s, %s, %s, %s, %s, COUNT(*)"
+                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    " AND branch = %s AND position <= %s",
+                    (
+                        tenant,
+                        thread_id,
+                        name,
+                        to_us(created_at),
+                        from_branch,
+                        from_entry,
+                        upto,
+                        tenant,
+                        thread_id,
+                        from_branch,
+                        upto,
+                    ),
                 ),
                 (
                     f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"

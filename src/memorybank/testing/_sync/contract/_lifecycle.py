@@ -85,6 +85,7 @@ class LifecycleCases(ContractBase):
         entries = memory.entries.list(tid)
         assert [e.position for e in entries] == list(range(1, 129))
         assert {e.id: e.position for e in entries} == returned
+        assert memory.entries.count(tid) == 128  # a kept count follows combining
         for w in range(32):
             mine = [e.content for e in entries if (e.content or "").startswith(f"w{w}-")]
             assert mine == [f"w{w}-{i}" for i in range(4)]
@@ -130,6 +131,7 @@ class LifecycleCases(ContractBase):
             assert [e.id for e in stored if e.content == f"ok{i}"] == [ok.id]
             assert all((e.content or "").startswith(("ok", "m")) for e in stored)
             assert [e.position for e in stored] == list(range(1, len(stored) + 1))
+            assert memory.entries.count(tid) == len(stored)
         assert isinstance(results[-3], NotFound) and isinstance(results[-2], NotFound)
         many = results[-1]
         assert isinstance(many, list) and [e.content for e in many] == ["m0", "m1"]
