@@ -331,8 +331,9 @@ async def test_schema_is_versioned_and_every_key_leads_with_tenant(prefix: str) 
     data = [i for i in indexes if i[0] != f"{prefix}schema_version"]
     assert len(data) >= 18
     for table, name, definition in data:
-        if " USING gin " in definition:  # full text: the tsvector alone, filtered by tenant
-            assert definition.endswith("USING gin (search)"), (table, name, definition)
+        if " USING gin " in definition:  # full text: the tsvector (and the entry's thread)
+            ends = ("USING gin (search)", "USING gin (search, (ARRAY[thread_id]))")
+            assert definition.endswith(ends), (table, name, definition)
             continue
         first = re.search(r"USING btree \((\w+)", definition)
         assert first is not None and first.group(1) == "tenant_id", (table, name, definition)
