@@ -44,15 +44,28 @@ class SearchMixin(PostgresBase):
         tsq = "(SELECT to_tsquery('english', %(q)s))"
         parts: list[str] = []
         if want_entries:
+            source = f"{p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
+            source += " AND t.id = e.thread_id"
             where = ""
             if thread_id is not None:
                 where += " AND e.thread_id = %(thread)s"
                 params["thread"] = thread_id
-            where += scope_filter("t", visible_to, params)
+            scope = scope_filter("t", visible_to, params)
+            if thread_id is None and visible_to is not None and isinstance(visible_to.user_id, str):
+                # One user: the scope is the set of threads visible to them, matched inside
+                # ``entries_scoped`` (words and thread in one GIN index), so only their
+                # matches are read. No join: with one, a plan could reach the entries per
+                # thread by the primary key, reading every entry of the user's threads.
+                source = f"{p}entries e"
+                where += (
+                    f" AND ARRAY[e.thread_id] && ARRAY(SELECT t.id FROM {p}threads t"
+                    f" WHERE t.tenant_id = %(tenant)s{scope})"
+                )
+            else:
+                where += scope
             parts.append(
                 f"(SELECT 'entry', e.id, e.thread_id, e.branch, ts_rank_cd(e.search, {tsq}) AS s"
-                f" FROM {p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
-                f" AND t.id = e.thread_id WHERE e.search @@ {tsq} AND e.tenant_id = %(tenant)s"
+                f" FROM {source} WHERE e.search @@ {tsq} AND e.tenant_id = %(tenant)s"
                 f"{where} ORDER BY s DESC, e.id LIMIT %(k)s)"
             )
         if record_kinds:
