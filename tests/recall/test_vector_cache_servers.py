@@ -302,9 +302,11 @@ def _downgrade(spec: Any) -> None:
         conn = connect(spec.target)
         try:
             with conn.cursor() as cur:
+                # (and the later one: the branches' entry counts, migration 7)
+                cur.execute(f"ALTER TABLE `{p}branches` DROP COLUMN entry_count")
                 cur.execute(f"DROP TABLE `{p}vector_stamps`")
                 cur.execute(f"ALTER TABLE `{p}vectors` DROP KEY `{p}vectors_seq`, DROP COLUMN seq")
-                cur.execute(f"UPDATE `{p}schema_version` SET version = version - 1")
+                cur.execute(f"UPDATE `{p}schema_version` SET version = 5")
             conn.commit()
         finally:
             conn.close()
