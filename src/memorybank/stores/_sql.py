@@ -82,35 +82,36 @@ def to_us(value: datetime) -> int:
 
 
 #: Datetimes of integers converted lately (a context build re-reads the same recent
-#: entries every turn): a lookup is several times cheaper than a conversion.
+#: entries every turn): a lookup is several times cheaper than a conversion. Emptied
+#: whole when it holds ``_DATETIMES_MAX`` (datetimes are immutable: sharing is safe).
 _DATETIMES: dict[int, datetime] = {}
 _DATETIMES_MAX = 16_384
 
 
-def from_us(value: int | datetime) -> datetime:
-    """The UTC datetime for an integer of microseconds (a datetime passes through as UTC).
-
-    ``fromtimestamp`` of a float is twice as fast as adding a ``timedelta``, and
+def _datetime_of(value: int) -> datetime:
+    """``fromtimestamp`` of a float is twice as fast as adding a ``timedelta``, and
     exact: a float's error at today's epoch seconds is under 0.25 µs, and
-    ``fromtimestamp`` rounds to the nearest microsecond. Times beyond year 2200
-    take the slower exact path. The last ``_DATETIMES_MAX`` integers' datetimes
-    (immutable) are remembered.
-    """
-    if type(value) is int:
-        found = _DATETIMES.get(value)
-        if found is not None:
-            return found
-        if 0 <= value < _FAST_LIMIT_US:
-            found = datetime.fromtimestamp(value / 1_000_000, UTC)
-            if len(_DATETIMES) >= _DATETIMES_MAX:
-                _DATETIMES.clear()
-            _DATETIMES[value] = found
-            return found
-    if isinstance(value, datetime):
-        return value.astimezone(UTC)
+    ``fromtimestamp`` rounds to the nearest microsecond. Times beyond year 2200 take
+    the slower exact path."""
     if 0 <= value < _FAST_LIMIT_US:
         return datetime.fromtimestamp(value / 1_000_000, UTC)
     return _EPOCH + timedelta(microseconds=int(value))
+
+
+def from_us(value: int | datetime) -> datetime:
+    """The UTC datetime for an integer of microseconds (a datetime passes through as UTC);
+    the datetimes of recently converted integers are remembered (``_DATETIMES``)."""
+    if type(value) is int:
+        found = _DATETIMES.get(value)
+        if found is None:
+            found = _datetime_of(value)
+            if len(_DATETIMES) >= _DATETIMES_MAX:
+                _DATETIMES.clear()
+            _DATETIMES[value] = found
+        return found
+    if isinstance(value, datetime):
+        return value.astimezone(UTC)
+    return _datetime_of(value)
 
 
 def dump(value: Any) -> str:

@@ -183,23 +183,8 @@ class AppendsMixin(PostgresBase):
             )
             query = self._sql.append_one
         else:
-            params["batch"] = dump(
-                [
-                    {
-                        "id": e.id,
-                        "role": e.role,
-                        "content": e.content,
-                        "name": e.name,
-                        "tool_calls": tool_calls_value(e.tool_calls, e.extra, e.item),
-                        "tool_call_id": e.tool_call_id,
-                        "metadata": e.metadata,
-                        "state": e.state,
-                        "token_count": e.token_count,
-                        "created_at": e.created_at.isoformat(),
-                        "ord": index,
-                    }
-                    for index, e in enumerate(sent, 1)
-                ]
+            params["batch"] = dump(  # (no idempotency keys here: their fields are null)
+                [{**new_entry_json(e), "ord": index} for index, e in enumerate(sent, 1)]
             )
             query = self._sql.append_plain
         rows = self._fetch(query, params)
