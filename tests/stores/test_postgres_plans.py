@@ -25,7 +25,7 @@ import pytest
 from psycopg import sql
 
 from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import VectorItem, Visibility
+from memorybank._async.stores.base import UNSET, VectorItem, Visibility
 from memorybank._async.stores.postgres import AsyncPostgresStore
 from memorybank.stores._types import Record
 from tests.conftest import require_server
@@ -380,23 +380,48 @@ async def test_records_by_ids_descend_the_primary_key_on_a_never_analyzed_table(
         assert pages <= 20 * len(wanted), (name, pages)
 
 
-async def test_user_scoped_keyword_search_reads_only_that_users_matches(prefix: str) -> None:
-    """A keyword search for one user (no thread) must not fetch every user's matches from
-    the heap and join them to the threads afterwards (1M other entries: 19k rows per
-    query, 40-130 ms), nor read every entry of the user's threads (a generic plan: 10k
-    rows), nor take a words-only GIN index and filter the threads after the heap (the
-    planner did, with ``entries_search`` still there); ``entries_scoped`` (words and
-    thread in one GIN index) leaves only the user's matches. Analysed tables (as the
-    bench's), in the generic and in a custom plan. (Never analysed, the generic plan
-    reads the tenant's entries by the primary key: not solved here.)"""
+# Keyword-search scopes with no thread: (scope, the (agent_id, user_id) of the 4 threads
+# it sees, of the 40 it does not (by thread number)).
+_SCOPES: dict[str, tuple[Visibility, tuple[str | None, str | None], Any]] = {
+    "one user": (Visibility("agent", "u1"), ("agent", "u1"), lambda t: ("agent", f"o{t % 10}")),
+    "one agent": (Visibility("a1", UNSET), ("a1", "u1"), lambda t: (f"a{t % 10 + 2}", "u1")),
+    "agent-shared only": (Visibility(None, UNSET), (None, "u1"), lambda t: (f"a{t % 10}", "u1")),
+    "user-shared only": (Visibility(UNSET, None), ("agent", None), lambda t: ("agent", f"u{t}")),
+    "shared only": (
+        Visibility(None, None),
+        (None, None),
+        lambda t: (None, f"u{t}") if t % 2 else (f"a{t}", None),
+    ),
+    "one agent, user-shared": (
+        Visibility("a1", None),
+        ("a1", None),
+        lambda t: ("a1", f"u{t}") if t % 2 else (f"a{t}", None),
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", list(_SCOPES))
+async def test_scoped_keyword_search_reads_only_the_matches_in_scope(
+    prefix: str, shape: str
+) -> None:
+    """A keyword search with a scope and no thread (one user, one agent, shared-only on
+    either axis) must not fetch every match of the tenant from the heap and join them to
+    the threads afterwards (1M other entries: 19k rows per query, 40-130 ms), nor read
+    every entry of the threads in scope (a generic plan: 10k rows), nor take a words-only
+    GIN index and filter the threads after the heap (the planner did, with
+    ``entries_search`` still there); ``entries_scoped`` (words and thread in one GIN
+    index) leaves only the matches in scope. Analysed tables (as the bench's), in the
+    generic and in a custom plan. (Never analysed, the generic plan reads the tenant's
+    entries by the primary key: not solved here.)"""
+    scope, visible_owner, other_owner = _SCOPES[shape]
     store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
     try:
         memory = AsyncMemory(store)
         mine: set[str] = set()
         for t in range(44):
-            user = "u1" if t < 4 else f"other{t % 10}"
-            tid = (await memory.threads.create(user_id=user, agent_id="agent")).id
-            if user == "u1":
+            agent, user = visible_owner if t < 4 else other_owner(t)
+            tid = (await memory.threads.create(user_id=user, agent_id=agent)).id
+            if t < 4:
                 mine.add(tid)
             await memory.entries.add_many(
                 tid,
@@ -409,7 +434,6 @@ async def test_user_scoped_keyword_search_reads_only_that_users_matches(prefix: 
             for table in ("entries", "threads"):
                 conn.execute(f"ANALYZE {prefix}{table}")
         captured = _capture(store)
-        scope = Visibility("agent", "u1")
         hits = await store.text_search(
             "default", "invoice", kinds=["entry"], k=500, visible_to=scope
         )

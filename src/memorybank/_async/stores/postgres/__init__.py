@@ -60,11 +60,12 @@ letters and digits, so the user's text is never tsquery syntax) into
 ``to_tsquery('english', 'w1 | w2 | ...')``, ranks by ``ts_rank_cd`` and runs
 entries (joined to their thread for the scope; every branch) and records as one
 ``UNION ALL`` statement. Scores are ``ts_rank_cd`` values (bigger is better).
-A search for one user (``visible_to.user_id`` a name, no thread) also asks
-``ARRAY[thread_id] && ARRAY(<the user's visible threads>)``, which the second GIN
-index ``entries_scoped (search, (ARRAY[thread_id]))`` (schema version 9, both
-opclasses built in) answers inside the index: only that user's matches are
-read from the heap, not every user's.
+A search with a scope and no thread (one user, one agent, or shared-only on
+either axis: ``visible_to`` checks at least one axis) asks
+``ARRAY[thread_id] && ARRAY(<the threads in scope>)`` instead of joining the
+threads, which the second GIN index ``entries_scoped (search, (ARRAY[thread_id]))``
+(schema version 9, both opclasses built in) answers inside the index: only the
+matches in scope are read from the heap, not every match of the tenant.
 
 Vectors: when the migration runs on a server where the ``vector`` extension is
 installed or can be created (``CREATE EXTENSION`` needs the privilege;

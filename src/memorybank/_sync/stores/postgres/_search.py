@@ -52,11 +52,14 @@ class SearchMixin(PostgresBase):
                 where += " AND e.thread_id = %(thread)s"
                 params["thread"] = thread_id
             scope = scope_filter("t", visible_to, params)
-            if thread_id is None and visible_to is not None and isinstance(visible_to.user_id, str):
-                # One user: the scope is the set of threads visible to them, matched inside
-                # ``entries_scoped`` (words and thread in one GIN index), so only their
-                # matches are read. No join: with one, a plan could reach the entries per
-                # thread by the primary key, reading every entry of the user's threads.
+            if thread_id is None and scope:
+                # A scope and no thread (one user, one agent, shared-only on either axis):
+                # the scope is the set of threads it may see, matched inside
+                # ``entries_scoped`` (words and thread in one GIN index), so only the
+                # matches in scope are read. No join: with one, a plan could reach the
+                # entries per thread by the primary key, reading every entry of those
+                # threads, or fetch every match of the tenant and filter after the join.
+                # (No scope at all: every thread of the tenant, nothing to narrow.)
                 source = f"{p}entries e"
                 where += (
                     f" AND ARRAY[e.thread_id] && ARRAY(SELECT t.id FROM {p}threads t"
