@@ -403,10 +403,13 @@ class VectorsMixin(PostgresBase):
         p = self.prefix
         bound = VectorParams(params, k=k, floor=EXACT_SCOPE, index=index)
         scope = scope_filter("t", visible_to, bound)
-        vectors = (
+        # the count reads the model index alone (an index-only scan once vacuumed): any
+        # dimension, which only ever makes the bound reached sooner
+        count = (
             f"{p}vectors v WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-            " AND v.dim = %(dim)s AND v.kind = 'entry' AND v.thread_id = %(thread)s"
+            " AND v.kind = 'entry' AND v.thread_id = %(thread)s"
         )
+        vectors = f"{count} AND v.dim = %(dim)s"
         visible = row_check(
             f"{p}threads t", f"t.tenant_id = %(tenant)s AND t.id = %(thread)s{scope}"
         )
@@ -417,7 +420,7 @@ class VectorsMixin(PostgresBase):
         query = (
             f"WITH b AS (SELECT greatest(%(floor)s, sqrt(32 * %(k)s * {size}))::bigint AS b),"
             f" n AS (SELECT count(*) < (SELECT b FROM b) AS small"
-            f" FROM (SELECT 1 FROM {vectors} LIMIT (SELECT b FROM b)) c)"
+            f" FROM (SELECT 1 FROM {count} LIMIT (SELECT b FROM b)) c)"
             " (SELECT 'entry', v.id, v.thread_id, v.embedding <=> (SELECT %(q)s::vector) AS d"
             f" FROM {vectors} AND (SELECT small FROM n) AND {visible}"
             " ORDER BY d, v.id LIMIT %(k)s)"
