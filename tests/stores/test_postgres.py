@@ -733,11 +733,30 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
     )
     assert len(seen) == 2
     assert [h.id for h in hits] == exact(docs[:5], [f"d{i}" for i in range(5)], 10)
+    # entries and documents for bob, who sees no thread: the entries part comes back
+    # short and is redone exactly on its own; the documents part is kept
+    fetched: list[str] = []
+    fetch = store._fetch
+
+    async def fetch_spy(q: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        fetched.append(q)
+        return await fetch(q, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_fetch", fetch_spy)
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
+        visible_to=bob,
+    )  # fmt: skip
+    assert len(seen) == 3
+    redone = [q for q in fetched if "<=>" in q]
+    assert len(redone) == 1 and "records r" not in redone[0] and "threads t" in redone[0]
+    assert len(hits) == 10 and all(h.kind == "document" for h in hits)
+    assert all(owners[int(h.id[1:])] == "bob" for h in hits)
     # a thread of 30 vectors: exact, without the index
     hits = await store.vector_search(
         "default", query.tolist(), model_id="mini", kinds=["entry"], k=10, thread_id=small
     )
-    assert len(seen) == 2
+    assert len(seen) == 3
     assert [h.id for h in hits] == exact(entries[:30], [f"e{i}" for i in range(30)], 10)
     assert {h.thread_id for h in hits} == {small}
     # bob may not see alice's thread: nothing, on the exact path too

@@ -313,15 +313,20 @@ class VectorsMixin(PostgresBase):
         if found is None and index is not None:
             found = self._hnsw_search(query, bound, k)
             entries = sum(1 for r in found if r[0] == "entry")
-            if (want_entries and entries < k) or (record_kinds and len(found) - entries < k):
+            short_entries = want_entries and entries < k
+            short_records = bool(record_kinds) and len(found) - entries < k
+            if short_entries or short_records:
                 # A part ran out before k: its scope is small, or the iterative scan
-                # gave up (hnsw.max_scan_tuples). Exact over the scope: every hit found.
+                # gave up (hnsw.max_scan_tuples). That part again, exactly over its
+                # scope: every hit found.
                 query, params = self._vector_query(
-                    tenant, model_id, dim, want_entries, record_kinds, thread_id,
-                    visible_to, *_EXACT, None,
+                    tenant, model_id, dim, short_entries,
+                    record_kinds if short_records else [], thread_id, visible_to,
+                    *_EXACT, None,
                 )  # fmt: skip
-                found = None
-                bound = VectorParams(params, k=k, q=Vector(unit))
+                redo = VectorParams(params, k=k, q=Vector(unit))
+                found = [r for r in found if not (short_records, short_entries)[r[0] == "entry"]]
+                found += self._fetch(query, redo, retry=True)
         if found is None:
             found = self._fetch(query, bound, retry=True)
         hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in found]
