@@ -141,6 +141,21 @@ class GraphCore:
         both = self._core.store.record_list_keys_by_kind(
             self._tenant, (OUT, IN), ids, visible_to=seen
         )
+        return self._as_edges(both, way, seen, flt)
+
+    def _edges_linked(
+        self, ids: Sequence[str], way: Direction, seen: Visibility, flt: _Filter
+    ) -> tuple[list[_Edge], dict[str, Record]]:
+        """``_edges``, and in the same read the entity records at the far ends of the
+        relations read that ``seen`` may see (``record_list_keys_linked``), by id."""
+        both, near = self._core.store.record_list_keys_linked(
+            self._tenant, {OUT: "target_id", IN: "source_id"}, ids, ENTITY, visible_to=seen
+        )
+        return self._as_edges(both, way, seen, flt), near
+
+    def _as_edges(
+        self, both: dict[str, list[Record]], way: Direction, seen: Visibility, flt: _Filter
+    ) -> list[_Edge]:
         edges: dict[tuple[str, str], _Edge] = {}
         for kind, records in both.items():
             for record in records:
