@@ -17,7 +17,7 @@ from memorybank.stores._types import Visibility, visible
 #: A level reads its relations' far-end entities with them (one read, not two) when
 #: its frontier times this is within the room left: at about this many relations per
 #: node, most of the far ends read are admitted.
-_FANOUT = 4
+_FANOUT = 2
 
 
 class TraversalVerbs(GraphCore):
@@ -283,11 +283,34 @@ class TraversalVerbs(GraphCore):
         for entity_id in ids:
             if entity_id not in found:
                 raise NotFound(f"entity {entity_id!r} not found")
-        start = [found[i] for i in ids]
+        return await self._subgraph(
+            [found[i] for i in ids],
+            hops=hops,
+            nodes=nodes,
+            edges=edges,
+            way=way,
+            seen=seen,
+            flt=flt,
+            entity_types=wanted,
+        )
+
+    async def _subgraph(
+        self,
+        start: Sequence[Entity],
+        *,
+        hops: int,
+        nodes: int,
+        edges: int,
+        way: Direction,
+        seen: Visibility,
+        flt: _Filter,
+        entity_types: frozenset[str] | None,
+    ) -> Subgraph:
+        """``traverse`` from ``start``: entities ``seen`` sees, read already (the graph
+        context's seeds come from its own scoped read, so they are not read again)."""
         truncated = len(start) > nodes
-        start = start[:nodes]
         reached, relations, cut = await self._walk(
-            start,
+            start[:nodes],
             depth=hops,
             way=way,
             seen=seen,
@@ -295,7 +318,7 @@ class TraversalVerbs(GraphCore):
             max_nodes=nodes,
             max_edges=edges,
             close=True,
-            entity_types=wanted,
+            entity_types=entity_types,
         )
         return Subgraph(
             entities=[e for e, _ in reached.values()],
