@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -86,6 +86,16 @@ class GraphCore:
             rid: _entity(self._tenant, r)
             for rid, r in records.items()
             if visible(seen, r.agent_id, r.user_id)
+        }
+
+    def _read_entities(
+        self, ids: Sequence[str], near: Mapping[str, Record], seen: Visibility | None
+    ) -> dict[str, Entity]:
+        """``_entities`` of ``ids`` from entity records read already (``near``)."""
+        return {
+            i: _entity(self._tenant, r)
+            for i in ids
+            if (r := near.get(i)) is not None and visible(seen, r.agent_id, r.user_id)
         }
 
     def _entity_record(self, entity_id: str, seen: Visibility | None) -> Record:

@@ -9,7 +9,7 @@ from datetime import datetime
 from memorybank import _validate as v
 from memorybank._sync.graph.checks import _depth, _direction, _ids, _types
 from memorybank._sync.graph.core import GraphCore, _Edge, _Filter
-from memorybank._sync.graph.records import IN, OUT, _entity, _relation
+from memorybank._sync.graph.records import IN, OUT, _relation
 from memorybank._sync.stores.base import UNSET, Record, Unset
 from memorybank.errors import NotFound
 from memorybank.graph.model import Direction, Entity, Relation, Subgraph
@@ -183,11 +183,7 @@ class TraversalVerbs(GraphCore):
             if near is None:
                 got = self._entities(chunk, seen)
             else:
-                got = {
-                    i: _entity(self._tenant, r)
-                    for i in chunk
-                    if (r := near.get(i)) is not None and visible(seen, r.agent_id, r.user_id)
-                }
+                got = self._read_entities(chunk, near, seen)
             for entity_id in chunk:
                 entity = got.get(entity_id)
                 if not fits(entity):
