@@ -83,17 +83,20 @@ async def graph_block(
     if not seeds:
         return None
     # read more than is shown, so the bounds cut by relevance, not by discovery order
-    subgraph = await graph.traverse(
-        [seed.entity.id for seed in seeds],
-        max_depth=options.max_depth,
-        max_nodes=min(options.max_nodes * CANDIDATES, MAX_COUNT),
-        max_edges=min(options.max_edges * CANDIDATES, MAX_COUNT),
-        agent_id=agent_id,
-        user_id=user_id,
-        entity_types=options.entity_types,
-        as_of=options.as_of,
-        include_invalid=options.include_history,
-        include_inferred=options.include_inferred,
+    # ``traverse`` from the seeds, which the caller sees (read just now, not again)
+    subgraph = await graph._subgraph(
+        [seed.entity for seed in seeds],
+        hops=options.max_depth,
+        nodes=min(options.max_nodes * CANDIDATES, MAX_COUNT),
+        edges=min(options.max_edges * CANDIDATES, MAX_COUNT),
+        way="both",
+        seen=graph._seen(user_id, agent_id),
+        flt=graph._filter(
+            as_of=options.as_of,
+            include_invalid=options.include_history,
+            include_inferred=options.include_inferred,
+        ),
+        entity_types=None if options.entity_types is None else frozenset(options.entity_types),
     )
     entities, relations = rank(
         query,

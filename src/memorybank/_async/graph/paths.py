@@ -68,7 +68,9 @@ class PathVerbs(GraphCore):
             frontier = fwd_frontier if forward else bwd_frontier
             best = fwd if forward else bwd
             offers: dict[str, _Best] = {}
-            for edge in await self._edges(frontier, way if forward else back, seen, flt):
+            # the level's relations and the entities at their far ends: one read
+            edges, near = await self._edges_linked(frontier, way if forward else back, seen, flt)
+            for edge in edges:
                 if edge.other in best:
                     continue
                 cost, key, rels, path = best[edge.here]
@@ -90,7 +92,7 @@ class PathVerbs(GraphCore):
                 current = offers.get(edge.other)
                 if current is None or offer[:2] < current[:2]:
                     offers[edge.other] = offer
-            found = await self._entities(sorted(offers), seen)
+            found = self._read_entities(sorted(offers), near, seen)
             known.update(found)
             level = sorted(found)
             for entity_id in level:

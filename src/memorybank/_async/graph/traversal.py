@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Container, Sequence
+from collections.abc import Collection, Container, Mapping, Sequence
 from datetime import datetime
 
 from memorybank import _validate as v
@@ -13,6 +13,11 @@ from memorybank._async.stores.base import UNSET, Record, Unset
 from memorybank.errors import NotFound
 from memorybank.graph.model import Direction, Entity, Relation, Subgraph
 from memorybank.stores._types import Visibility, visible
+
+#: A level reads its relations' far-end entities with them (one read, not two) when
+#: its frontier times this is within the room left: at about this many relations per
+#: node, most of the far ends read are admitted.
+_FANOUT = 2
 
 
 class TraversalVerbs(GraphCore):
@@ -48,18 +53,26 @@ class TraversalVerbs(GraphCore):
                 # the rest are stored under this level's nodes (one read, not two). With
                 # no room left, no node is added: this level is the closing one, and the
                 # only other question is whether a node was left out (``truncated``).
-                outside: list[Record] = []
+                # Whether a node was left out is asked only below the depth bound and
+                # when no earlier cut said so: only then are the links leading out read.
+                ask = level < depth and not truncated
+                outside: list[Record] | None = [] if ask else None
                 edges = await self._among(frontier, reached, way, seen, flt, outside)
                 found: dict[str, Entity] = {}
-                if level < depth and not truncated:
+                if outside is not None:
                     truncated = await self._left_out(
                         frontier, reached, outside, way, seen, flt, entity_types
                     )
             else:
-                edges = await self._edges(frontier, way, seen, flt)
-                fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
                 room = None if max_nodes is None else max(0, max_nodes - len(reached))
-                found, more = await self._admit(fresh, room, seen, entity_types)
+                near: dict[str, Record] | None = None
+                if room is None or len(frontier) * _FANOUT <= room:
+                    # the far ends come with the relations: one read for the level
+                    edges, near = await self._edges_linked(frontier, way, seen, flt)
+                else:  # many more far ends than room: only the admitted ones are read
+                    edges = await self._edges(frontier, way, seen, flt)
+                fresh = list(dict.fromkeys(e.other for e in edges if e.other not in reached))
+                found, more = await self._admit(fresh, room, seen, entity_types, near)
                 truncated = truncated or more
             for entity_id, entity in found.items():
                 reached[entity_id] = (entity, level + 1)
@@ -79,7 +92,7 @@ class TraversalVerbs(GraphCore):
     async def _among(
         self,
         ids: Sequence[str],
-        reached: Container[str],
+        reached: Collection[str],
         way: Direction,
         seen: Visibility,
         flt: _Filter,
@@ -88,12 +101,18 @@ class TraversalVerbs(GraphCore):
         """The relations (passing ``flt``) between ``ids`` (the last level) and ``reached``
         that the earlier levels did not see: stored under ``ids`` on the side ``way``
         reads (by source, or by target for ``"in"``), oldest first. The visible records
-        read that lead outside ``reached`` are appended to ``outside`` when given."""
+        read that lead outside ``reached`` are appended to ``outside`` when given; else
+        only the links into ``reached`` are read (``record_list_links``)."""
         kind, far = (IN, "source_id") if way == "in" else (OUT, "target_id")
         edges: list[_Edge] = []
-        for record in await self._core.store.record_list_keys(
-            self._tenant, kind, ids, visible_to=seen
-        ):
+        store = self._core.store
+        if outside is None:
+            records = await store.record_list_links(
+                self._tenant, kind, ids, far, list(reached), visible_to=seen
+            )
+        else:
+            records = await store.record_list_keys(self._tenant, kind, ids, visible_to=seen)
+        for record in records:
             if not visible(seen, record.agent_id, record.user_id):
                 continue
             other = str(record.data.get(far))
@@ -142,10 +161,14 @@ class TraversalVerbs(GraphCore):
         room: int | None,
         seen: Visibility,
         entity_types: frozenset[str] | None,
+        near: Mapping[str, Record] | None = None,
     ) -> tuple[dict[str, Entity], bool]:
         """The first ``room`` candidates the caller sees (of ``entity_types``), in order,
         fetched no further than needed; and whether a further one exists (``truncated``:
-        only a visible entity may say so, or the flag would reveal hidden ones)."""
+        only a visible entity may say so, or the flag would reveal hidden ones).
+
+        ``near``: every candidate's entity record that exists and the caller sees, read
+        already (``_edges_linked``): nothing more is read."""
 
         def fits(entity: Entity | None) -> bool:
             return entity is not None and (entity_types is None or entity.type in entity_types)
@@ -154,9 +177,12 @@ class TraversalVerbs(GraphCore):
         pos = 0
         while pos < len(candidates):
             want = len(candidates) if room is None else room - len(kept)
-            chunk = candidates[pos : pos + max(want, 16)]
+            chunk = candidates[pos : pos + max(want + 1, 16)]  # +1: is there a further one?
             pos += len(chunk)
-            got = await self._entities(chunk, seen)
+            if near is None:
+                got = await self._entities(chunk, seen)
+            else:
+                got = self._read_entities(chunk, near, seen)
             for entity_id in chunk:
                 entity = got.get(entity_id)
                 if not fits(entity):
@@ -253,11 +279,34 @@ class TraversalVerbs(GraphCore):
         for entity_id in ids:
             if entity_id not in found:
                 raise NotFound(f"entity {entity_id!r} not found")
-        start = [found[i] for i in ids]
+        return await self._subgraph(
+            [found[i] for i in ids],
+            hops=hops,
+            nodes=nodes,
+            edges=edges,
+            way=way,
+            seen=seen,
+            flt=flt,
+            entity_types=wanted,
+        )
+
+    async def _subgraph(
+        self,
+        start: Sequence[Entity],
+        *,
+        hops: int,
+        nodes: int,
+        edges: int,
+        way: Direction,
+        seen: Visibility,
+        flt: _Filter,
+        entity_types: frozenset[str] | None,
+    ) -> Subgraph:
+        """``traverse`` from ``start``: entities ``seen`` sees, read already (the graph
+        context's seeds come from its own scoped read, so they are not read again)."""
         truncated = len(start) > nodes
-        start = start[:nodes]
         reached, relations, cut = await self._walk(
-            start,
+            start[:nodes],
             depth=hops,
             way=way,
             seen=seen,
@@ -265,7 +314,7 @@ class TraversalVerbs(GraphCore):
             max_nodes=nodes,
             max_edges=edges,
             close=True,
-            entity_types=wanted,
+            entity_types=entity_types,
         )
         return Subgraph(
             entities=[e for e, _ in reached.values()],

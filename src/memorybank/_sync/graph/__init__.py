@@ -4,8 +4,8 @@
 The graph is written once, here, above the stores: every store that keeps
 records (``record_put``/``get``/``delete``/``list`` and the batch reads
 ``record_get_many``, ``record_list_keys``, ``record_list_keys_by_kind``,
-``record_page``) keeps a graph, with the same answers everywhere. Storage, one
-record kind per role:
+``record_list_keys_linked``, ``record_list_links``, ``record_page``) keeps a
+graph, with the same answers everywhere. Storage, one record kind per role:
 
 ``graph_entity``
     An entity (id: a new ULID). ``agent_id``/``user_id`` are its owner;
@@ -25,7 +25,8 @@ record kind per role:
 ``graph_out`` / ``graph_in``
     A relation, stored twice in one atomic write with the same id and data:
     ``key`` = source id in ``graph_out`` and target id in ``graph_in``, so one
-    breadth-first level is one ``record_list_keys_by_kind`` of both directions.
+    breadth-first level is one ``record_list_keys_linked`` of both directions
+    (with the entities at the far ends).
 ``graph_slot``
     One per (owner, source, relation type). Every write of a relation is
     guarded on its slot's revision and bumps it, so functional closing and the

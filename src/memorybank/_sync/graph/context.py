@@ -9,11 +9,13 @@ from typing import Any
 from memorybank import _validate as v
 from memorybank._sync.graph.checks import _types
 from memorybank._sync.graph.lookup import LookupVerbs
-from memorybank._sync.graph.records import normalise
+from memorybank._sync.graph.records import ENTITY, NAME, _entity, normalise
 from memorybank._sync.graph.traversal import TraversalVerbs
 from memorybank._sync.stores.base import UNSET, Unset
+from memorybank._ids import compound_id
 from memorybank.errors import InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions
+from memorybank.stores._types import visible
 
 
 class ContextVerbs(TraversalVerbs, LookupVerbs):
@@ -28,16 +30,21 @@ class ContextVerbs(TraversalVerbs, LookupVerbs):
         types: Sequence[str] | None = None,
     ) -> list[Entity]:
         """Entities the caller sees whose normalised name or alias is one of ``names``'
-        normalised forms, oldest first: one indexed read of the name records."""
+        normalised forms, oldest first: one indexed read of the name records, with the
+        entities they name (``record_list_keys_linked``)."""
         if not names:
             return []
         seen = self._seen(user_id, agent_id)
         kinds = _types(types)
-        found = self._entities(
-            self._name_index([normalise(n) for n in names], seen), seen
+        keys = list(dict.fromkeys(compound_id(normalise(n)) for n in names))
+        _, found = self._core.store.record_list_keys_linked(
+            self._tenant, {NAME: "entity_id"}, keys, ENTITY, visible_to=seen
+        )
+        entities = (
+            _entity(self._tenant, r) for r in found.values() if visible(seen, r.agent_id, r.user_id)
         )
         return sorted(
-            (e for e in found.values() if kinds is None or e.type in kinds),
+            (e for e in entities if kinds is None or e.type in kinds),
             key=lambda e: (e.created_at, e.id),
         )
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -88,6 +88,16 @@ class GraphCore:
             if visible(seen, r.agent_id, r.user_id)
         }
 
+    def _read_entities(
+        self, ids: Sequence[str], near: Mapping[str, Record], seen: Visibility | None
+    ) -> dict[str, Entity]:
+        """``_entities`` of ``ids`` from entity records read already (``near``)."""
+        return {
+            i: _entity(self._tenant, r)
+            for i in ids
+            if (r := near.get(i)) is not None and visible(seen, r.agent_id, r.user_id)
+        }
+
     def _entity_record(self, entity_id: str, seen: Visibility | None) -> Record:
         record = self._core.store.record_get(self._tenant, ENTITY, entity_id)
         if record is None or not visible(seen, record.agent_id, record.user_id):
@@ -141,6 +151,21 @@ class GraphCore:
         both = self._core.store.record_list_keys_by_kind(
             self._tenant, (OUT, IN), ids, visible_to=seen
         )
+        return self._as_edges(both, way, seen, flt)
+
+    def _edges_linked(
+        self, ids: Sequence[str], way: Direction, seen: Visibility, flt: _Filter
+    ) -> tuple[list[_Edge], dict[str, Record]]:
+        """``_edges``, and in the same read the entity records at the far ends of the
+        relations read that ``seen`` may see (``record_list_keys_linked``), by id."""
+        both, near = self._core.store.record_list_keys_linked(
+            self._tenant, {OUT: "target_id", IN: "source_id"}, ids, ENTITY, visible_to=seen
+        )
+        return self._as_edges(both, way, seen, flt), near
+
+    def _as_edges(
+        self, both: dict[str, list[Record]], way: Direction, seen: Visibility, flt: _Filter
+    ) -> list[_Edge]:
         edges: dict[tuple[str, str], _Edge] = {}
         for kind, records in both.items():
             for record in records:

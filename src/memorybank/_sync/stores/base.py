@@ -630,6 +630,55 @@ class Store(abc.ABC):
             for kind in dict.fromkeys(kinds)
         }
 
+    def record_list_keys_linked(
+        self,
+        tenant: str,
+        links: Mapping[str, str],
+        keys: Sequence[str],
+        linked_kind: str,
+        *,
+        visible_to: Visibility | None = None,
+    ) -> tuple[dict[str, list[Record]], dict[str, Record]]:
+        """``record_list_keys_by_kind`` of the kinds of ``links`` (kind -> data field),
+        and the records of ``linked_kind`` those records name: each one whose id is the
+        ``data[field]`` (a string) of a record read under a kind with that field, and
+        that ``visible_to`` may see, keyed by id. The graph reads a breadth-first level
+        (the relations of both directions, and the entities at their far ends) with it."""
+        by = self.record_list_keys_by_kind(tenant, list(links), keys, visible_to=visible_to)
+        named: dict[str, None] = {}
+        for kind, records in by.items():
+            for record in records:
+                far = record.data.get(links[kind])
+                if isinstance(far, str):
+                    named[far] = None
+        found = self.record_get_many(tenant, linked_kind, list(named))
+        return by, {
+            rid: r for rid, r in found.items() if _types.visible(visible_to, r.agent_id, r.user_id)
+        }
+
+    def record_list_links(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        field: str,
+        targets: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """The ``record_list_keys`` records whose ``data[field]`` is a string equal to one
+        of ``targets``: the links from ``keys`` to ``targets`` (the graph reads the
+        relations among a closing breadth-first level and the nodes reached with it). A
+        store overrides it to filter where the records are, not after reading them all."""
+        wanted = set(targets)
+        if not wanted:
+            return []
+        return [
+            r
+            for r in self.record_list_keys(tenant, kind, keys, visible_to=visible_to)
+            if isinstance(r.data.get(field), str) and r.data[field] in wanted
+        ]
+
     def record_page(
         self,
         tenant: str,

@@ -5,7 +5,7 @@ writes, deletes, reads by id or key, lists and pages.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
@@ -14,7 +14,7 @@ from psycopg import Connection
 
 from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._sync.stores.postgres._base import PostgresBase
-from memorybank.stores._postgres_sql import R_READ, scope_filter
+from memorybank.stores._postgres_sql import R_READ, record_at, scope_filter
 from memorybank.stores._sql import dump, row_to_record
 from memorybank.stores._types import by_kind
 
@@ -171,21 +171,92 @@ class RecordsMixin(PostgresBase):
         wanted = list(dict.fromkeys(kinds))
         return by_kind(wanted, self._list_keys(tenant, wanted, keys, visible_to))
 
+    def record_list_keys_linked(
+        self,
+        tenant: str,
+        links: Mapping[str, str],
+        keys: Sequence[str],
+        linked_kind: str,
+        *,
+        visible_to: Visibility | None = None,
+    ) -> tuple[dict[str, list[Record]], dict[str, Record]]:
+        """One statement: the ``_list_keys`` rows, then a primary-key descent
+        (``record_at``) per distinct id they name, scoped the same way."""
+        kinds = list(links)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not kinds:
+            return {kind: [] for kind in kinds}, {}
+        p = self.prefix
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "kinds": kinds,
+            "fields": [links[kind] for kind in kinds],
+            "keys": wanted,
+            "linked": linked_kind,
+        }
+        field = "(%(fields)s::text[])[array_position(%(kinds)s::text[], r.kind)]"
+        query = (
+            f"WITH e AS MATERIALIZED (SELECT {R_READ}, CASE WHEN"
+            f" json_typeof(r.data -> {field}) = 'string' THEN r.data ->> {field} END AS far"
+            f" FROM {p}records r WHERE r.tenant_id = %(tenant)s"
+            " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
+            f"{scope_filter('r', visible_to, params)})"
+            " SELECT 0 AS part, kind, id, agent_id, user_id, content, data, created_at,"
+            " updated_at, key, expires_at, revision FROM e"
+            f" UNION ALL SELECT 1, {R_READ} FROM (SELECT DISTINCT far FROM e"
+            f" WHERE far IS NOT NULL) x, LATERAL {record_at(p, '%(linked)s', 'x.far')} r"
+            " WHERE r.tenant_id = %(tenant)s AND r.kind = %(linked)s AND r.id = x.far"
+            f"{scope_filter('r', visible_to, params)} ORDER BY 1, 8, 3"
+        )
+        by: dict[str, list[Record]] = {kind: [] for kind in kinds}
+        linked: dict[str, Record] = {}
+        for row in self._fetch(query, params, retry=True):
+            record = row_to_record(row[1:])
+            if row[0] == 0:
+                by[record.kind].append(record)
+            else:
+                linked[record.id] = record
+        return by, linked
+
+    def record_list_links(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        field: str,
+        targets: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """``_list_keys`` with the far end checked in SQL: only the links come back."""
+        if not targets:
+            return []
+        return self._list_keys(tenant, [kind], keys, visible_to, (field, targets))
+
     def _list_keys(
         self,
         tenant: str,
         kinds: Sequence[str],
         keys: Sequence[str],
         visible_to: Visibility | None,
+        link: tuple[str, Sequence[str]] | None = None,
     ) -> list[Record]:
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []
         params: dict[str, Any] = {"tenant": tenant, "kinds": list(kinds), "keys": wanted}
+        where = ""
+        if link is not None:
+            params["field"], targets = link
+            params["targets"] = list(dict.fromkeys(targets))
+            where = (
+                " AND r.data ->> %(field)s::text = ANY(%(targets)s::text[])"
+                " AND json_typeof(r.data -> %(field)s::text) = 'string'"
+            )
         query = (
             f"SELECT {R_READ} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
             " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
-            f"{scope_filter('r', visible_to, params)} ORDER BY r.created_at, r.id"
+            f"{where}{scope_filter('r', visible_to, params)} ORDER BY r.created_at, r.id"
         )
         return [row_to_record(r) for r in self._fetch(query, params, retry=True)]
 

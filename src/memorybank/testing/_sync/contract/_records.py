@@ -362,6 +362,125 @@ class RecordCases(ContractBase):
             "in": [],
         }
 
+    def test_record_list_keys_linked_reads_the_records_named_by_the_keys_records(
+        self, store: Store
+    ) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+        u = uuid.uuid4().hex[:8]
+
+        def node(name: str, **kwargs: Any) -> Record:
+            return self._record("node", name, id=f"{u}-{name}", **kwargs)
+
+        def rec(kind: str, name: str, key: str, far: object, day: int, **kwargs: Any) -> Record:
+            field = "to" if kind == "out" else "from"
+            return self._record(
+                kind,
+                name,
+                id=f"{u}-{name}",
+                key=key,
+                data={field: far, "other": f"{u}-shared"},
+                created_at=base + timedelta(day),
+                **kwargs,
+            )
+
+        shared, alices, bobs = node("n1"), node("n2", user_id="alice"), node("n3", user_id="bob")
+        wrong_kind = self._record("thing", "", id=f"{u}-n4")
+        out_1 = rec("out", "r1", "a", shared.id, 2)
+        out_2 = rec("out", "r2", "a", alices.id, 1, user_id="alice")
+        in_3 = rec("in", "r3", "b", bobs.id, 0)
+        in_4 = rec("in", "r4", "a", f"{u}-missing", 3)
+        out_5 = rec("out", "r5", "b", wrong_kind.id, 4)
+        out_6 = rec("out", "r6", "a", 7, 5)  # a number names nothing
+        in_7 = rec("in", "r7", "b", shared.id, 6, agent_id="bot")
+        store.record_put(tenant, [shared, alices, bobs, wrong_kind])
+        store.record_put(tenant, [out_1, out_2, in_3, in_4, out_5, out_6, in_7])
+        links = {"out": "to", "in": "from"}
+        keys = ["a", "b", "a", _id("nokey")]
+        by, linked = store.record_list_keys_linked(tenant, links, keys, "node")
+        assert list(by) == ["out", "in"]
+        assert by == {"out": [out_2, out_1, out_5, out_6], "in": [in_3, in_4, in_7]}
+        assert linked == {shared.id: shared, alices.id: alices, bobs.id: bobs}
+        by, linked = store.record_list_keys_linked(
+            tenant, {"in": "from", "out": "to"}, keys, "node", visible_to=Visibility(None, "alice")
+        )
+        assert by == {"in": [in_3, in_4], "out": [out_2, out_1, out_5, out_6]}
+        assert linked == {shared.id: shared, alices.id: alices}  # not bob's, though named
+        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+            by, linked = store.record_list_keys_linked(
+                tenant, links, keys, "node", visible_to=seen
+            )
+            assert by == store.record_list_keys_by_kind(
+                tenant, ["out", "in"], keys, visible_to=seen
+            )
+            named = [r.data[links[r.kind]] for records in by.values() for r in records]
+            named = [n for n in named if isinstance(n, str)]
+            every = store.record_get_many(tenant, "node", named)
+            assert linked == {
+                i: r for i, r in every.items() if seen is None or seen.admits(r.agent_id, r.user_id)
+            }
+        other = store.record_list_keys_linked(tenant, {"out": "other"}, ["a"], "node")
+        assert other == ({"out": [out_2, out_1, out_6]}, {})  # "<u>-shared" is no node
+        assert store.record_list_keys_linked(tenant, {"out": "to"}, ["a"], "thing") == (
+            {"out": [out_2, out_1, out_6]},
+            {},
+        )
+        assert store.record_list_keys_linked(tenant, {"out": "to"}, ["b"], "thing") == (
+            {"out": [out_5]},
+            {wrong_kind.id: wrong_kind},
+        )
+        assert store.record_list_keys_linked(tenant, links, [], "node") == (
+            {"out": [], "in": []},
+            {},
+        )
+        assert store.record_list_keys_linked(tenant, {}, keys, "node") == ({}, {})
+        assert store.record_list_keys_linked(_id("tenant"), links, keys, "node") == (
+            {"out": [], "in": []},
+            {},
+        )
+
+    def test_record_list_links_keeps_the_keys_records_that_name_a_target(
+        self, store: Store
+    ) -> None:
+        tenant = _id("tenant")
+        base = datetime(2026, 1, 1, tzinfo=UTC)
+
+        def rec(name: str, key: str, to: object, day: int, **kwargs: Any) -> Record:
+            data = {} if to is None else {"to": to, "from": key}
+            return self._record(
+                "link", name, key=key, data=data, created_at=base + timedelta(day), **kwargs
+            )
+
+        a_b, a_c, b_a = rec("ab", "a", "b", 3), rec("ac", "a", "c", 1), rec("ba", "b", "a", 2)
+        a_b_alice = rec("ab2", "a", "b", 0, user_id="alice", agent_id="bot")
+        a_b_bob = rec("ab3", "a", "b", 4, user_id="bob")
+        a_none, a_number = rec("a-", "a", None, 5), rec("a1", "a", 7, 6)
+        a_list, a_upper = rec("al", "a", ["b"], 7), rec("aB", "a", "B", 8)
+        other_kind = self._record("node", "", key="a", data={"to": "b"})
+        store.record_put(
+            tenant,
+            [a_b, a_c, b_a, a_b_alice, a_b_bob, a_none, a_number, a_list, a_upper, other_kind],
+        )
+        keys = ["a", "b", "a", _id("nokey")]
+        got = store.record_list_links(tenant, "link", keys, "to", ["b", "a", "7", "zz"])
+        assert got == [a_b_alice, b_a, a_b, a_b_bob]  # oldest first, only string matches
+        from_a = [a_b_alice, a_c, a_b, a_b_bob, a_number, a_list, a_upper]
+        assert store.record_list_links(tenant, "link", ["a"], "from", ["a"]) == from_a
+        alice = store.record_list_links(
+            tenant, "link", keys, "to", ["b"], visible_to=Visibility("bot", "alice")
+        )
+        assert alice == [a_b_alice, a_b]
+        for seen in (None, Visibility(None, None), Visibility(UNSET, "bob"), Visibility("x", "y")):
+            every = store.record_list_keys(tenant, "link", keys, visible_to=seen)
+            assert store.record_list_links(
+                tenant, "link", keys, "to", ["b", "c"], visible_to=seen
+            ) == [r for r in every if r.data.get("to") in ("b", "c")]
+        assert store.record_list_links(tenant, "link", keys, "to", []) == []
+        assert store.record_list_links(tenant, "link", [], "to", ["b"]) == []
+        assert store.record_list_links(tenant, "link", keys, "nope", ["b"]) == []
+        assert store.record_list_links(tenant, "node", keys, "to", ["b"]) == [other_kind]
+        assert store.record_list_links(_id("tenant"), "link", keys, "to", ["b"]) == []
+
     def test_record_page_walks_every_record_once_in_order(self, store: Store) -> None:
         tenant = _id("tenant")
         base = datetime(2026, 1, 1, tzinfo=UTC)
