@@ -88,10 +88,11 @@ stored unit-length in both forms.
 
 HNSW (pgvector only, optional): ``await store.create_vector_index(model_id,
 dimensions)`` creates a partial expression index ``USING hnsw
-((embedding::vector(n)) vector_cosine_ops) WHERE model_id = ... AND dim = n``
+((embedding::vector(n)) vector_cosine_ops) WITH (m = 16, ef_construction = 128)
+WHERE model_id = ... AND dim = n``
 (named ``<prefix>vhnsw_<n>_<hash of the model id>``). Searches for that
 model then order by the indexed expression and run with
-``hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= 2k) set
+``hnsw.iterative_scan = strict_order`` (and ``ef_search`` >= max(100, 2k)) set
 transaction-locally in the same pipeline as the query (one round trip; the
 query, with the index's model and dimension as constants, is prepared once it
 repeats), so tenant/visibility filters still fill ``k``: results are
