@@ -620,6 +620,11 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     assert len(exact) == 10 and all(h.thread_id == mine for h in exact)
     assert await store.create_vector_index("mini", 16)
     assert await store.create_vector_index("mini", 16)  # idempotent
+    async with store._connection() as conn:  # built as documented (pgvector's default: 64)
+        cur = await conn.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = ANY(%s)", (list(store._hnsw),)
+        )
+        assert await cur.fetchall() == [(["m=16", "ef_construction=128"],)]
     # At this size the planner rightly prefers a scan and a sort: force the index.
     original = store._hnsw_search
     seen: list[str] = []
