@@ -196,7 +196,22 @@ class AppendsMixin(MySQLBase):
             " ORDER BY t.id, b.name FOR UPDATE",
             (*named, tenant, *tids),
         )
-        results = self._run(conn, [(BEGIN, None), lock])
+        # Each thread with one (branch, owner) check: its callers' entries are one group,
+        # written conditionally in the same round trip as the lock (as one caller's
+        # fast append is); otherwise the writes wait for the locked rows (2 round trips).
+        groups: dict[tuple[str, str | None, str | Unset | None], list[NewEntry]] = {}
+        stamps: dict[tuple[str, str | None, str | Unset | None], datetime] = {}
+        for thread_id, branch, owner, sent, updated_at in items:
+            key = (thread_id, branch, owner)
+            groups.setdefault(key, []).extend(sent)
+            stamps[key] = max(updated_at, stamps.get(key, updated_at))
+        once = len(groups) == len(tids)
+        statements: list[Statement] = [(BEGIN, None), lock]
+        if once:
+            statements += self._conditional_writes(
+                tenant, [(*key, sent, stamps[key]) for key, sent in groups.items()]
+            )
+        results = self._run(conn, statements)
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
@@ -226,10 +241,13 @@ class AppendsMixin(MySQLBase):
             for new in sent:
                 position += 1
                 stored.append(_stored_entry(new, thread_id, name, position))
-                values += (tenant, thread_id, name, position, *entry_values(new))
+                if not once:
+                    values += (tenant, thread_id, name, position, *entry_values(new))
             counters[thread_id, name] = position
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
             out.append(AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at)))
+        if once:
+            return out
         writes: list[Statement] = []
         if values:
             rows = len(values) // INSERT_WIDTH
@@ -407,23 +425,47 @@ class AppendsMixin(MySQLBase):
         owner: str | Unset | None,
     ) -> list[Statement]:
         """INSERT ... SELECT and UPDATE that write only if thread, owner and branch check out."""
-        source = (
-            f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-            " WHERE t.tenant_id = %s AND t.id = %s"
-        )
-        where: list[Any] = [branch, tenant, thread_id]
-        if not isinstance(owner, Unset):
-            source += " AND t.user_id <=> %s"
-            where.append(owner)
+        return self._conditional_writes(tenant, [(thread_id, branch, owner, entries, updated_at)])
+
+    def _conditional_writes(self, tenant: str, groups: Sequence[AppendItem]) -> list[Statement]:
+        """One ``INSERT ... SELECT`` and one ``UPDATE`` (then ``COMMIT``) appending each
+        group's entries only if its thread, owner and branch check out, at positions
+        from its branch's locked counter. At most one group per thread (the ``CASE``s
+        are by thread id)."""
         marks = ", ".join(["%s"] * (INSERT_WIDTH - 4))
-        selects = []
+        selects: list[str] = []
         args: list[Any] = []
-        for offset, new in enumerate(entries, start=1):
-            selects.append(
-                f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
+        branches: list[Any] = []
+        counts: list[Any] = []
+        stamps: list[Any] = []
+        for thread_id, branch, owner, entries, updated_at in groups:
+            source = (
+                f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+                " WHERE t.tenant_id = %s AND t.id = %s"
             )
-            args += (*entry_values(new), *where)
+            where: list[Any] = [branch, tenant, thread_id]
+            if not isinstance(owner, Unset):
+                source += " AND t.user_id <=> %s"
+                where.append(owner)
+            for offset, new in enumerate(entries, start=1):
+                selects.append(
+                    f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
+                )
+                args += (*entry_values(new), *where)
+            branches += (thread_id, branch)
+            counts += (thread_id, len(entries))
+            stamps += (thread_id, to_us(updated_at))
+        when = " WHEN %s THEN %s" * len(groups)
+        checks = "".join(
+            " WHEN %s THEN 1" if isinstance(g[2], Unset) else " WHEN %s THEN t.user_id <=> %s"
+            for g in groups
+        )
+        owners = [
+            v
+            for (thread_id, _, owner, _, _) in groups
+            for v in ((thread_id,) if isinstance(owner, Unset) else (thread_id, owner))
+        ]
         return [
             (
                 f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(selects),
@@ -431,12 +473,21 @@ class AppendsMixin(MySQLBase):
             ),
             (
                 f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-                f" SET b.last_position = b.last_position + {len(entries)},"
-                f" b.entry_count = b.entry_count + {len(entries)}, t.updated_at = %s"
-                " WHERE t.tenant_id = %s AND t.id = %s"
-                + (" AND t.user_id <=> %s" if not isinstance(owner, Unset) else ""),
-                (branch, to_us(updated_at), *where[1:]),
+                f" AND b.thread_id = t.id AND b.name = COALESCE(CASE t.id{when} END,"
+                f" t.current_branch) SET b.last_position = b.last_position + CASE t.id{when} END,"
+                f" b.entry_count = b.entry_count + CASE t.id{when} END,"
+                f" t.updated_at = CASE t.id{when} END"
+                f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(groups))})"
+                f" AND CASE t.id{checks} END",
+                (
+                    *branches,
+                    *counts,
+                    *counts,
+                    *stamps,
+                    tenant,
+                    *(g[0] for g in groups),
+                    *owners,
+                ),
             ),
             ("COMMIT", None),
         ]
