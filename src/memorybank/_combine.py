@@ -16,7 +16,9 @@ Both forms are written here by hand (``scripts/gen_sync.py`` renames
   uncontended path costs one dict lookup); calls queued meanwhile are run by
   one task per key, batch after batch, until the queue is empty. A caller
   cancelled while queued is left out of its batch; one cancelled after its
-  batch started only stops waiting.
+  batch started only stops waiting. After each batch the task lets the loop
+  turn once, so the callers it just answered, who mostly call again at once,
+  join its next batch rather than take a free slot alone.
 - ``Combiner``: threads; the caller whose batch ends hands the queue to the
   first waiting thread, which runs it as the next batch.
 """

@@ -25,12 +25,17 @@ lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
 short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
 
 Write combining (``memorybank._combine``): appends without idempotency keys (up
-to 16 entries each) that one store object receives while two of its appends
-for the same tenant are running wait, and then run together as ONE transaction
-in two round trips whatever their number and threads: ``SELECT`` of the threads
-named and their branches ``FOR UPDATE`` (ordered by thread id, so two such
-transactions never deadlock), then one multi-row ``INSERT``, one ``UPDATE`` of
-the counters and one of ``updated_at`` (``CASE`` per thread), ``COMMIT``. Each
+to 16 entries each) that one store object receives while one of its appends
+for the same tenant is running (``APPEND_BATCHES``) wait, and then run together
+as ONE transaction whatever their number and threads. When each thread named
+has one (branch, owner) check (the usual case: its callers name the same), it is ONE
+round trip: ``SELECT`` of the threads and their branches ``FOR UPDATE``
+(ordered by thread id, so two such transactions never deadlock), one
+``INSERT ... SELECT`` of every entry and one ``UPDATE`` of the counters and
+``updated_at`` (``CASE`` per thread), both conditional on each thread's checks
+(``_conditional_writes``, the lone append's statements for several threads),
+``COMMIT``. Otherwise two: the lock, then one multi-row ``INSERT`` of the
+allowed entries, the counter and ``updated_at`` updates, ``COMMIT``. Each
 caller returns once its entries are committed; callers of one thread get
 consecutive positions in arrival order; a refused caller (no thread, another
 owner, no branch) gets its own error and writes nothing, the others are stored;
