@@ -694,13 +694,13 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
 
 
 @pytest.mark.parametrize("two_owners_of_one_thread", [False, True])
-async def test_combined_appends_refuse_callers_alone_in_their_round_trips(
+async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     mysql_prefix: str, two_owners_of_one_thread: bool
 ) -> None:
-    """Concurrent appends of a tenant run as one transaction: ONE round trip when each
-    thread has one owner check and branch (the writes conditional on them), two
-    otherwise. Either way a refused caller (no thread, another owner, no branch) gets
-    its own error and writes nothing; the others get consecutive positions in order."""
+    """Concurrent appends of a tenant run as one transaction of two round trips, with
+    one owner or two on a thread: a refused caller (no thread, another owner, no
+    branch) gets its own error and writes nothing; the others get consecutive
+    positions in order."""
     from memorybank._async.stores.base import UNSET, NewEntry
     from memorybank.errors import NotFound
     from memorybank.stores._mysql_rows import APPEND_BATCHES
@@ -739,7 +739,7 @@ async def test_combined_appends_refuse_callers_alone_in_their_round_trips(
         calls.append(call(b, None, "alice", "b-alice"))
     out = await asyncio.gather(*calls, return_exceptions=True)
     # the first APPEND_BATCHES calls alone, then one batch of the rest
-    assert trips == APPEND_BATCHES + (2 if two_owners_of_one_thread else 1)
+    assert trips == APPEND_BATCHES + 2
     assert isinstance(out[APPEND_BATCHES + 1], ThreadForbidden)
     assert isinstance(out[APPEND_BATCHES + 2], NotFound)
     assert isinstance(out[APPEND_BATCHES + 4], NotFound)

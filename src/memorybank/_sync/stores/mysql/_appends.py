@@ -28,15 +28,14 @@ short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
 Write combining (``memorybank._combine``): appends without idempotency keys (up
 to 16 entries each) that one store object receives while one of its appends
 for the same tenant is running (``APPEND_BATCHES``) wait, and then run together
-as ONE transaction whatever their number and threads. When each thread named
-has one (branch, owner) check (the usual case: its callers name the same), it is ONE
-round trip: ``SELECT`` of the threads and their branches ``FOR UPDATE``
-(ordered by thread id, so two such transactions never deadlock), one
-``INSERT ... SELECT`` of every entry and one ``UPDATE`` of the counters and
-``updated_at`` (``CASE`` per thread), both conditional on each thread's checks
-(``_conditional_writes``, the lone append's statements for several threads),
-``COMMIT``. Otherwise two: the lock, then one multi-row ``INSERT`` of the
-allowed entries, the counter and ``updated_at`` updates, ``COMMIT``. Each
+as ONE transaction in two round trips whatever their number and threads (not
+one: the lone append's writes conditional on the checks, as ``INSERT ...
+SELECT`` per entry and an ``UPDATE`` of the join, cost the server about twice
+the CPU of a multi-row ``INSERT`` and single-table ``UPDATE`` statements at 32 threads,
+measured): ``SELECT`` of the threads
+named and their branches ``FOR UPDATE`` (ordered by thread id, so two such
+transactions never deadlock), then one multi-row ``INSERT``, one ``UPDATE`` of
+the counters and one of ``updated_at`` (``CASE`` per thread), ``COMMIT``. Each
 caller returns once its entries are committed; callers of one thread get
 consecutive positions in arrival order; a refused caller (no thread, another
 owner, no branch) gets its own error and writes nothing, the others are stored;
@@ -201,22 +200,7 @@ class AppendsMixin(MySQLBase):
             " ORDER BY t.id, b.name FOR UPDATE",
             (*named, tenant, *tids),
         )
-        # Each thread with one (branch, owner) check: its callers' entries are one group,
-        # written conditionally in the same round trip as the lock (as one caller's
-        # fast append is); otherwise the writes wait for the locked rows (2 round trips).
-        groups: dict[tuple[str, str | None, str | Unset | None], list[NewEntry]] = {}
-        stamps: dict[tuple[str, str | None, str | Unset | None], datetime] = {}
-        for thread_id, branch, owner, sent, updated_at in items:
-            key = (thread_id, branch, owner)
-            groups.setdefault(key, []).extend(sent)
-            stamps[key] = max(updated_at, stamps.get(key, updated_at))
-        once = len(groups) == len(tids)
-        statements: list[Statement] = [(BEGIN, None), lock]
-        if once:
-            statements += self._conditional_writes(
-                tenant, [(*key, sent, stamps[key]) for key, sent in groups.items()]
-            )
-        results = self._run(conn, statements)
+        results = self._run(conn, [(BEGIN, None), lock])
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
@@ -246,13 +230,10 @@ class AppendsMixin(MySQLBase):
             for new in sent:
                 position += 1
                 stored.append(_stored_entry(new, thread_id, name, position))
-                if not once:
-                    values += (tenant, thread_id, name, position, *entry_values(new))
+                values += (tenant, thread_id, name, position, *entry_values(new))
             counters[thread_id, name] = position
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
             out.append(AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at)))
-        if once:
-            return out
         writes: list[Statement] = []
         if values:
             rows = len(values) // INSERT_WIDTH
@@ -430,47 +411,23 @@ class AppendsMixin(MySQLBase):
         owner: str | Unset | None,
     ) -> list[Statement]:
         """INSERT ... SELECT and UPDATE that write only if thread, owner and branch check out."""
-        return self._conditional_writes(tenant, [(thread_id, branch, owner, entries, updated_at)])
-
-    def _conditional_writes(self, tenant: str, groups: Sequence[AppendItem]) -> list[Statement]:
-        """One ``INSERT ... SELECT`` and one ``UPDATE`` (then ``COMMIT``) appending each
-        group's entries only if its thread, owner and branch check out, at positions
-        from its branch's locked counter. At most one group per thread (the ``CASE``s
-        are by thread id)."""
-        marks = ", ".join(["%s"] * (INSERT_WIDTH - 4))
-        selects: list[str] = []
-        args: list[Any] = []
-        branches: list[Any] = []
-        counts: list[Any] = []
-        stamps: list[Any] = []
-        for thread_id, branch, owner, entries, updated_at in groups:
-            source = (
-                f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
-                " WHERE t.tenant_id = %s AND t.id = %s"
-            )
-            where: list[Any] = [branch, tenant, thread_id]
-            if not isinstance(owner, Unset):
-                source += " AND t.user_id <=> %s"
-                where.append(owner)
-            for offset, new in enumerate(entries, start=1):
-                selects.append(
-                    f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
-                )
-                args += (*entry_values(new), *where)
-            branches += (thread_id, branch)
-            counts += (thread_id, len(entries))
-            stamps += (thread_id, to_us(updated_at))
-        when = " WHEN %s THEN %s" * len(groups)
-        checks = "".join(
-            " WHEN %s THEN 1" if isinstance(g[2], Unset) else " WHEN %s THEN t.user_id <=> %s"
-            for g in groups
+        source = (
+            f" FROM {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+            " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+            " WHERE t.tenant_id = %s AND t.id = %s"
         )
-        owners = [
-            v
-            for (thread_id, _, owner, _, _) in groups
-            for v in ((thread_id,) if isinstance(owner, Unset) else (thread_id, owner))
-        ]
+        where: list[Any] = [branch, tenant, thread_id]
+        if not isinstance(owner, Unset):
+            source += " AND t.user_id <=> %s"
+            where.append(owner)
+        marks = ", ".join(["%s"] * (INSERT_WIDTH - 4))
+        selects = []
+        args: list[Any] = []
+        for offset, new in enumerate(entries, start=1):
+            selects.append(
+                f"SELECT t.tenant_id, t.id, b.name, b.last_position + {offset}, {marks}{source}"
+            )
+            args += (*entry_values(new), *where)
         return [
             (
                 f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(selects),
@@ -478,21 +435,12 @@ class AppendsMixin(MySQLBase):
             ),
             (
                 f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                f" AND b.thread_id = t.id AND b.name = COALESCE(CASE t.id{when} END,"
-                f" t.current_branch) SET b.last_position = b.last_position + CASE t.id{when} END,"
-                f" b.entry_count = b.entry_count + CASE t.id{when} END,"
-                f" t.updated_at = CASE t.id{when} END"
-                f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(groups))})"
-                f" AND CASE t.id{checks} END",
-                (
-                    *branches,
-                    *counts,
-                    *counts,
-                    *stamps,
-                    tenant,
-                    *(g[0] for g in groups),
-                    *owners,
-                ),
+                " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
+                f" SET b.last_position = b.last_position + {len(entries)},"
+                f" b.entry_count = b.entry_count + {len(entries)}, t.updated_at = %s"
+                " WHERE t.tenant_id = %s AND t.id = %s"
+                + (" AND t.user_id <=> %s" if not isinstance(owner, Unset) else ""),
+                (branch, to_us(updated_at), *where[1:]),
             ),
             ("COMMIT", None),
         ]
