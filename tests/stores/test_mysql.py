@@ -691,3 +691,65 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
     finally:
         conn.close()
         drop_tables(prefix)
+
+
+@pytest.mark.parametrize("two_owners_of_one_thread", [False, True])
+async def test_combined_appends_refuse_callers_alone_in_one_transaction(
+    mysql_prefix: str, two_owners_of_one_thread: bool
+) -> None:
+    """Concurrent appends of a tenant run as one transaction of two round trips, with
+    one owner or two on a thread: a refused caller (no thread, another owner, no
+    branch) gets its own error and writes nothing; the others get consecutive
+    positions in order."""
+    from memorybank._async.stores.base import UNSET, NewEntry
+    from memorybank.errors import NotFound
+    from memorybank.stores._mysql_rows import APPEND_BATCHES
+
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
+    memory = AsyncMemory(store)
+    a, b = [(await memory.threads.create(user_id="alice")).id for _ in range(2)]
+    c, f = [(await memory.threads.create()).id for _ in range(2)]
+    trips = 0
+    run = store._run
+
+    async def counted(conn: Any, statements: Any) -> Any:
+        nonlocal trips
+        trips += 1
+        return await run(conn, statements)
+
+    store._run = counted  # type: ignore[method-assign]
+    when = datetime.now(UTC)
+
+    def call(thread_id: str, branch: str | None, owner: Any, text: str) -> Any:
+        new = NewEntry(uuid.uuid4().hex, "user", text, None, (), None, {}, {}, 1, when)
+        return store.append_entries(
+            "default", thread_id, [new], updated_at=when, branch=branch, owner=owner
+        )
+
+    calls = [call(f, None, UNSET, f"f{i}") for i in range(APPEND_BATCHES)]  # run alone
+    calls += [
+        call(a, None, "alice", "a1"),
+        call(b, None, "bob", "b-bob"),
+        call("nope", None, UNSET, "x"),
+        call(a, None, "alice", "a2"),
+        call(c, "gone", UNSET, "c"),
+        call(a, None, "alice", "a3"),
+    ]
+    if two_owners_of_one_thread:
+        calls.append(call(b, None, "alice", "b-alice"))
+    out = await asyncio.gather(*calls, return_exceptions=True)
+    # the first APPEND_BATCHES calls alone, then one batch of the rest
+    assert trips == APPEND_BATCHES + 2
+    assert isinstance(out[APPEND_BATCHES + 1], ThreadForbidden)
+    assert isinstance(out[APPEND_BATCHES + 2], NotFound)
+    assert isinstance(out[APPEND_BATCHES + 4], NotFound)
+    got_a = [out[APPEND_BATCHES + k].entries[0].position for k in (0, 3, 5)]  # type: ignore[union-attr]
+    assert got_a == [1, 2, 3]
+    stored = {t: await memory.entries.list(t) for t in (a, b, c, f)}
+    assert [(e.position, e.content) for e in stored[a]] == [(1, "a1"), (2, "a2"), (3, "a3")]
+    assert [e.content for e in stored[b]] == (["b-alice"] if two_owners_of_one_thread else [])
+    assert stored[c] == [] and len(stored[f]) == APPEND_BATCHES
+    assert [await memory.entries.count(t) for t in (a, b, c)] == [3, len(stored[b]), 0]
+    assert await memory.threads.get("nope") is None
+    assert (await memory.threads.get(a)).updated_at == when  # type: ignore[union-attr]
+    await store.close()
