@@ -14,7 +14,7 @@ from psycopg import AsyncConnection
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._async.stores.postgres._base import PostgresBase
 from memorybank.stores._postgres_sql import R_READ, record_at, scope_filter
-from memorybank.stores._sql import dump, row_to_record
+from memorybank.stores._sql import RECORD_COLUMNS, dump, row_to_record
 from memorybank.stores._types import by_kind
 
 
@@ -200,8 +200,7 @@ class RecordsMixin(PostgresBase):
             f" FROM {p}records r WHERE r.tenant_id = %(tenant)s"
             " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
             f"{scope_filter('r', visible_to, params)})"
-            " SELECT 0 AS part, kind, id, agent_id, user_id, content, data, created_at,"
-            " updated_at, key, expires_at, revision FROM e"
+            f" SELECT 0 AS part, {RECORD_COLUMNS} FROM e"
             f" UNION ALL SELECT 1, {R_READ} FROM (SELECT DISTINCT far FROM e"
             f" WHERE far IS NOT NULL) x, LATERAL {record_at(p, '%(linked)s', 'x.far')} r"
             " WHERE r.tenant_id = %(tenant)s AND r.kind = %(linked)s AND r.id = x.far"

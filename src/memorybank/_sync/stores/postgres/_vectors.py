@@ -333,7 +333,8 @@ class VectorsMixin(PostgresBase):
                     *_EXACT, None,
                 )  # fmt: skip
                 redo = VectorParams(params, k=k, q=Vector(unit))
-                found = [r for r in found if not (short_records, short_entries)[r[0] == "entry"]]
+                short = {"entry": short_entries}  # every other kind: a record
+                found = [r for r in found if not short.get(r[0], short_records)]
                 found += self._fetch(query, redo, retry=True)
         if found is None:
             found = self._fetch(query, bound, retry=True)
