@@ -153,7 +153,7 @@ class AsyncContextBuilder:
     """Builds the messages of one turn within ``options``' token budget.
 
     Graph context comes from the memory's own ``memory.graph`` (see
-    ``memorybank._async.graph_context``). ``graph`` (optional) replaces it: an
+    ``memorybank._async.graph.context``). ``graph`` (optional) replaces it: an
     ``AsyncGraph`` (another memory's), or any object with
     ``context_block(query, *, agent_id, user_id, max_tokens, **graph_options)``
     returning the block's text (or ``None``), sync or async, which receives
@@ -457,13 +457,10 @@ class AsyncContextBuilder:
         budget: int,
         measure: Callable[[str], int],
     ) -> GraphBlock | None:
-        from memorybank._async.graph_context import graph_block
-
         raw = self.options.graph_options
-        if own is not None:
+        if own is not None:  # the memory's own graph: the block with what it shows
             core = self._memory._core
-            return await graph_block(
-                graph,
+            block: GraphBlock | None = await graph._context(
                 query,
                 agent_id=agent_id,
                 user_id=user_id,
@@ -473,6 +470,7 @@ class AsyncContextBuilder:
                 now=core.now(),
                 measure=measure,
             )
+            return block
         if graph is None or not hasattr(graph, "context_block"):
             raise ConfigurationError(
                 "include_graph_context needs a graph with a context_block method"

@@ -154,7 +154,7 @@ class ContextBuilder:
     """Builds the messages of one turn within ``options``' token budget.
 
     Graph context comes from the memory's own ``memory.graph`` (see
-    ``memorybank._async.graph_context``). ``graph`` (optional) replaces it: an
+    ``memorybank._async.graph.context``). ``graph`` (optional) replaces it: an
     ``AsyncGraph`` (another memory's), or any object with
     ``context_block(query, *, agent_id, user_id, max_tokens, **graph_options)``
     returning the block's text (or ``None``), sync or async, which receives
@@ -458,13 +458,10 @@ class ContextBuilder:
         budget: int,
         measure: Callable[[str], int],
     ) -> GraphBlock | None:
-        from memorybank._sync.graph_context import graph_block
-
         raw = self.options.graph_options
-        if own is not None:
+        if own is not None:  # the memory's own graph: the block with what it shows
             core = self._memory._core
-            return graph_block(
-                graph,
+            block: GraphBlock | None = graph._context(
                 query,
                 agent_id=agent_id,
                 user_id=user_id,
@@ -474,6 +471,7 @@ class ContextBuilder:
                 now=core.now(),
                 measure=measure,
             )
+            return block
         if graph is None or not hasattr(graph, "context_block"):
             raise ConfigurationError(
                 "include_graph_context needs a graph with a context_block method"

@@ -1,6 +1,6 @@
 """The graph block of ``build_context``: ranking, formatting and fitting, no I/O.
 
-``memorybank._async.graph_context`` gathers the candidates (the entities the
+``memorybank._async.graph.context`` gathers the candidates (the entities the
 input names, their neighbourhood); this module turns them into the block::
 
     Entities:
