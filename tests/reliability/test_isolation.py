@@ -19,8 +19,9 @@ import importlib
 import inspect
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,10 @@ from memorybank._sync.memory import (
 from memorybank._sync.sessions import SessionManager as SyncSessions
 from memorybank._sync.turn import Turn
 from memorybank.retention import RetentionPolicy
-from tests.all_stores import WITH_CLUSTER, open_store
+from memorybank.stores import InMemoryStore
+from memorybank.stores._types import LAST_POSITION, UNSET, Record, Visibility
+from tests.all_stores import STORE_KINDS, WITH_CLUSTER, open_store
+from tests.reliability._harness import StoreSpec, provide
 
 SECRET = "zanzibar-alice-secret"
 
@@ -619,3 +623,358 @@ def test_concurrent_appends_by_another_user_are_refused(world: World) -> None:
     assert world.root.entries.count(world.thread, branch="alt") == alt_before
     thread = world.root.threads.get(world.thread)
     assert thread is not None and thread.user_id == "alice"
+
+
+# -- the stores' fast paths, attacked below the defence in depth of ``Memory`` --------------
+#
+# ``Memory`` re-checks what a store returns (threads of hits, records' owners), so a
+# store that over-shares would not show in the cases above. These tests call the stores'
+# own reads with another tenant's ids and with scopes, through a second store object
+# (another process's caches: stale vector slots, ANN indexes built before deletes), on
+# every store, PostgreSQL with pgvector (exact and HNSW) included.
+
+#: Scopes the store reads are asked with: (agent, user); UNSET leaves an axis unchecked.
+SCOPES: tuple[tuple[Any, Any], ...] = (
+    ("bot", "alice"),
+    ("bot", "bob"),
+    (UNSET, "bob"),  # one user, any agent
+    ("other", UNSET),  # one agent, any user
+    (UNSET, None),  # shared users only
+    (None, UNSET),  # shared agents only
+    (None, None),
+    ("bot", None),
+)
+#: Vectors of a tenant's entries above which the vector caches build an ANN index here.
+ANN_ROWS = 40
+STORE_KINDS_VEC = (*WITH_CLUSTER[:5], "pgvector", "pgvector-hnsw")
+
+
+def _open_more(spec: StoreSpec, opened: list[Any]) -> Any:
+    opened.append(spec.open())
+    return opened[-1]
+
+
+@contextmanager
+def _two_stores(kind: str, tmp_path: Path) -> Iterator[tuple[Any, Any, Callable[[], Any]]]:
+    """A writer, a reader (its own caches, as another process) and a way to open more."""
+    if kind == "memory":
+        store = InMemoryStore()
+        try:
+            yield store, store, lambda: store
+        finally:
+            store.close()
+        return
+    if kind.startswith("pgvector"):
+        from tests.stores.test_contract_postgres import pgvector_url
+
+        spec = StoreSpec(kind, "postgres", pgvector_url(), f"v{uuid.uuid4().hex[:10]}_")
+        specs: Iterator[StoreSpec] = iter([spec])
+    else:
+        specs = provide("sqlite-full" if kind == "sqlite" else kind, tmp_path)
+    for spec in specs:
+        opened: list[Any] = []
+        more = functools.partial(_open_more, spec, opened)
+        try:
+            yield more(), more(), more
+        finally:
+            for store in opened:
+                store.close()
+            spec.drop()
+
+
+@dataclass
+class Truth:
+    """Who owns what, per tenant, as written."""
+
+    owners: dict[str, tuple[str | None, str | None]]  # thread id -> (agent, user)
+    entries: dict[str, str]  # entry id -> thread id
+    records: dict[tuple[str, str], tuple[str | None, str | None]]  # (kind, id) -> owner
+    gone: set[str]  # ids deleted since
+
+
+def _fill(root: Memory, tag: str) -> Truth:
+    """Threads (caller-chosen ids, the same in every tenant) of alice, bob, carol,
+    another agent and nobody; documents, facts (with history), graph records."""
+    truth = Truth({}, {}, {}, set())
+    plan = {
+        "ta": ("bot", "alice", 30),
+        "tb": ("bot", "bob", 6),
+        "to": ("other", "alice", 6),
+        "ts": ("bot", None, 4),
+        "tn": (None, None, 4),
+        "tc": ("bot", "carol", 6),
+    }
+    for tid, (agent, user, n) in plan.items():
+        handle = root.scoped(user_id=user, agent_id=agent)
+        handle.threads.create(thread_id=tid)
+        truth.owners[tid] = (agent, user)
+        for i in range(n):
+            text = f"{tag} {user} {agent} zanzibar note {i}"
+            truth.entries[handle.remember(tid, "user", text).id] = tid
+    for agent, user in (("bot", "alice"), ("bot", "bob"), (None, None), ("other", "carol")):
+        handle = root.scoped(user_id=user, agent_id=agent)
+        for i in range(3):
+            doc = handle.documents.add(f"{tag} {user} zanzibar document {i}")
+            truth.records[("document", doc.id)] = (agent, user)
+        fact = handle.facts.add(content=f"{tag} {user} zanzibar fact")
+        truth.records[("fact", fact.id)] = (agent, user)
+        handle.facts.supersede(fact.id, f"{tag} {user} zanzibar fact, moved")
+        entity = handle.graph.add_entity(f"{tag} {user} Zanzibar", type="person")
+        place = handle.graph.add_entity(f"{tag} {user} Stone Town", type="location")
+        handle.graph.add_relation(entity.id, "lives_in", place.id)
+        for rid in (entity.id, place.id):
+            truth.records[("graph_entity", rid)] = (agent, user)
+    if root.embedder is not None:
+        root.embed_pending()
+    return truth
+
+
+def _check_hits(hits: Sequence[Any], truth: Truth, scope: Visibility, what: str) -> None:
+    for hit in hits:
+        if hit.kind == "entry":
+            assert hit.id in truth.entries, f"{what}: entry {hit.id} of another tenant or gone"
+            assert hit.id not in truth.gone, f"{what}: deleted entry {hit.id} came back"
+            tid = truth.entries[hit.id]
+            assert hit.thread_id in (None, tid), f"{what}: entry {hit.id} in thread {hit.thread_id}"
+            owner = truth.owners[tid]
+        else:
+            key = (hit.kind, hit.id)
+            if hit.kind == "fact_version":
+                continue  # an earlier value: checked by Memory.search's cases
+            assert key in truth.records, f"{what}: {key} of another tenant or gone"
+            assert hit.id not in truth.gone, f"{what}: deleted {key} came back"
+            owner = truth.records[key]
+        assert scope.admits(*owner), f"{what}: {hit.kind} {hit.id} of {owner} leaked to {scope}"
+
+
+def _probe(store: Any, tenant: str, truth: Truth, embedder: Any, what: str) -> int:
+    """Every scoped search of ``store`` in ``tenant`` returns only what its scope sees."""
+    query = embedder.embed(["zanzibar note document fact"])[0]
+    seen = 0
+    kinds = ["entry", "document", "fact", "fact_version"]
+    for agent, user in SCOPES:
+        scope = Visibility(agent, user)
+        label = f"{what} {scope}"
+        text = store.text_search(tenant, "zanzibar", kinds=kinds, k=500, visible_to=scope)
+        _check_hits(text, truth, scope, label + " text")
+        vec = store.vector_search(
+            tenant, query, model_id=embedder.model_id, kinds=kinds[:3], k=500, visible_to=scope
+        )
+        _check_hits(vec, truth, scope, label + " vector")
+        for k in (1, 5, 25):  # small k: the HNSW parts run short and are redone exactly
+            few = store.vector_search(
+                tenant, query, model_id=embedder.model_id, kinds=kinds[:3], k=k, visible_to=scope
+            )
+            _check_hits(few, truth, scope, f"{label} vector k={k}")
+        seen += len(text) + len(vec)
+        for tid in truth.owners:  # one thread, seen or not: only what the scope sees
+            for k in (3, 500):
+                one = store.vector_search(
+                    tenant, query, model_id=embedder.model_id, kinds=["entry"], k=k,
+                    thread_id=tid, visible_to=scope,
+                )  # fmt: skip
+                _check_hits(one, truth, scope, f"{label} vector thread {tid}")
+                assert all(truth.entries[h.id] == tid for h in one)
+            one = store.text_search(
+                tenant, "zanzibar", kinds=["entry"], k=500, thread_id=tid, visible_to=scope
+            )
+            _check_hits(one, truth, scope, f"{label} text thread {tid}")
+            assert all(truth.entries[h.id] == tid for h in one)
+    return seen
+
+
+def _fast_path_used(store: Any, kind: str, tenant: str) -> bool:
+    """Whether ``store`` answered the tenant's entry searches by the path under attack:
+    an ANN index of its vector cache, pgvector's HNSW index, or pgvector exactly."""
+    if kind == "memory":
+        return True  # searched exactly in process
+    if kind.startswith("pgvector"):
+        return bool(store._native) and bool(store._hnsw) == (kind == "pgvector-hnsw")
+    cache = store.__dict__.get("_vector_cache") or store.__dict__["_cached_vectors"].cache
+    return any(key[0] == tenant and slot.has_ann() for key, slot in cache.slots.items())
+
+
+@pytest.fixture
+def small_ann(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-process vector caches build (and SQLite saves) ANN indexes at test sizes."""
+    from memorybank.stores import _vector_files, _vectors
+
+    monkeypatch.setattr(_vectors, "ANN_THRESHOLD", ANN_ROWS)
+    monkeypatch.setattr(_vectors, "EXACT_LIMIT", ANN_ROWS // 2)
+    monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
+    monkeypatch.setattr(_vector_files, "SAVE_AFTER_ROWS", 10)
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS_VEC)
+def test_store_searches_keep_scope_tenant_and_deletes(
+    kind: str, tmp_path: Path, small_ann: None
+) -> None:
+    """Keyword and vector search of every store, every scope shape (one user, one agent,
+    shared-only on either axis) and one thread at a time, in two tenants holding the same
+    thread ids: only what the scope may see, of its own tenant. Then another store object
+    deletes entries, a thread, a document and a whole user, and a thread id freed by a
+    delete is taken by bob: the first reader's caches (built before, an ANN index among
+    them), and a store opened afterwards (SQLite: from the saved index files), return no
+    deleted row, and nothing of bob's new thread to alice."""
+    from tests.recall.conftest import HashEmbedder
+
+    embedder = HashEmbedder()
+    tenant = f"iso-{uuid.uuid4().hex[:6]}"
+    with _two_stores(kind, tmp_path) as (writer, reader, more):
+        with Memory(writer, embedder=embedder) as memory:
+            root = memory.tenant(tenant)
+            truth = _fill(root, "one")
+            # the same thread ids, user and agent names in tenants that differ by a space/case
+            _fill(memory.tenant(tenant + " "), "two")
+            _fill(memory.tenant(tenant.upper()), "three")
+            if kind == "pgvector-hnsw":
+                assert writer.create_vector_index(embedder.model_id, embedder.dimensions)
+            assert _probe(reader, tenant, truth, embedder, "before") > 0
+            assert _fast_path_used(reader, kind, tenant)
+            # another process deletes; the reader's caches were built before
+            alice = root.scoped(user_id="alice", agent_id="bot")
+            ta = [e for e, t in truth.entries.items() if t == "ta"]
+            alice.entries.delete("ta", ta[0])
+            alice.entries.delete("ta", ta[1])
+            truth.gone |= {ta[0], ta[1]}
+            root.scoped(user_id="alice", agent_id="other").entries.clear("to")
+            truth.gone |= {e for e, t in truth.entries.items() if t == "to"}
+            doc = next(r for (k, r), o in truth.records.items() if k == "document" and o[1])
+            owner = truth.records[("document", doc)]
+            root.scoped(agent_id=owner[0], user_id=owner[1]).documents.delete(doc)
+            truth.gone.add(doc)
+            root.forget_user("carol")
+            truth.gone |= {e for e, t in truth.entries.items() if t == "tc"}
+            truth.gone |= {r for (_, r), o in truth.records.items() if o[1] == "carol"}
+            root.scoped(user_id=None, agent_id=None).threads.delete("tn")
+            truth.gone |= {e for e, t in truth.entries.items() if t == "tn"}
+            # the freed id "tn" is taken by bob: never shared again, in any cache
+            bob = root.scoped(user_id="bob", agent_id="bot")
+            bob.threads.create(thread_id="tn")
+            truth.owners["tn"] = ("bot", "bob")
+            for i in range(5):
+                truth.entries[bob.remember("tn", "user", f"bob zanzibar note later {i}").id] = "tn"
+            root.embed_pending()
+            _probe(reader, tenant, truth, embedder, "after, stale reader")
+            _probe(more(), tenant, truth, embedder, "after, new reader")
+
+
+#: The graph's record kinds: relations stored under each end, names, entities.
+GRAPH_KINDS = ("graph_out", "graph_in", "graph_name", "graph_entity")
+
+
+def _graph_owners(store: Any, tenant: str) -> dict[str, tuple[str | None, str | None]]:
+    """Every graph record of ``tenant`` (read unscoped) -> its owner."""
+    return {
+        r.id: (r.agent_id, r.user_id)
+        for kind in GRAPH_KINDS
+        for r in store.record_list(tenant, kind)
+    }
+
+
+def _entity_of(truth: Truth, agent: str | None, user: str | None) -> str:
+    """The first graph entity of this owner."""
+    return next(
+        r for (k, r), o in truth.records.items() if k == "graph_entity" and o == (agent, user)
+    )
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_store_batch_reads_by_id_stay_in_tenant_thread_and_scope(kind: str, tmp_path: Path) -> None:
+    """The batch reads by id (``thread_get_many``, ``entry_get_many``,
+    ``entry_get_across``, ``record_get_many``, ``count_entries_many``,
+    ``entry_windows``) and the graph's linked reads (``record_list_keys_linked``,
+    ``record_list_links``) given another tenant's ids, ids of another thread, or deleted
+    ids, in tenants that hold the same thread ids: what they return is the asking
+    tenant's, of the thread named, alive, and (linked reads) in scope."""
+    tenant = f"iso-{uuid.uuid4().hex[:6]}"
+    other = tenant + " "  # differs by a trailing space only: another tenant
+    with _two_stores(kind, tmp_path) as (writer, store, _):
+        with Memory(writer) as memory:
+            one = _fill(memory.tenant(tenant), "one")
+            two = _fill(memory.tenant(other), "two")
+            alice = memory.tenant(tenant).scoped(user_id="alice", agent_id="bot")
+            ta = [e for e, t in one.entries.items() if t == "ta"]
+            alice.entries.delete("ta", ta[0])
+            one.gone.add(ta[0])
+        # shared links (written under the graph, as no Memory call writes them) from a
+        # shared entity to alice's, and to the other tenant's: the far ends are scoped
+        for here, there in ((tenant, one), (other, two)):
+            shared = _entity_of(there, None, None)
+            now = memory.now()
+            writer.record_put(here, [
+                Record("graph_out", f"x-out-{n}", None, None, "", {"target_id": far}, now,
+                       now, key=shared)
+                for n, far in enumerate((_entity_of(there, "bot", "alice"), _entity_of(
+                    two if there is one else one, None, None)))
+            ] + [
+                Record("graph_in", f"x-in-{n}", None, None, "", {"source_id": far}, now,
+                       now, key=shared)
+                for n, far in enumerate((_entity_of(there, "bot", "alice"), _entity_of(
+                    two if there is one else one, None, None)))
+            ] + [
+                Record("graph_name", "x-name", None, None, "",
+                       {"entity_id": _entity_of(there, "bot", "alice")}, now, now, key="x-name")
+            ])  # fmt: skip
+        by_thread = {t: [e for e, tt in one.entries.items() if tt == t] for t in one.owners}
+        every = [e for ids in by_thread.values() for e in ids]
+        # threads: the asking tenant's own, of the same ids
+        threads = store.thread_get_many(other, [*one.owners, "missing"])
+        assert set(threads) == set(two.owners)
+        assert {t.tenant_id for t in threads.values()} == {other}
+        # entries by id: never another tenant's, another thread's, or a deleted one
+        for tid in one.owners:
+            assert store.entry_get_many(other, tid, every) == {}
+            got = store.entry_get_many(tenant, tid, every)
+            assert set(got) == set(by_thread[tid]) - one.gone
+            assert all(e.thread_id == tid for e in got.values())
+        assert store.entry_get_across(other, dict.fromkeys(one.owners, every)) == {}
+        across = store.entry_get_across(tenant, dict.fromkeys(one.owners, every))
+        assert set(across) == {(one.entries[e], e) for e in every if e not in one.gone}
+        counts = store.count_entries_many(other, list(one.owners))
+        assert counts == {t: len([e for e in two.entries.values() if e == t]) for t in two.owners}
+        windows = store.entry_windows(other, [(t, 1, LAST_POSITION) for t in one.owners])
+        assert {e.id for w in windows for e in w} == set(two.entries)
+        # records by id: another tenant's ids are missing ids
+        for rkind in ("document", "fact", "graph_entity"):
+            ids = [r for (k, r) in one.records if k == rkind]
+            assert store.record_get_many(other, rkind, ids) == {}
+            assert set(store.record_get_many(tenant, rkind, ids)) == set(ids)
+        # the graph's linked reads, keyed by both tenants' entity ids
+        owners = {t: _graph_owners(store, t) for t in (tenant, other)}
+        keys = [r for (k, r) in (*one.records, *two.records) if k == "graph_entity"]
+        links = {"graph_out": "target_id", "graph_in": "source_id"}
+        for asking in (tenant, other):
+            mine = owners[asking]
+            for agent, user in SCOPES:
+                scope = Visibility(agent, user)
+                label = f"{asking!r} {scope}"
+                by, far = store.record_list_keys_linked(
+                    asking, links, keys, "graph_entity", visible_to=scope
+                )
+                read = [*(r for rs in by.values() for r in rs), *far.values()]
+                for record in read:
+                    assert record.id in mine, f"{label}: {record.kind} {record.id} elsewhere"
+                    assert scope.admits(*mine[record.id]), f"{label}: {record.id} leaked"
+                assert all(far_id == r.id for far_id, r in far.items())
+                for lkind, field in links.items():
+                    for record in store.record_list_links(
+                        asking, lkind, keys, field, keys, visible_to=scope
+                    ):
+                        assert record.id in mine and scope.admits(*mine[record.id]), label
+                names = store.record_list_keys_linked(
+                    asking, {"graph_name": "entity_id"}, [
+                        r.key for r in store.record_list(asking, "graph_name") if r.key
+                    ] + [r.key for r in store.record_list(tenant, "graph_name") if r.key],
+                    "graph_entity", visible_to=scope,
+                )  # fmt: skip
+                if scope.admits(None, None):  # the crafted shared links were read
+                    assert {r.id for rs in by.values() for r in rs} >= {"x-out-0", "x-in-0"}
+                    assert any(r.id == "x-name" for r in names[0]["graph_name"])
+                for record in [*names[0]["graph_name"], *names[1].values()]:
+                    assert record.id in mine and scope.admits(*mine[record.id]), label
+            # a positive control: alice's scope reads her relations and their far ends
+            by, far = store.record_list_keys_linked(
+                asking, links, keys, "graph_entity", visible_to=Visibility("bot", "alice")
+            )
+            assert by["graph_out"] and far
