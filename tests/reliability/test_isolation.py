@@ -122,6 +122,7 @@ class World:
     place: str
     relation: str
     bob_entity: str
+    shared_thread: str
 
 
 def build_world(root: Memory) -> World:
@@ -148,6 +149,10 @@ def build_world(root: Memory) -> World:
     bob.graph.add_relation(bob_entity.id, "works_at", bob.graph.add_entity("Acme").id)
     bob_thread = bob.threads.create().id
     bob.entries.add(bob_thread, {"role": "user", "content": "what do you know about zanzibar"})
+    shared = root.scoped(user_id=None, agent_id=None).threads.create().id
+    root.entries.add(shared, {"role": "user", "content": "tell me about Alice zanzibar"})
+    if root.embedder is not None:
+        root.embed_pending()
     return World(
         root=root,
         bob=bob,
@@ -162,6 +167,7 @@ def build_world(root: Memory) -> World:
         place=place.id,
         relation=relation.id,
         bob_entity=bob_entity.id,
+        shared_thread=shared,
     )
 
 
@@ -232,6 +238,29 @@ def widening(call: Callable[[], Any]) -> bool:
     return True
 
 
+def _outsiders(w: World) -> tuple[Memory, ...]:
+    """Handles that may not see alice's records: bob (with the agent, with another
+    agent, with any agent) and the shared-only user (with the agent, any agent)."""
+    return (
+        w.bob,
+        w.root.scoped(user_id="bob"),
+        w.root.scoped(user_id="bob", agent_id="other"),
+        w.root.scoped(user_id=None, agent_id="bot"),
+        w.root.scoped(user_id=None),
+    )
+
+
+def _outsiders_with_threads(w: World) -> list[tuple[Memory, str, str]]:
+    """Each outsider with a thread it may read (bob's own, or the shared one) and the
+    agent to build for: its own, or "bot" when its scope names none."""
+    out = []
+    for handle in _outsiders(w):
+        agent = handle.scope.agent_id
+        thread = w.bob_thread if handle.scope.user_id == "bob" else w.shared_thread
+        out.append((handle, thread, agent if isinstance(agent, str) else "bot"))
+    return out
+
+
 def _turn(w: World) -> None:
     with pytest.raises(ThreadForbidden), w.bob.turn(w.thread, input="hi", raise_errors=True) as t:
         t.add({"role": "assistant", "content": "x"})
@@ -279,6 +308,23 @@ CASES: dict[str, Callable[[World], object]] = {
                 w.bob_thread, max_tokens=2000, include_facts=True, current_input="zanzibar"
             )
         ),
+        # every block that reads long-term memory, for each scope shape that excludes
+        # alice, in a thread that scope sees: facts, semantic hits, graph
+        *(
+            denied(
+                functools.partial(
+                    handle.build_context,
+                    thread,
+                    agent_id=agent,
+                    max_tokens=4000,
+                    include_facts=True,
+                    include_semantic_context=True,
+                    include_graph_context=True,
+                    current_input=f"Alice {SECRET} zanzibar: where does she live?",
+                )
+            )
+            for handle, thread, agent in _outsiders_with_threads(w)
+        ),
     ),
     "Memory.turn": _turn,
     "Memory.working": lambda w: (
@@ -301,8 +347,8 @@ CASES: dict[str, Callable[[World], object]] = {
                     handle.search, SECRET, k=50, mode=mode, kinds=kinds, include_history=history
                 )
             )
-            for handle in (w.bob, w.root.scoped(user_id=None, agent_id="bot"))
-            for mode in ("hybrid", "keyword")
+            for handle in _outsiders(w)
+            for mode in ("hybrid", "semantic", "keyword")
             for kinds, history in ((("facts",), False), (("entries", "documents", "facts"), True))
         ),
     ),
@@ -522,21 +568,36 @@ def test_async_surface_matches_the_sync_one() -> None:
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
 
 
-@pytest.fixture(params=[*WITH_CLUSTER, "sqlite+qdrant"])
+@pytest.fixture(params=[*WITH_CLUSTER, "sqlite+qdrant", "pgvector", "pgvector-hnsw"])
 def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
+    """Alice's world on one store, searched by vectors too (a small real embedder):
+    Qdrant for ``sqlite+qdrant``, pgvector exactly or through an HNSW index."""
+    from tests.recall.conftest import HashEmbedder
+
+    embedder = HashEmbedder()
+    tenant = f"iso-{uuid.uuid4().hex[:8]}"
     if request.param == "sqlite+qdrant":  # vectors searched in Qdrant (local mode)
         from memorybank.vector_index import QdrantIndex
-        from tests.recall.conftest import HashEmbedder
 
         index = QdrantIndex(":memory:")
         with (
             open_store("sqlite", tmp_path) as store,
-            Memory(store, embedder=HashEmbedder(), vector_index=index) as root,
+            Memory(store, embedder=embedder, vector_index=index) as root,
         ):
-            yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
+            yield build_world(root.tenant(tenant))
         return
-    with open_store(str(request.param), tmp_path) as store, Memory(store) as root:
-        yield build_world(root.tenant(f"iso-{uuid.uuid4().hex[:8]}"))
+    if str(request.param).startswith("pgvector"):
+        with _two_stores(str(request.param), tmp_path) as (store, _, _):
+            if request.param == "pgvector-hnsw":
+                assert store.create_vector_index(embedder.model_id, embedder.dimensions)
+            with Memory(store, embedder=embedder) as root:
+                yield build_world(root.tenant(tenant))
+        return
+    with (
+        open_store(str(request.param), tmp_path) as store,
+        Memory(store, embedder=embedder) as root,
+    ):
+        yield build_world(root.tenant(tenant))
 
 
 def test_bob_learns_and_changes_nothing_of_alices(world: World) -> None:
