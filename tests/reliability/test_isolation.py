@@ -14,6 +14,7 @@ surface is the same.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import inspect
@@ -1039,3 +1040,92 @@ def test_store_batch_reads_by_id_stay_in_tenant_thread_and_scope(kind: str, tmp_
                 asking, links, keys, "graph_entity", visible_to=Visibility("bot", "alice")
             )
             assert by["graph_out"] and far
+
+
+#: Owners of the combined-append race (two differ from "alice" by case or a space only)
+#: and appends per owner.
+RACE_OWNERS = ("alice", "Alice", "alice ", "bob")
+COMBINED_APPENDS = 12
+
+
+@pytest.fixture(params=STORE_KINDS)
+def race_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec | None]:
+    """Where the combined-append race runs: a fresh spec, or ``None`` (in memory)."""
+    if request.param == "memory":
+        yield None
+        return
+    yield from provide("sqlite-full" if request.param == "sqlite" else request.param, tmp_path)
+
+
+class _Recorder:
+    """Wraps a store's append combiner's batch function: who shared each batch."""
+
+    def __init__(self, combiner: Any) -> None:
+        self.run = combiner._run
+        self.batches: list[list[tuple[str, Any]]] = []
+        combiner._run = self
+
+    async def __call__(self, tenant: str, items: Sequence[Any]) -> Any:
+        self.batches.append([(tenant, item[2]) for item in items])
+        return await self.run(tenant, items)
+
+
+async def test_combined_appends_of_many_owners_and_tenants_stay_apart(
+    race_spec: StoreSpec | None,
+) -> None:
+    """Concurrent appends (the server stores combine them: one transaction for many
+    callers of a tenant) by four owners to their own threads, and by each to every other
+    owner's thread, in two tenants that differ by a trailing space and hold the same
+    thread ids with the owners rotated: every owner's append lands in its own thread of
+    its own tenant, gap-free, counted; every other one is refused and writes nothing."""
+    from memorybank import AsyncMemory
+    from memorybank._async.stores.memory import AsyncInMemoryStore
+
+    store = AsyncInMemoryStore() if race_spec is None else race_spec.open_async(pool_size=8)
+    combiner = getattr(store, "_appends", None)
+    recorder = None if combiner is None else _Recorder(combiner)
+    try:
+        tenant = f"iso-{uuid.uuid4().hex[:6]}"
+        tenants = {tenant: RACE_OWNERS, tenant + " ": RACE_OWNERS[1:] + RACE_OWNERS[:1]}
+        threads = [f"t{n}" for n in range(len(RACE_OWNERS))]
+        async with AsyncMemory(store) as memory:
+            for name, owners in tenants.items():
+                for tid, owner in zip(threads, owners, strict=True):
+                    await memory.tenant(name).threads.create(thread_id=tid, user_id=owner)
+
+            async def append(name: str, owner: str, tid: str, i: int) -> str | None:
+                handle = memory.tenant(name).scoped(user_id=owner, agent_id="bot")
+                text = f"{name}|{owner}|{tid}|{i}"
+                try:
+                    if i % 3:
+                        return (await handle.remember(tid, "user", text)).id
+                    message = {"role": "user", "content": text}
+                    return (await handle.entries.add_many(tid, [message]))[0].id
+                except ThreadForbidden:
+                    return None
+
+            calls = [
+                (name, owner, tid, i)
+                for i in range(COMBINED_APPENDS)
+                for name, owners in tenants.items()
+                for owner in owners
+                for tid in threads
+            ]
+            results = await asyncio.gather(*(append(*call) for call in calls))
+            for (name, owner, tid, _), landed in zip(calls, results, strict=True):
+                mine = dict(zip(threads, tenants[name], strict=True))[tid] == owner
+                assert (landed is not None) == mine, (name, owner, tid)
+            for name, owners in tenants.items():
+                for tid, owner in zip(threads, owners, strict=True):
+                    entries = await memory.tenant(name).entries.list(tid)
+                    assert [e.content.rsplit("|", 1)[0] for e in entries if e.content] == [
+                        f"{name}|{owner}|{tid}"
+                    ] * COMBINED_APPENDS
+                    assert [e.position for e in entries] == list(range(1, COMBINED_APPENDS + 1))
+                    assert await memory.tenant(name).entries.count(tid) == COMBINED_APPENDS
+    finally:
+        await store.close()
+    if recorder is not None:  # the race did combine different owners in one batch
+        batches = recorder.batches
+        assert any(len({owner for _, owner in b}) > 1 for b in batches), batches[:5]
+        assert all(len({t for t, _ in b}) == 1 for b in batches)
