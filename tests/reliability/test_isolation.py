@@ -759,7 +759,7 @@ def _fill(root: Memory, tag: str) -> Truth:
     another agent and nobody; documents, facts (with history), graph records."""
     truth = Truth({}, {}, {}, set())
     plan = {
-        "ta": ("bot", "alice", 30),
+        "ta": ("bot", "alice", 80),
         "tb": ("bot", "bob", 6),
         "to": ("other", "alice", 6),
         "ts": ("bot", None, 4),
@@ -887,8 +887,10 @@ def test_store_searches_keep_scope_tenant_and_deletes(
             root = memory.tenant(tenant)
             truth = _fill(root, "one")
             # the same thread ids, user and agent names in tenants that differ by a space/case
-            _fill(memory.tenant(tenant + " "), "two")
-            _fill(memory.tenant(tenant.upper()), "three")
+            others = {
+                name: _fill(memory.tenant(name), tag)
+                for name, tag in ((tenant + " ", "two"), (tenant.upper(), "three"))
+            }
             if kind == "pgvector-hnsw":
                 assert writer.create_vector_index(embedder.model_id, embedder.dimensions)
             assert _probe(reader, tenant, truth, embedder, "before") > 0
@@ -918,7 +920,17 @@ def test_store_searches_keep_scope_tenant_and_deletes(
                 truth.entries[bob.remember("tn", "user", f"bob zanzibar note later {i}").id] = "tn"
             root.embed_pending()
             _probe(reader, tenant, truth, embedder, "after, stale reader")
-            _probe(more(), tenant, truth, embedder, "after, new reader")
+            fresh = more()
+            _probe(fresh, tenant, truth, embedder, "after, new reader")
+            if kind == "sqlite":  # the paths attacked: deletes applied to a built index
+                # in place (the stale reader), a saved index loaded with them (a new one)
+                key = (tenant, embedder.model_id, "entry")
+                assert reader.__dict__["_vector_cache"].slots[key].dead > 0
+                assert fresh.__dict__["_vector_cache"].slots[key].ann_source == "loaded"
+            for name, theirs in others.items():  # their own indexes (SQLite: own files)
+                _probe(fresh, name, theirs, embedder, f"{name!r}, new reader")
+                _probe(reader, name, theirs, embedder, f"{name!r}, reader")
+                assert _fast_path_used(fresh, kind, name)
 
 
 #: The graph's record kinds: relations stored under each end, names, entities.
