@@ -708,7 +708,7 @@ SCOPES: tuple[tuple[Any, Any], ...] = (
 )
 #: Vectors of a tenant's entries above which the vector caches build an ANN index here.
 ANN_ROWS = 40
-STORE_KINDS_VEC = (*WITH_CLUSTER[:5], "pgvector", "pgvector-hnsw")
+STORE_KINDS_VEC = (*WITH_CLUSTER, "pgvector", "pgvector-hnsw")
 
 
 def _open_more(spec: StoreSpec, opened: list[Any]) -> Any:
@@ -869,7 +869,7 @@ def small_ann(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("kind", STORE_KINDS_VEC)
 def test_store_searches_keep_scope_tenant_and_deletes(
-    kind: str, tmp_path: Path, small_ann: None
+    kind: str, tmp_path: Path, small_ann: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Keyword and vector search of every store, every scope shape (one user, one agent,
     shared-only on either axis) and one thread at a time, in two tenants holding the same
@@ -892,9 +892,26 @@ def test_store_searches_keep_scope_tenant_and_deletes(
                 for name, tag in ((tenant + " ", "two"), (tenant.upper(), "three"))
             }
             if kind == "pgvector-hnsw":
+                # alice's thread large enough that one thread's search may take the index
+                # (over sqrt(32·k·N) vectors for small k, once EXACT_SCOPE allows)
+                alice = root.scoped(user_id="alice", agent_id="bot")
+                for start in range(0, 300, 50):
+                    batch = [
+                        {"role": "user", "content": f"one alice bot zanzibar more {start + i}"}
+                        for i in range(50)
+                    ]
+                    for entry in alice.entries.add_many("ta", batch):
+                        truth.entries[entry.id] = "ta"
+                root.embed_pending()
                 assert writer.create_vector_index(embedder.model_id, embedder.dimensions)
             assert _probe(reader, tenant, truth, embedder, "before") > 0
             assert _fast_path_used(reader, kind, tenant)
+            if kind == "pgvector-hnsw":  # one thread through the index too, not exactly
+                from memorybank._sync.stores.postgres import _vectors as pg_vectors
+
+                with monkeypatch.context() as patch:
+                    patch.setattr(pg_vectors, "EXACT_SCOPE", 1)
+                    _probe(reader, tenant, truth, embedder, "thread by HNSW")
             # another process deletes; the reader's caches were built before
             alice = root.scoped(user_id="alice", agent_id="bot")
             ta = [e for e, t in truth.entries.items() if t == "ta"]
@@ -953,7 +970,7 @@ def _entity_of(truth: Truth, agent: str | None, user: str | None) -> str:
     )
 
 
-@pytest.mark.parametrize("kind", STORE_KINDS)
+@pytest.mark.parametrize("kind", WITH_CLUSTER)
 def test_store_batch_reads_by_id_stay_in_tenant_thread_and_scope(kind: str, tmp_path: Path) -> None:
     """The batch reads by id (``thread_get_many``, ``entry_get_many``,
     ``entry_get_across``, ``record_get_many``, ``count_entries_many``,
