@@ -1158,3 +1158,52 @@ async def test_combined_appends_of_many_owners_and_tenants_stay_apart(
         batches = recorder.batches
         assert any(len({owner for _, owner in b}) > 1 for b in batches), batches[:5]
         assert all(len({t for t, _ in b}) == 1 for b in batches)
+
+
+def test_forget_user_leaves_nothing_of_alice_to_any_reader(world: World) -> None:
+    """After ``forget_user("alice")`` no read finds anything of hers, not even the trusted
+    root's: searches in every mode with earlier fact values, her fact's history, the
+    fact, document and graph lists, her core facts, snapshot and summaries; the store's
+    vector search finds none of her ids (embedded and pgvector stores alike)."""
+    root = world.root
+    assert root.forget_user("alice") > 0
+    reads: list[Callable[[], object]] = [
+        *(
+            functools.partial(
+                root.search,
+                SECRET,
+                k=100,
+                mode=mode,
+                kinds=("entries", "documents", "facts"),
+                include_history=True,
+            )
+            for mode in ("hybrid", "semantic", "keyword")
+        ),
+        lambda: root.facts.list(),
+        lambda: root.facts.history(world.fact),
+        lambda: root.facts.search(SECRET),
+        lambda: root.documents.list(),
+        lambda: root.documents.search(SECRET, k=100),
+        lambda: root.graph.find_entities(),
+        lambda: root.graph.search_entities(SECRET, k=100),
+        lambda: root.threads.list(),
+        lambda: root.summaries.list(agent_id="bot"),
+        lambda: CoreFacts(memory=root, user_id="alice").all(),
+        lambda: root.snapshots.load(world.run),
+        lambda: SessionManager(root).list(),
+    ]
+    for read in reads:
+        assert SECRET not in repr(read())
+    store = root._core.store
+    embedder = root.embedder
+    assert embedder is not None
+    query = embedder.embed([f"alice {SECRET} zanzibar"])[0]
+    ids = {world.entry, world.fact, world.document, world.entity, world.place}
+    hits = store.vector_search(
+        root.tenant_id,
+        query,
+        model_id=embedder.model_id,
+        kinds=["entry", "document", "fact", "graph_entity"],
+        k=500,
+    )
+    assert not ids & {h.id for h in hits}
