@@ -1207,3 +1207,21 @@ def test_forget_user_leaves_nothing_of_alice_to_any_reader(world: World) -> None
         k=500,
     )
     assert not ids & {h.id for h in hits}
+
+
+def test_search_and_context_on_the_store_native_paths_keep_scope(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search and context cases again with every search on the store-native path (as
+    for a caller with too many threads or entries to rank whole): candidates from the
+    stores' keyword and vector searches, scoped there, resolved in batches."""
+    from memorybank._sync import search as sync_search
+
+    monkeypatch.setattr(sync_search, "SCOPE_THREAD_LIMIT", 0)
+    monkeypatch.setattr(sync_search, "THREAD_RANK_LIMIT", 0)
+    for name in ("Memory.search", "Memory.build_context", "ContextBuilder.build"):
+        CASES[name](world)
+    alice_intact(world)
+    # the path does find what its caller may see (not vacuous)
+    mine = world.bob.search("zanzibar", k=10, mode="hybrid")
+    assert any(h.entry is not None and h.entry.thread_id == world.bob_thread for h in mine)
