@@ -708,11 +708,14 @@ SCOPES: tuple[tuple[Any, Any], ...] = (
 )
 #: Vectors of a tenant's entries above which the vector caches build an ANN index here.
 ANN_ROWS = 40
-STORE_KINDS_VEC = (*WITH_CLUSTER, "pgvector", "pgvector-hnsw")
+STORE_KINDS_VEC = (*WITH_CLUSTER, "sqlite+qdrant", "pgvector", "pgvector-hnsw")
 
 
-def _open_more(spec: StoreSpec, opened: list[Any]) -> Any:
-    opened.append(spec.open())
+def _open_more(spec: StoreSpec, opened: list[Any], index: Any = None) -> Any:
+    """Another store object on ``spec`` (its vectors in ``index`` when given)."""
+    from memorybank._sync.vector_index import indexed
+
+    opened.append(spec.open() if index is None else indexed(spec.open(), index))
     return opened[-1]
 
 
@@ -725,6 +728,20 @@ def _two_stores(kind: str, tmp_path: Path) -> Iterator[tuple[Any, Any, Callable[
             yield store, store, lambda: store
         finally:
             store.close()
+        return
+    if kind == "sqlite+qdrant":  # vectors searched in one Qdrant index (local mode)
+        from memorybank.vector_index import QdrantIndex
+
+        index = QdrantIndex(":memory:")
+        for spec in provide("sqlite-full", tmp_path):
+            stores: list[Any] = []
+            more = functools.partial(_open_more, spec, stores, index)
+            try:
+                yield more(), more(), more
+            finally:
+                for store in stores:
+                    store.close()
+                index.close()
         return
     if kind.startswith("pgvector"):
         from tests.stores.test_contract_postgres import pgvector_url
@@ -848,8 +865,8 @@ def _probe(store: Any, tenant: str, truth: Truth, embedder: Any, what: str) -> i
 def _fast_path_used(store: Any, kind: str, tenant: str) -> bool:
     """Whether ``store`` answered the tenant's entry searches by the path under attack:
     an ANN index of its vector cache, pgvector's HNSW index, or pgvector exactly."""
-    if kind == "memory":
-        return True  # searched exactly in process
+    if kind in ("memory", "sqlite+qdrant"):
+        return True  # searched exactly in process, or in Qdrant
     if kind.startswith("pgvector"):
         return bool(store._native) and bool(store._hnsw) == (kind == "pgvector-hnsw")
     cache = store.__dict__.get("_vector_cache") or store.__dict__["_cached_vectors"].cache
