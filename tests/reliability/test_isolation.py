@@ -729,35 +729,28 @@ def _two_stores(kind: str, tmp_path: Path) -> Iterator[tuple[Any, Any, Callable[
         finally:
             store.close()
         return
+    index: Any = None
     if kind == "sqlite+qdrant":  # vectors searched in one Qdrant index (local mode)
         from memorybank.vector_index import QdrantIndex
 
         index = QdrantIndex(":memory:")
-        for spec in provide("sqlite-full", tmp_path):
-            stores: list[Any] = []
-            more = functools.partial(_open_more, spec, stores, index)
-            try:
-                yield more(), more(), more
-            finally:
-                for store in stores:
-                    store.close()
-                index.close()
-        return
     if kind.startswith("pgvector"):
         from tests.stores.test_contract_postgres import pgvector_url
 
         spec = StoreSpec(kind, "postgres", pgvector_url(), f"v{uuid.uuid4().hex[:10]}_")
         specs: Iterator[StoreSpec] = iter([spec])
     else:
-        specs = provide("sqlite-full" if kind == "sqlite" else kind, tmp_path)
+        specs = provide("sqlite-full" if kind.startswith("sqlite") else kind, tmp_path)
     for spec in specs:
         opened: list[Any] = []
-        more = functools.partial(_open_more, spec, opened)
+        more = functools.partial(_open_more, spec, opened, index)
         try:
             yield more(), more(), more
         finally:
             for store in opened:
                 store.close()
+            if index is not None:
+                index.close()
             spec.drop()
 
 
