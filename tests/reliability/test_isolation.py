@@ -775,6 +775,7 @@ def _fill(root: Memory, tag: str) -> Truth:
         "ts": ("bot", None, 4),
         "tn": (None, None, 4),
         "tc": ("bot", "carol", 6),
+        "tu": (None, "bob", 4),  # bob's, for any agent
     }
     for tid, (agent, user, n) in plan.items():
         handle = root.scoped(user_id=user, agent_id=agent)
@@ -783,7 +784,8 @@ def _fill(root: Memory, tag: str) -> Truth:
         for i in range(n):
             text = f"{tag} {user} {agent} zanzibar note {i}"
             truth.entries[handle.remember(tid, "user", text).id] = tid
-    for agent, user in (("bot", "alice"), ("bot", "bob"), (None, None), ("other", "carol")):
+    owners = (("bot", "alice"), ("bot", "bob"), (None, "alice"), (None, None), ("other", "carol"))
+    for agent, user in owners:
         handle = root.scoped(user_id=user, agent_id=agent)
         for i in range(3):
             doc = handle.documents.add(f"{tag} {user} zanzibar document {i}")
