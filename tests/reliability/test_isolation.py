@@ -1099,16 +1099,66 @@ def race_spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreS
 
 
 class _Recorder:
-    """Wraps a store's append combiner's batch function: who shared each batch."""
+    """Wraps a store's append combiner's batch function (sync or async: the call is
+    passed through): who shared each batch."""
 
     def __init__(self, combiner: Any) -> None:
         self.run = combiner._run
         self.batches: list[list[tuple[str, Any]]] = []
         combiner._run = self
 
-    async def __call__(self, tenant: str, items: Sequence[Any]) -> Any:
+    def __call__(self, tenant: str, items: Sequence[Any]) -> Any:
         self.batches.append([(tenant, item[2]) for item in items])
-        return await self.run(tenant, items)
+        return self.run(tenant, items)
+
+    def check(self) -> None:
+        """The race did combine different owners in one batch, and never two tenants."""
+        assert any(len({owner for _, owner in b}) > 1 for b in self.batches), self.batches[:5]
+        assert all(len({t for t, _ in b}) == 1 for b in self.batches)
+
+
+class _Race:
+    """The combined-append race: four owners (two differ from "alice" by case or a
+    space) own a thread each in two tenants that differ by a trailing space, the same
+    thread ids with the owners rotated; every owner appends to every thread."""
+
+    def __init__(self) -> None:
+        tenant = f"iso-{uuid.uuid4().hex[:6]}"
+        self.tenants = {tenant: RACE_OWNERS, tenant + " ": RACE_OWNERS[1:] + RACE_OWNERS[:1]}
+        self.threads = [f"t{n}" for n in range(len(RACE_OWNERS))]
+        self.calls = [
+            (name, owner, tid, i)
+            for i in range(COMBINED_APPENDS)
+            for name, owners in self.tenants.items()
+            for owner in owners
+            for tid in self.threads
+        ]
+
+    def owned(self) -> list[tuple[str, str, str]]:
+        """(tenant, thread, owner) of every thread."""
+        return [
+            (name, tid, owner)
+            for name, owners in self.tenants.items()
+            for tid, owner in zip(self.threads, owners, strict=True)
+        ]
+
+    @staticmethod
+    def message(name: str, owner: str, tid: str, i: int) -> dict[str, str]:
+        return {"role": "user", "content": f"{name}|{owner}|{tid}|{i}"}
+
+    def check_results(self, results: Sequence[str | None]) -> None:
+        """Each owner's appends landed, every other one was refused."""
+        owner_of = {(name, tid): owner for name, tid, owner in self.owned()}
+        for (name, owner, tid, _), landed in zip(self.calls, results, strict=True):
+            assert (landed is not None) == (owner_of[name, tid] == owner), (name, owner, tid)
+
+    def check_thread(self, name: str, tid: str, owner: str, entries: Any, count: int) -> None:
+        """The thread holds its owner's appends only, gap-free, counted."""
+        assert [e.content.rsplit("|", 1)[0] for e in entries if e.content] == [
+            f"{name}|{owner}|{tid}"
+        ] * COMBINED_APPENDS
+        assert [e.position for e in entries] == list(range(1, COMBINED_APPENDS + 1))
+        assert count == COMBINED_APPENDS
 
 
 async def test_combined_appends_of_many_owners_and_tenants_stay_apart(
@@ -1116,60 +1166,73 @@ async def test_combined_appends_of_many_owners_and_tenants_stay_apart(
 ) -> None:
     """Concurrent appends (the server stores combine them: one transaction for many
     callers of a tenant) by four owners to their own threads, and by each to every other
-    owner's thread, in two tenants that differ by a trailing space and hold the same
-    thread ids with the owners rotated: every owner's append lands in its own thread of
-    its own tenant, gap-free, counted; every other one is refused and writes nothing."""
+    owner's thread, in two tenants holding the same thread ids (``_Race``): every owner's
+    append lands in its own thread of its own tenant, gap-free, counted; every other one
+    is refused and writes nothing."""
     from memorybank import AsyncMemory
     from memorybank._async.stores.memory import AsyncInMemoryStore
 
     store = AsyncInMemoryStore() if race_spec is None else race_spec.open_async(pool_size=8)
     combiner = getattr(store, "_appends", None)
     recorder = None if combiner is None else _Recorder(combiner)
+    race = _Race()
     try:
-        tenant = f"iso-{uuid.uuid4().hex[:6]}"
-        tenants = {tenant: RACE_OWNERS, tenant + " ": RACE_OWNERS[1:] + RACE_OWNERS[:1]}
-        threads = [f"t{n}" for n in range(len(RACE_OWNERS))]
         async with AsyncMemory(store) as memory:
-            for name, owners in tenants.items():
-                for tid, owner in zip(threads, owners, strict=True):
-                    await memory.tenant(name).threads.create(thread_id=tid, user_id=owner)
+            for name, tid, owner in race.owned():
+                await memory.tenant(name).threads.create(thread_id=tid, user_id=owner)
 
             async def append(name: str, owner: str, tid: str, i: int) -> str | None:
                 handle = memory.tenant(name).scoped(user_id=owner, agent_id="bot")
-                text = f"{name}|{owner}|{tid}|{i}"
+                message = race.message(name, owner, tid, i)
                 try:
                     if i % 3:
-                        return (await handle.remember(tid, "user", text)).id
-                    message = {"role": "user", "content": text}
+                        return (await handle.remember(tid, "user", message["content"])).id
                     return (await handle.entries.add_many(tid, [message]))[0].id
                 except ThreadForbidden:
                     return None
 
-            calls = [
-                (name, owner, tid, i)
-                for i in range(COMBINED_APPENDS)
-                for name, owners in tenants.items()
-                for owner in owners
-                for tid in threads
-            ]
-            results = await asyncio.gather(*(append(*call) for call in calls))
-            for (name, owner, tid, _), landed in zip(calls, results, strict=True):
-                mine = dict(zip(threads, tenants[name], strict=True))[tid] == owner
-                assert (landed is not None) == mine, (name, owner, tid)
-            for name, owners in tenants.items():
-                for tid, owner in zip(threads, owners, strict=True):
-                    entries = await memory.tenant(name).entries.list(tid)
-                    assert [e.content.rsplit("|", 1)[0] for e in entries if e.content] == [
-                        f"{name}|{owner}|{tid}"
-                    ] * COMBINED_APPENDS
-                    assert [e.position for e in entries] == list(range(1, COMBINED_APPENDS + 1))
-                    assert await memory.tenant(name).entries.count(tid) == COMBINED_APPENDS
+            race.check_results(await asyncio.gather(*(append(*c) for c in race.calls)))
+            for name, tid, owner in race.owned():
+                handle = memory.tenant(name)
+                entries = await handle.entries.list(tid)
+                race.check_thread(name, tid, owner, entries, await handle.entries.count(tid))
     finally:
         await store.close()
-    if recorder is not None:  # the race did combine different owners in one batch
-        batches = recorder.batches
-        assert any(len({owner for _, owner in b}) > 1 for b in batches), batches[:5]
-        assert all(len({t for t, _ in b}) == 1 for b in batches)
+    if recorder is not None:
+        recorder.check()
+
+
+def test_combined_appends_from_threads_stay_apart(race_spec: StoreSpec | None) -> None:
+    """The same race through the sync stores, from threads (their combiner's sync twin)."""
+    store = InMemoryStore() if race_spec is None else race_spec.open()
+    combiner = getattr(store, "_appends", None)
+    recorder = None if combiner is None else _Recorder(combiner)
+    race = _Race()
+    try:
+        with Memory(store) as memory:
+            for name, tid, owner in race.owned():
+                memory.tenant(name).threads.create(thread_id=tid, user_id=owner)
+
+            def append(name: str, owner: str, tid: str, i: int) -> str | None:
+                handle = memory.tenant(name).scoped(user_id=owner, agent_id="bot")
+                message = race.message(name, owner, tid, i)
+                try:
+                    if i % 3:
+                        return handle.remember(tid, "user", message["content"]).id
+                    return handle.entries.add_many(tid, [message])[0].id
+                except ThreadForbidden:
+                    return None
+
+            with ThreadPoolExecutor(16) as pool:
+                race.check_results(list(pool.map(lambda c: append(*c), race.calls)))
+            for name, tid, owner in race.owned():
+                handle = memory.tenant(name)
+                entries = handle.entries.list(tid)
+                race.check_thread(name, tid, owner, entries, handle.entries.count(tid))
+    finally:
+        store.close()
+    if recorder is not None:
+        recorder.check()
 
 
 def test_forget_user_leaves_nothing_of_alice_to_any_reader(world: World) -> None:
