@@ -33,7 +33,7 @@ from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import ConfigurationError, InvalidInput, StoreUnavailable
 from memorybank.stores._pgvector import Vector, VectorParams
 from tests.conftest import require_server
-from tests.stores.test_contract_postgres import URL, drop_tables, pgvector_url
+from tests.stores.test_contract_postgres import URL, drop_tables, hnsw_always, pgvector_url
 
 pytestmark = pytest.mark.server
 
@@ -595,14 +595,6 @@ async def _hnsw_plan(
     return "\n".join(str(r[0]) for r in plan)
 
 
-def _hnsw_always(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Exact-search thresholds at 0: every scope, however small, through the HNSW index."""
-    from memorybank._async.stores.postgres import _vectors
-
-    monkeypatch.setattr(_vectors, "EXACT_SCOPE", 0)
-    monkeypatch.setattr(_vectors, "EXACT_COST", {"entry": 0, "record": 0})
-
-
 async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     pgv_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -648,7 +640,7 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
     # the HNSW candidates (ef_search) would hold few or none of them. (A scope this
     # small is searched exactly, test_small_scopes_never_start_an_hnsw_scan: the
     # thresholds at 0 put it through the index.)
-    _hnsw_always(monkeypatch)
+    hnsw_always(monkeypatch)
     approx = await store.vector_search(
         "default", query, model_id="mini", kinds=["entry"], k=10, visible_to=alice
     )
@@ -747,7 +739,7 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
     limit.update({"random_page_cost": "4", "hnsw.max_scan_tuples": "40"})
     alice = Visibility(None, "alice")
     with monkeypatch.context() as patched:
-        _hnsw_always(patched)
+        hnsw_always(patched)
         hits = await store.vector_search(
             "default", query.tolist(), model_id="mini", kinds=["document"], k=10,
             visible_to=alice,
@@ -766,7 +758,7 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
 
     monkeypatch.setattr(store, "_fetch", fetch_spy)
     with monkeypatch.context() as patched:
-        _hnsw_always(patched)
+        hnsw_always(patched)
         hits = await store.vector_search(
             "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
             visible_to=bob,
