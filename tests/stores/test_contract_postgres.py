@@ -179,8 +179,18 @@ class TestPostgresPgvectorSync(SyncContract):
         store.close()
 
 
+def hnsw_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact-search thresholds at 0: every scope, however small, through the HNSW
+    index's scan (and the exact retry of a part that comes back short)."""
+    from memorybank._async.stores.postgres import _vectors
+
+    monkeypatch.setattr(_vectors, "EXACT_SCOPE", 0)
+    monkeypatch.setattr(_vectors, "EXACT_COST", {"entry": 0, "record": 0})
+
+
 class TestPostgresPgvectorHnswAsync(AsyncContract):
-    """pgvector with HNSW indexes for the suite's models: the approximate path."""
+    """pgvector with HNSW indexes for the suite's models: the suite's scopes are small,
+    so searched exactly beside the index (``_small_scopes``)."""
 
     @pytest.fixture
     async def store(self, pgv_url: str, pgv_prefix: str) -> AsyncIterator[AsyncPostgresStore]:
@@ -189,3 +199,11 @@ class TestPostgresPgvectorHnswAsync(AsyncContract):
             assert await store.create_vector_index(model, dimensions)
         yield store
         await store.close()
+
+
+class TestPostgresPgvectorHnswScanAsync(TestPostgresPgvectorHnswAsync):
+    """The same through the index's scan, whatever the scope's size: the approximate path."""
+
+    @pytest.fixture(autouse=True)
+    def _scan(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        hnsw_always(monkeypatch)

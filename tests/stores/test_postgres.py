@@ -33,7 +33,7 @@ from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import ConfigurationError, InvalidInput, StoreUnavailable
 from memorybank.stores._pgvector import Vector, VectorParams
 from tests.conftest import require_server
-from tests.stores.test_contract_postgres import URL, drop_tables, pgvector_url
+from tests.stores.test_contract_postgres import URL, drop_tables, hnsw_always, pgvector_url
 
 pytestmark = pytest.mark.server
 
@@ -637,7 +637,10 @@ async def test_hnsw_index_is_used_and_filtered_searches_still_fill_k(
 
     monkeypatch.setattr(store, "_hnsw_search", forced)
     # alice's 20 vectors are under 1 % of the index: without the iterative scan
-    # the HNSW candidates (ef_search) would hold few or none of them
+    # the HNSW candidates (ef_search) would hold few or none of them. (A scope this
+    # small is searched exactly, test_small_scopes_never_start_an_hnsw_scan: the
+    # thresholds at 0 put it through the index.)
+    hnsw_always(monkeypatch)
     approx = await store.vector_search(
         "default", query, model_id="mini", kinds=["entry"], k=10, visible_to=alice
     )
@@ -729,17 +732,23 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
     assert all(owners[int(h.id[1:])] == "bob" for h in hits)
     text = await _hnsw_plan(original, seen[0], query, limit, kinds=["document"], v_user_id="bob")
     assert "vhnsw_16_" in text and "Sort" not in text, text
-    # alice sees 5 documents among 3,000: a scan that gives up after 40 tuples finds
-    # few or none of them; the search then reads her scope exactly
+    # alice sees 5 documents among 3,000: a scope that small is searched exactly (no
+    # scan); with the thresholds at 0 it goes through the index, where a scan that
+    # gives up after 40 tuples finds few or none of them; the search then reads her
+    # scope exactly
     limit.update({"random_page_cost": "4", "hnsw.max_scan_tuples": "40"})
     alice = Visibility(None, "alice")
-    hits = await store.vector_search(
-        "default", query.tolist(), model_id="mini", kinds=["document"], k=10, visible_to=alice
-    )
+    with monkeypatch.context() as patched:
+        hnsw_always(patched)
+        hits = await store.vector_search(
+            "default", query.tolist(), model_id="mini", kinds=["document"], k=10,
+            visible_to=alice,
+        )  # fmt: skip
     assert len(seen) == 2
     assert [h.id for h in hits] == exact(docs[:5], [f"d{i}" for i in range(5)], 10)
-    # entries and documents for bob, who sees no thread: the entries part comes back
-    # short and is redone exactly on its own; the documents part is kept
+    # entries and documents for bob, who sees no thread, so also with the thresholds
+    # at 0 the entries part comes back short and is redone exactly on its own; the
+    # documents part is kept
     fetched: list[str] = []
     fetch = store._fetch
 
@@ -748,20 +757,31 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
         return await fetch(q, *args, **kwargs)
 
     monkeypatch.setattr(store, "_fetch", fetch_spy)
-    hits = await store.vector_search(
-        "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
-        visible_to=bob,
-    )  # fmt: skip
+    with monkeypatch.context() as patched:
+        hnsw_always(patched)
+        hits = await store.vector_search(
+            "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
+            visible_to=bob,
+        )  # fmt: skip
     assert len(seen) == 3
-    redone = [q for q in fetched if "<=>" in q]
+    redone = [q for q in fetched if "<=>" in q][1:]  # after the sizes (_small_scopes)
     assert len(redone) == 1 and "records r" not in redone[0] and "threads t" in redone[0]
     assert len(hits) == 10 and all(h.kind == "document" for h in hits)
     assert all(owners[int(h.id[1:])] == "bob" for h in hits)
+    # the same with the real thresholds: the entries part (no vector in scope) is
+    # searched exactly with the sizes, only the documents through the index
+    fetched.clear()
+    again = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["entry", "document"], k=10,
+        visible_to=bob,
+    )  # fmt: skip
+    assert len(seen) == 4 and again == hits
+    assert len([q for q in fetched if "<=>" in q]) == 1
     # a thread of 30 vectors: exact, without the index
     hits = await store.vector_search(
         "default", query.tolist(), model_id="mini", kinds=["entry"], k=10, thread_id=small
     )
-    assert len(seen) == 3
+    assert len(seen) == 4
     assert [h.id for h in hits] == exact(entries[:30], [f"e{i}" for i in range(30)], 10)
     assert {h.thread_id for h in hits} == {small}
     # bob may not see alice's thread: nothing, on the exact path too
@@ -770,6 +790,130 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
         visible_to=bob,
     )  # fmt: skip
     assert hits == []
+    await store.close()
+
+
+async def test_small_scopes_never_start_an_hnsw_scan(
+    pgv_prefix: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small scope that is not one thread (a user, an agent alone, the shared rows)
+    is searched exactly, without the HNSW index, with or without statistics; the
+    hits are the exact search's. A large scope still goes through the index.
+
+    Before: every scope but a thread's went through the index, whose iterative scan
+    walked much of the graph looking for rows in scope (400 ms at 100k vectors),
+    then the part that came back short was searched again exactly.
+    """
+    import numpy as np
+
+    from memorybank._async.stores.base import UNSET
+    from memorybank.stores._items import Record
+
+    url, name = pgv_prefix
+    store = AsyncPostgresStore.from_url(url, pool_size=2, prefix=name)
+    memory = AsyncMemory(store)
+    await store.record_get("default", "document", "probe")
+    with psycopg.connect(url, autocommit=True) as conn:  # no statistics until ANALYZE
+        for table in ("vectors", "records", "threads"):
+            conn.execute(f"ALTER TABLE {name}{table} SET (autovacuum_enabled = false)")
+    rng = np.random.default_rng(3)
+    # (user, agent, vectors) per thread, and per document its (user, agent)
+    threads = [("alice", "main", 20), ("hank", "helper", 10)] + [("bob", "main", 1000)] * 3
+    docs = [("alice", "main")] * 5 + [(None, "main")] * 3 + [("hank", "helper")] * 7
+    docs += [("bob", "main")] * 3000
+    owners: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+    items: list[VectorItem] = []
+    for user, agent, n in threads:
+        tid = (await memory.threads.create(user_id=user, agent_id=agent)).id
+        for _ in range(n):
+            items.append(VectorItem("entry", f"e{len(items)}", "mini", [], tid))
+            owners["entry", items[-1].id] = (agent, user)
+    now = datetime.now(UTC)
+    records = [
+        Record("document", f"d{i}", agent, user, f"doc {i}", {}, now, now)
+        for i, (user, agent) in enumerate(docs)
+    ]
+    await store.record_put("default", records)
+    for r in records:
+        items.append(VectorItem("document", r.id, "mini", []))
+        owners["document", r.id] = (r.agent_id, r.user_id)
+    block = rng.standard_normal((len(items), 16)).astype("float32")
+    items = [
+        VectorItem(i.kind, i.id, "mini", block[n].tolist(), i.thread_id)
+        for n, i in enumerate(items)
+    ]
+    await store.vector_put("default", items)
+    assert await store.create_vector_index("mini", 16)
+    query = rng.standard_normal(16).astype("float32")
+    unit = block / np.linalg.norm(block, axis=1, keepdims=True)
+    scores = unit @ (query / np.linalg.norm(query))
+
+    def exact(kinds: list[str], visible: Visibility, k: int) -> list[str]:
+        kept = [
+            n for n, i in enumerate(items)
+            if i.kind in kinds and visible.admits(*owners[i.kind, i.id])
+        ]  # fmt: skip
+        return [items[n].id for n in sorted(kept, key=lambda n: -scores[n])[:k]]
+
+    scans: list[str] = []
+    statements: list[tuple[str, Any]] = []
+    hnsw, fetch = store._hnsw_search, store._fetch
+
+    async def hnsw_spy(q: str, params: VectorParams, k: int) -> list[tuple[Any, ...]]:
+        scans.append(q)
+        return await hnsw(q, params, k)
+
+    async def fetch_spy(q: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        statements.append((q, args[0] if args else None))
+        return await fetch(q, *args, **kwargs)
+
+    monkeypatch.setattr(store, "_hnsw_search", hnsw_spy)
+    monkeypatch.setattr(store, "_fetch", fetch_spy)
+    small = [
+        Visibility("main", "alice"),  # 20 entries; 5 documents and 3 shared
+        Visibility("main", "carol"),  # no entry; the 3 shared documents
+        Visibility("helper", UNSET),  # an agent alone: 10 entries, 7 documents
+        Visibility(UNSET, None),  # the shared rows only: no entry, 3 documents
+    ]
+    for analyzed in (False, True):
+        if analyzed:
+            with psycopg.connect(url, autocommit=True) as conn:
+                for table in ("vectors", "records", "threads"):
+                    conn.execute(f"VACUUM ANALYZE {name}{table}")
+        for visible in small:
+            for kinds in (["entry"], ["document"], ["entry", "document"]):
+                statements.clear()
+                hits = await store.vector_search(
+                    "default", query.tolist(), model_id="mini", kinds=kinds, k=10,
+                    visible_to=visible,
+                )  # fmt: skip
+                assert scans == [], (visible, kinds)
+                want = exact(kinds, visible, 10)
+                assert [h.id for h in hits] == want, (visible, kinds, analyzed)
+                by_id = {i.id: n for n, i in enumerate(items)}
+                assert [h.score for h in hits] == pytest.approx(
+                    [float(scores[by_id[i]]) for i in want], abs=1e-5
+                )
+                assert len(statements) == 1  # the sizes and the exact search: one statement
+                q, params = statements[0]
+                plan = "\n".join(str(r[0]) for r in await fetch("EXPLAIN ANALYZE " + q, params))
+                assert f"using {name}vhnsw" not in plan, plan  # (named in the bound's lookup)
+                assert f"Seq Scan on {name}vectors" not in plan, plan
+    # bob's scope (3,000 entries, 3,003 documents) is past the bound: the index
+    for kinds in (["entry"], ["document"]):
+        hits = await store.vector_search(
+            "default", query.tolist(), model_id="mini", kinds=kinds, k=10,
+            visible_to=Visibility("main", "bob"),
+        )  # fmt: skip
+        assert len(hits) == 10 and all(owners[h.kind, h.id][1] in ("bob", None) for h in hits)
+    assert len(scans) == 2
+    # found large, bob's scope goes straight to the index for a while (no count)
+    statements.clear()
+    again = await store.vector_search(
+        "default", query.tolist(), model_id="mini", kinds=["document"], k=10,
+        visible_to=Visibility("main", "bob"),
+    )  # fmt: skip
+    assert again == hits and len(scans) == 3 and statements == []
     await store.close()
 
 

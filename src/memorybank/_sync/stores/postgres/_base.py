@@ -96,6 +96,8 @@ class PostgresBase(Store):
         self._sql = Statements(prefix)
         self._native = False  # vectors in a pgvector column (known after the first use)
         self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
+        # searched scopes found too large to search exactly: key -> until when (monotonic)
+        self._large_scopes: dict[tuple[Any, ...], float] = {}
         self._vector_oid = 0  # pgvector's ``vector`` type (the column's), 0 without pgvector
         # An owned pool's target (from_url): connected to once directly before the
         # pool opens, and its failed attempts recorded.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +43,17 @@ HNSW_EF_SEARCH = 100
 """The least ``hnsw.ef_search`` a search runs with (at least ``2 * k``, at most 1,000)."""
 
 EXACT_SCOPE = 1_000
-"""With an HNSW index, a thread holding fewer vectors is always searched exactly (more
-when the index is large: ``_thread_exact``)."""
+"""With an HNSW index, a scope (a thread, a user, an agent...) holding fewer vectors is
+always searched exactly (more when the index is large: ``_small_scopes``)."""
+
+LARGE_SCOPE_SECONDS = 30.0
+"""How long a scope found too large for the exact search goes straight to the HNSW
+index, without its size taken again (``_indexed``)."""
+
+EXACT_COST = {"entry": 32, "record": 2}
+"""The HNSW scan's cost per candidate over the exact search's per vector in scope, for
+entries (read by an index range per thread) and records (a primary-key lookup each):
+``_small_scopes``."""
 
 # The exact search's select and tail: the query vector parsed once (a scalar
 # subquery), not once per row.
@@ -286,61 +296,100 @@ class VectorsMixin(PostgresBase):
         index = self._hnsw_name(model_id, dim) if self._native else None
         if index is not None and index not in self._hnsw:
             index = None
-        if not self._native:
-            select, tail = ", v.embedding", ")"
-        elif index is None:  # exact: every vector in scope, distances computed in SQL
-            select, tail = _EXACT
-        else:  # the ORDER BY is the indexed expression (the typed cast), nothing else
-            distance = f"v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
-            select = f", {distance} AS d"
-            tail = f" ORDER BY {distance} LIMIT %(k)s)"
-        query, params = self._vector_query(
-            tenant,
-            model_id,
-            dim,
-            want_entries,
-            record_kinds,
-            thread_id,
-            visible_to,
-            select,
-            tail,
-            index,
-        )
-        params["k"] = k
-        if not self._native:
-            from memorybank.stores._vectors import top_k
+        if index is not None:
+            found = self._indexed(
+                tenant, Vector(unit), model_id, dim, want_entries, record_kinds, k,
+                thread_id, visible_to, index,
+            )  # fmt: skip
+        else:  # every vector in scope: distances in SQL, else numpy here
+            select, tail = _EXACT if self._native else (", v.embedding", ")")
+            query, params = self._vector_query(
+                tenant, model_id, dim, want_entries, record_kinds, thread_id, visible_to,
+                select, tail, None,
+            )  # fmt: skip
+            params["k"] = k
+            if not self._native:
+                from memorybank.stores._vectors import top_k
 
-            rows = self._fetch(query, params, retry=True)
-            best = top_k(vector, [bytes(r[3]) for r in rows], k)
-            return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
-        bound = VectorParams(params, q=Vector(unit))
-        found: list[tuple[Any, ...]] | None = None
-        if index is not None and thread_id is not None:
-            # one thread: exact over its vectors unless it holds too many (_thread_exact)
-            found = self._thread_exact(bound, k, visible_to, index)
-        if found is None and index is not None:
-            found = self._hnsw_search(query, bound, k)
-            entries = sum(1 for r in found if r[0] == "entry")
-            short_entries = want_entries and entries < k
-            short_records = bool(record_kinds) and len(found) - entries < k
-            if short_entries or short_records:
-                # A part ran out before k: its scope is small, or the iterative scan
-                # gave up (hnsw.max_scan_tuples). That part again, exactly over its
-                # scope: every hit found.
-                query, params = self._vector_query(
-                    tenant, model_id, dim, short_entries,
-                    record_kinds if short_records else [], thread_id, visible_to,
-                    *_EXACT, None,
-                )  # fmt: skip
-                redo = VectorParams(params, k=k, q=Vector(unit))
-                short = {"entry": short_entries}  # every other kind: a record
-                found = [r for r in found if not short.get(r[0], short_records)]
-                found += self._fetch(query, redo, retry=True)
-        if found is None:
-            found = self._fetch(query, bound, retry=True)
+                rows = self._fetch(query, params, retry=True)
+                best = top_k(vector, [bytes(r[3]) for r in rows], k)
+                return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+            found = self._fetch(query, VectorParams(params, q=Vector(unit)), retry=True)
         hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in found]
         hits.sort(key=hit_order)
         return hits[:k]
+
+    def _indexed(
+        self,
+        tenant: str,
+        q: Vector,
+        model_id: str,
+        dim: int,
+        want_entries: bool,
+        record_kinds: list[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        index: str,
+    ) -> list[tuple[Any, ...]]:
+        """The rows of a search with the HNSW ``index``: a part whose scope is small (a
+        thread, a user, an agent...) exactly, without the index (``_small_scopes``);
+        the others through the index."""
+        params = VectorParams(tenant=tenant, model=model_id, dim=dim, q=q, k=k)
+        if thread_id is not None:
+            params["thread"] = thread_id
+        # A scope found large a moment ago is large still: its size is not taken again
+        # for a while (counting up to the bound costs about as much as the HNSW search).
+        # Were it small by now, the search still finds every hit (the exact retry).
+        now = time.monotonic()
+        large = self._large_scopes
+        who = None if visible_to is None else (visible_to.agent_id, visible_to.user_id)
+        scope = (tenant, model_id, dim, k, thread_id, who)
+        keys = {"entry": (*scope, "entry"), "record": (*scope, *record_kinds)}
+        sized = {
+            "entry": want_entries and large.get(keys["entry"], 0.0) <= now,
+            "record": bool(record_kinds) and large.get(keys["record"], 0.0) <= now,
+        }
+        found: list[tuple[Any, ...]] = []
+        if sized["entry"] or sized["record"]:
+            found, small = self._small_scopes(
+                params, sized["entry"], record_kinds if sized["record"] else [], thread_id,
+                visible_to, index,
+            )  # fmt: skip
+            if len(large) >= 4096:
+                large.clear()
+            for part in ("entry", "record"):
+                if sized[part] and part not in small:
+                    large[keys[part]] = now + LARGE_SCOPE_SECONDS
+            want_entries = want_entries and "entry" not in small
+            record_kinds = [] if "record" in small else record_kinds
+        if not (want_entries or record_kinds):
+            return found
+        # the ORDER BY is the indexed expression (the typed cast), nothing else
+        distance = f"v.embedding::vector({dim}) <=> %(q)s::vector({dim})"
+        query, scoped = self._vector_query(
+            tenant, model_id, dim, want_entries, record_kinds, thread_id, visible_to,
+            f", {distance} AS d", f" ORDER BY {distance} LIMIT %(k)s)", index,
+        )  # fmt: skip
+        approx = self._hnsw_search(query, VectorParams(scoped, k=k, q=q), k)
+        entries = sum(1 for r in approx if r[0] == "entry")
+        short_entries = want_entries and entries < k
+        short_records = bool(record_kinds) and len(approx) - entries < k
+        if short_entries or short_records:
+            # A part ran out before k: the iterative scan gave up (hnsw.max_scan_tuples),
+            # or rows went since the size was taken. That part again, exactly over its
+            # scope: every hit found.
+            query, scoped = self._vector_query(
+                tenant, model_id, dim, short_entries, record_kinds if short_records else [],
+                thread_id, visible_to, *_EXACT, None,
+            )  # fmt: skip
+            short = {"entry": short_entries}  # every other kind: a record
+            approx = [r for r in approx if not short.get(r[0], short_records)]
+            approx += self._fetch(query, VectorParams(scoped, k=k, q=q), retry=True)
+            for part, ran_out in (("entry", short_entries), ("record", short_records)):
+                if ran_out:  # maybe small by now: sized again next time
+                    large.pop(keys[part], None)
+        return found + approx
 
     def _vector_query(
         self,
@@ -396,54 +445,106 @@ class VectorsMixin(PostgresBase):
             )
         return " UNION ALL ".join(parts), params
 
-    def _thread_exact(
-        self, params: VectorParams, k: int, visible_to: Visibility | None, index: str
-    ) -> list[tuple[Any, ...]] | None:
-        """Exact top ``k`` of one thread's entries (``params``: ``tenant``, ``model``,
-        ``dim``, ``thread``, ``q``), or ``None`` when the thread holds too many vectors
-        for that to beat the HNSW ``index``.
+    def _small_scopes(
+        self,
+        params: VectorParams,
+        want_entries: bool,
+        record_kinds: list[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        index: str,
+    ) -> tuple[list[tuple[Any, ...]], set[str]]:
+        """The exact top ``k`` of each part (entries, records) whose scope is small
+        enough for that to beat the HNSW ``index``, and which parts those were
+        (``"entry"``, ``"record"``). ``params``: ``tenant``, ``model``, ``dim``, ``q``,
+        ``k`` (and ``thread`` with ``thread_id``).
 
-        An exact search computes one distance per vector of the thread (S of them);
-        the iterative HNSW scan about 2·m = 32 per candidate, and it reads about k·N/S
-        candidates to find ``k`` of the thread's among the index's N (pgvector's
-        default m = 16). So the exact search is the cheaper up to S = sqrt(32·k·N):
-        at 110k vectors, k = 128 that is 21k (a thread of 10k: 44 ms exact, 250 ms
-        HNSW, measured under load); at 1M, 64k. At least ``EXACT_SCOPE``.
+        An exact search reads each vector in scope (S of them) and computes its
+        distance; the iterative HNSW scan reads about k·N/S candidates to find ``k``
+        in scope among the index's N, each costing c times an exact one (its
+        neighbours' distances, the scope check). So the exact search is the cheaper
+        up to S = sqrt(c·k·N), at least ``EXACT_SCOPE``. For entries c = 2·m = 32
+        (pgvector's default m = 16; at 110k vectors, k = 128 a thread of 10k took
+        44 ms exact, 250 ms HNSW; at k = 30 and 100k 384-d vectors, 2 cores at load
+        4, exact 3.8 ms at S = 4k against 10 ms HNSW, 18 against 8 at 8k: HNSW is
+        the worse mistake). For records c = 2: each vector is read by a primary-key
+        lookup, so at k = 20 exact took 39 ms at S = 2k against 37 ms HNSW, 128
+        against 12 at 8k. Below the bound, HNSW took 90-340 ms at S = 500-1k (the
+        scan walks much of the graph), then the exact retry of the short part.
 
-        One statement: a count of the thread's vectors that stops at that bound (an
-        index range), then, only if under it, the distances of those vectors. The
-        thread's scope is checked once.
+        One statement. Each part's size is counted first, up to that bound, from
+        the scope's owners (the threads, or the records, in scope, by their own
+        indexes) and never past it: for entries, a thread with no vector counts as
+        one, so that neither many empty threads nor many vectors make it long; for
+        records, the records in scope (at most one vector each for a model). Then,
+        for a part under the bound only, the distances of its vectors, read per
+        owner (an index range per thread, a primary-key lookup per record),
+        whatever the statistics say. A part over the bound returns no rows here.
         """
         p = self.prefix
-        bound = VectorParams(params, k=k, floor=EXACT_SCOPE, index=index)
-        scope = scope_filter("t", visible_to, bound)
-        # the count reads the model index alone (an index-only scan once vacuumed): any
-        # dimension, which only ever makes the bound reached sooner
-        count = (
-            f"{p}vectors v WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
-            " AND v.kind = 'entry' AND v.thread_id = %(thread)s"
-        )
-        vectors = f"{count} AND v.dim = %(dim)s"
-        visible = row_check(
-            f"{p}threads t", f"t.tenant_id = %(tenant)s AND t.id = %(thread)s{scope}"
-        )
+        bound = VectorParams(params, floor=EXACT_SCOPE, index=index)
+        bound.update(ce=EXACT_COST["entry"], cr=EXACT_COST["record"])
         size = (  # N: the index's row count as of its build or last ANALYZE
             "(SELECT greatest(c.reltuples, 0) FROM pg_class c"
             " WHERE c.oid = to_regclass(quote_ident(%(index)s)))"
         )
+        distance = "v.embedding <=> (SELECT %(q)s::vector) AS d"
+        owners = [f"s AS (SELECT %(k)s * {size} AS s)"]
+        owners.append(
+            "b AS (SELECT greatest(%(floor)s, sqrt(%(ce)s * s))::bigint AS entry,"
+            " greatest(%(floor)s, sqrt(%(cr)s * s))::bigint AS record FROM s)"
+        )
+        flags = {"entry": "false", "record": "false"}
+        parts: list[str] = []
+        if want_entries:
+            where = " AND t.id = %(thread)s" if thread_id is not None else ""
+            owners.append(
+                f"te AS MATERIALIZED (SELECT t.id FROM {p}threads t"
+                f" WHERE t.tenant_id = %(tenant)s{where}{scope_filter('t', visible_to, bound)}"
+                " LIMIT (SELECT entry FROM b))"
+            )
+            vectors = (
+                f"{p}vectors v WHERE v.tenant_id = %(tenant)s AND v.model_id = %(model)s"
+                " AND v.kind = 'entry' AND v.thread_id = t.id"
+            )
+            # the count reads the model index alone (an index-only scan once vacuumed):
+            # any dimension, which only ever makes the bound reached sooner
+            cap = "(SELECT entry FROM b)"
+            flags["entry"] = (
+                f"(SELECT count(*) FROM (SELECT 1 FROM te t LEFT JOIN LATERAL"
+                f" (SELECT 1 FROM {vectors} LIMIT {cap}) v ON true LIMIT {cap}) c) < {cap}"
+            )
+            parts.append(
+                f"(SELECT 'entry', v.id, v.thread_id, {distance} FROM te t,"
+                f" LATERAL (SELECT v.id, v.thread_id, v.embedding FROM {vectors}"
+                " AND v.dim = %(dim)s OFFSET 0) v"
+                " WHERE (SELECT entry FROM n) ORDER BY d, v.id LIMIT %(k)s)"
+            )
+        if record_kinds:
+            bound["kinds"] = record_kinds
+            owners.append(
+                f"re AS MATERIALIZED (SELECT r.kind, r.id FROM {p}records r"
+                " WHERE r.tenant_id = %(tenant)s AND r.kind = ANY(%(kinds)s::text[])"
+                f"{scope_filter('r', visible_to, bound)} LIMIT (SELECT record FROM b))"
+            )
+            flags["record"] = "(SELECT count(*) FROM re) < (SELECT record FROM b)"
+            # "model_id || ''": the primary key (tenant, kind, id, model), not the model
+            # index, even before the table has statistics
+            parts.append(
+                f"(SELECT v.kind, v.id, NULL, {distance} FROM re r,"
+                f" LATERAL (SELECT v.kind, v.id, v.embedding FROM {p}vectors v"
+                " WHERE v.tenant_id = %(tenant)s AND v.kind = r.kind AND v.id = r.id"
+                " AND v.model_id || '' = %(model)s AND v.dim = %(dim)s OFFSET 0) v"
+                " WHERE (SELECT record FROM n) ORDER BY d, v.id LIMIT %(k)s)"
+            )
+        owners.append(f"n AS (SELECT {flags['entry']} AS entry, {flags['record']} AS record)")
         query = (
-            f"WITH b AS (SELECT greatest(%(floor)s, sqrt(32 * %(k)s * {size}))::bigint AS b),"
-            f" n AS (SELECT count(*) < (SELECT b FROM b) AS small"
-            f" FROM (SELECT 1 FROM {count} LIMIT (SELECT b FROM b)) c)"
-            " (SELECT 'entry', v.id, v.thread_id, v.embedding <=> (SELECT %(q)s::vector) AS d"
-            f" FROM {vectors} AND (SELECT small FROM n) AND {visible}"
-            " ORDER BY d, v.id LIMIT %(k)s)"
-            " UNION ALL SELECT NULL, NULL, NULL, small::int::float8 FROM n"
+            f"WITH {', '.join(owners)} SELECT n.entry, n.record, h.*"
+            f" FROM n LEFT JOIN ({' UNION ALL '.join(parts)}) h ON true"
         )
         rows = self._fetch(query, bound, retry=True)
-        if not any(r[0] is None and r[3] == 1 for r in rows):
-            return None
-        return [r for r in rows if r[0] is not None]
+        small = {part for part, flag in (("entry", rows[0][0]), ("record", rows[0][1])) if flag}
+        return [r[2:] for r in rows if r[3] is not None], small
 
     def _hnsw_search(
         self,
