@@ -46,10 +46,11 @@ two tenants, so the tables can be distributed or partitioned by tenant)::
     schema_version(id = 1, version)
 
 Batch record reads are one statement each: ``record_get_many`` (a primary-key
-descent per id, ``unnest(array)``), ``record_list_keys`` (the key index, ``key = ANY(array)``;
-``record_list_keys_by_kind`` adds ``kind = ANY(array)``; ``record_list_links`` the
-far end's ``data ->> field = ANY(array)``; ``record_list_keys_linked`` a primary-key
-descent per far end named) and ``record_page`` (a
+descent per id, ``unnest(array)``), ``record_list_keys`` (a probe of the key index per
+key, the scope filtered on the rows found, so no statistics can pick another index;
+``record_list_keys_by_kind`` probes per (kind, key); ``record_list_links`` also checks
+the far end's ``data ->> field = ANY(array)``; ``record_list_keys_linked`` adds a
+primary-key descent per far end named) and ``record_page`` (a
 row-value range ``(created_at, id) > cursor`` of the ``(tenant_id, kind,
 created_at, id)`` index); an array is one parameter, so no list needs chunking.
 
