@@ -74,6 +74,16 @@ def _schema_at(conn: psycopg.Connection[Any], prefix: str, version: int) -> None
     conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, %s)", (version,))
 
 
+def _gin_options(prefix: str) -> dict[str, list[str] | None]:
+    """The storage parameters of the prefix's GIN indexes, by name."""
+    rows = _admin(
+        "SELECT i.relname, i.reloptions FROM pg_class i JOIN pg_am a ON a.oid = i.relam"
+        " WHERE a.amname = 'gin' AND i.relname LIKE %s",
+        (prefix.replace("_", r"\_") + "%",),
+    )
+    return dict(rows)
+
+
 def _terminate(application_name: str) -> int:
     rows = _admin(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
@@ -334,10 +344,15 @@ async def test_schema_is_versioned_and_every_key_leads_with_tenant(prefix: str) 
     for table, name, definition in data:
         if " USING gin " in definition:  # full text: the tsvector (and the entry's thread)
             ends = ("USING gin (search)", "USING gin (search, (ARRAY[thread_id]))")
-            assert definition.endswith(ends), (table, name, definition)
+            short = tuple(f"{e} WITH (gin_pending_list_limit='64')" for e in ends)
+            assert definition.endswith(short), (table, name, definition)
             continue
         first = re.search(r"USING btree \((\w+)", definition)
         assert first is not None and first.group(1) == "tenant_id", (table, name, definition)
+    assert _gin_options(prefix) == {
+        f"{prefix}entries_scoped": ["gin_pending_list_limit=64"],
+        f"{prefix}records_search": ["gin_pending_list_limit=64"],
+    }
     await store.close()
     # a second store on the same prefix finds the schema in place
     again = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
@@ -1136,5 +1151,61 @@ async def test_migration_9_indexes_words_with_threads_keeping_data(prefix: str) 
             "default", "invoice", kinds=["entry"], k=10, visible_to=scope
         )
         assert sorted(h.id for h in hits) == sorted(["e-mine", "e-shared", added.id])
+    finally:
+        await store.close()
+
+
+async def test_migration_10_shortens_the_gin_pending_lists_keeping_data(prefix: str) -> None:
+    """A version-9 schema upgrades in place: both GIN indexes get a 64 kB pending list
+    (every search reads the list whole; autovacuum off or lagging never merges it),
+    the list the rows written before left is merged once, and searches find the old
+    rows and the new ones."""
+    with psycopg.connect(URL, autocommit=True) as conn:
+        _schema_at(conn, prefix, 9)
+        conn.execute(
+            f"INSERT INTO {prefix}threads (tenant_id, id, user_id, status, created_at,"
+            " updated_at, current_branch) VALUES ('default', 'mine', 'u1', 'active', now(),"
+            " now(), 'main')"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at,"
+            " last_position, entry_count) VALUES ('default', 'mine', 'main', now(), 300, 300)"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, token_count, created_at) SELECT 'default', 'mine', 'main', i,"
+            " 'e' || i, 'user', 'note ' || i || CASE WHEN i % 100 = 0 THEN ' invoice' ELSE ''"
+            " END, 3, now() FROM generate_series(1, 300) i"
+        )
+        conn.execute(
+            f"INSERT INTO {prefix}records (tenant_id, kind, id, content, created_at,"
+            " updated_at) VALUES ('default', 'fact', 'f1', 'the invoice is paid', now(), now())"
+        )
+    assert _gin_options(prefix) == {
+        f"{prefix}entries_scoped": None,
+        f"{prefix}records_search": None,
+    }
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    try:
+        scope = Visibility("agent", "u1")
+        hits = await store.text_search(
+            "default", "invoice", kinds=["entry", "fact"], k=10, visible_to=scope
+        )
+        assert sorted(h.id for h in hits) == ["e100", "e200", "e300", "f1"]
+        assert _admin(f"SELECT version FROM {prefix}schema_version") == [(len(MIGRATIONS),)]
+        assert _gin_options(prefix) == {
+            f"{prefix}entries_scoped": ["gin_pending_list_limit=64"],
+            f"{prefix}records_search": ["gin_pending_list_limit=64"],
+        }
+        # the pending list the old rows were in was merged by the migration
+        assert _admin(
+            f"SELECT gin_clean_pending_list('{prefix}entries_scoped'::regclass),"
+            f" gin_clean_pending_list('{prefix}records_search'::regclass)"
+        ) == [(0, 0)]
+        added = await AsyncMemory(store).remember("mine", "user", "another invoice")
+        hits = await store.text_search(
+            "default", "invoice", kinds=["entry"], k=10, visible_to=scope
+        )
+        assert sorted(h.id for h in hits) == sorted(["e100", "e200", "e300", added.id])
     finally:
         await store.close()

@@ -400,9 +400,10 @@ _SCOPES: dict[str, tuple[Visibility, tuple[str | None, str | None], Any]] = {
 }
 
 
+@pytest.mark.parametrize("analyzed", [True, False], ids=["analyzed", "never analyzed"])
 @pytest.mark.parametrize("shape", list(_SCOPES))
 async def test_scoped_keyword_search_reads_only_the_matches_in_scope(
-    prefix: str, shape: str
+    prefix: str, shape: str, analyzed: bool
 ) -> None:
     """A keyword search with a scope and no thread (one user, one agent, shared-only on
     either axis) must not fetch every match of the tenant from the heap and join them to
@@ -410,12 +411,18 @@ async def test_scoped_keyword_search_reads_only_the_matches_in_scope(
     every entry of the threads in scope (a generic plan: 10k rows), nor take a words-only
     GIN index and filter the threads after the heap (the planner did, with
     ``entries_search`` still there); ``entries_scoped`` (words and thread in one GIN
-    index) leaves only the matches in scope. Analysed tables (as the bench's), in the
-    generic and in a custom plan. (Never analysed, the generic plan reads the tenant's
-    entries by the primary key: not solved here.)"""
+    index) leaves only the matches in scope. In the generic and in a custom plan, on
+    analysed tables (as the bench's) and on tables never analysed (autovacuum off):
+    there, with a long GIN pending list (before schema version 10: up to 4 MB, here
+    120 pages), the planner counted the pending pages and read all 11k entries of the
+    tenant by a btree (the primary key or ``entries_id``) instead."""
     scope, visible_owner, other_owner = _SCOPES[shape]
     store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
     try:
+        await store.connect()
+        with psycopg.connect(URL, autocommit=True) as conn:
+            for table in ("entries", "threads"):
+                conn.execute(f"ALTER TABLE {prefix}{table} SET (autovacuum_enabled = off)")
         memory = AsyncMemory(store)
         mine: set[str] = set()
         for t in range(44):
@@ -430,9 +437,12 @@ async def test_scoped_keyword_search_reads_only_the_matches_in_scope(
                     for i in range(250)
                 ],
             )
-        with psycopg.connect(URL, autocommit=True) as conn:
-            for table in ("entries", "threads"):
-                conn.execute(f"ANALYZE {prefix}{table}")
+        if analyzed:
+            with psycopg.connect(URL, autocommit=True) as conn:
+                for table in ("entries", "threads"):
+                    conn.execute(f"ANALYZE {prefix}{table}")
+        else:
+            _never_analyzed(prefix, "entries")
         captured = _capture(store)
         hits = await store.text_search(
             "default", "invoice", kinds=["entry"], k=500, visible_to=scope
@@ -464,3 +474,97 @@ async def test_scoped_keyword_search_reads_only_the_matches_in_scope(
             ], scan
     finally:
         await store.close()
+
+
+def _key_reads_relations(count: int, nodes: int) -> list[Record]:
+    """``count`` shared relations between ``nodes`` shared entities, both directions
+    stored (``rel_out`` keyed by the source, ``rel_in`` by the target), and the entities."""
+    import random
+
+    rng = random.Random(7)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    records = [
+        Record("ent", f"n{i:05d}", None, None, f"node {i}", {}, now, now) for i in range(nodes)
+    ]
+    for i in range(count):
+        a, b = f"n{rng.randrange(nodes):05d}", f"n{rng.randrange(nodes):05d}"
+        data = {"source_id": a, "target_id": b}
+        at = now + timedelta(microseconds=i)
+        records.append(Record("rel_out", f"o{i:06d}", None, None, "", data, at, at, key=a))
+        records.append(Record("rel_in", f"i{i:06d}", None, None, "", data, at, at, key=b))
+    # a user's private relation on the same nodes: in the key index, out of scope
+    private = {"source_id": "n00000", "target_id": "n00001"}
+    records.append(Record("rel_out", "private", None, "u1", "", private, now, now, key="n00000"))
+    return records
+
+
+@pytest.mark.parametrize("analyzed", [False, True], ids=["never analyzed", "analyzed"])
+async def test_shared_key_reads_probe_the_key_index(prefix: str, analyzed: bool) -> None:
+    """The graph's key reads (``record_list_keys``, ``_by_kind``, ``_linked``,
+    ``record_list_links``) in a shared-only scope read the records of the keys asked
+    for through the key index, whatever the statistics say. With the scope in the same
+    scan as ``kind = ANY(kinds) AND key = ANY(keys)``, a table never analyzed took
+    ``records_user`` (``user_id IS NULL``: every shared relation read per call; 20k
+    graph entities, 200k relation records: 35-300 ms per statement) and a generic plan
+    (psycopg prepares repeated statements) ``records_owner``: 1-2 s per call."""
+    store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
+    try:
+        await store.connect()
+        with psycopg.connect(URL, autocommit=True) as conn:
+            conn.execute(f"ALTER TABLE {prefix}records SET (autovacuum_enabled = off)")
+        records = _key_reads_relations(20_000, 20_000)
+        for start in range(0, len(records), 10_000):
+            await store.record_put("acme", records[start : start + 10_000])
+        if analyzed:
+            with psycopg.connect(URL, autocommit=True) as conn:
+                conn.execute(f"ANALYZE {prefix}records")
+        else:
+            _never_analyzed(prefix, "records")
+        shared = Visibility(None, None)
+        nodes = [f"n{i:05d}" for i in range(0, 20_000, 250)]  # 80 keys: a level's frontier
+        links = {"rel_out": "target_id", "rel_in": "source_id"}
+        captured = _capture(store)
+        by, near = await store.record_list_keys_linked(
+            "acme", links, nodes, "ent", visible_to=shared
+        )
+        keys = await store.record_list_keys("acme", "rel_out", nodes, visible_to=shared)
+        both = await store.record_list_keys_by_kind("acme", list(links), nodes, visible_to=shared)
+        closing = await store.record_list_links(
+            "acme", "rel_out", nodes, "target_id", nodes, visible_to=shared
+        )
+        store._rows = type(store)._rows  # type: ignore[method-assign]
+    finally:
+        await store.close()
+    expected_out = sorted(
+        (r.created_at, r.id)
+        for r in records
+        if r.kind == "rel_out" and r.key in nodes and r.user_id is None
+    )
+    assert [(r.created_at, r.id) for r in by["rel_out"]] == expected_out
+    assert [(r.created_at, r.id) for r in keys] == expected_out
+    assert both["rel_in"] == by["rel_in"] and both["rel_out"] == keys
+    assert set(near) == {r.data["target_id"] for r in keys} | {
+        r.data["source_id"] for r in by["rel_in"]
+    }
+    assert [r.id for r in closing] == [r.id for r in keys if r.data["target_id"] in nodes]
+    types = {"tenant": "text", "kinds": "text[]", "fields": "text[]", "keys": "text[]"}
+    types |= {"linked": "text", "field": "text", "targets": "text[]"}
+    assert len(captured) == 4
+    rows = len(expected_out) * 2 + len(near)
+    for statement, params in captured:
+        values = {name: (types[name], value) for name, value in params.items()}
+        generic = _generic_plan(statement, values)
+        with psycopg.connect(URL, autocommit=True) as conn:
+            custom = conn.execute(
+                "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params
+            ).fetchone()
+        assert custom is not None
+        for text in (generic, json.dumps(custom[0])):
+            assert f'"{prefix}records_key"' in text, statement
+            for index in ("records_user", "records_owner", "records_created"):
+                assert f'"{prefix}{index}"' not in text, (index, statement)
+            plan = json.loads(text)[0]["Plan"]
+            # a descent per (kind, key) and per far end, a page per row (the old plans
+            # read every shared record of the kinds: 40k rows, 40k+ pages)
+            pages = plan.get("Shared Hit Blocks", 0) + plan.get("Shared Read Blocks", 0)
+            assert pages <= 5 * (2 * len(nodes) + len(near)) + 2 * rows, (pages, statement)

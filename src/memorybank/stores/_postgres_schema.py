@@ -206,6 +206,23 @@ MIGRATIONS: list[tuple[str, ...]] = [
         " USING gin (search, (ARRAY[thread_id]))",
         "DROP INDEX IF EXISTS {p}entries_search",
     ),
+    (
+        # A short GIN pending list (64 kB, 8 pages; the default is 4 MB). New rows of a
+        # GIN index go to an unsorted pending list that every search reads whole, until
+        # a VACUUM (autovacuum off or lagging: never) or an insert finding it over the
+        # limit merges it. At 4 MB a rare-word search took 10-25 ms, not 0.5, and the
+        # planner, which counts the pending pages, read all of a tenant's entries by a
+        # btree instead of this index (2k-30k entries never analyzed; at 256 kB still
+        # up to 11k, at 64 kB up to about 5k: a few ms). Measured (bench_postgres
+        # --only clients, 32 clients, load ~1): appends 4.7k/5.1k per s at 64 kB
+        # against 5.7k/4.3k at 4 MB; with ``fastupdate`` off (no list: every insert
+        # into the index) 3.6k/3.6k. A storage parameter: no rebuild; the list already
+        # there is merged here, once, not by the first append after the upgrade.
+        "ALTER INDEX {p}entries_scoped SET (gin_pending_list_limit = 64)",
+        "ALTER INDEX {p}records_search SET (gin_pending_list_limit = 64)",
+        "SELECT gin_clean_pending_list('{p}entries_scoped'::regclass),"
+        " gin_clean_pending_list('{p}records_search'::regclass)",
+    ),
 ]
 
 #: Every table a schema holds (for tools that drop a prefix's tables).

@@ -14,7 +14,7 @@ from psycopg import Connection
 
 from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._sync.stores.postgres._base import PostgresBase
-from memorybank.stores._postgres_sql import R_READ, record_at, scope_filter
+from memorybank.stores._postgres_sql import R_READ, keyed, record_at, scope_filter
 from memorybank.stores._sql import RECORD_COLUMNS, dump, row_to_record
 from memorybank.stores._types import by_kind
 
@@ -196,11 +196,10 @@ class RecordsMixin(PostgresBase):
         }
         field = "(%(fields)s::text[])[array_position(%(kinds)s::text[], r.kind)]"
         query = (
-            f"WITH e AS MATERIALIZED (SELECT {R_READ}, CASE WHEN"
+            f"WITH k AS MATERIALIZED ({keyed(p)}),"
+            f" e AS MATERIALIZED (SELECT {R_READ}, CASE WHEN"
             f" json_typeof(r.data -> {field}) = 'string' THEN r.data ->> {field} END AS far"
-            f" FROM {p}records r WHERE r.tenant_id = %(tenant)s"
-            " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
-            f"{scope_filter('r', visible_to, params)})"
+            f" FROM k r WHERE true{scope_filter('r', visible_to, params)})"
             f" SELECT 0 AS part, {RECORD_COLUMNS} FROM e"
             f" UNION ALL SELECT 1, {R_READ} FROM (SELECT DISTINCT far FROM e"
             f" WHERE far IS NOT NULL) x, LATERAL {record_at(p, '%(linked)s', 'x.far')} r"
@@ -253,9 +252,9 @@ class RecordsMixin(PostgresBase):
                 " AND json_typeof(r.data -> %(field)s::text) = 'string'"
             )
         query = (
-            f"SELECT {R_READ} FROM {self.prefix}records r WHERE r.tenant_id = %(tenant)s"
-            " AND r.kind = ANY(%(kinds)s::text[]) AND r.key = ANY(%(keys)s::text[])"
-            f"{where}{scope_filter('r', visible_to, params)} ORDER BY r.created_at, r.id"
+            f"WITH r AS MATERIALIZED ({keyed(self.prefix)}) SELECT {R_READ} FROM r"
+            f" WHERE true{where}{scope_filter('r', visible_to, params)}"
+            " ORDER BY r.created_at, r.id"
         )
         return [row_to_record(r) for r in self._fetch(query, params, retry=True)]
 
