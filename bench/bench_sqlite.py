@@ -12,6 +12,12 @@ W1  appends: T threads x M messages, one call per message, each committed on
     before each turn, so no system's fsync pays for another's unsynced writes.
 W2  "last 20" p50/p95 on a 200-message and a 20,000-message thread.
 W3  cold start: a new process imports the library, opens the file and reads the last 20.
+W4  where an append's time goes (``--only w4``, not in the default run): raw and
+    memorybank (sync) at synchronous OFF, NORMAL and FULL, after 5,000 untimed
+    appends (past the first checkpoint, where every commit also grows the
+    ``-wal`` file), taking turns as in W1; and the WAL frames (pages) one commit
+    writes, counted by ``PRAGMA wal_checkpoint`` over 300 appends. OFF is the
+    CPU; FULL - NORMAL is the WAL ``fsync``, which grows with the frames written.
 
 Run: ``python -m bench.bench_sqlite [--quick]``.
 """
@@ -30,7 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from bench._util import Latency, measure, table
 from memorybank import AsyncMemory, Memory
@@ -296,6 +302,81 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
     return rows
 
 
+# -- W4 -----------------------------------------------------------------------------
+
+_LOWER: dict[str, Literal["off", "normal", "full"]] = {
+    "OFF": "off",
+    "NORMAL": "normal",
+    "FULL": "full",
+}
+
+
+def _frames_per_commit(path: Path, append: Callable[[int], object], count: int = 300) -> float:
+    """WAL frames one append writes: empty the WAL, append ``count`` times (fewer
+    pages than an automatic checkpoint takes), read the WAL's frame count."""
+    side = sqlite3.connect(path, isolation_level=None)
+    try:
+        side.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        for i in range(count):
+            append(i)
+        _, frames, _ = side.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    finally:
+        side.close()
+    return float(frames) / count
+
+
+def w4(tmp: Path, slices: int, messages: int) -> list[list[object]]:
+    modes = ("OFF", "NORMAL", "FULL")
+    raws = {mode: Raw(tmp / f"raw_w4_{mode}.db", mode) for mode in modes}
+    mbs = {
+        mode: Memory(SQLiteStore(tmp / f"mb_w4_{mode}.db", synchronous=_LOWER[mode]))
+        for mode in modes
+    }
+    warm = 5_000
+    extra = warm // messages + 2  # threads for the warm-up and the frame count
+    tids = {mode: [m.threads.create().id for _ in range(slices + extra)] for mode, m in mbs.items()}
+
+    def raw_go(mode: str, thread: int) -> Callable[[int], object]:
+        return lambda i: raws[mode].append(f"t{thread}", "user", _message(i))
+
+    def mb_go(mode: str, thread: int) -> Callable[[int], object]:
+        return lambda i: mbs[mode].remember(tids[mode][thread], "user", _message(i))
+
+    systems: dict[str, Callable[[str, int], Callable[[int], object]]] = {
+        "raw sqlite3": raw_go,
+        "memorybank sync": mb_go,
+    }
+    for go in systems.values():  # past the WAL's first growth
+        for mode in modes:
+            for i in range(warm):
+                go(mode, slices + 1 + i // messages)(i % messages)
+    seconds = {(name, mode): 0.0 for name in systems for mode in modes}
+    for thread in range(slices):
+        for name, go in systems.items():
+            for mode in modes:
+                append = go(mode, thread)
+                os.sync()
+                start = time.perf_counter()
+                for i in range(messages):
+                    append(i)
+                seconds[name, mode] += time.perf_counter() - start
+    rows: list[list[object]] = []
+    per_mode: list[dict[str, float]] = []
+    for name, go in systems.items():
+        us = {mode: seconds[name, mode] / (slices * messages) * 1e6 for mode in modes}
+        path = tmp / f"{'raw' if name == 'raw sqlite3' else 'mb'}_w4_FULL.db"
+        frames = _frames_per_commit(path, go("FULL", slices + extra - 1))
+        rows.append([name, frames, us["OFF"], us["NORMAL"], us["FULL"], us["FULL"] - us["NORMAL"]])
+        per_mode.append(us)
+    raw_us, mb_us = per_mode
+    rows.append(["ratio raw / memorybank", "-", *(raw_us[m] / mb_us[m] for m in modes), "-"])
+    for memory in mbs.values():
+        memory.close()
+    for raw in raws.values():
+        raw.conn.close()
+    return rows
+
+
 # -- W2 -----------------------------------------------------------------------------
 
 
@@ -439,7 +520,7 @@ def w3(paths: dict[str, str], repeat: int) -> list[list[object]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--only", choices=["w1", "w2", "w3"], action="append")
+    parser.add_argument("--only", choices=["w1", "w2", "w3", "w4"], action="append")
     parser.add_argument("--threads", type=int, help="W1 threads (default 100)")
     parser.add_argument("--messages", type=int, help="W1 messages per thread (default 200)")
     args = parser.parse_args(argv)
@@ -471,6 +552,14 @@ def main(argv: list[str] | None = None) -> None:
                         w3(paths, 5 if args.quick else 20),
                     )
                 )
+        if "w4" in only:
+            print("\n### SQLite W4: where an append's time goes (µs per append)\n")
+            print(
+                table(
+                    ["", "WAL frames/commit", "OFF", "NORMAL", "FULL", "FULL - NORMAL"],
+                    w4(tmp, 10 if args.quick else 60, messages),
+                )
+            )
 
 
 if __name__ == "__main__":
