@@ -242,7 +242,7 @@ def test_deadlock_is_retried_then_reported(
     store = MySQLStore.from_url(URL, prefix=mysql_prefix)
     memory = Memory(store)
     tid = memory.threads.create().id
-    real = store._append
+    real = store._append_many  # a lone append's transaction
     calls: list[int] = []
 
     def flaky(*args: Any) -> Any:
@@ -251,14 +251,14 @@ def test_deadlock_is_retried_then_reported(
             raise LockContention("deadlock (simulated)")
         return real(*args)
 
-    monkeypatch.setattr(store, "_append", flaky)
+    monkeypatch.setattr(store, "_append_many", flaky)
     memory.remember(tid, "user", "retried")
     assert len(calls) == 2 and memory.entries.count(tid) == 1
 
     def always(*args: Any) -> Any:
         raise LockContention("deadlock (simulated)")
 
-    monkeypatch.setattr(store, "_append", always)
+    monkeypatch.setattr(store, "_append_many", always)
     with pytest.raises(StoreUnavailable):
         memory.remember(tid, "user", "never")
     store.close()
@@ -738,8 +738,8 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     if two_owners_of_one_thread:
         calls.append(call(b, None, "alice", "b-alice"))
     out = await asyncio.gather(*calls, return_exceptions=True)
-    # the first APPEND_BATCHES calls alone, then one batch of the rest
-    assert trips == APPEND_BATCHES + 2
+    # the first APPEND_BATCHES calls alone, then one batch of the rest: two round trips each
+    assert trips == 2 * (APPEND_BATCHES + 1)
     assert isinstance(out[APPEND_BATCHES + 1], ThreadForbidden)
     assert isinstance(out[APPEND_BATCHES + 2], NotFound)
     assert isinstance(out[APPEND_BATCHES + 4], NotFound)
