@@ -186,12 +186,16 @@ class AppendsMixin(MySQLBase):
         branch_match = "b.name = t.current_branch"
         if named:
             branch_match = f"({branch_match} OR b.name IN ({placeholders(len(named))}))"
+        # Rows are read, and locked, in thread id order: the order of the threads'
+        # primary key, which the plan scans (ORDER BY t.id keeps that plan; ordering by
+        # the branch name too added a temporary table and a filesort: 32 threads, 650 ->
+        # 325 us). A thread's branch rows are locked only after its thread row.
         lock: Statement = (
             f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             f" AND b.thread_id = t.id AND {branch_match}"
             f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(tids))})"
-            " ORDER BY t.id, b.name FOR UPDATE",
+            " ORDER BY t.id FOR UPDATE",
             (*named, tenant, *tids),
         )
         results = self._run(conn, [(BEGIN, None), lock])
