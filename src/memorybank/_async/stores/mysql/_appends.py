@@ -1,49 +1,57 @@
 """Appends of the MySQL store: one transaction per append, or one for several
 concurrent ones (write combining).
 
-Every append is one transaction of TWO round trips, sent as multi-statement
-queries (PyMySQL's client-side escaping is the same either way). Round trip 1
-is ``START TRANSACTION; SELECT ... FROM threads LEFT JOIN branches ... FOR
-UPDATE``: it locks the thread and branch rows, and so serialises the appenders
-of a thread across processes, and returns each row as one ``JSON_ARRAY``
-column (like "last N": the driver parses each column's metadata in pure
-Python, so 13 columns cost the client more than the JSON costs the server).
-The checks (thread, owner, branch) are made on that locked row, in the
-transaction: a refused append raises ``NotFound``/``ThreadForbidden`` and
-writes nothing. Round trip 2 is a multi-row ``INSERT ... VALUES`` positioned
-from the locked counter, an ``UPDATE`` of the branch (counter and kept
-``entry_count``), one of the thread's ``updated_at``, and ``COMMIT``.
-Idempotent batches also read the stored keys in round trip 1. Positions come
-from the branch's counter, so they are gap-free as appended and never reused
-after deletes (the in-memory store reuses the positions of truncated entries;
-both are allowed by the contract: strictly increasing in adding order). At
-READ COMMITTED the transactions' locks are record locks on primary keys, no
-gap locks. A deadlock (1213) or lock-wait timeout (1205) rolls back and
-retries the transaction (3 attempts, short backoff: ``_with_retry``), then
-raises ``StoreUnavailable``.
+Every append is one transaction sent as multi-statement queries (PyMySQL's
+client-side escaping is the same either way) that starts with ``START
+TRANSACTION; SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``: it
+locks the thread and branch rows, and so serialises the appenders of a thread
+across processes, and returns the thread as one ``JSON_ARRAY`` column (like
+"last N": the driver parses each column's metadata in pure Python, so 13
+columns cost the client more than the JSON costs the server). The checks
+(thread, owner, branch) are made on that locked row, in the transaction: a
+refused append raises ``NotFound``/``ThreadForbidden`` and writes nothing.
+The writes are plain: a multi-row ``INSERT``, an ``UPDATE`` of the branch
+(counter and kept ``entry_count``) and one of the thread's ``updated_at``,
+then ``COMMIT``. Positions come from the branch's counter, so they are
+gap-free as appended and never reused after deletes (the in-memory store
+reuses the positions of truncated entries; both are allowed by the contract:
+strictly increasing in adding order). At READ COMMITTED the transactions'
+locks are record locks on primary keys, no gap locks. A deadlock (1213) or
+lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
+short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
 
-A lone append used to be ONE round trip, its writes made conditional on the
-checks in SQL (``INSERT ... SELECT`` from the thread/branch join, a
-multi-table ``UPDATE``). Those statements cost the server far more than the
-plain ones (per statement, MariaDB 10.11 profiles: INSERT ... SELECT ~185 us
-vs INSERT VALUES ~140, the multi-table UPDATE ~460 us vs ~180 for the two
-single-table ones; about 1,250 vs 900 us a transaction), more than the second
-round trip costs: at 1 client, appends/s went from 0.24x to 0.29x the raw
-driver's autocommit INSERT (6 alternating runs each, load 1.3-2.6).
+- A lone append of up to 16 entries without idempotency keys (every
+  ``remember``) is ONE round trip (``_append_lone``): the locking read stores
+  its row in session variables (``SELECT ... INTO``: the row; the counter, NULL
+  when a check fails; the branch name), ``SELECT @memorybank_row`` returns it,
+  and the writes read the variables, each conditional on the counter being
+  set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused append's
+  ``COMMIT`` ends an empty transaction. The variables are reset first, so a
+  missing thread (no row, variables untouched) never sees a previous
+  append's. This replaced writes made conditional by joining the thread and
+  branch rows again (``INSERT ... SELECT`` from the join, a multi-table
+  ``UPDATE``), which cost the server about 350 us more per append (MariaDB
+  10.11 profiles: the multi-table ``UPDATE`` alone ~460 us against ~180 for
+  the two single-table ones): at 1 client, appends went from 0.21-0.26x to
+  0.31-0.32x the raw driver's autocommit ``INSERT`` (alternating runs, load
+  0.8-3); the same transaction in two round trips (read, then writes) made
+  0.27-0.29x.
+- Bigger or idempotent batches take TWO round trips (``_append``): the first
+  also reads the stored idempotency keys, the second writes and commits.
 
 Write combining (``memorybank._combine``): appends without idempotency keys (up
 to 16 entries each) that one store object receives while one of its appends
 for the same tenant is running (``APPEND_BATCHES``) wait, and then run together
-as ONE such transaction whatever their number and threads: ``SELECT`` of the
-threads named and their branches ``FOR UPDATE`` (ordered by thread id, so two
-such transactions never deadlock), then one multi-row ``INSERT``, one
-``UPDATE`` of the counters and one of ``updated_at`` (``CASE`` per thread when
-there are several), ``COMMIT``. Each caller returns once its entries are
-committed; callers of one thread get consecutive positions in arrival order; a
-refused caller (no thread, another owner, no branch) gets its own error and
-writes nothing, the others are stored; an error of the transaction itself
-reaches every caller in it. A lone append is the same transaction for one
-caller (``_append_many``); bigger or idempotent batches run ``_append``.
+as ONE transaction of two round trips whatever their number and threads
+(``_append_many``): ``SELECT`` of the threads named and their branches ``FOR
+UPDATE`` (ordered by thread id, so two such transactions never deadlock),
+then one multi-row ``INSERT``, one ``UPDATE`` of the counters and one of
+``updated_at`` (``CASE`` per thread), ``COMMIT``. Each caller returns once its
+entries are committed; callers of one thread get consecutive positions in
+arrival order; a refused caller (no thread, another owner, no branch) gets its
+own error and writes nothing, the others are stored; an error of the
+transaction itself reaches every caller in it. With one append in flight
+nothing waits: it runs alone, as above.
 """
 
 from __future__ import annotations
@@ -75,7 +83,7 @@ from memorybank.stores._mysql_rows import (
 )
 from memorybank.stores._sql import row_to_entry, to_us
 
-_FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: combined
+_FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: About how much entry text one combined append transaction carries (a caller's own
 #: bigger batch still goes alone, as it would without combining).
 _COMBINED_BYTES = 1 << 20
@@ -151,7 +159,8 @@ class AppendsMixin(MySQLBase):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        """Append in one transaction, two round trips (see the module docstring)."""
+        """Append in one transaction: one round trip alone, two in a batch or with
+        idempotency keys (see the module docstring)."""
         if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
             item = (thread_id, branch, owner, entries, updated_at)
             return await self._appends.submit(tenant, item)
@@ -160,17 +169,68 @@ class AppendsMixin(MySQLBase):
     async def _append_combined(
         self, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
-        """The appends of concurrent callers (or a lone one), to any threads, in one
-        transaction and a fixed number of statements (``_combine``): round trip 1
-        locks the threads (in id order: two such transactions never deadlock) and
-        their branches named; round trip 2 inserts every allowed entry, sets each
-        counter and ``updated_at`` once, and commits. A refused caller (no thread,
-        other owner, no branch) gets its error and wrote nothing; the others are
-        stored."""
+        """The appends of concurrent callers, to any threads, in one transaction and a
+        fixed number of statements (``_combine``; a lone one: ``_append_lone``):
+        round trip 1 locks the threads (in id order: two such transactions never
+        deadlock) and their branches named; round trip 2 inserts every allowed
+        entry, sets each counter and ``updated_at`` once, and commits. A refused
+        caller (no thread, other owner, no branch) gets its error and wrote
+        nothing; the others are stored."""
+        if len(items) == 1:  # a lone append: one round trip
+            return [await self._with_retry(lambda conn: self._append_lone(conn, tenant, items[0]))]
         out: list[AppendResult | Exception] = []
         for chunk in _by_size(items):  # no statement much bigger than an append alone
             out += await self._append_chunk(tenant, chunk)
         return out
+
+    async def _append_lone(
+        self, conn: AsyncMySQLConnection, tenant: str, item: AppendItem
+    ) -> AppendResult:
+        """One caller's append (up to ``_FAST_BATCH`` entries, no idempotency keys) in
+        ONE round trip: the locking read keeps the counter and branch in session
+        variables, NULL when a check fails, and the plain writes that follow are
+        conditional on them (see the module docstring)."""
+        thread_id, branch, owner, entries, updated_at = item
+        marks = placeholders(INSERT_WIDTH - 4)
+        rows = [
+            f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {marks}"
+            " FROM DUAL WHERE @memorybank_last IS NOT NULL"
+            for k in range(1, len(entries) + 1)
+        ]
+        added = len(entries)
+        statements: list[Statement] = [
+            (BEGIN, None),
+            (
+                "SET @memorybank_row = NULL, @memorybank_last = NULL, @memorybank_branch = NULL",
+                None,
+            ),
+            self._lock_statement(tenant, thread_id, branch, owner, into=True),
+            ("SELECT @memorybank_row", None),
+            (
+                f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(rows),
+                [v for new in entries for v in (tenant, thread_id, *entry_values(new))],
+            ),
+            (
+                f"UPDATE {self._branches} SET last_position = @memorybank_last + {added},"
+                f" entry_count = entry_count + {added} WHERE tenant_id = %s AND thread_id = %s"
+                " AND name = @memorybank_branch AND @memorybank_last IS NOT NULL",
+                (tenant, thread_id),
+            ),
+            (
+                f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s"
+                " AND @memorybank_last IS NOT NULL",
+                (to_us(updated_at), tenant, thread_id),
+            ),
+            ("COMMIT", None),
+        ]
+        head = (await self._run(conn, statements))[4][0]
+        thread, name, position = _append_head(
+            [] if head[0][0] is None else head, thread_id, branch, owner
+        )
+        stored = [
+            _stored_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)
+        ]
+        return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
 
     async def _append_chunk(
         self, tenant: str, items: Sequence[AppendItem]
@@ -315,16 +375,39 @@ class AppendsMixin(MySQLBase):
         return writes
 
     def _lock_statement(
-        self, tenant: str, thread_id: str, branch: str | None, owner: str | Unset | None
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        owner: str | Unset | None,
+        *,
+        into: bool = False,
     ) -> Statement:
-        """Lock the thread and branch rows; the thread, branch, counter and owner verdict."""
+        """Lock the thread and branch rows; the thread, branch, counter and owner verdict.
+
+        ``into``: the row goes to ``@memorybank_row``, with the counter (NULL when
+        there is no such branch or the owner differs) in ``@memorybank_last`` and
+        the branch name in ``@memorybank_branch``; a missing thread leaves them as
+        they were. ``SELECT ... INTO ... FROM``: the one place for ``INTO`` that
+        every MySQL and MariaDB accepts without a deprecation warning (MySQL 8.0.20
+        deprecated ``INTO`` before ``FOR UPDATE``; at the end is 8.0.20+ only)."""
+        unset = isinstance(owner, Unset)
+        verdict = "t.user_id <=> %s"
+        extra = ""
+        args: tuple[Any, ...] = (None if unset else owner,)
+        if into:
+            allowed = "TRUE" if unset else verdict
+            extra = f", IF({allowed}, b.last_position, NULL), b.name"
+            args += () if unset else (owner,)
+        if into:
+            extra += " INTO @memorybank_row, @memorybank_last, @memorybank_branch"
         return (
             # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
-            f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position, t.user_id <=> %s)"
+            f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position, {verdict}){extra}"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-            (None if isinstance(owner, Unset) else owner, branch, tenant, thread_id),
+            (*args, branch, tenant, thread_id),
         )
 
     async def _append_now(
