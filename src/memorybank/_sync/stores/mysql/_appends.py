@@ -23,20 +23,20 @@ short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
 
 - A lone append of up to 16 entries without idempotency keys (every
   ``remember``) is ONE round trip (``_append_lone``): the locking read stores
-  its row in session variables (``SELECT ... INTO``: the row; the counter, NULL
-  when a check fails; the branch name), ``SELECT @memorybank_row`` returns it,
-  and the writes read the variables, each conditional on the counter being
-  set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused append's
-  ``COMMIT`` ends an empty transaction. The variables are reset first, so a
-  missing thread (no row, variables untouched) never sees a previous
-  append's. This replaced writes made conditional by joining the thread and
-  branch rows again (``INSERT ... SELECT`` from the join, a multi-table
-  ``UPDATE``), which cost the server about 350 us more per append (MariaDB
-  10.11 profiles: the multi-table ``UPDATE`` alone ~460 us against ~180 for
-  the two single-table ones): at 1 client, appends went from 0.21-0.26x to
-  0.31-0.32x the raw driver's autocommit ``INSERT`` (alternating runs, load
-  0.8-3); the same transaction in two round trips (read, then writes) made
-  0.27-0.29x.
+  its row in session variables (``SELECT ... INTO``: the row; the counter,
+  NULL when a check fails; the branch name), ``SELECT @memorybank_row``
+  returns it, and the writes read the variables, each conditional on the
+  counter being set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused
+  append's ``COMMIT`` ends an empty transaction. The read is an aggregate
+  (``MAX`` of at most one row), so it always sets the variables, to NULL for a
+  missing thread: never to a previous append's values. This replaced writes
+  made conditional by joining the thread and branch rows again (``INSERT ...
+  SELECT`` from the join, a multi-table ``UPDATE``): MariaDB 10.11 profiles,
+  server time per append 896 -> 806 us (the multi-table ``UPDATE`` alone ~300
+  us against ~160 for the two single-table ones); at 1 client, appends/s went
+  from 0.18-0.27x to 0.26-0.39x the raw driver's autocommit ``INSERT``
+  (``bench.bench_mysql --only clients``, 8 alternating runs each, load
+  1.3-4.5); the same plain writes in a second round trip made 0.27-0.32x.
 - Bigger or idempotent batches take TWO round trips (``_append``): the first
   also reads the stored idempotency keys, the second writes and commits.
 
@@ -201,10 +201,6 @@ class AppendsMixin(MySQLBase):
         added = len(entries)
         statements: list[Statement] = [
             (BEGIN, None),
-            (
-                "SET @memorybank_row = NULL, @memorybank_last = NULL, @memorybank_branch = NULL",
-                None,
-            ),
             self._lock_statement(tenant, thread_id, branch, owner, into=True),
             ("SELECT @memorybank_row", None),
             (
@@ -224,7 +220,7 @@ class AppendsMixin(MySQLBase):
             ),
             ("COMMIT", None),
         ]
-        head = (self._run(conn, statements))[4][0]
+        head = (self._run(conn, statements))[3][0]
         thread, name, position = _append_head(
             [] if head[0][0] is None else head, thread_id, branch, owner
         )
@@ -388,23 +384,26 @@ class AppendsMixin(MySQLBase):
 
         ``into``: the row goes to ``@memorybank_row``, with the counter (NULL when
         there is no such branch or the owner differs) in ``@memorybank_last`` and
-        the branch name in ``@memorybank_branch``; a missing thread leaves them as
-        they were. ``SELECT ... INTO ... FROM``: the one place for ``INTO`` that
+        the branch name in ``@memorybank_branch``, all NULL when there is no such
+        thread (``MAX`` of at most one row: always one row, so every variable is
+        set afresh). ``SELECT ... INTO ... FROM``: the one place for ``INTO`` that
         every MySQL and MariaDB accepts without a deprecation warning (MySQL 8.0.20
         deprecated ``INTO`` before ``FOR UPDATE``; at the end is 8.0.20+ only)."""
         unset = isinstance(owner, Unset)
         verdict = "t.user_id <=> %s"
-        extra = ""
+        row = f"JSON_ARRAY({T_COLS}, b.name, b.last_position, {verdict})"
         args: tuple[Any, ...] = (None if unset else owner,)
         if into:
             allowed = "TRUE" if unset else verdict
-            extra = f", IF({allowed}, b.last_position, NULL), b.name"
             args += () if unset else (owner,)
-        if into:
-            extra += " INTO @memorybank_row, @memorybank_last, @memorybank_branch"
+            # aggregates: exactly one row, all NULL when the thread is missing
+            row = (
+                f"MAX({row}), MAX(IF({allowed}, b.last_position, NULL)), MAX(b.name)"
+                " INTO @memorybank_row, @memorybank_last, @memorybank_branch"
+            )
         return (
             # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
-            f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position, {verdict}){extra}"
+            f"SELECT {row}"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
