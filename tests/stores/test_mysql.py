@@ -242,7 +242,7 @@ def test_deadlock_is_retried_then_reported(
     store = MySQLStore.from_url(URL, prefix=mysql_prefix)
     memory = Memory(store)
     tid = memory.threads.create().id
-    real = store._append
+    real = store._append_lone  # a lone append's transaction
     calls: list[int] = []
 
     def flaky(*args: Any) -> Any:
@@ -251,14 +251,14 @@ def test_deadlock_is_retried_then_reported(
             raise LockContention("deadlock (simulated)")
         return real(*args)
 
-    monkeypatch.setattr(store, "_append", flaky)
+    monkeypatch.setattr(store, "_append_lone", flaky)
     memory.remember(tid, "user", "retried")
     assert len(calls) == 2 and memory.entries.count(tid) == 1
 
     def always(*args: Any) -> Any:
         raise LockContention("deadlock (simulated)")
 
-    monkeypatch.setattr(store, "_append", always)
+    monkeypatch.setattr(store, "_append_lone", always)
     with pytest.raises(StoreUnavailable):
         memory.remember(tid, "user", "never")
     store.close()
@@ -693,6 +693,40 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
         drop_tables(prefix)
 
 
+async def test_lone_append_refused_after_an_allowed_one_writes_nothing(
+    mysql_prefix: str,
+) -> None:
+    """A lone append keeps its counter and branch in session variables of a pooled
+    connection: each append starts them afresh, so a refused append (no thread,
+    another owner, no branch) after an allowed one on the same connection gets its
+    own error and writes nothing (no entry, counter, count or ``updated_at``)."""
+    from memorybank.errors import NotFound
+
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create(user_id="alice")).id
+    first = await memory.remember(tid, "user", "one", user_id="alice")
+    before = await memory.threads.get(tid)
+    refused: list[tuple[str, dict[str, Any], type[Exception]]] = [
+        ("nope", {}, NotFound),
+        (tid, {"user_id": "bob"}, ThreadForbidden),
+        (tid, {"user_id": "alice", "branch": "gone"}, NotFound),
+    ]
+    for thread_id, options, error in refused:
+        branch = options.pop("branch", None)
+        with pytest.raises(error):
+            await memory.entries.add(
+                thread_id, {"role": "user", "content": "x"}, branch=branch, **options
+            )
+    assert [e.content for e in await memory.entries.list(tid)] == ["one"]
+    assert await memory.entries.count(tid) == 1
+    assert await memory.threads.get(tid) == before
+    assert await memory.threads.get("nope") is None
+    second = await memory.remember(tid, "user", "two", user_id="alice")
+    assert (first.position, second.position) == (1, 2)
+    await store.close()
+
+
 @pytest.mark.parametrize("two_owners_of_one_thread", [False, True])
 async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     mysql_prefix: str, two_owners_of_one_thread: bool
@@ -738,7 +772,8 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     if two_owners_of_one_thread:
         calls.append(call(b, None, "alice", "b-alice"))
     out = await asyncio.gather(*calls, return_exceptions=True)
-    # the first APPEND_BATCHES calls alone, then one batch of the rest
+    # the first APPEND_BATCHES calls alone (one round trip each), then one batch of the
+    # rest (two)
     assert trips == APPEND_BATCHES + 2
     assert isinstance(out[APPEND_BATCHES + 1], ThreadForbidden)
     assert isinstance(out[APPEND_BATCHES + 2], NotFound)
