@@ -28,26 +28,14 @@ from memorybank._async.memory import AsyncMemory
 from memorybank._async.stores.base import UNSET, VectorItem, Visibility
 from memorybank._async.stores.postgres import AsyncPostgresStore
 from memorybank.stores._types import Record
-from tests.conftest import require_server
-from tests.stores.test_contract_postgres import URL, drop_tables
+from tests.stores import _postgres
+from tests.stores.test_contract_postgres import URL
 
 pytestmark = pytest.mark.server
 
 Captured = list[tuple[str, Any]]
 
-
-@pytest.fixture
-def prefix() -> Iterator[str]:
-    import uuid
-
-    try:
-        with psycopg.connect(URL, connect_timeout=3):
-            pass
-    except psycopg.Error as error:
-        require_server("PostgreSQL", error)
-    name = f"p{uuid.uuid4().hex[:10]}_"
-    yield name
-    drop_tables(URL, name)
+prefix = _postgres.prefix  # the fixture: a fresh table prefix, dropped afterwards
 
 
 @pytest.fixture
