@@ -329,7 +329,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.only != "core":
             print("\n### MySQL W3: concurrent clients (asyncio tasks, a connection each)\n")
-            print(table(HEADERS, w3(args.url, prefix, *((2, 10) if args.quick else (6, 25)))))
+            print(table(HEADERS, w3(args.url, prefix, *((2, 10) if args.quick else (12, 50)))))
         if args.only == "clients":
             return
         print(f"\n### MySQL W1: {threads} threads x {messages} appends, each committed\n")

@@ -539,7 +539,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only in (None, "core"):
         core(args.url, prefix, threads, messages, repeat)
     if args.only in (None, "core", "clients"):
-        clients(args.url, f"{prefix}c_", *((2, 10) if args.quick else (6, 25)))
+        clients(args.url, f"{prefix}c_", *((2, 10) if args.quick else (12, 50)))
     if args.only in (None, "search"):
         sizes = (2_000, 10_000) if args.quick else (10_000, 100_000)
         url, cleanup = _pgvector_server(args.pgvector_url)
