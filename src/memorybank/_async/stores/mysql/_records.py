@@ -8,14 +8,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memorybank._async.stores._key_reads import KeyReads
 from memorybank._async.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._async.stores.mysql._base import MySQLBase
 from memorybank.stores._mysql_rows import ALL, R_COLS, Statement, chunks, placeholders
 from memorybank.stores._sql import dump, row_to_record, scope_sql, to_us
-from memorybank.stores._types import by_kind
 
 
-class RecordsMixin(MySQLBase):
+class RecordsMixin(KeyReads, MySQLBase):
     """Record verbs."""
 
     async def record_put(
@@ -128,30 +128,6 @@ class RecordsMixin(MySQLBase):
         found = {row[1]: row_to_record(row) for row in rows}
         return {i: found[i] for i in ids if i in found}
 
-    async def record_list_keys(
-        self,
-        tenant: str,
-        kind: str,
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """Reads of the ``records_key`` index, ``IN_CHUNK`` keys per statement, in one
-        round trip; oldest first."""
-        return await self._list_keys(tenant, [kind], keys, visible_to)
-
-    async def record_list_keys_by_kind(
-        self,
-        tenant: str,
-        kinds: Sequence[str],
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> dict[str, list[Record]]:
-        """The same round trip for every kind (``kind IN (...)`` on the same index)."""
-        wanted = list(dict.fromkeys(kinds))
-        return by_kind(wanted, await self._list_keys(tenant, wanted, keys, visible_to))
-
     async def _list_keys(
         self,
         tenant: str,
@@ -159,6 +135,8 @@ class RecordsMixin(MySQLBase):
         keys: Sequence[str],
         visible_to: Visibility | None,
     ) -> list[Record]:
+        """Reads of the ``records_key`` index for every kind at once (``kind IN (...)``),
+        ``IN_CHUNK`` keys per statement, in one round trip."""
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank._async.stores._key_reads import KeyReads
 from memorybank._async.stores.base import UNSET, Unset, Visibility
 from memorybank._async.stores.sqlite._base import SQLiteStoreBase, chunks
 from memorybank.errors import ThreadForbidden
@@ -21,13 +22,12 @@ from memorybank.stores._sql import (
     scope_sql,
     to_us,
 )
-from memorybank.stores._types import by_kind
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores._items import Record, RecordGuard
 
 
-class RecordsMixin(SQLiteStoreBase):
+class RecordsMixin(KeyReads, SQLiteStoreBase):
     """Working memory, snapshots, summaries and records."""
 
     # -- working memory ------------------------------------------------------------
@@ -341,29 +341,6 @@ class RecordsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._read(op))
 
-    async def record_list_keys(
-        self,
-        tenant: str,
-        kind: str,
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """One read over the ``records_key`` index, ``_IN_CHUNK`` keys per statement."""
-        return await self._list_keys(tenant, [kind], keys, visible_to)
-
-    async def record_list_keys_by_kind(
-        self,
-        tenant: str,
-        kinds: Sequence[str],
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> dict[str, list[Record]]:
-        """One read for every kind (``kind IN (...)`` on the same index)."""
-        wanted = list(dict.fromkeys(kinds))
-        return by_kind(wanted, await self._list_keys(tenant, wanted, keys, visible_to))
-
     async def _list_keys(
         self,
         tenant: str,
@@ -371,6 +348,8 @@ class RecordsMixin(SQLiteStoreBase):
         keys: Sequence[str],
         visible_to: Visibility | None,
     ) -> list[Record]:
+        """One read over the ``records_key`` index for every kind (``kind IN (...)``),
+        ``_IN_CHUNK`` keys per statement."""
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []

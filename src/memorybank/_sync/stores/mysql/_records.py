@@ -9,14 +9,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memorybank._sync.stores._key_reads import KeyReads
 from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._sync.stores.mysql._base import MySQLBase
 from memorybank.stores._mysql_rows import ALL, R_COLS, Statement, chunks, placeholders
 from memorybank.stores._sql import dump, row_to_record, scope_sql, to_us
-from memorybank.stores._types import by_kind
 
 
-class RecordsMixin(MySQLBase):
+class RecordsMixin(KeyReads, MySQLBase):
     """Record verbs."""
 
     def record_put(
@@ -129,30 +129,6 @@ class RecordsMixin(MySQLBase):
         found = {row[1]: row_to_record(row) for row in rows}
         return {i: found[i] for i in ids if i in found}
 
-    def record_list_keys(
-        self,
-        tenant: str,
-        kind: str,
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """Reads of the ``records_key`` index, ``IN_CHUNK`` keys per statement, in one
-        round trip; oldest first."""
-        return self._list_keys(tenant, [kind], keys, visible_to)
-
-    def record_list_keys_by_kind(
-        self,
-        tenant: str,
-        kinds: Sequence[str],
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> dict[str, list[Record]]:
-        """The same round trip for every kind (``kind IN (...)`` on the same index)."""
-        wanted = list(dict.fromkeys(kinds))
-        return by_kind(wanted, self._list_keys(tenant, wanted, keys, visible_to))
-
     def _list_keys(
         self,
         tenant: str,
@@ -160,6 +136,8 @@ class RecordsMixin(MySQLBase):
         keys: Sequence[str],
         visible_to: Visibility | None,
     ) -> list[Record]:
+        """Reads of the ``records_key`` index for every kind at once (``kind IN (...)``),
+        ``IN_CHUNK`` keys per statement, in one round trip."""
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []

@@ -12,14 +12,14 @@ from typing import Any
 
 from psycopg import Connection
 
+from memorybank._sync.stores._key_reads import KeyReads
 from memorybank._sync.stores.base import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank._sync.stores.postgres._base import PostgresBase
 from memorybank.stores._postgres_sql import R_READ, keyed, record_at, scope_filter
 from memorybank.stores._sql import RECORD_COLUMNS, dump, row_to_record
-from memorybank.stores._types import by_kind
 
 
-class RecordsMixin(PostgresBase):
+class RecordsMixin(KeyReads, PostgresBase):
     """The ``_records`` part of the store (see the module docstring)."""
 
     @contextmanager
@@ -148,29 +148,6 @@ class RecordsMixin(PostgresBase):
         found = {row[1]: row_to_record(row) for row in rows}
         return {i: found[i] for i in ids if i in found}
 
-    def record_list_keys(
-        self,
-        tenant: str,
-        kind: str,
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """One statement over the ``records_key`` index (``key = ANY(array)``)."""
-        return self._list_keys(tenant, [kind], keys, visible_to)
-
-    def record_list_keys_by_kind(
-        self,
-        tenant: str,
-        kinds: Sequence[str],
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> dict[str, list[Record]]:
-        """One statement for every kind (``kind = ANY(array)`` on the same index)."""
-        wanted = list(dict.fromkeys(kinds))
-        return by_kind(wanted, self._list_keys(tenant, wanted, keys, visible_to))
-
     def record_list_keys_linked(
         self,
         tenant: str,
@@ -239,6 +216,8 @@ class RecordsMixin(PostgresBase):
         visible_to: Visibility | None,
         link: tuple[str, Sequence[str]] | None = None,
     ) -> list[Record]:
+        """One statement for every kind: a probe of the ``records_key`` index per (kind,
+        key) pair (``keyed``), then the scope (and ``link``: the far end) on the rows found."""
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []
