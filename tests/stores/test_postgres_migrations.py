@@ -38,26 +38,25 @@ def _schema_at(conn: psycopg.Connection[Any], prefix: str, version: int) -> None
     conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, %s)", (version,))
 
 
+def _old_thread(conn: psycopg.Connection[Any], prefix: str) -> None:
+    """Thread ``old`` with its ``main`` branch at position 1, as an early schema stored them."""
+    conn.execute(
+        f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
+        " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
+    )
+    conn.execute(
+        f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
+        " VALUES ('default', 'old', 'main', now(), 1)"
+    )
+
+
 prefix = _postgres.prefix  # the fixture: a fresh table prefix, dropped afterwards
 
 
 async def test_migration_2_upgrades_a_version_1_schema_in_place(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
-        conn.execute(
-            f"CREATE TABLE {prefix}schema_version"
-            " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-        )
-        for statement in MIGRATIONS[0]:
-            conn.execute(statement.format(p=prefix))
-        conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 1)")
-        conn.execute(
-            f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
-            " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
-        )
-        conn.execute(
-            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
-            " VALUES ('default', 'old', 'main', now(), 1)"
-        )
+        _schema_at(conn, prefix, 1)
+        _old_thread(conn, prefix)
         conn.execute(
             f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
             " content, token_count, created_at)"
@@ -71,20 +70,9 @@ async def test_migration_2_upgrades_a_version_1_schema_in_place(prefix: str) -> 
     await store.close()
 
 
-def _schema_version_2(conn: psycopg.Connection[Any], prefix: str) -> None:
-    """The tables of schema version 2 under ``prefix``, from the migrations as they were."""
-    conn.execute(
-        f"CREATE TABLE {prefix}schema_version"
-        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
-    )
-    for statement in (*MIGRATIONS[0], *MIGRATIONS[1]):
-        conn.execute(statement.format(p=prefix))
-    conn.execute(f"INSERT INTO {prefix}schema_version VALUES (1, 2)")
-
-
 def test_migration_3_gives_existing_records_revision_0(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
-        _schema_version_2(conn, prefix)
+        _schema_at(conn, prefix, 2)
         conn.execute(
             f"INSERT INTO {prefix}records (tenant_id, kind, id, content, created_at, updated_at)"
             " VALUES ('default', 'fact', 'f1', 'old', now(), now())"
@@ -104,14 +92,7 @@ def test_migration_3_gives_existing_records_revision_0(prefix: str) -> None:
 async def test_keyed_rows_from_before_fingerprints_still_replay(prefix: str) -> None:
     with psycopg.connect(URL, autocommit=True) as conn:
         _schema_at(conn, prefix, 2)
-        conn.execute(
-            f"INSERT INTO {prefix}threads (tenant_id, id, status, created_at, updated_at,"
-            " current_branch) VALUES ('default', 'old', 'active', now(), now(), 'main')"
-        )
-        conn.execute(
-            f"INSERT INTO {prefix}branches (tenant_id, thread_id, name, created_at, last_position)"
-            " VALUES ('default', 'old', 'main', now(), 1)"
-        )
+        _old_thread(conn, prefix)
         conn.execute(
             f"INSERT INTO {prefix}entries (tenant_id, thread_id, branch, position, id, role,"
             " content, token_count, created_at, idempotency_key)"
@@ -129,7 +110,7 @@ async def test_keyed_rows_from_before_fingerprints_still_replay(prefix: str) -> 
 async def test_migration_5_turns_jsonb_into_json_keeping_data(prefix: str) -> None:
     """jsonb normalised numbers (1e16 -> integer, -0.0 -> 0); json keeps the text as written."""
     with psycopg.connect(URL, autocommit=True) as conn:
-        _schema_version_2(conn, prefix)
+        _schema_at(conn, prefix, 2)
         conn.execute(
             f"INSERT INTO {prefix}threads (tenant_id, id, metadata, status, created_at,"
             " updated_at, current_branch) VALUES"
