@@ -45,8 +45,8 @@ from typing import Any
 
 from bench._util import Latency, measure, table
 from memorybank import ContextOptions, Memory
-from memorybank._sync.context import ContextBuilder
-from memorybank._sync.stores.base import Record, Store, VectorItem
+from memorybank.context._sync.builder import ContextBuilder
+from memorybank.stores.contract._sync.store import Record, Store, VectorItem
 
 DIM = 384
 QUERY = "what did we decide about the quarterly budget for the berlin office"
@@ -359,7 +359,7 @@ def _open(
                 import pymysql
 
                 conn = pymysql.connect(host="127.0.0.1", user="root", database="test")
-                from memorybank._sync.stores.mysql import TABLES
+                from memorybank.stores.mysql._sync import TABLES
 
                 with conn.cursor() as cur:
                     for table in TABLES:

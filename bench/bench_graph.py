@@ -50,11 +50,11 @@ from typing import Any
 
 from bench._util import Latency, measure, table
 from memorybank import Memory
-from memorybank._async.graph import records as g
-from memorybank._ids import new_id
-from memorybank._sync.stores.base import Record, Store
 from memorybank.errors import MemoryBankError
+from memorybank.graph._async import records as g
 from memorybank.graph.model import ENTITY_TYPES, Entity, Relation
+from memorybank.rules.ids import new_id
+from memorybank.stores.contract._sync.store import Record, Store
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TENANT = "default"
@@ -463,7 +463,7 @@ def _upserts(label: str, memory: Memory, n: int, rng: random.Random) -> list[lis
 def _drop_postgres(prefix: str) -> None:
     import psycopg
 
-    from memorybank._async.stores.postgres import TABLES
+    from memorybank.stores.postgres._async import TABLES
 
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         for name in TABLES:

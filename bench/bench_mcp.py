@@ -5,7 +5,7 @@ Setup: an SQLite store with a graph the size of the reference memory server's
 complaint (``modelcontextprotocol/servers#3953``: 150 entities, 800+
 observations, where its ``read_graph`` costs 50-80k tokens), 300 relations,
 and a 200-message thread. Each row times the tool through the SDK's in-process
-``Client`` and the same work called directly (``memorybank.graph.mcp_compat``
+``Client`` and the same work called directly (``memorybank.mcp.graph_tools``
 or ``AsyncMemory``), in the same run; the ratio is the MCP layer's cost
 (JSON-RPC, validation, serialisation). Then the tokens (``o200k_base``) of the
 whole graph in the reference shape against the largest ``read_graph`` page.
@@ -27,9 +27,9 @@ from typing import Any
 from mcp import Client
 
 from bench._util import Latency, table
-from memorybank._async.memory import AsyncMemory
-from memorybank.graph import mcp_compat
-from memorybank.integrations.mcp import create_server
+from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp.server import create_server
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.tokens import get_tokenizer
 
 WORDS = (

@@ -46,9 +46,9 @@ import psycopg
 from bench._clients import HEADERS, run_cases
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.base import SearchHit, VectorItem
-from memorybank._async.stores.postgres import TABLES, AsyncPostgresStore
-from memorybank._sync.stores.postgres import PostgresStore
+from memorybank.stores.contract._async.store import SearchHit, VectorItem
+from memorybank.stores.postgres._async import TABLES, AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
 
 TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes. "
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"

@@ -32,12 +32,12 @@ from numpy.typing import NDArray
 
 from bench._util import measure, table
 from bench.bench_search import PER_THREAD, dataset, exact_top, queries
-from memorybank._index import collection_name, scope_filter
-from memorybank._sync.stores.base import Store, VectorItem
-from memorybank._sync.stores.sqlite import SQLiteStore
-from memorybank._sync.vector_index import indexed
 from memorybank.records import Thread
-from memorybank.stores._types import UNSET, Visibility
+from memorybank.stores.contract._sync.store import Store, VectorItem
+from memorybank.stores.contract.types import UNSET, Visibility
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.vector_index._sync.index import indexed
+from memorybank.vector_index.points import collection_name, scope_filter
 
 MODEL = "bench:precomputed"
 USERS = 10

@@ -24,8 +24,8 @@ import httpx
 
 from bench._util import measure, table
 from memorybank import Memory
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
 from memorybank.server.keys import KeyRing
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
 TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes. "
 

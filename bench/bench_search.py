@@ -8,7 +8,7 @@ S2  ``memory.search`` top-10 p50/p95 per mode (semantic, keyword, hybrid) over
     numpy exact search over an in-memory float32 matrix (semantic), and a raw
     pgvector ``ORDER BY embedding <=> q LIMIT 10`` on PostgreSQL.
 S3  ANN recall@10 against exact search, where the HNSW index answers
-    (SQLite beyond ``memorybank.stores._vectors.ANN_THRESHOLD`` vectors).
+    (SQLite beyond ``memorybank.stores.vectors.exact.ANN_THRESHOLD`` vectors).
 
 Vectors are 384-d, drawn around 2,000 random centres (real sentence embeddings
 are clustered, and uniformly random vectors are the worst case for HNSW);
@@ -35,8 +35,8 @@ from numpy.typing import NDArray
 
 from bench._util import measure, table
 from memorybank import Memory
-from memorybank._sync.stores.base import VectorItem
 from memorybank.records import Thread
+from memorybank.stores.contract._sync.store import VectorItem
 
 DIM = 384
 PER_THREAD = 100

@@ -32,9 +32,9 @@ from numpy.typing import NDArray
 
 from bench._util import measure, table
 from memorybank import Memory
-from memorybank._sync.stores.base import Record, VectorItem
 from memorybank.stores import PostgresStore
-from memorybank.stores._types import UNSET, Visibility
+from memorybank.stores.contract._sync.store import Record, VectorItem
+from memorybank.stores.contract.types import UNSET, Visibility
 
 DIM, MODEL, TENANT = 384, "bench-small-scope", "default"
 PREFIX = "bss_"

@@ -42,8 +42,8 @@ from numpy.typing import NDArray
 from bench._util import measure, table
 from bench.bench_search import DIM, MODEL, dataset, queries
 from memorybank import Memory
-from memorybank._sync.stores.base import VectorItem
-from memorybank.stores._sql import fts_query
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sql.common import fts_query
 
 USER, AGENT = "u-main", "agent"
 USER_ENTRIES, USER_THREADS = 10_000, 200
@@ -161,7 +161,7 @@ def raw_postgres(
 ) -> tuple[Callable[[str, NDArray[np.float32]], object], Any]:
     import psycopg
 
-    from memorybank._sync.stores.postgres import tsquery
+    from memorybank.stores.postgres._sync import tsquery
 
     conn = psycopg.connect(url, autocommit=True)
     text_sql = (

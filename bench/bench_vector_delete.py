@@ -27,9 +27,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
 
-    from memorybank._sync.stores.base import VectorItem
-    from memorybank._sync.stores.sqlite import SQLiteStore
     from memorybank.records import Thread
+    from memorybank.stores.contract._sync.store import VectorItem
+    from memorybank.stores.sqlite._sync import SQLiteStore
 
     rng = np.random.default_rng(7)
     dim, model, tenant = 384, "bench:delete", "b"

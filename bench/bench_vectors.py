@@ -91,8 +91,8 @@ def _batches(n: int) -> Iterator[tuple[int, int]]:
 
 def ingest_store(store: Any, data: NDArray[np.float32]) -> float:
     """Threads + vectors through the store; vectors/s."""
-    from memorybank._sync.stores.base import VectorItem
     from memorybank.records import Thread
+    from memorybank.stores.contract._sync.store import VectorItem
 
     now = datetime.now(UTC)
     begin = time.perf_counter()
@@ -146,8 +146,8 @@ _CHILD = """
 import json, sys, time
 start = time.perf_counter()
 import numpy as np
-from memorybank._sync.stores.sqlite import SQLiteStore
-from memorybank.stores import _vectors
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
 _vectors.ANN_THRESHOLD, _vectors.EXACT_LIMIT = int(sys.argv[3]), int(sys.argv[4])
 tenant, model = sys.argv[5], sys.argv[6]
 store = SQLiteStore(sys.argv[1])
@@ -179,7 +179,7 @@ print(json.dumps({"open": opened - start, "first": done - opened, "cpu": cpu,
 def first_search_in_new_process(
     path: Path, q: NDArray[np.float32], tenant: str = TENANT, model: str = MODEL
 ) -> dict[str, Any]:
-    from memorybank.stores import _vectors
+    from memorybank.stores.vectors import exact as _vectors
 
     env = dict(os.environ)
     src = str(Path(__file__).resolve().parent.parent / "src")
@@ -212,8 +212,8 @@ def run_sqlite(
     notes: list[str],
     folder: Path,
 ) -> None:
-    from memorybank._sync.stores.sqlite import SQLiteStore
-    from memorybank.stores import _vectors
+    from memorybank.stores.sqlite._sync import SQLiteStore
+    from memorybank.stores.vectors import exact as _vectors
 
     n = len(data)
     path = folder / "vectors.db"
@@ -292,7 +292,7 @@ def run_sqlite(
     # another process adds 1% more vectors: the next new process catches up
     extra = vectors(max(n // 100, 1), seed=7)
     store = SQLiteStore(path)
-    from memorybank._sync.stores.base import VectorItem
+    from memorybank.stores.contract._sync.store import VectorItem
 
     store.vector_put(
         TENANT,
@@ -358,7 +358,7 @@ def run_postgres(
 ) -> None:
     import psycopg
 
-    from memorybank._sync.stores.postgres import PostgresStore
+    from memorybank.stores.postgres._sync import PostgresStore
 
     target = _pgvector_url(url, notes)
     if target is None:
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ann-threshold", type=int, default=None, help="SQLite ANN_THRESHOLD")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     n, count = (20_000, 50) if args.quick else (args.vectors, args.queries)
-    from memorybank.stores import _vectors
+    from memorybank.stores.vectors import exact as _vectors
 
     if args.ann_threshold is not None:
         _vectors.ANN_THRESHOLD = args.ann_threshold

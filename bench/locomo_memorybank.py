@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     global fallback_k
     if args.fallback_k is not None:
-        from memorybank._sync import search as sync_search
+        from memorybank.recall._sync import search as sync_search
 
         fallback_k = args.fallback_k
         sync_search.SCOPE_THREAD_LIMIT = 0

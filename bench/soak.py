@@ -37,7 +37,7 @@ from typing import Any
 
 from bench._util import percentile, table
 from memorybank import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
+from memorybank.stores.contract._async.store import AsyncStore
 from tests.reliability._harness import SERVER_STORES, StoreSpec
 
 MIX = (("history", 0.70), ("append", 0.25), ("search", 0.05))

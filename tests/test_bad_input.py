@@ -31,7 +31,7 @@ from memorybank import (
     StoreUnavailable,
 )
 from memorybank.stores import Store
-from memorybank.stores._types import VectorItem
+from memorybank.stores.contract.types import VectorItem
 
 AGENT = "agent"
 USER = "u1"

@@ -14,8 +14,8 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner, Result
 
 from memorybank import Memory, __version__
-from memorybank._demo import DEMO_AGENT, DEMO_USER
 from memorybank.cli import app
+from memorybank.cli.demo import DEMO_AGENT, DEMO_USER
 
 # Wide enough that rich never wraps the phrases the tests look for.
 WIDE = {"COLUMNS": "200", "NO_COLOR": "1"}

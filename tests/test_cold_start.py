@@ -33,11 +33,11 @@ def test_reading_history_in_a_new_process_skips_write_and_search_modules(tmp_pat
         env={"PYTHONPATH": str(Path(__file__).parents[1] / "src")},
     ).stdout.split("\n")
     modules = set(out[0].split(","))
-    assert "memorybank._sync.stores.sqlite" in modules  # the check sees the read's imports
+    assert "memorybank.stores.sqlite._sync" in modules  # the check sees the read's imports
     assert "hashlib" not in modules  # only writes and keyword search hash owner ids
-    assert "memorybank._backlog" not in modules  # background counts
+    assert "memorybank.runtime.backlog" not in modules  # background counts
     assert "json" not in modules  # history rows with empty metadata parse no JSON
-    # The records are made by memorybank._plain: nothing imports dataclasses (and with
+    # The records are made by memorybank.runtime.plain: nothing imports dataclasses (and with
     # it inspect, ast, dis and tokenize) until a dataclass function is called.
     assert "dataclasses" not in modules
     assert "inspect" not in modules

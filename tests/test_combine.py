@@ -1,4 +1,4 @@
-"""The write combiner (``memorybank._combine``): batches, order, errors, cancellation."""
+"""The write combiner (``memorybank.runtime.combine``): batches, order, errors, cancellation."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from memorybank._combine import AsyncCombiner, Combiner
+from memorybank.runtime.combine import AsyncCombiner, Combiner
 
 
 async def test_calls_queued_behind_a_running_batch_run_as_the_next_batch() -> None:

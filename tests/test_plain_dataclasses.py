@@ -1,4 +1,4 @@
-"""The classes made by ``memorybank._plain.dataclass`` behave as the standard decorator's.
+"""The classes made by ``memorybank.runtime.plain.dataclass`` behave as the standard decorator's.
 
 Each is compared with ``dataclasses.make_dataclass`` over the same fields: the
 hand-written ``__init__`` (signature, defaults, fresh default dicts), ``repr``,
@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from memorybank import records
-from memorybank._scope import Scope
-from memorybank.stores import _items
-from memorybank.stores._types import Visibility
+from memorybank.rules.scope import Scope
+from memorybank.stores.contract import items as _items
+from memorybank.stores.contract.types import Visibility
 
 CLASSES: list[Any] = [
     records.ToolCall,

@@ -13,13 +13,13 @@ import pytest
 from typer.testing import CliRunner
 
 from memorybank import Memory
-from memorybank._dump import FORMAT, VERSION
-from memorybank._sync.core_facts import CoreFacts
-from memorybank._sync.portability import export_dump, import_dump
 from memorybank.cli import app
+from memorybank.dump._sync.portability import export_dump, import_dump
+from memorybank.dump.format import FORMAT, VERSION
 from memorybank.errors import Conflict, InvalidInput
+from memorybank.memory._sync.core_facts import CoreFacts
 from memorybank.stores import InMemoryStore, Store
-from memorybank.stores._types import VectorItem
+from memorybank.stores.contract.types import VectorItem
 from tests.all_stores import open_store
 
 TENANT = "port"
@@ -376,8 +376,8 @@ def test_cli_export_import_and_migrate(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
 def test_export_pages_records_across_equal_times(kind: str, tmp_path: Path) -> None:
     """Records leave ``PAGE`` at a time by (created_at, id): none lost or repeated at a seam."""
-    from memorybank._sync.portability import PAGE
-    from memorybank.stores._types import Record
+    from memorybank.dump._sync.portability import PAGE
+    from memorybank.stores.contract.types import Record
 
     with open_store(kind, tmp_path) as store:
         count = 2 * PAGE + 7

@@ -7,7 +7,7 @@ nested in lists, tuples and dicts, with sets and bytes now and then) each verb
 must either succeed and read back exactly what it was given, or raise
 ``InvalidInput`` whose ``field`` is one the oracle below found bad, having
 written nothing. The oracle is the README's "Input rules", written
-independently of ``memorybank._validate``, so the two can disagree and fail
+independently of ``memorybank.rules.validate``, so the two can disagree and fail
 a test.
 
 Examples are bounded so the file runs in well under two minutes: set

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from memorybank import AsyncMemory, InvalidInput, SessionManager, ThreadForbidden
-from memorybank._async.sessions import session_id
-from memorybank._validate import MAX_ID_LENGTH
+from memorybank.context._async.sessions import session_id
+from memorybank.rules.validate import MAX_ID_LENGTH
 from memorybank.stores import AsyncInMemoryStore
 
 

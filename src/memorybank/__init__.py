@@ -33,8 +33,7 @@ from memorybank.records import (
 )
 
 if TYPE_CHECKING:
-    from memorybank._async.memory import AsyncMemory
-    from memorybank._longterm import (
+    from memorybank.context.values import (
         CompactionResult,
         CompactionService,
         Context,
@@ -44,22 +43,23 @@ if TYPE_CHECKING:
         Session,
         SessionManager,
     )
-    from memorybank._sync.memory import Memory
+    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.memory._sync.memory import Memory
 
 __version__ = "0.1.0"
 
 
 _LAZY = {
-    "Memory": "memorybank._sync.memory",
-    "AsyncMemory": "memorybank._async.memory",
-    "CompactionResult": "memorybank._longterm",
-    "CompactionService": "memorybank._longterm",
-    "Context": "memorybank._longterm",
-    "ContextBuilder": "memorybank._longterm",
-    "ContextOptions": "memorybank._longterm",
-    "CoreFacts": "memorybank._longterm",
-    "Session": "memorybank._longterm",
-    "SessionManager": "memorybank._longterm",
+    "Memory": "memorybank.memory._sync.memory",
+    "AsyncMemory": "memorybank.memory._async.memory",
+    "CompactionResult": "memorybank.context.values",
+    "CompactionService": "memorybank.context.values",
+    "Context": "memorybank.context.values",
+    "ContextBuilder": "memorybank.context.values",
+    "ContextOptions": "memorybank.context.values",
+    "CoreFacts": "memorybank.context.values",
+    "Session": "memorybank.context.values",
+    "SessionManager": "memorybank.context.values",
 }
 
 

@@ -4,7 +4,7 @@ Records are plain values: stores build them, ``Memory`` returns them, and
 changing a returned record never changes what is stored. They are slotted but
 not frozen dataclasses: a frozen dataclass costs ~9x more to construct, and
 reading "last N" builds N of them on every call. They write their own
-``__init__``: ``memorybank._plain`` says why. Every time is a
+``__init__``: ``memorybank.runtime.plain`` says why. Every time is a
 timezone-aware UTC ``datetime`` with microsecond precision on every store.
 """
 
@@ -15,12 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorybank._plain import FACTORY
+from memorybank.runtime.plain import FACTORY
 
 if TYPE_CHECKING:
     from dataclasses import dataclass, field
 else:  # the same classes, without compiling their methods at import (cold start)
-    from memorybank._plain import dataclass, field
+    from memorybank.runtime.plain import dataclass, field
 
 __all__ = [
     "ROLES",
@@ -41,7 +41,7 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})
 ThreadStatus = Literal["active", "archived"]
 
-# Each record writes its ``__init__`` (see ``memorybank._plain``); a frozen one sets
+# Each record writes its ``__init__`` (see ``memorybank.runtime.plain``); a frozen one sets
 # its fields as the generated one would.
 _set = object.__setattr__
 

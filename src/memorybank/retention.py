@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from memorybank._window import drop_orphan_tool_results
 from memorybank.errors import InvalidInput
 from memorybank.records import Entry
+from memorybank.rules.window import drop_orphan_tool_results
 
 __all__ = ["PruneReport", "RetentionPolicy", "doomed_entries"]
 

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from memorybank._concurrency import AsyncBackground, Background, Backlog
+from memorybank.runtime.concurrency import AsyncBackground, Background, Backlog
 
 
 async def test_async_jobs_run_in_order_per_key_and_bounded() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, Memory
-from memorybank._async import _core as async_core
-from memorybank._async import memory as async_memory
-from memorybank._sync import memory as sync_memory
 from memorybank.extract import LLMExtractor, RuleExtractor
+from memorybank.memory._async import core as async_core
+from memorybank.memory._async import memory as async_memory
+from memorybank.memory._sync import memory as sync_memory
 from memorybank.stores import AsyncSQLiteStore, SQLiteStore
 from tests.extract._chat_server import MODEL, ChatServer, Planned, running
 from tests.reliability._harness import Words

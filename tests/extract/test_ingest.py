@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, InvalidInput, NotFound, ThreadForbidden
-from memorybank._async.ingest import fact_slot_id
 from memorybank.extract import LLMExtractor, RuleExtractor
+from memorybank.extract._async.ingest import fact_slot_id
 from memorybank.records import Entry
 from tests.extract._chat_server import MODEL, ChatServer, running
 from tests.reliability._harness import StoreSpec, Words, provide, store_params

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from memorybank import Conflict, Memory
-from memorybank._sync.portability import export_dump, import_dump
+from memorybank.dump._sync.portability import export_dump, import_dump
 from memorybank.extract import IngestReport, RuleExtractor
 from memorybank.stores import InMemoryStore, SQLiteStore
 from tests.reliability._harness import Words

@@ -8,8 +8,8 @@ import inspect
 
 import pytest
 
-from memorybank._async.graph import AsyncGraph
-from memorybank._sync.graph import Graph
+from memorybank.graph._async import AsyncGraph
+from memorybank.graph._sync import Graph
 
 
 def _inherited_verbs(cls: type) -> set[str]:

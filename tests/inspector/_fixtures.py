@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import uvicorn
 from fastapi import FastAPI
 
-from memorybank._async.memory import AsyncMemory
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server.keys import KeyRing
 from memorybank.server.ui._views import PAGE_SIZE
 

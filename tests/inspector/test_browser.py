@@ -20,7 +20,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from memorybank._async.memory import AsyncMemory
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app
 from memorybank.server.ui._views import PAGE_SIZE
 from tests.inspector._fixtures import XSS, Seeded, live_server, seed

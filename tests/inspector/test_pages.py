@@ -15,11 +15,11 @@ import httpx
 import pytest
 import pytest_asyncio
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
-from memorybank._async.stores.memory import AsyncInMemoryStore
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app
 from memorybank.server.keys import KeyRing
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.memory._async.store import AsyncInMemoryStore
 from tests.inspector._fixtures import ODD_ID, XSS, Seeded, seed
 from tests.reliability._harness import StoreSpec, provide, store_params
 

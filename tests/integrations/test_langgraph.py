@@ -78,7 +78,7 @@ async def test_conformance_sqlite(tmp_path: Path) -> None:
 
 @pytest.mark.server
 async def test_conformance_postgres(pg_prefix: str) -> None:
-    from memorybank._async.stores.postgres import AsyncPostgresStore
+    from memorybank.stores.postgres._async import AsyncPostgresStore
 
     store = AsyncPostgresStore.from_url(SERVER_URL, prefix=pg_prefix, pool_size=2, timeout=5)
     try:
@@ -528,7 +528,7 @@ async def test_async_store_sqlite(tmp_path: Path) -> None:
 
 @pytest.mark.server
 async def test_async_store_postgres(pg_prefix: str) -> None:
-    from memorybank._async.stores.postgres import AsyncPostgresStore
+    from memorybank.stores.postgres._async import AsyncPostgresStore
 
     store = AsyncPostgresStore.from_url(SERVER_URL, prefix=pg_prefix, pool_size=2, timeout=5)
     try:

@@ -26,10 +26,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 import memorybank
-from memorybank._async.memory import AsyncMemory
-from memorybank._sync.memory import Memory
 from memorybank.errors import ConfigurationError
-from memorybank.integrations.mcp import HISTORY_MAX, create_server
+from memorybank.mcp.server import HISTORY_MAX, create_server
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
 from tests.reliability._harness import Words
 from tests.server.conftest import ADMIN, CHEAP_HASH
 

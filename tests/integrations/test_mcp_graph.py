@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memorybank._async.memory import AsyncMemory
-from memorybank.graph import mcp_compat
-from memorybank.integrations.mcp import create_server
+from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp.server import create_server
+from memorybank.memory._async.memory import AsyncMemory
 from tests.integrations.test_mcp import call, fails
 from tests.reliability._harness import Words
 

@@ -30,9 +30,9 @@ from openai.types.responses import (
 )
 
 from memorybank import AsyncMemory, InvalidInput, ThreadForbidden
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
 from memorybank.integrations.openai_agents import MemorybankSession
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from tests.stores.test_contract_postgres import URL, drop_tables, require_postgres
 
 set_tracing_disabled(True)

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, VectorItem
 from memorybank.records import Entry
 from memorybank.stores import AsyncInMemoryStore, AsyncSQLiteStore
+from memorybank.stores.contract._async.store import AsyncStore, VectorItem
 
 
 class Words:

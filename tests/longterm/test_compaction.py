@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, CompactionService, ConfigurationError
-from memorybank._async.compaction import AsyncCompactionService
-from memorybank._longterm import SummarizeOptions
+from memorybank.context._async.compaction import AsyncCompactionService
+from memorybank.context.values import SummarizeOptions
 from memorybank.stores import AsyncSQLiteStore
 
 from .conftest import StepClock, Words, fill, new_id, words

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, ContextBuilder, ContextOptions, InvalidInput, ThreadForbidden
-from memorybank._async.context import AsyncContextBuilder
-from memorybank._async.stores.base import Record, VectorItem
+from memorybank.context._async.builder import AsyncContextBuilder
 from memorybank.errors import StoreUnavailable
 from memorybank.stores import AsyncInMemoryStore
+from memorybank.stores.contract._async.store import Record, VectorItem
 from memorybank.tokens import count_message_tokens
 
 from .conftest import BagOfWords, StepClock, Words, fill, new_id, words

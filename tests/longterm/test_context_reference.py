@@ -2,7 +2,7 @@
 
 The builder reads pages, asks the store's vector search for candidates in
 growing steps and checks their scope in SQL; the reference scores every
-vector exactly and applies the rules of ``memorybank._async.context`` in
+vector exactly and applies the rules of ``memorybank.context._async.builder`` in
 the plainest way. Their picks (facts, semantic texts, entries, totals) must
 be the same, with out-of-scope rows planted near the query (another user's
 thread and documents, another agent's document, a deleted document whose
@@ -23,11 +23,11 @@ import numpy as np
 import pytest
 
 from memorybank import AsyncMemory, ContextOptions
-from memorybank._async.context import AsyncContextBuilder
-from memorybank._async.facts import fact_rank
-from memorybank._async.stores.base import AsyncStore, Record, VectorItem
+from memorybank.context._async.builder import AsyncContextBuilder
+from memorybank.memory._async.facts import fact_rank
 from memorybank.records import Entry
 from memorybank.stores import AsyncSQLiteStore
+from memorybank.stores.contract._async.store import AsyncStore, Record, VectorItem
 from memorybank.tokens import count_message_tokens
 
 from .conftest import StepClock, Words

@@ -173,15 +173,17 @@ def test_sync_helpers(sync_memory: Memory) -> None:
 
 def test_sync_helpers_are_synchronous(sync_memory: Memory) -> None:
     builder = ContextBuilder(ContextOptions(max_tokens=200), memory=sync_memory)
-    assert type(builder).__module__ == "memorybank._sync.context"
+    assert type(builder).__module__ == "memorybank.context._sync.builder"
     service = CompactionService(memory=sync_memory)
-    assert type(service).__module__ == "memorybank._sync.compaction"
-    assert type(SessionManager(sync_memory)).__module__ == "memorybank._sync.sessions"
-    assert type(CoreFacts(memory=sync_memory)).__module__ == "memorybank._sync.core_facts"
+    assert type(service).__module__ == "memorybank.context._sync.compaction"
+    assert type(SessionManager(sync_memory)).__module__ == "memorybank.context._sync.sessions"
+    assert type(CoreFacts(memory=sync_memory)).__module__ == "memorybank.memory._sync.core_facts"
 
 
 async def test_async_helpers_are_awaitable(memory: AsyncMemory) -> None:
     builder = ContextBuilder(ContextOptions(max_tokens=200), memory=memory)
-    assert type(builder).__module__ == "memorybank._async.context"
-    assert type(CompactionService(memory=memory)).__module__ == "memorybank._async.compaction"
-    assert type(SessionManager(memory)).__module__ == "memorybank._async.sessions"
+    assert type(builder).__module__ == "memorybank.context._async.builder"
+    assert (
+        type(CompactionService(memory=memory)).__module__ == "memorybank.context._async.compaction"
+    )
+    assert type(SessionManager(memory)).__module__ == "memorybank.context._async.sessions"

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import sys
 
-from memorybank._sync.stores.base import VectorItem
-from memorybank._sync.stores.sqlite import SQLiteStore
-from memorybank.stores import _vector_files, _vectors
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
+from memorybank.stores.vectors import files as _vector_files
 
 MODEL = "test:ann"
 DIM = 16

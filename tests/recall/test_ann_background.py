@@ -18,12 +18,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memorybank._sync.stores.base import VectorItem
-from memorybank._sync.stores.sqlite import SQLiteStore
 from memorybank.records import Thread
-from memorybank.stores import _vector_files, _vectors
-from memorybank.stores._sql import unit_vector_bytes
-from memorybank.stores._types import Visibility
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.contract.types import Visibility
+from memorybank.stores.sql.common import unit_vector_bytes
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
+from memorybank.stores.vectors import files as _vector_files
 
 pytestmark = [
     pytest.mark.skipif(not _vectors.ann_available(), reason="usearch not installed"),

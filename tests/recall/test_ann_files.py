@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memorybank._sync.stores.base import VectorItem
-from memorybank._sync.stores.sqlite import SQLiteStore
 from memorybank.records import Thread
-from memorybank.stores import _vector_files, _vectors
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
+from memorybank.stores.vectors import files as _vector_files
 from tests.recall._ann_child import DIM, EXACT_LIMIT, MODEL, THRESHOLD, vec
 
 pytestmark = [
@@ -232,7 +233,7 @@ def test_a_delete_after_the_files_are_loaded_edits_a_copy_of_the_mapped_index(
 
 
 def test_scope_comes_from_the_database_not_the_files(db: Path) -> None:
-    from memorybank._sync.stores.base import Visibility
+    from memorybank.stores.contract._sync.store import Visibility
 
     store = SQLiteStore(db)
     try:
@@ -362,8 +363,8 @@ def test_kill_mid_write_leaves_a_usable_store(db: Path) -> None:
 
 
 def test_documents_scope_is_read_from_their_records(tmp_path: Path) -> None:
-    from memorybank._sync.stores.base import Visibility
-    from memorybank.stores._types import Record
+    from memorybank.stores.contract._sync.store import Visibility
+    from memorybank.stores.contract.types import Record
 
     path = tmp_path / "d.db"
     now = datetime.now(UTC)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import Memory
-from memorybank._sync import search
+from memorybank.recall._sync import search
 from tests.all_stores import STORE_KINDS, open_store
 
 from .conftest import HashEmbedder

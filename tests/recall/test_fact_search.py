@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from memorybank import InvalidInput, Memory
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
-from memorybank._sync import fact_recall, search
-from memorybank._sync.stores.http import HTTPStore
+from memorybank.recall._sync import fact_recall, search
 from memorybank.records import Hit
 from memorybank.stores import Store
+from memorybank.stores.http._sync.store import HTTPStore
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from tests.all_stores import STORE_KINDS, open_store
 from tests.stores.http_server import live_server
 

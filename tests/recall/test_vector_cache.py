@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memorybank._sync.stores.base import VectorItem, Visibility
-from memorybank._sync.stores.sqlite import SQLiteStore
 from memorybank.records import Thread
-from memorybank.stores import _vectors
-from memorybank.stores._sql import unit_vector_bytes
-from memorybank.stores._types import Record
+from memorybank.stores.contract._sync.store import VectorItem, Visibility
+from memorybank.stores.contract.types import Record
+from memorybank.stores.sql.common import unit_vector_bytes
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact as _vectors
 
 from .conftest import HashEmbedder
 

@@ -1,7 +1,7 @@
 """The server stores' in-process vector cache stays exact across store instances.
 
 PostgreSQL without pgvector (the system test server has none), MySQL/MariaDB and
-Redis rank vectors kept in process (``memorybank._async.stores._vector_cache``).
+Redis rank vectors kept in process (``memorybank.stores.vectors._async.cache``).
 Two store objects on one prefix stand for two processes: each has its own cache,
 so what one writes or deletes must show in the other's next search, deleted and
 forgotten vectors must never come back, and scope is re-checked by the store.
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memorybank._sync.stores.base import Store, VectorItem, Visibility
 from memorybank.records import Thread
-from memorybank.stores._types import Record
+from memorybank.stores.contract._sync.store import Store, VectorItem, Visibility
+from memorybank.stores.contract.types import Record
 from tests.reliability._harness import provide
 
 MODEL = "test:m"
@@ -194,7 +194,7 @@ def test_the_hnsw_index_answers_over_batched_writes(
 ) -> None:
     """Rows written in one batch share a ``seq``: the index is keyed by row, not ``seq``,
     finds what the exact search finds, and never a replaced vector's old value."""
-    from memorybank.stores import _vectors
+    from memorybank.stores.vectors import exact as _vectors
 
     if not _vectors.ann_available():
         pytest.skip("usearch is not installed")
@@ -223,7 +223,7 @@ def test_background_build_answers_exactly_meanwhile_and_ends_with_the_store(
     is used once built, and closing the store stops its builder."""
     import threading
 
-    from memorybank.stores import _vectors
+    from memorybank.stores.vectors import exact as _vectors
 
     if not _vectors.ann_available():
         pytest.skip("usearch is not installed")
@@ -332,7 +332,7 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
     a, b = pair
     _thread(a, "th1")
     now = datetime.now(UTC)
-    from memorybank._sync.stores.base import NewEntry
+    from memorybank.stores.contract._sync.store import NewEntry
 
     ids = [f"e{i}" for i in range(12)]
     a.append_entries(

@@ -136,40 +136,40 @@ class StoreSpec:
     def open(self) -> Store:
         """A sync store on this spec (the caller closes it)."""
         if self.kind == "sqlite":
-            from memorybank._sync.stores.sqlite import SQLiteStore
+            from memorybank.stores.sqlite._sync import SQLiteStore
 
             return SQLiteStore(self.target, synchronous=self.synchronous)
         if self.kind == "postgres":
-            from memorybank._sync.stores.postgres import PostgresStore
+            from memorybank.stores.postgres._sync import PostgresStore
 
             return PostgresStore.from_url(self.target, prefix=self.prefix, pool_size=4, timeout=30)
         if self.kind == "mysql":
-            from memorybank._sync.stores.mysql import MySQLStore
+            from memorybank.stores.mysql._sync import MySQLStore
 
             return MySQLStore.from_url(self.target, prefix=self.prefix, pool_size=4, timeout=30)
-        from memorybank._sync.stores.redis import RedisStore
+        from memorybank.stores.redis._sync import RedisStore
 
         return RedisStore.from_url(self.target, prefix=self.prefix, timeout=30)
 
     def open_async(self, *, pool_size: int = 4) -> AsyncStore:
         """An async store on this spec (the caller closes it)."""
         if self.kind == "sqlite":
-            from memorybank._async.stores.sqlite import AsyncSQLiteStore
+            from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
             return AsyncSQLiteStore(self.target, synchronous=self.synchronous)
         if self.kind == "postgres":
-            from memorybank._async.stores.postgres import AsyncPostgresStore
+            from memorybank.stores.postgres._async import AsyncPostgresStore
 
             return AsyncPostgresStore.from_url(
                 self.target, prefix=self.prefix, pool_size=pool_size, timeout=30
             )
         if self.kind == "mysql":
-            from memorybank._async.stores.mysql import AsyncMySQLStore
+            from memorybank.stores.mysql._async import AsyncMySQLStore
 
             return AsyncMySQLStore.from_url(
                 self.target, prefix=self.prefix, pool_size=pool_size, timeout=30
             )
-        from memorybank._async.stores.redis import AsyncRedisStore
+        from memorybank.stores.redis._async import AsyncRedisStore
 
         return AsyncRedisStore.from_url(
             self.target, prefix=self.prefix, timeout=30, max_connections=pool_size

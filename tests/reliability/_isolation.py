@@ -22,7 +22,7 @@ import pytest
 
 from memorybank import CoreFacts, Memory, SessionManager
 from memorybank.stores import InMemoryStore
-from memorybank.stores._types import UNSET
+from memorybank.stores.contract.types import UNSET
 from tests.all_stores import WITH_CLUSTER, open_store
 from tests.reliability._harness import StoreSpec, provide
 
@@ -182,7 +182,7 @@ SCOPES: tuple[tuple[Any, Any], ...] = (
 
 def _open_more(spec: StoreSpec, opened: list[Any], index: Any = None) -> Any:
     """Another store object on ``spec`` (its vectors in ``index`` when given)."""
-    from memorybank._sync.vector_index import indexed
+    from memorybank.vector_index._sync.index import indexed
 
     opened.append(spec.open() if index is None else indexed(spec.open(), index))
     return opened[-1]

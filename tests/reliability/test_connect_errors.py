@@ -22,11 +22,11 @@ import pytest
 import redis
 
 from memorybank import AsyncMemory, ConfigurationError, Memory, StoreUnavailable
-from memorybank._async.stores.mysql import AsyncMySQLStore
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._async.stores.redis import AsyncRedisStore
-from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import MemoryBankError
+from memorybank.stores.mysql._async import AsyncMySQLStore
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
+from memorybank.stores.redis._async import AsyncRedisStore
 from tests.conftest import require_server
 from tests.reliability.conftest import OwnServer, spare_port
 
@@ -145,7 +145,7 @@ def test_postgres_pool_reconnection_warnings_stay_off_stderr(own_postgres: OwnSe
         f"""
         import sys
         from memorybank import Memory
-        from memorybank._sync.stores.postgres import PostgresStore
+        from memorybank.stores.postgres._sync import PostgresStore
         store = PostgresStore.from_url({own_postgres.url!r}, timeout=2)
         memory = Memory(store)
         memory.threads.create()

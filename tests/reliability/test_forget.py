@@ -18,8 +18,8 @@ import uuid
 from pathlib import Path
 
 from memorybank import AsyncMemory
-from memorybank._async.core_facts import AsyncCoreFacts
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
+from memorybank.memory._async.core_facts import AsyncCoreFacts
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
 
 def _words(tag: str, n: int) -> list[str]:

@@ -173,7 +173,7 @@ async def test_combined_appends_of_many_owners_and_tenants_stay_apart(
     append lands in its own thread of its own tenant, gap-free, counted; every other one
     is refused and writes nothing."""
     from memorybank import AsyncMemory
-    from memorybank._async.stores.memory import AsyncInMemoryStore
+    from memorybank.stores.memory._async.store import AsyncInMemoryStore
 
     store = AsyncInMemoryStore() if race_spec is None else race_spec.open_async(pool_size=8)
     combiner = getattr(store, "_appends", None)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memorybank import Memory
-from memorybank.stores._types import LAST_POSITION, Record, Visibility
+from memorybank.stores.contract.types import LAST_POSITION, Record, Visibility
 from tests.all_stores import WITH_CLUSTER
 from tests.reliability._isolation import SCOPES, Truth, fill, two_stores
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memorybank import Memory
-from memorybank.stores._types import Visibility
+from memorybank.stores.contract.types import Visibility
 from tests.all_stores import WITH_CLUSTER
 from tests.reliability._isolation import SCOPES, Truth, fill, two_stores
 
@@ -93,7 +93,8 @@ def _fast_path_used(store: Any, kind: str, tenant: str) -> bool:
 @pytest.fixture
 def small_ann(monkeypatch: pytest.MonkeyPatch) -> None:
     """The in-process vector caches build (and SQLite saves) ANN indexes at test sizes."""
-    from memorybank.stores import _vector_files, _vectors
+    from memorybank.stores.vectors import exact as _vectors
+    from memorybank.stores.vectors import files as _vector_files
 
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", ANN_ROWS)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", ANN_ROWS // 2)
@@ -141,7 +142,7 @@ def test_store_searches_keep_scope_tenant_and_deletes(
             assert _probe(reader, tenant, truth, embedder, "before") > 0
             assert _fast_path_used(reader, kind, tenant)
             if kind == "pgvector-hnsw":  # one thread through the index too, not exactly
-                from memorybank._sync.stores.postgres import _vectors as pg_vectors
+                from memorybank.stores.postgres._sync import _vectors as pg_vectors
 
                 with monkeypatch.context() as patch:
                     patch.setattr(pg_vectors, "EXACT_SCOPE", 1)

@@ -32,15 +32,22 @@ from memorybank import (
     SessionManager,
     ThreadForbidden,
 )
-from memorybank._sync.compaction import CompactionService as SyncCompaction
-from memorybank._sync.context import ContextBuilder as SyncContextBuilder
-from memorybank._sync.core_facts import CoreFacts as SyncCoreFacts
-from memorybank._sync.documents import Documents
-from memorybank._sync.facts import Facts
-from memorybank._sync.graph import Graph
-from memorybank._sync.memory import Branches, Entries, Snapshots, Summaries, Threads, WorkingMemory
-from memorybank._sync.sessions import SessionManager as SyncSessions
-from memorybank._sync.turn import Turn
+from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
+from memorybank.context._sync.compaction import CompactionService as SyncCompaction
+from memorybank.context._sync.sessions import SessionManager as SyncSessions
+from memorybank.context._sync.turn import Turn
+from memorybank.graph._sync import Graph
+from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
+from memorybank.memory._sync.documents import Documents
+from memorybank.memory._sync.facts import Facts
+from memorybank.memory._sync.memory import (
+    Branches,
+    Entries,
+    Snapshots,
+    Summaries,
+    Threads,
+    WorkingMemory,
+)
 from memorybank.retention import RetentionPolicy
 from tests.reliability import _isolation
 from tests.reliability._isolation import SECRET, World, alice_intact
@@ -475,7 +482,7 @@ def test_search_and_context_on_the_store_native_paths_keep_scope(
     """The search and context cases again with every search on the store-native path (as
     for a caller with too many threads or entries to rank whole): candidates from the
     stores' keyword and vector searches, scoped there, resolved in batches."""
-    from memorybank._sync import search as sync_search
+    from memorybank.recall._sync import search as sync_search
 
     monkeypatch.setattr(sync_search, "SCOPE_THREAD_LIMIT", 0)
     monkeypatch.setattr(sync_search, "THREAD_RANK_LIMIT", 0)

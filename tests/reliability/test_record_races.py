@@ -19,10 +19,10 @@ from typing import Any, TypeVar
 import pytest
 
 from memorybank import Memory
-from memorybank._sync.core_facts import CoreFacts
-from memorybank._sync.stores.base import Store
 from memorybank.errors import ThreadForbidden
+from memorybank.memory._sync.core_facts import CoreFacts
 from memorybank.stores import InMemoryStore, SQLiteStore
+from memorybank.stores.contract._sync.store import Store
 from tests.conftest import require_server
 
 T = TypeVar("T")
@@ -38,7 +38,7 @@ def _id(prefix: str) -> str:
 def _postgres(prefix: str) -> Callable[[], Store]:
     import psycopg
 
-    from memorybank._sync.stores.postgres import PostgresStore
+    from memorybank.stores.postgres._sync import PostgresStore
     from tests.stores.test_contract_postgres import URL
 
     try:
@@ -52,7 +52,7 @@ def _postgres(prefix: str) -> Callable[[], Store]:
 def _redis(prefix: str) -> Callable[[], Store]:
     import redis
 
-    from memorybank._sync.stores.redis import RedisStore
+    from memorybank.stores.redis._sync import RedisStore
     from tests.stores.test_contract_redis import REDIS_URL
 
     client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2)
@@ -68,7 +68,7 @@ def _redis(prefix: str) -> Callable[[], Store]:
 def _mysql(prefix: str) -> Callable[[], Store]:
     import pymysql
 
-    from memorybank._sync.stores.mysql import MySQLStore
+    from memorybank.stores.mysql._sync import MySQLStore
     from tests.stores.test_contract_mysql import URL, connect
 
     try:

@@ -22,10 +22,10 @@ from collections.abc import Callable
 import pytest
 
 from memorybank import AsyncMemory, StoreUnavailable
-from memorybank._async.stores.base import AsyncStore
-from memorybank._async.stores.mysql import AsyncMySQLStore
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._async.stores.redis import AsyncRedisStore
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.mysql._async import AsyncMySQLStore
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.redis._async import AsyncRedisStore
 from tests.reliability.conftest import OwnServer
 
 pytestmark = [pytest.mark.server, pytest.mark.timeout(120)]

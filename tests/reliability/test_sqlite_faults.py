@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import Memory, StoreError
-from memorybank._sync.stores.sqlite import SQLiteStore
+from memorybank.stores.sqlite._sync import SQLiteStore
 
 BATCH = 3
 

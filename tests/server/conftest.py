@@ -13,10 +13,10 @@ import pytest
 from argon2 import PasswordHasher
 from fastapi import FastAPI
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app
 from memorybank.server.keys import KeyRing
+from memorybank.stores.contract._async.store import AsyncStore
 from tests.all_stores import STORE_KINDS
 from tests.reliability._harness import Words, provide
 
@@ -28,7 +28,7 @@ CHEAP_HASH = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 async def fresh_store(kind: str, tmp_path: Path) -> AsyncIterator[AsyncStore]:
     """A fresh async store of ``kind`` (own file, prefix or key space), dropped after."""
     if kind == "memory":
-        from memorybank._async.stores.memory import AsyncInMemoryStore
+        from memorybank.stores.memory._async.store import AsyncInMemoryStore
 
         store: AsyncStore = AsyncInMemoryStore()
         try:

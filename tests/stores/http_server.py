@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.stores.contract._async.store import AsyncStore
 
 _START_TIMEOUT = 30.0
 

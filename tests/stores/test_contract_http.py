@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from memorybank._async.stores.http import AsyncHTTPStore
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
-from memorybank._sync.stores.http import HTTPStore
+from memorybank.stores.http._async.store import AsyncHTTPStore
+from memorybank.stores.http._sync.store import HTTPStore
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from memorybank.testing import AsyncContract, SyncContract
 from tests.stores.http_server import LiveServer, live_server
 from tests.stores.test_contract_postgres import URL as POSTGRES_URL

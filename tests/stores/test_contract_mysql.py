@@ -17,8 +17,8 @@ from typing import Any
 import pymysql
 import pytest
 
-from memorybank._async.stores.mysql import TABLES, AsyncMySQLStore, url_options
-from memorybank._sync.stores.mysql import MySQLStore
+from memorybank.stores.mysql._async import TABLES, AsyncMySQLStore, url_options
+from memorybank.stores.mysql._sync import MySQLStore
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.stores.postgres import TABLES, AsyncPostgresStore
-from memorybank._sync.stores.postgres import PostgresStore
+from memorybank.stores.postgres._async import TABLES, AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
 
@@ -182,7 +182,7 @@ class TestPostgresPgvectorSync(SyncContract):
 def hnsw_always(monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact-search thresholds at 0: every scope, however small, through the HNSW
     index's scan (and the exact retry of a part that comes back short)."""
-    from memorybank._async.stores.postgres import _vectors
+    from memorybank.stores.postgres._async import _vectors
 
     monkeypatch.setattr(_vectors, "EXACT_SCOPE", 0)
     monkeypatch.setattr(_vectors, "EXACT_COST", {"entry": 0, "record": 0})

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import redis
 
-from memorybank._async.stores.redis import AsyncRedisStore
-from memorybank._sync.stores.redis import RedisStore
-from memorybank.stores._redis_compat import aconnect_redis
+from memorybank.stores.redis._async import AsyncRedisStore
+from memorybank.stores.redis._sync import RedisStore
+from memorybank.stores.redis.compat import aconnect_redis
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
 from tests.redis_cluster import raw_client, shared_cluster

@@ -20,8 +20,8 @@ import pytest
 
 import memorybank.stores
 from memorybank import AsyncMemory, Memory
-from memorybank._async.core_facts import AsyncCoreFacts
 from memorybank.errors import NotFound, ThreadForbidden
+from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.stores import AsyncInMemoryStore, AsyncSQLiteStore, InMemoryStore, SQLiteStore
 from tests.stores.test_contract_mysql import URL as MYSQL_URL
 from tests.stores.test_contract_mysql import mysql_prefix

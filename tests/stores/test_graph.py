@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-from memorybank._async.stores.http import AsyncHTTPStore
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
 from memorybank.stores import AsyncInMemoryStore, AsyncStore, InMemoryStore, Store
+from memorybank.stores.http._async.store import AsyncHTTPStore
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from memorybank.testing import AsyncGraphContract, SyncGraphContract
 from tests.reliability._harness import StoreSpec, provide
 from tests.stores.http_server import LiveServer, live_server

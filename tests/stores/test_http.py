@@ -17,11 +17,6 @@ import httpx
 import pytest
 
 from memorybank import ConfigurationError, Memory
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
-from memorybank._async.stores.http import AsyncHTTPStore
-from memorybank._async.stores.sqlite import AsyncSQLiteStore
-from memorybank._sync.stores.http import HTTPStore
 from memorybank.errors import (
     Conflict,
     InvalidInput,
@@ -30,10 +25,15 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry, Thread, ToolCall
 from memorybank.server.store_rpc import SEPARATOR, server_tenant
-from memorybank.stores import _wire
-from memorybank.stores._types import UNSET, NewEntry, Record, RecordGuard, Visibility
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.contract.types import UNSET, NewEntry, Record, RecordGuard, Visibility
+from memorybank.stores.http import wire as _wire
+from memorybank.stores.http._async.store import AsyncHTTPStore
+from memorybank.stores.http._sync.store import HTTPStore
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from tests.stores.http_server import LiveServer, live_server
 
 A, B = "tenant-a", "tenant-b"

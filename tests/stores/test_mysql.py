@@ -17,10 +17,10 @@ import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.mysql import MIGRATIONS, AsyncMySQLStore, idem_hash
-from memorybank._sync.stores.mysql import LockContention, MySQLStore
 from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
-from memorybank.stores._mysql_compat import MySQLPool
+from memorybank.stores.mysql._async import MIGRATIONS, AsyncMySQLStore, idem_hash
+from memorybank.stores.mysql._sync import LockContention, MySQLStore
+from memorybank.stores.mysql.compat import MySQLPool
 from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
 
 pytestmark = pytest.mark.server
@@ -302,8 +302,8 @@ def test_schema_is_versioned(mysql_prefix: str) -> None:
 
 
 def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
-    from memorybank._sync.stores.base import NewEntry
     from memorybank.errors import NotFound, ThreadForbidden
+    from memorybank.stores.contract._sync.store import NewEntry
 
     store = MySQLStore.from_url(URL, prefix=mysql_prefix)
     memory = Memory(store)
@@ -522,7 +522,7 @@ def test_full_text_search_quirks(mysql_prefix: str) -> None:
 
 
 async def test_concurrent_compactions_of_one_prefix_apply_once(mysql_prefix: str) -> None:
-    from memorybank._async.stores.base import NewEntry
+    from memorybank.stores.contract._async.store import NewEntry
 
     store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
     memory = AsyncMemory(store)
@@ -568,7 +568,7 @@ async def test_concurrent_compactions_of_one_prefix_apply_once(mysql_prefix: str
 
 
 def test_record_and_vector_writes_bigger_than_one_round_trip(mysql_prefix: str) -> None:
-    from memorybank.stores._types import Record, VectorItem
+    from memorybank.stores.contract.types import Record, VectorItem
 
     store = MySQLStore.from_url(URL, prefix=mysql_prefix)
     tenant = f"big-{uuid.uuid4().hex[:8]}"
@@ -735,9 +735,9 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     one owner or two on a thread: a refused caller (no thread, another owner, no
     branch) gets its own error and writes nothing; the others get consecutive
     positions in order."""
-    from memorybank._async.stores.base import UNSET, NewEntry
     from memorybank.errors import NotFound
-    from memorybank.stores._mysql_rows import APPEND_BATCHES
+    from memorybank.stores.contract._async.store import UNSET, NewEntry
+    from memorybank.stores.mysql.rows import APPEND_BATCHES
 
     store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
     memory = AsyncMemory(store)

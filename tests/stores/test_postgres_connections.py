@@ -18,12 +18,12 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.open import open_store
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import ConfigurationError, StoreUnavailable
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores._async.open import open_store
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
 from tests.stores import _postgres
 from tests.stores._postgres import admin
 from tests.stores.test_contract_postgres import URL

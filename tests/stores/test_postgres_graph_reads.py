@@ -16,9 +16,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.postgres import AsyncPostgresStore
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.stores import AsyncInMemoryStore
+from memorybank.stores.postgres._async import AsyncPostgresStore
 from tests.conftest import require_server
 from tests.stores.test_contract_postgres import URL, drop_tables
 

@@ -24,10 +24,10 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import UNSET, VectorItem, Visibility
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank.stores._types import Record
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.stores.contract._async.store import UNSET, VectorItem, Visibility
+from memorybank.stores.contract.types import Record
+from memorybank.stores.postgres._async import AsyncPostgresStore
 from tests.stores import _postgres
 from tests.stores.test_contract_postgres import URL
 

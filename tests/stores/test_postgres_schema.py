@@ -14,8 +14,8 @@ import re
 import psycopg
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.postgres import MIGRATIONS, AsyncPostgresStore
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.stores.postgres._async import MIGRATIONS, AsyncPostgresStore
 from tests.stores import _postgres
 from tests.stores._postgres import admin, gin_options
 from tests.stores.test_contract_postgres import URL

@@ -19,12 +19,12 @@ from typing import Any
 import psycopg
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import VectorItem, Visibility
-from memorybank._async.stores.postgres import AsyncPostgresStore
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.postgres import PostgresStore
-from memorybank.stores._pgvector import Vector, VectorParams
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores.contract._async.store import VectorItem, Visibility
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
+from memorybank.stores.postgres.pgvector import Vector, VectorParams
 from tests.stores import _postgres
 from tests.stores._postgres import admin
 from tests.stores.test_contract_postgres import URL, drop_tables, hnsw_always, pgvector_url
@@ -183,7 +183,7 @@ async def test_hnsw_plan_ignores_statistics_and_short_scans_fall_back_to_exact(
     """
     import numpy as np
 
-    from memorybank.stores._items import Record
+    from memorybank.stores.contract.items import Record
 
     url, name = pgv_prefix
     store = AsyncPostgresStore.from_url(url, pool_size=2, prefix=name)
@@ -319,8 +319,8 @@ async def test_small_scopes_never_start_an_hnsw_scan(
     """
     import numpy as np
 
-    from memorybank._async.stores.base import UNSET
-    from memorybank.stores._items import Record
+    from memorybank.stores.contract._async.store import UNSET
+    from memorybank.stores.contract.items import Record
 
     url, name = pgv_prefix
     store = AsyncPostgresStore.from_url(url, pool_size=2, prefix=name)

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.postgres import MIGRATIONS, AsyncPostgresStore
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.postgres import PostgresStore
 from memorybank.errors import InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores.postgres._async import MIGRATIONS, AsyncPostgresStore
+from memorybank.stores.postgres._sync import PostgresStore
 from tests.stores import _postgres
 from tests.stores._postgres import admin
 from tests.stores.test_contract_postgres import URL

@@ -22,17 +22,17 @@ import redis.asyncio
 from redis.crc import key_slot
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.base import AsyncStore, Record, VectorItem, Visibility
-from memorybank._async.stores.memory import AsyncInMemoryStore
-from memorybank._async.stores.open import open_store
-from memorybank._async.stores.redis import MIGRATIONS, AsyncRedisStore
-from memorybank._sync.stores.redis import RedisStore
 from memorybank.errors import (
     ConfigurationError,
     StoreClosed,
     StoreError,
     StoreUnavailable,
 )
+from memorybank.stores._async.open import open_store
+from memorybank.stores.contract._async.store import AsyncStore, Record, VectorItem, Visibility
+from memorybank.stores.memory._async.store import AsyncInMemoryStore
+from memorybank.stores.redis._async import MIGRATIONS, AsyncRedisStore
+from memorybank.stores.redis._sync import RedisStore
 from tests.stores.test_contract_redis import REDIS_URL, cluster_safe_store, redis_prefix
 
 __all__ = ["redis_prefix"]

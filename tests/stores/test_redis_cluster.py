@@ -18,9 +18,9 @@ import redis.asyncio
 from redis.crc import key_slot
 
 from memorybank import AsyncMemory, Memory
-from memorybank._async.stores.redis import AsyncRedisStore
-from memorybank._sync.stores.redis import RedisStore
 from memorybank.errors import ConfigurationError
+from memorybank.stores.redis._async import AsyncRedisStore
+from memorybank.stores.redis._sync import RedisStore
 from tests.redis_cluster import raw_client
 from tests.stores.test_contract_redis import (
     REDIS_URL,

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from memorybank import ConfigurationError, Memory, NotFound, StoreError
-from memorybank._sync.stores.open import sqlite_path
 from memorybank.stores import SQLiteStore
-from memorybank.stores._types import UNSET, SearchHit, Visibility
+from memorybank.stores._sync.open import sqlite_path
+from memorybank.stores.contract.types import UNSET, SearchHit, Visibility
 
 
 def _append_many(path: str, thread_id: str, writer: int, count: int) -> None:
@@ -165,7 +165,7 @@ def test_prefix_lets_two_memories_share_a_file(tmp_path: Path) -> None:
 
 
 def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "old.db"
     conn = sqlite3.connect(path)
@@ -193,7 +193,7 @@ def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
 
 
 def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)
@@ -219,7 +219,7 @@ def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
 
 def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> None:
     """A version-2 row has a key but no fingerprint: a retry returns it, whatever its payload."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path)
@@ -251,7 +251,7 @@ def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> Non
 
 def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     """Migration 5 adds the (tenant_id, kind, created_at, id) index; older rows page as new."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v4.db"
     conn = sqlite3.connect(path)
@@ -330,7 +330,7 @@ def test_migration_6_keeps_a_version_5_file_searchable_and_indexes_in_batches(
     """Version 5 indexed every entry by trigger; version 6 moves appends in batches, and
     a search, a delete (also of the highest rowid, which SQLite then hands out again)
     and a content update keep the index exactly equal to the entries."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v5.db"
     conn = sqlite3.connect(path)
@@ -413,7 +413,7 @@ def test_a_read_only_file_finds_entries_not_yet_in_the_keyword_index(tmp_path: P
 def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path) -> None:
     """The one-statement ``history()`` read gives exactly what ``list_entries`` +
     pairing + ``to_message`` give, for every window (tool results cut off included)."""
-    from memorybank._sync.stores.base import Store
+    from memorybank.stores.contract._sync.store import Store
 
     store = SQLiteStore(tmp_path / "h.db")
     memory = Memory(store)
@@ -484,7 +484,7 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
     """Version 8 drops the two thread indexes holding ``updated_at`` (every append
     rewrote both) for one on (tenant_id, user_id); a version-7 file's threads list in
     the same order, filtered the same way, and an append still moves its thread first."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v7.db"
     conn = sqlite3.connect(path)
@@ -557,7 +557,7 @@ def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> No
     file's indexed entries get their thread owner's token, searches for one user (or in
     one thread) find exactly what the SQL scope check allows, with the same scores, and
     deletes, content updates and later batches keep the index equal to the entries."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "v9.db"
     conn = sqlite3.connect(path)
@@ -670,7 +670,7 @@ def test_owner_tokens_that_collide_still_keep_users_apart(
 ) -> None:
     """The owner token only narrows the keyword search: with every user given the same
     token, each still finds only their own and shared entries."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     monkeypatch.setattr(sqlite_module._base, "scope_token", lambda tenant, user: "u7")
     monkeypatch.setattr(sqlite_module._search, "scope_token", lambda tenant, user: "u7")
@@ -690,7 +690,7 @@ def test_appends_write_the_owner_token_and_indexing_fills_the_rest(tmp_path: Pat
     """An append stores its thread owner's ``fts_scope`` token itself; rows written
     without one (a fork's copies) get the same token when indexed, so every row,
     and the keyword index, carries the token of its thread's owner."""
-    from memorybank._sync.stores import sqlite as sqlite_module
+    from memorybank.stores.sqlite import _sync as sqlite_module
 
     path = tmp_path / "s.db"
     with Memory(SQLiteStore(path)) as memory:
@@ -731,7 +731,7 @@ def test_remembered_datetimes_equal_exact_conversions(monkeypatch: pytest.Monkey
     import random
     from datetime import UTC, datetime, timedelta, timezone
 
-    from memorybank.stores import _sql
+    from memorybank.stores.sql import common as _sql
 
     monkeypatch.setattr(_sql, "_DATETIMES", {})
     monkeypatch.setattr(_sql, "_DATETIMES_MAX", 64)

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from memorybank import Memory
-from memorybank._sync.stores import sqlite as sqlite_module
-from memorybank._sync.stores.base import VectorItem
 from memorybank.records import Thread
-from memorybank.stores import SQLiteStore, _vectors
+from memorybank.stores import SQLiteStore
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sqlite import _sync as sqlite_module
+from memorybank.stores.vectors import exact as _vectors
 
 MODEL = "test:del"
 DIM = 16
@@ -196,7 +197,7 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
             " VALUES ('default', 'a', 'main', ?, ?, 'user', ?, '{}', '{}', 1, ?)",
             (i + 1, f"e{i}", f"m{i}", i),
         )
-    from memorybank.stores._sql import unit_vector_bytes
+    from memorybank.stores.sql.common import unit_vector_bytes
 
     for i in range(6):  # rowids with gaps, as deletes leave them
         conn.execute(
@@ -264,7 +265,7 @@ def test_a_small_hnsw_build_is_deterministic_and_finds_every_stored_vector() -> 
     once missed one: a flaky top-1 in ``test_ann_files``)."""
     if not _vectors.ann_available():
         pytest.skip("usearch not installed")
-    from memorybank.stores._sql import unit_vector_bytes
+    from memorybank.stores.sql.common import unit_vector_bytes
 
     def build() -> tuple[bytes, _vectors.VectorSlot]:
         slot = _vectors.VectorSlot(DIM)

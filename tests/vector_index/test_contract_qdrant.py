@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from qdrant_client import AsyncQdrantClient, QdrantClient
 
-from memorybank._async.vector_index import indexed as aindexed
-from memorybank._sync.vector_index import indexed
 from memorybank.stores import AsyncInMemoryStore, AsyncStore, SQLiteStore, Store
 from memorybank.testing import AsyncContract, SyncContract
 from memorybank.vector_index import AsyncQdrantIndex, QdrantIndex
+from memorybank.vector_index._async.index import indexed as aindexed
+from memorybank.vector_index._sync.index import indexed
 
 
 class TestInMemoryWithQdrantAsync(AsyncContract):

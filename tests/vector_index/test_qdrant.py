@@ -17,12 +17,12 @@ import pytest
 from qdrant_client import QdrantClient, models
 
 from memorybank import Memory, StoreUnavailable
-from memorybank._index import SHARED, collection_name, point_id
-from memorybank._sync.vector_index import indexed as with_index
 from memorybank.records import Thread
 from memorybank.stores import Store
-from memorybank.stores._types import UNSET, Record, VectorItem, Visibility
+from memorybank.stores.contract.types import UNSET, Record, VectorItem, Visibility
 from memorybank.vector_index import QdrantIndex
+from memorybank.vector_index._sync.index import indexed as with_index
+from memorybank.vector_index.points import SHARED, collection_name, point_id
 from tests.all_stores import STORE_KINDS, open_store
 from tests.recall.conftest import HashEmbedder
 
@@ -256,7 +256,7 @@ def test_every_entry_delete_removes_the_points_of_the_last_copies(
     delete once no branch holds them; other users' and tenants' points stay."""
     from datetime import timedelta
 
-    from memorybank.stores._types import NewEntry
+    from memorybank.stores.contract.types import NewEntry
 
     with open_store(kind, tmp_path) as store:
         index = QdrantIndex(":memory:", collection_prefix="del2")

@@ -9,9 +9,9 @@ import pytest
 from qdrant_client import AsyncQdrantClient, models
 
 from memorybank import AsyncMemory, ConfigurationError, StoreClosed
-from memorybank._index import collection_name
 from memorybank.stores import AsyncInMemoryStore
 from memorybank.vector_index import AsyncQdrantIndex
+from memorybank.vector_index.points import collection_name
 from tests.recall.conftest import HashEmbedder
 
 

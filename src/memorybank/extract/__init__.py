@@ -5,12 +5,11 @@ extractor made of regular expressions; ``LLMExtractor`` asks any
 OpenAI-compatible chat-completions endpoint (``pip install memorybank[openai]``).
 ``memory.graph.ingest(thread_id)`` and ``Memory(extractor=...,
 extract_on_write=True)`` write what an extractor proposes (see
-``memorybank._async.ingest``).
+``memorybank.extract._async.ingest``).
 """
 
 from typing import TYPE_CHECKING, Any
 
-from memorybank._concurrency import Backlog
 from memorybank.extract.base import (
     MAX_ENTITIES,
     MAX_RELATIONS,
@@ -26,6 +25,7 @@ from memorybank.extract.base import (
     normalize_name,
 )
 from memorybank.extract.rules import RuleExtractor
+from memorybank.runtime.concurrency import Backlog
 
 if TYPE_CHECKING:
     from memorybank.extract.llm import LLMExtractor

@@ -42,7 +42,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from memorybank._httpclients import HttpClients, OwnsClients
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.extract.base import (
     MAX_ENTITIES,
@@ -59,6 +58,7 @@ from memorybank.extract.base import (
     finish,
 )
 from memorybank.graph.model import ENTITY_TYPES
+from memorybank.runtime.httpclients import HttpClients, OwnsClients
 
 if TYPE_CHECKING:
     import httpx

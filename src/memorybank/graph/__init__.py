@@ -1,7 +1,7 @@
-"""Knowledge-graph memory: ``memory.graph`` (see ``memorybank._async.graph``).
+"""Knowledge-graph memory: ``memory.graph`` (see ``memorybank.graph._async``).
 
 This package holds the graph's values (``memorybank.graph.model``) and, in
-``memorybank.graph.mcp_compat``, the MCP memory server's nine tools on top of
+``memorybank.mcp.graph_tools``, the MCP memory server's nine tools on top of
 ``memory.graph``.
 """
 

@@ -1,6 +1,6 @@
 """The graph block of ``build_context``: ranking, formatting and fitting, no I/O.
 
-``memorybank._async.graph.context`` gathers the candidates (the entities the
+``memorybank.graph._async.context`` gathers the candidates (the entities the
 input names, their neighbourhood); this module turns them into the block::
 
     Entities:
@@ -99,7 +99,7 @@ def as_options(value: object) -> GraphContextOptions:
     is not a whole number (``max_nodes``/``max_edges`` >= 1, ``max_depth`` >= 0),
     entity types that are not strings or a naive ``as_of``.
     """
-    from memorybank._validate import MAX_COUNT, check_time
+    from memorybank.rules.validate import MAX_COUNT, check_time
 
     if value is None:
         return GraphContextOptions()

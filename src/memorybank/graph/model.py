@@ -1,7 +1,7 @@
 """The knowledge graph's values: entities, relations, subgraphs, paths.
 
 Plain frozen values shared by ``AsyncMemory`` and ``Memory`` (``memory.graph``);
-the verbs that make and read them live in ``memorybank._async.graph``.
+the verbs that make and read them live in ``memorybank.graph._async``.
 
 Times (DESIGN.md, bitemporal like Graphiti, but scoped):
 

@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from memorybank import _validate as v
-from memorybank._async.memory import AsyncMemory
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry
+from memorybank.rules import validate as v
 
 try:
     from agents.memory.session_settings import (

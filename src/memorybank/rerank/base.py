@@ -43,7 +43,7 @@ class Reranker(Protocol):
     finite score per candidate, in the candidates' order; higher is better, and
     ties keep the hybrid order. A reranker may raise anything or time out: the
     search logs a warning and keeps the hybrid order (see
-    ``memorybank._async.rerank_stage``). Implementations: ``CrossEncoderReranker``
+    ``memorybank.recall._async.rerank_stage``). Implementations: ``CrossEncoderReranker``
     (a local sentence-transformers cross-encoder) and ``LLMReranker`` (an
     OpenAI-compatible chat model, listwise).
     """

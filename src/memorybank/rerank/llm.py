@@ -33,9 +33,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from memorybank._httpclients import HttpClients, OwnsClients
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank.base import RerankCandidate
+from memorybank.runtime.httpclients import HttpClients, OwnsClients
 
 if TYPE_CHECKING:
     import httpx

@@ -1,61 +1,7 @@
-"""I/O-free ranking core for conversation memory: BM25, fusion, conversation context.
+"""The ranking core's former name: ``memorybank.recall`` now (same names).
 
-Stores adapt their entries to :class:`Candidate` and call :class:`HybridRanker`
-(or :func:`rank`); keyword-only stores use :class:`BM25Index` directly.
-See ``docs/retrieval.md`` for the design, defaults and LoCoMo measurements.
+``from memorybank.retrieval import HybridRanker`` keeps working.
 """
 
-from __future__ import annotations
-
-from memorybank.retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
-from memorybank.retrieval.conversation import Candidate, ConversationStructure, mentioned_speakers
-from memorybank.retrieval.fusion import (
-    normalize,
-    normalize_array,
-    reciprocal_rank_fusion,
-    weighted_fusion,
-)
-from memorybank.retrieval.hybrid import (
-    HybridRanker,
-    HybridWeights,
-    RankedCandidate,
-    SearchOptions,
-    Signals,
-    rank,
-)
-from memorybank.retrieval.temporal import (
-    DateSpan,
-    date_match,
-    has_temporal_intent,
-    has_time_expression,
-    parse_date_spans,
-)
-from memorybank.retrieval.text import STOP_WORDS, Analyzer, default_analyzer, tokenize
-
-__all__ = [
-    "DEFAULT_B",
-    "DEFAULT_K1",
-    "STOP_WORDS",
-    "Analyzer",
-    "BM25Index",
-    "Candidate",
-    "ConversationStructure",
-    "DateSpan",
-    "HybridRanker",
-    "HybridWeights",
-    "RankedCandidate",
-    "SearchOptions",
-    "Signals",
-    "date_match",
-    "default_analyzer",
-    "has_temporal_intent",
-    "has_time_expression",
-    "mentioned_speakers",
-    "normalize",
-    "normalize_array",
-    "parse_date_spans",
-    "rank",
-    "reciprocal_rank_fusion",
-    "tokenize",
-    "weighted_fusion",
-]
+from memorybank.recall import *  # noqa: F403
+from memorybank.recall import __all__ as __all__

@@ -19,9 +19,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import Message
 
 from memorybank import __version__
-from memorybank._async.memory import AsyncMemory
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.deps import document_auth
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers

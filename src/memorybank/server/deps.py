@@ -32,9 +32,9 @@ from fastapi.dependencies.models import Dependant
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
 from fastapi.routing import APIRoute
 
-from memorybank import _validate as v
-from memorybank._async.memory import AsyncMemory
 from memorybank.errors import InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
 from memorybank.server.keys import KeyRing, check_tenant
 

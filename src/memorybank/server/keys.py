@@ -41,10 +41,10 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
-from memorybank import _validate as v
-from memorybank._async._cas import retry_conflicts
-from memorybank._async.stores.base import UNSET, AsyncStore, Record, RecordGuard
 from memorybank.errors import InvalidInput, NotFound
+from memorybank.memory._async.cas import retry_conflicts
+from memorybank.rules import validate as v
+from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard
 
 __all__ = [
     "DEFAULT_CACHE_SECONDS",

@@ -30,9 +30,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memorybank import _validate as v
-from memorybank._async.memory import AsyncMemory
-from memorybank.integrations.mcp import build_server
+from memorybank.mcp.server import build_server
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.rules import validate as v
 from memorybank.server.keys import KeyRing
 
 __all__ = ["MCP_PATH", "KeyVerifier", "McpMount"]

@@ -13,7 +13,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memorybank.stores._types import UNSET
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "BranchIn",

@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memorybank._async.stores.base import AsyncStore
+from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = ["JsonFormatter", "Metrics", "ObservabilityMiddleware", "access_log", "configure_logging"]
 

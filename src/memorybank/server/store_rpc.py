@@ -1,7 +1,7 @@
 """The store contract over HTTP: what ``AsyncHTTPStore`` (``Memory("http://...")``) calls.
 
 ``POST /v1/store/{method}`` runs one method of the server's store for the
-caller's tenant. The callable methods are ``memorybank.stores._wire.METHODS``
+caller's tenant. The callable methods are ``memorybank.stores.http.wire.METHODS``
 (an explicit table: every contract method but ``close``; any other name is
 404); the body is ``{"v": 1, "args": {...}}``, decoded and validated by the
 wire codec, and the answer ``{"v": 1, "result": ...}``. Errors are the
@@ -39,13 +39,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Request, Response
 
-from memorybank._async.memory import AsyncMemory
 from memorybank.errors import InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Thread
 from memorybank.server.deps import Caller, CallerDep, root_memory
 from memorybank.server.errors import ApiError
-from memorybank.stores import _wire
-from memorybank.stores._types import AppendResult
+from memorybank.stores.contract.types import AppendResult
+from memorybank.stores.http import wire as _wire
 
 __all__ = ["SEPARATOR", "router", "server_tenant"]
 
@@ -146,7 +146,7 @@ def router() -> APIRouter:
         method: Annotated[
             str,
             Path(
-                description="a store-contract method (``memorybank.stores._wire.METHODS``)",
+                description="a store-contract method (``memorybank.stores.http.wire.METHODS``)",
                 json_schema_extra={"enum": sorted(_wire.METHODS)},
             ),
         ],

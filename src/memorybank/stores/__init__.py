@@ -15,7 +15,7 @@ Classes are imported lazily: ``from memorybank.stores import PostgresStore``
 imports psycopg only then, and without the extra raises ``ConfigurationError``
 naming it. ``http(s)://`` is a memorybank server (``memorybank serve``), reached
 with an API key (``api_key=`` or ``$MEMORYBANK_API_KEY``). The contract itself
-is ``AsyncStore``/``Store`` (``base.py``).
+is ``AsyncStore``/``Store`` (``memorybank.stores.contract``).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from memorybank._async.stores.base import AsyncStore
-    from memorybank._async.stores.memory import AsyncInMemoryStore
-    from memorybank._async.stores.sqlite import AsyncSQLiteStore
-    from memorybank._sync.stores.base import Store
-    from memorybank._sync.stores.memory import InMemoryStore
-    from memorybank._sync.stores.sqlite import SQLiteStore
+    from memorybank.stores.contract._async.store import AsyncStore
+    from memorybank.stores.contract._sync.store import Store
+    from memorybank.stores.memory._async.store import AsyncInMemoryStore
+    from memorybank.stores.memory._sync.store import InMemoryStore
+    from memorybank.stores.sqlite._async import AsyncSQLiteStore
+    from memorybank.stores.sqlite._sync import SQLiteStore
 
 __all__ = [
     "AsyncHTTPStore",
@@ -51,20 +51,20 @@ __all__ = [
 ]
 
 _WHERE: dict[str, tuple[str, str | None]] = {
-    "AsyncStore": ("_async.stores.base", None),
-    "Store": ("_sync.stores.base", None),
-    "AsyncInMemoryStore": ("_async.stores.memory", None),
-    "InMemoryStore": ("_sync.stores.memory", None),
-    "AsyncSQLiteStore": ("_async.stores.sqlite", None),
-    "SQLiteStore": ("_sync.stores.sqlite", None),
-    "AsyncPostgresStore": ("_async.stores.postgres", "postgres"),
-    "PostgresStore": ("_sync.stores.postgres", "postgres"),
-    "AsyncRedisStore": ("_async.stores.redis", "redis"),
-    "RedisStore": ("_sync.stores.redis", "redis"),
-    "AsyncMySQLStore": ("_async.stores.mysql", "mysql"),
-    "MySQLStore": ("_sync.stores.mysql", "mysql"),
-    "AsyncHTTPStore": ("_async.stores.http", "remote"),
-    "HTTPStore": ("_sync.stores.http", "remote"),
+    "AsyncStore": ("stores.contract._async.store", None),
+    "Store": ("stores.contract._sync.store", None),
+    "AsyncInMemoryStore": ("stores.memory._async.store", None),
+    "InMemoryStore": ("stores.memory._sync.store", None),
+    "AsyncSQLiteStore": ("stores.sqlite._async", None),
+    "SQLiteStore": ("stores.sqlite._sync", None),
+    "AsyncPostgresStore": ("stores.postgres._async", "postgres"),
+    "PostgresStore": ("stores.postgres._sync", "postgres"),
+    "AsyncRedisStore": ("stores.redis._async", "redis"),
+    "RedisStore": ("stores.redis._sync", "redis"),
+    "AsyncMySQLStore": ("stores.mysql._async", "mysql"),
+    "MySQLStore": ("stores.mysql._sync", "mysql"),
+    "AsyncHTTPStore": ("stores.http._async.store", "remote"),
+    "HTTPStore": ("stores.http._sync.store", "remote"),
 }
 
 

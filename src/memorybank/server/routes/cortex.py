@@ -16,8 +16,8 @@ import orjson
 from fastapi import APIRouter, Query, Response
 from pydantic import TypeAdapter
 
-from memorybank._ids import compound_id
 from memorybank.errors import NotFound
+from memorybank.rules.ids import compound_id
 from memorybank.server.deps import CallerDep, MemoryDep
 from memorybank.server.models import EntriesIn, MessageOut
 

@@ -43,7 +43,7 @@ from memorybank.server.graph_models import (
 )
 from memorybank.server.models import Count, Page, given
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
-from memorybank.stores._types import UNSET
+from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 

@@ -7,9 +7,9 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from memorybank._async.core_facts import AsyncCoreFacts
-from memorybank._async.sessions import AsyncSessionManager
+from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
+from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import (
     CoreFactOut,
@@ -36,7 +36,7 @@ from memorybank.server.models import (
     given,
 )
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
-from memorybank.stores._types import UNSET
+from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 

@@ -39,7 +39,7 @@ from memorybank.server.pagination import (
     encode_cursor,
     first_n_page,
 )
-from memorybank.stores._types import UNSET
+from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 
@@ -329,7 +329,7 @@ def router() -> APIRouter:
     async def compact(thread_id: str, body: CompactIn, memory: MemoryDep) -> CompactionOut:
         """Drops the entries older than the ``keep_recent`` newest (no model needed).
         Summary compaction needs a summarizing model, which the server does not hold."""
-        from memorybank._async.compaction import AsyncCompactionService
+        from memorybank.context._async.compaction import AsyncCompactionService
 
         result = await AsyncCompactionService(memory=memory).compact(
             thread_id,
@@ -342,7 +342,7 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/restore", tags=["context"], summary="Undo reversible compaction")
     async def restore(thread_id: str, memory: MemoryDep) -> Count:
-        from memorybank._async.compaction import AsyncCompactionService
+        from memorybank.context._async.compaction import AsyncCompactionService
 
         return Count(count=await AsyncCompactionService(memory=memory).restore(thread_id))
 

@@ -18,9 +18,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import UNSET, Unset
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import RETRY_AFTER_SECONDS, ApiError, status_of
@@ -37,10 +36,11 @@ from memorybank.server.ui._session import (
     read_form,
     set_cookie,
 )
+from memorybank.stores.contract._async.store import UNSET, Unset
 
 if TYPE_CHECKING:
-    from memorybank._async.search import SearchMode
-    from memorybank._longterm import Strategy
+    from memorybank.context.values import Strategy
+    from memorybank.recall._async.search import SearchMode
 
 __all__ = ["PAGE_SIZE", "PREFIX", "Viewer", "build_router"]
 
@@ -409,7 +409,7 @@ def build_router() -> APIRouter:
         facts: str = "",
         semantic: str = "",
     ) -> Response:
-        from memorybank._longterm import ContextOptions
+        from memorybank.context.values import ContextOptions
 
         async def view(viewer: Viewer) -> Response:
             thread_id = _required(id)

@@ -24,11 +24,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
-from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.runtime.concurrency import arun_all
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["AsyncGraphContract"]

@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store
-from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
+from memorybank.memory._sync.memory import Memory
+from memorybank.runtime.concurrency import run_all
+from memorybank.stores.contract._sync.store import Store
 from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["SyncGraphContract"]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, NewEntry, Record
-from memorybank._concurrency import AsyncStep
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.runtime.concurrency import AsyncStep
+from memorybank.stores.contract._async.store import AsyncStore, NewEntry, Record
 
 __all__ = ["ContractBase"]
 

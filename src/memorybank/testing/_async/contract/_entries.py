@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, Record
 from memorybank.errors import InvalidInput, NotFound
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Message, ToolCall
+from memorybank.stores.contract._async.store import AsyncStore, Record
 from memorybank.testing._async.contract._base import ContractBase, _id, _tool_call
 
 __all__ = ["EntryCases"]
@@ -53,7 +53,7 @@ class EntryCases(ContractBase):
     async def test_recent_messages_equal_the_entries_read(self, memory: AsyncMemory) -> None:
         """``recent_messages`` (``history()``'s read, which a store may answer its own
         way) is exactly the entries' messages, cut-off tool results dropped."""
-        from memorybank._window import drop_orphan_tool_results
+        from memorybank.rules.window import drop_orphan_tool_results
 
         store, tenant = memory.store, memory.tenant_id
         tid = await self._thread(memory, user_id="u")

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, NewEntry
-from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Message, ToolCall
+from memorybank.runtime.concurrency import arun_all
+from memorybank.stores.contract._async.store import AsyncStore, NewEntry
 from memorybank.testing._async.contract._base import ContractBase, _id, _tool_call
 
 __all__ = ["IdempotencyCases"]

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.core_facts import AsyncCoreFacts
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
-from memorybank._concurrency import AsyncStep, arun_all
 from memorybank.errors import MemoryBankError, NotFound, StoreClosed, ThreadForbidden
+from memorybank.memory._async.core_facts import AsyncCoreFacts
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.runtime.concurrency import AsyncStep, arun_all
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.testing._async.contract._base import ContractBase, _id, _outcome
 
 __all__ = ["LifecycleCases"]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
 from memorybank.errors import Conflict
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import ToolCall
 from memorybank.testing._async.contract._base import ContractBase
 from memorybank.tokens import NON_TEXT_PART_TOKENS

@@ -10,11 +10,17 @@ from typing import Any
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import UNSET, AsyncStore, Record, RecordGuard, Visibility
-from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict
-from memorybank.stores._types import LAST_POSITION
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.runtime.concurrency import arun_all
+from memorybank.stores.contract._async.store import (
+    UNSET,
+    AsyncStore,
+    Record,
+    RecordGuard,
+    Visibility,
+)
+from memorybank.stores.contract.types import LAST_POSITION
 from memorybank.testing._async.contract._base import ContractBase, _id
 
 __all__ = ["RecordCases"]

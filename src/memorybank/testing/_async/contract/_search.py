@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore, NewEntry, VectorItem, Visibility
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.stores.contract._async.store import AsyncStore, NewEntry, VectorItem, Visibility
 from memorybank.testing._async.contract._base import ContractBase, _id
 
 __all__ = ["SearchCases"]

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
-from memorybank._concurrency import arun_all
 from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.runtime.concurrency import arun_all
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
 
 __all__ = ["StateCases"]

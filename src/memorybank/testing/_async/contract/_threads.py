@@ -6,9 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from memorybank._async.memory import AsyncMemory
-from memorybank._async.stores.base import AsyncStore
 from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
 
 __all__ = ["ThreadCases"]

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store, NewEntry, Record
-from memorybank._concurrency import Step
+from memorybank.memory._sync.memory import Memory
+from memorybank.runtime.concurrency import Step
+from memorybank.stores.contract._sync.store import Store, NewEntry, Record
 
 __all__ = ["ContractBase"]
 

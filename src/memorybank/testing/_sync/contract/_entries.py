@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store, Record
 from memorybank.errors import InvalidInput, NotFound
+from memorybank.memory._sync.memory import Memory
 from memorybank.records import Message, ToolCall
+from memorybank.stores.contract._sync.store import Store, Record
 from memorybank.testing._sync.contract._base import ContractBase, _id, _tool_call
 
 __all__ = ["EntryCases"]
@@ -54,7 +54,7 @@ class EntryCases(ContractBase):
     def test_recent_messages_equal_the_entries_read(self, memory: Memory) -> None:
         """``recent_messages`` (``history()``'s read, which a store may answer its own
         way) is exactly the entries' messages, cut-off tool results dropped."""
-        from memorybank._window import drop_orphan_tool_results
+        from memorybank.rules.window import drop_orphan_tool_results
 
         store, tenant = memory.store, memory.tenant_id
         tid = self._thread(memory, user_id="u")

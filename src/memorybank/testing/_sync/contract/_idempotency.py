@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store, NewEntry
-from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput
+from memorybank.memory._sync.memory import Memory
 from memorybank.records import Message, ToolCall
+from memorybank.runtime.concurrency import run_all
+from memorybank.stores.contract._sync.store import Store, NewEntry
 from memorybank.testing._sync.contract._base import ContractBase, _id, _tool_call
 
 __all__ = ["IdempotencyCases"]

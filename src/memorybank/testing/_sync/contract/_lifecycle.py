@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.core_facts import CoreFacts
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store
-from memorybank._concurrency import Step, run_all
 from memorybank.errors import MemoryBankError, NotFound, StoreClosed, ThreadForbidden
+from memorybank.memory._sync.core_facts import CoreFacts
+from memorybank.memory._sync.memory import Memory
+from memorybank.runtime.concurrency import Step, run_all
+from memorybank.stores.contract._sync.store import Store
 from memorybank.testing._sync.contract._base import ContractBase, _id, _outcome
 
 __all__ = ["LifecycleCases"]

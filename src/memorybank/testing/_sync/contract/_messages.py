@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
 from memorybank.errors import Conflict
+from memorybank.memory._sync.memory import Memory
 from memorybank.records import ToolCall
 from memorybank.testing._sync.contract._base import ContractBase
 from memorybank.tokens import NON_TEXT_PART_TOKENS

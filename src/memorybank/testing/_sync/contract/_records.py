@@ -11,11 +11,17 @@ from typing import Any
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import UNSET, Store, Record, RecordGuard, Visibility
-from memorybank._concurrency import run_all
 from memorybank.errors import Conflict
-from memorybank.stores._types import LAST_POSITION
+from memorybank.memory._sync.memory import Memory
+from memorybank.runtime.concurrency import run_all
+from memorybank.stores.contract._sync.store import (
+    UNSET,
+    Store,
+    Record,
+    RecordGuard,
+    Visibility,
+)
+from memorybank.stores.contract.types import LAST_POSITION
 from memorybank.testing._sync.contract._base import ContractBase, _id
 
 __all__ = ["RecordCases"]

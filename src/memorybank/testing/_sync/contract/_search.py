@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store, NewEntry, VectorItem, Visibility
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores.contract._sync.store import Store, NewEntry, VectorItem, Visibility
 from memorybank.testing._sync.contract._base import ContractBase, _id
 
 __all__ = ["SearchCases"]

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store
-from memorybank._concurrency import run_all
 from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.memory._sync.memory import Memory
+from memorybank.runtime.concurrency import run_all
+from memorybank.stores.contract._sync.store import Store
 from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
 
 __all__ = ["StateCases"]

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from memorybank._sync.memory import Memory
-from memorybank._sync.stores.base import Store
 from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores.contract._sync.store import Store
 from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
 
 __all__ = ["ThreadCases"]

@@ -1,0 +1,5 @@
+"""``python -m memorybank``: the ``memorybank`` command."""
+
+from memorybank.cli import main
+
+main()

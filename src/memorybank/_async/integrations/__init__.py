@@ -1,1 +1,0 @@
-"""Framework integrations (async source; the sync twins are generated)."""

@@ -1,0 +1,480 @@
+"""The ``memorybank`` command: a thin shell over ``Memory`` (parse, call, render).
+
+::
+
+    memorybank demo                      a scripted agent conversation, explained
+    memorybank threads [--user U] ...    list threads, most recently updated first
+    memorybank show THREAD [--last N]    the entries of a thread's branch
+    memorybank serve [--host H --port P] the HTTP API (extra ``server``)
+    memorybank keys create --tenant T    a new API key (printed alone on the last line)
+    memorybank keys list | revoke ID     the API keys and their state
+    memorybank mcp [--transport http]    the MCP server (extra ``mcp``)
+
+Every command takes ``--url`` (default ``$MEMORYBANK_URL``, else the embedded
+``sqlite:///./memorybank.db``, the same rule as ``Memory()``) and ``--tenant``.
+A ``MemoryBankError`` becomes one red line on stderr naming its code, and exit
+status 1.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from memorybank import __version__
+from memorybank.cli import mcp as _cli_mcp
+from memorybank.cli import port as _cli_port
+from memorybank.cli import read as _cli_read
+from memorybank.cli.common import TenantOption, UrlOption, _console, _errors, format_time
+from memorybank.embeddings.base import Embedder
+from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
+from memorybank.errors import NotFound
+from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.records import Entry, Thread
+from memorybank.stores.contract.types import UNSET
+
+__all__ = ["app", "entries_table", "format_content", "main"]
+
+#: Longest content shown in a table cell before it is cut with an ellipsis.
+CONTENT_CHARS = 160
+
+T = TypeVar("T")
+
+app = typer.Typer(
+    name="memorybank",
+    help="Memory for LLM agents: inspect threads and entries, or run the demo.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class Status(enum.StrEnum):
+    """Thread status filter."""
+
+    active = "active"
+    archived = "archived"
+
+
+# -- rendering (shared with the demo) -------------------------------------------
+
+
+def format_content(entry: Entry, limit: int = CONTENT_CHARS) -> str:
+    """One line for an entry's content: tool calls spelled out, cut at ``limit`` chars."""
+    parts: list[str] = []
+    if entry.content:
+        parts.append(" ".join(entry.content.split()))
+    parts.extend(f"→ {call.name}({call.arguments})" for call in entry.tool_calls)
+    if entry.tool_call_id is not None:
+        parts.insert(0, f"[{entry.tool_call_id}]")
+    text = " ".join(parts)
+    if len(text) > limit:
+        text = text[: max(limit - 1, 0)].rstrip() + "…"
+    return text
+
+
+def entries_table(
+    entries: Sequence[Entry], *, title: str | None = None, content_chars: int = CONTENT_CHARS
+) -> Table:
+    """Entries as a table: position, time, role, name, content (one line, cut), tokens."""
+    days = sorted({entry.created_at.date() for entry in entries})
+    one_day = len(days) == 1  # then the date goes in the caption and cells hold the time
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption=f"times in UTC on {days[0]}" if one_day else "times in UTC",
+        caption_justify="left",
+    )
+    table.add_column("#", justify="right", style="cyan", no_wrap=True)
+    table.add_column("time", style="dim", no_wrap=True)
+    table.add_column("role", style="bold", no_wrap=True)
+    table.add_column("name", no_wrap=True)
+    table.add_column("content", overflow="fold", ratio=1)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    for entry in entries:
+        table.add_row(
+            str(entry.position),
+            entry.created_at.strftime("%H:%M:%S") if one_day else format_time(entry.created_at),
+            Text(entry.role, style=_ROLE_STYLES.get(entry.role, "")),
+            Text(entry.name or ""),
+            Text(format_content(entry, content_chars)),
+            str(entry.token_count),
+        )
+    return table
+
+
+_ROLE_STYLES = {"system": "magenta", "user": "green", "assistant": "blue", "tool": "yellow"}
+
+
+def threads_table(threads: Sequence[Thread], *, title: str | None = None) -> Table:
+    """Threads as a table: id, user, agent, title, status, branch, updated."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("thread", style="cyan", no_wrap=True)
+    table.add_column("user", no_wrap=True)
+    table.add_column("agent", no_wrap=True)
+    table.add_column("title", overflow="fold", ratio=1)
+    table.add_column("status", no_wrap=True)
+    table.add_column("branch", no_wrap=True)
+    table.add_column("updated (UTC)", style="dim", no_wrap=True)
+    for thread in threads:
+        table.add_row(
+            Text(thread.id),
+            Text(thread.user_id or "-"),
+            Text(thread.agent_id or "-"),
+            Text(thread.title or ""),
+            thread.status,
+            Text(thread.current_branch),
+            format_time(thread.updated_at),
+        )
+    return table
+
+
+# -- plumbing -------------------------------------------------------------------
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"memorybank {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_version,
+            is_eager=True,
+            help="Print the version and exit.",
+        ),
+    ] = False,
+) -> None:
+    """Memory for LLM agents: inspect threads and entries, or run the demo."""
+
+
+# -- commands -------------------------------------------------------------------
+
+
+@app.command()
+def demo(url: UrlOption = None, tenant: TenantOption = DEFAULT_TENANT) -> None:
+    """Run a scripted agent conversation and explain what memorybank stored.
+
+    Shows stored entries, a history window (tool-call pairing), a token-budgeted
+    window, branches, rewind, working memory and fail-closed thread ownership.
+    Every run uses a fresh thread, so it can be re-run on the same store.
+    """
+    from memorybank.cli.demo import DemoClock, run_demo
+
+    console = _console()
+    with _errors():
+        clock = DemoClock()
+        with Memory(url, clock=clock, tenant_id=tenant) as memory:
+            thread_id = run_demo(memory, console, clock=clock)
+        again = f"memorybank show {thread_id}"
+        if url:
+            again += f" --url {url}"
+        if tenant != DEFAULT_TENANT:
+            again += f" --tenant {tenant}"
+        console.print()
+        console.print(
+            Text.assemble(
+                "Thread ",
+                (thread_id, "cyan"),
+                " is stored. Look at it again with: ",
+                (again, "bold"),
+            ),
+            soft_wrap=True,
+        )
+
+
+@app.command("threads")
+def threads_command(
+    user: Annotated[
+        str | None, typer.Option("--user", help="Only threads owned by this user.")
+    ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="Only threads of this agent.")
+    ] = None,
+    status: Annotated[
+        Status | None, typer.Option("--status", help="Only active or archived threads.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, help="Show at most this many threads.")
+    ] = 50,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """List threads, most recently updated first."""
+    from memorybank.cli.read import emit_json, open_existing
+
+    console = _console()
+    with _errors(), open_existing(url, tenant) as memory:
+        threads = memory.threads.list(
+            user_id=UNSET if user is None else user,
+            agent_id=UNSET if agent is None else agent,
+            status=None if status is None else status.value,
+            limit=limit,
+        )
+        if as_json:
+            emit_json(threads)
+            return
+        if not threads:
+            console.print("no threads")
+            return
+        console.print(threads_table(threads, title=f"threads (tenant {tenant})"))
+
+
+@app.command()
+def show(
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    last: Annotated[int, typer.Option("--last", min=1, help="Show the newest N entries.")] = 20,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Branch to show. Default: the thread's current branch."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Show a thread's entries (newest N, oldest first) as a table.
+
+    Entries are shown as stored: a tool result whose call falls before the window
+    is still listed (provider-ready windows drop it; see `memory.history`).
+    """
+    from memorybank.cli.read import emit_json, open_existing
+
+    console = _console()
+    with _errors(), open_existing(url, tenant) as memory:
+        found = memory.threads.get(thread)
+        if found is None:
+            raise NotFound(f"thread {thread!r} not found")
+        name = found.current_branch if branch is None else branch
+        branches = [b.name for b in memory.branches.list(thread)]
+        if name not in branches:
+            raise NotFound(f"branch {name!r} not found in thread {thread!r}")
+        total = memory.entries.count(thread, branch=name)
+        # The store's raw page: an inspection shows what is stored, pairing rule aside.
+        _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
+        if as_json:
+            emit_json({"thread": found, "branch": name, "total": total, "entries": entries})
+            return
+        header = Text.assemble(
+            ("thread ", "bold"),
+            (found.id, "bold cyan"),
+            f"  title: {found.title or '-'}  user: {found.user_id or '-'}"
+            f"  agent: {found.agent_id or '-'}  status: {found.status}",
+        )
+        console.print(header, soft_wrap=True)
+        others = ", ".join(b for b in branches if b != name)
+        console.print(
+            Text(
+                f"branch {name}"
+                + (" (current)" if name == found.current_branch else "")
+                + (f"  other branches: {others}" if others else "")
+                + f"  showing {len(entries)} of {total} entries"
+            ),
+            soft_wrap=True,
+        )
+        if entries:
+            console.print(entries_table(entries))
+
+
+# -- the service ----------------------------------------------------------------
+
+keys_app = typer.Typer(help="API keys of the HTTP server (stored hashed in the store).")
+app.add_typer(keys_app, name="keys")
+
+
+def _keyring_call(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``call(KeyRing)`` on the store at ``url`` (opened and closed here)."""
+    import asyncio
+
+    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.server.keys import KeyRing
+
+    async def run() -> T:
+        async with AsyncMemory(url) as memory:
+            return await call(KeyRing(memory.store))
+
+    return asyncio.run(run())
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="The tenant the key acts in.")],
+    url: UrlOption = None,
+    label: Annotated[str | None, typer.Option("--label", help="A note for humans.")] = None,
+) -> None:
+    """Create an API key for TENANT; the key itself is printed alone on the last line."""
+    with _errors():
+        info, secret = _keyring_call(url, lambda ring: ring.create(tenant, label))
+    typer.echo(f"key id {info.id} for tenant {info.tenant} (shown once, store it now):")
+    typer.echo(secret)
+
+
+@keys_app.command("list")
+def keys_list(
+    url: UrlOption = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's.")] = None,
+) -> None:
+    """List API keys (id, tenant, label, created, revoked), oldest first."""
+    with _errors():
+        found = _keyring_call(url, lambda ring: ring.list(tenant))
+    table = Table(box=None)
+    for column in ("id", "tenant", "label", "created", "revoked"):
+        table.add_column(column)
+    for info in found:
+        table.add_row(
+            info.id,
+            info.tenant,
+            info.label or "",
+            format_time(info.created_at),
+            "" if info.revoked_at is None else format_time(info.revoked_at),
+        )
+    _console().print(table)
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="The key id (the part after mb_).")],
+    url: UrlOption = None,
+) -> None:
+    """Revoke an API key for good (running servers refuse it within their
+    --key-cache-seconds, 2 s by default)."""
+    with _errors():
+        info = _keyring_call(url, lambda ring: ring.revoke(key_id))
+    typer.echo(f"revoked {info.id} (tenant {info.tenant})")
+
+
+@app.command()
+def serve(
+    url: UrlOption = None,
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8080,
+    admin_key: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-key",
+            help="Key for /v1/admin (default: $MEMORYBANK_ADMIN_KEY).",
+            show_default=False,
+        ),
+    ] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            help="Embed what is written for semantic search: local (all-MiniLM-L6-v2, "
+            "offline), openai ($OPENAI_API_KEY) or none (default: $MEMORYBANK_EMBEDDER, "
+            "else none).",
+            show_default=False,
+        ),
+    ] = None,
+    key_cache_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--key-cache-seconds",
+            min=0,
+            help="How long a verified API key is trusted without reading the store: the "
+            "longest a key revoked by another process keeps working (0: check every "
+            "request; default 2, or $MEMORYBANK_KEY_CACHE_SECONDS).",
+            show_default=False,
+        ),
+    ] = None,
+    demo_data: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="Load the demo conversation into tenant 'demo', print an admin key "
+            "(made up if none is given), a demo key and the inspector URL.",
+        ),
+    ] = False,
+) -> None:
+    """Serve the HTTP API until SIGTERM or SIGINT (in-flight requests finish; exit 0)."""
+    import os
+    import signal
+
+    try:
+        import uvicorn
+
+        from memorybank.server.ops import configure_logging
+    except ImportError:  # pragma: no cover - the server extra is missing
+        typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
+        raise typer.Exit(1) from None
+    if url is not None:
+        os.environ["MEMORYBANK_URL"] = url
+    if admin_key is not None:
+        os.environ["MEMORYBANK_ADMIN_KEY"] = admin_key
+    if embedder is not None:
+        os.environ[EMBEDDER_ENV] = embedder
+    with _errors():  # a bad name or a missing extra fails here, before uvicorn starts
+        chosen = embedder_named(os.environ.get(EMBEDDER_ENV))
+    if key_cache_seconds is not None:
+        os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
+    if demo_data:
+        _serve_demo(url, host, port, chosen)
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        import tempfile
+
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memorybank-metrics-")
+    configure_logging()
+    # uvicorn re-raises the signal that stopped it once it has shut down gracefully;
+    # these handlers make that a no-op, so a requested stop exits with status 0.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: None)
+    uvicorn.run(
+        "memorybank.server.app:app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        access_log=False,  # the app writes its own JSON access log
+        timeout_graceful_shutdown=30,
+    )
+
+
+def _serve_demo(url: str | None, host: str, port: int, embedder: Embedder | None) -> None:
+    """Seed tenant ``demo`` and print how to reach it (``make run``)."""
+    import io
+    import os
+    import secrets
+
+    from memorybank.cli.demo import DemoClock, run_demo
+
+    admin = os.environ.get("MEMORYBANK_ADMIN_KEY") or f"admin-{secrets.token_urlsafe(24)}"
+    os.environ["MEMORYBANK_ADMIN_KEY"] = admin
+    with _errors():
+        clock = DemoClock()
+        with Memory(url, clock=clock, tenant_id="demo", embedder=embedder) as memory:
+            run_demo(memory, Console(file=io.StringIO()), clock=clock)
+        _, key = _keyring_call(url, lambda ring: ring.create("demo", "make run"))
+    base = f"http://{host}:{port}"
+    typer.echo(f"memorybank serving {url or DEFAULT_URL} at {base}")
+    typer.echo(f"  inspector: {base}/ui")
+    typer.echo(f"  API docs:  {base}/docs")
+    typer.echo(f"  admin key: {admin}")
+    typer.echo(f"  demo key (tenant 'demo'): {key}")
+    if embedder is not None:
+        typer.echo(f"  embedder:  {embedder.model_id} (semantic search on)")
+    typer.echo("Ctrl-C stops it.")
+
+
+# -- commands of their own modules ---------------------------------------------------
+
+_cli_read.register(app)
+_cli_port.register(app)
+_cli_mcp.register(app)
+
+
+def main() -> None:
+    """Entry point of the ``memorybank`` console script."""
+    app()

@@ -1,0 +1,55 @@
+"""What every ``memorybank`` command module shares: the common options, times, errors.
+
+A module of its own so that command modules (``cli``, ``_cli_read``,
+``_cli_port``) import it rather than each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from memorybank.errors import MemoryBankError
+from memorybank.memory._sync.memory import DEFAULT_URL
+
+__all__ = ["TenantOption", "UrlOption", "_console", "_errors", "format_time"]
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        help=f"Store URL. Default: $MEMORYBANK_URL, else {DEFAULT_URL} (as Memory()).",
+        show_default=False,
+    ),
+]
+TenantOption = Annotated[
+    str, typer.Option("--tenant", help="Tenant to read and write (hard isolation).")
+]
+
+
+def format_time(when: datetime) -> str:
+    """A record time as ``YYYY-MM-DD HH:MM:SS`` (records are UTC)."""
+    return when.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _console() -> Console:
+    # Built per call so that it writes to the sys.stdout of the moment (tests swap it).
+    return Console(highlight=False)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn a ``MemoryBankError`` into one red line on stderr and exit status 1."""
+    try:
+        yield
+    except MemoryBankError as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        line = Text(f"error [{error.code}]: {message}", style="bold red")
+        Console(stderr=True, highlight=False).print(line, soft_wrap=True)
+        raise typer.Exit(1) from None

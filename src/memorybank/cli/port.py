@@ -1,0 +1,237 @@
+"""CLI data commands: ``export``, ``import``, ``migrate`` (``memorybank.dump``), ``prune``.
+
+Registered on ``memorybank.cli.app`` by ``register``. Dumps go to standard
+output and come from standard input; progress goes to standard error.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+
+from memorybank.cli.common import UrlOption, _errors
+from memorybank.cli.read import open_existing, resolve_url
+from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
+from memorybank.errors import InvalidInput
+from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
+from memorybank.retention import RetentionPolicy
+
+__all__ = ["register"]
+
+#: How to get vectors the import did not write.
+REEMBED = "with an embedder configured, memory.embed_pending() re-embeds entries and documents"
+
+
+class OnConflictChoice(enum.StrEnum):
+    """What an import does with a record the target already holds."""
+
+    skip = "skip"
+    overwrite = "overwrite"
+    fail = "fail"
+
+
+OnConflictOption = Annotated[
+    OnConflictChoice,
+    typer.Option(
+        "--on-conflict",
+        help="A thread/record already in the target: skip it (resumes an interrupted "
+        "import), overwrite it, or fail.",
+    ),
+]
+VectorsOption = Annotated[
+    str | None,
+    typer.Option("--vectors", help="Carry the stored vectors of this embedder model id."),
+]
+OptionalTenant = Annotated[
+    str | None,
+    typer.Option("--tenant", help="Tenant to read/write. Import default: the dump's tenant."),
+]
+
+
+@contextmanager
+def _progress(title: str) -> Iterator[Callable[[str], None]]:
+    """A tick function counting lines per kind on a rich progress display (stderr)."""
+    stderr = Console(stderr=True)
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TextColumn("{task.completed:>9,}"),
+        console=stderr,
+        transient=not stderr.is_terminal,
+    ) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def tick(kind: str) -> None:
+            if kind not in tasks:
+                tasks[kind] = progress.add_task(f"{title} {kind}s", total=None)
+            progress.advance(tasks[kind])
+
+        yield tick
+
+
+def _summary(report: ImportReport) -> None:
+    err = Console(stderr=True, highlight=False)
+    written = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.written.items())) or "nothing"
+    skipped = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.skipped.items()))
+    err.print(f"written: {written}" + (f"; skipped: {skipped}" if skipped else ""))
+    model = report.vector_model
+    if model is None:
+        err.print(f"vectors: the dump carries none; {REEMBED}")
+    if report.vectors_written:
+        err.print(f"vectors: {report.vectors_written} of model {model} carried")
+    if report.vectors_dropped:
+        err.print(
+            f"vectors: {report.vectors_dropped} of model {model} NOT carried (the target's "
+            f"model, --model-id, differs or was not given); {REEMBED}"
+        )
+    if report.unlisted:
+        err.print(
+            f"not in the dump: {', '.join(report.unlisted)} (the source store cannot list its runs)"
+        )
+
+
+def export_command(
+    url: UrlOption = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to export.")] = DEFAULT_TENANT,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="Resume: leave out threads with ids up to this one."),
+    ] = None,
+    vectors: VectorsOption = None,
+) -> None:
+    """Write a tenant as a JSON-lines dump to standard output."""
+    with _errors(), open_existing(url, tenant) as memory, _progress("exported") as tick:
+        out = sys.stdout
+        for line in export_dump(
+            memory.store,
+            tenant,
+            now=datetime.now(UTC),
+            after_thread=after,
+            vector_model=vectors,
+            progress=tick,
+        ):
+            out.write(line)
+            out.write("\n")
+        out.flush()
+
+
+def import_command(
+    url: UrlOption = None,
+    tenant: OptionalTenant = None,
+    on_conflict: OnConflictOption = OnConflictChoice.fail,
+    model_id: Annotated[
+        str | None,
+        typer.Option(
+            "--model-id",
+            help="The target's embedder model: the dump's vectors go in if it matches.",
+        ),
+    ] = None,
+) -> None:
+    """Read a dump from standard input into a store (created if needed)."""
+    with _errors(), Memory(resolve_url(url)) as memory, _progress("imported") as tick:
+        report = import_dump(
+            memory.store,
+            tenant,
+            sys.stdin,
+            on_conflict=on_conflict.value,
+            model_id=model_id,
+            progress=tick,
+        )
+    _summary(report)
+
+
+def migrate_command(
+    source: Annotated[str, typer.Option("--from", help="Store URL to copy from.")],
+    target: Annotated[str, typer.Option("--to", help="Store URL to copy into.")],
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to copy.")] = DEFAULT_TENANT,
+    on_conflict: OnConflictOption = OnConflictChoice.fail,
+    vectors: VectorsOption = None,
+) -> None:
+    """Copy a tenant from one store to another (export piped into import, streaming)."""
+    with (
+        _errors(),
+        open_existing(source, tenant) as origin,
+        Memory(target) as destination,
+        _progress("migrated") as tick,
+    ):
+        lines = export_dump(origin.store, tenant, now=datetime.now(UTC), vector_model=vectors)
+        report = import_dump(
+            destination.store,
+            tenant,
+            lines,
+            on_conflict=on_conflict.value,
+            model_id=vectors,
+            progress=tick,
+        )
+    _summary(report)
+
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str | None, field: str) -> timedelta | None:
+    """``"90d"``, ``"12h"``, ``"30m"``, ``"45s"``, ``"2w"`` as a timedelta (``None`` stays)."""
+    if text is None:
+        return None
+    number, unit = text[:-1], text[-1:].lower()
+    if unit not in _UNITS or not number.isdigit() or int(number) <= 0:
+        raise InvalidInput(
+            f"{field} must be a positive number with a unit s, m, h, d or w (like 90d), "
+            f"got {text!r}",
+            field=field,
+        )
+    return timedelta(seconds=int(number) * _UNITS[unit])
+
+
+def prune_command(
+    max_age: Annotated[
+        str | None, typer.Option("--max-age", help="Delete entries older than this (e.g. 90d).")
+    ] = None,
+    max_entries: Annotated[
+        int | None,
+        typer.Option("--max-entries", min=0, help="Keep at most this many entries per branch."),
+    ] = None,
+    idle_ttl: Annotated[
+        str | None,
+        typer.Option("--idle-ttl", help="Delete threads not updated for this long (e.g. 30d)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would be deleted.")
+    ] = False,
+    url: UrlOption = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant to prune.")] = DEFAULT_TENANT,
+) -> None:
+    """Apply a retention policy to a tenant (tool-call pairs stay whole; SQLite shrinks)."""
+    with _errors():
+        policy = RetentionPolicy(
+            max_age=parse_duration(max_age, "max_age"),
+            max_entries_per_thread=max_entries,
+            idle_ttl=parse_duration(idle_ttl, "idle_ttl"),
+        )
+        if policy == RetentionPolicy():
+            raise InvalidInput(
+                "give at least one of --max-age, --max-entries, --idle-ttl", field="policy"
+            )
+        with open_existing(url, tenant) as memory:
+            report = memory.prune(policy, dry_run=dry_run)
+        verb = "would delete" if dry_run else "deleted"
+        Console(highlight=False).print(
+            f"{verb} {report.threads_deleted} threads and {report.entries_deleted} entries "
+            f"(of {report.threads_examined} threads examined, tenant {tenant})"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("export")(export_command)
+    app.command("import")(import_command)
+    app.command("migrate")(migrate_command)
+    app.command("prune")(prune_command)

@@ -1,0 +1,305 @@
+"""CLI read commands (``search``, ``facts``, ``documents``, ``context``) and erasure.
+
+Registered on ``memorybank.cli.app`` by ``register``. Commands that read (and
+the erasing ones, which need an existing store) open the store with
+``open_existing``: a ``sqlite://`` path that does not exist is an error, never
+a new empty file.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from memorybank.cli.common import TenantOption, UrlOption, _console, _errors, format_time
+from memorybank.dump import format as _dump
+from memorybank.errors import NotFound
+from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.records import Hit
+from memorybank.stores._async.open import sqlite_path
+from memorybank.stores.contract.types import UNSET, Unset
+
+__all__ = ["JsonOption", "emit_json", "open_existing", "register"]
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
+]
+UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
+
+
+class Mode(enum.StrEnum):
+    """Search mode."""
+
+    hybrid = "hybrid"
+    keyword = "keyword"
+    semantic = "semantic"
+
+
+class Kind(enum.StrEnum):
+    """What a search covers."""
+
+    entries = "entries"
+    documents = "documents"
+    facts = "facts"
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL a command uses: ``--url``, else ``$MEMORYBANK_URL``, else the default."""
+    import os
+
+    return url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
+
+
+def open_existing(url: str | None, tenant: str) -> Memory:
+    """A ``Memory`` on a store that must already exist (``NotFound`` for a missing SQLite file).
+
+    Opening SQLite creates the file (and a read would then show an empty
+    store), so a read command checks first: a mistyped path is an error.
+    """
+    resolved = resolve_url(url)
+    if resolved.split(":", 1)[0].split("+", 1)[0].lower() == "sqlite":
+        path = sqlite_path(resolved)
+        if path != ":memory:" and not Path(path).is_file():
+            raise NotFound(f"no SQLite store at {path!r} (read commands never create one)")
+    return Memory(resolved, tenant_id=tenant)
+
+
+def emit_json(value: Any) -> None:
+    """Print ``value`` (records by their dataclass fields) as one JSON document."""
+    typer.echo(json.dumps(_dump.encode(value), ensure_ascii=False, indent=2))
+
+
+def _opt(value: str | None) -> str | Unset:
+    return UNSET if value is None else value
+
+
+def _cell(text: str | None, limit: int = 160) -> Text:
+    flat = " ".join((text or "").split())
+    return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
+
+
+def search(
+    query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
+    k: Annotated[int, typer.Option("--k", min=1, help="How many hits.")] = 10,
+    mode: Annotated[Mode, typer.Option("--mode", help="Ranking mode.")] = Mode.keyword,
+    thread: Annotated[str | None, typer.Option("--thread", help="Search one thread only.")] = None,
+    kind: Annotated[
+        list[Kind] | None,
+        typer.Option(
+            "--kind",
+            help="What to search (repeat for several; default: entries and documents).",
+            show_default=False,
+        ),
+    ] = None,
+    include_history: Annotated[
+        bool,
+        typer.Option("--include-history", help="With --kind facts: earlier values of facts too."),
+    ] = False,
+    user: UserOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Search entries, documents and facts (keyword mode by default: no embedder on the CLI)."""
+    kinds = tuple(dict.fromkeys(k.value for k in kind)) if kind else ("entries", "documents")
+    with _errors(), open_existing(url, tenant) as memory:
+        hits = memory.search(
+            query,
+            k=k,
+            mode=mode.value,
+            thread_id=thread,
+            user_id=_opt(user),
+            agent_id=_opt(agent),
+            kinds=kinds,
+            include_history=include_history,
+        )
+        if as_json:
+            emit_json(hits)
+            return
+        console = _console()
+        if not hits:
+            console.print("no hits")
+            return
+        table = Table(title=f"search {query!r}", title_justify="left")
+        for name in ("score", "kind", "id", "where", "content"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
+        for hit in hits:
+            where = _where(hit)
+            table.add_row(
+                f"{hit.score:.3f}", hit.kind, Text(hit.id), Text(where), _cell(hit.content)
+            )
+        console.print(table)
+
+
+def _where(hit: Hit) -> str:
+    """The search table's ``where`` cell: an entry's thread and branch, a fact's version."""
+    if hit.entry is not None:
+        return f"{hit.entry.thread_id}/{hit.entry.branch}"
+    if hit.fact is not None:
+        return f"v{hit.fact.version}" + (" (superseded)" if hit.superseded else "")
+    return "-"
+
+
+def facts(
+    user: UserOption = None,
+    agent: AgentOption = None,
+    category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
+    history: Annotated[
+        str | None, typer.Option("--history", help="Every version of this fact id.")
+    ] = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """List long-term facts (or one fact's version history), oldest first."""
+    with _errors(), open_existing(url, tenant) as memory:
+        if history is not None:
+            found = memory.facts.history(history)
+        else:
+            found = memory.facts.list(user_id=_opt(user), agent_id=_opt(agent), category=category)
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print("no facts")
+            return
+        table = Table(title=f"facts (tenant {tenant})", title_justify="left")
+        for name in ("id", "v", "agent", "user", "category", "content", "updated (UTC)"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
+        for fact in found:
+            table.add_row(
+                Text(fact.id),
+                str(fact.version),
+                Text(fact.agent_id or "-"),
+                Text(fact.user_id or "-"),
+                Text(fact.category or "-"),
+                _cell(fact.content),
+                format_time(fact.updated_at),
+            )
+        console.print(table)
+
+
+def documents(
+    user: UserOption = None,
+    agent: AgentOption = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="At most this many.")] = 50,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """List documents, oldest first."""
+    with _errors(), open_existing(url, tenant) as memory:
+        found = memory.documents.list(user_id=_opt(user), agent_id=_opt(agent), limit=limit)
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print("no documents")
+            return
+        table = Table(title=f"documents (tenant {tenant})", title_justify="left")
+        for name in ("id", "agent", "user", "content", "updated (UTC)"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
+        for doc in found:
+            table.add_row(
+                Text(doc.id),
+                Text(doc.agent_id or "-"),
+                Text(doc.user_id or "-"),
+                _cell(doc.content),
+                format_time(doc.updated_at),
+            )
+        console.print(table)
+
+
+def context(
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    agent: Annotated[str, typer.Option("--agent", help="The agent the context is for.")],
+    max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Token budget.")] = 4000,
+    user: UserOption = None,
+    system: Annotated[str | None, typer.Option("--system", help="System prompt.")] = None,
+    with_facts: Annotated[bool, typer.Option("--facts", help="Include facts.")] = False,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Preview what ``build_context`` would send to the model for a thread."""
+    with _errors(), open_existing(url, tenant) as memory:
+        built = memory.build_context(
+            thread,
+            max_tokens=max_tokens,
+            agent_id=agent,
+            user_id=_opt(user),
+            system_prompt=system,
+            include_facts=with_facts,
+        )
+        if as_json:
+            emit_json(built)
+            return
+        console = _console()
+        console.print(
+            f"{len(built.messages)} messages, {built.token_count} tokens of {max_tokens}; "
+            f"{built.included_entries} of {built.total_entries} entries"
+            + (" (truncated)" if built.truncated else ""),
+            soft_wrap=True,
+        )
+        table = Table(title_justify="left")
+        table.add_column("role", style="bold", no_wrap=True)
+        table.add_column("content", overflow="fold", ratio=1)
+        for message in built.messages:
+            content = message.get("content")
+            text = content if isinstance(content, str) else json.dumps(content)
+            table.add_row(str(message.get("role")), _cell(text, 400))
+        console.print(table)
+        for warning in built.warnings:
+            console.print(Text(f"warning: {warning}", style="yellow"))
+
+
+def _confirm(yes: bool, what: str) -> None:
+    if not yes and not typer.confirm(what):
+        raise typer.Exit(1)
+
+
+def delete(
+    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Delete a thread with its entries and branches."""
+    with _errors(), open_existing(url, tenant) as memory:
+        _confirm(yes, f"Delete thread {thread!r} of tenant {tenant!r}?")
+        if not memory.threads.delete(thread):
+            raise NotFound(f"thread {thread!r} not found")
+        _console().print(f"deleted thread {thread}")
+
+
+def forget_user(
+    user: Annotated[str, typer.Argument(help="The user id.", show_default=False)],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Erase everything owned by a user in the tenant (threads, facts, documents, ...)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        _confirm(yes, f"Erase everything of user {user!r} in tenant {tenant!r}?")
+        removed = memory.forget_user(user)
+        _console().print(f"erased {removed} records of user {user}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("search")(search)
+    app.command("facts")(facts)
+    app.command("documents")(documents)
+    app.command("context")(context)
+    app.command("delete")(delete)
+    app.command("forget-user")(forget_user)

@@ -1,0 +1,1 @@
+"""The context builder, compaction, sessions and turns (async source)."""

@@ -1,0 +1,308 @@
+"""Plain values of the long-term helpers, shared by their sync and async forms.
+
+The helpers themselves (context builder, compaction, sessions, core facts) are
+written once under ``_async/`` and generated into ``_sync/``; the values they
+take and return live here so both forms use the very same classes. The public
+names ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
+``CoreFacts`` are small factories here too: they return the synchronous helper
+for a ``Memory`` and the awaitable one for an ``AsyncMemory``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from memorybank.errors import ConfigurationError
+from memorybank.graph.model import Entity, GraphContextOptions, Relation
+from memorybank.records import Entry, Fact
+from memorybank.stores.contract.types import UNSET
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+__all__ = [
+    "CompactionResult",
+    "CompactionService",
+    "Context",
+    "ContextBuilder",
+    "ContextError",
+    "ContextOptions",
+    "CoreFacts",
+    "Session",
+    "SessionManager",
+    "SummarizeOptions",
+]
+
+Strategy = Literal["recent", "relevant", "hybrid"]
+STRATEGIES = ("recent", "relevant", "hybrid")
+
+
+@dataclass(frozen=True)
+class ContextOptions:
+    """How ``build_context`` spends a token budget (the Cogitator ``ContextBuilderConfig``).
+
+    Args:
+        max_tokens: the whole budget of the request.
+        strategy: ``"recent"`` (the longest run of newest entries that fits),
+            ``"relevant"`` (entries most similar to the current input) or
+            ``"hybrid"`` (up to 30% on similar older entries, the rest recent).
+        reserve_tokens: kept free for the reply; default ``max(100, floor(max_tokens * 0.1))``.
+        include_system_prompt: put the system prompt first (always kept and counted).
+        include_facts: add a ``Known facts:`` block (up to 10% of the budget).
+        include_semantic_context: add a ``Relevant context:`` block from the top 5
+            documents scoring >= 0.7 (up to 10%); needs an embedder and an input.
+        include_graph_context: add knowledge-graph context (up to 15%): an
+            ``Entities:`` and a ``Relationships:`` list about what the input
+            names (``memory.graph``; see docs/graph.md). Needs an input.
+        graph_options: a ``GraphContextOptions`` (bounds, entity types,
+            inferred relations, history, ``as_of``); a dict of its fields is
+            accepted too. A custom ``graph`` object receives them as keyword
+            arguments of its ``context_block``.
+    """
+
+    max_tokens: int
+    strategy: Strategy = "recent"
+    reserve_tokens: int | None = None
+    include_system_prompt: bool = True
+    include_facts: bool = False
+    include_semantic_context: bool = False
+    include_graph_context: bool = False
+    graph_options: GraphContextOptions | Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from memorybank.rules.validate import check_limit
+
+        if not isinstance(self.graph_options, GraphContextOptions | Mapping):
+            from memorybank.errors import InvalidInput
+
+            raise InvalidInput(
+                "graph_options must be a GraphContextOptions (or a dict of its fields)",
+                field="graph_options",
+            )
+
+        check_limit(self.max_tokens, "max_tokens", allow_none=False)
+        check_limit(self.reserve_tokens, "reserve_tokens")
+        if self.strategy not in STRATEGIES:
+            from memorybank.errors import InvalidInput
+
+            raise InvalidInput(
+                f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}",
+                field="strategy",
+            )
+
+    @property
+    def reserve(self) -> int:
+        """Tokens kept free: ``reserve_tokens`` or ``max(100, floor(max_tokens * 0.1))``."""
+        if self.reserve_tokens is not None:
+            return self.reserve_tokens
+        return max(100, math.floor(self.max_tokens * 0.1))
+
+    @property
+    def available(self) -> int:
+        """What messages may take: ``max(0, max_tokens - reserve)``."""
+        return max(0, self.max_tokens - self.reserve)
+
+
+@dataclass(frozen=True)
+class ContextError:
+    """A part of the context that failed and was left out.
+
+    ``source`` is ``"facts"``, ``"semantic"``, ``"graph"``, ``"relevance"``
+    (scoring history; the strategy fell back to ``recent``) or ``"history"``.
+    """
+
+    source: str
+    error: BaseException
+
+
+@dataclass
+class Context:
+    """What ``build_context`` returns.
+
+    ``messages`` are provider-shaped dicts, oldest first, after one system
+    message holding the system prompt and the facts/semantic/graph blocks.
+    ``graph`` is the graph block's text; ``graph_entities`` and
+    ``graph_relations`` what it shows, in its order (``memory.graph`` only).
+    ``token_count`` is their exact cost with the memory's tokenizer (stored
+    counts for history entries) and never exceeds ``max_tokens -
+    reserve_tokens`` unless the system prompt alone does (then ``warnings``
+    says so). ``truncated`` is true when some entries of the thread were left
+    out. A part that failed is left out and reported in ``errors``.
+    """
+
+    messages: list[dict[str, Any]]
+    token_count: int
+    truncated: bool
+    included_entries: int
+    total_entries: int
+    entries: list[Entry] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    semantic: list[str] = field(default_factory=list)
+    graph: str | None = None
+    graph_entities: list[Entity] = field(default_factory=list)
+    graph_relations: list[Relation] = field(default_factory=list)
+    errors: list[ContextError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SummarizeOptions:
+    """The second argument of ``summarize``: ``summary_model``/``summary_prompt`` of ``compact``."""
+
+    model: str | None = None
+    prompt: str | None = None
+
+
+Summarize = Callable[[list[dict[str, Any]], SummarizeOptions], str | Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What ``compact`` did.
+
+    ``original_messages``/``compacted_messages`` count the thread's entries
+    before and after; ``summary_tokens`` is the summary entry's token count (0
+    without one). ``action`` is ``"none"``, ``"sliding-window"``,
+    ``"summary"`` or ``"reversible"`` (pre-rot compaction).
+    """
+
+    thread_id: str
+    original_messages: int
+    compacted_messages: int
+    summary_tokens: int = 0
+    action: str = "none"
+
+
+SessionStatus = Literal["active", "paused", "archived"]
+
+
+@dataclass
+class Session:
+    """A user's long-lived conversation on one channel: a thread with id
+    ``session_<channel_type>_<user_id>``.
+
+    ``message_count`` is the thread's entry count when the session was read;
+    ``last_active_at`` is the thread's last change (a new entry or an update).
+    """
+
+    id: str
+    user_id: str
+    agent_id: str | None
+    channel_type: str
+    channel_id: str
+    status: SessionStatus
+    message_count: int
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    created_at: datetime
+    last_active_at: datetime
+
+
+# -- factories: sync helper for a Memory, awaitable helper for an AsyncMemory ---------------
+
+
+def _is_async(memory: object) -> bool:
+    from memorybank.memory._async.memory import AsyncMemory
+
+    return isinstance(memory, AsyncMemory)
+
+
+def _check_memory(memory: object) -> None:
+    from memorybank.memory._sync.memory import Memory
+
+    if not isinstance(memory, Memory) and not _is_async(memory):
+        raise ConfigurationError("memory must be a memorybank.Memory or AsyncMemory")
+
+
+class ContextBuilder:
+    """``ContextBuilder(options, memory=...)``: a reusable context builder.
+
+    Returns ``memorybank.context._sync.builder.ContextBuilder`` for a ``Memory`` (its
+    ``build`` is synchronous) and ``AsyncContextBuilder`` for an
+    ``AsyncMemory`` (awaitable ``build``).
+    """
+
+    def __new__(cls, options: ContextOptions, memory: Any, *, graph: Any = None) -> Any:
+        _check_memory(memory)
+        if _is_async(memory):
+            from memorybank.context._async.builder import AsyncContextBuilder
+
+            return AsyncContextBuilder(options, memory, graph=graph)
+        from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
+
+        return SyncContextBuilder(options, memory, graph=graph)
+
+
+class CompactionService:
+    """``CompactionService(memory=..., summarize=...)``: shrinks long threads.
+
+    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory``;
+    ``summarize(messages, options)`` may be sync or async either way.
+    """
+
+    def __new__(
+        cls,
+        *,
+        memory: Any,
+        summarize: Summarize | None = None,
+        pre_rot_threshold: int | None = None,
+        recent_to_keep: int = 10,
+    ) -> Any:
+        _check_memory(memory)
+        kwargs: dict[str, Any] = {
+            "memory": memory,
+            "summarize": summarize,
+            "pre_rot_threshold": pre_rot_threshold,
+            "recent_to_keep": recent_to_keep,
+        }
+        if _is_async(memory):
+            from memorybank.context._async.compaction import AsyncCompactionService
+
+            return AsyncCompactionService(**kwargs)
+        from memorybank.context._sync.compaction import CompactionService as SyncService
+
+        return SyncService(**kwargs)
+
+
+class SessionManager:
+    """``SessionManager(memory, compaction=None)``: per-user, per-channel sessions."""
+
+    def __new__(cls, memory: Any, compaction: Any = None) -> Any:
+        _check_memory(memory)
+        if _is_async(memory):
+            from memorybank.context._async.sessions import AsyncSessionManager
+
+            return AsyncSessionManager(memory, compaction)
+        from memorybank.context._sync.sessions import SessionManager as SyncManager
+
+        return SyncManager(memory, compaction)
+
+
+class CoreFacts:
+    """``CoreFacts(path=None, memory=None, *, user_id=...)``: always-on key-value facts.
+
+    On the SQLite file ``path`` (default ``./memorybank.db``) when no memory is
+    given (synchronous), or on any store through ``memory`` (synchronous for a
+    ``Memory``, awaitable for an ``AsyncMemory``).
+    """
+
+    def __new__(
+        cls,
+        path: str | Path | None = None,
+        memory: Any = None,
+        *,
+        user_id: Any = UNSET,
+    ) -> Any:
+        if memory is not None:
+            _check_memory(memory)
+        if memory is not None and _is_async(memory):
+            from memorybank.memory._async.core_facts import AsyncCoreFacts
+
+            return AsyncCoreFacts(path, memory, user_id=user_id)
+        from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
+
+        return SyncCoreFacts(path, memory, user_id=user_id)

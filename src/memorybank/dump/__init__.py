@@ -1,0 +1,1 @@
+"""Dumps: the JSON-lines format of ``memorybank export``/``import`` and their I/O."""

@@ -1,0 +1,1 @@
+"""Export and import over a store (async source; the sync twins are generated)."""

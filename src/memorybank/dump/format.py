@@ -1,0 +1,204 @@
+"""The dump format of ``memorybank export``/``import``: JSON lines, I/O-free.
+
+A dump is UTF-8 JSON lines. The first line is the header::
+
+    {"format": "memorybank-dump", "version": 2, "tenant": "default",
+     "created_at": "2026-11-30T18:00:00+00:00", "kinds": [...],
+     "vector_model": null, "unlisted": []}
+
+``unlisted`` names what the source store could not enumerate and the dump
+therefore lacks (``"working"``, ``"snapshot"``: a store without
+``working_runs``/``snapshot_runs``).
+
+then one record per line, each an object with a ``"type"``:
+
+``thread``
+    ``{"type": "thread", "thread": {...Thread fields...},
+    "branches": [{...Branch fields..., "entries": N, "fork_position": P}]}``.
+    ``entries`` is the branch's entry count (used by a resumed import to tell
+    a complete thread from a half-written one); ``fork_position`` the position
+    of ``from_entry`` (entries up to it are the fork's copy, not repeated).
+``entry``
+    ``{"type": "entry", "entry": {...Entry fields...}}``: every field of
+    ``memorybank.records.Entry`` (id, thread_id, branch, position, role,
+    content, name, tool_calls, tool_call_id, metadata, state, token_count,
+    created_at, idempotency_key, and any field added later), after its
+    thread's line, branch by branch in ``position`` order.
+``record``
+    ``{"type": "record", "record": {...Record fields...}}``: a stored record
+    (``kind`` is ``fact``, ``fact_version`` (fact history), ``fact_source``
+    (provenance links), ``core_fact``, ``core_fact_history``, ``document``,
+    and the knowledge graph's ``graph_*`` kinds: entities, their identity and
+    name index, relations (``graph_out`` and ``graph_in``), slots, provenance
+    and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
+    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``),
+    with its revision, key and expiry.
+
+An entry or record line may carry ``"vector": [floats]``: its stored vector of
+the header's ``vector_model`` (``export --vectors MODEL``).
+
+``summary``
+    ``{"type": "summary", "summary": {...Summary fields...}}``.
+``snapshot`` (version 2)
+    ``{"type": "snapshot", "snapshot": {"run_id": R, "user_id": owner, "value": TEXT}}``:
+    a run's snapshot, ``value`` the stored JSON text exactly. The store contract
+    returns no save time: an import stamps the header's ``created_at``.
+``working`` (version 2)
+    ``{"type": "working", "working": {"run_id": R, "items": {key: TEXT}}}``: a
+    run's working memory (``R`` is the store's run key, which includes the
+    principal the run was opened with).
+``graph``
+    Reserved (the knowledge graph travels as ``record`` lines); a reader
+    skips record types it does not know only when the header's ``version``
+    is its own or older.
+
+Datetimes are ISO 8601 with their UTC offset (microseconds kept); every other
+value is the JSON the stores hold. Records are built from their dataclass
+fields, so a field added to ``Entry`` or ``Record`` flows through unchanged.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from memorybank.errors import InvalidInput
+
+__all__ = [
+    "FORMAT",
+    "RECORD_KINDS",
+    "VERSION",
+    "decode",
+    "dumps",
+    "encode",
+    "header",
+    "parse_header",
+]
+
+#: The ``format`` of a dump's header line.
+FORMAT = "memorybank-dump"
+#: The format version this code writes and the newest it reads (2 added ``snapshot`` and
+#: ``working`` lines and the header's ``unlisted``; a version-1 dump reads as before).
+VERSION = 2
+#: Record kinds a dump carries (the stores' ``record_*`` kinds made by memorybank).
+RECORD_KINDS = (
+    "fact",
+    "fact_version",
+    "fact_source",
+    "core_fact",
+    "core_fact_history",
+    "document",
+    "graph_entity",
+    "graph_ident",
+    "graph_name",
+    "graph_out",
+    "graph_in",
+    "graph_slot",
+    "graph_source",
+    "graph_support",
+    "graph_ingested",
+)
+
+T = TypeVar("T")
+
+
+def encode(value: Any) -> Any:
+    """``value`` as JSON-ready data: dataclasses by field, datetimes ISO, tuples as lists."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: encode(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, (list, tuple)):
+        return [encode(item) for item in value]
+    if isinstance(value, dict):
+        return {key: encode(item) for key, item in value.items()}
+    return value
+
+
+def dumps(value: Any) -> str:
+    """One JSON line (no newline) for ``value``; non-ASCII text kept as is."""
+    return json.dumps(encode(value), ensure_ascii=False, separators=(",", ":"))
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    return hints
+
+
+def _decode_value(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        inner = [a for a in args if a is not type(None)]
+        return _decode_value(inner[0], value) if len(inner) == 1 else value
+    if hint is datetime:
+        return datetime.fromisoformat(value)
+    if origin is tuple and args:
+        return tuple(_decode_value(args[0], item) for item in value)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return decode(hint, value)
+    return value
+
+
+def decode(cls: type[T], data: Any) -> T:
+    """Build dataclass ``cls`` from ``encode``'s output; ``InvalidInput`` when malformed."""
+    if not isinstance(data, dict):
+        raise InvalidInput(f"a {cls.__name__} must be a JSON object", field=cls.__name__)
+    hints = _hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    try:
+        values = {
+            name: _decode_value(hints[name], value) for name, value in data.items() if name in known
+        }
+        return cls(**values)
+    except (TypeError, ValueError) as error:
+        raise InvalidInput(f"bad {cls.__name__} in dump: {error}", field=cls.__name__) from error
+
+
+def header(
+    tenant: str,
+    created_at: datetime,
+    *,
+    vector_model: str | None = None,
+    unlisted: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The first line of a dump (``vector_model``: the model of the vectors it carries;
+    ``unlisted``: what the source could not enumerate, see the module docstring)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "tenant": tenant,
+        "created_at": created_at.isoformat(),
+        "kinds": list(RECORD_KINDS),
+        "vector_model": vector_model,
+        "unlisted": list(unlisted),
+    }
+
+
+def parse_header(line: str) -> dict[str, Any]:
+    """Check a dump's first line; ``InvalidInput(field="header")`` if it is not one we read."""
+    try:
+        data = json.loads(line)
+    except ValueError as error:
+        raise InvalidInput("the dump's first line is not JSON", field="header") from error
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise InvalidInput(f"not a {FORMAT} (first line has no format header)", field="header")
+    version = data.get("version")
+    if not isinstance(version, int) or version < 1 or version > VERSION:
+        raise InvalidInput(
+            f"dump format version {version!r} is not supported (reads 1..{VERSION})",
+            field="header",
+        )
+    return data

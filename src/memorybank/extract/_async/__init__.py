@@ -1,0 +1,1 @@
+"""Memory formation over a store (async source; the sync twins are generated)."""

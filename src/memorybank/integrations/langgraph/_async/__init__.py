@@ -1,0 +1,1 @@
+"""LangGraph saver and store (async source; the sync twins are generated)."""

@@ -1,0 +1,1 @@
+"""MCP: memorybank's tools for the Model Context Protocol (``create_server``)."""

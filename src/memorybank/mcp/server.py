@@ -1,0 +1,635 @@
+"""An MCP server over memorybank: the knowledge-graph tools and memory's own verbs.
+
+``pip install 'memorybank[mcp]'`` (the official ``mcp`` Python SDK, v2's ``MCPServer``)::
+
+    from mcp import Client
+    from memorybank import AsyncMemory
+    from memorybank.mcp.server import create_server
+
+    memory = AsyncMemory("sqlite:///memory.db")
+    server = create_server(memory, user_id="alice", agent_id="claude")
+    server.run()                    # stdio, for desktop clients
+    # or in-process (tests):  async with Client(server) as client: ...
+
+or from a shell: ``memorybank mcp --url sqlite:///memory.db --user-id alice``
+(``--transport http`` serves streamable HTTP). ``memorybank serve`` also mounts
+the streamable-HTTP endpoint at ``/mcp``, authenticated with the service's
+tenant-bound API keys (``memorybank.server.mcp``).
+
+Tools:
+
+* the MCP reference memory server's nine, same names and shapes
+  (``create_entities``, ``create_relations``, ``add_observations``,
+  ``delete_entities``, ``delete_observations``, ``delete_relations``,
+  ``read_graph``, ``search_nodes``, ``open_nodes``) on ``memory.graph``, see
+  ``memorybank.mcp.graph_tools``: ``read_graph`` is paginated (``cursor``,
+  ``nextCursor``) and every read is bounded;
+* memorybank's own: ``remember``, ``recall`` (hybrid search), ``history``,
+  ``get_context`` (a token budget), ``add_fact``, ``list_facts``, ``forget``.
+
+Every tool acts through ``memory.scoped(user_id=..., agent_id=...)``: the
+server sees and writes what that principal may (its own records plus shared
+ones; ``None`` on an axis means shared records only), never another user's.
+A memorybank error (bad input, missing id, a thread of another user) comes
+back as a tool error (``isError``) whose text starts with the error's code;
+anything else is reported as the SDK's generic tool failure, never a crash of
+the server.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from memorybank.dump import format as _dump
+from memorybank.errors import ConfigurationError, InvalidInput, MemoryBankError
+from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp.graph_tools import (
+    AddedObservations,
+    KnowledgeGraph,
+    McpEntity,
+    McpRelation,
+    ObservationDeletion,
+    ObservationsToAdd,
+    Outcome,
+)
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.rules import validate as v
+
+try:
+    from mcp.server import MCPServer
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "memorybank.mcp.server needs the MCP Python SDK: pip install 'memorybank[mcp]'"
+    ) from error
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
+    from mcp.server.auth.settings import AuthSettings
+
+__all__ = ["HISTORY_MAX", "LIST_MAX", "RECALL_MAX", "HandleFor", "build_server", "create_server"]
+
+#: Most messages ``history`` returns in one call.
+HISTORY_MAX = 200
+#: Most hits ``recall`` returns.
+RECALL_MAX = 50
+#: Most facts one ``list_facts`` page holds.
+LIST_MAX = 200
+#: Largest ``max_tokens`` ``get_context`` accepts.
+CONTEXT_MAX_TOKENS = 1_000_000
+
+#: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
+HandleFor = Callable[[Context], AsyncMemory]
+
+_READ = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_ADD = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+#: A write whose repetition changes nothing more (an existing name, triple or observation
+#: is left alone). The reference server marks these tools non-idempotent; they are.
+_ADD_ONCE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_DELETE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+INSTRUCTIONS = (
+    "Long-term memory for this conversation's user. Use remember/history/get_context for "
+    "conversation threads, add_fact/list_facts for durable facts, recall to search past "
+    "conversations, and the knowledge-graph tools (create_entities, create_relations, "
+    "add_observations, search_nodes, open_nodes, read_graph, delete_*) for entities and "
+    "their relations. read_graph is paginated: pass nextCursor back as cursor."
+)
+
+
+# -- result shapes ---------------------------------------------------------------
+
+
+class StoredMessage(TypedDict):
+    """An entry ``remember`` stored."""
+
+    id: str
+    thread_id: str
+    position: int
+    role: str
+    created_at: str
+
+
+class RecallHit(TypedDict):
+    """One ``recall`` hit: an entry of a thread, or a document."""
+
+    kind: str
+    id: str
+    score: float
+    content: str | None
+    thread_id: str | None
+    role: str | None
+    created_at: str
+
+
+class RecallResult(TypedDict):
+    hits: list[RecallHit]
+
+
+class HistoryResult(TypedDict):
+    thread_id: str
+    messages: list[dict[str, Any]]
+
+
+class ContextResult(TypedDict):
+    """What ``get_context`` built: provider-shaped messages within the budget."""
+
+    messages: list[dict[str, Any]]
+    token_count: int
+    truncated: bool
+    included_entries: int
+    total_entries: int
+    warnings: list[str]
+    """Budget notes, and the parts that failed and were left out."""
+
+
+class FactOut(TypedDict):
+    id: str
+    content: str
+    category: str | None
+    confidence: float | None
+    user_id: str | None
+    agent_id: str | None
+    created_at: str
+    updated_at: str
+
+
+class FactPage(TypedDict):
+    facts: list[FactOut]
+    nextCursor: NotRequired[str]
+
+
+class Forgotten(TypedDict):
+    deleted: bool
+    kind: str
+    id: str
+
+
+def _fact_out(fact: Any) -> FactOut:
+    return {
+        "id": fact.id,
+        "content": fact.content,
+        "category": fact.category,
+        "confidence": fact.confidence,
+        "user_id": fact.user_id,
+        "agent_id": fact.agent_id,
+        "created_at": fact.created_at.isoformat(),
+        "updated_at": fact.updated_at.isoformat(),
+    }
+
+
+def _offset_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def _read_offset(cursor: str | None) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if text.startswith("o:") and text[2:].isdigit():
+            return int(text[2:])
+    except (binascii.Error, UnicodeError, ValueError):
+        pass
+    raise InvalidInput("cursor is not one this server returned", field="cursor")
+
+
+def _bounded(value: int, field: str, maximum: int) -> int:
+    checked = v.check_limit(value, field, allow_none=False)
+    assert checked is not None
+    if not 1 <= checked <= maximum:
+        raise InvalidInput(f"{field} must be from 1 to {maximum}", field=field)
+    return checked
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """A memorybank error becomes a tool error the model can read (``code: message``)."""
+    try:
+        yield
+    except MemoryBankError as error:
+        message = " ".join(str(error).split()) or type(error).__name__
+        raise ToolError(f"{error.code}: {message}") from error
+
+
+# -- the server --------------------------------------------------------------------
+
+
+def create_server(
+    memory: AsyncMemory, *, agent_id: str | None = None, user_id: str | None = None
+) -> MCPServer[Any]:
+    """An ``MCPServer`` whose tools act on ``memory`` for one principal.
+
+    Args:
+        memory: an ``AsyncMemory`` (any store; a ``memory.tenant(T)`` handle
+            serves tenant ``T``). You keep owning it: the server never closes it.
+        agent_id: the agent the tools act for (``None``: shared records only on
+            the agent axis; ``get_context`` then needs one and says so).
+        user_id: the user the tools act for (``None``: shared records only).
+
+    Returns the SDK's server: ``server.run()`` serves stdio,
+    ``server.run("streamable-http", host=..., port=...)`` HTTP, and
+    ``mcp.Client(server)`` connects in-process.
+    """
+    if not isinstance(memory, AsyncMemory):
+        raise ConfigurationError(
+            "create_server needs an AsyncMemory (the MCP SDK is async), "
+            f"got {type(memory).__name__}"
+        )
+    handle = memory.scoped(
+        user_id=v.check_optional_id(user_id, "user_id"),
+        agent_id=v.check_optional_id(agent_id, "agent_id"),
+    )
+    return build_server(lambda _ctx: handle)
+
+
+def build_server(
+    handle_for: HandleFor,
+    *,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
+) -> MCPServer[Any]:
+    """The server with every tool acting on ``handle_for(ctx)`` (resolved per call).
+
+    ``create_server`` resolves to one scoped handle; the service's ``/mcp``
+    mount resolves the caller's tenant from its API key (``token_verifier``).
+    """
+    from memorybank import __version__
+
+    server: MCPServer[Any] = MCPServer(
+        "memorybank",
+        title="memorybank",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        token_verifier=token_verifier,
+        auth=auth,
+        log_level="WARNING",
+    )
+    _graph_tools(server, handle_for)
+    _memory_tools(server, handle_for)
+    return server
+
+
+def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
+    """The reference memory server's nine tools (``memorybank.mcp.graph_tools``)."""
+
+    @server.tool(
+        title="Create Entities",
+        description="Create multiple new entities in the knowledge graph. "
+        "An entity whose name already exists is left as it is and not returned.",
+        annotations=_ADD_ONCE,
+    )
+    async def create_entities(
+        entities: Annotated[
+            list[McpEntity], Field(description="The entities to create", max_length=100)
+        ],
+        ctx: Context,
+    ) -> mcp_compat.CreatedEntities:
+        with _tool_errors():
+            return await mcp_compat.create_entities(handle_for(ctx).graph, entities)
+
+    @server.tool(
+        title="Create Relations",
+        description="Create multiple new relations between entities in the knowledge graph. "
+        "Relations should be in active voice. Both entities must exist.",
+        annotations=_ADD_ONCE,
+    )
+    async def create_relations(
+        relations: Annotated[
+            list[McpRelation], Field(description="The relations to create", max_length=100)
+        ],
+        ctx: Context,
+    ) -> mcp_compat.CreatedRelations:
+        with _tool_errors():
+            return await mcp_compat.create_relations(handle_for(ctx).graph, relations)
+
+    @server.tool(
+        title="Add Observations",
+        description="Add new observations to existing entities in the knowledge graph",
+        annotations=_ADD_ONCE,
+    )
+    async def add_observations(
+        observations: Annotated[list[ObservationsToAdd], Field(max_length=100)],
+        ctx: Context,
+    ) -> AddedObservations:
+        with _tool_errors():
+            return await mcp_compat.add_observations(handle_for(ctx).graph, observations)
+
+    @server.tool(
+        title="Delete Entities",
+        description="Delete multiple entities and their associated relations from the "
+        "knowledge graph",
+        annotations=_DELETE,
+    )
+    async def delete_entities(
+        entityNames: Annotated[
+            list[str], Field(description="An array of entity names to delete", max_length=100)
+        ],
+        ctx: Context,
+    ) -> Outcome:
+        with _tool_errors():
+            return await mcp_compat.delete_entities(handle_for(ctx).graph, entityNames)
+
+    @server.tool(
+        title="Delete Observations",
+        description="Delete specific observations from entities in the knowledge graph",
+        annotations=_DELETE,
+    )
+    async def delete_observations(
+        deletions: Annotated[list[ObservationDeletion], Field(max_length=100)],
+        ctx: Context,
+    ) -> Outcome:
+        with _tool_errors():
+            return await mcp_compat.delete_observations(handle_for(ctx).graph, deletions)
+
+    @server.tool(
+        title="Delete Relations",
+        description="Delete multiple relations from the knowledge graph",
+        annotations=_DELETE,
+    )
+    async def delete_relations(
+        relations: Annotated[
+            list[McpRelation],
+            Field(description="An array of relations to delete", max_length=100),
+        ],
+        ctx: Context,
+    ) -> Outcome:
+        with _tool_errors():
+            return await mcp_compat.delete_relations(handle_for(ctx).graph, relations)
+
+    @server.tool(
+        title="Read Graph",
+        description="Read the knowledge graph, one page at a time: entities with the "
+        "relations that start at them. When nextCursor is present, call again with "
+        "cursor=nextCursor for the next page.",
+        annotations=_READ,
+    )
+    async def read_graph(
+        ctx: Context,
+        cursor: Annotated[
+            str | None, Field(description="nextCursor of the previous page (omit: first page)")
+        ] = None,
+        limit: Annotated[
+            int,
+            Field(description="Most entities on this page", ge=1, le=mcp_compat.PAGE_MAX),
+        ] = mcp_compat.PAGE_DEFAULT,
+    ) -> KnowledgeGraph:
+        with _tool_errors():
+            return await mcp_compat.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
+
+    @server.tool(
+        title="Search Nodes",
+        description="Search for nodes in the knowledge graph based on a query (names, types, "
+        "aliases and observations); returns the best matches and their relations",
+        annotations=_READ,
+    )
+    async def search_nodes(
+        query: Annotated[
+            str,
+            Field(
+                description="The search query to match against entity names, types, "
+                "and observation content"
+            ),
+        ],
+        ctx: Context,
+        limit: Annotated[
+            int, Field(description="Most entities returned", ge=1, le=mcp_compat.PAGE_MAX)
+        ] = mcp_compat.SEARCH_DEFAULT,
+    ) -> KnowledgeGraph:
+        with _tool_errors():
+            return await mcp_compat.search_nodes(handle_for(ctx).graph, query, limit=limit)
+
+    @server.tool(
+        title="Open Nodes",
+        description="Open specific nodes in the knowledge graph by their names",
+        annotations=_READ,
+    )
+    async def open_nodes(
+        names: Annotated[
+            list[str],
+            Field(
+                description="An array of entity names to retrieve",
+                max_length=mcp_compat.PAGE_MAX,
+            ),
+        ],
+        ctx: Context,
+    ) -> KnowledgeGraph:
+        with _tool_errors():
+            return await mcp_compat.open_nodes(handle_for(ctx).graph, names)
+
+
+def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
+    """memorybank's own verbs: conversation threads, recall, context, facts."""
+
+    @server.tool(
+        title="Remember",
+        description="Append a message to a conversation thread (created when absent, "
+        "owned by this server's user).",
+        annotations=_ADD,
+    )
+    async def remember(
+        thread_id: Annotated[str, Field(description="The conversation thread")],
+        content: Annotated[str, Field(description="The message text")],
+        ctx: Context,
+        role: Annotated[
+            Literal["user", "assistant", "system", "developer"],
+            Field(description="Who said it"),
+        ] = "user",
+        metadata: Annotated[
+            dict[str, Any] | None, Field(description="JSON metadata kept with the message")
+        ] = None,
+        idempotency_key: Annotated[
+            str | None,
+            Field(description="A retry with the same key stores the message only once"),
+        ] = None,
+    ) -> StoredMessage:
+        with _tool_errors():
+            memory = handle_for(ctx)
+            await memory.ensure_thread(thread_id)
+            entry = await memory.remember(
+                thread_id, role, content, metadata=metadata, idempotency_key=idempotency_key
+            )
+            return {
+                "id": entry.id,
+                "thread_id": entry.thread_id,
+                "position": entry.position,
+                "role": entry.role,
+                "created_at": entry.created_at.isoformat(),
+            }
+
+    @server.tool(
+        title="Recall",
+        description="Search past conversations and documents (hybrid: keyword plus semantic "
+        "when an embedder is configured), best first.",
+        annotations=_READ,
+    )
+    async def recall(
+        query: Annotated[str, Field(description="What to look for")],
+        ctx: Context,
+        k: Annotated[int, Field(description="How many hits", ge=1, le=RECALL_MAX)] = 10,
+        thread_id: Annotated[
+            str | None, Field(description="Search this thread only (omit: every thread)")
+        ] = None,
+    ) -> RecallResult:
+        with _tool_errors():
+            hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id)
+            out: list[RecallHit] = []
+            for hit in hits:
+                entry, document = hit.entry, hit.document
+                record = entry if entry is not None else document
+                assert record is not None
+                out.append(
+                    {
+                        "kind": hit.kind,
+                        "id": hit.id,
+                        "score": hit.score,
+                        "content": hit.content,
+                        "thread_id": None if entry is None else entry.thread_id,
+                        "role": None if entry is None else entry.role,
+                        "created_at": record.created_at.isoformat(),
+                    }
+                )
+            return {"hits": out}
+
+    @server.tool(
+        title="History",
+        description="The last messages of a conversation thread, oldest first.",
+        annotations=_READ,
+    )
+    async def history(
+        thread_id: Annotated[str, Field(description="The conversation thread")],
+        ctx: Context,
+        last: Annotated[
+            int, Field(description="How many of the newest messages", ge=1, le=HISTORY_MAX)
+        ] = 20,
+    ) -> HistoryResult:
+        with _tool_errors():
+            messages = await handle_for(ctx).history(thread_id, last=last)
+            return {"thread_id": thread_id, "messages": _dump.encode(messages)}
+
+    @server.tool(
+        title="Get Context",
+        description="The messages for the next model call on a thread, within a token "
+        "budget: a system message with the known facts, then the most recent history.",
+        annotations=_READ,
+    )
+    async def get_context(
+        thread_id: Annotated[str, Field(description="The conversation thread")],
+        max_tokens: Annotated[
+            int, Field(description="The token budget", ge=1, le=CONTEXT_MAX_TOKENS)
+        ],
+        ctx: Context,
+        current_input: Annotated[
+            str | None, Field(description="The user's new message (guides what is included)")
+        ] = None,
+        system_prompt: Annotated[str | None, Field(description="The system prompt")] = None,
+        include_facts: Annotated[bool, Field(description="Add the known facts")] = True,
+        include_graph: Annotated[
+            bool,
+            Field(
+                description="Add the knowledge-graph entities and relations that "
+                "current_input mentions"
+            ),
+        ] = False,
+    ) -> ContextResult:
+        with _tool_errors():
+            memory = handle_for(ctx)
+            if not isinstance(memory.scope.agent_id, str):
+                raise InvalidInput(
+                    "get_context needs an agent: start the server with an agent_id "
+                    "(memorybank mcp --agent-id NAME)",
+                    field="agent_id",
+                )
+            built = await memory.build_context(
+                thread_id,
+                max_tokens=max_tokens,
+                current_input=current_input,
+                system_prompt=system_prompt,
+                include_facts=include_facts,
+                include_graph_context=include_graph,
+            )
+            return {
+                "messages": _dump.encode(built.messages),
+                "token_count": built.token_count,
+                "truncated": built.truncated,
+                "included_entries": built.included_entries,
+                "total_entries": built.total_entries,
+                "warnings": list(built.warnings)
+                + [f"{e.source} left out: {e.error}" for e in built.errors],
+            }
+
+    @server.tool(
+        title="Add Fact",
+        description="Remember a durable fact (about the user or the world) across threads.",
+        annotations=_ADD,
+    )
+    async def add_fact(
+        content: Annotated[str, Field(description="The fact, as one short sentence")],
+        ctx: Context,
+        category: Annotated[
+            str | None, Field(description="A label such as preference or profile")
+        ] = None,
+        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+    ) -> FactOut:
+        with _tool_errors():
+            fact = await handle_for(ctx).facts.add(
+                content=content, category=category, confidence=confidence, source="mcp"
+            )
+            return _fact_out(fact)
+
+    @server.tool(
+        title="List Facts",
+        description="The known facts, oldest first, one page at a time (pass nextCursor "
+        "back as cursor), optionally of one category.",
+        annotations=_READ,
+    )
+    async def list_facts(
+        ctx: Context,
+        category: Annotated[str | None, Field(description="Only this category")] = None,
+        cursor: Annotated[str | None, Field(description="nextCursor of the previous page")] = None,
+        limit: Annotated[int, Field(ge=1, le=LIST_MAX)] = 50,
+    ) -> FactPage:
+        with _tool_errors():
+            offset = _read_offset(cursor)
+            limit = _bounded(limit, "limit", LIST_MAX)
+            facts = await handle_for(ctx).facts.list(category=category)
+            page: FactPage = {"facts": [_fact_out(f) for f in facts[offset : offset + limit]]}
+            if offset + limit < len(facts):
+                page["nextCursor"] = _offset_cursor(offset + limit)
+            return page
+
+    @server.tool(
+        title="Forget",
+        description="Delete a fact (kind='fact') or a whole conversation thread "
+        "(kind='thread') for good.",
+        annotations=_DELETE,
+    )
+    async def forget(
+        id: Annotated[str, Field(description="The fact id or thread id")],
+        ctx: Context,
+        kind: Annotated[Literal["fact", "thread"], Field(description="What id names")] = "fact",
+    ) -> Forgotten:
+        with _tool_errors():
+            memory = handle_for(ctx)
+            if kind == "fact":
+                deleted = await memory.facts.delete(id)
+            else:
+                deleted = await memory.threads.delete(id)
+            return {"deleted": deleted, "kind": kind, "id": id}

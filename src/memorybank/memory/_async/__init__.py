@@ -1,0 +1,1 @@
+"""``AsyncMemory`` and its namespaces (async source; ``Memory`` is generated)."""

@@ -1,0 +1,45 @@
+"""Read-guard-write, retried: how ``AsyncMemory`` changes a record others may change too.
+
+A step reads a record, builds the new value from what it read and writes it with
+a ``RecordGuard`` on the revision it read (see ``stores/base.py``). When another
+writer got in between, the store refuses the write with ``Conflict`` and nothing
+is written; the step then runs again on a fresh read. Every acknowledged write
+was therefore built on the value it replaced: none is lost.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TypeVar
+
+from memorybank.errors import Conflict
+from memorybank.runtime.concurrency import AsyncStep, asleep
+
+__all__ = ["ATTEMPTS", "retry_conflicts"]
+
+T = TypeVar("T")
+
+#: Attempts before giving up. A step loses only to a writer that succeeded, so
+#: running out takes a record rewritten 20 times during one caller's attempts.
+ATTEMPTS = 20
+_BACKOFF = 0.002  # seconds; doubled per attempt (capped), jittered so rivals spread out
+_MAX_BACKOFF = 0.1
+
+
+async def retry_conflicts(step: AsyncStep[T], what: str) -> T:
+    """``await step()`` until it does not raise ``Conflict`` (at most ``ATTEMPTS`` times).
+
+    Raises:
+        Conflict: ``what`` kept changing through every attempt.
+    """
+    for attempt in range(ATTEMPTS):
+        try:
+            return await step()
+        except Conflict as error:
+            if attempt + 1 == ATTEMPTS:
+                raise Conflict(
+                    f"{what} kept changing during {ATTEMPTS} attempts to write it; try again"
+                ) from error
+            # random() is fine here: the jitter only spreads rivals apart.
+            await asleep(random.random() * min(_MAX_BACKOFF, _BACKOFF * 2**attempt))
+    raise AssertionError("unreachable")

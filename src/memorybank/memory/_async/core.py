@@ -1,0 +1,128 @@
+"""What every ``memory.*`` namespace shares: ``_Core`` and the thread and branch checks."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memorybank.errors import NotFound
+from memorybank.records import Message, Thread
+from memorybank.rules import validate as v
+from memorybank.rules.scope import check_owner
+from memorybank.runtime.concurrency import AsyncBackground, Breaker
+from memorybank.stores.contract._async.store import AsyncStore, Unset
+from memorybank.tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from memorybank.embeddings.base import Embedder
+    from memorybank.extract.base import Extractor
+    from memorybank.rerank.base import Reranker
+    from memorybank.vector_index._async.index import AsyncVectorIndex
+
+
+#: Entries background extraction holds at most (queued or running); more are dropped.
+EXTRACT_MAX_BACKLOG = 10_000
+#: After this many background extractions in a row find the extractor unavailable,
+#: the next ones fail at once for ``EXTRACT_PAUSE`` seconds (no request storm).
+EXTRACT_BREAKER_THRESHOLD = 5
+EXTRACT_PAUSE = 30.0
+
+TitleFn = Callable[[str], str | Awaitable[str]]
+Clock = Callable[[], datetime]
+MessageLike = Message | dict[str, Any]
+
+
+def _system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Core:
+    """What a tenant handle shares with its parent: the store and the options."""
+
+    def __init__(
+        self,
+        store: AsyncStore,
+        *,
+        owns_store: bool,
+        tokenizer: Tokenizer,
+        generate_title: TitleFn | None,
+        clock: Clock,
+        max_content_chars: int,
+        embedder: Embedder | None = None,
+        extractor: Extractor | None = None,
+        extract_on_write: bool = False,
+        extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
+        vector_index: AsyncVectorIndex | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.reranker = reranker
+        self.vector_index = vector_index
+        self.extractor = extractor
+        #: Runs ``extract_on_write`` extractions (``None``: off); see ``_async/ingest.py``.
+        self.background = (
+            AsyncBackground(
+                "memorybank-extract",
+                concurrency=extract_concurrency,
+                max_backlog=EXTRACT_MAX_BACKLOG,
+            )
+            if extract_on_write
+            else None
+        )
+        self.extract_breaker = Breaker(threshold=EXTRACT_BREAKER_THRESHOLD, cooldown=EXTRACT_PAUSE)
+        self.store = store
+        self.owns_store = owns_store
+        self.tokenizer = tokenizer
+        self.generate_title = generate_title
+        self.clock = clock
+        self.max_content_chars = max_content_chars
+
+    def now(self) -> datetime:
+        return v.check_time(self.clock(), "clock()")
+
+    @functools.cached_property
+    def functional_types(self) -> set[str]:
+        """``memory.graph.functional_types``: shared by every handle of this memory."""
+        from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES  # with the graph only
+
+        return set(DEFAULT_FUNCTIONAL_TYPES)
+
+
+def _check_title(title: object) -> str | None:
+    return None if title is None else v.check_text(title, "title", max_chars=v.MAX_LABEL_CHARS)
+
+
+async def _require_thread(
+    core: _Core, tenant: str, thread_id: str, user_id: str | Unset | None
+) -> Thread:
+    thread = await core.store.get_thread(tenant, thread_id)
+    if thread is None:
+        raise NotFound(f"thread {thread_id!r} not found")
+    check_owner(thread, user_id)
+    return thread
+
+
+def _provider_dict(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.name is not None:
+        out["name"] = message.name
+    if message.tool_calls:
+        out["tool_calls"] = [call.to_dict() for call in message.tool_calls]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.extra:
+        # the parts (counted text plus a fixed cost per other part), function_call, ...
+        out.update((k, x) for k, x in message.extra.items() if x is not None)
+    elif message.item is not None:
+        parts = message.item.get("content", message.item.get("output"))
+        if isinstance(parts, list):
+            out["content"] = parts
+    return out
+
+
+async def _require_branch(core: _Core, tenant: str, thread_id: str, name: str) -> None:
+    branches = await core.store.list_branches(tenant, thread_id)
+    if not any(b.name == name for b in branches):
+        raise NotFound(f"branch {name!r} not found")

@@ -1,0 +1,371 @@
+"""``memory.entries``: the messages of a thread's branches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal
+
+from memorybank.errors import InvalidInput
+from memorybank.memory._async.core import (
+    MessageLike,
+    _check_title,
+    _Core,
+    _provider_dict,
+    _require_branch,
+    _require_thread,
+)
+from memorybank.records import Entry
+from memorybank.rules import validate as v
+from memorybank.rules.idempotency import keyed
+from memorybank.rules.ids import new_id
+from memorybank.rules.scope import ROOT, Scope, check_owner
+from memorybank.rules.window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
+from memorybank.runtime.concurrency import amaybe_await
+from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.contract.items import NewEntry
+from memorybank.tokens import count_message_tokens
+
+_PAGE = 64
+
+
+class AsyncEntries:
+    """``memory.entries``: the messages of a thread's branches."""
+
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
+        self._core = core
+        self._tenant = tenant
+        self._scope = scope
+
+    def _new_entry(
+        self,
+        message: MessageLike,
+        *,
+        token_count: int | None,
+        created_at: datetime,
+    ) -> NewEntry:
+        clean = v.as_message(message, max_content_chars=self._core.max_content_chars)
+        if token_count is None:
+            token_count = count_message_tokens(self._core.tokenizer, _provider_dict(clean))
+        else:
+            v.check_limit(token_count, "token_count", allow_none=False)
+        return NewEntry(
+            id=new_id(),
+            role=clean.role,
+            content=clean.content,
+            name=clean.name,
+            tool_calls=clean.tool_calls,
+            tool_call_id=clean.tool_call_id,
+            metadata=dict(clean.metadata),
+            state=dict(clean.state),
+            token_count=token_count,
+            created_at=created_at,
+            extra=dict(clean.extra),
+            item=None if clean.item is None else dict(clean.item),
+        )
+
+    async def add(
+        self,
+        thread_id: str,
+        message: MessageLike,
+        *,
+        token_count: int | None = None,
+        idempotency_key: str | None = None,
+        created_at: datetime | None = None,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
+    ) -> Entry:
+        """Append one message (a ``Message`` or provider dict) to the thread.
+
+        ``token_count`` defaults to the exact count with the configured tokenizer
+        (message overhead included). A retry with the same ``idempotency_key``
+        and the same message returns the stored entry instead of adding a second
+        one; the key reused with a different message (role, content, name, tool
+        calls, tool call id, metadata or state) raises ``Conflict`` and adds
+        nothing. ``created_at`` may be in the past (imports); order is always
+        the order of adding.
+        """
+        user_id = self._scope.user(user_id)
+        now = self._core.now()
+        key = v.check_optional_id(idempotency_key, "idempotency_key")
+        entry = self._new_entry(
+            message,
+            token_count=token_count,
+            created_at=now if created_at is None else v.check_time(created_at, "created_at"),
+        )
+        stored = await self._append(
+            thread_id, keyed(key, [entry]), now=now, branch=branch, user_id=user_id
+        )
+        return stored[0]
+
+    async def add_many(
+        self,
+        thread_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        idempotency_key: str | None = None,
+        created_at: datetime | None = None,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
+    ) -> list[Entry]:
+        """Append several messages in one atomic write: all are stored or none.
+
+        With ``idempotency_key``, a retry of the same messages returns the stored
+        entries instead of adding them again, and a retry that differs (one
+        message more or less, any message changed) raises ``Conflict`` and adds
+        nothing. The key names the whole request: ``add(m, idempotency_key=k)``
+        is the same request as ``add_many([m], idempotency_key=k)``. Message 0 is
+        stored under ``key``, message ``i >= 1`` under ``key + "\x1f" + str(i)``
+        (``Entry.idempotency_key``), which no key given to ``add`` can equal.
+        """
+        user_id = self._scope.user(user_id)
+        if isinstance(messages, str | bytes | dict) or not isinstance(messages, Sequence):
+            raise InvalidInput("messages must be a list of messages", field="messages")
+        now = self._core.now()
+        when = now if created_at is None else v.check_time(created_at, "created_at")
+        key = v.check_optional_id(idempotency_key, "idempotency_key")
+        new = [self._new_entry(message, token_count=None, created_at=when) for message in messages]
+        if not new:
+            return []
+        return await self._append(
+            thread_id, keyed(key, new), now=now, branch=branch, user_id=user_id
+        )
+
+    async def _append(
+        self,
+        thread_id: str,
+        entries: list[NewEntry],
+        *,
+        now: datetime,
+        branch: str | None,
+        user_id: str | Unset | None,
+    ) -> list[Entry]:
+        result = await self._core.store.append_entries(
+            self._tenant,
+            v.check_id(thread_id, "thread_id"),
+            entries,
+            updated_at=now,
+            branch=v.check_optional_id(branch, "branch"),
+            owner=user_id,
+        )
+        if self._core.embedder is not None:
+            from memorybank.recall._async import search
+
+            new_ids = {e.id for e in entries}
+            await search.embed_entries(
+                self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            )
+        if self._core.background is not None:
+            from memorybank.extract._async import ingest
+
+            new_ids = {e.id for e in entries}
+            ingest.submit(
+                self._core,
+                self._tenant,
+                result.thread,
+                [e for e in result.entries if e.id in new_ids],
+            )
+        generate = self._core.generate_title
+        if generate is not None and result.thread.title is None:
+            first_user = next((e for e in result.entries if e.role == "user" and e.content), None)
+            if first_user is not None and first_user.content is not None:
+                title = await amaybe_await(generate(first_user.content))
+                await self._core.store.update_thread(
+                    self._tenant, thread_id, updated_at=now, title=_check_title(title)
+                )
+        return result.entries
+
+    async def _scan(
+        self,
+        thread_id: str,
+        *,
+        branch: str | None,
+        limit: int | None,
+        offset: int,
+        before: datetime | None,
+        after: datetime | None,
+        max_tokens: int | None,
+        include_tool_calls: bool,
+        user_id: str | Unset | None,
+    ) -> list[Entry]:
+        """Read newest-first pages until the window is full; never the whole thread."""
+        page_size = max(_PAGE, (limit or 0) + offset)
+        raw_offset = 0
+        skipped = 0
+        window: list[Entry] = []  # newest first
+        while True:
+            thread, page = await self._core.store.list_entries(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=page_size,
+                offset=raw_offset,
+                before=before,
+                after=after,
+                newest_first=True,
+            )
+            check_owner(thread, user_id)
+            branch = thread.current_branch if branch is None else branch
+            raw_offset += len(page)
+            rows = page if include_tool_calls else strip_tool_calls(page)
+            for entry in rows:
+                if skipped < offset:
+                    skipped += 1
+                    continue
+                window.append(entry)
+            full = limit is not None and len(window) >= limit
+            if full:
+                window = window[:limit]
+            if max_tokens is not None:
+                fitted, stopped = take_token_budget(window, max_tokens)
+                if stopped:
+                    window = fitted
+                    full = True
+            if full or len(page) < page_size:
+                break
+        window.reverse()
+        return drop_orphan_tool_results(window)
+
+    async def list(
+        self,
+        thread_id: str,
+        *,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        order: Literal["asc", "desc"] = "asc",
+        max_tokens: int | None = None,
+        include_tool_calls: bool = True,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
+    ) -> list[Entry]:
+        """Entries of a branch (default: the current one), paged from the newest.
+
+        ``offset`` skips the newest N, ``limit`` keeps the next newest N,
+        ``max_tokens`` keeps the longest run of newest entries whose stored token
+        counts fit; the page comes back in ``order`` (``"asc"``: oldest first).
+        ``include_tool_calls=False`` drops tool results and strips tool calls
+        (an assistant entry left empty is dropped) before paging. No window
+        returns a tool result whose calling assistant entry it cut off, so a
+        page may hold fewer than ``limit`` entries.
+        """
+        user_id = self._scope.user(user_id)
+        thread_id = v.check_id(thread_id, "thread_id")
+        limit = v.check_limit(limit, "limit")
+        offset_ = v.check_limit(offset, "offset", allow_none=False)
+        assert offset_ is not None
+        max_tokens = v.check_limit(max_tokens, "max_tokens")
+        if order not in ("asc", "desc"):
+            raise InvalidInput("order must be 'asc' or 'desc'", field="order")
+        if not isinstance(include_tool_calls, bool):
+            raise InvalidInput("include_tool_calls must be a bool", field="include_tool_calls")
+        before = None if before is None else v.check_time(before, "before")
+        after = None if after is None else v.check_time(after, "after")
+        store = self._core.store
+        if branch is not None:  # ownership first: a stranger learns no branch names
+            await _require_thread(self._core, self._tenant, thread_id, user_id)
+            await _require_branch(self._core, self._tenant, thread_id, v.check_id(branch, "branch"))
+
+        if include_tool_calls and max_tokens is None:
+            thread, rows = await store.list_entries(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
+            )
+            check_owner(thread, user_id)
+            rows = drop_orphan_tool_results(rows)
+        else:
+            rows = await self._scan(
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset_,
+                before=before,
+                after=after,
+                max_tokens=max_tokens,
+                include_tool_calls=include_tool_calls,
+                user_id=user_id,
+            )
+        if order == "desc":
+            rows.reverse()
+        return rows
+
+    async def get(
+        self,
+        thread_id: str,
+        entry_id: str,
+        *,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
+    ) -> Entry | None:
+        """One entry of the branch (default: current), or ``None``."""
+        user_id = self._scope.user(user_id)
+        thread_id = v.check_id(thread_id, "thread_id")
+        if not isinstance(user_id, Unset):
+            await _require_thread(self._core, self._tenant, thread_id, user_id)
+        return await self._core.store.get_entry(
+            self._tenant,
+            thread_id,
+            v.check_id(entry_id, "entry_id"),
+            branch=v.check_optional_id(branch, "branch"),
+        )
+
+    async def delete(
+        self,
+        thread_id: str,
+        entry_id: str,
+        *,
+        branch: str | None = None,
+        user_id: str | Unset | None = UNSET,
+        cascade_facts: bool = False,
+    ) -> bool:
+        """Delete one entry from the branch; whether it existed.
+
+        ``cascade_facts=True`` also deletes the facts derived from it (those
+        listing it in ``source_entries``), and the graph's observations and
+        relations whose only provenance was it.
+        """
+        user_id = self._scope.user(user_id)
+        thread_id = v.check_id(thread_id, "thread_id")
+        await _require_thread(self._core, self._tenant, thread_id, user_id)
+        removed = await self._core.store.delete_entries(
+            self._tenant,
+            thread_id,
+            [v.check_id(entry_id, "entry_id")],
+            branch=v.check_optional_id(branch, "branch"),
+        )
+        if removed and cascade_facts:
+            from memorybank.graph._async import AsyncGraph
+            from memorybank.memory._async.facts import AsyncFacts
+
+            await AsyncFacts(self._core, self._tenant)._cascade([entry_id])
+            await AsyncGraph(self._core, self._tenant)._cascade([entry_id])
+        return removed > 0
+
+    async def clear(
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
+    ) -> int:
+        """Delete every entry of the branch (default: current); how many."""
+        user_id = self._scope.user(user_id)
+        thread_id = v.check_id(thread_id, "thread_id")
+        await _require_thread(self._core, self._tenant, thread_id, user_id)
+        return await self._core.store.clear_entries(
+            self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
+        )
+
+    async def count(
+        self, thread_id: str, *, branch: str | None = None, user_id: str | Unset | None = UNSET
+    ) -> int:
+        """Number of entries on the branch (default: current)."""
+        user_id = self._scope.user(user_id)
+        thread_id = v.check_id(thread_id, "thread_id")
+        if not isinstance(user_id, Unset):
+            await _require_thread(self._core, self._tenant, thread_id, user_id)
+        return await self._core.store.count_entries(
+            self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
+        )

@@ -1,0 +1,617 @@
+"""AsyncMemory: the object users create. Validation, scoping and windows live here, once.
+
+Its namespaces live beside it, one module each: ``threads``, ``entries``,
+``branches`` and ``run_state`` (working memory, snapshots, summaries), sharing
+``_core``; long-term memory (``facts``, ``documents``, ``graph``, ``search``)
+loads on first use. These ``_async`` files are the single source of both APIs:
+``memorybank/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.memory._async.branches import AsyncBranches
+from memorybank.memory._async.core import (
+    Clock,
+    TitleFn,
+    _Core,
+    _system_clock,
+)
+from memorybank.memory._async.entries import AsyncEntries
+from memorybank.memory._async.run_state import (
+    AsyncSnapshots,
+    AsyncSummaries,
+    AsyncWorkingMemory,
+    _run_key,
+)
+from memorybank.memory._async.threads import AsyncThreads
+from memorybank.records import Entry, Hit, Thread
+from memorybank.rules import validate as v
+from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.stores._async.open import open_store
+from memorybank.stores.contract._async.store import UNSET, AsyncStore, Unset
+from memorybank.tokens import Tokenizer, get_tokenizer
+
+if TYPE_CHECKING:
+    # Long-term memory, recall and turns load on first use (see the properties and
+    # methods below): a script that only reads history starts in half the time.
+    from memorybank.context._async.turn import AsyncTurn, OnError
+    from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.embeddings.base import Embedder
+    from memorybank.extract.base import Extractor
+    from memorybank.graph._async import AsyncGraph
+    from memorybank.graph.model import GraphContextOptions
+    from memorybank.memory._async.documents import AsyncDocuments
+    from memorybank.memory._async.facts import AsyncFacts
+    from memorybank.recall._async.search import SearchMode
+    from memorybank.rerank.base import Reranker
+    from memorybank.retention import PruneReport, RetentionPolicy
+    from memorybank.retrieval import SearchOptions
+    from memorybank.vector_index._async.index import AsyncVectorIndex
+
+__all__ = [
+    "AsyncBranches",
+    "AsyncEntries",
+    "AsyncMemory",
+    "AsyncSnapshots",
+    "AsyncSummaries",
+    "AsyncThreads",
+    "AsyncWorkingMemory",
+]
+
+DEFAULT_URL = "sqlite:///./memorybank.db"
+DEFAULT_TENANT = "default"
+#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
+MAX_CONTENT_CHARS = 1_000_000
+#: Seconds ``close()`` waits for background extraction before cancelling the rest.
+EXTRACT_CLOSE_TIMEOUT = 30.0
+
+
+class AsyncMemory:
+    """Memory for agents: threads, entries, branches, working memory, snapshots, summaries.
+
+    Args:
+        url: where to store. ``None`` reads ``$MEMORYBANK_URL``, else
+            ``sqlite:///./memorybank.db``. ``memory://`` is volatile;
+            ``sqlite:///relative.db`` and ``sqlite:////abs/path.db`` follow
+            SQLAlchemy. A store object may be passed instead (you keep owning it).
+        tokenizer: counts tokens for ``max_tokens`` windows: a ``Tokenizer``, an
+            encoding or model name. Default: exact ``o200k_base``.
+        generate_title: ``f(first_user_message) -> str`` (sync or async); names an
+            untitled thread when its first user message is stored.
+        clock: returns the current time (timezone-aware); inject for tests.
+        max_content_chars: largest message content accepted.
+        embedder: turns text into vectors for semantic search (see
+            ``memorybank.embeddings``); ``None`` disables semantic signals.
+        api_key: the key of a memorybank server, for an ``http(s)://`` URL
+            (``None``: ``$MEMORYBANK_API_KEY``); the tenant is the key's.
+        extractor: reads entries for ``memory.graph.ingest`` (see
+            ``memorybank.extract``: ``LLMExtractor``, ``RuleExtractor``). You
+            keep owning it: ``close()`` does not close it (it may serve other
+            memories); close it after the memories that use it (for
+            ``LLMExtractor``: ``close()``, and ``await aclose()`` on each event
+            loop that extracted, e.g. the loop of an ``AsyncMemory`` with
+            ``extract_on_write``).
+        extract_on_write: also extract every new user/assistant entry in the
+            background: never blocking or failing the write, in order per
+            thread, ``extract_concurrency`` extractions at a time;
+            ``memory.graph.pending()`` shows the backlog, and ``close()``
+            waits for it (at most ``EXTRACT_CLOSE_TIMEOUT`` seconds, then
+            cancels the rest: ``memory.graph.ingest(thread_id)`` catches up).
+        reranker: an optional last stage of hybrid search (see
+            ``memorybank.rerank``: ``CrossEncoderReranker``, ``LLMReranker``):
+            reorders the best hits of every hybrid search unless the call says
+            ``rerank=False``. ``None`` (the default): no reranking, no model call.
+        vector_index: search vectors in an external index instead of the store
+            (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
+            vectors as the source of truth and re-checks the scope of every
+            hit. ``close()`` closes the index too. ``None``: the store's own search.
+
+    Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
+    """
+
+    def __init__(
+        self,
+        url: str | AsyncStore | None = None,
+        *,
+        tokenizer: Tokenizer | str | None = None,
+        generate_title: TitleFn | None = None,
+        clock: Clock | None = None,
+        max_content_chars: int = MAX_CONTENT_CHARS,
+        tenant_id: str = DEFAULT_TENANT,
+        embedder: Embedder | None = None,
+        api_key: str | None = None,
+        extractor: Extractor | None = None,
+        extract_on_write: bool = False,
+        extract_concurrency: int = 2,
+        reranker: Reranker | None = None,
+        vector_index: AsyncVectorIndex | None = None,
+    ) -> None:
+        _check_extraction(extractor, extract_on_write, extract_concurrency)
+        if reranker is not None and not _is_reranker(reranker):
+            raise ConfigurationError(
+                "reranker must have rerank(query, candidates) and arerank(query, candidates)"
+            )
+        if isinstance(url, AsyncStore):
+            if api_key is not None:
+                raise ConfigurationError("api_key is for a URL, not a store object")
+            store, owns = url, False
+        elif url is None or isinstance(url, str):
+            url = url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
+            store, owns = open_store(url, api_key=api_key), True
+        else:
+            raise ConfigurationError(f"url must be a string or a store, got {type(url).__name__}")
+        if vector_index is not None:
+            from memorybank.vector_index._async.index import indexed
+
+            store = indexed(store, vector_index)
+        if isinstance(tokenizer, str) or tokenizer is None:
+            tokenizer = get_tokenizer(tokenizer)
+        elif not callable(getattr(tokenizer, "count", None)):
+            raise ConfigurationError("tokenizer must have a count(text) -> int method")
+        if max_content_chars <= 0:
+            raise ConfigurationError("max_content_chars must be positive")
+        core = _Core(
+            store,
+            owns_store=owns,
+            vector_index=vector_index,
+            tokenizer=tokenizer,
+            generate_title=generate_title,
+            clock=clock or _system_clock,
+            max_content_chars=max_content_chars,
+            embedder=embedder,
+            extractor=extractor,
+            extract_on_write=extract_on_write,
+            extract_concurrency=extract_concurrency,
+            reranker=reranker,
+        )
+        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
+
+    def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
+        self._core = core
+        self.tenant_id = tenant
+        self._scope = scope
+        self.threads = AsyncThreads(core, tenant, scope)
+        self.entries = AsyncEntries(core, tenant, scope)
+        self.branches = AsyncBranches(core, tenant, scope)
+        self.snapshots = AsyncSnapshots(core, tenant, scope)
+        self.summaries = AsyncSummaries(core, tenant, scope)
+
+    @functools.cached_property
+    def facts(self) -> AsyncFacts:
+        """``memory.facts``: long-term facts (see ``memorybank.memory._async.facts``)."""
+        from memorybank.memory._async.facts import AsyncFacts
+
+        return AsyncFacts(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def graph(self) -> AsyncGraph:
+        """``memory.graph``: the knowledge graph (see ``memorybank.graph._async``)."""
+        from memorybank.graph._async import AsyncGraph
+
+        return AsyncGraph(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def documents(self) -> AsyncDocuments:
+        """``memory.documents``: searchable documents."""
+        from memorybank.memory._async.documents import AsyncDocuments
+
+        return AsyncDocuments(self._core, self.tenant_id, self._scope)
+
+    @property
+    def embedder(self) -> Embedder | None:
+        """The embedder this memory searches with (``None``: no semantic search)."""
+        return self._core.embedder
+
+    @property
+    def store(self) -> AsyncStore:
+        """The store this memory writes to."""
+        return self._core.store
+
+    @property
+    def scope(self) -> Scope:
+        """The principal this handle is confined to (``Scope()``: the unscoped root)."""
+        return self._scope
+
+    def now(self) -> datetime:
+        """The time by this memory's ``clock``: what its writes are stamped with.
+
+        Integrations stamp their own records (TTLs, checkpoints) with it, so a
+        memory built with a test clock controls their time too."""
+        return self._core.now()
+
+    def _handle(self, tenant: str, scope: Scope) -> AsyncMemory:
+        handle = object.__new__(type(self))
+        handle._init(self._core, tenant, scope)
+        return handle
+
+    def tenant(self, tenant_id: str) -> AsyncMemory:
+        """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
+        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+
+    def scoped(
+        self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET
+    ) -> AsyncMemory:
+        """A handle on which every call acts for one principal and cannot widen it.
+
+        Each call on the handle fills in ``user_id``/``agent_id`` when left out;
+        naming another principal raises ``InvalidInput``. ``None`` confines the
+        handle to shared records (no user, or no agent); an axis left out stays
+        unconfined. Composes with ``tenant()`` in either order, and a scoped
+        handle can be scoped further on its free axis only. Shares the store
+        (and its ``close``) with this memory.
+
+        This is the form for multi-user applications: build one per request
+        from the authenticated principal, and pass only it to agent code.
+        """
+        return self._handle(self.tenant_id, self._scope.narrow(user_id=user_id, agent_id=agent_id))
+
+    async def close(self) -> None:
+        """Close the store if this memory opened it (from a URL), for every handle on it.
+
+        With ``extract_on_write``, background extraction stops first: new entries
+        are no longer queued, the backlog gets up to ``EXTRACT_CLOSE_TIMEOUT``
+        seconds, and what is left is cancelled (counted in ``graph.pending()``).
+        The extractor and the reranker are the caller's: they stay open.
+        """
+        if self._core.background is not None:
+            await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
+        if self._core.owns_store:
+            await self._core.store.close()
+        if self._core.vector_index is not None:
+            await self._core.vector_index.close()
+
+    async def __aenter__(self) -> AsyncMemory:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- conversation verbs ------------------------------------------------
+
+    async def ensure_thread(
+        self,
+        thread_id: str | None,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> Thread:
+        """The thread, created (owned by ``user_id``) when absent.
+
+        Fails closed: an existing thread whose owner is not ``user_id`` raises
+        ``ThreadForbidden`` (also for an unowned thread and a named user, and
+        the other way round). On a ``scoped`` handle ``user_id`` defaults to its
+        user; on the root handle leaving it out is the trusted form (no check,
+        an absent thread is created without owner).
+        """
+        user_id = self._scope.user(user_id)
+        if thread_id is not None:
+            thread = await self.threads.get(thread_id)
+            if thread is not None:
+                check_owner(thread, user_id)
+                return thread
+        try:
+            return await self.threads.create(
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+            )
+        except Conflict:
+            if thread_id is None:
+                raise
+        thread = await self.threads.get(thread_id)  # created concurrently
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        check_owner(thread, user_id)
+        return thread
+
+    async def remember(
+        self,
+        thread_id: str,
+        role: str,
+        content: str | None,
+        *,
+        name: str | None = None,
+        tool_calls: Sequence[Any] = (),
+        tool_call_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        state: dict[str, Any] | None = None,
+        token_count: int | None = None,
+        idempotency_key: str | None = None,
+        created_at: datetime | None = None,
+        user_id: str | Unset | None = UNSET,
+    ) -> Entry:
+        """Append one message to the thread's current branch and bump its ``updated_at``."""
+        message: dict[str, Any] = {
+            "role": role,
+            "content": content,
+            "metadata": metadata,
+            "state": state,
+        }
+        # only the fields given: an empty one in a provider dict is kept as given
+        if name is not None:
+            message["name"] = name
+        if tool_calls:
+            message["tool_calls"] = list(tool_calls)
+        if tool_call_id is not None:
+            message["tool_call_id"] = tool_call_id
+        return await self.entries.add(
+            thread_id,
+            message,
+            token_count=token_count,
+            idempotency_key=idempotency_key,
+            created_at=created_at,
+            user_id=user_id,
+        )
+
+    async def history(
+        self, thread_id: str, *, last: int = 20, user_id: str | Unset | None = UNSET
+    ) -> list[dict[str, Any]]:
+        """The last ``last`` messages, oldest first, as provider-shaped dicts."""
+        v.check_limit(last, "last", allow_none=False)
+        user_id = self._scope.user(user_id)
+        owner, messages = await self._core.store.recent_messages(
+            self.tenant_id, v.check_id(thread_id, "thread_id"), last
+        )
+        check_owner_id(owner, user_id)
+        return messages
+
+    async def build_context(
+        self,
+        thread_id: str,
+        *,
+        max_tokens: int,
+        agent_id: str | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+        system_prompt: str | None = None,
+        current_input: str | None = None,
+        strategy: Strategy = "recent",
+        reserve_tokens: int | None = None,
+        include_system_prompt: bool = True,
+        include_facts: bool = False,
+        include_semantic_context: bool = False,
+        include_graph_context: bool = False,
+        graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
+    ) -> Context:
+        """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``).
+
+        ``agent_id`` is required (a ``scoped`` handle's agent by default);
+        ``user_id`` defaults to the handle's user, else ``None`` (no user).
+        ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
+        ``Relationships:`` about what ``current_input`` names, chosen with
+        ``graph_options`` (a ``GraphContextOptions``, or a dict of its fields).
+        """
+        from memorybank.context._async.builder import AsyncContextBuilder
+        from memorybank.context.values import ContextOptions
+        from memorybank.graph._context import as_options
+
+        agent, user = self._principal(agent_id, user_id)
+
+        options = ContextOptions(
+            max_tokens=max_tokens,
+            strategy=strategy,
+            reserve_tokens=reserve_tokens,
+            include_system_prompt=include_system_prompt,
+            include_facts=include_facts,
+            include_semantic_context=include_semantic_context,
+            include_graph_context=include_graph_context,
+            graph_options=as_options(graph_options),
+        )
+        return await AsyncContextBuilder(options, self).build(
+            thread_id,
+            agent_id=agent,
+            user_id=user,
+            system_prompt=system_prompt,
+            current_input=current_input,
+        )
+
+    def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
+        """The agent (required) and user (default: none) a context is built for."""
+        agent, user = self._scope.agent(agent_id), self._scope.user(user_id)
+        if not isinstance(agent, str):
+            raise InvalidInput("agent_id is required (a string)", field="agent_id")
+        return agent, None if isinstance(user, Unset) else user
+
+    def turn(
+        self,
+        thread_id: str,
+        *,
+        input: str,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset = UNSET,
+        context: ContextOptions | None = None,
+        system_prompt: str | None = None,
+        load_history: bool = True,
+        save_history: bool = True,
+        on_error: OnError | None = None,
+        raise_errors: bool = False,
+    ) -> AsyncTurn:
+        """One agent turn: ``async with memory.turn(...) as turn:``.
+
+        On entry the thread is ensured (created owned by ``user_id``) and the
+        context built with ``context`` (default: 4000 tokens, ``recent``); the
+        agent reads ``turn.messages`` and records its output with
+        ``turn.add(message)``. On a normal exit the input and the recorded
+        messages are saved in one atomic write. An unreachable store
+        (``StoreUnavailable``) is logged and reported to ``on_error(error,
+        "load" | "save")``, and the agent runs without memory, unless
+        ``raise_errors``.
+        """
+        from memorybank.context._async.turn import AsyncTurn
+        from memorybank.context.values import ContextOptions
+
+        agent, user = self._principal(agent_id, user_id)
+        return AsyncTurn(
+            self,
+            v.check_id(thread_id, "thread_id"),
+            user_id=user,
+            agent_id=agent,
+            input=input,
+            context=context if context is not None else ContextOptions(max_tokens=4000),
+            system_prompt=system_prompt,
+            load_history=load_history,
+            save_history=save_history,
+            on_error=on_error,
+            raise_errors=raise_errors,
+        )
+
+    def working(
+        self,
+        run_id: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> AsyncWorkingMemory:
+        """Working memory of one run: ``async with memory.working(run_id) as wm``.
+
+        Cleared when the block exits (also on error). Working memory is
+        partitioned by principal: the same ``run_id`` named with another
+        ``user_id``/``agent_id`` (or none) is another, empty space.
+        """
+        user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
+        return AsyncWorkingMemory(
+            self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
+        )
+
+    async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
+        """Apply a retention policy to this tenant's threads; what went (or would go).
+
+        See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
+        pairing is never broken; long-term records are kept). With ``dry_run``
+        nothing changes. After a real prune that removed something the store
+        reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
+        (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
+        """
+        from memorybank.memory._async.retention import prune_tenant
+        from memorybank.retention import RetentionPolicy
+
+        if not isinstance(policy, RetentionPolicy):
+            raise InvalidInput("policy must be a RetentionPolicy", field="policy")
+        if self._scope is not ROOT:
+            raise InvalidInput(
+                "prune covers a whole tenant: call it on an unscoped handle", field="scope"
+            )
+        return await prune_tenant(
+            self._core.store, self.tenant_id, policy, now=self._core.now(), dry_run=dry_run
+        )
+
+    async def forget_user(self, user_id: str | Unset = UNSET) -> int:
+        """Erase everything derived from ``user_id`` in this tenant; how many records went.
+
+        A handle scoped to a user may only forget that user (its own, by default).
+        """
+        user = self._scope.user(user_id)
+        if not isinstance(user, str):
+            raise InvalidInput("forget_user needs a user_id (a string)", field="user_id")
+        return await self._core.store.forget_user(self.tenant_id, user)
+
+    # -- recall --------------------------------------------------------------
+
+    async def search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        thread_id: str | None = None,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        kinds: Sequence[str] = ("entries", "documents"),
+        min_score: float | None = None,
+        filters: dict[str, Any] | None = None,
+        options: SearchOptions | None = None,
+        rerank: bool | None = None,
+        rerank_top: int | None = None,
+        include_history: bool = False,
+    ) -> list[Hit]:
+        """The ``k`` best entries, documents and facts for ``query``, best first.
+
+        ``mode``: ``"hybrid"`` (keyword + semantic + conversation context),
+        ``"semantic"`` (cosine, needs an embedder) or ``"keyword"`` (the store's
+        full-text search). ``kinds``: any of ``"entries"``, ``"documents"`` and
+        ``"facts"`` (``memory.facts``; current values only, ``include_history=True``
+        adds their earlier values as hits with ``superseded=True``, and is refused
+        with ``InvalidInput`` unless ``"facts"`` is among the kinds); every kind is
+        ranked on one scale. Only what ``agent_id`` and ``user_id`` may see is
+        searched: their own and shared (``None``) threads, documents and facts
+        (left out: the handle's scope; unscoped on the root handle). ``thread_id``
+        searches one thread's current branch (no documents, no facts) under the
+        thread rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
+        ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
+        hits whose metadata has exactly these values, ``options`` tunes hybrid
+        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        uses the memory's reranker (if any) on hybrid searches, ``False`` skips
+        it, ``True`` requires it; it reorders the best ``rerank_top`` hits
+        (default 20) and never fails the search (see
+        ``memorybank.recall._async.rerank_stage``). See ``memorybank.recall._async.search``.
+        """
+        from memorybank.recall._async import search
+
+        return await search.run_search(
+            self._core,
+            self.tenant_id,
+            query,
+            k=k,
+            mode=mode,
+            thread_id=thread_id,
+            visible=self._scope.visibility(user_id=user_id, agent_id=agent_id),
+            kinds=kinds,
+            min_score=min_score,
+            filters=filters,
+            options=options,
+            rerank=rerank,
+            rerank_top=rerank_top,
+            include_history=include_history,
+        )
+
+    async def embed_pending(
+        self, *, thread_id: str | None = None, batch_size: int | None = None
+    ) -> int:
+        """Embed every entry and document lacking a vector of the current embedder; how many.
+
+        Catches up a backlog: entries stored before an embedder was configured,
+        after its model changed, or while it failed. Works in batches of
+        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        it to one thread (entries only).
+        """
+        from memorybank.recall._async import search
+
+        if thread_id is not None:
+            await self.threads.require(thread_id)
+        return await search.embed_pending(
+            self._core,
+            self.tenant_id,
+            thread_id=thread_id,
+            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
+        )
+
+
+def _check_extraction(extractor: object, on_write: object, concurrency: object) -> None:
+    if extractor is not None and not (
+        callable(getattr(extractor, "extract", None))
+        and callable(getattr(extractor, "aextract", None))
+    ):
+        raise ConfigurationError("extractor must have extract() and aextract() methods")
+    if not isinstance(on_write, bool):
+        raise ConfigurationError("extract_on_write must be a bool")
+    if on_write and extractor is None:
+        raise ConfigurationError("extract_on_write=True needs an extractor=")
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError("extract_concurrency must be a positive int")
+
+
+def _is_reranker(reranker: object) -> bool:
+    # imported here: a memory without a reranker never loads the rerank package
+    from memorybank.rerank.base import Reranker
+
+    return isinstance(reranker, Reranker)

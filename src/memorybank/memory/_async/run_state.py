@@ -1,0 +1,183 @@
+"""Per-run state: ``memory.working_memory(...)``, ``memory.snapshots`` and ``memory.summaries``."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+from memorybank.errors import ThreadForbidden
+from memorybank.memory._async.core import _Core
+from memorybank.records import Summary
+from memorybank.rules import validate as v
+from memorybank.rules.ids import new_id
+from memorybank.rules.scope import ROOT, Principal, Scope
+from memorybank.stores.contract._async.store import UNSET, Unset
+
+
+def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
+    """Where a run's working memory lives: the run id itself for the unscoped root,
+    else a digest of (run, user, agent) so each principal gets its own space and
+    no run id a scoped caller can name reaches another's (scoped keys never
+    start with ``~`` unhashed; the root is trusted with every key)."""
+    if isinstance(user, Unset) and isinstance(agent, Unset):
+        return run_id
+    parts = [run_id, *(0 if isinstance(x, Unset) else x for x in (user, agent))]
+    import hashlib  # on first use (cold start)
+    import json
+
+    return "~" + hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+
+
+def _json_loads(text: str) -> Any:
+    import json  # on first use: reading history does not need it (cold start)
+
+    return json.loads(text)
+
+
+class AsyncWorkingMemory:
+    """Key-value scratch space for one run; cleared when its ``with`` block exits."""
+
+    def __init__(self, core: _Core, tenant: str, key: str, run_id: str) -> None:
+        self._core = core
+        self._tenant = tenant
+        self._key = key  # the run's partition in the store (see ``_run_key``)
+        self.run_id = run_id
+
+    async def set(self, key: str, value: Any) -> None:
+        """Store a JSON value under ``key``."""
+        await self._core.store.working_set(
+            self._tenant, self._key, v.check_id(key, "key"), v.dump_json(value, "value")
+        )
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default``."""
+        raw = await self._core.store.working_get(self._tenant, self._key, v.check_id(key, "key"))
+        return default if raw is None else _json_loads(raw)
+
+    async def delete(self, key: str) -> bool:
+        """Delete ``key``; whether it existed."""
+        return await self._core.store.working_delete(
+            self._tenant, self._key, v.check_id(key, "key")
+        )
+
+    async def items(self) -> dict[str, Any]:
+        """Every key and value of this run."""
+        raw = await self._core.store.working_items(self._tenant, self._key)
+        return {key: _json_loads(value) for key, value in sorted(raw.items())}
+
+    async def clear(self) -> None:
+        """Forget everything of this run."""
+        await self._core.store.working_clear(self._tenant, self._key)
+
+    async def __aenter__(self) -> AsyncWorkingMemory:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.clear()
+
+
+class AsyncSnapshots:
+    """``memory.snapshots``: durable per-run state for workflows that survive restarts."""
+
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
+        self._core = core
+        self._tenant = tenant
+        self._scope = scope
+
+    async def save(self, run_id: str, value: Any, *, user_id: str | Unset | None = UNSET) -> None:
+        """Save (replace) the run's snapshot: any JSON value. ``user_id`` becomes its owner.
+
+        Replacing another user's snapshot raises ``ThreadForbidden``, checked in
+        the same atomic step as the write: of two users saving one new run at
+        once, exactly one owns it. ``user_id`` defaults to the handle's user
+        (none on the root handle, which may then replace unowned snapshots only).
+        """
+        run_id = v.check_id(run_id, "run_id")
+        text = v.dump_json(value, "value")
+        owner = self._scope.owner(user_id)
+        await self._core.store.snapshot_save(
+            self._tenant, run_id, text, user_id=owner, saved_at=self._core.now()
+        )
+
+    async def load(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> Any:
+        """The saved value, or ``None``. A snapshot with an owner fails closed for others.
+
+        ``user_id`` defaults to the handle's user; the root handle's unscoped
+        call reads any snapshot.
+        """
+        user = self._scope.user(user_id)
+        found = await self._core.store.snapshot_load(self._tenant, v.check_id(run_id, "run_id"))
+        if found is None:
+            return None
+        owner, text = found
+        _snapshot_access(owner, user)
+        return _json_loads(text)
+
+    async def delete(self, run_id: str, *, user_id: str | Unset | None = UNSET) -> bool:
+        """Delete the run's snapshot; whether it existed (same access rule as ``load``).
+
+        The owner check is part of the delete (one atomic step); the root
+        handle's unscoped call deletes any snapshot.
+        """
+        user = self._scope.user(user_id)
+        return await self._core.store.snapshot_delete(
+            self._tenant,
+            v.check_id(run_id, "run_id"),
+            user_id=None if isinstance(user, Unset) else user,
+            owner_check=not isinstance(user, Unset),
+        )
+
+
+def _snapshot_access(owner: str | None, user: Principal) -> None:
+    """Snapshots fail closed like threads: an owned one is its owner's alone."""
+    if owner is not None and not isinstance(user, Unset) and owner != user:
+        raise ThreadForbidden("snapshot access forbidden")
+
+
+class AsyncSummaries:
+    """``memory.summaries``: compressed summaries of past conversations per agent (and user)."""
+
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
+        self._core = core
+        self._tenant = tenant
+        self._scope = scope
+
+    async def add(
+        self,
+        *,
+        content: str,
+        agent_id: str | Unset = UNSET,
+        user_id: str | Unset | None = UNSET,
+    ) -> Summary:
+        """Store a summary. ``user_id=None`` shares it with every user of the agent.
+
+        ``agent_id`` (required) and ``user_id`` default to the handle's scope.
+        """
+        v.check_text(content, "content", max_chars=self._core.max_content_chars, allow_empty=False)
+        summary = Summary(
+            id=new_id(),
+            agent_id=v.check_id(self._scope.owner(agent_id, "agent_id"), "agent_id"),
+            user_id=self._scope.owner(user_id),
+            content=content,
+            created_at=self._core.now(),
+        )
+        return await self._core.store.summary_add(self._tenant, summary)
+
+    async def list(
+        self, *, agent_id: str | Unset = UNSET, user_id: str | Unset | None = UNSET
+    ) -> list[Summary]:
+        """The agent's summaries for ``user_id`` plus shared ones, oldest first.
+
+        ``user_id=None``: shared ones only; left out: the handle's user (every
+        user's on the root handle). ``agent_id`` is required (the handle's by default).
+        """
+        return await self._core.store.summary_list(
+            self._tenant,
+            agent_id=v.check_id(self._scope.owner(agent_id, "agent_id"), "agent_id"),
+            user_id=self._scope.user(user_id),
+        )

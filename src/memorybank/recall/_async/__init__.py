@@ -1,0 +1,1 @@
+"""``memory.search`` and its stages (async source; the sync twins are generated)."""

@@ -1,0 +1,228 @@
+"""Conversation structure for ranking: candidates, threads, sessions, neighbours, speakers.
+
+A conversation memory is not a bag of independent documents.  Entries live in
+threads, in order, and in *sessions* (bursts of messages separated by silence).
+The answer to a question is often not the entry that matches it best but the
+one right after it ("Have you been anywhere nice?" -> "Yes, Paris last May"),
+and a topic discussed in one session spreads over several of its entries.  This
+module turns a list of :class:`Candidate` records into index arrays that make
+those relations cheap to use at query time (numpy, no Python loop per entry).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memorybank.recall.temporal import has_time_expression
+from memorybank.recall.text import tokenize
+
+__all__ = ["Candidate", "ConversationStructure", "mentioned_speakers", "name_tokens"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """One memory entry as the ranking core sees it (adapt a store's Entry to this).
+
+    * ``id``: unique id (Entry.id).
+    * ``thread_id`` / ``position``: the thread and the order inside it; neighbours
+      are the entries at ``position - 1`` / ``position + 1`` of the same thread
+      among the candidates.
+    * ``text``: what is searched (Entry.content).
+    * ``name``: the speaker/author name (Entry.name), or None.
+    * ``created_at``: time of the entry, timezone-aware or naive (never compared with
+      "now"); None disables session splitting and date matching for it.
+    * ``vector``: the entry's embedding, or None (then it gets no semantic score).
+    """
+
+    id: str
+    thread_id: str
+    position: int
+    text: str
+    name: str | None = None
+    created_at: datetime | None = None
+    vector: NDArray[np.floating] | None = field(default=None, compare=False, repr=False)
+
+
+def name_tokens(name: str) -> list[str]:
+    """Lower-case word tokens of a speaker name ("Mary-Ann Lee" -> ["mary", "ann", "lee"])."""
+    return tokenize(name)
+
+
+_POSSESSIVE = re.compile("['\u2019]s?\\b")
+
+
+def mentioned_speakers(query: str, names: Sequence[str]) -> set[str]:
+    """The names (as given) whose first token or full name appears in ``query``.
+
+    "What did Caroline's sister say?" mentions "Caroline" and "Caroline Smith".
+    Only single-token matches of at least two letters count, so initials do not fire.
+    """
+    q_tokens = set(tokenize(_POSSESSIVE.sub("", query)))
+    out: set[str] = set()
+    for name in names:
+        toks = [t for t in name_tokens(name) if len(t) >= 2]
+        if toks and (toks[0] in q_tokens or (len(toks) > 1 and all(t in q_tokens for t in toks))):
+            out.add(name)
+    return out
+
+
+class ConversationStructure:
+    """Index arrays over a candidate list (order preserved: index i = candidates[i]).
+
+    * ``prev[d-1][i]`` / ``next[d-1][i]``: index of the entry ``d`` places before/after
+      ``i`` in the same thread and session, or -1 (``d`` up to ``window``).
+    * ``session``: session number per entry; a new session starts in a thread when
+      the gap to the previous entry exceeds ``session_gap`` (entries without
+      ``created_at`` continue the current session).
+    * ``names`` / ``name_index``: distinct speaker names and each entry's name index
+      (-1 when none).
+    * ``has_time``: entry text contains a time expression.
+    * ``is_question``: 1.0 when the entry asks something (its text contains "?").
+    """
+
+    def __init__(
+        self,
+        candidates: Sequence[Candidate],
+        session_gap: timedelta = timedelta(hours=1),
+        window: int = 2,
+        cross_session_neighbours: bool = False,
+    ) -> None:
+        self.candidates = list(candidates)
+        n = len(self.candidates)
+        self.window = window
+        self.ids = [c.id for c in self.candidates]
+        self.index_of = {c.id: i for i, c in enumerate(self.candidates)}
+
+        order = sorted(
+            range(n), key=lambda i: (self.candidates[i].thread_id, self.candidates[i].position, i)
+        )
+        session = np.full(n, -1, dtype=np.int64)
+        current = -1
+        prev_i: int | None = None
+        for i in order:
+            c = self.candidates[i]
+            new = True
+            if prev_i is not None:
+                p = self.candidates[prev_i]
+                if p.thread_id == c.thread_id:
+                    new = (
+                        c.created_at is not None
+                        and p.created_at is not None
+                        and abs(c.created_at - p.created_at) > session_gap
+                    )
+            if new:
+                current += 1
+            session[i] = current
+            prev_i = i
+        self.session = session
+        self.n_sessions = current + 1
+
+        self.prev: list[IntArray] = []
+        self.next: list[IntArray] = []
+        ordered = np.asarray(order, dtype=np.int64)
+        threads = [self.candidates[i].thread_id for i in order]
+        for d in range(1, window + 1):
+            prev = np.full(n, -1, dtype=np.int64)
+            nxt = np.full(n, -1, dtype=np.int64)
+            for k in range(d, n):
+                a, b = int(ordered[k - d]), int(ordered[k])
+                if threads[k - d] != threads[k]:
+                    continue
+                if not cross_session_neighbours and session[a] != session[b]:
+                    continue
+                prev[b] = a
+                nxt[a] = b
+            self.prev.append(prev)
+            self.next.append(nxt)
+
+        names: dict[str, int] = {}
+        name_index = np.full(n, -1, dtype=np.int64)
+        for i, c in enumerate(self.candidates):
+            if c.name:
+                name_index[i] = names.setdefault(c.name, len(names))
+        self.names = list(names)
+        self.name_index = name_index
+        self.has_time = np.fromiter(
+            (has_time_expression(c.text) for c in self.candidates), dtype=bool, count=n
+        )
+        self.is_question = np.fromiter(
+            ("?" in c.text for c in self.candidates), dtype=np.float64, count=n
+        )
+
+        self._matrix: FloatArray | None = None
+        self._has_vec: NDArray[np.bool_] | None = None
+
+    def __len__(self) -> int:
+        return len(self.candidates)
+
+    # ------------------------------------------------------------------ signals
+    def cosine(self, query_vector: NDArray[np.floating]) -> tuple[FloatArray, NDArray[np.bool_]]:
+        """Cosine similarity of every candidate with ``query_vector`` and a mask of the
+        candidates that have a vector (the others score 0)."""
+        if self._matrix is None:
+            n = len(self.candidates)
+            dims = {c.vector.shape[-1] for c in self.candidates if c.vector is not None}
+            dim = dims.pop() if len(dims) == 1 else 0
+            mat = np.zeros((n, dim), dtype=np.float64)
+            has = np.zeros(n, dtype=bool)
+            for i, c in enumerate(self.candidates):
+                if c.vector is not None and dim and c.vector.shape[-1] == dim:
+                    v = np.asarray(c.vector, dtype=np.float64).reshape(-1)
+                    norm = float(np.linalg.norm(v))
+                    if norm > 0:
+                        mat[i] = v / norm
+                        has[i] = True
+            self._matrix, self._has_vec = mat, has
+        assert self._has_vec is not None
+        q = np.asarray(query_vector, dtype=np.float64).reshape(-1)
+        qn = float(np.linalg.norm(q))
+        if qn == 0 or q.shape[0] != self._matrix.shape[1]:
+            return np.zeros(len(self.candidates)), np.zeros(len(self.candidates), dtype=bool)
+        return self._matrix @ (q / qn), self._has_vec
+
+    def speaker_mask(self, query: str) -> FloatArray:
+        """1.0 for entries written by a speaker the query names, else 0.0."""
+        hit = mentioned_speakers(query, self.names)
+        if not hit:
+            return np.zeros(len(self.candidates))
+        idx = np.array([self.names.index(h) for h in hit], dtype=np.int64)
+        return np.isin(self.name_index, idx).astype(np.float64)
+
+    def spread(self, values: FloatArray, weights: Sequence[float], backward: bool) -> FloatArray:
+        """``sum_d weights[d-1] * values[neighbour_d(i)]`` where neighbour_d is the entry
+        ``d`` places *before* i (``backward=True``: i inherits from the entries that
+        precede it) or after it."""
+        out = np.zeros_like(values)
+        links = self.prev if backward else self.next
+        for d, w in enumerate(weights[: self.window]):
+            if not w:
+                continue
+            src = links[d]
+            ok = src >= 0
+            out[ok] += w * values[src[ok]]
+        return out
+
+    def session_pool(self, values: FloatArray, top: int = 3) -> FloatArray:
+        """Per entry, the mean of the ``top`` highest ``values`` in its session."""
+        out = np.zeros_like(values)
+        if not len(values):
+            return out
+        order = np.lexsort((-values, self.session))
+        sess_sorted = self.session[order]
+        vals_sorted = values[order]
+        starts = np.flatnonzero(np.r_[True, sess_sorted[1:] != sess_sorted[:-1]])
+        ends = np.r_[starts[1:], len(order)]
+        pooled = np.zeros(self.n_sessions)
+        for s, e in zip(starts, ends, strict=True):
+            k = min(top, int(e - s))
+            pooled[sess_sorted[s]] = float(vals_sorted[s : s + k].mean())
+        return pooled[self.session]

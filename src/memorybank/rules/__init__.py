@@ -1,0 +1,1 @@
+"""I/O-free rules written once above every store: validation, scope, windows, idempotency, ids."""

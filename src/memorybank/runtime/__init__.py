@@ -1,0 +1,1 @@
+"""Runtime plumbing every concept uses: sync/async primitives, write combining, logging."""

@@ -1,0 +1,439 @@
+"""The few primitives whose sync and async forms differ.
+
+Everything under ``memorybank/_async/`` is the single source of the library's
+I/O code; ``scripts/gen_sync.py`` generates ``memorybank/_sync/`` from it by
+dropping ``async``/``await`` and renaming the names below (``AsyncLock`` ->
+``Lock``, ``amaybe_await`` -> ``maybe_await``, ...). This module is the one place
+where both forms are written by hand, side by side (the httpcore pattern).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
+
+if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync users skip them
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memorybank.runtime.backlog import Backlog
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+__all__ = [
+    "AsyncBackground",
+    "AsyncLock",
+    "AsyncStep",
+    "AsyncWorker",
+    "Background",
+    "Backlog",
+    "Breaker",
+    "Lock",
+    "Step",
+    "Worker",
+    "amaybe_await",
+    "arun_all",
+    "asleep",
+    "maybe_await",
+    "run_all",
+    "sleep",
+]
+
+
+def __getattr__(name: str) -> object:
+    """``Backlog``, defined in ``_backlog`` and loaded on first use (cold start)."""
+    if name == "Backlog":
+        from memorybank.runtime.backlog import Backlog
+
+        return Backlog
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: A call without arguments that the caller may run more than once (a retried step).
+AsyncStep = Callable[[], Awaitable[T]]
+#: Sync twin of :data:`AsyncStep`.
+Step = Callable[[], T]
+
+
+async def amaybe_await(value: T | Awaitable[T]) -> T:
+    """Await ``value`` if it is awaitable (a user callback may be sync or async)."""
+    import inspect  # on first use: ``import inspect`` costs a cold start 15 ms
+
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def maybe_await(value: T | Awaitable[T]) -> T:
+    """Sync twin of :func:`amaybe_await`: run an awaitable to completion.
+
+    Inside a running event loop (a sync ``Memory`` used from async code) the
+    coroutine runs on a fresh loop in a helper thread, so it never deadlocks.
+    """
+    import inspect  # on first use: ``import inspect`` costs a cold start 15 ms
+
+    if not inspect.isawaitable(value):
+        return value
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    async def _run() -> T:
+        return await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_run())
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, _run()).result()
+
+
+async def arun_all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run coroutine factories concurrently as tasks; results in order."""
+    import asyncio
+
+    return list(await asyncio.gather(*(call() for call in calls)))
+
+
+def run_all(calls: Sequence[Callable[[], T]]) -> list[T]:
+    """Sync twin of :func:`arun_all`: run the callables concurrently on threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=max(1, len(calls))) as pool:
+        futures = [pool.submit(call) for call in calls]
+        return [future.result() for future in futures]
+
+
+async def asleep(seconds: float) -> None:
+    import asyncio
+
+    await asyncio.sleep(seconds)
+
+
+def sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
+class AsyncLock:
+    """A lock for one event loop's tasks (created lazily: loops come and go in tests)."""
+
+    def __init__(self) -> None:
+        self._lock: asyncio.Lock | None = None
+
+    async def __aenter__(self) -> None:
+        if self._lock is None:
+            import asyncio
+
+            self._lock = asyncio.Lock()
+        await self._lock.acquire()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        assert self._lock is not None
+        self._lock.release()
+
+
+class Lock:
+    """A re-entrant thread lock (sync twin of :class:`AsyncLock`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._lock.release()
+
+
+class AsyncWorker:
+    """Runs blocking calls on one dedicated thread, in order (for sqlite3 in async code).
+
+    One thread means one connection is only ever used from one thread, and calls
+    from many tasks are serialised without a lock.
+    """
+
+    def __init__(self, name: str) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool: ThreadPoolExecutor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+
+    async def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
+        return await future
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+class Worker:
+    """Sync twin of :class:`AsyncWorker`: runs the call inline, one caller at a time."""
+
+    def __init__(self, name: str) -> None:
+        self._lock = threading.RLock()
+
+    def run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        with self._lock:
+            return fn(*args, **kwargs)
+
+    def shutdown(self) -> None:
+        return None
+
+
+class _Counts:
+    """Mutable counters behind ``Backlog`` (guarded by the owner)."""
+
+    def __init__(self) -> None:
+        self.queued = self.running = self.done = self.failed = 0
+        self.dropped = self.cancelled = 0
+        self.last_error: str | None = None
+
+    def snapshot(self) -> Backlog:
+        from memorybank.runtime.backlog import Backlog  # not at import: cold start
+
+        return Backlog(
+            self.queued,
+            self.running,
+            self.done,
+            self.failed,
+            self.dropped,
+            self.cancelled,
+            self.last_error,
+        )
+
+    def failure(self, name: str, size: int, error: Exception) -> None:
+        self.failed += size
+        self.last_error = f"{type(error).__name__}: {error}"
+        from memorybank.runtime.log import logger  # logging loads only when something fails
+
+        logger.warning("%s: background job failed (%s)", name, self.last_error, exc_info=error)
+
+
+class AsyncBackground:
+    """Runs submitted jobs as tasks of the running loop: in order per key, at most
+    ``concurrency`` at once, at most ``max_backlog`` units waiting or running.
+
+    ``submit`` never blocks and never raises: beyond the backlog (or after
+    ``close``) a job is dropped and counted. A job that raises is logged (the
+    ``memorybank`` logger) and counted; it never reaches the submitter.
+    """
+
+    def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
+        self._name = name
+        self._concurrency = concurrency
+        self._max_backlog = max_backlog
+        self._queues: dict[str, deque[tuple[AsyncStep[object], int]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots: asyncio.Semaphore | None = None
+        self._counts = _Counts()
+        self._closed = False
+
+    def counts(self) -> Backlog:
+        return self._counts.snapshot()
+
+    def submit(self, key: str, step: AsyncStep[object], size: int = 1) -> bool:
+        """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
+        import asyncio
+
+        counts = self._counts
+        if self._closed or counts.queued + counts.running + size > self._max_backlog:
+            counts.dropped += size
+            return False
+        counts.queued += size
+        queue = self._queues.get(key)
+        if queue is not None:
+            queue.append((step, size))
+            return True
+        self._queues[key] = deque([(step, size)])
+        task = asyncio.get_running_loop().create_task(self._run(key))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _run(self, key: str) -> None:
+        import asyncio
+
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._concurrency)
+        queue = self._queues[key]
+        counts = self._counts
+        try:
+            while queue:
+                async with self._slots:
+                    step, size = queue.popleft()
+                    counts.queued -= size
+                    counts.running += size
+                    try:
+                        await step()
+                        counts.done += size
+                    except asyncio.CancelledError:
+                        counts.cancelled += size
+                        raise
+                    except Exception as error:  # a job's failure is counted, never raised
+                        counts.failure(self._name, size, error)
+                    finally:
+                        counts.running -= size
+        finally:
+            # no await between the last check of ``queue`` and here: no submit slips in
+            del self._queues[key]
+            for _, size in queue:
+                counts.queued -= size
+                counts.cancelled += size
+
+    async def drain(self, within: float | None = None) -> bool:
+        """Wait until every job submitted so far (and any they queue) has run; whether
+        that happened within ``within`` seconds (``None``: no limit)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
+        while True:
+            tasks = [t for t in self._tasks if t.get_loop() is loop]
+            if not tasks:
+                return True
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                return False
+            await asyncio.wait(tasks, timeout=left)
+
+    async def close(self, within: float | None) -> None:
+        """Refuse new jobs, wait up to ``within`` seconds for the backlog, then cancel
+        what is left and wait for it to stop."""
+        import asyncio
+
+        self._closed = True
+        if await self.drain(within):
+            return
+        loop = asyncio.get_running_loop()
+        tasks = [t for t in self._tasks if t.get_loop() is loop]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Background:
+    """Sync twin of :class:`AsyncBackground`: jobs run on a pool of ``concurrency``
+    threads, in order per key (one thread drains one key's queue at a time)."""
+
+    def __init__(self, name: str, *, concurrency: int, max_backlog: int) -> None:
+        self._name = name
+        self._concurrency = concurrency
+        self._max_backlog = max_backlog
+        self._queues: dict[str, deque[tuple[Step[object], int]]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._changed = threading.Condition(threading.Lock())
+        self._counts = _Counts()
+        self._closed = False
+        self._cancelled = False
+
+    def counts(self) -> Backlog:
+        with self._changed:
+            return self._counts.snapshot()
+
+    def submit(self, key: str, step: Step[object], size: int = 1) -> bool:
+        """Queue ``step`` behind the other jobs of ``key``; whether it was accepted."""
+        counts = self._counts
+        with self._changed:
+            if self._closed or counts.queued + counts.running + size > self._max_backlog:
+                counts.dropped += size
+                return False
+            counts.queued += size
+            queue = self._queues.get(key)
+            if queue is not None:
+                queue.append((step, size))
+                return True
+            self._queues[key] = deque([(step, size)])
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(
+                    max_workers=self._concurrency, thread_name_prefix=self._name
+                )
+            self._pool.submit(self._run, key)
+            return True
+
+    def _run(self, key: str) -> None:
+        counts = self._counts
+        while True:
+            with self._changed:
+                queue = self._queues[key]
+                if not queue or self._cancelled:
+                    for _, size in queue:
+                        counts.queued -= size
+                        counts.cancelled += size
+                    del self._queues[key]
+                    self._changed.notify_all()
+                    return
+                step, size = queue.popleft()
+                counts.queued -= size
+                counts.running += size
+            try:
+                step()
+                outcome: Exception | None = None
+            except Exception as error:  # a job's failure is counted, never raised
+                outcome = error
+            with self._changed:
+                counts.running -= size
+                if outcome is None:
+                    counts.done += size
+                else:
+                    counts.failure(self._name, size, outcome)
+
+    def drain(self, within: float | None = None) -> bool:
+        """Wait until every job submitted so far has run; whether that happened in time."""
+        with self._changed:
+            return self._changed.wait_for(lambda: not self._queues, within)
+
+    def close(self, within: float | None) -> None:
+        """Refuse new jobs, wait up to ``within`` seconds for the backlog, then drop
+        what is still queued, wait for the running jobs and stop the threads."""
+        with self._changed:
+            self._closed = True
+        if not self.drain(within):
+            with self._changed:
+                self._cancelled = True
+            self.drain(None)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+class Breaker:
+    """A circuit breaker: after ``threshold`` failures in a row, ``is_open`` for
+    ``cooldown`` seconds, so calls to a service that is down fail fast instead of
+    piling up requests; one success closes it. Used from tasks and threads alike
+    (plain assignments under the GIL; a race only lets one more call through)."""
+
+    def __init__(self, *, threshold: int, cooldown: float) -> None:
+        self.threshold = threshold
+        self.cooldown = cooldown
+        self._failures = 0
+        self._until = 0.0
+
+    def is_open(self) -> bool:
+        return time.monotonic() < self._until
+
+    def failed(self) -> None:
+        self._failures += 1
+        if self._failures >= self.threshold:
+            self._until = time.monotonic() + self.cooldown
+
+    def succeeded(self) -> None:
+        self._failures = 0
+        self._until = 0.0

@@ -1,0 +1,1 @@
+"""Opening a store from its URL (async source; the sync twin is generated)."""

@@ -1,0 +1,1 @@
+"""``AsyncStore``: the contract (async source; ``Store`` is generated from it)."""

@@ -1,0 +1,832 @@
+"""AsyncInMemoryStore: the reference store. Volatile, one process, no dependencies.
+
+Every other store must behave exactly like this one (the conformance suite is
+run against it first). Records are copied on the way in and out, so callers can
+never mutate stored state through a returned dict.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import heapq
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
+from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.rules.idempotency import clash, key_reused
+from memorybank.runtime.concurrency import AsyncLock
+from memorybank.stores.contract._async.store import (
+    UNSET,
+    AppendResult,
+    AsyncStore,
+    NewEntry,
+    Record,
+    RecordGuard,
+    SearchHit,
+    Unset,
+    VectorItem,
+    Visibility,
+)
+from memorybank.stores.contract.types import visible
+
+__all__ = ["AsyncInMemoryStore"]
+
+_Key = tuple[str, str]
+
+
+def _copy_entry(entry: Entry) -> Entry:
+    return dataclasses.replace(
+        entry,
+        metadata=copy.deepcopy(entry.metadata),
+        state=copy.deepcopy(entry.state),
+        extra=copy.deepcopy(entry.extra),
+        item=copy.deepcopy(entry.item),
+    )
+
+
+def _copy_thread(thread: Thread) -> Thread:
+    return dataclasses.replace(thread, metadata=copy.deepcopy(thread.metadata))
+
+
+class AsyncInMemoryStore(AsyncStore):
+    """All data in dicts of this process; gone when it exits. Best for tests."""
+
+    capabilities = frozenset({"volatile"})
+
+    def __init__(self) -> None:
+        self._lock = AsyncLock()
+        self._closed = False
+        self._threads: dict[_Key, Thread] = {}
+        self._branches: dict[_Key, dict[str, Branch]] = {}
+        self._entries: dict[tuple[str, str, str], list[Entry]] = {}
+        # Payload fingerprints of keyed entries, per thread by entry id (branch copies share
+        # ids, so they share the fingerprint); dropped with the thread.
+        self._fingerprints: dict[_Key, dict[str, str]] = {}
+        self._working: dict[_Key, dict[str, str]] = {}
+        self._snapshots: dict[_Key, tuple[str | None, str]] = {}
+        self._summaries: dict[str, list[Summary]] = {}
+        self._records: dict[tuple[str, str, str], Record] = {}
+        # (tenant, kind, id, model_id) -> (thread_id, unit vector)
+        self._vectors: dict[tuple[str, str, str, str], tuple[str | None, list[float]]] = {}
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+
+    async def close(self) -> None:
+        self._closed = True
+
+    # -- threads -----------------------------------------------------------
+
+    def _thread(self, tenant: str, thread_id: str) -> Thread:
+        self._check_open()
+        thread = self._threads.get((tenant, thread_id))
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _branch_name(self, thread: Thread, branch: str | None) -> str:
+        return thread.current_branch if branch is None else branch
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        async with self._lock:
+            self._check_open()
+            key = (thread.tenant_id, thread.id)
+            if key in self._threads:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            self._threads[key] = _copy_thread(thread)
+            main = Branch(
+                name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at
+            )
+            self._branches[key] = {main.name: main}
+            self._entries[(thread.tenant_id, thread.id, main.name)] = []
+            return _copy_thread(thread)
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        self._check_open()
+        thread = self._threads.get((tenant, thread_id))
+        return None if thread is None else _copy_thread(thread)
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        self._check_open()
+        found = [
+            t
+            for (ten, _), t in self._threads.items()
+            if ten == tenant
+            and (isinstance(user_id, Unset) or t.user_id == user_id)
+            and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+            and (status is None or t.status == status)
+        ]
+        found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
+        if limit is not None:
+            found = found[:limit]
+        return [_copy_thread(t) for t in found]
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            changes: dict[str, Any] = {"updated_at": updated_at}
+            if not isinstance(title, Unset):
+                changes["title"] = title
+            if not isinstance(metadata, Unset):
+                changes["metadata"] = copy.deepcopy(metadata)
+            if not isinstance(status, Unset):
+                changes["status"] = status
+            if not isinstance(current_branch, Unset):
+                if current_branch not in self._branches[(tenant, thread_id)]:
+                    raise NotFound(f"branch {current_branch!r} not found")
+                changes["current_branch"] = current_branch
+            updated = dataclasses.replace(thread, **changes)
+            self._threads[(tenant, thread_id)] = updated
+            return _copy_thread(updated)
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        async with self._lock:
+            self._check_open()
+            key = (tenant, thread_id)
+            if self._threads.pop(key, None) is None:
+                return False
+            for name in self._branches.pop(key, {}):
+                self._entries.pop((tenant, thread_id, name), None)
+            self._fingerprints.pop(key, None)
+            self._drop_thread_vectors(tenant, thread_id)
+            return True
+
+    # -- entries -----------------------------------------------------------
+
+    def _rows(self, tenant: str, thread: Thread, branch: str | None) -> list[Entry]:
+        return self._entries.get((tenant, thread.id, self._branch_name(thread, branch)), [])
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            if not isinstance(owner, Unset) and thread.user_id != owner:
+                raise ThreadForbidden()
+            name = self._branch_name(thread, branch)
+            rows = self._entries.get((tenant, thread_id, name))
+            if rows is None:
+                raise NotFound(f"branch {name!r} not found")
+            by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
+            prints = self._fingerprints.get((tenant, thread_id), {})
+            prints_new: dict[str, str] = {}
+            position = rows[-1].position if rows else 0
+            stored: list[Entry] = []
+            added: list[Entry] = []
+            for new in entries:
+                existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
+                if existing is not None:
+                    if clash(prints.get(existing.id), new.fingerprint):
+                        raise key_reused(new.idempotency_key)
+                    stored.append(existing)
+                    continue
+                position += 1
+                entry = _entry_from_new(new, thread_id, name, position)
+                if entry.idempotency_key is not None:
+                    by_key[entry.idempotency_key] = entry
+                    if new.fingerprint is not None:
+                        prints_new[new.id] = new.fingerprint
+                added.append(entry)
+                stored.append(entry)
+            # Nothing changed before this point: a Conflict above leaves the branch as it was.
+            rows.extend(added)
+            if prints_new:
+                self._fingerprints.setdefault((tenant, thread_id), {}).update(prints_new)
+            thread = dataclasses.replace(thread, updated_at=updated_at)
+            self._threads[(tenant, thread_id)] = thread
+            return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        thread = self._thread(tenant, thread_id)
+        rows = self._rows(tenant, thread, branch)
+        page: list[Entry] = []
+        skipped = 0
+        for entry in reversed(rows):
+            if limit is not None and len(page) >= limit:
+                break
+            if before is not None and not entry.created_at < before:
+                continue
+            if after is not None and not entry.created_at > after:
+                continue
+            if skipped < offset:
+                skipped += 1
+                continue
+            page.append(entry)
+        if not newest_first:
+            page.reverse()
+        return _copy_thread(thread), [_copy_entry(e) for e in page]
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        thread = self._threads.get((tenant, thread_id))
+        self._check_open()
+        if thread is None:
+            return None
+        for entry in self._rows(tenant, thread, branch):
+            if entry.id == entry_id:
+                return _copy_entry(entry)
+        return None
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            doomed = set(entry_ids)
+            kept = [e for e in rows if e.id not in doomed]
+            removed = len(rows) - len(kept)
+            gone = [e.id for e in rows if e.id in doomed]
+            rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, gone)
+            return removed
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            for index, entry in enumerate(rows):
+                if entry.id == entry_id:
+                    removed = len(rows) - index - 1
+                    gone = [e.id for e in rows[index + 1 :]]
+                    del rows[index + 1 :]
+                    self._drop_entry_vectors(tenant, thread_id, gone)
+                    return removed
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._rows(tenant, thread, branch)
+            removed = len(rows)
+            gone = [e.id for e in rows]
+            rows.clear()
+            self._drop_entry_vectors(tenant, thread_id, gone)
+            return removed
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        thread = self._thread(tenant, thread_id)
+        return len(self._rows(tenant, thread, branch))
+
+    # -- branches ----------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        async with self._lock:
+            self._thread(tenant, thread_id)
+            branches = self._branches[(tenant, thread_id)]
+            if from_branch not in branches:
+                raise NotFound(f"branch {from_branch!r} not found")
+            if name in branches:
+                raise Conflict(f"branch {name!r} already exists")
+            source = self._entries[(tenant, thread_id, from_branch)]
+            if from_entry is None:
+                copied = list(source)
+            else:
+                ids = [e.id for e in source]
+                if from_entry not in ids:
+                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+                copied = source[: ids.index(from_entry) + 1]
+            new = Branch(
+                name=name,
+                thread_id=thread_id,
+                created_at=created_at,
+                from_branch=from_branch,
+                from_entry=from_entry,
+            )
+            branches[name] = new
+            self._entries[(tenant, thread_id, name)] = [
+                dataclasses.replace(e, branch=name) for e in copied
+            ]
+            return new
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        self._thread(tenant, thread_id)
+        return sorted(
+            self._branches[(tenant, thread_id)].values(), key=lambda b: (b.created_at, b.name)
+        )
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            if name == thread.current_branch:
+                raise Conflict(f"cannot delete the current branch {name!r}")
+            if self._branches[(tenant, thread_id)].pop(name, None) is None:
+                return False
+            gone = [e.id for e in self._entries.pop((tenant, thread_id, name), [])]
+            self._drop_entry_vectors(tenant, thread_id, gone)
+            return True
+
+    # -- working memory ------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        self._check_open()
+        self._working.setdefault((tenant, run_id), {})[key] = value
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        self._check_open()
+        return self._working.get((tenant, run_id), {}).get(key)
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        self._check_open()
+        return self._working.get((tenant, run_id), {}).pop(key, None) is not None
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        self._check_open()
+        return dict(self._working.get((tenant, run_id), {}))
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        self._check_open()
+        self._working.pop((tenant, run_id), None)
+
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        runs = (run for (t, run), items in self._working.items() if t == tenant and items)
+        return _id_page(runs, after, limit)
+
+    # -- snapshots -------------------------------------------------------------
+
+    async def snapshot_save(
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
+    ) -> None:
+        async with self._lock:
+            self._check_open()
+            if owner_check:
+                self._check_snapshot_owner(tenant, run_id, user_id)
+            self._snapshots[(tenant, run_id)] = (user_id, value)
+
+    def _check_snapshot_owner(self, tenant: str, run_id: str, user_id: str | None) -> None:
+        found = self._snapshots.get((tenant, run_id))
+        if found is not None and found[0] not in (None, user_id):
+            raise ThreadForbidden("snapshot access forbidden")
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        self._check_open()
+        return self._snapshots.get((tenant, run_id))
+
+    async def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        async with self._lock:
+            self._check_open()
+            if owner_check:
+                self._check_snapshot_owner(tenant, run_id, user_id)
+            return self._snapshots.pop((tenant, run_id), None) is not None
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        return _id_page((run for t, run in self._snapshots if t == tenant), after, limit)
+
+    # -- summaries ---------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        self._check_open()
+        self._summaries.setdefault(tenant, []).append(summary)
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
+    ) -> list[Summary]:
+        self._check_open()
+        return [
+            s
+            for s in self._summaries.get(tenant, [])
+            if s.agent_id == agent_id
+            and (isinstance(user_id, Unset) or s.user_id is None or s.user_id == user_id)
+        ]
+
+    # -- erasure -----------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        async with self._lock:
+            self._check_open()
+            removed = 0
+            for key, thread in list(self._threads.items()):
+                if key[0] == tenant and thread.user_id == user_id:
+                    for name in self._branches.pop(key, {}):
+                        removed += len(self._entries.pop((tenant, key[1], name), []))
+                    del self._threads[key]
+                    self._fingerprints.pop(key, None)
+                    self._drop_thread_vectors(tenant, key[1])
+                    removed += 1
+            for skey, (owner, _) in list(self._snapshots.items()):
+                if skey[0] == tenant and owner == user_id:
+                    del self._snapshots[skey]
+                    removed += 1
+            summaries = self._summaries.get(tenant, [])
+            kept = [s for s in summaries if s.user_id != user_id]
+            removed += len(summaries) - len(kept)
+            self._summaries[tenant] = kept
+            for rkey, record in list(self._records.items()):
+                if rkey[0] == tenant and record.user_id == user_id:
+                    del self._records[rkey]
+                    self._drop_vectors(tenant, record.kind, record.id)
+                    removed += 1
+            return removed
+
+    # -- compaction -----------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        async with self._lock:
+            thread = self._thread(tenant, thread_id)
+            rows = self._entries.get((tenant, thread_id, branch))
+            if rows is None:
+                raise NotFound(f"branch {branch!r} not found")
+            doomed = [e for e in rows if e.position <= through_position]
+            if [e.id for e in doomed] != list(expected_ids):
+                return False
+            kept = [e for e in rows if e.position > through_position]
+            if summary is not None:
+                kept.insert(0, _entry_from_new(summary, thread_id, branch, through_position))
+            rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, [e.id for e in doomed])
+            self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
+            return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        async with self._lock:
+            self._thread(tenant, thread_id)
+            rows = self._entries.get((tenant, thread_id, branch), [])
+            by_id = {c[0]: c for c in changes}
+            changed = 0
+            for index, entry in enumerate(rows):
+                if entry.id in by_id:
+                    _, content, state, tokens = by_id[entry.id]
+                    rows[index] = dataclasses.replace(
+                        entry, content=content, state=copy.deepcopy(state), token_count=tokens
+                    )
+                    changed += 1
+            return changed
+
+    # -- records ------------------------------------------------------------------------
+
+    def _check_guard(self, tenant: str, guard: RecordGuard | None) -> None:
+        if guard is None:
+            return
+        found = self._records.get((tenant, guard.kind, guard.id))
+        if (None if found is None else found.revision) != guard.revision:
+            raise guard.failed()
+
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        async with self._lock:
+            self._check_open()
+            self._check_guard(tenant, guard)
+            for record in records:
+                self._records[(tenant, record.kind, record.id)] = _copy_record(record)
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        self._check_open()
+        record = self._records.get((tenant, kind, record_id))
+        return None if record is None else _copy_record(record)
+
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
+        async with self._lock:
+            self._check_open()
+            self._check_guard(tenant, guard)
+            removed = 0
+            for record_id in set(record_ids):
+                if self._records.pop((tenant, kind, record_id), None) is not None:
+                    self._drop_vectors(tenant, kind, record_id)
+                    removed += 1
+            return removed
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        found = [
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and (isinstance(agent_id, Unset) or r.agent_id == agent_id)
+            and (isinstance(user_id, Unset) or r.user_id == user_id)
+            and (isinstance(key, Unset) or r.key == key)
+            and visible(visible_to, r.agent_id, r.user_id)
+        ]
+        found.sort(key=_record_order)
+        if limit is not None:
+            found = found[:limit]
+        return [_copy_record(r) for r in found]
+
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        self._check_open()
+        found: dict[str, Record] = {}
+        for record_id in dict.fromkeys(record_ids):
+            record = self._records.get((tenant, kind, record_id))
+            if record is not None:
+                found[record_id] = _copy_record(record)
+        return found
+
+    async def record_list_keys(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        wanted = set(keys)
+        if not wanted:
+            return []
+        found = [
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and r.key in wanted
+            and visible(visible_to, r.agent_id, r.user_id)
+        ]
+        found.sort(key=_record_order)
+        return [_copy_record(r) for r in found]
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        self._check_open()
+        candidates = (
+            r
+            for (ten, knd, _), r in self._records.items()
+            if ten == tenant
+            and knd == kind
+            and (after is None or (r.created_at, r.id) > after)
+            and visible(visible_to, r.agent_id, r.user_id)
+        )
+        return [_copy_record(r) for r in heapq.nsmallest(limit, candidates, key=_record_order)]
+
+    # -- search -------------------------------------------------------------------------
+
+    def _documents(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> Iterator[tuple[SearchHit, str]]:
+        """Every searchable text in scope, as a zero-score hit and its text."""
+        if "entry" in kinds:
+            for (ten, tid), thread in self._threads.items():
+                if ten != tenant or (thread_id is not None and tid != thread_id):
+                    continue
+                if not visible(visible_to, thread.agent_id, thread.user_id):
+                    continue
+                for name in self._branches.get((ten, tid), {}):
+                    for entry in self._entries.get((ten, tid, name), []):
+                        if entry.content:
+                            yield SearchHit("entry", entry.id, 0.0, tid, name), entry.content
+        if thread_id is None:
+            for (ten, kind, rid), record in self._records.items():
+                if ten == tenant and kind in kinds and kind != "entry":
+                    if visible(visible_to, record.agent_id, record.user_id):
+                        yield SearchHit(kind, rid, 0.0), record.content
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        from memorybank.recall.bm25 import BM25Index
+
+        self._check_open()
+        hits: list[SearchHit] = []
+        index = BM25Index()
+        for number, (hit, text) in enumerate(self._documents(tenant, kinds, thread_id, visible_to)):
+            hits.append(hit)
+            index.add(str(number), text)
+        scores = index.scores(query)
+        ranked = sorted(
+            (dataclasses.replace(hits[int(n)], score=score) for n, score in scores.items()),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        self._check_open()
+        for item in items:
+            self._vectors[(tenant, item.kind, item.id, item.model_id)] = (
+                item.thread_id,
+                _unit(item.vector),
+            )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        self._check_open()
+        query = _unit(vector)
+        allowed_threads = {
+            tid
+            for (ten, tid), thread in self._threads.items()
+            if ten == tenant and visible(visible_to, thread.agent_id, thread.user_id)
+        }
+        hits: list[SearchHit] = []
+        for (ten, kind, vid, model), (tid, stored) in self._vectors.items():
+            if ten != tenant or model != model_id or kind not in kinds:
+                continue
+            if kind == "entry":
+                if tid not in allowed_threads or (thread_id is not None and tid != thread_id):
+                    continue
+            else:
+                record = self._records.get((tenant, kind, vid))
+                if thread_id is not None or record is None:
+                    continue
+                if not visible(visible_to, record.agent_id, record.user_id):
+                    continue
+            score = sum(a * b for a, b in zip(query, stored, strict=False))
+            hits.append(SearchHit(kind, vid, score, tid))
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+        return hits[:k]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        self._check_open()
+        found: dict[str, list[float]] = {}
+        for vid in ids:
+            stored = self._vectors.get((tenant, kind, vid, model_id))
+            if stored is not None:
+                found[vid] = list(stored[1])
+        return found
+
+    def _drop_vectors(self, tenant: str, kind: str, record_id: str) -> None:
+        for vkey in [v for v in self._vectors if v[:3] == (tenant, kind, record_id)]:
+            del self._vectors[vkey]
+
+    def _drop_entry_vectors(self, tenant: str, thread_id: str, entry_ids: Sequence[str]) -> None:
+        """Drop the vectors of these deleted entries that no branch of the thread still holds."""
+        if not entry_ids:
+            return
+        held = {
+            e.id
+            for name in self._branches.get((tenant, thread_id), {})
+            for e in self._entries.get((tenant, thread_id, name), [])
+        }
+        gone = set(entry_ids) - held
+        if not gone:
+            return
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and vkey[2] in gone and tid == thread_id:
+                del self._vectors[vkey]
+
+    def _drop_thread_vectors(self, tenant: str, thread_id: str) -> None:
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and tid == thread_id:
+                del self._vectors[vkey]
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+def _record_order(record: Record) -> tuple[datetime, str]:
+    return (record.created_at, record.id)
+
+
+def _copy_record(record: Record) -> Record:
+    return dataclasses.replace(record, data=copy.deepcopy(record.data))
+
+
+def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    return Entry(
+        id=new.id,
+        thread_id=thread_id,
+        branch=branch,
+        position=position,
+        role=new.role,  # type: ignore[arg-type]
+        content=new.content,
+        name=new.name,
+        tool_calls=new.tool_calls,
+        tool_call_id=new.tool_call_id,
+        metadata=copy.deepcopy(new.metadata),
+        state=copy.deepcopy(new.state),
+        token_count=new.token_count,
+        created_at=new.created_at,
+        idempotency_key=new.idempotency_key,
+        extra=copy.deepcopy(new.extra),
+        item=copy.deepcopy(new.item),
+    )
+
+
+def _id_page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]:
+    """``ids`` sorted, those after ``after``, at most ``limit`` of them."""
+    page = sorted(i for i in ids if after is None or i > after)
+    return page if limit is None else page[:limit]

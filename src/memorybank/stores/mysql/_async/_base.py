@@ -1,0 +1,438 @@
+"""The MySQL store's shared state and plumbing: the pool and table names, pooled
+connections with the schema in place, multi-statement round trips, transactions
+retried after lock contention (``_with_retry``), the schema migrations' runner, and
+the statements that keep the vector cache current when vectors are deleted.
+
+Write transactions run at READ COMMITTED: the first transaction on a pooled
+connection sets it for the session (in the same round trip), later ones only
+send ``START TRANSACTION``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+import pymysql
+
+from memorybank.errors import (
+    ConfigurationError,
+    MemoryBankError,
+    NotFound,
+    StoreClosed,
+    StoreUnavailable,
+)
+from memorybank.records import Thread
+from memorybank.runtime.combine import AsyncCombiner
+from memorybank.runtime.concurrency import AsyncLock, asleep
+from memorybank.stores.contract._async.store import AppendResult, AsyncStore, RecordGuard
+from memorybank.stores.mysql.compat import AsyncMySQLConnection, AsyncMySQLPool
+from memorybank.stores.mysql.rows import (
+    APPEND_BATCHES,
+    ATTEMPTS,
+    BATCH_BYTES,
+    BEGIN,
+    IN_CHUNK,
+    NO_RESULT,
+    PREFIX,
+    SESSION_BEGIN,
+    AppendItem,
+    AsyncMySQLWork,
+    LockContention,
+    Statement,
+    placeholders,
+    translate,
+    url_options,
+)
+from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
+
+T = TypeVar("T")
+
+
+class MySQLBase(AsyncStore):
+    """What every part of the MySQL store shares (see the module docstring)."""
+
+    def __init__(
+        self,
+        pool: Any,
+        *,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> None:
+        """Use ``pool`` (an ``aiomysql.Pool``/``AsyncMySQLPool``; sync: a ``MySQLPool``).
+
+        The caller owns the pool: ``close()`` leaves it open.
+        """
+        if not isinstance(prefix, str) or not PREFIX.fullmatch(prefix):
+            raise ConfigurationError(
+                f"bad table prefix {prefix!r}: use up to 40 letters, digits or underscores"
+            )
+        self._pool = AsyncMySQLPool(pool, timeout=timeout)  # never closes a caller's pool
+        self.prefix = prefix
+        self.timeout = timeout
+        self._closed = False
+        self._ready = False
+        self._schema_lock = AsyncLock()
+        # concurrent appends without idempotency keys to one thread (with one owner
+        # check) share a transaction: one commit for the lot (``_combine``)
+        self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
+            self._append_combined, limit=APPEND_BATCHES
+        )
+        #: Pooled connections whose session this store set to READ COMMITTED.
+        self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
+        p = f"`{prefix}"
+        self._threads = f"{p}threads`"
+        self._branches = f"{p}branches`"
+        self._entries = f"{p}entries`"
+        self._working = f"{p}working`"
+        self._snapshots = f"{p}snapshots`"
+        self._summaries = f"{p}summaries`"
+        self._records = f"{p}records`"
+        self._vectors = f"{p}vectors`"
+        self._stamps = f"{p}vector_stamps`"
+        self._version = f"{p}schema_version`"
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        pool_size: int = 10,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> Self:
+        """A store owning its pool: ``mysql://user:password@host:3306/database``."""
+        if pool_size < 1:
+            raise ConfigurationError("pool_size must be >= 1")
+        if timeout <= 0:
+            raise ConfigurationError("timeout must be > 0")
+        pool = AsyncMySQLPool(size=pool_size, timeout=timeout, connect=url_options(url))
+        store = cls(pool, prefix=prefix, timeout=timeout)
+        store._pool = pool  # owned: close() closes it
+        return store
+
+    async def close(self) -> None:
+        """Close the pool if the store created it; later calls raise ``StoreClosed``."""
+        if self._closed:
+            return
+        self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncMySQLConnection]:
+        """A pooled connection with the schema in place; driver errors translated."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        try:
+            async with self._pool.acquire() as conn:
+                if not self._ready:
+                    await self._migrate(conn)
+                yield conn
+        except MemoryBankError:
+            raise
+        except (pymysql.err.Error, OSError) as error:
+            raise translate(error) from error
+
+    async def _with_retry(self, work: AsyncMySQLWork[T]) -> T:
+        """``work`` on a pooled connection. Work lost to lock contention (its transaction
+        rolled back) runs again on a connection taken anew, after 10 ms, then 20 ms: at
+        most ``ATTEMPTS`` runs, then the ``LockContention`` (a ``StoreUnavailable``)."""
+        for attempt in range(ATTEMPTS):
+            try:
+                async with self._connection() as conn:
+                    return await work(conn)
+            except LockContention:
+                if attempt + 1 >= ATTEMPTS:
+                    raise
+                await asleep(0.01 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def _run_retried(
+        self, statements: Sequence[Statement]
+    ) -> list[tuple[list[tuple[Any, ...]], int]]:
+        """``_run`` on a pooled connection, retrying a transaction lost to lock contention."""
+        return await self._with_retry(lambda conn: self._run(conn, statements))
+
+    async def _run(
+        self, conn: AsyncMySQLConnection, statements: Sequence[Statement]
+    ) -> list[tuple[list[tuple[Any, ...]], int]]:
+        """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
+        texts = [s if a is None else "" for s, a in statements]
+        begin = bool(statements) and statements[0][0] is BEGIN
+        if begin:
+            if conn in self._read_committed:
+                texts[0] = "START TRANSACTION"
+            else:
+                texts[0] = SESSION_BEGIN
+                self._read_committed.add(conn)
+        async with conn.cursor() as cur:
+            sql = ";\n".join(
+                cur.mogrify(s, a) if a is not None else text
+                for (s, a), text in zip(statements, texts, strict=True)
+            )
+            await cur.execute(sql)
+            results = [(list(await cur.fetchall() or ()), cur.rowcount)]
+            while await cur.nextset():
+                results.append((list(await cur.fetchall() or ()), cur.rowcount))
+        if begin and texts[0] == "START TRANSACTION":
+            results.insert(0, NO_RESULT)  # where SET's result would be
+        return results
+
+    async def _one(
+        self, conn: AsyncMySQLConnection, sql: str, args: Sequence[Any] | None = None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        async with conn.cursor() as cur:
+            await cur.execute(sql, args)
+            return list(await cur.fetchall() or ()), cur.rowcount
+
+    async def _query(self, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
+        async with self._connection() as conn:
+            return (await self._one(conn, sql, args))[0]
+
+    async def _execute(self, sql: str, args: Sequence[Any] | None = None) -> int:
+        async with self._connection() as conn:
+            return (await self._one(conn, sql, args))[1]
+
+    async def _migrate(self, conn: AsyncMySQLConnection) -> None:
+        """Create or upgrade the schema once per store (several processes: once in all)."""
+        async with self._schema_lock:
+            if self._ready:
+                return
+            if await self._schema_version(conn) == len(MIGRATIONS):
+                self._ready = True
+                return
+            lock = f"memorybank:{self.prefix}"
+            rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
+            if not rows or rows[0][0] != 1:
+                raise StoreUnavailable("timed out waiting for another process's schema migration")
+            try:
+                # "already exists" notes would become Python warnings in aiomysql.
+                await self._one(conn, "SET SESSION sql_notes = 0")
+                await self._one(
+                    conn,
+                    f"CREATE TABLE IF NOT EXISTS {self._version} (id TINYINT NOT NULL PRIMARY KEY,"
+                    f" version INT NOT NULL) {TABLE}",
+                )
+                version = await self._schema_version(conn)
+                if version > len(MIGRATIONS):
+                    raise ConfigurationError(
+                        f"the MySQL schema (version {version}) is newer than this memorybank"
+                        f" (version {len(MIGRATIONS)}): upgrade memorybank"
+                    )
+                collation = await self._exact_collation(conn)
+                for number in range(version, len(MIGRATIONS)):
+                    for statement in MIGRATIONS[number]:
+                        sql = statement.replace("{p}", self.prefix).replace("{bin}", collation)
+                        try:
+                            await self._one(conn, sql)
+                        except pymysql.err.MySQLError as error:
+                            if not error.args or error.args[0] not in IGNORED_ON_RERUN:
+                                raise
+                    await self._one(
+                        conn,
+                        f"INSERT INTO {self._version} (id, version) VALUES (1, %s)"
+                        " ON DUPLICATE KEY UPDATE version = %s",
+                        (number + 1, number + 1),
+                    )
+            finally:
+                await self._one(conn, "SET SESSION sql_notes = 1")
+                await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
+            self._ready = True
+
+    async def _exact_collation(self, conn: AsyncMySQLConnection) -> str:
+        """The server's NO PAD binary utf8mb4 collation (see ``_X``), checked to be exact."""
+        rows, _ = await self._one(
+            conn,
+            "SELECT COLLATION_NAME FROM information_schema.COLLATIONS"
+            " WHERE COLLATION_NAME IN ('utf8mb4_nopad_bin', 'utf8mb4_0900_bin')"
+            " ORDER BY COLLATION_NAME DESC",  # MariaDB's name first where both exist
+        )
+        for (name,) in rows:
+            probe, _ = await self._one(
+                conn,
+                f"SELECT _utf8mb4'x' = _utf8mb4'x ' COLLATE {name},"
+                f" _utf8mb4'x' = _utf8mb4'X' COLLATE {name}",
+            )
+            if probe and not any(probe[0]):
+                return str(name)
+        raise ConfigurationError(
+            "this MySQL server has no exact (NO PAD binary) utf8mb4 collation:"
+            " memorybank needs MySQL 8.0.17+ (utf8mb4_0900_bin) or MariaDB 10.6+"
+            " (utf8mb4_nopad_bin)"
+        )
+
+    async def _schema_version(self, conn: AsyncMySQLConnection) -> int:
+        try:
+            rows, _ = await self._one(conn, f"SELECT version FROM {self._version} WHERE id = 1")
+        except pymysql.err.ProgrammingError as error:
+            if error.args and error.args[0] == 1146:  # table does not exist
+                return 0
+            raise
+        return int(rows[0][0]) if rows else 0
+
+    async def _get_thread(self, conn: AsyncMySQLConnection, tenant: str, thread_id: str) -> Thread:
+        rows, _ = await self._one(
+            conn,
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
+            (tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return row_to_thread(rows[0])
+
+    async def _transaction(
+        self,
+        statements: Sequence[Statement],
+        *,
+        tenant: str = "",
+        guard: RecordGuard | None = None,
+    ) -> list[int]:
+        """Run write statements as one transaction, in as few round trips as their size
+        allows (about ``BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts.
+
+        With ``guard``, a first round trip locks or claims the guarded record and the
+        statements run only if it holds (``Conflict`` otherwise, rolled back).
+        """
+        return await self._with_retry(
+            lambda conn: self._transaction_on(conn, statements, tenant, guard)
+        )
+
+    async def _transaction_on(
+        self,
+        conn: AsyncMySQLConnection,
+        statements: Sequence[Statement],
+        tenant: str,
+        guard: RecordGuard | None,
+    ) -> list[int]:
+        tail: list[Statement] = [("COMMIT", None)]
+        if guard is None:
+            batch: list[Statement] = [(BEGIN, None)]
+            skip = 2  # SET TRANSACTION, START TRANSACTION
+        else:
+            await self._check_guard(conn, tenant, guard)
+            batch, skip = [], 0
+            if guard.revision is None:
+                tail.insert(0, self._guard_release(tenant, guard))
+        counts: list[int] = []
+        size = 0
+        for statement in [*statements, *tail]:
+            batch.append(statement)
+            size += len(statement[0]) + sum(
+                len(a) for a in statement[1] or () if isinstance(a, str)
+            )
+            if size >= BATCH_BYTES or statement[0] == "COMMIT":
+                results = await self._run(conn, batch)
+                counts += [r[1] for r in results]
+                batch, size = [], 0
+        return counts[skip : skip + len(statements)]
+
+    async def _check_guard(
+        self, conn: AsyncMySQLConnection, tenant: str, guard: RecordGuard
+    ) -> None:
+        """Start the transaction holding the guarded row's lock; ``Conflict`` if it fails.
+
+        An absent row cannot be locked, so its key is claimed with a placeholder row
+        (revision -1): a concurrent claimer's insert waits for this transaction, then
+        finds the key taken. Placeholders are never committed, so -1 means ours.
+        """
+        key = (tenant, guard.kind, guard.id)
+        statements: list[Statement] = [(BEGIN, None)]
+        if guard.revision is None:
+            statements.append(
+                (
+                    f"INSERT INTO {self._records} (tenant_id, kind, id, content, data,"
+                    " created_at, updated_at, revision) VALUES (%s, %s, %s, '', '{}', 0, 0, -1)"
+                    " ON DUPLICATE KEY UPDATE revision = revision",
+                    key,
+                )
+            )
+        statements.append(
+            (
+                f"SELECT revision FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                " AND id = %s FOR UPDATE",
+                key,
+            )
+        )
+        rows = (await self._run(conn, statements))[-1][0]
+        found = int(rows[0][0]) if rows else None
+        if found != (-1 if guard.revision is None else guard.revision):
+            raise guard.failed()  # the pool rolls back
+
+    def _guard_release(self, tenant: str, guard: RecordGuard) -> Statement:
+        """Drop the placeholder of an absent guarded record (unless the write replaced it)."""
+        return (
+            f"DELETE FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s"
+            " AND revision = -1",
+            (tenant, guard.kind, guard.id),
+        )
+
+    async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """The rows of several reads, sent as multi-statement queries: one round trip
+        unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
+        rows: list[tuple[Any, ...]] = []
+        async with self._connection() as conn:
+            batch: list[Statement] = []
+            size = 0
+            for statement in statements:
+                batch.append(statement)
+                size += len(statement[0]) + sum(
+                    len(a) for a in statement[1] or () if isinstance(a, str)
+                )
+                if size >= BATCH_BYTES:
+                    rows += [row for result, _ in await self._run(conn, batch) for row in result]
+                    batch, size = [], 0
+            if batch:
+                rows += [row for result, _ in await self._run(conn, batch) for row in result]
+        return rows
+
+    def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> Statement:
+        """Bump the vector cache generation of the (model, kind)s of the tenant's vectors
+        that ``where`` (on ``v``, with ``args``) selects: run before deleting them."""
+        return (
+            f"UPDATE {self._stamps} s SET s.generation = s.generation + 1"
+            f" WHERE s.tenant_id = %s AND EXISTS (SELECT 1 FROM {self._vectors} v"
+            " WHERE v.tenant_id = s.tenant_id AND v.model_id = s.model_id AND v.kind = s.kind"
+            f" AND {where})",
+            (tenant, *args),
+        )
+
+    def _drop_entry_vectors(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], others: Sequence[str]
+    ) -> list[Statement]:
+        """Statements deleting the vectors of these deleted entries of one branch that no
+        other branch (``others``) holds a copy of (a fork copies entries with their ids),
+        after bumping the vector cache generation."""
+        held = ""
+        if others:
+            held = (
+                f" AND NOT EXISTS (SELECT 1 FROM {self._entries} o WHERE o.tenant_id = v.tenant_id"
+                " AND o.thread_id = v.thread_id"
+                f" AND o.branch IN ({placeholders(len(others))}) AND o.id = v.id)"
+            )
+        statements: list[Statement] = []
+        ids = list(dict.fromkeys(entry_ids))
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            where = (
+                f"v.kind = 'entry' AND v.thread_id = %s AND v.id IN ({placeholders(len(chunk))})"
+            )
+            statements += [
+                self._bump(tenant, where + held, (thread_id, *chunk, *others)),
+                (
+                    f"DELETE v FROM {self._vectors} v WHERE v.tenant_id = %s AND {where}{held}",
+                    (tenant, thread_id, *chunk, *others),
+                ),
+            ]
+        return statements
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[AppendItem]
+        ) -> list[AppendResult | Exception]: ...

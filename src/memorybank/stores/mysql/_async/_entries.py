@@ -1,0 +1,453 @@
+"""Entries of the MySQL store once appended: pages and reads, deletes (with the
+vectors no branch still holds), compaction and in-place updates.
+
+Reads are autocommit statements in one round trip; "last N" is one statement,
+``SELECT <thread> UNION ALL (SELECT <page>)``: the thread row (a primary-key
+lookup) and a backward range scan of the entries PK, stopping after N rows. It
+selects each row as one ``JSON_ARRAY``: PyMySQL decodes every column and its
+metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
+the client's work for a page (the JSON encoding is exact for text, integers
+and NULL).
+
+Compaction (``compact_entries``) locks the thread row and the branch's entries
+up to ``through_position`` (``FOR UPDATE``), compares their ids with the
+caller's, and only then deletes them and inserts the summary, in one
+transaction (two round trips; a mismatch rolls back and returns ``False``).
+``update_entries`` is one transaction in one round trip.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from operator import itemgetter
+from typing import Any
+
+from memorybank.errors import NotFound
+from memorybank.records import Entry, Thread
+from memorybank.stores.contract._async.store import NewEntry
+from memorybank.stores.mysql._async._base import MySQLBase
+from memorybank.stores.mysql.compat import AsyncMySQLConnection
+from memorybank.stores.mysql.rows import (
+    ALL,
+    BEGIN,
+    E_COLS,
+    IN_CHUNK,
+    INSERT_COLS,
+    INSERT_WIDTH,
+    PAGE_COLS,
+    THREAD_WIDTH,
+    Statement,
+    entry_values,
+    page_entry,
+    placeholders,
+)
+from memorybank.stores.sql.common import (
+    THREAD_COLUMNS,
+    dump,
+    messages_of_rows,
+    row_to_entry,
+    row_to_thread,
+    to_us,
+)
+
+
+class EntriesMixin(MySQLBase):
+    """Entry reads, deletes, compaction and updates."""
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread and a page of entries: one statement, one round trip.
+
+        ``SELECT thread UNION ALL (SELECT page)``: one statement is one read view,
+        so the page is exactly of the branch the thread row names. Each row is
+        one ``JSON_ARRAY`` (see the module docstring). The branch is a scalar
+        subquery, not a join: MySQL then walks the entries primary key backwards
+        and stops after ``limit`` rows (a join sorts the whole branch).
+        """
+        where = ""
+        args: list[Any] = [tenant, thread_id, tenant, thread_id, branch, tenant, thread_id]
+        if before is not None:
+            where += " AND e.created_at < %s"
+            args.append(to_us(before))
+        if after is not None:
+            where += " AND e.created_at > %s"
+            args.append(to_us(after))
+        args += [ALL if limit is None else limit, offset]
+        async with self._connection() as conn:
+            rows, _ = await self._one(
+                conn,
+                f"SELECT JSON_ARRAY({THREAD_COLUMNS}) FROM {self._threads}"
+                " WHERE tenant_id = %s AND id = %s"
+                f" UNION ALL (SELECT JSON_ARRAY({PAGE_COLS}) FROM {self._entries} e"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch = COALESCE(%s,"
+                f" (SELECT current_branch FROM {self._threads}"
+                f" WHERE tenant_id = %s AND id = %s)){where}"
+                " ORDER BY e.position DESC LIMIT %s OFFSET %s)",
+                args,
+            )
+        thread: Thread | None = None
+        values: list[list[Any]] = []
+        for (text,) in rows:
+            row = json.loads(text)
+            if len(row) == THREAD_WIDTH:
+                thread = row_to_thread(row)
+            else:
+                values.append(row)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = thread.current_branch if branch is None else branch
+        values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
+        return thread, [page_entry(row, thread_id, name) for row in values]
+
+    async def recent_messages(
+        self, tenant: str, thread_id: str, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """The owner and the last ``limit`` messages in one statement (``list_entries``'s
+        shape, only the five columns a message needs), rows straight to provider dicts."""
+        async with self._connection() as conn:
+            rows, _ = await self._one(
+                conn,
+                f"SELECT JSON_ARRAY(user_id) FROM {self._threads} WHERE tenant_id = %s AND id = %s"
+                " UNION ALL (SELECT JSON_ARRAY(e.position, e.role, e.content, e.name,"
+                f" e.tool_calls, e.tool_call_id) FROM {self._entries} e"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.branch ="
+                f" (SELECT current_branch FROM {self._threads} WHERE tenant_id = %s AND id = %s)"
+                " ORDER BY e.position DESC LIMIT %s)",
+                (tenant, thread_id, tenant, thread_id, tenant, thread_id, limit),
+            )
+        owner: list[Any] | None = None
+        page: list[list[Any]] = []
+        for (text,) in rows:
+            row = json.loads(text)
+            if len(row) == 1:
+                owner = row
+            else:
+                page.append(row)
+        if owner is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        page.sort(key=itemgetter(0))  # UNION ALL promises no order
+        return owner[0], messages_of_rows([row[1:] for row in page])
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        """One entry of the branch, or ``None``."""
+        rows = await self._query(
+            f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+            " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+            " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
+            " AND e.branch = COALESCE(%s, t.current_branch)",
+            (tenant, thread_id, entry_id, branch),
+        )
+        return row_to_entry(rows[0]) if rows else None
+
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries of the branch by ids, in one round trip."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
+                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                    " AND e.branch = COALESCE(%s, t.current_branch)"
+                    f" AND e.id IN ({placeholders(len(chunk))})",
+                    (tenant, thread_id, branch, *chunk),
+                )
+                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
+            ]
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
+        not a count of the branch's rows); ``NotFound`` without the thread."""
+        rows = await self._query(
+            f"SELECT COALESCE((SELECT b.entry_count FROM {self._branches} b"
+            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " AND b.name = COALESCE(%s, t.current_branch)), 0)"
+            f" FROM {self._threads} t WHERE t.tenant_id = %s AND t.id = %s",
+            (branch, tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][0])
+
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``count_entries`` of several threads' current branches in one round trip."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT t.id, COALESCE(b.entry_count, 0) FROM {self._threads} t"
+                    f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                    " AND b.thread_id = t.id AND b.name = t.current_branch"
+                    f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(chunk))})",
+                    (tenant, *chunk),
+                )
+                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
+            ]
+        )
+        return {str(tid): int(n) for tid, n in rows}
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete these entries from the branch; how many."""
+        ids = list(entry_ids)
+        if not ids:
+            async with self._connection() as conn:
+                await self._get_thread(conn, tenant, thread_id)
+            return 0
+        total = 0
+        for start in range(0, len(ids), IN_CHUNK):
+            chunk = ids[start : start + IN_CHUNK]
+            condition = f" AND e.id IN ({placeholders(len(chunk))})"
+            total += await self._delete_where(tenant, thread_id, branch, condition, chunk)
+        return total
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the entries after ``entry_id`` on the branch; how many."""
+        async with self._connection() as conn:
+            rows, _ = await self._one(
+                conn,
+                f"SELECT e.branch, e.position FROM {self._entries} e JOIN {self._threads} t"
+                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
+                " AND e.branch = COALESCE(%s, t.current_branch)",
+                (tenant, thread_id, entry_id, branch),
+            )
+            if not rows:
+                await self._get_thread(conn, tenant, thread_id)
+                raise NotFound(f"entry {entry_id!r} not found on this branch")
+        return await self._delete_where(
+            tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
+        )
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch; how many."""
+        return await self._delete_where(tenant, thread_id, branch, "", ())
+
+    async def _delete_where(
+        self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
+    ) -> int:
+        """Delete the branch's entries matching ``condition`` (on ``e``) with the vectors
+        of those no other branch holds, in one transaction; ``NotFound`` without the thread.
+        """
+        return await self._with_retry(
+            lambda conn: self._delete_entries_in(conn, tenant, thread_id, branch, condition, extra)
+        )
+
+    async def _delete_entries_in(
+        self,
+        conn: AsyncMySQLConnection,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        condition: str,
+        extra: Sequence[Any],
+    ) -> int:
+        results = await self._run(
+            conn,
+            [
+                (BEGIN, None),
+                (
+                    f"SELECT COALESCE(%s, current_branch) FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                    (branch, tenant, thread_id),
+                ),
+                (
+                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    (tenant, thread_id),
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            await self._one(conn, "ROLLBACK")
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = head[0][0]
+        where = (
+            f"FROM {self._entries} e WHERE e.tenant_id = %s AND e.thread_id = %s"
+            f" AND e.branch = %s{condition}"
+        )
+        args = (tenant, thread_id, name, *extra)
+        rows, _ = await self._one(conn, f"SELECT e.id {where} FOR UPDATE", args)
+        if not rows:
+            await self._one(conn, "COMMIT")
+            return 0
+        others = [str(r[0]) for r in results[3][0] if r[0] != name]
+        results = await self._run(
+            conn,
+            [
+                (f"DELETE e {where}", args),
+                # the rows just locked are the rows deleted (the thread row's lock
+                # holds off appends and forks)
+                (
+                    f"UPDATE {self._branches} SET entry_count = entry_count - %s"
+                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                    (len(rows), tenant, thread_id, name),
+                ),
+                *self._drop_entry_vectors(tenant, thread_id, [str(r[0]) for r in rows], others),
+                ("COMMIT", None),
+            ],
+        )
+        return results[0][1]
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Compare-and-swap the branch's prefix, under the thread row's lock (two round trips)."""
+        return await self._with_retry(
+            lambda conn: self._compact(
+                conn, tenant, thread_id, branch, through_position, expected_ids, summary, updated_at
+            )
+        )
+
+    async def _compact(
+        self,
+        conn: AsyncMySQLConnection,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        through: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        prefix = (tenant, thread_id, branch, through)
+        results = await self._run(
+            conn,
+            [
+                (BEGIN, None),
+                (
+                    f"SELECT b.name FROM {self._threads} t LEFT JOIN {self._branches} b"
+                    " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s"
+                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    (branch, tenant, thread_id),
+                ),
+                (
+                    # FOR UPDATE: a concurrent delete of one of these waits for the swap.
+                    f"SELECT id FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    " AND branch = %s AND position <= %s ORDER BY position FOR UPDATE",
+                    prefix,
+                ),
+                (
+                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    (tenant, thread_id),
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")  # the pool rolls back
+        if head[0][0] is None:
+            raise NotFound(f"branch {branch!r} not found")
+        if [row[0] for row in results[3][0]] != list(expected_ids):
+            await self._one(conn, "ROLLBACK")
+            return False
+        others = [str(r[0]) for r in results[4][0] if r[0] != branch]
+        writes: list[Statement] = [
+            (
+                f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                " AND branch = %s AND position <= %s",
+                prefix,
+            ),
+            *self._drop_entry_vectors(tenant, thread_id, list(expected_ids), others),
+        ]
+        if summary is not None:
+            writes.append(
+                (
+                    f"INSERT INTO {self._entries} ({INSERT_COLS})"
+                    f" VALUES ({', '.join(['%s'] * INSERT_WIDTH)})",
+                    (tenant, thread_id, branch, through, *entry_values(summary)),
+                )
+            )
+        writes += [
+            (
+                # the branch row was locked with the thread's; the prefix's rows go, the
+                # summary comes
+                f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
+                " AND b.thread_id = t.id AND b.name = %s SET t.updated_at = %s,"
+                " b.entry_count = b.entry_count + %s WHERE t.tenant_id = %s AND t.id = %s",
+                (
+                    branch,
+                    to_us(updated_at),
+                    (summary is not None) - len(results[3][0]),
+                    tenant,
+                    thread_id,
+                ),
+            ),
+            ("COMMIT", None),
+        ]
+        await self._run(conn, writes)
+        return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Set content, state and token count by id in one transaction (one round trip)."""
+        by_id = {c[0]: c for c in changes}  # the last change of an id wins
+        statements: list[Statement] = [
+            (BEGIN, None),
+            (
+                f"SELECT id FROM {self._threads} WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                (tenant, thread_id),
+            ),
+        ]
+        if by_id:
+            # Counted, not the UPDATEs' rowcounts: MySQL counts only rows whose value changed.
+            statements.append(
+                (
+                    f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    f" AND branch = %s AND id IN ({', '.join(['%s'] * len(by_id))})",
+                    (tenant, thread_id, branch, *by_id),
+                )
+            )
+        statements += [
+            (
+                f"UPDATE {self._entries} SET content = %s, state = %s, token_count = %s"
+                " WHERE tenant_id = %s AND thread_id = %s AND branch = %s AND id = %s",
+                (content, dump(state), tokens, tenant, thread_id, branch, entry_id),
+            )
+            for entry_id, content, state, tokens in by_id.values()
+        ]
+        statements.append(("COMMIT", None))
+        results = await self._run_retried(statements)
+        if not results[2][0]:
+            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
+        return int(results[3][0][0][0]) if by_id else 0

@@ -1,0 +1,182 @@
+"""Records of the MySQL store (facts, documents, core facts): guarded upserts and
+deletes, and the batch reads of the ``records`` table and its indexes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
+from memorybank.stores.mysql._async._base import MySQLBase
+from memorybank.stores.mysql.rows import ALL, R_COLS, Statement, chunks, placeholders
+from memorybank.stores.sql._async.key_reads import KeyReads
+from memorybank.stores.sql.common import dump, row_to_record, scope_sql, to_us
+
+
+class RecordsMixin(KeyReads, MySQLBase):
+    """Record verbs."""
+
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """Upsert every record (by kind and id) in one transaction (guard: ``_check_guard``)."""
+        statements: list[Statement] = []
+        for r in records:
+            values = (
+                r.agent_id,
+                r.user_id,
+                r.key,
+                r.content,
+                dump(r.data),
+                to_us(r.created_at),
+                to_us(r.updated_at),
+                None if r.expires_at is None else to_us(r.expires_at),
+                r.revision,
+            )
+            statements.append(
+                (
+                    f"INSERT INTO {self._records} (tenant_id, kind, id, agent_id, user_id, k,"
+                    " content, data, created_at, updated_at, expires_at, revision)"
+                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+                    " ON DUPLICATE KEY UPDATE agent_id = %s, user_id = %s, k = %s, content = %s,"
+                    " data = %s, created_at = %s, updated_at = %s, expires_at = %s, revision = %s",
+                    (tenant, r.kind, r.id, *values, *values),
+                )
+            )
+        if statements or guard is not None:
+            await self._transaction(statements, tenant=tenant, guard=guard)
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record, or ``None``."""
+        rows = await self._query(
+            f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
+            (tenant, kind, record_id),
+        )
+        return row_to_record(rows[0]) if rows else None
+
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
+        """Delete records (and their vectors) by id, in one transaction; how many existed."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids and guard is None:
+            return 0
+        statements: list[Statement] = []
+        for start in range(0, len(ids), 1000):
+            chunk = ids[start : start + 1000]
+            marks = placeholders(len(chunk))
+            where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({marks})"
+            statements += [
+                self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
+                (f"DELETE FROM {self._vectors}{where}", (tenant, kind, *chunk)),
+                (f"DELETE FROM {self._records}{where}", (tenant, kind, *chunk)),
+            ]
+        counts = await self._transaction(statements, tenant=tenant, guard=guard)
+        return sum(counts[2::3])
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind``, oldest first (``created_at``, id), filtered."""
+        where = ["tenant_id = %s", "kind = %s"]
+        args: list[Any] = [tenant, kind]
+        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("k", key)):
+            if not isinstance(value, Unset):
+                where.append(f"{column} <=> %s")
+                args.append(value)
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        args += [*scope_args, ALL if limit is None else limit]
+        rows = await self._query(
+            f"SELECT {R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
+            " ORDER BY created_at, id LIMIT %s",
+            args,
+        )
+        return [row_to_record(row) for row in rows]
+
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """Primary-key reads, ``IN_CHUNK`` ids per statement, in one round trip."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
+                    f" AND id IN ({placeholders(len(chunk))})",
+                    (tenant, kind, *chunk),
+                )
+                for chunk in chunks(ids)
+            ]
+        )
+        found = {row[1]: row_to_record(row) for row in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    async def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+    ) -> list[Record]:
+        """Reads of the ``records_key`` index for every kind at once (``kind IN (...)``),
+        ``IN_CHUNK`` keys per statement, in one round trip."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not kinds:
+            return []
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s"
+                    f" AND kind IN ({placeholders(len(kinds))})"
+                    f" AND k IN ({placeholders(len(chunk))}){scope}",
+                    (tenant, *kinds, *chunk, *scope_args),
+                )
+                for chunk in chunks(wanted)
+            ]
+        )
+        rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
+        return [row_to_record(row) for row in rows]
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One range of ``records_list`` (tenant_id, kind, created_at + the primary key's
+        id, which InnoDB appends to every secondary index) from the cursor."""
+        where = "tenant_id = %s AND kind = %s"
+        args: list[Any] = [tenant, kind]
+        if after is not None:
+            at = to_us(after[0])
+            where += " AND (created_at > %s OR (created_at = %s AND id > %s))"
+            args += [at, at, after[1]]
+        scope, scope_args = scope_sql("", visible_to, "%s")
+        args += [*scope_args, limit]
+        rows = await self._query(
+            f"SELECT {R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
+            f" WHERE {where}{scope} ORDER BY created_at, id LIMIT %s",
+            args,
+        )
+        return [row_to_record(row) for row in rows]

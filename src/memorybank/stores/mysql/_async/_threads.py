@@ -1,0 +1,351 @@
+"""Threads and branches of the MySQL store: create, read, list, update and delete
+threads; fork, list and delete branches (a fork copies the entries it keeps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime
+from typing import Any
+
+import pymysql
+
+from memorybank.errors import Conflict, NotFound
+from memorybank.records import Branch, Thread
+from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.mysql._async._base import MySQLBase
+from memorybank.stores.mysql.compat import AsyncMySQLConnection
+from memorybank.stores.mysql.rows import ALL, BEGIN, INSERT_COLS
+from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+
+
+class ThreadsMixin(MySQLBase):
+    """Thread and branch verbs."""
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        """Insert the thread and its first branch in one transaction."""
+        async with self._connection() as conn:
+            try:
+                await self._run(
+                    conn,
+                    [
+                        (BEGIN, None),
+                        (
+                            f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
+                            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                            (
+                                thread.id,
+                                thread.tenant_id,
+                                thread.user_id,
+                                thread.agent_id,
+                                thread.title,
+                                dump(thread.metadata),
+                                thread.status,
+                                to_us(thread.created_at),
+                                to_us(thread.updated_at),
+                                thread.current_branch,
+                            ),
+                        ),
+                        (
+                            f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                            " from_branch, from_entry, last_position)"
+                            " VALUES (%s, %s, %s, %s, NULL, NULL, 0)",
+                            (
+                                thread.tenant_id,
+                                thread.id,
+                                thread.current_branch,
+                                to_us(thread.created_at),
+                            ),
+                        ),
+                        ("COMMIT", None),
+                    ],
+                )
+            except pymysql.err.IntegrityError as error:
+                if error.args and error.args[0] == 1062:
+                    raise Conflict(f"thread {thread.id!r} already exists") from error
+                raise
+        return dataclasses.replace(thread, metadata=dict(thread.metadata))
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        """The thread, or ``None``."""
+        rows = await self._query(
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
+            (tenant, thread_id),
+        )
+        return row_to_thread(rows[0]) if rows else None
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Threads of the tenant, most recently updated first."""
+        where = ["tenant_id = %s"]
+        args: list[Any] = [tenant]
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if isinstance(value, Unset):
+                continue
+            if value is None:
+                where.append(f"{column} IS NULL")
+            else:
+                where.append(f"{column} = %s")
+                args.append(value)
+        if status is not None:
+            where.append("status = %s")
+            args.append(status)
+        args.append(ALL if limit is None else limit)
+        rows = await self._query(
+            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC LIMIT %s",
+            args,
+        )
+        return [row_to_thread(row) for row in rows]
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        """Update the given fields and read the thread back, in one round trip."""
+        sets = ["updated_at = %s"]
+        args: list[Any] = [to_us(updated_at)]
+        if not isinstance(title, Unset):
+            sets.append("title = %s")
+            args.append(title)
+        if not isinstance(metadata, Unset):
+            sets.append("metadata = %s")
+            args.append(dump(metadata))
+        if not isinstance(status, Unset):
+            sets.append("status = %s")
+            args.append(status)
+        where = "tenant_id = %s AND id = %s"
+        args += [tenant, thread_id]
+        if not isinstance(current_branch, Unset):
+            sets.append("current_branch = %s")
+            args.insert(len(sets) - 1, current_branch)
+            where += (
+                f" AND EXISTS (SELECT 1 FROM {self._branches} b WHERE b.tenant_id = %s"
+                " AND b.thread_id = %s AND b.name = %s)"
+            )
+            args += [tenant, thread_id, current_branch]
+        results = await self._run_retried(
+            [
+                (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
+                (
+                    f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s",
+                    (tenant, thread_id),
+                ),
+            ]
+        )
+        rows = results[1][0]
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        thread = row_to_thread(rows[0])
+        if not isinstance(current_branch, Unset) and thread.current_branch != current_branch:
+            raise NotFound(f"branch {current_branch!r} not found")
+        return thread
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        """Delete the thread, its branches and entries in one transaction."""
+        key = (tenant, thread_id)
+        results = await self._run_retried(
+            [
+                (BEGIN, None),
+                self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
+                (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
+                (
+                    f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._vectors}"
+                    " WHERE tenant_id = %s AND thread_id = %s"
+                    " AND kind = 'entry'",
+                    key,
+                ),
+                ("COMMIT", None),
+            ]
+        )
+        return results[3][1] > 0
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """Copy ``from_branch`` (up to ``from_entry``) into a new branch, in one transaction."""
+        return await self._with_retry(
+            lambda conn: self._branch(
+                conn, tenant, thread_id, name, from_branch, from_entry, created_at
+            )
+        )
+
+    async def _branch(
+        self,
+        conn: AsyncMySQLConnection,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        results = await self._run(
+            conn,
+            [
+                (BEGIN, None),
+                (
+                    "SELECT t.id, s.last_position, d.name,"
+                    f" (SELECT e.position FROM {self._entries} e"
+                    " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
+                    f" AND e.id = %s) FROM {self._threads} t"
+                    f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
+                    " AND s.thread_id = t.id AND s.name = %s"
+                    f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
+                    " AND d.thread_id = t.id AND d.name = %s"
+                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    (from_entry, from_branch, name, tenant, thread_id),
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")
+        _, source_last, existing, entry_position = head[0]
+        if source_last is None:
+            raise NotFound(f"branch {from_branch!r} not found")
+        if existing is not None:
+            raise Conflict(f"branch {name!r} already exists")
+        if from_entry is not None and entry_position is None:
+            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        upto = int(source_last) if from_entry is None else int(entry_position)
+        columns = INSERT_COLS.replace("branch, ", "")
+        await self._run(
+            conn,
+            [
+                (
+                    # entry_count: the source's entries up to ``upto``, the rows copied next
+                    f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
+                    " from_branch, from_entry, last_position, entry_count)"
+                    " SELECT %s, %s, %s, %s, %s, %s, %s, COUNT(*)"
+                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
+                    " AND branch = %s AND position <= %s",
+                    (
+                        tenant,
+                        thread_id,
+                        name,
+                        to_us(created_at),
+                        from_branch,
+                        from_entry,
+                        upto,
+                        tenant,
+                        thread_id,
+                        from_branch,
+                        upto,
+                    ),
+                ),
+                (
+                    f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
+                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
+                    " AND position <= %s",
+                    (name, tenant, thread_id, from_branch, upto),
+                ),
+                ("COMMIT", None),
+            ],
+        )
+        return Branch(
+            name=name,
+            thread_id=thread_id,
+            created_at=created_at,
+            from_branch=from_branch,
+            from_entry=from_entry,
+        )
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        """The thread's branches, oldest first; ``NotFound`` without the thread."""
+        rows = await self._query(
+            f"SELECT b.name, t.id, b.created_at, b.from_branch, b.from_entry"
+            f" FROM {self._threads} t LEFT JOIN {self._branches} b"
+            " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " WHERE t.tenant_id = %s AND t.id = %s ORDER BY b.created_at, b.name",
+            (tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return [row_to_branch(row) for row in rows if row[0] is not None]
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        """Delete a branch and its entries (never the current one)."""
+        return await self._with_retry(
+            lambda conn: self._delete_branch(conn, tenant, thread_id, name)
+        )
+
+    async def _delete_branch(
+        self, conn: AsyncMySQLConnection, tenant: str, thread_id: str, name: str
+    ) -> bool:
+        results = await self._run(
+            conn,
+            [
+                (BEGIN, None),
+                (
+                    f"SELECT current_branch FROM {self._threads}"
+                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
+                    (tenant, thread_id),
+                ),
+                (
+                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
+                    (tenant, thread_id),
+                ),
+                (
+                    f"SELECT id FROM {self._entries}"
+                    " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
+                    (tenant, thread_id, name),
+                ),
+            ],
+        )
+        head = results[2][0]
+        if not head:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if head[0][0] == name:
+            raise Conflict(f"cannot delete the current branch {name!r}")
+        others = [str(r[0]) for r in results[3][0] if r[0] != name]
+        gone = [str(r[0]) for r in results[4][0]]
+        key = (tenant, thread_id, name)
+        results = await self._run(
+            conn,
+            [
+                (
+                    f"DELETE FROM {self._branches}"
+                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
+                    key,
+                ),
+                (
+                    f"DELETE FROM {self._entries}"
+                    " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
+                    key,
+                ),
+                *self._drop_entry_vectors(tenant, thread_id, gone, others),
+                ("COMMIT", None),
+            ],
+        )
+        return results[0][1] > 0

@@ -1,0 +1,384 @@
+"""The PostgreSQL store's shared state and plumbing: the pool or connection,
+the first connection and the schema migrations' runner, autocommit statements
+(``_fetch``, retried once after a lost connection when asked), transactions and
+the translation of driver errors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Any, Self
+
+import psycopg
+from psycopg import AsyncConnection, pq
+from psycopg.rows import tuple_row
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
+from memorybank.runtime.combine import AsyncCombiner
+from memorybank.runtime.concurrency import AsyncLock
+from memorybank.stores.contract._async.store import AppendResult, AsyncStore
+from memorybank.stores.postgres.pgvector import VectorParams, register, registered
+from memorybank.stores.postgres.rows import (
+    APPEND_BATCHES,
+    PREFIX_RE,
+    AppendItem,
+    ConnectFailures,
+    connect_error,
+    is_disconnect,
+    parse_url,
+    translate,
+)
+from memorybank.stores.postgres.schema import MIGRATIONS
+from memorybank.stores.postgres.statements import Statements
+
+
+def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
+    """A connection class for a pool that records each failed attempt in ``failures``."""
+
+    class _RecordingConnection(AsyncConnection[Any]):
+        @classmethod
+        async def connect(cls, *args: Any, **kwargs: Any) -> Self:
+            try:
+                conn = await super().connect(*args, **kwargs)
+            except psycopg.OperationalError as error:
+                failures.last = error
+                raise
+            failures.last = None
+            return conn
+
+    return _RecordingConnection
+
+
+class PostgresBase(AsyncStore):
+    """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    def __init__(
+        self,
+        pool_or_connection: AsyncConnectionPool[Any] | AsyncConnection[Any],
+        *,
+        prefix: str = "memorybank_",
+        timeout: float = 10.0,
+    ) -> None:
+        """Use a pool or connection the caller owns (``close()`` leaves it open)."""
+        if not isinstance(prefix, str) or not PREFIX_RE.fullmatch(prefix):
+            raise ConfigurationError(
+                f"bad table prefix {prefix!r}: use 1-40 of a-z, 0-9 and _,"
+                " not starting with a digit"
+            )
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0:
+            raise ConfigurationError(f"timeout must be a positive number of seconds: {timeout!r}")
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._conn: AsyncConnection[Any] | None = None
+        if isinstance(pool_or_connection, AsyncConnectionPool):
+            self._pool = pool_or_connection
+        elif isinstance(pool_or_connection, AsyncConnection):
+            self._conn = pool_or_connection
+        else:
+            raise ConfigurationError(
+                "AsyncPostgresStore takes a psycopg AsyncConnectionPool or AsyncConnection"
+            )
+        self.prefix = prefix
+        self.timeout = float(timeout)
+        self._owns_pool = False
+        self._pool_opened = False
+        self._ready = False
+        self._closed = False
+        self._setup_lock = AsyncLock()
+        self._conn_lock = AsyncLock()
+        # concurrent plain appends to one thread (with one owner check) share a statement
+        self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
+            self._append_combined, limit=APPEND_BATCHES
+        )
+        self._sql = Statements(prefix)
+        self._native = False  # vectors in a pgvector column (known after the first use)
+        self._hnsw: set[str] = set()  # names of the HNSW indexes on the vectors table
+        # searched scopes found too large to search exactly: key -> until when (monotonic)
+        self._large_scopes: dict[tuple[Any, ...], float] = {}
+        self._vector_oid = 0  # pgvector's ``vector`` type (the column's), 0 without pgvector
+        # An owned pool's target (from_url): connected to once directly before the
+        # pool opens, and its failed attempts recorded.
+        self._conninfo: tuple[str, dict[str, Any]] | None = None
+        self._connect_failures = ConnectFailures()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        pool_size: int | None = None,
+        prefix: str | None = None,
+        timeout: float | None = None,
+    ) -> Self:
+        """A store owning a pool of up to ``pool_size`` connections to ``url``.
+
+        Keyword arguments win over the URL's ``prefix``/``pool_size``/``timeout``
+        query parameters; defaults are ``20``, ``"memorybank_"`` and ``10.0`` s.
+        """
+        conninfo, options = parse_url(url)
+        try:
+            size = pool_size if pool_size is not None else int(options.get("pool_size", 20))
+            wait = timeout if timeout is not None else float(options.get("timeout", 10.0))
+        except ValueError as error:
+            raise ConfigurationError(f"bad pool_size/timeout in {url!r}") from error
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigurationError(f"pool_size must be a positive integer: {size!r}")
+        if not isinstance(wait, int | float) or isinstance(wait, bool) or wait <= 0:
+            raise ConfigurationError(f"timeout must be a positive number of seconds: {wait!r}")
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": max(2, math.ceil(wait)),
+            "tcp_user_timeout": max(1000, int(wait * 1000)),
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+        }
+        failures = ConnectFailures()
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            conninfo,
+            kwargs=kwargs,
+            connection_class=_recording_connection(failures),
+            min_size=1,
+            max_size=size,
+            open=False,
+            timeout=wait,
+            name="memorybank",
+        )
+        store = cls(pool, prefix=prefix or options.get("prefix", "memorybank_"), timeout=wait)
+        store._owns_pool = True
+        store._conninfo = (conninfo, kwargs)
+        store._connect_failures = failures
+        return store
+
+    # -- plumbing ------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Connect, create/migrate the schema and detect capabilities now (else: first use)."""
+        await self._ensure_ready()
+
+    async def _ensure_ready(self) -> None:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._ready:
+            return
+        async with self._setup_lock:
+            if self._closed:
+                raise StoreClosed("the store is closed")
+            if self._ready:
+                return
+            try:
+                if self._owns_pool and not self._pool_opened:
+                    await self._first_connect()
+                else:
+                    async with self._connection() as conn:
+                        await self._migrate(conn)
+            except psycopg.Error as error:
+                raise await self._failed(error) from error
+            self._ready = True
+
+    async def _first_connect(self) -> None:
+        """Migrate on one direct connection, then open the owned pool.
+
+        A server that refuses the store (down, unknown database or role, bad
+        password) fails the call at once with the server's own words: an open
+        pool would retry in the background until the timeout and then raise a
+        ``PoolTimeout`` saying nothing of why. The pool stays closed until a
+        first connection succeeds, so nothing retries between calls.
+        """
+        assert self._pool is not None and self._conninfo is not None
+        conninfo, kwargs = self._conninfo
+        try:
+            conn = await AsyncConnection.connect(conninfo, **kwargs)
+        except psycopg.OperationalError as error:
+            raise connect_error(error) from error
+        try:
+            await self._migrate(conn)
+        finally:
+            await conn.close()
+        await self._pool.open(wait=False)
+        self._pool_opened = True
+
+    async def _migrate(self, conn: AsyncConnection[Any]) -> None:
+        p = self.prefix
+        target = len(MIGRATIONS)
+        async with conn.cursor(row_factory=tuple_row) as cur:
+            await cur.execute(
+                "SELECT to_regclass(%s) IS NOT NULL,"
+                " EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')",
+                (f"{p}schema_version",),
+            )
+            row = await cur.fetchone()
+            assert row is not None
+            has_table, has_vector = bool(row[0]), bool(row[1])
+            version = -1
+            if has_table:
+                await cur.execute(f"SELECT version FROM {p}schema_version WHERE id = 1")
+                found = await cur.fetchone()
+                version = -1 if found is None else int(found[0])
+            if version < target:
+                async with conn.transaction():
+                    await cur.execute(
+                        "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
+                    )
+                    await cur.execute(
+                        f"CREATE TABLE IF NOT EXISTS {p}schema_version"
+                        " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"
+                    )
+                    await cur.execute(f"SELECT version FROM {p}schema_version WHERE id = 1")
+                    found = await cur.fetchone()
+                    version = 0 if found is None else int(found[0])
+                    for step in MIGRATIONS[version:]:
+                        for statement in step:
+                            await cur.execute(statement.format(p=p))
+                    await cur.execute(
+                        f"INSERT INTO {p}schema_version (id, version) VALUES (1, %s)"
+                        " ON CONFLICT (id) DO UPDATE SET version = EXCLUDED.version",
+                        (max(version, target),),
+                    )
+            if version > target:
+                raise ConfigurationError(
+                    f"the {p}* tables are at schema version {version}, newer than this"
+                    f" memorybank ({target}): upgrade memorybank"
+                )
+            await cur.execute(
+                "SELECT format_type(a.atttypid, NULL), (SELECT array_agg(i.relname::text)"
+                "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                "  WHERE x.indrelid = a.attrelid AND i.relname LIKE %s), a.atttypid::bigint"
+                " FROM pg_attribute a WHERE a.attrelid = to_regclass(%s)"
+                " AND a.attname = 'embedding'",
+                (f"{p}vhnsw%", f"{p}vectors"),
+            )
+            found = await cur.fetchone()
+        self._native = found is not None and found[0] == "vector"
+        self._hnsw = set(found[1] or ()) if found is not None else set()
+        self._vector_oid = int(found[2]) if self._native and found is not None else 0
+        caps = set(type(self).capabilities)
+        if self._native and has_vector:
+            caps.add("pgvector")
+        self.capabilities = frozenset(caps)
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection in autocommit (driver errors pass through untranslated)."""
+        if self._pool is not None:
+            async with self._pool.connection(timeout=self.timeout) as conn:
+                async with self._autocommit(conn):
+                    yield conn
+        else:
+            assert self._conn is not None
+            async with self._conn_lock:
+                async with self._autocommit(self._conn):
+                    yield self._conn
+
+    @asynccontextmanager
+    async def _autocommit(self, conn: AsyncConnection[Any]) -> AsyncIterator[None]:
+        if conn.autocommit or conn.info.transaction_status != pq.TransactionStatus.IDLE:
+            yield
+            return
+        await conn.set_autocommit(True)
+        try:
+            yield
+        finally:
+            with suppress(psycopg.Error):
+                await conn.set_autocommit(False)
+
+    async def _failed(self, error: psycopg.Error) -> Exception:
+        """Translate ``error``; after a lost connection, drop the pool's dead connections."""
+        if self._closed:
+            return StoreClosed("the store is closed")
+        last = self._connect_failures.last
+        if isinstance(error, PoolTimeout) and last is not None:
+            error.__cause__ = last  # the chain then ends with the server's answer
+            return StoreUnavailable(
+                f"no PostgreSQL connection within {self.timeout:g} s;"
+                f" the last connection attempt failed: {last}"
+            )
+        if is_disconnect(error) and self._pool is not None:
+            with suppress(psycopg.Error):
+                await self._pool.check()
+        return translate(error)
+
+    async def _fetch(
+        self,
+        query: str,
+        params: Sequence[Any] | dict[str, Any] | None = None,
+        *,
+        retry: bool = False,
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement in autocommit; its rows ([] without a result set).
+
+        ``retry``: run it once more on a fresh connection if the connection was
+        lost (only for reads and idempotent writes).
+        """
+        if not self._ready or self._closed:
+            await self._ensure_ready()
+        try:
+            return await self._execute(query, params)
+        except psycopg.Error as error:
+            failure = await self._failed(error)
+            if not (retry and self._pool is not None and is_disconnect(error)) or self._closed:
+                raise failure from error
+        try:
+            return await self._execute(query, params)
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    async def _execute(
+        self, query: str, params: Sequence[Any] | dict[str, Any] | None
+    ) -> list[tuple[Any, ...]]:
+        # getconn/putconn rather than nested context managers: this is the hot path.
+        pool = self._pool
+        if pool is None:
+            assert self._conn is not None
+            async with self._conn_lock, self._autocommit(self._conn):
+                return await self._rows(self._conn, query, params)
+        conn = await pool.getconn(self.timeout)
+        try:
+            if conn.autocommit:
+                return await self._rows(conn, query, params)
+            async with self._autocommit(conn):
+                return await self._rows(conn, query, params)
+        finally:
+            await pool.putconn(conn)
+
+    @asynccontextmanager
+    async def _transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection inside a transaction; driver errors translated."""
+        await self._ensure_ready()
+        try:
+            async with self._connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    @staticmethod
+    async def _rows(
+        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
+    ) -> list[tuple[Any, ...]]:
+        if isinstance(params, VectorParams) and not registered(conn.adapters):
+            register(conn.adapters)  # a connection made before the dumpers were registered
+        cur = conn.cursor(row_factory=tuple_row)
+        await cur.execute(query, params)
+        rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+        await cur.close()
+        return rows
+
+    async def close(self) -> None:
+        """Close the pool if the store owns it; a caller's pool or connection stays open."""
+        if self._closed:
+            return
+        self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
+        if self._owns_pool and self._pool_opened and self._pool is not None:
+            await self._pool.close()
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        async def _append_combined(  # AppendsMixin: concurrent appends in one transaction
+            self, tenant: str, items: Sequence[AppendItem]
+        ) -> list[AppendResult | Exception]: ...

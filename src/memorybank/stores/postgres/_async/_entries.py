@@ -1,0 +1,252 @@
+"""Entries of the PostgreSQL store: reads ("last N", by id, across threads,
+windows), counts, deletes, compaction and updates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memorybank.errors import NotFound
+from memorybank.records import Entry, Thread
+from memorybank.stores.contract._async.store import NewEntry
+from memorybank.stores.postgres._async._base import PostgresBase
+from memorybank.stores.postgres.rows import entry_position, new_entry_json, page_entry
+from memorybank.stores.sql.common import dump, messages_of_rows, row_to_entry, row_to_thread
+
+
+class EntriesMixin(PostgresBase):
+    """The ``_entries`` part of the store (see the module docstring)."""
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """The thread row and a page (backward index scan) in one query."""
+        query = self._sql.list_entries[(before is not None, after is not None)]
+        rows = await self._fetch(
+            query,
+            {
+                "tenant": tenant,
+                "thread": thread_id,
+                "branch": branch,
+                "limit": limit,
+                "offset": offset,
+                "before": before,
+                "after": after,
+            },
+            retry=True,
+        )
+        thread: Thread | None = None
+        for row in rows:
+            if row[0] is not None:
+                thread = row_to_thread(row)
+                break
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = thread.current_branch if branch is None else branch
+        page = [page_entry(r, thread_id, name) for r in rows if r[0] is None]
+        page.sort(key=entry_position, reverse=newest_first)
+        return thread, page
+
+    async def recent_messages(
+        self, tenant: str, thread_id: str, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """One statement, tuple rows straight to provider dicts (no ``Entry`` objects)."""
+        rows = await self._fetch(self._sql.recent_messages, (limit, tenant, thread_id), retry=True)
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if rows[0][1] is None:  # no entry (role is never NULL)
+            return rows[0][0], []
+        return rows[0][0], messages_of_rows([r[1:] for r in rows])
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        """One entry by id on the branch (current when ``None``)."""
+        rows = await self._fetch(
+            self._sql.get_entry,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
+            retry=True,
+        )
+        return row_to_entry(rows[0]) if rows else None
+
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries by ids on the branch (current when ``None``), in one statement."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(
+            self._sql.entry_get_many,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": wanted},
+            retry=True,
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
+    async def entry_get_across(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]]
+    ) -> dict[tuple[str, str], Entry]:
+        """Entries of several threads (each on its current branch), in one statement."""
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        if not pairs:
+            return {}
+        rows = await self._fetch(
+            self._sql.entry_get_across,
+            {"tenant": tenant, "threads": [t for t, _ in pairs], "ids": [e for _, e in pairs]},
+            retry=True,
+        )
+        return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
+
+    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """Entries on each thread's current branch, in one statement."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        rows = await self._fetch(self._sql.count_entries_many, (tenant, wanted), retry=True)
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    async def entry_windows(
+        self, tenant: str, windows: Sequence[tuple[str, int, int]]
+    ) -> list[list[Entry]]:
+        """Position ranges of several threads' current branches, in one statement."""
+        if not windows:
+            return []
+        rows = await self._fetch(
+            self._sql.entry_windows,
+            {
+                "tenant": tenant,
+                "threads": [w[0] for w in windows],
+                "firsts": [w[1] for w in windows],
+                "lasts": [w[2] for w in windows],
+            },
+            retry=True,
+        )
+        out: list[list[Entry]] = [[] for _ in windows]
+        for row in rows:
+            out[int(row[0]) - 1].append(row_to_entry(row[1:]))
+        return out
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete by ids on the branch; ``NotFound`` for a missing thread."""
+        rows = await self._fetch(
+            self._sql.delete_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": list(entry_ids)},
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the entries positioned after ``entry_id`` on the branch."""
+        rows = await self._fetch(
+            self._sql.truncate_after,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
+        )
+        has_thread, has_entry, removed = rows[0]
+        if not has_thread:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if not has_entry:
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+        return int(removed)
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch."""
+        rows = await self._fetch(
+            self._sql.clear_entries, {"tenant": tenant, "thread": thread_id, "branch": branch}
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """``count(*)`` over the branch's index range."""
+        rows = await self._fetch(
+            self._sql.count_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch},
+            retry=True,
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][0])
+
+    # -- compaction --------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Lock the thread row, compare-and-delete the prefix, insert the summary.
+
+        One transaction: the lock comes first, in its own statement, so the
+        comparison (a later statement, a later snapshot) sees every change
+        committed by a compaction or append that held the lock before.
+        """
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "thread": thread_id,
+            "branch": branch,
+            "through": through_position,
+            "expected": list(expected_ids),
+            "updated": updated_at,
+            "summary": dump([] if summary is None else [new_entry_json(summary)]),
+        }
+        async with self._transaction() as conn:
+            locked = await self._rows(
+                conn, self._sql.lock_thread_has_branch, (branch, tenant, thread_id)
+            )
+            if not locked:
+                raise NotFound(f"thread {thread_id!r} not found")
+            if not locked[0][0]:
+                raise NotFound(f"branch {branch!r} not found")
+            rows = await self._rows(conn, self._sql.compact_delete, params)
+            if not rows[0][0]:
+                return False
+            await self._rows(conn, self._sql.compact_insert, params)
+            return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """One statement: every change of the batch (the last one per id wins)."""
+        by_id = {c[0]: c for c in changes}
+        batch = dump(
+            [
+                {"id": i, "content": content, "state": state, "token_count": tokens}
+                for i, content, state, tokens in by_id.values()
+            ]
+        )
+        rows = await self._fetch(
+            self._sql.update_entries,
+            {"tenant": tenant, "thread": thread_id, "branch": branch, "changes": batch},
+        )
+        if not rows[0][0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][1])

@@ -1,0 +1,259 @@
+"""Records of the PostgreSQL store (facts, documents, core facts): guarded
+writes, deletes, reads by id or key, lists and pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
+from memorybank.stores.postgres._async._base import PostgresBase
+from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
+from memorybank.stores.sql._async.key_reads import KeyReads
+from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
+
+
+class RecordsMixin(KeyReads, PostgresBase):
+    """The ``_records`` part of the store (see the module docstring)."""
+
+    @asynccontextmanager
+    async def _guarded(self, tenant: str, guard: RecordGuard | None) -> AsyncIterator[Any]:
+        """A transaction in which ``guard`` holds until it commits (``Conflict`` if not).
+
+        Without a guard: no transaction, the caller's statements run in autocommit.
+        """
+        if guard is None:
+            yield None
+            return
+        key = (tenant, guard.kind, guard.id)
+        async with self._transaction() as conn:
+            if guard.revision is None:
+                if not await self._rows(conn, self._sql.guard_claim, key):
+                    raise guard.failed()
+            else:
+                found = await self._rows(conn, self._sql.guard_lock, key)
+                if not found or found[0][0] != guard.revision:
+                    raise guard.failed()
+            yield conn
+            if guard.revision is None:
+                await self._rows(conn, self._sql.guard_release, key)
+
+    async def _write_in(
+        self, conn: AsyncConnection[Any] | None, query: str, params: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """Run a write in ``conn``'s transaction, or alone in autocommit when ``None``."""
+        if conn is None:
+            return await self._fetch(query, params)
+        return await self._rows(conn, query, params)
+
+    async def record_put(
+        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
+    ) -> None:
+        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch (the last copy of an id wins).
+
+        Guarded: in a transaction after the guard's check (see ``_guarded``).
+        """
+        if not records and guard is None:
+            return
+        latest = {(r.kind, r.id): r for r in records}
+        batch = dump(
+            [
+                {
+                    "kind": r.kind,
+                    "id": r.id,
+                    "agent_id": r.agent_id,
+                    "user_id": r.user_id,
+                    "key": r.key,
+                    "content": r.content,
+                    "data": r.data,
+                    "created_at": r.created_at.isoformat(),
+                    "updated_at": r.updated_at.isoformat(),
+                    "expires_at": None if r.expires_at is None else r.expires_at.isoformat(),
+                    "revision": r.revision,
+                }
+                for r in latest.values()
+            ]
+        )
+        async with self._guarded(tenant, guard) as conn:
+            if records:
+                await self._write_in(conn, self._sql.record_put, {"tenant": tenant, "batch": batch})
+
+    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record by primary key."""
+        params = {"tenant": tenant, "kind": kind, "id": record_id}
+        rows = await self._fetch(self._sql.record_get, params, retry=True)
+        return row_to_record(rows[0]) if rows else None
+
+    async def record_delete(
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        guard: RecordGuard | None = None,
+    ) -> int:
+        """Delete the records and their vectors in one statement (guarded: see ``_guarded``)."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids and guard is None:
+            return 0
+        params = {"tenant": tenant, "kind": kind, "ids": ids}
+        async with self._guarded(tenant, guard) as conn:
+            rows = await self._write_in(conn, self._sql.record_delete, params) if ids else [(0,)]
+        return int(rows[0][0])
+
+    async def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind`` by ``(created_at, id)``, filtered."""
+        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
+        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
+        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("key", key)):
+            if isinstance(value, Unset):
+                continue
+            if value is None:
+                where += f" AND r.{column} IS NULL"
+            else:
+                where += f" AND r.{column} = %({column})s"
+                params[column] = value
+        where += scope_filter("r", visible_to, params)
+        query = (
+            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
+            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
+
+    async def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """One statement: a primary-key descent per id (the ids as one parameter)."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        params = {"ids": ids, "tenant": tenant, "kind": kind}
+        rows = await self._fetch(self._sql.record_get_many, params, retry=True)
+        found = {row[1]: row_to_record(row) for row in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    async def record_list_keys_linked(
+        self,
+        tenant: str,
+        links: Mapping[str, str],
+        keys: Sequence[str],
+        linked_kind: str,
+        *,
+        visible_to: Visibility | None = None,
+    ) -> tuple[dict[str, list[Record]], dict[str, Record]]:
+        """One statement: the ``_list_keys`` rows, then a primary-key descent
+        (``record_at``) per distinct id they name, scoped the same way."""
+        kinds = list(links)
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not kinds:
+            return {kind: [] for kind in kinds}, {}
+        p = self.prefix
+        params: dict[str, Any] = {
+            "tenant": tenant,
+            "kinds": kinds,
+            "fields": [links[kind] for kind in kinds],
+            "keys": wanted,
+            "linked": linked_kind,
+        }
+        field = "(%(fields)s::text[])[array_position(%(kinds)s::text[], r.kind)]"
+        query = (
+            f"WITH k AS MATERIALIZED ({keyed(p)}),"
+            f" e AS MATERIALIZED (SELECT {R_READ}, CASE WHEN"
+            f" json_typeof(r.data -> {field}) = 'string' THEN r.data ->> {field} END AS far"
+            f" FROM k r WHERE true{scope_filter('r', visible_to, params)})"
+            f" SELECT 0 AS part, {RECORD_COLUMNS} FROM e"
+            f" UNION ALL SELECT 1, {R_READ} FROM (SELECT DISTINCT far FROM e"
+            f" WHERE far IS NOT NULL) x, LATERAL {record_at(p, '%(linked)s', 'x.far')} r"
+            " WHERE r.tenant_id = %(tenant)s AND r.kind = %(linked)s AND r.id = x.far"
+            f"{scope_filter('r', visible_to, params)} ORDER BY 1, 8, 3"
+        )
+        by: dict[str, list[Record]] = {kind: [] for kind in kinds}
+        linked: dict[str, Record] = {}
+        for row in await self._fetch(query, params, retry=True):
+            record = row_to_record(row[1:])
+            if row[0] == 0:
+                by[record.kind].append(record)
+            else:
+                linked[record.id] = record
+        return by, linked
+
+    async def record_list_links(
+        self,
+        tenant: str,
+        kind: str,
+        keys: Sequence[str],
+        field: str,
+        targets: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """``_list_keys`` with the far end checked in SQL: only the links come back."""
+        if not targets:
+            return []
+        return await self._list_keys(tenant, [kind], keys, visible_to, (field, targets))
+
+    async def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+        link: tuple[str, Sequence[str]] | None = None,
+    ) -> list[Record]:
+        """One statement for every kind: a probe of the ``records_key`` index per (kind,
+        key) pair (``keyed``), then the scope (and ``link``: the far end) on the rows found."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not kinds:
+            return []
+        params: dict[str, Any] = {"tenant": tenant, "kinds": list(kinds), "keys": wanted}
+        where = ""
+        if link is not None:
+            params["field"], targets = link
+            params["targets"] = list(dict.fromkeys(targets))
+            where = (
+                " AND r.data ->> %(field)s::text = ANY(%(targets)s::text[])"
+                " AND json_typeof(r.data -> %(field)s::text) = 'string'"
+            )
+        query = (
+            f"WITH r AS MATERIALIZED ({keyed(self.prefix)}) SELECT {R_READ} FROM r"
+            f" WHERE true{where}{scope_filter('r', visible_to, params)}"
+            " ORDER BY r.created_at, r.id"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
+
+    async def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One range of the ``records_created`` index from a row-value cursor."""
+        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
+        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
+        if after is not None:
+            where += " AND (r.created_at, r.id) > (%(at)s::timestamptz, %(after)s::text)"
+            params["at"], params["after"] = after
+        where += scope_filter("r", visible_to, params)
+        query = (
+            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
+            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
+        )
+        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]

@@ -1,0 +1,134 @@
+"""Runs of the PostgreSQL store: working memory, snapshots, summaries, and
+``forget_user`` (everything a user owns, in one transaction).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from memorybank.errors import ThreadForbidden
+from memorybank.records import Summary
+from memorybank.stores.contract._async.store import Unset
+from memorybank.stores.postgres._async._base import PostgresBase
+from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql
+
+
+class RunsMixin(PostgresBase):
+    """The ``_runs`` part of the store (see the module docstring)."""
+
+    # -- working memory ------------------------------------------------------
+
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        """Upsert one key."""
+        await self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
+
+    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        """The stored text or ``None``."""
+        rows = await self._fetch(self._sql.working_get, (tenant, run_id, key), retry=True)
+        return str(rows[0][0]) if rows else None
+
+    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        """Delete one key."""
+        return bool(await self._fetch(self._sql.working_delete, (tenant, run_id, key)))
+
+    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        """Every key of the run."""
+        rows = await self._fetch(self._sql.working_items, (tenant, run_id), retry=True)
+        return {str(k): str(v) for k, v in rows}
+
+    async def working_clear(self, tenant: str, run_id: str) -> None:
+        """Delete every key of the run."""
+        await self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
+
+    async def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Distinct run ids, compared bytewise (``COLLATE "C"``)."""
+        return await self._run_ids(f"{self.prefix}working", tenant, after, limit)
+
+    async def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None
+    ) -> list[str]:
+        sql, params = run_ids_sql(table, tenant, after, limit, "%s", 'run_id COLLATE "C"')
+        return [str(row[0]) for row in await self._fetch(sql, params, retry=True)]
+
+    # -- snapshots -------------------------------------------------------------
+
+    async def snapshot_save(
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
+    ) -> None:
+        """Upsert the run's snapshot; checked: one upsert whose update is conditional."""
+        params = (tenant, run_id, user_id, value, saved_at)
+        if not owner_check:
+            await self._fetch(self._sql.snapshot_save, params, retry=True)
+        elif not await self._fetch(self._sql.snapshot_save_checked, params, retry=True):
+            raise ThreadForbidden("snapshot access forbidden")
+
+    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        """``(owner, text)`` or ``None``."""
+        rows = await self._fetch(self._sql.snapshot_load, (tenant, run_id), retry=True)
+        return (rows[0][0], str(rows[0][1])) if rows else None
+
+    async def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete the run's snapshot; checked: under its row lock, in one transaction."""
+        if not owner_check:
+            return bool(await self._fetch(self._sql.snapshot_delete, (tenant, run_id)))
+        async with self._transaction() as conn:
+            found = await self._rows(conn, self._sql.snapshot_lock, (tenant, run_id))
+            if not found:
+                return False
+            if found[0][0] not in (None, user_id):
+                raise ThreadForbidden("snapshot access forbidden")
+            return bool(await self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
+
+    async def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Run ids with a snapshot, compared bytewise."""
+        return await self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
+
+    # -- summaries ---------------------------------------------------------------
+
+    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        """Insert one summary."""
+        await self._fetch(
+            self._sql.summary_add,
+            (
+                tenant,
+                summary.id,
+                summary.agent_id,
+                summary.user_id,
+                summary.content,
+                summary.created_at,
+            ),
+        )
+        return summary
+
+    async def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
+    ) -> list[Summary]:
+        """The agent's summaries for the user and the shared ones, oldest first."""
+        params = (tenant, agent_id, *any_user(user_id))
+        rows = await self._fetch(self._sql.summary_list, params, retry=True)
+        return [row_to_summary(r) for r in rows]
+
+    # -- erasure -----------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        """Lock the user's threads, then delete them with everything else the user owns."""
+        async with self._transaction() as conn:
+            locked = await self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))
+            ids = [r[0] for r in locked]
+            rows = await self._rows(
+                conn, self._sql.forget_user, {"tenant": tenant, "user": user_id, "ids": ids}
+            )
+            return int(rows[0][0])

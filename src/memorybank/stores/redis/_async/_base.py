@@ -1,0 +1,349 @@
+"""RedisBase: the client, the options and the calls every part of the Redis store shares.
+
+Script calls (``EVALSHA``, reloaded on ``NOSCRIPT``; pipelined for many), the key
+bases of a thread and a tenant, the layout migrations, the tenant indexes kept
+apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Self, cast
+
+import redis.exceptions
+
+from memorybank.errors import ConfigurationError, NotFound
+from memorybank.records import Thread
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.redis.codec import (
+    CHUNK,
+    as_str,
+    esc,
+    glob_escape,
+    log_member,
+    split_url,
+    translated,
+    ttl_ms,
+)
+from memorybank.stores.redis.compat import (
+    CLUSTER_SCHEMES,
+    AsyncRedisClient,
+    AsyncRedisClusterClient,
+    aconnect_redis,
+    aconnect_redis_cluster,
+)
+from memorybank.stores.redis.lua import MIGRATE, Script
+from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
+from memorybank.stores.sql.common import to_us
+
+#: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
+#: version ``i`` to ``i + 1`` (run atomically with the version bump). Version 1
+#: is the initial layout, which needs nothing created. Version 2 adds records,
+#: vectors and the ``u0`` index of threads without a user; the store backfills
+#: ``u0`` from the tenant indexes (SCAN, idempotent) before running its body.
+#: Version 3 adds the vector cache's stamps and logs (``vs:``, ``vl:``), backfilled
+#: by the client from the ``ev:`` and ``rv:`` hashes (SCAN, idempotent) first.
+MIGRATIONS: list[str] = [
+    "",
+    "-- v2: records, vectors, u0 (backfilled by the client first)\n",
+    "-- v3: vector stamps and logs (backfilled by the client first)\n",
+]
+
+
+class RedisBase(AsyncStore):
+    """The state and plumbing of ``AsyncRedisStore`` (see the package docstring)."""
+
+    def __init__(
+        self,
+        client: AsyncRedisClient,
+        *,
+        prefix: str = "memorybank:",
+        ttl: float | None = None,
+        working_ttl: float | None = None,
+        snapshot_ttl: float | None = None,
+        cluster: bool = False,
+        _owns_client: bool = False,
+    ) -> None:
+        if not isinstance(prefix, str) or "{" in prefix or "}" in prefix:
+            raise ConfigurationError("prefix must be a string without '{' or '}'")
+        self._client = client
+        self._prefix = prefix
+        self._ttl = str(ttl_ms(ttl, "ttl"))
+        self._working_ttl = ttl_ms(working_ttl, "working_ttl")
+        self._snapshot_ttl = ttl_ms(snapshot_ttl, "snapshot_ttl")
+        self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
+        self._owns = _owns_client
+        self._closed = False
+        self._schema_ok = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        prefix: str = "memorybank:",
+        ttl: float | None = None,
+        timeout: float = 5.0,
+        working_ttl: float | None = None,
+        snapshot_ttl: float | None = None,
+        max_connections: int = 50,
+        cluster: bool = False,
+    ) -> Self:
+        """A store owning its client. ``redis://host:port/db?prefix=app:&ttl=3600``.
+
+        The URL may carry ``prefix``, ``ttl``, ``working_ttl``, ``snapshot_ttl``,
+        ``timeout`` and ``max_connections``; a keyword argument left at its
+        default takes the URL's value. ``timeout`` (seconds) bounds connecting,
+        every command and the wait for a free pooled connection.
+        ``redis+cluster://host:port`` (or ``cluster=True``) connects to a Redis
+        Cluster through that node; ``max_connections`` is then per node.
+        """
+        clean, opts = split_url(url)
+        try:
+            if prefix == "memorybank:" and "prefix" in opts:
+                prefix = opts["prefix"]
+            if ttl is None and "ttl" in opts:
+                ttl = float(opts["ttl"])
+            if working_ttl is None and "working_ttl" in opts:
+                working_ttl = float(opts["working_ttl"])
+            if snapshot_ttl is None and "snapshot_ttl" in opts:
+                snapshot_ttl = float(opts["snapshot_ttl"])
+            if timeout == 5.0 and "timeout" in opts:
+                timeout = float(opts["timeout"])
+            if max_connections == 50 and "max_connections" in opts:
+                max_connections = int(opts["max_connections"])
+        except ValueError as error:
+            raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
+        if timeout <= 0 or max_connections < 1:
+            raise ConfigurationError("timeout must be > 0 and max_connections >= 1")
+        scheme = clean.partition("://")[0].lower()
+        cluster = cluster or scheme in CLUSTER_SCHEMES
+        client: AsyncRedisClient
+        try:
+            with translated(False):
+                if cluster:
+                    client = aconnect_redis_cluster(
+                        clean, timeout=timeout, max_connections=max_connections
+                    )
+                else:
+                    client = aconnect_redis(clean, timeout=timeout, max_connections=max_connections)
+        except ValueError as error:
+            raise ConfigurationError(f"bad redis URL {url!r}: {error}") from error
+        return cls(
+            client,
+            prefix=prefix,
+            ttl=ttl,
+            working_ttl=working_ttl,
+            snapshot_ttl=snapshot_ttl,
+            cluster=cluster,
+            _owns_client=True,
+        )
+
+    # -- plumbing ----------------------------------------------------------------
+
+    def _op(self) -> AbstractContextManager[None]:
+        return translated(self._closed)
+
+    async def _ready(self) -> None:
+        if not self._schema_ok:
+            await self._migrate()
+
+    def _base(self, tenant: str, thread_id: str) -> str:
+        return f"{self._prefix}{{{esc(tenant)}:{esc(thread_id)}}}:"
+
+    def _idx(self, tenant: str) -> str:
+        return f"{self._prefix}{{{esc(tenant)}}}:"
+
+    async def _eval(self, script: Script, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        try:
+            return await self._client.evalsha(script.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            await self._client.script_load(script.source)
+            return await self._client.evalsha(script.sha, len(keys), *keys, *args)
+
+    async def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
+        await self._ready()
+        base = self._base(tenant, thread_id)
+        idx = "" if self._cluster else self._idx(tenant)
+        return await self._eval(script, (base + "t",), (base, self._ttl, idx, *args))
+
+    async def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
+        """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
+        with self._op():
+            n = int(await self._thread_eval(script, tenant, thread_id, *args))
+        if n == -1:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return n
+
+    async def _migrate(self) -> None:
+        key = self._prefix + "schema_version"
+        current = int(await self._client.get(key) or 0)
+        if current > len(MIGRATIONS):
+            raise ConfigurationError(
+                f"redis data under prefix {self._prefix!r} has layout version {current}; "
+                f"this memorybank knows up to {len(MIGRATIONS)}: upgrade memorybank"
+            )
+        for version in range(current, len(MIGRATIONS)):
+            if version == 1:
+                await self._backfill_shared_index()
+            if version == 2:
+                await self._backfill_vector_logs()
+            script = Script(MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
+            await self._eval(script, (key,), (version, version + 1))
+        self._schema_ok = True
+
+    async def _backfill_vector_logs(self) -> None:
+        """Layout v2 -> v3: log every stored vector (sequence 0) for the vector cache."""
+        prefix = glob_escape(self._prefix)
+        for pattern, marker in (("{*}:ev:*", "}:ev:"), ("{*}:rv:*", "}:rv:")):
+            async for key in self._client.scan_iter(match=prefix + pattern, count=1000):
+                name = as_str(key)
+                head, found, tail = name[len(self._prefix) :].partition(marker)
+                if not found or not head.startswith("{") or ":" in head:
+                    continue  # not a tenant key
+                if marker == "}:ev:":
+                    log = f"{self._prefix}{head}}}:vl:entry:{tail}"
+                    pairs = cast("dict[bytes, bytes]", await self._client.hgetall(key))
+                    members = [log_member(as_str(t), as_str(e)) for e, t in pairs.items()]
+                else:
+                    log = f"{self._prefix}{head}}}:vl:{tail}"
+                    members = [as_str(r) for r in await self._client.hkeys(key)]
+                for start in range(0, len(members), CHUNK):
+                    part = members[start : start + CHUNK]
+                    await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
+
+    async def _backfill_shared_index(self) -> None:
+        """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
+        pattern = glob_escape(self._prefix) + "{*}:threads"
+        async for key in self._client.scan_iter(match=pattern, count=1000):
+            name = as_str(key)
+            tag = name[len(self._prefix) + 1 : -len("}:threads")]
+            if ":" in tag or "{" in tag or "}" in tag:
+                continue  # not a tenant index (a thread's key ending the same way)
+            members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
+            for start in range(0, len(members), CHUNK):
+                part = members[start : start + CHUNK]
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for tid in part:
+                        pipe.hget(f"{self._prefix}{{{tag}:{esc(as_str(tid))}}}:t", "u")
+                    owners = await pipe.execute()
+                shared = [t for t, owner in zip(part, owners, strict=True) if owner is None]
+                if shared:
+                    await self._client.sadd(f"{self._prefix}{{{tag}}}:u0", *shared)
+
+    async def _index(self, tenant: str, thread: Thread, *, created: bool = False) -> None:
+        """Cluster mode: update the tenant indexes after a thread write."""
+        if not self._cluster:
+            return
+        idx = self._idx(tenant)
+        score = to_us(thread.updated_at)
+        if thread.user_id is None and not created:
+            await self._client.zadd(idx + "threads", {thread.id: score})
+            return
+        async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
+            pipe.zadd(idx + "threads", {thread.id: score})
+            if thread.user_id is not None:
+                pipe.zadd(idx + "u:" + esc(thread.user_id), {thread.id: score})
+            else:
+                pipe.sadd(idx + "u0", thread.id)
+            await pipe.execute()
+
+    async def _unindex(
+        self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
+    ) -> None:
+        """Cluster mode: drop a deleted thread from the tenant indexes (and its vectors')."""
+        if not self._cluster:
+            return
+        idx = self._idx(tenant)
+        async with self._client.pipeline(transaction=False) as pipe:
+            pipe.zrem(idx + "threads", thread_id)
+            if user_id:
+                pipe.zrem(idx + "u:" + esc(user_id), thread_id)
+            else:
+                pipe.srem(idx + "u0", thread_id)
+            self._unindex_vectors(pipe, idx, thread_id, vectors)
+            await pipe.execute()
+
+    def _unindex_vectors(self, pipe: Any, idx: str, thread_id: str, vectors: Sequence[Any]) -> None:
+        """Cluster mode: queue dropping a thread's deleted entry vectors ({model, {ids}, ...})
+        from the tenant's ``ev:`` index and ``vl:`` log, and bumping the generation."""
+        for i in range(0, len(vectors), 2):
+            ids = list(vectors[i + 1])
+            model = esc(as_str(vectors[i]))
+            for start in range(0, len(ids), CHUNK):
+                part = ids[start : start + CHUNK]
+                pipe.hdel(idx + "ev:" + model, *part)
+                pipe.zrem(
+                    idx + "vl:entry:" + model, *(log_member(thread_id, as_str(v)) for v in part)
+                )
+            pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
+
+    async def _sweep_vectors(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
+    ) -> None:
+        """Delete the vectors of deleted entries (``None``: of any entry) no branch holds.
+
+        A second script after the one deleting the entries: if it fails, the vectors
+        stay until the next sweep of the thread (``clear_entries``, ``truncate_after``
+        and ``delete_branch`` sweep every vector of the thread), and searches resolve
+        hits through the entries, so a leftover vector is never returned.
+        """
+        ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
+        if entry_ids is not None and not ids:
+            return
+        for start in range(0, max(len(ids), 1), CHUNK):
+            gone = await self._thread_eval(
+                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
+            )
+            if self._cluster and gone:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
+                    await pipe.execute()
+
+    async def _eval_many(
+        self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        """Run ``script`` once per ``(keys, args)`` in pipelines (no transaction)."""
+        results: list[Any] = []
+        for start in range(0, len(calls), CHUNK):
+            part = calls[start : start + CHUNK]
+            try:
+                results += await self._pipe_eval(script, part)
+            except redis.exceptions.NoScriptError:
+                await self._client.script_load(script.source)
+                results += await self._pipe_eval(script, part)
+        return results
+
+    async def _pipe_eval(
+        self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
+    ) -> list[Any]:
+        async with self._client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                # not ``pipe.evalsha``: redis-py's cluster pipeline refuses that method,
+                # though each script here touches one slot (its keys') and routes like any command
+                pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+            results: list[Any] = await pipe.execute()
+            return results
+
+    async def _tenant_eval(self, script: Script, tenant: str, *args: Any) -> Any:
+        """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
+        await self._ready()
+        idx = self._idx(tenant)
+        return await self._eval(script, (idx + "threads",), (idx, *args))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        cached = self.__dict__.get("_cached_vectors")
+        if cached is not None:
+            cached.stop()  # the background ANN builders end with the store
+        if self._owns:
+            try:
+                await self._client.aclose()
+            except (redis.exceptions.RedisError, OSError):
+                pass
+
+    def _run_key(self, tenant: str, run_id: str, kind: str) -> str:
+        return f"{self._prefix}{{{esc(tenant)}:{esc(run_id)}}}:{kind}"

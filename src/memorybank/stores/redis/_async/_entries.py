@@ -1,0 +1,249 @@
+"""RedisEntries: appends, reads, deletes, compaction and in-place updates of entries."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memorybank.errors import NotFound, StoreError, ThreadForbidden
+from memorybank.records import Entry, Thread
+from memorybank.rules.idempotency import key_reused
+from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.redis._async._base import RedisBase
+from memorybank.stores.redis.codec import (
+    as_str,
+    decode_entry,
+    decode_thread,
+    entry_json,
+    raise_missing,
+    unpack_thread,
+)
+from memorybank.stores.redis.lua_threads import (
+    S_APPEND,
+    S_CLEAR,
+    S_COMPACT,
+    S_COUNT,
+    S_DELETE_ENTRIES,
+    S_GET_ENTRY,
+    S_GET_MEMBERS,
+    S_LIST,
+    S_REPLACE_MEMBERS,
+    S_TRUNCATE,
+)
+from memorybank.stores.sql.common import dump, to_us
+
+
+class RedisEntries(RedisBase):
+    """Entries of ``AsyncRedisStore``: one script per operation on the thread's slot."""
+
+    async def append_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        updated_at: datetime,
+        branch: str | None = None,
+        owner: str | Unset | None = UNSET,
+    ) -> AppendResult:
+        """One script: checks, idempotency, positions, write, ``updated_at``, TTL."""
+        if isinstance(owner, Unset):
+            mode, who = "0", ""
+        elif owner is None:
+            mode, who = "1", ""
+        else:
+            mode, who = "2", owner
+        texts = [entry_json(e) for e in entries]
+        args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
+        for new, text in zip(entries, texts, strict=True):
+            args += [new.idempotency_key or "", new.id, text, new.fingerprint or ""]
+        with self._op():
+            out = await self._thread_eval(S_APPEND, tenant, thread_id, *args)
+            status = as_str(out[0])
+            if status != "OK":
+                if status == "NOTFOUND":
+                    raise NotFound(f"thread {thread_id!r} not found")
+                if status == "FORBIDDEN":
+                    raise ThreadForbidden()
+                if status == "CONFLICT":
+                    raise key_reused(as_str(out[1]))
+                raise NotFound(f"branch {as_str(out[1])!r} not found")
+            name = as_str(out[1])
+            thread = decode_thread(unpack_thread(out[2]))
+            stored = [
+                decode_entry(
+                    out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name
+                )
+                for i, text in enumerate(texts)
+            ]
+            await self._index(tenant, thread)
+        return AppendResult(stored, thread)
+
+    async def list_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        before: datetime | None = None,
+        after: datetime | None = None,
+        newest_first: bool = False,
+    ) -> tuple[Thread, list[Entry]]:
+        """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
+        with self._op():
+            out = await self._thread_eval(
+                S_LIST,
+                tenant,
+                thread_id,
+                branch or "",
+                -1 if limit is None else limit,
+                offset,
+                "" if before is None else to_us(before),
+                "" if after is None else to_us(after),
+            )
+        if as_str(out[0]) != "OK":
+            raise NotFound(f"thread {thread_id!r} not found")
+        name = as_str(out[1])
+        page = [decode_entry(member, thread_id, name) for member in out[3:]]
+        if not newest_first:
+            page.reverse()
+        return decode_thread(unpack_thread(out[2])), page
+
+    async def get_entry(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        with self._op():
+            out = await self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
+        if not out:
+            return None
+        return decode_entry(out[1], thread_id, as_str(out[0]))
+
+    async def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """One pipeline of the ``get_entry`` script, one call per id."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        base = self._base(tenant, thread_id)
+        idx = "" if self._cluster else self._idx(tenant)
+        with self._op():
+            await self._ready()
+            outs = await self._eval_many(
+                S_GET_ENTRY,
+                [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
+            )
+        return {
+            eid: decode_entry(out[1], thread_id, as_str(out[0]))
+            for eid, out in zip(wanted, outs, strict=True)
+            if out
+        }
+
+    async def delete_entries(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, entry_ids)
+        return n
+
+    async def truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        n = await self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
+        if n == -2:
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
+        return n
+
+    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
+        if n:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
+        return n
+
+    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        return await self._thread_count(S_COUNT, tenant, thread_id, branch or "")
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def compact_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """One script: compare the ids up to ``through_position``, then splice the summary."""
+        with self._op():
+            out = await self._thread_eval(
+                S_COMPACT,
+                tenant,
+                thread_id,
+                branch,
+                through_position,
+                to_us(updated_at),
+                "" if summary is None else summary.id,
+                (summary and summary.idempotency_key) or "",
+                "" if summary is None else entry_json(summary),
+                *expected_ids,
+            )
+            status = as_str(out[0])
+            raise_missing(status, thread_id, branch)
+            if status != "OK":
+                return False
+            await self._index(tenant, decode_thread(out[1:11]))
+            await self._sweep_vectors(tenant, thread_id, expected_ids)
+        return True
+
+    async def update_entries(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Read the members, rebuild them here, replace them all in one script if unchanged.
+
+        The JSON members are rebuilt in Python (a Lua re-encode would not keep them
+        byte-exact); the replacing script checks each member is still the one read
+        (compare-and-set) and the read is retried when a writer got in between.
+        """
+        wanted = {c[0]: c for c in changes}
+        ids = list(wanted)
+        with self._op():
+            for _ in range(32):
+                read = await self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
+                if as_str(read[0]) != "OK":
+                    raise NotFound(f"thread {thread_id!r} not found")
+                args: list[Any] = []
+                for entry_id, member in zip(ids, read[1:], strict=True):
+                    if member is None:
+                        continue
+                    _, content, state, tokens = wanted[entry_id]
+                    data = json.loads(member)
+                    data[4], data[9], data[10] = content, state, tokens
+                    args += [entry_id, member, dump(data)]
+                if not args:
+                    return 0
+                n = int(
+                    await self._thread_eval(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
+                )
+                if n == -1:
+                    raise NotFound(f"thread {thread_id!r} not found")
+                if n >= 0:
+                    return n
+        raise StoreError("update_entries: entries kept changing under the update")

@@ -1,0 +1,363 @@
+"""RedisSearch: keyword (BM25) and vector search, ranked in the client, and vector storage."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract.types import visible
+from memorybank.stores.redis._async._scope import RedisScope
+from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
+from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
+from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
+from memorybank.stores.sql.common import unit_vector_bytes, vector_from_bytes
+
+if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    from memorybank.stores.vectors.exact import CachedRows
+
+
+class RedisSearch(RedisScope):
+    """Search and vectors of ``AsyncRedisStore``."""
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """BM25 (``memorybank.recall.bm25``) over the scope's texts, read from Redis.
+
+        Costs a read of every text in scope: see "Search" in the package docstring.
+        """
+        from memorybank.recall.bm25 import BM25Index
+
+        if k <= 0:
+            with self._op():
+                return []
+        hits: list[SearchHit] = []
+        texts: list[str] = []
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        with self._op():
+            await self._ready()
+            if "entry" in kinds:
+                for tid, reply in await self._threads_in_scope(tenant, thread_id, visible_to, ""):
+                    for i in range(1, len(reply), 2):
+                        name = as_str(reply[i])
+                        for member in reply[i + 1]:
+                            data = json.loads(member)
+                            if data[4]:
+                                hits.append(SearchHit("entry", data[2], 0.0, tid, name))
+                                texts.append(data[4])
+            if record_kinds and thread_id is None:
+                for kind, rid, data, _ in await self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to
+                ):
+                    if visible(visible_to, data[0], data[1]):
+                        hits.append(SearchHit(kind, rid, 0.0))
+                        texts.append(data[3])
+        index = BM25Index()
+        for number, text in enumerate(texts):
+            index.add(str(number), text)
+        ranked = sorted(
+            (
+                SearchHit(hit.kind, hit.id, score, hit.thread_id, hit.branch)
+                for hit, score in ((hits[int(n)], s) for n, s in index.scores(query).items())
+            ),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        """Entry vectors: one script per thread and model (skipped for a deleted thread);
+        record vectors: one script over the tenant slot."""
+        by_thread: dict[tuple[str, str], list[Any]] = {}
+        records: list[Any] = []
+        for item in items:
+            blob = unit_vector_bytes(item.vector)
+            if item.kind == "entry":
+                if item.thread_id is not None:
+                    by_thread.setdefault((item.thread_id, item.model_id), []).extend(
+                        (item.id, blob)
+                    )
+            else:
+                records += [item.kind, item.id, item.model_id, blob]
+        idx = self._idx(tenant)
+        with self._op():
+            await self._ready()
+            calls = []
+            owners: list[tuple[str, str, list[Any]]] = []
+            for (tid, model), pairs in by_thread.items():
+                base = self._base(tenant, tid)
+                for start in range(0, len(pairs), 2 * CHUNK):
+                    part = pairs[start : start + 2 * CHUNK]
+                    index = "" if self._cluster else idx
+                    calls.append(((base + "t",), (base, self._ttl, index, model, tid, *part)))
+                    owners.append((tid, model, part))
+            stored = await self._eval_many(S_PUT_VECTORS, calls)
+            if self._cluster and calls:
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for (tid, model, part), ok in zip(owners, stored, strict=True):
+                        if ok:
+                            pipe.hset(
+                                idx + "ev:" + esc(model),
+                                mapping=dict.fromkeys(part[0::2], tid),
+                            )
+                    await pipe.execute()
+                for (tid, model, part), ok in zip(owners, stored, strict=True):
+                    if ok:
+                        members = [log_member(tid, as_str(e)) for e in part[0::2]]
+                        await self._tenant_eval(S_VECTOR_LOG, tenant, model, *members)
+            for start in range(0, len(records), 4 * CHUNK):
+                await self._tenant_eval(
+                    S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
+                )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
+        kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
+        confirmed in Redis."""
+        from memorybank.stores.vectors._async.cache import CachedVectors
+
+        cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
+        if cache is None:
+            cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
+        with self._op():
+            await self._ready()
+            return await cache.search(
+                self,
+                tenant,
+                vector,
+                model_id=model_id,
+                kinds=kinds,
+                k=k,
+                thread_id=thread_id,
+                visible_to=visible_to,
+            )
+
+    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
+        logged = cast(
+            "list[tuple[bytes, float]]",
+            await self._client.zrange(
+                self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}", 0, -1, withscores=True
+            ),
+        )
+        if kind == "entry":
+            return {as_str(m).partition("\0")[2]: int(score) for m, score in logged}
+        return {as_str(m): int(score) for m, score in logged}
+
+    async def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+    ) -> CachedRows:
+        from memorybank.stores.vectors.exact import CachedRows
+
+        idx = self._idx(tenant)
+        model = esc(model_id)
+        low = "-inf" if after < 0 else f"({after}"
+        logged = cast(
+            "list[tuple[bytes, float]]",
+            await self._client.zrangebyscore(
+                idx + f"vl:{esc(kind)}:{model}", low, "+inf", withscores=True
+            ),
+        )
+        found = CachedRows()
+        if not logged:
+            return found
+        rows: list[tuple[int, str, str | None, Any, Any, Any, Any]] = []
+        if kind == "entry":
+            by_thread: dict[str, list[tuple[str, int]]] = {}
+            for member, score in logged:
+                tid, _, eid = as_str(member).partition("\0")
+                by_thread.setdefault(tid, []).append((eid, int(score)))
+            tids = list(by_thread)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for tid in tids:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, [eid for eid, _ in by_thread[tid]])
+                replies = await pipe.execute()
+            for n, tid in enumerate(tids):
+                alive, agent, user = replies[2 * n]
+                for (eid, seq), blob in zip(by_thread[tid], replies[2 * n + 1], strict=True):
+                    rows.append((seq, eid, tid, opt_str(agent), opt_str(user), alive, blob))
+        else:
+            rids = [as_str(member) for member, _ in logged]
+            async with self._client.pipeline(transaction=False) as pipe:
+                pipe.hmget(idx + "r:" + esc(kind), rids)
+                pipe.hmget(idx + f"rv:{esc(kind)}:{model}", rids)
+                records, blobs = await pipe.execute()
+            for (rid, (_, score)), packed, blob in zip(
+                zip(rids, logged, strict=True), records, blobs, strict=True
+            ):
+                data = json.loads(packed) if packed is not None else [None, None]
+                rows.append((int(score), rid, None, data[0], data[1], packed, blob))
+        rows.sort(key=lambda row: row[0])
+        for seq, rid, owner, agent, user, alive, blob in rows:
+            # a vector gone meanwhile (an expired thread) still moves the high-water mark
+            ok = alive is not None and blob is not None
+            found.add(seq, rid, owner, agent, user, ok, blob if ok else b"")
+        return found
+
+    async def _vc_check(
+        self,
+        tenant: str,
+        model_id: str,
+        kinds: Sequence[str],
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        idx = self._idx(tenant)
+        model = esc(model_id)
+        reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
+        for kind, pairs in shortlist.items():
+            if kind == "entry":
+                by_thread: dict[str, list[str]] = {}
+                for eid, tid in pairs:
+                    if tid is not None and (thread_id is None or tid == thread_id):
+                        by_thread.setdefault(tid, []).append(eid)
+                reads += [("entry", tid, eids) for tid, eids in by_thread.items()]
+            elif thread_id is None:
+                reads.append((kind, None, [rid for rid, _ in pairs]))
+        if not reads and not kinds:
+            return {}, set()
+        async with self._client.pipeline(transaction=False) as pipe:
+            for kind in kinds:  # the counters first, in the same round trip
+                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
+            for kind, tid, ids in reads:
+                if tid is not None:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, ids)
+                else:
+                    pipe.hmget(idx + "r:" + esc(kind), ids)
+                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
+            replies = await pipe.execute()
+        stamps = {
+            kind: (int(reply[0] or 0), int(reply[1] or 0))
+            for kind, reply in zip(kinds, replies, strict=False)
+        }
+        replies = replies[len(kinds) :]
+        confirmed: set[tuple[str, str]] = set()
+        width = 4 * dim
+        for n, (kind, tid, ids) in enumerate(reads):
+            owners, blobs = replies[2 * n], replies[2 * n + 1]
+            if tid is not None:
+                alive, agent, user = owners
+                if alive is None or not visible(visible_to, opt_str(agent), opt_str(user)):
+                    continue
+                confirmed |= {
+                    ("entry", eid)
+                    for eid, blob in zip(ids, blobs, strict=True)
+                    if blob is not None and len(blob) == width
+                }
+                continue
+            for rid, packed, blob in zip(ids, owners, blobs, strict=True):
+                if packed is None or blob is None or len(blob) != width:
+                    continue
+                data = json.loads(packed)
+                if visible(visible_to, data[0], data[1]):
+                    confirmed.add((kind, rid))
+        return stamps, confirmed
+
+    async def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
+        from memorybank.stores.vectors.exact import top_k
+
+        hits: list[SearchHit] = []
+        blobs: list[bytes] = []
+        record_kinds = [kind for kind in kinds if kind != "entry"]
+        with self._op():
+            await self._ready()
+            if "entry" in kinds and k > 0:
+                for tid, reply in await self._threads_in_scope(
+                    tenant, thread_id, visible_to, model_id
+                ):
+                    pairs = reply[1]
+                    for i in range(0, len(pairs), 2):
+                        hits.append(SearchHit("entry", as_str(pairs[i]), 0.0, tid))
+                        blobs.append(pairs[i + 1])
+            if record_kinds and thread_id is None and k > 0:
+                for kind, rid, data, blob in await self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
+                ):
+                    if blob is not None and visible(visible_to, data[0], data[1]):
+                        hits.append(SearchHit(kind, rid, 0.0))
+                        blobs.append(blob)
+        return [
+            SearchHit(hits[i].kind, hits[i].id, score, hits[i].thread_id)
+            for i, score in top_k(vector, blobs, k)
+        ]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        """Records: one ``HMGET``. Entries: the ``ev:`` index locates each entry's thread."""
+        wanted = list(dict.fromkeys(ids))
+        found: dict[str, list[float]] = {}
+        if not wanted:
+            with self._op():
+                return found
+        idx = self._idx(tenant)
+        model = esc(model_id)
+        with self._op():
+            await self._ready()
+            if kind != "entry":
+                blobs = cast(
+                    "list[bytes | None]",
+                    await self._client.hmget(idx + f"rv:{esc(kind)}:{model}", wanted),
+                )
+                for vid, blob in zip(wanted, blobs, strict=True):
+                    if blob is not None:
+                        found[vid] = vector_from_bytes(blob)
+                return found
+            threads = await self._client.hmget(idx + "ev:" + model, wanted)
+            by_thread: dict[str, list[str]] = {}
+            for vid, tid in zip(wanted, threads, strict=True):
+                if tid is not None:
+                    by_thread.setdefault(as_str(tid), []).append(vid)
+            if not by_thread:
+                return found
+            async with self._client.pipeline(transaction=False) as pipe:
+                for tid, vids in by_thread.items():
+                    base = self._base(tenant, tid)
+                    pipe.exists(base + "t")
+                    pipe.hmget(base + "v:" + model, vids)
+                replies = await pipe.execute()
+            stale: list[str] = []
+            for n, vids in enumerate(by_thread.values()):
+                if not replies[2 * n]:
+                    stale += vids  # the thread expired: its vectors went with it
+                    continue
+                for vid, blob in zip(vids, replies[2 * n + 1], strict=True):
+                    if blob is not None:
+                        found[vid] = vector_from_bytes(blob)
+            if stale:
+                await self._client.hdel(idx + "ev:" + model, *stale)
+        return found

@@ -1,0 +1,233 @@
+"""RedisThreads: thread records and their branches (one script on the thread's slot each)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, cast
+
+from memorybank.errors import Conflict, NotFound
+from memorybank.records import Branch, Thread
+from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.redis._async._base import RedisBase
+from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
+from memorybank.stores.redis.lua_threads import (
+    S_CREATE,
+    S_CREATE_BRANCH,
+    S_DELETE,
+    S_DELETE_BRANCH,
+    S_UPDATE,
+)
+from memorybank.stores.sql.common import dump, from_us, to_us
+
+
+class RedisThreads(RedisBase):
+    """Threads and branches of ``AsyncRedisStore``."""
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        fields: list[Any] = [
+            "id",
+            thread.id,
+            "ten",
+            thread.tenant_id,
+            "m",
+            dump(thread.metadata),
+            "s",
+            thread.status,
+            "c",
+            to_us(thread.created_at),
+            "up",
+            to_us(thread.updated_at),
+            "cb",
+            thread.current_branch,
+            "b:" + thread.current_branch,
+            dump([to_us(thread.created_at), None, None]),
+        ]
+        for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
+            if value is not None:
+                fields += [name, value]
+        with self._op():
+            created = await self._thread_eval(
+                S_CREATE,
+                thread.tenant_id,
+                thread.id,
+                thread.id,
+                to_us(thread.updated_at),
+                *fields,
+            )
+            if not created:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            await self._index(thread.tenant_id, thread, created=True)
+        return thread
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        with self._op():
+            await self._ready()
+            row = await self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
+        return None if row[0] is None else decode_thread(row)
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Walks the tenant (or user) index newest first; drops members of expired threads."""
+        idx = self._idx(tenant)
+        index = idx + ("u:" + esc(user_id) if isinstance(user_id, str) else "threads")
+        found: list[Thread] = []
+        if limit == 0:
+            return found
+        batch = 100 if limit is None else max(limit, 20)
+        start = 0
+        with self._op():
+            await self._ready()
+            while True:
+                ids = cast(
+                    "list[bytes]", await self._client.zrevrange(index, start, start + batch - 1)
+                )
+                if not ids:
+                    break
+                async with self._client.pipeline(transaction=False) as pipe:
+                    for tid in ids:
+                        pipe.hmget(self._base(tenant, as_str(tid)) + "t", THREAD_FIELDS)
+                    rows = await pipe.execute()
+                gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
+                if gone:
+                    await self._client.zrem(index, *gone)
+                    if index != idx + "threads":
+                        await self._client.zrem(idx + "threads", *gone)
+                    await self._client.srem(idx + "u0", *gone)
+                for row in rows:
+                    if row[0] is None:
+                        continue
+                    t = decode_thread(row)
+                    if (
+                        (isinstance(user_id, Unset) or t.user_id == user_id)
+                        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+                        and (status is None or t.status == status)
+                    ):
+                        found.append(t)
+                        if limit is not None and len(found) >= limit:
+                            return found
+                if len(ids) < batch:
+                    break
+                start += batch - len(gone)
+        return found
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        drop: list[str] = []
+        sets: list[Any] = []
+        if not isinstance(title, Unset):
+            if title is None:
+                drop.append("ti")
+            else:
+                sets += ["ti", title]
+        if not isinstance(metadata, Unset):
+            sets += ["m", dump(metadata)]
+        if not isinstance(status, Unset):
+            sets += ["s", status]
+        branch = "" if isinstance(current_branch, Unset) else current_branch
+        if branch:
+            sets += ["cb", branch]
+        with self._op():
+            out = await self._thread_eval(
+                S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
+            )
+            raise_missing(as_str(out[0]), thread_id, branch)
+            thread = decode_thread(out[1:])
+            await self._index(tenant, thread)
+        return thread
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        with self._op():
+            deleted, _, owner, vectors = await self._thread_eval(S_DELETE, tenant, thread_id, "")
+            if deleted:
+                await self._unindex(tenant, thread_id, as_str(owner), vectors)
+        return bool(deleted)
+
+    # -- branches ------------------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """``COPY`` of the source branch's keys, trimmed after ``from_entry``, in one script."""
+        record = dump([to_us(created_at), from_branch, from_entry])
+        with self._op():
+            status = as_str(
+                await self._thread_eval(
+                    S_CREATE_BRANCH,
+                    tenant,
+                    thread_id,
+                    name,
+                    from_branch,
+                    from_entry or "",
+                    record,
+                )
+            )
+        if status == "NOTFOUND":
+            raise NotFound(f"thread {thread_id!r} not found")
+        if status == "NOSOURCE":
+            raise NotFound(f"branch {from_branch!r} not found")
+        if status == "CONFLICT":
+            raise Conflict(f"branch {name!r} already exists")
+        if status == "NOENTRY":
+            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        return Branch(
+            name=name,
+            thread_id=thread_id,
+            created_at=created_at,
+            from_branch=from_branch,
+            from_entry=from_entry,
+        )
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        with self._op():
+            await self._ready()
+            fields = await self._client.hgetall(self._base(tenant, thread_id) + "t")
+        if not fields:
+            raise NotFound(f"thread {thread_id!r} not found")
+        found = []
+        for field, value in fields.items():
+            key = as_str(field)
+            if key.startswith("b:"):
+                created, src, entry = json.loads(value)
+                found.append(
+                    Branch(
+                        name=key[2:],
+                        thread_id=thread_id,
+                        created_at=from_us(created),
+                        from_branch=src,
+                        from_entry=entry,
+                    )
+                )
+        return sorted(found, key=lambda b: (b.created_at, b.name))
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        n = await self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
+        if n == -2:
+            raise Conflict(f"cannot delete the current branch {name!r}")
+        if n == 1:
+            with self._op():
+                await self._sweep_vectors(tenant, thread_id, None)
+        return n == 1

@@ -1,0 +1,271 @@
+"""The Redis store's Lua scripts over a tenant's slot (records, vector logs) and runs.
+
+The record scripts run after ``_redis_lua._TENANT_PRELUDE`` (KEYS[1] = any key of
+the tenant slot, ARGV[1] = "P{tenant}:"); the snapshot and summary scripts carry
+no prelude and name their keys themselves.
+"""
+
+from __future__ import annotations
+
+from memorybank.stores.redis.lua import TENANT_PRELUDE, Script
+
+# ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
+# ARGV[5..] = (kind, id, owner "-" / "=<user>", record JSON) per record. -1: guard failed.
+_RECORD_PUT = """
+if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
+for i = 5, #ARGV, 4 do
+  local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  local old = redis.call('HGET', rkey(kind), id)
+  if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
+  redis.call('HSET', rkey(kind), id, json)
+  if owner == '-' then
+    redis.call('SADD', owners(kind, nil), id)
+  else
+    local user = string.sub(owner, 2)
+    redis.call('SADD', owners(kind, user), id)
+    redis.call('SADD', idx .. 'rk:' .. esc(user), kind)
+  end
+end
+return 1
+"""
+
+# ARGV[2..4] = guard (as for _RECORD_PUT), ARGV[5] = kind, ARGV[6..] = distinct ids.
+# Returns how many existed, -1 when the guard failed.
+_RECORD_DELETE = """
+if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
+local kind, n = ARGV[5], 0
+for i = 6, #ARGV do
+  local old = redis.call('HGET', rkey(kind), ARGV[i])
+  if old then
+    redis.call('HDEL', rkey(kind), ARGV[i])
+    redis.call('SREM', owners(kind, cjson.decode(old)[2]), ARGV[i])
+    drop_vectors(kind, ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+# ARGV[2] = "all" | "only" (the owner's set) | "vis" (the owner's and the shared set),
+# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = model ("": no vectors), ARGV[5..] = kinds.
+# Returns {kind, {id, record JSON[, vector], ...}, ...}; records without a vector of the
+# model are left out.
+_RECORD_SCOPE = """
+local mode, owner, model = ARGV[2], ARGV[3], ARGV[4]
+local out = {}
+for i = 5, #ARGV do
+  local kind = ARGV[i]
+  local ids
+  if mode == 'all' then
+    ids = redis.call('HKEYS', rkey(kind))
+  elseif owner == '-' then
+    ids = redis.call('SMEMBERS', owners(kind, nil))
+  else
+    ids = redis.call('SMEMBERS', owners(kind, string.sub(owner, 2)))
+    if mode == 'vis' then
+      for _, id in ipairs(redis.call('SMEMBERS', owners(kind, nil))) do ids[#ids + 1] = id end
+    end
+  end
+  local rows = {}
+  if #ids > 0 then
+    local records = chunks('HMGET', rkey(kind), ids)
+    local vectors = {}
+    if model ~= '' then
+      vectors = chunks('HMGET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(model), ids)
+    end
+    for j, id in ipairs(ids) do
+      if records[j] and (model == '' or vectors[j]) then
+        rows[#rows + 1] = id
+        rows[#rows + 1] = records[j]
+        if model ~= '' then rows[#rows + 1] = vectors[j] end
+      end
+    end
+  end
+  out[#out + 1] = kind
+  out[#out + 1] = rows
+end
+return out
+"""
+
+# ARGV[2] = "all" | "vis" (the shared owner set, and the user's when ARGV[3] = "=<user>"),
+# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = kind, ARGV[5..] = keys. Returns
+# {id, record JSON, ...} of the records in that scope whose key is one of the keys.
+_RECORD_KEYS = """
+local wanted = {}
+for i = 5, #ARGV do wanted[ARGV[i]] = true end
+local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
+local out = {}
+if #ids == 0 then return out end
+local records = chunks('HMGET', rkey(ARGV[4]), ids)
+for j, id in ipairs(ids) do
+  local json = records[j]
+  if json then
+    local key = cjson.decode(json)[3]
+    if key ~= cjson.null and wanted[key] then
+      out[#out + 1] = id
+      out[#out + 1] = json
+    end
+  end
+end
+return out
+"""
+
+# ARGV[2..4] as for _RECORD_KEYS (kind in ARGV[4]), ARGV[5] / ARGV[6] = agent / user
+# ("*" any, "-" shared only, "=<id>" that one or shared), ARGV[7] = cursor time (µs,
+# "" none), ARGV[8] = limit. Returns {id, record JSON, ...}: the visible records from
+# about the cursor on that can be among the oldest ``limit`` after it. Lua numbers are
+# doubles (times past 2255 lose microseconds), so every record within SLACK µs of the
+# cursor's time is returned, the cut after the limit-th later one keeps a margin of
+# 2 * SLACK, and the client filters and orders exactly.
+_RECORD_PAGE = """
+local SLACK = 4096
+local lo, hi = nil, nil
+if ARGV[7] ~= '' then
+  lo = tonumber(ARGV[7]) - SLACK
+  hi = tonumber(ARGV[7]) + SLACK
+end
+local limit = tonumber(ARGV[8])
+local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
+if #ids == 0 then return {} end
+local records = chunks('HMGET', rkey(ARGV[4]), ids)
+local out, rows = {}, {}
+for j, id in ipairs(ids) do
+  local json = records[j]
+  if json then
+    local r = cjson.decode(json)
+    if admits(ARGV[5], r[1]) and admits(ARGV[6], r[2]) and (not lo or r[6] >= lo) then
+      if hi and r[6] <= hi then  -- about the cursor's time: the client decides
+        out[#out + 1] = id
+        out[#out + 1] = json
+      else
+        rows[#rows + 1] = {r[6], id, json}
+      end
+    end
+  end
+end
+local last = nil
+if #rows > limit then
+  table.sort(rows, function(a, b) return a[1] < b[1] end)
+  last = rows[limit][1] + 2 * SLACK
+end
+for _, row in ipairs(rows) do
+  if not last or row[1] <= last then
+    out[#out + 1] = row[2]
+    out[#out + 1] = row[3]
+  end
+end
+return out
+"""
+
+# ARGV[2..] = (kind, id, model, vector) per item.
+_RECORD_VECTORS = """
+for i = 2, #ARGV, 4 do
+  local kind, m = ARGV[i], ARGV[i + 2]
+  local slot = esc(kind) .. ':' .. esc(m)
+  redis.call('HSET', idx .. 'rv:' .. slot, ARGV[i + 1], ARGV[i + 3])
+  redis.call('SADD', idx .. 'rvm:' .. esc(kind), m)
+  local seq = redis.call('HINCRBY', idx .. 'vs:' .. slot, 'v', 1)
+  redis.call('ZADD', idx .. 'vl:' .. slot, seq, ARGV[i + 1])
+end
+return 1
+"""
+
+# Cluster mode, after entry vectors were written in their thread's slot: log them.
+# ARGV[2] = model, ARGV[3..] = log members (thread id NUL entry id).
+_VECTOR_LOG = """
+local m = ARGV[2]
+local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i]) end
+return seq
+"""
+
+# ARGV[2] = user. Deletes the user's records (and their vectors); returns how many.
+_RECORD_FORGET = """
+local user, n = ARGV[2], 0
+local kinds = idx .. 'rk:' .. esc(user)
+for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
+  local set = owners(kind, user)
+  for _, id in ipairs(redis.call('SMEMBERS', set)) do
+    local old = redis.call('HGET', rkey(kind), id)
+    if old and cjson.decode(old)[2] == user then
+      redis.call('HDEL', rkey(kind), id)
+      drop_vectors(kind, id)
+      n = n + 1
+    end
+  end
+  redis.call('DEL', set)
+end
+redis.call('DEL', kinds)
+return n
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>"),
+# ARGV[3] = value, ARGV[4] = saved at, ARGV[5] = TTL ms (0: none), ARGV[6] = the user's
+# owner set ("": leave it), ARGV[7] = run id. Returns 0 (nothing written) when another
+# user owns the snapshot.
+_SNAPSHOT_SAVE = """
+local user = nil
+if ARGV[2] ~= '-' then user = string.sub(ARGV[2], 2) end
+local owner = redis.call('HGET', KEYS[1], 'o')
+if ARGV[1] == '1' and owner and owner ~= user then return 0 end
+if ARGV[6] ~= '' then redis.call('SADD', ARGV[6], ARGV[7]) end
+redis.call('DEL', KEYS[1])
+if user then
+  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4], 'o', user)
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4])
+end
+if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+return 1
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>").
+# Returns 1 deleted, 0 absent, -1 owned by another user (kept).
+_SNAPSHOT_DELETE = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local owner = redis.call('HGET', KEYS[1], 'o')
+if ARGV[1] == '1' and owner and (ARGV[2] == '-' or owner ~= string.sub(ARGV[2], 2)) then
+  return -1
+end
+return redis.call('DEL', KEYS[1])
+"""
+
+# KEYS[1] = snapshot hash, ARGV[1] = owner: delete it only if that user owns it.
+_FORGET_SNAPSHOT = """
+if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# KEYS[1] = the user's summary agent set, ARGV[1] = "P{tenant}:sum:", ARGV[2] = user.
+_FORGET_SUMMARIES = """
+local n = 0
+for _, agent in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local key = ARGV[1] .. agent
+  local items = redis.call('LRANGE', key, 0, -1)
+  local keep = {}
+  for _, s in ipairs(items) do
+    if cjson.decode(s)[2] == ARGV[2] then n = n + 1 else keep[#keep + 1] = s end
+  end
+  if #keep < #items then
+    redis.call('DEL', key)
+    for i = 1, #keep, 1000 do
+      redis.call('RPUSH', key, unpack(keep, i, math.min(i + 999, #keep)))
+    end
+  end
+end
+redis.call('DEL', KEYS[1])
+return n
+"""
+
+S_RECORD_PUT = Script(_RECORD_PUT, prelude=TENANT_PRELUDE)
+S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
+S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
+S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
+S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
+S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
+S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
+S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
+S_SNAPSHOT_SAVE = Script(_SNAPSHOT_SAVE, prelude="")
+S_SNAPSHOT_DELETE = Script(_SNAPSHOT_DELETE, prelude="")
+S_FORGET_SNAPSHOT = Script(_FORGET_SNAPSHOT, prelude="")
+S_FORGET_SUMMARIES = Script(_FORGET_SUMMARIES, prelude="")

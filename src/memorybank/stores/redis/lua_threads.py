@@ -1,0 +1,466 @@
+"""The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``).
+
+Every script here runs after ``_redis_lua._PRELUDE``: KEYS[1] = the thread hash,
+ARGV[1] = the thread's key base, ARGV[2] = TTL in ms ("0": none), ARGV[3] = the
+tenant index base ("" when the indexes are maintained outside the script, as with
+``cluster=True``).
+"""
+
+from __future__ import annotations
+
+from memorybank.stores.redis.lua import Script
+
+# The head of the scripts on one branch: KEYS[1] = the thread hash, ARGV[4] = the branch
+# ("": the thread's current one, ``t[2]``), read into ``b``; a gone thread returns {missing}.
+_ON_BRANCH = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return {missing} end
+local b = ARGV[4]
+if b == '' then b = t[2] end"""
+
+
+def _on_branch(body: str, missing: str = "-1") -> str:
+    """``body`` after ``_ON_BRANCH``, returning ``missing`` if the thread is gone."""
+    return _ON_BRANCH.format(missing=missing) + body
+
+
+# ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
+_CREATE = """
+if redis.call('EXISTS', tkey) == 1 then return 0 end
+redis.call('HSET', tkey, unpack(ARGV, 6))
+local t = thread()
+redis.call('DEL', zkey(t[10]), hkey(t[10]))
+touch()
+index(t, ARGV[5], true)
+return 1
+"""
+
+# ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
+# ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
+# its position, fingerprint or "") per entry. Returns status, branch, the thread's 10 fields,
+# then per entry its position and "" (new) or the stored member (idempotent replay); or
+# {'CONFLICT', key} (nothing written) when a stored key's member has another fingerprint
+# (its 13th element; members without one match any payload). The thread's fields come
+# back as one JSON array (one reply item instead of ten: cheaper on both sides).
+_APPEND = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local mode = ARGV[5]
+if (mode == '1' and t[3]) or (mode == '2' and t[3] ~= ARGV[6]) then return {'FORBIDDEN'} end
+local b = ARGV[4]
+if b == '' then
+  b = t[10]  -- the current branch always exists (it cannot be deleted)
+elseif redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then
+  return {'NOBRANCH', b}
+end
+local z, h = zkey(b), hkey(b)
+local replay = {}  -- ARGV index -> {position, member}: found before anything is written
+for i = 8, #ARGV, 4 do
+  local key, fp = ARGV[i], ARGV[i + 3]
+  local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
+  if found then
+    local p = redis.call('HGET', h, 'i:' .. found)
+    local m = redis.call('ZRANGEBYSCORE', z, p, p)[1]
+    if fp ~= '' then
+      local old = cjson.decode(m)[13]
+      if type(old) == 'string' and old ~= fp then return {'CONFLICT', key} end
+    end
+    replay[i] = {p, m}
+  end
+end
+local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')
+local pos = 0
+if last[2] then pos = tonumber(last[2]) end
+redis.call('HSET', tkey, 'up', ARGV[7])
+t[9] = ARGV[7]
+local out = {'OK', b, cjson.encode(t)}
+for i = 8, #ARGV, 4 do
+  local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local hit = replay[i]
+  if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
+    local found = redis.call('HGET', h, 'k:' .. key)
+    if found then
+      local p = redis.call('HGET', h, 'i:' .. found)
+      hit = {p, redis.call('ZRANGEBYSCORE', z, p, p)[1]}
+    end
+  end
+  if hit then
+    out[#out + 1] = hit[1]
+    out[#out + 1] = hit[2]
+  else
+    pos = pos + 1
+    redis.call('ZADD', z, pos, '[' .. pos .. ',' .. string.sub(json, 2))
+    if key ~= '' then
+      redis.call('HSET', h, 'i:' .. id, pos, 'k:' .. key, id)
+    else
+      redis.call('HSET', h, 'i:' .. id, pos)
+    end
+    out[#out + 1] = pos
+    out[#out + 1] = ''
+  end
+end
+touch()
+index(t, ARGV[7])
+return out
+"""
+
+# ARGV[4] = updated_at, ARGV[5] = new current branch or "", ARGV[6] = n fields to delete,
+# then the n field names, then field, value pairs to set.
+_UPDATE = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+if ARGV[5] ~= '' and redis.call('HEXISTS', tkey, 'b:' .. ARGV[5]) == 0 then
+  return {'NOBRANCH', ARGV[5]}
+end
+local n = tonumber(ARGV[6])
+if n > 0 then redis.call('HDEL', tkey, unpack(ARGV, 7, 6 + n)) end
+if #ARGV >= 7 + n then redis.call('HSET', tkey, unpack(ARGV, 7 + n)) end
+redis.call('HSET', tkey, 'up', ARGV[4])
+t = thread()
+touch()
+index(t, ARGV[4])
+local out = {'OK'}
+for i = 1, 10 do out[#out + 1] = t[i] end
+return out
+"""
+
+# ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
+# vectors}: the entry vectors go with the thread; their entries in the tenant's "ev:" index
+# are dropped here on a single node, or returned ({model, {ids}, ...}) for the caller.
+_DELETE = """
+local t = redis.call('HMGET', tkey, 'id', 'u')
+if not t[1] then return {0, 0, '', {}} end
+if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
+local n, gone = 0, {}
+for _, f in ipairs(redis.call('HKEYS', tkey)) do
+  local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
+  if kind == 'b:' then
+    n = n + redis.call('ZCARD', zkey(name))
+    redis.call('DEL', zkey(name), hkey(name))
+  elseif kind == 'v:' then
+    local ids = redis.call('HKEYS', vkey(name))
+    if idx ~= '' then
+      for i = 1, #ids, 1000 do
+        redis.call('HDEL', idx .. 'ev:' .. esc(name), unpack(ids, i, math.min(i + 999, #ids)))
+      end
+      local log = idx .. 'vl:entry:' .. esc(name)
+      for _, id in ipairs(ids) do redis.call('ZREM', log, t[1] .. '\0' .. id) end
+      redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(name), 'g', 1)
+    else
+      gone[#gone + 1] = name
+      gone[#gone + 1] = ids
+    end
+    redis.call('DEL', vkey(name))
+  end
+end
+redis.call('DEL', tkey)
+if idx ~= '' then
+  redis.call('ZREM', idx .. 'threads', t[1])
+  if t[2] then
+    redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1])
+  else
+    redis.call('SREM', idx .. 'u0', t[1])
+  end
+end
+return {1, n, t[2] or '', gone}
+"""
+
+# ARGV[4] = branch, ARGV[5] = limit (-1: all), ARGV[6] = offset,
+# ARGV[7] = before ("" none), ARGV[8] = after ("" none). Returns status, branch, the
+# thread (JSON array), then the entries newest first.
+_LIST = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local b = pick(t, ARGV[4])
+local z = zkey(b)
+local limit, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
+local out = {'OK', b, cjson.encode(t)}
+if limit == 0 then return out end
+if ARGV[7] == '' and ARGV[8] == '' then
+  local stop = -1
+  if limit > 0 then stop = offset + limit - 1 end
+  for _, v in ipairs(redis.call('ZREVRANGE', z, offset, stop)) do
+    out[#out + 1] = v
+  end
+  return out
+end
+local before, after = tonumber(ARGV[7]), tonumber(ARGV[8])
+local start, chunk, skipped, taken = 0, 256, 0, 0
+while true do
+  local rows = redis.call('ZREVRANGE', z, start, start + chunk - 1)
+  if #rows == 0 then return out end
+  for i = 1, #rows do
+    local c = tonumber(string.match(rows[i], '^%[%d+,(%-?%d+)'))
+    if (before == nil or c < before) and (after == nil or c > after) then
+      if skipped < offset then
+        skipped = skipped + 1
+      else
+        out[#out + 1] = rows[i]
+        taken = taken + 1
+        if limit > 0 and taken >= limit then return out end
+      end
+    end
+  end
+  start = start + chunk
+end
+"""
+
+# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
+_GET_ENTRY = _on_branch(
+    """
+local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
+if not p then return {} end
+return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
+""",
+    missing="{}",
+)
+
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
+_DELETE_ENTRIES = _on_branch("""
+local z, h = zkey(b), hkey(b)
+local n = 0
+for i = 5, #ARGV do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  if p then
+    forget(h, redis.call('ZRANGEBYSCORE', z, p, p))
+    redis.call('ZREMRANGEBYSCORE', z, p, p)
+    n = n + 1
+  end
+end
+touch()
+return n
+""")
+
+# ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
+# Deletes the vectors of those no branch holds any more (a fork copies entries with their
+# ids: a vector goes with the last copy); on a single node also their "ev:" index fields
+# and log members (and bumps the generation); returns {model, {ids}, ...} of what went.
+_SWEEP_VECTORS = """
+local tid = redis.call('HGET', tkey, 'id')
+if not tid then return {} end
+local names = branches()
+local out = {}
+for _, f in ipairs(redis.call('HKEYS', tkey)) do
+  if string.sub(f, 1, 2) == 'v:' then
+    local m = string.sub(f, 3)
+    local v = vkey(m)
+    local cands = {}
+    if #ARGV >= 4 then
+      for i = 4, #ARGV do cands[#cands + 1] = ARGV[i] end
+    else
+      cands = redis.call('HKEYS', v)
+    end
+    local gone = {}
+    for _, id in ipairs(cands) do
+      local held = false
+      for _, b in ipairs(names) do
+        if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
+          held = true
+          break
+        end
+      end
+      if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
+    end
+    if #gone > 0 then
+      out[#out + 1] = m
+      out[#out + 1] = gone
+      if idx ~= '' then
+        local e, log = idx .. 'ev:' .. esc(m), idx .. 'vl:entry:' .. esc(m)
+        for _, id in ipairs(gone) do
+          redis.call('HDEL', e, id)
+          redis.call('ZREM', log, tid .. '\0' .. id)
+        end
+        redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
+      end
+    end
+  end
+end
+return out
+"""
+
+# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
+_TRUNCATE = _on_branch("""
+local z, h = zkey(b), hkey(b)
+local p = redis.call('HGET', h, 'i:' .. ARGV[5])
+if not p then return -2 end
+local doomed = redis.call('ZRANGEBYSCORE', z, '(' .. p, '+inf')
+forget(h, doomed)
+redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
+touch()
+return #doomed
+""")
+
+# ARGV[4] = branch. Returns -1 (no thread) or how many went.
+_CLEAR = _on_branch("""
+local n = redis.call('ZCARD', zkey(b))
+redis.call('DEL', zkey(b), hkey(b))
+touch()
+return n
+""")
+
+# ARGV[4] = branch. Returns -1 (no thread) or the count.
+_COUNT = _on_branch("""
+return redis.call('ZCARD', zkey(b))
+""")
+
+# ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
+_CREATE_BRANCH = """
+if redis.call('EXISTS', tkey) == 0 then return 'NOTFOUND' end
+local name, src = ARGV[4], ARGV[5]
+if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return 'NOSOURCE' end
+if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return 'CONFLICT' end
+local p = false
+if ARGV[6] ~= '' then
+  p = redis.call('HGET', hkey(src), 'i:' .. ARGV[6])
+  if not p then return 'NOENTRY' end
+end
+local dz, dh = zkey(name), hkey(name)
+redis.call('DEL', dz, dh)
+redis.call('COPY', zkey(src), dz)
+redis.call('COPY', hkey(src), dh)
+if p then
+  forget(dh, redis.call('ZRANGEBYSCORE', dz, '(' .. p, '+inf'))
+  redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
+end
+redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
+touch()
+return 'OK'
+"""
+
+# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or 1.
+_DELETE_BRANCH = """
+local t = redis.call('HMGET', tkey, 'id', 'cb')
+if not t[1] then return -1 end
+if t[2] == ARGV[4] then return -2 end
+if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
+redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
+touch()
+return 1
+"""
+
+# ARGV[4] = branch, ARGV[5] = through position, ARGV[6] = updated_at, ARGV[7] = summary id,
+# ARGV[8] = summary idempotency key, ARGV[9] = summary JSON without its position ("" none),
+# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread].
+_COMPACT = """
+local t = thread()
+if not t[1] then return {'NOTFOUND'} end
+local b, through = ARGV[4], ARGV[5]
+if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH'} end
+local z, h = zkey(b), hkey(b)
+local doomed = redis.call('ZRANGEBYSCORE', z, '-inf', through)
+if #doomed ~= #ARGV - 9 then return {'STALE'} end
+for i, m in ipairs(doomed) do
+  if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
+end
+forget(h, doomed)
+redis.call('ZREMRANGEBYSCORE', z, '-inf', through)
+if ARGV[9] ~= '' then
+  redis.call('ZADD', z, through, '[' .. through .. ',' .. string.sub(ARGV[9], 2))
+  redis.call('HSET', h, 'i:' .. ARGV[7], through)
+  if ARGV[8] ~= '' then redis.call('HSET', h, 'k:' .. ARGV[8], ARGV[7]) end
+end
+redis.call('HSET', tkey, 'up', ARGV[6])
+t[9] = ARGV[6]
+touch()
+index(t, ARGV[6])
+local out = {'OK'}
+for i = 1, 10 do out[#out + 1] = t[i] end
+return out
+"""
+
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
+_GET_MEMBERS = """
+if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
+local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+local out = {'OK'}
+for i = 5, #ARGV do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  out[#out + 1] = (p and redis.call('ZRANGEBYSCORE', z, p, p)[1]) or false
+end
+return out
+"""
+
+# ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
+# replaced (same position) if every member is unchanged. Returns -1 (no thread),
+# -2 (changed since read: retry) or the count.
+_REPLACE_MEMBERS = """
+if redis.call('EXISTS', tkey) == 0 then return -1 end
+local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+local pos = {}
+for i = 5, #ARGV, 3 do
+  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
+  if not p or redis.call('ZRANGEBYSCORE', z, p, p)[1] ~= ARGV[i + 1] then return -2 end
+  pos[#pos + 1] = p
+end
+for j, p in ipairs(pos) do
+  local i = 5 + (j - 1) * 3
+  redis.call('ZREM', z, ARGV[i + 1])
+  redis.call('ZADD', z, p, ARGV[i + 2])
+end
+touch()
+return #pos
+"""
+
+# Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
+# asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns
+# {'GONE'}, {'HIDDEN'}, {'OK', {id, vector, ...}} or {'OK', branch, {members}, ...}.
+_SCOPE = """
+local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
+if not t[1] then return {'GONE'} end
+if ARGV[4] == '1' then
+  if (ARGV[5] ~= '*' and t[3] and '=' .. t[3] ~= ARGV[5])
+    or (ARGV[6] ~= '*' and t[2] and '=' .. t[2] ~= ARGV[6]) then
+    return {'HIDDEN'}
+  end
+end
+if ARGV[7] ~= '' then return {'OK', redis.call('HGETALL', vkey(ARGV[7]))} end
+local out = {'OK'}
+for _, b in ipairs(branches()) do
+  out[#out + 1] = b
+  out[#out + 1] = redis.call('ZRANGE', zkey(b), 0, -1)
+end
+return out
+"""
+
+# ARGV[4] = model, ARGV[5] = thread id, ARGV[6..] = (entry id, vector) pairs. Skipped
+# (0) when the thread is gone; the vectors share the thread's deadline.
+_PUT_VECTORS = """
+if redis.call('EXISTS', tkey) == 0 then return 0 end
+local m = ARGV[4]
+local v = vkey(m)
+redis.call('HSET', v, unpack(ARGV, 6))
+redis.call('HSET', tkey, 'v:' .. m, '1')
+if ttl ~= '0' then
+  touch()
+else
+  local left = redis.call('PTTL', tkey)
+  if left > 0 then redis.call('PEXPIRE', v, left) end
+end
+if idx ~= '' then
+  local e = idx .. 'ev:' .. esc(m)
+  for i = 6, #ARGV, 2 do redis.call('HSET', e, ARGV[i], ARGV[5]) end
+  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+  local log = idx .. 'vl:entry:' .. esc(m)
+  for i = 6, #ARGV, 2 do redis.call('ZADD', log, seq, ARGV[5] .. '\0' .. ARGV[i]) end
+end
+return 1
+"""
+
+S_CREATE = Script(_CREATE)
+S_APPEND = Script(_APPEND)
+S_UPDATE = Script(_UPDATE)
+S_DELETE = Script(_DELETE)
+S_LIST = Script(_LIST)
+S_GET_ENTRY = Script(_GET_ENTRY)
+S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
+S_TRUNCATE = Script(_TRUNCATE)
+S_SWEEP_VECTORS = Script(_SWEEP_VECTORS)
+S_CLEAR = Script(_CLEAR)
+S_COUNT = Script(_COUNT)
+S_CREATE_BRANCH = Script(_CREATE_BRANCH)
+S_DELETE_BRANCH = Script(_DELETE_BRANCH)
+S_COMPACT = Script(_COMPACT)
+S_GET_MEMBERS = Script(_GET_MEMBERS)
+S_REPLACE_MEMBERS = Script(_REPLACE_MEMBERS)
+S_SCOPE = Script(_SCOPE)
+S_PUT_VECTORS = Script(_PUT_VECTORS)

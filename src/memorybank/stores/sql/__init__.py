@@ -1,0 +1,1 @@
+"""What the SQL stores (SQLite, PostgreSQL, MySQL) share: time and JSON columns, row mapping."""

@@ -1,0 +1,90 @@
+"""The SQLite store's erasure and maintenance: forget a user, reclaim space."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+
+
+class AdminMixin(SQLiteStoreBase):
+    """Forgetting a user and reclaiming space."""
+
+    # -- erasure -----------------------------------------------------------------------
+
+    async def forget_user(self, tenant: str, user_id: str) -> int:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> int:
+            threads = [
+                r[0]
+                for r in conn.execute(
+                    f"SELECT id FROM {p}threads WHERE tenant_id = ? AND user_id = ?",
+                    (tenant, user_id),
+                ).fetchall()
+            ]
+            removed = 0
+            for thread_id in threads:
+                key = (tenant, thread_id)
+                conn.execute(
+                    f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
+                    " AND thread_id = ?",
+                    key,
+                )
+                removed += conn.execute(
+                    f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key
+                ).rowcount
+                conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
+                removed += conn.execute(
+                    f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key
+                ).rowcount
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind != 'entry' AND id IN"
+                f" (SELECT id FROM {p}records WHERE tenant_id = ? AND user_id = ?)",
+                (tenant, tenant, user_id),
+            )
+            for table in ("snapshots", "summaries", "records"):
+                removed += conn.execute(
+                    f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
+                    (tenant, user_id),
+                ).rowcount
+            if removed:
+                # The FTS triggers only add 'delete' markers: the words stay in
+                # the index's segments until they are merged into one.
+                for fts in ("entries_fts", "records_fts"):
+                    conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
+            return removed
+
+        def forget() -> int:
+            removed = self._write(op)
+            self._forget_vector_files(tenant)
+            if removed and self.path != ":memory:":
+                # The WAL still holds the pages as they were before: copy the
+                # new ones into the database and empty it. Best effort: a
+                # reader on another connection may still need old frames.
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+            return removed
+
+        return await self._run(forget)
+
+    def _forget_vector_files(self, tenant: str) -> None:
+        """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""
+        cache = self.__dict__.get("_vector_cache")
+        if cache is not None:
+            for key in [key for key in cache.slots if key[0] == tenant]:
+                del cache.slots[key]
+        if self.path != ":memory:":
+            from memorybank.stores.vectors import files as _vector_files
+
+            _vector_files.remove_tenant(_vector_files.directory(self.path), self.prefix, tenant)
+
+    async def reclaim_space(self) -> None:
+        def vacuum() -> None:
+            # VACUUM rewrites the file without its free pages; it cannot run in a
+            # transaction, hence _read. The WAL then holds the whole rewrite:
+            # truncating it returns that space too.
+            self._read(lambda conn: conn.execute("VACUUM"))
+            if self.path != ":memory:":
+                self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
+
+        await self._run(vacuum)

@@ -1,0 +1,358 @@
+"""The SQLite store's base class: its connection and transactions.
+
+Opening and preparing the file, schema upgrades, busy retries, error translation, the keyword
+index's batches, and close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    MemoryBankError,
+    StoreClosed,
+    StoreError,
+    StoreUnavailable,
+)
+from memorybank.records import Entry, Thread
+from memorybank.runtime.concurrency import AsyncWorker
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.sqlite.schema import (
+    SCOPE_FUNCTION,
+    append_sqls,
+    fts_scope_update,
+    migrations,
+    scope_token,
+)
+
+if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    from memorybank.stores.vectors.exact import VectorSlot
+
+
+T = TypeVar("T")
+Synchronous = Literal["full", "normal", "off"]
+_BUSY_RETRIES = 5
+_OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
+#: Ids or keys per ``IN (...)`` list: under SQLite's bound-variable limit (999 before 3.32).
+_IN_CHUNK = 500
+#: Entries a store appends before it moves them into the keyword index in one batch
+#: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
+FTS_BATCH = 256
+#: WAL pages between automatic checkpoints (SQLite's default is 1000).
+_CHECKPOINT_PAGES = 4000
+#: The connection's page cache, in KiB (SQLite's default is 2,000: 2 MB, which a
+#: ``build_context`` over a large thread outgrows, so every build re-read its pages
+#: from the OS: about 1 ms of system time of 11). Pages are allocated as they are
+#: read, so a small database never uses more than its size.
+_CACHE_KIB = 65_536
+
+
+def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), _IN_CHUNK):
+        yield items[start : start + _IN_CHUNK]
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    text = str(error).lower()
+    return "locked" in text or "busy" in text
+
+
+class SQLiteStoreBase(AsyncStore):
+    """The connection and the plumbing every part of the SQLite store uses."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "full",
+        busy_timeout: float = 30.0,
+        prefix: str = "memorybank_",
+    ) -> None:
+        if synchronous not in ("full", "normal", "off"):
+            raise ConfigurationError("synchronous must be 'full', 'normal' or 'off'")
+        if not prefix.replace("_", "").isalnum() and prefix != "":
+            raise ConfigurationError("prefix must be letters, digits and underscores")
+        self.path = str(path)
+        if "\x00" in self.path:
+            raise ConfigurationError(f"SQLite path {self.path!r} contains a NUL character")
+        self.synchronous: Synchronous = synchronous
+        self.busy_timeout = busy_timeout
+        self.prefix = prefix
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._worker = AsyncWorker("memorybank-sqlite")
+        #: Entries this store appended that may not be in the keyword index yet.
+        self._fts_backlog = 0
+        (self._append_head, self._append_head_branch, self._append_bump, self._append_insert) = (
+            append_sqls(prefix)
+        )
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._conn is not None:
+            return self._conn
+        try:
+            if self.path != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        for attempt in range(_OPEN_RETRIES):
+            try:
+                self._prepare(conn)
+                break
+            except sqlite3.Error as error:
+                # Switching a new file to WAL takes an exclusive lock that the busy
+                # timeout does not wait for: several processes opening one new file
+                # at once see "database is locked" here, so retry, then give up typed.
+                busy = isinstance(error, sqlite3.OperationalError) and _is_busy(error)
+                if busy and attempt < _OPEN_RETRIES - 1:
+                    time.sleep(min(0.05, 0.002 * (attempt + 1)))
+                    continue
+                conn.close()
+                raise self._open_error(error, busy=busy) from error
+            except BaseException:
+                conn.close()
+                raise
+        self._conn = conn
+        return conn
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        # One call for the settings (``connect(timeout=...)`` set the busy timeout).
+        # Checkpoints (each syncs the WAL and the database file) every ~16 MB of WAL
+        # rather than SQLite's ~4 MB: a quarter of the syncs an append stream pays for.
+        # Deleted rows are overwritten with zeros rather than left in free space.
+        conn.executescript(
+            ("" if self.path == ":memory:" else "PRAGMA journal_mode = WAL;")
+            + f"PRAGMA synchronous = {self.synchronous.upper()};"
+            f"PRAGMA wal_autocheckpoint = {_CHECKPOINT_PAGES};"
+            f"PRAGMA cache_size = -{_CACHE_KIB};"
+            "PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"
+        )
+        conn.create_function(SCOPE_FUNCTION, 2, scope_token, deterministic=True)
+        self._migrate(conn)
+
+    def _open_error(self, error: sqlite3.Error, *, busy: bool) -> StoreError:
+        """The error for a file that could not be opened and prepared."""
+        name = getattr(error, "sqlite_errorname", "")
+        if busy:
+            return StoreUnavailable(f"SQLite database busy: {error}")
+        if name == "SQLITE_FULL" or name.startswith(("SQLITE_READONLY", "SQLITE_CANTOPEN")):
+            return self._translate(error)
+        # not a database, corrupt, no access: nothing a retry of this call can fix
+        return StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}")
+
+    def _translate(self, error: sqlite3.Error) -> StoreError:
+        """The memorybank error for a SQLite error (the caller chains it)."""
+        name = getattr(error, "sqlite_errorname", "")
+        if name == "SQLITE_FULL":
+            return StoreError(
+                f"SQLite database {self.path!r} is full (disk or max_page_count):"
+                " the write was rolled back"
+            )
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(f"SQLite database {self.path!r} is read-only: {error}")
+        if name.startswith("SQLITE_CANTOPEN"):
+            if self.path != ":memory:" and not os.access(
+                os.path.dirname(os.path.abspath(self.path)), os.W_OK
+            ):
+                return StoreError(
+                    f"SQLite database {self.path!r} is in a read-only directory, where"
+                    f" WAL mode cannot create its -wal and -shm files: {error}"
+                )
+            return StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}")
+        return StoreError(f"SQLite error: {error}")
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        p = self.prefix
+        steps = migrations(p)
+        version_table = f"{p}schema_version"
+        try:  # the common open: one read says the schema is current
+            row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+        except sqlite3.OperationalError as error:
+            if "no such table" not in str(error):
+                raise
+            row = (None,)
+        if row[0] is not None and row[0] > len(steps):
+            raise ConfigurationError(
+                f"database schema version {row[0]} is newer than this memorybank supports"
+                f" ({len(steps)}); upgrade memorybank"
+            )
+        if row[0] is not None and row[0] == len(steps):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {version_table} (version INTEGER NOT NULL)")
+            row = conn.execute(f"SELECT MAX(version) FROM {version_table}").fetchone()
+            current = row[0] or 0
+            if current > len(steps):
+                raise ConfigurationError(
+                    f"database schema version {current} is newer than this memorybank supports"
+                )
+            for version in range(current, len(steps)):
+                for statement in steps[version]:
+                    conn.execute(statement)
+                conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return fn(self._connect())
+        except MemoryBankError:
+            raise
+        except sqlite3.Error as error:
+            raise self._translate(error) from error
+
+    def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy."""
+        conn = self._connect()
+        for attempt in range(_BUSY_RETRIES):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if not _is_busy(error):
+                    raise self._translate(error) from error
+                if attempt < _BUSY_RETRIES - 1:
+                    continue
+                raise StoreUnavailable(f"SQLite database busy: {error}") from error
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+                return result
+            except BaseException as error:
+                if conn.in_transaction:
+                    # SQLite may have rolled back already (a full disk, an I/O error).
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK")
+                if isinstance(error, sqlite3.OperationalError) and _is_busy(error):
+                    if attempt < _BUSY_RETRIES - 1:
+                        continue
+                    raise StoreUnavailable(f"SQLite database busy: {error}") from error
+                if isinstance(error, sqlite3.IntegrityError):
+                    raise Conflict(f"conflicting write: {error}") from error
+                if isinstance(error, sqlite3.Error):
+                    raise self._translate(error) from error
+                raise
+        raise AssertionError("unreachable")
+
+    async def _run(self, fn: Callable[[], T]) -> T:
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        return await self._worker.run(fn)
+
+    # -- keyword index of entries ---------------------------------------------------
+    #
+    # An append does not index its entries: the FTS5 insert (a new index segment per
+    # transaction, merged later) was half of an append's page writes. Entries above
+    # ``fts_state.indexed`` (a rowid) are moved in batches: by the appending store
+    # every ``FTS_BATCH`` entries, and by a keyword search before it runs, so a
+    # search always sees every committed entry. Deletes and content updates of
+    # indexed rows reach the index through triggers (schema version 6).
+
+    def _fts_sync(self, conn: sqlite3.Connection) -> None:
+        """Index every entry above the mark (inside a write transaction)."""
+        p = self.prefix
+        conn.execute(fts_scope_update(p, ">", missing_only=True))
+        conn.execute(
+            f"INSERT INTO {p}entries_fts (rowid, content, fts_scope)"
+            f" SELECT rowid, content, fts_scope FROM {p}entries"
+            f" WHERE rowid > (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+        )
+        conn.execute(
+            f"UPDATE {p}fts_state SET indexed = COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)"
+            " WHERE name = 'entries'"
+        )
+        self._fts_backlog = 0
+
+    def _fts_added(self, conn: sqlite3.Connection, count: int) -> None:
+        """Count appended entries; index them once a batch is due (same transaction)."""
+        self._fts_backlog += count
+        if self._fts_backlog >= FTS_BATCH:
+            self._fts_sync(conn)
+
+    def _fts_lag(self, conn: sqlite3.Connection) -> bool:
+        p = self.prefix
+        row = conn.execute(
+            f"SELECT indexed < COALESCE((SELECT MAX(rowid) FROM {p}entries), 0)"
+            f" FROM {p}fts_state WHERE name = 'entries'"
+        ).fetchone()
+        return bool(row[0])
+
+    def _fts_catch_up(self) -> bool:
+        """Index the entries not indexed yet; ``False`` when some stay out (read-only file)."""
+        if not self._read(self._fts_lag):
+            return True
+        try:
+            self._write(self._fts_sync)
+        except StoreError as error:
+            if "read-only" not in str(error):
+                raise
+            return False
+        return True
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+
+        def shut() -> None:
+            cache = self.__dict__.get("_vector_cache")
+            if cache is not None:  # leave the ANN indexes current on disk for the next process
+                cache.stop()  # background builds: what they built so far is saved
+                for key, slot in cache.slots.items():
+                    self._vector_save(key, slot, final=True)
+            if self._conn is not None:
+                if self._fts_backlog:
+                    # Leave the keyword index complete (a reader of a read-only copy
+                    # then needs no catch-up); a failure here only delays it.
+                    with contextlib.suppress(MemoryBankError):
+                        self._write(self._fts_sync)
+                self._conn.close()
+                self._conn = None
+
+        await self._worker.run(shut)
+        self._worker.shutdown()
+
+    if TYPE_CHECKING:  # defined by the mixins; declared for type checks
+
+        def _drop_entry_vectors(
+            self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
+        ) -> None: ...
+        def _entry(
+            self,
+            conn: sqlite3.Connection,
+            tenant: str,
+            thread_id: str,
+            entry_id: str,
+            branch: str | None,
+        ) -> tuple[str, Entry | None]: ...
+        def _get_thread(
+            self, conn: sqlite3.Connection, tenant: str, thread_id: str
+        ) -> Thread | None: ...
+        def _has_branch(
+            self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str
+        ) -> bool: ...
+        def _require_thread(
+            self, conn: sqlite3.Connection, tenant: str, thread_id: str
+        ) -> Thread: ...
+        def _vector_save(
+            self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
+        ) -> None: ...

@@ -1,0 +1,618 @@
+"""The SQLite store's search: FTS5 keyword search and vector search.
+
+Stored vectors, and the in-process vector slots (exact, or ANN indexes with their files).
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from memorybank.stores.contract._async.store import Unset, Visibility
+from memorybank.stores.sql.common import fts_query, scope_sql, unit_vector_bytes, vector_from_bytes
+from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
+
+if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    from memorybank.stores.contract.items import SearchHit, VectorItem
+    from memorybank.stores.vectors.exact import CachedRows, ScopedRows, VectorCache, VectorSlot
+
+
+class SearchMixin(SQLiteStoreBase):
+    """Keyword and vector search."""
+
+    # -- search ----------------------------------------------------------------------------
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        from memorybank.stores.contract.items import SearchHit  # not at import: cold start
+
+        p = self.prefix
+        match = fts_query(query)
+
+        def owner_tokens(conn: sqlite3.Connection) -> list[str] | None:
+            """The owner tokens the hits can carry (``fts_scope``), or None for any."""
+            if thread_id is not None:
+                row = conn.execute(
+                    f"SELECT user_id FROM {p}threads WHERE tenant_id = ? AND id = ?",
+                    (tenant, thread_id),
+                ).fetchone()
+                return None if row is None else [scope_token(tenant, row[0])]
+            if visible_to is None or isinstance(visible_to.user_id, Unset):
+                return None
+            if visible_to.user_id is None:
+                return [SHARED_TOKEN]
+            return [scope_token(tenant, visible_to.user_id), SHARED_TOKEN]
+
+        def entry_hits(conn: sqlite3.Connection, fts: str, scoped: bool) -> list[SearchHit]:
+            """Hits of the entries index ``fts``; ``scoped``: it has the owner column."""
+            tokens = owner_tokens(conn) if scoped else None
+            rank = f"bm25({fts}, 1.0, 0.0)" if scoped else f"bm25({fts})"
+            sql = (
+                f"SELECT e.id, e.thread_id, e.branch, -{rank}"
+                f" FROM {fts} JOIN {p}entries e ON e.rowid = {fts}.rowid"
+                f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                f" WHERE {fts} MATCH ? AND e.tenant_id = ?"
+            )
+            owners = " OR ".join(f'"{token}"' for token in tokens or ())
+            # The owner clause only narrows what FTS5 walks; the scope check below decides.
+            query = f"content : ({match}) AND fts_scope : ({owners})" if owners else match
+            params: list[Any] = [query, tenant]
+            if thread_id is not None:
+                sql += " AND e.thread_id = ?"
+                params.append(thread_id)
+            scope, scope_params = scope_sql("t.", visible_to, "?")
+            sql += scope
+            params += scope_params
+            sql += f" ORDER BY {rank} LIMIT ?"
+            params.append(k)
+            return [
+                SearchHit("entry", r[0], float(r[3]), r[1], r[2])
+                for r in conn.execute(sql, params).fetchall()
+            ]
+
+        def tail_hits(conn: sqlite3.Connection) -> list[SearchHit]:
+            """A read-only file's entries above the mark, searched in a temporary index
+            (their scores come from that small index: the order among them is exact)."""
+            conn.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{p}tail_fts USING fts5("
+                " content, tokenize='porter unicode61 remove_diacritics 2')"
+            )
+            conn.execute(f"DELETE FROM temp.{p}tail_fts")
+            conn.execute(
+                f"INSERT INTO temp.{p}tail_fts (rowid, content) SELECT rowid, content"
+                f" FROM {p}entries WHERE content IS NOT NULL AND rowid >"
+                f" (SELECT indexed FROM {p}fts_state WHERE name = 'entries')"
+            )
+            return entry_hits(conn, f"{p}tail_fts", False)  # the temp schema is searched first
+
+        complete = True
+
+        def op(conn: sqlite3.Connection) -> list[SearchHit]:
+            if not match or k <= 0:
+                return []
+            hits: list[SearchHit] = []
+            if "entry" in kinds:
+                hits += entry_hits(conn, f"{p}entries_fts", True)
+                if not complete:
+                    hits += tail_hits(conn)
+            record_kinds = [kind for kind in kinds if kind != "entry"]
+            if record_kinds and thread_id is None:
+                marks = ", ".join("?" * len(record_kinds))
+                sql = (
+                    f"SELECT r.kind, r.id, -bm25({p}records_fts)"
+                    f" FROM {p}records_fts JOIN {p}records r ON r.rowid = {p}records_fts.rowid"
+                    f" WHERE {p}records_fts MATCH ? AND r.tenant_id = ? AND r.kind IN ({marks})"
+                )
+                params: list[Any] = [match, tenant, *record_kinds]
+                scope, scope_params = scope_sql("r.", visible_to, "?")
+                sql += scope
+                params += scope_params
+                sql += f" ORDER BY bm25({p}records_fts) LIMIT ?"
+                params.append(k)
+                hits += [
+                    SearchHit(r[0], r[1], float(r[2])) for r in conn.execute(sql, params).fetchall()
+                ]
+            hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
+            return hits[:k]
+
+        def search() -> list[SearchHit]:
+            nonlocal complete
+            if match and k > 0 and "entry" in kinds:
+                complete = self._fts_catch_up()
+            return self._read(op)
+
+        return await self._run(search)
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        latest = {(i.kind, i.id, i.model_id): i for i in items}  # the last one of a key wins
+        rows = [
+            (tenant, i.kind, i.id, i.model_id, i.thread_id, unit_vector_bytes(i.vector))
+            for i in latest.values()
+        ]
+
+        def op(conn: sqlite3.Connection) -> None:
+            # Replace = delete + insert, so a changed vector gets a new rowid: the
+            # in-process vector caches detect changes by rowids and counts.
+            conn.executemany(
+                f"DELETE FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ? AND id = ?"
+                " AND model_id = ?",
+                [r[:4] for r in rows],
+            )
+            conn.executemany(
+                f"INSERT INTO {self.prefix}vectors (tenant_id, kind, id, model_id, thread_id,"
+                " vector) VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+        await self._run(lambda: self._write(op))
+
+    def _vector_sql(
+        self, kind: str, thread_id: str | None, visible_to: Visibility | None
+    ) -> tuple[str, list[Any]]:
+        """The id-producing scoped query of one kind (without tenant/model parameters)."""
+        p = self.prefix
+        params: list[Any] = []
+        if kind == "entry":
+            sql = (
+                f"SELECT v.id FROM {p}vectors v"
+                f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+            )
+            if thread_id is not None:
+                sql += " AND v.thread_id = ?"
+                params.append(thread_id)
+            owner = "t"
+        else:
+            sql = (
+                f"SELECT v.id FROM {p}vectors v"
+                f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+                " AND r.id = v.id WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?"
+            )
+            params.append(kind)
+            owner = "r"
+        scope, scope_params = scope_sql(owner + ".", visible_to, "?")
+        return sql + scope, params + scope_params
+
+    def _vector_rows(
+        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
+    ) -> CachedRows:
+        p = self.prefix
+        if kind == "entry":
+            sql = (
+                f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
+                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
+            )
+        else:
+            sql = (
+                f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
+                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
+                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
+            )
+        params = (tenant, model_id, kind, after)
+        if after > 0:
+            # the rows above a rowid (only ever new ones: AUTOINCREMENT) as one range of
+            # the table, not a walk of the key's whole index range
+            sql = sql.replace(
+                "WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?",
+                "WHERE +v.tenant_id = ? AND +v.model_id = ? AND +v.kind = ?",
+            )
+        from memorybank.stores.vectors.exact import CachedRows
+
+        found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
+        rows = CachedRows()
+        if found:
+            rowids, ids, threads, agents, users, alive, blobs = map(list, zip(*found, strict=True))
+            rows = CachedRows(rowids, ids, threads, agents, users, [bool(a) for a in alive], blobs)
+        return rows
+
+    def _vector_slot(
+        self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, dim: int
+    ) -> VectorSlot:
+        """The cached vectors of (tenant, model, kind), brought up to date.
+
+        Unchanged database (same ``PRAGMA data_version`` and connection change
+        count): used as is. Otherwise, in one snapshot, an indexed
+        ``count``/``max(rowid)`` read, the key's deletions logged since the
+        slot's log sequence (``vector_deletes``) and the rows above its max
+        rowid bring it up to date incrementally: deleted rows are marked dead
+        (``VectorSlot.forget``: out of every search and of the HNSW index) and
+        new rows appended. Rowids are AUTOINCREMENT (never reused, new ones above
+        every older one) and ``vector_put`` gives every written vector a new
+        rowid, so a replaced vector is a logged deletion plus a new row. The slot
+        is reloaded instead when it cannot catch up: the log no longer holds
+        every deletion since its sequence (pruned), rows were updated in place
+        (``vector_changes``), the counts disagree, or a quarter of its rows are
+        dead (the reload compacts them away; the HNSW index is reused, checked
+        row by row).
+        """
+        from memorybank.stores.vectors.exact import VectorCache, VectorSlot
+
+        cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
+        key = (tenant, model_id, kind)
+        slot = cache.slots.get(key)
+        stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
+        if slot is not None and slot.dim == dim and slot.stamp == stamp:
+            return slot
+        p = self.prefix
+        conn.execute("BEGIN")  # one snapshot for the checks and the reads
+        try:
+            (count,) = conn.execute(
+                f"SELECT count(*) FROM {p}vectors"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+                key,
+            ).fetchone()
+            row = conn.execute(
+                f"SELECT deletes FROM {p}vector_changes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+                key,
+            ).fetchone()
+            updates = 0 if row is None else int(row[0])
+            log_min, log_top = conn.execute(
+                f"SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM {p}vector_deletes"
+            ).fetchone()
+            if (
+                slot is not None
+                and slot.dim == dim
+                and slot.deletes == updates
+                and slot.log_seq is not None
+                and (log_min == 0 or log_min <= slot.log_seq + 1)
+            ):
+                gone = self._vector_deleted(conn, key, slot.log_seq, slot.max_rowid)
+                added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
+                if slot.count - len(gone) + len(added.rowids) == count:
+                    slot.forget(gone)
+                    slot.append(added)
+                    slot.count, slot.stamp, slot.log_seq = count, stamp, log_top
+                    if slot.dead * 4 < max(slot.n, 1):
+                        return slot
+            old = slot if slot is not None and slot.dim == dim else None
+            slot = None
+            if old is None:
+                slot = self._vector_slot_from_files(
+                    conn, key, dim, count, updates, (log_min, log_top)
+                )
+            if slot is None:
+                slot = VectorSlot(dim)
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+                if old is not None and old.has_ann():
+                    # the index of the earlier rows, checked row by row when next used
+                    index = old.ann_index()  # its builder stopped first
+                    rows = old.ann_rows()
+                    live = old.alive[:rows]
+                    slot.inherit_ann(index, old.rowids[:rows][live], old.matrix[:rows][live])
+            slot.count, slot.stamp, slot.deletes, slot.log_seq = count, stamp, updates, log_top
+            cache.slots[key] = slot
+            return slot
+        finally:
+            conn.execute("COMMIT")
+
+    def _vector_deleted(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], after: int, upto: int
+    ) -> list[int]:
+        """Rowids (at most ``upto``) of the key's vectors deleted after log sequence ``after``."""
+        return [
+            r[0]
+            for r in conn.execute(
+                f"SELECT deleted FROM {self.prefix}vector_deletes"
+                " WHERE tenant_id = ? AND model_id = ? AND kind = ? AND seq > ? AND deleted <= ?",
+                (*key, after, upto),
+            )
+        ]
+
+    def _vector_slot_from_files(
+        self,
+        conn: sqlite3.Connection,
+        key: tuple[str, str, str],
+        dim: int,
+        count: int,
+        updates: int,
+        log: tuple[int, int],
+    ) -> VectorSlot | None:
+        """The slot with the ANN index and vectors persisted by an earlier process, or None.
+
+        Used only when the files pass their own checks (``_vector_files.load``).
+        If the database's update count for the key is the one the files
+        recorded, the deletion log still holds every deletion since the files'
+        log sequence (``log``: the log's lowest and highest sequence now), and
+        once the rows deleted since are dropped the rowids and ids up to their
+        max rowid are the ones they hold, the vectors are read from the files and
+        only later rows from the database; otherwise every row is read from the
+        database and the index is checked row by row against it
+        (``VectorSlot.inherit_ann``). The scope of every row always comes from
+        the database.
+        """
+        import numpy as np
+
+        from memorybank.stores.vectors import exact as _vectors
+        from memorybank.stores.vectors import files as _vector_files
+
+        if self.path == ":memory:" or count < _vectors.ANN_THRESHOLD:
+            return None
+        if not _vectors.ann_available():
+            return None
+        tenant, model_id, kind = key
+        found = _vector_files.load(
+            _vector_files.directory(self.path), self.prefix, tenant, model_id, kind, dim
+        )
+        if found is None:
+            return None
+        slot = _vectors.VectorSlot(dim)
+        log_min, _ = log
+        if (
+            found.deletes == updates
+            and found.log_seq is not None
+            and (log_min == 0 or log_min <= found.log_seq + 1)
+        ):
+            gone = self._vector_deleted(conn, key, found.log_seq, found.max_rowid)
+            index, rowids, vectors, ids = found.index, found.rowids, found.vectors, found.ids
+            if gone:
+                keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
+                dropped = rowids[~keep]
+                if len(dropped):
+                    index = slot.drop_keys(index, dropped)
+                rowids, vectors = rowids[keep], vectors[keep]
+                ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
+            known = self._vector_scopes(conn, key, found.max_rowid, ids)
+            if known is not None and np.array_equal(known.rowids, rowids):
+                slot.append_scoped(known, ids, vectors)
+                slot.set_ann(index, slot.n, "loaded")
+                slot.saved_rows = slot.n
+                slot.dead_since_save = len(found.rowids) - len(rowids)
+                slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
+                return slot
+            if gone:  # the index lost keys above: let inherit_ann see only what it holds
+                found.rowids, found.vectors = rowids, vectors
+        slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
+        slot.inherit_ann(found.index, found.rowids, found.vectors)
+        return slot
+
+    def _vector_scopes(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], upto: int, ids: list[str]
+    ) -> ScopedRows | None:
+        """Rows up to rowid ``upto`` with the ``ids`` persisted for them, scoped from the database.
+
+        Rowids and thread ids come from the ``vectors_model`` index alone (no
+        vector is read), entries' as one row per thread (its rowids joined in
+        SQL), so a load costs no Python object per row; agent, user and
+        liveness from the owning threads (one lookup per thread) or records.
+        None when the row count differs from ``ids``.
+        """
+        import numpy as np
+
+        from memorybank.stores.vectors.exact import ScopedRows
+
+        p = self.prefix
+        tenant, _, kind = key
+        rows = f"{p}vectors INDEXED BY {p}vectors_model"
+        where = "WHERE tenant_id = ? AND model_id = ? AND kind = ? AND rowid <= ?"
+        if kind == "entry":
+            found = conn.execute(
+                f"SELECT g.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL, g.n, g.rowids"
+                f" FROM (SELECT thread_id, count(*) AS n, group_concat(rowid) AS rowids"
+                f" FROM {rows} {where} GROUP BY thread_id) g"
+                f" LEFT JOIN {p}threads t ON t.tenant_id = ? AND t.id = g.thread_id",
+                (*key, upto, tenant),
+            ).fetchall()
+            counts = np.asarray([r[4] for r in found], dtype=np.int64)
+            if int(counts.sum()) != len(ids):
+                return None
+            text = ",".join(r[5] for r in found)
+            rowids = np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, np.int64)
+            if len(rowids) != len(ids):
+                return None
+            groups = [(r[0], r[1], r[2], bool(r[3])) for r in found]
+            group_of = np.repeat(np.arange(len(found), dtype=np.intp), counts)
+            order = np.argsort(rowids, kind="stable")
+            return ScopedRows(rowids[order], group_of[order], groups)
+        found = conn.execute(f"SELECT rowid FROM {rows} {where}", (*key, upto)).fetchall()
+        listed = sorted(r[0] for r in found)
+        if len(listed) != len(ids):
+            return None
+        owners = {
+            r[0]: (r[1], r[2])
+            for r in conn.execute(
+                f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = ? AND kind = ?",
+                (tenant, kind),
+            )
+        }
+        numbered: dict[tuple[str | None, str | None, str | None, bool], int] = {}
+        nobody = (None, None)
+        of = [
+            numbered.setdefault((None, *owners.get(i, nobody), i in owners), len(numbered))
+            for i in ids
+        ]
+        return ScopedRows(
+            np.asarray(listed, dtype=np.int64), np.asarray(of, dtype=np.intp), list(numbered)
+        )
+
+    def _vector_save(
+        self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
+    ) -> None:
+        """Persist the slot's ANN index when it grew enough since the files (or ``final``).
+
+        Called by the slot's builder thread when it has built or extended the
+        index, and by ``close`` once the builders are stopped: never while the
+        index is being written to.
+        """
+        if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
+            return
+        from memorybank.stores.vectors import files as _vector_files
+
+        rows = slot.ann_rows()
+        saved = slot.saved_rows
+        if saved is not None:
+            # rows forgotten since count as change too: the files still hold them
+            grown = rows - saved + slot.dead_since_save
+            due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
+            if grown <= 0 or (not final and grown < due):
+                return
+        slot.saved_rows = rows  # also on failure: not retried on every search
+        slot.dead_since_save = 0
+        live = slot.alive[:rows]  # the index holds exactly the live rows of [0, rows)
+        _vector_files.save(
+            _vector_files.directory(self.path),
+            self.prefix,
+            *key,
+            slot.ann_index(),
+            slot.matrix[:rows][live],
+            slot.rowids[:rows][live],
+            [i for i, keep in zip(slot.ids[:rows], live.tolist(), strict=True) if keep],
+            slot.deletes,
+            slot.log_seq,
+        )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+
+        from memorybank.stores.contract.items import SearchHit
+        from memorybank.stores.vectors.exact import unit_query
+
+        prepared = unit_query(vector, kinds, k, thread_id)
+        if prepared is None:
+            return []
+        query, wanted = prepared
+        dim = int(query.shape[0])
+
+        def op(conn: sqlite3.Connection) -> list[SearchHit]:
+            hits: list[SearchHit] = []
+            for kind in wanted:
+                slot = self._vector_slot(conn, tenant, model_id, kind, dim)
+                if slot.persist is None:  # the slot's builder saves what it built
+                    slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
+                mask = slot.mask(thread_id, visible_to)
+                fetch = 2 * k + 10
+                best = slot.search(query, fetch, mask)
+                if not best:
+                    continue
+                # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
+                # The best k first (normally all of them pass); the rest of the shortlist
+                # only when some failed.
+                sql, params = self._vector_sql(kind, thread_id, visible_to)
+                confirmed = self._vector_confirm(
+                    conn, tenant, model_id, kind, thread_id, visible_to, slot, best[:k]
+                )
+                kept = [(i, score) for i, score in best[:k] if slot.ids[i] in confirmed]
+                if len(kept) < min(k, len(best)) and len(best) > k:
+                    confirmed |= self._vector_confirm(
+                        conn, tenant, model_id, kind, thread_id, visible_to, slot, best[k:]
+                    )
+                    kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
+                if len(kept) < min(k, len(best)) and len(best) == fetch:
+                    exact = self._exact_vectors(conn, query, tenant, model_id, kind, sql, params, k)
+                    hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
+                    continue
+                hits += [
+                    SearchHit(kind, slot.ids[i], score, slot.threads[i]) for i, score in kept[:k]
+                ]
+            hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+            return hits[:k]
+
+        return await self._run(lambda: self._read(op))
+
+    def _vector_confirm(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        slot: VectorSlot,
+        best: Sequence[tuple[int, float]],
+    ) -> set[str]:
+        """The ids among the rows ``best`` of ``slot`` that are in scope now, checked in SQL."""
+        if not best:
+            return set()
+        p = self.prefix
+        if kind == "entry" and thread_id is not None:
+            # One thread: its scope is checked once, and each hit by one lookup of the
+            # row the cache scored (its rowid) in ``vectors_model``: still a vector of
+            # this model in this thread. No table page is read, the rows' vectors
+            # included. (A row replaced since the cache was read is not confirmed.)
+            rowids = slot.rowids[[i for i, _ in best]].tolist()
+            wanted = list(dict.fromkeys(rowids))
+            scope, scope_params = scope_sql("t.", visible_to, "?")
+            sql = (
+                f"SELECT v.rowid FROM {p}vectors v INDEXED BY {p}vectors_model"
+                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
+                f" AND v.thread_id = ? AND v.rowid IN ({', '.join('?' * len(wanted))})"
+                f" AND EXISTS (SELECT 1 FROM {p}threads t WHERE t.tenant_id = ? AND t.id = ?"
+                f"{scope})"
+            )
+            params = [tenant, model_id, thread_id, *wanted, tenant, thread_id, *scope_params]
+            found = {r[0] for r in conn.execute(sql, params)}
+            return {
+                slot.ids[i] for (i, _), rowid in zip(best, rowids, strict=True) if rowid in found
+            }
+        ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
+        marks = ", ".join("?" * len(ids))
+        base, base_params = self._vector_sql(kind, thread_id, visible_to)
+        # "+" keeps the planner off the thread index: the shortlist is a few
+        # primary-key lookups, not a scan of the whole thread's vectors.
+        sql = base.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
+        sql += f" AND v.id IN ({marks})"
+        params = [tenant, model_id, *base_params, *ids]
+        return {r[0] for r in conn.execute(sql, params)}
+
+    def _exact_vectors(
+        self,
+        conn: sqlite3.Connection,
+        query: Any,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        sql: str,
+        params: list[Any],
+        k: int,
+    ) -> list[tuple[str, str | None, float]]:
+        """Uncached exact search (when the cache's scope information was stale)."""
+        from memorybank.stores.vectors.exact import top_k
+
+        select = sql.replace("SELECT v.id FROM", "SELECT v.id, v.thread_id, v.vector FROM", 1)
+        rows = conn.execute(select, [tenant, model_id, *params]).fetchall()
+        return [
+            (rows[i][0], rows[i][1], score) for i, score in top_k(query, [r[2] for r in rows], k)
+        ]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        wanted = list(dict.fromkeys(ids))
+
+        def op(conn: sqlite3.Connection) -> dict[str, list[float]]:
+            found: dict[str, list[float]] = {}
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                marks = ", ".join("?" * len(chunk))
+                for vid, blob in conn.execute(
+                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
+                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
+                    (tenant, kind, model_id, *chunk),
+                ).fetchall():
+                    found[vid] = vector_from_bytes(blob)
+            return found
+
+        return await self._run(lambda: self._read(op))

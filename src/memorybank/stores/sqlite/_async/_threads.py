@@ -1,0 +1,244 @@
+"""The SQLite store's threads and branches."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from memorybank.errors import Conflict, NotFound
+from memorybank.records import Branch, Thread
+from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+
+
+class ThreadsMixin(SQLiteStoreBase):
+    """Threads and their branches."""
+
+    # -- threads -------------------------------------------------------------------
+
+    def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
+        row = conn.execute(
+            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ? AND id = ?",
+            (tenant, thread_id),
+        ).fetchone()
+        return None if row is None else row_to_thread(row)
+
+    def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
+        thread = self._get_thread(conn, tenant, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        return (
+            conn.execute(
+                f"SELECT 1 FROM {self.prefix}branches"
+                " WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
+            ).fetchone()
+            is not None
+        )
+
+    async def create_thread(self, thread: Thread) -> Thread:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> Thread:
+            if self._get_thread(conn, thread.tenant_id, thread.id) is not None:
+                raise Conflict(f"thread {thread.id!r} already exists")
+            conn.execute(
+                f"INSERT INTO {p}threads ({THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    thread.id,
+                    thread.tenant_id,
+                    thread.user_id,
+                    thread.agent_id,
+                    thread.title,
+                    dump(thread.metadata),
+                    thread.status,
+                    to_us(thread.created_at),
+                    to_us(thread.updated_at),
+                    thread.current_branch,
+                ),
+            )
+            conn.execute(
+                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
+                " VALUES (?, ?, ?, ?)",
+                (thread.tenant_id, thread.id, thread.current_branch, to_us(thread.created_at)),
+            )
+            return thread
+
+        return await self._run(lambda: self._write(op))
+
+    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+        return await self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
+
+    async def list_threads(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        where = ["tenant_id = ?"]
+        params: list[Any] = [tenant]
+        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
+            if not isinstance(value, Unset):
+                where.append(f"{column} IS ?")
+                params.append(value)
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
+        # threads, or one user's through ``threads_owner``, are sorted here.
+        source = f"{self.prefix}threads"
+        if not isinstance(user_id, Unset):
+            source += f" INDEXED BY {self.prefix}threads_owner"
+        sql = (
+            f"SELECT {THREAD_COLUMNS} FROM {source} WHERE {' AND '.join(where)}"
+            " ORDER BY updated_at DESC, id DESC"
+        )
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+
+        def op(conn: sqlite3.Connection) -> list[Thread]:
+            return [row_to_thread(r) for r in conn.execute(sql, params).fetchall()]
+
+        return await self._run(lambda: self._read(op))
+
+    async def update_thread(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        sets = ["updated_at = ?"]
+        params: list[Any] = [to_us(updated_at)]
+        if not isinstance(title, Unset):
+            sets.append("title = ?")
+            params.append(title)
+        if not isinstance(metadata, Unset):
+            sets.append("metadata = ?")
+            params.append(dump(metadata))
+        if not isinstance(status, Unset):
+            sets.append("status = ?")
+            params.append(status)
+        if not isinstance(current_branch, Unset):
+            sets.append("current_branch = ?")
+            params.append(current_branch)
+
+        def op(conn: sqlite3.Connection) -> Thread:
+            self._require_thread(conn, tenant, thread_id)
+            if not isinstance(current_branch, Unset) and not self._has_branch(
+                conn, tenant, thread_id, current_branch
+            ):
+                raise NotFound(f"branch {current_branch!r} not found")
+            conn.execute(
+                f"UPDATE {self.prefix}threads SET {', '.join(sets)} WHERE tenant_id = ? AND id = ?",
+                [*params, tenant, thread_id],
+            )
+            return self._require_thread(conn, tenant, thread_id)
+
+        return await self._run(lambda: self._write(op))
+
+    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> bool:
+            key = (tenant, thread_id)
+            cursor = conn.execute(f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key)
+            conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
+            conn.execute(f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key)
+            conn.execute(
+                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry' AND thread_id = ?",
+                key,
+            )
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))
+
+    # -- branches ------------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> Branch:
+            self._require_thread(conn, tenant, thread_id)
+            if not self._has_branch(conn, tenant, thread_id, from_branch):
+                raise NotFound(f"branch {from_branch!r} not found")
+            if self._has_branch(conn, tenant, thread_id, name):
+                raise Conflict(f"branch {name!r} already exists")
+            upto: int | None = None
+            if from_entry is not None:
+                _, entry = self._entry(conn, tenant, thread_id, from_entry, from_branch)
+                if entry is None:
+                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+                upto = entry.position
+            conn.execute(
+                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
+                " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
+                (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
+            )
+            conn.execute(
+                f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
+                " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
+                " created_at, idempotency_key, fingerprint)"
+                " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
+                " tool_call_id, metadata, state, token_count, created_at, idempotency_key,"
+                f" fingerprint FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                " AND position <= ?",
+                (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
+            )
+            return Branch(name, thread_id, created_at, from_branch, from_entry)
+
+        return await self._run(lambda: self._write(op))
+
+    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+        def op(conn: sqlite3.Connection) -> list[Branch]:
+            self._require_thread(conn, tenant, thread_id)
+            rows = conn.execute(
+                f"SELECT name, thread_id, created_at, from_branch, from_entry"
+                f" FROM {self.prefix}branches WHERE tenant_id = ? AND thread_id = ?"
+                " ORDER BY created_at, name",
+                (tenant, thread_id),
+            ).fetchall()
+            return [row_to_branch(r) for r in rows]
+
+        return await self._run(lambda: self._read(op))
+
+    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> bool:
+            thread = self._require_thread(conn, tenant, thread_id)
+            if name == thread.current_branch:
+                raise Conflict(f"cannot delete the current branch {name!r}")
+            key = (tenant, thread_id, name)
+            cursor = conn.execute(
+                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
+            )
+            where = f"FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+            gone = [r[0] for r in conn.execute(f"SELECT id {where}", key)]
+            conn.execute(f"DELETE {where}", key)
+            self._drop_entry_vectors(conn, tenant, thread_id, gone)
+            return cursor.rowcount > 0
+
+        return await self._run(lambda: self._write(op))

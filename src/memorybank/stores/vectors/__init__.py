@@ -1,0 +1,1 @@
+"""Vectors kept by stores without a native index: exact numpy search, HNSW files, caches."""

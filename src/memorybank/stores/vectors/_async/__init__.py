@@ -1,0 +1,1 @@
+"""The in-process vector cache of the server stores (async source)."""

@@ -1,0 +1,1 @@
+"""External vector indexes (async source; the sync twins are generated)."""
