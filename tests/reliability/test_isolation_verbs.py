@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib
 import inspect
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -455,7 +456,7 @@ def test_every_public_verb_has_an_isolation_case() -> None:
 
 def test_async_surface_matches_the_sync_one() -> None:
     for cls in SURFACE.values():
-        module = importlib.import_module(cls.__module__.replace("._sync.", "._async."))
+        module = importlib.import_module(re.sub(r"\._sync(?=\.|$)", "._async", cls.__module__))
         twin = getattr(module, "Async" + cls.__name__)
         names = {n for n in vars(twin) if not n.startswith("_")}
         assert names == {n for n in vars(cls) if not n.startswith("_")}, cls.__name__
