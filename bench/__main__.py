@@ -3,7 +3,7 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, user_scope, qdrant, server, graph, mcp, rerank, vectors, small_scope
+search, user_scope, search-scale, qdrant, server, graph, mcp, rerank, vectors, small_scope
 (default: all).
 Options after ``--`` go to every named benchmark, e.g. ``python -m bench graph
 -- --stores sqlite``; ``--entities N`` sizes the graph benchmark (``python -m
@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "context": ("bench.bench_context", None),
     "search": ("bench.bench_search", None),
     "user_scope": ("bench.bench_user_scope", None),
+    "search-scale": ("bench.bench_search_scale", None),
     "qdrant": ("bench.bench_qdrant", None),
     "server": ("bench.bench_server", None),
     "graph": ("bench.bench_graph", None),

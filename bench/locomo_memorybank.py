@@ -65,8 +65,10 @@ _users: dict[int, tuple[object, str]] = {}
 _stats = {"ingest_s": 0.0, "turns": 0.0, "query_s": 0.0, "queries": 0.0}
 #: The ranking options of every search (``None``: the library defaults); ``--loo`` varies them.
 options: SearchOptions | None = None
-#: ``--fallback-k K`` (user scope): search with ``k=min(k, K)`` on the store-native
-#: candidate path, the one a user with more threads than ``SCOPE_THREAD_LIMIT`` gets.
+#: ``--fallback-k K``: search with ``k=min(k, K)``. The harness asks for every turn of a
+#: conversation (for its token-budget column); a caller asks for 10 or 20, and what a
+#: search reads grows with ``k`` (``max(HYBRID_CANDIDATES, 3k)`` per index), so
+#: ``K = 33`` measures the candidates a ``k <= 33`` search really has.
 fallback_k: int | None = None
 #: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
 LOO_GRID: dict[str, SearchOptions] = {
@@ -229,6 +231,8 @@ def retrieve(conversation_turns: list[dict[str, Any]], question: str, k: int) ->
     else:
         thread_id = known[1]
     start = time.perf_counter()
+    if fallback_k is not None:
+        k = min(k, fallback_k)
     hits = memory.search(question, k=k, mode="hybrid", thread_id=thread_id, options=options)
     _stats["query_s"] += time.perf_counter() - start
     _stats["queries"] += 1
@@ -339,8 +343,8 @@ def main(argv: list[str] | None = None) -> None:
         "--fallback-k",
         type=int,
         default=None,
-        help="user scope on the store-native candidate path (as for a user with more"
-        " than SCOPE_THREAD_LIMIT threads), each search with k=min(k, K)",
+        help="each search with k=min(k, K), as a caller asks (the harness asks for every"
+        " turn); 33 keeps the candidates of a k=10 search",
     )
     args = parser.parse_args(argv)
     global fallback_k
@@ -348,8 +352,7 @@ def main(argv: list[str] | None = None) -> None:
         from memorybank.recall._sync import search as sync_search
 
         fallback_k = args.fallback_k
-        sync_search.SCOPE_THREAD_LIMIT = 0
-        # dev: LOCOMO_NATIVE="_EXPAND_HITS=10,_MIN_CANDIDATES=120" sets that path's constants
+        # dev: LOCOMO_NATIVE="_EXPAND_HITS=10,HYBRID_CANDIDATES=120" sets the path's constants
         for knob in os.environ.get("LOCOMO_NATIVE", "").split(","):
             if knob:
                 name, _, value = knob.partition("=")

@@ -28,7 +28,8 @@ TURNS = [
 
 @pytest.fixture
 def candidates_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(search, "SCOPE_THREAD_LIMIT", 0)
+    # every search is on the candidate path; a small pool tests it where it is tight
+    monkeypatch.setattr(search, "HYBRID_CANDIDATES", 30)
 
 
 @pytest.mark.parametrize("kind", STORE_KINDS)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import InvalidInput, Memory
-from memorybank.recall._sync import fact_recall, search
+from memorybank.recall._sync import fact_recall
 from memorybank.records import Hit
 from memorybank.stores import Store
 from memorybank.stores.http._sync.store import HTTPStore
@@ -46,7 +46,6 @@ def any_store(kind: str, tmp_path: Path) -> Iterator[Store]:
 @pytest.fixture(params=["whole", "candidates"])
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "candidates":
-        monkeypatch.setattr(search, "SCOPE_THREAD_LIMIT", 0)
         monkeypatch.setattr(fact_recall, "FACT_RANK_LIMIT", 0)
     return str(request.param)
 

@@ -304,10 +304,13 @@ def test_thread_search_embeds_its_own_backlog(store_kind: str, tmp_path: Path) -
         )
     embedder = HashEmbedder()
     with Memory(url, embedder=embedder) as mem:
+        # found by keyword, the candidate lacking a vector is embedded and stored then
+        hits = mem.search("automobile", thread_id=thread.id)
+        assert hits[0].content == "my automobile" and "semantic" in hits[0].signals
+        assert embedder.calls == [1, 2]  # the query, then the hit and its neighbour
+        assert mem.embed_pending() == 0
         hits = mem.search("car", thread_id=thread.id)
         assert hits[0].content == "my automobile" and "semantic" in hits[0].signals
-        assert embedder.calls[0] == 2  # the thread's entries, in one batch
-        assert mem.embed_pending() == 0
 
 
 def test_thread_search_sees_new_and_deleted_entries(memory: Memory) -> None:

@@ -485,8 +485,7 @@ def test_search_and_context_on_the_store_native_paths_keep_scope(
     stores' keyword and vector searches, scoped there, resolved in batches."""
     from memorybank.recall._sync import search as sync_search
 
-    monkeypatch.setattr(sync_search, "SCOPE_THREAD_LIMIT", 0)
-    monkeypatch.setattr(sync_search, "THREAD_RANK_LIMIT", 0)
+    monkeypatch.setattr(sync_search, "HYBRID_CANDIDATES", 30)
     for name in ("Memory.search", "Memory.build_context", "ContextBuilder.build"):
         CASES[name](world)
     alice_intact(world)

@@ -126,16 +126,20 @@ class ConversationStructure:
         self.session = session
         self.n_sessions = current + 1
 
+        # Neighbours are exact positions of a thread: the entry ``d`` places before
+        # another is the one at ``position - d``, when it is a candidate too. A whole
+        # thread links every pair of turns; a candidate set (the best hits and the
+        # windows around them) links only turns that really follow each other, never
+        # two hits that happen to be next to each other in the set.
         self.prev: list[IntArray] = []
         self.next: list[IntArray] = []
-        ordered = np.asarray(order, dtype=np.int64)
-        threads = [self.candidates[i].thread_id for i in order]
+        at = {(c.thread_id, c.position): i for i, c in enumerate(self.candidates)}
         for d in range(1, window + 1):
             prev = np.full(n, -1, dtype=np.int64)
             nxt = np.full(n, -1, dtype=np.int64)
-            for k in range(d, n):
-                a, b = int(ordered[k - d]), int(ordered[k])
-                if threads[k - d] != threads[k]:
+            for b, c in enumerate(self.candidates):
+                a = at.get((c.thread_id, c.position - d))
+                if a is None or a == b:
                     continue
                 if not cross_session_neighbours and session[a] != session[b]:
                     continue

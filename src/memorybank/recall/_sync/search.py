@@ -11,30 +11,21 @@ Pipeline
        store's relevance. ``mode="semantic"``: the store's vector search over
        vectors of the configured embedder's ``model_id``; scores are cosine
        similarities.
-    3. ``mode="hybrid"``:
-
-       * thread-scoped and the thread holds at most ``THREAD_RANK_LIMIT``
-         entries: *every* entry of the thread's current branch is ranked by the
-         retrieval core (:class:`memorybank.retrieval.HybridRanker`: BM25 with
-         stemming, cosine, the neighbours of a hit, the session, named
-         speakers, dates). The ranker is cached per thread and rebuilt when the
-         thread changes, so a query costs one read of the thread plus numpy.
-       * no ``thread_id`` (a user's whole history) and what the caller may see
-         is at most ``SCOPE_THREAD_LIMIT`` threads holding at most
-         ``THREAD_RANK_LIMIT`` entries: every entry of those threads (current
-         branches) is ranked the same way, each thread a session of its own,
-         so neighbours, the session prior and dates work across a user's
-         threads exactly as inside one thread. Documents that match the query
-         (store-native candidates) join that ranking.
-       * otherwise: store-native candidates (keyword and semantic, a generous
-         ``max(30, 3k)`` each), plus the 3 entries before and after each of the
-         5 best entry hits, re-ranked by the same core (BM25 over the candidates
-         with the core's analyser, not the store's full-text scores) and the
-         stored vectors. A fixed number of store calls whatever
-         the number of threads the hits fall in: the hits' threads
-         (``thread_get_many``), their entries (``entry_get_across``), the
-         neighbour windows (``entry_windows``) and the vectors (``vector_get``)
-         are one batch read each.
+    3. ``mode="hybrid"``, one path for every scope size (a thread, a user's whole
+       history, a tenant): the store's own candidates, keyword and semantic
+       (``max(HYBRID_CANDIDATES, 3k)`` each, from its full-text index and its vector
+       index), plus the ``_NEIGHBOURS`` entries before and after each of the
+       ``_EXPAND_HITS`` best entry hits (answers follow the matching turn), are
+       re-ranked by the retrieval core (:class:`memorybank.retrieval.HybridRanker`:
+       BM25 over the candidates with the core's analyser, cosine from the stored
+       vectors, the neighbours of a hit, the session, named speakers, dates). What
+       a search reads and scores is bounded by ``k``, never by the scope: a fixed
+       number of store calls whatever the number of threads the hits fall in (the
+       hits' threads ``thread_get_many``, their entries ``entry_get_across``, the
+       neighbour windows ``entry_windows``, the vectors ``vector_get``, one batch
+       read each), and no cache is needed for speed. A candidate entry without a
+       vector of the embedder's model (written before the embedder, or while it
+       failed) is embedded then and stored.
        * then, only with ``Memory(reranker=...)``: the optional rerank stage
          reorders the best ``rerank_top`` hits (``memorybank.recall._async.rerank_stage``).
     4. ``mode="keyword"`` keeps only records that share at least one analysed
@@ -55,18 +46,15 @@ Entry embeddings
     embedder fails, the entry is still stored (the conversation must not be
     lost) and a warning is logged; the backlog is caught up by
     ``memory.embed_pending()`` (batches of 256, also after changing the
-    embedder's model), and a thread-scoped hybrid search embeds any entry of
-    its thread that still lacks a vector before ranking.
+    embedder's model), and a hybrid search embeds the candidates it found by
+    keyword that still lack a vector.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -76,7 +64,6 @@ from memorybank.memory._sync.documents import DOCUMENT_KIND, document_from_recor
 from memorybank.memory._sync.facts import FACT, FACT_VERSION
 from memorybank.recall._sync.fact_recall import (
     FactItem,
-    fact_candidates,
     fact_item,
     fact_pool,
     fact_vectors,
@@ -92,11 +79,9 @@ from memorybank.stores.contract._sync.store import (
     UNSET,
     Record,
     SearchHit,
-    Unset,
     VectorItem,
     Visibility,
 )
-from memorybank.stores.contract.types import LAST_POSITION
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -107,8 +92,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EMBED_BATCH",
-    "SCOPE_THREAD_LIMIT",
-    "THREAD_RANK_LIMIT",
+    "HYBRID_CANDIDATES",
     "SearchMode",
     "embed_entries",
     "embed_pending",
@@ -118,18 +102,15 @@ __all__ = [
 
 
 SearchMode = Literal["hybrid", "semantic", "keyword"]
-#: A thread-scoped hybrid search ranks every entry of a thread up to this size
-#: (ranking 5,000 entries takes a few milliseconds; reading them dominates).
-THREAD_RANK_LIMIT = 5000
-#: A search without ``thread_id`` ranks every visible entry when the caller sees at
-#: most this many threads (and at most ``THREAD_RANK_LIMIT`` entries in them).
-SCOPE_THREAD_LIMIT = 64
+#: What a hybrid search asks each of the store's indexes (full text, vectors) for, at
+#: least (``3 * k`` when more): the candidates the ranker scores, with the neighbours of
+#: the best of them. The cost of a search follows this, never the size of the scope.
+HYBRID_CANDIDATES = 100
 #: Texts per embedder call when embedding many entries or documents.
 EMBED_BATCH = 256
 _MIN_CANDIDATES = 30
-_EXPAND_HITS = 5  # best entry hits whose neighbours join the candidates
+_EXPAND_HITS = 10  # best entry hits whose neighbours join the candidates
 _NEIGHBOURS = 3  # entries before and after each of them
-_CACHED_THREADS = 16
 _KINDS = {"entries": "entry", "documents": DOCUMENT_KIND, "facts": FACT}
 _PREFIX = {"entry": "e:", DOCUMENT_KIND: "d:", FACT: "f:", FACT_VERSION: "v:"}
 _MODES = ("hybrid", "semantic", "keyword")
@@ -249,32 +230,6 @@ def embed_pending(
     return done
 
 
-# -- thread ranker cache -------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _ThreadIndex:
-    signature: tuple[tuple[str, str, int, str, str | None, datetime], ...]
-    model_id: str | None
-    options: SearchOptions
-    ranker: HybridRanker
-    vectors: dict[tuple[str, str], NDArray[np.float32]]  # (id, content) -> vector
-    #: the last ranker extended with documents and facts, and what they were
-    extended: tuple[tuple[tuple[str, str, datetime | None, bool], ...], HybridRanker] | None = None
-
-
-_CACHES: weakref.WeakKeyDictionary[Any, OrderedDict[tuple[str, ...], _ThreadIndex]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _cache(core: _Core) -> OrderedDict[tuple[str, ...], _ThreadIndex]:
-    cache = _CACHES.get(core)
-    if cache is None:
-        cache = _CACHES[core] = OrderedDict()
-    return cache
-
-
 # -- search --------------------------------------------------------------------------------
 
 
@@ -380,14 +335,8 @@ def _dispatch(
     mode: SearchMode,
     store_kinds: list[str],
 ) -> list[Hit]:
-    if thread is not None and mode == "hybrid":
-        count = store.count_entries(tenant, thread.id)
-        if count <= THREAD_RANK_LIMIT:
-            return search.rank_thread(thread)
-    if thread is None and mode == "hybrid" and "entry" in store_kinds:
-        threads = search.scope_threads()
-        if threads is not None:
-            return search.rank_scope(threads)
+    # One path for every scope size: the store's own candidates, never the whole scope.
+    del store, tenant, store_kinds
     return search.native(mode, thread)
 
 
@@ -438,61 +387,6 @@ class _Search:
             return False
         return not self.filters or _matches(metadata, self.filters)
 
-    # -- thread-scoped: rank every entry ------------------------------------------------
-
-    def rank_thread(self, thread: Thread) -> list[Hit]:
-        _, rows = self.store.list_entries(self.tenant, thread.id)
-        key = (self.tenant, thread.id, thread.current_branch)
-        return self._rank_entries(key, [e for e in rows if e.content], [])
-
-    def scope_threads(self) -> list[Thread] | None:
-        """The threads this caller may see, or ``None`` when they are too many (more than
-        ``SCOPE_THREAD_LIMIT`` threads or ``THREAD_RANK_LIMIT`` entries) to rank whole."""
-        user, agent = self.visible.user_id, self.visible.agent_id
-        users: list[str | Unset | None] = [user] if not isinstance(user, str) else [user, None]
-        agents: list[str | Unset | None] = [agent] if not isinstance(agent, str) else [agent, None]
-        found: dict[str, Thread] = {}
-        for u in users:
-            for a in agents:
-                for thread in self.store.list_threads(
-                    self.tenant, user_id=u, agent_id=a, limit=SCOPE_THREAD_LIMIT + 1
-                ):
-                    if self.visible.admits(thread.agent_id, thread.user_id):
-                        found[thread.id] = thread
-                    if len(found) > SCOPE_THREAD_LIMIT:
-                        return None
-        counts = self.store.count_entries_many(self.tenant, list(found))
-        if sum(counts.values()) > THREAD_RANK_LIMIT:
-            return None
-        return sorted(found.values(), key=lambda t: (t.created_at, t.id))
-
-    def rank_scope(self, threads: list[Thread]) -> list[Hit]:
-        """Rank every entry of ``threads`` (and the documents that match) as one memory."""
-        # one batch read of the whole threads (``entry_windows``), not one per thread
-        windows = [(thread.id, 0, LAST_POSITION) for thread in threads]
-        entries = [
-            e
-            for rows in (self.store.entry_windows(self.tenant, windows) if windows else [])
-            for e in rows
-            if e.content
-        ]
-        documents: list[Document] = []
-        if DOCUMENT_KIND in self.kinds:
-            documents = self._matching_documents()
-        facts: list[FactItem] = []
-        if self.fact_kinds:
-            facts = fact_pool(
-                self.core,
-                self.tenant,
-                self.visible,
-                self.query,
-                kinds=self.fact_kinds,
-                fetch=max(_MIN_CANDIDATES, 3 * self.k),
-                query_vector=self._qvec_list(),
-            )
-        scope = f"{self.visible.user_id!r}/{self.visible.agent_id!r}"
-        return self._rank_entries((self.tenant, "scope", scope), entries, documents, facts)
-
     def _qvec(self) -> NDArray[np.float32] | None:
         """The query's vector (``None`` without an embedder), embedded once per search."""
         if not self._qvecs:
@@ -502,150 +396,6 @@ class _Search:
     def _qvec_list(self) -> list[float] | None:
         qvec = self._qvec()
         return None if qvec is None else qvec.tolist()
-
-    def _matching_documents(self) -> list[Document]:
-        """Documents among the store's keyword and vector candidates for the query."""
-        embedder = self.core.embedder
-        fetch = max(_MIN_CANDIDATES, 3 * self.k)
-        hits = self.store.text_search(
-            self.tenant, self.query, kinds=[DOCUMENT_KIND], k=fetch, visible_to=self.visible
-        )
-        if embedder is not None:
-            qvec = self._qvec()
-            assert qvec is not None
-            hits += self.store.vector_search(
-                self.tenant,
-                qvec.tolist(),
-                model_id=embedder.model_id,
-                kinds=[DOCUMENT_KIND],
-                k=fetch,
-                visible_to=self.visible,
-            )
-        out: dict[str, Document] = {}
-        for hit in hits:
-            if hit.id not in out:
-                record = self._resolve(hit)
-                if isinstance(record, Document):
-                    out[hit.id] = record
-        return list(out.values())
-
-    def _rank_entries(
-        self,
-        key: tuple[str, ...],
-        entries: list[Entry],
-        documents: list[Document],
-        facts: Sequence[FactItem] = (),
-    ) -> list[Hit]:
-        embedder = self.core.embedder
-        model_id = None if embedder is None else embedder.model_id
-        signature = tuple(
-            (e.thread_id, e.id, e.position, e.content or "", e.name, e.created_at) for e in entries
-        )
-        cache = _cache(self.core)
-        index = cache.get(key)
-        if (
-            index is None
-            or index.signature != signature
-            or index.model_id != model_id
-            or index.options != self.options
-        ):
-            index = self._build_index(entries, signature, model_id, index)
-            cache[key] = index
-            while len(cache) > _CACHED_THREADS:
-                cache.popitem(last=False)
-        cache.move_to_end(key)
-        qvec = self._qvec()
-        records: dict[str, Entry | Document | FactItem] = {e.id: e for e in entries}
-        ranker = index.ranker
-        if documents or facts:  # a one-off ranker: entries, documents, facts on one scale
-            stored: dict[str, list[float]] = {}
-            if model_id is not None and documents:
-                stored = self.store.vector_get(
-                    self.tenant, DOCUMENT_KIND, [d.id for d in documents], model_id=model_id
-                )
-            extra = [
-                Candidate(
-                    id="d:" + d.id,
-                    thread_id="d:" + d.id,
-                    position=0,
-                    text=d.content,
-                    created_at=d.created_at,
-                    vector=None if d.id not in stored else np.asarray(stored[d.id], np.float32),
-                )
-                for d in documents
-            ]
-            records.update({"d:" + d.id: d for d in documents})
-            extra += fact_candidates(facts, fact_vectors(self.core, self.tenant, facts))
-            records.update({f.key: f for f in facts})
-            # kept while they stay the same (the facts of a scope rarely change)
-            added = tuple((c.id, c.text, c.created_at, c.vector is not None) for c in extra)
-            if index.extended is None or index.extended[0] != added:
-                index.extended = (added, HybridRanker([*ranker.candidates, *extra], self.options))
-            ranker = index.extended[1]
-        hits: list[Hit] = []
-        for i, score, signals in _rank(ranker, self.query, qvec):
-            record = records[ranker.structure.ids[i]]
-            if self._keep(score, record.metadata):
-                hits.append(_hit(record, score, signals))
-                if len(hits) >= self.k:
-                    break
-        return hits
-
-    def _build_index(
-        self,
-        entries: list[Entry],
-        signature: tuple[tuple[str, str, int, str, str | None, datetime], ...],
-        model_id: str | None,
-        previous: _ThreadIndex | None,
-    ) -> _ThreadIndex:
-        embedder = self.core.embedder
-        vectors: dict[tuple[str, str], NDArray[np.float32]] = {}
-        if embedder is not None and model_id is not None:
-            if previous is not None and previous.model_id == model_id:
-                vectors = {
-                    (e.id, e.content or ""): previous.vectors[(e.id, e.content or "")]
-                    for e in entries
-                    if (e.id, e.content or "") in previous.vectors
-                }
-            missing = [e for e in entries if (e.id, e.content or "") not in vectors]
-            if missing:
-                stored = self.store.vector_get(
-                    self.tenant, "entry", [e.id for e in missing], model_id=model_id
-                )
-                for e in missing:
-                    if e.id in stored:
-                        vectors[(e.id, e.content or "")] = np.asarray(stored[e.id], np.float32)
-                missing = [e for e in missing if (e.id, e.content or "") not in vectors]
-            if missing:  # catch up the backlog of this thread before ranking
-                fresh = embed_texts(embedder, [e.content or "" for e in missing])
-                self.store.vector_put(
-                    self.tenant,
-                    [
-                        VectorItem("entry", e.id, model_id, vec, e.thread_id)
-                        for e, vec in zip(missing, fresh, strict=True)
-                    ],
-                )
-                for e, vec in zip(missing, fresh, strict=True):
-                    vectors[(e.id, e.content or "")] = np.asarray(vec, np.float32)
-        candidates = [
-            Candidate(
-                id=e.id,
-                thread_id=e.thread_id,
-                position=e.position,
-                text=e.content or "",
-                name=e.name,
-                created_at=e.created_at,
-                vector=vectors.get((e.id, e.content or "")),
-            )
-            for e in entries
-        ]
-        return _ThreadIndex(
-            signature=signature,
-            model_id=model_id,
-            options=self.options,
-            ranker=HybridRanker(candidates, self.options),
-            vectors=vectors,
-        )
 
     # -- store-native candidates --------------------------------------------------------
 
@@ -710,7 +460,10 @@ class _Search:
 
     def native(self, mode: SearchMode, thread: Thread | None) -> list[Hit]:
         embedder = self.core.embedder
-        fetch = max(_MIN_CANDIDATES, (3 if mode == "hybrid" else 5) * self.k)
+        if mode == "hybrid":
+            fetch = max(HYBRID_CANDIDATES, 3 * self.k)
+        else:
+            fetch = max(_MIN_CANDIDATES, 5 * self.k)
         if self.filters or self.min_score is not None:
             fetch *= 4
         thread_id = None if thread is None else thread.id
@@ -836,6 +589,7 @@ class _Search:
                         self.tenant, kind, ids, model_id=embedder.model_id
                     )
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})
+            self._embed_missing(records, vectors)
             facts = [r for r in records.values() if isinstance(r, FactItem)]
             vectors.update(fact_vectors(self.core, self.tenant, facts))
         candidates = [
@@ -867,6 +621,42 @@ class _Search:
                 if len(hits) >= self.k:
                     break
         return hits
+
+    def _embed_missing(
+        self,
+        records: dict[str, Entry | Document | FactItem],
+        vectors: dict[str, list[float] | NDArray[np.float32]],
+    ) -> None:
+        """Embed the candidate entries that lack a vector (written before the embedder, or
+        while it failed) and store them: bounded by the candidates, one embedder batch."""
+        embedder = self.core.embedder
+        assert embedder is not None
+        missing = [
+            (key, record)
+            for key, record in records.items()
+            if isinstance(record, Entry) and key not in vectors and record.content
+        ]
+        if not missing:
+            return
+        try:
+            fresh = embed_texts(embedder, [r.content or "" for _, r in missing])
+            self.store.vector_put(
+                self.tenant,
+                [
+                    VectorItem("entry", r.id, embedder.model_id, vec, r.thread_id)
+                    for (_, r), vec in zip(missing, fresh, strict=True)
+                ],
+            )
+        except Exception as error:  # ranked without a semantic score; the search goes on
+            logger.warning(
+                "memorybank: could not embed %d search candidates (%s: %s)",
+                len(missing),
+                type(error).__name__,
+                error,
+            )
+            return
+        for (key, _), vec in zip(missing, fresh, strict=True):
+            vectors[key] = vec
 
 
 def _interleave(

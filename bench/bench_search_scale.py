@@ -1,0 +1,516 @@
+"""Recall at service scale: a search's cost follows its candidates, not the user's history.
+
+X1  User-scope hybrid search (``AsyncMemory.search(q, user_id=, agent_id=, k=10)``) on a
+    store of 50 users x 20 threads x 100 messages (2,000 entries each), from 1, 8 and 32
+    concurrent clients in one process, each search for a random user: searches/s and
+    p50/p99, the first search of every user in a new process (cold) and after (hot).
+    Thread-scoped search and ``build_context`` (hybrid + facts + semantic) the same way.
+X2  The raw equivalent in the same run, taking turns with memorybank: one full-text
+    query over the user's threads (30 rows), a numpy top-30 over the user's vectors
+    held in memory, one SELECT of the 30 best rows, fused by reciprocal rank; from 1, 8
+    and 32 threads, each with its own connection.
+X3  Scope size: p50 of the same search for a user with 500 entries and one with
+    ``--big`` entries (default 50,000) in a store of ``--scale`` entries (default
+    200,000; the issue's figure is ``--scale 1000000``).
+
+Vectors are precomputed 384-d (``bench_search.dataset``: clustered, as sentence
+embeddings are), so no model runs; texts are 12 words of a 5,000-word vocabulary.
+Databases are built through the public API (``entries.add_many``, vectors with
+``store.vector_put``) in a temporary directory (SQLite) or under a fresh table prefix
+(PostgreSQL, dropped afterwards).
+
+Run: ``python -m bench search-scale`` or ``python -m bench.bench_search_scale [--quick]
+[--stores sqlite,postgres] [--scale N] [--big N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sqlite3
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from bench._util import percentile, table
+from bench.bench_search import DIM, MODEL, dataset
+from memorybank import AsyncMemory, Memory
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sql.common import fts_query
+
+AGENT = "agent"
+FETCH = 30
+CLIENTS = (1, 8, 32)
+PG_URL = os.environ.get("MEMORYBANK_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+class Lookup:
+    """An embedder that looks the queries' precomputed vectors up (no model in the figures)."""
+
+    def __init__(self, fixed: dict[str, NDArray[np.float32]]) -> None:
+        self.fixed = fixed
+
+    @property
+    def model_id(self) -> str:
+        return MODEL
+
+    @property
+    def dimensions(self) -> int:
+        return DIM
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return [self.fixed[t].tolist() for t in texts]
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self.embed(texts)
+
+
+def queries(n: int, seed: int) -> tuple[list[str], NDArray[np.float32]]:
+    """Four words of the vocabulary each (what a question shares with the turns), and
+    vectors near the entries' clusters."""
+    texts, vectors = dataset(n, seed=seed)
+    return [" ".join(t.split()[1:5]) + f" q{i}" for i, t in enumerate(texts)], vectors
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+def load(memory: Memory, owners: Sequence[tuple[str, int, int]], seed: int) -> dict[str, Any]:
+    """``owners``: (user, threads, entries per thread). The user -> (thread ids, matrix)."""
+    store = memory.store
+    out: dict[str, Any] = {}
+    for n, (user, threads, per) in enumerate(owners):
+        texts, vectors = dataset(threads * per, seed=seed + n)
+        ids: list[str] = []
+        thread_ids: list[str] = []
+        for t in range(threads):
+            thread = memory.threads.create(user_id=user, agent_id=AGENT)
+            thread_ids.append(thread.id)
+            chunk = slice(t * per, (t + 1) * per)
+            for start in range(chunk.start, chunk.stop, 1000):
+                stop = min(start + 1000, chunk.stop)
+                entries = memory.entries.add_many(
+                    thread.id, [{"role": "user", "content": x} for x in texts[start:stop]]
+                )
+                store.vector_put(
+                    memory.tenant_id,
+                    [
+                        VectorItem("entry", e.id, MODEL, vec, thread.id)
+                        for e, vec in zip(entries, vectors[start:stop], strict=True)
+                    ],
+                )
+                ids.extend(e.id for e in entries)
+        out[user] = (thread_ids, ids, vectors)
+    return out
+
+
+# -- the raw equivalent -----------------------------------------------------------------
+
+
+def _fuse(text_ids: Sequence[str], vector_ids: Sequence[str]) -> list[str]:
+    score: dict[str, float] = {}
+    for ranked in (text_ids, vector_ids):
+        for rank, rid in enumerate(ranked):
+            score[rid] = score.get(rid, 0.0) + 1.0 / (60 + rank)
+    return sorted(score, key=lambda r: -score[r])[:FETCH]
+
+
+class RawSQLite:
+    """FTS5 over the user's threads, numpy over the user's vectors, one SELECT of rows."""
+
+    def __init__(self, path: str, users: dict[str, Any]) -> None:
+        self.path = path
+        self.users = users
+        self.local = threading.local()
+        p = "memorybank_"
+        self.text_sql = (
+            f"SELECT e.id FROM {p}entries_fts JOIN {p}entries e ON e.rowid = {p}entries_fts.rowid"
+            f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+            f" WHERE {p}entries_fts MATCH ? AND e.tenant_id = 'default'"
+            " AND t.agent_id = ? AND t.user_id = ? ORDER BY bm25(" + p + "entries_fts) LIMIT ?"
+        )
+        self.rows_sql = (
+            f"SELECT id, thread_id, content, created_at FROM {p}entries"
+            " WHERE tenant_id = 'default' AND id IN (" + ",".join("?" * FETCH) + ")"
+        )
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = sqlite3.connect(self.path, check_same_thread=False)
+        return conn
+
+    def __call__(self, user: str, text: str, qvec: NDArray[np.float32], thread: str | None) -> int:
+        conn = self._conn()
+        _, ids, matrix = self.users[user]
+        text_ids = [
+            r[0] for r in conn.execute(self.text_sql, (fts_query(text), AGENT, user, FETCH))
+        ]
+        scores = matrix @ qvec
+        best = np.argpartition(-scores, FETCH)[:FETCH]
+        vector_ids = [ids[i] for i in best[np.argsort(-scores[best])]]
+        fused = _fuse(text_ids, vector_ids)
+        fused += [""] * (FETCH - len(fused))
+        return len(conn.execute(self.rows_sql, fused).fetchall())
+
+
+class RawPostgres:
+    """tsvector over the user's threads, numpy over the user's vectors, one SELECT of rows."""
+
+    def __init__(self, url: str, prefix: str, users: dict[str, Any]) -> None:
+        import psycopg
+
+        from memorybank.stores.postgres._sync import tsquery
+
+        self.tsquery = tsquery
+        self.psycopg = psycopg
+        self.url = url
+        self.users = users
+        self.local = threading.local()
+        p = prefix
+        self.text_sql = (
+            f"SELECT e.id FROM {p}entries e JOIN {p}threads t ON t.tenant_id = e.tenant_id"
+            " AND t.id = e.thread_id WHERE e.search @@ to_tsquery('english', %(q)s)"
+            " AND e.tenant_id = 'default' AND t.agent_id = %(agent)s AND t.user_id = %(user)s"
+            " ORDER BY ts_rank_cd(e.search, to_tsquery('english', %(q)s)) DESC LIMIT %(k)s"
+        )
+        self.rows_sql = (
+            f"SELECT id, thread_id, content, created_at FROM {p}entries"
+            " WHERE tenant_id = 'default' AND id = ANY(%s)"
+        )
+
+    def _conn(self) -> Any:
+        conn = getattr(self.local, "conn", None)
+        if conn is None:
+            conn = self.local.conn = self.psycopg.connect(self.url, autocommit=True)
+        return conn
+
+    def __call__(self, user: str, text: str, qvec: NDArray[np.float32], thread: str | None) -> int:
+        conn = self._conn()
+        _, ids, matrix = self.users[user]
+        params = {"q": self.tsquery(text), "agent": AGENT, "user": user, "k": FETCH}
+        text_ids = [r[0] for r in conn.execute(self.text_sql, params)]
+        scores = matrix @ qvec
+        best = np.argpartition(-scores, FETCH)[:FETCH]
+        vector_ids = [ids[i] for i in best[np.argsort(-scores[best])]]
+        return len(conn.execute(self.rows_sql, (_fuse(text_ids, vector_ids),)).fetchall())
+
+
+# -- running ----------------------------------------------------------------------------
+
+
+def _stats(samples: list[float], wall: float) -> tuple[float, float, float]:
+    return len(samples) / wall, statistics.median(samples) * 1000, percentile(samples, 0.99) * 1000
+
+
+async def _clients_async(
+    call: Callable[[int], Awaitable[object]], clients: int, total: int
+) -> tuple[float, float, float]:
+    counter = iter(range(total))
+    samples: list[float] = []
+
+    async def client() -> None:
+        for i in counter:
+            start = time.perf_counter()
+            await call(i)
+            samples.append(time.perf_counter() - start)
+
+    wall = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(clients)))
+    return _stats(samples, time.perf_counter() - wall)
+
+
+def _clients_threads(
+    call: Callable[[int], object], clients: int, total: int
+) -> tuple[float, float, float]:
+    lock = threading.Lock()
+    counter = iter(range(total))
+    samples: list[float] = []
+
+    def client() -> None:
+        while True:
+            with lock:
+                i = next(counter, None)
+            if i is None:
+                return
+            start = time.perf_counter()
+            call(i)
+            with lock:
+                samples.append(time.perf_counter() - start)
+
+    wall = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        for future in [pool.submit(client) for _ in range(clients)]:
+            future.result()
+    return _stats(samples, time.perf_counter() - wall)
+
+
+def _load_avg() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+async def run_x1(
+    name: str,
+    open_memory: Callable[[Lookup], AsyncMemory],
+    raw: Callable[[str, str, NDArray[np.float32], str | None], int],
+    users: dict[str, Any],
+    total: int,
+    out: list[list[Any]],
+    notes: list[str],
+) -> None:
+    qtexts, qvecs = queries(512, seed=99)
+    lookup = Lookup(dict(zip(qtexts, qvecs, strict=True)))
+    names = sorted(users)
+    rng = np.random.default_rng(5)
+    picks = [
+        (names[int(rng.integers(len(names)))], int(rng.integers(len(qtexts)))) for _ in range(10**5)
+    ]
+    memory = open_memory(lookup)
+    try:
+        # cold: the first search of every user in this process (and of this memory)
+        cold: list[float] = []
+        for n, user in enumerate(names):
+            start = time.perf_counter()
+            await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
+            cold.append(time.perf_counter() - start)
+        raw_cold: list[float] = []
+        for n, user in enumerate(names):
+            start = time.perf_counter()
+            raw(user, qtexts[n], qvecs[n], None)
+            raw_cold.append(time.perf_counter() - start)
+        mb_p50, raw_p50 = statistics.median(cold) * 1000, statistics.median(raw_cold) * 1000
+        out.append(
+            [
+                name,
+                "user, cold",
+                1,
+                "-",
+                "-",
+                "-",
+                f"{mb_p50:.1f} / -",
+                f"{raw_p50:.1f}",
+                f"{mb_p50 / raw_p50:.1f}x",
+            ]
+        )
+
+        async def user_search(i: int) -> object:
+            user, q = picks[i]
+            return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
+
+        def raw_user(i: int) -> object:
+            user, q = picks[i]
+            return raw(user, qtexts[q], qvecs[q], None)
+
+        threads = {u: users[u][0] for u in names}
+
+        async def thread_search(i: int) -> object:
+            user, q = picks[i]
+            tid = threads[user][i % len(threads[user])]
+            return await memory.search(qtexts[q], thread_id=tid, k=10)
+
+        async def context(i: int) -> object:
+            user, q = picks[i]
+            tid = threads[user][i % len(threads[user])]
+            scoped = memory.scoped(user_id=user, agent_id=AGENT)
+            return await scoped.build_context(
+                tid, max_tokens=2000, current_input=qtexts[q], include_semantic=True
+            )
+
+        for label, mine, theirs in (
+            ("user, hot", user_search, raw_user),
+            ("thread", thread_search, None),
+            ("build_context", context, None),
+        ):
+            for clients in CLIENTS:
+                n = total if clients == 1 else total * 2
+                mb = await _clients_async(mine, clients, n)
+                rw = _clients_threads(raw_user if theirs is None else theirs, clients, n)
+                out.append(
+                    [
+                        name,
+                        label,
+                        clients,
+                        f"{mb[0]:.0f}",
+                        f"{rw[0]:.0f}",
+                        f"{mb[0] / rw[0]:.2f}",
+                        f"{mb[1]:.1f} / {mb[2]:.1f}",
+                        f"{rw[1]:.1f}",
+                        f"{mb[1] / rw[1]:.1f}x",
+                    ]
+                )
+        notes.append(f"{name} X1: {_load_avg()} at the end")
+    finally:
+        await memory.aclose()
+
+
+async def run_x3(
+    name: str,
+    open_memory: Callable[[Lookup], AsyncMemory],
+    users: dict[str, Any],
+    repeat: int,
+    out: list[list[Any]],
+) -> None:
+    qtexts, qvecs = queries(repeat, seed=123)
+    lookup = Lookup(dict(zip(qtexts, qvecs, strict=True)))
+    memory = open_memory(lookup)
+    try:
+        for user in ("small", "big"):
+            size = len(users[user][1])
+            samples = []
+            for i in range(repeat):
+                start = time.perf_counter()
+                await memory.search(qtexts[i], user_id=user, agent_id=AGENT, k=10)
+                samples.append(time.perf_counter() - start)
+            out.append(
+                [
+                    name,
+                    f"{size:,}",
+                    f"{statistics.median(samples) * 1000:.1f}",
+                    f"{percentile(samples, 0.99) * 1000:.1f}",
+                ]
+            )
+    finally:
+        await memory.aclose()
+
+
+def owners_x1(quick: bool) -> list[tuple[str, int, int]]:
+    return [(f"user-{n:02d}", 20, 100) for n in range(10 if quick else 50)]
+
+
+def owners_x3(scale: int, big: int) -> list[tuple[str, int, int]]:
+    rest = max(0, scale - big - 500)
+    fillers = [(f"filler-{n}", 20, 100) for n in range(rest // 2000)]
+    return [("small", 5, 100), ("big", big // 100, 100), *fillers]
+
+
+def sqlite_part(
+    args: argparse.Namespace, x1: list[list[Any]], x3: list[list[Any]], notes: list[str]
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "scale.db")
+        start = time.perf_counter()
+        with Memory(f"sqlite:///{path}") as plain:
+            users = load(plain, owners_x1(args.quick), seed=1000)
+        notes.append(f"sqlite X1 store built in {time.perf_counter() - start:.0f} s")
+        raw = RawSQLite(path, users)
+        asyncio.run(
+            run_x1(
+                "sqlite",
+                lambda e: AsyncMemory(f"sqlite:///{path}", embedder=e),
+                raw,
+                users,
+                args.total,
+                x1,
+                notes,
+            )
+        )
+        path3 = os.path.join(tmp, "scale3.db")
+        start = time.perf_counter()
+        with Memory(f"sqlite:///{path3}") as plain:
+            users3 = load(plain, owners_x3(args.scale, args.big), seed=5000)
+        notes.append(
+            f"sqlite X3 store ({args.scale:,} entries) built in {time.perf_counter() - start:.0f} s"
+        )
+        asyncio.run(
+            run_x3(
+                "sqlite", lambda e: AsyncMemory(f"sqlite:///{path3}", embedder=e), users3, 50, x3
+            )
+        )
+
+
+def postgres_part(
+    args: argparse.Namespace, x1: list[list[Any]], x3: list[list[Any]], notes: list[str]
+) -> None:
+    try:
+        import psycopg
+
+        from memorybank.stores import AsyncPostgresStore, PostgresStore
+    except ImportError:
+        notes.append("postgres: psycopg not installed, skipped")
+        return
+    try:
+        psycopg.connect(PG_URL, connect_timeout=3).close()
+    except Exception as error:
+        notes.append(f"postgres: unreachable ({type(error).__name__}), skipped")
+        return
+    prefix = f"bss{uuid.uuid4().hex[:6]}_"
+    try:
+        start = time.perf_counter()
+        with Memory(PostgresStore.from_url(PG_URL, prefix=prefix)) as plain:
+            users = load(plain, owners_x1(args.quick), seed=1000)
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f"ANALYZE {prefix}entries")
+            conn.execute(f"ANALYZE {prefix}threads")
+        notes.append(f"postgresql X1 store built in {time.perf_counter() - start:.0f} s")
+        raw = RawPostgres(PG_URL, prefix, users)
+        asyncio.run(
+            run_x1(
+                "postgresql",
+                lambda e: AsyncMemory(
+                    AsyncPostgresStore.from_url(PG_URL, prefix=prefix), embedder=e
+                ),
+                raw,
+                users,
+                args.total,
+                x1,
+                notes,
+            )
+        )
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            like = prefix.replace("_", "\\_") + "%"
+            for (table_name,) in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE tablename LIKE %s", (like,)
+            ).fetchall():
+                conn.execute(f'DROP TABLE IF EXISTS "{table_name}" CASCADE')
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10 users, small scale store")
+    parser.add_argument("--stores", default="sqlite,postgres")
+    parser.add_argument("--scale", type=int, default=200_000, help="entries in the X3 store")
+    parser.add_argument("--big", type=int, default=50_000, help="the big user's entries (X3)")
+    parser.add_argument("--total", type=int, default=200, help="searches per 1-client cell")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.scale, args.big, args.total = min(args.scale, 30_000), min(args.big, 10_000), 60
+    stores = [s.strip() for s in args.stores.split(",") if s.strip()]
+    x1: list[list[Any]] = []
+    x3: list[list[Any]] = []
+    notes: list[str] = []
+    if "sqlite" in stores:
+        sqlite_part(args, x1, x3, notes)
+    if "postgres" in stores:
+        postgres_part(args, x1, x3, notes)
+    print("### X1/X2: hybrid search, memorybank against the raw equivalent (same run)\n")
+    headers = [
+        "store",
+        "search",
+        "clients",
+        "mb/s",
+        "raw/s",
+        "ratio",
+        "mb p50 / p99 ms",
+        "raw p50 ms",
+        "p50 ratio",
+    ]
+    print(table(headers, x1))
+    print("\n### X3: user-scope hybrid search p50 by the user's history\n")
+    print(table(["store", "user's entries", "p50 ms", "p99 ms"], x3))
+    print()
+    for note in notes:
+        print("-", note)
+
+
+if __name__ == "__main__":
+    main()
