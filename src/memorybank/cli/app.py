@@ -389,6 +389,30 @@ def serve(
             show_default=False,
         ),
     ] = None,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout",
+            min=0.001,
+            help="Seconds a client has to send a request's headers (then 408, closed).",
+        ),
+    ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            min=0.001,
+            help="Seconds a client has to send a request's body once its headers are in.",
+        ),
+    ] = 30.0,
+    limit_concurrency: Annotated[
+        int,
+        typer.Option(
+            "--limit-concurrency",
+            min=1,
+            help="Connections and requests one worker serves at once; more get 503.",
+        ),
+    ] = 1000,
     demo_data: Annotated[
         bool,
         typer.Option(
@@ -405,6 +429,11 @@ def serve(
     try:
         import uvicorn
 
+        from memorybank.server.limits import (
+            BODY_TIMEOUT_ENV,
+            HEADER_TIMEOUT_ENV,
+            DeadlineHttpProtocol,
+        )
         from memorybank.server.ops import configure_logging
     except ImportError:  # pragma: no cover - the server extra is missing
         typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
@@ -419,6 +448,8 @@ def serve(
         chosen = embedder_named(os.environ.get(EMBEDDER_ENV))
     if key_cache_seconds is not None:
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
+    os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
+    os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
     if demo_data:
         _serve_demo(url, host, port, chosen)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -439,6 +470,8 @@ def serve(
         log_config=None,
         access_log=False,  # the app writes its own JSON access log
         timeout_graceful_shutdown=30,
+        http=DeadlineHttpProtocol,  # uvicorn's, with header and body deadlines
+        limit_concurrency=limit_concurrency,
     )
 
 

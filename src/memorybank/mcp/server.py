@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
@@ -48,7 +49,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from memorybank.dump import format as _dump
-from memorybank.errors import ConfigurationError, InvalidInput, MemoryBankError
+from memorybank.errors import ConfigurationError, InvalidInput, MemoryBankError, StoreError
 from memorybank.mcp import graph_tools as mcp_compat
 from memorybank.mcp.graph_tools import (
     AddedObservations,
@@ -75,6 +76,8 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
     from mcp.server.auth.settings import AuthSettings
+
+_log = logging.getLogger("memorybank.mcp")
 
 __all__ = ["HISTORY_MAX", "LIST_MAX", "RECALL_MAX", "HandleFor", "build_server", "create_server"]
 
@@ -221,10 +224,21 @@ def _bounded(value: int, field: str, maximum: int) -> int:
 
 @contextmanager
 def _tool_errors() -> Iterator[None]:
-    """A memorybank error becomes a tool error the model can read (``code: message``)."""
+    """A memorybank error becomes a tool error the model can read (``code: message``).
+
+    A store failure says only its code: the store's message carries the driver's
+    words (host, port, user, database), which go to the ``memorybank.mcp`` log."""
     try:
         yield
     except MemoryBankError as error:
+        if isinstance(error, StoreError) or (
+            isinstance(error, ConfigurationError)
+            and error.__cause__ is not None
+            and not isinstance(error.__cause__, MemoryBankError)
+        ):
+            _log.warning("store failure in a tool call: %r (cause: %r)", error, error.__cause__)
+            code = error.code if isinstance(error, StoreError) else "store_unavailable"
+            raise ToolError(f"{code}: the store failed; retry later") from error
         message = " ".join(str(error).split()) or type(error).__name__
         raise ToolError(f"{error.code}: {message}") from error
 

@@ -23,11 +23,13 @@ from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
+from memorybank.server.circuit import StoreCircuit
 from memorybank.server.deps import document_auth
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
 from memorybank.server.routes import admin, cortex, graph, records, threads
+from memorybank.stores.contract._async.store import AsyncStore
 
 if TYPE_CHECKING:
     from memorybank.server.mcp import McpMount
@@ -102,6 +104,8 @@ def create_app(
         owned = memory is None
         mem = AsyncMemory(url, embedder=embedder) if memory is None else memory
         metrics.instrument(mem.store)
+        circuit = _circuit(mem.store)
+        app.state.circuit = circuit
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
         await _warm_routes(app)
@@ -111,6 +115,7 @@ def create_app(
                     await stack.enter_async_context(mcp_mount.running())
                 yield
         finally:
+            await circuit.stop()
             if owned:
                 await mem.close()
 
@@ -170,6 +175,17 @@ def create_app(
     mcp_mount = _mount_mcp(app) if mcp else None
 
     return app
+
+
+def _circuit(store: AsyncStore) -> StoreCircuit:
+    """The store's circuit, made and wired on first use (a store served twice keeps one)."""
+    known = getattr(store, "_memorybank_circuit", None)
+    if isinstance(known, StoreCircuit):
+        return known
+    circuit = StoreCircuit(store)
+    circuit.instrument()
+    store._memorybank_circuit = circuit  # type: ignore[attr-defined]
+    return circuit
 
 
 def _mount_mcp(app: FastAPI) -> McpMount | None:

@@ -110,7 +110,8 @@ async def authenticate(
         state["key_id"] = "admin"
         checked = None if tenant is None else check_tenant(tenant, "X-Tenant-Id")
         return Caller(tenant=checked, key_id=None, is_admin=True, user_id=_user(user_id))
-    info = await key_ring(request).verify(secret)
+    peer = request.client
+    info = await key_ring(request).verify(secret, client=None if peer is None else peer.host)
     if info is None:
         raise _unauthorized("invalid or revoked API key")
     state["key_id"] = info.id

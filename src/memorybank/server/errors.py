@@ -16,6 +16,8 @@ request validation         422     ``invalid_input`` (``field``: the first bad
 ``Conflict``               409     ``conflict``
 ``ExtractionError``        502     ``extraction_error`` (the model's answer)
 ``StoreUnavailable``       503     ``store_unavailable`` (``Retry-After``)
+``ConfigurationError``     503     ``store_unavailable`` (``Retry-After``) when
+ from the store's driver           the store refused the server's login
 ``StoreClosed``            503     ``store_closed`` (``Retry-After``)
 ``StoreError``             500     ``store_error``
 ``ConfigurationError``     500     ``configuration_error``
@@ -23,6 +25,13 @@ request validation         422     ``invalid_input`` (``field``: the first bad
                                    ``payload_too_large``, ...)
 anything else              500     ``internal_error`` (logged; nothing leaks)
 =========================  ======  ==========================================
+
+A 5xx answer never carries the store's own words (a driver's message names
+the database's host, port, user and database): its message is a fixed
+sentence per code (``public_error``), and the detail goes to the
+``memorybank.server`` log with the request id and the route *template*
+(never the path: paths name threads and users, which ``forget_user`` must be
+able to erase).
 """
 
 from __future__ import annotations
@@ -59,7 +68,11 @@ __all__ = [
     "RequestIdMiddleware",
     "error_response",
     "install_error_handlers",
+    "log_failure",
+    "public_error",
+    "refused_by_store",
     "request_id",
+    "route_of",
     "status_of",
 ]
 
@@ -112,12 +125,73 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
+#: What a caller is told of a 5xx, by code (the detail is in the log, under the request id).
+_PUBLIC_MESSAGES = {
+    StoreUnavailable.code: "the store is unavailable; retry after Retry-After seconds",
+    StoreClosed.code: "the store is closed (the server is stopping); retry on another node",
+    StoreError.code: "the store failed; the server's log has the detail under this request id",
+    ConfigurationError.code: "the server is misconfigured; its log has the detail under this"
+    " request id",
+}
+
+
+def refused_by_store(error: MemoryBankError) -> bool:
+    """Whether ``error`` is a store refusing the server's login (a ``ConfigurationError``
+    raised from a driver's exception, not from memorybank's own option checks)."""
+    cause = error.__cause__
+    return (
+        isinstance(error, ConfigurationError)
+        and cause is not None
+        and not isinstance(cause, MemoryBankError)
+    )
+
+
 def status_of(error: MemoryBankError) -> int:
     """The HTTP status of a library error (500 for a class not in the table)."""
+    if refused_by_store(error):
+        return 503
     for cls, status in _STATUS:
         if isinstance(error, cls):
             return status
     return 500
+
+
+def public_error(error: MemoryBankError) -> tuple[int, str, str]:
+    """What a caller may be told of ``error``: its status, stable code and message.
+
+    Below 500 (and for ``extraction_error``, the model's answer) the library's
+    own message, which names the caller's input. A store failure or a
+    misconfiguration gets a fixed sentence instead: the library's message
+    carries the driver's words (host, port, user, database).
+    """
+    status = status_of(error)
+    if status < 500 or isinstance(error, ExtractionError):
+        return status, error.code, str(error)
+    code = StoreUnavailable.code if status == 503 and refused_by_store(error) else error.code
+    return status, code, _PUBLIC_MESSAGES.get(code, "internal server error")
+
+
+def route_of(scope: Scope) -> str:
+    """The route template of a request (``/v1/threads/{thread_id}``), never its path."""
+    route = scope.get("route")
+    template = getattr(route, "path", None)
+    return template if isinstance(template, str) else "unmatched"
+
+
+def log_failure(scope: Scope, error: BaseException, what: str = "store failure") -> None:
+    """Log ``error`` (with its chain: the driver's words) under the request id and route
+    template of ``scope``; never the path, which names threads and users."""
+    rid = scope.get("state", {}).get("request_id", "-")
+    cause = error.__cause__
+    log.warning(
+        "%s on %s %s (request %s): %r%s",
+        what,
+        scope.get("method", "-"),
+        route_of(scope),
+        rid,
+        error,
+        "" if cause is None else f" (cause: {cause!r})",
+    )
 
 
 def request_id(request: Request) -> str:
@@ -151,12 +225,12 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemoryBankError)
-    status = status_of(exc)
+    status, code, message = public_error(exc)
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
     if status >= 500:
-        log.warning("store error on %s: %r", request.url.path, exc)
+        log_failure(request.scope, exc)
     field = exc.field if isinstance(exc, InvalidInput) else None
-    return error_response(request, status, exc.code, str(exc), field=field, headers=headers)
+    return error_response(request, status, code, message, field=field, headers=headers)
 
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
@@ -166,8 +240,43 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _refused_caller(request: Request) -> JSONResponse | None:
+    """The answer for a request refused before its route's dependencies ran (a body
+    that is not JSON, or not UTF-8), when the route needs a key: authenticate now,
+    so a caller without a valid key gets 401 and learns nothing from a 422.
+    ``None``: the caller is authenticated (or the route is public)."""
+    from fastapi.routing import APIRoute
+
+    from memorybank.server import deps
+
+    route = request.scope.get("route")
+    state = request.scope.get("state", {})
+    if "caller" in state or not isinstance(route, APIRoute):
+        return None
+    if not deps._needs_auth(route.dependant):
+        return None
+    try:
+        who = await deps.caller(request)
+        if not who.is_admin and _depends_on(route.dependant, deps.admin_caller):
+            await deps.admin_caller(request)  # 403 for a tenant's key, as after parsing
+    except ApiError as error:
+        return await _api_error(request, error)
+    except InvalidInput:
+        return None  # a good key with a bad header: the 422 stands
+    except MemoryBankError as error:
+        return await _library_error(request, error)
+    return None
+
+
+def _depends_on(dependant: Any, call: Any) -> bool:
+    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    refused = await _refused_caller(request)
+    if refused is not None:
+        return refused
     errors = exc.errors()
     first = errors[0] if errors else {}
     loc = first.get("loc", ())
@@ -191,6 +300,9 @@ _HTTP_CODES = {
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
+        refused = await _refused_caller(request)
+        if refused is not None:
+            return refused
         return error_response(request, 422, InvalidInput.code, f"body: {exc.detail}", field="body")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     headers = dict(exc.headers) if exc.headers else None
@@ -198,7 +310,10 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    rid = request_id(request)
+    log.exception(
+        "unhandled error on %s %s (request %s)", request.method, route_of(request.scope), rid
+    )
     return error_response(request, 500, "internal_error", "internal server error")
 
 

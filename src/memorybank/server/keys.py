@@ -21,8 +21,28 @@ admin routes) takes effect on the next request; one made by *another* process
 (``memorybank keys revoke``, another worker) takes effect in this process
 within ``cache_seconds``. ``cache_seconds=0`` reads the record on every request
 (revocation everywhere at once, one more store read per request). Only
-successes are remembered: a bad, unknown or revoked key is looked up again
-each time and never answered from the cache.
+successes are trusted from memory: a bad, unknown or revoked key is looked up
+again each time and never answered from the cache.
+
+Guessing is bounded, in Argon2 runs rather than in requests (an unknown or
+revoked key id costs one record read and no Argon2 at all):
+
+* a wrong secret already tried against a key's current hash is refused
+  without running Argon2 again (a bounded memory of recent failures);
+* each key id may fail ``FAILURE_BURST`` verifications at once, then one per
+  ``FAILURE_REFILL_SECONDS`` (a token bucket; runs in flight count);
+* each client (``verify(..., client=)``: the server passes the peer's address)
+  may fail ``CLIENT_BURST`` verifications, then one per
+  ``CLIENT_REFILL_SECONDS``, across every key id;
+* at most ``ARGON2_PARALLEL`` verifications run at once per process (each
+  holds 19 MiB while it runs), so memory stays flat under a flood.
+
+Past a bound ``verify`` raises ``TooManyAttempts`` (the server: 429
+``too_many_attempts`` with ``Retry-After``) without running Argon2. Keys that
+already verified in this process are unaffected: their secret is recognised
+before any bound is consulted. (Behind a proxy every client has the proxy's
+address: the per-client bound is then the proxy's, and the per-key bound
+still holds.)
 """
 
 from __future__ import annotations
@@ -30,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import math
 import secrets
 import time
 from collections import OrderedDict
@@ -44,15 +65,22 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
+from memorybank.server.errors import ApiError
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard
 
 __all__ = [
+    "ARGON2_PARALLEL",
+    "CLIENT_BURST",
+    "CLIENT_REFILL_SECONDS",
     "DEFAULT_CACHE_SECONDS",
+    "FAILURE_BURST",
+    "FAILURE_REFILL_SECONDS",
     "KEY_KIND",
     "RESERVED_PREFIX",
     "RESERVED_TENANT",
     "KeyInfo",
     "KeyRing",
+    "TooManyAttempts",
     "check_tenant",
     "parse_key",
 ]
@@ -66,6 +94,51 @@ _PREFIX_HEX = 12  # 48 bits: unique ids; collisions are retried on create
 _CACHE_SIZE = 4096
 #: How long a verified key is trusted without reading its record (seconds).
 DEFAULT_CACHE_SECONDS = 2.0
+#: Failed verifications one key id may have at once (then one per ``FAILURE_REFILL_SECONDS``).
+FAILURE_BURST = 5
+FAILURE_REFILL_SECONDS = 2.0
+#: Failed verifications one client may have at once (then one per ``CLIENT_REFILL_SECONDS``).
+CLIENT_BURST = 10
+CLIENT_REFILL_SECONDS = 1.0
+#: Argon2 verifications running at once in one process.
+ARGON2_PARALLEL = 2
+
+
+class TooManyAttempts(ApiError):
+    """Too many failed verifications for this key id or from this client: 429
+    ``too_many_attempts``, ``Retry-After`` the seconds until one more is allowed."""
+
+    def __init__(self, retry_after: float) -> None:
+        seconds = max(1, math.ceil(retry_after))
+        super().__init__(
+            429,
+            "too_many_attempts",
+            "too many failed attempts with this key; retry later",
+            headers={"Retry-After": str(seconds)},
+        )
+        self.retry_after = seconds
+
+
+class _Bucket:
+    """A token bucket of failures: ``burst`` at once, one more every ``refill`` seconds."""
+
+    __slots__ = ("inflight", "last", "refill", "tokens")
+
+    def __init__(self, burst: int, refill: float, now: float) -> None:
+        self.tokens = float(burst)
+        self.refill = refill
+        self.last = now
+        self.inflight = 0
+
+    def _update(self, now: float, burst: int) -> None:
+        self.tokens = min(float(burst), self.tokens + (now - self.last) / self.refill)
+        self.last = now
+
+    def wait(self, now: float, burst: int, *, count_inflight: bool) -> float:
+        """Seconds until a verification may run (``0``: now)."""
+        self._update(now, burst)
+        free = self.tokens - (self.inflight if count_inflight else 0)
+        return 0.0 if free >= 1 else (1 - free) * self.refill
 
 
 def check_tenant(tenant: object, field: str = "tenant") -> str:
@@ -155,6 +228,16 @@ class KeyRing:
         # Bumped by every revocation here: a verify that read the record before
         # a revocation of this process does not put its (stale) answer in ``_live``.
         self._generation = 0
+        # (key id, stored hash, sha256 of a secret) that failed Argon2: refused again for free
+        self._failed: OrderedDict[tuple[str, str, bytes], None] = OrderedDict()
+        self._by_key: OrderedDict[str, _Bucket] = OrderedDict()
+        self._by_client: OrderedDict[str, _Bucket] = OrderedDict()
+        self._argon2 = asyncio.Semaphore(ARGON2_PARALLEL)
+        # Verifications running now, by (key id, stored hash, fingerprint): the same
+        # secret sent by several requests at once runs Argon2 once.
+        self._running: dict[tuple[str, str, bytes], asyncio.Future[bool]] = {}
+        #: Argon2 verifications run by this ring (successes and failures).
+        self.verifications = 0
 
     async def create(self, tenant: str, label: str | None = None) -> tuple[KeyInfo, str]:
         """A new key for ``tenant``: its info and the secret (shown once, never stored)."""
@@ -187,11 +270,13 @@ class KeyRing:
 
         return await retry_conflicts(step, "a new key id")
 
-    async def verify(self, secret: str) -> KeyInfo | None:
+    async def verify(self, secret: str, *, client: str | None = None) -> KeyInfo | None:
         """The key's info if ``secret`` is a live (not revoked) key, else ``None``.
 
         A key verified less than ``cache_seconds`` ago is answered from memory
-        (see the module's docstring for the staleness bound)."""
+        (see the module's docstring for the staleness bound). ``client`` (the
+        caller's address) is what the per-client bound counts; past a bound,
+        ``TooManyAttempts`` is raised without running Argon2."""
         prefix = parse_key(secret)
         if prefix is None:
             return None
@@ -210,16 +295,63 @@ class KeyRing:
         known = self._verified.get(cache_key)
         if known is not None and hmac.compare_digest(known, fingerprint):
             self._verified.move_to_end(cache_key)
-        else:
-            try:
-                await asyncio.to_thread(self._hasher.verify, stored, secret)
-            except (VerificationError, InvalidHashError):
-                return None
-            _remember(self._verified, cache_key, fingerprint)
+        elif not await self._argon2_verifies(prefix, stored, secret, fingerprint, client):
+            return None
         info = _info(record)
         if self._cache_seconds > 0 and generation == self._generation:
             _remember(self._live, fingerprint, (info, self._monotonic() + self._cache_seconds))
         return info
+
+    async def _argon2_verifies(
+        self, prefix: str, stored: str, secret: str, fingerprint: bytes, client: str | None
+    ) -> bool:
+        """Run Argon2 within the bounds of the module's docstring; remember the outcome."""
+        failed_key = (prefix, stored, fingerprint)
+        if failed_key in self._failed:
+            self._failed.move_to_end(failed_key)
+            return False
+        running = self._running.get(failed_key)
+        if running is not None:
+            return await asyncio.shield(running)
+        now = self._monotonic()
+        by_key = _bucket(self._by_key, prefix, FAILURE_BURST, FAILURE_REFILL_SECONDS, now)
+        by_client = (
+            None
+            if client is None
+            else _bucket(self._by_client, client, CLIENT_BURST, CLIENT_REFILL_SECONDS, now)
+        )
+        wait = by_key.wait(now, FAILURE_BURST, count_inflight=True)
+        if by_client is not None:
+            wait = max(wait, by_client.wait(now, CLIENT_BURST, count_inflight=False))
+        if wait > 0:
+            raise TooManyAttempts(wait)
+        outcome: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._running[failed_key] = outcome
+        by_key.inflight += 1
+        try:
+            async with self._argon2:
+                self.verifications += 1
+                await asyncio.to_thread(self._hasher.verify, stored, secret)
+        except (VerificationError, InvalidHashError):
+            for bucket in (by_key, by_client):
+                if bucket is not None:
+                    bucket.tokens -= 1
+            _remember(self._failed, failed_key, None)
+            outcome.set_result(False)
+            return False
+        except Exception as error:  # the hasher itself failed: so do the waiters
+            outcome.set_exception(error)
+            outcome.exception()  # retrieved: no "never retrieved" warning without waiters
+            raise
+        except BaseException:  # cancelled (the client went away): waiters are too
+            outcome.cancel()
+            raise
+        finally:
+            by_key.inflight -= 1
+            del self._running[failed_key]
+        _remember(self._verified, (prefix, stored), fingerprint)
+        outcome.set_result(True)
+        return True
 
     def forget(self, key_id: str) -> None:
         """Stop trusting key ``key_id`` from memory (its next use reads the store)."""
@@ -267,6 +399,19 @@ class KeyRing:
             return await retry_conflicts(step, f"key {key_id!r}")
         finally:
             self.forget(key_id)
+
+
+def _bucket(
+    buckets: OrderedDict[str, _Bucket], name: str, burst: int, refill: float, now: float
+) -> _Bucket:
+    """The bucket of ``name`` in an LRU of at most ``_CACHE_SIZE`` (a new one is full)."""
+    bucket = buckets.get(name)
+    if bucket is None:
+        bucket = _Bucket(burst, refill, now)
+        _remember(buckets, name, bucket)
+    else:
+        buckets.move_to_end(name)
+    return bucket
 
 
 def _remember(cache: OrderedDict[Any, Any], key: Any, value: Any) -> None:

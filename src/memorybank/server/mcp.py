@@ -94,6 +94,7 @@ class McpMount:
             auth=AuthSettings(issuer_url="http://localhost", resource_server_url=None),  # type: ignore[arg-type]
         )
         self._app: ASGIApp | None = None
+        self._keys = keys
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -134,4 +135,26 @@ class McpMount:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._app is None:  # pragma: no cover - only outside the host's lifespan
             raise RuntimeError("the /mcp app runs inside the host app's lifespan")
+        if scope["type"] == "http":
+            # The key is checked here first, so a store failing while it is read raises
+            # into the host app's handlers (503 ``store_unavailable``, the JSON shape of
+            # every route) and not inside the SDK, which answers a plain-text 500. The
+            # SDK's own check that follows is answered from the key ring's caches.
+            token = _bearer(scope)
+            if token is not None:
+                peer = scope.get("client")
+                await self._keys().verify(token, client=None if peer is None else str(peer[0]))
         await self._app(scope, receive, send)
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The credentials of the request's ``Authorization: Bearer`` header, if any."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            text = bytes(value).decode("latin-1")
+            scheme, _, credentials = text.partition(" ")
+            credentials = credentials.strip()
+            if scheme.lower() == "bearer" and credentials:
+                return credentials
+            return None
+    return None

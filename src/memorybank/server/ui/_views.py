@@ -18,11 +18,18 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from memorybank.errors import InvalidInput, MemoryBankError, NotFound
+from memorybank.errors import InvalidInput, MemoryBankError, NotFound, StoreError
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry, Thread
 from memorybank.server import deps
-from memorybank.server.errors import RETRY_AFTER_SECONDS, ApiError, status_of
+from memorybank.server.errors import (
+    RETRY_AFTER_SECONDS,
+    ApiError,
+    log_failure,
+    public_error,
+    refused_by_store,
+    request_id,
+)
 from memorybank.server.ui._graph_svg import draw
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
@@ -159,14 +166,19 @@ def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) 
 
 
 def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError) -> Response:
-    title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(
-        status_of(error), "Error"
-    )
+    # A store failure shows the API's fixed sentence and the request id, never the
+    # driver's words (host, port, user): those go to the log.
+    status, code, message = public_error(error)
+    title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(status, "Error")
     field = getattr(error, "field", None)
-    body = f"{error} (field: {field})" if field else str(error)
+    if status >= 500:
+        log_failure(request.scope, error)
+        body = f"{message} ({code}, request {request_id(request)})"
+    else:
+        body = f"{message} (field: {field})" if field else message
     ctx = _context(request, viewer, title, body=body)
-    response = render("message.html", status_of(error), **ctx)
-    if status_of(error) == 503:
+    response = render("message.html", status, **ctx)
+    if status == 503:
         response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
@@ -660,6 +672,8 @@ def build_router() -> APIRouter:
                         include_history=with_history,
                     )
                 except MemoryBankError as exc:  # e.g. semantic mode without an embedder
+                    if isinstance(exc, StoreError) or refused_by_store(exc):
+                        raise  # the error page: the store's words stay in the log
                     error = str(exc)
             ctx = _context(
                 request,

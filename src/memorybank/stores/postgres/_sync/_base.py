@@ -8,7 +8,7 @@ the translation of driver errors.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self
 
@@ -103,6 +103,8 @@ class PostgresBase(Store):
         # pool opens, and its failed attempts recorded.
         self._conninfo: tuple[str, dict[str, Any]] | None = None
         self._connect_failures = ConnectFailures()
+        # Makes a fresh owned pool (``ping`` replaces one stuck in its reconnection backoff).
+        self._new_pool: Callable[[], ConnectionPool[Any]] | None = None
 
     @classmethod
     def from_url(
@@ -138,20 +140,25 @@ class PostgresBase(Store):
             "keepalives_count": 3,
         }
         failures = ConnectFailures()
-        pool: ConnectionPool[Any] = ConnectionPool(
-            conninfo,
-            kwargs=kwargs,
-            connection_class=_recording_connection(failures),
-            min_size=1,
-            max_size=size,
-            open=False,
-            timeout=wait,
-            name="memorybank",
-        )
-        store = cls(pool, prefix=prefix or options.get("prefix", "memorybank_"), timeout=wait)
+        connection_class = _recording_connection(failures)
+
+        def new_pool() -> ConnectionPool[Any]:
+            return ConnectionPool(
+                conninfo,
+                kwargs=kwargs,
+                connection_class=connection_class,
+                min_size=1,
+                max_size=size,
+                open=False,
+                timeout=wait,
+                name="memorybank",
+            )
+
+        store = cls(new_pool(), prefix=prefix or options.get("prefix", "memorybank_"), timeout=wait)
         store._owns_pool = True
         store._conninfo = (conninfo, kwargs)
         store._connect_failures = failures
+        store._new_pool = new_pool
         return store
 
     # -- plumbing ------------------------------------------------------------
@@ -201,6 +208,52 @@ class PostgresBase(Store):
             conn.close()
         self._pool.open(wait=False)
         self._pool_opened = True
+
+    def ping(self) -> None:
+        """Check that the server answers; raise what a call would (``StoreUnavailable``,
+        ``ConfigurationError`` for a refused login, ``StoreClosed``).
+
+        A pool the store owns is bypassed: the check opens a connection of its own,
+        so it answers at once even while the pool has none. After an outage the
+        pool waits seconds (doubling) between its attempts to reconnect; when its
+        last attempt failed and this check succeeds, the pool is replaced by a fresh
+        one, so the next call connects now rather than at the pool's next attempt.
+        (``memorybank serve`` runs this check in the background while the store is
+        down: see ``memorybank.server.circuit``.)
+        """
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        if self._conninfo is None or not self._pool_opened:
+            self._fetch("SELECT 1")
+            return
+        self._reachable()
+        if self._connect_failures.last is not None and self._new_pool is not None:
+            self._renew_pool()
+
+    def _reachable(self) -> None:
+        """Connect to the owned pool's server directly and run ``SELECT 1`` (raises translated)."""
+        assert self._conninfo is not None
+        conninfo, kwargs = self._conninfo
+        try:
+            conn = Connection.connect(conninfo, **kwargs)
+        except psycopg.OperationalError as error:
+            raise connect_error(error) from error
+        try:
+            conn.execute("SELECT 1")
+        except psycopg.Error as error:
+            raise translate(error) from error
+        finally:
+            conn.close()
+
+    def _renew_pool(self) -> None:
+        """Replace the owned pool by a fresh one (connecting now); close the old one."""
+        assert self._new_pool is not None and self._pool is not None
+        old, fresh = self._pool, self._new_pool()
+        fresh.open(wait=False)
+        self._pool = fresh
+        self._connect_failures.last = None
+        with suppress(psycopg.Error):
+            old.close(timeout=1.0)
 
     def _migrate(self, conn: Connection[Any]) -> None:
         p = self.prefix
@@ -322,6 +375,10 @@ class PostgresBase(Store):
             failure = self._failed(error)
             if not (retry and self._pool is not None and is_disconnect(error)) or self._closed:
                 raise failure from error
+        if self._conninfo is not None:
+            # A lost connection may be a server gone down: a refused direct connection
+            # says so at once, where the retry would wait the pool's whole timeout.
+            self._reachable()
         try:
             return self._execute(query, params)
         except psycopg.Error as error:
