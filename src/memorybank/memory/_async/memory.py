@@ -134,6 +134,7 @@ class AsyncMemory:
         reranker: Reranker | None = None,
         vector_index: AsyncVectorIndex | None = None,
     ) -> None:
+        tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -172,7 +173,7 @@ class AsyncMemory:
             extract_concurrency=extract_concurrency,
             reranker=reranker,
         )
-        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
+        self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
         self._core = core
@@ -234,7 +235,7 @@ class AsyncMemory:
 
     def tenant(self, tenant_id: str) -> AsyncMemory:
         """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
-        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+        return self._handle(v.check_tenant(tenant_id, "tenant_id"), self._scope)
 
     def scoped(
         self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET

@@ -135,6 +135,7 @@ class Memory:
         reranker: Reranker | None = None,
         vector_index: VectorIndex | None = None,
     ) -> None:
+        tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -173,7 +174,7 @@ class Memory:
             extract_concurrency=extract_concurrency,
             reranker=reranker,
         )
-        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
+        self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
         self._core = core
@@ -235,7 +236,7 @@ class Memory:
 
     def tenant(self, tenant_id: str) -> Memory:
         """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
-        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+        return self._handle(v.check_tenant(tenant_id, "tenant_id"), self._scope)
 
     def scoped(
         self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET
