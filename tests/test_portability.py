@@ -172,6 +172,7 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
             "graph_slot",
             "graph_source",
             "graph_support",
+            "working_owner",
         }
         assert sum("vector" in line for line in original) == 4
         for source, target, kind in zip(stores, stores[1:], chain[1:], strict=False):

@@ -326,6 +326,7 @@ _KINDS: dict[str, _Kind] = {
     "graph_source": ({"what": (_label, True), "id": (_id, True)}, True, None),
     "graph_support": ({"inferred_id": (_id, True)}, True, None),
     "graph_ingested": ({"entry_id": (_id, True)}, True, None),
+    "working_owner": ({"run_id": (_id, True)}, False, None),
 }
 assert set(_KINDS) == set(_dump.RECORD_KINDS), "a record kind without its checks"
 

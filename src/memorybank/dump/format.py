@@ -31,7 +31,9 @@ then one record per line, each an object with a ``"type"``:
     and the knowledge graph's ``graph_*`` kinds: entities, their identity and
     name index, relations (``graph_out`` and ``graph_in``), slots, provenance
     and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
-    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``),
+    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``;
+    ``working_owner``: the user a run's working memory belongs to, see
+    ``memorybank.memory._async.run_state``),
     with its revision, key and expiry.
 
 An entry or record line may carry ``"vector": [floats]``: its stored vector of
@@ -124,6 +126,7 @@ RECORD_KINDS = (
     "graph_source",
     "graph_support",
     "graph_ingested",
+    "working_owner",
 )
 
 T = TypeVar("T")

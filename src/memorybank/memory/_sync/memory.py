@@ -31,6 +31,7 @@ from memorybank.memory._sync.run_state import (
     Summaries,
     WorkingMemory,
     _run_key,
+    forget_working,
 )
 from memorybank.memory._sync.threads import Threads
 from memorybank.records import Entry, Hit, Thread
@@ -481,9 +482,11 @@ class Memory:
         ``user_id``/``agent_id`` (or none) is another, empty space.
         """
         user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
-        return WorkingMemory(
-            self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
-        )
+        key = _run_key(v.check_id(run_id, "run_id"), user, agent)
+        owner = None  # a user's run is marked as hers, so forget_user finds it
+        if isinstance(user, str):
+            owner = (user, agent if isinstance(agent, str) else None)
+        return WorkingMemory(self._core, self.tenant_id, key, run_id, owner)
 
     def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
         """Apply a retention policy to this tenant's threads; what went (or would go).
@@ -515,6 +518,7 @@ class Memory:
         user = self._scope.user(user_id)
         if not isinstance(user, str):
             raise InvalidInput("forget_user needs a user_id (a string)", field="user_id")
+        forget_working(self._core, self.tenant_id, user)
         return self._core.store.forget_user(self.tenant_id, user)
 
     # -- recall --------------------------------------------------------------
