@@ -406,6 +406,7 @@ def serve(
         import uvicorn
 
         from memorybank.server.ops import configure_logging
+        from memorybank.server.raw_headers import HTTP_PROTOCOL
     except ImportError:  # pragma: no cover - the server extra is missing
         typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
         raise typer.Exit(1) from None
@@ -439,6 +440,7 @@ def serve(
         log_config=None,
         access_log=False,  # the app writes its own JSON access log
         timeout_graceful_shutdown=30,
+        http=HTTP_PROTOCOL,  # X-User-Id exactly as sent (memorybank.server.raw_headers)
     )
 
 
