@@ -8,7 +8,7 @@ import importlib
 import inspect
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -236,10 +236,11 @@ def test_cli_import_and_migrate_refuse_reserved_tenants(tmp_path: Path) -> None:
 
 def test_library_handles_refuse_reserved_tenants() -> None:
     with open_store("memory", Path(".")) as store:
-        for make in (
+        makers: list[Callable[[], Memory]] = [
             lambda: Memory(store, tenant_id=RESERVED_TENANT),
             lambda: Memory(store).tenant("~anything"),
-        ):
+        ]
+        for make in makers:
             with pytest.raises(InvalidInput, match="reserved") as refused:
                 make()
             assert refused.value.field == "tenant_id"

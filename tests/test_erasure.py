@@ -28,3 +28,28 @@ def test_forget_user_erases_her_working_memory(kind: str, tmp_path: Path) -> Non
         assert memory.working("run-1").get("root") is True
         assert len(store.working_runs("erase") or []) == 2
         assert store.record_list("erase", "working_owner", user_id="alice") == []
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_a_cascade_deletes_only_what_the_caller_may_change(kind: str, tmp_path: Path) -> None:
+    """alice deletes her entry with cascade_facts: her fact and the graph edge derived from it
+    go; bob's fact and bob's relation that cite the same entry stay."""
+    with open_store(kind, tmp_path) as store:
+        memory = Memory(store, tenant_id="cascade")
+        alice = memory.scoped(user_id="alice")
+        thread = alice.threads.create()
+        entry = alice.entries.add(thread.id, {"role": "user", "content": "I moved to Porto"})
+        hers = memory.facts.add(
+            content="alice lives in Porto", user_id="alice", source_entries=[entry.id]
+        )
+        his = memory.facts.add(
+            content="bob heard alice moved", user_id="bob", source_entries=[entry.id]
+        )
+        bob_graph = memory.scoped(user_id="bob").graph
+        a = bob_graph.add_entity("Alice", type="person")
+        p = bob_graph.add_entity("Porto", type="location")
+        relation = bob_graph.add_relation(a.id, "lives_in", p.id, provenance=[entry.id])
+        assert alice.entries.delete(thread.id, entry.id, cascade_facts=True)
+        assert memory.facts.get(hers.id) is None
+        assert memory.facts.get(his.id) is not None
+        assert [r.id for r in bob_graph.relations(a.id, direction="out")] == [relation.id]
