@@ -53,3 +53,22 @@ def test_a_cascade_deletes_only_what_the_caller_may_change(kind: str, tmp_path: 
         assert memory.facts.get(hers.id) is None
         assert memory.facts.get(his.id) is not None
         assert [r.id for r in bob_graph.relations(a.id, direction="out")] == [relation.id]
+
+
+def test_cortex_thread_ids_never_collide() -> None:
+    """Distinct (agent, user) pairs map to distinct threads, by construction over the
+    characters the readable form uses; plain names keep their old ids."""
+    import itertools
+
+    from memorybank.server.routes.cortex import agent_thread_id
+
+    assert agent_thread_id("atlas") == "agent:atlas"
+    assert agent_thread_id("atlas", "ana") == "agent:atlas:user:ana"
+    assert agent_thread_id("a:user:b", "c") != agent_thread_id("a", "b:user:c")
+    pieces = ["a", "b", ":", "user", "%", "%3A", "%25", ":user:", "agent:"]
+    names = {"".join(p) for n in (1, 2, 3) for p in itertools.product(pieces, repeat=n)}
+    seen: dict[str, tuple[str, str | None]] = {}
+    for name in names:
+        for user in [None, *sorted(names)[:120]]:
+            key = agent_thread_id(name, user)
+            assert seen.setdefault(key, (name, user)) == (name, user), key
