@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from memorybank import Memory
 from memorybank.cli import app
 from memorybank.dump._sync.portability import export_dump, import_dump
-from memorybank.dump.format import FORMAT, VERSION
+from memorybank.dump.format import FORMAT, VERSION, Checksum, trailer
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.memory._sync.core_facts import CoreFacts
 from memorybank.stores import InMemoryStore, Store
@@ -104,10 +104,26 @@ def populate(store: Store) -> None:
 
 
 def dump(store: Store) -> list[dict[str, Any]]:
-    """The store's dump (vectors of MODEL included) without its header."""
+    """The store's dump (vectors of MODEL included) without its header and trailer."""
     lines = list(export_dump(store, TENANT, now=NOW, vector_model=MODEL))
     assert json.loads(lines[0])["format"] == FORMAT
-    return [json.loads(line) for line in lines[1:]]
+    assert json.loads(lines[-1])["type"] == "end"
+    return [json.loads(line) for line in lines[1:-1]]
+
+
+def body(lines: list[str]) -> list[str]:
+    """A dump's lines between its header and its trailer."""
+    assert json.loads(lines[-1])["type"] == "end"
+    return lines[1:-1]
+
+
+def sealed(head: str, lines: list[str]) -> list[str]:
+    """A dump of ``head`` and ``lines`` with its trailer (what export would end it with)."""
+    checksum = Checksum()
+    checksum.add(head)
+    for line in lines:
+        checksum.add(line, json.loads(line)["type"])
+    return [head, *lines, json.dumps(trailer(checksum))]
 
 
 def normal(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -156,6 +172,7 @@ def test_round_trip_through_every_store(tmp_path: Path) -> None:
             "graph_slot",
             "graph_source",
             "graph_support",
+            "working_owner",
         }
         assert sum("vector" in line for line in original) == 4
         for source, target, kind in zip(stores, stores[1:], chain[1:], strict=False):
@@ -234,9 +251,9 @@ def test_conflicting_snapshot_or_working_memory_fails(populated: Store) -> None:
     runs = [x for x in lines if '"type":"snapshot"' in x or '"type":"working"' in x]
     for line in runs:
         with open_store("memory", Path(".")) as target:
-            import_dump(target, None, [lines[0], line])
+            import_dump(target, None, sealed(lines[0], [line]))
             with pytest.raises(Conflict, match="run"):
-                import_dump(target, None, [lines[0], line], on_conflict="fail")
+                import_dump(target, None, sealed(lines[0], [line]), on_conflict="fail")
 
 
 class Unlisting(InMemoryStore):
@@ -273,7 +290,7 @@ def test_a_version_1_dump_still_imports(populated: Store) -> None:
     head = json.loads(lines[0])
     del head["unlisted"]
     old = [json.dumps({**head, "version": 1})]
-    old += [x for x in lines[1:] if '"type":"snapshot"' not in x and '"type":"working"' not in x]
+    old += [x for x in body(lines) if '"type":"snapshot"' not in x and '"type":"working"' not in x]
     with open_store("memory", Path(".")) as target:
         report = import_dump(target, None, old)
         assert report.written["thread"] == 2 and report.unlisted == []
@@ -281,9 +298,10 @@ def test_a_version_1_dump_still_imports(populated: Store) -> None:
 
 
 def test_export_resumes_after_a_thread(populated: Store) -> None:
-    full = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW)][1:]
+    full = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW)][1:-1]
     ids = sorted(line["thread"]["id"] for line in full if line["type"] == "thread")
-    rest = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW, after_thread=ids[0])][1:]
+    rest = [json.loads(x) for x in export_dump(populated, TENANT, now=NOW, after_thread=ids[0])]
+    rest = rest[1:-1]
     assert [x["thread"]["id"] for x in rest if x["type"] == "thread"] == ids[1:]
     assert sum(x["type"] == "record" for x in rest) == sum(x["type"] == "record" for x in full)
 

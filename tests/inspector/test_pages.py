@@ -176,6 +176,22 @@ async def test_destructive_actions_need_the_token_and_the_typed_id(inspector: In
     assert "t-carol" not in left and {"t-orders", "t-bob", "t-xss"} <= left
 
 
+async def test_forget_user_keeps_the_typed_id_exact(inspector: Inspector) -> None:
+    """Asked to forget ``"bob "`` the inspector forgets that id, never ``"bob"``."""
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/forget/confirm?user=bob%20")
+    assert 'value="bob "' in page
+    stripped = await inspector.post(
+        "/ui/forget", {"user": "bob ", "confirm": "bob", "csrf": inspector.csrf}
+    )
+    assert stripped.status_code == 403  # the typed confirmation must be the id, exactly
+    done = await inspector.post(
+        "/ui/forget", {"user": "bob ", "confirm": "bob ", "csrf": inspector.csrf}
+    )
+    assert "was forgotten: 0 records erased" in html.unescape(done.text)
+    assert "t-bob" in thread_ids(await inspector.page("/ui/threads"))
+
+
 async def test_another_tenant_or_user_sees_only_its_own(inspector: Inspector) -> None:
     await inspector.login(inspector.data.other_key)
     assert thread_ids(await inspector.page("/ui/threads")) == {"g-secret"}

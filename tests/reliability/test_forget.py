@@ -2,7 +2,7 @@
 
 Every kind of user-owned data gets words nobody else uses (entries, facts and a
 fact's earlier version, documents, summaries, snapshots, core facts and their
-history, graph entities and relations); another user gets the same kinds with
+history, graph entities and relations, working memory); another user gets the same kinds with
 words of her own. After ``forget_user`` and ``close``, the raw bytes of the
 database (and of its ``-wal``/``-shm`` files, if any are left) are searched
 for every word: the
@@ -26,8 +26,11 @@ def _words(tag: str, n: int) -> list[str]:
     return [f"{tag}{uuid.uuid4().hex[:10]}{i % 10}" for i in range(n)]
 
 
+WORDS = 30  # two per kind (see ``_fill``)
+
+
 async def _fill(memory: AsyncMemory, user: str, words: list[str]) -> list[str]:
-    """One of each user-owned kind, each with two of ``words`` (all 26 are used; graph
+    """One of each user-owned kind, each with two of ``words`` (all 30 are used; graph
     entities carry one in their name, two in an observation; a relation two in its label).
 
     Returns the words still stored afterwards: all but the two of the fact's
@@ -57,6 +60,9 @@ async def _fill(memory: AsyncMemory, user: str, words: list[str]) -> list[str]:
     entity = await graph.add_entity(next(w), user_id=user, observations=[text()])
     other = await graph.add_entity(next(w), user_id=user, type="place")
     await graph.add_relation(entity.id, "lives_in", other.id, user_id=user, label=text())
+    # working memory of a run she opened (scoped, and named on the root handle)
+    await memory.scoped(user_id=user, agent_id="a1").working(f"w-{user}").set("plan", text())
+    await memory.working(f"w2-{user}", user_id=user).set("pad", "y" * 50_000 + text())
     return words[:6] + words[8:]
 
 
@@ -72,8 +78,8 @@ def _occurrences(path: Path, words: list[str]) -> dict[str, int]:
 
 async def test_forget_user_leaves_none_of_her_words_in_the_sqlite_file(tmp_path: Path) -> None:
     path = tmp_path / "forget.db"
-    alice = _words("alicew", 26)
-    bob = _words("bobw", 26)
+    alice = _words("alicew", WORDS)
+    bob = _words("bobw", WORDS)
     memory = AsyncMemory(AsyncSQLiteStore(path))
     await _fill(memory, "alice", alice)
     bob = await _fill(memory, "bob", bob)
@@ -94,3 +100,21 @@ async def test_forget_user_leaves_none_of_her_words_in_the_sqlite_file(tmp_path:
                 f"INSERT INTO memorybank_{table} (memorybank_{table}) VALUES ('integrity-check')"
             )
             assert row.fetchall() == []
+
+
+async def test_forget_user_erases_her_working_memory_and_no_one_elses(tmp_path: Path) -> None:
+    memory = AsyncMemory(AsyncSQLiteStore(tmp_path / "w.db"))
+    try:
+        alice = memory.scoped(user_id="alice", agent_id="a1")
+        await alice.working("run").set("k", 1)
+        await memory.working("run2", user_id="alice").set("k", 2)
+        await memory.scoped(user_id="bob", agent_id="a1").working("run").set("k", 3)
+        await memory.working("run").set("k", 4)  # the root's own, no user
+        await memory.forget_user("alice")
+        assert await alice.working("run").get("k") is None
+        assert await memory.working("run2", user_id="alice").get("k") is None
+        assert await memory.scoped(user_id="bob", agent_id="a1").working("run").get("k") == 3
+        assert await memory.working("run").get("k") == 4
+        assert len(await memory.store.working_runs(memory.tenant_id) or []) == 2
+    finally:
+        await memory.close()

@@ -429,11 +429,7 @@ def serve(
     try:
         import uvicorn
 
-        from memorybank.server.limits import (
-            BODY_TIMEOUT_ENV,
-            HEADER_TIMEOUT_ENV,
-            DeadlineHttpProtocol,
-        )
+        from memorybank.server.limits import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, SERVE_PROTOCOL
         from memorybank.server.ops import configure_logging
     except ImportError:  # pragma: no cover - the server extra is missing
         typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
@@ -470,7 +466,8 @@ def serve(
         log_config=None,
         access_log=False,  # the app writes its own JSON access log
         timeout_graceful_shutdown=30,
-        http=DeadlineHttpProtocol,  # uvicorn's, with header and body deadlines
+        # uvicorn's protocol with header and body deadlines, X-User-Id exactly as sent
+        http=SERVE_PROTOCOL,
         limit_concurrency=limit_concurrency,
     )
 

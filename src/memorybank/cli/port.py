@@ -7,22 +7,32 @@ output and come from standard input; progress goes to standard error.
 from __future__ import annotations
 
 import enum
+import itertools
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    SpinnerColumn,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from memorybank.cli.common import UrlOption, _errors
 from memorybank.cli.read import open_existing, resolve_url
 from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
+from memorybank.dump.format import parse_header
 from memorybank.errors import InvalidInput
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.retention import RetentionPolicy
+from memorybank.rules import validate as v
 
 __all__ = ["register"]
 
@@ -56,29 +66,74 @@ OptionalTenant = Annotated[
 ]
 
 
+class _Ticker:
+    """Counts lines per type; on a terminal (and not ``--quiet``) also shows them as rich
+    progress bars on standard error (with totals once known: ``plan``)."""
+
+    def __init__(self, title: str, progress: Progress | None) -> None:
+        self.title = title
+        self.progress = progress
+        self.counts: dict[str, int] = {}
+        self.tasks: dict[str, TaskID] = {}
+
+    def _task(self, kind: str, total: int | None = None) -> TaskID | None:
+        if self.progress is None:
+            return None
+        if kind not in self.tasks:
+            self.tasks[kind] = self.progress.add_task(f"{self.title} {kind}s", total=total)
+        return self.tasks[kind]
+
+    def plan(self, totals: dict[str, int]) -> None:
+        """The number of lines of each type to come (import, after its checking pass)."""
+        for kind, total in totals.items():
+            if total:
+                task = self._task(kind, total)
+                if task is not None and self.progress is not None:
+                    self.progress.update(task, total=total)
+
+    def __call__(self, kind: str) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        task = self._task(kind)
+        if task is not None and self.progress is not None:
+            self.progress.advance(task)
+
+    def line(self) -> str:
+        """The final count line."""
+        counts = ", ".join(f"{kind}: {n}" for kind, n in self.counts.items() if n) or "nothing"
+        return f"{self.title}: {counts}"
+
+
 @contextmanager
-def _progress(title: str) -> Iterator[Callable[[str], None]]:
-    """A tick function counting lines per kind on a rich progress display (stderr)."""
+def _progress(title: str, quiet: bool = False) -> Iterator[_Ticker]:
+    """A ``_Ticker``: progress bars on a terminal's standard error unless ``quiet``."""
     stderr = Console(stderr=True)
+    if quiet or not stderr.is_terminal:
+        yield _Ticker(title, None)
+        return
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
+        BarColumn(),
         TextColumn("{task.completed:>9,}"),
+        TimeElapsedColumn(),
         console=stderr,
-        transient=not stderr.is_terminal,
+        transient=True,
     ) as progress:
-        tasks: dict[str, TaskID] = {}
-
-        def tick(kind: str) -> None:
-            if kind not in tasks:
-                tasks[kind] = progress.add_task(f"{title} {kind}s", total=None)
-            progress.advance(tasks[kind])
-
-        yield tick
+        yield _Ticker(title, progress)
 
 
-def _summary(report: ImportReport) -> None:
-    err = Console(stderr=True, highlight=False)
+def _say(text: str, quiet: bool = False) -> None:
+    if not quiet:
+        Console(stderr=True, highlight=False).print(text, soft_wrap=True)
+
+
+def _summary(report: ImportReport, quiet: bool = False) -> None:
+    loud = Console(stderr=True, highlight=False)
+    for warning in report.warnings:  # said even with --quiet
+        loud.print(f"warning: {warning}", soft_wrap=True)
+    if report.partial is not None:
+        loud.print(f"PARTIAL import (--allow-partial): {report.partial}", soft_wrap=True)
+    err = Console(stderr=True, highlight=False, quiet=quiet)
     written = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.written.items())) or "nothing"
     skipped = ", ".join(f"{kind}: {n}" for kind, n in sorted(report.skipped.items()))
     err.print(f"written: {written}" + (f"; skipped: {skipped}" if skipped else ""))
@@ -98,6 +153,14 @@ def _summary(report: ImportReport) -> None:
         )
 
 
+QuietOption = Annotated[
+    bool,
+    typer.Option(
+        "--quiet", "-q", help="No progress bars and no final count line (errors still show)."
+    ),
+]
+
+
 def export_command(
     url: UrlOption = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant to export.")] = DEFAULT_TENANT,
@@ -106,21 +169,36 @@ def export_command(
         typer.Option("--after", help="Resume: leave out threads with ids up to this one."),
     ] = None,
     vectors: VectorsOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Write a tenant as a JSON-lines dump to standard output."""
-    with _errors(), open_existing(url, tenant) as memory, _progress("exported") as tick:
-        out = sys.stdout
-        for line in export_dump(
-            memory.store,
-            tenant,
-            now=datetime.now(UTC),
-            after_thread=after,
-            vector_model=vectors,
-            progress=tick,
-        ):
-            out.write(line)
-            out.write("\n")
-        out.flush()
+    with _errors():
+        with open_existing(url, tenant) as memory, _progress("exported", quiet) as tick:
+            out = sys.stdout
+            for line in export_dump(
+                memory.store,
+                tenant,
+                now=datetime.now(UTC),
+                after_thread=after,
+                vector_model=vectors,
+                progress=tick,
+            ):
+                out.write(line)
+                out.write("\n")
+            out.flush()
+        _say(f"{tick.line()} (tenant {tenant})", quiet)
+
+
+def _header_tenant(first: str | None, tenant: str | None) -> None:
+    """Refuse a reserved tenant (``--tenant`` or the dump's header) before opening the target,
+    so a refused import leaves no trace (not even a new SQLite file)."""
+    if tenant is not None:
+        v.check_tenant(tenant, "--tenant")
+        return
+    if first is not None:
+        named = parse_header(first.rstrip("\r\n")).get("tenant")
+        if named is not None:
+            v.check_tenant(named, "the dump's tenant")
 
 
 def import_command(
@@ -134,18 +212,38 @@ def import_command(
             help="The target's embedder model: the dump's vectors go in if it matches.",
         ),
     ] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Import a dump that lacks its trailer or disagrees with it (cut short): what"
+            " is there goes in, and the import says it was partial.",
+        ),
+    ] = False,
+    quiet: QuietOption = False,
 ) -> None:
-    """Read a dump from standard input into a store (created if needed)."""
-    with _errors(), Memory(resolve_url(url)) as memory, _progress("imported") as tick:
-        report = import_dump(
-            memory.store,
-            tenant,
-            sys.stdin,
-            on_conflict=on_conflict.value,
-            model_id=model_id,
-            progress=tick,
-        )
-    _summary(report)
+    """Read a dump from standard input into a store (created if needed).
+
+    The whole dump is checked before anything is written: an invalid line, a
+    dump cut short (no trailer, counts or checksum that disagree) or a reserved
+    tenant (``~...``) is an error and the target is left as it was.
+    """
+    with _errors():
+        first = sys.stdin.readline() or None
+        _header_tenant(first, tenant)
+        lines = itertools.chain([] if first is None else [first], sys.stdin)
+        with Memory(resolve_url(url)) as memory, _progress("imported", quiet) as tick:
+            report = import_dump(
+                memory.store,
+                tenant,
+                lines,
+                on_conflict=on_conflict.value,
+                model_id=model_id,
+                progress=tick,
+                allow_partial=allow_partial,
+                plan=tick.plan,
+            )
+    _summary(report, quiet)
 
 
 def migrate_command(
@@ -154,24 +252,28 @@ def migrate_command(
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant to copy.")] = DEFAULT_TENANT,
     on_conflict: OnConflictOption = OnConflictChoice.fail,
     vectors: VectorsOption = None,
+    quiet: QuietOption = False,
 ) -> None:
-    """Copy a tenant from one store to another (export piped into import, streaming)."""
-    with (
-        _errors(),
-        open_existing(source, tenant) as origin,
-        Memory(target) as destination,
-        _progress("migrated") as tick,
-    ):
-        lines = export_dump(origin.store, tenant, now=datetime.now(UTC), vector_model=vectors)
-        report = import_dump(
-            destination.store,
-            tenant,
-            lines,
-            on_conflict=on_conflict.value,
-            model_id=vectors,
-            progress=tick,
-        )
-    _summary(report)
+    """Copy a tenant from one store to another (export piped into import; the dump is
+    checked whole before the target is written)."""
+    with _errors():
+        v.check_tenant(tenant, "--tenant")
+        with (
+            open_existing(source, tenant) as origin,
+            Memory(target) as destination,
+            _progress("migrated", quiet) as tick,
+        ):
+            lines = export_dump(origin.store, tenant, now=datetime.now(UTC), vector_model=vectors)
+            report = import_dump(
+                destination.store,
+                tenant,
+                lines,
+                on_conflict=on_conflict.value,
+                model_id=vectors,
+                progress=tick,
+                plan=tick.plan,
+            )
+    _summary(report, quiet)
 
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

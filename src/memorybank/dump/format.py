@@ -31,7 +31,9 @@ then one record per line, each an object with a ``"type"``:
     and the knowledge graph's ``graph_*`` kinds: entities, their identity and
     name index, relations (``graph_out`` and ``graph_in``), slots, provenance
     and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
-    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``),
+    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``;
+    ``working_owner``: the user a run's working memory belongs to, see
+    ``memorybank.memory._async.run_state``),
     with its revision, key and expiry.
 
 An entry or record line may carry ``"vector": [floats]``: its stored vector of
@@ -47,10 +49,19 @@ the header's ``vector_model`` (``export --vectors MODEL``).
     ``{"type": "working", "working": {"run_id": R, "items": {key: TEXT}}}``: a
     run's working memory (``R`` is the store's run key, which includes the
     principal the run was opened with).
+``end`` (version 3)
+    ``{"type": "end", "counts": {TYPE: N, ...}, "sha256": HEX}``: the trailer,
+    the dump's last line. ``counts`` holds the number of lines of every type
+    above (``thread``, ``entry``, ``record``, ``summary``, ``snapshot``,
+    ``working``, zeros included) and ``sha256`` the SHA-256 of every line
+    before it, header included, each as its UTF-8 text plus ``"\n"``
+    (``Checksum``). A dump cut anywhere, even at a line boundary, lacks it or
+    disagrees with it, so ``import`` refuses it (``--allow-partial`` takes
+    what is there and says it is partial); a version 1 or 2 dump has no
+    trailer and imports with a warning.
 ``graph``
-    Reserved (the knowledge graph travels as ``record`` lines); a reader
-    skips record types it does not know only when the header's ``version``
-    is its own or older.
+    Reserved (the knowledge graph travels as ``record`` lines). A line of any
+    other ``type``, or one that is not a JSON object, is an error.
 
 Datetimes are ISO 8601 with their UTC offset (microseconds kept); every other
 value is the JSON the stores hold. Records are built from their dataclass
@@ -60,6 +71,7 @@ fields, so a field added to ``Entry`` or ``Record`` flows through unchanged.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import types
 import typing
@@ -71,20 +83,32 @@ from memorybank.errors import InvalidInput
 
 __all__ = [
     "FORMAT",
+    "LINE_TYPES",
     "RECORD_KINDS",
+    "TRAILER",
     "VERSION",
+    "Checksum",
     "decode",
     "dumps",
     "encode",
     "header",
     "parse_header",
+    "trailer",
 ]
 
 #: The ``format`` of a dump's header line.
 FORMAT = "memorybank-dump"
 #: The format version this code writes and the newest it reads (2 added ``snapshot`` and
-#: ``working`` lines and the header's ``unlisted``; a version-1 dump reads as before).
-VERSION = 2
+#: ``working`` lines and the header's ``unlisted``; 3 the ``end`` trailer; a version-1 or
+#: version-2 dump reads as before, without the trailer's checks).
+VERSION = 3
+#: The first version whose dumps end with a trailer.
+TRAILER_VERSION = 3
+#: The ``type`` of the trailer line.
+TRAILER = "end"
+#: The line types of a dump's body, in the order export writes them (every kind of data the
+#: store contract holds travels as one of these; ``tests/test_portability.py`` checks it).
+LINE_TYPES = ("thread", "entry", "record", "summary", "snapshot", "working")
 #: Record kinds a dump carries (the stores' ``record_*`` kinds made by memorybank).
 RECORD_KINDS = (
     "fact",
@@ -102,6 +126,7 @@ RECORD_KINDS = (
     "graph_source",
     "graph_support",
     "graph_ingested",
+    "working_owner",
 )
 
 T = TypeVar("T")
@@ -191,7 +216,7 @@ def parse_header(line: str) -> dict[str, Any]:
     """Check a dump's first line; ``InvalidInput(field="header")`` if it is not one we read."""
     try:
         data = json.loads(line)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise InvalidInput("the dump's first line is not JSON", field="header") from error
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise InvalidInput(f"not a {FORMAT} (first line has no format header)", field="header")
@@ -202,3 +227,28 @@ def parse_header(line: str) -> dict[str, Any]:
             field="header",
         )
     return data
+
+
+class Checksum:
+    """The trailer's ``counts`` and ``sha256`` over a dump's lines, fed one line at a time."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+        self.counts: dict[str, int] = dict.fromkeys(LINE_TYPES, 0)
+
+    def add(self, line: str, kind: str | None = None) -> None:
+        """Feed one line (without its newline); ``kind``: its type, counted (``None``: the
+        header)."""
+        self._hash.update(line.encode("utf-8", "surrogatepass"))
+        self._hash.update(b"\n")
+        if kind is not None:
+            self.counts[kind] = self.counts.get(kind, 0) + 1
+
+    def hexdigest(self) -> str:
+        """The SHA-256 of the lines fed so far."""
+        return self._hash.hexdigest()
+
+
+def trailer(checksum: Checksum) -> dict[str, Any]:
+    """The last line of a dump: counts per line type and the checksum of the lines before."""
+    return {"type": TRAILER, "counts": dict(checksum.counts), "sha256": checksum.hexdigest()}

@@ -40,11 +40,13 @@ __all__ = [
     "MAX_PAYLOAD_CHARS",
     "MAX_TIME",
     "MIN_TIME",
+    "RESERVED_PREFIX",
     "TEXT_PART_TYPES",
     "as_message",
     "check_id",
     "check_json_object",
     "check_limit",
+    "check_tenant",
     "check_text",
     "check_time",
     "check_vector",
@@ -53,6 +55,9 @@ __all__ = [
 
 #: Longest id (characters): thread, user, agent, tenant, key, run ids, ...
 MAX_ID_LENGTH = 255
+#: Tenant names starting with this are the server's own (its API keys live in one):
+#: ``check_tenant`` refuses them, so no library write, import or HTTP caller reaches one.
+RESERVED_PREFIX = "~"
 #: Largest count, limit, offset or token count (``2**31 - 1``).
 MAX_COUNT = 2**31 - 1
 #: Longest short label: a thread title, a message or tool name, a fact's category.
@@ -128,6 +133,25 @@ def check_id(value: object, field: str) -> str:
     if not value.isprintable():
         raise InvalidInput(f"{field} must not contain control characters", field=field)
     return value
+
+
+def check_tenant(value: object, field: str = "tenant") -> str:
+    """A tenant a caller may use: an id not starting with ``RESERVED_PREFIX``.
+
+    Every write path checks its tenant with this (``Memory(tenant_id=)``,
+    ``memory.tenant()``, ``memorybank import``/``migrate``, the server's tenant
+    headers and key tenants). The one writer of a reserved tenant is the server's
+    key manager (``memorybank.server.keys.KeyRing``), which names
+    ``RESERVED_TENANT`` itself and writes through the store, under this check.
+    """
+    name = check_id(value, field)
+    if name.startswith(RESERVED_PREFIX):
+        raise InvalidInput(
+            f"{field} must not start with {RESERVED_PREFIX!r} (reserved for the server),"
+            f" got {name!r}",
+            field=field,
+        )
+    return name
 
 
 def check_optional_id(value: object, field: str) -> str | None:

@@ -31,12 +31,14 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
 from fastapi.routing import APIRoute
+from starlette.datastructures import Headers
 
 from memorybank.errors import InvalidInput
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
 from memorybank.server.keys import KeyRing, check_tenant
+from memorybank.server.raw_headers import PADDED
 
 __all__ = [
     "SECURITY_SCHEME",
@@ -137,14 +139,30 @@ async def caller(request: Request) -> Caller:
     if isinstance(known, Caller):
         return known
     headers = request.headers
-    who = await authenticate(
+    problem = _user_header_problem(headers)
+    who = await authenticate(  # first: an unauthenticated caller learns nothing, not even 422s
         request,
         _bearer(headers.get("authorization")),
-        headers.get("x-user-id"),
+        None if problem else headers.get("x-user-id"),
         headers.get("x-tenant-id"),
     )
+    if problem is not None:
+        raise InvalidInput(problem, field="X-User-Id")
     state[_STATE_KEY] = who
     return who
+
+
+def _user_header_problem(headers: Headers) -> str | None:
+    """Why the request's ``X-User-Id`` is not exactly one id, or ``None`` (its characters are
+    checked by ``_user``). Never normalised: ``" alice"`` is not ``"alice"``."""
+    if headers.get(PADDED) is not None:  # see memorybank.server.raw_headers
+        return (
+            "X-User-Id has whitespace around the id (leading spaces or tabs, or trailing"
+            " ones): send the user id exactly, nothing around it"
+        )
+    if len(headers.getlist("x-user-id")) > 1:
+        return "X-User-Id is given more than once: send one user id"
+    return None
 
 
 def _user(header: str | None) -> str | None:

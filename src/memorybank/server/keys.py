@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 #: Tenant names starting with this are the server's own; no caller can use one.
-RESERVED_PREFIX = "~"
+RESERVED_PREFIX = v.RESERVED_PREFIX
 #: Where API keys are stored (as records of kind ``KEY_KIND``).
 RESERVED_TENANT = "~memorybank-server"
 KEY_KIND = "api_key"
@@ -142,14 +142,9 @@ class _Bucket:
 
 
 def check_tenant(tenant: object, field: str = "tenant") -> str:
-    """A tenant name a caller may use: an id not starting with ``RESERVED_PREFIX``."""
-    name = v.check_id(tenant, field)
-    if name.startswith(RESERVED_PREFIX):
-        raise InvalidInput(
-            f"{field} must not start with {RESERVED_PREFIX!r} (reserved for the server)",
-            field=field,
-        )
-    return name
+    """A tenant name a caller may use: an id not starting with ``RESERVED_PREFIX``
+    (``memorybank.rules.validate.check_tenant``)."""
+    return v.check_tenant(tenant, field)
 
 
 def parse_key(secret: str) -> str | None:

@@ -30,13 +30,17 @@ import os
 import uuid
 from typing import Any
 
+from memorybank.server.raw_headers import ExactUserHeaders
+
 __all__ = [
     "BODY_TIMEOUT_ENV",
     "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_LIMIT_CONCURRENCY",
     "HEADER_TIMEOUT_ENV",
+    "SERVE_PROTOCOL",
     "DeadlineHttpProtocol",
+    "ServeHttpProtocol",
     "read_timeouts",
 ]
 
@@ -152,3 +156,12 @@ class DeadlineHttpProtocol(_Base):
         if cycle is None or cycle.response_complete or not cycle.response_started:
             transport.write(_timeout_response(what))
         transport.close()  # the app, if still reading, sees the client gone
+
+
+class ServeHttpProtocol(ExactUserHeaders, DeadlineHttpProtocol):
+    """What ``memorybank serve`` runs: ``X-User-Id`` exactly as sent
+    (``memorybank.server.raw_headers``) and the header and body deadlines above."""
+
+
+#: ``uvicorn.run(http=...)``: an import string, so that worker processes load it too.
+SERVE_PROTOCOL = f"{__name__}:ServeHttpProtocol"

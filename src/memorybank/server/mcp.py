@@ -30,10 +30,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memorybank.errors import InvalidInput
 from memorybank.mcp.server import build_server
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
 from memorybank.server.keys import KeyRing
+from memorybank.server.raw_headers import PADDED
 
 __all__ = ["MCP_PATH", "KeyVerifier", "McpMount"]
 
@@ -58,6 +60,10 @@ class KeyVerifier(TokenVerifier):
 
 def _header(ctx: Context, name: str) -> str | None:
     headers = ctx.headers
+    if headers is not None and name == "X-User-Id" and headers.get(PADDED) is not None:
+        # sent with whitespace around the id (memorybank.server.raw_headers): never acted on
+        # as another id, and never as no user at all (the whole tenant)
+        raise InvalidInput("X-User-Id has whitespace around the id", field="X-User-Id")
     value = None if headers is None else headers.get(name)
     return None if value is None else v.check_id(value, name)
 

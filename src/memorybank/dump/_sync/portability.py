@@ -6,19 +6,34 @@ directions stream: the exporter pages through each thread's entries
 (``PAGE`` at a time) and the importer writes one thread's branch a page at a
 time, so memory stays bounded by a page and one thread's branch list;
 records are read ``PAGE`` at a time too (``record_page``, by ``(created_at, id)``).
+
+Import validates before it writes (see ``import_dump``): a first pass checks
+every line with the rules the library's own writes follow
+(``memorybank.dump.checks``), the cross-line structure (entries after their
+thread, fork entries present) and the trailer, spooling the lines to a
+temporary file; only a dump that passes is written, by a second pass over that
+file. This is the simplest design that keeps "nothing of an invalid dump is
+written" the same on every store (a staging area would need per-store tables
+and a commit step the store contract lacks), and it keeps memory bounded (the
+spool is on disk). What can still stop an import half-way is the target
+itself: a conflict under ``on_conflict="fail"`` or the store failing; re-run
+with ``on_conflict="skip"`` to resume.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Callable, Iterable, Sequence
+import tempfile
+from collections.abc import Iterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import IO, Any, Literal
 
+from memorybank.dump import checks as _checks
 from memorybank.dump import format as _dump
 from memorybank.errors import Conflict, InvalidInput
-from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.records import Branch, Entry, Thread
+from memorybank.rules import validate as v
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.types import UNSET, NewEntry, Record, VectorItem
 
@@ -27,7 +42,6 @@ __all__ = ["PAGE", "ImportReport", "OnConflict", "export_dump", "import_dump"]
 #: Entries read or written per store call.
 PAGE = 500
 
-T = TypeVar("T")
 OnConflict = Literal["skip", "overwrite", "fail"]
 Progress = Callable[[str], None]
 
@@ -45,6 +59,11 @@ class ImportReport:
     vectors_dropped: int = 0
     #: what the source store could not enumerate, so the dump lacks it (header ``unlisted``)
     unlisted: list[str] = field(default_factory=list)
+    #: what the caller should know (an old dump without a trailer)
+    warnings: list[str] = field(default_factory=list)
+    #: why the dump was taken as partial (``allow_partial``: cut, or disagreeing with its
+    #: trailer); ``None``: it was complete
+    partial: str | None = None
 
     def add(self, counts: dict[str, int], kind: str, n: int = 1) -> None:
         counts[kind] = counts.get(kind, 0) + n
@@ -90,7 +109,6 @@ def _lines(
     kind: str,
     items: Sequence[Entry] | Sequence[Record],
     vector_model: str | None,
-    progress: Progress | None,
 ) -> list[str]:
     """The dump lines of a page of entries or records, with their vectors when asked."""
     vectors: dict[str, list[float]] = {}
@@ -108,8 +126,6 @@ def _lines(
         if vector is not None:
             line["vector"] = vector
         lines.append(_dump.dumps(line))
-        if progress is not None:
-            progress(kind)
     return lines
 
 
@@ -126,7 +142,8 @@ def export_dump(
     vector_model: str | None = None,
     progress: Progress | None = None,
 ) -> Iterator[str]:
-    """The dump of ``tenant`` as lines (no newline): header, threads with entries, records.
+    """The dump of ``tenant`` as lines (no newline): header, threads with entries, records,
+    summaries, snapshots, working memory, and the trailer (counts and checksum).
 
     ``after_thread`` resumes an interrupted export: threads are written in id
     order and those up to this id are left out (records and summaries follow
@@ -134,11 +151,34 @@ def export_dump(
     ``vector_model`` carries the stored vectors of that embedder model (entries,
     facts, documents) as a ``"vector"`` member of their lines.
     """
-    listers = {"snapshot": store.snapshot_runs, "working": store.working_runs}
+    listers = {
+        "summary": store.summary_agents,
+        "snapshot": store.snapshot_runs,
+        "working": store.working_runs,
+    }
     unlisted = [name for name, runs in listers.items() if runs(tenant, limit=1) is None]
-    yield json.dumps(_dump.header(tenant, now, vector_model=vector_model, unlisted=unlisted))
+    checksum = _dump.Checksum()
+    head = json.dumps(_dump.header(tenant, now, vector_model=vector_model, unlisted=unlisted))
+    checksum.add(head)
+    yield head
+    for kind, line in _body(store, tenant, after_thread, vector_model, unlisted):
+        checksum.add(line, kind)
+        yield line
+        if progress is not None:
+            progress(kind)
+    yield json.dumps(_dump.trailer(checksum))
+
+
+def _body(
+    store: Store,
+    tenant: str,
+    after_thread: str | None,
+    vector_model: str | None,
+    unlisted: Sequence[str],
+) -> Iterator[tuple[str, str]]:
+    """The dump's lines after its header, each with its type."""
     threads = sorted(store.list_threads(tenant), key=lambda t: t.id)
-    agents: set[str] = set()
+    agents: set[str] = set()  # for a store that cannot list the agents of its summaries
     for thread in threads:
         if thread.agent_id is not None:
             agents.add(thread.agent_id)
@@ -153,7 +193,7 @@ def export_dump(
             fork_entry, shared = _fork_prefix(store, tenant, thread.id, branch, total, names)
             forks.append(shared)
             described.append({**_dump.encode(branch), "entries": total, "fork_entry": fork_entry})
-        yield _dump.dumps({"type": "thread", "thread": thread, "branches": described})
+        yield "thread", _dump.dumps({"type": "thread", "thread": thread, "branches": described})
         for branch, info, shared in zip(branches, described, forks, strict=True):
             n = 0
             page: list[Entry] = []
@@ -164,51 +204,53 @@ def export_dump(
                 if n > shared:
                     page.append(entry)
                 if len(page) >= PAGE:
-                    for line in _lines(store, tenant, "entry", page, vector_model, progress):
-                        yield line
+                    for line in _lines(store, tenant, "entry", page, vector_model):
+                        yield "entry", line
                     page = []
-            for line in _lines(store, tenant, "entry", page, vector_model, progress):
-                yield line
-        if progress is not None:
-            progress("thread")
+            for line in _lines(store, tenant, "entry", page, vector_model):
+                yield "entry", line
     for kind in _dump.RECORD_KINDS:
         after: tuple[datetime, str] | None = None
         while True:
             chunk = store.record_page(tenant, kind, limit=PAGE, after=after)
             agents.update(r.agent_id for r in chunk if r.agent_id is not None)
-            for line in _lines(store, tenant, "record", chunk, vector_model, progress):
-                yield line
+            for line in _lines(store, tenant, "record", chunk, vector_model):
+                yield "record", line
             if len(chunk) < PAGE:
                 break
             after = (chunk[-1].created_at, chunk[-1].id)
+    if "summary" not in unlisted:
+        agents = set()
+        for agent in _runs(store, tenant, "summary"):
+            agents.add(agent)
     for agent in sorted(agents):
         for summary in store.summary_list(tenant, agent_id=agent, user_id=UNSET):
-            yield _dump.dumps({"type": "summary", "summary": summary})
-            if progress is not None:
-                progress("summary")
+            yield "summary", _dump.dumps({"type": "summary", "summary": summary})
     if "snapshot" not in unlisted:
         for run in _runs(store, tenant, "snapshot"):
             loaded = store.snapshot_load(tenant, run)
             if loaded is None:  # deleted since it was listed
                 continue
             snapshot = {"run_id": run, "user_id": loaded[0], "value": loaded[1]}
-            yield _dump.dumps({"type": "snapshot", "snapshot": snapshot})
-            if progress is not None:
-                progress("snapshot")
+            yield "snapshot", _dump.dumps({"type": "snapshot", "snapshot": snapshot})
     if "working" not in unlisted:
         for run in _runs(store, tenant, "working"):
             items = store.working_items(tenant, run)
             if not items:  # cleared since it was listed
                 continue
             working = {"run_id": run, "items": dict(sorted(items.items()))}
-            yield _dump.dumps({"type": "working", "working": working})
-            if progress is not None:
-                progress("working")
+            yield "working", _dump.dumps({"type": "working", "working": working})
 
 
 def _runs(store: Store, tenant: str, kind: str) -> Iterator[str]:
-    """Every run id with a ``kind`` (``snapshot``/``working``), ``PAGE`` at a time."""
-    lister = store.snapshot_runs if kind == "snapshot" else store.working_runs
+    """Every run id with a ``kind`` (``snapshot``/``working``), or agent id with a summary
+    (``summary``), ``PAGE`` at a time."""
+    listers = {
+        "summary": store.summary_agents,
+        "snapshot": store.snapshot_runs,
+        "working": store.working_runs,
+    }
+    lister = listers[kind]
     after: str | None = None
     while True:
         page = lister(tenant, after=after, limit=PAGE) or []
@@ -217,21 +259,6 @@ def _runs(store: Store, tenant: str, kind: str) -> Iterator[str]:
         if len(page) < PAGE:
             return
         after = page[-1]
-
-
-def _run_fields(data: dict[str, Any], kind: str, member: str, cls: type[T]) -> tuple[str, Any, T]:
-    """``(run_id, user_id, member)`` of a ``snapshot``/``working`` line, checked."""
-    body = data.get(kind)
-    if not isinstance(body, dict):
-        raise InvalidInput(f"a {kind} line needs a {kind!r} object", field=kind)
-    run, owner, value = body.get("run_id"), body.get("user_id"), body.get(member)
-    if not isinstance(run, str) or not run:
-        raise InvalidInput(f"a {kind} line needs a run_id", field="run_id")
-    if owner is not None and not isinstance(owner, str):
-        raise InvalidInput(f"a {kind}'s user_id must be a string or null", field="user_id")
-    if not isinstance(value, cls):
-        raise InvalidInput(f"a {kind}'s {member} must be a {cls.__name__}", field=member)
-    return run, owner, value
 
 
 def _new_entry(entry: Entry) -> NewEntry:
@@ -296,14 +323,12 @@ class _Importer:
         self._put_vectors()
 
     def _vector(self, data: dict[str, Any], kind: str, item_id: str, thread: str | None) -> None:
-        vector = data.get("vector")
+        vector = _checks.check_vector(data)
         if vector is None:
             return
         if self.carry is None:
             self.report.vectors_dropped += 1
             return
-        if not isinstance(vector, list):
-            raise InvalidInput("a vector must be a list of numbers", field="vector")
         self.vectors.append(VectorItem(kind, item_id, self.carry, vector, thread))
 
     def _put_vectors(self) -> None:
@@ -383,11 +408,9 @@ class _Importer:
 
     def thread_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
-        thread = _dump.decode(Thread, data.get("thread"))
+        thread = _checks.check_thread(data)
         thread.tenant_id = self.tenant
-        branches = data.get("branches")
-        if not isinstance(branches, list) or not branches:
-            raise InvalidInput("a thread line needs its branches", field="branches")
+        branches = _checks.check_branches(data, thread)
         self.thread, self.branches, self.created = thread, branches, set()
         self.skipping, self.pending_branch = False, None
         existing = self.store.get_thread(self.tenant, thread.id)
@@ -418,7 +441,7 @@ class _Importer:
         self.report.add(self.report.written, "thread")
 
     def entry_line(self, data: dict[str, Any]) -> None:
-        entry = _dump.decode(Entry, data.get("entry"))
+        entry = _checks.check_entry(data)
         if self.thread is None or entry.thread_id != self.thread.id:
             raise InvalidInput("an entry line must follow its thread's line", field="entry")
         if self.skipping:
@@ -436,7 +459,7 @@ class _Importer:
 
     def record_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
-        record = _dump.decode(Record, data.get("record"))
+        record = _checks.check_record(data)
         existing = self.store.record_get(self.tenant, record.kind, record.id)
         if existing is not None:
             if self.on_conflict == "fail":
@@ -452,7 +475,7 @@ class _Importer:
 
     def snapshot_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
-        run, owner, value = _run_fields(data, "snapshot", "value", str)
+        run, owner, value = _checks.check_snapshot(data)
         if self.store.snapshot_load(self.tenant, run) is not None:
             if self.on_conflict == "fail":
                 raise Conflict(f"the snapshot of run {run!r} already exists in the target")
@@ -467,9 +490,7 @@ class _Importer:
 
     def working_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
-        run, _, items = _run_fields(data, "working", "items", dict)
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in items.items()):
-            raise InvalidInput("working memory items must map keys to JSON text", field="items")
+        run, items = _checks.check_working(data)
         if self.store.working_items(self.tenant, run):
             if self.on_conflict == "fail":
                 raise Conflict(f"working memory of run {run!r} already exists in the target")
@@ -484,7 +505,7 @@ class _Importer:
 
     def summary_line(self, data: dict[str, Any]) -> None:
         self._finish_thread()
-        summary = _dump.decode(Summary, data.get("summary"))
+        summary = _checks.check_summary(data)
         have = self.store.summary_list(
             self.tenant, agent_id=summary.agent_id, user_id=summary.user_id
         )
@@ -499,6 +520,124 @@ class _Importer:
         self._tick("summary")
 
 
+class _Checker:
+    """The first pass of an import: every line checked, nothing written (see the module
+    docstring). Keeps what crosses lines: the current thread's branches and the entries its
+    forks start from, the line counts and the checksum."""
+
+    def __init__(self, version: int, allow_partial: bool) -> None:
+        self.version = version
+        self.allow_partial = allow_partial
+        self.checksum = _dump.Checksum()
+        self.trailer: dict[str, Any] | None = None
+        self.threads: set[str] = set()
+        self.thread: Thread | None = None
+        self.thread_line = 0
+        self.branches: dict[str, dict[str, Any]] = {}
+        self.wanted: set[str] = set()  # the fork entries of the current thread's branches
+        self.seen: dict[str, tuple[str, int]] = {}  # fork entry -> (branch, ordinal on it)
+        self.counts: dict[str, int] = {}  # entry lines per branch of the current thread
+        self.dropped: str | None = None  # a cut last line left out (``allow_partial``)
+
+    def line(self, number: int, data: dict[str, Any]) -> str:
+        """Check one body line; its type."""
+        if self.trailer is not None:
+            raise InvalidInput("a line follows the dump's trailer", field="type")
+        kind = data.get("type")
+        if kind == _dump.TRAILER and self.version >= _dump.TRAILER_VERSION:
+            self.end_thread()
+            self.trailer = data
+            return _dump.TRAILER
+        if kind not in _dump.LINE_TYPES:
+            raise InvalidInput(
+                f"unknown line type {kind!r} (a dump of version {self.version} holds"
+                f" {', '.join(_dump.LINE_TYPES)})",
+                field="type",
+            )
+        if kind == "thread":
+            self.end_thread()
+            thread = _checks.check_thread(data)
+            branches = _checks.check_branches(data, thread)
+            if thread.id in self.threads:
+                raise InvalidInput(f"thread {thread.id!r} appears twice", field="thread.id")
+            self.threads.add(thread.id)
+            self.thread, self.thread_line = thread, number
+            self.branches = {info["name"]: info for info in branches}
+            self.wanted = {b["fork_entry"] for b in branches if b.get("fork_entry") is not None}
+            self.seen, self.counts = {}, {}
+        elif kind == "entry":
+            entry = _checks.check_entry(data)
+            _checks.check_vector(data)
+            if self.thread is None or entry.thread_id != self.thread.id:
+                raise InvalidInput(
+                    f"entry {entry.id!r} of thread {entry.thread_id!r} does not follow"
+                    " its thread's line",
+                    field="entry.thread_id",
+                )
+            if entry.branch not in self.branches:
+                raise InvalidInput(
+                    f"entry {entry.id!r} is on branch {entry.branch!r}, which its thread's"
+                    " line does not list",
+                    field="entry.branch",
+                )
+            ordinal = self.counts[entry.branch] = self.counts.get(entry.branch, 0) + 1
+            if entry.id in self.wanted:
+                self.seen.setdefault(entry.id, (entry.branch, ordinal))
+        else:
+            self.end_thread()
+            if kind == "record":
+                _checks.check_record(data)
+                _checks.check_vector(data)
+            elif kind == "summary":
+                _checks.check_summary(data)
+            elif kind == "snapshot":
+                _checks.check_snapshot(data)
+            else:
+                _checks.check_working(data)
+        return str(kind)
+
+    def _holds(self, branch: str, entry: str, upto: int | None, depth: int = 0) -> bool:
+        """Whether ``branch`` will hold ``entry`` once imported (within its first ``upto``
+        dumped entries when given): dumped on it, or in the prefix it forks with."""
+        found = self.seen.get(entry)
+        if found is not None and found[0] == branch:
+            return upto is None or found[1] <= upto
+        info = self.branches.get(branch)
+        if info is None or depth > len(self.branches):
+            return False
+        fork, source = info.get("fork_entry"), info.get("from_branch")
+        if fork is None or source is None or not self._holds(source, fork, None, depth + 1):
+            return False
+        if entry == fork:
+            return True
+        # entry is in the shared prefix if it comes before the fork entry on the source
+        where, fork_at = self.seen.get(entry), self.seen.get(fork)
+        if where is not None and fork_at is not None and where[0] == fork_at[0]:
+            return where[1] <= fork_at[1]
+        return False
+
+    def end_thread(self) -> None:
+        """The current thread is complete: every branch's fork entry must be in the dump."""
+        if self.thread is None:
+            return
+        for name, info in self.branches.items():
+            fork, source = info.get("fork_entry"), info.get("from_branch")
+            if fork is not None and source is not None and not self._holds(source, fork, None):
+                raise _checks.DumpLineError(
+                    self.thread_line,
+                    f"thread {self.thread.id!r}: branch {name!r} forks from {source!r} at entry"
+                    f" {fork!r}, and that fork entry is missing from the dump (a dump cut"
+                    " short, or edited)",
+                    field="fork_entry",
+                )
+        self.thread, self.branches, self.wanted, self.seen = None, {}, set(), {}
+
+
+def _spool() -> IO[str]:
+    """Where the first pass keeps the checked lines for the second (a temporary file)."""
+    return tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n")
+
+
 def import_dump(
     store: Store,
     tenant: str | None,
@@ -507,62 +646,177 @@ def import_dump(
     on_conflict: OnConflict = "fail",
     model_id: str | None = None,
     progress: Progress | None = None,
+    allow_partial: bool = False,
+    plan: Callable[[dict[str, int]], None] | None = None,
 ) -> ImportReport:
     """Write a dump's ``lines`` into ``store``; what was written and skipped.
 
-    ``tenant`` ``None`` keeps the dump's tenant. ``on_conflict`` decides for a
-    thread, record or summary that already exists: ``"fail"`` raises
-    ``Conflict`` (what came before stays written), ``"skip"`` keeps the stored
-    one (a thread only when complete: a thread left half-written by an
-    interrupted import is written again, so re-running resumes), and
-    ``"overwrite"`` replaces it (summaries excepted: kept). A run's snapshot and
-    its working memory (version 2) count as one item each; ``overwrite`` replaces
-    the working memory whole. Unknown line types of the dump's version are skipped.
+    Two passes. The first checks every line (``memorybank.dump.checks``: the
+    rules of the library's own writes), the order of threads and entries, that
+    every branch's fork entry is there, and the trailer's counts and checksum,
+    writing nothing and keeping the lines in a temporary file; an invalid dump
+    raises ``InvalidInput`` (``DumpLineError`` with the line number) and
+    nothing of it is written. The second writes. Validating the whole dump
+    first is the simplest design that keeps "nothing of an invalid dump is
+    written" on every store: a staging area would need a second tenant or
+    table per store and a commit step the contract does not have. Its cost is
+    one more read of the dump (from the temporary file) and one more parse of
+    each line.
+
+    ``tenant`` ``None`` keeps the dump's tenant; either way a reserved tenant
+    (``~...``, the server's) is refused. A version 3 dump must end with its
+    trailer and agree with it: otherwise ``InvalidInput(field="trailer")``,
+    unless ``allow_partial`` (then what is there is written, a cut last line
+    left out, and ``report.partial`` says why). Version 1 and 2 dumps have no
+    trailer: they import with a warning in ``report.warnings``.
+
+    ``on_conflict`` decides for a thread, record or summary that already
+    exists: ``"fail"`` raises ``Conflict`` (what came before stays written),
+    ``"skip"`` keeps the stored one (a thread only when complete: a thread
+    left half-written by an interrupted import is written again, so re-running
+    resumes), and ``"overwrite"`` replaces it (summaries excepted: kept). A
+    run's snapshot and its working memory (version 2) count as one item each;
+    ``overwrite`` replaces the working memory whole.
 
     Vectors in the dump are written only when ``model_id`` (the target's
     embedder model) is the dump's ``vector_model``; otherwise they are left
     out and counted in ``vectors_dropped`` (re-embed with ``embed_pending``).
+    ``progress`` is called with each line's type as it is written, ``plan`` once
+    before writing with the counts of lines per type.
     """
     iterator = iter(lines)
     first = next(iterator, None)
     if first is None:
         raise InvalidInput("the dump is empty", field="header")
+    first = first.rstrip("\r\n")
     head = _dump.parse_header(first)
     target = tenant if tenant is not None else head.get("tenant")
-    if not isinstance(target, str):
+    if target is None:
         raise InvalidInput("the dump names no tenant; pass one", field="tenant")
+    target = v.check_tenant(target, "tenant")
+    version = int(head["version"])
     model = head.get("vector_model")
     carry = model if isinstance(model, str) and model == model_id else None
-    importer = _Importer(store, target, on_conflict, progress, carry)
-    importer.report.vector_model = model if isinstance(model, str) else None
+    report = ImportReport()
+    report.vector_model = model if isinstance(model, str) else None
     unlisted = head.get("unlisted")
-    importer.report.unlisted = [str(u) for u in unlisted] if isinstance(unlisted, list) else []
+    report.unlisted = [str(u) for u in unlisted] if isinstance(unlisted, list) else []
+    saved_at = datetime.now(UTC)  # for snapshots: the header's created_at
     created = head.get("created_at")
     if isinstance(created, str):
         try:
-            importer.saved_at = datetime.fromisoformat(created)
+            saved_at = v.check_time(datetime.fromisoformat(created), "header.created_at")
         except ValueError as error:
             raise InvalidInput("the header's created_at is not a time", field="header") from error
-    handlers = {
-        "thread": importer.thread_line,
-        "entry": importer.entry_line,
-        "record": importer.record_line,
-        "summary": importer.summary_line,
-        "snapshot": importer.snapshot_line,
-        "working": importer.working_line,
-    }
-    for number, line in enumerate(iterator, start=2):
-        if not line.strip():
+    checker = _Checker(version, allow_partial)
+    checker.checksum.add(first)
+    with _spool() as spool:
+        _check_all(checker, iterator, spool, report)
+        if plan is not None:
+            plan(dict(checker.checksum.counts))
+        spool.seek(0)
+        importer = _Importer(store, target, on_conflict, progress, carry)
+        importer.report = report
+        importer.saved_at = saved_at
+        handlers = {
+            "thread": importer.thread_line,
+            "entry": importer.entry_line,
+            "record": importer.record_line,
+            "summary": importer.summary_line,
+            "snapshot": importer.snapshot_line,
+            "working": importer.working_line,
+        }
+        for number, text in enumerate(spool, start=2):
+            try:
+                data = _checks.parse_line(text)
+                handler = handlers.get(str(data.get("type")))
+                if handler is not None:
+                    handler(data)
+            except InvalidInput as error:  # checked in the first pass: a store-side refusal
+                raise _checks.DumpLineError(number, str(error), field=error.field) from error
+        importer._finish_thread()
+    return report
+
+
+def _check_all(
+    checker: _Checker, lines: Iterator[str], spool: IO[str], report: ImportReport
+) -> None:
+    """The first pass (see ``import_dump``): check every line into ``spool``, then the
+    trailer."""
+    pending: tuple[int, InvalidInput] | None = None  # a line that is not JSON: the last?
+    number = 1
+    for number, raw in enumerate(lines, start=2):
+        if pending is not None:
+            raise _checks.DumpLineError(pending[0], str(pending[1]), field=pending[1].field)
+        text = raw.rstrip("\r\n")
+        if "\n" in text or "\r" in text:
+            raise _checks.DumpLineError(number, "a line break inside a line", field="line")
+        try:
+            data = _checks.parse_line(text) if text.strip() else None
+        except InvalidInput as error:
+            if error.field == "line" and checker.allow_partial and checker.trailer is None:
+                pending = (number, error)  # taken as the cut end if no line follows
+                continue
+            raise _checks.DumpLineError(number, str(error), field=error.field) from error
+        if data is None:
+            if checker.trailer is None:
+                checker.checksum.add(text)
             continue
         try:
-            data = json.loads(line)
-        except ValueError as error:
-            raise InvalidInput(f"line {number} of the dump is not JSON", field="line") from error
-        kind = str(data.get("type")) if isinstance(data, dict) else "?"
-        handler = handlers.get(kind)
-        if handler is None:
-            importer.report.add(importer.report.skipped, kind)
+            kind = checker.line(number, data)
+        except _checks.DumpLineError:
+            raise
+        except InvalidInput as error:
+            raise _checks.DumpLineError(number, str(error), field=error.field) from error
+        if kind == _dump.TRAILER:
             continue
-        handler(data)
-    importer._finish_thread()
-    return importer.report
+        checker.checksum.add(text, kind)
+        spool.write(text)
+        spool.write("\n")
+    if pending is not None:
+        checker.dropped = f"line {pending[0]} (not JSON: cut in the middle) was left out"
+    checker.end_thread()
+    _check_trailer(checker, number, report)
+
+
+def _check_trailer(checker: _Checker, last: int, report: ImportReport) -> None:
+    """The trailer's verdict: fine, a warning (old dump), partial (allowed) or an error."""
+    if checker.version < _dump.TRAILER_VERSION:
+        report.warnings.append(
+            f"this version {checker.version} dump has no trailer: whether it is complete"
+            " cannot be checked (dumps of version 3 and later can)"
+        )
+        return
+    problem: str | None = None
+    trailer = checker.trailer
+    if trailer is None:
+        problem = (
+            f"the dump has no trailer (its last line, {last}, is not the 'end' line): it was"
+            " cut short"
+        )
+    else:
+        counts = trailer.get("counts")
+        have = checker.checksum.counts
+        if not isinstance(counts, dict):
+            problem = "the trailer has no counts"
+        else:
+            wrong = [
+                f"{kind}: {counts.get(kind, 0)} announced, {have.get(kind, 0)} found"
+                for kind in sorted(set(counts) | set(have))
+                if counts.get(kind, 0) != have.get(kind, 0)
+            ]
+            if wrong:
+                problem = "the dump's lines disagree with its trailer (" + "; ".join(wrong) + ")"
+            elif trailer.get("sha256") != checker.checksum.hexdigest():
+                problem = "the dump's checksum disagrees with its trailer: a line was changed"
+    if checker.dropped is not None:
+        problem = f"{problem}; {checker.dropped}" if problem else checker.dropped
+    if problem is None:
+        return
+    if not checker.allow_partial:
+        raise InvalidInput(
+            f"{problem}. Nothing was written; --allow-partial (allow_partial=True) imports"
+            " what is there",
+            field="trailer",
+        )
+    report.partial = problem

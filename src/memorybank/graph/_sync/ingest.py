@@ -23,12 +23,15 @@ if TYPE_CHECKING:
 class IngestVerbs(EntityVerbs):
     """Extraction into the graph, its backlog, and removal of what an entry gave."""
 
-    def _cascade(self, entry_ids: Sequence[str]) -> int:
-        """Remove observations and relations whose only provenance was these entries."""
+    def _cascade(self, entry_ids: Sequence[str], visible_to: Visibility | None = None) -> int:
+        """Remove observations and relations whose only provenance was these entries, of the
+        nodes and edges ``visible_to`` may change (``None``: all, the trusted call)."""
         store = self._core.store
         gone = 0
         for entry_id in entry_ids:
-            links = store.record_list_keys(self._tenant, SOURCE, [entry_id])
+            links = store.record_list_keys(
+                self._tenant, SOURCE, [entry_id], visible_to=visible_to
+            )
             for link in links:
                 target = str(link.data["id"])
                 if link.data.get("what") == "entity":

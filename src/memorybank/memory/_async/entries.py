@@ -24,6 +24,7 @@ from memorybank.rules.window import drop_orphan_tool_results, strip_tool_calls, 
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.items import NewEntry
+from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
 
 _PAGE = 64
@@ -343,8 +344,11 @@ class AsyncEntries:
             from memorybank.graph._async import AsyncGraph
             from memorybank.memory._async.facts import AsyncFacts
 
-            await AsyncFacts(self._core, self._tenant)._cascade([entry_id])
-            await AsyncGraph(self._core, self._tenant)._cascade([entry_id])
+            # only what the caller may change: a user's delete leaves other users' facts and
+            # graph alone, even when they cite her entry
+            seen = None if isinstance(user_id, Unset) else Visibility(UNSET, user_id)
+            await AsyncFacts(self._core, self._tenant)._cascade([entry_id], seen)
+            await AsyncGraph(self._core, self._tenant)._cascade([entry_id], seen)
         return removed > 0
 
     async def clear(

@@ -29,7 +29,7 @@ from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
 from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem
-from memorybank.stores.contract.types import visible
+from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
     from memorybank.memory._async.core import _Core
@@ -518,11 +518,14 @@ class AsyncFacts:
             and (category is None or fact.category == category)
         ]
 
-    async def _cascade(self, entry_ids: Sequence[str]) -> int:
-        """Delete the facts derived from these entries (even expired ones); how many went."""
+    async def _cascade(self, entry_ids: Sequence[str], visible_to: Visibility | None = None) -> int:
+        """Delete the facts derived from these entries (even expired ones) that ``visible_to``
+        may change (``None``: every one, the trusted call); how many went."""
         gone = 0
         for entry_id in entry_ids:
-            links = await self._core.store.record_list(self._tenant, FACT_SOURCE, key=entry_id)
+            links = await self._core.store.record_list(
+                self._tenant, FACT_SOURCE, key=entry_id, visible_to=visible_to
+            )
             for link in links:
                 fact_id = v.check_id(str(link.data.get("fact_id")), "id")
                 gone += await retry_conflicts(

@@ -30,6 +30,7 @@ from memorybank.memory._async.run_state import (
     AsyncSummaries,
     AsyncWorkingMemory,
     _run_key,
+    forget_working,
 )
 from memorybank.memory._async.threads import AsyncThreads
 from memorybank.records import Entry, Hit, Thread
@@ -134,6 +135,7 @@ class AsyncMemory:
         reranker: Reranker | None = None,
         vector_index: AsyncVectorIndex | None = None,
     ) -> None:
+        tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -172,7 +174,7 @@ class AsyncMemory:
             extract_concurrency=extract_concurrency,
             reranker=reranker,
         )
-        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
+        self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
         self._core = core
@@ -234,7 +236,7 @@ class AsyncMemory:
 
     def tenant(self, tenant_id: str) -> AsyncMemory:
         """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
-        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+        return self._handle(v.check_tenant(tenant_id, "tenant_id"), self._scope)
 
     def scoped(
         self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET
@@ -479,9 +481,11 @@ class AsyncMemory:
         ``user_id``/``agent_id`` (or none) is another, empty space.
         """
         user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
-        return AsyncWorkingMemory(
-            self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
-        )
+        key = _run_key(v.check_id(run_id, "run_id"), user, agent)
+        owner = None  # a user's run is marked as hers, so forget_user finds it
+        if isinstance(user, str):
+            owner = (user, agent if isinstance(agent, str) else None)
+        return AsyncWorkingMemory(self._core, self.tenant_id, key, run_id, owner)
 
     async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
         """Apply a retention policy to this tenant's threads; what went (or would go).
@@ -513,6 +517,7 @@ class AsyncMemory:
         user = self._scope.user(user_id)
         if not isinstance(user, str):
             raise InvalidInput("forget_user needs a user_id (a string)", field="user_id")
+        await forget_working(self._core, self.tenant_id, user)
         return await self._core.store.forget_user(self.tenant_id, user)
 
     # -- recall --------------------------------------------------------------

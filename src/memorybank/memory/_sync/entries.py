@@ -25,6 +25,7 @@ from memorybank.rules.window import drop_orphan_tool_results, strip_tool_calls, 
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.items import NewEntry
+from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
 
 _PAGE = 64
@@ -344,8 +345,11 @@ class Entries:
             from memorybank.graph._sync import Graph
             from memorybank.memory._sync.facts import Facts
 
-            Facts(self._core, self._tenant)._cascade([entry_id])
-            Graph(self._core, self._tenant)._cascade([entry_id])
+            # only what the caller may change: a user's delete leaves other users' facts and
+            # graph alone, even when they cite her entry
+            seen = None if isinstance(user_id, Unset) else Visibility(UNSET, user_id)
+            Facts(self._core, self._tenant)._cascade([entry_id], seen)
+            Graph(self._core, self._tenant)._cascade([entry_id], seen)
         return removed > 0
 
     def clear(

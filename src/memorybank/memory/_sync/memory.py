@@ -31,6 +31,7 @@ from memorybank.memory._sync.run_state import (
     Summaries,
     WorkingMemory,
     _run_key,
+    forget_working,
 )
 from memorybank.memory._sync.threads import Threads
 from memorybank.records import Entry, Hit, Thread
@@ -135,6 +136,7 @@ class Memory:
         reranker: Reranker | None = None,
         vector_index: VectorIndex | None = None,
     ) -> None:
+        tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -173,7 +175,7 @@ class Memory:
             extract_concurrency=extract_concurrency,
             reranker=reranker,
         )
-        self._init(core, v.check_id(tenant_id, "tenant_id"), ROOT)
+        self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
         self._core = core
@@ -235,7 +237,7 @@ class Memory:
 
     def tenant(self, tenant_id: str) -> Memory:
         """A handle confined to ``tenant_id``, sharing this memory's store, options and scope."""
-        return self._handle(v.check_id(tenant_id, "tenant_id"), self._scope)
+        return self._handle(v.check_tenant(tenant_id, "tenant_id"), self._scope)
 
     def scoped(
         self, *, user_id: str | Unset | None = UNSET, agent_id: str | Unset | None = UNSET
@@ -480,9 +482,11 @@ class Memory:
         ``user_id``/``agent_id`` (or none) is another, empty space.
         """
         user, agent = self._scope.user(user_id), self._scope.agent(agent_id)
-        return WorkingMemory(
-            self._core, self.tenant_id, _run_key(v.check_id(run_id, "run_id"), user, agent), run_id
-        )
+        key = _run_key(v.check_id(run_id, "run_id"), user, agent)
+        owner = None  # a user's run is marked as hers, so forget_user finds it
+        if isinstance(user, str):
+            owner = (user, agent if isinstance(agent, str) else None)
+        return WorkingMemory(self._core, self.tenant_id, key, run_id, owner)
 
     def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
         """Apply a retention policy to this tenant's threads; what went (or would go).
@@ -514,6 +518,7 @@ class Memory:
         user = self._scope.user(user_id)
         if not isinstance(user, str):
             raise InvalidInput("forget_user needs a user_id (a string)", field="user_id")
+        forget_working(self._core, self.tenant_id, user)
         return self._core.store.forget_user(self.tenant_id, user)
 
     # -- recall --------------------------------------------------------------

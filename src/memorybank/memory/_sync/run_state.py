@@ -12,7 +12,7 @@ from memorybank.records import Summary
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Principal, Scope
-from memorybank.stores.contract._sync.store import UNSET, Unset
+from memorybank.stores.contract._sync.store import UNSET, Record, Unset
 
 
 def _run_key(run_id: str, user: Principal, agent: Principal) -> str:
@@ -35,20 +35,61 @@ def _json_loads(text: str) -> Any:
     return json.loads(text)
 
 
+#: The record kind naming the user a run's working memory belongs to (its ``id`` is the
+#: run's store key, its ``user_id`` the user): how ``forget_user`` finds her working memory,
+#: whose rows carry no user (their key is a digest, see ``_run_key``).
+WORKING_OWNER = "working_owner"
+
+
+def forget_working(core: _Core, tenant: str, user_id: str) -> None:
+    """Clear every run of working memory ``user_id`` opened (``forget_user``, before the
+    store erases her records, these markers among them)."""
+    for marker in core.store.record_list(tenant, WORKING_OWNER, user_id=user_id):
+        core.store.working_clear(tenant, marker.id)
+
+
 class WorkingMemory:
     """Key-value scratch space for one run; cleared when its ``with`` block exits."""
 
-    def __init__(self, core: _Core, tenant: str, key: str, run_id: str) -> None:
+    def __init__(
+        self,
+        core: _Core,
+        tenant: str,
+        key: str,
+        run_id: str,
+        owner: tuple[str | None, str | None] | None = None,
+    ) -> None:
         self._core = core
         self._tenant = tenant
         self._key = key  # the run's partition in the store (see ``_run_key``)
         self.run_id = run_id
+        #: (user, agent) of a run opened by a user, until its ``WORKING_OWNER`` marker is
+        #: written (before the first value): then ``None``
+        self._owner = owner
+
+    def _mark(self) -> None:
+        if self._owner is None:
+            return
+        user, agent = self._owner
+        now = self._core.now()
+        marker = Record(
+            kind=WORKING_OWNER,
+            id=self._key,
+            agent_id=agent,
+            user_id=user,
+            content="",
+            data={"run_id": self.run_id},
+            created_at=now,
+            updated_at=now,
+        )
+        self._core.store.record_put(self._tenant, [marker])
+        self._owner = None
 
     def set(self, key: str, value: Any) -> None:
         """Store a JSON value under ``key``."""
-        self._core.store.working_set(
-            self._tenant, self._key, v.check_id(key, "key"), v.dump_json(value, "value")
-        )
+        key, text = v.check_id(key, "key"), v.dump_json(value, "value")
+        self._mark()
+        self._core.store.working_set(self._tenant, self._key, key, text)
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``."""

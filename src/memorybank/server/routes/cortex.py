@@ -1,7 +1,8 @@
 """The reference service's routes, as it names them: ``/cortex/agents/{name}/memory``.
 
 "Agent ``name``'s memory" is one thread of the caller's tenant whose id is
-derived from the name: ``agent:{name}``, or ``agent:{name}:user:{U}`` when the
+derived from the name: ``agent:{name}``, or ``agent:{name}:user:{U}`` (each part with
+``%`` and ``:`` escaped as ``%25`` and ``%3A``, see ``agent_thread_id``) when the
 request names an end user with ``X-User-Id`` (that user then owns it, and the
 library's fail-closed ownership keeps other users out). The thread's
 ``agent_id`` is ``name``. It is an ordinary thread: ``/v1/threads/agent:{name}``
@@ -27,9 +28,19 @@ _MESSAGES = TypeAdapter(list[MessageOut])
 _FIELDS = tuple(MessageOut.model_fields)
 
 
+def _part(value: str) -> str:
+    """``value`` with ``%`` and ``:`` escaped, so joined parts split back one way only."""
+    return value.replace("%", "%25").replace(":", "%3A")
+
+
 def agent_thread_id(name: str, user_id: str | None = None) -> str:
-    """The thread holding agent ``name``'s conversation (for ``user_id``, if any)."""
-    readable = f"agent:{name}" if user_id is None else f"agent:{name}:user:{user_id}"
+    """The thread holding agent ``name``'s conversation (for ``user_id``, if any).
+
+    Injective: each part has its ``%`` and ``:`` escaped (``%25``, ``%3A``), so user
+    ``c`` of agent ``a:user:b`` and user ``b:user:c`` of agent ``a`` get two threads;
+    names without either character keep the ids they always had."""
+    agent = _part(name)
+    readable = f"agent:{agent}" if user_id is None else f"agent:{agent}:user:{_part(user_id)}"
     return compound_id(readable)
 
 

@@ -207,8 +207,9 @@ def _int(value: str | None, default: int, low: int, high: int) -> int:
 
 
 def _opt(value: str | None) -> str | Unset:
-    """A filter field: empty means "no filter" (``UNSET``)."""
-    return value.strip() if value and value.strip() else UNSET
+    """A filter field: empty means "no filter" (``UNSET``); an id is taken exactly as typed
+    (ids compare exactly: ``"bob "`` is not ``"bob"``)."""
+    return value if value else UNSET
 
 
 def _pager(request: Request, page: int, has_next: bool) -> dict[str, Any]:
@@ -268,7 +269,8 @@ def _required(value: str | None) -> str:
 
 
 def _confirmed(form: dict[str, str], expected: str) -> bool:
-    return form.get("confirm", "").strip() == expected
+    """Whether the typed confirmation is the id, exactly (no trimming: ids are exact)."""
+    return form.get("confirm", "") == expected
 
 
 def build_router() -> APIRouter:
@@ -310,8 +312,8 @@ def build_router() -> APIRouter:
         if not check_csrf(request, form):
             return again("The login form expired; please try again.", 403)
         key = form.get("key", "").strip()
-        user = form.get("user_id", "").strip() or None
-        tenant = form.get("tenant", "").strip() or None
+        user = form.get("user_id", "") or None  # ids exactly as typed
+        tenant = form.get("tenant", "") or None
         try:
             await _authenticate(request, key, user, tenant)
         except ApiError:
@@ -426,7 +428,7 @@ def build_router() -> APIRouter:
         async def view(viewer: Viewer) -> Response:
             thread_id = _required(id)
             found = await viewer.memory.threads.require(thread_id)
-            who = agent.strip() or found.agent_id or ""
+            who = agent or found.agent_id or ""
             chosen: Strategy = (
                 "relevant"
                 if strategy == "relevant"
@@ -624,16 +626,16 @@ def build_router() -> APIRouter:
             recent = await viewer.memory.threads.list(limit=500)
             agents = sorted({t.agent_id for t in recent if t.agent_id})
             rows = []
-            if agent.strip():
+            if agent:
                 rows = await viewer.memory.summaries.list(
-                    agent_id=agent.strip(), user_id=UNSET if viewer.user_id else _opt(user)
+                    agent_id=agent, user_id=UNSET if viewer.user_id else _opt(user)
                 )
             ctx = _context(
                 request,
                 viewer,
                 "Summaries",
                 agents=agents,
-                agent=agent.strip(),
+                agent=agent,
                 user=user,
                 summaries=rows,
             )
@@ -667,7 +669,7 @@ def build_router() -> APIRouter:
                         q,
                         k=count,
                         mode=chosen_mode,
-                        thread_id=thread.strip() or None,
+                        thread_id=thread or None,
                         kinds=_KINDS[chosen_kinds][1],
                         include_history=with_history,
                     )
@@ -747,7 +749,7 @@ def build_router() -> APIRouter:
     @r.get("/forget/confirm")
     async def forget_confirm(request: Request, user: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
-            target = user.strip()
+            target = user  # exactly as typed: "bob " is another user than "bob"
             if not target:
                 raise InvalidInput("name the user to forget", field="user")
             root = _root(request)
@@ -773,7 +775,7 @@ def build_router() -> APIRouter:
     async def forget(request: Request) -> Response:
         async def view(viewer: Viewer) -> Response:
             form = await read_form(request)
-            target = form.get("user", "").strip()
+            target = form.get("user", "")  # exact, as on the confirmation page
             if not check_csrf(request, form):
                 return _refused(request, viewer, "The form expired or came from another page.")
             if not target or not _confirmed(form, target):

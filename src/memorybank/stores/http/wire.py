@@ -636,6 +636,14 @@ METHODS: dict[str, Method] = {
             idempotent=True,
         ),
         _m(
+            "summary_agents",
+            optional(list_of(ID)),
+            _TENANT,
+            _p("after", OPT_ID, None),
+            _LIMIT,
+            idempotent=True,
+        ),
+        _m(
             "compact_entries",
             BOOL,
             _TENANT,

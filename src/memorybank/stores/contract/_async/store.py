@@ -413,6 +413,18 @@ class AsyncStore(abc.ABC):
         ``UNSET``: every summary of the agent.
         """
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        """The agent ids of ``tenant`` that have a summary, in id order; ``None``: this
+        store cannot list them (the default, for stores written before this method).
+
+        ``after`` and ``limit`` as in :meth:`working_runs`. For export
+        (``memorybank export``), which reads each agent's summaries with
+        :meth:`summary_list`.
+        """
+        return None
+
     # -- compaction -------------------------------------------------------------
 
     @abc.abstractmethod

@@ -414,6 +414,18 @@ class Store(abc.ABC):
         ``UNSET``: every summary of the agent.
         """
 
+    def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        """The agent ids of ``tenant`` that have a summary, in id order; ``None``: this
+        store cannot list them (the default, for stores written before this method).
+
+        ``after`` and ``limit`` as in :meth:`working_runs`. For export
+        (``memorybank export``), which reads each agent's summaries with
+        :meth:`summary_list`.
+        """
+        return None
+
     # -- compaction -------------------------------------------------------------
 
     @abc.abstractmethod

@@ -523,6 +523,14 @@ class AsyncHTTPStore(AsyncStore):
         added: Summary = await self._call("summary_add", {"tenant": tenant, "summary": summary})
         return added
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        agents: list[str] | None = await self._call(
+            "summary_agents", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return agents
+
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

@@ -524,6 +524,14 @@ class HTTPStore(Store):
         added: Summary = self._call("summary_add", {"tenant": tenant, "summary": summary})
         return added
 
+    def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str] | None:
+        agents: list[str] | None = self._call(
+            "summary_agents", {"tenant": tenant, "after": after, "limit": limit}
+        )
+        return agents
+
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

@@ -447,6 +447,13 @@ class AsyncInMemoryStore(AsyncStore):
         self._summaries.setdefault(tenant, []).append(summary)
         return summary
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        self._check_open()
+        agents = {s.agent_id for s in self._summaries.get(tenant, [])}
+        return _id_page(iter(agents), after, limit)
+
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

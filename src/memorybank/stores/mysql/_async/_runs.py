@@ -173,6 +173,13 @@ class RunsMixin(MySQLBase):
         )
         return summary
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Agent ids with a summary."""
+        sql, params = run_ids_sql(self._summaries, tenant, after, limit, "%s", "agent_id")
+        return [str(row[0]) for row in await self._query(sql, params)]
+
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

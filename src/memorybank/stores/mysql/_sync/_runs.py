@@ -174,6 +174,13 @@ class RunsMixin(MySQLBase):
         )
         return summary
 
+    def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Agent ids with a summary."""
+        sql, params = run_ids_sql(self._summaries, tenant, after, limit, "%s", "agent_id")
+        return [str(row[0]) for row in self._query(sql, params)]
+
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

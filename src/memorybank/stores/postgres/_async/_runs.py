@@ -113,6 +113,15 @@ class RunsMixin(PostgresBase):
         )
         return summary
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Agent ids with a summary, compared bytewise."""
+        sql, params = run_ids_sql(
+            f"{self.prefix}summaries", tenant, after, limit, "%s", 'agent_id COLLATE "C"'
+        )
+        return [str(row[0]) for row in await self._fetch(sql, params, retry=True)]
+
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

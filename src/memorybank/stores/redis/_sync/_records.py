@@ -16,8 +16,10 @@ from memorybank.stores.redis.codec import (
     as_str,
     decode_record,
     esc,
+    glob_escape,
     guard_args,
     record_json,
+    unesc,
     who,
 )
 from memorybank.stores.redis.lua_tenant import (
@@ -192,6 +194,21 @@ class RedisRecords(RedisScope):
                     pipe.sadd(idx + "sumu:" + esc(summary.user_id), agent)
                 pipe.execute()
         return summary
+
+    def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Found by ``SCAN`` over the tenant's ``sum:<agent>`` lists (one slot, hash-tagged)."""
+        head = self._idx(tenant) + "sum:"
+        found: set[str] = set()
+        with self._op():
+            self._ready()
+            for key in self._client.scan_iter(match=glob_escape(head) + "*", count=1000):
+                agent = as_str(key)[len(head) :]
+                if ":" not in agent:
+                    found.add(unesc(agent))
+        agents = sorted(a for a in found if after is None or a > after)
+        return agents if limit is None else agents[:limit]
 
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None

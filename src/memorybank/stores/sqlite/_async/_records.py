@@ -184,6 +184,16 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
+    async def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        sql, params = run_ids_sql(f"{self.prefix}summaries", tenant, after, limit, "?", "agent_id")
+
+        def op(conn: sqlite3.Connection) -> list[str]:
+            return [str(row[0]) for row in conn.execute(sql, params).fetchall()]
+
+        return await self._run(lambda: self._read(op))
+
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:

@@ -203,6 +203,23 @@ class StateCases(ContractBase):
         assert store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert store.snapshot_runs(other) == ["s-other"]
 
+    def test_agents_with_summaries_are_listed(self, memory: Memory) -> None:
+        store, tenant, other = memory.store, _id("ten"), _id("ten")
+        if store.summary_agents(tenant) is None:
+            pytest.skip("this store cannot list the agents of its summaries")
+        odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
+        for i, agent in enumerate(odd):
+            memory.tenant(tenant).summaries.add(
+                content=f"s{i}", agent_id=agent, user_id="alice" if i % 2 else None
+            )
+        memory.tenant(other).summaries.add(content="x", agent_id="a-other", user_id=None)
+        assert store.summary_agents(tenant) == sorted(odd)
+        assert store.summary_agents(tenant, after=sorted(odd)[1]) == sorted(odd)[2:]
+        assert store.summary_agents(tenant, limit=2) == sorted(odd)[:2]
+        assert store.summary_agents(other) == ["a-other"]
+        memory.tenant(tenant).forget_user("alice")
+        assert store.summary_agents(tenant) == sorted(odd[0::2])
+
     def test_snapshots_save_load_delete(self, memory: Memory) -> None:
         run = _id("run")
         assert memory.snapshots.load(run) is None

@@ -1,0 +1,124 @@
+"""``X-User-Id`` as a real client sends it, over a raw socket to ``memorybank serve``.
+
+The HTTP parsers drop whitespace around a header's value before the application
+sees it, so ``X-User-Id:  alice`` (leading space or tab) or ``alice `` would act as
+``alice``. The server refuses every such header (422 naming ``X-User-Id``), and one
+given twice, and never shows alice's data for it, also when the request arrives a
+byte at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memorybank import Memory
+from memorybank.server.raw_headers import mark_padded
+from tests.server.test_serve import cli, env, free_port, wait_up
+
+__all__ = ["env"]  # the fixture, imported for this module's tests
+
+
+def _request(port: int, header_lines: bytes, *, byte_by_byte: bool = False) -> tuple[int, str]:
+    raw = b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n" + header_lines + b"Connection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        try:
+            if byte_by_byte:
+                for i in range(len(raw)):
+                    sock.sendall(raw[i : i + 1])
+                    time.sleep(0.001)
+            else:
+                sock.sendall(raw)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server answered (400) and closed before the request ended
+        data = b""
+        try:
+            while chunk := sock.recv(65536):
+                data += chunk
+        except ConnectionResetError:
+            pass
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    if b"chunked" in head.lower():  # de-chunk
+        out, rest = b"", body
+        while rest:
+            size, _, rest = rest.partition(b"\r\n")
+            n = int(size, 16)
+            if n == 0:
+                break
+            out, rest = out + rest[:n], rest[n + 2 :]
+        body = out
+    return status, body.decode()
+
+
+def test_a_user_header_that_is_not_exactly_an_id_is_refused(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'u.db'}"
+    key = cli("keys", "create", "--url", url, "--tenant", "acme", env=env).stdout.split()[-1]
+    with Memory(url, tenant_id="acme") as memory:
+        memory.threads.create(user_id="alice", title="alice-secret")
+    port = free_port()
+    log = (tmp_path / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memorybank.cli", "serve", "--url", url, "--port", str(port)],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_up(f"http://127.0.0.1:{port}", process)
+        auth = f"Authorization: Bearer {key}\r\n".encode()
+        status, body = _request(port, auth + b"X-User-Id: alice\r\n")
+        assert status == 200 and "alice-secret" in body  # the exact id works
+        status, body = _request(port, auth + b"X-User-Id:alice\r\n")
+        assert status == 200 and "alice-secret" in body  # no space after the colon is fine
+        for line in (
+            b"X-User-Id:  alice\r\n",
+            b"X-User-Id: \talice\r\n",
+            b"X-User-Id:\talice\r\n",
+            b"x-user-id: alice \r\n",
+            b"X-USER-ID: alice\t\r\n",
+            b"X-User-Id: alice\r\nX-User-Id: alice\r\n",
+            b"X-User-Id: al\x01ice\r\n",
+        ):
+            for slow in (False, True):
+                status, body = _request(port, auth + line, byte_by_byte=slow)
+                assert "alice-secret" not in body, line
+                assert 400 <= status < 500, (line, status, body)
+                if status == 422:
+                    assert json.loads(body)["field"] == "X-User-Id", body
+        # whitespace refusals come after authentication: a stranger learns nothing
+        status, _ = _request(port, b"X-User-Id:  alice\r\n")
+        assert status == 401
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"X-User-Id:  alice", b"X-User-Id:\talice", b"x-user-id: alice ", b"X-User-Id: alice\t"],
+)
+def test_padded_lines_are_renamed_wherever_the_reads_split(line: bytes) -> None:
+    request = b"GET / HTTP/1.1\r\nHost: x\r\n" + line + b"\r\nA: b\r\n\r\n"
+    expected = request.replace(line.split(b":")[0], b"x-user-id-padded")
+    for i in range(len(request)):
+        for j in range(i, len(request), 3):
+            tail, held, out = b"", b"", b""
+            for chunk in (request[:i], request[i:j], request[j:]):
+                passed, held = mark_padded(tail, held + chunk)
+                tail, out = (tail + passed)[-2:], out + passed
+            assert (out, held) == (expected, b""), (i, j)
+    exact = request.replace(line, b"X-User-Id: alice")
+    for i in range(len(exact)):
+        first, held = mark_padded(b"", exact[:i])
+        second, held = mark_padded((b"" + first)[-2:], held + exact[i:])
+        assert (first + second, held) == (exact, b"")
