@@ -1,6 +1,6 @@
 # The targets CI runs. `make test` sets up .venv (everything, for the tests) and `make run`
 # sets up .venv-run (only what the server and the torch-free local embedder need), each on
-# first use. CONSTRAINTS pins what pip may pick for the test environment (see the README).
+# first use. CONSTRAINTS pins what pip may pick for the test environment (see docs/getting-started.md).
 PYTHON ?= python3
 CONSTRAINTS ?= constraints.txt
 VENV := .venv
