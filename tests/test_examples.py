@@ -116,3 +116,10 @@ def test_service_from_curl(tmp_path: Path) -> None:
         "Sorry! Let me check order #1234.",
     ]
     assert other.status_code == 403  # the thread is alice's: it fails closed for bob
+
+
+def test_langgraph_graph_resumes_from_its_checkpoints(tmp_path: Path) -> None:
+    pytest.importorskip("langgraph")
+    program = [sys.executable, str(EXAMPLES / "langgraph_saver.py"), str(tmp_path / "g.db")]
+    assert run(program, tmp_path).strip() == "['note 1 (run 1)']"
+    assert run(program, tmp_path).strip() == "['note 1 (run 1)', 'note 2 (run 2)']"
