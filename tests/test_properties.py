@@ -6,7 +6,7 @@ datetimes across the whole ``datetime`` range in several time zones; JSON
 nested in lists, tuples and dicts, with sets and bytes now and then) each verb
 must either succeed and read back exactly what it was given, or raise
 ``InvalidInput`` whose ``field`` is one the oracle below found bad, having
-written nothing. The oracle is the README's "Input rules", written
+written nothing. The oracle is docs/concepts.md's "Input rules", written
 independently of ``memorybank.rules.validate``, so the two can disagree and fail
 a test.
 
@@ -74,7 +74,7 @@ def fresh(store: Store, *, embedder: Embedder | None = None) -> Memory:
     return root.tenant(f"p-{uuid.uuid4().hex[:12]}")
 
 
-# -- the oracle: the README's input rules ---------------------------------------------
+# -- the oracle: docs/concepts.md's input rules ----------------------------------------
 
 
 def storable(value: object) -> bool:

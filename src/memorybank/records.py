@@ -180,8 +180,8 @@ class Entry:
       parts joined by newlines).
     * ``item``: a whole Responses API item (a dict with a ``"type"``:
       ``message``, ``function_call``, ``function_call_output``, ``reasoning``,
-      ...), returned as is; its columns are derived from it (see the README's
-      Concepts): ``function_call``-like items are assistant entries with one
+      ...), returned as is; its columns are derived from it (see docs/concepts.md,
+      "Responses API items"): ``function_call``-like items are assistant entries with one
       tool call (``call_id``), their ``*_output`` items tool entries, so
       windows keep pairs whole.
     """

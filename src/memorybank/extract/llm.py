@@ -267,7 +267,10 @@ class LLMExtractor(OwnsClients):
         min_confidence: proposals below it are dropped (default 0.7).
         timeout: seconds per request (connect, read and write each).
         max_retries: retries after a failed attempt (429, 5xx, timeout, network).
-        backoff, max_retry_after: see the module docstring.
+        backoff: the base of the exponential retry delay, in seconds (see the module
+            docstring).
+        max_retry_after: the longest ``Retry-After`` honoured, in seconds (see the
+            module docstring).
         max_tokens: the answer's token limit sent with the request (``None``: not
             sent, for endpoints that refuse the field).
         headers: extra request headers.

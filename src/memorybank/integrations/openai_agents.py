@@ -13,7 +13,7 @@
 One session is one memorybank thread (``thread_id == session_id``), created on
 first use and owned by ``user_id`` (fail closed: a thread of another owner
 raises ``ThreadForbidden``). Every item the SDK adds is one entry, stored and
-returned exactly (Responses items are kept whole, see the README's "Responses
+returned exactly (Responses items are kept whole, see docs/concepts.md, "Responses
 API items"), so the thread is also visible to ``history()``, search and the
 context builder.
 

@@ -176,13 +176,14 @@ class Signals:
 class HybridRanker:
     """Ranks a fixed candidate list for many queries (build once per thread/scope).
 
-    >>> from datetime import datetime
-    >>> day = datetime(2024, 5, 1)
-    >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", day),
-    ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", day),
-    ...          Candidate("3", "t", 2, "Ann: I baked bread", "Ann", day)]
-    >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # the answer, then the ask
-    ['2', '1', '3']
+    Examples:
+        >>> from datetime import datetime
+        >>> day = datetime(2024, 5, 1)
+        >>> cands = [Candidate("1", "t", 0, "Ann: Where did you go?", "Ann", day),
+        ...          Candidate("2", "t", 1, "Bob: Paris, it was lovely", "Bob", day),
+        ...          Candidate("3", "t", 2, "Ann: I baked bread", "Ann", day)]
+        >>> [r.id for r in HybridRanker(cands).rank("Where did Bob go?")]  # answer, ask
+        ['2', '1', '3']
     """
 
     def __init__(

@@ -2,7 +2,7 @@
 
 Every check raises ``InvalidInput`` naming the offending field, before anything
 is written. What passes is what *every* store can hold and return exactly, so
-the five stores accept the same inputs (the README's "Input rules"):
+the five stores accept the same inputs (docs/concepts.md, "Input rules"):
 
 * text (content, names, titles, JSON strings and keys, ...) is valid Unicode
   without NUL: no lone surrogate (it has no UTF-8 form) and no U+0000
@@ -457,7 +457,7 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
     ``content`` (its text) and each tool call's ``arguments`` hold at most
     ``max_content_chars`` characters; ``name`` at most ``MAX_LABEL_CHARS``.
 
-    Provider shapes are kept verbatim (the README's "Messages as providers
+    Provider shapes are kept verbatim (docs/concepts.md, "Messages as providers
     shape them"): a dict with a ``"type"`` is a Responses API item (see
     ``_from_item``); a chat message's ``content`` may be a list of parts
     (objects with a string ``type``; unknown types are kept, only text-like
