@@ -322,7 +322,11 @@ async def run_x1(
             tid = threads[user][i % len(threads[user])]
             scoped = memory.scoped(user_id=user, agent_id=AGENT)
             return await scoped.build_context(
-                tid, max_tokens=2000, current_input=qtexts[q], include_semantic=True
+                tid,
+                max_tokens=2000,
+                current_input=qtexts[q],
+                include_semantic_context=True,
+                include_facts=True,
             )
 
         for label, mine, theirs in (
@@ -349,7 +353,7 @@ async def run_x1(
                 )
         notes.append(f"{name} X1: {_load_avg()} at the end")
     finally:
-        await memory.aclose()
+        await memory.close()
 
 
 async def run_x3(
@@ -379,7 +383,7 @@ async def run_x3(
                 ]
             )
     finally:
-        await memory.aclose()
+        await memory.close()
 
 
 def owners_x1(quick: bool) -> list[tuple[str, int, int]]:
