@@ -1,0 +1,304 @@
+"""Pydantic AI: message history kept in a memorybank thread, on any store.
+
+``pip install 'memorybank[pydantic-ai]'``::
+
+    from pydantic_ai import Agent
+    from memorybank import Memory
+    from memorybank.integrations.pydantic_ai import MemorybankHistory
+
+    memory = Memory("sqlite:///agent.db").scoped(user_id="alice")
+    history = MemorybankHistory(memory, "conversation-42")
+    result = agent.run_sync("Hello", message_history=history.load())
+    history.save(result.all_messages())
+
+One history is one memorybank thread (``thread_id``), created on the first
+save and owned by the handle's user (fail closed: a thread of another owner
+raises ``ThreadForbidden``). Each ``ModelMessage`` is one entry: a
+``ModelRequest`` a ``user`` entry, a ``ModelResponse`` an ``assistant`` entry,
+whose content is the message's text (prompts, answers, tool calls as
+``name(arguments)``, tool returns), so the conversation is also found by
+search and seen by ``history()`` and the context builder. The message itself
+is kept whole in the entry's ``state`` as Pydantic AI serialises it
+(``ModelMessagesTypeAdapter``), so ``load()`` gives back exactly the list that
+was saved, every part, id and timestamp included.
+
+The adapter holds no scope logic: it acts through the handle it is given, so
+``memory.scoped(user_id=...)`` confines it. On a ``Memory`` use ``load``,
+``save``, ``append`` and ``clear``; on an ``AsyncMemory`` their twins ``aload``,
+``asave``, ``aappend`` and ``aclear``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
+from memorybank.records import Entry
+from memorybank.rules import validate as v
+from memorybank.tokens import Tokenizer, count_message_tokens
+
+try:
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelMessagesTypeAdapter,
+        ModelRequest,
+        ModelResponse,
+        RetryFeedbackPart,
+        RetryPromptPart,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "memorybank.integrations.pydantic_ai needs Pydantic AI:"
+        " pip install 'memorybank[pydantic-ai]'"
+    ) from error
+
+__all__ = ["STATE_KEY", "MemorybankHistory"]
+
+#: The key of an entry's ``state`` that holds the serialised ``ModelMessage``.
+STATE_KEY = "pydantic_ai"
+
+
+def _text(message: ModelMessage) -> str:
+    """What a person would read of ``message``: the text its entry is searched by."""
+    pieces: list[str] = []
+    for part in message.parts:
+        if isinstance(part, SystemPromptPart | TextPart):
+            pieces.append(part.content)
+        elif isinstance(part, UserPromptPart):
+            if isinstance(part.content, str):
+                pieces.append(part.content)
+            else:
+                pieces.extend(item for item in part.content if isinstance(item, str))
+        elif isinstance(part, ToolCallPart):
+            pieces.append(f"{part.tool_name}({part.args_as_json_str()})")
+        elif isinstance(part, ToolReturnPart):
+            pieces.append(part.model_response_str())
+        elif isinstance(part, RetryPromptPart | RetryFeedbackPart):
+            pieces.append(part.model_response())
+    return "\n".join(pieces)
+
+
+def _role(message: ModelMessage) -> str:
+    return "assistant" if isinstance(message, ModelResponse) else "user"
+
+
+def _dump(messages: Sequence[ModelMessage]) -> list[dict[str, Any]]:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInput("messages must be a list of ModelMessage", field="messages")
+    for index, message in enumerate(messages):
+        if not isinstance(message, ModelRequest | ModelResponse):
+            raise InvalidInput(
+                f"messages[{index}] must be a ModelRequest or ModelResponse,"
+                f" got {type(message).__name__}",
+                field="messages",
+            )
+    dumped: list[dict[str, Any]] = ModelMessagesTypeAdapter.dump_python(list(messages), mode="json")
+    return dumped
+
+
+def _entries(messages: Sequence[ModelMessage], dumped: list[dict[str, Any]]) -> list[Any]:
+    return [
+        {"role": _role(m), "content": _text(m), "state": {STATE_KEY: d}}
+        for m, d in zip(messages, dumped, strict=True)
+    ]
+
+
+def _stored(entries: Sequence[Entry]) -> list[dict[str, Any]]:
+    """The serialised messages of ``entries`` (an entry not written by this adapter refused)."""
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        payload = entry.state.get(STATE_KEY)
+        if not isinstance(payload, dict):
+            raise InvalidInput(
+                f"entry {entry.id!r} of the thread was not written by MemorybankHistory",
+                field="thread_id",
+            )
+        out.append(payload)
+    return out
+
+
+def _shared(stored: list[dict[str, Any]], given: list[dict[str, Any]]) -> int:
+    """How many leading messages ``stored`` and ``given`` have in common."""
+    shared = 0
+    for old, new in zip(stored, given, strict=False):
+        if old != new:
+            break
+        shared += 1
+    return shared
+
+
+def _opens_turn(message: ModelMessage) -> bool:
+    """A request that answers no tool call and retries nothing: a window may start at it."""
+    return isinstance(message, ModelRequest) and not any(
+        isinstance(part, ToolReturnPart | RetryPromptPart | RetryFeedbackPart)
+        for part in message.parts
+    )
+
+
+def _trim(
+    tokenizer: Tokenizer, messages: list[ModelMessage], max_tokens: int
+) -> list[ModelMessage]:
+    costs = [
+        count_message_tokens(tokenizer, {"role": _role(m), "content": _text(m)}) for m in messages
+    ]
+    start, total = len(messages), 0
+    while start > 0 and total + costs[start - 1] <= max_tokens:
+        start -= 1
+        total += costs[start]
+    while start < len(messages) and not _opens_turn(messages[start]):
+        start += 1  # never a tool return without the call before it
+    if start == len(messages):  # not even the newest turn fits: keep that turn whole
+        start = max(
+            (i for i, m in enumerate(messages) if _opens_turn(m)),
+            default=0,
+        )
+    return messages[start:]
+
+
+class MemorybankHistory:
+    """A Pydantic AI message history in one memorybank thread.
+
+    Args:
+        memory: a ``Memory`` or ``AsyncMemory`` handle (a tenant or scoped
+            handle confines the history to its tenant and user).
+        thread_id: the thread holding the history (1 to 255 printable characters).
+
+    ``load`` returns the saved ``ModelMessage`` list exactly; ``save(messages)``
+    makes the thread hold exactly ``messages``: when the stored history is a
+    prefix of them (``result.all_messages()`` after a run given the loaded
+    history) only the new messages are written, in one all-or-nothing write;
+    when the history was rewritten (compaction, an edit) the new messages
+    are written the same way and then the stored ones after the last message
+    both share are deleted (bad input changes nothing; an interrupted save
+    may leave both, never lose one).
+    ``append(messages)`` adds ``result.new_messages()`` without reading.
+    """
+
+    def __init__(self, memory: Memory | AsyncMemory, thread_id: str) -> None:
+        if not isinstance(memory, Memory | AsyncMemory):
+            raise ConfigurationError(
+                f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
+            )
+        self.memory = memory
+        self.thread_id = v.check_id(thread_id, "thread_id")
+
+    def _sync(self, verb: str) -> Memory:
+        if not isinstance(self.memory, Memory):
+            raise ConfigurationError(f"{verb}() needs a Memory; on an AsyncMemory use a{verb}()")
+        return self.memory
+
+    def _async(self, verb: str) -> AsyncMemory:
+        if not isinstance(self.memory, AsyncMemory):
+            raise ConfigurationError(f"a{verb}() needs an AsyncMemory; on a Memory use {verb}()")
+        return self.memory
+
+    # -- sync (Memory) -----------------------------------------------------
+
+    def _sync_entries(self, memory: Memory) -> list[Entry]:
+        if memory.threads.get(self.thread_id) is None:
+            return []
+        return memory.entries.list(self.thread_id)
+
+    def load(self) -> list[ModelMessage]:
+        """The saved messages, oldest first (``[]`` before the first save)."""
+        memory = self._sync("load")
+        stored = _stored(self._sync_entries(memory))
+        return ModelMessagesTypeAdapter.validate_python(stored)
+
+    def save(self, messages: Sequence[ModelMessage]) -> None:
+        """Make the thread hold exactly ``messages`` (see the class docstring)."""
+        memory = self._sync("save")
+        dumped = _dump(messages)
+        memory.ensure_thread(self.thread_id)
+        entries = memory.entries.list(self.thread_id)
+        shared = _shared(_stored(entries), dumped)
+        # the new messages first (all or nothing), then the stale ones between: bad input
+        # leaves the history as it was, and an interrupted save loses no message
+        memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
+        for entry in entries[shared:]:
+            memory.entries.delete(self.thread_id, entry.id)
+
+    def append(self, messages: Sequence[ModelMessage]) -> None:
+        """Append ``messages`` (``result.new_messages()``) in one all-or-nothing write."""
+        memory = self._sync("append")
+        dumped = _dump(messages)
+        memory.ensure_thread(self.thread_id)
+        memory.entries.add_many(self.thread_id, _entries(messages, dumped))
+
+    def clear(self) -> None:
+        """Remove every message of the history (the thread stays)."""
+        memory = self._sync("clear")
+        if memory.threads.get(self.thread_id) is not None:
+            memory.entries.clear(self.thread_id)
+
+    # -- async (AsyncMemory) -----------------------------------------------
+
+    async def _async_entries(self, memory: AsyncMemory) -> list[Entry]:
+        if await memory.threads.get(self.thread_id) is None:
+            return []
+        return await memory.entries.list(self.thread_id)
+
+    async def aload(self) -> list[ModelMessage]:
+        """``load`` on an ``AsyncMemory``."""
+        memory = self._async("load")
+        stored = _stored(await self._async_entries(memory))
+        return ModelMessagesTypeAdapter.validate_python(stored)
+
+    async def asave(self, messages: Sequence[ModelMessage]) -> None:
+        """``save`` on an ``AsyncMemory``."""
+        memory = self._async("save")
+        dumped = _dump(messages)
+        await memory.ensure_thread(self.thread_id)
+        entries = await memory.entries.list(self.thread_id)
+        shared = _shared(_stored(entries), dumped)
+        await memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
+        for entry in entries[shared:]:
+            await memory.entries.delete(self.thread_id, entry.id)
+
+    async def aappend(self, messages: Sequence[ModelMessage]) -> None:
+        """``append`` on an ``AsyncMemory``."""
+        memory = self._async("append")
+        dumped = _dump(messages)
+        await memory.ensure_thread(self.thread_id)
+        await memory.entries.add_many(self.thread_id, _entries(messages, dumped))
+
+    async def aclear(self) -> None:
+        """``clear`` on an ``AsyncMemory``."""
+        memory = self._async("clear")
+        if await memory.threads.get(self.thread_id) is not None:
+            await memory.entries.clear(self.thread_id)
+
+    # -- history processor -------------------------------------------------
+
+    def trimmer(self, max_tokens: int) -> Callable[[list[ModelMessage]], list[ModelMessage]]:
+        """A history processor keeping the newest ``max_tokens`` of history.
+
+        Give it to the agent as ``capabilities=[ProcessHistory(history.trimmer(n))]``
+        (``pydantic_ai.capabilities``; ``history_processors=[...]`` in releases
+        that have that argument). The run's history then is the window, so store
+        a run with ``append(result.new_messages())``: ``save(result.all_messages())``
+        would make the stored history the window too.
+
+        Messages are counted as their entries are (the memory's tokenizer, exact
+        ``o200k_base`` by default). The window starts at a request that answers
+        no tool call, so a tool return is never sent without its call; when not
+        even the newest turn fits, that turn is kept whole (the model must see
+        the prompt it answers). ``Agent(instructions=...)`` is sent with every
+        request and is not part of the history.
+        """
+        budget = v.check_limit(max_tokens, "max_tokens", allow_none=False)
+        assert budget is not None
+        tokenizer = self.memory._core.tokenizer
+
+        def trim(messages: list[ModelMessage]) -> list[ModelMessage]:
+            return _trim(tokenizer, messages, budget)
+
+        return trim
