@@ -9,7 +9,7 @@
  */
 
 import createClient from "openapi-fetch";
-import { MemoryBankError } from "./errors.js";
+import { MemoryBankError, retryAfterSeconds } from "./errors.js";
 import { Paged, type PageShape } from "./paging.js";
 import type { paths } from "./schema.gen.js";
 import { type RequestOptions, Transport, type TransportOptions } from "./transport.js";
@@ -279,7 +279,7 @@ export class MemoryBank {
       status: response.status,
       field: str(body.field),
       requestId: str(body.request_id) ?? response.headers.get("x-request-id"),
-      retryAfter: Number(response.headers.get("retry-after")) || undefined,
+      retryAfter: retryAfterSeconds(response.headers.get("retry-after")),
     });
   }
 

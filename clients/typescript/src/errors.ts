@@ -18,14 +18,6 @@ export type MemoryBankErrorCode =
   /** The server could not be reached (`status` 0). */
   | "network_error";
 
-/** The server's error body. */
-export interface ErrorBodyShape {
-  code: string;
-  message: string;
-  field?: string | null;
-  request_id?: string;
-}
-
 /**
  * A failed call: `code` is the server's stable code (a discriminant: switch on it),
  * `status` the HTTP status (0 when no response came), `field` the bad input's
@@ -55,25 +47,6 @@ export class MemoryBankError extends Error {
     this.field = init.field ?? undefined;
     this.requestId = init.requestId ?? undefined;
     this.retryAfter = init.retryAfter;
-  }
-
-  /** The error of an HTTP error response (its body, else its status line). */
-  static async fromResponse(response: Response): Promise<MemoryBankError> {
-    let body: Partial<ErrorBodyShape> = {};
-    try {
-      body = (await response.json()) as Partial<ErrorBodyShape>;
-    } catch {
-      // not JSON (a proxy's page): keep the status
-    }
-    return new MemoryBankError({
-      code: typeof body.code === "string" ? body.code : `http_${response.status}`,
-      message:
-        typeof body.message === "string" ? body.message : `HTTP ${response.status} ${response.statusText}`,
-      status: response.status,
-      field: body.field,
-      requestId: body.request_id ?? response.headers.get("x-request-id"),
-      retryAfter: retryAfterSeconds(response.headers.get("retry-after")),
-    });
   }
 }
 
