@@ -121,6 +121,12 @@ async def test_pages_show_the_tenant_memory(inspector: Inspector) -> None:
     assert "1 fact(s)" in page and "Alice prefers phone contact" in page
     assert re.search(r'id="included">4 of 4<', page)
     assert "Be kind" in page
+    assert re.search(r"graph context</b>:\s*off", page)
+    page = await inspector.page(
+        "/ui/thread/context?id=t-orders&input=Where+does+Ada+work&graph=1&max_tokens=4000"
+    )
+    assert re.search(r'<pre class="graph-block">[^<]*Ada[^<]*Initech', page), page
+    assert "secret project" not in page  # bob's, not the thread owner's
 
     page = await inspector.page(f"/ui/fact?id={inspector.data.fact_id}")
     assert "Alice prefers email contact" in page and "Alice prefers phone contact" in page

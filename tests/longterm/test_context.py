@@ -545,9 +545,28 @@ async def test_the_thread_fails_closed(memory: AsyncMemory) -> None:
     with pytest.raises(ThreadForbidden):
         await memory.build_context(tid, agent_id="a", user_id="bob", max_tokens=500)
     with pytest.raises(ThreadForbidden):
-        await memory.build_context(tid, agent_id="a", max_tokens=500)
+        await memory.build_context(tid, agent_id="a", user_id=None, max_tokens=500)
+    with pytest.raises(ThreadForbidden):
+        await memory.scoped(user_id=None).build_context(tid, agent_id="a", max_tokens=500)
     missing = await memory.build_context(new_id(), agent_id="a", max_tokens=500)
     assert (missing.messages, missing.total_entries, missing.truncated) == ([], 0, False)
+
+
+async def test_no_user_on_the_unscoped_handle_is_the_threads_owner(memory: AsyncMemory) -> None:
+    """The trusted form, as ``history``: the context the owner's own turns see."""
+    tid = await thread(memory)
+    await fill(memory, tid, ["hello"])
+    await memory.facts.add(content="alice likes tea", agent_id="a", user_id="alice")
+    await memory.facts.add(content="bob likes coffee", agent_id="a", user_id="bob")
+    trusted = await memory.build_context(tid, agent_id="a", max_tokens=500, include_facts=True)
+    owner = await memory.build_context(
+        tid, agent_id="a", user_id="alice", max_tokens=500, include_facts=True
+    )
+    assert trusted.messages == owner.messages
+    assert [f.content for f in trusted.facts] == ["alice likes tea"]
+    assert [m["content"] for m in await memory.history(tid)] == ["hello"]
+    built = await ContextBuilder(ContextOptions(max_tokens=500), memory).build(tid, agent_id="a")
+    assert built.messages == [{"role": "user", "content": "hello"}]
 
 
 async def test_the_thread_is_never_read_whole() -> None:

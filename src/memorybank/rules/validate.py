@@ -39,6 +39,7 @@ __all__ = [
     "MAX_LABEL_CHARS",
     "MAX_PAYLOAD_CHARS",
     "MAX_TIME",
+    "MESSAGE_KEYS",
     "MIN_TIME",
     "TEXT_PART_TYPES",
     "as_message",
@@ -65,7 +66,10 @@ MAX_TIME = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
 #: Largest magnitude of a vector component (stores keep float32).
 FLOAT32_MAX = 3.4028234663852886e38
 _INT64 = (-(2**63), 2**63 - 1)
-_MESSAGE_KEYS = {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "state"}
+#: The keys of a chat message the library keeps in columns (every other key goes to ``extra``).
+MESSAGE_KEYS = frozenset(
+    {"role", "content", "name", "tool_calls", "tool_call_id", "metadata", "state"}
+)
 #: Column keys whose empty value (``None``, ``[]``) is kept in ``extra`` as given.
 _EMPTY_KEPT = frozenset({"name", "tool_calls", "tool_call_id"})
 
@@ -465,7 +469,7 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         beyond = {
             k: x
             for k, x in raw.items()
-            if k not in _MESSAGE_KEYS or (k in _EMPTY_KEPT and (x is None or x == []))
+            if k not in MESSAGE_KEYS or (k in _EMPTY_KEPT and (x is None or x == []))
         }
         extra = _payload(beyond, "extra") if beyond else {}
     else:

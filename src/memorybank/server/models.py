@@ -8,14 +8,20 @@ a request means "not given" (the library's ``UNSET``); ``null`` means ``None``
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from memorybank.graph.model import GraphContextOptions
+from memorybank.records import ROLES
+from memorybank.rules import validate as v
+from memorybank.server.graph_models import EntityOut, RelationOut
 from memorybank.stores.contract.types import UNSET
 
 __all__ = [
+    "MESSAGE_FIELDS",
     "BranchIn",
     "BranchOut",
     "CheckoutIn",
@@ -36,6 +42,7 @@ __all__ = [
     "FactOut",
     "FactPatch",
     "FactSearchIn",
+    "GraphContextOptionsIn",
     "HitOut",
     "KeyCreated",
     "KeyIn",
@@ -120,13 +127,37 @@ class ThreadOut(BaseModel):
 # -- entries -------------------------------------------------------------------
 
 
-class MessageIn(BaseModel):
-    """A provider-shaped (OpenAI chat) message; ``tool_calls`` in the chat shape
-    ``{"id", "type": "function", "function": {"name", "arguments"}}``."""
+#: The message fields the library stores in columns (``rules.validate``'s own list).
+MESSAGE_FIELDS: tuple[str, ...] = tuple(sorted(v.MESSAGE_KEYS))
+_ROLES: list[str] = sorted(ROLES)
 
-    model_config = _STRICT
-    role: str
-    content: str | None = None
+
+class MessageIn(BaseModel):
+    """A message exactly as the library's ``entries.add`` takes it.
+
+    Either a chat message (``role`` and ``content``; ``content`` a string or a
+    list of content parts, objects with a string ``type``) whose other provider
+    fields (``refusal``, ``annotations``, ``audio``, ``function_call``, ...) are
+    kept verbatim, or a Responses API item (an object with a ``type``:
+    ``message``, ``function_call``, ``function_call_output``, ``reasoning``,
+    ...) kept whole. ``tool_calls`` take the chat shape ``{"id", "type":
+    "function", "function": {"name", "arguments"}}``. The library checks the
+    message (roles, pairing, sizes): its ``InvalidInput`` is the 422 answer,
+    ``field`` naming the message field.
+    """
+
+    model_config = ConfigDict(extra="allow")
+    role: str | None = Field(
+        default=None,
+        description=f"One of {', '.join(_ROLES)} (a Responses item may leave it out).",
+        json_schema_extra={"enum": [*_ROLES, None]},
+    )
+    type: str | None = Field(
+        default=None, description="A Responses API item's type (a chat message has none)."
+    )
+    content: str | list[dict[str, Any]] | None = Field(
+        default=None, description="The text, or a list of content parts (kept verbatim)."
+    )
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
@@ -134,12 +165,17 @@ class MessageIn(BaseModel):
     state: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The dict the library's ``entries.add`` takes (``None`` fields dropped)."""
-        return self.model_dump(exclude_none=True)
+        """The dict the library's ``entries.add`` takes: the fields as the client sent
+        them (one sent as ``null`` stays, as the library keeps it)."""
+        return self.model_dump(exclude_unset=True)
+
+
+_ENTRY_OPTIONS = frozenset({"token_count", "idempotency_key", "created_at", "branch"})
 
 
 class EntryIn(MessageIn):
-    """One message to append (``idempotency_key``: a retry returns the stored entry)."""
+    """One message to append, with ``entries.add``'s options beside its fields
+    (``idempotency_key``: a retry returns the stored entry)."""
 
     token_count: int | None = None
     idempotency_key: str | None = None
@@ -147,10 +183,7 @@ class EntryIn(MessageIn):
     branch: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(
-            exclude_none=True,
-            exclude={"token_count", "idempotency_key", "created_at", "branch"},
-        )
+        return self.model_dump(exclude_unset=True, exclude=set(_ENTRY_OPTIONS))
 
 
 class EntriesIn(BaseModel):
@@ -171,6 +204,10 @@ class ToolCallOut(BaseModel):
 
 
 class EntryOut(BaseModel):
+    """A stored entry (``memorybank.Entry``): ``content`` is the text; ``extra`` the
+    chat message's other provider fields (and its parts, under ``content``);
+    ``item`` a whole Responses item."""
+
     model_config = _ATTRS
     id: str
     thread_id: str
@@ -186,13 +223,19 @@ class EntryOut(BaseModel):
     token_count: int
     created_at: datetime
     idempotency_key: str | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+    item: dict[str, Any] | None = None
 
 
 class MessageOut(BaseModel):
-    """A provider-shaped message (``name``/``tool_calls``/``tool_call_id`` only when set)."""
+    """A provider-shaped message, exactly ``Entry.to_message()``: a chat message
+    (``name``/``tool_calls``/``tool_call_id`` only when set, provider fields as
+    given, ``content`` the parts when given as parts) or a Responses item."""
 
-    role: str
-    content: str | None
+    model_config = ConfigDict(extra="allow")
+    role: str | None = None
+    type: str | None = None
+    content: Any = None
     name: str | None = None
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = None
@@ -389,10 +432,38 @@ class SearchOut(BaseModel):
 # -- context and compaction ------------------------------------------------------------
 
 
+def _graph_options_model() -> type[BaseModel]:
+    """``GraphContextOptions``'s fields, types and defaults as a request model."""
+    hints = get_type_hints(GraphContextOptions)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], f.default) for f in dataclasses.fields(GraphContextOptions)
+    }
+    # ``entity_types`` is a tuple in the library and a JSON list on the wire.
+    fields["entity_types"] = (list[str] | None, None)
+    model: type[BaseModel] = create_model(
+        "GraphContextOptionsIn",
+        __config__=_STRICT,
+        __doc__=GraphContextOptions.__doc__,
+        **fields,
+    )
+    return model
+
+
+#: ``build_context``'s ``graph_options`` (``memorybank.graph.GraphContextOptions``).
+GraphContextOptionsIn = _graph_options_model()
+
+
 class ContextIn(BaseModel):
+    """``build_context``'s arguments, under its names and with its defaults.
+
+    ``agent_id`` is required (the context is built for one agent). ``user_id``
+    left out: the caller's user (``X-User-Id``), else the thread's owner, as
+    ``build_context`` on a tenant's handle; ``null``: no user.
+    """
+
     model_config = _STRICT
     max_tokens: int
-    agent_id: str | None = None
+    agent_id: str
     user_id: str | None = None
     system_prompt: str | None = None
     current_input: str | None = None
@@ -401,10 +472,14 @@ class ContextIn(BaseModel):
     include_system_prompt: bool = True
     include_facts: bool = False
     include_semantic_context: bool = False
+    include_graph_context: bool = False
+    graph_options: GraphContextOptionsIn | None = None  # type: ignore[valid-type]
 
 
 class ContextOut(BaseModel):
-    """What ``build_context`` chose: the messages for the model call, and why."""
+    """What ``build_context`` chose: the messages for the model call, and why
+    (``graph``: the graph block's text; ``graph_entities``/``graph_relations``
+    what it shows)."""
 
     model_config = _ATTRS
     messages: list[dict[str, Any]]
@@ -415,6 +490,9 @@ class ContextOut(BaseModel):
     entries: list[EntryOut]
     facts: list[FactOut]
     semantic: list[str]
+    graph: str | None = None
+    graph_entities: list[EntityOut] = Field(default_factory=list)
+    graph_relations: list[RelationOut] = Field(default_factory=list)
     warnings: list[str]
     errors: list[str]
 

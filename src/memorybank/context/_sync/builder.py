@@ -179,14 +179,15 @@ class ContextBuilder:
     ) -> Context:
         """The context for a turn of ``thread_id``, built for ``agent_id`` and ``user_id``.
 
-        ``agent_id`` is required and ``user_id`` defaults to none (both default
-        to the memory's scope). The thread fails closed: a thread owned by
-        another user (or by a user when ``user_id`` is ``None``) raises
+        ``agent_id`` is required and ``user_id`` defaults to the memory's scope,
+        on an unscoped memory to the thread's owner (as ``build_context``). The
+        thread fails closed: a thread owned by another user (or by a user when
+        ``user_id`` is ``None``) raises
         ``ThreadForbidden``. A missing thread has no history. Failures of the
         facts, semantic, graph or history parts are reported in
         ``Context.errors``, never raised.
         """
-        agent, user = self._memory._principal(agent_id, user_id)
+        agent, user = self._memory._context_principal(thread_id, agent_id, user_id)
         return self._build(
             thread_id,
             agent_id=agent,

@@ -387,16 +387,19 @@ class Memory:
         """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``).
 
         ``agent_id`` is required (a ``scoped`` handle's agent by default);
-        ``user_id`` defaults to the handle's user, else ``None`` (no user).
-        ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
-        ``Relationships:`` about what ``current_input`` names, chosen with
-        ``graph_options`` (a ``GraphContextOptions``, or a dict of its fields).
+        ``user_id`` defaults to the handle's user; on a handle with none (the
+        trusted form, as for ``history``) to the thread's owner, so the context
+        is the one the thread's own turns see. ``user_id=None`` builds it for
+        no user (``ThreadForbidden`` on an owned thread). ``include_graph_context``
+        adds ``memory.graph``'s ``Entities:`` and ``Relationships:`` about what
+        ``current_input`` names, chosen with ``graph_options`` (a
+        ``GraphContextOptions``, or a dict of its fields).
         """
         from memorybank.context._sync.builder import ContextBuilder
         from memorybank.context.values import ContextOptions
         from memorybank.graph._context import as_options
 
-        agent, user = self._principal(agent_id, user_id)
+        agent, user = self._context_principal(thread_id, agent_id, user_id)
 
         options = ContextOptions(
             max_tokens=max_tokens,
@@ -415,6 +418,21 @@ class Memory:
             system_prompt=system_prompt,
             current_input=current_input,
         )
+
+    def _context_principal(
+        self, thread_id: str, agent_id: object, user_id: object
+    ) -> tuple[str, str | None]:
+        """The agent and user a context of ``thread_id`` is built for: as ``_principal``,
+        except that a user left out on a handle with none is the thread's owner."""
+        agent, user = self._scope.agent(agent_id), self._scope.user(user_id)
+        if not isinstance(agent, str):
+            raise InvalidInput("agent_id is required (a string)", field="agent_id")
+        if not isinstance(user, Unset):
+            return agent, user
+        thread = self._core.store.get_thread(
+            self.tenant_id, v.check_id(thread_id, "thread_id")
+        )
+        return agent, None if thread is None else thread.user_id
 
     def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
         """The agent (required) and user (default: none) a context is built for."""

@@ -14,7 +14,6 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import APIRouter, Query, Response
-from pydantic import TypeAdapter
 
 from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
@@ -22,9 +21,6 @@ from memorybank.server.deps import CallerDep, MemoryDep
 from memorybank.server.models import EntriesIn, MessageOut
 
 __all__ = ["agent_thread_id", "messages_json", "router"]
-
-_MESSAGES = TypeAdapter(list[MessageOut])
-_FIELDS = tuple(MessageOut.model_fields)
 
 
 def agent_thread_id(name: str, user_id: str | None = None) -> str:
@@ -34,29 +30,10 @@ def agent_thread_id(name: str, user_id: str | None = None) -> str:
 
 
 def messages_json(messages: list[dict[str, Any]]) -> bytes:
-    """``list[MessageOut]`` as JSON (only the fields that are set), as FastAPI would
-    encode it, without its per-message model round trip (the hottest route's cost).
-
-    A plain chat message (string role and content, as the library returns them)
-    is encoded by projection; anything else goes through the model, which
-    defines the result."""
-    if all(_plain(m) for m in messages):
-        return orjson.dumps([{k: m[k] for k in _FIELDS if k in m} for m in messages])
-    return _MESSAGES.dump_json(_MESSAGES.validate_python(messages), exclude_unset=True)
-
-
-def _plain(message: dict[str, Any]) -> bool:
-    content = message.get("content")
-    name = message.get("name")
-    calls = message.get("tool_calls")
-    call_id = message.get("tool_call_id")
-    return (
-        type(message.get("role")) is str
-        and (content is None or type(content) is str)
-        and (name is None or type(name) is str)
-        and (calls is None or (type(calls) is list and all(type(c) is dict for c in calls)))
-        and (call_id is None or type(call_id) is str)
-    )
+    """``history``'s messages as JSON, unchanged (what ``MessageOut`` documents):
+    the library hands back JSON values, so no model round trip can add or drop a
+    field (and none costs time on the hottest route)."""
+    return orjson.dumps(messages)
 
 
 def router() -> APIRouter:
@@ -67,7 +44,6 @@ def router() -> APIRouter:
         "",
         summary="Load an agent's conversation history",
         response_model=list[MessageOut],
-        response_model_exclude_unset=True,
     )
     async def load_conversation(
         name: str,

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Header, Query, Response
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
+from memorybank.server.graph_models import EntityOut, RelationOut
 from memorybank.server.models import (
     BranchIn,
     BranchOut,
@@ -39,6 +40,7 @@ from memorybank.server.pagination import (
     encode_cursor,
     first_n_page,
 )
+from memorybank.server.routes.cortex import messages_json
 from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
@@ -248,16 +250,18 @@ def router() -> APIRouter:
         "/{thread_id}/history",
         tags=["entries"],
         summary="Last messages, oldest first",
-        response_model_exclude_unset=True,
+        response_model=list[MessageOut],
     )
     async def history(
         thread_id: str,
         memory: MemoryDep,
         last: Annotated[int, Query(ge=0, le=10_000)] = 20,
-    ) -> list[MessageOut]:
-        """The last ``last`` messages as provider-shaped dicts (a window, not a list:
-        no cursor; page with ``/entries`` instead)."""
-        return [MessageOut(**m) for m in await memory.history(thread_id, last=last)]
+    ) -> Response:
+        """The last ``last`` messages exactly as the library's ``history`` gives them
+        (``Entry.to_message()``: content parts, provider fields, Responses items as
+        stored). A window, not a list: no cursor; page with ``/entries`` instead."""
+        messages = await memory.history(thread_id, last=last)
+        return Response(messages_json(messages), media_type="application/json")
 
     # -- branches ----------------------------------------------------------------
 
@@ -299,10 +303,11 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/context", tags=["context"], summary="Build a model call's context")
     async def build_context(thread_id: str, body: ContextIn, memory: MemoryDep) -> ContextOut:
+        options = body.graph_options
         context = await memory.build_context(
             thread_id,
             max_tokens=body.max_tokens,
-            agent_id=UNSET if body.agent_id is None else body.agent_id,
+            agent_id=body.agent_id,
             user_id=given(body, "user_id"),
             system_prompt=body.system_prompt,
             current_input=body.current_input,
@@ -311,6 +316,8 @@ def router() -> APIRouter:
             include_system_prompt=body.include_system_prompt,
             include_facts=body.include_facts,
             include_semantic_context=body.include_semantic_context,
+            include_graph_context=body.include_graph_context,
+            graph_options=None if options is None else options.model_dump(exclude_unset=True),
         )
         return ContextOut(
             messages=context.messages,
@@ -321,6 +328,9 @@ def router() -> APIRouter:
             entries=[EntryOut.model_validate(e) for e in context.entries],
             facts=[FactOut.model_validate(f) for f in context.facts],
             semantic=context.semantic,
+            graph=context.graph,
+            graph_entities=[EntityOut.model_validate(e) for e in context.graph_entities],
+            graph_relations=[RelationOut.model_validate(r) for r in context.graph_relations],
             warnings=context.warnings,
             errors=[f"{e.source}: {e.error}" for e in context.errors],
         )

@@ -408,6 +408,7 @@ def build_router() -> APIRouter:
         strategy: str = "recent",
         facts: str = "",
         semantic: str = "",
+        graph: str = "",
     ) -> Response:
         from memorybank.context.values import ContextOptions
 
@@ -437,6 +438,7 @@ def build_router() -> APIRouter:
                 "strategy": chosen,
                 "facts": bool(facts),
                 "semantic": bool(semantic),
+                "graph": bool(graph),
             }
             ctx = None
             error = None
@@ -458,6 +460,7 @@ def build_router() -> APIRouter:
                     current_input=input or None,
                     include_facts=bool(facts),
                     include_semantic_context=bool(semantic),
+                    include_graph_context=bool(graph),
                 )
                 # Why each entry is in or out: the newest ones of the branch beside the choice.
                 chosen_ids = {e.id for e in ctx.entries}
