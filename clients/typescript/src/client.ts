@@ -207,9 +207,14 @@ export class MemoryBank {
   /** What to send to the model for a thread: `{ messages, token_count, ... }`. */
   buildContext(
     threadId: string,
-    options: Options<BodyOf<"/v1/threads/{thread_id}/context", "post"> & { input?: string }>,
+    options: Options<
+      Omit<BodyOf<"/v1/threads/{thread_id}/context", "post">, "agentId"> & {
+        agentId?: string;
+        input?: string;
+      }
+    >,
   ): Promise<Context> {
-    const body = wire({ agentId: this.agentId, ...options }, { input: "current_input" });
+    const body = wire({ ...options, agentId: options.agentId ?? this.agentId }, { input: "current_input" });
     return this.call(
       this.api.POST("/v1/threads/{thread_id}/context", {
         params: { path: { thread_id: threadId } },

@@ -4,3 +4,4 @@
  * `@memorybank/client/core` is the client alone.
  */
 export * from "./core.js";
+export { MAX_SESSION_ITEMS, MemorybankSession, type MemorybankSessionOptions } from "./openai-agents.js";

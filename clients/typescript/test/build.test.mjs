@@ -20,7 +20,9 @@ test("ESM and CJS entries export the same client", async () => {
 });
 
 test("the core's bundle imports nothing but openapi-fetch (no node: modules, no frameworks)", () => {
-  const files = readdirSync(dist).filter((f) => f.endsWith(".js") && !f.startsWith("index") && !f.includes("langgraph") && !f.includes("openai"));
+  const files = readdirSync(dist).filter(
+    (f) => f.endsWith(".js") && !f.startsWith("index") && !f.includes("langgraph") && !f.includes("openai"),
+  );
   assert.ok(files.includes("core.js"));
   for (const file of files) {
     const text = readFileSync(new URL(file, dist), "utf8");
