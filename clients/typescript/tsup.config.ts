@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/core.ts", "src/openai-agents.ts"],
+  entry: ["src/index.ts", "src/core.ts", "src/openai-agents.ts", "src/langgraph.ts"],
   format: ["esm", "cjs"],
   dts: true,
   clean: true,

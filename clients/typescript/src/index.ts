@@ -4,4 +4,5 @@
  * `@memorybank/client/core` is the client alone.
  */
 export * from "./core.js";
+export { MemorybankSaver } from "./langgraph.js";
 export { MAX_SESSION_ITEMS, MemorybankSession, type MemorybankSessionOptions } from "./openai-agents.js";
