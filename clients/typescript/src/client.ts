@@ -1,0 +1,1125 @@
+/**
+ * `MemoryBank`: the memorybank HTTP API with the library's names, in camelCase.
+ *
+ * The request and response types come from the server's OpenAPI schema
+ * (`openapi.json`, generated into `schema.gen.ts` at build time); this layer only
+ * names the calls, turns camelCase options into the wire's snake_case fields, throws
+ * `MemoryBankError` for error responses and pages lists. Responses are returned as
+ * the server sends them (snake_case fields, as the Python library's records).
+ */
+
+import createClient from "openapi-fetch";
+import { MemoryBankError, retryAfterSeconds } from "./errors.js";
+import { Paged, type PageShape } from "./paging.js";
+import type { paths } from "./schema.gen.js";
+import { type RequestOptions, Transport, type TransportOptions } from "./transport.js";
+
+// -- types derived from the schema ---------------------------------------------------
+
+type CamelCase<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<CamelCase<T>>}` : S;
+/** `T` with its keys in camelCase (`thread_id` -> `threadId`). */
+export type Camel<T> = { [K in keyof T as K extends string ? CamelCase<K> : K]: T[K] };
+
+type Op<P extends keyof paths, M extends string> = paths[P] extends Record<M, infer O> ? O : never;
+/** The JSON body of route `P`, method `M`, with camelCase keys. */
+export type BodyOf<P extends keyof paths, M extends string> =
+  Op<P, M> extends {
+    requestBody?: { content: { "application/json": infer B } };
+  }
+    ? Camel<B>
+    : never;
+/** The query parameters of route `P`, method `M`, with camelCase keys. */
+export type QueryOf<P extends keyof paths, M extends string> =
+  Op<P, M> extends {
+    parameters: { query?: infer Q };
+  }
+    ? Camel<NonNullable<Q>>
+    : never;
+/** The JSON answer of route `P`, method `M` (its 200 or 201 response). */
+export type ResultOf<P extends keyof paths, M extends string> =
+  Op<P, M> extends {
+    responses: infer R;
+  }
+    ? R extends { 200: { content: { "application/json": infer D } } }
+      ? D
+      : R extends { 201: { content: { "application/json": infer D } } }
+        ? D
+        : undefined
+    : never;
+
+type ItemOf<T> = T extends { items: (infer I)[] } ? I : T extends (infer I)[] ? I : never;
+
+export type Thread = ResultOf<"/v1/threads/{thread_id}", "get">;
+export type Entry = ResultOf<"/v1/threads/{thread_id}/entries/{entry_id}", "get">;
+export type Message = ItemOf<ResultOf<"/v1/threads/{thread_id}/history", "get">>;
+export type MessageInput = Omit<BodyOf<"/v1/threads/{thread_id}/entries", "post">, "idempotencyKey">;
+export type Hit = ResultOf<"/v1/search", "post">["hits"][number];
+export type Context = ResultOf<"/v1/threads/{thread_id}/context", "post">;
+export type Fact = ResultOf<"/v1/facts/{fact_id}", "get">;
+export type Document = ResultOf<"/v1/documents/{document_id}", "get">;
+export type Summary = ItemOf<ResultOf<"/v1/summaries", "get">>;
+export type Session = ResultOf<"/v1/sessions/{session_id}", "get">;
+export type Branch = ItemOf<ResultOf<"/v1/threads/{thread_id}/branches", "get">>;
+export type Entity = ResultOf<"/v1/graph/entities/{entity_id}", "get">;
+export type Relation = ResultOf<"/v1/graph/relations/{relation_id}", "get">;
+
+/** How to reach the server. */
+export interface MemoryBankOptions extends TransportOptions {
+  /** The server, e.g. `http://127.0.0.1:8080` (no trailing `/v1`). */
+  baseUrl: string;
+  /** An API key (`memorybank keys create`), sent as `Authorization: Bearer`. */
+  apiKey: string;
+  /** The end user every call acts for (`X-User-Id`): the server confines the calls to them. */
+  userId?: string;
+  /** The agent (`X-Agent-Id`, and the default `agentId` of writes and `buildContext`). */
+  agentId?: string;
+}
+
+type Options<T> = T & RequestOptions;
+
+const REQUEST_KEYS = new Set(["signal", "timeoutMs", "headers"]);
+
+function snakeKey(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** `{threadId: x, signal}` -> `{thread_id: x}`: top-level keys only, `undefined` dropped. */
+function wire(options: object | undefined, renames: Record<string, string> = {}): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(options ?? {})) {
+    if (value === undefined || REQUEST_KEYS.has(key)) continue;
+    out[renames[key] ?? snakeKey(key)] = value;
+  }
+  return out;
+}
+
+function requestOptions(options: RequestOptions | undefined): RequestOptions {
+  if (options === undefined) return {};
+  const { signal, timeoutMs, headers } = options;
+  return { signal, timeoutMs, headers } as RequestOptions;
+}
+
+type Answer<D> = { data?: D; error?: unknown; response: Response };
+
+function newKey(): string {
+  return globalThis.crypto.randomUUID();
+}
+
+/** The items of a list answer: `{items}` (or a bare list, from routes not yet paged). */
+function itemsOf<T>(data: T[] | { items: T[] } | undefined): T[] {
+  if (data === undefined) return [];
+  return Array.isArray(data) ? data : data.items;
+}
+
+/**
+ * A client of the memorybank HTTP API.
+ *
+ * ```ts
+ * const mb = new MemoryBank({ baseUrl: "http://127.0.0.1:8080", apiKey, userId: "alice" });
+ * const thread = await mb.threads.create({ title: "Support" });
+ * await mb.entries.add(thread.id, { role: "user", content: "Hello" });
+ * const messages = await mb.history(thread.id, { last: 20 });
+ * ```
+ */
+export class MemoryBank {
+  readonly baseUrl: string;
+  readonly userId: string | undefined;
+  readonly agentId: string | undefined;
+  /** Threads: create, get, list, update, delete. */
+  readonly threads: Threads;
+  /** Entries: add (one or a batch), get, list, count, delete, clear. */
+  readonly entries: Entries;
+  readonly branches: Branches;
+  readonly facts: Facts;
+  readonly coreFacts: CoreFacts;
+  readonly documents: Documents;
+  readonly summaries: Summaries;
+  readonly snapshots: Snapshots;
+  readonly sessions: Sessions;
+  readonly graph: Graph;
+  readonly cortex: Cortex;
+  /** @internal */
+  readonly api: ReturnType<typeof createClient<paths>>;
+  /** @internal */
+  readonly transport: Transport;
+  private readonly apiKey: string;
+
+  constructor(options: MemoryBankOptions);
+  /** @internal a copy sharing the connection, for another user */
+  constructor(options: MemoryBankOptions, shared: { api: MemoryBank["api"]; transport: Transport });
+  constructor(options: MemoryBankOptions, shared?: { api: MemoryBank["api"]; transport: Transport }) {
+    if (!options.baseUrl) throw new TypeError("baseUrl is required");
+    if (!options.apiKey) throw new TypeError("apiKey is required");
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.apiKey = options.apiKey;
+    this.userId = options.userId;
+    this.agentId = options.agentId;
+    this.transport = shared?.transport ?? new Transport(options);
+    this.api = shared?.api ?? createClient<paths>({ baseUrl: this.baseUrl });
+    this.threads = new Threads(this);
+    this.entries = new Entries(this);
+    this.branches = new Branches(this);
+    this.facts = new Facts(this);
+    this.coreFacts = new CoreFacts(this);
+    this.documents = new Documents(this);
+    this.summaries = new Summaries(this);
+    this.snapshots = new Snapshots(this);
+    this.sessions = new Sessions(this);
+    this.graph = new Graph(this);
+    this.cortex = new Cortex(this);
+  }
+
+  /** A client confined to `userId` (as the library's `memory.scoped(user_id=...)`). */
+  withUser(userId: string): MemoryBank {
+    return new MemoryBank(
+      { baseUrl: this.baseUrl, apiKey: this.apiKey, userId, agentId: this.agentId },
+      { api: this.api, transport: this.transport },
+    );
+  }
+
+  /** The run's working memory (`run(runId).get/set/delete/items/clear`). */
+  working(runId: string): Working {
+    return new Working(this, runId);
+  }
+
+  /** The last `last` messages of a thread, oldest first, shaped as the Python `history()`. */
+  async history(threadId: string, options: Options<{ last?: number }> = {}): Promise<Message[]> {
+    const data = await this.call(
+      this.api.GET("/v1/threads/{thread_id}/history", {
+        params: { path: { thread_id: threadId }, query: wire(options) },
+        ...this.init(options),
+      }),
+    );
+    return itemsOf<Message>(data as Message[] | { items: Message[] });
+  }
+
+  /** The best entries, documents (and facts, with `kinds`) for `query`. */
+  async search(
+    query: string,
+    options: Options<Omit<BodyOf<"/v1/search", "post">, "query">> = {},
+  ): Promise<Hit[]> {
+    const data = await this.call(
+      this.api.POST("/v1/search", { body: { query, ...wire(options) }, ...this.init(options) }),
+    );
+    return data.hits;
+  }
+
+  /** What to send to the model for a thread: `{ messages, token_count, ... }`. */
+  buildContext(
+    threadId: string,
+    options: Options<
+      Omit<BodyOf<"/v1/threads/{thread_id}/context", "post">, "agentId"> & {
+        agentId?: string;
+        input?: string;
+      }
+    >,
+  ): Promise<Context> {
+    const body = wire({ ...options, agentId: options.agentId ?? this.agentId }, { input: "current_input" });
+    return this.call(
+      this.api.POST("/v1/threads/{thread_id}/context", {
+        params: { path: { thread_id: threadId } },
+        body: body as never,
+        ...this.init(options),
+      }),
+    );
+  }
+
+  /** Sliding-window compaction of a thread. */
+  compact(
+    threadId: string,
+    options: Options<BodyOf<"/v1/threads/{thread_id}/compact", "post">>,
+  ): Promise<ResultOf<"/v1/threads/{thread_id}/compact", "post">> {
+    return this.call(
+      this.api.POST("/v1/threads/{thread_id}/compact", {
+        params: { path: { thread_id: threadId } },
+        body: wire(options) as never,
+        ...this.init(options),
+      }),
+    );
+  }
+
+  /** Undo a reversible compaction; the number of entries restored. */
+  async restore(threadId: string, options?: RequestOptions): Promise<number> {
+    const data = await this.call(
+      this.api.POST("/v1/threads/{thread_id}/restore", {
+        params: { path: { thread_id: threadId } },
+        ...this.init(options),
+      }),
+    );
+    return data.count;
+  }
+
+  /** Erase everything of a user in the tenant; the number of records erased. */
+  async forgetUser(userId: string, options?: RequestOptions): Promise<number> {
+    const data = await this.call(
+      this.api.DELETE("/v1/users/{user_id}", {
+        params: { path: { user_id: userId } },
+        ...this.init(options),
+      }),
+    );
+    return data.count;
+  }
+
+  /** @internal headers and the fetch of one call */
+  init(options: RequestOptions | undefined): {
+    headers: Record<string, string>;
+    fetch: (r: Request) => Promise<Response>;
+  } {
+    const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}` };
+    if (this.userId !== undefined) headers["x-user-id"] = this.userId;
+    if (this.agentId !== undefined) headers["x-agent-id"] = this.agentId;
+    Object.assign(headers, options?.headers);
+    return { headers, fetch: this.transport.fetcher(requestOptions(options)) };
+  }
+
+  /** @internal the answer's data, or its error as a `MemoryBankError` */
+  async call<D>(answer: Promise<Answer<D>>): Promise<D> {
+    const { data, error, response } = await answer;
+    if (response.ok) return data as D;
+    const body = (typeof error === "object" && error !== null ? error : {}) as Record<string, unknown>;
+    const str = (value: unknown) => (typeof value === "string" ? value : undefined);
+    throw new MemoryBankError({
+      code: str(body.code) ?? `http_${response.status}`,
+      message: str(body.message) ?? `HTTP ${response.status}`,
+      status: response.status,
+      field: str(body.field),
+      requestId: str(body.request_id) ?? response.headers.get("x-request-id"),
+      retryAfter: retryAfterSeconds(response.headers.get("retry-after")),
+    });
+  }
+
+  /** @internal a list route as a `Paged` */
+  paged<T>(fetchPage: (cursor: string | undefined) => Promise<PageShape<T>>): Paged<T> {
+    return new Paged(fetchPage);
+  }
+}
+
+/** The base of every resource: its client. */
+class Resource {
+  constructor(protected readonly mb: MemoryBank) {}
+}
+
+export class Threads extends Resource {
+  /** Create a thread (`threadId` given: that id; else one is made). */
+  create(options: Options<BodyOf<"/v1/threads", "post">> = {}): Promise<Thread> {
+    const body = wire({ agentId: this.mb.agentId, ...options });
+    return this.mb.call(this.mb.api.POST("/v1/threads", { body, ...this.mb.init(options) }));
+  }
+
+  get(threadId: string, options?: RequestOptions): Promise<Thread> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/threads/{thread_id}", {
+        params: { path: { thread_id: threadId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** The caller's threads, most recently updated first (`for await`). */
+  list(options: Options<QueryOf<"/v1/threads", "get">> = {}): Paged<Thread> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/threads", {
+          params: { query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  update(threadId: string, changes: Options<BodyOf<"/v1/threads/{thread_id}", "patch">>): Promise<Thread> {
+    return this.mb.call(
+      this.mb.api.PATCH("/v1/threads/{thread_id}", {
+        params: { path: { thread_id: threadId } },
+        body: wire(changes),
+        ...this.mb.init(changes),
+      }),
+    );
+  }
+
+  /** Delete a thread with its entries and branches (`not_found` when there is none). */
+  async delete(threadId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/threads/{thread_id}", {
+        params: { path: { thread_id: threadId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+export class Entries extends Resource {
+  /**
+   * Append one message. An idempotency key is made when none is given, so the call
+   * is retried safely: a repeat returns the stored entry, never a second one.
+   */
+  add(
+    threadId: string,
+    message: MessageInput,
+    options: Options<{ idempotencyKey?: string }> = {},
+  ): Promise<Entry> {
+    const key = options.idempotencyKey ?? newKey();
+    const init = this.mb.init(options);
+    return this.mb.call(
+      this.mb.api.POST("/v1/threads/{thread_id}/entries", {
+        params: { path: { thread_id: threadId } },
+        body: wire(message) as never,
+        ...init,
+        headers: { ...init.headers, "idempotency-key": key },
+      }),
+    );
+  }
+
+  /** Append several messages atomically (all or none), under one idempotency key. */
+  async addMany(
+    threadId: string,
+    messages: MessageInput[],
+    options: Options<Omit<BodyOf<"/v1/threads/{thread_id}/entries/batch", "post">, "messages">> = {},
+  ): Promise<Entry[]> {
+    const key = options.idempotencyKey ?? newKey();
+    const init = this.mb.init(options);
+    const data = await this.mb.call(
+      this.mb.api.POST("/v1/threads/{thread_id}/entries/batch", {
+        params: { path: { thread_id: threadId } },
+        body: {
+          ...wire({ ...options, idempotencyKey: undefined }),
+          messages: messages.map((m) => wire(m)),
+        } as never,
+        ...init,
+        headers: { ...init.headers, "idempotency-key": key },
+      }),
+    );
+    return itemsOf<Entry>(data as Entry[] | { items: Entry[] });
+  }
+
+  /** Entries, paged from the newest back; each page in `order` (default oldest first). */
+  list(
+    threadId: string,
+    options: Options<QueryOf<"/v1/threads/{thread_id}/entries", "get">> = {},
+  ): Paged<Entry> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/threads/{thread_id}/entries", {
+          params: { path: { thread_id: threadId }, query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  get(threadId: string, entryId: string, options: Options<{ branch?: string }> = {}): Promise<Entry> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/threads/{thread_id}/entries/{entry_id}", {
+        params: { path: { thread_id: threadId, entry_id: entryId }, query: wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  async count(threadId: string, options: Options<{ branch?: string }> = {}): Promise<number> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/threads/{thread_id}/count", {
+        params: { path: { thread_id: threadId }, query: wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+    return data.count;
+  }
+
+  async delete(
+    threadId: string,
+    entryId: string,
+    options: Options<QueryOf<"/v1/threads/{thread_id}/entries/{entry_id}", "delete">> = {},
+  ): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/threads/{thread_id}/entries/{entry_id}", {
+        params: { path: { thread_id: threadId, entry_id: entryId }, query: wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Delete every entry of a branch; how many were deleted. */
+  async clear(threadId: string, options: Options<{ branch?: string }> = {}): Promise<number> {
+    const data = await this.mb.call(
+      this.mb.api.DELETE("/v1/threads/{thread_id}/entries", {
+        params: { path: { thread_id: threadId }, query: wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+    return data.count;
+  }
+}
+
+export class Branches extends Resource {
+  /** Fork `name` (from `fromEntry`, else the current branch's end). */
+  create(threadId: string, name: string, options: Options<{ fromEntry?: string }> = {}): Promise<Branch> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/threads/{thread_id}/branches", {
+        params: { path: { thread_id: threadId } },
+        body: { name, ...wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  list(threadId: string, options: RequestOptions = {}): Paged<Branch> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/threads/{thread_id}/branches", {
+          params: { path: { thread_id: threadId }, query: { cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  async delete(threadId: string, name: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/threads/{thread_id}/branches/{name}", {
+        params: { path: { thread_id: threadId, name } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Make `name` the thread's current branch. */
+  checkout(threadId: string, name: string, options?: RequestOptions): Promise<Thread> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/threads/{thread_id}/checkout", {
+        params: { path: { thread_id: threadId } },
+        body: { name },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Delete the entries after `entryId`; how many were deleted. */
+  async rewind(threadId: string, entryId: string, options?: RequestOptions): Promise<number> {
+    const data = await this.mb.call(
+      this.mb.api.POST("/v1/threads/{thread_id}/rewind", {
+        params: { path: { thread_id: threadId } },
+        body: { entry_id: entryId },
+        ...this.mb.init(options),
+      }),
+    );
+    return data.count;
+  }
+}
+
+export class Facts extends Resource {
+  add(content: string, options: Options<Omit<BodyOf<"/v1/facts", "post">, "content">> = {}): Promise<Fact> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/facts", {
+        body: { content, ...wire({ agentId: this.mb.agentId, ...options }) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  get(factId: string, options?: RequestOptions): Promise<Fact> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/facts/{fact_id}", {
+        params: { path: { fact_id: factId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  list(options: Options<QueryOf<"/v1/facts", "get">> = {}): Paged<Fact> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/facts", {
+          params: { query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  async search(
+    query: string,
+    options: Options<Omit<BodyOf<"/v1/facts/search", "post">, "query">> = {},
+  ): Promise<Fact[]> {
+    const data = await this.mb.call(
+      this.mb.api.POST("/v1/facts/search", { body: { query, ...wire(options) }, ...this.mb.init(options) }),
+    );
+    return itemsOf<Fact>(data as Fact[] | { items: Fact[] });
+  }
+
+  /** Change a fact (`supersede`: keep the current value in its history). */
+  update(factId: string, changes: Options<BodyOf<"/v1/facts/{fact_id}", "patch">>): Promise<Fact> {
+    return this.mb.call(
+      this.mb.api.PATCH("/v1/facts/{fact_id}", {
+        params: { path: { fact_id: factId } },
+        body: wire(changes),
+        ...this.mb.init(changes),
+      }),
+    );
+  }
+
+  /** Every value of a fact, oldest first. */
+  async history(factId: string, options?: RequestOptions): Promise<Fact[]> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/facts/{fact_id}/history", {
+        params: { path: { fact_id: factId } },
+        ...this.mb.init(options),
+      }),
+    );
+    return itemsOf<Fact>(data as Fact[] | { items: Fact[] });
+  }
+
+  async delete(factId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/facts/{fact_id}", {
+        params: { path: { fact_id: factId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+export type CoreFact = ResultOf<"/v1/core-facts/{key}", "get">;
+
+export class CoreFacts extends Resource {
+  /** The current value of `key` (`not_found` when unset). */
+  async get(key: string, options?: RequestOptions): Promise<string> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/core-facts/{key}", { params: { path: { key } }, ...this.mb.init(options) }),
+    );
+    return data.value;
+  }
+
+  async set(key: string, value: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.PUT("/v1/core-facts/{key}", {
+        params: { path: { key } },
+        body: { value },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Every current key, sorted. */
+  all(options: RequestOptions = {}): Paged<CoreFact> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/core-facts", { params: { query: { cursor } }, ...this.mb.init(options) }),
+      ),
+    );
+  }
+
+  async history(
+    key: string,
+    options?: RequestOptions,
+  ): Promise<ItemOf<ResultOf<"/v1/core-facts/{key}/history", "get">>[]> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/core-facts/{key}/history", {
+        params: { path: { key } },
+        ...this.mb.init(options),
+      }),
+    );
+    return itemsOf(data as never);
+  }
+
+  async delete(key: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/core-facts/{key}", { params: { path: { key } }, ...this.mb.init(options) }),
+    );
+  }
+}
+
+export class Documents extends Resource {
+  add(
+    content: string,
+    options: Options<Omit<BodyOf<"/v1/documents", "post">, "content">> = {},
+  ): Promise<Document> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/documents", {
+        body: { content, ...wire({ agentId: this.mb.agentId, ...options }) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  get(documentId: string, options?: RequestOptions): Promise<Document> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/documents/{document_id}", {
+        params: { path: { document_id: documentId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  list(options: Options<QueryOf<"/v1/documents", "get">> = {}): Paged<Document> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/documents", {
+          params: { query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  async delete(documentId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/documents/{document_id}", {
+        params: { path: { document_id: documentId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+export class Summaries extends Resource {
+  add(
+    content: string,
+    options: Options<Omit<BodyOf<"/v1/summaries", "post">, "content">> = {},
+  ): Promise<Summary> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/summaries", {
+        body: { content, ...wire({ agentId: this.mb.agentId, ...options }) },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** An agent's summaries, oldest first. */
+  list(options: Options<QueryOf<"/v1/summaries", "get">> = {}): Paged<Summary> {
+    const query = wire({ agentId: this.mb.agentId, ...options });
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/summaries", {
+          params: { query: { ...query, cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+}
+
+/** One run's working memory: JSON values by key. */
+export class Working extends Resource {
+  constructor(
+    mb: MemoryBank,
+    readonly runId: string,
+  ) {
+    super(mb);
+  }
+
+  /** The value at `key`, `undefined` when none. */
+  async get(key: string, options?: RequestOptions): Promise<unknown> {
+    try {
+      const data = await this.mb.call(
+        this.mb.api.GET("/v1/runs/{run_id}/working/{key}", {
+          params: { path: { run_id: this.runId, key } },
+          ...this.mb.init(options),
+        }),
+      );
+      return data.value;
+    } catch (error) {
+      if (error instanceof MemoryBankError && error.code === "not_found") return undefined;
+      throw error;
+    }
+  }
+
+  async set(key: string, value: unknown, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.PUT("/v1/runs/{run_id}/working/{key}", {
+        params: { path: { run_id: this.runId, key } },
+        body: { value },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Remove `key`; whether it was there. */
+  async delete(key: string, options?: RequestOptions): Promise<boolean> {
+    try {
+      await this.mb.call(
+        this.mb.api.DELETE("/v1/runs/{run_id}/working/{key}", {
+          params: { path: { run_id: this.runId, key } },
+          ...this.mb.init(options),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (error instanceof MemoryBankError && error.code === "not_found") return false;
+      throw error;
+    }
+  }
+
+  /** Every key and value of the run. */
+  items(options: RequestOptions = {}): Paged<{ key: string; value?: unknown }> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/runs/{run_id}/working", {
+          params: { path: { run_id: this.runId }, query: { cursor, limit: 1000 } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  async clear(options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/runs/{run_id}/working", {
+        params: { path: { run_id: this.runId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+export class Snapshots extends Resource {
+  async save(runId: string, value: unknown, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.PUT("/v1/snapshots/{run_id}", {
+        params: { path: { run_id: runId } },
+        body: { value },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** The run's snapshot, `undefined` when none. */
+  async load(runId: string, options?: RequestOptions): Promise<unknown> {
+    try {
+      const data = await this.mb.call(
+        this.mb.api.GET("/v1/snapshots/{run_id}", {
+          params: { path: { run_id: runId } },
+          ...this.mb.init(options),
+        }),
+      );
+      return data.value;
+    } catch (error) {
+      if (error instanceof MemoryBankError && error.code === "not_found") return undefined;
+      throw error;
+    }
+  }
+
+  async delete(runId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/snapshots/{run_id}", {
+        params: { path: { run_id: runId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+export class Sessions extends Resource {
+  /** The session of a user on a channel (made on first use). */
+  open(
+    options: Options<Omit<BodyOf<"/v1/sessions", "post">, "agentId"> & { agentId?: string }>,
+  ): Promise<Session> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/sessions", {
+        body: wire({ ...options, agentId: options.agentId ?? this.mb.agentId }) as never,
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  get(sessionId: string, options?: RequestOptions): Promise<Session> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/sessions/{session_id}", {
+        params: { path: { session_id: sessionId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  list(options: Options<QueryOf<"/v1/sessions", "get">> = {}): Paged<Session> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/sessions", {
+          params: { query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  update(
+    sessionId: string,
+    changes: Options<BodyOf<"/v1/sessions/{session_id}", "patch">>,
+  ): Promise<Session> {
+    return this.mb.call(
+      this.mb.api.PATCH("/v1/sessions/{session_id}", {
+        params: { path: { session_id: sessionId } },
+        body: wire(changes),
+        ...this.mb.init(changes),
+      }),
+    );
+  }
+
+  async delete(sessionId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/sessions/{session_id}", {
+        params: { path: { session_id: sessionId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
+/** The knowledge graph: entities, relations, traversal. */
+export class Graph extends Resource {
+  addEntity(options: Options<BodyOf<"/v1/graph/entities", "post">>): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/entities", { body: wire(options) as never, ...this.mb.init(options) }),
+    );
+  }
+
+  getEntity(entityId: string, options?: RequestOptions): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/graph/entities/{entity_id}", {
+        params: { path: { entity_id: entityId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  entities(options: Options<QueryOf<"/v1/graph/entities", "get">> = {}): Paged<Entity> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/graph/entities", {
+          params: { query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  async searchEntities(
+    query: string,
+    options: Options<Omit<QueryOf<"/v1/graph/entities/search", "get">, "query">> = {},
+  ): Promise<Entity[]> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/graph/entities/search", {
+        params: { query: { query, ...wire(options) } },
+        ...this.mb.init(options),
+      }),
+    );
+    return itemsOf<Entity>(data as Entity[] | { items: Entity[] });
+  }
+
+  updateEntity(
+    entityId: string,
+    changes: Options<BodyOf<"/v1/graph/entities/{entity_id}", "patch">>,
+  ): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.PATCH("/v1/graph/entities/{entity_id}", {
+        params: { path: { entity_id: entityId } },
+        body: wire(changes),
+        ...this.mb.init(changes),
+      }),
+    );
+  }
+
+  async deleteEntity(entityId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/graph/entities/{entity_id}", {
+        params: { path: { entity_id: entityId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  addObservations(entityId: string, observations: string[], options?: RequestOptions): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/entities/{entity_id}/observations", {
+        params: { path: { entity_id: entityId } },
+        body: { observations },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  deleteObservations(entityId: string, observations: string[], options?: RequestOptions): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/entities/{entity_id}/observations/delete", {
+        params: { path: { entity_id: entityId } },
+        body: { observations },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  merge(
+    entityId: string,
+    options: Options<BodyOf<"/v1/graph/entities/{entity_id}/merge", "post">>,
+  ): Promise<Entity> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/entities/{entity_id}/merge", {
+        params: { path: { entity_id: entityId } },
+        body: wire(options) as never,
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  relations(
+    entityId: string,
+    options: Options<QueryOf<"/v1/graph/entities/{entity_id}/relations", "get">> = {},
+  ): Paged<Relation> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/graph/entities/{entity_id}/relations", {
+          params: { path: { entity_id: entityId }, query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  neighbors(
+    entityId: string,
+    options: Options<QueryOf<"/v1/graph/entities/{entity_id}/neighbors", "get">> = {},
+  ): Paged<Entity> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/graph/entities/{entity_id}/neighbors", {
+          params: { path: { entity_id: entityId }, query: { ...wire(options), cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  addRelation(options: Options<BodyOf<"/v1/graph/relations", "post">>): Promise<Relation> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/relations", { body: wire(options) as never, ...this.mb.init(options) }),
+    );
+  }
+
+  getRelation(relationId: string, options?: RequestOptions): Promise<Relation> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/graph/relations/{relation_id}", {
+        params: { path: { relation_id: relationId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  updateRelation(
+    relationId: string,
+    changes: Options<BodyOf<"/v1/graph/relations/{relation_id}", "patch">>,
+  ): Promise<Relation> {
+    return this.mb.call(
+      this.mb.api.PATCH("/v1/graph/relations/{relation_id}", {
+        params: { path: { relation_id: relationId } },
+        body: wire(changes),
+        ...this.mb.init(changes),
+      }),
+    );
+  }
+
+  invalidateRelation(
+    relationId: string,
+    options: Options<BodyOf<"/v1/graph/relations/{relation_id}/invalidate", "post">> = {},
+  ): Promise<Relation> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/relations/{relation_id}/invalidate", {
+        params: { path: { relation_id: relationId } },
+        body: wire(options),
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  async deleteRelation(relationId: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/v1/graph/relations/{relation_id}", {
+        params: { path: { relation_id: relationId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  traverse(
+    options: Options<BodyOf<"/v1/graph/traverse", "post">>,
+  ): Promise<ResultOf<"/v1/graph/traverse", "post">> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/graph/traverse", { body: wire(options) as never, ...this.mb.init(options) }),
+    );
+  }
+
+  /** The shortest path between two entities (`null` when none). */
+  path(
+    sourceId: string,
+    targetId: string,
+    options: Options<Omit<QueryOf<"/v1/graph/path", "get">, "sourceId" | "targetId">> = {},
+  ): Promise<ResultOf<"/v1/graph/path", "get">> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/graph/path", {
+        params: { query: { source_id: sourceId, target_id: targetId, ...wire(options) } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  stats(
+    options: Options<QueryOf<"/v1/graph/stats", "get">> = {},
+  ): Promise<ResultOf<"/v1/graph/stats", "get">> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/graph/stats", { params: { query: wire(options) }, ...this.mb.init(options) }),
+    );
+  }
+
+  async infer(options: Options<BodyOf<"/v1/graph/infer", "post">> = {}): Promise<Relation[]> {
+    const data = await this.mb.call(
+      this.mb.api.POST("/v1/graph/infer", { body: wire(options) as never, ...this.mb.init(options) }),
+    );
+    return itemsOf<Relation>(data as Relation[] | { items: Relation[] });
+  }
+
+  /** Delete the caller's whole graph; how many records were deleted. */
+  async clear(options: Options<QueryOf<"/v1/graph", "delete">> = {}): Promise<number> {
+    const data = await this.mb.call(
+      this.mb.api.DELETE("/v1/graph", { params: { query: wire(options) }, ...this.mb.init(options) }),
+    );
+    return data.count;
+  }
+}
+
+/** The reference service's routes: one conversation per agent name (and user). */
+export class Cortex extends Resource {
+  /** The newest `limit` messages of agent `name`, oldest first (`[]` before the first save). */
+  async load(name: string, options: Options<{ limit?: number }> = {}): Promise<Message[]> {
+    const data = await this.mb.call(
+      this.mb.api.GET("/cortex/agents/{name}/memory", {
+        params: { path: { name }, query: wire(options) },
+        ...this.mb.init(options),
+      }),
+    );
+    return itemsOf<Message>(data as Message[] | { items: Message[] });
+  }
+
+  /** Append messages to agent `name`'s conversation, atomically. */
+  async save(
+    name: string,
+    messages: MessageInput[],
+    options: Options<{ idempotencyKey?: string }> = {},
+  ): Promise<void> {
+    const key = options.idempotencyKey ?? newKey();
+    await this.mb.call(
+      this.mb.api.POST("/cortex/agents/{name}/memory", {
+        params: { path: { name } },
+        body: { messages: messages.map((m) => wire(m)), idempotency_key: key } as never,
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  async clear(name: string, options?: RequestOptions): Promise<void> {
+    await this.mb.call(
+      this.mb.api.DELETE("/cortex/agents/{name}/memory", {
+        params: { path: { name } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
