@@ -115,6 +115,13 @@ async def test_one_client_guessing_across_key_ids_is_bounded() -> None:
     for n in range(50):
         assert await ring.verify(f"mb_{n:012x}_nothing", client=guesser) is None
     assert ring.verifications == CLIENT_BURST + 1
+    # A real key's first verification gives its client the budget back.
+    fresh, fresh_secret = await ring.create("many", "fresh")
+    assert await ring.verify(fresh_secret, client=someone) is not None
+    for info, _ in made[:CLIENT_BURST]:
+        assert await ring.verify(f"mb_{info.id}_other-guess", client=someone) is None
+    with pytest.raises(TooManyAttempts):
+        await ring.verify(f"mb_{fresh.id}_guess", client=someone)
 
 
 class _Overlap(type(CHEAP_HASH)):  # type: ignore[misc]

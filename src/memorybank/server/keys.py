@@ -33,7 +33,10 @@ revoked key id costs one record read and no Argon2 at all):
   ``FAILURE_REFILL_SECONDS`` (a token bucket; runs in flight count);
 * each client (``verify(..., client=)``: the server passes the peer's address)
   may fail ``CLIENT_BURST`` verifications, then one per
-  ``CLIENT_REFILL_SECONDS``, across every key id;
+  ``CLIENT_REFILL_SECONDS``, across every key id; a client whose secret
+  passes Argon2 (a real key, verified for the first time here) gets its whole
+  budget back, so a proxy's many clients, or a client that mistyped a key
+  once, are not held back for long;
 * at most ``ARGON2_PARALLEL`` verifications run at once per process (each
   holds 19 MiB while it runs), so memory stays flat under a flood.
 
@@ -344,6 +347,8 @@ class KeyRing:
         finally:
             by_key.inflight -= 1
             del self._running[failed_key]
+        if by_client is not None:
+            by_client.tokens = float(CLIENT_BURST)
         _remember(self._verified, (prefix, stored), fingerprint)
         outcome.set_result(True)
         return True
