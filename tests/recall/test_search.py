@@ -101,6 +101,21 @@ def test_thread_scope_in_every_mode(memory: Memory, mode: Any) -> None:
     assert _ids(hits) == {ids["entry_open"]}
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_users_thread_by_another_agent_one_rule_in_every_mode(memory: Memory, mode: Any) -> None:
+    """alice's own thread written by agent ``other``: named by thread_id with agent ``bot``,
+    every mode finds its entry (hybrid always did; keyword and semantic found nothing)."""
+    thread = memory.threads.create(user_id="alice", agent_id="other")
+    entry = memory.entries.add(thread.id, {"role": "user", "content": "the okapi grazes"})
+    memory.entries.add(thread.id, {"role": "assistant", "content": "noted"})
+    hits = memory.search("okapi", mode=mode, thread_id=thread.id, user_id="alice", agent_id="bot")
+    assert _ids(hits) >= {entry.id}
+    assert all(h.kind == "entry" and h.entry is not None for h in hits)
+    assert all(h.entry is not None and h.entry.thread_id == thread.id for h in hits)
+    with pytest.raises(ThreadForbidden):
+        memory.search("okapi", mode=mode, thread_id=thread.id, user_id="bob", agent_id="bot")
+
+
 def test_forget_user_removes_from_search(memory: Memory) -> None:
     ids = _seed(memory)
     memory.forget_user("alice")

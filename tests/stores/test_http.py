@@ -70,7 +70,7 @@ def test_the_method_table_is_the_store_contract() -> None:
     }
     # plus the optional methods whose default cannot be built from the others (it says
     # "cannot"), so that a served store's answer reaches the client
-    optional = {"working_runs", "snapshot_runs"}
+    optional = {"working_runs", "snapshot_runs", "summary_agents"}
     assert set(_wire.METHODS) == (abstract - {"close"}) | _wire.BATCH_METHODS | optional
     for name, method in _wire.METHODS.items():
         signature = inspect.signature(getattr(AsyncStore, name))

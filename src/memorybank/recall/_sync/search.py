@@ -5,7 +5,9 @@ Pipeline
     1. Scope once: the tenant, then what ``Visibility(agent_id, user_id)`` may
        see (a thread's entries by the thread's owner and agent, a document by its
        own). ``thread_id`` follows the thread rule of every other verb: a named
-       user must own it (``ThreadForbidden`` otherwise, ``NotFound`` when absent).
+       user must own it (``ThreadForbidden`` otherwise, ``NotFound`` when absent);
+       a thread so named is searched whole in every mode (its entries whichever
+       agent wrote them).
     2. ``mode="keyword"``: the store's native full-text search (SQLite FTS5,
        PostgreSQL tsvector, MySQL FULLTEXT, BM25 elsewhere); scores are the
        store's relevance. ``mode="semantic"``: the store's vector search over
@@ -315,6 +317,10 @@ def run_search(
             raise NotFound(f"thread {thread_id!r} not found")
         check_owner(thread, visible.user_id)
         store_kinds = [kind for kind in store_kinds if kind == "entry"]
+        # One rule in every mode: a thread the caller may name (the thread rule above, as
+        # for every other verb) is searched whole, whichever agent wrote it, as the hybrid
+        # ranking of the whole thread does; the stores' searches stay confined to it.
+        visible = Visibility(UNSET, UNSET)
     if limit == 0 or not store_kinds or not query.strip():
         return []
     fetch = limit if reranker is None else max(limit, top)
