@@ -24,6 +24,7 @@ from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.deps import document_auth
+from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
@@ -124,6 +125,8 @@ def create_app(
         ),
         lifespan=lifespan,
         responses=_ERRORS,
+        docs_url=None,  # served by install_docs, with their assets
+        redoc_url=None,
     )
     metrics = Metrics()
     app.state.admin_key = admin_key
@@ -167,6 +170,7 @@ def create_app(
         app.include_router(api)
 
     document_auth(app, routers)
+    install_docs(app)
     mcp_mount = _mount_mcp(app) if mcp else None
 
     return app
