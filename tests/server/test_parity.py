@@ -209,3 +209,19 @@ async def test_context_takes_every_build_context_argument(parity_api: Api) -> No
     unknown = {**body, "graph_options": {"depth": 1}}
     r = await c.post("/v1/threads/g/context", json=unknown, headers=user)
     assert (r.status_code, r.json()["field"]) == (422, "body.graph_options.depth")
+
+
+async def test_docs_pages_load_their_assets_from_this_server(api: Api) -> None:
+    import re
+
+    for path in ("/docs", "/redoc"):
+        page = await api.client.get(path)
+        assert page.status_code == 200, path
+        urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", page.text)
+        assert urls, page.text
+        assert all(u.startswith("/") and not u.startswith("//") for u in urls), (path, urls)
+        for url in urls:
+            if url != "/openapi.json":
+                asset = await api.client.get(url)
+                assert asset.status_code == 200 and len(asset.content) > 1000, url
+    assert "http" not in (await api.client.get("/docs")).text.replace("http-equiv", "")

@@ -25,6 +25,7 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
 from memorybank.server.deps import document_auth
+from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
@@ -129,6 +130,8 @@ def create_app(
         ),
         lifespan=lifespan,
         responses=_ERRORS,
+        docs_url=None,  # served by install_docs, with their assets
+        redoc_url=None,
     )
     metrics = Metrics()
     app.state.admin_key = admin_key
@@ -172,6 +175,7 @@ def create_app(
         app.include_router(api)
 
     document_auth(app, routers)
+    install_docs(app)
     mcp_mount = _mount_mcp(app) if mcp else None
 
     return app
