@@ -35,3 +35,31 @@ def test_pydantic_ai_history_of_bob_never_reads_alices(world: World) -> None:
     assert other.load() == []
     assert SECRET in repr(alice.load())
     alice_intact(world)
+
+
+def test_llama_index_chat_store_of_bob_never_reads_alices(world: World) -> None:
+    pytest.importorskip("llama_index.core")
+    from llama_index.core.llms import ChatMessage
+
+    from memorybank.integrations.llama_index import MemorybankChatStore
+
+    alice = MemorybankChatStore(world.root.scoped(user_id="alice", agent_id="bot"))
+    alice.set_messages("li-alice", [ChatMessage(role="user", content=f"my pin is {SECRET}")])
+    bob = MemorybankChatStore(world.bob)
+    for key in ("li-alice", world.thread, world.session):
+        for verb in (
+            bob.get_messages,
+            bob.delete_messages,
+            bob.delete_last_message,
+            lambda k: bob.delete_message(k, 0),
+            lambda k: bob.set_messages(k, []),
+            lambda k: bob.add_message(k, ChatMessage(role="user", content="mine")),
+        ):
+            with pytest.raises(ThreadForbidden):
+                verb(key)
+    assert bob.get_keys() == []
+    assert bob.get_messages("li-new") == []
+    other = MemorybankChatStore(world.root.tenant("elsewhere").scoped(user_id="alice"))
+    assert other.get_messages("li-alice") == [] and other.get_keys() == []
+    assert SECRET in repr(alice.get_messages("li-alice"))
+    alice_intact(world)

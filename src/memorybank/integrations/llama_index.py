@@ -1,0 +1,310 @@
+"""LlamaIndex: a ``BaseChatStore`` on any memorybank store.
+
+``pip install 'memorybank[llama-index]'``::
+
+    from llama_index.core.memory import ChatMemoryBuffer
+    from memorybank import Memory
+    from memorybank.integrations.llama_index import MemorybankChatStore
+
+    memory = Memory("sqlite:///agent.db").scoped(user_id="alice")
+    store = MemorybankChatStore(memory)
+    buffer = ChatMemoryBuffer.from_defaults(
+        chat_store=store, chat_store_key="conversation-42", token_limit=3000
+    )
+
+One key is one memorybank thread (``thread_id == key``), created on the first
+write and owned by the handle's user (fail closed: a thread of another owner
+raises ``ThreadForbidden``). Each ``ChatMessage`` is one entry whose content is
+the message's text, so the conversation is also found by search and seen by
+``history()`` and the context builder; the message itself is kept whole in the
+entry's ``state`` as LlamaIndex serialises it (``model_dump(mode="json")``:
+role, ``additional_kwargs`` and every block), so ``get_messages`` returns
+exactly what was stored. Roles map onto memorybank's: ``developer`` is a
+``system`` entry, ``chatbot`` and ``model`` are ``assistant`` entries, and
+``tool`` and ``function`` results are ``user`` entries (memorybank pairs a
+tool entry with the assistant call that made it, which LlamaIndex keeps in
+provider-specific ``additional_kwargs``); the message's own role is kept.
+
+The adapter holds no scope logic: it acts through the handle it is given, so
+``memory.scoped(user_id=...)`` confines it, and ``get_keys`` lists the keys of
+that handle's user. With a ``Memory`` every method works (the async twins run
+the sync ones in a thread, as LlamaIndex's base class does); with an
+``AsyncMemory`` use the async twins (``aget_messages``, ``async_add_message``, ...).
+``ChatMemoryBuffer`` calls the sync ``get_messages`` even from ``aget`` (in a
+thread), so give the buffer a store on a ``Memory``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._sync.memory import Memory
+from memorybank.records import Entry, Thread
+
+try:
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.llms import ChatMessage, MessageRole
+    from llama_index.core.storage.chat_store.base import BaseChatStore
+except ImportError as error:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "memorybank.integrations.llama_index needs LlamaIndex:"
+        " pip install 'memorybank[llama-index]'"
+    ) from error
+
+__all__ = ["STATE_KEY", "THREAD_MARK", "MemorybankChatStore"]
+
+#: The key of an entry's ``state`` that holds the serialised ``ChatMessage``.
+STATE_KEY = "llama_index"
+#: The metadata of a thread this store created (what ``get_keys`` lists).
+THREAD_MARK = {"integration": "llama_index.chat_store"}
+
+_ROLES = {
+    MessageRole.SYSTEM: "system",
+    MessageRole.DEVELOPER: "system",
+    MessageRole.USER: "user",
+    MessageRole.ASSISTANT: "assistant",
+    MessageRole.CHATBOT: "assistant",
+    MessageRole.MODEL: "assistant",
+    MessageRole.TOOL: "user",
+    MessageRole.FUNCTION: "user",
+}
+
+
+def _entry(message: object, field: str = "message") -> dict[str, Any]:
+    if not isinstance(message, ChatMessage):
+        raise InvalidInput(
+            f"{field} must be a llama_index ChatMessage, got {type(message).__name__}",
+            field=field,
+        )
+    try:
+        payload = message.model_dump(mode="json")
+    except ValueError as error:  # pydantic's serialisation errors are ValueErrors
+        raise InvalidInput(f"{field} cannot be serialised: {error}", field=field) from error
+    return {
+        "role": _ROLES.get(message.role, "user"),
+        "content": message.content or "",
+        "state": {STATE_KEY: payload},
+    }
+
+
+def _entries(messages: object) -> list[dict[str, Any]]:
+    if not isinstance(messages, list | tuple):
+        raise InvalidInput("messages must be a list of ChatMessage", field="messages")
+    return [_entry(m, f"messages[{i}]") for i, m in enumerate(messages)]
+
+
+def _message(entry: Entry) -> ChatMessage:
+    payload = entry.state.get(STATE_KEY)
+    if not isinstance(payload, dict):
+        raise InvalidInput(
+            f"entry {entry.id!r} of the thread was not written by MemorybankChatStore",
+            field="key",
+        )
+    return ChatMessage.model_validate(payload)
+
+
+def _index(idx: object, size: int) -> int | None:
+    """``idx`` as a position in ``range(size)`` (negative from the end), else ``None``."""
+    if not isinstance(idx, int) or isinstance(idx, bool):
+        raise InvalidInput(f"idx must be an integer, got {type(idx).__name__}", field="idx")
+    position = idx + size if idx < 0 else idx
+    return position if 0 <= position < size else None
+
+
+def _keys(threads: list[Thread]) -> list[str]:
+    marked = [t for t in threads if t.metadata == THREAD_MARK]
+    return [t.id for t in sorted(marked, key=lambda t: (t.created_at, t.id))]
+
+
+class MemorybankChatStore(BaseChatStore):
+    """LlamaIndex's ``BaseChatStore`` on a ``Memory`` or ``AsyncMemory`` handle.
+
+    Args:
+        memory: the handle to act through (a tenant or scoped handle confines
+            the store to its tenant and user).
+
+    ``set_messages`` and ``add_message`` are all-or-nothing for their
+    messages; ``set_messages`` writes the new messages before it deletes the
+    old ones (bad input changes nothing). ``delete_messages`` removes the key
+    (its thread) and returns its messages, ``None`` for an unknown key;
+    ``delete_message(key, idx)`` takes Python indexes (negative from the end)
+    and returns ``None`` out of range; ``delete_last_message`` returns
+    ``None`` for an unknown or empty key. ``get_keys`` lists the keys this
+    store created for the handle's user, oldest first.
+    """
+
+    _memory: Memory | AsyncMemory = PrivateAttr()
+
+    def __init__(self, memory: Memory | AsyncMemory, **kwargs: Any) -> None:
+        if not isinstance(memory, Memory | AsyncMemory):
+            raise ConfigurationError(
+                f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
+            )
+        super().__init__(**kwargs)
+        self._memory = memory
+
+    @classmethod
+    def class_name(cls) -> str:
+        """The name LlamaIndex serialises this component under."""
+        return "MemorybankChatStore"
+
+    @property
+    def memory(self) -> Memory | AsyncMemory:
+        """The handle this store acts through."""
+        return self._memory
+
+    def _sync(self, verb: str) -> Memory:
+        if not isinstance(self._memory, Memory):
+            twin = "async_add_message" if verb == "add_message" else f"a{verb}"
+            raise ConfigurationError(f"{verb}() needs a Memory; on an AsyncMemory use {twin}()")
+        return self._memory
+
+    # -- sync (Memory) -----------------------------------------------------
+
+    def _thread(self, memory: Memory, key: str) -> str:
+        if memory.threads.get(key) is None:
+            try:
+                memory.threads.create(thread_id=key, metadata=THREAD_MARK)
+            except Conflict:  # created concurrently: the owner check below decides
+                memory.threads.require(key)
+        return key
+
+    def _read(self, memory: Memory, key: str) -> list[Entry] | None:
+        if memory.threads.get(key) is None:
+            return None
+        return memory.entries.list(key)
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Make ``key`` hold exactly ``messages``."""
+        memory = self._sync("set_messages")
+        new = _entries(messages)
+        old = self._read(memory, key) or []
+        memory.entries.add_many(self._thread(memory, key), new)
+        for entry in old:
+            memory.entries.delete(key, entry.id)
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        """The messages of ``key``, oldest first (``[]`` for an unknown key)."""
+        memory = self._sync("get_messages")
+        return [_message(e) for e in self._read(memory, key) or []]
+
+    def add_message(self, key: str, message: ChatMessage) -> None:
+        """Append ``message`` to ``key``."""
+        memory = self._sync("add_message")
+        new = _entry(message)
+        memory.entries.add(self._thread(memory, key), new)
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Remove ``key`` and return its messages (``None`` for an unknown key)."""
+        memory = self._sync("delete_messages")
+        entries = self._read(memory, key)
+        if entries is None:
+            return None
+        messages = [_message(e) for e in entries]
+        memory.threads.delete(key)
+        return messages
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Remove and return the message at ``idx`` (``None`` when there is none)."""
+        memory = self._sync("delete_message")
+        entries = self._read(memory, key) or []
+        position = _index(idx, len(entries))
+        if position is None:
+            return None
+        entry = entries[position]
+        message = _message(entry)
+        return message if memory.entries.delete(key, entry.id) else None
+
+    def delete_last_message(self, key: str) -> ChatMessage | None:
+        """Remove and return the newest message (``None`` for an unknown or empty key)."""
+        return self.delete_message(key, -1)
+
+    def get_keys(self) -> list[str]:
+        """The keys this store created for the handle's user, oldest first."""
+        memory = self._sync("get_keys")
+        return _keys(memory.threads.list())
+
+    # -- async (AsyncMemory; a Memory runs the sync methods in a thread) ---
+
+    def _async(self) -> AsyncMemory | None:
+        return self._memory if isinstance(self._memory, AsyncMemory) else None
+
+    async def _athread(self, memory: AsyncMemory, key: str) -> str:
+        if await memory.threads.get(key) is None:
+            try:
+                await memory.threads.create(thread_id=key, metadata=THREAD_MARK)
+            except Conflict:
+                await memory.threads.require(key)
+        return key
+
+    async def _aread(self, memory: AsyncMemory, key: str) -> list[Entry] | None:
+        if await memory.threads.get(key) is None:
+            return None
+        return await memory.entries.list(key)
+
+    async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """``set_messages``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.set_messages, key, messages)
+        new = _entries(messages)
+        old = await self._aread(memory, key) or []
+        await memory.entries.add_many(await self._athread(memory, key), new)
+        for entry in old:
+            await memory.entries.delete(key, entry.id)
+        return None
+
+    async def aget_messages(self, key: str) -> list[ChatMessage]:
+        """``get_messages``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.get_messages, key)
+        return [_message(e) for e in await self._aread(memory, key) or []]
+
+    async def async_add_message(self, key: str, message: ChatMessage) -> None:
+        """``add_message``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.add_message, key, message)
+        new = _entry(message)
+        await memory.entries.add(await self._athread(memory, key), new)
+        return None
+
+    async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
+        """``delete_messages``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.delete_messages, key)
+        entries = await self._aread(memory, key)
+        if entries is None:
+            return None
+        messages = [_message(e) for e in entries]
+        await memory.threads.delete(key)
+        return messages
+
+    async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """``delete_message``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.delete_message, key, idx)
+        entries = await self._aread(memory, key) or []
+        position = _index(idx, len(entries))
+        if position is None:
+            return None
+        entry = entries[position]
+        message = _message(entry)
+        return message if await memory.entries.delete(key, entry.id) else None
+
+    async def adelete_last_message(self, key: str) -> ChatMessage | None:
+        """``delete_last_message``, async."""
+        return await self.adelete_message(key, -1)
+
+    async def aget_keys(self) -> list[str]:
+        """``get_keys``, async."""
+        memory = self._async()
+        if memory is None:
+            return await asyncio.to_thread(self.get_keys)
+        return _keys(await memory.threads.list())
