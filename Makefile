@@ -45,7 +45,7 @@ test: $(STAMP)
 # The TypeScript client (clients/typescript): install from the lockfile, build, type-check,
 # lint, test against live servers started by the tests, and check openapi.json is current.
 test-ts: $(STAMP)
-	$(BIN)/python scripts/write_openapi.py --check
+	$(BIN)/python scripts/gen_openapi.py --check
 	cd clients/typescript && npm ci --no-audit --no-fund && npm run build && npm run typecheck && npm run lint
 	cd clients/typescript && MEMORYBANK_PYTHON=$(CURDIR)/$(BIN)/python npm test
 

@@ -42,7 +42,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench._util import percentile, table
-from bench.bench_search import DIM, MODEL, dataset
+from bench.bench_search import MODEL, dataset
+from bench.bench_user_scope import Lookup
 from memorybank import AsyncMemory, Memory
 from memorybank.stores.contract._sync.store import VectorItem
 from memorybank.stores.sql.common import fts_query
@@ -51,27 +52,6 @@ AGENT = "agent"
 FETCH = 30
 CLIENTS = (1, 8, 32)
 PG_URL = os.environ.get("MEMORYBANK_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-class Lookup:
-    """An embedder that looks the queries' precomputed vectors up (no model in the figures)."""
-
-    def __init__(self, fixed: dict[str, NDArray[np.float32]]) -> None:
-        self.fixed = fixed
-
-    @property
-    def model_id(self) -> str:
-        return MODEL
-
-    @property
-    def dimensions(self) -> int:
-        return DIM
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        return [self.fixed[t].tolist() for t in texts]
-
-    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
-        return self.embed(texts)
 
 
 def queries(n: int, seed: int) -> tuple[list[str], NDArray[np.float32]]:
@@ -268,7 +248,8 @@ async def run_x1(
     notes: list[str],
 ) -> None:
     qtexts, qvecs = queries(512, seed=99)
-    lookup = Lookup(dict(zip(qtexts, qvecs, strict=True)))
+    lookup = Lookup()
+    lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
     names = sorted(users)
     rng = np.random.default_rng(5)
     picks = [
@@ -364,7 +345,8 @@ async def run_x3(
     out: list[list[Any]],
 ) -> None:
     qtexts, qvecs = queries(repeat, seed=123)
-    lookup = Lookup(dict(zip(qtexts, qvecs, strict=True)))
+    lookup = Lookup()
+    lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
     memory = open_memory(lookup)
     try:
         for user in ("small", "big"):

@@ -1,11 +1,12 @@
-"""Write the service's OpenAPI document to docs/openapi.json, from the app itself.
+"""Write the service's OpenAPI document from the app itself, where it is read.
 
-    python scripts/gen_openapi.py          # rewrite docs/openapi.json
-    python scripts/gen_openapi.py --check  # exit 1 if it is out of date
+    python scripts/gen_openapi.py          # rewrite docs/openapi.json and the TS client's copy
+    python scripts/gen_openapi.py --check  # exit 1 if either is out of date (CI)
 
-The documentation site renders the committed file (docs/api.md), so the site builds
-offline and never asks a running server. The app is built with ``create_app`` over an
-in-memory store that is never opened: no server starts and nothing is written.
+The documentation site renders ``docs/openapi.json`` (docs/api.md) and the TypeScript
+client generates its types from ``clients/typescript/openapi.json`` at build time, so
+neither asks a running server. The app is built with ``create_app`` over an in-memory
+store that is never opened: no server starts and nothing is written.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TARGET = ROOT / "docs" / "openapi.json"
+TARGETS = (ROOT / "docs" / "openapi.json", ROOT / "clients" / "typescript" / "openapi.json")
 
 
 def openapi_document() -> dict[str, Any]:
@@ -34,20 +35,23 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Write (or with ``--check`` compare) docs/openapi.json; the exit status."""
+    """Write (or with ``--check`` compare) every copy of the document; the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the file is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a copy is stale")
     args = parser.parse_args(argv)
     text = render()
-    if args.check:
-        current = TARGET.read_text(encoding="utf-8") if TARGET.exists() else ""
-        if current != text:
-            print(f"{TARGET.relative_to(ROOT)} is stale: run python scripts/gen_openapi.py")
-            return 1
-        return 0
-    TARGET.write_text(text, encoding="utf-8")
-    print(f"wrote {TARGET.relative_to(ROOT)}")
-    return 0
+    stale = 0
+    for target in TARGETS:
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        if current == text:
+            continue
+        if args.check:
+            print(f"{target.relative_to(ROOT)} is stale: run python scripts/gen_openapi.py")
+            stale = 1
+        else:
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target.relative_to(ROOT)}")
+    return stale
 
 
 if __name__ == "__main__":

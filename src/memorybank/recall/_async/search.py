@@ -89,7 +89,6 @@ if TYPE_CHECKING:
 
     from memorybank.embeddings.base import Embedder
     from memorybank.memory._async.core import _Core
-    from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = [
     "EMBED_BATCH",
@@ -326,23 +325,11 @@ async def run_search(
     search = _Search(
         core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds, include_history
     )
-    hits = await _dispatch(search, store, tenant, thread, mode, store_kinds)
+    # One path for every scope size: the store's own candidates, never the whole scope.
+    hits = await search.native(mode, thread)
     if reranker is not None:  # the optional stage: see memorybank.recall._async.rerank_stage
         hits = (await rerank_hits(reranker, query, hits, top))[:limit]
     return hits
-
-
-async def _dispatch(
-    search: _Search,
-    store: AsyncStore,
-    tenant: str,
-    thread: Thread | None,
-    mode: SearchMode,
-    store_kinds: list[str],
-) -> list[Hit]:
-    # One path for every scope size: the store's own candidates, never the whole scope.
-    del store, tenant, store_kinds
-    return await search.native(mode, thread)
 
 
 def _shares_a_term(query: str, text: str) -> bool:

@@ -90,7 +90,6 @@ if TYPE_CHECKING:
 
     from memorybank.embeddings.base import Embedder
     from memorybank.memory._sync.core import _Core
-    from memorybank.stores.contract._sync.store import Store
 
 __all__ = [
     "EMBED_BATCH",
@@ -327,23 +326,11 @@ def run_search(
     search = _Search(
         core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds, include_history
     )
-    hits = _dispatch(search, store, tenant, thread, mode, store_kinds)
+    # One path for every scope size: the store's own candidates, never the whole scope.
+    hits = search.native(mode, thread)
     if reranker is not None:  # the optional stage: see memorybank.recall._async.rerank_stage
         hits = (rerank_hits(reranker, query, hits, top))[:limit]
     return hits
-
-
-def _dispatch(
-    search: _Search,
-    store: Store,
-    tenant: str,
-    thread: Thread | None,
-    mode: SearchMode,
-    store_kinds: list[str],
-) -> list[Hit]:
-    # One path for every scope size: the store's own candidates, never the whole scope.
-    del store, tenant, store_kinds
-    return search.native(mode, thread)
 
 
 def _shares_a_term(query: str, text: str) -> bool:

@@ -195,12 +195,8 @@ class PostgresBase(AsyncStore):
         ``PoolTimeout`` saying nothing of why. The pool stays closed until a
         first connection succeeds, so nothing retries between calls.
         """
-        assert self._pool is not None and self._conninfo is not None
-        conninfo, kwargs = self._conninfo
-        try:
-            conn = await AsyncConnection.connect(conninfo, **kwargs)
-        except psycopg.OperationalError as error:
-            raise connect_error(error) from error
+        assert self._pool is not None
+        conn = await self._direct_connection()
         try:
             await self._migrate(conn)
         finally:
@@ -229,14 +225,19 @@ class PostgresBase(AsyncStore):
         if self._connect_failures.last is not None and self._new_pool is not None:
             await self._renew_pool()
 
-    async def _reachable(self) -> None:
-        """Connect to the owned pool's server directly and run ``SELECT 1`` (raises translated)."""
+    async def _direct_connection(self) -> AsyncConnection[Any]:
+        """A connection of its own to the owned pool's server, outside the pool; a refusal
+        raised at once in the server's words (``connect_error``)."""
         assert self._conninfo is not None
         conninfo, kwargs = self._conninfo
         try:
-            conn = await AsyncConnection.connect(conninfo, **kwargs)
+            return await AsyncConnection.connect(conninfo, **kwargs)
         except psycopg.OperationalError as error:
             raise connect_error(error) from error
+
+    async def _reachable(self) -> None:
+        """Connect to the owned pool's server directly and run ``SELECT 1`` (raises translated)."""
+        conn = await self._direct_connection()
         try:
             await conn.execute("SELECT 1")
         except psycopg.Error as error:

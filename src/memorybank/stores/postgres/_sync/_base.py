@@ -196,12 +196,8 @@ class PostgresBase(Store):
         ``PoolTimeout`` saying nothing of why. The pool stays closed until a
         first connection succeeds, so nothing retries between calls.
         """
-        assert self._pool is not None and self._conninfo is not None
-        conninfo, kwargs = self._conninfo
-        try:
-            conn = Connection.connect(conninfo, **kwargs)
-        except psycopg.OperationalError as error:
-            raise connect_error(error) from error
+        assert self._pool is not None
+        conn = self._direct_connection()
         try:
             self._migrate(conn)
         finally:
@@ -230,14 +226,19 @@ class PostgresBase(Store):
         if self._connect_failures.last is not None and self._new_pool is not None:
             self._renew_pool()
 
-    def _reachable(self) -> None:
-        """Connect to the owned pool's server directly and run ``SELECT 1`` (raises translated)."""
+    def _direct_connection(self) -> Connection[Any]:
+        """A connection of its own to the owned pool's server, outside the pool; a refusal
+        raised at once in the server's words (``connect_error``)."""
         assert self._conninfo is not None
         conninfo, kwargs = self._conninfo
         try:
-            conn = Connection.connect(conninfo, **kwargs)
+            return Connection.connect(conninfo, **kwargs)
         except psycopg.OperationalError as error:
             raise connect_error(error) from error
+
+    def _reachable(self) -> None:
+        """Connect to the owned pool's server directly and run ``SELECT 1`` (raises translated)."""
+        conn = self._direct_connection()
         try:
             conn.execute("SELECT 1")
         except psycopg.Error as error:
