@@ -4,7 +4,9 @@ X1  User-scope hybrid search (``AsyncMemory.search(q, user_id=, agent_id=, k=10)
     store of 50 users x 20 threads x 100 messages (2,000 entries each), from 1, 8 and 32
     concurrent clients in one process, each search for a random user: searches/s and
     p50/p99, the first search of every user in a new process (cold) and after (hot).
-    Thread-scoped search and ``build_context`` (hybrid + facts + semantic) the same way.
+    Thread-scoped search and ``build_context`` the same way: ``strategy="hybrid"`` in a
+    600-token budget (the thread's 100 messages do not fit, so older turns are picked by
+    similarity), with the user's 10 facts and the semantic context of her 5 documents.
 X2  The raw equivalent in the same run, taking turns with memorybank: one full-text
     query over the user's threads (30 rows), a numpy top-30 over the user's vectors
     held in memory, one SELECT of the 30 best rows, fused by reciprocal rank; from 1, 8
@@ -12,6 +14,10 @@ X2  The raw equivalent in the same run, taking turns with memorybank: one full-t
 X3  Scope size: p50 of the same search for a user with 500 entries and one with
     ``--big`` entries (default 50,000) in a store of ``--scale`` entries (default
     200,000; the issue's figure is ``--scale 1000000``).
+X4  Over HTTP (SQLite): the same user-scope search through ``POST /v1/search`` of a
+    ``memorybank`` server process (one uvicorn worker, the same embedder), from 1, 8 and
+    32 clients (the lean HTTP/1.1 client ``bench._http``), against the in-process
+    ``AsyncMemory`` search of the same run.
 
 Vectors are precomputed 384-d (``bench_search.dataset``: clustered, as sentence
 embeddings are), so no model runs; texts are 12 words of a 5,000-word vocabulary.
@@ -34,6 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -49,9 +56,27 @@ from memorybank.stores.contract._sync.store import VectorItem
 from memorybank.stores.sql.common import fts_query
 
 AGENT = "agent"
+FACTS = 10  # per user
+DOCUMENTS = 5  # per user
 FETCH = 30
 CLIENTS = (1, 8, 32)
 PG_URL = os.environ.get("MEMORYBANK_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+class Known(Lookup):
+    """The questions' precomputed vectors; any other text (a fact the context builder
+    ranks) a fixed pseudo-random unit vector of its hash."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        out: list[list[float]] = []
+        for text in texts:
+            vector = self.fixed.get(text)
+            if vector is None:
+                rng = np.random.default_rng(zlib.crc32(text.encode()))
+                vector = rng.standard_normal(self.dimensions).astype(np.float32)
+                vector /= np.linalg.norm(vector)
+            out.append(vector.tolist())
+        return out
 
 
 def queries(n: int, seed: int) -> tuple[list[str], NDArray[np.float32]]:
@@ -89,6 +114,17 @@ def load(memory: Memory, owners: Sequence[tuple[str, int, int]], seed: int) -> d
                     ],
                 )
                 ids.extend(e.id for e in entries)
+        if threads * per <= 2_000:  # the X1 users: what build_context also reads
+            scoped = memory.scoped(user_id=user, agent_id=AGENT)
+            for i in range(FACTS):
+                scoped.facts.add(content=texts[i])
+            docs = [
+                scoped.documents.add(texts[-1 - i], metadata={"n": i}) for i in range(DOCUMENTS)
+            ]
+            store.vector_put(
+                memory.tenant_id,
+                [VectorItem("document", d.id, MODEL, vectors[-1 - i]) for i, d in enumerate(docs)],
+            )
         out[user] = (thread_ids, ids, vectors)
     return out
 
@@ -248,7 +284,7 @@ async def run_x1(
     notes: list[str],
 ) -> None:
     qtexts, qvecs = queries(512, seed=99)
-    lookup = Lookup()
+    lookup = Known()
     lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
     names = sorted(users)
     rng = np.random.default_rng(5)
@@ -304,7 +340,8 @@ async def run_x1(
             scoped = memory.scoped(user_id=user, agent_id=AGENT)
             return await scoped.build_context(
                 tid,
-                max_tokens=2000,
+                max_tokens=600,
+                strategy="hybrid",
                 current_input=qtexts[q],
                 include_semantic_context=True,
                 include_facts=True,
@@ -368,6 +405,112 @@ async def run_x3(
         await memory.close()
 
 
+_SERVE = """
+import sys, uvicorn
+from bench.bench_search_scale import Known, queries
+from memorybank.server.app import create_app
+lookup = Known()
+texts, vectors = queries(512, seed=99)
+lookup.fixed = dict(zip(texts, vectors, strict=True))
+uvicorn.run(create_app(sys.argv[1], embedder=lookup, mcp=False), host="127.0.0.1",
+            port=int(sys.argv[2]), log_level="warning", access_log=False, ws="none")
+"""
+
+
+async def _http_clients(
+    lean: Sequence[Any], body: Callable[[int], object], clients: int, total: int
+) -> tuple[float, float, float]:
+    """``total`` searches over ``clients`` keep-alive connections, one per client task."""
+    counter = iter(range(total))
+    samples: list[float] = []
+
+    async def client(conn: Any) -> None:
+        for i in counter:
+            start = time.perf_counter()
+            await conn.request("POST", "/v1/search", body(i))
+            samples.append(time.perf_counter() - start)
+
+    wall = time.perf_counter()
+    await asyncio.gather(*(client(lean[c]) for c in range(clients)))
+    return _stats(samples, time.perf_counter() - wall)
+
+
+async def _x4_load(url: str, key: str, port: int, names: list[str], total: int) -> list[list[Any]]:
+    from bench._http import Connection
+
+    qtexts, qvecs = queries(512, seed=99)
+    lookup = Known()
+    lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
+    rng = np.random.default_rng(7)
+    picks = [(names[int(rng.integers(len(names)))], int(rng.integers(512))) for _ in range(10**5)]
+    lean = [Connection(port, {"Authorization": f"Bearer {key}"}) for _ in range(max(CLIENTS))]
+    for _ in range(600):
+        try:
+            await lean[0].request("GET", "/healthz")
+            break
+        except OSError:
+            await asyncio.sleep(0.05)
+
+    def body(i: int) -> dict[str, Any]:
+        user, q = picks[i]
+        return {"query": qtexts[q], "user_id": user, "agent_id": AGENT, "k": 10}
+
+    rows: list[list[Any]] = []
+    async with AsyncMemory(url, embedder=lookup) as memory:
+
+        async def local(i: int) -> object:
+            user, q = picks[i]
+            return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
+
+        await local(0)
+        for clients in CLIENTS:
+            n = total if clients == 1 else total * 2
+            web = await _http_clients(lean, body, clients, n)
+            mine = await _clients_async(local, clients, n)
+            rows.append(
+                [
+                    clients,
+                    f"{web[0]:.0f}",
+                    f"{mine[0]:.0f}",
+                    f"{web[0] / mine[0]:.2f}",
+                    f"{web[1]:.1f} / {web[2]:.1f}",
+                    f"{mine[1]:.1f} / {mine[2]:.1f}",
+                    f"{web[1] - mine[1]:+.1f}",
+                ]
+            )
+    for conn in lean:
+        await conn.close()
+    return rows
+
+
+def run_x4(url: str, users: dict[str, Any], total: int, out: list[list[Any]]) -> None:
+    """User-scope search over HTTP against in-process, the same searches in turns."""
+    import subprocess
+    import sys
+
+    from bench.bench_remote import _free_port
+    from memorybank.server.keys import KeyRing
+
+    async def new_key() -> str:
+        async with AsyncMemory(url) as memory:
+            return (await KeyRing(memory.store).create(memory.tenant_id))[1]
+
+    key = asyncio.run(new_key())
+    port = _free_port()
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    server = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, url, str(port)],
+        env={**os.environ, "PYTHONPATH": path},
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        out += asyncio.run(_x4_load(url, key, port, sorted(users), total))
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
 def owners_x1(quick: bool) -> list[tuple[str, int, int]]:
     return [(f"user-{n:02d}", 20, 100) for n in range(10 if quick else 50)]
 
@@ -379,7 +522,11 @@ def owners_x3(scale: int, big: int) -> list[tuple[str, int, int]]:
 
 
 def sqlite_part(
-    args: argparse.Namespace, x1: list[list[Any]], x3: list[list[Any]], notes: list[str]
+    args: argparse.Namespace,
+    x1: list[list[Any]],
+    x3: list[list[Any]],
+    notes: list[str],
+    x4: list[list[Any]] | None = None,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "scale.db")
@@ -399,6 +546,11 @@ def sqlite_part(
                 notes,
             )
         )
+        if x4 is not None:
+            run_x4(f"sqlite:///{path}", users, args.total, x4)
+            notes.append(f"sqlite X4: {_load_avg()} at the end")
+        if args.no_x3:
+            return
         path3 = os.path.join(tmp, "scale3.db")
         start = time.perf_counter()
         with Memory(f"sqlite:///{path3}") as plain:
@@ -467,15 +619,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--scale", type=int, default=200_000, help="entries in the X3 store")
     parser.add_argument("--big", type=int, default=50_000, help="the big user's entries (X3)")
     parser.add_argument("--total", type=int, default=200, help="searches per 1-client cell")
+    parser.add_argument("--no-http", action="store_true", help="skip X4 (the HTTP table)")
+    parser.add_argument("--no-x3", action="store_true", help="skip X3 (the scope-size table)")
     args = parser.parse_args(argv)
     if args.quick:
         args.scale, args.big, args.total = min(args.scale, 30_000), min(args.big, 10_000), 60
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     x1: list[list[Any]] = []
     x3: list[list[Any]] = []
+    x4: list[list[Any]] = []
     notes: list[str] = []
     if "sqlite" in stores:
-        sqlite_part(args, x1, x3, notes)
+        sqlite_part(args, x1, x3, notes, None if args.no_http else x4)
     if "postgres" in stores:
         postgres_part(args, x1, x3, notes)
     print("### X1/X2: hybrid search, memorybank against the raw equivalent (same run)\n")
@@ -493,6 +648,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(table(headers, x1))
     print("\n### X3: user-scope hybrid search p50 by the user's history\n")
     print(table(["store", "user's entries", "p50 ms", "p99 ms"], x3))
+    if x4:
+        print("\n### X4: user-scope search over HTTP (POST /v1/search) against in-process\n")
+        headers = [
+            "clients",
+            "http/s",
+            "in-process/s",
+            "ratio",
+            "http p50 / p99 ms",
+            "in-process p50 / p99 ms",
+            "added p50 ms",
+        ]
+        print(table(headers, x4))
     print()
     for note in notes:
         print("-", note)

@@ -356,3 +356,42 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
     assert "e7" not in _entries(b, _vec(7), k=12)
     assert "e6" not in _entries(b, _vec(6), k=1)
     assert b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")] is slot
+
+
+def _unit(vec: list[float]) -> list[float]:
+    array = np.asarray(vec, dtype=np.float32)
+    return (array / np.linalg.norm(array)).tolist()
+
+
+def test_vector_get_from_the_cache_follows_writes_and_deletes_elsewhere(
+    pair: tuple[Store, Store],
+) -> None:
+    """``vector_get`` answers from a current cache (one counters read), and reads what
+    it does not hold: another instance's replaced, added, deleted and other-size vectors."""
+    a, b = pair
+    _thread(a, "th1")
+    a.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th1") for i in range(6)])
+    assert _entries(b, _vec(1))[0] == "e1"  # b caches the entries' vectors
+    cache = b.__dict__["_cached_vectors"]
+    assert cache._cached("t", MODEL, "entry") is not None
+    got = b.vector_get("t", "entry", ["e1", "e2", "nope"], model_id=MODEL)
+    assert list(got) == ["e1", "e2"]
+    assert np.allclose(got["e1"], _unit(_vec(1)), atol=1e-6)
+    # written elsewhere: replaced, added, deleted; b's cache has not seen any of it
+    a.vector_put("t", [VectorItem("entry", "e1", MODEL, _vec(50), "th1")])
+    a.vector_put("t", [VectorItem("entry", "e9", MODEL, _vec(9), "th1")])
+    a.vector_put("t", [VectorItem("entry", "odd", MODEL, _vec(7, dim=8), "th1")])
+    got = b.vector_get("t", "entry", ["e9", "e1", "odd", "e2"], model_id=MODEL)
+    assert list(got) == ["e9", "e1", "odd", "e2"]  # in the order asked
+    assert np.allclose(got["e1"], _unit(_vec(50)), atol=1e-6)
+    assert np.allclose(got["e9"], _unit(_vec(9)), atol=1e-6)
+    assert len(got["odd"]) == 8  # another size: not cached, read from the table
+    a.delete_thread("t", "th1")
+    assert b.vector_get("t", "entry", ["e1", "e9", "odd"], model_id=MODEL) == {}
+    # the same answers as a store object that caches nothing
+    _thread(a, "th2")
+    a.vector_put("t", [VectorItem("entry", f"f{i}", MODEL, _vec(i), "th2") for i in range(3)])
+    ids = ["f2", "f0", "x"]
+    assert b.vector_get("t", "entry", ids, model_id=MODEL) == a.vector_get(
+        "t", "entry", ids, model_id=MODEL
+    )

@@ -85,7 +85,8 @@ class ConversationStructure:
       ``created_at`` continue the current session).
     * ``names`` / ``name_index``: distinct speaker names and each entry's name index
       (-1 when none).
-    * ``has_time``: entry text contains a time expression.
+    * ``has_time``: entry text contains a time expression (given by the caller when it
+      has already worked that out, as the ranker does, else read from the texts).
     * ``is_question``: 1.0 when the entry asks something (its text contains "?").
     """
 
@@ -95,6 +96,7 @@ class ConversationStructure:
         session_gap: timedelta = timedelta(hours=1),
         window: int = 2,
         cross_session_neighbours: bool = False,
+        has_time: Sequence[bool] | None = None,
     ) -> None:
         self.candidates = list(candidates)
         n = len(self.candidates)
@@ -155,9 +157,9 @@ class ConversationStructure:
                 name_index[i] = names.setdefault(c.name, len(names))
         self.names = list(names)
         self.name_index = name_index
-        self.has_time = np.fromiter(
-            (has_time_expression(c.text) for c in self.candidates), dtype=bool, count=n
-        )
+        if has_time is None:  # the ranker passes what it has memoised
+            has_time = [has_time_expression(c.text) for c in self.candidates]
+        self.has_time = np.fromiter(has_time, dtype=bool, count=n)
         self.is_question = np.fromiter(
             ("?" in c.text for c in self.candidates), dtype=np.float64, count=n
         )

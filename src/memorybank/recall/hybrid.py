@@ -40,6 +40,7 @@ from numpy.typing import NDArray
 
 from memorybank.recall.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from memorybank.recall.conversation import Candidate, ConversationStructure
+from memorybank.recall.features import TextFeatures, keyword_scores, text_features
 from memorybank.recall.fusion import Normalization, normalize_array
 from memorybank.recall.temporal import date_match, has_temporal_intent, parse_date_spans
 from memorybank.recall.text import Analyzer, default_analyzer
@@ -194,8 +195,13 @@ class HybridRanker:
     ) -> None:
         self.options = options or SearchOptions()
         self.analyzer = analyzer or default_analyzer()
+        # each text analysed once per process (memorybank.recall.features)
+        self.features: list[TextFeatures] = text_features(
+            self.analyzer, [c.text for c in candidates]
+        )
         self.structure = ConversationStructure(
             candidates,
+            has_time=[f.has_time for f in self.features],
             session_gap=self.options.session_gap,
             window=max(
                 self.options.neighbour_window,
@@ -218,21 +224,22 @@ class HybridRanker:
         """BM25 over the candidates' text (built on first use)."""
         if self._bm25 is None:
             idx = BM25Index(self.options.k1, self.options.b, self.analyzer)
-            for c in self.structure.candidates:
-                idx.add(c.id, c.text)
+            for c, f in zip(self.structure.candidates, self.features, strict=True):
+                idx.add_terms(c.id, f.terms)
             self._bm25 = idx
         return self._bm25
 
     # ------------------------------------------------------------------ signals
     def keyword_scores(self, query: str) -> FloatArray:
-        """BM25 of the query over the candidates; named speakers' names removed."""
-        terms = self.bm25.query_terms(query)
+        """BM25 of the query over the candidates; named speakers' names removed.
+
+        The scores of :attr:`bm25` (``BM25Index``), computed from the candidates'
+        memoised terms without building its postings."""
+        terms = list(dict.fromkeys(self.analyzer.terms(query)))
         if self.options.drop_speaker_names_from_keywords and self._name_terms:
             kept = [t for t in terms if t not in self._name_terms]
             terms = kept or terms
-        hits = self.bm25.score_terms(terms)
-        ids = self.structure.ids
-        return np.fromiter((hits.get(d, 0.0) for d in ids), dtype=np.float64, count=len(ids))
+        return keyword_scores(self.features, terms, self.options.k1, self.options.b)
 
     def signals(
         self,

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
+
+from memorybank.recall.text import tokenize
 
 __all__ = [
     "DateSpan",
@@ -26,6 +29,7 @@ __all__ = [
     "has_temporal_intent",
     "has_time_expression",
     "parse_date_spans",
+    "tokens_have_time",
 ]
 
 _MONTHS: dict[str, int] = {}
@@ -59,15 +63,16 @@ _INTENT = re.compile(
     re.I,
 )
 
-_TIME_WORDS = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|tmrw|ago|recently|lately|last|next|upcoming"
-    r"|weekend|week|weeks|month|months|year|years|morning|evening|afternoon|night"
-    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|spring|summer|autumn|fall"
-    r"|winter|christmas|thanksgiving|easter|birthday|anniversary|soon|earlier|later"
-    r"|since|until|before|after|finally|just|decade|decades|days|day"
-    rf"|{_MONTH_RE}|19\d\d|20\d\d)\b",
-    re.I,
-)
+# The words of a time expression, matched against an entry's tokens (one set lookup a
+# token: a regex alternation of these words cost 29 us a 12-word message, 5 ms a search
+# of 170 candidates; the tokens cost 5 us and are the keyword index's anyway).
+_TIME_TOKENS: frozenset[str] = frozenset(
+    """yesterday today tonight tomorrow tmrw ago recently lately last next upcoming
+    weekend week weeks month months year years morning evening afternoon night
+    monday tuesday wednesday thursday friday saturday sunday spring summer autumn fall
+    winter christmas thanksgiving easter birthday anniversary soon earlier later
+    since until before after finally just decade decades days day""".split()
+) | frozenset(_MONTHS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,4 +187,14 @@ def has_temporal_intent(query: str) -> bool:
 
 def has_time_expression(text: str) -> bool:
     """True when ``text`` contains a time word, weekday, month, year or relative time."""
-    return _TIME_WORDS.search(text) is not None
+    return tokens_have_time(tokenize(text))
+
+
+def tokens_have_time(tokens: Iterable[str]) -> bool:
+    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``)."""
+    for token in tokens:
+        if token in _TIME_TOKENS or (
+            len(token) == 4 and token[:2] in ("19", "20") and token.isdigit()
+        ):
+            return True
+    return False

@@ -739,7 +739,9 @@ class Statements:
             f"SELECT id, agent_id, user_id FROM {p}records WHERE tenant_id = %s AND kind = %s"
             " AND id = ANY(%s::text[])"
         )
+        # "model_id || ''": the primary key (tenant, kind, id) whatever the statistics say
+        # (before the first ANALYZE the model index looks as cheap, and reads every vector)
         self.vector_get = (
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
-            " AND model_id = %s AND id = ANY(%s::text[])"
+            " AND model_id || '' = %s AND id = ANY(%s::text[])"
         )

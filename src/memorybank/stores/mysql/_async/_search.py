@@ -329,6 +329,13 @@ class SearchMixin(MySQLBase):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
+        cached: dict[str, list[float]] = {}
+        cache = self.__dict__.get("_cached_vectors")
+        if cache is not None:  # the vectors this process caches: one counters read
+            cached = await cache.get(self, tenant, model_id, kind, wanted) or {}
+            if len(cached) == len(wanted):
+                return {vid: cached[vid] for vid in wanted}
+            wanted = [vid for vid in wanted if vid not in cached]
         statements: list[Statement] = [
             (
                 f"SELECT id, vector FROM {self._vectors} WHERE tenant_id = %s AND kind = %s"
@@ -340,4 +347,5 @@ class SearchMixin(MySQLBase):
         async with self._connection() as conn:
             results = await self._run(conn, statements)
         found = {row[0]: vector_from_bytes(bytes(row[1])) for rows, _ in results for row in rows}
-        return {vid: found[vid] for vid in wanted if vid in found}
+        found |= cached
+        return {vid: found[vid] for vid in dict.fromkeys(ids) if vid in found}

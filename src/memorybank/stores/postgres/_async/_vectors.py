@@ -652,9 +652,16 @@ class VectorsMixin(PostgresBase):
         if not wanted:
             return {}
         await self._ensure_ready()
+        found: dict[str, list[float]] = {}
+        cache = None if self._native else self.__dict__.get("_cached_vectors")
+        if cache is not None:  # the vectors this process caches: one counters read
+            found = await cache.get(self, tenant, model_id, kind, wanted) or {}
+        unread = [vid for vid in wanted if vid not in found]
+        if not unread:
+            return {vid: found[vid] for vid in wanted}
         query = self._sql.vector_get.format(text="::text" if self._native else "")
-        rows = await self._fetch(query, (tenant, kind, model_id, wanted), retry=True)
-        found = {
+        rows = await self._fetch(query, (tenant, kind, model_id, unread), retry=True)
+        found |= {
             str(vid): (
                 [float(x) for x in json.loads(value)]
                 if self._native

@@ -224,6 +224,33 @@ class CachedVectors:
                 shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
         return shortlist
 
+    def get(
+        self, source: VectorSource, tenant: str, model_id: str, kind: str, ids: Sequence[str]
+    ) -> dict[str, list[float]] | None:
+        """The stored vectors of ``ids`` from the cached slot, or ``None`` when this
+        process caches no vector of ``(tenant, model_id, kind)`` (the store reads them).
+
+        One round trip, the counters (``_vc_check`` with no id), instead of reading the
+        vectors: when they show the slot current, it holds every stored vector of the
+        key as of that statement; when it lagged, the rows written since are read first
+        (as a search does). An id the slot does not hold is left out: the caller reads
+        those from the table (a vector of another dimension is stored but not cached).
+        """
+        slot = self._cached(tenant, model_id, kind)
+        if slot is None:
+            return None
+        stamps, _ = source._vc_check(tenant, model_id, [kind], {}, slot.dim, None, None)
+        stamp = stamps.get(kind, (0, 0))
+        if not slot.current(slot.dim, stamp):
+            slot = self._current(source, tenant, model_id, kind, slot.dim, stamp)
+        out: dict[str, list[float]] = {}
+        with self._lock:
+            for rid in ids:
+                at = slot.where.get(rid)
+                if at is not None and slot.visible[at]:
+                    out[rid] = slot.matrix[at].tolist()
+        return out
+
     def search(
         self,
         source: VectorSource,

@@ -1,0 +1,93 @@
+"""What the ranking reads from one text, computed once per text: its index terms and
+whether it holds a time expression.
+
+A search scores a bounded candidate set (the store's hits and their neighbours), and
+the same entries come back as candidates search after search. Analysing a candidate
+(tokenise, drop stop words, stem; look for time words) is the ranking's largest Python
+cost: about 15 us a message, 2.5 ms a search of 170 candidates. So each text is
+analysed once per process and kept in a bounded memo. A miss costs the analysis of that
+one text, never more: the memo is a speed-up, not an index, and nothing reads it but
+the ranking of candidates already fetched.
+
+:func:`keyword_scores` is BM25 over the candidates from those terms, the same numbers
+as :class:`memorybank.recall.bm25.BM25Index` over the same texts (same formula, same
+order of additions), without building its postings: a search needs the frequencies of
+a few query terms, not an inverted index.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import NamedTuple
+from weakref import WeakKeyDictionary
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memorybank.recall.temporal import tokens_have_time
+from memorybank.recall.text import Analyzer, tokenize
+
+__all__ = ["MEMO_SIZE", "TextFeatures", "keyword_scores", "text_features"]
+
+#: Distinct texts kept per analyser (about 1 KB each with their terms). When full, the
+#: oldest half is dropped: a long-running service keeps its recent conversations warm.
+MEMO_SIZE = 50_000
+
+
+class TextFeatures(NamedTuple):
+    """One text as the ranking reads it."""
+
+    terms: tuple[str, ...]  # index terms in order (duplicates kept: term frequencies)
+    has_time: bool  # a time word, weekday, month or year (``has_time_expression``)
+
+
+_MEMOS: WeakKeyDictionary[Analyzer, dict[str, TextFeatures]] = WeakKeyDictionary()
+
+
+def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures]:
+    """The features of each of ``texts`` under ``analyzer``, memoised per text."""
+    memo = _MEMOS.get(analyzer)
+    if memo is None:
+        memo = _MEMOS[analyzer] = {}
+    out: list[TextFeatures] = []
+    stop = analyzer.stop_words
+    stem = analyzer.stem
+    for text in texts:
+        found = memo.get(text)
+        if found is None:
+            tokens = tokenize(text)
+            found = TextFeatures(
+                tuple(stem(t) for t in tokens if t not in stop), tokens_have_time(tokens)
+            )
+            if len(memo) >= MEMO_SIZE:
+                for old in list(memo)[: MEMO_SIZE // 2]:
+                    del memo[old]
+            memo[text] = found
+        out.append(found)
+    return out
+
+
+def keyword_scores(
+    features: Sequence[TextFeatures], query_terms: Sequence[str], k1: float, b: float
+) -> NDArray[np.float64]:
+    """BM25 of ``query_terms`` (analysed, distinct) over the texts of ``features``.
+
+    Equal to ``BM25Index.score_terms`` over the same texts, score for score: Lucene's
+    IDF, the same per-term additions in the same order.
+    """
+    n = len(features)
+    out = np.zeros(n, dtype=np.float64)
+    if not n or not query_terms:
+        return out
+    lengths = np.fromiter((len(f.terms) for f in features), dtype=np.float64, count=n)
+    avgdl = float(lengths.sum()) / n or 1.0
+    norm = k1 * (1.0 - b + b * lengths / avgdl)
+    for term in dict.fromkeys(query_terms):
+        tf = np.fromiter((f.terms.count(term) for f in features), dtype=np.float64, count=n)
+        df = int(np.count_nonzero(tf))
+        if not df:
+            continue
+        idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        out += idf * tf * (k1 + 1.0) / (tf + norm)
+    return out

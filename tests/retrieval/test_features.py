@@ -1,0 +1,66 @@
+"""The ranking's per-text features: the same BM25 as the index, time words as before,
+and a memo that stays bounded."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from memorybank.recall import features
+from memorybank.recall.bm25 import BM25Index
+from memorybank.recall.features import keyword_scores, text_features
+from memorybank.recall.temporal import has_time_expression
+from memorybank.recall.text import Analyzer
+
+WORDS = (
+    "running runs ran cat cats dog paris may june yesterday trip bread baked the a of"
+    " 2023 1998 week's sunday I'm photos camera lake hiking hiked museum"
+).split()
+
+
+def _texts(n: int, seed: int) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 14))) for _ in range(n)]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_keyword_scores_equal_the_index(seed: int) -> None:
+    analyzer = Analyzer()
+    texts = _texts(150, seed)
+    index = BM25Index(k1=1.2, b=0.4, analyzer=analyzer)
+    for i, text in enumerate(texts):
+        index.add(str(i), text)
+    for query in ("where did the cats run", "Paris trip in May 2023", "baked bread", "zzz"):
+        terms = index.query_terms(query)
+        expected = index.scores_for(query, [str(i) for i in range(len(texts))])
+        got = keyword_scores(text_features(analyzer, texts), terms, 1.2, 0.4)
+        assert np.array_equal(got, expected)  # exact: same formula, same order of additions
+    assert keyword_scores(text_features(analyzer, texts), [], 1.2, 0.4).sum() == 0.0
+    assert len(keyword_scores([], ["run"], 1.2, 0.4)) == 0
+
+
+def test_features_match_the_analyser_and_time_words() -> None:
+    analyzer = Analyzer()
+    texts = [*_texts(200, 9), "", "back in 1998!", "on 2023-05-01", "x2023", "mayhem", "ok"]
+    for text, found in zip(texts, text_features(analyzer, texts), strict=True):
+        assert list(found.terms) == analyzer.terms(text)
+        assert found.has_time == has_time_expression(text)
+    assert [f.has_time for f in text_features(analyzer, texts[-5:])] == [
+        True,
+        True,
+        False,
+        False,
+        False,
+    ]
+
+
+def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(features, "MEMO_SIZE", 100)
+    analyzer = Analyzer()
+    text_features(analyzer, [f"message number {i}" for i in range(1_000)])
+    memo = features._MEMOS[analyzer]
+    assert len(memo) <= 100
+    assert "message number 999" in memo  # the newest stay
+    assert "message number 0" not in memo
