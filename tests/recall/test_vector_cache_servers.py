@@ -360,7 +360,7 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
 
 def _unit(vec: list[float]) -> list[float]:
     array = np.asarray(vec, dtype=np.float32)
-    return (array / np.linalg.norm(array)).tolist()
+    return [float(x) for x in array / np.linalg.norm(array)]
 
 
 def test_vector_get_from_the_cache_follows_writes_and_deletes_elsewhere(
