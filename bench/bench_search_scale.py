@@ -529,26 +529,27 @@ def sqlite_part(
     x4: list[list[Any]] | None = None,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "scale.db")
-        start = time.perf_counter()
-        with Memory(f"sqlite:///{path}") as plain:
-            users = load(plain, owners_x1(args.quick), seed=1000)
-        notes.append(f"sqlite X1 store built in {time.perf_counter() - start:.0f} s")
-        raw = RawSQLite(path, users)
-        asyncio.run(
-            run_x1(
-                "sqlite",
-                lambda e: AsyncMemory(f"sqlite:///{path}", embedder=e),
-                raw,
-                users,
-                args.total,
-                x1,
-                notes,
+        if not args.only_x3:
+            path = os.path.join(tmp, "scale.db")
+            start = time.perf_counter()
+            with Memory(f"sqlite:///{path}") as plain:
+                users = load(plain, owners_x1(args.quick), seed=1000)
+            notes.append(f"sqlite X1 store built in {time.perf_counter() - start:.0f} s")
+            raw = RawSQLite(path, users)
+            asyncio.run(
+                run_x1(
+                    "sqlite",
+                    lambda e: AsyncMemory(f"sqlite:///{path}", embedder=e),
+                    raw,
+                    users,
+                    args.total,
+                    x1,
+                    notes,
+                )
             )
-        )
-        if x4 is not None:
-            run_x4(f"sqlite:///{path}", users, args.total, x4)
-            notes.append(f"sqlite X4: {_load_avg()} at the end")
+            if x4 is not None:
+                run_x4(f"sqlite:///{path}", users, args.total, x4)
+                notes.append(f"sqlite X4: {_load_avg()} at the end")
         if args.no_x3:
             return
         path3 = os.path.join(tmp, "scale3.db")
@@ -621,6 +622,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--total", type=int, default=200, help="searches per 1-client cell")
     parser.add_argument("--no-http", action="store_true", help="skip X4 (the HTTP table)")
     parser.add_argument("--no-x3", action="store_true", help="skip X3 (the scope-size table)")
+    parser.add_argument("--only-x3", action="store_true", help="X3 alone (no X1, X2, X4)")
     args = parser.parse_args(argv)
     if args.quick:
         args.scale, args.big, args.total = min(args.scale, 30_000), min(args.big, 10_000), 60
@@ -631,7 +633,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes: list[str] = []
     if "sqlite" in stores:
         sqlite_part(args, x1, x3, notes, None if args.no_http else x4)
-    if "postgres" in stores:
+    if "postgres" in stores and not args.only_x3:
         postgres_part(args, x1, x3, notes)
     print("### X1/X2: hybrid search, memorybank against the raw equivalent (same run)\n")
     headers = [
