@@ -57,6 +57,7 @@ test-pythons:
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts bench
+	$(BIN)/python scripts/check_imports.py
 	$(BIN)/ruff format --check src tests scripts bench
 	$(BIN)/python scripts/gen_sync.py --check
 

@@ -42,7 +42,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.memory._async.handle import AsyncMemoryHandle
     from memorybank.stores.contract._async.store import Record
 
 __all__ = ["AsyncContextBuilder"]
@@ -84,7 +84,7 @@ def _scored_text(entry: Entry) -> bool:
 class _History:
     """The thread's current branch, read newest first in growing pages, each read once."""
 
-    def __init__(self, memory: AsyncMemory, thread_id: str, user_id: str | None) -> None:
+    def __init__(self, memory: AsyncMemoryHandle, thread_id: str, user_id: str | None) -> None:
         self._store = memory._core.store
         self._tenant = memory.tenant_id
         self._thread_id = thread_id
@@ -160,7 +160,9 @@ class AsyncContextBuilder:
     ``options.graph_options`` as keyword arguments.
     """
 
-    def __init__(self, options: ContextOptions, memory: AsyncMemory, *, graph: Any = None) -> None:
+    def __init__(
+        self, options: ContextOptions, memory: AsyncMemoryHandle, *, graph: Any = None
+    ) -> None:
         if not isinstance(options, ContextOptions):
             raise ConfigurationError("options must be a memorybank.ContextOptions")
         self.options = options

@@ -29,7 +29,7 @@ from memorybank.runtime.log import logger
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.memory._async.handle import AsyncMemoryHandle
 
 __all__ = ["AsyncTurn", "OnError"]
 
@@ -46,7 +46,7 @@ class AsyncTurn:
 
     def __init__(
         self,
-        memory: AsyncMemory,
+        memory: AsyncMemoryHandle,
         thread_id: str,
         *,
         user_id: str | None,

@@ -43,7 +43,7 @@ from memorybank.stores.contract._sync.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.memory import Memory
+    from memorybank.memory._sync.handle import MemoryHandle
     from memorybank.stores.contract._sync.store import Record
 
 __all__ = ["ContextBuilder"]
@@ -85,7 +85,7 @@ def _scored_text(entry: Entry) -> bool:
 class _History:
     """The thread's current branch, read newest first in growing pages, each read once."""
 
-    def __init__(self, memory: Memory, thread_id: str, user_id: str | None) -> None:
+    def __init__(self, memory: MemoryHandle, thread_id: str, user_id: str | None) -> None:
         self._store = memory._core.store
         self._tenant = memory.tenant_id
         self._thread_id = thread_id
@@ -161,7 +161,9 @@ class ContextBuilder:
     ``options.graph_options`` as keyword arguments.
     """
 
-    def __init__(self, options: ContextOptions, memory: Memory, *, graph: Any = None) -> None:
+    def __init__(
+        self, options: ContextOptions, memory: MemoryHandle, *, graph: Any = None
+    ) -> None:
         if not isinstance(options, ContextOptions):
             raise ConfigurationError("options must be a memorybank.ContextOptions")
         self.options = options

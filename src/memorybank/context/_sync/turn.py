@@ -30,7 +30,7 @@ from memorybank.runtime.log import logger
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.memory import Memory
+    from memorybank.memory._sync.handle import MemoryHandle
 
 __all__ = ["Turn", "OnError"]
 
@@ -47,7 +47,7 @@ class Turn:
 
     def __init__(
         self,
-        memory: Memory,
+        memory: MemoryHandle,
         thread_id: str,
         *,
         user_id: str | None,

@@ -36,7 +36,7 @@ import re
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memorybank.errors import (
     ConfigurationError,
@@ -66,11 +66,26 @@ from memorybank.vector_index.points import (
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
 
-    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.embeddings.base import Embedder
     from memorybank.records import Thread
     from memorybank.stores.contract.types import Record
 
 __all__ = ["AsyncIndexedStore", "AsyncQdrantIndex", "AsyncVectorIndex", "IndexPoint"]
+
+
+class _Reindexed(Protocol):
+    """What ``reindex`` reads of the memory handle it rebuilds (``AsyncMemory`` is one;
+    typed here, below the facade, so that the facade and the index make no cycle)."""
+
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def store(self) -> AsyncStore: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
 
 logger = logging.getLogger("memorybank")
 
@@ -127,7 +142,7 @@ class AsyncVectorIndex(abc.ABC):
     async def close(self) -> None:
         """Release what the index owns (a client it made from a URL). Idempotent."""
 
-    async def reindex(self, memory: AsyncMemory) -> int:
+    async def reindex(self, memory: _Reindexed) -> int:
         """Rebuild ``memory``'s tenant in the index from the store; how many points.
 
         Reads every vector of the memory's embedder model from the store

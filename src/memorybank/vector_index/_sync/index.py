@@ -37,7 +37,7 @@ import re
 import warnings
 from collections.abc import Iterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memorybank.errors import (
     ConfigurationError,
@@ -67,11 +67,25 @@ from memorybank.vector_index.points import (
 if TYPE_CHECKING:
     from qdrant_client import QdrantClient
 
-    from memorybank.memory._sync.memory import Memory
+    from memorybank.embeddings.base import Embedder
     from memorybank.records import Thread
     from memorybank.stores.contract.types import Record
 
 __all__ = ["IndexedStore", "QdrantIndex", "VectorIndex", "IndexPoint"]
+
+
+class _Reindexed(Protocol):
+    """What ``reindex`` reads of the memory handle it rebuilds (``AsyncMemory`` is one;
+    typed here, below the facade, so that the facade and the index make no cycle)."""
+
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
 
 logger = logging.getLogger("memorybank")
 
@@ -128,7 +142,7 @@ class VectorIndex(abc.ABC):
     def close(self) -> None:
         """Release what the index owns (a client it made from a URL). Idempotent."""
 
-    def reindex(self, memory: Memory) -> int:
+    def reindex(self, memory: _Reindexed) -> int:
         """Rebuild ``memory``'s tenant in the index from the store; how many points.
 
         Reads every vector of the memory's embedder model from the store

@@ -1,0 +1,54 @@
+"""What the services under the facade use of a memory handle, as a Protocol.
+
+The context builder, the agent turn and the vector index's ``reindex`` act on an
+``AsyncMemory`` handle (a root one or a ``scoped`` one) but are imported by it: typing
+them against ``AsyncMemory`` itself made the facade and its services one import cycle.
+They type against :class:`AsyncMemoryHandle` instead, which sits below the facade and
+names only what they read. ``AsyncMemory`` satisfies it structurally (mypy checks it
+wherever a handle is passed).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from memorybank.embeddings.base import Embedder
+    from memorybank.memory._async.core import _Core
+    from memorybank.memory._async.entries import AsyncEntries
+    from memorybank.memory._async.facts import AsyncFacts
+    from memorybank.records import Thread
+    from memorybank.stores.contract._async.store import AsyncStore, Unset
+
+__all__ = ["AsyncMemoryHandle"]
+
+
+class AsyncMemoryHandle(Protocol):
+    """A memory handle as its services see it (``AsyncMemory`` is one)."""
+
+    _core: _Core
+    entries: AsyncEntries
+
+    @property
+    def tenant_id(self) -> str: ...
+
+    @property
+    def store(self) -> AsyncStore: ...
+
+    @property
+    def embedder(self) -> Embedder | None: ...
+
+    @property
+    def facts(self) -> AsyncFacts: ...
+
+    async def ensure_thread(
+        self,
+        thread_id: str | None,
+        *,
+        user_id: str | Unset | None = ...,
+        agent_id: str | Unset | None = ...,
+    ) -> Thread: ...
+
+    async def _context_principal(
+        self, thread_id: str, agent_id: object, user_id: object
+    ) -> tuple[str, str | None]: ...
