@@ -358,6 +358,17 @@ class MemorybankSessionService(BaseSessionService):
         events = [_event(e) for e in cast("list[Entry]", entries)]
         return self._session(thread, events)
 
+    def _session(self, thread: Thread, events: list[Event]) -> Session:
+        meta = thread.metadata[STATE_KEY]
+        return Session(
+            id=meta["session_id"],
+            app_name=thread.metadata["app_name"],
+            user_id=cast("str", thread.user_id),
+            state=_fold(meta["state"], events),
+            events=events,
+            last_update_time=events[-1].timestamp if events else _timestamp(thread.created_at),
+        )
+
     # -- BaseSessionService ----------------------------------------------------
 
     async def create_session(
@@ -523,7 +534,11 @@ class MemorybankMemoryService(BaseMemoryService):
         else:
             entries = await _run(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
             known = {_event(e).id for e in cast("list[Entry]", entries)}
-        new = [m for e, m in zip(worth, messages, strict=True) if e.id not in known]
+        new: list[dict[str, Any]] = []
+        for event, message in zip(worth, messages, strict=True):
+            if event.id not in known:  # an event given twice is added once
+                known.add(event.id)
+                new.append(message)
         if new:
             await _run(memory, lambda m: m.entries.add_many(thread_id, new, user_id=user_id))
 
