@@ -38,6 +38,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.adk.sessions.session import Session
 from google.adk.tools.load_memory_tool import load_memory_tool
 from google.genai import types
+from pydantic import Field
 
 from memorybank import AsyncMemory, InvalidInput, Memory, ThreadForbidden
 from memorybank.integrations.adk import MemorybankMemoryService, MemorybankSessionService
@@ -250,7 +251,11 @@ async def test_get_session_respects_user_id(session_service: MemorybankSessionSe
 async def test_create_session_with_existing_id_raises_error(
     session_service: MemorybankSessionService,
 ) -> None:
-    kwargs = {"app_name": "my_app", "user_id": "test_user", "session_id": "existing_session"}
+    kwargs: dict[str, Any] = {
+        "app_name": "my_app",
+        "user_id": "test_user",
+        "session_id": "existing_session",
+    }
     await session_service.create_session(**kwargs)
     with pytest.raises(AlreadyExistsError):
         await session_service.create_session(**kwargs)
@@ -620,7 +625,7 @@ class ScriptedLlm(BaseLlm):
     """A model that answers with the next of its scripted responses and records each request."""
 
     script: list[types.Content]
-    requests: list[LlmRequest] = []
+    requests: list[LlmRequest] = Field(default_factory=list)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
@@ -654,7 +659,6 @@ async def test_runner_over_several_turns(amemory: AsyncMemory) -> None:
     model = ScriptedLlm(
         model="scripted",
         script=[_model_text("Hello Ada."), _model_text("Blue, you said."), _model_text("Bye.")],
-        requests=[],
     )
     agent = LlmAgent(name="helper", model=model, instruction="Be brief.", output_key="last_reply")
     service = MemorybankSessionService(amemory.scoped(user_id="ada"))
@@ -685,7 +689,7 @@ async def test_runner_with_load_memory(amemory: AsyncMemory) -> None:
     sessions = MemorybankSessionService(handle)
     memories = MemorybankMemoryService(handle)
 
-    first_model = ScriptedLlm(model="scripted", script=[_model_text("Noted.")], requests=[])
+    first_model = ScriptedLlm(model="scripted", script=[_model_text("Noted.")])
     first = Runner(
         agent=LlmAgent(name="helper", model=first_model),
         app_name="chat",
@@ -706,7 +710,6 @@ async def test_runner_with_load_memory(amemory: AsyncMemory) -> None:
             types.Content(role="model", parts=[types.Part(function_call=call)]),
             _model_text("Your cat is Pixel."),
         ],
-        requests=[],
     )
     runner = Runner(
         agent=LlmAgent(name="helper", model=model, tools=[load_memory_tool]),

@@ -76,6 +76,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, cast
 
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput
@@ -145,6 +146,10 @@ def _core_facts(memory: Handle, user_id: str | None) -> AsyncCoreFacts | CoreFac
     if isinstance(memory, AsyncMemory):
         return AsyncCoreFacts(memory=memory, user_id=user_id)
     return CoreFacts(memory=memory, user_id=user_id)
+
+
+def _set_fact(facts: AsyncCoreFacts | CoreFacts, key: str, text: str, _: Handle) -> Any:
+    return facts.set(key, text)
 
 
 def _name(kind: str, *parts: str) -> str:
@@ -340,7 +345,7 @@ class MemorybankSessionService(BaseSessionService):
 
     async def _apply(self, writes: list[_Write]) -> None:
         for facts, key, text in writes:
-            await _run(self.memory, lambda _, f=facts, k=key, t=text: f.set(k, t))
+            await _run(self.memory, partial(_set_fact, facts, key, text))
 
     async def _read(self, app_name: str, user_id: str, session_id: str) -> Session | None:
         thread_id = self._thread_id(app_name, user_id, session_id)
