@@ -346,7 +346,8 @@ async def test_get_session_with_config(session_service: MemorybankSessionService
             app_name=app_name, user_id=user_id, session_id=session.id, config=config
         )
         assert got is not None
-        return got.events
+        found: list[Event] = got.events
+        return found
 
     assert len(await events()) == count
     assert not await events(GetSessionConfig(num_recent_events=0))
