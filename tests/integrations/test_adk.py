@@ -17,6 +17,7 @@ added to ``MemorybankMemoryService``.
 from __future__ import annotations
 
 import asyncio
+import unicodedata
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
@@ -793,3 +794,342 @@ async def test_memory_service_k(amemory: AsyncMemory) -> None:
     await service.add_session_to_memory(Session(id="s", app_name="app", user_id="u", events=events))
     found = await service.search_memory(app_name="app", user_id="u", query="garden note")
     assert len(found.memories) == 2
+
+
+# -- ported: tests/unittests/memory/test_in_memory_memory_service.py ----------------------
+# Its assertions on InMemoryMemoryService's private dict are made through search here.
+
+APP, USER, OTHER = "test-app", "test-user", "another-user"
+
+
+def _event(tag: str, text: str | None, author: str = "user", timestamp: float = 1.0) -> Event:
+    content = None if text is None else types.Content(parts=[types.Part(text=text)])
+    return Event(
+        id=f"event-{tag}",
+        invocation_id=f"inv-{tag}",
+        author=author,
+        timestamp=timestamp,
+        content=content,
+    )
+
+
+def _session_1() -> Session:
+    return Session(
+        app_name=APP,
+        user_id=USER,
+        id="session-1",
+        last_update_time=1000,
+        events=[
+            _event("1a", "The ADK is a great toolkit.", timestamp=12345),
+            _event("1b", None, timestamp=12346),  # no content: not a memory
+            _event("1c", "I agree. The Agent Development Kit (ADK) rocks!", "model", 12347),
+        ],
+    )
+
+
+def _session_2() -> Session:
+    return Session(
+        app_name=APP,
+        user_id=USER,
+        id="session-2",
+        last_update_time=2000,
+        events=[_event("2a", "I like to code in Python.", timestamp=54321)],
+    )
+
+
+@pytest.fixture
+def memory_service(amemory: AsyncMemory) -> MemorybankMemoryService:
+    return MemorybankMemoryService(amemory)
+
+
+async def _texts_found(service: MemorybankMemoryService, query: str, user: str = USER) -> list[str]:
+    found = await service.search_memory(app_name=APP, user_id=user, query=query)
+    return [m.content.parts[0].text or "" for m in found.memories if m.content.parts]
+
+
+async def _ids_found(service: MemorybankMemoryService, query: str) -> list[str | None]:
+    found = await service.search_memory(app_name=APP, user_id=USER, query=query)
+    return [m.id for m in found.memories]
+
+
+async def test_mem_add_session_to_memory(memory_service: MemorybankMemoryService) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    assert sorted(await _ids_found(memory_service, "ADK toolkit agent rocks")) == [  # type: ignore[type-var]
+        "event-1a",
+        "event-1c",
+    ]
+
+
+async def test_mem_add_events_to_memory_with_explicit_events(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    session = _session_1()
+    await memory_service.add_events_to_memory(
+        app_name=APP, user_id=USER, session_id=session.id, events=[session.events[0]]
+    )
+    assert await _ids_found(memory_service, "ADK") == ["event-1a"]
+
+
+async def test_mem_add_events_to_memory_without_session_id_uses_default_bucket(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_events_to_memory(
+        app_name=APP, user_id=USER, events=[_session_1().events[0]]
+    )
+    found = await memory_service.search_memory(app_name=APP, user_id=USER, query="ADK")
+    assert [m.id for m in found.memories] == ["event-1a"]
+    assert found.memories[0].custom_metadata["session_id"] == "__unknown_session_id__"
+
+
+async def test_mem_add_events_to_memory_appends_without_replacing(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    await memory_service.add_events_to_memory(
+        app_name=APP,
+        user_id=USER,
+        session_id="session-1",
+        events=[_event("1d", "A new fact about the ADK.", timestamp=12348)],
+    )
+    assert sorted(await _ids_found(memory_service, "ADK")) == [  # type: ignore[type-var]
+        "event-1a",
+        "event-1c",
+        "event-1d",
+    ]
+
+
+async def test_mem_add_events_to_memory_deduplicates_event_ids(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    await memory_service.add_events_to_memory(
+        app_name=APP,
+        user_id=USER,
+        session_id="session-1",
+        events=[_event("1a", "Updated duplicate text about the ADK.", timestamp=12349)],
+    )
+    assert await _texts_found(memory_service, "duplicate") == []
+    assert sorted(await _ids_found(memory_service, "ADK")) == [  # type: ignore[type-var]
+        "event-1a",
+        "event-1c",
+    ]
+
+
+async def test_mem_add_session_with_no_events_to_memory(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_session_to_memory(
+        Session(app_name=APP, user_id=USER, id="session-4", last_update_time=4000)
+    )
+    assert await _texts_found(memory_service, "anything") == []
+
+
+async def test_mem_search_memory_simple_match(memory_service: MemorybankMemoryService) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    await memory_service.add_session_to_memory(_session_2())
+    found = await memory_service.search_memory(app_name=APP, user_id=USER, query="Python")
+    assert len(found.memories) == 1
+    assert found.memories[0].content.parts is not None
+    assert found.memories[0].content.parts[0].text == "I like to code in Python."
+    assert found.memories[0].author == "user"
+
+
+async def test_mem_search_memory_case_insensitive_match(
+    memory_service: MemorybankMemoryService, amemory: AsyncMemory
+) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    # hybrid search brings the hit's neighbouring turn too, ranked below it
+    assert await _texts_found(memory_service, "development") == [
+        "I agree. The Agent Development Kit (ADK) rocks!",
+        "The ADK is a great toolkit.",
+    ]
+    keyword = MemorybankMemoryService(amemory, mode="keyword")
+    assert await _texts_found(keyword, "development") == [
+        "I agree. The Agent Development Kit (ADK) rocks!"
+    ]
+
+
+async def test_mem_search_memory_multiple_matches(memory_service: MemorybankMemoryService) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    assert set(await _texts_found(memory_service, "How about ADK?")) == {
+        "The ADK is a great toolkit.",
+        "I agree. The Agent Development Kit (ADK) rocks!",
+    }
+
+
+async def test_mem_search_memory_no_match(memory_service: MemorybankMemoryService) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    assert await _texts_found(memory_service, "nonexistent") == []
+
+
+async def test_mem_search_memory_is_scoped_by_user(memory_service: MemorybankMemoryService) -> None:
+    await memory_service.add_session_to_memory(_session_1())
+    secret = Session(
+        app_name=APP,
+        user_id=OTHER,
+        id="session-3",
+        events=[_event("3a", "This is a secret.", timestamp=60000)],
+    )
+    await memory_service.add_session_to_memory(secret)
+    assert await _texts_found(memory_service, "secret") == []
+    assert await _texts_found(memory_service, "secret", user=OTHER) == ["This is a secret."]
+
+
+async def test_mem_search_memory_does_not_collide_on_slash_in_identifiers(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_session_to_memory(
+        Session(
+            app_name="app/other-user",
+            user_id="user",
+            id="session-slashed-app",
+            events=[_event("slashed-app", "This is a secret.", timestamp=12345)],
+        )
+    )
+    found = await memory_service.search_memory(
+        app_name="app", user_id="other-user/user", query="secret"
+    )
+    assert not found.memories
+
+
+# ADK's non-Latin cases that a store's full-text search meets. Left out (9 of 22, on
+# SQLite and PostgreSQL alike): a word inside text written without spaces (Japanese,
+# Chinese), Latin or not: "太郎" in "私の名前は太郎です", "机器学习" in "我喜欢机器学习",
+# "Python" / "adk" / "使って" / "Café" / "café" in "私はPythonでADKを使っています" (or its
+# Café form), "python" in "我用Python写代码", "プログラミング" in "プログラミングを学ぶ".
+# The stores tokenise on spaces and punctuation; ADK's in-memory service matches
+# substrings of such words instead. An embedder's semantic search can find them.
+@pytest.mark.parametrize(
+    ("event_text", "query", "expected_count"),
+    [
+        ("私の名前は太郎です", "天気", 0),
+        ("我喜欢机器学习", "天气预报", 0),
+        ("제 이름은 민수입니다", "민수입니다", 1),
+        ("Меня зовут Алексей", "Алексей", 1),
+        ("太郎 works at ABC Corp", "太郎", 1),
+        ("太郎 works at ABC Corp", "ABC", 1),
+        ("私はPythonでADKを使っています", "Java", 0),
+        ("I like to code in Python.", "thon", 0),
+        ("私はPythonでADKを使っています", "thon", 0),
+        (unicodedata.normalize("NFD", "私はCaféでADKを使っています"), "Ruby", 0),
+        (unicodedata.normalize("NFD", "Meet at the Café"), "Café", 1),
+        ("Meet at the Café", unicodedata.normalize("NFD", "Café"), 1),
+        (unicodedata.normalize("NFD", "제 이름은 민수입니다"), "민수입니다", 1),
+    ],
+)
+async def test_mem_search_memory_non_latin(
+    memory_service: MemorybankMemoryService, event_text: str, query: str, expected_count: int
+) -> None:
+    session = Session(
+        app_name=APP,
+        user_id=USER,
+        id="session-i18n",
+        events=[_event("i18n", event_text, timestamp=90000)],
+    )
+    await memory_service.add_session_to_memory(session)
+    assert len(await _texts_found(memory_service, query)) == expected_count
+
+
+async def test_mem_search_memory_ranks_by_number_of_matching_words(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    await memory_service.add_session_to_memory(
+        Session(
+            app_name=APP,
+            user_id=USER,
+            id="session-ranked",
+            events=[
+                _event("ranked-a", "The deploy is ready."),
+                _event("ranked-b", "Ready."),
+                _event("ranked-c", "The deploy status is ready."),
+            ],
+        )
+    )
+    assert await _texts_found(memory_service, "deploy status ready") == [
+        "The deploy status is ready.",
+        "The deploy is ready.",
+        "Ready.",
+    ]
+
+
+async def test_mem_search_memory_returns_at_most_ten_memories(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    events = [_event(f"note-{i}", f"note {i} about work") for i in range(20)]
+    events.append(_event("backlog", "the backlog note about work"))
+    await memory_service.add_session_to_memory(
+        Session(app_name=APP, user_id=USER, id="session-many", events=events)
+    )
+    texts = await _texts_found(memory_service, "work backlog note")
+    assert len(texts) == 10
+    assert texts[0] == "the backlog note about work"
+
+
+@pytest.mark.parametrize("ingest_session", [True, False])
+async def test_mem_ingested_memories_do_not_follow_caller_event_mutations(
+    memory_service: MemorybankMemoryService, ingest_session: bool
+) -> None:
+    event = _event("e", "I prefer jasmine tea.", timestamp=12345)
+    session = Session(app_name=APP, user_id=USER, id="session", events=[event])
+    if ingest_session:
+        await memory_service.add_session_to_memory(session)
+    else:
+        await memory_service.add_events_to_memory(
+            app_name=APP, user_id=USER, session_id=session.id, events=session.events
+        )
+    event.author = "changed"
+    assert event.content is not None and event.content.parts is not None
+    event.content.parts[0].text = "I prefer coffee."
+    found = await memory_service.search_memory(app_name=APP, user_id=USER, query="jasmine")
+    assert len(found.memories) == 1
+    assert found.memories[0].author == "user"
+    assert await _texts_found(memory_service, "jasmine") == ["I prefer jasmine tea."]
+
+
+@pytest.mark.parametrize("ingest_session", [True, False])
+async def test_mem_retrieved_memories_do_not_mutate_storage_or_session_history(
+    memory_service: MemorybankMemoryService, ingest_session: bool
+) -> None:
+    session = Session(
+        app_name=APP,
+        user_id=USER,
+        id="session",
+        events=[_event("e", "I prefer jasmine tea.", timestamp=12345)],
+    )
+    if ingest_session:
+        await memory_service.add_session_to_memory(session)
+    else:
+        await memory_service.add_events_to_memory(
+            app_name=APP, user_id=USER, session_id=session.id, events=session.events
+        )
+    first = await memory_service.search_memory(app_name=APP, user_id=USER, query="jasmine")
+    assert first.memories[0].content.parts is not None
+    first.memories[0].content.parts.clear()
+    assert await _texts_found(memory_service, "jasmine") == ["I prefer jasmine tea."]
+    assert session.events[0].content is not None and session.events[0].content.parts
+    assert session.events[0].content.parts[0].text == "I prefer jasmine tea."
+
+
+async def test_mem_search_while_adding_concurrently(
+    memory_service: MemorybankMemoryService,
+) -> None:
+    # ported: test_search_memory_is_thread_safe_against_concurrent_writes (one loop, tasks)
+    for i in range(10):
+        await memory_service.add_session_to_memory(
+            Session(
+                app_name=APP, user_id=USER, id=f"seed-{i}", events=[_event(f"s{i}", f"fact {i}")]
+            )
+        )
+
+    async def writer() -> None:
+        for i in range(20):
+            session = Session(
+                app_name=APP, user_id=USER, id=f"w-{i}", events=[_event(f"w{i}", f"fact w{i}")]
+            )
+            await memory_service.add_session_to_memory(session)
+
+    async def reader() -> None:
+        for _ in range(20):
+            assert await _texts_found(memory_service, "fact")
+
+    await asyncio.gather(writer(), reader(), reader())

@@ -73,11 +73,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import unicodedata
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput
 from memorybank.memory._async.core_facts import AsyncCoreFacts
@@ -105,6 +106,9 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(
         "memorybank.integrations.adk needs Google ADK: pip install 'memorybank[adk]'"
     ) from error
+
+if TYPE_CHECKING:
+    from memorybank.recall._async.search import SearchMode
 
 __all__ = [
     "MEMORY_MARK",
@@ -214,7 +218,8 @@ def _text(event: Event) -> str:
         elif part.function_response is not None:
             response = json.dumps(part.function_response.response or {}, default=str)
             pieces.append(f"{part.function_response.name} -> {response}")
-    return "\n".join(pieces)
+    # composed (NFC), so "Café" typed either way is one word to the keyword search
+    return unicodedata.normalize("NFC", "\n".join(pieces))
 
 
 def _entry(event: Event, mark: str, app_name: str, session_id: str) -> dict[str, Any]:
@@ -230,38 +235,54 @@ def _entry(event: Event, mark: str, app_name: str, session_id: str) -> dict[str,
     }
 
 
-def _event(entry: Entry) -> Event:
+def _payload(entry: Entry) -> dict[str, Any]:
+    """The event ``entry`` holds, as stored (``InvalidInput`` for an entry of no event)."""
     payload = entry.state.get(STATE_KEY)
     if not isinstance(payload, dict):
         raise InvalidInput(
             f"entry {entry.id!r} of the session was not written by the ADK integration",
             field="session_id",
         )
+    return payload
+
+
+def _event(payload: dict[str, Any]) -> Event:
     # JSON validation: bytes (inline data, blobs) come back from their base64 form
     return Event.model_validate_json(json.dumps(payload))
 
 
-def _fold(initial: Mapping[str, Any], events: Sequence[Event]) -> dict[str, Any]:
-    """The session state: ``initial`` with every event's session-scoped delta, in order."""
+def _delta(payload: dict[str, Any]) -> dict[str, Any]:
+    actions = payload.get("actions")
+    delta = actions.get("state_delta") if isinstance(actions, dict) else None
+    return delta if isinstance(delta, dict) else {}
+
+
+def _fold(initial: Mapping[str, Any], payloads: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The session state: ``initial`` with every event's session-scoped delta, in order.
+
+    Read from the stored events without building them (ADK's ``Event`` validation is
+    the cost of a read), so a window of a long session builds only its events.
+    """
     state = dict(initial)
-    for event in events:
-        if event.actions and event.actions.state_delta:
-            state.update(_split(event.actions.state_delta)[2])
+    for payload in payloads:
+        state.update(_split(_delta(payload))[2])
     return state
 
 
-def _window(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
+def _window(
+    payloads: list[dict[str, Any]], config: GetSessionConfig | None
+) -> list[dict[str, Any]]:
     """The events ``config`` keeps: the newest ``num_recent_events``, and of those the
     ones at or after ``after_timestamp``."""
     if config is None:
-        return events
+        return payloads
     if config.num_recent_events is not None:
-        events = (
-            events[len(events) - config.num_recent_events :] if config.num_recent_events else []
-        )
+        count = config.num_recent_events
+        payloads = payloads[len(payloads) - count :] if count else []
     if config.after_timestamp is not None:
-        events = [e for e in events if e.timestamp >= config.after_timestamp]
-    return events
+        after = config.after_timestamp
+        payloads = [p for p in payloads if float(p.get("timestamp", 0.0)) >= after]
+    return payloads
 
 
 def _is_session(thread: Thread, app_name: str) -> bool:
@@ -347,31 +368,36 @@ class MemorybankSessionService(BaseSessionService):
         for facts, key, text in writes:
             await _run(self.memory, partial(_set_fact, facts, key, text))
 
-    async def _read(self, app_name: str, user_id: str, session_id: str) -> Session | None:
+    async def _read(
+        self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
+    ) -> Session | None:
         thread_id = self._thread_id(app_name, user_id, session_id)
         thread = await _run(self.memory, lambda m: m.threads.get(thread_id, user_id=user_id))
-        return None if thread is None else await self._load(cast("Thread", thread), app_name)
+        if thread is None:
+            return None
+        return await self._load(cast("Thread", thread), app_name, config, events=True)
 
-    async def _load(self, thread: Thread, app_name: str) -> Session:
-        """The session ``thread`` holds, with its session state and every event."""
+    async def _load(
+        self, thread: Thread, app_name: str, config: GetSessionConfig | None, *, events: bool
+    ) -> Session:
+        """The session ``thread`` holds, with its session state and the events ``config``
+        keeps (none without ``events``)."""
         if not _is_session(thread, app_name):
             raise InvalidInput(
                 f"thread {thread.id!r} is not a session of the ADK integration", field="session_id"
             )
         owner = thread.user_id
         entries = await _run(self.memory, lambda m: m.entries.list(thread.id, user_id=owner))
-        events = [_event(e) for e in cast("list[Entry]", entries)]
-        return self._session(thread, events)
-
-    def _session(self, thread: Thread, events: list[Event]) -> Session:
+        payloads = [_payload(e) for e in cast("list[Entry]", entries)]
         meta = thread.metadata[STATE_KEY]
+        last = payloads[-1].get("timestamp") if payloads else None
         return Session(
             id=meta["session_id"],
             app_name=thread.metadata["app_name"],
-            user_id=cast("str", thread.user_id),
-            state=_fold(meta["state"], events),
-            events=events,
-            last_update_time=events[-1].timestamp if events else _timestamp(thread.created_at),
+            user_id=cast("str", owner),
+            state=_fold(meta["state"], payloads),
+            events=[_event(p) for p in _window(payloads, config)] if events else [],
+            last_update_time=_timestamp(thread.created_at) if last is None else float(last),
         )
 
     # -- BaseSessionService ----------------------------------------------------
@@ -385,7 +411,9 @@ class MemorybankSessionService(BaseSessionService):
         session_id: str | None = None,
     ) -> Session:
         """A new session; ``state`` may hold keys of every scope (``temp:`` ones are dropped)."""
-        session_id = session_id.strip() if session_id else uuid.uuid4().hex
+        if session_id is not None:
+            session_id = _check_name(session_id, "session_id").strip()
+        session_id = session_id or uuid.uuid4().hex
         thread_id = self._thread_id(app_name, user_id, session_id)
         app, user, own = _split(_json(state or {}, "state"))
         writes = self._plan(app_name, user_id, app, user)
@@ -402,7 +430,7 @@ class MemorybankSessionService(BaseSessionService):
         except Conflict as error:
             raise AlreadyExistsError(f"Session with id {session_id} already exists.") from error
         await self._apply(writes)
-        session = self._session(cast("Thread", thread), [])
+        session = await self._load(cast("Thread", thread), app_name, None, events=False)
         session.state.update(await self._scoped_state(app_name, user_id))
         return session
 
@@ -420,10 +448,10 @@ class MemorybankSessionService(BaseSessionService):
         ``config.after_timestamp`` those at or after that time. The state is
         always the whole session's: reading it reads every event (one read).
         """
-        session = await self._read(app_name, user_id, session_id.strip())
+        session_id = _check_name(session_id, "session_id").strip()
+        session = await self._read(app_name, user_id, session_id, config)
         if session is None:
             return None
-        session.events = _window(session.events, config)
         session.state.update(await self._scoped_state(app_name, user_id))
         return session
 
@@ -443,18 +471,18 @@ class MemorybankSessionService(BaseSessionService):
             if not _is_session(thread, app_name) or thread.user_id is None:
                 continue
             owner = thread.user_id
-            found = await self._load(thread, app_name)
+            found = await self._load(thread, app_name, None, events=False)
             if owner not in scoped:
                 scoped[owner] = await self._scoped_state(app_name, owner)
             found.state.update(scoped[owner])
-            found.events = []
             sessions.append(found)
         sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Delete the session and its events (its ``user:``/``app:`` state stays)."""
-        thread_id = self._thread_id(app_name, user_id, session_id.strip())
+        session_id = _check_name(session_id, "session_id").strip()
+        thread_id = self._thread_id(app_name, user_id, session_id)
         await _run(self.memory, lambda m: m.threads.delete(thread_id, user_id=user_id))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
@@ -495,6 +523,9 @@ class MemorybankMemoryService(BaseMemoryService):
         memory: the handle to act through (a tenant or scoped handle confines
             the service to its tenant and user).
         k: the most memories one ``search_memory`` returns.
+        mode: the search: ``"hybrid"`` (keyword + semantic when the memory has an
+            embedder + conversation context: a hit's neighbouring turns of the same
+            session may come with it, ranked below it), ``"keyword"`` or ``"semantic"``.
 
     Each session added is one thread of the session's user, holding the
     session's events that have content, one entry each (the event kept whole,
@@ -503,8 +534,13 @@ class MemorybankMemoryService(BaseMemoryService):
     conversation context) at the user's scope.
     """
 
-    def __init__(self, memory: Memory | AsyncMemory, *, k: int = 10) -> None:
+    def __init__(
+        self, memory: Memory | AsyncMemory, *, k: int = 10, mode: SearchMode = "hybrid"
+    ) -> None:
         self.memory = _check_handle(memory)
+        if mode not in ("hybrid", "semantic", "keyword"):
+            raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
+        self.mode: SearchMode = mode
         checked = v.check_limit(k, "k", allow_none=False)
         assert checked is not None
         if checked < 1:
@@ -538,7 +574,7 @@ class MemorybankMemoryService(BaseMemoryService):
             known: set[str] = set()
         else:
             entries = await _run(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
-            known = {_event(e).id for e in cast("list[Entry]", entries)}
+            known = {str(_payload(e).get("id")) for e in cast("list[Entry]", entries)}
         new: list[dict[str, Any]] = []
         for event, message in zip(worth, messages, strict=True):
             if event.id not in known:  # an event given twice is added once
@@ -568,12 +604,14 @@ class MemorybankMemoryService(BaseMemoryService):
     ) -> SearchMemoryResponse:
         """The ``k`` memories of ``user_id`` in ``app_name`` best matching ``query``."""
         _check_name(app_name, "app_name")
+        if not isinstance(query, str):
+            raise InvalidInput(f"query must be a string, got {type(query).__name__}", field="query")
         hits = await _run(
             self.memory,
             lambda m: m.search(
-                query,
+                unicodedata.normalize("NFC", query),
                 k=self.k,
-                mode="hybrid",
+                mode=self.mode,
                 user_id=user_id,
                 kinds=("entries",),
                 filters={"integration": MEMORY_MARK, "app_name": app_name},
@@ -583,7 +621,7 @@ class MemorybankMemoryService(BaseMemoryService):
         for hit in hits:
             if hit.entry is None:
                 continue
-            event = _event(hit.entry)
+            event = _event(_payload(hit.entry))
             if event.content is None:
                 continue
             memories.append(
