@@ -58,9 +58,15 @@ event's id is the entry's idempotency key: the retry stores no second copy).
 Memory. ``add_session_to_memory`` copies the session's events that have
 content into a memory thread of that user (one per session, separate from
 the session's own thread); adding a session again adds only its new events.
-``search_memory`` is memorybank's hybrid search at user scope over those
-entries of the app, returning ADK's ``SearchMemoryResponse`` (best first, at
-most ``k``).
+``search_memory`` is memorybank's search at user scope (hybrid by default:
+keyword, semantic when the memory has an embedder, and conversation context)
+over those entries of the app, returning ADK's ``SearchMemoryResponse`` (best
+first, at most ``k``).
+
+Cost. A session's state is folded from its stored events, so ``get_session``
+reads every entry of the session (building only the events it returns) and
+``list_sessions`` every entry of every session it lists; ``append_event`` is
+one append plus one compare-and-swap per ``user:``/``app:`` key.
 
 Neither service holds scope logic: each acts through the handle it is
 given, passing ADK's ``user_id`` as the user of every call, so a
