@@ -138,17 +138,23 @@ async def test_list_sessions_all_users(session_service: MemorybankSessionService
     assert every["session2a"].state == {"key": "value2a"}
 
 
+async def _s1_of_u1(
+    service: MemorybankSessionService, state: dict[str, Any], delta: dict[str, Any]
+) -> Session:
+    """Session ``s1`` of ``u1`` in ``my_app``, made with ``state``, then an event of ``delta``."""
+    session = await service.create_session(
+        app_name="my_app", user_id="u1", session_id="s1", state=state
+    )
+    event = Event(invocation_id="inv1", author="user", actions=EventActions(state_delta=delta))
+    await service.append_event(session=session, event=event)
+    return session
+
+
 async def test_app_state_is_shared_by_all_users_of_app(
     session_service: MemorybankSessionService,
 ) -> None:
     app_name = "my_app"
-    session1 = await session_service.create_session(
-        app_name=app_name, user_id="u1", session_id="s1", state={"app:k1": "v1"}
-    )
-    event = Event(
-        invocation_id="inv1", author="user", actions=EventActions(state_delta={"app:k2": "v2"})
-    )
-    await session_service.append_event(session=session1, event=event)
+    await _s1_of_u1(session_service, {"app:k1": "v1"}, {"app:k2": "v2"})
     session2 = await session_service.create_session(
         app_name=app_name, user_id="u2", session_id="s2"
     )
@@ -163,13 +169,7 @@ async def test_user_state_is_shared_only_by_user_sessions(
     session_service: MemorybankSessionService,
 ) -> None:
     app_name = "my_app"
-    session1 = await session_service.create_session(
-        app_name=app_name, user_id="u1", session_id="s1", state={"user:k1": "v1"}
-    )
-    event = Event(
-        invocation_id="inv1", author="user", actions=EventActions(state_delta={"user:k2": "v2"})
-    )
-    await session_service.append_event(session=session1, event=event)
+    await _s1_of_u1(session_service, {"user:k1": "v1"}, {"user:k2": "v2"})
     session1b = await session_service.create_session(
         app_name=app_name, user_id="u1", session_id="s1b"
     )
@@ -182,13 +182,7 @@ async def test_user_state_is_shared_only_by_user_sessions(
 
 async def test_session_state_is_not_shared(session_service: MemorybankSessionService) -> None:
     app_name = "my_app"
-    session1 = await session_service.create_session(
-        app_name=app_name, user_id="u1", session_id="s1", state={"sk1": "v1"}
-    )
-    event = Event(
-        invocation_id="inv1", author="user", actions=EventActions(state_delta={"sk2": "v2"})
-    )
-    await session_service.append_event(session=session1, event=event)
+    await _s1_of_u1(session_service, {"sk1": "v1"}, {"sk2": "v2"})
     got = await session_service.get_session(app_name=app_name, user_id="u1", session_id="s1")
     assert got is not None
     assert got.state.get("sk1") == "v1"
