@@ -63,3 +63,61 @@ def test_llama_index_chat_store_of_bob_never_reads_alices(world: World) -> None:
     assert other.get_messages("li-alice") == [] and other.get_keys() == []
     assert SECRET in repr(alice.get_messages("li-alice"))
     alice_intact(world)
+
+
+def test_adk_services_of_bob_never_read_alices(world: World) -> None:
+    pytest.importorskip("google.adk")
+    import asyncio
+
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+    from google.adk.sessions.session import Session
+    from google.genai import types
+
+    from memorybank import InvalidInput
+    from memorybank.integrations.adk import MemorybankMemoryService, MemorybankSessionService
+
+    said = types.Content(role="user", parts=[types.Part(text=f"my pin is {SECRET}")])
+    handle = world.root.scoped(user_id="alice", agent_id="bot")
+    alice, alice_memory = MemorybankSessionService(handle), MemorybankMemoryService(handle)
+    bob, bob_memory = MemorybankSessionService(world.bob), MemorybankMemoryService(world.bob)
+
+    async def scenario() -> None:
+        session = await alice.create_session(
+            app_name="app", user_id="alice", session_id="s1", state={"user:pin": SECRET}
+        )
+        event = Event(
+            author="user", content=said, actions=EventActions(state_delta={"pin": SECRET})
+        )
+        await alice.append_event(session, event)
+        await alice_memory.add_session_to_memory(session)
+        # bob's services naming alice are refused by his handle's scope, before any read
+        forged = Session(id="s1", app_name="app", user_id="alice")
+        for call in (
+            bob.get_session(app_name="app", user_id="alice", session_id="s1"),
+            bob.list_sessions(app_name="app", user_id="alice"),
+            bob.get_user_state(app_name="app", user_id="alice"),
+            bob.delete_session(app_name="app", user_id="alice", session_id="s1"),
+            bob.create_session(app_name="app", user_id="alice", session_id="s2"),
+            bob.append_event(forged, Event(author="user", content=said)),
+            bob_memory.search_memory(app_name="app", user_id="alice", query=SECRET),
+            bob_memory.add_session_to_memory(forged),
+        ):
+            with pytest.raises(InvalidInput):
+                await call
+        # as himself, he finds nothing of hers: her session id names his own (absent) one
+        assert await bob.get_session(app_name="app", user_id="bob", session_id="s1") is None
+        assert (await bob.list_sessions(app_name="app")).sessions == []
+        assert await bob.get_user_state(app_name="app", user_id="bob") == {}
+        found = await bob_memory.search_memory(app_name="app", user_id="bob", query=SECRET)
+        assert found.memories == []
+        other = MemorybankSessionService(world.root.tenant("elsewhere").scoped(user_id="alice"))
+        assert await other.get_session(app_name="app", user_id="alice", session_id="s1") is None
+        mine = await alice.get_session(app_name="app", user_id="alice", session_id="s1")
+        assert mine is not None and mine.state == {"user:pin": SECRET, "pin": SECRET}
+        assert len(mine.events) == 1
+        hits = await alice_memory.search_memory(app_name="app", user_id="alice", query=SECRET)
+        assert len(hits.memories) == 1
+
+    asyncio.run(scenario())
+    alice_intact(world)
