@@ -88,6 +88,8 @@ REPLACEMENTS = {
     "AsyncQdrantClient": "QdrantClient",
     "AsyncIndexedStore": "IndexedStore",
     "asynccontextmanager": "contextmanager",
+    "BetaAsyncAbstractMemoryTool": "BetaAbstractMemoryTool",
+    "AsyncMemorybankMemoryTool": "MemorybankMemoryTool",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
 }
