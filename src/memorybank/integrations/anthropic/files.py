@@ -74,13 +74,19 @@ class Limits:
 
 @dataclass(frozen=True)
 class Version:
-    """One change of a file: what it did, the content after it and when."""
+    """One change of a file: what it did, the content after it and when.
+
+    ``op`` is ``create``, ``edit``, ``rename`` (the file came from ``renamed_from``),
+    ``move`` (it went to ``renamed_to``) or ``delete``; after ``move`` and
+    ``delete`` the content is ``""``.
+    """
 
     path: str
     op: str
     content: str
     at: datetime
     renamed_from: str | None = None
+    renamed_to: str | None = None
 
 
 @dataclass
@@ -164,7 +170,9 @@ def _size(content: str) -> int:
 
 
 def _numbered(lines: Sequence[str], start: int) -> str:
-    return "\n".join(f"{str(i + start).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines))
+    return "\n".join(
+        f"{str(i + start).rjust(LINE_NUMBER_WIDTH)}\t{line}" for i, line in enumerate(lines)
+    )
 
 
 def _split_lines_keeping_cr(content: str) -> list[str]:
@@ -275,12 +283,20 @@ class Files:
         return [current, self._version(path, record_id, content, op, renamed_from)]
 
     def _version(
-        self, path: str, record_id: str, content: str, op: str, renamed_from: str | None = None
+        self,
+        path: str,
+        record_id: str,
+        content: str,
+        op: str,
+        renamed_from: str | None = None,
+        renamed_to: str | None = None,
     ) -> Record:
         user, agent = self.owner
         data: dict[str, object] = {"path": path, "op": op}
         if renamed_from is not None:
             data["renamed_from"] = renamed_from
+        if renamed_to is not None:
+            data["renamed_to"] = renamed_to
         return Record(
             kind=VERSION,
             id=new_id(),
@@ -451,6 +467,8 @@ class Files:
             puts.extend(
                 self._write(target, self.files[source].content, "rename", renamed_from=source)
             )
+            old_id = self.files[source].id
+            puts.append(self._version(source, old_id, "", "move", renamed_to=target))
         records = [self.files[p] for p in moved]
         first = next(iter(targets.values()))
         return Plan(
@@ -473,14 +491,15 @@ def versions(records: Iterable[Record]) -> list[Version]:
     """The version records of one file as ``Version`` values, oldest first."""
     out = []
     for r in records:
-        renamed = r.data.get("renamed_from")
+        came, went = r.data.get("renamed_from"), r.data.get("renamed_to")
         out.append(
             Version(
                 path=str(r.data.get("path", "")),
                 op=str(r.data.get("op", "")),
                 content=r.content,
                 at=r.created_at,
-                renamed_from=renamed if isinstance(renamed, str) else None,
+                renamed_from=came if isinstance(came, str) else None,
+                renamed_to=went if isinstance(went, str) else None,
             )
         )
     return out

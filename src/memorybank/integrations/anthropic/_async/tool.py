@@ -40,6 +40,8 @@ from memorybank.stores.contract import UNSET, RecordGuard
 
 __all__ = ["AsyncMemorybankMemoryTool"]
 
+_HANDLE = AsyncMemory  # named outside the message, so the sync twin names Memory
+
 
 class AsyncMemorybankMemoryTool(BetaAsyncAbstractMemoryTool):
     """The SDK's async memory tool storing files as records of ``memory``'s principal.
@@ -66,7 +68,7 @@ class AsyncMemorybankMemoryTool(BetaAsyncAbstractMemoryTool):
     ) -> None:
         if not isinstance(memory, AsyncMemory):
             raise ConfigurationError(
-                f"memory must be a {AsyncMemory.__name__} handle, got {type(memory).__name__}"
+                f"memory must be a {_HANDLE.__name__} handle, got {type(memory).__name__}"
             )
         for name, value in (
             ("max_file_bytes", max_file_bytes),

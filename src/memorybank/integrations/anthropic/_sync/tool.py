@@ -41,6 +41,8 @@ from memorybank.stores.contract import UNSET, RecordGuard
 
 __all__ = ["MemorybankMemoryTool"]
 
+_HANDLE = Memory  # named outside the message, so the sync twin names Memory
+
 
 class MemorybankMemoryTool(BetaAbstractMemoryTool):
     """The SDK's async memory tool storing files as records of ``memory``'s principal.
@@ -67,7 +69,7 @@ class MemorybankMemoryTool(BetaAbstractMemoryTool):
     ) -> None:
         if not isinstance(memory, Memory):
             raise ConfigurationError(
-                f"memory must be a {AsyncMemory.__name__} handle, got {type(memory).__name__}"
+                f"memory must be a {_HANDLE.__name__} handle, got {type(memory).__name__}"
             )
         for name, value in (
             ("max_file_bytes", max_file_bytes),
