@@ -99,7 +99,7 @@ def test_sdk_create_error_if_file_already_exists(tool: MemorybankMemoryTool) -> 
         )
     )
 
-    with pytest.raises(ToolError, match="File /memories/existing.txt already exists"):
+    with pytest.raises(ToolError, match=r"File /memories/existing.txt already exists"):
         tool.create(
             BetaMemoryTool20250818CreateCommand(
                 command="create",
@@ -123,7 +123,7 @@ def test_sdk_view_file(tool: MemorybankMemoryTool) -> None:
     )
     assert (
         result
-        == "Here's the content of /memories/view_test.txt with line numbers:\n     1\tLine 1\n     2\tLine 2\n     3\tLine 3"
+        == "Here's the content of /memories/view_test.txt with line numbers:\n     1\tLine 1\n     2\tLine 2\n     3\tLine 3"  # noqa: E501
     )
 
 
@@ -169,14 +169,14 @@ def test_sdk_view_file_with_range(tool: MemorybankMemoryTool) -> None:
 
     assert (
         result
-        == "Here's the content of /memories/range_test.txt with line numbers:\n     2\tLine 2\n     3\tLine 3\n     4\tLine 4"
+        == "Here's the content of /memories/range_test.txt with line numbers:\n     2\tLine 2\n     3\tLine 3\n     4\tLine 4"  # noqa: E501
     )
 
 
 def test_sdk_view_error_for_non_existent_file(tool: MemorybankMemoryTool) -> None:
     with pytest.raises(
         ToolError,
-        match="The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
+        match=r"The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
     ):
         tool.view(
             BetaMemoryTool20250818ViewCommand(command="view", path="/memories/nonexistent.txt")
@@ -219,7 +219,7 @@ def test_sdk_str_replace(tool: MemorybankMemoryTool) -> None:
 
     assert (
         result
-        == "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tLine 1\n     2\tNew Text\n     3\tLine 3"
+        == "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\tLine 1\n     2\tNew Text\n     3\tLine 3"  # noqa: E501
     )
 
     dir_snapshot = snapshot(tool)
@@ -237,7 +237,7 @@ def test_sdk_str_replace_error_when_string_not_found(tool: MemorybankMemoryTool)
 
     with pytest.raises(
         ToolError,
-        match="No replacement was performed, old_str `NotFound` did not appear verbatim in /memories/replace_test.txt.",
+        match=r"No replacement was performed, old_str `NotFound` did not appear verbatim in /memories/replace_test.txt.",  # noqa: E501
     ):
         tool.str_replace(
             BetaMemoryTool20250818StrReplaceCommand(
@@ -262,7 +262,7 @@ def test_sdk_str_replace_error_when_string_appears_multiple_times(
 
     with pytest.raises(
         ToolError,
-        match=r"No replacement was performed\. Multiple occurrences of old_str `Hello` in lines: 1, 3\. Please ensure it is unique",
+        match=r"No replacement was performed\. Multiple occurrences of old_str `Hello` in lines: 1, 3\. Please ensure it is unique",  # noqa: E501
     ):
         tool.str_replace(
             BetaMemoryTool20250818StrReplaceCommand(
@@ -277,7 +277,7 @@ def test_sdk_str_replace_error_when_string_appears_multiple_times(
 def test_sdk_str_replace_error_for_non_existent_file(tool: MemorybankMemoryTool) -> None:
     with pytest.raises(
         ToolError,
-        match="The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
+        match=r"The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
     ):
         tool.str_replace(
             BetaMemoryTool20250818StrReplaceCommand(
@@ -353,7 +353,7 @@ def test_sdk_insert_at_end_of_file(tool: MemorybankMemoryTool) -> None:
 def test_sdk_insert_error_for_non_existent_file(tool: MemorybankMemoryTool) -> None:
     with pytest.raises(
         ToolError,
-        match="The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
+        match=r"The path /memories/nonexistent.txt does not exist. Please provide a valid path.",
     ):
         tool.insert(
             BetaMemoryTool20250818InsertCommand(
@@ -419,14 +419,14 @@ def test_sdk_delete_directory(tool: MemorybankMemoryTool) -> None:
 
 
 def test_sdk_delete_error_when_file_not_found(tool: MemorybankMemoryTool) -> None:
-    with pytest.raises(ToolError, match="The path /memories/nonexistent.txt does not exist"):
+    with pytest.raises(ToolError, match=r"The path /memories/nonexistent.txt does not exist"):
         tool.delete(
             BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/nonexistent.txt")
         )
 
 
 def test_sdk_delete_not_allow_deleting_memories_directory(tool: MemorybankMemoryTool) -> None:
-    with pytest.raises(ToolError, match="Cannot delete the /memories directory itself"):
+    with pytest.raises(ToolError, match=r"Cannot delete the /memories directory itself"):
         tool.delete(BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories"))
 
 
@@ -469,7 +469,7 @@ def test_sdk_rename_to_nested_path(tool: MemorybankMemoryTool) -> None:
 
 
 def test_sdk_rename_error_when_source_not_found(tool: MemorybankMemoryTool) -> None:
-    with pytest.raises(ToolError, match="The path /memories/nonexistent.txt does not exist"):
+    with pytest.raises(ToolError, match=r"The path /memories/nonexistent.txt does not exist"):
         tool.rename(
             BetaMemoryTool20250818RenameCommand(
                 command="rename", old_path="/memories/nonexistent.txt", new_path="/memories/new.txt"
@@ -490,7 +490,7 @@ def test_sdk_rename_error_when_destination_exists(tool: MemorybankMemoryTool) ->
         )
     )
 
-    with pytest.raises(ToolError, match="The destination /memories/file2.txt already exists"):
+    with pytest.raises(ToolError, match=r"The destination /memories/file2.txt already exists"):
         tool.rename(
             BetaMemoryTool20250818RenameCommand(
                 command="rename", old_path="/memories/file1.txt", new_path="/memories/file2.txt"
@@ -501,7 +501,7 @@ def test_sdk_rename_error_when_destination_exists(tool: MemorybankMemoryTool) ->
 def test_sdk_path_validation_reject_paths_not_starting_with_memories(
     tool: MemorybankMemoryTool,
 ) -> None:
-    with pytest.raises(ToolError, match="Path must start with /memories"):
+    with pytest.raises(ToolError, match=r"Path must start with /memories"):
         tool.create(
             BetaMemoryTool20250818CreateCommand(
                 command="create", file_text="Invalid", path="/invalid/path.txt"
@@ -513,7 +513,7 @@ def test_sdk_path_validation_reject_paths_trying_to_escape_memories(
     tool: MemorybankMemoryTool,
 ) -> None:
     with pytest.raises(
-        ToolError, match="Path /memories/../../../etc/passwd would escape /memories directory"
+        ToolError, match=r"Path /memories/../../../etc/passwd would escape /memories directory"
     ):
         tool.create(
             BetaMemoryTool20250818CreateCommand(
@@ -658,7 +658,7 @@ async def test_every_async_command_answers_as_the_sync_one(amemory: AsyncMemory)
         "Here's the content of /memories/b/notes.txt with line numbers:\n"
         "     1\tone\n     2\t1.5\n     3\t2\n     4\t"
     )
-    with pytest.raises(ToolError, match="The path /memories/a does not exist"):
+    with pytest.raises(ToolError, match=r"The path /memories/a does not exist"):
         await tool.delete(BetaMemoryTool20250818DeleteCommand(command="delete", path="/memories/a"))
     assert await tool.clear_all_memory() == "All memory cleared"
     assert await tool.contents() == {}
@@ -759,7 +759,7 @@ def test_a_path_outside_memories_is_refused_by_every_command_and_writes_nothing(
 
 @pytest.mark.parametrize("path", [None, 7, ["/memories/a"], {"p": 1}])
 def test_a_path_that_is_not_a_string_is_refused(tool: MemorybankMemoryTool, path: object) -> None:
-    with pytest.raises(ToolError, match="Path must be a string"):
+    with pytest.raises(ToolError, match=r"Path must be a string"):
         tool.call({"command": "create", "path": path, "file_text": "x"})
     assert tool.contents() == {}
 
@@ -793,7 +793,7 @@ def test_other_bad_parameters_are_refused_and_write_nothing(tool: MemorybankMemo
         with pytest.raises(ToolError, match=wording):
             tool.call(call)
     tool.call({"command": "create", "path": "/memories/d/x.txt", "file_text": "x"})
-    with pytest.raises(ToolError, match="Cannot move /memories/d into itself"):
+    with pytest.raises(ToolError, match=r"Cannot move /memories/d into itself"):
         tool.call({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/d/e"})
     assert tool.contents() == {"/memories/a.txt": "one\ntwo", "/memories/d/x.txt": "x"}
 
@@ -833,10 +833,10 @@ def test_sizes_over_the_limits_are_refused_and_write_nothing(memory: Memory) -> 
         with pytest.raises(ToolError, match=wording):
             tool.call(call)
     tool.call({"command": "create", "path": "/memories/b.txt", "file_text": "b" * 100})
-    with pytest.raises(ToolError, match="Memory would hold 251 bytes, over the limit of 250"):
+    with pytest.raises(ToolError, match=r"Memory would hold 251 bytes, over the limit of 250"):
         tool.call({"command": "create", "path": "/memories/c.txt", "file_text": "c" * 51})
     tool.call({"command": "create", "path": "/memories/c.txt", "file_text": "c"})
-    with pytest.raises(ToolError, match="Memory holds 3 files, the limit in /memories"):
+    with pytest.raises(ToolError, match=r"Memory holds 3 files, the limit in /memories"):
         tool.call({"command": "create", "path": "/memories/d.txt", "file_text": ""})
     assert tool.contents() == {
         "/memories/a.txt": "a" * 100,
@@ -854,9 +854,9 @@ def test_a_bad_limit_is_a_configuration_error(memory: Memory, limit: str, value:
 
 
 def test_the_wrong_handle_is_a_configuration_error(memory: Memory) -> None:
-    with pytest.raises(ConfigurationError, match="memory must be a Memory handle"):
+    with pytest.raises(ConfigurationError, match=r"memory must be a Memory handle"):
         MemorybankMemoryTool(object())  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationError, match="memory must be an? AsyncMemory handle"):
+    with pytest.raises(ConfigurationError, match=r"memory must be an? AsyncMemory handle"):
         AsyncMemorybankMemoryTool(memory)  # type: ignore[arg-type]
 
 

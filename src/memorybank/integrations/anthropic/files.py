@@ -109,8 +109,8 @@ def check_path(path: object) -> str:
     Refused: anything not under ``/memories``, ``..`` and ``.`` segments, empty
     segments (``//``), backslashes, percent-encoded characters (``%2e``, ``%2f``),
     control characters, characters that Unicode compatibility folds into others
-    (a fullwidth ``／`` or ``．``), over-long names and over-deep paths. One
-    trailing ``/`` is allowed (a directory).
+    (a fullwidth solidus or full stop, U+FF0F and U+FF0E), over-long names and
+    over-deep paths. One trailing ``/`` is allowed (a directory).
     """
     if not isinstance(path, str):
         raise ToolError(f"Path must be a string, got: {type(path).__name__}")
