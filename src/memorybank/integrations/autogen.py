@@ -58,7 +58,7 @@ from memorybank.records import Document, Entry, Hit
 from memorybank.rules import validate as v
 
 try:
-    from autogen_core import CancellationToken, Image
+    from autogen_core import CancellationToken, FunctionCall, Image
     from autogen_core.memory import (
         Memory as AutogenMemory,
     )
@@ -70,6 +70,7 @@ try:
     from autogen_core.model_context import ChatCompletionContext
     from autogen_core.models import (
         AssistantMessage,
+        FunctionExecutionResult,
         FunctionExecutionResultMessage,
         LLMMessage,
         SystemMessage,
@@ -188,9 +189,9 @@ def _message_text(message: LLMMessage) -> str:
     for part in content:
         if isinstance(part, str):
             pieces.append(part)
-        elif hasattr(part, "arguments"):  # FunctionCall
+        elif isinstance(part, FunctionCall):
             pieces.append(f"{part.name}({part.arguments})")
-        elif hasattr(part, "call_id"):  # FunctionExecutionResult
+        elif isinstance(part, FunctionExecutionResult):
             pieces.append(part.content)
     return "\n".join(pieces)
 
