@@ -686,7 +686,9 @@ def test_view_lists_two_levels_with_sizes_and_hides_hidden_items(
         "4B\t/memories/p/r/\n"
         "2K\t/memories/top.md"
     )
-    assert tool.call({"command": "view", "path": "/memories/p/"}).endswith(
+    listing = tool.call({"command": "view", "path": "/memories/p/"})
+    assert isinstance(listing, str)
+    assert listing.endswith(
         "6B\t/memories/p\n2B\t/memories/p/q.md\n4B\t/memories/p/r/\n4B\t/memories/p/r/s/"
     )
 
@@ -850,7 +852,8 @@ def test_sizes_over_the_limits_are_refused_and_write_nothing(memory: Memory) -> 
 @pytest.mark.parametrize("value", [0, -1, 1.5, True, "10"])
 def test_a_bad_limit_is_a_configuration_error(memory: Memory, limit: str, value: object) -> None:
     with pytest.raises(ConfigurationError, match=limit):
-        MemorybankMemoryTool(memory, **{limit: value})
+        options: dict[str, Any] = {limit: value}
+        MemorybankMemoryTool(memory, **options)
 
 
 def test_the_wrong_handle_is_a_configuration_error(memory: Memory) -> None:

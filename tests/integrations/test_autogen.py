@@ -23,7 +23,7 @@ pytest.importorskip("autogen_agentchat")
 pytest.importorskip("autogen_ext.models.replay")
 
 from autogen_agentchat.agents import AssistantAgent
-from autogen_agentchat.messages import MemoryQueryEvent
+from autogen_agentchat.messages import MemoryQueryEvent, TextMessage
 from autogen_core import FunctionCall, Image
 from autogen_core.memory import Memory as AutogenMemory
 from autogen_core.memory import MemoryContent, MemoryMimeType
@@ -201,7 +201,8 @@ async def test_an_assistant_agent_recalls_memories_and_keeps_its_conversation(
         )
 
     first = await agent().run(task="Which tea do I drink?")
-    assert first.messages[-1].content == "You drink green tea."
+    answer = first.messages[-1]
+    assert isinstance(answer, TextMessage) and answer.content == "You drink green tea."
     (event,) = [m for m in first.messages if isinstance(m, MemoryQueryEvent)]
     assert [m.content for m in event.content] == ["Alice drinks green tea"]
     sent = client.create_calls[0]["messages"]
@@ -211,7 +212,8 @@ async def test_an_assistant_agent_recalls_memories_and_keeps_its_conversation(
 
     # a new agent on the same thread (a restarted process) carries on the conversation
     second = await agent().run(task="Where do I live, in which city?")
-    assert second.messages[-1].content == "It is in Oslo."
+    answer = second.messages[-1]
+    assert isinstance(answer, TextMessage) and answer.content == "It is in Oslo."
     sent = client.create_calls[1]["messages"]
     texts = [m.content for m in sent if isinstance(m.content, str)]
     assert "Which tea do I drink?" in texts and "You drink green tea." in texts
