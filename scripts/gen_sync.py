@@ -89,6 +89,8 @@ REPLACEMENTS = {
     "AsyncQdrantClient": "QdrantClient",
     "AsyncIndexedStore": "IndexedStore",
     "asynccontextmanager": "contextmanager",
+    "BetaAsyncAbstractMemoryTool": "BetaAbstractMemoryTool",
+    "AsyncMemorybankMemoryTool": "MemorybankMemoryTool",
     "__aenter__": "__enter__",
     "__aexit__": "__exit__",
 }

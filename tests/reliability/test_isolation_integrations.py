@@ -121,3 +121,74 @@ def test_adk_services_of_bob_never_read_alices(world: World) -> None:
 
     asyncio.run(scenario())
     alice_intact(world)
+
+
+def test_autogen_memory_and_context_of_bob_never_read_alices(world: World) -> None:
+    pytest.importorskip("autogen_core")
+    import asyncio
+
+    from autogen_core.memory import MemoryContent
+    from autogen_core.models import UserMessage
+
+    from memorybank.integrations.autogen import MemorybankChatCompletionContext, MemorybankMemory
+
+    async def run() -> None:
+        alice = MemorybankMemory(world.root.scoped(user_id="alice", agent_id="bot"))
+        await alice.add(MemoryContent(content=f"my pin is {SECRET}", mime_type="text/plain"))
+        bob = MemorybankMemory(world.bob)
+        for query in (SECRET, "pin", "alice notes", ""):
+            assert (await bob.query(query)).results == []
+        await bob.clear()
+        mine = MemorybankChatCompletionContext(world.bob, "ag-bob")
+        await mine.add_message(UserMessage(content="mine", source="bob"))
+        for thread in (world.thread, world.session):
+            context = MemorybankChatCompletionContext(world.bob, thread)
+            message = UserMessage(content="mine", source="bob")
+            for verb in (
+                context.get_messages,
+                context.clear,
+                context.save_state,
+                lambda c=context, m=message: c.add_message(m),
+            ):
+                with pytest.raises(ThreadForbidden):
+                    await verb()
+        other = MemorybankMemory(world.root.tenant("elsewhere").scoped(user_id="alice"))
+        assert (await other.query(SECRET)).results == []
+        assert SECRET in repr((await alice.query("")).results)
+
+    asyncio.run(run())
+    alice_intact(world)
+
+
+def test_claude_memory_tool_of_bob_never_reads_alices(world: World) -> None:
+    pytest.importorskip("anthropic")
+    from anthropic.lib.tools._beta_functions import ToolError
+
+    from memorybank.integrations.anthropic import MemorybankMemoryTool
+
+    alice = MemorybankMemoryTool(world.root.scoped(user_id="alice", agent_id="bot"))
+    alice.call({"command": "create", "path": "/memories/pin.md", "file_text": f"pin {SECRET}"})
+    bob = MemorybankMemoryTool(world.bob)
+    assert SECRET not in bob.call({"command": "view", "path": "/memories"})
+    assert "pin.md" not in bob.call({"command": "view", "path": "/memories"})
+    for call in (
+        {"command": "view", "path": "/memories/pin.md"},
+        {"command": "str_replace", "path": "/memories/pin.md", "old_str": "pin", "new_str": "x"},
+        {"command": "insert", "path": "/memories/pin.md", "insert_line": 0, "insert_text": "x"},
+        {"command": "delete", "path": "/memories/pin.md"},
+        {"command": "rename", "old_path": "/memories/pin.md", "new_path": "/memories/b.md"},
+    ):
+        with pytest.raises(ToolError, match="does not exist"):
+            bob.call(call)
+    assert bob.history("/memories/pin.md") == []
+    bob.call({"command": "create", "path": "/memories/pin.md", "file_text": "bob's own"})
+    bob.clear_all_memory()
+    for stranger in (
+        world.root,  # the unscoped handle: shared files only
+        world.root.scoped(user_id="alice"),  # alice with no agent: another /memories
+        world.root.tenant("elsewhere").scoped(user_id="alice", agent_id="bot"),
+    ):
+        assert MemorybankMemoryTool(stranger).contents() == {}
+    assert alice.contents() == {"/memories/pin.md": f"pin {SECRET}"}
+    assert [v.op for v in alice.history("/memories/pin.md")] == ["create"]
+    alice_intact(world)

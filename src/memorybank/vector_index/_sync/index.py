@@ -87,6 +87,7 @@ class _Reindexed(Protocol):
     @property
     def embedder(self) -> Embedder | None: ...
 
+
 logger = logging.getLogger("memorybank")
 
 _UPSERT_BATCH = 512

@@ -1,0 +1,1 @@
+"""The Claude memory tool (async source; the sync twin is generated)."""
