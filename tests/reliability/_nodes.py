@@ -118,7 +118,11 @@ class Node:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        """Start the node (returns at once: ``wait_ready`` waits for ``/readyz``)."""
+        """Start the node (returns at once: ``wait_ready`` waits for ``/readyz``).
+
+        The master dies with the thread that started it (``_die_with_parent``): a
+        node restarted from ``asyncio.to_thread`` ends when the loop's executor
+        shuts down, at the end of ``asyncio.run``, and its workers with it."""
         assert self.process is None or self.process.poll() is not None, "already running"
         env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH")) if p)
@@ -388,7 +392,9 @@ def redis_cluster_backend() -> Backend:
 
 
 @contextlib.contextmanager
-def nodes_over(backend: Backend, directory: Path, count: int = 3) -> Iterator[tuple[list[Node], Haproxy]]:
+def nodes_over(
+    backend: Backend, directory: Path, count: int = 3
+) -> Iterator[tuple[list[Node], Haproxy]]:
     """``count`` nodes over ``backend`` behind HAProxy, all up; everything stopped after."""
     nodes = [Node(f"n{i + 1}", backend.url, directory) for i in range(count)]
     balancer = Haproxy(nodes, directory)
@@ -414,9 +420,7 @@ def nodes_over(backend: Backend, directory: Path, count: int = 3) -> Iterator[tu
 
 
 def _admin(base: str) -> httpx.Client:
-    return httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=30
-    )
+    return httpx.Client(base_url=base, headers={"Authorization": f"Bearer {ADMIN_KEY}"}, timeout=30)
 
 
 def create_key(node: Node, tenant: str) -> tuple[str, str]:
@@ -587,8 +591,8 @@ class Scenario:
                 want = 200
             else:
                 path = f"/v1/threads/{thread_id}/context"
-                body = {"max_tokens": 400, "agent_id": AGENT, "current_input": "refund"}
-                send = functools.partial(client.post, path, json=body)
+                ask: dict[str, Any] = {"max_tokens": 400, "agent_id": AGENT}
+                send = functools.partial(client.post, path, json=ask)
                 want = 200
             if await self._call(op, send, want) and op == "append":
                 self.acked.add(key)
@@ -761,4 +765,5 @@ def _op_row(op: str, samples: Sequence[float], gave_up: int, seconds: float) -> 
     if not samples:
         return f"| {op} | 0 | 0 | - | - | {gave_up} |"
     p50, p99 = _quantile(samples, 0.5) * 1000, _quantile(samples, 0.99) * 1000
-    return f"| {op} | {len(samples)} | {len(samples) / seconds:.0f} | {p50:.1f} | {p99:.1f} | {gave_up} |"
+    rate = len(samples) / seconds
+    return f"| {op} | {len(samples)} | {rate:.0f} | {p50:.1f} | {p99:.1f} | {gave_up} |"
