@@ -246,6 +246,7 @@ defaults
     timeout client 60s
     timeout server 60s
     timeout http-request 10s
+    timeout check 5s
     # A request whose connection to a node failed (nothing was sent) goes to another.
     retries 3
     retry-on conn-failure
@@ -259,8 +260,9 @@ backend memorybank
     balance leastconn
     option httpchk GET /readyz
     http-check expect status 200
-    # Out on the first refused connection, without waiting for the next check.
-    default-server check inter 500ms fall 2 rise 2 observe layer4 error-limit 1 on-error mark-down
+    # A check is slow, not failed, under a burst (timeout check); a node that is gone
+    # is out on its first refused connection, without waiting for the checks.
+    default-server check inter 1s fall 3 rise 2 observe layer4 error-limit 1 on-error mark-down
 {servers}
 """
 
