@@ -68,10 +68,14 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # Not in CI: the reliability suite at 5x its CI counts (25 kills per store, 4 x 300
-# appends, 1,000 open/close cycles), then 5 minutes of mixed load on every store.
+# appends, 1,000 open/close cycles), then 5 minutes of mixed load on every store, then
+# three serve nodes behind HAProxy (PostgreSQL, Redis Cluster): 60 s of load, a node
+# killed and restarted, a rolling restart, 60 s more (CI runs it short:
+# tests/reliability/test_nodes.py).
 soak: $(STAMP)
 	MEMORYBANK_RELIABILITY_SCALE=5 $(BIN)/python -m pytest tests/reliability -q
 	$(BIN)/python -m bench.soak --all
+	$(BIN)/python -m bench.soak --nodes --seconds 60
 
 gen: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py

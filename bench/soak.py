@@ -14,9 +14,19 @@ directory; ``--all`` runs that SQLite file, then PostgreSQL, MariaDB and Redis
 at the test URLs (``$MEMORYBANK_POSTGRES_URL``...), each under a fresh table or
 key prefix dropped afterwards, skipping a server that does not answer.
 
-Run: ``python -m bench.soak [--seconds 300] [--clients 32] [--url URL | --all]``
-(``make soak`` runs the reliability suite at scale 5, then ``--all``). Exits 1
-if any call failed.
+``--nodes`` runs the several-nodes scenario instead (``tests.reliability._nodes``):
+three ``memorybank serve --workers 2`` behind HAProxy, over a PostgreSQL database
+of its own and over a Redis Cluster started for the run, ``--clients`` clients
+back to back (70% history, 20% appends with idempotency keys, 10% search or
+context) for ``--seconds`` of steady load, then one node SIGKILLed (down 5 s)
+and restarted, a rolling restart of all three, and ``--seconds`` more. Reported
+per store: calls/s and p50/p99 per call, failed attempts and the error rate per
+phase, RSS per node, acknowledged appends lost or stored twice (target 0).
+
+Run: ``python -m bench.soak [--seconds 300] [--clients 32] [--url URL | --all | --nodes]``
+(``make soak`` runs the reliability suite at scale 5, then ``--all``, then
+``--nodes --seconds 60``). Exits 1 if any call failed (for ``--nodes``: if a call
+failed on every retry, or an append was lost or stored twice).
 """
 
 from __future__ import annotations
@@ -231,15 +241,54 @@ def summary(results: Sequence[Result]) -> str:
     return table(headers, rows)
 
 
+def run_nodes(seconds: float, clients: int) -> bool:
+    """The several-nodes scenario on PostgreSQL and a Redis Cluster; whether it held."""
+    from memorybank.server.keys import DEFAULT_CACHE_SECONDS
+    from tests.redis_cluster import stop_shared_cluster
+    from tests.reliability import _nodes
+
+    held = True
+    try:
+        for make in (_nodes.postgres_backend, _nodes.redis_cluster_backend):
+            backend = make()
+            try:
+                with (
+                    tempfile.TemporaryDirectory(prefix="mbnodes") as tmp,
+                    _nodes.nodes_over(backend, Path(tmp)) as (nodes, balancer),
+                ):
+                    keys = _nodes.check_keys(nodes, "soak-keys", DEFAULT_CACHE_SECONDS)
+                    _, secret = _nodes.create_key(nodes[0], "soak-load")
+                    scenario = _nodes.Scenario(backend.name, nodes, balancer, clients)
+                    chaos = _nodes.Chaos(steady=seconds, down=5.0, after=seconds)
+                    figures = asyncio.run(scenario.run(chaos, secret))
+            finally:
+                backend.drop()
+            refused = ", ".join(f"{n} {s:.2f} s" for n, s in keys.refused_after.items())
+            print(f"\n{_nodes.report(figures)}\nrevoked key refused after: {refused}", flush=True)
+            held = held and not (
+                figures.lost or figures.duplicated or figures.gave_up or figures.unexpected
+            )
+    finally:
+        stop_shared_cluster()
+    return held
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=300.0, help="load time per store")
     parser.add_argument("--clients", type=int, default=32, help="concurrent client tasks")
     parser.add_argument("--url", help="store URL (default: a SQLite file in a temp directory)")
     parser.add_argument("--all", action="store_true", help="then PostgreSQL, MariaDB and Redis")
+    parser.add_argument(
+        "--nodes",
+        action="store_true",
+        help="three serve nodes behind HAProxy, one killed, a rolling restart",
+    )
     args = parser.parse_args(argv)
     if args.seconds <= 0 or args.clients < 1:
         parser.error("--seconds must be > 0 and --clients >= 1")
+    if args.nodes:
+        return 0 if run_nodes(args.seconds, args.clients) else 1
     results = asyncio.run(run(args))
     if len(results) > 1:
         print("\n## summary\n\n" + summary(results))

@@ -431,6 +431,7 @@ def serve(
 
         from memorybank.server.limits import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, SERVE_PROTOCOL
         from memorybank.server.ops import configure_logging
+        from memorybank.server.supervise import MASTER_PID_ENV
     except ImportError:  # pragma: no cover - the server extra is missing
         typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
         raise typer.Exit(1) from None
@@ -452,6 +453,8 @@ def serve(
         import tempfile
 
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memorybank-metrics-")
+    # Workers end with this process, even when it is SIGKILLed (server.supervise).
+    os.environ[MASTER_PID_ENV] = str(os.getpid())
     configure_logging()
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully;
     # these handlers make that a no-op, so a requested stop exits with status 0.

@@ -30,6 +30,7 @@ from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_err
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
 from memorybank.server.routes import admin, cortex, graph, records, threads
+from memorybank.server.supervise import exit_with_master
 from memorybank.stores.contract._async.store import AsyncStore
 
 if TYPE_CHECKING:
@@ -241,6 +242,7 @@ def app_from_env() -> FastAPI:
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``. The factory ``memorybank serve`` hands uvicorn,
     so every worker process builds its own app."""
+    exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
     ttl = os.environ.get(KEY_CACHE_ENV)
     return create_app(
