@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "memorybank"
 #: First-party imports inside functions on main when the check was written; lower it as
 #: they go, never raise it without saying why in the commit.
-FUNCTION_LOCAL_CAP = 101
+FUNCTION_LOCAL_CAP = 100
 
 
 def modules(root: Path) -> dict[str, Path]:

@@ -213,10 +213,9 @@ def threads_command(
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """List threads, most recently updated first."""
-    from memorybank.cli.read import emit_json, open_existing
 
     console = _console()
-    with _errors(), open_existing(url, tenant) as memory:
+    with _errors(), _cli_read.open_existing(url, tenant) as memory:
         threads = memory.threads.list(
             user_id=UNSET if user is None else user,
             agent_id=UNSET if agent is None else agent,
@@ -224,7 +223,7 @@ def threads_command(
             limit=limit,
         )
         if as_json:
-            emit_json(threads)
+            _cli_read.emit_json(threads)
             return
         if not threads:
             console.print("no threads")
@@ -249,10 +248,9 @@ def show(
     Entries are shown as stored: a tool result whose call falls before the window
     is still listed (provider-ready windows drop it; see `memory.history`).
     """
-    from memorybank.cli.read import emit_json, open_existing
 
     console = _console()
-    with _errors(), open_existing(url, tenant) as memory:
+    with _errors(), _cli_read.open_existing(url, tenant) as memory:
         found = memory.threads.get(thread)
         if found is None:
             raise NotFound(f"thread {thread!r} not found")
@@ -264,7 +262,8 @@ def show(
         # The store's raw page: an inspection shows what is stored, pairing rule aside.
         _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
         if as_json:
-            emit_json({"thread": found, "branch": name, "total": total, "entries": entries})
+            shown = {"thread": found, "branch": name, "total": total, "entries": entries}
+            _cli_read.emit_json(shown)
             return
         header = Text.assemble(
             ("thread ", "bold"),
