@@ -8,6 +8,7 @@ hold is that every store answers them alike.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
 
@@ -345,7 +346,7 @@ async def test_the_thread_page_charts_token_usage(inspector: Inspector) -> None:
     page = await inspector.page("/ui/thread?id=t-orders")
     svg = page[page.index('<svg id="usage"') : page.index("</svg>", page.index('<svg id="usage"'))]
     assert svg.count("<circle ") == 4
-    assert [m for m in re.findall(r'class="role-(\w+)"', svg)] == [
+    assert re.findall(r'class="role-(\w+)"', svg) == [
         "user",
         "assistant",
         "tool",
@@ -355,7 +356,7 @@ async def test_the_thread_page_charts_token_usage(inspector: Inspector) -> None:
     assert line is not None
     points = [tuple(map(float, p.split(","))) for p in line.group(1).split()]
     assert len(points) == 5  # the baseline, then one per entry
-    assert all(a[0] <= b[0] and a[1] >= b[1] for a, b in zip(points, points[1:]))  # a total
+    assert all(a[0] <= b[0] and a[1] >= b[1] for a, b in itertools.pairwise(points))  # a total
     totals = [int(t) for t in re.findall(r"tokens, (\d+) in all", svg)]
     assert totals == sorted(totals) and totals[-1] > 0
     retry = await inspector.page("/ui/thread?id=t-orders&branch=retry")

@@ -9,6 +9,8 @@ facts, her sessions, the runs she opened and the snapshots she may load.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, cast
+
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
@@ -26,6 +28,9 @@ from memorybank.server.ui._views import (
     _pager,
 )
 from memorybank.stores.contract._async.store import UNSET
+
+if TYPE_CHECKING:
+    from memorybank.context.values import SessionStatus
 
 __all__ = ["register"]
 
@@ -73,7 +78,7 @@ def register(r: APIRouter) -> None:
         async def view(viewer: Viewer) -> Response:
             number = _int(page, 1, 1, _MAX_PAGE)
             found = await AsyncSessionManager(viewer.memory).list(
-                status=status if status in STATUSES else None,  # type: ignore[arg-type]
+                status=cast("SessionStatus", status) if status in STATUSES else None,
                 limit=number * PAGE_SIZE + 1,
                 user_id=UNSET if viewer.user_id else _opt(user),
                 agent_id=_opt(agent),

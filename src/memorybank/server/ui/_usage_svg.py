@@ -18,9 +18,9 @@ from memorybank.records import Entry
 
 __all__ = ["UsageChart", "UsagePoint", "chart"]
 
-WIDTH = 720
-HEIGHT = 220
-_LEFT, _RIGHT, _TOP, _BOTTOM = 56, 16, 14, 34
+WIDTH = 560
+HEIGHT = 200
+_LEFT, _RIGHT, _TOP, _BOTTOM = 48, 14, 12, 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ def _spread(times: Sequence[float]) -> list[float]:
 def _nice(top: int) -> int:
     """A round step for about four grid lines up to ``top``."""
     raw = max(top / 4, 1)
-    magnitude = 10 ** (len(str(int(raw))) - 1)
+    magnitude = int(10 ** (len(str(int(raw))) - 1))
     for step in (1, 2, 5, 10):
         if step * magnitude >= raw:
             return step * magnitude
