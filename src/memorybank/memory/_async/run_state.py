@@ -78,8 +78,8 @@ async def list_working(
         found = await store.record_list(
             tenant,
             WORKING_OWNER,
-            user_id=user if isinstance(user, str) else UNSET,
-            agent_id=agent if isinstance(agent, str) else UNSET,
+            user_id=user,  # None (a handle confined to shared records) matches no marker
+            agent_id=agent,
         )
         markers = {m.id: m for m in found}
         keys = sorted(markers)
