@@ -228,7 +228,6 @@ class AsyncSnapshots:
             owner_check=not isinstance(user, Unset),
         )
 
-
     async def list(
         self, *, user_id: str | Unset | None = UNSET, limit: int | None = None
     ) -> list[SavedSnapshot] | None:

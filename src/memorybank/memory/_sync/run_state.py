@@ -229,7 +229,6 @@ class Snapshots:
             owner_check=not isinstance(user, Unset),
         )
 
-
     def list(
         self, *, user_id: str | Unset | None = UNSET, limit: int | None = None
     ) -> list[SavedSnapshot] | None:
