@@ -37,6 +37,18 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
 
 
+async def _checked(request: Request, viewer: Viewer) -> tuple[dict[str, str], str] | Response:
+    """The form of an edit and its target id, once the CSRF token and the typed id match;
+    else the refusal page (nothing is changed)."""
+    form = await read_form(request)
+    target = _required(form.get("id"))
+    if not check_csrf(request, form):
+        return _refused(request, viewer, "The form expired or came from another page.")
+    if not _confirmed(form, target):
+        return _refused(request, viewer, "The typed id did not match; nothing was changed.")
+    return form, target
+
+
 def register(r: APIRouter) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
@@ -55,12 +67,10 @@ def register(r: APIRouter) -> None:
     @r.post("/fact/edit")
     async def fact_edit(request: Request) -> Response:
         async def view(viewer: Viewer) -> Response:
-            form = await read_form(request)
-            fact_id = _required(form.get("id"))
-            if not check_csrf(request, form):
-                return _refused(request, viewer, "The form expired or came from another page.")
-            if not _confirmed(form, fact_id):
-                return _refused(request, viewer, "The typed id did not match; nothing was changed.")
+            checked = await _checked(request, viewer)
+            if isinstance(checked, Response):
+                return checked
+            form, fact_id = checked
             await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
             return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
 
@@ -81,12 +91,10 @@ def register(r: APIRouter) -> None:
     @r.post("/entity/edit")
     async def entity_edit(request: Request) -> Response:
         async def view(viewer: Viewer) -> Response:
-            form = await read_form(request)
-            entity_id = _required(form.get("id"))
-            if not check_csrf(request, form):
-                return _refused(request, viewer, "The form expired or came from another page.")
-            if not _confirmed(form, entity_id):
-                return _refused(request, viewer, "The typed id did not match; nothing was changed.")
+            checked = await _checked(request, viewer)
+            if isinstance(checked, Response):
+                return checked
+            form, entity_id = checked
             await viewer.memory.graph.update_entity(
                 entity_id,
                 name=form.get("name", ""),

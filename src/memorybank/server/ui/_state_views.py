@@ -9,6 +9,7 @@ facts, her sessions, the runs she opened and the snapshots she may load.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from fastapi import APIRouter, Request
@@ -106,16 +107,7 @@ def register(r: APIRouter) -> None:
         async def view(viewer: Viewer) -> Response:
             number = _int(page, 1, 1, _MAX_PAGE)
             runs = await viewer.memory.working_runs(limit=number * PAGE_SIZE + 1)
-            shown, more = _cut(runs or [], number)
-            ctx = _context(
-                request,
-                viewer,
-                "Working memory",
-                runs=shown,
-                listable=runs is not None,
-                pager=_pager(request, number, more),
-            )
-            return render("working.html", **ctx)
+            return _listing(request, viewer, "Working memory", "working.html", runs, number)
 
         return await _page(request, view)
 
@@ -126,15 +118,27 @@ def register(r: APIRouter) -> None:
         async def view(viewer: Viewer) -> Response:
             number = _int(page, 1, 1, _MAX_PAGE)
             saved = await viewer.memory.snapshots.list(limit=number * PAGE_SIZE + 1)
-            shown, more = _cut(saved or [], number)
-            ctx = _context(
-                request,
-                viewer,
-                "Snapshots",
-                snapshots=shown,
-                listable=saved is not None,
-                pager=_pager(request, number, more),
-            )
-            return render("snapshots.html", **ctx)
+            return _listing(request, viewer, "Snapshots", "snapshots.html", saved, number)
 
         return await _page(request, view)
+
+
+def _listing(
+    request: Request,
+    viewer: Viewer,
+    title: str,
+    template: str,
+    rows: Sequence[object] | None,
+    number: int,
+) -> Response:
+    """Page ``number`` of ``rows`` (``None``: the store cannot list them) in ``template``."""
+    shown, more = _cut(list(rows or []), number)
+    ctx = _context(
+        request,
+        viewer,
+        title,
+        rows=shown,
+        listable=rows is not None,
+        pager=_pager(request, number, more),
+    )
+    return render(template, **ctx)
