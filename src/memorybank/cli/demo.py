@@ -22,7 +22,9 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank.cli.app import entries_table, format_content
+from memorybank.context._sync.sessions import SessionManager
 from memorybank.errors import Conflict, ThreadForbidden
+from memorybank.memory._sync.core_facts import CoreFacts
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry, ToolCall
 
@@ -290,9 +292,6 @@ def seed_showcase(memory: Memory, thread_id: str, *, clock: DemoClock | None = N
     Written once per store: a second call (the snapshot ``SHOWCASE_RUN`` exists) writes
     nothing and returns ``False``.
     """
-    from memorybank.context._sync.sessions import SessionManager
-    from memorybank.memory._sync.core_facts import CoreFacts
-
     if memory.snapshots.load(SHOWCASE_RUN, user_id=DEMO_USER) is not None:
         return False
     if clock is not None:
