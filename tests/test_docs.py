@@ -160,7 +160,7 @@ def test_api_page_renders_the_openapi_reference_offline(served_site: str) -> Non
         pytest.skip(message)
     from playwright.sync_api import sync_playwright
 
-    from tests.inspector.test_browser import LAUNCH_ARGS
+    from tests.inspector._browser import LAUNCH_ARGS
 
     requested: list[str] = []
     with sync_playwright() as pw:

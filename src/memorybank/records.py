@@ -31,10 +31,12 @@ __all__ = [
     "Hit",
     "Message",
     "Role",
+    "SavedSnapshot",
     "Summary",
     "Thread",
     "ThreadStatus",
     "ToolCall",
+    "WorkingRun",
 ]
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
@@ -468,3 +470,44 @@ class Fact:
         self.updated_at = updated_at
         self.expires_at = expires_at
         self.version = version
+
+
+@dataclass(slots=True)
+class SavedSnapshot:
+    """A run's saved snapshot, as ``memory.snapshots.list()`` returns it.
+
+    ``user_id`` is its owner (``None``: unowned, loadable by every user of the tenant).
+    """
+
+    run_id: str
+    user_id: str | None
+    value: Any
+
+    def __init__(self, run_id: str, user_id: str | None, value: Any) -> None:
+        self.run_id = run_id
+        self.user_id = user_id
+        self.value = value
+
+
+@dataclass(slots=True)
+class WorkingRun:
+    """A run holding working memory, as ``memory.working_runs()`` returns it.
+
+    ``run_id`` is the id the run was opened with; a run opened by a handle scoped
+    to an agent only (no user) is stored under a digest of its principal and
+    is listed, to the unscoped handle alone, by that digest (``~`` and hex)
+    with ``user_id`` and ``agent_id`` ``None``.
+    """
+
+    run_id: str
+    user_id: str | None
+    agent_id: str | None
+    items: dict[str, Any]
+
+    def __init__(
+        self, run_id: str, user_id: str | None, agent_id: str | None, items: dict[str, Any]
+    ) -> None:
+        self.run_id = run_id
+        self.user_id = user_id
+        self.agent_id = agent_id
+        self.items = items

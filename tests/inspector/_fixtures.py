@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import uvicorn
 from fastapi import FastAPI
 
+from memorybank.context._async.sessions import AsyncSessionManager
+from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server.keys import KeyRing
 from memorybank.server.ui._views import PAGE_SIZE
@@ -63,6 +65,8 @@ class Seeded:
     xss_thread: str
     fact_id: str
     entity_id: str
+    edit_fact_id: str  # a fact and an entity the edit tests change (no other test reads them)
+    edit_entity_id: str
     base: str = ""  # the live server's URL, once started
     url: str = ""  # the store's URL
 
@@ -71,7 +75,10 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
     """Three tenants' memory and keys, written through the library.
 
     ``acme`` (``key``): threads of alice (entries with a tool call, a branch),
-    bob, carol and nobody, a fact with two versions, a document, a summary;
+    bob, carol and nobody, a fact with two versions, a document, a summary,
+    core facts (alice's, one set twice, and the tenant-wide set), dave's
+    session, two open runs of working memory (one alice's) and two snapshots
+    (one alice's), some holding markup;
     ``globex`` (``other_key``): one thread; ``paging`` (``paging_key``):
     ``paging_threads`` threads. ``revoked_key`` is an acme key already revoked.
     """
@@ -145,10 +152,37 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
     project = await acme.graph.add_entity("Bob's secret project", user_id="bob")
     await acme.graph.add_relation(project.id, "funded_by", initech.id, user_id="bob")
 
+    editable = await acme.facts.add(
+        content="The desk opens at 9", user_id="alice", agent_id="billing", category="hours"
+    )
+    zed = await acme.graph.add_entity("Zed", type="person", aliases=["Z"], observations=["tall"])
+
+    # Core facts, a session, working memory and snapshots (markup in some values).
+    alice_core = AsyncCoreFacts(memory=acme, user_id="alice")
+    await alice_core.set("name", "Alice")
+    await alice_core.set("city", "Lyon")
+    await alice_core.set("city", "Paris")
+    await alice_core.set("motto", XSS)
+    await AsyncCoreFacts(memory=acme).set("company", "Acme support desk")
+    await AsyncCoreFacts(memory=acme, user_id="bob").set("secret", "bob's core secret")
+    session = await AsyncSessionManager(acme).get_or_create(
+        channel_type="slack", channel_id="C42", user_id="dave", agent_id="support"
+    )
+    await acme.remember(session.id, "user", "dave says hi on slack")
+    await acme.working("run-open").set("plan", ["look up order", XSS])
+    await acme.working("run-alice", user_id="alice").set("step", 2)
+    await acme.working("run-bob", user_id="bob").set("bob-step", "private")
+    await acme.snapshots.save("snap-shared", {"stage": "review", "note": XSS})
+    await acme.snapshots.save("snap-alice", {"stage": "draft"}, user_id="alice")
+    await acme.snapshots.save("snap-bob", {"stage": "bob-only"}, user_id="bob")
+
     globex = root.tenant(other)
     await globex.graph.add_entity("Globex doomsday device", type="object")
     await globex.threads.create(thread_id="g-secret", title="Globex plans")
     await globex.remember("g-secret", "user", "globex pelican merger")
+    await globex.working("g-run").set("globex-plan", 1)
+    await globex.snapshots.save("g-snap", {"globex": True})
+    await AsyncCoreFacts(memory=globex).set("globex-core", "globex only")
     return Seeded(
         tenant=tenant,
         key=key,
@@ -161,4 +195,6 @@ async def seed(root: AsyncMemory, *, paging_threads: int = PAGE_SIZE + 5) -> See
         xss_thread=xss.id,
         fact_id=fact.id,
         entity_id=ada.id,
+        edit_fact_id=editable.id,
+        edit_entity_id=zed.id,
     )

@@ -7,101 +7,15 @@ each test gets a fresh browser context (no cookies) and logs in through the form
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
-import shutil
-from collections.abc import Coroutine, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, TypeVar
 
 import httpx
-import pytest
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Page
 
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.server import create_app
 from memorybank.server.ui._views import PAGE_SIZE
-from tests.inspector._fixtures import XSS, Seeded, live_server, seed
-
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-T = TypeVar("T")
-
-
-def off_loop(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` to completion in a thread: Playwright's sync API owns this thread's loop."""
-    with ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
-    url = f"sqlite:///{tmp_path_factory.mktemp('inspector') / 'ui.db'}"
-
-    async def write() -> Seeded:
-        async with AsyncMemory(url) as root:
-            return await seed(root)
-
-    data = asyncio.run(write())
-    data.url = url
-    app = create_app(url)
-    with live_server(app) as base:
-        data.base = base
-        yield data
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        message = f"{CHROMIUM} missing (apt-get install chromium)"
-        if os.environ.get("MEMORYBANK_REQUIRE_SERVERS") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    with sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture
-def page(browser: Browser, seeded: Seeded) -> Iterator[Page]:
-    """A fresh browser context (no cookies); afterwards, every request it made went to the
-    server under test (no CDN, nothing fetched from elsewhere) and no page script failed."""
-    context = browser.new_context()
-    context.set_default_timeout(5000)
-    requested: list[str] = []
-    script_errors: list[str] = []
-    context.on("request", lambda request: requested.append(request.url))
-    try:
-        tab = context.new_page()
-        tab.on("pageerror", lambda error: script_errors.append(str(error)))
-        yield tab
-    finally:
-        context.close()
-    # blob: and data: URLs are made by the page itself, from what it already holds.
-    own = (seeded.base + "/", f"blob:{seeded.base}/", "data:")
-    assert requested and all(url.startswith(own) for url in requested), requested
-    assert script_errors == []
-
-
-def login(page: Page, s: Seeded, key: str, user: str | None = None) -> None:
-    page.goto(f"{s.base}/ui/login")
-    page.fill("input[name=key]", key)
-    if user is not None:
-        page.fill("input[name=user_id]", user)
-    page.click("#login button[type=submit]")
-    page.wait_for_url("**/ui/threads")
+from tests.inspector._browser import login, off_loop
+from tests.inspector._fixtures import XSS, Seeded
 
 
 def thread_ids(page: Page) -> set[str]:

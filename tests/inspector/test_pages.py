@@ -8,6 +8,7 @@ hold is that every store answers them alike.
 from __future__ import annotations
 
 import html
+import itertools
 import re
 from collections.abc import AsyncIterator, Iterator
 
@@ -285,3 +286,178 @@ async def test_a_store_that_fails_gives_an_html_503() -> None:
             answer = await client.get("/ui/threads")
     assert answer.status_code == 503 and answer.headers["retry-after"] == "1"
     assert answer.headers["content-type"].startswith("text/html")
+
+
+def rows(page: str, attribute: str) -> list[str]:
+    return re.findall(rf'{attribute}="([^"]+)"', page)
+
+
+async def test_state_pages_show_the_tenant_memory_escaped(inspector: Inspector) -> None:
+    """Core facts (with history), sessions, working memory and snapshots: each page shows
+    the key's tenant, linked from every page's navigation; stored markup stays text."""
+    await inspector.login(inspector.data.key)
+    threads = await inspector.page("/ui/threads")
+    for path in ("/ui/core-facts", "/ui/sessions", "/ui/working", "/ui/snapshots"):
+        assert f'href="{path}"' in threads
+        raw = (await inspector.client.get(path + "?user=alice")).text
+        assert "<script>window.pwned" not in raw and "<img src=x" not in raw
+
+    page = await inspector.page("/ui/core-facts")  # the tenant-wide set
+    assert rows(page, "data-key") == ["company"] and "Acme support desk" in page
+    page = await inspector.page("/ui/core-facts?user=alice")
+    assert rows(page, "data-key") == ["city", "motto", "name"]
+    assert re.search(r"Lyon.*Paris", page, re.S)  # the history, oldest first
+    assert XSS in page and "bob's core secret" not in page and "globex" not in page
+
+    page = await inspector.page("/ui/sessions")
+    assert len(rows(page, "data-session-id")) == 1 and "slack" in page and "C42" in page
+    assert rows(page, "data-session-id")[0].startswith("session_slack_C42_support_dave")
+    assert 'id="no-sessions"' in await inspector.page("/ui/sessions?user=alice")
+
+    page = await inspector.page("/ui/working")
+    assert sorted(rows(page, "data-run-id")) == ["run-alice", "run-bob", "run-open"]
+    shown = "<script>window.pwned = 1</script>"  # inside a JSON value: its quotes escaped
+    assert "look up order" in page and shown in page and "g-run" not in page
+    page = await inspector.page("/ui/snapshots")
+    assert rows(page, "data-run-id") == ["snap-alice", "snap-bob", "snap-shared"]
+    assert '"stage": "review"' in page and shown in page and "g-snap" not in page
+
+
+async def test_state_pages_in_a_users_view_and_another_tenants(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key, user="bob")
+    page = await inspector.page("/ui/core-facts?user=alice")  # the filter is not bob's to set
+    assert rows(page, "data-key") == ["secret"] and "Paris" not in page
+    assert 'id="no-sessions"' in await inspector.page("/ui/sessions?user=dave")
+    assert rows(await inspector.page("/ui/working"), "data-run-id") == ["run-bob"]
+    page = await inspector.page("/ui/snapshots")
+    assert rows(page, "data-run-id") == ["snap-bob", "snap-shared"]
+
+    await inspector.login(inspector.data.other_key)
+    page = await inspector.page("/ui/core-facts")
+    assert rows(page, "data-key") == ["globex-core"] and "Acme" not in page
+    assert 'id="no-core-facts"' in await inspector.page("/ui/core-facts?user=alice")
+    assert 'id="no-sessions"' in await inspector.page("/ui/sessions")
+    assert rows(await inspector.page("/ui/working"), "data-run-id") == ["g-run"]
+    assert rows(await inspector.page("/ui/snapshots"), "data-run-id") == ["g-snap"]
+
+
+async def test_the_thread_page_charts_token_usage(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/thread?id=t-orders")
+    svg = page[page.index('<svg id="usage"') : page.index("</svg>", page.index('<svg id="usage"'))]
+    assert svg.count("<circle ") == 4
+    assert re.findall(r'class="role-(\w+)"', svg) == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    line = re.search(r'<polyline class="total" points="([^"]+)"', svg)
+    assert line is not None
+    points = [tuple(map(float, p.split(","))) for p in line.group(1).split()]
+    assert len(points) == 5  # the baseline, then one per entry
+    assert all(a[0] <= b[0] and a[1] >= b[1] for a, b in itertools.pairwise(points))  # a total
+    totals = [int(t) for t in re.findall(r"tokens, (\d+) in all", svg)]
+    assert totals == sorted(totals) and totals[-1] > 0
+    retry = await inspector.page("/ui/thread?id=t-orders&branch=retry")
+    assert retry.count('<circle class="role-') == 1
+
+
+async def test_the_favicon_is_served() -> None:
+    app = create_app(memory=AsyncMemory(AsyncInMemoryStore()))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
+            answer = await client.get("/favicon.ico")
+            login = await client.get("/ui/login")
+    assert answer.status_code == 200 and answer.headers["content-type"] == "image/x-icon"
+    assert answer.content[:4] == b"\x00\x00\x01\x00" and len(answer.content) > 1000
+    assert '<link rel="icon" href="/ui/static/favicon.ico">' in login.text
+
+
+async def test_editing_a_fact_supersedes_it_behind_the_token_and_the_typed_id(
+    inspector: Inspector,
+) -> None:
+    fact_id = inspector.data.edit_fact_id
+    await inspector.login(inspector.data.key)
+    form = await inspector.page(f"/ui/fact/edit?id={fact_id}")
+    assert "The desk opens at 9" in form and 'name="csrf"' in form
+    refused = [
+        {"id": fact_id, "confirm": fact_id, "content": "x"},  # no token
+        {"id": fact_id, "confirm": fact_id, "content": "x", "csrf": "guess"},
+        {"id": fact_id, "confirm": fact_id[:-1], "content": "x", "csrf": inspector.csrf},
+    ]
+    for body in refused:
+        assert (await inspector.post("/ui/fact/edit", body)).status_code == 403
+    bad = {"id": fact_id, "confirm": fact_id, "content": "", "csrf": inspector.csrf}
+    assert (await inspector.post("/ui/fact/edit", bad)).status_code == 422
+    page = await inspector.page(f"/ui/fact?id={fact_id}")
+    assert "The desk opens at 9" in page and "version 2" not in page  # nothing written
+
+    done = await inspector.post(
+        "/ui/fact/edit",
+        {
+            "id": fact_id,
+            "confirm": fact_id,
+            "content": "The desk opens at 8",
+            "csrf": inspector.csrf,
+        },
+    )
+    assert done.status_code == 303
+    page = await inspector.page(done.headers["location"])
+    assert "Saved as version 2" in page
+    current = page[page.index('id="fact-content"') : page.index("</blockquote>")]
+    assert "opens at 8" in current
+    history = page[page.index('id="fact-history"') :]
+    assert history.index("opens at 9") < history.index("opens at 8")  # kept, oldest first
+
+    await inspector.login(inspector.data.other_key)  # another tenant cannot even see it
+    await inspector.page(f"/ui/fact/edit?id={fact_id}", status=404)
+    other = {"id": fact_id, "confirm": fact_id, "content": "pwned", "csrf": inspector.csrf}
+    assert (await inspector.post("/ui/fact/edit", other)).status_code == 404
+    await inspector.login(inspector.data.key, user="bob")  # nor a user it is not shared with
+    other["csrf"] = inspector.csrf  # a new session, a new token
+    assert (await inspector.post("/ui/fact/edit", other)).status_code == 404
+    await inspector.login(inspector.data.key)
+    assert "pwned" not in await inspector.page(f"/ui/fact?id={fact_id}")
+
+
+async def test_editing_an_entity_behind_the_token_and_the_typed_id(inspector: Inspector) -> None:
+    entity_id = inspector.data.edit_entity_id
+    await inspector.login(inspector.data.key)
+    form = await inspector.page(f"/ui/entity/edit?id={entity_id}")
+    assert 'value="Zed"' in form and ">Z</textarea>" in form and ">tall</textarea>" in form
+    base = {"id": entity_id, "name": "Zed Ada", "aliases": "Z\r\nZee", "observations": ""}
+    assert (
+        await inspector.post("/ui/entity/edit", {**base, "confirm": entity_id})
+    ).status_code == 403
+    wrong = {**base, "confirm": "Zed", "csrf": inspector.csrf}
+    assert (await inspector.post("/ui/entity/edit", wrong)).status_code == 403
+    taken = {**base, "name": "Ada", "confirm": entity_id, "csrf": inspector.csrf}
+    assert (
+        await inspector.post("/ui/entity/edit", taken)
+    ).status_code == 409  # a person named so: merge instead
+    blank = {**base, "name": " ", "confirm": entity_id, "csrf": inspector.csrf}
+    assert (await inspector.post("/ui/entity/edit", blank)).status_code == 422
+    assert 'value="Zed"' in await inspector.page(f"/ui/entity/edit?id={entity_id}")
+
+    body = {
+        **base,
+        "observations": f"tall\r\n\r\nlikes {XSS}",
+        "confirm": entity_id,
+        "csrf": inspector.csrf,
+    }
+    done = await inspector.post("/ui/entity/edit", body)
+    assert done.status_code == 303
+    page = await inspector.page(done.headers["location"])
+    assert "The entity was saved." in page and "Zed Ada" in page
+    assert f"<li>likes {XSS}</li>" in page and "<li>tall</li>" in page
+    raw = (await inspector.client.get(done.headers["location"])).text
+    assert "<script>window.pwned" not in raw
+    form = await inspector.page(f"/ui/entity/edit?id={entity_id}")
+    assert ">Z\nZee</textarea>" in form
+
+    await inspector.login(inspector.data.other_key)
+    await inspector.page(f"/ui/entity/edit?id={entity_id}", status=404)
+    other = {**base, "name": "pwned", "confirm": entity_id, "csrf": inspector.csrf}
+    assert (await inspector.post("/ui/entity/edit", other)).status_code == 404

@@ -480,14 +480,15 @@ def _serve_demo(url: str | None, host: str, port: int, embedder: Embedder | None
     import os
     import secrets
 
-    from memorybank.cli.demo import DemoClock, run_demo
+    from memorybank.cli.demo import DemoClock, run_demo, seed_showcase
 
     admin = os.environ.get("MEMORYBANK_ADMIN_KEY") or f"admin-{secrets.token_urlsafe(24)}"
     os.environ["MEMORYBANK_ADMIN_KEY"] = admin
     with _errors():
         clock = DemoClock()
         with Memory(url, clock=clock, tenant_id="demo", embedder=embedder) as memory:
-            run_demo(memory, Console(file=io.StringIO()), clock=clock)
+            thread_id = run_demo(memory, Console(file=io.StringIO()), clock=clock)
+            seed_showcase(memory, thread_id, clock=clock)  # every inspector page has data
         _, key = _keyring_call(url, lambda ring: ring.create("demo", "make run"))
     base = f"http://{host}:{port}"
     typer.echo(f"memorybank serving {url or DEFAULT_URL} at {base}")

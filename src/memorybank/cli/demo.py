@@ -22,11 +22,21 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank.cli.app import entries_table, format_content
+from memorybank.context._sync.sessions import SessionManager
 from memorybank.errors import Conflict, ThreadForbidden
+from memorybank.memory._sync.core_facts import CoreFacts
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry, ToolCall
 
-__all__ = ["DEMO_AGENT", "DEMO_START", "DEMO_USER", "DemoClock", "run_demo"]
+__all__ = [
+    "DEMO_AGENT",
+    "DEMO_START",
+    "DEMO_USER",
+    "SHOWCASE_RUN",
+    "DemoClock",
+    "run_demo",
+    "seed_showcase",
+]
 
 DEMO_USER = "ana"
 DEMO_AGENT = "atlas"
@@ -268,6 +278,85 @@ def run_demo(memory: Memory, console: Console, *, clock: DemoClock | None = None
             raise AssertionError(f"{label} was not refused")
     _say(console, "The refusal reveals nothing about the thread (not even that it has entries).")
     return thread_id
+
+
+#: The snapshot ``seed_showcase`` saves: its presence means the showcase is already seeded.
+SHOWCASE_RUN = "trip-planner-ana"
+
+
+def seed_showcase(memory: Memory, thread_id: str, *, clock: DemoClock | None = None) -> bool:
+    """Give every page of the inspector something to show (``memorybank serve --demo``):
+    facts (one superseded), core facts, documents, a small graph, a summary, a session,
+    working memory left open and a snapshot, around the demo thread ``thread_id``.
+
+    Written once per store: a second call (the snapshot ``SHOWCASE_RUN`` exists) writes
+    nothing and returns ``False``.
+    """
+    if memory.snapshots.load(SHOWCASE_RUN, user_id=DEMO_USER) is not None:
+        return False
+    if clock is not None:
+        clock.advance(120)
+    source = [e.id for e in memory.entries.list(thread_id, limit=3)]
+    fact = memory.facts.add(
+        content="Ana is visiting Lisbon this weekend",
+        user_id=DEMO_USER,
+        agent_id=DEMO_AGENT,
+        category="plans",
+        confidence=0.9,
+        source="demo",
+        source_entries=source,
+    )
+    memory.facts.supersede(fact.id, "Ana is visiting Lisbon on Saturday and Sunday")
+    memory.facts.add(
+        content="Ana likes sunsets and walking tours",
+        user_id=DEMO_USER,
+        agent_id=DEMO_AGENT,
+        category="preference",
+    )
+    core = CoreFacts(memory=memory, user_id=DEMO_USER)
+    core.set("name", "Ana")
+    core.set("home_city", "Porto")
+    core.set("home_city", "Coimbra")  # moved: both values stay in the history
+    core.set("units", "metric")
+    memory.documents.add(
+        "Tram 28 runs from Martim Moniz to Campo de Ourique through Alfama and Graça, "
+        "every 10-15 minutes from 7:00 to 23:00.",
+        metadata={"source": "demo travel guide"},
+    )
+    memory.documents.add(
+        "Miradouro da Senhora do Monte is the highest viewpoint in Lisbon; best at sunset.",
+        metadata={"source": "demo travel guide"},
+    )
+    graph = memory.graph
+    ana = graph.add_entity("Ana", type="person", user_id=DEMO_USER, observations=["likes sunsets"])
+    lisbon = graph.add_entity("Lisbon", type="location", observations=["capital of Portugal"])
+    tram = graph.add_entity("Tram 28", type="transport", aliases=["Eléctrico 28"])
+    view = graph.add_entity("Miradouro da Senhora do Monte", type="place")
+    graph.add_relation(ana.id, "visits", lisbon.id, user_id=DEMO_USER)
+    graph.add_relation(tram.id, "runs_in", lisbon.id)
+    graph.add_relation(view.id, "located_in", lisbon.id)
+    graph.add_relation(tram.id, "stops_near", view.id)
+    memory.summaries.add(
+        content="Ana asked about Saturday's weather in Lisbon (dry, 24 °C) and got a "
+        "sunset suggestion: tram 28 to Miradouro da Senhora do Monte.",
+        agent_id=DEMO_AGENT,
+        user_id=DEMO_USER,
+    )
+    session = SessionManager(memory).get_or_create(
+        channel_type="web", channel_id="browser-1", user_id=DEMO_USER, agent_id=DEMO_AGENT
+    )
+    memory.remember(session.id, "user", "Hi Atlas, any tips for a rainy day in Lisbon?")
+    memory.remember(session.id, "assistant", "The tile museum and the Oceanário are indoors.")
+    # Working memory of a run still in progress (no ``with`` block: it is not cleared).
+    run = memory.working(f"{thread_id}-run-2", user_id=DEMO_USER, agent_id=DEMO_AGENT)
+    run.set("plan", ["check tram times", "suggest a viewpoint"])
+    run.set("budget_eur", 40)
+    memory.snapshots.save(
+        SHOWCASE_RUN,
+        {"step": "itinerary", "days": ["saturday", "sunday"], "done": ["weather"]},
+        user_id=DEMO_USER,
+    )
+    return True
 
 
 # -- rendering helpers ----------------------------------------------------------------

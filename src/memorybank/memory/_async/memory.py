@@ -31,9 +31,10 @@ from memorybank.memory._async.run_state import (
     AsyncWorkingMemory,
     _run_key,
     forget_working,
+    list_working,
 )
 from memorybank.memory._async.threads import AsyncThreads
-from memorybank.records import Entry, Hit, Thread
+from memorybank.records import Entry, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.stores._async.open import open_store
@@ -504,6 +505,17 @@ class AsyncMemory:
         if isinstance(user, str):
             owner = (user, agent if isinstance(agent, str) else None)
         return AsyncWorkingMemory(self._core, self.tenant_id, key, run_id, owner)
+
+    async def working_runs(self, *, limit: int | None = None) -> list[WorkingRun] | None:
+        """The runs holding working memory that this handle could open, in id order, with
+        their values (``None``: the store cannot list runs).
+
+        On a handle scoped to a user (or an agent), the runs opened with that
+        principal; on the unscoped handle, every run of the tenant.
+        """
+        return await list_working(
+            self._core, self.tenant_id, self._scope, limit=v.check_limit(limit, "limit")
+        )
 
     async def prune(self, policy: RetentionPolicy, *, dry_run: bool = False) -> PruneReport:
         """Apply a retention policy to this tenant's threads; what went (or would go).

@@ -7,7 +7,7 @@ from typing import Any
 
 from memorybank.errors import ThreadForbidden
 from memorybank.memory._async.core import _Core
-from memorybank.records import Summary
+from memorybank.records import SavedSnapshot, Summary, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Principal, Scope
@@ -45,6 +45,61 @@ async def forget_working(core: _Core, tenant: str, user_id: str) -> None:
     store erases her records, these markers among them)."""
     for marker in await core.store.record_list(tenant, WORKING_OWNER, user_id=user_id):
         await core.store.working_clear(tenant, marker.id)
+
+
+#: Run ids read from the store per round trip when listing runs.
+_RUN_PAGE = 200
+
+
+async def list_working(
+    core: _Core, tenant: str, scope: Scope, *, limit: int | None = None
+) -> list[WorkingRun] | None:
+    """The runs holding working memory that a handle scoped ``scope`` could open, in id
+    order (see ``AsyncMemory.working_runs``); ``None`` when the store cannot list runs."""
+    store = core.store
+    if await store.working_runs(tenant, limit=1) is None:
+        return None
+    if limit == 0:
+        return []
+    user, agent = scope.user_id, scope.agent_id
+    if isinstance(user, Unset) and isinstance(agent, Unset):
+        markers = {m.id: m for m in await store.record_list(tenant, WORKING_OWNER)}
+        keys: list[str] = []
+        after: str | None = None
+        while limit is None or len(keys) < limit:
+            chunk = await store.working_runs(tenant, after=after, limit=_RUN_PAGE) or []
+            keys.extend(chunk)
+            if len(chunk) < _RUN_PAGE:
+                break
+            after = chunk[-1]
+    else:
+        # A scoped handle sees the runs marked as its principal's: a run it opens is
+        # keyed by a digest of (run, user, agent), so the marker is how it is found.
+        found = await store.record_list(
+            tenant,
+            WORKING_OWNER,
+            user_id=user,  # None (a handle confined to shared records) matches no marker
+            agent_id=agent,
+        )
+        markers = {m.id: m for m in found}
+        keys = sorted(markers)
+    runs: list[WorkingRun] = []
+    for key in keys:
+        raw = await store.working_items(tenant, key)
+        if not raw:  # cleared since (a marker outlives its run's values)
+            continue
+        marker = markers.get(key)
+        runs.append(
+            WorkingRun(
+                run_id=str(marker.data.get("run_id", key)) if marker is not None else key,
+                user_id=None if marker is None else marker.user_id,
+                agent_id=None if marker is None else marker.agent_id,
+                items={k: _json_loads(x) for k, x in sorted(raw.items())},
+            )
+        )
+        if limit is not None and len(runs) >= limit:
+            break
+    return runs
 
 
 class AsyncWorkingMemory:
@@ -172,6 +227,36 @@ class AsyncSnapshots:
             user_id=None if isinstance(user, Unset) else user,
             owner_check=not isinstance(user, Unset),
         )
+
+    async def list(
+        self, *, user_id: str | Unset | None = UNSET, limit: int | None = None
+    ) -> list[SavedSnapshot] | None:
+        """The saved snapshots this call may load, in run id order (``None``: the store
+        cannot list runs). ``user_id`` defaults to the handle's user: a user sees her
+        own and unowned snapshots; the root handle's unscoped call sees every one."""
+        user = self._scope.user(user_id)
+        limit = v.check_limit(limit, "limit")
+        store = self._core.store
+        found: list[SavedSnapshot] = []
+        after: str | None = None
+        while limit is None or len(found) < limit:
+            chunk = await store.snapshot_runs(self._tenant, after=after, limit=_RUN_PAGE)
+            if chunk is None:
+                return None
+            for run_id in chunk:
+                saved = await store.snapshot_load(self._tenant, run_id)
+                if saved is None:  # deleted since it was listed
+                    continue
+                owner, text = saved
+                if owner is not None and not isinstance(user, Unset) and owner != user:
+                    continue
+                found.append(SavedSnapshot(run_id, owner, _json_loads(text)))
+                if limit is not None and len(found) >= limit:
+                    break
+            if len(chunk) < _RUN_PAGE:
+                break
+            after = chunk[-1]
+        return found
 
 
 def _snapshot_access(owner: str | None, user: Principal) -> None:

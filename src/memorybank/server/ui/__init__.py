@@ -8,15 +8,16 @@ optionally a user to view as, the API's ``X-User-Id``) and keeps it in an
 ``memorybank.server.deps``, so a page shows one tenant's data and, viewing as
 a user, only what that user may see.
 
-Pages (all ``GET``, read-only): threads (search by title or id, filter by
-user, agent and status, paged), a thread's entries per branch with tool calls
-and token counts, a ``build_context`` preview (budget, blocks, the entries
-that fit and the messages a model would get), facts with their history and
-provenance, documents, summaries, search with every hit's signals, and the
-knowledge graph (entities, and the subgraph around one drawn as server-rendered
-SVG). Deleting a thread and forgetting a user
-are ``POST``s behind a confirmation page where the id is typed again, with a
-per-session CSRF token.
+Pages (``GET``): threads (search by title or id, filter by user, agent and
+status, paged), a thread's entries per branch with tool calls and token
+counts, and its token usage over time (server-rendered SVG), a
+``build_context`` preview (budget, blocks, the entries that fit and the
+messages a model would get), facts with their history and provenance,
+documents, summaries, core facts with their history, sessions, working memory,
+snapshots, search with every hit's signals, and the knowledge graph (entities,
+and the subgraph around one drawn as server-rendered SVG). Deleting a thread,
+forgetting a user, editing a fact (a supersede) and editing an entity are
+``POST``s where the id is typed again, with a per-session CSRF token.
 
 Server-rendered (Jinja2, autoescaped); one stylesheet and one script ship in
 the package, so the page fetches nothing from elsewhere at run time.
@@ -25,12 +26,26 @@ the package, so the page fetches nothing from elsewhere at run time.
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import Response
 
+from memorybank.server.ui import _edit_views, _state_views
+from memorybank.server.ui._render import static_file
 from memorybank.server.ui._views import PREFIX, build_router
 
 __all__ = ["PREFIX", "router"]
 
 
 def router() -> APIRouter:
-    """The inspector's routes, under ``/ui`` (``PREFIX``); excluded from the OpenAPI schema."""
-    return build_router()
+    """The inspector's routes, under ``/ui`` (``PREFIX``), and ``/favicon.ico``;
+    excluded from the OpenAPI schema."""
+    pages = build_router()
+    _state_views.register(pages)
+    _edit_views.register(pages)
+    outer = APIRouter(include_in_schema=False)
+
+    @outer.get("/favicon.ico")
+    async def favicon() -> Response:
+        return static_file("favicon.ico")
+
+    outer.include_router(pages)
+    return outer

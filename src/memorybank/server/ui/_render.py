@@ -34,7 +34,11 @@ SECURITY_HEADERS = {
 }
 # Pages show a tenant's private data: never stored by the browser or a proxy.
 _PAGE_HEADERS = {**SECURITY_HEADERS, "Cache-Control": "no-store"}
-_STATIC = {"inspector.css": "text/css; charset=utf-8", "inspector.js": "text/javascript"}
+_STATIC = {
+    "inspector.css": "text/css; charset=utf-8",
+    "inspector.js": "text/javascript",
+    "favicon.ico": "image/x-icon",
+}
 
 
 def _when(value: datetime | None) -> str:

@@ -4,8 +4,9 @@ Every page resolves the caller from the session cookie through the server's
 own dependencies (``memorybank.server.deps``: the same key check, tenant and
 ``X-User-Id`` scoping as ``Authorization: Bearer``), so a page reads through
 ``root.tenant(T)`` or ``root.tenant(T).scoped(user_id=U)`` and nothing else.
-Pages only read; the two destructive actions (delete a thread, forget a user)
-are POSTs that need the session's CSRF token and the target typed again.
+Pages only read; the writes (delete a thread, forget a user, edit a fact or an
+entity: ``_edit_views``) are POSTs that need the session's CSRF token and the
+target's id typed again.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from memorybank.server.ui._session import (
     read_form,
     set_cookie,
 )
+from memorybank.server.ui._usage_svg import chart
 from memorybank.stores.contract._async.store import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -58,12 +60,17 @@ PAGE_SIZE = 50
 _MAX_PAGE = 10_000
 _MAX_TOKENS = 10_000_000
 _TIMELINE = 200  # newest entries listed in or out of a previewed context
+_CHART_ENTRIES = 2000  # newest entries of a branch the token chart plots
 _NAV = (  # href, label, and the page paths it is the section of
     ("/threads", "Threads", "/thread"),
     ("/search", "Search", "/search"),
     ("/facts", "Facts", "/fact"),
     ("/documents", "Documents", "/document"),
     ("/summaries", "Summaries", "/summaries"),
+    ("/core-facts", "Core facts", "/core-facts"),
+    ("/sessions", "Sessions", "/session"),
+    ("/working", "Working memory", "/working"),
+    ("/snapshots", "Snapshots", "/snapshot"),
     ("/graph", "Graph", "/graph"),
     ("/forget", "Forget user", "/forget"),
 )
@@ -394,6 +401,7 @@ def build_router() -> APIRouter:
                 thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
             )
             total = await memory.entries.count(thread_id, branch=name)
+            plotted = await memory.entries.list(thread_id, branch=name, limit=_CHART_ENTRIES)
             ctx = _context(
                 request,
                 viewer,
@@ -404,6 +412,8 @@ def build_router() -> APIRouter:
                 entries=entries,
                 total=total,
                 tokens_on_page=sum(e.token_count for e in entries),
+                usage=chart(plotted),
+                chart_limit=_CHART_ENTRIES,
                 pager=_pager(request, number, number * PAGE_SIZE < total),
             )
             return render("thread.html", **ctx)
@@ -583,14 +593,19 @@ def build_router() -> APIRouter:
         return await _page(request, view)
 
     @r.get("/fact")
-    async def fact(request: Request, id: str = "") -> Response:
+    async def fact(request: Request, id: str = "", saved: str = "") -> Response:
         async def view(viewer: Viewer) -> Response:
             fact_id = _required(id)
             current = await viewer.memory.facts.get(fact_id)
             history = await viewer.memory.facts.history(fact_id)
             if current is None and not history:
                 raise NotFound(f"fact {fact_id!r} not found")
-            ctx = _context(request, viewer, "Fact", fact=current, history=history)
+            notice = (
+                f"Saved as version {current.version}; the earlier value stays in the history."
+                if saved and current is not None
+                else None
+            )
+            ctx = _context(request, viewer, "Fact", fact=current, history=history, notice=notice)
             return render("fact.html", **ctx)
 
         return await _page(request, view)
@@ -701,7 +716,12 @@ def build_router() -> APIRouter:
 
     @r.get("/graph")
     async def graph(
-        request: Request, entity: str = "", q: str = "", depth: str = "", page: str = ""
+        request: Request,
+        entity: str = "",
+        q: str = "",
+        depth: str = "",
+        page: str = "",
+        saved: str = "",
     ) -> Response:
         """Entities (found by name), and the subgraph around one, drawn as SVG."""
 
@@ -735,6 +755,7 @@ def build_router() -> APIRouter:
                 centre=centre,
                 drawing=drawing,
                 pager=_pager(request, number, more),
+                notice="The entity was saved." if saved and centre is not None else None,
             )
             return render("graph.html", **ctx)
 
