@@ -84,4 +84,3 @@ def chosen_embedder(name: str | None) -> Embedder | None:
 
     with _errors():
         return embedder_named(name if name is not None else os.environ.get(EMBEDDER_ENV))
-

@@ -60,7 +60,8 @@ def mcp(
 
     The tools act for --user-id/--agent-id only (their own records and shared
     ones). With --embedder, what the tools write is embedded and recall is
-    hybrid (keyword plus semantic), as under `memorybank serve`. With --transport http the endpoint is http://HOST:PORT/mcp, without
+    hybrid (keyword plus semantic), as under `memorybank serve`. With
+    --transport http the endpoint is http://HOST:PORT/mcp, without
     authentication: keep it on loopback, or use `memorybank serve`, whose /mcp
     takes the service's API keys.
     """

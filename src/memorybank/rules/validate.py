@@ -33,12 +33,12 @@ from memorybank.records import ROLES, Message, Role, ToolCall
 
 __all__ = [
     "FLOAT32_MAX",
-    "MAX_REPORTED_PROBLEMS",
     "MAX_COUNT",
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
     "MAX_PAYLOAD_CHARS",
+    "MAX_REPORTED_PROBLEMS",
     "MAX_TIME",
     "MESSAGE_KEYS",
     "MIN_TIME",
@@ -53,6 +53,7 @@ __all__ = [
     "check_time",
     "check_vector",
     "dump_json",
+    "schema_problems",
 ]
 
 #: Longest id (characters): thread, user, agent, tenant, key, run ids, ...
