@@ -86,7 +86,8 @@ async def test_every_message_the_library_stores_travels_unchanged(parity_api: Ap
     await c.post("/v1/threads", json={"thread_id": "q"}, headers=key)
     batch = await c.post("/v1/threads/q/entries/batch", json={"messages": MESSAGES}, headers=key)
     assert batch.status_code == 201, batch.text
-    assert [e["id"] for e in batch.json()["items"]] == [e.id for e in await library.entries.list("q")]
+    stored_q = await library.entries.list("q")
+    assert [e["id"] for e in batch.json()["items"]] == [e.id for e in stored_q]
     again = await c.get("/v1/threads/q/history", params={"last": 100}, headers=key)
     assert again.json()["items"] == MESSAGES
 
