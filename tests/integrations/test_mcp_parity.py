@@ -24,8 +24,10 @@ from tests.integrations.test_mcp import SRC, call, fails, http_client, served
 from tests.reliability._harness import Words
 
 #: What pydantic's own report carries and a model should not have to read.
-PYDANTIC_NOISE = ("errors.pydantic.dev", "For further information", "validation error for")
-PYDANTIC_NOISE += ("input_value", "input_type", "Error executing tool", "Arguments")
+PYDANTIC_NOISE = [
+    *("errors.pydantic.dev", "For further information", "validation error for"),
+    *("input_value", "input_type", "Error executing tool", "Arguments"),
+]
 
 
 @pytest.fixture
