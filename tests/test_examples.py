@@ -111,7 +111,7 @@ def test_service_from_curl(tmp_path: Path) -> None:
     assert '[{"role":"user","content":"My order #1234 never arrived."}' in out
     assert "Known facts:\\n- Alice prefers email over phone" in out
     assert '"field":"role"' in out and "status 422" in out
-    assert [m["content"] for m in history.json()] == [
+    assert [m["content"] for m in history.json()["items"]] == [
         "My order #1234 never arrived.",
         "Sorry! Let me check order #1234.",
     ]

@@ -207,7 +207,7 @@ async def test_memorybank_errors_become_tool_errors(memory: AsyncMemory) -> None
     async with Client(create_server(memory, user_id="u")) as client:  # no agent
         await call(client, "remember", thread_id="t2", content="x")
         text = await fails(client, "get_context", thread_id="t2", max_tokens=100)
-        assert "invalid_input" in text and "--agent-id" in text
+        assert "invalid_input" in text and "--agent" in text
 
 
 async def test_create_server_needs_an_async_memory(tmp_path: Path) -> None:

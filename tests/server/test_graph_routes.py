@@ -70,7 +70,7 @@ async def test_entities_relations_and_traversal(api: Api) -> None:
     found = await api.client.get(
         "/v1/graph/entities/search", params={"query": "programs"}, headers=h
     )
-    assert [e["id"] for e in found.json()] == [ada["id"]]
+    assert [e["id"] for e in found.json()["items"]] == [ada["id"]]
 
 
 async def test_observations_updates_invalidation_and_deletes(api: Api) -> None:

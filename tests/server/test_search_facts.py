@@ -25,7 +25,7 @@ async def test_search_returns_fact_hits_in_scope(store_api: Api) -> None:
     body = {"query": "dog named", "kinds": ["entries", "documents", "facts"]}
     found = await api.client.post("/v1/search", json=body, headers=ana)
     assert found.status_code == 200, found.text
-    hits = found.json()["hits"]
+    hits = found.json()["items"]
     assert [(h["kind"], h["fact"]["content"], h["superseded"]) for h in hits] == [
         ("fact", "Ana's dog is named Biscuit Junior", False)
     ]
@@ -35,19 +35,19 @@ async def test_search_returns_fact_hits_in_scope(store_api: Api) -> None:
         "/v1/search", json={**body, "include_history": True}, headers=ana
     )
     assert history.status_code == 200, history.text
-    values = {(h["fact"]["content"], h["superseded"]) for h in history.json()["hits"]}
+    values = {(h["fact"]["content"], h["superseded"]) for h in history.json()["items"]}
     assert values == {
         ("Ana's dog is named Biscuit Junior", False),
         ("Ana's dog is named Biscuit", True),
     }
     # bob sees his fact only; a request naming ana with bob's header is refused
     theirs = await api.client.post("/v1/search", json=body, headers=bob)
-    assert [h["fact"]["content"] for h in theirs.json()["hits"]] == ["Bob's dog is named Rex"]
+    assert [h["fact"]["content"] for h in theirs.json()["items"]] == ["Bob's dog is named Rex"]
     widened = await api.client.post("/v1/search", json={**body, "user_id": "ana"}, headers=bob)
     assert widened.status_code == 422 and widened.json()["field"] == "user_id"
     # the default kinds hold no facts; include_history needs them; unknown kinds are 422
     plain = await api.client.post("/v1/search", json={"query": "dog named"}, headers=ana)
-    assert plain.json()["hits"] == []
+    assert plain.json()["items"] == []
     refused = await api.client.post(
         "/v1/search", json={"query": "dog", "include_history": True}, headers=ana
     )

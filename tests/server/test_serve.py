@@ -152,7 +152,7 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
             query = {"query": "is the weekend going to be wet", "mode": "semantic", "k": 3}
             found = httpx.post(f"{base}/v1/search", json=query, headers=auth, timeout=30)
             assert found.status_code == 200, found.text
-            hits = found.json()["hits"]
+            hits = found.json()["items"]
             assert hits and any("rain" in (h["entry"] or {}).get("content", "") for h in hits)
             keys = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {admin}"})
             assert [k["tenant"] for k in keys.json()["items"]] == ["demo"]

@@ -53,7 +53,7 @@ export type Thread = ResultOf<"/v1/threads/{thread_id}", "get">;
 export type Entry = ResultOf<"/v1/threads/{thread_id}/entries/{entry_id}", "get">;
 export type Message = ItemOf<ResultOf<"/v1/threads/{thread_id}/history", "get">>;
 export type MessageInput = Omit<BodyOf<"/v1/threads/{thread_id}/entries", "post">, "idempotencyKey">;
-export type Hit = ResultOf<"/v1/search", "post">["hits"][number];
+export type Hit = ItemOf<ResultOf<"/v1/search", "post">>;
 export type Context = ResultOf<"/v1/threads/{thread_id}/context", "post">;
 export type Fact = ResultOf<"/v1/facts/{fact_id}", "get">;
 export type Document = ResultOf<"/v1/documents/{document_id}", "get">;
@@ -106,9 +106,9 @@ function newKey(): string {
 }
 
 /** The items of a list answer: `{items}` (or a bare list, from routes not yet paged). */
-function itemsOf<T>(data: T[] | { items: T[] } | undefined): T[] {
-  if (data === undefined) return [];
-  return Array.isArray(data) ? data : data.items;
+/** The items of a list route's one page (`{items, next_cursor}`, the shape of every list). */
+function itemsOf<T>(data: { items: T[] } | undefined): T[] {
+  return data === undefined ? [] : data.items;
 }
 
 /**
@@ -190,7 +190,7 @@ export class MemoryBank {
         ...this.init(options),
       }),
     );
-    return itemsOf<Message>(data as Message[] | { items: Message[] });
+    return itemsOf(data);
   }
 
   /** The best entries, documents (and facts, with `kinds`) for `query`. */
@@ -201,7 +201,7 @@ export class MemoryBank {
     const data = await this.call(
       this.api.POST("/v1/search", { body: { query, ...wire(options) }, ...this.init(options) }),
     );
-    return data.hits;
+    return itemsOf(data);
   }
 
   /** What to send to the model for a thread: `{ messages, token_count, ... }`. */
@@ -389,7 +389,7 @@ export class Entries extends Resource {
         headers: { ...init.headers, "idempotency-key": key },
       }),
     );
-    return itemsOf<Entry>(data as Entry[] | { items: Entry[] });
+    return itemsOf(data);
   }
 
   /** Entries, paged from the newest back; each page in `order` (default oldest first). */
@@ -544,7 +544,7 @@ export class Facts extends Resource {
     const data = await this.mb.call(
       this.mb.api.POST("/v1/facts/search", { body: { query, ...wire(options) }, ...this.mb.init(options) }),
     );
-    return itemsOf<Fact>(data as Fact[] | { items: Fact[] });
+    return itemsOf(data);
   }
 
   /** Change a fact (`supersede`: keep the current value in its history). */
@@ -558,15 +558,18 @@ export class Facts extends Resource {
     );
   }
 
-  /** Every value of a fact, oldest first. */
-  async history(factId: string, options?: RequestOptions): Promise<Fact[]> {
-    const data = await this.mb.call(
-      this.mb.api.GET("/v1/facts/{fact_id}/history", {
-        params: { path: { fact_id: factId } },
-        ...this.mb.init(options),
-      }),
-    );
-    return itemsOf<Fact>(data as Fact[] | { items: Fact[] });
+  /** Every value of a fact, oldest first (every page). */
+  history(factId: string, options?: RequestOptions): Promise<Fact[]> {
+    return this.mb
+      .paged((cursor) =>
+        this.mb.call(
+          this.mb.api.GET("/v1/facts/{fact_id}/history", {
+            params: { path: { fact_id: factId }, query: { cursor } },
+            ...this.mb.init(options),
+          }),
+        ),
+      )
+      .all();
   }
 
   async delete(factId: string, options?: RequestOptions): Promise<void> {
@@ -609,17 +612,21 @@ export class CoreFacts extends Resource {
     );
   }
 
-  async history(
+  /** Every value `key` was set to, oldest first (every page). */
+  history(
     key: string,
     options?: RequestOptions,
   ): Promise<ItemOf<ResultOf<"/v1/core-facts/{key}/history", "get">>[]> {
-    const data = await this.mb.call(
-      this.mb.api.GET("/v1/core-facts/{key}/history", {
-        params: { path: { key } },
-        ...this.mb.init(options),
-      }),
-    );
-    return itemsOf(data as never);
+    return this.mb
+      .paged((cursor) =>
+        this.mb.call(
+          this.mb.api.GET("/v1/core-facts/{key}/history", {
+            params: { path: { key }, query: { cursor } },
+            ...this.mb.init(options),
+          }),
+        ),
+      )
+      .all();
   }
 
   async delete(key: string, options?: RequestOptions): Promise<void> {
@@ -903,7 +910,7 @@ export class Graph extends Resource {
         ...this.mb.init(options),
       }),
     );
-    return itemsOf<Entity>(data as Entity[] | { items: Entity[] });
+    return itemsOf(data);
   }
 
   updateEntity(
@@ -1073,7 +1080,7 @@ export class Graph extends Resource {
     const data = await this.mb.call(
       this.mb.api.POST("/v1/graph/infer", { body: wire(options) as never, ...this.mb.init(options) }),
     );
-    return itemsOf<Relation>(data as Relation[] | { items: Relation[] });
+    return itemsOf(data);
   }
 
   /** Delete the caller's whole graph; how many records were deleted. */
@@ -1095,7 +1102,7 @@ export class Cortex extends Resource {
         ...this.mb.init(options),
       }),
     );
-    return itemsOf<Message>(data as Message[] | { items: Message[] });
+    return data ?? [];
   }
 
   /** Append messages to agent `name`'s conversation, atomically. */

@@ -31,9 +31,17 @@ from memorybank import __version__
 from memorybank.cli import mcp as _cli_mcp
 from memorybank.cli import port as _cli_port
 from memorybank.cli import read as _cli_read
-from memorybank.cli.common import TenantOption, UrlOption, _console, _errors, format_time
+from memorybank.cli.common import (
+    EmbedderOption,
+    TenantOption,
+    UrlOption,
+    _console,
+    _errors,
+    chosen_embedder,
+    format_time,
+)
 from memorybank.embeddings.base import Embedder
-from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
+from memorybank.embeddings.named import EMBEDDER_ENV
 from memorybank.errors import NotFound
 from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.records import Entry, Thread
@@ -367,16 +375,7 @@ def serve(
         ),
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
-    embedder: Annotated[
-        str | None,
-        typer.Option(
-            "--embedder",
-            help="Embed what is written for semantic search: local (all-MiniLM-L6-v2, "
-            "offline), openai ($OPENAI_API_KEY) or none (default: $MEMORYBANK_EMBEDDER, "
-            "else none).",
-            show_default=False,
-        ),
-    ] = None,
+    embedder: EmbedderOption = None,
     key_cache_seconds: Annotated[
         float | None,
         typer.Option(
@@ -438,10 +437,10 @@ def serve(
         os.environ["MEMORYBANK_URL"] = url
     if admin_key is not None:
         os.environ["MEMORYBANK_ADMIN_KEY"] = admin_key
+    # a bad name or a missing extra fails here, before uvicorn starts
+    chosen = chosen_embedder(embedder)
     if embedder is not None:
-        os.environ[EMBEDDER_ENV] = embedder
-    with _errors():  # a bad name or a missing extra fails here, before uvicorn starts
-        chosen = embedder_named(os.environ.get(EMBEDDER_ENV))
+        os.environ[EMBEDDER_ENV] = embedder  # read by every worker's app_from_env
     if key_cache_seconds is not None:
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol

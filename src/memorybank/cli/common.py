@@ -15,10 +15,20 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
+from memorybank.embeddings.base import Embedder
+from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
 from memorybank.memory._sync.memory import DEFAULT_URL
 
-__all__ = ["TenantOption", "UrlOption", "_console", "_errors", "format_time"]
+__all__ = [
+    "EmbedderOption",
+    "TenantOption",
+    "UrlOption",
+    "_console",
+    "_errors",
+    "chosen_embedder",
+    "format_time",
+]
 
 UrlOption = Annotated[
     str | None,
@@ -30,6 +40,18 @@ UrlOption = Annotated[
 ]
 TenantOption = Annotated[
     str, typer.Option("--tenant", help="Tenant to read and write (hard isolation).")
+]
+#: ``--embedder`` of every command that serves search (``serve``, ``mcp``): one name,
+#: one set of choices (``memorybank.embeddings.named``).
+EmbedderOption = Annotated[
+    str | None,
+    typer.Option(
+        "--embedder",
+        help="Embed what is written for semantic search: local (all-MiniLM-L6-v2, "
+        f"offline), openai ($OPENAI_API_KEY) or none (default: ${EMBEDDER_ENV}, "
+        "else none).",
+        show_default=False,
+    ),
 ]
 
 
@@ -53,3 +75,12 @@ def _errors() -> Iterator[None]:
         line = Text(f"error [{error.code}]: {message}", style="bold red")
         Console(stderr=True, highlight=False).print(line, soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def chosen_embedder(name: str | None) -> Embedder | None:
+    """The embedder ``--embedder NAME`` names (``None``: ``$MEMORYBANK_EMBEDDER``, else
+    none); a bad name or a missing extra is one error line and exit status 1."""
+    import os
+
+    with _errors():
+        return embedder_named(name if name is not None else os.environ.get(EMBEDDER_ENV))

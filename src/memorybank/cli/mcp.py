@@ -12,7 +12,13 @@ from typing import Annotated
 
 import typer
 
-from memorybank.cli.common import TenantOption, UrlOption, _errors
+from memorybank.cli.common import (
+    EmbedderOption,
+    TenantOption,
+    UrlOption,
+    _errors,
+    chosen_embedder,
+)
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
 __all__ = ["mcp", "register"]
@@ -47,12 +53,15 @@ def mcp(
     ] = None,
     host: Annotated[str, typer.Option("--host", help="HTTP only: interface.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP only: TCP port.")] = 8000,
+    embedder: EmbedderOption = None,
 ) -> None:
     """Serve memory to MCP clients: the reference memory server's nine graph tools plus
     remember, recall, history, get_context, add_fact, list_facts and forget.
 
     The tools act for --user-id/--agent-id only (their own records and shared
-    ones). With --transport http the endpoint is http://HOST:PORT/mcp, without
+    ones). With --embedder, what the tools write is embedded and recall is
+    hybrid (keyword plus semantic), as under `memorybank serve`. With
+    --transport http the endpoint is http://HOST:PORT/mcp, without
     authentication: keep it on loopback, or use `memorybank serve`, whose /mcp
     takes the service's API keys.
     """
@@ -61,13 +70,14 @@ def mcp(
     if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the extra is missing
         typer.echo("memorybank mcp needs the mcp extra: pip install 'memorybank[mcp]'", err=True)
         raise typer.Exit(1)
+    chosen = chosen_embedder(embedder)  # a bad name fails here, before serving
     import anyio
 
     from memorybank.mcp.server import create_server
     from memorybank.memory._async.memory import AsyncMemory
 
     async def run() -> None:
-        async with AsyncMemory(url, tenant_id=tenant) as memory:
+        async with AsyncMemory(url, tenant_id=tenant, embedder=chosen) as memory:
             server = create_server(memory, user_id=user_id, agent_id=agent_id)
             if transport is Transport.stdio:
                 await server.run_stdio_async()

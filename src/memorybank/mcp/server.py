@@ -43,13 +43,20 @@ import binascii
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from memorybank.dump import format as _dump
-from memorybank.errors import ConfigurationError, InvalidInput, MemoryBankError, StoreError
+from memorybank.errors import (
+    ConfigurationError,
+    InvalidInput,
+    MemoryBankError,
+    StoreError,
+    ThreadForbidden,
+)
 from memorybank.mcp import graph_tools as mcp_compat
 from memorybank.mcp.graph_tools import (
     AddedObservations,
@@ -66,7 +73,7 @@ from memorybank.rules import validate as v
 try:
     from mcp.server import MCPServer
     from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp.types import ToolAnnotations
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
@@ -79,7 +86,17 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("memorybank.mcp")
 
-__all__ = ["HISTORY_MAX", "LIST_MAX", "RECALL_MAX", "HandleFor", "build_server", "create_server"]
+__all__ = [
+    "CLI_OPTIONS",
+    "HISTORY_MAX",
+    "HTTP_HEADERS",
+    "LIST_MAX",
+    "RECALL_MAX",
+    "HandleFor",
+    "Principals",
+    "build_server",
+    "create_server",
+]
 
 #: Most messages ``history`` returns in one call.
 HISTORY_MAX = 200
@@ -92,6 +109,23 @@ CONTEXT_MAX_TOKENS = 1_000_000
 
 #: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
 HandleFor = Callable[[Context], AsyncMemory]
+
+
+@dataclass(frozen=True, slots=True)
+class Principals:
+    """How a surface's caller names the user and the agent its calls act for: what an
+    error asking for a missing one tells the model to pass."""
+
+    user: str
+    agent: str
+
+
+#: ``create_server`` and ``memorybank mcp``: options given when the server starts.
+CLI_OPTIONS = Principals(
+    user="--user (create_server(user_id=...))", agent="--agent (create_server(agent_id=...))"
+)
+#: The ``/mcp`` mount of ``memorybank serve``: headers of each request.
+HTTP_HEADERS = Principals(user="the X-User-Id header", agent="the X-Agent-Id header")
 
 _READ = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -239,8 +273,56 @@ def _tool_errors() -> Iterator[None]:
             _log.warning("store failure in a tool call: %r (cause: %r)", error, error.__cause__)
             code = error.code if isinstance(error, StoreError) else "store_unavailable"
             raise ToolError(f"{code}: the store failed; retry later") from error
-        message = " ".join(str(error).split()) or type(error).__name__
-        raise ToolError(f"{error.code}: {message}") from error
+        raise _tool_error(error) from error
+
+
+def _tool_error(error: MemoryBankError) -> ToolError:
+    """``code: message`` on one line: what the model reads of a refused call."""
+    message = " ".join(str(error).split()) or type(error).__name__
+    return ToolError(f"{error.code}: {message}")
+
+
+class _Server(MCPServer[Any]):
+    """The SDK's server, with tool failures reported short: a deliberate refusal reads
+    ``code: message`` (without the SDK's ``Error executing tool NAME:``), arguments that
+    do not fit a tool's schema read as the REST 422 does (``rules.validate.schema_problems``:
+    no pydantic banner, input values or documentation links), and ``thread_forbidden``
+    for a server acting for no user says how to name one (``principals``)."""
+
+    def __init__(self, handle_for: HandleFor, principals: Principals, **options: Any) -> None:
+        super().__init__(**options)
+        self._handle_for = handle_for
+        self.principals = principals
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None
+    ) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as error:
+            cause = error.__cause__
+            if isinstance(cause, ValidationError):
+                problem = v.schema_problems(cause.errors(include_url=False, include_input=False))
+                raise _tool_error(problem) from cause
+            if not isinstance(cause, ToolError):
+                raise
+            text = str(cause)
+            if isinstance(cause.__cause__, ThreadForbidden) and self._acts_for_no_user(context):
+                text += (
+                    "; this server acts for no user, so a user's thread is closed to it:"
+                    f" name the user with {self.principals.user}"
+                )
+            raise ToolError(text) from cause.__cause__
+
+    def _acts_for_no_user(self, context: Context | None) -> bool:
+        if context is None:
+            return False
+        try:
+            return self._handle_for(context).scope.user_id is None
+        except (MemoryBankError, ToolError):  # the call itself was refused for it
+            return False
 
 
 # -- the server --------------------------------------------------------------------
@@ -271,7 +353,7 @@ def create_server(
         user_id=v.check_optional_id(user_id, "user_id"),
         agent_id=v.check_optional_id(agent_id, "agent_id"),
     )
-    return build_server(lambda _ctx: handle)
+    return build_server(lambda _ctx: handle, principals=CLI_OPTIONS)
 
 
 def build_server(
@@ -279,16 +361,21 @@ def build_server(
     *,
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
+    principals: Principals = CLI_OPTIONS,
 ) -> MCPServer[Any]:
     """The server with every tool acting on ``handle_for(ctx)`` (resolved per call).
 
     ``create_server`` resolves to one scoped handle; the service's ``/mcp``
     mount resolves the caller's tenant from its API key (``token_verifier``).
+    ``principals`` is how the surface's caller names a user and an agent, for
+    the errors that ask for one.
     """
     from memorybank import __version__
 
-    server: MCPServer[Any] = MCPServer(
-        "memorybank",
+    server = _Server(
+        handle_for,
+        principals,
+        name="memorybank",
         title="memorybank",
         instructions=INSTRUCTIONS,
         version=__version__,
@@ -297,7 +384,7 @@ def build_server(
         log_level="WARNING",
     )
     _graph_tools(server, handle_for)
-    _memory_tools(server, handle_for)
+    _memory_tools(server, handle_for, principals)
     return server
 
 
@@ -449,7 +536,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             return await mcp_compat.open_nodes(handle_for(ctx).graph, names)
 
 
-def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
+def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Principals) -> None:
     """memorybank's own verbs: conversation threads, recall, context, facts."""
 
     @server.tool(
@@ -567,8 +654,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             memory = handle_for(ctx)
             if not isinstance(memory.scope.agent_id, str):
                 raise InvalidInput(
-                    "get_context needs an agent: start the server with an agent_id "
-                    "(memorybank mcp --agent-id NAME)",
+                    f"get_context needs an agent: name it with {principals.agent}",
                     field="agent_id",
                 )
             built = await memory.build_context(

@@ -38,6 +38,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_LABEL_CHARS",
     "MAX_PAYLOAD_CHARS",
+    "MAX_REPORTED_PROBLEMS",
     "MAX_TIME",
     "MESSAGE_KEYS",
     "MIN_TIME",
@@ -52,6 +53,7 @@ __all__ = [
     "check_time",
     "check_vector",
     "dump_json",
+    "schema_problems",
 ]
 
 #: Longest id (characters): thread, user, agent, tenant, key, run ids, ...
@@ -549,3 +551,30 @@ def as_message(value: object, *, max_content_chars: int) -> Message:
         state=check_json_object(raw.get("state"), "state"),
         extra=extra,
     )
+
+
+#: Most problems of one schema validation a message lists (the rest are counted).
+MAX_REPORTED_PROBLEMS = 3
+
+
+def schema_problems(problems: Sequence[Mapping[str, Any]]) -> InvalidInput:
+    """One short ``InvalidInput`` for a schema validation's problems (pydantic's
+    ``errors()``: dicts with ``loc`` and ``msg``), as the surfaces report them: a
+    REST 422 and an MCP tool's argument error read the same.
+
+    ``field`` is the first problem's location (``body.messages.0.content``); the
+    message lists ``location: what is wrong`` for the first
+    ``MAX_REPORTED_PROBLEMS`` and counts the rest. Nothing else is kept: no input
+    value (it is the caller's data) and no documentation link.
+    """
+    located = [
+        (".".join(str(part) for part in problem.get("loc", ())) or "request", problem)
+        for problem in problems
+    ]
+    if not located:
+        return InvalidInput("invalid request", field="request")
+    shown = [f"{where}: {problem.get('msg', 'invalid')}" for where, problem in located]
+    message = "; ".join(shown[:MAX_REPORTED_PROBLEMS])
+    if len(shown) > MAX_REPORTED_PROBLEMS:
+        message += f" (and {len(shown) - MAX_REPORTED_PROBLEMS} more)"
+    return InvalidInput(message, field=located[0][0])

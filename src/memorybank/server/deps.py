@@ -36,7 +36,7 @@ from starlette.datastructures import Headers
 from memorybank.errors import InvalidInput
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
-from memorybank.server.errors import ApiError
+from memorybank.server.errors import MISSING_KEY, ApiError, unauthorized
 from memorybank.server.keys import KeyRing, check_tenant
 from memorybank.server.raw_headers import PADDED
 
@@ -79,10 +79,6 @@ class Caller:
     user_id: str | None
 
 
-def _unauthorized(message: str) -> ApiError:
-    return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": "Bearer"})
-
-
 def root_memory(request: Request) -> AsyncMemory:
     """The process's one ``AsyncMemory`` (unscoped: only the server's code may hold it)."""
     memory: AsyncMemory = request.app.state.memory
@@ -104,7 +100,7 @@ async def authenticate(
     401 ``unauthorized`` without a key, or with a bad or revoked one.
     """
     if not secret:
-        raise _unauthorized("missing API key (Authorization: Bearer <key>)")
+        raise unauthorized(MISSING_KEY)
     state = request.scope.setdefault("state", {})  # the key id goes to the access log
     admin_key: str | None = request.app.state.admin_key
     # Authenticate first: an unauthenticated request learns nothing, not even 422s.
@@ -115,7 +111,7 @@ async def authenticate(
     peer = request.client
     info = await key_ring(request).verify(secret, client=None if peer is None else peer.host)
     if info is None:
-        raise _unauthorized("invalid or revoked API key")
+        raise unauthorized("invalid or revoked API key")
     state["key_id"] = info.id
     return Caller(tenant=info.tenant, key_id=info.id, is_admin=False, user_id=_user(user_id))
 

@@ -60,8 +60,10 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
+from memorybank.rules import validate as v
 
 __all__ = [
+    "MISSING_KEY",
     "RETRY_AFTER_SECONDS",
     "ApiError",
     "ErrorBody",
@@ -74,6 +76,7 @@ __all__ = [
     "request_id",
     "route_of",
     "status_of",
+    "unauthorized",
 ]
 
 log = logging.getLogger("memorybank.server")
@@ -123,6 +126,15 @@ class ApiError(Exception):
         self.message = message
         self.field = field
         self.headers = headers or {}
+
+
+#: The message of a request without ``Authorization: Bearer <key>``.
+MISSING_KEY = "missing API key (Authorization: Bearer <key>)"
+
+
+def unauthorized(message: str, challenge: str = "Bearer") -> ApiError:
+    """401 ``unauthorized`` with the ``WWW-Authenticate`` challenge ``challenge``."""
+    return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
 
 
 #: What a caller is told of a 5xx, by code (the detail is in the log, under the request id).
@@ -217,12 +229,6 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    """``("body", "messages", 0, "content")`` -> ``"body.messages.0.content"``."""
-    parts = [str(p) for p in loc]
-    return ".".join(parts) or "request"
-
-
 async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemoryBankError)
     status, code, message = public_error(exc)
@@ -277,13 +283,8 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     refused = await _refused_caller(request)
     if refused is not None:
         return refused
-    errors = exc.errors()
-    first = errors[0] if errors else {}
-    loc = first.get("loc", ())
-    message = str(first.get("msg", "invalid request"))
-    return error_response(
-        request, 422, InvalidInput.code, f"{_field(loc)}: {message}", field=_field(loc)
-    )
+    problem = v.schema_problems(exc.errors())
+    return error_response(request, 422, problem.code, str(problem), field=problem.field)
 
 
 _HTTP_CODES = {

@@ -5,8 +5,10 @@ a tenant's API key (``memorybank keys create``); the SDK's token verifier
 (``KeyVerifier``) maps it to its tenant, and every tool call acts on
 ``root.tenant(T)``. ``X-User-Id`` (and ``X-Agent-Id``) name the end user (and
 agent) exactly as on the REST routes: the handle is then scoped to them.
-Without a key, or with a bad or revoked one, the answer is 401; the admin key
-does not open ``/mcp`` (it acts in no tenant).
+Without a key, or with a bad or revoked one, the answer is 401 in the one error
+shape of every route (``{code, message, request_id}``, code ``unauthorized``)
+with the ``WWW-Authenticate: Bearer error="invalid_token"`` challenge MCP
+clients read; the admin key does not open ``/mcp`` (it acts in no tenant).
 
 The endpoint is stateless (``stateless_http``, JSON responses): any worker
 process answers any request, as for the REST routes. DNS-rebinding protection
@@ -31,9 +33,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memorybank.errors import InvalidInput
-from memorybank.mcp.server import build_server
+from memorybank.mcp.server import HTTP_HEADERS, build_server
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
+from memorybank.server.errors import MISSING_KEY, unauthorized
 from memorybank.server.keys import KeyRing
 from memorybank.server.raw_headers import PADDED
 
@@ -41,6 +44,8 @@ __all__ = ["MCP_PATH", "KeyVerifier", "McpMount"]
 
 MCP_PATH = "/mcp"
 _TENANT_CLAIM = "memorybank_tenant"
+#: The challenge of a refused ``/mcp`` request: the one MCP clients read (the SDK's).
+_CHALLENGE = 'Bearer error="invalid_token", error_description="Authentication required"'
 
 
 class KeyVerifier(TokenVerifier):
@@ -98,6 +103,7 @@ class McpMount:
             # The SDK wants an issuer for its OAuth metadata; API keys have none, and
             # with no resource_server_url no metadata route is served.
             auth=AuthSettings(issuer_url="http://localhost", resource_server_url=None),  # type: ignore[arg-type]
+            principals=HTTP_HEADERS,
         )
         self._app: ASGIApp | None = None
         self._keys = keys
@@ -146,10 +152,19 @@ class McpMount:
             # into the host app's handlers (503 ``store_unavailable``, the JSON shape of
             # every route) and not inside the SDK, which answers a plain-text 500. The
             # SDK's own check that follows is answered from the key ring's caches.
+            # A request without a live key is refused here too, in the one error shape
+            # of every route (the SDK's own refusal is ``{"error": "invalid_token"}``).
             token = _bearer(scope)
-            if token is not None:
-                peer = scope.get("client")
-                await self._keys().verify(token, client=None if peer is None else str(peer[0]))
+            if token is None:
+                raise unauthorized(MISSING_KEY, _CHALLENGE)
+            peer = scope.get("client")
+            info = await self._keys().verify(token, client=None if peer is None else str(peer[0]))
+            if info is None:
+                raise unauthorized(
+                    "invalid or revoked API key (/mcp takes a tenant's API key; the admin"
+                    " key acts in no tenant)",
+                    _CHALLENGE,
+                )
         await self._app(scope, receive, send)
 
 

@@ -52,7 +52,6 @@ __all__ = [
     "Page",
     "RewindIn",
     "SearchIn",
-    "SearchOut",
     "SessionIn",
     "SessionOut",
     "SessionPatch",
@@ -423,10 +422,6 @@ class HitOut(BaseModel):
     document: DocumentOut | None = None
     fact: FactOut | None = None
     superseded: bool = False
-
-
-class SearchOut(BaseModel):
-    hits: list[HitOut]
 
 
 # -- context and compaction ------------------------------------------------------------

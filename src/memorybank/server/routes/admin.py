@@ -72,8 +72,9 @@ def router() -> APIRouter:
         return Page[TenantOut](items=items, next_cursor=next_cursor)
 
     @api.post("/tenants/{tenant}/revoke", summary="Revoke every key of a tenant")
-    async def revoke_tenant(tenant: str, admin: AdminDep, keys: KeysDep) -> list[KeyOut]:
+    async def revoke_tenant(tenant: str, admin: AdminDep, keys: KeysDep) -> Page[KeyOut]:
+        """The keys this call revoked, all on one page (``next_cursor`` null)."""
         revoked = [await keys.revoke(k.id) for k in await keys.list(tenant) if not k.revoked]
-        return [KeyOut.model_validate(k) for k in revoked]
+        return Page[KeyOut](items=[KeyOut.model_validate(k) for k in revoked])
 
     return api

@@ -21,7 +21,7 @@ from memorybank.rules.ids import compound_id
 from memorybank.server.deps import CallerDep, MemoryDep
 from memorybank.server.models import EntriesIn, MessageOut
 
-__all__ = ["agent_thread_id", "messages_json", "router"]
+__all__ = ["agent_thread_id", "messages_json", "page_json", "router"]
 
 
 def _part(value: str) -> str:
@@ -45,6 +45,11 @@ def messages_json(messages: list[dict[str, Any]]) -> bytes:
     the library hands back JSON values, so no model round trip can add or drop a
     field (and none costs time on the hottest route)."""
     return orjson.dumps(messages)
+
+
+def page_json(messages: list[dict[str, Any]]) -> bytes:
+    """``messages_json``, as the one page of a list (``{"items", "next_cursor": null}``)."""
+    return orjson.dumps({"items": messages, "next_cursor": None})
 
 
 def router() -> APIRouter:

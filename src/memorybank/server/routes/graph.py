@@ -148,11 +148,12 @@ def router() -> APIRouter:
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
         agent_id: AgentQuery = None,
         user_id: UserQuery = None,
-    ) -> list[EntityOut]:
+    ) -> Page[EntityOut]:
+        """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null)."""
         found = await memory.graph.search_entities(
             query, k=k, types=types, agent_id=_opt(agent_id), user_id=_opt(user_id)
         )
-        return _entities(found)
+        return Page[EntityOut](items=_entities(found))
 
     @api.get("/entities/{entity_id}", summary="Get an entity")
     async def get_entity(
@@ -447,11 +448,12 @@ def router() -> APIRouter:
         return GraphStatsOut.model_validate(found)
 
     @api.post("/infer", summary="Materialise inferred relations; the new ones")
-    async def infer(body: InferIn, memory: MemoryDep) -> list[RelationOut]:
+    async def infer(body: InferIn, memory: MemoryDep) -> Page[RelationOut]:
+        """The relations this call added, all on one page (``next_cursor`` null)."""
         found = await memory.graph.infer(
             body.rules, agent_id=given(body, "agent_id"), user_id=given(body, "user_id")
         )
-        return [RelationOut.model_validate(r) for r in found]
+        return Page[RelationOut](items=[RelationOut.model_validate(r) for r in found])
 
     @api.delete("", summary="Delete the graph owned by exactly this agent and user")
     async def clear(

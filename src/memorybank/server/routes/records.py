@@ -25,7 +25,6 @@ from memorybank.server.models import (
     HitOut,
     Page,
     SearchIn,
-    SearchOut,
     SessionIn,
     SessionOut,
     SessionPatch,
@@ -186,7 +185,8 @@ def router() -> APIRouter:
         return Page[FactOut](items=items, next_cursor=next_cursor)
 
     @api.post("/facts/search", tags=["facts"], summary="Facts best matching a query")
-    async def fact_search(body: FactSearchIn, memory: MemoryDep) -> list[FactOut]:
+    async def fact_search(body: FactSearchIn, memory: MemoryDep) -> Page[FactOut]:
+        """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null)."""
         found = await memory.facts.search(
             body.query,
             agent_id=given(body, "agent_id"),
@@ -194,7 +194,7 @@ def router() -> APIRouter:
             category=body.category,
             k=body.k,
         )
-        return [FactOut.model_validate(f) for f in found]
+        return Page[FactOut](items=[FactOut.model_validate(f) for f in found])
 
     @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
     async def fact_get(fact_id: str, memory: MemoryDep) -> FactOut:
@@ -214,8 +214,17 @@ def router() -> APIRouter:
         return FactOut.model_validate(fact)
 
     @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
-    async def fact_history(fact_id: str, memory: MemoryDep) -> list[FactOut]:
-        return [FactOut.model_validate(f) for f in await memory.facts.history(fact_id)]
+    async def fact_history(
+        fact_id: str,
+        memory: MemoryDep,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[FactOut]:
+        async def fetch(n: int | None) -> list[FactOut]:
+            return [FactOut.model_validate(f) for f in await memory.facts.history(fact_id)]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[FactOut](items=items, next_cursor=next_cursor)
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
     async def fact_delete(fact_id: str, memory: MemoryDep) -> Response:
@@ -255,9 +264,15 @@ def router() -> APIRouter:
         return _NO_CONTENT
 
     @api.get("/core-facts/{key}/history", tags=["core facts"], summary="Every value set")
-    async def core_history(key: str, memory: MemoryDep) -> list[CoreFactVersion]:
-        found = await AsyncCoreFacts(memory=memory).history(key)
-        return [CoreFactVersion(value=value, set_at=when) for value, when in found]
+    async def core_history(
+        key: str, memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
+    ) -> Page[CoreFactVersion]:
+        async def fetch(n: int | None) -> list[CoreFactVersion]:
+            found = await AsyncCoreFacts(memory=memory).history(key)
+            return [CoreFactVersion(value=value, set_at=when) for value, when in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[CoreFactVersion](items=items, next_cursor=next_cursor)
 
     # -- documents and search -------------------------------------------------------------
 
@@ -302,8 +317,9 @@ def router() -> APIRouter:
         return _NO_CONTENT
 
     @api.post("/search", tags=["search"], summary="Best entries, documents and facts for a query")
-    async def search(body: SearchIn, memory: MemoryDep) -> SearchOut:
-        """``mode="semantic"`` needs the server to have an embedder (else 422, field ``mode``)."""
+    async def search(body: SearchIn, memory: MemoryDep) -> Page[HitOut]:
+        """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null).
+        ``mode="semantic"`` needs the server to have an embedder (else 422, field ``mode``)."""
         try:
             hits = await memory.search(
                 body.query,
@@ -319,7 +335,7 @@ def router() -> APIRouter:
             )
         except ConfigurationError as error:  # the request asked for what this server lacks
             raise InvalidInput(str(error), field="mode") from None
-        return SearchOut(hits=[HitOut.model_validate(h) for h in hits])
+        return Page[HitOut](items=[HitOut.model_validate(h) for h in hits])
 
     # -- sessions ------------------------------------------------------------------------
 

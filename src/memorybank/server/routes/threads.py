@@ -40,7 +40,7 @@ from memorybank.server.pagination import (
     encode_cursor,
     first_n_page,
 )
-from memorybank.server.routes.cortex import messages_json
+from memorybank.server.routes.cortex import page_json
 from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
@@ -161,8 +161,9 @@ def router() -> APIRouter:
         body: EntriesIn,
         memory: MemoryDep,
         idempotency_key: IdempotencyHeader = None,
-    ) -> list[EntryOut]:
-        """All messages or none; the idempotency key names the whole batch."""
+    ) -> Page[EntryOut]:
+        """All messages or none; the idempotency key names the whole batch. The stored
+        entries, in order, all on one page (``next_cursor`` null)."""
         entries = await memory.entries.add_many(
             thread_id,
             [m.as_dict() for m in body.messages],
@@ -170,7 +171,7 @@ def router() -> APIRouter:
             created_at=body.created_at,
             branch=body.branch,
         )
-        return [EntryOut.model_validate(e) for e in entries]
+        return Page[EntryOut](items=[EntryOut.model_validate(e) for e in entries])
 
     @api.get("/{thread_id}/entries", tags=["entries"], summary="List entries, paged from newest")
     async def list_entries(
@@ -250,7 +251,7 @@ def router() -> APIRouter:
         "/{thread_id}/history",
         tags=["entries"],
         summary="Last messages, oldest first",
-        response_model=list[MessageOut],
+        response_model=Page[MessageOut],
     )
     async def history(
         thread_id: str,
@@ -259,9 +260,10 @@ def router() -> APIRouter:
     ) -> Response:
         """The last ``last`` messages exactly as the library's ``history`` gives them
         (``Entry.to_message()``: content parts, provider fields, Responses items as
-        stored). A window, not a list: no cursor; page with ``/entries`` instead."""
+        stored), as ``items``. A window, whole on one page (``next_cursor`` null); page
+        through a thread with ``/entries`` instead."""
         messages = await memory.history(thread_id, last=last)
-        return Response(messages_json(messages), media_type="application/json")
+        return Response(page_json(messages), media_type="application/json")
 
     # -- branches ----------------------------------------------------------------
 

