@@ -81,11 +81,12 @@ def store_batch(embedder: LocalEmbedder, texts: list[str]) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="200 messages, 1 round")
+    parser.add_argument("--messages", type=int, default=None, help="batch size (1,000)")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (3)")
     parser.add_argument("--queries", type=int, default=30, help="query embeds per round")
     parser.add_argument("--torch", action="store_true", help="add sentence-transformers")
     args = parser.parse_args(argv)
-    count = 200 if args.quick else 1000
+    count = args.messages or (200 if args.quick else 1000)
     rounds = args.rounds or (1 if args.quick else 3)
     texts = messages(count)
     names = backends(args.torch)
@@ -104,11 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         embedders[name].embed([QUESTION])
         ready[name] = time.perf_counter() - start
 
-    reference = np.asarray(embedders["numpy"].embed(texts))
-    cosine = {
-        name: float(np.einsum("ij,ij->i", np.asarray(emb.embed(texts)), reference).min())
-        for name, emb in embedders.items()
-    }
+    vectors: dict[str, Any] = {}
     stored: dict[str, list[float]] = {name: [] for name in names}
     embedded: dict[str, list[float]] = {name: [] for name in names}
     query: dict[str, list[float]] = {name: [] for name in names}
@@ -116,13 +113,17 @@ def main(argv: list[str] | None = None) -> None:
         for name, emb in embedders.items():
             stored[name].append(store_batch(emb, texts))
             start = time.perf_counter()
-            emb.embed(texts)
+            vectors[name] = np.asarray(emb.embed(texts))
             embedded[name].append(time.perf_counter() - start)
             for _ in range(args.queries):
                 start = time.perf_counter()
                 emb.embed([QUESTION])
                 query[name].append(time.perf_counter() - start)
 
+    cosine = {
+        name: float(np.einsum("ij,ij->i", got, vectors["numpy"]).min())
+        for name, got in vectors.items()
+    }
     base = count / min(stored["numpy"])
     rows: list[list[Any]] = []
     for name in names:
