@@ -32,6 +32,7 @@ import numpy as np
 from bench._util import Latency, table
 from memorybank import Memory
 from memorybank.embeddings import LocalEmbedder
+from memorybank.embeddings.local import Backend
 
 WORDS = (
     "we went to the lake last weekend with my sister and her kids it was sunny and "
@@ -59,8 +60,8 @@ def _installed(name: str) -> bool:
         return False
 
 
-def backends(with_torch: bool) -> list[str]:
-    names = ["numpy"]
+def backends(with_torch: bool) -> list[Backend]:
+    names: list[Backend] = ["numpy"]
     if _installed("onnxruntime") and _installed("onnx"):
         names += ["onnx", "onnx-int8"]
     if with_torch and _installed("torch") and _installed("sentence_transformers"):

@@ -89,7 +89,8 @@ def int8_embedder(cache_dir: Path) -> LocalEmbedder:
 def _cosines(vectors: list[list[float]], reference: np.ndarray) -> np.ndarray:
     got = np.asarray(vectors, dtype=np.float64)
     assert got.shape == reference.shape
-    return np.einsum("ij,ij->i", got, reference)
+    cosines: np.ndarray = np.einsum("ij,ij->i", got, reference)
+    return cosines
 
 
 def test_onnx_matches_numpy(onnx_embedder: LocalEmbedder, reference: np.ndarray) -> None:
