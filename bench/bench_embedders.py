@@ -111,15 +111,15 @@ def main(argv: list[str] | None = None) -> None:
     embedded: dict[str, list[float]] = {name: [] for name in names}
     query: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(rounds):
-        for name, emb in embedders.items():
-            stored[name].append(store_batch(emb, texts))
+        for label, emb in embedders.items():
+            stored[label].append(store_batch(emb, texts))
             start = time.perf_counter()
-            vectors[name] = np.asarray(emb.embed(texts))
-            embedded[name].append(time.perf_counter() - start)
+            vectors[label] = np.asarray(emb.embed(texts))
+            embedded[label].append(time.perf_counter() - start)
             for _ in range(args.queries):
                 start = time.perf_counter()
                 emb.embed([QUESTION])
-                query[name].append(time.perf_counter() - start)
+                query[label].append(time.perf_counter() - start)
 
     cosine = {
         name: float(np.einsum("ij,ij->i", got, vectors["numpy"]).min())
