@@ -3,8 +3,8 @@
 Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
-search, user_scope, search-scale, qdrant, server, graph, mcp, rerank, vectors, small_scope
-(default: all).
+search, user_scope, search-scale, qdrant, server, graph, mcp, rerank, vectors, small_scope,
+embedders (default: all).
 Options after ``--`` go to every named benchmark, e.g. ``python -m bench graph
 -- --stores sqlite``; ``--entities N`` sizes the graph benchmark (``python -m
 bench graph --entities 10000``), ``--vectors N`` the vectors benchmark
@@ -36,6 +36,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "rerank": ("bench.bench_rerank", None),
     "vectors": ("bench.bench_vectors", None),
     "small_scope": ("bench.bench_small_scope", None),
+    "embedders": ("bench.bench_embedders", None),
 }
 
 

@@ -8,7 +8,10 @@
 ``--emb-cache`` (dev only) keeps every embedding in a file outside the
 repository, keyed by the SHA-256 of the text, so a rerun embeds nothing and a
 full run takes about a minute per scope; the query time it reports then leaves
-out the question's embedding.
+out the question's embedding. The file is tied to the model and the backend: a
+file made by another backend is not read. ``--backend`` picks the
+``LocalEmbedder`` backend (default ``auto``), e.g. ``numpy`` (the reference
+vectors), ``onnx``, ``onnx-int8``.
 
 Two ingestions, both with the rule below:
 
@@ -87,13 +90,15 @@ class CachedEmbedder:
     def __init__(self, inner: Embedder, path: Path) -> None:
         self.inner = inner
         self.path = path
+        self.backend = str(getattr(inner, "backend", ""))
         self.vectors: dict[str, list[float]] = {}
         self._dirty = False
         if path.exists():
             import numpy as np
 
             data = np.load(path)
-            if str(data["model_id"]) == inner.model_id:
+            made_by = str(data["backend"]) if "backend" in data else self.backend
+            if str(data["model_id"]) == inner.model_id and made_by == self.backend:
                 for key, vec in zip(data["keys"].tolist(), data["vectors"], strict=True):
                     self.vectors[str(key)] = vec.tolist()
 
@@ -131,6 +136,7 @@ class CachedEmbedder:
         np.savez(
             tmp,
             model_id=np.array(self.inner.model_id),
+            backend=np.array(self.backend),
             keys=np.array(keys),
             vectors=np.asarray([self.vectors[k] for k in keys], dtype=np.float32),
         )
@@ -346,6 +352,12 @@ def main(argv: list[str] | None = None) -> None:
         help="each search with k=min(k, K), as a caller asks (the harness asks for every"
         " turn); 33 keeps the candidates of a k=10 search",
     )
+    parser.add_argument(
+        "--backend",
+        default="auto",
+        choices=("auto", "numpy", "onnx", "onnx-int8", "sentence-transformers"),
+        help="the LocalEmbedder backend (numpy: the reference vectors)",
+    )
     args = parser.parse_args(argv)
     global fallback_k
     if args.fallback_k is not None:
@@ -358,9 +370,12 @@ def main(argv: list[str] | None = None) -> None:
                 name, _, value = knob.partition("=")
                 setattr(sync_search, name, int(value))
     global make_embedder
+    backend = args.backend
+    make_embedder = lambda: LocalEmbedder(backend=backend)  # noqa: E731
+    print(f"embedder: LocalEmbedder(backend={backend!r}) -> {make_embedder().backend}")
     cached: CachedEmbedder | None = None
     if args.emb_cache is not None:
-        cached = CachedEmbedder(LocalEmbedder(), args.emb_cache)
+        cached = CachedEmbedder(make_embedder(), args.emb_cache)
         shared: Embedder = cached
         make_embedder = lambda: shared  # noqa: E731
     # ../shared next to the checkout (a worktree may sit one level deeper)

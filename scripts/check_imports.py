@@ -32,8 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "memorybank"
 #: First-party imports inside functions on main when the check was written; lower it as
-#: they go, never raise it without saying why in the commit.
-FUNCTION_LOCAL_CAP = 100
+#: they go, never raise it without saying why (101 -> 100: the CLI's read commands; 100 ->
+#: 102: the local embedder's ONNX backend, whose module needs the optional onnxruntime).
+FUNCTION_LOCAL_CAP = 102
 
 
 def modules(root: Path) -> dict[str, Path]:

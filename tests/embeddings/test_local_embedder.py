@@ -91,7 +91,7 @@ class NetworkGuard:
 def st_embedder() -> Iterator[LocalEmbedder]:
     if not HAVE_ST:
         pytest.skip("sentence-transformers/torch not installed (pip install memorybank[local])")
-    emb = LocalEmbedder()
+    emb = LocalEmbedder(backend="sentence-transformers")
     assert emb.backend == "sentence-transformers"
     with NetworkGuard() as guard:
         emb.embed(["warm up"])  # loads the model with the network cut off
@@ -222,6 +222,7 @@ def test_numpy_backend_small_batches() -> None:
 @needs_numpy_backend
 def test_auto_falls_back_to_numpy_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "torch", None)  # find_spec/import now fail for torch
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
     emb = LocalEmbedder()
     assert emb.backend == "numpy"
     with pytest.raises(ConfigurationError, match=r"pip install memorybank\[local\]"):
@@ -263,7 +264,7 @@ def test_missing_weights_package(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @needs_numpy_backend
 def test_nothing_installed(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("torch", "sentence_transformers", "tokenizers"):
+    for name in ("torch", "sentence_transformers", "tokenizers", "onnxruntime"):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(ConfigurationError, match=r"pip install memorybank\[local\]"):
         LocalEmbedder()
@@ -299,7 +300,7 @@ def _model_copy(tmp_path: Path, name: str) -> Path:
 @needs_st
 def test_any_model_directory(tmp_path: Path, st_embedder: LocalEmbedder) -> None:
     model_dir = _model_copy(tmp_path, "my-minilm")
-    emb = LocalEmbedder(model_dir)
+    emb = LocalEmbedder(model_dir, backend="sentence-transformers")
     assert emb.model_id == "local:my-minilm"
     assert emb.dimensions == 384
     assert LocalEmbedder(model_dir, model_name="minilm-v2").model_id == "local:minilm-v2"
@@ -327,7 +328,7 @@ def test_broken_model_directory_is_configuration_error(tmp_path: Path) -> None:
     weights = model_dir / "model.safetensors"
     weights.unlink()
     weights.write_bytes(b"not a safetensors file")
-    emb = LocalEmbedder(model_dir)
+    emb = LocalEmbedder(model_dir, backend="sentence-transformers")
     started = time.monotonic()
     with pytest.raises(ConfigurationError):
         emb.embed(["x"])

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -156,8 +156,9 @@ def _layer_norm(x: F32, weight: F32, bias: F32, eps: float) -> F32:
     return out
 
 
-class NumpyBert:
-    """A BERT encoder plus sentence-transformers pooling, in NumPy."""
+class BertText:
+    """What every torch-free BERT backend shares: the config, the tokenizer (truncated at
+    ``max_seq_length``) and the length-sorted, per-batch-padded input arrays."""
 
     def __init__(self, model_dir: Path, *, max_seq_length: int | None = None) -> None:
         from tokenizers import Tokenizer
@@ -166,7 +167,8 @@ class NumpyBert:
         if reason is not None:
             raise ValueError(f"{model_dir}: {reason}")
         transformer_dir, modules = _layout(model_dir)
-        config = _read_json(transformer_dir / "config.json")
+        self.transformer_dir = transformer_dir
+        self.config = config = _read_json(transformer_dir / "config.json")
         self.pooling = _pooling_mode(model_dir, modules) or "mean"
         max_positions = int(config.get("max_position_embeddings", 512))
         if max_seq_length is None:
@@ -179,12 +181,47 @@ class NumpyBert:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(max_length=self.max_seq_length)
         self.pad_id = int(config.get("pad_token_id") or 0)
-
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         self.heads = int(config["num_attention_heads"])
         self.tanh_gelu = config.get("hidden_act", "gelu") != "gelu"
-        weights = load_safetensors(transformer_dir / "model.safetensors")
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+        self.dimensions = int(config["hidden_size"])
+
+    def batches(
+        self, texts: Sequence[str], batch_size: int
+    ) -> Iterator[tuple[list[int], I64, I64, I64]]:
+        """``(rows, input_ids, attention_mask, token_type_ids)`` per batch: ``rows`` are the
+        texts' indexes. Sorted by length so each batch pads little, as sentence-transformers
+        does."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            seq = max(len(encodings[i].ids) for i in chunk)
+            ids = np.full((len(chunk), seq), self.pad_id, dtype=np.int64)
+            types = np.zeros((len(chunk), seq), dtype=np.int64)
+            mask = np.zeros((len(chunk), seq), dtype=np.int64)
+            for row, i in enumerate(chunk):
+                enc = encodings[i]
+                n = len(enc.ids)
+                ids[row, :n] = enc.ids
+                types[row, :n] = enc.type_ids
+                mask[row, :n] = 1
+            yield chunk, ids, mask, types
+
+
+def bert_weights(transformer_dir: Path) -> tuple[str, dict[str, npt.NDArray[Any]]]:
+    """The name prefix (``"bert."`` or ``""``) and the tensors of ``model.safetensors``."""
+    weights = load_safetensors(transformer_dir / "model.safetensors")
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
+    return prefix, weights
+
+
+class NumpyBert(BertText):
+    """A BERT encoder plus sentence-transformers pooling, in NumPy."""
+
+    def __init__(self, model_dir: Path, *, max_seq_length: int | None = None) -> None:
+        super().__init__(model_dir, max_seq_length=max_seq_length)
+        prefix, weights = bert_weights(self.transformer_dir)
 
         def get(name: str, *, transpose: bool = False) -> F32:
             array = weights[prefix + name].astype(np.float32)
@@ -196,7 +233,7 @@ class NumpyBert:
         self.emb_norm = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
         self.dimensions = int(self.word.shape[1])
         self.layers: list[tuple[F32, ...]] = []
-        for i in range(int(config["num_hidden_layers"])):
+        for i in range(int(self.config["num_hidden_layers"])):
             p = f"encoder.layer.{i}."
             qkv = ("query", "key", "value")
             self.layers.append(
@@ -258,21 +295,7 @@ class NumpyBert:
         result = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         if not texts:
             return result
-        encodings = self.tokenizer.encode_batch(list(texts))
-        # Sort by length so each batch pads little, as sentence-transformers does.
-        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            seq = max(len(encodings[i].ids) for i in chunk)
-            ids = np.full((len(chunk), seq), self.pad_id, dtype=np.int64)
-            types = np.zeros((len(chunk), seq), dtype=np.int64)
-            mask = np.zeros((len(chunk), seq), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                enc = encodings[i]
-                n = len(enc.ids)
-                ids[row, :n] = enc.ids
-                types[row, :n] = enc.type_ids
-                mask[row, :n] = 1
+        for chunk, ids, mask, types in self.batches(texts, batch_size):
             hidden = self.forward(ids, mask, types)
             if self.pooling == "cls":
                 pooled = hidden[:, 0, :]

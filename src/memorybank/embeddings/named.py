@@ -1,6 +1,6 @@
 """Embedders chosen by name, for configuration that is text (``--embedder``, env vars).
 
-``embedder_named("local")`` is ``LocalEmbedder()`` (all-MiniLM-L6-v2, torch or the
+``embedder_named("local")`` is ``LocalEmbedder()`` (all-MiniLM-L6-v2: ONNX Runtime, torch or the
 NumPy backend, whichever is installed), ``"openai"`` is ``OpenAIEmbedder()`` (key
 from ``$OPENAI_API_KEY``), and ``"none"`` or the empty string is ``None`` (no
 semantic search). :data:`EMBEDDER_ENV` names the variable ``memorybank serve``
