@@ -323,25 +323,29 @@ class EntriesMixin(SQLiteStoreBase):
     async def entry_get_across(
         self, tenant: str, wanted: Mapping[str, Sequence[str]]
     ) -> dict[tuple[str, str], Entry]:
-        """One read: a statement per thread inside it (an embedded store pays per hop)."""
-        asked = {tid: list(dict.fromkeys(ids)) for tid, ids in wanted.items() if ids}
+        """One read, one statement per 400 pairs whatever the number of threads: each
+        (thread, id) a lookup of ``entries_id`` on the thread's current branch (a
+        statement per thread cost 0.2 ms a thread: 30 ms for hits in 150 threads)."""
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        asked = bool(pairs)
+        p = self.prefix
+        columns = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
 
         def op(conn: sqlite3.Connection) -> dict[tuple[str, str], Entry]:
             found: dict[tuple[str, str], Entry] = {}
-            for thread_id, ids in asked.items():
-                thread = self._get_thread(conn, tenant, thread_id)
-                if thread is None:
-                    continue
-                for start in range(0, len(ids), 500):
-                    chunk = ids[start : start + 500]
-                    for row in conn.execute(
-                        f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
-                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                        f" AND id IN ({', '.join('?' * len(chunk))})",
-                        (tenant, thread_id, thread.current_branch, *chunk),
-                    ):
-                        entry = row_to_entry(row)
-                        found[(thread_id, entry.id)] = entry
+            for start in range(0, len(pairs), 400):
+                chunk = pairs[start : start + 400]
+                values = ", ".join("(?, ?)" for _ in chunk)
+                for row in conn.execute(
+                    f"WITH w(thread_id, id) AS (VALUES {values})"
+                    f" SELECT {columns} FROM w JOIN {p}threads t"
+                    " ON t.tenant_id = ? AND t.id = w.thread_id"
+                    f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+                    " AND e.branch = t.current_branch AND e.id = w.id",
+                    (*(x for pair in chunk for x in pair), tenant),
+                ):
+                    entry = row_to_entry(row)
+                    found[(entry.thread_id, entry.id)] = entry
             return found
 
         return await self._run(lambda: self._read(op)) if asked else {}
