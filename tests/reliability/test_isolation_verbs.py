@@ -225,6 +225,8 @@ CASES: dict[str, Callable[[World], object]] = {
         denied(lambda: w.bob.working(w.run).items()),
         widening(lambda: w.bob.working(w.run, user_id="alice")),
     ),
+    # bob's runs only: alice's working memory (the world's run) is not among them
+    "Memory.working_runs": lambda w: denied(lambda: w.bob.working_runs()),
     "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
     # retention covers a whole tenant: a scoped handle may not prune at all
     "Memory.prune": lambda w: refused(
@@ -286,6 +288,10 @@ CASES: dict[str, Callable[[World], object]] = {
     "Snapshots.save": lambda w: forbidden(lambda: w.bob.snapshots.save(w.run, {"x": 1})),
     "Snapshots.load": lambda w: forbidden(lambda: w.bob.snapshots.load(w.run)),
     "Snapshots.delete": lambda w: forbidden(lambda: w.bob.snapshots.delete(w.run)),
+    "Snapshots.list": lambda w: (
+        denied(lambda: w.bob.snapshots.list()),
+        widening(lambda: w.bob.snapshots.list(user_id="alice")),
+    ),
     "WorkingMemory.set": lambda w: w.bob.working(w.run).set("k", "bob's"),
     "WorkingMemory.get": lambda w: denied(lambda: w.bob.working(w.run).get("k")),
     "WorkingMemory.delete": lambda w: denied(lambda: w.bob.working(w.run).delete("k")),
