@@ -211,9 +211,13 @@ def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert cache_root() == tmp_path / "xdg" / "memorybank"
 
 
-def test_auto_prefers_onnx() -> None:
+def test_auto_picks_onnx_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memorybank.embeddings import local
     from memorybank.embeddings.local import AUTO_ONNX_BACKEND
 
+    # off by default: onnxruntime crashes a process that loaded usearch first
+    assert LocalEmbedder().backend in ("numpy", "sentence-transformers")
+    monkeypatch.setattr(local, "AUTO_PICKS_ONNX", True)
     assert LocalEmbedder().backend == AUTO_ONNX_BACKEND
     if HAVE_ST:  # ONNX runs on the CPU only: another device goes to torch
         assert LocalEmbedder(device="cuda").backend == "sentence-transformers"
