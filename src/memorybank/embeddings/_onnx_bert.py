@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memorybank.embeddings._numpy_bert import F32, BertText, bert_weights
+from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import onnx
@@ -333,6 +334,16 @@ class OnnxBert(BertText):
         cache_dir: Path | None = None,
         max_seq_length: int | None = None,
     ) -> None:
+        import sys
+
+        if "onnxruntime" not in sys.modules and any(m.startswith("usearch") for m in sys.modules):
+            # onnxruntime 1.32 first imported after usearch 2.26 crashes the process on
+            # its first session (SIGSEGV, reproduced); imported first, both work
+            raise ConfigurationError(
+                "the ONNX backend must be loaded before usearch in this process (else"
+                " onnxruntime crashes it): create the LocalEmbedder before opening a store"
+                " with a vector index, or use backend='numpy'"
+            )
         import onnxruntime as ort
 
         super().__init__(model_dir, max_seq_length=max_seq_length)
