@@ -57,6 +57,8 @@ REPLACEMENTS = {
     "AsyncLock": "Lock",
     "AsyncCombiner": "Combiner",
     "AsyncBackground": "Background",
+    "AsyncJobQueue": "JobQueue",
+    "AsyncEmbedding": "Embedding",
     "aextract": "extract",
     "AsyncWorker": "Worker",
     "amaybe_await": "maybe_await",

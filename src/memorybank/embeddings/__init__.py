@@ -14,12 +14,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memorybank.embeddings.base import Embedder, normalize
+from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
 
 if TYPE_CHECKING:
     from memorybank.embeddings.local import LocalEmbedder
     from memorybank.embeddings.openai import OpenAIEmbedder
 
-__all__ = ["Embedder", "LocalEmbedder", "OpenAIEmbedder", "normalize"]
+__all__ = [
+    "EmbedMode",
+    "Embedder",
+    "EmbeddingStatus",
+    "LocalEmbedder",
+    "OpenAIEmbedder",
+    "normalize",
+]
 
 _LAZY = {
     "LocalEmbedder": "memorybank.embeddings.local",

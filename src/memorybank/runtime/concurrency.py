@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
 
 if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync users skip them
     import asyncio
@@ -27,12 +27,14 @@ P = ParamSpec("P")
 
 __all__ = [
     "AsyncBackground",
+    "AsyncJobQueue",
     "AsyncLock",
     "AsyncStep",
     "AsyncWorker",
     "Background",
     "Backlog",
     "Breaker",
+    "JobQueue",
     "Lock",
     "Step",
     "Worker",
@@ -437,3 +439,209 @@ class Breaker:
     def succeeded(self) -> None:
         self._failures = 0
         self._until = 0.0
+
+
+class AsyncJobQueue(Generic[T]):
+    """A bounded queue with one consumer task: ``put`` waits while it is full.
+
+    ``capacity`` is in units (a job's ``size``; for embedding, texts). A job
+    larger than the whole capacity is let in when the queue is empty, so it
+    waits rather than failing. The consumer takes jobs in order, as many as fit
+    in ``batch`` units (at least one), and awaits ``handle(jobs)``; the units
+    are freed when it returns. ``handle`` should not raise: what it raises is
+    logged and the jobs are dropped. The consumer starts with the first ``put``,
+    on the running loop.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        capacity: int,
+        batch: int,
+        handle: Callable[[list[T]], Awaitable[None]],
+    ) -> None:
+        self._name = name
+        self.capacity = capacity
+        self._batch = batch
+        self._handle = handle
+        self._jobs: deque[tuple[T, int]] = deque()
+        self._used = 0  # units queued or being handled
+        self._changed: asyncio.Condition | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def used(self) -> int:
+        """Units queued or being handled."""
+        return self._used
+
+    def _condition(self) -> asyncio.Condition:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        if self._changed is None or self._loop is not loop:
+            # a new loop (tests run one per test): what the old one held is lost
+            # here, and still in the caller's journal
+            self._changed, self._loop, self._task = asyncio.Condition(), loop, None
+            self._jobs.clear()
+            self._used = 0
+        return self._changed
+
+    async def put(self, job: T, size: int) -> bool:
+        """Queue ``job``, waiting while the queue has no room for ``size`` units; whether
+        it was queued (``False`` after ``close``)."""
+        changed = self._condition()
+        async with changed:
+            await changed.wait_for(
+                lambda: self._closed or self._used == 0 or self._used + size <= self.capacity
+            )
+            if self._closed:
+                return False
+            self._jobs.append((job, size))
+            self._used += size
+            changed.notify_all()
+            if self._task is None or self._task.done():
+                assert self._loop is not None
+                self._task = self._loop.create_task(self._consume(), name=self._name)
+        return True
+
+    async def _consume(self) -> None:
+        changed = self._condition()
+        while True:
+            async with changed:
+                await changed.wait_for(lambda: bool(self._jobs) or self._closed)
+                if not self._jobs:
+                    return
+                jobs: list[T] = []
+                units = 0
+                while self._jobs and (not jobs or units + self._jobs[0][1] <= self._batch):
+                    job, size = self._jobs.popleft()
+                    jobs.append(job)
+                    units += size
+            try:
+                await self._handle(jobs)
+            except Exception as error:  # the handler's to report; never stop the consumer
+                from memorybank.runtime.log import logger
+
+                logger.warning("%s: jobs dropped (%s)", self._name, error, exc_info=error)
+            finally:
+                async with changed:
+                    self._used -= units
+                    changed.notify_all()
+
+    async def join(self, within: float | None = None) -> bool:
+        """Wait until every queued job has been handled; whether within ``within`` seconds."""
+        import asyncio
+
+        changed = self._condition()
+        async with changed:
+            try:
+                await asyncio.wait_for(changed.wait_for(lambda: self._used == 0), within)
+            except TimeoutError:
+                return False
+        return True
+
+    async def close(self, within: float | None) -> None:
+        """Refuse new jobs, give the queued ones ``within`` seconds, then stop the consumer
+        (what was not handled is dropped: the caller's journal keeps it)."""
+        import asyncio
+
+        if self._changed is None:
+            self._closed = True
+            return
+        finished = await self.join(within)
+        changed = self._condition()
+        async with changed:
+            self._closed = True
+            changed.notify_all()
+        task = self._task
+        if task is not None and not task.done():
+            if not finished:
+                task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+
+class JobQueue(Generic[T]):
+    """Sync twin of :class:`AsyncJobQueue`: the consumer is a daemon thread (a process
+    that exits without ``close`` leaves the rest to the caller's journal)."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        capacity: int,
+        batch: int,
+        handle: Callable[[list[T]], None],
+    ) -> None:
+        self._name = name
+        self.capacity = capacity
+        self._batch = batch
+        self._handle = handle
+        self._jobs: deque[tuple[T, int]] = deque()
+        self._used = 0
+        self._changed = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._stop = False
+
+    @property
+    def used(self) -> int:
+        """Units queued or being handled."""
+        return self._used
+
+    def put(self, job: T, size: int) -> bool:
+        """Queue ``job``, waiting while the queue has no room; whether it was queued."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self._closed or self._used == 0 or self._used + size <= self.capacity
+            )
+            if self._closed:
+                return False
+            self._jobs.append((job, size))
+            self._used += size
+            self._changed.notify_all()
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._consume, name=self._name, daemon=True)
+                self._thread.start()
+        return True
+
+    def _consume(self) -> None:
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: bool(self._jobs) or self._closed)
+                if not self._jobs or self._stop:
+                    return
+                jobs: list[T] = []
+                units = 0
+                while self._jobs and (not jobs or units + self._jobs[0][1] <= self._batch):
+                    job, size = self._jobs.popleft()
+                    jobs.append(job)
+                    units += size
+            try:
+                self._handle(jobs)
+            except Exception as error:  # the handler's to report; never stop the consumer
+                from memorybank.runtime.log import logger
+
+                logger.warning("%s: jobs dropped (%s)", self._name, error, exc_info=error)
+            finally:
+                with self._changed:
+                    self._used -= units
+                    self._changed.notify_all()
+
+    def join(self, within: float | None = None) -> bool:
+        """Wait until every queued job has been handled; whether within ``within`` seconds."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._used == 0, within)
+
+    def close(self, within: float | None) -> None:
+        """Refuse new jobs, give the queued ones ``within`` seconds, then stop the consumer
+        after the batch it is handling (the rest is dropped)."""
+        finished = self.join(within)
+        with self._changed:
+            self._closed = True
+            self._stop = not finished
+            self._changed.notify_all()
+        if self._thread is not None:
+            self._thread.join()

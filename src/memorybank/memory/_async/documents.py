@@ -108,6 +108,17 @@ class AsyncDocuments:
             created_at=now,
             updated_at=now,
         )
+        service = self._core.embed_service
+        if embedder is not None and vector is None and service is not None:
+            # the journal first: a stop after the write loses nothing
+            jobs = await service.journal(self._tenant, "document", None, None, [record.id])
+            try:
+                await self._core.store.record_put(self._tenant, [record])
+            except BaseException:
+                await service.abandon(jobs)
+                raise
+            await service.submit(jobs)
+            return document_from_record(record)
         if embedder is not None and vector is None:
             from memorybank.recall._async.search import embed_texts
 

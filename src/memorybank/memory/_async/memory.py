@@ -47,10 +47,12 @@ if TYPE_CHECKING:
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
+    from memorybank.embeddings.status import EmbedMode
     from memorybank.extract.base import Extractor
     from memorybank.graph._async import AsyncGraph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.memory._async.documents import AsyncDocuments
+    from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
     from memorybank.rerank.base import Reranker
@@ -74,6 +76,10 @@ DEFAULT_TENANT = "default"
 MAX_CONTENT_CHARS = 1_000_000
 #: Seconds ``close()`` waits for background extraction before cancelling the rest.
 EXTRACT_CLOSE_TIMEOUT = 30.0
+#: Texts ``embed="background"`` queues before a write waits.
+EMBED_QUEUE = 20_000
+#: Seconds ``close()`` waits for the background embedding queue before stopping it.
+EMBED_CLOSE_TIMEOUT = 30.0
 
 
 class AsyncMemory:
@@ -115,6 +121,17 @@ class AsyncMemory:
             (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
             vectors as the source of truth and re-checks the scope of every
             hit. ``close()`` closes the index too. ``None``: the store's own search.
+        embed: when the vectors of new entries and documents are computed.
+            ``"inline"`` (the default): in the write, so a search right after it
+            finds them by meaning too. ``"background"``: after it, by a worker,
+            so a large batch returns once stored (keyword search finds it at
+            once): a bounded queue of ``embed_queue`` texts (a write waits when
+            it is full), ``memory.embedding.flush()`` waits for the vectors,
+            ``memory.embedding.status()`` shows the backlog, and what a stopped
+            process left pending is resumed by the next memory opened on the
+            store (see ``memorybank.memory._async.embedding``). The service
+            embeds in the background by default.
+        embed_queue: texts the background queue holds before a write waits.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -135,8 +152,11 @@ class AsyncMemory:
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
         vector_index: AsyncVectorIndex | None = None,
+        embed: EmbedMode = "inline",
+        embed_queue: int = EMBED_QUEUE,
     ) -> None:
         tenant = v.check_tenant(tenant_id, "tenant_id")
+        _check_embed(embed, embed_queue)
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -151,6 +171,11 @@ class AsyncMemory:
             store, owns = open_store(url, api_key=api_key), True
         else:
             raise ConfigurationError(f"url must be a string or a store, got {type(url).__name__}")
+        if embed == "background" and "remote" in store.capabilities:
+            raise ConfigurationError(
+                "embed='background' is for a store this process writes to; a memorybank"
+                " server embeds in the background itself"
+            )
         if vector_index is not None:
             from memorybank.vector_index._async.index import indexed
 
@@ -174,6 +199,8 @@ class AsyncMemory:
             extract_on_write=extract_on_write,
             extract_concurrency=extract_concurrency,
             reranker=reranker,
+            embed=embed,
+            embed_queue=embed_queue,
         )
         self._init(core, tenant, ROOT)
 
@@ -207,6 +234,13 @@ class AsyncMemory:
         from memorybank.memory._async.documents import AsyncDocuments
 
         return AsyncDocuments(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def embedding(self) -> AsyncEmbedding:
+        """``memory.embedding``: background embedding's ``flush()`` and ``status()``."""
+        from memorybank.memory._async.embedding import AsyncEmbedding
+
+        return AsyncEmbedding(self._core, self.tenant_id)
 
     @property
     def embedder(self) -> Embedder | None:
@@ -262,16 +296,22 @@ class AsyncMemory:
         With ``extract_on_write``, background extraction stops first: new entries
         are no longer queued, the backlog gets up to ``EXTRACT_CLOSE_TIMEOUT``
         seconds, and what is left is cancelled (counted in ``graph.pending()``).
+        With ``embed="background"``, the queue gets up to ``EMBED_CLOSE_TIMEOUT``
+        seconds to empty; what is left stays in the journal for the next start.
         The extractor and the reranker are the caller's: they stay open.
         """
         if self._core.background is not None:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
+        if self._core.embed_service is not None:
+            await self._core.embed_service.queue.close(EMBED_CLOSE_TIMEOUT)
         if self._core.owns_store:
             await self._core.store.close()
         if self._core.vector_index is not None:
             await self._core.vector_index.close()
 
     async def __aenter__(self) -> AsyncMemory:
+        if self._core.embed_service is not None:
+            await self._core.embed_service.start()  # resume what a stopped process left
         return self
 
     async def __aexit__(
@@ -643,6 +683,13 @@ def _check_extraction(extractor: object, on_write: object, concurrency: object) 
         raise ConfigurationError("extract_on_write=True needs an extractor=")
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise ConfigurationError("extract_concurrency must be a positive int")
+
+
+def _check_embed(embed: object, queue: object) -> None:
+    if embed not in ("inline", "background"):
+        raise ConfigurationError(f"embed must be 'inline' or 'background', got {embed!r}")
+    if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
+        raise ConfigurationError("embed_queue must be a positive int")
 
 
 def _is_reranker(reranker: object) -> bool:

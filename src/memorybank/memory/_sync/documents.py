@@ -109,6 +109,17 @@ class Documents:
             created_at=now,
             updated_at=now,
         )
+        service = self._core.embed_service
+        if embedder is not None and vector is None and service is not None:
+            # the journal first: a stop after the write loses nothing
+            jobs = service.journal(self._tenant, "document", None, None, [record.id])
+            try:
+                self._core.store.record_put(self._tenant, [record])
+            except BaseException:
+                service.abandon(jobs)
+                raise
+            service.submit(jobs)
+            return document_from_record(record)
         if embedder is not None and vector is None:
             from memorybank.recall._sync.search import embed_texts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from memorybank.errors import InvalidInput
 from memorybank.memory._sync.core import (
@@ -27,6 +27,9 @@ from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
+
+if TYPE_CHECKING:
+    from memorybank.memory._sync.embedding import _Job
 
 _PAGE = 64
 
@@ -142,25 +145,37 @@ class Entries:
         branch: str | None,
         user_id: str | Unset | None,
     ) -> list[Entry]:
-        result = self._core.store.append_entries(
-            self._tenant,
-            v.check_id(thread_id, "thread_id"),
-            entries,
-            updated_at=now,
-            branch=v.check_optional_id(branch, "branch"),
-            owner=user_id,
-        )
-        if self._core.embedder is not None:
+        thread_id = v.check_id(thread_id, "thread_id")
+        branch = v.check_optional_id(branch, "branch")
+        service = self._core.embed_service if self._core.embedder is not None else None
+        jobs: list[_Job] = []
+        if service is not None:  # the journal first: a stop after the write loses nothing
+            ids = [e.id for e in entries if e.content]
+            jobs = service.journal(self._tenant, "entry", thread_id, branch, ids)
+        try:
+            result = self._core.store.append_entries(
+                self._tenant, thread_id, entries, updated_at=now, branch=branch, owner=user_id
+            )
+        except BaseException:
+            if service is not None:
+                service.abandon(jobs)
+            raise
+        new_ids = {e.id for e in entries}
+        if service is not None:
+            added = [e for e in result.entries if e.id in new_ids]
+            if not added:  # a replay of an idempotent write: embedded the first time
+                service.abandon(jobs)
+            else:
+                service.submit(jobs, branch=added[-1].branch)
+        elif self._core.embedder is not None:
             from memorybank.recall._sync import search
 
-            new_ids = {e.id for e in entries}
             search.embed_entries(
                 self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
             )
         if self._core.background is not None:
             from memorybank.extract._sync import ingest
 
-            new_ids = {e.id for e in entries}
             ingest.submit(
                 self._core,
                 self._tenant,

@@ -1,0 +1,383 @@
+"""``memory.embedding``: vectors computed after the write (``Memory(embed="background")``).
+
+How it works
+    A write in background mode stores, before its entries (or document), one
+    *journal* record per ``EMBED_BATCH`` ids in the reserved tenant
+    ``JOURNAL_TENANT`` (ids, tenant, thread and branch; never the text). Then it
+    stores the entries, which keyword search finds at once, and queues the
+    journal records on a bounded in-process queue (``embed_queue`` texts): a
+    write that finds the queue full waits for room (back-pressure), so memory
+    never grows with the backlog. One worker takes up to ``EMBED_BATCH`` texts
+    at a time, reads them back from the store (an entry deleted or forgotten
+    meanwhile gets no vector), skips those that already have a vector of the
+    embedder's model (a hybrid search embeds the candidates it finds without
+    one), embeds them in one call, stores the vectors and deletes their journal
+    records.
+
+Nothing is lost
+    A process that stops with vectors pending leaves their journal records: the
+    next memory opened on the store resumes them first (``start()``, which the
+    first background write, ``flush()``, ``async with`` and the server's startup
+    call). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
+    time (``record_page``, a range of the records index on the SQL stores and
+    Redis): its cost follows the work left, never the number of entries stored.
+    A write that failed leaves no journal record behind; a journal record whose
+    entries never got written (the process stopped in between) is dropped when
+    resumed. A batch the embedder failed on stays in the journal (counted in
+    ``status().failed``) for the next start or ``memory.embed_pending()``.
+
+Several processes on one store (``serve --workers N``) each resume what they
+find at start: a record two of them take is embedded twice (same vector,
+stored twice), never lost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
+from memorybank.rules.ids import new_id
+from memorybank.runtime.concurrency import AsyncJobQueue
+from memorybank.runtime.log import logger
+from memorybank.stores.contract.items import Record, VectorItem
+
+if TYPE_CHECKING:
+    from memorybank.memory._async.core import _Core
+
+__all__ = [
+    "EMBED_JOB",
+    "JOURNAL_TENANT",
+    "RESUME_PAGE",
+    "AsyncEmbedding",
+]
+
+#: The reserved tenant (no caller can name it) holding the journal of pending vectors.
+JOURNAL_TENANT = "~memorybank-embed"
+#: The record kind of one journal record: up to ``EMBED_BATCH`` ids of one write.
+EMBED_JOB = "embed_job"
+#: Journal records read per page when resuming.
+RESUME_PAGE = 64
+
+_ENTRY = "entry"
+_DOCUMENT = "document"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Job:
+    """One journal record: ids of one write, of one kind (and for entries one thread)."""
+
+    id: str
+    tenant: str
+    kind: str  # "entry" or "document"
+    thread_id: str | None
+    branch: str | None
+    ids: tuple[str, ...]
+
+    def record(self, now: datetime) -> Record:
+        data = {
+            "tenant": self.tenant,
+            "kind": self.kind,
+            "thread_id": self.thread_id,
+            "branch": self.branch,
+            "ids": list(self.ids),
+        }
+        return Record(
+            kind=EMBED_JOB,
+            id=self.id,
+            agent_id=None,
+            user_id=None,
+            content="",
+            data=data,
+            created_at=now,
+            updated_at=now,
+        )
+
+    @classmethod
+    def from_record(cls, record: Record) -> _Job | None:
+        data = record.data
+        ids, tenant, kind = data.get("ids"), data.get("tenant"), data.get("kind")
+        thread, branch = data.get("thread_id"), data.get("branch")
+        if not (
+            isinstance(ids, list)
+            and all(isinstance(i, str) for i in ids)
+            and isinstance(tenant, str)
+            and kind in (_ENTRY, _DOCUMENT)
+            and (thread is None or isinstance(thread, str))
+            and (branch is None or isinstance(branch, str))
+            and (kind == _DOCUMENT or thread is not None)
+        ):
+            return None
+        return cls(record.id, tenant, str(kind), thread, branch, tuple(ids))
+
+
+class _Counts:
+    """One tenant's numbers in ``status()``."""
+
+    def __init__(self) -> None:
+        self.pending = self.embedded = self.failed = 0
+        self.last_error: str | None = None
+
+
+class _EmbedService:
+    """The queue, the worker and the journal of one memory (shared by its handles)."""
+
+    def __init__(self, core: _Core, capacity: int) -> None:
+        from memorybank.recall._async.search import EMBED_BATCH
+
+        self._core = core
+        self.queue: AsyncJobQueue[_Job | None] = AsyncJobQueue(
+            "memorybank-embed", capacity=capacity, batch=EMBED_BATCH, handle=self._handle
+        )
+        self._counts: dict[str, _Counts] = {}
+        self._own: set[str] = set()  # journal records this process queued or is writing
+        self._started = False
+        self.resuming = False
+        self.totals = _Counts()
+
+    def counts(self, tenant: str) -> _Counts:
+        found = self._counts.get(tenant)
+        if found is None:
+            found = self._counts[tenant] = _Counts()
+        return found
+
+    async def start(self) -> None:
+        """Queue the resumption of what an earlier process left (once)."""
+        if self._started or self._core.embedder is None:
+            return
+        self._started = True
+        await self.queue.put(None, 0)
+
+    async def journal(
+        self, tenant: str, kind: str, thread_id: str | None, branch: str | None, ids: list[str]
+    ) -> list[_Job]:
+        """Store the journal records of a write about to happen (before it happens)."""
+        from memorybank.recall._async.search import EMBED_BATCH
+
+        if not ids:
+            return []
+        await self.start()
+        jobs = [
+            _Job(new_id(), tenant, kind, thread_id, branch, tuple(ids[i : i + EMBED_BATCH]))
+            for i in range(0, len(ids), EMBED_BATCH)
+        ]
+        self._own.update(job.id for job in jobs)
+        now = datetime.now(UTC)  # the wall clock, not the memory's: resume order
+        try:
+            await self._core.store.record_put(JOURNAL_TENANT, [job.record(now) for job in jobs])
+        except BaseException:
+            self._own.difference_update(job.id for job in jobs)
+            raise
+        return jobs
+
+    async def abandon(self, jobs: list[_Job]) -> None:
+        """The write failed or added nothing: remove its journal records (best effort)."""
+        self._own.difference_update(job.id for job in jobs)
+        if not jobs:
+            return
+        try:
+            await self._core.store.record_delete(
+                JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs]
+            )
+        except Exception as error:  # the next start drops a record whose ids do not exist
+            logger.warning("memorybank: could not remove an embedding journal record (%s)", error)
+
+    async def submit(self, jobs: list[_Job], *, branch: str | None = None) -> None:
+        """Queue the jobs of a stored write, waiting while the queue is full; ``branch``:
+        the one the entries went to (a journal record written before may name none)."""
+        for job in jobs:
+            if job.branch is None and branch is not None:
+                job = dataclasses.replace(job, branch=branch)
+            counts = self.counts(job.tenant)
+            counts.pending += len(job.ids)
+            self.totals.pending += len(job.ids)
+            if not await self.queue.put(job, len(job.ids)):  # closed: the journal keeps it
+                counts.pending -= len(job.ids)
+                self.totals.pending -= len(job.ids)
+                self._own.discard(job.id)
+
+    async def _handle(self, jobs: list[_Job | None]) -> None:
+        if any(job is None for job in jobs):
+            await self._resume()
+        live = [job for job in jobs if job is not None]
+        if live:
+            await self._embed(live)
+
+    async def _resume(self) -> None:
+        from memorybank.recall._async.search import EMBED_BATCH
+
+        store = self._core.store
+        self.resuming = True
+        try:
+            after: tuple[datetime, str] | None = None
+            while True:
+                page = await store.record_page(
+                    JOURNAL_TENANT, EMBED_JOB, limit=RESUME_PAGE, after=after
+                )
+                if not page:
+                    return
+                after = (page[-1].created_at, page[-1].id)
+                batch: list[_Job] = []
+                broken: list[str] = []
+                for record in page:
+                    if record.id in self._own:
+                        continue
+                    job = _Job.from_record(record)
+                    if job is None:
+                        broken.append(record.id)
+                        continue
+                    if batch and sum(len(j.ids) for j in batch) + len(job.ids) > EMBED_BATCH:
+                        await self._embed(batch, resumed=True)
+                        batch = []
+                    batch.append(job)
+                if batch:
+                    await self._embed(batch, resumed=True)
+                if broken:
+                    await store.record_delete(JOURNAL_TENANT, EMBED_JOB, broken)
+        except Exception as error:  # the journal stays: the next start tries again
+            self._failed(None, 0, error)
+        finally:
+            self.resuming = False
+
+    async def _embed(self, jobs: list[_Job], *, resumed: bool = False) -> None:
+        """Embed what ``jobs`` name that exists and has no vector yet; drop their journal."""
+        from memorybank.memory._async.documents import DOCUMENT_KIND
+        from memorybank.recall._async.search import embed_texts
+
+        embedder = self._core.embedder
+        store = self._core.store
+        assert embedder is not None
+        model = embedder.model_id
+        if resumed:
+            for job in jobs:
+                self.counts(job.tenant).pending += len(job.ids)
+                self.totals.pending += len(job.ids)
+        todo: list[tuple[str, str, str, str | None]] = []  # tenant, kind, id, thread
+        texts: list[str] = []
+        try:
+            groups: dict[tuple[str, str, str | None, str | None], list[str]] = {}
+            for job in jobs:
+                key = (job.tenant, job.kind, job.thread_id, job.branch)
+                groups.setdefault(key, []).extend(job.ids)
+            for (tenant, kind, thread_id, branch), ids in groups.items():
+                found: dict[str, Any]
+                if kind == _ENTRY:
+                    assert thread_id is not None
+                    found = await store.entry_get_many(tenant, thread_id, ids, branch=branch)
+                    vector_kind = "entry"
+                else:
+                    found = await store.record_get_many(tenant, DOCUMENT_KIND, ids)
+                    vector_kind = DOCUMENT_KIND
+                if not found:
+                    continue
+                have = await store.vector_get(tenant, vector_kind, list(found), model_id=model)
+                for rid, item in found.items():
+                    if rid in have or not item.content:
+                        continue
+                    tid = thread_id if kind == _ENTRY else None
+                    todo.append((tenant, vector_kind, rid, tid))
+                    texts.append(item.content)
+            vectors = await embed_texts(embedder, texts) if texts else []
+            by_tenant: dict[str, list[VectorItem]] = {}
+            for (tenant, vkind, rid, tid), vector in zip(todo, vectors, strict=True):
+                by_tenant.setdefault(tenant, []).append(VectorItem(vkind, rid, model, vector, tid))
+            for tenant, items in by_tenant.items():
+                await store.vector_put(tenant, items)
+            await store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs])
+            for tenant, items in by_tenant.items():
+                self.counts(tenant).embedded += len(items)
+                self.totals.embedded += len(items)
+        except Exception as error:  # the journal keeps them: the next start retries
+            for job in jobs:
+                self._failed(job.tenant, len(job.ids), error)
+        finally:
+            for job in jobs:
+                self.counts(job.tenant).pending -= len(job.ids)
+                self.totals.pending -= len(job.ids)
+                self._own.discard(job.id)
+
+    def _failed(self, tenant: str | None, size: int, error: Exception) -> None:
+        message = f"{type(error).__name__}: {error}"
+        for counts in (self.totals, None if tenant is None else self.counts(tenant)):
+            if counts is not None:
+                counts.failed += size
+                counts.last_error = message
+        logger.warning(
+            "memorybank: background embedding failed (%s); the journal keeps it for the"
+            " next start or memory.embed_pending()",
+            message,
+        )
+
+    def status(self, tenant: str | None) -> EmbeddingStatus:
+        embedder = self._core.embedder
+        counts = self.totals if tenant is None else self.counts(tenant)
+        return EmbeddingStatus(
+            mode="background",
+            model_id=None if embedder is None else embedder.model_id,
+            pending=max(0, counts.pending),
+            capacity=self.queue.capacity,
+            embedded=counts.embedded,
+            failed=counts.failed,
+            resuming=self.resuming,
+            last_error=counts.last_error,
+        )
+
+
+class AsyncEmbedding:
+    """``memory.embedding``: when vectors are computed, and the background backlog.
+
+    With ``Memory(embed="inline")`` (the library's default) every write embeds
+    before it returns, and these calls have nothing to wait for. With
+    ``embed="background"`` writes return once stored (keyword search finds them
+    at once) and a worker adds the vectors: see
+    ``memorybank.memory._async.embedding``.
+    """
+
+    def __init__(self, core: _Core, tenant: str) -> None:
+        self._core = core
+        self._tenant = tenant
+
+    @property
+    def mode(self) -> EmbedMode:
+        """``"inline"`` or ``"background"``."""
+        return "inline" if self._core.embed_service is None else "background"
+
+    async def start(self) -> None:
+        """Start resuming what an earlier process left pending (idempotent; returns at
+        once). The first background write, ``flush()`` and ``async with`` call it."""
+        service = self._core.embed_service
+        if service is not None:
+            await service.start()
+
+    async def flush(self, within: float | None = None) -> bool:
+        """Wait until every vector queued so far (and resumed) is stored; whether that
+        happened within ``within`` seconds (``None``: no limit). A write that failed to
+        embed counts as done (see ``status().failed``)."""
+        service = self._core.embed_service
+        if service is None:
+            return True
+        await service.start()
+        return await service.queue.join(within)
+
+    def status(self) -> EmbeddingStatus:
+        """This tenant's backlog, as this process sees it (see ``EmbeddingStatus``)."""
+        service = self._core.embed_service
+        if service is None:
+            embedder = self._core.embedder
+            return EmbeddingStatus(
+                mode="inline",
+                model_id=None if embedder is None else embedder.model_id,
+                pending=0,
+                capacity=0,
+                embedded=0,
+                failed=0,
+                resuming=False,
+                last_error=None,
+            )
+        return service.status(self._tenant)
+
+    def totals(self) -> EmbeddingStatus:
+        """As ``status()``, summed over every tenant (the server's ``/metrics``)."""
+        service = self._core.embed_service
+        return self.status() if service is None else service.status(None)
