@@ -42,7 +42,8 @@ from memorybank.cli.common import (
 )
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV
-from memorybank.errors import NotFound
+from memorybank.embeddings.status import EMBED_ENV, embed_mode
+from memorybank.errors import ConfigurationError, NotFound
 from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract.types import UNSET
@@ -376,6 +377,16 @@ def serve(
     ] = None,
     workers: Annotated[int, typer.Option("--workers", min=1, help="Worker processes.")] = 1,
     embedder: EmbedderOption = None,
+    embed: Annotated[
+        str | None,
+        typer.Option(
+            "--embed",
+            help="When vectors are computed: background (a write returns once stored; "
+            "the default) or inline (in the write). Default: $MEMORYBANK_EMBED, else "
+            "background.",
+            show_default=False,
+        ),
+    ] = None,
     key_cache_seconds: Annotated[
         float | None,
         typer.Option(
@@ -441,6 +452,12 @@ def serve(
     chosen = chosen_embedder(embedder)
     if embedder is not None:
         os.environ[EMBEDDER_ENV] = embedder  # read by every worker's app_from_env
+    if embed is not None:
+        try:
+            embed_mode(embed)
+        except ConfigurationError as error:
+            raise typer.BadParameter(str(error), param_hint="--embed") from None
+        os.environ[EMBED_ENV] = embed
     if key_cache_seconds is not None:
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol

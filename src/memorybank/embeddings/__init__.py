@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from memorybank.embeddings.base import Embedder, normalize
-from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
 
 if TYPE_CHECKING:
     from memorybank.embeddings.local import LocalEmbedder
     from memorybank.embeddings.openai import OpenAIEmbedder
+    from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
 
 __all__ = [
     "EmbedMode",
@@ -30,6 +30,8 @@ __all__ = [
 ]
 
 _LAZY = {
+    "EmbeddingStatus": "memorybank.embeddings.status",
+    "EmbedMode": "memorybank.embeddings.status",
     "LocalEmbedder": "memorybank.embeddings.local",
     "OpenAIEmbedder": "memorybank.embeddings.openai",
 }

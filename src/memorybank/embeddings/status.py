@@ -5,11 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["EmbedMode", "EmbeddingStatus"]
+from memorybank.errors import ConfigurationError
+
+__all__ = ["EMBED_ENV", "EmbedMode", "EmbeddingStatus", "embed_mode"]
 
 #: When vectors of new entries and documents are computed: in the write
 #: (``"inline"``) or after it, by a worker (``"background"``).
 EmbedMode = Literal["inline", "background"]
+#: Environment variable naming the server's mode (``memorybank serve --embed``).
+EMBED_ENV = "MEMORYBANK_EMBED"
+
+
+def embed_mode(name: str | None) -> EmbedMode:
+    """A mode from configuration text: unset or empty is ``"background"`` (the server's)."""
+    key = (name or "background").strip().lower()
+    if key == "background":
+        return "background"
+    if key == "inline":
+        return "inline"
+    raise ConfigurationError(f"{EMBED_ENV} must be 'background' or 'inline', got {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -523,9 +523,11 @@ class AsyncJobQueue(Generic[T]):
             try:
                 await self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
-                from memorybank.runtime.log import logger
+                import logging  # the "memorybank" logger (memorybank.runtime.log)
 
-                logger.warning("%s: jobs dropped (%s)", self._name, error, exc_info=error)
+                logging.getLogger("memorybank").warning(
+                    "%s: jobs dropped (%s)", self._name, error, exc_info=error
+                )
             finally:
                 async with changed:
                     self._used -= units
@@ -622,9 +624,11 @@ class JobQueue(Generic[T]):
             try:
                 self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
-                from memorybank.runtime.log import logger
+                import logging  # the "memorybank" logger (memorybank.runtime.log)
 
-                logger.warning("%s: jobs dropped (%s)", self._name, error, exc_info=error)
+                logging.getLogger("memorybank").warning(
+                    "%s: jobs dropped (%s)", self._name, error, exc_info=error
+                )
             finally:
                 with self._changed:
                     self._used -= units

@@ -21,6 +21,7 @@ from starlette.types import Message
 from memorybank import __version__
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
+from memorybank.embeddings.status import EMBED_ENV, EmbedMode, embed_mode
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
@@ -29,7 +30,7 @@ from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
-from memorybank.server.routes import admin, cortex, graph, records, threads
+from memorybank.server.routes import admin, cortex, embedding, graph, records, threads
 from memorybank.server.supervise import exit_with_master
 from memorybank.stores.contract._async.store import AsyncStore
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ADMIN_KEY_ENV",
     "DEFAULT_MAX_BODY_BYTES",
+    "EMBED_ENV",
     "KEY_CACHE_ENV",
     "MAX_BODY_ENV",
     "app_from_env",
@@ -76,6 +78,7 @@ def create_app(
     mcp: bool = True,
     embedder: Embedder | None = None,
     key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
+    embed: EmbedMode = "background",
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -97,6 +100,11 @@ def create_app(
             (``memorybank keys revoke``, another worker) keeps working here.
             ``0``: read on every request. Revocations through this process's
             admin routes take effect at once either way.
+        embed: ``"background"`` (the default): a write returns once stored and a
+            worker adds the vectors (``GET /v1/embedding/status``, ``/metrics``);
+            what a stopped process left pending is resumed at startup.
+            ``"inline"``: every write embeds before it answers. Ignored when
+            ``memory`` is given (its own ``embed`` applies).
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -104,8 +112,9 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
-        mem = AsyncMemory(url, embedder=embedder) if memory is None else memory
+        mem = AsyncMemory(url, embedder=embedder, embed=embed) if memory is None else memory
         metrics.instrument(mem.store)
+        await mem.embedding.start()  # resume what a stopped process left pending
         circuit = _circuit(mem.store)
         app.state.circuit = circuit
         app.state.memory = mem
@@ -166,11 +175,14 @@ def create_app(
         summary="Prometheus metrics (no key needed)",
         response_class=PlainTextResponse,
     )
-    async def metrics_text() -> PlainTextResponse:
+    async def metrics_text(request: Request) -> PlainTextResponse:
+        mem: AsyncMemory = request.app.state.memory
+        metrics.observe_embedding(mem.embedding.totals())
         return PlainTextResponse(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     routers = [
-        module.router() for module in (cortex, threads, records, graph, admin, store_rpc, ui)
+        module.router()
+        for module in (cortex, threads, records, embedding, graph, admin, store_rpc, ui)
     ]
     for api in routers:
         app.include_router(api)
@@ -240,7 +252,8 @@ def app_from_env() -> FastAPI:
     """``create_app`` configured by the environment: ``$MEMORYBANK_URL``,
     ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
-    ``$MEMORYBANK_KEY_CACHE_SECONDS``. The factory ``memorybank serve`` hands uvicorn,
+    ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
+    default, or ``inline``). The factory ``memorybank serve`` hands uvicorn,
     so every worker process builds its own app."""
     exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
@@ -250,4 +263,5 @@ def app_from_env() -> FastAPI:
         max_body_bytes=int(raw) if raw else DEFAULT_MAX_BODY_BYTES,
         embedder=embedder_named(os.environ.get(EMBEDDER_ENV)),
         key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
+        embed=embed_mode(os.environ.get(EMBED_ENV)),
     )

@@ -5,7 +5,11 @@
 * ``memorybank_http_request_duration_seconds{method, route, status}``: request
   latency per route *template* (``/v1/threads/{thread_id}``, never an id);
 * ``memorybank_http_errors_total{code}``: error responses by the body's ``code``;
-* ``memorybank_store_call_duration_seconds{call}``: latency of each store call.
+* ``memorybank_store_call_duration_seconds{call}``: latency of each store call;
+* ``memorybank_embedding_pending``, ``memorybank_embedding_queue_capacity``
+  (gauges) and ``memorybank_embedding_embedded_total``,
+  ``memorybank_embedding_failed_total`` (counters): background embedding, every
+  tenant (see ``memorybank.memory._async.embedding``).
 
 Each app has its own registry. With several worker processes, set
 ``PROMETHEUS_MULTIPROC_DIR`` (``memorybank serve --workers N`` sets it) and
@@ -27,10 +31,11 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memorybank.embeddings.status import EmbeddingStatus
 from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = ["JsonFormatter", "Metrics", "ObservabilityMiddleware", "access_log", "configure_logging"]
@@ -65,6 +70,29 @@ class Metrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self.embed_pending = Gauge(
+            "memorybank_embedding_pending",
+            "Entries and documents stored and not embedded yet (background embedding)",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.embed_capacity = Gauge(
+            "memorybank_embedding_queue_capacity",
+            "Texts the background embedding queue holds before a write waits",
+            registry=self.registry,
+            multiprocess_mode="livesum",
+        )
+        self.embedded = Counter(
+            "memorybank_embedding_embedded",
+            "Vectors stored by the background embedding worker",
+            registry=self.registry,
+        )
+        self.embed_failed = Counter(
+            "memorybank_embedding_failed",
+            "Texts the background embedding worker failed on",
+            registry=self.registry,
+        )
+        self._embed_seen = (0, 0)  # (embedded, failed) already added to the counters
         # (method, route template, status) -> its histogram's observe: bounded by
         # the route table times the statuses actually sent.
         self._request_series: dict[tuple[str, str, int], Callable[[float], None]] = {}
@@ -77,6 +105,17 @@ class Metrics:
             observe = self.requests.labels(method, route, str(status)).observe
             self._request_series[key] = observe
         observe(seconds)
+
+    def observe_embedding(self, status: EmbeddingStatus) -> None:
+        """Bring the embedding series up to ``status`` (every tenant's totals)."""
+        self.embed_pending.set(status.pending)
+        self.embed_capacity.set(status.capacity)
+        embedded, failed = self._embed_seen
+        if status.embedded > embedded:
+            self.embedded.inc(status.embedded - embedded)
+        if status.failed > failed:
+            self.embed_failed.inc(status.failed - failed)
+        self._embed_seen = (max(embedded, status.embedded), max(failed, status.failed))
 
     def render(self) -> bytes:
         """The exposition text (every worker's, in multiprocess mode)."""

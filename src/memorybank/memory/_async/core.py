@@ -17,7 +17,6 @@ from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
     from memorybank.embeddings.base import Embedder
-    from memorybank.embeddings.status import EmbedMode
     from memorybank.extract.base import Extractor
     from memorybank.memory._async.embedding import _EmbedService
     from memorybank.rerank.base import Reranker
@@ -58,8 +57,6 @@ class _Core:
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
         vector_index: AsyncVectorIndex | None = None,
-        embed: EmbedMode = "inline",
-        embed_queue: int = 0,
     ) -> None:
         self.embedder = embedder
         self.reranker = reranker
@@ -82,12 +79,8 @@ class _Core:
         self.generate_title = generate_title
         self.clock = clock
         self.max_content_chars = max_content_chars
-        #: The background embedding worker (``None``: ``embed="inline"``, or no embedder).
+        #: The background embedding worker (``None``: ``embed="inline"``); set by the facade.
         self.embed_service: _EmbedService | None = None
-        if embed == "background":
-            from memorybank.memory._async.embedding import _EmbedService
-
-            self.embed_service = _EmbedService(self, embed_queue)
 
     @property
     def embeds_inline(self) -> bool:

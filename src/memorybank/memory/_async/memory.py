@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import types
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -199,9 +200,11 @@ class AsyncMemory:
             extract_on_write=extract_on_write,
             extract_concurrency=extract_concurrency,
             reranker=reranker,
-            embed=embed,
-            embed_queue=embed_queue,
         )
+        if embed == "background":
+            core.embed_service = self._embedding_module()._EmbedService(
+                store, embedder, embed_queue
+            )
         self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
@@ -235,12 +238,20 @@ class AsyncMemory:
 
         return AsyncDocuments(self._core, self.tenant_id, self._scope)
 
+    @staticmethod
+    def _embedding_module() -> types.ModuleType:
+        # loads with the first use of background embedding: a read-only script skips it
+        from memorybank.memory._async import embedding
+
+        return embedding
+
     @functools.cached_property
     def embedding(self) -> AsyncEmbedding:
         """``memory.embedding``: background embedding's ``flush()`` and ``status()``."""
-        from memorybank.memory._async.embedding import AsyncEmbedding
-
-        return AsyncEmbedding(self._core, self.tenant_id)
+        handle: AsyncEmbedding = self._embedding_module().AsyncEmbedding(
+            self._core.embed_service, self._core.embedder, self.tenant_id
+        )
+        return handle
 
     @property
     def embedder(self) -> Embedder | None:

@@ -45,7 +45,8 @@ from memorybank.runtime.log import logger
 from memorybank.stores.contract.items import Record, VectorItem
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.embeddings.base import Embedder
+    from memorybank.stores.contract._sync.store import Store
 
 __all__ = [
     "EMBED_JOB",
@@ -124,12 +125,15 @@ class _Counts:
 class _EmbedService:
     """The queue, the worker and the journal of one memory (shared by its handles)."""
 
-    def __init__(self, core: _Core, capacity: int) -> None:
-        from memorybank.recall._sync.search import EMBED_BATCH
+    def __init__(self, store: Store, embedder: Embedder | None, capacity: int) -> None:
+        # recall (and the documents namespace) loads with the first background memory
+        from memorybank.recall._sync import search
 
-        self._core = core
+        self._search = search
+        self.store = store
+        self.embedder = embedder
         self.queue: JobQueue[_Job | None] = JobQueue(
-            "memorybank-embed", capacity=capacity, batch=EMBED_BATCH, handle=self._handle
+            "memorybank-embed", capacity=capacity, batch=search.EMBED_BATCH, handle=self._handle
         )
         self._counts: dict[str, _Counts] = {}
         self._own: set[str] = set()  # journal records this process queued or is writing
@@ -145,7 +149,7 @@ class _EmbedService:
 
     def start(self) -> None:
         """Queue the resumption of what an earlier process left (once)."""
-        if self._started or self._core.embedder is None:
+        if self._started or self.embedder is None:
             return
         self._started = True
         self.queue.put(None, 0)
@@ -154,19 +158,18 @@ class _EmbedService:
         self, tenant: str, kind: str, thread_id: str | None, branch: str | None, ids: list[str]
     ) -> list[_Job]:
         """Store the journal records of a write about to happen (before it happens)."""
-        from memorybank.recall._sync.search import EMBED_BATCH
-
+        batch = self._search.EMBED_BATCH
         if not ids:
             return []
         self.start()
         jobs = [
-            _Job(new_id(), tenant, kind, thread_id, branch, tuple(ids[i : i + EMBED_BATCH]))
-            for i in range(0, len(ids), EMBED_BATCH)
+            _Job(new_id(), tenant, kind, thread_id, branch, tuple(ids[i : i + batch]))
+            for i in range(0, len(ids), batch)
         ]
         self._own.update(job.id for job in jobs)
         now = datetime.now(UTC)  # the wall clock, not the memory's: resume order
         try:
-            self._core.store.record_put(JOURNAL_TENANT, [job.record(now) for job in jobs])
+            self.store.record_put(JOURNAL_TENANT, [job.record(now) for job in jobs])
         except BaseException:
             self._own.difference_update(job.id for job in jobs)
             raise
@@ -178,9 +181,7 @@ class _EmbedService:
         if not jobs:
             return
         try:
-            self._core.store.record_delete(
-                JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs]
-            )
+            self.store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs])
         except Exception as error:  # the next start drops a record whose ids do not exist
             logger.warning("memorybank: could not remove an embedding journal record (%s)", error)
 
@@ -206,9 +207,7 @@ class _EmbedService:
             self._embed(live)
 
     def _resume(self) -> None:
-        from memorybank.recall._sync.search import EMBED_BATCH
-
-        store = self._core.store
+        store = self.store
         self.resuming = True
         try:
             after: tuple[datetime, str] | None = None
@@ -228,7 +227,10 @@ class _EmbedService:
                     if job is None:
                         broken.append(record.id)
                         continue
-                    if batch and sum(len(j.ids) for j in batch) + len(job.ids) > EMBED_BATCH:
+                    if (
+                        batch
+                        and sum(len(j.ids) for j in batch) + len(job.ids) > self._search.EMBED_BATCH
+                    ):
                         self._embed(batch, resumed=True)
                         batch = []
                     batch.append(job)
@@ -243,11 +245,9 @@ class _EmbedService:
 
     def _embed(self, jobs: list[_Job], *, resumed: bool = False) -> None:
         """Embed what ``jobs`` name that exists and has no vector yet; drop their journal."""
-        from memorybank.memory._sync.documents import DOCUMENT_KIND
-        from memorybank.recall._sync.search import embed_texts
-
-        embedder = self._core.embedder
-        store = self._core.store
+        search = self._search
+        embedder = self.embedder
+        store = self.store
         assert embedder is not None
         model = embedder.model_id
         if resumed:
@@ -268,8 +268,8 @@ class _EmbedService:
                     found = store.entry_get_many(tenant, thread_id, ids, branch=branch)
                     vector_kind = "entry"
                 else:
-                    found = store.record_get_many(tenant, DOCUMENT_KIND, ids)
-                    vector_kind = DOCUMENT_KIND
+                    found = store.record_get_many(tenant, search.DOCUMENT_KIND, ids)
+                    vector_kind = search.DOCUMENT_KIND
                 if not found:
                     continue
                 have = store.vector_get(tenant, vector_kind, list(found), model_id=model)
@@ -279,7 +279,7 @@ class _EmbedService:
                     tid = thread_id if kind == _ENTRY else None
                     todo.append((tenant, vector_kind, rid, tid))
                     texts.append(item.content)
-            vectors = embed_texts(embedder, texts) if texts else []
+            vectors = search.embed_texts(embedder, texts) if texts else []
             by_tenant: dict[str, list[VectorItem]] = {}
             for (tenant, vkind, rid, tid), vector in zip(todo, vectors, strict=True):
                 by_tenant.setdefault(tenant, []).append(VectorItem(vkind, rid, model, vector, tid))
@@ -311,7 +311,7 @@ class _EmbedService:
         )
 
     def status(self, tenant: str | None) -> EmbeddingStatus:
-        embedder = self._core.embedder
+        embedder = self.embedder
         counts = self.totals if tenant is None else self.counts(tenant)
         return EmbeddingStatus(
             mode="background",
@@ -335,19 +335,22 @@ class Embedding:
     ``memorybank.memory._async.embedding``.
     """
 
-    def __init__(self, core: _Core, tenant: str) -> None:
-        self._core = core
+    def __init__(
+        self, service: _EmbedService | None, embedder: Embedder | None, tenant: str
+    ) -> None:
+        self._service = service
+        self._embedder = embedder
         self._tenant = tenant
 
     @property
     def mode(self) -> EmbedMode:
         """``"inline"`` or ``"background"``."""
-        return "inline" if self._core.embed_service is None else "background"
+        return "inline" if self._service is None else "background"
 
     def start(self) -> None:
         """Start resuming what an earlier process left pending (idempotent; returns at
         once). The first background write, ``flush()`` and ``async with`` call it."""
-        service = self._core.embed_service
+        service = self._service
         if service is not None:
             service.start()
 
@@ -355,7 +358,7 @@ class Embedding:
         """Wait until every vector queued so far (and resumed) is stored; whether that
         happened within ``within`` seconds (``None``: no limit). A write that failed to
         embed counts as done (see ``status().failed``)."""
-        service = self._core.embed_service
+        service = self._service
         if service is None:
             return True
         service.start()
@@ -363,9 +366,9 @@ class Embedding:
 
     def status(self) -> EmbeddingStatus:
         """This tenant's backlog, as this process sees it (see ``EmbeddingStatus``)."""
-        service = self._core.embed_service
+        service = self._service
         if service is None:
-            embedder = self._core.embedder
+            embedder = self._embedder
             return EmbeddingStatus(
                 mode="inline",
                 model_id=None if embedder is None else embedder.model_id,
@@ -380,5 +383,5 @@ class Embedding:
 
     def totals(self) -> EmbeddingStatus:
         """As ``status()``, summed over every tenant (the server's ``/metrics``)."""
-        service = self._core.embed_service
+        service = self._service
         return self.status() if service is None else service.status(None)
