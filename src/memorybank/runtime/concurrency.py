@@ -467,6 +467,7 @@ class AsyncJobQueue(Generic[T]):
         self._handle = handle
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0  # units queued or being handled
+        self._active = 0  # jobs queued or being handled (a job may have no units)
         self._changed: asyncio.Condition | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -486,7 +487,7 @@ class AsyncJobQueue(Generic[T]):
             # here, and still in the caller's journal
             self._changed, self._loop, self._task = asyncio.Condition(), loop, None
             self._jobs.clear()
-            self._used = 0
+            self._used = self._active = 0
         return self._changed
 
     async def put(self, job: T, size: int) -> bool:
@@ -501,6 +502,7 @@ class AsyncJobQueue(Generic[T]):
                 return False
             self._jobs.append((job, size))
             self._used += size
+            self._active += 1
             changed.notify_all()
             if self._task is None or self._task.done():
                 assert self._loop is not None
@@ -531,6 +533,7 @@ class AsyncJobQueue(Generic[T]):
             finally:
                 async with changed:
                     self._used -= units
+                    self._active -= len(jobs)
                     changed.notify_all()
 
     async def join(self, within: float | None = None) -> bool:
@@ -540,7 +543,7 @@ class AsyncJobQueue(Generic[T]):
         changed = self._condition()
         async with changed:
             try:
-                await asyncio.wait_for(changed.wait_for(lambda: self._used == 0), within)
+                await asyncio.wait_for(changed.wait_for(lambda: self._active == 0), within)
             except TimeoutError:
                 return False
         return True
@@ -583,6 +586,7 @@ class JobQueue(Generic[T]):
         self._handle = handle
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0
+        self._active = 0
         self._changed = threading.Condition(threading.Lock())
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -603,6 +607,7 @@ class JobQueue(Generic[T]):
                 return False
             self._jobs.append((job, size))
             self._used += size
+            self._active += 1
             self._changed.notify_all()
             if self._thread is None:
                 self._thread = threading.Thread(target=self._consume, name=self._name, daemon=True)
@@ -632,12 +637,13 @@ class JobQueue(Generic[T]):
             finally:
                 with self._changed:
                     self._used -= units
+                    self._active -= len(jobs)
                     self._changed.notify_all()
 
     def join(self, within: float | None = None) -> bool:
         """Wait until every queued job has been handled; whether within ``within`` seconds."""
         with self._changed:
-            return self._changed.wait_for(lambda: self._used == 0, within)
+            return self._changed.wait_for(lambda: self._active == 0, within)
 
     def close(self, within: float | None) -> None:
         """Refuse new jobs, give the queued ones ``within`` seconds, then stop the consumer

@@ -63,6 +63,12 @@ RESUME_PAGE = 64
 
 _ENTRY = "entry"
 _DOCUMENT = "document"
+#: Jobs embedded together: (tenant, kind, thread, branch).
+_Group = tuple[str, str, str | None, str | None]
+
+
+def _vector_kind(group: _Group) -> str:
+    return _ENTRY if group[1] == _ENTRY else _DOCUMENT
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -242,6 +248,17 @@ class _EmbedService:
         finally:
             self.resuming = False
 
+    async def _read(self, key: _Group, ids: list[str]) -> dict[str, str]:
+        """The texts of the group's ids that still exist (missing ones absent)."""
+        tenant, kind, thread_id, branch = key
+        found: dict[str, Any]
+        if kind == _ENTRY:
+            assert thread_id is not None
+            found = await self.store.entry_get_many(tenant, thread_id, ids, branch=branch)
+        else:
+            found = await self.store.record_get_many(tenant, _DOCUMENT, ids)
+        return {rid: item.content for rid, item in found.items() if item.content}
+
     async def _embed(self, jobs: list[_Job], *, resumed: bool = False) -> None:
         """Embed what ``jobs`` name that exists and has no vector yet; drop their journal."""
         search = self._search
@@ -253,35 +270,37 @@ class _EmbedService:
             for job in jobs:
                 self.counts(job.tenant).pending += len(job.ids)
                 self.totals.pending += len(job.ids)
-        todo: list[tuple[str, str, str, str | None]] = []  # tenant, kind, id, thread
-        texts: list[str] = []
         try:
-            groups: dict[tuple[str, str, str | None, str | None], list[str]] = {}
+            groups: dict[_Group, list[str]] = {}
             for job in jobs:
-                key = (job.tenant, job.kind, job.thread_id, job.branch)
-                groups.setdefault(key, []).extend(job.ids)
-            for (tenant, kind, thread_id, branch), ids in groups.items():
-                found: dict[str, Any]
-                if kind == _ENTRY:
-                    assert thread_id is not None
-                    found = await store.entry_get_many(tenant, thread_id, ids, branch=branch)
-                    vector_kind = "entry"
-                else:
-                    found = await store.record_get_many(tenant, search.DOCUMENT_KIND, ids)
-                    vector_kind = search.DOCUMENT_KIND
+                groups.setdefault((job.tenant, job.kind, job.thread_id, job.branch), []).extend(
+                    job.ids
+                )
+            todo: list[tuple[_Group, str]] = []  # the group and id of each text
+            texts: list[str] = []
+            for key, ids in groups.items():
+                found = await self._read(key, ids)
                 if not found:
                     continue
-                have = await store.vector_get(tenant, vector_kind, list(found), model_id=model)
-                for rid, item in found.items():
-                    if rid in have or not item.content:
-                        continue
-                    tid = thread_id if kind == _ENTRY else None
-                    todo.append((tenant, vector_kind, rid, tid))
-                    texts.append(item.content)
+                have = await store.vector_get(
+                    key[0], _vector_kind(key), list(found), model_id=model
+                )
+                for rid, text in found.items():
+                    if rid not in have:
+                        todo.append((key, rid))
+                        texts.append(text)
             vectors = await search.embed_texts(embedder, texts) if texts else []
+            # read again: what was deleted (or its user forgotten) while the embedder
+            # ran gets no vector
+            still: dict[_Group, dict[str, str]] = {}
+            for key in {key for key, _ in todo}:
+                still[key] = await self._read(key, [rid for k, rid in todo if k == key])
             by_tenant: dict[str, list[VectorItem]] = {}
-            for (tenant, vkind, rid, tid), vector in zip(todo, vectors, strict=True):
-                by_tenant.setdefault(tenant, []).append(VectorItem(vkind, rid, model, vector, tid))
+            for (key, rid), vector in zip(todo, vectors, strict=True):
+                if rid in still[key]:
+                    tid = key[2] if key[1] == _ENTRY else None
+                    item = VectorItem(_vector_kind(key), rid, model, vector, tid)
+                    by_tenant.setdefault(key[0], []).append(item)
             for tenant, items in by_tenant.items():
                 await store.vector_put(tenant, items)
             await store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs])
