@@ -18,6 +18,10 @@ Modes:
                             after GO: for each key, ``add`` with key ``key-j`` and
                             ``add_many`` of two with key ``batch-j``, same payloads
                             in every process (``{"key", "id"}``, ``{"batch", "ids"}``).
+    embed_stuck COUNT       with ``embed="background"`` and an embedder that never
+                            returns: one ``add_many`` of COUNT messages and one
+                            document (``{"thread", "entries", "document"}``), then
+                            waits for the kill, its vectors pending.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +114,25 @@ def idempotent(memory: Memory, thread_id: str, keys: int, go: str) -> None:
         _say({"batch": j, "ids": [e.id for e in stored]})
 
 
+def embed_stuck(memory: Memory, count: int) -> None:
+    import threading
+
+    from tests.recall.conftest import HashEmbedder
+
+    class Stuck(HashEmbedder):
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            threading.Event().wait()  # never: the vectors stay pending until the kill
+            raise AssertionError("unreachable")
+
+    background = Memory(memory.store, embedder=Stuck(), embed="background")
+    thread = background.threads.create()
+    messages = [{"role": "user", "content": f"the zebra number {i}"} for i in range(count)]
+    entries = background.entries.add_many(thread.id, messages)
+    document = background.documents.add("a document about zebras")
+    _say({"thread": thread.id, "entries": [e.id for e in entries], "document": document.id})
+    threading.Event().wait()
+
+
 def main(argv: list[str]) -> None:
     mode, spec_json, *args = argv
     spec = StoreSpec.from_json(spec_json)
@@ -122,6 +146,8 @@ def main(argv: list[str]) -> None:
             append_each(memory, args[0], args[1], int(args[2]), args[3])
         elif mode == "idempotent":
             idempotent(memory, args[0], int(args[1]), args[2])
+        elif mode == "embed_stuck":
+            embed_stuck(memory, int(args[0]))
         else:
             raise SystemExit(f"unknown mode {mode!r}")
 
