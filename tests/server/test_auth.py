@@ -165,6 +165,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/documents/{document_id}"): Case(lambda w: {"document_id": w.document}),
     ("DELETE", "/v1/documents/{document_id}"): Case(lambda w: {"document_id": w.document}),
     ("POST", "/v1/search"): Case(_none, lambda w: {"query": MARK}, other=200),
+    ("GET", "/v1/embedding/status"): Case(_none, other=200),
     ("POST", "/v1/sessions"): Case(
         _none,
         lambda w: {"channel_type": "web", "channel_id": "c", "agent_id": w.agent, "user_id": "u"},
