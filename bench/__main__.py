@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "vectors": ("bench.bench_vectors", None),
     "small_scope": ("bench.bench_small_scope", None),
     "embedders": ("bench.bench_embedders", None),
+    "bg_embed": ("bench.bench_bg_embed", None),
 }
 
 
