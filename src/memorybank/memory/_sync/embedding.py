@@ -35,6 +35,7 @@ stored twice), never lost.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +128,13 @@ class _Counts:
         self.pending = self.embedded = self.failed = 0
         self.last_error: str | None = None
 
+    @staticmethod
+    def copy(counts: _Counts) -> _Counts:
+        out = _Counts()
+        out.pending, out.embedded, out.failed = counts.pending, counts.embedded, counts.failed
+        out.last_error = counts.last_error
+        return out
+
 
 class _EmbedService:
     """The queue, the worker and the journal of one memory (shared by its handles)."""
@@ -142,6 +150,7 @@ class _EmbedService:
             "memorybank-embed", capacity=capacity, batch=search.EMBED_BATCH, handle=self._handle
         )
         self._counts: dict[str, _Counts] = {}
+        self._lock = threading.Lock()
         self._own: set[str] = set()  # journal records this process queued or is writing
         self._started = False
         self.resuming = False
@@ -197,12 +206,9 @@ class _EmbedService:
         for job in jobs:
             if job.branch is None and branch is not None:
                 job = dataclasses.replace(job, branch=branch)
-            counts = self.counts(job.tenant)
-            counts.pending += len(job.ids)
-            self.totals.pending += len(job.ids)
+            self._count(job.tenant, pending=len(job.ids))
             if not self.queue.put(job, len(job.ids)):  # closed: the journal keeps it
-                counts.pending -= len(job.ids)
-                self.totals.pending -= len(job.ids)
+                self._count(job.tenant, pending=-len(job.ids))
                 self._own.discard(job.id)
 
     def _handle(self, jobs: list[_Job | None]) -> None:
@@ -269,8 +275,7 @@ class _EmbedService:
         model = embedder.model_id
         if resumed:
             for job in jobs:
-                self.counts(job.tenant).pending += len(job.ids)
-                self.totals.pending += len(job.ids)
+                self._count(job.tenant, pending=len(job.ids))
         try:
             groups: dict[_Group, list[str]] = {}
             for job in jobs:
@@ -306,23 +311,38 @@ class _EmbedService:
                 store.vector_put(tenant, items)
             store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs])
             for tenant, items in by_tenant.items():
-                self.counts(tenant).embedded += len(items)
-                self.totals.embedded += len(items)
+                self._count(tenant, embedded=len(items))
         except Exception as error:  # the journal keeps them: the next start retries
             for job in jobs:
                 self._failed(job.tenant, len(job.ids), error)
         finally:
             for job in jobs:
-                self.counts(job.tenant).pending -= len(job.ids)
-                self.totals.pending -= len(job.ids)
+                self._count(job.tenant, pending=-len(job.ids))
                 self._own.discard(job.id)
+
+    def _count(
+        self,
+        tenant: str | None,
+        *,
+        pending: int = 0,
+        embedded: int = 0,
+        failed: int = 0,
+        error: str | None = None,
+    ) -> None:
+        """Add to the tenant's numbers and the totals (writers and the worker's thread
+        update them: under a lock, held for no await)."""
+        with self._lock:
+            for counts in (self.totals, None if tenant is None else self.counts(tenant)):
+                if counts is not None:
+                    counts.pending += pending
+                    counts.embedded += embedded
+                    counts.failed += failed
+                    if error is not None:
+                        counts.last_error = error
 
     def _failed(self, tenant: str | None, size: int, error: Exception) -> None:
         message = f"{type(error).__name__}: {error}"
-        for counts in (self.totals, None if tenant is None else self.counts(tenant)):
-            if counts is not None:
-                counts.failed += size
-                counts.last_error = message
+        self._count(tenant, failed=size, error=message)
         logger.warning(
             "memorybank: background embedding failed (%s); the journal keeps it for the"
             " next start or memory.embed_pending()",
@@ -331,7 +351,9 @@ class _EmbedService:
 
     def status(self, tenant: str | None) -> EmbeddingStatus:
         embedder = self.embedder
-        counts = self.totals if tenant is None else self.counts(tenant)
+        with self._lock:
+            found = self.totals if tenant is None else self._counts.get(tenant, _Counts())
+            counts = _Counts.copy(found)
         return EmbeddingStatus(
             mode="background",
             model_id=None if embedder is None else embedder.model_id,
