@@ -51,8 +51,11 @@ def _queries(texts: list[str], seed: int = 1) -> list[tuple[int, str]]:
     return out
 
 
-def _recall(memory: Memory, ids: list[str], queries: list[tuple[int, str]]) -> tuple[float, list]:
-    found, seen = 0, []
+def _recall(
+    memory: Memory, ids: list[str], queries: list[tuple[int, str]]
+) -> tuple[float, list[list[tuple[object, float]]]]:
+    found = 0
+    seen: list[list[tuple[object, float]]] = []
     for index, query in queries:
         hits: list[Hit] = memory.search(query, k=10)
         found += any(h.id == ids[index] for h in hits)
