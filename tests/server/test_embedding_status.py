@@ -76,3 +76,13 @@ def test_the_embed_setting_names_a_mode() -> None:
     assert embed_mode(" Inline ") == "inline"
     with pytest.raises(ConfigurationError, match="MEMORYBANK_EMBED"):
         embed_mode("later")
+
+
+def test_serve_refuses_an_unknown_embed_mode() -> None:
+    from typer.testing import CliRunner
+
+    from memorybank.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--embed", "later"])  # sets no env var
+    assert result.exit_code == 2
+    assert "--embed" in result.output
