@@ -16,6 +16,9 @@ from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import SearchHit, VectorItem
     from memorybank.stores.vectors.exact import CachedRows, ScopedRows, VectorCache, VectorSlot
 
@@ -502,9 +505,8 @@ class SearchMixin(SQLiteStoreBase):
                 slot = self._vector_slot(conn, tenant, model_id, kind, dim)
                 if slot.persist is None:  # the slot's builder saves what it built
                     slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
-                mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
-                best = slot.search(query, fetch, mask)
+                best = slot.find(query, fetch, thread_id, visible_to)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
@@ -600,19 +602,34 @@ class SearchMixin(SQLiteStoreBase):
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
+        blobs = await self._vector_blobs(tenant, kind, ids, model_id)
+        return {vid: vector_from_bytes(blob) for vid, blob in blobs.items()}
+
+    async def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        import numpy as np
+
+        blobs = await self._vector_blobs(tenant, kind, ids, model_id)
+        return {vid: np.frombuffer(blob, dtype="<f4") for vid, blob in blobs.items()}
+
+    async def _vector_blobs(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
+    ) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(ids))
 
-        def op(conn: sqlite3.Connection) -> dict[str, list[float]]:
-            found: dict[str, list[float]] = {}
+        def op(conn: sqlite3.Connection) -> dict[str, bytes]:
+            found: dict[str, bytes] = {}
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ", ".join("?" * len(chunk))
-                for vid, blob in conn.execute(
-                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
-                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
-                    (tenant, kind, model_id, *chunk),
-                ).fetchall():
-                    found[vid] = vector_from_bytes(blob)
+                found.update(
+                    conn.execute(
+                        f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
+                        f" AND kind = ? AND model_id = ? AND id IN ({marks})",
+                        (tenant, kind, model_id, *chunk),
+                    ).fetchall()
+                )
             return found
 
         return await self._run(lambda: self._read(op))
