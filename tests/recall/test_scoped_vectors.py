@@ -32,7 +32,9 @@ def _rows(rng: np.random.Generator, start: int, count: int) -> tuple[CachedRows,
     return rows, vectors
 
 
-def _masked(slot: VectorSlot, q: np.ndarray, k: int, thread: str | None, vis: Visibility | None):
+def _masked(
+    slot: VectorSlot, q: np.ndarray, k: int, thread: str | None, vis: Visibility | None
+) -> list[tuple[int, float]]:
     """The answer of a mask over every row, exact (the reference)."""
     mask = slot.mask(thread, vis)
     rows = np.flatnonzero(mask)

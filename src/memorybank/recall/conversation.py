@@ -180,13 +180,14 @@ class ConversationStructure:
             dim = dims.pop() if len(dims) == 1 else 0
             mat = np.zeros((n, dim), dtype=np.float64)
             has = np.zeros(n, dtype=bool)
-            at = [
-                i
+            given = [
+                (i, c.vector)
                 for i, c in enumerate(self.candidates)
                 if c.vector is not None and dim and c.vector.shape[-1] == dim
             ]
-            if at:  # one stack and one division, not a norm per row
-                rows = np.stack([np.reshape(self.candidates[i].vector, -1) for i in at])
+            at = [i for i, _ in given]
+            if given:  # one stack and one division, not a norm per row
+                rows = np.stack([np.reshape(v, -1) for _, v in given])
                 rows = rows.astype(np.float64, copy=False)
                 # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
                 # the same bits as before, so no tie between candidates moves

@@ -432,7 +432,7 @@ class VectorSlot:
         def at(values: NDArray[Any]) -> NDArray[Any]:
             return values if rows is None else values[rows]
 
-        mask = at(self.visible) & at(self.alive)
+        mask: NDArray[np.bool_] = at(self.visible) & at(self.alive)
         if thread_id is not None:
             mask &= at(self.thread_codes) == self.code_of(thread_id)
         if visible_to is not None:
