@@ -281,6 +281,23 @@ class ValueOut(BaseModel):
     value: Any = None
 
 
+class RunOut(BaseModel):
+    """A run holding working memory (``memory.working_runs()``), with its values."""
+
+    run_id: str
+    user_id: str | None
+    agent_id: str | None
+    items: dict[str, Any]
+
+
+class SnapshotOut(BaseModel):
+    """A run's saved snapshot (``memory.snapshots.list()``); ``user_id`` is its owner."""
+
+    run_id: str
+    user_id: str | None
+    value: Any = None
+
+
 class CoreFactValueIn(BaseModel):
     model_config = _STRICT
     value: str

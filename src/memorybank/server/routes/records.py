@@ -11,6 +11,7 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.server.deps import MemoryDep
+from memorybank.server.errors import ApiError
 from memorybank.server.models import (
     CoreFactOut,
     CoreFactValueIn,
@@ -24,10 +25,12 @@ from memorybank.server.models import (
     FactSearchIn,
     HitOut,
     Page,
+    RunOut,
     SearchIn,
     SessionIn,
     SessionOut,
     SessionPatch,
+    SnapshotOut,
     SummaryIn,
     SummaryOut,
     ValueIn,
@@ -50,11 +53,36 @@ def _opt(value: str | None) -> Any:
     return UNSET if value is None else value
 
 
+def _cannot_list(what: str) -> ApiError:
+    """The store answers ``None`` for a list of runs: it cannot list them."""
+    return ApiError(501, "not_implemented", f"this server's store cannot list {what}")
+
+
 def router() -> APIRouter:
     """The routes of this module."""
     api = APIRouter(prefix="/v1")
 
     # -- working memory -------------------------------------------------------------
+
+    @api.get("/runs", tags=["working memory"], summary="Runs holding working memory, by id")
+    async def working_runs(
+        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
+    ) -> Page[RunOut]:
+        """``memory.working_runs()``: with ``X-User-Id`` the runs opened for that user,
+        without it every run of the tenant; each with its values. 501
+        ``not_implemented`` when the store cannot list runs."""
+
+        async def fetch(n: int | None) -> list[RunOut]:
+            runs = await memory.working_runs(limit=n)
+            if runs is None:
+                raise _cannot_list("runs")
+            return [
+                RunOut(run_id=r.run_id, user_id=r.user_id, agent_id=r.agent_id, items=r.items)
+                for r in runs
+            ]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[RunOut](items=items, next_cursor=next_cursor)
 
     @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
     async def working_items(
@@ -100,6 +128,26 @@ def router() -> APIRouter:
         return _NO_CONTENT
 
     # -- snapshots -------------------------------------------------------------------
+
+    @api.get("/snapshots", tags=["snapshots"], summary="Saved snapshots the caller may load")
+    async def snapshot_list(
+        memory: MemoryDep,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[SnapshotOut]:
+        """``memory.snapshots.list()``, in run id order: a user (``X-User-Id`` or
+        ``user_id``) sees her own and unowned snapshots, the tenant every one. 501
+        ``not_implemented`` when the store cannot list runs."""
+
+        async def fetch(n: int | None) -> list[SnapshotOut]:
+            found = await memory.snapshots.list(user_id=_opt(user_id), limit=n)
+            if found is None:
+                raise _cannot_list("snapshots")
+            return [SnapshotOut(run_id=s.run_id, user_id=s.user_id, value=s.value) for s in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[SnapshotOut](items=items, next_cursor=next_cursor)
 
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
     async def snapshot_save(run_id: str, body: ValueIn, memory: MemoryDep) -> Response:
