@@ -49,7 +49,6 @@ from memorybank.context._async.compaction import AsyncCompactionService
 from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.context._async.turn import AsyncTurn
 from memorybank.errors import (
-    ConfigurationError,
     Conflict,
     InvalidInput,
     MemoryBankError,
@@ -68,6 +67,7 @@ from memorybank.memory._async.threads import AsyncThreads
 
 __all__ = [
     "CLASSES",
+    "REFERENCE_TOOLS",
     "VERBS",
     "Argument",
     "Route",
@@ -75,7 +75,24 @@ __all__ = [
     "Without",
     "by_name",
     "markdown_table",
+    "plain",
 ]
+
+#: The MCP reference memory server's tools: their names and argument shapes are the
+#: reference's (a client written for it works unchanged), not the library's.
+REFERENCE_TOOLS = frozenset(
+    {
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+    }
+)
 
 Scope = Literal["thread", "user", "tenant", "none"]
 Shape = Literal["item", "page", "ranking", "count", "empty", "value", "handle"]
@@ -175,9 +192,14 @@ class Verb:
         )
         if listed is not None:
             return " ".join(listed.group(1).split())
-        text = " ".join(doc.split())
-        for sentence in re.split(r"(?<=[.;])\s+(?=[A-Z`])", text):
-            if f"``{argument}``" in sentence:
+        sentences = re.split(r"(?<=[.;])\s+(?=[A-Z`])", " ".join(doc.split()))
+        named = f"``{argument}``"
+        for sentence in sentences:  # one that starts with the name says what it is
+            if sentence.startswith(named + ":"):
+                text = sentence.removeprefix(named + ":").strip()
+                return text[:1].upper() + text[1:]
+        for sentence in sentences:
+            if named in sentence:
                 return sentence.strip()
         return None
 
@@ -210,7 +232,6 @@ _MODEL_TOOLS = "the MCP tools cover conversation, recall, facts and the graph"
 _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
 _NO_AGENT = "REST names no agent on by-id routes (no X-Agent-Id): the record's id decides"
-_HEADER = "the X-User-Id header names the user of every route"
 
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
@@ -267,10 +288,7 @@ _TH = "/v1/threads/{thread_id}"
 _ENTITY = "/v1/graph/entities/{entity_id}"
 _RELATION = "/v1/graph/relations/{relation_id}"
 _NO_AGENT_GAP = {"agent_id": _NO_AGENT}
-_BY_ID = {"user_id": _HEADER, **_NO_AGENT_GAP}
-_USER_ONLY = {"user_id": _HEADER}
-_RUN = {"run_id": "in the path", "user_id": _HEADER}
-_ASOF = {"as_of": "valid-time reads are library-only so far", **_BY_ID}
+_BY_ID = _NO_AGENT_GAP
 
 VERBS: tuple[Verb, ...] = (
     # -- Memory -------------------------------------------------------------------------------
@@ -283,7 +301,6 @@ VERBS: tuple[Verb, ...] = (
         "get_context",
         "context",
         gaps={
-            "user_id": "a body field, and X-User-Id",
             "options": "ContextOptions is a Python object: its fields are the body's",
         },
         mcp_names={"include_graph": "include_graph_context"},
@@ -333,7 +350,6 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/history"),
         "history",
         "show",
-        gaps=_USER_ONLY,
     ),
     _v(
         "Memory.now",
@@ -361,7 +377,6 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/entries"),
         "remember",
         _CLI_NO,
-        gaps={"user_id": _HEADER, "thread_id": "in the path"},
     ),
     _v(
         "Memory.scoped",
@@ -433,7 +448,6 @@ VERBS: tuple[Verb, ...] = (
         _get(_TH),
         Without("history reads a thread"),
         "show",
-        gaps=_USER_ONLY,
     ),
     _v(
         "Threads.require",
@@ -443,13 +457,10 @@ VERBS: tuple[Verb, ...] = (
         _get(_TH),
         Without("history reads a thread"),
         "show",
-        gaps=_USER_ONLY,
     ),
     _v("Threads.list", "user", True, "page", _get("/v1/threads"), Without(_MODEL_TOOLS), "threads"),
-    _v("Threads.update", "thread", True, "item", _patch(_TH), _REST_ONLY, _CLI_NO, gaps=_USER_ONLY),
-    _v(
-        "Threads.delete", "thread", True, "empty", _delete(_TH), "forget", "delete", gaps=_USER_ONLY
-    ),
+    _v("Threads.update", "thread", True, "item", _patch(_TH), _REST_ONLY, _CLI_NO),
+    _v("Threads.delete", "thread", True, "empty", _delete(_TH), "forget", "delete"),
     # -- entries ------------------------------------------------------------------------------
     _v(
         "Entries.add",
@@ -480,7 +491,7 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/entries"),
         Without("history reads a thread"),
         "show",
-        gaps={"offset": "the cursor carries it", "limit": "the page size", "user_id": _HEADER},
+        gaps={"offset": "the cursor carries it", "limit": "the page size"},
     ),
     _v(
         "Entries.get",
@@ -490,7 +501,6 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/entries/{{entry_id}}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "Entries.delete",
@@ -500,7 +510,6 @@ VERBS: tuple[Verb, ...] = (
         _delete(f"{_TH}/entries/{{entry_id}}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "Entries.clear",
@@ -510,7 +519,6 @@ VERBS: tuple[Verb, ...] = (
         _delete(f"{_TH}/entries"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "Entries.count",
@@ -520,7 +528,6 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/count"),
         _REST_ONLY,
         "show",
-        gaps=_USER_ONLY,
     ),
     # -- branches -----------------------------------------------------------------------------
     _v(
@@ -532,7 +539,6 @@ VERBS: tuple[Verb, ...] = (
         _REST_ONLY,
         _CLI_NO,
         errors=(*_T, Conflict),
-        gaps=_USER_ONLY,
     ),
     _v(
         "Branches.checkout",
@@ -542,7 +548,6 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/checkout"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "Branches.rewind",
@@ -552,7 +557,7 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/rewind"),
         _REST_ONLY,
         _CLI_NO,
-        gaps={**_USER_ONLY, "branch": "rewinds the entry's own branch over REST"},
+        gaps={"branch": "rewinds the entry's own branch over REST"},
     ),
     _v(
         "Branches.list",
@@ -562,7 +567,6 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/branches"),
         _REST_ONLY,
         "show",
-        gaps=_USER_ONLY,
     ),
     _v(
         "Branches.delete",
@@ -572,7 +576,6 @@ VERBS: tuple[Verb, ...] = (
         _delete(f"{_TH}/branches/{{name}}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     # -- snapshots, working memory, summaries ---------------------------------------------------
     _v(
@@ -584,7 +587,6 @@ VERBS: tuple[Verb, ...] = (
         Without(_RUN_STATE),
         _CLI_NO,
         errors=(InvalidInput, ThreadForbidden),
-        gaps=_USER_ONLY,
     ),
     _v(
         "Snapshots.load",
@@ -595,7 +597,6 @@ VERBS: tuple[Verb, ...] = (
         Without(_RUN_STATE),
         "snapshots",
         errors=(InvalidInput, ThreadForbidden),
-        gaps=_USER_ONLY,
     ),
     _v(
         "Snapshots.delete",
@@ -606,7 +607,6 @@ VERBS: tuple[Verb, ...] = (
         Without(_RUN_STATE),
         _CLI_NO,
         errors=(InvalidInput, ThreadForbidden),
-        gaps=_USER_ONLY,
     ),
     _v(
         "Snapshots.list",
@@ -736,7 +736,7 @@ VERBS: tuple[Verb, ...] = (
         True,
         "ranking",
         _post("/v1/facts/search"),
-        Without("recall searches facts with kinds"),
+        Without("facts reach the model through get_context and list_facts"),
         "facts",
     ),
     # -- graph --------------------------------------------------------------------------------
@@ -865,7 +865,7 @@ VERBS: tuple[Verb, ...] = (
         "value",
         Without("build_context with include_graph_context"),
         Without("get_context with include_graph"),
-        Without("context --graph"),
+        Without("the CLI context command has no graph option yet"),
     ),
     _v(
         "Graph.ingest",
@@ -945,7 +945,6 @@ VERBS: tuple[Verb, ...] = (
         _put("/v1/core-facts/{key}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "CoreFacts.get",
@@ -955,7 +954,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/core-facts/{key}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "CoreFacts.delete",
@@ -965,7 +963,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/core-facts/{key}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "CoreFacts.history",
@@ -975,7 +972,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/core-facts/{key}/history"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "CoreFacts.all",
@@ -985,7 +981,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/core-facts"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "CoreFacts.format_for_prompt",
@@ -994,7 +989,7 @@ VERBS: tuple[Verb, ...] = (
         "value",
         Without("build_context puts them in the system message"),
         Without("get_context puts them in the system message"),
-        Without("context shows them"),
+        Without("the CLI has no core-facts command"),
     ),
     _v(
         "CoreFacts.close",
@@ -1023,7 +1018,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/sessions/{session_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "SessionManager.update",
@@ -1033,7 +1027,6 @@ VERBS: tuple[Verb, ...] = (
         _patch("/v1/sessions/{session_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "SessionManager.archive",
@@ -1043,7 +1036,6 @@ VERBS: tuple[Verb, ...] = (
         _patch("/v1/sessions/{session_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "SessionManager.delete",
@@ -1053,7 +1045,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/sessions/{session_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "SessionManager.list",
@@ -1086,7 +1077,6 @@ VERBS: tuple[Verb, ...] = (
         gaps={
             "summary_model": "summary compaction needs a model the server does not hold",
             "summary_prompt": "summary compaction needs a model the server does not hold",
-            **_USER_ONLY,
         },
     ),
     _v(
@@ -1108,7 +1098,6 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/restore"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_USER_ONLY,
     ),
     _v(
         "ContextBuilder.build",
@@ -1143,26 +1132,38 @@ VERBS: tuple[Verb, ...] = (
 _BY_NAME = {verb.name: verb for verb in VERBS}
 
 
+def plain(text: str) -> str:
+    """``text`` with the docstrings' ``literal`` marks as markdown's `literal` (for models)."""
+    return text.replace("``", "`")
+
+
 def by_name(name: str) -> Verb:
     """The verb called ``name`` (``"Memory.search"``)."""
     return _BY_NAME[name]
 
 
-def _cell(value: Route | Without | str) -> str:
-    if isinstance(value, Without):
-        return f"— ({value.reason})"
-    return f"`{value}`"
-
-
 def markdown_table(verbs: tuple[Verb, ...] = VERBS) -> str:
-    """The verb -> REST route, MCP tool, CLI command table, as markdown."""
+    """The verb -> REST route, MCP tool, CLI command table, as markdown: a surface
+    without the verb shows a note number, and the notes (the reasons) follow."""
+    notes: dict[str, int] = {}
+
+    def cell(value: Route | Without | str) -> str:
+        if isinstance(value, Without):
+            number = notes.setdefault(value.reason, len(notes) + 1)
+            return f"— [{number}]"
+        return f"`{value}`"
+
     lines = [
         "| verb | scope | REST | MCP tool | CLI |",
         "| --- | --- | --- | --- | --- |",
     ]
     for verb in verbs:
         lines.append(
-            f"| `{verb.name}` | {verb.scope} | {_cell(verb.rest)} | {_cell(verb.mcp)}"
-            f" | {_cell(verb.cli)} |"
+            f"| `{verb.name}` | {verb.scope} | {cell(verb.rest)} | {cell(verb.mcp)}"
+            f" | {cell(verb.cli)} |"
         )
+    lines.append("")
+    lines.append("Why a surface has no form of a verb:")
+    lines.append("")
+    lines.extend(f"{number}. {reason}" for reason, number in notes.items())
     return "\n".join(lines) + "\n"
