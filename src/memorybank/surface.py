@@ -300,9 +300,6 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/context"),
         "get_context",
         "context",
-        gaps={
-            "options": "ContextOptions is a Python object: its fields are the body's",
-        },
         mcp_names={"include_graph": "include_graph_context"},
     ),
     _v(
@@ -460,7 +457,16 @@ VERBS: tuple[Verb, ...] = (
     ),
     _v("Threads.list", "user", True, "page", _get("/v1/threads"), Without(_MODEL_TOOLS), "threads"),
     _v("Threads.update", "thread", True, "item", _patch(_TH), _REST_ONLY, _CLI_NO),
-    _v("Threads.delete", "thread", True, "empty", _delete(_TH), "forget", "delete"),
+    _v(
+        "Threads.delete",
+        "thread",
+        True,
+        "empty",
+        _delete(_TH),
+        "forget",
+        "delete",
+        mcp_names={"id": "thread_id", "kind": "picks the verb: kind='thread'"},
+    ),
     # -- entries ------------------------------------------------------------------------------
     _v(
         "Entries.add",
@@ -491,7 +497,7 @@ VERBS: tuple[Verb, ...] = (
         _get(f"{_TH}/entries"),
         Without("history reads a thread"),
         "show",
-        gaps={"offset": "the cursor carries it", "limit": "the page size"},
+        gaps={"offset": "the cursor carries it"},
     ),
     _v(
         "Entries.get",
@@ -557,7 +563,6 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/rewind"),
         _REST_ONLY,
         _CLI_NO,
-        gaps={"branch": "rewinds the entry's own branch over REST"},
     ),
     _v(
         "Branches.list",
@@ -616,7 +621,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/snapshots"),
         Without(_RUN_STATE),
         "snapshots",
-        gaps={"limit": "the page size"},
     ),
     _v(
         "WorkingMemory.set",
@@ -698,7 +702,11 @@ VERBS: tuple[Verb, ...] = (
         _REST_ONLY,
         _CLI_NO,
         errors=(*_GONE, Conflict),
-        gaps={**_BY_ID, "new_content": "the body's content, with supersede: true"},
+        gaps={
+            **_BY_ID,
+            "old_id": "the path's fact_id",
+            "new": "the body's content, with supersede: true",
+        },
     ),
     _v(
         "Facts.history",
@@ -719,6 +727,7 @@ VERBS: tuple[Verb, ...] = (
         "forget",
         _CLI_NO,
         gaps=_BY_ID,
+        mcp_names={"id": "fact_id", "kind": "picks the verb: kind='fact'"},
     ),
     _v(
         "Facts.list",
@@ -728,7 +737,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/facts"),
         "list_facts",
         "facts",
-        gaps={"limit": "the page size"},
     ),
     _v(
         "Facts.search",
@@ -808,6 +816,7 @@ VERBS: tuple[Verb, ...] = (
         _REST_ONLY,
         _CLI_NO,
         errors=_GONE,
+        gaps={"keep": "the path's entity_id"},
     ),
     _v(
         "Graph.add_relation",
@@ -895,7 +904,16 @@ VERBS: tuple[Verb, ...] = (
         Without("the process's extraction backlog"),
     ),
     # -- documents ----------------------------------------------------------------------------
-    _v("Documents.add", "user", False, "item", _post("/v1/documents"), _REST_ONLY, _CLI_NO),
+    _v(
+        "Documents.add",
+        "user",
+        False,
+        "item",
+        _post("/v1/documents"),
+        _REST_ONLY,
+        _CLI_NO,
+        gaps={"embedding": "a caller's own vector: the server embeds with its embedder"},
+    ),
     _v(
         "Documents.get",
         "user",
@@ -924,7 +942,7 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/documents"),
         _REST_ONLY,
         "documents",
-        gaps={"limit": "the page size"},
+        gaps={"filters": "a JSON object: POST /v1/search takes filters"},
     ),
     _v(
         "Documents.search",
@@ -934,7 +952,8 @@ VERBS: tuple[Verb, ...] = (
         _post("/v1/search"),
         "recall",
         "search",
-        gaps={"query": "field query", "k": "field k"},
+        gaps={"options": "SearchOptions is a Python object (hybrid ranking weights)"},
+        mcp_names={"thread_id": "searches entries only: documents ignore it"},
     ),
     # -- core facts ---------------------------------------------------------------------------
     _v(
@@ -1054,7 +1073,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/sessions"),
         _REST_ONLY,
         _CLI_NO,
-        gaps={"limit": "the page size"},
     ),
     _v(
         "SessionManager.compact",
@@ -1105,9 +1123,8 @@ VERBS: tuple[Verb, ...] = (
         True,
         "value",
         _post(f"{_TH}/context"),
-        "get_context",
-        "context",
-        gaps={"options": "the body's fields are ContextOptions'"},
+        Without("get_context is Memory.build_context's tool"),
+        Without("context is Memory.build_context's command"),
     ),
     _v(
         "Turn.add",

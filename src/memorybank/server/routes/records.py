@@ -173,7 +173,7 @@ def router() -> APIRouter:
     async def summary_add(body: SummaryIn, memory: MemoryDep) -> SummaryOut:
         summary = await memory.summaries.add(
             content=body.content,
-            agent_id=_opt(body.agent_id),
+            agent_id=body.agent_id,
             user_id=given(body, "user_id"),
         )
         return SummaryOut.model_validate(summary)
@@ -207,6 +207,7 @@ def router() -> APIRouter:
             metadata=body.metadata,
             expires_at=body.expires_at,
             source_entries=body.source_entries,
+            fact_id=body.fact_id,
         )
         return FactOut.model_validate(fact)
 
