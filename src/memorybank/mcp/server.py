@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
+from memorybank import surface as _surface
 from memorybank.dump import format as _dump
 from memorybank.errors import (
     ConfigurationError,
@@ -68,7 +69,6 @@ from memorybank.mcp.graph_tools import (
     Outcome,
 )
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank import surface as _surface
 from memorybank.rules import validate as v
 
 try:
