@@ -300,7 +300,7 @@ VERBS: tuple[Verb, ...] = (
         _post(f"{_TH}/context"),
         "get_context",
         "context",
-        mcp_names={"include_graph": "include_graph_context"},
+        mcp_names={"include_graph": "deprecated alias of include_graph_context"},
     ),
     _v(
         "Memory.close",
@@ -873,7 +873,7 @@ VERBS: tuple[Verb, ...] = (
         True,
         "value",
         Without("build_context with include_graph_context"),
-        Without("get_context with include_graph"),
+        Without("get_context with include_graph_context"),
         Without("the CLI context command has no graph option yet"),
     ),
     _v(

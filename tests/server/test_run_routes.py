@@ -1,6 +1,7 @@
 """``GET /v1/runs`` and ``GET /v1/snapshots``: the library's ``working_runs()`` and
 ``snapshots.list()`` over REST, in the one list shape, and ``memorybank runs`` /
-``memorybank snapshots`` in the CLI."""
+``memorybank snapshots`` in the CLI; and a session opened without a user, whose
+422 names the header to send."""
 
 from __future__ import annotations
 
@@ -121,3 +122,16 @@ def test_the_cli_lists_runs_and_snapshots(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "s-bob" in shown.output and "s-shared" in shown.output
     missing = runner.invoke(cli_app, ["runs", "--url", f"sqlite:///{tmp_path / 'nope.db'}"])
     assert missing.exit_code == 1 and "not_found" in missing.output
+
+
+async def test_a_session_without_a_user_says_how_to_name_one(api: Api) -> None:
+    key = await api.key("acme")
+    body = {"channel_type": "web", "channel_id": "c1", "agent_id": "bot"}
+    answer = await api.client.post("/v1/sessions", json=body, headers=key)
+    assert answer.status_code == 422
+    error = answer.json()
+    assert error["field"] == "user_id" and "X-User-Id" in error["message"]
+    named = await api.client.post("/v1/sessions", json=body, headers={**key, "X-User-Id": "ana"})
+    assert named.status_code == 200 and named.json()["user_id"] == "ana"
+    given = await api.client.post("/v1/sessions", json={**body, "user_id": "bo"}, headers=key)
+    assert given.status_code == 200 and given.json()["user_id"] == "bo"

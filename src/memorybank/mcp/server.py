@@ -642,13 +642,17 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         ] = None,
         system_prompt: Annotated[str | None, Field(description="The system prompt")] = None,
         include_facts: Annotated[bool, Field(description="Add the known facts")] = True,
-        include_graph: Annotated[
+        include_graph_context: Annotated[
             bool,
             Field(
                 description="Add the knowledge-graph entities and relations that "
                 "current_input mentions"
             ),
         ] = False,
+        include_graph: Annotated[
+            bool | None,
+            Field(description="Deprecated: the old name of include_graph_context"),
+        ] = None,
     ) -> ContextResult:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -663,7 +667,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 current_input=current_input,
                 system_prompt=system_prompt,
                 include_facts=include_facts,
-                include_graph_context=include_graph,
+                include_graph_context=include_graph_context or bool(include_graph),
             )
             return {
                 "messages": _dump.encode(built.messages),

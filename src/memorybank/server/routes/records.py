@@ -390,6 +390,13 @@ def router() -> APIRouter:
 
     @api.post("/sessions", tags=["sessions"], summary="The session of a user on a channel")
     async def session_open(body: SessionIn, memory: MemoryDep) -> SessionOut:
+        """A session belongs to a user: the ``X-User-Id`` header's, or the body's
+        ``user_id`` on a tenant-wide request (neither: 422 naming both)."""
+        if body.user_id is None and not isinstance(memory.scope.user_id, str):
+            raise InvalidInput(
+                "a session belongs to a user: send the X-User-Id header (or user_id in the body)",
+                field="user_id",
+            )
         session = await AsyncSessionManager(memory).get_or_create(
             channel_type=body.channel_type,
             channel_id=body.channel_id,
