@@ -77,12 +77,12 @@ async def test_the_tenant_lists_every_snapshot_or_one_users(api: Api) -> None:
 class _OlderStore(AsyncInMemoryStore):
     """A store written before run listing: the contract's default answers ``None``."""
 
-    async def working_runs(
+    async def working_runs(  # type: ignore[override]  # the contract's wider answer
         self, tenant: str, *, after: str | None = None, limit: int | None = None
     ) -> list[str] | None:
         return await AsyncStore.working_runs(self, tenant, after=after, limit=limit)
 
-    async def snapshot_runs(
+    async def snapshot_runs(  # type: ignore[override]  # the contract's wider answer
         self, tenant: str, *, after: str | None = None, limit: int | None = None
     ) -> list[str] | None:
         return await AsyncStore.snapshot_runs(self, tenant, after=after, limit=limit)
