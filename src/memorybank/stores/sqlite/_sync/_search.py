@@ -73,8 +73,7 @@ class SearchMixin(SQLiteStoreBase):
             limit = k
             while True:
                 best = conn.execute(
-                    f"SELECT rowid, -{rank} FROM {fts} WHERE {fts} MATCH ?"
-                    f" ORDER BY {rank} LIMIT ?",
+                    f"SELECT rowid, -{rank} FROM {fts} WHERE {fts} MATCH ? ORDER BY {rank} LIMIT ?",
                     (query, limit),
                 ).fetchall()
                 score = dict(best)
