@@ -127,6 +127,61 @@ async def test_the_http_mount_names_its_headers(memory: AsyncMemory) -> None:
         assert context["messages"][-1]["content"] == "hello"
 
 
+async def _seen_without_a_user(client: Any) -> tuple[str, list[str], list[str], str]:
+    """What a client acting for no user meets: ana's thread, the facts, recall, and what
+    it writes."""
+    refused = await fails(client, "history", thread_id="anas")
+    facts = sorted(f["content"] for f in (await call(client, "list_facts"))["facts"])
+    hits = sorted(h["content"] for h in (await call(client, "recall", query="pelican"))["hits"])
+    written = (await call(client, "add_fact", content="written with no user"))["id"]
+    return refused, facts, hits, written
+
+
+async def test_no_user_is_shared_records_only_on_both_transports(memory: AsyncMemory) -> None:
+    """One scope rule: ``memorybank mcp`` without ``--user`` and ``/mcp`` without
+    ``X-User-Id`` make the same call (shared records only, never the whole tenant),
+    and each refusal names how to pass a user on its own surface."""
+    acme = memory.tenant("acme")
+    await acme.threads.create(thread_id="anas", user_id="ana")
+    await acme.remember("anas", "user", "ana saw a pelican")
+    await acme.threads.create(thread_id="open")
+    await acme.remember("open", "user", "everyone saw a pelican")
+    await acme.facts.add(content="ana's own fact", user_id="ana")
+    await acme.facts.add(content="a shared fact", user_id=None)
+    async with Client(create_server(acme, agent_id="a")) as client:
+        stdio = await _seen_without_a_user(client)
+    async with served(memory) as app:
+        _, key = await app.state.keys.create("acme")
+        headers = {"Authorization": f"Bearer {key}", "X-Agent-Id": "a"}
+        async with http_client(app, headers) as client:
+            http = await _seen_without_a_user(client)
+    for refused, facts, hits, _ in (stdio, http):
+        assert refused.startswith("thread_forbidden: ")
+        assert "a shared fact" in facts and "ana's own fact" not in facts
+        assert hits == ["everyone saw a pelican"]
+    assert "--user" in stdio[0] and "X-User-Id" not in stdio[0]
+    assert "X-User-Id header" in http[0] and "--user" not in http[0]
+    for _, _, _, written in (stdio, http):  # what they write is shared, not ana's
+        fact = await acme.facts.get(written)
+        assert fact is not None and fact.user_id is None
+
+
+async def test_get_context_takes_the_librarys_graph_option_name(memory: AsyncMemory) -> None:
+    """``include_graph_context`` as ``build_context`` and REST name it; the old
+    ``include_graph`` still works (deprecated)."""
+    async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
+        ada = {"name": "Ada", "entityType": "person", "observations": ["keeps pelicans"]}
+        await call(client, "create_entities", entities=[ada])
+        await call(client, "remember", thread_id="t", content="hello")
+        ask = {"thread_id": "t", "max_tokens": 2000, "current_input": "What about Ada?"}
+        texts = []
+        for option in ({}, {"include_graph_context": True}, {"include_graph": True}):
+            built = await call(client, "get_context", **ask, **option)
+            texts.append(str(built["messages"]))
+    assert "pelicans" not in texts[0]
+    assert "pelicans" in texts[1] and "pelicans" in texts[2]
+
+
 def test_the_readme_context_line_builds_for_the_owner(tmp_path: Path) -> None:
     """``memorybank context demo-1 --agent atlas`` (no --user): the trusted CLI builds
     the owner's context, as ``show`` reads the thread."""

@@ -40,6 +40,7 @@ def search(store: SQLiteStore, seed: int, k: int = 5) -> dict[str, object]:
 def main() -> None:
     mode, path = sys.argv[1], sys.argv[2]
     _vectors.ANN_THRESHOLD, _vectors.EXACT_LIMIT = THRESHOLD, EXACT_LIMIT
+    _vectors.SCOPED_EXACT_LIMIT = EXACT_LIMIT  # scoped searches use the index too
     _vectors.BACKGROUND_BUILD = False  # each search waits for the build and its save
     store = SQLiteStore(path)
     try:

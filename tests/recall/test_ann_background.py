@@ -47,6 +47,7 @@ def vec(seed: int) -> list[float]:
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 200)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 100)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", 100)  # scoped searches too
     monkeypatch.setattr(_vectors, "EXTEND_AFTER", 10)
     monkeypatch.setattr(_vectors, "BUILD_BATCH", 16)
     monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", True)

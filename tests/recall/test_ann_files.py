@@ -41,6 +41,7 @@ N = 300
 def _small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", THRESHOLD)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", EXACT_LIMIT)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", EXACT_LIMIT)  # scoped searches too
     monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)  # the search waits for the build
 
 

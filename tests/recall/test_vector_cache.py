@@ -242,6 +242,7 @@ def test_a_best_hit_out_of_scope_gives_way_to_the_next(tmp_path: Path) -> None:
 def test_ann_path_matches_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 50)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", 50)  # scoped searches too
     monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
     store = SQLiteStore(tmp_path / "v.db")
     try:

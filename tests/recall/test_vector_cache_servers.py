@@ -200,6 +200,7 @@ def test_the_hnsw_index_answers_over_batched_writes(
         pytest.skip("usearch is not installed")
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", 20)  # scoped searches too
     monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
     a, b = pair
     _thread(a, "th")
@@ -229,6 +230,7 @@ def test_background_build_answers_exactly_meanwhile_and_ends_with_the_store(
         pytest.skip("usearch is not installed")
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 40)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", 20)  # scoped searches too
     monkeypatch.setattr(_vectors, "BUILD_BATCH", 8)
     a, b = pair
     _thread(a, "th", "alice")

@@ -98,6 +98,9 @@ def small_ann(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(_vectors, "ANN_THRESHOLD", ANN_ROWS)
     monkeypatch.setattr(_vectors, "EXACT_LIMIT", ANN_ROWS // 2)
+    # user-scoped searches through the index too (the scoped exact path, which scores
+    # a user's own rows, is held to a mask's answers in tests/recall/test_scoped_vectors.py)
+    monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", ANN_ROWS // 2)
     monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)
     monkeypatch.setattr(_vector_files, "SAVE_AFTER_ROWS", 10)
 

@@ -130,6 +130,7 @@ CASES: dict[tuple[str, str], Case] = {
         _thread, lambda w: {"threshold": 10_000, "keep_recent": 5}
     ),
     ("POST", "/v1/threads/{thread_id}/restore"): Case(_thread),
+    ("GET", "/v1/runs"): Case(_none, other=200),
     ("GET", "/v1/runs/{run_id}/working"): Case(lambda w: {"run_id": w.run}, other=200),
     ("DELETE", "/v1/runs/{run_id}/working"): Case(lambda w: {"run_id": w.run}, other=204),
     ("GET", "/v1/runs/{run_id}/working/{key}"): Case(lambda w: {"run_id": w.run, "key": w.key}),
@@ -140,6 +141,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("PUT", "/v1/snapshots/{run_id}"): Case(
         lambda w: {"run_id": w.run}, lambda w: {"value": 1}, other=204
     ),
+    ("GET", "/v1/snapshots"): Case(_none, other=200),
     ("GET", "/v1/snapshots/{run_id}"): Case(lambda w: {"run_id": w.run}),
     ("DELETE", "/v1/snapshots/{run_id}"): Case(lambda w: {"run_id": w.run}),
     ("POST", "/v1/summaries"): Case(

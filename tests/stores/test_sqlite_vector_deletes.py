@@ -58,6 +58,7 @@ def test_a_delete_is_applied_to_the_cached_slot_without_a_reload(
         monkeypatch.setattr(_vectors, "ANN_THRESHOLD", 100)
         monkeypatch.setattr(_vectors, "BACKGROUND_BUILD", False)  # searches wait for it
         monkeypatch.setattr(_vectors, "EXACT_LIMIT", 50)
+        monkeypatch.setattr(_vectors, "SCOPED_EXACT_LIMIT", 50)  # scoped searches too
     path = tmp_path / "d.db"
     store = SQLiteStore(path)
     memory = Memory(store)

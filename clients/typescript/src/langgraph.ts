@@ -9,9 +9,14 @@
  *
  * Layout: each LangGraph thread is one working-memory run `lg:<thread_id>` of the
  * caller's tenant (and user, with `withUser`): one key per checkpoint
- * (`cp|<ns>|<id>`: the checkpoint and its metadata, serialized by the saver's `serde`,
- * base64) and one per pending write (`w|<ns>|<id>|<task>|<idx>`); the run `lg:threads`
- * lists the threads (for `list()` without a thread). The Python `MemorybankSaver` keeps
+ * (`cp|<ns>|<id>`: the checkpoint without its channel values, and its metadata,
+ * serialized by the saver's `serde`, base64), one per channel value and version
+ * (`b|<ns>|<channel>|<version>`, written only for the channels `put` is told changed in
+ * `newVersions`, so an unchanged channel is stored once and a checkpoint reads it back
+ * through its `channel_versions`) and one per pending write (`w|<ns>|<id>|<task>|<idx>`);
+ * the run `lg:threads` lists the threads (for `list()` without a thread). A checkpoint
+ * older than format v4 is read with its parent's pending sends moved into its `__pregel_tasks`
+ * channel, as LangGraph's own savers do. The Python `MemorybankSaver` keeps
  * its checkpoints as records with LangGraph's msgpack serde, which the REST API does not
  * expose: the two savers share the tenant and user scoping, not their checkpoints.
  */
@@ -26,8 +31,10 @@ import {
   type CheckpointPendingWrite,
   type CheckpointTuple,
   compareWritesSortKeys,
+  maxChannelVersion,
   type PendingWrite,
   type SerializerProtocol,
+  TASKS,
   WRITES_IDX_MAP,
   writesSortKey,
 } from "@langchain/langgraph-checkpoint";
@@ -42,6 +49,11 @@ interface StoredCheckpoint {
   metadataType: string;
   metadata: string;
   parent: string | null;
+}
+
+interface StoredBlob {
+  type: string;
+  value: string;
 }
 
 interface StoredWrite {
@@ -69,6 +81,10 @@ function unb64(text: string): Uint8Array {
 
 const enc = encodeURIComponent;
 
+const writePrefix = (ns: string, id: string) => ["w", enc(ns), enc(id), ""].join(SEP);
+const blobKey = (ns: string, channel: string, version: unknown) =>
+  ["b", enc(ns), enc(channel), enc(String(version))].join(SEP);
+
 /** A LangGraph checkpointer storing in a memorybank tenant's working memory. */
 export class MemorybankSaver extends BaseCheckpointSaver {
   private readonly mb: MemoryBank;
@@ -88,6 +104,19 @@ export class MemorybankSaver extends BaseCheckpointSaver {
     return out;
   }
 
+  /** The stored pending writes of one checkpoint, in LangGraph's writes order. */
+  private writesOf(ns: string, id: string, all: Map<string, unknown>): StoredWrite[] {
+    const prefix = writePrefix(ns, id);
+    const writes: StoredWrite[] = [];
+    for (const [key, value] of all) if (key.startsWith(prefix)) writes.push(value as StoredWrite);
+    return writes.sort((a, b) =>
+      compareWritesSortKeys(
+        writesSortKey(a.taskPath, a.taskId, a.idx),
+        writesSortKey(b.taskPath, b.taskId, b.idx),
+      ),
+    );
+  }
+
   private async tuple(
     threadId: string,
     ns: string,
@@ -100,17 +129,24 @@ export class MemorybankSaver extends BaseCheckpointSaver {
       stored.metadataType,
       unb64(stored.metadata),
     )) as CheckpointMetadata;
-    const prefix = ["w", enc(ns), enc(id), ""].join(SEP);
-    const writes: StoredWrite[] = [];
-    for (const [key, value] of all) if (key.startsWith(prefix)) writes.push(value as StoredWrite);
-    writes.sort((a, b) =>
-      compareWritesSortKeys(
-        writesSortKey(a.taskPath, a.taskId, a.idx),
-        writesSortKey(b.taskPath, b.taskId, b.idx),
-      ),
-    );
+    const values: Record<string, unknown> = { ...(checkpoint.channel_values ?? {}) };
+    for (const [channel, version] of Object.entries(checkpoint.channel_versions ?? {})) {
+      const blob = all.get(blobKey(ns, channel, version)) as StoredBlob | undefined;
+      if (blob !== undefined) values[channel] = await this.serde.loadsTyped(blob.type, unb64(blob.value));
+    }
+    checkpoint.channel_values = values;
+    if (checkpoint.v < 4 && stored.parent !== null) {
+      // Before v4 a step's sends were pending writes of its parent: move them into the channel.
+      const sends = this.writesOf(ns, stored.parent, all).filter((w) => w.channel === TASKS);
+      values[TASKS] = await Promise.all(sends.map((w) => this.serde.loadsTyped(w.type, unb64(w.value))));
+      const versions = Object.values(checkpoint.channel_versions ?? {});
+      checkpoint.channel_versions = {
+        ...checkpoint.channel_versions,
+        [TASKS]: versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined),
+      };
+    }
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
-      writes.map(
+      this.writesOf(ns, id, all).map(
         async (w) =>
           [
             w.taskId,
@@ -195,12 +231,21 @@ export class MemorybankSaver extends BaseCheckpointSaver {
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
-    _newVersions: ChannelVersions,
+    newVersions: ChannelVersions,
   ): Promise<RunnableConfig> {
     const threadId = config.configurable?.thread_id as string | undefined;
     if (threadId === undefined) throw new Error("put needs config.configurable.thread_id");
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? "";
-    const [type, bytes] = await this.serde.dumpsTyped(checkpoint);
+    const run = this.run(threadId);
+    // Only the channels that changed are written, each once per version; the checkpoint
+    // itself keeps no values (a channel unchanged since an ancestor is read from its blob).
+    for (const [channel, version] of Object.entries(newVersions)) {
+      if (!Object.hasOwn(checkpoint.channel_values, channel)) continue;
+      const [blobType, blobBytes] = await this.serde.dumpsTyped(checkpoint.channel_values[channel]);
+      const blob: StoredBlob = { type: blobType, value: b64(blobBytes) };
+      await run.set(blobKey(ns, channel, version), blob);
+    }
+    const [type, bytes] = await this.serde.dumpsTyped({ ...checkpoint, channel_values: {} });
     const [metadataType, metadataBytes] = await this.serde.dumpsTyped(metadata);
     const stored: StoredCheckpoint = {
       type,
@@ -210,7 +255,7 @@ export class MemorybankSaver extends BaseCheckpointSaver {
       parent: (config.configurable?.checkpoint_id as string | undefined) ?? null,
     };
     await this.mb.working(THREADS).set(threadId, true);
-    await this.run(threadId).set(["cp", enc(ns), enc(checkpoint.id)].join(SEP), stored);
+    await run.set(["cp", enc(ns), enc(checkpoint.id)].join(SEP), stored);
     return { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpoint.id } };
   }
 

@@ -10,7 +10,14 @@ const dist = new URL("../dist/", import.meta.url);
 test("ESM and CJS entries export the same client", async () => {
   const esm = await import("../dist/index.js");
   const cjs = require("../dist/index.cjs");
-  for (const name of ["MemoryBank", "MemoryBankError", "MemorybankSession", "MemorybankSaver"]) {
+  for (const name of [
+    "MemoryBank",
+    "MemoryBankError",
+    "MemorybankSession",
+    "MemorybankSaver",
+    "loadChat",
+    "saveChat",
+  ]) {
     assert.equal(typeof esm[name], "function", `ESM ${name}`);
     assert.equal(typeof cjs[name], "function", `CJS ${name}`);
   }
@@ -32,6 +39,24 @@ test("the core's bundle imports nothing but openapi-fetch (no node: modules, no 
   };
   visit("core.js");
   assert.ok(seen.size >= 1);
+});
+
+test("the AI SDK helper loads nothing of `ai` at run time (it needs its types only)", () => {
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const text = readFileSync(new URL(file, dist), "utf8");
+    for (const [, spec] of text.matchAll(/(?:from|import)\s*["']([^"']+)["']/g)) {
+      if (spec.startsWith("./")) visit(spec.slice(2));
+      else assert.equal(spec, "openapi-fetch", `${file} imports ${spec}`);
+    }
+  };
+  visit("ai-sdk.js");
+  assert.ok(
+    readFileSync(new URL("ai-sdk.d.ts", dist), "utf8").includes('from "ai"'),
+    "its types are the SDK's",
+  );
 });
 
 test("the declarations ship for both formats", () => {

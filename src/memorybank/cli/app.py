@@ -31,6 +31,7 @@ from memorybank import __version__
 from memorybank.cli import mcp as _cli_mcp
 from memorybank.cli import port as _cli_port
 from memorybank.cli import read as _cli_read
+from memorybank.cli import runs as _cli_runs
 from memorybank.cli.common import (
     EmbedderOption,
     TenantOption,
@@ -520,6 +521,7 @@ def _serve_demo(url: str | None, host: str, port: int, embedder: Embedder | None
 # -- commands of their own modules ---------------------------------------------------
 
 _cli_read.register(app)
+_cli_runs.register(app)
 _cli_port.register(app)
 _cli_mcp.register(app)
 

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
+from memorybank import surface as _surface
 from memorybank.dump import format as _dump
 from memorybank.errors import (
     ConfigurationError,
@@ -106,6 +107,11 @@ RECALL_MAX = 50
 LIST_MAX = 200
 #: Largest ``max_tokens`` ``get_context`` accepts.
 CONTEXT_MAX_TOKENS = 1_000_000
+
+#: Tools that map one library verb 1:1 take its description from its docstring
+#: (``memorybank.surface``).
+_HISTORY = _surface.by_name("Memory.history")
+_HISTORY_LAST = _surface.plain(_HISTORY.describe("last") or "How many of the newest messages")
 
 #: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
 HandleFor = Callable[[Context], AsyncMemory]
@@ -609,17 +615,11 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 )
             return {"hits": out}
 
-    @server.tool(
-        title="History",
-        description="The last messages of a conversation thread, oldest first.",
-        annotations=_READ,
-    )
+    @server.tool(title="History", description=_surface.plain(_HISTORY.summary), annotations=_READ)
     async def history(
         thread_id: Annotated[str, Field(description="The conversation thread")],
         ctx: Context,
-        last: Annotated[
-            int, Field(description="How many of the newest messages", ge=1, le=HISTORY_MAX)
-        ] = 20,
+        last: Annotated[int, Field(description=_HISTORY_LAST, ge=1, le=HISTORY_MAX)] = 20,
     ) -> HistoryResult:
         with _tool_errors():
             messages = await handle_for(ctx).history(thread_id, last=last)
@@ -642,13 +642,17 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         ] = None,
         system_prompt: Annotated[str | None, Field(description="The system prompt")] = None,
         include_facts: Annotated[bool, Field(description="Add the known facts")] = True,
-        include_graph: Annotated[
+        include_graph_context: Annotated[
             bool,
             Field(
                 description="Add the knowledge-graph entities and relations that "
                 "current_input mentions"
             ),
         ] = False,
+        include_graph: Annotated[
+            bool | None,
+            Field(description="Deprecated: the old name of include_graph_context"),
+        ] = None,
     ) -> ContextResult:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -663,7 +667,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 current_input=current_input,
                 system_prompt=system_prompt,
                 include_facts=include_facts,
-                include_graph_context=include_graph,
+                include_graph_context=include_graph_context or bool(include_graph),
             )
             return {
                 "messages": _dump.encode(built.messages),

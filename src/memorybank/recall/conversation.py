@@ -180,13 +180,22 @@ class ConversationStructure:
             dim = dims.pop() if len(dims) == 1 else 0
             mat = np.zeros((n, dim), dtype=np.float64)
             has = np.zeros(n, dtype=bool)
-            for i, c in enumerate(self.candidates):
-                if c.vector is not None and dim and c.vector.shape[-1] == dim:
-                    v = np.asarray(c.vector, dtype=np.float64).reshape(-1)
-                    norm = float(np.linalg.norm(v))
-                    if norm > 0:
-                        mat[i] = v / norm
-                        has[i] = True
+            given = [
+                (i, c.vector)
+                for i, c in enumerate(self.candidates)
+                if c.vector is not None and dim and c.vector.shape[-1] == dim
+            ]
+            at = [i for i, _ in given]
+            if given:  # one stack and one division, not a norm per row
+                rows = np.stack([np.reshape(v, -1) for _, v in given])
+                rows = rows.astype(np.float64, copy=False)
+                # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
+                # the same bits as before, so no tie between candidates moves
+                norms = np.sqrt(np.fromiter((r.dot(r) for r in rows), np.float64, len(at)))
+                keep = norms > 0
+                where = np.asarray(at)[keep]
+                mat[where] = rows[keep] / norms[keep, None]
+                has[where] = True
             self._matrix, self._has_vec = mat, has
         assert self._has_vec is not None
         q = np.asarray(query_vector, dtype=np.float64).reshape(-1)

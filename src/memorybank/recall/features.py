@@ -53,13 +53,13 @@ def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures
     out: list[TextFeatures] = []
     stop = analyzer.stop_words
     stem = analyzer.stem
+    stems = analyzer.stems()  # the analyser's own memo, read here without a call per word
     for text in texts:
         found = memo.get(text)
         if found is None:
             tokens = tokenize(text)
-            found = TextFeatures(
-                tuple(stem(t) for t in tokens if t not in stop), tokens_have_time(tokens)
-            )
+            terms = tuple(stems.get(t) or stem(t) for t in tokens if t not in stop)
+            found = TextFeatures(terms, tokens_have_time(tokens))
             if len(memo) >= MEMO_SIZE:
                 for old in list(memo)[: MEMO_SIZE // 2]:
                     del memo[old]

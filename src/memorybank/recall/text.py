@@ -9,7 +9,8 @@ because conversational text repeats a small vocabulary many times.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 import Stemmer
 
@@ -73,6 +74,11 @@ class Analyzer:
             if len(self._cache) < 200_000:
                 self._cache[word] = hit
         return hit
+
+    def stems(self) -> Mapping[str, str]:
+        """The words stemmed so far and their stems (read-only; empty without a stemmer,
+        whose ``stem`` is the word itself)."""
+        return MappingProxyType(self._cache)
 
     def terms(self, text: str) -> list[str]:
         """Index terms of ``text`` in order (duplicates kept, so tf can be counted)."""

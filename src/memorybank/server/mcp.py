@@ -3,8 +3,12 @@
 Same keys as the REST routes: ``Authorization: Bearer <key>`` where the key is
 a tenant's API key (``memorybank keys create``); the SDK's token verifier
 (``KeyVerifier``) maps it to its tenant, and every tool call acts on
-``root.tenant(T)``. ``X-User-Id`` (and ``X-Agent-Id``) name the end user (and
-agent) exactly as on the REST routes: the handle is then scoped to them.
+``root.tenant(T).scoped(user_id=U, agent_id=A)`` where ``X-User-Id`` and
+``X-Agent-Id`` name ``U`` and ``A``. One scope rule with the stdio server
+(``memorybank mcp --user U --agent A``): a principal left out is ``None``,
+shared records only on that axis, never the whole tenant (a model-facing surface
+is never the tenant's trusted backend); a tool refused a user's thread for that
+reason says to send ``X-User-Id`` (``--user`` on stdio).
 Without a key, or with a bad or revoked one, the answer is 401 in the one error
 shape of every route (``{code, message, request_id}``, code ``unauthorized``)
 with the ``WWW-Authenticate: Bearer error="invalid_token"`` challenge MCP
@@ -89,13 +93,10 @@ class McpMount:
             tenant = None if claims is None else claims.get(_TENANT_CLAIM)
             if not isinstance(tenant, str):  # pragma: no cover - the auth middleware refuses
                 raise ToolError("unauthorized: no API key")
-            handle = root().tenant(tenant)
+            # The stdio server's rule (create_server): a principal left out is "shared
+            # records only" on its axis, never the whole tenant.
             user, agent = _header(ctx, "X-User-Id"), _header(ctx, "X-Agent-Id")
-            if user is not None:
-                handle = handle.scoped(user_id=user)
-            if agent is not None:
-                handle = handle.scoped(agent_id=agent)
-            return handle
+            return root().tenant(tenant).scoped(user_id=user, agent_id=agent)
 
         self.server: MCPServer[Any] = build_server(
             handle_for,

@@ -131,6 +131,13 @@ MESSAGE_FIELDS: tuple[str, ...] = tuple(sorted(v.MESSAGE_KEYS))
 _ROLES: list[str] = sorted(ROLES)
 
 
+_MESSAGE_SHAPES: list[Any] = [
+    {"required": ["role", "content"]},
+    *({"required": ["role", name]} for name in ("tool_calls", "refusal", "audio", "function_call")),
+    {"required": ["type"]},
+]
+
+
 class MessageIn(BaseModel):
     """A message exactly as the library's ``entries.add`` takes it.
 
@@ -145,7 +152,10 @@ class MessageIn(BaseModel):
     ``field`` naming the message field.
     """
 
-    model_config = ConfigDict(extra="allow")
+    # The schema says what the library requires: a chat message has a role and content
+    # (an assistant's may carry tool calls, a refusal, audio or a function call instead),
+    # a Responses item a type.
+    model_config = ConfigDict(extra="allow", json_schema_extra={"anyOf": _MESSAGE_SHAPES})
     role: str | None = Field(
         default=None,
         description=f"One of {', '.join(_ROLES)} (a Responses item may leave it out).",
@@ -281,6 +291,23 @@ class ValueOut(BaseModel):
     value: Any = None
 
 
+class RunOut(BaseModel):
+    """A run holding working memory (``memory.working_runs()``), with its values."""
+
+    run_id: str
+    user_id: str | None
+    agent_id: str | None
+    items: dict[str, Any]
+
+
+class SnapshotOut(BaseModel):
+    """A run's saved snapshot (``memory.snapshots.list()``); ``user_id`` is its owner."""
+
+    run_id: str
+    user_id: str | None
+    value: Any = None
+
+
 class CoreFactValueIn(BaseModel):
     model_config = _STRICT
     value: str
@@ -300,9 +327,12 @@ class CoreFactVersion(BaseModel):
 
 
 class SummaryIn(BaseModel):
+    """A summary of an agent's conversations: REST names no agent otherwise, so
+    ``agent_id`` is required (it always was: a body without it was a 422)."""
+
     model_config = _STRICT
     content: str
-    agent_id: str | None = None
+    agent_id: str
     user_id: str | None = None
 
 
@@ -329,6 +359,9 @@ class FactIn(BaseModel):
     metadata: dict[str, Any] | None = None
     expires_at: datetime | None = None
     source_entries: list[str] | None = None
+    fact_id: str | None = Field(
+        default=None, description="A caller-chosen id (an existing one: 409 conflict)."
+    )
 
 
 class FactPatch(BaseModel):

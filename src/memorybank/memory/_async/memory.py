@@ -411,7 +411,11 @@ class AsyncMemory:
     async def history(
         self, thread_id: str, *, last: int = 20, user_id: str | Unset | None = UNSET
     ) -> list[dict[str, Any]]:
-        """The last ``last`` messages, oldest first, as provider-shaped dicts."""
+        """The last messages of a thread, oldest first, as provider-shaped dicts.
+
+        ``last``: how many of the newest messages. ``user_id``: who reads (left
+        out: the handle's user), under the thread rule.
+        """
         v.check_limit(last, "last", allow_none=False)
         user_id = self._scope.user(user_id)
         owner, messages = await self._core.store.recent_messages(

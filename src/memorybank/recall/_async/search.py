@@ -577,7 +577,7 @@ class _Search:
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
                 ids = [key[2:] for key in records if key.startswith(prefix)]
                 if ids:
-                    got = await self.store.vector_get(
+                    got = await self.store.vector_get_arrays(
                         self.tenant, kind, ids, model_id=embedder.model_id
                     )
                     vectors.update({prefix + rid: vec for rid, vec in got.items()})

@@ -11,6 +11,7 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.server.deps import MemoryDep
+from memorybank.server.errors import ApiError
 from memorybank.server.models import (
     CoreFactOut,
     CoreFactValueIn,
@@ -24,10 +25,12 @@ from memorybank.server.models import (
     FactSearchIn,
     HitOut,
     Page,
+    RunOut,
     SearchIn,
     SessionIn,
     SessionOut,
     SessionPatch,
+    SnapshotOut,
     SummaryIn,
     SummaryOut,
     ValueIn,
@@ -50,11 +53,36 @@ def _opt(value: str | None) -> Any:
     return UNSET if value is None else value
 
 
+def _cannot_list(what: str) -> ApiError:
+    """The store answers ``None`` for a list of runs: it cannot list them."""
+    return ApiError(501, "not_implemented", f"this server's store cannot list {what}")
+
+
 def router() -> APIRouter:
     """The routes of this module."""
     api = APIRouter(prefix="/v1")
 
     # -- working memory -------------------------------------------------------------
+
+    @api.get("/runs", tags=["working memory"], summary="Runs holding working memory, by id")
+    async def working_runs(
+        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
+    ) -> Page[RunOut]:
+        """``memory.working_runs()``: with ``X-User-Id`` the runs opened for that user,
+        without it every run of the tenant; each with its values. 501
+        ``not_implemented`` when the store cannot list runs."""
+
+        async def fetch(n: int | None) -> list[RunOut]:
+            runs = await memory.working_runs(limit=n)
+            if runs is None:
+                raise _cannot_list("runs")
+            return [
+                RunOut(run_id=r.run_id, user_id=r.user_id, agent_id=r.agent_id, items=r.items)
+                for r in runs
+            ]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[RunOut](items=items, next_cursor=next_cursor)
 
     @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
     async def working_items(
@@ -101,6 +129,26 @@ def router() -> APIRouter:
 
     # -- snapshots -------------------------------------------------------------------
 
+    @api.get("/snapshots", tags=["snapshots"], summary="Saved snapshots the caller may load")
+    async def snapshot_list(
+        memory: MemoryDep,
+        user_id: UserQuery = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[SnapshotOut]:
+        """``memory.snapshots.list()``, in run id order: a user (``X-User-Id`` or
+        ``user_id``) sees her own and unowned snapshots, the tenant every one. 501
+        ``not_implemented`` when the store cannot list runs."""
+
+        async def fetch(n: int | None) -> list[SnapshotOut]:
+            found = await memory.snapshots.list(user_id=_opt(user_id), limit=n)
+            if found is None:
+                raise _cannot_list("snapshots")
+            return [SnapshotOut(run_id=s.run_id, user_id=s.user_id, value=s.value) for s in found]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[SnapshotOut](items=items, next_cursor=next_cursor)
+
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
     async def snapshot_save(run_id: str, body: ValueIn, memory: MemoryDep) -> Response:
         await memory.snapshots.save(run_id, body.value)
@@ -125,7 +173,7 @@ def router() -> APIRouter:
     async def summary_add(body: SummaryIn, memory: MemoryDep) -> SummaryOut:
         summary = await memory.summaries.add(
             content=body.content,
-            agent_id=_opt(body.agent_id),
+            agent_id=body.agent_id,
             user_id=given(body, "user_id"),
         )
         return SummaryOut.model_validate(summary)
@@ -159,6 +207,7 @@ def router() -> APIRouter:
             metadata=body.metadata,
             expires_at=body.expires_at,
             source_entries=body.source_entries,
+            fact_id=body.fact_id,
         )
         return FactOut.model_validate(fact)
 
@@ -341,6 +390,13 @@ def router() -> APIRouter:
 
     @api.post("/sessions", tags=["sessions"], summary="The session of a user on a channel")
     async def session_open(body: SessionIn, memory: MemoryDep) -> SessionOut:
+        """A session belongs to a user: the ``X-User-Id`` header's, or the body's
+        ``user_id`` on a tenant-wide request (neither: 422 naming both)."""
+        if body.user_id is None and not isinstance(memory.scope.user_id, str):
+            raise InvalidInput(
+                "a session belongs to a user: send the X-User-Id header (or user_id in the body)",
+                field="user_id",
+            )
         session = await AsyncSessionManager(memory).get_or_create(
             channel_type=body.channel_type,
             channel_id=body.channel_id,

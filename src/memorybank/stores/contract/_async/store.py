@@ -95,6 +95,9 @@ from memorybank.stores.contract import types as _types
 from memorybank.stores.contract.types import LAST_POSITION, UNSET, Unset, Visibility
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import (
         AppendResult,
         NewEntry,
@@ -751,6 +754,20 @@ class AsyncStore(abc.ABC):
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+
+    async def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """``vector_get``'s vectors as float32 arrays (the same ids and values).
+
+        What ranking reads: a store holding vectors as bytes or in a matrix
+        overrides it and skips making a list of Python floats per vector
+        (SQLite: 240 vectors of 384 floats, about 12 ms of conversions both ways).
+        """
+        import numpy as np
+
+        got = await self.vector_get(tenant, kind, ids, model_id=model_id)
+        return {rid: np.asarray(vector, dtype=np.float32) for rid, vector in got.items()}
 
     # -- space -------------------------------------------------------------
 

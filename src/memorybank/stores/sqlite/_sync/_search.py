@@ -17,6 +17,9 @@ from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import SearchHit, VectorItem
     from memorybank.stores.vectors.exact import CachedRows, ScopedRows, VectorCache, VectorSlot
 
@@ -55,9 +58,46 @@ class SearchMixin(SQLiteStoreBase):
                 return [SHARED_TOKEN]
             return [scope_token(tenant, visible_to.user_id), SHARED_TOKEN]
 
+        def ranked_first(conn: sqlite3.Connection, fts: str, tokens: list[str]) -> list[SearchHit]:
+            """Hits of a search over the owners' entries (no thread): the index ranks its
+            matches alone, and only the best are joined to their rows and scope-checked,
+            widening while the check drops some and the index has more.
+
+            ``bm25`` plus the join for every match cost a user with 50,000 entries (486
+            matches a query, 1M entries stored) 15.4 ms of CPU; ranking first, 9.6 ms.
+            """
+            rank = f"bm25({fts}, 1.0, 0.0)"
+            owners = " OR ".join(f'"{token}"' for token in tokens)
+            query = f"content : ({match}) AND fts_scope : ({owners})"
+            scope, scope_params = scope_sql("t.", visible_to, "?")
+            limit = k
+            while True:
+                best = conn.execute(
+                    f"SELECT rowid, -{rank} FROM {fts} WHERE {fts} MATCH ? ORDER BY {rank} LIMIT ?",
+                    (query, limit),
+                ).fetchall()
+                score = dict(best)
+                kept: list[SearchHit] = []
+                for start in range(0, len(best), 500):
+                    chunk = [rowid for rowid, _ in best[start : start + 500]]
+                    rows = conn.execute(
+                        f"SELECT e.rowid, e.id, e.thread_id, e.branch FROM {p}entries e"
+                        f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                        f" WHERE e.rowid IN ({', '.join('?' * len(chunk))}) AND e.tenant_id = ?"
+                        f"{scope}",
+                        [*chunk, tenant, *scope_params],
+                    ).fetchall()
+                    kept += [SearchHit("entry", r[1], float(score[r[0]]), r[2], r[3]) for r in rows]
+                if len(kept) >= k or len(best) < limit:
+                    kept.sort(key=lambda h: -h.score)
+                    return kept[:k]
+                limit *= 4
+
         def entry_hits(conn: sqlite3.Connection, fts: str, scoped: bool) -> list[SearchHit]:
             """Hits of the entries index ``fts``; ``scoped``: it has the owner column."""
             tokens = owner_tokens(conn) if scoped else None
+            if scoped and thread_id is None and tokens:
+                return ranked_first(conn, fts, tokens)
             rank = f"bm25({fts}, 1.0, 0.0)" if scoped else f"bm25({fts})"
             sql = (
                 f"SELECT e.id, e.thread_id, e.branch, -{rank}"
@@ -503,9 +543,8 @@ class SearchMixin(SQLiteStoreBase):
                 slot = self._vector_slot(conn, tenant, model_id, kind, dim)
                 if slot.persist is None:  # the slot's builder saves what it built
                     slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
-                mask = slot.mask(thread_id, visible_to)
                 fetch = 2 * k + 10
-                best = slot.search(query, fetch, mask)
+                best = slot.find(query, fetch, thread_id, visible_to)
                 if not best:
                     continue
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
@@ -601,19 +640,34 @@ class SearchMixin(SQLiteStoreBase):
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
+        blobs = self._vector_blobs(tenant, kind, ids, model_id)
+        return {vid: vector_from_bytes(blob) for vid, blob in blobs.items()}
+
+    def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        import numpy as np
+
+        blobs = self._vector_blobs(tenant, kind, ids, model_id)
+        return {vid: np.frombuffer(blob, dtype="<f4") for vid, blob in blobs.items()}
+
+    def _vector_blobs(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
+    ) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(ids))
 
-        def op(conn: sqlite3.Connection) -> dict[str, list[float]]:
-            found: dict[str, list[float]] = {}
+        def op(conn: sqlite3.Connection) -> dict[str, bytes]:
+            found: dict[str, bytes] = {}
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start : start + 500]
                 marks = ", ".join("?" * len(chunk))
-                for vid, blob in conn.execute(
-                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
-                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
-                    (tenant, kind, model_id, *chunk),
-                ).fetchall():
-                    found[vid] = vector_from_bytes(blob)
+                found.update(
+                    conn.execute(
+                        f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
+                        f" AND kind = ? AND model_id = ? AND id IN ({marks})",
+                        (tenant, kind, model_id, *chunk),
+                    ).fetchall()
+                )
             return found
 
         return self._run(lambda: self._read(op))

@@ -219,7 +219,7 @@ class CachedVectors:
         shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
         with self._lock:
             for kind, slot in slots.items():
-                found = slot.search(query, fetch, slot.mask(thread_id, visible_to))
+                found = slot.find(query, fetch, thread_id, visible_to)
                 shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
         return shortlist
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import numpy as np
 import pytest
 
 from memorybank.memory._sync.memory import Memory
@@ -199,6 +200,14 @@ class SearchCases(ContractBase):
         assert got[e2.id] == pytest.approx([1.0, 0.0, 0.0], abs=1e-6)
         got = store.vector_get(tenant, "entry", [e1.id, e2.id], model_id="d2")
         assert got[e2.id] == pytest.approx([0.6, 0.8], abs=1e-6)
+        for model in ("d2", "d3"):  # the same vectors as float32 arrays
+            lists = store.vector_get(tenant, "entry", [e1.id, e2.id, _id()], model_id=model)
+            arrays = store.vector_get_arrays(
+                tenant, "entry", [e1.id, e2.id, _id()], model_id=model
+            )
+            assert set(arrays) == set(lists) == {e1.id, e2.id}
+            for rid, vector in arrays.items():
+                assert vector.dtype == np.float32 and vector.tolist() == pytest.approx(lists[rid])
         hits = store.vector_search(tenant, [0.0, 1.0], model_id="d2", kinds=["entry"], k=2)
         assert [h.id for h in hits] == [e2.id, e1.id]
         assert [h.score for h in hits] == pytest.approx([0.8, 0.0], abs=1e-5)

@@ -1,0 +1,1186 @@
+"""The library's public verbs, declared once, and what every surface derives from them.
+
+A verb is a public method of ``AsyncMemory`` or of a namespace it hands out
+(``memory.threads``, ``memory.facts``, ``memory.graph``, ...), the same set the
+isolation suite reads off the classes (``tests/reliability/test_isolation_verbs.py``).
+Each ``Verb`` here says what the library's signature and docstring cannot:
+
+* ``scope``: what the call may touch: ``"thread"`` (one thread, under the thread
+  rule: ``ThreadForbidden`` unless the caller owns it or it is shared), ``"user"``
+  (the records the caller's user and agent see: their own and shared ones),
+  ``"tenant"`` (the whole tenant: an unscoped handle only) or ``"none"`` (no
+  record: a handle, the clock, a buffer);
+* ``idempotent``: whether repeating the call changes nothing more;
+* ``shape``: what the call returns, as a surface carries it: ``"item"`` (one
+  record; a missing one is 404 over REST), ``"page"`` (a list, ``{items,
+  next_cursor}``), ``"ranking"`` (a best-first list, whole on one page, same
+  shape), ``"count"`` (``{count}``), ``"empty"`` (nothing: 204), ``"value"`` (a
+  JSON value), ``"handle"`` (an object with verbs of its own);
+* ``errors``: the library errors a caller must expect (each has a stable
+  ``code`` and one HTTP status, ``memorybank.server.errors``);
+* ``rest``: its route (``Route(method, path)``), ``mcp``: its tool's name,
+  ``cli``: its command, each or ``Without(reason)``.
+
+The arguments (names, types, defaults) and descriptions are not restated: they are
+read from the library callable (``Verb.arguments``, ``Verb.summary``). From this
+table come the MCP tools' descriptions and argument descriptions where a tool maps
+one verb 1:1 (``Verb.summary``, ``Verb.describe``), the surface test
+(``tests/server/test_surface.py``: every verb declared, every route, tool and
+command present, every library argument a field of its route under the same name
+or listed in ``rest_gaps`` with the reason), and the table of the docs
+(``scripts/surface_table.py``).
+
+Hand-written code stays where a route adds HTTP meaning: path parameters and
+resource nesting, a 404 for a missing id, 204 for nothing to say, ``Idempotency-Key``
+header, paging cursors over lists the library cuts from its start, a route that
+answers two verbs (``PATCH /v1/facts/{id}`` with ``supersede``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memorybank.context._async.builder import AsyncContextBuilder
+from memorybank.context._async.compaction import AsyncCompactionService
+from memorybank.context._async.sessions import AsyncSessionManager
+from memorybank.context._async.turn import AsyncTurn
+from memorybank.errors import (
+    Conflict,
+    InvalidInput,
+    MemoryBankError,
+    NotFound,
+    ThreadForbidden,
+)
+from memorybank.graph._async import AsyncGraph
+from memorybank.memory._async.branches import AsyncBranches
+from memorybank.memory._async.core_facts import AsyncCoreFacts
+from memorybank.memory._async.documents import AsyncDocuments
+from memorybank.memory._async.entries import AsyncEntries
+from memorybank.memory._async.facts import AsyncFacts
+from memorybank.memory._async.memory import AsyncMemory
+from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
+from memorybank.memory._async.threads import AsyncThreads
+
+__all__ = [
+    "CLASSES",
+    "REFERENCE_TOOLS",
+    "VERBS",
+    "Argument",
+    "Route",
+    "Verb",
+    "Without",
+    "by_name",
+    "markdown_table",
+    "plain",
+]
+
+#: The MCP reference memory server's tools: their names and argument shapes are the
+#: reference's (a client written for it works unchanged), not the library's.
+REFERENCE_TOOLS = frozenset(
+    {
+        "create_entities",
+        "create_relations",
+        "add_observations",
+        "delete_entities",
+        "delete_observations",
+        "delete_relations",
+        "read_graph",
+        "search_nodes",
+        "open_nodes",
+    }
+)
+
+Scope = Literal["thread", "user", "tenant", "none"]
+Shape = Literal["item", "page", "ranking", "count", "empty", "value", "handle"]
+
+#: Class name (as the isolation suite names it) -> the async class holding its verbs.
+CLASSES: dict[str, type] = {
+    "Memory": AsyncMemory,
+    "Threads": AsyncThreads,
+    "Entries": AsyncEntries,
+    "Branches": AsyncBranches,
+    "Snapshots": AsyncSnapshots,
+    "Summaries": AsyncSummaries,
+    "Facts": AsyncFacts,
+    "Graph": AsyncGraph,
+    "Documents": AsyncDocuments,
+    "WorkingMemory": AsyncWorkingMemory,
+    "CoreFacts": AsyncCoreFacts,
+    "SessionManager": AsyncSessionManager,
+    "CompactionService": AsyncCompactionService,
+    "ContextBuilder": AsyncContextBuilder,
+    "Turn": AsyncTurn,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A REST route: method and path template (``{name}`` is a path parameter)."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"]
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Without:
+    """A surface that deliberately has no form of a verb, and why."""
+
+    reason: str
+
+    def __str__(self) -> str:
+        return f"none ({self.reason})"
+
+
+@dataclass(frozen=True, slots=True)
+class Argument:
+    """One argument of a verb, read from its library signature."""
+
+    name: str
+    annotation: str
+    required: bool
+    default: Any
+    description: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One public verb of the library and its form on each surface (see the module)."""
+
+    name: str
+    scope: Scope
+    idempotent: bool
+    shape: Shape
+    rest: Route | Without
+    mcp: str | Without
+    cli: str | Without
+    errors: tuple[type[MemoryBankError], ...] = (InvalidInput,)
+    #: Library arguments the REST route does not take, with the reason.
+    rest_gaps: Mapping[str, str] = field(default_factory=dict)
+    #: MCP tool argument -> library argument, where a tool names one differently.
+    mcp_names: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def owner(self) -> type:
+        """The async class the verb belongs to."""
+        return CLASSES[self.name.partition(".")[0]]
+
+    @property
+    def callable(self) -> Callable[..., Any]:
+        """The library callable (on the async class; the sync twin has the same signature)."""
+        found: Callable[..., Any] = getattr(self.owner, self.name.partition(".")[2])
+        return found
+
+    @property
+    def summary(self) -> str:
+        """The first line of the library docstring."""
+        doc = inspect.getdoc(self.callable) or ""
+        return " ".join(doc.split("\n\n", 1)[0].split())
+
+    def describe(self, argument: str) -> str | None:
+        """What the docstring says of ``argument``: the first sentence naming it
+        (``Args:`` entries first), or ``None``."""
+        doc = inspect.getdoc(self.callable) or ""
+        listed = re.search(
+            rf"^\s*{re.escape(argument)}:\s*(.+?)(?=^\s*\w+:|\Z)", doc, re.MULTILINE | re.DOTALL
+        )
+        if listed is not None:
+            return " ".join(listed.group(1).split())
+        sentences = re.split(r"(?<=[.;])\s+(?=[A-Z`])", " ".join(doc.split()))
+        named = f"``{argument}``"
+        for sentence in sentences:  # one that starts with the name says what it is
+            if sentence.startswith(named + ":"):
+                text = sentence.removeprefix(named + ":").strip()
+                return text[:1].upper() + text[1:]
+        for sentence in sentences:
+            if named in sentence:
+                return sentence.strip()
+        return None
+
+    @property
+    def arguments(self) -> list[Argument]:
+        """The verb's arguments, from its signature (``self`` and ``*args`` left out)."""
+        out = []
+        for p in inspect.signature(self.callable).parameters.values():
+            if p.name == "self" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                continue
+            out.append(
+                Argument(
+                    name=p.name,
+                    annotation=str(p.annotation),
+                    required=p.default is p.empty,
+                    default=None if p.default is p.empty else p.default,
+                    description=self.describe(p.name),
+                )
+            )
+        return out
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+_T = (InvalidInput, NotFound, ThreadForbidden)  # a verb under the thread rule
+_GONE = (InvalidInput, NotFound)
+_NOT_HTTP = "a Python object of the caller's process"
+_OPERATOR = "an operator's job, not a model's"
+_MODEL_TOOLS = "the MCP tools cover conversation, recall, facts and the graph"
+_RUN_STATE = "run state belongs to the host workflow, not to the model"
+_CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
+_NO_AGENT = "REST names no agent on by-id routes (no X-Agent-Id): the record's id decides"
+
+_REST_ONLY = Without(_MODEL_TOOLS)
+_CLI_NO = Without(_CLI_READS)
+
+
+def _v(
+    name: str,
+    scope: Scope,
+    idempotent: bool,
+    shape: Shape,
+    rest: Route | Without,
+    mcp: str | Without = _REST_ONLY,
+    cli: str | Without = _CLI_NO,
+    *,
+    errors: tuple[type[MemoryBankError], ...] | None = None,
+    gaps: Mapping[str, str] | None = None,
+    mcp_names: Mapping[str, str] | None = None,
+) -> Verb:
+    return Verb(
+        name=name,
+        scope=scope,
+        idempotent=idempotent,
+        shape=shape,
+        rest=rest,
+        mcp=mcp,
+        cli=cli,
+        errors=errors if errors is not None else (_T if scope == "thread" else (InvalidInput,)),
+        rest_gaps=dict(gaps or {}),
+        mcp_names=dict(mcp_names or {}),
+    )
+
+
+def _get(path: str) -> Route:
+    return Route("GET", path)
+
+
+def _post(path: str) -> Route:
+    return Route("POST", path)
+
+
+def _put(path: str) -> Route:
+    return Route("PUT", path)
+
+
+def _patch(path: str) -> Route:
+    return Route("PATCH", path)
+
+
+def _delete(path: str) -> Route:
+    return Route("DELETE", path)
+
+
+_TH = "/v1/threads/{thread_id}"
+_ENTITY = "/v1/graph/entities/{entity_id}"
+_RELATION = "/v1/graph/relations/{relation_id}"
+_NO_AGENT_GAP = {"agent_id": _NO_AGENT}
+_BY_ID = _NO_AGENT_GAP
+
+VERBS: tuple[Verb, ...] = (
+    # -- Memory -------------------------------------------------------------------------------
+    _v(
+        "Memory.build_context",
+        "thread",
+        True,
+        "value",
+        _post(f"{_TH}/context"),
+        "get_context",
+        "context",
+        mcp_names={"include_graph": "deprecated alias of include_graph_context"},
+    ),
+    _v(
+        "Memory.close",
+        "none",
+        True,
+        "empty",
+        Without("the server owns the store"),
+        Without("the server owns the store"),
+        Without("each command closes what it opens"),
+    ),
+    _v(
+        "Memory.embed_pending",
+        "tenant",
+        True,
+        "count",
+        Without("a backfill job of the process holding the embedder"),
+        Without(_OPERATOR),
+        Without("serve --embedder embeds on write; a backfill runs in the library"),
+    ),
+    _v(
+        "Memory.ensure_thread",
+        "thread",
+        True,
+        "item",
+        Without("POST /v1/threads creates; 409 says it exists"),
+        Without("remember creates the thread when absent"),
+        _CLI_NO,
+        errors=(InvalidInput, ThreadForbidden),
+    ),
+    _v(
+        "Memory.forget_user",
+        "user",
+        True,
+        "count",
+        _delete("/v1/users/{user_id}"),
+        Without("erasure is " + _OPERATOR),
+        "forget-user",
+    ),
+    _v(
+        "Memory.history",
+        "thread",
+        True,
+        "page",
+        _get(f"{_TH}/history"),
+        "history",
+        "show",
+    ),
+    _v(
+        "Memory.now",
+        "none",
+        True,
+        "value",
+        Without("reads the process's clock"),
+        Without("reads the process's clock"),
+        Without("reads the process's clock"),
+    ),
+    _v(
+        "Memory.prune",
+        "tenant",
+        False,
+        "value",
+        Without("retention is " + _OPERATOR + " (memorybank prune)"),
+        Without(_OPERATOR),
+        "prune",
+    ),
+    _v(
+        "Memory.remember",
+        "thread",
+        False,
+        "item",
+        _post(f"{_TH}/entries"),
+        "remember",
+        _CLI_NO,
+    ),
+    _v(
+        "Memory.scoped",
+        "none",
+        True,
+        "handle",
+        Without("the X-User-Id header scopes each request"),
+        Without("--user/--agent (stdio) or X-User-Id/X-Agent-Id (/mcp)"),
+        Without("--user on the read commands"),
+    ),
+    _v(
+        "Memory.search",
+        "user",
+        True,
+        "ranking",
+        _post("/v1/search"),
+        "recall",
+        "search",
+        gaps={
+            "options": "SearchOptions is a Python object (hybrid ranking weights)",
+            "rerank": "the server holds no reranker",
+            "rerank_top": "the server holds no reranker",
+        },
+    ),
+    _v(
+        "Memory.tenant",
+        "none",
+        True,
+        "handle",
+        Without("the API key names the tenant"),
+        Without("the API key (/mcp) or --tenant names the tenant"),
+        Without("--tenant on every command"),
+    ),
+    _v(
+        "Memory.turn",
+        "thread",
+        False,
+        "handle",
+        Without("wraps a model call in the caller's process"),
+        Without("wraps a model call in the caller's process"),
+        Without("wraps a model call in the caller's process"),
+    ),
+    _v(
+        "Memory.working",
+        "user",
+        True,
+        "handle",
+        Without("a handle: its verbs are WorkingMemory.*, under /v1/runs/{run_id}/working"),
+        Without(_RUN_STATE),
+        Without("a handle: see runs"),
+    ),
+    _v("Memory.working_runs", "user", True, "page", _get("/v1/runs"), Without(_RUN_STATE), "runs"),
+    # -- threads ------------------------------------------------------------------------------
+    _v(
+        "Threads.create",
+        "user",
+        False,
+        "item",
+        _post("/v1/threads"),
+        Without("remember creates the thread when absent"),
+        _CLI_NO,
+        errors=(InvalidInput, Conflict),
+    ),
+    _v(
+        "Threads.get",
+        "thread",
+        True,
+        "item",
+        _get(_TH),
+        Without("history reads a thread"),
+        "show",
+    ),
+    _v(
+        "Threads.require",
+        "thread",
+        True,
+        "item",
+        _get(_TH),
+        Without("history reads a thread"),
+        "show",
+    ),
+    _v("Threads.list", "user", True, "page", _get("/v1/threads"), Without(_MODEL_TOOLS), "threads"),
+    _v("Threads.update", "thread", True, "item", _patch(_TH), _REST_ONLY, _CLI_NO),
+    _v(
+        "Threads.delete",
+        "thread",
+        True,
+        "empty",
+        _delete(_TH),
+        "forget",
+        "delete",
+        mcp_names={"id": "thread_id", "kind": "picks the verb: kind='thread'"},
+    ),
+    # -- entries ------------------------------------------------------------------------------
+    _v(
+        "Entries.add",
+        "thread",
+        False,
+        "item",
+        _post(f"{_TH}/entries"),
+        Without("remember appends one text message"),
+        _CLI_NO,
+        errors=(*_T, Conflict),
+        gaps={"message": "the body is the message (its fields at the top level)"},
+    ),
+    _v(
+        "Entries.add_many",
+        "thread",
+        False,
+        "page",
+        _post(f"{_TH}/entries/batch"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=(*_T, Conflict),
+    ),
+    _v(
+        "Entries.list",
+        "thread",
+        True,
+        "page",
+        _get(f"{_TH}/entries"),
+        Without("history reads a thread"),
+        "show",
+        gaps={"offset": "the cursor carries it"},
+    ),
+    _v(
+        "Entries.get",
+        "thread",
+        True,
+        "item",
+        _get(f"{_TH}/entries/{{entry_id}}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "Entries.delete",
+        "thread",
+        True,
+        "empty",
+        _delete(f"{_TH}/entries/{{entry_id}}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "Entries.clear",
+        "thread",
+        True,
+        "count",
+        _delete(f"{_TH}/entries"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "Entries.count",
+        "thread",
+        True,
+        "count",
+        _get(f"{_TH}/count"),
+        _REST_ONLY,
+        "show",
+    ),
+    # -- branches -----------------------------------------------------------------------------
+    _v(
+        "Branches.create",
+        "thread",
+        False,
+        "item",
+        _post(f"{_TH}/branches"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=(*_T, Conflict),
+    ),
+    _v(
+        "Branches.checkout",
+        "thread",
+        True,
+        "item",
+        _post(f"{_TH}/checkout"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "Branches.rewind",
+        "thread",
+        True,
+        "count",
+        _post(f"{_TH}/rewind"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "Branches.list",
+        "thread",
+        True,
+        "page",
+        _get(f"{_TH}/branches"),
+        _REST_ONLY,
+        "show",
+    ),
+    _v(
+        "Branches.delete",
+        "thread",
+        True,
+        "empty",
+        _delete(f"{_TH}/branches/{{name}}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    # -- snapshots, working memory, summaries ---------------------------------------------------
+    _v(
+        "Snapshots.save",
+        "user",
+        True,
+        "empty",
+        _put("/v1/snapshots/{run_id}"),
+        Without(_RUN_STATE),
+        _CLI_NO,
+        errors=(InvalidInput, ThreadForbidden),
+    ),
+    _v(
+        "Snapshots.load",
+        "user",
+        True,
+        "item",
+        _get("/v1/snapshots/{run_id}"),
+        Without(_RUN_STATE),
+        "snapshots",
+        errors=(InvalidInput, ThreadForbidden),
+    ),
+    _v(
+        "Snapshots.delete",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/snapshots/{run_id}"),
+        Without(_RUN_STATE),
+        _CLI_NO,
+        errors=(InvalidInput, ThreadForbidden),
+    ),
+    _v(
+        "Snapshots.list",
+        "user",
+        True,
+        "page",
+        _get("/v1/snapshots"),
+        Without(_RUN_STATE),
+        "snapshots",
+    ),
+    _v(
+        "WorkingMemory.set",
+        "user",
+        True,
+        "empty",
+        _put("/v1/runs/{run_id}/working/{key}"),
+        Without(_RUN_STATE),
+        _CLI_NO,
+    ),
+    _v(
+        "WorkingMemory.get",
+        "user",
+        True,
+        "item",
+        _get("/v1/runs/{run_id}/working/{key}"),
+        Without(_RUN_STATE),
+        "runs",
+        gaps={"default": "a missing key is 404"},
+    ),
+    _v(
+        "WorkingMemory.delete",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/runs/{run_id}/working/{key}"),
+        Without(_RUN_STATE),
+        _CLI_NO,
+    ),
+    _v(
+        "WorkingMemory.items",
+        "user",
+        True,
+        "page",
+        _get("/v1/runs/{run_id}/working"),
+        Without(_RUN_STATE),
+        "runs",
+    ),
+    _v(
+        "WorkingMemory.clear",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/runs/{run_id}/working"),
+        Without(_RUN_STATE),
+        _CLI_NO,
+    ),
+    _v("Summaries.add", "user", False, "item", _post("/v1/summaries"), _REST_ONLY, _CLI_NO),
+    _v("Summaries.list", "user", True, "page", _get("/v1/summaries"), _REST_ONLY, _CLI_NO),
+    # -- facts --------------------------------------------------------------------------------
+    _v("Facts.add", "user", False, "item", _post("/v1/facts"), "add_fact", _CLI_NO, errors=_GONE),
+    _v(
+        "Facts.get",
+        "user",
+        True,
+        "item",
+        _get("/v1/facts/{fact_id}"),
+        _REST_ONLY,
+        "facts",
+        gaps=_BY_ID,
+    ),
+    _v(
+        "Facts.update",
+        "user",
+        True,
+        "item",
+        _patch("/v1/facts/{fact_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=(*_GONE, Conflict),
+        gaps=_BY_ID,
+    ),
+    _v(
+        "Facts.supersede",
+        "user",
+        False,
+        "item",
+        _patch("/v1/facts/{fact_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=(*_GONE, Conflict),
+        gaps={
+            **_BY_ID,
+            "old_id": "the path's fact_id",
+            "new": "the body's content, with supersede: true",
+        },
+    ),
+    _v(
+        "Facts.history",
+        "user",
+        True,
+        "page",
+        _get("/v1/facts/{fact_id}/history"),
+        _REST_ONLY,
+        "facts",
+        gaps=_BY_ID,
+    ),
+    _v(
+        "Facts.delete",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/facts/{fact_id}"),
+        "forget",
+        _CLI_NO,
+        gaps=_BY_ID,
+        mcp_names={"id": "fact_id", "kind": "picks the verb: kind='fact'"},
+    ),
+    _v(
+        "Facts.list",
+        "user",
+        True,
+        "page",
+        _get("/v1/facts"),
+        "list_facts",
+        "facts",
+    ),
+    _v(
+        "Facts.search",
+        "user",
+        True,
+        "ranking",
+        _post("/v1/facts/search"),
+        Without("facts reach the model through get_context and list_facts"),
+        "facts",
+    ),
+    # -- graph --------------------------------------------------------------------------------
+    _v(
+        "Graph.add_entity",
+        "user",
+        True,
+        "item",
+        _post("/v1/graph/entities"),
+        "create_entities",
+        _CLI_NO,
+    ),
+    _v("Graph.get_entity", "user", True, "item", _get(_ENTITY), "open_nodes", _CLI_NO),
+    _v(
+        "Graph.update_entity",
+        "user",
+        True,
+        "item",
+        _patch(_ENTITY),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v(
+        "Graph.add_observations",
+        "user",
+        True,
+        "item",
+        _post(f"{_ENTITY}/observations"),
+        "add_observations",
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v(
+        "Graph.delete_observations",
+        "user",
+        True,
+        "item",
+        _post(f"{_ENTITY}/observations/delete"),
+        "delete_observations",
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v("Graph.delete_entity", "user", True, "empty", _delete(_ENTITY), "delete_entities", _CLI_NO),
+    _v(
+        "Graph.find_entities",
+        "user",
+        True,
+        "page",
+        _get("/v1/graph/entities"),
+        "read_graph",
+        _CLI_NO,
+    ),
+    _v(
+        "Graph.search_entities",
+        "user",
+        True,
+        "ranking",
+        _get("/v1/graph/entities/search"),
+        "search_nodes",
+        _CLI_NO,
+    ),
+    _v(
+        "Graph.merge_entities",
+        "user",
+        False,
+        "item",
+        _post(f"{_ENTITY}/merge"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=_GONE,
+        gaps={"keep": "the path's entity_id"},
+    ),
+    _v(
+        "Graph.add_relation",
+        "user",
+        True,
+        "item",
+        _post("/v1/graph/relations"),
+        "create_relations",
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v("Graph.get_relation", "user", True, "item", _get(_RELATION), _REST_ONLY, _CLI_NO),
+    _v(
+        "Graph.update_relation",
+        "user",
+        True,
+        "item",
+        _patch(_RELATION),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v(
+        "Graph.invalidate_relation",
+        "user",
+        True,
+        "item",
+        _post(f"{_RELATION}/invalidate"),
+        _REST_ONLY,
+        _CLI_NO,
+        errors=_GONE,
+    ),
+    _v(
+        "Graph.delete_relation",
+        "user",
+        True,
+        "empty",
+        _delete(_RELATION),
+        "delete_relations",
+        _CLI_NO,
+    ),
+    _v(
+        "Graph.relations", "user", True, "page", _get(f"{_ENTITY}/relations"), "open_nodes", _CLI_NO
+    ),
+    _v("Graph.neighbors", "user", True, "page", _get(f"{_ENTITY}/neighbors"), _REST_ONLY, _CLI_NO),
+    _v("Graph.traverse", "user", True, "value", _post("/v1/graph/traverse"), _REST_ONLY, _CLI_NO),
+    _v("Graph.shortest_path", "user", True, "value", _get("/v1/graph/path"), _REST_ONLY, _CLI_NO),
+    _v("Graph.stats", "user", True, "value", _get("/v1/graph/stats"), _REST_ONLY, _CLI_NO),
+    _v("Graph.clear", "user", True, "count", _delete("/v1/graph"), _REST_ONLY, _CLI_NO),
+    _v("Graph.infer", "user", False, "page", _post("/v1/graph/infer"), _REST_ONLY, _CLI_NO),
+    _v(
+        "Graph.context_block",
+        "user",
+        True,
+        "value",
+        Without("build_context with include_graph_context"),
+        Without("get_context with include_graph_context"),
+        Without("the CLI context command has no graph option yet"),
+    ),
+    _v(
+        "Graph.ingest",
+        "thread",
+        False,
+        "value",
+        Without("extraction needs a model, which the server does not hold"),
+        Without("extraction needs a model"),
+        Without("extraction needs a model"),
+    ),
+    _v(
+        "Graph.pending",
+        "none",
+        True,
+        "count",
+        Without("the process's extraction backlog"),
+        Without(_OPERATOR),
+        Without("the process's extraction backlog"),
+    ),
+    _v(
+        "Graph.drain",
+        "none",
+        True,
+        "value",
+        Without("the process's extraction backlog"),
+        Without(_OPERATOR),
+        Without("the process's extraction backlog"),
+    ),
+    # -- documents ----------------------------------------------------------------------------
+    _v(
+        "Documents.add",
+        "user",
+        False,
+        "item",
+        _post("/v1/documents"),
+        _REST_ONLY,
+        _CLI_NO,
+        gaps={"embedding": "a caller's own vector: the server embeds with its embedder"},
+    ),
+    _v(
+        "Documents.get",
+        "user",
+        True,
+        "item",
+        _get("/v1/documents/{document_id}"),
+        _REST_ONLY,
+        "documents",
+        gaps=_BY_ID,
+    ),
+    _v(
+        "Documents.delete",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/documents/{document_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+        gaps=_BY_ID,
+    ),
+    _v(
+        "Documents.list",
+        "user",
+        True,
+        "page",
+        _get("/v1/documents"),
+        _REST_ONLY,
+        "documents",
+        gaps={"filters": "a JSON object: POST /v1/search takes filters"},
+    ),
+    _v(
+        "Documents.search",
+        "user",
+        True,
+        "ranking",
+        _post("/v1/search"),
+        "recall",
+        "search",
+        gaps={"options": "SearchOptions is a Python object (hybrid ranking weights)"},
+        mcp_names={"thread_id": "searches entries only: documents ignore it"},
+    ),
+    # -- core facts ---------------------------------------------------------------------------
+    _v(
+        "CoreFacts.set",
+        "user",
+        True,
+        "item",
+        _put("/v1/core-facts/{key}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "CoreFacts.get",
+        "user",
+        True,
+        "item",
+        _get("/v1/core-facts/{key}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "CoreFacts.delete",
+        "user",
+        True,
+        "empty",
+        _delete("/v1/core-facts/{key}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "CoreFacts.history",
+        "user",
+        True,
+        "page",
+        _get("/v1/core-facts/{key}/history"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "CoreFacts.all",
+        "user",
+        True,
+        "page",
+        _get("/v1/core-facts"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "CoreFacts.format_for_prompt",
+        "user",
+        True,
+        "value",
+        Without("build_context puts them in the system message"),
+        Without("get_context puts them in the system message"),
+        Without("the CLI has no core-facts command"),
+    ),
+    _v(
+        "CoreFacts.close",
+        "none",
+        True,
+        "empty",
+        Without("closes a file of the caller's process"),
+        Without(_NOT_HTTP),
+        Without(_NOT_HTTP),
+    ),
+    # -- sessions -----------------------------------------------------------------------------
+    _v(
+        "SessionManager.get_or_create",
+        "user",
+        True,
+        "item",
+        _post("/v1/sessions"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.get",
+        "thread",
+        True,
+        "item",
+        _get("/v1/sessions/{session_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.update",
+        "thread",
+        True,
+        "item",
+        _patch("/v1/sessions/{session_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.archive",
+        "thread",
+        True,
+        "item",
+        _patch("/v1/sessions/{session_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.delete",
+        "thread",
+        True,
+        "empty",
+        _delete("/v1/sessions/{session_id}"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.list",
+        "user",
+        True,
+        "page",
+        _get("/v1/sessions"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "SessionManager.compact",
+        "thread",
+        False,
+        "value",
+        Without("summary compaction needs a model; POST .../compact slides the window"),
+        Without(_MODEL_TOOLS),
+        _CLI_NO,
+    ),
+    # -- compaction, context ------------------------------------------------------------------
+    _v(
+        "CompactionService.compact",
+        "thread",
+        False,
+        "value",
+        _post(f"{_TH}/compact"),
+        _REST_ONLY,
+        _CLI_NO,
+        gaps={
+            "summary_model": "summary compaction needs a model the server does not hold",
+            "summary_prompt": "summary compaction needs a model the server does not hold",
+        },
+    ),
+    _v(
+        "CompactionService.auto_compact",
+        "thread",
+        False,
+        "value",
+        Without(
+            "runs on the caller's thresholds after each turn; POST .../compact is the explicit call"
+        ),
+        Without(_MODEL_TOOLS),
+        _CLI_NO,
+    ),
+    _v(
+        "CompactionService.restore",
+        "thread",
+        True,
+        "count",
+        _post(f"{_TH}/restore"),
+        _REST_ONLY,
+        _CLI_NO,
+    ),
+    _v(
+        "ContextBuilder.build",
+        "thread",
+        True,
+        "value",
+        _post(f"{_TH}/context"),
+        Without("get_context is Memory.build_context's tool"),
+        Without("context is Memory.build_context's command"),
+    ),
+    _v(
+        "Turn.add",
+        "none",
+        False,
+        "empty",
+        Without("buffers the caller's own turn in its process"),
+        Without(_NOT_HTTP),
+        Without(_NOT_HTTP),
+    ),
+    _v(
+        "Turn.add_many",
+        "none",
+        False,
+        "empty",
+        Without("buffers the caller's own turn in its process"),
+        Without(_NOT_HTTP),
+        Without(_NOT_HTTP),
+    ),
+)
+
+_BY_NAME = {verb.name: verb for verb in VERBS}
+
+
+def plain(text: str) -> str:
+    """``text`` with the docstrings' ``literal`` marks as markdown's `literal` (for models)."""
+    return text.replace("``", "`")
+
+
+def by_name(name: str) -> Verb:
+    """The verb called ``name`` (``"Memory.search"``)."""
+    return _BY_NAME[name]
+
+
+def markdown_table(verbs: tuple[Verb, ...] = VERBS) -> str:
+    """The verb -> REST route, MCP tool, CLI command table, as markdown: a surface
+    without the verb shows a note number, and the notes (the reasons) follow."""
+    notes: dict[str, int] = {}
+
+    def cell(value: Route | Without | str) -> str:
+        if isinstance(value, Without):
+            number = notes.setdefault(value.reason, len(notes) + 1)
+            return f"— [{number}]"
+        return f"`{value}`"
+
+    lines = [
+        "| verb | scope | REST | MCP tool | CLI |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for verb in verbs:
+        lines.append(
+            f"| `{verb.name}` | {verb.scope} | {cell(verb.rest)} | {cell(verb.mcp)}"
+            f" | {cell(verb.cli)} |"
+        )
+    lines.append("")
+    lines.append("Why a surface has no form of a verb:")
+    lines.append("")
+    lines.extend(f"{number}. {reason}" for reason, number in notes.items())
+    return "\n".join(lines) + "\n"
