@@ -59,6 +59,7 @@ from memorybank.graph._async import AsyncGraph
 from memorybank.memory._async.branches import AsyncBranches
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.documents import AsyncDocuments
+from memorybank.memory._async.embedding import AsyncEmbedding
 from memorybank.memory._async.entries import AsyncEntries
 from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.memory import AsyncMemory
@@ -108,6 +109,7 @@ CLASSES: dict[str, type] = {
     "Facts": AsyncFacts,
     "Graph": AsyncGraph,
     "Documents": AsyncDocuments,
+    "Embedding": AsyncEmbedding,
     "WorkingMemory": AsyncWorkingMemory,
     "CoreFacts": AsyncCoreFacts,
     "SessionManager": AsyncSessionManager,
@@ -902,6 +904,43 @@ VERBS: tuple[Verb, ...] = (
         Without("the process's extraction backlog"),
         Without(_OPERATOR),
         Without("the process's extraction backlog"),
+    ),
+    # -- embedding ----------------------------------------------------------------------------
+    _v(
+        "Embedding.status",
+        "tenant",
+        True,
+        "value",
+        _get("/v1/embedding/status"),
+        Without(_OPERATOR),
+        Without("the backlog of a serving process: GET /v1/embedding/status"),
+    ),
+    _v(
+        "Embedding.totals",
+        "none",
+        True,
+        "value",
+        Without("every tenant's numbers: /metrics carries them"),
+        Without(_OPERATOR),
+        Without("the backlog of a serving process: /metrics"),
+    ),
+    _v(
+        "Embedding.flush",
+        "none",
+        True,
+        "value",
+        Without("a client polls GET /v1/embedding/status instead of holding a request"),
+        Without(_OPERATOR),
+        Without("the backlog of the process holding the embedder"),
+    ),
+    _v(
+        "Embedding.start",
+        "none",
+        True,
+        "empty",
+        Without("the server starts its worker at startup"),
+        Without(_OPERATOR),
+        Without("the server starts its worker at startup"),
     ),
     # -- documents ----------------------------------------------------------------------------
     _v(

@@ -40,6 +40,7 @@ from memorybank.context._sync.turn import Turn
 from memorybank.graph._sync import Graph
 from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 from memorybank.memory._sync.documents import Documents
+from memorybank.memory._sync.embedding import Embedding
 from memorybank.memory._sync.facts import Facts
 from memorybank.memory._sync.memory import (
     Branches,
@@ -64,6 +65,7 @@ SURFACE: dict[str, type] = {
     "Facts": Facts,
     "Graph": Graph,
     "Documents": Documents,
+    "Embedding": Embedding,
     "WorkingMemory": WorkingMemory,
     "CoreFacts": SyncCoreFacts,
     "SessionManager": SyncSessions,
@@ -82,6 +84,10 @@ EXEMPT = {
     "Turn.add_many": "buffers messages of the caller's own turn (saved by the thread rule)",
     "Graph.pending": "counts the memory's extraction backlog; no record or principal in it",
     "Graph.drain": "waits for the extraction backlog; returns only whether it emptied",
+    "Embedding.status": "counts the handle's tenant's embedding backlog; no record in it",
+    "Embedding.totals": "counts the memory's embedding backlog; no record or principal in it",
+    "Embedding.flush": "waits for the embedding backlog; returns only whether it emptied",
+    "Embedding.start": "queues the resumption of the journal; returns nothing",
 }
 
 
