@@ -375,7 +375,9 @@ async def test_driver_errors_are_translated(
 async def test_open_store_reads_options_from_the_url(prefix: str, raw: redis.Redis) -> None:
     store = open_store(_url(prefix, ttl=30, timeout=2))
     assert isinstance(store, AsyncRedisStore)
-    assert store.capabilities == frozenset({"ttl"})
+    assert store.capabilities == frozenset(
+        {"ttl", "durable", "multi_process", "run_listing", "summary_agent_listing"}
+    )
     await store.close()
     memory = AsyncMemory(_url(prefix, ttl=30, timeout=2))
     tid = (await memory.threads.create()).id

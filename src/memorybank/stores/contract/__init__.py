@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import (
     UNSET,
     AppendResult,
@@ -32,6 +33,7 @@ __all__ = [
     "UNSET",
     "AppendResult",
     "AsyncStore",
+    "Capability",
     "NewEntry",
     "Record",
     "RecordGuard",

@@ -53,6 +53,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import searched_kinds, visible
 from memorybank.vector_index.points import (
     IndexPoint,
@@ -432,7 +433,7 @@ class AsyncIndexedStore(AsyncStore):
     def __init__(self, inner: AsyncStore, index: AsyncVectorIndex) -> None:
         self.inner = inner
         self.index = index
-        self.capabilities = inner.capabilities | {"vector_index"}
+        self.capabilities = inner.capabilities | {Capability.VECTOR_INDEX}
         #: Points whose index write failed, retried before the next index call.
         self._pending: dict[tuple[str, str, str, str], IndexPoint] = {}
 

@@ -129,7 +129,9 @@ def __getattr__(name: str) -> Any:
 class Store(abc.ABC):
     """Base class of every store. See the module docstring for the guarantees."""
 
-    #: Names of optional features this store has (e.g. ``"ttl"``, ``"pgvector"``).
+    #: The optional features this store has: ``Capability`` members (a ``StrEnum``, so
+    #: ``"ttl" in store.capabilities`` works too), or strings of a store's own. The
+    #: conformance suite skips the cases marked ``requires(X)`` unless ``X`` is here.
     capabilities: frozenset[str] = frozenset()
 
     # -- lifecycle ---------------------------------------------------------

@@ -70,6 +70,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.http import wire as _wire
 
 if TYPE_CHECKING:
@@ -115,7 +116,14 @@ class AsyncHTTPStore(AsyncStore):
             ``api_key`` apply).
     """
 
-    capabilities = frozenset({"remote"})
+    capabilities = frozenset(
+        {
+            Capability.REMOTE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,

@@ -71,6 +71,7 @@ from memorybank.stores.contract._sync.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.http import wire as _wire
 
 if TYPE_CHECKING:
@@ -116,7 +117,14 @@ class HTTPStore(Store):
             ``api_key`` apply).
     """
 
-    capabilities = frozenset({"remote"})
+    capabilities = frozenset(
+        {
+            Capability.REMOTE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,

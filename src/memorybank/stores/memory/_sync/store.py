@@ -32,6 +32,7 @@ from memorybank.stores.contract._sync.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 __all__ = ["InMemoryStore"]
@@ -56,7 +57,9 @@ def _copy_thread(thread: Thread) -> Thread:
 class InMemoryStore(Store):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
-    capabilities = frozenset({"volatile"})
+    capabilities = frozenset(
+        {Capability.VOLATILE, Capability.RUN_LISTING, Capability.SUMMARY_AGENT_LISTING}
+    )
 
     def __init__(self) -> None:
         self._lock = Lock()

@@ -86,6 +86,7 @@ login or unknown database raises ``ConfigurationError`` (the driver's error is
 
 from __future__ import annotations
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.mysql._sync._appends import AppendsMixin
 from memorybank.stores.mysql._sync._entries import EntriesMixin
 from memorybank.stores.mysql._sync._records import RecordsMixin
@@ -109,4 +110,11 @@ class MySQLStore(
     """Memory in MySQL/MariaDB. See the package docstring (and each part's module) for
     layout and guarantees."""
 
-    capabilities = frozenset({"durable", "multi_process"})
+    capabilities = frozenset(
+        {
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )

@@ -145,6 +145,7 @@ the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 
 from __future__ import annotations
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis._async._base import MIGRATIONS
 from memorybank.stores.redis._async._entries import RedisEntries
 from memorybank.stores.redis._async._forget import RedisForget
@@ -170,4 +171,12 @@ class AsyncRedisStore(
     script touches one hash slot; the tenant indexes are updated apart).
     """
 
-    capabilities = frozenset({"ttl"})
+    capabilities = frozenset(
+        {
+            Capability.TTL,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )

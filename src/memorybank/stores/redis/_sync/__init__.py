@@ -146,6 +146,7 @@ the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 
 from __future__ import annotations
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis._sync._base import MIGRATIONS
 from memorybank.stores.redis._sync._entries import RedisEntries
 from memorybank.stores.redis._sync._forget import RedisForget
@@ -171,4 +172,12 @@ class RedisStore(
     script touches one hash slot; the tenant indexes are updated apart).
     """
 
-    capabilities = frozenset({"ttl"})
+    capabilities = frozenset(
+        {
+            Capability.TTL,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )

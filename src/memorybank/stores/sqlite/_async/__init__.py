@@ -96,6 +96,7 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank.stores._async.open import sqlite_path
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.sqlite._async._admin import AdminMixin
 from memorybank.stores.sqlite._async._base import FTS_BATCH as FTS_BATCH
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
@@ -129,7 +130,15 @@ class AsyncSQLiteStore(
         prefix: table name prefix, to share a file with other tables.
     """
 
-    capabilities = frozenset({"fts5"})
+    capabilities = frozenset(
+        {
+            Capability.FTS5,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncSQLiteStore:

@@ -11,7 +11,8 @@ from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
-from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock, requires
 
 __all__ = ["StateCases"]
 
@@ -172,12 +173,23 @@ class StateCases(ContractBase):
             with pytest.raises(InvalidInput):
                 await wm.set("k", object())
 
+    async def test_listing_capabilities_are_what_the_store_does(self, memory: AsyncMemory) -> None:
+        """A store claims ``RUN_LISTING`` / ``SUMMARY_AGENT_LISTING`` exactly when its
+        listing verbs answer (a list, not ``None``): the listing cases below run on every
+        store that can list, and are skipped only on one that cannot."""
+        store, tenant = memory.store, _id("ten")
+        runs = Capability.RUN_LISTING in store.capabilities
+        assert (await store.working_runs(tenant) is not None) is runs
+        assert (await store.snapshot_runs(tenant) is not None) is runs
+        agents = Capability.SUMMARY_AGENT_LISTING in store.capabilities
+        assert (await store.summary_agents(tenant) is not None) is agents
+        assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    @requires(Capability.RUN_LISTING)
     async def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: AsyncMemory
     ) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if await store.working_runs(tenant) is None:
-            pytest.skip("this store cannot list runs")
         odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
         for run in odd:
             await store.working_set(tenant, run, "k", "1")
@@ -202,10 +214,9 @@ class StateCases(ContractBase):
         assert await store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert await store.snapshot_runs(other) == ["s-other"]
 
+    @requires(Capability.SUMMARY_AGENT_LISTING)
     async def test_agents_with_summaries_are_listed(self, memory: AsyncMemory) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if await store.summary_agents(tenant) is None:
-            pytest.skip("this store cannot list the agents of its summaries")
         odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
         for i, agent in enumerate(odd):
             await memory.tenant(tenant).summaries.add(

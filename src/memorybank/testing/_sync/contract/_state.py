@@ -12,7 +12,8 @@ from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
-from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock, requires
 
 __all__ = ["StateCases"]
 
@@ -173,12 +174,23 @@ class StateCases(ContractBase):
             with pytest.raises(InvalidInput):
                 wm.set("k", object())
 
+    def test_listing_capabilities_are_what_the_store_does(self, memory: Memory) -> None:
+        """A store claims ``RUN_LISTING`` / ``SUMMARY_AGENT_LISTING`` exactly when its
+        listing verbs answer (a list, not ``None``): the listing cases below run on every
+        store that can list, and are skipped only on one that cannot."""
+        store, tenant = memory.store, _id("ten")
+        runs = Capability.RUN_LISTING in store.capabilities
+        assert (store.working_runs(tenant) is not None) is runs
+        assert (store.snapshot_runs(tenant) is not None) is runs
+        agents = Capability.SUMMARY_AGENT_LISTING in store.capabilities
+        assert (store.summary_agents(tenant) is not None) is agents
+        assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    @requires(Capability.RUN_LISTING)
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: Memory
     ) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if store.working_runs(tenant) is None:
-            pytest.skip("this store cannot list runs")
         odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
         for run in odd:
             store.working_set(tenant, run, "k", "1")
@@ -203,10 +215,9 @@ class StateCases(ContractBase):
         assert store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert store.snapshot_runs(other) == ["s-other"]
 
+    @requires(Capability.SUMMARY_AGENT_LISTING)
     def test_agents_with_summaries_are_listed(self, memory: Memory) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if store.summary_agents(tenant) is None:
-            pytest.skip("this store cannot list the agents of its summaries")
         odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
         for i, agent in enumerate(odd):
             memory.tenant(tenant).summaries.add(
