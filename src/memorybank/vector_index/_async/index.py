@@ -45,6 +45,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.stores.contract._async.base import AsyncStoreBase
 from memorybank.stores.contract._async.store import (
     AsyncStore,
     NewEntry,
@@ -719,9 +720,13 @@ def _delegate(name: str) -> property:
 
 # Every other verb of the contract (including ones added later) is the inner store's own
 # bound method, whatever its kind (coroutine, async generator, plain).
-for _name, _value in list(vars(AsyncStore).items()):
-    if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
-        setattr(AsyncIndexedStore, _name, _delegate(_name))
+# The contract is composed of parts (``AsyncThreadStore``, ...): walk all of them.
+for _part in AsyncStore.__mro__:
+    if not issubclass(_part, AsyncStoreBase):
+        continue
+    for _name, _value in list(vars(_part).items()):
+        if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
+            setattr(AsyncIndexedStore, _name, _delegate(_name))
 AsyncIndexedStore.__abstractmethods__ = frozenset()
 
 

@@ -46,6 +46,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract._sync.store import (
     Store,
     NewEntry,
@@ -720,9 +721,13 @@ def _delegate(name: str) -> property:
 
 # Every other verb of the contract (including ones added later) is the inner store's own
 # bound method, whatever its kind (coroutine, async generator, plain).
-for _name, _value in list(vars(Store).items()):
-    if callable(_value) and not _name.startswith("_") and _name not in vars(IndexedStore):
-        setattr(IndexedStore, _name, _delegate(_name))
+# The contract is composed of parts (``AsyncThreadStore``, ...): walk all of them.
+for _part in Store.__mro__:
+    if not issubclass(_part, StoreBase):
+        continue
+    for _name, _value in list(vars(_part).items()):
+        if callable(_value) and not _name.startswith("_") and _name not in vars(IndexedStore):
+            setattr(IndexedStore, _name, _delegate(_name))
 IndexedStore.__abstractmethods__ = frozenset()
 
 
