@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from memorybank.records import Thread
+from memorybank.stores.contract import Capability
 from memorybank.stores.contract._sync.store import Store, VectorItem, Visibility
 from memorybank.stores.contract.types import Record
 from tests.reliability._harness import provide
@@ -33,8 +34,8 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store
         a, b = spec.open(), spec.open()
         try:
             a.get_thread("t", "probe")  # creates the schema; pgvector known after it
-            if "pgvector" in getattr(a, "capabilities", ()):
-                pytest.skip("this PostgreSQL has pgvector: the cache is not used")
+            if Capability.PGVECTOR in getattr(a, "capabilities", ()):
+                pytest.skip("store claims Capability.PGVECTOR: the cache is not used")
             yield a, b
         finally:
             a.close()

@@ -69,3 +69,52 @@ def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
     asyncio.run(dict_store.main())
     assert capsys.readouterr().out == "['My dog is called Biscuit', 'A fine name for a dog.']\n"
+
+
+THIRD_PARTY_TEST = """
+from collections.abc import AsyncIterator
+
+import pytest
+
+from dict_store import DictStore
+from memorybank.testing import AsyncContract
+
+
+class TestDictStore(AsyncContract):
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[DictStore]:
+        store = DictStore()
+        yield store
+        await store.close()
+"""
+
+
+def test_the_guide_setup_runs_the_suite_outside_this_repository(tmp_path: Path) -> None:
+    """docs/writing-a-store.md's setup, in a project of its own: the plugin registers the
+    ``requires`` marker under ``--strict-markers``, and the one case the store lacks a
+    capability for is skipped with the capability in the reason."""
+    import os
+    import shutil
+    import subprocess
+
+    shutil.copy(EXAMPLE, tmp_path / "dict_store.py")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["memorybank.testing.plugin"]\n')
+    (tmp_path / "test_my_store.py").write_text(THIRD_PARTY_TEST)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\naddopts = --strict-markers -ra -p no:cacheprovider\n"
+        "filterwarnings = error\nasyncio_mode = auto\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-k", "listed or listing"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{tmp_path}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "2 passed, 1 skipped" in out, out
+    assert "store does not claim Capability.SUMMARY_AGENT_LISTING" in out, out
