@@ -114,7 +114,7 @@ class DictStore(AsyncStore):
             raise NotFound(f"branch {name!r} not found")
         return found[1]
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         async with self._lock:
             self._open()
             key = (thread.tenant_id, thread.id)
@@ -127,11 +127,11 @@ class DictStore(AsyncStore):
             self._branches[key] = {main.name: (main, [])}
             return _copy(thread)
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         self._open()
         return _copy(self._threads.get((tenant, thread_id)))
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -152,7 +152,7 @@ class DictStore(AsyncStore):
         found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
         return [_copy(t) for t in found[:limit]]
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -176,7 +176,7 @@ class DictStore(AsyncStore):
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, **changes)
             return _copy(self._threads[(tenant, thread_id)])
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         async with self._lock:
             self._open()
             if self._threads.pop((tenant, thread_id), None) is None:
@@ -186,7 +186,7 @@ class DictStore(AsyncStore):
             self._drop_entry_vectors(tenant, thread_id, None)
             return True
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -216,12 +216,12 @@ class DictStore(AsyncStore):
             branches[name] = (branch, copied)
             return branch
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         self._thread(tenant, thread_id)
         found = [b for b, _ in self._branches[(tenant, thread_id)].values()]
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         async with self._lock:
             if name == self._thread(tenant, thread_id).current_branch:
                 raise Conflict(f"cannot delete the current branch {name!r}")
@@ -253,7 +253,7 @@ class DictStore(AsyncStore):
             item=copy.deepcopy(new.item),
         )
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -299,7 +299,7 @@ class DictStore(AsyncStore):
             self._threads[(tenant, thread_id)] = thread
             return AppendResult([_copy(e) for e in stored], _copy(thread))
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -326,7 +326,7 @@ class DictStore(AsyncStore):
             page.reverse()
         return _copy(thread), [_copy(e) for e in page]
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         try:
@@ -343,14 +343,14 @@ class DictStore(AsyncStore):
         self._drop_entry_vectors(tenant, thread_id, gone)
         return len(gone)
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         doomed = set(entry_ids)
         async with self._lock:
             return await self._delete(tenant, thread_id, branch, lambda i, e: e.id not in doomed)
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         async with self._lock:
@@ -360,18 +360,18 @@ class DictStore(AsyncStore):
             last = ids.index(entry_id)
             return await self._delete(tenant, thread_id, branch, lambda i, e: i <= last)
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         async with self._lock:
             return await self._delete(tenant, thread_id, branch, lambda i, e: False)
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         self._thread(tenant, thread_id)
         try:
             return len(self._rows(tenant, thread_id, branch))
         except NotFound:
             return 0
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -396,7 +396,7 @@ class DictStore(AsyncStore):
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,

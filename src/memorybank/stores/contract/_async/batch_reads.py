@@ -37,17 +37,17 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
         (missing ids and a missing thread: absent). Search resolves its hits with it."""
         found: dict[str, Entry] = {}
         for entry_id in dict.fromkeys(entry_ids):
-            entry = await self.get_entry(tenant, thread_id, entry_id, branch=branch)
+            entry = await self.entry_get(tenant, thread_id, entry_id, branch=branch)
             if entry is not None:
                 found[entry_id] = entry
         return found
 
     async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads with these ids that exist, keyed by id (missing ids absent). The
-        caller checks what it may see, as after ``get_thread``."""
+        caller checks what it may see, as after ``thread_get``."""
         found: dict[str, Thread] = {}
         for thread_id in dict.fromkeys(thread_ids):
-            thread = await self.get_thread(tenant, thread_id)
+            thread = await self.thread_get(tenant, thread_id)
             if thread is not None:
                 found[thread_id] = thread
         return found
@@ -64,13 +64,13 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
             found.update({(thread_id, eid): entry for eid, entry in got.items()})
         return found
 
-    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """``count_entries`` of several threads (current branches), keyed by thread id
+    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``entry_count`` of several threads (current branches), keyed by thread id
         (missing threads absent). Search sizes a user's threads with it."""
         counts: dict[str, int] = {}
         for thread_id in dict.fromkeys(thread_ids):
             try:
-                counts[thread_id] = await self.count_entries(tenant, thread_id)
+                counts[thread_id] = await self.entry_count(tenant, thread_id)
             except NotFound:
                 continue
         return counts
@@ -84,7 +84,7 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
 
         A window ending at ``LAST_POSITION`` or later runs to the thread's end (search
         reads whole threads that way). This default reads such a window with one
-        ``list_entries``, and any other, per window, as the page of ``last - first + 1``
+        ``entry_list``, and any other, per window, as the page of ``last - first + 1``
         entries that ends at ``last`` when positions are gap-free (after deletions it
         may miss some of the window); a store overrides it with one exact statement."""
         out: list[list[Entry]] = []
@@ -92,17 +92,17 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
         for thread_id, first, last in windows:
             try:
                 if last >= LAST_POSITION:
-                    _, page = await self.list_entries(tenant, thread_id)
+                    _, page = await self.entry_list(tenant, thread_id)
                     out.append([e for e in page if e.position >= first])
                     continue
                 if thread_id not in newest:
-                    _, tail = await self.list_entries(tenant, thread_id, limit=1)
+                    _, tail = await self.entry_list(tenant, thread_id, limit=1)
                     newest[thread_id] = tail[-1].position if tail else None
                 top = newest[thread_id]
                 if top is None or last < first or first > top:
                     out.append([])
                     continue
-                _, page = await self.list_entries(
+                _, page = await self.entry_list(
                     tenant, thread_id, limit=last - first + 1, offset=max(0, top - last)
                 )
             except NotFound:

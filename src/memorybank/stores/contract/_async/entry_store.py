@@ -27,7 +27,7 @@ class AsyncEntryStore(AsyncStoreBase):
     # -- entries ---------------------------------------------------------------
 
     @abc.abstractmethod
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -65,7 +65,7 @@ class AsyncEntryStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -86,7 +86,7 @@ class AsyncEntryStore(AsyncStoreBase):
         absent. Cost must not grow with the thread's length for a small page.
         """
 
-    async def recent_messages(
+    async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
         """``history()``'s read: the thread's owner (``user_id``) and its last ``limit``
@@ -94,29 +94,29 @@ class AsyncEntryStore(AsyncStoreBase):
         results whose calling entry is cut off. ``NotFound`` if the thread is absent.
 
         The caller checks the owner before it hands anything out. This default is
-        ``list_entries`` + ``drop_orphan_tool_results`` + ``Entry.to_message``; a
+        ``entry_list`` + ``drop_orphan_tool_results`` + ``Entry.to_message``; a
         store may answer it faster (one statement, no ``Entry`` objects), with
         exactly the same result.
         """
         from memorybank.rules.window import drop_orphan_tool_results
 
-        thread, rows = await self.list_entries(tenant, thread_id, limit=limit)
+        thread, rows = await self.entry_list(tenant, thread_id, limit=limit)
         return thread.user_id, [e.to_message() for e in drop_orphan_tool_results(rows)]
 
     @abc.abstractmethod
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry of ``branch`` (``None``: current), or ``None``."""
 
     @abc.abstractmethod
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         """Delete these entries from ``branch`` (``None``: current); how many were deleted."""
 
     @abc.abstractmethod
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on ``branch``; how many.
@@ -125,17 +125,17 @@ class AsyncEntryStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of ``branch`` (``None``: current); how many."""
 
     @abc.abstractmethod
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Number of entries on ``branch``. ``NotFound`` if the thread is absent."""
 
     # -- compaction ------------------------------------------------------------
 
     @abc.abstractmethod
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -157,7 +157,7 @@ class AsyncEntryStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,

@@ -22,15 +22,15 @@ class AsyncThreadStore(AsyncStoreBase):
     # -- threads ---------------------------------------------------------------
 
     @abc.abstractmethod
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         """Insert ``thread`` and its ``"main"`` branch. ``Conflict`` if the id exists."""
 
     @abc.abstractmethod
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread, or ``None``."""
 
     @abc.abstractmethod
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -45,7 +45,7 @@ class AsyncThreadStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -62,13 +62,13 @@ class AsyncThreadStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread with its entries and branches. ``False`` if absent."""
 
     # -- branches --------------------------------------------------------------
 
     @abc.abstractmethod
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -85,9 +85,9 @@ class AsyncThreadStore(AsyncStoreBase):
         """
 
     @abc.abstractmethod
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first."""
 
     @abc.abstractmethod
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one: ``Conflict``)."""

@@ -28,7 +28,7 @@ class EntryStore(StoreBase):
     # -- entries ---------------------------------------------------------------
 
     @abc.abstractmethod
-    def append_entries(
+    def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -66,7 +66,7 @@ class EntryStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -87,7 +87,7 @@ class EntryStore(StoreBase):
         absent. Cost must not grow with the thread's length for a small page.
         """
 
-    def recent_messages(
+    def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
         """``history()``'s read: the thread's owner (``user_id``) and its last ``limit``
@@ -95,29 +95,29 @@ class EntryStore(StoreBase):
         results whose calling entry is cut off. ``NotFound`` if the thread is absent.
 
         The caller checks the owner before it hands anything out. This default is
-        ``list_entries`` + ``drop_orphan_tool_results`` + ``Entry.to_message``; a
+        ``entry_list`` + ``drop_orphan_tool_results`` + ``Entry.to_message``; a
         store may answer it faster (one statement, no ``Entry`` objects), with
         exactly the same result.
         """
         from memorybank.rules.window import drop_orphan_tool_results
 
-        thread, rows = self.list_entries(tenant, thread_id, limit=limit)
+        thread, rows = self.entry_list(tenant, thread_id, limit=limit)
         return thread.user_id, [e.to_message() for e in drop_orphan_tool_results(rows)]
 
     @abc.abstractmethod
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry of ``branch`` (``None``: current), or ``None``."""
 
     @abc.abstractmethod
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         """Delete these entries from ``branch`` (``None``: current); how many were deleted."""
 
     @abc.abstractmethod
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on ``branch``; how many.
@@ -126,17 +126,17 @@ class EntryStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of ``branch`` (``None``: current); how many."""
 
     @abc.abstractmethod
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Number of entries on ``branch``. ``NotFound`` if the thread is absent."""
 
     # -- compaction ------------------------------------------------------------
 
     @abc.abstractmethod
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -158,7 +158,7 @@ class EntryStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,

@@ -28,7 +28,7 @@ Ordering
     position and never interleave one batch with another.
 
 Atomicity and durability
-    ``append_entries`` writes its whole batch or nothing. When a write method
+    ``entry_append`` writes its whole batch or nothing. When a write method
     returns, the data survives a crash of the process (at the store's
     configured durability).
 
@@ -41,7 +41,7 @@ Idempotency
     (a SHA-256 of role, content, name, tool calls, tool call id, metadata and
     state of the whole request). When the stored entry and the new one both
     have a fingerprint and they differ, the key was reused for another payload:
-    ``append_entries`` raises ``Conflict`` and writes nothing of the batch. The
+    ``entry_append`` raises ``Conflict`` and writes nothing of the batch. The
     comparison happens inside the append's atomic step, so of two concurrent
     appends of one key with different payloads exactly one is stored and the
     other raises ``Conflict``. An entry stored without a fingerprint (written
@@ -50,7 +50,7 @@ Idempotency
     included); it is never returned.
 
 Branches
-    ``create_thread`` creates the branch ``"main"`` with the thread, and makes
+    ``thread_create`` creates the branch ``"main"`` with the thread, and makes
     it current. A branch created from an entry starts with a copy of the source
     branch's entries up to and including that entry (same ids, same positions),
     so reading any branch is one indexed range read, however deep the

@@ -23,15 +23,15 @@ class ThreadStore(StoreBase):
     # -- threads ---------------------------------------------------------------
 
     @abc.abstractmethod
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         """Insert ``thread`` and its ``"main"`` branch. ``Conflict`` if the id exists."""
 
     @abc.abstractmethod
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread, or ``None``."""
 
     @abc.abstractmethod
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -46,7 +46,7 @@ class ThreadStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -63,13 +63,13 @@ class ThreadStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread with its entries and branches. ``False`` if absent."""
 
     # -- branches --------------------------------------------------------------
 
     @abc.abstractmethod
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -86,9 +86,9 @@ class ThreadStore(StoreBase):
         """
 
     @abc.abstractmethod
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first."""
 
     @abc.abstractmethod
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one: ``Conflict``)."""

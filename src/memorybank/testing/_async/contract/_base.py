@@ -93,7 +93,7 @@ class ContractBase:
         return ids
 
     def _summary(self, created_at: datetime, token_count: int) -> NewEntry:
-        """A compaction summary entry (for ``compact_entries``) made at ``created_at``."""
+        """A compaction summary entry (for ``entry_compact``) made at ``created_at``."""
         return NewEntry(
             id=_id("e"),
             role="system",
