@@ -305,7 +305,7 @@ def entries_of(m: Memory, thread_id: str) -> list[Entry]:
 
     ``entries.list`` would drop a tool result whose call is not in the window.
     """
-    _, entries = m.store.list_entries(m.tenant_id, thread_id)
+    _, entries = m.store.entry_list(m.tenant_id, thread_id)
     return entries
 
 

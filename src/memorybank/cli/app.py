@@ -269,7 +269,7 @@ def show(
             raise NotFound(f"branch {name!r} not found in thread {thread!r}")
         total = memory.entries.count(thread, branch=name)
         # The store's raw page: an inspection shows what is stored, pairing rule aside.
-        _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
+        _, entries = memory.store.entry_list(memory.tenant_id, thread, branch=name, limit=last)
         if as_json:
             shown = {"thread": found, "branch": name, "total": total, "entries": entries}
             _cli_read.emit_json(shown)

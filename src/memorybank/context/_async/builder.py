@@ -102,7 +102,7 @@ class _History:
                 return None
             size = max(16, min(self.want, _MAX_PAGE))
             try:
-                thread, rows = await self._store.list_entries(
+                thread, rows = await self._store.entry_list(
                     self._tenant,
                     self._thread_id,
                     limit=size,
@@ -124,7 +124,7 @@ class _History:
     async def total(self) -> int:
         if self.exhausted:
             return self._offset
-        return await self._store.count_entries(self._tenant, self._thread_id)
+        return await self._store.entry_count(self._tenant, self._thread_id)
 
     async def recent(self, budget: int, exclude: set[str]) -> list[Entry]:
         """The longest run of newest entries (skipping ``exclude``) whose counts fit."""

@@ -103,7 +103,7 @@ class _History:
                 return None
             size = max(16, min(self.want, _MAX_PAGE))
             try:
-                thread, rows = self._store.list_entries(
+                thread, rows = self._store.entry_list(
                     self._tenant,
                     self._thread_id,
                     limit=size,
@@ -125,7 +125,7 @@ class _History:
     def total(self) -> int:
         if self.exhausted:
             return self._offset
-        return self._store.count_entries(self._tenant, self._thread_id)
+        return self._store.entry_count(self._tenant, self._thread_id)
 
     def recent(self, budget: int, exclude: set[str]) -> list[Entry]:
         """The longest run of newest entries (skipping ``exclude``) whose counts fit."""

@@ -141,7 +141,7 @@ class AsyncEntries:
         branch: str | None,
         user_id: str | Unset | None,
     ) -> list[Entry]:
-        result = await self._core.store.append_entries(
+        result = await self._core.store.entry_append(
             self._tenant,
             v.check_id(thread_id, "thread_id"),
             entries,
@@ -171,7 +171,7 @@ class AsyncEntries:
             first_user = next((e for e in result.entries if e.role == "user" and e.content), None)
             if first_user is not None and first_user.content is not None:
                 title = await amaybe_await(generate(first_user.content))
-                await self._core.store.update_thread(
+                await self._core.store.thread_update(
                     self._tenant, thread_id, updated_at=now, title=_check_title(title)
                 )
         return result.entries
@@ -195,7 +195,7 @@ class AsyncEntries:
         skipped = 0
         window: list[Entry] = []  # newest first
         while True:
-            thread, page = await self._core.store.list_entries(
+            thread, page = await self._core.store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -269,7 +269,7 @@ class AsyncEntries:
             await _require_branch(self._core, self._tenant, thread_id, v.check_id(branch, "branch"))
 
         if include_tool_calls and max_tokens is None:
-            thread, rows = await store.list_entries(
+            thread, rows = await store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -309,7 +309,7 @@ class AsyncEntries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.get_entry(
+        return await self._core.store.entry_get(
             self._tenant,
             thread_id,
             v.check_id(entry_id, "entry_id"),
@@ -334,7 +334,7 @@ class AsyncEntries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        removed = await self._core.store.delete_entries(
+        removed = await self._core.store.entry_delete(
             self._tenant,
             thread_id,
             [v.check_id(entry_id, "entry_id")],
@@ -358,7 +358,7 @@ class AsyncEntries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.clear_entries(
+        return await self._core.store.entry_clear(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )
 
@@ -370,6 +370,6 @@ class AsyncEntries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.count_entries(
+        return await self._core.store.entry_count(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )

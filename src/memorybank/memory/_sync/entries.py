@@ -142,7 +142,7 @@ class Entries:
         branch: str | None,
         user_id: str | Unset | None,
     ) -> list[Entry]:
-        result = self._core.store.append_entries(
+        result = self._core.store.entry_append(
             self._tenant,
             v.check_id(thread_id, "thread_id"),
             entries,
@@ -172,7 +172,7 @@ class Entries:
             first_user = next((e for e in result.entries if e.role == "user" and e.content), None)
             if first_user is not None and first_user.content is not None:
                 title = maybe_await(generate(first_user.content))
-                self._core.store.update_thread(
+                self._core.store.thread_update(
                     self._tenant, thread_id, updated_at=now, title=_check_title(title)
                 )
         return result.entries
@@ -196,7 +196,7 @@ class Entries:
         skipped = 0
         window: list[Entry] = []  # newest first
         while True:
-            thread, page = self._core.store.list_entries(
+            thread, page = self._core.store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -270,7 +270,7 @@ class Entries:
             _require_branch(self._core, self._tenant, thread_id, v.check_id(branch, "branch"))
 
         if include_tool_calls and max_tokens is None:
-            thread, rows = store.list_entries(
+            thread, rows = store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -310,7 +310,7 @@ class Entries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.get_entry(
+        return self._core.store.entry_get(
             self._tenant,
             thread_id,
             v.check_id(entry_id, "entry_id"),
@@ -335,7 +335,7 @@ class Entries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        removed = self._core.store.delete_entries(
+        removed = self._core.store.entry_delete(
             self._tenant,
             thread_id,
             [v.check_id(entry_id, "entry_id")],
@@ -359,7 +359,7 @@ class Entries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.clear_entries(
+        return self._core.store.entry_clear(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )
 
@@ -371,6 +371,6 @@ class Entries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.count_entries(
+        return self._core.store.entry_count(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )
