@@ -16,6 +16,9 @@ from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import SearchHit, VectorItem
 
 __all__ = ["SearchStore"]
@@ -67,3 +70,17 @@ class SearchStore(StoreBase):
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+
+    def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """``vector_get``'s vectors as float32 arrays (the same ids and values).
+
+        What ranking reads: a store holding vectors as bytes or in a matrix
+        overrides it and skips making a list of Python floats per vector
+        (SQLite: 240 vectors of 384 floats, about 12 ms of conversions both ways).
+        """
+        import numpy as np
+
+        got = self.vector_get(tenant, kind, ids, model_id=model_id)
+        return {rid: np.asarray(vector, dtype=np.float32) for rid, vector in got.items()}
