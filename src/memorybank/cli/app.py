@@ -582,6 +582,32 @@ _cli_port.register(app)
 _cli_mcp.register(app)
 
 
+def help_text(doc: str) -> str:
+    """A command's docstring as its ``--help`` text: reST literals (double backticks)
+    become single backticks, and each paragraph is one line (rich wraps it to the
+    terminal; a line break kept from the source would break the commands list)."""
+    import inspect
+    import re
+
+    text = re.sub(r"``(.+?)``", r"`\1`", inspect.cleandoc(doc))
+    paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _clean_help(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` (and of its groups) ``help_text`` of its docstring."""
+    for command in typer_app.registered_commands:
+        doc = command.help or (command.callback.__doc__ if command.callback else None)
+        if doc:
+            command.help = help_text(doc)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _clean_help(group.typer_instance)
+
+
+_clean_help(app)
+
+
 def main() -> None:
     """Entry point of the ``memorybank`` console script."""
     app()
