@@ -56,9 +56,9 @@ test-pythons:
 	$(PYTHON) scripts/test_pythons.py --versions $(PYTHON_VERSIONS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests scripts bench
+	$(BIN)/ruff check src tests scripts bench examples
 	$(BIN)/python scripts/check_imports.py
-	$(BIN)/ruff format --check src tests scripts bench
+	$(BIN)/ruff format --check src tests scripts bench examples
 	$(BIN)/python scripts/gen_sync.py --check
 
 type: $(STAMP)
@@ -81,8 +81,8 @@ gen: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests scripts bench
-	$(BIN)/ruff check --fix src tests scripts bench
+	$(BIN)/ruff format src tests scripts bench examples
+	$(BIN)/ruff check --fix src tests scripts bench examples
 
 # The documentation site (mkdocs.yml, pages in docs/): built offline into site/ with warnings
 # as errors (a broken link or anchor fails), then served on http://127.0.0.1:8000 with live

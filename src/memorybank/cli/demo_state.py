@@ -26,9 +26,12 @@ from typing import Any
 
 from rich.console import Console
 
+from memorybank.cli.demo import DemoClock, run_demo, seed_showcase
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
+from memorybank.server.keys import RESERVED_TENANT, KeyRing
 from memorybank.stores.contract.items import Record
 
 __all__ = ["DEMO_KIND", "DEMO_RECORD", "DEMO_TENANT", "DemoState", "prepare_demo"]
@@ -54,8 +57,6 @@ class DemoState:
 
 def _keyring(url: str | None, call: Any) -> Any:
     """Run ``call(KeyRing)`` on the store at ``url`` (opened and closed here)."""
-    from memorybank.memory._async.memory import AsyncMemory
-    from memorybank.server.keys import KeyRing
 
     async def run() -> Any:
         async with AsyncMemory(url) as other:
@@ -72,9 +73,6 @@ def prepare_demo(
     reset: bool = False,
 ) -> DemoState:
     """Seed (first start) or reuse (later starts) the demo on the store at ``url``."""
-    from memorybank.cli.demo import DemoClock, run_demo, seed_showcase
-    from memorybank.server.keys import RESERVED_TENANT
-
     clock = DemoClock()
     with Memory(url, clock=clock, tenant_id=DEMO_TENANT, embedder=embedder) as memory:
         saved = memory.store.record_get(RESERVED_TENANT, DEMO_KIND, DEMO_RECORD)

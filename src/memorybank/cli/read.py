@@ -13,7 +13,7 @@ import enum
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -35,6 +35,9 @@ from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from memorybank.recall._async.search import SearchMode
 
 __all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
 
@@ -137,7 +140,9 @@ def search(
     """
     kinds = tuple(dict.fromkeys(k.value for k in kind)) if kind else ("entries", "documents")
     chosen = chosen_embedder(embedder)
-    ranking = mode.value if mode is not None else ("hybrid" if chosen is not None else "keyword")
+    ranking: SearchMode = (
+        mode.value if mode is not None else ("hybrid" if chosen is not None else "keyword")
+    )
     with _errors(), open_existing(url, tenant, embedder=chosen) as memory:
         hits = memory.search(
             query,
