@@ -66,11 +66,13 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = (tmp_path / "server.log").open("w")
+    banner = (tmp_path / "banner.txt").open("w")
+    # The banner goes to stdout, the logs (JSON lines) to stderr: each stream stays parseable.
     process = subprocess.Popen(
         [sys.executable, "-m", "memorybank.cli", "serve", "--url", url, "--port", str(port)],
         env={**env, "MEMORYBANK_ADMIN_KEY": "adm"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        stdout=banner,
+        stderr=log,
         text=True,
     )
     try:
@@ -109,6 +111,8 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
             process.kill()
             process.wait()
         log.close()
+        banner.close()
+    assert f"  inspector: {base}/ui" in (tmp_path / "banner.txt").read_text().splitlines()
     lines = (tmp_path / "server.log").read_text().splitlines()
     records = [json.loads(line) for line in lines if line.startswith("{")]
     assert len(records) == len(lines)  # every log line is one JSON object
