@@ -350,3 +350,9 @@ def test_help_has_no_rest_markup_and_is_not_cut(columns: str) -> None:
             assert _normalised(paragraph) in shown, (name, paragraph)
         if " " not in name:  # the root lists its commands with their first paragraph whole
             assert _normalised(command.help.split("\n\n")[0]) in listing, name
+
+
+def test_reset_demo_needs_demo() -> None:
+    result = invoke("serve", "--reset-demo", "--port", "1")
+    assert result.exit_code == 2
+    assert "--reset-demo needs --demo" in result.output
