@@ -33,6 +33,8 @@ _PAGE = 64
 #: call is not in the same write). Providers want a result right after its call; this
 #: leaves room for parallel calls and notes in between, and bounds the read.
 TOOL_CALL_LOOKBACK = 256
+#: The first, small read of that look-back (the rest is read only when the call is older).
+_NEAR_CALLS = 16
 
 
 class Entries:
@@ -192,8 +194,8 @@ class Entries:
     ) -> None:
         """Refuse an orphan tool result: ``InvalidInput(field="tool_call_id")`` unless each
         tool result answers a call earlier in the same write or among the newest
-        ``TOOL_CALL_LOOKBACK`` entries of the branch (one bounded read, made only when
-        a result's call is not in the write). Ownership is checked first: a stranger
+        ``TOOL_CALL_LOOKBACK`` entries of the branch (read only when a result's call is not
+        in the write: the newest ``_NEAR_CALLS`` first, the rest only if still missing). Ownership is checked first: a stranger
         learns nothing of the thread's calls."""
         called: set[str] = set()
         wanted: list[str] = []
@@ -205,15 +207,23 @@ class Entries:
                 called.update(call.id for call in entry.tool_calls)
         if not wanted:
             return
-        thread, tail = self._core.store.list_entries(
-            self._tenant,
-            v.check_id(thread_id, "thread_id"),
-            branch=v.check_optional_id(branch, "branch"),
-            limit=TOOL_CALL_LOOKBACK,
-            newest_first=True,
-        )
-        check_owner(thread, user_id)
-        stored = {call.id for entry in tail for call in entry.tool_calls}
+        thread_id = v.check_id(thread_id, "thread_id")
+        branch = v.check_optional_id(branch, "branch")
+        stored: set[str] = set()
+        # The call is almost always among the newest few entries: read those first.
+        for offset, limit in ((0, _NEAR_CALLS), (_NEAR_CALLS, TOOL_CALL_LOOKBACK - _NEAR_CALLS)):
+            thread, tail = self._core.store.list_entries(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset,
+                newest_first=True,
+            )
+            check_owner(thread, user_id)
+            stored.update(call.id for entry in tail for call in entry.tool_calls)
+            if stored.issuperset(wanted) or len(tail) < limit:
+                break
         for call_id in wanted:
             if call_id not in stored:
                 raise InvalidInput(
