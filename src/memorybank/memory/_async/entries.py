@@ -194,8 +194,8 @@ class AsyncEntries:
         """Refuse an orphan tool result: ``InvalidInput(field="tool_call_id")`` unless each
         tool result answers a call earlier in the same write or among the newest
         ``TOOL_CALL_LOOKBACK`` entries of the branch (read only when a result's call is not
-        in the write: the newest ``_NEAR_CALLS`` first, the rest only if still missing). Ownership is checked first: a stranger
-        learns nothing of the thread's calls."""
+        in the write: the newest ``_NEAR_CALLS`` first, the rest only if still missing).
+        Ownership is checked first: a stranger learns nothing of the thread's calls."""
         called: set[str] = set()
         wanted: list[str] = []
         for entry in entries:
