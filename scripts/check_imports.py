@@ -33,8 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = "memorybank"
 #: First-party imports inside functions on main when the check was written; lower it as
 #: they go, never raise it without saying why (101 -> 100: the CLI's read commands; 100 ->
-#: 102: the local embedder's ONNX backend, whose module needs the optional onnxruntime).
-FUNCTION_LOCAL_CAP = 102
+#: 102: the local embedder's ONNX backend, whose module needs the optional onnxruntime; 102
+#: -> 103: ``memorybank search`` scores keyword hits with BM25, whose module loads NumPy,
+#: which no other CLI command needs at start).
+FUNCTION_LOCAL_CAP = 103
 
 
 def modules(root: Path) -> dict[str, Path]:

@@ -430,10 +430,18 @@ def test_recent_messages_equals_the_generic_read_for_every_window(tmp_path: Path
             {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x", "y": 1}]},
             {"type": "function_call", "call_id": "c2", "name": "g", "arguments": "{}"},
             {"type": "function_call_output", "call_id": "c2", "output": "ok"},
-            {"role": "tool", "content": "orphan", "tool_call_id": "nobody"},
-            {"role": "assistant", "content": "done", "metadata": {"m": 1}},
         ],
     )
+    # An orphan tool result: refused by the library, but a store may hold one (written
+    # before the rule, or by a store-level writer): the reads must still agree.
+    from datetime import UTC, datetime
+
+    from memorybank.stores.contract.items import NewEntry
+
+    now = datetime.now(UTC)
+    orphan = NewEntry("orphan-1", "tool", "orphan", None, (), "nobody", {}, {}, 3, now)
+    store.entry_append("default", tid, [orphan], updated_at=now)
+    memory.entries.add(tid, {"role": "assistant", "content": "done", "metadata": {"m": 1}})
     assert Store.entry_list_recent(store, "default", tid, 3)[0] == "u"
     for limit in range(12):
         fast = store.entry_list_recent("default", tid, limit)
