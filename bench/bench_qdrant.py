@@ -53,7 +53,7 @@ def ingest(store: Store, vectors: NDArray[np.float32]) -> float:
         thread_ids = [f"t{i // PER_THREAD:06d}" for i in range(t, end)]
         for tid in dict.fromkeys(thread_ids):
             user = f"u{int(tid[1:]) % USERS}"
-            store.create_thread(Thread(tid, TENANT, user, None, None, {}, "active", now, now))
+            store.thread_create(Thread(tid, TENANT, user, None, None, {}, "active", now, now))
         store.vector_put(
             TENANT,
             [

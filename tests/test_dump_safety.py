@@ -27,6 +27,7 @@ from memorybank.errors import InvalidInput
 from memorybank.server.keys import RESERVED_TENANT
 from memorybank.stores import Store
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.contract.renamed import RENAMED
 from tests.all_stores import open_store
 from tests.reliability._harness import POSTGRES_URL
 from tests.test_portability import NOW, TENANT, body, populate, sealed
@@ -36,19 +37,19 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "memorybank"
 #: (``vector``: the ``vector`` member of entry and record lines). A write method missing
 #: here is a kind of data the dump might not carry: this table, and export, must learn it.
 WRITES = {
-    "create_thread": "thread",
-    "update_thread": "thread",
-    "create_branch": "thread",
-    "append_entries": "entry",
-    "update_entries": "entry",
-    "compact_entries": "entry",
+    "thread_create": "thread",
+    "thread_update": "thread",
+    "branch_create": "thread",
+    "entry_append": "entry",
+    "entry_update": "entry",
+    "entry_compact": "entry",
     "working_set": "working",
     "snapshot_save": "snapshot",
     "summary_add": "summary",
     "record_put": "record",
     "vector_put": "vector",
 }
-_WRITE_VERBS = ("create_", "update_", "append_", "compact_", "_set", "_save", "_add", "_put")
+_WRITE_VERBS = ("_create", "_update", "_append", "_compact", "_set", "_save", "_add", "_put")
 _NOT_DATA = {"api_key"}  # the server's keys, in the reserved tenant no dump may name
 
 
@@ -56,7 +57,9 @@ def test_every_write_method_of_the_contract_has_a_dump_line_type() -> None:
     writes = {
         name
         for name, _ in inspect.getmembers(AsyncStore, inspect.iscoroutinefunction)
-        if not name.startswith("_") and any(verb in name for verb in _WRITE_VERBS)
+        if not name.startswith("_")
+        and name not in RENAMED  # deprecated aliases of the new names
+        and any(verb in name for verb in _WRITE_VERBS)
     }
     assert writes == set(WRITES), "a write method the dump does not know"
     assert set(WRITES.values()) == {*LINE_TYPES, "vector"}
@@ -209,7 +212,7 @@ def test_import_refuses_reserved_tenants(kind: str, tmp_path: Path) -> None:
                 import_dump(store, tenant, lines)
             assert refused.value.field == "tenant"
         assert store.record_list(RESERVED_TENANT, "api_key") == []
-        assert store.list_threads("~other") == [] and store.list_threads(RESERVED_TENANT) == []
+        assert store.thread_list("~other") == [] and store.thread_list(RESERVED_TENANT) == []
 
 
 def test_cli_import_and_migrate_refuse_reserved_tenants(tmp_path: Path) -> None:
@@ -334,7 +337,7 @@ def test_an_invalid_record_fails_naming_line_and_field_and_writes_nothing(
 
 
 def _assert_empty(store: Store) -> None:
-    assert store.list_threads(TENANT) == []
+    assert store.thread_list(TENANT) == []
     for kind in RECORD_KINDS:
         assert store.record_page(TENANT, kind, limit=1) == []
     assert store.summary_agents(TENANT) == []

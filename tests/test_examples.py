@@ -123,3 +123,43 @@ def test_langgraph_graph_resumes_from_its_checkpoints(tmp_path: Path) -> None:
     program = [sys.executable, str(EXAMPLES / "langgraph_saver.py"), str(tmp_path / "g.db")]
     assert run(program, tmp_path).strip() == "['note 1 (run 1)']"
     assert run(program, tmp_path).strip() == "['note 1 (run 1)', 'note 2 (run 2)']"
+
+
+def test_openai_agents_agent_with_a_scripted_model(tmp_path: Path) -> None:
+    pytest.importorskip("agents")
+    program = [sys.executable, str(EXAMPLES / "openai_agents_agent.py"), str(tmp_path / "a.db")]
+    out = run(program, tmp_path)
+    assert "turn 1: It is sunny in Lisbon, 24C." in out
+    assert "turn 2: You asked about Lisbon: sunny, 24C." in out
+    # the second turn's model call got the first turn back from the session
+    assert "items the model saw per call: [1, 3, 5]" in out
+    assert (
+        "history: ['user', 'function_call', 'function_call_output', 'message', 'user', 'message']"
+        in out
+    )
+    assert run(program, tmp_path) == out  # it starts its session afresh on each run
+
+
+def test_mcp_server_for_a_desktop_client(tmp_path: Path) -> None:
+    """The desktop config snippet is valid and launches a working server over stdio."""
+    import json
+
+    pytest.importorskip("mcp")
+    config = json.loads((EXAMPLES / "mcp_desktop" / "claude_desktop_config.json").read_text())
+    server = config["mcpServers"]["memorybank"]
+    assert server["command"] == "memorybank" and server["args"][0] == "mcp"
+    db = tmp_path / "desk.db"
+    src = str(Path(__file__).resolve().parent.parent / "src")
+    out = run(
+        [sys.executable, str(EXAMPLES / "mcp_desktop" / "stdio_client.py"), str(db)],
+        tmp_path,
+        env={"PYTHONPATH": src},
+    )
+    assert "16 tools, among them: forget, history, recall, remember" in out
+    assert "history: ['I prefer window seats.']" in out
+    assert "facts: ['prefers window seats']" in out
+    from memorybank import Memory
+
+    with Memory(f"sqlite:///{db}") as memory:  # written by the server, for the config's user
+        thread = memory.threads.get("desk-1")
+        assert thread is not None and thread.user_id == "you" and thread.agent_id == "desktop"

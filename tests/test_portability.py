@@ -232,7 +232,7 @@ def test_on_conflict(populated: Store) -> None:
         assert "snapshot" not in again.written and "working" not in again.written
         # an interrupted import: the first thread's branch lost entries -> written again
         thread_id = json.loads(lines[1])["thread"]["id"]
-        target.clear_entries(TENANT, thread_id, branch="main")
+        target.entry_clear(TENANT, thread_id, branch="main")
         resumed = import_dump(target, None, lines, on_conflict="skip", model_id=MODEL)
         assert resumed.written["thread"] == 1
         assert normal(dump(target)) == normal(dump(populated))

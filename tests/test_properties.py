@@ -246,6 +246,18 @@ def tool_calls(draw: st.DrawFn) -> tuple[list[Any], bool]:
     return calls, ok
 
 
+def orphan_fields(batch: list[dict[str, Any]]) -> set[str]:
+    """``{"tool_call_id"}`` when a tool result of ``batch`` (written to a fresh thread)
+    answers no call made earlier in the batch: an orphan, refused."""
+    called: set[Any] = set()
+    for message in batch:
+        if message["role"] == "tool" and message.get("tool_call_id") not in called:
+            return {"tool_call_id"}
+        for call in message.get("tool_calls") or ():
+            called.add(call.id if isinstance(call, ToolCall) else call.get("id"))
+    return set()
+
+
 @st.composite
 def messages(draw: st.DrawFn) -> tuple[dict[str, Any], set[str]]:
     """A provider-shaped message of a consistent shape, and the fields that are bad."""
@@ -305,7 +317,7 @@ def entries_of(m: Memory, thread_id: str) -> list[Entry]:
 
     ``entries.list`` would drop a tool result whose call is not in the window.
     """
-    _, entries = m.store.list_entries(m.tenant_id, thread_id)
+    _, entries = m.store.entry_list(m.tenant_id, thread_id)
     return entries
 
 
@@ -329,6 +341,7 @@ def test_entries_add(
     m = fresh(every_store)
     thread = m.threads.create(user_id="u")
     given_message, bad = message
+    bad = bad | orphan_fields([given_message])  # a fresh thread has no call to answer
     if token_count is not None and not count_ok(token_count):
         bad = bad | {"token_count"}
     if created_at is not None and not time_ok(created_at):
@@ -367,6 +380,7 @@ def test_entries_add_many(
     m = fresh(every_store)
     thread = m.threads.create()
     bad = set().union(*(b for _, b in batch))
+    bad |= orphan_fields([message for message, _ in batch])
     if created_at is not None and not time_ok(created_at):
         bad.add("created_at")
     given_messages = [message for message, _ in batch]

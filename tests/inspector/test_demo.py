@@ -2,7 +2,7 @@
 
 The test runs the command's own seeding (``_serve_demo``: the scripted demo, then
 ``seed_showcase``) on a fresh SQLite file, logs in to the inspector with the demo
-key it prints, and reads every page; then seeds again and finds nothing doubled.
+key it prints, and reads every page; then starts again: the same key, nothing doubled.
 """
 
 from __future__ import annotations
@@ -21,20 +21,19 @@ from memorybank.cli.app import _serve_demo
 from memorybank.server import create_app
 
 
-def _demo_key(output: str) -> str:
-    return output.split("demo key (tenant 'demo'): ")[1].split()[0]
+def _demo_key(lines: list[str]) -> str:
+    return "\n".join(lines).split("demo key (tenant 'demo'): ")[1].split()[0]
 
 
-def test_the_demo_fills_every_page(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_demo_fills_every_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MEMORYBANK_ADMIN_KEY", raising=False)
     url = f"sqlite:///{tmp_path / 'demo.db'}"
-    _serve_demo(url, "127.0.0.1", 8000, None)  # the command's own seeding (it runs a loop)
-    key = _demo_key(capsys.readouterr().out)
+    # the command's own seeding (it runs a loop); the banner's lines about the demo
+    key = _demo_key(_serve_demo(url, None, reset=False))
     asyncio.run(_every_page_shows_data(url, key))
-    _serve_demo(url, "127.0.0.1", 8000, None)  # a second start: a new demo thread only
-    capsys.readouterr()
+    again = _serve_demo(url, None, reset=False)  # a second start: reuses everything
+    assert _demo_key(again) == key
+    assert any("demo-1 (reused" in line for line in again)
     asyncio.run(_nothing_doubled(url, key))
 
 
@@ -81,6 +80,8 @@ async def _every_page_shows_data(url: str, key: str) -> None:
 
 async def _nothing_doubled(url: str, key: str) -> None:
     async with _logged_in(url, key) as client:
+        threads = html.unescape((await client.get("/ui/threads")).text)
+        assert "demo-1" in threads and "demo-2" not in threads
         facts = html.unescape((await client.get("/ui/facts")).text)
         assert facts.count("Saturday and Sunday") == 1
         assert len(re.findall(r'data-run-id="', (await client.get("/ui/snapshots")).text)) == 1

@@ -573,8 +573,8 @@ async def test_the_thread_is_never_read_whole() -> None:
     class Counting(AsyncInMemoryStore):
         rows = 0
 
-        async def list_entries(self, *args: Any, **kwargs: Any) -> Any:
-            thread, rows = await super().list_entries(*args, **kwargs)
+        async def entry_list(self, *args: Any, **kwargs: Any) -> Any:
+            thread, rows = await super().entry_list(*args, **kwargs)
             Counting.rows += len(rows)
             return thread, rows
 

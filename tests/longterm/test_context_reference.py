@@ -160,7 +160,7 @@ async def reference(data: Data, options: ContextOptions, system_tokens: int) -> 
     docs = sorted(await reference_documents(data), key=lambda d: (-d[0], d[1]))[:20]
     semantic = [d[2] for d in docs if d[0] >= 0.7][:5]
 
-    _, entries = await memory.store.list_entries(memory.tenant_id, data.thread)
+    _, entries = await memory.store.entry_list(memory.tenant_id, data.thread)
     q = np.asarray(data.query, dtype=np.float32)
     scored = sorted(
         (

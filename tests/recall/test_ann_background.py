@@ -62,7 +62,7 @@ def store(tmp_path: Path) -> Iterator[SQLiteStore]:
     s = SQLiteStore(tmp_path / "v.db")
     now = datetime.now(UTC)
     for tid, user in THREADS.items():
-        s.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+        s.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
     put(s, 0, N)
     try:
         yield s
@@ -206,7 +206,7 @@ def test_close_stops_the_builder_and_saves_what_it_built(tmp_path: Path) -> None
     s = SQLiteStore(path)
     now = datetime.now(UTC)
     for tid, user in THREADS.items():
-        s.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+        s.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
     put(s, 0, 3000)
     search(s, 1, 5, None, None)
     s.close()  # right after the build started
@@ -230,7 +230,7 @@ def test_builders_of_many_stores_leave_no_thread(tmp_path: Path) -> None:
         s = SQLiteStore(tmp_path / f"v{round_}.db")
         now = datetime.now(UTC)
         for tid, user in THREADS.items():
-            s.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+            s.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
         put(s, 0, 400)
         search(s, 1, 5, None, None)
         s.close()
@@ -248,7 +248,7 @@ def test_a_loaded_index_is_extended_as_a_copy_in_the_background(
     s = SQLiteStore(path)
     now = datetime.now(UTC)
     for tid, user in THREADS.items():
-        s.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+        s.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
     put(s, 0, N)
     search(s, 1, 5, None, None)
     assert slot_of(s).wait_ann(60)

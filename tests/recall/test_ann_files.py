@@ -47,7 +47,7 @@ def _small(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _thread(store: SQLiteStore, tid: str, user: str | None = None) -> None:
     now = datetime.now(UTC)
-    store.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+    store.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
 
 
 def _search(store: SQLiteStore, seed: int, k: int = 5) -> tuple[str | None, list[str]]:
@@ -172,7 +172,7 @@ def test_damaged_files_are_detected_and_rebuilt(db: Path, how: str) -> None:
 def test_deleted_and_replaced_vectors_are_never_returned(db: Path, log: str) -> None:
     other = SQLiteStore(db)
     try:
-        other.delete_thread("t", "c")  # every multiple of 10: gone
+        other.thread_delete("t", "c")  # every multiple of 10: gone
         # replace the vector with the highest rowid (its new row gets a new rowid)
         other.vector_put("t", [VectorItem("entry", f"e{N - 1}", MODEL, vec(5000), "a")])
     finally:
@@ -219,7 +219,7 @@ def test_a_delete_after_the_files_are_loaded_edits_a_copy_of_the_mapped_index(
         assert source == "loaded" and ids[0] == "e10"
         slot = store._vector_cache.slots[("t", MODEL, "entry")]  # type: ignore[attr-defined]
         assert slot.ann_index().memorybank_mapped is not None
-        store.delete_thread("t", "c")  # every multiple of 10
+        store.thread_delete("t", "c")  # every multiple of 10
         source, ids = _search(store, 10, k=10)
         assert ids and all(int(i[1:]) % 10 for i in ids)
         assert getattr(slot.ann_index(), "memorybank_mapped", None) is None  # a copy

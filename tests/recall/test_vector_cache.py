@@ -22,7 +22,7 @@ MODEL = "test:m"
 
 def _thread(store: SQLiteStore, tid: str, user: str | None = None) -> None:
     now = datetime.now(UTC)
-    store.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+    store.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
 
 
 def _vec(seed: int, dim: int = 16) -> list[float]:
@@ -56,7 +56,7 @@ def test_two_connections_see_each_others_writes(tmp_path: Path) -> None:
         a.vector_put("t", [VectorItem("entry", "e3", MODEL, _vec(200), "th1")])
         assert _ids(b, _vec(200))[0] == "e3"  # a replaced vector is re-read
         assert "e3" not in _ids(b, _vec(3))[:1]
-        a.delete_thread("t", "th1")
+        a.thread_delete("t", "th1")
         assert _ids(b, _vec(100)) == []  # deleted with its thread
         _thread(a, "th1")
         a.vector_put("t", [VectorItem("entry", "again", MODEL, _vec(100), "th1")])

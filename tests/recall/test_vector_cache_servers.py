@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from memorybank.records import Thread
+from memorybank.stores.contract import Capability
 from memorybank.stores.contract._sync.store import Store, VectorItem, Visibility
 from memorybank.stores.contract.types import Record
 from tests.reliability._harness import provide
@@ -32,9 +33,9 @@ def pair(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store
     for spec in provide(request.param, tmp_path):
         a, b = spec.open(), spec.open()
         try:
-            a.get_thread("t", "probe")  # creates the schema; pgvector known after it
-            if "pgvector" in getattr(a, "capabilities", ()):
-                pytest.skip("this PostgreSQL has pgvector: the cache is not used")
+            a.thread_get("t", "probe")  # creates the schema; pgvector known after it
+            if Capability.PGVECTOR in getattr(a, "capabilities", ()):
+                pytest.skip("store claims Capability.PGVECTOR: the cache is not used")
             yield a, b
         finally:
             a.close()
@@ -48,7 +49,7 @@ def _vec(seed: int, dim: int = 16) -> list[float]:
 
 def _thread(store: Store, tid: str, user: str | None = None) -> None:
     now = datetime.now(UTC)
-    store.create_thread(Thread(tid, "t", user, None, None, {}, "active", now, now))
+    store.thread_create(Thread(tid, "t", user, None, None, {}, "active", now, now))
 
 
 def _entries(store: Store, vec: list[float], k: int = 5, **kw: object) -> list[str]:
@@ -80,7 +81,7 @@ def test_entry_vectors_written_replaced_and_deleted_elsewhere(pair: tuple[Store,
     assert _entries(b, _vec(3), k=1) != ["e3"]  # and its old value is gone
     assert _entries(b, _vec(200), k=20).count("e3") == 1
     assert _entries(b, _vec(4), thread_id="th1")[0] == "e4"
-    a.delete_thread("t", "th1")
+    a.thread_delete("t", "th1")
     assert _entries(b, _vec(100), k=20) == []  # deleted with its thread
     # the delete hid the rows (read as (id, seq) pairs), it did not reload them
     assert [int(slot.visible.sum()) for slot in slots.values()] == [0]
@@ -155,7 +156,7 @@ def test_scope_is_checked_by_the_store_not_the_cache(pair: tuple[Store, Store]) 
     assert _docs(b, _vec(5), visible_to=bob) == []
     assert _docs(b, _vec(5), visible_to=alice) == ["d"]
     # a thread deleted without another search in between: never returned
-    a.delete_thread("t", "mine")
+    a.thread_delete("t", "mine")
     assert _entries(b, _vec(1), visible_to=alice) == []
     assert _entries(b, _vec(1)) == ["eb"]
 
@@ -279,7 +280,7 @@ def test_vectors_written_before_the_upgrade_are_cached_and_deletable(
             assert _entries(a, _vec(9), k=1) == ["e9"]
             b.record_delete("t", "document", ["d1"])
             assert _docs(a, _vec(50)) == []
-            b.delete_thread("t", "th")
+            b.thread_delete("t", "th")
             assert _entries(a, _vec(3)) == []
         finally:
             a.close()
@@ -337,7 +338,7 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
     from memorybank.stores.contract._sync.store import NewEntry
 
     ids = [f"e{i}" for i in range(12)]
-    a.append_entries(
+    a.entry_append(
         "t",
         "th1",
         [NewEntry(i, "user", f"m {i}", None, (), None, {}, {}, 1, now, None) for i in ids],
@@ -346,7 +347,7 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
     a.vector_put("t", [VectorItem("entry", i, MODEL, _vec(n), "th1") for n, i in enumerate(ids)])
     assert _entries(b, _vec(4))[0] == "e4"
     slot = b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")]
-    assert a.delete_entries("t", "th1", ["e4", "e5"]) == 2
+    assert a.entry_delete("t", "th1", ["e4", "e5"]) == 2
     assert a.vector_get("t", "entry", ["e4", "e5", "e6"], model_id=MODEL).keys() == {"e6"}
     assert "e4" not in _entries(b, _vec(4), k=12)
     assert _entries(b, _vec(6))[0] == "e6"
@@ -354,7 +355,7 @@ def test_a_delete_elsewhere_hides_rows_without_reloading_the_cache(
     assert int((~slot.visible).sum()) == 2 and slot.n == 12
     a.vector_put("t", [VectorItem("entry", "e6", MODEL, _vec(600), "th1")])  # replaced
     assert _entries(b, _vec(600))[0] == "e6"
-    assert a.delete_entries("t", "th1", ["e7"]) == 1
+    assert a.entry_delete("t", "th1", ["e7"]) == 1
     assert "e7" not in _entries(b, _vec(7), k=12)
     assert "e6" not in _entries(b, _vec(6), k=1)
     assert b.__dict__["_cached_vectors"].cache.slots[("t", MODEL, "entry")] is slot
@@ -388,7 +389,7 @@ def test_vector_get_from_the_cache_follows_writes_and_deletes_elsewhere(
     assert np.allclose(got["e1"], _unit(_vec(50)), atol=1e-6)
     assert np.allclose(got["e9"], _unit(_vec(9)), atol=1e-6)
     assert len(got["odd"]) == 8  # another size: not cached, read from the table
-    a.delete_thread("t", "th1")
+    a.thread_delete("t", "th1")
     assert b.vector_get("t", "entry", ["e1", "e9", "odd"], model_id=MODEL) == {}
     # the same answers as a store object that caches nothing
     _thread(a, "th2")

@@ -39,7 +39,7 @@ def _entity_of(truth: Truth, agent: str | None, user: str | None) -> str:
 @pytest.mark.parametrize("kind", WITH_CLUSTER)
 def test_store_batch_reads_by_id_stay_in_tenant_thread_and_scope(kind: str, tmp_path: Path) -> None:
     """The batch reads by id (``thread_get_many``, ``entry_get_many``,
-    ``entry_get_across``, ``record_get_many``, ``count_entries_many``,
+    ``entry_get_across``, ``record_get_many``, ``entry_count_many``,
     ``entry_windows``) and the graph's linked reads (``record_list_keys_linked``,
     ``record_list_links``) given another tenant's ids, ids of another thread, or deleted
     ids, in tenants that hold the same thread ids: what they return is the asking
@@ -88,7 +88,7 @@ def test_store_batch_reads_by_id_stay_in_tenant_thread_and_scope(kind: str, tmp_
         assert store.entry_get_across(other, dict.fromkeys(one.owners, every)) == {}
         across = store.entry_get_across(tenant, dict.fromkeys(one.owners, every))
         assert set(across) == {(one.entries[e], e) for e in every if e not in one.gone}
-        counts = store.count_entries_many(other, list(one.owners))
+        counts = store.entry_count_many(other, list(one.owners))
         assert counts == {t: len([e for e in two.entries.values() if e == t]) for t in two.owners}
         windows = store.entry_windows(other, [(t, 1, LAST_POSITION) for t in one.owners])
         assert {e.id for w in windows for e in w} == set(two.entries)

@@ -93,7 +93,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("POST", "/v1/threads"): Case(_none, lambda w: {"title": "t"}, other=201),
     # the raw store route: another tenant's key reads its own (empty) space, not w.thread
     ("POST", "/v1/store/{method}"): Case(
-        lambda w: {"method": "get_thread"},
+        lambda w: {"method": "thread_get"},
         lambda w: {"v": 1, "args": {"tenant": "default", "thread_id": w.thread}},
         other=200,
     ),

@@ -135,4 +135,4 @@ async def test_metrics_count_routes_and_errors(api: Api) -> None:
     assert 'route="/v1/threads/{thread_id}"' in text  # the template, never the id
     assert "abc" not in text
     assert 'memorybank_http_errors_total{code="not_found"}' in text
-    assert 'memorybank_store_call_duration_seconds_count{call="get_thread"}' in text
+    assert 'memorybank_store_call_duration_seconds_count{call="thread_get"}' in text

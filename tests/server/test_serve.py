@@ -66,11 +66,13 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log = (tmp_path / "server.log").open("w")
+    banner = (tmp_path / "banner.txt").open("w")
+    # The banner goes to stdout, the logs (JSON lines) to stderr: each stream stays parseable.
     process = subprocess.Popen(
         [sys.executable, "-m", "memorybank.cli", "serve", "--url", url, "--port", str(port)],
         env={**env, "MEMORYBANK_ADMIN_KEY": "adm"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
+        stdout=banner,
+        stderr=log,
         text=True,
     )
     try:
@@ -109,6 +111,8 @@ def test_serve_keys_and_sigterm(tmp_path: Path, env: dict[str, str]) -> None:
             process.kill()
             process.wait()
         log.close()
+        banner.close()
+    assert f"  inspector: {base}/ui" in (tmp_path / "banner.txt").read_text().splitlines()
     lines = (tmp_path / "server.log").read_text().splitlines()
     records = [json.loads(line) for line in lines if line.startswith("{")]
     assert len(records) == len(lines)  # every log line is one JSON object
@@ -260,3 +264,128 @@ def test_sigterm_lets_in_flight_requests_finish(tmp_path: Path, env: dict[str, s
             process.wait()
     with Memory(url, tenant_id="t") as memory:
         assert memory.history("agent:a") == [{"role": "user", "content": "kept"}]
+
+
+def _start_demo(
+    tmp_path: Path, env: dict[str, str], *extra: str
+) -> tuple[str, dict[str, str], str]:
+    """Start ``serve --demo`` in ``tmp_path`` (its ./memorybank.db), check that it serves
+    the printed demo key, stop it with SIGINT; its output and the printed values."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    out = tmp_path / f"demo-{port}.log"
+    clean = {k: v for k, v in env.items() if k != "MEMORYBANK_ADMIN_KEY"}
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [*SERVE, "--demo", "--port", str(port), *extra],
+            env=clean,
+            cwd=tmp_path,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_up(base, process)
+            text = out.read_text()
+            printed = {
+                "admin": text.split("admin key: ")[1].split()[0],
+                "demo": text.split("demo key (tenant 'demo'): ")[1].split()[0],
+                "thread": text.split("demo thread: ")[1].split()[0],
+            }
+            auth = {"Authorization": f"Bearer {printed['demo']}"}
+            threads = httpx.get(f"{base}/v1/threads?limit=100", headers=auth)
+            assert threads.status_code == 200, threads.text
+            keys = httpx.get(
+                f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {printed['admin']}"}
+            )
+            assert keys.status_code == 200, keys.text
+            listed = {
+                "threads": [t["id"] for t in threads.json()["items"] if t["agent_id"] == "atlas"],
+                "keys": [(k["id"], k["revoked_at"] is None) for k in keys.json()["items"]],
+            }
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return text, printed, json.dumps(listed)
+
+
+def test_demo_twice_reuses_key_and_thread(tmp_path: Path, env: dict[str, str]) -> None:
+    """Two ``make run`` starts on one data dir: the same demo key and admin key, one demo
+    thread, one key; ``--reset-demo`` revokes that key and seeds a new thread and key."""
+    first_out, first, first_listed = _start_demo(tmp_path, env)
+    second_out, second, second_listed = _start_demo(tmp_path, env)
+    assert "(new;" in first_out and "(reused from an earlier start;" in second_out
+    assert "--reset-demo" in second_out
+    assert second == first
+    assert second_listed == first_listed
+    listed = json.loads(second_listed)
+    demo_threads = [t for t in listed["threads"] if t.startswith("demo-")]
+    assert demo_threads == [first["thread"]]
+    key_id = first["demo"].split("_")[1]
+    assert listed["keys"] == [[key_id, True]]
+
+    _, third, third_listed = _start_demo(tmp_path, env, "--reset-demo")
+    assert third["demo"] != first["demo"] and third["admin"] == first["admin"]
+    assert third["thread"] != first["thread"]
+    keys = dict(map(tuple, json.loads(third_listed)["keys"]))
+    assert keys == {key_id: False, third["demo"].split("_")[1]: True}
+
+
+def test_serve_prints_the_banner_without_demo(tmp_path: Path, env: dict[str, str]) -> None:
+    """A plain ``serve`` prints the URL, the inspector, the docs and the MCP endpoint,
+    and ``/mcp`` exists (the mcp extra is installed in the test environment)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    url = f"sqlite:///{tmp_path / 'plain.db'}"
+    out = tmp_path / "plain.log"
+    with out.open("w") as log:
+        process = subprocess.Popen(
+            [*SERVE, "--url", url, "--port", str(port), "--admin-key", "adm"],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_up(base, process)
+            banner = out.read_text().splitlines()
+            assert banner[0] == f"memorybank {memorybank.__version__} serving {url} at {base}"
+            assert f"  inspector: {base}/ui" in banner
+            assert f"  API docs:  {base}/docs" in banner
+            assert f"  MCP:       {base}/mcp (streamable HTTP, the same API keys)" in banner
+            assert not any("demo key" in line for line in banner)
+            login = httpx.get(f"{base}/ui", follow_redirects=True)
+            assert login.status_code == 200 and "memorybank" in login.text.lower()
+            # /mcp is routed: without a key it is refused, not missing
+            assert httpx.post(f"{base}/mcp", json={}).status_code == 401
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_busy_port_is_one_line_and_exit_2(tmp_path: Path, env: dict[str, str]) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = int(sock.getsockname()[1])
+        for extra in ((), ("--demo",)):
+            done = subprocess.run(
+                [*SERVE, "--port", str(port), "--url", f"sqlite:///{tmp_path / 'b.db'}", *extra],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            assert done.returncode == 2, done.stderr
+            lines = done.stderr.strip().splitlines()
+            assert lines == [
+                f"error: port {port} is already in use on 127.0.0.1 (choose one with --port)"
+            ]
+            assert done.stdout == ""
+    assert not (tmp_path / "b.db").exists()  # nothing seeded before the check

@@ -125,7 +125,7 @@ def test_values_cross_the_wire_exactly() -> None:
         fingerprint="f" * 64,
     )
     values = {"tenant": "t", "thread_id": "x", "entries": [entry], "updated_at": WHEN}
-    assert _round_trip("append_entries", values) == values | {"branch": None, "owner": UNSET}
+    assert _round_trip("entry_append", values) == values | {"branch": None, "owner": UNSET}
     for agent in ("bot", None, UNSET):
         for user in ("alice", None, UNSET):
             visibility = Visibility(agent, user)
@@ -133,7 +133,7 @@ def test_values_cross_the_wire_exactly() -> None:
             assert got["visible_to"] == visibility
             assert (got["user_id"], got["key"], got["limit"]) == (UNSET, UNSET, None)
     shifted = WHEN.astimezone(timezone(timedelta(hours=5, minutes=30)))
-    assert _round_trip("get_thread", {"tenant": "t", "thread_id": "x"})["thread_id"] == "x"
+    assert _round_trip("thread_get", {"tenant": "t", "thread_id": "x"})["thread_id"] == "x"
     args = {"tenant": "t", "run_id": "r", "value": "1", "user_id": None, "saved_at": shifted}
     saved = _round_trip("snapshot_save", args)
     assert saved["saved_at"] == WHEN and saved["saved_at"].utcoffset() == timedelta(0)
@@ -164,27 +164,27 @@ def _append(**entry: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("method", "body", "field"),
     [
-        ("get_thread", b"{not json", "body"),
-        ("get_thread", b"[1, 2]", "body"),
-        ("get_thread", b'{"v": 1, "args": {"tenant": "default", "thread_id": NaN}}', "body"),
-        ("get_thread", {"v": 2, "args": _THREAD_ARGS}, "v"),
-        ("get_thread", {"v": 1, "args": []}, "args"),
-        ("get_thread", {"v": 1, "args": {"tenant": "default"}}, "thread_id"),
-        ("get_thread", {"v": 1, "args": _THREAD_ARGS | {"extra": 1}}, "args"),
-        ("get_thread", {"v": 1, "args": _THREAD_ARGS | {"thread_id": "a\x00b"}}, "thread_id"),
-        ("get_thread", {"v": 1, "args": _THREAD_ARGS | {"thread_id": "x" * 256}}, "thread_id"),
-        ("get_thread", {"v": 1, "args": _THREAD_ARGS | {"tenant": 7}}, "tenant"),
-        ("list_threads", {"v": 1, "args": {"tenant": "default", "limit": -1}}, "limit"),
-        ("list_threads", {"v": 1, "args": {"tenant": "default", "limit": True}}, "limit"),
-        ("list_threads", {"v": 1, "args": {"tenant": "default", "status": "gone"}}, "status"),
-        ("append_entries", _append(content="\ud800"), "entries[0].content"),
-        ("append_entries", _append(role="wizard"), "entries[0].role"),
-        ("append_entries", _append(created_at="2026-01-01T00:00:00"), "entries[0].created_at"),
-        ("append_entries", _append(created_at="yesterday"), "entries[0].created_at"),
-        ("append_entries", _append(token_count=2**40), "entries[0].token_count"),
-        ("append_entries", _append(metadata={"n": 2**64}), "entries[0].metadata"),
-        ("append_entries", _append(surprise=1), "entries[0]"),
-        ("append_entries", _append(tool_calls=[{"id": "c"}]), "entries[0].tool_calls[0].name"),
+        ("thread_get", b"{not json", "body"),
+        ("thread_get", b"[1, 2]", "body"),
+        ("thread_get", b'{"v": 1, "args": {"tenant": "default", "thread_id": NaN}}', "body"),
+        ("thread_get", {"v": 2, "args": _THREAD_ARGS}, "v"),
+        ("thread_get", {"v": 1, "args": []}, "args"),
+        ("thread_get", {"v": 1, "args": {"tenant": "default"}}, "thread_id"),
+        ("thread_get", {"v": 1, "args": _THREAD_ARGS | {"extra": 1}}, "args"),
+        ("thread_get", {"v": 1, "args": _THREAD_ARGS | {"thread_id": "a\x00b"}}, "thread_id"),
+        ("thread_get", {"v": 1, "args": _THREAD_ARGS | {"thread_id": "x" * 256}}, "thread_id"),
+        ("thread_get", {"v": 1, "args": _THREAD_ARGS | {"tenant": 7}}, "tenant"),
+        ("thread_list", {"v": 1, "args": {"tenant": "default", "limit": -1}}, "limit"),
+        ("thread_list", {"v": 1, "args": {"tenant": "default", "limit": True}}, "limit"),
+        ("thread_list", {"v": 1, "args": {"tenant": "default", "status": "gone"}}, "status"),
+        ("entry_append", _append(content="\ud800"), "entries[0].content"),
+        ("entry_append", _append(role="wizard"), "entries[0].role"),
+        ("entry_append", _append(created_at="2026-01-01T00:00:00"), "entries[0].created_at"),
+        ("entry_append", _append(created_at="yesterday"), "entries[0].created_at"),
+        ("entry_append", _append(token_count=2**40), "entries[0].token_count"),
+        ("entry_append", _append(metadata={"n": 2**64}), "entries[0].metadata"),
+        ("entry_append", _append(surprise=1), "entries[0]"),
+        ("entry_append", _append(tool_calls=[{"id": "c"}]), "entries[0].tool_calls[0].name"),
         (
             "vector_put",
             {
@@ -222,16 +222,16 @@ def test_only_the_tables_methods_exist(server: LiveServer, method: str) -> None:
 
 def test_keys_are_required_and_checked(server: LiveServer) -> None:
     body = {"v": 1, "args": _THREAD_ARGS}
-    assert _post(server, "get_thread", body, key="").status_code == 401
-    assert _post(server, "get_thread", body, key="mb_0123456789ab_forged").status_code == 401
+    assert _post(server, "thread_get", body, key="").status_code == 401
+    assert _post(server, "thread_get", body, key="mb_0123456789ab_forged").status_code == 401
     store = HTTPStore(server.url, api_key="mb_0123456789ab_forged")
     with pytest.raises(ConfigurationError, match="refused the API key"):
-        store.get_thread("default", "x")
+        store.thread_get("default", "x")
     store.close()
 
 
 def test_a_named_end_user_is_refused_not_widened(server: LiveServer) -> None:
-    response = _post(server, "get_thread", {"v": 1, "args": _THREAD_ARGS}, **{"x-user-id": "bob"})
+    response = _post(server, "thread_get", {"v": 1, "args": _THREAD_ARGS}, **{"x-user-id": "bob"})
     assert response.status_code == 403
     assert response.json()["code"] == "forbidden"
 
@@ -275,9 +275,9 @@ async def test_a_key_reaches_only_its_own_tenant(server: LiveServer) -> None:
     # On the server: "default" is the key's tenant itself (what the REST routes use).
     assert server.memory is not None
     store = server.memory.store
-    assert isinstance(server.run(store.get_thread(A, tid)), Thread)
-    assert server.run(store.get_thread(A + SEPARATOR + "x", sub)) is not None
-    assert server.run(store.get_thread(server_tenant(A, long_name), far.id)) is not None
+    assert isinstance(server.run(store.thread_get(A, tid)), Thread)
+    assert server.run(store.thread_get(A + SEPARATOR + "x", sub)) is not None
+    assert server.run(store.thread_get(server_tenant(A, long_name), far.id)) is not None
 
 
 # -- the library over HTTP -----------------------------------------------------------------
@@ -323,11 +323,11 @@ async def test_an_unreachable_server_is_store_unavailable_with_the_cause() -> No
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
         store = AsyncHTTPStore(f"http://127.0.0.1:{port}", api_key="k", retries=1)
         with pytest.raises(StoreUnavailable) as info:
-            await store.get_thread("default", "x")
+            await store.thread_get("default", "x")
         assert isinstance(info.value.__cause__, httpx.ConnectError)
         await store.close()
         with pytest.raises(StoreClosed):
-            await store.get_thread("default", "x")
+            await store.thread_get("default", "x")
 
 
 # -- retries: only what is safe to repeat ------------------------------------------------------
@@ -340,22 +340,22 @@ def test_lost_answers_are_retried_only_when_repeating_is_harmless(server: LiveSe
     with Memory(store) as memory:
         tid = memory.threads.create().id
         # A read: retried, answered.
-        lose["/v1/store/get_thread"] = 2
-        before = seen.get("/v1/store/get_thread", 0)
+        lose["/v1/store/thread_get"] = 2
+        before = seen.get("/v1/store/thread_get", 0)
         assert memory.threads.get(tid) is not None
-        assert seen["/v1/store/get_thread"] - before == 3
+        assert seen["/v1/store/thread_get"] - before == 3
         # A keyed append whose answer is lost: the retry returns the stored entry.
-        lose["/v1/store/append_entries"] = 1
+        lose["/v1/store/entry_append"] = 1
         entry = memory.entries.add(tid, {"role": "user", "content": "once"}, idempotency_key="k1")
         assert [e.id for e in memory.entries.list(tid)] == [entry.id]
         # An append without a key is not repeated: the caller hears of the failure.
-        lose["/v1/store/append_entries"] = 1
-        before = seen["/v1/store/append_entries"]
+        lose["/v1/store/entry_append"] = 1
+        before = seen["/v1/store/entry_append"]
         with pytest.raises(StoreUnavailable):
             memory.remember(tid, "user", "maybe")
-        assert seen["/v1/store/append_entries"] - before == 1
+        assert seen["/v1/store/entry_append"] - before == 1
         # Nor a delete (its count would be wrong on a replay).
-        lose["/v1/store/delete_thread"] = 1
+        lose["/v1/store/thread_delete"] = 1
         with pytest.raises(StoreUnavailable):
             memory.threads.delete(tid)
         assert memory.threads.get(tid) is None  # it did apply: only the answer was lost
@@ -371,7 +371,7 @@ def test_lost_answers_are_retried_only_when_repeating_is_harmless(server: LiveSe
             store.record_put("default", [guarded], guard=RecordGuard("note", guarded.id, None))
         assert store.record_get("default", "note", guarded.id) == guarded
         # Out of retries: the error reaches the caller.
-        lose["/v1/store/count_entries"] = 3
+        lose["/v1/store/entry_count"] = 3
         with pytest.raises(StoreUnavailable):
             memory.entries.count(tid)
         lose.clear()
@@ -383,7 +383,7 @@ def test_results_load_as_they_decode_and_malformed_ones_are_refused() -> None:
     entry = Entry(
         "e", "t", "main", 3, "user", "hi", None, (ToolCall("c", "f"),), None, {}, {}, 2, WHEN
     )
-    spec = _wire.METHODS["list_entries"]
+    spec = _wire.METHODS["entry_list"]
     raw = _wire.loads(_wire.dumps(_wire.encode_result(spec, (thread, [entry]))))
     assert _wire.decode_result(spec, raw) == spec.result.decode(raw, "result") == (thread, [entry])
     for bad in (None, [], [raw[0]], [raw[0], [{"id": "e"}]], [raw[0] | {"x": 1}, []]):

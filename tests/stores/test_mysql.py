@@ -72,7 +72,7 @@ async def test_async_server_down_raises_store_unavailable_within_timeout() -> No
     store = AsyncMySQLStore.from_url(DOWN_URL, timeout=2)
     started = time.monotonic()
     with pytest.raises(StoreUnavailable) as info:
-        await store.get_thread("default", "x")
+        await store.thread_get("default", "x")
     assert time.monotonic() - started < 3
     assert info.value.__cause__ is not None
     await store.close()
@@ -82,7 +82,7 @@ def test_sync_server_down_raises_store_unavailable_within_timeout() -> None:
     store = MySQLStore.from_url(DOWN_URL, timeout=2)
     started = time.monotonic()
     with pytest.raises(StoreUnavailable):
-        store.get_thread("default", "x")
+        store.thread_get("default", "x")
     assert time.monotonic() - started < 3
     store.close()
 
@@ -90,22 +90,22 @@ def test_sync_server_down_raises_store_unavailable_within_timeout() -> None:
 def _create_schema(prefix: str) -> None:
     """Create ``prefix``'s tables (a fresh schema takes seconds: more than a 1 s timeout)."""
     store = MySQLStore.from_url(URL, prefix=prefix)
-    store.get_thread("default", "warm-up")
+    store.thread_get("default", "warm-up")
     store.close()
 
 
 async def test_async_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
     _create_schema(mysql_prefix)
     store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
-    await store.get_thread("default", "warm-up")
+    await store.thread_get("default", "warm-up")
     raw = store._pool._pool
     assert raw is not None
     async with raw.acquire():  # hold the only connection of aiomysql's pool
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match="pool exhausted"):
-            await store.get_thread("default", "x")
+            await store.thread_get("default", "x")
         assert time.monotonic() - started < 2
-    assert await store.get_thread("default", "x") is None  # usable again
+    assert await store.thread_get("default", "x") is None  # usable again
     await store.close()
 
 
@@ -115,31 +115,31 @@ async def test_async_gate_exhaustion_raises_store_unavailable(mysql_prefix: str)
     is free again (no timer on the hot path) once the holder is done."""
     _create_schema(mysql_prefix)
     store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
-    await store.get_thread("default", "warm-up")
+    await store.thread_get("default", "warm-up")
     gate = store._pool._gate
     assert gate is not None
     await gate.acquire()  # its only slot (a held connection's block has a timer too)
     try:
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match="pool exhausted"):
-            await store.get_thread("default", "x")
+            await store.thread_get("default", "x")
         assert time.monotonic() - started < 2
     finally:
         gate.release()
-    assert await store.get_thread("default", "x") is None  # usable again
+    assert await store.thread_get("default", "x") is None  # usable again
     await store.close()
 
 
 def test_sync_pool_exhaustion_raises_store_unavailable(mysql_prefix: str) -> None:
     _create_schema(mysql_prefix)
     store = MySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1, timeout=1)
-    store.get_thread("default", "warm-up")
+    store.thread_get("default", "warm-up")
     with store._pool.acquire():
         started = time.monotonic()
         with pytest.raises(StoreUnavailable, match="pool exhausted"):
-            store.get_thread("default", "x")
+            store.thread_get("default", "x")
         assert time.monotonic() - started < 2
-    assert store.get_thread("default", "x") is None
+    assert store.thread_get("default", "x") is None
     store.close()
 
 
@@ -323,14 +323,14 @@ def test_one_round_trip_append_checks_before_writing(mysql_prefix: str) -> None:
         created_at=later,
     )
     with pytest.raises(ThreadForbidden):
-        store.append_entries("default", tid, [new], updated_at=later, owner="bob")
+        store.entry_append("default", tid, [new], updated_at=later, owner="bob")
     with pytest.raises(NotFound):
-        store.append_entries("default", tid, [new], updated_at=later, branch="nope")
+        store.entry_append("default", tid, [new], updated_at=later, branch="nope")
     with pytest.raises(NotFound):
-        store.append_entries("default", "missing-thread", [new], updated_at=later)
+        store.entry_append("default", "missing-thread", [new], updated_at=later)
     assert memory.entries.count(tid) == 0
     assert memory.threads.get(tid) == before  # updated_at untouched
-    result = store.append_entries(
+    result = store.entry_append(
         "default",
         tid,
         [
@@ -371,7 +371,7 @@ def test_migration_2_upgrades_a_version_1_schema_in_place(mysql_prefix: str) -> 
         try:
             hits = store.text_search("default", "version", kinds=["entry"], k=5)
             assert [(h.id, h.thread_id, h.branch) for h in hits] == [("e1", "old", "main")]
-            entry = store.get_entry("default", "old", "e1")
+            entry = store.entry_get("default", "old", "e1")
             assert entry is not None and entry.content == "Kept from VERSION one 🦊"
             # Appends after the upgrade continue the branch's positions.
             added = Memory(store).remember("old", "user", "second")
@@ -547,7 +547,7 @@ async def test_concurrent_compactions_of_one_prefix_apply_once(mysql_prefix: str
 
         results = await asyncio.gather(
             *(
-                store.compact_entries(
+                store.entry_compact(
                     "default",
                     tid,
                     branch="main",
@@ -669,22 +669,22 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
                 )
         store = MySQLStore.from_url(URL, prefix=prefix)
         try:
-            assert store.count_entries("default", "old") == 4
-            assert store.count_entries("default", "old", branch="alt") == 2
-            assert store.count_entries("default", "empty") == 0
-            assert store.count_entries("other", "old") == 1
-            assert store.count_entries_many("default", ["old", "empty", "gone"]) == {
+            assert store.entry_count("default", "old") == 4
+            assert store.entry_count("default", "old", branch="alt") == 2
+            assert store.entry_count("default", "empty") == 0
+            assert store.entry_count("other", "old") == 1
+            assert store.entry_count_many("default", ["old", "empty", "gone"]) == {
                 "old": 4,
                 "empty": 0,
             }
             memory = Memory(store)
             added = memory.remember("old", "user", "after the upgrade")
             assert added.position == 10
-            assert store.count_entries("default", "old") == 5
-            assert store.delete_entries("default", "old", ["e1", added.id]) == 2
-            assert store.count_entries("default", "old") == 3
+            assert store.entry_count("default", "old") == 5
+            assert store.entry_delete("default", "old", ["e1", added.id]) == 2
+            assert store.entry_count("default", "old") == 3
             assert len(memory.entries.list("old")) == 3
-            assert store.count_entries("other", "old") == 1
+            assert store.entry_count("other", "old") == 1
         finally:
             store.close()
         _assert_latest_version(conn, prefix)
@@ -756,7 +756,7 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
 
     def call(thread_id: str, branch: str | None, owner: Any, text: str) -> Any:
         new = NewEntry(uuid.uuid4().hex, "user", text, None, (), None, {}, {}, 1, when)
-        return store.append_entries(
+        return store.entry_append(
             "default", thread_id, [new], updated_at=when, branch=branch, owner=owner
         )
 

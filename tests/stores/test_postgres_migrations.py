@@ -260,11 +260,11 @@ async def test_migration_8_counts_every_existing_branch(prefix: str) -> None:
             )
     store = AsyncPostgresStore.from_url(URL, prefix=prefix, pool_size=1)
     try:
-        assert await store.count_entries("default", "old") == 4
-        assert await store.count_entries("default", "old", branch="alt") == 2
-        assert await store.count_entries("default", "empty") == 0
-        assert await store.count_entries("other", "old") == 1
-        assert await store.count_entries_many("default", ["old", "empty"]) == {
+        assert await store.entry_count("default", "old") == 4
+        assert await store.entry_count("default", "old", branch="alt") == 2
+        assert await store.entry_count("default", "empty") == 0
+        assert await store.entry_count("other", "old") == 1
+        assert await store.entry_count_many("default", ["old", "empty"]) == {
             "old": 4,
             "empty": 0,
         }
@@ -272,9 +272,9 @@ async def test_migration_8_counts_every_existing_branch(prefix: str) -> None:
         memory = AsyncMemory(store)
         added = await memory.remember("old", "user", "after the upgrade")
         assert added.position == 10
-        assert await store.count_entries("default", "old") == 5
-        assert await store.delete_entries("default", "old", ["e1", added.id]) == 2
-        assert await store.count_entries("default", "old") == 3
+        assert await store.entry_count("default", "old") == 5
+        assert await store.entry_delete("default", "old", ["e1", added.id]) == 2
+        assert await store.entry_count("default", "old") == 3
         assert len(await memory.entries.list("old")) == 3
     finally:
         await store.close()

@@ -87,7 +87,7 @@ async def test_last_n_is_a_backward_index_scan(prefix: str) -> None:
     tid = (await memory.threads.create()).id
     await memory.entries.add_many(tid, [{"role": "user", "content": f"m{i}"} for i in range(3000)])
     admin(f"ANALYZE {prefix}entries")
-    query = store._sql.list_entries[(False, False)]
+    query = store._sql.entry_list[(False, False)]
     params = {"tenant": "default", "thread": tid, "branch": None, "limit": 20, "offset": 0}
     with psycopg.connect(URL) as conn:
         plan = "\n".join(r[0] for r in conn.execute("EXPLAIN " + query, params).fetchall())

@@ -152,7 +152,7 @@ def test_server_down_sync(prefix: str) -> None:
     store = RedisStore.from_url(f"redis://127.0.0.1:{_closed_port()}/0", prefix=prefix, timeout=1)
     start = time.monotonic()
     with pytest.raises(StoreUnavailable):
-        store.get_thread("default", "t1")
+        store.thread_get("default", "t1")
     assert time.monotonic() - start < 2
     with pytest.raises(StoreUnavailable):
         Memory(store).remember("t1", "user", "hi")
@@ -168,7 +168,7 @@ async def test_unresponsive_server_times_out(prefix: str) -> None:
         store = AsyncRedisStore.from_url(f"redis://127.0.0.1:{port}/0", prefix=prefix, timeout=0.5)
         start = time.monotonic()
         with pytest.raises(StoreUnavailable):
-            await store.get_thread("default", "t1")
+            await store.thread_get("default", "t1")
         assert time.monotonic() - start < 2
         await store.close()
 
@@ -234,7 +234,7 @@ async def test_closed_store_and_caller_owned_client(prefix: str) -> None:
     await store.close()
     await store.close()  # idempotent
     with pytest.raises(StoreClosed):
-        await store.get_thread("default", "x")
+        await store.thread_get("default", "x")
     assert await client.ping()
     await client.aclose()
 
@@ -350,13 +350,13 @@ async def test_schema_version_is_recorded_and_newer_data_is_refused(
     prefix: str, raw: redis.Redis
 ) -> None:
     store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
-    await store.get_thread("default", "x")
+    await store.thread_get("default", "x")
     assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode()
     await store.close()
     raw.set(prefix + "schema_version", len(MIGRATIONS) + 1)
     newer = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
     with pytest.raises(ConfigurationError):
-        await newer.get_thread("default", "x")
+        await newer.thread_get("default", "x")
     await newer.close()
 
 
@@ -375,7 +375,9 @@ async def test_driver_errors_are_translated(
 async def test_open_store_reads_options_from_the_url(prefix: str, raw: redis.Redis) -> None:
     store = open_store(_url(prefix, ttl=30, timeout=2))
     assert isinstance(store, AsyncRedisStore)
-    assert store.capabilities == frozenset({"ttl"})
+    assert store.capabilities == frozenset(
+        {"ttl", "durable", "multi_process", "run_listing", "summary_agent_listing"}
+    )
     await store.close()
     memory = AsyncMemory(_url(prefix, ttl=30, timeout=2))
     tid = (await memory.threads.create()).id
@@ -435,7 +437,7 @@ async def test_created_at_filters_match_the_reference_store(prefix: str) -> None
         for newest_first in (False, True):
             got = []
             for store in stores:
-                _, page = await store.list_entries(
+                _, page = await store.entry_list(
                     "default",
                     "filtered",
                     newest_first=newest_first,
@@ -468,7 +470,7 @@ async def test_entry_vectors_live_expire_and_die_with_their_thread(
     assert 0 < raw.pttl(vector_key) <= 30_000
     got = await store.vector_get("default", "entry", [entry.id], model_id="m:1")
     assert got == {entry.id: pytest.approx([1.0, 0.0])}
-    assert await store.delete_thread("default", tid)
+    assert await store.thread_delete("default", tid)
     assert not raw.exists(vector_key)
     assert raw.hlen(f"{prefix}{{default}}:ev:m%3A1") == 0
     assert await store.vector_get("default", "entry", [entry.id], model_id="m:1") == {}
@@ -550,14 +552,14 @@ async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
     store = amemory.store
     tid = (await amemory.threads.create()).id
     ids = [(await amemory.remember(tid, "user", f"m{i}")).id for i in range(4)]
-    changed = await store.update_entries(
+    changed = await store.entry_update(
         "default",
         tid,
         branch="main",
         changes=[(ids[1], None, {"o": [1, {}]}, 0), (_id(), "x", {}, 1)],
     )
     assert changed == 1
-    _, page = await store.list_entries("default", tid, limit=3)
+    _, page = await store.entry_list("default", tid, limit=3)
     assert (page[0].id, page[0].content, page[0].state) == (ids[1], None, {"o": [1, {}]})
     assert [e.position for e in page] == [2, 3, 4]
 

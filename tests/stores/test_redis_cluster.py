@@ -210,6 +210,6 @@ async def test_an_unreachable_cluster_is_store_unavailable() -> None:
     store = AsyncRedisStore.from_url(url, timeout=1)  # the asyncio one on first use
     try:
         with pytest.raises(StoreUnavailable):
-            await store.get_thread("t", "x")
+            await store.thread_get("t", "x")
     finally:
         await store.close()

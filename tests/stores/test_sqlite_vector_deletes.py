@@ -76,8 +76,8 @@ def test_a_delete_is_applied_to_the_cached_slot_without_a_reload(
         # another store object (as another process would) deletes entries
         other = SQLiteStore(path)
         try:
-            other.delete_entries("default", tid, [ids[7], ids[8]])
-            other.truncate_after("default", tid, ids[297])
+            other.entry_delete("default", tid, [ids[7], ids[8]])
+            other.entry_truncate_after("default", tid, ids[297])
         finally:
             other.close()
         assert _raw_ids(path) == set(ids) - {ids[7], ids[8], ids[298], ids[299]}
@@ -109,10 +109,10 @@ def test_many_deletions_compact_the_slot_by_a_reload(tmp_path: Path) -> None:
         )
         _top(store, 1)
         slot = _slot(store)
-        store.delete_entries("default", tid, ids[:5])
+        store.entry_delete("default", tid, ids[:5])
         _top(store, 1)
         assert _slot(store) is slot and slot.dead == 5
-        store.delete_entries("default", tid, ids[5:15])  # a quarter of the rows dead
+        store.entry_delete("default", tid, ids[5:15])  # a quarter of the rows dead
         assert _top(store, 20)[0] == ids[20]
         assert _slot(store) is not slot and _slot(store).dead == 0 and _slot(store).n == 25
     finally:
@@ -131,8 +131,8 @@ def test_a_pruned_log_reloads_the_slot(tmp_path: Path) -> None:
         )
         _top(store, 1)
         slot = _slot(store)
-        store.delete_entries("default", tid, [ids[3]])
-        store.delete_entries("default", tid, [ids[4]])
+        store.entry_delete("default", tid, [ids[3]])
+        store.entry_delete("default", tid, [ids[4]])
         conn = sqlite3.connect(path)
         conn.execute(
             "DELETE FROM memorybank_vector_deletes WHERE deleted = ?", (int(slot.rowids[3]),)
@@ -151,7 +151,7 @@ def test_the_log_is_bounded(tmp_path: Path) -> None:
     store = SQLiteStore(path)
     try:
         now = datetime.now(UTC)
-        store.create_thread(Thread("a", "default", None, None, None, {}, "active", now, now))
+        store.thread_create(Thread("a", "default", None, None, None, {}, "active", now, now))
         conn = sqlite3.connect(path)
         (trigger,) = conn.execute(
             "SELECT sql FROM sqlite_master WHERE name = 'memorybank_vectors_deleted'"
@@ -239,7 +239,7 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
             conn.close()
         # deleting the newest row then writing: its rowid is not given again (the
         # sequence starts above the highest rowid copied)
-        store.delete_entries("default", "a", ["e4"])
+        store.entry_delete("default", "a", ["e4"])
         store.vector_put("default", [VectorItem("entry", "e5", MODEL, _vec(5), "a")])
         store.vector_put("default", [VectorItem("entry", "e1", MODEL, _vec(11), "a")])  # replace
         conn = sqlite3.connect(path)

@@ -68,7 +68,7 @@ def _fill(indexed: Store, tenant: str, seed: int) -> dict[str, str]:
     records: list[Record] = []
     for n, (agent, user) in enumerate(OWNERS):
         tid = f"th-{n}-{uuid.uuid4().hex[:6]}"
-        indexed.create_thread(Thread(tid, tenant, user, agent, None, {}, "active", now, now))
+        indexed.thread_create(Thread(tid, tenant, user, agent, None, {}, "active", now, now))
         threads[f"{agent}/{user}"] = tid
         items += [VectorItem("entry", f"e{n}-{i}", MODEL, _vec(rng), tid) for i in range(8)]
         for kind in ("fact", "document"):
@@ -290,7 +290,7 @@ def test_every_entry_delete_removes_the_points_of_the_last_copies(
                 "s1", "system", "summary", None, (), None, {}, {}, 1,
                 entries[2].created_at - timedelta(milliseconds=1),
             )  # fmt: skip
-            assert memory.store.compact_entries(
+            assert memory.store.entry_compact(
                 tenant,
                 thread.id,
                 branch="main",

@@ -19,6 +19,7 @@ status 1.
 from __future__ import annotations
 
 import enum
+import errno
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, TypeVar
 
@@ -270,7 +271,7 @@ def show(
             raise NotFound(f"branch {name!r} not found in thread {thread!r}")
         total = memory.entries.count(thread, branch=name)
         # The store's raw page: an inspection shows what is stored, pairing rule aside.
-        _, entries = memory.store.list_entries(memory.tenant_id, thread, branch=name, limit=last)
+        _, entries = memory.store.entry_list(memory.tenant_id, thread, branch=name, limit=last)
         if as_json:
             shown = {"thread": found, "branch": name, "total": total, "entries": entries}
             _cli_read.emit_json(shown)
@@ -427,8 +428,17 @@ def serve(
         bool,
         typer.Option(
             "--demo",
-            help="Load the demo conversation into tenant 'demo', print an admin key "
-            "(made up if none is given), a demo key and the inspector URL.",
+            help="Load the demo conversation into tenant 'demo' and print an admin key "
+            "(made up if none is given) and a demo key. A second start on the same store "
+            "reuses them and the demo data (see --reset-demo).",
+        ),
+    ] = False,
+    reset_demo: Annotated[
+        bool,
+        typer.Option(
+            "--reset-demo",
+            help="With --demo: revoke the saved demo key and seed a new demo thread and key "
+            "(the earlier data stays; delete the SQLite file to start from nothing).",
         ),
     ] = False,
 ) -> None:
@@ -463,8 +473,12 @@ def serve(
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
     os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
-    if demo_data:
-        _serve_demo(url, host, port, chosen)
+    if reset_demo and not demo_data:
+        _usage_error("--reset-demo needs --demo")
+    # A busy port is one line and exit status 2, before anything is seeded or started.
+    _check_port_free(host, port)
+    lines = _serve_demo(url, chosen, reset=reset_demo) if demo_data else []
+    _print_banner(url, host, port, chosen, lines)
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         import tempfile
 
@@ -491,31 +505,92 @@ def serve(
     )
 
 
-def _serve_demo(url: str | None, host: str, port: int, embedder: Embedder | None) -> None:
-    """Seed tenant ``demo`` and print how to reach it (``make run``)."""
-    import io
-    import os
-    import secrets
+def _usage_error(message: str) -> None:
+    """One red line on stderr and exit status 2 (a usage error, as click's own)."""
+    Console(stderr=True, highlight=False).print(
+        Text(f"error: {message}", style="bold red"), soft_wrap=True
+    )
+    raise typer.Exit(2)
 
-    from memorybank.cli.demo import DemoClock, run_demo, seed_showcase
 
-    admin = os.environ.get("MEMORYBANK_ADMIN_KEY") or f"admin-{secrets.token_urlsafe(24)}"
-    os.environ["MEMORYBANK_ADMIN_KEY"] = admin
-    with _errors():
-        clock = DemoClock()
-        with Memory(url, clock=clock, tenant_id="demo", embedder=embedder) as memory:
-            thread_id = run_demo(memory, Console(file=io.StringIO()), clock=clock)
-            seed_showcase(memory, thread_id, clock=clock)  # every inspector page has data
-        _, key = _keyring_call(url, lambda ring: ring.create("demo", "make run"))
-    base = f"http://{host}:{port}"
-    typer.echo(f"memorybank serving {url or DEFAULT_URL} at {base}")
+def _check_port_free(host: str, port: int) -> None:
+    """Exit 2 with one line naming ``host:port`` when nothing can listen there."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        _usage_error(f"cannot listen on {host}:{port}: {error.strerror}")
+        return
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        # As uvicorn binds: SO_REUSEADDR, so a port in TIME_WAIT is not called busy.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRINUSE:
+                _usage_error(f"port {port} is already in use on {host} (choose one with --port)")
+            _usage_error(f"cannot listen on {host}:{port}: {error.strerror}")
+
+
+def _mcp_line(base: str) -> str:
+    """The banner's MCP line: the endpoint, or why there is none."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is not None:
+        return f"  MCP:       {base}/mcp (streamable HTTP, the same API keys)"
+    return "  MCP:       off: the mcp extra is not installed (pip install 'memorybank[mcp]')"
+
+
+def _print_banner(
+    url: str | None, host: str, port: int, embedder: Embedder | None, lines: Sequence[str]
+) -> None:
+    """What ``memorybank serve`` prints on every start: where it listens and what it serves."""
+    shown = "[::1]" if host == "::1" else host
+    base = f"http://{shown}:{port}"
+    typer.echo(f"memorybank {__version__} serving {url or _resolved_url()} at {base}")
     typer.echo(f"  inspector: {base}/ui")
     typer.echo(f"  API docs:  {base}/docs")
-    typer.echo(f"  admin key: {admin}")
-    typer.echo(f"  demo key (tenant 'demo'): {key}")
+    typer.echo(_mcp_line(base))
     if embedder is not None:
         typer.echo(f"  embedder:  {embedder.model_id} (semantic search on)")
+    else:
+        typer.echo("  embedder:  none (keyword search; --embedder local for semantic)")
+    for line in lines:
+        typer.echo(line)
     typer.echo("Ctrl-C stops it.")
+
+
+def _resolved_url() -> str:
+    import os
+
+    return os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
+
+
+def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> list[str]:
+    """Seed tenant ``demo`` once per store (``make run``); the banner's lines about it.
+
+    The demo key and a made-up admin key are saved in the store (``cli.demo_state``),
+    so a second start prints the same keys and adds no thread; ``reset`` revokes the
+    saved key and seeds a new demo thread and key.
+    """
+    import os
+
+    from memorybank.cli.demo_state import prepare_demo
+
+    with _errors():
+        state = prepare_demo(
+            url, embedder, admin_key=os.environ.get("MEMORYBANK_ADMIN_KEY"), reset=reset
+        )
+    os.environ["MEMORYBANK_ADMIN_KEY"] = state.admin_key
+    again = "reused from an earlier start" if state.reused else "new"
+    return [
+        f"  admin key: {state.admin_key}",
+        f"  demo key (tenant 'demo'): {state.demo_key}",
+        f"  demo thread: {state.thread_id} ({again}; memorybank serve --demo --reset-demo "
+        "for a new key and thread, or delete the SQLite file to start from nothing)",
+    ]
 
 
 # -- commands of their own modules ---------------------------------------------------
@@ -524,6 +599,32 @@ _cli_read.register(app)
 _cli_runs.register(app)
 _cli_port.register(app)
 _cli_mcp.register(app)
+
+
+def help_text(doc: str) -> str:
+    """A command's docstring as its ``--help`` text: reST literals (double backticks)
+    become single backticks, and each paragraph is one line (rich wraps it to the
+    terminal; a line break kept from the source would break the commands list)."""
+    import inspect
+    import re
+
+    text = re.sub(r"``(.+?)``", r"`\1`", inspect.cleandoc(doc))
+    paragraphs = (" ".join(p.split()) for p in re.split(r"\n\s*\n", text))
+    return "\n\n".join(p for p in paragraphs if p)
+
+
+def _clean_help(typer_app: typer.Typer) -> None:
+    """Give every command of ``typer_app`` (and of its groups) ``help_text`` of its docstring."""
+    for command in typer_app.registered_commands:
+        doc = command.help or (command.callback.__doc__ if command.callback else None)
+        if doc:
+            command.help = help_text(doc)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _clean_help(group.typer_instance)
+
+
+_clean_help(app)
 
 
 def main() -> None:

@@ -8,24 +8,38 @@ a new empty file.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from memorybank.cli.common import TenantOption, UrlOption, _console, _errors, format_time
+from memorybank.cli.common import (
+    EmbedderOption,
+    TenantOption,
+    UrlOption,
+    _console,
+    _errors,
+    chosen_embedder,
+    format_time,
+)
 from memorybank.dump import format as _dump
+from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
 from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
 
-__all__ = ["JsonOption", "emit_json", "open_existing", "register"]
+if TYPE_CHECKING:
+    from memorybank.recall._async.search import SearchMode
+
+__all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
@@ -57,7 +71,7 @@ def resolve_url(url: str | None) -> str:
     return url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
 
 
-def open_existing(url: str | None, tenant: str) -> Memory:
+def open_existing(url: str | None, tenant: str, *, embedder: Embedder | None = None) -> Memory:
     """A ``Memory`` on a store that must already exist (``NotFound`` for a missing SQLite file).
 
     Opening SQLite creates the file (and a read would then show an empty
@@ -68,7 +82,7 @@ def open_existing(url: str | None, tenant: str) -> Memory:
         path = sqlite_path(resolved)
         if path != ":memory:" and not Path(path).is_file():
             raise NotFound(f"no SQLite store at {path!r} (read commands never create one)")
-    return Memory(resolved, tenant_id=tenant)
+    return Memory(resolved, tenant_id=tenant, embedder=embedder)
 
 
 def emit_json(value: Any) -> None:
@@ -88,7 +102,14 @@ def _cell(text: str | None, limit: int = 160) -> Text:
 def search(
     query: Annotated[str, typer.Argument(help="What to look for.", show_default=False)],
     k: Annotated[int, typer.Option("--k", min=1, help="How many hits.")] = 10,
-    mode: Annotated[Mode, typer.Option("--mode", help="Ranking mode.")] = Mode.keyword,
+    mode: Annotated[
+        Mode | None,
+        typer.Option(
+            "--mode",
+            help="Ranking mode. Default: hybrid with an embedder (--embedder), else keyword.",
+            show_default=False,
+        ),
+    ] = None,
     thread: Annotated[str | None, typer.Option("--thread", help="Search one thread only.")] = None,
     kind: Annotated[
         list[Kind] | None,
@@ -104,23 +125,38 @@ def search(
     ] = False,
     user: UserOption = None,
     agent: AgentOption = None,
+    embedder: EmbedderOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
-    """Search entries, documents and facts (keyword mode by default: no embedder on the CLI)."""
+    """Search entries, documents and facts, best first.
+
+    Ranked by default: hybrid (keyword, semantic and conversation context) when an
+    embedder is configured (--embedder, or $MEMORYBANK_EMBEDDER), else keyword. Keyword
+    hits are the store's full-text matches scored with BM25 among the candidates (the
+    stores' own full-text scales differ, and SQLite's gives about 0 to a word found in
+    half the entries), so the order and the scores mean the same on every store.
+    """
     kinds = tuple(dict.fromkeys(k.value for k in kind)) if kind else ("entries", "documents")
-    with _errors(), open_existing(url, tenant) as memory:
+    chosen = chosen_embedder(embedder)
+    ranking: SearchMode = (
+        mode.value if mode is not None else ("hybrid" if chosen is not None else "keyword")
+    )
+    with _errors(), open_existing(url, tenant, embedder=chosen) as memory:
         hits = memory.search(
             query,
-            k=k,
-            mode=mode.value,
+            # keyword: more candidates than shown, so that BM25 picks the best k of them
+            k=k if ranking != "keyword" else max(3 * k, KEYWORD_CANDIDATES),
+            mode=ranking,
             thread_id=thread,
             user_id=_opt(user),
             agent_id=_opt(agent),
             kinds=kinds,
             include_history=include_history,
         )
+        if ranking == "keyword":
+            hits = bm25_ranked(query, hits)[:k]
         if as_json:
             emit_json(hits)
             return
@@ -137,6 +173,27 @@ def search(
                 f"{hit.score:.3f}", hit.kind, Text(hit.id), Text(where), _cell(hit.content)
             )
         console.print(table)
+
+
+#: Fewest keyword candidates fetched for BM25 to rank (``3 * k`` when larger).
+KEYWORD_CANDIDATES = 30
+
+
+def bm25_ranked(query: str, hits: Sequence[Hit]) -> list[Hit]:
+    """``hits`` scored with Okapi BM25 among themselves (``memorybank.recall.bm25``),
+    best first (ties: the store's order)."""
+    from memorybank.recall.bm25 import BM25Index
+
+    index = BM25Index()
+    for number, hit in enumerate(hits):
+        index.add(str(number), hit.content or "")
+    scores = index.scores(query)
+    scored = [
+        (dataclasses.replace(hit, score=scores.get(str(number), 0.0)), number)
+        for number, hit in enumerate(hits)
+    ]
+    scored.sort(key=lambda pair: (-pair[0].score, pair[1]))
+    return [hit for hit, _ in scored]
 
 
 def _where(hit: Hit) -> str:
@@ -231,7 +288,11 @@ def context(
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
-    """Preview what ``build_context`` would send to the model for a thread."""
+    """Preview what `memory.build_context` would send to the model for a thread.
+
+    Tool calls are spelled out (`-> name(arguments)`) and tool results carry the
+    call id they answer, as on the inspector's thread page.
+    """
     with _errors(), open_existing(url, tenant) as memory:
         built = memory.build_context(
             thread,
@@ -255,12 +316,31 @@ def context(
         table.add_column("role", style="bold", no_wrap=True)
         table.add_column("content", overflow="fold", ratio=1)
         for message in built.messages:
-            content = message.get("content")
-            text = content if isinstance(content, str) else json.dumps(content)
-            table.add_row(str(message.get("role")), _cell(text, 400))
+            table.add_row(str(message.get("role")), _cell(message_text(message), 400))
         console.print(table)
         for warning in built.warnings:
             console.print(Text(f"warning: {warning}", style="yellow"))
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A provider-shaped message as one line: ``[call id]`` of a tool result, its text
+    (content parts joined; other parts as JSON), then ``→ name(arguments)`` per tool call."""
+    parts: list[str] = []
+    if message.get("tool_call_id"):
+        parts.append(f"[{message['tool_call_id']}]")
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for part in content:
+            text = part.get("text") if isinstance(part, dict) else None
+            parts.append(text if isinstance(text, str) else json.dumps(part, ensure_ascii=False))
+    elif content is not None:
+        parts.append(json.dumps(content, ensure_ascii=False))
+    for call in message.get("tool_calls") or ():
+        function = call.get("function", {}) if isinstance(call, dict) else {}
+        parts.append(f"→ {function.get('name')}({function.get('arguments', '')})")
+    return " ".join(part for part in parts if part)
 
 
 def _confirm(yes: bool, what: str) -> None:

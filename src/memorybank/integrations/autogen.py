@@ -52,6 +52,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.integrations._stored import stored_payload
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Document, Entry, Hit
@@ -396,10 +397,5 @@ def _entry(message: object, field: str) -> dict[str, Any]:
 
 
 def _message(entry: Entry) -> LLMMessage:
-    payload = entry.state.get(STATE_KEY)
-    if not isinstance(payload, dict):
-        raise InvalidInput(
-            f"entry {entry.id!r} of the thread was not written by MemorybankChatCompletionContext",
-            field="thread_id",
-        )
+    payload = stored_payload(entry, STATE_KEY, "MemorybankChatCompletionContext", "thread_id")
     return _MESSAGES.validate_python(payload)

@@ -40,6 +40,7 @@ import asyncio
 from typing import Any
 
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput
+from memorybank.integrations._stored import stored_payload
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry, Thread
@@ -97,13 +98,9 @@ def _entries(messages: object) -> list[dict[str, Any]]:
 
 
 def _message(entry: Entry) -> ChatMessage:
-    payload = entry.state.get(STATE_KEY)
-    if not isinstance(payload, dict):
-        raise InvalidInput(
-            f"entry {entry.id!r} of the thread was not written by MemorybankChatStore",
-            field="key",
-        )
-    return ChatMessage.model_validate(payload)
+    return ChatMessage.model_validate(
+        stored_payload(entry, STATE_KEY, "MemorybankChatStore", "key")
+    )
 
 
 def _index(idx: object, size: int) -> int | None:

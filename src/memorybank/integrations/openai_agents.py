@@ -147,7 +147,7 @@ class MemorybankSession:
         # Straight from the store: a window would drop a tool output whose call it
         # cut off, and the newest item must be popped whatever it is. The owner was
         # checked by ``_thread`` (fail closed) just before.
-        _, rows = await memory._core.store.list_entries(
+        _, rows = await memory._core.store.entry_list(
             memory.tenant_id, thread_id, limit=1, newest_first=True
         )
         return rows[0] if rows else None

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.integrations._stored import stored_payload
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry
@@ -113,16 +114,7 @@ def _entries(messages: Sequence[ModelMessage], dumped: list[dict[str, Any]]) -> 
 
 def _stored(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     """The serialised messages of ``entries`` (an entry not written by this adapter refused)."""
-    out: list[dict[str, Any]] = []
-    for entry in entries:
-        payload = entry.state.get(STATE_KEY)
-        if not isinstance(payload, dict):
-            raise InvalidInput(
-                f"entry {entry.id!r} of the thread was not written by MemorybankHistory",
-                field="thread_id",
-            )
-        out.append(payload)
-    return out
+    return [stored_payload(e, STATE_KEY, "MemorybankHistory", "thread_id") for e in entries]
 
 
 def _shared(stored: list[dict[str, Any]], given: list[dict[str, Any]]) -> int:

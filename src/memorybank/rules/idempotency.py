@@ -2,7 +2,7 @@
 
 I/O-free and written once, above the stores: ``AsyncMemory`` turns the caller's
 key into one stored key per message and computes one fingerprint per request;
-a store only compares strings (see ``append_entries`` in the store contract).
+a store only compares strings (see ``entry_append`` in the store contract).
 
 Stored keys. ``add(message, idempotency_key=k)`` stores the message under
 ``k`` itself, and so does message 0 of ``add_many(messages, idempotency_key=k)``;

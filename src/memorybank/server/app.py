@@ -166,7 +166,7 @@ def create_app(
     )
     async def readyz(request: Request) -> JSONResponse:
         mem: AsyncMemory = request.app.state.memory
-        await mem.store.get_thread("~readyz", "~readyz")  # any read reaches the store
+        await mem.store.thread_get("~readyz", "~readyz")  # any read reaches the store
         return JSONResponse({"status": "ready"})
 
     @app.get(

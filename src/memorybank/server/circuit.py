@@ -122,7 +122,7 @@ class StoreCircuit:
         if ping is not None:
             await ping()
         else:
-            await self._originals["get_thread"]("~circuit", "~circuit")
+            await self._originals["thread_get"]("~circuit", "~circuit")
 
     async def _probing(self) -> None:
         """Probe until the store answers; open the circuit while it does not."""

@@ -1,7 +1,10 @@
 """The store contract over HTTP: what ``AsyncHTTPStore`` (``Memory("http://...")``) calls.
 
 ``POST /v1/store/{method}`` runs one method of the server's store for the
-caller's tenant. The callable methods are ``memorybank.stores.http.wire.METHODS``
+caller's tenant. A method's name before the ``noun_verb`` rename
+(``memorybank.stores.contract.renamed.RENAMED``, old -> new) is accepted for one
+release and calls the renamed method, so an older client keeps working. The callable
+methods are ``memorybank.stores.http.wire.METHODS``
 (an explicit table: every contract method but ``close``; any other name is
 404); the body is ``{"v": 1, "args": {...}}``, decoded and validated by the
 wire codec, and the answer ``{"v": 1, "result": ...}``. Errors are the
@@ -44,6 +47,7 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Thread
 from memorybank.server.deps import Caller, CallerDep, root_memory
 from memorybank.server.errors import ApiError
+from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import AppendResult
 from memorybank.stores.http import wire as _wire
 
@@ -88,12 +92,12 @@ def server_tenant(key_tenant: str, tenant: str) -> str:
 #: Methods whose result holds threads (their ``tenant_id`` is set back to the client's).
 _THREAD_RESULTS = frozenset(
     {
-        "create_thread",
-        "get_thread",
-        "list_threads",
-        "update_thread",
-        "append_entries",
-        "list_entries",
+        "thread_create",
+        "thread_get",
+        "thread_list",
+        "thread_update",
+        "entry_append",
+        "entry_list",
     }
 )
 
@@ -104,11 +108,11 @@ def _as_client(value: Any, client_tenant: str) -> Any:
         return dataclasses.replace(value, tenant_id=client_tenant)
     if isinstance(value, AppendResult):
         return AppendResult(value.entries, _as_client(value.thread, client_tenant))
-    if isinstance(value, tuple):  # list_entries: (thread, entries)
+    if isinstance(value, tuple):  # entry_list: (thread, entries)
         return (_as_client(value[0], client_tenant), value[1])
-    if isinstance(value, list):  # list_threads
+    if isinstance(value, list):  # thread_list
         return [_as_client(item, client_tenant) for item in value]
-    return value  # get_thread's None
+    return value  # thread_get's None
 
 
 def _request_args(body: bytes, method: _wire.Method) -> dict[str, Any]:
@@ -154,7 +158,8 @@ def router() -> APIRouter:
         who: CallerDep,
         root: Annotated[AsyncMemory, Depends(root_memory)],
     ) -> Response:
-        spec = _wire.METHODS.get(method)
+        # A client of the release before the rename calls the old names: the same method.
+        spec = _wire.METHODS.get(RENAMED.get(method, method))
         if spec is None:
             raise ApiError(404, "not_found", f"no store method {method!r}")
         if who.user_id is not None:
@@ -178,7 +183,7 @@ def router() -> APIRouter:
 def _bind_tenant(who: Caller, spec: _wire.Method, kwargs: dict[str, Any]) -> str:
     """Put the call in the caller's tenant space; the client's tenant name, for threads."""
     assert who.tenant is not None  # tenant_caller guarantees it
-    if spec.name == "create_thread":
+    if spec.name == "thread_create":
         thread: Thread = kwargs["thread"]
         client: str = thread.tenant_id
         kwargs["thread"] = dataclasses.replace(thread, tenant_id=server_tenant(who.tenant, client))

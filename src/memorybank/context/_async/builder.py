@@ -102,7 +102,7 @@ class _History:
                 return None
             size = max(16, min(self.want, _MAX_PAGE))
             try:
-                thread, rows = await self._store.list_entries(
+                thread, rows = await self._store.entry_list(
                     self._tenant,
                     self._thread_id,
                     limit=size,
@@ -124,7 +124,7 @@ class _History:
     async def total(self) -> int:
         if self.exhausted:
             return self._offset
-        return await self._store.count_entries(self._tenant, self._thread_id)
+        return await self._store.entry_count(self._tenant, self._thread_id)
 
     async def recent(self, budget: int, exclude: set[str]) -> list[Entry]:
         """The longest run of newest entries (skipping ``exclude``) whose counts fit."""
@@ -344,7 +344,19 @@ class AsyncContextBuilder:
                     raise
                 context.errors.append(ContextError("history", error))
                 entries, recent_ids = [], set()
-            entries = self._pair(entries, recent_ids)
+            paired = self._pair(entries, recent_ids)
+            kept_ids = {e.id for e in paired}
+            dropped = [e for e in entries if e.role == "tool" and e.id not in kept_ids]
+            if dropped:
+                ids = ", ".join(repr(e.tool_call_id) for e in dropped[:3])
+                more = f" and {len(dropped) - 3} more" if len(dropped) > 3 else ""
+                message = (
+                    f"left out {len(dropped)} tool result(s) whose call is not in the context"
+                    f" (tool_call_id {ids}{more}): a provider refuses a tool result without"
+                    " its call"
+                )
+                context.warnings.append(message)
+            entries = paired
         context.entries = entries
         context.messages.extend(entry.to_message() for entry in entries)
         context.included_entries = len(entries)

@@ -7,7 +7,7 @@ older entries with one ``[Conversation summary]`` system entry dated 1 ms
 before the first kept entry, ``sliding-window`` deletes them, ``hybrid`` slides
 when 5 or fewer would go and summarises otherwise.
 
-Unlike the reference it is transactional: the store's ``compact_entries``
+Unlike the reference it is transactional: the store's ``entry_compact``
 removes the old entries and inserts the summary in one compare-and-swap write
 that only applies if the old entries are still exactly the ones summarised.
 Two compactions of one thread in one process run one at a time (a lock per
@@ -199,14 +199,14 @@ class AsyncCompactionService:
                 changes.append((entry.id, saved["content"], state, int(saved["token_count"])))
             if not changes:
                 return 0
-            return await self._memory._core.store.update_entries(
+            return await self._memory._core.store.entry_update(
                 self._memory.tenant_id, thread_id, branch=thread.current_branch, changes=changes
             )
 
     # -- internals ---------------------------------------------------------------------
 
     async def _read(self, thread_id: str) -> tuple[Any, list[Entry]]:
-        return await self._memory._core.store.list_entries(self._memory.tenant_id, thread_id)
+        return await self._memory._core.store.entry_list(self._memory.tenant_id, thread_id)
 
     async def _apply(
         self,
@@ -260,7 +260,7 @@ class AsyncCompactionService:
                 ),
                 created_at=kept[0].created_at - timedelta(milliseconds=1) if kept else now,
             )
-        applied = await core.store.compact_entries(
+        applied = await core.store.entry_compact(
             self._memory.tenant_id,
             thread_id,
             branch=branch,
@@ -301,7 +301,7 @@ class AsyncCompactionService:
             state[COMPACTED_KEY] = {"content": entry.content, "token_count": entry.token_count}
             changes.append((entry.id, reference, state, tokens))
         if changes:
-            await core.store.update_entries(
+            await core.store.entry_update(
                 self._memory.tenant_id, thread_id, branch=branch, changes=changes
             )
         return CompactionResult(

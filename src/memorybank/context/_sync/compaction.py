@@ -8,7 +8,7 @@ older entries with one ``[Conversation summary]`` system entry dated 1 ms
 before the first kept entry, ``sliding-window`` deletes them, ``hybrid`` slides
 when 5 or fewer would go and summarises otherwise.
 
-Unlike the reference it is transactional: the store's ``compact_entries``
+Unlike the reference it is transactional: the store's ``entry_compact``
 removes the old entries and inserts the summary in one compare-and-swap write
 that only applies if the old entries are still exactly the ones summarised.
 Two compactions of one thread in one process run one at a time (a lock per
@@ -200,14 +200,14 @@ class CompactionService:
                 changes.append((entry.id, saved["content"], state, int(saved["token_count"])))
             if not changes:
                 return 0
-            return self._memory._core.store.update_entries(
+            return self._memory._core.store.entry_update(
                 self._memory.tenant_id, thread_id, branch=thread.current_branch, changes=changes
             )
 
     # -- internals ---------------------------------------------------------------------
 
     def _read(self, thread_id: str) -> tuple[Any, list[Entry]]:
-        return self._memory._core.store.list_entries(self._memory.tenant_id, thread_id)
+        return self._memory._core.store.entry_list(self._memory.tenant_id, thread_id)
 
     def _apply(
         self,
@@ -261,7 +261,7 @@ class CompactionService:
                 ),
                 created_at=kept[0].created_at - timedelta(milliseconds=1) if kept else now,
             )
-        applied = core.store.compact_entries(
+        applied = core.store.entry_compact(
             self._memory.tenant_id,
             thread_id,
             branch=branch,
@@ -302,7 +302,7 @@ class CompactionService:
             state[COMPACTED_KEY] = {"content": entry.content, "token_count": entry.token_count}
             changes.append((entry.id, reference, state, tokens))
         if changes:
-            core.store.update_entries(
+            core.store.entry_update(
                 self._memory.tenant_id, thread_id, branch=branch, changes=changes
             )
         return CompactionResult(

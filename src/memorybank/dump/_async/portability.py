@@ -75,7 +75,7 @@ async def _branch_entries(
     start = 0
     while start < total:
         size = min(PAGE, total - start)
-        _, page = await store.list_entries(
+        _, page = await store.entry_list(
             tenant, thread_id, branch=branch, limit=size, offset=total - start - size
         )
         for entry in page:
@@ -95,7 +95,7 @@ async def _fork_prefix(
     last: str | None = None
     shared = 0
     async for entry in _branch_entries(store, tenant, thread_id, branch.name, total):
-        source = await store.get_entry(tenant, thread_id, entry.id, branch=branch.from_branch)
+        source = await store.entry_get(tenant, thread_id, entry.id, branch=branch.from_branch)
         if source is None or source.position != entry.position:
             break
         last, shared = entry.id, shared + 1
@@ -176,19 +176,19 @@ async def _body(
     unlisted: Sequence[str],
 ) -> AsyncIterator[tuple[str, str]]:
     """The dump's lines after its header, each with its type."""
-    threads = sorted(await store.list_threads(tenant), key=lambda t: t.id)
+    threads = sorted(await store.thread_list(tenant), key=lambda t: t.id)
     agents: set[str] = set()  # for a store that cannot list the agents of its summaries
     for thread in threads:
         if thread.agent_id is not None:
             agents.add(thread.agent_id)
         if after_thread is not None and thread.id <= after_thread:
             continue
-        branches = await store.list_branches(tenant, thread.id)
+        branches = await store.branch_list(tenant, thread.id)
         described: list[dict[str, Any]] = []
         forks: list[int] = []
         names = {branch.name for branch in branches}
         for branch in branches:
-            total = await store.count_entries(tenant, thread.id, branch=branch.name)
+            total = await store.entry_count(tenant, thread.id, branch=branch.name)
             fork_entry, shared = await _fork_prefix(store, tenant, thread.id, branch, total, names)
             forks.append(shared)
             described.append({**_dump.encode(branch), "entries": total, "fork_entry": fork_entry})
@@ -310,7 +310,7 @@ class _Importer:
 
     async def _flush(self) -> None:
         if self.pending and self.thread is not None and self.pending_branch is not None:
-            await self.store.append_entries(
+            await self.store.entry_append(
                 self.tenant,
                 self.thread.id,
                 self.pending,
@@ -338,11 +338,11 @@ class _Importer:
 
     async def _complete(self, thread: Thread, branches: list[dict[str, Any]]) -> bool:
         """Whether the target already holds this thread with every branch at full length."""
-        have = {b.name for b in await self.store.list_branches(self.tenant, thread.id)}
+        have = {b.name for b in await self.store.branch_list(self.tenant, thread.id)}
         for info in branches:
             if info["name"] not in have:
                 return False
-            count = await self.store.count_entries(self.tenant, thread.id, branch=info["name"])
+            count = await self.store.entry_count(self.tenant, thread.id, branch=info["name"])
             if count != info["entries"]:
                 return False
         return True
@@ -363,7 +363,7 @@ class _Importer:
         created_at = datetime.fromisoformat(info["created_at"])
         if source is None or source not in self.created:
             source = next(iter(self.created))
-            await self.store.create_branch(
+            await self.store.branch_create(
                 self.tenant,
                 self.thread.id,
                 name,
@@ -371,10 +371,10 @@ class _Importer:
                 from_entry=None,
                 created_at=created_at,
             )
-            await self.store.clear_entries(self.tenant, self.thread.id, branch=name)
+            await self.store.entry_clear(self.tenant, self.thread.id, branch=name)
         else:
             fork = info.get("fork_entry")
-            await self.store.create_branch(
+            await self.store.branch_create(
                 self.tenant,
                 self.thread.id,
                 name,
@@ -383,7 +383,7 @@ class _Importer:
                 created_at=created_at,
             )
             if fork is None:
-                await self.store.clear_entries(self.tenant, self.thread.id, branch=name)
+                await self.store.entry_clear(self.tenant, self.thread.id, branch=name)
         self.created.add(name)
 
     async def _finish_thread(self) -> None:
@@ -394,14 +394,14 @@ class _Importer:
             return
         for info in self.branches:
             await self._open_branch(info["name"])
-        await self.store.update_thread(
+        await self.store.thread_update(
             self.tenant,
             thread.id,
             updated_at=thread.updated_at,
             current_branch=thread.current_branch,
         )
         if "main" not in {b["name"] for b in self.branches}:
-            await self.store.delete_branch(self.tenant, thread.id, "main")
+            await self.store.branch_delete(self.tenant, thread.id, "main")
         self.thread = None
         self._tick("thread")
 
@@ -412,7 +412,7 @@ class _Importer:
         branches = _checks.check_branches(data, thread)
         self.thread, self.branches, self.created = thread, branches, set()
         self.skipping, self.pending_branch = False, None
-        existing = await self.store.get_thread(self.tenant, thread.id)
+        existing = await self.store.thread_get(self.tenant, thread.id)
         if existing is not None:
             if self.on_conflict == "fail":
                 raise Conflict(f"thread {thread.id!r} already exists in the target")
@@ -421,8 +421,8 @@ class _Importer:
                 self.skipping = True
                 self.report.add(self.report.skipped, "thread")
                 return
-            await self.store.delete_thread(self.tenant, thread.id)
-        await self.store.create_thread(
+            await self.store.thread_delete(self.tenant, thread.id)
+        await self.store.thread_create(
             Thread(
                 id=thread.id,
                 tenant_id=self.tenant,

@@ -76,7 +76,7 @@ def _branch_entries(
     start = 0
     while start < total:
         size = min(PAGE, total - start)
-        _, page = store.list_entries(
+        _, page = store.entry_list(
             tenant, thread_id, branch=branch, limit=size, offset=total - start - size
         )
         for entry in page:
@@ -96,7 +96,7 @@ def _fork_prefix(
     last: str | None = None
     shared = 0
     for entry in _branch_entries(store, tenant, thread_id, branch.name, total):
-        source = store.get_entry(tenant, thread_id, entry.id, branch=branch.from_branch)
+        source = store.entry_get(tenant, thread_id, entry.id, branch=branch.from_branch)
         if source is None or source.position != entry.position:
             break
         last, shared = entry.id, shared + 1
@@ -177,19 +177,19 @@ def _body(
     unlisted: Sequence[str],
 ) -> Iterator[tuple[str, str]]:
     """The dump's lines after its header, each with its type."""
-    threads = sorted(store.list_threads(tenant), key=lambda t: t.id)
+    threads = sorted(store.thread_list(tenant), key=lambda t: t.id)
     agents: set[str] = set()  # for a store that cannot list the agents of its summaries
     for thread in threads:
         if thread.agent_id is not None:
             agents.add(thread.agent_id)
         if after_thread is not None and thread.id <= after_thread:
             continue
-        branches = store.list_branches(tenant, thread.id)
+        branches = store.branch_list(tenant, thread.id)
         described: list[dict[str, Any]] = []
         forks: list[int] = []
         names = {branch.name for branch in branches}
         for branch in branches:
-            total = store.count_entries(tenant, thread.id, branch=branch.name)
+            total = store.entry_count(tenant, thread.id, branch=branch.name)
             fork_entry, shared = _fork_prefix(store, tenant, thread.id, branch, total, names)
             forks.append(shared)
             described.append({**_dump.encode(branch), "entries": total, "fork_entry": fork_entry})
@@ -311,7 +311,7 @@ class _Importer:
 
     def _flush(self) -> None:
         if self.pending and self.thread is not None and self.pending_branch is not None:
-            self.store.append_entries(
+            self.store.entry_append(
                 self.tenant,
                 self.thread.id,
                 self.pending,
@@ -339,11 +339,11 @@ class _Importer:
 
     def _complete(self, thread: Thread, branches: list[dict[str, Any]]) -> bool:
         """Whether the target already holds this thread with every branch at full length."""
-        have = {b.name for b in self.store.list_branches(self.tenant, thread.id)}
+        have = {b.name for b in self.store.branch_list(self.tenant, thread.id)}
         for info in branches:
             if info["name"] not in have:
                 return False
-            count = self.store.count_entries(self.tenant, thread.id, branch=info["name"])
+            count = self.store.entry_count(self.tenant, thread.id, branch=info["name"])
             if count != info["entries"]:
                 return False
         return True
@@ -364,7 +364,7 @@ class _Importer:
         created_at = datetime.fromisoformat(info["created_at"])
         if source is None or source not in self.created:
             source = next(iter(self.created))
-            self.store.create_branch(
+            self.store.branch_create(
                 self.tenant,
                 self.thread.id,
                 name,
@@ -372,10 +372,10 @@ class _Importer:
                 from_entry=None,
                 created_at=created_at,
             )
-            self.store.clear_entries(self.tenant, self.thread.id, branch=name)
+            self.store.entry_clear(self.tenant, self.thread.id, branch=name)
         else:
             fork = info.get("fork_entry")
-            self.store.create_branch(
+            self.store.branch_create(
                 self.tenant,
                 self.thread.id,
                 name,
@@ -384,7 +384,7 @@ class _Importer:
                 created_at=created_at,
             )
             if fork is None:
-                self.store.clear_entries(self.tenant, self.thread.id, branch=name)
+                self.store.entry_clear(self.tenant, self.thread.id, branch=name)
         self.created.add(name)
 
     def _finish_thread(self) -> None:
@@ -395,14 +395,14 @@ class _Importer:
             return
         for info in self.branches:
             self._open_branch(info["name"])
-        self.store.update_thread(
+        self.store.thread_update(
             self.tenant,
             thread.id,
             updated_at=thread.updated_at,
             current_branch=thread.current_branch,
         )
         if "main" not in {b["name"] for b in self.branches}:
-            self.store.delete_branch(self.tenant, thread.id, "main")
+            self.store.branch_delete(self.tenant, thread.id, "main")
         self.thread = None
         self._tick("thread")
 
@@ -413,7 +413,7 @@ class _Importer:
         branches = _checks.check_branches(data, thread)
         self.thread, self.branches, self.created = thread, branches, set()
         self.skipping, self.pending_branch = False, None
-        existing = self.store.get_thread(self.tenant, thread.id)
+        existing = self.store.thread_get(self.tenant, thread.id)
         if existing is not None:
             if self.on_conflict == "fail":
                 raise Conflict(f"thread {thread.id!r} already exists in the target")
@@ -422,8 +422,8 @@ class _Importer:
                 self.skipping = True
                 self.report.add(self.report.skipped, "thread")
                 return
-            self.store.delete_thread(self.tenant, thread.id)
-        self.store.create_thread(
+            self.store.thread_delete(self.tenant, thread.id)
+        self.store.thread_create(
             Thread(
                 id=thread.id,
                 tenant_id=self.tenant,

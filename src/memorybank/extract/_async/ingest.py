@@ -356,7 +356,7 @@ async def ingest(
     """``memory.graph.ingest``: the thread's current branch, or the given entries (objects
     or ids of this thread)."""
     if entries is None:
-        _, chosen = await core.store.list_entries(tenant, thread.id)
+        _, chosen = await core.store.entry_list(tenant, thread.id)
     else:
         if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
             raise InvalidInput("entries must be a list of entries or entry ids", field="entries")
@@ -370,7 +370,7 @@ async def ingest(
                 chosen.append(item)
                 continue
             entry_id = v.check_id(item, "entries")
-            found = await core.store.get_entry(tenant, thread.id, entry_id)
+            found = await core.store.entry_get(tenant, thread.id, entry_id)
             if found is None:
                 raise NotFound(f"entry {entry_id!r} not found")
             chosen.append(found)

@@ -357,7 +357,7 @@ def ingest(
     """``memory.graph.ingest``: the thread's current branch, or the given entries (objects
     or ids of this thread)."""
     if entries is None:
-        _, chosen = core.store.list_entries(tenant, thread.id)
+        _, chosen = core.store.entry_list(tenant, thread.id)
     else:
         if isinstance(entries, str | bytes) or not isinstance(entries, Sequence):
             raise InvalidInput("entries must be a list of entries or entry ids", field="entries")
@@ -371,7 +371,7 @@ def ingest(
                 chosen.append(item)
                 continue
             entry_id = v.check_id(item, "entries")
-            found = core.store.get_entry(tenant, thread.id, entry_id)
+            found = core.store.entry_get(tenant, thread.id, entry_id)
             if found is None:
                 raise NotFound(f"entry {entry_id!r} not found")
             chosen.append(found)

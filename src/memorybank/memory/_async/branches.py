@@ -33,7 +33,7 @@ class AsyncBranches:
         thread = await _require_thread(
             self._core, self._tenant, v.check_id(thread_id, "thread_id"), user_id
         )
-        return await self._core.store.create_branch(
+        return await self._core.store.branch_create(
             self._tenant,
             thread.id,
             v.check_id(name, "name"),
@@ -49,7 +49,7 @@ class AsyncBranches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.update_thread(
+        return await self._core.store.thread_update(
             self._tenant,
             thread_id,
             updated_at=self._core.now(),
@@ -63,7 +63,7 @@ class AsyncBranches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.truncate_after(
+        return await self._core.store.entry_truncate_after(
             self._tenant, thread_id, v.check_id(entry_id, "entry_id")
         )
 
@@ -72,7 +72,7 @@ class AsyncBranches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.list_branches(self._tenant, thread_id)
+        return await self._core.store.branch_list(self._tenant, thread_id)
 
     async def delete(
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
@@ -81,6 +81,6 @@ class AsyncBranches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.delete_branch(
+        return await self._core.store.branch_delete(
             self._tenant, thread_id, v.check_id(name, "name")
         )

@@ -105,7 +105,7 @@ def _check_title(title: object) -> str | None:
 async def _require_thread(
     core: _Core, tenant: str, thread_id: str, user_id: str | Unset | None
 ) -> Thread:
-    thread = await core.store.get_thread(tenant, thread_id)
+    thread = await core.store.thread_get(tenant, thread_id)
     if thread is None:
         raise NotFound(f"thread {thread_id!r} not found")
     check_owner(thread, user_id)
@@ -131,6 +131,6 @@ def _provider_dict(message: Message) -> dict[str, Any]:
 
 
 async def _require_branch(core: _Core, tenant: str, thread_id: str, name: str) -> None:
-    branches = await core.store.list_branches(tenant, thread_id)
+    branches = await core.store.branch_list(tenant, thread_id)
     if not any(b.name == name for b in branches):
         raise NotFound(f"branch {name!r} not found")

@@ -418,7 +418,7 @@ class AsyncMemory:
         """
         v.check_limit(last, "last", allow_none=False)
         user_id = self._scope.user(user_id)
-        owner, messages = await self._core.store.recent_messages(
+        owner, messages = await self._core.store.entry_list_recent(
             self.tenant_id, v.check_id(thread_id, "thread_id"), last
         )
         check_owner_id(owner, user_id)
@@ -486,7 +486,7 @@ class AsyncMemory:
             raise InvalidInput("agent_id is required (a string)", field="agent_id")
         if not isinstance(user, Unset):
             return agent, user
-        thread = await self._core.store.get_thread(
+        thread = await self._core.store.thread_get(
             self.tenant_id, v.check_id(thread_id, "thread_id")
         )
         return agent, None if thread is None else thread.user_id

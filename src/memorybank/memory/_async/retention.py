@@ -9,7 +9,7 @@ from memorybank.stores.contract._async.store import AsyncStore
 
 __all__ = ["prune_tenant"]
 
-#: Entry ids per ``delete_entries`` call.
+#: Entry ids per ``entry_delete`` call.
 _BATCH = 500
 
 
@@ -25,23 +25,23 @@ async def prune_tenant(
     report = PruneReport(dry_run=dry_run)
     idle_before = None if policy.idle_ttl is None else now - policy.idle_ttl
     cutoff = None if policy.max_age is None else now - policy.max_age
-    for thread in await store.list_threads(tenant):
+    for thread in await store.thread_list(tenant):
         report.threads_examined += 1
         if idle_before is not None and thread.updated_at < idle_before:
-            if dry_run or await store.delete_thread(tenant, thread.id):
+            if dry_run or await store.thread_delete(tenant, thread.id):
                 report.threads_deleted += 1
             continue
         if cutoff is None and policy.max_entries_per_thread is None:
             continue
         removed = 0
-        for branch in await store.list_branches(tenant, thread.id):
-            _, entries = await store.list_entries(tenant, thread.id, branch=branch.name)
+        for branch in await store.branch_list(tenant, thread.id):
+            _, entries = await store.entry_list(tenant, thread.id, branch=branch.name)
             doomed = doomed_entries(entries, policy, cutoff)
             if dry_run:
                 removed += len(doomed)
                 continue
             for start in range(0, len(doomed), _BATCH):
-                removed += await store.delete_entries(
+                removed += await store.entry_delete(
                     tenant, thread.id, doomed[start : start + _BATCH], branch=branch.name
                 )
         if removed:

@@ -46,12 +46,12 @@ class AsyncThreads:
             created_at=now,
             updated_at=now,
         )
-        return await self._core.store.create_thread(thread)
+        return await self._core.store.thread_create(thread)
 
     async def get(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread | None:
         """The thread or ``None``; ``ThreadForbidden`` if ``user_id`` is given and not its owner."""
         user_id = self._scope.user(user_id)
-        thread = await self._core.store.get_thread(self._tenant, v.check_id(thread_id, "thread_id"))
+        thread = await self._core.store.thread_get(self._tenant, v.check_id(thread_id, "thread_id"))
         if thread is not None:
             check_owner(thread, user_id)
         return thread
@@ -79,7 +79,7 @@ class AsyncThreads:
         """
         if status is not None and status not in ("active", "archived"):
             raise InvalidInput("status must be 'active' or 'archived'", field="status")
-        return await self._core.store.list_threads(
+        return await self._core.store.thread_list(
             self._tenant,
             user_id=self._scope.user(user_id),
             agent_id=self._scope.agent(agent_id),
@@ -107,7 +107,7 @@ class AsyncThreads:
             raise InvalidInput("status must be 'active' or 'archived'", field="status")
         if not isinstance(user_id, Unset):
             await _require_thread(self._core, self._tenant, thread_id, user_id)
-        return await self._core.store.update_thread(
+        return await self._core.store.thread_update(
             self._tenant,
             thread_id,
             updated_at=self._core.now(),
@@ -121,8 +121,8 @@ class AsyncThreads:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
-            thread = await self._core.store.get_thread(self._tenant, thread_id)
+            thread = await self._core.store.thread_get(self._tenant, thread_id)
             if thread is None:
                 return False
             check_owner(thread, user_id)
-        return await self._core.store.delete_thread(self._tenant, thread_id)
+        return await self._core.store.thread_delete(self._tenant, thread_id)

@@ -34,7 +34,7 @@ class Branches:
         thread = _require_thread(
             self._core, self._tenant, v.check_id(thread_id, "thread_id"), user_id
         )
-        return self._core.store.create_branch(
+        return self._core.store.branch_create(
             self._tenant,
             thread.id,
             v.check_id(name, "name"),
@@ -50,7 +50,7 @@ class Branches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.update_thread(
+        return self._core.store.thread_update(
             self._tenant,
             thread_id,
             updated_at=self._core.now(),
@@ -64,7 +64,7 @@ class Branches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.truncate_after(
+        return self._core.store.entry_truncate_after(
             self._tenant, thread_id, v.check_id(entry_id, "entry_id")
         )
 
@@ -73,7 +73,7 @@ class Branches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.list_branches(self._tenant, thread_id)
+        return self._core.store.branch_list(self._tenant, thread_id)
 
     def delete(
         self, thread_id: str, name: str, *, user_id: str | Unset | None = UNSET
@@ -82,6 +82,6 @@ class Branches:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.delete_branch(
+        return self._core.store.branch_delete(
             self._tenant, thread_id, v.check_id(name, "name")
         )

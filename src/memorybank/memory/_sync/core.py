@@ -106,7 +106,7 @@ def _check_title(title: object) -> str | None:
 def _require_thread(
     core: _Core, tenant: str, thread_id: str, user_id: str | Unset | None
 ) -> Thread:
-    thread = core.store.get_thread(tenant, thread_id)
+    thread = core.store.thread_get(tenant, thread_id)
     if thread is None:
         raise NotFound(f"thread {thread_id!r} not found")
     check_owner(thread, user_id)
@@ -132,6 +132,6 @@ def _provider_dict(message: Message) -> dict[str, Any]:
 
 
 def _require_branch(core: _Core, tenant: str, thread_id: str, name: str) -> None:
-    branches = core.store.list_branches(tenant, thread_id)
+    branches = core.store.branch_list(tenant, thread_id)
     if not any(b.name == name for b in branches):
         raise NotFound(f"branch {name!r} not found")

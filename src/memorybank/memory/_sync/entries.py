@@ -32,6 +32,12 @@ if TYPE_CHECKING:
     from memorybank.memory._sync.embedding import _Job
 
 _PAGE = 64
+#: How many of a branch's newest entries a tool result's call is looked for in (when the
+#: call is not in the same write). Providers want a result right after its call; this
+#: leaves room for parallel calls and notes in between, and bounds the read.
+TOOL_CALL_LOOKBACK = 256
+#: The first, small read of that look-back (the rest is read only when the call is older).
+_NEAR_CALLS = 16
 
 
 class Entries:
@@ -145,6 +151,7 @@ class Entries:
         branch: str | None,
         user_id: str | Unset | None,
     ) -> list[Entry]:
+        self._check_tool_results(thread_id, entries, branch=branch, user_id=user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         branch = v.check_optional_id(branch, "branch")
         service = self._core.embed_service if self._core.embedder is not None else None
@@ -153,7 +160,7 @@ class Entries:
             ids = [e.id for e in entries if e.content]
             jobs = service.journal(self._tenant, "entry", thread_id, branch, ids)
         try:
-            result = self._core.store.append_entries(
+            result = self._core.store.entry_append(
                 self._tenant, thread_id, entries, updated_at=now, branch=branch, owner=user_id
             )
         except BaseException:
@@ -187,10 +194,59 @@ class Entries:
             first_user = next((e for e in result.entries if e.role == "user" and e.content), None)
             if first_user is not None and first_user.content is not None:
                 title = maybe_await(generate(first_user.content))
-                self._core.store.update_thread(
+                self._core.store.thread_update(
                     self._tenant, thread_id, updated_at=now, title=_check_title(title)
                 )
         return result.entries
+
+    def _check_tool_results(
+        self,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        *,
+        branch: str | None,
+        user_id: str | Unset | None,
+    ) -> None:
+        """Refuse an orphan tool result: ``InvalidInput(field="tool_call_id")`` unless each
+        tool result answers a call earlier in the same write or among the newest
+        ``TOOL_CALL_LOOKBACK`` entries of the branch (read only when a result's call is not
+        in the write: the newest ``_NEAR_CALLS`` first, the rest only if still missing).
+        Ownership is checked first: a stranger learns nothing of the thread's calls."""
+        called: set[str] = set()
+        wanted: list[str] = []
+        for entry in entries:
+            if entry.role == "tool" and entry.tool_call_id is not None:
+                if entry.tool_call_id not in called:
+                    wanted.append(entry.tool_call_id)
+            elif entry.tool_calls:
+                called.update(call.id for call in entry.tool_calls)
+        if not wanted:
+            return
+        thread_id = v.check_id(thread_id, "thread_id")
+        branch = v.check_optional_id(branch, "branch")
+        stored: set[str] = set()
+        # The call is almost always among the newest few entries: read those first.
+        for offset, limit in ((0, _NEAR_CALLS), (_NEAR_CALLS, TOOL_CALL_LOOKBACK - _NEAR_CALLS)):
+            thread, tail = self._core.store.entry_list(
+                self._tenant,
+                thread_id,
+                branch=branch,
+                limit=limit,
+                offset=offset,
+                newest_first=True,
+            )
+            check_owner(thread, user_id)
+            stored.update(call.id for entry in tail for call in entry.tool_calls)
+            if stored.issuperset(wanted) or len(tail) < limit:
+                break
+        for call_id in wanted:
+            if call_id not in stored:
+                raise InvalidInput(
+                    f"tool_call_id {call_id!r} answers no tool call of this branch: a tool"
+                    " result must follow the assistant entry that made the call (in the same"
+                    f" write or among the branch's newest {TOOL_CALL_LOOKBACK} entries)",
+                    field="tool_call_id",
+                )
 
     def _scan(
         self,
@@ -211,7 +267,7 @@ class Entries:
         skipped = 0
         window: list[Entry] = []  # newest first
         while True:
-            thread, page = self._core.store.list_entries(
+            thread, page = self._core.store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -285,7 +341,7 @@ class Entries:
             _require_branch(self._core, self._tenant, thread_id, v.check_id(branch, "branch"))
 
         if include_tool_calls and max_tokens is None:
-            thread, rows = store.list_entries(
+            thread, rows = store.entry_list(
                 self._tenant,
                 thread_id,
                 branch=branch,
@@ -325,7 +381,7 @@ class Entries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.get_entry(
+        return self._core.store.entry_get(
             self._tenant,
             thread_id,
             v.check_id(entry_id, "entry_id"),
@@ -350,7 +406,7 @@ class Entries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        removed = self._core.store.delete_entries(
+        removed = self._core.store.entry_delete(
             self._tenant,
             thread_id,
             [v.check_id(entry_id, "entry_id")],
@@ -374,7 +430,7 @@ class Entries:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.clear_entries(
+        return self._core.store.entry_clear(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )
 
@@ -386,6 +442,6 @@ class Entries:
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.count_entries(
+        return self._core.store.entry_count(
             self._tenant, thread_id, branch=v.check_optional_id(branch, "branch")
         )

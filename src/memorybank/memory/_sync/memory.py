@@ -419,7 +419,7 @@ class Memory:
         """
         v.check_limit(last, "last", allow_none=False)
         user_id = self._scope.user(user_id)
-        owner, messages = self._core.store.recent_messages(
+        owner, messages = self._core.store.entry_list_recent(
             self.tenant_id, v.check_id(thread_id, "thread_id"), last
         )
         check_owner_id(owner, user_id)
@@ -487,7 +487,7 @@ class Memory:
             raise InvalidInput("agent_id is required (a string)", field="agent_id")
         if not isinstance(user, Unset):
             return agent, user
-        thread = self._core.store.get_thread(
+        thread = self._core.store.thread_get(
             self.tenant_id, v.check_id(thread_id, "thread_id")
         )
         return agent, None if thread is None else thread.user_id

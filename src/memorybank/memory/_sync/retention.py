@@ -10,7 +10,7 @@ from memorybank.stores.contract._sync.store import Store
 
 __all__ = ["prune_tenant"]
 
-#: Entry ids per ``delete_entries`` call.
+#: Entry ids per ``entry_delete`` call.
 _BATCH = 500
 
 
@@ -26,23 +26,23 @@ def prune_tenant(
     report = PruneReport(dry_run=dry_run)
     idle_before = None if policy.idle_ttl is None else now - policy.idle_ttl
     cutoff = None if policy.max_age is None else now - policy.max_age
-    for thread in store.list_threads(tenant):
+    for thread in store.thread_list(tenant):
         report.threads_examined += 1
         if idle_before is not None and thread.updated_at < idle_before:
-            if dry_run or store.delete_thread(tenant, thread.id):
+            if dry_run or store.thread_delete(tenant, thread.id):
                 report.threads_deleted += 1
             continue
         if cutoff is None and policy.max_entries_per_thread is None:
             continue
         removed = 0
-        for branch in store.list_branches(tenant, thread.id):
-            _, entries = store.list_entries(tenant, thread.id, branch=branch.name)
+        for branch in store.branch_list(tenant, thread.id):
+            _, entries = store.entry_list(tenant, thread.id, branch=branch.name)
             doomed = doomed_entries(entries, policy, cutoff)
             if dry_run:
                 removed += len(doomed)
                 continue
             for start in range(0, len(doomed), _BATCH):
-                removed += store.delete_entries(
+                removed += store.entry_delete(
                     tenant, thread.id, doomed[start : start + _BATCH], branch=branch.name
                 )
         if removed:

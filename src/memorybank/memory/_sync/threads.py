@@ -47,12 +47,12 @@ class Threads:
             created_at=now,
             updated_at=now,
         )
-        return self._core.store.create_thread(thread)
+        return self._core.store.thread_create(thread)
 
     def get(self, thread_id: str, *, user_id: str | Unset | None = UNSET) -> Thread | None:
         """The thread or ``None``; ``ThreadForbidden`` if ``user_id`` is given and not its owner."""
         user_id = self._scope.user(user_id)
-        thread = self._core.store.get_thread(self._tenant, v.check_id(thread_id, "thread_id"))
+        thread = self._core.store.thread_get(self._tenant, v.check_id(thread_id, "thread_id"))
         if thread is not None:
             check_owner(thread, user_id)
         return thread
@@ -80,7 +80,7 @@ class Threads:
         """
         if status is not None and status not in ("active", "archived"):
             raise InvalidInput("status must be 'active' or 'archived'", field="status")
-        return self._core.store.list_threads(
+        return self._core.store.thread_list(
             self._tenant,
             user_id=self._scope.user(user_id),
             agent_id=self._scope.agent(agent_id),
@@ -108,7 +108,7 @@ class Threads:
             raise InvalidInput("status must be 'active' or 'archived'", field="status")
         if not isinstance(user_id, Unset):
             _require_thread(self._core, self._tenant, thread_id, user_id)
-        return self._core.store.update_thread(
+        return self._core.store.thread_update(
             self._tenant,
             thread_id,
             updated_at=self._core.now(),
@@ -122,8 +122,8 @@ class Threads:
         user_id = self._scope.user(user_id)
         thread_id = v.check_id(thread_id, "thread_id")
         if not isinstance(user_id, Unset):
-            thread = self._core.store.get_thread(self._tenant, thread_id)
+            thread = self._core.store.thread_get(self._tenant, thread_id)
             if thread is None:
                 return False
             check_owner(thread, user_id)
-        return self._core.store.delete_thread(self._tenant, thread_id)
+        return self._core.store.thread_delete(self._tenant, thread_id)

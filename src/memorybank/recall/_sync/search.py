@@ -182,12 +182,12 @@ def embed_pending(
     store = core.store
     model = embedder.model_id
     if thread_id is not None:
-        thread = store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
+        thread = store.thread_get(tenant, v.check_id(thread_id, "thread_id"))
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
         threads = [thread]
     else:
-        threads = store.list_threads(tenant)
+        threads = store.thread_list(tenant)
     pending: list[tuple[str, str, str | None, str]] = []  # kind, id, thread, text
     done = 0
 
@@ -208,8 +208,8 @@ def embed_pending(
 
     for thread in threads:
         texts: dict[str, str] = {}
-        for branch in store.list_branches(tenant, thread.id):
-            _, rows = store.list_entries(tenant, thread.id, branch=branch.name)
+        for branch in store.branch_list(tenant, thread.id):
+            _, rows = store.entry_list(tenant, thread.id, branch=branch.name)
             for entry in rows:
                 if entry.content:
                     texts.setdefault(entry.id, entry.content)
@@ -311,7 +311,7 @@ def run_search(
     store = core.store
     thread: Thread | None = None
     if thread_id is not None:
-        thread = store.get_thread(tenant, v.check_id(thread_id, "thread_id"))
+        thread = store.thread_get(tenant, v.check_id(thread_id, "thread_id"))
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
         check_owner(thread, visible.user_id)
@@ -394,7 +394,7 @@ class _Search:
 
     def _thread(self, thread_id: str) -> Thread | None:
         if thread_id not in self.threads:
-            thread = self.store.get_thread(self.tenant, thread_id)
+            thread = self.store.thread_get(self.tenant, thread_id)
             if thread is not None and not self.visible.admits(thread.agent_id, thread.user_id):
                 thread = None  # defence in depth: the store already scoped its hits
             self.threads[thread_id] = thread
@@ -440,7 +440,7 @@ class _Search:
                 return None
             if (thread.id, hit.id) in self.entries:
                 return self.entries[(thread.id, hit.id)]
-            return self.store.get_entry(self.tenant, thread.id, hit.id)
+            return self.store.entry_get(self.tenant, thread.id, hit.id)
         if (hit.kind, hit.id) in self.records:
             record = self.records[(hit.kind, hit.id)]
         else:

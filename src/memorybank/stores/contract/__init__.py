@@ -1,7 +1,25 @@
-"""The store contract: ``AsyncStore``/``Store`` and the values a store author needs.
+"""The store contract: ``AsyncStore``/``Store``, its parts, and the values a store author needs.
 
-A store implements ``AsyncStore`` (``memorybank.stores.contract._async.store``); the
-sync ``Store`` is generated from it. The values its methods take and return are here.
+A store implements ``AsyncStore`` (``memorybank.stores.contract._async.store``, whose
+module docstring states every guarantee); the sync ``Store`` is generated from it.
+``AsyncStore`` is composed of one ABC per capability, each importable from here:
+
+==========================  =====================  ==========================================
+async                       sync                   methods
+==========================  =====================  ==========================================
+``AsyncStoreBase``          ``StoreBase``          ``close``, ``reclaim_space``, ``capabilities``
+``AsyncThreadStore``        ``ThreadStore``        threads and branches
+``AsyncEntryStore``         ``EntryStore``         entries and compaction
+``AsyncRunStateStore``      ``RunStateStore``      working memory, snapshots, summaries
+``AsyncRecordStore``        ``RecordStore``        records (facts, documents, graph nodes)
+``AsyncSearchStore``        ``SearchStore``        keyword and vector search, vectors
+``AsyncBatchReads``         ``BatchReads``         reads of many at once (defaults given)
+==========================  =====================  ==========================================
+
+The values its methods take and return are here too (``NewEntry``, ``Record``,
+``RecordGuard``, ``Visibility``, ...), with the records of ``memorybank.records``
+(``Thread``, ``Entry``, ``Branch``, ``Summary``, ``ToolCall``) and ``Capability``.
+A guide: docs/writing-a-store.md.
 """
 
 from __future__ import annotations
@@ -9,7 +27,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import (
+    LAST_POSITION,
     UNSET,
     AppendResult,
     NewEntry,
@@ -25,18 +46,53 @@ from memorybank.stores.contract.types import (
 )
 
 if TYPE_CHECKING:
+    from memorybank.stores.contract._async.base import AsyncStoreBase
+    from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
+    from memorybank.stores.contract._async.entry_store import AsyncEntryStore
+    from memorybank.stores.contract._async.record_store import AsyncRecordStore
+    from memorybank.stores.contract._async.run_state_store import AsyncRunStateStore
+    from memorybank.stores.contract._async.search_store import AsyncSearchStore
     from memorybank.stores.contract._async.store import AsyncStore
+    from memorybank.stores.contract._async.thread_store import AsyncThreadStore
+    from memorybank.stores.contract._sync.base import StoreBase
+    from memorybank.stores.contract._sync.batch_reads import BatchReads
+    from memorybank.stores.contract._sync.entry_store import EntryStore
+    from memorybank.stores.contract._sync.record_store import RecordStore
+    from memorybank.stores.contract._sync.run_state_store import RunStateStore
+    from memorybank.stores.contract._sync.search_store import SearchStore
     from memorybank.stores.contract._sync.store import Store
+    from memorybank.stores.contract._sync.thread_store import ThreadStore
 
 __all__ = [
+    "LAST_POSITION",
     "UNSET",
     "AppendResult",
+    "AsyncBatchReads",
+    "AsyncEntryStore",
+    "AsyncRecordStore",
+    "AsyncRunStateStore",
+    "AsyncSearchStore",
     "AsyncStore",
+    "AsyncStoreBase",
+    "AsyncThreadStore",
+    "BatchReads",
+    "Branch",
+    "Capability",
+    "Entry",
+    "EntryStore",
     "NewEntry",
     "Record",
     "RecordGuard",
+    "RecordStore",
+    "RunStateStore",
     "SearchHit",
+    "SearchStore",
     "Store",
+    "StoreBase",
+    "Summary",
+    "Thread",
+    "ThreadStore",
+    "ToolCall",
     "Unset",
     "VectorItem",
     "Visibility",
@@ -46,8 +102,22 @@ __all__ = [
 ]
 
 _CLASSES = {
-    "AsyncStore": "memorybank.stores.contract._async.store",
-    "Store": "memorybank.stores.contract._sync.store",
+    "AsyncStore": "_async.store",
+    "AsyncStoreBase": "_async.base",
+    "AsyncThreadStore": "_async.thread_store",
+    "AsyncEntryStore": "_async.entry_store",
+    "AsyncRunStateStore": "_async.run_state_store",
+    "AsyncRecordStore": "_async.record_store",
+    "AsyncSearchStore": "_async.search_store",
+    "AsyncBatchReads": "_async.batch_reads",
+    "Store": "_sync.store",
+    "StoreBase": "_sync.base",
+    "ThreadStore": "_sync.thread_store",
+    "EntryStore": "_sync.entry_store",
+    "RunStateStore": "_sync.run_state_store",
+    "RecordStore": "_sync.record_store",
+    "SearchStore": "_sync.search_store",
+    "BatchReads": "_sync.batch_reads",
 }
 
 
@@ -56,4 +126,4 @@ def __getattr__(name: str) -> Any:
     module = _CLASSES.get(name)
     if module is None:
         raise AttributeError(f"module 'memorybank.stores.contract' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

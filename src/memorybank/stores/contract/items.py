@@ -35,7 +35,7 @@ class NewEntry:
     ``idempotency_key`` is the key to store it under and ``fingerprint`` the
     content hash of the request that carries it (both made by
     ``memorybank.rules.idempotency``); a store compares them as opaque strings
-    (see ``AsyncStore.append_entries``).
+    (see ``AsyncStore.entry_append``).
     """
 
     id: str
@@ -88,7 +88,7 @@ class NewEntry:
 
 @dataclass(slots=True)
 class AppendResult:
-    """What ``append_entries`` returns: the stored entries and the thread after the write."""
+    """What ``entry_append`` returns: the stored entries and the thread after the write."""
 
     entries: list[Entry]
     thread: Thread

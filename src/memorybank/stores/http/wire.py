@@ -7,6 +7,10 @@ server) speak it; nothing here does I/O. One contract call is one request::
     {"v": 1, "args": {...}}      ->  200 {"v": 1, "result": ...}
                                      4xx/5xx {"code", "message", "field"?, "request_id"}
 
+Methods travel by their ``noun_verb`` names; the server also accepts, for one release,
+the names before the rename (``memorybank.stores.contract.renamed.RENAMED``), so an
+older client keeps working against a newer server.
+
 ``METHODS`` is the explicit table of callable methods (every abstract method
 of ``AsyncStore`` but ``close``, which is the client's own, and the batch
 record reads ``BATCH_METHODS``, so each is one request); the server calls
@@ -504,10 +508,10 @@ _MAYBE_ID = OPT_ID  # str | None, and absent means UNSET (default UNSET below)
 METHODS: dict[str, Method] = {
     m.name: m
     for m in (
-        _m("create_thread", THREAD, _p("thread", THREAD)),
-        _m("get_thread", optional(THREAD), _TENANT, _THREAD_ID, idempotent=True),
+        _m("thread_create", THREAD, _p("thread", THREAD)),
+        _m("thread_get", optional(THREAD), _TENANT, _THREAD_ID, idempotent=True),
         _m(
-            "list_threads",
+            "thread_list",
             list_of(THREAD),
             _TENANT,
             _p("user_id", _MAYBE_ID, UNSET),
@@ -517,7 +521,7 @@ METHODS: dict[str, Method] = {
             idempotent=True,
         ),
         _m(
-            "update_thread",
+            "thread_update",
             THREAD,
             _TENANT,
             _THREAD_ID,
@@ -527,9 +531,9 @@ METHODS: dict[str, Method] = {
             _p("status", STATUS, UNSET),
             _p("current_branch", ID, UNSET),
         ),
-        _m("delete_thread", BOOL, _TENANT, _THREAD_ID),
+        _m("thread_delete", BOOL, _TENANT, _THREAD_ID),
         _m(
-            "append_entries",
+            "entry_append",
             APPEND_RESULT,
             _TENANT,
             _THREAD_ID,
@@ -539,7 +543,7 @@ METHODS: dict[str, Method] = {
             _p("owner", _MAYBE_ID, UNSET),
         ),
         _m(
-            "list_entries",
+            "entry_list",
             PAGE,
             _TENANT,
             _THREAD_ID,
@@ -552,7 +556,7 @@ METHODS: dict[str, Method] = {
             idempotent=True,
         ),
         _m(
-            "get_entry",
+            "entry_get",
             optional(ENTRY),
             _TENANT,
             _THREAD_ID,
@@ -560,12 +564,12 @@ METHODS: dict[str, Method] = {
             _BRANCH,
             idempotent=True,
         ),
-        _m("delete_entries", COUNT, _TENANT, _THREAD_ID, _p("entry_ids", list_of(ID)), _BRANCH),
-        _m("truncate_after", COUNT, _TENANT, _THREAD_ID, _p("entry_id", ID), _BRANCH),
-        _m("clear_entries", COUNT, _TENANT, _THREAD_ID, _BRANCH),
-        _m("count_entries", COUNT, _TENANT, _THREAD_ID, _BRANCH, idempotent=True),
+        _m("entry_delete", COUNT, _TENANT, _THREAD_ID, _p("entry_ids", list_of(ID)), _BRANCH),
+        _m("entry_truncate_after", COUNT, _TENANT, _THREAD_ID, _p("entry_id", ID), _BRANCH),
+        _m("entry_clear", COUNT, _TENANT, _THREAD_ID, _BRANCH),
+        _m("entry_count", COUNT, _TENANT, _THREAD_ID, _BRANCH, idempotent=True),
         _m(
-            "create_branch",
+            "branch_create",
             BRANCH,
             _TENANT,
             _THREAD_ID,
@@ -574,8 +578,8 @@ METHODS: dict[str, Method] = {
             _p("from_entry", OPT_ID),
             _p("created_at", TIME),
         ),
-        _m("list_branches", list_of(BRANCH), _TENANT, _THREAD_ID, idempotent=True),
-        _m("delete_branch", BOOL, _TENANT, _THREAD_ID, _p("name", ID)),
+        _m("branch_list", list_of(BRANCH), _TENANT, _THREAD_ID, idempotent=True),
+        _m("branch_delete", BOOL, _TENANT, _THREAD_ID, _p("name", ID)),
         _m(
             "working_set",
             NOTHING,
@@ -644,7 +648,7 @@ METHODS: dict[str, Method] = {
             idempotent=True,
         ),
         _m(
-            "compact_entries",
+            "entry_compact",
             BOOL,
             _TENANT,
             _THREAD_ID,
@@ -655,7 +659,7 @@ METHODS: dict[str, Method] = {
             _p("updated_at", TIME),
         ),
         _m(
-            "update_entries",
+            "entry_update",
             COUNT,
             _TENANT,
             _THREAD_ID,

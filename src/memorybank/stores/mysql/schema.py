@@ -191,7 +191,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
     ),
     # The exact entry count of each branch, kept by every write that adds or removes a
     # branch's entries (appends, deletes, truncation, clearing, forks, compaction), in
-    # a statement the write already runs where it has one: ``count_entries`` reads one
+    # a statement the write already runs where it has one: ``entry_count`` reads one
     # row instead of counting the branch's (10k entries: 1.5 ms -> 0.07 ms). An instant
     # ADD COLUMN, then one pass over the entries primary key; a re-run recounts. A
     # process of an older memorybank still running after the upgrade does not keep the

@@ -155,7 +155,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
         # an index each update wrote a new tuple into all three thread indexes (and every
         # appender of a tenant into the same right-most leaf of ``threads_updated``). With
         # no index on it, and free room on the page (fillfactor), the update stays on the
-        # page (a heap-only tuple); ``list_threads`` sorts the tenant's (or the user's)
+        # page (a heap-only tuple); ``thread_list`` sorts the tenant's (or the user's)
         # threads instead. The branch counter (``last_position``) is not indexed either.
         # Existing pages keep their fill until rewritten; no table is rewritten here.
         "DROP INDEX IF EXISTS {p}threads_updated",
@@ -182,7 +182,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
     (
         # The exact entry count of each branch, kept by every statement that adds or
         # removes a branch's entries (appends, deletes, truncation, clearing, forks,
-        # compaction): ``count_entries`` reads one row instead of counting the branch
+        # compaction): ``entry_count`` reads one row instead of counting the branch
         # (10k entries on a never-vacuumed table, no index-only scan: 4-12 ms). Not
         # indexed, so appends still update the branch row heap-only.
         "ALTER TABLE {p}branches ADD COLUMN entry_count bigint NOT NULL DEFAULT 0",

@@ -340,7 +340,7 @@ class Statements:
     """Every SQL statement of one prefix, built once."""
 
     def __init__(self, p: str) -> None:
-        self.create_thread = (
+        self.thread_create = (
             f"WITH t AS (INSERT INTO {p}threads (tenant_id, id, user_id, agent_id, title, metadata,"
             " status, created_at, updated_at, current_branch) VALUES (%(tenant)s, %(id)s,"
             " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::json, %(status)s,"
@@ -349,7 +349,7 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.get_thread = (
+        self.thread_get = (
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
         )
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
@@ -357,7 +357,7 @@ class Statements:
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
             " FOR NO KEY UPDATE"
         )
-        self.delete_thread = (
+        self.thread_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(id)s),"
             f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
@@ -390,7 +390,7 @@ class Statements:
         # history(): the owner and the current branch's last N (role, content, name,
         # tool_calls, tool_call_id), oldest first, in one statement; an empty thread
         # gives one row of NULLs, an absent one none.
-        self.recent_messages = (
+        self.entry_list_recent = (
             "SELECT t.user_id, e.role, e.content, e.name, e.tool_calls, e.tool_call_id"
             f" FROM {p}threads t LEFT JOIN LATERAL (SELECT position, role, content, name,"
             f" tool_calls, tool_call_id FROM {p}entries WHERE tenant_id = t.tenant_id"
@@ -398,7 +398,7 @@ class Statements:
             " ORDER BY position DESC LIMIT %s::bigint) e ON true"
             " WHERE t.tenant_id = %s AND t.id = %s ORDER BY e.position"
         )
-        self.list_entries: dict[tuple[bool, bool], str] = {}
+        self.entry_list: dict[tuple[bool, bool], str] = {}
         for has_before in (False, True):
             for has_after in (False, True):
                 filters = ""
@@ -406,7 +406,7 @@ class Statements:
                     filters += " AND created_at < %(before)s"
                 if has_after:
                     filters += " AND created_at > %(after)s"
-                self.list_entries[(has_before, has_after)] = _LIST.format(
+                self.entry_list[(has_before, has_after)] = _LIST.format(
                     p=p,
                     thread_columns=THREAD_COLUMNS,
                     null_page=_NULL_PAGE,
@@ -418,7 +418,7 @@ class Statements:
             f"coalesce(%(branch)s::text, (SELECT current_branch FROM {p}threads"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s))"
         )
-        self.get_entry = (
+        self.entry_get = (
             f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
             f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
         )
@@ -438,7 +438,7 @@ class Statements:
         self.thread_get_many = (
             f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
         )
-        self.count_entries_many = (
+        self.entry_count_many = (
             f"SELECT t.id, coalesce((SELECT b.entry_count FROM {p}branches b"
             " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
             " AND b.name = t.current_branch), 0)"
@@ -469,13 +469,13 @@ class Statements:
             " - (SELECT count(*) FROM d) FROM t WHERE b.tenant_id = %(tenant)s"
             " AND b.thread_id = %(thread)s AND b.name = t.branch)"
         )
-        self.delete_entries = (
+        self.entry_delete = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
             " AND e.id = ANY(%(ids)s::text[]) RETURNING e.id, e.branch),"
             f"{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
-        self.truncate_after = (
+        self.entry_truncate_after = (
             f"{thread_cte}, x AS (SELECT e.position FROM {p}entries e, t WHERE {in_branch}"
             " AND e.id = %(id)s),"
             f" d AS (DELETE FROM {p}entries e USING t, x WHERE {in_branch}"
@@ -483,14 +483,14 @@ class Statements:
             f"{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM x), (SELECT count(*) FROM d)"
         )
-        self.clear_entries = (
+        self.entry_clear = (
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
             f" RETURNING e.id, e.branch),{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
         # The branch row's entry_count (kept by every write): one row, not a count of
         # the branch's rows (10k entries on a never-vacuumed table: 4-12 ms).
-        self.count_entries = (
+        self.entry_count = (
             f"{thread_cte} SELECT coalesce((SELECT b.entry_count FROM {p}branches b"
             " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s"
             " AND b.name = t.branch), 0) FROM t"
@@ -517,13 +517,13 @@ class Statements:
             " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
-        self.list_branches = (
+        self.branch_list = (
             "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
             f" FROM {p}threads t LEFT JOIN {p}branches b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id WHERE t.tenant_id = %s AND t.id = %s"
             " ORDER BY b.created_at, b.name"
         )
-        self.delete_branch = (
+        self.branch_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
             f" d AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
@@ -635,7 +635,7 @@ class Statements:
             f" UPDATE {p}threads SET updated_at = %(updated)s"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s"
         )
-        self.update_entries = (
+        self.entry_update = (
             f"WITH th AS (SELECT 1 FROM {p}threads WHERE tenant_id = %(tenant)s"
             " AND id = %(thread)s),"
             " c AS (SELECT * FROM json_to_recordset(%(changes)s::json)"

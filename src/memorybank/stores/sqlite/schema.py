@@ -163,7 +163,7 @@ def migrations(p: str) -> list[list[str]]:
         ],
         # Every append sets its thread's ``updated_at``: with that column in two indexes,
         # each append rewrote a leaf of both (a delete and an insert each) besides the
-        # row. No index holds it now; ``list_threads`` sorts the tenant's (or the user's)
+        # row. No index holds it now; ``thread_list`` sorts the tenant's (or the user's)
         # threads instead, reaching a user's through ``threads_owner``.
         [
             f"DROP INDEX IF EXISTS {p}threads_updated",

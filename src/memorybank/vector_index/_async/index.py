@@ -18,8 +18,8 @@ Consistency: the store is written first, the index second. A failed index
 write raises ``StoreUnavailable`` after the store write (the vectors are
 safe in the store); the failed points are retried before the next index
 call, and ``reindex(memory)`` rebuilds a tenant's points from the store.
-Deletes (``delete_thread``, ``delete_entries``, ``truncate_after``, ``clear_entries``,
-``delete_branch``, ``compact_entries``, ``record_delete``, ``forget_user``) remove the
+Deletes (``thread_delete``, ``entry_delete``, ``entry_truncate_after``, ``entry_clear``,
+``branch_delete``, ``entry_compact``, ``record_delete``, ``forget_user``) remove the
 points after the rows (an entry's point once no branch holds a copy of it); a
 failed index delete raises ``StoreUnavailable`` (retrying the verb is safe), and
 until then the store re-check hides the orphaned points. A failed index search
@@ -45,6 +45,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.stores.contract._async.base import AsyncStoreBase
 from memorybank.stores.contract._async.store import (
     AsyncStore,
     NewEntry,
@@ -53,6 +54,8 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import searched_kinds, visible
 from memorybank.vector_index.points import (
     IndexPoint,
@@ -171,10 +174,10 @@ async def _stored_points(
     """Every vector of ``model_id`` the store holds for ``tenant``, as points."""
     from memorybank.dump.format import RECORD_KINDS
 
-    for thread in await store.list_threads(tenant):
+    for thread in await store.thread_list(tenant):
         ids: dict[str, None] = {}
-        for branch in await store.list_branches(tenant, thread.id):
-            _, entries = await store.list_entries(tenant, thread.id, branch=branch.name)
+        for branch in await store.branch_list(tenant, thread.id):
+            _, entries = await store.entry_list(tenant, thread.id, branch=branch.name)
             ids.update(dict.fromkeys(e.id for e in entries))
         for chunk in _chunks(list(ids)):
             found = await store.vector_get(tenant, "entry", chunk, model_id=model_id)
@@ -432,7 +435,7 @@ class AsyncIndexedStore(AsyncStore):
     def __init__(self, inner: AsyncStore, index: AsyncVectorIndex) -> None:
         self.inner = inner
         self.index = index
-        self.capabilities = inner.capabilities | {"vector_index"}
+        self.capabilities = inner.capabilities | {Capability.VECTOR_INDEX}
         #: Points whose index write failed, retried before the next index call.
         self._pending: dict[tuple[str, str, str, str], IndexPoint] = {}
 
@@ -484,7 +487,7 @@ class AsyncIndexedStore(AsyncStore):
         for item in items:
             if item.kind == "entry":
                 if item.thread_id is not None and item.thread_id not in threads:
-                    threads[item.thread_id] = await self.inner.get_thread(tenant, item.thread_id)
+                    threads[item.thread_id] = await self.inner.thread_get(tenant, item.thread_id)
             else:
                 records.setdefault(item.kind, {})
         for kind in records:
@@ -563,7 +566,7 @@ class AsyncIndexedStore(AsyncStore):
         for hit in hits:
             if hit.kind == "entry":
                 if hit.thread_id is not None and hit.thread_id not in threads:
-                    threads[hit.thread_id] = await self.inner.get_thread(tenant, hit.thread_id)
+                    threads[hit.thread_id] = await self.inner.thread_get(tenant, hit.thread_id)
             else:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
         records = {
@@ -601,44 +604,44 @@ class AsyncIndexedStore(AsyncStore):
                 " retry it (the store re-check hides the points meanwhile)"
             ) from error
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
-        existed = await self.inner.delete_thread(tenant, thread_id)
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
+        existed = await self.inner.thread_delete(tenant, thread_id)
         await self._index_delete("delete_thread", self.index.delete_thread(tenant, thread_id))
         return existed
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        removed = await self.inner.delete_entries(tenant, thread_id, entry_ids, branch=branch)
+        removed = await self.inner.entry_delete(tenant, thread_id, entry_ids, branch=branch)
         if removed:
-            await self._drop_entry_points("delete_entries", tenant, thread_id, entry_ids)
+            await self._drop_entry_points("entry_delete", tenant, thread_id, entry_ids)
         return removed
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         doomed = await self._branch_ids(tenant, thread_id, branch)
-        removed = await self.inner.truncate_after(tenant, thread_id, entry_id, branch=branch)
+        removed = await self.inner.entry_truncate_after(tenant, thread_id, entry_id, branch=branch)
         if removed:
             later = doomed[doomed.index(entry_id) + 1 :] if entry_id in doomed else doomed
-            await self._drop_entry_points("truncate_after", tenant, thread_id, later)
+            await self._drop_entry_points("entry_truncate_after", tenant, thread_id, later)
         return removed
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         doomed = await self._branch_ids(tenant, thread_id, branch)
-        removed = await self.inner.clear_entries(tenant, thread_id, branch=branch)
+        removed = await self.inner.entry_clear(tenant, thread_id, branch=branch)
         if removed:
-            await self._drop_entry_points("clear_entries", tenant, thread_id, doomed)
+            await self._drop_entry_points("entry_clear", tenant, thread_id, doomed)
         return removed
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         doomed = await self._branch_ids(tenant, thread_id, name)
-        existed = await self.inner.delete_branch(tenant, thread_id, name)
+        existed = await self.inner.branch_delete(tenant, thread_id, name)
         if existed:
-            await self._drop_entry_points("delete_branch", tenant, thread_id, doomed)
+            await self._drop_entry_points("branch_delete", tenant, thread_id, doomed)
         return existed
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -649,7 +652,7 @@ class AsyncIndexedStore(AsyncStore):
         summary: NewEntry | None,
         updated_at: datetime,
     ) -> bool:
-        done = await self.inner.compact_entries(
+        done = await self.inner.entry_compact(
             tenant,
             thread_id,
             branch=branch,
@@ -659,13 +662,13 @@ class AsyncIndexedStore(AsyncStore):
             updated_at=updated_at,
         )
         if done:
-            await self._drop_entry_points("compact_entries", tenant, thread_id, expected_ids)
+            await self._drop_entry_points("entry_compact", tenant, thread_id, expected_ids)
         return done
 
     async def _branch_ids(self, tenant: str, thread_id: str, branch: str | None) -> list[str]:
         """The ids of a branch's entries in order (none for a missing thread or branch)."""
         try:
-            _, entries = await self.inner.list_entries(tenant, thread_id, branch=branch)
+            _, entries = await self.inner.entry_list(tenant, thread_id, branch=branch)
         except NotFound:
             return []
         return [e.id for e in entries]
@@ -680,7 +683,7 @@ class AsyncIndexedStore(AsyncStore):
         if not left:
             return
         try:
-            branches = [b.name for b in await self.inner.list_branches(tenant, thread_id)]
+            branches = [b.name for b in await self.inner.branch_list(tenant, thread_id)]
         except NotFound:
             branches = []
         for name in branches:
@@ -718,9 +721,15 @@ def _delegate(name: str) -> property:
 
 # Every other verb of the contract (including ones added later) is the inner store's own
 # bound method, whatever its kind (coroutine, async generator, plain).
-for _name, _value in list(vars(AsyncStore).items()):
-    if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
-        setattr(AsyncIndexedStore, _name, _delegate(_name))
+# The contract is composed of parts (``AsyncThreadStore``, ...): walk all of them.
+for _part in AsyncStore.__mro__:
+    if not issubclass(_part, AsyncStoreBase):
+        continue
+    for _name, _value in list(vars(_part).items()):
+        if _name in RENAMED:  # a deprecated alias: the base's, calling this class's new name
+            continue
+        if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
+            setattr(AsyncIndexedStore, _name, _delegate(_name))
 AsyncIndexedStore.__abstractmethods__ = frozenset()
 
 

@@ -19,8 +19,8 @@ Consistency: the store is written first, the index second. A failed index
 write raises ``StoreUnavailable`` after the store write (the vectors are
 safe in the store); the failed points are retried before the next index
 call, and ``reindex(memory)`` rebuilds a tenant's points from the store.
-Deletes (``delete_thread``, ``delete_entries``, ``truncate_after``, ``clear_entries``,
-``delete_branch``, ``compact_entries``, ``record_delete``, ``forget_user``) remove the
+Deletes (``thread_delete``, ``entry_delete``, ``entry_truncate_after``, ``entry_clear``,
+``branch_delete``, ``entry_compact``, ``record_delete``, ``forget_user``) remove the
 points after the rows (an entry's point once no branch holds a copy of it); a
 failed index delete raises ``StoreUnavailable`` (retrying the verb is safe), and
 until then the store re-check hides the orphaned points. A failed index search
@@ -46,6 +46,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract._sync.store import (
     Store,
     NewEntry,
@@ -54,6 +55,8 @@ from memorybank.stores.contract._sync.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import searched_kinds, visible
 from memorybank.vector_index.points import (
     IndexPoint,
@@ -172,10 +175,10 @@ def _stored_points(
     """Every vector of ``model_id`` the store holds for ``tenant``, as points."""
     from memorybank.dump.format import RECORD_KINDS
 
-    for thread in store.list_threads(tenant):
+    for thread in store.thread_list(tenant):
         ids: dict[str, None] = {}
-        for branch in store.list_branches(tenant, thread.id):
-            _, entries = store.list_entries(tenant, thread.id, branch=branch.name)
+        for branch in store.branch_list(tenant, thread.id):
+            _, entries = store.entry_list(tenant, thread.id, branch=branch.name)
             ids.update(dict.fromkeys(e.id for e in entries))
         for chunk in _chunks(list(ids)):
             found = store.vector_get(tenant, "entry", chunk, model_id=model_id)
@@ -433,7 +436,7 @@ class IndexedStore(Store):
     def __init__(self, inner: Store, index: VectorIndex) -> None:
         self.inner = inner
         self.index = index
-        self.capabilities = inner.capabilities | {"vector_index"}
+        self.capabilities = inner.capabilities | {Capability.VECTOR_INDEX}
         #: Points whose index write failed, retried before the next index call.
         self._pending: dict[tuple[str, str, str, str], IndexPoint] = {}
 
@@ -485,7 +488,7 @@ class IndexedStore(Store):
         for item in items:
             if item.kind == "entry":
                 if item.thread_id is not None and item.thread_id not in threads:
-                    threads[item.thread_id] = self.inner.get_thread(tenant, item.thread_id)
+                    threads[item.thread_id] = self.inner.thread_get(tenant, item.thread_id)
             else:
                 records.setdefault(item.kind, {})
         for kind in records:
@@ -564,7 +567,7 @@ class IndexedStore(Store):
         for hit in hits:
             if hit.kind == "entry":
                 if hit.thread_id is not None and hit.thread_id not in threads:
-                    threads[hit.thread_id] = self.inner.get_thread(tenant, hit.thread_id)
+                    threads[hit.thread_id] = self.inner.thread_get(tenant, hit.thread_id)
             else:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
         records = {
@@ -602,44 +605,44 @@ class IndexedStore(Store):
                 " retry it (the store re-check hides the points meanwhile)"
             ) from error
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
-        existed = self.inner.delete_thread(tenant, thread_id)
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
+        existed = self.inner.thread_delete(tenant, thread_id)
         self._index_delete("delete_thread", self.index.delete_thread(tenant, thread_id))
         return existed
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        removed = self.inner.delete_entries(tenant, thread_id, entry_ids, branch=branch)
+        removed = self.inner.entry_delete(tenant, thread_id, entry_ids, branch=branch)
         if removed:
-            self._drop_entry_points("delete_entries", tenant, thread_id, entry_ids)
+            self._drop_entry_points("entry_delete", tenant, thread_id, entry_ids)
         return removed
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         doomed = self._branch_ids(tenant, thread_id, branch)
-        removed = self.inner.truncate_after(tenant, thread_id, entry_id, branch=branch)
+        removed = self.inner.entry_truncate_after(tenant, thread_id, entry_id, branch=branch)
         if removed:
             later = doomed[doomed.index(entry_id) + 1 :] if entry_id in doomed else doomed
-            self._drop_entry_points("truncate_after", tenant, thread_id, later)
+            self._drop_entry_points("entry_truncate_after", tenant, thread_id, later)
         return removed
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         doomed = self._branch_ids(tenant, thread_id, branch)
-        removed = self.inner.clear_entries(tenant, thread_id, branch=branch)
+        removed = self.inner.entry_clear(tenant, thread_id, branch=branch)
         if removed:
-            self._drop_entry_points("clear_entries", tenant, thread_id, doomed)
+            self._drop_entry_points("entry_clear", tenant, thread_id, doomed)
         return removed
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         doomed = self._branch_ids(tenant, thread_id, name)
-        existed = self.inner.delete_branch(tenant, thread_id, name)
+        existed = self.inner.branch_delete(tenant, thread_id, name)
         if existed:
-            self._drop_entry_points("delete_branch", tenant, thread_id, doomed)
+            self._drop_entry_points("branch_delete", tenant, thread_id, doomed)
         return existed
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -650,7 +653,7 @@ class IndexedStore(Store):
         summary: NewEntry | None,
         updated_at: datetime,
     ) -> bool:
-        done = self.inner.compact_entries(
+        done = self.inner.entry_compact(
             tenant,
             thread_id,
             branch=branch,
@@ -660,13 +663,13 @@ class IndexedStore(Store):
             updated_at=updated_at,
         )
         if done:
-            self._drop_entry_points("compact_entries", tenant, thread_id, expected_ids)
+            self._drop_entry_points("entry_compact", tenant, thread_id, expected_ids)
         return done
 
     def _branch_ids(self, tenant: str, thread_id: str, branch: str | None) -> list[str]:
         """The ids of a branch's entries in order (none for a missing thread or branch)."""
         try:
-            _, entries = self.inner.list_entries(tenant, thread_id, branch=branch)
+            _, entries = self.inner.entry_list(tenant, thread_id, branch=branch)
         except NotFound:
             return []
         return [e.id for e in entries]
@@ -681,7 +684,7 @@ class IndexedStore(Store):
         if not left:
             return
         try:
-            branches = [b.name for b in self.inner.list_branches(tenant, thread_id)]
+            branches = [b.name for b in self.inner.branch_list(tenant, thread_id)]
         except NotFound:
             branches = []
         for name in branches:
@@ -719,9 +722,15 @@ def _delegate(name: str) -> property:
 
 # Every other verb of the contract (including ones added later) is the inner store's own
 # bound method, whatever its kind (coroutine, async generator, plain).
-for _name, _value in list(vars(Store).items()):
-    if callable(_value) and not _name.startswith("_") and _name not in vars(IndexedStore):
-        setattr(IndexedStore, _name, _delegate(_name))
+# The contract is composed of parts (``AsyncThreadStore``, ...): walk all of them.
+for _part in Store.__mro__:
+    if not issubclass(_part, StoreBase):
+        continue
+    for _name, _value in list(vars(_part).items()):
+        if _name in RENAMED:  # a deprecated alias: the base's, calling this class's new name
+            continue
+        if callable(_value) and not _name.startswith("_") and _name not in vars(IndexedStore):
+            setattr(IndexedStore, _name, _delegate(_name))
 IndexedStore.__abstractmethods__ = frozenset()
 
 

@@ -27,7 +27,7 @@ server's ``Retry-After``, at most 2 s):
 * a request whose outcome is unknown (timeout or connection lost after
   sending, or ``503 store_unavailable``) is retried only when repeating it is
   harmless (``Method.idempotent``: reads, ``working_set``, ``working_clear``,
-  ``vector_put``, ``snapshot_save``); for ``append_entries`` when every
+  ``vector_put``, ``snapshot_save``); for ``entry_append`` when every
   entry carries an idempotency key: a replay returns the stored entries and
   writes nothing (the contract's "Idempotency"), so the caller sees the
   result of the first attempt; and for ``record_put`` without a guard (a
@@ -70,6 +70,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.http import wire as _wire
 
 if TYPE_CHECKING:
@@ -115,7 +116,14 @@ class AsyncHTTPStore(AsyncStore):
             ``api_key`` apply).
     """
 
-    capabilities = frozenset({"remote"})
+    capabilities = frozenset(
+        {
+            Capability.REMOTE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,
@@ -242,17 +250,17 @@ class AsyncHTTPStore(AsyncStore):
 
     # -- threads -------------------------------------------------------------------------
 
-    async def create_thread(self, thread: Thread) -> Thread:
-        created: Thread = await self._call("create_thread", {"thread": thread})
+    async def thread_create(self, thread: Thread) -> Thread:
+        created: Thread = await self._call("thread_create", {"thread": thread})
         return created
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         thread: Thread | None = await self._call(
-            "get_thread", {"tenant": tenant, "thread_id": thread_id}
+            "thread_get", {"tenant": tenant, "thread_id": thread_id}
         )
         return thread
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -262,7 +270,7 @@ class AsyncHTTPStore(AsyncStore):
         limit: int | None = None,
     ) -> list[Thread]:
         threads: list[Thread] = await self._call(
-            "list_threads",
+            "thread_list",
             {
                 "tenant": tenant,
                 "user_id": user_id,
@@ -273,7 +281,7 @@ class AsyncHTTPStore(AsyncStore):
         )
         return threads
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -285,7 +293,7 @@ class AsyncHTTPStore(AsyncStore):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         thread: Thread = await self._call(
-            "update_thread",
+            "thread_update",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -298,15 +306,15 @@ class AsyncHTTPStore(AsyncStore):
         )
         return thread
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         deleted: bool = await self._call(
-            "delete_thread", {"tenant": tenant, "thread_id": thread_id}
+            "thread_delete", {"tenant": tenant, "thread_id": thread_id}
         )
         return deleted
 
     # -- entries -------------------------------------------------------------------------
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -317,7 +325,7 @@ class AsyncHTTPStore(AsyncStore):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         result: AppendResult = await self._call(
-            "append_entries",
+            "entry_append",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -331,7 +339,7 @@ class AsyncHTTPStore(AsyncStore):
         )
         return result
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -344,7 +352,7 @@ class AsyncHTTPStore(AsyncStore):
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
         page: tuple[Thread, list[Entry]] = await self._call(
-            "list_entries",
+            "entry_list",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -358,48 +366,48 @@ class AsyncHTTPStore(AsyncStore):
         )
         return page
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         entry: Entry | None = await self._call(
-            "get_entry",
+            "entry_get",
             {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
         )
         return entry
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         count: int = await self._call(
-            "delete_entries",
+            "entry_delete",
             {"tenant": tenant, "thread_id": thread_id, "entry_ids": entry_ids, "branch": branch},
         )
         return count
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         count: int = await self._call(
-            "truncate_after",
+            "entry_truncate_after",
             {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
         )
         return count
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         count: int = await self._call(
-            "clear_entries", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
+            "entry_clear", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
         )
         return count
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         count: int = await self._call(
-            "count_entries", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
+            "entry_count", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
         )
         return count
 
     # -- branches ------------------------------------------------------------------------
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -410,7 +418,7 @@ class AsyncHTTPStore(AsyncStore):
         created_at: datetime,
     ) -> Branch:
         branch: Branch = await self._call(
-            "create_branch",
+            "branch_create",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -422,15 +430,15 @@ class AsyncHTTPStore(AsyncStore):
         )
         return branch
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         branches: list[Branch] = await self._call(
-            "list_branches", {"tenant": tenant, "thread_id": thread_id}
+            "branch_list", {"tenant": tenant, "thread_id": thread_id}
         )
         return branches
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         deleted: bool = await self._call(
-            "delete_branch", {"tenant": tenant, "thread_id": thread_id, "name": name}
+            "branch_delete", {"tenant": tenant, "thread_id": thread_id, "name": name}
         )
         return deleted
 
@@ -541,7 +549,7 @@ class AsyncHTTPStore(AsyncStore):
 
     # -- compaction ----------------------------------------------------------------------
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -553,7 +561,7 @@ class AsyncHTTPStore(AsyncStore):
         updated_at: datetime,
     ) -> bool:
         applied: bool = await self._call(
-            "compact_entries",
+            "entry_compact",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -566,7 +574,7 @@ class AsyncHTTPStore(AsyncStore):
         )
         return applied
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,
@@ -575,7 +583,7 @@ class AsyncHTTPStore(AsyncStore):
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
         count: int = await self._call(
-            "update_entries",
+            "entry_update",
             {"tenant": tenant, "thread_id": thread_id, "branch": branch, "changes": changes},
         )
         return count

@@ -28,7 +28,7 @@ server's ``Retry-After``, at most 2 s):
 * a request whose outcome is unknown (timeout or connection lost after
   sending, or ``503 store_unavailable``) is retried only when repeating it is
   harmless (``Method.idempotent``: reads, ``working_set``, ``working_clear``,
-  ``vector_put``, ``snapshot_save``); for ``append_entries`` when every
+  ``vector_put``, ``snapshot_save``); for ``entry_append`` when every
   entry carries an idempotency key: a replay returns the stored entries and
   writes nothing (the contract's "Idempotency"), so the caller sees the
   result of the first attempt; and for ``record_put`` without a guard (a
@@ -71,6 +71,7 @@ from memorybank.stores.contract._sync.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.http import wire as _wire
 
 if TYPE_CHECKING:
@@ -116,7 +117,14 @@ class HTTPStore(Store):
             ``api_key`` apply).
     """
 
-    capabilities = frozenset({"remote"})
+    capabilities = frozenset(
+        {
+            Capability.REMOTE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,
@@ -243,17 +251,17 @@ class HTTPStore(Store):
 
     # -- threads -------------------------------------------------------------------------
 
-    def create_thread(self, thread: Thread) -> Thread:
-        created: Thread = self._call("create_thread", {"thread": thread})
+    def thread_create(self, thread: Thread) -> Thread:
+        created: Thread = self._call("thread_create", {"thread": thread})
         return created
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         thread: Thread | None = self._call(
-            "get_thread", {"tenant": tenant, "thread_id": thread_id}
+            "thread_get", {"tenant": tenant, "thread_id": thread_id}
         )
         return thread
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -263,7 +271,7 @@ class HTTPStore(Store):
         limit: int | None = None,
     ) -> list[Thread]:
         threads: list[Thread] = self._call(
-            "list_threads",
+            "thread_list",
             {
                 "tenant": tenant,
                 "user_id": user_id,
@@ -274,7 +282,7 @@ class HTTPStore(Store):
         )
         return threads
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -286,7 +294,7 @@ class HTTPStore(Store):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         thread: Thread = self._call(
-            "update_thread",
+            "thread_update",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -299,15 +307,15 @@ class HTTPStore(Store):
         )
         return thread
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         deleted: bool = self._call(
-            "delete_thread", {"tenant": tenant, "thread_id": thread_id}
+            "thread_delete", {"tenant": tenant, "thread_id": thread_id}
         )
         return deleted
 
     # -- entries -------------------------------------------------------------------------
 
-    def append_entries(
+    def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -318,7 +326,7 @@ class HTTPStore(Store):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         result: AppendResult = self._call(
-            "append_entries",
+            "entry_append",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -332,7 +340,7 @@ class HTTPStore(Store):
         )
         return result
 
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -345,7 +353,7 @@ class HTTPStore(Store):
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
         page: tuple[Thread, list[Entry]] = self._call(
-            "list_entries",
+            "entry_list",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -359,48 +367,48 @@ class HTTPStore(Store):
         )
         return page
 
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         entry: Entry | None = self._call(
-            "get_entry",
+            "entry_get",
             {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
         )
         return entry
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         count: int = self._call(
-            "delete_entries",
+            "entry_delete",
             {"tenant": tenant, "thread_id": thread_id, "entry_ids": entry_ids, "branch": branch},
         )
         return count
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         count: int = self._call(
-            "truncate_after",
+            "entry_truncate_after",
             {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
         )
         return count
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         count: int = self._call(
-            "clear_entries", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
+            "entry_clear", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
         )
         return count
 
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         count: int = self._call(
-            "count_entries", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
+            "entry_count", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
         )
         return count
 
     # -- branches ------------------------------------------------------------------------
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -411,7 +419,7 @@ class HTTPStore(Store):
         created_at: datetime,
     ) -> Branch:
         branch: Branch = self._call(
-            "create_branch",
+            "branch_create",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -423,15 +431,15 @@ class HTTPStore(Store):
         )
         return branch
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         branches: list[Branch] = self._call(
-            "list_branches", {"tenant": tenant, "thread_id": thread_id}
+            "branch_list", {"tenant": tenant, "thread_id": thread_id}
         )
         return branches
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         deleted: bool = self._call(
-            "delete_branch", {"tenant": tenant, "thread_id": thread_id, "name": name}
+            "branch_delete", {"tenant": tenant, "thread_id": thread_id, "name": name}
         )
         return deleted
 
@@ -542,7 +550,7 @@ class HTTPStore(Store):
 
     # -- compaction ----------------------------------------------------------------------
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -554,7 +562,7 @@ class HTTPStore(Store):
         updated_at: datetime,
     ) -> bool:
         applied: bool = self._call(
-            "compact_entries",
+            "entry_compact",
             {
                 "tenant": tenant,
                 "thread_id": thread_id,
@@ -567,7 +575,7 @@ class HTTPStore(Store):
         )
         return applied
 
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,
@@ -576,7 +584,7 @@ class HTTPStore(Store):
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
         count: int = self._call(
-            "update_entries",
+            "entry_update",
             {"tenant": tenant, "thread_id": thread_id, "branch": branch, "changes": changes},
         )
         return count

@@ -31,6 +31,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 __all__ = ["AsyncInMemoryStore"]
@@ -55,7 +56,9 @@ def _copy_thread(thread: Thread) -> Thread:
 class AsyncInMemoryStore(AsyncStore):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
-    capabilities = frozenset({"volatile"})
+    capabilities = frozenset(
+        {Capability.VOLATILE, Capability.RUN_LISTING, Capability.SUMMARY_AGENT_LISTING}
+    )
 
     def __init__(self) -> None:
         self._lock = AsyncLock()
@@ -92,7 +95,7 @@ class AsyncInMemoryStore(AsyncStore):
     def _branch_name(self, thread: Thread, branch: str | None) -> str:
         return thread.current_branch if branch is None else branch
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         async with self._lock:
             self._check_open()
             key = (thread.tenant_id, thread.id)
@@ -106,12 +109,12 @@ class AsyncInMemoryStore(AsyncStore):
             self._entries[(thread.tenant_id, thread.id, main.name)] = []
             return _copy_thread(thread)
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         self._check_open()
         thread = self._threads.get((tenant, thread_id))
         return None if thread is None else _copy_thread(thread)
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -134,7 +137,7 @@ class AsyncInMemoryStore(AsyncStore):
             found = found[:limit]
         return [_copy_thread(t) for t in found]
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -162,7 +165,7 @@ class AsyncInMemoryStore(AsyncStore):
             self._threads[(tenant, thread_id)] = updated
             return _copy_thread(updated)
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         async with self._lock:
             self._check_open()
             key = (tenant, thread_id)
@@ -179,7 +182,7 @@ class AsyncInMemoryStore(AsyncStore):
     def _rows(self, tenant: str, thread: Thread, branch: str | None) -> list[Entry]:
         return self._entries.get((tenant, thread.id, self._branch_name(thread, branch)), [])
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -226,7 +229,7 @@ class AsyncInMemoryStore(AsyncStore):
             self._threads[(tenant, thread_id)] = thread
             return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -257,7 +260,7 @@ class AsyncInMemoryStore(AsyncStore):
             page.reverse()
         return _copy_thread(thread), [_copy_entry(e) for e in page]
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         thread = self._threads.get((tenant, thread_id))
@@ -269,7 +272,7 @@ class AsyncInMemoryStore(AsyncStore):
                 return _copy_entry(entry)
         return None
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         async with self._lock:
@@ -283,7 +286,7 @@ class AsyncInMemoryStore(AsyncStore):
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         async with self._lock:
@@ -298,7 +301,7 @@ class AsyncInMemoryStore(AsyncStore):
                     return removed
             raise NotFound(f"entry {entry_id!r} not found on this branch")
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         async with self._lock:
             thread = self._thread(tenant, thread_id)
             rows = self._rows(tenant, thread, branch)
@@ -308,13 +311,13 @@ class AsyncInMemoryStore(AsyncStore):
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         thread = self._thread(tenant, thread_id)
         return len(self._rows(tenant, thread, branch))
 
     # -- branches ----------------------------------------------------------
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -352,13 +355,13 @@ class AsyncInMemoryStore(AsyncStore):
             ]
             return new
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         self._thread(tenant, thread_id)
         return sorted(
             self._branches[(tenant, thread_id)].values(), key=lambda b: (b.created_at, b.name)
         )
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         async with self._lock:
             thread = self._thread(tenant, thread_id)
             if name == thread.current_branch:
@@ -496,7 +499,7 @@ class AsyncInMemoryStore(AsyncStore):
 
     # -- compaction -----------------------------------------------------------------
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -523,7 +526,7 @@ class AsyncInMemoryStore(AsyncStore):
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,

@@ -32,6 +32,7 @@ from memorybank.stores.contract._sync.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 __all__ = ["InMemoryStore"]
@@ -56,7 +57,9 @@ def _copy_thread(thread: Thread) -> Thread:
 class InMemoryStore(Store):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
-    capabilities = frozenset({"volatile"})
+    capabilities = frozenset(
+        {Capability.VOLATILE, Capability.RUN_LISTING, Capability.SUMMARY_AGENT_LISTING}
+    )
 
     def __init__(self) -> None:
         self._lock = Lock()
@@ -93,7 +96,7 @@ class InMemoryStore(Store):
     def _branch_name(self, thread: Thread, branch: str | None) -> str:
         return thread.current_branch if branch is None else branch
 
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         with self._lock:
             self._check_open()
             key = (thread.tenant_id, thread.id)
@@ -107,12 +110,12 @@ class InMemoryStore(Store):
             self._entries[(thread.tenant_id, thread.id, main.name)] = []
             return _copy_thread(thread)
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         self._check_open()
         thread = self._threads.get((tenant, thread_id))
         return None if thread is None else _copy_thread(thread)
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -135,7 +138,7 @@ class InMemoryStore(Store):
             found = found[:limit]
         return [_copy_thread(t) for t in found]
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -163,7 +166,7 @@ class InMemoryStore(Store):
             self._threads[(tenant, thread_id)] = updated
             return _copy_thread(updated)
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         with self._lock:
             self._check_open()
             key = (tenant, thread_id)
@@ -180,7 +183,7 @@ class InMemoryStore(Store):
     def _rows(self, tenant: str, thread: Thread, branch: str | None) -> list[Entry]:
         return self._entries.get((tenant, thread.id, self._branch_name(thread, branch)), [])
 
-    def append_entries(
+    def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -227,7 +230,7 @@ class InMemoryStore(Store):
             self._threads[(tenant, thread_id)] = thread
             return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
 
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -258,7 +261,7 @@ class InMemoryStore(Store):
             page.reverse()
         return _copy_thread(thread), [_copy_entry(e) for e in page]
 
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         thread = self._threads.get((tenant, thread_id))
@@ -270,7 +273,7 @@ class InMemoryStore(Store):
                 return _copy_entry(entry)
         return None
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         with self._lock:
@@ -284,7 +287,7 @@ class InMemoryStore(Store):
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         with self._lock:
@@ -299,7 +302,7 @@ class InMemoryStore(Store):
                     return removed
             raise NotFound(f"entry {entry_id!r} not found on this branch")
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         with self._lock:
             thread = self._thread(tenant, thread_id)
             rows = self._rows(tenant, thread, branch)
@@ -309,13 +312,13 @@ class InMemoryStore(Store):
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         thread = self._thread(tenant, thread_id)
         return len(self._rows(tenant, thread, branch))
 
     # -- branches ----------------------------------------------------------
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -353,13 +356,13 @@ class InMemoryStore(Store):
             ]
             return new
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         self._thread(tenant, thread_id)
         return sorted(
             self._branches[(tenant, thread_id)].values(), key=lambda b: (b.created_at, b.name)
         )
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         with self._lock:
             thread = self._thread(tenant, thread_id)
             if name == thread.current_branch:
@@ -497,7 +500,7 @@ class InMemoryStore(Store):
 
     # -- compaction -----------------------------------------------------------------
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -524,7 +527,7 @@ class InMemoryStore(Store):
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,

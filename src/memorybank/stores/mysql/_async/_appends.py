@@ -147,9 +147,9 @@ def _stored_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> 
 
 
 class AppendsMixin(MySQLBase):
-    """``append_entries`` and its transactions."""
+    """``entry_append`` and its transactions."""
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,

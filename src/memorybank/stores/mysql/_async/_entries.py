@@ -9,11 +9,11 @@ metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
 the client's work for a page (the JSON encoding is exact for text, integers
 and NULL).
 
-Compaction (``compact_entries``) locks the thread row and the branch's entries
+Compaction (``entry_compact``) locks the thread row and the branch's entries
 up to ``through_position`` (``FOR UPDATE``), compares their ids with the
 caller's, and only then deletes them and inserts the summary, in one
 transaction (two round trips; a mismatch rolls back and returns ``False``).
-``update_entries`` is one transaction in one round trip.
+``entry_update`` is one transaction in one round trip.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from memorybank.stores.sql.common import (
 class EntriesMixin(MySQLBase):
     """Entry reads, deletes, compaction and updates."""
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -111,10 +111,10 @@ class EntriesMixin(MySQLBase):
         values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
         return thread, [page_entry(row, thread_id, name) for row in values]
 
-    async def recent_messages(
+    async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
-        """The owner and the last ``limit`` messages in one statement (``list_entries``'s
+        """The owner and the last ``limit`` messages in one statement (``entry_list``'s
         shape, only the five columns a message needs), rows straight to provider dicts."""
         async with self._connection() as conn:
             rows, _ = await self._one(
@@ -140,7 +140,7 @@ class EntriesMixin(MySQLBase):
         page.sort(key=itemgetter(0))  # UNION ALL promises no order
         return owner[0], messages_of_rows([row[1:] for row in page])
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry of the branch, or ``None``."""
@@ -176,7 +176,7 @@ class EntriesMixin(MySQLBase):
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
         return {eid: found[eid] for eid in wanted if eid in found}
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
         not a count of the branch's rows); ``NotFound`` without the thread."""
         rows = await self._query(
@@ -190,8 +190,8 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][0])
 
-    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """``count_entries`` of several threads' current branches in one round trip."""
+    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``entry_count`` of several threads' current branches in one round trip."""
         wanted = list(dict.fromkeys(thread_ids))
         if not wanted:
             return {}
@@ -209,7 +209,7 @@ class EntriesMixin(MySQLBase):
         )
         return {str(tid): int(n) for tid, n in rows}
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         """Delete these entries from the branch; how many."""
@@ -225,7 +225,7 @@ class EntriesMixin(MySQLBase):
             total += await self._delete_where(tenant, thread_id, branch, condition, chunk)
         return total
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on the branch; how many."""
@@ -245,7 +245,7 @@ class EntriesMixin(MySQLBase):
             tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
         )
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of the branch; how many."""
         return await self._delete_where(tenant, thread_id, branch, "", ())
 
@@ -315,7 +315,7 @@ class EntriesMixin(MySQLBase):
         )
         return results[0][1]
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -412,7 +412,7 @@ class EntriesMixin(MySQLBase):
         await self._run(conn, writes)
         return True
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,

@@ -22,7 +22,7 @@ from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, ro
 class ThreadsMixin(MySQLBase):
     """Thread and branch verbs."""
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         """Insert the thread and its first branch in one transaction."""
         async with self._connection() as conn:
             try:
@@ -66,7 +66,7 @@ class ThreadsMixin(MySQLBase):
                 raise
         return dataclasses.replace(thread, metadata=dict(thread.metadata))
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread, or ``None``."""
         rows = await self._query(
             f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
@@ -74,7 +74,7 @@ class ThreadsMixin(MySQLBase):
         )
         return row_to_thread(rows[0]) if rows else None
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -105,7 +105,7 @@ class ThreadsMixin(MySQLBase):
         )
         return [row_to_thread(row) for row in rows]
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -156,7 +156,7 @@ class ThreadsMixin(MySQLBase):
             raise NotFound(f"branch {current_branch!r} not found")
         return thread
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches and entries in one transaction."""
         key = (tenant, thread_id)
         results = await self._run_retried(
@@ -183,7 +183,7 @@ class ThreadsMixin(MySQLBase):
         )
         return results[3][1] > 0
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -281,7 +281,7 @@ class ThreadsMixin(MySQLBase):
             from_entry=from_entry,
         )
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
         rows = await self._query(
             f"SELECT b.name, t.id, b.created_at, b.from_branch, b.from_entry"
@@ -294,7 +294,7 @@ class ThreadsMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         return [row_to_branch(row) for row in rows if row[0] is not None]
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one)."""
         return await self._with_retry(
             lambda conn: self._delete_branch(conn, tenant, thread_id, name)

@@ -30,7 +30,7 @@ JSON text; every key and index leads with ``tenant_id``):
 - ``<p>branches``: PK (tenant_id, thread_id, name); ``last_position`` is the
   highest position ever given on the branch (the append counter);
   ``entry_count`` (migration 7) its entries now, kept by every write that adds or
-  removes them and read by ``count_entries``.
+  removes them and read by ``entry_count``.
 - ``<p>entries``: PK (tenant_id, thread_id, branch, position); UNIQUE
   (tenant_id, thread_id, branch, idem_hash); index (tenant_id, thread_id, id).
   ``idem_hash`` is a 64-bit BLAKE2b of the idempotency key: with 255-character
@@ -70,10 +70,10 @@ JSON text; every key and index leads with ``tenant_id``):
   by ``<p>vector_stamps`` (migration 6: per (tenant, model, kind) a version, bumped
   by ``vector_put`` and stamped on its rows as ``seq``, and a generation, bumped
   before any delete of vectors in the same transaction); the hits' scope is
-  confirmed in SQL. Entry vectors go with their thread (``delete_thread``,
+  confirmed in SQL. Entry vectors go with their thread (``thread_delete``,
   ``forget_user``) and with their entry once no branch holds a copy of it
-  (``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
-  ``compact_entries``: in the same transaction, the thread row locked); record
+  (``entry_delete``, ``entry_truncate_after``, ``entry_clear``, ``branch_delete``,
+  ``entry_compact``: in the same transaction, the thread row locked); record
   vectors with their record.
 
 Durability is the server's (``innodb_flush_log_at_trx_commit``). ``timeout``
@@ -86,6 +86,7 @@ login or unknown database raises ``ConfigurationError`` (the driver's error is
 
 from __future__ import annotations
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.mysql._sync._appends import AppendsMixin
 from memorybank.stores.mysql._sync._entries import EntriesMixin
 from memorybank.stores.mysql._sync._records import RecordsMixin
@@ -109,4 +110,11 @@ class MySQLStore(
     """Memory in MySQL/MariaDB. See the package docstring (and each part's module) for
     layout and guarantees."""
 
-    capabilities = frozenset({"durable", "multi_process"})
+    capabilities = frozenset(
+        {
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )

@@ -10,11 +10,11 @@ metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
 the client's work for a page (the JSON encoding is exact for text, integers
 and NULL).
 
-Compaction (``compact_entries``) locks the thread row and the branch's entries
+Compaction (``entry_compact``) locks the thread row and the branch's entries
 up to ``through_position`` (``FOR UPDATE``), compares their ids with the
 caller's, and only then deletes them and inserts the summary, in one
 transaction (two round trips; a mismatch rolls back and returns ``False``).
-``update_entries`` is one transaction in one round trip.
+``entry_update`` is one transaction in one round trip.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from memorybank.stores.sql.common import (
 class EntriesMixin(MySQLBase):
     """Entry reads, deletes, compaction and updates."""
 
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -112,10 +112,10 @@ class EntriesMixin(MySQLBase):
         values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
         return thread, [page_entry(row, thread_id, name) for row in values]
 
-    def recent_messages(
+    def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
-        """The owner and the last ``limit`` messages in one statement (``list_entries``'s
+        """The owner and the last ``limit`` messages in one statement (``entry_list``'s
         shape, only the five columns a message needs), rows straight to provider dicts."""
         with self._connection() as conn:
             rows, _ = self._one(
@@ -141,7 +141,7 @@ class EntriesMixin(MySQLBase):
         page.sort(key=itemgetter(0))  # UNION ALL promises no order
         return owner[0], messages_of_rows([row[1:] for row in page])
 
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry of the branch, or ``None``."""
@@ -177,7 +177,7 @@ class EntriesMixin(MySQLBase):
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
         return {eid: found[eid] for eid in wanted if eid in found}
 
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
         not a count of the branch's rows); ``NotFound`` without the thread."""
         rows = self._query(
@@ -191,8 +191,8 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][0])
 
-    def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """``count_entries`` of several threads' current branches in one round trip."""
+    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``entry_count`` of several threads' current branches in one round trip."""
         wanted = list(dict.fromkeys(thread_ids))
         if not wanted:
             return {}
@@ -210,7 +210,7 @@ class EntriesMixin(MySQLBase):
         )
         return {str(tid): int(n) for tid, n in rows}
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         """Delete these entries from the branch; how many."""
@@ -226,7 +226,7 @@ class EntriesMixin(MySQLBase):
             total += self._delete_where(tenant, thread_id, branch, condition, chunk)
         return total
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on the branch; how many."""
@@ -246,7 +246,7 @@ class EntriesMixin(MySQLBase):
             tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
         )
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of the branch; how many."""
         return self._delete_where(tenant, thread_id, branch, "", ())
 
@@ -316,7 +316,7 @@ class EntriesMixin(MySQLBase):
         )
         return results[0][1]
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -413,7 +413,7 @@ class EntriesMixin(MySQLBase):
         self._run(conn, writes)
         return True
 
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,

@@ -23,7 +23,7 @@ from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, ro
 class ThreadsMixin(MySQLBase):
     """Thread and branch verbs."""
 
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         """Insert the thread and its first branch in one transaction."""
         with self._connection() as conn:
             try:
@@ -67,7 +67,7 @@ class ThreadsMixin(MySQLBase):
                 raise
         return dataclasses.replace(thread, metadata=dict(thread.metadata))
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread, or ``None``."""
         rows = self._query(
             f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
@@ -75,7 +75,7 @@ class ThreadsMixin(MySQLBase):
         )
         return row_to_thread(rows[0]) if rows else None
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -106,7 +106,7 @@ class ThreadsMixin(MySQLBase):
         )
         return [row_to_thread(row) for row in rows]
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -157,7 +157,7 @@ class ThreadsMixin(MySQLBase):
             raise NotFound(f"branch {current_branch!r} not found")
         return thread
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches and entries in one transaction."""
         key = (tenant, thread_id)
         results = self._run_retried(
@@ -184,7 +184,7 @@ class ThreadsMixin(MySQLBase):
         )
         return results[3][1] > 0
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -282,7 +282,7 @@ class ThreadsMixin(MySQLBase):
             from_entry=from_entry,
         )
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
         rows = self._query(
             f"SELECT b.name, t.id, b.created_at, b.from_branch, b.from_entry"
@@ -295,7 +295,7 @@ class ThreadsMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         return [row_to_branch(row) for row in rows if row[0] is not None]
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one)."""
         return self._with_retry(
             lambda conn: self._delete_branch(conn, tenant, thread_id, name)

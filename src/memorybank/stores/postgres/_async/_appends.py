@@ -31,7 +31,7 @@ from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool
 class AppendsMixin(PostgresBase):
     """The ``_appends`` part of the store (see the module docstring)."""
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,

@@ -20,6 +20,7 @@ from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
 from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock
 from memorybank.stores.contract._async.store import AppendResult, AsyncStore
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.postgres.pgvector import VectorParams, register, registered
 from memorybank.stores.postgres.rows import (
     APPEND_BATCHES,
@@ -54,6 +55,16 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
 
 class PostgresBase(AsyncStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
+    capabilities: frozenset[str] = frozenset(
+        {
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,
@@ -311,7 +322,7 @@ class PostgresBase(AsyncStore):
         self._vector_oid = int(found[2]) if self._native and found is not None else 0
         caps = set(type(self).capabilities)
         if self._native and has_vector:
-            caps.add("pgvector")
+            caps.add(Capability.PGVECTOR)
         self.capabilities = frozenset(caps)
 
     @asynccontextmanager

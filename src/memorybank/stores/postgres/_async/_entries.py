@@ -19,7 +19,7 @@ from memorybank.stores.sql.common import dump, messages_of_rows, row_to_entry, r
 class EntriesMixin(PostgresBase):
     """The ``_entries`` part of the store (see the module docstring)."""
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -32,7 +32,7 @@ class EntriesMixin(PostgresBase):
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
         """The thread row and a page (backward index scan) in one query."""
-        query = self._sql.list_entries[(before is not None, after is not None)]
+        query = self._sql.entry_list[(before is not None, after is not None)]
         rows = await self._fetch(
             query,
             {
@@ -58,23 +58,25 @@ class EntriesMixin(PostgresBase):
         page.sort(key=entry_position, reverse=newest_first)
         return thread, page
 
-    async def recent_messages(
+    async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
         """One statement, tuple rows straight to provider dicts (no ``Entry`` objects)."""
-        rows = await self._fetch(self._sql.recent_messages, (limit, tenant, thread_id), retry=True)
+        rows = await self._fetch(
+            self._sql.entry_list_recent, (limit, tenant, thread_id), retry=True
+        )
         if not rows:
             raise NotFound(f"thread {thread_id!r} not found")
         if rows[0][1] is None:  # no entry (role is never NULL)
             return rows[0][0], []
         return rows[0][0], messages_of_rows([r[1:] for r in rows])
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry by id on the branch (current when ``None``)."""
         rows = await self._fetch(
-            self._sql.get_entry,
+            self._sql.entry_get,
             {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
             retry=True,
         )
@@ -109,12 +111,12 @@ class EntriesMixin(PostgresBase):
         )
         return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
 
-    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
         """Entries on each thread's current branch, in one statement."""
         wanted = list(dict.fromkeys(thread_ids))
         if not wanted:
             return {}
-        rows = await self._fetch(self._sql.count_entries_many, (tenant, wanted), retry=True)
+        rows = await self._fetch(self._sql.entry_count_many, (tenant, wanted), retry=True)
         return {str(r[0]): int(r[1]) for r in rows}
 
     async def entry_windows(
@@ -138,24 +140,24 @@ class EntriesMixin(PostgresBase):
             out[int(row[0]) - 1].append(row_to_entry(row[1:]))
         return out
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         """Delete by ids on the branch; ``NotFound`` for a missing thread."""
         rows = await self._fetch(
-            self._sql.delete_entries,
+            self._sql.entry_delete,
             {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": list(entry_ids)},
         )
         if not rows[0][0]:
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][1])
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries positioned after ``entry_id`` on the branch."""
         rows = await self._fetch(
-            self._sql.truncate_after,
+            self._sql.entry_truncate_after,
             {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
         )
         has_thread, has_entry, removed = rows[0]
@@ -165,19 +167,19 @@ class EntriesMixin(PostgresBase):
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         return int(removed)
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """Delete every entry of the branch."""
         rows = await self._fetch(
-            self._sql.clear_entries, {"tenant": tenant, "thread": thread_id, "branch": branch}
+            self._sql.entry_clear, {"tenant": tenant, "thread": thread_id, "branch": branch}
         )
         if not rows[0][0]:
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][1])
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         """``count(*)`` over the branch's index range."""
         rows = await self._fetch(
-            self._sql.count_entries,
+            self._sql.entry_count,
             {"tenant": tenant, "thread": thread_id, "branch": branch},
             retry=True,
         )
@@ -187,7 +189,7 @@ class EntriesMixin(PostgresBase):
 
     # -- compaction --------------------------------------------------------------
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -227,7 +229,7 @@ class EntriesMixin(PostgresBase):
             await self._rows(conn, self._sql.compact_insert, params)
             return True
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,
@@ -244,7 +246,7 @@ class EntriesMixin(PostgresBase):
             ]
         )
         rows = await self._fetch(
-            self._sql.update_entries,
+            self._sql.entry_update,
             {"tenant": tenant, "thread": thread_id, "branch": branch, "changes": batch},
         )
         if not rows[0][0]:

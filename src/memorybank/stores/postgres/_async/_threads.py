@@ -21,10 +21,10 @@ class ThreadsMixin(PostgresBase):
 
     # -- threads -----------------------------------------------------------
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         """Insert the thread and its first branch in one statement."""
         await self._fetch(
-            self._sql.create_thread,
+            self._sql.thread_create,
             {
                 "tenant": thread.tenant_id,
                 "id": thread.id,
@@ -40,12 +40,12 @@ class ThreadsMixin(PostgresBase):
         )
         return thread
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread row, or ``None``."""
-        rows = await self._fetch(self._sql.get_thread, (tenant, thread_id), retry=True)
+        rows = await self._fetch(self._sql.thread_get, (tenant, thread_id), retry=True)
         return row_to_thread(rows[0]) if rows else None
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -74,7 +74,7 @@ class ThreadsMixin(PostgresBase):
         )
         return [row_to_thread(r) for r in await self._fetch(query, params, retry=True)]
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -114,16 +114,16 @@ class ThreadsMixin(PostgresBase):
         rows = await self._fetch(query, params)
         if rows:
             return row_to_thread(rows[0])
-        if branch_check and await self.get_thread(tenant, thread_id) is not None:
+        if branch_check and await self.thread_get(tenant, thread_id) is not None:
             raise NotFound(f"branch {current_branch!r} not found")
         raise NotFound(f"thread {thread_id!r} not found")
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Lock the thread row, then delete it with its branches and entries."""
         async with self._transaction() as conn:
             if not await self._rows(conn, self._sql.lock_thread, (tenant, thread_id)):
                 return False
-            await self._rows(conn, self._sql.delete_thread, {"tenant": tenant, "id": thread_id})
+            await self._rows(conn, self._sql.thread_delete, {"tenant": tenant, "id": thread_id})
             return True
 
     async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
@@ -137,7 +137,7 @@ class ThreadsMixin(PostgresBase):
 
     # -- branches ----------------------------------------------------------
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -177,14 +177,14 @@ class ThreadsMixin(PostgresBase):
             from_entry=from_entry,
         )
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """Branches by creation time, then name."""
-        rows = await self._fetch(self._sql.list_branches, (tenant, thread_id), retry=True)
+        rows = await self._fetch(self._sql.branch_list, (tenant, thread_id), retry=True)
         if not rows:
             raise NotFound(f"thread {thread_id!r} not found")
         return [row_to_branch(r) for r in rows if r[0] is not None]
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Lock the thread row, refuse the current branch, delete the branch and its entries."""
         async with self._transaction() as conn:
             rows = await self._rows(conn, self._sql.lock_thread_branch, (tenant, thread_id))
@@ -193,6 +193,6 @@ class ThreadsMixin(PostgresBase):
             if rows[0][0] == name:
                 raise Conflict(f"cannot delete the current branch {name!r}")
             done = await self._rows(
-                conn, self._sql.delete_branch, {"tenant": tenant, "thread": thread_id, "name": name}
+                conn, self._sql.branch_delete, {"tenant": tenant, "thread": thread_id, "name": name}
             )
             return bool(done[0][0])

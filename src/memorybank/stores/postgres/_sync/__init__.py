@@ -161,22 +161,22 @@ it. Concurrent appenders of one thread no longer wait for each other's commit
 threads share commits too. With one append in flight nothing waits.
 
 Positions are gap-free per branch while entries are only appended: the branch
-counter never goes back, so after ``delete_entries``/``truncate_after``/
-``clear_entries`` new entries continue after the highest position ever assigned
+counter never goes back, so after ``entry_delete``/``entry_truncate_after``/
+``entry_clear`` new entries continue after the highest position ever assigned
 (a position is never reused). ``entry_count`` is the branch's exact number of
 entries, changed in the same statement as the entries by every verb that adds
 or removes some (appends, deletes, truncation, clearing, forks, compaction), so
-``count_entries`` reads one row instead of counting the branch.
+``entry_count`` reads one row instead of counting the branch.
 
 "Last N" is one statement: the thread row ``UNION ALL`` a backward index scan of
 ``(tenant_id, thread_id, branch, position)`` with ``LIMIT``, so its cost does
 not grow with the thread's length or the branch depth (branches are copies).
 
 Isolation: single statements run in autocommit (READ COMMITTED: one snapshot
-per statement). ``delete_thread``, ``delete_branch`` and ``forget_user`` run in
+per statement). ``thread_delete``, ``branch_delete`` and ``forget_user`` run in
 one short transaction whose first statement locks the thread row(s), so a
 concurrent append lands fully before (and is deleted) or fully after (and
-finds no thread); ``create_branch`` takes a key-share lock, which keeps the
+finds no thread); ``branch_create`` takes a key-share lock, which keeps the
 thread from being deleted meanwhile without blocking appends, and copies the
 source branch up to a position read in the same transaction.
 
@@ -213,17 +213,17 @@ before that ``capabilities`` is empty. A schema created without pgvector keeps
 its ``bytea`` column after pgvector is installed (re-create the vectors table,
 and re-embed, to switch).
 
-Compaction: ``compact_entries`` runs in one transaction: it locks the thread row
+Compaction: ``entry_compact`` runs in one transaction: it locks the thread row
 (``FOR NO KEY UPDATE``, which appends also take) in a first statement, then
 compares the ids up to ``through_position`` and deletes them in a second one
 (a later snapshot, so it sees whatever the previous lock holder committed),
-then inserts the summary and sets ``updated_at``. ``update_entries`` is one
+then inserts the summary and sets ``updated_at``. ``entry_update`` is one
 statement for the batch. Records are upserted in one ``INSERT ... ON
-CONFLICT DO UPDATE``. ``delete_thread`` and ``forget_user`` also delete the
+CONFLICT DO UPDATE``. ``thread_delete`` and ``forget_user`` also delete the
 entry vectors of the threads, ``forget_user`` the user's records and their
 vectors; ``record_delete`` the records' vectors; the verbs deleting entries
-(``delete_entries``, ``truncate_after``, ``clear_entries``, ``delete_branch``,
-``compact_entries``) the vectors of those no other branch holds a copy of, in the
+(``entry_delete``, ``entry_truncate_after``, ``entry_clear``, ``branch_delete``,
+``entry_compact``) the vectors of those no other branch holds a copy of, in the
 same statement.
 
 Differences from the contract: none known. ``AsyncMemory`` refuses what

@@ -21,6 +21,7 @@ from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
 from memorybank.runtime.combine import Combiner
 from memorybank.runtime.concurrency import Lock
 from memorybank.stores.contract._sync.store import AppendResult, Store
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.postgres.pgvector import VectorParams, register, registered
 from memorybank.stores.postgres.rows import (
     APPEND_BATCHES,
@@ -55,6 +56,16 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
 
 class PostgresBase(Store):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
+    capabilities: frozenset[str] = frozenset(
+        {
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     def __init__(
         self,
@@ -312,7 +323,7 @@ class PostgresBase(Store):
         self._vector_oid = int(found[2]) if self._native and found is not None else 0
         caps = set(type(self).capabilities)
         if self._native and has_vector:
-            caps.add("pgvector")
+            caps.add(Capability.PGVECTOR)
         self.capabilities = frozenset(caps)
 
     @contextmanager

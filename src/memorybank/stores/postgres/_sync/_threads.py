@@ -22,10 +22,10 @@ class ThreadsMixin(PostgresBase):
 
     # -- threads -----------------------------------------------------------
 
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         """Insert the thread and its first branch in one statement."""
         self._fetch(
-            self._sql.create_thread,
+            self._sql.thread_create,
             {
                 "tenant": thread.tenant_id,
                 "id": thread.id,
@@ -41,12 +41,12 @@ class ThreadsMixin(PostgresBase):
         )
         return thread
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread row, or ``None``."""
-        rows = self._fetch(self._sql.get_thread, (tenant, thread_id), retry=True)
+        rows = self._fetch(self._sql.thread_get, (tenant, thread_id), retry=True)
         return row_to_thread(rows[0]) if rows else None
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -75,7 +75,7 @@ class ThreadsMixin(PostgresBase):
         )
         return [row_to_thread(r) for r in self._fetch(query, params, retry=True)]
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -115,16 +115,16 @@ class ThreadsMixin(PostgresBase):
         rows = self._fetch(query, params)
         if rows:
             return row_to_thread(rows[0])
-        if branch_check and self.get_thread(tenant, thread_id) is not None:
+        if branch_check and self.thread_get(tenant, thread_id) is not None:
             raise NotFound(f"branch {current_branch!r} not found")
         raise NotFound(f"thread {thread_id!r} not found")
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Lock the thread row, then delete it with its branches and entries."""
         with self._transaction() as conn:
             if not self._rows(conn, self._sql.lock_thread, (tenant, thread_id)):
                 return False
-            self._rows(conn, self._sql.delete_thread, {"tenant": tenant, "id": thread_id})
+            self._rows(conn, self._sql.thread_delete, {"tenant": tenant, "id": thread_id})
             return True
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
@@ -138,7 +138,7 @@ class ThreadsMixin(PostgresBase):
 
     # -- branches ----------------------------------------------------------
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -178,14 +178,14 @@ class ThreadsMixin(PostgresBase):
             from_entry=from_entry,
         )
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """Branches by creation time, then name."""
-        rows = self._fetch(self._sql.list_branches, (tenant, thread_id), retry=True)
+        rows = self._fetch(self._sql.branch_list, (tenant, thread_id), retry=True)
         if not rows:
             raise NotFound(f"thread {thread_id!r} not found")
         return [row_to_branch(r) for r in rows if r[0] is not None]
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Lock the thread row, refuse the current branch, delete the branch and its entries."""
         with self._transaction() as conn:
             rows = self._rows(conn, self._sql.lock_thread_branch, (tenant, thread_id))
@@ -194,6 +194,6 @@ class ThreadsMixin(PostgresBase):
             if rows[0][0] == name:
                 raise Conflict(f"cannot delete the current branch {name!r}")
             done = self._rows(
-                conn, self._sql.delete_branch, {"tenant": tenant, "thread": thread_id, "name": name}
+                conn, self._sql.branch_delete, {"tenant": tenant, "thread": thread_id, "name": name}
             )
             return bool(done[0][0])

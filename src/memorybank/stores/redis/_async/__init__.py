@@ -61,7 +61,7 @@ the tenant slot, updated by the same script on a single node, by a second comman
 with ``cluster=True`` (stale members -- an expired thread's -- are dropped when
 ``vector_get`` meets them).
 
-Position assignment: ``append_entries`` is one ``EVALSHA`` (loaded once,
+Position assignment: ``entry_append`` is one ``EVALSHA`` (loaded once,
 reloaded on ``NOSCRIPT``): it checks the thread, owner and branch, resolves
 idempotency keys, assigns ``max position + 1`` per entry (the branch's highest
 score), writes the entries, bumps ``updated_at``, refreshes TTLs and returns
@@ -76,10 +76,10 @@ length or branching depth (branches are copies, made with ``COPY``).
 ``before``/``after`` filters scan newest-first inside the script (cost grows with
 the entries skipped). Every read is one round trip.
 
-Compaction: ``compact_entries`` is one script on the thread's slot: it compares
+Compaction: ``entry_compact`` is one script on the thread's slot: it compares
 the ids at positions ``<= through_position`` with the expected ones, removes
 them and splices the summary in at ``through_position``, or changes nothing.
-``update_entries`` reads the members, rebuilds their JSON in Python (a Lua
+``entry_update`` reads the members, rebuilds their JSON in Python (a Lua
 re-encode would not keep it byte-exact, e.g. ``[]`` vs ``{}``) and replaces
 them all in one script that first checks every member is still the one read
 (compare-and-set; re-read and retried when a writer got in between).
@@ -115,7 +115,7 @@ idempotency keys and entry vectors -- together: one script sets the same deadlin
 each write refreshes it. ``ttl=None`` keeps data forever (and leaves a deadline
 set earlier by another configuration in place until the next write with a
 TTL; an entry vector written then takes the thread's remaining deadline).
-An expired thread's index members are removed lazily by ``list_threads``,
+An expired thread's index members are removed lazily by ``thread_list``,
 the searches and ``forget_user``. Records and their vectors are not
 thread-scoped: they never expire (``expires_at`` is stored for the caller).
 ``working_ttl`` / ``snapshot_ttl`` expire working memory (refreshed on each
@@ -145,6 +145,7 @@ the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 
 from __future__ import annotations
 
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis._async._base import MIGRATIONS
 from memorybank.stores.redis._async._entries import RedisEntries
 from memorybank.stores.redis._async._forget import RedisForget
@@ -170,4 +171,12 @@ class AsyncRedisStore(
     script touches one hash slot; the tenant indexes are updated apart).
     """
 
-    capabilities = frozenset({"ttl"})
+    capabilities = frozenset(
+        {
+            Capability.TTL,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )

@@ -38,7 +38,7 @@ from memorybank.stores.sql.common import dump, to_us
 class RedisEntries(RedisBase):
     """Entries of ``AsyncRedisStore``: one script per operation on the thread's slot."""
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -81,7 +81,7 @@ class RedisEntries(RedisBase):
             await self._index(tenant, thread)
         return AppendResult(stored, thread)
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -113,7 +113,7 @@ class RedisEntries(RedisBase):
             page.reverse()
         return decode_thread(unpack_thread(out[2])), page
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         with self._op():
@@ -125,7 +125,7 @@ class RedisEntries(RedisBase):
     async def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:
-        """One pipeline of the ``get_entry`` script, one call per id."""
+        """One pipeline of the ``entry_get`` script, one call per id."""
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
@@ -143,7 +143,7 @@ class RedisEntries(RedisBase):
             if out
         }
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
@@ -152,7 +152,7 @@ class RedisEntries(RedisBase):
                 await self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         n = await self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
@@ -163,19 +163,19 @@ class RedisEntries(RedisBase):
                 await self._sweep_vectors(tenant, thread_id, None)
         return n
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
             with self._op():
                 await self._sweep_vectors(tenant, thread_id, None)
         return n
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return await self._thread_count(S_COUNT, tenant, thread_id, branch or "")
 
     # -- compaction ------------------------------------------------------------------------
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -208,7 +208,7 @@ class RedisEntries(RedisBase):
             await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,
@@ -246,4 +246,4 @@ class RedisEntries(RedisBase):
                     raise NotFound(f"thread {thread_id!r} not found")
                 if n >= 0:
                     return n
-        raise StoreError("update_entries: entries kept changing under the update")
+        raise StoreError("entry_update: entries kept changing under the update")

@@ -24,7 +24,7 @@ from memorybank.stores.sql.common import dump, from_us, to_us
 class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         fields: list[Any] = [
             "id",
             thread.id,
@@ -60,13 +60,13 @@ class RedisThreads(RedisBase):
             await self._index(thread.tenant_id, thread, created=True)
         return thread
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         with self._op():
             await self._ready()
             row = await self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
         return None if row[0] is None else decode_thread(row)
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -118,7 +118,7 @@ class RedisThreads(RedisBase):
                 start += batch - len(gone)
         return found
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -152,7 +152,7 @@ class RedisThreads(RedisBase):
             await self._index(tenant, thread)
         return thread
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         with self._op():
             deleted, _, owner, vectors = await self._thread_eval(S_DELETE, tenant, thread_id, "")
             if deleted:
@@ -161,7 +161,7 @@ class RedisThreads(RedisBase):
 
     # -- branches ------------------------------------------------------------------------
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -201,7 +201,7 @@ class RedisThreads(RedisBase):
             from_entry=from_entry,
         )
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         with self._op():
             await self._ready()
             fields = await self._client.hgetall(self._base(tenant, thread_id) + "t")
@@ -223,7 +223,7 @@ class RedisThreads(RedisBase):
                 )
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         n = await self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")

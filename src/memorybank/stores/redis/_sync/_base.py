@@ -286,8 +286,8 @@ class RedisBase(Store):
         """Delete the vectors of deleted entries (``None``: of any entry) no branch holds.
 
         A second script after the one deleting the entries: if it fails, the vectors
-        stay until the next sweep of the thread (``clear_entries``, ``truncate_after``
-        and ``delete_branch`` sweep every vector of the thread), and searches resolve
+        stay until the next sweep of the thread (``entry_clear``, ``entry_truncate_after``
+        and ``branch_delete`` sweep every vector of the thread), and searches resolve
         hits through the entries, so a leftover vector is never returned.
         """
         ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))

@@ -39,7 +39,7 @@ from memorybank.stores.sql.common import dump, to_us
 class RedisEntries(RedisBase):
     """Entries of ``AsyncRedisStore``: one script per operation on the thread's slot."""
 
-    def append_entries(
+    def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -82,7 +82,7 @@ class RedisEntries(RedisBase):
             self._index(tenant, thread)
         return AppendResult(stored, thread)
 
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -114,7 +114,7 @@ class RedisEntries(RedisBase):
             page.reverse()
         return decode_thread(unpack_thread(out[2])), page
 
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         with self._op():
@@ -126,7 +126,7 @@ class RedisEntries(RedisBase):
     def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:
-        """One pipeline of the ``get_entry`` script, one call per id."""
+        """One pipeline of the ``entry_get`` script, one call per id."""
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
@@ -144,7 +144,7 @@ class RedisEntries(RedisBase):
             if out
         }
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         n = self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
@@ -153,7 +153,7 @@ class RedisEntries(RedisBase):
                 self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         n = self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
@@ -164,19 +164,19 @@ class RedisEntries(RedisBase):
                 self._sweep_vectors(tenant, thread_id, None)
         return n
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         n = self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
             with self._op():
                 self._sweep_vectors(tenant, thread_id, None)
         return n
 
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return self._thread_count(S_COUNT, tenant, thread_id, branch or "")
 
     # -- compaction ------------------------------------------------------------------------
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -209,7 +209,7 @@ class RedisEntries(RedisBase):
             self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,
@@ -247,4 +247,4 @@ class RedisEntries(RedisBase):
                     raise NotFound(f"thread {thread_id!r} not found")
                 if n >= 0:
                     return n
-        raise StoreError("update_entries: entries kept changing under the update")
+        raise StoreError("entry_update: entries kept changing under the update")

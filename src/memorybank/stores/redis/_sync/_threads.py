@@ -25,7 +25,7 @@ from memorybank.stores.sql.common import dump, from_us, to_us
 class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         fields: list[Any] = [
             "id",
             thread.id,
@@ -61,13 +61,13 @@ class RedisThreads(RedisBase):
             self._index(thread.tenant_id, thread, created=True)
         return thread
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         with self._op():
             self._ready()
             row = self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
         return None if row[0] is None else decode_thread(row)
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -119,7 +119,7 @@ class RedisThreads(RedisBase):
                 start += batch - len(gone)
         return found
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -153,7 +153,7 @@ class RedisThreads(RedisBase):
             self._index(tenant, thread)
         return thread
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         with self._op():
             deleted, _, owner, vectors = self._thread_eval(S_DELETE, tenant, thread_id, "")
             if deleted:
@@ -162,7 +162,7 @@ class RedisThreads(RedisBase):
 
     # -- branches ------------------------------------------------------------------------
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -202,7 +202,7 @@ class RedisThreads(RedisBase):
             from_entry=from_entry,
         )
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         with self._op():
             self._ready()
             fields = self._client.hgetall(self._base(tenant, thread_id) + "t")
@@ -224,7 +224,7 @@ class RedisThreads(RedisBase):
                 )
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         n = self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")

@@ -40,10 +40,10 @@ are made). The in-process vector cache applies the logged deletions to its rows
 (``_vector_slot``) instead of reloading them, and a file database keeps its
 HNSW indexes in ``<path>.ann/`` (``memorybank.stores.vectors.files``), which a
 new process loads, applying the deletions logged since they were saved,
-instead of rebuilding. Deleting entries (``delete_entries``, ``truncate_after``,
-``clear_entries``, ``delete_branch``, ``compact_entries``) deletes the vectors
+instead of rebuilding. Deleting entries (``entry_delete``, ``entry_truncate_after``,
+``entry_clear``, ``branch_delete``, ``entry_compact``) deletes the vectors
 of those no branch of the thread still holds (a fork copies entries with their
-ids); ``delete_thread`` and ``forget_user`` delete the thread's.
+ids); ``thread_delete`` and ``forget_user`` delete the thread's.
 
 Keyword search: FTS5 over entries and records. Entries reach their index in
 batches (schema version 6): ``fts_state.indexed`` is the highest entries rowid
@@ -96,6 +96,7 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank.stores._async.open import sqlite_path
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.sqlite._async._admin import AdminMixin
 from memorybank.stores.sqlite._async._base import FTS_BATCH as FTS_BATCH
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
@@ -129,7 +130,15 @@ class AsyncSQLiteStore(
         prefix: table name prefix, to share a file with other tables.
     """
 
-    capabilities = frozenset({"fts5"})
+    capabilities = frozenset(
+        {
+            Capability.FTS5,
+            Capability.DURABLE,
+            Capability.MULTI_PROCESS,
+            Capability.RUN_LISTING,
+            Capability.SUMMARY_AGENT_LISTING,
+        }
+    )
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> AsyncSQLiteStore:

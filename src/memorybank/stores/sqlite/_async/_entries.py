@@ -113,7 +113,7 @@ class EntriesMixin(SQLiteStoreBase):
 
     # -- entries -------------------------------------------------------------------
 
-    async def append_entries(
+    async def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -189,7 +189,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def list_entries(
+    async def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -226,7 +226,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._read(op))
 
-    async def recent_messages(
+    async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
         p = self.prefix
@@ -270,7 +270,7 @@ class EntriesMixin(SQLiteStoreBase):
         ).fetchone()
         return name, None if row is None else row_to_entry(row)
 
-    async def get_entry(
+    async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         return await self._run(
@@ -350,7 +350,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._read(op)) if asked else {}
 
-    async def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(thread_ids))
 
         def op(conn: sqlite3.Connection) -> dict[str, int]:
@@ -436,7 +436,7 @@ class EntriesMixin(SQLiteStoreBase):
         thread = self._require_thread(conn, tenant, thread_id)
         return thread.current_branch if branch is None else branch
 
-    async def delete_entries(
+    async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         ids = list(entry_ids)
@@ -459,7 +459,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def truncate_after(
+    async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         def op(conn: sqlite3.Connection) -> int:
@@ -479,7 +479,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
             where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
@@ -492,7 +492,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
             row = conn.execute(
@@ -506,7 +506,7 @@ class EntriesMixin(SQLiteStoreBase):
 
     # -- compaction ----------------------------------------------------------------------
 
-    async def compact_entries(
+    async def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -571,7 +571,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def update_entries(
+    async def entry_update(
         self,
         tenant: str,
         thread_id: str,

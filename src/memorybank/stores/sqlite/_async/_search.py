@@ -80,9 +80,13 @@ class SearchMixin(SQLiteStoreBase):
                 for start in range(0, len(best), 500):
                     chunk = [rowid for rowid, _ in best[start : start + 500]]
                     rows = conn.execute(
+                        # the rows by rowid, then each one's thread (CROSS JOIN keeps that
+                        # order, "+" keeps the planner off the tenant's whole entries index:
+                        # 250 ms a search at 1M entries)
                         f"SELECT e.rowid, e.id, e.thread_id, e.branch FROM {p}entries e"
-                        f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                        f" WHERE e.rowid IN ({', '.join('?' * len(chunk))}) AND e.tenant_id = ?"
+                        f" CROSS JOIN {p}threads t"
+                        " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                        f" WHERE e.rowid IN ({', '.join('?' * len(chunk))}) AND +e.tenant_id = ?"
                         f"{scope}",
                         [*chunk, tenant, *scope_params],
                     ).fetchall()

@@ -41,7 +41,7 @@ class ThreadsMixin(SQLiteStoreBase):
             is not None
         )
 
-    async def create_thread(self, thread: Thread) -> Thread:
+    async def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> Thread:
@@ -71,10 +71,10 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         return await self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
 
-    async def list_threads(
+    async def thread_list(
         self,
         tenant: str,
         *,
@@ -110,7 +110,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._read(op))
 
-    async def update_thread(
+    async def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -150,7 +150,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
@@ -168,7 +168,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
     # -- branches ------------------------------------------------------------------
 
-    async def create_branch(
+    async def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -211,7 +211,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         def op(conn: sqlite3.Connection) -> list[Branch]:
             self._require_thread(conn, tenant, thread_id)
             rows = conn.execute(
@@ -224,7 +224,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._read(op))
 
-    async def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:

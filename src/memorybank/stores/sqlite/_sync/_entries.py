@@ -114,7 +114,7 @@ class EntriesMixin(SQLiteStoreBase):
 
     # -- entries -------------------------------------------------------------------
 
-    def append_entries(
+    def entry_append(
         self,
         tenant: str,
         thread_id: str,
@@ -190,7 +190,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def list_entries(
+    def entry_list(
         self,
         tenant: str,
         thread_id: str,
@@ -227,7 +227,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._read(op))
 
-    def recent_messages(
+    def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
         p = self.prefix
@@ -271,7 +271,7 @@ class EntriesMixin(SQLiteStoreBase):
         ).fetchone()
         return name, None if row is None else row_to_entry(row)
 
-    def get_entry(
+    def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         return self._run(
@@ -351,7 +351,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._read(op)) if asked else {}
 
-    def count_entries_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(thread_ids))
 
         def op(conn: sqlite3.Connection) -> dict[str, int]:
@@ -437,7 +437,7 @@ class EntriesMixin(SQLiteStoreBase):
         thread = self._require_thread(conn, tenant, thread_id)
         return thread.current_branch if branch is None else branch
 
-    def delete_entries(
+    def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
         ids = list(entry_ids)
@@ -460,7 +460,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def truncate_after(
+    def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         def op(conn: sqlite3.Connection) -> int:
@@ -480,7 +480,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def clear_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
             where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
@@ -493,7 +493,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def count_entries(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
             row = conn.execute(
@@ -507,7 +507,7 @@ class EntriesMixin(SQLiteStoreBase):
 
     # -- compaction ----------------------------------------------------------------------
 
-    def compact_entries(
+    def entry_compact(
         self,
         tenant: str,
         thread_id: str,
@@ -572,7 +572,7 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def update_entries(
+    def entry_update(
         self,
         tenant: str,
         thread_id: str,

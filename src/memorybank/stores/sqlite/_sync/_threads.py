@@ -42,7 +42,7 @@ class ThreadsMixin(SQLiteStoreBase):
             is not None
         )
 
-    def create_thread(self, thread: Thread) -> Thread:
+    def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> Thread:
@@ -72,10 +72,10 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def get_thread(self, tenant: str, thread_id: str) -> Thread | None:
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         return self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
 
-    def list_threads(
+    def thread_list(
         self,
         tenant: str,
         *,
@@ -111,7 +111,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._read(op))
 
-    def update_thread(
+    def thread_update(
         self,
         tenant: str,
         thread_id: str,
@@ -151,7 +151,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def delete_thread(self, tenant: str, thread_id: str) -> bool:
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
@@ -169,7 +169,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
     # -- branches ------------------------------------------------------------------
 
-    def create_branch(
+    def branch_create(
         self,
         tenant: str,
         thread_id: str,
@@ -212,7 +212,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._write(op))
 
-    def list_branches(self, tenant: str, thread_id: str) -> list[Branch]:
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         def op(conn: sqlite3.Connection) -> list[Branch]:
             self._require_thread(conn, tenant, thread_id)
             rows = conn.execute(
@@ -225,7 +225,7 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return self._run(lambda: self._read(op))
 
-    def delete_branch(self, tenant: str, thread_id: str, name: str) -> bool:
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:

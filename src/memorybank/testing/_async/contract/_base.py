@@ -13,8 +13,22 @@ import pytest
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import AsyncStep
 from memorybank.stores.contract._async.store import AsyncStore, NewEntry, Record
+from memorybank.stores.contract.capabilities import Capability
 
-__all__ = ["ContractBase"]
+__all__ = ["ContractBase", "requires"]
+
+
+def requires(*capabilities: Capability) -> pytest.MarkDecorator:
+    """Mark a case as needing ``capabilities``: it is skipped, naming them, on a store
+    that does not claim them all (``pytest.mark.requires``; see ``memorybank.testing.plugin``)."""
+    return pytest.mark.requires(*capabilities)
+
+
+def missing_capabilities(node: pytest.Item, store: object) -> list[str]:
+    """The capabilities the ``requires`` marks of ``node`` name that ``store`` does not claim."""
+    claimed: frozenset[str] = getattr(store, "capabilities", frozenset())
+    wanted = [str(c) for mark in node.iter_markers("requires") for c in mark.args]
+    return [c for c in dict.fromkeys(wanted) if c not in claimed]
 
 
 def _id(prefix: str = "t") -> str:
@@ -51,6 +65,15 @@ def _tool_call(call_id: str) -> dict[str, Any]:
 class ContractBase:
     """The ``memory`` fixture and the helpers the cases use. Subclasses provide ``store``."""
 
+    @pytest.fixture(autouse=True)
+    def _required_capabilities(self, request: pytest.FixtureRequest, store: AsyncStore) -> None:
+        """Skip a case marked ``requires(X)`` on a store that does not claim ``X``."""
+        missing = missing_capabilities(request.node, store)
+        if missing:
+            known = {c.value: f"Capability.{c.name}" for c in Capability}
+            names = ", ".join(known.get(c, repr(c)) for c in missing)
+            pytest.skip(f"store does not claim {names}")
+
     @pytest.fixture
     async def memory(self, store: AsyncStore) -> AsyncIterator[AsyncMemory]:
         memory = AsyncMemory(store, clock=_StepClock())
@@ -70,7 +93,7 @@ class ContractBase:
         return ids
 
     def _summary(self, created_at: datetime, token_count: int) -> NewEntry:
-        """A compaction summary entry (for ``compact_entries``) made at ``created_at``."""
+        """A compaction summary entry (for ``entry_compact``) made at ``created_at``."""
         return NewEntry(
             id=_id("e"),
             role="system",

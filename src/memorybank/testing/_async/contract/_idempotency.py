@@ -170,11 +170,11 @@ class IdempotencyCases(ContractBase):
                 fingerprint=fingerprint,
             )
 
-        await store.append_entries(
+        await store.entry_append(
             memory.tenant_id, tid, [new("a", "k", "f1"), new("b", None, None)], updated_at=when
         )
         with pytest.raises(Conflict):
-            await store.append_entries(
+            await store.entry_append(
                 memory.tenant_id,
                 tid,
                 [new("c", "fresh", "f2"), new("d", None, None), new("e", "k", "f2")],
@@ -185,11 +185,11 @@ class IdempotencyCases(ContractBase):
         for old, fresh in (("f1", None), (None, "f3")):
             key = _id("k")
             [stored] = (
-                await store.append_entries(
+                await store.entry_append(
                     memory.tenant_id, tid, [new("x", key, old)], updated_at=when
                 )
             ).entries
-            replay = await store.append_entries(
+            replay = await store.entry_append(
                 memory.tenant_id, tid, [new("y", key, fresh)], updated_at=when
             )
             assert replay.entries == [stored]

@@ -11,7 +11,8 @@ from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
-from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock, requires
 
 __all__ = ["StateCases"]
 
@@ -28,17 +29,17 @@ class StateCases(ContractBase):
     async def test_counts_follow_every_write_of_a_branch(
         self, memory: AsyncMemory, store: AsyncStore
     ) -> None:
-        """``count_entries`` (and ``count_entries_many``) equal the entries listed after
+        """``entry_count`` (and ``entry_count_many``) equal the entries listed after
         every verb that adds or removes a branch's entries: a store may keep the count
         (the PostgreSQL store does, on the branch row) instead of counting."""
         tenant = memory.tenant_id
         tid = await self._thread(memory)
 
         async def check(branch: str | None = None) -> int:
-            thread, listed = await store.list_entries(tenant, tid, branch=branch)
-            assert await store.count_entries(tenant, tid, branch=branch) == len(listed)
+            thread, listed = await store.entry_list(tenant, tid, branch=branch)
+            assert await store.entry_count(tenant, tid, branch=branch) == len(listed)
             if branch in (None, thread.current_branch):
-                assert await store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
+                assert await store.entry_count_many(tenant, [tid]) == {tid: len(listed)}
             return len(listed)
 
         ids = await self._fill(memory, tid, 6)
@@ -52,14 +53,14 @@ class StateCases(ContractBase):
         await memory.branches.create(tid, "alt", from_entry=ids[2])
         await memory.branches.create(tid, "whole")
         assert (await check("alt"), await check("whole"), await check("main")) == (3, 10, 10)
-        assert await store.delete_entries(tenant, tid, [ids[0], _id("missing")]) == 1
-        assert await store.delete_entries(tenant, tid, [ids[0]]) == 0
+        assert await store.entry_delete(tenant, tid, [ids[0], _id("missing")]) == 1
+        assert await store.entry_delete(tenant, tid, [ids[0]]) == 0
         assert (await check(), await check("whole")) == (9, 10)
-        assert await store.truncate_after(tenant, tid, ids[4]) == 5
+        assert await store.entry_truncate_after(tenant, tid, ids[4]) == 5
         assert (await check(), await check("alt")) == (4, 3)
-        entries = (await store.list_entries(tenant, tid))[1]
+        entries = (await store.entry_list(tenant, tid))[1]
         summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
-        done = await store.compact_entries(
+        done = await store.entry_compact(
             tenant,
             tid,
             branch="main",
@@ -73,10 +74,10 @@ class StateCases(ContractBase):
         await memory.branches.checkout(tid, "alt")
         await memory.remember(tid, "user", "on alt")
         assert (await check(), await check("main")) == (4, 3)
-        assert await store.clear_entries(tenant, tid, branch="main") == 3
+        assert await store.entry_clear(tenant, tid, branch="main") == 3
         assert (await check("main"), await check("alt"), await check("whole")) == (0, 4, 10)
         await memory.branches.delete(tid, "whole")
-        assert await store.count_entries_many(tenant, [tid]) == {tid: 4}
+        assert await store.entry_count_many(tenant, [tid]) == {tid: 4}
 
     async def test_branch_from_an_entry_then_diverge(self, memory: AsyncMemory) -> None:
         tid = await self._thread(memory)
@@ -172,12 +173,23 @@ class StateCases(ContractBase):
             with pytest.raises(InvalidInput):
                 await wm.set("k", object())
 
+    async def test_listing_capabilities_are_what_the_store_does(self, memory: AsyncMemory) -> None:
+        """A store claims ``RUN_LISTING`` / ``SUMMARY_AGENT_LISTING`` exactly when its
+        listing verbs answer (a list, not ``None``): the listing cases below run on every
+        store that can list, and are skipped only on one that cannot."""
+        store, tenant = memory.store, _id("ten")
+        runs = Capability.RUN_LISTING in store.capabilities
+        assert (await store.working_runs(tenant) is not None) is runs
+        assert (await store.snapshot_runs(tenant) is not None) is runs
+        agents = Capability.SUMMARY_AGENT_LISTING in store.capabilities
+        assert (await store.summary_agents(tenant) is not None) is agents
+        assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    @requires(Capability.RUN_LISTING)
     async def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: AsyncMemory
     ) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if await store.working_runs(tenant) is None:
-            pytest.skip("this store cannot list runs")
         odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
         for run in odd:
             await store.working_set(tenant, run, "k", "1")
@@ -202,10 +214,9 @@ class StateCases(ContractBase):
         assert await store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert await store.snapshot_runs(other) == ["s-other"]
 
+    @requires(Capability.SUMMARY_AGENT_LISTING)
     async def test_agents_with_summaries_are_listed(self, memory: AsyncMemory) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if await store.summary_agents(tenant) is None:
-            pytest.skip("this store cannot list the agents of its summaries")
         odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
         for i, agent in enumerate(odd):
             await memory.tenant(tenant).summaries.add(

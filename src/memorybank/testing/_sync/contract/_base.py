@@ -14,8 +14,22 @@ import pytest
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import Step
 from memorybank.stores.contract._sync.store import Store, NewEntry, Record
+from memorybank.stores.contract.capabilities import Capability
 
-__all__ = ["ContractBase"]
+__all__ = ["ContractBase", "requires"]
+
+
+def requires(*capabilities: Capability) -> pytest.MarkDecorator:
+    """Mark a case as needing ``capabilities``: it is skipped, naming them, on a store
+    that does not claim them all (``pytest.mark.requires``; see ``memorybank.testing.plugin``)."""
+    return pytest.mark.requires(*capabilities)
+
+
+def missing_capabilities(node: pytest.Item, store: object) -> list[str]:
+    """The capabilities the ``requires`` marks of ``node`` name that ``store`` does not claim."""
+    claimed: frozenset[str] = getattr(store, "capabilities", frozenset())
+    wanted = [str(c) for mark in node.iter_markers("requires") for c in mark.args]
+    return [c for c in dict.fromkeys(wanted) if c not in claimed]
 
 
 def _id(prefix: str = "t") -> str:
@@ -52,6 +66,15 @@ def _tool_call(call_id: str) -> dict[str, Any]:
 class ContractBase:
     """The ``memory`` fixture and the helpers the cases use. Subclasses provide ``store``."""
 
+    @pytest.fixture(autouse=True)
+    def _required_capabilities(self, request: pytest.FixtureRequest, store: Store) -> None:
+        """Skip a case marked ``requires(X)`` on a store that does not claim ``X``."""
+        missing = missing_capabilities(request.node, store)
+        if missing:
+            known = {c.value: f"Capability.{c.name}" for c in Capability}
+            names = ", ".join(known.get(c, repr(c)) for c in missing)
+            pytest.skip(f"store does not claim {names}")
+
     @pytest.fixture
     def memory(self, store: Store) -> Iterator[Memory]:
         memory = Memory(store, clock=_StepClock())
@@ -71,7 +94,7 @@ class ContractBase:
         return ids
 
     def _summary(self, created_at: datetime, token_count: int) -> NewEntry:
-        """A compaction summary entry (for ``compact_entries``) made at ``created_at``."""
+        """A compaction summary entry (for ``entry_compact``) made at ``created_at``."""
         return NewEntry(
             id=_id("e"),
             role="system",

@@ -52,7 +52,7 @@ class EntryCases(ContractBase):
         assert memory.history(tid, last=0) == []
 
     def test_recent_messages_equal_the_entries_read(self, memory: Memory) -> None:
-        """``recent_messages`` (``history()``'s read, which a store may answer its own
+        """``entry_list_recent`` (``history()``'s read, which a store may answer its own
         way) is exactly the entries' messages, cut-off tool results dropped."""
         from memorybank.rules.window import drop_orphan_tool_results
 
@@ -72,13 +72,13 @@ class EntryCases(ContractBase):
             ],
         )
         for limit in range(9):
-            _, rows = store.list_entries(tenant, tid, limit=limit)
+            _, rows = store.entry_list(tenant, tid, limit=limit)
             expected = [e.to_message() for e in drop_orphan_tool_results(rows)]
-            assert store.recent_messages(tenant, tid, limit) == ("u", expected), limit
+            assert store.entry_list_recent(tenant, tid, limit) == ("u", expected), limit
         with pytest.raises(NotFound):
-            store.recent_messages(tenant, _id(), 3)
+            store.entry_list_recent(tenant, _id(), 3)
         with pytest.raises(NotFound):
-            store.recent_messages(tenant + "-other", tid, 3)
+            store.entry_list_recent(tenant + "-other", tid, 3)
 
     def test_list_pages_from_the_newest(self, memory: Memory) -> None:
         tid = self._thread(memory)

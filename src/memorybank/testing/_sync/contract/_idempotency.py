@@ -171,11 +171,11 @@ class IdempotencyCases(ContractBase):
                 fingerprint=fingerprint,
             )
 
-        store.append_entries(
+        store.entry_append(
             memory.tenant_id, tid, [new("a", "k", "f1"), new("b", None, None)], updated_at=when
         )
         with pytest.raises(Conflict):
-            store.append_entries(
+            store.entry_append(
                 memory.tenant_id,
                 tid,
                 [new("c", "fresh", "f2"), new("d", None, None), new("e", "k", "f2")],
@@ -186,11 +186,11 @@ class IdempotencyCases(ContractBase):
         for old, fresh in (("f1", None), (None, "f3")):
             key = _id("k")
             [stored] = (
-                store.append_entries(
+                store.entry_append(
                     memory.tenant_id, tid, [new("x", key, old)], updated_at=when
                 )
             ).entries
-            replay = store.append_entries(
+            replay = store.entry_append(
                 memory.tenant_id, tid, [new("y", key, fresh)], updated_at=when
             )
             assert replay.entries == [stored]

@@ -183,7 +183,7 @@ class RecordCases(ContractBase):
         missing = _id("missing")
         found = store.entry_get_many(tenant, tid, [ids[2], missing, ids[0], ids[2]])
         assert list(found) == [ids[2], ids[0]]
-        assert found[ids[2]] == store.get_entry(tenant, tid, ids[2])
+        assert found[ids[2]] == store.entry_get(tenant, tid, ids[2])
         assert found[ids[0]].content == "message 0"
         # another thread's entry, another tenant, a missing thread, no ids: nothing
         assert store.entry_get_many(tenant, tid, elsewhere) == {}
@@ -207,7 +207,7 @@ class RecordCases(ContractBase):
         gone, stranger = _id("gone"), _id("tenant")
         threads = store.thread_get_many(tenant, [other, gone, tid, other])
         assert list(threads) == [other, tid]
-        assert threads[other] == store.get_thread(tenant, other)
+        assert threads[other] == store.thread_get(tenant, other)
         assert threads[other].user_id == "u1"
         assert store.thread_get_many(stranger, [tid, other]) == {}
         assert store.thread_get_many(tenant, []) == {}
@@ -215,16 +215,16 @@ class RecordCases(ContractBase):
             tenant, {tid: [ids[3], ids[0], theirs[0]], other: [theirs[1]], gone: ids}
         )
         assert set(found) == {(tid, ids[3]), (tid, ids[0]), (other, theirs[1])}
-        assert found[(tid, ids[3])] == store.get_entry(tenant, tid, ids[3])
+        assert found[(tid, ids[3])] == store.entry_get(tenant, tid, ids[3])
         assert found[(other, theirs[1])].content == "message 1"
         assert store.entry_get_across(stranger, {tid: ids}) == {}
         assert store.entry_get_across(tenant, {}) == {}
-        first = (store.get_entry(tenant, tid, ids[0])).position  # type: ignore[union-attr]
+        first = (store.entry_get(tenant, tid, ids[0])).position  # type: ignore[union-attr]
         windows = store.entry_windows(
             tenant, [(tid, first + 2, first + 4), (gone, 0, 5), (other, -10, 100), (tid, 0, -1)]
         )
         assert [[e.id for e in w] for w in windows] == [ids[2:5], [], theirs, []]
-        assert windows[0][0] == store.get_entry(tenant, tid, ids[2])
+        assert windows[0][0] == store.entry_get(tenant, tid, ids[2])
         assert store.entry_windows(stranger, [(tid, first, first + 3)]) == [[]]
         assert store.entry_windows(tenant, []) == []
         # whole threads (as search reads a user's threads): to LAST_POSITION
@@ -233,9 +233,9 @@ class RecordCases(ContractBase):
         )
         assert [[e.id for e in w] for w in whole] == [theirs, [], ids]
         assert store.entry_windows(stranger, [(tid, 0, LAST_POSITION)]) == [[]]
-        assert store.count_entries_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
-        assert store.count_entries_many(stranger, [tid]) == {}
-        assert store.count_entries_many(tenant, []) == {}
+        assert store.entry_count_many(tenant, [other, gone, tid]) == {other: 2, tid: 9}
+        assert store.entry_count_many(stranger, [tid]) == {}
+        assert store.entry_count_many(tenant, []) == {}
         # the current branch: after a checkout, the branch's entries only
         memory.branches.create(tid, "alt", from_entry=ids[1])
         memory.branches.checkout(tid, "alt")
@@ -244,7 +244,7 @@ class RecordCases(ContractBase):
         assert found[(tid, ids[0])].branch == "alt"
         (window,) = store.entry_windows(tenant, [(tid, first, first + 6)])
         assert [e.id for e in window] == ids[:2]
-        assert store.count_entries_many(tenant, [tid]) == {tid: 2}
+        assert store.entry_count_many(tenant, [tid]) == {tid: 2}
 
     def test_record_get_many_reads_long_id_lists(self, store: Store) -> None:
         tenant = _id("tenant")

@@ -37,7 +37,7 @@ class SearchCases(ContractBase):
             token_count=9,
             created_at=entries[3].created_at - timedelta(milliseconds=1),
         )
-        stale = store.compact_entries(
+        stale = store.entry_compact(
             memory.tenant_id,
             tid,
             branch="main",
@@ -48,7 +48,7 @@ class SearchCases(ContractBase):
         )
         assert stale is False
         assert memory.entries.count(tid) == 5
-        done = store.compact_entries(
+        done = store.entry_compact(
             memory.tenant_id,
             tid,
             branch="main",
@@ -62,7 +62,7 @@ class SearchCases(ContractBase):
         assert [e.id for e in after] == [summary.id, ids[3], ids[4]]
         assert after[0].position == through and after[0].metadata == {"compaction": True}
         assert after[1:] == entries[3:]
-        again = store.compact_entries(
+        again = store.entry_compact(
             memory.tenant_id,
             tid,
             branch="main",
@@ -78,7 +78,7 @@ class SearchCases(ContractBase):
     ) -> None:
         tid = self._thread(memory)
         ids = self._fill(memory, tid, 2)
-        changed = store.update_entries(
+        changed = store.entry_update(
             memory.tenant_id,
             tid,
             branch="main",
@@ -245,25 +245,25 @@ class SearchCases(ContractBase):
         assert self._vectors_left(store, tenant, every) == set(every)
         memory.branches.create(tid, "fork", from_entry=ids[7])  # copies ids[0..7]
 
-        # delete_entries: the fork's copy keeps ids[0]'s vector; ids[8] has no copy.
-        assert store.delete_entries(tenant, tid, [ids[0], ids[8]]) == 2
+        # entry_delete: the fork's copy keeps ids[0]'s vector; ids[8] has no copy.
+        assert store.entry_delete(tenant, tid, [ids[0], ids[8]]) == 2
         assert self._vectors_left(store, tenant, every) == set(every) - {ids[8]}
         # ... and deleting the last copy deletes it.
-        assert store.delete_entries(tenant, tid, [ids[0]], branch="fork") == 1
+        assert store.entry_delete(tenant, tid, [ids[0]], branch="fork") == 1
         left = set(every) - {ids[0], ids[8]}
         assert self._vectors_left(store, tenant, every) == left
-        # truncate_after on the fork: ids[6], ids[7] still on main.
-        assert store.truncate_after(tenant, tid, ids[5], branch="fork") == 2
+        # entry_truncate_after on the fork: ids[6], ids[7] still on main.
+        assert store.entry_truncate_after(tenant, tid, ids[5], branch="fork") == 2
         assert self._vectors_left(store, tenant, every) == left
-        # truncate_after on main: ids[9] had no copy; ids[6], ids[7] had none left either.
-        assert store.truncate_after(tenant, tid, ids[5]) == 3
+        # entry_truncate_after on main: ids[9] had no copy; ids[6], ids[7] had none left either.
+        assert store.entry_truncate_after(tenant, tid, ids[5]) == 3
         left -= {ids[6], ids[7], ids[9]}
         assert self._vectors_left(store, tenant, every) == left
         # compaction of main's first three (ids[1..3]; fork still holds them).
         entries = memory.entries.list(tid)
         assert [e.id for e in entries] == ids[1:6]
         summary = self._summary(entries[3].created_at - timedelta(milliseconds=1), 1)
-        assert store.compact_entries(
+        assert store.entry_compact(
             tenant,
             tid,
             branch="main",
@@ -273,15 +273,15 @@ class SearchCases(ContractBase):
             updated_at=entries[-1].created_at,
         )
         assert self._vectors_left(store, tenant, every) == left
-        # delete_branch: the fork held ids[1..5]; ids[1..3] now have no copy at all.
-        assert store.delete_branch(tenant, tid, "fork") is True
+        # branch_delete: the fork held ids[1..5]; ids[1..3] now have no copy at all.
+        assert store.branch_delete(tenant, tid, "fork") is True
         left -= {ids[1], ids[2], ids[3]}
         assert self._vectors_left(store, tenant, every) == left
-        # a second fork, then clear_entries on main and on the fork.
+        # a second fork, then entry_clear on main and on the fork.
         memory.branches.create(tid, "again")
-        assert store.clear_entries(tenant, tid) == 3
+        assert store.entry_clear(tenant, tid) == 3
         assert self._vectors_left(store, tenant, every) == left
-        assert store.clear_entries(tenant, tid, branch="again") == 3
+        assert store.entry_clear(tenant, tid, branch="again") == 3
         left -= {ids[4], ids[5]}
         assert left == set(kept)
         assert self._vectors_left(store, tenant, every) == left
@@ -289,7 +289,7 @@ class SearchCases(ContractBase):
         three = self._fill(memory, other, 1)
         store.vector_put(tenant, [item(three[0], other)])
         entries = memory.entries.list(other)
-        assert store.compact_entries(
+        assert store.entry_compact(
             tenant,
             other,
             branch="main",
@@ -299,10 +299,10 @@ class SearchCases(ContractBase):
             updated_at=entries[-1].created_at,
         )
         assert self._vectors_left(store, tenant, every + three) == {kept[1], three[0]}
-        # Other tenants' vectors never moved; delete_thread takes the rest.
+        # Other tenants' vectors never moved; thread_delete takes the rest.
         got = store.vector_get(elsewhere.tenant_id, "entry", foreign_ids, model_id="mv")
         assert set(got) == set(foreign_ids)
-        assert store.delete_thread(tenant, other) is True
+        assert store.thread_delete(tenant, other) is True
         assert self._vectors_left(store, tenant, every + three) == set()
         elsewhere.close()
 

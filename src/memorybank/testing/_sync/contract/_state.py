@@ -12,7 +12,8 @@ from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
-from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
+from memorybank.stores.contract.capabilities import Capability
+from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock, requires
 
 __all__ = ["StateCases"]
 
@@ -29,17 +30,17 @@ class StateCases(ContractBase):
     def test_counts_follow_every_write_of_a_branch(
         self, memory: Memory, store: Store
     ) -> None:
-        """``count_entries`` (and ``count_entries_many``) equal the entries listed after
+        """``entry_count`` (and ``entry_count_many``) equal the entries listed after
         every verb that adds or removes a branch's entries: a store may keep the count
         (the PostgreSQL store does, on the branch row) instead of counting."""
         tenant = memory.tenant_id
         tid = self._thread(memory)
 
         def check(branch: str | None = None) -> int:
-            thread, listed = store.list_entries(tenant, tid, branch=branch)
-            assert store.count_entries(tenant, tid, branch=branch) == len(listed)
+            thread, listed = store.entry_list(tenant, tid, branch=branch)
+            assert store.entry_count(tenant, tid, branch=branch) == len(listed)
             if branch in (None, thread.current_branch):
-                assert store.count_entries_many(tenant, [tid]) == {tid: len(listed)}
+                assert store.entry_count_many(tenant, [tid]) == {tid: len(listed)}
             return len(listed)
 
         ids = self._fill(memory, tid, 6)
@@ -53,14 +54,14 @@ class StateCases(ContractBase):
         memory.branches.create(tid, "alt", from_entry=ids[2])
         memory.branches.create(tid, "whole")
         assert (check("alt"), check("whole"), check("main")) == (3, 10, 10)
-        assert store.delete_entries(tenant, tid, [ids[0], _id("missing")]) == 1
-        assert store.delete_entries(tenant, tid, [ids[0]]) == 0
+        assert store.entry_delete(tenant, tid, [ids[0], _id("missing")]) == 1
+        assert store.entry_delete(tenant, tid, [ids[0]]) == 0
         assert (check(), check("whole")) == (9, 10)
-        assert store.truncate_after(tenant, tid, ids[4]) == 5
+        assert store.entry_truncate_after(tenant, tid, ids[4]) == 5
         assert (check(), check("alt")) == (4, 3)
-        entries = (store.list_entries(tenant, tid))[1]
+        entries = (store.entry_list(tenant, tid))[1]
         summary = self._summary(entries[2].created_at - timedelta(milliseconds=1), 3)
-        done = store.compact_entries(
+        done = store.entry_compact(
             tenant,
             tid,
             branch="main",
@@ -74,10 +75,10 @@ class StateCases(ContractBase):
         memory.branches.checkout(tid, "alt")
         memory.remember(tid, "user", "on alt")
         assert (check(), check("main")) == (4, 3)
-        assert store.clear_entries(tenant, tid, branch="main") == 3
+        assert store.entry_clear(tenant, tid, branch="main") == 3
         assert (check("main"), check("alt"), check("whole")) == (0, 4, 10)
         memory.branches.delete(tid, "whole")
-        assert store.count_entries_many(tenant, [tid]) == {tid: 4}
+        assert store.entry_count_many(tenant, [tid]) == {tid: 4}
 
     def test_branch_from_an_entry_then_diverge(self, memory: Memory) -> None:
         tid = self._thread(memory)
@@ -173,12 +174,23 @@ class StateCases(ContractBase):
             with pytest.raises(InvalidInput):
                 wm.set("k", object())
 
+    def test_listing_capabilities_are_what_the_store_does(self, memory: Memory) -> None:
+        """A store claims ``RUN_LISTING`` / ``SUMMARY_AGENT_LISTING`` exactly when its
+        listing verbs answer (a list, not ``None``): the listing cases below run on every
+        store that can list, and are skipped only on one that cannot."""
+        store, tenant = memory.store, _id("ten")
+        runs = Capability.RUN_LISTING in store.capabilities
+        assert (store.working_runs(tenant) is not None) is runs
+        assert (store.snapshot_runs(tenant) is not None) is runs
+        agents = Capability.SUMMARY_AGENT_LISTING in store.capabilities
+        assert (store.summary_agents(tenant) is not None) is agents
+        assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    @requires(Capability.RUN_LISTING)
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: Memory
     ) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if store.working_runs(tenant) is None:
-            pytest.skip("this store cannot list runs")
         odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
         for run in odd:
             store.working_set(tenant, run, "k", "1")
@@ -203,10 +215,9 @@ class StateCases(ContractBase):
         assert store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert store.snapshot_runs(other) == ["s-other"]
 
+    @requires(Capability.SUMMARY_AGENT_LISTING)
     def test_agents_with_summaries_are_listed(self, memory: Memory) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
-        if store.summary_agents(tenant) is None:
-            pytest.skip("this store cannot list the agents of its summaries")
         odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
         for i, agent in enumerate(odd):
             memory.tenant(tenant).summaries.add(

@@ -1,0 +1,120 @@
+"""The conformance suite on ``examples/dict_store.py``: the store docs/writing-a-store.md
+walks through, written only against the public contract, passes the suite that every
+built-in store passes (the one case it lacks a capability for is skipped, by name)."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from memorybank.stores.contract import AsyncStore, Capability
+from memorybank.testing import AsyncContract
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "dict_store.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("dict_store_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+dict_store = _load()
+
+
+class TestDictStoreExample(AsyncContract):
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[AsyncStore]:
+        store: Any = dict_store.DictStore()
+        yield store
+        await store.close()
+
+
+def test_the_example_imports_only_public_names() -> None:
+    """Every import of the example names a public module and a public name of it."""
+    tree = ast.parse(EXAMPLE.read_text())
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("memorybank")
+        ):
+            assert not any(part.startswith("_") for part in node.module.split(".")), node.module
+            module = importlib.import_module(node.module)
+            public = set(getattr(module, "__all__", ()))
+            for alias in node.names:
+                assert alias.name in public, f"{node.module}.{alias.name} is not public"
+        if isinstance(node, ast.Import):
+            assert not any(a.name.startswith("memorybank") for a in node.names)
+
+
+def test_the_example_claims_what_the_suite_reads() -> None:
+    claimed = dict_store.DictStore.capabilities
+    assert Capability.RUN_LISTING in claimed and Capability.VOLATILE in claimed
+    assert Capability.SUMMARY_AGENT_LISTING not in claimed  # summary_agents is not implemented
+
+
+def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    import asyncio
+
+    asyncio.run(dict_store.main())
+    assert capsys.readouterr().out == "['My dog is called Biscuit', 'A fine name for a dog.']\n"
+
+
+THIRD_PARTY_TEST = """
+from collections.abc import AsyncIterator
+
+import pytest
+
+from dict_store import DictStore
+from memorybank.testing import AsyncContract
+
+
+class TestDictStore(AsyncContract):
+    @pytest.fixture
+    async def store(self) -> AsyncIterator[DictStore]:
+        store = DictStore()
+        yield store
+        await store.close()
+"""
+
+
+def test_the_guide_setup_runs_the_suite_outside_this_repository(tmp_path: Path) -> None:
+    """docs/writing-a-store.md's setup, in a project of its own: the plugin registers the
+    ``requires`` marker under ``--strict-markers``, and the one case the store lacks a
+    capability for is skipped with the capability in the reason."""
+    import os
+    import shutil
+    import subprocess
+
+    shutil.copy(EXAMPLE, tmp_path / "dict_store.py")
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["memorybank.testing.plugin"]\n')
+    (tmp_path / "test_my_store.py").write_text(THIRD_PARTY_TEST)
+    (tmp_path / "pytest.ini").write_text(
+        "[pytest]\naddopts = --strict-markers -ra -p no:cacheprovider\n"
+        "filterwarnings = error\nasyncio_mode = auto\n"
+        "asyncio_default_fixture_loop_scope = function\n"
+    )
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-k", "listed or listing"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{tmp_path}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert "2 passed, 1 skipped" in out, out
+    assert "store does not claim Capability.SUMMARY_AGENT_LISTING" in out, out
