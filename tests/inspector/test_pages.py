@@ -48,9 +48,10 @@ def store_kind(
 class Inspector:
     """An HTTP client of the inspector with the seeded memory behind it."""
 
-    def __init__(self, client: httpx.AsyncClient, data: Seeded) -> None:
+    def __init__(self, client: httpx.AsyncClient, data: Seeded, memory: AsyncMemory) -> None:
         self.client = client
         self.data = data
+        self.memory = memory
 
     async def try_login(
         self, key: str, user: str | None = None, tenant: str | None = None
@@ -90,7 +91,7 @@ async def inspector(store_kind: StoreSpec | None) -> AsyncIterator[Inspector]:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
-                yield Inspector(client, data)
+                yield Inspector(client, data, memory)
     finally:
         await store.close()
 
@@ -361,6 +362,37 @@ async def test_the_thread_page_charts_token_usage(inspector: Inspector) -> None:
     assert totals == sorted(totals) and totals[-1] > 0
     retry = await inspector.page("/ui/thread?id=t-orders&branch=retry")
     assert retry.count('<circle class="role-') == 1
+
+
+async def test_a_fork_point_links_to_the_entry_where_it_still_is(inspector: Inspector) -> None:
+    acme = inspector.memory.tenant(inspector.data.tenant)
+    thread = await acme.threads.create(thread_id="t-fork", title="Forks")
+    written = [await acme.remember(thread.id, "user", f"line {i}") for i in range(60)]
+    early, late = written[5], written[58]
+    await acme.branches.create(thread.id, "early", from_entry=early.id)
+    await acme.branches.create(thread.id, "late", from_entry=late.id)
+    await acme.branches.rewind(thread.id, written[40].id)  # main loses ``late``
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/thread?id=t-fork")
+    links = dict(
+        re.findall(r'<tr[^>]*>\s*<td><a[^>]*>(\w+)</a>.*?<td class="fork">(.*?)</td>', page, re.S)
+    )
+    assert set(links) == {"main", "early", "late"} and links["main"].strip() == "—"
+    assert f'branch=main#e-{early.id}">entry #{early.position}</a>' in links["early"]
+    assert f'branch=late#e-{late.id}">entry #{late.position}</a>' in links["late"]
+    assert "no longer on main: its copy on late" in links["late"]
+    assert "no longer" not in links["early"]
+    # The linked page shows the entry with that anchor.
+    assert f'id="e-{late.id}"' in await inspector.page("/ui/thread?id=t-fork&branch=late")
+    # Past the first page of the parent (119 entries on ``late``) the link names the page.
+    await acme.branches.checkout(thread.id, "late")
+    for i in range(60):
+        await acme.remember(thread.id, "user", f"more {i}")
+    await acme.branches.create(thread.id, "deep", from_entry=written[1].id)
+    page = await inspector.page("/ui/thread?id=t-fork&branch=late")
+    assert f'branch=late&page=3#e-{written[1].id}"' in page
+    deep = await inspector.page("/ui/thread?id=t-fork&branch=late&page=3")
+    assert f'id="e-{written[1].id}"' in deep
 
 
 async def test_the_favicon_is_served() -> None:

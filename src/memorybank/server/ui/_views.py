@@ -21,7 +21,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound, StoreError
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.records import Entry, Thread
+from memorybank.records import Branch, Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import (
     RETRY_AFTER_SECONDS,
@@ -61,6 +61,7 @@ _MAX_PAGE = 10_000
 _MAX_TOKENS = 10_000_000
 _TIMELINE = 200  # newest entries listed in or out of a previewed context
 _CHART_ENTRIES = 2000  # newest entries of a branch the token chart plots
+_FORK_SCAN = 20_000  # newest entries of a parent branch searched for a fork point's page
 _NAV = (  # href, label, and the page paths it is the section of
     ("/threads", "Threads", "/thread"),
     ("/search", "Search", "/search"),
@@ -97,6 +98,50 @@ class Viewer:
     csrf: str
     memory: AsyncMemory
     is_admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPoint:
+    """Where a branch was taken from: the entry, and the branch and page that show it.
+
+    ``branch`` is the parent when the entry is still on it, else the forked branch's
+    own copy (the parent was rewound past it or deleted); ``None`` when neither holds it.
+    """
+
+    entry_id: str
+    from_branch: str
+    branch: str | None = None
+    page: int = 1
+    position: int | None = None
+
+
+async def _page_of(memory: AsyncMemory, thread_id: str, branch: str, entry_id: str) -> int | None:
+    """The thread page (newest first, ``PAGE_SIZE`` a page) holding ``entry_id`` on
+    ``branch``, scanning its newest ``_FORK_SCAN`` entries; ``None`` if not there."""
+    step = 1000
+    for offset in range(0, _FORK_SCAN, step):
+        rows = await memory.entries.list(
+            thread_id, branch=branch, limit=step, offset=offset, order="desc"
+        )
+        for index, row in enumerate(rows, start=offset):
+            if row.id == entry_id:
+                return index // PAGE_SIZE + 1
+        if len(rows) < step:
+            return None
+    return None
+
+
+async def _fork_point(memory: AsyncMemory, thread_id: str, b: Branch, names: set[str]) -> ForkPoint:
+    assert b.from_branch is not None and b.from_entry is not None
+    for where in (b.from_branch, b.name):
+        if where not in names:
+            continue
+        entry = await memory.entries.get(thread_id, b.from_entry, branch=where)
+        if entry is None:
+            continue
+        page = await _page_of(memory, thread_id, where, entry.id)
+        return ForkPoint(b.from_entry, b.from_branch, where, page or 1, entry.position)
+    return ForkPoint(b.from_entry, b.from_branch)
 
 
 T = TypeVar("T")
@@ -397,6 +442,12 @@ def build_router() -> APIRouter:
             name = branch or found.current_branch
             number = _int(page, 1, 1, _MAX_PAGE)
             branches = await memory.branches.list(thread_id)
+            names = {b.name for b in branches}
+            forks = {
+                b.name: await _fork_point(memory, thread_id, b, names)
+                for b in branches
+                if b.from_branch is not None and b.from_entry is not None
+            }
             entries = await memory.entries.list(
                 thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
             )
@@ -409,6 +460,7 @@ def build_router() -> APIRouter:
                 thread=found,
                 branch=name,
                 branches=branches,
+                forks=forks,
                 entries=entries,
                 total=total,
                 tokens_on_page=sum(e.token_count for e in entries),
