@@ -395,6 +395,45 @@ async def test_a_fork_point_links_to_the_entry_where_it_still_is(inspector: Insp
     assert f'id="e-{written[1].id}"' in deep
 
 
+async def test_the_context_preview_warns_of_a_budget_with_no_room(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    base = "/ui/thread/context?id=t-orders&input=lamp"
+    for bad in ("0", "-5", "ten", "99999999999"):
+        page = await inspector.page(f"{base}&max_tokens={bad}", status=400)
+        assert "max_tokens must be a whole number from 1 to 10000000" in page and bad in page
+        assert 'id="context-result"' not in page
+    page = await inspector.page(f"{base}&max_tokens=4000&reserve_tokens=-1", status=400)
+    assert "reserve_tokens must be a whole number from 0" in page
+
+    # The default reserve (100) swallows max_tokens=60: nothing can fit, and the page says so.
+    page = await inspector.page(f"{base}&max_tokens=60")
+    assert re.search(r'id="included">0 of 4<', page)
+    warning = re.search(r'<p class="warning budget-warning"[^>]*>([^<]*)</p>', page)
+    assert warning and "reserve (100 tokens" in warning[1] and "leaves no room" in warning[1]
+    # A system prompt that takes everything the reserve leaves.
+    prompt = "+".join(["policy"] * 400)
+    page = await inspector.page(f"{base}&max_tokens=300&reserve_tokens=0&system_prompt={prompt}")
+    warning = re.search(r'<p class="warning budget-warning"[^>]*>([^<]*)</p>', page)
+    assert warning and "takes all 300 available tokens" in warning[1]
+    # A budget with room: no warning.
+    page = await inspector.page(f"{base}&max_tokens=4000")
+    assert "budget-warning" not in page
+
+
+async def test_the_context_preview_shows_tool_calls_as_the_thread_page(
+    inspector: Inspector,
+) -> None:
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/thread/context?id=t-orders&max_tokens=4000")
+    for table in ("context-entries", "timeline"):
+        body = re.search(rf'<table id="{table}">(.*?)</table>', page, re.S)
+        assert body, table
+        assert re.search(r"tool call <b>lookup_order</b> <code>call_1</code>", body[1]), table
+        assert '{"order_id": "1234"}' in body[1]
+        assert "result of tool call <code>call_1</code>" in body[1]
+        assert not re.search(r"<td>\s*—\s*</td>", body[1]), table
+
+
 async def test_the_favicon_is_served() -> None:
     app = create_app(memory=AsyncMemory(AsyncInMemoryStore()))
     async with app.router.lifespan_context(app):

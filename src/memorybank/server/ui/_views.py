@@ -48,7 +48,7 @@ from memorybank.server.ui._usage_svg import chart
 from memorybank.stores.contract._async.store import UNSET, Unset
 
 if TYPE_CHECKING:
-    from memorybank.context.values import Strategy
+    from memorybank.context.values import ContextOptions, Strategy
     from memorybank.recall._async.search import SearchMode
 
 __all__ = ["PAGE_SIZE", "PREFIX", "Viewer", "build_router"]
@@ -256,6 +256,40 @@ def _int(value: str | None, default: int, low: int, high: int) -> int:
     except ValueError:
         return default
     return min(max(number, low), high)
+
+
+def _budget_field(name: str, value: str, low: int) -> str | None:
+    """Why a token count typed in the context preview is refused, or ``None`` (empty is the
+    default; a count is a whole number from ``low`` to ``_MAX_TOKENS``)."""
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= _MAX_TOKENS:
+        return f"{name} must be a whole number from {low} to {_MAX_TOKENS}, not {text!r}."
+    return None
+
+
+def _budget_notes(options: ContextOptions, budget: dict[str, int], total_entries: int) -> list[str]:
+    """Warnings about a budget that leaves the history no room (the preview shows them above
+    the result, as ``build_context`` itself truncates silently)."""
+    if options.available == 0:
+        how = "" if options.reserve_tokens is not None else ", the default max(100, 10%)"
+        return [
+            f"The reserve ({options.reserve} tokens{how}) "
+            f"leaves no room: max_tokens {options.max_tokens} minus the reserve is 0, so "
+            "no message fits. Raise max_tokens above the reserve or lower reserve_tokens."
+        ]
+    if total_entries and budget["history_budget"] == 0:
+        return [
+            f"The system message ({budget['system']} tokens) takes all {options.available} "
+            "available tokens: no history entry fits. Raise max_tokens, lower the reserve, "
+            "or turn blocks off."
+        ]
+    return []
 
 
 def _opt(value: str | None) -> str | Unset:
@@ -499,6 +533,14 @@ def build_router() -> APIRouter:
                 if strategy == "hybrid"
                 else "recent"
             )
+            refused = [
+                message
+                for message in (
+                    _budget_field("max_tokens", max_tokens, 1),
+                    _budget_field("reserve_tokens", reserve_tokens, 0),
+                )
+                if message
+            ]
             reserve = _int(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
             options = ContextOptions(
                 max_tokens=_int(max_tokens, 4000, 1, _MAX_TOKENS),
@@ -509,8 +551,8 @@ def build_router() -> APIRouter:
                 "input": input,
                 "system_prompt": system_prompt,
                 "agent": who,
-                "max_tokens": options.max_tokens,
-                "reserve_tokens": "" if reserve is None else reserve,
+                "max_tokens": max_tokens.strip() if refused else options.max_tokens,
+                "reserve_tokens": reserve_tokens.strip() if refused or reserve is None else reserve,
                 "strategy": chosen,
                 "facts": bool(facts),
                 "semantic": bool(semantic),
@@ -524,7 +566,10 @@ def build_router() -> APIRouter:
                 "available": options.available,
             }
             timeline: list[tuple[Entry, bool]] = []
-            if who:
+            notes: list[str] = []
+            if refused:
+                error = " ".join(refused)
+            elif who:
                 ctx = await viewer.memory.build_context(
                     thread_id,
                     max_tokens=options.max_tokens,
@@ -546,6 +591,7 @@ def build_router() -> APIRouter:
                 budget["system"] = ctx.token_count - history_tokens
                 budget["history_budget"] = max(0, options.available - budget["system"])
                 budget["history"] = history_tokens
+                notes = _budget_notes(options, budget, ctx.total_entries)
             else:
                 error = "This thread has no agent: name the agent the context is built for."
             page_ctx = _context(
@@ -558,10 +604,11 @@ def build_router() -> APIRouter:
                 ctx=ctx,
                 error=error,
                 budget=budget,
+                budget_notes=notes,
                 timeline=timeline,
                 timeline_limit=_TIMELINE,
             )
-            return render("context.html", **page_ctx)
+            return render("context.html", status_code=400 if refused else 200, **page_ctx)
 
         return await _page(request, view)
 
