@@ -44,7 +44,7 @@ EDGE_FONT = 11
 NODE_FONT = 13
 NAME_CHARS = 28  # a name longer than this is shortened on the drawing
 _MARGIN = 24
-_EDGE = 150.0  # the force layout's ideal relation length
+_EDGE = 110.0  # the force layout's ideal relation length
 _STEPS = 160
 _PAD = 4.0  # kept between a label or a line and a box
 
@@ -143,6 +143,13 @@ def _overlap(a: Box, b: Box) -> bool:
 
 def _crosses(p: tuple[float, float], q: tuple[float, float], box: Box) -> bool:
     """Whether the segment ``p``-``q`` meets ``box`` (Liang-Barsky clipping)."""
+    if (
+        max(p[0], q[0]) < box[0]
+        or min(p[0], q[0]) > box[2]
+        or max(p[1], q[1]) < box[1]
+        or min(p[1], q[1]) > box[3]
+    ):
+        return False
     dx, dy = q[0] - p[0], q[1] - p[1]
     low, high = 0.0, 1.0
     for step, room in (
@@ -203,7 +210,7 @@ def _force(
                 if far < 1e-6:  # the same spot: part them along a fixed direction
                     angle = (index[a] * 7 + index[b] * 13) % 360 * math.pi / 180
                     dx, dy, far = math.cos(angle), math.sin(angle), 1.0
-                room = _EDGE + sizes[a] + sizes[b]
+                room = _EDGE
                 gap = max(far - sizes[a] - sizes[b], 8.0)
                 push = room * room / gap / far
                 move[a][0] += dx * push
@@ -234,13 +241,26 @@ def _force(
             at[entity_id][1] += dy
 
 
+def _widen(at: dict[str, list[float]]) -> None:
+    """Stretch a layout taller than the 3:2 view box sideways (up to twice), in place."""
+    if len(at) < 3:
+        return
+    xs, ys = [p[0] for p in at.values()], [p[1] for p in at.values()]
+    wide, tall = max(xs) - min(xs), max(ys) - min(ys)
+    if tall <= 0 or wide >= 1.5 * tall:
+        return
+    factor = min(1.5 * tall / max(wide, 1.0), 2.0)
+    for p in at.values():
+        p[0] *= factor
+
+
 def _separate(order: list[str], at: dict[str, list[float]], boxes: dict[str, Box]) -> None:
     """Push apart entity boxes that overlap (with room for a line between), in place."""
     for _ in range(200):
         moved = False
         for i, a in enumerate(order):
             for b in order[i + 1 :]:
-                ba = _grow(_shift(boxes[a], at[a]), 2 * _PAD)
+                ba = _grow(_shift(boxes[a], at[a]), 3 * _PAD)
                 bb = _shift(boxes[b], at[b])
                 if not _overlap(ba, bb):
                     continue
@@ -288,14 +308,25 @@ def _route(
     dx, dy = end[0] - start[0], end[1] - start[1]
     length = math.hypot(dx, dy) or 1.0
     nx, ny = -dy / length, dx / length
-    mx, my = (start[0] + end[0]) / 2, (start[1] + end[1]) / 2
+
+    def at_(fraction: float, offset: float) -> Point:
+        return (
+            start[0] + dx * fraction + nx * offset,
+            start[1] + dy * fraction + ny * offset,
+        )
+
     first = 1 if nth == 0 else nth
     for k in range(first, 12):
         for side in (1, -1):
             offset = side * 28 * k
-            bent = [start, (mx + nx * offset, my + ny * offset), end]
-            if clear(bent):
-                return bent
+            for bent in (
+                [start, at_(0.5, offset), end],
+                [start, at_(0.2, offset), at_(0.8, offset), end],
+                [start, at_(0.3, offset), end],
+                [start, at_(0.7, offset), end],
+            ):
+                if clear(bent):
+                    return bent
     return None
 
 
@@ -350,6 +381,7 @@ def draw(subgraph: Subgraph, centre: str) -> Drawing:
     links = [(r.source_id, r.target_id) for r in relations]
     start = _initial(order, hops)
     _force(order, start, links, sizes, centre if centre in start else None)
+    _widen(start)
     _separate(order, start, shapes)
 
     spread = 1.0
