@@ -10,6 +10,7 @@ character) and, for an entity, spans its circle and the name under it.
 
 from __future__ import annotations
 
+import asyncio
 import html
 import itertools
 import random
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
 from memorybank.cli.app import _serve_demo
 from memorybank.memory._async.memory import AsyncMemory
@@ -118,16 +120,16 @@ def problems(drawn: Drawn) -> list[str]:
                 continue
             if any(_crosses(p, q, node) for p, q in itertools.pairwise(points)):
                 found.append(f"a line {points[0]}->{points[-1]} crosses the entity at {centre}")
-    for a, b in itertools.combinations(drawn.nodes.values(), 2):
-        if _overlap(a, b):
+    for one, other in itertools.combinations(drawn.nodes.values(), 2):
+        if _overlap(one, other):
             found.append("two entities overlap")
     return found
 
 
 @asynccontextmanager
-async def logged_in(app: object, key: str, user: str = "") -> AsyncIterator[httpx.AsyncClient]:
-    async with app.router.lifespan_context(app):  # type: ignore[attr-defined]
-        transport = httpx.ASGITransport(app=app)  # type: ignore[arg-type]
+async def logged_in(app: FastAPI, key: str, user: str = "") -> AsyncIterator[httpx.AsyncClient]:
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://graph.test") as client:
             await client.get("/ui/login")
             form = {"csrf": client.cookies["mb_ui_csrf"], "key": key, "user_id": user}
@@ -212,8 +214,6 @@ def test_the_measure_finds_overlaps() -> None:
 def test_the_demo_graph_draws_without_overlaps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import asyncio
-
     monkeypatch.delenv("MEMORYBANK_ADMIN_KEY", raising=False)
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     lines = _serve_demo(url, None, reset=False)

@@ -461,7 +461,7 @@ def _frame(
     nodes = []
     for e in subgraph.entities:
         x, y = at[e.id]
-        r = _radius(hops[e.id])
+        radius = _radius(hops[e.id])
         nodes.append(
             DrawnNode(
                 id=e.id,
@@ -471,8 +471,8 @@ def _frame(
                 y=y_(y),
                 hop=hops[e.id],
                 private=e.user_id is not None or e.agent_id is not None,
-                r=r,
-                label_y=y_(y + r + NODE_FONT),
+                r=radius,
+                label_y=y_(y + radius + NODE_FONT),
             )
         )
     edges = []
