@@ -48,9 +48,10 @@ def store_kind(
 class Inspector:
     """An HTTP client of the inspector with the seeded memory behind it."""
 
-    def __init__(self, client: httpx.AsyncClient, data: Seeded) -> None:
+    def __init__(self, client: httpx.AsyncClient, data: Seeded, memory: AsyncMemory) -> None:
         self.client = client
         self.data = data
+        self.memory = memory
 
     async def try_login(
         self, key: str, user: str | None = None, tenant: str | None = None
@@ -90,7 +91,7 @@ async def inspector(store_kind: StoreSpec | None) -> AsyncIterator[Inspector]:
         async with app.router.lifespan_context(app):
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://ui.test") as client:
-                yield Inspector(client, data)
+                yield Inspector(client, data, memory)
     finally:
         await store.close()
 
@@ -361,6 +362,76 @@ async def test_the_thread_page_charts_token_usage(inspector: Inspector) -> None:
     assert totals == sorted(totals) and totals[-1] > 0
     retry = await inspector.page("/ui/thread?id=t-orders&branch=retry")
     assert retry.count('<circle class="role-') == 1
+
+
+async def test_a_fork_point_links_to_the_entry_where_it_still_is(inspector: Inspector) -> None:
+    acme = inspector.memory.tenant(inspector.data.tenant)
+    thread = await acme.threads.create(thread_id="t-fork", title="Forks")
+    written = [await acme.remember(thread.id, "user", f"line {i}") for i in range(60)]
+    early, late = written[5], written[58]
+    await acme.branches.create(thread.id, "early", from_entry=early.id)
+    await acme.branches.create(thread.id, "late", from_entry=late.id)
+    await acme.branches.rewind(thread.id, written[40].id)  # main loses ``late``
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/thread?id=t-fork")
+    links = dict(
+        re.findall(r'<tr[^>]*>\s*<td><a[^>]*>(\w+)</a>.*?<td class="fork">(.*?)</td>', page, re.S)
+    )
+    assert set(links) == {"main", "early", "late"} and links["main"].strip() == "—"
+    assert f'branch=main#e-{early.id}">entry #{early.position}</a>' in links["early"]
+    assert f'branch=late#e-{late.id}">entry #{late.position}</a>' in links["late"]
+    assert "no longer on main: its copy on late" in links["late"]
+    assert "no longer" not in links["early"]
+    # The linked page shows the entry with that anchor.
+    assert f'id="e-{late.id}"' in await inspector.page("/ui/thread?id=t-fork&branch=late")
+    # Past the first page of the parent (119 entries on ``late``) the link names the page.
+    await acme.branches.checkout(thread.id, "late")
+    for i in range(60):
+        await acme.remember(thread.id, "user", f"more {i}")
+    await acme.branches.create(thread.id, "deep", from_entry=written[1].id)
+    page = await inspector.page("/ui/thread?id=t-fork&branch=late")
+    assert f'branch=late&page=3#e-{written[1].id}"' in page
+    deep = await inspector.page("/ui/thread?id=t-fork&branch=late&page=3")
+    assert f'id="e-{written[1].id}"' in deep
+
+
+async def test_the_context_preview_warns_of_a_budget_with_no_room(inspector: Inspector) -> None:
+    await inspector.login(inspector.data.key)
+    base = "/ui/thread/context?id=t-orders&input=lamp"
+    for bad in ("0", "-5", "ten", "99999999999"):
+        page = await inspector.page(f"{base}&max_tokens={bad}", status=400)
+        assert "max_tokens must be a whole number from 1 to 10000000" in page and bad in page
+        assert 'id="context-result"' not in page
+    page = await inspector.page(f"{base}&max_tokens=4000&reserve_tokens=-1", status=400)
+    assert "reserve_tokens must be a whole number from 0" in page
+
+    # The default reserve (100) swallows max_tokens=60: nothing can fit, and the page says so.
+    page = await inspector.page(f"{base}&max_tokens=60")
+    assert re.search(r'id="included">0 of 4<', page)
+    warning = re.search(r'<p class="warning budget-warning"[^>]*>([^<]*)</p>', page)
+    assert warning and "reserve (100 tokens" in warning[1] and "leaves no room" in warning[1]
+    # A system prompt that takes everything the reserve leaves.
+    prompt = "+".join(["policy"] * 400)
+    page = await inspector.page(f"{base}&max_tokens=300&reserve_tokens=0&system_prompt={prompt}")
+    warning = re.search(r'<p class="warning budget-warning"[^>]*>([^<]*)</p>', page)
+    assert warning and "takes all 300 available tokens" in warning[1]
+    # A budget with room: no warning.
+    page = await inspector.page(f"{base}&max_tokens=4000")
+    assert "budget-warning" not in page
+
+
+async def test_the_context_preview_shows_tool_calls_as_the_thread_page(
+    inspector: Inspector,
+) -> None:
+    await inspector.login(inspector.data.key)
+    page = await inspector.page("/ui/thread/context?id=t-orders&max_tokens=4000")
+    for table in ("context-entries", "timeline"):
+        body = re.search(rf'<table id="{table}">(.*?)</table>', page, re.S)
+        assert body, table
+        assert re.search(r"tool call <b>lookup_order</b> <code>call_1</code>", body[1]), table
+        assert '{"order_id": "1234"}' in body[1]
+        assert "result of tool call <code>call_1</code>" in body[1]
+        assert not re.search(r"<td>\s*—\s*</td>", body[1]), table
 
 
 async def test_the_favicon_is_served() -> None:

@@ -21,7 +21,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound, StoreError
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.records import Entry, Thread
+from memorybank.records import Branch, Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import (
     RETRY_AFTER_SECONDS,
@@ -31,7 +31,7 @@ from memorybank.server.errors import (
     refused_by_store,
     request_id,
 )
-from memorybank.server.ui._graph_svg import draw
+from memorybank.server.ui._graph_svg import EDGE_FONT, NAME_CHARS, NODE_FONT, draw
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
     CSRF_COOKIE,
@@ -48,7 +48,7 @@ from memorybank.server.ui._usage_svg import chart
 from memorybank.stores.contract._async.store import UNSET, Unset
 
 if TYPE_CHECKING:
-    from memorybank.context.values import Strategy
+    from memorybank.context.values import ContextOptions, Strategy
     from memorybank.recall._async.search import SearchMode
 
 __all__ = ["PAGE_SIZE", "PREFIX", "Viewer", "build_router"]
@@ -61,6 +61,7 @@ _MAX_PAGE = 10_000
 _MAX_TOKENS = 10_000_000
 _TIMELINE = 200  # newest entries listed in or out of a previewed context
 _CHART_ENTRIES = 2000  # newest entries of a branch the token chart plots
+_FORK_SCAN = 20_000  # newest entries of a parent branch searched for a fork point's page
 _NAV = (  # href, label, and the page paths it is the section of
     ("/threads", "Threads", "/thread"),
     ("/search", "Search", "/search"),
@@ -97,6 +98,50 @@ class Viewer:
     csrf: str
     memory: AsyncMemory
     is_admin: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ForkPoint:
+    """Where a branch was taken from: the entry, and the branch and page that show it.
+
+    ``branch`` is the parent when the entry is still on it, else the forked branch's
+    own copy (the parent was rewound past it or deleted); ``None`` when neither holds it.
+    """
+
+    entry_id: str
+    from_branch: str
+    branch: str | None = None
+    page: int = 1
+    position: int | None = None
+
+
+async def _page_of(memory: AsyncMemory, thread_id: str, branch: str, entry_id: str) -> int | None:
+    """The thread page (newest first, ``PAGE_SIZE`` a page) holding ``entry_id`` on
+    ``branch``, scanning its newest ``_FORK_SCAN`` entries; ``None`` if not there."""
+    step = 1000
+    for offset in range(0, _FORK_SCAN, step):
+        rows = await memory.entries.list(
+            thread_id, branch=branch, limit=step, offset=offset, order="desc"
+        )
+        for index, row in enumerate(rows, start=offset):
+            if row.id == entry_id:
+                return index // PAGE_SIZE + 1
+        if len(rows) < step:
+            return None
+    return None
+
+
+async def _fork_point(memory: AsyncMemory, thread_id: str, b: Branch, names: set[str]) -> ForkPoint:
+    assert b.from_branch is not None and b.from_entry is not None
+    for where in (b.from_branch, b.name):
+        if where not in names:
+            continue
+        entry = await memory.entries.get(thread_id, b.from_entry, branch=where)
+        if entry is None:
+            continue
+        page = await _page_of(memory, thread_id, where, entry.id)
+        return ForkPoint(b.from_entry, b.from_branch, where, page or 1, entry.position)
+    return ForkPoint(b.from_entry, b.from_branch)
 
 
 T = TypeVar("T")
@@ -211,6 +256,40 @@ def _int(value: str | None, default: int, low: int, high: int) -> int:
     except ValueError:
         return default
     return min(max(number, low), high)
+
+
+def _budget_field(name: str, value: str, low: int) -> str | None:
+    """Why a token count typed in the context preview is refused, or ``None`` (empty is the
+    default; a count is a whole number from ``low`` to ``_MAX_TOKENS``)."""
+    text = value.strip()
+    if not text:
+        return None
+    try:
+        number = int(text)
+    except ValueError:
+        number = None
+    if number is None or not low <= number <= _MAX_TOKENS:
+        return f"{name} must be a whole number from {low} to {_MAX_TOKENS}, not {text!r}."
+    return None
+
+
+def _budget_notes(options: ContextOptions, budget: dict[str, int], total_entries: int) -> list[str]:
+    """Warnings about a budget that leaves the history no room (the preview shows them above
+    the result, as ``build_context`` itself truncates silently)."""
+    if options.available == 0:
+        how = "" if options.reserve_tokens is not None else ", the default max(100, 10%)"
+        return [
+            f"The reserve ({options.reserve} tokens{how}) "
+            f"leaves no room: max_tokens {options.max_tokens} minus the reserve is 0, so "
+            "no message fits. Raise max_tokens above the reserve or lower reserve_tokens."
+        ]
+    if total_entries and budget["history_budget"] == 0:
+        return [
+            f"The system message ({budget['system']} tokens) takes all {options.available} "
+            "available tokens: no history entry fits. Raise max_tokens, lower the reserve, "
+            "or turn blocks off."
+        ]
+    return []
 
 
 def _opt(value: str | None) -> str | Unset:
@@ -397,6 +476,12 @@ def build_router() -> APIRouter:
             name = branch or found.current_branch
             number = _int(page, 1, 1, _MAX_PAGE)
             branches = await memory.branches.list(thread_id)
+            names = {b.name for b in branches}
+            forks = {
+                b.name: await _fork_point(memory, thread_id, b, names)
+                for b in branches
+                if b.from_branch is not None and b.from_entry is not None
+            }
             entries = await memory.entries.list(
                 thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
             )
@@ -409,6 +494,7 @@ def build_router() -> APIRouter:
                 thread=found,
                 branch=name,
                 branches=branches,
+                forks=forks,
                 entries=entries,
                 total=total,
                 tokens_on_page=sum(e.token_count for e in entries),
@@ -447,6 +533,14 @@ def build_router() -> APIRouter:
                 if strategy == "hybrid"
                 else "recent"
             )
+            refused = [
+                message
+                for message in (
+                    _budget_field("max_tokens", max_tokens, 1),
+                    _budget_field("reserve_tokens", reserve_tokens, 0),
+                )
+                if message
+            ]
             reserve = _int(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
             options = ContextOptions(
                 max_tokens=_int(max_tokens, 4000, 1, _MAX_TOKENS),
@@ -457,8 +551,8 @@ def build_router() -> APIRouter:
                 "input": input,
                 "system_prompt": system_prompt,
                 "agent": who,
-                "max_tokens": options.max_tokens,
-                "reserve_tokens": "" if reserve is None else reserve,
+                "max_tokens": max_tokens.strip() if refused else options.max_tokens,
+                "reserve_tokens": reserve_tokens.strip() if refused or reserve is None else reserve,
                 "strategy": chosen,
                 "facts": bool(facts),
                 "semantic": bool(semantic),
@@ -472,7 +566,10 @@ def build_router() -> APIRouter:
                 "available": options.available,
             }
             timeline: list[tuple[Entry, bool]] = []
-            if who:
+            notes: list[str] = []
+            if refused:
+                error = " ".join(refused)
+            elif who:
                 ctx = await viewer.memory.build_context(
                     thread_id,
                     max_tokens=options.max_tokens,
@@ -494,6 +591,7 @@ def build_router() -> APIRouter:
                 budget["system"] = ctx.token_count - history_tokens
                 budget["history_budget"] = max(0, options.available - budget["system"])
                 budget["history"] = history_tokens
+                notes = _budget_notes(options, budget, ctx.total_entries)
             else:
                 error = "This thread has no agent: name the agent the context is built for."
             page_ctx = _context(
@@ -506,10 +604,11 @@ def build_router() -> APIRouter:
                 ctx=ctx,
                 error=error,
                 budget=budget,
+                budget_notes=notes,
                 timeline=timeline,
                 timeline_limit=_TIMELINE,
             )
-            return render("context.html", **page_ctx)
+            return render("context.html", status_code=400 if refused else 200, **page_ctx)
 
         return await _page(request, view)
 
@@ -754,6 +853,9 @@ def build_router() -> APIRouter:
                 max_depth=_GRAPH_MAX_DEPTH,
                 centre=centre,
                 drawing=drawing,
+                edge_font=EDGE_FONT,
+                node_font=NODE_FONT,
+                name_chars=NAME_CHARS,
                 pager=_pager(request, number, more),
                 notice="The entity was saved." if saved and centre is not None else None,
             )
