@@ -22,6 +22,14 @@ export type Camel<T> = { [K in keyof T as K extends string ? CamelCase<K> : K]: 
 
 type Op<P extends keyof paths, M extends string> = paths[P] extends Record<M, infer O> ? O : never;
 /** The JSON body of route `P`, method `M`, with camelCase keys. */
+/** A route's JSON body as the server spells it (snake_case). */
+type WireBodyOf<P extends keyof paths, M extends string> =
+  Op<P, M> extends {
+    requestBody?: { content: { "application/json": infer B } };
+  }
+    ? B
+    : never;
+
 export type BodyOf<P extends keyof paths, M extends string> =
   Op<P, M> extends {
     requestBody?: { content: { "application/json": infer B } };
@@ -682,11 +690,14 @@ export class Documents extends Resource {
 export class Summaries extends Resource {
   add(
     content: string,
-    options: Options<Omit<BodyOf<"/v1/summaries", "post">, "content">> = {},
+    // agentId may come from the client (its default agent), so it is optional here even
+    // though the server requires one: a summary with neither is refused (422 invalid_input)
+    options: Options<Partial<Omit<BodyOf<"/v1/summaries", "post">, "content">>> = {},
   ): Promise<Summary> {
+    const body = { ...wire({ agentId: this.mb.agentId, ...options }), content };
     return this.mb.call(
       this.mb.api.POST("/v1/summaries", {
-        body: { content, ...wire({ agentId: this.mb.agentId, ...options }) },
+        body: body as WireBodyOf<"/v1/summaries", "post">,
         ...this.mb.init(options),
       }),
     );
