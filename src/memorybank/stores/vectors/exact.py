@@ -126,8 +126,7 @@ def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[
     matrix = np.frombuffer(b"".join(blobs[i] for i in keep), dtype="<f4").reshape(len(keep), -1)
     scores = _dot(matrix, q)
     count = min(k, len(keep))
-    best = np.argpartition(-scores, count - 1)[:count]
-    best = best[np.argsort(-scores[best], kind="stable")]
+    best = _best(scores, count)
     return [(keep[int(i)], float(scores[int(i)])) for i in best]
 
 
@@ -142,6 +141,12 @@ def unit_query(
     if k <= 0 or norm == 0 or not wanted:
         return None
     return query / norm, wanted
+
+
+def _best(scores: NDArray[np.float32], count: int) -> NDArray[np.intp]:
+    """Positions of the ``count`` (>= 1) highest ``scores``, best first."""
+    best = np.argpartition(-scores, count - 1)[:count]
+    return best[np.argsort(-scores[best], kind="stable")]
 
 
 def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.float32]:
@@ -511,8 +516,7 @@ class VectorSlot:
         count = min(k, allowed)
         if not count:
             return []
-        best = np.argpartition(-scores, count - 1)[:count]
-        best = best[np.argsort(-scores[best], kind="stable")]
+        best = _best(scores, count)
         return list(zip(rows[best].tolist(), scores[best].astype(np.float64).tolist(), strict=True))
 
     def _scope_parts(
@@ -569,8 +573,7 @@ class VectorSlot:
             rows = np.flatnonzero(mask)
             scores = _dot(self.matrix[rows], query)
         count = min(k, allowed)
-        best = np.argpartition(-scores, count - 1)[:count]
-        best = best[np.argsort(-scores[best], kind="stable")]
+        best = _best(scores, count)
         index = best if rows is None else rows[best]
         return list(zip(index.tolist(), scores[best].astype(np.float64).tolist(), strict=True))
 
@@ -615,8 +618,7 @@ class VectorSlot:
             return []
         scores = _dot(self.matrix[rows], query)
         take = min(k, len(rows))
-        best = np.argpartition(-scores, take - 1)[:take]
-        best = best[np.argsort(-scores[best], kind="stable")]
+        best = _best(scores, take)
         return [(int(rows[i]), float(scores[i])) for i in best]
 
     def ann_keys(self, start: int, stop: int) -> NDArray[np.int64]:
