@@ -389,6 +389,9 @@ def test_vector_get_from_the_cache_follows_writes_and_deletes_elsewhere(
     assert np.allclose(got["e1"], _unit(_vec(50)), atol=1e-6)
     assert np.allclose(got["e9"], _unit(_vec(9)), atol=1e-6)
     assert len(got["odd"]) == 8  # another size: not cached, read from the table
+    arrays = b.vector_get_arrays("t", "entry", ["e9", "e1", "odd", "e2"], model_id=MODEL)
+    assert list(arrays) == list(got)  # the cache's rows and the table's, as float32
+    assert all(arrays[i].dtype == np.float32 and arrays[i].tolist() == got[i] for i in got)
     a.thread_delete("t", "th1")
     assert b.vector_get("t", "entry", ["e1", "e9", "odd"], model_id=MODEL) == {}
     # the same answers as a store object that caches nothing

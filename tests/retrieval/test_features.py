@@ -64,3 +64,53 @@ def test_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(memo) <= 100
     assert "message number 999" in memo  # the newest stay
     assert "message number 0" not in memo
+
+
+def _tokenize_before(text: str) -> list[str]:
+    """The tokeniser as it was written first: every match, then its apostrophe cut."""
+    import re
+
+    out = []
+    for tok in re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower()):
+        quote = tok.find("'")
+        out.append(tok[:quote] if quote >= 0 else tok)
+    return out
+
+
+def test_tokenize_keeps_its_tokens() -> None:
+    from memorybank.recall.text import tokenize
+
+    rng = random.Random(3)
+    alphabet = "ab'c 0Z9'x'y' \u00e9-\u00fcnicode''d  I'm don't rock'n'roll 3'4 'quoted' it's"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(3000)]
+    for text in [*texts, "I'm", "don't stop", "rock'n'roll", "''", "x'"]:
+        assert tokenize(text) == _tokenize_before(text), text
+    assert tokenize("Don't STOP, it's 2023") == ["don", "stop", "it", "2023"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_session_pool_is_each_sessions_top_mean(seed: int) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from memorybank.recall.conversation import Candidate, ConversationStructure
+
+    rng = random.Random(seed)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    candidates = [
+        Candidate(
+            str(i),
+            f"t{rng.randint(0, 6)}",
+            rng.randint(0, 60),
+            "x",
+            created_at=start + timedelta(hours=rng.choice([0, 0, 1, 5, 30])),
+        )
+        for i in range(rng.randint(1, 120))
+    ]
+    structure = ConversationStructure(candidates)
+    values = np.array([rng.choice([0.0, 0.5, rng.random(), -rng.random()]) for _ in candidates])
+    for top in (1, 2, 3, 5):
+        got = structure.session_pool(values, top=top)
+        for i in range(len(candidates)):
+            same = np.sort(values[structure.session == structure.session[i]])[::-1]
+            expected = same[:top].mean()
+            assert got[i] == expected  # the same bits as ndarray.mean

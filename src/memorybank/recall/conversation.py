@@ -236,8 +236,13 @@ class ConversationStructure:
         vals_sorted = values[order]
         starts = np.flatnonzero(np.r_[True, sess_sorted[1:] != sess_sorted[:-1]])
         ends = np.r_[starts[1:], len(order)]
+        # the mean of each session's first ``min(top, size)`` sorted values, for every
+        # session at once: added left to right, then divided, as ``ndarray.mean`` of so
+        # few values does (the same bits; a loop per session cost 1.5 ms at 160 sessions)
+        counts = np.minimum(ends - starts, top)
+        total = np.zeros(len(starts))
+        for j in range(top):
+            total += np.where(counts > j, vals_sorted[np.minimum(starts + j, len(order) - 1)], 0.0)
         pooled = np.zeros(self.n_sessions)
-        for s, e in zip(starts, ends, strict=True):
-            k = min(top, int(e - s))
-            pooled[sess_sorted[s]] = float(vals_sorted[s : s + k].mean())
+        pooled[sess_sorted[starts]] = total / counts
         return pooled[self.session]

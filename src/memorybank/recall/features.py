@@ -58,7 +58,7 @@ def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures
         found = memo.get(text)
         if found is None:
             tokens = tokenize(text)
-            terms = tuple(stems.get(t) or stem(t) for t in tokens if t not in stop)
+            terms = tuple([stems.get(t) or stem(t) for t in tokens if t not in stop])
             found = TextFeatures(terms, tokens_have_time(tokens))
             if len(memo) >= MEMO_SIZE:
                 for old in list(memo)[: MEMO_SIZE // 2]:

@@ -33,16 +33,13 @@ STOP_WORDS: frozenset[str] = frozenset(
     yeah oh hey hi wow really""".split()
 )
 
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+# A word and the apostrophe suffix it swallows ("don't" -> "don"): only the group is kept.
+_WORD = re.compile(r"([a-z0-9]+)(?:'[a-z]+)?")
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens (letters/digits); an apostrophe suffix is dropped."""
-    out: list[str] = []
-    for tok in _WORD.findall(text.lower()):
-        quote = tok.find("'")
-        out.append(tok[:quote] if quote >= 0 else tok)
-    return out
+    return _WORD.findall(text.lower())
 
 
 class Analyzer:
@@ -61,7 +58,9 @@ class Analyzer:
         self.stop_words: frozenset[str] = (
             STOP_WORDS if stop_words is None else frozenset(w.lower() for w in stop_words)
         )
-        self._stemmer = Stemmer.Stemmer(language) if language else None
+        # PyStemmer's own cache (10,000 words by default) is off: this class memoises
+        # every word it stems, and that cache made a miss cost 6 us instead of 0.7 us.
+        self._stemmer = Stemmer.Stemmer(language, 0) if language else None
         self._cache: dict[str, str] = {}
 
     def stem(self, word: str) -> str:

@@ -16,6 +16,9 @@ from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
 from memorybank.stores.contract.types import Unset, Visibility
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import Record
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "tool_calls_to_json",
     "tool_calls_value",
     "unit_vector_bytes",
+    "vector_array",
+    "vector_array_from_text",
     "vector_from_bytes",
 ]
 
@@ -354,6 +359,21 @@ def vector_from_bytes(blob: bytes) -> list[float]:
     import numpy as np
 
     return np.frombuffer(blob, dtype="<f4").tolist()  # type: ignore[no-any-return]
+
+
+def vector_array(blob: bytes) -> NDArray[np.float32]:
+    """The vector stored by ``unit_vector_bytes``, as a float32 array (no copy: a
+    read-only view of ``blob``)."""
+    import numpy as np
+
+    return np.frombuffer(blob, dtype="<f4")
+
+
+def vector_array_from_text(text: str) -> NDArray[np.float32]:
+    """A vector in pgvector's text form (``"[0.1,0.2]"``) as a float32 array."""
+    import numpy as np
+
+    return np.array(text[1:-1].split(","), dtype=np.float32)
 
 
 def scope_sql(alias: str, visible_to: Visibility | None, mark: str) -> tuple[str, list[Any]]:

@@ -37,9 +37,12 @@ from typing import TYPE_CHECKING, Any
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement, placeholders, search_words
-from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_from_bytes
+from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_array
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.vectors.exact import CachedRows
 
 
@@ -326,10 +329,18 @@ class SearchMixin(MySQLBase):
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+        got = await self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
+        return {vid: vector.tolist() for vid, vector in got.items()}
+
+    async def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """The same as float32 arrays: from this process's cache when it holds them,
+        else straight from the stored bytes."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        cached: dict[str, list[float]] = {}
+        cached: dict[str, NDArray[np.float32]] = {}
         cache = self.__dict__.get("_cached_vectors")
         if cache is not None:  # the vectors this process caches: one counters read
             cached = await cache.get(self, tenant, model_id, kind, wanted) or {}
@@ -346,6 +357,6 @@ class SearchMixin(MySQLBase):
         ]
         async with self._connection() as conn:
             results = await self._run(conn, statements)
-        found = {row[0]: vector_from_bytes(bytes(row[1])) for rows, _ in results for row in rows}
+        found = {row[0]: vector_array(bytes(row[1])) for rows, _ in results for row in rows}
         found |= cached
         return {vid: found[vid] for vid in dict.fromkeys(ids) if vid in found}

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,9 +27,16 @@ from memorybank.stores.postgres.rows import (
     unit_query,
 )
 from memorybank.stores.postgres.statements import record_at, row_check, scope_filter
-from memorybank.stores.sql.common import unit_vector_bytes, vector_from_bytes
+from memorybank.stores.sql.common import (
+    unit_vector_bytes,
+    vector_array,
+    vector_array_from_text,
+)
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.vectors.exact import CachedRows
 
 
@@ -649,11 +655,20 @@ class VectorsMixin(PostgresBase):
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """The stored (unit) vectors by id."""
+        got = self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
+        return {vid: vector.tolist() for vid, vector in got.items()}
+
+    def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """The stored vectors as float32 arrays: from this process's cache when it holds
+        them, else read as pgvector's text (``vector_send`` would need the extension's
+        binary type on every connection) or as the float32 bytes of the fallback table."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         self._ensure_ready()
-        found: dict[str, list[float]] = {}
+        found: dict[str, NDArray[np.float32]] = {}
         cache = None if self._native else self.__dict__.get("_cached_vectors")
         if cache is not None:  # the vectors this process caches: one counters read
             found = cache.get(self, tenant, model_id, kind, wanted) or {}
@@ -664,9 +679,7 @@ class VectorsMixin(PostgresBase):
         rows = self._fetch(query, (tenant, kind, model_id, unread), retry=True)
         found |= {
             str(vid): (
-                [float(x) for x in json.loads(value)]
-                if self._native
-                else vector_from_bytes(bytes(value))
+                vector_array_from_text(value) if self._native else vector_array(bytes(value))
             )
             for vid, value in rows
         }

@@ -12,9 +12,12 @@ from memorybank.stores.redis._async._scope import RedisScope
 from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
-from memorybank.stores.sql.common import unit_vector_bytes, vector_from_bytes
+from memorybank.stores.sql.common import unit_vector_bytes, vector_array
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.vectors.exact import CachedRows
 
 
@@ -318,9 +321,17 @@ class RedisSearch(RedisScope):
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
-        """Records: one ``HMGET``. Entries: the ``ev:`` index locates each entry's thread."""
+        """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+        got = await self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
+        return {vid: vector.tolist() for vid, vector in got.items()}
+
+    async def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """Records: one ``HMGET``. Entries: the ``ev:`` index locates each entry's thread.
+        Float32 arrays straight from the stored bytes."""
         wanted = list(dict.fromkeys(ids))
-        found: dict[str, list[float]] = {}
+        found: dict[str, NDArray[np.float32]] = {}
         if not wanted:
             with self._op():
                 return found
@@ -335,7 +346,7 @@ class RedisSearch(RedisScope):
                 )
                 for vid, blob in zip(wanted, blobs, strict=True):
                     if blob is not None:
-                        found[vid] = vector_from_bytes(blob)
+                        found[vid] = vector_array(blob)
                 return found
             threads = await self._client.hmget(idx + "ev:" + model, wanted)
             by_thread: dict[str, list[str]] = {}
@@ -357,7 +368,7 @@ class RedisSearch(RedisScope):
                     continue
                 for vid, blob in zip(vids, replies[2 * n + 1], strict=True):
                     if blob is not None:
-                        found[vid] = vector_from_bytes(blob)
+                        found[vid] = vector_array(blob)
             if stale:
                 await self._client.hdel(idx + "ev:" + model, *stale)
         return found

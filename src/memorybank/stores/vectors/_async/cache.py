@@ -225,9 +225,10 @@ class CachedVectors:
 
     async def get(
         self, source: VectorSource, tenant: str, model_id: str, kind: str, ids: Sequence[str]
-    ) -> dict[str, list[float]] | None:
-        """The stored vectors of ``ids`` from the cached slot, or ``None`` when this
-        process caches no vector of ``(tenant, model_id, kind)`` (the store reads them).
+    ) -> dict[str, NDArray[np.float32]] | None:
+        """The stored vectors of ``ids`` from the cached slot (float32 arrays, copies), or
+        ``None`` when this process caches no vector of ``(tenant, model_id, kind)`` (the
+        store reads them).
 
         One round trip, the counters (``_vc_check`` with no id), instead of reading the
         vectors: when they show the slot current, it holds every stored vector of the
@@ -242,13 +243,16 @@ class CachedVectors:
         stamp = stamps.get(kind, (0, 0))
         if not slot.current(slot.dim, stamp):
             slot = await self._current(source, tenant, model_id, kind, slot.dim, stamp)
-        out: dict[str, list[float]] = {}
         with self._lock:
+            held: list[str] = []
+            at: list[int] = []
             for rid in ids:
-                at = slot.where.get(rid)
-                if at is not None and slot.visible[at]:
-                    out[rid] = slot.matrix[at].tolist()
-        return out
+                row = slot.where.get(rid)
+                if row is not None and slot.visible[row]:
+                    held.append(rid)
+                    at.append(row)
+            rows = slot.matrix[at]  # one copy: later writes to the slot do not show through
+        return dict(zip(held, rows, strict=True))
 
     async def search(
         self,
