@@ -37,8 +37,10 @@ PACKAGE = "memorybank"
 #: -> 103: ``memorybank search`` scores keyword hits with BM25, whose module loads NumPy,
 #: which no other CLI command needs at start; 103 -> 105: background embedding,
 #: ``memory.embedding`` and its worker, which load with the first background memory: the
-#: read path imports neither recall nor ``dataclasses``).
-FUNCTION_LOCAL_CAP = 105
+#: read path imports neither recall nor ``dataclasses``; 105 -> 106: the SQLite store's
+#: vector slot read on a thread of its own, ``_vector_slot_read``, which makes a
+#: ``VectorSlot`` (NumPy) where ``_vector_slot`` did in the same statement as its cache).
+FUNCTION_LOCAL_CAP = 106
 
 
 def modules(root: Path) -> dict[str, Path]:
