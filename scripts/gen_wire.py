@@ -122,7 +122,6 @@ def _signature(name: str, signature: inspect.Signature) -> tuple[str, set[str]]:
 
 def render() -> str:
     """The text of ``methods.py`` for the current contract and wire table."""
-    sys.path.insert(0, str(ROOT / "src"))
     from memorybank.stores.contract._async.store import AsyncStore
     from memorybank.stores.http import wire
 
@@ -173,6 +172,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--check", action="store_true", help="fail if methods.py is stale")
     args = parser.parse_args()
+    sys.path.insert(0, str(ROOT / "src"))  # this tree's memorybank, not an installed one
     text = render()
     current = TARGET.read_text() if TARGET.exists() else ""
     if current == text:

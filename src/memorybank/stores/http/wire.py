@@ -11,12 +11,22 @@ Methods travel by their ``noun_verb`` names; the server also accepts, for one re
 the names before the rename (``memorybank.stores.contract.renamed.RENAMED``), so an
 older client keeps working against a newer server.
 
-``METHODS`` is the explicit table of callable methods (every abstract method
-of ``AsyncStore`` but ``close``, which is the client's own, and the batch
-record reads ``BATCH_METHODS``, so each is one request); the server calls
-nothing else. Each method lists its parameters with their codec, so arguments
-are encoded by name and decoded, on the server, into exactly the keyword
-arguments the store method takes.
+``METHODS`` is the table of callable methods (every abstract method of
+``AsyncStore`` but ``close``, which is the client's own, the batch record reads
+``BATCH_METHODS``, so each is one request, and ``LISTING_METHODS``); the server
+calls nothing else. Each method lists its parameters with their codec, so
+arguments are encoded by name and decoded, on the server, into exactly the
+keyword arguments the store method takes.
+
+The table is read off the contract, not restated: each parameter's name, order
+and default from ``AsyncStore``'s signature (an ``Unset`` one may always be
+absent), its codec from its type annotation (``_CODECS``), except where the type
+does not say what the value is (``_PARAM_CODECS``: a ``str`` that is JSON text, a
+label or a status, an ``int`` that is a position; ``_RESULT_CODECS``). What no
+signature says is declared here: which methods are idempotent (``_IDEMPOTENT``)
+and which optional ones travel. The client's methods are generated from the same
+signatures (``scripts/gen_wire.py``); a contract type without a codec fails at
+import.
 
 Values (version ``WIRE_VERSION``):
 
