@@ -26,12 +26,15 @@ LINE_LENGTH = 100
 #: Where the generated module imports each name the contract's annotations use.
 IMPORTS = {
     "Any": "typing",
+    "cast": "typing",
     "Sequence": "collections.abc",
     "datetime": "datetime",
     "Branch": "memorybank.records",
     "Entry": "memorybank.records",
     "Summary": "memorybank.records",
     "Thread": "memorybank.records",
+    "AsyncStore": "memorybank.stores.contract._async.store",
+    "UNSET": "memorybank.stores.contract.types",
     "AppendResult": "memorybank.stores.contract.types",
     "NewEntry": "memorybank.stores.contract.types",
     "Record": "memorybank.stores.contract.types",
@@ -104,8 +107,9 @@ def _signature(name: str, signature: inspect.Signature) -> tuple[str, set[str]]:
         text = f"{param.name}: {param.annotation}"
         used |= _names(param.annotation)
         if param.default is not param.empty:
-            text += f" = {_default(param.default)}"
-            used |= _names(_default(param.default))
+            default = _default(param.default)
+            text += f" = {default}"
+            used |= _names(default)
         parts.append(text)
     returns = signature.return_annotation
     assert isinstance(returns, str)
@@ -141,17 +145,12 @@ def render() -> str:
             raise ValueError(f"{name}: its body is longer than {LINE_LENGTH} characters")
         methods.append(f"\n{head}\n{body}\n")
     modules: dict[str, list[str]] = {}
-    for used_name in sorted(used - {"UNSET", "AsyncStore", "cast"}):
+    for used_name in sorted(used):
         if hasattr(builtins, used_name):  # str, int, dict, None, ...
             continue
         if used_name not in IMPORTS:
             raise KeyError(f"no import for {used_name!r}: add it to IMPORTS in scripts/gen_wire.py")
         modules.setdefault(IMPORTS[used_name], []).append(used_name)
-    if "UNSET" in used:
-        modules.setdefault("memorybank.stores.contract.types", []).append("UNSET")
-    if "cast" in used:
-        modules.setdefault("typing", []).append("cast")
-    modules.setdefault("memorybank.stores.contract._async.store", []).append("AsyncStore")
     stdlib = sorted(m for m in modules if not m.startswith("memorybank"))
     first_party = sorted(m for m in modules if m.startswith("memorybank"))
     lines = [_import(m, modules[m]) for m in stdlib]

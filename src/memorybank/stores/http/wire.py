@@ -566,7 +566,7 @@ _IDEMPOTENT: Final = frozenset(
     ).split()
 )
 
-# The contract's item types are imported there for type checking only.
+# The contract's modules import these for type checking only: the hints find them here.
 _ITEM_TYPES: Final = {
     cls.__name__: cls
     for cls in (AppendResult, NewEntry, Record, RecordGuard, SearchHit, VectorItem)
@@ -638,10 +638,12 @@ def contract_methods() -> list[str]:
 
 #: Every method the server may call, by name. Nothing outside this table is callable.
 METHODS: Final[dict[str, Method]] = {name: _method(name) for name in contract_methods()}
-if (_IDEMPOTENT | _RESULT_CODECS.keys()) - METHODS.keys():
-    raise TypeError(
-        f"not wire methods: {sorted((_IDEMPOTENT | _RESULT_CODECS.keys()) - METHODS.keys())}"
-    )
+_UNKNOWN = sorted(
+    ((_IDEMPOTENT | _RESULT_CODECS.keys()) - METHODS.keys())
+    | (_PARAM_CODECS.keys() - {p.name for method in METHODS.values() for p in method.params})
+)
+if _UNKNOWN:  # a declaration left behind by a rename would silently stop applying
+    raise TypeError(f"declared for no wire method or parameter: {_UNKNOWN}")
 
 
 def encode_args(method: Method, values: Mapping[str, Any]) -> dict[str, Any]:
