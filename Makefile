@@ -59,6 +59,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests scripts bench examples
 	$(BIN)/python scripts/check_imports.py
 	$(BIN)/ruff format --check src tests scripts bench examples
+	$(BIN)/python scripts/gen_wire.py --check
 	$(BIN)/python scripts/gen_sync.py --check
 
 type: $(STAMP)
@@ -78,6 +79,7 @@ soak: $(STAMP)
 	$(BIN)/python -m bench.soak --nodes --seconds 60
 
 gen: $(STAMP)
+	$(BIN)/python scripts/gen_wire.py
 	$(BIN)/python scripts/gen_sync.py
 
 format: $(STAMP)

@@ -57,6 +57,7 @@ REPLACEMENTS = {
     "aconnect_redis_cluster": "connect_redis_cluster",
     "AsyncMySQLStore": "MySQLStore",
     "AsyncHTTPStore": "HTTPStore",
+    "AsyncHTTPStoreMethods": "HTTPStoreMethods",
     "AsyncClient": "Client",
     "AsyncMySQLPool": "MySQLPool",
     "AsyncMySQLConnection": "MySQLConnection",

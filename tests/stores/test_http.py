@@ -7,6 +7,7 @@ raw requests use httpx like any client in another language would.
 from __future__ import annotations
 
 import inspect
+import sys
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
@@ -29,14 +30,18 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Entry, Thread, ToolCall
 from memorybank.server.store_rpc import SEPARATOR, server_tenant
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.types import UNSET, NewEntry, Record, RecordGuard, Visibility
 from memorybank.stores.http import wire as _wire
+from memorybank.stores.http._async.methods import AsyncHTTPStoreMethods
 from memorybank.stores.http._async.store import AsyncHTTPStore
+from memorybank.stores.http._sync.methods import HTTPStoreMethods
 from memorybank.stores.http._sync.store import HTTPStore
 from memorybank.stores.sqlite._async import AsyncSQLiteStore
 from tests.stores.http_server import LiveServer, live_server
 
 A, B = "tenant-a", "tenant-b"
+ROOT = Path(__file__).resolve().parent.parent.parent
 WHEN = datetime(2026, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
 
 
@@ -83,6 +88,70 @@ def test_the_method_table_is_the_store_contract() -> None:
                 assert wire.default is _wire._REQUIRED, (name, real.name)
             else:
                 assert wire.default is real.default or wire.default == real.default, (name, real)
+
+
+def _gen_wire() -> Any:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_wire
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return gen_wire
+
+
+def test_the_client_methods_are_generated_from_the_contract_and_current() -> None:
+    """``methods.py`` is what ``scripts/gen_wire.py`` writes; each of its methods has the
+    contract's signature, async and sync; the client writes none of them by hand."""
+    gen_wire = _gen_wire()
+    assert gen_wire.TARGET.read_text() == gen_wire.render(), "run python scripts/gen_wire.py"
+    for methods, contract in ((AsyncHTTPStoreMethods, AsyncStore), (HTTPStoreMethods, Store)):
+        generated = {
+            name for name, member in vars(methods).items() if inspect.isfunction(member)
+        } - {"_call"}
+        assert generated == set(_wire.METHODS), methods
+        for name in generated:
+            mine, theirs = getattr(methods, name), getattr(contract, name)
+            assert inspect.signature(mine) == inspect.signature(theirs), name
+    for store in (AsyncHTTPStore, HTTPStore):
+        assert not set(vars(store)) & set(_wire.METHODS), "a hand-written forwarder"
+
+
+@pytest.mark.parametrize(
+    ("method", "name", "raw", "accepted"),
+    [
+        # a str is an id unless the table says otherwise: JSON text, search text, a label
+        ("working_set", "key", "k" * 256, False),
+        ("working_set", "value", "v" * 256, True),
+        ("snapshot_save", "value", "v" * 256, True),
+        ("text_search", "query", "two\nlines" * 30, True),
+        ("thread_update", "title", "t" * 256, True),
+        ("thread_update", "title", "t" * 1001, False),
+        ("thread_update", "status", "gone", False),
+        ("thread_list", "status", None, True),
+        ("thread_list", "status", "archived", True),
+        # an int is a count unless it is a position
+        ("entry_list", "offset", 2**31, False),
+        ("entry_compact", "through_position", 2**40, True),
+        ("entry_compact", "through_position", -1, True),
+    ],
+)
+def test_each_parameter_is_decoded_as_what_it_means(
+    method: str, name: str, raw: Any, accepted: bool
+) -> None:
+    (param,) = (p for p in _wire.METHODS[method].params if p.name == name)
+    if accepted:
+        assert param.codec.decode(raw, name) == raw
+    else:
+        with pytest.raises(InvalidInput) as refused:
+            param.codec.decode(raw, name)
+        assert refused.value.field == name
+
+
+def test_a_contract_type_without_a_codec_is_refused_when_the_table_is_built() -> None:
+    with pytest.raises(TypeError, match=r"wire\._CODECS"):
+        _wire._codec(frozenset[str], "thread_get(tenant)")
+    assert _wire._codec(list[str] | None, "x").decode(None, "x") is None
+    assert _wire.METHODS["working_get"].result.decode("[1]", "result") == "[1]"
 
 
 def _round_trip(method: str, values: dict[str, Any]) -> dict[str, Any]:

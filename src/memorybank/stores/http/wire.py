@@ -11,12 +11,22 @@ Methods travel by their ``noun_verb`` names; the server also accepts, for one re
 the names before the rename (``memorybank.stores.contract.renamed.RENAMED``), so an
 older client keeps working against a newer server.
 
-``METHODS`` is the explicit table of callable methods (every abstract method
-of ``AsyncStore`` but ``close``, which is the client's own, and the batch
-record reads ``BATCH_METHODS``, so each is one request); the server calls
-nothing else. Each method lists its parameters with their codec, so arguments
-are encoded by name and decoded, on the server, into exactly the keyword
-arguments the store method takes.
+``METHODS`` is the table of callable methods (every abstract method of
+``AsyncStore`` but ``close``, which is the client's own, the batch record reads
+``BATCH_METHODS``, so each is one request, and ``LISTING_METHODS``); the server
+calls nothing else. Each method lists its parameters with their codec, so
+arguments are encoded by name and decoded, on the server, into exactly the
+keyword arguments the store method takes.
+
+The table is read off the contract, not restated: each parameter's name, order
+and default from ``AsyncStore``'s signature (an ``Unset`` one may always be
+absent), its codec from its type annotation (``_CODECS``), except where the type
+does not say what the value is (``_PARAM_CODECS``: a ``str`` that is JSON text, a
+label or a status, an ``int`` that is a position; ``_RESULT_CODECS``). What no
+signature says is declared here: which methods are idempotent (``_IDEMPOTENT``)
+and which optional ones travel. The client's methods are generated from the same
+signatures (``scripts/gen_wire.py``); a contract type without a codec fails at
+import.
 
 Values (version ``WIRE_VERSION``):
 
@@ -44,12 +54,14 @@ reaching the store with a value it was never promised.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
-from typing import Any, Final
+from types import UnionType
+from typing import Any, Final, get_args, get_origin, get_type_hints
 
 from memorybank.errors import (
     ConfigurationError,
@@ -63,6 +75,7 @@ from memorybank.errors import (
 )
 from memorybank.records import ROLES, Branch, Entry, Summary, Thread, ToolCall
 from memorybank.rules import validate as v
+from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.types import (
     UNSET,
     AppendResult,
@@ -70,17 +83,20 @@ from memorybank.stores.contract.types import (
     Record,
     RecordGuard,
     SearchHit,
+    Unset,
     VectorItem,
     Visibility,
 )
 
 __all__ = [
     "BATCH_METHODS",
+    "LISTING_METHODS",
     "METHODS",
     "WIRE_VERSION",
     "Codec",
     "Method",
     "Param",
+    "contract_methods",
     "decode_args",
     "decode_result",
     "dumps",
@@ -485,285 +501,149 @@ class Method:
     idempotent: bool
 
 
-def _m(name: str, result: Codec, *params: Param, idempotent: bool = False) -> Method:
-    return Method(name, params, result, idempotent)
+#: Contract methods with a default that ``AsyncStore`` answers "cannot" (``None``): served,
+#: so that a served store's answer reaches the client (no default could build it).
+LISTING_METHODS: Final = frozenset({"working_runs", "snapshot_runs", "summary_agents"})
+
+#: The codec of each annotation the contract's methods use (as ``typing.get_type_hints``
+#: resolves them), for parameters and results alike. Built from these: ``X | None`` is
+#: ``optional(X)``; ``X | Unset`` is X, absent on the wire when ``UNSET``;
+#: ``Sequence[X]`` and ``list[X]`` are ``list_of(X)``; ``dict[str, X]`` is an object of X
+#: by id. An annotation that is none of these fails at import: add its codec here.
+_CODECS: Final[dict[Any, Codec]] = {
+    str: ID,  # ids, tenants, owners, keys, names, kinds, model ids (see _PARAM_CODECS)
+    int: COUNT,  # limits, offsets, k, counts: 0 to 2**31 - 1 (see _PARAM_CODECS)
+    bool: BOOL,
+    datetime: TIME,
+    type(None): NOTHING,  # a result that is nothing
+    dict[str, Any]: JSON_OBJECT,  # metadata
+    Sequence[float]: VECTOR,
+    list[float]: VECTOR,
+    tuple[datetime, str]: CURSOR,  # record_page's (created_at, id)
+    tuple[Thread, list[Entry]]: PAGE,
+    tuple[str | None, str] | None: SNAPSHOT,  # (owner, JSON text)
+    Sequence[tuple[str, str | None, dict[str, Any], int]]: CHANGES,
+    Thread: THREAD,
+    Entry: ENTRY,
+    NewEntry: NEW_ENTRY,
+    Branch: BRANCH,
+    Summary: SUMMARY,
+    Record: RECORD,
+    RecordGuard: GUARD,
+    Visibility: VISIBILITY,
+    SearchHit: HIT,
+    VectorItem: VECTOR_ITEM,
+    AppendResult: APPEND_RESULT,
+}
+
+#: Parameters whose type alone does not say the codec: a ``str`` that is not an id, an
+#: ``int`` that is not a count. By name, in every method that has one (``| None`` and
+#: ``| Unset`` still come from the annotation).
+_PARAM_CODECS: Final[dict[str, Codec]] = {
+    "value": TEXT,  # working memory and snapshot values: JSON text of any length
+    "query": TEXT,  # the search text
+    "title": LABEL,  # a thread's title: a label (MAX_LABEL_CHARS), spaces and all
+    "status": STATUS,  # a thread's status: "active" or "archived", nothing else
+    "through_position": INT,  # an entry position: any 64-bit int the store gave
+}
+
+#: Results whose type alone does not say the codec (their ``str`` is JSON text, not an id).
+_RESULT_CODECS: Final[dict[str, Codec]] = {
+    "working_get": optional(TEXT),
+    "working_items": _dict_of(ID, TEXT),
+}
+
+#: ``Method.idempotent``, by name: the reads, and the writes that replace with the same
+#: value. A method not listed is never repeated after an unknown outcome.
+_IDEMPOTENT: Final = frozenset(
+    (
+        "thread_get thread_list entry_list entry_get entry_count branch_list working_get"
+        " working_items working_runs snapshot_load snapshot_runs summary_list summary_agents"
+        " record_get record_list record_get_many record_list_keys record_page text_search"
+        " vector_search vector_get"
+        # Writes: snapshot_save again is the same owner and value, its check passes again.
+        " working_set working_clear vector_put snapshot_save"
+    ).split()
+)
+
+# The contract's modules import these for type checking only: the hints find them here.
+_ITEM_TYPES: Final = {
+    cls.__name__: cls
+    for cls in (AppendResult, NewEntry, Record, RecordGuard, SearchHit, VectorItem)
+}
 
 
-def _p(name: str, codec: Codec, default: Any = _REQUIRED) -> Param:
-    return Param(name, codec, default)
+def _codec(annotation: Any, where: str) -> Codec:
+    if annotation in _CODECS:
+        return _CODECS[annotation]
+    args = get_args(annotation)
+    if isinstance(annotation, UnionType) and len(args) == 2 and type(None) in args:
+        (inner,) = (arg for arg in args if arg is not type(None))
+        return optional(_codec(inner, where))
+    origin = get_origin(annotation)
+    if origin in (list, Sequence) and len(args) == 1:
+        return list_of(_codec(args[0], where))
+    if origin is dict and len(args) == 2 and args[0] is str:
+        return _dict_of(ID, _codec(args[1], where))
+    raise TypeError(f"no wire codec for {annotation!r} ({where}): add one to wire._CODECS")
 
 
-_TENANT = _p("tenant", ID)
-_THREAD_ID = _p("thread_id", ID)
-_BRANCH = _p("branch", OPT_ID, None)
-_RUN = _p("run_id", ID)
-_KINDS = _p("kinds", list_of(ID))
-_K = _p("k", COUNT)
-_SEARCH_THREAD = _p("thread_id", OPT_ID, None)
-_VISIBLE_TO = _p("visible_to", optional(VISIBILITY), None)
-_LIMIT = _p("limit", optional(COUNT), None)
-_MAYBE_ID = OPT_ID  # str | None, and absent means UNSET (default UNSET below)
+def _param(method: str, param: inspect.Parameter, annotation: Any) -> Param:
+    where = f"{method}({param.name})"
+    if param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+        raise TypeError(f"{where}: a wire parameter is named, never *args or positional-only")
+    args = get_args(annotation) if isinstance(annotation, UnionType) else (annotation,)
+    default = _REQUIRED if param.default is param.empty else param.default
+    if Unset in args:  # UNSET travels as absence, so the wire may always leave it out
+        if default not in (_REQUIRED, UNSET):
+            raise TypeError(f"{where}: an Unset parameter defaults to UNSET")
+        default = UNSET
+        args = tuple(arg for arg in args if arg is not Unset)
+    nullable = type(None) in args
+    (base, *more) = (arg for arg in args if arg is not type(None))
+    if more:
+        raise TypeError(f"{where}: no wire codec for a union of {args!r}")
+    if param.name in _PARAM_CODECS:
+        if base not in (str, int):
+            raise TypeError(f"{where}: _PARAM_CODECS names a str or an int, not {base!r}")
+        codec = _PARAM_CODECS[param.name]
+    else:
+        codec = _codec(base, where)
+    return Param(param.name, optional(codec) if nullable else codec, default)
+
+
+def _method(name: str) -> Method:
+    """The ``Method`` of contract method ``name``, read off ``AsyncStore``'s signature."""
+    function = getattr(AsyncStore, name)
+    hints = get_type_hints(function, localns=_ITEM_TYPES)
+    params = list(inspect.signature(function).parameters.values())[1:]  # after self
+    return Method(
+        name,
+        tuple(_param(name, p, hints[p.name]) for p in params),
+        _RESULT_CODECS.get(name) or _codec(hints["return"], f"{name} result"),
+        name in _IDEMPOTENT,
+    )
+
+
+def contract_methods() -> list[str]:
+    """The names of the callable methods, sorted: every abstract method of ``AsyncStore``
+    but ``close`` (the client's own), plus ``BATCH_METHODS`` and ``LISTING_METHODS``."""
+    abstract = {
+        name
+        for name in dir(AsyncStore)
+        if getattr(getattr(AsyncStore, name), "__isabstractmethod__", False)
+    }
+    return sorted((abstract - {"close"}) | BATCH_METHODS | LISTING_METHODS)
+
 
 #: Every method the server may call, by name. Nothing outside this table is callable.
-METHODS: dict[str, Method] = {
-    m.name: m
-    for m in (
-        _m("thread_create", THREAD, _p("thread", THREAD)),
-        _m("thread_get", optional(THREAD), _TENANT, _THREAD_ID, idempotent=True),
-        _m(
-            "thread_list",
-            list_of(THREAD),
-            _TENANT,
-            _p("user_id", _MAYBE_ID, UNSET),
-            _p("agent_id", _MAYBE_ID, UNSET),
-            _p("status", optional(STATUS), None),
-            _LIMIT,
-            idempotent=True,
-        ),
-        _m(
-            "thread_update",
-            THREAD,
-            _TENANT,
-            _THREAD_ID,
-            _p("updated_at", TIME),
-            _p("title", optional(LABEL), UNSET),
-            _p("metadata", JSON_OBJECT, UNSET),
-            _p("status", STATUS, UNSET),
-            _p("current_branch", ID, UNSET),
-        ),
-        _m("thread_delete", BOOL, _TENANT, _THREAD_ID),
-        _m(
-            "entry_append",
-            APPEND_RESULT,
-            _TENANT,
-            _THREAD_ID,
-            _p("entries", list_of(NEW_ENTRY)),
-            _p("updated_at", TIME),
-            _BRANCH,
-            _p("owner", _MAYBE_ID, UNSET),
-        ),
-        _m(
-            "entry_list",
-            PAGE,
-            _TENANT,
-            _THREAD_ID,
-            _BRANCH,
-            _LIMIT,
-            _p("offset", COUNT, 0),
-            _p("before", optional(TIME), None),
-            _p("after", optional(TIME), None),
-            _p("newest_first", BOOL, False),
-            idempotent=True,
-        ),
-        _m(
-            "entry_get",
-            optional(ENTRY),
-            _TENANT,
-            _THREAD_ID,
-            _p("entry_id", ID),
-            _BRANCH,
-            idempotent=True,
-        ),
-        _m("entry_delete", COUNT, _TENANT, _THREAD_ID, _p("entry_ids", list_of(ID)), _BRANCH),
-        _m("entry_truncate_after", COUNT, _TENANT, _THREAD_ID, _p("entry_id", ID), _BRANCH),
-        _m("entry_clear", COUNT, _TENANT, _THREAD_ID, _BRANCH),
-        _m("entry_count", COUNT, _TENANT, _THREAD_ID, _BRANCH, idempotent=True),
-        _m(
-            "branch_create",
-            BRANCH,
-            _TENANT,
-            _THREAD_ID,
-            _p("name", ID),
-            _p("from_branch", ID),
-            _p("from_entry", OPT_ID),
-            _p("created_at", TIME),
-        ),
-        _m("branch_list", list_of(BRANCH), _TENANT, _THREAD_ID, idempotent=True),
-        _m("branch_delete", BOOL, _TENANT, _THREAD_ID, _p("name", ID)),
-        _m(
-            "working_set",
-            NOTHING,
-            _TENANT,
-            _RUN,
-            _p("key", ID),
-            _p("value", TEXT),
-            idempotent=True,
-        ),
-        _m("working_get", optional(TEXT), _TENANT, _RUN, _p("key", ID), idempotent=True),
-        _m("working_delete", BOOL, _TENANT, _RUN, _p("key", ID)),
-        _m("working_items", _dict_of(ID, TEXT), _TENANT, _RUN, idempotent=True),
-        _m("working_clear", NOTHING, _TENANT, _RUN, idempotent=True),
-        _m(
-            "working_runs",
-            optional(list_of(ID)),
-            _TENANT,
-            _p("after", OPT_ID, None),
-            _LIMIT,
-            idempotent=True,
-        ),
-        _m(
-            "snapshot_save",
-            NOTHING,
-            _TENANT,
-            _RUN,
-            _p("value", TEXT),
-            _p("user_id", OPT_ID),
-            _p("saved_at", TIME),
-            _p("owner_check", BOOL, True),
-            # The same save again: same owner, same value; the check passes as the first did.
-            idempotent=True,
-        ),
-        _m("snapshot_load", SNAPSHOT, _TENANT, _RUN, idempotent=True),
-        _m(
-            "snapshot_delete",
-            BOOL,
-            _TENANT,
-            _RUN,
-            _p("user_id", OPT_ID, None),
-            _p("owner_check", BOOL, True),
-        ),
-        _m(
-            "snapshot_runs",
-            optional(list_of(ID)),
-            _TENANT,
-            _p("after", OPT_ID, None),
-            _LIMIT,
-            idempotent=True,
-        ),
-        _m("summary_add", SUMMARY, _TENANT, _p("summary", SUMMARY)),
-        _m(
-            "summary_list",
-            list_of(SUMMARY),
-            _TENANT,
-            _p("agent_id", ID),
-            _p("user_id", _MAYBE_ID, UNSET),
-            idempotent=True,
-        ),
-        _m(
-            "summary_agents",
-            optional(list_of(ID)),
-            _TENANT,
-            _p("after", OPT_ID, None),
-            _LIMIT,
-            idempotent=True,
-        ),
-        _m(
-            "entry_compact",
-            BOOL,
-            _TENANT,
-            _THREAD_ID,
-            _p("branch", ID),
-            _p("through_position", INT),
-            _p("expected_ids", list_of(ID)),
-            _p("summary", optional(NEW_ENTRY)),
-            _p("updated_at", TIME),
-        ),
-        _m(
-            "entry_update",
-            COUNT,
-            _TENANT,
-            _THREAD_ID,
-            _p("branch", ID),
-            _p("changes", CHANGES),
-        ),
-        _m(
-            "record_put",
-            NOTHING,
-            _TENANT,
-            _p("records", list_of(RECORD)),
-            _p("guard", optional(GUARD), None),
-        ),
-        _m(
-            "record_get",
-            optional(RECORD),
-            _TENANT,
-            _p("kind", ID),
-            _p("record_id", ID),
-            idempotent=True,
-        ),
-        _m(
-            "record_delete",
-            COUNT,
-            _TENANT,
-            _p("kind", ID),
-            _p("record_ids", list_of(ID)),
-            _p("guard", optional(GUARD), None),
-        ),
-        _m(
-            "record_list",
-            list_of(RECORD),
-            _TENANT,
-            _p("kind", ID),
-            _p("agent_id", _MAYBE_ID, UNSET),
-            _p("user_id", _MAYBE_ID, UNSET),
-            _p("key", _MAYBE_ID, UNSET),
-            _VISIBLE_TO,
-            _LIMIT,
-            idempotent=True,
-        ),
-        _m(
-            "record_get_many",
-            _dict_of(ID, RECORD),
-            _TENANT,
-            _p("kind", ID),
-            _p("record_ids", list_of(ID)),
-            idempotent=True,
-        ),
-        _m(
-            "record_list_keys",
-            list_of(RECORD),
-            _TENANT,
-            _p("kind", ID),
-            _p("keys", list_of(ID)),
-            _VISIBLE_TO,
-            idempotent=True,
-        ),
-        _m(
-            "record_page",
-            list_of(RECORD),
-            _TENANT,
-            _p("kind", ID),
-            _p("limit", COUNT),
-            _p("after", optional(CURSOR), None),
-            _VISIBLE_TO,
-            idempotent=True,
-        ),
-        _m(
-            "text_search",
-            list_of(HIT),
-            _TENANT,
-            _p("query", TEXT),
-            _KINDS,
-            _K,
-            _SEARCH_THREAD,
-            _VISIBLE_TO,
-            idempotent=True,
-        ),
-        _m("vector_put", NOTHING, _TENANT, _p("items", list_of(VECTOR_ITEM)), idempotent=True),
-        _m(
-            "vector_search",
-            list_of(HIT),
-            _TENANT,
-            _p("vector", VECTOR),
-            _p("model_id", ID),
-            _KINDS,
-            _K,
-            _SEARCH_THREAD,
-            _VISIBLE_TO,
-            idempotent=True,
-        ),
-        _m(
-            "vector_get",
-            _dict_of(ID, VECTOR),
-            _TENANT,
-            _p("kind", ID),
-            _p("ids", list_of(ID)),
-            _p("model_id", ID),
-            idempotent=True,
-        ),
-        _m("forget_user", COUNT, _TENANT, _p("user_id", ID)),
-    )
-}
+METHODS: Final[dict[str, Method]] = {name: _method(name) for name in contract_methods()}
+_UNKNOWN = sorted(
+    ((_IDEMPOTENT | _RESULT_CODECS.keys()) - METHODS.keys())
+    | (_PARAM_CODECS.keys() - {p.name for method in METHODS.values() for p in method.params})
+)
+if _UNKNOWN:  # a declaration left behind by a rename would silently stop applying
+    raise TypeError(f"declared for no wire method or parameter: {_UNKNOWN}")
 
 
 def encode_args(method: Method, values: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,16 @@ protocol). The server runs the call on its own store, so every guarantee of
 the contract (atomic appends, compare-and-swap, idempotency, ordering) is the
 server store's, unchanged: the wire adds no state.
 
+Generated, not written here: the contract's methods (``methods.py``, by
+``scripts/gen_wire.py`` from ``AsyncStore``'s signatures: each hands its
+arguments to ``_call``) and the wire table they use (``wire.METHODS``, derived
+from the same signatures). Hand-written here, because each has logic of its
+own: the client's configuration (URL, key, timeout, the httpx client), the one
+request ``_call`` (encoding, the retries below, ``_replay_safe`` for the two
+writes that may be repeated, turning error bodies back into exceptions),
+``close`` and ``capabilities``. Tenants are resolved on the server
+(``memorybank.server.store_rpc``), not here.
+
 Tenants: an API key belongs to one tenant of the server, and the ``tenant``
 argument of every call is resolved *inside* it (``memorybank.server.store_rpc``):
 the default tenant (``"default"``) is the key's tenant itself, and
@@ -47,7 +57,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import (
@@ -57,25 +66,15 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.runtime.concurrency import sleep
-from memorybank.stores.contract._sync.store import (
-    UNSET,
-    AppendResult,
-    Store,
-    NewEntry,
-    Record,
-    RecordGuard,
-    SearchHit,
-    Unset,
-    VectorItem,
-    Visibility,
-)
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.http import wire as _wire
+from memorybank.stores.http._sync.methods import HTTPStoreMethods
 
 if TYPE_CHECKING:
     import httpx
+
+    from memorybank.stores.contract.types import NewEntry
 
 __all__ = ["HTTPStore"]
 
@@ -102,7 +101,19 @@ def _retry_after(response: httpx.Response) -> float | None:
         return None
 
 
-class HTTPStore(Store):
+def _replay_safe(name: str, values: dict[str, Any]) -> bool:
+    """Whether repeating this call of a non-idempotent method is harmless all the same."""
+    if name == "entry_append":
+        # Every entry keyed: a replay is answered from the stored entries, writing nothing.
+        entries: Sequence[NewEntry] = values["entries"]
+        return bool(entries) and all(e.idempotency_key is not None for e in entries)
+    if name == "record_put":
+        # A replace of the same records; guarded, a replay would fail its own guard.
+        return values["guard"] is None
+    return False
+
+
+class HTTPStore(HTTPStoreMethods):
     """A store on a memorybank server. See the module docstring.
 
     Args:
@@ -180,18 +191,15 @@ class HTTPStore(Store):
 
     # -- the one request ---------------------------------------------------------------
 
-    def _call(self, name: str, values: dict[str, Any], *, retry: bool = False) -> Any:
-        """Call ``name`` on the server; its decoded result, or the library exception.
-
-        ``retry``: repeating the call is harmless even when ``name`` is not
-        idempotent in general (an append whose entries all carry keys).
-        """
+    def _call(self, name: str, values: dict[str, Any]) -> Any:
+        """Call ``name`` on the server with ``values`` (its arguments by name, as
+        ``methods.py`` passes them); its decoded result, or the library exception."""
         if self._closed:
             raise StoreClosed("the store is closed")
         httpx = _import_httpx()
         method = _wire.METHODS[name]
         body = _wire.dumps({"v": _wire.WIRE_VERSION, "args": _wire.encode_args(method, values)})
-        harmless = retry or method.idempotent
+        harmless = method.idempotent or _replay_safe(name, values)
         attempt = 0
         while True:
             wait: float | None = None
@@ -248,510 +256,3 @@ class HTTPStore(Store):
         except InvalidInput as error:
             message = f"memorybank server {self.url} sent a bad {method.name} result"
             raise StoreError(message) from error
-
-    # -- threads -------------------------------------------------------------------------
-
-    def thread_create(self, thread: Thread) -> Thread:
-        created: Thread = self._call("thread_create", {"thread": thread})
-        return created
-
-    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        thread: Thread | None = self._call(
-            "thread_get", {"tenant": tenant, "thread_id": thread_id}
-        )
-        return thread
-
-    def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        threads: list[Thread] = self._call(
-            "thread_list",
-            {
-                "tenant": tenant,
-                "user_id": user_id,
-                "agent_id": agent_id,
-                "status": status,
-                "limit": limit,
-            },
-        )
-        return threads
-
-    def thread_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        updated_at: datetime,
-        title: str | Unset | None = UNSET,
-        metadata: dict[str, Any] | Unset = UNSET,
-        status: str | Unset = UNSET,
-        current_branch: str | Unset = UNSET,
-    ) -> Thread:
-        thread: Thread = self._call(
-            "thread_update",
-            {
-                "tenant": tenant,
-                "thread_id": thread_id,
-                "updated_at": updated_at,
-                "title": title,
-                "metadata": metadata,
-                "status": status,
-                "current_branch": current_branch,
-            },
-        )
-        return thread
-
-    def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        deleted: bool = self._call(
-            "thread_delete", {"tenant": tenant, "thread_id": thread_id}
-        )
-        return deleted
-
-    # -- entries -------------------------------------------------------------------------
-
-    def entry_append(
-        self,
-        tenant: str,
-        thread_id: str,
-        entries: Sequence[NewEntry],
-        *,
-        updated_at: datetime,
-        branch: str | None = None,
-        owner: str | Unset | None = UNSET,
-    ) -> AppendResult:
-        result: AppendResult = self._call(
-            "entry_append",
-            {
-                "tenant": tenant,
-                "thread_id": thread_id,
-                "entries": entries,
-                "updated_at": updated_at,
-                "branch": branch,
-                "owner": owner,
-            },
-            # Every entry keyed: a replay is answered from the stored entries, writing nothing.
-            retry=bool(entries) and all(e.idempotency_key is not None for e in entries),
-        )
-        return result
-
-    def entry_list(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-        before: datetime | None = None,
-        after: datetime | None = None,
-        newest_first: bool = False,
-    ) -> tuple[Thread, list[Entry]]:
-        page: tuple[Thread, list[Entry]] = self._call(
-            "entry_list",
-            {
-                "tenant": tenant,
-                "thread_id": thread_id,
-                "branch": branch,
-                "limit": limit,
-                "offset": offset,
-                "before": before,
-                "after": after,
-                "newest_first": newest_first,
-            },
-        )
-        return page
-
-    def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        entry: Entry | None = self._call(
-            "entry_get",
-            {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
-        )
-        return entry
-
-    def entry_delete(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> int:
-        count: int = self._call(
-            "entry_delete",
-            {"tenant": tenant, "thread_id": thread_id, "entry_ids": entry_ids, "branch": branch},
-        )
-        return count
-
-    def entry_truncate_after(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> int:
-        count: int = self._call(
-            "entry_truncate_after",
-            {"tenant": tenant, "thread_id": thread_id, "entry_id": entry_id, "branch": branch},
-        )
-        return count
-
-    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        count: int = self._call(
-            "entry_clear", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
-        )
-        return count
-
-    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        count: int = self._call(
-            "entry_count", {"tenant": tenant, "thread_id": thread_id, "branch": branch}
-        )
-        return count
-
-    # -- branches ------------------------------------------------------------------------
-
-    def branch_create(
-        self,
-        tenant: str,
-        thread_id: str,
-        name: str,
-        *,
-        from_branch: str,
-        from_entry: str | None,
-        created_at: datetime,
-    ) -> Branch:
-        branch: Branch = self._call(
-            "branch_create",
-            {
-                "tenant": tenant,
-                "thread_id": thread_id,
-                "name": name,
-                "from_branch": from_branch,
-                "from_entry": from_entry,
-                "created_at": created_at,
-            },
-        )
-        return branch
-
-    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        branches: list[Branch] = self._call(
-            "branch_list", {"tenant": tenant, "thread_id": thread_id}
-        )
-        return branches
-
-    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
-        deleted: bool = self._call(
-            "branch_delete", {"tenant": tenant, "thread_id": thread_id, "name": name}
-        )
-        return deleted
-
-    # -- working memory ------------------------------------------------------------------
-
-    def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        self._call(
-            "working_set", {"tenant": tenant, "run_id": run_id, "key": key, "value": value}
-        )
-
-    def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        value: str | None = self._call(
-            "working_get", {"tenant": tenant, "run_id": run_id, "key": key}
-        )
-        return value
-
-    def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        deleted: bool = self._call(
-            "working_delete", {"tenant": tenant, "run_id": run_id, "key": key}
-        )
-        return deleted
-
-    def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        items: dict[str, str] = self._call(
-            "working_items", {"tenant": tenant, "run_id": run_id}
-        )
-        return items
-
-    def working_clear(self, tenant: str, run_id: str) -> None:
-        self._call("working_clear", {"tenant": tenant, "run_id": run_id})
-
-    def working_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        runs: list[str] | None = self._call(
-            "working_runs", {"tenant": tenant, "after": after, "limit": limit}
-        )
-        return runs
-
-    # -- snapshots -----------------------------------------------------------------------
-
-    def snapshot_save(
-        self,
-        tenant: str,
-        run_id: str,
-        value: str,
-        *,
-        user_id: str | None,
-        saved_at: datetime,
-        owner_check: bool = True,
-    ) -> None:
-        self._call(
-            "snapshot_save",
-            {
-                "tenant": tenant,
-                "run_id": run_id,
-                "value": value,
-                "user_id": user_id,
-                "saved_at": saved_at,
-                "owner_check": owner_check,
-            },
-        )
-
-    def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        snapshot: tuple[str | None, str] | None = self._call(
-            "snapshot_load", {"tenant": tenant, "run_id": run_id}
-        )
-        return snapshot
-
-    def snapshot_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        runs: list[str] | None = self._call(
-            "snapshot_runs", {"tenant": tenant, "after": after, "limit": limit}
-        )
-        return runs
-
-    def snapshot_delete(
-        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
-    ) -> bool:
-        deleted: bool = self._call(
-            "snapshot_delete",
-            {"tenant": tenant, "run_id": run_id, "user_id": user_id, "owner_check": owner_check},
-        )
-        return deleted
-
-    # -- summaries -----------------------------------------------------------------------
-
-    def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        added: Summary = self._call("summary_add", {"tenant": tenant, "summary": summary})
-        return added
-
-    def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        agents: list[str] | None = self._call(
-            "summary_agents", {"tenant": tenant, "after": after, "limit": limit}
-        )
-        return agents
-
-    def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        summaries: list[Summary] = self._call(
-            "summary_list", {"tenant": tenant, "agent_id": agent_id, "user_id": user_id}
-        )
-        return summaries
-
-    # -- compaction ----------------------------------------------------------------------
-
-    def entry_compact(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        through_position: int,
-        expected_ids: Sequence[str],
-        summary: NewEntry | None,
-        updated_at: datetime,
-    ) -> bool:
-        applied: bool = self._call(
-            "entry_compact",
-            {
-                "tenant": tenant,
-                "thread_id": thread_id,
-                "branch": branch,
-                "through_position": through_position,
-                "expected_ids": expected_ids,
-                "summary": summary,
-                "updated_at": updated_at,
-            },
-        )
-        return applied
-
-    def entry_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
-    ) -> int:
-        count: int = self._call(
-            "entry_update",
-            {"tenant": tenant, "thread_id": thread_id, "branch": branch, "changes": changes},
-        )
-        return count
-
-    # -- records -------------------------------------------------------------------------
-
-    def record_put(
-        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
-    ) -> None:
-        self._call(
-            "record_put",
-            {"tenant": tenant, "records": records, "guard": guard},
-            # A replace of the same records; guarded, a replay would fail its own guard.
-            retry=guard is None,
-        )
-
-    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        record: Record | None = self._call(
-            "record_get", {"tenant": tenant, "kind": kind, "record_id": record_id}
-        )
-        return record
-
-    def record_delete(
-        self,
-        tenant: str,
-        kind: str,
-        record_ids: Sequence[str],
-        *,
-        guard: RecordGuard | None = None,
-    ) -> int:
-        count: int = self._call(
-            "record_delete",
-            {"tenant": tenant, "kind": kind, "record_ids": record_ids, "guard": guard},
-        )
-        return count
-
-    def record_list(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        agent_id: str | Unset | None = UNSET,
-        user_id: str | Unset | None = UNSET,
-        key: str | Unset | None = UNSET,
-        visible_to: Visibility | None = None,
-        limit: int | None = None,
-    ) -> list[Record]:
-        records: list[Record] = self._call(
-            "record_list",
-            {
-                "tenant": tenant,
-                "kind": kind,
-                "agent_id": agent_id,
-                "user_id": user_id,
-                "key": key,
-                "visible_to": visible_to,
-                "limit": limit,
-            },
-        )
-        return records
-
-    def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
-    ) -> dict[str, Record]:
-        found: dict[str, Record] = self._call(
-            "record_get_many", {"tenant": tenant, "kind": kind, "record_ids": record_ids}
-        )
-        return found
-
-    def record_list_keys(
-        self,
-        tenant: str,
-        kind: str,
-        keys: Sequence[str],
-        *,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        records: list[Record] = self._call(
-            "record_list_keys",
-            {"tenant": tenant, "kind": kind, "keys": keys, "visible_to": visible_to},
-        )
-        return records
-
-    def record_page(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        limit: int,
-        after: tuple[datetime, str] | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        records: list[Record] = self._call(
-            "record_page",
-            {
-                "tenant": tenant,
-                "kind": kind,
-                "limit": limit,
-                "after": after,
-                "visible_to": visible_to,
-            },
-        )
-        return records
-
-    # -- search --------------------------------------------------------------------------
-
-    def text_search(
-        self,
-        tenant: str,
-        query: str,
-        *,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[SearchHit]:
-        hits: list[SearchHit] = self._call(
-            "text_search",
-            {
-                "tenant": tenant,
-                "query": query,
-                "kinds": kinds,
-                "k": k,
-                "thread_id": thread_id,
-                "visible_to": visible_to,
-            },
-        )
-        return hits
-
-    def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
-        self._call("vector_put", {"tenant": tenant, "items": items})
-
-    def vector_search(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        *,
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[SearchHit]:
-        hits: list[SearchHit] = self._call(
-            "vector_search",
-            {
-                "tenant": tenant,
-                "vector": vector,
-                "model_id": model_id,
-                "kinds": kinds,
-                "k": k,
-                "thread_id": thread_id,
-                "visible_to": visible_to,
-            },
-        )
-        return hits
-
-    def vector_get(
-        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
-    ) -> dict[str, list[float]]:
-        vectors: dict[str, list[float]] = self._call(
-            "vector_get", {"tenant": tenant, "kind": kind, "ids": ids, "model_id": model_id}
-        )
-        return vectors
-
-    # -- erasure -------------------------------------------------------------------------
-
-    def forget_user(self, tenant: str, user_id: str) -> int:
-        count: int = self._call("forget_user", {"tenant": tenant, "user_id": user_id})
-        return count
