@@ -421,8 +421,8 @@ class Memory:
     ) -> list[dict[str, Any]]:
         """The last messages of a thread, oldest first, as provider-shaped dicts.
 
-        ``thread_id``: the conversation thread. ``last``: how many of the newest messages. ``user_id``: who reads (left
-        out: the handle's user), under the thread rule.
+        ``thread_id``: the conversation thread. ``last``: how many of the newest messages.
+        ``user_id``: who reads (left out: the handle's user), under the thread rule.
         """
         v.check_limit(last, "last", allow_none=False)
         user_id = self._scope.user(user_id)
@@ -452,17 +452,16 @@ class Memory:
         """The messages for the next model call on a thread, within a token budget: a
         system message, then the most recent history that fits.
 
-        See ``ContextBuilder``. ``thread_id``: the conversation thread. ``max_tokens``: the token budget.
-        ``system_prompt``: the system prompt. ``current_input``: the user's new message
-        (guides what is included). ``include_facts``: add the known facts to the system
-        message. ``agent_id`` is required (a ``scoped`` handle's agent by default);
-        ``user_id`` defaults to the handle's user; on a handle with none (the trusted
-        form, as for ``history``) to the thread's owner, so the context is the one the
-        thread's own turns see. ``user_id=None`` builds it for
-        no user (``ThreadForbidden`` on an owned thread). ``include_graph_context``
-        adds ``memory.graph``'s ``Entities:`` and ``Relationships:`` about what
-        ``current_input`` names, chosen with ``graph_options`` (a
-        ``GraphContextOptions``, or a dict of its fields).
+        See ``ContextBuilder``. ``thread_id``: the conversation thread. ``max_tokens``: the
+        token budget. ``system_prompt``: the system prompt. ``current_input``: the user's
+        new message (guides what is included). ``include_facts``: add the known facts to the
+        system message. ``agent_id`` is required (a ``scoped`` handle's agent by default);
+        ``user_id`` defaults to the handle's user; on a handle with none (the trusted form,
+        as for ``history``) to the thread's owner, so the context is the one the thread's
+        own turns see. ``user_id=None`` builds it for no user (``ThreadForbidden`` on an
+        owned thread). ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
+        ``Relationships:`` about what ``current_input`` names, chosen with ``graph_options``
+        (a ``GraphContextOptions``, or a dict of its fields).
         """
         from memorybank.context._sync.builder import ContextBuilder
         from memorybank.context.values import ContextOptions
