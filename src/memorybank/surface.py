@@ -876,7 +876,7 @@ VERBS: tuple[Verb, ...] = (
         "value",
         Without("build_context with include_graph_context"),
         Without("get_context with include_graph_context"),
-        Without("the CLI context command has no graph option yet"),
+        Without("context --include-graph-context"),
     ),
     _v(
         "Graph.ingest",
@@ -1248,7 +1248,49 @@ MCP_DEFAULTS: Mapping[str, Mapping[str, tuple[Any, str]]] = {
 #: Library arguments a CLI command does not take, with the reason: ``{verb: {argument: why}}``.
 #: ``user_id``, ``agent_id`` and ``tenant_id`` are ``--user``, ``--agent`` and ``--tenant``;
 #: any other argument is an option (or the positional argument) under its own name.
-CLI_GAPS: Mapping[str, Mapping[str, str]] = {}
+_SHOW = "show is the operator's view of what is stored: the whole thread, as the store holds it"
+_SHOW_GAPS = {"user_id": _SHOW}
+CLI_GAPS: Mapping[str, Mapping[str, str]] = {
+    "Memory.build_context": {"graph_options": "a GraphContextOptions: the library's defaults"},
+    "Memory.history": _SHOW_GAPS,
+    "Memory.prune": {"policy": "a RetentionPolicy, from --max-age, --idle-ttl, --max-entries"},
+    "Memory.search": {
+        "filters": "a JSON object of metadata values: POST /v1/search takes it",
+        "options": "SearchOptions is a Python object (hybrid ranking weights)",
+        "rerank": "the CLI holds no reranker",
+        "rerank_top": "the CLI holds no reranker",
+    },
+    "Threads.get": _SHOW_GAPS,
+    "Threads.require": _SHOW_GAPS,
+    "Threads.delete": {"user_id": "the operator deletes any thread of the tenant"},
+    "Entries.list": {
+        **_SHOW_GAPS,
+        "limit": "--last: show pages the newest entries",
+        "offset": _SHOW,
+        "before": _SHOW,
+        "after": _SHOW,
+        "order": "show prints oldest first, as history",
+        "max_tokens": _SHOW,
+        "include_tool_calls": _SHOW,
+    },
+    "Entries.count": _SHOW_GAPS,
+    "Branches.list": _SHOW_GAPS,
+    "Snapshots.load": {"run_id": "snapshots lists every run's value (--json whole)"},
+    "WorkingMemory.get": {
+        "key": "runs lists every key's value (--json whole)",
+        "default": "runs lists every key's value (--json whole)",
+    },
+    "Facts.search": {
+        "query": "memorybank search --kinds facts searches facts",
+        "k": "memorybank search --kinds facts searches facts",
+    },
+    "Documents.get": {"document_id": "documents lists them (--json whole)"},
+    "Documents.list": {"filters": "a JSON object of metadata values: POST /v1/search takes it"},
+    "Documents.search": {
+        "filters": "a JSON object of metadata values: POST /v1/search takes it",
+        "options": "SearchOptions is a Python object (hybrid ranking weights)",
+    },
+}
 
 #: CLI option of a principal argument, the same on every command.
 CLI_PRINCIPALS: Mapping[str, str] = {

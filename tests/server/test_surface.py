@@ -30,6 +30,7 @@ from memorybank.server.errors import status_of
 from memorybank.server.models import Count
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
 from memorybank.surface import (
+    CLI_GAPS,
     MCP_DEFAULTS,
     MCP_NOTES,
     REFERENCE_TOOLS,
@@ -37,6 +38,7 @@ from memorybank.surface import (
     Route,
     Verb,
     Without,
+    cli_option,
     markdown_table,
     one_verb_tools,
     tool_form,
@@ -369,6 +371,61 @@ def _commands() -> dict[str, Any]:
 @pytest.mark.parametrize("verb", CLI, ids=_ids(CLI))
 def test_the_cli_command_exists(verb: Verb) -> None:
     assert verb.cli in _commands(), f"no CLI command {verb.cli!r}"
+
+
+def _cli_inputs(command: Any) -> tuple[set[str], set[str]]:
+    """A command's shown option names and its positional arguments' names."""
+    options, arguments = set(), set()
+    for param in command.params:
+        if param.param_type_name == "argument":
+            arguments.add(param.name)
+        elif not getattr(param, "hidden", False):
+            options |= set(param.opts) | set(param.secondary_opts)
+    return options, arguments
+
+
+@pytest.mark.parametrize("verb", CLI, ids=_ids(CLI))
+def test_the_cli_command_takes_every_library_argument(verb: Verb) -> None:
+    """Each library argument is an option under its name (``--max-tokens``; ``--user``,
+    ``--agent``, ``--tenant`` for the principals) or the positional argument, unless
+    ``CLI_GAPS`` says why not."""
+    options, arguments = _cli_inputs(_commands()[verb.cli])
+    gaps = CLI_GAPS.get(verb.name, {})
+    library = {a.name for a in verb.arguments}
+    taken = {a for a in library if cli_option(a) in options or a in arguments}
+    missing = sorted(library - taken - set(gaps))
+    assert not missing, f"memorybank {verb.cli} takes no {[cli_option(a) for a in missing]}"
+    for name, why in gaps.items():
+        assert name in library, f"CLI_GAPS of {verb.name} names {name!r}, not an argument"
+        assert name not in taken, f"memorybank {verb.cli} takes {name!r}: drop it from CLI_GAPS"
+        assert len(why) > 10, f"{verb.name}.{name}: say why"
+
+
+def test_cli_gaps_name_verbs_with_a_command() -> None:
+    assert set(CLI_GAPS) <= {v.name for v in CLI}
+
+
+def test_principal_and_embedder_options_have_one_name_on_every_command() -> None:
+    """``--user``, ``--agent``, ``--embedder``, ``--tenant``: never ``--user-id`` and the
+    like, except as the hidden old spelling of one of them."""
+    group: Any = typer.main.get_command(cli_app)
+    commands = [
+        (f"{name} {sub}", c)
+        for name, g in group.commands.items()
+        for sub, c in getattr(g, "commands", {}).items()
+    ] + list(group.commands.items())
+    for name, command in commands:
+        for param in getattr(command, "params", []):
+            if param.param_type_name != "option":
+                continue
+            shown = [] if getattr(param, "hidden", False) else list(param.opts)
+            for opt in shown:
+                assert opt not in {"--user-id", "--agent-id", "--tenant-id"}, (name, opt)
+            if param.name in ("user_id", "agent_id", "tenant", "embedder") and shown:
+                expected = {"user_id": "--user", "agent_id": "--agent"}.get(
+                    param.name, f"--{param.name}"
+                )
+                assert expected in shown, (name, param.name, shown)
 
 
 def test_the_docs_carry_the_current_table() -> None:
