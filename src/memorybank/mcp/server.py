@@ -11,7 +11,7 @@
     server.run()                    # stdio, for desktop clients
     # or in-process (tests):  async with Client(server) as client: ...
 
-or from a shell: ``memorybank mcp --url sqlite:///memory.db --user-id alice``
+or from a shell: ``memorybank mcp --url sqlite:///memory.db --user alice``
 (``--transport http`` serves streamable HTTP). ``memorybank serve`` also mounts
 the streamable-HTTP endpoint at ``/mcp``, authenticated with the service's
 tenant-bound API keys (``memorybank.server.mcp``).
