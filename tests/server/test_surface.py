@@ -389,6 +389,7 @@ def test_the_cli_command_takes_every_library_argument(verb: Verb) -> None:
     """Each library argument is an option under its name (``--max-tokens``; ``--user``,
     ``--agent``, ``--tenant`` for the principals) or the positional argument, unless
     ``CLI_GAPS`` says why not."""
+    assert isinstance(verb.cli, str)
     options, arguments = _cli_inputs(_commands()[verb.cli])
     gaps = CLI_GAPS.get(verb.name, {})
     library = {a.name for a in verb.arguments}

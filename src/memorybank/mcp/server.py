@@ -286,7 +286,8 @@ def _of_verb(
             argument = form.argument(parameter.name)
             if parameter.default not in (parameter.empty, FROM_VERB):
                 raise TypeError(f"{tool}.{parameter.name}: the library's default is FROM_VERB")
-            base, metadata = parameter.annotation, ()
+            base: Any = parameter.annotation
+            metadata: tuple[Any, ...] = ()
             if get_origin(base) is Annotated:
                 base, metadata = base.__origin__, base.__metadata__
             if any(isinstance(m, FieldInfo) and m.description for m in metadata):
@@ -295,7 +296,7 @@ def _of_verb(
             parameters.append(
                 parameter.replace(
                     kind=parameter.KEYWORD_ONLY,
-                    annotation=Annotated[(base, *metadata, described)],  # type: ignore[valid-type]
+                    annotation=Annotated[(base, *metadata, described)],
                     default=parameter.empty if argument.required else argument.default,
                 )
             )
