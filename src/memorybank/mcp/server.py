@@ -91,6 +91,7 @@ _log = logging.getLogger("memorybank.mcp")
 
 __all__ = [
     "CLI_OPTIONS",
+    "FROM_VERB",
     "HISTORY_MAX",
     "HTTP_HEADERS",
     "LIST_MAX",
