@@ -146,8 +146,11 @@ def test_context_takes_build_contexts_arguments_under_their_names(url: str) -> N
     system = built["messages"][0]
     assert system["role"] == "system" and system["content"].startswith("Be brief.")
     assert "Ana loves sun" in system["content"] and "Tram 28" in system["content"]
-    bare = as_json(*args, "--no-system-prompt")
-    assert bare["messages"][0]["role"] != "system"
+    no_graph = as_json(*args, "--include-facts", "--current-input", "What about Lisbon?")
+    assert "Tram 28" not in no_graph["messages"][0]["content"]
+    assert as_json(*args, "--system-prompt", "Be brief.")["messages"][0]["role"] == "system"
+    bare = as_json(*args, "--system-prompt", "Be brief.", "--no-system-prompt")
+    assert [m["role"] for m in bare["messages"]] == ["user", "assistant"]
     assert as_json(*args, "--reserve-tokens", "0")["total_entries"] == 2
 
 
