@@ -280,3 +280,15 @@ def test_context_renders_tool_calls(tmp_path: Path) -> None:
     assert '→ forecast({"city": "Lisbon"})' in text.stdout
     assert '[c1] {"rain_mm": 0}' in text.stdout
     assert "null" not in text.stdout
+
+
+def test_the_cli_choices_are_the_librarys() -> None:
+    """``--mode`` and ``--strategy`` offer exactly the library's values."""
+    from typing import get_args
+
+    from memorybank.cli.read import Mode, Strategy
+    from memorybank.context.values import Strategy as LibraryStrategy
+    from memorybank.recall._async.search import SearchMode
+
+    assert {m.value for m in Mode} == set(get_args(SearchMode))
+    assert {s.value for s in Strategy} == set(get_args(LibraryStrategy))
