@@ -281,6 +281,20 @@ def test_module_entry_point() -> None:
     assert proc.stdout.strip() == f"memorybank {__version__}"
 
 
+def test_python_dash_m_memorybank_help_exits_0() -> None:
+    """``python -m memorybank --help``: the package runs the CLI."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "memorybank", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Usage:" in proc.stdout and "context" in proc.stdout and "mcp" in proc.stdout
+
+
 def _commands() -> dict[str, Any]:
     """Name -> command object (typer's click, vendored or not)."""
     group = typer.main.get_command(app)

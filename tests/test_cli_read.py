@@ -67,18 +67,18 @@ def test_search(url: str) -> None:
 
 
 def test_search_facts_and_their_history(url: str) -> None:
-    facts = as_json("search", "sun", "--kind", "facts", "--url", url)
+    facts = as_json("search", "sun", "--kinds", "facts", "--url", url)
     assert [(h["kind"], h["fact"]["content"], h["superseded"]) for h in facts] == [
         ("fact", "Ana loves sun", False)
     ]
-    both = as_json("search", "sun", "--kind", "facts", "--include-history", "--url", url)
+    both = as_json("search", "sun", "--kinds", "facts", "--include-history", "--url", url)
     assert sorted((h["fact"]["content"], h["fact"]["version"], h["superseded"]) for h in both) == [
         ("Ana likes sun", 1, True),
         ("Ana loves sun", 2, False),
     ]
-    mixed = as_json("search", "Lisbon", "--kind", "entries", "--kind", "facts", "--url", url)
+    mixed = as_json("search", "Lisbon", "--kinds", "entries", "--kinds", "facts", "--url", url)
     assert {h["kind"] for h in mixed} == {"entry"}  # no document: not asked for
-    table = invoke("search", "sun", "--kind", "facts", "--include-history", "--url", url)
+    table = invoke("search", "sun", "--kinds", "facts", "--include-history", "--url", url)
     assert table.exit_code == 0, table.output
     assert "Ana likes sun" in table.stdout and "v1 (superseded)" in table.stdout
     assert "v2" in table.stdout
@@ -87,11 +87,11 @@ def test_search_facts_and_their_history(url: str) -> None:
 def test_search_never_shows_another_users_private_facts(url: str) -> None:
     for user in ("bob", "carol"):
         hidden = as_json(
-            "search", "sun", "--kind", "facts", "--include-history", "--user", user, "--url", url
+            "search", "sun", "--kinds", "facts", "--include-history", "--user", user, "--url", url
         )
         assert hidden == []
     own = as_json(
-        "search", "sun", "--kind", "facts", "--include-history", "--user", "ana", "--url", url
+        "search", "sun", "--kinds", "facts", "--include-history", "--user", "ana", "--url", url
     )
     assert {h["fact"]["content"] for h in own} == {"Ana likes sun", "Ana loves sun"}
 
@@ -99,14 +99,14 @@ def test_search_never_shows_another_users_private_facts(url: str) -> None:
 def test_search_history_needs_facts(url: str) -> None:
     result = invoke("search", "sun", "--include-history", "--url", url)
     assert result.exit_code == 1 and "include_history" in result.stderr
-    bad = invoke("search", "sun", "--kind", "threads", "--url", url)
+    bad = invoke("search", "sun", "--kinds", "threads", "--url", url)
     assert bad.exit_code == 2
 
 
 def test_facts_and_history(url: str) -> None:
     facts = as_json("facts", "--url", url)
     assert [f["content"] for f in facts] == ["Ana loves sun"] and facts[0]["version"] == 2
-    history = as_json("facts", "--history", facts[0]["id"], "--url", url)
+    history = as_json("facts", "--fact-id", facts[0]["id"], "--url", url)
     assert [f["content"] for f in history] == ["Ana likes sun", "Ana loves sun"]
     assert as_json("facts", "--user", "bob", "--url", url) == []
     assert "Ana loves sun" in invoke("facts", "--url", url).stdout
@@ -129,6 +129,59 @@ def test_context_preview(url: str) -> None:
     assert small["truncated"] is True and small["included_entries"] < 2
     text = invoke("context", thread, "--agent", "atlas", "--user", "ana", "--url", url)
     assert text.exit_code == 0 and "2 of 2 entries" in text.stdout
+
+
+def test_context_takes_build_contexts_arguments_under_their_names(url: str) -> None:
+    thread = thread_ids(url)["Lisbon"]
+    with Memory(url) as memory:
+        graph = memory.scoped(user_id="ana", agent_id="atlas").graph
+        city = graph.add_entity("Lisbon", type="city")
+        graph.add_relation(graph.add_entity("Tram 28", type="line").id, "runs_in", city.id)
+    args = ["context", thread, "--agent", "atlas", "--user", "ana", "--url", url]
+    built = as_json(
+        *args,
+        *("--system-prompt", "Be brief.", "--include-facts", "--include-graph-context"),
+        *("--current-input", "What about Lisbon?", "--strategy", "recent"),
+    )
+    system = built["messages"][0]
+    assert system["role"] == "system" and system["content"].startswith("Be brief.")
+    assert "Ana loves sun" in system["content"] and "Tram 28" in system["content"]
+    no_graph = as_json(*args, "--include-facts", "--current-input", "What about Lisbon?")
+    assert "Tram 28" not in no_graph["messages"][0]["content"]
+    assert as_json(*args, "--system-prompt", "Be brief.")["messages"][0]["role"] == "system"
+    bare = as_json(*args, "--system-prompt", "Be brief.", "--no-system-prompt")
+    assert [m["role"] for m in bare["messages"]] == ["user", "assistant"]
+    assert as_json(*args, "--reserve-tokens", "0")["total_entries"] == 2
+
+
+def test_earlier_option_names_still_work_and_are_hidden(url: str) -> None:
+    """``--system``, ``--facts``, ``--thread``, ``--kind``, ``--history`` (and ``mcp``'s
+    ``--user-id``/``--agent-id``) are kept, out of ``--help``, for the earlier scripts."""
+    thread = thread_ids(url)["Lisbon"]
+    args = ["context", thread, "--agent", "atlas", "--user", "ana", "--url", url]
+    old = as_json(*args, "--system", "Be brief.", "--facts")
+    assert old == as_json(*args, "--system-prompt", "Be brief.", "--include-facts")
+    assert as_json("search", "Lisbon", "--kind", "facts", "--url", url) == as_json(
+        "search", "Lisbon", "--kinds", "facts", "--url", url
+    )
+    assert as_json("search", "rain", "--thread", thread, "--url", url) == as_json(
+        "search", "rain", "--thread-id", thread, "--url", url
+    )
+    fact = as_json("facts", "--url", url)[0]["id"]
+    assert as_json("facts", "--history", fact, "--url", url) == as_json(
+        "facts", "--fact-id", fact, "--url", url
+    )
+    for command, hidden in [
+        ("context", "--system "),
+        ("context", "--facts"),
+        ("search", "--thread "),
+        ("search", "--kind "),
+        ("facts", "--history"),
+        ("mcp", "--user-id"),
+        ("mcp", "--agent-id"),
+    ]:
+        shown = invoke(command, "--help").stdout
+        assert hidden not in shown, (command, hidden)
 
 
 def test_delete_and_forget_user(url: str) -> None:
@@ -227,3 +280,15 @@ def test_context_renders_tool_calls(tmp_path: Path) -> None:
     assert '→ forecast({"city": "Lisbon"})' in text.stdout
     assert '[c1] {"rain_mm": 0}' in text.stdout
     assert "null" not in text.stdout
+
+
+def test_the_cli_choices_are_the_librarys() -> None:
+    """``--mode`` and ``--strategy`` offer exactly the library's values."""
+    from typing import get_args
+
+    from memorybank.cli.read import Mode, Strategy
+    from memorybank.context.values import Strategy as LibraryStrategy
+    from memorybank.recall._async.search import SearchMode
+
+    assert {m.value for m in Mode} == set(get_args(SearchMode))
+    assert {s.value for s in Strategy} == set(get_args(LibraryStrategy))

@@ -876,7 +876,7 @@ VERBS: tuple[Verb, ...] = (
         "value",
         Without("build_context with include_graph_context"),
         Without("get_context with include_graph_context"),
-        Without("the CLI context command has no graph option yet"),
+        Without("context --include-graph-context"),
     ),
     _v(
         "Graph.ingest",
@@ -989,10 +989,9 @@ VERBS: tuple[Verb, ...] = (
         True,
         "ranking",
         _post("/v1/search"),
-        "recall",
+        Without("recall is Memory.search, whose kinds include documents"),
         "search",
         gaps={"options": "SearchOptions is a Python object (hybrid ranking weights)"},
-        mcp_names={"thread_id": "searches entries only: documents ignore it"},
     ),
     # -- core facts ---------------------------------------------------------------------------
     _v(
@@ -1223,3 +1222,140 @@ def markdown_table(verbs: tuple[Verb, ...] = VERBS) -> str:
     lines.append("")
     lines.extend(f"{number}. {reason}" for reason, number in notes.items())
     return "\n".join(lines) + "\n"
+
+
+# -- MCP tools and CLI commands derived from a verb ---------------------------------------------
+#
+# A tool that maps one verb 1:1 (``one_verb_tools``) takes its description and each of its
+# arguments' descriptions and defaults from the library: ``tool_form(name)``, read by
+# ``memorybank.mcp.server`` when it registers the tool and by the surface test that compares
+# what the server publishes. What the tool adds over the verb is declared here, with the reason.
+
+#: A sentence a tool of one verb adds to its verb's summary: what the tool itself does.
+MCP_NOTES: Mapping[str, str] = {
+    "remember": "The thread is created when absent, owned by this server's user.",
+    "recall": "Searches past conversations and documents: hybrid (keyword plus semantic) "
+    "when the server has an embedder, else keyword.",
+    "get_context": "Needs the server's agent.",
+    "add_fact": "A fact lasts across threads.",
+    "list_facts": "One page at a time: pass nextCursor back as cursor.",
+}
+#: Tool arguments whose default is not the library's: ``{tool: {argument: (default, why)}}``.
+MCP_DEFAULTS: Mapping[str, Mapping[str, tuple[Any, str]]] = {
+    "remember": {"role": ("user", "a model mostly records what its user said")},
+    "get_context": {"include_facts": (True, "a model asking for context wants what it was told")},
+}
+#: Library arguments a CLI command does not take, with the reason: ``{verb: {argument: why}}``.
+#: ``user_id``, ``agent_id`` and ``tenant_id`` are ``--user``, ``--agent`` and ``--tenant``;
+#: any other argument is an option (or the positional argument) under its own name.
+_SHOW = "show is the operator's view of what is stored: the whole thread, as the store holds it"
+_SHOW_GAPS = {"user_id": _SHOW}
+CLI_GAPS: Mapping[str, Mapping[str, str]] = {
+    "Memory.build_context": {"graph_options": "a GraphContextOptions: the library's defaults"},
+    "Memory.history": _SHOW_GAPS,
+    "Memory.prune": {"policy": "a RetentionPolicy, from --max-age, --idle-ttl, --max-entries"},
+    "Memory.search": {
+        "filters": "a JSON object of metadata values: POST /v1/search takes it",
+        "options": "SearchOptions is a Python object (hybrid ranking weights)",
+        "rerank": "the CLI holds no reranker",
+        "rerank_top": "the CLI holds no reranker",
+    },
+    "Threads.get": _SHOW_GAPS,
+    "Threads.require": _SHOW_GAPS,
+    "Threads.delete": {"user_id": "the operator deletes any thread of the tenant"},
+    "Entries.list": {
+        **_SHOW_GAPS,
+        "limit": "--last: show pages the newest entries",
+        "offset": _SHOW,
+        "before": _SHOW,
+        "after": _SHOW,
+        "order": "show prints oldest first, as history",
+        "max_tokens": _SHOW,
+        "include_tool_calls": _SHOW,
+    },
+    "Entries.count": _SHOW_GAPS,
+    "Branches.list": _SHOW_GAPS,
+    "Snapshots.load": {"run_id": "snapshots lists every run's value (--json whole)"},
+    "WorkingMemory.get": {
+        "key": "runs lists every key's value (--json whole)",
+        "default": "runs lists every key's value (--json whole)",
+    },
+    "Facts.search": {
+        "query": "memorybank search --kinds facts searches facts",
+        "k": "memorybank search --kinds facts searches facts",
+    },
+    "Documents.get": {"document_id": "documents lists them (--json whole)"},
+    "Documents.list": {"filters": "a JSON object of metadata values: POST /v1/search takes it"},
+    "Documents.search": {
+        "filters": "a JSON object of metadata values: POST /v1/search takes it",
+        "options": "SearchOptions is a Python object (hybrid ranking weights)",
+    },
+}
+
+#: CLI option of a principal argument, the same on every command.
+CLI_PRINCIPALS: Mapping[str, str] = {
+    "user_id": "--user",
+    "agent_id": "--agent",
+    "tenant_id": "--tenant",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolForm:
+    """An MCP tool of one verb as the declaration derives it (see ``tool_form``)."""
+
+    tool: str
+    verb: Verb
+    description: str
+    arguments: Mapping[str, Argument]
+
+    def argument(self, name: str) -> Argument:
+        """The tool's ``name``: its description from the docstring (as ``plain``), its
+        default the library's unless ``MCP_DEFAULTS`` says otherwise; ``LookupError`` for
+        a name the docstring does not describe or the verb does not take."""
+        found = self.arguments.get(name)
+        if found is None:
+            raise LookupError(f"{self.verb.name} has no argument {name!r} (tool {self.tool})")
+        if found.description is None:
+            raise LookupError(f"the docstring of {self.verb.name} does not describe {name!r}")
+        return found
+
+
+def one_verb_tools() -> list[str]:
+    """The MCP tools that map one verb 1:1: named by exactly one verb, not the reference's."""
+    named: dict[str, list[Verb]] = {}
+    for verb in VERBS:
+        if isinstance(verb.mcp, str) and verb.mcp not in REFERENCE_TOOLS:
+            named.setdefault(verb.mcp, []).append(verb)
+    return sorted(tool for tool, verbs in named.items() if len(verbs) == 1)
+
+
+def tool_form(tool: str) -> ToolForm:
+    """What tool ``tool`` of one verb publishes: ``plain(summary)`` (and its
+    ``MCP_NOTES`` sentence) as its description, and per library argument its
+    ``describe`` text and default (``MCP_DEFAULTS`` where the tool's differs)."""
+    if tool not in one_verb_tools():
+        raise LookupError(f"{tool!r} is no MCP tool of one verb")
+    verb = next(v for v in VERBS if v.mcp == tool)
+    overrides = MCP_DEFAULTS.get(tool, {})
+    arguments = {}
+    for argument in verb.arguments:
+        default: Any = argument.default
+        required = argument.required
+        if argument.name in overrides:
+            default, required = overrides[argument.name][0], False
+        text = argument.description
+        arguments[argument.name] = Argument(
+            name=argument.name,
+            annotation=argument.annotation,
+            required=required,
+            default=default,
+            description=None if text is None else plain(text),
+        )
+    description = " ".join(filter(None, (plain(verb.summary), MCP_NOTES.get(tool))))
+    return ToolForm(tool=tool, verb=verb, description=description, arguments=arguments)
+
+
+def cli_option(argument: str) -> str:
+    """The CLI option of library argument ``argument`` (``--max-tokens``, ``--user``)."""
+    return CLI_PRINCIPALS.get(argument, "--" + argument.replace("_", "-"))

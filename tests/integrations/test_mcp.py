@@ -262,7 +262,7 @@ async def test_stdio_end_to_end_from_a_subprocess(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/stdio.db"
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memorybank.cli", "mcp", "--url", url, "--user-id", "dana", "--agent-id", "x"],
+        args=["-m", "memorybank.cli", "mcp", "--url", url, "--user", "dana", "--agent", "x"],
         env={"PYTHONPATH": str(SRC), "MEMORYBANK_URL": ""},
         cwd=str(tmp_path),
     )

@@ -20,6 +20,7 @@ from memorybank.cli.app import app as cli_app
 from memorybank.mcp.server import create_server
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules.validate import schema_problems
+from memorybank.surface import one_verb_tools
 from tests.integrations.test_mcp import SRC, call, fails, http_client, served
 from tests.reliability._harness import Words
 
@@ -60,6 +61,41 @@ async def test_argument_errors_are_short_and_name_the_argument(
     for noise in PYDANTIC_NOISE:
         assert noise not in text, (noise, text)
     assert "\n" not in text and len(text) < 400, text
+
+
+def _wrong(schema: dict[str, Any]) -> object:
+    """A value no branch of ``schema`` accepts: an object where a string, number or
+    boolean goes, a string where an object goes."""
+    types = {s.get("type") for s in schema.get("anyOf", [schema])}
+    return "not an object" if "object" in types else {"wrong": "type"}
+
+
+@pytest.mark.parametrize("tool", one_verb_tools())
+async def test_a_missing_or_wrong_typed_argument_reads_code_field_message(
+    memory: AsyncMemory, tool: str
+) -> None:
+    """Generated over every tool of one verb, through the SDK's client: each required
+    argument left out, and each argument given a value of the wrong type, is one short
+    line ``invalid_input: NAME: what is wrong``, no pydantic banner."""
+    async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}[tool]
+        schema = listed.input_schema
+        required = list(schema.get("required", []))
+        valid = {name: 1 if name == "max_tokens" else "x" for name in required}
+        texts = []
+        for name in required:
+            left_out = {key: value for key, value in valid.items() if key != name}
+            texts.append((name, await fails(client, tool, **left_out)))
+        for name, prop in schema["properties"].items():
+            texts.append((name, await fails(client, tool, **{**valid, name: _wrong(prop)})))
+    assert texts
+    for name, text in texts:
+        assert text.startswith(f"invalid_input: {name}: "), text
+        for noise in PYDANTIC_NOISE:
+            assert noise not in text, (noise, text)
+        assert "\n" not in text and len(text) < 200, text
+    missing = [text for name, text in texts[: len(required)]]
+    assert all(text.endswith(": Field required") for text in missing), missing
 
 
 def test_one_formatter_for_every_schema_report() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 import typer
@@ -29,7 +29,20 @@ from memorybank.server import create_app
 from memorybank.server.errors import status_of
 from memorybank.server.models import Count
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
-from memorybank.surface import REFERENCE_TOOLS, VERBS, Route, Verb, Without, markdown_table, plain
+from memorybank.surface import (
+    CLI_GAPS,
+    MCP_DEFAULTS,
+    MCP_NOTES,
+    REFERENCE_TOOLS,
+    VERBS,
+    Route,
+    Verb,
+    Without,
+    cli_option,
+    markdown_table,
+    one_verb_tools,
+    tool_form,
+)
 from tests.reliability.test_isolation_verbs import public_verbs
 from tests.server.conftest import ADMIN, Api
 
@@ -277,17 +290,77 @@ def test_the_tool_exists_and_names_its_arguments_as_the_library(
             assert mapped in arguments, f"{verb.name}: mcp_names maps {name} to {mapped!r}"
 
 
-def test_tools_of_one_verb_take_its_docstring() -> None:
-    """Where a tool maps one verb 1:1, its description is the verb's summary."""
+@pytest.mark.parametrize("tool", one_verb_tools())
+def test_a_tool_of_one_verb_publishes_what_the_declaration_derives(
+    tools: dict[str, Any], tool: str
+) -> None:
+    """Its description and each library argument's description, default and
+    requiredness are ``tool_form``'s (the verb's docstring and signature), so a
+    description or default written by hand in the server fails here."""
+    form = tool_form(tool)
+    published = tools[tool]
+    assert published.description == form.description
+    schema = published.input_schema
+    required = set(schema.get("required", []))
+    library = [name for name in schema["properties"] if name in form.arguments]
+    assert library, f"{tool} takes none of {form.verb.name}'s arguments"
+    for name in library:
+        prop, argument = schema["properties"][name], form.argument(name)
+        assert prop.get("description") == argument.description, f"{tool}.{name}"
+        assert (name in required) is argument.required, f"{tool}.{name}"
+        if not argument.required:
+            assert prop.get("default") == argument.default, f"{tool}.{name}"
+    for name in set(schema["properties"]) - set(library):  # the tool's own: described too
+        assert schema["properties"][name].get("description"), f"{tool}.{name}"
+
+
+def test_the_tools_of_one_verb_are_the_memory_tools_but_forget() -> None:
+    assert one_verb_tools() == sorted(
+        ["add_fact", "get_context", "history", "list_facts", "recall", "remember"]
+    )
+    for tool in MCP_NOTES:
+        assert tool in one_verb_tools(), f"MCP_NOTES names {tool}, no tool of one verb"
+    for tool, defaults in MCP_DEFAULTS.items():
+        form = tool_form(tool)
+        for name, (value, why) in defaults.items():
+            assert name in form.arguments and len(why) > 10, (tool, name)
+            assert form.argument(name).default == value
+
+
+def test_editing_a_docstring_changes_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memorybank.memory._async.memory import AsyncMemory as Owner
+
+    doc = (Owner.history.__doc__ or "").replace("how many of the newest", "at most this many")
+    monkeypatch.setattr(Owner.history, "__doc__", doc)
     from memorybank.mcp.server import create_server
 
     server = create_server(AsyncMemory(AsyncInMemoryStore()), user_id="u", agent_id="a")
-    listed = {t.name: t for t in asyncio.run(server.list_tools())}
-    history = next(v for v in VERBS if v.name == "Memory.history")
-    assert listed["history"].description == plain(history.summary)
-    last = listed["history"].input_schema["properties"]["last"]
-    assert last["description"] == plain(history.describe("last") or "")
-    assert last["description"] == "How many of the newest messages."
+    history = {t.name: t for t in asyncio.run(server.list_tools())}["history"]
+    last = history.input_schema["properties"]["last"]
+    assert last["description"] == "At most this many messages."
+
+
+@pytest.mark.parametrize(
+    ("source", "problem"),
+    [
+        ("last: Annotated[int, Field(description='Newest ones')] = FROM_VERB", "describes"),
+        ("last: int = 50", "default"),
+    ],
+)
+def test_a_description_or_default_written_by_hand_is_refused(source: str, problem: str) -> None:
+    """``_of_verb`` refuses what the library says already, so it is never written twice."""
+    from mcp.server import MCPServer
+    from pydantic import Field
+
+    from memorybank.mcp import server as mcp_server
+
+    namespace: dict[str, Any] = {"Annotated": Annotated, "Field": Field, **vars(mcp_server)}
+    exec(f"async def history(thread_id: str, {source}) -> None: ...", namespace)
+    register = mcp_server._of_verb(
+        MCPServer("t"), "history", title="History", annotations=mcp_server._READ
+    )
+    with pytest.raises(TypeError, match=problem):
+        register(namespace["history"])
 
 
 def _commands() -> dict[str, Any]:
@@ -298,6 +371,62 @@ def _commands() -> dict[str, Any]:
 @pytest.mark.parametrize("verb", CLI, ids=_ids(CLI))
 def test_the_cli_command_exists(verb: Verb) -> None:
     assert verb.cli in _commands(), f"no CLI command {verb.cli!r}"
+
+
+def _cli_inputs(command: Any) -> tuple[set[str], set[str]]:
+    """A command's shown option names and its positional arguments' names."""
+    options, arguments = set(), set()
+    for param in command.params:
+        if param.param_type_name == "argument":
+            arguments.add(param.name)
+        elif not getattr(param, "hidden", False):
+            options |= set(param.opts) | set(param.secondary_opts)
+    return options, arguments
+
+
+@pytest.mark.parametrize("verb", CLI, ids=_ids(CLI))
+def test_the_cli_command_takes_every_library_argument(verb: Verb) -> None:
+    """Each library argument is an option under its name (``--max-tokens``; ``--user``,
+    ``--agent``, ``--tenant`` for the principals) or the positional argument, unless
+    ``CLI_GAPS`` says why not."""
+    assert isinstance(verb.cli, str)
+    options, arguments = _cli_inputs(_commands()[verb.cli])
+    gaps = CLI_GAPS.get(verb.name, {})
+    library = {a.name for a in verb.arguments}
+    taken = {a for a in library if cli_option(a) in options or a in arguments}
+    missing = sorted(library - taken - set(gaps))
+    assert not missing, f"memorybank {verb.cli} takes no {[cli_option(a) for a in missing]}"
+    for name, why in gaps.items():
+        assert name in library, f"CLI_GAPS of {verb.name} names {name!r}, not an argument"
+        assert name not in taken, f"memorybank {verb.cli} takes {name!r}: drop it from CLI_GAPS"
+        assert len(why) > 10, f"{verb.name}.{name}: say why"
+
+
+def test_cli_gaps_name_verbs_with_a_command() -> None:
+    assert set(CLI_GAPS) <= {v.name for v in CLI}
+
+
+def test_principal_and_embedder_options_have_one_name_on_every_command() -> None:
+    """``--user``, ``--agent``, ``--embedder``, ``--tenant``: never ``--user-id`` and the
+    like, except as the hidden old spelling of one of them."""
+    group: Any = typer.main.get_command(cli_app)
+    commands = [
+        (f"{name} {sub}", c)
+        for name, g in group.commands.items()
+        for sub, c in getattr(g, "commands", {}).items()
+    ] + list(group.commands.items())
+    for name, command in commands:
+        for param in getattr(command, "params", []):
+            if param.param_type_name != "option":
+                continue
+            shown = [] if getattr(param, "hidden", False) else list(param.opts)
+            for opt in shown:
+                assert opt not in {"--user-id", "--agent-id", "--tenant-id"}, (name, opt)
+            if param.name in ("user_id", "agent_id", "tenant", "embedder") and shown:
+                expected = {"user_id": "--user", "agent_id": "--agent"}.get(
+                    param.name, f"--{param.name}"
+                )
+                assert expected in shown, (name, param.name, shown)
 
 
 def test_the_docs_carry_the_current_table() -> None:

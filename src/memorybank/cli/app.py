@@ -244,7 +244,7 @@ def threads_command(
 
 @app.command()
 def show(
-    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
     last: Annotated[int, typer.Option("--last", min=1, help="Show the newest N entries.")] = 20,
     branch: Annotated[
         str | None,
@@ -262,16 +262,16 @@ def show(
 
     console = _console()
     with _errors(), _cli_read.open_existing(url, tenant) as memory:
-        found = memory.threads.get(thread)
+        found = memory.threads.get(thread_id)
         if found is None:
-            raise NotFound(f"thread {thread!r} not found")
+            raise NotFound(f"thread {thread_id!r} not found")
         name = found.current_branch if branch is None else branch
-        branches = [b.name for b in memory.branches.list(thread)]
+        branches = [b.name for b in memory.branches.list(thread_id)]
         if name not in branches:
-            raise NotFound(f"branch {name!r} not found in thread {thread!r}")
-        total = memory.entries.count(thread, branch=name)
+            raise NotFound(f"branch {name!r} not found in thread {thread_id!r}")
+        total = memory.entries.count(thread_id, branch=name)
         # The store's raw page: an inspection shows what is stored, pairing rule aside.
-        _, entries = memory.store.entry_list(memory.tenant_id, thread, branch=name, limit=last)
+        _, entries = memory.store.entry_list(memory.tenant_id, thread_id, branch=name, limit=last)
         if as_json:
             shown = {"thread": found, "branch": name, "total": total, "entries": entries}
             _cli_read.emit_json(shown)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -21,13 +21,16 @@ from memorybank.errors import MemoryBankError
 from memorybank.memory._sync.memory import DEFAULT_URL
 
 __all__ = [
+    "AgentOption",
     "EmbedderOption",
     "TenantOption",
     "UrlOption",
+    "UserOption",
     "_console",
     "_errors",
     "chosen_embedder",
     "format_time",
+    "old_name",
 ]
 
 UrlOption = Annotated[
@@ -53,6 +56,16 @@ EmbedderOption = Annotated[
         show_default=False,
     ),
 ]
+
+#: ``--user`` and ``--agent``: the principal a command reads as, one name on every command
+#: (the library's ``user_id`` and ``agent_id``).
+UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
+AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
+
+
+def old_name(name: str, new: str) -> Any:
+    """A hidden option ``name``: the earlier spelling of ``new``, still accepted."""
+    return typer.Option(name, hidden=True, help=f"The earlier name of {new}.")
 
 
 def format_time(when: datetime) -> str:

@@ -18,6 +18,7 @@ from memorybank.cli.common import (
     UrlOption,
     _errors,
     chosen_embedder,
+    old_name,
 )
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
@@ -39,14 +40,11 @@ def mcp(
     ] = Transport.stdio,
     user_id: Annotated[
         str | None,
-        typer.Option(
-            "--user-id", "--user", help="Act for this user (default: shared records only)."
-        ),
+        typer.Option("--user", help="Act for this user (default: shared records only)."),
     ] = None,
     agent_id: Annotated[
         str | None,
         typer.Option(
-            "--agent-id",
             "--agent",
             help="Act for this agent (default: shared records only; get_context needs one).",
         ),
@@ -54,11 +52,13 @@ def mcp(
     host: Annotated[str, typer.Option("--host", help="HTTP only: interface.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP only: TCP port.")] = 8000,
     embedder: EmbedderOption = None,
+    old_user: Annotated[str | None, old_name("--user-id", "--user")] = None,
+    old_agent: Annotated[str | None, old_name("--agent-id", "--agent")] = None,
 ) -> None:
     """Serve memory to MCP clients: the reference memory server's nine graph tools plus
     remember, recall, history, get_context, add_fact, list_facts and forget.
 
-    The tools act for --user-id/--agent-id only (their own records and shared
+    The tools act for --user/--agent only (their own records and shared
     ones). With --embedder, what the tools write is embedded and recall is
     hybrid (keyword plus semantic), as under `memorybank serve`. With
     --transport http the endpoint is http://HOST:PORT/mcp, without
@@ -70,6 +70,8 @@ def mcp(
     if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the extra is missing
         typer.echo("memorybank mcp needs the mcp extra: pip install 'memorybank[mcp]'", err=True)
         raise typer.Exit(1)
+    user_id = user_id if user_id is not None else old_user
+    agent_id = agent_id if agent_id is not None else old_agent
     chosen = chosen_embedder(embedder)  # a bad name fails here, before serving
     import anyio
 

@@ -20,13 +20,16 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank.cli.common import (
+    AgentOption,
     EmbedderOption,
     TenantOption,
     UrlOption,
+    UserOption,
     _console,
     _errors,
     chosen_embedder,
     format_time,
+    old_name,
 )
 from memorybank.dump import format as _dump
 from memorybank.embeddings.base import Embedder
@@ -44,8 +47,6 @@ __all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_exist
 JsonOption = Annotated[
     bool, typer.Option("--json", help="Print JSON (one document on stdout) instead of tables.")
 ]
-UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
-AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
 
 
 class Mode(enum.StrEnum):
@@ -54,6 +55,14 @@ class Mode(enum.StrEnum):
     hybrid = "hybrid"
     keyword = "keyword"
     semantic = "semantic"
+
+
+class Strategy(enum.StrEnum):
+    """How ``build_context`` chooses history."""
+
+    recent = "recent"
+    relevant = "relevant"
+    hybrid = "hybrid"
 
 
 class Kind(enum.StrEnum):
@@ -110,25 +119,35 @@ def search(
             show_default=False,
         ),
     ] = None,
-    thread: Annotated[str | None, typer.Option("--thread", help="Search one thread only.")] = None,
-    kind: Annotated[
+    thread_id: Annotated[
+        str | None, typer.Option("--thread-id", help="Search one thread only.")
+    ] = None,
+    kinds: Annotated[
         list[Kind] | None,
         typer.Option(
-            "--kind",
+            "--kinds",
             help="What to search (repeat for several; default: entries and documents).",
             show_default=False,
         ),
     ] = None,
     include_history: Annotated[
         bool,
-        typer.Option("--include-history", help="With --kind facts: earlier values of facts too."),
+        typer.Option("--include-history", help="With --kinds facts: earlier values of facts too."),
     ] = False,
+    min_score: Annotated[
+        float | None,
+        typer.Option(
+            "--min-score", help="Drop weaker hits (on the mode's scale).", show_default=False
+        ),
+    ] = None,
     user: UserOption = None,
     agent: AgentOption = None,
     embedder: EmbedderOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
+    thread: Annotated[str | None, old_name("--thread", "--thread-id")] = None,
+    kind: Annotated[list[Kind] | None, old_name("--kind", "--kinds")] = None,
 ) -> None:
     """Search entries, documents and facts, best first.
 
@@ -138,7 +157,8 @@ def search(
     stores' own full-text scales differ, and SQLite's gives about 0 to a word found in
     half the entries), so the order and the scores mean the same on every store.
     """
-    kinds = tuple(dict.fromkeys(k.value for k in kind)) if kind else ("entries", "documents")
+    chosen_kinds = (kinds or []) + (kind or [])
+    kinds_value = tuple(dict.fromkeys(k.value for k in chosen_kinds)) or ("entries", "documents")
     chosen = chosen_embedder(embedder)
     ranking: SearchMode = (
         mode.value if mode is not None else ("hybrid" if chosen is not None else "keyword")
@@ -149,10 +169,11 @@ def search(
             # keyword: more candidates than shown, so that BM25 picks the best k of them
             k=k if ranking != "keyword" else max(3 * k, KEYWORD_CANDIDATES),
             mode=ranking,
-            thread_id=thread,
+            thread_id=thread_id if thread_id is not None else thread,
             user_id=_opt(user),
             agent_id=_opt(agent),
-            kinds=kinds,
+            kinds=kinds_value,
+            min_score=min_score,
             include_history=include_history,
         )
         if ranking == "keyword":
@@ -209,19 +230,29 @@ def facts(
     user: UserOption = None,
     agent: AgentOption = None,
     category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
-    history: Annotated[
-        str | None, typer.Option("--history", help="Every version of this fact id.")
+    fact_id: Annotated[
+        str | None, typer.Option("--fact-id", help="Every version of this fact, oldest first.")
     ] = None,
+    include_expired: Annotated[
+        bool, typer.Option("--include-expired", help="Facts past their expiry too.")
+    ] = False,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
+    history: Annotated[str | None, old_name("--history", "--fact-id")] = None,
 ) -> None:
     """List long-term facts (or one fact's version history), oldest first."""
+    fact_id = fact_id if fact_id is not None else history
     with _errors(), open_existing(url, tenant) as memory:
-        if history is not None:
-            found = memory.facts.history(history)
+        if fact_id is not None:
+            found = memory.facts.history(fact_id)
         else:
-            found = memory.facts.list(user_id=_opt(user), agent_id=_opt(agent), category=category)
+            found = memory.facts.list(
+                user_id=_opt(user),
+                agent_id=_opt(agent),
+                category=category,
+                include_expired=include_expired,
+            )
         if as_json:
             emit_json(found)
             return
@@ -278,29 +309,70 @@ def documents(
 
 
 def context(
-    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
     agent: Annotated[str, typer.Option("--agent", help="The agent the context is for.")],
     max_tokens: Annotated[int, typer.Option("--max-tokens", min=1, help="Token budget.")] = 4000,
     user: UserOption = None,
-    system: Annotated[str | None, typer.Option("--system", help="System prompt.")] = None,
-    with_facts: Annotated[bool, typer.Option("--facts", help="Include facts.")] = False,
+    system_prompt: Annotated[
+        str | None, typer.Option("--system-prompt", help="System prompt.")
+    ] = None,
+    current_input: Annotated[
+        str | None,
+        typer.Option("--current-input", help="The user's new message (guides what is included)."),
+    ] = None,
+    strategy: Annotated[
+        Strategy, typer.Option("--strategy", help="How history is chosen to fit the budget.")
+    ] = Strategy.recent,
+    reserve_tokens: Annotated[
+        int | None,
+        typer.Option("--reserve-tokens", min=0, help="Tokens kept free for the model's answer."),
+    ] = None,
+    include_system_prompt: Annotated[
+        bool,
+        typer.Option("--include-system-prompt/--no-system-prompt", help="Send the system prompt."),
+    ] = True,
+    include_facts: Annotated[bool, typer.Option("--include-facts", help="Include facts.")] = False,
+    include_semantic_context: Annotated[
+        bool,
+        typer.Option(
+            "--include-semantic-context",
+            help="Include past entries similar to --current-input (needs --embedder).",
+        ),
+    ] = False,
+    include_graph_context: Annotated[
+        bool,
+        typer.Option(
+            "--include-graph-context",
+            help="Include the knowledge-graph entities and relations --current-input names.",
+        ),
+    ] = False,
+    embedder: EmbedderOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
+    system: Annotated[str | None, old_name("--system", "--system-prompt")] = None,
+    facts: Annotated[bool, old_name("--facts", "--include-facts")] = False,
 ) -> None:
     """Preview what `memory.build_context` would send to the model for a thread.
 
     Tool calls are spelled out (`-> name(arguments)`) and tool results carry the
     call id they answer, as on the inspector's thread page.
     """
-    with _errors(), open_existing(url, tenant) as memory:
+    chosen = chosen_embedder(embedder) if include_semantic_context else None
+    with _errors(), open_existing(url, tenant, embedder=chosen) as memory:
         built = memory.build_context(
-            thread,
+            thread_id,
             max_tokens=max_tokens,
             agent_id=agent,
             user_id=_opt(user),
-            system_prompt=system,
-            include_facts=with_facts,
+            system_prompt=system_prompt if system_prompt is not None else system,
+            current_input=current_input,
+            strategy=strategy.value,
+            reserve_tokens=reserve_tokens,
+            include_system_prompt=include_system_prompt,
+            include_facts=include_facts or facts,
+            include_semantic_context=include_semantic_context,
+            include_graph_context=include_graph_context,
         )
         if as_json:
             emit_json(built)
@@ -349,30 +421,30 @@ def _confirm(yes: bool, what: str) -> None:
 
 
 def delete(
-    thread: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
+    thread_id: Annotated[str, typer.Argument(help="The thread id.", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """Delete a thread with its entries and branches."""
     with _errors(), open_existing(url, tenant) as memory:
-        _confirm(yes, f"Delete thread {thread!r} of tenant {tenant!r}?")
-        if not memory.threads.delete(thread):
-            raise NotFound(f"thread {thread!r} not found")
-        _console().print(f"deleted thread {thread}")
+        _confirm(yes, f"Delete thread {thread_id!r} of tenant {tenant!r}?")
+        if not memory.threads.delete(thread_id):
+            raise NotFound(f"thread {thread_id!r} not found")
+        _console().print(f"deleted thread {thread_id}")
 
 
 def forget_user(
-    user: Annotated[str, typer.Argument(help="The user id.", show_default=False)],
+    user_id: Annotated[str, typer.Argument(help="The user id.", show_default=False)],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
     """Erase everything owned by a user in the tenant (threads, facts, documents, ...)."""
     with _errors(), open_existing(url, tenant) as memory:
-        _confirm(yes, f"Erase everything of user {user!r} in tenant {tenant!r}?")
-        removed = memory.forget_user(user)
-        _console().print(f"erased {removed} records of user {user}")
+        _confirm(yes, f"Erase everything of user {user_id!r} in tenant {tenant!r}?")
+        removed = memory.forget_user(user_id)
+        _console().print(f"erased {removed} records of user {user_id}")
 
 
 def register(app: typer.Typer) -> None:

@@ -16,15 +16,20 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from memorybank.cli.common import TenantOption, UrlOption, _console, _errors
+from memorybank.cli.common import (
+    AgentOption,
+    TenantOption,
+    UrlOption,
+    UserOption,
+    _console,
+    _errors,
+)
 from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.errors import ConfigurationError
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 
 __all__ = ["register", "runs", "snapshots"]
 
-UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
-AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
 LimitOption = Annotated[int, typer.Option("--limit", min=1, help="At most this many.")]
 
 

@@ -11,7 +11,7 @@
     server.run()                    # stdio, for desktop clients
     # or in-process (tests):  async with Client(server) as client: ...
 
-or from a shell: ``memorybank mcp --url sqlite:///memory.db --user-id alice``
+or from a shell: ``memorybank mcp --url sqlite:///memory.db --user alice``
 (``--transport http`` serves streamable HTTP). ``memorybank serve`` also mounts
 the streamable-HTTP endpoint at ``/mcp``, authenticated with the service's
 tenant-bound API keys (``memorybank.server.mcp``).
@@ -40,13 +40,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import inspect
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar, get_origin
 
 from pydantic import Field, ValidationError
+from pydantic.fields import FieldInfo
 from typing_extensions import TypedDict
 
 from memorybank import surface as _surface
@@ -89,6 +91,7 @@ _log = logging.getLogger("memorybank.mcp")
 
 __all__ = [
     "CLI_OPTIONS",
+    "FROM_VERB",
     "HISTORY_MAX",
     "HTTP_HEADERS",
     "LIST_MAX",
@@ -108,10 +111,11 @@ LIST_MAX = 200
 #: Largest ``max_tokens`` ``get_context`` accepts.
 CONTEXT_MAX_TOKENS = 1_000_000
 
-#: Tools that map one library verb 1:1 take its description from its docstring
-#: (``memorybank.surface``).
-_HISTORY = _surface.by_name("Memory.history")
-_HISTORY_LAST = _surface.plain(_HISTORY.describe("last") or "How many of the newest messages")
+#: The default of a tool argument that is its library argument's: ``_of_verb`` puts the
+#: library's default (``memorybank.surface.tool_form``) in its place.
+FROM_VERB: Any = object()
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 #: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
 HandleFor = Callable[[Context], AsyncMemory]
@@ -260,6 +264,50 @@ def _bounded(value: int, field: str, maximum: int) -> int:
     if not 1 <= checked <= maximum:
         raise InvalidInput(f"{field} must be from 1 to {maximum}", field=field)
     return checked
+
+
+def _of_verb(
+    server: MCPServer[Any], tool: str, *, title: str, annotations: ToolAnnotations
+) -> Callable[[_F], _F]:
+    """Register the decorated function as ``tool``, a tool of one verb: its description,
+    and each parameter's that the verb takes (under the library's name) its description
+    and default, are the library's (``memorybank.surface.tool_form``). The function
+    gives the types and bounds a model's input needs, and ``FROM_VERB`` as the default
+    of an optional library argument; a description or another default of a library
+    argument is refused here, so that none is written twice."""
+    form = _surface.tool_form(tool)
+
+    def register(fn: _F) -> _F:
+        signature = inspect.signature(fn, eval_str=True)
+        parameters = []
+        for parameter in signature.parameters.values():
+            if parameter.name not in form.arguments:  # ctx, paging, a tool's own option
+                parameters.append(parameter.replace(kind=parameter.KEYWORD_ONLY))
+                continue
+            argument = form.argument(parameter.name)
+            if parameter.default not in (parameter.empty, FROM_VERB):
+                raise TypeError(f"{tool}.{parameter.name}: the library's default is FROM_VERB")
+            base: Any = parameter.annotation
+            metadata: tuple[Any, ...] = ()
+            if get_origin(base) is Annotated:
+                base, metadata = base.__origin__, base.__metadata__
+            if any(isinstance(m, FieldInfo) and m.description for m in metadata):
+                raise TypeError(f"{tool}.{parameter.name}: its docstring describes it")
+            described = Field(description=argument.description)
+            parameters.append(
+                parameter.replace(
+                    kind=parameter.KEYWORD_ONLY,
+                    annotation=Annotated[(base, *metadata, described)],
+                    default=parameter.empty if argument.required else argument.default,
+                )
+            )
+        fn.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+        server.tool(name=tool, title=title, description=form.description, annotations=annotations)(
+            fn
+        )
+        return fn
+
+    return register
 
 
 @contextmanager
@@ -543,29 +591,17 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
 
 
 def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Principals) -> None:
-    """memorybank's own verbs: conversation threads, recall, context, facts."""
+    """memorybank's own verbs: conversation threads, recall, context, facts. A tool of one
+    verb (``_of_verb``) restates none of its verb's descriptions or defaults."""
 
-    @server.tool(
-        title="Remember",
-        description="Append a message to a conversation thread (created when absent, "
-        "owned by this server's user).",
-        annotations=_ADD,
-    )
+    @_of_verb(server, "remember", title="Remember", annotations=_ADD)
     async def remember(
-        thread_id: Annotated[str, Field(description="The conversation thread")],
-        content: Annotated[str, Field(description="The message text")],
+        thread_id: str,
+        content: str,
         ctx: Context,
-        role: Annotated[
-            Literal["user", "assistant", "system", "developer"],
-            Field(description="Who said it"),
-        ] = "user",
-        metadata: Annotated[
-            dict[str, Any] | None, Field(description="JSON metadata kept with the message")
-        ] = None,
-        idempotency_key: Annotated[
-            str | None,
-            Field(description="A retry with the same key stores the message only once"),
-        ] = None,
+        role: Literal["user", "assistant", "system", "developer"] = FROM_VERB,
+        metadata: dict[str, Any] | None = FROM_VERB,
+        idempotency_key: str | None = FROM_VERB,
     ) -> StoredMessage:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -581,19 +617,12 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 "created_at": entry.created_at.isoformat(),
             }
 
-    @server.tool(
-        title="Recall",
-        description="Search past conversations and documents (hybrid: keyword plus semantic "
-        "when an embedder is configured), best first.",
-        annotations=_READ,
-    )
+    @_of_verb(server, "recall", title="Recall", annotations=_READ)
     async def recall(
-        query: Annotated[str, Field(description="What to look for")],
+        query: str,
         ctx: Context,
-        k: Annotated[int, Field(description="How many hits", ge=1, le=RECALL_MAX)] = 10,
-        thread_id: Annotated[
-            str | None, Field(description="Search this thread only (omit: every thread)")
-        ] = None,
+        k: Annotated[int, Field(ge=1, le=RECALL_MAX)] = FROM_VERB,
+        thread_id: str | None = FROM_VERB,
     ) -> RecallResult:
         with _tool_errors():
             hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id)
@@ -615,40 +644,25 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 )
             return {"hits": out}
 
-    @server.tool(title="History", description=_surface.plain(_HISTORY.summary), annotations=_READ)
+    @_of_verb(server, "history", title="History", annotations=_READ)
     async def history(
-        thread_id: Annotated[str, Field(description="The conversation thread")],
+        thread_id: str,
         ctx: Context,
-        last: Annotated[int, Field(description=_HISTORY_LAST, ge=1, le=HISTORY_MAX)] = 20,
+        last: Annotated[int, Field(ge=1, le=HISTORY_MAX)] = FROM_VERB,
     ) -> HistoryResult:
         with _tool_errors():
             messages = await handle_for(ctx).history(thread_id, last=last)
             return {"thread_id": thread_id, "messages": _dump.encode(messages)}
 
-    @server.tool(
-        title="Get Context",
-        description="The messages for the next model call on a thread, within a token "
-        "budget: a system message with the known facts, then the most recent history.",
-        annotations=_READ,
-    )
+    @_of_verb(server, "get_context", title="Get Context", annotations=_READ)
     async def get_context(
-        thread_id: Annotated[str, Field(description="The conversation thread")],
-        max_tokens: Annotated[
-            int, Field(description="The token budget", ge=1, le=CONTEXT_MAX_TOKENS)
-        ],
+        thread_id: str,
+        max_tokens: Annotated[int, Field(ge=1, le=CONTEXT_MAX_TOKENS)],
         ctx: Context,
-        current_input: Annotated[
-            str | None, Field(description="The user's new message (guides what is included)")
-        ] = None,
-        system_prompt: Annotated[str | None, Field(description="The system prompt")] = None,
-        include_facts: Annotated[bool, Field(description="Add the known facts")] = True,
-        include_graph_context: Annotated[
-            bool,
-            Field(
-                description="Add the knowledge-graph entities and relations that "
-                "current_input mentions"
-            ),
-        ] = False,
+        current_input: str | None = FROM_VERB,
+        system_prompt: str | None = FROM_VERB,
+        include_facts: bool = FROM_VERB,
+        include_graph_context: bool = FROM_VERB,
         include_graph: Annotated[
             bool | None,
             Field(description="Deprecated: the old name of include_graph_context"),
@@ -679,18 +693,12 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 + [f"{e.source} left out: {e.error}" for e in built.errors],
             }
 
-    @server.tool(
-        title="Add Fact",
-        description="Remember a durable fact (about the user or the world) across threads.",
-        annotations=_ADD,
-    )
+    @_of_verb(server, "add_fact", title="Add Fact", annotations=_ADD)
     async def add_fact(
-        content: Annotated[str, Field(description="The fact, as one short sentence")],
+        content: str,
         ctx: Context,
-        category: Annotated[
-            str | None, Field(description="A label such as preference or profile")
-        ] = None,
-        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = None,
+        category: str | None = FROM_VERB,
+        confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = FROM_VERB,
     ) -> FactOut:
         with _tool_errors():
             fact = await handle_for(ctx).facts.add(
@@ -698,17 +706,12 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             )
             return _fact_out(fact)
 
-    @server.tool(
-        title="List Facts",
-        description="The known facts, oldest first, one page at a time (pass nextCursor "
-        "back as cursor), optionally of one category.",
-        annotations=_READ,
-    )
+    @_of_verb(server, "list_facts", title="List Facts", annotations=_READ)
     async def list_facts(
         ctx: Context,
-        category: Annotated[str | None, Field(description="Only this category")] = None,
+        category: str | None = FROM_VERB,
         cursor: Annotated[str | None, Field(description="nextCursor of the previous page")] = None,
-        limit: Annotated[int, Field(ge=1, le=LIST_MAX)] = 50,
+        limit: Annotated[int, Field(description="Most facts on this page", ge=1, le=LIST_MAX)] = 50,
     ) -> FactPage:
         with _tool_errors():
             offset = _read_offset(cursor)

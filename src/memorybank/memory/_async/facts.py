@@ -203,11 +203,14 @@ class AsyncFacts:
         source_entries: Sequence[str] | None = None,
         fact_id: str | None = None,
     ) -> Fact:
-        """Store a fact and return it. ``source_entries``: ids of the entries it came from.
+        """Store a fact and return it.
 
-        Owner (``user_id``) and ``agent_id`` default to the handle's scope, else
-        ``None`` (shared). ``fact_id`` chooses the id (default: a new one);
-        ``Conflict`` and nothing written if a fact has it already.
+        ``content``: the fact, as one short sentence. ``category``: a label such as
+        ``preference`` or ``profile``. ``confidence``: how sure it is, from 0 to 1.
+        ``source_entries``: ids of the entries it came from. Owner (``user_id``) and
+        ``agent_id`` default to the handle's scope, else ``None`` (shared). ``fact_id``
+        chooses the id (default: a new one); ``Conflict`` and nothing written if a fact has
+        it already.
         """
         now = self._core.now()
         fact = Fact(
@@ -502,10 +505,10 @@ class AsyncFacts:
     ) -> list[Fact]:
         """Facts visible to ``agent_id`` and ``user_id``, oldest first.
 
-        A given ``agent_id`` keeps that agent's facts and shared ones (no
-        agent); a given ``user_id`` keeps that user's and shared ones (no user);
-        ``None`` keeps shared ones only on that axis; left out, the handle's
-        scope applies (no filter on the root handle).
+        ``category``: only the facts of this category. A given ``agent_id`` keeps that
+        agent's facts and shared ones (no agent); a given ``user_id`` keeps that user's and
+        shared ones (no user); ``None`` keeps shared ones only on that axis; left out, the
+        handle's scope applies (no filter on the root handle).
         """
         seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)
         records = await self._core.store.record_list(self._tenant, FACT, visible_to=seen)

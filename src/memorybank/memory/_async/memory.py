@@ -385,7 +385,14 @@ class AsyncMemory:
         created_at: datetime | None = None,
         user_id: str | Unset | None = UNSET,
     ) -> Entry:
-        """Append one message to the thread's current branch and bump its ``updated_at``."""
+        """Append one message to the thread's current branch and bump its ``updated_at``.
+
+        ``thread_id``: the conversation thread. ``role``: who said it (``user``,
+        ``assistant``, ``system``, ``developer`` or ``tool``). ``content``: the message
+        text. ``metadata``: JSON kept with the message. ``idempotency_key``: a retry with
+        the same key stores the message only once. The other fields are a message's, as
+        ``entries.add`` takes them.
+        """
         message: dict[str, Any] = {
             "role": role,
             "content": content,
@@ -413,8 +420,8 @@ class AsyncMemory:
     ) -> list[dict[str, Any]]:
         """The last messages of a thread, oldest first, as provider-shaped dicts.
 
-        ``last``: how many of the newest messages. ``user_id``: who reads (left
-        out: the handle's user), under the thread rule.
+        ``thread_id``: the conversation thread. ``last``: how many of the newest messages.
+        ``user_id``: who reads (left out: the handle's user), under the thread rule.
         """
         v.check_limit(last, "last", allow_none=False)
         user_id = self._scope.user(user_id)
@@ -441,16 +448,19 @@ class AsyncMemory:
         include_graph_context: bool = False,
         graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
     ) -> Context:
-        """The messages for one model call, within ``max_tokens`` (see ``ContextBuilder``).
+        """The messages for the next model call on a thread, within a token budget: a
+        system message, then the most recent history that fits.
 
-        ``agent_id`` is required (a ``scoped`` handle's agent by default);
-        ``user_id`` defaults to the handle's user; on a handle with none (the
-        trusted form, as for ``history``) to the thread's owner, so the context
-        is the one the thread's own turns see. ``user_id=None`` builds it for
-        no user (``ThreadForbidden`` on an owned thread). ``include_graph_context``
-        adds ``memory.graph``'s ``Entities:`` and ``Relationships:`` about what
-        ``current_input`` names, chosen with ``graph_options`` (a
-        ``GraphContextOptions``, or a dict of its fields).
+        See ``ContextBuilder``. ``thread_id``: the conversation thread. ``max_tokens``: the
+        token budget. ``system_prompt``: the system prompt. ``current_input``: the user's
+        new message (guides what is included). ``include_facts``: add the known facts to the
+        system message. ``agent_id`` is required (a ``scoped`` handle's agent by default);
+        ``user_id`` defaults to the handle's user; on a handle with none (the trusted form,
+        as for ``history``) to the thread's owner, so the context is the one the thread's
+        own turns see. ``user_id=None`` builds it for no user (``ThreadForbidden`` on an
+        owned thread). ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
+        ``Relationships:`` about what ``current_input`` names, chosen with ``graph_options``
+        (a ``GraphContextOptions``, or a dict of its fields).
         """
         from memorybank.context._async.builder import AsyncContextBuilder
         from memorybank.context.values import ContextOptions
@@ -626,7 +636,8 @@ class AsyncMemory:
     ) -> list[Hit]:
         """The ``k`` best entries, documents and facts for ``query``, best first.
 
-        ``mode``: ``"hybrid"`` (keyword + semantic + conversation context),
+        ``query``: what to look for. ``k``: how many hits. ``mode``: ``"hybrid"``
+        (keyword + semantic + conversation context),
         ``"semantic"`` (cosine, needs an embedder) or ``"keyword"`` (the store's
         full-text search). ``kinds``: any of ``"entries"``, ``"documents"`` and
         ``"facts"`` (``memory.facts``; current values only, ``include_history=True``
