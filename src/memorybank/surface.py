@@ -1223,3 +1223,96 @@ def markdown_table(verbs: tuple[Verb, ...] = VERBS) -> str:
     lines.append("")
     lines.extend(f"{number}. {reason}" for reason, number in notes.items())
     return "\n".join(lines) + "\n"
+
+
+# -- REST request bodies -----------------------------------------------------------------------
+# What ``scripts/gen_models.py`` writes to ``memorybank/server/models_generated.py``: one
+# pydantic model per route with a JSON body, whose fields are one verb's arguments.
+
+#: Library arguments a route takes from the request's headers, not its body: the caller's
+#: user is ``X-User-Id`` (the handle the route calls is scoped to it).
+HEADERS: Mapping[str, str] = {"user_id": "X-User-Id"}
+_AGENT_USER = ("agent_id", "user_id")
+_USER = ("user_id",)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """The JSON body of ``verb``'s route, generated from its signature.
+
+    Its fields are the verb's arguments under the library's names, types and defaults,
+    less the route's path parameters, the verb's ``rest_gaps``, ``header`` (arguments
+    the route takes from ``HEADERS``) and ``query`` (arguments it takes as query
+    parameters, as every by-id graph route takes the owner).
+    """
+
+    verb: str
+    model: str
+    header: tuple[str, ...] = ()
+    query: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> Verb:
+        """The verb the body is generated from."""
+        return by_name(self.verb)
+
+    @property
+    def route(self) -> Route:
+        """The verb's route."""
+        route = self.declared.rest
+        assert isinstance(route, Route), self.verb
+        return route
+
+    def fields(self) -> list[Argument]:
+        """The verb's arguments the body carries, in the signature's order."""
+        verb = self.declared
+        elsewhere = {*re.findall(r"\{(\w+)\}", self.route.path), *verb.rest_gaps}
+        elsewhere |= {*self.header, *self.query}
+        return [a for a in verb.arguments if a.name not in elsewhere]
+
+    @staticmethod
+    def required(argument: Argument) -> bool:
+        """Whether the body requires ``argument``: when the library does, and for an
+        ``agent_id`` the library takes from its handle when left out (``str | Unset``,
+        no ``None``): REST's handle names no agent (no ``X-Agent-Id``), so the body must."""
+        if argument.required:
+            return True
+        unset_agent = argument.name == "agent_id" and repr(argument.default) == "UNSET"
+        return unset_agent and "None" not in argument.annotation
+
+
+#: Every route with a JSON body, by the verb it is generated from. A route answering two
+#: verbs (``PATCH /v1/facts/{fact_id}``, ``POST /v1/search``) takes the first verb's body
+#: (the surface test checks it takes the other's arguments too).
+BODIES: tuple[Body, ...] = (
+    Body("Memory.build_context", "ContextIn"),
+    Body("Memory.search", "SearchIn"),
+    Body("Threads.create", "ThreadIn"),
+    Body("Threads.update", "ThreadPatch", header=_USER),
+    Body("Entries.add", "EntryOptions", header=_USER),
+    Body("Entries.add_many", "EntriesIn", header=_USER),
+    Body("Branches.create", "BranchIn", header=_USER),
+    Body("Branches.checkout", "CheckoutIn", header=_USER),
+    Body("Branches.rewind", "RewindIn", header=_USER),
+    Body("Snapshots.save", "SnapshotIn", header=_USER),
+    Body("WorkingMemory.set", "ValueIn"),
+    Body("Summaries.add", "SummaryIn"),
+    Body("Facts.add", "FactIn"),
+    Body("Facts.update", "FactPatch", header=_USER),
+    Body("Facts.search", "FactSearchIn"),
+    Body("Graph.add_entity", "EntityIn"),
+    Body("Graph.update_entity", "EntityPatch", query=_AGENT_USER),
+    Body("Graph.add_observations", "ObservationsIn", query=_AGENT_USER),
+    Body("Graph.delete_observations", "ObservationsDeleteIn", query=_AGENT_USER),
+    Body("Graph.merge_entities", "MergeIn", query=_AGENT_USER),
+    Body("Graph.add_relation", "RelationIn"),
+    Body("Graph.update_relation", "RelationPatch", query=_AGENT_USER),
+    Body("Graph.invalidate_relation", "InvalidateIn", query=_AGENT_USER),
+    Body("Graph.traverse", "TraverseIn"),
+    Body("Graph.infer", "InferIn"),
+    Body("Documents.add", "DocumentIn"),
+    Body("CoreFacts.set", "CoreFactValueIn", header=_USER),
+    Body("SessionManager.get_or_create", "SessionIn"),
+    Body("SessionManager.update", "SessionPatch", header=_USER),
+    Body("CompactionService.compact", "CompactOptions", header=_USER),
+)
