@@ -233,7 +233,6 @@ _OPERATOR = "an operator's job, not a model's"
 _MODEL_TOOLS = "the MCP tools cover conversation, recall, facts and the graph"
 _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
-_NO_AGENT = "REST names no agent on by-id routes (no X-Agent-Id): the record's id decides"
 
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
@@ -289,8 +288,6 @@ def _delete(path: str) -> Route:
 _TH = "/v1/threads/{thread_id}"
 _ENTITY = "/v1/graph/entities/{entity_id}"
 _RELATION = "/v1/graph/relations/{relation_id}"
-_NO_AGENT_GAP = {"agent_id": _NO_AGENT}
-_BY_ID = _NO_AGENT_GAP
 
 VERBS: tuple[Verb, ...] = (
     # -- Memory -------------------------------------------------------------------------------
@@ -682,7 +679,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/facts/{fact_id}"),
         _REST_ONLY,
         "facts",
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.update",
@@ -693,7 +689,6 @@ VERBS: tuple[Verb, ...] = (
         _REST_ONLY,
         _CLI_NO,
         errors=(*_GONE, Conflict),
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.supersede",
@@ -705,7 +700,6 @@ VERBS: tuple[Verb, ...] = (
         _CLI_NO,
         errors=(*_GONE, Conflict),
         gaps={
-            **_BY_ID,
             "old_id": "the path's fact_id",
             "new": "the body's content, with supersede: true",
         },
@@ -718,7 +712,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/facts/{fact_id}/history"),
         _REST_ONLY,
         "facts",
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.delete",
@@ -728,7 +721,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/facts/{fact_id}"),
         "forget",
         _CLI_NO,
-        gaps=_BY_ID,
         mcp_names={"id": "fact_id", "kind": "picks the verb: kind='fact'"},
     ),
     _v(
@@ -951,7 +943,6 @@ VERBS: tuple[Verb, ...] = (
         _post("/v1/documents"),
         _REST_ONLY,
         _CLI_NO,
-        gaps={"embedding": "a caller's own vector: the server embeds with its embedder"},
     ),
     _v(
         "Documents.get",
@@ -961,7 +952,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/documents/{document_id}"),
         _REST_ONLY,
         "documents",
-        gaps=_BY_ID,
     ),
     _v(
         "Documents.delete",
@@ -971,7 +961,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/documents/{document_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_BY_ID,
     ),
     _v(
         "Documents.list",
@@ -1298,7 +1287,7 @@ BODIES: tuple[Body, ...] = (
     Body("WorkingMemory.set", "ValueIn"),
     Body("Summaries.add", "SummaryIn"),
     Body("Facts.add", "FactIn"),
-    Body("Facts.update", "FactPatch", header=_USER),
+    Body("Facts.update", "FactPatch", header=_USER, query=("agent_id",)),
     Body("Facts.search", "FactSearchIn"),
     Body("Graph.add_entity", "EntityIn"),
     Body("Graph.update_entity", "EntityPatch", query=_AGENT_USER),

@@ -566,6 +566,13 @@ class DocumentIn(Arguments):
     metadata: dict[str, Any] | None = None
     agent_id: str | None = Field(default_factory=unset)
     user_id: str | None = Field(default_factory=unset)
+    embedding: list[float] | None = Field(
+        default=None,
+        description=(
+            "`embedding` stores a vector you computed with the *same* model as the configured"
+            " embedder (checked against its dimensions) instead of calling it."
+        ),
+    )
 
 
 class CoreFactValueIn(Arguments):

@@ -225,33 +225,37 @@ def router() -> APIRouter:
         return Page[FactOut](items=[FactOut.model_validate(f) for f in found])
 
     @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
-    async def fact_get(fact_id: str, memory: MemoryDep) -> FactOut:
-        fact = await memory.facts.get(fact_id)
+    async def fact_get(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> FactOut:
+        fact = await memory.facts.get(fact_id, agent_id=_opt(agent_id))
         if fact is None:
             raise NotFound(f"fact {fact_id!r} not found")
         return FactOut.model_validate(fact)
 
     @api.patch("/facts/{fact_id}", tags=["facts"], summary="Change (or supersede) a fact")
-    async def fact_update(fact_id: str, body: FactPatch, memory: MemoryDep) -> FactOut:
-        fact = await memory.facts.update(fact_id, **body.arguments())
+    async def fact_update(
+        fact_id: str, body: FactPatch, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> FactOut:
+        fact = await memory.facts.update(fact_id, agent_id=_opt(agent_id), **body.arguments())
         return FactOut.model_validate(fact)
 
     @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
     async def fact_history(
         fact_id: str,
         memory: MemoryDep,
+        agent_id: AgentQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[FactOut]:
         async def fetch(n: int | None) -> list[FactOut]:
-            return [FactOut.model_validate(f) for f in await memory.facts.history(fact_id)]
+            found = await memory.facts.history(fact_id, agent_id=_opt(agent_id))
+            return [FactOut.model_validate(f) for f in found]
 
         items, next_cursor = await first_n_page(fetch, limit, cursor)
         return Page[FactOut](items=items, next_cursor=next_cursor)
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
-    async def fact_delete(fact_id: str, memory: MemoryDep) -> Response:
-        if not await memory.facts.delete(fact_id):
+    async def fact_delete(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> Response:
+        if not await memory.facts.delete(fact_id, agent_id=_opt(agent_id)):
             raise NotFound(f"fact {fact_id!r} not found")
         return _NO_CONTENT
 
@@ -322,15 +326,19 @@ def router() -> APIRouter:
         return Page[DocumentOut](items=items, next_cursor=next_cursor)
 
     @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
-    async def document_get(document_id: str, memory: MemoryDep) -> DocumentOut:
-        document = await memory.documents.get(document_id)
+    async def document_get(
+        document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> DocumentOut:
+        document = await memory.documents.get(document_id, agent_id=_opt(agent_id))
         if document is None:
             raise NotFound(f"document {document_id!r} not found")
         return DocumentOut.model_validate(document)
 
     @api.delete("/documents/{document_id}", status_code=204, tags=["documents"], summary="Delete")
-    async def document_delete(document_id: str, memory: MemoryDep) -> Response:
-        if not await memory.documents.delete(document_id):
+    async def document_delete(
+        document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> Response:
+        if not await memory.documents.delete(document_id, agent_id=_opt(agent_id)):
             raise NotFound(f"document {document_id!r} not found")
         return _NO_CONTENT
 
