@@ -101,11 +101,15 @@ def test_the_body_is_the_verbs_arguments(app: FastAPI, body: Body) -> None:
     schema = _resolve(operation["requestBody"]["content"]["application/json"]["schema"], spec)
     required = set(schema.get("required", [])) & set(arguments)
     assert required == {n for n, a in arguments.items() if Body.required(a)}, body.model
-    for name in set(arguments) - required:  # left out: the library's default, as it says
+    # a hand-written subclass may redefine a field (CompactIn: the one strategy it runs)
+    redefined = set(used.__annotations__) if used is not generated else set()
+    for name in set(arguments) - required - redefined:  # left out: the library's default
         shown = schema["properties"][name].get("default", "none shown")
         library = arguments[name].default
-        expected = "none shown" if repr(library) == "UNSET" else _json(library)
-        assert shown == expected, f"{body.model}.{name}: the schema's default is {shown!r}"
+        if repr(library) == "UNSET":  # the caller's scope, or unchanged: no default to show
+            assert shown == "none shown", f"{body.model}.{name}: the schema says {shown!r}"
+        elif library is not None or shown != "none shown":  # (a null default goes unsaid)
+            assert shown == _json(library), f"{body.model}.{name}: the schema says {shown!r}"
 
 
 @pytest.mark.parametrize("verb", REST, ids=[v.name for v in REST])
