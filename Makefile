@@ -40,6 +40,7 @@ run: $(RUN_STAMP)
 
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
+	$(BIN)/python scripts/gen_models.py --check
 	$(BIN)/python -m pytest
 
 # The TypeScript client (clients/typescript): install from the lockfile, build, type-check,
@@ -60,6 +61,7 @@ lint: $(STAMP)
 	$(BIN)/python scripts/check_imports.py
 	$(BIN)/ruff format --check src tests scripts bench examples
 	$(BIN)/python scripts/gen_sync.py --check
+	$(BIN)/python scripts/gen_models.py --check
 
 type: $(STAMP)
 	$(BIN)/mypy
