@@ -11,6 +11,7 @@ fields alone is not refused with 422.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import re
 from pathlib import Path
@@ -22,8 +23,12 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+from memorybank import graph, records
+from memorybank.context import values
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app, models_generated
+from memorybank.server import graph_models as gm
+from memorybank.server import models as m
 from memorybank.server.keys import KeyRing
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
 from memorybank.surface import BODIES, HEADERS, VERBS, Body, Route, Verb
@@ -165,6 +170,45 @@ async def test_the_schemas_required_fields_alone_are_accepted(
     assert answer.status_code != 422 and answer.status_code < 500, (
         f"{method} {path} with {body}: {answer.status_code} {answer.text}"
     )
+
+
+# -- responses ------------------------------------------------------------------------------
+
+_TENANT = "the API key names the tenant"
+#: Each response body, the library record it mirrors field for field, and what it leaves
+#: out (or adds: a record's properties), with the reason.
+RECORDS: list[tuple[type[BaseModel], type, dict[str, str]]] = [
+    (m.ThreadOut, records.Thread, {}),
+    (m.EntryOut, records.Entry, {}),
+    (m.ToolCallOut, records.ToolCall, {}),
+    (m.BranchOut, records.Branch, {}),
+    (m.SummaryOut, records.Summary, {}),
+    (m.FactOut, records.Fact, {}),
+    (m.DocumentOut, records.Document, {}),
+    (m.HitOut, records.Hit, {}),
+    (m.ContextOut, values.Context, {}),
+    (m.CompactionOut, values.CompactionResult, {}),
+    (m.SessionOut, values.Session, {}),
+    (gm.EntityOut, graph.Entity, {"tenant_id": _TENANT}),
+    (gm.RelationOut, graph.Relation, {"tenant_id": _TENANT}),
+    (gm.SubgraphOut, graph.Subgraph, {}),
+    (gm.PathOut, graph.Path, {"hops": "a property of Path", "cost": "a property of Path"}),
+    (gm.GraphStatsOut, graph.GraphStats, {}),
+]
+
+
+@pytest.mark.parametrize(("out", "record", "apart"), RECORDS, ids=[o.__name__ for o, *_ in RECORDS])
+def test_a_response_carries_every_field_of_its_record(
+    out: type[BaseModel], record: type, apart: dict[str, str]
+) -> None:
+    """A field the library adds to a record is a field of its response (or said apart)."""
+    fields = {f.name for f in dataclasses.fields(record)}
+    missing = sorted(fields - set(out.model_fields) - set(apart))
+    assert not missing, f"{out.__name__} drops {missing} of {record.__name__}"
+    extra = sorted(set(out.model_fields) - fields - set(apart))
+    assert not extra, f"{out.__name__} has {extra}, no field of {record.__name__}"
+    for name in apart:
+        assert (name in fields) != (name in out.model_fields), f"{out.__name__}.{name}"
 
 
 # -- the gaps this closed ------------------------------------------------------------------
