@@ -147,6 +147,7 @@ def _model(name: str, doc: tuple[str, ...], fields: list[str]) -> str:
 
 def source() -> str:
     """The generated module, formatted as ``ruff format`` leaves it."""
+    from memorybank.stores.contract.types import UNSET
     from memorybank.surface import BODIES, Body
 
     renderer = Renderer()
@@ -159,7 +160,7 @@ def source() -> str:
             annotation = renderer.render(hints[argument.name])
             if Body.required(argument):
                 default = None
-            elif repr(argument.default) == "UNSET":
+            elif argument.default is UNSET:
                 default = "UNSET"
             else:
                 default = _default(argument.default)

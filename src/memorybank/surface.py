@@ -65,6 +65,7 @@ from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
 from memorybank.memory._async.threads import AsyncThreads
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "CLASSES",
@@ -1266,8 +1267,8 @@ class Body:
         no ``None``): REST's handle names no agent (no ``X-Agent-Id``), so the body must."""
         if argument.required:
             return True
-        unset_agent = argument.name == "agent_id" and repr(argument.default) == "UNSET"
-        return unset_agent and "None" not in argument.annotation
+        from_handle = argument.name == "agent_id" and argument.default is UNSET
+        return from_handle and "None" not in argument.annotation
 
 
 #: Every route with a JSON body, by the verb it is generated from. A route answering two

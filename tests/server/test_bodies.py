@@ -30,6 +30,7 @@ from memorybank.server import create_app, models_generated
 from memorybank.server import graph_models as gm
 from memorybank.server import models as m
 from memorybank.server.keys import KeyRing
+from memorybank.stores.contract.types import UNSET
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
 from memorybank.surface import BODIES, HEADERS, VERBS, Body, Route, Verb
 from tests.recall.conftest import HashEmbedder
@@ -96,7 +97,7 @@ def test_the_body_is_the_verbs_arguments(app: FastAPI, body: Body) -> None:
     for name, argument in arguments.items():
         field = generated.model_fields[name]
         assert field.is_required() == Body.required(argument), f"{body.model}.{name}"
-        if field.is_required() or repr(argument.default) == "UNSET":
+        if field.is_required() or argument.default is UNSET:
             continue
         default = field.get_default(call_default_factory=True)
         assert default == _json(argument.default), f"{body.model}.{name}: {default!r}"
@@ -111,7 +112,7 @@ def test_the_body_is_the_verbs_arguments(app: FastAPI, body: Body) -> None:
     for name in set(arguments) - required - redefined:  # left out: the library's default
         shown = schema["properties"][name].get("default", "none shown")
         library = arguments[name].default
-        if repr(library) == "UNSET":  # the caller's scope, or unchanged: no default to show
+        if library is UNSET:  # the caller's scope, or unchanged: no default to show
             assert shown == "none shown", f"{body.model}.{name}: the schema says {shown!r}"
         elif library is not None or shown != "none shown":  # (a null default goes unsaid)
             assert shown == _json(library), f"{body.model}.{name}: the schema says {shown!r}"
