@@ -42,7 +42,6 @@ from memorybank.server.models_generated import (
     ThreadPatch,
     ValueIn,
 )
-from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "MESSAGE_FIELDS",
@@ -88,17 +87,11 @@ __all__ = [
     "ThreadPatch",
     "ValueIn",
     "ValueOut",
-    "given",
 ]
 
 T = TypeVar("T")
 _ATTRS = ConfigDict(from_attributes=True)
 _STRICT = ConfigDict(extra="forbid")
-
-
-def given(model: BaseModel, name: str) -> Any:
-    """The request field's value, or ``UNSET`` when the client left it out."""
-    return getattr(model, name) if name in model.model_fields_set else UNSET
 
 
 class Page(BaseModel, Generic[T]):
