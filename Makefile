@@ -81,6 +81,7 @@ soak: $(STAMP)
 
 gen: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py
+	$(BIN)/python scripts/gen_models.py
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests scripts bench examples
