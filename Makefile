@@ -40,6 +40,7 @@ run: $(RUN_STAMP)
 
 test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
+	$(BIN)/python scripts/gen_models.py --check
 	$(BIN)/python -m pytest
 
 # The TypeScript client (clients/typescript): install from the lockfile, build, type-check,
@@ -61,6 +62,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests scripts bench examples
 	$(BIN)/python scripts/gen_wire.py --check
 	$(BIN)/python scripts/gen_sync.py --check
+	$(BIN)/python scripts/gen_models.py --check
 
 type: $(STAMP)
 	$(BIN)/mypy
@@ -81,6 +83,7 @@ soak: $(STAMP)
 gen: $(STAMP)
 	$(BIN)/python scripts/gen_wire.py
 	$(BIN)/python scripts/gen_sync.py
+	$(BIN)/python scripts/gen_models.py
 
 format: $(STAMP)
 	$(BIN)/ruff format src tests scripts bench examples

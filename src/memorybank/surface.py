@@ -65,6 +65,7 @@ from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
 from memorybank.memory._async.threads import AsyncThreads
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "CLASSES",
@@ -233,7 +234,6 @@ _OPERATOR = "an operator's job, not a model's"
 _MODEL_TOOLS = "the MCP tools cover conversation, recall, facts and the graph"
 _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
-_NO_AGENT = "REST names no agent on by-id routes (no X-Agent-Id): the record's id decides"
 
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
@@ -289,8 +289,6 @@ def _delete(path: str) -> Route:
 _TH = "/v1/threads/{thread_id}"
 _ENTITY = "/v1/graph/entities/{entity_id}"
 _RELATION = "/v1/graph/relations/{relation_id}"
-_NO_AGENT_GAP = {"agent_id": _NO_AGENT}
-_BY_ID = _NO_AGENT_GAP
 
 VERBS: tuple[Verb, ...] = (
     # -- Memory -------------------------------------------------------------------------------
@@ -682,7 +680,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/facts/{fact_id}"),
         _REST_ONLY,
         "facts",
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.update",
@@ -693,7 +690,6 @@ VERBS: tuple[Verb, ...] = (
         _REST_ONLY,
         _CLI_NO,
         errors=(*_GONE, Conflict),
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.supersede",
@@ -705,7 +701,6 @@ VERBS: tuple[Verb, ...] = (
         _CLI_NO,
         errors=(*_GONE, Conflict),
         gaps={
-            **_BY_ID,
             "old_id": "the path's fact_id",
             "new": "the body's content, with supersede: true",
         },
@@ -718,7 +713,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/facts/{fact_id}/history"),
         _REST_ONLY,
         "facts",
-        gaps=_BY_ID,
     ),
     _v(
         "Facts.delete",
@@ -728,7 +722,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/facts/{fact_id}"),
         "forget",
         _CLI_NO,
-        gaps=_BY_ID,
         mcp_names={"id": "fact_id", "kind": "picks the verb: kind='fact'"},
     ),
     _v(
@@ -951,7 +944,6 @@ VERBS: tuple[Verb, ...] = (
         _post("/v1/documents"),
         _REST_ONLY,
         _CLI_NO,
-        gaps={"embedding": "a caller's own vector: the server embeds with its embedder"},
     ),
     _v(
         "Documents.get",
@@ -961,7 +953,6 @@ VERBS: tuple[Verb, ...] = (
         _get("/v1/documents/{document_id}"),
         _REST_ONLY,
         "documents",
-        gaps=_BY_ID,
     ),
     _v(
         "Documents.delete",
@@ -971,7 +962,6 @@ VERBS: tuple[Verb, ...] = (
         _delete("/v1/documents/{document_id}"),
         _REST_ONLY,
         _CLI_NO,
-        gaps=_BY_ID,
     ),
     _v(
         "Documents.list",
@@ -1359,3 +1349,96 @@ def tool_form(tool: str) -> ToolForm:
 def cli_option(argument: str) -> str:
     """The CLI option of library argument ``argument`` (``--max-tokens``, ``--user``)."""
     return CLI_PRINCIPALS.get(argument, "--" + argument.replace("_", "-"))
+
+
+# -- REST request bodies -----------------------------------------------------------------------
+# What ``scripts/gen_models.py`` writes to ``memorybank/server/models_generated.py``: one
+# pydantic model per route with a JSON body, whose fields are one verb's arguments.
+
+#: Library arguments a route takes from the request's headers, not its body: the caller's
+#: user is ``X-User-Id`` (the handle the route calls is scoped to it).
+HEADERS: Mapping[str, str] = {"user_id": "X-User-Id"}
+_AGENT_USER = ("agent_id", "user_id")
+_USER = ("user_id",)
+
+
+@dataclass(frozen=True, slots=True)
+class Body:
+    """The JSON body of ``verb``'s route, generated from its signature.
+
+    Its fields are the verb's arguments under the library's names, types and defaults,
+    less the route's path parameters, the verb's ``rest_gaps``, ``header`` (arguments
+    the route takes from ``HEADERS``) and ``query`` (arguments it takes as query
+    parameters, as every by-id graph route takes the owner).
+    """
+
+    verb: str
+    model: str
+    header: tuple[str, ...] = ()
+    query: tuple[str, ...] = ()
+
+    @property
+    def declared(self) -> Verb:
+        """The verb the body is generated from."""
+        return by_name(self.verb)
+
+    @property
+    def route(self) -> Route:
+        """The verb's route."""
+        route = self.declared.rest
+        assert isinstance(route, Route), self.verb
+        return route
+
+    def fields(self) -> list[Argument]:
+        """The verb's arguments the body carries, in the signature's order."""
+        verb = self.declared
+        elsewhere = {*re.findall(r"\{(\w+)\}", self.route.path), *verb.rest_gaps}
+        elsewhere |= {*self.header, *self.query}
+        return [a for a in verb.arguments if a.name not in elsewhere]
+
+    @staticmethod
+    def required(argument: Argument) -> bool:
+        """Whether the body requires ``argument``: when the library does, and for an
+        ``agent_id`` the library takes from its handle when left out (``str | Unset``,
+        no ``None``): REST's handle names no agent (no ``X-Agent-Id``), so the body must."""
+        if argument.required:
+            return True
+        from_handle = argument.name == "agent_id" and argument.default is UNSET
+        return from_handle and "None" not in argument.annotation
+
+
+#: Every route with a JSON body, by the verb it is generated from. A route answering two
+#: verbs (``PATCH /v1/facts/{fact_id}``, ``POST /v1/search``) takes the first verb's body
+#: (the surface test checks it takes the other's arguments too).
+BODIES: tuple[Body, ...] = (
+    Body("Memory.build_context", "ContextIn"),
+    Body("Memory.search", "SearchIn"),
+    Body("Threads.create", "ThreadIn"),
+    Body("Threads.update", "ThreadPatch", header=_USER),
+    Body("Entries.add", "EntryOptions", header=_USER),
+    Body("Entries.add_many", "EntriesIn", header=_USER),
+    Body("Branches.create", "BranchIn", header=_USER),
+    Body("Branches.checkout", "CheckoutIn", header=_USER),
+    Body("Branches.rewind", "RewindIn", header=_USER),
+    Body("Snapshots.save", "SnapshotIn", header=_USER),
+    Body("WorkingMemory.set", "ValueIn"),
+    Body("Summaries.add", "SummaryIn"),
+    Body("Facts.add", "FactIn"),
+    Body("Facts.update", "FactPatch", header=_USER, query=("agent_id",)),
+    Body("Facts.search", "FactSearchIn"),
+    Body("Graph.add_entity", "EntityIn"),
+    Body("Graph.update_entity", "EntityPatch", query=_AGENT_USER),
+    Body("Graph.add_observations", "ObservationsIn", query=_AGENT_USER),
+    Body("Graph.delete_observations", "ObservationsDeleteIn", query=_AGENT_USER),
+    Body("Graph.merge_entities", "MergeIn", query=_AGENT_USER),
+    Body("Graph.add_relation", "RelationIn"),
+    Body("Graph.update_relation", "RelationPatch", query=_AGENT_USER),
+    Body("Graph.invalidate_relation", "InvalidateIn", query=_AGENT_USER),
+    Body("Graph.traverse", "TraverseIn"),
+    Body("Graph.infer", "InferIn"),
+    Body("Documents.add", "DocumentIn"),
+    Body("CoreFacts.set", "CoreFactValueIn", header=_USER),
+    Body("SessionManager.get_or_create", "SessionIn"),
+    Body("SessionManager.update", "SessionPatch", header=_USER),
+    Body("CompactionService.compact", "CompactOptions", header=_USER),
+)

@@ -1,24 +1,47 @@
 """Request and response bodies of the HTTP API (pydantic, so ``/openapi.json`` is complete).
 
-Responses mirror the library's records field for field (``memorybank.records``);
-requests carry the same arguments as the library's verbs. A field left out of
-a request means "not given" (the library's ``UNSET``); ``null`` means ``None``
-(e.g. ``user_id: null`` on a fact: shared by every user).
+Responses mirror the library's records field for field (``memorybank.records``).
+Requests are generated from the library's verbs (``memorybank.server.models_generated``,
+written by ``scripts/gen_models.py``): the same arguments under the same names, types
+and defaults. A field left out of a request means "not given" (the library's default,
+``UNSET`` where it reads the caller's scope); ``null`` means ``None`` (e.g. ``user_id:
+null`` on a fact: shared by every user). Hand-written here: the bodies that add HTTP
+meaning to a generated one (``EntryIn``: the message's fields at the top level;
+``CompactIn``: the one strategy a server without a model runs) and the admin bodies.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar, get_type_hints
+from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field
 
-from memorybank.graph.model import GraphContextOptions
-from memorybank.records import ROLES
-from memorybank.rules import validate as v
+from memorybank.server.arguments import MESSAGE_FIELDS, MessageIn
 from memorybank.server.graph_models import EntityOut, RelationOut
-from memorybank.stores.contract.types import UNSET
+from memorybank.server.models_generated import (
+    BranchIn,
+    CheckoutIn,
+    CompactOptions,
+    ContextIn,
+    CoreFactValueIn,
+    DocumentIn,
+    EntriesIn,
+    EntryOptions,
+    FactIn,
+    FactPatch,
+    FactSearchIn,
+    GraphContextOptionsIn,
+    RewindIn,
+    SearchIn,
+    SessionIn,
+    SessionPatch,
+    SnapshotIn,
+    SummaryIn,
+    ThreadIn,
+    ThreadPatch,
+    ValueIn,
+)
 
 __all__ = [
     "MESSAGE_FIELDS",
@@ -55,6 +78,7 @@ __all__ = [
     "SessionIn",
     "SessionOut",
     "SessionPatch",
+    "SnapshotIn",
     "SummaryIn",
     "SummaryOut",
     "TenantOut",
@@ -63,17 +87,11 @@ __all__ = [
     "ThreadPatch",
     "ValueIn",
     "ValueOut",
-    "given",
 ]
 
 T = TypeVar("T")
 _ATTRS = ConfigDict(from_attributes=True)
 _STRICT = ConfigDict(extra="forbid")
-
-
-def given(model: BaseModel, name: str) -> Any:
-    """The request field's value, or ``UNSET`` when the client left it out."""
-    return getattr(model, name) if name in model.model_fields_set else UNSET
 
 
 class Page(BaseModel, Generic[T]):
@@ -93,22 +111,6 @@ class Count(BaseModel):
 # -- threads -------------------------------------------------------------------
 
 
-class ThreadIn(BaseModel):
-    model_config = _STRICT
-    thread_id: str | None = None
-    user_id: str | None = None
-    agent_id: str | None = None
-    title: str | None = None
-    metadata: dict[str, Any] | None = None
-
-
-class ThreadPatch(BaseModel):
-    model_config = _STRICT
-    title: str | None = None
-    metadata: dict[str, Any] | None = None
-    status: Literal["active", "archived"] | None = None
-
-
 class ThreadOut(BaseModel):
     model_config = _ATTRS
     id: str
@@ -126,83 +128,19 @@ class ThreadOut(BaseModel):
 # -- entries -------------------------------------------------------------------
 
 
-#: The message fields the library stores in columns (``rules.validate``'s own list).
-MESSAGE_FIELDS: tuple[str, ...] = tuple(sorted(v.MESSAGE_KEYS))
-_ROLES: list[str] = sorted(ROLES)
+class EntryIn(MessageIn, EntryOptions):
+    """One message to append: its fields at the top level (``MessageIn``), with
+    ``entries.add``'s options beside them (``idempotency_key``: a retry returns the
+    stored entry)."""
 
+    model_config = MessageIn.model_config
 
-_MESSAGE_SHAPES: list[Any] = [
-    {"required": ["role", "content"]},
-    *({"required": ["role", name]} for name in ("tool_calls", "refusal", "audio", "function_call")),
-    {"required": ["type"]},
-]
-
-
-class MessageIn(BaseModel):
-    """A message exactly as the library's ``entries.add`` takes it.
-
-    Either a chat message (``role`` and ``content``; ``content`` a string or a
-    list of content parts, objects with a string ``type``) whose other provider
-    fields (``refusal``, ``annotations``, ``audio``, ``function_call``, ...) are
-    kept verbatim, or a Responses API item (an object with a ``type``:
-    ``message``, ``function_call``, ``function_call_output``, ``reasoning``,
-    ...) kept whole. ``tool_calls`` take the chat shape ``{"id", "type":
-    "function", "function": {"name", "arguments"}}``. The library checks the
-    message (roles, pairing, sizes): its ``InvalidInput`` is the 422 answer,
-    ``field`` naming the message field.
-    """
-
-    # The schema says what the library requires: a chat message has a role and content
-    # (an assistant's may carry tool calls, a refusal, audio or a function call instead),
-    # a Responses item a type.
-    model_config = ConfigDict(extra="allow", json_schema_extra={"anyOf": _MESSAGE_SHAPES})
-    role: str | None = Field(
-        default=None,
-        description=f"One of {', '.join(_ROLES)} (a Responses item may leave it out).",
-        json_schema_extra={"enum": [*_ROLES, None]},
-    )
-    type: str | None = Field(
-        default=None, description="A Responses API item's type (a chat message has none)."
-    )
-    content: str | list[dict[str, Any]] | None = Field(
-        default=None, description="The text, or a list of content parts (kept verbatim)."
-    )
-    name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
-    metadata: dict[str, Any] | None = None
-    state: dict[str, Any] | None = None
+    def arguments(self) -> dict[str, Any]:
+        """``entries.add``'s options the client sent."""
+        return self.model_dump(exclude_unset=True, include=set(EntryOptions.model_fields))
 
     def as_dict(self) -> dict[str, Any]:
-        """The dict the library's ``entries.add`` takes: the fields as the client sent
-        them (one sent as ``null`` stays, as the library keeps it)."""
-        return self.model_dump(exclude_unset=True)
-
-
-_ENTRY_OPTIONS = frozenset({"token_count", "idempotency_key", "created_at", "branch"})
-
-
-class EntryIn(MessageIn):
-    """One message to append, with ``entries.add``'s options beside its fields
-    (``idempotency_key``: a retry returns the stored entry)."""
-
-    token_count: int | None = None
-    idempotency_key: str | None = None
-    created_at: datetime | None = None
-    branch: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return self.model_dump(exclude_unset=True, exclude=set(_ENTRY_OPTIONS))
-
-
-class EntriesIn(BaseModel):
-    """Several messages appended in one atomic write (all or none)."""
-
-    model_config = _STRICT
-    messages: list[MessageIn]
-    idempotency_key: str | None = None
-    created_at: datetime | None = None
-    branch: str | None = None
+        return self.model_dump(exclude_unset=True, exclude=set(EntryOptions.model_fields))
 
 
 class ToolCallOut(BaseModel):
@@ -253,12 +191,6 @@ class MessageOut(BaseModel):
 # -- branches --------------------------------------------------------------------
 
 
-class BranchIn(BaseModel):
-    model_config = _STRICT
-    name: str
-    from_entry: str | None = None
-
-
 class BranchOut(BaseModel):
     model_config = _ATTRS
     name: str
@@ -268,22 +200,7 @@ class BranchOut(BaseModel):
     from_entry: str | None = None
 
 
-class CheckoutIn(BaseModel):
-    model_config = _STRICT
-    name: str
-
-
-class RewindIn(BaseModel):
-    model_config = _STRICT
-    entry_id: str
-
-
 # -- values: working memory, snapshots, core facts ------------------------------
-
-
-class ValueIn(BaseModel):
-    model_config = _STRICT
-    value: Any = None
 
 
 class ValueOut(BaseModel):
@@ -308,11 +225,6 @@ class SnapshotOut(BaseModel):
     value: Any = None
 
 
-class CoreFactValueIn(BaseModel):
-    model_config = _STRICT
-    value: str
-
-
 class CoreFactOut(BaseModel):
     key: str
     value: str
@@ -326,16 +238,6 @@ class CoreFactVersion(BaseModel):
 # -- summaries ------------------------------------------------------------------
 
 
-class SummaryIn(BaseModel):
-    """A summary of an agent's conversations: REST names no agent otherwise, so
-    ``agent_id`` is required (it always was: a body without it was a 422)."""
-
-    model_config = _STRICT
-    content: str
-    agent_id: str
-    user_id: str | None = None
-
-
 class SummaryOut(BaseModel):
     model_config = _ATTRS
     id: str
@@ -346,45 +248,6 @@ class SummaryOut(BaseModel):
 
 
 # -- facts ------------------------------------------------------------------------
-
-
-class FactIn(BaseModel):
-    model_config = _STRICT
-    content: str
-    agent_id: str | None = None
-    user_id: str | None = None
-    category: str | None = None
-    confidence: float | None = None
-    source: str | None = None
-    metadata: dict[str, Any] | None = None
-    expires_at: datetime | None = None
-    source_entries: list[str] | None = None
-    fact_id: str | None = Field(
-        default=None, description="A caller-chosen id (an existing one: 409 conflict)."
-    )
-
-
-class FactPatch(BaseModel):
-    """Fields to change; ``supersede``: keep the current value in the history."""
-
-    model_config = _STRICT
-    content: str | None = None
-    category: str | None = None
-    confidence: float | None = None
-    source: str | None = None
-    metadata: dict[str, Any] | None = None
-    expires_at: datetime | None = None
-    source_entries: list[str] | None = None
-    supersede: bool = False
-
-
-class FactSearchIn(BaseModel):
-    model_config = _STRICT
-    query: str
-    k: int = 10
-    agent_id: str | None = None
-    user_id: str | None = None
-    category: str | None = None
 
 
 class FactOut(BaseModel):
@@ -407,14 +270,6 @@ class FactOut(BaseModel):
 # -- documents and search ------------------------------------------------------------
 
 
-class DocumentIn(BaseModel):
-    model_config = _STRICT
-    content: str
-    metadata: dict[str, Any] | None = None
-    agent_id: str | None = None
-    user_id: str | None = None
-
-
 class DocumentOut(BaseModel):
     model_config = _ATTRS
     id: str
@@ -424,26 +279,6 @@ class DocumentOut(BaseModel):
     user_id: str | None
     created_at: datetime
     updated_at: datetime
-
-
-SearchKind = Literal["entries", "documents", "facts"]
-_DEFAULT_KINDS: tuple[SearchKind, ...] = ("entries", "documents")
-
-
-class SearchIn(BaseModel):
-    model_config = _STRICT
-    query: str
-    k: int = 10
-    mode: Literal["hybrid", "semantic", "keyword"] = "hybrid"
-    thread_id: str | None = None
-    agent_id: str | None = None
-    user_id: str | None = None
-    kinds: list[SearchKind] = Field(default_factory=lambda: list(_DEFAULT_KINDS))
-    min_score: float | None = None
-    filters: dict[str, Any] | None = None
-    include_history: bool = Field(
-        default=False, description="also earlier values of facts (needs 'facts' in kinds)"
-    )
 
 
 class HitOut(BaseModel):
@@ -458,50 +293,6 @@ class HitOut(BaseModel):
 
 
 # -- context and compaction ------------------------------------------------------------
-
-
-def _graph_options_model() -> type[BaseModel]:
-    """``GraphContextOptions``'s fields, types and defaults as a request model."""
-    hints = get_type_hints(GraphContextOptions)
-    fields: dict[str, Any] = {
-        f.name: (hints[f.name], f.default) for f in dataclasses.fields(GraphContextOptions)
-    }
-    # ``entity_types`` is a tuple in the library and a JSON list on the wire.
-    fields["entity_types"] = (list[str] | None, None)
-    model: type[BaseModel] = create_model(
-        "GraphContextOptionsIn",
-        __config__=_STRICT,
-        __doc__=GraphContextOptions.__doc__,
-        **fields,
-    )
-    return model
-
-
-#: ``build_context``'s ``graph_options`` (``memorybank.graph.GraphContextOptions``).
-GraphContextOptionsIn = _graph_options_model()
-
-
-class ContextIn(BaseModel):
-    """``build_context``'s arguments, under its names and with its defaults.
-
-    ``agent_id`` is required (the context is built for one agent). ``user_id``
-    left out: the caller's user (``X-User-Id``), else the thread's owner, as
-    ``build_context`` on a tenant's handle; ``null``: no user.
-    """
-
-    model_config = _STRICT
-    max_tokens: int
-    agent_id: str
-    user_id: str | None = None
-    system_prompt: str | None = None
-    current_input: str | None = None
-    strategy: Literal["recent", "relevant", "hybrid"] = "recent"
-    reserve_tokens: int | None = None
-    include_system_prompt: bool = True
-    include_facts: bool = False
-    include_semantic_context: bool = False
-    include_graph_context: bool = False
-    graph_options: GraphContextOptionsIn | None = None  # type: ignore[valid-type]
 
 
 class ContextOut(BaseModel):
@@ -525,15 +316,16 @@ class ContextOut(BaseModel):
     errors: list[str]
 
 
-class CompactIn(BaseModel):
+class CompactIn(CompactOptions):
     """Sliding-window compaction: drop the entries older than the ``keep_recent`` newest
-    once the thread reaches ``threshold`` tokens (or ``message_threshold`` entries)."""
+    once the thread reaches ``threshold`` tokens (or ``message_threshold`` entries).
+    The only strategy here: summary compaction needs a model the server does not hold."""
 
-    model_config = _STRICT
     strategy: Literal["sliding-window"] = "sliding-window"
-    threshold: int
-    keep_recent: int
-    message_threshold: int | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        """``compact``'s arguments: this body's strategy, not the library's default."""
+        return {"strategy": self.strategy, **super().arguments()}
 
 
 class CompactionOut(BaseModel):
@@ -546,21 +338,6 @@ class CompactionOut(BaseModel):
 
 
 # -- sessions -----------------------------------------------------------------------
-
-
-class SessionIn(BaseModel):
-    model_config = _STRICT
-    channel_type: str
-    channel_id: str
-    agent_id: str
-    user_id: str | None = None
-
-
-class SessionPatch(BaseModel):
-    model_config = _STRICT
-    status: Literal["active", "paused", "archived"] | None = None
-    config: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
 
 
 class SessionOut(BaseModel):

@@ -26,22 +26,25 @@ from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph import Direction, Entity
 from memorybank.server.deps import MemoryDep
 from memorybank.server.graph_models import (
-    EntityIn,
     EntityOut,
-    EntityPatch,
     GraphStatsOut,
+    PathOut,
+    RelationOut,
+    SubgraphOut,
+)
+from memorybank.server.models import Count, Page
+from memorybank.server.models_generated import (
+    EntityIn,
+    EntityPatch,
     InferIn,
     InvalidateIn,
     MergeIn,
+    ObservationsDeleteIn,
     ObservationsIn,
-    PathOut,
     RelationIn,
-    RelationOut,
     RelationPatch,
-    SubgraphOut,
     TraverseIn,
 )
-from memorybank.server.models import Count, Page, given
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
 from memorybank.stores.contract.types import UNSET
 
@@ -61,11 +64,6 @@ _NO_CONTENT = Response(status_code=204)
 def _opt(value: str | None) -> Any:
     """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
     return UNSET if value is None else value
-
-
-def _patch(body: Any) -> dict[str, Any]:
-    """The fields a PATCH body sets (``null`` included where the library takes it)."""
-    return {name: getattr(body, name) for name in body.model_fields_set}
 
 
 def _entity_cursor(entity_id: str) -> str:
@@ -98,18 +96,7 @@ def router() -> APIRouter:
 
     @api.post("/entities", status_code=201, summary="Add (or merge into) an entity")
     async def add_entity(body: EntityIn, memory: MemoryDep) -> EntityOut:
-        entity = await memory.graph.add_entity(
-            body.name,
-            type=body.type,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            aliases=body.aliases,
-            observations=body.observations,
-            properties=body.properties,
-            confidence=body.confidence,
-            source=body.source,
-            provenance=body.provenance,
-        )
+        entity = await memory.graph.add_entity(**body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.get("/entities", summary="Find entities (by name or alias), oldest first")
@@ -175,7 +162,7 @@ def router() -> APIRouter:
         user_id: UserQuery = None,
     ) -> EntityOut:
         entity = await memory.graph.update_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **_patch(body)
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return EntityOut.model_validate(entity)
 
@@ -200,11 +187,7 @@ def router() -> APIRouter:
         user_id: UserQuery = None,
     ) -> EntityOut:
         entity = await memory.graph.add_observations(
-            entity_id,
-            body.observations,
-            provenance=body.provenance,
-            agent_id=_opt(agent_id),
-            user_id=_opt(user_id),
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return EntityOut.model_validate(entity)
 
@@ -214,13 +197,13 @@ def router() -> APIRouter:
     )
     async def delete_observations(
         entity_id: str,
-        body: ObservationsIn,
+        body: ObservationsDeleteIn,
         memory: MemoryDep,
         agent_id: AgentQuery = None,
         user_id: UserQuery = None,
     ) -> EntityOut:
         entity = await memory.graph.delete_observations(
-            entity_id, body.observations, agent_id=_opt(agent_id), user_id=_opt(user_id)
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return EntityOut.model_validate(entity)
 
@@ -233,7 +216,7 @@ def router() -> APIRouter:
         user_id: UserQuery = None,
     ) -> EntityOut:
         entity = await memory.graph.merge_entities(
-            entity_id, body.merge, agent_id=_opt(agent_id), user_id=_opt(user_id)
+            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return EntityOut.model_validate(entity)
 
@@ -312,22 +295,7 @@ def router() -> APIRouter:
 
     @api.post("/relations", status_code=201, summary="Add (or extend) a relation")
     async def add_relation(body: RelationIn, memory: MemoryDep) -> RelationOut:
-        relation = await memory.graph.add_relation(
-            body.source_id,
-            body.type,
-            body.target_id,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            valid_at=body.valid_at,
-            invalid_at=body.invalid_at,
-            weight=body.weight,
-            bidirectional=body.bidirectional,
-            confidence=body.confidence,
-            provenance=body.provenance,
-            label=body.label,
-            properties=body.properties,
-            source=body.source,
-        )
+        relation = await memory.graph.add_relation(**body.arguments())
         return RelationOut.model_validate(relation)
 
     @api.get("/relations/{relation_id}", summary="Get a relation (current or not)")
@@ -350,7 +318,7 @@ def router() -> APIRouter:
         user_id: UserQuery = None,
     ) -> RelationOut:
         relation = await memory.graph.update_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **_patch(body)
+            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return RelationOut.model_validate(relation)
 
@@ -366,7 +334,7 @@ def router() -> APIRouter:
         user_id: UserQuery = None,
     ) -> RelationOut:
         relation = await memory.graph.invalidate_relation(
-            relation_id, at=body.at, agent_id=_opt(agent_id), user_id=_opt(user_id)
+            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
         )
         return RelationOut.model_validate(relation)
 
@@ -384,22 +352,7 @@ def router() -> APIRouter:
 
     @api.post("/traverse", summary="The subgraph within `max_depth` hops of some entities")
     async def traverse(body: TraverseIn, memory: MemoryDep) -> SubgraphOut:
-        subgraph = await memory.graph.traverse(
-            body.start_ids,
-            max_depth=body.max_depth,
-            max_nodes=body.max_nodes,
-            max_edges=body.max_edges,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            direction=body.direction,
-            types=body.types,
-            entity_types=body.entity_types,
-            min_weight=body.min_weight,
-            min_confidence=body.min_confidence,
-            as_of=body.as_of,
-            include_invalid=body.include_invalid,
-            include_inferred=body.include_inferred,
-        )
+        subgraph = await memory.graph.traverse(**body.arguments())
         return SubgraphOut.model_validate(subgraph)
 
     @api.get(
@@ -450,9 +403,7 @@ def router() -> APIRouter:
     @api.post("/infer", summary="Materialise inferred relations; the new ones")
     async def infer(body: InferIn, memory: MemoryDep) -> Page[RelationOut]:
         """The relations this call added, all on one page (``next_cursor`` null)."""
-        found = await memory.graph.infer(
-            body.rules, agent_id=given(body, "agent_id"), user_id=given(body, "user_id")
-        )
+        found = await memory.graph.infer(**body.arguments())
         return Page[RelationOut](items=[RelationOut.model_validate(r) for r in found])
 
     @api.delete("", summary="Delete the graph owned by exactly this agent and user")

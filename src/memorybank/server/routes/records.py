@@ -30,12 +30,12 @@ from memorybank.server.models import (
     SessionIn,
     SessionOut,
     SessionPatch,
+    SnapshotIn,
     SnapshotOut,
     SummaryIn,
     SummaryOut,
     ValueIn,
     ValueOut,
-    given,
 )
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
 from memorybank.stores.contract.types import UNSET
@@ -116,7 +116,7 @@ def router() -> APIRouter:
         "/runs/{run_id}/working/{key}", status_code=204, tags=["working memory"], summary="Set"
     )
     async def working_set(run_id: str, key: str, body: ValueIn, memory: MemoryDep) -> Response:
-        await memory.working(run_id).set(key, body.value)
+        await memory.working(run_id).set(key, **body.arguments())
         return _NO_CONTENT
 
     @api.delete(
@@ -150,8 +150,8 @@ def router() -> APIRouter:
         return Page[SnapshotOut](items=items, next_cursor=next_cursor)
 
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
-    async def snapshot_save(run_id: str, body: ValueIn, memory: MemoryDep) -> Response:
-        await memory.snapshots.save(run_id, body.value)
+    async def snapshot_save(run_id: str, body: SnapshotIn, memory: MemoryDep) -> Response:
+        await memory.snapshots.save(run_id, **body.arguments())
         return _NO_CONTENT
 
     @api.get("/snapshots/{run_id}", tags=["snapshots"], summary="Load (404 when none)")
@@ -171,11 +171,7 @@ def router() -> APIRouter:
 
     @api.post("/summaries", status_code=201, tags=["summaries"], summary="Store a summary")
     async def summary_add(body: SummaryIn, memory: MemoryDep) -> SummaryOut:
-        summary = await memory.summaries.add(
-            content=body.content,
-            agent_id=body.agent_id,
-            user_id=given(body, "user_id"),
-        )
+        summary = await memory.summaries.add(**body.arguments())
         return SummaryOut.model_validate(summary)
 
     @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
@@ -197,18 +193,7 @@ def router() -> APIRouter:
 
     @api.post("/facts", status_code=201, tags=["facts"], summary="Store a fact")
     async def fact_add(body: FactIn, memory: MemoryDep) -> FactOut:
-        fact = await memory.facts.add(
-            content=body.content,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            category=body.category,
-            confidence=body.confidence,
-            source=body.source,
-            metadata=body.metadata,
-            expires_at=body.expires_at,
-            source_entries=body.source_entries,
-            fact_id=body.fact_id,
-        )
+        fact = await memory.facts.add(**body.arguments())
         return FactOut.model_validate(fact)
 
     @api.get("/facts", tags=["facts"], summary="Facts visible to the caller, oldest first")
@@ -236,48 +221,41 @@ def router() -> APIRouter:
     @api.post("/facts/search", tags=["facts"], summary="Facts best matching a query")
     async def fact_search(body: FactSearchIn, memory: MemoryDep) -> Page[FactOut]:
         """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null)."""
-        found = await memory.facts.search(
-            body.query,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-            category=body.category,
-            k=body.k,
-        )
+        found = await memory.facts.search(**body.arguments())
         return Page[FactOut](items=[FactOut.model_validate(f) for f in found])
 
     @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
-    async def fact_get(fact_id: str, memory: MemoryDep) -> FactOut:
-        fact = await memory.facts.get(fact_id)
+    async def fact_get(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> FactOut:
+        fact = await memory.facts.get(fact_id, agent_id=_opt(agent_id))
         if fact is None:
             raise NotFound(f"fact {fact_id!r} not found")
         return FactOut.model_validate(fact)
 
     @api.patch("/facts/{fact_id}", tags=["facts"], summary="Change (or supersede) a fact")
-    async def fact_update(fact_id: str, body: FactPatch, memory: MemoryDep) -> FactOut:
-        changes = {
-            name: getattr(body, name)
-            for name in body.model_fields_set
-            if name != "supersede" and not (name == "content" and body.content is None)
-        }
-        fact = await memory.facts.update(fact_id, supersede=body.supersede, **changes)
+    async def fact_update(
+        fact_id: str, body: FactPatch, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> FactOut:
+        fact = await memory.facts.update(fact_id, agent_id=_opt(agent_id), **body.arguments())
         return FactOut.model_validate(fact)
 
     @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
     async def fact_history(
         fact_id: str,
         memory: MemoryDep,
+        agent_id: AgentQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[FactOut]:
         async def fetch(n: int | None) -> list[FactOut]:
-            return [FactOut.model_validate(f) for f in await memory.facts.history(fact_id)]
+            found = await memory.facts.history(fact_id, agent_id=_opt(agent_id))
+            return [FactOut.model_validate(f) for f in found]
 
         items, next_cursor = await first_n_page(fetch, limit, cursor)
         return Page[FactOut](items=items, next_cursor=next_cursor)
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
-    async def fact_delete(fact_id: str, memory: MemoryDep) -> Response:
-        if not await memory.facts.delete(fact_id):
+    async def fact_delete(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> Response:
+        if not await memory.facts.delete(fact_id, agent_id=_opt(agent_id)):
             raise NotFound(f"fact {fact_id!r} not found")
         return _NO_CONTENT
 
@@ -303,7 +281,7 @@ def router() -> APIRouter:
 
     @api.put("/core-facts/{key}", tags=["core facts"], summary="Set a value (kept in history)")
     async def core_set(key: str, body: CoreFactValueIn, memory: MemoryDep) -> CoreFactOut:
-        await AsyncCoreFacts(memory=memory).set(key, body.value)
+        await AsyncCoreFacts(memory=memory).set(key, **body.arguments())
         return CoreFactOut(key=key, value=body.value)
 
     @api.delete("/core-facts/{key}", status_code=204, tags=["core facts"], summary="Forget")
@@ -327,12 +305,7 @@ def router() -> APIRouter:
 
     @api.post("/documents", status_code=201, tags=["documents"], summary="Store a document")
     async def document_add(body: DocumentIn, memory: MemoryDep) -> DocumentOut:
-        document = await memory.documents.add(
-            body.content,
-            metadata=body.metadata,
-            agent_id=given(body, "agent_id"),
-            user_id=given(body, "user_id"),
-        )
+        document = await memory.documents.add(**body.arguments())
         return DocumentOut.model_validate(document)
 
     @api.get("/documents", tags=["documents"], summary="Documents visible to the caller")
@@ -353,15 +326,19 @@ def router() -> APIRouter:
         return Page[DocumentOut](items=items, next_cursor=next_cursor)
 
     @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
-    async def document_get(document_id: str, memory: MemoryDep) -> DocumentOut:
-        document = await memory.documents.get(document_id)
+    async def document_get(
+        document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> DocumentOut:
+        document = await memory.documents.get(document_id, agent_id=_opt(agent_id))
         if document is None:
             raise NotFound(f"document {document_id!r} not found")
         return DocumentOut.model_validate(document)
 
     @api.delete("/documents/{document_id}", status_code=204, tags=["documents"], summary="Delete")
-    async def document_delete(document_id: str, memory: MemoryDep) -> Response:
-        if not await memory.documents.delete(document_id):
+    async def document_delete(
+        document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
+    ) -> Response:
+        if not await memory.documents.delete(document_id, agent_id=_opt(agent_id)):
             raise NotFound(f"document {document_id!r} not found")
         return _NO_CONTENT
 
@@ -370,18 +347,7 @@ def router() -> APIRouter:
         """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null).
         ``mode="semantic"`` needs the server to have an embedder (else 422, field ``mode``)."""
         try:
-            hits = await memory.search(
-                body.query,
-                k=body.k,
-                mode=body.mode,
-                thread_id=body.thread_id,
-                agent_id=given(body, "agent_id"),
-                user_id=given(body, "user_id"),
-                kinds=body.kinds,
-                min_score=body.min_score,
-                filters=body.filters,
-                include_history=body.include_history,
-            )
+            hits = await memory.search(**body.arguments())
         except ConfigurationError as error:  # the request asked for what this server lacks
             raise InvalidInput(str(error), field="mode") from None
         return Page[HitOut](items=[HitOut.model_validate(h) for h in hits])
@@ -392,17 +358,12 @@ def router() -> APIRouter:
     async def session_open(body: SessionIn, memory: MemoryDep) -> SessionOut:
         """A session belongs to a user: the ``X-User-Id`` header's, or the body's
         ``user_id`` on a tenant-wide request (neither: 422 naming both)."""
-        if body.user_id is None and not isinstance(memory.scope.user_id, str):
+        if "user_id" not in body.model_fields_set and not isinstance(memory.scope.user_id, str):
             raise InvalidInput(
                 "a session belongs to a user: send the X-User-Id header (or user_id in the body)",
                 field="user_id",
             )
-        session = await AsyncSessionManager(memory).get_or_create(
-            channel_type=body.channel_type,
-            channel_id=body.channel_id,
-            agent_id=body.agent_id,
-            user_id=_opt(body.user_id),
-        )
+        session = await AsyncSessionManager(memory).get_or_create(**body.arguments())
         return SessionOut.model_validate(session)
 
     @api.get("/sessions", tags=["sessions"], summary="Sessions, most recently active first")
@@ -437,9 +398,7 @@ def router() -> APIRouter:
 
     @api.patch("/sessions/{session_id}", tags=["sessions"], summary="Change a session")
     async def session_update(session_id: str, body: SessionPatch, memory: MemoryDep) -> SessionOut:
-        session = await AsyncSessionManager(memory).update(
-            session_id, status=body.status, config=body.config, metadata=body.metadata
-        )
+        session = await AsyncSessionManager(memory).update(session_id, **body.arguments())
         return SessionOut.model_validate(session)
 
     @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"], summary="Delete")

@@ -30,7 +30,6 @@ from memorybank.server.models import (
     ThreadIn,
     ThreadOut,
     ThreadPatch,
-    given,
 )
 from memorybank.server.pagination import (
     DEFAULT_LIMIT,
@@ -76,13 +75,7 @@ def router() -> APIRouter:
 
     @api.post("", status_code=201, tags=["threads"], summary="Create a thread")
     async def create_thread(body: ThreadIn, memory: MemoryDep) -> ThreadOut:
-        thread = await memory.threads.create(
-            thread_id=body.thread_id,
-            user_id=given(body, "user_id"),
-            agent_id=given(body, "agent_id"),
-            title=body.title,
-            metadata=body.metadata,
-        )
+        thread = await memory.threads.create(**body.arguments())
         return ThreadOut.model_validate(thread)
 
     @api.get("", tags=["threads"], summary="List threads, most recently updated first")
@@ -115,13 +108,7 @@ def router() -> APIRouter:
 
     @api.patch("/{thread_id}", tags=["threads"], summary="Change title, metadata or status")
     async def update_thread(thread_id: str, body: ThreadPatch, memory: MemoryDep) -> ThreadOut:
-        status = given(body, "status")
-        thread = await memory.threads.update(
-            thread_id,
-            title=given(body, "title"),
-            metadata=UNSET if body.metadata is None else body.metadata,
-            status=UNSET if status is None else status,
-        )
+        thread = await memory.threads.update(thread_id, **body.arguments())
         return ThreadOut.model_validate(thread)
 
     @api.delete(
@@ -140,14 +127,9 @@ def router() -> APIRouter:
     ) -> EntryOut:
         """A retry with the same idempotency key (body field or ``Idempotency-Key``
         header) returns the stored entry; the key reused for another message: 409."""
-        entry = await memory.entries.add(
-            thread_id,
-            body.as_dict(),
-            token_count=body.token_count,
-            idempotency_key=one_key(body.idempotency_key, idempotency_key),
-            created_at=body.created_at,
-            branch=body.branch,
-        )
+        options = body.arguments()
+        options["idempotency_key"] = one_key(body.idempotency_key, idempotency_key)
+        entry = await memory.entries.add(thread_id, body.as_dict(), **options)
         return EntryOut.model_validate(entry)
 
     @api.post(
@@ -164,13 +146,9 @@ def router() -> APIRouter:
     ) -> Page[EntryOut]:
         """All messages or none; the idempotency key names the whole batch. The stored
         entries, in order, all on one page (``next_cursor`` null)."""
-        entries = await memory.entries.add_many(
-            thread_id,
-            [m.as_dict() for m in body.messages],
-            idempotency_key=one_key(body.idempotency_key, idempotency_key),
-            created_at=body.created_at,
-            branch=body.branch,
-        )
+        options = body.arguments()
+        options["idempotency_key"] = one_key(body.idempotency_key, idempotency_key)
+        entries = await memory.entries.add_many(thread_id, **options)
         return Page[EntryOut](items=[EntryOut.model_validate(e) for e in entries])
 
     @api.get("/{thread_id}/entries", tags=["entries"], summary="List entries, paged from newest")
@@ -269,7 +247,7 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/branches", status_code=201, tags=["branches"], summary="Fork")
     async def create_branch(thread_id: str, body: BranchIn, memory: MemoryDep) -> BranchOut:
-        branch = await memory.branches.create(thread_id, body.name, from_entry=body.from_entry)
+        branch = await memory.branches.create(thread_id, **body.arguments())
         return BranchOut.model_validate(branch)
 
     @api.get("/{thread_id}/branches", tags=["branches"], summary="List branches, oldest first")
@@ -295,32 +273,19 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/checkout", tags=["branches"], summary="Make a branch current")
     async def checkout(thread_id: str, body: CheckoutIn, memory: MemoryDep) -> ThreadOut:
-        return ThreadOut.model_validate(await memory.branches.checkout(thread_id, body.name))
+        return ThreadOut.model_validate(
+            await memory.branches.checkout(thread_id, **body.arguments())
+        )
 
     @api.post("/{thread_id}/rewind", tags=["branches"], summary="Delete entries after one")
     async def rewind(thread_id: str, body: RewindIn, memory: MemoryDep) -> Count:
-        return Count(count=await memory.branches.rewind(thread_id, body.entry_id))
+        return Count(count=await memory.branches.rewind(thread_id, **body.arguments()))
 
     # -- context and compaction -----------------------------------------------------
 
     @api.post("/{thread_id}/context", tags=["context"], summary="Build a model call's context")
     async def build_context(thread_id: str, body: ContextIn, memory: MemoryDep) -> ContextOut:
-        options = body.graph_options
-        context = await memory.build_context(
-            thread_id,
-            max_tokens=body.max_tokens,
-            agent_id=body.agent_id,
-            user_id=given(body, "user_id"),
-            system_prompt=body.system_prompt,
-            current_input=body.current_input,
-            strategy=body.strategy,
-            reserve_tokens=body.reserve_tokens,
-            include_system_prompt=body.include_system_prompt,
-            include_facts=body.include_facts,
-            include_semantic_context=body.include_semantic_context,
-            include_graph_context=body.include_graph_context,
-            graph_options=None if options is None else options.model_dump(exclude_unset=True),
-        )
+        context = await memory.build_context(thread_id, **body.arguments())
         return ContextOut(
             messages=context.messages,
             token_count=context.token_count,
@@ -343,13 +308,7 @@ def router() -> APIRouter:
         Summary compaction needs a summarizing model, which the server does not hold."""
         from memorybank.context._async.compaction import AsyncCompactionService
 
-        result = await AsyncCompactionService(memory=memory).compact(
-            thread_id,
-            strategy=body.strategy,
-            threshold=body.threshold,
-            keep_recent=body.keep_recent,
-            message_threshold=body.message_threshold,
-        )
+        result = await AsyncCompactionService(memory=memory).compact(thread_id, **body.arguments())
         return CompactionOut.model_validate(result)
 
     @api.post("/{thread_id}/restore", tags=["context"], summary="Undo reversible compaction")
