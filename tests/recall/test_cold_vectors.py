@@ -151,3 +151,24 @@ def test_small_or_unnarrowed_searches_load_inline(
         _hits(store, 1, visible_to=ALICE)
         assert KEY in store.__dict__["_vector_cache"].slots
         assert not store.__dict__.get("_vector_loads")
+
+
+def test_a_wider_search_waits_for_the_load_instead_of_loading_again(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads: list[str] = []
+    read = SQLiteStore._vector_slot_read
+
+    def counted(self: SQLiteStore, *args: Any) -> Any:
+        reads.append(threading.current_thread().name)
+        return read(self, *args)
+
+    monkeypatch.setattr(SQLiteStore, "_vector_slot_read", counted)
+    expected = _reference(path, 2)
+    reads.clear()
+    with closing(SQLiteStore(path)) as store:
+        _hits(store, 1, visible_to=ALICE)  # starts the load
+        assert _hits(store, 2) == expected  # tenant-wide: every row, from the loaded slot
+        assert reads == ["memorybank-vector-load"]  # read once, by the loader
+        assert not store.__dict__["_vector_loads"]
+        assert store.__dict__["_vector_cache"].slots[KEY].n == 90

@@ -642,15 +642,19 @@ class SearchMixin(SQLiteStoreBase):
         """
         cache: VectorCache | None = self.__dict__.get("_vector_cache")
         key = (tenant, model_id, kind)
+        loads: dict[tuple[str, str, str], _SlotLoad] = self.__dict__.setdefault("_vector_loads", {})
+        load = loads.get(key)
         if cache is not None and key in cache.slots:
+            loads.pop(key, None)  # loaded meanwhile (a wider search): this one is not needed
             return None
         narrowed = thread_id is not None or (
             visible_to is not None and not isinstance(visible_to.user_id, Unset)
         )
         if not narrowed or self.path == ":memory:":
+            if load is not None:  # a wider search needs every row: it waits for the load
+                load.done.wait()  # rather than read them all a second time
+                self._vector_adopt(loads, key)
             return None
-        loads: dict[tuple[str, str, str], _SlotLoad] = self.__dict__.setdefault("_vector_loads", {})
-        load = loads.get(key)
         if load is None:
             (count,) = conn.execute(
                 f"SELECT count(*) FROM {self.prefix}vectors"
@@ -661,11 +665,18 @@ class SearchMixin(SQLiteStoreBase):
                 return None
             load = loads[key] = _SlotLoad(self, key, int(query.shape[0]))
         elif load.done.is_set():
-            del loads[key]
-            if load.slot is not None:  # _vector_slot takes it and brings it up to date
-                self.__dict__.setdefault("_vector_loaded", {})[key] = load.slot
+            self._vector_adopt(loads, key)
             return None
         return self._scoped_exact(conn, query, tenant, model_id, kind, k, thread_id, visible_to)
+
+    def _vector_adopt(
+        self, loads: dict[tuple[str, str, str], _SlotLoad], key: tuple[str, str, str]
+    ) -> None:
+        """Hand a finished load's slot to ``_vector_slot``, which registers it and brings it
+        up to date (a failed load leaves nothing: the slot is then loaded inline)."""
+        load = loads.pop(key)
+        if load.slot is not None:
+            self.__dict__.setdefault("_vector_loaded", {})[key] = load.slot
 
     def _scoped_exact(
         self,
