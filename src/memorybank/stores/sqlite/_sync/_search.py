@@ -297,10 +297,13 @@ class SearchMixin(SQLiteStoreBase):
         cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
         key = (tenant, model_id, kind)
         slot = cache.slots.get(key)
-        if slot is None:  # one loaded by a thread of its own (``_vector_cold``), if any
-            slot = self.__dict__.get("_vector_loaded", {}).pop(key, None)
+        loads: dict[tuple[str, str, str], _SlotLoad] = self.__dict__.get("_vector_loads", {})
+        if slot is None and key in loads and loads[key].done.is_set():
+            # loaded by a thread of its own (``_vector_cold``); caught up below, as after
+            # another process's writes (a failed load leaves None: loaded here instead)
+            slot = loads.pop(key).slot
             if slot is not None:
-                cache.slots[key] = slot  # caught up below, as after another process's writes
+                cache.slots[key] = slot
         stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
         if slot is not None and slot.dim == dim and slot.stamp == stamp:
             return slot
@@ -331,16 +334,22 @@ class SearchMixin(SQLiteStoreBase):
         finally:
             conn.execute("COMMIT")
 
+    def _vector_count(self, conn: sqlite3.Connection, key: tuple[str, str, str]) -> int:
+        """How many vectors ``key`` (tenant, model, kind) has."""
+        (count,) = conn.execute(
+            f"SELECT count(*) FROM {self.prefix}vectors"
+            " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+            key,
+        ).fetchone()
+        return int(count)
+
     def _vector_counts(
         self, conn: sqlite3.Connection, key: tuple[str, str, str]
     ) -> tuple[int, int, tuple[int, int]]:
         """The key's vector count, its in-place update count and the deletion log's lowest
         and highest sequence (inside the caller's snapshot)."""
         p = self.prefix
-        (count,) = conn.execute(
-            f"SELECT count(*) FROM {p}vectors WHERE tenant_id = ? AND model_id = ? AND kind = ?",
-            key,
-        ).fetchone()
+        count = self._vector_count(conn, key)
         row = conn.execute(
             f"SELECT deletes FROM {p}vector_changes"
             " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
@@ -349,7 +358,7 @@ class SearchMixin(SQLiteStoreBase):
         log_min, log_top = conn.execute(
             f"SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM {p}vector_deletes"
         ).fetchone()
-        return int(count), 0 if row is None else int(row[0]), (int(log_min), int(log_top))
+        return count, 0 if row is None else int(row[0]), (int(log_min), int(log_top))
 
     def _vector_slot_read(
         self,
@@ -637,8 +646,8 @@ class SearchMixin(SQLiteStoreBase):
         answered: 70 s at 1M vectors, for a user with 500 entries. From
         ``BACKGROUND_LOAD_ROWS`` vectors a thread's or a user's search reads only its
         scope's vectors (a user's: by her threads and the shared ones) until the slot
-        is ready; the next search registers it and catches it up with what was written
-        meanwhile (``_vector_slot``), as after a write by another process.
+        is ready; the next search (``_vector_slot``) registers it and catches it up with
+        what was written meanwhile, as after a write by another process.
         """
         cache: VectorCache | None = self.__dict__.get("_vector_cache")
         key = (tenant, model_id, kind)
@@ -652,31 +661,15 @@ class SearchMixin(SQLiteStoreBase):
         )
         if not narrowed or self.path == ":memory:":
             if load is not None:  # a wider search needs every row: it waits for the load
-                load.done.wait()  # rather than read them all a second time
-                self._vector_adopt(loads, key)
+                load.done.wait()  # (``_vector_slot`` takes it) rather than read them twice
             return None
         if load is None:
-            (count,) = conn.execute(
-                f"SELECT count(*) FROM {self.prefix}vectors"
-                " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
-                key,
-            ).fetchone()
-            if count < BACKGROUND_LOAD_ROWS:
+            if self._vector_count(conn, key) < BACKGROUND_LOAD_ROWS:
                 return None
             load = loads[key] = _SlotLoad(self, key, int(query.shape[0]))
         elif load.done.is_set():
-            self._vector_adopt(loads, key)
-            return None
+            return None  # ``_vector_slot`` takes it
         return self._scoped_exact(conn, query, tenant, model_id, kind, k, thread_id, visible_to)
-
-    def _vector_adopt(
-        self, loads: dict[tuple[str, str, str], _SlotLoad], key: tuple[str, str, str]
-    ) -> None:
-        """Hand a finished load's slot to ``_vector_slot``, which registers it and brings it
-        up to date (a failed load leaves nothing: the slot is then loaded inline)."""
-        load = loads.pop(key)
-        if load.slot is not None:
-            self.__dict__.setdefault("_vector_loaded", {})[key] = load.slot
 
     def _scoped_exact(
         self,
