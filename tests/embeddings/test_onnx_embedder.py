@@ -211,16 +211,77 @@ def test_cache_dir_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert cache_root() == tmp_path / "xdg" / "memorybank"
 
 
-def test_auto_picks_onnx_only_when_opted_in(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_picks_onnx(monkeypatch: pytest.MonkeyPatch) -> None:
     from memorybank.embeddings import local
     from memorybank.embeddings.local import AUTO_ONNX_BACKEND
 
-    # off by default: onnxruntime crashes a process that loaded usearch first
+    assert LocalEmbedder().backend == AUTO_ONNX_BACKEND == "onnx"
+    monkeypatch.setattr(local, "AUTO_PICKS_ONNX", False)  # the switch still works
     assert LocalEmbedder().backend in ("numpy", "sentence-transformers")
-    monkeypatch.setattr(local, "AUTO_PICKS_ONNX", True)
-    assert LocalEmbedder().backend == AUTO_ONNX_BACKEND
     if HAVE_ST:  # ONNX runs on the CPU only: another device goes to torch
         assert LocalEmbedder(device="cuda").backend == "sentence-transformers"
+
+
+# Each case in a new interpreter: what is tested is the order native libraries load in.
+_ANN_THEN_ONNX = """
+import sys, tempfile, time
+from datetime import UTC, datetime
+import numpy as np
+from memorybank.embeddings import LocalEmbedder
+from memorybank.records import Thread
+from memorybank.stores.contract._sync.store import VectorItem
+from memorybank.stores.sqlite._sync import SQLiteStore
+from memorybank.stores.vectors import exact
+exact.ANN_THRESHOLD, exact.EXACT_LIMIT, exact.BACKGROUND_BUILD = 200, 100, False
+store = SQLiteStore(tempfile.mkdtemp() + "/v.db")
+now = datetime.now(UTC)
+store.thread_create(Thread("t1", "t", None, None, None, {}, "active", now, now))
+rng = np.random.default_rng(0)
+store.vector_put("t", [VectorItem("entry", f"e{i}", "m", rng.random(8).tolist(), "t1")
+                       for i in range(300)])
+store.vector_search("t", rng.random(8).tolist(), model_id="m", kinds=["entry"], k=5)
+assert "usearch.compiled" in sys.modules, "no index was built"  # through memorybank
+assert "onnxruntime" not in sys.modules
+embedder = LocalEmbedder()
+assert embedder.backend == "onnx", embedder.backend
+assert len(embedder.embed(["hello world"])[0]) == 384
+store.close()
+print("ok")
+"""
+
+_USEARCH_DIRECTLY_THEN_ONNX = """
+import usearch.index
+from memorybank.embeddings import LocalEmbedder
+from memorybank.errors import ConfigurationError
+embedder = LocalEmbedder()
+assert embedder.backend != "onnx", embedder.backend  # auto: the backend that cannot crash
+assert len(embedder.embed(["hello world"])[0]) == 384
+try:
+    LocalEmbedder(backend="onnx").embed(["hello"])
+except ConfigurationError as error:
+    assert "usearch" in str(error), error
+else:
+    raise AssertionError("no error")
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _installed("usearch"), reason="usearch not installed")
+@pytest.mark.parametrize(
+    "script", [_ANN_THEN_ONNX, _USEARCH_DIRECTLY_THEN_ONNX], ids=["through-memorybank", "directly"]
+)
+def test_onnx_after_usearch(script: str) -> None:
+    """usearch exports libstdc++'s locale ids as unique symbols: onnxruntime loaded after
+    it crashed the process (SIGSEGV) until memorybank loads the system's C++ runtime
+    first (``memorybank.runtime.native``). Imported directly, the crash is avoided by
+    refusing, and ``auto`` takes the NumPy backend."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert done.stdout.strip() == "ok"
 
 
 def test_onnx_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 
 from memorybank.embeddings._numpy_bert import F32, BertText, bert_weights
 from memorybank.errors import ConfigurationError
+from memorybank.runtime.native import usearch_unsafe
 
 if TYPE_CHECKING:
     import onnx
@@ -334,15 +335,13 @@ class OnnxBert(BertText):
         cache_dir: Path | None = None,
         max_seq_length: int | None = None,
     ) -> None:
-        import sys
-
-        if "onnxruntime" not in sys.modules and any(m.startswith("usearch") for m in sys.modules):
-            # onnxruntime 1.32 first imported after usearch 2.26 crashes the process on
-            # its first session (SIGSEGV, reproduced); imported first, both work
+        if usearch_unsafe():
+            # usearch imported by other code than memorybank's, before the system's C++
+            # runtime: onnxruntime would crash the process (memorybank.runtime.native)
             raise ConfigurationError(
-                "the ONNX backend must be loaded before usearch in this process (else"
-                " onnxruntime crashes it): create the LocalEmbedder before opening a store"
-                " with a vector index, or use backend='numpy'"
+                "the ONNX backend cannot load after usearch was imported by other code than"
+                " memorybank (onnxruntime would crash the process): create the LocalEmbedder"
+                " before importing usearch, or use backend='numpy'"
             )
         import onnxruntime as ort
 

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.embeddings.base import check_texts
 from memorybank.errors import ConfigurationError
+from memorybank.runtime.native import usearch_unsafe
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,9 +51,9 @@ _BACKENDS = ("auto", "sentence-transformers", "numpy", "onnx", "onnx-int8")
 #: What ``backend="auto"`` takes when ONNX Runtime is installed: measured on LoCoMo dev,
 #: the fastest backend whose recall@10 is within 0.005 of the reference vectors.
 AUTO_ONNX_BACKEND = "onnx"
-#: Whether ``backend="auto"`` picks ``AUTO_ONNX_BACKEND`` when ONNX Runtime is installed.
-#: Off: see ``_choose_backend`` (a crash with usearch loaded first).
-AUTO_PICKS_ONNX = False
+#: Whether ``backend="auto"`` picks ``AUTO_ONNX_BACKEND`` when ONNX Runtime is installed
+#: (it does not where usearch was imported directly first: ``memorybank.runtime.native``).
+AUTO_PICKS_ONNX = True
 ONNX_HINT = "pip install memorybank[local-onnx]"
 
 
@@ -175,15 +176,16 @@ class LocalEmbedder:
     def _choose_backend(backend: Backend, model_dir: Path, device: str) -> str:
         have_st = _installed("torch") and _installed("sentence_transformers")
         have_onnx = _installed("onnxruntime") and _installed("onnx")
-        # "auto" does not pick ONNX Runtime (yet): a process that loaded usearch (the ANN
-        # extra) before creating an onnxruntime session crashes (SIGSEGV, onnxruntime 1.32
-        # with usearch 2.26). Set AUTO_PICKS_ONNX to opt in where usearch is not used.
+        # "auto" takes ONNX Runtime unless usearch was imported directly (not through
+        # memorybank) before the system's C++ runtime: creating the session would crash
+        # the process then (memorybank.runtime.native), so the NumPy backend runs
         if (
             AUTO_PICKS_ONNX
             and backend == "auto"
             and have_onnx
             and _installed("tokenizers")
             and device == "cpu"
+            and not usearch_unsafe()
         ):
             from memorybank.embeddings._numpy_bert import unsupported_reason
 

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memorybank.runtime.native import usearch_index
 from memorybank.stores.contract.types import Unset, Visibility, searched_kinds
 from memorybank.stores.vectors.groups import Blocks, RowGroups
 
@@ -742,9 +743,9 @@ class VectorSlot:
                 index, done = adopted
                 source = "adopted"
         if index is None:
-            from usearch.index import Index
-
-            index = Index(ndim=self.dim, metric="cos", dtype="f16", connectivity=CONNECTIVITY)
+            index = usearch_index()(
+                ndim=self.dim, metric="cos", dtype="f16", connectivity=CONNECTIVITY
+            )
             configure_ann(index)
             source = "built"
         began = time.perf_counter()

@@ -50,6 +50,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memorybank.runtime.native import usearch_index
+
 __all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "stem"]
 
 _VERSION = 1
@@ -171,13 +173,11 @@ def load(
         if vectors.size != count * dim or rowids.size != count or len(ids) != count:
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
-        from usearch.index import Index
-
         from memorybank.stores.vectors.exact import configure_ann
 
         # a view of the mapped file (nothing copied; read-only): a builder that extends
         # it works on a copy (``VectorSlot._build_rows``)
-        index = Index.restore(memoryview(files["usearch"]), view=True)
+        index = usearch_index().restore(memoryview(files["usearch"]), view=True)
         if index is not None:
             # kept mapped while the view lives
             setattr(index, "memorybank_mapped", files["usearch"])  # noqa: B010
