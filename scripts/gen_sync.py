@@ -73,6 +73,7 @@ REPLACEMENTS = {
     "asleep": "sleep",
     "AsyncStep": "Step",
     "arun_all": "run_all",
+    "aboth": "both",
     "aclose": "close",
     "aembed": "embed",
     "arerank": "rerank",

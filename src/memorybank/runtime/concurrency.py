@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync 
     from memorybank.runtime.backlog import Backlog
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 P = ParamSpec("P")
 
 __all__ = [
@@ -38,9 +40,11 @@ __all__ = [
     "Lock",
     "Step",
     "Worker",
+    "aboth",
     "amaybe_await",
     "arun_all",
     "asleep",
+    "both",
     "maybe_await",
     "run_all",
     "sleep",
@@ -100,6 +104,33 @@ async def arun_all(calls: Sequence[Callable[[], Awaitable[T]]]) -> list[T]:
     import asyncio
 
     return list(await asyncio.gather(*(call() for call in calls)))
+
+
+async def aboth(
+    first: Callable[[], Awaitable[A]], second: Callable[[], Awaitable[B]]
+) -> tuple[A, B]:
+    """Both results, ``second`` running as a task while ``first`` runs in this one.
+
+    A failure (or cancellation) of ``first`` cancels ``second`` and waits for it; a
+    failure of ``second`` is raised once ``first`` is done. Errors come as they were
+    raised, not wrapped in an ``ExceptionGroup``.
+    """
+    import asyncio
+
+    task = asyncio.ensure_future(second())
+    try:
+        one = await first()
+    except BaseException:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise
+    return one, await task
+
+
+def both(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """Sync twin of :func:`aboth`: ``first`` then ``second``, on the caller's thread (a
+    sync store runs its calls there, one at a time)."""
+    return first(), second()
 
 
 def run_all(calls: Sequence[Callable[[], T]]) -> list[T]:

@@ -76,6 +76,7 @@ from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
+from memorybank.runtime.concurrency import both
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -460,16 +461,17 @@ class _Search:
         if self.filters or self.min_score is not None:
             fetch *= 4
         thread_id = None if thread is None else thread.id
-        text_hits: list[SearchHit] = []
-        vector_hits: list[SearchHit] = []
-        qvec: NDArray[np.float32] | None = None
         # Facts come from the store's full-text search in keyword mode (its scale), else
         # from ``fact_pool``: the facts are few, and an earlier value has no stored vector.
         text_kinds = [k for k in self.kinds if k != FACT]
         if mode == "keyword":
             text_kinds += self.fact_kinds
-        if mode in ("hybrid", "keyword") and text_kinds:
-            text_hits = self.store.text_search(
+        vector_kinds = [k for k in self.kinds if k != FACT]
+
+        def keyword_hits() -> list[SearchHit]:
+            if mode not in ("hybrid", "keyword") or not text_kinds:
+                return []
+            return self.store.text_search(
                 self.tenant,
                 self.query,
                 kinds=text_kinds,
@@ -477,23 +479,33 @@ class _Search:
                 thread_id=thread_id,
                 visible_to=self.visible,
             )
-        if mode in ("hybrid", "semantic") and embedder is not None:
-            qvec = self._qvec()
-            assert qvec is not None
-            vector_kinds = [k for k in self.kinds if k != FACT]
-            if vector_kinds:
-                vector_hits = self.store.vector_search(
-                    self.tenant,
-                    qvec.tolist(),
-                    model_id=embedder.model_id,
-                    kinds=vector_kinds,
-                    k=fetch,
-                    thread_id=thread_id,
-                    visible_to=self.visible,
-                )
-        facts: list[FactItem] = []
-        if self.fact_kinds and mode != "keyword":
-            facts = fact_pool(
+
+        def query_vector() -> NDArray[np.float32] | None:
+            if mode not in ("hybrid", "semantic") or embedder is None:
+                return None
+            return self._qvec()
+
+        # The query's embedding (a model run or an API call: often the slowest step of a
+        # search) runs beside the keyword search, then the vector search beside the facts.
+        text_hits, qvec = both(keyword_hits, query_vector)
+
+        def semantic_hits() -> list[SearchHit]:
+            if qvec is None or embedder is None or not vector_kinds:
+                return []
+            return self.store.vector_search(
+                self.tenant,
+                qvec.tolist(),
+                model_id=embedder.model_id,
+                kinds=vector_kinds,
+                k=fetch,
+                thread_id=thread_id,
+                visible_to=self.visible,
+            )
+
+        def fact_items() -> list[FactItem]:
+            if not self.fact_kinds or mode == "keyword":
+                return []
+            return fact_pool(
                 self.core,
                 self.tenant,
                 self.visible,
@@ -502,6 +514,8 @@ class _Search:
                 fetch=fetch,
                 query_vector=None if qvec is None else qvec.tolist(),
             )
+
+        vector_hits, facts = both(semantic_hits, fact_items)
         if mode == "semantic" and facts:  # cosine, the scale of the store's vector search
             assert qvec is not None
             vectors = fact_vectors(self.core, self.tenant, facts)
