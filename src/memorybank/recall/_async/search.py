@@ -27,6 +27,8 @@ Pipeline
        read each), and no cache is needed for speed. A candidate entry without a
        vector of the embedder's model (written before the embedder, or while it
        failed) is embedded then and stored.
+       The query's embedding runs beside the keyword search, and the vector search
+       beside the facts' read (``aboth``; one after the other in the sync ``Memory``).
        * then, only with ``Memory(reranker=...)``: the optional rerank stage
          reorders the best ``rerank_top`` hits (``memorybank.recall._async.rerank_stage``).
     4. ``mode="keyword"`` keeps only records that share at least one analysed
