@@ -65,6 +65,7 @@ REPLACEMENTS = {
     "AsyncLock": "Lock",
     "AsyncCombiner": "Combiner",
     "AsyncBackground": "Background",
+    "AsyncBackgroundCall": "BackgroundCall",
     "AsyncJobQueue": "JobQueue",
     "AsyncEmbedding": "Embedding",
     "aextract": "extract",

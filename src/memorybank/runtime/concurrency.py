@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync users skip them
     import asyncio
@@ -29,11 +29,13 @@ P = ParamSpec("P")
 
 __all__ = [
     "AsyncBackground",
+    "AsyncBackgroundCall",
     "AsyncJobQueue",
     "AsyncLock",
     "AsyncStep",
     "AsyncWorker",
     "Background",
+    "BackgroundCall",
     "Backlog",
     "Breaker",
     "JobQueue",
@@ -228,6 +230,85 @@ class Worker:
 
     def shutdown(self) -> None:
         return None
+
+
+class AsyncBackgroundCall(Generic[T]):
+    """One call run in the background: a task of the running loop, its reference kept
+    here (a task nobody holds may be collected mid-way).
+
+    ``step`` should not raise (it logs its own failures); what it raises comes out of
+    ``wait``. A call started on another event loop (tests run one per test) counts as
+    done, and its ``wait`` raises ``RuntimeError``: the caller does the work itself.
+    """
+
+    def __init__(self, name: str, step: Callable[[], Coroutine[Any, Any, T]]) -> None:
+        import asyncio
+
+        self._task: asyncio.Task[T] = asyncio.get_running_loop().create_task(step(), name=name)
+
+    def _foreign(self) -> bool:
+        import asyncio
+
+        try:
+            return self._task.get_loop() is not asyncio.get_running_loop()
+        except RuntimeError:  # no running loop
+            return True
+
+    def done(self) -> bool:
+        """Whether ``wait`` would return at once."""
+        return self._task.done() or self._foreign()
+
+    async def wait(self) -> T:
+        """The call's result (waits for it; the call goes on if the waiter is cancelled)."""
+        import asyncio
+
+        if self._foreign():
+            raise RuntimeError("the call runs on another event loop")
+        return await asyncio.shield(self._task)
+
+    async def cancel(self) -> None:
+        """Cancel the call and wait until it has stopped (on its own loop only)."""
+        import asyncio
+
+        if self._foreign() or self._task.done():
+            return
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+class BackgroundCall(Generic[T]):
+    """Sync twin of :class:`AsyncBackgroundCall`: the call runs on a daemon thread.
+
+    A thread cannot be interrupted: ``cancel`` waits for it to end (``step`` checks
+    for itself whether it should stop early).
+    """
+
+    def __init__(self, name: str, step: Step[T]) -> None:
+        self._done = threading.Event()
+        self._result: T | None = None
+        self._error: BaseException | None = None
+        self._step = step
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._result = self._step()
+        except BaseException as error:  # handed to ``wait``
+            self._error = error
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def wait(self) -> T:
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]  # set by ``_run``
+
+    def cancel(self) -> None:
+        self._done.wait()
 
 
 class _Counts:

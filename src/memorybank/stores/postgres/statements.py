@@ -728,6 +728,18 @@ class Statements:
             f"SELECT seq, embedding, id, thread_id FROM {p}vectors WHERE tenant_id = %s"
             " AND model_id = %s AND kind = %s AND seq > %s ORDER BY seq"
         )
+        # at most a chunk: the rows of the first seq values holding ``limit`` rows (whole
+        # seq groups), found by a walk of ``limit`` entries of ``vectors_seq``
+        self.vector_rows_chunk = (
+            f"SELECT seq, embedding, id, thread_id FROM {p}vectors WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = %s AND seq > %s AND seq <= coalesce((SELECT seq"
+            f" FROM {p}vectors WHERE tenant_id = %s AND model_id = %s AND kind = %s"
+            " AND seq > %s ORDER BY seq OFFSET %s LIMIT 1), 9223372036854775807) ORDER BY seq"
+        )
+        self.vector_count = (
+            f"SELECT count(*) FROM (SELECT 1 FROM {p}vectors WHERE tenant_id = %s"
+            " AND model_id = %s AND kind = %s LIMIT %s) c"
+        )
         self.vector_owner_threads = (
             f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = %s"
             " AND id = ANY(%s::text[])"

@@ -301,6 +301,13 @@ class VectorSlot:
     def code_of(self, value: str | None) -> int:
         return self.codes.get(value, _UNKNOWN)
 
+    def reserve(self, matrix: NDArray[np.float32]) -> None:
+        """Keep the rows in ``matrix`` (writable, its first ``n`` rows the slot's), with
+        room for appends: a background load grows the matrix itself, in pieces, rather
+        than have ``append`` copy every row at once."""
+        assert matrix.shape[0] >= self.n and matrix.shape[1] == self.dim
+        self.matrix, self._mapped = matrix, False
+
     def append(self, rows: CachedRows, block: NDArray[np.float32] | None = None) -> None:
         """Add rows (rowids larger than every cached one); rows of another dimension are skipped.
 

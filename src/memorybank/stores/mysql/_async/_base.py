@@ -121,7 +121,7 @@ class MySQLBase(AsyncStore):
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
-            cached.stop()  # the background ANN builders end with the store
+            await cached.close()  # the background loads and ANN builders end with the store
         await self._pool.close()
 
     @asynccontextmanager

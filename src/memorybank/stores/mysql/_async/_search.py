@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract._async.store import SearchHit, Unset, VectorItem, Visibility
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement, placeholders, search_words
 from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_array
@@ -159,14 +159,19 @@ class SearchMixin(MySQLBase):
         visible_to: Visibility | None,
         column: str,
         ids: Mapping[str, Sequence[str]] | None = None,
+        *,
+        by_owner: bool = False,
     ) -> list[Statement]:
         """The scoped vector reads (entries, records), selecting ``column`` after
-        (kind, id, thread); with ``ids``, only those ids of each kind."""
+        (kind, id, thread); with ``ids``, only those ids of each kind. ``by_owner``: the
+        owners in scope (threads, records) are read first, then their vectors by index
+        (``STRAIGHT_JOIN``): a user's vectors, not a walk of the tenant's."""
         statements: list[Statement] = []
+        straight = "STRAIGHT_JOIN " if by_owner else ""
         if "entry" in kinds:
             sql = (
-                f"SELECT 'entry', v.id, v.thread_id{column} FROM {self._vectors} v"
-                f" JOIN {self._threads} t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+                f"SELECT {straight}'entry', v.id, v.thread_id{column} FROM {self._threads} t"
+                f" JOIN {self._vectors} v ON v.tenant_id = t.tenant_id AND v.thread_id = t.id"
                 " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = 'entry'"
             )
             args: list[Any] = [tenant, model_id]
@@ -184,9 +189,9 @@ class SearchMixin(MySQLBase):
         record_kinds = [kind for kind in kinds if kind != "entry"]
         if record_kinds and thread_id is None:
             sql = (
-                f"SELECT v.kind, v.id, NULL{column} FROM {self._vectors} v"
-                f" JOIN {self._records} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
-                " AND r.id = v.id WHERE v.tenant_id = %s AND v.model_id = %s"
+                f"SELECT {straight}v.kind, v.id, NULL{column} FROM {self._records} r"
+                f" JOIN {self._vectors} v ON v.tenant_id = r.tenant_id AND v.kind = r.kind"
+                " AND v.id = r.id WHERE v.tenant_id = %s AND v.model_id = %s"
                 f" AND v.kind IN ({placeholders(len(record_kinds))})"
             )
             args = [tenant, model_id, *record_kinds]
@@ -230,7 +235,7 @@ class SearchMixin(MySQLBase):
         )
 
     async def _vc_rows(
-        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
         from memorybank.stores.vectors.exact import CachedRows
 
@@ -246,16 +251,35 @@ class SearchMixin(MySQLBase):
                 f" v.vector FROM {self._vectors} v LEFT JOIN {self._records} r"
                 " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
             )
-        sql += (
-            " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
-            " ORDER BY v.seq"
-        )
+        sql += " WHERE v.tenant_id = %s AND v.model_id = %s AND v.kind = %s AND v.seq > %s"
+        key = (tenant, model_id, kind, after)
+        args: tuple[Any, ...] = key
+        if limit is not None:  # whole seq groups: up to the seq of the limit-th row
+            sql += (
+                f" AND v.seq <= COALESCE((SELECT s.seq FROM {self._vectors} s"
+                " WHERE s.tenant_id = %s AND s.model_id = %s AND s.kind = %s AND s.seq > %s"
+                " ORDER BY s.seq LIMIT 1 OFFSET %s), 9223372036854775807)"
+            )
+            args = (*key, *key, max(limit, 1) - 1)
         found = CachedRows()
         for seq, rid, tid, agent, user, alive, blob in await self._select_many(
-            [(sql, (tenant, model_id, kind, after))]
+            [(sql + " ORDER BY v.seq", args)]
         ):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
+
+    async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
+        """The key's vectors counted up to ``limit`` (a bounded range of an index)."""
+        rows = await self._select_many(
+            [
+                (
+                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._vectors} WHERE tenant_id = %s"
+                    " AND model_id = %s AND kind = %s LIMIT %s) c",
+                    (tenant, model_id, kind, limit),
+                )
+            ]
+        )
+        return int(rows[0][0])
 
     async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
         """``id -> seq`` of every stored vector of the key (no vector read)."""
@@ -316,8 +340,13 @@ class SearchMixin(MySQLBase):
         """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
         from memorybank.stores.vectors.exact import top_k
 
+        by_owner = (  # a user's scope (while the key loads in process: ``_cold``)
+            thread_id is None
+            and visible_to is not None
+            and not isinstance(visible_to.user_id, Unset)
+        )
         statements = self._vector_statements(
-            tenant, model_id, kinds, thread_id, visible_to, ", v.vector"
+            tenant, model_id, kinds, thread_id, visible_to, ", v.vector", by_owner=by_owner
         )
         if not statements or k <= 0:
             return []

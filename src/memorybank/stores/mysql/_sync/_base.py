@@ -122,7 +122,7 @@ class MySQLBase(Store):
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
-            cached.stop()  # the background ANN builders end with the store
+            cached.close()  # the background loads and ANN builders end with the store
         self._pool.close()
 
     @contextmanager

@@ -442,7 +442,7 @@ class PostgresBase(AsyncStore):
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
-            cached.stop()  # the background ANN builders end with the store
+            await cached.close()  # the background loads and ANN builders end with the store
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
 

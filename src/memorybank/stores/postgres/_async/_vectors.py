@@ -14,7 +14,7 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from memorybank.errors import InvalidInput
-from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract._async.store import SearchHit, Unset, VectorItem, Visibility
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores.postgres.rows import (
@@ -138,7 +138,7 @@ class VectorsMixin(PostgresBase):
         return await self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
 
     async def _vc_rows(
-        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
         import numpy as np
 
@@ -148,7 +148,12 @@ class VectorsMixin(PostgresBase):
         # in SQL can become a nested loop over every record before the tables have
         # statistics, minutes at 20k rows). The vectors come by COPY in binary, appended
         # to one buffer: no object per vector, half the bytes of bytea's hex text.
-        rows = await self._copy_vectors((tenant, model_id, kind, after), dim)
+        key = (tenant, model_id, kind, after)
+        if limit is None:
+            rows = await self._copy_vectors(self._sql.vector_rows, key, dim)
+        else:
+            chunk = (*key, *key, max(limit, 1) - 1)
+            rows = await self._copy_vectors(self._sql.vector_rows_chunk, chunk, dim)
         block = np.frombuffer(rows.vectors, dtype="<f4").reshape(len(rows.ids), dim)
         found = BlockRows(block=block, last=rows.last)
         if not rows.ids:
@@ -156,7 +161,7 @@ class VectorsMixin(PostgresBase):
         if kind == "entry":
             owners = sorted({t for t in rows.threads if t is not None})
             scope = await self._fetch(self._sql.vector_owner_threads, (tenant, owners), retry=True)
-        elif after < 0:  # every record of the kind: one range of the primary key
+        elif after < 0 and limit is None:  # every record of the kind: one primary key range
             scope = await self._fetch(self._sql.vector_owner_kind, (tenant, kind), retry=True)
         else:
             wanted = sorted(set(rows.ids))
@@ -172,10 +177,11 @@ class VectorsMixin(PostgresBase):
         found.visible = [s is not None for s in scopes]
         return found
 
-    async def _copy_vectors(self, params: Sequence[Any], dim: int) -> VectorRows:
-        """``vector_rows`` by ``COPY ... TO STDOUT`` in binary, each row (the header and
-        trailer left out) parsed by ``VectorRows``; retried once on a lost connection."""
-        statement = f"COPY ({self._sql.vector_rows}) TO STDOUT (FORMAT binary)"
+    async def _copy_vectors(self, query: str, params: Sequence[Any], dim: int) -> VectorRows:
+        """``query`` (``vector_rows``) by ``COPY ... TO STDOUT`` in binary, each row (the
+        header and trailer left out) parsed by ``VectorRows``; retried once on a lost
+        connection."""
+        statement = f"COPY ({query}) TO STDOUT (FORMAT binary)"
         for attempt in (1, 2):
             into = VectorRows(dim)
             try:
@@ -195,6 +201,13 @@ class VectorsMixin(PostgresBase):
                 if attempt == 2 or self._closed or not is_disconnect(error):
                     raise failure from error
         raise AssertionError("unreachable")
+
+    async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
+        """The key's vectors counted up to ``limit`` (a bounded range of an index)."""
+        rows = await self._fetch(
+            self._sql.vector_count, (tenant, model_id, kind, limit), retry=True
+        )
+        return int(rows[0][0])
 
     async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
         """``id -> seq`` of every stored vector of the key (no vector read)."""
@@ -308,9 +321,17 @@ class VectorsMixin(PostgresBase):
             )  # fmt: skip
         else:  # every vector in scope: distances in SQL, else numpy here
             select, tail = _EXACT if self._native else (", v.embedding", ")")
+            # a user's scope (no thread): read by its owners (without pgvector, while the
+            # key's vectors load in process, ``CachedVectors._cold``)
+            by_owner = (
+                not self._native
+                and thread_id is None
+                and visible_to is not None
+                and not isinstance(visible_to.user_id, Unset)
+            )
             query, params = self._vector_query(
                 tenant, model_id, dim, want_entries, record_kinds, thread_id, visible_to,
-                select, tail, None,
+                select, tail, None, by_owner=by_owner,
             )  # fmt: skip
             params["k"] = k
             if not self._native:
@@ -408,8 +429,18 @@ class VectorsMixin(PostgresBase):
         select: str,
         tail: str,
         index: str | None,
+        *,
+        by_owner: bool = False,
     ) -> tuple[str, dict[str, Any]]:
-        """The scoped vector query (entries and records parts)."""
+        """The scoped vector query (entries and records parts).
+
+        ``by_owner`` (exact, no thread): the owners in scope first (the threads, the
+        records), then each one's vectors by an index range (``vectors_thread``) or a
+        primary-key lookup, whatever the statistics say: a user's vectors are read, not
+        the tenant's. (The "|| ''" keep the planner off ``vectors_seq`` and
+        ``vectors_model``: before the table had statistics, a user's 500 vectors were
+        found by a walk of the key's 200k in ``vectors_seq``, 190 ms.)
+        """
         p = self.prefix
         params: dict[str, Any] = {"tenant": tenant, "model": model_id, "dim": dim}
         parts: list[str] = []
@@ -422,7 +453,16 @@ class VectorsMixin(PostgresBase):
             owner = "t.tenant_id = v.tenant_id AND t.id = v.thread_id"
             if thread_id is not None:  # one thread: checked once, not per vector
                 owner = "t.tenant_id = %(tenant)s AND t.id = %(thread)s"
-            if index is None:  # exact: a hash join over every vector in scope
+            if by_owner:
+                source = (
+                    f"(SELECT t.id FROM {p}threads t WHERE t.tenant_id = %(tenant)s{scope}"
+                    " OFFSET 0) t, LATERAL (SELECT v.id, v.thread_id, v.embedding, v.tenant_id,"
+                    f" v.model_id, v.dim, v.kind FROM {p}vectors v WHERE v.tenant_id = %(tenant)s"
+                    " AND v.thread_id = t.id AND v.thread_id IS NOT NULL"
+                    " AND v.model_id || '' = %(model)s AND v.kind || '' = 'entry' OFFSET 0) v"
+                )
+                check = ""
+            elif index is None:  # exact: a hash join over every vector in scope
                 source = f"{p}vectors v JOIN {p}threads t ON {owner}"
                 check = scope
             else:  # HNSW: a per-candidate check the index scan's rows go through
@@ -437,7 +477,16 @@ class VectorsMixin(PostgresBase):
             params["kinds"] = record_kinds
             scope = scope_filter("r", visible_to, params)
             owner = "r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-            if index is None:
+            if by_owner:
+                source = (
+                    f"(SELECT r.kind, r.id FROM {p}records r WHERE r.tenant_id = %(tenant)s"
+                    f" AND r.kind = ANY(%(kinds)s::text[]){scope} OFFSET 0) r,"
+                    " LATERAL (SELECT v.kind, v.id, v.embedding, v.tenant_id, v.model_id, v.dim"
+                    f" FROM {p}vectors v WHERE v.tenant_id = %(tenant)s AND v.kind = r.kind"
+                    " AND v.id = r.id AND v.model_id || '' = %(model)s OFFSET 0) v"
+                )
+                check = ""
+            elif index is None:
                 source = f"{p}vectors v JOIN {p}records r ON {owner}"
                 check = scope
             else:

@@ -338,7 +338,7 @@ class RedisBase(AsyncStore):
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
-            cached.stop()  # the background ANN builders end with the store
+            await cached.close()  # the background loads and ANN builders end with the store
         if self._owns:
             try:
                 await self._client.aclose()

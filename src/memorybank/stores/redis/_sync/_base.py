@@ -339,7 +339,7 @@ class RedisBase(Store):
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
-            cached.stop()  # the background ANN builders end with the store
+            cached.close()  # the background loads and ANN builders end with the store
         if self._owns:
             try:
                 self._client.close()

@@ -166,20 +166,33 @@ class RedisSearch(RedisScope):
             return {as_str(m).partition("\0")[2]: int(score) for m, score in logged}
         return {as_str(m): int(score) for m, score in logged}
 
+    def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
+        """The key's logged vectors (``ZCARD`` of the ``vl:`` log), at most ``limit``."""
+        log = self._idx(tenant) + f"vl:{esc(kind)}:{esc(model_id)}"
+        return min(int(self._client.zcard(log)), limit)
+
     def _vc_rows(
-        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
         from memorybank.stores.vectors.exact import CachedRows
 
         idx = self._idx(tenant)
         model = esc(model_id)
         low = "-inf" if after < 0 else f"({after}"
+        log = idx + f"vl:{esc(kind)}:{model}"
         logged = cast(
             "list[tuple[bytes, float]]",
             self._client.zrangebyscore(
-                idx + f"vl:{esc(kind)}:{model}", low, "+inf", withscores=True
+                log, low, "+inf", withscores=True, start=0 if limit else None, num=limit
             ),
         )
+        if limit is not None and len(logged) >= limit:  # the rest of the last seq group
+            top = logged[-1][1]
+            rest = cast(
+                "list[tuple[bytes, float]]",
+                self._client.zrangebyscore(log, top, top, withscores=True),
+            )
+            logged = [pair for pair in logged if pair[1] < top] + rest
         found = CachedRows()
         if not logged:
             return found

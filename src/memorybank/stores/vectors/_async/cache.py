@@ -29,6 +29,30 @@ the new rows are read, the shortlist ranked again and confirmed again, as a
 search that read the counters first would have. When too few of the shortlist
 survive (scope changed since the rows were cached), that kind is searched
 exactly, as before.
+
+A key's first search in a process used to load every vector of the key before it
+answered (3 s at 200k vectors on PostgreSQL, tens of seconds at 1M, for a user
+with 500 entries). From ``BACKGROUND_LOAD_ROWS`` vectors a NARROWED search (a
+thread, or a visibility with a user: not ``UNSET``) answers from the store's scoped
+exact search (``_vc_exact``: only the scope's vectors are read) while the slot
+loads in the background (``_SlotLoad``); a tenant-wide search waits for that load
+rather than read every row a second time. The next search after the load adopts
+the slot (``_adopt``) and catches it up as after another process's writes: the
+rows above its highest ``seq``, and ``_vc_live`` if the generation moved (a delete
+during the load). A failed load is logged and the next search loads inline.
+
+- The key's size: ``_vc_count`` counts its rows up to ``BACKGROUND_LOAD_ROWS`` (a
+  bounded index range, an O(1) ``ZCARD`` on Redis), once per key and process: on
+  the first narrowed search that finds neither a slot nor a load. The ``version``
+  counter would cost nothing but is no bound either way: a ``vector_put`` of 1,000
+  vectors bumps it once (a bulk-loaded key of 200k vectors has version 200).
+- The load reads ``LOAD_CHUNK_ROWS`` rows at a time (``_vc_rows`` with ``limit``:
+  whole ``seq`` groups, so that the next chunk starts above the last ``seq``): no
+  read or merge holds the event loop for long, and a store's ``close`` stops the
+  load between two chunks (``close``).
+- Async stores load in a task of the running loop (``AsyncBackgroundCall``); the
+  sync stores, generated from this code, on a daemon thread (``BackgroundCall``):
+  their connection pools (or clients) are shared by threads already.
 """
 
 from __future__ import annotations
@@ -38,14 +62,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from memorybank.stores.contract.types import SearchHit, Visibility
+from memorybank.runtime.concurrency import AsyncBackgroundCall, asleep
+from memorybank.runtime.log import logger
+from memorybank.stores.contract.types import SearchHit, Unset, Visibility
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["BlockRows", "CachedVectors", "VectorSource"]
+__all__ = ["BACKGROUND_LOAD_ROWS", "LOAD_CHUNK_ROWS", "BlockRows", "CachedVectors", "VectorSource"]
+
+#: Vectors of one (tenant, model, kind) from which a narrowed first search does not wait
+#: for them all to load (the slot loads in the background meanwhile).
+BACKGROUND_LOAD_ROWS = 50_000
+
+#: Rows per read of a background load (384-d: 30 MB of vectors).
+LOAD_CHUNK_ROWS = 20_000
 
 
 @dataclass
@@ -64,9 +97,15 @@ class VectorSource(Protocol):
     """What a store provides to ``CachedVectors`` (each one round trip)."""
 
     async def _vc_rows(
-        self, tenant: str, model_id: str, kind: str, dim: int, after: int
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        """Rows of ``kind`` with ``seq > after``, in ``seq`` order (``rowids`` = ``seq``)."""
+        """Rows of ``kind`` with ``seq > after``, in ``seq`` order (``rowids`` = ``seq``);
+        with ``limit``, those of the first ``seq`` values holding ``limit`` rows (whole
+        ``seq`` groups: every row of the last ``seq`` read is in)."""
+        ...
+
+    async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
+        """The key's stored vectors, counted up to ``limit`` (any dimension)."""
         ...
 
     async def _vc_check(
@@ -161,6 +200,8 @@ class CachedVectors:
     def __init__(self) -> None:
         self.cache = VectorCache()
         self._lock = threading.Lock()
+        self._loads: dict[tuple[str, str, str], _SlotLoad] = {}
+        self._closing = False
 
     def clear(self) -> None:
         with self._lock:
@@ -170,6 +211,95 @@ class CachedVectors:
         """Stop the slots' background ANN builders (waits for their current batch)."""
         with self._lock:
             self.cache.stop()
+
+    async def close(self) -> None:
+        """Stop the background loads (each ends before its next chunk), then ``stop``;
+        called by the store's ``close``."""
+        self._closing = True
+        with self._lock:
+            loads = list(self._loads.values())
+            self._loads.clear()
+        for load in loads:
+            await load.call.cancel()
+        self.stop()
+
+    async def _cold(
+        self,
+        source: VectorSource,
+        tenant: str,
+        model_id: str,
+        kind: str,
+        dim: int,
+        generation: int,
+    ) -> bool:
+        """Whether a narrowed search of ``kind``, which has no slot, is answered by the
+        scoped exact search: the key's slot is loading (started here when the key holds
+        ``BACKGROUND_LOAD_ROWS`` vectors). False: load it, or adopt a finished load."""
+        key = (tenant, model_id, kind)
+        with self._lock:
+            load = self._loads.get(key)
+        if load is not None:
+            return load.dim == dim and not load.call.done()
+        if self._closing:
+            return False
+        if await source._vc_count(tenant, model_id, kind, BACKGROUND_LOAD_ROWS) < (
+            BACKGROUND_LOAD_ROWS
+        ):
+            return False
+        with self._lock:
+            if key in self.cache.slots:
+                return False  # loaded meanwhile (a concurrent search)
+            load = self._loads.get(key)
+            if load is None:
+                load = self._loads[key] = _SlotLoad(self, source, key, dim, generation)
+        return load.dim == dim and not load.call.done()
+
+    async def _load(
+        self, source: VectorSource, key: tuple[str, str, str], dim: int, generation: int
+    ) -> SyncedSlot | None:
+        """Every row of ``key`` read in chunks of ``LOAD_CHUNK_ROWS`` (each one a snapshot
+        of its own: what changes meanwhile is caught up when the slot is adopted, from
+        ``generation``, the counter as of before the first chunk). None: failed (logged)
+        or stopped."""
+        tenant, model_id, kind = key
+        try:
+            fresh = SyncedSlot(dim)
+            fresh.generation = generation
+            after = -1
+            while not self._closing:
+                rows = await source._vc_rows(tenant, model_id, kind, dim, after, LOAD_CHUNK_ROWS)
+                await _grow(fresh, fresh.n + len(rows.rowids))
+                fresh.merge(rows)  # no one else holds the slot yet
+                if fresh.max_rowid <= after:
+                    return fresh  # nothing above ``after``: every row is in
+                after = fresh.max_rowid
+            return None
+        except Exception:
+            if not self._closing:  # else the store closed under it
+                logger.warning("loading cached vectors of %s failed", key, exc_info=True)
+            return None
+
+    async def _adopt(self, key: tuple[str, str, str], dim: int) -> SyncedSlot | None:
+        """The slot of ``key``'s background load (waited for), registered; None when there
+        is none, it failed, or it holds another dimension (then loaded inline)."""
+        with self._lock:
+            load = self._loads.get(key)
+        if load is None:
+            return None
+        try:
+            fresh = await load.call.wait()
+        except Exception:  # started on another event loop, or closed meanwhile
+            fresh = None
+        with self._lock:
+            if self._loads.get(key) is load:
+                del self._loads[key]
+            held = self.cache.slots.get(key)
+            if isinstance(held, SyncedSlot) and held.dim == dim:
+                return held  # a concurrent search adopted it (or loaded the key) first
+            if fresh is None or fresh.dim != dim:
+                return None
+            self.cache.slots[key] = fresh
+            return fresh
 
     def _cached(self, tenant: str, model_id: str, kind: str) -> SyncedSlot | None:
         with self._lock:
@@ -186,6 +316,11 @@ class CachedVectors:
         stamp: tuple[int, int],
     ) -> SyncedSlot:
         slot = self._cached(tenant, model_id, kind)
+        if slot is None or slot.dim != dim:
+            # a background load (``_cold``): waited for (a wider search needs every row
+            # rather than read them twice) and caught up below, as after another
+            # process's writes
+            slot = await self._adopt((tenant, model_id, kind), dim) or slot
         if slot is not None and slot.current(dim, stamp):
             return slot
         if slot is not None and slot.dim == dim and slot.generation != stamp[1]:
@@ -277,6 +412,7 @@ class CachedVectors:
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
         shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+        early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
         stamps, confirmed = await source._vc_check(
@@ -286,13 +422,28 @@ class CachedVectors:
             slot.current(dim, stamps.get(kind, (0, 0))) for kind, slot in slots.items()
         ):
             # the cache lagged: read what changed (as of the counters), rank and confirm again
+            narrowed = thread_id is not None or (
+                visible_to is not None and not isinstance(visible_to.user_id, Unset)
+            )
+            cold: list[str] = []
             for kind in wanted:
-                slots[kind] = await self._current(
-                    source, tenant, model_id, kind, dim, stamps.get(kind, (0, 0))
+                stamp = stamps.get(kind, (0, 0))
+                if (
+                    narrowed
+                    and kind not in slots
+                    and await self._cold(source, tenant, model_id, kind, dim, stamp[1])
+                ):
+                    cold.append(kind)  # its slot loads meanwhile: the scope read from the store
+                    continue
+                slots[kind] = await self._current(source, tenant, model_id, kind, dim, stamp)
+            if cold:
+                early = await source._vc_exact(
+                    tenant, vector, model_id, cold, k, thread_id, visible_to
                 )
             shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
-                return []
+                early.sort(key=lambda h: (-h.score, h.kind, h.id))
+                return early[:k]
             _, confirmed = await source._vc_check(
                 tenant, model_id, [], _ids(shortlist, k), dim, thread_id, visible_to
             )
@@ -306,7 +457,7 @@ class CachedVectors:
                 tenant, model_id, [], _ids(rest), dim, thread_id, visible_to
             )
             confirmed |= more
-        hits: list[SearchHit] = []
+        hits = early
         redo: list[str] = []
         for kind, best in shortlist.items():
             kept = [(rid, tid, score) for rid, tid, score in best if (kind, rid) in confirmed]
@@ -318,6 +469,42 @@ class CachedVectors:
             hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
         hits.sort(key=lambda h: (-h.score, h.kind, h.id))
         return hits[:k]
+
+
+async def _grow(slot: SyncedSlot, need: int) -> None:
+    """Room for ``need`` rows in ``slot``'s matrix, its rows copied 4,096 at a time,
+    letting other tasks run in between: one copy of 180k 384-d rows into new memory
+    held the event loop for 0.7 s (``VectorSlot.append`` grows it at once)."""
+    import numpy as np
+
+    if slot.n == 0 or need <= slot.matrix.shape[0]:
+        return
+    grown = np.zeros((max(need, 2 * slot.matrix.shape[0]), slot.dim), np.float32)
+    for start in range(0, slot.n, 4096):
+        stop = min(start + 4096, slot.n)
+        grown[start:stop] = slot.matrix[start:stop]
+        await asleep(0)
+    slot.reserve(grown)
+
+
+class _SlotLoad:
+    """A background load of one key's slot (``CachedVectors._load``); ``dim``: its
+    vectors' dimension."""
+
+    def __init__(
+        self,
+        owner: CachedVectors,
+        source: VectorSource,
+        key: tuple[str, str, str],
+        dim: int,
+        generation: int,
+    ) -> None:
+        self.dim = dim
+
+        async def run() -> SyncedSlot | None:
+            return await owner._load(source, key, dim, generation)
+
+        self.call = AsyncBackgroundCall("memorybank-vector-load", run)
 
 
 def _ids(
