@@ -34,6 +34,7 @@ __all__ = [
     "VectorItem",
     "Visibility",
     "by_kind",
+    "names_user",
     "searched_kinds",
     "visible",
 ]
@@ -107,6 +108,12 @@ class Visibility:
 
 def _axis_admits(asking: str | Unset | None, owner: str | None) -> bool:
     return isinstance(asking, Unset) or owner is None or owner == asking
+
+
+def names_user(visible_to: Visibility | None) -> bool:
+    """Whether ``visible_to`` narrows a search to one user's records (and the shared
+    ones): a user is given, ``None`` included, not ``UNSET``."""
+    return visible_to is not None and not isinstance(visible_to.user_id, Unset)
 
 
 def visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:

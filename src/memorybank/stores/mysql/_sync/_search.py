@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from memorybank.stores.contract._sync.store import SearchHit, Unset, VectorItem, Visibility
+from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract.types import names_user
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement, placeholders, search_words
 from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_array
@@ -341,11 +342,8 @@ class SearchMixin(MySQLBase):
         """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
         from memorybank.stores.vectors.exact import top_k
 
-        by_owner = (  # a user's scope (while the key loads in process: ``_cold``)
-            thread_id is None
-            and visible_to is not None
-            and not isinstance(visible_to.user_id, Unset)
-        )
+        # a user's scope (while the key loads in process: ``_cold``)
+        by_owner = thread_id is None and names_user(visible_to)
         statements = self._vector_statements(
             tenant, model_id, kinds, thread_id, visible_to, ", v.vector", by_owner=by_owner
         )

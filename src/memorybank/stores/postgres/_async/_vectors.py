@@ -14,7 +14,8 @@ from psycopg import sql
 from psycopg.rows import tuple_row
 
 from memorybank.errors import InvalidInput
-from memorybank.stores.contract._async.store import SearchHit, Unset, VectorItem, Visibility
+from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract.types import names_user
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores.postgres.rows import (
@@ -323,12 +324,7 @@ class VectorsMixin(PostgresBase):
             select, tail = _EXACT if self._native else (", v.embedding", ")")
             # a user's scope (no thread): read by its owners (without pgvector, while the
             # key's vectors load in process, ``CachedVectors._cold``)
-            by_owner = (
-                not self._native
-                and thread_id is None
-                and visible_to is not None
-                and not isinstance(visible_to.user_id, Unset)
-            )
+            by_owner = not self._native and thread_id is None and names_user(visible_to)
             query, params = self._vector_query(
                 tenant, model_id, dim, want_entries, record_kinds, thread_id, visible_to,
                 select, tail, None, by_owner=by_owner,

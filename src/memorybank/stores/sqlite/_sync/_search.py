@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
+from memorybank.stores.contract.types import names_user
 from memorybank.stores.sql.common import (
     fts_query,
     scope_sql,
@@ -656,9 +657,7 @@ class SearchMixin(SQLiteStoreBase):
         if cache is not None and key in cache.slots:
             loads.pop(key, None)  # loaded meanwhile (a wider search): this one is not needed
             return None
-        narrowed = thread_id is not None or (
-            visible_to is not None and not isinstance(visible_to.user_id, Unset)
-        )
+        narrowed = thread_id is not None or names_user(visible_to)
         if not narrowed or self.path == ":memory:":
             if load is not None:  # a wider search needs every row: it waits for the load
                 load.done.wait()  # (``_vector_slot`` takes it) rather than read them twice

@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memorybank.runtime.concurrency import AsyncBackgroundCall, asleep
 from memorybank.runtime.log import logger
-from memorybank.stores.contract.types import SearchHit, Unset, Visibility
+from memorybank.stores.contract.types import SearchHit, Visibility, names_user
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
 
 if TYPE_CHECKING:
@@ -422,9 +422,7 @@ class CachedVectors:
             slot.current(dim, stamps.get(kind, (0, 0))) for kind, slot in slots.items()
         ):
             # the cache lagged: read what changed (as of the counters), rank and confirm again
-            narrowed = thread_id is not None or (
-                visible_to is not None and not isinstance(visible_to.user_id, Unset)
-            )
+            narrowed = thread_id is not None or names_user(visible_to)
             cold: list[str] = []
             for kind in wanted:
                 stamp = stamps.get(kind, (0, 0))
