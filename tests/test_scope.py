@@ -115,3 +115,13 @@ async def test_sessions_differ_by_channel_and_agent(memory: AsyncMemory) -> None
     assert collide.id != apart.id and collide.user_id == "b_c" and apart.user_id == "c"
     with pytest.raises(ThreadForbidden):
         await sessions.get(one.id, user_id="someone-else")
+
+
+def test_names_user_is_a_search_narrowed_to_one_user() -> None:
+    from memorybank.stores.contract import UNSET, Visibility, names_user
+
+    assert names_user(Visibility("agent", "ann"))
+    assert names_user(Visibility(UNSET, None))  # shared records only: still narrowed
+    assert not names_user(Visibility("agent", UNSET))
+    assert not names_user(Visibility(UNSET, UNSET))
+    assert not names_user(None)

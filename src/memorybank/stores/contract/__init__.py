@@ -41,6 +41,7 @@ from memorybank.stores.contract.types import (
     VectorItem,
     Visibility,
     by_kind,
+    names_user,
     searched_kinds,
     visible,
 )
@@ -97,6 +98,7 @@ __all__ = [
     "VectorItem",
     "Visibility",
     "by_kind",
+    "names_user",
     "searched_kinds",
     "visible",
 ]
