@@ -17,6 +17,7 @@ from typing import Any
 
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.runtime.concurrency import AsyncLock
 from memorybank.stores.contract._async.store import (
@@ -192,6 +193,7 @@ class AsyncInMemoryStore(AsyncStore):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
+        check_batch_ids(entries)
         async with self._lock:
             thread = self._thread(tenant, thread_id)
             if not isinstance(owner, Unset) and thread.user_id != owner:
@@ -200,6 +202,7 @@ class AsyncInMemoryStore(AsyncStore):
             rows = self._entries.get((tenant, thread_id, name))
             if rows is None:
                 raise NotFound(f"branch {name!r} not found")
+            held = {e.id for e in rows}
             by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
             prints = self._fingerprints.get((tenant, thread_id), {})
             prints_new: dict[str, str] = {}
@@ -213,6 +216,8 @@ class AsyncInMemoryStore(AsyncStore):
                         raise key_reused(new.idempotency_key)
                     stored.append(existing)
                     continue
+                if new.id in held:
+                    raise id_taken(new.id, name)
                 position += 1
                 entry = _entry_from_new(new, thread_id, name, position)
                 if entry.idempotency_key is not None:

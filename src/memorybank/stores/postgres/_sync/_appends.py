@@ -14,6 +14,7 @@ from psycopg import pq
 
 from memorybank.errors import Conflict, NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract._sync.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.postgres._sync._base import PostgresBase
@@ -43,6 +44,37 @@ class AppendsMixin(PostgresBase):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """One statement: owner check, thread and branch locks, positions, insert."""
+        check_batch_ids(entries)
+        try:
+            return self._entry_append(tenant, thread_id, entries, updated_at, branch, owner)
+        except Conflict as error:
+            cause = error.__cause__
+            if not (
+                isinstance(cause, psycopg.errors.UniqueViolation)
+                and cause.diag.constraint_name == f"{self.prefix}entries_id"
+            ):
+                raise
+            # The unique index on (tenant, thread, branch, id) refused it: name the id.
+            rows = self._fetch(
+                f"SELECT e.id, e.branch FROM {self.prefix}entries e JOIN {self.prefix}threads t"
+                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+                " WHERE e.tenant_id = %s AND e.thread_id = %s"
+                " AND e.branch = coalesce(%s, t.current_branch) AND e.id = ANY(%s) LIMIT 1",
+                (tenant, thread_id, branch, [e.id for e in entries]),
+            )
+            if not rows:
+                raise
+            raise id_taken(rows[0][0], rows[0][1]) from cause
+
+    def _entry_append(
+        self,
+        tenant: str,
+        thread_id: str,
+        entries: Sequence[NewEntry],
+        updated_at: datetime,
+        branch: str | None,
+        owner: str | Unset | None,
+    ) -> AppendResult:
         # A key repeated within the batch is sent once; later copies get its entry.
         first_of: dict[str, int] = {}
         sent: list[NewEntry] = []

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.items import AppendResult
@@ -125,6 +126,18 @@ class EntriesMixin(SQLiteStoreBase):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         p = self.prefix
+        check_batch_ids(entries)
+
+        def taken(conn: sqlite3.Connection, name: str, error: sqlite3.IntegrityError) -> Exception:
+            # The unique index on (tenant, thread, branch, id) refused the insert: name the id.
+            ids = [e.id for e in entries]
+            marks = ", ".join("?" * len(ids))
+            row = conn.execute(
+                f"SELECT id FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
+                f" AND id IN ({marks}) LIMIT 1",
+                (tenant, thread_id, name, *ids),
+            ).fetchone()
+            return error if row is None else id_taken(row[0], name)
 
         def op(conn: sqlite3.Connection) -> AppendResult:
             stamp = to_us(updated_at)
@@ -152,7 +165,10 @@ class EntriesMixin(SQLiteStoreBase):
                 sql, pick = _single_insert(
                     p, values[6] is None, values[7] is None, values[8] is None, values[9] is None
                 )
-                conn.execute(sql, pick(values))
+                try:
+                    conn.execute(sql, pick(values))
+                except sqlite3.IntegrityError as error:
+                    raise taken(conn, name, error) from error
                 self._fts_added(conn, 1)
                 return AppendResult([_stored(new, thread_id, name, position)], thread)
             existing: dict[str, Entry] = {}
@@ -184,7 +200,10 @@ class EntriesMixin(SQLiteStoreBase):
                 stored.append(entry)
                 params.append((tenant, thread_id, name, position, *_entry_values(new, scope)))
             if params:
-                conn.executemany(self._append_insert, params)
+                try:
+                    conn.executemany(self._append_insert, params)
+                except sqlite3.IntegrityError as error:
+                    raise taken(conn, name, error) from error
                 self._fts_added(conn, len(params))
             return AppendResult(stored, thread)
 

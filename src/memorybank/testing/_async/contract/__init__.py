@@ -19,6 +19,7 @@ fresh ids, so a store may be shared between tests.
 from __future__ import annotations
 
 from memorybank.testing._async.contract._entries import EntryCases
+from memorybank.testing._async.contract._entry_ids import EntryIdCases
 from memorybank.testing._async.contract._idempotency import IdempotencyCases
 from memorybank.testing._async.contract._lifecycle import LifecycleCases
 from memorybank.testing._async.contract._messages import MessageCases
@@ -33,6 +34,7 @@ __all__ = ["AsyncContract"]
 class AsyncContract(
     ThreadCases,
     EntryCases,
+    EntryIdCases,
     MessageCases,
     IdempotencyCases,
     StateCases,

@@ -20,6 +20,7 @@ fresh ids, so a store may be shared between tests.
 from __future__ import annotations
 
 from memorybank.testing._sync.contract._entries import EntryCases
+from memorybank.testing._sync.contract._entry_ids import EntryIdCases
 from memorybank.testing._sync.contract._idempotency import IdempotencyCases
 from memorybank.testing._sync.contract._lifecycle import LifecycleCases
 from memorybank.testing._sync.contract._messages import MessageCases
@@ -34,6 +35,7 @@ __all__ = ["SyncContract"]
 class SyncContract(
     ThreadCases,
     EntryCases,
+    EntryIdCases,
     MessageCases,
     IdempotencyCases,
     StateCases,
