@@ -1,9 +1,7 @@
 """The store contract over HTTP: what ``AsyncHTTPStore`` (``Memory("http://...")``) calls.
 
 ``POST /v1/store/{method}`` runs one method of the server's store for the
-caller's tenant. A method's name before the ``noun_verb`` rename
-(``memorybank.stores.contract.renamed.RENAMED``, old -> new) is accepted for one
-release and calls the renamed method, so an older client keeps working. The callable
+caller's tenant. The callable
 methods are ``memorybank.stores.http.wire.METHODS``
 (an explicit table: every contract method but ``close``; any other name is
 404); the body is ``{"v": 1, "args": {...}}``, decoded and validated by the
@@ -47,7 +45,6 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Thread
 from memorybank.server.deps import Caller, CallerDep, root_memory
 from memorybank.server.errors import ApiError
-from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import AppendResult
 from memorybank.stores.http import wire as _wire
 
@@ -158,8 +155,7 @@ def router() -> APIRouter:
         who: CallerDep,
         root: Annotated[AsyncMemory, Depends(root_memory)],
     ) -> Response:
-        # A client of the release before the rename calls the old names: the same method.
-        spec = _wire.METHODS.get(RENAMED.get(method, method))
+        spec = _wire.METHODS.get(method)
         if spec is None:
             raise ApiError(404, "not_found", f"no store method {method!r}")
         if who.user_id is not None:

@@ -10,16 +10,19 @@ async                       sync                   methods
 ``AsyncStoreBase``          ``StoreBase``          ``close``, ``reclaim_space``, ``capabilities``
 ``AsyncThreadStore``        ``ThreadStore``        threads and branches
 ``AsyncEntryStore``         ``EntryStore``         entries and compaction
-``AsyncRunStateStore``      ``RunStateStore``      working memory, snapshots, summaries
+``AsyncRunStateStore``      ``RunStateStore``      working memory, snapshots, summaries (derived)
 ``AsyncRecordStore``        ``RecordStore``        records (facts, documents, graph nodes)
-``AsyncSearchStore``        ``SearchStore``        keyword and vector search, vectors
+``AsyncSearchStore``        ``SearchStore``        keyword and vector search, vectors (derived)
 ``AsyncBatchReads``         ``BatchReads``         reads of many at once (defaults given)
 ==========================  =====================  ==========================================
 
 The values its methods take and return are here too (``NewEntry``, ``Record``,
 ``RecordGuard``, ``Visibility``, ...), with the records of ``memorybank.records``
 (``Thread``, ``Entry``, ``Branch``, ``Summary``, ``ToolCall``) and ``Capability``.
-A guide: docs/writing-a-store.md.
+A store must implement the ``REQUIRED`` methods (the abstract ones, 20); every other
+method has a default derived from them, written once here, which a store may override
+for speed, claiming the group's ``Capability`` (``OVERRIDES``). A guide:
+docs/writing-a-store.md.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
-from memorybank.stores.contract.capabilities import Capability
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
+from memorybank.rules.idempotency import clash as fingerprints_clash
+from memorybank.rules.idempotency import key_reused
+from memorybank.stores.contract.capabilities import OVERRIDES, Capability
 from memorybank.stores.contract.types import (
     LAST_POSITION,
     UNSET,
@@ -66,6 +72,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LAST_POSITION",
+    "OVERRIDES",
+    "REQUIRED",
     "UNSET",
     "AppendResult",
     "AsyncBatchReads",
@@ -98,10 +106,25 @@ __all__ = [
     "VectorItem",
     "Visibility",
     "by_kind",
+    "check_batch_ids",
+    "fingerprints_clash",
+    "id_taken",
+    "key_reused",
     "names_user",
     "searched_kinds",
     "visible",
 ]
+
+#: The methods a store must implement (``AsyncStore``'s abstract methods); the rest of the
+#: contract is derived from them.
+REQUIRED: tuple[str, ...] = (
+    "close", "forget_user",
+    "thread_create", "thread_get", "thread_list", "thread_update", "thread_delete",
+    "branch_create", "branch_list", "branch_delete",
+    "entry_append", "entry_list", "entry_delete", "entry_truncate_after", "entry_update",
+    "entry_compact",
+    "record_put", "record_get", "record_delete", "record_list",
+)  # fmt: skip
 
 _CLASSES = {
     "AsyncStore": "_async.store",

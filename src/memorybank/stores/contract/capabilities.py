@@ -6,14 +6,18 @@ working, and a third-party store may still claim a string of its own.
 
 The conformance suite reads them: a case marked ``@pytest.mark.requires(Capability.X)``
 is skipped, with ``Capability.X`` named in the reason, on a store that does not claim
-``X``; every other case runs on every store.
+``X``; every other case runs on every store. ``RUN_STATE``, ``TEXT_SEARCH`` and
+``VECTOR_SEARCH`` say which groups of the contract's derived methods (``OVERRIDES``) a
+store answers itself; a store that claims none of them runs the derived paths in every
+case, so nothing is skipped.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
-__all__ = ["Capability"]
+__all__ = ["OVERRIDES", "Capability"]
 
 
 class Capability(StrEnum):
@@ -40,8 +44,26 @@ class Capability(StrEnum):
     #: ``vector_search`` is answered by an external vector index (``memorybank.vector_index``)
     #: and re-checked in the store.
     VECTOR_INDEX = "vector_index"
-    #: ``working_runs`` and ``snapshot_runs`` list run ids (they return lists, never
-    #: ``None``).
-    RUN_LISTING = "run_listing"
-    #: ``summary_agents`` lists the agents that have summaries (a list, never ``None``).
-    SUMMARY_AGENT_LISTING = "summary_agent_listing"
+    #: The store answers working memory, snapshots and summaries itself (tables or keys of
+    #: its own) instead of the records the contract derives them from.
+    RUN_STATE = "run_state"
+    #: The store answers ``text_search`` from a keyword index of its own instead of the
+    #: contract's derived scan.
+    TEXT_SEARCH = "text_search"
+    #: The store keeps vectors itself and answers ``vector_put``, ``vector_search`` and
+    #: ``vector_get`` instead of the records the contract derives them from.
+    VECTOR_SEARCH = "vector_search"
+
+
+#: The methods each override capability stands for: a store that defines any of a group's
+#: methods itself defines them all and claims the capability (``memorybank.testing`` checks
+#: it), since a group's methods share one representation (derived records, or the store's own).
+OVERRIDES: Final[dict[Capability, tuple[str, ...]]] = {
+    Capability.RUN_STATE: (
+        "working_set", "working_get", "working_delete", "working_items", "working_clear",
+        "working_runs", "snapshot_save", "snapshot_load", "snapshot_delete", "snapshot_runs",
+        "summary_add", "summary_list", "summary_agents",
+    ),
+    Capability.TEXT_SEARCH: ("text_search",),
+    Capability.VECTOR_SEARCH: ("vector_put", "vector_search", "vector_get"),
+}  # fmt: skip

@@ -7,13 +7,12 @@ server) speak it; nothing here does I/O. One contract call is one request::
     {"v": 1, "args": {...}}      ->  200 {"v": 1, "result": ...}
                                      4xx/5xx {"code", "message", "field"?, "request_id"}
 
-Methods travel by their ``noun_verb`` names; the server also accepts, for one release,
-the names before the rename (``memorybank.stores.contract.renamed.RENAMED``), so an
-older client keeps working against a newer server.
+Methods travel by their ``noun_verb`` names.
 
-``METHODS`` is the table of callable methods (every abstract method of
-``AsyncStore`` but ``close``, which is the client's own, the batch record reads
-``BATCH_METHODS``, so each is one request, and ``LISTING_METHODS``); the server
+``METHODS`` is the table of callable methods (every required method of
+``AsyncStore`` but ``close``, which is the client's own; the derived ones a store may
+override; the batch record reads ``BATCH_METHODS``, so each is one request, and
+``LISTING_METHODS``); the server
 calls nothing else. Each method lists its parameters with their codec, so
 arguments are encoded by name and decoded, on the server, into exactly the
 keyword arguments the store method takes.
@@ -75,7 +74,9 @@ from memorybank.errors import (
 )
 from memorybank.records import ROLES, Branch, Entry, Summary, Thread, ToolCall
 from memorybank.rules import validate as v
+from memorybank.stores.contract import REQUIRED
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.contract.capabilities import OVERRIDES
 from memorybank.stores.contract.types import (
     UNSET,
     AppendResult,
@@ -626,14 +627,18 @@ def _method(name: str) -> Method:
 
 
 def contract_methods() -> list[str]:
-    """The names of the callable methods, sorted: every abstract method of ``AsyncStore``
-    but ``close`` (the client's own), plus ``BATCH_METHODS`` and ``LISTING_METHODS``."""
-    abstract = {
-        name
-        for name in dir(AsyncStore)
-        if getattr(getattr(AsyncStore, name), "__isabstractmethod__", False)
-    }
-    return sorted((abstract - {"close"}) | BATCH_METHODS | LISTING_METHODS)
+    """The names of the callable methods, sorted: every required method of ``AsyncStore``
+    but ``close`` (the client's own), every derived one a store may answer itself
+    (``OVERRIDES``, ``entry_get``/``entry_clear``/``entry_count``: the server's store
+    answers them), plus ``BATCH_METHODS`` and ``LISTING_METHODS``."""
+    derived = {name for group in OVERRIDES.values() for name in group}
+    return sorted(
+        (set(REQUIRED) - {"close"})
+        | derived
+        | {"entry_get", "entry_clear", "entry_count"}
+        | BATCH_METHODS
+        | LISTING_METHODS
+    )
 
 
 #: Every method the server may call, by name. Nothing outside this table is callable.

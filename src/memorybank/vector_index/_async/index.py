@@ -55,7 +55,6 @@ from memorybank.stores.contract._async.store import (
     Visibility,
 )
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import searched_kinds, visible
 from memorybank.vector_index.points import (
     IndexPoint,
@@ -726,8 +725,6 @@ for _part in AsyncStore.__mro__:
     if not issubclass(_part, AsyncStoreBase):
         continue
     for _name, _value in list(vars(_part).items()):
-        if _name in RENAMED:  # a deprecated alias: the base's, calling this class's new name
-            continue
         if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
             setattr(AsyncIndexedStore, _name, _delegate(_name))
 AsyncIndexedStore.__abstractmethods__ = frozenset()

@@ -56,7 +56,6 @@ from memorybank.stores.contract._sync.store import (
     Visibility,
 )
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.stores.contract.renamed import RENAMED
 from memorybank.stores.contract.types import searched_kinds, visible
 from memorybank.vector_index.points import (
     IndexPoint,
@@ -727,8 +726,6 @@ for _part in Store.__mro__:
     if not issubclass(_part, StoreBase):
         continue
     for _name, _value in list(vars(_part).items()):
-        if _name in RENAMED:  # a deprecated alias: the base's, calling this class's new name
-            continue
         if callable(_value) and not _name.startswith("_") and _name not in vars(IndexedStore):
             setattr(IndexedStore, _name, _delegate(_name))
 IndexedStore.__abstractmethods__ = frozenset()

@@ -9,64 +9,17 @@ derives from it; ``AsyncStore`` composes them all. The guarantees every method k
 from __future__ import annotations
 
 import abc
-import warnings
-from collections.abc import Callable
-from typing import Any
-
-from memorybank.stores.contract.renamed import RENAMED
 
 __all__ = ["AsyncStoreBase"]
-
-
-def _deprecated_alias(old: str, new: str) -> Callable[..., Any]:
-    """``old``, kept for one release: warns, then calls the store's ``new``."""
-
-    async def alias(self: Any, *args: Any, **kwargs: Any) -> Any:
-        warnings.warn(
-            f"{type(self).__name__}.{old} is deprecated: call {new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return await getattr(self, new)(*args, **kwargs)
-
-    alias.__name__ = alias.__qualname__ = old
-    alias.__doc__ = f"Deprecated (one release): ``{new}``."
-    alias._renamed_to = new  # type: ignore[attr-defined]
-    return alias
-
-
-def _old_override(old: str, new: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    """``new`` on a store that implements only ``old`` (written before the rename):
-    warns, then calls that implementation."""
-
-    async def forward(self: Any, *args: Any, **kwargs: Any) -> Any:
-        warnings.warn(
-            f"{type(self).__name__} implements {old}, deprecated: rename it {new}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return await method(self, *args, **kwargs)
-
-    forward.__name__ = forward.__qualname__ = new
-    forward.__doc__ = method.__doc__
-    return forward
 
 
 class AsyncStoreBase(abc.ABC):
     """Lifecycle and capabilities: the part of the contract every store has."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        """A subclass that defines an old method name (``RENAMED``) and not the new one
-        gets the new one calling it (before ``abc`` counts what is still abstract)."""
-        super().__init_subclass__(**kwargs)
-        for old, new in RENAMED.items():
-            method = cls.__dict__.get(old)
-            if callable(method) and new not in cls.__dict__:
-                setattr(cls, new, _old_override(old, new, method))
-
     #: The optional features this store has: ``Capability`` members (a ``StrEnum``, so
     #: ``"ttl" in store.capabilities`` works too), or strings of a store's own. The
-    #: conformance suite skips the cases marked ``requires(X)`` unless ``X`` is here.
+    #: conformance suite skips the cases marked ``requires(X)`` unless ``X`` is here, and
+    #: checks that a store claims each override group (``OVERRIDES``) it overrides.
     capabilities: frozenset[str] = frozenset()
 
     # -- lifecycle -------------------------------------------------------------
@@ -91,7 +44,3 @@ class AsyncStoreBase(abc.ABC):
         this default. Never changes what any read returns.
         """
         return None  # a server store has nothing to give back from the client side
-
-
-for _old, _new in RENAMED.items():
-    setattr(AsyncStoreBase, _old, _deprecated_alias(_old, _new))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._async.base import AsyncStoreBase
 from memorybank.stores.contract.types import UNSET, Unset
@@ -103,11 +104,17 @@ class AsyncEntryStore(AsyncStoreBase):
         thread, rows = await self.entry_list(tenant, thread_id, limit=limit)
         return thread.user_id, [e.to_message() for e in drop_orphan_tool_results(rows)]
 
-    @abc.abstractmethod
     async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
-        """One entry of ``branch`` (``None``: current), or ``None``."""
+        """One entry of ``branch`` (``None``: current), or ``None`` (a missing thread or
+        branch too). Derived: reads the branch with ``entry_list``; a store overrides it
+        with one indexed read."""
+        try:
+            _, rows = await self.entry_list(tenant, thread_id, branch=branch)
+        except NotFound:
+            return None
+        return next((e for e in rows if e.id == entry_id), None)
 
     @abc.abstractmethod
     async def entry_delete(
@@ -124,13 +131,21 @@ class AsyncEntryStore(AsyncStoreBase):
         ``NotFound`` if the entry is not on the branch.
         """
 
-    @abc.abstractmethod
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Delete every entry of ``branch`` (``None``: current); how many."""
+        """Delete every entry of ``branch`` (``None``: current); how many. ``NotFound`` if
+        the thread is absent. Derived: ``entry_list`` then ``entry_delete`` of what it
+        read (an entry appended in between is after the clear)."""
+        thread, rows = await self.entry_list(tenant, thread_id, branch=branch)
+        if not rows:
+            return 0
+        name = thread.current_branch if branch is None else branch
+        return await self.entry_delete(tenant, thread_id, [e.id for e in rows], branch=name)
 
-    @abc.abstractmethod
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Number of entries on ``branch``. ``NotFound`` if the thread is absent."""
+        """Number of entries on ``branch``. ``NotFound`` if the thread is absent. Derived:
+        the length of ``entry_list``; a store overrides it with a count."""
+        _, rows = await self.entry_list(tenant, thread_id, branch=branch)
+        return len(rows)
 
     # -- compaction ------------------------------------------------------------
 

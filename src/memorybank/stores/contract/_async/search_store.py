@@ -1,5 +1,14 @@
 """``AsyncSearchStore``: keyword and vector search, and the vectors themselves (a part of
-``AsyncStore``).
+``AsyncStore``), derived from the other primitives.
+
+Nothing here is required. The defaults are written once on threads, entries and
+records: ``text_search`` ranks every text in scope by BM25 in this process;
+vectors are records of the reserved kind ``VECTOR_KIND`` (owned like what they
+embed, so ``forget_user`` takes them), and ``vector_search`` compares them all.
+Both read everything in scope on every call: right for a small store, and the
+reason a store with an index overrides them (claiming ``Capability.TEXT_INDEX``
+or ``Capability.VECTOR_STORE``; the conformance suite checks the claims match).
+Vectors whose record or entry is gone are skipped, and dropped when found.
 
 "Scope" in ``memorybank.stores.contract._async.store`` applies: every hit is of the
 tenant, and ``visible_to`` keeps what that agent and user may see.
@@ -7,28 +16,79 @@ tenant, and ``visible_to`` keeps what that agent and user may see.
 
 from __future__ import annotations
 
-import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import dataclasses
+import json
+import math
+from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from memorybank.stores.contract._async.base import AsyncStoreBase
-from memorybank.stores.contract.types import Visibility
+from memorybank.errors import NotFound
+from memorybank.rules.ids import compound_id
+from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
+from memorybank.stores.contract.types import Visibility, searched_kinds, visible
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-    from memorybank.stores.contract.items import SearchHit, VectorItem
+    from memorybank.stores.contract.items import Record, SearchHit, VectorItem
 
-__all__ = ["AsyncSearchStore"]
+__all__ = ["VECTOR_KIND", "AsyncSearchStore"]
+
+#: The record kind the derived vectors are kept under (no other code writes it).
+VECTOR_KIND = "derived.vector"
 
 
-class AsyncSearchStore(AsyncStoreBase):
+def _vector_id(kind: str, item_id: str, model_id: str) -> str:
+    return compound_id(json.dumps([kind, item_id, model_id], ensure_ascii=False))
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+class AsyncSearchStore(AsyncBatchReads):
     """Search: keyword (``text_search``), vectors (``vector_put``/``search``/``get``)."""
 
-    # -- search ----------------------------------------------------------------
+    # -- keyword search --------------------------------------------------------
 
-    @abc.abstractmethod
+    async def _texts(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> AsyncIterator[tuple[SearchHit, str]]:
+        """Every searchable text in scope, as a zero-score hit and its text."""
+        from memorybank.stores.contract.items import SearchHit
+
+        if "entry" in kinds:
+            if thread_id is None:
+                threads = await self.thread_list(tenant)
+            else:
+                found = await self.thread_get(tenant, thread_id)
+                threads = [] if found is None else [found]
+            for thread in threads:
+                if not visible(visible_to, thread.agent_id, thread.user_id):
+                    continue
+                for branch in await self.branch_list(tenant, thread.id):
+                    try:
+                        _, rows = await self.entry_list(tenant, thread.id, branch=branch.name)
+                    except NotFound:
+                        continue  # deleted meanwhile
+                    for entry in rows:
+                        if entry.content:
+                            hit = SearchHit("entry", entry.id, 0.0, thread.id, branch.name)
+                            yield hit, entry.content
+        if thread_id is None:
+            for kind in dict.fromkeys(kinds):
+                if kind == "entry":
+                    continue
+                for record in await self.record_list(tenant, kind, visible_to=visible_to):
+                    yield SearchHit(kind, record.id, 0.0), record.content
+
     async def text_search(
         self,
         tenant: str,
@@ -43,14 +103,90 @@ class AsyncSearchStore(AsyncStoreBase):
 
         Entries are matched on every branch (hits carry the branch) and scoped
         by their thread's ``agent_id``/``user_id``; ``thread_id`` restricts to
-        one thread (and excludes records). Best first.
+        one thread (and excludes records). Best first. Derived: BM25 over every
+        text in scope (``memorybank.recall.bm25``, imported here: the stores do not
+        otherwise depend on recall).
         """
+        from memorybank.recall.bm25 import BM25Index
 
-    @abc.abstractmethod
+        hits: list[SearchHit] = []
+        index = BM25Index()
+        async for hit, text in self._texts(tenant, kinds, thread_id, visible_to):
+            index.add(str(len(hits)), text)
+            hits.append(hit)
+        ranked = sorted(
+            (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    # -- vectors ---------------------------------------------------------------
+
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
-        """Store (replace) embeddings of records or entries, tagged with their model id."""
+        """Store (replace) embeddings of records or entries, tagged with their model id.
 
-    @abc.abstractmethod
+        Derived: one record of ``VECTOR_KIND`` each, owned like the record or the
+        entry's thread it embeds (an item whose record or thread is gone is not kept).
+        """
+        from memorybank.stores.contract.items import Record
+
+        now = datetime.now(UTC)
+        records: list[Record] = []
+        for item in items:
+            if item.kind == "entry":
+                owner: Any = (
+                    None
+                    if item.thread_id is None
+                    else await self.thread_get(tenant, item.thread_id)
+                )
+            else:
+                owner = await self.record_get(tenant, item.kind, item.id)
+            if owner is None:
+                continue
+            data = {
+                "kind": item.kind,
+                "id": item.id,
+                "thread_id": item.thread_id,
+                "vector": _unit([float(x) for x in item.vector]),
+            }
+            vid = _vector_id(item.kind, item.id, item.model_id)
+            owned = Record(VECTOR_KIND, vid, owner.agent_id, owner.user_id, "", data, now, now)
+            records.append(dataclasses.replace(owned, key=item.model_id))
+        if records:
+            await self.record_put(tenant, records)
+
+    async def _live(self, tenant: str, vectors: Sequence[Record]) -> list[Record]:
+        """``vectors`` whose record or entry still exists; the others are deleted."""
+        wanted: dict[str, list[str]] = {}
+        for v in vectors:
+            if v.data["kind"] == "entry":
+                wanted.setdefault("entry:" + str(v.data["thread_id"]), []).append(v.data["id"])
+            else:
+                wanted.setdefault(v.data["kind"], []).append(v.data["id"])
+        alive: set[tuple[str, str]] = set()
+        for group, ids in wanted.items():
+            if group.startswith("entry:"):
+                thread_id = group[len("entry:") :]
+                try:
+                    branches = await self.branch_list(tenant, thread_id)
+                    for branch in branches:
+                        _, rows = await self.entry_list(tenant, thread_id, branch=branch.name)
+                        alive.update((group, e.id) for e in rows)
+                except NotFound:
+                    continue
+            else:
+                alive.update((group, rid) for rid in await self.record_get_many(tenant, group, ids))
+        live: list[Record] = []
+        dead: list[Record] = []
+        for v in vectors:
+            group = (
+                "entry:" + str(v.data["thread_id"]) if v.data["kind"] == "entry" else v.data["kind"]
+            )
+            (live if (group, v.data["id"]) in alive else dead).append(v)
+        if dead:
+            await self.record_delete(tenant, VECTOR_KIND, [v.id for v in dead])
+        return live
+
     async def vector_search(
         self,
         tenant: str,
@@ -63,12 +199,37 @@ class AsyncSearchStore(AsyncStoreBase):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
         """Best ``k`` by cosine similarity among vectors of ``model_id`` (never mixed)."""
+        from memorybank.stores.contract.items import SearchHit
 
-    @abc.abstractmethod
+        wanted = set(searched_kinds(kinds, thread_id))
+        candidates = [
+            v
+            for v in await self.record_list(
+                tenant, VECTOR_KIND, key=model_id, visible_to=visible_to
+            )
+            if v.data["kind"] in wanted and (thread_id is None or v.data["thread_id"] == thread_id)
+        ]
+        query = _unit([float(x) for x in vector])
+        hits = [
+            SearchHit(
+                v.data["kind"],
+                v.data["id"],
+                sum(a * b for a, b in zip(query, v.data["vector"], strict=False)),
+                v.data["thread_id"],
+            )
+            for v in await self._live(tenant, candidates)
+        ]
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+        return hits[:k]
+
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
+        by_id = {_vector_id(kind, i, model_id): i for i in dict.fromkeys(ids)}
+        found = await self.record_get_many(tenant, VECTOR_KIND, list(by_id))
+        live = await self._live(tenant, list(found.values()))
+        return {by_id[v.id]: list(v.data["vector"]) for v in live}
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

@@ -135,14 +135,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class AsyncStore(
-    AsyncBatchReads,
-    AsyncThreadStore,
-    AsyncEntryStore,
-    AsyncRecordStore,
-    AsyncRunStateStore,
-    AsyncSearchStore,
-):
+class AsyncStore(AsyncSearchStore, AsyncRunStateStore):
     """Base class of every store. See the module docstring for the guarantees.
 
     Composed of the contract's parts, one per capability: ``AsyncThreadStore``

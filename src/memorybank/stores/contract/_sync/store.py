@@ -136,14 +136,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class Store(
-    BatchReads,
-    ThreadStore,
-    EntryStore,
-    RecordStore,
-    RunStateStore,
-    SearchStore,
-):
+class Store(SearchStore, RunStateStore):
     """Base class of every store. See the module docstring for the guarantees.
 
     Composed of the contract's parts, one per capability: ``AsyncThreadStore``

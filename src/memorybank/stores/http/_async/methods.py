@@ -189,8 +189,8 @@ class AsyncHTTPStoreMethods(AsyncStore):
 
     async def snapshot_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", await self._call("snapshot_runs", locals()))
+    ) -> list[str]:
+        return cast("list[str]", await self._call("snapshot_runs", locals()))
 
     async def snapshot_save(
         self,
@@ -209,8 +209,8 @@ class AsyncHTTPStoreMethods(AsyncStore):
 
     async def summary_agents(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", await self._call("summary_agents", locals()))
+    ) -> list[str]:
+        return cast("list[str]", await self._call("summary_agents", locals()))
 
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
@@ -297,8 +297,8 @@ class AsyncHTTPStoreMethods(AsyncStore):
 
     async def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", await self._call("working_runs", locals()))
+    ) -> list[str]:
+        return cast("list[str]", await self._call("working_runs", locals()))
 
     async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         await self._call("working_set", locals())

@@ -131,8 +131,9 @@ class AsyncHTTPStore(AsyncHTTPStoreMethods):
         {
             Capability.REMOTE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_LISTING,
-            Capability.SUMMARY_AGENT_LISTING,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
         }
     )
 

@@ -190,8 +190,8 @@ class HTTPStoreMethods(Store):
 
     def snapshot_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", self._call("snapshot_runs", locals()))
+    ) -> list[str]:
+        return cast("list[str]", self._call("snapshot_runs", locals()))
 
     def snapshot_save(
         self,
@@ -210,8 +210,8 @@ class HTTPStoreMethods(Store):
 
     def summary_agents(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", self._call("summary_agents", locals()))
+    ) -> list[str]:
+        return cast("list[str]", self._call("summary_agents", locals()))
 
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
@@ -298,8 +298,8 @@ class HTTPStoreMethods(Store):
 
     def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return cast("list[str] | None", self._call("working_runs", locals()))
+    ) -> list[str]:
+        return cast("list[str]", self._call("working_runs", locals()))
 
     def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         self._call("working_set", locals())

@@ -132,8 +132,9 @@ class HTTPStore(HTTPStoreMethods):
         {
             Capability.REMOTE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_LISTING,
-            Capability.SUMMARY_AGENT_LISTING,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
         }
     )
 

@@ -58,7 +58,12 @@ class AsyncInMemoryStore(AsyncStore):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
     capabilities = frozenset(
-        {Capability.VOLATILE, Capability.RUN_LISTING, Capability.SUMMARY_AGENT_LISTING}
+        {
+            Capability.VOLATILE,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
     )
 
     def __init__(self) -> None:

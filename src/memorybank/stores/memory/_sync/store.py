@@ -59,7 +59,12 @@ class InMemoryStore(Store):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
     capabilities = frozenset(
-        {Capability.VOLATILE, Capability.RUN_LISTING, Capability.SUMMARY_AGENT_LISTING}
+        {
+            Capability.VOLATILE,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
     )
 
     def __init__(self) -> None:

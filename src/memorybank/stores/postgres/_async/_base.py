@@ -61,8 +61,9 @@ class PostgresBase(AsyncStore):
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_LISTING,
-            Capability.SUMMARY_AGENT_LISTING,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
         }
     )
 

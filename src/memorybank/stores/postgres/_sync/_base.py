@@ -62,8 +62,9 @@ class PostgresBase(Store):
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_LISTING,
-            Capability.SUMMARY_AGENT_LISTING,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
         }
     )
 

@@ -136,8 +136,9 @@ class SQLiteStore(
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_LISTING,
-            Capability.SUMMARY_AGENT_LISTING,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
         }
     )
 

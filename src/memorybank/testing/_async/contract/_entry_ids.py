@@ -48,7 +48,9 @@ class EntryIdCases(ContractBase):
         await store.entry_append(memory.tenant_id, tid, [_new(taken, "first")], updated_at=_WHEN)
         return tid, taken
 
-    async def _contents(self, memory: AsyncMemory, tid: str, branch: str | None = None) -> list:
+    async def _contents(
+        self, memory: AsyncMemory, tid: str, branch: str | None = None
+    ) -> list[str | None]:
         return [e.content for e in await memory.entries.list(tid, branch=branch)]
 
     async def test_an_id_the_branch_holds_is_refused(
@@ -56,13 +58,17 @@ class EntryIdCases(ContractBase):
     ) -> None:
         tid, taken = await self._seeded(memory, store)
         before = await memory.threads.get(tid)
+        assert before is not None
         with pytest.raises(Conflict, match="already"):
-            await store.entry_append(memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN)
+            await store.entry_append(
+                memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN
+            )
         batch = [_new(_id("e"), "new"), _new(taken, "again"), _new(_id("e"), "newer")]
         with pytest.raises(Conflict, match="already"):
             await store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
         assert await self._contents(memory, tid) == ["first"]
-        assert (await memory.threads.get(tid)).updated_at == before.updated_at
+        after = await memory.threads.get(tid)
+        assert after is not None and after.updated_at == before.updated_at
         got = await store.entry_get(memory.tenant_id, tid, taken)
         assert got is not None and got.content == "first" and got.position == 1
 
@@ -100,7 +106,9 @@ class EntryIdCases(ContractBase):
     async def test_ids_are_unique_per_branch(self, memory: AsyncMemory, store: AsyncStore) -> None:
         tid, taken = await self._seeded(memory, store)
         later = _id("e")
-        await store.entry_append(memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN)
+        await store.entry_append(
+            memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN
+        )
         await memory.branches.create(tid, "side", from_entry=taken)
         with pytest.raises(Conflict, match="already"):
             await store.entry_append(

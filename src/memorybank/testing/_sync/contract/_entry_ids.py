@@ -49,7 +49,9 @@ class EntryIdCases(ContractBase):
         store.entry_append(memory.tenant_id, tid, [_new(taken, "first")], updated_at=_WHEN)
         return tid, taken
 
-    def _contents(self, memory: Memory, tid: str, branch: str | None = None) -> list:
+    def _contents(
+        self, memory: Memory, tid: str, branch: str | None = None
+    ) -> list[str | None]:
         return [e.content for e in memory.entries.list(tid, branch=branch)]
 
     def test_an_id_the_branch_holds_is_refused(
@@ -57,13 +59,17 @@ class EntryIdCases(ContractBase):
     ) -> None:
         tid, taken = self._seeded(memory, store)
         before = memory.threads.get(tid)
+        assert before is not None
         with pytest.raises(Conflict, match="already"):
-            store.entry_append(memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN)
+            store.entry_append(
+                memory.tenant_id, tid, [_new(taken, "again")], updated_at=_WHEN
+            )
         batch = [_new(_id("e"), "new"), _new(taken, "again"), _new(_id("e"), "newer")]
         with pytest.raises(Conflict, match="already"):
             store.entry_append(memory.tenant_id, tid, batch, updated_at=_WHEN)
         assert self._contents(memory, tid) == ["first"]
-        assert (memory.threads.get(tid)).updated_at == before.updated_at
+        after = memory.threads.get(tid)
+        assert after is not None and after.updated_at == before.updated_at
         got = store.entry_get(memory.tenant_id, tid, taken)
         assert got is not None and got.content == "first" and got.position == 1
 
@@ -101,7 +107,9 @@ class EntryIdCases(ContractBase):
     def test_ids_are_unique_per_branch(self, memory: Memory, store: Store) -> None:
         tid, taken = self._seeded(memory, store)
         later = _id("e")
-        store.entry_append(memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN)
+        store.entry_append(
+            memory.tenant_id, tid, [_new(later, "main only")], updated_at=_WHEN
+        )
         memory.branches.create(tid, "side", from_entry=taken)
         with pytest.raises(Conflict, match="already"):
             store.entry_append(

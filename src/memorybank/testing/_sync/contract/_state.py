@@ -12,8 +12,17 @@ from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
-from memorybank.stores.contract.capabilities import Capability
-from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock, requires
+from memorybank.stores.contract.capabilities import OVERRIDES, Capability
+from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
+
+
+def _defines(store: object, name: str) -> bool:
+    """Whether ``store``'s class answers ``name`` itself, not with the contract's default."""
+    for klass in type(store).__mro__:
+        if name in vars(klass):
+            return not klass.__module__.startswith("memorybank.stores.contract.")
+    return False
+
 
 __all__ = ["StateCases"]
 
@@ -174,19 +183,19 @@ class StateCases(ContractBase):
             with pytest.raises(InvalidInput):
                 wm.set("k", object())
 
-    def test_listing_capabilities_are_what_the_store_does(self, memory: Memory) -> None:
-        """A store claims ``RUN_LISTING`` / ``SUMMARY_AGENT_LISTING`` exactly when its
-        listing verbs answer (a list, not ``None``): the listing cases below run on every
-        store that can list, and are skipped only on one that cannot."""
-        store, tenant = memory.store, _id("ten")
-        runs = Capability.RUN_LISTING in store.capabilities
-        assert (store.working_runs(tenant) is not None) is runs
-        assert (store.snapshot_runs(tenant) is not None) is runs
-        agents = Capability.SUMMARY_AGENT_LISTING in store.capabilities
-        assert (store.summary_agents(tenant) is not None) is agents
+    def test_override_capabilities_are_what_the_store_does(self, memory: Memory) -> None:
+        """A store claims an override capability (``OVERRIDES``: ``RUN_STATE``,
+        ``TEXT_SEARCH``, ``VECTOR_SEARCH``) exactly when it defines that group's methods
+        itself, all of them: a group's methods share one representation, so a store
+        answering half of them from its own tables and half from derived records would
+        lose data between them. A store that claims none runs the derived paths."""
+        store = memory.store
+        for capability, methods in OVERRIDES.items():
+            own = [m for m in methods if _defines(store, m)]
+            claimed = capability in store.capabilities
+            assert own == (list(methods) if claimed else []), (capability, own)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
 
-    @requires(Capability.RUN_LISTING)
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: Memory
     ) -> None:
@@ -215,7 +224,6 @@ class StateCases(ContractBase):
         assert store.snapshot_runs(tenant, after="s-a", limit=2) == expected[1:3]
         assert store.snapshot_runs(other) == ["s-other"]
 
-    @requires(Capability.SUMMARY_AGENT_LISTING)
     def test_agents_with_summaries_are_listed(self, memory: Memory) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
         odd = ["a:{1}", "a%3A", "a*[x]?", "a-ü"]  # characters that stores escape
