@@ -35,11 +35,11 @@ from memorybank.stores.contract import (
     Thread,
     Unset,
     Visibility,
-    check_batch_ids,
-    fingerprints_clash,
-    id_taken,
-    key_reused,
-    visible,
+    entry_page,
+    new_entry,
+    plan_append,
+    select_records,
+    select_threads,
 )
 
 __all__ = ["DictStore"]
@@ -50,13 +50,6 @@ _T = TypeVar("_T")
 def _copy(value: _T) -> _T:
     """A deep copy: nothing returned aliases stored data."""
     return copy.deepcopy(value)
-
-
-def _entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    given = {
-        f.name: getattr(new, f.name) for f in dataclasses.fields(Entry) if hasattr(new, f.name)
-    }
-    return _copy(Entry(**{**given, "thread_id": thread_id, "branch": branch, "position": position}))
 
 
 class DictStore(AsyncStore):
@@ -77,9 +70,12 @@ class DictStore(AsyncStore):
     async def close(self) -> None:
         self._closed = True
 
-    def _thread(self, tenant: str, thread_id: str) -> Thread:
+    def _open(self) -> None:
         if self._closed:
             raise StoreClosed("the store is closed")
+
+    def _thread(self, tenant: str, thread_id: str) -> Thread:
+        self._open()
         thread = self._threads.get((tenant, thread_id))
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -99,23 +95,16 @@ class DictStore(AsyncStore):
         async with self._lock:
             if (thread.tenant_id, thread.id) in self._threads:
                 raise Conflict(f"thread {thread.id!r} already exists")
-            self._thread_put(thread)
+            self._threads[(thread.tenant_id, thread.id)] = _copy(thread)
             main = Branch(
                 name=thread.current_branch, thread_id=thread.id, created_at=thread.created_at
             )
             self._branches[(thread.tenant_id, thread.id)] = {main.name: (main, [])}
             return _copy(thread)
 
-    def _thread_put(self, thread: Thread) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
-        self._threads[(thread.tenant_id, thread.id)] = _copy(thread)
-
     async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        try:
-            return _copy(self._thread(tenant, thread_id))
-        except NotFound:
-            return None
+        self._open()
+        return _copy(self._threads.get((tenant, thread_id)))
 
     async def thread_list(
         self,
@@ -126,16 +115,10 @@ class DictStore(AsyncStore):
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
-        found = [
-            t
-            for (ten, _), t in self._threads.items()
-            if ten == tenant
-            and (isinstance(user_id, Unset) or t.user_id == user_id)
-            and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
-            and status in (None, t.status)
-        ]
-        found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
-        return [_copy(t) for t in found[:limit]]
+        self._open()
+        mine = (t for (ten, _), t in self._threads.items() if ten == tenant)
+        found = select_threads(mine, user_id=user_id, agent_id=agent_id, status=status, limit=limit)
+        return _copy(found)
 
     async def thread_update(
         self,
@@ -155,7 +138,9 @@ class DictStore(AsyncStore):
             if not isinstance(current_branch, Unset):
                 self._rows(tenant, thread_id, current_branch)  # NotFound for another name
                 changes["current_branch"] = current_branch
-            self._thread_put(dataclasses.replace(thread, updated_at=updated_at, **changes))
+            self._threads[(tenant, thread_id)] = dataclasses.replace(
+                thread, updated_at=updated_at, **changes
+            )
             return _copy(self._threads[(tenant, thread_id)])
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
@@ -218,41 +203,18 @@ class DictStore(AsyncStore):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        check_batch_ids(entries)
         async with self._lock:
             thread = self._thread(tenant, thread_id)
             if not isinstance(owner, Unset) and thread.user_id != owner:
                 raise ThreadForbidden()
             name, rows = self._rows(tenant, thread_id, branch)
-            by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
-            held, prints = {e.id for e in rows}, self._prints.setdefault((tenant, thread_id), {})
-            added: list[Entry] = []
-            stored: list[Entry] = []
-            new_prints: dict[str, str] = {}
-            for new in entries:
-                old = by_key.get(new.idempotency_key) if new.idempotency_key else None
-                if old is not None:  # a replay: the stored entry, unless the payload differs
-                    if fingerprints_clash(prints.get(old.id), new.fingerprint):
-                        raise key_reused(new.idempotency_key)
-                    stored.append(old)
-                    continue
-                if new.id in held:
-                    raise id_taken(new.id, name)
-                entry = _entry(
-                    new, thread_id, name, (rows[-1].position if rows else 0) + len(added) + 1
-                )
-                if entry.idempotency_key is not None:
-                    by_key[entry.idempotency_key] = entry
-                    new_prints.update({entry.id: new.fingerprint} if new.fingerprint else {})
-                added.append(entry)
-                stored.append(entry)
-            # Nothing was changed before this line: a Conflict above wrote nothing.
-            rows.extend(added)
-            prints.update(new_prints)
-            self._thread_put(dataclasses.replace(thread, updated_at=updated_at))
-            return AppendResult(
-                [_copy(e) for e in stored], _copy(self._threads[(tenant, thread_id)])
-            )
+            prints = self._prints.setdefault((tenant, thread_id), {})
+            # The contract's rules (ids, idempotency keys, positions); raises before any write.
+            plan = plan_append(entries, rows, prints, thread_id=thread_id, branch=name)
+            rows.extend(plan.added)
+            prints.update(plan.fingerprints)
+            self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
+            return AppendResult(_copy(plan.entries), _copy(self._threads[(tenant, thread_id)]))
 
     async def entry_list(
         self,
@@ -271,13 +233,10 @@ class DictStore(AsyncStore):
             _, rows = self._rows(tenant, thread_id, branch)
         except NotFound:
             rows = []
-        matching = [
-            e
-            for e in reversed(rows)
-            if (before is None or e.created_at < before) and (after is None or e.created_at > after)
-        ]
-        page = matching[offset:] if limit is None else matching[offset : offset + limit]
-        return _copy(thread), [_copy(e) for e in (page if newest_first else page[::-1])]
+        page = entry_page(
+            rows, limit=limit, offset=offset, before=before, after=after, newest_first=newest_first
+        )
+        return _copy(thread), _copy(page)
 
     async def _keep(
         self, tenant: str, thread_id: str, branch: str | None, keep: Callable[[int, Entry], bool]
@@ -322,9 +281,9 @@ class DictStore(AsyncStore):
                 return False
             kept = [e for e in rows if e.position > through_position]
             if summary is not None:
-                kept.insert(0, _entry(summary, thread_id, branch, through_position))
+                kept.insert(0, new_entry(summary, thread_id, branch, through_position))
             rows[:] = kept
-            self._thread_put(dataclasses.replace(thread, updated_at=updated_at))
+            self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
     async def entry_update(
@@ -350,8 +309,7 @@ class DictStore(AsyncStore):
     # -- records -------------------------------------------------------------------
 
     def _guard(self, tenant: str, guard: RecordGuard | None) -> None:
-        if self._closed:
-            raise StoreClosed("the store is closed")
+        self._open()
         found = None if guard is None else self._records.get((tenant, guard.kind, guard.id))
         if guard is not None and (None if found is None else found.revision) != guard.revision:
             raise guard.failed()
@@ -388,17 +346,17 @@ class DictStore(AsyncStore):
         limit: int | None = None,
     ) -> list[Record]:
         self._guard(tenant, None)
-        found = [
-            r
-            for (ten, knd, _), r in self._records.items()
-            if (ten, knd) == (tenant, kind)
-            and (isinstance(agent_id, Unset) or r.agent_id == agent_id)
-            and (isinstance(user_id, Unset) or r.user_id == user_id)
-            and (isinstance(key, Unset) or r.key == key)
-            and visible(visible_to, r.agent_id, r.user_id)
-        ]
-        found.sort(key=lambda r: (r.created_at, r.id))
-        return [_copy(r) for r in found[:limit]]
+        mine = (r for (ten, knd, _), r in self._records.items() if (ten, knd) == (tenant, kind))
+        return _copy(
+            select_records(
+                mine,
+                agent_id=agent_id,
+                user_id=user_id,
+                key=key,
+                visible_to=visible_to,
+                limit=limit,
+            )
+        )
 
     # -- erasure -------------------------------------------------------------------
 

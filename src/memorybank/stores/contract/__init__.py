@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     from memorybank.stores.contract._sync.search_store import SearchStore
     from memorybank.stores.contract._sync.store import Store
     from memorybank.stores.contract._sync.thread_store import ThreadStore
+    from memorybank.stores.contract.appends import Plan, new_entry, plan_append
+    from memorybank.stores.contract.pages import entry_page, select_records, select_threads
 
 __all__ = [
     "LAST_POSITION",
@@ -90,6 +92,7 @@ __all__ = [
     "Entry",
     "EntryStore",
     "NewEntry",
+    "Plan",
     "Record",
     "RecordGuard",
     "RecordStore",
@@ -107,11 +110,16 @@ __all__ = [
     "Visibility",
     "by_kind",
     "check_batch_ids",
+    "entry_page",
     "fingerprints_clash",
     "id_taken",
     "key_reused",
     "names_user",
+    "new_entry",
+    "plan_append",
     "searched_kinds",
+    "select_records",
+    "select_threads",
     "visible",
 ]
 
@@ -143,6 +151,12 @@ _CLASSES = {
     "RecordStore": "_sync.record_store",
     "SearchStore": "_sync.search_store",
     "BatchReads": "_sync.batch_reads",
+    "Plan": "appends",
+    "new_entry": "appends",
+    "plan_append": "appends",
+    "entry_page": "pages",
+    "select_records": "pages",
+    "select_threads": "pages",
 }
 
 

@@ -17,8 +17,6 @@ from typing import Any
 
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.rules.entry_ids import check_batch_ids, id_taken
-from memorybank.rules.idempotency import clash, key_reused
 from memorybank.runtime.concurrency import AsyncLock
 from memorybank.stores.contract._async.store import (
     UNSET,
@@ -32,7 +30,9 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.appends import new_entry, plan_append
 from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.contract.pages import entry_page, select_records, select_threads
 from memorybank.stores.contract.types import visible
 
 __all__ = ["AsyncInMemoryStore"]
@@ -130,15 +130,13 @@ class AsyncInMemoryStore(AsyncStore):
         limit: int | None = None,
     ) -> list[Thread]:
         self._check_open()
-        found = [
-            t
-            for (ten, _), t in self._threads.items()
-            if ten == tenant
-            and (isinstance(user_id, Unset) or t.user_id == user_id)
-            and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
-            and (status is None or t.status == status)
-        ]
-        found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
+        found = select_threads(
+            (t for (ten, _), t in self._threads.items() if ten == tenant),
+            user_id=user_id,
+            agent_id=agent_id,
+            status=status,
+            limit=limit,
+        )
         if limit is not None:
             found = found[:limit]
         return [_copy_thread(t) for t in found]
@@ -198,7 +196,6 @@ class AsyncInMemoryStore(AsyncStore):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        check_batch_ids(entries)
         async with self._lock:
             thread = self._thread(tenant, thread_id)
             if not isinstance(owner, Unset) and thread.user_id != owner:
@@ -207,37 +204,15 @@ class AsyncInMemoryStore(AsyncStore):
             rows = self._entries.get((tenant, thread_id, name))
             if rows is None:
                 raise NotFound(f"branch {name!r} not found")
-            held = {e.id for e in rows}
-            by_key = {e.idempotency_key: e for e in rows if e.idempotency_key is not None}
             prints = self._fingerprints.get((tenant, thread_id), {})
-            prints_new: dict[str, str] = {}
-            position = rows[-1].position if rows else 0
-            stored: list[Entry] = []
-            added: list[Entry] = []
-            for new in entries:
-                existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
-                if existing is not None:
-                    if clash(prints.get(existing.id), new.fingerprint):
-                        raise key_reused(new.idempotency_key)
-                    stored.append(existing)
-                    continue
-                if new.id in held:
-                    raise id_taken(new.id, name)
-                position += 1
-                entry = _entry_from_new(new, thread_id, name, position)
-                if entry.idempotency_key is not None:
-                    by_key[entry.idempotency_key] = entry
-                    if new.fingerprint is not None:
-                        prints_new[new.id] = new.fingerprint
-                added.append(entry)
-                stored.append(entry)
+            plan = plan_append(entries, rows, prints, thread_id=thread_id, branch=name)
             # Nothing changed before this point: a Conflict above leaves the branch as it was.
-            rows.extend(added)
-            if prints_new:
-                self._fingerprints.setdefault((tenant, thread_id), {}).update(prints_new)
+            rows.extend(plan.added)
+            if plan.fingerprints:
+                self._fingerprints.setdefault((tenant, thread_id), {}).update(plan.fingerprints)
             thread = dataclasses.replace(thread, updated_at=updated_at)
             self._threads[(tenant, thread_id)] = thread
-            return AppendResult([_copy_entry(e) for e in stored], _copy_thread(thread))
+            return AppendResult([_copy_entry(e) for e in plan.entries], _copy_thread(thread))
 
     async def entry_list(
         self,
@@ -253,21 +228,9 @@ class AsyncInMemoryStore(AsyncStore):
     ) -> tuple[Thread, list[Entry]]:
         thread = self._thread(tenant, thread_id)
         rows = self._rows(tenant, thread, branch)
-        page: list[Entry] = []
-        skipped = 0
-        for entry in reversed(rows):
-            if limit is not None and len(page) >= limit:
-                break
-            if before is not None and not entry.created_at < before:
-                continue
-            if after is not None and not entry.created_at > after:
-                continue
-            if skipped < offset:
-                skipped += 1
-                continue
-            page.append(entry)
-        if not newest_first:
-            page.reverse()
+        page = entry_page(
+            rows, limit=limit, offset=offset, before=before, after=after, newest_first=newest_first
+        )
         return _copy_thread(thread), [_copy_entry(e) for e in page]
 
     async def entry_get(
@@ -530,7 +493,7 @@ class AsyncInMemoryStore(AsyncStore):
                 return False
             kept = [e for e in rows if e.position > through_position]
             if summary is not None:
-                kept.insert(0, _entry_from_new(summary, thread_id, branch, through_position))
+                kept.insert(0, new_entry(summary, thread_id, branch, through_position))
             rows[:] = kept
             self._drop_entry_vectors(tenant, thread_id, [e.id for e in doomed])
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
@@ -611,19 +574,14 @@ class AsyncInMemoryStore(AsyncStore):
         limit: int | None = None,
     ) -> list[Record]:
         self._check_open()
-        found = [
-            r
-            for (ten, knd, _), r in self._records.items()
-            if ten == tenant
-            and knd == kind
-            and (isinstance(agent_id, Unset) or r.agent_id == agent_id)
-            and (isinstance(user_id, Unset) or r.user_id == user_id)
-            and (isinstance(key, Unset) or r.key == key)
-            and visible(visible_to, r.agent_id, r.user_id)
-        ]
-        found.sort(key=_record_order)
-        if limit is not None:
-            found = found[:limit]
+        found = select_records(
+            (r for (ten, knd, _), r in self._records.items() if (ten, knd) == (tenant, kind)),
+            agent_id=agent_id,
+            user_id=user_id,
+            key=key,
+            visible_to=visible_to,
+            limit=limit,
+        )
         return [_copy_record(r) for r in found]
 
     async def record_get_many(
@@ -823,27 +781,6 @@ def _record_order(record: Record) -> tuple[datetime, str]:
 
 def _copy_record(record: Record) -> Record:
     return dataclasses.replace(record, data=copy.deepcopy(record.data))
-
-
-def _entry_from_new(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    return Entry(
-        id=new.id,
-        thread_id=thread_id,
-        branch=branch,
-        position=position,
-        role=new.role,  # type: ignore[arg-type]
-        content=new.content,
-        name=new.name,
-        tool_calls=new.tool_calls,
-        tool_call_id=new.tool_call_id,
-        metadata=copy.deepcopy(new.metadata),
-        state=copy.deepcopy(new.state),
-        token_count=new.token_count,
-        created_at=new.created_at,
-        idempotency_key=new.idempotency_key,
-        extra=copy.deepcopy(new.extra),
-        item=copy.deepcopy(new.item),
-    )
 
 
 def _id_page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]:

@@ -1,0 +1,88 @@
+"""The contract's list semantics, written once for stores that filter in this process (the
+in-memory store, a store of your own): which threads ``thread_list`` returns and in what
+order, which entries make ``entry_list``'s page, which records ``record_list`` keeps.
+The SQL stores and Redis say the same in their queries; the conformance suite holds all of
+them to one outcome.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from memorybank.records import Entry, Thread
+from memorybank.stores.contract.items import Record
+from memorybank.stores.contract.types import UNSET, Unset, Visibility, visible
+
+__all__ = ["entry_page", "select_records", "select_threads"]
+
+
+def select_threads(
+    threads: Iterable[Thread],
+    *,
+    user_id: str | Unset | None = UNSET,
+    agent_id: str | Unset | None = UNSET,
+    status: str | None = None,
+    limit: int | None = None,
+) -> list[Thread]:
+    """``thread_list``'s answer from one tenant's ``threads``: the matching ones, most
+    recently updated first (ties: id descending), at most ``limit``."""
+    found = [
+        t
+        for t in threads
+        if (isinstance(user_id, Unset) or t.user_id == user_id)
+        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+        and (status is None or t.status == status)
+    ]
+    found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
+    return found if limit is None else found[:limit]
+
+
+def entry_page(
+    rows: Sequence[Entry],
+    *,
+    limit: int | None = None,
+    offset: int = 0,
+    before: datetime | None = None,
+    after: datetime | None = None,
+    newest_first: bool = False,
+) -> list[Entry]:
+    """``entry_list``'s page of a branch's ``rows`` (oldest first): skip the ``offset``
+    newest that match ``before``/``after``, keep the next ``limit``."""
+    page: list[Entry] = []
+    skipped = 0
+    for entry in reversed(rows):
+        if limit is not None and len(page) >= limit:
+            break
+        if (before is not None and not entry.created_at < before) or (
+            after is not None and not entry.created_at > after
+        ):
+            continue
+        if skipped < offset:
+            skipped += 1
+            continue
+        page.append(entry)
+    return page if newest_first else page[::-1]
+
+
+def select_records(
+    records: Iterable[Record],
+    *,
+    agent_id: str | Unset | None = UNSET,
+    user_id: str | Unset | None = UNSET,
+    key: str | Unset | None = UNSET,
+    visible_to: Visibility | None = None,
+    limit: int | None = None,
+) -> list[Record]:
+    """``record_list``'s answer from one kind's ``records``: the matching ones, oldest
+    first (``created_at``, then id), at most ``limit``."""
+    found = [
+        r
+        for r in records
+        if (isinstance(agent_id, Unset) or r.agent_id == agent_id)
+        and (isinstance(user_id, Unset) or r.user_id == user_id)
+        and (isinstance(key, Unset) or r.key == key)
+        and visible(visible_to, r.agent_id, r.user_id)
+    ]
+    found.sort(key=lambda r: (r.created_at, r.id))
+    return found if limit is None else found[:limit]
