@@ -1,5 +1,10 @@
 """The store contract: what a backend must do, and nothing more.
 
+A store implements the 20 abstract methods (``memorybank.stores.contract.REQUIRED``);
+every other method is derived from them once, in the contract's parts, and may be
+overridden for speed by groups (``Capability.RUN_STATE``, ``TEXT_SEARCH``,
+``VECTOR_SEARCH``: ``memorybank.stores.contract.capabilities.OVERRIDES``).
+
 A store does I/O. It does not validate input, check ownership of reads, count
 tokens, window, trim or pair tool calls: ``AsyncMemory`` does that once, above
 every store, so every backend behaves the same. What a store *must* guarantee
@@ -47,6 +52,12 @@ Idempotency
     before stores kept one, or by a caller that gives none) matches any payload,
     as before. Stores keep the fingerprint with the entry (branch copies
     included); it is never returned.
+
+Entry ids
+    An entry id is unique on its branch: ``entry_append`` raises ``Conflict`` and writes
+    nothing when the batch holds one id twice or an id the branch already holds
+    (``memorybank.rules.entry_ids``; an idempotent replay is not written, so its id is
+    not checked). Branch copies share their source's ids.
 
 Branches
     ``thread_create`` creates the branch ``"main"`` with the thread, and makes
