@@ -26,13 +26,12 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
+from memorybank.stores.contract.items import Record, SearchHit, VectorItem
 from memorybank.stores.contract.types import Visibility, searched_kinds, visible
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-    from memorybank.stores.contract.items import Record, SearchHit, VectorItem
 
 __all__ = ["VECTOR_KIND", "AsyncSearchStore"]
 
@@ -62,8 +61,6 @@ class AsyncSearchStore(AsyncBatchReads):
         visible_to: Visibility | None,
     ) -> AsyncIterator[tuple[SearchHit, str]]:
         """Every searchable text in scope, as a zero-score hit and its text."""
-        from memorybank.stores.contract.items import SearchHit
-
         if "entry" in kinds:
             if thread_id is None:
                 threads = await self.thread_list(tenant)
@@ -128,8 +125,6 @@ class AsyncSearchStore(AsyncBatchReads):
         Derived: one record of ``VECTOR_KIND`` each, owned like the record or the
         entry's thread it embeds (an item whose record or thread is gone is not kept).
         """
-        from memorybank.stores.contract.items import Record
-
         now = datetime.now(UTC)
         records: list[Record] = []
         for item in items:
@@ -199,8 +194,6 @@ class AsyncSearchStore(AsyncBatchReads):
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
         """Best ``k`` by cosine similarity among vectors of ``model_id`` (never mixed)."""
-        from memorybank.stores.contract.items import SearchHit
-
         wanted = set(searched_kinds(kinds, thread_id))
         candidates = [
             v

@@ -23,6 +23,7 @@ from memorybank.errors import Conflict, ThreadForbidden
 from memorybank.records import Summary
 from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._sync.record_store import RecordStore
+from memorybank.stores.contract.items import Record, RecordGuard
 from memorybank.stores.contract.types import Unset
 
 if TYPE_CHECKING:
@@ -54,8 +55,6 @@ class RunStateStore(RecordStore):
 
     def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         """Set one key of a run's working memory (value is JSON text)."""
-        from memorybank.stores.contract.items import Record
-
         now = datetime.now(UTC)
         rid = _working_id(run_id, key)
         record = Record(WORKING_KIND, rid, None, None, value, {"key": key}, now, now, key=run_id)
@@ -112,8 +111,6 @@ class RunStateStore(RecordStore):
         nothing is written. The check and the write are one atomic step: of two
         users saving the same new run at once, exactly one owns it.
         """
-        from memorybank.stores.contract.items import Record, RecordGuard
-
         for _ in range(_CAS_ATTEMPTS):
             found = self.record_get(tenant, SNAPSHOT_KIND, run_id)
             if owner_check and found is not None and found.user_id not in (None, user_id):
@@ -145,8 +142,6 @@ class RunStateStore(RecordStore):
         With ``owner_check``, a snapshot owned by someone other than ``user_id``
         is not deleted: ``ThreadForbidden``, in the same atomic step as the delete.
         """
-        from memorybank.stores.contract.items import RecordGuard
-
         for _ in range(_CAS_ATTEMPTS):
             found = self.record_get(tenant, SNAPSHOT_KIND, run_id)
             if found is None:
@@ -171,8 +166,6 @@ class RunStateStore(RecordStore):
 
     def summary_add(self, tenant: str, summary: Summary) -> Summary:
         """Store a summary."""
-        from memorybank.stores.contract.items import Record
-
         record = Record(
             SUMMARY_KIND, summary.id, summary.agent_id, summary.user_id, summary.content, {},
             summary.created_at, summary.created_at,
