@@ -17,6 +17,8 @@ from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import ALL, BEGIN, INSERT_COLS
 from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import thread_sets
 
 
 class ThreadsMixin(MySQLBase):
@@ -117,22 +119,13 @@ class ThreadsMixin(MySQLBase):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         """Update the given fields and read the thread back, in one round trip."""
-        sets = ["updated_at = %s"]
-        args: list[Any] = [to_us(updated_at)]
-        if not isinstance(title, Unset):
-            sets.append("title = %s")
-            args.append(title)
-        if not isinstance(metadata, Unset):
-            sets.append("metadata = %s")
-            args.append(dump(metadata))
-        if not isinstance(status, Unset):
-            sets.append("status = %s")
-            args.append(status)
+        sets, args = thread_sets(
+            MYSQL, updated_at=updated_at, title=title, metadata=metadata, status=status,
+            current_branch=current_branch,
+        )  # fmt: skip
         where = "tenant_id = %s AND id = %s"
         args += [tenant, thread_id]
         if not isinstance(current_branch, Unset):
-            sets.append("current_branch = %s")
-            args.insert(len(sets) - 1, current_branch)
             where += (
                 f" AND EXISTS (SELECT 1 FROM {self._branches} b WHERE b.tenant_id = %s"
                 " AND b.thread_id = %s AND b.name = %s)"
@@ -140,7 +133,7 @@ class ThreadsMixin(MySQLBase):
             args += [tenant, thread_id, current_branch]
         results = await self._run_retried(
             [
-                (f"UPDATE {self._threads} SET {', '.join(sets)} WHERE {where}", args),
+                (f"UPDATE {self._threads} SET {sets} WHERE {where}", args),
                 (
                     f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
                     " WHERE tenant_id = %s AND id = %s",

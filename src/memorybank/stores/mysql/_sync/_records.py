@@ -11,9 +11,11 @@ from typing import Any
 
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.rows import ALL, R_COLS, Statement, chunks, placeholders
+from memorybank.stores.mysql.rows import R_COLS, Statement, chunks, placeholders
 from memorybank.stores.sql._sync.key_reads import KeyReads
 from memorybank.stores.sql.common import dump, row_to_record, scope_sql, to_us
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import record_list_query
 
 
 class RecordsMixin(KeyReads, MySQLBase):
@@ -94,19 +96,11 @@ class RecordsMixin(KeyReads, MySQLBase):
         limit: int | None = None,
     ) -> list[Record]:
         """Records of ``kind``, oldest first (``created_at``, id), filtered."""
-        where = ["tenant_id = %s", "kind = %s"]
-        args: list[Any] = [tenant, kind]
-        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("k", key)):
-            if not isinstance(value, Unset):
-                where.append(f"{column} <=> %s")
-                args.append(value)
-        scope, scope_args = scope_sql("", visible_to, "%s")
-        args += [*scope_args, ALL if limit is None else limit]
-        rows = self._query(
-            f"SELECT {R_COLS} FROM {self._records} WHERE {' AND '.join(where)}{scope}"
-            " ORDER BY created_at, id LIMIT %s",
-            args,
-        )
+        sql, args = record_list_query(
+            MYSQL, self._records, R_COLS, tenant, kind, agent_id=agent_id, user_id=user_id,
+            key=key, visible_to=visible_to, limit=limit,
+        )  # fmt: skip
+        rows = self._query(sql, args)
         return [row_to_record(row) for row in rows]
 
     def record_get_many(

@@ -16,6 +16,8 @@ from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
 from memorybank.stores.sql._async.key_reads import KeyReads
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import record_list_query
 
 
 class RecordsMixin(KeyReads, PostgresBase):
@@ -118,21 +120,10 @@ class RecordsMixin(KeyReads, PostgresBase):
         limit: int | None = None,
     ) -> list[Record]:
         """Records of ``kind`` by ``(created_at, id)``, filtered."""
-        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
-        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
-        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("key", key)):
-            if isinstance(value, Unset):
-                continue
-            if value is None:
-                where += f" AND r.{column} IS NULL"
-            else:
-                where += f" AND r.{column} = %({column})s"
-                params[column] = value
-        where += scope_filter("r", visible_to, params)
-        query = (
-            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
-            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
-        )
+        query, params = record_list_query(
+            POSTGRES, f"{self.prefix}records", R_READ, tenant, kind, agent_id=agent_id,
+            user_id=user_id, key=key, visible_to=visible_to, limit=limit,
+        )  # fmt: skip
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
 
     async def record_get_many(

@@ -15,6 +15,8 @@ from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.statements import T_COLS
 from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import thread_sets
 
 
 class ThreadsMixin(PostgresBase):
@@ -87,31 +89,23 @@ class ThreadsMixin(PostgresBase):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         """One ``UPDATE ... RETURNING``; a new current branch must exist."""
-        sets = ["updated_at = %(updated)s"]
-        params: dict[str, Any] = {"tenant": tenant, "id": thread_id, "updated": updated_at}
-        if not isinstance(title, Unset):
-            sets.append("title = %(title)s::text")
-            params["title"] = title
-        if not isinstance(metadata, Unset):
-            sets.append("metadata = %(metadata)s::json")
-            params["metadata"] = dump(metadata)
-        if not isinstance(status, Unset):
-            sets.append("status = %(status)s")
-            params["status"] = status
+        sets, params = thread_sets(
+            POSTGRES, updated_at=updated_at, title=title, metadata=metadata, status=status,
+            current_branch=current_branch,
+        )  # fmt: skip
         branch_check = ""
         if not isinstance(current_branch, Unset):
-            sets.append("current_branch = %(branch)s")
-            params["branch"] = current_branch
             branch_check = (
                 f" AND EXISTS (SELECT 1 FROM {self.prefix}branches b"
-                " WHERE b.tenant_id = t.tenant_id"
-                " AND b.thread_id = t.id AND b.name = %(branch)s)"
+                " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s)"
             )
         query = (
-            f"UPDATE {self.prefix}threads t SET {', '.join(sets)}"
-            f" WHERE t.tenant_id = %(tenant)s AND t.id = %(id)s{branch_check}"
-            f" RETURNING {T_COLS}"
+            f"UPDATE {self.prefix}threads t SET {sets}"
+            f" WHERE t.tenant_id = %s AND t.id = %s{branch_check} RETURNING {T_COLS}"
         )
+        params += [tenant, thread_id]
+        if branch_check:
+            params.append(current_branch)
         rows = self._fetch(query, params)
         if rows:
             return row_to_thread(rows[0])

@@ -10,6 +10,8 @@ from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import thread_sets
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
 
@@ -121,20 +123,10 @@ class ThreadsMixin(SQLiteStoreBase):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        sets = ["updated_at = ?"]
-        params: list[Any] = [to_us(updated_at)]
-        if not isinstance(title, Unset):
-            sets.append("title = ?")
-            params.append(title)
-        if not isinstance(metadata, Unset):
-            sets.append("metadata = ?")
-            params.append(dump(metadata))
-        if not isinstance(status, Unset):
-            sets.append("status = ?")
-            params.append(status)
-        if not isinstance(current_branch, Unset):
-            sets.append("current_branch = ?")
-            params.append(current_branch)
+        sets, params = thread_sets(
+            SQLITE, updated_at=updated_at, title=title, metadata=metadata, status=status,
+            current_branch=current_branch,
+        )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> Thread:
             self._require_thread(conn, tenant, thread_id)
@@ -143,7 +135,7 @@ class ThreadsMixin(SQLiteStoreBase):
             ):
                 raise NotFound(f"branch {current_branch!r} not found")
             conn.execute(
-                f"UPDATE {self.prefix}threads SET {', '.join(sets)} WHERE tenant_id = ? AND id = ?",
+                f"UPDATE {self.prefix}threads SET {sets} WHERE tenant_id = ? AND id = ?",
                 [*params, tenant, thread_id],
             )
             return self._require_thread(conn, tenant, thread_id)

@@ -22,6 +22,8 @@ from memorybank.stores.sql.common import (
     scope_sql,
     to_us,
 )
+from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import record_list_query
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase, chunks
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
@@ -312,18 +314,10 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         visible_to: Visibility | None = None,
         limit: int | None = None,
     ) -> list[Record]:
-        where = ["tenant_id = ?", "kind = ?"]
-        params: list[Any] = [tenant, kind]
-        for column, value in (("agent_id", agent_id), ("user_id", user_id), ("key", key)):
-            if not isinstance(value, Unset):
-                where.append(f"{column} IS ?")
-                params.append(value)
-        scope, scope_params = scope_sql("", visible_to, "?")
-        sql = (
-            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records WHERE {' AND '.join(where)}"
-            f"{scope} ORDER BY created_at, id LIMIT ?"
-        )
-        params += [*scope_params, -1 if limit is None else limit]
+        sql, params = record_list_query(
+            SQLITE, f"{self.prefix}records", RECORD_COLUMNS, tenant, kind, agent_id=agent_id,
+            user_id=user_id, key=key, visible_to=visible_to, limit=limit,
+        )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]
