@@ -10,7 +10,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import heapq
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,9 @@ from memorybank.stores.contract._async.store import (
     NewEntry,
     Record,
     RecordGuard,
+    SearchHit,
     Unset,
+    VectorItem,
     Visibility,
 )
 from memorybank.stores.contract.appends import new_entry, plan_append
@@ -54,7 +57,13 @@ def _copy_thread(thread: Thread) -> Thread:
 class AsyncInMemoryStore(AsyncStore):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
-    capabilities = frozenset({Capability.VOLATILE})
+    capabilities = frozenset(
+        {
+            Capability.VOLATILE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
+    )
 
     def __init__(self) -> None:
         self._lock = AsyncLock()
@@ -66,6 +75,8 @@ class AsyncInMemoryStore(AsyncStore):
         # ids, so they share the fingerprint); dropped with the thread.
         self._fingerprints: dict[_Key, dict[str, str]] = {}
         self._records: dict[tuple[str, str, str], Record] = {}
+        # (tenant, kind, id, model_id) -> (thread_id, unit vector)
+        self._vectors: dict[tuple[str, str, str, str], tuple[str | None, list[float]]] = {}
 
     def _check_open(self) -> None:
         if self._closed:
@@ -163,6 +174,7 @@ class AsyncInMemoryStore(AsyncStore):
             for name in self._branches.pop(key, {}):
                 self._entries.pop((tenant, thread_id, name), None)
             self._fingerprints.pop(key, None)
+            self._drop_thread_vectors(tenant, thread_id)
             return True
 
     # -- entries -----------------------------------------------------------
@@ -238,7 +250,9 @@ class AsyncInMemoryStore(AsyncStore):
             doomed = set(entry_ids)
             kept = [e for e in rows if e.id not in doomed]
             removed = len(rows) - len(kept)
+            gone = [e.id for e in rows if e.id in doomed]
             rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
     async def entry_truncate_after(
@@ -250,7 +264,9 @@ class AsyncInMemoryStore(AsyncStore):
             for index, entry in enumerate(rows):
                 if entry.id == entry_id:
                     removed = len(rows) - index - 1
+                    gone = [e.id for e in rows[index + 1 :]]
                     del rows[index + 1 :]
+                    self._drop_entry_vectors(tenant, thread_id, gone)
                     return removed
             raise NotFound(f"entry {entry_id!r} not found on this branch")
 
@@ -259,7 +275,9 @@ class AsyncInMemoryStore(AsyncStore):
             thread = self._thread(tenant, thread_id)
             rows = self._rows(tenant, thread, branch)
             removed = len(rows)
+            gone = [e.id for e in rows]
             rows.clear()
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
 
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -319,7 +337,8 @@ class AsyncInMemoryStore(AsyncStore):
                 raise Conflict(f"cannot delete the current branch {name!r}")
             if self._branches[(tenant, thread_id)].pop(name, None) is None:
                 return False
-            self._entries.pop((tenant, thread_id, name), None)
+            gone = [e.id for e in self._entries.pop((tenant, thread_id, name), [])]
+            self._drop_entry_vectors(tenant, thread_id, gone)
             return True
 
     # -- erasure -----------------------------------------------------------------
@@ -334,10 +353,12 @@ class AsyncInMemoryStore(AsyncStore):
                         removed += len(self._entries.pop((tenant, key[1], name), []))
                     del self._threads[key]
                     self._fingerprints.pop(key, None)
+                    self._drop_thread_vectors(tenant, key[1])
                     removed += 1
             for rkey, record in list(self._records.items()):
                 if rkey[0] == tenant and record.user_id == user_id:
                     del self._records[rkey]
+                    self._drop_vectors(tenant, record.kind, record.id)
                     removed += 1
             return removed
 
@@ -366,6 +387,7 @@ class AsyncInMemoryStore(AsyncStore):
             if summary is not None:
                 kept.insert(0, new_entry(summary, thread_id, branch, through_position))
             rows[:] = kept
+            self._drop_entry_vectors(tenant, thread_id, [e.id for e in doomed])
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
             return True
 
@@ -428,6 +450,7 @@ class AsyncInMemoryStore(AsyncStore):
             removed = 0
             for record_id in set(record_ids):
                 if self._records.pop((tenant, kind, record_id), None) is not None:
+                    self._drop_vectors(tenant, kind, record_id)
                     removed += 1
             return removed
 
@@ -506,6 +529,142 @@ class AsyncInMemoryStore(AsyncStore):
             and visible(visible_to, r.agent_id, r.user_id)
         )
         return [_copy_record(r) for r in heapq.nsmallest(limit, candidates, key=_record_order)]
+
+    # -- search -------------------------------------------------------------------------
+
+    def _documents(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> Iterator[tuple[SearchHit, str]]:
+        """Every searchable text in scope, as a zero-score hit and its text."""
+        if "entry" in kinds:
+            for (ten, tid), thread in self._threads.items():
+                if ten != tenant or (thread_id is not None and tid != thread_id):
+                    continue
+                if not visible(visible_to, thread.agent_id, thread.user_id):
+                    continue
+                for name in self._branches.get((ten, tid), {}):
+                    for entry in self._entries.get((ten, tid, name), []):
+                        if entry.content:
+                            yield SearchHit("entry", entry.id, 0.0, tid, name), entry.content
+        if thread_id is None:
+            for (ten, kind, rid), record in self._records.items():
+                if ten == tenant and kind in kinds and kind != "entry":
+                    if visible(visible_to, record.agent_id, record.user_id):
+                        yield SearchHit(kind, rid, 0.0), record.content
+
+    async def text_search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        from memorybank.recall.bm25 import BM25Index
+
+        self._check_open()
+        hits: list[SearchHit] = []
+        index = BM25Index()
+        for number, (hit, text) in enumerate(self._documents(tenant, kinds, thread_id, visible_to)):
+            hits.append(hit)
+            index.add(str(number), text)
+        scores = index.scores(query)
+        ranked = sorted(
+            (dataclasses.replace(hits[int(n)], score=score) for n, score in scores.items()),
+            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        )
+        return ranked[:k]
+
+    async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
+        self._check_open()
+        for item in items:
+            self._vectors[(tenant, item.kind, item.id, item.model_id)] = (
+                item.thread_id,
+                _unit(item.vector),
+            )
+
+    async def vector_search(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        *,
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[SearchHit]:
+        self._check_open()
+        query = _unit(vector)
+        allowed_threads = {
+            tid
+            for (ten, tid), thread in self._threads.items()
+            if ten == tenant and visible(visible_to, thread.agent_id, thread.user_id)
+        }
+        hits: list[SearchHit] = []
+        for (ten, kind, vid, model), (tid, stored) in self._vectors.items():
+            if ten != tenant or model != model_id or kind not in kinds:
+                continue
+            if kind == "entry":
+                if tid not in allowed_threads or (thread_id is not None and tid != thread_id):
+                    continue
+            else:
+                record = self._records.get((tenant, kind, vid))
+                if thread_id is not None or record is None:
+                    continue
+                if not visible(visible_to, record.agent_id, record.user_id):
+                    continue
+            score = sum(a * b for a, b in zip(query, stored, strict=False))
+            hits.append(SearchHit(kind, vid, score, tid))
+        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
+        return hits[:k]
+
+    async def vector_get(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, list[float]]:
+        self._check_open()
+        found: dict[str, list[float]] = {}
+        for vid in ids:
+            stored = self._vectors.get((tenant, kind, vid, model_id))
+            if stored is not None:
+                found[vid] = list(stored[1])
+        return found
+
+    def _drop_vectors(self, tenant: str, kind: str, record_id: str) -> None:
+        for vkey in [v for v in self._vectors if v[:3] == (tenant, kind, record_id)]:
+            del self._vectors[vkey]
+
+    def _drop_entry_vectors(self, tenant: str, thread_id: str, entry_ids: Sequence[str]) -> None:
+        """Drop the vectors of these deleted entries that no branch of the thread still holds."""
+        if not entry_ids:
+            return
+        held = {
+            e.id
+            for name in self._branches.get((tenant, thread_id), {})
+            for e in self._entries.get((tenant, thread_id, name), [])
+        }
+        gone = set(entry_ids) - held
+        if not gone:
+            return
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and vkey[2] in gone and tid == thread_id:
+                del self._vectors[vkey]
+
+    def _drop_thread_vectors(self, tenant: str, thread_id: str) -> None:
+        for vkey, (tid, _) in list(self._vectors.items()):
+            if vkey[0] == tenant and vkey[1] == "entry" and tid == thread_id:
+                del self._vectors[vkey]
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
 
 
 def _record_order(record: Record) -> tuple[datetime, str]:
