@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["VECTOR_KIND", "AsyncSearchStore"]
+__all__ = ["VECTOR_KIND", "AsyncSearchStore", "rank_texts"]
 
 #: The record kind the derived vectors are kept under (no other code writes it).
 VECTOR_KIND = "derived.vector"
@@ -41,6 +41,25 @@ VECTOR_KIND = "derived.vector"
 
 def _vector_id(kind: str, item_id: str, model_id: str) -> str:
     return compound_id(json.dumps([kind, item_id, model_id], ensure_ascii=False))
+
+
+def rank_texts(query: str, texts: Iterable[tuple[SearchHit, str]], k: int) -> list[SearchHit]:
+    """The best ``k`` of ``texts`` (a zero-score hit and its text) for ``query`` by BM25,
+    best first (ties: kind, id, branch). For stores that rank in this process: the
+    derived ``text_search`` and the in-memory store. ``memorybank.recall.bm25`` is
+    imported here, on first use: the stores do not otherwise depend on recall."""
+    from memorybank.recall.bm25 import BM25Index
+
+    hits: list[SearchHit] = []
+    index = BM25Index()
+    for hit, text in texts:
+        index.add(str(len(hits)), text)
+        hits.append(hit)
+    ranked = sorted(
+        (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
+        key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+    )
+    return ranked[:k]
 
 
 def _unit(vector: Sequence[float]) -> list[float]:
@@ -101,21 +120,11 @@ class AsyncSearchStore(AsyncBatchReads):
         Entries are matched on every branch (hits carry the branch) and scoped
         by their thread's ``agent_id``/``user_id``; ``thread_id`` restricts to
         one thread (and excludes records). Best first. Derived: BM25 over every
-        text in scope (``memorybank.recall.bm25``, imported here: the stores do not
-        otherwise depend on recall).
+        text in scope (``rank_texts``).
         """
-        from memorybank.recall.bm25 import BM25Index
-
-        hits: list[SearchHit] = []
-        index = BM25Index()
-        async for hit, text in self._texts(tenant, kinds, thread_id, visible_to):
-            index.add(str(len(hits)), text)
-            hits.append(hit)
-        ranked = sorted(
-            (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
-            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        return rank_texts(
+            query, [item async for item in self._texts(tenant, kinds, thread_id, visible_to)], k
         )
-        return ranked[:k]
 
     # -- vectors ---------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["VECTOR_KIND", "SearchStore"]
+__all__ = ["VECTOR_KIND", "SearchStore", "rank_texts"]
 
 #: The record kind the derived vectors are kept under (no other code writes it).
 VECTOR_KIND = "derived.vector"
@@ -42,6 +42,25 @@ VECTOR_KIND = "derived.vector"
 
 def _vector_id(kind: str, item_id: str, model_id: str) -> str:
     return compound_id(json.dumps([kind, item_id, model_id], ensure_ascii=False))
+
+
+def rank_texts(query: str, texts: Iterable[tuple[SearchHit, str]], k: int) -> list[SearchHit]:
+    """The best ``k`` of ``texts`` (a zero-score hit and its text) for ``query`` by BM25,
+    best first (ties: kind, id, branch). For stores that rank in this process: the
+    derived ``text_search`` and the in-memory store. ``memorybank.recall.bm25`` is
+    imported here, on first use: the stores do not otherwise depend on recall."""
+    from memorybank.recall.bm25 import BM25Index
+
+    hits: list[SearchHit] = []
+    index = BM25Index()
+    for hit, text in texts:
+        index.add(str(len(hits)), text)
+        hits.append(hit)
+    ranked = sorted(
+        (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
+        key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+    )
+    return ranked[:k]
 
 
 def _unit(vector: Sequence[float]) -> list[float]:
@@ -102,21 +121,11 @@ class SearchStore(BatchReads):
         Entries are matched on every branch (hits carry the branch) and scoped
         by their thread's ``agent_id``/``user_id``; ``thread_id`` restricts to
         one thread (and excludes records). Best first. Derived: BM25 over every
-        text in scope (``memorybank.recall.bm25``, imported here: the stores do not
-        otherwise depend on recall).
+        text in scope (``rank_texts``).
         """
-        from memorybank.recall.bm25 import BM25Index
-
-        hits: list[SearchHit] = []
-        index = BM25Index()
-        for hit, text in self._texts(tenant, kinds, thread_id, visible_to):
-            index.add(str(len(hits)), text)
-            hits.append(hit)
-        ranked = sorted(
-            (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
-            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+        return rank_texts(
+            query, [item for item in self._texts(tenant, kinds, thread_id, visible_to)], k
         )
-        return ranked[:k]
 
     # -- vectors ---------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from typing import Any
 from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.records import Branch, Entry, Thread
 from memorybank.runtime.concurrency import Lock
+from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import (
     UNSET,
     AppendResult,
@@ -567,20 +568,8 @@ class InMemoryStore(Store):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        from memorybank.recall.bm25 import BM25Index
-
         self._check_open()
-        hits: list[SearchHit] = []
-        index = BM25Index()
-        for number, (hit, text) in enumerate(self._documents(tenant, kinds, thread_id, visible_to)):
-            hits.append(hit)
-            index.add(str(number), text)
-        scores = index.scores(query)
-        ranked = sorted(
-            (dataclasses.replace(hits[int(n)], score=score) for n, score in scores.items()),
-            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
-        )
-        return ranked[:k]
+        return rank_texts(query, self._documents(tenant, kinds, thread_id, visible_to), k)
 
     def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         self._check_open()
