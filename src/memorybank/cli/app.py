@@ -42,6 +42,7 @@ from memorybank.cli.common import (
     chosen_embedder,
     format_time,
 )
+from memorybank.cli.flags import FlagGroup, use_flag_classes
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV
 from memorybank.embeddings.status import EMBED_ENV, embed_mode
@@ -59,6 +60,7 @@ T = TypeVar("T")
 
 app = typer.Typer(
     name="memorybank",
+    cls=FlagGroup,
     help="Memory for LLM agents: inspect threads and entries, or run the demo.",
     no_args_is_help=True,
     add_completion=False,
@@ -625,6 +627,7 @@ def _clean_help(typer_app: typer.Typer) -> None:
 
 
 _clean_help(app)
+use_flag_classes(app)
 
 
 def main() -> None:
