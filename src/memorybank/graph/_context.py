@@ -417,9 +417,9 @@ def _anchored(items: Sequence[_Item]) -> Callable[[_Item], tuple[Any, ...]]:
     def key(item: _Item) -> tuple[Any, ...]:
         relation = item.relation
         if relation is not None:
-            ends = [entities.get(relation.source_id), entities.get(relation.target_id)]
-            if ends[0] is not None and ends[1] is not None:
-                better, weaker = sorted(ends, key=lambda e: (-e.score, e.order))
+            source, target = entities.get(relation.source_id), entities.get(relation.target_id)
+            if source is not None and target is not None:
+                better, weaker = sorted((source, target), key=lambda e: (-e.score, e.order))
                 if item.score >= weaker.score:
                     return (-better.score, better.order, 1, -item.score, item.order)
         return (-item.score, item.order, 0, 0.0, item.order)
