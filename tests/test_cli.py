@@ -370,3 +370,38 @@ def test_reset_demo_needs_demo() -> None:
     result = invoke("serve", "--reset-demo", "--port", "1")
     assert result.exit_code == 2
     assert "--reset-demo needs --demo" in result.output
+
+
+def test_help_shows_flags_without_a_type() -> None:
+    """A flag takes no value: no command's --help shows ``--json <bool>`` or
+    ``--help <bool>``, while options that take one keep their type."""
+    commands = _commands()
+    keys = commands.pop("keys")
+    leaves = {**commands, **{f"keys {n}": c for n, c in keys.commands.items()}}
+    for name in ["", "keys", *leaves]:
+        result = invoke(*name.split(), "--help")
+        assert result.exit_code == 0, name
+        assert "<bool>" not in result.output, name
+    threads = invoke("threads", "--help").output
+    assert "--limit" in threads and "<int range>" in threads
+
+
+@pytest.mark.parametrize("value", ["true", "false", "yes", "1"])
+def test_a_flag_given_a_value_says_it_is_a_flag(demo_url: str, value: str) -> None:
+    """``--json true`` is refused (exit 2) with a line naming the flag and how to write it;
+    ``--json`` alone works."""
+    refused = invoke("threads", "--json", value, "--url", demo_url)
+    assert refused.exit_code == 2
+    text = _normalised(refused.output)
+    assert "--json is a flag and takes no value: write --json alone" in text
+    assert f"(got --json {value})" in text
+    assert "unexpected extra argument" not in text
+    listed = invoke("threads", "--json", "--url", demo_url)
+    assert listed.exit_code == 0 and listed.output.lstrip().startswith("[")
+
+
+def test_a_query_that_reads_like_a_value_after_a_flag_is_still_a_query(demo_url: str) -> None:
+    """``search --json true`` searches for "true": the word is the query, not the flag's."""
+    result = invoke("search", "--json", "true", "--url", demo_url)
+    assert result.exit_code == 0, result.output
+    assert result.output.lstrip().startswith("[")

@@ -64,3 +64,39 @@ def test_public_names_resolve() -> None:
 
     for name in memorybank.__all__:
         assert getattr(memorybank, name) is not None
+
+
+def _sh_blocks() -> str:
+    return "\n".join(
+        re.findall(r"^```sh\n(.*?)^```", README.read_text(encoding="utf-8"), re.S | re.M)
+    )
+
+
+def test_the_install_lines_work_from_a_clone_and_say_the_package_is_not_on_pypi() -> None:
+    """``pip install memorybank`` finds nothing on PyPI: the README says so and gives the
+    lines that work from a clone (``make dist``'s artifacts are tested in test_dist.py)."""
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "memorybank is not on PyPI yet" in text
+    commands = _sh_blocks()
+    assert "pip install .  " in commands and "pip install '.[postgres]'" in commands
+    assert "make dist" in commands
+    assert not re.search(r"pip install '?memorybank\b", commands)
+
+
+def test_the_test_line_says_what_make_test_needs() -> None:
+    """The servers on their default ports and a CPU torch, where the command is."""
+    line = " ".join(_sh_blocks().split("make test", 1)[1].split("```", 1)[0].split())
+    for needed in ("PostgreSQL on 5432", "MariaDB or MySQL on 3306", "Redis on 6379"):
+        assert needed in line
+    assert "CPU build of torch" in line
+    assert "docs/getting-started.md#on-a-fresh-machine" in line
+
+
+def test_constraints_point_to_the_page_that_explains_the_cpu_torch() -> None:
+    comment = (README.parent / "constraints.txt").read_text(encoding="utf-8")
+    named = re.search(r"see (docs/[\w.-]+\.md) \"([^\"]+)\"", " ".join(comment.split()))
+    assert named is not None
+    page = (README.parent / named.group(1)).read_text(encoding="utf-8")
+    assert f"## {named.group(2)}" in page
+    section = page.split(f"## {named.group(2)}", 1)[1].split("\n## ", 1)[0]
+    assert "CPU build" in section and "constraints.txt" in section

@@ -8,6 +8,9 @@
     ├── InvalidInput                "invalid_input"         bad argument; nothing was written
     ├── NotFound                    "not_found"             thread/entry/branch/record absent
     ├── Conflict                    "conflict"              id already taken, concurrent change
+    │   └── HistoryDiverged         "history_diverged"      a framework adapter's save() was
+    │                                                       given messages the stored history
+    │                                                       does not start (nothing written)
     ├── ThreadForbidden             "thread_forbidden"      thread owned by another user
     ├── ExtractionError             "extraction_error"      an extraction model's answer was
     │                                                       unusable (not JSON, wrong shape)
@@ -35,6 +38,7 @@ __all__ = [
     "ConfigurationError",
     "Conflict",
     "ExtractionError",
+    "HistoryDiverged",
     "InvalidInput",
     "MemoryBankError",
     "NotFound",
@@ -96,6 +100,33 @@ class Conflict(MemoryBankError):
     """The write conflicts with existing data (id already taken, concurrent change)."""
 
     code = "conflict"
+
+
+class HistoryDiverged(Conflict):
+    """A framework adapter's ``save(messages)`` was given messages that do not start with
+    the stored history (``result.new_messages()`` where the whole history was meant, or
+    a history rewritten elsewhere). Nothing was written.
+
+    ``save`` never deletes unless asked: add new messages with ``append``, or pass
+    ``replace=True`` to make the stored history exactly the given messages.
+    ``stored`` is how many messages the thread holds, ``shared`` how many of them the
+    given messages start with.
+    """
+
+    code = "history_diverged"
+
+    def __init__(self, message: str, *, stored: int, shared: int) -> None:
+        super().__init__(message)
+        self.stored: int = stored
+        self.shared: int = shared
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_history_diverged, (str(self), self.stored, self.shared))
+
+
+def _history_diverged(message: str, stored: int, shared: int) -> HistoryDiverged:
+    """Rebuild a pickled ``HistoryDiverged`` (its counts are keyword-only)."""
+    return HistoryDiverged(message, stored=stored, shared=shared)
 
 
 class ThreadForbidden(MemoryBankError):

@@ -1224,11 +1224,15 @@ def markdown_table(verbs: tuple[Verb, ...] = VERBS) -> str:
 #: A sentence a tool of one verb adds to its verb's summary: what the tool itself does.
 MCP_NOTES: Mapping[str, str] = {
     "remember": "The thread is created when absent, owned by this server's user.",
-    "recall": "Searches past conversations and documents: hybrid (keyword plus semantic) "
-    "when the server has an embedder, else keyword.",
-    "get_context": "Needs the server's agent.",
-    "add_fact": "A fact lasts across threads.",
-    "list_facts": "One page at a time: pass nextCursor back as cursor.",
+    "recall": "Searches past conversations, documents and facts (a thread_id: that thread's "
+    "messages only): hybrid (keyword plus semantic) when the server has an embedder, "
+    "else keyword.",
+    "get_context": "The thread must exist (a missing one is not_found, as for history). "
+    "The context is built for the agent this server acts for: a server started without "
+    "an agent refuses the call with invalid_input.",
+    "add_fact": "It stays until forgotten: list_facts, recall and get_context see it.",
+    "list_facts": "Here agent_id and user_id are this server's (its own facts and the "
+    "shared ones). One page at a time: pass nextCursor back as cursor.",
 }
 #: Tool arguments whose default is not the library's: ``{tool: {argument: (default, why)}}``.
 MCP_DEFAULTS: Mapping[str, Mapping[str, tuple[Any, str]]] = {

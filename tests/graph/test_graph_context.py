@@ -328,3 +328,21 @@ async def test_the_graph_hook_itself(memory: AsyncMemory) -> None:
     assert await g.context_block("Ally", max_tokens=0) is None
     with pytest.raises(InvalidInput):
         await g.context_block("Ally", max_tokens=10, options=GraphContextOptions(), max_depth=1)
+
+
+async def test_a_small_budget_keeps_the_relation_over_bare_names(memory: AsyncMemory) -> None:
+    """At 300 tokens the share (30) holds one entity line and one relation line, not all
+    three: it keeps "Bob plans_to_visit Paris" (which names Paris too) over "Paris"."""
+    g = memory.graph
+    bob = await g.add_entity("Bob", type="person", user_id="u1")
+    paris = await g.add_entity("Paris", type="city")
+    await g.add_relation(bob.id, "plans_to_visit", paris.id, valid_at=D, user_id="u1")
+    ask = "Where is Bob going? Paris?"
+    small = await build(memory, ask, max_tokens=300)
+    assert "Bob plans_to_visit Paris (since 2024-01-01)" in small.graph
+    assert [e.name for e in small.graph_entities] == ["Bob"]
+    large = await build(memory, ask, max_tokens=2000)
+    assert large.graph == (
+        "Entities:\n- Bob (person)\n- Paris (city)\n"
+        "Relationships:\n- Bob plans_to_visit Paris (since 2024-01-01)"
+    )

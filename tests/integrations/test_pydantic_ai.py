@@ -39,7 +39,15 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RequestUsage
 
-from memorybank import AsyncMemory, ConfigurationError, InvalidInput, Memory, ThreadForbidden
+from memorybank import (
+    AsyncMemory,
+    ConfigurationError,
+    Conflict,
+    HistoryDiverged,
+    InvalidInput,
+    Memory,
+    ThreadForbidden,
+)
 from memorybank.integrations.pydantic_ai import MemorybankHistory
 from memorybank.tokens import count_message_tokens
 from tests.integrations import _stores
@@ -229,20 +237,63 @@ def test_every_part_kind_round_trips_as_the_library_serialises_it(memory: Memory
     assert memory.entries.count("parts") == len(messages)
 
 
-def test_a_rewritten_history_replaces_the_stored_tail(memory: Memory) -> None:
+def test_a_rewritten_history_replaces_the_stored_tail_when_asked(memory: Memory) -> None:
     history = MemorybankHistory(memory, "rewrite")
     messages = EVERY_PART
     history.save(messages)
     kept = memory.entries.list("rewrite")[:2]
     rewritten = [*messages[:2], ModelRequest(parts=[UserPromptPart("a new ending")])]
-    history.save(rewritten)
+    with pytest.raises(HistoryDiverged, match=r"replace=True"):
+        history.save(rewritten)
+    assert history.load() == _normal(messages)  # refused: nothing written, nothing deleted
+    history.save(rewritten, replace=True)
     assert history.load() == _normal(rewritten)
     assert [e.id for e in memory.entries.list("rewrite")][:2] == [e.id for e in kept]
-    history.save([])
+    with pytest.raises(HistoryDiverged):
+        history.save([])
+    history.save([], replace=True)
     assert history.load() == []
     history.save(messages)
     history.clear()
     assert history.load() == []
+    with pytest.raises(InvalidInput, match="replace"):
+        history.save(messages, replace="yes")  # type: ignore[arg-type]
+
+
+def test_saving_only_the_new_messages_refuses_instead_of_deleting(
+    memory: Memory, loop: None
+) -> None:
+    """``save(result.new_messages())``, as Pydantic AI's examples pass to a store, would
+    make the thread hold only the last turn: it is refused, naming what to call."""
+    agent = _agent(WeatherModel())
+    history = MemorybankHistory(memory, "new-only")
+    first = agent.run_sync("Paris", message_history=history.load())
+    history.save(first.all_messages())
+    second = agent.run_sync("Oslo", message_history=history.load())
+    with pytest.raises(HistoryDiverged) as refused:
+        history.save(second.new_messages())
+    text = str(refused.value)
+    assert "append()" in text and "replace=True" in text
+    assert refused.value.code == "history_diverged" and isinstance(refused.value, Conflict)
+    assert (refused.value.stored, refused.value.shared) == (4, 0)
+    assert history.load() == first.all_messages()  # nothing deleted, nothing written
+    history.append(second.new_messages())
+    assert history.load() == second.all_messages()
+
+
+async def test_asave_of_the_new_messages_refuses_too(amemory: AsyncMemory) -> None:
+    agent = _agent(WeatherModel())
+    history = MemorybankHistory(amemory, "new-only-async")
+    first = await agent.run("Paris", message_history=await history.aload())
+    await history.asave(first.all_messages())
+    second = await agent.run("Oslo", message_history=await history.aload())
+    with pytest.raises(HistoryDiverged, match=r"append\(\)"):
+        await history.asave(second.new_messages())
+    assert await history.aload() == first.all_messages()
+    await history.asave(second.all_messages())  # the whole history: only the new is written
+    assert await history.aload() == second.all_messages()
+    await history.asave(second.new_messages(), replace=True)
+    assert await history.aload() == second.new_messages()
 
 
 def test_bad_input_is_refused_and_writes_nothing(memory: Memory) -> None:
@@ -259,7 +310,7 @@ def test_bad_input_is_refused_and_writes_nothing(memory: Memory) -> None:
         with pytest.raises(InvalidInput, match="messages"):
             history.append(bad)  # type: ignore[arg-type]
     assert history.load() == _normal(EVERY_PART[:1])
-    too_big = [ModelRequest(parts=[UserPromptPart("x" * 1_000_001)])]
+    too_big = [*EVERY_PART[:1], ModelRequest(parts=[UserPromptPart("x" * 1_000_001)])]
     with pytest.raises(InvalidInput, match="content"):
         history.save(too_big)
     assert memory.entries.count("bad") == 1

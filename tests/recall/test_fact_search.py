@@ -223,3 +223,15 @@ async def test_async_search_returns_facts() -> None:
         assert (hits[0].kind, hits[0].content, hits[0].superseded) == ("fact", DOG, True)
         with pytest.raises(InvalidInput):
             await memory.search("dog", include_history=True)
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+def test_a_fact_that_matches_nothing_is_no_hit(kind: str, tmp_path: Path, path: str) -> None:
+    """Every visible fact is a candidate of a hybrid search: one sharing no term with the
+    query (and, without an embedder, no meaning either) is not returned with score 0."""
+    with any_store(kind, tmp_path) as store, Memory(store) as memory:
+        memory.facts.add(content="the office opens at nine")
+        memory.facts.add(content="Alice is allergic to peanuts")
+        found = memory.search("allergic to peanuts", kinds=ALL)
+        assert [hit.content for hit in found] == ["Alice is allergic to peanuts"]
+        assert memory.search("secret plan tulips", kinds=ALL) == []

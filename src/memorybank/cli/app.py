@@ -40,13 +40,17 @@ from memorybank.cli.common import (
     _console,
     _errors,
     chosen_embedder,
+    empty_listing,
     format_time,
+    resolve_url,
+    shown_url,
 )
+from memorybank.cli.flags import FlagGroup, use_flag_classes
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV
 from memorybank.embeddings.status import EMBED_ENV, embed_mode
 from memorybank.errors import ConfigurationError, NotFound
-from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract.types import UNSET
 
@@ -59,6 +63,7 @@ T = TypeVar("T")
 
 app = typer.Typer(
     name="memorybank",
+    cls=FlagGroup,
     help="Memory for LLM agents: inspect threads and entries, or run the demo.",
     no_args_is_help=True,
     add_completion=False,
@@ -237,7 +242,7 @@ def threads_command(
             _cli_read.emit_json(threads)
             return
         if not threads:
-            console.print("no threads")
+            console.print(empty_listing("threads", tenant, url, memory.store), soft_wrap=True)
             return
         console.print(threads_table(threads, title=f"threads (tenant {tenant})"))
 
@@ -549,7 +554,7 @@ def _print_banner(
     """What ``memorybank serve`` prints on every start: where it listens and what it serves."""
     shown = "[::1]" if host == "::1" else host
     base = f"http://{shown}:{port}"
-    typer.echo(f"memorybank {__version__} serving {url or _resolved_url()} at {base}")
+    typer.echo(f"memorybank {__version__} serving {shown_url(resolve_url(url))} at {base}")
     typer.echo(f"  inspector: {base}/ui")
     typer.echo(f"  API docs:  {base}/docs")
     typer.echo(_mcp_line(base))
@@ -562,12 +567,6 @@ def _print_banner(
     typer.echo("Ctrl-C stops it.")
 
 
-def _resolved_url() -> str:
-    import os
-
-    return os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
-
-
 def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> list[str]:
     """Seed tenant ``demo`` once per store (``make run``); the banner's lines about it.
 
@@ -577,7 +576,7 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
     """
     import os
 
-    from memorybank.cli.demo_state import prepare_demo
+    from memorybank.cli.demo_state import DEMO_TENANT, prepare_demo
 
     with _errors():
         state = prepare_demo(
@@ -590,6 +589,9 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
         f"  demo key (tenant 'demo'): {state.demo_key}",
         f"  demo thread: {state.thread_id} ({again}; memorybank serve --demo --reset-demo "
         "for a new key and thread, or delete the SQLite file to start from nothing)",
+        # the CLI reads tenant 'default' unless told: the demo is elsewhere
+        f"  from a shell: memorybank threads --tenant {DEMO_TENANT}"
+        + (f" --url {shown_url(url)}" if url else " (from this directory)"),
     ]
 
 
@@ -625,6 +627,7 @@ def _clean_help(typer_app: typer.Typer) -> None:
 
 
 _clean_help(app)
+use_flag_classes(app)
 
 
 def main() -> None:

@@ -19,6 +19,7 @@ from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
 from memorybank.memory._sync.memory import DEFAULT_URL
+from memorybank.stores._async.open import sqlite_path
 
 __all__ = [
     "AgentOption",
@@ -29,8 +30,11 @@ __all__ = [
     "_console",
     "_errors",
     "chosen_embedder",
+    "empty_listing",
     "format_time",
     "old_name",
+    "resolve_url",
+    "shown_url",
 ]
 
 UrlOption = Annotated[
@@ -97,3 +101,45 @@ def chosen_embedder(name: str | None) -> Embedder | None:
 
     with _errors():
         return embedder_named(name if name is not None else os.environ.get(EMBEDDER_ENV))
+
+
+def resolve_url(url: str | None) -> str:
+    """The URL a command uses: ``--url``, else ``$MEMORYBANK_URL``, else the default."""
+    import os
+
+    return url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a command prints it: a password masked, a relative SQLite path followed
+    by the file it names (``sqlite:///./memorybank.db (/home/ana/memorybank.db)``)."""
+    from pathlib import Path
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is not None:
+        host = parts.netloc.rpartition("@")[2]
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    if parts.scheme.split("+", 1)[0].lower() == "sqlite":
+        path = sqlite_path(url)
+        if path != ":memory:" and not Path(path).is_absolute():
+            return f"{url} ({Path(path).resolve()})"
+    return url
+
+
+def empty_listing(what: str, tenant: str, url: str | None, store: Any) -> str:
+    """The line a listing prints when it found nothing: what, in which tenant of which
+    store, and, when ``memorybank serve --demo`` (``make run``) seeded this store's demo
+    in another tenant, the option that reads it."""
+    line = f"no {what} in tenant {tenant!r} of {shown_url(resolve_url(url))}"
+    try:
+        from memorybank.cli.demo_state import DEMO_TENANT, has_demo
+    except ImportError:  # no server extra: no `serve --demo` seeded this store from here
+        return line
+    if tenant != DEMO_TENANT and has_demo(store):
+        line += (
+            f"; the demo of `memorybank serve --demo` (make run) is in tenant {DEMO_TENANT!r}:"
+            f" add --tenant {DEMO_TENANT}"
+        )
+    return line

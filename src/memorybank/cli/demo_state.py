@@ -34,7 +34,7 @@ from memorybank.memory._sync.memory import Memory
 from memorybank.server.keys import RESERVED_TENANT, KeyRing
 from memorybank.stores.contract.items import Record
 
-__all__ = ["DEMO_KIND", "DEMO_RECORD", "DEMO_TENANT", "DemoState", "prepare_demo"]
+__all__ = ["DEMO_KIND", "DEMO_RECORD", "DEMO_TENANT", "DemoState", "has_demo", "prepare_demo"]
 
 #: The tenant the demo seeds and its key acts in.
 DEMO_TENANT = "demo"
@@ -63,6 +63,11 @@ def _keyring(url: str | None, call: Any) -> Any:
             return await call(KeyRing(other.store))
 
     return asyncio.run(run())
+
+
+def has_demo(store: Any) -> bool:
+    """Whether ``memorybank serve --demo`` seeded the (sync) ``store``'s tenant ``demo``."""
+    return store.record_get(RESERVED_TENANT, DEMO_KIND, DEMO_RECORD) is not None
 
 
 def prepare_demo(

@@ -25,8 +25,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from memorybank.cli.common import UrlOption, _errors
-from memorybank.cli.read import open_existing, resolve_url
+from memorybank.cli.common import UrlOption, _errors, resolve_url
+from memorybank.cli.read import open_existing
 from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
 from memorybank.dump.format import parse_header
 from memorybank.errors import InvalidInput

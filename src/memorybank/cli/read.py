@@ -28,13 +28,15 @@ from memorybank.cli.common import (
     _console,
     _errors,
     chosen_embedder,
+    empty_listing,
     format_time,
     old_name,
+    resolve_url,
 )
 from memorybank.dump import format as _dump
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
-from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
+from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
@@ -71,13 +73,6 @@ class Kind(enum.StrEnum):
     entries = "entries"
     documents = "documents"
     facts = "facts"
-
-
-def resolve_url(url: str | None) -> str:
-    """The URL a command uses: ``--url``, else ``$MEMORYBANK_URL``, else the default."""
-    import os
-
-    return url or os.environ.get("MEMORYBANK_URL") or DEFAULT_URL
 
 
 def open_existing(url: str | None, tenant: str, *, embedder: Embedder | None = None) -> Memory:
@@ -183,7 +178,7 @@ def search(
             return
         console = _console()
         if not hits:
-            console.print("no hits")
+            console.print(empty_listing("hits", tenant, url, memory.store), soft_wrap=True)
             return
         table = Table(title=f"search {query!r}", title_justify="left")
         for name in ("score", "kind", "id", "where", "content"):
@@ -258,7 +253,7 @@ def facts(
             return
         console = _console()
         if not found:
-            console.print("no facts")
+            console.print(empty_listing("facts", tenant, url, memory.store), soft_wrap=True)
             return
         table = Table(title=f"facts (tenant {tenant})", title_justify="left")
         for name in ("id", "v", "agent", "user", "category", "content", "updated (UTC)"):
@@ -292,7 +287,7 @@ def documents(
             return
         console = _console()
         if not found:
-            console.print("no documents")
+            console.print(empty_listing("documents", tenant, url, memory.store), soft_wrap=True)
             return
         table = Table(title=f"documents (tenant {tenant})", title_justify="left")
         for name in ("id", "agent", "user", "content", "updated (UTC)"):

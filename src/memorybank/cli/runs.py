@@ -23,6 +23,7 @@ from memorybank.cli.common import (
     UserOption,
     _console,
     _errors,
+    empty_listing,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.errors import ConfigurationError
@@ -65,7 +66,7 @@ def runs(
             return
         console = _console()
         if not found:
-            console.print("no runs")
+            console.print(empty_listing("runs", tenant, url, memory.store), soft_wrap=True)
             return
         table = Table(title=f"runs (tenant {tenant})", title_justify="left")
         for name in ("run", "user", "agent", "values"):
@@ -97,7 +98,7 @@ def snapshots(
             return
         console = _console()
         if not found:
-            console.print("no snapshots")
+            console.print(empty_listing("snapshots", tenant, url, memory.store), soft_wrap=True)
             return
         table = Table(title=f"snapshots (tenant {tenant})", title_justify="left")
         for name in ("run", "owner", "value"):

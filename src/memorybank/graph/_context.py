@@ -407,6 +407,26 @@ def render(entity_lines: Sequence[str], relation_lines: Sequence[str]) -> str:
     return "\n".join(parts)
 
 
+def _anchored(items: Sequence[_Item]) -> Callable[[_Item], tuple[Any, ...]]:
+    """The order lines are taken in: best first (an entity before a relation of the same
+    score), except that a relation worth at least its weaker endpoint comes right after
+    its better one: its line names both, so a small budget keeps "Bob plans_to_visit
+    Paris" rather than "Bob" and "Paris" without it."""
+    entities = {i.entity.id: i for i in items if i.entity is not None}
+
+    def key(item: _Item) -> tuple[Any, ...]:
+        relation = item.relation
+        if relation is not None:
+            source, target = entities.get(relation.source_id), entities.get(relation.target_id)
+            if source is not None and target is not None:
+                better, weaker = sorted((source, target), key=lambda e: (-e.score, e.order))
+                if item.score >= weaker.score:
+                    return (-better.score, better.order, 1, -item.score, item.order)
+        return (-item.score, item.order, 0, 0.0, item.order)
+
+    return key
+
+
 def fit_block(
     entities: Sequence[tuple[Entity, float, str]],
     relations: Sequence[tuple[Relation, float, str]],
@@ -425,7 +445,7 @@ def fit_block(
     exact = measure if measure is not None else count
     items = [_Item(s, (0, i), line, entity=e) for i, (e, s, line) in enumerate(entities)]
     items += [_Item(s, (1, i), line, relation=r) for i, (r, s, line) in enumerate(relations)]
-    items.sort(key=lambda item: (-item.score, item.order))
+    items.sort(key=_anchored(items))
 
     def text_of(items: Iterable[_Item]) -> str:
         picked = sorted(items, key=lambda item: item.order)

@@ -9,7 +9,7 @@
     memory = Memory("sqlite:///agent.db").scoped(user_id="alice")
     history = MemorybankHistory(memory, "conversation-42")
     result = agent.run_sync("Hello", message_history=history.load())
-    history.save(result.all_messages())
+    history.save(result.all_messages())   # or: history.append(result.new_messages())
 
 One history is one memorybank thread (``thread_id``), created on the first
 save and owned by the handle's user (fail closed: a thread of another owner
@@ -23,7 +23,10 @@ is kept whole in the entry's ``state`` as Pydantic AI serialises it
 was saved, every part, id and timestamp included.
 
 The adapter holds no scope logic: it acts through the handle it is given, so
-``memory.scoped(user_id=...)`` confines it. On a ``Memory`` use ``load``,
+``memory.scoped(user_id=...)`` confines it. ``save`` never deletes unless asked:
+given messages that do not start with the stored history (``result.new_messages()``
+where ``result.all_messages()`` was meant) it raises ``HistoryDiverged`` and writes
+nothing; ``append`` adds, ``save(messages, replace=True)`` replaces. On a ``Memory`` use ``load``,
 ``save``, ``append`` and ``clear``; on an ``AsyncMemory`` their twins ``aload``,
 ``asave``, ``aappend`` and ``aclear``.
 """
@@ -33,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memorybank.errors import ConfigurationError, InvalidInput
+from memorybank.errors import ConfigurationError, HistoryDiverged, InvalidInput
 from memorybank.integrations._stored import stored_payload
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
@@ -117,13 +120,43 @@ def _stored(entries: Sequence[Entry]) -> list[dict[str, Any]]:
     return [stored_payload(e, STATE_KEY, "MemorybankHistory", "thread_id") for e in entries]
 
 
+def _normal(dumped: dict[str, Any]) -> Any:
+    """A serialised message as Pydantic AI's own round trip gives it back (it turns a
+    ``BinaryContent`` image into a ``BinaryImage``, ...): what ``load`` returns of it."""
+    return ModelMessagesTypeAdapter.dump_python(
+        ModelMessagesTypeAdapter.validate_python([dumped]), mode="json"
+    )[0]
+
+
 def _shared(stored: list[dict[str, Any]], given: list[dict[str, Any]]) -> int:
-    """How many leading messages ``stored`` and ``given`` have in common."""
+    """How many leading messages ``stored`` and ``given`` have in common (a message and
+    its loaded form are the same message)."""
     shared = 0
     for old, new in zip(stored, given, strict=False):
-        if old != new:
+        if old != new and _normal(old) != _normal(new):
             break
         shared += 1
+    return shared
+
+
+def _keep_or_refuse(
+    thread_id: str, stored: list[dict[str, Any]], given: list[dict[str, Any]], replace: object
+) -> int:
+    """How many leading messages ``stored`` and ``given`` share; ``HistoryDiverged`` when
+    that is not all of ``stored`` and the caller did not ask for a replace."""
+    if not isinstance(replace, bool):
+        raise InvalidInput("replace must be true or false", field="replace")
+    shared = _shared(stored, given)
+    if shared < len(stored) and not replace:
+        raise HistoryDiverged(
+            f"thread {thread_id!r} holds {len(stored)} messages and the messages given start"
+            f" with only {shared} of them: save() takes the whole history"
+            " (result.all_messages()) and never deletes unless asked; add"
+            " result.new_messages() with append(), or replace the stored history with"
+            " save(messages, replace=True). Nothing was written.",
+            stored=len(stored),
+            shared=shared,
+        )
     return shared
 
 
@@ -163,15 +196,18 @@ class MemorybankHistory:
             handle confines the history to its tenant and user).
         thread_id: the thread holding the history (1 to 255 printable characters).
 
-    ``load`` returns the saved ``ModelMessage`` list exactly; ``save(messages)``
-    makes the thread hold exactly ``messages``: when the stored history is a
-    prefix of them (``result.all_messages()`` after a run given the loaded
-    history) only the new messages are written, in one all-or-nothing write;
-    when the history was rewritten (compaction, an edit) the new messages
-    are written the same way and then the stored ones after the last message
-    both share are deleted (bad input changes nothing; an interrupted save
-    may leave both, never lose one).
-    ``append(messages)`` adds ``result.new_messages()`` without reading.
+    ``load`` returns the saved ``ModelMessage`` list exactly. ``save(messages)``
+    takes the whole history (``result.all_messages()`` after a run given the
+    loaded history): the stored history must be a prefix of ``messages``, and
+    only the new messages are written, in one all-or-nothing write. Messages
+    that do not start with the stored history (``result.new_messages()``, or a
+    history rewritten by compaction or an edit) raise ``HistoryDiverged`` and
+    write nothing: ``save`` never deletes unless asked. ``save(messages,
+    replace=True)`` makes the thread hold exactly ``messages``: the new messages
+    are written first, then the stored ones after the last message both share
+    are deleted (bad input changes nothing; an interrupted save may leave
+    both, never lose one). ``append(messages)`` adds ``result.new_messages()``
+    without reading.
     """
 
     def __init__(self, memory: Memory | AsyncMemory, thread_id: str) -> None:
@@ -205,13 +241,18 @@ class MemorybankHistory:
         stored = _stored(self._sync_entries(memory))
         return ModelMessagesTypeAdapter.validate_python(stored)
 
-    def save(self, messages: Sequence[ModelMessage]) -> None:
-        """Make the thread hold exactly ``messages`` (see the class docstring)."""
+    def save(self, messages: Sequence[ModelMessage], *, replace: bool = False) -> None:
+        """Store the whole history ``messages``: write the ones after the stored history.
+
+        ``HistoryDiverged`` (nothing written) when ``messages`` does not start with the
+        stored history, unless ``replace=True``: then the thread holds exactly
+        ``messages`` (see the class docstring).
+        """
         memory = self._sync("save")
         dumped = _dump(messages)
         memory.ensure_thread(self.thread_id)
         entries = memory.entries.list(self.thread_id)
-        shared = _shared(_stored(entries), dumped)
+        shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
         # the new messages first (all or nothing), then the stale ones between: bad input
         # leaves the history as it was, and an interrupted save loses no message
         memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
@@ -244,13 +285,13 @@ class MemorybankHistory:
         stored = _stored(await self._async_entries(memory))
         return ModelMessagesTypeAdapter.validate_python(stored)
 
-    async def asave(self, messages: Sequence[ModelMessage]) -> None:
+    async def asave(self, messages: Sequence[ModelMessage], *, replace: bool = False) -> None:
         """``save`` on an ``AsyncMemory``."""
         memory = self._async("save")
         dumped = _dump(messages)
         await memory.ensure_thread(self.thread_id)
         entries = await memory.entries.list(self.thread_id)
-        shared = _shared(_stored(entries), dumped)
+        shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
         await memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
         for entry in entries[shared:]:
             await memory.entries.delete(self.thread_id, entry.id)

@@ -24,7 +24,8 @@ Tools:
   ``read_graph``, ``search_nodes``, ``open_nodes``) on ``memory.graph``, see
   ``memorybank.mcp.graph_tools``: ``read_graph`` is paginated (``cursor``,
   ``nextCursor``) and every read is bounded;
-* memorybank's own: ``remember``, ``recall`` (hybrid search), ``history``,
+* memorybank's own: ``remember``, ``recall`` (hybrid search of conversations,
+  documents and facts), ``history``,
   ``get_context`` (a token budget), ``add_fact``, ``list_facts``, ``forget``.
 
 Every tool acts through ``memory.scoped(user_id=..., agent_id=...)``: the
@@ -95,6 +96,7 @@ __all__ = [
     "HISTORY_MAX",
     "HTTP_HEADERS",
     "LIST_MAX",
+    "RECALL_KINDS",
     "RECALL_MAX",
     "HandleFor",
     "Principals",
@@ -106,6 +108,8 @@ __all__ = [
 HISTORY_MAX = 200
 #: Most hits ``recall`` returns.
 RECALL_MAX = 50
+#: What ``recall`` searches: conversations, documents and facts, ranked on one scale.
+RECALL_KINDS = ("entries", "documents", "facts")
 #: Most facts one ``list_facts`` page holds.
 LIST_MAX = 200
 #: Largest ``max_tokens`` ``get_context`` accepts.
@@ -155,9 +159,9 @@ _DELETE = ToolAnnotations(
 INSTRUCTIONS = (
     "Long-term memory for this conversation's user. Use remember/history/get_context for "
     "conversation threads, add_fact/list_facts for durable facts, recall to search past "
-    "conversations, and the knowledge-graph tools (create_entities, create_relations, "
-    "add_observations, search_nodes, open_nodes, read_graph, delete_*) for entities and "
-    "their relations. read_graph is paginated: pass nextCursor back as cursor."
+    "conversations, documents and facts, and the knowledge-graph tools (create_entities, "
+    "create_relations, add_observations, search_nodes, open_nodes, read_graph, delete_*) "
+    "for entities and their relations. read_graph is paginated: pass nextCursor back as cursor."
 )
 
 
@@ -175,14 +179,18 @@ class StoredMessage(TypedDict):
 
 
 class RecallHit(TypedDict):
-    """One ``recall`` hit: an entry of a thread, or a document."""
+    """One ``recall`` hit: an entry of a thread, a document or a fact (``kind``)."""
 
     kind: str
     id: str
     score: float
     content: str | None
     thread_id: str | None
+    """The entry's thread (``None`` for a document or a fact)."""
     role: str | None
+    """The entry's role (``None`` for a document or a fact)."""
+    category: str | None
+    """The fact's category (``None`` for an entry or a document)."""
     created_at: str
 
 
@@ -625,11 +633,12 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         thread_id: str | None = FROM_VERB,
     ) -> RecallResult:
         with _tool_errors():
-            hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id)
+            # every kind the description names; a thread_id narrows the search to entries
+            hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id, kinds=RECALL_KINDS)
             out: list[RecallHit] = []
             for hit in hits:
-                entry, document = hit.entry, hit.document
-                record = entry if entry is not None else document
+                entry, fact = hit.entry, hit.fact
+                record = entry or hit.document or fact
                 assert record is not None
                 out.append(
                     {
@@ -639,6 +648,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                         "content": hit.content,
                         "thread_id": None if entry is None else entry.thread_id,
                         "role": None if entry is None else entry.role,
+                        "category": None if fact is None else fact.category,
                         "created_at": record.created_at.isoformat(),
                     }
                 )
@@ -675,6 +685,8 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                     f"get_context needs an agent: name it with {principals.agent}",
                     field="agent_id",
                 )
+            # as history: a thread that does not exist is not_found, not a context of facts
+            await memory.threads.require(thread_id)
             built = await memory.build_context(
                 thread_id,
                 max_tokens=max_tokens,

@@ -624,6 +624,8 @@ class _Search:
         hits: list[Hit] = []
         for i, score, signals in _rank(ranker, self.query, qvec):
             record = records[ranker.structure.ids[i]]
+            if isinstance(record, FactItem) and not signals:
+                continue  # every visible fact is a candidate: one that matched nothing is no hit
             if self._keep(score, record.metadata):
                 hits.append(_hit(record, score, signals))
                 if len(hits) >= self.k:
