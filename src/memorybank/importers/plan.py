@@ -34,6 +34,7 @@ __all__ = [
     "PlannedBranch",
     "PlannedEntry",
     "PlannedThread",
+    "UNCOUNTED",
     "Unmapped",
     "as_utc",
     "branch_length",
@@ -41,6 +42,10 @@ __all__ = [
     "provenance",
     "source_id",
 ]
+
+
+#: Record kinds written beside another and not counted on their own (a core fact's history).
+UNCOUNTED = frozenset({CORE_FACT_HISTORY})
 
 
 def source_id(system: str, *parts: str) -> str:
@@ -136,7 +141,8 @@ class Plan:
             n = sum(len(b.entries) for b in thread.branches)
             out["entry"] = out.get("entry", 0) + n
         for record, _ in self.records:
-            out[record.kind] = out.get(record.kind, 0) + 1
+            if record.kind not in UNCOUNTED:
+                out[record.kind] = out.get(record.kind, 0) + 1
         return {kind: n for kind, n in out.items() if n or kind == "thread"}
 
     # -- records -----------------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memorybank.dump._async.portability import import_dump
 from memorybank.errors import InvalidInput
-from memorybank.importers.plan import ImportResult, Plan, PlannedThread, branch_length
+from memorybank.importers.plan import ImportResult, Plan, PlannedThread, UNCOUNTED, branch_length
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.recall._async.search import embed_texts
 from memorybank.rules.scope import ROOT
@@ -44,7 +44,8 @@ async def _new(store: AsyncStore, tenant: str, plan: Plan) -> tuple[dict[str, in
     fresh: set[str] = set()
     for record, _ in plan.records:
         if await store.record_get(tenant, record.kind, record.id) is None:
-            new[record.kind] = new.get(record.kind, 0) + 1
+            if record.kind not in UNCOUNTED:
+                new[record.kind] = new.get(record.kind, 0) + 1
             fresh.add(record.id)
     return new, fresh
 

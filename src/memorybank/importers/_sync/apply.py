@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from memorybank.dump._sync.portability import import_dump
 from memorybank.errors import InvalidInput
-from memorybank.importers.plan import ImportResult, Plan, PlannedThread, branch_length
+from memorybank.importers.plan import ImportResult, Plan, PlannedThread, UNCOUNTED, branch_length
 from memorybank.memory._sync.memory import Memory
 from memorybank.recall._sync.search import embed_texts
 from memorybank.rules.scope import ROOT
@@ -45,7 +45,8 @@ def _new(store: Store, tenant: str, plan: Plan) -> tuple[dict[str, int], set[str
     fresh: set[str] = set()
     for record, _ in plan.records:
         if store.record_get(tenant, record.kind, record.id) is None:
-            new[record.kind] = new.get(record.kind, 0) + 1
+            if record.kind not in UNCOUNTED:
+                new[record.kind] = new.get(record.kind, 0) + 1
             fresh.add(record.id)
     return new, fresh
 
