@@ -12,12 +12,10 @@ One module per system, each reading that system's own storage into a ``Plan``
     result = apply(Memory("sqlite:///memory.db"), plan)
     print(result.describe())
 
-| system | module | reads |
-|---|---|---|
-| ``openai-agents`` | ``memorybank.importers.openai_agents`` | ``SQLiteSession`` / ``SQLAlchemySession`` databases |
-| ``langgraph`` | ``memorybank.importers.langgraph`` | SQLite and PostgreSQL checkpointers, a ``BaseStore`` |
-| ``mem0`` | ``memorybank.importers.mem0`` | Mem0 OSS: its vector store and history database |
-| ``letta`` | ``memorybank.importers.letta`` | Letta agent files (``.af``) |
+Systems (``SYSTEMS``): ``openai-agents`` (``SQLiteSession`` / ``SQLAlchemySession``
+databases), ``langgraph`` (SQLite and PostgreSQL checkpointers, a ``BaseStore``), ``mem0``
+(Mem0 OSS: its vector store and history database) and ``letta`` (agent files, ``.af``),
+each in the module of its name (``memorybank.importers.openai_agents``, ...).
 
 docs/importers.md says what each maps to what, and what has no equivalent.
 """

@@ -76,7 +76,9 @@ def _tables(source: str) -> set[str]:
 
 
 @contextmanager
-def _open(source: str, tables: set[str]) -> Iterator[tuple[BaseCheckpointSaver[Any] | None, BaseStore | None]]:
+def _open(
+    source: str, tables: set[str]
+) -> Iterator[tuple[BaseCheckpointSaver[Any] | None, BaseStore | None]]:
     """LangGraph's own saver and store on ``source`` (each ``None`` if it has no tables)."""
     postgres = source.startswith(("postgresql://", "postgres://"))
     with ExitStack() as stack:
@@ -137,8 +139,9 @@ def _read_checkpoints(
         if configurable.get("checkpoint_ns", ""):
             subgraph += 1
             continue
-        thread = str(configurable["thread_id"])
-        by_thread.setdefault(thread, {})[str(configurable["checkpoint_id"])] = found
+        by_thread.setdefault(str(configurable["thread_id"]), {})[
+            str(configurable["checkpoint_id"])
+        ] = found
     plan.skip(
         "subgraph checkpoints",
         subgraph,
@@ -147,11 +150,10 @@ def _read_checkpoints(
     others: set[str] = set()
     pending = 0
     for thread_id in sorted(by_thread):
-        checkpoints = by_thread[thread_id]
-        thread, channels, waiting = _thread(
-            thread_id, checkpoints, user_id, agent_id, messages_key
+        planned, channels, waiting = _thread(
+            thread_id, by_thread[thread_id], user_id, agent_id, messages_key
         )
-        plan.threads.append(thread)
+        plan.threads.append(planned)
         others |= channels
         pending += waiting
     plan.skip(
@@ -227,7 +229,9 @@ def _thread(
                 id=source_id(SYSTEM, *parts),
                 message=_openai(message),
                 created_at=when,
-                source=provenance(SYSTEM, message.id or keys[i], thread=thread_id, checkpoint=where),
+                source=provenance(
+                    SYSTEM, message.id or keys[i], thread=thread_id, checkpoint=where
+                ),
             )
             branch.entries.append(entry)
             ids.append(entry.id)

@@ -53,7 +53,9 @@ def _load(source: str) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
-        raise InvalidInput(f"{source!r} is not an agent file (JSON): {error}", field="source") from error
+        raise InvalidInput(
+            f"{source!r} is not an agent file (JSON): {error}", field="source"
+        ) from error
     if not isinstance(data, dict) or not (
         isinstance(data.get("agents"), list) or isinstance(data.get("messages"), list)
     ):

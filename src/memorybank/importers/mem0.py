@@ -53,7 +53,9 @@ def _config(source: str) -> MemoryConfig:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as error:
-        raise InvalidInput(f"{source!r} is not a JSON Mem0 config: {error}", field="source") from error
+        raise InvalidInput(
+            f"{source!r} is not a JSON Mem0 config: {error}", field="source"
+        ) from error
     if not isinstance(data, dict):
         raise InvalidInput(f"{source!r} must hold a JSON object", field="source")
     return MemoryConfig(**data)
@@ -175,7 +177,9 @@ def read(
             vector,
         )
     deleted = sum(
-        1 for memory_id, rows in history.items() if memory_id not in live and rows[-1][0] == "DELETE"
+        1
+        for memory_id, rows in history.items()
+        if memory_id not in live and rows[-1][0] == "DELETE"
     )
     plan.skip(
         "deleted memories",

@@ -29,12 +29,12 @@ from memorybank.stores.contract.types import Record
 from memorybank.tokens import Tokenizer, count_message_tokens
 
 __all__ = [
+    "UNCOUNTED",
     "ImportResult",
     "Plan",
     "PlannedBranch",
     "PlannedEntry",
     "PlannedThread",
-    "UNCOUNTED",
     "Unmapped",
     "as_utc",
     "branch_length",
@@ -189,7 +189,13 @@ class Plan:
         self.records.append((record, vector))
 
     def add_core_fact(
-        self, user_id: str | None, key: str, value: str, *, created_at: datetime, updated_at: datetime
+        self,
+        user_id: str | None,
+        key: str,
+        value: str,
+        *,
+        created_at: datetime,
+        updated_at: datetime,
     ) -> None:
         """A core fact (``memory.core_facts``) set once, with its one history value."""
         record_id = compound_id(json.dumps([user_id, key], ensure_ascii=False))
@@ -288,9 +294,7 @@ class ImportResult:
             f"{verb} {self.total_new} new items ({counts(self.new)})",
         ]
         if self.vectors_carried or self.vectors_embedded:
-            out.append(
-                f"vectors: {self.vectors_carried} carried, {self.vectors_embedded} embedded"
-            )
+            out.append(f"vectors: {self.vectors_carried} carried, {self.vectors_embedded} embedded")
         out += [f"not imported: {u.count} {u.what} ({u.why})" for u in self.unmapped]
         return out
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from memorybank.dump._async.portability import import_dump
 from memorybank.errors import InvalidInput
-from memorybank.importers.plan import ImportResult, Plan, PlannedThread, UNCOUNTED, branch_length
+from memorybank.importers.plan import UNCOUNTED, ImportResult, Plan, PlannedThread, branch_length
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.recall._async.search import embed_texts
 from memorybank.rules.scope import ROOT
