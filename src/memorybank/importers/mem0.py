@@ -21,6 +21,7 @@ target embedder embeds the facts.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,11 @@ from typing import Any
 
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importers.plan import Plan, as_utc, fact, provenance, source_id
+
+# Importing Mem0 starts its usage telemetry (PostHog, sent to Mem0's servers) unless
+# MEM0_TELEMETRY says otherwise: reading a user's data must not report on it. A value the
+# user set is kept.
+os.environ.setdefault("MEM0_TELEMETRY", "False")
 
 try:
     from mem0.configs.base import MemoryConfig
