@@ -66,9 +66,10 @@ def _sqlite(path: Path) -> Iterator[tuple[BaseCheckpointSaver[Any], BaseStore]]:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
-    with SqliteSaver.from_conn_string(str(path)) as saver, SqliteStore.from_conn_string(
-        str(path)
-    ) as store:
+    with (
+        SqliteSaver.from_conn_string(str(path)) as saver,
+        SqliteStore.from_conn_string(str(path)) as store,
+    ):
         store.setup()
         yield saver, store
 
@@ -132,8 +133,18 @@ def test_sqlite_checkpointer_and_store(tmp_path: Path, target: str) -> None:
     source = tmp_path / "graph.db"
     with _sqlite(source) as (saver, store):
         _run(saver, store)
-    args = ("import-from", "langgraph", "--source", str(source), "--url", target,
-            "--user", "alice", "--agent", "graph")
+    args = (
+        "import-from",
+        "langgraph",
+        "--source",
+        str(source),
+        "--url",
+        target,
+        "--user",
+        "alice",
+        "--agent",
+        "graph",
+    )
     first = run(*args)
     assert first.exit_code == 0, first.output
     assert "added 21 new items (branch: 1, document: 2, entry: 16, thread: 2)" in first.output

@@ -51,7 +51,9 @@ def mem0_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
             infer=False,
             metadata={"topic": "drinks"},
         )["results"][0]["id"]
-        m.add("Prefers window seats", user_id="alice", agent_id="travel", run_id="trip-1", infer=False)
+        m.add(
+            "Prefers window seats", user_id="alice", agent_id="travel", run_id="trip-1", infer=False
+        )
         m.update(tea, "I like oolong tea")
         gone = m.add("a passing note", user_id="bob", infer=False)["results"][0]["id"]
         m.delete(gone)
@@ -62,8 +64,12 @@ def mem0_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         )
         vectors = {str(p.id): p.vector for p in points}
         m.vector_store.client.close()
-    yield {"config": str(root / "config.json"), "memories": memories, "history": history,
-           "vectors": vectors}
+    yield {
+        "config": str(root / "config.json"),
+        "memories": memories,
+        "history": history,
+        "vectors": vectors,
+    }
 
 
 def _check(target: str, source: dict[str, Any]) -> None:

@@ -69,12 +69,23 @@ async def _items(url: str, session_id: str, user: str) -> list[Any]:
 def test_sqlite_session_arrives_exactly_and_once(tmp_path: Path, target: str) -> None:
     source = tmp_path / "sessions.db"
     _sqlite_source(source)
-    first = run("import-from", "openai-agents", "--source", str(source), "--url", target,
-                "--user", "alice", "--agent", "travel")
+    first = run(
+        "import-from",
+        "openai-agents",
+        "--source",
+        str(source),
+        "--url",
+        target,
+        "--user",
+        "alice",
+        "--agent",
+        "travel",
+    )
     assert first.exit_code == 0, first.output
     assert "added 8 new items (entry: 6, thread: 2)" in first.output
-    again = run("import-from", "openai-agents", "--source", str(source), "--url", target,
-                "--user", "alice")
+    again = run(
+        "import-from", "openai-agents", "--source", str(source), "--url", target, "--user", "alice"
+    )
     assert again.exit_code == 0, again.output
     assert "added 0 new items" in again.output
 
@@ -94,9 +105,14 @@ def test_sqlite_session_arrives_exactly_and_once(tmp_path: Path, target: str) ->
             entries = memory.entries.list(session_id, user_id="alice")
             mine = [r for r in rows if r[1] == session_id]
             assert [e.metadata["source"]["id"] for e in entries] == [str(r[0]) for r in mine]
-            assert [e.created_at for e in entries] == [as_utc(r[3], thread.created_at) for r in mine]
+            assert [e.created_at for e in entries] == [
+                as_utc(r[3], thread.created_at) for r in mine
+            ]
         assert [e.role for e in memory.entries.list("trip", user_id="alice")] == [
-            "user", "assistant", "tool", "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
         ]
 
 
@@ -120,7 +136,8 @@ def test_sqlalchemy_session_on_postgresql(pg_schema: str, target: str) -> None:
 
 
 def test_a_missing_database_is_an_error_and_writes_nothing(tmp_path: Path, target: str) -> None:
-    result = run("import-from", "openai-agents", "--source", str(tmp_path / "nope.db"),
-                 "--url", target)
+    result = run(
+        "import-from", "openai-agents", "--source", str(tmp_path / "nope.db"), "--url", target
+    )
     assert result.exit_code == 1
     assert "no SQLiteSession database" in result.output
