@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_openai_messages
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -51,12 +52,13 @@ def _run(saver: BaseCheckpointSaver[Any], store: BaseStore) -> None:
     graph.add_conditional_edges("model", _route)
     graph.add_edge("tools", "model")
     app = graph.compile(checkpointer=saver)
-    t1 = {"configurable": {"thread_id": "t1"}}
-    app.invoke({"messages": [HumanMessage("Paris")]}, t1)
+    t1 = RunnableConfig(configurable={"thread_id": "t1"})
+    app.invoke(MessagesState(messages=[HumanMessage("Paris")]), t1)
     after_one = app.get_state(t1).config
-    app.invoke({"messages": [HumanMessage("Rome")]}, t1)
-    app.invoke({"messages": [HumanMessage("Oslo")]}, after_one)  # time travel: a fork
-    app.invoke({"messages": [HumanMessage("Lima")]}, {"configurable": {"thread_id": "t2"}})
+    app.invoke(MessagesState(messages=[HumanMessage("Rome")]), t1)
+    app.invoke(MessagesState(messages=[HumanMessage("Oslo")]), after_one)  # time travel: a fork
+    t2 = RunnableConfig(configurable={"thread_id": "t2"})
+    app.invoke(MessagesState(messages=[HumanMessage("Lima")]), t2)
     store.put(("memories", "alice"), "food", {"content": "likes ramen", "tags": ["food"]})
     store.put(("prefs",), "theme", {"color": "blue"})
 
@@ -86,7 +88,7 @@ def _postgres(url: str) -> Iterator[tuple[BaseCheckpointSaver[Any], BaseStore]]:
 
 
 def _openai(messages: list[BaseMessage]) -> list[dict[str, Any]]:
-    return [dict(convert_to_openai_messages(m)) for m in messages]  # type: ignore[call-overload]
+    return [dict(convert_to_openai_messages(m)) for m in messages]
 
 
 def _check(target: str, saver: BaseCheckpointSaver[Any], store: BaseStore) -> None:
@@ -96,6 +98,7 @@ def _check(target: str, saver: BaseCheckpointSaver[Any], store: BaseStore) -> No
     messages = latest.checkpoint["channel_values"]["messages"]
     with Memory(target) as memory:
         thread = memory.threads.get("t1", user_id="alice")
+        assert thread is not None
         assert (thread.user_id, thread.agent_id) == ("alice", "graph")
         main = memory.entries.list("t1", user_id="alice")
         assert [e.to_message() for e in main] == _openai(messages)

@@ -99,6 +99,7 @@ def test_sqlite_session_arrives_exactly_and_once(tmp_path: Path, target: str) ->
     with Memory(target) as memory:
         for session_id, created in sessions.items():
             thread = memory.threads.get(session_id, user_id="alice")
+            assert thread is not None
             assert (thread.user_id, thread.agent_id) == ("alice", "travel")
             assert thread.metadata["source"] == {"system": "openai-agents", "id": session_id}
             assert thread.created_at == as_utc(created, thread.created_at)

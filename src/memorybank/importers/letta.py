@@ -24,10 +24,9 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from memorybank.errors import InvalidInput, NotFound
+from memorybank.errors import InvalidInput
 from memorybank.importers.plan import (
     Plan,
     PlannedBranch,
@@ -35,6 +34,7 @@ from memorybank.importers.plan import (
     PlannedThread,
     as_utc,
     provenance,
+    read_json,
     source_id,
 )
 
@@ -47,15 +47,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _load(source: str) -> dict[str, Any]:
-    path = Path(source)
-    if not path.is_file():
-        raise NotFound(f"no Letta agent file at {source!r}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise InvalidInput(
-            f"{source!r} is not an agent file (JSON): {error}", field="source"
-        ) from error
+    data = read_json(source, "Letta agent file")
     if not isinstance(data, dict) or not (
         isinstance(data.get("agents"), list) or isinstance(data.get("messages"), list)
     ):

@@ -20,15 +20,14 @@ target embedder embeds the facts.
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from memorybank.errors import InvalidInput, NotFound
-from memorybank.importers.plan import Plan, as_utc, fact, provenance, source_id
+from memorybank.errors import InvalidInput
+from memorybank.importers.plan import Plan, as_utc, fact, provenance, read_json, source_id
 
 # Importing Mem0 starts its usage telemetry (PostHog, sent to Mem0's servers) unless
 # MEM0_TELEMETRY says otherwise: reading a user's data must not report on it. A value the
@@ -53,15 +52,7 @@ _PAGE = 1000
 
 
 def _config(source: str) -> MemoryConfig:
-    path = Path(source)
-    if not path.is_file():
-        raise NotFound(f"no Mem0 config file at {source!r}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise InvalidInput(
-            f"{source!r} is not a JSON Mem0 config: {error}", field="source"
-        ) from error
+    data = read_json(source, "Mem0 config file")
     if not isinstance(data, dict):
         raise InvalidInput(f"{source!r} must hold a JSON object", field="source")
     return MemoryConfig(**data)

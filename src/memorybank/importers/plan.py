@@ -14,14 +14,16 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from memorybank.dump import format as _dump
+from memorybank.errors import InvalidInput, NotFound
 from memorybank.memory._async.core import _provider_dict
-from memorybank.memory._async.core_facts import CORE_FACT, CORE_FACT_HISTORY
-from memorybank.memory._async.documents import DOCUMENT_KIND
-from memorybank.memory._async.facts import FACT_VERSION
+from memorybank.memory._async.core_facts import CORE_FACT, CORE_FACT_HISTORY, core_fact_id
+from memorybank.memory._async.documents import document_record
 from memorybank.memory._async.facts import _record as _fact_record
+from memorybank.memory._async.facts import version_record
 from memorybank.records import Entry, Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id
@@ -40,12 +42,25 @@ __all__ = [
     "branch_length",
     "fact",
     "provenance",
+    "read_json",
     "source_id",
 ]
 
 
 #: Record kinds written beside another and not counted on their own (a core fact's history).
 UNCOUNTED = frozenset({CORE_FACT_HISTORY})
+
+
+def read_json(source: str, what: str) -> Any:
+    """The JSON document in the file ``source`` (``NotFound``: no such file;
+    ``InvalidInput``: not JSON), ``what`` naming it in the errors."""
+    path = Path(source)
+    if not path.is_file():
+        raise NotFound(f"no {what} at {source!r}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise InvalidInput(f"{source!r} is not a {what} (JSON): {error}", field="source") from error
 
 
 def source_id(system: str, *parts: str) -> str:
@@ -153,15 +168,7 @@ class Plan:
 
     def add_fact_version(self, fact: Fact, replaced_at: datetime) -> None:
         """An earlier value of a fact (``facts.history``), as ``facts.update`` keeps it."""
-        record = _fact_record(fact)
-        record.kind = FACT_VERSION
-        record.id = f"{fact.id}:{fact.version}"
-        record.key = fact.id
-        record.data["fact_id"] = fact.id
-        record.data["created_at"] = fact.created_at.isoformat()
-        record.data["replaced_at"] = replaced_at.isoformat()
-        record.created_at = fact.updated_at
-        self.records.append((record, None))
+        self.records.append((version_record(fact, replaced_at), None))
 
     def add_document(
         self,
@@ -176,13 +183,12 @@ class Plan:
         vector: list[float] | None = None,
     ) -> None:
         """A document, as ``memory.documents.add`` stores it."""
-        record = Record(
-            kind=DOCUMENT_KIND,
-            id=document_id,
+        record = document_record(
+            document_id,
+            content,
+            metadata,
             agent_id=agent_id,
             user_id=user_id,
-            content=content,
-            data={"metadata": metadata},
             created_at=created_at,
             updated_at=updated_at,
         )
@@ -198,7 +204,7 @@ class Plan:
         updated_at: datetime,
     ) -> None:
         """A core fact (``memory.core_facts``) set once, with its one history value."""
-        record_id = compound_id(json.dumps([user_id, key], ensure_ascii=False))
+        record_id = core_fact_id(user_id, key)
         current = Record(
             kind=CORE_FACT,
             id=record_id,
