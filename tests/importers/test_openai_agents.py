@@ -142,3 +142,49 @@ def test_a_missing_database_is_an_error_and_writes_nothing(tmp_path: Path, targe
     )
     assert result.exit_code == 1
     assert "no SQLiteSession database" in result.output
+
+
+def test_a_session_that_grew_adds_only_its_new_items(tmp_path: Path, target: str) -> None:
+    source = tmp_path / "sessions.db"
+    _sqlite_source(source)
+    args = (
+        "import-from",
+        "openai-agents",
+        "--source",
+        str(source),
+        "--url",
+        target,
+        "--user",
+        "alice",
+    )
+    assert run(*args).exit_code == 0
+    later = {"role": "user", "content": "And tomorrow?"}
+
+    async def grow() -> None:
+        session = SQLiteSession("trip", str(source))
+        await session.add_items([later])
+        session.close()
+
+    asyncio.run(grow())
+    result = run(*args)
+    assert "added 1 new items (entry: 1)" in result.output, result.output
+    assert asyncio.run(_items(target, "trip", "alice")) == [*CHAT, later]
+    assert "added 0 new items" in run(*args).output
+
+
+def test_a_dry_run_checks_what_it_would_write(tmp_path: Path, target: str) -> None:
+    source = tmp_path / "sessions.db"
+
+    async def write() -> None:
+        session = SQLiteSession("bad", str(source))
+        await session.add_items([{"role": "wizard", "content": "abracadabra"}])
+        session.close()
+
+    asyncio.run(write())
+    args = ("import-from", "openai-agents", "--source", str(source), "--url", target)
+    for extra in ("--dry-run", "--user=alice"):
+        result = run(*args, extra)
+        assert result.exit_code == 1, result.output
+        assert "error [invalid_input]" in result.output
+    with Memory(target) as memory:
+        assert memory.threads.list() == []

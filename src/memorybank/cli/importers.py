@@ -14,6 +14,7 @@ from rich.console import Console
 
 from memorybank.cli.common import EmbedderOption, UrlOption, _errors, chosen_embedder
 from memorybank.cli.read import resolve_url
+from memorybank.errors import ConfigurationError
 from memorybank.importers import SYSTEMS, apply
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 
@@ -55,7 +56,10 @@ def import_from_command(
     """
     model = chosen_embedder(embedder)
     with _errors():
-        module = importlib.import_module(SYSTEMS[str(system)])
+        try:
+            module = importlib.import_module(SYSTEMS[str(system)])
+        except ImportError as error:  # the system's library is missing: name the extra
+            raise ConfigurationError(str(error)) from error
         plan = module.read(source, user_id=user, agent_id=agent)
         with Memory(resolve_url(url), tenant_id=tenant, embedder=model) as memory:
             result = apply(memory, plan, dry_run=dry_run)

@@ -17,31 +17,35 @@ __all__ = ["apply"]
 _EMBEDDED = ("fact", "document")
 
 
-def _complete(store: Store, tenant: str, thread: PlannedThread) -> bool:
-    """Whether the target already holds ``thread`` with every branch at full length (what
-    ``import_dump`` skips with ``on_conflict="skip"``)."""
+def _thread_news(store: Store, tenant: str, thread: PlannedThread) -> dict[str, int]:
+    """What importing ``thread`` adds: all of it when the target lacks it, else the
+    branches it lacks and the entries beyond each branch's stored length (``import_dump``
+    then writes the thread again whole; a thread at full length is skipped)."""
     if store.thread_get(tenant, thread.id) is None:
-        return False
+        return {
+            "thread": 1,
+            "branch": len(thread.branches) - 1,
+            "entry": sum(len(b.entries) for b in thread.branches),
+        }
     have = {b.name for b in store.branch_list(tenant, thread.id)}
+    news = {"branch": 0, "entry": 0}
     for branch in thread.branches:
         if branch.name not in have:
-            return False
+            news["branch"] += 1
+            news["entry"] += len(branch.entries)
+            continue
         count = store.entry_count(tenant, thread.id, branch=branch.name)
-        if count != branch_length(thread, branch):
-            return False
-    return True
+        news["entry"] += max(0, branch_length(thread, branch) - count)
+    return news
 
 
 def _new(store: Store, tenant: str, plan: Plan) -> tuple[dict[str, int], set[str]]:
     """What writing ``plan`` adds, by kind, and the ids of its new records."""
     new: dict[str, int] = {}
     for thread in plan.threads:
-        if _complete(store, tenant, thread):
-            continue
-        new["thread"] = new.get("thread", 0) + 1
-        if len(thread.branches) > 1:
-            new["branch"] = new.get("branch", 0) + len(thread.branches) - 1
-        new["entry"] = new.get("entry", 0) + sum(len(b.entries) for b in thread.branches)
+        for kind, n in (_thread_news(store, tenant, thread)).items():
+            if n:
+                new[kind] = new.get(kind, 0) + n
     fresh: set[str] = set()
     for record, _ in plan.records:
         if store.record_get(tenant, record.kind, record.id) is None:
@@ -56,18 +60,28 @@ def apply(memory: Memory, plan: Plan, *, dry_run: bool = False) -> ImportResult:
 
     Each item has an id derived from the other system's id, and the write is
     ``import_dump(..., on_conflict="skip")``: an item already imported is kept, so a
-    second run adds nothing; a thread that grew in the other system since is written again
-    whole. Vectors: the other system's are carried when ``plan.vector_model`` is the
-    memory's embedder's ``model_id``; otherwise, with an embedder, facts and documents are
-    embedded here and entries by ``embed_pending``. ``dry_run`` writes nothing.
-    ``memory`` must be an unscoped handle (the import writes every owner it reads).
+    second run adds nothing. A thread that grew in the other system since is written
+    again whole (what was added to it in memorybank meanwhile is then replaced); nothing
+    is written when nothing is new.
+
+    Vectors: the other system's are carried when ``plan.vector_model`` is the memory's
+    embedder's ``model_id``; otherwise, with an embedder, facts and documents are
+    embedded here and entries by ``embed_pending``.
+
+    ``dry_run`` checks every message as the write would and writes nothing. ``memory``
+    must be an unscoped handle (the import writes every owner it reads).
     """
     if memory.scope != ROOT:
         raise InvalidInput("import into an unscoped memory handle", field="memory")
     store, tenant = memory.store, memory.tenant_id
     new, fresh = _new(store, tenant, plan)
     result = ImportResult(plan.system, dry_run, plan.counts(), new, list(plan.unmapped))
-    if dry_run or not new:
+    core = memory._core
+    if dry_run:
+        for _ in plan.lines(tenant, core.tokenizer, max_content_chars=core.max_content_chars):
+            pass  # each message checked as entries.add checks it
+        return result
+    if not new:
         return result
     embedder = memory.embedder
     model = None if embedder is None else embedder.model_id
@@ -77,7 +91,6 @@ def apply(memory: Memory, plan: Plan, *, dry_run: bool = False) -> ImportResult:
         computed = embed_texts(embedder, [r.content for r in wanted])
         vectors = {r.id: vector for r, vector in zip(wanted, computed, strict=True)}
         result.vectors_embedded = len(vectors)
-    core = memory._core
     lines = plan.lines(
         tenant,
         core.tokenizer,
