@@ -135,3 +135,16 @@ def test_a_missing_config_is_an_error(tmp_path: Path, target: str) -> None:
     result = run("import-from", "mem0", "--source", str(tmp_path / "none.json"), "--url", target)
     assert result.exit_code == 1
     assert "no Mem0 config file" in result.output
+
+
+def test_an_older_config_with_a_graph_store_says_it_is_left_out(
+    mem0_source: dict[str, Any], tmp_path: Path, target: str
+) -> None:
+    config = json.loads(Path(mem0_source["config"]).read_text())
+    config["graph_store"] = {"provider": "neo4j", "config": {"url": "bolt://127.0.0.1:7687"}}
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(config))
+    result = run("import-from", "mem0", "--source", str(older), "--url", target, "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "would add 3 new items" in result.output
+    assert "not imported: 1 config sections (graph_store:" in result.output

@@ -51,11 +51,14 @@ _PROVENANCE = ("run_id", "actor_id", "role")
 _PAGE = 1000
 
 
-def _config(source: str) -> MemoryConfig:
+def _config(source: str) -> tuple[MemoryConfig, list[str]]:
+    """Mem0's config from the file, and the keys this Mem0 does not know (an older
+    config's ``graph_store``: Mem0's open-source edition no longer has graph memory)."""
     data = read_json(source, "Mem0 config file")
     if not isinstance(data, dict):
         raise InvalidInput(f"{source!r} must hold a JSON object", field="source")
-    return MemoryConfig(**data)
+    unknown = sorted(k for k in data if k not in MemoryConfig.model_fields)
+    return MemoryConfig(**{k: x for k, x in data.items() if k not in unknown}), unknown
 
 
 def _points(store: Any) -> list[tuple[str, dict[str, Any], list[float] | None]]:
@@ -116,7 +119,7 @@ def read(
     vector_model: str | None = None,
 ) -> Plan:
     """Read the memories and history of the Mem0 config at ``source`` (module docstring)."""
-    config = _config(source)
+    config, unknown = _config(source)
     model = config.embedder.config.get("model") if config.embedder.config else None
     plan = Plan(SYSTEM, vector_model=vector_model or (model if isinstance(model, str) else None))
     store = VectorStoreFactory.create(config.vector_store.provider, config.vector_store.config)
@@ -182,6 +185,9 @@ def read(
         "deleted memories",
         deleted,
         "Mem0 keeps only their history; memorybank keeps no history of a deleted fact",
+    )
+    plan.skip(
+        "config sections", len(unknown), f"{', '.join(unknown)}: not part of this Mem0's storage"
     )
     plan.skip(
         "buffered messages",
