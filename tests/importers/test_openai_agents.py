@@ -158,7 +158,7 @@ def test_a_session_that_grew_adds_only_its_new_items(tmp_path: Path, target: str
         "alice",
     )
     assert run(*args).exit_code == 0
-    later = {"role": "user", "content": "And tomorrow?"}
+    later: Any = {"role": "user", "content": "And tomorrow?"}
 
     async def grow() -> None:
         session = SQLiteSession("trip", str(source))
@@ -177,7 +177,8 @@ def test_a_dry_run_checks_what_it_would_write(tmp_path: Path, target: str) -> No
 
     async def write() -> None:
         session = SQLiteSession("bad", str(source))
-        await session.add_items([{"role": "wizard", "content": "abracadabra"}])
+        wrong: Any = {"role": "wizard", "content": "abracadabra"}  # a role no one has
+        await session.add_items([wrong])
         session.close()
 
     asyncio.run(write())
