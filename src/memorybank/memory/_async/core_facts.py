@@ -31,6 +31,11 @@ CORE_FACT_HISTORY = "core_fact_history"
 DEFAULT_PATH = "memorybank.db"
 
 
+def core_fact_id(user_id: str | None, key: str) -> str:
+    """The record id of a core fact: unique per (user, key), at most 255 characters."""
+    return compound_id(json.dumps([user_id, key], ensure_ascii=False))
+
+
 class AsyncCoreFacts:
     """Key-value facts for one user (``user_id=None``: the tenant-wide set).
 
@@ -65,7 +70,7 @@ class AsyncCoreFacts:
         ``user_id`` may only repeat the set's user (anything else is refused).
         """
         self._scope.user(user_id)
-        return compound_id(json.dumps([self.user_id, v.check_id(key, "key")], ensure_ascii=False))
+        return core_fact_id(self.user_id, v.check_id(key, "key"))
 
     async def set(self, key: str, value: str, *, user_id: str | Unset | None = UNSET) -> None:
         """Set ``key`` to ``value`` and append it to the key's history, atomically.

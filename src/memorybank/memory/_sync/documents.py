@@ -9,6 +9,7 @@ configured, its embedding is stored with the embedder's ``model_id``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import InvalidInput
@@ -40,6 +41,29 @@ def document_from_record(record: Record) -> Document:
         user_id=record.user_id,
         created_at=record.created_at,
         updated_at=record.updated_at,
+    )
+
+
+def document_record(
+    document_id: str,
+    content: str,
+    metadata: dict[str, Any],
+    *,
+    agent_id: str | None,
+    user_id: str | None,
+    created_at: datetime,
+    updated_at: datetime,
+) -> Record:
+    """The stored record of a document."""
+    return Record(
+        kind=DOCUMENT_KIND,
+        id=document_id,
+        agent_id=agent_id,
+        user_id=user_id,
+        content=content,
+        data={"metadata": metadata},
+        created_at=created_at,
+        updated_at=updated_at,
     )
 
 
@@ -99,13 +123,12 @@ class Documents:
                 embedding, "embedding", dimensions=embedder.dimensions, allow_zero=False
             )
         now = self._core.now()
-        record = Record(
-            kind=DOCUMENT_KIND,
-            id=new_id(),
+        record = document_record(
+            new_id(),
+            content,
+            v.check_json_object(metadata, "metadata"),
             agent_id=self._scope.owner(agent_id, "agent_id"),
             user_id=self._scope.owner(user_id),
-            content=content,
-            data={"metadata": v.check_json_object(metadata, "metadata")},
             created_at=now,
             updated_at=now,
         )

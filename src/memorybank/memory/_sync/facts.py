@@ -89,6 +89,20 @@ def _record(fact: Fact, revision: int = 0) -> Record:
     )
 
 
+def version_record(old: Fact, replaced_at: datetime) -> Record:
+    """The ``fact_version`` record keeping ``old`` (``facts.history``), replaced at
+    ``replaced_at``."""
+    version = _record(old)
+    version.kind = FACT_VERSION
+    version.id = f"{old.id}:{old.version}"
+    version.key = old.id
+    version.data["fact_id"] = old.id
+    version.data["created_at"] = old.created_at.isoformat()
+    version.data["replaced_at"] = replaced_at.isoformat()
+    version.created_at = old.updated_at
+    return version
+
+
 def _link_id(fact_id: str, entry_id: str) -> str:
     """The id of the link from a fact to one of its source entries (at most 255 characters)."""
     return compound_id(f"{fact_id}:{entry_id}")
@@ -324,15 +338,7 @@ class Facts:
             added = [e for e in new.source_entries if e not in old.source_entries]
             writes += _links(new, added)
             if supersede:
-                version = _record(old)
-                version.kind = FACT_VERSION
-                version.id = f"{old.id}:{old.version}"
-                version.key = old.id
-                version.data["fact_id"] = old.id
-                version.data["created_at"] = old.created_at.isoformat()
-                version.data["replaced_at"] = now.isoformat()
-                version.created_at = old.updated_at
-                writes.append(version)
+                writes.append(version_record(old, now))
             # The vector is computed (and checked) before anything is written.
             vector = self._vector(new) if new.content != old.content else None
             guard = RecordGuard(FACT, fact_id, record.revision)
