@@ -12,8 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from memorybank.cli.common import EmbedderOption, UrlOption, _errors, chosen_embedder
-from memorybank.cli.common import resolve_url
+from memorybank.cli.common import EmbedderOption, UrlOption, _errors, chosen_embedder, resolve_url
 from memorybank.errors import ConfigurationError
 from memorybank.importers import SYSTEMS, apply
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
