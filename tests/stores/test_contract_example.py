@@ -66,6 +66,7 @@ def test_the_example_implements_only_the_required_methods() -> None:
     assert own == set(REQUIRED) | {"capabilities"}
     assert dict_store.DictStore.capabilities == {Capability.VOLATILE}
     assert len(AsyncStore.__abstractmethods__) == len(REQUIRED) == 20
+    assert len(EXAMPLE.read_text().splitlines()) <= 300  # "a store in an afternoon"
 
 
 def test_the_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
