@@ -10,6 +10,16 @@ across processes, and returns the thread as one ``JSON_ARRAY`` column (like
 columns cost the client more than the JSON costs the server). The checks
 (thread, owner, branch) are made on that locked row, in the transaction: a
 refused append raises ``NotFound``/``ThreadForbidden`` and writes nothing.
+Entry ids are unique on a branch (``memorybank.rules.entry_ids``): a batch
+repeating an id is refused before anything is sent; then a read of the batch's
+ids through the (tenant, thread, id) key, sent right after the locking read
+(so it sees every append that held the lock before), refuses an id the branch
+holds with ``Conflict``, again writing nothing. Why a read and not a unique
+key: the id is too long for a key with the branch (InnoDB's 3072 bytes), a
+hashed-id key needs a column, a table rebuild and a migration that could not
+build it on data already holding a repeated id, and a key's error would fail
+every caller of a combined transaction; the read costs an index range of a
+few rows in a round trip the append makes anyway.
 The writes are plain: a multi-row ``INSERT``, an ``UPDATE`` of the branch
 (counter and kept ``entry_count``) and one of the thread's ``updated_at``,
 then ``COMMIT``. Positions come from the branch's counter, so they are
@@ -25,8 +35,10 @@ short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
   its row in session variables (``SELECT ... INTO``: the row; the counter,
   NULL when a check fails; the branch name), ``SELECT @memorybank_row``
   returns it, and the writes read the variables, each conditional on the
-  counter being set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused
-  append's ``COMMIT`` ends an empty transaction. The read is an aggregate
+  counter being set (``INSERT ... SELECT ... FROM DUAL WHERE``) and on no id
+  being taken (``@memorybank_taken``: the batch place of the first id the
+  branch holds, an aggregate, so set afresh too): a refused append's
+  ``COMMIT`` ends an empty transaction. The read is an aggregate
   (``MAX`` of at most one row), so it always sets the variables, to NULL for a
   missing thread: never to a previous append's values. This replaced writes
   made conditional by joining the thread and branch rows again (``INSERT ...
@@ -37,21 +49,24 @@ short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
   (``bench.bench_mysql --only clients``, 8 alternating runs each, load
   1.3-4.5); the same plain writes in a second round trip made 0.27-0.32x.
 - Bigger or idempotent batches take TWO round trips (``_append``): the first
-  also reads the stored idempotency keys, the second writes and commits.
+  also reads the stored idempotency keys and the batch's ids the branch holds
+  (an entry replayed by its key is not written, so its id is not checked), the
+  second writes and commits.
 
 Write combining (``memorybank.runtime.combine``): appends without idempotency keys (up
 to 16 entries each) that one store object receives while one of its appends
 for the same tenant is running (``APPEND_BATCHES``) wait, and then run together
 as ONE transaction of two round trips whatever their number and threads
 (``_append_many``): ``SELECT`` of the threads named and their branches ``FOR
-UPDATE`` (ordered by thread id, so two such transactions never deadlock),
-then one multi-row ``INSERT``, one ``UPDATE`` of the counters and one of
-``updated_at`` (``CASE`` per thread), ``COMMIT``. Each caller returns once its
-entries are committed; callers of one thread get consecutive positions in
-arrival order; a refused caller (no thread, another owner, no branch) gets its
-own error and writes nothing, the others are stored; an error of the
-transaction itself reaches every caller in it. With one append in flight
-nothing waits: it runs alone, as above.
+UPDATE`` (ordered by thread id, so two such transactions never deadlock) and
+of the callers' ids those threads hold, then one multi-row ``INSERT``, one
+``UPDATE`` of the counters and one of ``updated_at`` (``CASE`` per thread),
+``COMMIT``. Each caller returns once its entries are committed; callers of
+one thread get consecutive positions in arrival order; a refused caller (no
+thread, another owner, no branch, an id the branch holds, also one an earlier
+caller of the transaction wrote there) gets its own error and writes nothing,
+the others are stored; an error of the transaction itself reaches every
+caller in it. With one append in flight nothing waits: it runs alone, as above.
 """
 
 from __future__ import annotations
@@ -64,6 +79,7 @@ from typing import Any
 
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.mysql._async._base import MySQLBase
@@ -71,12 +87,14 @@ from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
     BEGIN,
     E_COLS,
+    IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
     T_COLS,
     AppendItem,
     Statement,
     build_thread,
+    chunks,
     entry_values,
     idem_hash,
     placeholders,
@@ -161,6 +179,7 @@ class AppendsMixin(MySQLBase):
     ) -> AppendResult:
         """Append in one transaction: one round trip alone, two in a batch or with
         idempotency keys (see the module docstring)."""
+        check_batch_ids(entries)
         if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
             item = (thread_id, branch, owner, entries, updated_at)
             return await self._appends.submit(tenant, item)
@@ -174,8 +193,8 @@ class AppendsMixin(MySQLBase):
         round trip 1 locks the threads (in id order: two such transactions never
         deadlock) and their branches named; round trip 2 inserts every allowed
         entry, sets each counter and ``updated_at`` once, and commits. A refused
-        caller (no thread, other owner, no branch) gets its error and wrote
-        nothing; the others are stored."""
+        caller (no thread, other owner, no branch, a taken id) gets its error and
+        wrote nothing; the others are stored."""
         if len(items) == 1:  # a lone append: one round trip
             return [await self._with_retry(lambda conn: self._append_lone(conn, tenant, items[0]))]
         out: list[AppendResult | Exception] = []
@@ -194,14 +213,24 @@ class AppendsMixin(MySQLBase):
         marks = placeholders(INSERT_WIDTH - 4)
         rows = [
             f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {marks}"
-            " FROM DUAL WHERE @memorybank_last IS NOT NULL"
+            " FROM DUAL WHERE @memorybank_last IS NOT NULL AND @memorybank_taken IS NULL"
             for k in range(1, len(entries) + 1)
         ]
         added = len(entries)
+        ids = [new.id for new in entries]
+        id_marks = placeholders(added)
         statements: list[Statement] = [
             (BEGIN, None),
             self._lock_statement(tenant, thread_id, branch, owner, into=True),
-            ("SELECT @memorybank_row", None),
+            # after the lock: the first of the batch's ids the branch holds (its
+            # 1-based place in the batch), NULL when none (an aggregate: always set)
+            (
+                f"SELECT MIN(FIELD(e.id, {id_marks})) INTO @memorybank_taken"
+                f" FROM {self._entries} e WHERE e.tenant_id = %s AND e.thread_id = %s"
+                f" AND e.branch = @memorybank_branch AND e.id IN ({id_marks})",
+                (*ids, tenant, thread_id, *ids),
+            ),
+            ("SELECT @memorybank_row, @memorybank_taken", None),
             (
                 f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(rows),
                 [v for new in entries for v in (tenant, thread_id, *entry_values(new))],
@@ -209,20 +238,23 @@ class AppendsMixin(MySQLBase):
             (
                 f"UPDATE {self._branches} SET last_position = @memorybank_last + {added},"
                 f" entry_count = entry_count + {added} WHERE tenant_id = %s AND thread_id = %s"
-                " AND name = @memorybank_branch AND @memorybank_last IS NOT NULL",
+                " AND name = @memorybank_branch AND @memorybank_last IS NOT NULL"
+                " AND @memorybank_taken IS NULL",
                 (tenant, thread_id),
             ),
             (
                 f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s"
-                " AND @memorybank_last IS NOT NULL",
+                " AND @memorybank_last IS NOT NULL AND @memorybank_taken IS NULL",
                 (to_us(updated_at), tenant, thread_id),
             ),
             ("COMMIT", None),
         ]
-        head = (await self._run(conn, statements))[3][0]
+        head = (await self._run(conn, statements))[4][0]
         thread, name, position = _append_head(
             [] if head[0][0] is None else head, thread_id, branch, owner
         )
+        if head[0][1] is not None:
+            raise id_taken(ids[int(head[0][1]) - 1], name)
         stored = [
             _stored_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)
         ]
@@ -253,7 +285,9 @@ class AppendsMixin(MySQLBase):
             " ORDER BY t.id FOR UPDATE",
             (*named, tenant, *tids),
         )
-        results = await self._run(conn, [(BEGIN, None), lock])
+        held_reads = self._held_ids(tenant, [(item[0], item[3]) for item in items])
+        results = await self._run(conn, [(BEGIN, None), lock, *held_reads])
+        held = {(t, b, i) for result, _ in results[3:] for t, b, i in result}
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
@@ -279,6 +313,11 @@ class AppendsMixin(MySQLBase):
             if position is None:
                 out.append(NotFound(f"branch {name!r} not found"))
                 continue
+            taken = next((e.id for e in sent if (thread_id, name, e.id) in held), None)
+            if taken is not None:
+                out.append(id_taken(taken, name))
+                continue
+            held.update((thread_id, name, e.id) for e in sent)  # a later caller's clash
             stored = []
             for new in sent:
                 position += 1
@@ -298,6 +337,38 @@ class AppendsMixin(MySQLBase):
         writes.append(("COMMIT", None))
         await self._run(conn, writes)
         return out
+
+    def _held_ids(
+        self, tenant: str, batches: Sequence[tuple[str, Sequence[NewEntry]]]
+    ) -> list[Statement]:
+        """Reads of which of the ids of ``batches`` (thread, entries) their threads
+        hold, on any branch: rows of (thread id, branch, entry id), through the
+        (tenant, thread, id) key, at most ``IN_CHUNK`` ids a statement. Sent after
+        the lock statement: what they read is what the lock's holder may append to."""
+        wanted: dict[str, dict[str, None]] = {}
+        for thread_id, entries in batches:
+            wanted.setdefault(thread_id, {}).update(dict.fromkeys(e.id for e in entries))
+        reads: list[Statement] = []
+        terms: list[str] = []
+        args: list[Any] = [tenant]
+        count = 0  # ids in ``terms``
+        for thread_id, ids in wanted.items():
+            for part in chunks(list(ids)):
+                if terms and count + len(part) > IN_CHUNK:
+                    reads.append((self._held_read(terms), args))
+                    terms, args, count = [], [tenant], 0
+                terms.append(f"(thread_id = %s AND id IN ({placeholders(len(part))}))")
+                args += (thread_id, *part)
+                count += len(part)
+        if terms:
+            reads.append((self._held_read(terms), args))
+        return reads
+
+    def _held_read(self, terms: Sequence[str]) -> str:
+        return (
+            f"SELECT thread_id, branch, id FROM {self._entries} WHERE tenant_id = %s"
+            f" AND ({' OR '.join(terms)})"
+        )
 
     def _insert(self, values: Sequence[Any]) -> Statement:
         """One multi-row ``INSERT`` of entries (``INSERT_WIDTH`` values a row)."""
@@ -449,8 +520,11 @@ class AppendsMixin(MySQLBase):
                     (tenant, thread_id, branch, *hashes),
                 )
             )
+        statements += self._held_ids(tenant, [(thread_id, entries)])
         results = await self._run(conn, statements)
         thread, name, position = _append_head(results[2][0], thread_id, branch, owner)
+        start = 4 if keys else 3
+        held = {i for result, _ in results[start:] for _, b, i in result if b == name}
         by_key: dict[str, Entry] = {}
         if keys:
             prints: dict[str, str | None] = {}
@@ -471,6 +545,8 @@ class AppendsMixin(MySQLBase):
             if existing is not None:
                 stored.append(existing)
                 continue
+            if new.id in held:  # before any write; the exception rolls the transaction back
+                raise id_taken(new.id, name)
             position += 1
             entry = _stored_entry(new, thread_id, name, position)
             if entry.idempotency_key is not None:
