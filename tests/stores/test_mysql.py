@@ -693,6 +693,76 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
         drop_tables(prefix)
 
 
+def test_migration_8_hashes_every_stored_id_and_keeps_repeated_ones(mysql_prefix: str) -> None:
+    """A version-7 schema upgrades in place: the server hashes each stored id as Python
+    does (non-ASCII too), a branch already holding an id twice (imported before the
+    rule) keeps both copies, the later one unhashed, and from then on an id the
+    branch holds is refused while the data reads as before."""
+    from memorybank.errors import Conflict
+    from memorybank.stores.mysql.rows import entry_id_hash
+
+    prefix = f"{mysql_prefix}v7ids_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            _schema_at(cur, prefix, 7)
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, metadata, status,"
+                " created_at, updated_at, current_branch) VALUES"
+                " ('default', 'old', NULL, '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` (tenant_id, thread_id, name, created_at,"
+                " last_position, entry_count) VALUES ('default', 'old', 'main', 1, 4, 4),"
+                " ('default', 'old', 'alt', 1, 1, 1)"
+            )
+            rows = [("main", 1, "e1"), ("main", 2, "é✓ 名"), ("main", 3, "dup")]
+            rows += [("main", 4, "dup"), ("alt", 1, "dup")]
+            for branch, position, entry_id in rows:
+                cur.execute(
+                    f"INSERT INTO `{prefix}entries` (tenant_id, thread_id, branch, position, id,"
+                    " role, content, metadata, state, token_count, created_at)"
+                    " VALUES ('default', 'old', %s, %s, %s, 'user', %s, '{}', '{}', 3, 1)",
+                    (branch, position, entry_id, f"{branch}{position}"),
+                )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            memory = Memory(store)
+            assert [e.content for e in memory.entries.list("old")] == [
+                "main1",
+                "main2",
+                "main3",
+                "main4",
+            ]
+            with conn.cursor() as cur:
+                cur.execute(
+                    f"SELECT branch, position, id, id_hash FROM `{prefix}entries`"
+                    " ORDER BY branch, position"
+                )
+                hashed = {(b, p): (i, h) for b, p, i, h in cur.fetchall()}
+            assert hashed.pop(("main", 4)) == ("dup", None)
+            assert all(h == entry_id_hash(i) for i, h in hashed.values())
+            when = datetime(2030, 1, 1, tzinfo=UTC)
+            for entry_id, branch in (("é✓ 名", "main"), ("dup", "main"), ("dup", "alt")):
+                with pytest.raises(Conflict, match=f"{entry_id!r} is already on branch {branch!r}"):
+                    store.entry_append(
+                        "default",
+                        "old",
+                        [_new_entry(entry_id, "x")],
+                        updated_at=when,
+                        branch=branch,
+                    )
+            added = memory.remember("old", "user", "after the upgrade")
+            assert added.position == 5
+            assert memory.entries.count("old") == 5
+        finally:
+            store.close()
+        _assert_latest_version(conn, prefix)
+    finally:
+        conn.close()
+        drop_tables(prefix)
+
+
 async def test_lone_append_refused_after_an_allowed_one_writes_nothing(
     mysql_prefix: str,
 ) -> None:
@@ -829,7 +899,9 @@ async def test_combined_appends_refuse_a_taken_id_alone(mysql_prefix: str) -> No
         call(b, _new_entry(held, "b's own")),
         return_exceptions=True,
     )
-    assert len(trips) == 1 + 2
+    # alone (one round trip); the batch (two), refused by the id key at its INSERT; the
+    # batch again with the ids read under the lock (two)
+    assert len(trips) == 1 + 2 + 2
     assert isinstance(out[2], Conflict) and f"{held!r} is already on branch" in str(out[2])
     assert isinstance(out[4], Conflict) and f"{fresh!r} is already on branch" in str(out[4])
     contents = [e.content for e in await memory.entries.list(a)]
