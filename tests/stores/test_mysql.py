@@ -937,9 +937,9 @@ async def test_lone_append_refused_for_a_taken_id_leaves_the_connection_clean(
 
 
 def test_big_and_keyed_appends_refuse_a_taken_id(mysql_prefix: str) -> None:
-    """The two-round-trip append (more than 16 entries, or idempotency keys) reads the
-    ids the branch holds in chunks of ``IN_CHUNK``: a taken id anywhere in a batch
-    of 1,500 refuses it, as does a keyed entry's; a replayed key's entry is not
+    """The two-round-trip append (more than 16 entries, or idempotency keys): a taken
+    id anywhere in a batch of 1,500 refuses it, named by a read of the batch's ids in
+    chunks of ``IN_CHUNK``, as does a keyed entry's; a replayed key's entry is not
     checked."""
     from memorybank.errors import Conflict
 
