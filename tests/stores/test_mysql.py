@@ -693,6 +693,76 @@ def test_migration_7_counts_every_existing_branch(mysql_prefix: str) -> None:
         drop_tables(prefix)
 
 
+def test_migration_8_hashes_every_stored_id_and_keeps_repeated_ones(mysql_prefix: str) -> None:
+    """A version-7 schema upgrades in place: the server hashes each stored id as Python
+    does (non-ASCII too), a branch already holding an id twice (imported before the
+    rule) keeps both copies, the later one unhashed, and from then on an id the
+    branch holds is refused while the data reads as before."""
+    from memorybank.errors import Conflict
+    from memorybank.stores.mysql.rows import entry_id_hash
+
+    prefix = f"{mysql_prefix}v7ids_"
+    conn = connect()
+    try:
+        with conn.cursor() as cur:
+            _schema_at(cur, prefix, 7)
+            cur.execute(
+                f"INSERT INTO `{prefix}threads` (tenant_id, id, user_id, metadata, status,"
+                " created_at, updated_at, current_branch) VALUES"
+                " ('default', 'old', NULL, '{}', 'active', 1, 1, 'main')"
+            )
+            cur.execute(
+                f"INSERT INTO `{prefix}branches` (tenant_id, thread_id, name, created_at,"
+                " last_position, entry_count) VALUES ('default', 'old', 'main', 1, 4, 4),"
+                " ('default', 'old', 'alt', 1, 1, 1)"
+            )
+            rows = [("main", 1, "e1"), ("main", 2, "é✓ 名"), ("main", 3, "dup")]
+            rows += [("main", 4, "dup"), ("alt", 1, "dup")]
+            for branch, position, entry_id in rows:
+                cur.execute(
+                    f"INSERT INTO `{prefix}entries` (tenant_id, thread_id, branch, position, id,"
+                    " role, content, metadata, state, token_count, created_at)"
+                    " VALUES ('default', 'old', %s, %s, %s, 'user', %s, '{}', '{}', 3, 1)",
+                    (branch, position, entry_id, f"{branch}{position}"),
+                )
+        store = MySQLStore.from_url(URL, prefix=prefix)
+        try:
+            memory = Memory(store)
+            assert [e.content for e in memory.entries.list("old")] == [
+                "main1",
+                "main2",
+                "main3",
+                "main4",
+            ]
+            with conn.cursor() as cur:
+                cur.execute(
+                    f"SELECT branch, position, id, id_hash FROM `{prefix}entries`"
+                    " ORDER BY branch, position"
+                )
+                hashed = {(b, p): (i, h) for b, p, i, h in cur.fetchall()}
+            assert hashed.pop(("main", 4)) == ("dup", None)
+            assert all(h == entry_id_hash(i) for i, h in hashed.values())
+            when = datetime(2030, 1, 1, tzinfo=UTC)
+            for entry_id, branch in (("é✓ 名", "main"), ("dup", "main"), ("dup", "alt")):
+                with pytest.raises(Conflict, match=f"{entry_id!r} is already on branch {branch!r}"):
+                    store.entry_append(
+                        "default",
+                        "old",
+                        [_new_entry(entry_id, "x")],
+                        updated_at=when,
+                        branch=branch,
+                    )
+            added = memory.remember("old", "user", "after the upgrade")
+            assert added.position == 5
+            assert memory.entries.count("old") == 5
+        finally:
+            store.close()
+        _assert_latest_version(conn, prefix)
+    finally:
+        conn.close()
+        drop_tables(prefix)
+
+
 async def test_lone_append_refused_after_an_allowed_one_writes_nothing(
     mysql_prefix: str,
 ) -> None:
@@ -727,6 +797,19 @@ async def test_lone_append_refused_after_an_allowed_one_writes_nothing(
     await store.close()
 
 
+def _count_round_trips(store: AsyncMySQLStore) -> list[int]:
+    """A list that gets an item for each round trip ``store`` makes from now on."""
+    trips: list[int] = []
+    run = store._run
+
+    async def counted(conn: Any, statements: Any) -> Any:
+        trips.append(len(statements))
+        return await run(conn, statements)
+
+    store._run = counted  # type: ignore[method-assign]
+    return trips
+
+
 @pytest.mark.parametrize("two_owners_of_one_thread", [False, True])
 async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     mysql_prefix: str, two_owners_of_one_thread: bool
@@ -743,15 +826,7 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     memory = AsyncMemory(store)
     a, b = [(await memory.threads.create(user_id="alice")).id for _ in range(2)]
     c, f = [(await memory.threads.create()).id for _ in range(2)]
-    trips = 0
-    run = store._run
-
-    async def counted(conn: Any, statements: Any) -> Any:
-        nonlocal trips
-        trips += 1
-        return await run(conn, statements)
-
-    store._run = counted  # type: ignore[method-assign]
+    trips = _count_round_trips(store)
     when = datetime.now(UTC)
 
     def call(thread_id: str, branch: str | None, owner: Any, text: str) -> Any:
@@ -774,7 +849,7 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     out = await asyncio.gather(*calls, return_exceptions=True)
     # the first APPEND_BATCHES calls alone (one round trip each), then one batch of the
     # rest (two)
-    assert trips == APPEND_BATCHES + 2
+    assert len(trips) == APPEND_BATCHES + 2
     assert isinstance(out[APPEND_BATCHES + 1], ThreadForbidden)
     assert isinstance(out[APPEND_BATCHES + 2], NotFound)
     assert isinstance(out[APPEND_BATCHES + 4], NotFound)
@@ -788,3 +863,104 @@ async def test_combined_appends_refuse_callers_alone_in_one_transaction(
     assert await memory.threads.get("nope") is None
     assert (await memory.threads.get(a)).updated_at == when  # type: ignore[union-attr]
     await store.close()
+
+
+def _new_entry(entry_id: str, text: str, key: str | None = None) -> Any:
+    from memorybank.stores.contract._async.store import NewEntry
+
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    return NewEntry(entry_id, "user", text, None, (), None, {}, {}, 1, when, idempotency_key=key)
+
+
+async def test_combined_appends_refuse_a_taken_id_alone(mysql_prefix: str) -> None:
+    """In one combined transaction, a caller whose entry id the branch holds, or one
+    that an earlier caller of the same transaction just wrote to the branch, gets
+    ``Conflict`` naming it and writes nothing; the other callers are stored in order,
+    and the same id on another thread is free."""
+    from memorybank.errors import Conflict
+
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=4)
+    memory = AsyncMemory(store)
+    a, b = [(await memory.threads.create()).id for _ in range(2)]
+    held = (await memory.remember(a, "user", "held")).id
+    trips = _count_round_trips(store)
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+
+    def call(thread_id: str, *entries: Any) -> Any:
+        return store.entry_append("default", thread_id, list(entries), updated_at=when)
+
+    fresh = uuid.uuid4().hex
+    out = await asyncio.gather(
+        call(b, _new_entry(uuid.uuid4().hex, "alone")),  # runs alone; the rest wait
+        call(a, _new_entry(uuid.uuid4().hex, "a1")),
+        call(a, _new_entry(uuid.uuid4().hex, "x"), _new_entry(held, "x")),
+        call(a, _new_entry(fresh, "a2")),
+        call(a, _new_entry(fresh, "again")),
+        call(b, _new_entry(held, "b's own")),
+        return_exceptions=True,
+    )
+    # alone (one round trip); the batch (two), refused by the id key at its INSERT; the
+    # batch again with the ids read under the lock (two)
+    assert len(trips) == 1 + 2 + 2
+    assert isinstance(out[2], Conflict) and f"{held!r} is already on branch" in str(out[2])
+    assert isinstance(out[4], Conflict) and f"{fresh!r} is already on branch" in str(out[4])
+    contents = [e.content for e in await memory.entries.list(a)]
+    assert contents == ["held", "a1", "a2"]
+    assert await memory.entries.count(a) == 3
+    assert [e.content for e in await memory.entries.list(b)] == ["alone", "b's own"]
+    await store.close()
+
+
+async def test_lone_append_refused_for_a_taken_id_leaves_the_connection_clean(
+    mysql_prefix: str,
+) -> None:
+    """The one-round-trip append keeps "an id is taken" in a session variable: it is
+    set afresh by each append, so the refused append writes nothing (no entry,
+    counter, count or ``updated_at``) and the next one on the same pooled connection
+    is stored at the next position."""
+    from memorybank.errors import Conflict
+
+    store = AsyncMySQLStore.from_url(URL, prefix=mysql_prefix, pool_size=1)
+    memory = AsyncMemory(store)
+    tid = (await memory.threads.create()).id
+    first = await memory.remember(tid, "user", "one")
+    before = await memory.threads.get(tid)
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    batch = [_new_entry(uuid.uuid4().hex, "x"), _new_entry(first.id, "y")]
+    with pytest.raises(Conflict, match=f"{first.id!r} is already on branch 'main'"):
+        await store.entry_append("default", tid, batch, updated_at=when)
+    assert await memory.threads.get(tid) == before
+    assert await memory.entries.count(tid) == 1
+    second = await memory.remember(tid, "user", "two")
+    assert (first.position, second.position) == (1, 2)
+    await store.close()
+
+
+def test_big_and_keyed_appends_refuse_a_taken_id(mysql_prefix: str) -> None:
+    """The two-round-trip append (more than 16 entries, or idempotency keys): a taken
+    id anywhere in a batch of 1,500 refuses it, named by a read of the batch's ids in
+    chunks of ``IN_CHUNK``, as does a keyed entry's; a replayed key's entry is not
+    checked."""
+    from memorybank.errors import Conflict
+
+    store = MySQLStore.from_url(URL, prefix=mysql_prefix)
+    memory = Memory(store)
+    tid = memory.threads.create().id
+    when = datetime(2030, 1, 1, tzinfo=UTC)
+    held = [_new_entry(f"h{i}", f"h{i}") for i in range(20)]
+    store.entry_append("default", tid, held, updated_at=when)
+    big = [_new_entry(uuid.uuid4().hex, "n") for _ in range(1499)] + [held[19]]
+    with pytest.raises(Conflict, match="'h19' is already on branch"):
+        store.entry_append("default", tid, big, updated_at=when)
+    key = uuid.uuid4().hex
+    keyed = [_new_entry(uuid.uuid4().hex, "k", key), _new_entry("h3", "k2", uuid.uuid4().hex)]
+    with pytest.raises(Conflict, match="'h3' is already on branch"):
+        store.entry_append("default", tid, keyed, updated_at=when)
+    assert memory.entries.count(tid) == 20
+    stored = store.entry_append("default", tid, keyed[:1], updated_at=when).entries
+    assert [e.position for e in stored] == [21]
+    replay = store.entry_append(
+        "default", tid, [*keyed[:1], _new_entry("fresh", "f")], updated_at=when
+    ).entries
+    assert [e.position for e in replay] == [21, 22]
+    store.close()

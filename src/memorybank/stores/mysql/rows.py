@@ -93,9 +93,12 @@ THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
     " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash,"
-    " fingerprint"
+    " fingerprint, id_hash"
 )
-INSERT_WIDTH = len(INSERT_COLS.split(","))  # 17: (tenant_id, thread_id, branch, position)
+INSERT_WIDTH = len(INSERT_COLS.split(","))  # 18: (tenant_id, thread_id, branch, position)
+#: ``entry_id_hash`` in SQL (migration 8 fills ``id_hash`` of older rows with it): the
+#: first 8 bytes of SHA-256 of the id's UTF-8, as an unsigned big-endian integer.
+ID_HASH_SQL = "CAST(CONV(LEFT(SHA2({column}, 256), 16), 16, 10) AS UNSIGNED)"
 #: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
 R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -125,6 +128,24 @@ def idem_hash(key: str | None) -> int | None:
     if key is None:
         return None
     return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=8).digest(), "big")
+
+
+def entry_id_hash(entry_id: str) -> int:
+    """64 bits of SHA-256 of an entry id, for the unique key (tenant, thread, branch,
+    ``id_hash``): InnoDB's 3072-byte key limit has no room for the id itself. SHA-256,
+    not BLAKE2b as ``idem_hash``: the server computes it too (``ID_HASH_SQL``)."""
+    return int.from_bytes(hashlib.sha256(entry_id.encode()).digest()[:8], "big")
+
+
+def id_clash(error: BaseException, prefix: str) -> bool:
+    """Whether ``error`` (a store error's cause) is the entry id key's duplicate: "for
+    key 'p_entries_idh'" (MariaDB) or "for key 'p_entries.p_entries_idh'" (MySQL 8)."""
+    return (
+        isinstance(error, pymysql.err.IntegrityError)
+        and bool(error.args)
+        and error.args[0] == 1062
+        and re.search(rf"['.]{re.escape(prefix)}entries_idh'", str(error.args[-1])) is not None
+    )
 
 
 def translate(error: BaseException) -> MemoryBankError:
@@ -175,7 +196,7 @@ def url_options(url: str) -> dict[str, Any]:
 
 
 def entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The 13 columns of an entry after (tenant_id, thread_id, branch, position)."""
+    """The 14 columns of an entry after (tenant_id, thread_id, branch, position)."""
     return (
         new.id,
         new.role,
@@ -190,6 +211,7 @@ def entry_values(new: NewEntry) -> tuple[Any, ...]:
         new.idempotency_key,
         idem_hash(new.idempotency_key),
         None if new.idempotency_key is None else new.fingerprint,
+        entry_id_hash(new.id),
     )
 
 

@@ -22,6 +22,8 @@ create (every table is made, then converted).
 
 from __future__ import annotations
 
+from memorybank.stores.mysql.rows import ID_HASH_SQL
+
 #: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
 TABLES = (
     "threads",
@@ -202,5 +204,24 @@ MIGRATIONS: list[tuple[str, ...]] = [
         " FROM {p}entries GROUP BY tenant_id, thread_id, branch) c"
         " ON b.tenant_id = c.tenant_id AND b.thread_id = c.thread_id AND b.name = c.branch"
         " SET b.entry_count = c.n",
+    ),
+    # Entry ids are unique on a branch (``memorybank.rules.entry_ids``), kept by a unique
+    # key on a 64-bit hash of the id (the id itself does not fit beside the tenant,
+    # thread and branch in InnoDB's 3072 bytes: 3068 with the hash). An instant ADD
+    # COLUMN; the hash of every stored id, computed by the server as Python does
+    # (``ID_HASH_SQL``), for the first copy of an id on its branch only: a branch
+    # that already holds an id twice (imported before the rule) keeps both, the later
+    # one without a hash (NULLs never clash), so the key builds on any data; then the
+    # key (an in-place index build). A re-run hashes again and skips the built key. A
+    # process of an older memorybank still running after the upgrade writes entries
+    # without a hash, unchecked: upgrade them together.
+    (
+        "ALTER TABLE {p}entries ADD COLUMN id_hash BIGINT UNSIGNED NULL",
+        "UPDATE {p}entries e JOIN (SELECT tenant_id, thread_id, branch, id,"
+        " MIN(position) AS lowest FROM {p}entries GROUP BY tenant_id, thread_id, branch, id) f"
+        " ON e.tenant_id = f.tenant_id AND e.thread_id = f.thread_id AND e.branch = f.branch"
+        f" AND e.position = f.lowest SET e.id_hash = {ID_HASH_SQL.format(column='e.id')}",
+        "ALTER TABLE {p}entries ADD UNIQUE KEY {p}entries_idh (tenant_id, thread_id, branch,"
+        " id_hash)",
     ),
 ]

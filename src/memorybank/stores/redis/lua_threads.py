@@ -40,8 +40,11 @@ return 1
 # its position, fingerprint or "") per entry. Returns status, branch, the thread's 10 fields,
 # then per entry its position and "" (new) or the stored member (idempotent replay); or
 # {'CONFLICT', key} (nothing written) when a stored key's member has another fingerprint
-# (its 13th element; members without one match any payload). The thread's fields come
-# back as one JSON array (one reply item instead of ten: cheaper on both sides).
+# (its 13th element; members without one match any payload), or {'TAKEN', id, branch}
+# (nothing written) when an entry that is not a replay has an id the branch holds (the
+# rule of ``memorybank.rules.entry_ids``; the batch's own ids were checked unique before).
+# The thread's fields come back as one JSON array (one reply item instead of ten: cheaper
+# on both sides).
 _APPEND = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
@@ -66,6 +69,8 @@ for i = 8, #ARGV, 4 do
       if type(old) == 'string' and old ~= fp then return {'CONFLICT', key} end
     end
     replay[i] = {p, m}
+  elseif redis.call('HEXISTS', h, 'i:' .. ARGV[i + 1]) == 1 then
+    return {'TAKEN', ARGV[i + 1], b}
   end
 end
 local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')

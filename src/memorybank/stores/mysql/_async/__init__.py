@@ -41,7 +41,10 @@ JSON text; every key and index leads with ``tenant_id``):
   older rows: they match any payload); ``idempotency_key`` is TEXT since
   migration 3, so batch members' longer keys fit.
   Migration 2 adds a FULLTEXT index on ``content`` (whose collation becomes
-  ``utf8mb4_unicode_ci``, see "Keyword search").
+  ``utf8mb4_unicode_ci``, see "Keyword search"). Migration 8 adds ``id_hash``
+  (64 bits of SHA-256 of the entry id) and UNIQUE (tenant_id, thread_id,
+  branch, id_hash): entry ids are unique on a branch, refused in the append's
+  transaction (see ``_appends``).
 - ``<p>working`` PK (tenant_id, run_id, k); ``<p>snapshots`` PK (tenant_id,
   run_id); ``<p>summaries`` PK (tenant_id, id), index (tenant_id, agent_id,
   created_at).

@@ -9,6 +9,7 @@ from typing import Any
 
 from memorybank.errors import NotFound, StoreError, ThreadForbidden
 from memorybank.records import Entry, Thread
+from memorybank.rules.entry_ids import check_batch_ids, id_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.redis._async._base import RedisBase
@@ -48,7 +49,8 @@ class RedisEntries(RedisBase):
         branch: str | None = None,
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
-        """One script: checks, idempotency, positions, write, ``updated_at``, TTL."""
+        """One script: checks, idempotency, ids, positions, write, ``updated_at``, TTL."""
+        check_batch_ids(entries)
         if isinstance(owner, Unset):
             mode, who = "0", ""
         elif owner is None:
@@ -69,6 +71,8 @@ class RedisEntries(RedisBase):
                     raise ThreadForbidden()
                 if status == "CONFLICT":
                     raise key_reused(as_str(out[1]))
+                if status == "TAKEN":
+                    raise id_taken(as_str(out[1]), as_str(out[2]))
                 raise NotFound(f"branch {as_str(out[1])!r} not found")
             name = as_str(out[1])
             thread = decode_thread(unpack_thread(out[2]))
