@@ -18,7 +18,7 @@ from memorybank.dump._sync.portability import export_dump, import_dump
 from memorybank.dump.format import FORMAT, VERSION, Checksum, trailer
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.memory._sync.core_facts import CoreFacts
-from memorybank.stores import InMemoryStore, Store
+from memorybank.stores import Store
 from memorybank.stores.contract.types import VectorItem
 from tests.all_stores import open_store
 
@@ -254,35 +254,6 @@ def test_conflicting_snapshot_or_working_memory_fails(populated: Store) -> None:
             import_dump(target, None, sealed(lines[0], [line]))
             with pytest.raises(Conflict, match="run"):
                 import_dump(target, None, sealed(lines[0], [line]), on_conflict="fail")
-
-
-class Unlisting(InMemoryStore):
-    """A store written before the contract could list runs (the base class's default)."""
-
-    def working_runs(  # type: ignore[override]  # back to the contract's default
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return Store.working_runs(self, tenant, after=after, limit=limit)
-
-    def snapshot_runs(  # type: ignore[override]
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return Store.snapshot_runs(self, tenant, after=after, limit=limit)
-
-
-def test_a_store_that_cannot_list_runs_says_so() -> None:
-    source = Unlisting()
-    try:
-        populate(source)
-        lines = list(export_dump(source, TENANT, now=NOW))
-    finally:
-        source.close()
-    assert json.loads(lines[0])["unlisted"] == ["snapshot", "working"]
-    assert not any('"type":"snapshot"' in x or '"type":"working"' in x for x in lines)
-    with open_store("memory", Path(".")) as target:
-        report = import_dump(target, None, lines)
-        assert report.unlisted == ["snapshot", "working"]
-        assert report.written["thread"] == 2
 
 
 def test_a_version_1_dump_still_imports(populated: Store) -> None:

@@ -435,7 +435,14 @@ class IndexedStore(Store):
     def __init__(self, inner: Store, index: VectorIndex) -> None:
         self.inner = inner
         self.index = index
-        self.capabilities = inner.capabilities | {Capability.VECTOR_INDEX}
+        # Every verb is forwarded to the inner store's own answer: the wrapper answers each
+        # derived group itself (``OVERRIDES``), whether the inner store derives it or not.
+        self.capabilities = inner.capabilities | {
+            Capability.VECTOR_INDEX,
+            Capability.RUN_STATE,
+            Capability.TEXT_SEARCH,
+            Capability.VECTOR_SEARCH,
+        }
         #: Points whose index write failed, retried before the next index call.
         self._pending: dict[tuple[str, str, str, str], IndexPoint] = {}
 
