@@ -217,9 +217,13 @@ def scores(
     return out
 
 
+def _sessions(question: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    return list(zip(question["haystack_session_ids"], question["haystack_sessions"], strict=True))
+
+
 def _bm25(question: dict[str, Any]) -> list[tuple[str, int]]:
     index = BM25Index()
-    for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"]):
+    for sid, session in _sessions(question):
         for j, turn in enumerate(session):
             if turn["content"]:
                 index.add(f"{j}\x1f{sid}", turn["content"])
@@ -232,13 +236,13 @@ def _bm25(question: dict[str, Any]) -> list[tuple[str, int]]:
 
 
 def evaluate_question(
-    question: dict[str, Any], embedder: Embedder, url: str = "sqlite://"
+    question: dict[str, Any], embedder: Embedder | None, url: str = "sqlite://"
 ) -> tuple[dict[str, dict[str, float]], float, float]:
     """One question: its metrics per system, the write time and the search time (s)."""
     gold_sessions = set(question["answer_session_ids"])
     gold_turns = {
         (sid, j)
-        for sid, session in zip(question["haystack_session_ids"], question["haystack_sessions"])
+        for sid, session in _sessions(question)
         for j, turn in enumerate(session)
         if turn.get("has_answer")
     }
@@ -250,6 +254,7 @@ def evaluate_question(
             question["haystack_session_ids"],
             question["haystack_dates"],
             question["haystack_sessions"],
+            strict=True,
         ):
             thread = memory.threads.create(user_id=USER, agent_id=AGENT, title=sid)
             session_of[thread.id] = sid
@@ -263,7 +268,9 @@ def evaluate_question(
         written = time.perf_counter() - start
         start = time.perf_counter()
         asked = {"now": parse_date(question["question_date"])} if _TAKES_NOW else {}
-        hits = memory.search(question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K, **asked)
+        hits = memory.search(
+            question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K, **asked
+        )
         searched = time.perf_counter() - start
     finally:
         memory.close()
@@ -322,6 +329,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--no-cache", action="store_true", help="embed everything again")
     parser.add_argument("--backend", default="auto", help="the LocalEmbedder backend")
+    parser.add_argument(
+        "--no-embedder",
+        action="store_true",
+        help="no embedder: the hybrid search on words and structure alone (embeds nothing)",
+    )
     parser.add_argument("--misses", action="store_true", help="list the turn misses")
     args = parser.parse_args(argv)
     path = args.data or default_data()
@@ -329,30 +341,38 @@ def main(argv: list[str] | None = None) -> None:
         print(f"skipped: LongMemEval data not found at {path} (see --data)")
         return
     questions = load(path, args.per_type or (2 if args.quick else 0))
-    inner = LocalEmbedder(backend=args.backend)
-    cache_path = None if args.no_cache else args.emb_cache
-    if cache_path is not None:
-        cache_path = cache_path.with_name(f"{cache_path.stem}-{inner.backend}{cache_path.suffix}")
-    embedder = CachedEmbedder(inner, cache_path)
-    # questions of every type in turn, so an interrupted first run leaves a cache that
-    # serves ``--per-type N`` for the first N of each type
-    by_type: dict[str, list[dict[str, Any]]] = {}
-    for q in questions:
-        by_type.setdefault(q["question_type"], []).append(q)
-    turns = [q for group in itertools.zip_longest(*by_type.values()) for q in group if q]
-    todo = embedder.missing([t for q in turns for t in _texts(q)])
-    print(
-        f"{len(questions)} questions from {path}; embedder {inner.model_id} ({inner.backend});"
-        f" {len(todo):,} texts to embed" + (f", cache {cache_path}" if cache_path else "")
-    )
-    start = time.perf_counter()
-    for at in range(0, len(todo), 512):
-        embedder.embed(todo[at : at + 512])
+    embedder: CachedEmbedder | None = None
+    embed_s = 0.0
+    if args.no_embedder:
+        print(f"{len(questions)} questions from {path}; no embedder")
+    else:
+        inner = LocalEmbedder(backend=args.backend)
+        cache_path = None if args.no_cache else args.emb_cache
+        if cache_path is not None:
+            cache_path = cache_path.with_name(
+                f"{cache_path.stem}-{inner.backend}{cache_path.suffix}"
+            )
+        embedder = CachedEmbedder(inner, cache_path)
+        # questions of every type in turn, so an interrupted first run leaves a cache
+        # that serves ``--per-type N`` for the first N of each type
+        by_type: dict[str, list[dict[str, Any]]] = {}
+        for q in questions:
+            by_type.setdefault(q["question_type"], []).append(q)
+        turns = [q for group in itertools.zip_longest(*by_type.values()) for q in group if q]
+        todo = embedder.missing([t for q in turns for t in _texts(q)])
+        print(
+            f"{len(questions)} questions from {path}; embedder {inner.model_id}"
+            f" ({inner.backend}); {len(todo):,} texts to embed"
+            + (f", cache {cache_path}" if cache_path else "")
+        )
+        start = time.perf_counter()
+        for at in range(0, len(todo), 512):
+            embedder.embed(todo[at : at + 512])
+            embedder.save()
+            print(f"  embedded {min(at + 512, len(todo)):,}/{len(todo):,}", flush=True)
+        embed_s = time.perf_counter() - start
+        embedder.embed([q["question"] for q in questions])
         embedder.save()
-        print(f"  embedded {min(at + 512, len(todo)):,}/{len(todo):,}", flush=True)
-    embed_s = time.perf_counter() - start
-    embedder.embed([q["question"] for q in questions])
-    embedder.save()
     rows: list[tuple[str, dict[str, dict[str, float]]]] = []
     write_s = search_s = 0.0
     for q in questions:
@@ -367,7 +387,8 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"embedding {embed_s:.0f} s; writes {write_s / n * 1000:.0f} ms a question"
         f" (about {sum(len(_texts(q)) for q in questions) / n:.0f} turns);"
-        f" search {search_s / n * 1000:.1f} ms mean (question embeddings cached)"
+        f" search {search_s / n * 1000:.1f} ms mean"
+        + ("" if embedder is None else " (question embeddings cached)")
     )
 
 
