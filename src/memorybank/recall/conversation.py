@@ -125,8 +125,8 @@ class ConversationStructure:
     * ``has_time``: entry text contains a time expression (given by the caller when it
       has already worked that out, as the ranker does, else read from the texts).
     * ``is_question``: 1.0 when the entry asks something (its text contains "?").
-    * ``by_user`` / ``by_assistant``: 1.0 for the entries of that role; ``chat``: both
-      occur among the candidates.
+    * ``roles``: each entry's role (None when it has none); ``chat``: both "user" and
+      "assistant" occur among them.
     """
 
     def __init__(
@@ -202,13 +202,10 @@ class ConversationStructure:
         self.is_question = np.fromiter(
             ("?" in c.text for c in self.candidates), dtype=np.float64, count=n
         )
-        roles = [c.role for c in self.candidates]
-        self.by_user = np.fromiter((r == "user" for r in roles), dtype=np.float64, count=n)
-        self.by_assistant = np.fromiter(
-            (r == "assistant" for r in roles), dtype=np.float64, count=n
-        )
+        self.roles = [c.role for c in self.candidates]
+        present = set(self.roles)
         #: a chat with an assistant: the candidates hold both users' and assistants' messages
-        self.chat = bool(self.by_user.any() and self.by_assistant.any())
+        self.chat = "user" in present and "assistant" in present
 
         self._matrix: FloatArray | None = None
         self._has_vec: NDArray[np.bool_] | None = None
@@ -263,11 +260,9 @@ class ConversationStructure:
         0.0; all zeros unless the candidates are a chat with an assistant (:attr:`chat`):
         a conversation between people, every turn a "user" message, is left as it is."""
         wanted = asked_role(query) if self.chat else None
-        if wanted == "user":
-            return self.by_user.copy()
-        if wanted == "assistant":
-            return self.by_assistant.copy()
-        return np.zeros(len(self.candidates))
+        if wanted is None:
+            return np.zeros(len(self.candidates))
+        return (np.array(self.roles, dtype=object) == wanted).astype(np.float64)
 
     def spread(self, values: FloatArray, weights: Sequence[float], backward: bool) -> FloatArray:
         """``sum_d weights[d-1] * values[neighbour_d(i)]`` where neighbour_d is the entry
