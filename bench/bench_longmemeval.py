@@ -10,9 +10,9 @@ in the repository); without it the benchmark says so and skips.
 Per question, in a fresh in-memory SQLite store: each haystack session one thread
 of one user (``agent_id="longmemeval"``), its turns one ``entries.add_many`` (role
 as in the data, the turn's index in ``metadata["turn"]``) dated by the haystack's
-date; then ``memory.search(question, user_id=..., agent_id=..., k=30,
-now=question_date)`` at user scope, default options, the local all-MiniLM-L6-v2
-embedder. ``k=30`` asks the store for the same candidates as any ``k <= 33``, so its
+date; then ``memory.search(question, user_id=..., agent_id=..., k=30)`` at user
+scope, default options, the local all-MiniLM-L6-v2 embedder. The question's date is
+not passed: the search has no reference time (see ``docs/recall.md``). ``k=30`` asks the store for the same candidates as any ``k <= 33``, so its
 first 10 hits are a ``k=10`` search's. BM25 in the same run: memorybank's
 ``BM25Index`` (stop words removed, stemmed) over every turn of the question's
 haystack.
@@ -38,7 +38,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse
 import gzip
 import hashlib
-import inspect
 import itertools
 import json
 import math
@@ -230,8 +229,8 @@ def _bm25(question: dict[str, Any]) -> list[tuple[str, int]]:
     ranked = index.search(question["question"], limit=SEARCH_K)
     out = []
     for doc, _ in ranked:
-        j, _, sid = doc.partition("\x1f")
-        out.append((sid, int(j)))
+        turn, _, sid = doc.partition("\x1f")
+        out.append((sid, int(turn)))
     return out
 
 
@@ -267,9 +266,8 @@ def evaluate_question(
                 memory.entries.add_many(thread.id, messages, created_at=parse_date(date))
         written = time.perf_counter() - start
         start = time.perf_counter()
-        asked = {"now": parse_date(question["question_date"])} if _TAKES_NOW else {}
         hits = memory.search(
-            question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K, **asked
+            question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K
         )
         searched = time.perf_counter() - start
     finally:
@@ -289,8 +287,6 @@ def evaluate_question(
     )
 
 
-#: whether ``memory.search`` takes the time a question is asked (``now=``)
-_TAKES_NOW = "now" in inspect.signature(Memory.search).parameters
 
 COLUMNS = ("any@5", "all@5", "any@10", "all@10", "ndcg@5", "ndcg@10", "turn@10")
 
