@@ -12,10 +12,10 @@ of one user (``agent_id="longmemeval"``), its turns one ``entries.add_many`` (ro
 as in the data, the turn's index in ``metadata["turn"]``) dated by the haystack's
 date; then ``memory.search(question, user_id=..., agent_id=..., k=30)`` at user
 scope, default options, the local all-MiniLM-L6-v2 embedder. The question's date is
-not passed: the search has no reference time (see ``docs/recall.md``). ``k=30`` asks the store for the same candidates as any ``k <= 33``, so its
-first 10 hits are a ``k=10`` search's. BM25 in the same run: memorybank's
-``BM25Index`` (stop words removed, stemmed) over every turn of the question's
-haystack.
+not passed: the search has no reference time (see ``docs/recall.md``). ``k=30`` asks
+the store for the same candidates as any ``k <= 33``, so its first 10 hits are a
+``k=10`` search's. BM25 in the same run: memorybank's ``BM25Index`` (stop words
+removed, stemmed) over every turn of the question's haystack.
 
 Metrics, the benchmark's own (``src/retrieval/eval_utils.py``): sessions ranked by
 their first turn in the turn ranking; ``recall_any@k`` (an evidence session among
@@ -266,9 +266,7 @@ def evaluate_question(
                 memory.entries.add_many(thread.id, messages, created_at=parse_date(date))
         written = time.perf_counter() - start
         start = time.perf_counter()
-        hits = memory.search(
-            question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K
-        )
+        hits = memory.search(question["question"], user_id=USER, agent_id=AGENT, k=SEARCH_K)
         searched = time.perf_counter() - start
     finally:
         memory.close()
@@ -285,7 +283,6 @@ def evaluate_question(
         written,
         searched,
     )
-
 
 
 COLUMNS = ("any@5", "all@5", "any@10", "all@10", "ndcg@5", "ndcg@10", "turn@10")
