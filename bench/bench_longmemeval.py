@@ -229,8 +229,8 @@ def _bm25(question: dict[str, Any]) -> list[tuple[str, int]]:
     ranked = index.search(question["question"], limit=SEARCH_K)
     out = []
     for doc, _ in ranked:
-        turn, _, sid = doc.partition("\x1f")
-        out.append((sid, int(turn)))
+        position, _, sid = doc.partition("\x1f")
+        out.append((sid, int(position)))
     return out
 
 

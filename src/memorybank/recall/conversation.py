@@ -262,7 +262,8 @@ class ConversationStructure:
         wanted = asked_role(query) if self.chat else None
         if wanted is None:
             return np.zeros(len(self.candidates))
-        return (np.array(self.roles, dtype=object) == wanted).astype(np.float64)
+        mask: FloatArray = (np.array(self.roles, dtype=object) == wanted).astype(np.float64)
+        return mask
 
     def spread(self, values: FloatArray, weights: Sequence[float], backward: bool) -> FloatArray:
         """``sum_d weights[d-1] * values[neighbour_d(i)]`` where neighbour_d is the entry
