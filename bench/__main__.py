@@ -4,11 +4,13 @@ Each benchmark compares memorybank with the raw driver doing the same work in
 the same run. A server benchmark whose server is unreachable is reported and
 skipped; the others still run. Names: sqlite, postgres, redis, mysql, context,
 search, user_scope, search-scale, qdrant, server, graph, mcp, rerank, vectors, small_scope,
-embedders (default: all).
+embedders (default: all of these), and longmemeval, run only when named (its first run
+embeds about 50,000 chat turns).
 Options after ``--`` go to every named benchmark, e.g. ``python -m bench graph
 -- --stores sqlite``; ``--entities N`` sizes the graph benchmark (``python -m
 bench graph --entities 10000``), ``--vectors N`` the vectors benchmark
-(``python -m bench vectors --vectors 1000000``).
+(``python -m bench vectors --vectors 1000000``), ``--data PATH`` and ``--per-type N``
+the LongMemEval benchmark (``python -m bench longmemeval --per-type 5``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,11 @@ BENCHMARKS: dict[str, tuple[str, int | None]] = {
     "small_scope": ("bench.bench_small_scope", None),
     "embedders": ("bench.bench_embedders", None),
     "bg_embed": ("bench.bench_bg_embed", None),
+    "longmemeval": ("bench.bench_longmemeval", None),
 }
+
+#: Benchmarks that run only when named (``python -m bench longmemeval``).
+OPT_IN = frozenset({"longmemeval"})
 
 
 def _reachable(port: int) -> bool:
@@ -55,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help=f"which to run: {', '.join(BENCHMARKS)}")
     parser.add_argument("--entities", type=int, help="graph: entities (relations: 5x)")
     parser.add_argument("--vectors", type=int, help="vectors: how many (default 60,000)")
+    parser.add_argument("--data", help="longmemeval: the longmemeval_s_dev.json.gz to read")
+    parser.add_argument("--per-type", type=int, help="longmemeval: at most N questions a type")
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
@@ -65,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}")
     failed = 0
-    for name in args.names or list(BENCHMARKS):
+    for name in args.names or [n for n in BENCHMARKS if n not in OPT_IN]:
         module_name, port = BENCHMARKS[name]
         print(f"\n## {name}\n", flush=True)
         if port is not None and not _reachable(port):
@@ -84,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             # 60,000 by default (beyond ANN_THRESHOLD, minutes not hours); a --vectors
             # after "--" is not overridden
             sys.argv += ["--vectors", str(args.vectors or 60_000)]
+        if name == "longmemeval":
+            sys.argv += ["--data", args.data] if args.data else []
+            sys.argv += ["--per-type", str(args.per_type)] if args.per_type else []
         try:
             module.main()
         except Exception as error:  # report and go on with the other benchmarks

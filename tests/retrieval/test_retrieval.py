@@ -17,6 +17,7 @@ from memorybank.retrieval import (
     HybridRanker,
     HybridWeights,
     SearchOptions,
+    asked_role,
     date_match,
     has_temporal_intent,
     has_time_expression,
@@ -43,6 +44,7 @@ KEYWORD_ONLY = HybridWeights(
     speaker=0.0,
     date=0.0,
     time_word=0.0,
+    role=0.0,
 )
 
 
@@ -185,6 +187,49 @@ def test_weak_hits_lend_little_and_the_session_prior_needs_own_evidence() -> Non
         r.id: r.score for r in rank(query, cands, options=replace(session, session_evidence=0.0))
     }
     assert ungated["after_strong"] > 0.0
+
+
+@pytest.mark.parametrize(
+    ("query", "role"),
+    [
+        ("What breed is my dog?", "user"),
+        ("How many bikes do I own?", "user"),
+        ("Can you suggest some accessories for my phone?", "user"),  # advice now
+        ("Which hotel did you recommend?", "assistant"),
+        ("You mentioned some resources for guided imagery, can you list them again?", "assistant"),
+        ("Remind me of the venue from our previous chat", "assistant"),
+        ("What is the capital of France?", None),
+    ],
+)
+def test_asked_role_reads_whose_words_the_query_wants(query: str, role: str | None) -> None:
+    assert asked_role(query) == role
+
+
+def test_the_role_asked_about_ranks_first_only_in_a_chat_with_an_assistant() -> None:
+    day = datetime(2024, 5, 1, 9, tzinfo=UTC)
+    chat = [
+        Candidate("u", "t", 0, "I adopted a beagle puppy last week", None, day, role="user"),
+        Candidate(
+            "a",
+            "t",
+            1,
+            "A lovely breed for a puppy owner: that breed needs long walks.",
+            None,
+            day,
+            role="assistant",
+        ),
+    ]
+    query = "What breed is the puppy I adopted?"
+    plain = rank(query, chat, options=opts())
+    assert plain[0].id == "a"  # more of the query's words
+    boosted = rank(query, chat, options=opts(role=1.0))
+    assert boosted[0].id == "u" and boosted[0].signals["role"] == 1.0
+    assert rank("Which breed did you say I adopted?", chat, options=opts(role=1.0))[0].id == "a"
+    # two people talking (every turn a "user" message): the role tells nothing
+    people = [replace(c, role="user") for c in chat]
+    assert [r.score for r in rank(query, people, options=opts(role=1.0))] == [
+        r.score for r in rank(query, people, options=opts())
+    ]
 
 
 def test_neighbour_expansion_surfaces_the_next_turn() -> None:

@@ -8,7 +8,12 @@ See ``docs/retrieval.md`` for the design, defaults and LoCoMo measurements.
 from __future__ import annotations
 
 from memorybank.recall.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
-from memorybank.recall.conversation import Candidate, ConversationStructure, mentioned_speakers
+from memorybank.recall.conversation import (
+    Candidate,
+    ConversationStructure,
+    asked_role,
+    mentioned_speakers,
+)
 from memorybank.recall.fusion import (
     normalize,
     normalize_array,
@@ -46,6 +51,7 @@ __all__ = [
     "RankedCandidate",
     "SearchOptions",
     "Signals",
+    "asked_role",
     "date_match",
     "default_analyzer",
     "has_temporal_intent",

@@ -22,7 +22,13 @@ from numpy.typing import NDArray
 from memorybank.recall.temporal import has_time_expression
 from memorybank.recall.text import tokenize
 
-__all__ = ["Candidate", "ConversationStructure", "mentioned_speakers", "name_tokens"]
+__all__ = [
+    "Candidate",
+    "ConversationStructure",
+    "asked_role",
+    "mentioned_speakers",
+    "name_tokens",
+]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -41,6 +47,7 @@ class Candidate:
     * ``created_at``: time of the entry, timezone-aware or naive (never compared with
       "now"); None disables session splitting and date matching for it.
     * ``vector``: the entry's embedding, or None (then it gets no semantic score).
+    * ``role``: who wrote it (Entry.role: ``"user"``, ``"assistant"`` ...), or None.
     """
 
     id: str
@@ -50,6 +57,7 @@ class Candidate:
     name: str | None = None
     created_at: datetime | None = None
     vector: NDArray[np.floating] | None = field(default=None, compare=False, repr=False)
+    role: str | None = None
 
 
 def name_tokens(name: str) -> list[str]:
@@ -75,6 +83,35 @@ def mentioned_speakers(query: str, names: Sequence[str]) -> set[str]:
     return out
 
 
+# What the assistant said: "you recommended", "did you mention", "your suggestion",
+# "remind me ... our previous chat". Present-tense requests ("can you suggest ...")
+# ask for advice now and are not about the assistant's past words.
+_ASSISTANT_SAID = re.compile(
+    r"\byou(?:'ve| have| had)?\s+(?:\w+\s+){0,2}?(?:said|told|mentioned|recommended|suggested"
+    r"|provided|gave|given|listed|shared|wrote|written|explained|described|offered|proposed"
+    r"|named|quoted|made|played|showed|shown|included|came up with)\b"
+    r"|\bdid you\b|\byour (?:answer|response|reply|recommendations?|suggestions?|advice|list)\b"
+    r"|\bremind me\b.*\b(?:previous|earlier|last time)\b"
+    r"|\b(?:previous|earlier|last) (?:chat|conversation|discussion)\b.*\bremind me\b",
+    re.I,
+)
+_FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "i'm", "i've", "i'd", "i'll"})
+
+
+def asked_role(query: str) -> str | None:
+    """The role whose messages answer ``query``: ``"assistant"`` when it asks what the
+    assistant said ("what sealant did you recommend?"), ``"user"`` when it asks about
+    the speaker's own life ("what breed is my dog?"), else None (English words only).
+
+    >>> asked_role("Can you remind me which hotel you recommended?"), asked_role("Where did I go?")
+    ('assistant', 'user')
+    """
+    if _ASSISTANT_SAID.search(query):
+        return "assistant"
+    words = re.findall(r"[a-z]+(?:'[a-z]+)?", query.lower().replace("\u2019", "'"))
+    return "user" if _FIRST_PERSON.intersection(words) else None
+
+
 class ConversationStructure:
     """Index arrays over a candidate list (order preserved: index i = candidates[i]).
 
@@ -88,6 +125,8 @@ class ConversationStructure:
     * ``has_time``: entry text contains a time expression (given by the caller when it
       has already worked that out, as the ranker does, else read from the texts).
     * ``is_question``: 1.0 when the entry asks something (its text contains "?").
+    * ``roles``: each entry's role (None when it has none); ``chat``: both "user" and
+      "assistant" occur among them.
     """
 
     def __init__(
@@ -163,6 +202,10 @@ class ConversationStructure:
         self.is_question = np.fromiter(
             ("?" in c.text for c in self.candidates), dtype=np.float64, count=n
         )
+        self.roles = [c.role for c in self.candidates]
+        present = set(self.roles)
+        #: a chat with an assistant: the candidates hold both users' and assistants' messages
+        self.chat = "user" in present and "assistant" in present
 
         self._matrix: FloatArray | None = None
         self._has_vec: NDArray[np.bool_] | None = None
@@ -211,6 +254,16 @@ class ConversationStructure:
             return np.zeros(len(self.candidates))
         idx = np.array([self.names.index(h) for h in hit], dtype=np.int64)
         return np.isin(self.name_index, idx).astype(np.float64)
+
+    def role_mask(self, query: str) -> FloatArray:
+        """1.0 for the entries of the role the query asks about (:func:`asked_role`), else
+        0.0; all zeros unless the candidates are a chat with an assistant (:attr:`chat`):
+        a conversation between people, every turn a "user" message, is left as it is."""
+        wanted = asked_role(query) if self.chat else None
+        if wanted is None:
+            return np.zeros(len(self.candidates))
+        mask: FloatArray = (np.array(self.roles, dtype=object) == wanted).astype(np.float64)
+        return mask
 
     def spread(self, values: FloatArray, weights: Sequence[float], backward: bool) -> FloatArray:
         """``sum_d weights[d-1] * values[neighbour_d(i)]`` where neighbour_d is the entry

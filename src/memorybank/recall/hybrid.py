@@ -84,6 +84,10 @@ class HybridWeights:
     * ``date``: boost for entries whose time matches a date/month/year in the query.
     * ``time_word``: for "when ..." queries, boost for entries containing a time
       expression ("yesterday", "last week", "in 2019").
+    * ``role``: boost for the messages of the role the query asks about: the user's
+      own for "what breed is my dog?", the assistant's for "which hotel did you
+      recommend?" (:func:`memorybank.recall.conversation.asked_role`); only among
+      candidates that hold both (a chat with an assistant, not a talk between people).
     """
 
     keyword: float = 1.0
@@ -95,6 +99,7 @@ class HybridWeights:
     speaker: float = 0.3
     date: float = 1.0
     time_word: float = 0.3
+    role: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +177,7 @@ class Signals:
     speaker: FloatArray
     date: FloatArray
     time_word: FloatArray
+    role: FloatArray
 
 
 class HybridRanker:
@@ -277,7 +283,7 @@ class HybridRanker:
         else:
             date = np.zeros(n)
         time_word = st.has_time.astype(np.float64) if has_temporal_intent(query) else np.zeros(n)
-        return Signals(kw, sem, mask, st.speaker_mask(query), date, time_word)
+        return Signals(kw, sem, mask, st.speaker_mask(query), date, time_word, st.role_mask(query))
 
     # ------------------------------------------------------------------ scoring
     def combine(self, sig: Signals, weights: HybridWeights | None = None) -> FloatArray:
@@ -310,7 +316,13 @@ class HybridRanker:
             if best > 0 and opts.session_evidence > 0:
                 pool *= np.minimum(1.0, rel / (opts.session_evidence * best))
             ctx += w.session * pool
-        boost = 1.0 + w.speaker * sig.speaker + w.date * sig.date + w.time_word * sig.time_word
+        boost = (
+            1.0
+            + w.speaker * sig.speaker
+            + w.date * sig.date
+            + w.time_word * sig.time_word
+            + w.role * sig.role
+        )
         result: FloatArray = ctx * boost
         return result
 
@@ -345,6 +357,7 @@ class HybridRanker:
                     "speaker": float(sig.speaker[i]),
                     "date": float(sig.date[i]),
                     "time_word": float(sig.time_word[i]),
+                    "role": float(sig.role[i]),
                 },
             )
             for i in idx

@@ -609,6 +609,7 @@ class _Search:
                 name=record.name if isinstance(record, Entry) else None,
                 created_at=record.created_at,
                 vector=None if key not in vectors else np.asarray(vectors[key], np.float32),
+                role=record.role if isinstance(record, Entry) else None,
             )
             for key, record in records.items()
         ]
@@ -703,6 +704,7 @@ def _rank(
             ("speaker", sig.speaker),
             ("date", sig.date),
             ("time_word", sig.time_word),
+            ("role", sig.role),
         ):
             if values[i] > 0:
                 signals[name] = float(values[i])
