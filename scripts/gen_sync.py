@@ -31,6 +31,7 @@ REPLACEMENTS = {
     "AsyncSummaries": "Summaries",
     "AsyncWorkingMemory": "WorkingMemory",
     "AsyncFacts": "Facts",
+    "AsyncConsolidation": "Consolidation",
     "AsyncGraph": "Graph",
     "AsyncGraphContract": "SyncGraphContract",
     "AsyncCoreFacts": "CoreFacts",

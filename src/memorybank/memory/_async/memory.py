@@ -45,6 +45,8 @@ from memorybank.tokens import Tokenizer, get_tokenizer
 if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
+    from memorybank.consolidation._async.consolidation import AsyncConsolidation
+    from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
@@ -223,6 +225,32 @@ class AsyncMemory:
         from memorybank.memory._async.facts import AsyncFacts
 
         return AsyncFacts(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def consolidation(self) -> AsyncConsolidation:
+        """``memory.consolidation``: consolidation runs, their reports and undo."""
+        from memorybank.consolidation._async.consolidation import AsyncConsolidation
+
+        return AsyncConsolidation(self._core, self.tenant_id, self._scope)
+
+    async def consolidate(
+        self,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        dry_run: bool = False,
+    ) -> ConsolidationReport:
+        """Merge one owner's duplicate facts and supersede contradicted ones; the report.
+
+        ``user_id``: whose facts (``None``: the shared facts; required on a handle not
+        scoped to a user). ``agent_id``: only that agent's facts (``None``: those shared
+        by every agent; left out: every agent's, each compared only with its own). A
+        fact is only ever compared with facts of exactly its owner. Every change is a
+        new version naming the run and the reason; ``memory.consolidation.undo(run_id)``
+        restores the facts exactly. ``dry_run``: write nothing, return the same report.
+        The rules are in ``memorybank.consolidation.rules`` (docs/consolidation.md).
+        """
+        return await self.consolidation.run(user_id=user_id, agent_id=agent_id, dry_run=dry_run)
 
     @functools.cached_property
     def graph(self) -> AsyncGraph:

@@ -35,7 +35,17 @@ from memorybank.stores.contract.types import Visibility, visible
 if TYPE_CHECKING:
     from memorybank.memory._sync.core import _Core
 
-__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "Facts", "fact_from_record", "fact_rank"]
+__all__ = [
+    "FACT",
+    "FACT_SOURCE",
+    "FACT_VERSION",
+    "Facts",
+    "fact_from_record",
+    "fact_links",
+    "fact_rank",
+    "fact_record",
+    "version_record",
+]
 
 FACT = "fact"
 FACT_VERSION = "fact_version"
@@ -89,6 +99,23 @@ def _record(fact: Fact, revision: int = 0) -> Record:
     )
 
 
+def version_record(old: Fact, now: datetime) -> Record:
+    """The ``fact_version`` record keeping ``old``, a value replaced at ``now``."""
+    version = _record(old)
+    version.kind = FACT_VERSION
+    version.id = f"{old.id}:{old.version}"
+    version.key = old.id
+    version.data["fact_id"] = old.id
+    version.data["created_at"] = old.created_at.isoformat()
+    version.data["replaced_at"] = now.isoformat()
+    version.created_at = old.updated_at
+    return version
+
+
+#: A ``Fact`` as the record that stores it (kind ``fact``), at ``revision``.
+fact_record = _record
+
+
 def _link_id(fact_id: str, entry_id: str) -> str:
     """The id of the link from a fact to one of its source entries (at most 255 characters)."""
     return compound_id(f"{fact_id}:{entry_id}")
@@ -109,6 +136,10 @@ def _links(fact: Fact, entry_ids: Sequence[str]) -> list[Record]:
         )
         for entry_id in entry_ids
     ]
+
+
+#: The ``fact_source`` records linking a fact to these of its source entries.
+fact_links = _links
 
 
 def fact_rank(fact: Fact) -> tuple[float, float]:
@@ -324,15 +355,7 @@ class Facts:
             added = [e for e in new.source_entries if e not in old.source_entries]
             writes += _links(new, added)
             if supersede:
-                version = _record(old)
-                version.kind = FACT_VERSION
-                version.id = f"{old.id}:{old.version}"
-                version.key = old.id
-                version.data["fact_id"] = old.id
-                version.data["created_at"] = old.created_at.isoformat()
-                version.data["replaced_at"] = now.isoformat()
-                version.created_at = old.updated_at
-                writes.append(version)
+                writes.append(version_record(old, now))
             # The vector is computed (and checked) before anything is written.
             vector = self._vector(new) if new.content != old.content else None
             guard = RecordGuard(FACT, fact_id, record.revision)
