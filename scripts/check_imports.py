@@ -39,8 +39,9 @@ PACKAGE = "memorybank"
 #: ``memory.embedding`` and its worker, which load with the first background memory: the
 #: read path imports neither recall nor ``dataclasses``; 105 -> 106: the SQLite store's
 #: vector slot read on a thread of its own, ``_vector_slot_read``, which makes a
-#: ``VectorSlot`` (NumPy) where ``_vector_slot`` did in the same statement as its cache).
-FUNCTION_LOCAL_CAP = 106
+#: ``VectorSlot`` (NumPy) where ``_vector_slot`` did in the same statement as its cache; 106
+#: -> 107: ``memory.consolidation``, which loads with its first use like ``memory.facts``).
+FUNCTION_LOCAL_CAP = 107
 
 
 def modules(root: Path) -> dict[str, Path]:

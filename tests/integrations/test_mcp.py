@@ -53,6 +53,7 @@ OWN_TOOLS = {
     "get_context",
     "add_fact",
     "list_facts",
+    "consolidate",
     "forget",
 }
 READ_ONLY = {"read_graph", "search_nodes", "open_nodes", "recall", "history", "get_context"}

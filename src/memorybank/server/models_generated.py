@@ -15,6 +15,7 @@ __all__ = [
     "BranchIn",
     "CheckoutIn",
     "CompactOptions",
+    "ConsolidateIn",
     "ContextIn",
     "CoreFactValueIn",
     "DocumentIn",
@@ -174,6 +175,27 @@ class SearchIn(Arguments):
         ),
     )
     include_history: bool = False
+
+
+class ConsolidateIn(Arguments):
+    """Merge one owner's duplicate facts and supersede contradicted ones; the report.
+
+    The arguments of `Memory.consolidate` (POST /v1/consolidate)."""
+
+    user_id: str | None = Field(
+        default_factory=unset,
+        description=(
+            "Whose facts (`None`: the shared facts; required on a handle not scoped to a user)."
+        ),
+    )
+    agent_id: str | None = Field(
+        default_factory=unset,
+        description=(
+            "Only that agent's facts (`None`: those shared by every agent; left out: every "
+            "agent's, each compared only with its own)."
+        ),
+    )
+    dry_run: bool = Field(default=False, description="Write nothing, return the same report.")
 
 
 class ThreadIn(Arguments):
