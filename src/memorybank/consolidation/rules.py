@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUPLICATE_COSINE",
+    "DUPLICATE_COSINE_CONTRAST",
     "DUPLICATE_OVERLAP",
     "DUPLICATE_OVERLAP_WITH_VECTORS",
     "Change",
@@ -55,6 +56,8 @@ __all__ = [
 
 #: Cosine similarity from which two facts' embeddings count as the same meaning.
 DUPLICATE_COSINE = 0.86
+#: Cosine needed instead when each fact has content words the other lacks.
+DUPLICATE_COSINE_CONTRAST = 0.95
 #: Word overlap (Jaccard of content words) two facts need beside ``DUPLICATE_COSINE``.
 DUPLICATE_OVERLAP_WITH_VECTORS = 0.3
 #: Word overlap that alone makes two facts duplicates (no embedder).
@@ -79,11 +82,56 @@ _NEGATIONS = frozenset(
 _SELF = frozenset({"i", "me", "my", "user", "the user", "users", "the user's", "user's"})
 
 
+#: British spellings and contractions compared as one word.
+_SPELLINGS = {
+    "favourite": "favorite",
+    "favourites": "favorites",
+    "colour": "color",
+    "colours": "colors",
+    "doesnt": "not",
+    "dont": "not",
+    "didnt": "not",
+    "isnt": "not",
+    "arent": "not",
+    "wasnt": "not",
+    "cant": "cannot",
+    "wont": "not",
+}
+#: Number words: two facts that differ in one differ in a number.
+_NUMBER_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve twenty thirty
+    hundred thousand first second third fourth fifth once twice""".split()
+)
+#: People a fact may be about instead of its subject: "the user's sister works at X" is
+#: not "the user works at X".
+_RELATIVES = frozenset(
+    """mother mom mum father dad parent sister brother sibling son daughter child children
+    kid wife husband spouse partner boyfriend girlfriend fiance niece nephew cousin aunt
+    uncle grandmother grandfather grandma grandpa grandson granddaughter friend neighbor
+    neighbour boss manager colleague coworker roommate teacher doctor dog cat pet""".split()
+)
+#: Capitalised words that start sentences without naming anything.
+_STARTERS = frozenset(
+    """user the i my a an this that every each on in at when since after before usually
+    currently now today yesterday also""".split()
+)
+
+
 def normalise(text: str) -> str:
     """The form texts are compared in: NFKC, case-folded, apostrophes dropped, every run
-    of other punctuation and whitespace one space."""
+    of other punctuation and whitespace one space, British spellings and contractions
+    as one word."""
     folded = unicodedata.normalize("NFKC", text).casefold().replace("'", "").replace("\u2019", "")
-    return " ".join(_WORDS.findall(folded))
+    return " ".join(_SPELLINGS.get(w, w) for w in _WORDS.findall(folded))
+
+
+def _names(text: str) -> frozenset[str]:
+    """Capitalised words (a sentence's first one unless it is a usual starter), folded."""
+    words = re.findall(r"[A-Za-z][A-Za-z-]*", text)
+    found = {w.casefold() for w in words[1:] if w[0].isupper()}
+    if words and words[0][0].isupper() and words[0].casefold() not in _STARTERS:
+        found.add(words[0].casefold())
+    return frozenset(found)
 
 
 def _stem(word: str) -> str:
@@ -99,7 +147,9 @@ def _words(normal: str) -> frozenset[str]:
 
 
 def _numbers(normal: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(normal))
+    return frozenset(_NUMBER.findall(normal)) | frozenset(
+        w for w in normal.split() if w in _NUMBER_WORDS
+    )
 
 
 def _negated(normal: str) -> bool:
@@ -218,9 +268,11 @@ class _Facts:
     numbers: list[frozenset[str]] = field(default_factory=list)
     negated: list[bool] = field(default_factory=list)
     slots: list[Slot | None] = field(default_factory=list)
+    names: list[frozenset[str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for fact in self.facts:
+            self.names.append(_names(fact.content))
             normal = normalise(fact.content)
             self.normal.append(normal)
             self.words.append(_words(normal))
@@ -234,6 +286,12 @@ def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / union if union else 1.0
 
 
+def _refines(a: str, b: str) -> bool:
+    """Whether one value is the other with words added ("paris" and "paris texas")."""
+    short, long = sorted((a.split(), b.split()), key=len)
+    return short != long and long[: len(short)] == short
+
+
 def is_duplicate(data: _Facts, i: int, j: int, cosine: float | None) -> tuple[bool, str]:
     """Whether facts ``i`` and ``j`` say the same thing, and why (the module's rule)."""
     if data.normal[i] == data.normal[j]:
@@ -245,9 +303,18 @@ def is_duplicate(data: _Facts, i: int, j: int, cosine: float | None) -> tuple[bo
         return False, ""
     if data.numbers[i] != data.numbers[j] or data.negated[i] != data.negated[j]:
         return False, ""
+    only_i, only_j = data.words[i] - data.words[j], data.words[j] - data.words[i]
+    if (only_i | only_j) & _RELATIVES:
+        return False, ""  # about someone (or some pet) else
+    tokens_i, tokens_j = set(data.normal[i].split()), set(data.normal[j].split())
+    if (data.names[i] - tokens_j) or (data.names[j] - tokens_i):
+        return False, ""  # a name only one of them has
     overlap = _overlap(data.words[i], data.words[j])
     if cosine is not None:
-        if cosine >= DUPLICATE_COSINE and overlap >= DUPLICATE_OVERLAP_WITH_VECTORS:
+        # words on both sides that the other lacks: a paraphrase, or a contrast
+        # ("every morning" / "every evening"); only a very close meaning decides
+        needed = DUPLICATE_COSINE_CONTRAST if only_i and only_j else DUPLICATE_COSINE
+        if cosine >= needed and overlap >= DUPLICATE_OVERLAP_WITH_VECTORS:
             return True, f"the same meaning (cosine {cosine:.3f}, word overlap {overlap:.2f})"
         return False, ""
     if overlap >= DUPLICATE_OVERLAP:
@@ -324,8 +391,8 @@ def plan(
             slot = data.slots[i]
             if i == winner or slot is None:
                 continue
-            if slot.value == won.value:
-                continue  # the same value: a duplicate, merged below
+            if slot.value == won.value or _refines(slot.value, won.value):
+                continue  # the same value (merged below), or one that only adds detail
             retire(
                 i,
                 Change(
