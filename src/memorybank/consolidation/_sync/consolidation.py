@@ -54,6 +54,8 @@ RUN = "consolidation_run"
 CHANGE = "consolidation_change"
 #: Facts whose vectors are read per store call.
 _VECTOR_BATCH = 1000
+#: Changes applied (or undone) per atomic write.
+_BATCH = 200
 
 
 def _dump(record: Record) -> dict[str, Any]:
@@ -226,39 +228,116 @@ class Consolidation:
     def _apply(
         self, report: ConsolidationReport, changes: Sequence[Change], read: dict[str, Record]
     ) -> None:
+        """Apply ``changes`` in batches of ``_BATCH``: one atomic ``record_put`` each (guarded
+        on the run record, whose revision it bumps), then one delete of the retired facts."""
         store = self._core.store
+        tenant = self._tenant
+        revision = 1
         store.record_put(
-            self._tenant, [self._run_record(report, 1)], guard=RecordGuard(RUN, report.run_id, None)
+            tenant,
+            [self._run_record(report, revision)],
+            guard=RecordGuard(RUN, report.run_id, None),
         )
-        current = dict(read)  # fact id -> the record as this run last read or wrote it
-        for number, change in enumerate(changes):
-            applied = self._apply_one(report, number, change, current)
-            loser = fact_from_record(read[change.fact_id])
-            winner = fact_from_record(read[change.into])
-            (report.changes if applied else report.skipped).append(_public(change, loser, winner))
+        expected = dict(read)  # fact id -> the record as this run last read or wrote it
+        gone: set[str] = set()
+        number = 0
+        for start in range(0, len(changes), _BATCH):
+            batch = changes[start : start + _BATCH]
+            ids = list(dict.fromkeys(i for c in batch for i in (c.fact_id, c.into)))
+            fresh = store.record_get_many(tenant, FACT, ids)
+            vectors = self._loser_vectors([c.fact_id for c in batch])
+            now = self._core.now()
+            kept: dict[str, Record] = {}  # the batch's final value of each kept fact
+            writes: list[Record] = []
+            retired: list[Fact] = []
+            for change in batch:
+                got_winner = kept.get(change.into) or fresh.get(change.into)
+                got_loser = kept.get(change.fact_id) or fresh.get(change.fact_id)
+                if (
+                    got_winner is None
+                    or got_loser is None
+                    or change.fact_id in gone
+                    or change.into in gone
+                    or got_winner.revision != expected[change.into].revision
+                    or got_loser.revision != expected[change.fact_id].revision
+                ):
+                    report.skipped.append(
+                        _public(
+                            change,
+                            fact_from_record(read[change.fact_id]),
+                            fact_from_record(read[change.into]),
+                        )
+                    )
+                    continue
+                winner, loser = fact_from_record(got_winner), fact_from_record(got_loser)
+                record, step = self._change_records(
+                    report, number, change, got_winner, got_loser, vectors.get(loser.id), now
+                )
+                number += 1
+                added = [str(e) for e in step.data["links_added"]]
+                writes += [
+                    version_record(winner, now),
+                    self._last(loser, winner, report, change, now),
+                ]
+                writes += [step, *fact_links(fact_from_record(record), added)]
+                kept[winner.id] = expected[winner.id] = record
+                kept.pop(loser.id, None)
+                gone.add(loser.id)
+                retired.append(loser)
+                report.changes.append(_public(change, loser, winner))
+            if not retired:
+                continue
+            revision += 1
+            writes += [*kept.values(), self._run_record(report, revision)]
+            store.record_put(
+                tenant, writes, guard=RecordGuard(RUN, report.run_id, revision - 1)
+            )
+            store.record_delete(tenant, FACT, [f.id for f in retired])
+            links = [r.id for f in retired for r in fact_links(f, f.source_entries)]
+            if links:
+                store.record_delete(tenant, FACT_SOURCE, links)
         report.status = "applied"
         report.finished_at = self._core.now()
         store.record_put(
-            self._tenant, [self._run_record(report, 2)], guard=RecordGuard(RUN, report.run_id, 1)
+            tenant,
+            [self._run_record(report, revision + 1)],
+            guard=RecordGuard(RUN, report.run_id, revision),
         )
 
-    def _apply_one(
-        self, report: ConsolidationReport, number: int, change: Change, current: dict[str, Record]
-    ) -> bool:
-        """Apply one change; ``False`` (nothing left written) when a fact changed meanwhile."""
-        store = self._core.store
-        tenant = self._tenant
-        expected_winner, expected_loser = current[change.into], current[change.fact_id]
-        got_winner = store.record_get(tenant, FACT, change.into)
-        got_loser = store.record_get(tenant, FACT, change.fact_id)
-        if (
-            got_winner is None
-            or got_loser is None
-            or got_winner.revision != expected_winner.revision
-            or got_loser.revision != expected_loser.revision
-        ):
-            return False
-        now = self._core.now()
+    def _loser_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+        embedder = self._core.embedder
+        if embedder is None:
+            return {}
+        got = self._core.store.vector_get(
+            self._tenant, FACT, list(dict.fromkeys(ids)), model_id=embedder.model_id
+        )
+        return {k: [float(x) for x in v] for k, v in got.items()}
+
+    @staticmethod
+    def _last(
+        loser: Fact, winner: Fact, report: ConsolidationReport, change: Change, now: datetime
+    ) -> Record:
+        """The retired fact's last value, as its history keeps it (with the link)."""
+        last = version_record(loser, now)
+        last.data["metadata"] = {
+            **loser.metadata,
+            "superseded_by": winner.id,
+            "consolidation_run": report.run_id,
+            "consolidation_reason": change.reason,
+        }
+        return last
+
+    def _change_records(
+        self,
+        report: ConsolidationReport,
+        number: int,
+        change: Change,
+        got_winner: Record,
+        got_loser: Record,
+        vector: list[float] | None,
+        now: datetime,
+    ) -> tuple[Record, Record]:
+        """The kept fact's new value and the change record (both facts as they were)."""
         winner, loser = fact_from_record(got_winner), fact_from_record(got_loser)
         link = "merged_from" if change.reason == "duplicate" else "supersedes"
         metadata = dict(winner.metadata)
@@ -282,19 +361,8 @@ class Consolidation:
             expires_at=winner.expires_at,
             version=winner.version + 1,
         )
-        last = version_record(loser, now)
-        last.data["metadata"] = {
-            **loser.metadata,
-            "superseded_by": winner.id,
-            "consolidation_run": report.run_id,
-            "consolidation_reason": change.reason,
-        }
-        vector = None
+        record = fact_record(kept, got_winner.revision + 1)
         embedder = self._core.embedder
-        if embedder is not None:
-            got = store.vector_get(tenant, FACT, [loser.id], model_id=embedder.model_id)
-            vector = got.get(loser.id)
-        kept_record = fact_record(kept, got_winner.revision + 1)
         step = Record(
             kind=CHANGE,
             id=f"{report.run_id}:{number:06d}",
@@ -311,67 +379,73 @@ class Consolidation:
                 "into_content": winner.content,
                 "winner": _dump(got_winner),
                 "loser": _dump(got_loser),
-                "winner_after": kept_record.revision,
+                "winner_after": record.revision,
                 "links_added": added,
-                "vector": None if vector is None else [float(x) for x in vector],
+                "vector": vector,
                 "model_id": None if embedder is None else embedder.model_id,
             },
             created_at=now,
             updated_at=now,
             key=report.run_id,
         )
-        store.record_put(
-            tenant,
-            [kept_record, version_record(winner, now), last, step, *fact_links(kept, added)],
-            guard=RecordGuard(FACT, winner.id, got_winner.revision),
-        )
-        try:
-            store.record_delete(
-                tenant, FACT, [loser.id], guard=RecordGuard(FACT, loser.id, got_loser.revision)
-            )
-        except Conflict:
-            self._restore(step.data, kept_record.revision, loser_gone=False)
-            store.record_delete(tenant, CHANGE, [step.id])
-            return False
-        if loser.source_entries:
-            links = [r.id for r in fact_links(loser, loser.source_entries)]
-            store.record_delete(tenant, FACT_SOURCE, links)
-        current[winner.id] = kept_record
-        current.pop(loser.id, None)
-        return True
+        return record, step
 
-    def _restore(
-        self, data: dict[str, Any], winner_revision: int, *, loser_gone: bool
-    ) -> int:
-        """Put both facts of one change back as they were; the kept fact's new revision."""
+    def _restore(self, run: Record, changes: Sequence[Record]) -> None:
+        """Put every fact the run touched back as the first change that touched it found
+        it; delete the versions and links the run wrote; give retired facts their vectors.
+        ``Conflict`` and nothing written when a kept fact changed since or a retired one
+        exists again."""
         store = self._core.store
         tenant = self._tenant
-        winner, loser = _load(data["winner"]), _load(data["loser"])
-        winner.revision = winner_revision + 1
-        writes = [winner]
-        if loser_gone:
-            loser.revision += 2  # a stale read of the retired fact stays stale
-            writes.append(loser)
-            sources = fact_from_record(loser).source_entries
-            writes += fact_links(fact_from_record(loser), sources)
-        store.record_put(tenant, writes, guard=RecordGuard(FACT, winner.id, winner_revision))
-        version_ids = [f"{winner.id}:{winner.data.get('version', 1)}"]
-        last = f"{loser.id}:{loser.data.get('version', 1)}"
-        if loser_gone:
-            version_ids.append(last)
-        else:  # the retired fact stayed: its last version is ours unless it was superseded since
-            now = store.record_get(tenant, FACT, loser.id)
-            if now is None or now.data.get("version") == loser.data.get("version"):
-                version_ids.append(last)
-        store.record_delete(tenant, FACT_VERSION, version_ids)
-        added = [str(e) for e in data.get("links_added") or []]
-        if added:
-            kept = fact_from_record(winner)
-            store.record_delete(tenant, FACT_SOURCE, [r.id for r in fact_links(kept, added)])
-        if loser_gone and data.get("vector") is not None and data.get("model_id"):
-            item = VectorItem(FACT, loser.id, str(data["model_id"]), data["vector"])
-            store.vector_put(tenant, [item])
-        return winner.revision
+        first: dict[str, Record] = {}
+        final: dict[str, int] = {}  # kept fact -> the revision the run left it at
+        retired: set[str] = set()
+        versions: list[str] = []
+        added: dict[str, set[str]] = {}
+        vectors: list[VectorItem] = []
+        for change in changes:
+            data = change.data
+            for side in ("winner", "loser"):
+                before = _load(data[side])
+                first.setdefault(before.id, before)
+                versions.append(f"{before.id}:{before.data.get('version', 1)}")
+            final[data["into"]] = int(data["winner_after"])
+            retired.add(data["fact_id"])
+            added.setdefault(data["into"], set()).update(data.get("links_added") or [])
+            if data.get("vector") is not None and data.get("model_id"):
+                vectors.append(
+                    VectorItem(FACT, data["fact_id"], str(data["model_id"]), data["vector"])
+                )
+        for fact_id in retired:
+            final.pop(fact_id, None)
+        now = store.record_get_many(tenant, FACT, [*final, *retired])
+        for fact_id, revision in final.items():
+            got = now.get(fact_id)
+            if got is None or got.revision != revision:
+                raise Conflict(f"fact {fact_id!r} changed after the run: undo refused")
+        for fact_id in retired:
+            if fact_id in now:
+                raise Conflict(f"fact {fact_id!r} exists again since the run: undo refused")
+        writes: list[Record] = []
+        stale: list[str] = []
+        for fact_id, before in first.items():
+            before.revision = (final.get(fact_id, before.revision) or 0) + 2
+            fact = fact_from_record(before)
+            writes += [before, *fact_links(fact, fact.source_entries)]
+            gained = added.get(fact_id, set()) - set(fact.source_entries)
+            stale += [r.id for r in fact_links(fact, sorted(gained))]
+        revision = run.revision
+        for start in range(0, max(len(writes), 1), _BATCH * 4):
+            chunk = [*writes[start : start + _BATCH * 4]]
+            run.revision = revision + 1
+            store.record_put(tenant, [*chunk, run], guard=RecordGuard(RUN, run.id, revision))
+            revision += 1
+        if versions:
+            store.record_delete(tenant, FACT_VERSION, versions)
+        if stale:
+            store.record_delete(tenant, FACT_SOURCE, stale)
+        if vectors:
+            store.vector_put(tenant, vectors)
 
     def _run(self, run_id: object) -> Record:
         """The run record, or ``NotFound`` (also for a run the caller may not see)."""
@@ -437,27 +511,12 @@ class Consolidation:
                 " change: undo it from a handle that sees them all",
                 field="run_id",
             )
-        store = self._core.store
-        winners: dict[str, int] = {}
-        for change in changes:
-            winners[change.data["into"]] = int(change.data["winner_after"])
-        for fact_id, revision in winners.items():
-            got = store.record_get(self._tenant, FACT, fact_id)
-            if got is None or got.revision != revision:
-                raise Conflict(f"fact {fact_id!r} changed after the run: undo refused")
-        for change in changes:
-            if store.record_get(self._tenant, FACT, change.data["fact_id"]) is not None:
-                raise Conflict(
-                    f"fact {change.data['fact_id']!r} exists again since the run: undo refused"
-                )
-        for change in reversed(changes):
-            into = change.data["into"]
-            winners[into] = self._restore(change.data, winners[into], loser_gone=True)
+        self._restore(run, changes)
         now = self._core.now()
         report = self._report(run, changes)
         report.status = "undone"
         report.undone_at = now
-        store.record_put(
+        self._core.store.record_put(
             self._tenant,
             [self._run_record(report, run.revision + 1)],
             guard=RecordGuard(RUN, run.id, run.revision),
