@@ -73,6 +73,7 @@ REPLACEMENTS = {
     "AsyncWorker": "Worker",
     "amaybe_await": "maybe_await",
     "asleep": "sleep",
+    "aoffload": "offload",
     "AsyncStep": "Step",
     "arun_all": "run_all",
     "aboth": "both",

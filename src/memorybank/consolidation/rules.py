@@ -63,7 +63,9 @@ DUPLICATE_OVERLAP_WITH_VECTORS = 0.3
 #: Word overlap that alone makes two facts duplicates (no embedder).
 DUPLICATE_OVERLAP = 0.75
 #: Words shared by more facts than this are not used to find candidate pairs.
-_COMMON_WORD = 200
+_COMMON_WORD = 50
+#: Nearest facts by embedding each fact is compared with (bounds a run's time).
+NEIGHBOURS = 10
 
 Reason = Literal["duplicate", "contradiction"]
 
@@ -345,20 +347,24 @@ def _text_pairs(data: _Facts) -> set[tuple[int, int]]:
 def _vector_pairs(
     vectors: npt.NDArray[np.float32], threshold: float
 ) -> dict[tuple[int, int], float]:
-    """Pairs ``(i, j)``, ``i < j``, whose cosine is at least ``threshold``, in row blocks
-    (bounded memory: a block of 512 rows at a time)."""
+    """Pairs ``(i, j)``, ``i < j``, whose cosine is at least ``threshold``, each fact with
+    at most ``NEIGHBOURS`` nearest others: a block of 512 rows at a time (bounded memory),
+    at most ``NEIGHBOURS`` pairs per fact (bounded time, however alike the facts are)."""
     import numpy as np
 
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit = vectors / np.where(norms == 0, 1.0, norms)
     found: dict[tuple[int, int], float] = {}
+    keep = min(NEIGHBOURS + 1, len(unit))
     for start in range(0, len(unit), 512):
         block = unit[start : start + 512] @ unit.T
-        rows, cols = np.nonzero(block >= threshold)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+        nearest = np.argpartition(-block, keep - 1, axis=1)[:, :keep]
+        for r, row in enumerate(nearest.tolist()):
             i = start + r
-            if i < c:
-                found[(i, c)] = float(block[r, c])
+            for c in row:
+                score = float(block[r, c])
+                if c != i and score >= threshold:
+                    found[(min(i, c), max(i, c))] = score
     return found
 
 

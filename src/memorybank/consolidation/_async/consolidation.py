@@ -41,6 +41,7 @@ from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Scope
+from memorybank.runtime.concurrency import aoffload
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem
 from memorybank.stores.contract.types import visible
 
@@ -169,7 +170,7 @@ class AsyncConsolidation:
         planned: list[Change] = []
         for _, group in sorted(owners(facts.values()).items(), key=lambda g: str(g[0])):
             vectors = await self._vectors([f.id for f in group])
-            planned += plan(group, now=now, vectors=vectors)
+            planned += await aoffload(plan, group, now=now, vectors=vectors)
         report = ConsolidationReport(
             run_id=new_id(),
             user_id=user,

@@ -42,6 +42,7 @@ from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Scope
+from memorybank.runtime.concurrency import offload
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, VectorItem
 from memorybank.stores.contract.types import visible
 
@@ -170,7 +171,7 @@ class Consolidation:
         planned: list[Change] = []
         for _, group in sorted(owners(facts.values()).items(), key=lambda g: str(g[0])):
             vectors = self._vectors([f.id for f in group])
-            planned += plan(group, now=now, vectors=vectors)
+            planned += offload(plan, group, now=now, vectors=vectors)
         report = ConsolidationReport(
             run_id=new_id(),
             user_id=user,
