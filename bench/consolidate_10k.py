@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from memorybank import AsyncMemory
-from memorybank.stores.contract._async.store import Record
+from memorybank.embeddings.base import Embedder
 from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
 N = 10_000
@@ -51,6 +51,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
     args = parser.parse_args()
+    embedder: Embedder
     if args.embedder == "local":
         from memorybank.embeddings.local import LocalEmbedder
 
@@ -100,5 +101,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    _ = Record
     asyncio.run(main())

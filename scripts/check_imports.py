@@ -40,8 +40,8 @@ PACKAGE = "memorybank"
 #: read path imports neither recall nor ``dataclasses``; 105 -> 106: the SQLite store's
 #: vector slot read on a thread of its own, ``_vector_slot_read``, which makes a
 #: ``VectorSlot`` (NumPy) where ``_vector_slot`` did in the same statement as its cache; 106
-#: -> 107: ``memory.consolidation``, which loads with its first use like ``memory.facts``).
-FUNCTION_LOCAL_CAP = 107
+#: -> 108: ``memory.consolidation`` and ``memory.feedback``, which load with their first use).
+FUNCTION_LOCAL_CAP = 108
 
 
 def modules(root: Path) -> dict[str, Path]:

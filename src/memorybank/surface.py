@@ -345,6 +345,18 @@ VERBS: tuple[Verb, ...] = (
         "consolidate",
     ),
     _v(
+        "Memory.feedback",
+        "user",
+        False,
+        "item",
+        _post("/v1/feedback"),
+        "feedback",
+        Without("feedback comes from an agent or an app at recall time, not an operator"),
+        errors=_GONE,
+        gaps={"hit_or_id": "the body's fact_id: a hit travels as its fact's id"},
+        mcp_names={"fact_id": "hit_or_id"},
+    ),
+    _v(
         "Memory.forget_user",
         "user",
         True,
@@ -1282,6 +1294,7 @@ MCP_NOTES: Mapping[str, str] = {
     "get_context": "Needs the server's agent.",
     "add_fact": "A fact lasts across threads.",
     "list_facts": "One page at a time: pass nextCursor back as cursor.",
+    "feedback": "Call it after using a fact: useful=false when it was wrong or unhelpful.",
     "consolidate": "Acts on this server's user's facts; call it when recalled facts repeat "
     "or disagree (the newest value of an attribute wins). With dry_run nothing changes.",
 }
@@ -1469,6 +1482,7 @@ BODIES: tuple[Body, ...] = (
     Body("Memory.build_context", "ContextIn"),
     Body("Memory.search", "SearchIn"),
     Body("Memory.consolidate", "ConsolidateIn"),
+    Body("Memory.feedback", "FeedbackIn"),
     Body("Threads.create", "ThreadIn"),
     Body("Threads.update", "ThreadPatch", header=_USER),
     Body("Entries.add", "EntryOptions", header=_USER),

@@ -243,3 +243,36 @@ def test_bad_input_writes_nothing(memory: Memory) -> None:
     with pytest.raises(NotFound):
         memory.consolidation.undo("no-such-run")
     assert view(memory, "u") == before and memory.consolidation.runs() == []
+
+
+def test_feedback_moves_confidence_by_the_rule_and_is_scoped(memory: Memory) -> None:
+    fact = add(memory, "User likes green tea", user_id="u", confidence=0.8)
+    other = add(memory, "User likes chess", user_id="u")
+    wrong = memory.feedback(fact, useful=False, reason="she stopped drinking tea", user_id="u")
+    assert wrong.confidence == pytest.approx(0.4) and wrong.version == 1
+    assert memory.feedback(fact, useful=False, user_id="u").confidence == pytest.approx(0.2)
+    hit = next(h for h in memory.search("chess", kinds=["facts"], user_id="u") if h.id == other)
+    assert memory.feedback(hit, useful=True, user_id="u").confidence == pytest.approx(0.75)
+    # prompts rank the fact marked wrong below the one marked useful
+    ranked = sorted(memory.facts.list(user_id="u"), key=lambda f: -(f.confidence or 0))
+    assert [f.id for f in ranked] == [other, fact]
+    records = memory.store.record_list("cons", "fact_feedback", key=fact)
+    assert [(r.data["useful"], r.data["reason"]) for r in records] == [
+        (False, "she stopped drinking tea"),
+        (False, None),
+    ]
+    # another user's fact is NotFound, and nothing is written
+    with pytest.raises(NotFound):
+        memory.feedback(fact, useful=True, user_id="v")
+    with pytest.raises(NotFound):
+        memory.scoped(user_id="v").feedback(fact, useful=True)
+    with pytest.raises(InvalidInput) as caught:
+        memory.feedback(fact, useful="yes", user_id="u")  # type: ignore[arg-type]
+    assert caught.value.field == "useful"
+    with pytest.raises(InvalidInput):
+        memory.feedback(fact, useful=True, reason="", user_id="u")
+    got = memory.facts.get(fact, user_id="u")
+    assert got is not None and got.confidence == pytest.approx(0.2)
+    assert len(memory.store.record_list("cons", "fact_feedback", key=fact)) == 2
+    memory.forget_user("u")
+    assert memory.store.record_list("cons", "fact_feedback", key=fact) == []

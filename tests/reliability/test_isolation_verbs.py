@@ -256,6 +256,10 @@ CASES: dict[str, Callable[[World], object]] = {
     "Memory.working_runs": lambda w: denied(lambda: w.bob.working_runs()),
     "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
     "Memory.consolidate": _consolidate,
+    "Memory.feedback": lambda w: (
+        missing(lambda: w.bob.feedback(w.fact, useful=False)),
+        widening(lambda: w.bob.feedback(w.fact, useful=False, user_id="alice")),
+    ),
     "Consolidation.run": lambda w: widening(lambda: w.bob.consolidation.run(user_id="alice")),
     "Consolidation.runs": lambda w: (
         (_alices_run(w) not in [r.run_id for r in denied(lambda: w.bob.consolidation.runs())])

@@ -106,3 +106,25 @@ def test_the_cli_consolidates_a_user(tmp_path: Path) -> None:
         assert [f.content for f in memory.facts.list(user_id="u")] == ["User lives in Berlin"]
     neither = runner.invoke(app, ["consolidate", "--url", url])
     assert neither.exit_code != 0 and "--shared" in neither.output
+
+
+async def test_feedback_over_rest_and_mcp(api: Api) -> None:
+    key = await api.key("tenant-fb")
+    ana, bob = {**key, "X-User-Id": "ana"}, {**key, "X-User-Id": "bob"}
+    made = await api.client.post(
+        "/v1/facts", json={"content": "Ana likes tea", "confidence": 0.8}, headers=ana
+    )
+    fact = made.json()["id"]
+    body = {"fact_id": fact, "useful": False, "reason": "outdated"}
+    hidden = await api.client.post("/v1/feedback", json=body, headers=bob)
+    assert hidden.status_code == 404
+    done = await api.client.post("/v1/feedback", json=body, headers=ana)
+    assert done.status_code == 200, done.text
+    assert done.json()["confidence"] == 0.4
+    async with Client(create_server(api.memory.tenant("tenant-fb"), user_id="ana")) as client:
+        result = await client.call_tool("feedback", {"fact_id": fact, "useful": True})
+        assert not result.is_error and result.structured_content is not None
+        assert result.structured_content["confidence"] == 0.7
+    async with Client(create_server(api.memory.tenant("tenant-fb"), user_id="bob")) as client:
+        refused = await client.call_tool("feedback", {"fact_id": fact, "useful": True})
+        assert refused.is_error

@@ -25,7 +25,8 @@ Tools:
   ``memorybank.mcp.graph_tools``: ``read_graph`` is paginated (``cursor``,
   ``nextCursor``) and every read is bounded;
 * memorybank's own: ``remember``, ``recall`` (hybrid search), ``history``,
-  ``get_context`` (a token budget), ``add_fact``, ``list_facts``, ``consolidate``, ``forget``.
+  ``get_context`` (a token budget), ``add_fact``, ``list_facts``,
+  ``consolidate``, ``feedback``, ``forget``.
 
 Every tool acts through ``memory.scoped(user_id=..., agent_id=...)``: the
 server sees and writes what that principal may (its own records plus shared
@@ -750,6 +751,17 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                     for c in report.changes
                 ],
             }
+
+    @_of_verb(server, "feedback", title="Feedback", annotations=_ADD)
+    async def feedback(
+        fact_id: Annotated[str, Field(description="The fact's id (from list_facts or recall)")],
+        useful: bool,
+        ctx: Context,
+        reason: str | None = FROM_VERB,
+    ) -> FactOut:
+        with _tool_errors():
+            fact = await handle_for(ctx).feedback(fact_id, useful=useful, reason=reason)
+            return _fact_out(fact)
 
     @_of_verb(server, "list_facts", title="List Facts", annotations=_READ)
     async def list_facts(

@@ -26,6 +26,7 @@ __all__ = [
     "FactIn",
     "FactPatch",
     "FactSearchIn",
+    "FeedbackIn",
     "GraphContextOptionsIn",
     "InferIn",
     "InvalidateIn",
@@ -196,6 +197,23 @@ class ConsolidateIn(Arguments):
         ),
     )
     dry_run: bool = Field(default=False, description="Write nothing, return the same report.")
+
+
+class FeedbackIn(Arguments):
+    """Say whether a recalled fact was useful; the fact as it is after.
+
+    The arguments of `Memory.feedback` (POST /v1/feedback)."""
+
+    useful: bool = Field(
+        description=(
+            "Whether it helped (`True` raises the fact's confidence halfway to 1, `False`, "
+            "for a wrong or unhelpful fact, halves it, so it ranks lower in prompts; the rule"
+            " is in `memorybank.consolidation._async.feedback`)."
+        )
+    )
+    reason: str | None = Field(default=None, description="Why, kept with the feedback.")
+    user_id: str | None = Field(default_factory=unset)
+    agent_id: str | None = Field(default_factory=unset)
 
 
 class ThreadIn(Arguments):

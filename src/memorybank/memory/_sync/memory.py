@@ -36,7 +36,7 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
-from memorybank.records import Entry, Hit, Thread, WorkingRun
+from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.stores._sync.open import open_store
@@ -252,6 +252,37 @@ class Memory:
         The rules are in ``memorybank.consolidation.rules`` (docs/consolidation.md).
         """
         return self.consolidation.run(user_id=user_id, agent_id=agent_id, dry_run=dry_run)
+
+    def feedback(
+        self,
+        hit_or_id: Hit | str,
+        *,
+        useful: bool,
+        reason: str | None = None,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> Fact:
+        """Say whether a recalled fact was useful; the fact as it is after.
+
+        ``hit_or_id``: a search hit of kind ``"fact"``, or a fact id. ``useful``: whether it
+        helped (``True`` raises the fact's confidence halfway to 1, ``False``, for a wrong or
+        unhelpful fact, halves it, so it ranks lower in prompts; the rule is in
+        ``memorybank.consolidation._async.feedback``).
+        ``reason``: why, kept with the feedback. A fact the caller may not see is
+        ``NotFound`` (its scope is the fact's, under the usual rule).
+        """
+        from memorybank.consolidation._sync.feedback import give_feedback
+
+        return give_feedback(
+            self._core,
+            self.tenant_id,
+            self.facts,
+            hit_or_id,
+            useful=useful,
+            reason=reason,
+            user_id=user_id,
+            agent_id=agent_id,
+        )
 
     @functools.cached_property
     def graph(self) -> Graph:

@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
 from memorybank.server.deps import MemoryDep
-from memorybank.server.models import Page
-from memorybank.server.models_generated import ConsolidateIn
+from memorybank.server.models import FactOut, Page
+from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
 
-__all__ = ["ConsolidationChangeOut", "ConsolidationOut", "router"]
+__all__ = ["ConsolidationChangeOut", "ConsolidationOut", "FeedbackBody", "router"]
+
+
+class FeedbackBody(FeedbackIn):
+    """``memory.feedback``'s arguments; the fact is named by its id."""
+
+    fact_id: str = Field(description="The fact the feedback is about (a hit's `fact.id`).")
+
+    def arguments(self) -> dict[str, Any]:
+        """The library call's keyword arguments (``fact_id`` is passed on its own)."""
+        values = super().arguments()
+        values.pop("fact_id", None)
+        return values
 
 
 class ConsolidationChangeOut(BaseModel):
@@ -78,6 +91,13 @@ def router() -> APIRouter:
         the caller's user (``X-User-Id``, or ``user_id``; ``null``: the shared facts).
         ``dry_run: true`` writes nothing and answers the same report."""
         return _out(await memory.consolidate(**body.arguments()))
+
+    @api.post("/feedback", tags=["facts"], summary="Say whether a recalled fact was useful")
+    async def feedback(body: FeedbackBody, memory: MemoryDep) -> FactOut:
+        """``memory.feedback``: `useful: false` halves the fact's confidence (it was wrong or
+        unhelpful), `true` raises it halfway to 1; 404 for a fact the caller may not see."""
+        fact = await memory.feedback(body.fact_id, **body.arguments())
+        return FactOut.model_validate(fact)
 
     @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
     async def consolidation_runs(
