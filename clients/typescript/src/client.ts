@@ -262,7 +262,9 @@ export class MemoryBank {
 
   /** Merge the user's duplicate facts and supersede contradicted ones (`dryRun`: only report). */
   consolidate(options: Options<BodyOf<"/v1/consolidate", "post">> = {}): Promise<ConsolidationReport> {
-    return this.call(this.api.POST("/v1/consolidate", { body: wire(options) as never, ...this.init(options) }));
+    return this.call(
+      this.api.POST("/v1/consolidate", { body: wire(options) as never, ...this.init(options) }),
+    );
   }
 
   /** Say whether a recalled fact was useful (`false`: wrong or unhelpful); the fact after. */
@@ -1132,7 +1134,10 @@ export class Consolidation extends Resource {
   runs(options: RequestOptions = {}): Paged<ConsolidationReport> {
     return this.mb.paged((cursor) =>
       this.mb.call(
-        this.mb.api.GET("/v1/consolidation/runs", { params: { query: { cursor } }, ...this.mb.init(options) }),
+        this.mb.api.GET("/v1/consolidation/runs", {
+          params: { query: { cursor } },
+          ...this.mb.init(options),
+        }),
       ),
     );
   }
