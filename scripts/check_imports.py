@@ -41,8 +41,10 @@ PACKAGE = "memorybank"
 #: vector slot read on a thread of its own, ``_vector_slot_read``, which makes a
 #: ``VectorSlot`` (NumPy) where ``_vector_slot`` did in the same statement as its cache);
 #: 106 -> 107: a CLI listing that finds nothing reads the record of ``serve --demo``
-#: (``cli.demo_state``, which needs the server extra) to point to the demo's tenant.
-FUNCTION_LOCAL_CAP = 107
+#: (``cli.demo_state``, which needs the server extra) to point to the demo's tenant;
+#: 107 -> 109: ``memory.consolidation`` and ``memory.feedback``, which load with their
+#: first use.
+FUNCTION_LOCAL_CAP = 109
 
 
 def modules(root: Path) -> dict[str, Path]:

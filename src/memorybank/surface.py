@@ -44,6 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from memorybank.consolidation._async.consolidation import AsyncConsolidation
 from memorybank.context._async.builder import AsyncContextBuilder
 from memorybank.context._async.compaction import AsyncCompactionService
 from memorybank.context._async.sessions import AsyncSessionManager
@@ -108,6 +109,7 @@ CLASSES: dict[str, type] = {
     "Snapshots": AsyncSnapshots,
     "Summaries": AsyncSummaries,
     "Facts": AsyncFacts,
+    "Consolidation": AsyncConsolidation,
     "Graph": AsyncGraph,
     "Documents": AsyncDocuments,
     "Embedding": AsyncEmbedding,
@@ -235,6 +237,9 @@ _MODEL_TOOLS = "the MCP tools cover conversation, recall, facts and the graph"
 _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
 
+_SAME_AS_CONSOLIDATE = "the same verb as Memory.consolidate, which has every form"
+_CONSOLIDATION_CLI = "memorybank consolidate prints the report; runs and undo are REST's"
+
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
 
@@ -329,6 +334,27 @@ VERBS: tuple[Verb, ...] = (
         Without("remember creates the thread when absent"),
         _CLI_NO,
         errors=(InvalidInput, ThreadForbidden),
+    ),
+    _v(
+        "Memory.consolidate",
+        "user",
+        True,
+        "value",
+        _post("/v1/consolidate"),
+        "consolidate",
+        "consolidate",
+    ),
+    _v(
+        "Memory.feedback",
+        "user",
+        False,
+        "item",
+        _post("/v1/feedback"),
+        "feedback",
+        Without("feedback comes from an agent or an app at recall time, not an operator"),
+        errors=_GONE,
+        gaps={"hit_or_id": "the body's fact_id: a hit travels as its fact's id"},
+        mcp_names={"fact_id": "hit_or_id"},
     ),
     _v(
         "Memory.forget_user",
@@ -689,6 +715,45 @@ VERBS: tuple[Verb, ...] = (
         _patch("/v1/facts/{fact_id}"),
         _REST_ONLY,
         _CLI_NO,
+        errors=(*_GONE, Conflict),
+    ),
+    # -- consolidation ---------------------------------------------------------------------
+    _v(
+        "Consolidation.run",
+        "user",
+        True,
+        "value",
+        Without(_SAME_AS_CONSOLIDATE),
+        Without(_SAME_AS_CONSOLIDATE),
+        Without(_SAME_AS_CONSOLIDATE),
+    ),
+    _v(
+        "Consolidation.runs",
+        "user",
+        True,
+        "page",
+        _get("/v1/consolidation/runs"),
+        Without(_OPERATOR),
+        Without(_CONSOLIDATION_CLI),
+    ),
+    _v(
+        "Consolidation.report",
+        "user",
+        True,
+        "item",
+        _get("/v1/consolidation/runs/{run_id}"),
+        Without(_OPERATOR),
+        Without(_CONSOLIDATION_CLI),
+        errors=_GONE,
+    ),
+    _v(
+        "Consolidation.undo",
+        "user",
+        False,
+        "item",
+        _post("/v1/consolidation/runs/{run_id}/undo"),
+        Without(_OPERATOR),
+        Without(_CONSOLIDATION_CLI),
         errors=(*_GONE, Conflict),
     ),
     _v(
@@ -1233,6 +1298,9 @@ MCP_NOTES: Mapping[str, str] = {
     "add_fact": "It stays until forgotten: list_facts, recall and get_context see it.",
     "list_facts": "Here agent_id and user_id are this server's (its own facts and the "
     "shared ones). One page at a time: pass nextCursor back as cursor.",
+    "feedback": "Call it after using a fact: useful=false when it was wrong or unhelpful.",
+    "consolidate": "Acts on this server's user's facts; call it when recalled facts repeat "
+    "or disagree (the newest value of an attribute wins). With dry_run nothing changes.",
 }
 #: Tool arguments whose default is not the library's: ``{tool: {argument: (default, why)}}``.
 MCP_DEFAULTS: Mapping[str, Mapping[str, tuple[Any, str]]] = {
@@ -1417,6 +1485,8 @@ class Body:
 BODIES: tuple[Body, ...] = (
     Body("Memory.build_context", "ContextIn"),
     Body("Memory.search", "SearchIn"),
+    Body("Memory.consolidate", "ConsolidateIn"),
+    Body("Memory.feedback", "FeedbackIn"),
     Body("Threads.create", "ThreadIn"),
     Body("Threads.update", "ThreadPatch", header=_USER),
     Body("Entries.add", "EntryOptions", header=_USER),

@@ -53,6 +53,8 @@ OWN_TOOLS = {
     "get_context",
     "add_fact",
     "list_facts",
+    "consolidate",
+    "feedback",
     "forget",
 }
 READ_ONLY = {"read_graph", "search_nodes", "open_nodes", "recall", "history", "get_context"}
@@ -96,7 +98,7 @@ async def test_lists_every_tool_with_honest_annotations(memory: AsyncMemory) -> 
         assert hints.destructive_hint is (name in DESTRUCTIVE), name
         # reads, deletes and the graph's creations can be repeated (a repeat changes
         # nothing more); remember and add_fact add again
-        assert hints.idempotent_hint is (name not in {"remember", "add_fact"}), name
+        assert hints.idempotent_hint is (name not in {"remember", "add_fact", "feedback"}), name
         assert hints.open_world_hint is False
         assert tool.output_schema is not None, name
         assert tool.description, name

@@ -33,6 +33,7 @@ from memorybank import (
     SessionManager,
     ThreadForbidden,
 )
+from memorybank.consolidation._sync.consolidation import Consolidation
 from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
 from memorybank.context._sync.compaction import CompactionService as SyncCompaction
 from memorybank.context._sync.sessions import SessionManager as SyncSessions
@@ -63,6 +64,7 @@ SURFACE: dict[str, type] = {
     "Snapshots": Snapshots,
     "Summaries": Summaries,
     "Facts": Facts,
+    "Consolidation": Consolidation,
     "Graph": Graph,
     "Documents": Documents,
     "Embedding": Embedding,
@@ -132,6 +134,12 @@ def conflict(call: Callable[[], Any]) -> bool:
     return True
 
 
+def missing(call: Callable[[], Any]) -> bool:
+    with pytest.raises(NotFound):
+        call()
+    return True
+
+
 def widening(call: Callable[[], Any]) -> bool:
     with pytest.raises(InvalidInput):
         call()
@@ -181,6 +189,19 @@ def _shared_twin(w: World) -> bool:
     twin = w.root.graph.add_entity(f"Alice {SECRET}", type="person", user_id=None, agent_id="bot")
     assert twin.id != w.entity and twin.observations == ()
     assert w.root.graph.delete_entity(twin.id, user_id=None, agent_id="bot")
+    return True
+
+
+def _alices_run(w: World) -> str:
+    """A consolidation run over alice's facts (nothing to merge: her world is unchanged)."""
+    return w.root.consolidate(user_id="alice", agent_id="bot").run_id
+
+
+def _consolidate(w: World) -> bool:
+    widening(lambda: w.bob.consolidate(user_id="alice"))
+    widening(lambda: w.bob.consolidate(user_id=None))
+    mine = denied(lambda: w.bob.consolidate())
+    assert mine.user_id == "bob" and all(c.into != w.fact for c in mine.changes)
     return True
 
 
@@ -234,6 +255,18 @@ CASES: dict[str, Callable[[World], object]] = {
     # bob's runs only: alice's working memory (the world's run) is not among them
     "Memory.working_runs": lambda w: denied(lambda: w.bob.working_runs()),
     "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
+    "Memory.consolidate": _consolidate,
+    "Memory.feedback": lambda w: (
+        missing(lambda: w.bob.feedback(w.fact, useful=False)),
+        widening(lambda: w.bob.feedback(w.fact, useful=False, user_id="alice")),
+    ),
+    "Consolidation.run": lambda w: widening(lambda: w.bob.consolidation.run(user_id="alice")),
+    "Consolidation.runs": lambda w: (
+        (_alices_run(w) not in [r.run_id for r in denied(lambda: w.bob.consolidation.runs())])
+        or pytest.fail("bob lists alice's run")
+    ),
+    "Consolidation.report": lambda w: missing(lambda: w.bob.consolidation.report(_alices_run(w))),
+    "Consolidation.undo": lambda w: missing(lambda: w.bob.consolidation.undo(_alices_run(w))),
     # retention covers a whole tenant: a scoped handle may not prune at all
     "Memory.prune": lambda w: refused(
         lambda: w.bob.prune(RetentionPolicy(max_entries_per_thread=0)), "scope"

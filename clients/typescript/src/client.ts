@@ -65,6 +65,7 @@ export type Hit = ItemOf<ResultOf<"/v1/search", "post">>;
 export type Context = ResultOf<"/v1/threads/{thread_id}/context", "post">;
 export type Fact = ResultOf<"/v1/facts/{fact_id}", "get">;
 export type Document = ResultOf<"/v1/documents/{document_id}", "get">;
+export type ConsolidationReport = ResultOf<"/v1/consolidate", "post">;
 export type Summary = ItemOf<ResultOf<"/v1/summaries", "get">>;
 export type Session = ResultOf<"/v1/sessions/{session_id}", "get">;
 export type Branch = ItemOf<ResultOf<"/v1/threads/{thread_id}/branches", "get">>;
@@ -146,6 +147,7 @@ export class MemoryBank {
   readonly sessions: Sessions;
   readonly graph: Graph;
   readonly cortex: Cortex;
+  readonly consolidation: Consolidation;
   /** @internal */
   readonly api: ReturnType<typeof createClient<paths>>;
   /** @internal */
@@ -175,6 +177,7 @@ export class MemoryBank {
     this.sessions = new Sessions(this);
     this.graph = new Graph(this);
     this.cortex = new Cortex(this);
+    this.consolidation = new Consolidation(this);
   }
 
   /** A client confined to `userId` (as the library's `memory.scoped(user_id=...)`). */
@@ -255,6 +258,27 @@ export class MemoryBank {
       }),
     );
     return data.count;
+  }
+
+  /** Merge the user's duplicate facts and supersede contradicted ones (`dryRun`: only report). */
+  consolidate(options: Options<BodyOf<"/v1/consolidate", "post">> = {}): Promise<ConsolidationReport> {
+    return this.call(
+      this.api.POST("/v1/consolidate", { body: wire(options) as never, ...this.init(options) }),
+    );
+  }
+
+  /** Say whether a recalled fact was useful (`false`: wrong or unhelpful); the fact after. */
+  feedback(
+    factId: string,
+    useful: boolean,
+    options: Options<Omit<BodyOf<"/v1/feedback", "post">, "factId" | "useful">> = {},
+  ): Promise<Fact> {
+    return this.call(
+      this.api.POST("/v1/feedback", {
+        body: { fact_id: factId, useful, ...wire(options) } as never,
+        ...this.init(options),
+      }),
+    );
   }
 
   /** Erase everything of a user in the tenant; the number of records erased. */
@@ -1104,6 +1128,41 @@ export class Graph extends Resource {
 }
 
 /** The reference service's routes: one conversation per agent name (and user). */
+/** `client.consolidation`: consolidation runs, what each changed, and undo. */
+export class Consolidation extends Resource {
+  /** The runs the caller may see, newest first (each without its changes). */
+  runs(options: RequestOptions = {}): Paged<ConsolidationReport> {
+    return this.mb.paged((cursor) =>
+      this.mb.call(
+        this.mb.api.GET("/v1/consolidation/runs", {
+          params: { query: { cursor } },
+          ...this.mb.init(options),
+        }),
+      ),
+    );
+  }
+
+  /** Every change of a run and why. */
+  report(runId: string, options?: RequestOptions): Promise<ConsolidationReport> {
+    return this.mb.call(
+      this.mb.api.GET("/v1/consolidation/runs/{run_id}", {
+        params: { path: { run_id: runId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+
+  /** Restore every fact the run changed exactly as it was. */
+  undo(runId: string, options?: RequestOptions): Promise<ConsolidationReport> {
+    return this.mb.call(
+      this.mb.api.POST("/v1/consolidation/runs/{run_id}/undo", {
+        params: { path: { run_id: runId } },
+        ...this.mb.init(options),
+      }),
+    );
+  }
+}
+
 export class Cortex extends Resource {
   /** The newest `limit` messages of agent `name`, oldest first (`[]` before the first save). */
   async load(name: string, options: Options<{ limit?: number }> = {}): Promise<Message[]> {

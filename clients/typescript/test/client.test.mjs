@@ -161,6 +161,26 @@ for (const store of STORES) {
       assert.equal(await mb.restore(id), 0);
     });
 
+    test("consolidate, its runs and undo; feedback", async () => {
+      await mb.facts.add("Bea likes green tea", { userId: "bea" });
+      await mb.facts.add("bea likes green tea!", { userId: "bea" });
+      const dry = await mb.consolidate({ userId: "bea", dryRun: true });
+      assert.equal(dry.status, "dry_run");
+      assert.equal(dry.merged, 1);
+      const run = await mb.consolidate({ userId: "bea" });
+      assert.equal(run.changes[0].reason, "duplicate");
+      const left = await mb.facts.list({ userId: "bea" }).all();
+      assert.equal(left.filter((f) => f.user_id === "bea").length, 1);
+      assert.ok((await mb.consolidation.runs().all()).some((r) => r.run_id === run.run_id));
+      assert.equal((await mb.consolidation.report(run.run_id)).changes.length, 1);
+      assert.equal((await mb.consolidation.undo(run.run_id)).status, "undone");
+      await rejectsWith(mb.consolidation.undo(run.run_id), "conflict", 409);
+      const bea = left.find((f) => f.user_id === "bea");
+      const rated = await mb.feedback(bea.id, false, { reason: "outdated" });
+      assert.equal(rated.confidence, 0.25);
+      await rejectsWith(mb.feedback("no-such-fact", true), "not_found", 404);
+    });
+
     test("facts, core facts, documents, summaries", async () => {
       const fact = await mb.facts.add("Ada prefers tea", { userId: "ada", category: "preference" });
       assert.equal(fact.agent_id, "atlas");

@@ -1,4 +1,5 @@
-"""CLI data commands: ``export``, ``import``, ``migrate`` (``memorybank.dump``), ``prune``.
+"""CLI data commands: ``export``, ``import``, ``migrate`` (``memorybank.dump``), ``prune``,
+``consolidate``.
 
 Registered on ``memorybank.cli.app`` by ``register``. Dumps go to standard
 output and come from standard input; progress goes to standard error.
@@ -25,14 +26,22 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from memorybank.cli.common import UrlOption, _errors, resolve_url
-from memorybank.cli.read import open_existing
+from memorybank.cli.common import (
+    AgentOption,
+    EmbedderOption,
+    UrlOption,
+    _errors,
+    chosen_embedder,
+    resolve_url,
+)
+from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
 from memorybank.dump.format import parse_header
 from memorybank.errors import InvalidInput
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.retention import RetentionPolicy
 from memorybank.rules import validate as v
+from memorybank.stores.contract.types import UNSET
 
 __all__ = ["register"]
 
@@ -331,9 +340,53 @@ def prune_command(
         )
 
 
+def consolidate_command(
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Whose facts (leave out with --shared).", show_default=False),
+    ] = None,
+    shared: Annotated[
+        bool, typer.Option("--shared", help="The facts shared by every user instead.")
+    ] = False,
+    agent: AgentOption = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only say what would change; write nothing.")
+    ] = False,
+    embedder: EmbedderOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: Annotated[str, typer.Option("--tenant", help="Tenant of the facts.")] = DEFAULT_TENANT,
+) -> None:
+    """Merge a user's duplicate facts and supersede contradicted ones (memory.consolidate).
+
+    Duplicates are found by text, and by meaning too with an embedder (--embedder, or
+    $MEMORYBANK_EMBEDDER); every change names its run, which the library and REST can undo.
+    """
+    with _errors():
+        if (user is None) == (not shared):
+            raise InvalidInput("give exactly one of --user U and --shared", field="user_id")
+        with open_existing(url, tenant, embedder=chosen_embedder(embedder)) as memory:
+            report = memory.consolidate(
+                user_id=user, agent_id=UNSET if agent is None else agent, dry_run=dry_run
+            )
+        if as_json:
+            emit_json(report.to_dict())
+            return
+        console = Console(highlight=False)
+        verb = "would merge" if dry_run else "merged"
+        console.print(
+            f"{verb} {report.merged} duplicates and supersede{'' if dry_run else 'd'} "
+            f"{report.superseded} contradicted facts (of {report.facts_examined} examined"
+            f"{'' if dry_run else ', run ' + report.run_id})"
+        )
+        for change in report.changes:
+            console.print(f"- {change.content!r} -> {change.into_content!r}: {change.why}")
+
+
 def register(app: typer.Typer) -> None:
     """Add this module's commands to ``app``."""
     app.command("export")(export_command)
     app.command("import")(import_command)
     app.command("migrate")(migrate_command)
     app.command("prune")(prune_command)
+    app.command("consolidate")(consolidate_command)

@@ -25,8 +25,8 @@ Tools:
   ``memorybank.mcp.graph_tools``: ``read_graph`` is paginated (``cursor``,
   ``nextCursor``) and every read is bounded;
 * memorybank's own: ``remember``, ``recall`` (hybrid search of conversations,
-  documents and facts), ``history``,
-  ``get_context`` (a token budget), ``add_fact``, ``list_facts``, ``forget``.
+  documents and facts), ``history``, ``get_context`` (a token budget), ``add_fact``,
+  ``list_facts``, ``consolidate``, ``feedback``, ``forget``.
 
 Every tool acts through ``memory.scoped(user_id=..., agent_id=...)``: the
 server sees and writes what that principal may (its own records plus shared
@@ -229,6 +229,28 @@ class FactOut(TypedDict):
 class FactPage(TypedDict):
     facts: list[FactOut]
     nextCursor: NotRequired[str]
+
+
+class ConsolidationChangeOut(TypedDict):
+    """One fact a ``consolidate`` call retired in favour of another."""
+
+    fact_id: str
+    into: str
+    reason: str
+    why: str
+    content: str
+    into_content: str
+
+
+class ConsolidationOut(TypedDict):
+    """What ``consolidate`` changed (or, with ``dry_run``, would change)."""
+
+    run_id: str
+    dry_run: bool
+    facts_examined: int
+    merged: int
+    superseded: int
+    changes: list[ConsolidationChangeOut]
 
 
 class Forgotten(TypedDict):
@@ -716,6 +738,40 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             fact = await handle_for(ctx).facts.add(
                 content=content, category=category, confidence=confidence, source="mcp"
             )
+            return _fact_out(fact)
+
+    @_of_verb(server, "consolidate", title="Consolidate Facts", annotations=_ADD_ONCE)
+    async def consolidate(ctx: Context, dry_run: bool = FROM_VERB) -> ConsolidationOut:
+        with _tool_errors():
+            report = await handle_for(ctx).consolidate(dry_run=dry_run)
+            return {
+                "run_id": report.run_id,
+                "dry_run": report.dry_run,
+                "facts_examined": report.facts_examined,
+                "merged": report.merged,
+                "superseded": report.superseded,
+                "changes": [
+                    {
+                        "fact_id": c.fact_id,
+                        "into": c.into,
+                        "reason": c.reason,
+                        "why": c.why,
+                        "content": c.content,
+                        "into_content": c.into_content,
+                    }
+                    for c in report.changes
+                ],
+            }
+
+    @_of_verb(server, "feedback", title="Feedback", annotations=_ADD)
+    async def feedback(
+        fact_id: Annotated[str, Field(description="The fact's id (from list_facts or recall)")],
+        useful: bool,
+        ctx: Context,
+        reason: str | None = FROM_VERB,
+    ) -> FactOut:
+        with _tool_errors():
+            fact = await handle_for(ctx).feedback(fact_id, useful=useful, reason=reason)
             return _fact_out(fact)
 
     @_of_verb(server, "list_facts", title="List Facts", annotations=_READ)

@@ -44,10 +44,12 @@ __all__ = [
     "Worker",
     "aboth",
     "amaybe_await",
+    "aoffload",
     "arun_all",
     "asleep",
     "both",
     "maybe_await",
+    "offload",
     "run_all",
     "sleep",
 ]
@@ -152,6 +154,19 @@ async def asleep(seconds: float) -> None:
 
 def sleep(seconds: float) -> None:
     time.sleep(seconds)
+
+
+async def aoffload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a worker thread, so that long CPU work (a consolidation
+    plan) leaves the event loop free for other requests."""
+    import asyncio
+
+    return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def offload(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``aoffload``'s sync twin: the call, in the caller's thread."""
+    return fn(*args, **kwargs)
 
 
 class AsyncLock:

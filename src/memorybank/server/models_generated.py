@@ -15,6 +15,7 @@ __all__ = [
     "BranchIn",
     "CheckoutIn",
     "CompactOptions",
+    "ConsolidateIn",
     "ContextIn",
     "CoreFactValueIn",
     "DocumentIn",
@@ -25,6 +26,7 @@ __all__ = [
     "FactIn",
     "FactPatch",
     "FactSearchIn",
+    "FeedbackIn",
     "GraphContextOptionsIn",
     "InferIn",
     "InvalidateIn",
@@ -174,6 +176,44 @@ class SearchIn(Arguments):
         ),
     )
     include_history: bool = False
+
+
+class ConsolidateIn(Arguments):
+    """Merge one owner's duplicate facts and supersede contradicted ones; the report.
+
+    The arguments of `Memory.consolidate` (POST /v1/consolidate)."""
+
+    user_id: str | None = Field(
+        default_factory=unset,
+        description=(
+            "Whose facts (`None`: the shared facts; required on a handle not scoped to a user)."
+        ),
+    )
+    agent_id: str | None = Field(
+        default_factory=unset,
+        description=(
+            "Only that agent's facts (`None`: those shared by every agent; left out: every "
+            "agent's, each compared only with its own)."
+        ),
+    )
+    dry_run: bool = Field(default=False, description="Write nothing, return the same report.")
+
+
+class FeedbackIn(Arguments):
+    """Say whether a recalled fact was useful; the fact as it is after.
+
+    The arguments of `Memory.feedback` (POST /v1/feedback)."""
+
+    useful: bool = Field(
+        description=(
+            "Whether it helped (`True` raises the fact's confidence halfway to 1, `False`, "
+            "for a wrong or unhelpful fact, halves it, so it ranks lower in prompts; the rule"
+            " is in `memorybank.consolidation._async.feedback`)."
+        )
+    )
+    reason: str | None = Field(default=None, description="Why, kept with the feedback.")
+    user_id: str | None = Field(default_factory=unset)
+    agent_id: str | None = Field(default_factory=unset)
 
 
 class ThreadIn(Arguments):

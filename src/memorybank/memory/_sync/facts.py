@@ -35,7 +35,17 @@ from memorybank.stores.contract.types import Visibility, visible
 if TYPE_CHECKING:
     from memorybank.memory._sync.core import _Core
 
-__all__ = ["FACT", "FACT_SOURCE", "FACT_VERSION", "Facts", "fact_from_record", "fact_rank"]
+__all__ = [
+    "FACT",
+    "FACT_SOURCE",
+    "FACT_VERSION",
+    "Facts",
+    "fact_from_record",
+    "fact_links",
+    "fact_rank",
+    "fact_record",
+    "version_record",
+]
 
 FACT = "fact"
 FACT_VERSION = "fact_version"
@@ -103,6 +113,10 @@ def version_record(old: Fact, replaced_at: datetime) -> Record:
     return version
 
 
+#: A ``Fact`` as the record that stores it (kind ``fact``), at ``revision``.
+fact_record = _record
+
+
 def _link_id(fact_id: str, entry_id: str) -> str:
     """The id of the link from a fact to one of its source entries (at most 255 characters)."""
     return compound_id(f"{fact_id}:{entry_id}")
@@ -123,6 +137,10 @@ def _links(fact: Fact, entry_ids: Sequence[str]) -> list[Record]:
         )
         for entry_id in entry_ids
     ]
+
+
+#: The ``fact_source`` records linking a fact to these of its source entries.
+fact_links = _links
 
 
 def fact_rank(fact: Fact) -> tuple[float, float]:

@@ -36,7 +36,7 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
-from memorybank.records import Entry, Hit, Thread, WorkingRun
+from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.stores._sync.open import open_store
@@ -46,6 +46,8 @@ from memorybank.tokens import Tokenizer, get_tokenizer
 if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
+    from memorybank.consolidation._sync.consolidation import Consolidation
+    from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
     from memorybank.embeddings.base import Embedder
@@ -224,6 +226,63 @@ class Memory:
         from memorybank.memory._sync.facts import Facts
 
         return Facts(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def consolidation(self) -> Consolidation:
+        """``memory.consolidation``: consolidation runs, their reports and undo."""
+        from memorybank.consolidation._sync.consolidation import Consolidation
+
+        return Consolidation(self._core, self.tenant_id, self._scope)
+
+    def consolidate(
+        self,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        dry_run: bool = False,
+    ) -> ConsolidationReport:
+        """Merge one owner's duplicate facts and supersede contradicted ones; the report.
+
+        ``user_id``: whose facts (``None``: the shared facts; required on a handle not
+        scoped to a user). ``agent_id``: only that agent's facts (``None``: those shared
+        by every agent; left out: every agent's, each compared only with its own). A
+        fact is only ever compared with facts of exactly its owner. Every change is a
+        new version naming the run and the reason; ``memory.consolidation.undo(run_id)``
+        restores the facts exactly. ``dry_run``: write nothing, return the same report.
+        The rules are in ``memorybank.consolidation.rules`` (docs/consolidation.md).
+        """
+        return self.consolidation.run(user_id=user_id, agent_id=agent_id, dry_run=dry_run)
+
+    def feedback(
+        self,
+        hit_or_id: Hit | str,
+        *,
+        useful: bool,
+        reason: str | None = None,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+    ) -> Fact:
+        """Say whether a recalled fact was useful; the fact as it is after.
+
+        ``hit_or_id``: a search hit of kind ``"fact"``, or a fact id. ``useful``: whether it
+        helped (``True`` raises the fact's confidence halfway to 1, ``False``, for a wrong or
+        unhelpful fact, halves it, so it ranks lower in prompts; the rule is in
+        ``memorybank.consolidation._async.feedback``).
+        ``reason``: why, kept with the feedback. A fact the caller may not see is
+        ``NotFound`` (its scope is the fact's, under the usual rule).
+        """
+        from memorybank.consolidation._sync.feedback import give_feedback
+
+        return give_feedback(
+            self._core,
+            self.tenant_id,
+            self.facts,
+            hit_or_id,
+            useful=useful,
+            reason=reason,
+            user_id=user_id,
+            agent_id=agent_id,
+        )
 
     @functools.cached_property
     def graph(self) -> Graph:

@@ -1,0 +1,104 @@
+"""Time one consolidation run over a user with 10,000 facts (SQLite, no LLM), and the p99
+of a writer adding facts meanwhile. ``python bench/consolidate_10k.py [--embedder local]``.
+
+The facts: 2,500 distinct statements, each stored in up to four phrasings over time, a
+tenth of them with a later contradicting value. Vectors come from the hashing embedder of
+the tests unless ``--embedder local`` (all-MiniLM-L6-v2) is asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from memorybank import AsyncMemory
+from memorybank.embeddings.base import Embedder
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
+
+N = 10_000
+TEMPLATES = (
+    "User{n} likes green tea number {n}",
+    "The user{n} likes green tea number {n}.",
+    "user{n} likes green tea number {n}!",
+    "USER{n} LIKES GREEN TEA NUMBER {n}",
+)
+
+
+async def fill(memory: AsyncMemory, user: str) -> None:
+    rng = random.Random(7)
+    made = 0
+    n = 0
+    while made < N:
+        for template in TEMPLATES[: rng.randint(1, 4)]:
+            if made >= N:
+                break
+            await memory.facts.add(content=template.format(n=n), user_id=user)
+            made += 1
+        if n % 10 == 0 and made < N:
+            await memory.facts.add(content=f"Person{n} lives in Paris", user_id=user)
+            await memory.facts.add(content=f"Person{n} lives in Rome", user_id=user)
+            made += 2
+        n += 1
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
+    args = parser.parse_args()
+    embedder: Embedder
+    if args.embedder == "local":
+        from memorybank.embeddings.local import LocalEmbedder
+
+        embedder = LocalEmbedder()
+    else:
+        from tests.recall.conftest import HashEmbedder
+
+        embedder = HashEmbedder()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = AsyncSQLiteStore(str(Path(tmp) / "bench.db"))
+        async with AsyncMemory(store, embedder=embedder) as memory:
+            started = time.perf_counter()
+            await fill(memory, "big")
+            print(f"stored {N} facts in {time.perf_counter() - started:.1f} s")
+            latencies: list[float] = []
+            running = True
+
+            async def writer() -> None:
+                k = 0
+                while running:
+                    t = time.perf_counter()
+                    await memory.facts.add(content=f"other user's fact {k}", user_id="w")
+                    latencies.append(time.perf_counter() - t)
+                    k += 1
+                    await asyncio.sleep(0.01)
+
+            task = asyncio.create_task(writer())
+            started = time.perf_counter()
+            report = await memory.consolidate(user_id="big")
+            took = time.perf_counter() - started
+            running = False
+            await task
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            latencies.sort()
+            p99 = latencies[int(0.99 * (len(latencies) - 1))] if latencies else float("nan")
+            print(
+                f"consolidated {report.facts_examined} facts in {took:.1f} s: "
+                f"{report.merged} merged, {report.superseded} superseded; "
+                f"writer p99 {p99 * 1000:.1f} ms (median "
+                f"{statistics.median(latencies) * 1000:.1f} ms, {len(latencies)} writes); "
+                f"max RSS {rss:.0f} MB"
+            )
+            started = time.perf_counter()
+            await memory.consolidation.undo(report.run_id)
+            print(f"undo in {time.perf_counter() - started:.1f} s")
+        await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

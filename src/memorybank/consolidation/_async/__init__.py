@@ -1,0 +1,1 @@
+"""``memory.consolidation`` (async source; ``_sync`` is generated from it)."""

@@ -1,0 +1,101 @@
+"""What a consolidation run returns and keeps: its report and each change (I/O-free)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+__all__ = ["ConsolidationChange", "ConsolidationReport", "RunStatus"]
+
+#: ``"applying"`` while a run writes (or after it was interrupted), ``"applied"`` once
+#: done, ``"undone"`` after ``undo``; ``"dry_run"`` for a report nothing was written for.
+RunStatus = Literal["applying", "applied", "undone", "dry_run"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsolidationChange:
+    """One fact retired by a run in favour of another of the same owner.
+
+    Attributes:
+        fact_id: the retired fact: no longer returned, its last value kept in
+            ``facts.history(fact_id)`` with ``metadata["superseded_by"]``.
+        into: the fact that stays; it gains a version whose metadata names the run
+            (``consolidation_run``) and the retired fact (``merged_from`` for a
+            duplicate, whose provenance it gains; ``supersedes`` for a contradiction).
+        reason: ``"duplicate"`` or ``"contradiction"``.
+        why: the rule that decided it, in words (scores included).
+        content: the retired fact's text; ``into_content``: the kept fact's.
+        score: the cosine similarity of a duplicate found by embedding, else ``None``.
+    """
+
+    fact_id: str
+    into: str
+    reason: str
+    why: str
+    content: str
+    into_content: str
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change as JSON-ready values."""
+        return {
+            "fact_id": self.fact_id,
+            "into": self.into,
+            "reason": self.reason,
+            "why": self.why,
+            "content": self.content,
+            "into_content": self.into_content,
+            "score": self.score,
+        }
+
+
+@dataclass(slots=True)
+class ConsolidationReport:
+    """What a run changed (or, for a dry run, would change), and why.
+
+    ``run_id`` names the run for ``memory.consolidation.report`` and ``undo`` (a dry
+    run's id is kept nowhere). ``changes`` are in the order they were applied;
+    ``skipped`` lists the planned changes a concurrent write made moot (a fact
+    changed or went while the run worked: the run left both facts alone).
+    """
+
+    run_id: str
+    user_id: str | None
+    agent_id: str | None
+    dry_run: bool
+    status: RunStatus
+    started_at: datetime
+    finished_at: datetime | None = None
+    facts_examined: int = 0
+    changes: list[ConsolidationChange] = field(default_factory=list)
+    skipped: list[ConsolidationChange] = field(default_factory=list)
+    undone_at: datetime | None = None
+
+    @property
+    def merged(self) -> int:
+        """How many duplicates were merged into another fact."""
+        return sum(1 for c in self.changes if c.reason == "duplicate")
+
+    @property
+    def superseded(self) -> int:
+        """How many contradicted facts were superseded by a later value."""
+        return sum(1 for c in self.changes if c.reason == "contradiction")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready values (what the service returns)."""
+        return {
+            "run_id": self.run_id,
+            "user_id": self.user_id,
+            "agent_id": self.agent_id,
+            "dry_run": self.dry_run,
+            "status": self.status,
+            "started_at": self.started_at.isoformat(),
+            "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
+            "undone_at": None if self.undone_at is None else self.undone_at.isoformat(),
+            "facts_examined": self.facts_examined,
+            "merged": self.merged,
+            "superseded": self.superseded,
+            "changes": [c.to_dict() for c in self.changes],
+            "skipped": [c.to_dict() for c in self.skipped],
+        }

@@ -1,0 +1,128 @@
+"""Memory that maintains itself: ``POST /v1/consolidate`` and the consolidation runs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+
+from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
+from memorybank.server.deps import MemoryDep
+from memorybank.server.models import FactOut, Page
+from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
+from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+
+__all__ = ["ConsolidationChangeOut", "ConsolidationOut", "FeedbackBody", "router"]
+
+
+class FeedbackBody(FeedbackIn):
+    """``memory.feedback``'s arguments; the fact is named by its id."""
+
+    fact_id: str = Field(description="The fact the feedback is about (a hit's `fact.id`).")
+
+    def arguments(self) -> dict[str, Any]:
+        """The library call's keyword arguments (``fact_id`` is passed on its own)."""
+        values = super().arguments()
+        values.pop("fact_id", None)
+        return values
+
+
+class ConsolidationChangeOut(BaseModel):
+    """One fact a run retired in favour of another of the same owner."""
+
+    fact_id: str = Field(description="The retired fact (its last value stays in its history).")
+    into: str = Field(description="The fact kept; it gained a version naming the run.")
+    reason: str = Field(description="`duplicate` or `contradiction`.")
+    why: str = Field(description="The rule that decided it, in words.")
+    content: str = Field(description="The retired fact's text.")
+    into_content: str = Field(description="The kept fact's text.")
+    score: float | None = Field(description="Cosine similarity of a duplicate found by meaning.")
+
+
+class ConsolidationOut(BaseModel):
+    """A consolidation run's report (``memorybank.consolidation.ConsolidationReport``)."""
+
+    run_id: str
+    user_id: str | None
+    agent_id: str | None
+    dry_run: bool
+    status: str = Field(description="`applying`, `applied`, `undone` or `dry_run`.")
+    started_at: datetime
+    finished_at: datetime | None
+    undone_at: datetime | None
+    facts_examined: int
+    merged: int
+    superseded: int
+    changes: list[ConsolidationChangeOut]
+    skipped: list[ConsolidationChangeOut]
+
+
+def _change(change: ConsolidationChange) -> ConsolidationChangeOut:
+    return ConsolidationChangeOut(**change.to_dict())
+
+
+def _out(report: ConsolidationReport) -> ConsolidationOut:
+    return ConsolidationOut(
+        run_id=report.run_id,
+        user_id=report.user_id,
+        agent_id=report.agent_id,
+        dry_run=report.dry_run,
+        status=report.status,
+        started_at=report.started_at,
+        finished_at=report.finished_at,
+        undone_at=report.undone_at,
+        facts_examined=report.facts_examined,
+        merged=report.merged,
+        superseded=report.superseded,
+        changes=[_change(c) for c in report.changes],
+        skipped=[_change(c) for c in report.skipped],
+    )
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1")
+
+    @api.post("/consolidate", tags=["facts"], summary="Consolidate one owner's facts")
+    async def consolidate(body: ConsolidateIn, memory: MemoryDep) -> ConsolidationOut:
+        """``memory.consolidate``: duplicates merged, contradicted values superseded, for
+        the caller's user (``X-User-Id``, or ``user_id``; ``null``: the shared facts).
+        ``dry_run: true`` writes nothing and answers the same report."""
+        return _out(await memory.consolidate(**body.arguments()))
+
+    @api.post("/feedback", tags=["facts"], summary="Say whether a recalled fact was useful")
+    async def feedback(body: FeedbackBody, memory: MemoryDep) -> FactOut:
+        """``memory.feedback``: `useful: false` halves the fact's confidence (it was wrong or
+        unhelpful), `true` raises it halfway to 1; 404 for a fact the caller may not see."""
+        fact = await memory.feedback(body.fact_id, **body.arguments())
+        return FactOut.model_validate(fact)
+
+    @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
+    async def consolidation_runs(
+        memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
+    ) -> Page[ConsolidationOut]:
+        """The runs the caller may see, each without its list of changes."""
+
+        async def fetch(n: int | None) -> list[ConsolidationOut]:
+            return [_out(r) for r in await memory.consolidation.runs(limit=n)]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[ConsolidationOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/consolidation/runs/{run_id}", tags=["facts"], summary="What a consolidation run did")
+    async def consolidation_report(run_id: str, memory: MemoryDep) -> ConsolidationOut:
+        """Every change of the run the caller may see, and why; 404 for a run it may not."""
+        return _out(await memory.consolidation.report(run_id))
+
+    @api.post(
+        "/consolidation/runs/{run_id}/undo",
+        tags=["facts"],
+        summary="Restore the facts a run changed",
+    )
+    async def consolidation_undo(run_id: str, memory: MemoryDep) -> ConsolidationOut:
+        """Exactly the state before the run; 409 when one of its facts changed since."""
+        return _out(await memory.consolidation.undo(run_id))
+
+    return api
