@@ -201,6 +201,29 @@ async def _forget(client: Client, memory: AsyncMemory) -> set[str]:
     return kinds
 
 
+async def _consolidate(client: Client, memory: AsyncMemory) -> set[str]:
+    await call(client, "add_fact", content="Alice is allergic to peanuts")  # said twice
+    done = await call(client, "consolidate")
+    facts = (await call(client, "list_facts"))["facts"]
+    merged = done["merged"] == 1 and len(facts) == 1
+    return (
+        {"fact"}
+        if merged and done["changes"][0]["fact_id"] not in {f["id"] for f in facts}
+        else set()
+    )
+
+
+async def _feedback(client: Client, memory: AsyncMemory) -> set[str]:
+    fact = (await call(client, "list_facts"))["facts"][0]
+    before = await memory.facts.get(fact["id"], user_id="alice")
+    marked = await call(client, "feedback", fact_id=fact["id"], useful=False, reason="outdated")
+    after = await memory.facts.get(fact["id"], user_id="alice")
+    if before is None or after is None:
+        return set()
+    lowered = (after.confidence or 0) < (before.confidence or 0.5)
+    return {"fact"} if marked["id"] == fact["id"] and lowered else set()
+
+
 RUNNERS: dict[str, Runner] = {
     "create_entities": _create_entities,
     "create_relations": _create_relations,
@@ -218,6 +241,8 @@ RUNNERS: dict[str, Runner] = {
     "add_fact": _add_fact,
     "list_facts": _list_facts,
     "forget": _forget,
+    "consolidate": _consolidate,
+    "feedback": _feedback,
 }
 
 

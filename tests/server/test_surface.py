@@ -316,7 +316,16 @@ def test_a_tool_of_one_verb_publishes_what_the_declaration_derives(
 
 def test_the_tools_of_one_verb_are_the_memory_tools_but_forget() -> None:
     assert one_verb_tools() == sorted(
-        ["add_fact", "consolidate", "get_context", "history", "list_facts", "recall", "remember"]
+        [
+            "add_fact",
+            "consolidate",
+            "feedback",
+            "get_context",
+            "history",
+            "list_facts",
+            "recall",
+            "remember",
+        ]
     )
     for tool in MCP_NOTES:
         assert tool in one_verb_tools(), f"MCP_NOTES names {tool}, no tool of one verb"

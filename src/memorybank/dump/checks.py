@@ -327,6 +327,11 @@ _KINDS: dict[str, _Kind] = {
     "graph_support": ({"inferred_id": (_id, True)}, True, None),
     "graph_ingested": ({"entry_id": (_id, True)}, True, None),
     "working_owner": ({"run_id": (_id, True)}, False, None),
+    # a consolidation run, each change it made (what undo restores) and a fact's feedback:
+    # read only by memory.consolidation and memory.feedback, which check them there
+    "consolidation_run": ({}, False, None),
+    "consolidation_change": ({"fact_id": (_id, True)}, False, None),
+    "fact_feedback": ({}, True, None),
 }
 assert set(_KINDS) == set(_dump.RECORD_KINDS), "a record kind without its checks"
 

@@ -127,6 +127,9 @@ RECORD_KINDS = (
     "graph_support",
     "graph_ingested",
     "working_owner",
+    "consolidation_run",
+    "consolidation_change",
+    "fact_feedback",
 )
 
 T = TypeVar("T")

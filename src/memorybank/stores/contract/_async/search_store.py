@@ -17,7 +17,6 @@ tenant, and ``visible_to`` keeps what that agent and user may see.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -40,6 +39,8 @@ VECTOR_KIND = "derived.vector"
 
 
 def _vector_id(kind: str, item_id: str, model_id: str) -> str:
+    import json  # on first use: a process that only reads history never needs it (cold start)
+
     return compound_id(json.dumps([kind, item_id, model_id], ensure_ascii=False))
 
 

@@ -15,7 +15,6 @@ revision. A store may override them all for speed and then claims
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -45,6 +44,8 @@ def _page(ids: Iterable[str], after: str | None, limit: int | None) -> list[str]
 
 
 def _working_id(run_id: str, key: str) -> str:
+    import json  # on first use: a process that only reads history never needs it (cold start)
+
     return compound_id(json.dumps([run_id, key], ensure_ascii=False))
 
 
