@@ -56,9 +56,9 @@ if TYPE_CHECKING:
     from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
+    from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
-    from memorybank.retrieval import SearchOptions
     from memorybank.vector_index._async.index import AsyncVectorIndex
 
 __all__ = [
@@ -650,7 +650,7 @@ class AsyncMemory:
         thread rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
-        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        ranking (``memorybank.recall.SearchOptions``). ``rerank``: ``None``
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see
