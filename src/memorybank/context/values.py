@@ -3,9 +3,10 @@
 The helpers themselves (context builder, compaction, sessions, core facts) are
 written once under ``_async/`` and generated into ``_sync/``; the values they
 take and return live here so both forms use the very same classes. The public
-names ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
-``CoreFacts`` are small factories here too: they return the synchronous helper
-for a ``Memory`` and the awaitable one for an ``AsyncMemory``.
+classes ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
+``CoreFacts`` live here too: each is the base of its synchronous and its awaitable
+helper, and calling it makes the synchronous one for a ``Memory`` and the
+awaitable one for an ``AsyncMemory``.
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ class Session:
     last_active_at: datetime
 
 
-# -- factories: sync helper for a Memory, awaitable helper for an AsyncMemory ---------------
+# -- the helpers' public classes: a Memory gets the sync subclass, an AsyncMemory the async one
 
 
 def _is_async(memory: object) -> bool:
@@ -221,26 +222,29 @@ def _check_memory(memory: object) -> None:
 class ContextBuilder:
     """``ContextBuilder(options, memory=...)``: a reusable context builder.
 
-    Returns ``memorybank.context._sync.builder.ContextBuilder`` for a ``Memory`` (its
-    ``build`` is synchronous) and ``AsyncContextBuilder`` for an
-    ``AsyncMemory`` (awaitable ``build``).
+    Makes a ``memorybank.context._sync.builder.ContextBuilder`` for a ``Memory`` (its
+    ``build`` is synchronous) and an ``AsyncContextBuilder`` for an ``AsyncMemory``
+    (awaitable ``build``); both are subclasses of this class.
     """
 
     def __new__(cls, options: ContextOptions, memory: Any, *, graph: Any = None) -> Any:
-        _check_memory(memory)
-        if _is_async(memory):
-            from memorybank.context._async.builder import AsyncContextBuilder
+        if cls is ContextBuilder:
+            _check_memory(memory)
+            if _is_async(memory):
+                from memorybank.context._async.builder import AsyncContextBuilder
 
-            return AsyncContextBuilder(options, memory, graph=graph)
-        from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
+                cls = AsyncContextBuilder
+            else:
+                from memorybank.context._sync.builder import ContextBuilder as SyncBuilder
 
-        return SyncContextBuilder(options, memory, graph=graph)
+                cls = SyncBuilder
+        return object.__new__(cls)
 
 
 class CompactionService:
     """``CompactionService(memory=..., summarize=...)``: shrinks long threads.
 
-    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory``;
+    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory`` (a subclass each);
     ``summarize(messages, options)`` may be sync or async either way.
     """
 
@@ -252,34 +256,37 @@ class CompactionService:
         pre_rot_threshold: int | None = None,
         recent_to_keep: int = 10,
     ) -> Any:
-        _check_memory(memory)
-        kwargs: dict[str, Any] = {
-            "memory": memory,
-            "summarize": summarize,
-            "pre_rot_threshold": pre_rot_threshold,
-            "recent_to_keep": recent_to_keep,
-        }
-        if _is_async(memory):
-            from memorybank.context._async.compaction import AsyncCompactionService
+        if cls is CompactionService:
+            _check_memory(memory)
+            if _is_async(memory):
+                from memorybank.context._async.compaction import AsyncCompactionService
 
-            return AsyncCompactionService(**kwargs)
-        from memorybank.context._sync.compaction import CompactionService as SyncService
+                cls = AsyncCompactionService
+            else:
+                from memorybank.context._sync.compaction import CompactionService as SyncService
 
-        return SyncService(**kwargs)
+                cls = SyncService
+        return object.__new__(cls)
 
 
 class SessionManager:
-    """``SessionManager(memory, compaction=None)``: per-user, per-channel sessions."""
+    """``SessionManager(memory, compaction=None)``: per-user, per-channel sessions.
+
+    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory`` (a subclass each).
+    """
 
     def __new__(cls, memory: Any, compaction: Any = None) -> Any:
-        _check_memory(memory)
-        if _is_async(memory):
-            from memorybank.context._async.sessions import AsyncSessionManager
+        if cls is SessionManager:
+            _check_memory(memory)
+            if _is_async(memory):
+                from memorybank.context._async.sessions import AsyncSessionManager
 
-            return AsyncSessionManager(memory, compaction)
-        from memorybank.context._sync.sessions import SessionManager as SyncManager
+                cls = AsyncSessionManager
+            else:
+                from memorybank.context._sync.sessions import SessionManager as SyncManager
 
-        return SyncManager(memory, compaction)
+                cls = SyncManager
+        return object.__new__(cls)
 
 
 class CoreFacts:
@@ -287,7 +294,7 @@ class CoreFacts:
 
     On the SQLite file ``path`` (default ``./memorybank.db``) when no memory is
     given (synchronous), or on any store through ``memory`` (synchronous for a
-    ``Memory``, awaitable for an ``AsyncMemory``).
+    ``Memory``, awaitable for an ``AsyncMemory``; a subclass each).
     """
 
     def __new__(
@@ -297,12 +304,15 @@ class CoreFacts:
         *,
         user_id: Any = UNSET,
     ) -> Any:
-        if memory is not None:
-            _check_memory(memory)
-        if memory is not None and _is_async(memory):
-            from memorybank.memory._async.core_facts import AsyncCoreFacts
+        if cls is CoreFacts:
+            if memory is not None:
+                _check_memory(memory)
+            if memory is not None and _is_async(memory):
+                from memorybank.memory._async.core_facts import AsyncCoreFacts
 
-            return AsyncCoreFacts(path, memory, user_id=user_id)
-        from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
+                cls = AsyncCoreFacts
+            else:
+                from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 
-        return SyncCoreFacts(path, memory, user_id=user_id)
+                cls = SyncCoreFacts
+        return object.__new__(cls)
