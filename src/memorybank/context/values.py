@@ -206,17 +206,16 @@ class Session:
 # -- the helpers' public classes: a Memory gets the sync subclass, an AsyncMemory the async one
 
 
-def _is_async(memory: object) -> bool:
+def _awaitable(memory: object) -> bool:
+    """Whether ``memory`` is an ``AsyncMemory`` (``ConfigurationError`` unless a memory)."""
     from memorybank.memory._async.memory import AsyncMemory
-
-    return isinstance(memory, AsyncMemory)
-
-
-def _check_memory(memory: object) -> None:
     from memorybank.memory._sync.memory import Memory
 
-    if not isinstance(memory, Memory) and not _is_async(memory):
+    if isinstance(memory, AsyncMemory):
+        return True
+    if not isinstance(memory, Memory):
         raise ConfigurationError("memory must be a memorybank.Memory or AsyncMemory")
+    return False
 
 
 class ContextBuilder:
@@ -228,17 +227,15 @@ class ContextBuilder:
     """
 
     def __new__(cls, options: ContextOptions, memory: Any, *, graph: Any = None) -> Any:
-        if cls is ContextBuilder:
-            _check_memory(memory)
-            if _is_async(memory):
-                from memorybank.context._async.builder import AsyncContextBuilder
+        if cls is not ContextBuilder:
+            return object.__new__(cls)
+        if _awaitable(memory):
+            from memorybank.context._async.builder import AsyncContextBuilder
 
-                cls = AsyncContextBuilder
-            else:
-                from memorybank.context._sync.builder import ContextBuilder as SyncBuilder
+            return object.__new__(AsyncContextBuilder)
+        from memorybank.context._sync.builder import ContextBuilder as SyncBuilder
 
-                cls = SyncBuilder
-        return object.__new__(cls)
+        return object.__new__(SyncBuilder)
 
 
 class CompactionService:
@@ -256,17 +253,15 @@ class CompactionService:
         pre_rot_threshold: int | None = None,
         recent_to_keep: int = 10,
     ) -> Any:
-        if cls is CompactionService:
-            _check_memory(memory)
-            if _is_async(memory):
-                from memorybank.context._async.compaction import AsyncCompactionService
+        if cls is not CompactionService:
+            return object.__new__(cls)
+        if _awaitable(memory):
+            from memorybank.context._async.compaction import AsyncCompactionService
 
-                cls = AsyncCompactionService
-            else:
-                from memorybank.context._sync.compaction import CompactionService as SyncService
+            return object.__new__(AsyncCompactionService)
+        from memorybank.context._sync.compaction import CompactionService as SyncService
 
-                cls = SyncService
-        return object.__new__(cls)
+        return object.__new__(SyncService)
 
 
 class SessionManager:
@@ -276,17 +271,15 @@ class SessionManager:
     """
 
     def __new__(cls, memory: Any, compaction: Any = None) -> Any:
-        if cls is SessionManager:
-            _check_memory(memory)
-            if _is_async(memory):
-                from memorybank.context._async.sessions import AsyncSessionManager
+        if cls is not SessionManager:
+            return object.__new__(cls)
+        if _awaitable(memory):
+            from memorybank.context._async.sessions import AsyncSessionManager
 
-                cls = AsyncSessionManager
-            else:
-                from memorybank.context._sync.sessions import SessionManager as SyncManager
+            return object.__new__(AsyncSessionManager)
+        from memorybank.context._sync.sessions import SessionManager as SyncManager
 
-                cls = SyncManager
-        return object.__new__(cls)
+        return object.__new__(SyncManager)
 
 
 class CoreFacts:
@@ -304,15 +297,12 @@ class CoreFacts:
         *,
         user_id: Any = UNSET,
     ) -> Any:
-        if cls is CoreFacts:
-            if memory is not None:
-                _check_memory(memory)
-            if memory is not None and _is_async(memory):
-                from memorybank.memory._async.core_facts import AsyncCoreFacts
+        if cls is not CoreFacts:
+            return object.__new__(cls)
+        if memory is not None and _awaitable(memory):
+            from memorybank.memory._async.core_facts import AsyncCoreFacts
 
-                cls = AsyncCoreFacts
-            else:
-                from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
+            return object.__new__(AsyncCoreFacts)
+        from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 
-                cls = SyncCoreFacts
-        return object.__new__(cls)
+        return object.__new__(SyncCoreFacts)
