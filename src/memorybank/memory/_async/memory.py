@@ -4,7 +4,7 @@ Its namespaces live beside it, one module each: ``threads``, ``entries``,
 ``branches`` and ``run_state`` (working memory, snapshots, summaries), sharing
 ``_core``; long-term memory (``facts``, ``documents``, ``graph``, ``search``)
 loads on first use. These ``_async`` files are the single source of both APIs:
-``memorybank/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
+``memory/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations
