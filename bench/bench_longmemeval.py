@@ -12,7 +12,7 @@ of one user (``agent_id="longmemeval"``), its turns one ``entries.add_many`` (ro
 as in the data, the turn's index in ``metadata["turn"]``) dated by the haystack's
 date; then ``memory.search(question, user_id=..., agent_id=..., k=30)`` at user
 scope, default options, the local all-MiniLM-L6-v2 embedder. The question's date is
-not passed: the search has no reference time (see ``docs/recall.md``). ``k=30`` asks
+not passed: the search has no reference time (see ``docs/search.md``). ``k=30`` asks
 the store for the same candidates as any ``k <= 33``, so its first 10 hits are a
 ``k=10`` search's. BM25 in the same run: memorybank's ``BM25Index`` (stop words
 removed, stemmed) over every turn of the question's haystack.

@@ -27,7 +27,7 @@ from typing import Any
 from mcp import Client
 
 from bench._util import Latency, table
-from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp import graph_tools
 from memorybank.mcp.server import create_server
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.tokens import get_tokenizer
@@ -63,7 +63,7 @@ async def run(entities: int, repeat: int) -> None:
         async with AsyncMemory(f"sqlite:///{directory}/bench.db") as memory:
             handle = memory.scoped(user_id="u", agent_id="a")
             server = create_server(memory, user_id="u", agent_id="a")
-            shapes: list[mcp_compat.McpEntity] = [
+            shapes: list[graph_tools.McpEntity] = [
                 {
                     "name": f"Entity {i}",
                     "entityType": rng.choice(["person", "concept", "organization"]),
@@ -71,7 +71,7 @@ async def run(entities: int, repeat: int) -> None:
                 }
                 for i in range(entities)
             ]
-            relations: list[mcp_compat.McpRelation] = [
+            relations: list[graph_tools.McpRelation] = [
                 {
                     "from": f"Entity {rng.randrange(entities)}",
                     "to": f"Entity {rng.randrange(entities)}",
@@ -104,17 +104,17 @@ async def run(entities: int, repeat: int) -> None:
                     (
                         "read_graph (50 entities)",
                         lambda: tool("read_graph", limit=50),
-                        lambda: mcp_compat.read_graph(graph, limit=50),
+                        lambda: graph_tools.read_graph(graph, limit=50),
                     ),
                     (
                         "search_nodes",
                         lambda: tool("search_nodes", query="budget report"),
-                        lambda: mcp_compat.search_nodes(graph, "budget report"),
+                        lambda: graph_tools.search_nodes(graph, "budget report"),
                     ),
                     (
                         "open_nodes (3 names)",
                         lambda: tool("open_nodes", names=["Entity 1", "Entity 2", "Entity 3"]),
-                        lambda: mcp_compat.open_nodes(graph, ["Entity 1", "Entity 2", "Entity 3"]),
+                        lambda: graph_tools.open_nodes(graph, ["Entity 1", "Entity 2", "Entity 3"]),
                     ),
                     (
                         "history (20)",

@@ -48,9 +48,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "src")]
 
 from bench import locomo_research as lr  # noqa: E402
+from memorybank.recall import SearchOptions  # noqa: E402
 from memorybank.recall.conversation import mentioned_speakers  # noqa: E402
 from memorybank.recall.fusion import normalize_array  # noqa: E402
-from memorybank.retrieval import SearchOptions  # noqa: E402
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]

@@ -55,7 +55,7 @@ from typing import Any
 
 from memorybank import Memory
 from memorybank.embeddings import Embedder, LocalEmbedder
-from memorybank.retrieval import SearchOptions
+from memorybank.recall import SearchOptions
 
 __all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
 

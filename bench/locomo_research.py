@@ -1,4 +1,4 @@
-"""LoCoMo research harness for memorybank.retrieval (no LLM).
+"""LoCoMo research harness for memorybank.recall (no LLM).
 
 Two uses:
 
@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from memorybank.retrieval import (  # noqa: E402
+from memorybank.recall import (  # noqa: E402
     Candidate,
     HybridRanker,
     HybridWeights,

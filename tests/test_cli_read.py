@@ -154,34 +154,24 @@ def test_context_takes_build_contexts_arguments_under_their_names(url: str) -> N
     assert as_json(*args, "--reserve-tokens", "0")["total_entries"] == 2
 
 
-def test_earlier_option_names_still_work_and_are_hidden(url: str) -> None:
-    """``--system``, ``--facts``, ``--thread``, ``--kind``, ``--history`` (and ``mcp``'s
-    ``--user-id``/``--agent-id``) are kept, out of ``--help``, for the earlier scripts."""
+def test_earlier_option_names_are_refused(url: str) -> None:
+    """The spellings removed before the first release (``--system``, ``--facts``,
+    ``--thread``, ``--kind``, ``--history``, ``mcp``'s ``--user-id``/``--agent-id``) are
+    usage errors now, not silently ignored."""
     thread = thread_ids(url)["Lisbon"]
-    args = ["context", thread, "--agent", "atlas", "--user", "ana", "--url", url]
-    old = as_json(*args, "--system", "Be brief.", "--facts")
-    assert old == as_json(*args, "--system-prompt", "Be brief.", "--include-facts")
-    assert as_json("search", "Lisbon", "--kind", "facts", "--url", url) == as_json(
-        "search", "Lisbon", "--kinds", "facts", "--url", url
-    )
-    assert as_json("search", "rain", "--thread", thread, "--url", url) == as_json(
-        "search", "rain", "--thread-id", thread, "--url", url
-    )
     fact = as_json("facts", "--url", url)[0]["id"]
-    assert as_json("facts", "--history", fact, "--url", url) == as_json(
-        "facts", "--fact-id", fact, "--url", url
-    )
-    for command, hidden in [
-        ("context", "--system "),
-        ("context", "--facts"),
-        ("search", "--thread "),
-        ("search", "--kind "),
-        ("facts", "--history"),
-        ("mcp", "--user-id"),
-        ("mcp", "--agent-id"),
+    for args in [
+        ("context", thread, "--agent", "atlas", "--system", "Be brief.", "--url", url),
+        ("context", thread, "--agent", "atlas", "--facts", "--url", url),
+        ("search", "rain", "--thread", thread, "--url", url),
+        ("search", "Lisbon", "--kind", "facts", "--url", url),
+        ("facts", "--history", fact, "--url", url),
+        ("mcp", "--user-id", "ana", "--url", url),
+        ("mcp", "--agent-id", "atlas", "--url", url),
     ]:
-        shown = invoke(command, "--help").stdout
-        assert hidden not in shown, (command, hidden)
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "No such option" in result.output, (args, result.output)
 
 
 def test_delete_and_forget_user(url: str) -> None:

@@ -1,8 +1,10 @@
-"""The classes made by ``memorybank.runtime.plain.dataclass`` behave as the standard decorator's.
+"""The records and value types behave as the standard ``@dataclass`` makes them.
 
-Each is compared with ``dataclasses.make_dataclass`` over the same fields: the
-hand-written ``__init__`` (signature, defaults, fresh default dicts), ``repr``,
-``==``, ``hash``, frozen assignment, ``fields``/``replace``/``asdict``, copies and
+The records and ``Scope`` are plain dataclasses (no hand-written ``__init__``);
+the store contract's value types are still made by ``memorybank.runtime.plain``.
+Each is compared with ``dataclasses.make_dataclass`` over the same fields:
+``__init__`` (signature, defaults, fresh default dicts), ``repr``, ``==``,
+``hash``, frozen assignment, ``fields``/``replace``/``asdict``, copies and
 pickling.
 """
 
@@ -43,6 +45,18 @@ CLASSES: list[Any] = [
     _items.SearchHit,
     _items.VectorItem,
 ]
+
+
+#: Declared with the standard decorator itself, nothing written by hand.
+PLAIN: list[Any] = [*CLASSES[:9], records.SavedSnapshot, records.WorkingRun, Scope]
+
+
+@pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__name__)
+def test_records_are_plain_dataclasses_without_a_written_init(cls: Any) -> None:
+    assert "def __init__" not in inspect.getsource(cls)
+    assert cls.__init__.__module__ == cls.__module__
+    assert cls.__init__.__code__.co_filename != inspect.getsourcefile(cls)
+    assert "__dataclass_fields__" in vars(cls)  # set by the decorator, not computed later
 
 
 def _standard(cls: Any) -> Any:
@@ -118,7 +132,9 @@ def test_frozen_records_refuse_changes_as_the_standard_decorator_does(cls: Any) 
         setattr(record, name, "changed")
     with pytest.raises(dataclasses.FrozenInstanceError, match=f"cannot delete field '{name}'"):
         delattr(record, name)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    # A name that is no field: the standard decorator's frozen, slotted class raises
+    # TypeError (its __setattr__ calls super() on the class before slots were added).
+    with pytest.raises((dataclasses.FrozenInstanceError, TypeError)):
         record.unknown = 1
 
 

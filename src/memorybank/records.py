@@ -3,24 +3,17 @@
 Records are plain values: stores build them, ``Memory`` returns them, and
 changing a returned record never changes what is stored. They are slotted but
 not frozen dataclasses: a frozen dataclass costs ~9x more to construct, and
-reading "last N" builds N of them on every call. They write their own
-``__init__``: ``memorybank.runtime.plain`` says why. Every time is a
-timezone-aware UTC ``datetime`` with microsecond precision on every store.
+reading "last N" builds N of them on every call. Every time is a timezone-aware
+UTC ``datetime`` with microsecond precision on every store.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
-
-from memorybank.runtime.plain import FACTORY
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass, field
-else:  # the same classes, without compiling their methods at import (cold start)
-    from memorybank.runtime.plain import dataclass, field
+from typing import Any, Literal
 
 __all__ = [
     "ROLES",
@@ -43,10 +36,6 @@ Role = Literal["system", "developer", "user", "assistant", "tool"]
 ROLES: frozenset[str] = frozenset({"system", "developer", "user", "assistant", "tool"})
 ThreadStatus = Literal["active", "archived"]
 
-# Each record writes its ``__init__`` (see ``memorybank.runtime.plain``); a frozen one sets
-# its fields as the generated one would.
-_set = object.__setattr__
-
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -58,16 +47,6 @@ class ToolCall:
     id: str
     name: str
     arguments: str = "{}"
-
-    def __init__(
-        self,
-        id: str,
-        name: str,
-        arguments: str = "{}",
-    ) -> None:
-        _set(self, "id", id)
-        _set(self, "name", name)
-        _set(self, "arguments", arguments)
 
     def to_dict(self) -> dict[str, Any]:
         """The OpenAI chat shape: ``{"id", "type": "function", "function": {...}}``."""
@@ -99,28 +78,6 @@ class Message:
     extra: Mapping[str, Any] = field(default_factory=dict)
     item: Mapping[str, Any] | None = None
 
-    def __init__(
-        self,
-        role: Role,
-        content: str | None = None,
-        name: str | None = None,
-        tool_calls: tuple[ToolCall, ...] = (),
-        tool_call_id: str | None = None,
-        metadata: Mapping[str, Any] = FACTORY,
-        state: Mapping[str, Any] = FACTORY,
-        extra: Mapping[str, Any] = FACTORY,
-        item: Mapping[str, Any] | None = None,
-    ) -> None:
-        _set(self, "role", role)
-        _set(self, "content", content)
-        _set(self, "name", name)
-        _set(self, "tool_calls", tool_calls)
-        _set(self, "tool_call_id", tool_call_id)
-        _set(self, "metadata", {} if metadata is FACTORY else metadata)
-        _set(self, "state", {} if state is FACTORY else state)
-        _set(self, "extra", {} if extra is FACTORY else extra)
-        _set(self, "item", item)
-
 
 @dataclass(slots=True)
 class Thread:
@@ -136,30 +93,6 @@ class Thread:
     created_at: datetime
     updated_at: datetime
     current_branch: str = "main"
-
-    def __init__(
-        self,
-        id: str,
-        tenant_id: str,
-        user_id: str | None,
-        agent_id: str | None,
-        title: str | None,
-        metadata: dict[str, Any],
-        status: ThreadStatus,
-        created_at: datetime,
-        updated_at: datetime,
-        current_branch: str = "main",
-    ) -> None:
-        self.id = id
-        self.tenant_id = tenant_id
-        self.user_id = user_id
-        self.agent_id = agent_id
-        self.title = title
-        self.metadata = metadata
-        self.status = status
-        self.created_at = created_at
-        self.updated_at = updated_at
-        self.current_branch = current_branch
 
 
 @dataclass(slots=True)
@@ -205,42 +138,6 @@ class Entry:
     extra: dict[str, Any] = field(default_factory=dict)
     item: dict[str, Any] | None = None
 
-    def __init__(
-        self,
-        id: str,
-        thread_id: str,
-        branch: str,
-        position: int,
-        role: Role,
-        content: str | None,
-        name: str | None,
-        tool_calls: tuple[ToolCall, ...],
-        tool_call_id: str | None,
-        metadata: dict[str, Any],
-        state: dict[str, Any],
-        token_count: int,
-        created_at: datetime,
-        idempotency_key: str | None = None,
-        extra: dict[str, Any] = FACTORY,
-        item: dict[str, Any] | None = None,
-    ) -> None:
-        self.id = id
-        self.thread_id = thread_id
-        self.branch = branch
-        self.position = position
-        self.role = role
-        self.content = content
-        self.name = name
-        self.tool_calls = tool_calls
-        self.tool_call_id = tool_call_id
-        self.metadata = metadata
-        self.state = state
-        self.token_count = token_count
-        self.created_at = created_at
-        self.idempotency_key = idempotency_key
-        self.extra = {} if extra is FACTORY else extra
-        self.item = item
-
     def to_message(self) -> dict[str, Any]:
         """The provider-shaped dict for this entry: exactly what was stored.
 
@@ -279,20 +176,6 @@ class Branch:
     from_branch: str | None = None
     from_entry: str | None = None
 
-    def __init__(
-        self,
-        name: str,
-        thread_id: str,
-        created_at: datetime,
-        from_branch: str | None = None,
-        from_entry: str | None = None,
-    ) -> None:
-        self.name = name
-        self.thread_id = thread_id
-        self.created_at = created_at
-        self.from_branch = from_branch
-        self.from_entry = from_entry
-
 
 @dataclass(slots=True)
 class Summary:
@@ -303,20 +186,6 @@ class Summary:
     user_id: str | None
     content: str
     created_at: datetime
-
-    def __init__(
-        self,
-        id: str,
-        agent_id: str,
-        user_id: str | None,
-        content: str,
-        created_at: datetime,
-    ) -> None:
-        self.id = id
-        self.agent_id = agent_id
-        self.user_id = user_id
-        self.content = content
-        self.created_at = created_at
 
 
 @dataclass(slots=True)
@@ -335,24 +204,6 @@ class Document:
     user_id: str | None
     created_at: datetime
     updated_at: datetime
-
-    def __init__(
-        self,
-        id: str,
-        content: str,
-        metadata: dict[str, Any],
-        agent_id: str | None,
-        user_id: str | None,
-        created_at: datetime,
-        updated_at: datetime,
-    ) -> None:
-        self.id = id
-        self.content = content
-        self.metadata = metadata
-        self.agent_id = agent_id
-        self.user_id = user_id
-        self.created_at = created_at
-        self.updated_at = updated_at
 
 
 @dataclass(slots=True)
@@ -378,24 +229,6 @@ class Hit:
     document: Document | None = None
     fact: Fact | None = None
     superseded: bool = False
-
-    def __init__(
-        self,
-        kind: Literal["entry", "document", "fact"],
-        score: float,
-        signals: dict[str, float],
-        entry: Entry | None = None,
-        document: Document | None = None,
-        fact: Fact | None = None,
-        superseded: bool = False,
-    ) -> None:
-        self.kind = kind
-        self.score = score
-        self.signals = signals
-        self.entry = entry
-        self.document = document
-        self.fact = fact
-        self.superseded = superseded
 
     def _record(self) -> Entry | Document | Fact | None:
         if self.entry is not None:
@@ -441,36 +274,6 @@ class Fact:
     expires_at: datetime | None = None
     version: int = 1
 
-    def __init__(
-        self,
-        id: str,
-        agent_id: str | None,
-        user_id: str | None,
-        content: str,
-        category: str | None,
-        confidence: float | None,
-        source: str | None,
-        metadata: dict[str, Any],
-        source_entries: tuple[str, ...],
-        created_at: datetime,
-        updated_at: datetime,
-        expires_at: datetime | None = None,
-        version: int = 1,
-    ) -> None:
-        self.id = id
-        self.agent_id = agent_id
-        self.user_id = user_id
-        self.content = content
-        self.category = category
-        self.confidence = confidence
-        self.source = source
-        self.metadata = metadata
-        self.source_entries = source_entries
-        self.created_at = created_at
-        self.updated_at = updated_at
-        self.expires_at = expires_at
-        self.version = version
-
 
 @dataclass(slots=True)
 class SavedSnapshot:
@@ -482,11 +285,6 @@ class SavedSnapshot:
     run_id: str
     user_id: str | None
     value: Any
-
-    def __init__(self, run_id: str, user_id: str | None, value: Any) -> None:
-        self.run_id = run_id
-        self.user_id = user_id
-        self.value = value
 
 
 @dataclass(slots=True)
@@ -503,11 +301,3 @@ class WorkingRun:
     user_id: str | None
     agent_id: str | None
     items: dict[str, Any]
-
-    def __init__(
-        self, run_id: str, user_id: str | None, agent_id: str | None, items: dict[str, Any]
-    ) -> None:
-        self.run_id = run_id
-        self.user_id = user_id
-        self.agent_id = agent_id
-        self.items = items

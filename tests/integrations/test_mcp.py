@@ -294,7 +294,7 @@ async def test_cli_serves_streamable_http(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/http.db"
     port = _free_port()
     command = [sys.executable, "-m", "memorybank.cli", "mcp", "--url", url]
-    command += ["--transport", "http", "--port", str(port), "--user-id", "gil"]
+    command += ["--transport", "http", "--port", str(port), "--user", "gil"]
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     process = await asyncio.create_subprocess_exec(
         *command, env=env, stderr=asyncio.subprocess.DEVNULL

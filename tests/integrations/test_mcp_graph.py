@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp import graph_tools
 from memorybank.mcp.server import create_server
 from memorybank.memory._async.memory import AsyncMemory
 from tests.integrations.test_mcp import call, fails
@@ -206,9 +206,9 @@ async def test_read_graph_pages_cover_everything_once(memory: AsyncMemory) -> No
         assert seen == names  # oldest first, each once
         assert len(relations) == len(set(relations)) == 22
         assert set(relations) == {(r["from"], "knows", r["to"]) for r in chain}
-        whole = await call(client, "read_graph", limit=mcp_compat.PAGE_MAX)
+        whole = await call(client, "read_graph", limit=graph_tools.PAGE_MAX)
         assert "nextCursor" not in whole and len(whole["entities"]) == 23
-        assert "limit" in await fails(client, "read_graph", limit=mcp_compat.PAGE_MAX + 1)
+        assert "limit" in await fails(client, "read_graph", limit=graph_tools.PAGE_MAX + 1)
         assert "invalid_input" in await fails(client, "read_graph", cursor="garbage")
 
 
@@ -221,7 +221,7 @@ async def test_read_graph_is_bounded_in_size(memory: AsyncMemory) -> None:
         assert 1 <= len(page["entities"]) < 60
         assert "nextCursor" in page
         size = len(str(page))
-        assert size <= mcp_compat.MAX_PAGE_CHARS * 1.1
+        assert size <= graph_tools.MAX_PAGE_CHARS * 1.1
         total = len(page["entities"])
         while "nextCursor" in page:
             page = await call(client, "read_graph", limit=60, cursor=page["nextCursor"])
@@ -287,7 +287,7 @@ async def test_two_servers_on_one_store_keep_each_others_writes(tmp_path: Path) 
 async def test_reads_say_when_the_relation_bound_cut_them(
     memory: AsyncMemory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(mcp_compat, "MAX_RELATIONS", 3)
+    monkeypatch.setattr(graph_tools, "MAX_RELATIONS", 3)
     spokes = [f"Spoke {i}" for i in range(5)]
     async with Client(create_server(memory, user_id="u")) as client:
         await call(client, "create_entities", entities=[entity("Hub"), *map(entity, spokes)])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, Hit, InvalidInput, Memory, NotFound, ThreadForbidden
-from memorybank.retrieval import SearchOptions
+from memorybank.recall import SearchOptions
 
 from .conftest import HashEmbedder, lasting_store, store_url
 

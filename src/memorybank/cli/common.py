@@ -32,7 +32,6 @@ __all__ = [
     "chosen_embedder",
     "empty_listing",
     "format_time",
-    "old_name",
     "resolve_url",
     "shown_url",
 ]
@@ -65,11 +64,6 @@ EmbedderOption = Annotated[
 #: (the library's ``user_id`` and ``agent_id``).
 UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
 AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
-
-
-def old_name(name: str, new: str) -> Any:
-    """A hidden option ``name``: the earlier spelling of ``new``, still accepted."""
-    return typer.Option(name, hidden=True, help=f"The earlier name of {new}.")
 
 
 def format_time(when: datetime) -> str:

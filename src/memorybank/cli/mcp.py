@@ -18,7 +18,6 @@ from memorybank.cli.common import (
     UrlOption,
     _errors,
     chosen_embedder,
-    old_name,
 )
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
@@ -52,8 +51,6 @@ def mcp(
     host: Annotated[str, typer.Option("--host", help="HTTP only: interface.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="HTTP only: TCP port.")] = 8000,
     embedder: EmbedderOption = None,
-    old_user: Annotated[str | None, old_name("--user-id", "--user")] = None,
-    old_agent: Annotated[str | None, old_name("--agent-id", "--agent")] = None,
 ) -> None:
     """Serve memory to MCP clients: the reference memory server's nine graph tools plus
     remember, recall, history, get_context, add_fact, list_facts and forget.
@@ -70,8 +67,6 @@ def mcp(
     if importlib.util.find_spec("mcp") is None:  # pragma: no cover - the extra is missing
         typer.echo("memorybank mcp needs the mcp extra: pip install 'memorybank[mcp]'", err=True)
         raise typer.Exit(1)
-    user_id = user_id if user_id is not None else old_user
-    agent_id = agent_id if agent_id is not None else old_agent
     chosen = chosen_embedder(embedder)  # a bad name fails here, before serving
     import anyio
 

@@ -30,7 +30,6 @@ from memorybank.cli.common import (
     chosen_embedder,
     empty_listing,
     format_time,
-    old_name,
     resolve_url,
 )
 from memorybank.dump import format as _dump
@@ -141,8 +140,6 @@ def search(
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
-    thread: Annotated[str | None, old_name("--thread", "--thread-id")] = None,
-    kind: Annotated[list[Kind] | None, old_name("--kind", "--kinds")] = None,
 ) -> None:
     """Search entries, documents and facts, best first.
 
@@ -152,8 +149,7 @@ def search(
     stores' own full-text scales differ, and SQLite's gives about 0 to a word found in
     half the entries), so the order and the scores mean the same on every store.
     """
-    chosen_kinds = (kinds or []) + (kind or [])
-    kinds_value = tuple(dict.fromkeys(k.value for k in chosen_kinds)) or ("entries", "documents")
+    kinds_value = tuple(dict.fromkeys(k.value for k in kinds or [])) or ("entries", "documents")
     chosen = chosen_embedder(embedder)
     ranking: SearchMode = (
         mode.value if mode is not None else ("hybrid" if chosen is not None else "keyword")
@@ -164,7 +160,7 @@ def search(
             # keyword: more candidates than shown, so that BM25 picks the best k of them
             k=k if ranking != "keyword" else max(3 * k, KEYWORD_CANDIDATES),
             mode=ranking,
-            thread_id=thread_id if thread_id is not None else thread,
+            thread_id=thread_id,
             user_id=_opt(user),
             agent_id=_opt(agent),
             kinds=kinds_value,
@@ -234,10 +230,8 @@ def facts(
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
-    history: Annotated[str | None, old_name("--history", "--fact-id")] = None,
 ) -> None:
     """List long-term facts (or one fact's version history), oldest first."""
-    fact_id = fact_id if fact_id is not None else history
     with _errors(), open_existing(url, tenant) as memory:
         if fact_id is not None:
             found = memory.facts.history(fact_id)
@@ -345,8 +339,6 @@ def context(
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
-    system: Annotated[str | None, old_name("--system", "--system-prompt")] = None,
-    facts: Annotated[bool, old_name("--facts", "--include-facts")] = False,
 ) -> None:
     """Preview what `memory.build_context` would send to the model for a thread.
 
@@ -360,12 +352,12 @@ def context(
             max_tokens=max_tokens,
             agent_id=agent,
             user_id=_opt(user),
-            system_prompt=system_prompt if system_prompt is not None else system,
+            system_prompt=system_prompt,
             current_input=current_input,
             strategy=strategy.value,
             reserve_tokens=reserve_tokens,
             include_system_prompt=include_system_prompt,
-            include_facts=include_facts or facts,
+            include_facts=include_facts,
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
         )

@@ -3,9 +3,10 @@
 The helpers themselves (context builder, compaction, sessions, core facts) are
 written once under ``_async/`` and generated into ``_sync/``; the values they
 take and return live here so both forms use the very same classes. The public
-names ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
-``CoreFacts`` are small factories here too: they return the synchronous helper
-for a ``Memory`` and the awaitable one for an ``AsyncMemory``.
+classes ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
+``CoreFacts`` live here too: each is the base of its synchronous and its awaitable
+helper, and calling it makes the synchronous one for a ``Memory`` and the
+awaitable one for an ``AsyncMemory``.
 """
 
 from __future__ import annotations
@@ -202,45 +203,45 @@ class Session:
     last_active_at: datetime
 
 
-# -- factories: sync helper for a Memory, awaitable helper for an AsyncMemory ---------------
+# -- the helpers' public classes: a Memory gets the sync subclass, an AsyncMemory the async one
 
 
-def _is_async(memory: object) -> bool:
+def _awaitable(memory: object) -> bool:
+    """Whether ``memory`` is an ``AsyncMemory`` (``ConfigurationError`` unless a memory)."""
     from memorybank.memory._async.memory import AsyncMemory
-
-    return isinstance(memory, AsyncMemory)
-
-
-def _check_memory(memory: object) -> None:
     from memorybank.memory._sync.memory import Memory
 
-    if not isinstance(memory, Memory) and not _is_async(memory):
+    if isinstance(memory, AsyncMemory):
+        return True
+    if not isinstance(memory, Memory):
         raise ConfigurationError("memory must be a memorybank.Memory or AsyncMemory")
+    return False
 
 
 class ContextBuilder:
     """``ContextBuilder(options, memory=...)``: a reusable context builder.
 
-    Returns ``memorybank.context._sync.builder.ContextBuilder`` for a ``Memory`` (its
-    ``build`` is synchronous) and ``AsyncContextBuilder`` for an
-    ``AsyncMemory`` (awaitable ``build``).
+    Makes a ``memorybank.context._sync.builder.ContextBuilder`` for a ``Memory`` (its
+    ``build`` is synchronous) and an ``AsyncContextBuilder`` for an ``AsyncMemory``
+    (awaitable ``build``); both are subclasses of this class.
     """
 
     def __new__(cls, options: ContextOptions, memory: Any, *, graph: Any = None) -> Any:
-        _check_memory(memory)
-        if _is_async(memory):
+        if cls is not ContextBuilder:
+            return object.__new__(cls)
+        if _awaitable(memory):
             from memorybank.context._async.builder import AsyncContextBuilder
 
-            return AsyncContextBuilder(options, memory, graph=graph)
-        from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
+            return object.__new__(AsyncContextBuilder)
+        from memorybank.context._sync.builder import ContextBuilder as SyncBuilder
 
-        return SyncContextBuilder(options, memory, graph=graph)
+        return object.__new__(SyncBuilder)
 
 
 class CompactionService:
     """``CompactionService(memory=..., summarize=...)``: shrinks long threads.
 
-    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory``;
+    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory`` (a subclass each);
     ``summarize(messages, options)`` may be sync or async either way.
     """
 
@@ -252,34 +253,33 @@ class CompactionService:
         pre_rot_threshold: int | None = None,
         recent_to_keep: int = 10,
     ) -> Any:
-        _check_memory(memory)
-        kwargs: dict[str, Any] = {
-            "memory": memory,
-            "summarize": summarize,
-            "pre_rot_threshold": pre_rot_threshold,
-            "recent_to_keep": recent_to_keep,
-        }
-        if _is_async(memory):
+        if cls is not CompactionService:
+            return object.__new__(cls)
+        if _awaitable(memory):
             from memorybank.context._async.compaction import AsyncCompactionService
 
-            return AsyncCompactionService(**kwargs)
+            return object.__new__(AsyncCompactionService)
         from memorybank.context._sync.compaction import CompactionService as SyncService
 
-        return SyncService(**kwargs)
+        return object.__new__(SyncService)
 
 
 class SessionManager:
-    """``SessionManager(memory, compaction=None)``: per-user, per-channel sessions."""
+    """``SessionManager(memory, compaction=None)``: per-user, per-channel sessions.
+
+    Synchronous for a ``Memory``, awaitable for an ``AsyncMemory`` (a subclass each).
+    """
 
     def __new__(cls, memory: Any, compaction: Any = None) -> Any:
-        _check_memory(memory)
-        if _is_async(memory):
+        if cls is not SessionManager:
+            return object.__new__(cls)
+        if _awaitable(memory):
             from memorybank.context._async.sessions import AsyncSessionManager
 
-            return AsyncSessionManager(memory, compaction)
+            return object.__new__(AsyncSessionManager)
         from memorybank.context._sync.sessions import SessionManager as SyncManager
 
-        return SyncManager(memory, compaction)
+        return object.__new__(SyncManager)
 
 
 class CoreFacts:
@@ -287,7 +287,7 @@ class CoreFacts:
 
     On the SQLite file ``path`` (default ``./memorybank.db``) when no memory is
     given (synchronous), or on any store through ``memory`` (synchronous for a
-    ``Memory``, awaitable for an ``AsyncMemory``).
+    ``Memory``, awaitable for an ``AsyncMemory``; a subclass each).
     """
 
     def __new__(
@@ -297,12 +297,12 @@ class CoreFacts:
         *,
         user_id: Any = UNSET,
     ) -> Any:
-        if memory is not None:
-            _check_memory(memory)
-        if memory is not None and _is_async(memory):
+        if cls is not CoreFacts:
+            return object.__new__(cls)
+        if memory is not None and _awaitable(memory):
             from memorybank.memory._async.core_facts import AsyncCoreFacts
 
-            return AsyncCoreFacts(path, memory, user_id=user_id)
+            return object.__new__(AsyncCoreFacts)
         from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 
-        return SyncCoreFacts(path, memory, user_id=user_id)
+        return object.__new__(SyncCoreFacts)

@@ -61,7 +61,7 @@ from memorybank.errors import (
     StoreError,
     ThreadForbidden,
 )
-from memorybank.mcp import graph_tools as mcp_compat
+from memorybank.mcp import graph_tools
 from memorybank.mcp.graph_tools import (
     AddedObservations,
     KnowledgeGraph,
@@ -486,9 +486,9 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             list[McpEntity], Field(description="The entities to create", max_length=100)
         ],
         ctx: Context,
-    ) -> mcp_compat.CreatedEntities:
+    ) -> graph_tools.CreatedEntities:
         with _tool_errors():
-            return await mcp_compat.create_entities(handle_for(ctx).graph, entities)
+            return await graph_tools.create_entities(handle_for(ctx).graph, entities)
 
     @server.tool(
         title="Create Relations",
@@ -501,9 +501,9 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             list[McpRelation], Field(description="The relations to create", max_length=100)
         ],
         ctx: Context,
-    ) -> mcp_compat.CreatedRelations:
+    ) -> graph_tools.CreatedRelations:
         with _tool_errors():
-            return await mcp_compat.create_relations(handle_for(ctx).graph, relations)
+            return await graph_tools.create_relations(handle_for(ctx).graph, relations)
 
     @server.tool(
         title="Add Observations",
@@ -515,7 +515,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ctx: Context,
     ) -> AddedObservations:
         with _tool_errors():
-            return await mcp_compat.add_observations(handle_for(ctx).graph, observations)
+            return await graph_tools.add_observations(handle_for(ctx).graph, observations)
 
     @server.tool(
         title="Delete Entities",
@@ -530,7 +530,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ctx: Context,
     ) -> Outcome:
         with _tool_errors():
-            return await mcp_compat.delete_entities(handle_for(ctx).graph, entityNames)
+            return await graph_tools.delete_entities(handle_for(ctx).graph, entityNames)
 
     @server.tool(
         title="Delete Observations",
@@ -542,7 +542,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ctx: Context,
     ) -> Outcome:
         with _tool_errors():
-            return await mcp_compat.delete_observations(handle_for(ctx).graph, deletions)
+            return await graph_tools.delete_observations(handle_for(ctx).graph, deletions)
 
     @server.tool(
         title="Delete Relations",
@@ -557,7 +557,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ctx: Context,
     ) -> Outcome:
         with _tool_errors():
-            return await mcp_compat.delete_relations(handle_for(ctx).graph, relations)
+            return await graph_tools.delete_relations(handle_for(ctx).graph, relations)
 
     @server.tool(
         title="Read Graph",
@@ -573,11 +573,11 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ] = None,
         limit: Annotated[
             int,
-            Field(description="Most entities on this page", ge=1, le=mcp_compat.PAGE_MAX),
-        ] = mcp_compat.PAGE_DEFAULT,
+            Field(description="Most entities on this page", ge=1, le=graph_tools.PAGE_MAX),
+        ] = graph_tools.PAGE_DEFAULT,
     ) -> KnowledgeGraph:
         with _tool_errors():
-            return await mcp_compat.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
+            return await graph_tools.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
 
     @server.tool(
         title="Search Nodes",
@@ -595,11 +595,11 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
         limit: Annotated[
-            int, Field(description="Most entities returned", ge=1, le=mcp_compat.PAGE_MAX)
-        ] = mcp_compat.SEARCH_DEFAULT,
+            int, Field(description="Most entities returned", ge=1, le=graph_tools.PAGE_MAX)
+        ] = graph_tools.SEARCH_DEFAULT,
     ) -> KnowledgeGraph:
         with _tool_errors():
-            return await mcp_compat.search_nodes(handle_for(ctx).graph, query, limit=limit)
+            return await graph_tools.search_nodes(handle_for(ctx).graph, query, limit=limit)
 
     @server.tool(
         title="Open Nodes",
@@ -611,13 +611,13 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             list[str],
             Field(
                 description="An array of entity names to retrieve",
-                max_length=mcp_compat.PAGE_MAX,
+                max_length=graph_tools.PAGE_MAX,
             ),
         ],
         ctx: Context,
     ) -> KnowledgeGraph:
         with _tool_errors():
-            return await mcp_compat.open_nodes(handle_for(ctx).graph, names)
+            return await graph_tools.open_nodes(handle_for(ctx).graph, names)
 
 
 def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Principals) -> None:

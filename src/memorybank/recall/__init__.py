@@ -2,7 +2,7 @@
 
 Stores adapt their entries to :class:`Candidate` and call :class:`HybridRanker`
 (or :func:`rank`); keyword-only stores use :class:`BM25Index` directly.
-See ``docs/retrieval.md`` for the design, defaults and LoCoMo measurements.
+See ``docs/search.md`` for the design, defaults and LoCoMo measurements.
 """
 
 from __future__ import annotations

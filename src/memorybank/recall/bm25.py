@@ -1,6 +1,6 @@
 """An incremental Okapi BM25 index (pure Python, no I/O).
 
-Used by the embedded stores for keyword search and by :func:`memorybank.retrieval.rank`
+Used by the embedded stores for keyword search and by :func:`memorybank.recall.rank`
 when the caller has no keyword scores of its own.  Documents can be added,
 replaced and removed at any time; statistics (document frequency, average
 length) are kept up to date incrementally, so a query costs time proportional

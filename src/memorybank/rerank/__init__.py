@@ -4,7 +4,7 @@
 ``Memory(url, reranker=...)`` turns the stage on, ``search(rerank=False)``
 skips it for a call and ``search(rerank_top=N)`` sets how many of the best
 hybrid hits it reorders (default ``RERANK_TOP``, 20). A reranker never fails a
-search: an error or a timeout keeps the hybrid order. See ``docs/recall.md``.
+search: an error or a timeout keeps the hybrid order. See ``docs/search.md``.
 
 * :class:`CrossEncoderReranker` - a sentence-transformers cross-encoder on this
   machine, from a local directory or the Hugging Face cache, never downloaded

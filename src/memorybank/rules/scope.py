@@ -20,17 +20,13 @@ that would widen the handle.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import Final
 
 from memorybank.errors import InvalidInput, ThreadForbidden
 from memorybank.records import Thread
 from memorybank.rules import validate as v
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
-
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-else:  # see memorybank.runtime.plain (cold start)
-    from memorybank.runtime.plain import dataclass
 
 __all__ = ["ROOT", "Scope", "check_owner"]
 
@@ -49,10 +45,6 @@ class Scope:
 
     user_id: Principal = UNSET
     agent_id: Principal = UNSET
-
-    def __init__(self, user_id: Principal = UNSET, agent_id: Principal = UNSET) -> None:
-        object.__setattr__(self, "user_id", user_id)
-        object.__setattr__(self, "agent_id", agent_id)
 
     @property
     def confined(self) -> bool:

@@ -1,7 +1,8 @@
 """The few primitives whose sync and async forms differ.
 
-Everything under ``memorybank/_async/`` is the single source of the library's
-I/O code; ``scripts/gen_sync.py`` generates ``memorybank/_sync/`` from it by
+The ``_async/`` folder of each concept (``memory/_async/``, ``context/_async/``,
+``stores/sqlite/_async/``, ...) is the single source of the library's I/O code;
+``scripts/gen_sync.py`` generates the ``_sync/`` folder beside each from it by
 dropping ``async``/``await`` and renaming the names below (``AsyncLock`` ->
 ``Lock``, ``amaybe_await`` -> ``maybe_await``, ...). This module is the one place
 where both forms are written by hand, side by side (the httpcore pattern).

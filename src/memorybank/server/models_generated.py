@@ -164,7 +164,7 @@ class SearchIn(Arguments):
         description=(
             "`min_score` drops weaker hits (on the mode's scale), `filters` keeps hits whose "
             "metadata has exactly these values, `options` tunes hybrid ranking "
-            "(`memorybank.retrieval.SearchOptions`)."
+            "(`memorybank.recall.SearchOptions`)."
         ),
     )
     filters: dict[str, Any] | None = Field(
@@ -172,7 +172,7 @@ class SearchIn(Arguments):
         description=(
             "`min_score` drops weaker hits (on the mode's scale), `filters` keeps hits whose "
             "metadata has exactly these values, `options` tunes hybrid ranking "
-            "(`memorybank.retrieval.SearchOptions`)."
+            "(`memorybank.recall.SearchOptions`)."
         ),
     )
     include_history: bool = False

@@ -21,6 +21,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorybank.context import values
 from memorybank.context.values import CompactionResult, Session, SessionStatus
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.records import Thread
@@ -73,7 +74,7 @@ def session_id(*, channel_type: str, channel_id: str, agent_id: str, user_id: st
     return f"session~{digest}"
 
 
-class AsyncSessionManager:
+class AsyncSessionManager(values.SessionManager):
     """Maps a user on a channel to a long-lived thread and tracks its status and config.
 
     ``compaction`` (a ``CompactionService`` on the same memory) enables ``compact``.

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memorybank.context import values
 from memorybank.context.values import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
@@ -150,7 +151,7 @@ class _History:
             index += 1
 
 
-class ContextBuilder:
+class ContextBuilder(values.ContextBuilder):
     """Builds the messages of one turn within ``options``' token budget.
 
     Graph context comes from the memory's own ``memory.graph`` (see

@@ -29,6 +29,7 @@ import weakref
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorybank.context import values
 from memorybank.context.values import CompactionResult, Summarize, SummarizeOptions
 from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.records import Entry
@@ -80,7 +81,7 @@ def original_message(entry: Entry) -> dict[str, Any]:
     return message
 
 
-class CompactionService:
+class CompactionService(values.CompactionService):
     """Shrinks threads of ``memory`` with a user-supplied ``summarize(messages, options)``.
 
     ``summarize`` may be sync or async and returns the summary text; it is only

@@ -1,9 +1,10 @@
 """Read-guard-write, retried: how ``AsyncMemory`` changes a record others may change too.
 
 A step reads a record, builds the new value from what it read and writes it with
-a ``RecordGuard`` on the revision it read (see ``stores/base.py``). When another
-writer got in between, the store refuses the write with ``Conflict`` and nothing
-is written; the step then runs again on a fresh read. Every acknowledged write
+a ``RecordGuard`` on the revision it read (see "Compare-and-swap" in
+``memorybank.stores.contract._async.store``). When another writer got in between,
+the store refuses the write with ``Conflict`` and nothing is written; the step then
+runs again on a fresh read. Every acknowledged write
 was therefore built on the value it replaced: none is lost.
 """
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from memorybank.context import values
 from memorybank.errors import ConfigurationError
 from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
@@ -36,7 +37,7 @@ def core_fact_id(user_id: str | None, key: str) -> str:
     return compound_id(json.dumps([user_id, key], ensure_ascii=False))
 
 
-class AsyncCoreFacts:
+class AsyncCoreFacts(values.CoreFacts):
     """Key-value facts for one user (``user_id=None``: the tenant-wide set).
 
     ``path`` opens (and ``close`` closes) an SQLite file, ``./memorybank.db`` by

@@ -21,7 +21,7 @@ from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
     from memorybank.memory._async.core import _Core
-    from memorybank.retrieval import SearchOptions
+    from memorybank.recall.hybrid import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "AsyncDocuments", "document_from_record"]
 

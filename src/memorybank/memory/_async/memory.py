@@ -4,7 +4,7 @@ Its namespaces live beside it, one module each: ``threads``, ``entries``,
 ``branches`` and ``run_state`` (working memory, snapshots, summaries), sharing
 ``_core``; long-term memory (``facts``, ``documents``, ``graph``, ``search``)
 loads on first use. These ``_async`` files are the single source of both APIs:
-``memorybank/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
+``memory/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
     from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
+    from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
-    from memorybank.retrieval import SearchOptions
     from memorybank.vector_index._async.index import AsyncVectorIndex
 
 __all__ = [
@@ -709,7 +709,7 @@ class AsyncMemory:
         thread rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
-        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        ranking (``memorybank.recall.SearchOptions``). ``rerank``: ``None``
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see

@@ -22,7 +22,7 @@ from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
     from memorybank.memory._sync.core import _Core
-    from memorybank.retrieval import SearchOptions
+    from memorybank.recall.hybrid import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "Documents", "document_from_record"]
 

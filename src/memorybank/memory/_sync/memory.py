@@ -5,7 +5,7 @@ Its namespaces live beside it, one module each: ``threads``, ``entries``,
 ``branches`` and ``run_state`` (working memory, snapshots, summaries), sharing
 ``_core``; long-term memory (``facts``, ``documents``, ``graph``, ``search``)
 loads on first use. These ``_async`` files are the single source of both APIs:
-``memorybank/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
+``memory/_sync/`` (``Memory``) is generated from them by ``scripts/gen_sync.py``.
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ if TYPE_CHECKING:
     from memorybank.memory._sync.embedding import Embedding
     from memorybank.memory._sync.facts import Facts
     from memorybank.recall._sync.search import SearchMode
+    from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
     from memorybank.retention import PruneReport, RetentionPolicy
-    from memorybank.retrieval import SearchOptions
     from memorybank.vector_index._sync.index import VectorIndex
 
 __all__ = [
@@ -710,7 +710,7 @@ class Memory:
         thread rule: ``ThreadForbidden`` unless ``user_id`` is its owner.
         ``min_score`` drops weaker hits (on the mode's scale), ``filters`` keeps
         hits whose metadata has exactly these values, ``options`` tunes hybrid
-        ranking (``memorybank.retrieval.SearchOptions``). ``rerank``: ``None``
+        ranking (``memorybank.recall.SearchOptions``). ``rerank``: ``None``
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see

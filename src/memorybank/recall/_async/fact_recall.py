@@ -2,7 +2,7 @@
 
 ``memory.search(..., kinds=[..., "facts"])`` and the facts block of
 ``build_context`` rank facts with the retrieval core
-(:class:`memorybank.retrieval.HybridRanker`), on the scale of entries and
+(:class:`memorybank.recall.HybridRanker`), on the scale of entries and
 documents. What they rank:
 
 * the facts the caller may see, exactly as ``memory.facts.list`` does (the scope
@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memorybank.memory._async.facts import FACT, FACT_VERSION, fact_from_record
+from memorybank.recall.conversation import Candidate
+from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Fact
-from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import Record, Visibility
 

@@ -18,7 +18,7 @@ Pipeline
        (``max(HYBRID_CANDIDATES, 3k)`` each, from its full-text index and its vector
        index), plus the ``_NEIGHBOURS`` entries before and after each of the
        ``_EXPAND_HITS`` best entry hits (answers follow the matching turn), are
-       re-ranked by the retrieval core (:class:`memorybank.retrieval.HybridRanker`:
+       re-ranked by the retrieval core (:class:`memorybank.recall.HybridRanker`:
        BM25 over the candidates with the core's analyser, cosine from the stored
        vectors, the neighbours of a hit, the session, named speakers, dates). What
        a search reads and scores is bounded by ``k``, never by the scope: a fixed
@@ -73,9 +73,10 @@ from memorybank.recall._sync.fact_recall import (
     fact_vectors,
 )
 from memorybank.recall._sync.rerank_stage import plan_rerank, rerank_hits
+from memorybank.recall.conversation import Candidate
+from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.recall.text import default_analyzer
 from memorybank.records import Document, Entry, Hit, Thread
-from memorybank.retrieval import Candidate, HybridRanker, SearchOptions
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
 from memorybank.runtime.concurrency import both
@@ -305,7 +306,7 @@ def run_search(
     ):
         raise InvalidInput("min_score must be a finite number", field="min_score")
     if options is not None and not isinstance(options, SearchOptions):
-        raise InvalidInput("options must be a memorybank.retrieval.SearchOptions", field="options")
+        raise InvalidInput("options must be a memorybank.recall.SearchOptions", field="options")
     opts = options or SearchOptions()
     reranker, top = plan_rerank(core.reranker, mode, rerank, rerank_top)
     embedder = core.embedder

@@ -1,4 +1,4 @@
-"""memorybank.retrieval on small synthetic data: every assertion can fail."""
+"""memorybank.recall's ranking core on small synthetic data: every assertion can fail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, date, datetime, timedelta
 import numpy as np
 import pytest
 
-from memorybank.retrieval import (
+from memorybank.recall import (
     Analyzer,
     BM25Index,
     Candidate,
