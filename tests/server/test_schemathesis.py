@@ -20,6 +20,8 @@ CHECKS = ",".join(
         "response_schema_conformance",
         "status_code_conformance",
         "content_type_conformance",
+        "positive_data_acceptance",
+        "unsupported_method",
     ]
 )
 

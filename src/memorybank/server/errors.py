@@ -43,9 +43,10 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorybank.errors import (
@@ -68,6 +69,7 @@ __all__ = [
     "ApiError",
     "ErrorBody",
     "RequestIdMiddleware",
+    "allowed_methods",
     "error_response",
     "install_error_handlers",
     "log_failure",
@@ -307,7 +309,31 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         return error_response(request, 422, InvalidInput.code, f"body: {exc.detail}", field="body")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405:
+        allow = ", ".join(allowed_methods(request.app, request.scope))
+        if request.method == "OPTIONS":  # no route answers OPTIONS: the path's methods
+            return Response(status_code=204, headers={"Allow": allow})
+        headers = {**(headers or {}), "Allow": allow}
     return error_response(request, exc.status_code, code, str(exc.detail), headers=headers)
+
+
+#: The order ``Allow`` lists methods in.
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: Any, scope: Scope) -> list[str]:
+    """Every method some route of ``app`` answers on the path of ``scope``, with ``OPTIONS``.
+
+    Starlette's own 405 names the methods of the first route matching the path
+    only (``GET`` for ``/v1/threads/{thread_id}``, which ``PATCH`` and ``DELETE``
+    routes serve too)."""
+    methods = {"OPTIONS"}
+    for route in app.router.routes:
+        match, _ = route.matches({**scope, "method": "~"})  # no route answers "~"
+        if match is not Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    rank = {m: i for i, m in enumerate(_METHOD_ORDER)}
+    return sorted(methods, key=lambda m: (rank.get(m, len(rank)), m))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
