@@ -41,6 +41,7 @@ from memorybank.rules import validate as v
 from memorybank.server.errors import MISSING_KEY, ApiError, ErrorBody, unauthorized
 from memorybank.server.keys import KeyRing, check_tenant
 from memorybank.server.raw_headers import PADDED
+from memorybank.server.schema_limits import state_limits
 
 __all__ = [
     "SECURITY_SCHEME",
@@ -250,17 +251,26 @@ async def tenant_memory(request: Request) -> AsyncMemory:
 
 _AUTH_DEPENDENCIES = frozenset({caller, tenant_caller, admin_caller, tenant_memory})
 
-_AUTH_HEADERS: tuple[tuple[str, str], ...] = (
+#: An id in a header, as OpenAPI can say it: visible ASCII, spaces inside only, at most
+#: ``MAX_ID_LENGTH`` characters (the server also takes UTF-8 bytes, see ``header_id``).
+_ID_SCHEMA: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": v.MAX_ID_LENGTH,
+    "pattern": "^[!-~](?:[ -~]*[!-~])?$",
+}
+_AUTH_HEADERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "x-user-id",
-        "The end user this request acts for: the id's UTF-8 bytes (never normalised).",
+        "The end user this request acts for, exactly (never normalised). Any printable"
+        " Unicode id travels as its UTF-8 bytes, or percent-encoded in `X-User-Id-Encoded`"
+        " (`zo%C3%AB` for `zoë`) from clients that send only ASCII headers.",
+        _ID_SCHEMA,
     ),
     (
-        "x-user-id-encoded",
-        "Instead of X-User-Id, for clients that send only ASCII headers: the user id's"
-        " UTF-8 bytes percent-encoded (`zo%C3%AB` for `zoë`).",
+        "x-tenant-id",
+        "Admin key only: the tenant to act in (not starting with `~`).",
+        {**_ID_SCHEMA, "pattern": "^[!-}](?:[ -~]*[!-~])?$"},
     ),
-    ("x-tenant-id", "Admin key only: the tenant to act in."),
 )
 
 
@@ -308,9 +318,10 @@ def document_auth(
                 operation["security"] = [{SECURITY_SCHEME: []}]
                 parameters = operation.setdefault("parameters", [])
                 names = {p.get("name") for p in parameters}
-                for name, text in _AUTH_HEADERS:
+                for name, text, limits in _AUTH_HEADERS:
                     if name not in names:
-                        parameters.append(_header_parameter(name, text))
+                        parameters.append(_header_parameter(name, text, limits))
+        state_limits(schema)
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -320,17 +331,13 @@ def _needs_auth(dependant: Dependant) -> bool:
     return any(d.call in _AUTH_DEPENDENCIES or _needs_auth(d) for d in dependant.dependencies)
 
 
-def _header_parameter(name: str, description: str) -> dict[str, Any]:
+def _header_parameter(name: str, description: str, limits: dict[str, Any]) -> dict[str, Any]:
     title = "-".join(part.capitalize() for part in name.split("-"))
     return {
         "name": name,
         "in": "header",
         "required": False,
-        "schema": {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "description": description,
-            "title": title,
-        },
+        "schema": {"type": "string", **limits, "description": description, "title": title},
         "description": description,
     }
 

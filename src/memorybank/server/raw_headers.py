@@ -44,6 +44,8 @@ def _padded(value: bytes) -> bool:
     """Whether a raw header value (what follows the colon) carries whitespace an id does
     not: more than one space or a tab before it, or any space or tab after it."""
     body = value[1:] if value.startswith(b" ") else value
+    if not body:  # an empty id, not whitespace around one: refused as empty
+        return False
     return body[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t")
 
 
