@@ -46,7 +46,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memorybank.errors import (
@@ -328,12 +327,28 @@ def allowed_methods(app: Any, scope: Scope) -> list[str]:
     only (``GET`` for ``/v1/threads/{thread_id}``, which ``PATCH`` and ``DELETE``
     routes serve too)."""
     methods = {"OPTIONS"}
-    for route in app.router.routes:
-        match, _ = route.matches({**scope, "method": "~"})  # no route answers "~"
-        if match is not Match.NONE:
-            methods |= set(getattr(route, "methods", None) or ())
+    for pattern, answered in _route_methods(app.router.routes, ""):
+        if pattern.fullmatch(scope["path"]):
+            methods |= answered
     rank = {m: i for i, m in enumerate(_METHOD_ORDER)}
     return sorted(methods, key=lambda m: (rank.get(m, len(rank)), m))
+
+
+def _route_methods(routes: Any, prefix: str) -> list[tuple[re.Pattern[str], set[str]]]:
+    """``(path regex, methods)`` of every route under ``routes``, through included routers
+    (FastAPI keeps an included router whole, under its prefix)."""
+    found: list[tuple[re.Pattern[str], set[str]]] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            context = getattr(route, "include_context", None)
+            found += _route_methods(inner.routes, prefix + getattr(context, "prefix", ""))
+            continue
+        path, answered = getattr(route, "path_format", None), getattr(route, "methods", None)
+        if isinstance(path, str) and answered:
+            regex = re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(prefix + path))
+            found.append((re.compile(regex), set(answered)))
+    return found
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

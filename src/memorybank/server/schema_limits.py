@@ -8,8 +8,8 @@ once, when ``app.openapi()`` is first built, and adds:
 
 * on every id (``*_id``, ``*_ids``' items, and the fields named in ``ID_FIELDS``), in a
   body, a path or a query: ``$ref: Id``, 1 to ``MAX_ID_LENGTH`` printable characters
-  (``check_id``; the pattern is the complement of the characters
-  ``str.isprintable`` refuses, computed from this Python's Unicode tables);
+  (``check_id``; the pattern lists the printable characters of the common alphabets,
+  see ``id_pattern``);
 * on every other string of a body or a query: no NUL (``check_text``), and for the
   fields the verbs require non-empty (``NON_EMPTY``), at least one character;
 * the few numeric floors the verbs check (``MINIMUMS``).
@@ -17,7 +17,6 @@ once, when ``app.openapi()`` is first built, and adds:
 
 from __future__ import annotations
 
-import sys
 from functools import cache
 from typing import Any
 
@@ -47,24 +46,34 @@ NON_EMPTY = frozenset({"query", "content"})
 MINIMUMS = {"threshold": 0}
 
 
+#: The pattern lists the printable characters below this code point only, in runs of at
+#: least ``_RUN`` (the common alphabets): a schema tester draws from it fast, and every
+#: id it allows is one the server takes. Other printable characters (CJK, emoji, ...)
+#: are ids too, as the description says.
+_BELOW = 0x3000
+_RUN = 40
+
+
 @cache
 def id_pattern() -> str:
-    """A regular expression of 1 or more characters ``str.isprintable`` accepts."""
+    """A regular expression of ids: 1 or more characters of the common alphabets that
+    ``str.isprintable`` accepts (see ``_BELOW``)."""
     ranges: list[tuple[int, int]] = []
     start = None
-    for code in range(sys.maxunicode + 2):
-        refused = code <= sys.maxunicode and not chr(code).isprintable()
-        if refused and start is None:
+    for code in range(_BELOW + 1):
+        printable = code < _BELOW and chr(code).isprintable()
+        if printable and start is None:
             start = code
-        elif not refused and start is not None:
-            ranges.append((start, code - 1))
+        elif not printable and start is not None:
+            if code - start >= _RUN or start == 0xA1:  # and the Latin-1 signs from "¡"
+                ranges.append((start, code - 1))
             start = None
 
     def char(code: int) -> str:
-        return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+        return chr(code) if 0x30 <= code < 0x7F and chr(code).isalnum() else f"\\u{code:04x}"
 
-    refused_class = "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in ranges)
-    return f"^[^{refused_class}]+$"
+    allowed = "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in ranges)
+    return f"^[{allowed}]+$"
 
 
 def _id_schema() -> dict[str, Any]:
@@ -73,7 +82,12 @@ def _id_schema() -> dict[str, Any]:
         "minLength": 1,
         "maxLength": MAX_ID_LENGTH,
         "pattern": id_pattern(),
-        "description": f"An id: 1 to {MAX_ID_LENGTH} printable characters, compared exactly.",
+        "description": (
+            f"An id: 1 to {MAX_ID_LENGTH} printable characters (str.isprintable: no control,"
+            " format or unassigned code point, no space but ' '), compared exactly, never"
+            " normalised. The pattern lists the common alphabets; CJK, emoji and every"
+            " other printable character are ids too."
+        ),
     }
 
 
@@ -84,7 +98,7 @@ ENTITY_CURSOR_PATHS = frozenset({"/v1/graph/entities"})
 
 def _cursor_schema(entity: bool) -> dict[str, Any]:
     """A cursor as this server makes them (``memorybank.server.pagination``)."""
-    body = id_pattern()[1:]  # "[^...]+$": an id
+    body = id_pattern()[1:]  # "[...]+$": an id
     pattern = f"^{ENTITY_CURSOR_PREFIX}{body}" if entity else CURSOR_PATTERN
     text = "`next_cursor` of the previous page (opaque: pass it back unchanged)."
     return {
