@@ -35,13 +35,22 @@ __all__ = [
 #: Fields that are ids though their names do not end in ``_id``; ``(schema, field)``
 #: pairs name a field that is an id in that body only (``name`` is an entity's text).
 ID_FIELDS = frozenset(
-    {"branch", "from_entry", "idempotency_key", "key", "merge", "tenant", "Idempotency-Key"}
+    {
+        "branch",
+        "channel_type",
+        "from_entry",
+        "idempotency_key",
+        "key",
+        "merge",
+        "tenant",
+        "Idempotency-Key",
+    }
 )
 ID_FIELDS_OF = frozenset({("BranchIn", "name"), ("CheckoutIn", "name")})
 #: Path parameters are ids, whatever their name, except these.
 PATH_NOT_IDS = frozenset({"method"})
 #: Text the verbs refuse empty.
-NON_EMPTY = frozenset({"query", "content"})
+NON_EMPTY = frozenset({"query", "content", "types", "label", "category"})
 #: Numbers with a floor the verbs check.
 MINIMUMS = {"threshold": 0}
 
