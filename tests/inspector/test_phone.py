@@ -10,14 +10,14 @@ import uuid
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Page, ViewportSize
 
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server.keys import KeyRing
 from tests.inspector._browser import login, off_loop
 from tests.inspector._fixtures import Seeded
 
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 LONG_NAME = "International Business Machines Corporation of Armonk, New York"
 IMAGE = "https://images.example/receipt-1234.png"
 

@@ -330,7 +330,7 @@ async def served(memory: AsyncMemory) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def http_client(app: Any, headers: dict[str, str]) -> AsyncIterator[Client]:
+async def http_client(app: Any, headers: dict[str, Any]) -> AsyncIterator[Client]:
     transport = httpx2.ASGITransport(app=app)
     http = httpx2.AsyncClient(transport=transport, headers=headers)
     async with http, Client(streamable_http_client("http://test/mcp", http_client=http)) as client:

@@ -8,7 +8,7 @@ users, and none of them sees another's threads, facts or documents.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,6 +19,13 @@ from tests.server.conftest import Api, fresh_store, running_api
 
 #: Four users whose names a human reads as one.
 USERS = ("zo\u00eb", "zoe\u0308", "\uff5a\uff4f\u00eb", "Zo\u00eb")
+
+
+def _raw(headers: Mapping[str, object]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as bytes, as they go on the wire (an id's UTF-8 bytes included)."""
+    return [
+        (k.encode(), v if isinstance(v, bytes) else str(v).encode()) for k, v in headers.items()
+    ]
 
 
 def _secret(user: str) -> str:
@@ -58,7 +65,7 @@ async def test_lookalike_users_see_only_their_own_records_over_rest(world: Api) 
             {"X-User-Id": user.encode()},  # UTF-8 bytes, as curl or a Python client sends
             {"X-User-Id-Encoded": quote(user, safe="").encode()},  # as the TS client sends
         ):
-            headers = {**key, **header}
+            headers = _raw({**key, **header})
             threads = await world.client.get("/v1/threads", headers=headers)
             assert threads.status_code == 200, threads.text
             assert [t["title"] for t in threads.json()["items"]] == [_secret(user)], user

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,13 @@ from tests.server.conftest import Api
 from tests.server.test_serve import cli, env, free_port, wait_up
 
 __all__ = ["env"]  # the fixture, imported for this module's tests
+
+
+def _raw(headers: Mapping[str, object]) -> list[tuple[bytes, bytes]]:
+    """``headers`` as bytes, as they go on the wire (an id's UTF-8 bytes included)."""
+    return [
+        (k.encode(), v if isinstance(v, bytes) else str(v).encode()) for k, v in headers.items()
+    ]
 
 
 def _request(port: int, header_lines: bytes, *, byte_by_byte: bool = False) -> tuple[int, str]:
@@ -145,7 +153,7 @@ async def test_user_ids_travel_as_utf8_or_percent_encoded_with_accurate_errors(a
     key = await api.key("acme")
 
     async def titles(header: dict[str, bytes]) -> list[str]:
-        answer = await api.client.get("/v1/threads", headers={**key, **header})
+        answer = await api.client.get("/v1/threads", headers=_raw({**key, **header}))
         assert answer.status_code == 200, answer.text
         return [t["title"] for t in answer.json()["items"]]
 
@@ -157,7 +165,7 @@ async def test_user_ids_travel_as_utf8_or_percent_encoded_with_accurate_errors(a
     assert await titles({"X-User-Id": "\uff5a\uff4f\u00eb".encode()}) == []
 
     async def refused(header: dict[str, bytes]) -> str:
-        answer = await api.client.get("/v1/threads", headers={**key, **header})
+        answer = await api.client.get("/v1/threads", headers=_raw({**key, **header}))
         assert answer.status_code == 422, answer.text
         assert answer.json()["field"] == "X-User-Id"
         assert "zoe-secret" not in answer.text
@@ -176,5 +184,5 @@ async def test_user_ids_travel_as_utf8_or_percent_encoded_with_accurate_errors(a
     both = await refused({"X-User-Id": b"alice", "X-User-Id-Encoded": b"alice"})
     assert "more than once" in both
     # the refusals come after authentication: a stranger learns nothing
-    stranger = await api.client.get("/v1/threads", headers={"X-User-Id-Encoded": b"zo%zz"})
+    stranger = await api.client.get("/v1/threads", headers=_raw({"X-User-Id-Encoded": b"zo%zz"}))
     assert stranger.status_code == 401
