@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = ROOT / "src" / "memorybank" / "server" / "models_generated.py"
 
-_SCALARS = {str: "str", int: "int", float: "float", bool: "bool", datetime: "datetime"}
+_SCALARS = {str: "str", int: "int", float: "float", bool: "bool", datetime: "Timestamp"}
 _SEQUENCES = (collections.abc.Sequence, collections.abc.Iterable, list, tuple)
 _MAPPINGS = (collections.abc.Mapping, dict)
 
@@ -181,13 +181,12 @@ def source() -> str:
         )
     text = "\n\n\n".join([*nested, *models])
     imports = ["from __future__ import annotations", ""]
-    if "datetime" in text:
-        imports.append("from datetime import datetime")
     used = [name for name in ("Any", "Literal") if f"{name}[" in text or f": {name}" in text]
     if used:
         imports.append(f"from typing import {', '.join(used)}")
     imports += ["", "from pydantic import Field", ""]
-    imports.append("from memorybank.server.arguments import Arguments, MessageIn, unset")
+    shared = ["Arguments", "MessageIn", *(["Timestamp"] if "Timestamp" in text else []), "unset"]
+    imports.append(f"from memorybank.server.arguments import {', '.join(shared)}")
     names = sorted([*renderer.nested.values(), *(body.model for body in BODIES)])
     exported = "__all__ = [" + ", ".join(f'"{name}"' for name in names) + "]"
     head = (

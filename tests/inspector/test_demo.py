@@ -72,7 +72,7 @@ async def _every_page_shows_data(url: str, key: str) -> None:
         assert "itinerary" in await page("/ui/snapshots")
         graph = await page("/ui/graph")
         assert "Lisbon" in graph and "Tram 28" in graph
-        lisbon = re.search(r'data-entity-id="([^"]+)">\s*<td><a[^>]*>Lisbon<', graph)
+        lisbon = re.search(r'data-entity-id="([^"]+)">\s*<td[^>]*><a[^>]*>Lisbon<', graph)
         assert lisbon is not None
         drawn = await page(f"/ui/graph?entity={lisbon.group(1)}")
         assert drawn.count('class="edge"') >= 3

@@ -29,7 +29,7 @@ from memorybank.cli.app import _serve_demo
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app
 from memorybank.server.keys import KeyRing
-from memorybank.server.ui._graph_svg import CHAR_WIDTH
+from memorybank.server.ui._graph_svg import CHAR_WIDTH, LINE_HEIGHT
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
 from tests.inspector._fixtures import seed
 
@@ -39,11 +39,15 @@ Point = tuple[float, float]
 
 
 def _text_box(node: ET.Element) -> Box:
+    """The box of a ``<text>``: one line, or one per ``<tspan>`` (a long entity name),
+    each ``LINE_HEIGHT`` em below the one before."""
     x, y = float(node.get("x", "0")), float(node.get("y", "0"))
     font = float(node.get("font-size", "0"))
-    half = len(node.text or "") * CHAR_WIDTH * font / 2
+    lines = [t.text or "" for t in node.iter(f"{SVG}tspan")] or [node.text or ""]
+    half = max(len(line) for line in lines) * CHAR_WIDTH * font / 2
+    below = (len(lines) - 1) * LINE_HEIGHT * font
     assert node.get("text-anchor") == "middle"
-    return (x - half, y - 0.8 * font, x + half, y + 0.25 * font)
+    return (x - half, y - 0.8 * font, x + half, y + below + 0.25 * font)
 
 
 def _overlap(a: Box, b: Box) -> bool:

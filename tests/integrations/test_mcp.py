@@ -332,7 +332,7 @@ async def served(memory: AsyncMemory) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def http_client(app: Any, headers: dict[str, str]) -> AsyncIterator[Client]:
+async def http_client(app: Any, headers: dict[str, Any]) -> AsyncIterator[Client]:
     transport = httpx2.ASGITransport(app=app)
     http = httpx2.AsyncClient(transport=transport, headers=headers)
     async with http, Client(streamable_http_client("http://test/mcp", http_client=http)) as client:
@@ -379,6 +379,25 @@ async def test_mount_scopes_to_the_x_user_id_header(memory: AsyncMemory) -> None
             assert (await call(client, "list_facts"))["facts"] == []
     thread = await memory.tenant("acme").threads.get("erin-t")
     assert thread is not None and thread.user_id == "erin"
+
+
+async def test_mount_passes_non_ascii_user_ids_through_exactly(memory: AsyncMemory) -> None:
+    async with served(memory) as app:
+        _, key = await app.state.keys.create("acme")
+        auth: dict[str, Any] = {"Authorization": f"Bearer {key}"}
+        async with http_client(app, {**auth, "X-User-Id": "zo\u00eb".encode()}) as client:
+            await call(client, "remember", thread_id="zoe-t", content="zoe only")
+            await call(client, "add_fact", content="zoe's fact")
+        async with http_client(app, {**auth, "X-User-Id-Encoded": "zo%C3%AB"}) as client:
+            assert [f["content"] for f in (await call(client, "list_facts"))["facts"]] == [
+                "zoe's fact"
+            ]
+        # the NFD spelling is another user: never normalised into zoë
+        async with http_client(app, {**auth, "X-User-Id": "zoe\u0308".encode()}) as client:
+            assert "thread_forbidden" in await fails(client, "history", thread_id="zoe-t")
+            assert (await call(client, "list_facts"))["facts"] == []
+    thread = await memory.tenant("acme").threads.get("zoe-t")
+    assert thread is not None and thread.user_id == "zo\u00eb"
 
 
 async def test_mount_refuses_missing_bad_revoked_and_admin_keys(memory: AsyncMemory) -> None:

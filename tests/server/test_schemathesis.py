@@ -20,6 +20,10 @@ CHECKS = ",".join(
         "response_schema_conformance",
         "status_code_conformance",
         "content_type_conformance",
+        "unsupported_method",
+        # Not yet "positive_data_acceptance": 43 schema-valid requests are refused, 24 of
+        # them by a rule across two inputs OpenAPI cannot state (a body's user_id other
+        # than X-User-Id's), the others by limits not yet in the schema.
     ]
 )
 
@@ -83,7 +87,7 @@ def schemathesis(base: str, key: str, *selection: str, tmp_path: Path) -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # a loaded two-core CI machine: about 6 minutes seen
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]

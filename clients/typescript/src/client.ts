@@ -110,6 +110,18 @@ function requestOptions(options: RequestOptions | undefined): RequestOptions {
 
 type Answer<D> = { data?: D; error?: unknown; response: Response };
 
+/** An id a header carries as it is: visible ASCII, spaces inside only. */
+const PLAIN_ID = /^[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?$/;
+
+/**
+ * The header naming id `id`: `name` itself when the id is plain ASCII, else `name-encoded`
+ * with the id's UTF-8 bytes percent-encoded (`fetch` sends no other bytes than Latin-1,
+ * and would trim spaces around a value). The server decodes it to the exact id.
+ */
+function idHeader(name: string, id: string): Record<string, string> {
+  return PLAIN_ID.test(id) ? { [name]: id } : { [`${name}-encoded`]: encodeURIComponent(id) };
+}
+
 function newKey(): string {
   return globalThis.crypto.randomUUID();
 }
@@ -204,13 +216,20 @@ export class MemoryBank {
     return itemsOf(data);
   }
 
-  /** The best entries, documents (and facts, with `kinds`) for `query`. */
+  /**
+   * The best entries, documents (and facts, with `kinds`) for `query`:
+   * `search("bees", { k: 5 })`, or the whole request as one object,
+   * `search({ query: "bees", k: 5 })`.
+   */
+  search(query: string, options?: Options<Omit<BodyOf<"/v1/search", "post">, "query">>): Promise<Hit[]>;
+  search(request: Options<BodyOf<"/v1/search", "post">>): Promise<Hit[]>;
   async search(
-    query: string,
+    query: string | Options<BodyOf<"/v1/search", "post">>,
     options: Options<Omit<BodyOf<"/v1/search", "post">, "query">> = {},
   ): Promise<Hit[]> {
+    const request = typeof query === "string" ? { ...options, query } : query;
     const data = await this.call(
-      this.api.POST("/v1/search", { body: { query, ...wire(options) }, ...this.init(options) }),
+      this.api.POST("/v1/search", { body: wire(request) as never, ...this.init(request) }),
     );
     return itemsOf(data);
   }
@@ -298,8 +317,8 @@ export class MemoryBank {
     fetch: (r: Request) => Promise<Response>;
   } {
     const headers: Record<string, string> = { authorization: `Bearer ${this.apiKey}` };
-    if (this.userId !== undefined) headers["x-user-id"] = this.userId;
-    if (this.agentId !== undefined) headers["x-agent-id"] = this.agentId;
+    if (this.userId !== undefined) Object.assign(headers, idHeader("x-user-id", this.userId));
+    if (this.agentId !== undefined) Object.assign(headers, idHeader("x-agent-id", this.agentId));
     Object.assign(headers, options?.headers);
     return { headers, fetch: this.transport.fetcher(requestOptions(options)) };
   }

@@ -298,6 +298,37 @@ for (const store of STORES) {
       assert.deepEqual(await mb.cortex.load("helper"), []);
     });
 
+    test("search takes the query and options, or one request object", async () => {
+      const { id } = await mb.threads.create();
+      await mb.entries.add(id, { role: "user", content: "the quokka smiles on the ferry" });
+      const two = await mb.search("quokka ferry", { mode: "keyword", threadId: id });
+      const one = await mb.search({ query: "quokka ferry", mode: "keyword", threadId: id });
+      assert.equal(two.length, 1);
+      assert.deepEqual(
+        one.map((h) => h.entry?.id),
+        two.map((h) => h.entry?.id),
+      );
+    });
+
+    test("non-ASCII user ids reach the server exactly, never normalised", async () => {
+      const zoe = mb.withUser("zo\u00eb"); // sent percent-encoded: fetch sends no UTF-8 headers
+      const thread = await zoe.threads.create({ title: "zoe's" });
+      assert.equal(thread.user_id, "zo\u00eb");
+      await zoe.facts.add("zoe likes quinces");
+      assert.deepEqual(
+        (await zoe.threads.list().all()).map((t) => t.id),
+        [thread.id],
+      );
+      for (const lookalike of ["zoe\u0308", "\uff5a\uff4f\u00eb", " zo\u00eb"]) {
+        const other = mb.withUser(lookalike);
+        assert.deepEqual(await other.threads.list().all(), [], lookalike);
+        assert.deepEqual(await other.facts.list().all(), [], lookalike);
+        await rejectsWith(other.threads.get(thread.id), "thread_forbidden", 403);
+      }
+      await rejectsWith(mb.withUser("zo\u00a0e").threads.list().all(), "invalid_input", 422, "X-User-Id");
+      await mb.forgetUser("zo\u00eb");
+    });
+
     test("withUser confines calls to a user; forgetUser erases them", async () => {
       const erin = mb.withUser("erin");
       const frank = mb.withUser("frank");

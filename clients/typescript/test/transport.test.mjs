@@ -1,21 +1,36 @@
 // Retries, timeouts and idempotent appends, through a loopback proxy in front of a live
-// `memorybank serve` that misbehaves on purpose (503s, cut connections, slow answers).
+// `memorybank serve` that misbehaves on purpose (503s, cut connections, answers held
+// back until the test releases them). No test depends on how fast anything runs: a held
+// answer waits for the test's signal, never for a clock.
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import { MemoryBank, MemoryBankError } from "../dist/index.js";
 import { serve } from "./harness.mjs";
 
+/** A promise and the function that resolves it (Promise.withResolvers, Node 22+). */
+function signal() {
+  let resolve;
+  const promise = new Promise((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
 /** A proxy to `target`; `plan(req)` says what to do with each request. */
 function proxy(target) {
   const seen = [];
   let plan = () => "forward";
+  let gate = signal();
+  let arrival = signal();
   const server = createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
     const body = Buffer.concat(chunks);
     seen.push({ method: req.method, url: req.url, key: req.headers["idempotency-key"] });
     const action = plan(req, seen.length);
+    arrival.resolve();
+    if (action === "hold") await gate.promise; // until the test calls release()
     if (action === "503") {
       res.writeHead(503, { "content-type": "application/json", "retry-after": "0", "x-request-id": "px" });
       res.end(JSON.stringify({ code: "store_unavailable", message: "down", request_id: "px" }));
@@ -34,7 +49,6 @@ function proxy(target) {
       req.socket.destroy(); // the server did the work; the client never hears of it
       return;
     }
-    if (action === "slow") await new Promise((r) => setTimeout(r, 400));
     res.writeHead(answer.status, Object.fromEntries(answer.headers));
     res.end(text);
   });
@@ -46,7 +60,14 @@ function proxy(target) {
         setPlan: (p) => {
           plan = p;
           seen.length = 0;
+          gate.resolve(); // requests still held from an earlier test go on
+          gate = signal();
+          arrival = signal();
         },
+        /** Resolves once the next request has reached the proxy. */
+        arrived: () => arrival.promise,
+        /** Let every held request (and those still to come) go on to the server. */
+        release: () => gate.resolve(),
         close: () => new Promise((r) => server.close(r)),
       }),
     ),
@@ -113,7 +134,7 @@ describe("transport", () => {
   });
 
   test("an attempt that takes longer than timeoutMs fails with code timeout", async () => {
-    px.setPlan(() => "slow");
+    px.setPlan(() => "hold"); // no answer until released: the 100 ms always run out first
     const hasty = new MemoryBank({ baseUrl: px.url, apiKey: "k", timeoutMs: 100, maxRetries: 0 });
     await assert.rejects(hasty.threads.list().page(), (e) => {
       assert.ok(e instanceof MemoryBankError);
@@ -121,14 +142,24 @@ describe("transport", () => {
       assert.equal(e.status, 0);
       return true;
     });
+    // a call's own timeoutMs wins over the client's: held past 100 ms, then answered
+    px.setPlan(() => "hold");
     const patient = new MemoryBank({ baseUrl: px.url, apiKey: "k", timeoutMs: 100, maxRetries: 0 });
-    await assert.rejects(patient.threads.list({ timeoutMs: 5_000 }).page(), (e) => e.code === "unauthorized");
+    const call = patient.threads.list({ timeoutMs: 0 }).page();
+    await px.arrived();
+    const outlived = new Promise((r) => setTimeout(r, 200)); // past the client's 100 ms
+    await outlived;
+    px.release();
+    await assert.rejects(call, (e) => e.code === "unauthorized");
   });
 
   test("an abort during a call rejects with the signal's reason", async () => {
-    px.setPlan(() => "slow");
+    px.setPlan(() => "hold");
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error("user left")), 50);
-    await assert.rejects(mb.threads.list({ signal: controller.signal }).page(), /user left/);
+    const call = mb.threads.list({ signal: controller.signal }).page();
+    await px.arrived(); // the request is in flight, held by the proxy
+    controller.abort(new Error("user left"));
+    await assert.rejects(call, /user left/);
+    px.release();
   });
 });

@@ -130,15 +130,49 @@ def check_text(
 def check_id(value: object, field: str) -> str:
     """An id: a non-empty string of at most ``MAX_ID_LENGTH`` printable characters.
 
-    Printable excludes NUL, lone surrogates and every other control character.
+    Printable (``str.isprintable``) excludes NUL and every other control character,
+    format characters (zero-width joiners, ...), lone surrogates, private-use and
+    unassigned code points, and every space but ``" "`` (a no-break space, ...). Any
+    other character is kept exactly: ``"zo\\u00eb"`` (one code point for the ë) and
+    ``"zoe\\u0308"`` (``e`` and a combining diaeresis) are two ids, as are ``"zoe"`` and
+    ``"\\uff5a\\uff4f\\uff45"``
+    (full-width): an id is never normalised.
     """
     if not isinstance(value, str):
         raise InvalidInput(f"{field} must be a string, got {type(value).__name__}", field=field)
     if not value or len(value) > MAX_ID_LENGTH:
         raise InvalidInput(f"{field} must be 1 to {MAX_ID_LENGTH} characters", field=field)
     if not value.isprintable():
-        raise InvalidInput(f"{field} must not contain control characters", field=field)
+        raise InvalidInput(_unprintable(value, field), field=field)
     return value
+
+
+#: What each Unicode category ``str.isprintable`` refuses is, in an error message.
+_UNPRINTABLE = {
+    "Cc": "a control character",
+    "Cf": "an invisible format character",
+    "Cs": "a lone surrogate",
+    "Co": "a private-use character",
+    "Cn": "an unassigned code point",
+    "Zs": "a space other than the plain space ' '",
+    "Zl": "a line separator",
+    "Zp": "a paragraph separator",
+}
+
+
+def _unprintable(value: str, field: str) -> str:
+    """The message of an id holding a character ``check_id`` refuses: which one, and where."""
+    import unicodedata  # on the error path only (cold start)
+
+    index, char = next((i, c) for i, c in enumerate(value) if not c.isprintable())
+    category = unicodedata.category(char)
+    name = unicodedata.name(char, "")
+    what = _UNPRINTABLE.get(category, "a character that is not printable")
+    shown = f"U+{ord(char):04X}" + (f" {name}" if name else "")
+    return (
+        f"{field} must be printable characters: {shown} at index {index} is {what}"
+        " (ids compare exactly and are never normalised)"
+    )
 
 
 def check_tenant(value: object, field: str = "tenant") -> str:

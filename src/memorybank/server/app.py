@@ -55,17 +55,15 @@ MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
 #: Environment variable read by ``app_from_env`` for ``key_cache_seconds``.
 KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": text}
-    for status, text in (
-        (401, "Missing, bad or revoked API key"),
-        (403, "Forbidden (thread of another user, or admin route)"),
-        (404, "Not found (also: another tenant's id)"),
-        (409, "Conflict"),
-        (413, "Request body too large"),
-        (422, "Invalid input"),
-        (503, "Store unavailable (retry after Retry-After seconds)"),
-    )
+#: The error answers of every route that needs a key (see ``document_auth``).
+_ERRORS: dict[int, str] = {
+    401: "Missing, bad or revoked API key",
+    403: "Forbidden (thread of another user, or admin route)",
+    404: "Not found (also: another tenant's id)",
+    409: "Conflict",
+    413: "Request body too large",
+    422: "Invalid input",
+    503: "Store unavailable (retry after Retry-After seconds)",
 }
 
 
@@ -139,7 +137,6 @@ def create_app(
             '`{"code", "message", "field"?, "request_id"}`.'
         ),
         lifespan=lifespan,
-        responses=_ERRORS,
         docs_url=None,  # served by install_docs, with their assets
         redoc_url=None,
     )
@@ -187,7 +184,7 @@ def create_app(
     for api in routers:
         app.include_router(api)
 
-    document_auth(app, routers)
+    document_auth(app, routers, _ERRORS)
     install_docs(app)
     mcp_mount = _mount_mcp(app) if mcp else None
 

@@ -9,20 +9,34 @@ sent as ``null`` is the library's ``None``.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from memorybank.records import ROLES
 from memorybank.rules import validate as v
 from memorybank.stores.contract.types import UNSET
 
-__all__ = ["MESSAGE_FIELDS", "Arguments", "MessageIn", "unset"]
+__all__ = ["MESSAGE_FIELDS", "Arguments", "MessageIn", "Timestamp", "unset"]
 
 
 def unset() -> Any:
     """The default of a field the library defaults to ``UNSET`` (no default in the schema)."""
     return UNSET
+
+
+def _date_time_text(value: Any) -> Any:
+    """Refuse a number where a date-time string belongs (pydantic would read ``0`` as
+    1970-01-01: the schema says ``format: date-time``, a string)."""
+    if isinstance(value, int | float):
+        raise ValueError("must be a date-time string (RFC 3339, with its offset), not a number")
+    return value
+
+
+#: A ``datetime`` field of a body: an RFC 3339 string (or ``null`` where allowed), as the
+#: schema says; never a number of seconds.
+Timestamp = Annotated[datetime, BeforeValidator(_date_time_text)]
 
 
 class Arguments(BaseModel):

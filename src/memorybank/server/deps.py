@@ -23,9 +23,11 @@ route that uses one of these dependencies.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
+from urllib.parse import unquote_to_bytes
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
@@ -36,9 +38,10 @@ from starlette.datastructures import Headers
 from memorybank.errors import InvalidInput
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
-from memorybank.server.errors import MISSING_KEY, ApiError, unauthorized
+from memorybank.server.errors import MISSING_KEY, ApiError, ErrorBody, unauthorized
 from memorybank.server.keys import KeyRing, check_tenant
 from memorybank.server.raw_headers import PADDED
+from memorybank.server.schema_limits import state_limits
 
 __all__ = [
     "SECURITY_SCHEME",
@@ -50,6 +53,7 @@ __all__ = [
     "authenticate",
     "caller",
     "document_auth",
+    "header_id",
     "in_tenant",
     "key_ring",
     "memory_of",
@@ -136,11 +140,14 @@ async def caller(request: Request) -> Caller:
         return known
     headers = request.headers
     problem = _user_header_problem(headers)
+    user: str | None = None
+    if problem is None:
+        try:
+            user = header_id(headers, "X-User-Id")
+        except InvalidInput as error:
+            problem = str(error)
     who = await authenticate(  # first: an unauthenticated caller learns nothing, not even 422s
-        request,
-        _bearer(headers.get("authorization")),
-        None if problem else headers.get("x-user-id"),
-        headers.get("x-tenant-id"),
+        request, _bearer(headers.get("authorization")), user, headers.get("x-tenant-id")
     )
     if problem is not None:
         raise InvalidInput(problem, field="X-User-Id")
@@ -150,19 +157,64 @@ async def caller(request: Request) -> Caller:
 
 def _user_header_problem(headers: Headers) -> str | None:
     """Why the request's ``X-User-Id`` is not exactly one id, or ``None`` (its characters are
-    checked by ``_user``). Never normalised: ``" alice"`` is not ``"alice"``."""
+    checked by ``header_id``). Never normalised: ``" alice"`` is not ``"alice"``."""
     if headers.get(PADDED) is not None:  # see memorybank.server.raw_headers
         return (
             "X-User-Id has whitespace around the id (leading spaces or tabs, or trailing"
             " ones): send the user id exactly, nothing around it"
         )
-    if len(headers.getlist("x-user-id")) > 1:
-        return "X-User-Id is given more than once: send one user id"
+    if len(headers.getlist("x-user-id")) + len(headers.getlist("x-user-id-encoded")) > 1:
+        return (
+            "X-User-Id is given more than once: send one user id, in X-User-Id or X-User-Id-Encoded"
+        )
     return None
 
 
-def _user(header: str | None) -> str | None:
-    return None if header is None else v.check_id(header, "X-User-Id")
+def _user(user_id: str | None) -> str | None:
+    return None if user_id is None else v.check_id(user_id, "X-User-Id")
+
+
+#: Characters of an ``*-Encoded`` header: visible ASCII, ``%`` only before two hex digits.
+_PERCENT_ENCODED = re.compile(r"(?:[!-$&-~]|%[0-9A-Fa-f]{2})+")
+
+
+def header_id(headers: Mapping[str, str], name: str) -> str | None:
+    """The id header ``name`` (``X-User-Id``, ``X-Agent-Id``) of a request names, or ``None``.
+
+    The value is the id's UTF-8 bytes (HTTP servers hand header values over as
+    Latin-1 text, which is undone here), or, in ``<name>-Encoded``, the id's UTF-8
+    bytes percent-encoded (``zo%C3%AB``, what ``encodeURIComponent`` gives) for a
+    client that cannot send other bytes than ASCII (``fetch`` in browsers and Node).
+    The id is then checked as the library checks every id (``check_id``) and kept
+    exactly: never normalised, as the library never normalises an id.
+    """
+    raw = headers.get(name.lower())
+    encoded = headers.get(f"{name.lower()}-encoded")
+    if raw is not None and encoded is not None:
+        raise InvalidInput(f"send {name} or {name}-Encoded, not both", field=name)
+    if encoded is not None:
+        if _PERCENT_ENCODED.fullmatch(encoded) is None:
+            raise InvalidInput(
+                f"{name}-Encoded must be the id's UTF-8 bytes percent-encoded (visible ASCII,"
+                " % before two hex digits, as encodeURIComponent gives)",
+                field=name,
+            )
+        data = unquote_to_bytes(encoded)
+    elif raw is not None:
+        if raw.isascii():
+            return v.check_id(raw, name)
+        data = raw.encode("latin-1", "replace")
+    else:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidInput(
+            f"{name} is not UTF-8: send the id's UTF-8 bytes, or percent-encode them in"
+            f" {name}-Encoded",
+            field=name,
+        ) from None
+    return v.check_id(text, name)
 
 
 def in_tenant(who: Caller) -> Caller:
@@ -199,17 +251,39 @@ async def tenant_memory(request: Request) -> AsyncMemory:
 
 _AUTH_DEPENDENCIES = frozenset({caller, tenant_caller, admin_caller, tenant_memory})
 
-_AUTH_HEADERS: tuple[tuple[str, str], ...] = (
-    ("x-user-id", "The end user this request acts for."),
-    ("x-tenant-id", "Admin key only: the tenant to act in."),
+#: An id in a header, as OpenAPI can say it: visible ASCII, spaces inside only, at most
+#: ``MAX_ID_LENGTH`` characters (the server also takes UTF-8 bytes, see ``header_id``).
+_ID_SCHEMA: dict[str, Any] = {
+    "minLength": 1,
+    "maxLength": v.MAX_ID_LENGTH,
+    "pattern": "^[!-~](?:[ -~]*[!-~])?$",
+}
+_AUTH_HEADERS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    (
+        "x-user-id",
+        "The end user this request acts for, exactly (never normalised). Any printable"
+        " Unicode id travels as its UTF-8 bytes, or percent-encoded in `X-User-Id-Encoded`"
+        " (`zo%C3%AB` for `zoë`) from clients that send only ASCII headers.",
+        _ID_SCHEMA,
+    ),
+    (
+        "x-tenant-id",
+        "Admin key only: the tenant to act in (not starting with `~`).",
+        {**_ID_SCHEMA, "pattern": "^[!-}](?:[ -~]*[!-~])?$"},
+    ),
 )
 
 
-def document_auth(app: FastAPI, routers: Iterable[APIRouter]) -> None:
+def document_auth(
+    app: FastAPI, routers: Iterable[APIRouter], errors: Mapping[int, str] | None = None
+) -> None:
     """Make ``app.openapi()`` declare, on every route of ``routers`` (included in
     ``app`` without a further prefix) that depends on the caller, the bearer
     security scheme and the ``X-User-Id`` / ``X-Tenant-Id`` headers (which these
-    dependencies read from the request, out of FastAPI's sight)."""
+    dependencies read from the request, out of FastAPI's sight), and the error
+    answers ``errors`` (status: description) such a route may give, in the
+    ``ErrorBody`` shape: 413 only on a route with a body. A route that depends
+    on no caller (``/healthz``) documents only what it declares itself."""
     build = app.openapi
     routes = [r for router in routers for r in router.routes if isinstance(r, APIRoute)]
 
@@ -222,6 +296,10 @@ def document_auth(app: FastAPI, routers: Iterable[APIRouter]) -> None:
         components.setdefault("securitySchemes", {})[SECURITY_SCHEME] = bearer.model_dump(
             mode="json", by_alias=True, exclude_none=True
         )
+        error_ref = {"$ref": "#/components/schemas/ErrorBody"}
+        components.setdefault("schemas", {}).setdefault(
+            "ErrorBody", ErrorBody.model_json_schema(ref_template="#/components/schemas/{model}")
+        )
         for route in routes:
             if not _needs_auth(route.dependant):
                 continue
@@ -229,12 +307,21 @@ def document_auth(app: FastAPI, routers: Iterable[APIRouter]) -> None:
                 operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
                 if operation is None:
                     continue
+                answers = operation.setdefault("responses", {})
+                for status, text in (errors or {}).items():
+                    if status == 413 and "requestBody" not in operation:
+                        continue
+                    answers[str(status)] = {
+                        "description": text,
+                        "content": {"application/json": {"schema": error_ref}},
+                    }
                 operation["security"] = [{SECURITY_SCHEME: []}]
                 parameters = operation.setdefault("parameters", [])
                 names = {p.get("name") for p in parameters}
-                for name, text in _AUTH_HEADERS:
+                for name, text, limits in _AUTH_HEADERS:
                     if name not in names:
-                        parameters.append(_header_parameter(name, text))
+                        parameters.append(_header_parameter(name, text, limits))
+        state_limits(schema)
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
@@ -244,17 +331,13 @@ def _needs_auth(dependant: Dependant) -> bool:
     return any(d.call in _AUTH_DEPENDENCIES or _needs_auth(d) for d in dependant.dependencies)
 
 
-def _header_parameter(name: str, description: str) -> dict[str, Any]:
+def _header_parameter(name: str, description: str, limits: dict[str, Any]) -> dict[str, Any]:
     title = "-".join(part.capitalize() for part in name.split("-"))
     return {
         "name": name,
         "in": "header",
         "required": False,
-        "schema": {
-            "anyOf": [{"type": "string"}, {"type": "null"}],
-            "description": description,
-            "title": title,
-        },
+        "schema": {"type": "string", **limits, "description": description, "title": title},
         "description": description,
     }
 

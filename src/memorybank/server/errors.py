@@ -43,7 +43,7 @@ from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -68,6 +68,7 @@ __all__ = [
     "ApiError",
     "ErrorBody",
     "RequestIdMiddleware",
+    "allowed_methods",
     "error_response",
     "install_error_handlers",
     "log_failure",
@@ -298,7 +299,7 @@ _HTTP_CODES = {
 }
 
 
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
         refused = await _refused_caller(request)
@@ -307,7 +308,47 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
         return error_response(request, 422, InvalidInput.code, f"body: {exc.detail}", field="body")
     code = _HTTP_CODES.get(exc.status_code, "http_error")
     headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405:
+        allow = ", ".join(allowed_methods(request.app, request.scope))
+        if request.method == "OPTIONS":  # no route answers OPTIONS: the path's methods
+            return Response(status_code=204, headers={"Allow": allow})
+        headers = {**(headers or {}), "Allow": allow}
     return error_response(request, exc.status_code, code, str(exc.detail), headers=headers)
+
+
+#: The order ``Allow`` lists methods in.
+_METHOD_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(app: Any, scope: Scope) -> list[str]:
+    """Every method some route of ``app`` answers on the path of ``scope``, with ``OPTIONS``.
+
+    Starlette's own 405 names the methods of the first route matching the path
+    only (``GET`` for ``/v1/threads/{thread_id}``, which ``PATCH`` and ``DELETE``
+    routes serve too)."""
+    methods = {"OPTIONS"}
+    for pattern, answered in _route_methods(app.router.routes, ""):
+        if pattern.fullmatch(scope["path"]):
+            methods |= answered
+    rank = {m: i for i, m in enumerate(_METHOD_ORDER)}
+    return sorted(methods, key=lambda m: (rank.get(m, len(rank)), m))
+
+
+def _route_methods(routes: Any, prefix: str) -> list[tuple[re.Pattern[str], set[str]]]:
+    """``(path regex, methods)`` of every route under ``routes``, through included routers
+    (FastAPI keeps an included router whole, under its prefix)."""
+    found: list[tuple[re.Pattern[str], set[str]]] = []
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            context = getattr(route, "include_context", None)
+            found += _route_methods(inner.routes, prefix + getattr(context, "prefix", ""))
+            continue
+        path, answered = getattr(route, "path_format", None), getattr(route, "methods", None)
+        if isinstance(path, str) and answered:
+            regex = re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(prefix + path))
+            found.append((re.compile(regex), set(answered)))
+    return found
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:

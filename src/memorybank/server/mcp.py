@@ -39,7 +39,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from memorybank.errors import InvalidInput
 from memorybank.mcp.server import HTTP_HEADERS, build_server
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.rules import validate as v
+from memorybank.server.deps import header_id
 from memorybank.server.errors import MISSING_KEY, unauthorized
 from memorybank.server.keys import KeyRing
 from memorybank.server.raw_headers import PADDED
@@ -73,8 +73,7 @@ def _header(ctx: Context, name: str) -> str | None:
         # sent with whitespace around the id (memorybank.server.raw_headers): never acted on
         # as another id, and never as no user at all (the whole tenant)
         raise InvalidInput("X-User-Id has whitespace around the id", field="X-User-Id")
-    value = None if headers is None else headers.get(name)
-    return None if value is None else v.check_id(value, name)
+    return None if headers is None else header_id(headers, name)
 
 
 class McpMount:

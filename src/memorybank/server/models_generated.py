@@ -4,12 +4,11 @@ edit (``scripts/gen_models.py`` writes it from ``memorybank.surface.BODIES``).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import Field
 
-from memorybank.server.arguments import Arguments, MessageIn, unset
+from memorybank.server.arguments import Arguments, MessageIn, Timestamp, unset
 
 __all__ = [
     "BranchIn",
@@ -63,7 +62,7 @@ class GraphContextOptionsIn(Arguments):
     include_inferred: bool = False
     entity_types: list[str] | None = None
     include_history: bool = False
-    as_of: datetime | None = None
+    as_of: Timestamp | None = None
 
 
 class ContextIn(Arguments):
@@ -259,7 +258,7 @@ class EntryOptions(Arguments):
             "`Conflict` and adds nothing."
         ),
     )
-    created_at: datetime | None = Field(
+    created_at: Timestamp | None = Field(
         default=None,
         description=(
             "`created_at` may be in the past (imports); order is always the order of adding."
@@ -282,7 +281,7 @@ class EntriesIn(Arguments):
             "less, any message changed) raises `Conflict` and adds nothing."
         ),
     )
-    created_at: datetime | None = None
+    created_at: Timestamp | None = None
     branch: str | None = None
 
 
@@ -366,7 +365,7 @@ class FactIn(Arguments):
         ),
     )
     metadata: dict[str, Any] | None = None
-    expires_at: datetime | None = None
+    expires_at: Timestamp | None = None
     source_entries: list[str] | None = Field(
         default=None, description="Ids of the entries it came from."
     )
@@ -385,7 +384,7 @@ class FactPatch(Arguments):
     confidence: float | None = Field(default_factory=unset)
     source: str | None = Field(default_factory=unset)
     metadata: dict[str, Any] = Field(default_factory=unset)
-    expires_at: datetime | None = Field(default_factory=unset)
+    expires_at: Timestamp | None = Field(default_factory=unset)
     source_entries: list[str] | None = Field(default_factory=unset)
     supersede: bool = False
 
@@ -479,7 +478,7 @@ class RelationIn(Arguments):
     target_id: str
     agent_id: str | None = Field(default_factory=unset)
     user_id: str | None = Field(default_factory=unset)
-    valid_at: datetime | None = Field(
+    valid_at: Timestamp | None = Field(
         default=None,
         description=(
             "Of a functional type (`functional_types`), a new relation closes the open "
@@ -487,7 +486,7 @@ class RelationIn(Arguments):
             "(`invalid_at` and `expired_at` set); nothing else is ever closed."
         ),
     )
-    invalid_at: datetime | None = Field(
+    invalid_at: Timestamp | None = Field(
         default=None,
         description=(
             "Of a functional type (`functional_types`), a new relation closes the open "
@@ -514,7 +513,7 @@ class RelationPatch(Arguments):
     weight: float = Field(default_factory=unset)
     properties: dict[str, Any] = Field(default_factory=unset)
     confidence: float = Field(default_factory=unset)
-    valid_at: datetime | None = Field(default_factory=unset)
+    valid_at: Timestamp | None = Field(default_factory=unset)
     bidirectional: bool = Field(default_factory=unset)
 
 
@@ -526,7 +525,7 @@ class InvalidateIn(Arguments):
     The arguments of `Graph.invalidate_relation` (POST
     /v1/graph/relations/{relation_id}/invalidate)."""
 
-    at: datetime | None = Field(
+    at: Timestamp | None = Field(
         default=None,
         description=(
             "Mark the relation as no longer holding from `at` (default: now); it stays in "
@@ -581,7 +580,7 @@ class TraverseIn(Arguments):
     entity_types: list[str] | str | None = None
     min_weight: float | None = None
     min_confidence: float | None = None
-    as_of: datetime | None = None
+    as_of: Timestamp | None = None
     include_invalid: bool = False
     include_inferred: bool = False
 

@@ -1,11 +1,11 @@
 """Opaque cursor pagination: every list route takes ``limit`` and ``cursor`` and
 answers ``{"items": [...], "next_cursor": ...}``.
 
-A cursor is an opaque string (today: the position of the next item in the
-route's order, encoded); clients pass it back unchanged and must not build
-one. Items added or removed between two pages may shift a page by that many
-items (offsets, not keysets: the library's lists are ordered by fields that
-are not unique).
+A cursor is an opaque string (today: ``o`` and the position of the next item in
+the route's order, ``CURSOR_PATTERN``; the base64 form of earlier versions is
+still read); clients pass it back unchanged and must not build one. Items added
+or removed between two pages may shift a page by that many items (offsets, not
+keysets: the library's lists are ordered by fields that are not unique).
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from fastapi import Query
 from memorybank.errors import InvalidInput
 
 __all__ = [
+    "CURSOR_PATTERN",
     "DEFAULT_LIMIT",
+    "ENTITY_CURSOR_PREFIX",
     "MAX_LIMIT",
     "CursorQuery",
     "LimitQuery",
@@ -36,15 +38,25 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 1000
 
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"Page size (1 to {MAX_LIMIT}).")]
+#: Every cursor this server returns matches it (and every string that matches is one).
+CURSOR_PATTERN = "^o(?:0|[1-9][0-9]{0,8})$"
+#: What an entity listing's cursor starts with (the id of the page's last entity follows).
+ENTITY_CURSOR_PREFIX = "e:"
+#: Positions a cursor can name (``CURSOR_PATTERN``'s nine digits).
+_MAX_OFFSET = 10**9
+
 CursorQuery = Annotated[
     str | None,
-    Query(max_length=200, description="`next_cursor` of the previous page (opaque)."),
+    Query(
+        max_length=300,
+        description="`next_cursor` of the previous page (opaque: pass it back unchanged).",
+    ),
 ]
 
 
 def encode_cursor(offset: int) -> str:
     """The cursor of the item at ``offset``."""
-    return base64.urlsafe_b64encode(json.dumps({"o": offset}).encode()).decode().rstrip("=")
+    return f"o{min(offset, _MAX_OFFSET - 1)}"
 
 
 def decode_cursor(cursor: str | None) -> int:
@@ -52,6 +64,9 @@ def decode_cursor(cursor: str | None) -> int:
     for a string no server made."""
     if cursor is None:
         return 0
+    if cursor.startswith("o") and cursor[1:].isascii() and cursor[1:].isdigit():
+        if cursor[1:2] != "0" or cursor == "o0":  # no leading zeros: one cursor per position
+            return min(int(cursor[1:]), _MAX_OFFSET - 1)
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         offset = json.loads(raw)["o"]

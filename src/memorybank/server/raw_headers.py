@@ -8,10 +8,10 @@ so ``" alice"`` is another user than ``"alice"`` and must never act as her.
 
 ``ExactUserHeaders`` is mixed into uvicorn's HTTP protocol (``ExactHTTPProtocol``,
 what ``memorybank serve`` runs) and looks at the raw bytes before the parser
-does: an ``X-User-Id`` line whose value has whitespace beyond the single space
-after the colon, or any at its end, is renamed ``X-User-Id-Padded`` (same
-value), so the application sees no ``X-User-Id`` but the padded one and
-refuses the request (422 naming ``X-User-Id``, see ``memorybank.server.deps``).
+does: an ``X-User-Id`` (or ``X-User-Id-Encoded``) line whose value has whitespace
+beyond the single space after the colon, or any at its end, is renamed
+``X-User-Id-Padded`` (same value), so the application sees no ``X-User-Id`` but
+the padded one and refuses the request (422 naming ``X-User-Id``, see ``memorybank.server.deps``).
 A line split across reads is held back until its end arrives (at most
 ``MAX_HELD`` bytes). The rename is applied anywhere in the stream, bodies
 included: a JSON body cannot hold a raw line break followed by an unquoted
@@ -36,14 +36,16 @@ PADDED = "x-user-id-padded"
 #: Longest incomplete ``X-User-Id`` line held back waiting for its end (bytes).
 MAX_HELD = 16 * 1024
 
-_NAME = b"x-user-id:"
-_LINE = re.compile(rb"\r\n(x-user-id):([^\r\n]*)\r\n", re.IGNORECASE)
+_NAMES = (b"x-user-id:", b"x-user-id-encoded:")
+_LINE = re.compile(rb"\r\n(x-user-id(?:-encoded)?):([^\r\n]*)\r\n", re.IGNORECASE)
 
 
 def _padded(value: bytes) -> bool:
     """Whether a raw header value (what follows the colon) carries whitespace an id does
     not: more than one space or a tab before it, or any space or tab after it."""
     body = value[1:] if value.startswith(b" ") else value
+    if not body:  # an empty id, not whitespace around one: refused as empty
+        return False
     return body[:1] in (b" ", b"\t") or value[-1:] in (b" ", b"\t")
 
 
@@ -66,8 +68,10 @@ def mark_padded(tail: bytes, data: bytes) -> tuple[bytes, bytes]:
     start = line + 2
     if line >= 0 and start >= last:
         rest = joined[start:].lower()
-        opening = (0 < len(rest) < len(_NAME) and _NAME.startswith(rest)) or (
-            rest.startswith(_NAME) and len(rest) <= MAX_HELD
+        opening = any(
+            (0 < len(rest) < len(name) and name.startswith(rest))
+            or (rest.startswith(name) and len(rest) <= MAX_HELD)
+            for name in _NAMES
         )
         if opening:
             end = start

@@ -24,6 +24,7 @@ from fastapi import APIRouter, Query, Response
 
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph import Direction, Entity
+from memorybank.rules import validate as v
 from memorybank.server.deps import MemoryDep
 from memorybank.server.graph_models import (
     EntityOut,
@@ -45,7 +46,13 @@ from memorybank.server.models_generated import (
     RelationPatch,
     TraverseIn,
 )
-from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.pagination import (
+    DEFAULT_LIMIT,
+    ENTITY_CURSOR_PREFIX,
+    CursorQuery,
+    LimitQuery,
+    first_n_page,
+)
 from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
@@ -67,14 +74,17 @@ def _opt(value: str | None) -> Any:
 
 
 def _entity_cursor(entity_id: str) -> str:
-    raw = json.dumps({"e": entity_id}).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return ENTITY_CURSOR_PREFIX + entity_id
 
 
 def _after_entity(cursor: str | None) -> str | None:
-    """The entity id a ``find`` cursor stands for; ``InvalidInput`` for one no server made."""
+    """The entity id a ``find`` cursor stands for (``e:`` and the id of the last entity
+    of the page before; the base64 form of earlier versions is still read);
+    ``InvalidInput`` for one no server made."""
     if cursor is None:
         return None
+    if cursor.startswith(ENTITY_CURSOR_PREFIX):
+        return v.check_id(cursor[len(ENTITY_CURSOR_PREFIX) :], "cursor")
     try:
         after = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["e"]
     except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):

@@ -28,12 +28,15 @@ from memorybank.graph import Relation, Subgraph
 __all__ = [
     "CHAR_WIDTH",
     "EDGE_FONT",
+    "LINE_HEIGHT",
     "NAME_CHARS",
+    "NAME_LINES",
     "NODE_FONT",
     "Drawing",
     "DrawnEdge",
     "DrawnNode",
     "draw",
+    "name_lines",
     "text_box",
 ]
 
@@ -42,7 +45,9 @@ HEIGHT = 640
 CHAR_WIDTH = 0.62  # a character's width, in em, that boxes are estimated with
 EDGE_FONT = 11
 NODE_FONT = 13
-NAME_CHARS = 28  # a name longer than this is shortened on the drawing
+NAME_CHARS = 28  # a name longer than this goes on more lines (broken at spaces if it can)
+NAME_LINES = 3  # at most this many lines of a name; a longer one ends with "…"
+LINE_HEIGHT = 1.2  # em, from one line of a name to the next
 _MARGIN = 24
 _EDGE = 110.0  # the force layout's ideal relation length
 _STEPS = 160
@@ -65,6 +70,7 @@ class DrawnNode:
     private: bool
     r: int = 14
     label_y: float = 0.0
+    lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,17 +125,28 @@ def text_box(x: float, baseline: float, chars: int, font: float) -> Box:
     return (x - half, baseline - 0.8 * font, x + half, baseline + 0.25 * font)
 
 
-def _name_chars(name: str) -> int:
-    return min(len(name), NAME_CHARS)
+def name_lines(name: str) -> tuple[str, ...]:
+    """The lines ``name`` is drawn on under its circle: at most ``NAME_CHARS`` characters
+    each, broken at spaces where it can, at most ``NAME_LINES`` of them (the last ending
+    with "…" when the name is longer still; the entities table shows it whole)."""
+    import textwrap  # on first use (cold start)
+
+    lines = textwrap.wrap(name, NAME_CHARS) or [name[:NAME_CHARS]]
+    if len(lines) > NAME_LINES:
+        lines = [*lines[: NAME_LINES - 1], lines[NAME_LINES - 1][: NAME_CHARS - 1] + "…"]
+    return tuple(lines)
 
 
 def _radius(hop: int) -> int:
     return 20 if hop == 0 else 14
 
 
-def _node_box(x: float, y: float, r: int, chars: int) -> Box:
-    """The circle and the name under it."""
-    left, _, right, bottom = text_box(x, y + r + NODE_FONT, chars, NODE_FONT)
+def _node_box(x: float, y: float, r: int, name: str) -> Box:
+    """The circle and the name under it (on one line or more, see ``name_lines``)."""
+    lines = name_lines(name)
+    below = (len(lines) - 1) * LINE_HEIGHT * NODE_FONT
+    chars = max(len(line) for line in lines)
+    left, _, right, bottom = text_box(x, y + r + NODE_FONT + below, chars, NODE_FONT)
     return (min(x - r, left), y - r, max(x + r, right), bottom)
 
 
@@ -374,7 +391,7 @@ def draw(subgraph: Subgraph, centre: str) -> Drawing:
     order = [e.id for e in subgraph.entities]  # traversal order: stable from one view to the next
     names = {e.id: e.name for e in subgraph.entities}
     shapes = {
-        e: _node_box(0.0, 0.0, _radius(hops[e]), _name_chars(names[e])) for e in order
+        e: _node_box(0.0, 0.0, _radius(hops[e]), names[e]) for e in order
     }  # each entity's box around its own centre
     sizes = {e: max(-b[0], b[2], -b[1], b[3]) for e, b in shapes.items()}
     relations = [r for r in subgraph.relations if r.source_id in hops and r.target_id in hops]
@@ -439,7 +456,7 @@ def _frame(
     names: dict[str, str],
 ) -> Drawing:
     """Move the layout into a view box (at least ``WIDTH`` x ``HEIGHT``, 3:2) and round."""
-    boxes = [_node_box(x, y, _radius(hops[e]), _name_chars(names[e])) for e, (x, y) in at.items()]
+    boxes = [_node_box(x, y, _radius(hops[e]), names[e]) for e, (x, y) in at.items()]
     boxes += [label for _, _, label in routed]
     boxes += [(x, y, x, y) for points, _, _ in routed for x, y in points]
     left = min((b[0] for b in boxes), default=0.0)
@@ -473,6 +490,7 @@ def _frame(
                 private=e.user_id is not None or e.agent_id is not None,
                 r=radius,
                 label_y=y_(y + radius + NODE_FONT),
+                lines=name_lines(e.name),
             )
         )
     edges = []

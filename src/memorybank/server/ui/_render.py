@@ -67,6 +67,37 @@ def _shorten(value: str | None, limit: int = 200) -> str:
     return value if len(value) <= limit else value[: limit - 1] + "…"
 
 
+def _media_parts(extra: Any) -> list[dict[str, str | None]]:
+    """The content parts of a message that are not text (``image_url``, ``input_audio``,
+    ``file``, ...), kept whole in ``entry.extra["content"]``: for each, its type, what to
+    show, and a link (an ``http(s)`` image URL; a ``data:`` URL is described, not linked:
+    the page loads nothing from elsewhere)."""
+    parts = extra.get("content") if isinstance(extra, dict) else None
+    shown: list[dict[str, str | None]] = []
+    for part in parts if isinstance(parts, list) else ():
+        kind = part.get("type") if isinstance(part, dict) else None
+        if not isinstance(kind, str) or kind in ("text", "input_text"):
+            continue
+        body = part.get(kind)
+        # chat: {"type": "image_url", "image_url": {"url", "detail"}};
+        # Responses: {"type": "input_image", "image_url": "...", "detail"}
+        image = body if kind == "image_url" else part.get("image_url")
+        url = image.get("url") if isinstance(image, dict) else image
+        if not isinstance(url, str):
+            what = body if body is not None else part
+            shown.append({"type": kind, "text": _shorten(_compact(what), 160), "href": None})
+        elif url.startswith("data:"):
+            media = url[5:].split(";", 1)[0].split(",", 1)[0] or "data"
+            text = f"{media}, {len(url)} characters inline"
+            shown.append({"type": kind, "text": text, "href": None})
+        else:
+            detail = (image if isinstance(image, dict) else part).get("detail")
+            text = _shorten(url, 300) + (f" (detail: {detail})" if detail else "")
+            link = url if url.startswith(("https://", "http://")) else None
+            shown.append({"type": kind, "text": text, "href": link})
+    return shown
+
+
 @cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -82,6 +113,7 @@ def _environment() -> jinja2.Environment:
         compact=_compact,
         pretty_json_text=_pretty_json_text,
         shorten=_shorten,
+        media_parts=_media_parts,
     )
     return env
 

@@ -59,14 +59,21 @@ def register(r: APIRouter) -> None:
             facts = AsyncCoreFacts(memory=viewer.memory, user_id=owner)
             current = await facts.all()
             rows = [(key, value, await facts.history(key)) for key, value in current.items()]
+            users = await _users(viewer)
+            per_user = []  # on the tenant-wide view: every known user's set, one click away
+            if owner is None:
+                for name in users:
+                    keys = await AsyncCoreFacts(memory=viewer.memory, user_id=name).all()
+                    per_user.append((name, len(keys)))
             ctx = _context(
                 request,
                 viewer,
                 "Core facts",
                 user=user,
                 owner=facts.user_id,
-                users=await _users(viewer),
+                users=users,
                 rows=rows,
+                per_user=per_user,
             )
             return render("core_facts.html", **ctx)
 

@@ -31,7 +31,7 @@ from memorybank.server.errors import (
     refused_by_store,
     request_id,
 )
-from memorybank.server.ui._graph_svg import EDGE_FONT, NAME_CHARS, NODE_FONT, draw
+from memorybank.server.ui._graph_svg import EDGE_FONT, LINE_HEIGHT, NODE_FONT, draw
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
     CSRF_COOKIE,
@@ -855,7 +855,7 @@ def build_router() -> APIRouter:
                 drawing=drawing,
                 edge_font=EDGE_FONT,
                 node_font=NODE_FONT,
-                name_chars=NAME_CHARS,
+                line_height=LINE_HEIGHT,
                 pager=_pager(request, number, more),
                 notice="The entity was saved." if saved and centre is not None else None,
             )

@@ -1,0 +1,169 @@
+"""The limits the library enforces, stated in the OpenAPI schema.
+
+The request bodies are generated from the verbs' signatures (``str``, ``int``), and the
+checks live in ``memorybank.rules.validate``, out of pydantic's sight; without this
+module the schema would call valid what every verb refuses (an empty ``agent_id``, a
+control character in a path's id, a NUL in a title). ``state_limits`` walks the schema
+once, when ``app.openapi()`` is first built, and adds:
+
+* on every id (``*_id``, ``*_ids``' items, and the fields named in ``ID_FIELDS``), in a
+  body, a path or a query: ``$ref: Id``, 1 to ``MAX_ID_LENGTH`` printable characters
+  (``check_id``; the pattern lists the printable characters of the common alphabets,
+  see ``id_pattern``);
+* on every other string of a body or a query: no NUL (``check_text``), and for the
+  fields the verbs require non-empty (``NON_EMPTY``), at least one character;
+* the few numeric floors the verbs check (``MINIMUMS``).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from memorybank.rules.validate import MAX_ID_LENGTH
+from memorybank.server.pagination import CURSOR_PATTERN, ENTITY_CURSOR_PREFIX
+
+__all__ = [
+    "ENTITY_CURSOR_PATHS",
+    "ID_FIELDS",
+    "MINIMUMS",
+    "NON_EMPTY",
+    "id_pattern",
+    "state_limits",
+]
+
+#: Fields that are ids though their names do not end in ``_id``; ``(schema, field)``
+#: pairs name a field that is an id in that body only (``name`` is an entity's text).
+ID_FIELDS = frozenset(
+    {
+        "branch",
+        "channel_type",
+        "from_entry",
+        "idempotency_key",
+        "key",
+        "merge",
+        "tenant",
+        "Idempotency-Key",
+    }
+)
+ID_FIELDS_OF = frozenset({("BranchIn", "name"), ("CheckoutIn", "name")})
+#: Path parameters are ids, whatever their name, except these.
+PATH_NOT_IDS = frozenset({"method"})
+#: Text the verbs refuse empty.
+NON_EMPTY = frozenset({"query", "content", "types", "label", "category"})
+#: Numbers with a floor the verbs check.
+MINIMUMS = {"threshold": 0}
+
+
+#: The pattern lists the printable characters below this code point only, in runs of at
+#: least ``_RUN`` (the common alphabets): a schema tester draws from it fast, and every
+#: id it allows is one the server takes. Other printable characters (CJK, emoji, ...)
+#: are ids too, as the description says.
+_BELOW = 0x3000
+_RUN = 40
+
+
+@cache
+def id_pattern() -> str:
+    """A regular expression of ids: 1 or more characters of the common alphabets that
+    ``str.isprintable`` accepts (see ``_BELOW``)."""
+    ranges: list[tuple[int, int]] = []
+    start = None
+    for code in range(_BELOW + 1):
+        printable = code < _BELOW and chr(code).isprintable()
+        if printable and start is None:
+            start = code
+        elif not printable and start is not None:
+            if code - start >= _RUN or start == 0xA1:  # and the Latin-1 signs from "¡"
+                ranges.append((start, code - 1))
+            start = None
+
+    def char(code: int) -> str:
+        return chr(code) if 0x30 <= code < 0x7F and chr(code).isalnum() else f"\\u{code:04x}"
+
+    allowed = "".join(char(a) if a == b else f"{char(a)}-{char(b)}" for a, b in ranges)
+    return f"^[{allowed}]+$"
+
+
+def _id_schema() -> dict[str, Any]:
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": MAX_ID_LENGTH,
+        "pattern": id_pattern(),
+        "description": (
+            f"An id: 1 to {MAX_ID_LENGTH} printable characters (str.isprintable: no control,"
+            " format or unassigned code point, no space but ' '), compared exactly, never"
+            " normalised. The pattern lists the common alphabets; CJK, emoji and every"
+            " other printable character are ids too."
+        ),
+    }
+
+
+_ID_REF = {"$ref": "#/components/schemas/Id"}
+#: Lists whose cursor names the last entity of a page (``ENTITY_CURSOR_PREFIX``).
+ENTITY_CURSOR_PATHS = frozenset({"/v1/graph/entities"})
+
+
+def _cursor_schema(entity: bool) -> dict[str, Any]:
+    """A cursor as this server makes them (``memorybank.server.pagination``)."""
+    body = id_pattern()[1:]  # "[...]+$": an id
+    pattern = f"^{ENTITY_CURSOR_PREFIX}{body}" if entity else CURSOR_PATTERN
+    text = "`next_cursor` of the previous page (opaque: pass it back unchanged)."
+    return {
+        "anyOf": [{"type": "string", "pattern": pattern}, {"type": "null"}],
+        "description": text,
+    }
+
+
+_NO_NUL = "^[^\\u0000]*$"
+
+
+def _is_id(owner: str, name: str) -> bool:
+    return name.endswith("_id") or name in ID_FIELDS or (owner, name) in ID_FIELDS_OF
+
+
+def _tighten(schema: dict[str, Any], owner: str, name: str) -> dict[str, Any]:
+    """``schema`` (a property's or a parameter's) with the field's limits stated."""
+    if "anyOf" in schema:
+        schema["anyOf"] = [_tighten(option, owner, name) for option in schema["anyOf"]]
+        return schema
+    kind = schema.get("type")
+    if kind == "array" and isinstance(schema.get("items"), dict):
+        item = name[:-1] if name.endswith("_ids") else ""
+        if item:
+            schema["items"] = _tighten(schema["items"], owner, item)
+        return schema
+    if kind == "string" and "format" not in schema and "enum" not in schema:
+        if _is_id(owner, name):
+            extra = {k: v for k, v in schema.items() if k in ("title", "description", "default")}
+            return {"allOf": [_ID_REF], **extra} if extra else dict(_ID_REF)
+        schema.setdefault("pattern", _NO_NUL)
+        if name in NON_EMPTY:
+            schema.setdefault("minLength", 1)
+    if kind in ("integer", "number") and name in MINIMUMS:
+        schema.setdefault("minimum", MINIMUMS[name])
+    return schema
+
+
+def state_limits(schema: dict[str, Any]) -> None:
+    """Add the library's limits to ``schema`` (an OpenAPI document), in place."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Id"] = _id_schema()
+    for owner, body in components.items():
+        if owner == "Id" or not (owner.endswith(("In", "Patch", "Options"))):
+            continue
+        for name, prop in body.get("properties", {}).items():
+            body["properties"][name] = _tighten(prop, owner, name)
+    for path, operations in schema.get("paths", {}).items():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                where, name = parameter.get("in"), parameter.get("name", "")
+                if where == "header" and name.lower().startswith("x-"):
+                    continue  # the auth headers state their own (deps.document_auth)
+                if where == "query" and name == "cursor":
+                    parameter["schema"] = _cursor_schema(path in ENTITY_CURSOR_PATHS)
+                elif where == "path" and name not in PATH_NOT_IDS:
+                    parameter["schema"] = dict(_ID_REF)
+                elif where in ("query", "path", "header") and "schema" in parameter:
+                    parameter["schema"] = _tighten(parameter["schema"], "", name)
