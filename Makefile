@@ -45,7 +45,7 @@ test: $(STAMP)
 
 # The wheel and the sdist in dist/ (memorybank is not on PyPI yet: `pip install
 # dist/memorybank-*.whl` elsewhere), built offline with .venv's hatchling;
-# tests/test_dist.py installs both into fresh environments and runs the README's quickstart.
+# tests/project/test_dist.py installs both into fresh environments and runs the README's quickstart.
 DIST ?= dist
 dist: $(STAMP)
 	rm -rf $(DIST)

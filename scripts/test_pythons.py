@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = [
     "tests/stores/test_contract.py",
-    "tests/test_memory.py",
-    "tests/test_scope.py",
-    "tests/test_bad_input.py",
-    "tests/test_tokens.py",
-    "tests/test_cli.py",
+    "tests/memory/test_memory.py",
+    "tests/rules/test_scope.py",
+    "tests/stores/test_bad_input.py",
+    "tests/context/test_tokens.py",
+    "tests/cli/test_cli.py",
     "tests/embeddings/test_named.py",
     "tests/embeddings/test_local_embedder.py",
 ]

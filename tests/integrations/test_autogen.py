@@ -3,7 +3,7 @@
 An ``AssistantAgent`` (autogen-agentchat) runs on AutoGen's own offline model,
 ``ReplayChatCompletionClient`` (autogen-ext), which records every request it is
 sent. AutoGen's own tests of the interfaces are ported: of
-``autogen-core/tests/test_memory.py``, the six ``ListMemory`` cases and the
+``autogen-core/tests/memory/test_memory.py``, the six ``ListMemory`` cases and the
 protocol check (the two component-config cases load and dump a ``ListMemory``
 from declarative config, which a memorybank handle is not); of
 ``test_model_context.py``, the buffered and unbounded contexts' cases (the

@@ -1,9 +1,9 @@
-"""An orphan tool result over HTTP (see ``tests/test_orphan_tool_results.py``)."""
+"""An orphan tool result over HTTP (see ``tests/rules/test_orphan_tool_results.py``)."""
 
 from __future__ import annotations
 
+from tests.rules.test_orphan_tool_results import ORPHAN, call, result
 from tests.server.conftest import Api
-from tests.test_orphan_tool_results import ORPHAN, call, result
 
 
 async def test_rest_refuses_orphans(store_api: Api) -> None:

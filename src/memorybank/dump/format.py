@@ -107,7 +107,7 @@ TRAILER_VERSION = 3
 #: The ``type`` of the trailer line.
 TRAILER = "end"
 #: The line types of a dump's body, in the order export writes them (every kind of data the
-#: store contract holds travels as one of these; ``tests/test_portability.py`` checks it).
+#: store contract holds travels as one of these; ``tests/dump/test_portability.py`` checks it).
 LINE_TYPES = ("thread", "entry", "record", "summary", "snapshot", "working")
 #: Record kinds a dump carries (the stores' ``record_*`` kinds made by memorybank).
 RECORD_KINDS = (

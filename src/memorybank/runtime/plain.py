@@ -11,7 +11,7 @@ decorator makes the class the standard one would (slots, ``__match_args__``,
 the same ``__repr__``/``__eq__``/``__hash__``, frozen ``__setattr__``), and
 builds ``__dataclass_fields__``/``__dataclass_params__`` with the real
 decorator the first time anything asks (``dataclasses.fields``, ``replace``,
-``asdict``, ``is_dataclass``). ``tests/test_plain_dataclasses.py`` checks each
+``asdict``, ``is_dataclass``). ``tests/runtime/test_plain_dataclasses.py`` checks each
 class against the standard decorator's.
 """
 

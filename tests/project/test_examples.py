@@ -16,7 +16,7 @@ import pytest
 
 from tests.stores.test_contract_postgres import URL, drop_tables, require_postgres
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "examples"
 
 
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -149,7 +149,7 @@ def test_mcp_server_for_a_desktop_client(tmp_path: Path) -> None:
     server = config["mcpServers"]["memorybank"]
     assert server["command"] == "memorybank" and server["args"][0] == "mcp"
     db = tmp_path / "desk.db"
-    src = str(Path(__file__).resolve().parent.parent / "src")
+    src = str(Path(__file__).resolve().parent.parent.parent / "src")
     out = run(
         [sys.executable, str(EXAMPLES / "mcp_desktop" / "stdio_client.py"), str(db)],
         tmp_path,

@@ -28,10 +28,10 @@ from memorybank.server.keys import RESERVED_TENANT
 from memorybank.stores import Store
 from memorybank.stores.contract._async.store import AsyncStore
 from tests.all_stores import open_store
+from tests.dump.test_portability import NOW, TENANT, body, populate, sealed
 from tests.reliability._harness import POSTGRES_URL
-from tests.test_portability import NOW, TENANT, body, populate, sealed
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "memorybank"
+SRC = Path(__file__).resolve().parents[2] / "src" / "memorybank"
 #: The contract's write methods and the dump line type that carries what each writes
 #: (``vector``: the ``vector`` member of entry and record lines). A write method missing
 #: here is a kind of data the dump might not carry: this table, and export, must learn it.

@@ -1,4 +1,4 @@
-"""Consolidation's rules on the labelled corpus (tests/longterm/data): precision of merges
+"""Consolidation's rules on the labelled corpus (tests/consolidation/data): precision of merges
 and supersessions at least 0.95 without an LLM, with and without an embedder; recall is
 printed (``python -m tests.longterm.consolidation_eval`` lists every miss)."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from memorybank import Memory
 from memorybank.embeddings.local import LocalEmbedder
-from tests.longterm.consolidation_eval import NOW, score
-from tests.longterm.data.consolidation_corpus import cases
+from tests.consolidation.consolidation_eval import NOW, score
+from tests.consolidation.data.consolidation_corpus import cases
 
 MIN_PRECISION = 0.95
 

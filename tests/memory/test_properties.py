@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from memorybank import CoreFacts, InvalidInput, Memory
 from memorybank.records import Entry, ToolCall
 from memorybank.stores import Store
-from tests.longterm.conftest import Words
+from tests.context.conftest import Words
 
 settings.register_profile(
     "ci",

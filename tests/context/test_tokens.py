@@ -32,7 +32,7 @@ from memorybank.tokens import (
     get_tokenizer,
 )
 
-SRC = str(Path(__file__).resolve().parents[1] / "src")
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 O200K = OpenAITokenizer("o200k_base")
 CL100K = OpenAITokenizer("cl100k_base")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "check_imports.py"
+SCRIPT = Path(__file__).resolve().parent.parent.parent / "scripts" / "check_imports.py"
 
 
 def _script() -> ModuleType:

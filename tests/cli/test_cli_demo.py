@@ -19,7 +19,7 @@ from memorybank.cli import app
 from memorybank.cli.app import _serve_demo
 from memorybank.cli.demo_state import DEMO_TENANT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 #: The commands that list or search (a listing that finds nothing says so).
 READS = {"threads", "show", "search", "facts", "documents", "runs", "snapshots", "context"}
 WIDE = {"COLUMNS": "250", "NO_COLOR": "1", "MEMORYBANK_URL": ""}

@@ -30,7 +30,7 @@ def test_reading_history_in_a_new_process_skips_write_and_search_modules(tmp_pat
         check=True,
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(Path(__file__).parents[1] / "src")},
+        env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")},
     ).stdout.split("\n")
     modules = set(out[0].split(","))
     assert "memorybank.stores.sqlite._sync" in modules  # the check sees the read's imports

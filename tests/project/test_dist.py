@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 import memorybank
-from tests.test_readme import BLOCKS
+from tests.project.test_readme import BLOCKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow
 

@@ -182,7 +182,7 @@ def test_fields_and_replace_work_in_a_new_process() -> None:
         check=True,
         capture_output=True,
         text=True,
-        env={"PYTHONPATH": str(Path(__file__).parents[1] / "src")},
+        env={"PYTHONPATH": str(Path(__file__).parents[2] / "src")},
     ).stdout.split("\n")
     assert out[0] == "['id', 'name', 'arguments']"
     assert out[1] == "ToolCall(id='a', name='c', arguments='{}')"

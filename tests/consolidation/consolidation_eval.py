@@ -9,7 +9,7 @@ from typing import Any
 
 from memorybank.consolidation.rules import plan
 from memorybank.records import Fact
-from tests.longterm.data.consolidation_corpus import cases
+from tests.consolidation.data.consolidation_corpus import cases
 
 #: "now" of every case: after each fact was stored, before 2099.
 NOW = datetime(2025, 6, 1, tzinfo=UTC)

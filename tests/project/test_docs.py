@@ -3,7 +3,7 @@ its API reference covers every public name, and its HTTP API page renders from t
 committed OpenAPI document without the network.
 
 The strict build is what ``make docs-build`` runs (``mkdocs build --strict``); the examples
-run with the README's runner (``tests/test_readme.py``).
+run with the README's runner (``tests/project/test_readme.py``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 
 import memorybank
-from tests.test_readme import python_blocks, run_example
+from tests.project.test_readme import python_blocks, run_example
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 DOCS = ROOT / "docs"
 PAGES = sorted(DOCS.rglob("*.md"))
 EXAMPLES = [(page, i) for page in PAGES for i in range(len(python_blocks(page)))]

@@ -1,6 +1,6 @@
 """The README is the front door: its Python examples must run as written.
 
-``python_blocks`` and ``run_example`` are the runner; ``tests/test_docs.py`` runs the
+``python_blocks`` and ``run_example`` are the runner; ``tests/project/test_docs.py`` runs the
 documentation site's examples with them too.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent.parent / "README.md"
 
 
 def python_blocks(path: Path) -> list[str]:
