@@ -617,7 +617,7 @@ class VectorsMixin(PostgresBase):
         # ef_search: candidates kept while walking the graph. With the index built at
         # ef_construction 128 (``create_vector_index``), 100 gives recall@10 0.985 at 1M
         # clustered 384-d vectors (200: 0.995), 5 ms p50; pgvector's default 40 gave 0.79
-        # on an index built at its default 64 (``bench vectors``, docs/recall.md).
+        # on an index built at its default 64 (``bench vectors``, docs/search.md).
         ef = max(HNSW_EF_SEARCH, min(1000, 2 * k))
         # enable_sort off: the index order is the only plan without a sort, whatever the
         # statistics say (before ANALYZE the scope filters look selective, and the planner
