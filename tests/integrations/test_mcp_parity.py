@@ -63,6 +63,12 @@ async def test_argument_errors_are_short_and_name_the_argument(
     assert "\n" not in text and len(text) < 400, text
 
 
+def _valid(schema: dict[str, Any]) -> object:
+    """A value ``schema`` accepts: a boolean, a whole number, else a string."""
+    types = {s.get("type") for s in schema.get("anyOf", [schema])}
+    return True if "boolean" in types else 1 if "integer" in types else "x"
+
+
 def _wrong(schema: dict[str, Any]) -> object:
     """A value no branch of ``schema`` accepts: an object where a string, number or
     boolean goes, a string where an object goes."""
@@ -81,7 +87,7 @@ async def test_a_missing_or_wrong_typed_argument_reads_code_field_message(
         listed = {t.name: t for t in (await client.list_tools()).tools}[tool]
         schema = listed.input_schema
         required = list(schema.get("required", []))
-        valid = {name: 1 if name == "max_tokens" else "x" for name in required}
+        valid = {name: _valid(schema["properties"][name]) for name in required}
         texts = []
         for name in required:
             left_out = {key: value for key, value in valid.items() if key != name}

@@ -155,7 +155,7 @@ def test_mcp_server_for_a_desktop_client(tmp_path: Path) -> None:
         tmp_path,
         env={"PYTHONPATH": src},
     )
-    assert "16 tools, among them: forget, history, recall, remember" in out
+    assert "18 tools, among them: consolidate, feedback, forget, history, recall, remember" in out
     assert "history: ['I prefer window seats.']" in out
     assert "facts: ['prefers window seats']" in out
     from memorybank import Memory

@@ -59,6 +59,7 @@ class World:
     entity: str
     entity2: str
     relation: str
+    consolidation: str
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,13 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/facts"): Case(_none, other=200),
     ("POST", "/v1/facts/search"): Case(_none, lambda w: {"query": MARK}, other=200),
     ("GET", "/v1/facts/{fact_id}"): Case(lambda w: {"fact_id": w.fact}),
+    ("POST", "/v1/consolidate"): Case(_none, lambda w: {"user_id": w.user}, other=200),
+    ("POST", "/v1/feedback"): Case(
+        _none, lambda w: {"fact_id": w.fact, "user_id": w.user, "useful": True}
+    ),
+    ("GET", "/v1/consolidation/runs"): Case(_none, other=200),
+    ("GET", "/v1/consolidation/runs/{run_id}"): Case(lambda w: {"run_id": w.consolidation}),
+    ("POST", "/v1/consolidation/runs/{run_id}/undo"): Case(lambda w: {"run_id": w.consolidation}),
     ("PATCH", "/v1/facts/{fact_id}"): Case(
         lambda w: {"fact_id": w.fact}, lambda w: {"content": "y"}
     ),
@@ -260,6 +268,7 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
         json={"source_id": entity.json()["id"], "type": "knows", "target_id": entity2.json()["id"]},
         headers=headers,
     )
+    consolidation = await c.post("/v1/consolidate", json={"user_id": user}, headers=headers)
     info, _ = await api.keys.create(tenant("tenant-c"), "victim")
     return World(
         thread=thread,
@@ -273,6 +282,7 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
         agent=agent,
         user=user,
         key_id=info.id,
+        consolidation=consolidation.json()["run_id"],
         entity=entity.json()["id"],
         entity2=entity2.json()["id"],
         relation=relation.json()["id"],

@@ -12,9 +12,7 @@ from typer.testing import CliRunner
 
 from memorybank.cli.app import app as cli_app
 from memorybank.memory._sync.memory import Memory
-from memorybank.stores.contract._async.store import AsyncStore
-from memorybank.stores.memory._async.store import AsyncInMemoryStore
-from tests.server.conftest import Api, running_api
+from tests.server.conftest import Api
 
 
 async def _runs(api: Api) -> None:
@@ -72,32 +70,6 @@ async def test_the_tenant_lists_every_snapshot_or_one_users(api: Api) -> None:
     paged = await api.client.get("/v1/snapshots", params={"limit": 1}, headers=key)
     assert [s["run_id"] for s in paged.json()["items"]] == ["s-alice"]
     assert paged.json()["next_cursor"] is not None
-
-
-class _OlderStore(AsyncInMemoryStore):
-    """A store written before run listing: the contract's default answers ``None``."""
-
-    async def working_runs(  # type: ignore[override]  # the contract's wider answer
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return await AsyncStore.working_runs(self, tenant, after=after, limit=limit)
-
-    async def snapshot_runs(  # type: ignore[override]  # the contract's wider answer
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str] | None:
-        return await AsyncStore.snapshot_runs(self, tenant, after=after, limit=limit)
-
-
-async def test_a_store_that_cannot_list_runs_answers_501() -> None:
-    store = _OlderStore()
-    async with running_api(store) as api:
-        key = await api.key("acme")
-        for path in ("/v1/runs", "/v1/snapshots"):
-            answer = await api.client.get(path, headers=key)
-            assert answer.status_code == 501, answer.text
-            body = answer.json()
-            assert body["code"] == "not_implemented" and "cannot list" in body["message"]
-    await store.close()
 
 
 def test_the_cli_lists_runs_and_snapshots(tmp_path: Path) -> None:

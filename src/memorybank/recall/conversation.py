@@ -256,13 +256,16 @@ class ConversationStructure:
         return np.isin(self.name_index, idx).astype(np.float64)
 
     def role_mask(self, query: str) -> FloatArray:
-        """1.0 for the entries of the role the query asks about (:func:`asked_role`), else
-        0.0; all zeros unless the candidates are a chat with an assistant (:attr:`chat`):
-        a conversation between people, every turn a "user" message, is left as it is."""
+        """1.0 for the entries of the role the query asks about (:func:`asked_role`) and for
+        the candidates that are no message (facts, documents: the boost only sets the other
+        role's messages back, never a fact below the turn it came from), else 0.0; all
+        zeros unless the candidates are a chat with an assistant (:attr:`chat`): a
+        conversation between people, every turn a "user" message, is left as it is."""
         wanted = asked_role(query) if self.chat else None
         if wanted is None:
             return np.zeros(len(self.candidates))
-        mask: FloatArray = (np.array(self.roles, dtype=object) == wanted).astype(np.float64)
+        roles = np.array(self.roles, dtype=object)
+        mask: FloatArray = ((roles == wanted) | (roles == None)).astype(np.float64)  # noqa: E711
         return mask
 
     def spread(self, values: FloatArray, weights: Sequence[float], backward: bool) -> FloatArray:
