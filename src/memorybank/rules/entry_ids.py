@@ -10,7 +10,7 @@ branch. Every store raises exactly these errors (conformance: ``EntryIdCases``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memorybank.errors import Conflict
@@ -18,7 +18,7 @@ from memorybank.errors import Conflict
 if TYPE_CHECKING:
     from memorybank.stores.contract.items import NewEntry
 
-__all__ = ["check_batch_ids", "id_taken"]
+__all__ = ["check_batch_ids", "first_taken", "id_taken"]
 
 
 def check_batch_ids(entries: Sequence[NewEntry]) -> None:
@@ -35,3 +35,10 @@ def check_batch_ids(entries: Sequence[NewEntry]) -> None:
 def id_taken(entry_id: str, branch: str) -> Conflict:
     """The ``Conflict`` of an append whose entry id ``branch`` already holds."""
     return Conflict(f"entry id {entry_id!r} is already on branch {branch!r}")
+
+
+def first_taken(ids: Sequence[str], held: Mapping[str, str]) -> Conflict | None:
+    """``id_taken`` of the first of ``ids`` (batch order) found in ``held`` (id -> the
+    branch holding it), or ``None``: how a store names the id its unique index refused."""
+    first = next((i for i in ids if i in held), None)
+    return None if first is None else id_taken(first, held[first])

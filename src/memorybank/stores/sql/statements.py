@@ -5,6 +5,7 @@ of ``record_list``'s read. I/O-free: each store runs them with its own driver.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from memorybank.stores.contract.types import Unset, Visibility
 from memorybank.stores.sql.common import dump, scope_sql
 from memorybank.stores.sql.dialect import Dialect
 
-__all__ = ["owner_filter", "record_list_query", "thread_sets"]
+__all__ = ["owner_filter", "record_list_query", "taken_ids_query", "thread_sets"]
 
 
 def thread_sets(
@@ -81,3 +82,25 @@ def record_list_query(
         f"{owners}{scope} ORDER BY r.created_at, r.id LIMIT {d.mark}"
     )
     return sql, [tenant, kind, *owner_params, *scope_params, d.no_limit if limit is None else limit]
+
+
+def taken_ids_query(
+    d: Dialect,
+    entries: str,
+    threads: str,
+    tenant: str,
+    thread_id: str,
+    branch: str | None,
+    ids: Sequence[str],
+) -> tuple[str, list[Any]]:
+    """The ``(id, branch)`` of those of ``ids`` that ``branch`` (``None``: the thread's
+    current one) holds: the read after an append the unique index on entry ids refused,
+    to name the id (``memorybank.rules.entry_ids.first_taken``)."""
+    marks = ", ".join([d.mark] * len(ids))
+    sql = (
+        f"SELECT e.id, e.branch FROM {entries} e JOIN {threads} t"
+        " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+        f" WHERE e.tenant_id = {d.mark} AND e.thread_id = {d.mark}"
+        f" AND e.branch = COALESCE({d.mark}, t.current_branch) AND e.id IN ({marks})"
+    )
+    return sql, [tenant, thread_id, branch, *ids]

@@ -81,7 +81,7 @@ from typing import Any
 
 from memorybank.errors import Conflict, NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, id_taken
+from memorybank.rules.entry_ids import check_batch_ids, first_taken, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._sync.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.mysql._sync._base import MySQLBase
@@ -103,6 +103,8 @@ from memorybank.stores.mysql.rows import (
     placeholders,
 )
 from memorybank.stores.sql.common import row_to_entry, to_us
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import taken_ids_query
 
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: About how much entry text one combined append transaction carries (a caller's own
@@ -207,20 +209,13 @@ class AppendsMixin(MySQLBase):
         ids = [e.id for e in entries]
         rows = self._select_many(
             [
-                (
-                    f"SELECT e.id, e.branch FROM {self._entries} e JOIN {self._threads} t"
-                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
-                    f" AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.id IN ({placeholders(len(part))})",
-                    (tenant, thread_id, branch, *part),
+                taken_ids_query(
+                    MYSQL, self._entries, self._threads, tenant, thread_id, branch, part
                 )
                 for part in chunks(ids)
             ]
         )
-        held = {row[0]: row[1] for row in rows}
-        first = next((i for i in ids if i in held), None)
-        return error if first is None else id_taken(first, held[first])
+        return first_taken(ids, {row[0]: row[1] for row in rows}) or error
 
     def _append_combined(
         self, tenant: str, items: Sequence[AppendItem]

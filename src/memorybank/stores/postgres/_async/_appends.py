@@ -13,7 +13,7 @@ from psycopg import pq
 
 from memorybank.errors import Conflict, NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, id_taken
+from memorybank.rules.entry_ids import check_batch_ids, first_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.postgres._async._base import PostgresBase
@@ -27,6 +27,8 @@ from memorybank.stores.postgres.rows import (
     new_entry_json,
 )
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import taken_ids_query
 
 
 class AppendsMixin(PostgresBase):
@@ -54,16 +56,13 @@ class AppendsMixin(PostgresBase):
             ):
                 raise
             # The unique index on (tenant, thread, branch, id) refused it: name the id.
-            rows = await self._fetch(
-                f"SELECT e.id, e.branch FROM {self.prefix}entries e JOIN {self.prefix}threads t"
-                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                " WHERE e.tenant_id = %s AND e.thread_id = %s"
-                " AND e.branch = coalesce(%s, t.current_branch) AND e.id = ANY(%s) LIMIT 1",
-                (tenant, thread_id, branch, [e.id for e in entries]),
+            ids = [e.id for e in entries]
+            p = self.prefix
+            query, params = taken_ids_query(
+                POSTGRES, f"{p}entries", f"{p}threads", tenant, thread_id, branch, ids
             )
-            if not rows:
-                raise
-            raise id_taken(rows[0][0], rows[0][1]) from cause
+            held = {row[0]: row[1] for row in await self._fetch(query, params)}
+            raise (first_taken(ids, held) or error) from cause
 
     async def _entry_append(
         self,

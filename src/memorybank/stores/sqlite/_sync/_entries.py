@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, id_taken
+from memorybank.rules.entry_ids import check_batch_ids, first_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.items import AppendResult
@@ -28,6 +28,8 @@ from memorybank.stores.sql.common import (
     to_us,
     tool_calls_to_json,
 )
+from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import taken_ids_query
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase, chunks
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS, owner_token
 
@@ -131,13 +133,11 @@ class EntriesMixin(SQLiteStoreBase):
         def taken(conn: sqlite3.Connection, name: str, error: sqlite3.IntegrityError) -> Exception:
             # The unique index on (tenant, thread, branch, id) refused the insert: name the id.
             ids = [e.id for e in entries]
-            marks = ", ".join("?" * len(ids))
-            row = conn.execute(
-                f"SELECT id FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                f" AND id IN ({marks}) LIMIT 1",
-                (tenant, thread_id, name, *ids),
-            ).fetchone()
-            return error if row is None else id_taken(row[0], name)
+            sql, params = taken_ids_query(
+                SQLITE, f"{p}entries", f"{p}threads", tenant, thread_id, name, ids
+            )
+            held = {row[0]: row[1] for row in conn.execute(sql, params)}
+            return first_taken(ids, held) or error
 
         def op(conn: sqlite3.Connection) -> AppendResult:
             stamp = to_us(updated_at)
