@@ -15,7 +15,7 @@ import pytest
 from memorybank.errors import Conflict
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.stores.contract._async.store import AsyncStore, NewEntry
-from memorybank.testing._async.contract._base import ContractBase, _id
+from memorybank.testing._async.contract._base import ContractBase, _id, _new_entry
 
 __all__ = ["EntryIdCases"]
 
@@ -23,20 +23,7 @@ _WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _new(entry_id: str, content: str, key: str | None = None) -> NewEntry:
-    return NewEntry(
-        id=entry_id,
-        role="user",
-        content=content,
-        name=None,
-        tool_calls=(),
-        tool_call_id=None,
-        metadata={},
-        state={},
-        token_count=2,
-        created_at=_WHEN,
-        idempotency_key=key,
-        fingerprint=None if key is None else f"f-{key}",
-    )
+    return _new_entry(entry_id, content, key=key, fingerprint=None if key is None else f"f-{key}")
 
 
 class EntryIdCases(ContractBase):

@@ -14,7 +14,7 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Message, ToolCall
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore, NewEntry
-from memorybank.testing._async.contract._base import ContractBase, _id, _tool_call
+from memorybank.testing._async.contract._base import ContractBase, _id, _new_entry, _tool_call
 
 __all__ = ["IdempotencyCases"]
 
@@ -155,20 +155,7 @@ class IdempotencyCases(ContractBase):
         when = datetime(2026, 1, 1, tzinfo=UTC)
 
         def new(content: str, key: str | None, fingerprint: str | None) -> NewEntry:
-            return NewEntry(
-                id=_id("e"),
-                role="user",
-                content=content,
-                name=None,
-                tool_calls=(),
-                tool_call_id=None,
-                metadata={},
-                state={},
-                token_count=3,
-                created_at=when,
-                idempotency_key=key,
-                fingerprint=fingerprint,
-            )
+            return _new_entry(_id("e"), content, key=key, fingerprint=fingerprint, when=when)
 
         await store.entry_append(
             memory.tenant_id, tid, [new("a", "k", "f1"), new("b", None, None)], updated_at=when

@@ -55,6 +55,32 @@ class _StepClock:
         return self.start + timedelta(milliseconds=next(self._ticks))
 
 
+def _new_entry(
+    entry_id: str,
+    content: str,
+    *,
+    key: str | None = None,
+    fingerprint: str | None = None,
+    when: datetime = datetime(2026, 1, 1, tzinfo=UTC),
+) -> NewEntry:
+    """A user message to hand to ``entry_append`` directly (the cases that test what a
+    store itself refuses)."""
+    return NewEntry(
+        id=entry_id,
+        role="user",
+        content=content,
+        name=None,
+        tool_calls=(),
+        tool_call_id=None,
+        metadata={},
+        state={},
+        token_count=3,
+        created_at=when,
+        idempotency_key=key,
+        fingerprint=fingerprint,
+    )
+
+
 def _tool_call(call_id: str) -> dict[str, Any]:
     return {
         "id": call_id,

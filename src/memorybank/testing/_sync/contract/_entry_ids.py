@@ -16,7 +16,7 @@ import pytest
 from memorybank.errors import Conflict
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract._sync.store import Store, NewEntry
-from memorybank.testing._sync.contract._base import ContractBase, _id
+from memorybank.testing._sync.contract._base import ContractBase, _id, _new_entry
 
 __all__ = ["EntryIdCases"]
 
@@ -24,20 +24,7 @@ _WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _new(entry_id: str, content: str, key: str | None = None) -> NewEntry:
-    return NewEntry(
-        id=entry_id,
-        role="user",
-        content=content,
-        name=None,
-        tool_calls=(),
-        tool_call_id=None,
-        metadata={},
-        state={},
-        token_count=2,
-        created_at=_WHEN,
-        idempotency_key=key,
-        fingerprint=None if key is None else f"f-{key}",
-    )
+    return _new_entry(entry_id, content, key=key, fingerprint=None if key is None else f"f-{key}")
 
 
 class EntryIdCases(ContractBase):

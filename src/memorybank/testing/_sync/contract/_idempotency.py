@@ -15,7 +15,7 @@ from memorybank.memory._sync.memory import Memory
 from memorybank.records import Message, ToolCall
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store, NewEntry
-from memorybank.testing._sync.contract._base import ContractBase, _id, _tool_call
+from memorybank.testing._sync.contract._base import ContractBase, _id, _new_entry, _tool_call
 
 __all__ = ["IdempotencyCases"]
 
@@ -156,20 +156,7 @@ class IdempotencyCases(ContractBase):
         when = datetime(2026, 1, 1, tzinfo=UTC)
 
         def new(content: str, key: str | None, fingerprint: str | None) -> NewEntry:
-            return NewEntry(
-                id=_id("e"),
-                role="user",
-                content=content,
-                name=None,
-                tool_calls=(),
-                tool_call_id=None,
-                metadata={},
-                state={},
-                token_count=3,
-                created_at=when,
-                idempotency_key=key,
-                fingerprint=fingerprint,
-            )
+            return _new_entry(_id("e"), content, key=key, fingerprint=fingerprint, when=when)
 
         store.entry_append(
             memory.tenant_id, tid, [new("a", "k", "f1"), new("b", None, None)], updated_at=when
