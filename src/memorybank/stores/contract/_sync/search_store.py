@@ -137,16 +137,20 @@ class SearchStore(BatchReads):
         entry's thread it embeds (an item whose record or thread is gone is not kept).
         """
         now = datetime.now(UTC)
+        # The owners in one batch read per kind (threads for entries), not one read an item.
+        threads = {i.thread_id for i in items if i.kind == "entry" and i.thread_id is not None}
+        owners: dict[tuple[str, str], Any] = {
+            ("entry", tid): thread
+            for tid, thread in (self.thread_get_many(tenant, list(threads))).items()
+        }
+        for kind in {i.kind for i in items if i.kind != "entry"}:
+            ids = [i.id for i in items if i.kind == kind]
+            found = self.record_get_many(tenant, kind, ids)
+            owners.update(((kind, rid), record) for rid, record in found.items())
         records: list[Record] = []
         for item in items:
-            if item.kind == "entry":
-                owner: Any = (
-                    None
-                    if item.thread_id is None
-                    else self.thread_get(tenant, item.thread_id)
-                )
-            else:
-                owner = self.record_get(tenant, item.kind, item.id)
+            key = ("entry", item.thread_id or "") if item.kind == "entry" else (item.kind, item.id)
+            owner = owners.get(key)
             if owner is None:
                 continue
             data = {
