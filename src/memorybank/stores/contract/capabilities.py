@@ -53,6 +53,10 @@ class Capability(StrEnum):
     #: The store keeps vectors itself and answers ``vector_put``, ``vector_search`` and
     #: ``vector_get`` instead of the records the contract derives them from.
     VECTOR_SEARCH = "vector_search"
+    #: ``snapshot(tenant)`` yields a view whose reads all see one point in time (a read
+    #: transaction of the store's own); without it the contract's default yields the store
+    #: itself, each read seeing its own moment (``memorybank.dump`` then re-reads until stable).
+    SNAPSHOT = "snapshot"
 
 
 #: The methods each override capability stands for: a store that defines any of a group's

@@ -9,9 +9,10 @@ what the default does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
@@ -220,3 +221,25 @@ class AsyncBatchReads(AsyncThreadStore, AsyncEntryStore, AsyncRecordStore):
         if after is not None:
             records = [r for r in records if (r.created_at, r.id) > after]
         return records[:limit]
+
+    # -- one point in time -------------------------------------------------------
+
+    @asynccontextmanager
+    async def snapshot(self, tenant: str) -> AsyncIterator[Self]:
+        """A read-only view of the store whose reads all see one point in time.
+
+        Used as ``async with store.snapshot(tenant) as view:``; ``view`` has the
+        store's read methods (writes through it are refused or not allowed), and
+        every read made through it, in any order and for as long as the block
+        lasts, sees the store as it was when the block began, whatever other
+        writers do meanwhile (they are not held back). A store with a read
+        transaction of its own claims ``Capability.SNAPSHOT`` and overrides this
+        (SQLite, PostgreSQL, MySQL: one read transaction on a connection of its
+        own, closed when the block ends).
+
+        This default yields the store itself: each read sees its own moment. A
+        caller that needs one consistent picture of a store without
+        ``Capability.SNAPSHOT`` re-reads until what it read is stable
+        (``memorybank.dump``'s export does, per thread).
+        """
+        yield self
