@@ -116,6 +116,7 @@ class AsyncMySQLStore(
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,

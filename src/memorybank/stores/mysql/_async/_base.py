@@ -10,9 +10,10 @@ send ``START TRANSACTION``.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pymysql
@@ -22,6 +23,7 @@ from memorybank.errors import (
     MemoryBankError,
     NotFound,
     StoreClosed,
+    StoreError,
     StoreUnavailable,
 )
 from memorybank.records import Thread
@@ -81,6 +83,9 @@ class MySQLBase(AsyncStore):
         self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
             self._append_combined, limit=APPEND_BATCHES
         )
+        #: The connection of a snapshot's view (``snapshot``): every call of the view uses it.
+        self._pinned: AsyncMySQLConnection | None = None
+        self._pinned_lock = AsyncLock()
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
         p = f"`{prefix}"
@@ -118,6 +123,9 @@ class MySQLBase(AsyncStore):
         """Close the pool if the store created it; later calls raise ``StoreClosed``."""
         if self._closed:
             return
+        if self._pinned is not None:  # a snapshot's view: the pool is the store's
+            self._closed = True
+            return
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
@@ -125,15 +133,43 @@ class MySQLBase(AsyncStore):
         await self._pool.close()
 
     @asynccontextmanager
+    async def snapshot(self, tenant: str) -> AsyncIterator[Self]:
+        """A view reading one point in time (``AsyncStore.snapshot``): one pooled
+        connection inside ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` at
+        REPEATABLE READ (InnoDB's consistent read: writers are not held back; the undo
+        log keeps what the snapshot may read until it ends), given back at the end.
+        """
+        del tenant  # the whole database is one point in time
+        view = copy.copy(self)
+        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view._pinned_lock = AsyncLock()
+        view._appends = AsyncCombiner(view._append_combined, limit=APPEND_BATCHES)
+        async with self._connection() as conn:
+            # SET TRANSACTION: the next transaction only (the session may be READ COMMITTED)
+            await self._one(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            await self._one(conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            view._pinned = conn
+            try:
+                yield view
+            finally:
+                view._closed = True
+                with suppress(pymysql.err.Error, OSError):
+                    await self._one(conn, "ROLLBACK")
+
+    @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncMySQLConnection]:
         """A pooled connection with the schema in place; driver errors translated."""
         if self._closed:
             raise StoreClosed("the store is closed")
         try:
-            async with self._pool.acquire() as conn:
-                if not self._ready:
-                    await self._migrate(conn)
-                yield conn
+            if self._pinned is not None:
+                async with self._pinned_lock:
+                    yield self._pinned
+            else:
+                async with self._pool.acquire() as conn:
+                    if not self._ready:
+                        await self._migrate(conn)
+                    yield conn
         except MemoryBankError:
             raise
         except (pymysql.err.Error, OSError) as error:
@@ -165,6 +201,8 @@ class MySQLBase(AsyncStore):
         """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
         texts = [s if a is None else "" for s, a in statements]
         begin = bool(statements) and statements[0][0] is BEGIN
+        if begin and self._pinned is not None:  # would end the snapshot's transaction
+            raise StoreError("a snapshot is read-only")
         if begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"

@@ -117,6 +117,7 @@ class MySQLStore(
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,

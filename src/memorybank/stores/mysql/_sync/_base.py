@@ -11,9 +11,10 @@ send ``START TRANSACTION``.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import pymysql
@@ -23,6 +24,7 @@ from memorybank.errors import (
     MemoryBankError,
     NotFound,
     StoreClosed,
+    StoreError,
     StoreUnavailable,
 )
 from memorybank.records import Thread
@@ -82,6 +84,9 @@ class MySQLBase(Store):
         self._appends: Combiner[str, AppendItem, AppendResult] = Combiner(
             self._append_combined, limit=APPEND_BATCHES
         )
+        #: The connection of a snapshot's view (``snapshot``): every call of the view uses it.
+        self._pinned: MySQLConnection | None = None
+        self._pinned_lock = Lock()
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
         p = f"`{prefix}"
@@ -119,6 +124,9 @@ class MySQLBase(Store):
         """Close the pool if the store created it; later calls raise ``StoreClosed``."""
         if self._closed:
             return
+        if self._pinned is not None:  # a snapshot's view: the pool is the store's
+            self._closed = True
+            return
         self._closed = True
         cached = self.__dict__.get("_cached_vectors")
         if cached is not None:
@@ -126,15 +134,43 @@ class MySQLBase(Store):
         self._pool.close()
 
     @contextmanager
+    def snapshot(self, tenant: str) -> Iterator[Self]:
+        """A view reading one point in time (``AsyncStore.snapshot``): one pooled
+        connection inside ``START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY`` at
+        REPEATABLE READ (InnoDB's consistent read: writers are not held back; the undo
+        log keeps what the snapshot may read until it ends), given back at the end.
+        """
+        del tenant  # the whole database is one point in time
+        view = copy.copy(self)
+        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view._pinned_lock = Lock()
+        view._appends = Combiner(view._append_combined, limit=APPEND_BATCHES)
+        with self._connection() as conn:
+            # SET TRANSACTION: the next transaction only (the session may be READ COMMITTED)
+            self._one(conn, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self._one(conn, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            view._pinned = conn
+            try:
+                yield view
+            finally:
+                view._closed = True
+                with suppress(pymysql.err.Error, OSError):
+                    self._one(conn, "ROLLBACK")
+
+    @contextmanager
     def _connection(self) -> Iterator[MySQLConnection]:
         """A pooled connection with the schema in place; driver errors translated."""
         if self._closed:
             raise StoreClosed("the store is closed")
         try:
-            with self._pool.acquire() as conn:
-                if not self._ready:
-                    self._migrate(conn)
-                yield conn
+            if self._pinned is not None:
+                with self._pinned_lock:
+                    yield self._pinned
+            else:
+                with self._pool.acquire() as conn:
+                    if not self._ready:
+                        self._migrate(conn)
+                    yield conn
         except MemoryBankError:
             raise
         except (pymysql.err.Error, OSError) as error:
@@ -166,6 +202,8 @@ class MySQLBase(Store):
         """Run ``statements`` in one round trip; per statement: (rows, affected rowcount)."""
         texts = [s if a is None else "" for s, a in statements]
         begin = bool(statements) and statements[0][0] is BEGIN
+        if begin and self._pinned is not None:  # would end the snapshot's transaction
+            raise StoreError("a snapshot is read-only")
         if begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"

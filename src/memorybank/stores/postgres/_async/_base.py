@@ -6,6 +6,7 @@ the translation of driver errors.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
@@ -16,7 +17,7 @@ from psycopg import AsyncConnection, pq
 from psycopg.rows import tuple_row
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
+from memorybank.errors import ConfigurationError, StoreClosed, StoreError, StoreUnavailable
 from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock
 from memorybank.stores.contract._async.store import AppendResult, AsyncStore
@@ -61,6 +62,7 @@ class PostgresBase(AsyncStore):
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
@@ -421,6 +423,36 @@ class PostgresBase(AsyncStore):
         try:
             async with self._connection() as conn, conn.transaction():
                 yield conn
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    @asynccontextmanager
+    async def snapshot(self, tenant: str) -> AsyncIterator[Self]:
+        """A view reading one point in time (``AsyncStore.snapshot``): one connection (a
+        pooled one, given back at the end) inside ``BEGIN ISOLATION LEVEL REPEATABLE READ
+        READ ONLY``. Writers are not held back (MVCC); the server keeps the row versions
+        the snapshot may read until it ends. A store on one caller's connection holds
+        that connection, so the store's other calls wait for the block to end.
+        """
+        del tenant  # the whole database is one point in time
+        await self._ensure_ready()
+        view = copy.copy(self)
+        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view._owns_pool = False
+        view._conn_lock = AsyncLock()
+        view._appends = AsyncCombiner(view._append_combined, limit=APPEND_BATCHES)
+        try:
+            async with self._connection() as conn:
+                if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                    raise StoreError("a snapshot needs a connection outside any transaction")
+                await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                view._pool, view._conn = None, conn
+                try:
+                    yield view
+                finally:
+                    view._closed = True
+                    with suppress(psycopg.Error):
+                        await conn.execute("ROLLBACK")
         except psycopg.Error as error:
             raise await self._failed(error) from error
 

@@ -7,6 +7,7 @@ the translation of driver errors.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
@@ -17,7 +18,7 @@ from psycopg import Connection, pq
 from psycopg.rows import tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from memorybank.errors import ConfigurationError, StoreClosed, StoreUnavailable
+from memorybank.errors import ConfigurationError, StoreClosed, StoreError, StoreUnavailable
 from memorybank.runtime.combine import Combiner
 from memorybank.runtime.concurrency import Lock
 from memorybank.stores.contract._sync.store import AppendResult, Store
@@ -62,6 +63,7 @@ class PostgresBase(Store):
         {
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
@@ -422,6 +424,36 @@ class PostgresBase(Store):
         try:
             with self._connection() as conn, conn.transaction():
                 yield conn
+        except psycopg.Error as error:
+            raise self._failed(error) from error
+
+    @contextmanager
+    def snapshot(self, tenant: str) -> Iterator[Self]:
+        """A view reading one point in time (``AsyncStore.snapshot``): one connection (a
+        pooled one, given back at the end) inside ``BEGIN ISOLATION LEVEL REPEATABLE READ
+        READ ONLY``. Writers are not held back (MVCC); the server keeps the row versions
+        the snapshot may read until it ends. A store on one caller's connection holds
+        that connection, so the store's other calls wait for the block to end.
+        """
+        del tenant  # the whole database is one point in time
+        self._ensure_ready()
+        view = copy.copy(self)
+        view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
+        view._owns_pool = False
+        view._conn_lock = Lock()
+        view._appends = Combiner(view._append_combined, limit=APPEND_BATCHES)
+        try:
+            with self._connection() as conn:
+                if conn.info.transaction_status != pq.TransactionStatus.IDLE:
+                    raise StoreError("a snapshot needs a connection outside any transaction")
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                view._pool, view._conn = None, conn
+                try:
+                    yield view
+                finally:
+                    view._closed = True
+                    with suppress(psycopg.Error):
+                        conn.execute("ROLLBACK")
         except psycopg.Error as error:
             raise self._failed(error) from error
 

@@ -135,6 +135,7 @@ class AsyncSQLiteStore(
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,

@@ -7,11 +7,12 @@ index's batches, and close.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, Self, TypeVar
 
 from memorybank.errors import (
     ConfigurationError,
@@ -307,6 +308,66 @@ class SQLiteStoreBase(AsyncStore):
                 raise
             return False
         return True
+
+    # -- snapshot --------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self, tenant: str) -> AsyncIterator[Self]:
+        """A view reading one point in time (``AsyncStore.snapshot``): a read transaction
+        on a connection of its own, on a thread of its own.
+
+        A file database: a second connection, ``query_only``, inside ``BEGIN`` whose first
+        read fixes what every later read sees (WAL: the store's writers go on, appending
+        to the log; checkpoints do not pass the snapshot until it ends, so the log grows
+        meanwhile). ``:memory:`` has no second connection: its database is copied
+        (``serialize``, one call on the store's thread) into the view's own.
+        """
+        del tenant  # the whole file is one point in time
+        await self._run(self._connect)  # the file exists, its schema current
+        image = await self._run(lambda: self._connect().serialize()) if self._memory else None
+        view = copy.copy(self)
+        view.__dict__.pop("_vector_cache", None)  # this process's vectors: now, not then
+        view._conn = None
+        view._fts_backlog = 0
+        view._worker = AsyncWorker("memorybank-sqlite-snapshot")
+        try:
+            view._conn = await view._worker.run(lambda: self._snapshot_connection(image))
+            yield view
+        finally:
+            view._closed = True
+            conn, view._conn = view._conn, None
+            if conn is not None:
+                await view._worker.run(conn.close)
+            view._worker.shutdown()
+
+    @property
+    def _memory(self) -> bool:
+        return self.path == ":memory:"
+
+    def _snapshot_connection(self, image: bytes | None) -> sqlite3.Connection:
+        """A read-only connection inside a read transaction already begun (its snapshot)."""
+        try:
+            conn = sqlite3.connect(
+                ":memory:" if image is not None else self.path,
+                timeout=self.busy_timeout,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        try:
+            if image is not None:
+                conn.deserialize(image)
+            conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+            conn.execute("PRAGMA query_only = ON")
+            conn.create_function(SCOPE_FUNCTION, 2, scope_token, deterministic=True)
+            conn.execute("BEGIN")
+            # a deferred transaction takes its snapshot at its first read: now
+            conn.execute(f"SELECT MAX(version) FROM {self.prefix}schema_version").fetchone()
+        except sqlite3.Error as error:
+            conn.close()
+            raise self._translate(error) from error
+        return conn
 
     async def close(self) -> None:
         if self._closed:

@@ -136,6 +136,7 @@ class SQLiteStore(
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
+            Capability.SNAPSHOT,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
