@@ -33,7 +33,7 @@ ROUNDS = 20
 NOW = datetime(2026, 12, 6, tzinfo=UTC)
 #: Seconds a writer waits between writes: the data stays small (the test's time is the
 #: imports'), the writes still land between the reads of every export.
-PAUSE = 0.01
+PAUSE = 0.03
 
 pytestmark = pytest.mark.parametrize(
     "kind", store_params(("sqlite-full", "postgres", "mysql", "redis"))

@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import copy
 import logging
 import math
 import re
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from memorybank.errors import (
     ConfigurationError,
@@ -452,6 +453,15 @@ class AsyncIndexedStore(AsyncStore):
 
     async def close(self) -> None:
         await self.inner.close()
+
+    @contextlib.asynccontextmanager
+    async def snapshot(self, tenant: str) -> AsyncIterator[Self]:
+        """The inner store's snapshot (``Capability.SNAPSHOT`` is the inner store's), in a
+        wrapper of its own: reads go to the inner store's view."""
+        async with self.inner.snapshot(tenant) as inner:
+            view = copy.copy(self)
+            view.inner = inner
+            yield view
 
     # -- vectors ---------------------------------------------------------------
 

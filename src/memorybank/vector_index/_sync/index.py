@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import copy
 import logging
 import math
 import re
 import warnings
 from collections.abc import Iterator, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, Self, cast
 
 from memorybank.errors import (
     ConfigurationError,
@@ -453,6 +454,15 @@ class IndexedStore(Store):
 
     def close(self) -> None:
         self.inner.close()
+
+    @contextlib.contextmanager
+    def snapshot(self, tenant: str) -> Iterator[Self]:
+        """The inner store's snapshot (``Capability.SNAPSHOT`` is the inner store's), in a
+        wrapper of its own: reads go to the inner store's view."""
+        with self.inner.snapshot(tenant) as inner:
+            view = copy.copy(self)
+            view.inner = inner
+            yield view
 
     # -- vectors ---------------------------------------------------------------
 

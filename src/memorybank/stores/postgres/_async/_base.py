@@ -90,6 +90,7 @@ class PostgresBase(AsyncStore):
             self._pool = pool_or_connection
         elif isinstance(pool_or_connection, AsyncConnection):
             self._conn = pool_or_connection
+            self.capabilities = type(self).capabilities - {Capability.SNAPSHOT}
         else:
             raise ConfigurationError(
                 "AsyncPostgresStore takes a psycopg AsyncConnectionPool or AsyncConnection"
@@ -324,6 +325,8 @@ class PostgresBase(AsyncStore):
         self._hnsw = set(found[1] or ()) if found is not None else set()
         self._vector_oid = int(found[2]) if self._native and found is not None else 0
         caps = set(type(self).capabilities)
+        if self._pool is None:  # one caller's connection: no second one for a snapshot
+            caps.discard(Capability.SNAPSHOT)
         if self._native and has_vector:
             caps.add(Capability.PGVECTOR)
         self.capabilities = frozenset(caps)
@@ -431,11 +434,14 @@ class PostgresBase(AsyncStore):
         """A view reading one point in time (``AsyncStore.snapshot``): one connection (a
         pooled one, given back at the end) inside ``BEGIN ISOLATION LEVEL REPEATABLE READ
         READ ONLY``. Writers are not held back (MVCC); the server keeps the row versions
-        the snapshot may read until it ends. A store on one caller's connection holds
-        that connection, so the store's other calls wait for the block to end.
+        the snapshot may read until it ends. A store on one caller's connection has no
+        second connection: it does not claim ``Capability.SNAPSHOT`` and yields itself.
         """
         del tenant  # the whole database is one point in time
         await self._ensure_ready()
+        if self._pool is None:  # one caller's connection: reads see their own moments
+            yield self
+            return
         view = copy.copy(self)
         view.__dict__.pop("_cached_vectors", None)  # this process's vectors: now, not then
         view._owns_pool = False
@@ -446,6 +452,7 @@ class PostgresBase(AsyncStore):
                 if conn.info.transaction_status != pq.TransactionStatus.IDLE:
                     raise StoreError("a snapshot needs a connection outside any transaction")
                 await conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                await conn.execute("SELECT 1")  # the snapshot is taken at the first statement
                 view._pool, view._conn = None, conn
                 try:
                     yield view

@@ -7,12 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.errors import Conflict, InvalidInput, NotFound, StoreError, ThreadForbidden
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
-from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock
+from memorybank.testing._async.contract._base import ContractBase, _id, _StepClock, requires
 
 
 def _defines(store: object, name: str) -> bool:
@@ -194,6 +194,36 @@ class StateCases(ContractBase):
             claimed = capability in store.capabilities
             assert own == (list(methods) if claimed else []), (capability, own)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    async def test_snapshot_capability_is_what_the_store_does(self, memory: AsyncMemory) -> None:
+        """A store claims ``Capability.SNAPSHOT`` only when it defines ``snapshot`` itself:
+        the contract's default gives no point in time, and ``memorybank.dump`` trusts the
+        claim (it then reads once, not until stable). A wrapper may define it without the
+        claim (forwarding to a store without one)."""
+        store = memory.store
+        if Capability.SNAPSHOT in store.capabilities:
+            assert _defines(store, "snapshot")
+
+    @requires(Capability.SNAPSHOT)
+    async def test_a_snapshot_reads_one_point_in_time(self, memory: AsyncMemory) -> None:
+        """Every read of a snapshot's view sees the store as it was when it began, while
+        the store's writers go on; the view refuses writes; the store then sees all."""
+        store, tenant = memory.store, memory.tenant_id
+        thread = await memory.threads.create()
+        first = await memory.entries.add(thread.id, {"role": "user", "content": "one"})
+        async with store.snapshot(tenant) as view:
+            await memory.entries.add(thread.id, {"role": "user", "content": "two"})
+            await memory.branches.create(thread.id, "later", from_entry=first.id)
+            other = await memory.threads.create()
+            _, seen = await view.entry_list(tenant, thread.id)
+            assert [e.id for e in seen] == [first.id]
+            assert [b.name for b in await view.branch_list(tenant, thread.id)] == ["main"]
+            assert await view.thread_get(tenant, other.id) is None
+            assert await view.entry_count(tenant, thread.id) == 1
+            with pytest.raises(StoreError):
+                await view.thread_delete(tenant, thread.id)
+        assert await store.entry_count(tenant, thread.id) == 2
+        assert await store.thread_get(tenant, other.id) is not None
 
     async def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: AsyncMemory

@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memorybank.errors import Conflict, InvalidInput, NotFound, ThreadForbidden
+from memorybank.errors import Conflict, InvalidInput, NotFound, StoreError, ThreadForbidden
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
-from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock
+from memorybank.testing._sync.contract._base import ContractBase, _id, _StepClock, requires
 
 
 def _defines(store: object, name: str) -> bool:
@@ -195,6 +195,36 @@ class StateCases(ContractBase):
             claimed = capability in store.capabilities
             assert own == (list(methods) if claimed else []), (capability, own)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
+
+    def test_snapshot_capability_is_what_the_store_does(self, memory: Memory) -> None:
+        """A store claims ``Capability.SNAPSHOT`` only when it defines ``snapshot`` itself:
+        the contract's default gives no point in time, and ``memorybank.dump`` trusts the
+        claim (it then reads once, not until stable). A wrapper may define it without the
+        claim (forwarding to a store without one)."""
+        store = memory.store
+        if Capability.SNAPSHOT in store.capabilities:
+            assert _defines(store, "snapshot")
+
+    @requires(Capability.SNAPSHOT)
+    def test_a_snapshot_reads_one_point_in_time(self, memory: Memory) -> None:
+        """Every read of a snapshot's view sees the store as it was when it began, while
+        the store's writers go on; the view refuses writes; the store then sees all."""
+        store, tenant = memory.store, memory.tenant_id
+        thread = memory.threads.create()
+        first = memory.entries.add(thread.id, {"role": "user", "content": "one"})
+        with store.snapshot(tenant) as view:
+            memory.entries.add(thread.id, {"role": "user", "content": "two"})
+            memory.branches.create(thread.id, "later", from_entry=first.id)
+            other = memory.threads.create()
+            _, seen = view.entry_list(tenant, thread.id)
+            assert [e.id for e in seen] == [first.id]
+            assert [b.name for b in view.branch_list(tenant, thread.id)] == ["main"]
+            assert view.thread_get(tenant, other.id) is None
+            assert view.entry_count(tenant, thread.id) == 1
+            with pytest.raises(StoreError):
+                view.thread_delete(tenant, thread.id)
+        assert store.entry_count(tenant, thread.id) == 2
+        assert store.thread_get(tenant, other.id) is not None
 
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: Memory
