@@ -44,9 +44,7 @@ async def _lines(store: AsyncStore, tenant: str) -> list[str]:
     return [line async for line in export_dump(store, tenant, now=NOW)]
 
 
-async def _writer(
-    memory: AsyncMemory, number: int, stop: asyncio.Event, ledger: str | None
-) -> int:
+async def _writer(memory: AsyncMemory, number: int, stop: asyncio.Event, ledger: str | None) -> int:
     """Writes until ``stop``; how many writes it made."""
     rng = random.Random(number)
     mine: list[str] = []
