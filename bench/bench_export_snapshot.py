@@ -3,7 +3,9 @@
 ``python -m bench.bench_export_snapshot --entries 100000 --db /tmp/x.db`` fills a SQLite
 file store with N entries (100 threads), then times single-entry appends by a writer
 thread on the same store object: first alone for ``--seconds``, then while the main
-thread exports the tenant (``export_dump`` to /dev/null). Prints one JSON line: the
+thread exports the tenant (``export_dump`` to /dev/null); ``--process`` runs the writer
+in a process of its own with its own store (another application on the file: no shared
+GIL, no shared store object). Prints one JSON line: the
 appends' p50/p99/max in ms without and during the export, the export's seconds and lines.
 It uses whatever ``memorybank`` is on ``PYTHONPATH``, so the same script measures two
 versions in one run.
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -27,6 +31,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=100)
     parser.add_argument("--db", required=True)
     parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--process", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     from memorybank.dump._sync.portability import export_dump
@@ -35,8 +41,25 @@ def main() -> None:
     from memorybank.stores.sqlite._sync import SQLiteStore
 
     tenant = "bench"
-    store = SQLiteStore(args.db, synchronous="normal")
     now = datetime.now(UTC)
+    store = SQLiteStore(args.db, synchronous="normal")
+    if args.child is not None:  # the writer of --process: appends until told to stop
+        samples: list[float] = []
+        stop = threading.Event()
+        print("ready", flush=True)
+        threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
+        while not stop.is_set():
+            began = time.perf_counter()
+            store.entry_append(
+                tenant,
+                args.child,
+                [NewEntry(uuid.uuid4().hex, "user", "w", None, (), None, {}, {}, 3, now)],
+                updated_at=now,
+            )
+            samples.append((time.perf_counter() - began) * 1000)
+        store.close()
+        print(" ".join(f"{x:.4f}" for x in samples))
+        return
 
     def entry(text: str) -> NewEntry:
         return NewEntry(uuid.uuid4().hex, "user", text, None, (), None, {}, {}, 3, now)
@@ -61,9 +84,27 @@ def main() -> None:
             out.append((time.perf_counter() - began) * 1000)
 
     def timed(during_export: bool) -> tuple[list[float], float, int]:
-        stop, samples = threading.Event(), []
-        writer = threading.Thread(target=write, args=(stop, samples))
-        writer.start()
+        if args.process:
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.bench_export_snapshot",
+                    "--db",
+                    args.db,
+                    "--child",
+                    hot,
+                ],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            assert child.stdout is not None and child.stdin is not None
+            child.stdout.readline()  # ready
+        else:
+            stop, samples = threading.Event(), []
+            writer = threading.Thread(target=write, args=(stop, samples))
+            writer.start()
         began = time.perf_counter()
         lines = 0
         if during_export:
@@ -74,6 +115,9 @@ def main() -> None:
         else:
             time.sleep(args.seconds)
         took = time.perf_counter() - began
+        if args.process:
+            out, _ = child.communicate("stop\n")
+            return [float(x) for x in out.split()], took, lines
         stop.set()
         writer.join()
         return samples, took, lines
