@@ -44,11 +44,16 @@ def main() -> None:
     now = datetime.now(UTC)
     store = SQLiteStore(args.db, synchronous="normal")
     if args.child is not None:  # the writer of --process: appends until told to stop
-        samples: list[float] = []
-        stop = threading.Event()
+        written: list[float] = []
+        told = threading.Event()
+
+        def wait_for_stop() -> None:
+            sys.stdin.readline()
+            told.set()
+
         print("ready", flush=True)
-        threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
-        while not stop.is_set():
+        threading.Thread(target=wait_for_stop, daemon=True).start()
+        while not told.is_set():
             began = time.perf_counter()
             store.entry_append(
                 tenant,
@@ -56,9 +61,9 @@ def main() -> None:
                 [NewEntry(uuid.uuid4().hex, "user", "w", None, (), None, {}, {}, 3, now)],
                 updated_at=now,
             )
-            samples.append((time.perf_counter() - began) * 1000)
+            written.append((time.perf_counter() - began) * 1000)
         store.close()
-        print(" ".join(f"{x:.4f}" for x in samples))
+        print(" ".join(f"{x:.4f}" for x in written))
         return
 
     def entry(text: str) -> NewEntry:
@@ -102,7 +107,7 @@ def main() -> None:
             assert child.stdout is not None and child.stdin is not None
             child.stdout.readline()  # ready
         else:
-            stop, samples = threading.Event(), []
+            stop, samples = threading.Event(), list[float]()
             writer = threading.Thread(target=write, args=(stop, samples))
             writer.start()
         began = time.perf_counter()
