@@ -53,6 +53,9 @@ class Capability(StrEnum):
     #: The store keeps vectors itself and answers ``vector_put``, ``vector_search`` and
     #: ``vector_get`` instead of the records the contract derives them from.
     VECTOR_SEARCH = "vector_search"
+    #: ``atomic(tenant)`` gives a view of the store whose writes commit together or not
+    #: at all, a crash of the process included (``memorybank import`` writes a dump so).
+    ATOMIC = "atomic"
 
 
 #: The methods each override capability stands for: a store that defines any of a group's

@@ -194,6 +194,8 @@ class StateCases(ContractBase):
             own = [m for m in methods if _defines(store, m)]
             claimed = capability in store.capabilities
             assert own == (list(methods) if claimed else []), (capability, own)
+        # ``atomic`` likewise: a store answers it exactly when it claims ``ATOMIC``
+        assert _defines(store, "atomic") == (Capability.ATOMIC in store.capabilities)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
 
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
