@@ -59,6 +59,7 @@ class PostgresBase(AsyncStore):
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.RUN_STATE,
@@ -420,6 +421,33 @@ class PostgresBase(AsyncStore):
         await self._ensure_ready()
         try:
             async with self._connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    @asynccontextmanager
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view on one connection inside one transaction (see ``AsyncStore.atomic``),
+        committed when the block ends: a connection of the pool for the view alone, or the
+        store's one connection, held (the store's other calls wait) until then. Each write
+        of the view that is a transaction of its own becomes a savepoint of this one."""
+        await self._ensure_ready()
+        async with self._held() as conn:
+            view = type(self)(conn, prefix=self.prefix, timeout=self.timeout)
+            try:
+                await view._ensure_ready()
+                async with conn.transaction():
+                    yield view
+            except psycopg.Error as error:
+                raise await self._failed(error) from error
+            finally:
+                await view.close()
+
+    @asynccontextmanager
+    async def _held(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection for ``atomic`` alone, in autocommit (driver errors translated)."""
+        try:
+            async with self._connection() as conn:
                 yield conn
         except psycopg.Error as error:
             raise await self._failed(error) from error

@@ -60,6 +60,7 @@ class PostgresBase(Store):
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.RUN_STATE,
@@ -421,6 +422,33 @@ class PostgresBase(Store):
         self._ensure_ready()
         try:
             with self._connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.Error as error:
+            raise self._failed(error) from error
+
+    @contextmanager
+    def atomic(self, tenant: str) -> Iterator[Store]:
+        """A view on one connection inside one transaction (see ``AsyncStore.atomic``),
+        committed when the block ends: a connection of the pool for the view alone, or the
+        store's one connection, held (the store's other calls wait) until then. Each write
+        of the view that is a transaction of its own becomes a savepoint of this one."""
+        self._ensure_ready()
+        with self._held() as conn:
+            view = type(self)(conn, prefix=self.prefix, timeout=self.timeout)
+            try:
+                view._ensure_ready()
+                with conn.transaction():
+                    yield view
+            except psycopg.Error as error:
+                raise self._failed(error) from error
+            finally:
+                view.close()
+
+    @contextmanager
+    def _held(self) -> Iterator[Connection[Any]]:
+        """A connection for ``atomic`` alone, in autocommit (driver errors translated)."""
+        try:
+            with self._connection() as conn:
                 yield conn
         except psycopg.Error as error:
             raise self._failed(error) from error
