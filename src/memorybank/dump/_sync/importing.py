@@ -610,28 +610,28 @@ def _check_target(store: Store, tenant: str, checker: _Checker) -> None:
     """Under ``on_conflict="fail"``: refuse (``Conflict``), naming the first such line, a
     dump holding what the target already holds (one batch read per kind, see the module
     docstring)."""
-    found: list[tuple[int, str, str]] = []  # (line, what, field)
+    found: list[tuple[int, str]] = []  # (line, what)
     ids = list(checker.threads)
     for chunk in _chunks(ids):
         for thread_id in store.thread_get_many(tenant, chunk):
-            found.append((checker.threads[thread_id], f"thread {thread_id!r}", "thread.id"))
+            found.append((checker.threads[thread_id], f"thread {thread_id!r}"))
     for kind, records in checker.records.items():
         for chunk in _chunks(list(records)):
             for record_id in store.record_get_many(tenant, kind, chunk):
-                found.append((records[record_id], f"{kind} record {record_id!r}", "record.id"))
+                found.append((records[record_id], f"{kind} record {record_id!r}"))
     for agent, summaries in checker.summaries.items():
         for summary in store.summary_list(tenant, agent_id=agent, user_id=UNSET):
             if summary.id in summaries:
-                found.append((summaries[summary.id], f"summary {summary.id!r}", "summary.id"))
+                found.append((summaries[summary.id], f"summary {summary.id!r}"))
     for kind, runs, what in (
         ("snapshot", checker.snapshots, "the snapshot of run"),
         ("working", checker.working, "the working memory of run"),
     ):
         if runs:
             for run in _listed(store, tenant, kind, runs):
-                found.append((runs[run], f"{what} {run!r}", f"{kind}.run_id"))
+                found.append((runs[run], f"{what} {run!r}"))
     if found:
-        number, what, _ = min(found)
+        number, what = min(found)
         more = f" (and {len(found) - 1} more line(s) of the dump)" if len(found) > 1 else ""
         raise Conflict(
             f"line {number} of the dump: {what} already exists in the target{more}; on_conflict"

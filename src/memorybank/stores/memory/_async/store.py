@@ -88,7 +88,8 @@ class AsyncInMemoryStore(AsyncStore):
     async def close(self) -> None:
         self._closed = True
 
-    def _tenant_state(self, tenant: str) -> list[dict[Any, Any]]:
+    def _state(self) -> list[dict[Any, Any]]:
+        """Every dict of data, each keyed by tuples starting with the tenant."""
         return [
             self._threads, self._branches, self._entries, self._fingerprints, self._records,
             self._vectors,
@@ -103,12 +104,12 @@ class AsyncInMemoryStore(AsyncStore):
         self._check_open()
         saved = [
             {k: copy.deepcopy(v) for k, v in state.items() if k[0] == tenant}
-            for state in self._tenant_state(tenant)
+            for state in self._state()
         ]
         try:
             yield self
         except BaseException:
-            for state, kept in zip(self._tenant_state(tenant), saved, strict=True):
+            for state, kept in zip(self._state(), saved, strict=True):
                 for key in [k for k in state if k[0] == tenant]:
                     del state[key]
                 state.update(kept)

@@ -99,8 +99,8 @@ class RedisAtomic(RedisBase):
                     pipe.dump(key)
                     pipe.pttl(key)
                 found = await pipe.execute()
-            dumped: dict[str, Any] = {}
-            ttls: dict[str, int] = {}
+            dumped: dict[Any, Any] = {}  # key -> DUMP payload (redis-py's Mapping is invariant)
+            ttls: dict[Any, Any] = {}  # key -> remaining milliseconds, 0: none
             for i, key in enumerate(part):
                 payload, ttl = found[2 * i], int(found[2 * i + 1])
                 if payload is not None:  # expired or deleted meanwhile: nothing to keep
@@ -108,7 +108,7 @@ class RedisAtomic(RedisBase):
                     ttls[key] = max(ttl, 0)
             if dumped:
                 await self._client.hset(j + "keys", mapping=dumped)
-                await self._client.hset(j + "ttl", mapping=ttls)  # type: ignore[arg-type]
+                await self._client.hset(j + "ttl", mapping=ttls)
 
     async def _restore(self, tenant: str) -> None:
         """Put the tenant back as journaled (a rollback; safe to repeat)."""

@@ -100,8 +100,8 @@ class RedisAtomic(RedisBase):
                     pipe.dump(key)
                     pipe.pttl(key)
                 found = pipe.execute()
-            dumped: dict[str, Any] = {}
-            ttls: dict[str, int] = {}
+            dumped: dict[Any, Any] = {}  # key -> DUMP payload (redis-py's Mapping is invariant)
+            ttls: dict[Any, Any] = {}  # key -> remaining milliseconds, 0: none
             for i, key in enumerate(part):
                 payload, ttl = found[2 * i], int(found[2 * i + 1])
                 if payload is not None:  # expired or deleted meanwhile: nothing to keep
@@ -109,7 +109,7 @@ class RedisAtomic(RedisBase):
                     ttls[key] = max(ttl, 0)
             if dumped:
                 self._client.hset(j + "keys", mapping=dumped)
-                self._client.hset(j + "ttl", mapping=ttls)  # type: ignore[arg-type]
+                self._client.hset(j + "ttl", mapping=ttls)
 
     def _restore(self, tenant: str) -> None:
         """Put the tenant back as journaled (a rollback; safe to repeat)."""
