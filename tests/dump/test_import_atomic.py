@@ -367,3 +367,52 @@ def _kill_at(spec: StoreSpec, dump_file: Path, ticks: int) -> None:
         child.wait()
         child.stdout.close()
     assert child.returncode == -signal.SIGKILL
+
+
+class _Counting(InMemoryStore):
+    """An in-memory store that counts its reads of threads and records: single ones made
+    outside a batch read, and batch reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.single = 0
+        self.batches = 0
+        self._in_batch = False
+
+    def thread_get(self, tenant: str, thread_id: str) -> Any:
+        self.single += not self._in_batch
+        return super().thread_get(tenant, thread_id)
+
+    def record_get(self, tenant: str, kind: str, record_id: str) -> Any:
+        self.single += not self._in_batch
+        return super().record_get(tenant, kind, record_id)
+
+    def thread_get_many(self, tenant: str, thread_ids: Any) -> Any:
+        self.batches += 1
+        self._in_batch = True
+        try:
+            return super().thread_get_many(tenant, thread_ids)
+        finally:
+            self._in_batch = False
+
+    def record_get_many(self, tenant: str, kind: str, record_ids: Any) -> Any:
+        self.batches += 1
+        self._in_batch = True
+        try:
+            return super().record_get_many(tenant, kind, record_ids)
+        finally:
+            self._in_batch = False
+
+
+def test_the_target_is_read_once_per_kind_not_once_per_item(source: Lines) -> None:
+    """Under ``fail`` the conflicts are found with one batch read per kind (threads, and
+    each record kind), before any write and without a read per item."""
+    store = _Counting()
+    import_dump(store, None, source, model_id=MODEL)
+    lines = body(source)
+    kinds = {json.loads(lines[i])["record"]["kind"] for i in _typed(lines, "record")}
+    store.single = store.batches = 0
+    with pytest.raises(Conflict, match="line 2 of the dump"):
+        import_dump(store, None, source, model_id=MODEL)
+    assert store.batches == 1 + len(kinds)
+    assert store.single == 0
