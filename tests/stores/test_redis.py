@@ -376,7 +376,7 @@ async def test_open_store_reads_options_from_the_url(prefix: str, raw: redis.Red
     store = open_store(_url(prefix, ttl=30, timeout=2))
     assert isinstance(store, AsyncRedisStore)
     assert store.capabilities == frozenset(
-        {"ttl", "durable", "multi_process", "run_state", "text_search", "vector_search"}
+        {"atomic", "ttl", "durable", "multi_process", "run_state", "text_search", "vector_search"}
     )
     await store.close()
     memory = AsyncMemory(_url(prefix, ttl=30, timeout=2))

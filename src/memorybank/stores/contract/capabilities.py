@@ -57,6 +57,9 @@ class Capability(StrEnum):
     #: transaction of the store's own); without it the contract's default yields the store
     #: itself, each read seeing its own moment (``memorybank.dump`` then re-reads until stable).
     SNAPSHOT = "snapshot"
+    #: ``atomic(tenant)`` gives a view of the store whose writes commit together or not
+    #: at all, a crash of the process included (``memorybank import`` writes a dump so).
+    ATOMIC = "atomic"
 
 
 #: The methods each override capability stands for: a store that defines any of a group's

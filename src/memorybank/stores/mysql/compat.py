@@ -120,10 +120,11 @@ class AsyncMySQLPool:
         return self._pool
 
     @asynccontextmanager
-    async def acquire(self) -> AsyncIterator[AsyncMySQLConnection]:
-        """A connection for the block; getting it and the block are bounded by ``timeout``."""
+    async def acquire(self, *, long: bool = False) -> AsyncIterator[AsyncMySQLConnection]:
+        """A connection for the block; getting it and the block are bounded by ``timeout``
+        (``long``: getting it only, for a block of many calls, ``atomic``'s)."""
         if self._shared is not None:
-            async with self._shared.acquire() as shared:
+            async with self._shared.acquire(long=long) as shared:
                 yield shared
             return
         deadline = asyncio.get_running_loop().time() + self.timeout
@@ -151,13 +152,15 @@ class AsyncMySQLPool:
         conn: AsyncMySQLConnection | None = None
         try:
             # One timer bounds getting the connection and the block.
-            async with asyncio.timeout_at(deadline):
+            async with asyncio.timeout_at(deadline) as timer:
                 pool = await self._get_pool()
                 conn = await pool.acquire()
                 if not conn.get_autocommit():  # a caller's pool may hand out others
                     await conn.autocommit(True)
                 if conn.charset != "utf8mb4":
                     await conn.set_charset("utf8mb4")
+                if long:
+                    timer.reschedule(None)
                 yield conn
         except BaseException as error:
             if conn is None:
@@ -233,10 +236,11 @@ class MySQLPool:
             _discard(conn)
 
     @contextmanager
-    def acquire(self) -> Iterator[MySQLConnection]:
-        """A connection for the block, waiting at most ``timeout`` for a free one."""
+    def acquire(self, *, long: bool = False) -> Iterator[MySQLConnection]:
+        """A connection for the block, waiting at most ``timeout`` for a free one (``long``:
+        the async pool's flag; here the block is never bounded)."""
         if self._shared is not None:
-            with self._shared.acquire() as shared:
+            with self._shared.acquire(long=long) as shared:
                 yield shared
             return
         if self._closed:

@@ -437,7 +437,8 @@ class AsyncIndexedStore(AsyncStore):
         self.index = index
         # Every verb is forwarded to the inner store's own answer: the wrapper answers each
         # derived group itself (``OVERRIDES``), whether the inner store derives it or not.
-        self.capabilities = inner.capabilities | {
+        # Not ``ATOMIC``: the index's writes cannot join the inner store's transaction.
+        self.capabilities = (inner.capabilities - {Capability.ATOMIC}) | {
             Capability.VECTOR_INDEX,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,

@@ -96,6 +96,8 @@ Errors
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from memorybank.stores.contract import types as _types
@@ -157,6 +159,25 @@ class AsyncStore(AsyncSearchStore, AsyncRunStateStore):
     ``AsyncStoreBase`` (``close``, ``reclaim_space``, ``capabilities``). What spans
     them all, erasure, is here.
     """
+
+    # -- all or nothing --------------------------------------------------------
+
+    @asynccontextmanager
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view of this store whose writes to ``tenant`` commit together when the block
+        ends, or not at all when it raises or the process dies first (``Capability.ATOMIC``).
+
+        Inside the block, the view reads what it wrote; other users of the store see none
+        of it until the block ends (they may wait for it: SQLite, MySQL and PostgreSQL
+        hold their write locks meanwhile). Each method of the view keeps its own
+        guarantees (``entry_append`` all or nothing, ...). The view is for this one task:
+        no concurrent calls on it, no nesting, and no call on the view after the block.
+        A store without ``Capability.ATOMIC`` raises ``NotImplementedError`` here: a
+        caller checks the capability first (``memorybank import`` then checks the whole
+        dump and writes item by item).
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no atomic writes")
+        yield self  # pragma: no cover  (makes this a generator)
 
     # -- erasure -----------------------------------------------------------
 

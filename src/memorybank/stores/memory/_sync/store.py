@@ -12,7 +12,8 @@ import copy
 import dataclasses
 import heapq
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -64,6 +65,7 @@ class InMemoryStore(Store):
             Capability.VOLATILE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
+            Capability.ATOMIC,
         }
     )
 
@@ -86,6 +88,33 @@ class InMemoryStore(Store):
 
     def close(self) -> None:
         self._closed = True
+
+    def _state(self) -> list[dict[Any, Any]]:
+        """Every dict of data, each keyed by tuples starting with the tenant."""
+        return [
+            self._threads, self._branches, self._entries, self._fingerprints, self._records,
+            self._vectors,
+        ]  # fmt: skip
+
+    @contextmanager
+    def atomic(self, tenant: str) -> Iterator[Store]:
+        """The store itself; when the block raises, the tenant's data is put back as it was
+        at its start (a copy taken then). Other users see the writes as they happen, and a
+        rollback undoes their writes to the tenant in the meantime too: this store is for
+        tests and one process."""
+        self._check_open()
+        saved = [
+            {k: copy.deepcopy(v) for k, v in state.items() if k[0] == tenant}
+            for state in self._state()
+        ]
+        try:
+            yield self
+        except BaseException:
+            for state, kept in zip(self._state(), saved, strict=True):
+                for key in [k for k in state if k[0] == tenant]:
+                    del state[key]
+                state.update(kept)
+            raise
 
     # -- threads -----------------------------------------------------------
 

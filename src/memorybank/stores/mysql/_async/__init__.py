@@ -114,6 +114,7 @@ class AsyncMySQLStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,

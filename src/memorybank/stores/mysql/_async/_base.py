@@ -54,6 +54,15 @@ from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
 T = TypeVar("T")
 
 
+_SAVEPOINT = "memorybank_write"
+#: Inside ``atomic``, a write's own transaction is a savepoint of atomic's one.
+_NESTED = {
+    BEGIN: f"SAVEPOINT {_SAVEPOINT}",
+    "COMMIT": f"RELEASE SAVEPOINT {_SAVEPOINT}",
+    "ROLLBACK": f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}",
+}
+
+
 class MySQLBase(AsyncStore):
     """What every part of the MySQL store shares (see the module docstring)."""
 
@@ -88,6 +97,11 @@ class MySQLBase(AsyncStore):
         self._pinned_lock = AsyncLock()
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: Inside ``atomic``: the one connection, in one transaction, every write of the
+        #: view runs on (each of its transactions a savepoint); and why the view is unusable
+        #: (a deadlock or lost connection ended the transaction).
+        self._held: AsyncMySQLConnection | None = None
+        self._broken: BaseException | None = None
         p = f"`{prefix}"
         self._threads = f"{p}threads`"
         self._branches = f"{p}branches`"
@@ -157,16 +171,54 @@ class MySQLBase(AsyncStore):
                     await self._one(conn, "ROLLBACK")
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncMySQLConnection]:
-        """A pooled connection with the schema in place; driver errors translated."""
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view on one pooled connection inside one transaction (see
+        ``AsyncStore.atomic``), committed when the block ends; each transaction of a
+        view's write is a savepoint of it (``_nested``). The view does not retry a
+        transaction lost to lock contention: that ends the whole block, rolled back."""
+        async with self._connection(long=True) as conn:
+            view = type(self)(self._pool, prefix=self.prefix, timeout=self.timeout)
+            view._ready, view._held = True, conn
+            try:
+                await self._one(conn, SESSION_BEGIN.split("; ")[0])
+                self._read_committed.add(conn)
+                await self._one(conn, "START TRANSACTION")
+                try:
+                    yield view
+                except BaseException:
+                    with suppress(pymysql.err.Error, OSError):
+                        await conn.rollback()
+                    raise
+                if view._broken is not None:
+                    raise StoreError(
+                        f"the transaction ended early ({view._broken}): nothing was written"
+                    ) from view._broken
+                await self._one(conn, "COMMIT")
+            except (pymysql.err.Error, OSError) as error:
+                raise translate(error) from error
+            finally:
+                view._held = None
+                cached = view.__dict__.get("_cached_vectors")
+                if cached is not None:
+                    await cached.close()
+                view._closed = True
+
+    @asynccontextmanager
+    async def _connection(self, *, long: bool = False) -> AsyncIterator[AsyncMySQLConnection]:
+        """A pooled connection with the schema in place; driver errors translated
+        (``long``: for ``atomic``, not bounded by ``timeout`` once taken)."""
         if self._closed:
             raise StoreClosed("the store is closed")
+        if self._held is not None:
+            async with self._in_atomic() as conn:
+                yield conn
+            return
         try:
             if self._pinned is not None:
                 async with self._pinned_lock:
                     yield self._pinned
             else:
-                async with self._pool.acquire() as conn:
+                async with self._pool.acquire(long=long) as conn:
                     if not self._ready:
                         await self._migrate(conn)
                     yield conn
@@ -174,6 +226,33 @@ class MySQLBase(AsyncStore):
             raise
         except (pymysql.err.Error, OSError) as error:
             raise translate(error) from error
+
+    @asynccontextmanager
+    async def _in_atomic(self) -> AsyncIterator[AsyncMySQLConnection]:
+        """``atomic``'s connection for one write or read of the view: a failed write is
+        rolled back to its savepoint; one that ended the transaction breaks the view."""
+        conn = self._held
+        assert conn is not None
+        if self._broken is not None:
+            raise StoreError(f"the atomic block's transaction ended early: {self._broken}")
+        try:
+            yield conn
+        except BaseException as error:
+            failure = error
+            if isinstance(error, (pymysql.err.Error, OSError)):
+                failure = translate(error)
+            if isinstance(failure, StoreUnavailable) or not isinstance(failure, MemoryBankError):
+                self._broken = failure
+            else:  # the write's own refusal: undo what it did, if anything
+                with suppress(pymysql.err.Error, OSError):
+                    await self._one(conn, f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            if failure is error:
+                raise
+            raise failure from error
+
+    def _nested(self, texts: list[str]) -> list[str]:
+        """Inside ``atomic``: transaction control made savepoint control."""
+        return [_NESTED.get(text, text) for text in texts]
 
     async def _with_retry(self, work: AsyncMySQLWork[T]) -> T:
         """``work`` on a pooled connection. Work lost to lock contention (its transaction
@@ -203,7 +282,9 @@ class MySQLBase(AsyncStore):
         begin = bool(statements) and statements[0][0] is BEGIN
         if begin and self._pinned is not None:  # would end the snapshot's transaction
             raise StoreError("a snapshot is read-only")
-        if begin:
+        if self._held is not None:
+            texts = self._nested(texts)
+        elif begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"
             else:
@@ -218,13 +299,15 @@ class MySQLBase(AsyncStore):
             results = [(list(await cur.fetchall() or ()), cur.rowcount)]
             while await cur.nextset():
                 results.append((list(await cur.fetchall() or ()), cur.rowcount))
-        if begin and texts[0] == "START TRANSACTION":
+        if begin and texts[0] in ("START TRANSACTION", _NESTED[BEGIN]):
             results.insert(0, NO_RESULT)  # where SET's result would be
         return results
 
     async def _one(
         self, conn: AsyncMySQLConnection, sql: str, args: Sequence[Any] | None = None
     ) -> tuple[list[tuple[Any, ...]], int]:
+        if self._held is not None and args is None:
+            sql = _NESTED.get(sql, sql)
         async with conn.cursor() as cur:
             await cur.execute(sql, args)
             return list(await cur.fetchall() or ()), cur.rowcount

@@ -115,6 +115,7 @@ class MySQLStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,

@@ -55,6 +55,15 @@ from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
 T = TypeVar("T")
 
 
+_SAVEPOINT = "memorybank_write"
+#: Inside ``atomic``, a write's own transaction is a savepoint of atomic's one.
+_NESTED = {
+    BEGIN: f"SAVEPOINT {_SAVEPOINT}",
+    "COMMIT": f"RELEASE SAVEPOINT {_SAVEPOINT}",
+    "ROLLBACK": f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}",
+}
+
+
 class MySQLBase(Store):
     """What every part of the MySQL store shares (see the module docstring)."""
 
@@ -89,6 +98,11 @@ class MySQLBase(Store):
         self._pinned_lock = Lock()
         #: Pooled connections whose session this store set to READ COMMITTED.
         self._read_committed: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: Inside ``atomic``: the one connection, in one transaction, every write of the
+        #: view runs on (each of its transactions a savepoint); and why the view is unusable
+        #: (a deadlock or lost connection ended the transaction).
+        self._held: MySQLConnection | None = None
+        self._broken: BaseException | None = None
         p = f"`{prefix}"
         self._threads = f"{p}threads`"
         self._branches = f"{p}branches`"
@@ -158,16 +172,54 @@ class MySQLBase(Store):
                     self._one(conn, "ROLLBACK")
 
     @contextmanager
-    def _connection(self) -> Iterator[MySQLConnection]:
-        """A pooled connection with the schema in place; driver errors translated."""
+    def atomic(self, tenant: str) -> Iterator[Store]:
+        """A view on one pooled connection inside one transaction (see
+        ``AsyncStore.atomic``), committed when the block ends; each transaction of a
+        view's write is a savepoint of it (``_nested``). The view does not retry a
+        transaction lost to lock contention: that ends the whole block, rolled back."""
+        with self._connection(long=True) as conn:
+            view = type(self)(self._pool, prefix=self.prefix, timeout=self.timeout)
+            view._ready, view._held = True, conn
+            try:
+                self._one(conn, SESSION_BEGIN.split("; ")[0])
+                self._read_committed.add(conn)
+                self._one(conn, "START TRANSACTION")
+                try:
+                    yield view
+                except BaseException:
+                    with suppress(pymysql.err.Error, OSError):
+                        conn.rollback()
+                    raise
+                if view._broken is not None:
+                    raise StoreError(
+                        f"the transaction ended early ({view._broken}): nothing was written"
+                    ) from view._broken
+                self._one(conn, "COMMIT")
+            except (pymysql.err.Error, OSError) as error:
+                raise translate(error) from error
+            finally:
+                view._held = None
+                cached = view.__dict__.get("_cached_vectors")
+                if cached is not None:
+                    cached.close()
+                view._closed = True
+
+    @contextmanager
+    def _connection(self, *, long: bool = False) -> Iterator[MySQLConnection]:
+        """A pooled connection with the schema in place; driver errors translated
+        (``long``: for ``atomic``, not bounded by ``timeout`` once taken)."""
         if self._closed:
             raise StoreClosed("the store is closed")
+        if self._held is not None:
+            with self._in_atomic() as conn:
+                yield conn
+            return
         try:
             if self._pinned is not None:
                 with self._pinned_lock:
                     yield self._pinned
             else:
-                with self._pool.acquire() as conn:
+                with self._pool.acquire(long=long) as conn:
                     if not self._ready:
                         self._migrate(conn)
                     yield conn
@@ -175,6 +227,33 @@ class MySQLBase(Store):
             raise
         except (pymysql.err.Error, OSError) as error:
             raise translate(error) from error
+
+    @contextmanager
+    def _in_atomic(self) -> Iterator[MySQLConnection]:
+        """``atomic``'s connection for one write or read of the view: a failed write is
+        rolled back to its savepoint; one that ended the transaction breaks the view."""
+        conn = self._held
+        assert conn is not None
+        if self._broken is not None:
+            raise StoreError(f"the atomic block's transaction ended early: {self._broken}")
+        try:
+            yield conn
+        except BaseException as error:
+            failure = error
+            if isinstance(error, (pymysql.err.Error, OSError)):
+                failure = translate(error)
+            if isinstance(failure, StoreUnavailable) or not isinstance(failure, MemoryBankError):
+                self._broken = failure
+            else:  # the write's own refusal: undo what it did, if anything
+                with suppress(pymysql.err.Error, OSError):
+                    self._one(conn, f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+            if failure is error:
+                raise
+            raise failure from error
+
+    def _nested(self, texts: list[str]) -> list[str]:
+        """Inside ``atomic``: transaction control made savepoint control."""
+        return [_NESTED.get(text, text) for text in texts]
 
     def _with_retry(self, work: MySQLWork[T]) -> T:
         """``work`` on a pooled connection. Work lost to lock contention (its transaction
@@ -204,7 +283,9 @@ class MySQLBase(Store):
         begin = bool(statements) and statements[0][0] is BEGIN
         if begin and self._pinned is not None:  # would end the snapshot's transaction
             raise StoreError("a snapshot is read-only")
-        if begin:
+        if self._held is not None:
+            texts = self._nested(texts)
+        elif begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"
             else:
@@ -219,13 +300,15 @@ class MySQLBase(Store):
             results = [(list(cur.fetchall() or ()), cur.rowcount)]
             while cur.nextset():
                 results.append((list(cur.fetchall() or ()), cur.rowcount))
-        if begin and texts[0] == "START TRANSACTION":
+        if begin and texts[0] in ("START TRANSACTION", _NESTED[BEGIN]):
             results.insert(0, NO_RESULT)  # where SET's result would be
         return results
 
     def _one(
         self, conn: MySQLConnection, sql: str, args: Sequence[Any] | None = None
     ) -> tuple[list[tuple[Any, ...]], int]:
+        if self._held is not None and args is None:
+            sql = _NESTED.get(sql, sql)
         with conn.cursor() as cur:
             cur.execute(sql, args)
             return list(cur.fetchall() or ()), cur.rowcount

@@ -60,6 +60,7 @@ class PostgresBase(AsyncStore):
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,
@@ -103,6 +104,7 @@ class PostgresBase(AsyncStore):
         self._closed = False
         self._setup_lock = AsyncLock()
         self._conn_lock = AsyncLock()
+        self._atomic = False  # ``atomic``'s view: every statement in a savepoint
         # concurrent plain appends to one thread (with one owner check) share a statement
         self._appends: AsyncCombiner[str, AppendItem, AppendResult] = AsyncCombiner(
             self._append_combined, limit=APPEND_BATCHES
@@ -408,6 +410,9 @@ class PostgresBase(AsyncStore):
         pool = self._pool
         if pool is None:
             assert self._conn is not None
+            if self._atomic:  # a savepoint: a failed statement leaves atomic's transaction
+                async with self._conn_lock, self._conn.transaction():
+                    return await self._rows(self._conn, query, params)
             async with self._conn_lock, self._autocommit(self._conn):
                 return await self._rows(self._conn, query, params)
         conn = await pool.getconn(self.timeout)
@@ -460,6 +465,35 @@ class PostgresBase(AsyncStore):
                     view._closed = True
                     with suppress(psycopg.Error):
                         await conn.execute("ROLLBACK")
+        except psycopg.Error as error:
+            raise await self._failed(error) from error
+
+    @asynccontextmanager
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view on one connection inside one transaction (see ``AsyncStore.atomic``),
+        committed when the block ends: a connection of the pool for the view alone, or the
+        store's one connection, held (the store's other calls wait) until then. Each write
+        of the view that is a transaction or a statement of its own becomes a savepoint of
+        this one (a refused write undoes only itself)."""
+        await self._ensure_ready()
+        async with self._held() as conn:
+            view = type(self)(conn, prefix=self.prefix, timeout=self.timeout)
+            try:
+                await view._ensure_ready()
+                async with conn.transaction():
+                    view._atomic = True
+                    yield view
+            except psycopg.Error as error:
+                raise await self._failed(error) from error
+            finally:
+                await view.close()
+
+    @asynccontextmanager
+    async def _held(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection for ``atomic`` alone, in autocommit (driver errors translated)."""
+        try:
+            async with self._connection() as conn:
+                yield conn
         except psycopg.Error as error:
             raise await self._failed(error) from error
 

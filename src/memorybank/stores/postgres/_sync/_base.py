@@ -61,6 +61,7 @@ class PostgresBase(Store):
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
         {
+            Capability.ATOMIC,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,
@@ -104,6 +105,7 @@ class PostgresBase(Store):
         self._closed = False
         self._setup_lock = Lock()
         self._conn_lock = Lock()
+        self._atomic = False  # ``atomic``'s view: every statement in a savepoint
         # concurrent plain appends to one thread (with one owner check) share a statement
         self._appends: Combiner[str, AppendItem, AppendResult] = Combiner(
             self._append_combined, limit=APPEND_BATCHES
@@ -409,6 +411,9 @@ class PostgresBase(Store):
         pool = self._pool
         if pool is None:
             assert self._conn is not None
+            if self._atomic:  # a savepoint: a failed statement leaves atomic's transaction
+                with self._conn_lock, self._conn.transaction():
+                    return self._rows(self._conn, query, params)
             with self._conn_lock, self._autocommit(self._conn):
                 return self._rows(self._conn, query, params)
         conn = pool.getconn(self.timeout)
@@ -461,6 +466,35 @@ class PostgresBase(Store):
                     view._closed = True
                     with suppress(psycopg.Error):
                         conn.execute("ROLLBACK")
+        except psycopg.Error as error:
+            raise self._failed(error) from error
+
+    @contextmanager
+    def atomic(self, tenant: str) -> Iterator[Store]:
+        """A view on one connection inside one transaction (see ``AsyncStore.atomic``),
+        committed when the block ends: a connection of the pool for the view alone, or the
+        store's one connection, held (the store's other calls wait) until then. Each write
+        of the view that is a transaction or a statement of its own becomes a savepoint of
+        this one (a refused write undoes only itself)."""
+        self._ensure_ready()
+        with self._held() as conn:
+            view = type(self)(conn, prefix=self.prefix, timeout=self.timeout)
+            try:
+                view._ensure_ready()
+                with conn.transaction():
+                    view._atomic = True
+                    yield view
+            except psycopg.Error as error:
+                raise self._failed(error) from error
+            finally:
+                view.close()
+
+    @contextmanager
+    def _held(self) -> Iterator[Connection[Any]]:
+        """A connection for ``atomic`` alone, in autocommit (driver errors translated)."""
+        try:
+            with self._connection() as conn:
+                yield conn
         except psycopg.Error as error:
             raise self._failed(error) from error
 

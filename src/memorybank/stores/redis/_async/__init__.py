@@ -146,6 +146,7 @@ the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 from __future__ import annotations
 
 from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.redis._async._atomic import RedisAtomic
 from memorybank.stores.redis._async._base import MIGRATIONS
 from memorybank.stores.redis._async._entries import RedisEntries
 from memorybank.stores.redis._async._forget import RedisForget
@@ -158,7 +159,7 @@ __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 
 
 class AsyncRedisStore(
-    RedisThreads, RedisEntries, RedisRuns, RedisRecords, RedisSearch, RedisForget
+    RedisThreads, RedisEntries, RedisRuns, RedisRecords, RedisSearch, RedisForget, RedisAtomic
 ):
     """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
 
@@ -173,6 +174,7 @@ class AsyncRedisStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.TTL,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

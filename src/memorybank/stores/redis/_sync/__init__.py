@@ -147,6 +147,7 @@ the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 from __future__ import annotations
 
 from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.redis._sync._atomic import RedisAtomic
 from memorybank.stores.redis._sync._base import MIGRATIONS
 from memorybank.stores.redis._sync._entries import RedisEntries
 from memorybank.stores.redis._sync._forget import RedisForget
@@ -159,7 +160,7 @@ __all__ = ["MIGRATIONS", "RedisStore"]
 
 
 class RedisStore(
-    RedisThreads, RedisEntries, RedisRuns, RedisRecords, RedisSearch, RedisForget
+    RedisThreads, RedisEntries, RedisRuns, RedisRecords, RedisSearch, RedisForget, RedisAtomic
 ):
     """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
 
@@ -174,6 +175,7 @@ class RedisStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.TTL,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

@@ -132,6 +132,7 @@ class AsyncSQLiteStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

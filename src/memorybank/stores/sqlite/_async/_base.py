@@ -91,6 +91,8 @@ class SQLiteStoreBase(AsyncStore):
         self._worker = AsyncWorker("memorybank-sqlite")
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
+        #: Inside ``atomic``: every write joins one open transaction (a savepoint each).
+        self._outer = False
         (self._append_head, self._append_head_branch, self._append_bump, self._append_insert) = (
             append_sqls(prefix)
         )
@@ -223,8 +225,11 @@ class SQLiteStoreBase(AsyncStore):
             raise self._translate(error) from error
 
     def _write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy."""
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction, retrying while busy (in a
+        savepoint of the open one inside ``atomic``)."""
         conn = self._connect()
+        if self._outer:
+            return self._savepoint(conn, fn)
         for attempt in range(_BUSY_RETRIES):
             try:
                 conn.execute("BEGIN IMMEDIATE")
@@ -253,6 +258,86 @@ class SQLiteStoreBase(AsyncStore):
                     raise self._translate(error) from error
                 raise
         raise AssertionError("unreachable")
+
+    def _savepoint(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn`` in a savepoint of ``atomic``'s transaction: all of it, or none of it."""
+        try:
+            conn.execute("SAVEPOINT memorybank_write")
+            try:
+                result = fn(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute("ROLLBACK TO memorybank_write")
+                        conn.execute("RELEASE memorybank_write")
+                raise
+            conn.execute("RELEASE memorybank_write")
+            return result
+        except sqlite3.IntegrityError as error:
+            raise Conflict(f"conflicting write: {error}") from error
+        except sqlite3.Error as error:
+            raise self._translate(error) from error
+
+    @contextlib.asynccontextmanager
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view writing in one ``BEGIN IMMEDIATE`` transaction (see ``AsyncStore.atomic``),
+        committed when the block ends. A file is written on a connection (and worker
+        thread) of the view's own, so this store's other users wait for the commit as for
+        any writer (``busy_timeout``); ``":memory:"`` has one connection, shared with the
+        view: the store must not be used otherwise meanwhile."""
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        own = self.path != ":memory:"
+        if own:
+            view = type(self)(
+                self.path,
+                synchronous=self.synchronous,
+                busy_timeout=self.busy_timeout,
+                prefix=self.prefix,
+            )
+        else:
+            view = copy.copy(self)
+            view._fts_backlog = 0
+
+        def begin() -> None:
+            conn = view._connect()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as error:
+                if _is_busy(error):
+                    raise StoreUnavailable(f"SQLite database busy: {error}") from error
+                raise view._translate(error) from error
+            except sqlite3.Error as error:
+                raise view._translate(error) from error
+            view._outer = True
+
+        def end(commit: bool) -> None:
+            view._outer = False
+            conn = view._connect()
+            if not conn.in_transaction:  # rolled back by SQLite (disk full, I/O error)
+                if commit:
+                    raise StoreError("the SQLite transaction was rolled back: nothing written")
+                return
+            try:
+                conn.execute("COMMIT" if commit else "ROLLBACK")
+            except sqlite3.Error as error:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise view._translate(error) from error
+
+        try:
+            await view._run(begin)
+            try:
+                yield view
+            except BaseException:
+                await view._run(lambda: end(False))
+                raise
+            await view._run(lambda: end(True))
+            if not own:
+                self._fts_backlog += view._fts_backlog
+        finally:
+            if own:
+                await view.close()
 
     async def _run(self, fn: Callable[[], T]) -> T:
         if self._closed:

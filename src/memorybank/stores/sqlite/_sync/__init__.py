@@ -133,6 +133,7 @@ class SQLiteStore(
 
     capabilities = frozenset(
         {
+            Capability.ATOMIC,
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

@@ -9,6 +9,7 @@ import pytest
 
 from memorybank.errors import Conflict, InvalidInput, NotFound, StoreError, ThreadForbidden
 from memorybank.memory._async.memory import AsyncMemory
+from memorybank.records import Thread
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
@@ -193,6 +194,8 @@ class StateCases(ContractBase):
             own = [m for m in methods if _defines(store, m)]
             claimed = capability in store.capabilities
             assert own == (list(methods) if claimed else []), (capability, own)
+        # ``atomic`` likewise: a store answers it exactly when it claims ``ATOMIC``
+        assert _defines(store, "atomic") == (Capability.ATOMIC in store.capabilities)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
 
     async def test_snapshot_capability_is_what_the_store_does(self, memory: AsyncMemory) -> None:
@@ -224,6 +227,42 @@ class StateCases(ContractBase):
                 await view.thread_delete(tenant, thread.id)
         assert await store.entry_count(tenant, thread.id) == 2
         assert await store.thread_get(tenant, other.id) is not None
+
+    @requires(Capability.ATOMIC)
+    async def test_atomic_writes_commit_together_or_not_at_all(self, store: AsyncStore) -> None:
+        """``atomic(tenant)``: the view reads its own writes; a block that raises leaves
+        the tenant as it was; one that ends makes every write visible. A write the view
+        refuses (``Conflict``) undoes only itself: the block goes on and commits."""
+        tenant, run = _id("ten"), _id("run")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+
+        def thread(thread_id: str) -> Thread:
+            return Thread(
+                id=thread_id, tenant_id=tenant, user_id=None, agent_id=None, title=None,
+                metadata={}, status="active", created_at=when, updated_at=when,
+                current_branch="main",
+            )  # fmt: skip
+
+        kept, undone, done = _id(), _id(), _id()
+        await store.thread_create(thread(kept))
+        with pytest.raises(RuntimeError, match="stop"):
+            async with store.atomic(tenant) as view:
+                await view.thread_create(thread(undone))
+                await view.working_set(tenant, run, "k", "1")
+                assert await view.thread_get(tenant, undone) is not None
+                assert await view.working_items(tenant, run) == {"k": "1"}
+                raise RuntimeError("stop")
+        assert await store.thread_get(tenant, undone) is None
+        assert await store.working_items(tenant, run) == {}
+        assert await store.thread_get(tenant, kept) is not None
+        async with store.atomic(tenant) as view:
+            with pytest.raises(Conflict):
+                await view.thread_create(thread(kept))
+            await view.thread_create(thread(done))
+            await view.working_set(tenant, run, "k", "2")
+        assert await store.thread_get(tenant, done) is not None
+        assert await store.working_items(tenant, run) == {"k": "2"}
+        assert {t.id for t in await store.thread_list(tenant)} == {kept, done}
 
     async def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: AsyncMemory

@@ -10,6 +10,7 @@ import pytest
 
 from memorybank.errors import Conflict, InvalidInput, NotFound, StoreError, ThreadForbidden
 from memorybank.memory._sync.memory import Memory
+from memorybank.records import Thread
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.contract.capabilities import OVERRIDES, Capability
@@ -194,6 +195,8 @@ class StateCases(ContractBase):
             own = [m for m in methods if _defines(store, m)]
             claimed = capability in store.capabilities
             assert own == (list(methods) if claimed else []), (capability, own)
+        # ``atomic`` likewise: a store answers it exactly when it claims ``ATOMIC``
+        assert _defines(store, "atomic") == (Capability.ATOMIC in store.capabilities)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
 
     def test_snapshot_capability_is_what_the_store_does(self, memory: Memory) -> None:
@@ -225,6 +228,41 @@ class StateCases(ContractBase):
                 view.thread_delete(tenant, thread.id)
         assert store.entry_count(tenant, thread.id) == 2
         assert store.thread_get(tenant, other.id) is not None
+    @requires(Capability.ATOMIC)
+    def test_atomic_writes_commit_together_or_not_at_all(self, store: Store) -> None:
+        """``atomic(tenant)``: the view reads its own writes; a block that raises leaves
+        the tenant as it was; one that ends makes every write visible. A write the view
+        refuses (``Conflict``) undoes only itself: the block goes on and commits."""
+        tenant, run = _id("ten"), _id("run")
+        when = datetime(2026, 1, 1, tzinfo=UTC)
+
+        def thread(thread_id: str) -> Thread:
+            return Thread(
+                id=thread_id, tenant_id=tenant, user_id=None, agent_id=None, title=None,
+                metadata={}, status="active", created_at=when, updated_at=when,
+                current_branch="main",
+            )  # fmt: skip
+
+        kept, undone, done = _id(), _id(), _id()
+        store.thread_create(thread(kept))
+        with pytest.raises(RuntimeError, match="stop"):
+            with store.atomic(tenant) as view:
+                view.thread_create(thread(undone))
+                view.working_set(tenant, run, "k", "1")
+                assert view.thread_get(tenant, undone) is not None
+                assert view.working_items(tenant, run) == {"k": "1"}
+                raise RuntimeError("stop")
+        assert store.thread_get(tenant, undone) is None
+        assert store.working_items(tenant, run) == {}
+        assert store.thread_get(tenant, kept) is not None
+        with store.atomic(tenant) as view:
+            with pytest.raises(Conflict):
+                view.thread_create(thread(kept))
+            view.thread_create(thread(done))
+            view.working_set(tenant, run, "k", "2")
+        assert store.thread_get(tenant, done) is not None
+        assert store.working_items(tenant, run) == {"k": "2"}
+        assert {t.id for t in store.thread_list(tenant)} == {kept, done}
 
     def test_runs_with_working_memory_or_a_snapshot_are_listed(
         self, memory: Memory

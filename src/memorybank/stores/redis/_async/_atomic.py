@@ -1,0 +1,202 @@
+"""RedisAtomic: ``atomic(tenant)`` in Redis, by a journal of the tenant's keys.
+
+Redis has no transaction spanning the many scripts of an import, so ``atomic`` keeps
+what the block may change aside and puts it back if the block does not end well:
+
+1. A lease ``P atomic:<tenant>:lease`` (``SET NX PX``): one block per tenant at a time;
+   renewed by the view's calls while it works, it lapses ``LEASE_MS`` after its
+   holder died. A journal left by a holder whose lease lapsed is rolled back first.
+2. The journal: the state ``P atomic:<tenant>:state`` set to ``saving``, then a
+   ``DUMP`` (and the ``PTTL``) of every key of the tenant (``P{tenant}...`` and
+   ``P{tenant:...}...``) into the hashes ``P atomic:<tenant>:keys``/``:ttl``, then the
+   state set to ``writing``. The tenant is in ``P atomic:open`` meanwhile.
+3. The block writes the tenant's keys in place, through the view (the store itself,
+   renewing the lease).
+4. Commit: the state is deleted (the commit point), then the journal and the lease.
+   Rollback (the block raised, or a later opener finds a ``writing`` state whose lease
+   lapsed: the holder was killed): every key of the tenant is deleted and the journal
+   ``RESTORE``d (``REPLACE``, with its remaining TTL), then the journal goes. Both are
+   safe to repeat, so a rollback cut short by another crash is finished by the next.
+
+A store recovers the tenants of ``P atomic:open`` at its first call (``_migrate``).
+Costs and limits: the journal copies the whole tenant first (time and memory of the
+tenant's size); other writers of the tenant during the block are not kept apart (their
+writes are undone by a rollback, and readers see the block's writes as they happen).
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, cast
+
+from memorybank.errors import Conflict, StoreError
+from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.redis._async._base import RedisBase
+from memorybank.stores.redis.codec import CHUNK, as_str, esc, glob_escape
+
+__all__ = ["LEASE_MS", "RedisAtomic"]
+
+#: How long a block's lease lives without renewal (a killed holder's journal is rolled
+#: back once it lapsed); the view renews it every third of that while it works.
+LEASE_MS = 60_000
+
+
+class _Lease:
+    """The lease of one ``atomic`` block, renewed by the view's calls."""
+
+    def __init__(self, key: str, token: str) -> None:
+        self.key = key
+        self.token = token
+        self.renewed = time.monotonic()
+
+
+class RedisAtomic(RedisBase):
+    """``atomic`` for ``AsyncRedisStore`` (see the module docstring)."""
+
+    _lease: _Lease | None = None
+
+    def _journal(self, tenant: str) -> str:
+        return f"{self._prefix}atomic:{esc(tenant)}:"
+
+    async def _tenant_keys(self, tenant: str) -> list[str]:
+        """Every key of the tenant: its slot's (``P{tenant}...``) and its threads' and
+        runs' (``P{tenant:...}...``)."""
+        head = glob_escape(self._prefix) + "{" + glob_escape(esc(tenant))
+        keys: list[str] = []
+        for pattern in (head + "}*", head + ":*"):
+            async for key in self._client.scan_iter(match=pattern, count=1000):
+                keys.append(as_str(key))
+        return keys
+
+    async def _renew(self) -> None:
+        """The view's calls keep its lease alive (at most one renewal a third of it)."""
+        lease = self._lease
+        if lease is None or time.monotonic() - lease.renewed < LEASE_MS / 3000:
+            return
+        if as_str(await self._client.get(lease.key) or b"") != lease.token:
+            raise StoreError("the atomic block's lease lapsed: another process rolled it back")
+        await self._client.pexpire(lease.key, LEASE_MS)
+        lease.renewed = time.monotonic()
+
+    async def _ready(self) -> None:
+        await super()._ready()
+        if self._lease is not None:
+            await self._renew()
+
+    async def _save(self, tenant: str) -> None:
+        """Journal every key of the tenant (step 2 of the module docstring)."""
+        j = self._journal(tenant)
+        await self._client.delete(j + "keys", j + "ttl")
+        keys = await self._tenant_keys(tenant)
+        for start in range(0, len(keys), CHUNK):
+            part = keys[start : start + CHUNK]
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in part:
+                    pipe.dump(key)
+                    pipe.pttl(key)
+                found = await pipe.execute()
+            dumped: dict[Any, Any] = {}  # key -> DUMP payload (redis-py's Mapping is invariant)
+            ttls: dict[Any, Any] = {}  # key -> remaining milliseconds, 0: none
+            for i, key in enumerate(part):
+                payload, ttl = found[2 * i], int(found[2 * i + 1])
+                if payload is not None:  # expired or deleted meanwhile: nothing to keep
+                    dumped[key] = payload
+                    ttls[key] = max(ttl, 0)
+            if dumped:
+                await self._client.hset(j + "keys", mapping=dumped)
+                await self._client.hset(j + "ttl", mapping=ttls)
+
+    async def _restore(self, tenant: str) -> None:
+        """Put the tenant back as journaled (a rollback; safe to repeat)."""
+        j = self._journal(tenant)
+        keys = await self._tenant_keys(tenant)
+        for start in range(0, len(keys), CHUNK):
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key in keys[start : start + CHUNK]:
+                    pipe.delete(key)
+                await pipe.execute()
+        names = [as_str(k) for k in cast("list[bytes]", await self._client.hkeys(j + "keys"))]
+        for start in range(0, len(names), CHUNK):
+            part = names[start : start + CHUNK]
+            payloads = await self._client.hmget(j + "keys", part)
+            ttls = await self._client.hmget(j + "ttl", part)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key, payload, ttl in zip(part, payloads, ttls, strict=True):
+                    if payload is not None:
+                        pipe.restore(key, int(ttl or 0), payload, replace=True)
+                await pipe.execute()
+
+    async def _forget_journal(self, tenant: str) -> None:
+        j = self._journal(tenant)
+        await self._client.delete(j + "state")  # the commit point (or the rollback's end)
+        await self._client.delete(j + "keys", j + "ttl")
+        await self._client.srem(self._prefix + "atomic:open", tenant)
+
+    async def _recover(self, tenant: str) -> None:
+        """With the tenant's lease held: roll back a journal left ``writing``, drop one
+        left ``saving`` (nothing was written yet) or committed."""
+        state = await self._client.get(self._journal(tenant) + "state")
+        if state is not None and as_str(state) == "writing":
+            await self._restore(tenant)
+        await self._forget_journal(tenant)
+
+    async def _recover_all(self) -> None:
+        """At a store's first call: finish the journals of blocks whose holder died."""
+        for member in await self._client.smembers(self._prefix + "atomic:open"):
+            tenant = as_str(member)
+            lease = self._journal(tenant) + "lease"
+            token = uuid.uuid4().hex
+            if await self._client.set(lease, token, nx=True, px=LEASE_MS):
+                try:
+                    await self._recover(tenant)
+                finally:
+                    await self._client.delete(lease)
+
+    async def _migrate(self) -> None:
+        await super()._migrate()
+        await self._recover_all()
+
+    @asynccontextmanager
+    async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
+        """A view whose writes to ``tenant`` stay, or are undone, together (see the module
+        docstring: a journal of the tenant, rolled back on an error or after a crash)."""
+        with self._op():
+            await self._ready()
+            j = self._journal(tenant)
+            token = uuid.uuid4().hex
+            if not await self._client.set(j + "lease", token, nx=True, px=LEASE_MS):
+                raise Conflict(f"another atomic write of tenant {tenant!r} is under way")
+            try:
+                await self._recover(tenant)  # a journal left by a killed holder
+                await self._client.sadd(self._prefix + "atomic:open", tenant)
+                await self._client.set(j + "state", "saving")
+                await self._save(tenant)
+                await self._client.set(j + "state", "writing")
+            except BaseException:
+                await self._client.delete(j + "lease")
+                raise
+        view = copy.copy(self)
+        view._lease = _Lease(j + "lease", token)
+        try:
+            yield view
+        except BaseException:
+            with self._op():
+                await self._restore(tenant)
+                await self._forget_journal(tenant)
+                await self._client.delete(j + "lease")
+            raise
+        finally:
+            view._lease = None
+            view._closed = True
+        with self._op():
+            if as_str(await self._client.get(j + "lease") or b"") != token:
+                raise StoreError(
+                    "the atomic block's lease lapsed before its end: another process may"
+                    " have rolled it back"
+                )
+            await self._forget_journal(tenant)
+            await self._client.delete(j + "lease")
