@@ -9,6 +9,8 @@ from typing import Any
 
 from memorybank.stores.contract.types import Unset, Visibility
 from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import branch_list_query, thread_get_query
 
 
 def _cols(alias: str, columns: str) -> str:
@@ -349,9 +351,7 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.thread_get = (
-            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
-        )
+        self.thread_get = thread_get_query(POSTGRES, f"{p}threads")
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
         self.lock_thread_branch = (
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
@@ -517,12 +517,7 @@ class Statements:
             " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
-        self.branch_list = (
-            "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
-            f" FROM {p}threads t LEFT JOIN {p}branches b ON b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id WHERE t.tenant_id = %s AND t.id = %s"
-            " ORDER BY b.created_at, b.name"
-        )
+        self.branch_list = branch_list_query(POSTGRES, f"{p}threads", f"{p}branches")
         self.branch_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"

@@ -1,6 +1,9 @@
 """Statements written once for SQLite, PostgreSQL and MySQL/MariaDB (their differences in
-``memorybank.stores.sql.dialect``): the dynamic parts of ``thread_update`` and the whole
-of ``record_list``'s read. I/O-free: each store runs them with its own driver.
+``memorybank.stores.sql.dialect``), one function a statement: threads and branches,
+records, working memory, entry updates and compaction. I/O-free: each store runs them
+with its own driver (SQLite in one connection, PostgreSQL in one statement where it
+can, MySQL in one round trip of several), and keeps only what its engine does its own
+way (PostgreSQL's prepared statements over arrays, MySQL's kept branch counts).
 """
 
 from __future__ import annotations
@@ -9,11 +12,74 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from memorybank.errors import NotFound
+from memorybank.records import Branch, Thread
 from memorybank.stores.contract.types import Unset, Visibility
-from memorybank.stores.sql.common import dump, scope_sql
+from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, scope_sql
 from memorybank.stores.sql.dialect import Dialect
 
-__all__ = ["owner_filter", "record_list_query", "taken_ids_query", "thread_sets"]
+__all__ = [
+    "branch_list_query",
+    "branches_found",
+    "marks",
+    "owner_filter",
+    "record_list_query",
+    "taken_ids_query",
+    "thread_get_query",
+    "thread_insert",
+    "thread_list_query",
+    "thread_sets",
+    "thread_update_query",
+    "updated_thread",
+]
+
+
+def marks(d: Dialect, count: int) -> str:
+    """``count`` placeholders, comma-separated (an ``IN`` list or a row of values)."""
+    return ", ".join([d.mark] * count)
+
+
+# -- threads and branches ------------------------------------------------------------
+
+
+def thread_get_query(d: Dialect, threads: str) -> str:
+    """One thread by id (``THREAD_COLUMNS``); parameters ``(tenant, id)``."""
+    return f"SELECT {THREAD_COLUMNS} FROM {threads} WHERE tenant_id = {d.mark} AND id = {d.mark}"
+
+
+def thread_insert(d: Dialect, threads: str, thread: Thread) -> tuple[str, tuple[Any, ...]]:
+    """The thread's row (its first branch is the caller's: each engine keeps other
+    counters on it). PostgreSQL inserts both in one statement instead."""
+    sql = f"INSERT INTO {threads} ({THREAD_COLUMNS}) VALUES ({marks(d, 5)}, {d.json_mark},"
+    sql += f" {marks(d, 4)})"
+    return sql, (
+        thread.id, thread.tenant_id, thread.user_id, thread.agent_id, thread.title,
+        dump(thread.metadata), thread.status, d.time(thread.created_at),
+        d.time(thread.updated_at), thread.current_branch,
+    )  # fmt: skip
+
+
+def thread_list_query(
+    d: Dialect,
+    source: str,
+    tenant: str,
+    *,
+    user_id: str | Unset | None,
+    agent_id: str | Unset | None,
+    status: str | None,
+    limit: int | None,
+) -> tuple[str, list[Any]]:
+    """``thread_list``'s read from ``source`` (the table, with an index hint where the
+    engine needs one): newest ``updated_at`` first, then id."""
+    owners, params = owner_filter(d, "", user_id=user_id, agent_id=agent_id)
+    if status is not None:
+        owners += f" AND status = {d.mark}"
+        params.append(status)
+    sql = (
+        f"SELECT {THREAD_COLUMNS} FROM {source} WHERE tenant_id = {d.mark}{owners}"
+        f" ORDER BY updated_at DESC, id DESC LIMIT {d.mark}"
+    )
+    return sql, [tenant, *params, d.no_limit if limit is None else limit]
 
 
 def thread_sets(
@@ -40,6 +106,70 @@ def thread_sets(
             sets.append(f"{column} = {mark}")
             params.append(value)
     return ", ".join(sets), params
+
+
+def thread_update_query(
+    d: Dialect,
+    threads: str,
+    branches: str,
+    tenant: str,
+    thread_id: str,
+    *,
+    updated_at: datetime,
+    title: str | Unset | None,
+    metadata: dict[str, Any] | Unset,
+    status: str | Unset,
+    current_branch: str | Unset,
+    returning: str = "",
+) -> tuple[str, list[Any]]:
+    """``thread_update``'s ``UPDATE``: the given fields, only where a new
+    ``current_branch`` exists (``RETURNING returning`` where the engine has it; else
+    the caller reads the thread back). ``updated_thread`` then names what was missing."""
+    sets, params = thread_sets(
+        d, updated_at=updated_at, title=title, metadata=metadata, status=status,
+        current_branch=current_branch,
+    )  # fmt: skip
+    sql = f"UPDATE {threads} SET {sets} WHERE tenant_id = {d.mark} AND id = {d.mark}"
+    params += [tenant, thread_id]
+    if not isinstance(current_branch, Unset):
+        sql += (
+            f" AND EXISTS (SELECT 1 FROM {branches} b WHERE b.tenant_id = {d.mark}"
+            f" AND b.thread_id = {d.mark} AND b.name = {d.mark})"
+        )
+        params += [tenant, thread_id, current_branch]
+    if returning:
+        sql += f" RETURNING {returning}"
+    return sql, params
+
+
+def updated_thread(thread: Thread | None, thread_id: str, current_branch: str | Unset) -> Thread:
+    """The thread after ``thread_update_query`` (read back, or as it stands when the
+    update matched nothing): ``NotFound`` for the thread, or for the new current branch
+    when the thread does not name it (the update's branch test refused it)."""
+    if thread is None:
+        raise NotFound(f"thread {thread_id!r} not found")
+    if not isinstance(current_branch, Unset) and thread.current_branch != current_branch:
+        raise NotFound(f"branch {current_branch!r} not found")
+    return thread
+
+
+def branch_list_query(d: Dialect, threads: str, branches: str) -> str:
+    """The thread's branches by creation time, then name, in one read with the thread:
+    a row of NULLs for a thread without branches, none without the thread
+    (``branches_found``); parameters ``(tenant, thread_id)``."""
+    return (
+        "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
+        f" FROM {threads} t LEFT JOIN {branches} b ON b.tenant_id = t.tenant_id"
+        f" AND b.thread_id = t.id WHERE t.tenant_id = {d.mark} AND t.id = {d.mark}"
+        " ORDER BY b.created_at, b.name"
+    )
+
+
+def branches_found(rows: Sequence[Sequence[Any]], thread_id: str) -> list[Branch]:
+    """The branches of ``branch_list_query``'s rows; ``NotFound`` without the thread."""
+    if not rows:
+        raise NotFound(f"thread {thread_id!r} not found")
+    return [row_to_branch(row) for row in rows if row[0] is not None]
 
 
 def owner_filter(d: Dialect, alias: str, **columns: str | Unset | None) -> tuple[str, list[Any]]:
