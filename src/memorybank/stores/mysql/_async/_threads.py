@@ -19,8 +19,11 @@ from memorybank.stores.mysql.rows import BEGIN, INSERT_COLS
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    branch_fork_query,
     branch_list_query,
     branches_found,
+    fork_point,
+    thread_delete_queries,
     thread_get_query,
     thread_insert,
     thread_list_query,
@@ -106,25 +109,12 @@ class ThreadsMixin(MySQLBase):
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches and entries in one transaction."""
         key = (tenant, thread_id)
+        tables = (self._threads, self._branches, self._entries, self._vectors)
         results = await self._run_retried(
             [
                 (BEGIN, None),
                 self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
-                (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
-                (
-                    f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._vectors}"
-                    " WHERE tenant_id = %s AND thread_id = %s"
-                    " AND kind = 'entry'",
-                    key,
-                ),
+                *((sql, key) for sql in thread_delete_queries(MYSQL, *tables)),
                 ("COMMIT", None),
             ]
         )
@@ -162,30 +152,23 @@ class ThreadsMixin(MySQLBase):
             [
                 (BEGIN, None),
                 (
-                    "SELECT t.id, s.last_position, d.name,"
-                    f" (SELECT e.position FROM {self._entries} e"
-                    " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
-                    f" AND e.id = %s) FROM {self._threads} t"
-                    f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
-                    " AND s.thread_id = t.id AND s.name = %s"
-                    f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
-                    " AND d.thread_id = t.id AND d.name = %s"
-                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    branch_fork_query(
+                        MYSQL,
+                        self._threads,
+                        self._branches,
+                        self._entries,
+                        extra="s.last_position",
+                        lock=" FOR UPDATE",
+                    ),
                     (from_entry, from_branch, name, tenant, thread_id),
                 ),
             ],
         )
         head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")
-        _, source_last, existing, entry_position = head[0]
-        if source_last is None:
-            raise NotFound(f"branch {from_branch!r} not found")
-        if existing is not None:
-            raise Conflict(f"branch {name!r} already exists")
-        if from_entry is not None and entry_position is None:
-            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-        upto = int(source_last) if from_entry is None else int(entry_position)
+        upto = fork_point(head, thread_id, name, from_branch, from_entry)
+        if upto is None:
+            upto = int(head[0][4])  # the source's last position
+
         columns = INSERT_COLS.replace("branch, ", "")
         await self._run(
             conn,

@@ -16,6 +16,7 @@ from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_thread
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import (
     branches_found,
+    fork_point,
     thread_list_query,
     thread_update_query,
     updated_thread,
@@ -128,17 +129,10 @@ class ThreadsMixin(PostgresBase):
             "created": created_at,
         }
         async with self._transaction() as conn:
-            rows = await self._rows(conn, self._sql.branch_check, params)
-            if not rows:
-                raise NotFound(f"thread {thread_id!r} not found")
-            source_last, taken, entry_position = rows[0]
-            if source_last is None:
-                raise NotFound(f"branch {from_branch!r} not found")
-            if taken:
-                raise Conflict(f"branch {name!r} already exists")
-            if from_entry is not None and entry_position is None:
-                raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-            params["upto"] = source_last if from_entry is None else entry_position
+            check = (from_entry, from_branch, name, tenant, thread_id)
+            rows = await self._rows(conn, self._sql.branch_check, check)
+            upto = fork_point(rows, thread_id, name, from_branch, from_entry)
+            params["upto"] = rows[0][4] if upto is None else upto  # None: the source's last
             await self._rows(conn, self._sql.branch_copy, params)
         return Branch(
             name=name,

@@ -13,8 +13,11 @@ from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
+    branch_fork_query,
     branch_list_query,
     branches_found,
+    fork_point,
+    thread_delete_queries,
     thread_get_query,
     thread_insert,
     thread_list_query,
@@ -41,6 +44,7 @@ class ThreadsMixin(SQLiteStoreBase):
         return thread
 
     def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        """Whether the thread has branch ``name`` (the append's check of a named branch)."""
         return (
             conn.execute(
                 f"SELECT 1 FROM {self.prefix}branches"
@@ -121,15 +125,12 @@ class ThreadsMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
-            key = (tenant, thread_id)
-            cursor = conn.execute(f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key)
-            conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
-            conn.execute(f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key)
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry' AND thread_id = ?",
-                key,
-            )
-            return cursor.rowcount > 0
+            tables = (f"{p}threads", f"{p}branches", f"{p}entries", f"{p}vectors")
+            thread, *rest = thread_delete_queries(SQLITE, *tables)
+            found = conn.execute(thread, (tenant, thread_id)).rowcount > 0
+            for sql in rest:
+                conn.execute(sql, (tenant, thread_id))
+            return found
 
         return self._run(lambda: self._write(op))
 
@@ -148,17 +149,9 @@ class ThreadsMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> Branch:
-            self._require_thread(conn, tenant, thread_id)
-            if not self._has_branch(conn, tenant, thread_id, from_branch):
-                raise NotFound(f"branch {from_branch!r} not found")
-            if self._has_branch(conn, tenant, thread_id, name):
-                raise Conflict(f"branch {name!r} already exists")
-            upto: int | None = None
-            if from_entry is not None:
-                _, entry = self._entry(conn, tenant, thread_id, from_entry, from_branch)
-                if entry is None:
-                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-                upto = entry.position
+            sql = branch_fork_query(SQLITE, f"{p}threads", f"{p}branches", f"{p}entries")
+            rows = conn.execute(sql, (from_entry, from_branch, name, tenant, thread_id)).fetchall()
+            upto = fork_point(rows, thread_id, name, from_branch, from_entry)
             conn.execute(
                 f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
                 " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
