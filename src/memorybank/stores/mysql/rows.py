@@ -37,6 +37,8 @@ from memorybank.stores.sql.common import (
     to_us,
     tool_calls_to_json,
 )
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import marks, qualified
 
 T = TypeVar("T")
 
@@ -82,8 +84,8 @@ _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 #: host not allowed): ConfigurationError, as retrying cannot help.
 _REJECTED = {1044, 1045, 1049, 1130, 1698}
 
-T_COLS = ", ".join(f"t.{c.strip()}" for c in THREAD_COLUMNS.split(","))
-E_COLS = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
+T_COLS = qualified("t", THREAD_COLUMNS)
+E_COLS = qualified("e", ENTRY_COLUMNS)
 #: Entry columns of a page read (thread and branch are known): ``page_entry`` reads them.
 PAGE_COLS = (
     "e.id, e.position, e.role, e.content, e.name, e.tool_calls, e.tool_call_id, e.metadata,"
@@ -216,7 +218,8 @@ def entry_values(new: NewEntry) -> tuple[Any, ...]:
 
 
 def placeholders(count: int) -> str:
-    return ", ".join(["%s"] * count)
+    """``count`` ``%s`` placeholders, comma-separated."""
+    return marks(MYSQL, count)
 
 
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:

@@ -9,19 +9,22 @@ from typing import Any
 
 from memorybank.stores.contract.types import Unset, Visibility
 from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import (
+    branch_fork_query,
+    branch_list_query,
+    qualified,
+    run_statements,
+    thread_get_query,
+)
 
-
-def _cols(alias: str, columns: str) -> str:
-    return ", ".join(f"{alias}.{c.strip()}" for c in columns.split(","))
-
-
-T_COLS = _cols("t", THREAD_COLUMNS)
-_R_COLS = _cols("r", RECORD_COLUMNS)
+T_COLS = qualified("t", THREAD_COLUMNS)
+_R_COLS = qualified("r", RECORD_COLUMNS)
 # Record columns for the batch reads: ``data`` as its text (``json`` keeps it as
 # written), parsed by ``row_to_record`` (the fast parser when installed) rather than
 # by the driver's ``json.loads``.
 R_READ = _R_COLS.replace(", r.data,", ", r.data::text,")
-_E_COLS = _cols("e", ENTRY_COLUMNS)
+_E_COLS = qualified("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
 _E_READ = ", ".join(
@@ -349,9 +352,7 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.thread_get = (
-            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = %s"
-        )
+        self.thread_get = thread_get_query(POSTGRES, f"{p}threads")
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
         self.lock_thread_branch = (
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
@@ -370,18 +371,18 @@ class Statements:
             p=p,
             e_cols=_E_COLS,
             t_cols=T_COLS,
-            th_cols=_cols("th", THREAD_COLUMNS),
-            x_cols=_cols("x", ENTRY_COLUMNS),
+            th_cols=qualified("th", THREAD_COLUMNS),
+            x_cols=qualified("x", ENTRY_COLUMNS),
             null_entry=_NULL_ENTRY,
         )
         self.append_plain = _APPEND_PLAIN.format(
-            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_BATCH_ROWS
+            p=p, t_cols=T_COLS, th_cols=qualified("th", THREAD_COLUMNS), rows=_BATCH_ROWS
         )
         self.append_one = _APPEND_PLAIN.format(
-            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS), rows=_ONE_ROW
+            p=p, t_cols=T_COLS, th_cols=qualified("th", THREAD_COLUMNS), rows=_ONE_ROW
         )
         self.append_many = _APPEND_MANY.format(
-            p=p, t_cols=T_COLS, th_cols=_cols("th", THREAD_COLUMNS)
+            p=p, t_cols=T_COLS, th_cols=qualified("th", THREAD_COLUMNS)
         )
         self.append_refusal = (
             f"SELECT t.user_id, coalesce(%(branch)s::text, t.current_branch) FROM {p}threads t"
@@ -495,16 +496,10 @@ class Statements:
             " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s"
             " AND b.name = t.branch), 0) FROM t"
         )
-        self.branch_check = (
-            f"SELECT (SELECT b.last_position FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id AND b.name = %(from)s),"
-            f" EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id AND b.name = %(name)s),"
-            f" (SELECT e.position FROM {p}entries e WHERE e.tenant_id = t.tenant_id"
-            " AND e.thread_id = t.id AND e.branch = %(from)s AND e.id = %(entry)s::text)"
-            f" FROM {p}threads t WHERE t.tenant_id = %(tenant)s AND t.id = %(thread)s"
-            " FOR KEY SHARE OF t"
-        )
+        self.branch_check = branch_fork_query(
+            POSTGRES, f"{p}threads", f"{p}branches", f"{p}entries", extra="s.last_position",
+            lock=" FOR KEY SHARE OF t",
+        )  # fmt: skip
         self.branch_copy = (
             f"WITH c AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
             " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
@@ -517,12 +512,7 @@ class Statements:
             " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
-        self.branch_list = (
-            "SELECT b.name, b.thread_id, b.created_at, b.from_branch, b.from_entry"
-            f" FROM {p}threads t LEFT JOIN {p}branches b ON b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id WHERE t.tenant_id = %s AND t.id = %s"
-            " ORDER BY b.created_at, b.name"
-        )
+        self.branch_list = branch_list_query(POSTGRES, f"{p}threads", f"{p}branches")
         self.branch_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
@@ -531,20 +521,12 @@ class Statements:
             f"{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM b)"
         )
-        self.working_set = (
-            f"INSERT INTO {p}working (tenant_id, run_id, key, value) VALUES (%s, %s, %s, %s)"
-            " ON CONFLICT (tenant_id, run_id, key) DO UPDATE SET value = EXCLUDED.value"
-        )
-        self.working_get = (
-            f"SELECT value FROM {p}working WHERE tenant_id = %s AND run_id = %s AND key = %s"
-        )
-        self.working_delete = (
-            f"DELETE FROM {p}working WHERE tenant_id = %s AND run_id = %s AND key = %s RETURNING 1"
-        )
-        self.working_items = (
-            f"SELECT key, value FROM {p}working WHERE tenant_id = %s AND run_id = %s ORDER BY key"
-        )
-        self.working_clear = f"DELETE FROM {p}working WHERE tenant_id = %s AND run_id = %s"
+        runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
+        self.working_set = runs.working_set
+        self.working_get = runs.working_get
+        self.working_delete = runs.working_delete + " RETURNING 1"
+        self.working_items = runs.working_items
+        self.working_clear = runs.working_clear
         self.snapshot_save = (
             f"INSERT INTO {p}snapshots (tenant_id, run_id, user_id, value, saved_at)"
             " VALUES (%s, %s, %s::text, %s, %s) ON CONFLICT (tenant_id, run_id) DO UPDATE"
@@ -559,12 +541,8 @@ class Statements:
         self.snapshot_lock = (
             f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
         )
-        self.snapshot_load = (
-            f"SELECT user_id, value FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s"
-        )
-        self.snapshot_delete = (
-            f"DELETE FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s RETURNING 1"
-        )
+        self.snapshot_load = runs.snapshot_load
+        self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
         self.summary_add = (
             f"INSERT INTO {p}summaries (tenant_id, id, agent_id, user_id, content, created_at)"
             " VALUES (%s, %s, %s, %s::text, %s, %s)"

@@ -9,7 +9,7 @@ append, MySQL's one-round-trip append, the full-text and vector indexes), each s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -37,10 +37,56 @@ class Dialect:
     time: Callable[[datetime], Any]
     #: The ``LIMIT`` value that keeps every row (MySQL has no ``LIMIT ALL``/``-1``).
     no_limit: int | None
+    #: Whether a row-value bound ``(a, b) > (x, y)`` is a range of an index on (a, b);
+    #: MySQL reads the whole index for it, so it gets ``a > x OR (a = x AND b > y)``.
+    row_values: bool
+    #: The engine's way to name the index a read must use, after the table:
+    #: ``INDEXED BY`` (SQLite), ``FORCE INDEX`` (MySQL); PostgreSQL has no hints.
+    hint: Callable[[str], str]
+    #: The upsert's tail: ``ON CONFLICT (...) DO UPDATE`` (SQLite, PostgreSQL) or
+    #: ``ON DUPLICATE KEY UPDATE`` with the values again (MySQL: ``VALUES()`` is
+    #: deprecated in MySQL 8 and ``AS new`` unknown to MariaDB). See ``upsert``.
+    repeat_upsert_values: bool
+
+    def upsert(self, conflict: str, columns: Sequence[str]) -> str:
+        """`` ON ...`` setting ``columns`` from the inserted row when ``conflict`` (the
+        key's columns, comma-separated) is taken. With ``repeat_upsert_values`` the
+        caller passes the values of ``columns`` again after the row (``upsert_params``)."""
+        if self.repeat_upsert_values:
+            sets = ", ".join(f"{c} = {self.mark}" for c in columns)
+            return f" ON DUPLICATE KEY UPDATE {sets}"
+        sets = ", ".join(f"{c} = excluded.{c}" for c in columns)
+        return f" ON CONFLICT ({conflict}) DO UPDATE SET {sets}"
+
+    def upsert_params(self, row: Sequence[Any], updated: int) -> tuple[Any, ...]:
+        """The parameters of an ``upsert`` of ``row`` whose last ``updated`` values are
+        the updated columns'."""
+        if self.repeat_upsert_values:
+            return (*row, *row[len(row) - updated :])
+        return tuple(row)
 
 
-SQLITE = Dialect(mark="?", json_mark="?", key_column="key", time=to_us, no_limit=-1)
-POSTGRES = Dialect(mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None)
+def _sqlite_hint(index: str) -> str:
+    return f" INDEXED BY {index}"
+
+
+def _mysql_hint(index: str) -> str:
+    return f" FORCE INDEX (`{index}`)"
+
+
+def _no_hint(index: str) -> str:
+    return ""
+
+
+SQLITE = Dialect(
+    mark="?", json_mark="?", key_column="key", time=to_us, no_limit=-1, row_values=True,
+    hint=_sqlite_hint, repeat_upsert_values=False,
+)  # fmt: skip
+POSTGRES = Dialect(
+    mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None,
+    row_values=True, hint=_no_hint, repeat_upsert_values=False,
+)  # fmt: skip
 MYSQL = Dialect(
-    mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615
-)
+    mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
+    row_values=False, hint=_mysql_hint, repeat_upsert_values=True,
+)  # fmt: skip

@@ -45,11 +45,16 @@ from memorybank.stores.mysql.rows import (
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
-    dump,
     messages_of_rows,
     row_to_entry,
     row_to_thread,
     to_us,
+)
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import (
+    compact_prefix_query,
+    entries_by_ids_query,
+    entry_update_rows,
 )
 
 
@@ -144,13 +149,8 @@ class EntriesMixin(MySQLBase):
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
         """One entry of the branch, or ``None``."""
-        rows = await self._query(
-            f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
-            " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-            " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
-            " AND e.branch = COALESCE(%s, t.current_branch)",
-            (tenant, thread_id, entry_id, branch),
-        )
+        sql = entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, 1)
+        rows = await self._query(sql, (tenant, thread_id, branch, entry_id))
         return row_to_entry(rows[0]) if rows else None
 
     async def entry_get_many(
@@ -163,11 +163,7 @@ class EntriesMixin(MySQLBase):
         rows = await self._select_many(
             [
                 (
-                    f"SELECT {E_COLS} FROM {self._entries} e JOIN {self._threads} t"
-                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
-                    " AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.id IN ({placeholders(len(chunk))})",
+                    entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, len(chunk)),
                     (tenant, thread_id, branch, *chunk),
                 )
                 for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
@@ -357,8 +353,8 @@ class EntriesMixin(MySQLBase):
                 ),
                 (
                     # FOR UPDATE: a concurrent delete of one of these waits for the swap.
-                    f"SELECT id FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                    " AND branch = %s AND position <= %s ORDER BY position FOR UPDATE",
+                    compact_prefix_query(MYSQL, self._entries, "SELECT id")
+                    + " ORDER BY position FOR UPDATE",
                     prefix,
                 ),
                 (
@@ -377,11 +373,7 @@ class EntriesMixin(MySQLBase):
             return False
         others = [str(r[0]) for r in results[4][0] if r[0] != branch]
         writes: list[Statement] = [
-            (
-                f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                " AND branch = %s AND position <= %s",
-                prefix,
-            ),
+            (compact_prefix_query(MYSQL, self._entries, "DELETE"), prefix),
             *self._drop_entry_vectors(tenant, thread_id, list(expected_ids), others),
         ]
         if summary is not None:
@@ -438,14 +430,10 @@ class EntriesMixin(MySQLBase):
                     (tenant, thread_id, branch, *by_id),
                 )
             )
-        statements += [
-            (
-                f"UPDATE {self._entries} SET content = %s, state = %s, token_count = %s"
-                " WHERE tenant_id = %s AND thread_id = %s AND branch = %s AND id = %s",
-                (content, dump(state), tokens, tenant, thread_id, branch, entry_id),
-            )
-            for entry_id, content, state, tokens in by_id.values()
-        ]
+        sql, rows = entry_update_rows(
+            MYSQL, self._entries, tenant, thread_id, branch, list(by_id.values())
+        )
+        statements += [(sql, row) for row in rows]
         statements.append(("COMMIT", None))
         results = await self._run_retried(statements)
         if not results[2][0]:

@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import R_COLS, Statement, chunks, placeholders
 from memorybank.stores.sql._async.key_reads import KeyReads
-from memorybank.stores.sql.common import dump, row_to_record, scope_sql, to_us
+from memorybank.stores.sql.common import row_to_record
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import record_list_query
+from memorybank.stores.sql.statements import (
+    record_list_query,
+    record_page_query,
+    record_upsert,
+    records_by_ids_query,
+    records_by_keys_query,
+    records_delete_query,
+)
 
 
 class RecordsMixin(KeyReads, MySQLBase):
@@ -24,38 +30,15 @@ class RecordsMixin(KeyReads, MySQLBase):
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
     ) -> None:
         """Upsert every record (by kind and id) in one transaction (guard: ``_check_guard``)."""
-        statements: list[Statement] = []
-        for r in records:
-            values = (
-                r.agent_id,
-                r.user_id,
-                r.key,
-                r.content,
-                dump(r.data),
-                to_us(r.created_at),
-                to_us(r.updated_at),
-                None if r.expires_at is None else to_us(r.expires_at),
-                r.revision,
-            )
-            statements.append(
-                (
-                    f"INSERT INTO {self._records} (tenant_id, kind, id, agent_id, user_id, k,"
-                    " content, data, created_at, updated_at, expires_at, revision)"
-                    " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                    " ON DUPLICATE KEY UPDATE agent_id = %s, user_id = %s, k = %s, content = %s,"
-                    " data = %s, created_at = %s, updated_at = %s, expires_at = %s, revision = %s",
-                    (tenant, r.kind, r.id, *values, *values),
-                )
-            )
+        sql, rows = record_upsert(MYSQL, self._records, tenant, records)
+        statements: list[Statement] = [(sql, row) for row in rows]
         if statements or guard is not None:
             await self._transaction(statements, tenant=tenant, guard=guard)
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         """One record, or ``None``."""
-        rows = await self._query(
-            f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s",
-            (tenant, kind, record_id),
-        )
+        sql = records_by_ids_query(MYSQL, self._records, R_COLS, 1)
+        rows = await self._query(sql, (tenant, kind, record_id))
         return row_to_record(rows[0]) if rows else None
 
     async def record_delete(
@@ -74,11 +57,11 @@ class RecordsMixin(KeyReads, MySQLBase):
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
             marks = placeholders(len(chunk))
-            where = f" WHERE tenant_id = %s AND kind = %s AND id IN ({marks})"
+            args = (tenant, kind, *chunk)
             statements += [
                 self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
-                (f"DELETE FROM {self._vectors}{where}", (tenant, kind, *chunk)),
-                (f"DELETE FROM {self._records}{where}", (tenant, kind, *chunk)),
+                (records_delete_query(MYSQL, self._vectors, len(chunk)), args),
+                (records_delete_query(MYSQL, self._records, len(chunk)), args),
             ]
         counts = await self._transaction(statements, tenant=tenant, guard=guard)
         return sum(counts[2::3])
@@ -112,8 +95,7 @@ class RecordsMixin(KeyReads, MySQLBase):
         rows = await self._select_many(
             [
                 (
-                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s AND kind = %s"
-                    f" AND id IN ({placeholders(len(chunk))})",
+                    records_by_ids_query(MYSQL, self._records, R_COLS, len(chunk)),
                     (tenant, kind, *chunk),
                 )
                 for chunk in chunks(ids)
@@ -134,18 +116,13 @@ class RecordsMixin(KeyReads, MySQLBase):
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []
-        scope, scope_args = scope_sql("", visible_to, "%s")
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT {R_COLS} FROM {self._records} WHERE tenant_id = %s"
-                    f" AND kind IN ({placeholders(len(kinds))})"
-                    f" AND k IN ({placeholders(len(chunk))}){scope}",
-                    (tenant, *kinds, *chunk, *scope_args),
-                )
-                for chunk in chunks(wanted)
-            ]
-        )
+        statements: list[Statement] = []
+        for chunk in chunks(wanted):
+            sql, scope = records_by_keys_query(
+                MYSQL, self._records, R_COLS, len(kinds), len(chunk), visible_to
+            )
+            statements.append((sql, (tenant, *kinds, *chunk, *scope)))
+        rows = await self._select_many(statements)
         rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
         return [row_to_record(row) for row in rows]
 
@@ -160,17 +137,9 @@ class RecordsMixin(KeyReads, MySQLBase):
     ) -> list[Record]:
         """One range of ``records_list`` (tenant_id, kind, created_at + the primary key's
         id, which InnoDB appends to every secondary index) from the cursor."""
-        where = "tenant_id = %s AND kind = %s"
-        args: list[Any] = [tenant, kind]
-        if after is not None:
-            at = to_us(after[0])
-            where += " AND (created_at > %s OR (created_at = %s AND id > %s))"
-            args += [at, at, after[1]]
-        scope, scope_args = scope_sql("", visible_to, "%s")
-        args += [*scope_args, limit]
-        rows = await self._query(
-            f"SELECT {R_COLS} FROM {self._records} FORCE INDEX (`{self.prefix}records_list`)"
-            f" WHERE {where}{scope} ORDER BY created_at, id LIMIT %s",
-            args,
-        )
+        sql, args = record_page_query(
+            MYSQL, self._records, f"{self.prefix}records_list", R_COLS, tenant, kind,
+            limit=limit, after=after, visible_to=visible_to,
+        )  # fmt: skip
+        rows = await self._query(sql, args)
         return [row_to_record(row) for row in rows]

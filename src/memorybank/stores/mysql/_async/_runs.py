@@ -12,50 +12,41 @@ from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import BEGIN
 from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql, to_us
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import RunStatements, run_statements
 
 
 class RunsMixin(MySQLBase):
     """Working memory, snapshots, summaries and a user's erasure."""
 
+    @property
+    def _runs_sql(self) -> RunStatements:
+        return run_statements(MYSQL, self._working, self._snapshots, self._summaries)
+
     async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         """Upsert one key."""
+        sql = self._runs_sql
         await self._execute(
-            f"INSERT INTO {self._working} (tenant_id, run_id, k, value) VALUES (%s, %s, %s, %s)"
-            " ON DUPLICATE KEY UPDATE value = %s",
-            (tenant, run_id, key, value, value),
+            sql.working_set, sql.working_set_params(MYSQL, tenant, run_id, key, value)
         )
 
     async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
         """The JSON text under ``key``, or ``None``."""
-        rows = await self._query(
-            f"SELECT value FROM {self._working} WHERE tenant_id = %s AND run_id = %s AND k = %s",
-            (tenant, run_id, key),
-        )
+        rows = await self._query(self._runs_sql.working_get, (tenant, run_id, key))
         return str(rows[0][0]) if rows else None
 
     async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
         """Delete one key; whether it existed."""
-        return (
-            await self._execute(
-                f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s AND k = %s",
-                (tenant, run_id, key),
-            )
-            > 0
-        )
+        return await self._execute(self._runs_sql.working_delete, (tenant, run_id, key)) > 0
 
     async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
         """Every key of the run."""
-        rows = await self._query(
-            f"SELECT k, value FROM {self._working} WHERE tenant_id = %s AND run_id = %s",
-            (tenant, run_id),
-        )
+        rows = await self._query(self._runs_sql.working_items, (tenant, run_id))
         return {str(k): str(v) for k, v in rows}
 
     async def working_clear(self, tenant: str, run_id: str) -> None:
         """Forget the run's working memory."""
-        await self._execute(
-            f"DELETE FROM {self._working} WHERE tenant_id = %s AND run_id = %s", (tenant, run_id)
-        )
+        await self._execute(self._runs_sql.working_clear, (tenant, run_id))
 
     async def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -92,10 +83,9 @@ class RunsMixin(MySQLBase):
             " VALUES (%s, %s, %s, %s, %s)"
         )
         if not owner_check:
-            await self._execute(
-                insert + " ON DUPLICATE KEY UPDATE user_id = %s, value = %s, saved_at = %s",
-                (tenant, run_id, user_id, value, when, user_id, value, when),
-            )
+            sql = self._runs_sql
+            params = sql.snapshot_save_params(MYSQL, tenant, run_id, user_id, value, saved_at)
+            await self._execute(sql.snapshot_save, params)
             return
         mine = "(user_id IS NULL OR user_id <=> %s)"
         checked = (user_id, value, user_id, when, user_id, user_id)  # (mine, new value) x 3
@@ -120,10 +110,7 @@ class RunsMixin(MySQLBase):
 
     async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         """``(owner, JSON text)`` or ``None``."""
-        rows = await self._query(
-            f"SELECT user_id, value FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s",
-            (tenant, run_id),
-        )
+        rows = await self._query(self._runs_sql.snapshot_load, (tenant, run_id))
         return (rows[0][0], str(rows[0][1])) if rows else None
 
     async def snapshot_delete(
@@ -131,7 +118,7 @@ class RunsMixin(MySQLBase):
     ) -> bool:
         """Delete the snapshot; whether it existed. Checked: one transaction, one round
         trip, the owner read under the row's lock and the delete conditional on it."""
-        delete = f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND run_id = %s"
+        delete = self._runs_sql.snapshot_delete
         if not owner_check:
             return await self._execute(delete, (tenant, run_id)) > 0
         results = await self._run_retried(
@@ -159,18 +146,8 @@ class RunsMixin(MySQLBase):
 
     async def summary_add(self, tenant: str, summary: Summary) -> Summary:
         """Insert a summary."""
-        await self._execute(
-            f"INSERT INTO {self._summaries} (tenant_id, id, agent_id, user_id, content, created_at)"
-            " VALUES (%s, %s, %s, %s, %s, %s)",
-            (
-                tenant,
-                summary.id,
-                summary.agent_id,
-                summary.user_id,
-                summary.content,
-                to_us(summary.created_at),
-            ),
-        )
+        sql = self._runs_sql
+        await self._execute(sql.summary_add, sql.summary_params(MYSQL, tenant, summary))
         return summary
 
     async def summary_agents(
@@ -184,12 +161,8 @@ class RunsMixin(MySQLBase):
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         """The agent's summaries for the user plus the shared ones, oldest first."""
-        rows = await self._query(
-            f"SELECT id, agent_id, user_id, content, created_at FROM {self._summaries}"
-            " WHERE tenant_id = %s AND agent_id = %s"
-            " AND (%s OR user_id IS NULL OR user_id = %s) ORDER BY created_at, id",
-            (tenant, agent_id, *any_user(user_id)),
-        )
+        params = (tenant, agent_id, *any_user(user_id))
+        rows = await self._query(self._runs_sql.summary_list, params)
         return [row_to_summary(row) for row in rows]
 
     async def forget_user(self, tenant: str, user_id: str) -> int:

@@ -15,10 +15,21 @@ from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
-from memorybank.stores.mysql.rows import ALL, BEGIN, INSERT_COLS
-from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+from memorybank.stores.mysql.rows import BEGIN, INSERT_COLS
+from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import thread_sets
+from memorybank.stores.sql.statements import (
+    branch_fork_query,
+    branch_list_query,
+    branches_found,
+    fork_point,
+    thread_delete_queries,
+    thread_get_query,
+    thread_insert,
+    thread_list_query,
+    thread_update_query,
+    updated_thread,
+)
 
 
 class ThreadsMixin(MySQLBase):
@@ -32,22 +43,7 @@ class ThreadsMixin(MySQLBase):
                     conn,
                     [
                         (BEGIN, None),
-                        (
-                            f"INSERT INTO {self._threads} ({THREAD_COLUMNS})"
-                            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                            (
-                                thread.id,
-                                thread.tenant_id,
-                                thread.user_id,
-                                thread.agent_id,
-                                thread.title,
-                                dump(thread.metadata),
-                                thread.status,
-                                to_us(thread.created_at),
-                                to_us(thread.updated_at),
-                                thread.current_branch,
-                            ),
-                        ),
+                        thread_insert(MYSQL, self._threads, thread),
                         (
                             f"INSERT INTO {self._branches} (tenant_id, thread_id, name, created_at,"
                             " from_branch, from_entry, last_position)"
@@ -70,10 +66,7 @@ class ThreadsMixin(MySQLBase):
 
     async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
         """The thread, or ``None``."""
-        rows = await self._query(
-            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
-            (tenant, thread_id),
-        )
+        rows = await self._query(thread_get_query(MYSQL, self._threads), (tenant, thread_id))
         return row_to_thread(rows[0]) if rows else None
 
     async def thread_list(
@@ -86,26 +79,11 @@ class ThreadsMixin(MySQLBase):
         limit: int | None = None,
     ) -> list[Thread]:
         """Threads of the tenant, most recently updated first."""
-        where = ["tenant_id = %s"]
-        args: list[Any] = [tenant]
-        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if isinstance(value, Unset):
-                continue
-            if value is None:
-                where.append(f"{column} IS NULL")
-            else:
-                where.append(f"{column} = %s")
-                args.append(value)
-        if status is not None:
-            where.append("status = %s")
-            args.append(status)
-        args.append(ALL if limit is None else limit)
-        rows = await self._query(
-            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, id DESC LIMIT %s",
-            args,
-        )
-        return [row_to_thread(row) for row in rows]
+        sql, args = thread_list_query(
+            MYSQL, self._threads, tenant, user_id=user_id, agent_id=agent_id, status=status,
+            limit=limit,
+        )  # fmt: skip
+        return [row_to_thread(row) for row in await self._query(sql, args)]
 
     async def thread_update(
         self,
@@ -119,58 +97,24 @@ class ThreadsMixin(MySQLBase):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         """Update the given fields and read the thread back, in one round trip."""
-        sets, args = thread_sets(
-            MYSQL, updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch,
+        update = thread_update_query(
+            MYSQL, self._threads, self._branches, tenant, thread_id, updated_at=updated_at,
+            title=title, metadata=metadata, status=status, current_branch=current_branch,
         )  # fmt: skip
-        where = "tenant_id = %s AND id = %s"
-        args += [tenant, thread_id]
-        if not isinstance(current_branch, Unset):
-            where += (
-                f" AND EXISTS (SELECT 1 FROM {self._branches} b WHERE b.tenant_id = %s"
-                " AND b.thread_id = %s AND b.name = %s)"
-            )
-            args += [tenant, thread_id, current_branch]
-        results = await self._run_retried(
-            [
-                (f"UPDATE {self._threads} SET {sets} WHERE {where}", args),
-                (
-                    f"SELECT {THREAD_COLUMNS} FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s",
-                    (tenant, thread_id),
-                ),
-            ]
-        )
-        rows = results[1][0]
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        thread = row_to_thread(rows[0])
-        if not isinstance(current_branch, Unset) and thread.current_branch != current_branch:
-            raise NotFound(f"branch {current_branch!r} not found")
-        return thread
+        read = (thread_get_query(MYSQL, self._threads), (tenant, thread_id))
+        rows = (await self._run_retried([update, read]))[1][0]
+        thread = row_to_thread(rows[0]) if rows else None
+        return updated_thread(thread, thread_id, current_branch)
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches and entries in one transaction."""
         key = (tenant, thread_id)
+        tables = (self._threads, self._branches, self._entries, self._vectors)
         results = await self._run_retried(
             [
                 (BEGIN, None),
                 self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
-                (f"DELETE FROM {self._threads} WHERE tenant_id = %s AND id = %s", key),
-                (
-                    f"DELETE FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._vectors}"
-                    " WHERE tenant_id = %s AND thread_id = %s"
-                    " AND kind = 'entry'",
-                    key,
-                ),
+                *((sql, key) for sql in thread_delete_queries(MYSQL, *tables)),
                 ("COMMIT", None),
             ]
         )
@@ -208,30 +152,23 @@ class ThreadsMixin(MySQLBase):
             [
                 (BEGIN, None),
                 (
-                    "SELECT t.id, s.last_position, d.name,"
-                    f" (SELECT e.position FROM {self._entries} e"
-                    " WHERE e.tenant_id = t.tenant_id AND e.thread_id = t.id AND e.branch = s.name"
-                    f" AND e.id = %s) FROM {self._threads} t"
-                    f" LEFT JOIN {self._branches} s ON s.tenant_id = t.tenant_id"
-                    " AND s.thread_id = t.id AND s.name = %s"
-                    f" LEFT JOIN {self._branches} d ON d.tenant_id = t.tenant_id"
-                    " AND d.thread_id = t.id AND d.name = %s"
-                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
+                    branch_fork_query(
+                        MYSQL,
+                        self._threads,
+                        self._branches,
+                        self._entries,
+                        extra="s.last_position",
+                        lock=" FOR UPDATE",
+                    ),
                     (from_entry, from_branch, name, tenant, thread_id),
                 ),
             ],
         )
         head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")
-        _, source_last, existing, entry_position = head[0]
-        if source_last is None:
-            raise NotFound(f"branch {from_branch!r} not found")
-        if existing is not None:
-            raise Conflict(f"branch {name!r} already exists")
-        if from_entry is not None and entry_position is None:
-            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-        upto = int(source_last) if from_entry is None else int(entry_position)
+        upto = fork_point(head, thread_id, name, from_branch, from_entry)
+        if upto is None:
+            upto = int(head[0][4])  # the source's last position
+
         columns = INSERT_COLS.replace("branch, ", "")
         await self._run(
             conn,
@@ -276,16 +213,8 @@ class ThreadsMixin(MySQLBase):
 
     async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
-        rows = await self._query(
-            f"SELECT b.name, t.id, b.created_at, b.from_branch, b.from_entry"
-            f" FROM {self._threads} t LEFT JOIN {self._branches} b"
-            " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " WHERE t.tenant_id = %s AND t.id = %s ORDER BY b.created_at, b.name",
-            (tenant, thread_id),
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return [row_to_branch(row) for row in rows if row[0] is not None]
+        sql = branch_list_query(MYSQL, self._threads, self._branches)
+        return branches_found(await self._query(sql, (tenant, thread_id)), thread_id)
 
     async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one)."""

@@ -12,10 +12,15 @@ from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.postgres._async._base import PostgresBase
-from memorybank.stores.postgres.statements import T_COLS
-from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread
+from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_thread
 from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import thread_sets
+from memorybank.stores.sql.statements import (
+    branches_found,
+    fork_point,
+    thread_list_query,
+    thread_update_query,
+    updated_thread,
+)
 
 
 class ThreadsMixin(PostgresBase):
@@ -57,23 +62,10 @@ class ThreadsMixin(PostgresBase):
         limit: int | None = None,
     ) -> list[Thread]:
         """Threads by ``updated_at`` then id, newest first, filtered."""
-        where = ["tenant_id = %(tenant)s"]
-        params: dict[str, Any] = {"tenant": tenant, "limit": limit}
-        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if isinstance(value, Unset):
-                continue
-            if value is None:
-                where.append(f"{column} IS NULL")
-            else:
-                where.append(f"{column} = %({column})s")
-                params[column] = value
-        if status is not None:
-            where.append("status = %(status)s")
-            params["status"] = status
-        query = (
-            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, id DESC LIMIT %(limit)s::bigint"
-        )
+        query, params = thread_list_query(
+            POSTGRES, f"{self.prefix}threads", tenant, user_id=user_id, agent_id=agent_id,
+            status=status, limit=limit,
+        )  # fmt: skip
         return [row_to_thread(r) for r in await self._fetch(query, params, retry=True)]
 
     async def thread_update(
@@ -88,29 +80,15 @@ class ThreadsMixin(PostgresBase):
         current_branch: str | Unset = UNSET,
     ) -> Thread:
         """One ``UPDATE ... RETURNING``; a new current branch must exist."""
-        sets, params = thread_sets(
-            POSTGRES, updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch,
+        query, params = thread_update_query(
+            POSTGRES, f"{self.prefix}threads", f"{self.prefix}branches", tenant, thread_id,
+            updated_at=updated_at, title=title, metadata=metadata, status=status,
+            current_branch=current_branch, returning=THREAD_COLUMNS,
         )  # fmt: skip
-        branch_check = ""
-        if not isinstance(current_branch, Unset):
-            branch_check = (
-                f" AND EXISTS (SELECT 1 FROM {self.prefix}branches b"
-                " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s)"
-            )
-        query = (
-            f"UPDATE {self.prefix}threads t SET {sets}"
-            f" WHERE t.tenant_id = %s AND t.id = %s{branch_check} RETURNING {T_COLS}"
-        )
-        params += [tenant, thread_id]
-        if branch_check:
-            params.append(current_branch)
         rows = await self._fetch(query, params)
         if rows:
             return row_to_thread(rows[0])
-        if branch_check and await self.thread_get(tenant, thread_id) is not None:
-            raise NotFound(f"branch {current_branch!r} not found")
-        raise NotFound(f"thread {thread_id!r} not found")
+        return updated_thread(await self.thread_get(tenant, thread_id), thread_id, current_branch)
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Lock the thread row, then delete it with its branches and entries."""
@@ -151,17 +129,10 @@ class ThreadsMixin(PostgresBase):
             "created": created_at,
         }
         async with self._transaction() as conn:
-            rows = await self._rows(conn, self._sql.branch_check, params)
-            if not rows:
-                raise NotFound(f"thread {thread_id!r} not found")
-            source_last, taken, entry_position = rows[0]
-            if source_last is None:
-                raise NotFound(f"branch {from_branch!r} not found")
-            if taken:
-                raise Conflict(f"branch {name!r} already exists")
-            if from_entry is not None and entry_position is None:
-                raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-            params["upto"] = source_last if from_entry is None else entry_position
+            check = (from_entry, from_branch, name, tenant, thread_id)
+            rows = await self._rows(conn, self._sql.branch_check, check)
+            upto = fork_point(rows, thread_id, name, from_branch, from_entry)
+            params["upto"] = rows[0][4] if upto is None else upto  # None: the source's last
             await self._rows(conn, self._sql.branch_copy, params)
         return Branch(
             name=name,
@@ -174,9 +145,7 @@ class ThreadsMixin(PostgresBase):
     async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """Branches by creation time, then name."""
         rows = await self._fetch(self._sql.branch_list, (tenant, thread_id), retry=True)
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return [row_to_branch(r) for r in rows if r[0] is not None]
+        return branches_found(rows, thread_id)
 
     async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Lock the thread row, refuse the current branch, delete the branch and its entries."""

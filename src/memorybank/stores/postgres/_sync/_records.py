@@ -18,7 +18,7 @@ from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scop
 from memorybank.stores.sql._sync.key_reads import KeyReads
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
 from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import record_list_query
+from memorybank.stores.sql.statements import record_list_query, record_page_query
 
 
 class RecordsMixin(KeyReads, PostgresBase):
@@ -238,14 +238,8 @@ class RecordsMixin(KeyReads, PostgresBase):
         visible_to: Visibility | None = None,
     ) -> list[Record]:
         """One range of the ``records_created`` index from a row-value cursor."""
-        params: dict[str, Any] = {"tenant": tenant, "kind": kind, "limit": limit}
-        where = "r.tenant_id = %(tenant)s AND r.kind = %(kind)s"
-        if after is not None:
-            where += " AND (r.created_at, r.id) > (%(at)s::timestamptz, %(after)s::text)"
-            params["at"], params["after"] = after
-        where += scope_filter("r", visible_to, params)
-        query = (
-            f"SELECT {R_READ} FROM {self.prefix}records r WHERE {where}"
-            " ORDER BY r.created_at, r.id LIMIT %(limit)s::bigint"
-        )
+        query, params = record_page_query(
+            POSTGRES, f"{self.prefix}records", "", R_READ, tenant, kind, limit=limit,
+            after=after, visible_to=visible_to,
+        )  # fmt: skip
         return [row_to_record(r) for r in self._fetch(query, params, retry=True)]

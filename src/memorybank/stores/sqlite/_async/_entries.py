@@ -28,7 +28,13 @@ from memorybank.stores.sql.common import (
     tool_calls_to_json,
 )
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import taken_ids_query
+from memorybank.stores.sql.statements import (
+    compact_prefix_query,
+    entries_by_ids_query,
+    entry_update_rows,
+    qualified,
+    taken_ids_query,
+)
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase, chunks
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS, owner_token
 
@@ -59,6 +65,10 @@ def _single_insert(
     call id): four flags hash and compare in a fifth of the time of all 17."""
     nulls = (False,) * 6 + (content, name, calls, call_id) + (False,) * 4 + (True, True, False)
     return _insert_without_nulls(p, nulls)
+
+
+#: Entry columns on ``e`` (reads joined with the thread row).
+_E = qualified("e", ENTRY_COLUMNS)
 
 
 def _json_object(value: dict[str, Any]) -> str:
@@ -292,34 +302,25 @@ class EntriesMixin(SQLiteStoreBase):
     async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
-        return await self._run(
-            lambda: self._read(lambda c: self._entry(c, tenant, thread_id, entry_id, branch)[1])
-        )
+        found = await self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)
+        return found.get(entry_id)
 
     async def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:
         wanted = list(dict.fromkeys(entry_ids))
+        p = self.prefix
 
         def op(conn: sqlite3.Connection) -> dict[str, Entry]:
-            thread = self._get_thread(conn, tenant, thread_id)
-            if thread is None or not wanted:
-                return {}
-            name = thread.current_branch if branch is None else branch
             found: dict[str, Entry] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                for row in conn.execute(
-                    f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
-                    " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                    f" AND id IN ({', '.join('?' * len(chunk))})",
-                    (tenant, thread_id, name, *chunk),
-                ):
+            for chunk in chunks(wanted):
+                sql = entries_by_ids_query(SQLITE, f"{p}entries", f"{p}threads", _E, len(chunk))
+                for row in conn.execute(sql, (tenant, thread_id, branch, *chunk)):
                     entry = row_to_entry(row)
                     found[entry.id] = entry
             return {eid: found[eid] for eid in wanted if eid in found}
 
-        return await self._run(lambda: self._read(op))
+        return await self._run(lambda: self._read(op)) if wanted else {}
 
     async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         wanted = list(dict.fromkeys(thread_ids))
@@ -348,7 +349,6 @@ class EntriesMixin(SQLiteStoreBase):
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
         asked = bool(pairs)
         p = self.prefix
-        columns = ", ".join(f"e.{c.strip()}" for c in ENTRY_COLUMNS.split(","))
 
         def op(conn: sqlite3.Connection) -> dict[tuple[str, str], Entry]:
             found: dict[tuple[str, str], Entry] = {}
@@ -357,7 +357,7 @@ class EntriesMixin(SQLiteStoreBase):
                 values = ", ".join("(?, ?)" for _ in chunk)
                 for row in conn.execute(
                     f"WITH w(thread_id, id) AS (VALUES {values})"
-                    f" SELECT {columns} FROM w JOIN {p}threads t"
+                    f" SELECT {_E} FROM w JOIN {p}threads t"
                     " ON t.tenant_id = ? AND t.id = w.thread_id"
                     f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
                     " AND e.branch = t.current_branch AND e.id = w.id",
@@ -541,21 +541,11 @@ class EntriesMixin(SQLiteStoreBase):
         def op(conn: sqlite3.Connection) -> bool:
             self._require_thread(conn, tenant, thread_id)
             key = (tenant, thread_id, branch, through_position)
-            ids = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM {p}entries WHERE tenant_id = ? AND thread_id = ?"
-                    " AND branch = ? AND position <= ? ORDER BY position",
-                    key,
-                ).fetchall()
-            ]
+            select = compact_prefix_query(SQLITE, f"{p}entries", "SELECT id") + " ORDER BY position"
+            ids = [r[0] for r in conn.execute(select, key).fetchall()]
             if ids != list(expected_ids):
                 return False
-            conn.execute(
-                f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                " AND position <= ?",
-                key,
-            )
+            conn.execute(compact_prefix_query(SQLITE, f"{p}entries", "DELETE"), key)
             self._drop_entry_vectors(conn, tenant, thread_id, ids)
             if summary is not None:
                 conn.execute(
@@ -598,15 +588,12 @@ class EntriesMixin(SQLiteStoreBase):
         branch: str,
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
+        sql, rows = entry_update_rows(
+            SQLITE, f"{self.prefix}entries", tenant, thread_id, branch, changes
+        )
+
         def op(conn: sqlite3.Connection) -> int:
             self._require_thread(conn, tenant, thread_id)
-            changed = 0
-            for entry_id, content, state, tokens in changes:
-                changed += conn.execute(
-                    f"UPDATE {self.prefix}entries SET content = ?, state = ?, token_count = ?"
-                    " WHERE tenant_id = ? AND thread_id = ? AND branch = ? AND id = ?",
-                    (content, dump(state), tokens, tenant, thread_id, branch, entry_id),
-                ).rowcount
-            return changed
+            return conn.executemany(sql, rows).rowcount
 
         return await self._run(lambda: self._write(op))

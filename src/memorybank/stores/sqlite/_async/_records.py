@@ -14,15 +14,21 @@ from memorybank.stores.sql._async.key_reads import KeyReads
 from memorybank.stores.sql.common import (
     RECORD_COLUMNS,
     any_user,
-    dump,
     row_to_record,
     row_to_summary,
     run_ids_sql,
-    scope_sql,
-    to_us,
 )
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import record_list_query
+from memorybank.stores.sql.statements import (
+    RunStatements,
+    record_list_query,
+    record_page_query,
+    record_upsert,
+    records_by_ids_query,
+    records_by_keys_query,
+    records_delete_query,
+    run_statements,
+)
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase, chunks
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
@@ -34,56 +40,39 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
 
     # -- working memory ------------------------------------------------------------
 
-    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT INTO {self.prefix}working (tenant_id, run_id, key, value)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT (tenant_id, run_id, key)"
-                " DO UPDATE SET value = excluded.value",
-                (tenant, run_id, key, value),
-            )
+    @property
+    def _runs_sql(self) -> RunStatements:
+        p = self.prefix
+        return run_statements(SQLITE, f"{p}working", f"{p}snapshots", f"{p}summaries")
 
-        await self._run(lambda: self._write(op))
+    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        sql = self._runs_sql
+        params = sql.working_set_params(SQLITE, tenant, run_id, key, value)
+        await self._run(lambda: self._write(lambda c: c.execute(sql.working_set, params)))
 
     async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
         def op(conn: sqlite3.Connection) -> str | None:
-            row = conn.execute(
-                f"SELECT value FROM {self.prefix}working"
-                " WHERE tenant_id = ? AND run_id = ? AND key = ?",
-                (tenant, run_id, key),
-            ).fetchone()
+            row = conn.execute(self._runs_sql.working_get, (tenant, run_id, key)).fetchone()
             return None if row is None else str(row[0])
 
         return await self._run(lambda: self._read(op))
 
     async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
         def op(conn: sqlite3.Connection) -> bool:
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ? AND key = ?",
-                (tenant, run_id, key),
-            )
-            return cursor.rowcount > 0
+            return conn.execute(self._runs_sql.working_delete, (tenant, run_id, key)).rowcount > 0
 
         return await self._run(lambda: self._write(op))
 
     async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
         def op(conn: sqlite3.Connection) -> dict[str, str]:
-            rows = conn.execute(
-                f"SELECT key, value FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ?",
-                (tenant, run_id),
-            ).fetchall()
+            rows = conn.execute(self._runs_sql.working_items, (tenant, run_id)).fetchall()
             return {str(k): str(v) for k, v in rows}
 
         return await self._run(lambda: self._read(op))
 
     async def working_clear(self, tenant: str, run_id: str) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"DELETE FROM {self.prefix}working WHERE tenant_id = ? AND run_id = ?",
-                (tenant, run_id),
-            )
-
-        await self._run(lambda: self._write(op))
+        sql = self._runs_sql.working_clear
+        await self._run(lambda: self._write(lambda c: c.execute(sql, (tenant, run_id))))
 
     async def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -126,22 +115,15 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         def op(conn: sqlite3.Connection) -> None:
             if owner_check:
                 self._snapshot_owner_check(conn, tenant, run_id, user_id)
-            conn.execute(
-                f"INSERT INTO {self.prefix}snapshots (tenant_id, run_id, user_id, value, saved_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, run_id) DO UPDATE SET"
-                " user_id = excluded.user_id, value = excluded.value, saved_at = excluded.saved_at",
-                (tenant, run_id, user_id, value, to_us(saved_at)),
-            )
+            sql = self._runs_sql
+            params = sql.snapshot_save_params(SQLITE, tenant, run_id, user_id, value, saved_at)
+            conn.execute(sql.snapshot_save, params)
 
         await self._run(lambda: self._write(op))
 
     async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
         def op(conn: sqlite3.Connection) -> tuple[str | None, str] | None:
-            row = conn.execute(
-                f"SELECT user_id, value FROM {self.prefix}snapshots"
-                " WHERE tenant_id = ? AND run_id = ?",
-                (tenant, run_id),
-            ).fetchone()
+            row = conn.execute(self._runs_sql.snapshot_load, (tenant, run_id)).fetchone()
             return None if row is None else (row[0], str(row[1]))
 
         return await self._run(lambda: self._read(op))
@@ -152,11 +134,7 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         def op(conn: sqlite3.Connection) -> bool:
             if owner_check:
                 self._snapshot_owner_check(conn, tenant, run_id, user_id)
-            cursor = conn.execute(
-                f"DELETE FROM {self.prefix}snapshots WHERE tenant_id = ? AND run_id = ?",
-                (tenant, run_id),
-            )
-            return cursor.rowcount > 0
+            return conn.execute(self._runs_sql.snapshot_delete, (tenant, run_id)).rowcount > 0
 
         return await self._run(lambda: self._write(op))
 
@@ -168,23 +146,10 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
     # -- summaries -------------------------------------------------------------------
 
     async def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        def op(conn: sqlite3.Connection) -> Summary:
-            conn.execute(
-                f"INSERT INTO {self.prefix}summaries"
-                " (tenant_id, id, agent_id, user_id, content, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    tenant,
-                    summary.id,
-                    summary.agent_id,
-                    summary.user_id,
-                    summary.content,
-                    to_us(summary.created_at),
-                ),
-            )
-            return summary
-
-        return await self._run(lambda: self._write(op))
+        sql = self._runs_sql
+        params = sql.summary_params(SQLITE, tenant, summary)
+        await self._run(lambda: self._write(lambda c: c.execute(sql.summary_add, params)))
+        return summary
 
     async def summary_agents(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -200,12 +165,8 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
         def op(conn: sqlite3.Connection) -> list[Summary]:
-            rows = conn.execute(
-                f"SELECT id, agent_id, user_id, content, created_at FROM {self.prefix}summaries"
-                " WHERE tenant_id = ? AND agent_id = ?"
-                " AND (? OR user_id IS NULL OR user_id = ?) ORDER BY created_at, id",
-                (tenant, agent_id, *any_user(user_id)),
-            ).fetchall()
+            params = (tenant, agent_id, *any_user(user_id))
+            rows = conn.execute(self._runs_sql.summary_list, params).fetchall()
             return [row_to_summary(r) for r in rows]
 
         return await self._run(lambda: self._read(op))
@@ -218,58 +179,26 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         """Inside the write transaction (``BEGIN IMMEDIATE``: no other writer meanwhile)."""
         if guard is None:
             return
-        row = conn.execute(
-            f"SELECT revision FROM {self.prefix}records"
-            " WHERE tenant_id = ? AND kind = ? AND id = ?",
-            (tenant, guard.kind, guard.id),
-        ).fetchone()
+        sql = records_by_ids_query(SQLITE, f"{self.prefix}records", "revision", 1)
+        row = conn.execute(sql, (tenant, guard.kind, guard.id)).fetchone()
         if (None if row is None else row[0]) != guard.revision:
             raise guard.failed()
 
     async def record_put(
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
     ) -> None:
-        rows = [
-            (
-                tenant,
-                r.kind,
-                r.id,
-                r.agent_id,
-                r.user_id,
-                r.key,
-                r.content,
-                dump(r.data),
-                to_us(r.created_at),
-                to_us(r.updated_at),
-                None if r.expires_at is None else to_us(r.expires_at),
-                r.revision,
-            )
-            for r in records
-        ]
+        sql, rows = record_upsert(SQLITE, f"{self.prefix}records", tenant, records)
 
         def op(conn: sqlite3.Connection) -> None:
             self._check_guard(conn, tenant, guard)
-            conn.executemany(
-                f"INSERT INTO {self.prefix}records (tenant_id, kind, id, agent_id, user_id, key,"
-                " content, data, created_at, updated_at, expires_at, revision)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = excluded.agent_id,"
-                " user_id = excluded.user_id, key = excluded.key, content = excluded.content,"
-                " data = excluded.data, created_at = excluded.created_at,"
-                " updated_at = excluded.updated_at, expires_at = excluded.expires_at,"
-                " revision = excluded.revision",
-                rows,
-            )
+            conn.executemany(sql, rows)
 
         await self._run(lambda: self._write(op))
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         def op(conn: sqlite3.Connection) -> Record | None:
-            row = conn.execute(
-                f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
-                " WHERE tenant_id = ? AND kind = ? AND id = ?",
-                (tenant, kind, record_id),
-            ).fetchone()
+            sql = records_by_ids_query(SQLITE, f"{self.prefix}records", RECORD_COLUMNS, 1)
+            row = conn.execute(sql, (tenant, kind, record_id)).fetchone()
             return None if row is None else row_to_record(row)
 
         return await self._run(lambda: self._read(op))
@@ -288,17 +217,12 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
             self._check_guard(conn, tenant, guard)
             if not ids:
                 return 0
-            marks = ", ".join("?" * len(ids))
+            p = self.prefix
             conn.execute(
-                f"DELETE FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ?"
-                f" AND id IN ({marks})",
-                (tenant, kind, *ids),
+                records_delete_query(SQLITE, f"{p}vectors", len(ids)), (tenant, kind, *ids)
             )
-            return conn.execute(
-                f"DELETE FROM {self.prefix}records WHERE tenant_id = ? AND kind = ?"
-                f" AND id IN ({marks})",
-                (tenant, kind, *ids),
-            ).rowcount
+            sql = records_delete_query(SQLITE, f"{p}records", len(ids))
+            return conn.execute(sql, (tenant, kind, *ids)).rowcount
 
         return await self._run(lambda: self._write(op))
 
@@ -330,15 +254,12 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
-        sql = (
-            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records"
-            " WHERE tenant_id = ? AND kind = ? AND id IN ({marks})"
-        )
+        p = self.prefix
 
         def op(conn: sqlite3.Connection) -> dict[str, Record]:
             found: dict[str, Record] = {}
             for chunk in chunks(ids):
-                query = sql.format(marks=", ".join("?" * len(chunk)))
+                query = records_by_ids_query(SQLITE, f"{p}records", RECORD_COLUMNS, len(chunk))
                 for row in conn.execute(query, (tenant, kind, *chunk)):
                     found[row[1]] = row_to_record(row)
             return {i: found[i] for i in ids if i in found}
@@ -357,17 +278,15 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         wanted = list(dict.fromkeys(keys))
         if not wanted or not kinds:
             return []
-        scope, scope_params = scope_sql("", visible_to, "?")
-        sql = (
-            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records WHERE tenant_id = ?"
-            f" AND kind IN ({', '.join('?' * len(kinds))}) AND key IN ({{marks}})" + scope
-        )
+        p = self.prefix
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             rows: list[Any] = []
             for chunk in chunks(wanted):
-                query = sql.format(marks=", ".join("?" * len(chunk)))
-                rows += conn.execute(query, (tenant, *kinds, *chunk, *scope_params)).fetchall()
+                query, scope = records_by_keys_query(
+                    SQLITE, f"{p}records", RECORD_COLUMNS, len(kinds), len(chunk), visible_to
+                )
+                rows += conn.execute(query, (tenant, *kinds, *chunk, *scope)).fetchall()
             rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts
             return [row_to_record(row) for row in rows]
 
@@ -383,17 +302,11 @@ class RecordsMixin(KeyReads, SQLiteStoreBase):
         visible_to: Visibility | None = None,
     ) -> list[Record]:
         """A range of the ``records_created`` index from the cursor (a row-value bound)."""
-        scope, scope_params = scope_sql("", visible_to, "?")
-        params: list[Any] = [tenant, kind]
-        where = "tenant_id = ? AND kind = ?"
-        if after is not None:
-            where += " AND (created_at, id) > (?, ?)"
-            params += [to_us(after[0]), after[1]]
-        sql = (
-            f"SELECT {RECORD_COLUMNS} FROM {self.prefix}records INDEXED BY"
-            f" {self.prefix}records_created WHERE {where}{scope} ORDER BY created_at, id LIMIT ?"
-        )
-        params += [*scope_params, limit]
+        p = self.prefix
+        sql, params = record_page_query(
+            SQLITE, f"{p}records", f"{p}records_created", RECORD_COLUMNS, tenant, kind,
+            limit=limit, after=after, visible_to=visible_to,
+        )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> list[Record]:
             return [row_to_record(r) for r in conn.execute(sql, params).fetchall()]

@@ -9,9 +9,20 @@ from typing import Any
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
-from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_branch, row_to_thread, to_us
+from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import thread_sets
+from memorybank.stores.sql.statements import (
+    branch_fork_query,
+    branch_list_query,
+    branches_found,
+    fork_point,
+    thread_delete_queries,
+    thread_get_query,
+    thread_insert,
+    thread_list_query,
+    thread_update_query,
+    updated_thread,
+)
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
 
@@ -21,11 +32,9 @@ class ThreadsMixin(SQLiteStoreBase):
     # -- threads -------------------------------------------------------------------
 
     def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
-        row = conn.execute(
-            f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ? AND id = ?",
-            (tenant, thread_id),
-        ).fetchone()
-        return None if row is None else row_to_thread(row)
+        row = conn.execute(thread_get_query(SQLITE, f"{self.prefix}threads"), (tenant, thread_id))
+        found = row.fetchone()
+        return None if found is None else row_to_thread(found)
 
     def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
         thread = self._get_thread(conn, tenant, thread_id)
@@ -34,6 +43,7 @@ class ThreadsMixin(SQLiteStoreBase):
         return thread
 
     def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        """Whether the thread has branch ``name`` (the append's check of a named branch)."""
         return (
             conn.execute(
                 f"SELECT 1 FROM {self.prefix}branches"
@@ -49,21 +59,7 @@ class ThreadsMixin(SQLiteStoreBase):
         def op(conn: sqlite3.Connection) -> Thread:
             if self._get_thread(conn, thread.tenant_id, thread.id) is not None:
                 raise Conflict(f"thread {thread.id!r} already exists")
-            conn.execute(
-                f"INSERT INTO {p}threads ({THREAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    thread.id,
-                    thread.tenant_id,
-                    thread.user_id,
-                    thread.agent_id,
-                    thread.title,
-                    dump(thread.metadata),
-                    thread.status,
-                    to_us(thread.created_at),
-                    to_us(thread.updated_at),
-                    thread.current_branch,
-                ),
-            )
+            conn.execute(*thread_insert(SQLITE, f"{p}threads", thread))
             conn.execute(
                 f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
                 " VALUES (?, ?, ?, ?)",
@@ -85,27 +81,14 @@ class ThreadsMixin(SQLiteStoreBase):
         status: str | None = None,
         limit: int | None = None,
     ) -> list[Thread]:
-        where = ["tenant_id = ?"]
-        params: list[Any] = [tenant]
-        for column, value in (("user_id", user_id), ("agent_id", agent_id)):
-            if not isinstance(value, Unset):
-                where.append(f"{column} IS ?")
-                params.append(value)
-        if status is not None:
-            where.append("status = ?")
-            params.append(status)
         # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
         # threads, or one user's through ``threads_owner``, are sorted here.
         source = f"{self.prefix}threads"
         if not isinstance(user_id, Unset):
-            source += f" INDEXED BY {self.prefix}threads_owner"
-        sql = (
-            f"SELECT {THREAD_COLUMNS} FROM {source} WHERE {' AND '.join(where)}"
-            " ORDER BY updated_at DESC, id DESC"
+            source += SQLITE.hint(f"{self.prefix}threads_owner")
+        sql, params = thread_list_query(
+            SQLITE, source, tenant, user_id=user_id, agent_id=agent_id, status=status, limit=limit
         )
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(limit)
 
         def op(conn: sqlite3.Connection) -> list[Thread]:
             return [row_to_thread(r) for r in conn.execute(sql, params).fetchall()]
@@ -123,22 +106,17 @@ class ThreadsMixin(SQLiteStoreBase):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        sets, params = thread_sets(
-            SQLITE, updated_at=updated_at, title=title, metadata=metadata, status=status,
+        sql, params = thread_update_query(
+            SQLITE, f"{self.prefix}threads", f"{self.prefix}branches", tenant, thread_id,
+            updated_at=updated_at, title=title, metadata=metadata, status=status,
             current_branch=current_branch,
         )  # fmt: skip
 
         def op(conn: sqlite3.Connection) -> Thread:
-            self._require_thread(conn, tenant, thread_id)
-            if not isinstance(current_branch, Unset) and not self._has_branch(
-                conn, tenant, thread_id, current_branch
-            ):
-                raise NotFound(f"branch {current_branch!r} not found")
-            conn.execute(
-                f"UPDATE {self.prefix}threads SET {sets} WHERE tenant_id = ? AND id = ?",
-                [*params, tenant, thread_id],
+            conn.execute(sql, params)
+            return updated_thread(
+                self._get_thread(conn, tenant, thread_id), thread_id, current_branch
             )
-            return self._require_thread(conn, tenant, thread_id)
 
         return await self._run(lambda: self._write(op))
 
@@ -146,15 +124,12 @@ class ThreadsMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
-            key = (tenant, thread_id)
-            cursor = conn.execute(f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key)
-            conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
-            conn.execute(f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key)
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry' AND thread_id = ?",
-                key,
-            )
-            return cursor.rowcount > 0
+            tables = (f"{p}threads", f"{p}branches", f"{p}entries", f"{p}vectors")
+            thread, *rest = thread_delete_queries(SQLITE, *tables)
+            found = conn.execute(thread, (tenant, thread_id)).rowcount > 0
+            for sql in rest:
+                conn.execute(sql, (tenant, thread_id))
+            return found
 
         return await self._run(lambda: self._write(op))
 
@@ -173,17 +148,9 @@ class ThreadsMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> Branch:
-            self._require_thread(conn, tenant, thread_id)
-            if not self._has_branch(conn, tenant, thread_id, from_branch):
-                raise NotFound(f"branch {from_branch!r} not found")
-            if self._has_branch(conn, tenant, thread_id, name):
-                raise Conflict(f"branch {name!r} already exists")
-            upto: int | None = None
-            if from_entry is not None:
-                _, entry = self._entry(conn, tenant, thread_id, from_entry, from_branch)
-                if entry is None:
-                    raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
-                upto = entry.position
+            sql = branch_fork_query(SQLITE, f"{p}threads", f"{p}branches", f"{p}entries")
+            rows = conn.execute(sql, (from_entry, from_branch, name, tenant, thread_id)).fetchall()
+            upto = fork_point(rows, thread_id, name, from_branch, from_entry)
             conn.execute(
                 f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
                 " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
@@ -204,15 +171,10 @@ class ThreadsMixin(SQLiteStoreBase):
         return await self._run(lambda: self._write(op))
 
     async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
+        sql = branch_list_query(SQLITE, f"{self.prefix}threads", f"{self.prefix}branches")
+
         def op(conn: sqlite3.Connection) -> list[Branch]:
-            self._require_thread(conn, tenant, thread_id)
-            rows = conn.execute(
-                f"SELECT name, thread_id, created_at, from_branch, from_entry"
-                f" FROM {self.prefix}branches WHERE tenant_id = ? AND thread_id = ?"
-                " ORDER BY created_at, name",
-                (tenant, thread_id),
-            ).fetchall()
-            return [row_to_branch(r) for r in rows]
+            return branches_found(conn.execute(sql, (tenant, thread_id)).fetchall(), thread_id)
 
         return await self._run(lambda: self._read(op))
 
