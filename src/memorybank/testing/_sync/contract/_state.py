@@ -228,6 +228,7 @@ class StateCases(ContractBase):
                 view.thread_delete(tenant, thread.id)
         assert store.entry_count(tenant, thread.id) == 2
         assert store.thread_get(tenant, other.id) is not None
+
     @requires(Capability.ATOMIC)
     def test_atomic_writes_commit_together_or_not_at_all(self, store: Store) -> None:
         """``atomic(tenant)``: the view reads its own writes; a block that raises leaves
