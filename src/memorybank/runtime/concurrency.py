@@ -578,7 +578,8 @@ class AsyncJobQueue(Generic[T]):
     in ``batch`` units (at least one), and awaits ``handle(jobs)``; the units
     are freed when it returns. ``handle`` should not raise: what it raises is
     logged and the jobs are dropped. The consumer starts with the first ``put``,
-    on the running loop.
+    on the running loop. With ``tick`` (seconds), a consumer that found no job for
+    that long calls ``handle([])`` (periodic work of the owner, such as a rescan).
     """
 
     def __init__(
@@ -588,11 +589,13 @@ class AsyncJobQueue(Generic[T]):
         capacity: int,
         batch: int,
         handle: Callable[[list[T]], Awaitable[None]],
+        tick: float | None = None,
     ) -> None:
         self._name = name
         self.capacity = capacity
         self._batch = batch
         self._handle = handle
+        self._tick = tick
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0  # units queued or being handled
         self._active = 0  # jobs queued or being handled (a job may have no units)
@@ -638,11 +641,20 @@ class AsyncJobQueue(Generic[T]):
         return True
 
     async def _consume(self) -> None:
+        import asyncio
+
         changed = self._condition()
         while True:
             async with changed:
-                await changed.wait_for(lambda: bool(self._jobs) or self._closed)
-                if not self._jobs:
+                ready = changed.wait_for(lambda: bool(self._jobs) or self._closed)
+                if self._tick is None:
+                    await ready
+                else:
+                    try:
+                        await asyncio.wait_for(ready, self._tick)
+                    except TimeoutError:  # a tick: ``handle([])``
+                        pass
+                if self._closed and not self._jobs:
                     return
                 jobs: list[T] = []
                 units = 0
@@ -707,11 +719,13 @@ class JobQueue(Generic[T]):
         capacity: int,
         batch: int,
         handle: Callable[[list[T]], None],
+        tick: float | None = None,
     ) -> None:
         self._name = name
         self.capacity = capacity
         self._batch = batch
         self._handle = handle
+        self._tick = tick
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0
         self._active = 0
@@ -745,8 +759,8 @@ class JobQueue(Generic[T]):
     def _consume(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: bool(self._jobs) or self._closed)
-                if not self._jobs or self._stop:
+                self._changed.wait_for(lambda: bool(self._jobs) or self._closed, self._tick)
+                if self._stop or (self._closed and not self._jobs):
                     return
                 jobs: list[T] = []
                 units = 0
