@@ -134,7 +134,9 @@ def test_the_leases_of_a_worker_killed_mid_batch_are_taken_over(
     logs, first, rest = tmp_path / "logs", tmp_path / "go-first", tmp_path / "go-rest"
     logs.mkdir()
     doomed = _worker(spec, logs, first, KILLED_LEASE, hang=True, tmp=tmp_path)
-    survivors = [_worker(spec, logs, rest, WORKER_LEASE, hang=False, tmp=tmp_path) for _ in range(2)]
+    survivors = [
+        _worker(spec, logs, rest, WORKER_LEASE, hang=False, tmp=tmp_path) for _ in range(2)
+    ]
     try:
         for worker in (doomed, *survivors):
             worker.wait_for(0, timeout=120)

@@ -19,13 +19,15 @@ Nothing is lost
     A process that stops with vectors pending leaves their journal records: the
     next memory opened on the store resumes them first (``start()``, which the
     first background write, ``flush()``, ``async with`` and the server's startup
-    call). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
+    call), once their lease runs out if the process died holding it (a closing
+    process releases its leases). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
     time (``record_page``, a range of the records index on the SQL stores and
     Redis): its cost follows the work left, never the number of entries stored.
     A write that failed leaves no journal record behind; a journal record whose
     entries never got written (the process stopped in between) is dropped when
     resumed. A batch the embedder failed on stays in the journal (counted in
-    ``status().failed``) for the next start or ``memory.embed_pending()``.
+    ``status().failed``), its lease released, for the next start, another
+    worker's rescan or ``memory.embed_pending()``.
 
 One worker per job
     Several processes or nodes on one store (``serve --workers N``, servers
@@ -50,10 +52,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
+from memorybank.errors import LeaseLost
 from memorybank.rules.ids import new_id
 from memorybank.runtime.concurrency import JobQueue
 from memorybank.runtime.log import logger
-from memorybank.errors import LeaseLost
 from memorybank.stores.contract._sync import leases
 from memorybank.stores.contract.items import Record, VectorItem
 
@@ -212,7 +214,9 @@ class _EmbedService:
         now = datetime.now(UTC)  # the wall clock, not the memory's: resume order, leases
         until = leases.expiry(now, self.lease)
         held = [leases.leased(job.record(now), self.owner, until) for job in jobs]
-        jobs = [dataclasses.replace(job, held=record) for job, record in zip(jobs, held)]
+        jobs = [
+            dataclasses.replace(job, held=record) for job, record in zip(jobs, held, strict=True)
+        ]
         self._own.update((record.id, record) for record in held)
         try:
             self.store.record_put(JOURNAL_TENANT, held)

@@ -147,7 +147,9 @@ def expiry(now: datetime, seconds: float) -> datetime:
     return now + timedelta(seconds=seconds)
 
 
-def release(store: Store, tenant: str, record: Record, *, now: datetime) -> Record | None:
+def release(
+    store: Store, tenant: str, record: Record, *, now: datetime
+) -> Record | None:
     """End the lease of ``record`` (as its holder last stored it) at ``now``, so any
     worker may claim it at once (a job that failed, or that a closing worker leaves):
     the record as stored, or ``None`` when it was taken over or removed meanwhile."""
