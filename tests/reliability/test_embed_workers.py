@@ -82,6 +82,17 @@ def _worker(spec: StoreSpec, logs: Path, go: Path, lease: str, *, hang: bool, tm
     return Child("embed_worker", spec, *args, directory=tmp)
 
 
+def _check_once(workers: list[Child], logs: Path) -> None:
+    """The ``workers`` finished, and handed every text to their embedders exactly once."""
+    counts: Counter[str] = Counter()
+    for worker in workers:
+        assert worker.records() == [{"done": True}]
+        counts.update(_embedded(logs / f"{worker.proc.pid}.log"))
+    assert sorted(counts) == sorted(_texts())
+    twice = {text: n for text, n in counts.items() if n != 1}
+    assert twice == {}, f"embedded more than once: {twice}"
+
+
 def _check_stored(spec: StoreSpec, written: dict[str, object]) -> None:
     """Every entry and the document have their vector; the journal is empty."""
     entries = written["entries"]
@@ -116,13 +127,7 @@ def test_three_workers_embed_every_journal_text_exactly_once(
     finally:
         for worker in workers:
             worker.stop()
-    counts: Counter[str] = Counter()
-    for worker in workers:
-        assert worker.records() == [{"done": True}]
-        counts.update(_embedded(logs / f"{worker.proc.pid}.log"))
-    assert sorted(counts) == sorted(_texts())
-    twice = {text: n for text, n in counts.items() if n != 1}
-    assert twice == {}, f"embedded more than once: {twice}"
+    _check_once(workers, logs)
     _check_stored(spec, written)
 
 
@@ -157,13 +162,7 @@ def test_the_leases_of_a_worker_killed_mid_batch_are_taken_over(
             worker.stop()
     held = _embedded(doomed_log)
     assert held and set(held) <= set(_texts())
-    counts: Counter[str] = Counter()
-    for worker in survivors:
-        assert worker.records() == [{"done": True}]
-        counts.update(_embedded(logs / f"{worker.proc.pid}.log"))
     # the killed worker stored nothing: the survivors embedded every text, its own
     # batch included (after its leases ran out), each exactly once
-    assert sorted(counts) == sorted(_texts())
-    twice = {text: n for text, n in counts.items() if n != 1}
-    assert twice == {}, f"embedded more than once: {twice}"
+    _check_once(survivors, logs)
     _check_stored(spec, written)

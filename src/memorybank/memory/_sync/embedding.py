@@ -405,8 +405,7 @@ class _EmbedService:
         """Stop the worker (the queue gets ``within`` seconds) and release the leases of
         what it leaves in the journal, so the next worker takes it at once."""
         self.queue.close(within)
-        with self._lock:
-            left = [rid for rid, held in self._own.items() if held is not None]
+        left = [rid for rid, held in list(self._own.items()) if held is not None]
         self._release(left)
 
     def _hold(self, jobs: list[_Job]) -> list[_Job]:
