@@ -579,7 +579,8 @@ class AsyncJobQueue(Generic[T]):
     are freed when it returns. ``handle`` should not raise: what it raises is
     logged and the jobs are dropped. The consumer starts with the first ``put``,
     on the running loop. With ``tick`` (seconds), a consumer that found no job for
-    that long calls ``handle([])`` (periodic work of the owner, such as a rescan).
+    that long calls ``handle([])`` (periodic work of the owner, such as a rescan;
+    ``join`` waits for a tick being handled as for a job).
     """
 
     def __init__(
@@ -662,6 +663,8 @@ class AsyncJobQueue(Generic[T]):
                     job, size = self._jobs.popleft()
                     jobs.append(job)
                     units += size
+                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
+                self._active += ticks
             try:
                 await self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
@@ -673,7 +676,7 @@ class AsyncJobQueue(Generic[T]):
             finally:
                 async with changed:
                     self._used -= units
-                    self._active -= len(jobs)
+                    self._active -= len(jobs) + ticks
                     changed.notify_all()
 
     async def join(self, within: float | None = None) -> bool:
@@ -768,6 +771,8 @@ class JobQueue(Generic[T]):
                     job, size = self._jobs.popleft()
                     jobs.append(job)
                     units += size
+                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
+                self._active += ticks
             try:
                 self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
@@ -779,7 +784,7 @@ class JobQueue(Generic[T]):
             finally:
                 with self._changed:
                     self._used -= units
-                    self._active -= len(jobs)
+                    self._active -= len(jobs) + ticks
                     self._changed.notify_all()
 
     def join(self, within: float | None = None) -> bool:
