@@ -8,9 +8,11 @@
     ├── InvalidInput                "invalid_input"         bad argument; nothing was written
     ├── NotFound                    "not_found"             thread/entry/branch/record absent
     ├── Conflict                    "conflict"              id already taken, concurrent change
-    │   └── HistoryDiverged         "history_diverged"      a framework adapter's save() was
-    │                                                       given messages the stored history
-    │                                                       does not start (nothing written)
+    │   ├── HistoryDiverged         "history_diverged"      a framework adapter's save() was
+    │   │                                                   given messages the stored history
+    │   │                                                   does not start (nothing written)
+    │   └── LeaseLost               "lease_lost"            a background worker's claim on a
+    │                                                       job ran out and another took it
     ├── ThreadForbidden             "thread_forbidden"      thread owned by another user
     ├── ExtractionError             "extraction_error"      an extraction model's answer was
     │                                                       unusable (not JSON, wrong shape)
@@ -40,6 +42,7 @@ __all__ = [
     "ExtractionError",
     "HistoryDiverged",
     "InvalidInput",
+    "LeaseLost",
     "MemoryBankError",
     "NotFound",
     "StoreClosed",
@@ -100,6 +103,15 @@ class Conflict(MemoryBankError):
     """The write conflicts with existing data (id already taken, concurrent change)."""
 
     code = "conflict"
+
+
+class LeaseLost(Conflict):
+    """A background worker's claim on a job record (``memorybank.stores.contract.leases``)
+    is no longer its own: the lease ran out and another worker took the record, or the
+    job was finished and removed. The worker stops that job's work and writes nothing
+    of it; the new holder does it."""
+
+    code = "lease_lost"
 
 
 class HistoryDiverged(Conflict):

@@ -184,6 +184,9 @@ def test_bad_embed_options_are_refused() -> None:
         Memory("memory://", embed="later")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="embed_queue"):
         Memory("memory://", embed="background", embed_queue=0)
+    for lease in (0, -1.5, float("nan"), float("inf"), "30", True):
+        with pytest.raises(ConfigurationError, match="embed_lease"):
+            Memory("memory://", embed="background", embed_lease=lease)  # type: ignore[arg-type]
 
 
 def test_a_failing_embedder_keeps_the_journal_for_the_next_start(store: Store) -> None:

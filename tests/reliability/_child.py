@@ -18,23 +18,38 @@ Modes:
                             after GO: for each key, ``add`` with key ``key-j`` and
                             ``add_many`` of two with key ``batch-j``, same payloads
                             in every process (``{"key", "id"}``, ``{"batch", "ids"}``).
-    embed_stuck COUNT       with ``embed="background"`` and an embedder that never
+    embed_stuck COUNT [LEASE]
+                            with ``embed="background"`` and an embedder that never
                             returns: one ``add_many`` of COUNT messages and one
                             document (``{"thread", "entries", "document"}``), then
-                            waits for the kill, its vectors pending.
+                            waits for the kill, its vectors pending (its journal
+                            records leased for LEASE seconds, default 1).
+    embed_journal WRITES SIZE LEASE
+                            as ``embed_stuck``, with WRITES ``add_many`` calls of
+                            SIZE messages over three threads (one journal record
+                            each) and one document (``{"entries", "document"}``).
+    embed_worker LOGDIR GO LEASE HANG
+                            after file GO exists: a background memory whose
+                            embedder (``Logged``) appends every text it is given to
+                            ``LOGDIR/<pid>.log`` before embedding it (and with HANG
+                            ``1`` then never returns); works until the journal is
+                            empty (``{"done": true}``).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from memorybank import CompactionService, Memory
+from tests.recall.conftest import HashEmbedder
 from tests.reliability._harness import StoreSpec
 
 #: Entries a compaction keeps (the rest become one summary).
@@ -114,23 +129,73 @@ def idempotent(memory: Memory, thread_id: str, keys: int, go: str) -> None:
         _say({"batch": j, "ids": [e.id for e in stored]})
 
 
-def embed_stuck(memory: Memory, count: int) -> None:
-    import threading
+class Logged(HashEmbedder):
+    """A real embedder (``HashEmbedder``) that first appends every text it is given to
+    its own log file, one line each, in one write (so a kill leaves whole lines); with
+    ``hang`` it then never returns (a worker killed mid-batch)."""
 
-    from tests.recall.conftest import HashEmbedder
+    def __init__(self, log: Path, *, hang: bool = False) -> None:
+        super().__init__()
+        self._log = log
+        self._hang = hang
 
-    class Stuck(HashEmbedder):
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            threading.Event().wait()  # never: the vectors stay pending until the kill
-            raise AssertionError("unreachable")
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        line = "".join(json.dumps(text) + "\n" for text in texts).encode()
+        fd = os.open(self._log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        if self._hang:
+            threading.Event().wait()  # never: the kill comes mid-batch
+        time.sleep(0.2)  # a model takes a while: workers resuming together overlap
+        return super().embed(texts)
 
-    background = Memory(memory.store, embedder=Stuck(), embed="background")
+
+class Stuck(HashEmbedder):
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        threading.Event().wait()  # never: the vectors stay pending until the kill
+        raise AssertionError("unreachable")
+
+
+def embed_stuck(memory: Memory, count: int, lease: float) -> None:
+    background = Memory(memory.store, embedder=Stuck(), embed="background", embed_lease=lease)
     thread = background.threads.create()
     messages = [{"role": "user", "content": f"the zebra number {i}"} for i in range(count)]
     entries = background.entries.add_many(thread.id, messages)
     document = background.documents.add("a document about zebras")
     _say({"thread": thread.id, "entries": [e.id for e in entries], "document": document.id})
     threading.Event().wait()
+
+
+def embed_journal(memory: Memory, writes: int, size: int, lease: float) -> None:
+    background = Memory(memory.store, embedder=Stuck(), embed="background", embed_lease=lease)
+    threads = [background.threads.create().id for _ in range(3)]
+    entries: list[str] = []
+    for w in range(writes):
+        messages = [{"role": "user", "content": f"write {w} text {i}"} for i in range(size)]
+        entries += [e.id for e in background.entries.add_many(threads[w % 3], messages)]
+    document = background.documents.add("a document about zebras")
+    _say({"entries": entries, "document": document.id})
+    threading.Event().wait()
+
+
+def embed_worker(memory: Memory, log_dir: str, go: str, lease: float, hang: bool) -> None:
+    from memorybank.memory._sync.embedding import EMBED_JOB, JOURNAL_TENANT
+
+    embedder = Logged(Path(log_dir) / f"{os.getpid()}.log", hang=hang)
+    bg = Memory(memory.store, embedder=embedder, embed="background", embed_lease=lease)
+    try:
+        _wait_for(go)  # opened before: the workers start resuming at the same moment
+        bg.embedding.start()
+        # work until no journal record is left (those other workers hold are
+        # taken over when their leases run out)
+        while memory.store.record_page(JOURNAL_TENANT, EMBED_JOB, limit=1):
+            bg.embedding.flush()
+            time.sleep(0.02)
+    finally:
+        bg.close()
+    _say({"done": True})
 
 
 def main(argv: list[str]) -> None:
@@ -147,7 +212,11 @@ def main(argv: list[str]) -> None:
         elif mode == "idempotent":
             idempotent(memory, args[0], int(args[1]), args[2])
         elif mode == "embed_stuck":
-            embed_stuck(memory, int(args[0]))
+            embed_stuck(memory, int(args[0]), float(args[1]) if len(args) > 1 else 1.0)
+        elif mode == "embed_journal":
+            embed_journal(memory, int(args[0]), int(args[1]), float(args[2]))
+        elif mode == "embed_worker":
+            embed_worker(memory, args[0], args[1], float(args[2]), args[3] == "1")
         else:
             raise SystemExit(f"unknown mode {mode!r}")
 

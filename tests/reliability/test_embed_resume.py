@@ -2,12 +2,14 @@
 
 A child writes 600 messages and a document with ``embed="background"`` and an
 embedder that never returns, prints their ids, and is killed: none has a vector,
-the journal holds them. A new memory on the same store resumes them at start:
-every entry and the document get their vector and the journal empties.
+the journal holds them, leased to the dead child for a second. A new memory on
+the same store resumes them once that lease runs out: every entry and the
+document get their vector and the journal empties.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +34,7 @@ def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
 def test_vectors_pending_at_a_kill_are_embedded_by_the_next_start(
     spec: StoreSpec, tmp_path: Path
 ) -> None:
-    child = Child("embed_stuck", spec, str(COUNT), directory=tmp_path)
+    child = Child("embed_stuck", spec, str(COUNT), "1", directory=tmp_path)
     try:
         child.wait_for(1, timeout=120)
         child.kill()
@@ -50,6 +52,11 @@ def test_vectors_pending_at_a_kill_are_embedded_by_the_next_start(
         assert len(store.record_list(JOURNAL_TENANT, EMBED_JOB)) == 4  # 3 batches + 1
 
         with Memory(store, embedder=embedder, embed="background") as memory:  # resumes
+            deadline = time.monotonic() + 120
+            while store.record_list(JOURNAL_TENANT, EMBED_JOB):  # once the lease ran out
+                assert time.monotonic() < deadline, "the journal was never resumed"
+                assert memory.embedding.flush() is True
+                time.sleep(0.02)
             assert memory.embedding.flush() is True
             status = memory.embedding.status()
             assert (status.embedded, status.failed, status.pending) == (COUNT + 1, 0, 0)

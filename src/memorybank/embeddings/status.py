@@ -6,14 +6,25 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memorybank.errors import ConfigurationError
+from memorybank.stores.contract._async.leases import DEFAULT_LEASE, check_lease
 
-__all__ = ["EMBED_ENV", "EmbedMode", "EmbeddingStatus", "embed_mode"]
+__all__ = [
+    "EMBED_ENV",
+    "EMBED_LEASE_ENV",
+    "EmbedMode",
+    "EmbeddingStatus",
+    "embed_lease",
+    "embed_mode",
+]
 
 #: When vectors of new entries and documents are computed: in the write
 #: (``"inline"``) or after it, by a worker (``"background"``).
 EmbedMode = Literal["inline", "background"]
 #: Environment variable naming the server's mode (``memorybank serve --embed``).
 EMBED_ENV = "MEMORYBANK_EMBED"
+#: Environment variable naming the seconds a background worker holds a journal
+#: record (``Memory(embed_lease=...)``; unset: ``DEFAULT_LEASE``).
+EMBED_LEASE_ENV = "MEMORYBANK_EMBED_LEASE"
 
 
 def embed_mode(name: str | None) -> EmbedMode:
@@ -24,6 +35,19 @@ def embed_mode(name: str | None) -> EmbedMode:
     if key == "inline":
         return "inline"
     raise ConfigurationError(f"{EMBED_ENV} must be 'background' or 'inline', got {name!r}")
+
+
+def embed_lease(text: str | None) -> float:
+    """A lease length from configuration text: unset or empty is ``DEFAULT_LEASE``."""
+    if text is None or not text.strip():
+        return DEFAULT_LEASE
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"{EMBED_LEASE_ENV} must be a number of seconds, got {text!r}"
+        ) from None
+    return check_lease(value, EMBED_LEASE_ENV)
 
 
 @dataclass(frozen=True, slots=True)

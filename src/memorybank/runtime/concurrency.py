@@ -578,7 +578,9 @@ class AsyncJobQueue(Generic[T]):
     in ``batch`` units (at least one), and awaits ``handle(jobs)``; the units
     are freed when it returns. ``handle`` should not raise: what it raises is
     logged and the jobs are dropped. The consumer starts with the first ``put``,
-    on the running loop.
+    on the running loop. With ``tick`` (seconds), a consumer that found no job for
+    that long calls ``handle([])`` (periodic work of the owner, such as a rescan;
+    ``join`` waits for a tick being handled as for a job).
     """
 
     def __init__(
@@ -588,11 +590,13 @@ class AsyncJobQueue(Generic[T]):
         capacity: int,
         batch: int,
         handle: Callable[[list[T]], Awaitable[None]],
+        tick: float | None = None,
     ) -> None:
         self._name = name
         self.capacity = capacity
         self._batch = batch
         self._handle = handle
+        self._tick = tick
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0  # units queued or being handled
         self._active = 0  # jobs queued or being handled (a job may have no units)
@@ -638,11 +642,20 @@ class AsyncJobQueue(Generic[T]):
         return True
 
     async def _consume(self) -> None:
+        import asyncio
+
         changed = self._condition()
         while True:
             async with changed:
-                await changed.wait_for(lambda: bool(self._jobs) or self._closed)
-                if not self._jobs:
+                ready = changed.wait_for(lambda: bool(self._jobs) or self._closed)
+                if self._tick is None:
+                    await ready
+                else:
+                    try:
+                        await asyncio.wait_for(ready, self._tick)
+                    except TimeoutError:  # a tick: ``handle([])``
+                        pass
+                if self._closed and not self._jobs:
                     return
                 jobs: list[T] = []
                 units = 0
@@ -650,6 +663,8 @@ class AsyncJobQueue(Generic[T]):
                     job, size = self._jobs.popleft()
                     jobs.append(job)
                     units += size
+                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
+                self._active += ticks
             try:
                 await self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
@@ -661,7 +676,7 @@ class AsyncJobQueue(Generic[T]):
             finally:
                 async with changed:
                     self._used -= units
-                    self._active -= len(jobs)
+                    self._active -= len(jobs) + ticks
                     changed.notify_all()
 
     async def join(self, within: float | None = None) -> bool:
@@ -707,11 +722,13 @@ class JobQueue(Generic[T]):
         capacity: int,
         batch: int,
         handle: Callable[[list[T]], None],
+        tick: float | None = None,
     ) -> None:
         self._name = name
         self.capacity = capacity
         self._batch = batch
         self._handle = handle
+        self._tick = tick
         self._jobs: deque[tuple[T, int]] = deque()
         self._used = 0
         self._active = 0
@@ -745,8 +762,8 @@ class JobQueue(Generic[T]):
     def _consume(self) -> None:
         while True:
             with self._changed:
-                self._changed.wait_for(lambda: bool(self._jobs) or self._closed)
-                if not self._jobs or self._stop:
+                self._changed.wait_for(lambda: bool(self._jobs) or self._closed, self._tick)
+                if self._stop or (self._closed and not self._jobs):
                     return
                 jobs: list[T] = []
                 units = 0
@@ -754,6 +771,8 @@ class JobQueue(Generic[T]):
                     job, size = self._jobs.popleft()
                     jobs.append(job)
                     units += size
+                ticks = 0 if jobs else 1  # a tick runs as a job: ``join`` waits for it
+                self._active += ticks
             try:
                 self._handle(jobs)
             except Exception as error:  # the handler's to report; never stop the consumer
@@ -765,7 +784,7 @@ class JobQueue(Generic[T]):
             finally:
                 with self._changed:
                     self._used -= units
-                    self._active -= len(jobs)
+                    self._active -= len(jobs) + ticks
                     self._changed.notify_all()
 
     def join(self, within: float | None = None) -> bool:

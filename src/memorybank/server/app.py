@@ -21,7 +21,8 @@ from starlette.types import Message
 from memorybank import __version__
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
-from memorybank.embeddings.status import EMBED_ENV, EmbedMode, embed_mode
+from memorybank.embeddings.status import EMBED_ENV, EMBED_LEASE_ENV, EmbedMode, embed_mode
+from memorybank.embeddings.status import embed_lease as embed_lease_seconds
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
@@ -77,6 +78,7 @@ def create_app(
     embedder: Embedder | None = None,
     key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
     embed: EmbedMode = "background",
+    embed_lease: float | None = None,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -103,14 +105,23 @@ def create_app(
             what a stopped process left pending is resumed at startup.
             ``"inline"``: every write embeds before it answers. Ignored when
             ``memory`` is given (its own ``embed`` applies).
+        embed_lease: seconds a worker holds a journal record it embeds, so several
+            workers and nodes never embed one record twice (``None``:
+            ``DEFAULT_LEASE``; see ``AsyncMemory(embed_lease=...)``). Ignored when
+            ``memory`` is given.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
+    lease = embed_lease_seconds(None) if embed_lease is None else embed_lease
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
-        mem = AsyncMemory(url, embedder=embedder, embed=embed) if memory is None else memory
+        mem = (
+            AsyncMemory(url, embedder=embedder, embed=embed, embed_lease=lease)
+            if memory is None
+            else memory
+        )
         metrics.instrument(mem.store)
         await mem.embedding.start()  # resume what a stopped process left pending
         circuit = _circuit(mem.store)
@@ -250,8 +261,8 @@ def app_from_env() -> FastAPI:
     ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
-    default, or ``inline``). The factory ``memorybank serve`` hands uvicorn,
-    so every worker process builds its own app."""
+    default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds). The factory
+    ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
     exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
     ttl = os.environ.get(KEY_CACHE_ENV)
@@ -261,4 +272,5 @@ def app_from_env() -> FastAPI:
         embedder=embedder_named(os.environ.get(EMBEDDER_ENV)),
         key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
         embed=embed_mode(os.environ.get(EMBED_ENV)),
+        embed_lease=embed_lease_seconds(os.environ.get(EMBED_LEASE_ENV)),
     )

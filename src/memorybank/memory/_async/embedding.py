@@ -18,17 +18,29 @@ Nothing is lost
     A process that stops with vectors pending leaves their journal records: the
     next memory opened on the store resumes them first (``start()``, which the
     first background write, ``flush()``, ``async with`` and the server's startup
-    call). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
+    call), once their lease runs out if the process died holding it (a closing
+    process releases its leases). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
     time (``record_page``, a range of the records index on the SQL stores and
     Redis): its cost follows the work left, never the number of entries stored.
     A write that failed leaves no journal record behind; a journal record whose
     entries never got written (the process stopped in between) is dropped when
     resumed. A batch the embedder failed on stays in the journal (counted in
-    ``status().failed``) for the next start or ``memory.embed_pending()``.
+    ``status().failed``), its lease released, for the next start, another
+    worker's rescan or ``memory.embed_pending()``.
 
-Several processes on one store (``serve --workers N``) each resume what they
-find at start: a record two of them take is embedded twice (same vector,
-stored twice), never lost.
+One worker per job
+    Several processes or nodes on one store (``serve --workers N``, servers
+    behind a balancer) share the journal. Each journal record carries a lease
+    (``memorybank.stores.contract._async.leases``): its writer holds it from the
+    start, and a worker resuming it first claims it with a compare-and-swap, so
+    while a lease is live no other worker embeds that record. A worker renews its
+    leases before embedding and again before storing the vectors (it drops a job
+    it lost). A worker that died holding leases (``kill -9``, a lost node) has its
+    records taken over once they expire: every worker rescans the journal when a
+    lease it saw is due, and at least once per lease length. The lease length is
+    ``Memory(embed_lease=...)`` (``DEFAULT_LEASE`` seconds): longer than one
+    embedder call of ``EMBED_BATCH`` texts, or that call may run twice (the
+    vectors are still stored once).
 """
 
 from __future__ import annotations
@@ -39,9 +51,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.embeddings.status import EmbeddingStatus, EmbedMode
+from memorybank.errors import LeaseLost
 from memorybank.rules.ids import new_id
 from memorybank.runtime.concurrency import AsyncJobQueue
 from memorybank.runtime.log import logger
+from memorybank.stores.contract._async import leases
 from memorybank.stores.contract.items import Record, VectorItem
 
 if TYPE_CHECKING:
@@ -82,6 +96,7 @@ class _Job:
     thread_id: str | None
     branch: str | None
     ids: tuple[str, ...]
+    held: Record | None = None  # the journal record as this worker last stored it (leased)
 
     def record(self, now: datetime) -> Record:
         data = {
@@ -138,19 +153,34 @@ class _Counts:
 class _EmbedService:
     """The queue, the worker and the journal of one memory (shared by its handles)."""
 
-    def __init__(self, store: AsyncStore, embedder: Embedder | None, capacity: int) -> None:
+    def __init__(
+        self,
+        store: AsyncStore,
+        embedder: Embedder | None,
+        capacity: int,
+        lease: float = leases.DEFAULT_LEASE,
+    ) -> None:
         # recall (and the documents namespace) loads with the first background memory
         from memorybank.recall._async import search
 
         self._search = search
         self.store = store
         self.embedder = embedder
+        self.lease = leases.check_lease(lease, "embed_lease")
+        self.owner = new_id()  # this worker, in the leases of the journal records it holds
+        self._next_scan: datetime | None = None  # when to look for expired leases again
         self.queue: AsyncJobQueue[_Job | None] = AsyncJobQueue(
-            "memorybank-embed", capacity=capacity, batch=search.EMBED_BATCH, handle=self._handle
+            "memorybank-embed",
+            capacity=capacity,
+            batch=search.EMBED_BATCH,
+            handle=self._handle,
+            tick=min(5.0, max(0.05, self.lease / 4)),
         )
         self._counts: dict[str, _Counts] = {}
         self._lock = threading.Lock()
-        self._own: set[str] = set()  # journal records this process queued or is writing
+        # journal records this process queued or is embedding: as it last stored them
+        # (its leases on them)
+        self._own: dict[str, Record | None] = {}
         self._started = False
         self.resuming = False
         self.totals = _Counts()
@@ -180,18 +210,25 @@ class _EmbedService:
             _Job(new_id(), tenant, kind, thread_id, branch, tuple(ids[i : i + batch]))
             for i in range(0, len(ids), batch)
         ]
-        self._own.update(job.id for job in jobs)
-        now = datetime.now(UTC)  # the wall clock, not the memory's: resume order
+        now = datetime.now(UTC)  # the wall clock, not the memory's: resume order, leases
+        until = leases.expiry(now, self.lease)
+        held = [leases.leased(job.record(now), self.owner, until) for job in jobs]
+        jobs = [
+            dataclasses.replace(job, held=record) for job, record in zip(jobs, held, strict=True)
+        ]
+        self._own.update((record.id, record) for record in held)
         try:
-            await self.store.record_put(JOURNAL_TENANT, [job.record(now) for job in jobs])
+            await self.store.record_put(JOURNAL_TENANT, held)
         except BaseException:
-            self._own.difference_update(job.id for job in jobs)
+            for job in jobs:
+                self._own.pop(job.id, None)
             raise
         return jobs
 
     async def abandon(self, jobs: list[_Job]) -> None:
         """The write failed or added nothing: remove its journal records (best effort)."""
-        self._own.difference_update(job.id for job in jobs)
+        for job in jobs:
+            self._own.pop(job.id, None)
         if not jobs:
             return
         try:
@@ -208,18 +245,23 @@ class _EmbedService:
             self._count(job.tenant, pending=len(job.ids))
             if not await self.queue.put(job, len(job.ids)):  # closed: the journal keeps it
                 self._count(job.tenant, pending=-len(job.ids))
-                self._own.discard(job.id)
+                await self._release([job.id])
 
     async def _handle(self, jobs: list[_Job | None]) -> None:
-        if any(job is None for job in jobs):
+        """A batch of the queue (an empty one is a tick: rescan when due)."""
+        due = self._next_scan is not None and datetime.now(UTC) >= self._next_scan
+        if due or any(job is None for job in jobs):
             await self._resume()
         live = [job for job in jobs if job is not None]
         if live:
             await self._embed(live)
 
     async def _resume(self) -> None:
+        """Embed the journal records no live lease holds (claimed first, one by one)."""
         store = self.store
         self.resuming = True
+        started = datetime.now(UTC)
+        self._next_scan = leases.expiry(started, self.lease)  # at least once per lease
         try:
             after: tuple[datetime, str] | None = None
             while True:
@@ -238,6 +280,25 @@ class _EmbedService:
                     if job is None:
                         broken.append(record.id)
                         continue
+                    now = datetime.now(UTC)
+                    lease = leases.lease_of(record)
+                    if lease is not None and lease.live(now):
+                        # another worker's (or a job that failed here): look again
+                        # when its lease runs out
+                        self._next_scan = min(self._next_scan, lease.until)
+                        continue
+                    held = await leases.claim(
+                        store,
+                        JOURNAL_TENANT,
+                        record,
+                        owner=self.owner,
+                        until=leases.expiry(now, self.lease),
+                        now=now,
+                    )
+                    if held is None:  # another worker claimed it first
+                        continue
+                    job = dataclasses.replace(job, held=held)
+                    self._own[job.id] = held
                     if (
                         batch
                         and sum(len(j.ids) for j in batch) + len(job.ids) > self._search.EMBED_BATCH
@@ -276,8 +337,9 @@ class _EmbedService:
             for job in jobs:
                 self._count(job.tenant, pending=len(job.ids))
         try:
+            mine = await self._hold(jobs)  # the jobs whose lease this worker still holds
             groups: dict[_Group, list[str]] = {}
-            for job in jobs:
+            for job in mine:
                 groups.setdefault((job.tenant, job.kind, job.thread_id, job.branch), []).extend(
                     job.ids
                 )
@@ -295,6 +357,10 @@ class _EmbedService:
                         todo.append((key, rid))
                         texts.append(text)
             vectors = await search.embed_texts(embedder, texts) if texts else []
+            # a job whose lease ran out meanwhile is its new holder's: none of its vectors
+            kept = await self._hold(mine)
+            kept_ids = {job.id for job in kept}
+            lost = {rid for job in mine if job.id not in kept_ids for rid in job.ids}
             # read again: what was deleted (or its user forgotten) while the embedder
             # ran gets no vector
             still: dict[_Group, dict[str, str]] = {}
@@ -302,22 +368,70 @@ class _EmbedService:
                 still[key] = await self._read(key, [rid for k, rid in todo if k == key])
             by_tenant: dict[str, list[VectorItem]] = {}
             for (key, rid), vector in zip(todo, vectors, strict=True):
-                if rid in still[key]:
+                if rid in still[key] and rid not in lost:
                     tid = key[2] if key[1] == _ENTRY else None
                     item = VectorItem(_vector_kind(key), rid, model, vector, tid)
                     by_tenant.setdefault(key[0], []).append(item)
             for tenant, items in by_tenant.items():
                 await store.vector_put(tenant, items)
-            await store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in jobs])
+            if kept:
+                await store.record_delete(JOURNAL_TENANT, EMBED_JOB, [job.id for job in kept])
             for tenant, items in by_tenant.items():
                 self._count(tenant, embedded=len(items))
         except Exception as error:  # the journal keeps them: the next start retries
             for job in jobs:
                 self._failed(job.tenant, len(job.ids), error)
+            await self._release([job.id for job in jobs])  # for whoever retries, at once
         finally:
             for job in jobs:
                 self._count(job.tenant, pending=-len(job.ids))
-                self._own.discard(job.id)
+                self._own.pop(job.id, None)
+
+    async def _release(self, ids: list[str]) -> None:
+        """End this worker's leases on the journal records ``ids`` (best effort: a lease
+        left runs out by itself) and forget them."""
+        now = datetime.now(UTC)
+        for rid in ids:
+            held = self._own.pop(rid, None)
+            if held is None:
+                continue
+            try:
+                await leases.release(self.store, JOURNAL_TENANT, held, now=now)
+            except Exception as error:
+                logger.info("memorybank: could not release an embedding lease (%s)", error)
+
+    async def close(self, within: float | None) -> None:
+        """Stop the worker (the queue gets ``within`` seconds) and release the leases of
+        what it leaves in the journal, so the next worker takes it at once."""
+        await self.queue.close(within)
+        left = [rid for rid, held in list(self._own.items()) if held is not None]
+        await self._release(left)
+
+    async def _hold(self, jobs: list[_Job]) -> list[_Job]:
+        """The jobs whose lease this worker still holds; a lease with less than half its
+        length left is renewed first. A job whose lease was taken over (or that another
+        worker finished) is dropped: its holder does it."""
+        kept: list[_Job] = []
+        for job in jobs:
+            held = job.held
+            now = datetime.now(UTC)
+            lease = None if held is None else leases.lease_of(held)
+            if held is None or (
+                lease is not None and (lease.until - now).total_seconds() >= self.lease / 2
+            ):
+                kept.append(job)
+                continue
+            try:
+                held = await leases.renew(
+                    self.store, JOURNAL_TENANT, held, until=leases.expiry(now, self.lease)
+                )
+            except LeaseLost as error:
+                logger.info("memorybank: an embedding job went to another worker (%s)", error)
+                self._own[job.id] = None  # nothing of it to release
+                continue
+            self._own[job.id] = held
+            kept.append(dataclasses.replace(job, held=held))
+        return kept
 
     def _count(
         self,

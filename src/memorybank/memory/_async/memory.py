@@ -39,6 +39,7 @@ from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.stores._async.open import open_store
+from memorybank.stores.contract._async.leases import DEFAULT_LEASE, check_lease
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Unset
 from memorybank.tokens import Tokenizer, get_tokenizer
 
@@ -135,6 +136,10 @@ class AsyncMemory:
             store (see ``memorybank.memory._async.embedding``). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
+        embed_lease: seconds a background worker holds a journal record it embeds
+            (default ``DEFAULT_LEASE``, 60): while held, no other process or node
+            embeds it; a worker that died holding it has it taken over once the
+            lease runs out. Longer than one embedder call of ``EMBED_BATCH`` texts.
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -157,9 +162,11 @@ class AsyncMemory:
         vector_index: AsyncVectorIndex | None = None,
         embed: EmbedMode = "inline",
         embed_queue: int = EMBED_QUEUE,
+        embed_lease: float = DEFAULT_LEASE,
     ) -> None:
         tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_embed(embed, embed_queue)
+        embed_lease = check_lease(embed_lease, "embed_lease")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
         if reranker is not None and not _is_reranker(reranker):
             raise ConfigurationError(
@@ -205,7 +212,7 @@ class AsyncMemory:
         )
         if embed == "background":
             core.embed_service = self._embedding_module()._EmbedService(
-                store, embedder, embed_queue
+                store, embedder, embed_queue, embed_lease
             )
         self._init(core, tenant, ROOT)
 
@@ -367,13 +374,14 @@ class AsyncMemory:
         are no longer queued, the backlog gets up to ``EXTRACT_CLOSE_TIMEOUT``
         seconds, and what is left is cancelled (counted in ``graph.pending()``).
         With ``embed="background"``, the queue gets up to ``EMBED_CLOSE_TIMEOUT``
-        seconds to empty; what is left stays in the journal for the next start.
+        seconds to empty; what is left stays in the journal for the next start (its
+        leases released, so another process takes it at once).
         The extractor and the reranker are the caller's: they stay open.
         """
         if self._core.background is not None:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.embed_service is not None:
-            await self._core.embed_service.queue.close(EMBED_CLOSE_TIMEOUT)
+            await self._core.embed_service.close(EMBED_CLOSE_TIMEOUT)
         if self._core.owns_store:
             await self._core.store.close()
         if self._core.vector_index is not None:

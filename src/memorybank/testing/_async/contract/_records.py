@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
-from memorybank.errors import Conflict
+from memorybank.errors import Conflict, LeaseLost
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
+from memorybank.stores.contract._async import leases
 from memorybank.stores.contract._async.store import (
     UNSET,
     AsyncStore,
@@ -150,6 +151,57 @@ class RecordCases(ContractBase):
             assert len(winners) == 1, results
             stored = await store.record_get(tenant, "fact", record_id)
             assert stored is not None and stored.content == winners[0]
+
+    async def test_a_leased_job_record_has_one_holder_until_its_lease_runs_out(
+        self, store: AsyncStore
+    ) -> None:
+        """The claim of ``memorybank.stores.contract.leases`` (a compare-and-swap on the
+        record primitives): of concurrent claimants exactly one holds the record; nobody
+        else takes it while the lease is live; after it, one other does, and the old
+        holder's renewal fails with ``LeaseLost``; a release frees it at once."""
+        tenant = _id("tenant")
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        job = self._record("job", "", data={"ids": ["a", "b"]})
+        await store.record_put(tenant, [job])
+
+        async def claimant(owner: str, record: Record, at: datetime) -> Record | None:
+            until = leases.expiry(at, 30)
+            return await leases.claim(store, tenant, record, owner=owner, until=until, now=at)
+
+        results = await arun_all([functools.partial(claimant, f"w{w}", job, now) for w in range(6)])
+        held = [r for r in results if r is not None]
+        assert len(held) == 1, results
+        (first,) = held
+        lease = leases.lease_of(first)
+        assert lease is not None and lease.until == now + timedelta(seconds=30)
+        stored = await store.record_get(tenant, "job", job.id)
+        assert stored == first and stored.data["ids"] == ["a", "b"]
+        # live: no other worker takes it, however fresh its read
+        assert await claimant("late", stored, now + timedelta(seconds=29)) is None
+        assert await store.record_get(tenant, "job", job.id) == first
+        # the holder renews
+        renewed = await leases.renew(store, tenant, first, until=now + timedelta(seconds=60))
+        assert await store.record_get(tenant, "job", job.id) == renewed
+        # run out: exactly one of the others takes it over
+        later = now + timedelta(seconds=61)
+        results = await arun_all(
+            [functools.partial(claimant, f"x{w}", renewed, later) for w in range(6)]
+        )
+        taken = [r for r in results if r is not None]
+        assert len(taken) == 1, results
+        (second,) = taken
+        with pytest.raises(LeaseLost):
+            await leases.renew(store, tenant, renewed, until=later + timedelta(seconds=30))
+        assert await store.record_get(tenant, "job", job.id) == second
+        # released: claimable at once; a finished (deleted) job cannot be renewed
+        released = await leases.release(store, tenant, second, now=later)
+        assert released is not None
+        third = await claimant("y", released, later + timedelta(microseconds=1))
+        assert third is not None
+        await store.record_delete(tenant, "job", [job.id])
+        with pytest.raises(LeaseLost):
+            await leases.renew(store, tenant, third, until=later + timedelta(seconds=90))
+        assert await store.record_get(tenant, "job", job.id) is None
 
     # -- batch record reads: one round trip each (the graph traverses through them) ----
 

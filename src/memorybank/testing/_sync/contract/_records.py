@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from memorybank.errors import Conflict
+from memorybank.errors import Conflict, LeaseLost
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
+from memorybank.stores.contract._sync import leases
 from memorybank.stores.contract._sync.store import (
     UNSET,
     Store,
@@ -151,6 +152,57 @@ class RecordCases(ContractBase):
             assert len(winners) == 1, results
             stored = store.record_get(tenant, "fact", record_id)
             assert stored is not None and stored.content == winners[0]
+
+    def test_a_leased_job_record_has_one_holder_until_its_lease_runs_out(
+        self, store: Store
+    ) -> None:
+        """The claim of ``memorybank.stores.contract.leases`` (a compare-and-swap on the
+        record primitives): of concurrent claimants exactly one holds the record; nobody
+        else takes it while the lease is live; after it, one other does, and the old
+        holder's renewal fails with ``LeaseLost``; a release frees it at once."""
+        tenant = _id("tenant")
+        now = datetime(2026, 1, 1, tzinfo=UTC)
+        job = self._record("job", "", data={"ids": ["a", "b"]})
+        store.record_put(tenant, [job])
+
+        def claimant(owner: str, record: Record, at: datetime) -> Record | None:
+            until = leases.expiry(at, 30)
+            return leases.claim(store, tenant, record, owner=owner, until=until, now=at)
+
+        results = run_all([functools.partial(claimant, f"w{w}", job, now) for w in range(6)])
+        held = [r for r in results if r is not None]
+        assert len(held) == 1, results
+        (first,) = held
+        lease = leases.lease_of(first)
+        assert lease is not None and lease.until == now + timedelta(seconds=30)
+        stored = store.record_get(tenant, "job", job.id)
+        assert stored == first and stored.data["ids"] == ["a", "b"]
+        # live: no other worker takes it, however fresh its read
+        assert claimant("late", stored, now + timedelta(seconds=29)) is None
+        assert store.record_get(tenant, "job", job.id) == first
+        # the holder renews
+        renewed = leases.renew(store, tenant, first, until=now + timedelta(seconds=60))
+        assert store.record_get(tenant, "job", job.id) == renewed
+        # run out: exactly one of the others takes it over
+        later = now + timedelta(seconds=61)
+        results = run_all(
+            [functools.partial(claimant, f"x{w}", renewed, later) for w in range(6)]
+        )
+        taken = [r for r in results if r is not None]
+        assert len(taken) == 1, results
+        (second,) = taken
+        with pytest.raises(LeaseLost):
+            leases.renew(store, tenant, renewed, until=later + timedelta(seconds=30))
+        assert store.record_get(tenant, "job", job.id) == second
+        # released: claimable at once; a finished (deleted) job cannot be renewed
+        released = leases.release(store, tenant, second, now=later)
+        assert released is not None
+        third = claimant("y", released, later + timedelta(microseconds=1))
+        assert third is not None
+        store.record_delete(tenant, "job", [job.id])
+        with pytest.raises(LeaseLost):
+            leases.renew(store, tenant, third, until=later + timedelta(seconds=90))
+        assert store.record_get(tenant, "job", job.id) is None
 
     # -- batch record reads: one round trip each (the graph traverses through them) ----
 
