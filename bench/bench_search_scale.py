@@ -21,6 +21,14 @@ X4  Over HTTP (SQLite): the same user-scope search through ``POST /v1/search`` o
     32 clients (the lean HTTP/1.1 client ``bench._http``), against the in-process
     ``AsyncMemory`` search of the same run.
 
+The floor (X1/X2, beside the raw query): the owner in the full-text index (SQLite: the
+``fts_scope`` column, ``content : (terms) AND fts_scope : (her token)``, ranked by the
+index alone; PostgreSQL: ``ARRAY[thread_id] && <her threads>``, which ``entries_scoped``
+covers), her vectors and row keys in memory for a numpy top-30, one read of the fused
+rows by key. Each cell runs memorybank, raw and floor in ``ROUNDS`` turns; X1 runs at
+each ``--sizes`` entries per user (default 500 and 2,000), one store each. BLAS runs
+one thread (``threadpoolctl``, when installed) for every side.
+
 Vectors are precomputed 384-d (``bench_search.dataset``: clustered, as sentence
 embeddings are), so no model runs; texts are 12 words of a 5,000-word vocabulary.
 Databases are built through the public API (``entries.add_many``, vectors with
@@ -798,6 +806,17 @@ def postgres_part(
                     conn.execute(f'DROP TABLE IF EXISTS "{table_name}" CASCADE')
 
 
+def _one_blas_thread() -> None:
+    """One BLAS thread for memorybank and the raw clients alike: the clients are the
+    parallelism here. OpenBLAS threads a product of 2,000 x 384 or more, and on a
+    loaded 2-core machine that one product took 8.5 ms instead of 0.58 ms."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(1, user_api="blas")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10 users, small scale store")
@@ -812,6 +831,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--no-x3", action="store_true", help="skip X3 (the scope-size table)")
     parser.add_argument("--only-x3", action="store_true", help="X3 alone (no X1, X2, X4)")
     args = parser.parse_args(argv)
+    _one_blas_thread()
     if args.quick:
         args.scale, args.big, args.total = min(args.scale, 30_000), min(args.big, 10_000), 60
     args.sizes = [int(n) for n in args.sizes.split(",") if n.strip()]
