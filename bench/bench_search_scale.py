@@ -142,6 +142,13 @@ def load(memory: Memory, owners: Sequence[tuple[str, int, int]], seed: int) -> d
 # -- the raw equivalent -----------------------------------------------------------------
 
 
+def _top(matrix: NDArray[np.float32], qvec: NDArray[np.float32]) -> NDArray[np.intp]:
+    """The rows of the best ``FETCH`` scores of ``matrix @ qvec``, best first."""
+    scores = matrix @ qvec
+    best = np.argpartition(-scores, FETCH)[:FETCH]
+    return best[np.argsort(-scores[best])]
+
+
 def _fuse(text_ids: Sequence[Any], vector_ids: Sequence[Any]) -> list[Any]:
     score: dict[Any, float] = {}
     for ranked in (text_ids, vector_ids):
@@ -181,9 +188,7 @@ class RawSQLite:
         text_ids = [
             r[0] for r in conn.execute(self.text_sql, (fts_query(text), AGENT, user, FETCH))
         ]
-        scores = matrix @ qvec
-        best = np.argpartition(-scores, FETCH)[:FETCH]
-        vector_ids = [ids[i] for i in best[np.argsort(-scores[best])]]
+        vector_ids = [ids[i] for i in _top(matrix, qvec)]
         fused = _fuse(text_ids, vector_ids)
         fused += [""] * (FETCH - len(fused))
         return len(conn.execute(self.rows_sql, fused).fetchall())
@@ -225,13 +230,11 @@ class RawPostgres:
         _, ids, matrix = self.users[user]
         params = {"q": self.tsquery(text), "agent": AGENT, "user": user, "k": FETCH}
         text_ids = [r[0] for r in conn.execute(self.text_sql, params)]
-        scores = matrix @ qvec
-        best = np.argpartition(-scores, FETCH)[:FETCH]
-        vector_ids = [ids[i] for i in best[np.argsort(-scores[best])]]
+        vector_ids = [ids[i] for i in _top(matrix, qvec)]
         return len(conn.execute(self.rows_sql, (_fuse(text_ids, vector_ids),)).fetchall())
 
 
-class FloorSQLite:
+class FloorSQLite(RawSQLite):
     """The floor: the owner in the full-text index (the ``fts_scope`` column, one token
     per owner: ``content : (terms) AND fts_scope : ("<her token>" OR "<shared>")``, ranked
     by the index alone, no join), her vectors and their rowids in memory for a numpy
@@ -240,14 +243,13 @@ class FloorSQLite:
     def __init__(self, path: str, users: dict[str, Any]) -> None:
         from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 
-        self.path = path
-        self.local = threading.local()
+        super().__init__(path, users)
         p = "memorybank_"
         with sqlite3.connect(path) as conn:
             rowid_of = dict(
                 conn.execute(f"SELECT id, rowid FROM {p}entries WHERE tenant_id = 'default'")
             )
-        self.users = {
+        self.floor_users = {
             user: (
                 np.asarray([rowid_of[i] for i in ids], dtype=np.int64),
                 matrix,
@@ -264,44 +266,34 @@ class FloorSQLite:
             " WHERE rowid IN (" + ",".join("?" * FETCH) + ")"
         )
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = sqlite3.connect(self.path, check_same_thread=False)
-        return conn
-
     def __call__(self, user: str, text: str, qvec: NDArray[np.float32], thread: str | None) -> int:
         conn = self._conn()
-        rowids, matrix, owners = self.users[user]
+        rowids, matrix, owners = self.floor_users[user]
         match = f"content : ({fts_query(text)}) AND fts_scope : ({owners})"
         text_ids = [r[0] for r in conn.execute(self.text_sql, (match,))]
-        scores = matrix @ qvec
-        best = np.argpartition(-scores, FETCH)[:FETCH]
-        vector_ids = rowids[best[np.argsort(-scores[best])]].tolist()
+        vector_ids = rowids[_top(matrix, qvec)].tolist()
         fused: list[Any] = _fuse(text_ids, vector_ids)
         fused += [-1] * (FETCH - len(fused))
         return len(conn.execute(self.rows_sql, fused).fetchall())
 
 
-class FloorPostgres:
+class FloorPostgres(RawPostgres):
     """The floor: the owner as a predicate the GIN index covers (``entries_scoped`` is
     ``gin (search, (ARRAY[thread_id]))``: ``ARRAY[thread_id] && <her threads>``), her
     vectors in memory for a numpy top-30, and one read of the fused 30 rows by their
     keys (``(thread_id, id)`` pairs: 30 probes of ``entries_id``)."""
 
     def __init__(self, url: str, prefix: str, users: dict[str, Any]) -> None:
-        import psycopg
-
-        from memorybank.stores.postgres._sync import tsquery
-
-        self.tsquery = tsquery
-        self.psycopg = psycopg
-        self.url = url
-        self.local = threading.local()
-        self.users: dict[str, Any] = {}
+        super().__init__(url, prefix, users)
+        self.floor_users: dict[str, Any] = {}
         for user, (threads, ids, matrix) in users.items():
             per = len(ids) // len(threads)
-            self.users[user] = (threads, ids, [threads[i // per] for i in range(len(ids))], matrix)
+            self.floor_users[user] = (
+                threads,
+                ids,
+                [threads[i // per] for i in range(len(ids))],
+                matrix,
+            )
         p = prefix
         self.text_sql = (
             f"SELECT thread_id, id FROM {p}entries WHERE search @@ to_tsquery('english', %(q)s)"
@@ -315,21 +307,12 @@ class FloorPostgres:
             " WHERE e.tenant_id = 'default' AND e.branch = 'main'"
         )
 
-    def _conn(self) -> Any:
-        conn = getattr(self.local, "conn", None)
-        if conn is None:
-            conn = self.local.conn = self.psycopg.connect(self.url, autocommit=True)
-            conn.prepare_threshold = 0
-        return conn
-
     def __call__(self, user: str, text: str, qvec: NDArray[np.float32], thread: str | None) -> int:
         conn = self._conn()
-        threads, ids, owners, matrix = self.users[user]
+        threads, ids, owners, matrix = self.floor_users[user]
         params = {"q": self.tsquery(text), "threads": threads, "k": FETCH}
         text_keys = [(r[0], r[1]) for r in conn.execute(self.text_sql, params)]
-        scores = matrix @ qvec
-        best = np.argpartition(-scores, FETCH)[:FETCH]
-        vector_keys = [(owners[i], ids[i]) for i in best[np.argsort(-scores[best])]]
+        vector_keys = [(owners[i], ids[i]) for i in _top(matrix, qvec)]
         fused = _fuse(text_keys, vector_keys)
         return len(
             conn.execute(self.rows_sql, ([t for t, _ in fused], [i for _, i in fused])).fetchall()
