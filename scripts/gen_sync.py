@@ -71,6 +71,7 @@ REPLACEMENTS = {
     "AsyncEmbedding": "Embedding",
     "aextract": "extract",
     "AsyncWorker": "Worker",
+    "AsyncReadPool": "ReadPool",
     "amaybe_await": "maybe_await",
     "asleep": "sleep",
     "aoffload": "offload",

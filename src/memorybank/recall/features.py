@@ -62,7 +62,7 @@ def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures
             found = TextFeatures(terms, tokens_have_time(tokens))
             if len(memo) >= MEMO_SIZE:
                 for old in list(memo)[: MEMO_SIZE // 2]:
-                    del memo[old]
+                    memo.pop(old, None)  # rankings on two threads may both prune
             memo[text] = found
         out.append(found)
     return out

@@ -33,6 +33,7 @@ __all__ = [
     "AsyncBackgroundCall",
     "AsyncJobQueue",
     "AsyncLock",
+    "AsyncReadPool",
     "AsyncStep",
     "AsyncWorker",
     "Background",
@@ -41,6 +42,7 @@ __all__ = [
     "Breaker",
     "JobQueue",
     "Lock",
+    "ReadPool",
     "Step",
     "Worker",
     "aboth",
@@ -246,6 +248,67 @@ class Worker:
 
     def shutdown(self) -> None:
         return None
+
+
+C = TypeVar("C")
+
+
+class AsyncReadPool(Generic[C]):
+    """Runs read-only calls on up to ``size`` threads, each with a connection of its own
+    made by ``open`` on its first call (for SQLite reads beside the writer's worker:
+    ``sqlite3`` releases the GIL while the engine works, so reads use every core).
+
+    The sync twin (:class:`ReadPool`) is ``enabled = False``: a sync store reads on
+    its one connection as before.
+    """
+
+    enabled = True
+
+    def __init__(self, name: str, size: int, open: Callable[[], C]) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool: ThreadPoolExecutor = ThreadPoolExecutor(
+            max_workers=size, thread_name_prefix=name
+        )
+        self._open = open
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.connections: list[C] = []
+
+    def _call(self, fn: Callable[[C], T]) -> T:
+        conn: C | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = self._open()
+            with self._lock:
+                self.connections.append(conn)
+        return fn(conn)
+
+    async def run(self, fn: Callable[[C], T]) -> T:
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._call, fn)
+
+    def shutdown(self) -> list[C]:
+        """Stop the threads; the connections they opened (the caller closes them)."""
+        self._pool.shutdown(wait=True)
+        with self._lock:
+            opened, self.connections = self.connections, []
+        return opened
+
+
+class ReadPool(Generic[C]):
+    """Sync twin of :class:`AsyncReadPool`: disabled (``run`` is never called)."""
+
+    enabled = False
+
+    def __init__(self, name: str, size: int, open: Callable[[], C]) -> None:
+        self.connections: list[C] = []
+
+    def run(self, fn: Callable[[C], T]) -> T:
+        raise NotImplementedError("a sync store reads on its own connection")
+
+    def shutdown(self) -> list[C]:
+        return []
 
 
 class AsyncBackgroundCall(Generic[T]):

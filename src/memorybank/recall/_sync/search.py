@@ -79,7 +79,7 @@ from memorybank.recall.text import default_analyzer
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
-from memorybank.runtime.concurrency import both
+from memorybank.runtime.concurrency import both, offload
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -116,6 +116,9 @@ EMBED_BATCH = 256
 _MIN_CANDIDATES = 30
 _EXPAND_HITS = 10  # best entry hits whose neighbours join the candidates
 _NEIGHBOURS = 3  # entries before and after each of them
+#: Candidates from which the ranking runs on a worker thread, not on the event loop
+#: (170 candidates: 2-4 ms of Python, during which no other request would move).
+_OFFLOAD_CANDIDATES = 48
 _KINDS = {"entries": "entry", "documents": DOCUMENT_KIND, "facts": FACT}
 _PREFIX = {"entry": "e:", DOCUMENT_KIND: "d:", FACT: "f:", FACT_VERSION: "v:"}
 _MODES = ("hybrid", "semantic", "keyword")
@@ -617,23 +620,29 @@ class _Search:
         ]
         if not candidates:
             return []
-        ranker = HybridRanker(candidates, self.options)
-        # Keyword scores are BM25 over the candidates (the ranker's analyser), not the
-        # store's full-text rank: a store's engine counts stop words and the speakers'
-        # names ("What did Maria ..." matches every "Maria: ..." turn), ranks facts in
-        # another index on another scale, and gives the neighbours it did not return
-        # nothing. On LoCoMo (user scope forced onto this path, k = 20) R@10 went
-        # from 0.710 to 0.779.
-        hits: list[Hit] = []
-        for i, score, signals in _rank(ranker, self.query, qvec):
-            record = records[ranker.structure.ids[i]]
-            if isinstance(record, FactItem) and not signals:
-                continue  # every visible fact is a candidate: one that matched nothing is no hit
-            if self._keep(score, record.metadata):
-                hits.append(_hit(record, score, signals))
-                if len(hits) >= self.k:
-                    break
-        return hits
+
+        def ranked() -> list[Hit]:
+            ranker = HybridRanker(candidates, self.options)
+            # Keyword scores are BM25 over the candidates (the ranker's analyser), not
+            # the store's full-text rank: a store's engine counts stop words and the
+            # speakers' names ("What did Maria ..." matches every "Maria: ..." turn),
+            # ranks facts in another index on another scale, and gives the neighbours
+            # it did not return nothing. On LoCoMo (user scope forced onto this path,
+            # k = 20) R@10 went from 0.710 to 0.779.
+            hits: list[Hit] = []
+            for i, score, signals in _rank(ranker, self.query, qvec):
+                record = records[ranker.structure.ids[i]]
+                if isinstance(record, FactItem) and not signals:
+                    continue  # every visible fact is a candidate: one matching nothing is no hit
+                if self._keep(score, record.metadata):
+                    hits.append(_hit(record, score, signals))
+                    if len(hits) >= self.k:
+                        break
+            return hits
+
+        if len(candidates) >= _OFFLOAD_CANDIDATES:
+            return offload(ranked)
+        return ranked()
 
     def _embed_missing(
         self,

@@ -23,7 +23,7 @@ from memorybank.errors import (
     StoreUnavailable,
 )
 from memorybank.records import Entry, Thread
-from memorybank.runtime.concurrency import AsyncWorker
+from memorybank.runtime.concurrency import AsyncReadPool, AsyncWorker
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
@@ -53,6 +53,9 @@ _CHECKPOINT_PAGES = 4000
 #: from the OS: about 1 ms of system time of 11). Pages are allocated as they are
 #: read, so a small database never uses more than its size.
 _CACHE_KIB = 65_536
+#: Read connections (threads) of an async store on a file: searches and batch reads
+#: run on them in parallel (``_run_read``) while writes stay on the one writer.
+READ_CONNECTIONS = 4
 
 
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -89,6 +92,12 @@ class SQLiteStoreBase(AsyncStore):
         self._conn: sqlite3.Connection | None = None
         self._closed = False
         self._worker = AsyncWorker("memorybank-sqlite")
+        #: A view's reads (``snapshot``, ``atomic``) go to its own connection, never the pool:
+        #: the pool's connections see neither the view's point in time nor its own writes.
+        self._view = False
+        self._readers: AsyncReadPool[sqlite3.Connection] = AsyncReadPool(
+            "memorybank-sqlite-read", READ_CONNECTIONS, self._open_reader
+        )
         #: Entries this store appended that may not be in the keyword index yet.
         self._fts_backlog = 0
         #: Inside ``atomic``: every write joins one open transaction (a savepoint each).
@@ -298,6 +307,7 @@ class SQLiteStoreBase(AsyncStore):
         else:
             view = copy.copy(self)
             view._fts_backlog = 0
+        view._view = True
 
         def begin() -> None:
             conn = view._connect()
@@ -343,6 +353,45 @@ class SQLiteStoreBase(AsyncStore):
         if self._closed:
             raise StoreClosed("the store is closed")
         return await self._worker.run(fn)
+
+    async def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run the read-only ``fn`` in one snapshot of a read connection, in parallel
+        with other reads and with the writer (WAL); on the writer's connection when
+        there is no pool (a sync store, a database in memory).
+
+        A write acknowledged before this call is committed, so the snapshot holds it.
+        """
+        if not self._readers.enabled or self._view or self.path == ":memory:":
+            return await self._run(lambda: self._read(fn))
+        if self._conn is None:
+            await self._run(self._connect)  # the file prepared and migrated first
+        if self._closed:
+            raise StoreClosed("the store is closed")
+        return await self._readers.run(lambda conn: self._read_snapshot(conn, fn))
+
+    def _open_reader(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+            conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
+        except sqlite3.Error as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn.create_function(SCOPE_FUNCTION, 2, scope_token, deterministic=True)
+        return conn
+
+    def _read_snapshot(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                if conn.in_transaction:
+                    conn.execute("COMMIT")
+        except MemoryBankError:
+            raise
+        except sqlite3.Error as error:
+            raise self._translate(error) from error
 
     # -- keyword index of entries ---------------------------------------------------
     #
@@ -414,6 +463,7 @@ class SQLiteStoreBase(AsyncStore):
         view.__dict__.pop("_vector_cache", None)  # this process's vectors: now, not then
         view._conn = None
         view._fts_backlog = 0
+        view._view = True
         view._worker = AsyncWorker("memorybank-sqlite-snapshot")
         try:
             view._conn = await view._worker.run(lambda: self._snapshot_connection(image))
@@ -460,6 +510,8 @@ class SQLiteStoreBase(AsyncStore):
         self._closed = True
 
         def shut() -> None:
+            for reader in self._readers.shutdown():  # waits for the reads under way
+                reader.close()
             cache = self.__dict__.get("_vector_cache")
             if cache is not None:  # leave the ANN indexes current on disk for the next process
                 cache.stop()  # background builds: what they built so far is saved

@@ -253,7 +253,7 @@ class EntriesMixin(SQLiteStoreBase):
                 rows.reverse()
             return thread, rows
 
-        return await self._run(lambda: self._read(op))
+        return await self._run_read(op)
 
     async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
@@ -278,7 +278,7 @@ class EntriesMixin(SQLiteStoreBase):
             rows.reverse()
             return owner, messages_of_rows([r[1:] for r in rows])
 
-        return await self._run(lambda: self._read(op))
+        return await self._run_read(op)
 
     def _entry(
         self,
@@ -320,7 +320,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[entry.id] = entry
             return {eid: found[eid] for eid in wanted if eid in found}
 
-        return await self._run(lambda: self._read(op)) if wanted else {}
+        return await self._run_read(op) if wanted else {}
 
     async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         wanted = list(dict.fromkeys(thread_ids))
@@ -338,7 +338,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[thread.id] = thread
             return {tid: found[tid] for tid in wanted if tid in found}
 
-        return await self._run(lambda: self._read(op)) if wanted else {}
+        return await self._run_read(op) if wanted else {}
 
     async def entry_get_across(
         self, tenant: str, wanted: Mapping[str, Sequence[str]]
@@ -367,7 +367,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[(entry.thread_id, entry.id)] = entry
             return found
 
-        return await self._run(lambda: self._read(op)) if asked else {}
+        return await self._run_read(op) if asked else {}
 
     async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(thread_ids))
@@ -384,7 +384,7 @@ class EntriesMixin(SQLiteStoreBase):
                     ).fetchone()[0]
             return counts
 
-        return await self._run(lambda: self._read(op)) if wanted else {}
+        return await self._run_read(op) if wanted else {}
 
     async def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
@@ -416,7 +416,7 @@ class EntriesMixin(SQLiteStoreBase):
                 )
             return out
 
-        return await self._run(lambda: self._read(op)) if asked else []
+        return await self._run_read(op) if asked else []
 
     def _drop_entry_vectors(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
@@ -521,7 +521,7 @@ class EntriesMixin(SQLiteStoreBase):
             ).fetchone()
             return int(row[0])
 
-        return await self._run(lambda: self._read(op))
+        return await self._run_read(op)
 
     # -- compaction ----------------------------------------------------------------------
 

@@ -254,7 +254,7 @@ class EntriesMixin(SQLiteStoreBase):
                 rows.reverse()
             return thread, rows
 
-        return self._run(lambda: self._read(op))
+        return self._run_read(op)
 
     def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
@@ -279,7 +279,7 @@ class EntriesMixin(SQLiteStoreBase):
             rows.reverse()
             return owner, messages_of_rows([r[1:] for r in rows])
 
-        return self._run(lambda: self._read(op))
+        return self._run_read(op)
 
     def _entry(
         self,
@@ -321,7 +321,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[entry.id] = entry
             return {eid: found[eid] for eid in wanted if eid in found}
 
-        return self._run(lambda: self._read(op)) if wanted else {}
+        return self._run_read(op) if wanted else {}
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         wanted = list(dict.fromkeys(thread_ids))
@@ -339,7 +339,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[thread.id] = thread
             return {tid: found[tid] for tid in wanted if tid in found}
 
-        return self._run(lambda: self._read(op)) if wanted else {}
+        return self._run_read(op) if wanted else {}
 
     def entry_get_across(
         self, tenant: str, wanted: Mapping[str, Sequence[str]]
@@ -368,7 +368,7 @@ class EntriesMixin(SQLiteStoreBase):
                     found[(entry.thread_id, entry.id)] = entry
             return found
 
-        return self._run(lambda: self._read(op)) if asked else {}
+        return self._run_read(op) if asked else {}
 
     def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
         wanted = list(dict.fromkeys(thread_ids))
@@ -385,7 +385,7 @@ class EntriesMixin(SQLiteStoreBase):
                     ).fetchone()[0]
             return counts
 
-        return self._run(lambda: self._read(op)) if wanted else {}
+        return self._run_read(op) if wanted else {}
 
     def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
@@ -417,7 +417,7 @@ class EntriesMixin(SQLiteStoreBase):
                 )
             return out
 
-        return self._run(lambda: self._read(op)) if asked else []
+        return self._run_read(op) if asked else []
 
     def _drop_entry_vectors(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
@@ -522,7 +522,7 @@ class EntriesMixin(SQLiteStoreBase):
             ).fetchone()
             return int(row[0])
 
-        return self._run(lambda: self._read(op))
+        return self._run_read(op)
 
     # -- compaction ----------------------------------------------------------------------
 

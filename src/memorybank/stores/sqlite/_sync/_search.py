@@ -180,13 +180,18 @@ class SearchMixin(SQLiteStoreBase):
             hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
             return hits[:k]
 
-        def search() -> list[SearchHit]:
-            nonlocal complete
-            if match and k > 0 and "entry" in kinds:
-                complete = self._fts_catch_up()
-            return self._read(op)
+        def indexed_op(conn: sqlite3.Connection) -> list[SearchHit] | None:
+            """``op``, or None when some entries are not in the keyword index yet."""
+            if match and k > 0 and "entry" in kinds and self._fts_lag(conn):
+                return None
+            return op(conn)
 
-        return self._run(search)
+        # On a read connection; the writer only indexes what a search would miss.
+        found = self._run_read(indexed_op)
+        if found is None:
+            complete = self._run(self._fts_catch_up)
+            found = self._run_read(op)
+        return found
 
     def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         latest = {(i.kind, i.id, i.model_id): i for i in items}  # the last one of a key wins
@@ -806,7 +811,7 @@ class SearchMixin(SQLiteStoreBase):
                 )
             return found
 
-        return self._run(lambda: self._read(op))
+        return self._run_read(op)
 
 
 #: Vectors of one (tenant, model, kind) from which the first narrowed search does not

@@ -1,0 +1,88 @@
+"""SQLite reads of an async store on its read connections (beside the writer)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from memorybank import AsyncMemory
+from memorybank.stores.sqlite._async._base import READ_CONNECTIONS
+
+
+async def _reads_see_every_acknowledged_write(path: Path) -> None:
+    async with AsyncMemory(f"sqlite:///{path}") as memory:
+        thread = await memory.threads.create(user_id="ann")
+
+        async def writer_then_reader(n: int) -> None:
+            for i in range(12):
+                word = f"zebra{n}x{i}"
+                await memory.remember(thread.id, "user", f"a {word} here")
+                # each read after the write it follows sees it: the list, the id
+                # lookup, and the keyword search (not indexed yet: caught up first)
+                listed = await memory.entries.list(thread.id)
+                assert f"a {word} here" in [e.content for e in listed]
+                hits = await memory.store.text_search(
+                    memory.tenant_id, word, kinds=["entry"], k=5, thread_id=thread.id
+                )
+                assert len(hits) == 1
+                got = await memory.store.entry_get(memory.tenant_id, thread.id, hits[0].id)
+                assert got is not None and got.content == f"a {word} here"
+
+        await asyncio.gather(*(writer_then_reader(n) for n in range(8)))
+        assert len(await memory.entries.list(thread.id)) == 8 * 12
+        opened = len(memory.store._readers.connections)
+        assert 1 <= opened <= READ_CONNECTIONS
+
+
+def test_reads_on_the_read_connections_see_every_acknowledged_write(tmp_path: Path) -> None:
+    asyncio.run(_reads_see_every_acknowledged_write(tmp_path / "reads.db"))
+
+
+async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connection]:
+    memory = AsyncMemory(f"sqlite:///{path}")
+    thread = await memory.threads.create()
+    await memory.remember(thread.id, "user", "hello there")
+    assert await memory.entries.list(thread.id)
+    readers = list(memory.store._readers.connections)
+    await memory.close()
+    return readers
+
+
+def test_close_closes_the_read_connections(tmp_path: Path) -> None:
+    readers = asyncio.run(_closed_store_closes_its_readers(tmp_path / "close.db"))
+    assert readers
+    for conn in readers:
+        try:
+            conn.execute("SELECT 1")
+        except sqlite3.ProgrammingError:
+            continue
+        raise AssertionError("a read connection is still open after close")
+
+
+async def _read_only_async(path: Path) -> tuple[int, str]:
+    async with AsyncMemory(f"sqlite:///{path}") as memory:
+        hits = await memory.store.text_search("default", "walrus", kinds=["entry"], k=10)
+        after = await memory.store.text_search("default", "after", kinds=["entry"], k=10)
+        return len(hits), after[0].id
+
+
+def test_an_async_reader_of_a_read_only_file_finds_entries_not_indexed(tmp_path: Path) -> None:
+    from memorybank import Memory
+    from tests.reliability.test_sqlite_faults import _read_only
+
+    path = tmp_path / "ro.db"
+    with Memory(f"sqlite:///{path}") as memory:
+        thread = memory.threads.create()
+        memory.remember(thread.id, "user", "the walrus in the index")
+    with contextlib.closing(sqlite3.connect(path)) as conn:  # as a crashed writer leaves it
+        conn.execute(
+            "INSERT INTO memorybank_entries (tenant_id, thread_id, branch, position, id, role,"
+            " content, metadata, state, token_count, created_at) VALUES ('default', ?, 'main',"
+            " 2, 'late', 'user', 'a walrus after the mark', '{}', '{}', 5, 0)",
+            (thread.id,),
+        )
+        conn.commit()
+    with _read_only(path):
+        assert asyncio.run(_read_only_async(path)) == (2, "late")
