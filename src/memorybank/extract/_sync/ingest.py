@@ -69,8 +69,8 @@ from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.memory._sync.facts import Facts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v
-from memorybank.runtime.log import logger
 from memorybank.rules.ids import compound_id
+from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Record
 
 if TYPE_CHECKING:
