@@ -165,13 +165,16 @@ def router() -> APIRouter:
     @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
     async def summary_list(
         memory: MemoryDep,
-        agent_id: AgentQuery = None,
+        agent_id: Annotated[str, Query(description="The agent whose summaries to list.")],
         user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[SummaryOut]:
+        """``memory.summaries.list()``: the summaries of ``agent_id`` (required, as when
+        adding one: a request has no agent of its own)."""
+
         async def fetch(n: int | None) -> list[SummaryOut]:
-            found = await memory.summaries.list(agent_id=_opt(agent_id), user_id=_opt(user_id))
+            found = await memory.summaries.list(agent_id=agent_id, user_id=_opt(user_id))
             return [SummaryOut.model_validate(s) for s in found]
 
         items, next_cursor = await first_n_page(fetch, limit, cursor)
