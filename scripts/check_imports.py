@@ -43,8 +43,9 @@ PACKAGE = "memorybank"
 #: 106 -> 107: a CLI listing that finds nothing reads the record of ``serve --demo``
 #: (``cli.demo_state``, which needs the server extra) to point to the demo's tenant;
 #: 107 -> 109: ``memory.consolidation`` and ``memory.feedback``, which load with their
-#: first use.
-FUNCTION_LOCAL_CAP = 109
+#: first use; 109 -> 107: ``memorybank.runtime.log`` loads ``logging`` on the first
+#: record, so the two modules that imported it at the point of failure import it at the top.
+FUNCTION_LOCAL_CAP = 107
 
 
 def modules(root: Path) -> dict[str, Path]:

@@ -6,6 +6,8 @@
     ├── ConfigurationError          "configuration_error"   bad URL, missing extra, bad option,
     │                                                       login rejected (password, unknown db)
     ├── InvalidInput                "invalid_input"         bad argument; nothing was written
+    │   └── OutOfScope              "out_of_scope"          a scoped handle's call named another
+    │                                                       user or agent than its own
     ├── NotFound                    "not_found"             thread/entry/branch/record absent
     ├── Conflict                    "conflict"              id already taken, concurrent change
     │   ├── HistoryDiverged         "history_diverged"      a framework adapter's save() was
@@ -45,6 +47,7 @@ __all__ = [
     "LeaseLost",
     "MemoryBankError",
     "NotFound",
+    "OutOfScope",
     "StoreClosed",
     "StoreError",
     "StoreUnavailable",
@@ -91,6 +94,24 @@ class InvalidInput(MemoryBankError, ValueError):
 def _invalid_input(message: str, field: str) -> InvalidInput:
     """Rebuild a pickled ``InvalidInput`` (its ``field`` is keyword-only)."""
     return InvalidInput(message, field=field)
+
+
+class OutOfScope(InvalidInput):
+    """A call on a scoped handle (``memory.scoped(user_id=...)``, or a server request with
+    ``X-User-Id``) named another ``user_id``/``agent_id`` than the handle's own: acting
+    for another principal is refused, never obeyed. Nothing was written. Over REST, 403
+    ``out_of_scope``.
+    """
+
+    code = "out_of_scope"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_out_of_scope, (str(self), self.field))
+
+
+def _out_of_scope(message: str, field: str) -> OutOfScope:
+    """Rebuild a pickled ``OutOfScope``."""
+    return OutOfScope(message, field=field)
 
 
 class NotFound(MemoryBankError, LookupError):

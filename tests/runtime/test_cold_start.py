@@ -37,4 +37,5 @@ def test_reading_history_in_a_new_process_skips_write_and_search_modules(tmp_pat
     assert "hashlib" not in modules  # only writes and keyword search hash owner ids
     assert "memorybank.runtime.backlog" not in modules  # background counts
     assert "json" not in modules  # history rows with empty metadata parse no JSON
+    assert "logging" not in modules  # memorybank.runtime.log loads it when something logs
     assert out[1] == "0", "the text-splitting regex was compiled at import"

@@ -45,7 +45,7 @@ async def test_consolidate_report_and_undo_over_rest(store_api: Api) -> None:
     refused = await api.client.post(f"/v1/consolidation/runs/{run['run_id']}/undo", headers=bob)
     assert refused.status_code == 404
     widened = await api.client.post("/v1/consolidate", json={"user_id": "ana"}, headers=bob)
-    assert widened.status_code == 422 and widened.json()["code"] == "invalid_input"
+    assert widened.status_code == 403 and widened.json()["code"] == "out_of_scope"
     assert (await api.client.get("/v1/consolidation/runs", headers=bob)).json()["items"] == []
     undone = await api.client.post(f"/v1/consolidation/runs/{run['run_id']}/undo", headers=ana)
     assert undone.status_code == 200 and undone.json()["status"] == "undone"

@@ -153,7 +153,8 @@ async def test_a_users_private_entity_is_invisible_to_another_user(api: Api) -> 
     ).status_code == 404
     # Naming another user than X-User-Id is refused, not obeyed.
     other = await api.client.get("/v1/graph/entities", params={"user_id": "alice"}, headers=bob)
-    assert other.status_code == 422 and other.json()["field"] == "user_id"
+    assert other.status_code == 403 and other.json()["field"] == "user_id"
+    assert other.json()["code"] == "out_of_scope"
 
 
 async def test_entity_and_neighbor_lists_page_with_cursors(api: Api) -> None:

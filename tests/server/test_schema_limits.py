@@ -74,3 +74,61 @@ def test_every_id_the_pattern_allows_is_an_id() -> None:
     assert re.fullmatch(CURSOR_PATTERN, encode_cursor(0)) and re.fullmatch(
         CURSOR_PATTERN, encode_cursor(123_456)
     )
+
+
+async def test_the_schema_states_names_counts_weights_and_message_shapes(api: Api) -> None:
+    schema = (await api.client.get("/openapi.json")).json()
+    models, paths = schema["components"]["schemas"], schema["paths"]
+    assert models["EntityIn"]["properties"]["name"]["minLength"] == 1
+    assert "minLength" not in str(models["MessageIn"]["properties"]["name"])  # a chat name
+    keep = models["CompactIn"]["properties"]["keep_recent"]
+    assert (keep["minimum"], keep["maximum"]) == (0, 2**31 - 1)
+    assert models["RelationPatch"]["properties"]["weight"]["exclusiveMinimum"] == 0
+    start = models["TraverseIn"]["properties"]["start_ids"]["anyOf"]
+    assert {"$ref": "#/components/schemas/Id"} in start  # one id, or a list of them
+    types = next(
+        p for p in paths["/v1/graph/entities"]["get"]["parameters"] if p["name"] == "types"
+    )
+    assert types["schema"]["anyOf"][0]["items"]["minLength"] == 1
+    item = {"required": ["type"], "properties": {"type": {"type": "string", "minLength": 1}}}
+    assert item in models["MessageIn"]["anyOf"]
+    summaries = paths["/v1/summaries"]["get"]["parameters"]
+    assert next(p for p in summaries if p["name"] == "agent_id")["required"] is True
+
+
+async def test_limits_the_schema_states_are_the_servers(api: Api) -> None:
+    key = await api.key("acme")
+    c = api.client
+    empty = await c.get("/v1/graph/entities", params={"name": ""}, headers=key)
+    assert empty.status_code == 422 and empty.json()["field"] == "name"
+    thread = (await c.post("/v1/threads", json={}, headers=key)).json()["id"]
+    negative = {"threshold": 0, "keep_recent": -1}
+    answer = await c.post(f"/v1/threads/{thread}/compact", json=negative, headers=key)
+    assert answer.status_code == 422 and answer.json()["field"] == "keep_recent"
+    no_agent = await c.get("/v1/summaries", headers=key)
+    assert no_agent.status_code == 422
+
+
+async def test_merging_an_entity_into_itself_changes_nothing(api: Api) -> None:
+    key = await api.key("acme")
+    made = await api.client.post("/v1/graph/entities", json={"name": "Ada"}, headers=key)
+    entity = made.json()
+    merged = await api.client.post(
+        f"/v1/graph/entities/{entity['id']}/merge", json={"merge": entity["id"]}, headers=key
+    )
+    assert merged.status_code == 200, merged.text
+    assert merged.json()["id"] == entity["id"] and merged.json()["name"] == "Ada"
+    again = await api.client.get(f"/v1/graph/entities/{entity['id']}", headers=key)
+    assert again.status_code == 200
+    missing = await api.client.post(
+        "/v1/graph/entities/nope/merge", json={"merge": "nope"}, headers=key
+    )
+    assert missing.status_code == 404  # no such entity, merged into itself or not
+
+
+async def test_acting_for_another_user_is_forbidden(api: Api) -> None:
+    key = {**(await api.key("acme")), "X-User-Id": "bob"}
+    answer = await api.client.post("/v1/threads", json={"user_id": "alice"}, headers=key)
+    assert answer.status_code == 403, answer.text
+    assert (answer.json()["code"], answer.json()["field"]) == ("out_of_scope", "user_id")
+    assert (await api.client.get("/v1/threads", headers=key)).json()["items"] == []

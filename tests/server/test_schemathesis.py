@@ -21,9 +21,7 @@ CHECKS = ",".join(
         "status_code_conformance",
         "content_type_conformance",
         "unsupported_method",
-        # Not yet "positive_data_acceptance": 43 schema-valid requests are refused, 24 of
-        # them by a rule across two inputs OpenAPI cannot state (a body's user_id other
-        # than X-User-Id's), the others by limits not yet in the schema.
+        # "positive_data_acceptance" runs in process, in test_schemathesis_positive.py.
     ]
 )
 

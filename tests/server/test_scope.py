@@ -50,7 +50,7 @@ async def test_user_header_fails_closed(store_api: Api) -> None:
         assert r.json()["code"] == "thread_forbidden"
     # A user-scoped request cannot widen itself by naming another user.
     r = await api.client.get("/v1/threads", params={"user_id": "ana"}, headers=bob)
-    assert r.status_code == 422 and r.json()["field"] == "user_id"
+    assert r.status_code == 403 and r.json()["field"] == "user_id"
     # Bob's list holds nothing of Ana's; Ana's holds her thread.
     assert (await api.client.get("/v1/threads", headers=bob)).json()["items"] == []
     assert [
@@ -58,7 +58,7 @@ async def test_user_header_fails_closed(store_api: Api) -> None:
     ] == ["t"]
     # Forgetting: only oneself with a user header; the tenant key alone may forget anyone.
     r = await api.client.delete("/v1/users/ana", headers=bob)
-    assert r.status_code == 422
+    assert r.status_code == 403 and r.json()["code"] == "out_of_scope"
     gone = await api.client.delete("/v1/users/ana", headers=key)
     assert gone.status_code == 200 and gone.json()["count"] >= 1
     assert (await api.client.get("/v1/threads/t", headers=key)).status_code == 404

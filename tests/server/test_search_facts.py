@@ -44,7 +44,7 @@ async def test_search_returns_fact_hits_in_scope(store_api: Api) -> None:
     theirs = await api.client.post("/v1/search", json=body, headers=bob)
     assert [h["fact"]["content"] for h in theirs.json()["items"]] == ["Bob's dog is named Rex"]
     widened = await api.client.post("/v1/search", json={**body, "user_id": "ana"}, headers=bob)
-    assert widened.status_code == 422 and widened.json()["field"] == "user_id"
+    assert widened.status_code == 403 and widened.json()["field"] == "user_id"
     # the default kinds hold no facts; include_history needs them; unknown kinds are 422
     plain = await api.client.post("/v1/search", json={"query": "dog named"}, headers=ana)
     assert plain.json()["items"] == []

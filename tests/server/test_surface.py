@@ -175,7 +175,7 @@ def _sample(name: str, schema: dict[str, Any], spec: dict[str, Any], ids: dict[s
         required = list(schema.get("required", []))
         for union in ("anyOf", "oneOf"):
             alternatives = schema.get(union, [])
-            if alternatives and all(set(a) == {"required"} for a in alternatives):
+            if alternatives and all("required" in a for a in alternatives):
                 required += alternatives[0]["required"]
         props = schema["properties"]
         return {key: _sample(key, props[key], spec, ids) for key in required}

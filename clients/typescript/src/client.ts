@@ -747,12 +747,16 @@ export class Summaries extends Resource {
   }
 
   /** An agent's summaries, oldest first. */
-  list(options: Options<QueryOf<"/v1/summaries", "get">> = {}): Paged<Summary> {
+  list(
+    // agentId may come from the client (its default agent), as for add: the server
+    // requires one (422 invalid_input without)
+    options: Options<Partial<QueryOf<"/v1/summaries", "get">>> = {},
+  ): Paged<Summary> {
     const query = wire({ agentId: this.mb.agentId, ...options });
     return this.mb.paged((cursor) =>
       this.mb.call(
         this.mb.api.GET("/v1/summaries", {
-          params: { query: { ...query, cursor } },
+          params: { query: { ...query, agent_id: query.agent_id as string, cursor } },
           ...this.mb.init(options),
         }),
       ),

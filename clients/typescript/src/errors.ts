@@ -4,6 +4,8 @@
 export type MemoryBankErrorCode =
   | "not_found"
   | "thread_forbidden"
+  /** A `user_id`/`agent_id` other than the caller's `X-User-Id` (403). */
+  | "out_of_scope"
   | "forbidden"
   | "conflict"
   | "invalid_input"

@@ -26,7 +26,6 @@ from memorybank.cli.common import (
     empty_listing,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
-from memorybank.errors import ConfigurationError
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 
 __all__ = ["register", "runs", "snapshots"]
@@ -44,10 +43,6 @@ def _json_cell(value: Any, limit: int = 160) -> Text:
     return Text(flat if len(flat) <= limit else flat[: limit - 1] + "…")
 
 
-def _unsupported(what: str) -> ConfigurationError:
-    return ConfigurationError(f"this store cannot list {what}")
-
-
 def runs(
     user: UserOption = None,
     agent: AgentOption = None,
@@ -59,8 +54,6 @@ def runs(
     """List the runs holding working memory, by run id, with their values."""
     with _errors(), open_existing(url, tenant) as memory:
         found = _as(memory, user, agent).working_runs(limit=limit)
-        if found is None:
-            raise _unsupported("runs")
         if as_json:
             emit_json(found)
             return
@@ -91,8 +84,6 @@ def snapshots(
     """List the saved snapshots, by run id (with --user: hers and unowned ones)."""
     with _errors(), open_existing(url, tenant) as memory:
         found = _as(memory, user, None).snapshots.list(limit=limit)
-        if found is None:
-            raise _unsupported("snapshots")
         if as_json:
             emit_json(found)
             return

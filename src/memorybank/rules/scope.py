@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from memorybank.errors import InvalidInput, ThreadForbidden
+from memorybank.errors import OutOfScope, ThreadForbidden
 from memorybank.records import Thread
 from memorybank.rules import validate as v
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
@@ -82,7 +82,7 @@ class Scope:
         if isinstance(fixed, Unset) or isinstance(given, Unset):
             return fixed if isinstance(given, Unset) else given
         if given != fixed:
-            raise InvalidInput(
+            raise OutOfScope(
                 f"this handle is scoped to {field}={fixed!r}; a call cannot name another",
                 field=field,
             )

@@ -23,6 +23,8 @@ if TYPE_CHECKING:  # asyncio and concurrent.futures cost ~60 ms to import: sync 
 
     from memorybank.runtime.backlog import Backlog
 
+from memorybank.runtime.log import logger
+
 T = TypeVar("T")
 A = TypeVar("A")
 B = TypeVar("B")
@@ -414,8 +416,6 @@ class _Counts:
     def failure(self, name: str, size: int, error: Exception) -> None:
         self.failed += size
         self.last_error = f"{type(error).__name__}: {error}"
-        from memorybank.runtime.log import logger  # logging loads only when something fails
-
         logger.warning("%s: background job failed (%s)", name, self.last_error, exc_info=error)
 
 

@@ -59,7 +59,7 @@ KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
 #: The error answers of every route that needs a key (see ``document_auth``).
 _ERRORS: dict[int, str] = {
     401: "Missing, bad or revoked API key",
-    403: "Forbidden (thread of another user, or admin route)",
+    403: "Forbidden (thread of another user, a user_id other than X-User-Id's, or admin route)",
     404: "Not found (also: another tenant's id)",
     409: "Conflict",
     413: "Request body too large",

@@ -55,10 +55,17 @@ MESSAGE_FIELDS: tuple[str, ...] = tuple(sorted(v.MESSAGE_KEYS))
 _ROLES: list[str] = sorted(ROLES)
 
 
+#: A chat message (no ``type``: any ``type`` makes a message a Responses item), or an
+#: item with a non-empty string ``type``. The rules across fields (a tool message's
+#: ``tool_call_id`` answers an earlier call, content parts, tool-call shapes) are
+#: ``rules.validate``'s, stated in the descriptions.
+_CHAT: dict[str, Any] = {"properties": {"role": {"type": "string"}}, "not": {"required": ["type"]}}
 _MESSAGE_SHAPES: list[Any] = [
-    {"required": ["role", "content"]},
-    *({"required": ["role", name]} for name in ("tool_calls", "refusal", "audio", "function_call")),
-    {"required": ["type"]},
+    *(
+        {"required": ["role", name], **_CHAT}
+        for name in ("content", "tool_calls", "refusal", "audio", "function_call")
+    ),
+    {"required": ["type"], "properties": {"type": {"type": "string", "minLength": 1}}},
 ]
 
 

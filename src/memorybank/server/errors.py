@@ -7,6 +7,8 @@ exception class:
 =========================  ======  ==========================================
 exception                  status  code
 =========================  ======  ==========================================
+``OutOfScope``             403     ``out_of_scope`` (with ``field``): a
+                                   ``user_id``/``agent_id`` other than the caller's
 ``InvalidInput``           422     ``invalid_input`` (with ``field``)
 request validation         422     ``invalid_input`` (``field``: the first bad
                                    parameter's location, e.g. ``body.content``;
@@ -55,6 +57,7 @@ from memorybank.errors import (
     InvalidInput,
     MemoryBankError,
     NotFound,
+    OutOfScope,
     StoreClosed,
     StoreError,
     StoreUnavailable,
@@ -88,6 +91,7 @@ RETRY_AFTER_SECONDS = 1
 _CLIENT_ID = re.compile(r"^[A-Za-z0-9._:\-]{1,128}$")
 
 _STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
+    (OutOfScope, 403),
     (InvalidInput, 422),
     (NotFound, 404),
     (ThreadForbidden, 403),

@@ -455,7 +455,8 @@ class ObservationsDeleteIn(Arguments):
 class MergeIn(Arguments):
     """Fold `merge` into `keep`: its name and aliases become aliases, observations,
     properties (`keep`'s win) and provenance join, its relations move over; then `merge`
-    is deleted. Both must have the same owner (`InvalidInput` otherwise).
+    is deleted. Both must have the same owner (`InvalidInput` otherwise). Merging an
+    entity into itself changes nothing and returns it.
 
     The arguments of `Graph.merge_entities` (POST /v1/graph/entities/{entity_id}/merge)."""
 

@@ -12,7 +12,9 @@ once, when ``app.openapi()`` is first built, and adds:
   see ``id_pattern``);
 * on every other string of a body or a query: no NUL (``check_text``), and for the
   fields the verbs require non-empty (``NON_EMPTY``), at least one character;
-* the few numeric floors the verbs check (``MINIMUMS``).
+* the few numeric floors the verbs check (``MINIMUMS``), the counts ``check_limit``
+  takes (``COUNTS``: 0 to ``MAX_COUNT``) and a relation's weight (``POSITIVE``: above
+  0, below 1e300).
 """
 
 from __future__ import annotations
@@ -20,14 +22,18 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from memorybank.rules.validate import MAX_ID_LENGTH
+from memorybank.graph._async.records import RULES
+from memorybank.rules.validate import MAX_COUNT, MAX_ID_LENGTH
 from memorybank.server.pagination import CURSOR_PATTERN, ENTITY_CURSOR_PREFIX
 
 __all__ = [
+    "COUNTS",
     "ENTITY_CURSOR_PATHS",
     "ID_FIELDS",
     "MINIMUMS",
     "NON_EMPTY",
+    "NON_EMPTY_OF",
+    "POSITIVE",
     "id_pattern",
     "state_limits",
 ]
@@ -42,6 +48,8 @@ ID_FIELDS = frozenset(
         "idempotency_key",
         "key",
         "merge",
+        "provenance",
+        "source_entries",
         "tenant",
         "Idempotency-Key",
     }
@@ -49,10 +57,64 @@ ID_FIELDS = frozenset(
 ID_FIELDS_OF = frozenset({("BranchIn", "name"), ("CheckoutIn", "name")})
 #: Path parameters are ids, whatever their name, except these.
 PATH_NOT_IDS = frozenset({"method"})
-#: Text the verbs refuse empty.
-NON_EMPTY = frozenset({"query", "content", "types", "label", "category"})
+#: Text the verbs refuse empty (for a list, each item).
+NON_EMPTY = frozenset(
+    {
+        "query",
+        "content",
+        "types",
+        "entity_types",
+        "label",
+        "category",
+        "source",
+        "reason",
+        "aliases",
+        "observations",
+        "rules",
+    }
+)
+#: ``(schema, field)``: text refused empty in that body (``""``: a query parameter) only;
+#: an entity's name is, a chat message's ``name`` is not checked.
+NON_EMPTY_OF = frozenset(
+    {
+        ("EntityIn", "name"),
+        ("EntityPatch", "name"),
+        ("", "name"),
+        ("EntityIn", "type"),
+        ("EntityPatch", "type"),
+        ("RelationIn", "type"),
+    }
+)
 #: Numbers with a floor the verbs check.
 MINIMUMS = {"threshold": 0}
+#: Counts, checked by ``rules.validate.check_limit``: 0 to ``MAX_COUNT``.
+COUNTS = frozenset(
+    {
+        "k",
+        "keep_recent",
+        "last",
+        "max_edges",
+        "max_nodes",
+        "max_tokens",
+        "message_threshold",
+        "offset",
+        "pre_rot_threshold",
+        "recent_to_keep",
+        "reserve_tokens",
+        "threshold",
+        "token_count",
+    }
+)
+#: Text taken from a fixed list: the inference rules, a thread's status.
+ENUMS: dict[str, list[str]] = {"rules": list(RULES)}
+ENUMS_OF: dict[tuple[str, str], list[str]] = {("ThreadPatch", "status"): ["active", "archived"]}
+#: Numbers from 0 to 1 (confidences).
+UNIT = frozenset({"confidence", "min_confidence"})
+#: Of ``NON_EMPTY``, the text that may be blank (spaces only): the others are labels,
+#: names and sources, which the verbs refuse blank.
+MAY_BE_BLANK = frozenset({"query", "content"})
+#: Numbers the verbs take above 0 and finite (``graph``'s weight check).
+POSITIVE = frozenset({"weight"})
 
 
 #: The pattern lists the printable characters below this code point only, in runs of at
@@ -117,6 +179,8 @@ def _cursor_schema(entity: bool) -> dict[str, Any]:
 
 
 _NO_NUL = "^[^\\u0000]*$"
+#: No NUL, and not blank: at least one character that is not whitespace.
+_NON_BLANK = "^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$"
 
 
 def _is_id(owner: str, name: str) -> bool:
@@ -130,19 +194,37 @@ def _tighten(schema: dict[str, Any], owner: str, name: str) -> dict[str, Any]:
         return schema
     kind = schema.get("type")
     if kind == "array" and isinstance(schema.get("items"), dict):
-        item = name[:-1] if name.endswith("_ids") else ""
+        listed = name in NON_EMPTY or _is_id(owner, name)  # each item is an id or non-empty
+        item = name[:-1] if name.endswith("_ids") else name if listed else ""
         if item:
             schema["items"] = _tighten(schema["items"], owner, item)
         return schema
     if kind == "string" and "format" not in schema and "enum" not in schema:
-        if _is_id(owner, name):
+        if _is_id(owner, name) or name.endswith("_ids"):  # one id where a list is taken
             extra = {k: v for k, v in schema.items() if k in ("title", "description", "default")}
             return {"allOf": [_ID_REF], **extra} if extra else dict(_ID_REF)
-        schema.setdefault("pattern", _NO_NUL)
-        if name in NON_EMPTY:
+        choices = ENUMS.get(name) or ENUMS_OF.get((owner, name))
+        if choices:
+            schema["enum"] = choices
+            schema.pop("pattern", None)
+            return schema
+        if name in NON_EMPTY or (owner, name) in NON_EMPTY_OF:
             schema.setdefault("minLength", 1)
-    if kind in ("integer", "number") and name in MINIMUMS:
-        schema.setdefault("minimum", MINIMUMS[name])
+            if name not in MAY_BE_BLANK:
+                schema["pattern"] = _NON_BLANK
+        schema.setdefault("pattern", _NO_NUL)
+    if kind in ("integer", "number"):
+        if name in MINIMUMS:
+            schema.setdefault("minimum", MINIMUMS[name])
+        if name in COUNTS:
+            schema.setdefault("minimum", 0)
+            schema.setdefault("maximum", MAX_COUNT)
+        if name in UNIT:
+            schema.setdefault("minimum", 0)
+            schema.setdefault("maximum", 1)
+        if name in POSITIVE:
+            schema.setdefault("exclusiveMinimum", 0)
+            schema.setdefault("exclusiveMaximum", 1e300)
     return schema
 
 
@@ -151,7 +233,7 @@ def state_limits(schema: dict[str, Any]) -> None:
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     components["Id"] = _id_schema()
     for owner, body in components.items():
-        if owner == "Id" or not (owner.endswith(("In", "Patch", "Options"))):
+        if owner == "Id" or not (owner.endswith(("In", "Patch", "Options", "Body"))):
             continue
         for name, prop in body.get("properties", {}).items():
             body["properties"][name] = _tighten(prop, owner, name)

@@ -70,6 +70,7 @@ from memorybank.memory._sync.facts import Facts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id
+from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Record
 
 if TYPE_CHECKING:
@@ -410,6 +411,4 @@ def submit(core: _Core, tenant: str, thread: Thread, entries: Sequence[Entry]) -
             step = functools.partial(_background, core, tenant, thread, readable)
             background.submit(f"{tenant}\x1f{thread.id}", step, size=len(readable))
     except Exception as error:  # the write has succeeded: nothing may undo that
-        from memorybank.runtime.log import logger
-
         logger.warning("extract_on_write: could not queue entries (%s)", error, exc_info=error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from memorybank.errors import InvalidInput
+from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._async.checks import _label, _types, _unit
 from memorybank.graph._async.core import _PAGE, GraphCore
 from memorybank.graph._async.records import ENTITY, NAME, _entity, normalise
@@ -35,7 +35,7 @@ class LookupVerbs(GraphCore):
         ``name``: case-insensitive over names and aliases: an exact (normalised)
         match through the name index, plus entities whose name or an alias
         contains it among the keyword-search candidates. ``cursor``: the id of
-        the last entity of the previous page (``InvalidInput`` if it is gone).
+        the last entity of the previous page (``NotFound`` if it is gone).
         """
         seen = self._seen(user_id, agent_id)
         wanted = None if name is None else normalise(_label(name, "name"))
@@ -47,7 +47,7 @@ class LookupVerbs(GraphCore):
             cursor = v.check_id(cursor, "cursor")
             last = (await self._entities([cursor], seen)).get(cursor)
             if last is None:
-                raise InvalidInput("cursor names no entity this caller sees", field="cursor")
+                raise NotFound("the cursor's entity is gone (or not this caller's to see)")
             after = (last.created_at, last.id)
 
         def keeps(entity: Entity) -> bool:

@@ -438,13 +438,14 @@ class EntityVerbs(RelationVerbs):
     ) -> Entity:
         """Fold ``merge`` into ``keep``: its name and aliases become aliases, observations,
         properties (``keep``'s win) and provenance join, its relations move over; then
-        ``merge`` is deleted. Both must have the same owner (``InvalidInput`` otherwise)."""
+        ``merge`` is deleted. Both must have the same owner (``InvalidInput`` otherwise).
+        Merging an entity into itself changes nothing and returns it."""
         keep = v.check_id(keep, "keep")
         merge = v.check_id(merge, "merge")
-        if keep == merge:
-            raise InvalidInput("cannot merge an entity into itself", field="merge")
         seen = self._seen(user_id, agent_id)
         kept_record = self._entity_record(keep, seen)
+        if keep == merge:
+            return _entity(self._tenant, kept_record)
         gone_record = self._entity_record(merge, seen)
         gone = _entity(self._tenant, gone_record)
         kept = _entity(self._tenant, kept_record)

@@ -638,9 +638,9 @@ class AsyncMemory:
             owner = (user, agent if isinstance(agent, str) else None)
         return AsyncWorkingMemory(self._core, self.tenant_id, key, run_id, owner)
 
-    async def working_runs(self, *, limit: int | None = None) -> list[WorkingRun] | None:
+    async def working_runs(self, *, limit: int | None = None) -> list[WorkingRun]:
         """The runs holding working memory that this handle could open, in id order, with
-        their values (``None``: the store cannot list runs).
+        their values.
 
         On a handle scoped to a user (or an agent), the runs opened with that
         principal; on the unscoped handle, every run of the tenant.

@@ -639,9 +639,9 @@ class Memory:
             owner = (user, agent if isinstance(agent, str) else None)
         return WorkingMemory(self._core, self.tenant_id, key, run_id, owner)
 
-    def working_runs(self, *, limit: int | None = None) -> list[WorkingRun] | None:
+    def working_runs(self, *, limit: int | None = None) -> list[WorkingRun]:
         """The runs holding working memory that this handle could open, in id order, with
-        their values (``None``: the store cannot list runs).
+        their values.
 
         On a handle scoped to a user (or an agent), the runs opened with that
         principal; on the unscoped handle, every run of the tenant.

@@ -54,12 +54,10 @@ _RUN_PAGE = 200
 
 def list_working(
     core: _Core, tenant: str, scope: Scope, *, limit: int | None = None
-) -> list[WorkingRun] | None:
+) -> list[WorkingRun]:
     """The runs holding working memory that a handle scoped ``scope`` could open, in id
-    order (see ``AsyncMemory.working_runs``); ``None`` when the store cannot list runs."""
+    order (see ``AsyncMemory.working_runs``)."""
     store = core.store
-    if store.working_runs(tenant, limit=1) is None:
-        return None
     if limit == 0:
         return []
     user, agent = scope.user_id, scope.agent_id
@@ -68,7 +66,7 @@ def list_working(
         keys: list[str] = []
         after: str | None = None
         while limit is None or len(keys) < limit:
-            chunk = store.working_runs(tenant, after=after, limit=_RUN_PAGE) or []
+            chunk = store.working_runs(tenant, after=after, limit=_RUN_PAGE)
             keys.extend(chunk)
             if len(chunk) < _RUN_PAGE:
                 break
@@ -231,10 +229,10 @@ class Snapshots:
 
     def list(
         self, *, user_id: str | Unset | None = UNSET, limit: int | None = None
-    ) -> list[SavedSnapshot] | None:
-        """The saved snapshots this call may load, in run id order (``None``: the store
-        cannot list runs). ``user_id`` defaults to the handle's user: a user sees her
-        own and unowned snapshots; the root handle's unscoped call sees every one."""
+    ) -> list[SavedSnapshot]:
+        """The saved snapshots this call may load, in run id order. ``user_id`` defaults
+        to the handle's user: a user sees her own and unowned snapshots; the root
+        handle's unscoped call sees every one."""
         user = self._scope.user(user_id)
         limit = v.check_limit(limit, "limit")
         store = self._core.store
@@ -242,8 +240,6 @@ class Snapshots:
         after: str | None = None
         while limit is None or len(found) < limit:
             chunk = store.snapshot_runs(self._tenant, after=after, limit=_RUN_PAGE)
-            if chunk is None:
-                return None
             for run_id in chunk:
                 saved = store.snapshot_load(self._tenant, run_id)
                 if saved is None:  # deleted since it was listed

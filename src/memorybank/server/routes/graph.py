@@ -4,7 +4,7 @@ Scope is the server's everywhere: the handle is the caller's tenant (and end
 user with ``X-User-Id``), so an entity or relation of another tenant, or
 private to another user, answers 404 exactly like a missing id. ``agent_id``
 and ``user_id`` (query or body) name the owner as in the library: left out,
-the caller's scope; naming another user than ``X-User-Id`` is a 422.
+the caller's scope; naming another user than ``X-User-Id`` is a 403 (``out_of_scope``).
 
 Lists use cursor pagination (``limit``, ``cursor`` -> ``next_cursor``):
 entities by keyset (the last entity of the page), a node's relations and

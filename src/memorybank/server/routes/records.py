@@ -11,7 +11,6 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.server.deps import MemoryDep
-from memorybank.server.errors import ApiError
 from memorybank.server.models import (
     CoreFactOut,
     CoreFactValueIn,
@@ -53,11 +52,6 @@ def _opt(value: str | None) -> Any:
     return UNSET if value is None else value
 
 
-def _cannot_list(what: str) -> ApiError:
-    """The store answers ``None`` for a list of runs: it cannot list them."""
-    return ApiError(501, "not_implemented", f"this server's store cannot list {what}")
-
-
 def router() -> APIRouter:
     """The routes of this module."""
     api = APIRouter(prefix="/v1")
@@ -69,13 +63,10 @@ def router() -> APIRouter:
         memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
     ) -> Page[RunOut]:
         """``memory.working_runs()``: with ``X-User-Id`` the runs opened for that user,
-        without it every run of the tenant; each with its values. 501
-        ``not_implemented`` when the store cannot list runs."""
+        without it every run of the tenant; each with its values."""
 
         async def fetch(n: int | None) -> list[RunOut]:
             runs = await memory.working_runs(limit=n)
-            if runs is None:
-                raise _cannot_list("runs")
             return [
                 RunOut(run_id=r.run_id, user_id=r.user_id, agent_id=r.agent_id, items=r.items)
                 for r in runs
@@ -137,13 +128,10 @@ def router() -> APIRouter:
         cursor: CursorQuery = None,
     ) -> Page[SnapshotOut]:
         """``memory.snapshots.list()``, in run id order: a user (``X-User-Id`` or
-        ``user_id``) sees her own and unowned snapshots, the tenant every one. 501
-        ``not_implemented`` when the store cannot list runs."""
+        ``user_id``) sees her own and unowned snapshots, the tenant every one."""
 
         async def fetch(n: int | None) -> list[SnapshotOut]:
             found = await memory.snapshots.list(user_id=_opt(user_id), limit=n)
-            if found is None:
-                raise _cannot_list("snapshots")
             return [SnapshotOut(run_id=s.run_id, user_id=s.user_id, value=s.value) for s in found]
 
         items, next_cursor = await first_n_page(fetch, limit, cursor)
@@ -177,13 +165,16 @@ def router() -> APIRouter:
     @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
     async def summary_list(
         memory: MemoryDep,
-        agent_id: AgentQuery = None,
+        agent_id: Annotated[str, Query(description="The agent whose summaries to list.")],
         user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[SummaryOut]:
+        """``memory.summaries.list()``: the summaries of ``agent_id`` (required, as when
+        adding one: a request has no agent of its own)."""
+
         async def fetch(n: int | None) -> list[SummaryOut]:
-            found = await memory.summaries.list(agent_id=_opt(agent_id), user_id=_opt(user_id))
+            found = await memory.summaries.list(agent_id=agent_id, user_id=_opt(user_id))
             return [SummaryOut.model_validate(s) for s in found]
 
         items, next_cursor = await first_n_page(fetch, limit, cursor)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 
-from memorybank.errors import InvalidInput, NotFound
+from memorybank.errors import Conflict, NotFound
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
 from memorybank.server.graph_models import EntityOut, RelationOut
@@ -47,16 +47,21 @@ __all__ = ["router"]
 BranchQuery = Annotated[str | None, Query(description="Branch (default: the current one).")]
 IdempotencyHeader = Annotated[
     str | None,
-    Header(alias="Idempotency-Key", description="Same as the body's idempotency_key."),
+    Header(
+        alias="Idempotency-Key",
+        description=(
+            "Same as the body's idempotency_key; both given and different: 409 conflict"
+            " (one request cannot carry two keys)."
+        ),
+    ),
 ]
 
 
 def one_key(body: str | None, header: str | None) -> str | None:
-    """The request's idempotency key, given in the body or the header (not two different)."""
+    """The request's idempotency key, given in the body or the header: two different
+    keys conflict (409), as a key reused for another message does."""
     if body is not None and header is not None and body != header:
-        raise InvalidInput(
-            "idempotency_key and the Idempotency-Key header differ", field="idempotency_key"
-        )
+        raise Conflict("idempotency_key and the Idempotency-Key header differ")
     return body if body is not None else header
 
 

@@ -135,17 +135,16 @@ def _listing(
     viewer: Viewer,
     title: str,
     template: str,
-    rows: Sequence[object] | None,
+    rows: Sequence[object],
     number: int,
 ) -> Response:
-    """Page ``number`` of ``rows`` (``None``: the store cannot list them) in ``template``."""
-    shown, more = _cut(list(rows or []), number)
+    """Page ``number`` of ``rows`` in ``template``."""
+    shown, more = _cut(list(rows), number)
     ctx = _context(
         request,
         viewer,
         title,
         rows=shown,
-        listable=rows is not None,
         pager=_pager(request, number, more),
     )
     return render(template, **ctx)

@@ -68,6 +68,7 @@ from memorybank.errors import (
     InvalidInput,
     MemoryBankError,
     NotFound,
+    OutOfScope,
     StoreError,
     StoreUnavailable,
     ThreadForbidden,
@@ -742,6 +743,9 @@ def error_from_body(status: int, body: Any) -> MemoryBankError:
     if code in ("invalid_input", "payload_too_large"):  # 413: nothing was written either
         field = obj.get("field")
         return InvalidInput(message, field=field if isinstance(field, str) and field else "args")
+    if code == "out_of_scope":
+        field = obj.get("field")
+        return OutOfScope(message, field=field if isinstance(field, str) and field else "user_id")
     if code == "thread_forbidden":
         return ThreadForbidden(message)
     if isinstance(code, str) and code in _ERRORS:
