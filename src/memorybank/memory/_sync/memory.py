@@ -55,9 +55,11 @@ if TYPE_CHECKING:
     from memorybank.extract.base import Extractor
     from memorybank.graph._sync import Graph
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.importance import HalfLife
     from memorybank.memory._sync.documents import Documents
     from memorybank.memory._sync.embedding import Embedding
     from memorybank.memory._sync.facts import Facts
+    from memorybank.memory._sync.usage import Usage
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -285,6 +287,14 @@ class Memory:
         )
 
     @functools.cached_property
+    def usage(self) -> Usage:
+        """``memory.usage``: importance and last use of facts, documents and entries
+        (the rules: ``memorybank.importance``)."""
+        from memorybank.memory._sync.usage import Usage
+
+        return Usage(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
     def graph(self) -> Graph:
         """``memory.graph``: the knowledge graph (see ``memorybank.graph._async``)."""
         from memorybank.graph._sync import Graph
@@ -370,7 +380,17 @@ class Memory:
         With ``embed="background"``, the queue gets up to ``EMBED_CLOSE_TIMEOUT``
         seconds to empty; what is left stays in the journal for the next start.
         The extractor and the reranker are the caller's: they stay open.
+        The uses searches noted and not yet written are written first.
         """
+        if self._core.usage.items:
+            from memorybank.memory._sync.usage import flush_usage
+
+            try:
+                flush_usage(self._core)
+            except Exception as error:  # hints, not data: closing goes on
+                from memorybank.runtime.log import logger
+
+                logger.warning("memorybank: could not write search uses (%s)", error)
         if self._core.background is not None:
             self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.embed_service is not None:
@@ -646,8 +666,9 @@ class Memory:
         """Apply a retention policy to this tenant's threads; what went (or would go).
 
         See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
-        pairing is never broken; long-term records are kept). With ``dry_run``
-        nothing changes. After a real prune that removed something the store
+        pairing is never broken; facts and documents go only by the long-term rules,
+        ``min_importance`` and ``unused_for``, listed in ``report.long_term``). With
+        ``dry_run`` nothing changes (and the report lists what would go). After a real prune that removed something the store
         reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
         (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
         """
@@ -661,7 +682,12 @@ class Memory:
                 "prune covers a whole tenant: call it on an unscoped handle", field="scope"
             )
         return prune_tenant(
-            self._core.store, self.tenant_id, policy, now=self._core.now(), dry_run=dry_run
+            self._core.store,
+            self.tenant_id,
+            policy,
+            now=self._core.now(),
+            dry_run=dry_run,
+            core=self._core,
         )
 
     def forget_user(self, user_id: str | Unset = UNSET) -> int:
@@ -693,6 +719,7 @@ class Memory:
         rerank: bool | None = None,
         rerank_top: int | None = None,
         include_history: bool = False,
+        decay: HalfLife | None = None,
     ) -> list[Hit]:
         """The ``k`` best entries, documents and facts for ``query``, best first.
 
@@ -714,11 +741,16 @@ class Memory:
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see
-        ``memorybank.recall._async.rerank_stage``). See ``memorybank.recall._async.search``.
+        ``memorybank.recall._async.rerank_stage``). ``decay``: a
+        ``memorybank.importance.HalfLife`` weighing scores by recency of use and
+        importance (``None``, the default: rankings as without it). The hits returned
+        are noted as used (importance and last use, written in batches: see
+        ``memorybank.importance``). See ``memorybank.recall._async.search``.
         """
+        from memorybank.memory._sync.usage import flush_usage, note_hits
         from memorybank.recall._sync import search
 
-        return search.run_search(
+        hits = search.run_search(
             self._core,
             self.tenant_id,
             query,
@@ -733,7 +765,13 @@ class Memory:
             rerank=rerank,
             rerank_top=rerank_top,
             include_history=include_history,
+            decay=decay,
         )
+        if hits:
+            note_hits(self._core, self.tenant_id, hits, self._core.now())
+            if self._core.usage.full():
+                flush_usage(self._core)
+        return hits
 
     def embed_pending(
         self, *, thread_id: str | None = None, batch_size: int | None = None
