@@ -422,6 +422,7 @@ VERBS: tuple[Verb, ...] = (
             "options": "SearchOptions is a Python object (hybrid ranking weights)",
             "rerank": "the server holds no reranker",
             "rerank_top": "the server holds no reranker",
+            "decay": "HalfLife is a Python object (recency and importance weights)",
         },
     ),
     _v(

@@ -372,6 +372,13 @@ class FactIn(Arguments):
     fact_id: str | None = Field(
         default=None, description="`fact_id` chooses the id (default: a new one);"
     )
+    importance: float | None = Field(
+        default=None,
+        description=(
+            "From 0 to 1, how much it matters (`memory.usage`; default: derived from use and "
+            "feedback, see `memorybank.importance`)."
+        ),
+    )
 
 
 class FactPatch(Arguments):
@@ -610,6 +617,13 @@ class DocumentIn(Arguments):
         description=(
             "`embedding` stores a vector you computed with the *same* model as the configured"
             " embedder (checked against its dimensions) instead of calling it."
+        ),
+    )
+    importance: float | None = Field(
+        default=None,
+        description=(
+            "From 0 to 1, how much it matters (`memory.usage`; default: derived from use and "
+            "feedback, see `memorybank.importance`)."
         ),
     )
 
