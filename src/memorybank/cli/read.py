@@ -347,6 +347,10 @@ def context(
             help="Include the knowledge-graph entities and relations --current-input names.",
         ),
     ] = False,
+    include_profile: Annotated[
+        bool,
+        typer.Option("--include-profile", help="Include the user's profile (memory.profile)."),
+    ] = False,
     embedder: EmbedderOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
@@ -372,6 +376,7 @@ def context(
             include_facts=include_facts,
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
+            include_profile=include_profile,
         )
         if as_json:
             emit_json(built)

@@ -25,6 +25,8 @@ from memorybank.stores.contract.types import UNSET
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from memorybank.importance import HalfLife
+
 __all__ = [
     "CompactionResult",
     "CompactionService",
@@ -63,6 +65,12 @@ class ContextOptions:
             inferred relations, history, ``as_of``); a dict of its fields is
             accepted too. A custom ``graph`` object receives them as keyword
             arguments of its ``context_block``.
+        include_profile: add a ``User profile:`` block (up to 10%): the user's
+            current facts by attribute (``memory.profile``), before the known
+            facts, which then leave them out. Needs a user.
+        decay: a ``memorybank.importance.HalfLife``: the known facts and the
+            relevant documents are ordered by recency of use and importance too
+            (``None``, the default: as without it).
     """
 
     max_tokens: int
@@ -73,9 +81,17 @@ class ContextOptions:
     include_semantic_context: bool = False
     include_graph_context: bool = False
     graph_options: GraphContextOptions | Mapping[str, Any] = field(default_factory=dict)
+    include_profile: bool = False
+    decay: HalfLife | None = None
 
     def __post_init__(self) -> None:
+        from memorybank.importance import HalfLife
         from memorybank.rules.validate import check_limit
+
+        if self.decay is not None and not isinstance(self.decay, HalfLife):
+            from memorybank.errors import InvalidInput
+
+            raise InvalidInput("decay must be a memorybank.importance.HalfLife", field="decay")
 
         if not isinstance(self.graph_options, GraphContextOptions | Mapping):
             from memorybank.errors import InvalidInput
@@ -112,7 +128,7 @@ class ContextOptions:
 class ContextError:
     """A part of the context that failed and was left out.
 
-    ``source`` is ``"facts"``, ``"semantic"``, ``"graph"``, ``"relevance"``
+    ``source`` is ``"profile"``, ``"facts"``, ``"semantic"``, ``"graph"``, ``"relevance"``
     (scoring history; the strategy fell back to ``recent``) or ``"history"``.
     """
 
@@ -142,6 +158,8 @@ class Context:
     total_entries: int
     entries: list[Entry] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+    #: the profile block's lines (``include_profile``)
+    profile: list[str] = field(default_factory=list)
     semantic: list[str] = field(default_factory=list)
     graph: str | None = None
     graph_entities: list[Entity] = field(default_factory=list)

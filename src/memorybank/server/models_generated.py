@@ -110,6 +110,10 @@ class ContextIn(Arguments):
             "`GraphContextOptions`, or a dict of its fields)."
         ),
     )
+    include_profile: bool = Field(
+        default=False,
+        description="Add the user's profile (`memory.profile`) as a `User profile:` block.",
+    )
 
 
 class SearchIn(Arguments):

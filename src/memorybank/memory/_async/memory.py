@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._async.consolidation import AsyncConsolidation
+    from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
@@ -284,6 +285,26 @@ class AsyncMemory:
             user_id=user_id,
             agent_id=agent_id,
         )
+
+    async def profile(
+        self, user_id: str | Unset = UNSET, *, agent_id: str | Unset | None = UNSET
+    ) -> Profile:
+        """A user's current facts grouped by attribute (name, preferences, plans, ...),
+        each with its provenance and time.
+
+        ``user_id``: whose profile (left out: the handle's user; required on a handle
+        without one). ``agent_id``: only the facts that agent sees (its own and those
+        shared by every agent; left out: the handle's, else every agent's). Only the
+        user's own facts count, never shared ones; the grouping rule is
+        ``memorybank.consolidation.profile``'s, and ``memory.consolidate`` keeps it current.
+        """
+        from memorybank.consolidation.profile import build_profile
+
+        user = self._scope.user(user_id)
+        if not isinstance(user, str):
+            raise InvalidInput("profile needs a user_id (a string)", field="user_id")
+        facts = await self.facts.list(user_id=user, agent_id=agent_id)
+        return build_profile(user, facts)
 
     @functools.cached_property
     def usage(self) -> AsyncUsage:
@@ -526,6 +547,7 @@ class AsyncMemory:
         include_semantic_context: bool = False,
         include_graph_context: bool = False,
         graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
+        include_profile: bool = False,
     ) -> Context:
         """The messages for the next model call on a thread, within a token budget: a
         system message, then the most recent history that fits.
@@ -539,7 +561,8 @@ class AsyncMemory:
         own turns see. ``user_id=None`` builds it for no user (``ThreadForbidden`` on an
         owned thread). ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
         ``Relationships:`` about what ``current_input`` names, chosen with ``graph_options``
-        (a ``GraphContextOptions``, or a dict of its fields).
+        (a ``GraphContextOptions``, or a dict of its fields). ``include_profile``: add the
+        user's profile (``memory.profile``) as a ``User profile:`` block.
         """
         from memorybank.context._async.builder import AsyncContextBuilder
         from memorybank.context.values import ContextOptions
@@ -556,6 +579,7 @@ class AsyncMemory:
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
             graph_options=as_options(graph_options),
+            include_profile=include_profile,
         )
         return await AsyncContextBuilder(options, self).build(
             thread_id,

@@ -46,6 +46,7 @@ __all__ = [
     "note_hits",
     "usage_of",
     "usage_record",
+    "weights",
 ]
 
 
@@ -181,23 +182,38 @@ def _item(hit: Hit) -> tuple[str, str, datetime] | None:
     return None
 
 
+def weights(
+    core: _Core,
+    tenant: str,
+    items: Sequence[tuple[str, str, datetime | None]],
+    decay: HalfLife,
+) -> list[float]:
+    """``decay``'s weight of each ``(kind, id, written at)``: one batch read of their usage.
+    The age is the time since the last use, else since the write (``None``: very old)."""
+    usage = usage_of(core, tenant, [(kind, item_id) for kind, item_id, _ in items])
+    now = core.now()
+    out: list[float] = []
+    for kind, item_id, written in items:
+        item = usage[(kind, item_id)]
+        moments = [m for m in (written, item.last_used_at) if m is not None]
+        age = (now - max(moments)).total_seconds() if moments else math.inf
+        out.append(decay.weight(age, item.importance))
+    return out
+
+
 def decayed(core: _Core, tenant: str, hits: Sequence[Hit], decay: HalfLife) -> list[Hit]:
     """``hits`` re-ordered by ``decay``'s weighted score (one batch read of their usage);
     each hit's ``score`` becomes the weighted one, its ``signals`` gain ``"decay"`` (the
-    weight). Ties keep the undecayed order."""
+    weight). A negative score is divided by the weight. Ties keep the undecayed order;
+    an earlier value of a fact weighs as a very old, unrated item."""
     keys = [_item(hit) for hit in hits]
-    usage = usage_of(core, tenant, [(k[0], k[1]) for k in keys if k is not None])
-    now = core.now()
+    known = [k for k in keys if k is not None]
+    weight = iter(weights(core, tenant, known, decay))
     weighed: list[tuple[float, int, Hit]] = []
     for i, (hit, key) in enumerate(zip(hits, keys, strict=True)):
-        if key is None:
-            weight = decay.weight(math.inf, DEFAULT_IMPORTANCE)
-        else:
-            item = usage[(key[0], key[1])]
-            since = key[2] if item.last_used_at is None else max(key[2], item.last_used_at)
-            weight = decay.weight((now - since).total_seconds(), item.importance)
-        score = hit.score * weight if hit.score >= 0 else hit.score / weight
-        weighed.append((-score, i, replace(hit, score=score, signals={**hit.signals, "decay": weight})))
+        w = decay.weight(math.inf, DEFAULT_IMPORTANCE) if key is None else next(weight)
+        score = hit.score * w if hit.score >= 0 else hit.score / w
+        weighed.append((-score, i, replace(hit, score=score, signals={**hit.signals, "decay": w})))
     weighed.sort(key=lambda t: (t[0], t[1]))
     return [hit for _, _, hit in weighed]
 
