@@ -236,3 +236,25 @@ def test_retention_by_importance_and_disuse(memory: Memory) -> None:
     for bad in ({"min_importance": 2.0}, {"unused_for": timedelta(0)}):
         with pytest.raises(InvalidInput):
             RetentionPolicy(**bad)  # type: ignore[arg-type]
+
+
+def test_feedback_moves_importance_of_facts_documents_and_entries(memory: Memory) -> None:
+    thread = memory.threads.create(user_id="u").id
+    entry = memory.entries.add(thread, {"role": "user", "content": "the blue kettle is broken"})
+    doc = memory.documents.add("How to descale a blue kettle", user_id="u")
+    fact = memory.facts.add(content="User owns a blue kettle", user_id="u")
+    hits = {h.kind: h for h in memory.search("blue kettle", kinds=["entries", "documents", "facts"], user_id="u")}
+    rated_fact = memory.feedback(hits["fact"], useful=True, user_id="u")
+    assert rated_fact.id == fact.id and rated_fact.confidence == 0.75  # type: ignore[union-attr]
+    # (the search's use, still buffered, counts on top of the rated importance)
+    assert memory.usage.get("fact", fact.id).importance == pytest.approx(used(0.75, 1))
+    on_doc = memory.feedback(hits["document"], useful=False, user_id="u")
+    assert on_doc.importance == pytest.approx(used(0.25, 1))  # type: ignore[union-attr]
+    on_entry = memory.feedback(hits["entry"], useful=True, user_id="u")
+    assert (on_entry.kind, on_entry.id) == ("entry", entry.id)  # type: ignore[union-attr]
+    assert on_entry.importance == pytest.approx(used(0.75, 1))  # type: ignore[union-attr]
+    memory.usage.flush()
+    assert memory.usage.get("document", doc.id).importance == pytest.approx(used(0.25, 1))
+    assert memory.usage.get("fact", fact.id).importance == pytest.approx(used(0.75, 1))
+    with pytest.raises(NotFound):
+        memory.scoped(user_id="v").feedback(hits["document"], useful=False)

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from memorybank.extract.base import Extractor
     from memorybank.graph._async import AsyncGraph
     from memorybank.graph.model import GraphContextOptions
-    from memorybank.importance import HalfLife
+    from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
@@ -263,17 +263,38 @@ class AsyncMemory:
         reason: str | None = None,
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
-    ) -> Fact:
-        """Say whether a recalled fact was useful; the fact as it is after.
+    ) -> Fact | ItemUsage:
+        """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
+        after (for a document or an entry hit, its importance and use).
 
-        ``hit_or_id``: a search hit of kind ``"fact"``, or a fact id. ``useful``: whether it
-        helped (``True`` raises the fact's confidence halfway to 1, ``False``, for a wrong or
-        unhelpful fact, halves it, so it ranks lower in prompts; the rule is in
-        ``memorybank.consolidation._async.feedback``).
-        ``reason``: why, kept with the feedback. A fact the caller may not see is
+        ``hit_or_id``: a search hit, or a fact id. ``useful``: whether it helped (``True``
+        raises the fact's confidence and importance halfway to 1, ``False``, for a wrong or
+        unhelpful fact, halves them, so it ranks lower in prompts and, with ``decay``, in
+        searches; the rule is in ``memorybank.consolidation._async.feedback``). A document
+        or entry hit moves only its importance (``memory.usage.rate``).
+        ``reason``: why, kept with a fact's feedback. A fact the caller may not see is
         ``NotFound`` (its scope is the fact's, under the usual rule).
         """
         from memorybank.consolidation._async.feedback import give_feedback
+
+        if isinstance(hit_or_id, Hit) and hit_or_id.fact is None:
+            if hit_or_id.document is not None:
+                return await self.usage.rate(
+                    "document",
+                    hit_or_id.document.id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
+            if hit_or_id.entry is not None:
+                return await self.usage.rate(
+                    "entry",
+                    hit_or_id.entry.id,
+                    thread_id=hit_or_id.entry.thread_id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
 
         return await give_feedback(
             self._core,
