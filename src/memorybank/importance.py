@@ -245,7 +245,7 @@ class HalfLife:
                 raise InvalidInput(f"HalfLife.{name} is out of range", field=f"decay.{name}")
 
     def weight(self, age_seconds: float, importance: float) -> float:
-        recency = 0.5 ** (max(age_seconds, 0.0) / (self.days * 86400.0))
+        recency = float(0.5 ** (max(age_seconds, 0.0) / (self.days * 86400.0)))
         return (self.floor + (1.0 - self.floor) * recency) * (
             1.0 + self.importance_weight * (importance - 0.5)
         )

@@ -12,7 +12,7 @@ import pytest
 
 from memorybank import Memory
 from memorybank.dump._sync.portability import export_dump, import_dump
-from memorybank.errors import InvalidInput, NotFound
+from memorybank.errors import InvalidInput, NotFound, ThreadForbidden
 from memorybank.importance import (
     DEFAULT_IMPORTANCE,
     USAGE,
@@ -76,7 +76,10 @@ def test_importance_given_at_write_is_kept_and_checked(memory: Memory) -> None:
             memory.facts.add(content="never stored", importance=bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidInput):
             memory.documents.add("never stored", importance=bad)  # type: ignore[arg-type]
-    assert [f.content for f in memory.facts.list()] == ["User is allergic to peanuts", "User likes jazz"]
+    assert [f.content for f in memory.facts.list()] == [
+        "User is allergic to peanuts",
+        "User likes jazz",
+    ]
     assert len(memory.documents.list()) == 1
 
 
@@ -165,7 +168,9 @@ def test_decay_prefers_recently_used_and_important_memories(memory: Memory) -> N
     # made important, the old one wins again
     memory.usage.set("document", old.id, 1.0)
     memory.usage.set("document", new.id, 0.0)
-    again = memory.search("kites wind", kinds=["documents"], mode="keyword", decay=HalfLife(days=30))
+    again = memory.search(
+        "kites wind", kinds=["documents"], mode="keyword", decay=HalfLife(days=30)
+    )
     assert again[0].id == old.id
     for bad in (0, -1, float("inf")):
         with pytest.raises(InvalidInput):
@@ -185,7 +190,7 @@ def test_usage_is_scoped_like_its_item(memory: Memory) -> None:
         bob.usage.set("document", doc.id, 1.0)
     with pytest.raises(NotFound):
         bob.usage.rate("document", doc.id, useful=True)
-    with pytest.raises(Exception, match="(?i)forbidden|not found|owner"):
+    with pytest.raises(ThreadForbidden):
         bob.usage.rate("entry", entry.id, thread_id=thread, useful=False)
     with pytest.raises(InvalidInput):
         memory.usage.get("entry", entry.id)  # an entry is named with its thread
@@ -220,7 +225,10 @@ def test_retention_by_importance_and_disuse(memory: Memory) -> None:
     clock(memory).now = START + timedelta(days=120)
     policy = RetentionPolicy(min_importance=0.3, unused_for=timedelta(days=60))
     dry = memory.prune(policy, dry_run=True)
-    assert [(k, i) for k, i, _, _ in dry.long_term] == [("fact", drop.id), ("document", idle_doc.id)]
+    assert [(k, i) for k, i, _, _ in dry.long_term] == [
+        ("fact", drop.id),
+        ("document", idle_doc.id),
+    ]
     assert (dry.facts_deleted, dry.documents_deleted) == (1, 1)
     assert memory.facts.get(drop.id) is not None and memory.documents.get(idle_doc.id) is not None
     report = memory.prune(policy)
@@ -243,7 +251,10 @@ def test_feedback_moves_importance_of_facts_documents_and_entries(memory: Memory
     entry = memory.entries.add(thread, {"role": "user", "content": "the blue kettle is broken"})
     doc = memory.documents.add("How to descale a blue kettle", user_id="u")
     fact = memory.facts.add(content="User owns a blue kettle", user_id="u")
-    hits = {h.kind: h for h in memory.search("blue kettle", kinds=["entries", "documents", "facts"], user_id="u")}
+    hits = {
+        h.kind: h
+        for h in memory.search("blue kettle", kinds=["entries", "documents", "facts"], user_id="u")
+    }
     rated_fact = memory.feedback(hits["fact"], useful=True, user_id="u")
     assert rated_fact.id == fact.id and rated_fact.confidence == 0.75  # type: ignore[union-attr]
     # (the search's use, still buffered, counts on top of the rated importance)

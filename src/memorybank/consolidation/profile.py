@@ -145,7 +145,9 @@ def build_profile(user_id: str, facts: Sequence[Fact]) -> Profile:
             )
         )
     ordered = {
-        name: sorted(groups[name], key=lambda i: (i.valid_at, i.created_at, i.fact_id), reverse=True)
+        name: sorted(
+            groups[name], key=lambda i: (i.valid_at, i.created_at, i.fact_id), reverse=True
+        )
         for name in sorted(groups, key=_order)
     }
     return Profile(user_id=user_id, attributes=ordered)

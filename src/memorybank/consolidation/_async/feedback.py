@@ -24,8 +24,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.importance import rated as importance_rated
 from memorybank.importance import USAGE, ItemUsage, usage_id
+from memorybank.importance import rated as importance_rated
 from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.usage import usage_record
 from memorybank.records import Fact, Hit
@@ -85,7 +85,9 @@ async def give_feedback(
     # the stored importance (uses still buffered are added when they are written)
     old = await core.store.record_get(tenant, USAGE, usage_id("fact", fact_id))
     stored = (
-        ItemUsage("fact", fact_id) if old is None else ItemUsage.from_data("fact", fact_id, old.data)
+        ItemUsage("fact", fact_id)
+        if old is None
+        else ItemUsage.from_data("fact", fact_id, old.data)
     )
     importance = usage_record(
         replace(stored, importance=importance_rated(stored.importance, useful)),
@@ -108,7 +110,7 @@ async def give_feedback(
                 created_at=now,
                 updated_at=now,
                 key=fact_id,
-            )
+            ),
         ],
     )
     return changed

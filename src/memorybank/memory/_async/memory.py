@@ -712,9 +712,10 @@ class AsyncMemory:
         See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
         pairing is never broken; facts and documents go only by the long-term rules,
         ``min_importance`` and ``unused_for``, listed in ``report.long_term``). With
-        ``dry_run`` nothing changes (and the report lists what would go). After a real prune that removed something the store
-        reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
-        (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
+        ``dry_run`` nothing changes (and the report lists what would go). After a real
+        prune that removed something the store reclaims the space (SQLite: ``VACUUM``).
+        Only on an unscoped handle (``memory`` or ``memory.tenant(T)``): a policy covers
+        the whole tenant.
         """
         from memorybank.memory._async.retention import prune_tenant
         from memorybank.retention import RetentionPolicy

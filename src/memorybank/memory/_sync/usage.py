@@ -91,13 +91,17 @@ def note_hits(core: _Core, tenant: str, hits: Iterable[Hit], at: datetime) -> No
         if hit.entry is not None:
             entry = hit.entry
             buffer.note(
-                tenant, "entry", entry.id, at, agent_id=None, user_id=None, thread_id=entry.thread_id
+                tenant,
+                "entry",
+                entry.id,
+                at,
+                agent_id=None,
+                user_id=None,
+                thread_id=entry.thread_id,
             )
         elif hit.document is not None:
             doc = hit.document
-            buffer.note(
-                tenant, "document", doc.id, at, agent_id=doc.agent_id, user_id=doc.user_id
-            )
+            buffer.note(tenant, "document", doc.id, at, agent_id=doc.agent_id, user_id=doc.user_id)
         elif hit.fact is not None and not hit.superseded:
             fact = hit.fact
             buffer.note(tenant, "fact", fact.id, at, agent_id=fact.agent_id, user_id=fact.user_id)
@@ -317,7 +321,9 @@ class Usage:
         store, now = self._core.store, self._core.now()
         old = store.record_get(self._tenant, USAGE, usage_id(kind, item_id))
         usage = (
-            ItemUsage(kind, item_id) if old is None else ItemUsage.from_data(kind, item_id, old.data)
+            ItemUsage(kind, item_id)
+            if old is None
+            else ItemUsage.from_data(kind, item_id, old.data)
         )
         usage = ItemUsage(
             kind,

@@ -156,9 +156,7 @@ def router() -> APIRouter:
         return FactOut.model_validate(fact)
 
     @api.get("/users/{user_id}/profile", tags=["facts"], summary="A user's profile")
-    async def profile(
-        user_id: str, memory: MemoryDep, agent_id: AgentQuery = None
-    ) -> ProfileOut:
+    async def profile(user_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> ProfileOut:
         """``memory.profile``: the user's current facts grouped by attribute (name,
         preferences, plans, ...), each with its provenance and time. A key scoped to
         another user is refused (400, `invalid_input`)."""
