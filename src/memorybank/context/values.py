@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorybank.errors import ConfigurationError
+from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions, Relation
+from memorybank.importance import HalfLife
 from memorybank.records import Entry, Fact
 from memorybank.stores.contract.types import UNSET
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from memorybank.importance import HalfLife
 
 __all__ = [
     "CompactionResult",
@@ -85,17 +84,12 @@ class ContextOptions:
     decay: HalfLife | None = None
 
     def __post_init__(self) -> None:
-        from memorybank.importance import HalfLife
         from memorybank.rules.validate import check_limit
 
         if self.decay is not None and not isinstance(self.decay, HalfLife):
-            from memorybank.errors import InvalidInput
-
             raise InvalidInput("decay must be a memorybank.importance.HalfLife", field="decay")
 
         if not isinstance(self.graph_options, GraphContextOptions | Mapping):
-            from memorybank.errors import InvalidInput
-
             raise InvalidInput(
                 "graph_options must be a GraphContextOptions (or a dict of its fields)",
                 field="graph_options",
@@ -104,8 +98,6 @@ class ContextOptions:
         check_limit(self.max_tokens, "max_tokens", allow_none=False)
         check_limit(self.reserve_tokens, "reserve_tokens")
         if self.strategy not in STRATEGIES:
-            from memorybank.errors import InvalidInput
-
             raise InvalidInput(
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}",
                 field="strategy",

@@ -35,7 +35,9 @@ from memorybank.context.values import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
+from memorybank.consolidation.profile import build_profile
 from memorybank.memory._async.facts import fact_rank
+from memorybank.memory._async.usage import weights
 from memorybank.records import Entry, Fact, Thread
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.runtime.log import logger
@@ -270,8 +272,6 @@ class AsyncContextBuilder(values.ContextBuilder):
         profiled: set[str] = set()  # the facts the profile block shows
         if opts.include_profile and user_id is not None:
             try:
-                from memorybank.consolidation.profile import build_profile
-
                 profile = build_profile(
                     user_id, await self._memory.facts.list(agent_id=agent_id, user_id=user_id)
                 )
@@ -432,8 +432,6 @@ class AsyncContextBuilder(values.ContextBuilder):
         decay = self.options.decay
         if decay is None or not facts:
             return facts
-        from memorybank.memory._async.usage import weights
-
         weight = await weights(
             self._memory._core,
             self._memory.tenant_id,
@@ -476,8 +474,6 @@ class AsyncContextBuilder(values.ContextBuilder):
         good = list(itertools.takewhile(lambda h: h.score >= SEMANTIC_MIN_SCORE, hits))
         decay = self.options.decay
         if decay is not None and good:
-            from memorybank.memory._async.usage import weights
-
             docs = await core.store.record_get_many(
                 self._memory.tenant_id, DOCUMENT_KIND, [h.id for h in good]
             )

@@ -36,7 +36,9 @@ from memorybank.context.values import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
+from memorybank.consolidation.profile import build_profile
 from memorybank.memory._sync.facts import fact_rank
+from memorybank.memory._sync.usage import weights
 from memorybank.records import Entry, Fact, Thread
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.runtime.log import logger
@@ -164,9 +166,7 @@ class ContextBuilder(values.ContextBuilder):
     ``options.graph_options`` as keyword arguments.
     """
 
-    def __init__(
-        self, options: ContextOptions, memory: MemoryHandle, *, graph: Any = None
-    ) -> None:
+    def __init__(self, options: ContextOptions, memory: MemoryHandle, *, graph: Any = None) -> None:
         if not isinstance(options, ContextOptions):
             raise ConfigurationError("options must be a memorybank.ContextOptions")
         self.options = options
@@ -271,8 +271,6 @@ class ContextBuilder(values.ContextBuilder):
         profiled: set[str] = set()  # the facts the profile block shows
         if opts.include_profile and user_id is not None:
             try:
-                from memorybank.consolidation.profile import build_profile
-
                 profile = build_profile(
                     user_id, self._memory.facts.list(agent_id=agent_id, user_id=user_id)
                 )
@@ -427,14 +425,10 @@ class ContextBuilder(values.ContextBuilder):
     def _facts(self, agent_id: str, user_id: str | None) -> list[Fact]:
         """Facts visible to the agent and user: highest confidence first, then newest
         (with ``decay``: by the decay weight first, ``memorybank.importance.HalfLife``)."""
-        facts = sorted(
-            self._memory.facts.list(agent_id=agent_id, user_id=user_id), key=fact_rank
-        )
+        facts = sorted(self._memory.facts.list(agent_id=agent_id, user_id=user_id), key=fact_rank)
         decay = self.options.decay
         if decay is None or not facts:
             return facts
-        from memorybank.memory._sync.usage import weights
-
         weight = weights(
             self._memory._core,
             self._memory.tenant_id,
@@ -455,9 +449,7 @@ class ContextBuilder(values.ContextBuilder):
         Without a usable input vector the ranking is by keywords alone."""
         from memorybank.recall._sync.fact_recall import rank_facts
 
-        order = rank_facts(
-            self._memory._core, self._memory.tenant_id, current_input, facts, vector
-        )
+        order = rank_facts(self._memory._core, self._memory.tenant_id, current_input, facts, vector)
         ranked = set(order)
         return [facts[i] for i in order] + [f for i, f in enumerate(facts) if i not in ranked]
 
@@ -477,8 +469,6 @@ class ContextBuilder(values.ContextBuilder):
         good = list(itertools.takewhile(lambda h: h.score >= SEMANTIC_MIN_SCORE, hits))
         decay = self.options.decay
         if decay is not None and good:
-            from memorybank.memory._sync.usage import weights
-
             docs = core.store.record_get_many(
                 self._memory.tenant_id, DOCUMENT_KIND, [h.id for h in good]
             )

@@ -35,9 +35,11 @@ from memorybank.memory._async.run_state import (
     list_working,
 )
 from memorybank.memory._async.threads import AsyncThreads
+from memorybank.memory._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.runtime.log import logger
 from memorybank.stores._async.open import open_store
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Unset
 from memorybank.tokens import Tokenizer, get_tokenizer
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
     from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
-    from memorybank.memory._async.usage import AsyncUsage
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -331,8 +332,6 @@ class AsyncMemory:
     def usage(self) -> AsyncUsage:
         """``memory.usage``: importance and last use of facts, documents and entries
         (the rules: ``memorybank.importance``)."""
-        from memorybank.memory._async.usage import AsyncUsage
-
         return AsyncUsage(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
@@ -424,13 +423,9 @@ class AsyncMemory:
         The uses searches noted and not yet written are written first.
         """
         if self._core.usage.items:
-            from memorybank.memory._async.usage import flush_usage
-
             try:
                 await flush_usage(self._core)
             except Exception as error:  # hints, not data: closing goes on
-                from memorybank.runtime.log import logger
-
                 logger.warning("memorybank: could not write search uses (%s)", error)
         if self._core.background is not None:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
@@ -792,7 +787,6 @@ class AsyncMemory:
         are noted as used (importance and last use, written in batches: see
         ``memorybank.importance``). See ``memorybank.recall._async.search``.
         """
-        from memorybank.memory._async.usage import flush_usage, note_hits
         from memorybank.recall._async import search
 
         hits = await search.run_search(

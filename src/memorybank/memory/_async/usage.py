@@ -30,7 +30,7 @@ from memorybank.importance import (
 )
 from memorybank.records import Document, Fact, Hit
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope
+from memorybank.rules.scope import ROOT, Scope, check_owner
 from memorybank.stores.contract._async.store import UNSET, Record, Unset
 from memorybank.stores.contract.types import visible
 
@@ -246,8 +246,6 @@ class AsyncUsage:
         if kind == "entry":
             if thread_id is None:
                 raise InvalidInput("an entry is named with its thread_id", field="thread_id")
-            from memorybank.rules.scope import check_owner
-
             thread = await store.thread_get(self._tenant, v.check_id(thread_id, "thread_id"))
             if thread is None or await store.entry_get(self._tenant, thread.id, item_id) is None:
                 raise NotFound(f"entry {item_id!r} not found")

@@ -36,9 +36,11 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
+from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.runtime.log import logger
 from memorybank.stores._sync.open import open_store
 from memorybank.stores.contract._sync.store import UNSET, Store, Unset
 from memorybank.tokens import Tokenizer, get_tokenizer
@@ -60,7 +62,6 @@ if TYPE_CHECKING:
     from memorybank.memory._sync.documents import Documents
     from memorybank.memory._sync.embedding import Embedding
     from memorybank.memory._sync.facts import Facts
-    from memorybank.memory._sync.usage import Usage
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -332,8 +333,6 @@ class Memory:
     def usage(self) -> Usage:
         """``memory.usage``: importance and last use of facts, documents and entries
         (the rules: ``memorybank.importance``)."""
-        from memorybank.memory._sync.usage import Usage
-
         return Usage(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
@@ -425,13 +424,9 @@ class Memory:
         The uses searches noted and not yet written are written first.
         """
         if self._core.usage.items:
-            from memorybank.memory._sync.usage import flush_usage
-
             try:
                 flush_usage(self._core)
             except Exception as error:  # hints, not data: closing goes on
-                from memorybank.runtime.log import logger
-
                 logger.warning("memorybank: could not write search uses (%s)", error)
         if self._core.background is not None:
             self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
@@ -479,9 +474,7 @@ class Memory:
                 check_owner(thread, user_id)
                 return thread
         try:
-            return self.threads.create(
-                thread_id=thread_id, user_id=user_id, agent_id=agent_id
-            )
+            return self.threads.create(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
         except Conflict:
             if thread_id is None:
                 raise
@@ -621,9 +614,7 @@ class Memory:
             raise InvalidInput("agent_id is required (a string)", field="agent_id")
         if not isinstance(user, Unset):
             return agent, user
-        thread = self._core.store.thread_get(
-            self.tenant_id, v.check_id(thread_id, "thread_id")
-        )
+        thread = self._core.store.thread_get(self.tenant_id, v.check_id(thread_id, "thread_id"))
         return agent, None if thread is None else thread.user_id
 
     def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
@@ -793,7 +784,6 @@ class Memory:
         are noted as used (importance and last use, written in batches: see
         ``memorybank.importance``). See ``memorybank.recall._async.search``.
         """
-        from memorybank.memory._sync.usage import flush_usage, note_hits
         from memorybank.recall._sync import search
 
         hits = search.run_search(
@@ -819,9 +809,7 @@ class Memory:
                 flush_usage(self._core)
         return hits
 
-    def embed_pending(
-        self, *, thread_id: str | None = None, batch_size: int | None = None
-    ) -> int:
+    def embed_pending(self, *, thread_id: str | None = None, batch_size: int | None = None) -> int:
         """Embed every entry and document lacking a vector of the current embedder; how many.
 
         Catches up a backlog: entries stored before an embedder was configured,

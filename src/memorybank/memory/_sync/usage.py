@@ -31,7 +31,7 @@ from memorybank.importance import (
 )
 from memorybank.records import Document, Fact, Hit
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope
+from memorybank.rules.scope import ROOT, Scope, check_owner
 from memorybank.stores.contract._sync.store import UNSET, Record, Unset
 from memorybank.stores.contract.types import visible
 
@@ -247,8 +247,6 @@ class Usage:
         if kind == "entry":
             if thread_id is None:
                 raise InvalidInput("an entry is named with its thread_id", field="thread_id")
-            from memorybank.rules.scope import check_owner
-
             thread = store.thread_get(self._tenant, v.check_id(thread_id, "thread_id"))
             if thread is None or store.entry_get(self._tenant, thread.id, item_id) is None:
                 raise NotFound(f"entry {item_id!r} not found")
@@ -305,9 +303,7 @@ class Usage:
         if not isinstance(useful, bool):
             raise InvalidInput("useful must be true or false", field="useful")
         owner = self._owner(kind, item_id, thread_id, user_id, agent_id)
-        return self._change(
-            kind, item_id, owner, lambda now: rated(now, useful), explicit=None
-        )
+        return self._change(kind, item_id, owner, lambda now: rated(now, useful), explicit=None)
 
     def _change(
         self,
