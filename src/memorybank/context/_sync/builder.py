@@ -166,7 +166,9 @@ class ContextBuilder(values.ContextBuilder):
     ``options.graph_options`` as keyword arguments.
     """
 
-    def __init__(self, options: ContextOptions, memory: MemoryHandle, *, graph: Any = None) -> None:
+    def __init__(
+        self, options: ContextOptions, memory: MemoryHandle, *, graph: Any = None
+    ) -> None:
         if not isinstance(options, ContextOptions):
             raise ConfigurationError("options must be a memorybank.ContextOptions")
         self.options = options
@@ -425,7 +427,9 @@ class ContextBuilder(values.ContextBuilder):
     def _facts(self, agent_id: str, user_id: str | None) -> list[Fact]:
         """Facts visible to the agent and user: highest confidence first, then newest
         (with ``decay``: by the decay weight first, ``memorybank.importance.HalfLife``)."""
-        facts = sorted(self._memory.facts.list(agent_id=agent_id, user_id=user_id), key=fact_rank)
+        facts = sorted(
+            self._memory.facts.list(agent_id=agent_id, user_id=user_id), key=fact_rank
+        )
         decay = self.options.decay
         if decay is None or not facts:
             return facts
@@ -449,7 +453,9 @@ class ContextBuilder(values.ContextBuilder):
         Without a usable input vector the ranking is by keywords alone."""
         from memorybank.recall._sync.fact_recall import rank_facts
 
-        order = rank_facts(self._memory._core, self._memory.tenant_id, current_input, facts, vector)
+        order = rank_facts(
+            self._memory._core, self._memory.tenant_id, current_input, facts, vector
+        )
         ranked = set(order)
         return [facts[i] for i in order] + [f for i, f in enumerate(facts) if i not in ranked]
 

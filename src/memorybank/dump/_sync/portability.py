@@ -197,7 +197,9 @@ def _body(
         for branch, info, shared in zip(branches, described, forks, strict=True):
             n = 0
             page: list[Entry] = []
-            for entry in _branch_entries(store, tenant, thread.id, branch.name, info["entries"]):
+            for entry in _branch_entries(
+                store, tenant, thread.id, branch.name, info["entries"]
+            ):
                 n += 1
                 if n > shared:
                     page.append(entry)

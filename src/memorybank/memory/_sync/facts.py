@@ -318,7 +318,9 @@ class Facts:
         self._scope.visibility(user_id=user_id, agent_id=agent_id)  # refuse a widening first
 
         def step() -> tuple[Fact, Fact, VectorItem | None]:
-            record = self._sees(store.record_get(self._tenant, FACT, fact_id), user_id, agent_id)
+            record = self._sees(
+                store.record_get(self._tenant, FACT, fact_id), user_id, agent_id
+            )
             if record is None:
                 raise NotFound(f"fact {fact_id!r} not found")
             old = _fact(record)
@@ -504,7 +506,9 @@ class Facts:
                 visible_to=seen,
             )
         else:
-            hits = store.text_search(self._tenant, query, kinds=[FACT], k=fetch, visible_to=seen)
+            hits = store.text_search(
+                self._tenant, query, kinds=[FACT], k=fetch, visible_to=seen
+            )
         now = self._core.now()
         found: list[Fact] = []
         for hit in hits:

@@ -474,7 +474,9 @@ class Memory:
                 check_owner(thread, user_id)
                 return thread
         try:
-            return self.threads.create(thread_id=thread_id, user_id=user_id, agent_id=agent_id)
+            return self.threads.create(
+                thread_id=thread_id, user_id=user_id, agent_id=agent_id
+            )
         except Conflict:
             if thread_id is None:
                 raise
@@ -614,7 +616,9 @@ class Memory:
             raise InvalidInput("agent_id is required (a string)", field="agent_id")
         if not isinstance(user, Unset):
             return agent, user
-        thread = self._core.store.thread_get(self.tenant_id, v.check_id(thread_id, "thread_id"))
+        thread = self._core.store.thread_get(
+            self.tenant_id, v.check_id(thread_id, "thread_id")
+        )
         return agent, None if thread is None else thread.user_id
 
     def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
@@ -809,7 +813,9 @@ class Memory:
                 flush_usage(self._core)
         return hits
 
-    def embed_pending(self, *, thread_id: str | None = None, batch_size: int | None = None) -> int:
+    def embed_pending(
+        self, *, thread_id: str | None = None, batch_size: int | None = None
+    ) -> int:
         """Embed every entry and document lacking a vector of the current embedder; how many.
 
         Catches up a backlog: entries stored before an embedder was configured,

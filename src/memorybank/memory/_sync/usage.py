@@ -303,7 +303,9 @@ class Usage:
         if not isinstance(useful, bool):
             raise InvalidInput("useful must be true or false", field="useful")
         owner = self._owner(kind, item_id, thread_id, user_id, agent_id)
-        return self._change(kind, item_id, owner, lambda now: rated(now, useful), explicit=None)
+        return self._change(
+            kind, item_id, owner, lambda now: rated(now, useful), explicit=None
+        )
 
     def _change(
         self,

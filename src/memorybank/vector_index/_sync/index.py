@@ -168,7 +168,9 @@ class VectorIndex(abc.ABC):
         return len(points)
 
 
-def _stored_points(store: Store, tenant: str, model_id: str) -> Iterator[IndexPoint]:
+def _stored_points(
+    store: Store, tenant: str, model_id: str
+) -> Iterator[IndexPoint]:
     """Every vector of ``model_id`` the store holds for ``tenant``, as points."""
     from memorybank.dump.format import RECORD_KINDS
 
@@ -337,7 +339,9 @@ class QdrantIndex(VectorIndex):
             self._ensure(name, len(batch[0].vector))
             for start in range(0, len(batch), _UPSERT_BATCH):
                 with _translated("upsert"):
-                    self.client.upsert(name, points=batch[start : start + _UPSERT_BATCH], wait=True)
+                    self.client.upsert(
+                        name, points=batch[start : start + _UPSERT_BATCH], wait=True
+                    )
 
     def search(
         self,
@@ -382,7 +386,9 @@ class QdrantIndex(VectorIndex):
         m = qdrant_models()
         for name in self._collections():
             with _translated(what):
-                self.client.delete(name, points_selector=m.FilterSelector(filter=flt), wait=True)
+                self.client.delete(
+                    name, points_selector=m.FilterSelector(filter=flt), wait=True
+                )
 
     def delete(self, tenant: str, kind: str, ids: Sequence[str]) -> None:
         if not ids:
@@ -392,7 +398,9 @@ class QdrantIndex(VectorIndex):
         pids = [point_id(tenant, kind, i) for i in dict.fromkeys(ids)]
         for name in self._collections():
             with _translated("delete"):
-                self.client.delete(name, points_selector=m.PointIdsList(points=pids), wait=True)
+                self.client.delete(
+                    name, points_selector=m.PointIdsList(points=pids), wait=True
+                )
 
     def delete_thread(self, tenant: str, thread_id: str) -> None:
         flt = scope_filter(tenant, kinds=["entry"], thread_id=thread_id)
@@ -569,7 +577,8 @@ class IndexedStore(Store):
             else:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
         records = {
-            kind: self.inner.record_get_many(tenant, kind, ids) for kind, ids in by_kind.items()
+            kind: self.inner.record_get_many(tenant, kind, ids)
+            for kind, ids in by_kind.items()
         }
         kept = []
         for hit in hits:

@@ -107,7 +107,9 @@ from memorybank.stores.mysql.schema import TABLES
 __all__ = ["TABLES", "MySQLStore"]
 
 
-class MySQLStore(ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin):
+class MySQLStore(
+    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin
+):
     """Memory in MySQL/MariaDB. See the package docstring (and each part's module) for
     layout and guarantees."""
 

@@ -300,7 +300,9 @@ class MySQLBase(Store):
         With ``guard``, a first round trip locks or claims the guarded record and the
         statements run only if it holds (``Conflict`` otherwise, rolled back).
         """
-        return self._with_retry(lambda conn: self._transaction_on(conn, statements, tenant, guard))
+        return self._with_retry(
+            lambda conn: self._transaction_on(conn, statements, tenant, guard)
+        )
 
     def _transaction_on(
         self,
@@ -331,7 +333,9 @@ class MySQLBase(Store):
                 batch, size = [], 0
         return counts[skip : skip + len(statements)]
 
-    def _check_guard(self, conn: MySQLConnection, tenant: str, guard: RecordGuard) -> None:
+    def _check_guard(
+        self, conn: MySQLConnection, tenant: str, guard: RecordGuard
+    ) -> None:
         """Start the transaction holding the guarded row's lock; ``Conflict`` if it fails.
 
         An absent row cannot be locked, so its key is claimed with a placeholder row

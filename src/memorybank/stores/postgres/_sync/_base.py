@@ -287,7 +287,9 @@ class PostgresBase(Store):
                 version = -1 if found is None else int(found[0])
             if version < target:
                 with conn.transaction():
-                    cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",))
+                    cur.execute(
+                        "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
+                    )
                     cur.execute(
                         f"CREATE TABLE IF NOT EXISTS {p}schema_version"
                         " (id integer PRIMARY KEY CHECK (id = 1), version integer NOT NULL)"

@@ -36,7 +36,9 @@ class StateCases(ContractBase):
         tid = self._thread(memory)
         assert [b.name for b in memory.branches.list(tid)] == ["main"]
 
-    def test_counts_follow_every_write_of_a_branch(self, memory: Memory, store: Store) -> None:
+    def test_counts_follow_every_write_of_a_branch(
+        self, memory: Memory, store: Store
+    ) -> None:
         """``entry_count`` (and ``entry_count_many``) equal the entries listed after
         every verb that adds or removes a branch's entries: a store may keep the count
         (the PostgreSQL store does, on the branch row) instead of counting."""
@@ -112,7 +114,9 @@ class StateCases(ContractBase):
         memory.branches.create(tid, "copy")
         assert memory.entries.count(tid, branch="copy") == 3
 
-    def test_rewind_removes_later_entries_on_the_current_branch(self, memory: Memory) -> None:
+    def test_rewind_removes_later_entries_on_the_current_branch(
+        self, memory: Memory
+    ) -> None:
         tid = self._thread(memory)
         ids = self._fill(memory, tid, 4)
         memory.branches.create(tid, "keep")
@@ -151,7 +155,9 @@ class StateCases(ContractBase):
 
     # -- working memory, snapshots, summaries ----------------------------------------
 
-    def test_working_memory_is_cleared_when_the_block_exits(self, memory: Memory) -> None:
+    def test_working_memory_is_cleared_when_the_block_exits(
+        self, memory: Memory
+    ) -> None:
         run = _id("run")
         with memory.working(run) as wm:
             wm.set("plan", {"steps": [1, 2]})
@@ -190,7 +196,9 @@ class StateCases(ContractBase):
             assert own == (list(methods) if claimed else []), (capability, own)
         assert not {Capability.DURABLE, Capability.VOLATILE} <= store.capabilities
 
-    def test_runs_with_working_memory_or_a_snapshot_are_listed(self, memory: Memory) -> None:
+    def test_runs_with_working_memory_or_a_snapshot_are_listed(
+        self, memory: Memory
+    ) -> None:
         store, tenant, other = memory.store, _id("ten"), _id("ten")
         odd = ["r:{1}", "r%3A", "r*[x]?", "r-ü"]  # characters that stores escape
         for run in odd:
@@ -277,7 +285,9 @@ class StateCases(ContractBase):
         assert store.snapshot_delete(tenant, run, owner_check=False) is True
         assert store.snapshot_delete(tenant, run, user_id="bob") is False
 
-    def test_concurrent_saves_of_a_new_snapshot_have_one_owner(self, store: Store) -> None:
+    def test_concurrent_saves_of_a_new_snapshot_have_one_owner(
+        self, store: Store
+    ) -> None:
         tenant = _id("tenant")
         when = datetime(2026, 1, 1, tzinfo=UTC)
 
