@@ -25,7 +25,6 @@ by them (``memorybank.retention``).
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -85,6 +84,8 @@ def check_kind(value: object) -> str:
 def usage_id(kind: str, item_id: str) -> str:
     """The id of the ``memory_usage`` record of item ``(kind, item_id)``: fixed, so a use
     is an upsert, and kinds whose ids coincide never share one."""
+    import hashlib  # on use only: a process that only reads history never loads it
+
     return "u" + hashlib.sha256(f"{kind}\x1f{item_id}".encode()).hexdigest()[:40]
 
 
