@@ -369,10 +369,13 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="search with decay=HalfLife(days=DAYS): recency of use and importance weigh in",
     )
+    parser.add_argument(
+        "--decay-floor", type=float, default=0.5, help="with --decay: HalfLife's floor"
+    )
     args = parser.parse_args(argv)
     global fallback_k, decay
     if args.decay is not None:
-        decay = HalfLife(days=args.decay)
+        decay = HalfLife(days=args.decay, floor=args.decay_floor)
     if args.fallback_k is not None:
         from memorybank.recall._sync import search as sync_search
 
