@@ -31,12 +31,12 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memorybank.consolidation.profile import build_profile
 from memorybank.context import values
 from memorybank.context.values import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
-from memorybank.consolidation.profile import build_profile
 from memorybank.memory._sync.facts import fact_rank
 from memorybank.memory._sync.usage import weights
 from memorybank.records import Entry, Fact, Thread
