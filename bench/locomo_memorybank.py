@@ -55,6 +55,7 @@ from typing import Any
 
 from memorybank import Memory
 from memorybank.embeddings import Embedder, LocalEmbedder
+from memorybank.importance import HalfLife
 from memorybank.recall import SearchOptions
 
 __all__ = ["cost", "ingest_users", "parse_session_date", "retrieve", "retrieve_user"]
@@ -73,6 +74,8 @@ options: SearchOptions | None = None
 #: search reads grows with ``k`` (``max(HYBRID_CANDIDATES, 3k)`` per index), so
 #: ``K = 33`` measures the candidates a ``k <= 33`` search really has.
 fallback_k: int | None = None
+#: ``--decay DAYS``: every search with ``decay=HalfLife(days=DAYS)`` (None: off, the default).
+decay: HalfLife | None = None
 #: ``--loo``: the settings scored leave-one-conversation-out (name -> options).
 LOO_GRID: dict[str, SearchOptions] = {
     "defaults": SearchOptions(),
@@ -239,7 +242,9 @@ def retrieve(conversation_turns: list[dict[str, Any]], question: str, k: int) ->
     start = time.perf_counter()
     if fallback_k is not None:
         k = min(k, fallback_k)
-    hits = memory.search(question, k=k, mode="hybrid", thread_id=thread_id, options=options)
+    hits = memory.search(
+        question, k=k, mode="hybrid", thread_id=thread_id, options=options, decay=decay
+    )
     _stats["query_s"] += time.perf_counter() - start
     _stats["queries"] += 1
     return [str(hit.entry.metadata["dia_id"]) for hit in hits if hit.entry is not None]
@@ -257,7 +262,7 @@ def retrieve_user(conversation_turns: list[dict[str, Any]], question: str, k: in
     if fallback_k is not None:
         k = min(k, fallback_k)
     hits = memory.search(
-        question, k=k, mode="hybrid", user_id=user, agent_id=AGENT, options=options
+        question, k=k, mode="hybrid", user_id=user, agent_id=AGENT, options=options, decay=decay
     )
     _stats["query_s"] += time.perf_counter() - start
     _stats["queries"] += 1
@@ -358,8 +363,19 @@ def main(argv: list[str] | None = None) -> None:
         choices=("auto", "numpy", "onnx", "onnx-int8", "sentence-transformers"),
         help="the LocalEmbedder backend (numpy: the reference vectors)",
     )
+    parser.add_argument(
+        "--decay",
+        type=float,
+        default=None,
+        help="search with decay=HalfLife(days=DAYS): recency of use and importance weigh in",
+    )
+    parser.add_argument(
+        "--decay-floor", type=float, default=0.5, help="with --decay: HalfLife's floor"
+    )
     args = parser.parse_args(argv)
-    global fallback_k
+    global fallback_k, decay
+    if args.decay is not None:
+        decay = HalfLife(days=args.decay, floor=args.decay_floor)
     if args.fallback_k is not None:
         from memorybank.recall._sync import search as sync_search
 

@@ -32,6 +32,7 @@ REPLACEMENTS = {
     "AsyncWorkingMemory": "WorkingMemory",
     "AsyncFacts": "Facts",
     "AsyncConsolidation": "Consolidation",
+    "AsyncUsage": "Usage",
     "AsyncGraph": "Graph",
     "AsyncGraphContract": "SyncGraphContract",
     "AsyncCoreFacts": "CoreFacts",

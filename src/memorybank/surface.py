@@ -357,6 +357,16 @@ VERBS: tuple[Verb, ...] = (
         mcp_names={"fact_id": "hit_or_id"},
     ),
     _v(
+        "Memory.profile",
+        "user",
+        True,
+        "value",
+        _get("/v1/users/{user_id}/profile"),
+        _REST_ONLY,
+        Without("the profile is read by an app or a prompt; the CLI lists facts"),
+        errors=(InvalidInput,),
+    ),
+    _v(
         "Memory.forget_user",
         "user",
         True,
@@ -422,6 +432,7 @@ VERBS: tuple[Verb, ...] = (
             "options": "SearchOptions is a Python object (hybrid ranking weights)",
             "rerank": "the server holds no reranker",
             "rerank_top": "the server holds no reranker",
+            "decay": "HalfLife is a Python object (recency and importance weights)",
         },
     ),
     _v(

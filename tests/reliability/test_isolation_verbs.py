@@ -181,7 +181,9 @@ def _compaction(w: World) -> SyncCompaction:
 
 
 def _context(w: World) -> SyncContextBuilder:
-    return SyncContextBuilder(ContextOptions(max_tokens=2000, include_facts=True), w.bob)
+    return SyncContextBuilder(
+        ContextOptions(max_tokens=2000, include_facts=True, include_profile=True), w.bob
+    )
 
 
 def _shared_twin(w: World) -> bool:
@@ -241,6 +243,7 @@ CASES: dict[str, Callable[[World], object]] = {
                     include_facts=True,
                     include_semantic_context=True,
                     include_graph_context=True,
+                    include_profile=True,
                     current_input=f"Alice {SECRET} zanzibar: where does she live?",
                 )
             )
@@ -256,6 +259,12 @@ CASES: dict[str, Callable[[World], object]] = {
     "Memory.working_runs": lambda w: denied(lambda: w.bob.working_runs()),
     "Memory.forget_user": lambda w: widening(lambda: w.bob.forget_user("alice")),
     "Memory.consolidate": _consolidate,
+    "Memory.profile": lambda w: (
+        widening(lambda: w.bob.profile("alice"))
+        and widening(lambda: w.root.scoped(user_id=None).profile("alice"))
+        and denied(lambda: w.bob.profile()).user_id == "bob"
+        and denied(lambda: w.bob.profile()).facts == 0
+    ),
     "Memory.feedback": lambda w: (
         missing(lambda: w.bob.feedback(w.fact, useful=False)),
         widening(lambda: w.bob.feedback(w.fact, useful=False, user_id="alice")),

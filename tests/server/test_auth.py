@@ -188,6 +188,8 @@ CASES: dict[tuple[str, str], Case] = {
     ),
     ("DELETE", "/v1/sessions/{session_id}"): Case(lambda w: {"session_id": w.session}),
     ("DELETE", "/v1/users/{user_id}"): Case(lambda w: {"user_id": w.user}, other=200),
+    # another tenant's key reads the (empty) profile of the same user id in its own tenant
+    ("GET", "/v1/users/{user_id}/profile"): Case(lambda w: {"user_id": w.user}, other=200),
     ("GET", "/cortex/agents/{name}/memory"): Case(lambda w: {"name": w.agent}, other=200),
     ("POST", "/cortex/agents/{name}/memory"): Case(
         lambda w: {"name": w.agent}, lambda w: {"messages": [_msg("b")]}, other=204

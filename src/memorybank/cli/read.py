@@ -35,6 +35,7 @@ from memorybank.cli.common import (
 from memorybank.dump import format as _dump
 from memorybank.embeddings.base import Embedder
 from memorybank.errors import NotFound
+from memorybank.importance import HalfLife
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
@@ -134,6 +135,16 @@ def search(
             "--min-score", help="Drop weaker hits (on the mode's scale).", show_default=False
         ),
     ] = None,
+    decay: Annotated[
+        float | None,
+        typer.Option(
+            "--decay",
+            min=0.001,
+            help="Weigh hits by recency of use and importance: the half-life in days"
+            " (memorybank.importance.HalfLife; hybrid and semantic modes).",
+            show_default=False,
+        ),
+    ] = None,
     user: UserOption = None,
     agent: AgentOption = None,
     embedder: EmbedderOption = None,
@@ -166,6 +177,7 @@ def search(
             kinds=kinds_value,
             min_score=min_score,
             include_history=include_history,
+            decay=None if decay is None else HalfLife(days=decay),
         )
         if ranking == "keyword":
             hits = bm25_ranked(query, hits)[:k]
@@ -335,6 +347,10 @@ def context(
             help="Include the knowledge-graph entities and relations --current-input names.",
         ),
     ] = False,
+    include_profile: Annotated[
+        bool,
+        typer.Option("--include-profile", help="Include the user's profile (memory.profile)."),
+    ] = False,
     embedder: EmbedderOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
@@ -360,6 +376,7 @@ def context(
             include_facts=include_facts,
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
+            include_profile=include_profile,
         )
         if as_json:
             emit_json(built)

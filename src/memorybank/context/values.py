@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorybank.errors import ConfigurationError
+from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions, Relation
+from memorybank.importance import HalfLife
 from memorybank.records import Entry, Fact
 from memorybank.stores.contract.types import UNSET
 
@@ -63,6 +64,12 @@ class ContextOptions:
             inferred relations, history, ``as_of``); a dict of its fields is
             accepted too. A custom ``graph`` object receives them as keyword
             arguments of its ``context_block``.
+        include_profile: add a ``User profile:`` block (up to 10%): the user's
+            current facts by attribute (``memory.profile``), before the known
+            facts, which then leave them out. Needs a user.
+        decay: a ``memorybank.importance.HalfLife``: the known facts and the
+            relevant documents are ordered by recency of use and importance too
+            (``None``, the default: as without it).
     """
 
     max_tokens: int
@@ -73,13 +80,16 @@ class ContextOptions:
     include_semantic_context: bool = False
     include_graph_context: bool = False
     graph_options: GraphContextOptions | Mapping[str, Any] = field(default_factory=dict)
+    include_profile: bool = False
+    decay: HalfLife | None = None
 
     def __post_init__(self) -> None:
         from memorybank.rules.validate import check_limit
 
-        if not isinstance(self.graph_options, GraphContextOptions | Mapping):
-            from memorybank.errors import InvalidInput
+        if self.decay is not None and not isinstance(self.decay, HalfLife):
+            raise InvalidInput("decay must be a memorybank.importance.HalfLife", field="decay")
 
+        if not isinstance(self.graph_options, GraphContextOptions | Mapping):
             raise InvalidInput(
                 "graph_options must be a GraphContextOptions (or a dict of its fields)",
                 field="graph_options",
@@ -88,8 +98,6 @@ class ContextOptions:
         check_limit(self.max_tokens, "max_tokens", allow_none=False)
         check_limit(self.reserve_tokens, "reserve_tokens")
         if self.strategy not in STRATEGIES:
-            from memorybank.errors import InvalidInput
-
             raise InvalidInput(
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}",
                 field="strategy",
@@ -112,7 +120,7 @@ class ContextOptions:
 class ContextError:
     """A part of the context that failed and was left out.
 
-    ``source`` is ``"facts"``, ``"semantic"``, ``"graph"``, ``"relevance"``
+    ``source`` is ``"profile"``, ``"facts"``, ``"semantic"``, ``"graph"``, ``"relevance"``
     (scoring history; the strategy fell back to ``recent``) or ``"history"``.
     """
 
@@ -142,6 +150,8 @@ class Context:
     total_entries: int
     entries: list[Entry] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
+    #: the profile block's lines (``include_profile``)
+    profile: list[str] = field(default_factory=list)
     semantic: list[str] = field(default_factory=list)
     graph: str | None = None
     graph_entities: list[Entity] = field(default_factory=list)

@@ -332,6 +332,8 @@ _KINDS: dict[str, _Kind] = {
     "consolidation_run": ({}, False, None),
     "consolidation_change": ({"fact_id": (_id, True)}, False, None),
     "fact_feedback": ({}, True, None),
+    # an item's importance and last use (memorybank.importance): read only by memory.usage
+    "memory_usage": ({"item_kind": (_label, True)}, True, None),
 }
 assert set(_KINDS) == set(_dump.RECORD_KINDS), "a record kind without its checks"
 

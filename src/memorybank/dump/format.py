@@ -130,6 +130,7 @@ RECORD_KINDS = (
     "consolidation_run",
     "consolidation_change",
     "fact_feedback",
+    "memory_usage",
 )
 
 T = TypeVar("T")

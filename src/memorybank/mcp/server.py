@@ -695,6 +695,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         system_prompt: str | None = FROM_VERB,
         include_facts: bool = FROM_VERB,
         include_graph_context: bool = FROM_VERB,
+        include_profile: bool = FROM_VERB,
         include_graph: Annotated[
             bool | None,
             Field(description="Deprecated: the old name of include_graph_context"),
@@ -716,6 +717,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 system_prompt=system_prompt,
                 include_facts=include_facts,
                 include_graph_context=include_graph_context or bool(include_graph),
+                include_profile=include_profile,
             )
             return {
                 "messages": _dump.encode(built.messages),

@@ -110,6 +110,10 @@ class ContextIn(Arguments):
             "`GraphContextOptions`, or a dict of its fields)."
         ),
     )
+    include_profile: bool = Field(
+        default=False,
+        description="Add the user's profile (`memory.profile`) as a `User profile:` block.",
+    )
 
 
 class SearchIn(Arguments):
@@ -199,18 +203,20 @@ class ConsolidateIn(Arguments):
 
 
 class FeedbackIn(Arguments):
-    """Say whether a recalled fact was useful; the fact as it is after.
+    """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
+    after (for a document or an entry hit, its importance and use).
 
     The arguments of `Memory.feedback` (POST /v1/feedback)."""
 
     useful: bool = Field(
         description=(
-            "Whether it helped (`True` raises the fact's confidence halfway to 1, `False`, "
-            "for a wrong or unhelpful fact, halves it, so it ranks lower in prompts; the rule"
-            " is in `memorybank.consolidation._async.feedback`)."
+            "Whether it helped (`True` raises the fact's confidence and importance halfway to"
+            " 1, `False`, for a wrong or unhelpful fact, halves them, so it ranks lower in "
+            "prompts and, with `decay`, in searches; the rule is in "
+            "`memorybank.consolidation._async.feedback`)."
         )
     )
-    reason: str | None = Field(default=None, description="Why, kept with the feedback.")
+    reason: str | None = Field(default=None, description="Why, kept with a fact's feedback.")
     user_id: str | None = Field(default_factory=unset)
     agent_id: str | None = Field(default_factory=unset)
 
@@ -371,6 +377,13 @@ class FactIn(Arguments):
     )
     fact_id: str | None = Field(
         default=None, description="`fact_id` chooses the id (default: a new one);"
+    )
+    importance: float | None = Field(
+        default=None,
+        description=(
+            "From 0 to 1, how much it matters (`memory.usage`; default: derived from use and "
+            "feedback, see `memorybank.importance`)."
+        ),
     )
 
 
@@ -611,6 +624,13 @@ class DocumentIn(Arguments):
         description=(
             "`embedding` stores a vector you computed with the *same* model as the configured"
             " embedder (checked against its dimensions) instead of calling it."
+        ),
+    )
+    importance: float | None = Field(
+        default=None,
+        description=(
+            "From 0 to 1, how much it matters (`memory.usage`; default: derived from use and "
+            "feedback, see `memorybank.importance`)."
         ),
     )
 

@@ -9,6 +9,10 @@ in prompts (``fact_rank``) and in the context builder:
 * ``useful=False`` (wrong or unhelpful): halved (``c / 2``), so a fact marked wrong twice
   ranks below every fact nobody complained about at 0.3 or more.
 
+The same feedback moves the fact's importance by the same rule (``memorybank.importance``,
+its ``memory_usage`` record, written with the feedback record). A search hit of a document
+or an entry is rated too: its importance only (``memory.usage.rate``).
+
 The fact is corrected in place (no new version: its value did not change), and each call
 keeps a ``fact_feedback`` record (``useful``, ``reason``, when), owned like the fact (so
 ``forget_user`` erases it; its ``key`` is the fact's id). Feedback is scoped like the fact
@@ -17,10 +21,14 @@ it names: one the caller may not see is ``NotFound``, and nothing is written.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from memorybank.errors import InvalidInput, NotFound
+from memorybank.importance import USAGE, ItemUsage, usage_id
+from memorybank.importance import rated as importance_rated
 from memorybank.memory._sync.facts import Facts
+from memorybank.memory._sync.usage import usage_record
 from memorybank.records import Fact, Hit
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
@@ -45,9 +53,8 @@ def _fact_id(hit_or_id: object) -> str:
 
 
 def rated(confidence: float | None, useful: bool) -> float:
-    """The confidence after one feedback (the module's rule)."""
-    now = UNRATED if confidence is None else confidence
-    return now + (1.0 - now) / 2 if useful else now / 2
+    """The confidence after one feedback (the module's rule: ``importance.rated``)."""
+    return importance_rated(UNRATED if confidence is None else confidence, useful)
 
 
 def give_feedback(
@@ -76,9 +83,24 @@ def give_feedback(
         fact_id, confidence=rated(fact.confidence, useful), user_id=user_id, agent_id=agent_id
     )
     now = core.now()
+    # the stored importance (uses still buffered are added when they are written)
+    old = core.store.record_get(tenant, USAGE, usage_id("fact", fact_id))
+    stored = (
+        ItemUsage("fact", fact_id)
+        if old is None
+        else ItemUsage.from_data("fact", fact_id, old.data)
+    )
+    importance = usage_record(
+        replace(stored, importance=importance_rated(stored.importance, useful)),
+        agent_id=fact.agent_id,
+        user_id=fact.user_id,
+        now=now,
+        created_at=None if old is None else old.created_at,
+    )
     core.store.record_put(
         tenant,
         [
+            importance,
             Record(
                 kind=FEEDBACK,
                 id=new_id(),
@@ -89,7 +111,7 @@ def give_feedback(
                 created_at=now,
                 updated_at=now,
                 key=fact_id,
-            )
+            ),
         ],
     )
     return changed

@@ -31,12 +31,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memorybank.consolidation.profile import build_profile
 from memorybank.context import values
 from memorybank.context.values import Context, ContextError, ContextOptions
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
 from memorybank.memory._sync.facts import fact_rank
+from memorybank.memory._sync.usage import weights
 from memorybank.records import Entry, Fact, Thread
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.runtime.log import logger
@@ -51,6 +53,8 @@ __all__ = ["ContextBuilder"]
 
 
 FACTS_SHARE = 0.10
+#: Share of the budget the ``User profile:`` block may take (``include_profile``).
+PROFILE_SHARE = 0.10
 SEMANTIC_SHARE = 0.10
 GRAPH_SHARE = 0.15
 HYBRID_SHARE = 0.30
@@ -266,9 +270,29 @@ class ContextBuilder(values.ContextBuilder):
                 raise _Failed("the current input could not be embedded") from found
             return found
 
+        profiled: set[str] = set()  # the facts the profile block shows
+        if opts.include_profile and user_id is not None:
+            try:
+                profile = build_profile(
+                    user_id, self._memory.facts.list(agent_id=agent_id, user_id=user_id)
+                )
+                lines = profile.lines()
+                chosen, system_tokens, block = self._fit(
+                    "User profile:", lines, part_budget(PROFILE_SHARE), blocks, system_tokens
+                )
+                if chosen:
+                    blocks.append(block)
+                    context.profile = [lines[i] for i in chosen]
+                    names = list(profile.attributes)
+                    profiled = {
+                        item.fact_id for i in chosen for item in profile.attributes[names[i]]
+                    }
+            except Exception as error:
+                context.errors.append(ContextError("profile", error))
+
         if opts.include_facts:
             try:
-                facts = self._facts(agent_id, user_id)
+                facts = [f for f in self._facts(agent_id, user_id) if f.id not in profiled]
                 share = part_budget(FACTS_SHARE)
                 chosen, fitted, block = self._fit(
                     "Known facts:", [f.content for f in facts], share, blocks, system_tokens
@@ -401,9 +425,22 @@ class ContextBuilder(values.ContextBuilder):
         return [], base, ""
 
     def _facts(self, agent_id: str, user_id: str | None) -> list[Fact]:
-        """Facts visible to the agent and user: highest confidence first, then newest."""
-        facts = self._memory.facts.list(agent_id=agent_id, user_id=user_id)
-        return sorted(facts, key=fact_rank)
+        """Facts visible to the agent and user: highest confidence first, then newest
+        (with ``decay``: by the decay weight first, ``memorybank.importance.HalfLife``)."""
+        facts = sorted(
+            self._memory.facts.list(agent_id=agent_id, user_id=user_id), key=fact_rank
+        )
+        decay = self.options.decay
+        if decay is None or not facts:
+            return facts
+        weight = weights(
+            self._memory._core,
+            self._memory.tenant_id,
+            [("fact", f.id, f.created_at) for f in facts],
+            decay,
+        )
+        order = sorted(range(len(facts)), key=lambda i: -weight[i])  # stable: ties by rank
+        return [facts[i] for i in order]
 
     def _relevant_facts(
         self,
@@ -436,6 +473,20 @@ class ContextBuilder(values.ContextBuilder):
         )
         texts: list[str] = []
         good = list(itertools.takewhile(lambda h: h.score >= SEMANTIC_MIN_SCORE, hits))
+        decay = self.options.decay
+        if decay is not None and good:
+            docs = core.store.record_get_many(
+                self._memory.tenant_id, DOCUMENT_KIND, [h.id for h in good]
+            )
+            written = [docs[h.id].created_at if h.id in docs else None for h in good]
+            weight = weights(
+                core,
+                self._memory.tenant_id,
+                [("document", h.id, at) for h, at in zip(good, written, strict=True)],
+                decay,
+            )
+            order = sorted(range(len(good)), key=lambda i: -good[i].score * weight[i])
+            good = [good[i] for i in order]
         tenant = self._memory.tenant_id
         found: dict[str, Record] = {}
         read = 0  # the records of good[:read] have been read

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound
+from memorybank.importance import UsageBuffer
 from memorybank.records import Message, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
@@ -79,6 +80,8 @@ class _Core:
         self.generate_title = generate_title
         self.clock = clock
         self.max_content_chars = max_content_chars
+        #: Uses noted by searches, written in batches (``memorybank.importance``).
+        self.usage = UsageBuffer()
         #: The background embedding worker (``None``: ``embed="inline"``); set by the facade.
         self.embed_service: _EmbedService | None = None
 

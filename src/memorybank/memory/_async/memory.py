@@ -35,9 +35,11 @@ from memorybank.memory._async.run_state import (
     list_working,
 )
 from memorybank.memory._async.threads import AsyncThreads
+from memorybank.memory._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.runtime.log import logger
 from memorybank.stores._async.open import open_store
 from memorybank.stores.contract._async.leases import DEFAULT_LEASE, check_lease
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Unset
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._async.consolidation import AsyncConsolidation
+    from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     from memorybank.extract.base import Extractor
     from memorybank.graph._async import AsyncGraph
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.memory._async.embedding import AsyncEmbedding
     from memorybank.memory._async.facts import AsyncFacts
@@ -267,17 +271,38 @@ class AsyncMemory:
         reason: str | None = None,
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
-    ) -> Fact:
-        """Say whether a recalled fact was useful; the fact as it is after.
+    ) -> Fact | ItemUsage:
+        """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
+        after (for a document or an entry hit, its importance and use).
 
-        ``hit_or_id``: a search hit of kind ``"fact"``, or a fact id. ``useful``: whether it
-        helped (``True`` raises the fact's confidence halfway to 1, ``False``, for a wrong or
-        unhelpful fact, halves it, so it ranks lower in prompts; the rule is in
-        ``memorybank.consolidation._async.feedback``).
-        ``reason``: why, kept with the feedback. A fact the caller may not see is
+        ``hit_or_id``: a search hit, or a fact id. ``useful``: whether it helped (``True``
+        raises the fact's confidence and importance halfway to 1, ``False``, for a wrong or
+        unhelpful fact, halves them, so it ranks lower in prompts and, with ``decay``, in
+        searches; the rule is in ``memorybank.consolidation._async.feedback``). A document
+        or entry hit moves only its importance (``memory.usage.rate``).
+        ``reason``: why, kept with a fact's feedback. A fact the caller may not see is
         ``NotFound`` (its scope is the fact's, under the usual rule).
         """
         from memorybank.consolidation._async.feedback import give_feedback
+
+        if isinstance(hit_or_id, Hit) and hit_or_id.fact is None:
+            if hit_or_id.document is not None:
+                return await self.usage.rate(
+                    "document",
+                    hit_or_id.document.id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
+            if hit_or_id.entry is not None:
+                return await self.usage.rate(
+                    "entry",
+                    hit_or_id.entry.id,
+                    thread_id=hit_or_id.entry.thread_id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
 
         return await give_feedback(
             self._core,
@@ -289,6 +314,32 @@ class AsyncMemory:
             user_id=user_id,
             agent_id=agent_id,
         )
+
+    async def profile(
+        self, user_id: str | Unset = UNSET, *, agent_id: str | Unset | None = UNSET
+    ) -> Profile:
+        """A user's current facts grouped by attribute (name, preferences, plans, ...),
+        each with its provenance and time.
+
+        ``user_id``: whose profile (left out: the handle's user; required on a handle
+        without one). ``agent_id``: only the facts that agent sees (its own and those
+        shared by every agent; left out: the handle's, else every agent's). Only the
+        user's own facts count, never shared ones; the grouping rule is
+        ``memorybank.consolidation.profile``'s, and ``memory.consolidate`` keeps it current.
+        """
+        from memorybank.consolidation.profile import build_profile
+
+        user = self._scope.user(user_id)
+        if not isinstance(user, str):
+            raise InvalidInput("profile needs a user_id (a string)", field="user_id")
+        facts = await self.facts.list(user_id=user, agent_id=agent_id)
+        return build_profile(user, facts)
+
+    @functools.cached_property
+    def usage(self) -> AsyncUsage:
+        """``memory.usage``: importance and last use of facts, documents and entries
+        (the rules: ``memorybank.importance``)."""
+        return AsyncUsage(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def graph(self) -> AsyncGraph:
@@ -377,7 +428,13 @@ class AsyncMemory:
         seconds to empty; what is left stays in the journal for the next start (its
         leases released, so another process takes it at once).
         The extractor and the reranker are the caller's: they stay open.
+        The uses searches noted and not yet written are written first.
         """
+        if self._core.usage.items:
+            try:
+                await flush_usage(self._core)
+            except Exception as error:  # hints, not data: closing goes on
+                logger.warning("memorybank: could not write search uses (%s)", error)
         if self._core.background is not None:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.embed_service is not None:
@@ -514,6 +571,7 @@ class AsyncMemory:
         include_semantic_context: bool = False,
         include_graph_context: bool = False,
         graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
+        include_profile: bool = False,
     ) -> Context:
         """The messages for the next model call on a thread, within a token budget: a
         system message, then the most recent history that fits.
@@ -527,7 +585,8 @@ class AsyncMemory:
         own turns see. ``user_id=None`` builds it for no user (``ThreadForbidden`` on an
         owned thread). ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
         ``Relationships:`` about what ``current_input`` names, chosen with ``graph_options``
-        (a ``GraphContextOptions``, or a dict of its fields).
+        (a ``GraphContextOptions``, or a dict of its fields). ``include_profile``: add the
+        user's profile (``memory.profile``) as a ``User profile:`` block.
         """
         from memorybank.context._async.builder import AsyncContextBuilder
         from memorybank.context.values import ContextOptions
@@ -544,6 +603,7 @@ class AsyncMemory:
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
             graph_options=as_options(graph_options),
+            include_profile=include_profile,
         )
         return await AsyncContextBuilder(options, self).build(
             thread_id,
@@ -653,10 +713,12 @@ class AsyncMemory:
         """Apply a retention policy to this tenant's threads; what went (or would go).
 
         See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
-        pairing is never broken; long-term records are kept). With ``dry_run``
-        nothing changes. After a real prune that removed something the store
-        reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
-        (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
+        pairing is never broken; facts and documents go only by the long-term rules,
+        ``min_importance`` and ``unused_for``, listed in ``report.long_term``). With
+        ``dry_run`` nothing changes (and the report lists what would go). After a real
+        prune that removed something the store reclaims the space (SQLite: ``VACUUM``).
+        Only on an unscoped handle (``memory`` or ``memory.tenant(T)``): a policy covers
+        the whole tenant.
         """
         from memorybank.memory._async.retention import prune_tenant
         from memorybank.retention import RetentionPolicy
@@ -668,7 +730,12 @@ class AsyncMemory:
                 "prune covers a whole tenant: call it on an unscoped handle", field="scope"
             )
         return await prune_tenant(
-            self._core.store, self.tenant_id, policy, now=self._core.now(), dry_run=dry_run
+            self._core.store,
+            self.tenant_id,
+            policy,
+            now=self._core.now(),
+            dry_run=dry_run,
+            core=self._core,
         )
 
     async def forget_user(self, user_id: str | Unset = UNSET) -> int:
@@ -700,6 +767,7 @@ class AsyncMemory:
         rerank: bool | None = None,
         rerank_top: int | None = None,
         include_history: bool = False,
+        decay: HalfLife | None = None,
     ) -> list[Hit]:
         """The ``k`` best entries, documents and facts for ``query``, best first.
 
@@ -721,11 +789,15 @@ class AsyncMemory:
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see
-        ``memorybank.recall._async.rerank_stage``). See ``memorybank.recall._async.search``.
+        ``memorybank.recall._async.rerank_stage``). ``decay``: a
+        ``memorybank.importance.HalfLife`` weighing scores by recency of use and
+        importance (``None``, the default: rankings as without it). The hits returned
+        are noted as used (importance and last use, written in batches: see
+        ``memorybank.importance``). See ``memorybank.recall._async.search``.
         """
         from memorybank.recall._async import search
 
-        return await search.run_search(
+        hits = await search.run_search(
             self._core,
             self.tenant_id,
             query,
@@ -740,7 +812,13 @@ class AsyncMemory:
             rerank=rerank,
             rerank_top=rerank_top,
             include_history=include_history,
+            decay=decay,
         )
+        if hits:
+            note_hits(self._core, self.tenant_id, hits, self._core.now())
+            if self._core.usage.full():
+                await flush_usage(self._core)
+        return hits
 
     async def embed_pending(
         self, *, thread_id: str | None = None, batch_size: int | None = None

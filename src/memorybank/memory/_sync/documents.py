@@ -13,6 +13,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import InvalidInput
+from memorybank.importance import check_importance
+from memorybank.memory._sync.usage import given_importance
 from memorybank.records import Document, Hit
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
@@ -99,14 +101,18 @@ class Documents:
         agent_id: str | Unset | None = UNSET,
         user_id: str | Unset | None = UNSET,
         embedding: Sequence[float] | None = None,
+        importance: float | None = None,
     ) -> Document:
         """Store a document; embed it when an embedder is configured.
 
         ``embedding`` stores a vector you computed with the *same* model as the
         configured embedder (checked against its dimensions) instead of calling it.
         Without an embedder, ``embedding`` is refused: the vector could never be
-        compared with a query vector.
+        compared with a query vector. ``importance``: from 0 to 1, how much it matters
+        (``memory.usage``; default: derived from use and feedback, see
+        ``memorybank.importance``).
         """
+        weight = None if importance is None else check_importance(importance)
         if not isinstance(content, str) or not content.strip():
             raise InvalidInput("content must be a non-empty string", field="content")
         v.check_text(content, "content", max_chars=self._core.max_content_chars)
@@ -132,12 +138,17 @@ class Documents:
             created_at=now,
             updated_at=now,
         )
+        records = [record]
+        if weight is not None:
+            records.append(
+                given_importance(DOCUMENT_KIND, document_from_record(record), weight, now)
+            )
         service = self._core.embed_service
         if embedder is not None and vector is None and service is not None:
             # the journal first: a stop after the write loses nothing
             jobs = service.journal(self._tenant, "document", None, None, [record.id])
             try:
-                self._core.store.record_put(self._tenant, [record])
+                self._core.store.record_put(self._tenant, records)
             except BaseException:
                 service.abandon(jobs)
                 raise
@@ -147,7 +158,7 @@ class Documents:
             from memorybank.recall._sync.search import embed_texts
 
             vector = (embed_texts(embedder, [content]))[0]
-        self._core.store.record_put(self._tenant, [record])
+        self._core.store.record_put(self._tenant, records)
         if embedder is not None and vector is not None:
             self._core.store.vector_put(
                 self._tenant,

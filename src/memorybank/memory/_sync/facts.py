@@ -24,7 +24,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import InvalidInput, NotFound
+from memorybank.importance import check_importance
 from memorybank.memory._sync.cas import retry_conflicts
+from memorybank.memory._sync.usage import given_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
@@ -235,6 +237,7 @@ class Facts:
         expires_at: datetime | None = None,
         source_entries: Sequence[str] | None = None,
         fact_id: str | None = None,
+        importance: float | None = None,
     ) -> Fact:
         """Store a fact and return it.
 
@@ -243,9 +246,11 @@ class Facts:
         ``source_entries``: ids of the entries it came from. Owner (``user_id``) and
         ``agent_id`` default to the handle's scope, else ``None`` (shared). ``fact_id``
         chooses the id (default: a new one); ``Conflict`` and nothing written if a fact has
-        it already.
+        it already. ``importance``: from 0 to 1, how much it matters (``memory.usage``;
+        default: derived from use and feedback, see ``memorybank.importance``).
         """
         now = self._core.now()
+        weight = None if importance is None else check_importance(importance)
         fact = Fact(
             id=new_id() if fact_id is None else v.check_id(fact_id, "fact_id"),
             agent_id=self._scope.owner(agent_id, "agent_id"),
@@ -262,8 +267,9 @@ class Facts:
         )
         vector = self._vector(fact)
         guard = None if fact_id is None else RecordGuard(FACT, fact.id, None)
+        extra = [] if weight is None else [given_importance(FACT, fact, weight, now)]
         self._core.store.record_put(
-            self._tenant, [_record(fact), *_links(fact, fact.source_entries)], guard=guard
+            self._tenant, [_record(fact), *_links(fact, fact.source_entries), *extra], guard=guard
         )
         self._put_vector(vector)
         return fact

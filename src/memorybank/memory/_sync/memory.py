@@ -36,9 +36,11 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
+from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
+from memorybank.runtime.log import logger
 from memorybank.stores._sync.open import open_store
 from memorybank.stores.contract._sync.leases import DEFAULT_LEASE, check_lease
 from memorybank.stores.contract._sync.store import UNSET, Store, Unset
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._sync.consolidation import Consolidation
+    from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
     from memorybank.extract.base import Extractor
     from memorybank.graph._sync import Graph
     from memorybank.graph.model import GraphContextOptions
+    from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._sync.documents import Documents
     from memorybank.memory._sync.embedding import Embedding
     from memorybank.memory._sync.facts import Facts
@@ -268,17 +272,38 @@ class Memory:
         reason: str | None = None,
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
-    ) -> Fact:
-        """Say whether a recalled fact was useful; the fact as it is after.
+    ) -> Fact | ItemUsage:
+        """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
+        after (for a document or an entry hit, its importance and use).
 
-        ``hit_or_id``: a search hit of kind ``"fact"``, or a fact id. ``useful``: whether it
-        helped (``True`` raises the fact's confidence halfway to 1, ``False``, for a wrong or
-        unhelpful fact, halves it, so it ranks lower in prompts; the rule is in
-        ``memorybank.consolidation._async.feedback``).
-        ``reason``: why, kept with the feedback. A fact the caller may not see is
+        ``hit_or_id``: a search hit, or a fact id. ``useful``: whether it helped (``True``
+        raises the fact's confidence and importance halfway to 1, ``False``, for a wrong or
+        unhelpful fact, halves them, so it ranks lower in prompts and, with ``decay``, in
+        searches; the rule is in ``memorybank.consolidation._async.feedback``). A document
+        or entry hit moves only its importance (``memory.usage.rate``).
+        ``reason``: why, kept with a fact's feedback. A fact the caller may not see is
         ``NotFound`` (its scope is the fact's, under the usual rule).
         """
         from memorybank.consolidation._sync.feedback import give_feedback
+
+        if isinstance(hit_or_id, Hit) and hit_or_id.fact is None:
+            if hit_or_id.document is not None:
+                return self.usage.rate(
+                    "document",
+                    hit_or_id.document.id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
+            if hit_or_id.entry is not None:
+                return self.usage.rate(
+                    "entry",
+                    hit_or_id.entry.id,
+                    thread_id=hit_or_id.entry.thread_id,
+                    useful=useful,
+                    user_id=user_id,
+                    agent_id=agent_id,
+                )
 
         return give_feedback(
             self._core,
@@ -290,6 +315,32 @@ class Memory:
             user_id=user_id,
             agent_id=agent_id,
         )
+
+    def profile(
+        self, user_id: str | Unset = UNSET, *, agent_id: str | Unset | None = UNSET
+    ) -> Profile:
+        """A user's current facts grouped by attribute (name, preferences, plans, ...),
+        each with its provenance and time.
+
+        ``user_id``: whose profile (left out: the handle's user; required on a handle
+        without one). ``agent_id``: only the facts that agent sees (its own and those
+        shared by every agent; left out: the handle's, else every agent's). Only the
+        user's own facts count, never shared ones; the grouping rule is
+        ``memorybank.consolidation.profile``'s, and ``memory.consolidate`` keeps it current.
+        """
+        from memorybank.consolidation.profile import build_profile
+
+        user = self._scope.user(user_id)
+        if not isinstance(user, str):
+            raise InvalidInput("profile needs a user_id (a string)", field="user_id")
+        facts = self.facts.list(user_id=user, agent_id=agent_id)
+        return build_profile(user, facts)
+
+    @functools.cached_property
+    def usage(self) -> Usage:
+        """``memory.usage``: importance and last use of facts, documents and entries
+        (the rules: ``memorybank.importance``)."""
+        return Usage(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def graph(self) -> Graph:
@@ -378,7 +429,13 @@ class Memory:
         seconds to empty; what is left stays in the journal for the next start (its
         leases released, so another process takes it at once).
         The extractor and the reranker are the caller's: they stay open.
+        The uses searches noted and not yet written are written first.
         """
+        if self._core.usage.items:
+            try:
+                flush_usage(self._core)
+            except Exception as error:  # hints, not data: closing goes on
+                logger.warning("memorybank: could not write search uses (%s)", error)
         if self._core.background is not None:
             self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.embed_service is not None:
@@ -515,6 +572,7 @@ class Memory:
         include_semantic_context: bool = False,
         include_graph_context: bool = False,
         graph_options: GraphContextOptions | Mapping[str, Any] | None = None,
+        include_profile: bool = False,
     ) -> Context:
         """The messages for the next model call on a thread, within a token budget: a
         system message, then the most recent history that fits.
@@ -528,7 +586,8 @@ class Memory:
         own turns see. ``user_id=None`` builds it for no user (``ThreadForbidden`` on an
         owned thread). ``include_graph_context`` adds ``memory.graph``'s ``Entities:`` and
         ``Relationships:`` about what ``current_input`` names, chosen with ``graph_options``
-        (a ``GraphContextOptions``, or a dict of its fields).
+        (a ``GraphContextOptions``, or a dict of its fields). ``include_profile``: add the
+        user's profile (``memory.profile``) as a ``User profile:`` block.
         """
         from memorybank.context._sync.builder import ContextBuilder
         from memorybank.context.values import ContextOptions
@@ -545,6 +604,7 @@ class Memory:
             include_semantic_context=include_semantic_context,
             include_graph_context=include_graph_context,
             graph_options=as_options(graph_options),
+            include_profile=include_profile,
         )
         return ContextBuilder(options, self).build(
             thread_id,
@@ -654,10 +714,12 @@ class Memory:
         """Apply a retention policy to this tenant's threads; what went (or would go).
 
         See ``memorybank.retention.RetentionPolicy`` for the rules (tool-call
-        pairing is never broken; long-term records are kept). With ``dry_run``
-        nothing changes. After a real prune that removed something the store
-        reclaims the space (SQLite: ``VACUUM``). Only on an unscoped handle
-        (``memory`` or ``memory.tenant(T)``): a policy covers the whole tenant.
+        pairing is never broken; facts and documents go only by the long-term rules,
+        ``min_importance`` and ``unused_for``, listed in ``report.long_term``). With
+        ``dry_run`` nothing changes (and the report lists what would go). After a real
+        prune that removed something the store reclaims the space (SQLite: ``VACUUM``).
+        Only on an unscoped handle (``memory`` or ``memory.tenant(T)``): a policy covers
+        the whole tenant.
         """
         from memorybank.memory._sync.retention import prune_tenant
         from memorybank.retention import RetentionPolicy
@@ -669,7 +731,12 @@ class Memory:
                 "prune covers a whole tenant: call it on an unscoped handle", field="scope"
             )
         return prune_tenant(
-            self._core.store, self.tenant_id, policy, now=self._core.now(), dry_run=dry_run
+            self._core.store,
+            self.tenant_id,
+            policy,
+            now=self._core.now(),
+            dry_run=dry_run,
+            core=self._core,
         )
 
     def forget_user(self, user_id: str | Unset = UNSET) -> int:
@@ -701,6 +768,7 @@ class Memory:
         rerank: bool | None = None,
         rerank_top: int | None = None,
         include_history: bool = False,
+        decay: HalfLife | None = None,
     ) -> list[Hit]:
         """The ``k`` best entries, documents and facts for ``query``, best first.
 
@@ -722,11 +790,15 @@ class Memory:
         uses the memory's reranker (if any) on hybrid searches, ``False`` skips
         it, ``True`` requires it; it reorders the best ``rerank_top`` hits
         (default 20) and never fails the search (see
-        ``memorybank.recall._async.rerank_stage``). See ``memorybank.recall._async.search``.
+        ``memorybank.recall._async.rerank_stage``). ``decay``: a
+        ``memorybank.importance.HalfLife`` weighing scores by recency of use and
+        importance (``None``, the default: rankings as without it). The hits returned
+        are noted as used (importance and last use, written in batches: see
+        ``memorybank.importance``). See ``memorybank.recall._async.search``.
         """
         from memorybank.recall._sync import search
 
-        return search.run_search(
+        hits = search.run_search(
             self._core,
             self.tenant_id,
             query,
@@ -741,7 +813,13 @@ class Memory:
             rerank=rerank,
             rerank_top=rerank_top,
             include_history=include_history,
+            decay=decay,
         )
+        if hits:
+            note_hits(self._core, self.tenant_id, hits, self._core.now())
+            if self._core.usage.full():
+                flush_usage(self._core)
+        return hits
 
     def embed_pending(
         self, *, thread_id: str | None = None, batch_size: int | None = None

@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
+from memorybank.importance import USAGE, usage_id
+from memorybank.memory._sync.documents import DOCUMENT_KIND
+from memorybank.memory._sync.facts import FACT, Facts
+from memorybank.memory._sync.usage import usage_of
 from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 from memorybank.stores.contract._sync.store import Store
+
+if TYPE_CHECKING:
+    from memorybank.memory._sync.core import _Core
 
 __all__ = ["prune_tenant"]
 
@@ -15,7 +23,13 @@ _BATCH = 500
 
 
 def prune_tenant(
-    store: Store, tenant: str, policy: RetentionPolicy, *, now: datetime, dry_run: bool
+    store: Store,
+    tenant: str,
+    policy: RetentionPolicy,
+    *,
+    now: datetime,
+    dry_run: bool,
+    core: _Core | None = None,
 ) -> PruneReport:
     """Apply ``policy`` to every thread of ``tenant``; reclaim space when something went.
 
@@ -24,6 +38,7 @@ def prune_tenant(
     again finishes the job.
     """
     report = PruneReport(dry_run=dry_run)
+
     idle_before = None if policy.idle_ttl is None else now - policy.idle_ttl
     cutoff = None if policy.max_age is None else now - policy.max_age
     for thread in store.thread_list(tenant):
@@ -48,6 +63,51 @@ def prune_tenant(
         if removed:
             report.per_thread[thread.id] = removed
             report.entries_deleted += removed
-    if not dry_run and (report.threads_deleted or report.entries_deleted):
+    if core is not None and policy.long_term:
+        _prune_long_term(core, tenant, policy, now=now, report=report)
+    if not dry_run and (
+        report.threads_deleted
+        or report.entries_deleted
+        or report.facts_deleted
+        or report.documents_deleted
+    ):
         store.reclaim_space()
     return report
+
+
+def _prune_long_term(
+    core: _Core, tenant: str, policy: RetentionPolicy, *, now: datetime, report: PruneReport
+) -> None:
+    """The long-term rules over the tenant's facts and documents: one page of ``_BATCH``
+    records at a time, one batch read of their usage per page."""
+    store = core.store
+    facts = Facts(core, tenant)
+    for kind in (FACT, DOCUMENT_KIND):
+        after: tuple[datetime, str] | None = None
+        while True:
+            page = store.record_page(tenant, kind, limit=_BATCH, after=after)
+            if not page:
+                break
+            after = (page[-1].created_at, page[-1].id)
+            usage = usage_of(core, tenant, [(kind, r.id) for r in page])
+            doomed: list[str] = []
+            for record in page:
+                item = usage[(kind, record.id)]
+                last = record.created_at
+                if item.last_used_at is not None:
+                    last = max(last, item.last_used_at)
+                if policy.doomed(item.importance, last, now):
+                    doomed.append(record.id)
+                    report.long_term.append((kind, record.id, item.importance, last))
+            if kind == FACT:
+                report.facts_deleted += len(doomed)
+            else:
+                report.documents_deleted += len(doomed)
+            if report.dry_run or not doomed:
+                continue
+            if kind == FACT:
+                for fact_id in doomed:
+                    facts.delete(fact_id)
+            else:
+                store.record_delete(tenant, DOCUMENT_KIND, doomed)
+            store.record_delete(tenant, USAGE, [usage_id(kind, i) for i in doomed])

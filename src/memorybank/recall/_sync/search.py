@@ -64,8 +64,10 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
+from memorybank.importance import DECAY_POOL, HalfLife
 from memorybank.memory._sync.documents import DOCUMENT_KIND, document_from_record
 from memorybank.memory._sync.facts import FACT, FACT_VERSION
+from memorybank.memory._sync.usage import decayed
 from memorybank.recall._sync.fact_recall import (
     FactItem,
     fact_item,
@@ -285,6 +287,7 @@ def run_search(
     rerank: bool | None = None,
     rerank_top: int | None = None,
     include_history: bool = False,
+    decay: HalfLife | None = None,
 ) -> list[Hit]:
     """The implementation of ``memory.search`` (see the module docstring)."""
     v.check_text(query, "query")
@@ -311,6 +314,8 @@ def run_search(
     if options is not None and not isinstance(options, SearchOptions):
         raise InvalidInput("options must be a memorybank.recall.SearchOptions", field="options")
     opts = options or SearchOptions()
+    if decay is not None and not isinstance(decay, HalfLife):
+        raise InvalidInput("decay must be a memorybank.importance.HalfLife or None", field="decay")
     reranker, top = plan_rerank(core.reranker, mode, rerank, rerank_top)
     embedder = core.embedder
     if mode == "semantic" and embedder is None:
@@ -330,11 +335,15 @@ def run_search(
     if limit == 0 or not store_kinds or not query.strip():
         return []
     fetch = limit if reranker is None else max(limit, top)
+    # with decay, a wider pool of the undecayed ranking is re-weighed (importance.HalfLife)
+    pool = fetch if decay is None else max(fetch, 3 * limit, DECAY_POOL)
     search = _Search(
-        core, tenant, query, fetch, visible, wanted, min_score, opts, store_kinds, include_history
+        core, tenant, query, pool, visible, wanted, min_score, opts, store_kinds, include_history
     )
     # One path for every scope size: the store's own candidates, never the whole scope.
     hits = search.native(mode, thread)
+    if decay is not None:
+        hits = (decayed(core, tenant, hits, decay))[:fetch]
     if reranker is not None:  # the optional stage: see memorybank.recall._async.rerank_stage
         hits = (rerank_hits(reranker, query, hits, top))[:limit]
     return hits

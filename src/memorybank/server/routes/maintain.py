@@ -1,4 +1,5 @@
-"""Memory that maintains itself: ``POST /v1/consolidate`` and the consolidation runs."""
+"""Memory that maintains itself: ``POST /v1/consolidate``, the consolidation runs, feedback
+and a user's profile (``GET /v1/users/{user_id}/profile``)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,22 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from memorybank.consolidation.profile import Profile
 from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
 from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.routes.records import AgentQuery, _opt
 
-__all__ = ["ConsolidationChangeOut", "ConsolidationOut", "FeedbackBody", "router"]
+__all__ = [
+    "ConsolidationChangeOut",
+    "ConsolidationOut",
+    "FeedbackBody",
+    "ProfileItemOut",
+    "ProfileOut",
+    "router",
+]
 
 
 class FeedbackBody(FeedbackIn):
@@ -59,6 +69,52 @@ class ConsolidationOut(BaseModel):
     skipped: list[ConsolidationChangeOut]
 
 
+class ProfileItemOut(BaseModel):
+    """One current fact of a profile, with its provenance and times."""
+
+    fact_id: str
+    content: str
+    value: str | None = Field(description="The value a rule read from the fact, if any.")
+    source_entries: list[str] = Field(description="The entries the fact came from.")
+    merged_from: list[str] = Field(description="Facts consolidation merged into this one.")
+    valid_at: datetime = Field(description="When the value holds from.")
+    created_at: datetime
+    updated_at: datetime
+    confidence: float | None
+    version: int
+
+
+class ProfileOut(BaseModel):
+    """``memory.profile``: a user's current facts by attribute, newest first in each."""
+
+    user_id: str
+    attributes: dict[str, list[ProfileItemOut]]
+
+
+def _profile(profile: Profile) -> ProfileOut:
+    return ProfileOut(
+        user_id=profile.user_id,
+        attributes={
+            name: [
+                ProfileItemOut(
+                    fact_id=i.fact_id,
+                    content=i.content,
+                    value=i.value,
+                    source_entries=list(i.source_entries),
+                    merged_from=list(i.merged_from),
+                    valid_at=i.valid_at,
+                    created_at=i.created_at,
+                    updated_at=i.updated_at,
+                    confidence=i.confidence,
+                    version=i.version,
+                )
+                for i in items
+            ]
+            for name, items in profile.attributes.items()
+        },
+    )
+
+
 def _change(change: ConsolidationChange) -> ConsolidationChangeOut:
     return ConsolidationChangeOut(**change.to_dict())
 
@@ -98,6 +154,13 @@ def router() -> APIRouter:
         unhelpful), `true` raises it halfway to 1; 404 for a fact the caller may not see."""
         fact = await memory.feedback(body.fact_id, **body.arguments())
         return FactOut.model_validate(fact)
+
+    @api.get("/users/{user_id}/profile", tags=["facts"], summary="A user's profile")
+    async def profile(user_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> ProfileOut:
+        """``memory.profile``: the user's current facts grouped by attribute (name,
+        preferences, plans, ...), each with its provenance and time. A key scoped to
+        another user is refused (400, `invalid_input`)."""
+        return _profile(await memory.profile(user_id, agent_id=_opt(agent_id)))
 
     @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
     async def consolidation_runs(
