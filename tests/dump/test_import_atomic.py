@@ -318,11 +318,13 @@ def test_kill_9_while_importing_leaves_nothing_or_everything(
             store.close()
     rng = random.Random(kind)
     outcomes = {"nothing": 0, "everything": 0}
+    kills = 20  # the count: 20 kill -9s, the last after the whole import
     with ExitStack() as stack:
         spec = stack.enter_context(contextmanager(provide)(kind, tmp_path))
-        for run in range(10):
+        for run in range(kills):
             # a random line written, or (the last run) the whole import committed
-            _kill_at(spec, dump_file, total + 1 if run == 9 else rng.randrange(1, total + 1))
+            last = run == kills - 1
+            _kill_at(spec, dump_file, total + 1 if last else rng.randrange(1, total + 1))
             if kind == "redis":
                 _lapse_leases(spec)
             store = spec.open()
