@@ -3,6 +3,7 @@
 Pipeline (all numpy over the candidate list, no I/O)::
 
     relevance  = w_keyword * max_norm(BM25) + w_semantic * minmax_norm(cosine)
+               (the min-max span reaching at least cosine ``semantic_reference``)
     donor      = relevance * (relevance / max(relevance)) ** context_strength
     context    = relevance
                + sum_d after[d]  * donor[entry d places before]   (answers follow questions)
