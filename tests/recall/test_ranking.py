@@ -337,6 +337,28 @@ def test_semantic_signal_from_vectors() -> None:
     assert [r.id for r in given] == ["t0", "t2", "t1"]
 
 
+def test_weak_cosines_are_not_stretched_over_the_keyword_match() -> None:
+    # the keyword finds a passing mention ("t1"); every cosine is weak (at most 0.20),
+    # so the best of them counts a third of a full match (0.15 of the 0.45 from the
+    # lowest to 0.5) instead of a full one
+    base = conversation()[:3]
+    cosines = {"t0": 0.20, "t1": 0.05, "t2": 0.10}
+    keyword = {"t0": 0.5, "t1": 1.0, "t2": 0.0}
+    weights = {"keyword": 1.0, "semantic": 1.2}
+    scaled = rank(
+        "zzz", base, keyword_scores=keyword, semantic_scores=cosines, options=opts(**weights)
+    )
+    assert [r.id for r in scaled][:2] == ["t1", "t0"]
+    stretched = replace(opts(**weights), semantic_reference=0.0)  # plain min-max
+    plain = rank("zzz", base, keyword_scores=keyword, semantic_scores=cosines, options=stretched)
+    assert [r.id for r in plain][:2] == ["t0", "t1"]
+    # a strong match (above the reference) is normalised as plain min-max
+    strong = {"t0": 0.80, "t1": 0.05, "t2": 0.10}
+    a = rank("zzz", base, keyword_scores=keyword, semantic_scores=strong, options=opts(**weights))
+    b = rank("zzz", base, keyword_scores=keyword, semantic_scores=strong, options=stretched)
+    assert [(r.id, r.score) for r in a] == [(r.id, r.score) for r in b]
+
+
 def test_default_options_rank_answer_in_top_two() -> None:
     out = rank("Where did Bob go on holiday?", conversation(), limit=2)
     assert {r.id for r in out} == {"t0", "t1"}

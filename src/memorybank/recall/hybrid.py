@@ -3,6 +3,7 @@
 Pipeline (all numpy over the candidate list, no I/O)::
 
     relevance  = w_keyword * max_norm(BM25) + w_semantic * minmax_norm(cosine)
+               (the min-max span reaching at least cosine ``semantic_reference``)
     donor      = relevance * (relevance / max(relevance)) ** context_strength
     context    = relevance
                + sum_d after[d]  * donor[entry d places before]   (answers follow questions)
@@ -114,6 +115,13 @@ class SearchOptions:
       stay 0; dividing by the best score keeps the gaps between hits.
     * ``semantic_normalization`` = "minmax": cosine has no meaningful zero (unrelated
       sentences score 0.1-0.2 with MiniLM), so the floor is removed.
+    * ``semantic_reference`` = 0.5: but it has a scale: with "minmax", the best
+      candidate counts in full only when its cosine reaches this (a MiniLM paraphrase
+      scores 0.5 and more); when nothing matches that well, the span is taken as if
+      the best one did, so the dense signal counts in proportion and does not stretch
+      the noise between weak matches over the whole range (the passing mention a
+      keyword finds in a long message is then not outranked by its vaguely related
+      neighbours). 0 restores plain min-max.
     * ``session_gap`` = 1 hour: a silence longer than this starts a new session
       (chat sessions are bursts; a day-long gap is certainly a new one).
     * ``session_top`` = 3: a session's score is the mean of its 3 best entries, so
@@ -143,6 +151,7 @@ class SearchOptions:
     b: float = DEFAULT_B
     keyword_normalization: Normalization = "max"
     semantic_normalization: Normalization = "minmax"
+    semantic_reference: float = 0.5
     session_gap: timedelta = timedelta(hours=1)
     session_top: int = 3
     cross_session_neighbours: bool = False
@@ -296,9 +305,7 @@ class HybridRanker:
             rel += w.keyword * normalize_array(sig.keyword, opts.keyword_normalization)
         if w.semantic and sig.semantic_mask.any():
             sem = np.zeros(len(st))
-            sem[sig.semantic_mask] = normalize_array(
-                sig.semantic[sig.semantic_mask], opts.semantic_normalization
-            )
+            sem[sig.semantic_mask] = self._semantic_norm(sig.semantic[sig.semantic_mask])
             rel += w.semantic * sem
         best = float(rel.max()) if len(rel) else 0.0
         donor = rel
@@ -325,6 +332,19 @@ class HybridRanker:
         )
         result: FloatArray = ctx * boost
         return result
+
+    def _semantic_norm(self, cosine: FloatArray) -> FloatArray:
+        """The semantic scores normalised (``semantic_normalization``); with "minmax", over
+        a span at least as wide as from the lowest cosine to ``semantic_reference``."""
+        opts = self.options
+        if opts.semantic_normalization != "minmax" or not len(cosine):
+            return normalize_array(cosine, opts.semantic_normalization)
+        low = float(cosine.min())
+        span = max(float(cosine.max()), opts.semantic_reference) - low
+        if span <= 0:
+            return np.zeros_like(cosine)
+        out: FloatArray = (cosine - low) / span
+        return out
 
     def order(self, scores: FloatArray) -> list[int]:
         """Candidate indices, best first; ties keep the candidates' order."""
