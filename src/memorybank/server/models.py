@@ -309,6 +309,7 @@ class ContextOut(BaseModel):
     entries: list[EntryOut]
     facts: list[FactOut]
     semantic: list[str]
+    profile: list[str] = Field(default_factory=list)
     graph: str | None = None
     graph_entities: list[EntityOut] = Field(default_factory=list)
     graph_relations: list[RelationOut] = Field(default_factory=list)
