@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import sqlite3
 import statistics
@@ -705,7 +706,7 @@ def sqlite_part(
                 run_x1(
                     "sqlite",
                     f"{size:,}",
-                    lambda e, path=path: AsyncMemory(f"sqlite:///{path}", embedder=e),
+                    functools.partial(_sqlite_memory, path),
                     RawSQLite(path, users),
                     FloorSQLite(path, users),
                     users,
@@ -744,7 +745,7 @@ def postgres_part(
     try:
         import psycopg
 
-        from memorybank.stores import AsyncPostgresStore, PostgresStore
+        from memorybank.stores import PostgresStore
     except ImportError:
         notes.append("postgres: psycopg not installed, skipped")
         return
@@ -769,9 +770,7 @@ def postgres_part(
                 run_x1(
                     "postgresql",
                     f"{size:,}",
-                    lambda e, prefix=prefix: AsyncMemory(
-                        AsyncPostgresStore.from_url(PG_URL, prefix=prefix), embedder=e
-                    ),
+                    functools.partial(_postgres_memory, prefix),
                     RawPostgres(PG_URL, prefix, users),
                     FloorPostgres(PG_URL, prefix, users),
                     users,
@@ -787,6 +786,16 @@ def postgres_part(
                     "SELECT tablename FROM pg_tables WHERE tablename LIKE %s", (like,)
                 ).fetchall():
                     conn.execute(f'DROP TABLE IF EXISTS "{table_name}" CASCADE')
+
+
+def _sqlite_memory(path: str, embedder: Lookup) -> AsyncMemory:
+    return AsyncMemory(f"sqlite:///{path}", embedder=embedder)
+
+
+def _postgres_memory(prefix: str, embedder: Lookup) -> AsyncMemory:
+    from memorybank.stores import AsyncPostgresStore
+
+    return AsyncMemory(AsyncPostgresStore.from_url(PG_URL, prefix=prefix), embedder=embedder)
 
 
 def _one_blas_thread() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 from memorybank import Memory
 from memorybank.errors import Conflict, InvalidInput, NotFound
+from memorybank.records import Fact
 from memorybank.testing._embedder import SynonymEmbedder
 from tests.all_stores import STORE_KINDS, open_store
 
@@ -249,10 +250,13 @@ def test_feedback_moves_confidence_by_the_rule_and_is_scoped(memory: Memory) -> 
     fact = add(memory, "User likes green tea", user_id="u", confidence=0.8)
     other = add(memory, "User likes chess", user_id="u")
     wrong = memory.feedback(fact, useful=False, reason="she stopped drinking tea", user_id="u")
+    assert isinstance(wrong, Fact)
     assert wrong.confidence == pytest.approx(0.4) and wrong.version == 1
-    assert memory.feedback(fact, useful=False, user_id="u").confidence == pytest.approx(0.2)
+    again = memory.feedback(fact, useful=False, user_id="u")
+    assert isinstance(again, Fact) and again.confidence == pytest.approx(0.2)
     hit = next(h for h in memory.search("chess", kinds=["facts"], user_id="u") if h.id == other)
-    assert memory.feedback(hit, useful=True, user_id="u").confidence == pytest.approx(0.75)
+    useful = memory.feedback(hit, useful=True, user_id="u")
+    assert isinstance(useful, Fact) and useful.confidence == pytest.approx(0.75)
     # prompts rank the fact marked wrong below the one marked useful
     ranked = sorted(memory.facts.list(user_id="u"), key=lambda f: -(f.confidence or 0))
     assert [f.id for f in ranked] == [other, fact]

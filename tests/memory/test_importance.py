@@ -243,7 +243,7 @@ def test_retention_by_importance_and_disuse(memory: Memory) -> None:
     assert [i for _, i, _, _ in only_idle.long_term] == [keep_important.id]
     for bad in ({"min_importance": 2.0}, {"unused_for": timedelta(0)}):
         with pytest.raises(InvalidInput):
-            RetentionPolicy(**bad)  # type: ignore[arg-type]
+            RetentionPolicy(**bad)
 
 
 def test_feedback_moves_importance_of_facts_documents_and_entries(memory: Memory) -> None:

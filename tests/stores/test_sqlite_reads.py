@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any, cast
 
 from memorybank import AsyncMemory
 from memorybank.stores.sqlite._async._base import READ_CONNECTIONS
@@ -32,7 +33,7 @@ async def _reads_see_every_acknowledged_write(path: Path) -> None:
 
         await asyncio.gather(*(writer_then_reader(n) for n in range(8)))
         assert len(await memory.entries.list(thread.id)) == 8 * 12
-        opened = len(memory.store._readers.connections)
+        opened = len(cast(Any, memory.store)._readers.connections)
         assert 1 <= opened <= READ_CONNECTIONS
 
 
@@ -45,7 +46,7 @@ async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connectio
     thread = await memory.threads.create()
     await memory.remember(thread.id, "user", "hello there")
     assert await memory.entries.list(thread.id)
-    readers = list(memory.store._readers.connections)
+    readers = list(cast(Any, memory.store)._readers.connections)
     await memory.close()
     return readers
 
