@@ -817,7 +817,10 @@ class AsyncMemory:
         if hits:
             note_hits(self._core, self.tenant_id, hits, self._core.now())
             if self._core.usage.full():
-                await flush_usage(self._core)
+                try:
+                    await flush_usage(self._core)
+                except Exception as error:  # hints, not data: a search on a read-only store answers
+                    logger.warning("memorybank: could not write search uses (%s)", error)
         return hits
 
     async def embed_pending(
