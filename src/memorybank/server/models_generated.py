@@ -203,8 +203,7 @@ class ConsolidateIn(Arguments):
 
 
 class FeedbackIn(Arguments):
-    """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
-    after (for a document or an entry hit, its importance and use).
+    """Say whether a recalled fact was useful; the fact as it is after.
 
     The arguments of `Memory.feedback` (POST /v1/feedback)."""
 

@@ -272,9 +272,10 @@ class AsyncMemory:
         user_id: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
     ) -> Fact | ItemUsage:
-        """Say whether a recalled fact (or document, or entry) was useful; the fact as it is
-        after (for a document or an entry hit, its importance and use).
+        """Say whether a recalled fact was useful; the fact as it is after.
 
+        In the library a document's or an entry's search hit may be given too: it returns
+        that item's importance and use (``ItemUsage``).
         ``hit_or_id``: a search hit, or a fact id. ``useful``: whether it helped (``True``
         raises the fact's confidence and importance halfway to 1, ``False``, for a wrong or
         unhelpful fact, halves them, so it ranks lower in prompts and, with ``decay``, in
