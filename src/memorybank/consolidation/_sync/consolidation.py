@@ -232,8 +232,8 @@ class Consolidation:
             verdicts = judge.decide(fact, candidates, usage)
             by_id = {c.id: c for c in candidates}
             for verdict in verdicts or []:
-                other = by_id[verdict.id]
-                if fact.id in retired or other.id in retired:
+                other = by_id.get(verdict.id)  # only the candidates shown (parse checks too)
+                if other is None or fact.id in retired or other.id in retired:
                     continue
                 if verdict.relation == "duplicate":
                     winner, loser = other, fact  # the older stays, as the rules do
