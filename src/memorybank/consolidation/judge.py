@@ -30,15 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit
 
 from memorybank.consolidation.report import JudgeUsage
 from memorybank.errors import ConfigurationError
-from memorybank.runtime.httpclients import HttpClients, OwnsClients
+from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
 
 if TYPE_CHECKING:
     import httpx
@@ -179,11 +177,7 @@ class LLMJudge(OwnsClients):
         except ImportError as exc:  # pragma: no cover - httpx is a dependency
             raise ConfigurationError(f"LLMJudge needs httpx: `{INSTALL_HINT}`") from exc
         self._httpx = httpx
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("model must be a non-empty string")
-        parts = urlsplit(base_url) if isinstance(base_url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
+        self._url, self._headers = chat_endpoint("LLMJudge", base_url, model, api_key, headers)
         for name, value, low in (
             ("max_calls", max_calls, 0),
             ("max_tokens", max_tokens, 1),
@@ -202,23 +196,14 @@ class LLMJudge(OwnsClients):
             )
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"timeout must be > 0, got {timeout!r}")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError(
-                "LLMJudge needs an API key: pass api_key= or set $OPENAI_API_KEY"
-            )
         self.model = model
         self.max_calls = max_calls
         self.max_tokens = max_tokens
         self.max_run_tokens = max_run_tokens
         self.max_candidates = max_candidates
         self.max_retries = max_retries
-        self._url = base_url.rstrip("/") + "/chat/completions"
         self._timeout = float(timeout)
         self._structured = bool(structured_output)
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
         self._clients = HttpClients(
             httpx, owner="LLMJudge", timeout=self._timeout, headers=self._headers
         )
@@ -250,15 +235,8 @@ class LLMJudge(OwnsClients):
             + "\n\nFor each candidate id, is it a duplicate of the fact, a contradiction"
             " of it, or neither?"
         )
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": 0,
-            "max_tokens": self.max_tokens,
-        }
+        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
+        body["max_tokens"] = self.max_tokens
         if self._structured:
             body["response_format"] = {
                 "type": "json_schema",
