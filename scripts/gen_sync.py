@@ -82,6 +82,7 @@ REPLACEMENTS = {
     "aclose": "close",
     "aembed": "embed",
     "arerank": "rerank",
+    "adecide": "decide",
     "AsyncConnectionPool": "ConnectionPool",
     "AsyncConnection": "Connection",
     "AsyncCursor": "Cursor",

@@ -34,6 +34,7 @@ async def test_consolidate_report_and_undo_over_rest(store_api: Api) -> None:
     run = done.json()
     assert run["status"] == "applied" and run["user_id"] == "ana"
     assert [c["content"] for c in run["changes"]] == ["ana likes green tea."]
+    assert [c["decided_by"] for c in run["changes"]] == ["rules"] and run["judge"] is None
     assert len((await api.client.get("/v1/facts", headers=ana)).json()["items"]) == 2
     runs = await api.client.get("/v1/consolidation/runs", headers=ana)
     assert [r["run_id"] for r in runs.json()["items"]] == [run["run_id"]]

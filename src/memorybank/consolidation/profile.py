@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memorybank.consolidation.rules import _valid_at, slot_of
+from memorybank.consolidation.rules import slot_of, valid_at
 from memorybank.records import Fact
 
 __all__ = ["ATTRIBUTE_ORDER", "Profile", "ProfileItem", "attribute_of", "build_profile"]
@@ -137,7 +137,7 @@ def build_profile(user_id: str, facts: Sequence[Fact]) -> Profile:
                 value=value,
                 source_entries=fact.source_entries,
                 merged_from=_merged(fact),
-                valid_at=_valid_at(fact),
+                valid_at=valid_at(fact),
                 created_at=fact.created_at,
                 updated_at=fact.updated_at,
                 confidence=fact.confidence,

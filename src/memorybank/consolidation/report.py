@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ConsolidationChange", "ConsolidationReport", "RunStatus"]
+__all__ = ["ConsolidationChange", "ConsolidationReport", "JudgeUsage", "RunStatus"]
 
 #: ``"applying"`` while a run writes (or after it was interrupted), ``"applied"`` once
 #: done, ``"undone"`` after ``undo``; ``"dry_run"`` for a report nothing was written for.
@@ -27,6 +27,8 @@ class ConsolidationChange:
         why: the rule that decided it, in words (scores included).
         content: the retired fact's text; ``into_content``: the kept fact's.
         score: the cosine similarity of a duplicate found by embedding, else ``None``.
+        decided_by: ``"rules"`` (``memorybank.consolidation.rules``) or ``"judge"``
+            (the memory's LLM judge, ``memorybank.consolidation.judge``).
     """
 
     fact_id: str
@@ -36,6 +38,7 @@ class ConsolidationChange:
     content: str
     into_content: str
     score: float | None = None
+    decided_by: str = "rules"
 
     def to_dict(self) -> dict[str, Any]:
         """The change as JSON-ready values."""
@@ -47,6 +50,43 @@ class ConsolidationChange:
             "content": self.content,
             "into_content": self.into_content,
             "score": self.score,
+            "decided_by": self.decided_by,
+        }
+
+
+@dataclass(slots=True)
+class JudgeUsage:
+    """What a run asked its LLM judge, and what that cost.
+
+    Attributes:
+        model: the judge's model.
+        cases: the cases (a fact and its candidates) the rules left undecided.
+        asked: the cases sent to the judge (the budget may stop it before ``cases``).
+        calls: HTTP requests made (retries included), at most the judge's ``max_calls``.
+        failed: cases the judge could not answer (no valid answer after the retries,
+            an error, a timeout): each decided nothing.
+        tokens: tokens the endpoint reported used (prompt and answer).
+        exhausted: whether the budget (calls or tokens) stopped the run asking.
+    """
+
+    model: str
+    cases: int = 0
+    asked: int = 0
+    calls: int = 0
+    failed: int = 0
+    tokens: int = 0
+    exhausted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The usage as JSON-ready values."""
+        return {
+            "model": self.model,
+            "cases": self.cases,
+            "asked": self.asked,
+            "calls": self.calls,
+            "failed": self.failed,
+            "tokens": self.tokens,
+            "exhausted": self.exhausted,
         }
 
 
@@ -58,6 +98,8 @@ class ConsolidationReport:
     run's id is kept nowhere). ``changes`` are in the order they were applied;
     ``skipped`` lists the planned changes a concurrent write made moot (a fact
     changed or went while the run worked: the run left both facts alone).
+    ``judge``: what the memory's LLM judge was asked (``None``: no judge); the
+    changes it decided have ``decided_by == "judge"``.
     """
 
     run_id: str
@@ -71,6 +113,7 @@ class ConsolidationReport:
     changes: list[ConsolidationChange] = field(default_factory=list)
     skipped: list[ConsolidationChange] = field(default_factory=list)
     undone_at: datetime | None = None
+    judge: JudgeUsage | None = None
 
     @property
     def merged(self) -> int:
@@ -98,4 +141,5 @@ class ConsolidationReport:
             "superseded": self.superseded,
             "changes": [c.to_dict() for c in self.changes],
             "skipped": [c.to_dict() for c in self.skipped],
+            "judge": None if self.judge is None else self.judge.to_dict(),
         }

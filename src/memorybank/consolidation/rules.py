@@ -46,12 +46,15 @@ __all__ = [
     "DUPLICATE_COSINE_CONTRAST",
     "DUPLICATE_OVERLAP",
     "DUPLICATE_OVERLAP_WITH_VECTORS",
+    "JUDGE_COSINE",
     "Change",
     "Slot",
     "is_duplicate",
     "normalise",
     "plan",
     "slot_of",
+    "undecided",
+    "valid_at",
 ]
 
 #: Cosine similarity from which two facts' embeddings count as the same meaning.
@@ -62,12 +65,16 @@ DUPLICATE_COSINE_CONTRAST = 0.95
 DUPLICATE_OVERLAP_WITH_VECTORS = 0.3
 #: Word overlap that alone makes two facts duplicates (no embedder).
 DUPLICATE_OVERLAP = 0.75
+#: Cosine from which a pair the rules left undecided is shown to an LLM judge.
+JUDGE_COSINE = 0.6
 #: Words shared by more facts than this are not used to find candidate pairs.
 _COMMON_WORD = 50
 #: Nearest facts by embedding each fact is compared with (bounds a run's time).
 NEIGHBOURS = 10
 
 Reason = Literal["duplicate", "contradiction"]
+#: Who decided a change: these rules, or an LLM judge (``memorybank.consolidation.judge``).
+DecidedBy = Literal["rules", "judge"]
 
 _WORDS = re.compile(r"[a-z0-9]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
@@ -240,7 +247,7 @@ def _shape_slot(content: str) -> Slot | None:
     return None
 
 
-def _valid_at(fact: Fact) -> datetime:
+def valid_at(fact: Fact) -> datetime:
     """When the fact's value holds from: ``valid_at``, else ``said_at``, else stored."""
     for name in ("valid_at", "valid_from", "said_at"):
         moment = parse_time(fact.metadata.get(name))
@@ -258,6 +265,7 @@ class Change:
     reason: Reason
     why: str
     score: float | None = None
+    decided_by: DecidedBy = "rules"
 
 
 @dataclass(slots=True)
@@ -390,7 +398,7 @@ def plan(
         changes.append(change)
 
     for members in _slot_groups(data, now).values():
-        winner = max(members, key=lambda i: (_valid_at(ordered[i]), ordered[i].created_at, i))
+        winner = max(members, key=lambda i: (valid_at(ordered[i]), ordered[i].created_at, i))
         won = data.slots[winner]
         assert won is not None
         for i in members:
@@ -406,7 +414,7 @@ def plan(
                     ordered[winner].id,
                     "contradiction",
                     f"{won.attribute} of {won.subject}: {slot.value!r} was replaced by "
-                    f"{won.value!r} (valid from {_valid_at(ordered[winner]).isoformat()})",
+                    f"{won.value!r} (valid from {valid_at(ordered[winner]).isoformat()})",
                 ),
             )
 
@@ -434,12 +442,57 @@ def plan(
     return changes
 
 
+def undecided(
+    facts: Sequence[Fact],
+    changes: Sequence[Change],
+    *,
+    now: datetime,
+    vectors: Mapping[str, Sequence[float] | npt.NDArray[np.float32]] | None = None,
+    max_candidates: int = 5,
+) -> list[tuple[Fact, list[Fact]]]:
+    """What the rules could not decide, for an LLM judge: each current fact with the
+    older facts of its owner near it (cosine at least ``JUDGE_COSINE``, or sharing a
+    rarer word), closest first, at most ``max_candidates`` of them; oldest fact first.
+
+    Left out: facts ``changes`` retire, facts valid only after ``now``, and pairs with
+    the same slot (the rules decide those: one value, or two).
+    """
+    ordered = sorted(facts, key=lambda f: (f.created_at, f.id))
+    data = _Facts(ordered)
+    gone = {c.fact_id for c in changes}
+    cosines: dict[tuple[int, int], float] = {}
+    if vectors:
+        import numpy as np
+
+        rows = [i for i, fact in enumerate(ordered) if fact.id in vectors]
+        if rows:
+            matrix = np.asarray([vectors[ordered[i].id] for i in rows], dtype=np.float32)
+            for (a, b), score in _vector_pairs(matrix, JUDGE_COSINE).items():
+                cosines[(rows[a], rows[b])] = score
+    near: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    for i, j in set(cosines) | _text_pairs(data):
+        if ordered[i].id in gone or ordered[j].id in gone:
+            continue
+        if valid_at(ordered[i]) > now or valid_at(ordered[j]) > now:
+            continue
+        one, two = data.slots[i], data.slots[j]
+        if one is not None and two is not None and one.attribute == two.attribute:
+            if one.subject == two.subject:
+                continue
+        overlap = _overlap(data.words[i], data.words[j])
+        near[j].append((-cosines.get((i, j), 0.0), -overlap, i))
+    return [
+        (ordered[j], [ordered[i] for _, _, i in sorted(near[j])[:max_candidates]])
+        for j in sorted(near)
+    ]
+
+
 def _slot_groups(data: _Facts, now: datetime) -> dict[tuple[str, str], list[int]]:
     """Facts by slot (subject, attribute), where some differ in value; a fact valid only
     after ``now`` takes no part."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, slot in enumerate(data.slots):
-        if slot is not None and _valid_at(data.facts[i]) <= now:
+        if slot is not None and valid_at(data.facts[i]) <= now:
             groups[(slot.subject, slot.attribute)].append(i)
     return {
         key: members

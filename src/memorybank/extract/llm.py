@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.extract.base import (
@@ -58,7 +56,7 @@ from memorybank.extract.base import (
     finish,
 )
 from memorybank.graph.model import ENTITY_TYPES
-from memorybank.runtime.httpclients import HttpClients, OwnsClients
+from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
 
 if TYPE_CHECKING:
     import httpx
@@ -295,33 +293,20 @@ class LLMExtractor(OwnsClients):
         headers: dict[str, str] | None = None,
     ) -> None:
         self._httpx = _import_httpx()
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("model must be a non-empty string")
-        parts = urlsplit(base_url) if isinstance(base_url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
+        self._url, self._headers = chat_endpoint("LLMExtractor", base_url, model, api_key, headers)
         if isinstance(min_confidence, bool) or not 0.0 <= min_confidence <= 1.0:
             raise ConfigurationError("min_confidence must be between 0 and 1")
         if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
             raise ConfigurationError(f"max_retries must be an int >= 0, got {max_retries!r}")
         if not timeout > 0 or backoff < 0 or max_retry_after < 0:
             raise ConfigurationError("timeout must be > 0, backoff and max_retry_after >= 0")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError(
-                "LLMExtractor needs an API key: pass api_key= or set $OPENAI_API_KEY"
-            )
         self.model = model
         self.min_confidence = float(min_confidence)
-        self._url = base_url.rstrip("/") + "/chat/completions"
         self._timeout = float(timeout)
         self._max_retries = max_retries
         self._backoff = float(backoff)
         self._max_retry_after = float(max_retry_after)
         self._max_tokens = max_tokens
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
         self._clients = HttpClients(
             self._httpx, owner="LLMExtractor", timeout=self._timeout, headers=self._headers
         )
@@ -346,17 +331,10 @@ class LLMExtractor(OwnsClients):
             f"Known entities: {json.dumps(known, ensure_ascii=False)}\n"
             f"Text:\n{text}"
         )
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": 0,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "memorybank_extraction", "strict": True, "schema": SCHEMA},
-            },
+        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "memorybank_extraction", "strict": True, "schema": SCHEMA},
         }
         if self._max_tokens is not None:
             body["max_tokens"] = self._max_tokens

@@ -240,6 +240,7 @@ class ConsolidationChangeOut(TypedDict):
     why: str
     content: str
     into_content: str
+    decided_by: str
 
 
 class ConsolidationOut(TypedDict):
@@ -760,6 +761,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                         "why": c.why,
                         "content": c.content,
                         "into_content": c.into_content,
+                        "decided_by": c.decided_by,
                     }
                     for c in report.changes
                 ],

@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank.base import RerankCandidate
-from memorybank.runtime.httpclients import HttpClients, OwnsClients
+from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
 
 if TYPE_CHECKING:
     import httpx
@@ -129,29 +127,16 @@ class LLMReranker(OwnsClients):
         headers: dict[str, str] | None = None,
     ) -> None:
         self._httpx = _import_httpx()
-        if not isinstance(model, str) or not model:
-            raise ConfigurationError("model must be a non-empty string")
-        parts = urlsplit(base_url) if isinstance(base_url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
+        self._url, self._headers = chat_endpoint("LLMReranker", base_url, model, api_key, headers)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
             raise ConfigurationError(f"timeout must be > 0, got {timeout!r}")
         if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
             raise ConfigurationError(f"max_chars must be a positive int, got {max_chars!r}")
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key and parts.hostname == "api.openai.com":
-            raise ConfigurationError(
-                "LLMReranker needs an API key: pass api_key= or set $OPENAI_API_KEY"
-            )
         self.model = model
-        self._url = base_url.rstrip("/") + "/chat/completions"
         self._timeout = float(timeout)
         self._max_chars = max_chars
         self._max_tokens = max_tokens
         self._structured = bool(structured_output)
-        self._headers = {"Content-Type": "application/json", **(headers or {})}
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
         self._clients = HttpClients(
             self._httpx, owner="LLMReranker", timeout=self._timeout, headers=self._headers
         )
@@ -174,14 +159,7 @@ class LLMReranker(OwnsClients):
             + "\n".join(lines)
             + f"\n\nRank the {len(candidates)} passages for the query, best first."
         )
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": [
-                {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": prompt},
-            ],
-            "temperature": 0,
-        }
+        body = chat_request(self.model, SYSTEM_PROMPT, prompt)
         if self._structured:
             body["response_format"] = {
                 "type": "json_schema",

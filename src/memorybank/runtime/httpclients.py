@@ -15,15 +15,56 @@ opens a new one).
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit
 
 from memorybank.errors import ConfigurationError
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["HttpClients", "OwnsClients"]
+__all__ = ["HttpClients", "OwnsClients", "chat_endpoint", "chat_request"]
+
+
+def chat_endpoint(
+    owner: str,
+    base_url: object,
+    model: object,
+    api_key: str | None,
+    headers: dict[str, str] | None,
+) -> tuple[str, dict[str, str]]:
+    """The ``{base_url}/chat/completions`` URL and the request headers of an
+    OpenAI-compatible endpoint, its arguments checked (``ConfigurationError``).
+
+    ``api_key``: sent as a bearer token; ``None`` reads ``$OPENAI_API_KEY`` (required
+    for api.openai.com, optional elsewhere)."""
+    if not isinstance(model, str) or not model:
+        raise ConfigurationError("model must be a non-empty string")
+    parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigurationError(f"base_url must be an http(s) URL, got {base_url!r}")
+    assert isinstance(base_url, str)
+    key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+    if not key and parts.hostname == "api.openai.com":
+        raise ConfigurationError(f"{owner} needs an API key: pass api_key= or set $OPENAI_API_KEY")
+    sent = {"Content-Type": "application/json", **(headers or {})}
+    if key:
+        sent["Authorization"] = f"Bearer {key}"
+    return base_url.rstrip("/") + "/chat/completions", sent
+
+
+def chat_request(model: str, system: str, prompt: str) -> dict[str, Any]:
+    """A chat-completions request at temperature 0: ``system`` and one user ``prompt``."""
+    return {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": prompt},
+        ],
+        "temperature": 0,
+    }
 
 
 class HttpClients:

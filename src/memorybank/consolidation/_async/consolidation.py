@@ -25,8 +25,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport, RunStatus
-from memorybank.consolidation.rules import Change, owners, plan
+from memorybank.consolidation.report import (
+    ConsolidationChange,
+    ConsolidationReport,
+    JudgeUsage,
+    RunStatus,
+)
+from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.memory._async.facts import (
     FACT,
@@ -46,6 +51,7 @@ from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, 
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.memory._async.core import _Core
 
 __all__ = ["CHANGE", "RUN", "AsyncConsolidation"]
@@ -104,6 +110,7 @@ def _public(change: Change, loser: Fact, winner: Fact) -> ConsolidationChange:
         loser.content,
         winner.content,
         change.score,
+        change.decided_by,
     )
 
 
@@ -116,6 +123,7 @@ def _change_from(data: dict[str, Any]) -> ConsolidationChange:
         data["content"],
         data["into_content"],
         data.get("score"),
+        data.get("decided_by", "rules"),
     )
 
 
@@ -167,10 +175,15 @@ class AsyncConsolidation:
             and (r.expires_at is None or r.expires_at > now)
         ]
         facts = {r.id: fact_from_record(r) for r in live}
+        judge = self._core.judge
+        usage = None if judge is None else judge.usage()
         planned: list[Change] = []
         for _, group in sorted(owners(facts.values()).items(), key=lambda g: str(g[0])):
             vectors = await self._vectors([f.id for f in group])
-            planned += await aoffload(plan, group, now=now, vectors=vectors)
+            changes = await aoffload(plan, group, now=now, vectors=vectors)
+            if judge is not None and usage is not None:
+                changes += await self._judged(judge, usage, group, changes, now, vectors)
+            planned += changes
         report = ConsolidationReport(
             run_id=new_id(),
             user_id=user,
@@ -179,6 +192,7 @@ class AsyncConsolidation:
             status="dry_run" if dry_run else "applying",
             started_at=now,
             facts_examined=len(facts),
+            judge=usage,
         )
         if dry_run:
             report.changes = [_public(c, facts[c.fact_id], facts[c.into]) for c in planned]
@@ -186,6 +200,60 @@ class AsyncConsolidation:
         else:
             await self._apply(report, planned, {r.id: r for r in live})
         return report
+
+    async def _judged(
+        self,
+        judge: LLMJudge,
+        usage: JudgeUsage,
+        group: Sequence[Fact],
+        changes: Sequence[Change],
+        now: datetime,
+        vectors: dict[str, Any] | None,
+    ) -> list[Change]:
+        """The changes the judge decides among what the rules left undecided in ``group``
+        (one owner's facts), within its budget. A fact retired by an earlier change takes
+        no further part, and a fact some change keeps is never retired (no chains)."""
+        cases = await aoffload(
+            undecided, group, changes, now=now, vectors=vectors, max_candidates=judge.max_candidates
+        )
+        usage.cases += len(cases)
+        retired = {c.fact_id for c in changes}
+        kept = {c.into for c in changes}
+        decided: list[Change] = []
+        for fact, candidates in cases:
+            if fact.id in retired:
+                continue
+            candidates = [c for c in candidates if c.id not in retired]
+            if not candidates:
+                continue
+            if not judge.can_call(usage):
+                break
+            verdicts = await judge.adecide(fact, candidates, usage)
+            by_id = {c.id: c for c in candidates}
+            for verdict in verdicts or []:
+                other = by_id.get(verdict.id)  # only the candidates shown (parse checks too)
+                if other is None or fact.id in retired or other.id in retired:
+                    continue
+                if verdict.relation == "duplicate":
+                    winner, loser = other, fact  # the older stays, as the rules do
+                    why = f"judged the same fact by {judge.model}"
+                else:
+                    # the value valid last wins, as the rules' contradictions
+                    winner = max((other, fact), key=lambda f: (valid_at(f), f.created_at, f.id))
+                    loser = fact if winner is other else other
+                    why = (
+                        f"judged a contradiction by {judge.model}: {loser.content!r} was "
+                        f"replaced by {winner.content!r} (valid from "
+                        f"{valid_at(winner).isoformat()})"
+                    )
+                if loser.id in kept:
+                    continue
+                retired.add(loser.id)
+                kept.add(winner.id)
+                decided.append(
+                    Change(loser.id, winner.id, verdict.relation, why, decided_by="judge")
+                )
+        return decided
 
     async def _vectors(self, ids: Sequence[str]) -> dict[str, Any] | None:
         embedder = self._core.embedder
@@ -212,6 +280,7 @@ class AsyncConsolidation:
             "facts_examined": report.facts_examined,
             "changes": len(report.changes),
             "skipped": [c.to_dict() for c in report.skipped],
+            "judge": None if report.judge is None else report.judge.to_dict(),
         }
         return Record(
             kind=RUN,
@@ -375,6 +444,7 @@ class AsyncConsolidation:
                 "reason": change.reason,
                 "why": change.why,
                 "score": change.score,
+                "decided_by": change.decided_by,
                 "content": loser.content,
                 "into_content": winner.content,
                 "winner": _dump(got_winner),
@@ -479,6 +549,7 @@ class AsyncConsolidation:
             facts_examined=int(data.get("facts_examined", 0)),
             changes=[_change_from(c.data) for c in changes],
             skipped=[_change_from(c) for c in data.get("skipped") or []],
+            judge=None if not data.get("judge") else JudgeUsage(**data["judge"]),
         )
 
     async def runs(self, *, limit: int | None = None) -> list[ConsolidationReport]:

@@ -26,8 +26,13 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport, RunStatus
-from memorybank.consolidation.rules import Change, owners, plan
+from memorybank.consolidation.report import (
+    ConsolidationChange,
+    ConsolidationReport,
+    JudgeUsage,
+    RunStatus,
+)
+from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.memory._sync.facts import (
     FACT,
@@ -47,6 +52,7 @@ from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, U
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.memory._sync.core import _Core
 
 __all__ = ["CHANGE", "RUN", "Consolidation"]
@@ -105,6 +111,7 @@ def _public(change: Change, loser: Fact, winner: Fact) -> ConsolidationChange:
         loser.content,
         winner.content,
         change.score,
+        change.decided_by,
     )
 
 
@@ -117,6 +124,7 @@ def _change_from(data: dict[str, Any]) -> ConsolidationChange:
         data["content"],
         data["into_content"],
         data.get("score"),
+        data.get("decided_by", "rules"),
     )
 
 
@@ -168,10 +176,15 @@ class Consolidation:
             and (r.expires_at is None or r.expires_at > now)
         ]
         facts = {r.id: fact_from_record(r) for r in live}
+        judge = self._core.judge
+        usage = None if judge is None else judge.usage()
         planned: list[Change] = []
         for _, group in sorted(owners(facts.values()).items(), key=lambda g: str(g[0])):
             vectors = self._vectors([f.id for f in group])
-            planned += offload(plan, group, now=now, vectors=vectors)
+            changes = offload(plan, group, now=now, vectors=vectors)
+            if judge is not None and usage is not None:
+                changes += self._judged(judge, usage, group, changes, now, vectors)
+            planned += changes
         report = ConsolidationReport(
             run_id=new_id(),
             user_id=user,
@@ -180,6 +193,7 @@ class Consolidation:
             status="dry_run" if dry_run else "applying",
             started_at=now,
             facts_examined=len(facts),
+            judge=usage,
         )
         if dry_run:
             report.changes = [_public(c, facts[c.fact_id], facts[c.into]) for c in planned]
@@ -187,6 +201,60 @@ class Consolidation:
         else:
             self._apply(report, planned, {r.id: r for r in live})
         return report
+
+    def _judged(
+        self,
+        judge: LLMJudge,
+        usage: JudgeUsage,
+        group: Sequence[Fact],
+        changes: Sequence[Change],
+        now: datetime,
+        vectors: dict[str, Any] | None,
+    ) -> list[Change]:
+        """The changes the judge decides among what the rules left undecided in ``group``
+        (one owner's facts), within its budget. A fact retired by an earlier change takes
+        no further part, and a fact some change keeps is never retired (no chains)."""
+        cases = offload(
+            undecided, group, changes, now=now, vectors=vectors, max_candidates=judge.max_candidates
+        )
+        usage.cases += len(cases)
+        retired = {c.fact_id for c in changes}
+        kept = {c.into for c in changes}
+        decided: list[Change] = []
+        for fact, candidates in cases:
+            if fact.id in retired:
+                continue
+            candidates = [c for c in candidates if c.id not in retired]
+            if not candidates:
+                continue
+            if not judge.can_call(usage):
+                break
+            verdicts = judge.decide(fact, candidates, usage)
+            by_id = {c.id: c for c in candidates}
+            for verdict in verdicts or []:
+                other = by_id.get(verdict.id)  # only the candidates shown (parse checks too)
+                if other is None or fact.id in retired or other.id in retired:
+                    continue
+                if verdict.relation == "duplicate":
+                    winner, loser = other, fact  # the older stays, as the rules do
+                    why = f"judged the same fact by {judge.model}"
+                else:
+                    # the value valid last wins, as the rules' contradictions
+                    winner = max((other, fact), key=lambda f: (valid_at(f), f.created_at, f.id))
+                    loser = fact if winner is other else other
+                    why = (
+                        f"judged a contradiction by {judge.model}: {loser.content!r} was "
+                        f"replaced by {winner.content!r} (valid from "
+                        f"{valid_at(winner).isoformat()})"
+                    )
+                if loser.id in kept:
+                    continue
+                retired.add(loser.id)
+                kept.add(winner.id)
+                decided.append(
+                    Change(loser.id, winner.id, verdict.relation, why, decided_by="judge")
+                )
+        return decided
 
     def _vectors(self, ids: Sequence[str]) -> dict[str, Any] | None:
         embedder = self._core.embedder
@@ -213,6 +281,7 @@ class Consolidation:
             "facts_examined": report.facts_examined,
             "changes": len(report.changes),
             "skipped": [c.to_dict() for c in report.skipped],
+            "judge": None if report.judge is None else report.judge.to_dict(),
         }
         return Record(
             kind=RUN,
@@ -376,6 +445,7 @@ class Consolidation:
                 "reason": change.reason,
                 "why": change.why,
                 "score": change.score,
+                "decided_by": change.decided_by,
                 "content": loser.content,
                 "into_content": winner.content,
                 "winner": _dump(got_winner),
@@ -480,6 +550,7 @@ class Consolidation:
             facts_examined=int(data.get("facts_examined", 0)),
             changes=[_change_from(c.data) for c in changes],
             skipped=[_change_from(c) for c in data.get("skipped") or []],
+            judge=None if not data.get("judge") else JudgeUsage(**data["judge"]),
         )
 
     def runs(self, *, limit: int | None = None) -> list[ConsolidationReport]:

@@ -17,6 +17,7 @@ from memorybank.stores.contract._async.store import AsyncStore, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
     from memorybank.memory._async.embedding import _EmbedService
@@ -58,8 +59,11 @@ class _Core:
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
         vector_index: AsyncVectorIndex | None = None,
+        judge: LLMJudge | None = None,
     ) -> None:
         self.embedder = embedder
+        #: Decides, in ``memory.consolidate``, what the rules cannot (``None``: rules only).
+        self.judge = judge
         self.reranker = reranker
         self.vector_index = vector_index
         self.extractor = extractor

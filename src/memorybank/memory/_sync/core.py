@@ -18,6 +18,7 @@ from memorybank.stores.contract._sync.store import Store, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
     from memorybank.memory._sync.embedding import _EmbedService
@@ -59,8 +60,11 @@ class _Core:
         extract_concurrency: int = 2,
         reranker: Reranker | None = None,
         vector_index: VectorIndex | None = None,
+        judge: LLMJudge | None = None,
     ) -> None:
         self.embedder = embedder
+        #: Decides, in ``memory.consolidate``, what the rules cannot (``None``: rules only).
+        self.judge = judge
         self.reranker = reranker
         self.vector_index = vector_index
         self.extractor = extractor

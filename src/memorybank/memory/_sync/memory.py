@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._sync.consolidation import Consolidation
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
@@ -130,6 +131,10 @@ class Memory:
             (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
             vectors as the source of truth and re-checks the scope of every
             hit. ``close()`` closes the index too. ``None``: the store's own search.
+        judge: an ``LLMJudge`` (``memorybank.consolidation.judge``) that decides, in
+            ``consolidate``, the cases the rules cannot: its decisions are validated,
+            budgeted, and marked ``decided_by="judge"`` in the run's report. You keep
+            owning it (``close()`` does not close it). ``None``: the rules alone.
         embed: when the vectors of new entries and documents are computed.
             ``"inline"`` (the default): in the write, so a search right after it
             finds them by meaning too. ``"background"``: after it, by a worker,
@@ -168,6 +173,7 @@ class Memory:
         embed: EmbedMode = "inline",
         embed_queue: int = EMBED_QUEUE,
         embed_lease: float = DEFAULT_LEASE,
+        judge: LLMJudge | None = None,
     ) -> None:
         tenant = v.check_tenant(tenant_id, "tenant_id")
         _check_embed(embed, embed_queue)
@@ -214,6 +220,7 @@ class Memory:
             extract_on_write=extract_on_write,
             extract_concurrency=extract_concurrency,
             reranker=reranker,
+            judge=_checked_judge(judge),
         )
         if embed == "background":
             core.embed_service = self._embedding_module()._EmbedService(
@@ -866,6 +873,17 @@ def _check_embed(embed: object, queue: object) -> None:
         raise ConfigurationError(f"embed must be 'inline' or 'background', got {embed!r}")
     if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
         raise ConfigurationError("embed_queue must be a positive int")
+
+
+def _checked_judge(judge: object) -> LLMJudge | None:
+    # imported only for a judge: a memory without one never loads httpx for it
+    if judge is None:
+        return None
+    from memorybank.consolidation.judge import LLMJudge
+
+    if not isinstance(judge, LLMJudge):
+        raise ConfigurationError(f"judge must be an LLMJudge, got {type(judge).__name__}")
+    return judge
 
 
 def _is_reranker(reranker: object) -> bool:

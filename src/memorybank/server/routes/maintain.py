@@ -49,6 +49,22 @@ class ConsolidationChangeOut(BaseModel):
     content: str = Field(description="The retired fact's text.")
     into_content: str = Field(description="The kept fact's text.")
     score: float | None = Field(description="Cosine similarity of a duplicate found by meaning.")
+    decided_by: str = Field(
+        default="rules",
+        description="`rules`, or `judge`: the memory's LLM judge decided it.",
+    )
+
+
+class JudgeUsageOut(BaseModel):
+    """What a run asked the memory's LLM judge (``memorybank.consolidation.JudgeUsage``)."""
+
+    model: str
+    cases: int = Field(description="Cases (a fact and its candidates) the rules left undecided.")
+    asked: int = Field(description="Cases sent to the judge (the budget may stop it first).")
+    calls: int = Field(description="Requests made, retries included.")
+    failed: int = Field(description="Cases with no valid answer: each decided nothing.")
+    tokens: int = Field(description="Tokens the endpoint reported used.")
+    exhausted: bool = Field(description="Whether the budget stopped the run asking.")
 
 
 class ConsolidationOut(BaseModel):
@@ -67,6 +83,9 @@ class ConsolidationOut(BaseModel):
     superseded: int
     changes: list[ConsolidationChangeOut]
     skipped: list[ConsolidationChangeOut]
+    judge: JudgeUsageOut | None = Field(
+        default=None, description="What the LLM judge was asked (`null`: the memory has none)."
+    )
 
 
 class ProfileItemOut(BaseModel):
@@ -134,6 +153,7 @@ def _out(report: ConsolidationReport) -> ConsolidationOut:
         superseded=report.superseded,
         changes=[_change(c) for c in report.changes],
         skipped=[_change(c) for c in report.skipped],
+        judge=None if report.judge is None else JudgeUsageOut(**report.judge.to_dict()),
     )
 
 
