@@ -86,7 +86,7 @@ async def _run(args: argparse.Namespace) -> None:
             profiler.enable()
         for user, q in picks:
             hits = await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
-            results.append([[h.id, round(h.score, 12)] for h in hits])
+            results.append([[h.id, h.score] for h in hits])
         profiler.disable()
         cpu = time.process_time() - cpu
         wall = time.perf_counter() - wall
@@ -99,6 +99,8 @@ async def _run(args: argparse.Namespace) -> None:
             stats.add(_Snapshot(profile))
         stats.sort_stats("cumulative").print_stats(args.top)
         stats.sort_stats("tottime").print_stats(args.top)
+        if args.callers:
+            stats.print_callers(args.callers)
         print(out.getvalue())
     n = len(picks)
     print(f"{n} searches: CPU {cpu / n * 1000:.2f} ms/search, wall {wall / n * 1000:.2f} ms")
@@ -117,6 +119,7 @@ def main() -> None:
     parser.add_argument("--path", default="/tmp/profile_search.db")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--dump", default="")
+    parser.add_argument("--callers", default="", help="print the callers of these functions")
     parser.add_argument("--no-profile", action="store_true", help="CPU time and digest only")
     args = parser.parse_args()
     _one_blas_thread()

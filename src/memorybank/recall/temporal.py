@@ -75,6 +75,10 @@ _TIME_TOKENS: frozenset[str] = frozenset(
 ) | frozenset(_MONTHS)
 
 
+#: a token that is a year of 1900-2099 (``tokens_have_time``, over tokens joined by spaces)
+_YEAR_TOKEN = re.compile(r"(?:^| )(?:19|20)[0-9]{2}(?= |$)")
+
+
 @dataclass(frozen=True, slots=True)
 class DateSpan:
     """An inclusive calendar interval a query refers to; ``year_known`` False when
@@ -191,10 +195,13 @@ def has_time_expression(text: str) -> bool:
 
 
 def tokens_have_time(tokens: Iterable[str]) -> bool:
-    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``)."""
-    for token in tokens:
-        if token in _TIME_TOKENS or (
-            len(token) == 4 and token[:2] in ("19", "20") and token.isdigit()
-        ):
-            return True
-    return False
+    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``).
+
+    A set test and one regex over the joined tokens, not a test per token: this runs for
+    every candidate the ranking has not seen (a token is letters and digits, never a
+    space, so a year is a whole 4-digit field of the join)."""
+    if not isinstance(tokens, list | tuple):
+        tokens = list(tokens)
+    if not _TIME_TOKENS.isdisjoint(tokens):
+        return True
+    return _YEAR_TOKEN.search(" ".join(tokens)) is not None
