@@ -3,7 +3,8 @@ results (to check a speed change does not change what is found).
 
 Builds (once, cached at ``--path``) a SQLite store of ``--users`` users x ``--per-user``
 entries with the search-scale builders (precomputed vectors, no model), warms every user,
-then runs ``--searches`` hot searches under cProfile and prints the top entries by
+then runs ``--searches`` hot searches under cProfile (timed by each thread's CPU
+time, so waits for the worker or the GIL do not count) and prints the top entries by
 cumulative and own time, the CPU time per search, and a digest of every hit (id, score).
 
 Run: ``python -m bench.profile_search [--users 20] [--per-user 2000] [--searches 200]
@@ -49,7 +50,7 @@ def _thread_profile(*_: Any) -> None:
     """Installed by ``threading.setprofile`` in every new thread: one profiler each (the
     store's worker, the ranking offloaded by ``aoffload``), cleared when the measured
     searches start and merged into the report."""
-    profile = cProfile.Profile()
+    profile = cProfile.Profile(time.thread_time)
     _PROFILES.append(profile)
     profile.enable()
 
@@ -77,7 +78,7 @@ async def _run(args: argparse.Namespace) -> None:
     try:
         for n, user in enumerate(users):  # warm every user's memos
             await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
-        profiler = cProfile.Profile()
+        profiler = cProfile.Profile(time.thread_time)
         for profile in _PROFILES:
             profile.clear()
         cpu = time.process_time()

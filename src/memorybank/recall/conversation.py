@@ -143,9 +143,8 @@ class ConversationStructure:
         self.ids = [c.id for c in self.candidates]
         self.index_of = {c.id: i for i, c in enumerate(self.candidates)}
 
-        order = sorted(
-            range(n), key=lambda i: (self.candidates[i].thread_id, self.candidates[i].position, i)
-        )
+        keys = [(c.thread_id, c.position, i) for i, c in enumerate(self.candidates)]
+        order = sorted(range(n), key=keys.__getitem__)
         session = np.full(n, -1, dtype=np.int64)
         current = -1
         prev_i: int | None = None
@@ -230,7 +229,7 @@ class ConversationStructure:
             ]
             at = [i for i, _ in given]
             if given:  # one stack and one division, not a norm per row
-                rows = np.stack([np.reshape(v, -1) for _, v in given])
+                rows = np.stack([np.asarray(v).reshape(-1) for _, v in given])
                 rows = rows.astype(np.float64, copy=False)
                 # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
                 # the same bits as before, so no tie between candidates moves

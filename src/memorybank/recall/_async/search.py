@@ -613,19 +613,7 @@ class _Search:
             await self._embed_missing(records, vectors)
             facts = [r for r in records.values() if isinstance(r, FactItem)]
             vectors.update(await fact_vectors(self.core, self.tenant, facts))
-        candidates = [
-            Candidate(
-                id=key,
-                thread_id=record.thread_id if isinstance(record, Entry) else key,
-                position=record.position if isinstance(record, Entry) else 0,
-                text=record.content or "",
-                name=record.name if isinstance(record, Entry) else None,
-                created_at=record.created_at,
-                vector=None if key not in vectors else np.asarray(vectors[key], np.float32),
-                role=record.role if isinstance(record, Entry) else None,
-            )
-            for key, record in records.items()
-        ]
+        candidates = [_candidate(key, record, vectors.get(key)) for key, record in records.items()]
         if not candidates:
             return []
 
@@ -687,6 +675,29 @@ class _Search:
             return
         for (key, _), vec in zip(missing, fresh, strict=True):
             vectors[key] = vec
+
+
+def _candidate(
+    key: str,
+    record: Entry | Document | FactItem,
+    vector: list[float] | NDArray[np.float32] | None,
+) -> Candidate:
+    """One record as the ranking sees it (an entry in its thread; a fact or a document
+    alone, at position 0 of a thread of its own key)."""
+    if vector is not None and not (isinstance(vector, np.ndarray) and vector.dtype == np.float32):
+        vector = np.asarray(vector, np.float32)
+    if isinstance(record, Entry):
+        return Candidate(
+            key,
+            record.thread_id,
+            record.position,
+            record.content or "",
+            record.name,
+            record.created_at,
+            vector,
+            record.role,
+        )
+    return Candidate(key, key, 0, record.content or "", None, record.created_at, vector, None)
 
 
 def _interleave(
