@@ -64,10 +64,10 @@ class _Snapshot:
 
     def create_stats(self) -> None:
         self.profile.snapshot_stats()
-        self.stats = self.profile.stats  # type: ignore[attr-defined]
+        self.stats = self.profile.stats
 
 
-async def _run(args: argparse.Namespace) -> None:
+async def _run(args: argparse.Namespace) -> list[list[Any]]:
     qtexts, qvecs = queries(512, seed=99)
     lookup = Known()
     lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
@@ -97,7 +97,7 @@ async def _run(args: argparse.Namespace) -> None:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out)
         for profile in _PROFILES:
-            stats.add(_Snapshot(profile))
+            stats.add(_Snapshot(profile))  # type: ignore[arg-type]
         stats.sort_stats("cumulative").print_stats(args.top)
         stats.sort_stats("tottime").print_stats(args.top)
         if args.callers:
@@ -107,9 +107,7 @@ async def _run(args: argparse.Namespace) -> None:
     print(f"{n} searches: CPU {cpu / n * 1000:.2f} ms/search, wall {wall / n * 1000:.2f} ms")
     digest = hashlib.sha256(json.dumps(results).encode()).hexdigest()[:16]
     print(f"results digest {digest}")
-    if args.dump:
-        with open(args.dump, "w") as f:
-            json.dump(results, f)
+    return results
 
 
 def main() -> None:
@@ -129,7 +127,10 @@ def main() -> None:
     if not os.path.exists(args.path):
         with Memory(f"sqlite:///{args.path}") as plain:
             load(plain, owners_x1(False, args.per_user)[: args.users], seed=1000)
-    asyncio.run(_run(args))
+    results = asyncio.run(_run(args))
+    if args.dump:
+        with open(args.dump, "w") as f:
+            json.dump(results, f)
 
 
 if __name__ == "__main__":
