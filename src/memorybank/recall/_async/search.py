@@ -446,6 +446,18 @@ class _Search:
             for rid in ids:
                 self.records[(kind, rid)] = found.get(rid)
 
+    def _entry_read(self, hit: SearchHit) -> Entry | _Unread | None:
+        """``_resolve`` of an entry hit from what ``_prefetch`` read (no await: a search
+        resolves a hundred hits), or ``_UNREAD`` when that needs a read."""
+        if hit.thread_id is None:
+            return None
+        if hit.thread_id not in self.threads:
+            return _UNREAD
+        thread = self.threads[hit.thread_id]
+        if thread is None or (hit.branch is not None and hit.branch != thread.current_branch):
+            return None
+        return self.entries.get((thread.id, hit.id), _UNREAD)
+
     async def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
             if hit.thread_id is None:
@@ -581,7 +593,8 @@ class _Search:
             key = _PREFIX[hit.kind] + hit.id
             if key in records or (key, hit.branch) in dropped:
                 continue
-            record = await self._resolve(hit)
+            found = self._entry_read(hit) if hit.kind == "entry" else _UNREAD
+            record = await self._resolve(hit) if isinstance(found, _Unread) else found
             if record is None:
                 dropped.add((key, hit.branch))
                 continue
@@ -675,6 +688,13 @@ class _Search:
             return
         for (key, _), vec in zip(missing, fresh, strict=True):
             vectors[key] = vec
+
+
+class _Unread:
+    """A hit not read yet (``_Search._entry_read``)."""
+
+
+_UNREAD = _Unread()
 
 
 def _candidate(
