@@ -12,7 +12,7 @@ from memorybank.recall import features
 from memorybank.recall.bm25 import BM25Index
 from memorybank.recall.features import keyword_scores, text_features
 from memorybank.recall.temporal import has_time_expression
-from memorybank.recall.text import Analyzer
+from memorybank.recall.text import Analyzer, tokenize
 
 WORDS = (
     "running runs ran cat cats dog paris may june yesterday trip bread baked the a of"
@@ -114,3 +114,26 @@ def test_session_pool_is_each_sessions_top_mean(seed: int) -> None:
             same = np.sort(values[structure.session == structure.session[i]])[::-1]
             expected = same[:top].mean()
             assert got[i] == expected  # the same bits as ndarray.mean
+
+
+def test_tokenize_is_the_word_regex_on_any_text() -> None:
+    """The fast path (no apostrophe) finds exactly the tokens of the regex, whatever the
+    characters: non-ASCII letters, digits and case mappings, control characters."""
+    import re
+
+    word = re.compile(r"([a-z0-9]+)(?:'[a-z]+)?")
+    rng = random.Random(2)
+    alphabet = "abcXYZ019 '',.-_\t\n\u2019\u00e9\u0130\u212a\u00b2\u00df?!\x00\ud800"
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 20)))
+        assert tokenize(text) == word.findall(text.lower()), text
+
+
+def test_time_tokens_are_time_words_and_years() -> None:
+    from memorybank.recall.temporal import tokens_have_time
+
+    assert tokens_have_time(["we", "met", "in", "1999"])
+    assert tokens_have_time(iter(["see", "you", "tomorrow"]))
+    assert tokens_have_time(["2099"]) and tokens_have_time(["1900"])
+    for tokens in (["1899"], ["2100"], ["19990"], ["x2020"], ["the", "cat"], []):
+        assert not tokens_have_time(tokens), tokens

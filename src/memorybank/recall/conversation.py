@@ -143,27 +143,25 @@ class ConversationStructure:
         self.ids = [c.id for c in self.candidates]
         self.index_of = {c.id: i for i, c in enumerate(self.candidates)}
 
-        order = sorted(
-            range(n), key=lambda i: (self.candidates[i].thread_id, self.candidates[i].position, i)
-        )
-        session = np.full(n, -1, dtype=np.int64)
+        keys = [(c.thread_id, c.position, i) for i, c in enumerate(self.candidates)]
+        order = sorted(range(n), key=keys.__getitem__)
+        sessions = [-1] * n  # a list, then one array: no numpy item write per candidate
         current = -1
-        prev_i: int | None = None
+        p: Candidate | None = None
         for i in order:
             c = self.candidates[i]
             new = True
-            if prev_i is not None:
-                p = self.candidates[prev_i]
-                if p.thread_id == c.thread_id:
-                    new = (
-                        c.created_at is not None
-                        and p.created_at is not None
-                        and abs(c.created_at - p.created_at) > session_gap
-                    )
+            if p is not None and p.thread_id == c.thread_id:
+                new = (
+                    c.created_at is not None
+                    and p.created_at is not None
+                    and abs(c.created_at - p.created_at) > session_gap
+                )
             if new:
                 current += 1
-            session[i] = current
-            prev_i = i
+            sessions[i] = current
+            p = c
+        session = np.array(sessions, dtype=np.int64)
         self.session = session
         self.n_sessions = current + 1
 
@@ -174,20 +172,21 @@ class ConversationStructure:
         # two hits that happen to be next to each other in the set.
         self.prev: list[IntArray] = []
         self.next: list[IntArray] = []
-        at = {(c.thread_id, c.position): i for i, c in enumerate(self.candidates)}
+        places = [(c.thread_id, c.position) for c in self.candidates]
+        at = {place: i for i, place in enumerate(places)}
         for d in range(1, window + 1):
-            prev = np.full(n, -1, dtype=np.int64)
-            nxt = np.full(n, -1, dtype=np.int64)
-            for b, c in enumerate(self.candidates):
-                a = at.get((c.thread_id, c.position - d))
+            prev_of = [-1] * n
+            next_of = [-1] * n
+            for b, (tid, position) in enumerate(places):
+                a = at.get((tid, position - d))
                 if a is None or a == b:
                     continue
-                if not cross_session_neighbours and session[a] != session[b]:
+                if not cross_session_neighbours and sessions[a] != sessions[b]:
                     continue
-                prev[b] = a
-                nxt[a] = b
-            self.prev.append(prev)
-            self.next.append(nxt)
+                prev_of[b] = a
+                next_of[a] = b
+            self.prev.append(np.array(prev_of, dtype=np.int64))
+            self.next.append(np.array(next_of, dtype=np.int64))
 
         names: dict[str, int] = {}
         name_index = np.full(n, -1, dtype=np.int64)
@@ -230,7 +229,7 @@ class ConversationStructure:
             ]
             at = [i for i, _ in given]
             if given:  # one stack and one division, not a norm per row
-                rows = np.stack([np.reshape(v, -1) for _, v in given])
+                rows = np.stack([np.asarray(v).reshape(-1) for _, v in given])
                 rows = rows.astype(np.float64, copy=False)
                 # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
                 # the same bits as before, so no tie between candidates moves

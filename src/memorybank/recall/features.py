@@ -17,9 +17,11 @@ a few query terms, not an inverted index.
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
-from typing import NamedTuple
+import operator
+from collections.abc import Callable, Sequence
+from typing import NamedTuple, TypeGuard, cast
 from weakref import WeakKeyDictionary
 
 import numpy as np
@@ -44,21 +46,48 @@ class TextFeatures(NamedTuple):
 
 _MEMOS: WeakKeyDictionary[Analyzer, dict[str, TextFeatures]] = WeakKeyDictionary()
 
+#: Words kept per analyser by ``_TermOf`` (as the analyser's own stem memo).
+WORDS_SIZE = 200_000
+
+
+class _TermOf(dict[str, str | None]):
+    """Word -> its index term under one analyser, ``None`` for a stop word, filled on
+    first sight: a text's terms are then a ``map`` of lookups in C, with no Python
+    test or call per word (the analysis of the candidates a search has not seen was
+    the largest Python cost of a hot search)."""
+
+    def __init__(self, analyzer: Analyzer) -> None:
+        super().__init__()
+        self.analyzer = analyzer
+
+    def __missing__(self, word: str) -> str | None:
+        term = None if word in self.analyzer.stop_words else self.analyzer.stem(word)
+        if len(self) < WORDS_SIZE:
+            self[word] = term
+        return term
+
+
+_WORDS: WeakKeyDictionary[Analyzer, _TermOf] = WeakKeyDictionary()
+#: ``x is not None`` in C (a filter of the lookups, with no Python call per word)
+_NOT_NONE = cast("Callable[[str | None], TypeGuard[str]]", functools.partial(operator.is_not, None))
+
 
 def text_features(analyzer: Analyzer, texts: Sequence[str]) -> list[TextFeatures]:
     """The features of each of ``texts`` under ``analyzer``, memoised per text."""
     memo = _MEMOS.get(analyzer)
     if memo is None:
         memo = _MEMOS[analyzer] = {}
+    term_of = _WORDS.get(analyzer)
+    if term_of is None:
+        term_of = _WORDS[analyzer] = _TermOf(analyzer)
+    lookup = term_of.__getitem__
     out: list[TextFeatures] = []
-    stop = analyzer.stop_words
-    stem = analyzer.stem
-    stems = analyzer.stems()  # the analyser's own memo, read here without a call per word
     for text in texts:
         found = memo.get(text)
         if found is None:
             tokens = tokenize(text)
-            terms = tuple([stems.get(t) or stem(t) for t in tokens if t not in stop])
+            # Analyzer.terms: the stems of the words that are no stop word, in order
+            terms: tuple[str, ...] = tuple(filter(_NOT_NONE, map(lookup, tokens)))
             found = TextFeatures(terms, tokens_have_time(tokens))
             if len(memo) >= MEMO_SIZE:
                 for old in list(memo)[: MEMO_SIZE // 2]:
@@ -83,8 +112,15 @@ def keyword_scores(
     lengths = np.fromiter((len(f.terms) for f in features), dtype=np.float64, count=n)
     avgdl = float(lengths.sum()) / n or 1.0
     norm = k1 * (1.0 - b + b * lengths / avgdl)
-    for term in dict.fromkeys(query_terms):
-        tf = np.fromiter((f.terms.count(term) for f in features), dtype=np.float64, count=n)
+    distinct = list(dict.fromkeys(query_terms))
+    # the texts holding a query term at all (one set test each, in C): only they are counted
+    wanted = set(distinct)
+    holding = [(i, f.terms) for i, f in enumerate(features) if not wanted.isdisjoint(f.terms)]
+    for term in distinct:
+        tf = np.zeros(n, dtype=np.float64)
+        for i, terms in holding:
+            if term in terms:
+                tf[i] = terms.count(term)
         df = int(np.count_nonzero(tf))
         if not df:
             continue

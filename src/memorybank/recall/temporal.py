@@ -75,6 +75,10 @@ _TIME_TOKENS: frozenset[str] = frozenset(
 ) | frozenset(_MONTHS)
 
 
+#: the time words and the years 1900-2099 as tokens (``tokens_have_time``)
+_TIME_OR_YEAR: frozenset[str] = _TIME_TOKENS | frozenset(str(y) for y in range(1900, 2100))
+
+
 @dataclass(frozen=True, slots=True)
 class DateSpan:
     """An inclusive calendar interval a query refers to; ``year_known`` False when
@@ -191,10 +195,7 @@ def has_time_expression(text: str) -> bool:
 
 
 def tokens_have_time(tokens: Iterable[str]) -> bool:
-    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``)."""
-    for token in tokens:
-        if token in _TIME_TOKENS or (
-            len(token) == 4 and token[:2] in ("19", "20") and token.isdigit()
-        ):
-            return True
-    return False
+    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``:
+    letters and ASCII digits). One set test in C, not a test per token: this runs for
+    every candidate the ranking has not seen."""
+    return not _TIME_OR_YEAR.isdisjoint(tokens)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
 
 import Stemmer
 
@@ -37,9 +36,18 @@ STOP_WORDS: frozenset[str] = frozenset(
 _WORD = re.compile(r"([a-z0-9]+)(?:'[a-z]+)?")
 
 
+#: Bytes: a-z and 0-9 kept, every other byte a space (``tokenize`` without an apostrophe).
+_SEPARATE = bytes(b if 97 <= b <= 122 or 48 <= b <= 57 else 32 for b in range(256))
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-case word tokens (letters/digits); an apostrophe suffix is dropped."""
-    return _WORD.findall(text.lower())
+    low = text.lower()
+    if "'" in low:
+        return _WORD.findall(low)
+    # The same tokens, 3x faster (this runs for every text a search ranks first): the
+    # runs of [a-z0-9], every other character (one "?" each if not ASCII) a separator.
+    return low.encode("ascii", "replace").translate(_SEPARATE).decode("ascii").split()
 
 
 class Analyzer:
@@ -76,8 +84,9 @@ class Analyzer:
 
     def stems(self) -> Mapping[str, str]:
         """The words stemmed so far and their stems (read-only; empty without a stemmer,
-        whose ``stem`` is the word itself)."""
-        return MappingProxyType(self._cache)
+        whose ``stem`` is the word itself). The memo itself, typed read-only: a proxy
+        made each ``get`` of the ranking's analysis loop a third slower."""
+        return self._cache
 
     def terms(self, text: str) -> list[str]:
         """Index terms of ``text`` in order (duplicates kept, so tf can be counted)."""

@@ -447,6 +447,18 @@ class _Search:
             for rid in ids:
                 self.records[(kind, rid)] = found.get(rid)
 
+    def _entry_read(self, hit: SearchHit) -> Entry | _Unread | None:
+        """``_resolve`` of an entry hit from what ``_prefetch`` read (no await: a search
+        resolves a hundred hits), or ``_UNREAD`` when that needs a read."""
+        if hit.thread_id is None:
+            return None
+        if hit.thread_id not in self.threads:
+            return _UNREAD
+        thread = self.threads[hit.thread_id]
+        if thread is None or (hit.branch is not None and hit.branch != thread.current_branch):
+            return None
+        return self.entries.get((thread.id, hit.id), _UNREAD)
+
     def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
             if hit.thread_id is None:
@@ -582,7 +594,8 @@ class _Search:
             key = _PREFIX[hit.kind] + hit.id
             if key in records or (key, hit.branch) in dropped:
                 continue
-            record = self._resolve(hit)
+            found = self._entry_read(hit) if hit.kind == "entry" else _UNREAD
+            record = self._resolve(hit) if isinstance(found, _Unread) else found
             if record is None:
                 dropped.add((key, hit.branch))
                 continue
@@ -614,19 +627,7 @@ class _Search:
             self._embed_missing(records, vectors)
             facts = [r for r in records.values() if isinstance(r, FactItem)]
             vectors.update(fact_vectors(self.core, self.tenant, facts))
-        candidates = [
-            Candidate(
-                id=key,
-                thread_id=record.thread_id if isinstance(record, Entry) else key,
-                position=record.position if isinstance(record, Entry) else 0,
-                text=record.content or "",
-                name=record.name if isinstance(record, Entry) else None,
-                created_at=record.created_at,
-                vector=None if key not in vectors else np.asarray(vectors[key], np.float32),
-                role=record.role if isinstance(record, Entry) else None,
-            )
-            for key, record in records.items()
-        ]
+        candidates = [_candidate(key, record, vectors.get(key)) for key, record in records.items()]
         if not candidates:
             return []
 
@@ -688,6 +689,36 @@ class _Search:
             return
         for (key, _), vec in zip(missing, fresh, strict=True):
             vectors[key] = vec
+
+
+class _Unread:
+    """A hit not read yet (``_Search._entry_read``)."""
+
+
+_UNREAD = _Unread()
+
+
+def _candidate(
+    key: str,
+    record: Entry | Document | FactItem,
+    vector: list[float] | NDArray[np.float32] | None,
+) -> Candidate:
+    """One record as the ranking sees it (an entry in its thread; a fact or a document
+    alone, at position 0 of a thread of its own key)."""
+    if vector is not None and not (isinstance(vector, np.ndarray) and vector.dtype == np.float32):
+        vector = np.asarray(vector, np.float32)
+    if isinstance(record, Entry):
+        return Candidate(
+            key,
+            record.thread_id,
+            record.position,
+            record.content or "",
+            record.name,
+            record.created_at,
+            vector,
+            record.role,
+        )
+    return Candidate(key, key, 0, record.content or "", None, record.created_at, vector, None)
 
 
 def _interleave(
