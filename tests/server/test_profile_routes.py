@@ -20,6 +20,6 @@ async def test_the_profile_route_is_the_users_own(store_api: Api) -> None:
     assert body["attributes"]["name"][0]["content"] == "User's name is Ana"
     # a key acting for bob cannot read ana's profile
     refused = await api.client.get("/v1/users/ana/profile", headers=bob)
-    assert refused.status_code == 422 and refused.json()["code"] == "invalid_input"
+    assert refused.status_code == 403 and refused.json()["code"] == "out_of_scope"
     own = await api.client.get("/v1/users/bob/profile", headers=bob)
     assert own.status_code == 200 and own.json()["attributes"] == {}

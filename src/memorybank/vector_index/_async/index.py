@@ -739,11 +739,19 @@ def _delegate(name: str) -> property:
 # Every other verb of the contract (including ones added later) is the inner store's own
 # bound method, whatever its kind (coroutine, async generator, plain).
 # The contract is composed of parts (``AsyncThreadStore``, ...): walk all of them.
+# Not ``atomic``: the inner store's view would write past the index, so the wrapper keeps
+# the contract's default (no ``Capability.ATOMIC``: an import checks all, then writes).
+_NOT_FORWARDED = frozenset({"atomic"})
 for _part in AsyncStore.__mro__:
     if not issubclass(_part, AsyncStoreBase):
         continue
     for _name, _value in list(vars(_part).items()):
-        if callable(_value) and not _name.startswith("_") and _name not in vars(AsyncIndexedStore):
+        if (
+            callable(_value)
+            and not _name.startswith("_")
+            and _name not in vars(AsyncIndexedStore)
+            and _name not in _NOT_FORWARDED
+        ):
             setattr(AsyncIndexedStore, _name, _delegate(_name))
 AsyncIndexedStore.__abstractmethods__ = frozenset()
 
