@@ -546,3 +546,17 @@ def test_search_and_context_on_the_store_native_paths_keep_scope(
     # the path does find what its caller may see (not vacuous)
     mine = world.bob.search("zanzibar", k=10, mode="hybrid")
     assert any(h.entry is not None and h.entry.thread_id == world.bob_thread for h in mine)
+
+
+def test_usage_of_alices_items_is_not_bobs(world: World) -> None:
+    """``memory.usage`` (a library namespace, not a declared verb) keeps the one scope
+    rule: bob can neither read nor change the importance of alice's fact, and naming
+    alice widens his scope; her item's usage is as it was."""
+    w = world
+    before = w.root.usage.get("fact", w.fact, user_id="alice")
+    assert missing(lambda: w.bob.usage.get("fact", w.fact))
+    assert missing(lambda: w.bob.usage.set("fact", w.fact, 0.9))
+    assert missing(lambda: w.bob.usage.rate("fact", w.fact, useful=True))
+    assert widening(lambda: w.bob.usage.set("fact", w.fact, 0.9, user_id="alice"))
+    assert w.root.usage.get("fact", w.fact, user_id="alice") == before
+    alice_intact(w)
