@@ -6,7 +6,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-__all__ = ["ConsolidationChange", "ConsolidationReport", "JudgeUsage", "RunStatus"]
+__all__ = [
+    "ConsolidationChange",
+    "ConsolidationReport",
+    "EntityChange",
+    "JudgeUsage",
+    "RunStatus",
+]
 
 #: ``"applying"`` while a run writes (or after it was interrupted), ``"applied"`` once
 #: done, ``"undone"`` after ``undo``; ``"dry_run"`` for a report nothing was written for.
@@ -49,6 +55,55 @@ class ConsolidationChange:
             "why": self.why,
             "content": self.content,
             "into_content": self.into_content,
+            "score": self.score,
+            "decided_by": self.decided_by,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EntityChange:
+    """One graph entity merged by a run into another of the same owner and type.
+
+    Attributes:
+        entity_id: the merged entity: no longer returned by the graph; its name and
+            aliases are the kept entity's aliases now, its relations point at the kept
+            entity, and its last value stays in the run (``undo`` restores it).
+        into: the entity that stays (``memory.graph.merge_entities(into, entity_id)``).
+        reason: always ``"alias"`` (the two name one thing).
+        rule: ``"name"``, ``"alias"``, ``"embedding"`` or ``"judge"``
+            (``memorybank.consolidation.entity_rules``).
+        why: the rule that decided it, in words (scores included).
+        name: the merged entity's name; ``into_name``: the kept one's.
+        type: the type both have.
+        relations_moved: the relations re-pointed from the merged entity to the kept one.
+        score: the cosine similarity of an embedding match, else ``None``.
+        decided_by: ``"rules"`` or ``"judge"``.
+    """
+
+    entity_id: str
+    into: str
+    reason: str
+    rule: str
+    why: str
+    name: str
+    into_name: str
+    type: str
+    relations_moved: int = 0
+    score: float | None = None
+    decided_by: str = "rules"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The change as JSON-ready values."""
+        return {
+            "entity_id": self.entity_id,
+            "into": self.into,
+            "reason": self.reason,
+            "rule": self.rule,
+            "why": self.why,
+            "name": self.name,
+            "into_name": self.into_name,
+            "type": self.type,
+            "relations_moved": self.relations_moved,
             "score": self.score,
             "decided_by": self.decided_by,
         }
@@ -114,6 +169,12 @@ class ConsolidationReport:
     skipped: list[ConsolidationChange] = field(default_factory=list)
     undone_at: datetime | None = None
     judge: JudgeUsage | None = None
+    entity_changes: list[EntityChange] = field(default_factory=list)
+
+    @property
+    def entities_merged(self) -> int:
+        """How many graph entities were merged into another."""
+        return len(self.entity_changes)
 
     @property
     def merged(self) -> int:
@@ -142,4 +203,6 @@ class ConsolidationReport:
             "changes": [c.to_dict() for c in self.changes],
             "skipped": [c.to_dict() for c in self.skipped],
             "judge": None if self.judge is None else self.judge.to_dict(),
+            "entities_merged": self.entities_merged,
+            "entity_changes": [c.to_dict() for c in self.entity_changes],
         }

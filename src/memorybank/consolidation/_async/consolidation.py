@@ -25,6 +25,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.consolidation._async.entities import (
+    consolidate_entities,
+    entity_changes,
+    prepare_entity_undo,
+    public_changes,
+)
 from memorybank.consolidation.report import (
     ConsolidationChange,
     ConsolidationReport,
@@ -199,6 +205,7 @@ class AsyncConsolidation:
             report.finished_at = now
         else:
             await self._apply(report, planned, {r.id: r for r in live})
+        await consolidate_entities(self._core, self._tenant, report, user=user, agent=agent)
         return report
 
     async def _judged(
@@ -564,7 +571,12 @@ class AsyncConsolidation:
     async def report(self, run_id: str) -> ConsolidationReport:
         """What run ``run_id`` changed and why. ``NotFound`` for a run the caller may not see."""
         run = await self._run(run_id)
-        return self._report(run, await self._changes(run.id))
+        report = self._report(run, await self._changes(run.id))
+        seen = self._scope.visibility()
+        report.entity_changes = public_changes(
+            await entity_changes(self._core, self._tenant, run.id, seen)
+        )
+        return report
 
     async def undo(self, run_id: str) -> ConsolidationReport:
         """Restore every fact the run changed exactly as it was before it: the kept facts'
@@ -582,9 +594,15 @@ class AsyncConsolidation:
                 " change: undo it from a handle that sees them all",
                 field="run_id",
             )
+        seen = self._scope.visibility()
+        entities = await prepare_entity_undo(self._core, self._tenant, run.id, seen)
         await self._restore(run, changes)
+        await entities.apply()
         now = self._core.now()
         report = self._report(run, changes)
+        report.entity_changes = public_changes(
+            await entity_changes(self._core, self._tenant, run.id, seen)
+        )
         report.status = "undone"
         report.undone_at = now
         await self._core.store.record_put(

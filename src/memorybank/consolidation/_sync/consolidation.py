@@ -26,6 +26,12 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.consolidation._sync.entities import (
+    consolidate_entities,
+    entity_changes,
+    prepare_entity_undo,
+    public_changes,
+)
 from memorybank.consolidation.report import (
     ConsolidationChange,
     ConsolidationReport,
@@ -200,6 +206,7 @@ class Consolidation:
             report.finished_at = now
         else:
             self._apply(report, planned, {r.id: r for r in live})
+        consolidate_entities(self._core, self._tenant, report, user=user, agent=agent)
         return report
 
     def _judged(
@@ -565,7 +572,12 @@ class Consolidation:
     def report(self, run_id: str) -> ConsolidationReport:
         """What run ``run_id`` changed and why. ``NotFound`` for a run the caller may not see."""
         run = self._run(run_id)
-        return self._report(run, self._changes(run.id))
+        report = self._report(run, self._changes(run.id))
+        seen = self._scope.visibility()
+        report.entity_changes = public_changes(
+            entity_changes(self._core, self._tenant, run.id, seen)
+        )
+        return report
 
     def undo(self, run_id: str) -> ConsolidationReport:
         """Restore every fact the run changed exactly as it was before it: the kept facts'
@@ -583,9 +595,15 @@ class Consolidation:
                 " change: undo it from a handle that sees them all",
                 field="run_id",
             )
+        seen = self._scope.visibility()
+        entities = prepare_entity_undo(self._core, self._tenant, run.id, seen)
         self._restore(run, changes)
+        entities.apply()
         now = self._core.now()
         report = self._report(run, changes)
+        report.entity_changes = public_changes(
+            entity_changes(self._core, self._tenant, run.id, seen)
+        )
         report.status = "undone"
         report.undone_at = now
         self._core.store.record_put(
