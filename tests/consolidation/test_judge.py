@@ -267,3 +267,31 @@ def test_bad_judge_options_are_refused() -> None:
         LLMJudge(base_url="http://x/v1", model="m", max_calls=-1)
     with pytest.raises(ConfigurationError):
         Memory("memory://", judge=object())  # type: ignore[arg-type]
+
+
+def test_the_judge_decides_entities_the_rules_leave_undecided(
+    store_kind: str, tmp_path: Path, server: JudgeServer
+) -> None:
+    """ "Bob" and "Bob Smith" (one name a part of the other) are the judge's to decide:
+    a "duplicate" merges them; "neither" keeps "Alice" and "Alice Chen" apart; an
+    entity pair the rules decide ("NYC" a known alias) is not asked."""
+    server.says("duplicate", "person named 'Bob Smith'", "person named 'Bob'")
+    for memory, _ in judged(store_kind, tmp_path, server):
+        g = memory.graph
+        bob = g.add_entity("Bob", type="person", user_id="u")
+        smith = g.add_entity("Bob Smith", type="person", user_id="u")
+        alice = g.add_entity("Alice", type="person", user_id="u")
+        chen = g.add_entity("Alice Chen", type="person", user_id="u")
+        city = g.add_entity("New York City", type="location", aliases=["NYC"], user_id="u")
+        nyc = g.add_entity("NYC!", type="location", user_id="u")
+        report = memory.consolidate(user_id="u")
+        got = {(c.entity_id, c.into, c.rule, c.decided_by) for c in report.entity_changes}
+        assert got == {(smith.id, bob.id, "judge", "judge"), (nyc.id, city.id, "alias", "rules")}
+        assert report.judge is not None and report.judge.asked == 2
+        asked = [shown(r)[0] for r in server.requests]
+        assert sorted(asked) == ["person named 'Alice Chen'", "person named 'Bob Smith'"]
+        assert g.get_entity(chen.id, user_id="u") is not None
+        assert g.get_entity(alice.id, user_id="u") is not None
+        assert g.get_entity(smith.id, user_id="u") is None
+        memory.consolidation.undo(report.run_id)
+        assert g.get_entity(smith.id, user_id="u") is not None

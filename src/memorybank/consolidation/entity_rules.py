@@ -6,12 +6,16 @@ ever compared when they have exactly the same owner (agent and user) and the sam
 type; the first rule that holds decides, in this order:
 
 1. **the same name**: their names are equal once case, accents, spaces and
-   punctuation are set aside (``alias_key``: "New-York" = "new york", "Dr. Smith" =
-   "dr smith", "Café Luna" = "Cafe Luna"; a leading "the" is dropped);
-2. **a known alias**: a name or alias of one is (by ``alias_key``) a name or alias of
+   punctuation are set aside (``compact_key``: "New-York" = "new york", "Dr. Smith" =
+   "dr smith", "Café Luna" = "Cafe Luna", "e-mail" = "email"; a leading "the" is
+   dropped; "+" and "#" count: "C++" and "C#" are not "C");
+2. **a known alias**: a name or alias of one is (by ``compact_key``) a name or alias of
    the other ("NYC" on the entity "New York City" and an entity named "NYC");
 3. **embedding**, when the memory has an embedder: the cosine similarity of their
-   names' embeddings is at least ``ENTITY_COSINE``.
+   names' embeddings is at least ``ENTITY_COSINE`` (0.95: high, because a small
+   sentence model puts different things of similar names close: with
+   all-MiniLM-L6-v2, "York" and "New York" are 0.93 apart, "Room 101" and "Room 102"
+   0.91, while "NYC" and "New York City" are 0.91).
 
 Pairs no rule decides but that look alike (cosine at least ``ENTITY_COSINE_UNDECIDED``,
 or one name's words a part of the other's: "Bob" and "Bob Smith") are *undecided*:
@@ -37,24 +41,27 @@ __all__ = [
     "ENTITY_COSINE_UNDECIDED",
     "EntityMergePlan",
     "alias_key",
+    "compact_key",
     "group_merges",
     "plan_entities",
     "undecided_entities",
 ]
 
 #: Names whose embeddings are at least this similar (cosine) name one thing.
-ENTITY_COSINE = 0.92
+ENTITY_COSINE = 0.95
 #: Names at least this similar, below ``ENTITY_COSINE``, are asked of the judge.
-ENTITY_COSINE_UNDECIDED = 0.75
+ENTITY_COSINE_UNDECIDED = 0.8
 
-_NOT_WORD = re.compile(r"[^\w\s]+", re.UNICODE)
+_NOT_WORD = re.compile(r"[^\w\s+#]+", re.UNICODE)
 _UNDERSCORE = re.compile(r"_+")
 
 
 def alias_key(name: str) -> str:
     """The form aliases are compared in: accents stripped, case-folded, "&" read as
     "and", punctuation and underscores removed (a hyphen or slash is a space, an
-    apostrophe or a dot nothing), whitespace collapsed, a leading "the" dropped."""
+    apostrophe or a dot nothing; "+" and "#" stay: "C++" is not "C"), whitespace
+    collapsed, a leading "the" dropped. The rules compare it without its spaces too
+    (``compact_key``: "e-mail" = "email")."""
     text = unicodedata.normalize("NFKD", name)
     text = "".join(c for c in text if not unicodedata.combining(c)).casefold()
     text = text.replace("&", " and ")
@@ -65,6 +72,11 @@ def alias_key(name: str) -> str:
     if len(words) > 1 and words[0] == "the":
         words = words[1:]
     return " ".join(words)
+
+
+def compact_key(name: str) -> str:
+    """``alias_key`` without spaces: what the name and alias rules compare."""
+    return alias_key(name).replace(" ", "")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +95,7 @@ class EntityMergePlan:
 
 
 def _keys(entity: Entity) -> set[str]:
-    return {k for k in (alias_key(n) for n in (entity.name, *entity.aliases)) if k}
+    return {k for k in (compact_key(n) for n in (entity.name, *entity.aliases)) if k}
 
 
 def _order(entity: Entity) -> tuple[Any, str]:
@@ -173,7 +185,7 @@ def _pairs(
     by_name: dict[str, Entity] = {}
     by_alias: dict[str, list[Entity]] = {}
     for entity in group:  # oldest first
-        key = alias_key(entity.name)
+        key = compact_key(entity.name)
         first = by_name.get(key)
         if key and first is not None:
             decided.append(
@@ -201,7 +213,8 @@ def _pairs(
                     newer.id,
                     older.id,
                     "alias",
-                    f"a known alias: {key!r} names both {newer.name!r} and {older.name!r}",
+                    f"a known alias: {newer.name!r} and {older.name!r} share the name or "
+                    f"alias {key!r} (compared without case, spaces and punctuation)",
                 )
             )
     undecided: list[tuple[Entity, Entity, float | None]] = []
