@@ -238,7 +238,6 @@ _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
 
 _SAME_AS_CONSOLIDATE = "the same verb as Memory.consolidate, which has every form"
-_CONSOLIDATION_CLI = "memorybank consolidate prints the report; runs and undo are REST's"
 
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
@@ -351,7 +350,7 @@ VERBS: tuple[Verb, ...] = (
         "item",
         _post("/v1/feedback"),
         "feedback",
-        Without("feedback comes from an agent or an app at recall time, not an operator"),
+        "feedback",
         errors=_GONE,
         gaps={"hit_or_id": "the body's fact_id: a hit travels as its fact's id"},
         mcp_names={"fact_id": "hit_or_id"},
@@ -362,8 +361,8 @@ VERBS: tuple[Verb, ...] = (
         True,
         "value",
         _get("/v1/users/{user_id}/profile"),
-        _REST_ONLY,
-        Without("the profile is read by an app or a prompt; the CLI lists facts"),
+        Without("an MCP server acts for one fixed user: list_facts reads the facts it groups"),
+        "profile",
         errors=(InvalidInput,),
     ),
     _v(
@@ -745,7 +744,7 @@ VERBS: tuple[Verb, ...] = (
         "page",
         _get("/v1/consolidation/runs"),
         Without(_OPERATOR),
-        Without(_CONSOLIDATION_CLI),
+        "consolidation-runs",
     ),
     _v(
         "Consolidation.report",
@@ -754,7 +753,7 @@ VERBS: tuple[Verb, ...] = (
         "item",
         _get("/v1/consolidation/runs/{run_id}"),
         Without(_OPERATOR),
-        Without(_CONSOLIDATION_CLI),
+        "consolidation-report",
         errors=_GONE,
     ),
     _v(
@@ -764,7 +763,7 @@ VERBS: tuple[Verb, ...] = (
         "item",
         _post("/v1/consolidation/runs/{run_id}/undo"),
         Without(_OPERATOR),
-        Without(_CONSOLIDATION_CLI),
+        "consolidation-undo",
         errors=(*_GONE, Conflict),
     ),
     _v(
@@ -1310,8 +1309,9 @@ MCP_NOTES: Mapping[str, str] = {
     "list_facts": "Here agent_id and user_id are this server's (its own facts and the "
     "shared ones). One page at a time: pass nextCursor back as cursor.",
     "feedback": "Call it after using a fact: useful=false when it was wrong or unhelpful.",
-    "consolidate": "Acts on this server's user's facts; call it when recalled facts repeat "
-    "or disagree (the newest value of an attribute wins). With dry_run nothing changes.",
+    "consolidate": "Acts on this server's user's facts and graph; call it when recalled facts "
+    "repeat or disagree (the newest value of an attribute wins) or one thing has two graph "
+    "entities. With dry_run nothing changes.",
 }
 #: Tool arguments whose default is not the library's: ``{tool: {argument: (default, why)}}``.
 MCP_DEFAULTS: Mapping[str, Mapping[str, tuple[Any, str]]] = {

@@ -66,6 +66,7 @@ export type Context = ResultOf<"/v1/threads/{thread_id}/context", "post">;
 export type Fact = ResultOf<"/v1/facts/{fact_id}", "get">;
 export type Document = ResultOf<"/v1/documents/{document_id}", "get">;
 export type ConsolidationReport = ResultOf<"/v1/consolidate", "post">;
+export type Profile = ResultOf<"/v1/users/{user_id}/profile", "get">;
 export type Summary = ItemOf<ResultOf<"/v1/summaries", "get">>;
 export type Session = ResultOf<"/v1/sessions/{session_id}", "get">;
 export type Branch = ItemOf<ResultOf<"/v1/threads/{thread_id}/branches", "get">>;
@@ -295,6 +296,17 @@ export class MemoryBank {
     return this.call(
       this.api.POST("/v1/feedback", {
         body: { fact_id: factId, useful, ...wire(options) } as never,
+        ...this.init(options),
+      }),
+    );
+  }
+
+  /** A user's current facts grouped by attribute (name, preferences, plans, ...), each with
+   * its provenance and times; `agentId`: only the facts that agent sees. */
+  profile(userId: string, options: Options<{ agentId?: string }> = {}): Promise<Profile> {
+    return this.call(
+      this.api.GET("/v1/users/{user_id}/profile", {
+        params: { path: { user_id: userId }, query: wire(options) as never },
         ...this.init(options),
       }),
     );
@@ -1175,7 +1187,7 @@ export class Consolidation extends Resource {
     );
   }
 
-  /** Restore every fact the run changed exactly as it was. */
+  /** Restore every fact and graph entity the run changed exactly as it was. */
   undo(runId: string, options?: RequestOptions): Promise<ConsolidationReport> {
     return this.mb.call(
       this.mb.api.POST("/v1/consolidation/runs/{run_id}/undo", {

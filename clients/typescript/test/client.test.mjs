@@ -176,6 +176,9 @@ for (const store of STORES) {
       assert.equal((await mb.consolidation.undo(run.run_id)).status, "undone");
       await rejectsWith(mb.consolidation.undo(run.run_id), "conflict", 409);
       const bea = left.find((f) => f.user_id === "bea");
+      const profile = await mb.profile("bea");
+      assert.equal(profile.user_id, "bea");
+      assert.ok(Object.keys(profile.attributes).length > 0);
       const rated = await mb.feedback(bea.id, false, { reason: "outdated" });
       assert.equal(rated.confidence, 0.25);
       await rejectsWith(mb.feedback("no-such-fact", true), "not_found", 404);

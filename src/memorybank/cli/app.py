@@ -30,6 +30,7 @@ from rich.text import Text
 
 from memorybank import __version__
 from memorybank.cli import importers as _cli_importers
+from memorybank.cli import maintain as _cli_maintain
 from memorybank.cli import mcp as _cli_mcp
 from memorybank.cli import port as _cli_port
 from memorybank.cli import read as _cli_read
@@ -601,6 +602,7 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
 _cli_read.register(app)
 _cli_runs.register(app)
 _cli_port.register(app)
+_cli_maintain.register(app)
 _cli_importers.register(app)
 _cli_mcp.register(app)
 

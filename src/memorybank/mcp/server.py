@@ -243,6 +243,17 @@ class ConsolidationChangeOut(TypedDict):
     decided_by: str
 
 
+class EntityMergeOut(TypedDict):
+    """One graph entity a ``consolidate`` call merged into another (both named one thing)."""
+
+    entity_id: str
+    into: str
+    name: str
+    into_name: str
+    why: str
+    decided_by: str
+
+
 class ConsolidationOut(TypedDict):
     """What ``consolidate`` changed (or, with ``dry_run``, would change)."""
 
@@ -252,6 +263,8 @@ class ConsolidationOut(TypedDict):
     merged: int
     superseded: int
     changes: list[ConsolidationChangeOut]
+    entities_merged: int
+    entity_changes: list[EntityMergeOut]
 
 
 class Forgotten(TypedDict):
@@ -764,6 +777,18 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                         "decided_by": c.decided_by,
                     }
                     for c in report.changes
+                ],
+                "entities_merged": report.entities_merged,
+                "entity_changes": [
+                    {
+                        "entity_id": c.entity_id,
+                        "into": c.into,
+                        "name": c.name,
+                        "into_name": c.into_name,
+                        "why": c.why,
+                        "decided_by": c.decided_by,
+                    }
+                    for c in report.entity_changes
                 ],
             }
 

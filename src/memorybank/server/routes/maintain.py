@@ -20,6 +20,7 @@ from memorybank.server.routes.records import AgentQuery, _opt
 __all__ = [
     "ConsolidationChangeOut",
     "ConsolidationOut",
+    "EntityChangeOut",
     "FeedbackBody",
     "ProfileItemOut",
     "ProfileOut",
@@ -55,6 +56,22 @@ class ConsolidationChangeOut(BaseModel):
     )
 
 
+class EntityChangeOut(BaseModel):
+    """One graph entity a run merged into another of the same owner and type."""
+
+    entity_id: str = Field(description="The merged entity (no longer in the graph).")
+    into: str = Field(description="The entity kept; it gained the other's names and relations.")
+    reason: str = Field(description="`alias`: both named one thing.")
+    rule: str = Field(description="`name`, `alias`, `embedding` or `judge`.")
+    why: str = Field(description="The rule that decided it, in words.")
+    name: str = Field(description="The merged entity's name.")
+    into_name: str = Field(description="The kept entity's name.")
+    type: str = Field(description="The type both have.")
+    relations_moved: int = Field(description="Relations re-pointed to the kept entity.")
+    score: float | None = Field(description="Cosine similarity of names matched by meaning.")
+    decided_by: str = Field(description="`rules`, or `judge`: the memory's LLM judge decided it.")
+
+
 class JudgeUsageOut(BaseModel):
     """What a run asked the memory's LLM judge (``memorybank.consolidation.JudgeUsage``)."""
 
@@ -85,6 +102,10 @@ class ConsolidationOut(BaseModel):
     skipped: list[ConsolidationChangeOut]
     judge: JudgeUsageOut | None = Field(
         default=None, description="What the LLM judge was asked (`null`: the memory has none)."
+    )
+    entities_merged: int = Field(default=0, description="Graph entities merged into another.")
+    entity_changes: list[EntityChangeOut] = Field(
+        default_factory=list, description="The graph entities merged, in the order applied."
     )
 
 
@@ -154,6 +175,8 @@ def _out(report: ConsolidationReport) -> ConsolidationOut:
         changes=[_change(c) for c in report.changes],
         skipped=[_change(c) for c in report.skipped],
         judge=None if report.judge is None else JudgeUsageOut(**report.judge.to_dict()),
+        entities_merged=report.entities_merged,
+        entity_changes=[EntityChangeOut(**c.to_dict()) for c in report.entity_changes],
     )
 
 

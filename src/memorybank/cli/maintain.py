@@ -1,0 +1,170 @@
+"""CLI commands of memory that maintains itself, beside ``consolidate`` (``port.py``):
+``consolidation-runs``, ``consolidation-report``, ``consolidation-undo`` (a run's
+report and its undo, ``memory.consolidation``), ``profile`` (``memory.profile``) and
+``feedback`` (``memory.feedback``)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memorybank.cli.common import AgentOption, UrlOption, UserOption, _errors
+from memorybank.cli.read import JsonOption, emit_json, open_existing
+from memorybank.consolidation.report import ConsolidationReport
+from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
+from memorybank.stores.contract.types import UNSET
+
+__all__ = ["register"]
+
+TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant of the memory.")]
+RunArgument = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")]
+
+
+def _handle(memory: Memory, user: str | None, agent: str | None) -> Memory:
+    """The memory as ``user``/``agent`` see it (left out: the whole tenant)."""
+    if user is None and agent is None:
+        return memory
+    return memory.scoped(
+        user_id=UNSET if user is None else user, agent_id=UNSET if agent is None else agent
+    )
+
+
+def _print_report(report: ConsolidationReport) -> None:
+    console = Console(highlight=False)
+    console.print(
+        f"run {report.run_id} ({report.status}) over user {report.user_id!r}: "
+        f"{report.merged} merged, {report.superseded} superseded, "
+        f"{report.entities_merged} entities merged; started {report.started_at.isoformat()}"
+    )
+    for change in report.changes:
+        console.print(
+            f"- fact {change.fact_id} {change.content!r} -> {change.into} "
+            f"{change.into_content!r} ({change.reason}): {change.why}"
+        )
+    for entity in report.entity_changes:
+        console.print(
+            f"- entity {entity.entity_id} {entity.name!r} -> {entity.into} "
+            f"{entity.into_name!r} ({entity.rule}): {entity.why}"
+        )
+    for change in report.skipped:
+        console.print(f"- skipped {change.fact_id} -> {change.into}: changed during the run")
+
+
+def consolidation_runs_command(
+    limit: Annotated[int | None, typer.Option("--limit", help="Show at most this many.")] = None,
+    user: UserOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """List consolidation runs, newest first (memory.consolidation.runs)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        runs = _handle(memory, user, agent).consolidation.runs(limit=limit)
+        if as_json:
+            emit_json([r.to_dict() for r in runs])
+            return
+        console = Console(highlight=False)
+        for run in runs:
+            console.print(
+                f"{run.run_id}  {run.status:<8}  user {run.user_id!r}  "
+                f"started {run.started_at.isoformat()}"
+            )
+
+
+def consolidation_report_command(
+    run_id: RunArgument,
+    user: UserOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """What a consolidation run changed and why (memory.consolidation.report)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        report = _handle(memory, user, agent).consolidation.report(run_id)
+        if as_json:
+            emit_json(report.to_dict())
+            return
+        _print_report(report)
+
+
+def consolidation_undo_command(
+    run_id: RunArgument,
+    user: UserOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Undo a consolidation run: every fact and entity it changed back as it was
+    (memory.consolidation.undo; refused when one changed since)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        report = _handle(memory, user, agent).consolidation.undo(run_id)
+        if as_json:
+            emit_json(report.to_dict())
+            return
+        _print_report(report)
+
+
+def profile_command(
+    user: Annotated[str, typer.Option("--user", help="Whose profile.", show_default=False)],
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """A user's current facts grouped by attribute, with provenance (memory.profile)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        profile = memory.profile(user, agent_id=UNSET if agent is None else agent)
+        if as_json:
+            emit_json(profile)
+            return
+        console = Console(highlight=False)
+        for name, items in profile.attributes.items():
+            console.print(f"{name}:")
+            for item in items:
+                console.print(f"  - {item.content}  (fact {item.fact_id}, v{item.version})")
+
+
+def feedback_command(
+    hit_or_id: Annotated[str, typer.Argument(metavar="FACT_ID", help="The fact's id.")],
+    useful: Annotated[
+        bool,
+        typer.Option(
+            "--useful/--not-useful",
+            help="Whether the fact was useful (or wrong).",
+            show_default=False,
+        ),
+    ],
+    reason: Annotated[str | None, typer.Option("--reason", help="Why, in words.")] = None,
+    user: UserOption = None,
+    agent: AgentOption = None,
+    as_json: JsonOption = False,
+    url: UrlOption = None,
+    tenant: TenantOption = DEFAULT_TENANT,
+) -> None:
+    """Say a fact was useful or wrong (memory.feedback: importance up, or demoted)."""
+    with _errors(), open_existing(url, tenant) as memory:
+        result = memory.feedback(
+            hit_or_id,
+            useful=useful,
+            reason=reason,
+            user_id=UNSET if user is None else user,
+            agent_id=UNSET if agent is None else agent,
+        )
+        if as_json:
+            emit_json(result)
+            return
+        Console(highlight=False).print(f"feedback recorded on {hit_or_id}: {result}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add this module's commands to ``app``."""
+    app.command("consolidation-runs")(consolidation_runs_command)
+    app.command("consolidation-report")(consolidation_report_command)
+    app.command("consolidation-undo")(consolidation_undo_command)
+    app.command("profile")(profile_command)
+    app.command("feedback")(feedback_command)
