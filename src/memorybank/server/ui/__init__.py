@@ -14,9 +14,12 @@ counts, and its token usage over time (server-rendered SVG), a
 ``build_context`` preview (budget, blocks, the entries that fit and the
 messages a model would get), facts with their history and provenance,
 documents, summaries, core facts with their history, sessions, working memory,
-snapshots, search with every hit's signals, and the knowledge graph (entities,
-and the subgraph around one drawn as server-rendered SVG). Deleting a thread,
-forgetting a user, editing a fact (a supersede) and editing an entity are
+snapshots, search with every hit's signals, the knowledge graph (entities,
+and the subgraph around one drawn as server-rendered SVG), and consolidation runs
+(each run's report: the facts and entities it changed and why); a fact shows its
+importance, the feedback given on it and its merged-from / superseded-by links. Deleting a thread,
+forgetting a user, editing a fact (a supersede), editing an entity and undoing a
+consolidation run are
 ``POST``s where the id is typed again, with a per-session CSRF token.
 
 Server-rendered (Jinja2, autoescaped); one stylesheet and one script ship in
@@ -28,7 +31,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
-from memorybank.server.ui import _edit_views, _state_views
+from memorybank.server.ui import _consolidation_views, _edit_views, _state_views
 from memorybank.server.ui._render import static_file
 from memorybank.server.ui._views import PREFIX, build_router
 
@@ -41,6 +44,7 @@ def router() -> APIRouter:
     pages = build_router()
     _state_views.register(pages)
     _edit_views.register(pages)
+    _consolidation_views.register(pages)
     outer = APIRouter(include_in_schema=False)
 
     @outer.get("/favicon.ico")

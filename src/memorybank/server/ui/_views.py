@@ -31,6 +31,7 @@ from memorybank.server.errors import (
     refused_by_store,
     request_id,
 )
+from memorybank.server.ui._fact_extras import fact_extras, importance_of
 from memorybank.server.ui._graph_svg import EDGE_FONT, LINE_HEIGHT, NODE_FONT, draw
 from memorybank.server.ui._render import render, static_file
 from memorybank.server.ui._session import (
@@ -73,6 +74,7 @@ _NAV = (  # href, label, and the page paths it is the section of
     ("/working", "Working memory", "/working"),
     ("/snapshots", "Snapshots", "/snapshot"),
     ("/graph", "Graph", "/graph"),
+    ("/consolidation", "Consolidation", "/consolidation"),
     ("/forget", "Forget user", "/forget"),
 )
 _GRAPH_MAX_DEPTH = 3
@@ -681,6 +683,7 @@ def build_router() -> APIRouter:
                 viewer,
                 "Facts",
                 facts=shown,
+                usage=await importance_of(viewer.memory, shown),
                 user=user,
                 agent=agent,
                 category=category,
@@ -704,7 +707,10 @@ def build_router() -> APIRouter:
                 if saved and current is not None
                 else None
             )
-            ctx = _context(request, viewer, "Fact", fact=current, history=history, notice=notice)
+            extras = await fact_extras(viewer.memory, fact_id, history)
+            ctx = _context(
+                request, viewer, "Fact", fact=current, history=history, notice=notice, **extras
+            )
             return render("fact.html", **ctx)
 
         return await _page(request, view)
