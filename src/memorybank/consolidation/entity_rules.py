@@ -52,6 +52,8 @@ ENTITY_COSINE = 0.95
 #: Names at least this similar, below ``ENTITY_COSINE``, are asked of the judge.
 ENTITY_COSINE_UNDECIDED = 0.8
 
+#: Rows of name vectors compared per block (bounds a run's memory on a large graph).
+_BLOCK = 512
 _NOT_WORD = re.compile(r"[^\w\s+#]+", re.UNICODE)
 _UNDERSCORE = re.compile(r"_+")
 
@@ -112,9 +114,8 @@ def _groups(entities: Iterable[Entity]) -> dict[tuple[str | None, str | None, st
     return out
 
 
-def _cosines(group: Sequence[Entity], vectors: Mapping[str, Sequence[float]]) -> Any:
-    """The matrix of cosine similarities of the group's name vectors (``None`` rows for
-    an entity without one are zeros)."""
+def _matrix(group: Sequence[Entity], vectors: Mapping[str, Sequence[float]]) -> Any:
+    """The group's name vectors as unit rows (zeros for an entity without one)."""
     dims = len(next(iter(vectors.values())))
     matrix = np.zeros((len(group), dims), dtype=np.float32)
     for i, entity in enumerate(group):
@@ -124,7 +125,21 @@ def _cosines(group: Sequence[Entity], vectors: Mapping[str, Sequence[float]]) ->
             norm = float(np.linalg.norm(row))
             if norm > 0:
                 matrix[i] = row / norm
-    return matrix @ matrix.T
+    return matrix
+
+
+def _close(matrix: Any, floor: float) -> dict[tuple[int, int], float]:
+    """Pairs (older index, newer index) whose cosine is at least ``floor``, computed a
+    block of rows at a time (memory bounded by ``_BLOCK`` rows times the group)."""
+    out: dict[tuple[int, int], float] = {}
+    for start in range(0, len(matrix), _BLOCK):
+        sims = matrix[start : start + _BLOCK] @ matrix.T
+        rows, cols = np.nonzero(sims >= floor)
+        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
+            i = start + r
+            if c > i:
+                out[(i, c)] = round(float(sims[r, c]), 6)
+    return out
 
 
 class _Union:
@@ -218,32 +233,37 @@ def _pairs(
                 )
             )
     undecided: list[tuple[Entity, Entity, float | None]] = []
-    sims = None
+    close: dict[tuple[int, int], float] = {}
     if vectors and len(group) > 1 and any(e.id in vectors for e in group):
-        sims = _cosines(group, vectors)
+        close = _close(_matrix(group, vectors), ENTITY_COSINE_UNDECIDED)
     words = [set(alias_key(e.name).split()) for e in group]
-    for j in range(1, len(group)):
-        newer = group[j]
-        for i in range(j):
-            older = group[i]
-            if (newer.id, older.id) in done:
-                continue
-            score = None if sims is None else round(float(sims[i, j]), 6)
-            if score is not None and score >= ENTITY_COSINE:
-                decided.append(
-                    EntityMergePlan(
-                        newer.id,
-                        older.id,
-                        "embedding",
-                        f"names this close by embedding: {newer.name!r} ~ {older.name!r} "
-                        f"(cosine {score:.3f} >= {ENTITY_COSINE})",
-                        score,
-                    )
+    by_word: dict[str, list[int]] = {}
+    for j, found in enumerate(words):  # one name's words a part of an older one's
+        seen: set[int] = set()
+        for word in found:
+            for i in by_word.get(word, ()):
+                if i not in seen and (words[i] < found or found < words[i]):
+                    close.setdefault((i, j), -1.0)
+                seen.update(by_word.get(word, ()))
+            by_word.setdefault(word, []).append(j)
+    for (i, j), cosine in sorted(close.items()):
+        newer, older = group[j], group[i]
+        if (newer.id, older.id) in done:
+            continue
+        score = None if cosine < 0 else cosine
+        if score is not None and score >= ENTITY_COSINE:
+            decided.append(
+                EntityMergePlan(
+                    newer.id,
+                    older.id,
+                    "embedding",
+                    f"names this close by embedding: {newer.name!r} ~ {older.name!r} "
+                    f"(cosine {score:.3f} >= {ENTITY_COSINE})",
+                    score,
                 )
-            elif (score is not None and score >= ENTITY_COSINE_UNDECIDED) or (
-                words[i] and words[j] and (words[i] < words[j] or words[j] < words[i])
-            ):
-                undecided.append((newer, older, score))
+            )
+        else:
+            undecided.append((newer, older, score))
     return decided, undecided
 
 
