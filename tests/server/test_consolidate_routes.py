@@ -129,3 +129,45 @@ async def test_feedback_over_rest_and_mcp(api: Api) -> None:
     async with Client(create_server(api.memory.tenant("tenant-fb"), user_id="bob")) as client:
         refused = await client.call_tool("feedback", {"fact_id": fact, "useful": True})
         assert refused.is_error
+
+
+async def test_entity_merges_over_rest_and_mcp(store_api: Api) -> None:
+    """A run's graph entity merges in the REST report, and its undo over REST."""
+    api = store_api
+    key = await api.key("tenant-ce")
+    ana = {**key, "X-User-Id": "ana"}
+    city = await api.client.post(
+        "/v1/graph/entities",
+        json={"name": "New York City", "type": "location", "aliases": ["NYC"]},
+        headers=ana,
+    )
+    assert city.status_code in (200, 201), city.text
+    other = await api.client.post(
+        "/v1/graph/entities", json={"name": "N.Y.C.", "type": "location"}, headers=ana
+    )
+    assert other.status_code in (200, 201), other.text
+    done = await api.client.post("/v1/consolidate", json={}, headers=ana)
+    run = done.json()
+    assert run["entities_merged"] == 1
+    [change] = run["entity_changes"]
+    assert (change["entity_id"], change["into"]) == (other.json()["id"], city.json()["id"])
+    assert (change["rule"], change["reason"], change["relations_moved"]) == ("alias", "alias", 0)
+    report = await api.client.get(f"/v1/consolidation/runs/{run['run_id']}", headers=ana)
+    assert report.json()["entity_changes"] == run["entity_changes"]
+    gone = await api.client.get(f"/v1/graph/entities/{other.json()['id']}", headers=ana)
+    assert gone.status_code == 404
+    undone = await api.client.post(f"/v1/consolidation/runs/{run['run_id']}/undo", headers=ana)
+    assert undone.status_code == 200, undone.text
+    back = await api.client.get(f"/v1/graph/entities/{other.json()['id']}", headers=ana)
+    assert back.status_code == 200 and back.json()["name"] == "N.Y.C."
+
+
+async def test_the_mcp_tool_reports_entity_merges() -> None:
+    async with AsyncMemory("memory://") as memory:
+        await memory.graph.add_entity("Acme Corp.", type="organization", user_id="u")
+        await memory.graph.add_entity("ACME corp", type="organization", user_id="u")
+        async with Client(create_server(memory, user_id="u", agent_id=None)) as client:
+            done = await client.call_tool("consolidate", {})
+            assert not done.is_error and done.structured_content is not None
+            assert done.structured_content["entities_merged"] == 1
+            assert done.structured_content["entity_changes"][0]["into_name"] == "Acme Corp."
