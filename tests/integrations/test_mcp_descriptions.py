@@ -203,14 +203,23 @@ async def _forget(client: Client, memory: AsyncMemory) -> set[str]:
 
 async def _consolidate(client: Client, memory: AsyncMemory) -> set[str]:
     await call(client, "add_fact", content="Alice is allergic to peanuts")  # said twice
+    await call(  # Lisbon written another way: one entity
+        client,
+        "create_entities",
+        entities=[{"name": "Lisbon!", "entityType": "city", "observations": []}],
+    )
     done = await call(client, "consolidate")
     facts = (await call(client, "list_facts"))["facts"]
     merged = done["merged"] == 1 and len(facts) == 1
-    return (
+    shown = (
         {"fact"}
         if merged and done["changes"][0]["fact_id"] not in {f["id"] for f in facts}
         else set()
     )
+    entities = done["entity_changes"]
+    if [(e["name"], e["into_name"]) for e in entities] == [("Lisbon!", "Lisbon")]:
+        shown.add("entity")
+    return shown
 
 
 async def _feedback(client: Client, memory: AsyncMemory) -> set[str]:
