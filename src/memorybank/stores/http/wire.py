@@ -65,6 +65,7 @@ from typing import Any, Final, get_args, get_origin, get_type_hints
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    CursorExpired,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -720,6 +721,7 @@ def loads(body: bytes | str, field: str = "body") -> Any:
 _ERRORS: dict[str, type[MemoryBankError]] = {
     "not_found": NotFound,
     "conflict": Conflict,
+    "cursor_expired": CursorExpired,
     "store_error": StoreError,
     "store_unavailable": StoreUnavailable,
     # The *server's* store is closed (shutting down): for this client it is unreachable.
