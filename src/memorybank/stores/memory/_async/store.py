@@ -148,7 +148,7 @@ class AsyncInMemoryStore(AsyncStore):
                 thread_id=thread_id,
                 item_id=item_id,
                 data=data,
-            )  # fmt: skip
+            )
         )
 
     def _emit_entries(
@@ -168,7 +168,7 @@ class AsyncInMemoryStore(AsyncStore):
         if kind is None or self._feed_keep is None:
             return
         data: dict[str, object] | None = None
-        item = record.id
+        item: str | None = record.id
         if record.kind == "fact_version":
             item, data = record.key, {"version": record.id}
         elif kind == ev.GRAPH_CHANGED:

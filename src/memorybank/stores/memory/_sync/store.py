@@ -149,7 +149,7 @@ class InMemoryStore(Store):
                 thread_id=thread_id,
                 item_id=item_id,
                 data=data,
-            )  # fmt: skip
+            )
         )
 
     def _emit_entries(
@@ -169,7 +169,7 @@ class InMemoryStore(Store):
         if kind is None or self._feed_keep is None:
             return
         data: dict[str, object] | None = None
-        item = record.id
+        item: str | None = record.id
         if record.kind == "fact_version":
             item, data = record.key, {"version": record.id}
         elif kind == ev.GRAPH_CHANGED:
