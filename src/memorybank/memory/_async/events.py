@@ -18,6 +18,7 @@ from memorybank.events.types import EVENT_KINDS, Event, cursor_number
 from memorybank.rules.scope import ROOT, Scope
 from memorybank.runtime.concurrency import asleep
 from memorybank.stores.contract.capabilities import Capability
+from memorybank.stores.contract.types import Unset
 
 if TYPE_CHECKING:
     from memorybank.memory._async.core import _Core
@@ -112,18 +113,9 @@ class AsyncEvents:
             if gone < PRUNE_BATCH:
                 return total
 
-    def _principal(self) -> tuple[str | None, str | None]:
-        if self._scope is ROOT or not self._scope.confined:
-            return None, None
-        user, agent = self._scope.user_id, self._scope.agent_id
-        user = user if isinstance(user, str) else None
-        agent = agent if isinstance(agent, str) else None
-        if user is None and agent is None:
-            raise InvalidInput(
-                "the change feed of a handle scoped to no user or agent is not readable",
-                field="scope",
-            )
-        return user, agent
+    def _principal(self) -> tuple[str | Unset | None, str | Unset | None]:
+        """The handle's user (only its events) and agent (its and those of no agent)."""
+        return self._scope.user_id, self._scope.agent_id
 
     def _admin(self, verb: str) -> None:
         if self._scope is not ROOT:

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memorybank.events.types import Event
+from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
 
 __all__ = [
@@ -102,21 +103,27 @@ def events_list_query(
     after: int,
     *,
     kinds: Sequence[str] | None,
-    user_id: str | None,
-    agent_id: str | None,
+    user_id: str | Unset | None,
+    agent_id: str | Unset | None,
     limit: int,
 ) -> tuple[str, list[Any]]:
-    """The read of a tenant's events after the number ``after``: ``(sql, params)``."""
+    """The read of a tenant's events after the number ``after``: ``(sql, params)``.
+    ``user_id``: only that user's (``None``: only events of no user); ``agent_id``: only
+    that agent's and those of no agent (``None``: only those of no agent)."""
     where = f"tenant_id = {mark} AND seq > {mark}"
     params: list[Any] = [tenant, after]
     if kinds is not None:
         where += f" AND kind IN ({', '.join([mark] * len(kinds))})"
         params.extend(kinds)
-    if user_id is not None:
+    if user_id is None:
+        where += " AND user_id IS NULL"
+    elif not isinstance(user_id, Unset):
         where += f" AND user_id = {mark}"
         params.append(user_id)
-    if agent_id is not None:
-        where += f" AND agent_id = {mark}"
+    if agent_id is None:
+        where += " AND agent_id IS NULL"
+    elif not isinstance(agent_id, Unset):
+        where += f" AND (agent_id = {mark} OR agent_id IS NULL)"
         params.append(agent_id)
     params.append(limit)
     sql = f"SELECT {_EVENT_COLUMNS} FROM {p}events WHERE {where} ORDER BY seq LIMIT {mark}"

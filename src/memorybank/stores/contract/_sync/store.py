@@ -210,13 +210,15 @@ class Store(SearchStore, RunStateStore):
         *,
         after: str | None,
         kinds: Sequence[str] | None,
-        user_id: str | None,
-        agent_id: str | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
         limit: int,
     ) -> list[Event]:
         """The tenant's events after the cursor ``after`` (``None``: from the oldest kept),
-        oldest first, at most ``limit``; only ``kinds`` when given, only ``user_id``'s and
-        ``agent_id``'s when given. Raises ``CursorExpired`` when ``after`` is older than
+        oldest first, at most ``limit``; only ``kinds`` when given. ``user_id``: only that
+        user's events (``None``: only those of no user); ``agent_id``: only that agent's
+        and those of no agent (``None``: only those of no agent); ``UNSET``: all.
+        Raises ``CursorExpired`` when ``after`` is older than
         the events kept (or than the feed's last switch on). A store without a feed
         returns ``[]``."""
         return []

@@ -199,8 +199,8 @@ class InMemoryStore(Store):
         *,
         after: str | None,
         kinds: Sequence[str] | None,
-        user_id: str | None,
-        agent_id: str | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
         limit: int,
     ) -> list[ev.Event]:
         self._check_open()
@@ -215,9 +215,9 @@ class InMemoryStore(Store):
         for event in self._feed.get((tenant,), []):
             if int(event.cursor) <= number or (kinds is not None and event.kind not in kinds):
                 continue
-            if user_id is not None and event.user_id != user_id:
+            if not isinstance(user_id, Unset) and event.user_id != user_id:
                 continue
-            if agent_id is not None and event.agent_id != agent_id:
+            if not isinstance(agent_id, Unset) and event.agent_id not in (agent_id, None):
                 continue
             found.append(event)
             if len(found) >= limit:

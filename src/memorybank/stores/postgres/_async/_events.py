@@ -11,6 +11,7 @@ from psycopg import AsyncConnection
 
 from memorybank.errors import CursorExpired
 from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.stores.contract.types import Unset
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.sql.events import (
     event_of_row,
@@ -86,8 +87,8 @@ class EventsMixin(PostgresBase):
         *,
         after: str | None,
         kinds: Sequence[str] | None,
-        user_id: str | None,
-        agent_id: str | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
         limit: int,
     ) -> list[Event]:
         p = self.prefix

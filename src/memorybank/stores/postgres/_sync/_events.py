@@ -12,6 +12,7 @@ from psycopg import Connection
 
 from memorybank.errors import CursorExpired
 from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.stores.contract.types import Unset
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.sql.events import (
     event_of_row,
@@ -87,8 +88,8 @@ class EventsMixin(PostgresBase):
         *,
         after: str | None,
         kinds: Sequence[str] | None,
-        user_id: str | None,
-        agent_id: str | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
         limit: int,
     ) -> list[Event]:
         p = self.prefix

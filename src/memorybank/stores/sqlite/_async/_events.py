@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from memorybank.errors import CursorExpired
 from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import (
     event_of_row,
@@ -102,8 +103,8 @@ class EventsMixin(SQLiteStoreBase):
         *,
         after: str | None,
         kinds: Sequence[str] | None,
-        user_id: str | None,
-        agent_id: str | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
         limit: int,
     ) -> list[Event]:
         p = self.prefix
