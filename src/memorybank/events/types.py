@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from memorybank.errors import CursorExpired
+from memorybank.errors import CursorExpired, InvalidInput
 
 __all__ = [
     "DOCUMENT_ADDED",
@@ -104,3 +104,13 @@ class Event:
     thread_id: str | None = None
     item_id: str | None = None
     data: Mapping[str, object] | None = None
+
+
+def cursor_number(after: str | None) -> int:
+    """The number a cursor stands for (``None``: 0, before every event); a string that is
+    no cursor raises ``InvalidInput`` (field ``after``). For stores, not callers."""
+    if after is None:
+        return 0
+    if not isinstance(after, str) or not after.isdigit() or len(after) > 19:
+        raise InvalidInput("after is not a cursor of this change feed", field="after")
+    return int(after)

@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.memory._async.embedding import AsyncEmbedding
+    from memorybank.memory._async.events import AsyncEvents
     from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
@@ -355,6 +356,14 @@ class AsyncMemory:
         from memorybank.graph._async import AsyncGraph
 
         return AsyncGraph(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def events(self) -> AsyncEvents:
+        """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
+        ``prune``). See docs/events.md."""
+        from memorybank.memory._async.events import AsyncEvents
+
+        return AsyncEvents(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> AsyncDocuments:

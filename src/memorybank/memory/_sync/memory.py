@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._sync.documents import Documents
     from memorybank.memory._sync.embedding import Embedding
+    from memorybank.memory._sync.events import Events
     from memorybank.memory._sync.facts import Facts
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
@@ -356,6 +357,14 @@ class Memory:
         from memorybank.graph._sync import Graph
 
         return Graph(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def events(self) -> Events:
+        """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
+        ``prune``). See docs/events.md."""
+        from memorybank.memory._sync.events import Events
+
+        return Events(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> Documents:
