@@ -12,6 +12,8 @@ See ``docs/webhooks.md`` for the delivery format and its guarantees.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from memorybank.webhooks.registry import WEBHOOK_KIND, WEBHOOK_TENANT, WebhookInfo, Webhooks
 from memorybank.webhooks.signing import (
     DEFAULT_TOLERANCE,
@@ -23,6 +25,9 @@ from memorybank.webhooks.signing import (
     signature_header,
     verify_signature,
 )
+
+if TYPE_CHECKING:
+    from memorybank.webhooks.delivery import WebhookWorker
 
 __all__ = [
     "DEFAULT_TOLERANCE",
