@@ -54,7 +54,7 @@ class Receiver:
         self.plan: Callable[[int], str] = plan or (lambda n: "ok")
         self.secrets: dict[str, str] = {}
         self.deliveries: list[Delivery] = []
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._closing = threading.Event()
         self._arrived = threading.Condition(self._lock)
         receiver = self
