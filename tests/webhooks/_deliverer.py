@@ -12,7 +12,7 @@ import json
 import sys
 
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.webhooks import WebhookWorker
+from memorybank.webhooks.delivery import WebhookWorker
 from tests.reliability._harness import StoreSpec, Words
 
 

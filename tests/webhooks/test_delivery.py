@@ -22,7 +22,8 @@ import pytest
 
 from memorybank.events.types import Event
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.webhooks import Webhooks, WebhookWorker
+from memorybank.webhooks import Webhooks
+from memorybank.webhooks.delivery import WebhookWorker
 from tests.reliability._harness import StoreSpec, Words, provide, store_params
 from tests.server.conftest import running_api
 from tests.webhooks.receiver import Delivery, Receiver

@@ -2,7 +2,8 @@
 
 * ``Webhooks``: register, list, pause, resume and delete endpoints (per tenant; kept as
   records of a reserved tenant, on every store).
-* ``WebhookWorker``: delivers each tenant's change feed (``memory.events``) to its
+* ``memorybank.webhooks.delivery.WebhookWorker`` (needs the ``server`` extra's
+  ``httpx``): delivers each tenant's change feed (``memory.events``) to its
   endpoints, at least once, in order, with retries; one worker per endpoint at a time
   across processes and nodes (a lease). The HTTP service runs one.
 * ``verify_signature``: the receiver's check of a delivery's ``Memorybank-Signature``.
@@ -11,8 +12,6 @@ See ``docs/webhooks.md`` for the delivery format and its guarantees.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from memorybank.webhooks.registry import WEBHOOK_KIND, WEBHOOK_TENANT, WebhookInfo, Webhooks
 from memorybank.webhooks.signing import (
@@ -26,9 +25,6 @@ from memorybank.webhooks.signing import (
     verify_signature,
 )
 
-if TYPE_CHECKING:
-    from memorybank.webhooks.delivery import WebhookWorker
-
 __all__ = [
     "DEFAULT_TOLERANCE",
     "EVENT_ID_HEADER",
@@ -38,18 +34,8 @@ __all__ = [
     "WEBHOOK_TENANT",
     "SignatureError",
     "WebhookInfo",
-    "WebhookWorker",
     "Webhooks",
     "sign",
     "signature_header",
     "verify_signature",
 ]
-
-
-def __getattr__(name: str) -> object:
-    # the worker needs httpx (the ``server`` extra): loaded on first use
-    if name == "WebhookWorker":
-        from memorybank.webhooks.delivery import WebhookWorker
-
-        return WebhookWorker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
