@@ -176,6 +176,15 @@ async def test_repeated_failures_pause_with_the_reason_then_resume(memory: Async
                 assert "3 consecutive failed deliveries" in shown["paused_reason"]
                 assert "HTTP 500" in shown["paused_reason"] and "HTTP 500" in shown["last_error"]
                 assert len(receiver.deliveries) == 3  # paused: no more attempts
+                # the inspector's tenant view shows the state and the reason
+                key = (await api.key(acme))["Authorization"].removeprefix("Bearer ")
+                await api.client.get("/ui/login")
+                csrf = api.client.cookies["mb_ui_csrf"]
+                form = {"csrf": csrf, "key": key, "user_id": "", "tenant": ""}
+                await api.client.post("/ui/login", data=form)
+                page = await api.client.get("/ui/webhooks")
+                assert page.status_code == 200, page.text
+                assert hook_id in page.text and "3 consecutive failed deliveries" in page.text
                 answer[0] = "ok"
                 resumed = await api.client.patch(
                     f"/v1/admin/webhooks/{hook_id}", json={"paused": False}, headers=api.admin
