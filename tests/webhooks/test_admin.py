@@ -132,3 +132,35 @@ async def test_concurrent_changes_are_never_lost(api: Api) -> None:
         await hooks.get(info.id, tenant="someone-else")
     with pytest.raises(InvalidInput):
         await hooks.update(info.id, url="gopher://x")
+
+
+def test_the_cli_manages_endpoints(tmp_path: Path) -> None:
+    """``memorybank webhooks create/list/pause/resume/delete`` on a SQLite file."""
+    from tests.cli.test_cli import invoke
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    acme = _tenant("acme")
+    made = invoke(
+        "webhooks",
+        "create",
+        "--tenant",
+        acme,
+        "--endpoint",
+        "https://example.test/h",
+        "--kind",
+        "entry.added",
+        "--url",
+        url,
+    )
+    assert made.exit_code == 0, made.output
+    first, secret = made.output.strip().splitlines()
+    hook_id = first.split()[1]
+    assert secret.startswith("whsec_") and hook_id.startswith("wh_")
+    assert invoke("webhooks", "pause", hook_id, "--url", url).output.strip().endswith("paused")
+    listed = invoke("webhooks", "list", "--tenant", acme, "--url", url)
+    assert hook_id in listed.output and "paused by an operator" in listed.output
+    assert secret not in listed.output
+    assert invoke("webhooks", "resume", hook_id, "--url", url).output.strip().endswith("active")
+    assert invoke("webhooks", "delete", hook_id, "--url", url).exit_code == 0
+    missing = invoke("webhooks", "delete", hook_id, "--url", url)
+    assert missing.exit_code == 1 and "not_found" in missing.output

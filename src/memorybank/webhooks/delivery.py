@@ -43,6 +43,7 @@ from memorybank.events.types import CursorExpired, Event
 from memorybank.rules.ids import new_id
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async import leases
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.items import Record, RecordGuard
 from memorybank.webhooks.registry import ACTIVE, PAUSED, WEBHOOK_KIND, WEBHOOK_TENANT
 from memorybank.webhooks.signing import (
@@ -296,6 +297,8 @@ class WebhookWorker:
     async def _serve(self, held: Record) -> None:
         tenant = str(held.data["tenant"])
         try:
+            if Capability.EVENTS not in self.store.capabilities:
+                await self._pause(held, f"{type(self.store).__name__} keeps no change feed")
             while not self._stopping.is_set():
                 held = await self._keep(held)
                 if held.data.get("state") != ACTIVE:
