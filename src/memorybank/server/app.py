@@ -31,7 +31,16 @@ from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
-from memorybank.server.routes import admin, cortex, embedding, graph, maintain, records, threads
+from memorybank.server.routes import (
+    admin,
+    cortex,
+    embedding,
+    events,
+    graph,
+    maintain,
+    records,
+    threads,
+)
 from memorybank.server.supervise import exit_with_master
 from memorybank.stores.contract._async.store import AsyncStore
 
@@ -190,7 +199,18 @@ def create_app(
 
     routers = [
         module.router()
-        for module in (cortex, threads, records, maintain, embedding, graph, admin, store_rpc, ui)
+        for module in (
+            cortex,
+            threads,
+            records,
+            maintain,
+            embedding,
+            graph,
+            events,
+            admin,
+            store_rpc,
+            ui,
+        )
     ]
     for api in routers:
         app.include_router(api)
