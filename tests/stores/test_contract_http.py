@@ -29,6 +29,8 @@ from tests.stores.test_contract_postgres import drop_tables, require_postgres
 def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     path: Path = tmp_path_factory.mktemp("http") / "server.db"
     with live_server(lambda: AsyncSQLiteStore(path)) as server:
+        assert server.memory is not None
+        server.run(server.memory.events.enable())  # the change feed, on the server's store
         yield server
 
 
@@ -40,6 +42,8 @@ def postgres_server() -> Iterator[LiveServer]:
         with live_server(
             lambda: AsyncPostgresStore.from_url(POSTGRES_URL, prefix=prefix, pool_size=4, timeout=5)
         ) as server:
+            assert server.memory is not None
+            server.run(server.memory.events.enable())
             yield server
     finally:
         drop_tables(POSTGRES_URL, prefix)

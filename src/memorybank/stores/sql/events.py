@@ -23,12 +23,13 @@ Order. A cursor is a per-tenant number that is commit-ordered: a reader polling 
   number unused). Writers of one tenant serialise on that row while the feed is on.
 
 Each event row names the tenant, its kind, the time, the owner (user, agent) and ids.
-Entries have no owner column: their triggers read the thread's. Keep time: the
+Entries have no owner column: their triggers read the thread's. Deleting a thread is one
+``thread.deleted``: the deletes of its entries, which find no thread, record nothing. Keep time: the
 ``keep`` row of ``events_config`` (seconds); ``events_prune`` deletes the tenant's
 events older than that in bounded batches and raises the tenant's ``floor`` (the
 highest number deleted): a cursor below the floor gets ``CursorExpired``. Enabling a
-feed that was off raises every floor to the last number drawn: the changes made while it
-was off were not recorded, so a cursor from before is expired too.
+feed that was off raises every floor above the last number drawn: the changes made while
+it was off were not recorded, so every cursor from before is expired too.
 
 ``forget_user`` mutes the delete triggers of the tenant (a row of ``events_mute``
 inside its transaction, seen by no other), deletes the user's events, and records one
@@ -47,6 +48,7 @@ from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
 
 __all__ = [
+    "FEED_FUNCTIONS",
     "GRAPH_KINDS",
     "TRACKED_KINDS",
     "event_of_row",
@@ -68,6 +70,8 @@ TRACKED_KINDS = ("fact", "fact_version", "document", *GRAPH_KINDS)
 _KINDS_SQL = ", ".join(f"'{k}'" for k in TRACKED_KINDS)
 _GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
 _EVENT_COLUMNS = "seq, kind, at, user_id, agent_id, thread_id, item_id, data"
+#: The PostgreSQL functions of the feed (names after the prefix).
+FEED_FUNCTIONS = ("events_emit", "events_entries", "events_threads", "events_records")
 #: The triggers of the feed, per table and operation (names after the prefix).
 _TRIGGERS = (
     ("events_entries_ins", "entries"),
@@ -199,8 +203,8 @@ def sqlite_enable(p: str) -> list[str]:
     return [
         *sqlite_disable(p),
         f"""INSERT INTO {p}events_config (name, value)
-            VALUES ('floor', COALESCE((SELECT seq FROM sqlite_sequence
-                                       WHERE name = '{p}events'), 0))
+            VALUES ('floor', 1 + COALESCE((SELECT seq FROM sqlite_sequence
+                                           WHERE name = '{p}events'), 0))
             ON CONFLICT (name) DO UPDATE SET value = excluded.value""",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.added'", "new", _sqlite_entry(p, "new"))} END""",
@@ -208,7 +212,8 @@ def sqlite_enable(p: str) -> list[str]:
             content, name, tool_calls, tool_call_id, metadata, state ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.updated'", "new", _sqlite_entry(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
-            WHEN {_sqlite_unmuted(p, "old")} BEGIN
+            WHEN {_sqlite_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
+                WHERE t.tenant_id = old.tenant_id AND t.id = old.thread_id) BEGIN
             {_sqlite_insert(p, "'entry.deleted'", "old", _sqlite_entry(p, "old"))} END""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
             {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
@@ -302,6 +307,7 @@ def postgres_tables(p: str) -> list[str]:
                 END IF;
                 SELECT t.user_id, t.agent_id INTO u, a FROM {p}threads t
                 WHERE t.tenant_id = r.tenant_id AND t.id = r.thread_id;
+                IF NOT FOUND AND TG_OP = 'DELETE' THEN RETURN NULL; END IF;
                 PERFORM {p}events_emit(r.tenant_id, k, u, a, r.thread_id, r.id,
                     jsonb_build_object('branch', r.branch, 'role', r.role));
                 RETURN NULL;
@@ -360,7 +366,7 @@ def postgres_enable(p: str) -> list[str]:
     """The statements that turn the feed on (tables and functions exist)."""
     return [
         *postgres_disable(p),
-        f"UPDATE {p}events_tenants SET floor = seq",
+        f"UPDATE {p}events_tenants SET floor = seq + 1",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
