@@ -13,8 +13,11 @@ write path of every engine and still miss any path added later.
 Order. A cursor is a per-tenant number that is commit-ordered: a reader polling with
 ``after=c`` never misses an event that commits later with a smaller number.
 
-* SQLite has one writer at a time (``BEGIN IMMEDIATE``): the ``AUTOINCREMENT`` key of
-  ``events`` is assigned in commit order already.
+* SQLite has one writer at a time (``BEGIN IMMEDIATE``): an event's number, one more
+  than the tenant's newest (``events`` is keyed by ``(tenant_id, seq)``: one b-tree, one
+  page more per commit), is assigned in commit order already. No delete removes a
+  tenant's newest event (``events_prune`` keeps it; ``forget_user`` records its
+  ``user.forgotten`` first, also while the feed is off), so a number never comes again.
 * PostgreSQL's sequences are not (two transactions draw 5 and 6; 6 commits first, a
   reader reads 6 and moves past 5 before it commits). Its events take their number from
   the tenant's row of ``events_tenants``, incremented in the writing transaction: the
@@ -69,6 +72,9 @@ TRACKED_KINDS = ("fact", "fact_version", "document", *GRAPH_KINDS)
 
 _KINDS_SQL = ", ".join(f"'{k}'" for k in TRACKED_KINDS)
 _GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
+#: A thread's columns whose change is ``thread.updated``. The update triggers name them:
+#: an append's bump of ``updated_at`` does not run the trigger at all.
+_THREAD_FIELDS = "title, metadata, status, user_id, agent_id, current_branch"
 _EVENT_COLUMNS = "seq, kind, at, user_id, agent_id, thread_id, item_id, data"
 #: The PostgreSQL functions of the feed (names after the prefix).
 FEED_FUNCTIONS = ("events_emit", "events_entries", "events_threads", "events_records")
@@ -144,10 +150,9 @@ def sqlite_tables(p: str) -> list[str]:
     """The feed's tables (created on first enable; kept when disabled)."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}events (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,
-            kind TEXT NOT NULL, at INTEGER NOT NULL, user_id TEXT, agent_id TEXT,
-            thread_id TEXT, item_id TEXT, data TEXT)""",
-        f"CREATE INDEX IF NOT EXISTS {p}events_tenant ON {p}events (tenant_id, seq)",
+            tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+            at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
+            data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -161,9 +166,15 @@ def sqlite_tables(p: str) -> list[str]:
 def _sqlite_insert(p: str, kind: str, source: str, fields: str, where: str = "") -> str:
     """``INSERT INTO events`` of one event made from ``source`` (``new``/``old``)."""
     return (
-        f"INSERT INTO {p}events (tenant_id, kind, at, user_id, agent_id, thread_id, item_id,"
-        f" data) SELECT {source}.tenant_id, {kind}, {_SQLITE_NOW}, {fields}{where};"
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id, thread_id,"
+        f" item_id, data) SELECT {source}.tenant_id, {_sqlite_next(p, source + '.tenant_id')},"
+        f" {kind}, {_SQLITE_NOW}, {fields}{where};"
     )
+
+
+def _sqlite_next(p: str, tenant: str) -> str:
+    """The tenant's next number: one more than its newest event (kept by every delete)."""
+    return f"COALESCE((SELECT MAX(x.seq) FROM {p}events x WHERE x.tenant_id = {tenant}), 0) + 1"
 
 
 def _sqlite_entry(p: str, src: str) -> str:
@@ -202,10 +213,9 @@ def sqlite_enable(p: str) -> list[str]:
     )
     return [
         *sqlite_disable(p),
-        f"""INSERT INTO {p}events_config (name, value)
-            VALUES ('floor', 1 + COALESCE((SELECT seq FROM sqlite_sequence
-                                           WHERE name = '{p}events'), 0))
-            ON CONFLICT (name) DO UPDATE SET value = excluded.value""",
+        f"""INSERT INTO {p}events_tenants (tenant_id, floor)
+            SELECT tenant_id, MAX(seq) + 1 FROM {p}events GROUP BY tenant_id
+            ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.added'", "new", _sqlite_entry(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
@@ -218,8 +228,8 @@ def sqlite_enable(p: str) -> list[str]:
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
             {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
             END""",
-        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE ON {p}threads
-            WHEN {thread_changed} BEGIN
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads WHEN {thread_changed} BEGIN
             {_sqlite_insert(p, "'thread.updated'", "new", _thread_fields("new"))}
             END""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
@@ -263,7 +273,10 @@ def sqlite_disable(p: str) -> list[str]:
 
 def sqlite_emit(p: str) -> str:
     """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
-    return f"INSERT INTO {p}events (tenant_id, kind, at, user_id) VALUES (?, ?, {_SQLITE_NOW}, ?)"
+    return (
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id)"
+        f" VALUES (?1, {_sqlite_next(p, '?1')}, ?2, {_SQLITE_NOW}, ?3)"
+    )
 
 
 # -- PostgreSQL --------------------------------------------------------------------------
@@ -376,8 +389,8 @@ def postgres_enable(p: str) -> list[str]:
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
-        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE ON {p}threads
-            FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
