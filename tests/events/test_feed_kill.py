@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,7 @@ def _acked(child: Child) -> int:
 
 
 @pytest.fixture(params=store_params(("sqlite-normal", "postgres")))
-def spec(request: pytest.FixtureRequest, tmp_path: Path) -> StoreSpec:
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
     yield from provide(request.param, tmp_path)
 
 
