@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank import __version__
+from memorybank.cli import events as _cli_events
 from memorybank.cli import importers as _cli_importers
 from memorybank.cli import mcp as _cli_mcp
 from memorybank.cli import port as _cli_port
@@ -702,6 +703,7 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
 # -- commands of their own modules ---------------------------------------------------
 
 _cli_read.register(app)
+_cli_events.register(app)
 _cli_runs.register(app)
 _cli_port.register(app)
 _cli_importers.register(app)

@@ -36,6 +36,7 @@ from memorybank.server.routes import (
     admin,
     cortex,
     embedding,
+    events,
     graph,
     maintain,
     records,
@@ -126,7 +127,7 @@ def create_app(
             ``DEFAULT_LEASE``; see ``AsyncMemory(embed_lease=...)``). Ignored when
             ``memory`` is given.
         webhooks: run a webhook delivery worker in this process
-            (``memorybank.webhooks.WebhookWorker``: each endpoint registered under
+            (``memorybank.webhooks.delivery.WebhookWorker``: each endpoint registered under
             ``/v1/admin/webhooks`` is delivered by one worker at a time, whatever the
             number of processes and nodes). ``False``: this process only manages them.
     """
@@ -224,6 +225,7 @@ def create_app(
             maintain,
             embedding,
             graph,
+            events,
             admin,
             webhook_routes,
             store_rpc,

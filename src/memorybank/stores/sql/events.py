@@ -13,8 +13,11 @@ write path of every engine and still miss any path added later.
 Order. A cursor is a per-tenant number that is commit-ordered: a reader polling with
 ``after=c`` never misses an event that commits later with a smaller number.
 
-* SQLite has one writer at a time (``BEGIN IMMEDIATE``): the ``AUTOINCREMENT`` key of
-  ``events`` is assigned in commit order already.
+* SQLite has one writer at a time (``BEGIN IMMEDIATE``): an event's number, one more
+  than the tenant's newest (``events`` is keyed by ``(tenant_id, seq)``: one b-tree, one
+  page more per commit), is assigned in commit order already. No delete removes a
+  tenant's newest event (``events_prune`` keeps it; ``forget_user`` records its
+  ``user.forgotten`` first, also while the feed is off), so a number never comes again.
 * PostgreSQL's sequences are not (two transactions draw 5 and 6; 6 commits first, a
   reader reads 6 and moves past 5 before it commits). Its events take their number from
   the tenant's row of ``events_tenants``, incremented in the writing transaction: the
@@ -23,12 +26,13 @@ Order. A cursor is a per-tenant number that is commit-ordered: a reader polling 
   number unused). Writers of one tenant serialise on that row while the feed is on.
 
 Each event row names the tenant, its kind, the time, the owner (user, agent) and ids.
-Entries have no owner column: their triggers read the thread's. Keep time: the
+Entries have no owner column: their triggers read the thread's. Deleting a thread is one
+``thread.deleted``: the deletes of its entries, which find no thread, record nothing. Keep time: the
 ``keep`` row of ``events_config`` (seconds); ``events_prune`` deletes the tenant's
 events older than that in bounded batches and raises the tenant's ``floor`` (the
 highest number deleted): a cursor below the floor gets ``CursorExpired``. Enabling a
-feed that was off raises every floor to the last number drawn: the changes made while it
-was off were not recorded, so a cursor from before is expired too.
+feed that was off raises every floor above the last number drawn: the changes made while
+it was off were not recorded, so every cursor from before is expired too.
 
 ``forget_user`` mutes the delete triggers of the tenant (a row of ``events_mute``
 inside its transaction, seen by no other), deletes the user's events, and records one
@@ -47,6 +51,7 @@ from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
 
 __all__ = [
+    "FEED_FUNCTIONS",
     "GRAPH_KINDS",
     "TRACKED_KINDS",
     "event_of_row",
@@ -67,7 +72,12 @@ TRACKED_KINDS = ("fact", "fact_version", "document", *GRAPH_KINDS)
 
 _KINDS_SQL = ", ".join(f"'{k}'" for k in TRACKED_KINDS)
 _GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
+#: A thread's columns whose change is ``thread.updated``. The update triggers name them:
+#: an append's bump of ``updated_at`` does not run the trigger at all.
+_THREAD_FIELDS = "title, metadata, status, user_id, agent_id, current_branch"
 _EVENT_COLUMNS = "seq, kind, at, user_id, agent_id, thread_id, item_id, data"
+#: The PostgreSQL functions of the feed (names after the prefix).
+FEED_FUNCTIONS = ("events_emit", "events_entries", "events_threads", "events_records")
 #: The triggers of the feed, per table and operation (names after the prefix).
 _TRIGGERS = (
     ("events_entries_ins", "entries"),
@@ -140,10 +150,9 @@ def sqlite_tables(p: str) -> list[str]:
     """The feed's tables (created on first enable; kept when disabled)."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}events (
-            seq INTEGER PRIMARY KEY AUTOINCREMENT, tenant_id TEXT NOT NULL,
-            kind TEXT NOT NULL, at INTEGER NOT NULL, user_id TEXT, agent_id TEXT,
-            thread_id TEXT, item_id TEXT, data TEXT)""",
-        f"CREATE INDEX IF NOT EXISTS {p}events_tenant ON {p}events (tenant_id, seq)",
+            tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+            at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
+            data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -154,20 +163,27 @@ def sqlite_tables(p: str) -> list[str]:
     ]
 
 
-def _sqlite_insert(p: str, kind: str, source: str, fields: str, where: str = "") -> str:
-    """``INSERT INTO events`` of one event made from ``source`` (``new``/``old``)."""
+def _sqlite_insert(p: str, kind: str, source: str, fields: str) -> str:
+    """``INSERT INTO events`` of one event made from ``source`` (``new``/``old``): one
+    ``VALUES`` row, its owner read by scalar subqueries (an ``INSERT ... SELECT`` over a
+    join costs the append about twice as much CPU)."""
     return (
-        f"INSERT INTO {p}events (tenant_id, kind, at, user_id, agent_id, thread_id, item_id,"
-        f" data) SELECT {source}.tenant_id, {kind}, {_SQLITE_NOW}, {fields}{where};"
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id, thread_id,"
+        f" item_id, data) VALUES ({source}.tenant_id, {_sqlite_next(p, source + '.tenant_id')},"
+        f" {kind}, {_SQLITE_NOW}, {fields});"
     )
 
 
+def _sqlite_next(p: str, tenant: str) -> str:
+    """The tenant's next number: one more than its newest event (kept by every delete)."""
+    return f"COALESCE((SELECT MAX(x.seq) FROM {p}events x WHERE x.tenant_id = {tenant}), 0) + 1"
+
+
 def _sqlite_entry(p: str, src: str) -> str:
+    owner = f"FROM {p}threads t WHERE t.tenant_id = {src}.tenant_id AND t.id = {src}.thread_id"
     return (
-        f"t.user_id, t.agent_id, {src}.thread_id, {src}.id,"
+        f"(SELECT t.user_id {owner}), (SELECT t.agent_id {owner}), {src}.thread_id, {src}.id,"
         f" json_object('branch', {src}.branch, 'role', {src}.role)"
-        f" FROM (SELECT 1) LEFT JOIN {p}threads t"
-        f" ON t.tenant_id = {src}.tenant_id AND t.id = {src}.thread_id"
     )
 
 
@@ -198,23 +214,23 @@ def sqlite_enable(p: str) -> list[str]:
     )
     return [
         *sqlite_disable(p),
-        f"""INSERT INTO {p}events_config (name, value)
-            VALUES ('floor', COALESCE((SELECT seq FROM sqlite_sequence
-                                       WHERE name = '{p}events'), 0))
-            ON CONFLICT (name) DO UPDATE SET value = excluded.value""",
+        f"""INSERT INTO {p}events_tenants (tenant_id, floor)
+            SELECT tenant_id, MAX(seq) + 1 FROM {p}events GROUP BY tenant_id
+            ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.added'", "new", _sqlite_entry(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
             content, name, tool_calls, tool_call_id, metadata, state ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.updated'", "new", _sqlite_entry(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
-            WHEN {_sqlite_unmuted(p, "old")} BEGIN
+            WHEN {_sqlite_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
+                WHERE t.tenant_id = old.tenant_id AND t.id = old.thread_id) BEGIN
             {_sqlite_insert(p, "'entry.deleted'", "old", _sqlite_entry(p, "old"))} END""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
             {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
             END""",
-        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE ON {p}threads
-            WHEN {thread_changed} BEGIN
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads WHEN {thread_changed} BEGIN
             {_sqlite_insert(p, "'thread.updated'", "new", _thread_fields("new"))}
             END""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
@@ -258,7 +274,10 @@ def sqlite_disable(p: str) -> list[str]:
 
 def sqlite_emit(p: str) -> str:
     """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
-    return f"INSERT INTO {p}events (tenant_id, kind, at, user_id) VALUES (?, ?, {_SQLITE_NOW}, ?)"
+    return (
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id)"
+        f" VALUES (?1, {_sqlite_next(p, '?1')}, ?2, {_SQLITE_NOW}, ?3)"
+    )
 
 
 # -- PostgreSQL --------------------------------------------------------------------------
@@ -302,6 +321,7 @@ def postgres_tables(p: str) -> list[str]:
                 END IF;
                 SELECT t.user_id, t.agent_id INTO u, a FROM {p}threads t
                 WHERE t.tenant_id = r.tenant_id AND t.id = r.thread_id;
+                IF NOT FOUND AND TG_OP = 'DELETE' THEN RETURN NULL; END IF;
                 PERFORM {p}events_emit(r.tenant_id, k, u, a, r.thread_id, r.id,
                     jsonb_build_object('branch', r.branch, 'role', r.role));
                 RETURN NULL;
@@ -360,7 +380,7 @@ def postgres_enable(p: str) -> list[str]:
     """The statements that turn the feed on (tables and functions exist)."""
     return [
         *postgres_disable(p),
-        f"UPDATE {p}events_tenants SET floor = seq",
+        f"UPDATE {p}events_tenants SET floor = seq + 1",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
@@ -370,8 +390,8 @@ def postgres_enable(p: str) -> list[str]:
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
-        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE ON {p}threads
-            FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records

@@ -183,7 +183,7 @@ class InMemoryStore(Store):
             self._check_open()
             if self._feed_keep is None:  # the changes while off were not recorded
                 for tenant, seq in self._feed_seq.items():
-                    self._feed_floor[tenant] = seq
+                    self._feed_floor[tenant] = seq + 1
             self._feed_keep = keep
 
     def events_disable(self) -> None:
@@ -357,8 +357,7 @@ class InMemoryStore(Store):
             if thread is None:
                 return False
             for name in self._branches.pop(key, {}):
-                gone = self._entries.pop((tenant, thread_id, name), None) or []
-                self._emit_entries(tenant, thread, ev.ENTRY_DELETED, gone)
+                self._entries.pop((tenant, thread_id, name), None)
             self._emit(
                 tenant, ev.THREAD_DELETED, user_id=thread.user_id, agent_id=thread.agent_id,
                 thread_id=thread_id,

@@ -49,11 +49,14 @@ def forget_events_begin(conn: sqlite3.Connection, p: str, tenant: str) -> bool:
 
 
 def forget_events_end(conn: sqlite3.Connection, p: str, tenant: str, user_id: str) -> None:
-    """After the deletes: the user's events go, and one ``user.forgotten`` is recorded."""
+    """After the deletes: one ``user.forgotten`` is recorded (also while the feed is off:
+    it keeps the tenant's numbering from going back), then the user's other events go."""
     conn.execute(f"DELETE FROM {p}events_mute WHERE tenant_id = ?", (tenant,))
-    conn.execute(f"DELETE FROM {p}events WHERE tenant_id = ? AND user_id = ?", (tenant, user_id))
-    if _is_on(conn, p):
-        conn.execute(sqlite_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    conn.execute(sqlite_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    conn.execute(
+        f"DELETE FROM {p}events WHERE tenant_id = ? AND user_id = ? AND kind != ?",
+        (tenant, user_id, USER_FORGOTTEN),
+    )
 
 
 class EventsMixin(SQLiteStoreBase):
@@ -120,9 +123,8 @@ class EventsMixin(SQLiteStoreBase):
                 return []
             if after is not None:
                 row = conn.execute(
-                    f"SELECT MAX(COALESCE((SELECT value FROM {p}events_config"
-                    " WHERE name = 'floor'), 0), COALESCE((SELECT floor FROM"
-                    f" {p}events_tenants WHERE tenant_id = ?), 0))",
+                    f"SELECT COALESCE((SELECT floor FROM {p}events_tenants"
+                    " WHERE tenant_id = ?), 0)",
                     (tenant,),
                 ).fetchone()
                 if number < row[0]:
@@ -144,12 +146,16 @@ class EventsMixin(SQLiteStoreBase):
             if row is None:
                 return 0
             cutoff = to_us(datetime.now(UTC) - timedelta(seconds=row[0]))
-            last = conn.execute(
-                f"SELECT MAX(seq) FROM (SELECT seq FROM {p}events WHERE tenant_id = ?"
-                " AND at < ? ORDER BY seq LIMIT ?)",
+            last, newest = conn.execute(
+                f"SELECT (SELECT MAX(seq) FROM (SELECT seq FROM {p}events WHERE tenant_id = ?1"
+                " AND at < ?2 ORDER BY seq LIMIT ?3)),"
+                f" (SELECT MAX(seq) FROM {p}events WHERE tenant_id = ?1)",
                 (tenant, cutoff, limit),
-            ).fetchone()[0]
-            if last is None:
+            ).fetchone()
+            if last is None or newest is None:
+                return 0
+            last = min(last, newest - 1)  # the newest stays: numbers never come again
+            if last < 1:
                 return 0
             gone = conn.execute(
                 f"DELETE FROM {p}events WHERE tenant_id = ? AND seq <= ?", (tenant, last)
