@@ -8,8 +8,8 @@ export {
   EVENT_ID_HEADER,
   SIGNATURE_HEADER,
   signWebhook,
-  type VerifyWebhookOptions,
   verifyWebhook,
+  type VerifyWebhookOptions,
   WebhookSignatureError,
   type WebhookSignatureReason,
 } from "./webhooks.js";

@@ -101,7 +101,10 @@ export async function verifyWebhook(
     const value = part.slice(at + 1).trim();
     if (name === "t") {
       if (!/^-?\d+$/.test(value)) {
-        throw new WebhookSignatureError(`bad timestamp ${JSON.stringify(value)} in the signature`, "malformed");
+        throw new WebhookSignatureError(
+          `bad timestamp ${JSON.stringify(value)} in the signature`,
+          "malformed",
+        );
       }
       timestamp = Number(value);
     } else if (name === "v1") {
@@ -114,12 +117,15 @@ export async function verifyWebhook(
   const expected = await signWebhook(secret, timestamp, body);
   let matched = false;
   for (const candidate of candidates) matched = equalTimingSafe(candidate, expected) || matched;
-  if (!matched) throw new WebhookSignatureError("the signature does not match the body and secret", "mismatch");
+  if (!matched) {
+    throw new WebhookSignatureError("the signature does not match the body and secret", "mismatch");
+  }
   const tolerance = options.tolerance ?? DEFAULT_TOLERANCE;
   const now = options.now ?? Date.now() / 1000;
   if (Math.abs(now - timestamp) > tolerance) {
+    const off = Math.round(Math.abs(now - timestamp));
     throw new WebhookSignatureError(
-      `the signature's timestamp is ${Math.round(Math.abs(now - timestamp))} s from now (tolerance ${tolerance} s)`,
+      `the signature's timestamp is ${off} s from now (tolerance ${tolerance} s)`,
       "stale",
     );
   }

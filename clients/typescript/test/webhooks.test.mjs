@@ -4,7 +4,13 @@
 import assert from "node:assert/strict";
 import { createHmac } from "node:crypto";
 import { describe, test } from "node:test";
-import { EVENT_ID_HEADER, SIGNATURE_HEADER, signWebhook, verifyWebhook, WebhookSignatureError } from "../dist/index.js";
+import {
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  signWebhook,
+  verifyWebhook,
+  WebhookSignatureError,
+} from "../dist/index.js";
 import { python } from "./harness.mjs";
 
 const SECRET = "whsec_test-secret-for-the-node-suite";
