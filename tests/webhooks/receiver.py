@@ -4,8 +4,10 @@ free loopback port, in a thread of the test process.
 Each request gets the answer the test's *plan* gives for it (``plan(n)``, ``n`` the
 request's number from 0): ``"ok"`` (204), ``"fail"`` (500), ``"hang"`` (no answer until
 the receiver closes: the worker's timeout ends the attempt) or ``"drop"`` (the
-connection is closed without an answer). Every request is kept (headers, body, the
-plan's answer, whether its signature verified) in arrival order.
+connection is closed without an answer). A request whose body arrives cut short (its
+sender was killed while sending) is ``"cut"``: closed without an answer. Every request
+is kept (headers, body, the plan's answer, whether its signature verified) in arrival
+order.
 """
 
 from __future__ import annotations
@@ -79,7 +81,9 @@ class Receiver:
 
     def _handle(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         with self._lock:
-            answer = self.plan(len(self.deliveries))
+            expected = int(handler.headers.get("Content-Length", "0"))
+            # a sender killed mid-request leaves a body cut short: never acknowledged
+            answer = "cut" if len(body) < expected else self.plan(len(self.deliveries))
             signature = handler.headers.get(SIGNATURE_HEADER)
             secret = self.secrets.get(handler.path)
             verified = False
@@ -104,7 +108,7 @@ class Receiver:
             self._closing.wait()
             handler.close_connection = True
             return
-        if answer == "drop":
+        if answer in ("drop", "cut"):
             handler.close_connection = True
             return
         status = 204 if answer == "ok" else 500

@@ -102,7 +102,9 @@ async def feed(memory: AsyncMemory, name: str) -> list[Event]:
 def received_in_full(deliveries: list[Delivery], events: list[Event]) -> None:
     """Every event acknowledged; duplicates only of one id with one body; each thread's
     events first acknowledged in the feed's order; every signature verified."""
-    assert deliveries and all(d.verified for d in deliveries)
+    deliveries = [d for d in deliveries if d.answer != "cut"]  # a killed sender's last bytes
+    unverified = [d for d in deliveries if not d.verified]
+    assert deliveries and not unverified, unverified[:3]
     bodies: dict[str, set[bytes]] = defaultdict(set)
     for d in deliveries:
         assert d.event_id is not None and d.event["id"] == d.event_id

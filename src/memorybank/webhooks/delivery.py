@@ -11,7 +11,9 @@ How it works
     signed (``memorybank.webhooks.signing``) and carrying its event id.
 
 At least once
-    The cursor is stored only after the endpoint answered 2xx. A failure (an answer
+    The cursor is stored only after the endpoint answered 2xx (consecutive successes
+    are stored together, at the latest ``checkpoint`` seconds after the first, and at
+    once at a failure or the end of a page). A failure (an answer
     other than 2xx, a refused connection, a timeout) is counted in the record and the
     same event is retried after an exponential backoff with jitter
     (``retry_base * 2**(failures-1)``, capped at ``retry_max``, times a random factor
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
     from memorybank.memory._async.memory import AsyncMemory
 
 __all__ = [
+    "DEFAULT_CHECKPOINT",
     "DEFAULT_MAX_FAILURES",
     "DEFAULT_POLL",
     "DEFAULT_TIMEOUT",
@@ -73,6 +76,8 @@ DEFAULT_POLL = 1.0
 DEFAULT_TIMEOUT = 10.0
 #: Consecutive failures after which an endpoint is paused.
 DEFAULT_MAX_FAILURES = 10
+#: Seconds acknowledged deliveries may wait before their cursor is stored (together).
+DEFAULT_CHECKPOINT = 0.5
 #: Events read from the feed per page.
 _PAGE = 100
 _MAX_ERROR = 500
@@ -119,6 +124,10 @@ class WebhookWorker:
         max_failures: consecutive failures that pause an endpoint.
         retry_base: seconds before the first retry (doubled per failure).
         retry_max: the longest wait between retries.
+        checkpoint: the longest (seconds) an acknowledged delivery's cursor waits to be
+            stored: consecutive successes are stored together (one store write per
+            ``checkpoint`` rather than per event). A worker killed meanwhile leaves the
+            next one to send those events again (same ids).
         client: the ``httpx.AsyncClient`` to post with (default: one of its own).
     """
 
@@ -132,11 +141,17 @@ class WebhookWorker:
         max_failures: int = DEFAULT_MAX_FAILURES,
         retry_base: float = 1.0,
         retry_max: float = 300.0,
+        checkpoint: float = DEFAULT_CHECKPOINT,
         client: httpx.AsyncClient | None = None,
         clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.lease = leases.check_lease(lease, "webhook lease")
-        for name, value in (("poll", poll), ("timeout", timeout), ("retry_base", retry_base)):
+        for name, value in (
+            ("poll", poll),
+            ("timeout", timeout),
+            ("retry_base", retry_base),
+            ("checkpoint", checkpoint),
+        ):
             if not (isinstance(value, int | float) and 0 < value < 86_400):
                 raise ConfigurationError(f"{name} must be positive seconds, got {value!r}")
         if not (isinstance(retry_max, int | float) and retry_max >= retry_base):
@@ -150,6 +165,7 @@ class WebhookWorker:
         self.max_failures = max_failures
         self.retry_base = float(retry_base)
         self.retry_max = float(retry_max)
+        self.checkpoint = float(checkpoint)
         self.owner = new_id()  # this worker, in the leases of the endpoints it holds
         self._clock = clock or (lambda: datetime.now(UTC))
         self._client = client
@@ -341,32 +357,42 @@ class WebhookWorker:
         kinds = held.data.get("kinds")
         since_raw = held.data.get("since")
         since = datetime.fromisoformat(since_raw) if isinstance(since_raw, str) else None
-        skipped: Any = None  # the cursor past events this endpoint does not want
+        # acknowledged progress not stored yet (the cursor, counts): stored at the latest
+        # ``checkpoint`` seconds after the first of it, at a failure, and at the page's end
+        pending: dict[str, Any] = {}
+        loop = asyncio.get_running_loop()
+        first = loop.time()
         for event in events:
             if (kinds is not None and event.kind not in kinds) or (
                 since is not None and event.at < since
             ):
-                skipped = event.cursor
-                continue
-            if skipped is not None:
-                held, skipped = await self._write(held, {"cursor": skipped}), None
-            held = await self._deliver(held, tenant, event)
-        changes: dict[str, Any] = {} if skipped is None else {"cursor": skipped}
+                pending["cursor"] = event.cursor  # not wanted: skipped past
+            else:
+                held = await self._deliver(held, tenant, event, pending)
+            if not pending:
+                first = loop.time()
+            elif loop.time() - first >= self.checkpoint:
+                held, pending = await self._write(held, pending), {}
         if since is not None and len(events) < _PAGE:
-            changes["since"] = None  # caught up with the feed: nothing older is left
-        if changes:
-            held = await self._write(held, changes)
+            pending["since"] = None  # caught up with the feed: nothing older is left
+        if pending:
+            held = await self._write(held, pending)
         return held
 
-    async def _deliver(self, held: Record, tenant: str, event: Event) -> Record:
-        """Post ``event`` until the endpoint answers 2xx: ``held`` with the cursor past it.
-        ``_Gone`` when the endpoint is paused (after ``max_failures``) meanwhile."""
+    async def _deliver(
+        self, held: Record, tenant: str, event: Event, pending: dict[str, Any]
+    ) -> Record:
+        """Post ``event`` until the endpoint answers 2xx, then add the cursor past it to
+        ``pending`` (what is not stored yet: stored with the next failure, or by the
+        caller). ``_Gone`` when the endpoint is paused (after ``max_failures``) meanwhile."""
         body = json.dumps(payload(tenant, event), separators=(",", ":"), ensure_ascii=False)
         raw = body.encode("utf-8")
         while True:
             held = await self._keep(held)
             if held.data.get("state") != ACTIVE or self._stopping.is_set():
-                raise _Gone(release=True)
+                if pending:  # what was acknowledged stays acknowledged
+                    await self._write(held, pending, release=True)
+                raise _Gone(release=not pending)
             secret = str(held.data["secret"])
             headers = {
                 "Content-Type": "application/json",
@@ -378,23 +404,24 @@ class WebhookWorker:
             now = self._clock().isoformat()
             if error is None:
                 self.delivered += 1
-                return await self._write(
-                    held,
-                    {
-                        "cursor": event.cursor,
-                        "failures": 0,
-                        "last_success_at": now,
-                        "last_attempt_at": now,
-                        "delivered": int(held.data.get("delivered", 0)) + 1,
-                    },
+                delivered = int(pending.get("delivered", held.data.get("delivered", 0))) + 1
+                pending.update(
+                    cursor=event.cursor,
+                    failures=0,
+                    last_success_at=now,
+                    last_attempt_at=now,
+                    delivered=delivered,
                 )
+                return held
             self.failed += 1
-            failures = int(held.data.get("failures", 0)) + 1
+            failures = int(pending.get("failures", held.data.get("failures", 0))) + 1
             changes: dict[str, Any] = {
+                **pending,
                 "failures": failures,
                 "last_error": f"event {event.id}: {error}"[:_MAX_ERROR],
                 "last_attempt_at": now,
             }
+            pending.clear()
             if failures >= self.max_failures:
                 changes.update(
                     state=PAUSED,
