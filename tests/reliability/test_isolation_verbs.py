@@ -209,7 +209,7 @@ def _alices_events_are_not_bobs(w: World) -> bool:
         assert [e.kind for e in mine] == ["thread.created", "thread.deleted"]
         assert all(e.user_id == "alice" for e in alice.events.list(limit=1000))
     for handle in _outsiders(w):
-        seen = denied(lambda h=handle: h.events.list(limit=1000))
+        seen: list[Any] = denied(functools.partial(handle.events.list, limit=1000))
         assert all(e.user_id != "alice" for e in seen), handle.scope
     assert widening(lambda: w.bob.scoped(user_id="alice").events.list())
     return True

@@ -152,6 +152,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/summaries"): Case(_none, other=200, query=lambda w: {"agent_id": w.agent}),
     ("POST", "/v1/facts"): Case(_none, lambda w: {"content": "f"}, other=201),
     ("GET", "/v1/facts"): Case(_none, other=200),
+    ("GET", "/v1/events"): Case(_none, other=200),  # tenant B reads its own (empty) feed
     ("POST", "/v1/facts/search"): Case(_none, lambda w: {"query": MARK}, other=200),
     ("GET", "/v1/facts/{fact_id}"): Case(lambda w: {"fact_id": w.fact}),
     ("POST", "/v1/consolidate"): Case(_none, lambda w: {"user_id": w.user}, other=200),

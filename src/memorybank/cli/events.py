@@ -69,9 +69,11 @@ def events_command(
     url: UrlOption = None,
     tenant: TenantOption = DEFAULT_TENANT,
 ) -> None:
-    """Print the tenant's changes after a cursor, oldest first, one JSON object a line
-    (``--follow``: and then each change as it commits); or switch the feed
-    (``--enable [--keep DAYS]``, ``--disable``) or expire old events (``--prune``)."""
+    """Print the change feed: the tenant's changes after a cursor, oldest first.
+
+    One JSON object a line (``--follow``: and then each change as it commits). Or switch
+    the feed (``--enable [--keep DAYS]``, ``--disable``) or expire old events
+    (``--prune``)."""
     with _errors(), open_existing(url, tenant) as memory:
         if enable or disable or prune:
             if enable:

@@ -26,6 +26,7 @@ from memorybank.memory._async.core import (
     _system_clock,
 )
 from memorybank.memory._async.entries import AsyncEntries
+from memorybank.memory._async.events import AsyncEvents
 from memorybank.memory._async.run_state import (
     AsyncSnapshots,
     AsyncSummaries,
@@ -361,8 +362,6 @@ class AsyncMemory:
     def events(self) -> AsyncEvents:
         """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
         ``prune``). See docs/events.md."""
-        from memorybank.memory._async.events import AsyncEvents
-
         return AsyncEvents(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property

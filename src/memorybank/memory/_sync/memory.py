@@ -36,6 +36,7 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
+from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
@@ -362,8 +363,6 @@ class Memory:
     def events(self) -> Events:
         """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
         ``prune``). See docs/events.md."""
-        from memorybank.memory._sync.events import Events
-
         return Events(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
