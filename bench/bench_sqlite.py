@@ -210,14 +210,19 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
     raw_full = Raw(tmp / "raw_w1_full.db", "FULL")
     mb_normal = Memory(SQLiteStore(tmp / "mb_w1_normal.db", synchronous="normal"))
     mb_full = Memory(SQLiteStore(tmp / "mb_w1_full.db"))  # the default: "full"
+    # The change feed on (``memory.events``): its cost is this system's time over the
+    # one above it (same durability, turns taken alike).
+    mb_feed = Memory(SQLiteStore(tmp / "mb_w1_feed.db", synchronous="normal"))
+    mb_feed.events.enable()
     astore = AsyncSQLiteStore(tmp / "mb_w1_async.db")
     amemory = AsyncMemory(astore)
     ids = {
         "normal": [mb_normal.threads.create().id for _ in range(threads)],
         "full": [mb_full.threads.create().id for _ in range(threads)],
+        "feed": [mb_feed.threads.create().id for _ in range(threads)],
         "async": [loop.run(amemory.threads.create()).id for _ in range(threads)],
     }
-    for memory, key in ((mb_normal, "normal"), (mb_full, "full")):
+    for memory, key in ((mb_normal, "normal"), (mb_full, "full"), (mb_feed, "feed")):
         memory.remember(ids[key][0], "user", "warm up the tokenizer")
     peers = _peers(tmp, "w1", loop)
 
@@ -254,6 +259,7 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
     systems: dict[str, Callable[[range], None]] = {
         "raw sqlite3 (WAL, NORMAL)": run_raw(raw_normal),
         'memorybank sync, synchronous="normal"': run_mb(mb_normal, "normal"),
+        'memorybank sync, synchronous="normal", change feed on': run_mb(mb_feed, "feed"),
         "raw sqlite3 (WAL, FULL)": run_raw(raw_full),
         "memorybank sync, default (full)": run_mb(mb_full, "full"),
         "memorybank async, default (full)": lambda part: loop.run(
@@ -280,6 +286,12 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
         'memorybank sync, synchronous="normal"': (normal, ">= 0.2 x raw NORMAL"),
         "memorybank sync, default (full)": (full, ">= 0.7 x raw FULL"),
     }
+    plain = rate['memorybank sync, synchronous="normal"']
+    feed_name = 'memorybank sync, synchronous="normal", change feed on'
+    targets[feed_name] = (
+        normal,
+        f"time x{plain / rate[feed_name]:.3f} of feed off (<= 1.15)",
+    )
     rows: list[list[object]] = []
     for name, value in rate.items():
         base, target = targets.get(name, (normal if "NORMAL" in name else full, "-"))
@@ -295,6 +307,7 @@ def w1(tmp: Path, threads: int, messages: int, slices: int) -> list[list[object]
         )
     mb_normal.close()
     mb_full.close()
+    mb_feed.close()
     loop.run(astore.close())
     for peer in peers.values():
         peer.close()

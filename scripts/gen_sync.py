@@ -41,6 +41,7 @@ REPLACEMENTS = {
     "AsyncSessionManager": "SessionManager",
     "AsyncTurn": "Turn",
     "AsyncDocuments": "Documents",
+    "AsyncEvents": "Events",
     "AsyncStore": "Store",
     "AsyncStoreBase": "StoreBase",
     "AsyncThreadStore": "ThreadStore",

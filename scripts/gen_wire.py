@@ -29,6 +29,8 @@ IMPORTS = {
     "cast": "typing",
     "Sequence": "collections.abc",
     "datetime": "datetime",
+    "timedelta": "datetime",
+    "Event": "memorybank.events.types",
     "Branch": "memorybank.records",
     "Entry": "memorybank.records",
     "Summary": "memorybank.records",

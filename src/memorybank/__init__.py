@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    CursorExpired,
     ExtractionError,
     HistoryDiverged,
     InvalidInput,
@@ -87,6 +88,7 @@ __all__ = [
     "ContextBuilder",
     "ContextOptions",
     "CoreFacts",
+    "CursorExpired",
     "Document",
     "Entry",
     "ExtractionError",

@@ -16,6 +16,8 @@
     │   └── LeaseLost               "lease_lost"            a background worker's claim on a
     │                                                       job ran out and another took it
     ├── ThreadForbidden             "thread_forbidden"      thread owned by another user
+    ├── CursorExpired               "cursor_expired"        a change-feed cursor older than
+    │                                                       the events kept (HTTP 410)
     ├── ExtractionError             "extraction_error"      an extraction model's answer was
     │                                                       unusable (not JSON, wrong shape)
     └── StoreError                  "store_error"           the backend failed
@@ -41,6 +43,7 @@ from typing import Any
 __all__ = [
     "ConfigurationError",
     "Conflict",
+    "CursorExpired",
     "ExtractionError",
     "HistoryDiverged",
     "InvalidInput",
@@ -169,6 +172,18 @@ class ThreadForbidden(MemoryBankError):
 
     def __init__(self, message: str = "thread access forbidden") -> None:
         super().__init__(message)
+
+
+class CursorExpired(MemoryBankError):
+    """A change-feed cursor (``memory.events.list(after=...)``) points before the oldest
+    event still kept: events between it and the oldest kept one were pruned (older than
+    the feed's keep time), or the cursor belongs to another tenant's or an erased feed.
+    Reading on would skip changes, so nothing is returned: the reader resynchronises
+    (reads the state afresh) and starts again with ``after=None``. Over REST, 410
+    ``cursor_expired``.
+    """
+
+    code = "cursor_expired"
 
 
 class ExtractionError(MemoryBankError):

@@ -51,6 +51,7 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.context._async.turn import AsyncTurn
 from memorybank.errors import (
     Conflict,
+    CursorExpired,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -62,6 +63,7 @@ from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.documents import AsyncDocuments
 from memorybank.memory._async.embedding import AsyncEmbedding
 from memorybank.memory._async.entries import AsyncEntries
+from memorybank.memory._async.events import AsyncEvents
 from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
@@ -112,6 +114,7 @@ CLASSES: dict[str, type] = {
     "Consolidation": AsyncConsolidation,
     "Graph": AsyncGraph,
     "Documents": AsyncDocuments,
+    "Events": AsyncEvents,
     "Embedding": AsyncEmbedding,
     "WorkingMemory": AsyncWorkingMemory,
     "CoreFacts": AsyncCoreFacts,
@@ -238,6 +241,11 @@ _RUN_STATE = "run state belongs to the host workflow, not to the model"
 _CLI_READS = "the CLI reads and administers a store; writes go through the library or REST"
 
 _SAME_AS_CONSOLIDATE = "the same verb as Memory.consolidate, which has every form"
+
+_FEED = "the change feed is for applications following memory, not a model's tool"
+_FEED_SWITCH = (
+    "switching the feed covers the server's whole store: " + _OPERATOR + " (memorybank events)"
+)
 
 _REST_ONLY = Without(_MODEL_TOOLS)
 _CLI_NO = Without(_CLI_READS)
@@ -1057,6 +1065,53 @@ VERBS: tuple[Verb, ...] = (
         Without("recall is Memory.search, whose kinds include documents"),
         "search",
         gaps={"options": "SearchOptions is a Python object (hybrid ranking weights)"},
+    ),
+    # -- the change feed ----------------------------------------------------------------------
+    _v(
+        "Events.list",
+        "user",
+        True,
+        "page",
+        _get("/v1/events"),
+        Without(_FEED),
+        "events",
+        errors=(InvalidInput, CursorExpired),
+    ),
+    _v(
+        "Events.enable",
+        "tenant",
+        True,
+        "empty",
+        Without(_FEED_SWITCH),
+        Without(_OPERATOR),
+        "events",
+    ),
+    _v(
+        "Events.disable",
+        "tenant",
+        True,
+        "empty",
+        Without(_FEED_SWITCH),
+        Without(_OPERATOR),
+        "events",
+    ),
+    _v(
+        "Events.keep",
+        "tenant",
+        True,
+        "value",
+        Without(_FEED_SWITCH),
+        Without(_OPERATOR),
+        "events",
+    ),
+    _v(
+        "Events.prune",
+        "tenant",
+        False,
+        "count",
+        Without("expiry is " + _OPERATOR + " (memorybank events --prune)"),
+        Without(_OPERATOR),
+        "events",
     ),
     # -- core facts ---------------------------------------------------------------------------
     _v(

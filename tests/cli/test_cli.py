@@ -310,11 +310,18 @@ def test_every_command_and_option_has_help() -> None:
         commands
     )
     keys = commands.pop("keys")
-    assert keys.help and keys.help.strip()
-    leaves = {**commands, **{f"keys {n}": c for n, c in keys.commands.items()}}
+    hooks = commands.pop("webhooks")
+    assert keys.help and keys.help.strip() and hooks.help and hooks.help.strip()
+    leaves = {
+        **commands,
+        **{f"keys {n}": c for n, c in keys.commands.items()},
+        **{f"webhooks {n}": c for n, c in hooks.commands.items()},
+    }
     assert set(leaves) >= {"keys create", "keys list", "keys revoke"}
+    assert set(leaves) >= {f"webhooks {n}" for n in ("create", "list", "pause", "resume", "delete")}
     # These answer every tenant (the server: each request's key picks one) or none.
     tenantless = {"serve", "keys list", "keys revoke"}
+    tenantless |= {"webhooks pause", "webhooks resume", "webhooks delete"}
     for name, command in leaves.items():
         assert command.help and command.help.strip(), f"{name} has no help text"
         for param in command.params:

@@ -42,6 +42,7 @@ from memorybank.graph._sync import Graph
 from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 from memorybank.memory._sync.documents import Documents
 from memorybank.memory._sync.embedding import Embedding
+from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.facts import Facts
 from memorybank.memory._sync.memory import (
     Branches,
@@ -52,6 +53,7 @@ from memorybank.memory._sync.memory import (
     WorkingMemory,
 )
 from memorybank.retention import RetentionPolicy
+from memorybank.stores.contract.capabilities import Capability
 from tests.reliability import _isolation
 from tests.reliability._isolation import SECRET, World, alice_intact
 
@@ -67,6 +69,7 @@ SURFACE: dict[str, type] = {
     "Consolidation": Consolidation,
     "Graph": Graph,
     "Documents": Documents,
+    "Events": Events,
     "Embedding": Embedding,
     "WorkingMemory": WorkingMemory,
     "CoreFacts": SyncCoreFacts,
@@ -191,6 +194,24 @@ def _shared_twin(w: World) -> bool:
     twin = w.root.graph.add_entity(f"Alice {SECRET}", type="person", user_id=None, agent_id="bot")
     assert twin.id != w.entity and twin.observations == ()
     assert w.root.graph.delete_entity(twin.id, user_id=None, agent_id="bot")
+    return True
+
+
+def _alices_events_are_not_bobs(w: World) -> bool:
+    """With the feed on, alice's changes (a thread made and deleted again: her world stays
+    as it was) are in the tenant's feed and in hers, never in bob's or the shared user's."""
+    if Capability.EVENTS in w.root.store.capabilities:
+        w.root.events.enable()
+        alice = w.root.scoped(user_id="alice", agent_id="bot")
+        passing = alice.threads.create(title=f"passing {SECRET}")
+        alice.threads.delete(passing.id)
+        mine = [e for e in alice.events.list(limit=1000) if e.thread_id == passing.id]
+        assert [e.kind for e in mine] == ["thread.created", "thread.deleted"]
+        assert all(e.user_id == "alice" for e in alice.events.list(limit=1000))
+    for handle in _outsiders(w):
+        seen: list[Any] = denied(functools.partial(handle.events.list, limit=1000))
+        assert all(e.user_id != "alice" for e in seen), handle.scope
+    assert widening(lambda: w.bob.scoped(user_id="alice").events.list())
     return True
 
 
@@ -455,6 +476,12 @@ CASES: dict[str, Callable[[World], object]] = {
     "Documents.delete": lambda w: denied(lambda: w.bob.documents.delete(w.document)),
     "Documents.list": lambda w: denied(lambda: w.bob.documents.list()),
     "Documents.search": lambda w: denied(lambda: w.bob.documents.search(SECRET, k=50)),
+    # -- the change feed -----------------------------------------------------------------
+    "Events.list": lambda w: _alices_events_are_not_bobs(w),
+    "Events.enable": lambda w: refused(lambda: w.bob.events.enable(), "scope"),
+    "Events.disable": lambda w: refused(lambda: w.bob.events.disable(), "scope"),
+    "Events.keep": lambda w: denied(lambda: w.bob.events.keep()),
+    "Events.prune": lambda w: refused(lambda: w.bob.events.prune(), "scope"),
     # -- core facts ----------------------------------------------------------------------
     "CoreFacts.set": lambda w: (
         denied(lambda: _bob_core(w).set("pin", "bob's")),

@@ -60,6 +60,7 @@ class World:
     entity2: str
     relation: str
     consolidation: str
+    webhook: str
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ CASES: dict[tuple[str, str], Case] = {
     ("GET", "/v1/summaries"): Case(_none, other=200, query=lambda w: {"agent_id": w.agent}),
     ("POST", "/v1/facts"): Case(_none, lambda w: {"content": "f"}, other=201),
     ("GET", "/v1/facts"): Case(_none, other=200),
+    ("GET", "/v1/events"): Case(_none, other=200),  # tenant B reads its own (empty) feed
     ("POST", "/v1/facts/search"): Case(_none, lambda w: {"query": MARK}, other=200),
     ("GET", "/v1/facts/{fact_id}"): Case(lambda w: {"fact_id": w.fact}),
     ("POST", "/v1/consolidate"): Case(_none, lambda w: {"user_id": w.user}, other=200),
@@ -234,6 +236,15 @@ ADMIN_ROUTES: dict[tuple[str, str], Case] = {
     ("DELETE", "/v1/admin/keys/{key_id}"): Case(lambda w: {"key_id": w.key_id}),
     ("GET", "/v1/admin/tenants"): Case(_none),
     ("POST", "/v1/admin/tenants/{tenant}/revoke"): Case(lambda w: {"tenant": tenant("nobody")}),
+    ("POST", "/v1/admin/webhooks"): Case(
+        _none, lambda w: {"tenant": "c", "url": "https://example.test/h"}
+    ),
+    ("GET", "/v1/admin/webhooks"): Case(_none),
+    ("GET", "/v1/admin/webhooks/{webhook_id}"): Case(lambda w: {"webhook_id": w.webhook}),
+    ("PATCH", "/v1/admin/webhooks/{webhook_id}"): Case(
+        lambda w: {"webhook_id": w.webhook}, lambda w: {"paused": True}
+    ),
+    ("DELETE", "/v1/admin/webhooks/{webhook_id}"): Case(lambda w: {"webhook_id": w.webhook}),
 }
 
 ALL = {**CASES, **ADMIN_ROUTES}
@@ -272,6 +283,7 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
     )
     consolidation = await c.post("/v1/consolidate", json={"user_id": user}, headers=headers)
     info, _ = await api.keys.create(tenant("tenant-c"), "victim")
+    hook, _ = await api.app.state.webhooks.create(tenant("tenant-c"), "https://example.test/h")
     return World(
         thread=thread,
         entry=entry_id,
@@ -284,6 +296,7 @@ async def make_world(api: Api, headers: dict[str, str]) -> World:
         agent=agent,
         user=user,
         key_id=info.id,
+        webhook=hook.id,
         consolidation=consolidation.json()["run_id"],
         entity=entity.json()["id"],
         entity2=entity2.json()["id"],

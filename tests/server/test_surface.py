@@ -220,7 +220,10 @@ async def _seed(api: Api, headers: dict[str, str]) -> dict[str, str]:
         headers=headers,
     )
     assert answer.status_code == 200, answer.text
+    hook, _ = await api.app.state.webhooks.create("acme", "https://example.test/hook")
     return {
+        "webhook_id": hook.id,
+        "url": "https://example.test/hook",
         "thread_id": thread.id,
         "entry_id": entry.id,
         "from_entry": entry.id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,8 @@ from tests.stores.test_contract_postgres import drop_tables, require_postgres
 def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     path: Path = tmp_path_factory.mktemp("http") / "server.db"
     with live_server(lambda: AsyncSQLiteStore(path)) as server:
+        assert server.memory is not None
+        server.run(server.memory.events.enable(timedelta(days=1)))  # the change feed
         yield server
 
 
@@ -40,6 +43,8 @@ def postgres_server() -> Iterator[LiveServer]:
         with live_server(
             lambda: AsyncPostgresStore.from_url(POSTGRES_URL, prefix=prefix, pool_size=4, timeout=5)
         ) as server:
+            assert server.memory is not None
+            server.run(server.memory.events.enable(timedelta(days=1)))
             yield server
     finally:
         drop_tables(POSTGRES_URL, prefix)

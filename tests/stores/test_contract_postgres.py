@@ -27,6 +27,7 @@ import pytest
 
 from memorybank.stores.postgres._async import TABLES, AsyncPostgresStore
 from memorybank.stores.postgres._sync import PostgresStore
+from memorybank.stores.sql.events import FEED_FUNCTIONS
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
 
@@ -44,6 +45,8 @@ def drop_tables(url: str, prefix: str) -> None:
     with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
         for table in TABLES:
             conn.execute(f"DROP TABLE IF EXISTS {prefix}{table}")
+        for function in FEED_FUNCTIONS:  # the change feed's (its triggers went with the tables)
+            conn.execute(f"DROP FUNCTION IF EXISTS {prefix}{function} CASCADE")
 
 
 def pgvector_url() -> str:

@@ -79,7 +79,10 @@ def test_the_method_table_is_the_store_contract() -> None:
     # the single reads), so that the served store's own answer reaches the client
     derived = {name for group in OVERRIDES.values() for name in group}
     singles = {"entry_get", "entry_count", "entry_clear"}
-    assert set(_wire.METHODS) == (abstract - {"close"}) | _wire.BATCH_METHODS | derived | singles
+    # and the change feed's reads and prune (its switch is the server operator's)
+    assert set(_wire.METHODS) == (
+        (abstract - {"close"}) | _wire.BATCH_METHODS | derived | singles | _wire.EVENT_METHODS
+    )
     for name, method in _wire.METHODS.items():
         signature = inspect.signature(getattr(AsyncStore, name))
         params = [p for p in signature.parameters.values() if p.name != "self"]

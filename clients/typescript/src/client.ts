@@ -72,6 +72,14 @@ export type Session = ResultOf<"/v1/sessions/{session_id}", "get">;
 export type Branch = ItemOf<ResultOf<"/v1/threads/{thread_id}/branches", "get">>;
 export type Entity = ResultOf<"/v1/graph/entities/{entity_id}", "get">;
 export type Relation = ResultOf<"/v1/graph/relations/{relation_id}", "get">;
+/** One change of the change feed (`GET /v1/events`): ids, never content. */
+export type MemoryEvent = ItemOf<ResultOf<"/v1/events", "get">>;
+/** A page of the change feed: `nextCursor` is the `after` of the next read. */
+export interface EventPage {
+  items: MemoryEvent[];
+  /** The last event's cursor, or the given `after` when nothing is new. */
+  nextCursor: string | null;
+}
 
 /** How to reach the server. */
 export interface MemoryBankOptions extends TransportOptions {
@@ -161,6 +169,8 @@ export class MemoryBank {
   readonly graph: Graph;
   readonly cortex: Cortex;
   readonly consolidation: Consolidation;
+  /** The change feed: `list` after a cursor, `follow` every change as it commits. */
+  readonly events: Events;
   /** @internal */
   readonly api: ReturnType<typeof createClient<paths>>;
   /** @internal */
@@ -191,6 +201,7 @@ export class MemoryBank {
     this.graph = new Graph(this);
     this.cortex = new Cortex(this);
     this.consolidation = new Consolidation(this);
+    this.events = new Events(this);
   }
 
   /** A client confined to `userId` (as the library's `memory.scoped(user_id=...)`). */
@@ -567,6 +578,37 @@ export class Branches extends Resource {
       }),
     );
     return data.count;
+  }
+}
+
+export class Events extends Resource {
+  /**
+   * The tenant's changes after `after` (none: from the oldest kept), oldest first (with
+   * `userId`, that user's only); `wait` seconds long-polls when nothing is new. A cursor
+   * older than the events kept rejects with `code` `"cursor_expired"` (410).
+   */
+  async list(
+    options: Options<{ after?: string | null; kinds?: string[]; limit?: number; wait?: number }> = {},
+  ): Promise<EventPage> {
+    const { after, kinds, limit, wait } = options;
+    const query = wire({ after: after ?? undefined, kinds: kinds?.join(","), limit, wait });
+    const data = await this.mb.call(
+      this.mb.api.GET("/v1/events", { params: { query }, ...this.mb.init(options) }),
+    );
+    return { items: data.items, nextCursor: data.next_cursor ?? null };
+  }
+
+  /** Every change after `after`, as it commits (long polls of `wait` seconds; `for await`). */
+  async *follow(
+    options: Options<{ after?: string | null; kinds?: string[]; wait?: number }> = {},
+  ): AsyncGenerator<MemoryEvent> {
+    let after = options.after ?? null;
+    for (;;) {
+      const page = await this.list({ ...options, after, wait: options.wait ?? 30 });
+      for (const event of page.items) yield event;
+      after = page.nextCursor;
+      options.signal?.throwIfAborted();
+    }
   }
 }
 

@@ -3,3 +3,13 @@ export * from "./client.js";
 export { MemoryBankError, type MemoryBankErrorCode } from "./errors.js";
 export { Paged, type PageShape } from "./paging.js";
 export type { RequestOptions, TransportOptions } from "./transport.js";
+export {
+  DEFAULT_TOLERANCE,
+  EVENT_ID_HEADER,
+  SIGNATURE_HEADER,
+  signWebhook,
+  verifyWebhook,
+  type VerifyWebhookOptions,
+  WebhookSignatureError,
+  type WebhookSignatureReason,
+} from "./webhooks.js";

@@ -8,6 +8,8 @@ export type MemoryBankErrorCode =
   | "out_of_scope"
   | "forbidden"
   | "conflict"
+  /** A change-feed cursor older than the events kept (410): read afresh, follow from none. */
+  | "cursor_expired"
   | "invalid_input"
   | "unauthorized"
   | "store_unavailable"

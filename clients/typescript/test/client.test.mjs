@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { MemoryBank, MemoryBankError } from "../dist/index.js";
-import { STORES, serve } from "./harness.mjs";
+import { python, STORES, serve } from "./harness.mjs";
 
 async function rejectsWith(promise, code, status, field) {
   await assert.rejects(promise, (error) => {
@@ -28,6 +28,39 @@ for (const store of STORES) {
     });
     after(async () => {
       await server?.stop();
+    });
+
+    test("events: the change feed after a cursor, by kind, for one user, long-polled", async () => {
+      python(
+        "import sys\nfrom memorybank import Memory\nm = Memory(sys.argv[1])\nm.events.enable()\nm.close()",
+        [server.url],
+      );
+      const start = await mb.events.list();
+      const thread = await mb.threads.create({ userId: "eve" });
+      await mb.entries.add(thread.id, { role: "user", content: "private words" });
+      const page = await mb.events.list({
+        after: start.nextCursor,
+        kinds: ["thread.created", "entry.added"],
+      });
+      assert.deepEqual(
+        page.items.map((e) => [e.kind, e.thread_id]),
+        [
+          ["thread.created", thread.id],
+          ["entry.added", thread.id],
+        ],
+      );
+      assert.ok(!JSON.stringify(page).includes("private words"));
+      const none = await mb.events.list({ after: page.nextCursor });
+      assert.deepEqual(none, { items: [], nextCursor: page.nextCursor });
+      const bob = await mb.withUser("bob").events.list({ after: start.nextCursor });
+      assert.deepEqual(bob.items, []);
+      const waiting = mb.events.list({ after: page.nextCursor, wait: 20 });
+      await mb.entries.add(thread.id, { role: "assistant", content: "later" });
+      assert.deepEqual(
+        (await waiting).items.map((e) => e.kind),
+        ["entry.added"],
+      );
+      await rejectsWith(mb.events.list({ kinds: ["nope"] }), "invalid_input", 422);
     });
 
     test("threads: create, get, list (paged), update, delete", async () => {

@@ -8,6 +8,7 @@
     memorybank serve [--host H --port P] the HTTP API (extra ``server``)
     memorybank keys create --tenant T    a new API key (printed alone on the last line)
     memorybank keys list | revoke ID     the API keys and their state
+    memorybank webhooks create | list | pause | resume | delete   webhook endpoints
     memorybank mcp [--transport http]    the MCP server (extra ``mcp``)
 
 Every command takes ``--url`` (default ``$MEMORYBANK_URL``, else the embedded
@@ -29,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from memorybank import __version__
+from memorybank.cli import events as _cli_events
 from memorybank.cli import importers as _cli_importers
 from memorybank.cli import maintain as _cli_maintain
 from memorybank.cli import mcp as _cli_mcp
@@ -310,18 +312,24 @@ keys_app = typer.Typer(help="API keys of the HTTP server (stored hashed in the s
 app.add_typer(keys_app, name="keys")
 
 
-def _keyring_call(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
-    """Run ``call(KeyRing)`` on the store at ``url`` (opened and closed here)."""
+def _on_store(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``call(store)`` on the (async) store at ``url`` (opened and closed here)."""
     import asyncio
 
     from memorybank.memory._async.memory import AsyncMemory
-    from memorybank.server.keys import KeyRing
 
     async def run() -> T:
         async with AsyncMemory(url) as memory:
-            return await call(KeyRing(memory.store))
+            return await call(memory.store)
 
     return asyncio.run(run())
+
+
+def _keyring_call(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``call(KeyRing)`` on the store at ``url`` (opened and closed here)."""
+    from memorybank.server.keys import KeyRing
+
+    return _on_store(url, lambda store: call(KeyRing(store)))
 
 
 @keys_app.command("create")
@@ -369,6 +377,102 @@ def keys_revoke(
     with _errors():
         info = _keyring_call(url, lambda ring: ring.revoke(key_id))
     typer.echo(f"revoked {info.id} (tenant {info.tenant})")
+
+
+webhooks_app = typer.Typer(help="Webhook endpoints of the tenants (docs/webhooks.md).")
+app.add_typer(webhooks_app, name="webhooks")
+
+
+def _webhooks_call(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
+    """Run ``call(Webhooks)`` on the store at ``url`` (opened and closed here)."""
+    from memorybank.webhooks.registry import Webhooks
+
+    return _on_store(url, lambda store: call(Webhooks(store)))
+
+
+@webhooks_app.command("create")
+def webhooks_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="Whose events to deliver.")],
+    endpoint: Annotated[str, typer.Option("--endpoint", help="The http(s) URL to post to.")],
+    url: UrlOption = None,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option("--kind", help="An event kind to deliver (repeat; default: all)."),
+    ] = None,
+    from_start: Annotated[
+        bool, typer.Option("--from-start", help="Also the events the feed still keeps.")
+    ] = False,
+) -> None:
+    """Register a webhook endpoint for TENANT; its signing secret is printed alone on the
+    last line (shown once)."""
+    with _errors():
+        info, secret = _webhooks_call(
+            url,
+            lambda hooks: hooks.create(
+                tenant, endpoint, kinds=kind or None, start="beginning" if from_start else "now"
+            ),
+        )
+    typer.echo(f"webhook {info.id} for tenant {info.tenant} (secret shown once, store it now):")
+    typer.echo(secret)
+
+
+@webhooks_app.command("list")
+def webhooks_list(
+    url: UrlOption = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="Only this tenant's.")] = None,
+) -> None:
+    """List webhook endpoints (id, tenant, URL, state, failures, delivered, why paused)."""
+    with _errors():
+        found = _webhooks_call(url, lambda hooks: hooks.list(tenant))
+    table = Table(box=None)
+    for column in ("id", "tenant", "url", "state", "failures", "delivered", "reason"):
+        table.add_column(column)
+    for info in found:
+        table.add_row(
+            info.id,
+            info.tenant,
+            info.url,
+            info.state,
+            str(info.failures),
+            str(info.delivered),
+            info.paused_reason or "",
+        )
+    _console().print(table)
+
+
+def _webhook_state(webhook_id: str, url: str | None, paused: bool) -> None:
+    with _errors():
+        info = _webhooks_call(url, lambda hooks: hooks.update(webhook_id, paused=paused))
+    typer.echo(f"{info.id} (tenant {info.tenant}) is {info.state}")
+
+
+@webhooks_app.command("pause")
+def webhooks_pause(
+    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    url: UrlOption = None,
+) -> None:
+    """Pause deliveries to an endpoint."""
+    _webhook_state(webhook_id, url, True)
+
+
+@webhooks_app.command("resume")
+def webhooks_resume(
+    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    url: UrlOption = None,
+) -> None:
+    """Resume deliveries from the endpoint's cursor (nothing skipped; failures reset)."""
+    _webhook_state(webhook_id, url, False)
+
+
+@webhooks_app.command("delete")
+def webhooks_delete(
+    webhook_id: Annotated[str, typer.Argument(help="The endpoint id (wh_...).")],
+    url: UrlOption = None,
+) -> None:
+    """Remove an endpoint."""
+    with _errors():
+        info = _webhooks_call(url, lambda hooks: hooks.delete(webhook_id))
+    typer.echo(f"deleted {info.id} (tenant {info.tenant})")
 
 
 @app.command()
@@ -600,6 +704,7 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
 # -- commands of their own modules ---------------------------------------------------
 
 _cli_read.register(app)
+_cli_events.register(app)
 _cli_runs.register(app)
 _cli_port.register(app)
 _cli_maintain.register(app)

@@ -23,6 +23,7 @@ from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.embeddings.status import EMBED_ENV, EMBED_LEASE_ENV, EmbedMode, embed_mode
 from memorybank.embeddings.status import embed_lease as embed_lease_seconds
+from memorybank.errors import ConfigurationError
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
@@ -31,9 +32,21 @@ from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
 from memorybank.server.ops import Metrics, ObservabilityMiddleware
-from memorybank.server.routes import admin, cortex, embedding, graph, maintain, records, threads
+from memorybank.server.routes import (
+    admin,
+    cortex,
+    embedding,
+    events,
+    graph,
+    maintain,
+    records,
+    threads,
+)
+from memorybank.server.routes import webhooks as webhook_routes
 from memorybank.server.supervise import exit_with_master
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.webhooks.delivery import WebhookWorker
+from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
     from memorybank.server.mcp import McpMount
@@ -44,6 +57,7 @@ __all__ = [
     "EMBED_ENV",
     "KEY_CACHE_ENV",
     "MAX_BODY_ENV",
+    "WEBHOOKS_ENV",
     "app_from_env",
     "create_app",
 ]
@@ -55,6 +69,8 @@ DEFAULT_MAX_BODY_BYTES = 1_048_576
 MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
 #: Environment variable read by ``app_from_env`` for ``key_cache_seconds``.
 KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
+#: Environment variable read by ``app_from_env`` for ``webhooks`` (``on``, the default, or ``off``).
+WEBHOOKS_ENV = "MEMORYBANK_WEBHOOKS"
 
 #: The error answers of every route that needs a key (see ``document_auth``).
 _ERRORS: dict[int, str] = {
@@ -79,6 +95,7 @@ def create_app(
     key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
     embed: EmbedMode = "background",
     embed_lease: float | None = None,
+    webhooks: bool = True,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -109,6 +126,10 @@ def create_app(
             workers and nodes never embed one record twice (``None``:
             ``DEFAULT_LEASE``; see ``AsyncMemory(embed_lease=...)``). Ignored when
             ``memory`` is given.
+        webhooks: run a webhook delivery worker in this process
+            (``memorybank.webhooks.delivery.WebhookWorker``: each endpoint registered under
+            ``/v1/admin/webhooks`` is delivered by one worker at a time, whatever the
+            number of processes and nodes). ``False``: this process only manages them.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -128,13 +149,20 @@ def create_app(
         app.state.circuit = circuit
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
+        app.state.webhooks = Webhooks(mem.store)
+        worker = WebhookWorker(mem) if webhooks else None
+        app.state.webhook_worker = worker
         await _warm_routes(app)
+        if worker is not None:
+            await worker.start()
         try:
             async with AsyncExitStack() as stack:
                 if mcp_mount is not None:  # a mounted app's own lifespan never runs
                     await stack.enter_async_context(mcp_mount.running())
                 yield
         finally:
+            if worker is not None:
+                await worker.stop()
             await circuit.stop()
             if owned:
                 await mem.close()
@@ -190,7 +218,19 @@ def create_app(
 
     routers = [
         module.router()
-        for module in (cortex, threads, records, maintain, embedding, graph, admin, store_rpc, ui)
+        for module in (
+            cortex,
+            threads,
+            records,
+            maintain,
+            embedding,
+            graph,
+            events,
+            admin,
+            webhook_routes,
+            store_rpc,
+            ui,
+        )
     ]
     for api in routers:
         app.include_router(api)
@@ -261,7 +301,8 @@ def app_from_env() -> FastAPI:
     ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
-    default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds). The factory
+    default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds),
+    ``$MEMORYBANK_WEBHOOKS`` (``on``, the default, or ``off``: no delivery worker here). The factory
     ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
     exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
@@ -273,4 +314,15 @@ def app_from_env() -> FastAPI:
         key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
         embed=embed_mode(os.environ.get(EMBED_ENV)),
         embed_lease=embed_lease_seconds(os.environ.get(EMBED_LEASE_ENV)),
+        webhooks=_switch(os.environ.get(WEBHOOKS_ENV), WEBHOOKS_ENV),
     )
+
+
+def _switch(raw: str | None, name: str) -> bool:
+    """An on/off environment variable (unset: on)."""
+    value = (raw or "on").strip().lower()
+    if value in ("on", "1", "true", "yes"):
+        return True
+    if value in ("off", "0", "false", "no"):
+        return False
+    raise ConfigurationError(f"${name} must be on or off, got {raw!r}")

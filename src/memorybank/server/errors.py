@@ -16,6 +16,8 @@ request validation         422     ``invalid_input`` (``field``: the first bad
 ``NotFound``               404     ``not_found``
 ``ThreadForbidden``        403     ``thread_forbidden``
 ``Conflict``               409     ``conflict``
+``CursorExpired``          410     ``cursor_expired``: a change-feed cursor
+                                   older than the events kept
 ``ExtractionError``        502     ``extraction_error`` (the model's answer)
 ``StoreUnavailable``       503     ``store_unavailable`` (``Retry-After``)
 ``ConfigurationError``     503     ``store_unavailable`` (``Retry-After``) when
@@ -53,6 +55,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    CursorExpired,
     ExtractionError,
     InvalidInput,
     MemoryBankError,
@@ -96,6 +99,7 @@ _STATUS: tuple[tuple[type[MemoryBankError], int], ...] = (
     (NotFound, 404),
     (ThreadForbidden, 403),
     (Conflict, 409),
+    (CursorExpired, 410),
     (ExtractionError, 502),
     (StoreUnavailable, 503),
     (StoreClosed, 503),

@@ -61,6 +61,7 @@ __all__ = [
     "EntriesIn",
     "EntryIn",
     "EntryOut",
+    "EventOut",
     "FactIn",
     "FactOut",
     "FactPatch",
@@ -265,6 +266,24 @@ class FactOut(BaseModel):
     updated_at: datetime
     expires_at: datetime | None = None
     version: int
+
+
+# -- the change feed ---------------------------------------------------------------
+
+
+class EventOut(BaseModel):
+    """One change (``memorybank.events.Event``): ids, never content."""
+
+    model_config = _ATTRS
+    cursor: str
+    id: str
+    kind: str
+    at: datetime
+    user_id: str | None
+    agent_id: str | None
+    thread_id: str | None
+    item_id: str | None
+    data: dict[str, Any] | None
 
 
 # -- documents and search ------------------------------------------------------------

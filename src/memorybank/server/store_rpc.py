@@ -176,6 +176,11 @@ def router() -> APIRouter:
     return api
 
 
+def _spec_params(spec: _wire.Method) -> set[str]:
+    """The names of a wire method's parameters."""
+    return {p.name for p in spec.params}
+
+
 def _bind_tenant(who: Caller, spec: _wire.Method, kwargs: dict[str, Any]) -> str:
     """Put the call in the caller's tenant space; the client's tenant name, for threads."""
     assert who.tenant is not None  # tenant_caller guarantees it
@@ -184,6 +189,8 @@ def _bind_tenant(who: Caller, spec: _wire.Method, kwargs: dict[str, Any]) -> str
         client: str = thread.tenant_id
         kwargs["thread"] = dataclasses.replace(thread, tenant_id=server_tenant(who.tenant, client))
         return client
+    if "tenant" not in _spec_params(spec):  # events_keep: the store's setting, no tenant's data
+        return ""
     client = str(kwargs["tenant"])
     kwargs["tenant"] = server_tenant(who.tenant, client)
     return client

@@ -26,6 +26,7 @@ from memorybank.memory._async.core import (
     _system_clock,
 )
 from memorybank.memory._async.entries import AsyncEntries
+from memorybank.memory._async.events import AsyncEvents
 from memorybank.memory._async.run_state import (
     AsyncSnapshots,
     AsyncSummaries,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.memory._async.embedding import AsyncEmbedding
+    from memorybank.memory._async.events import AsyncEvents
     from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
@@ -355,6 +357,12 @@ class AsyncMemory:
         from memorybank.graph._async import AsyncGraph
 
         return AsyncGraph(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def events(self) -> AsyncEvents:
+        """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
+        ``prune``). See docs/events.md."""
+        return AsyncEvents(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> AsyncDocuments:

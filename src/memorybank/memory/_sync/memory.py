@@ -36,6 +36,7 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
+from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._sync.documents import Documents
     from memorybank.memory._sync.embedding import Embedding
+    from memorybank.memory._sync.events import Events
     from memorybank.memory._sync.facts import Facts
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
@@ -356,6 +358,12 @@ class Memory:
         from memorybank.graph._sync import Graph
 
         return Graph(self._core, self.tenant_id, self._scope)
+
+    @functools.cached_property
+    def events(self) -> Events:
+        """``memory.events``: the change feed (``list``; ``enable``, ``disable``, ``keep``,
+        ``prune``). See docs/events.md."""
+        return Events(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
     def documents(self) -> Documents:

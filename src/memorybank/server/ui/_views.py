@@ -47,6 +47,7 @@ from memorybank.server.ui._session import (
 )
 from memorybank.server.ui._usage_svg import chart
 from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
     from memorybank.context.values import ContextOptions, Strategy
@@ -76,6 +77,7 @@ _NAV = (  # href, label, and the page paths it is the section of
     ("/graph", "Graph", "/graph"),
     ("/consolidation", "Consolidation", "/consolidation"),
     ("/forget", "Forget user", "/forget"),
+    ("/webhooks", "Webhooks", "/webhooks"),
 )
 _GRAPH_MAX_DEPTH = 3
 _GRAPH_MAX_NODES = 60  # what a picture can show legibly
@@ -866,6 +868,21 @@ def build_router() -> APIRouter:
                 notice="The entity was saved." if saved and centre is not None else None,
             )
             return render("graph.html", **ctx)
+
+        return await _page(request, view)
+
+    # -- webhooks (read only: the admin routes manage them) ------------------------
+
+    @r.get("/webhooks")
+    async def webhooks(request: Request) -> Response:
+        async def view(viewer: Viewer) -> Response:
+            if viewer.user_id is not None:
+                return _refused(
+                    request, viewer, "Webhooks are the tenant's: log in without a user to see them."
+                )
+            registry: Webhooks = request.app.state.webhooks
+            found = await registry.list(viewer.tenant)
+            return render("webhooks.html", **_context(request, viewer, "Webhooks", webhooks=found))
 
         return await _page(request, view)
 

@@ -60,6 +60,9 @@ class Capability(StrEnum):
     #: ``atomic(tenant)`` gives a view of the store whose writes commit together or not
     #: at all, a crash of the process included (``memorybank import`` writes a dump so).
     ATOMIC = "atomic"
+    #: The store keeps a change feed (``events_enable``, ``events_list``, ...): every change
+    #: recorded in the same transaction as the change, in commit order per tenant.
+    EVENTS = "events"
 
 
 #: The methods each override capability stands for: a store that defines any of a group's

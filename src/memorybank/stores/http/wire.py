@@ -58,13 +58,14 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import UnionType
 from typing import Any, Final, get_args, get_origin, get_type_hints
 
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
+    CursorExpired,
     InvalidInput,
     MemoryBankError,
     NotFound,
@@ -73,6 +74,7 @@ from memorybank.errors import (
     StoreUnavailable,
     ThreadForbidden,
 )
+from memorybank.events.types import Event
 from memorybank.records import ROLES, Branch, Entry, Summary, Thread, ToolCall
 from memorybank.rules import validate as v
 from memorybank.stores.contract import REQUIRED
@@ -92,6 +94,7 @@ from memorybank.stores.contract.types import (
 
 __all__ = [
     "BATCH_METHODS",
+    "EVENT_METHODS",
     "LISTING_METHODS",
     "METHODS",
     "WIRE_VERSION",
@@ -111,6 +114,11 @@ __all__ = [
 #: Contract methods with a default in ``AsyncStore`` that the remote store still sends
 #: as one request each (the default would be one request per id or key).
 BATCH_METHODS: Final = frozenset({"record_get_many", "record_list_keys", "record_page"})
+
+#: The change feed's reads and prune (``Capability.EVENTS``), each one request for the
+#: caller's tenant. Switching the feed (``events_enable``/``events_disable``) covers the
+#: server's whole store: an operator's act on the server, never a tenant key's call.
+EVENT_METHODS: Final = frozenset({"events_list", "events_keep", "events_prune"})
 
 #: Version of the value encoding, sent as ``"v"`` in every request and response.
 WIRE_VERSION: Final = 1
@@ -503,6 +511,25 @@ class Method:
     idempotent: bool
 
 
+def _decode_seconds(raw: Any, field: str) -> timedelta:
+    return timedelta(seconds=_decode_float(raw, field))
+
+
+SECONDS = Codec(
+    lambda value: value.total_seconds(),
+    _decode_seconds,
+    lambda raw: timedelta(seconds=raw),
+)
+EVENT = _dataclass(
+    Event,
+    {
+        "cursor": ID, "id": ID, "kind": ID, "at": TIME, "user_id": OPT_ID,
+        "agent_id": OPT_ID, "thread_id": OPT_ID, "item_id": OPT_ID,
+        "data": optional(JSON_OBJECT),
+    },
+)  # fmt: skip
+
+
 #: Contract methods with a default that ``AsyncStore`` answers "cannot" (``None``): served,
 #: so that a served store's answer reaches the client (no default could build it).
 LISTING_METHODS: Final = frozenset({"working_runs", "snapshot_runs", "summary_agents"})
@@ -536,6 +563,8 @@ _CODECS: Final[dict[Any, Codec]] = {
     SearchHit: HIT,
     VectorItem: VECTOR_ITEM,
     AppendResult: APPEND_RESULT,
+    Event: EVENT,
+    timedelta: SECONDS,
 }
 
 #: Parameters whose type alone does not say the codec: a ``str`` that is not an id, an
@@ -562,7 +591,7 @@ _IDEMPOTENT: Final = frozenset(
         "thread_get thread_list entry_list entry_get entry_count branch_list working_get"
         " working_items working_runs snapshot_load snapshot_runs summary_list summary_agents"
         " record_get record_list record_get_many record_list_keys record_page text_search"
-        " vector_search vector_get"
+        " vector_search vector_get events_list events_keep"
         # Writes: snapshot_save again is the same owner and value, its check passes again.
         " working_set working_clear vector_put snapshot_save"
     ).split()
@@ -571,7 +600,7 @@ _IDEMPOTENT: Final = frozenset(
 # The contract's modules import these for type checking only: the hints find them here.
 _ITEM_TYPES: Final = {
     cls.__name__: cls
-    for cls in (AppendResult, NewEntry, Record, RecordGuard, SearchHit, VectorItem)
+    for cls in (AppendResult, NewEntry, Record, RecordGuard, SearchHit, VectorItem, Event)
 }
 
 
@@ -639,6 +668,7 @@ def contract_methods() -> list[str]:
         | {"entry_get", "entry_clear", "entry_count"}
         | BATCH_METHODS
         | LISTING_METHODS
+        | EVENT_METHODS
     )
 
 
@@ -720,6 +750,7 @@ def loads(body: bytes | str, field: str = "body") -> Any:
 _ERRORS: dict[str, type[MemoryBankError]] = {
     "not_found": NotFound,
     "conflict": Conflict,
+    "cursor_expired": CursorExpired,
     "store_error": StoreError,
     "store_unavailable": StoreUnavailable,
     # The *server's* store is closed (shutting down): for this client it is unreachable.

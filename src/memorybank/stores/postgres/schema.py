@@ -237,4 +237,9 @@ TABLES = (
     "vectors",
     "vector_stamps",
     "schema_version",
+    # the change feed's (made when it is first switched on: memorybank.stores.sql.events)
+    "events",
+    "events_tenants",
+    "events_config",
+    "events_mute",
 )

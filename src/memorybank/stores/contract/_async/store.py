@@ -96,8 +96,9 @@ Errors
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memorybank.stores.contract import types as _types
@@ -111,6 +112,7 @@ from memorybank.stores.contract._async.thread_store import AsyncThreadStore
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
 
 if TYPE_CHECKING:
+    from memorybank.events.types import Event
     from memorybank.stores.contract.items import (
         AppendResult,
         NewEntry,
@@ -178,6 +180,52 @@ class AsyncStore(AsyncSearchStore, AsyncRunStateStore):
         """
         raise NotImplementedError(f"{type(self).__name__} has no atomic writes")
         yield self  # pragma: no cover  (makes this a generator)
+
+    # -- the change feed (Capability.EVENTS) -----------------------------------
+
+    async def events_enable(self, *, keep: timedelta) -> None:
+        """Turn the change feed on for the whole store (every tenant, every process
+        writing it), keeping events for ``keep``; already on: only the keep time changes.
+
+        From then on every change is recorded in the same transaction as the change
+        (docs/events.md). A feed that was off makes every earlier cursor expired: the
+        changes made meanwhile were not recorded. A store without ``Capability.EVENTS``
+        raises ``NotImplementedError``.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no change feed")
+
+    async def events_disable(self) -> None:
+        """Turn the change feed off: nothing more is recorded (writes cost what they did
+        before it was on); the events kept stay readable until pruned."""
+        raise NotImplementedError(f"{type(self).__name__} has no change feed")
+
+    async def events_keep(self) -> timedelta | None:
+        """How long events are kept while the feed is on; ``None`` while it is off."""
+        return None
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        """The tenant's events after the cursor ``after`` (``None``: from the oldest kept),
+        oldest first, at most ``limit``; only ``kinds`` when given. ``user_id``: only that
+        user's events (``None``: only those of no user); ``agent_id``: only that agent's
+        and those of no agent (``None``: only those of no agent); ``UNSET``: all.
+        Raises ``CursorExpired`` when ``after`` is older than
+        the events kept (or than the feed's last switch on). A store without a feed
+        returns ``[]``."""
+        return []
+
+    async def events_prune(self, tenant: str, *, limit: int) -> int:
+        """Delete at most ``limit`` of the tenant's events older than the keep time, the
+        oldest first; how many went. A cursor at or before the last deleted is expired."""
+        return 0
 
     # -- erasure -----------------------------------------------------------
 

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
+from memorybank.events.types import Event
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.contract.types import (
@@ -128,6 +129,24 @@ class AsyncHTTPStoreMethods(AsyncStore):
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
         return cast("int", await self._call("entry_update", locals()))
+
+    async def events_keep(self) -> timedelta | None:
+        return cast("timedelta | None", await self._call("events_keep", locals()))
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        return cast("list[Event]", await self._call("events_list", locals()))
+
+    async def events_prune(self, tenant: str, *, limit: int) -> int:
+        return cast("int", await self._call("events_prune", locals()))
 
     async def forget_user(self, tenant: str, user_id: str) -> int:
         return cast("int", await self._call("forget_user", locals()))

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import (
@@ -131,6 +132,7 @@ class HTTPStore(HTTPStoreMethods):
     capabilities = frozenset(
         {
             Capability.REMOTE,
+            Capability.EVENTS,
             Capability.MULTI_PROCESS,
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
@@ -189,6 +191,22 @@ class HTTPStore(HTTPStoreMethods):
         self._closed = True
         if self._owns_client:
             self._client.close()
+
+    # -- the change feed ---------------------------------------------------------------
+
+    def events_enable(self, *, keep: timedelta) -> None:
+        """Refused: the feed is switched for the server's whole store, on the server."""
+        raise ConfigurationError(
+            "the change feed is switched on the server's store (memorybank events --enable"
+            " with the server's store URL), not through a tenant's connection"
+        )
+
+    def events_disable(self) -> None:
+        """Refused: see ``events_enable``."""
+        raise ConfigurationError(
+            "the change feed is switched on the server's store (memorybank events --disable"
+            " with the server's store URL), not through a tenant's connection"
+        )
 
     # -- the one request ---------------------------------------------------------------
 

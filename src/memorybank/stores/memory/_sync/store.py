@@ -14,10 +14,11 @@ import heapq
 import math
 from collections.abc import Iterator, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
+from memorybank.errors import Conflict, CursorExpired, NotFound, StoreClosed, ThreadForbidden
+from memorybank.events import types as ev
 from memorybank.records import Branch, Entry, Thread
 from memorybank.runtime.concurrency import Lock
 from memorybank.stores.contract._sync.search_store import rank_texts
@@ -37,6 +38,7 @@ from memorybank.stores.contract.appends import new_entry, plan_append
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.pages import entry_page, select_records, select_threads
 from memorybank.stores.contract.types import visible
+from memorybank.stores.sql.events import GRAPH_KINDS
 
 __all__ = ["InMemoryStore"]
 
@@ -57,6 +59,21 @@ def _copy_thread(thread: Thread) -> Thread:
     return dataclasses.replace(thread, metadata=copy.deepcopy(thread.metadata))
 
 
+#: The event of a record change, by (record kind, operation); others make none.
+_RECORD_EVENTS: dict[tuple[str, str], str] = {
+    ("fact", "added"): ev.FACT_ADDED,
+    ("fact_version", "added"): ev.FACT_SUPERSEDED,
+    ("fact", "deleted"): ev.FACT_DELETED,
+    ("document", "added"): ev.DOCUMENT_ADDED,
+    ("document", "deleted"): ev.DOCUMENT_DELETED,
+    **{
+        (kind, op): ev.GRAPH_CHANGED
+        for kind in GRAPH_KINDS
+        for op in ("added", "updated", "deleted")
+    },
+}
+
+
 class InMemoryStore(Store):
     """All data in dicts of this process; gone when it exits. Best for tests."""
 
@@ -66,6 +83,7 @@ class InMemoryStore(Store):
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
             Capability.ATOMIC,
+            Capability.EVENTS,
         }
     )
 
@@ -81,6 +99,12 @@ class InMemoryStore(Store):
         self._records: dict[tuple[str, str, str], Record] = {}
         # (tenant, kind, id, model_id) -> (thread_id, unit vector)
         self._vectors: dict[tuple[str, str, str, str], tuple[str | None, list[float]]] = {}
+        # The change feed: on while ``_feed_keep`` is set. Events per ``(tenant,)`` (rolled
+        # back with the tenant by ``atomic``); numbers and floors never go back.
+        self._feed_keep: timedelta | None = None
+        self._feed: dict[tuple[str], list[ev.Event]] = {}
+        self._feed_seq: dict[str, int] = {}
+        self._feed_floor: dict[str, int] = {}
 
     def _check_open(self) -> None:
         if self._closed:
@@ -93,8 +117,128 @@ class InMemoryStore(Store):
         """Every dict of data, each keyed by tuples starting with the tenant."""
         return [
             self._threads, self._branches, self._entries, self._fingerprints, self._records,
-            self._vectors,
+            self._vectors, self._feed,
         ]  # fmt: skip
+
+    # -- the change feed --------------------------------------------------------------
+
+    def _emit(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        item_id: str | None = None,
+        data: dict[str, object] | None = None,
+    ) -> None:
+        """Record one event (under the lock, with the change)."""
+        if self._feed_keep is None:
+            return
+        seq = self._feed_seq.get(tenant, 0) + 1
+        self._feed_seq[tenant] = seq
+        self._feed.setdefault((tenant,), []).append(
+            ev.Event(
+                cursor=str(seq),
+                id=f"ev-{seq}",
+                kind=kind,
+                at=datetime.now(UTC),
+                user_id=user_id,
+                agent_id=agent_id,
+                thread_id=thread_id,
+                item_id=item_id,
+                data=data,
+            )
+        )
+
+    def _emit_entries(
+        self, tenant: str, thread: Thread, kind: str, entries: Iterable[Entry]
+    ) -> None:
+        if self._feed_keep is None:
+            return
+        for entry in entries:
+            self._emit(
+                tenant, kind, user_id=thread.user_id, agent_id=thread.agent_id,
+                thread_id=thread.id, item_id=entry.id,
+                data={"branch": entry.branch, "role": entry.role},
+            )  # fmt: skip
+
+    def _emit_record(self, tenant: str, record: Record, op: str) -> None:
+        kind = _RECORD_EVENTS.get((record.kind, op))
+        if kind is None or self._feed_keep is None:
+            return
+        data: dict[str, object] | None = None
+        item: str | None = record.id
+        if record.kind == "fact_version":
+            item, data = record.key, {"version": record.id}
+        elif kind == ev.GRAPH_CHANGED:
+            data = {"record": record.kind, "op": op}
+        self._emit(
+            tenant, kind, user_id=record.user_id, agent_id=record.agent_id, item_id=item, data=data
+        )
+
+    def events_enable(self, *, keep: timedelta) -> None:
+        with self._lock:
+            self._check_open()
+            if self._feed_keep is None:  # the changes while off were not recorded
+                for tenant, seq in self._feed_seq.items():
+                    self._feed_floor[tenant] = seq + 1
+            self._feed_keep = keep
+
+    def events_disable(self) -> None:
+        with self._lock:
+            self._feed_keep = None
+
+    def events_keep(self) -> timedelta | None:
+        return self._feed_keep
+
+    def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[ev.Event]:
+        self._check_open()
+        number = ev.cursor_number(after)
+        floor = self._feed_floor.get(tenant, 0)
+        if after is not None and number < floor:
+            raise CursorExpired(
+                f"cursor {after} is older than the events kept (from {floor}):"
+                " read the state afresh and follow from after=None"
+            )
+        found: list[ev.Event] = []
+        for event in self._feed.get((tenant,), []):
+            if int(event.cursor) <= number or (kinds is not None and event.kind not in kinds):
+                continue
+            if not isinstance(user_id, Unset) and event.user_id != user_id:
+                continue
+            if not isinstance(agent_id, Unset) and event.agent_id not in (agent_id, None):
+                continue
+            found.append(event)
+            if len(found) >= limit:
+                break
+        return found
+
+    def events_prune(self, tenant: str, *, limit: int) -> int:
+        with self._lock:
+            events = self._feed.get((tenant,), [])
+            keep = self._feed_keep
+            if keep is None or not events:
+                return 0
+            cutoff = datetime.now(UTC) - keep
+            doomed = [e for e in events[:limit] if e.at < cutoff]
+            if not doomed:
+                return 0
+            last = int(doomed[-1].cursor)
+            gone = sum(1 for e in events if int(e.cursor) <= last)
+            del events[:gone]
+            self._feed_floor[tenant] = max(self._feed_floor.get(tenant, 0), last)
+            return gone
 
     @contextmanager
     def atomic(self, tenant: str) -> Iterator[Store]:
@@ -140,6 +284,10 @@ class InMemoryStore(Store):
             )
             self._branches[key] = {main.name: main}
             self._entries[(thread.tenant_id, thread.id, main.name)] = []
+            self._emit(
+                thread.tenant_id, ev.THREAD_CREATED, user_id=thread.user_id,
+                agent_id=thread.agent_id, thread_id=thread.id,
+            )  # fmt: skip
             return _copy_thread(thread)
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -194,16 +342,26 @@ class InMemoryStore(Store):
                 changes["current_branch"] = current_branch
             updated = dataclasses.replace(thread, **changes)
             self._threads[(tenant, thread_id)] = updated
+            if any(getattr(thread, k) != v for k, v in changes.items() if k != "updated_at"):
+                self._emit(
+                    tenant, ev.THREAD_UPDATED, user_id=thread.user_id, agent_id=thread.agent_id,
+                    thread_id=thread_id,
+                )  # fmt: skip
             return _copy_thread(updated)
 
     def thread_delete(self, tenant: str, thread_id: str) -> bool:
         with self._lock:
             self._check_open()
             key = (tenant, thread_id)
-            if self._threads.pop(key, None) is None:
+            thread = self._threads.pop(key, None)
+            if thread is None:
                 return False
             for name in self._branches.pop(key, {}):
                 self._entries.pop((tenant, thread_id, name), None)
+            self._emit(
+                tenant, ev.THREAD_DELETED, user_id=thread.user_id, agent_id=thread.agent_id,
+                thread_id=thread_id,
+            )  # fmt: skip
             self._fingerprints.pop(key, None)
             self._drop_thread_vectors(tenant, thread_id)
             return True
@@ -235,6 +393,7 @@ class InMemoryStore(Store):
             plan = plan_append(entries, rows, prints, thread_id=thread_id, branch=name)
             # Nothing changed before this point: a Conflict above leaves the branch as it was.
             rows.extend(plan.added)
+            self._emit_entries(tenant, thread, ev.ENTRY_ADDED, plan.added)
             if plan.fingerprints:
                 self._fingerprints.setdefault((tenant, thread_id), {}).update(plan.fingerprints)
             thread = dataclasses.replace(thread, updated_at=updated_at)
@@ -282,6 +441,9 @@ class InMemoryStore(Store):
             kept = [e for e in rows if e.id not in doomed]
             removed = len(rows) - len(kept)
             gone = [e.id for e in rows if e.id in doomed]
+            self._emit_entries(
+                tenant, thread, ev.ENTRY_DELETED, [e for e in rows if e.id in doomed]
+            )
             rows[:] = kept
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
@@ -296,6 +458,7 @@ class InMemoryStore(Store):
                 if entry.id == entry_id:
                     removed = len(rows) - index - 1
                     gone = [e.id for e in rows[index + 1 :]]
+                    self._emit_entries(tenant, thread, ev.ENTRY_DELETED, rows[index + 1 :])
                     del rows[index + 1 :]
                     self._drop_entry_vectors(tenant, thread_id, gone)
                     return removed
@@ -307,6 +470,7 @@ class InMemoryStore(Store):
             rows = self._rows(tenant, thread, branch)
             removed = len(rows)
             gone = [e.id for e in rows]
+            self._emit_entries(tenant, thread, ev.ENTRY_DELETED, rows)
             rows.clear()
             self._drop_entry_vectors(tenant, thread_id, gone)
             return removed
@@ -328,7 +492,7 @@ class InMemoryStore(Store):
         created_at: datetime,
     ) -> Branch:
         with self._lock:
-            self._thread(tenant, thread_id)
+            thread = self._thread(tenant, thread_id)
             branches = self._branches[(tenant, thread_id)]
             if from_branch not in branches:
                 raise NotFound(f"branch {from_branch!r} not found")
@@ -353,6 +517,9 @@ class InMemoryStore(Store):
             self._entries[(tenant, thread_id, name)] = [
                 dataclasses.replace(e, branch=name) for e in copied
             ]
+            self._emit_entries(
+                tenant, thread, ev.ENTRY_ADDED, self._entries[(tenant, thread_id, name)]
+            )
             return new
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
@@ -368,8 +535,9 @@ class InMemoryStore(Store):
                 raise Conflict(f"cannot delete the current branch {name!r}")
             if self._branches[(tenant, thread_id)].pop(name, None) is None:
                 return False
-            gone = [e.id for e in self._entries.pop((tenant, thread_id, name), [])]
-            self._drop_entry_vectors(tenant, thread_id, gone)
+            dropped = self._entries.pop((tenant, thread_id, name), [])
+            self._emit_entries(tenant, thread, ev.ENTRY_DELETED, dropped)
+            self._drop_entry_vectors(tenant, thread_id, [e.id for e in dropped])
             return True
 
     # -- erasure -----------------------------------------------------------------
@@ -391,6 +559,9 @@ class InMemoryStore(Store):
                     del self._records[rkey]
                     self._drop_vectors(tenant, record.kind, record.id)
                     removed += 1
+            if (tenant,) in self._feed:
+                self._feed[(tenant,)] = [e for e in self._feed[(tenant,)] if e.user_id != user_id]
+            self._emit(tenant, ev.USER_FORGOTTEN, user_id=user_id)
             return removed
 
     # -- compaction -----------------------------------------------------------------
@@ -415,8 +586,10 @@ class InMemoryStore(Store):
             if [e.id for e in doomed] != list(expected_ids):
                 return False
             kept = [e for e in rows if e.position > through_position]
+            self._emit_entries(tenant, thread, ev.ENTRY_DELETED, doomed)
             if summary is not None:
                 kept.insert(0, new_entry(summary, thread_id, branch, through_position))
+                self._emit_entries(tenant, thread, ev.ENTRY_ADDED, kept[:1])
             rows[:] = kept
             self._drop_entry_vectors(tenant, thread_id, [e.id for e in doomed])
             self._threads[(tenant, thread_id)] = dataclasses.replace(thread, updated_at=updated_at)
@@ -431,7 +604,7 @@ class InMemoryStore(Store):
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
         with self._lock:
-            self._thread(tenant, thread_id)
+            thread = self._thread(tenant, thread_id)
             rows = self._entries.get((tenant, thread_id, branch), [])
             by_id = {c[0]: c for c in changes}
             changed = 0
@@ -441,6 +614,7 @@ class InMemoryStore(Store):
                     rows[index] = dataclasses.replace(
                         entry, content=content, state=copy.deepcopy(state), token_count=tokens
                     )
+                    self._emit_entries(tenant, thread, ev.ENTRY_UPDATED, [entry])
                     changed += 1
             return changed
 
@@ -460,7 +634,9 @@ class InMemoryStore(Store):
             self._check_open()
             self._check_guard(tenant, guard)
             for record in records:
-                self._records[(tenant, record.kind, record.id)] = _copy_record(record)
+                key = (tenant, record.kind, record.id)
+                self._emit_record(tenant, record, "updated" if key in self._records else "added")
+                self._records[key] = _copy_record(record)
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         self._check_open()
@@ -480,7 +656,9 @@ class InMemoryStore(Store):
             self._check_guard(tenant, guard)
             removed = 0
             for record_id in set(record_ids):
-                if self._records.pop((tenant, kind, record_id), None) is not None:
+                record = self._records.pop((tenant, kind, record_id), None)
+                if record is not None:
+                    self._emit_record(tenant, record, "deleted")
                     self._drop_vectors(tenant, kind, record_id)
                     removed += 1
             return removed

@@ -61,6 +61,7 @@ class PostgresBase(AsyncStore):
     capabilities: frozenset[str] = frozenset(
         {
             Capability.ATOMIC,
+            Capability.EVENTS,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,

@@ -62,6 +62,7 @@ class PostgresBase(Store):
     capabilities: frozenset[str] = frozenset(
         {
             Capability.ATOMIC,
+            Capability.EVENTS,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,

@@ -10,11 +10,11 @@ from datetime import datetime
 from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
 from memorybank.stores.contract._sync.store import Unset
-from memorybank.stores.postgres._sync._base import PostgresBase
+from memorybank.stores.postgres._sync._events import EventsMixin
 from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql
 
 
-class RunsMixin(PostgresBase):
+class RunsMixin(EventsMixin):
     """The ``_runs`` part of the store (see the module docstring)."""
 
     # -- working memory ------------------------------------------------------
@@ -136,9 +136,12 @@ class RunsMixin(PostgresBase):
     def forget_user(self, tenant: str, user_id: str) -> int:
         """Lock the user's threads, then delete them with everything else the user owns."""
         with self._transaction() as conn:
+            feed = self._forget_events_begin(conn, tenant)
             locked = self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))
             ids = [r[0] for r in locked]
             rows = self._rows(
                 conn, self._sql.forget_user, {"tenant": tenant, "user": user_id, "ids": ids}
             )
+            if feed:
+                self._forget_events_end(conn, tenant, user_id)
             return int(rows[0][0])

@@ -11,6 +11,7 @@ busy, the migration runner, keyword-index batches, close):
 - ``_search``: keyword search (FTS5) and vectors (the in-process vector slots and
   their persisted ANN files).
 - ``_admin``: ``forget_user`` and ``reclaim_space``.
+- ``_events``: the change feed (triggers in the file: ``memorybank.stores.sql.events``).
 - ``memorybank.stores.sqlite.schema``: the migrations and the SQL they and the
   append share (no I/O, not generated twice).
 
@@ -102,6 +103,7 @@ from memorybank.stores.sqlite._async._base import FTS_BATCH as FTS_BATCH
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite._async._base import Synchronous as Synchronous
 from memorybank.stores.sqlite._async._entries import EntriesMixin
+from memorybank.stores.sqlite._async._events import EventsMixin
 from memorybank.stores.sqlite._async._records import RecordsMixin
 from memorybank.stores.sqlite._async._search import SearchMixin
 from memorybank.stores.sqlite._async._threads import ThreadsMixin
@@ -119,6 +121,7 @@ class AsyncSQLiteStore(
     RecordsMixin,
     SearchMixin,
     AdminMixin,
+    EventsMixin,
     SQLiteStoreBase,
 ):
     """A SQLite file (or ``":memory:"``). See the module docstring for the guarantees.
@@ -133,6 +136,7 @@ class AsyncSQLiteStore(
     capabilities = frozenset(
         {
             Capability.ATOMIC,
+            Capability.EVENTS,
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+from memorybank.stores.sqlite._async._events import forget_events_begin, forget_events_end
 
 
 class AdminMixin(SQLiteStoreBase):
@@ -16,6 +17,7 @@ class AdminMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> int:
+            feed = forget_events_begin(conn, p, tenant)
             threads = [
                 r[0]
                 for r in conn.execute(
@@ -53,6 +55,8 @@ class AdminMixin(SQLiteStoreBase):
                 # the index's segments until they are merged into one.
                 for fts in ("entries_fts", "records_fts"):
                     conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
+            if feed:
+                forget_events_end(conn, p, tenant, user_id)
             return removed
 
         def forget() -> int:

@@ -12,6 +12,7 @@ busy, the migration runner, keyword-index batches, close):
 - ``_search``: keyword search (FTS5) and vectors (the in-process vector slots and
   their persisted ANN files).
 - ``_admin``: ``forget_user`` and ``reclaim_space``.
+- ``_events``: the change feed (triggers in the file: ``memorybank.stores.sql.events``).
 - ``memorybank.stores.sqlite.schema``: the migrations and the SQL they and the
   append share (no I/O, not generated twice).
 
@@ -103,6 +104,7 @@ from memorybank.stores.sqlite._sync._base import FTS_BATCH as FTS_BATCH
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite._sync._base import Synchronous as Synchronous
 from memorybank.stores.sqlite._sync._entries import EntriesMixin
+from memorybank.stores.sqlite._sync._events import EventsMixin
 from memorybank.stores.sqlite._sync._records import RecordsMixin
 from memorybank.stores.sqlite._sync._search import SearchMixin
 from memorybank.stores.sqlite._sync._threads import ThreadsMixin
@@ -120,6 +122,7 @@ class SQLiteStore(
     RecordsMixin,
     SearchMixin,
     AdminMixin,
+    EventsMixin,
     SQLiteStoreBase,
 ):
     """A SQLite file (or ``":memory:"``). See the module docstring for the guarantees.
@@ -134,6 +137,7 @@ class SQLiteStore(
     capabilities = frozenset(
         {
             Capability.ATOMIC,
+            Capability.EVENTS,
             Capability.FTS5,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
+from memorybank.stores.sqlite._sync._events import forget_events_begin, forget_events_end
 
 
 class AdminMixin(SQLiteStoreBase):
@@ -17,6 +18,7 @@ class AdminMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> int:
+            feed = forget_events_begin(conn, p, tenant)
             threads = [
                 r[0]
                 for r in conn.execute(
@@ -54,6 +56,8 @@ class AdminMixin(SQLiteStoreBase):
                 # the index's segments until they are merged into one.
                 for fts in ("entries_fts", "records_fts"):
                     conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
+            if feed:
+                forget_events_end(conn, p, tenant, user_id)
             return removed
 
         def forget() -> int:

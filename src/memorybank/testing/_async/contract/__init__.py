@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from memorybank.testing._async.contract._entries import EntryCases
 from memorybank.testing._async.contract._entry_ids import EntryIdCases
+from memorybank.testing._async.contract._events import EventCases
 from memorybank.testing._async.contract._idempotency import IdempotencyCases
 from memorybank.testing._async.contract._lifecycle import LifecycleCases
 from memorybank.testing._async.contract._messages import MessageCases
@@ -41,5 +42,6 @@ class AsyncContract(
     LifecycleCases,
     RecordCases,
     SearchCases,
+    EventCases,
 ):
     """Behaviour every store must have. Subclasses provide the ``store`` fixture."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from memorybank.testing._sync.contract._entries import EntryCases
 from memorybank.testing._sync.contract._entry_ids import EntryIdCases
+from memorybank.testing._sync.contract._events import EventCases
 from memorybank.testing._sync.contract._idempotency import IdempotencyCases
 from memorybank.testing._sync.contract._lifecycle import LifecycleCases
 from memorybank.testing._sync.contract._messages import MessageCases
@@ -42,5 +43,6 @@ class SyncContract(
     LifecycleCases,
     RecordCases,
     SearchCases,
+    EventCases,
 ):
     """Behaviour every store must have. Subclasses provide the ``store`` fixture."""

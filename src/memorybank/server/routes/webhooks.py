@@ -1,0 +1,83 @@
+"""Webhook endpoints, managed with the admin key: ``/v1/admin/webhooks``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+
+from memorybank.server.deps import AdminDep
+from memorybank.server.models import Page
+from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.webhook_models import WebhookCreated, WebhookIn, WebhookOut, WebhookPatch
+from memorybank.stores.contract.types import UNSET
+from memorybank.webhooks.registry import Webhooks
+
+__all__ = ["router", "webhooks"]
+
+
+def webhooks(request: Request) -> Webhooks:
+    """The process's ``Webhooks`` registry."""
+    found: Webhooks = request.app.state.webhooks
+    return found
+
+
+HooksDep = Annotated[Webhooks, Depends(webhooks)]
+
+
+def router() -> APIRouter:
+    """The routes of this module."""
+    api = APIRouter(prefix="/v1/admin", tags=["admin"])
+
+    @api.post("/webhooks", status_code=201, summary="Register a webhook endpoint for a tenant")
+    async def create_webhook(body: WebhookIn, admin: AdminDep, hooks: HooksDep) -> WebhookCreated:
+        info, secret = await hooks.create(
+            body.tenant,
+            body.url,
+            kinds=body.kinds,
+            secret=body.secret,
+            description=body.description,
+            start=body.start,
+        )
+        return WebhookCreated(webhook=WebhookOut.model_validate(info), secret=secret)
+
+    @api.get("/webhooks", summary="List webhook endpoints (of a tenant), oldest first")
+    async def list_webhooks(
+        admin: AdminDep,
+        hooks: HooksDep,
+        tenant: str | None = None,
+        limit: LimitQuery = DEFAULT_LIMIT,
+        cursor: CursorQuery = None,
+    ) -> Page[WebhookOut]:
+        async def fetch(n: int | None) -> list[WebhookOut]:
+            return [WebhookOut.model_validate(w) for w in await hooks.list(tenant, limit=n)]
+
+        items, next_cursor = await first_n_page(fetch, limit, cursor)
+        return Page[WebhookOut](items=items, next_cursor=next_cursor)
+
+    @api.get("/webhooks/{webhook_id}", summary="Get a webhook endpoint and its delivery state")
+    async def get_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:
+        return WebhookOut.model_validate(await hooks.get(webhook_id))
+
+    @api.patch(
+        "/webhooks/{webhook_id}",
+        summary="Change a webhook endpoint: URL, kinds, description; pause or resume it",
+    )
+    async def update_webhook(
+        webhook_id: str, body: WebhookPatch, admin: AdminDep, hooks: HooksDep
+    ) -> WebhookOut:
+        sent = body.model_fields_set
+        info = await hooks.update(
+            webhook_id,
+            url=body.url,
+            kinds=body.kinds if "kinds" in sent else UNSET,
+            description=body.description if "description" in sent else UNSET,
+            paused=body.paused,
+        )
+        return WebhookOut.model_validate(info)
+
+    @api.delete("/webhooks/{webhook_id}", summary="Delete a webhook endpoint")
+    async def delete_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:
+        return WebhookOut.model_validate(await hooks.delete(webhook_id))
+
+    return api

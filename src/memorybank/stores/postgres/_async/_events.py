@@ -1,0 +1,160 @@
+"""The PostgreSQL store's change feed: triggers and a per-tenant counter row
+(``memorybank.stores.sql.events``: why the counter, not a sequence)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+from psycopg import AsyncConnection
+
+from memorybank.errors import CursorExpired
+from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.stores.contract.types import Unset
+from memorybank.stores.postgres._async._base import PostgresBase
+from memorybank.stores.sql.events import (
+    event_of_row,
+    events_list_query,
+    postgres_disable,
+    postgres_emit,
+    postgres_enable,
+    postgres_tables,
+)
+
+__all__ = ["EventsMixin"]
+
+_FEED_STATE = (
+    "SELECT to_regclass(%s) IS NOT NULL,"
+    " EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = %s AND NOT tgisinternal)"
+)
+
+
+class EventsMixin(PostgresBase):
+    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
+
+    async def _feed_state(self, conn: AsyncConnection[Any] | None = None) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on)."""
+        p = self.prefix
+        params = (f"{p}events_mute", f"{p}events_entries_ins")
+        if conn is None:
+            rows = await self._fetch(_FEED_STATE, params, retry=True)
+        else:
+            rows = await self._rows(conn, _FEED_STATE, params)
+        return bool(rows[0][0]), bool(rows[0][1])
+
+    async def events_enable(self, *, keep: timedelta) -> None:
+        p = self.prefix
+        seconds = max(1, int(keep.total_seconds()))
+        async with self._transaction() as conn:
+            await self._rows(
+                conn, "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
+            )
+            for statement in postgres_tables(p):
+                await self._rows(conn, statement, None)
+            _, on = await self._feed_state(conn)
+            if not on:
+                for statement in postgres_enable(p):
+                    await self._rows(conn, statement, None)
+            await self._rows(
+                conn,
+                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
+                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                (seconds,),
+            )
+
+    async def events_disable(self) -> None:
+        p = self.prefix
+        async with self._transaction() as conn:
+            await self._rows(
+                conn, "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
+            )
+            for statement in postgres_disable(p):
+                await self._rows(conn, statement, None)
+
+    async def events_keep(self) -> timedelta | None:
+        tables, on = await self._feed_state()
+        if not (tables and on):
+            return None
+        rows = await self._fetch(
+            f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'", retry=True
+        )
+        return timedelta(seconds=int(rows[0][0])) if rows else None
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        p = self.prefix
+        number = cursor_number(after)
+        sql, params = events_list_query(
+            p, "%s", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
+        )
+        tables, _ = await self._feed_state()
+        if not tables:
+            if number:
+                raise CursorExpired("this store keeps no change feed: the cursor is gone")
+            return []
+        if after is not None:
+            rows = await self._fetch(
+                f"SELECT floor FROM {p}events_tenants WHERE tenant_id = %s", (tenant,), retry=True
+            )
+            floor = int(rows[0][0]) if rows else 0
+            if number < floor:
+                raise CursorExpired(
+                    f"cursor {after} is older than the events kept (from {floor}):"
+                    " read the state afresh and follow from after=None"
+                )
+        return [event_of_row(r) for r in await self._fetch(sql, params, retry=True)]
+
+    async def events_prune(self, tenant: str, *, limit: int) -> int:
+        p = self.prefix
+        tables, _ = await self._feed_state()
+        if not tables:
+            return 0
+        rows = await self._fetch(
+            f"""WITH keep AS (SELECT value FROM {p}events_config WHERE name = 'keep'),
+                doomed AS (SELECT seq FROM {p}events, keep WHERE tenant_id = %(t)s
+                           AND at < now() - make_interval(secs => keep.value)
+                           ORDER BY seq LIMIT %(n)s),
+                last AS (SELECT max(seq) AS seq FROM doomed),
+                gone AS (DELETE FROM {p}events e USING last
+                         WHERE e.tenant_id = %(t)s AND e.seq <= last.seq RETURNING 1),
+                raised AS (UPDATE {p}events_tenants c SET floor = GREATEST(c.floor, last.seq)
+                           FROM last WHERE c.tenant_id = %(t)s AND last.seq IS NOT NULL)
+            SELECT count(*) FROM gone""",
+            {"t": tenant, "n": limit},
+        )
+        return int(rows[0][0])
+
+    async def _forget_events_begin(self, conn: AsyncConnection[Any], tenant: str) -> bool:
+        """In ``forget_user``'s transaction, before its deletes: mute the tenant's delete
+        events (a row no other transaction sees). Whether the database has a feed."""
+        tables, _ = await self._feed_state(conn)
+        if tables:
+            await self._rows(
+                conn,
+                f"INSERT INTO {self.prefix}events_mute (tenant_id) VALUES (%s)"
+                " ON CONFLICT DO NOTHING",
+                (tenant,),
+            )
+        return tables
+
+    async def _forget_events_end(
+        self, conn: AsyncConnection[Any], tenant: str, user_id: str
+    ) -> None:
+        """After the deletes: the user's events go; one ``user.forgotten`` is recorded."""
+        p = self.prefix
+        await self._rows(conn, f"DELETE FROM {p}events_mute WHERE tenant_id = %s", (tenant,))
+        await self._rows(
+            conn, f"DELETE FROM {p}events WHERE tenant_id = %s AND user_id = %s", (tenant, user_id)
+        )
+        _, on = await self._feed_state(conn)
+        if on:
+            await self._rows(conn, postgres_emit(p), (tenant, USER_FORGOTTEN, user_id))

@@ -1,0 +1,413 @@
+"""The change feed's SQL, for SQLite and PostgreSQL (I/O-free): tables, triggers, reads.
+
+Why triggers. An event must commit in the same transaction as its change, on every write
+path of the store (appends, forks, compaction, updates, deletes, record puts, imports),
+from every process writing the database, and cost nothing while the feed is off. A
+trigger on ``threads``, ``entries`` and ``records`` is all three at once: it runs inside
+the statement that changes the row, whatever code issued it; enabling the feed creates
+the triggers in the database (so every process writing it records from then on) and
+disabling drops them (an append then runs exactly the statements it ran before). The
+alternative, a statement of the feed beside each write in each store, would touch every
+write path of every engine and still miss any path added later.
+
+Order. A cursor is a per-tenant number that is commit-ordered: a reader polling with
+``after=c`` never misses an event that commits later with a smaller number.
+
+* SQLite has one writer at a time (``BEGIN IMMEDIATE``): an event's number, one more
+  than the tenant's newest (``events`` is keyed by ``(tenant_id, seq)``: one b-tree, one
+  page more per commit), is assigned in commit order already. No delete removes a
+  tenant's newest event (``events_prune`` keeps it; ``forget_user`` records its
+  ``user.forgotten`` first, also while the feed is off), so a number never comes again.
+* PostgreSQL's sequences are not (two transactions draw 5 and 6; 6 commits first, a
+  reader reads 6 and moves past 5 before it commits). Its events take their number from
+  the tenant's row of ``events_tenants``, incremented in the writing transaction: the
+  row stays locked until that transaction ends, so the next writer of the tenant draws
+  the next number only after the previous one committed (or rolled back, leaving the
+  number unused). Writers of one tenant serialise on that row while the feed is on.
+
+Each event row names the tenant, its kind, the time, the owner (user, agent) and ids.
+Entries have no owner column: their triggers read the thread's. Deleting a thread is one
+``thread.deleted``: the deletes of its entries, which find no thread, record nothing. Keep time: the
+``keep`` row of ``events_config`` (seconds); ``events_prune`` deletes the tenant's
+events older than that in bounded batches and raises the tenant's ``floor`` (the
+highest number deleted): a cursor below the floor gets ``CursorExpired``. Enabling a
+feed that was off raises every floor above the last number drawn: the changes made while
+it was off were not recorded, so every cursor from before is expired too.
+
+``forget_user`` mutes the delete triggers of the tenant (a row of ``events_mute``
+inside its transaction, seen by no other), deletes the user's events, and records one
+``user.forgotten`` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from memorybank.events.types import Event
+from memorybank.stores.contract.types import Unset
+from memorybank.stores.sql.common import from_us
+
+__all__ = [
+    "FEED_FUNCTIONS",
+    "GRAPH_KINDS",
+    "TRACKED_KINDS",
+    "event_of_row",
+    "events_list_query",
+    "postgres_disable",
+    "postgres_enable",
+    "postgres_tables",
+    "sqlite_disable",
+    "sqlite_enable",
+    "sqlite_tables",
+]
+
+#: Graph record kinds that make a ``graph.changed`` event (entities and relations; the
+#: graph's index records change with them).
+GRAPH_KINDS = ("graph_entity", "graph_out")
+#: Record kinds the feed reports.
+TRACKED_KINDS = ("fact", "fact_version", "document", *GRAPH_KINDS)
+
+_KINDS_SQL = ", ".join(f"'{k}'" for k in TRACKED_KINDS)
+_GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
+#: A thread's columns whose change is ``thread.updated``. The update triggers name them:
+#: an append's bump of ``updated_at`` does not run the trigger at all.
+_THREAD_FIELDS = "title, metadata, status, user_id, agent_id, current_branch"
+_EVENT_COLUMNS = "seq, kind, at, user_id, agent_id, thread_id, item_id, data"
+#: The PostgreSQL functions of the feed (names after the prefix).
+FEED_FUNCTIONS = ("events_emit", "events_entries", "events_threads", "events_records")
+#: The triggers of the feed, per table and operation (names after the prefix).
+_TRIGGERS = (
+    ("events_entries_ins", "entries"),
+    ("events_entries_upd", "entries"),
+    ("events_entries_del", "entries"),
+    ("events_threads_ins", "threads"),
+    ("events_threads_upd", "threads"),
+    ("events_threads_del", "threads"),
+    ("events_records_ins", "records"),
+    ("events_records_upd", "records"),
+    ("events_records_del", "records"),
+)
+
+
+def event_of_row(row: Sequence[Any]) -> Event:
+    """The ``Event`` of a row of ``events_list_query``."""
+    seq, kind, at, user_id, agent_id, thread_id, item_id, data = row
+    if isinstance(data, str):
+        data = json.loads(data)
+    when = at if isinstance(at, datetime) else from_us(at)
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return Event(
+        cursor=str(seq), id=f"ev-{seq}", kind=kind, at=when.astimezone(UTC), user_id=user_id,
+        agent_id=agent_id, thread_id=thread_id, item_id=item_id, data=data or None,
+    )  # fmt: skip
+
+
+def events_list_query(
+    p: str,
+    mark: str,
+    tenant: str,
+    after: int,
+    *,
+    kinds: Sequence[str] | None,
+    user_id: str | Unset | None,
+    agent_id: str | Unset | None,
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """The read of a tenant's events after the number ``after``: ``(sql, params)``.
+    ``user_id``: only that user's (``None``: only events of no user); ``agent_id``: only
+    that agent's and those of no agent (``None``: only those of no agent)."""
+    where = f"tenant_id = {mark} AND seq > {mark}"
+    params: list[Any] = [tenant, after]
+    if kinds is not None:
+        where += f" AND kind IN ({', '.join([mark] * len(kinds))})"
+        params.extend(kinds)
+    if user_id is None:
+        where += " AND user_id IS NULL"
+    elif not isinstance(user_id, Unset):
+        where += f" AND user_id = {mark}"
+        params.append(user_id)
+    if agent_id is None:
+        where += " AND agent_id IS NULL"
+    elif not isinstance(agent_id, Unset):
+        where += f" AND (agent_id = {mark} OR agent_id IS NULL)"
+        params.append(agent_id)
+    params.append(limit)
+    sql = f"SELECT {_EVENT_COLUMNS} FROM {p}events WHERE {where} ORDER BY seq LIMIT {mark}"
+    return sql, params
+
+
+# -- SQLite ------------------------------------------------------------------------------
+
+#: Now as integer microseconds (the store's time columns), in SQL.
+_SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
+
+
+def sqlite_tables(p: str) -> list[str]:
+    """The feed's tables (created on first enable; kept when disabled)."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {p}events (
+            tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+            at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
+            data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
+            tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
+            floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_config (
+            name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_mute (
+            tenant_id TEXT NOT NULL PRIMARY KEY) WITHOUT ROWID""",
+    ]
+
+
+def _sqlite_insert(p: str, kind: str, source: str, fields: str) -> str:
+    """``INSERT INTO events`` of one event made from ``source`` (``new``/``old``): one
+    ``VALUES`` row, its owner read by scalar subqueries (an ``INSERT ... SELECT`` over a
+    join costs the append about twice as much CPU)."""
+    return (
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id, thread_id,"
+        f" item_id, data) VALUES ({source}.tenant_id, {_sqlite_next(p, source + '.tenant_id')},"
+        f" {kind}, {_SQLITE_NOW}, {fields});"
+    )
+
+
+def _sqlite_next(p: str, tenant: str) -> str:
+    """The tenant's next number: one more than its newest event (kept by every delete)."""
+    return f"COALESCE((SELECT MAX(x.seq) FROM {p}events x WHERE x.tenant_id = {tenant}), 0) + 1"
+
+
+def _sqlite_entry(p: str, src: str) -> str:
+    owner = f"FROM {p}threads t WHERE t.tenant_id = {src}.tenant_id AND t.id = {src}.thread_id"
+    return (
+        f"(SELECT t.user_id {owner}), (SELECT t.agent_id {owner}), {src}.thread_id, {src}.id,"
+        f" json_object('branch', {src}.branch, 'role', {src}.role)"
+    )
+
+
+def _thread_fields(src: str) -> str:
+    return f"{src}.user_id, {src}.agent_id, {src}.id, NULL, NULL"
+
+
+def _sqlite_unmuted(p: str, src: str) -> str:
+    return f"NOT EXISTS (SELECT 1 FROM {p}events_mute m WHERE m.tenant_id = {src}.tenant_id)"
+
+
+def _record_fields(src: str, op: str) -> str:
+    return (
+        f"{src}.user_id, {src}.agent_id, NULL,"
+        f" CASE WHEN {src}.kind = 'fact_version' THEN {src}.key ELSE {src}.id END,"
+        f" CASE WHEN {src}.kind = 'fact_version' THEN json_object('version', {src}.id)"
+        f" WHEN {src}.kind IN ({_GRAPH_SQL}) THEN json_object('record', {src}.kind, 'op', '{op}')"
+        " ELSE NULL END"
+    )
+
+
+def sqlite_enable(p: str) -> list[str]:
+    """The statements that turn the feed on (tables exist): triggers, and every floor
+    raised to the last number drawn (changes while off were not recorded)."""
+    thread_changed = " OR ".join(
+        f"old.{c} IS NOT new.{c}"
+        for c in ("title", "metadata", "status", "user_id", "agent_id", "current_branch")
+    )
+    return [
+        *sqlite_disable(p),
+        f"""INSERT INTO {p}events_tenants (tenant_id, floor)
+            SELECT tenant_id, MAX(seq) + 1 FROM {p}events GROUP BY tenant_id
+            ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
+        f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
+            {_sqlite_insert(p, "'entry.added'", "new", _sqlite_entry(p, "new"))} END""",
+        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
+            content, name, tool_calls, tool_call_id, metadata, state ON {p}entries BEGIN
+            {_sqlite_insert(p, "'entry.updated'", "new", _sqlite_entry(p, "new"))} END""",
+        f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
+            WHEN {_sqlite_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
+                WHERE t.tenant_id = old.tenant_id AND t.id = old.thread_id) BEGIN
+            {_sqlite_insert(p, "'entry.deleted'", "old", _sqlite_entry(p, "old"))} END""",
+        f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
+            {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
+            END""",
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads WHEN {thread_changed} BEGIN
+            {_sqlite_insert(p, "'thread.updated'", "new", _thread_fields("new"))}
+            END""",
+        f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
+            WHEN {_sqlite_unmuted(p, "old")} BEGIN
+            {_sqlite_insert(p, "'thread.deleted'", "old", _thread_fields("old"))}
+            END""",
+        f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
+            WHEN new.kind IN ({_KINDS_SQL}) BEGIN
+            {
+            _sqlite_insert(
+                p,
+                "CASE new.kind WHEN 'fact' THEN 'fact.added'"
+                " WHEN 'fact_version' THEN 'fact.superseded'"
+                " WHEN 'document' THEN 'document.added' ELSE 'graph.changed' END",
+                "new",
+                _record_fields("new", "added"),
+            )
+        } END""",
+        f"""CREATE TRIGGER {p}events_records_upd AFTER UPDATE ON {p}records
+            WHEN new.kind IN ({_GRAPH_SQL}) BEGIN
+            {_sqlite_insert(p, "'graph.changed'", "new", _record_fields("new", "updated"))} END""",
+        f"""CREATE TRIGGER {p}events_records_del AFTER DELETE ON {p}records
+            WHEN old.kind IN ('fact', 'document', {_GRAPH_SQL}) AND {_sqlite_unmuted(p, "old")}
+            BEGIN
+            {
+            _sqlite_insert(
+                p,
+                "CASE old.kind WHEN 'fact' THEN 'fact.deleted'"
+                " WHEN 'document' THEN 'document.deleted' ELSE 'graph.changed' END",
+                "old",
+                _record_fields("old", "deleted"),
+            )
+        } END""",
+    ]
+
+
+def sqlite_disable(p: str) -> list[str]:
+    """The statements that turn the feed off (its triggers dropped; events kept)."""
+    return [f"DROP TRIGGER IF EXISTS {p}{name}" for name, _ in _TRIGGERS]
+
+
+def sqlite_emit(p: str) -> str:
+    """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
+    return (
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id)"
+        f" VALUES (?1, {_sqlite_next(p, '?1')}, ?2, {_SQLITE_NOW}, ?3)"
+    )
+
+
+# -- PostgreSQL --------------------------------------------------------------------------
+
+
+def postgres_tables(p: str) -> list[str]:
+    """The feed's tables and its functions (created on enable; kept when disabled)."""
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {p}events (
+            tenant_id text NOT NULL, seq bigint NOT NULL, kind text NOT NULL,
+            at timestamptz NOT NULL, user_id text, agent_id text, thread_id text,
+            item_id text, data jsonb, PRIMARY KEY (tenant_id, seq))""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
+            tenant_id text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0,
+            floor bigint NOT NULL DEFAULT 0)""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_config (
+            name text PRIMARY KEY, value bigint NOT NULL)""",
+        f"CREATE TABLE IF NOT EXISTS {p}events_mute (tenant_id text PRIMARY KEY)",
+        # The one place a number is drawn: the tenant's row, locked until commit.
+        f"""CREATE OR REPLACE FUNCTION {p}events_emit(
+                t text, k text, u text, a text, th text, i text, d jsonb)
+            RETURNS void LANGUAGE plpgsql AS $$
+            DECLARE s bigint;
+            BEGIN
+                INSERT INTO {p}events_tenants AS c (tenant_id, seq) VALUES (t, 1)
+                ON CONFLICT (tenant_id) DO UPDATE SET seq = c.seq + 1 RETURNING c.seq INTO s;
+                INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id,
+                                       thread_id, item_id, data)
+                VALUES (t, s, k, now(), u, a, th, i, d);
+            END $$""",
+        f"""CREATE OR REPLACE FUNCTION {p}events_entries() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            DECLARE r record; k text; u text; a text;
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    IF EXISTS (SELECT 1 FROM {p}events_mute WHERE tenant_id = OLD.tenant_id)
+                    THEN RETURN NULL; END IF;
+                    r := OLD; k := 'entry.deleted';
+                ELSIF TG_OP = 'INSERT' THEN r := NEW; k := 'entry.added';
+                ELSE r := NEW; k := 'entry.updated';
+                END IF;
+                SELECT t.user_id, t.agent_id INTO u, a FROM {p}threads t
+                WHERE t.tenant_id = r.tenant_id AND t.id = r.thread_id;
+                IF NOT FOUND AND TG_OP = 'DELETE' THEN RETURN NULL; END IF;
+                PERFORM {p}events_emit(r.tenant_id, k, u, a, r.thread_id, r.id,
+                    jsonb_build_object('branch', r.branch, 'role', r.role));
+                RETURN NULL;
+            END $$""",
+        f"""CREATE OR REPLACE FUNCTION {p}events_threads() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            DECLARE r record; k text;
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    IF EXISTS (SELECT 1 FROM {p}events_mute WHERE tenant_id = OLD.tenant_id)
+                    THEN RETURN NULL; END IF;
+                    r := OLD; k := 'thread.deleted';
+                ELSIF TG_OP = 'INSERT' THEN r := NEW; k := 'thread.created';
+                ELSE
+                    IF (OLD.title, OLD.metadata::text, OLD.status, OLD.user_id, OLD.agent_id,
+                        OLD.current_branch) IS NOT DISTINCT FROM
+                       (NEW.title, NEW.metadata::text, NEW.status, NEW.user_id, NEW.agent_id,
+                        NEW.current_branch) THEN RETURN NULL; END IF;
+                    r := NEW; k := 'thread.updated';
+                END IF;
+                PERFORM {p}events_emit(r.tenant_id, k, r.user_id, r.agent_id, r.id, NULL, NULL);
+                RETURN NULL;
+            END $$""",
+        f"""CREATE OR REPLACE FUNCTION {p}events_records() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            DECLARE r record; k text; op text; i text; d jsonb;
+            BEGIN
+                IF TG_OP = 'DELETE' THEN
+                    IF OLD.kind NOT IN ('fact', 'document', {_GRAPH_SQL}) THEN RETURN NULL; END IF;
+                    IF EXISTS (SELECT 1 FROM {p}events_mute WHERE tenant_id = OLD.tenant_id)
+                    THEN RETURN NULL; END IF;
+                    r := OLD; op := 'deleted';
+                    k := CASE r.kind WHEN 'fact' THEN 'fact.deleted'
+                         WHEN 'document' THEN 'document.deleted' ELSE 'graph.changed' END;
+                ELSIF TG_OP = 'INSERT' THEN
+                    IF NEW.kind NOT IN ({_KINDS_SQL}) THEN RETURN NULL; END IF;
+                    r := NEW; op := 'added';
+                    k := CASE r.kind WHEN 'fact' THEN 'fact.added'
+                         WHEN 'fact_version' THEN 'fact.superseded'
+                         WHEN 'document' THEN 'document.added' ELSE 'graph.changed' END;
+                ELSE
+                    IF NEW.kind NOT IN ({_GRAPH_SQL}) THEN RETURN NULL; END IF;
+                    r := NEW; op := 'updated'; k := 'graph.changed';
+                END IF;
+                i := CASE WHEN r.kind = 'fact_version' THEN r.key ELSE r.id END;
+                d := CASE WHEN r.kind = 'fact_version' THEN jsonb_build_object('version', r.id)
+                     WHEN r.kind IN ({_GRAPH_SQL})
+                     THEN jsonb_build_object('record', r.kind, 'op', op) ELSE NULL END;
+                PERFORM {p}events_emit(r.tenant_id, k, r.user_id, r.agent_id, NULL, i, d);
+                RETURN NULL;
+            END $$""",
+    ]
+
+
+def postgres_enable(p: str) -> list[str]:
+    """The statements that turn the feed on (tables and functions exist)."""
+    return [
+        *postgres_disable(p),
+        f"UPDATE {p}events_tenants SET floor = seq + 1",
+        f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries
+            FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
+        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
+            content, name, tool_calls, tool_call_id, metadata, state ON {p}entries
+            FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
+        f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
+            FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
+        f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads
+            FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+        f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
+            ON {p}threads FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+        f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
+            FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+        f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
+            FOR EACH ROW EXECUTE FUNCTION {p}events_records()""",
+        f"""CREATE TRIGGER {p}events_records_upd AFTER UPDATE ON {p}records
+            FOR EACH ROW EXECUTE FUNCTION {p}events_records()""",
+        f"""CREATE TRIGGER {p}events_records_del AFTER DELETE ON {p}records
+            FOR EACH ROW EXECUTE FUNCTION {p}events_records()""",
+    ]
+
+
+def postgres_disable(p: str) -> list[str]:
+    """The statements that turn the feed off (its triggers dropped; events kept)."""
+    return [f"DROP TRIGGER IF EXISTS {p}{name} ON {p}{table}" for name, table in _TRIGGERS]
+
+
+def postgres_emit(p: str) -> str:
+    """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
+    return f"SELECT {p}events_emit(%s, %s, %s, NULL, NULL, NULL, NULL)"

@@ -1,0 +1,96 @@
+"""The change feed over a kill -9 of its writers, on SQLite and PostgreSQL.
+
+Two writer processes (``tests.reliability._child append``) append batches to three
+threads (two to one shared thread, so its appends interleave across processes) with
+the feed on, while this process follows the feed with ``after=cursor``. Both writers
+are SIGKILLed after at least 300 acknowledged appends each (at most 10,000 writes in
+all). Afterwards: every acknowledged entry has its ``entry.added`` event (0 lost); per
+thread, the events name the entries in the thread's own order, each once (0
+reordered); and what the follower read while the writers ran, then after, is exactly
+the feed (a reader never skips an event that committed after a later-numbered one).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memorybank.events.types import Event
+from memorybank.memory._sync.memory import Memory
+from tests.reliability._harness import Child, StoreSpec, provide, store_params
+
+#: Acknowledged appends (batches) each writer makes at least before the kill.
+AT_LEAST = 300
+#: Writes (entries) in all, at most: the writers are killed before.
+AT_MOST = 10_000
+
+
+def _follow(memory: Memory, after: str | None, seen: list[Event]) -> str | None:
+    """Read the feed from ``after`` to its end into ``seen``; the last cursor."""
+    while True:
+        page = memory.events.list(after=after, limit=500)
+        if not page:
+            return after
+        seen.extend(page)
+        after = page[-1].cursor
+
+
+def _acked(child: Child) -> int:
+    return len(child.records())
+
+
+@pytest.fixture(params=store_params(("sqlite-normal", "postgres")))
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
+    yield from provide(request.param, tmp_path)
+
+
+def test_a_killed_writer_loses_and_reorders_no_event(spec: StoreSpec, tmp_path: Path) -> None:
+    with spec.memory() as memory:
+        memory.events.enable()
+        shared = memory.threads.create(thread_id="shared").id
+        own = [memory.threads.create(thread_id=f"own-{i}").id for i in range(2)]
+        writers = [
+            Child("append", spec, shared, "s0", directory=tmp_path),
+            Child("append", spec, shared, "s1", directory=tmp_path),
+            Child("append", spec, own[0], "o0", directory=tmp_path),
+            Child("append", spec, own[1], "o1", directory=tmp_path),
+        ]
+        seen: list[Event] = []
+        cursor: str | None = None
+        try:
+            for child in writers:
+                child.wait_for(1, timeout=120)
+            # follow while they write, until each has acknowledged enough
+            while min(_acked(c) for c in writers) < AT_LEAST:
+                cursor = _follow(memory, cursor, seen)
+                if sum(len(r["ids"]) for c in writers for r in c.records()) > AT_MOST - 500:
+                    break
+                time.sleep(0.05)
+            for child in writers:
+                child.kill()
+        finally:
+            for child in writers:
+                child.stop()
+        cursor = _follow(memory, cursor, seen)
+        everything: list[Event] = []
+        _follow(memory, None, everything)
+
+        assert [e.cursor for e in seen] == [e.cursor for e in everything]
+        assert seen == everything
+        added: dict[str, list[str]] = defaultdict(list)
+        for event in everything:
+            if event.kind == "entry.added":
+                assert event.thread_id is not None and event.item_id is not None
+                added[event.thread_id].append(event.item_id)
+        acked = {i for c in writers for r in c.records() for i in r["ids"]}
+        assert sum(len(r["ids"]) for c in writers for r in c.records()) <= AT_MOST
+        evented = {i for ids in added.values() for i in ids}
+        assert acked - evented == set(), "acknowledged writes without their event"
+        for thread_id in (shared, *own):
+            stored = [e.id for e in memory.entries.list(thread_id)]
+            assert added[thread_id] == stored, f"events of {thread_id} out of order"
+            assert len(set(stored)) == len(stored)
