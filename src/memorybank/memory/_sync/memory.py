@@ -27,6 +27,7 @@ from memorybank.memory._sync.core import (
     _system_clock,
 )
 from memorybank.memory._sync.entries import Entries
+from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.run_state import (
     Snapshots,
     Summaries,
@@ -36,7 +37,6 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
-from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
