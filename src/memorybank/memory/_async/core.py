@@ -11,12 +11,15 @@ from memorybank.errors import NotFound
 from memorybank.importance import UsageBuffer
 from memorybank.records import Message, Thread
 from memorybank.rules import validate as v
+from memorybank.rules.ids import new_id
 from memorybank.rules.scope import check_owner
 from memorybank.runtime.concurrency import AsyncBackground, Breaker
+from memorybank.stores.contract._async.leases import DEFAULT_LEASE
 from memorybank.stores.contract._async.store import AsyncStore, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
+    from memorybank.consolidation._async.schedule import AsyncConsolidationService
     from memorybank.consolidation.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
@@ -88,6 +91,12 @@ class _Core:
         self.usage = UsageBuffer()
         #: The background embedding worker (``None``: ``embed="inline"``); set by the facade.
         self.embed_service: _EmbedService | None = None
+        #: This memory, in the leases it takes (consolidation runs and schedule).
+        self.worker = new_id()
+        #: Seconds a consolidation run (or the schedule of a tenant) is held by its worker.
+        self.consolidate_lease = DEFAULT_LEASE
+        #: The background consolidation schedule (``None``: off); set by the facade.
+        self.consolidate_service: AsyncConsolidationService | None = None
 
     @property
     def embeds_inline(self) -> bool:
