@@ -1,6 +1,11 @@
 """Time one consolidation run over a user with 10,000 facts (SQLite, no LLM), and the p99
 of a writer adding facts meanwhile. ``python bench/consolidate_10k.py [--embedder local]``.
 
+The writer (another user's facts, one every 10 ms) runs in the same process, as an app's
+requests would; its latencies are reported as p50/p95/p99/max. ``--chunk N`` and
+``--pause S`` override the run's chunk size and its pause between chunks
+(``memorybank.consolidation._async.consolidation.CHUNK``/``PAUSE``) to compare settings.
+
 The facts: 2,500 distinct statements, each stored in up to four phrasings over time, a
 tenth of them with a later contradicting value. Vectors come from the hashing embedder of
 the tests unless ``--embedder local`` (all-MiniLM-L6-v2) is asked for.
@@ -50,7 +55,17 @@ async def fill(memory: AsyncMemory, user: str) -> None:
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
+    parser.add_argument("--chunk", type=int, default=None)
+    parser.add_argument("--pause", type=float, default=None)
     args = parser.parse_args()
+    from memorybank.consolidation._async import consolidation
+
+    if args.chunk is not None:
+        consolidation.CHUNK = args.chunk
+    if args.pause is not None:
+        consolidation.PAUSE = args.pause
+    chunk, pause = getattr(consolidation, "CHUNK", "n/a"), getattr(consolidation, "PAUSE", "n/a")
+    print(f"chunk {chunk}, pause {pause}")
     embedder: Embedder
     if args.embedder == "local":
         from memorybank.embeddings.local import LocalEmbedder
@@ -86,13 +101,16 @@ async def main() -> None:
             await task
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
             latencies.sort()
-            p99 = latencies[int(0.99 * (len(latencies) - 1))] if latencies else float("nan")
+
+            def at(q: float) -> float:
+                return latencies[int(q * (len(latencies) - 1))] * 1000
+
             print(
                 f"consolidated {report.facts_examined} facts in {took:.1f} s: "
                 f"{report.merged} merged, {report.superseded} superseded; "
-                f"writer p99 {p99 * 1000:.1f} ms (median "
-                f"{statistics.median(latencies) * 1000:.1f} ms, {len(latencies)} writes); "
-                f"max RSS {rss:.0f} MB"
+                f"writer p50 {statistics.median(latencies) * 1000:.1f} ms, p95 {at(0.95):.1f} ms, "
+                f"p99 {at(0.99):.1f} ms, max {latencies[-1] * 1000:.1f} ms "
+                f"({len(latencies)} writes); max RSS {rss:.0f} MB"
             )
             started = time.perf_counter()
             await memory.consolidation.undo(report.run_id)

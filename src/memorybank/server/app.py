@@ -19,6 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import Message
 
 from memorybank import __version__
+from memorybank.consolidation.config import CONSOLIDATE_EVERY_ENV, judge_from
+from memorybank.consolidation.config import consolidate_every as every_from
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.embeddings.status import EMBED_ENV, EMBED_LEASE_ENV, EmbedMode, embed_mode
@@ -36,6 +38,7 @@ from memorybank.server.supervise import exit_with_master
 from memorybank.stores.contract._async.store import AsyncStore
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.server.mcp import McpMount
 
 __all__ = [
@@ -79,6 +82,8 @@ def create_app(
     key_cache_seconds: float = DEFAULT_CACHE_SECONDS,
     embed: EmbedMode = "background",
     embed_lease: float | None = None,
+    judge: LLMJudge | None = None,
+    consolidate_every: float | None = None,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -109,6 +114,13 @@ def create_app(
             workers and nodes never embed one record twice (``None``:
             ``DEFAULT_LEASE``; see ``AsyncMemory(embed_lease=...)``). Ignored when
             ``memory`` is given.
+        judge: an ``LLMJudge`` for ``POST /v1/consolidate`` and the background runs (see
+            ``memorybank.consolidation.config``; ``None``: the rules alone). Closed at
+            shutdown. Ignored when ``memory`` is given.
+        consolidate_every: seconds between two background consolidation ticks (``None``:
+            no background consolidation): each tenant served (or with a key) is looked
+            after by one process or node at a time (``AsyncMemory(consolidate=
+            "background")``). Ignored when ``memory`` is given.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -118,7 +130,15 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
         mem = (
-            AsyncMemory(url, embedder=embedder, embed=embed, embed_lease=lease)
+            AsyncMemory(
+                url,
+                embedder=embedder,
+                embed=embed,
+                embed_lease=lease,
+                judge=judge,
+                consolidate="off" if consolidate_every is None else "background",
+                consolidate_every=consolidate_every or 3600.0,
+            )
             if memory is None
             else memory
         )
@@ -128,6 +148,10 @@ def create_app(
         app.state.circuit = circuit
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
+        if owned and consolidate_every is not None:
+            for info in await app.state.keys.list():  # the tenants to look after
+                mem.tenant(info.tenant)
+            await mem.__aenter__()  # starts background consolidation
         await _warm_routes(app)
         try:
             async with AsyncExitStack() as stack:
@@ -138,6 +162,8 @@ def create_app(
             await circuit.stop()
             if owned:
                 await mem.close()
+                if judge is not None:
+                    await judge.aclose()
 
     app = FastAPI(
         title="memorybank",
@@ -261,7 +287,9 @@ def app_from_env() -> FastAPI:
     ``$MEMORYBANK_ADMIN_KEY``, ``$MEMORYBANK_MAX_BODY_BYTES``, ``$MEMORYBANK_EMBEDDER``
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
-    default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds). The factory
+    default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds), the judge's
+    ``$MEMORYBANK_JUDGE_URL``, ``$MEMORYBANK_JUDGE_MODEL`` and ``$MEMORYBANK_JUDGE_API_KEY``
+    and ``$MEMORYBANK_CONSOLIDATE_EVERY`` (``memorybank.consolidation.config``). The factory
     ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
     exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
@@ -273,4 +301,6 @@ def app_from_env() -> FastAPI:
         key_cache_seconds=float(ttl) if ttl else DEFAULT_CACHE_SECONDS,
         embed=embed_mode(os.environ.get(EMBED_ENV)),
         embed_lease=embed_lease_seconds(os.environ.get(EMBED_LEASE_ENV)),
+        judge=judge_from(),
+        consolidate_every=every_from(os.environ.get(CONSOLIDATE_EVERY_ENV)),
     )

@@ -22,6 +22,7 @@ change, and ``undo(run_id)`` restores it like a finished run.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,8 +74,10 @@ CHANGE = "consolidation_change"
 PLAN = "consolidation_plan"
 #: Changes applied per transaction (a chunk): a writer waits at most for one chunk.
 CHUNK = 25
-#: Seconds a run pauses between two chunks, so other writers take the store meanwhile.
-PAUSE = 0.002
+#: Seconds a run pauses at least between two chunks, so other writers take the store
+#: meanwhile; it pauses as long as the chunk took when that is longer (a writer waiting
+#: for the store finds it free at least half the time).
+PAUSE = 0.01
 #: Facts whose vectors are read per store call.
 _VECTOR_BATCH = 1000
 #: Changes undone per write.
@@ -443,6 +446,7 @@ class Consolidation:
         total = int(run.data.get("chunks", len(chunks)))
         safe = _crash_safe(store)
         for index, chunk in chunks:
+            began = time.monotonic()
             guard = RecordGuard(RUN, report.run_id, run.revision)
             plan_id = f"{report.run_id}:{index:06d}"
             if safe:
@@ -455,7 +459,8 @@ class Consolidation:
                 nxt = self._held(report, run.revision + 1, index + 1, total)
                 self._commit(store, nxt, guard, retired, plan_id)
             run = nxt
-            sleep(PAUSE)  # other writers take the store between two chunks
+            # other writers take the store between two chunks
+            sleep(max(PAUSE, time.monotonic() - began))
         report.status = "applied"
         report.finished_at = self._core.now()
         try:
