@@ -17,10 +17,12 @@ import argparse
 import asyncio
 import random
 import resource
+import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from memorybank import AsyncMemory
 from memorybank.embeddings.base import Embedder
@@ -57,6 +59,11 @@ async def main() -> None:
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
     parser.add_argument("--chunk", type=int, default=None)
     parser.add_argument("--pause", type=float, default=None)
+    parser.add_argument(
+        "--filled",
+        default=None,
+        help="a SQLite file to keep the 10,000 facts in: filled once, copied for each run",
+    )
     args = parser.parse_args()
     from memorybank.consolidation._async import consolidation
 
@@ -75,13 +82,33 @@ async def main() -> None:
         from tests.recall.conftest import HashEmbedder
 
         embedder = HashEmbedder()
+    # when the run starts writing (after its plan): the writer's latencies are split there
+    applying: list[float] = []
+    original = consolidation.AsyncConsolidation._apply
+
+    async def timed(self: Any, *args: Any) -> None:
+        applying.append(time.perf_counter())
+        await original(self, *args)
+
+    consolidation.AsyncConsolidation._apply = timed  # type: ignore[method-assign]
     with tempfile.TemporaryDirectory() as tmp:
-        store = AsyncSQLiteStore(str(Path(tmp) / "bench.db"))
+        path = Path(tmp) / "bench.db"
+        filled = None if args.filled is None else Path(args.filled)
+        if filled is not None and filled.exists():
+            shutil.copyfile(filled, path)
+        store = AsyncSQLiteStore(str(path))
         async with AsyncMemory(store, embedder=embedder) as memory:
-            started = time.perf_counter()
-            await fill(memory, "big")
-            print(f"stored {N} facts in {time.perf_counter() - started:.1f} s")
+            if filled is None or not filled.exists():
+                started = time.perf_counter()
+                await fill(memory, "big")
+                print(f"stored {N} facts in {time.perf_counter() - started:.1f} s")
+                if filled is not None:
+                    await store.close()
+                    shutil.copyfile(path, filled)
+                    store = AsyncSQLiteStore(str(path))
+                    memory = AsyncMemory(store, embedder=embedder)
             latencies: list[float] = []
+            stamps: list[float] = []
             running = True
 
             async def writer() -> None:
@@ -90,6 +117,7 @@ async def main() -> None:
                     t = time.perf_counter()
                     await memory.facts.add(content=f"other user's fact {k}", user_id="w")
                     latencies.append(time.perf_counter() - t)
+                    stamps.append(t)
                     k += 1
                     await asyncio.sleep(0.01)
 
@@ -100,6 +128,23 @@ async def main() -> None:
             running = False
             await task
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            if applying:
+                during = sorted(
+                    x for x, t in zip(latencies, stamps, strict=True) if t >= applying[0]
+                )
+                before = sorted(
+                    x for x, t in zip(latencies, stamps, strict=True) if t < applying[0]
+                )
+                for name, part in (("planning", before), ("applying", during)):
+                    if part:
+                        p99 = part[int(0.99 * (len(part) - 1))] * 1000
+                        print(
+                            f"  while {name} ({len(part)} writes): p50 "
+                            f"{statistics.median(part) * 1000:.1f} ms, p99 {p99:.1f} ms, "
+                            f"max {part[-1] * 1000:.1f} ms"
+                        )
+                plan_s, apply_s = applying[0] - started, started + took - applying[0]
+                print(f"  plan {plan_s:.1f} s, apply {apply_s:.1f} s")
             latencies.sort()
 
             def at(q: float) -> float:

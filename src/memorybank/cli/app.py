@@ -491,7 +491,10 @@ def serve(
         os.environ[EMBED_ENV] = embed
     if key_cache_seconds is not None:
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
-    _consolidation_env(judge_url, judge_model, consolidate_every)
+    try:
+        _cli_port.consolidation_env(judge_url, judge_model, consolidate_every)
+    except ConfigurationError as error:
+        _usage_error(str(error))
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
     os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
     if reset_demo and not demo_data:
@@ -524,30 +527,6 @@ def serve(
         http=SERVE_PROTOCOL,
         limit_concurrency=limit_concurrency,
     )
-
-
-def _consolidation_env(url: str | None, model: str | None, every: str | None) -> None:
-    """Check the judge and schedule flags (a bad one is a usage error, before uvicorn
-    starts) and hand them to every worker's ``app_from_env`` in the environment."""
-    import os
-
-    from memorybank.consolidation import config
-
-    try:
-        config.consolidate_every(every, "--consolidate-every")
-        judge = config.judge_from(url, model)
-    except ConfigurationError as error:
-        _usage_error(str(error))
-        return
-    if judge is not None:
-        judge.close()
-    for name, value in (
-        (config.JUDGE_URL_ENV, url),
-        (config.JUDGE_MODEL_ENV, model),
-        (config.CONSOLIDATE_EVERY_ENV, every),
-    ):
-        if value is not None:
-            os.environ[name] = value
 
 
 def _usage_error(message: str) -> None:

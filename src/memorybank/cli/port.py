@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,7 +38,7 @@ from memorybank.cli.common import (
     resolve_url,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
-from memorybank.consolidation.config import judge_from
+from memorybank.consolidation import config
 from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
 from memorybank.dump.format import parse_header
 from memorybank.errors import InvalidInput
@@ -373,7 +374,7 @@ def consolidate_command(
     with _errors():
         if (user is None) == (not shared):
             raise InvalidInput("give exactly one of --user U and --shared", field="user_id")
-        judge = judge_from(judge_url, judge_model)
+        judge = config.judge_from(judge_url, judge_model)
         try:
             with open_existing(
                 url, tenant, embedder=chosen_embedder(embedder), judge=judge
@@ -396,6 +397,22 @@ def consolidate_command(
         )
         for change in report.changes:
             console.print(f"- {change.content!r} -> {change.into_content!r}: {change.why}")
+
+
+def consolidation_env(url: str | None, model: str | None, every: str | None) -> None:
+    """Check ``serve``'s judge and schedule flags (``ConfigurationError``, before uvicorn
+    starts) and hand them to every worker's ``app_from_env`` in the environment."""
+    config.consolidate_every(every, "--consolidate-every")
+    judge = config.judge_from(url, model)
+    if judge is not None:
+        judge.close()
+    for name, value in (
+        (config.JUDGE_URL_ENV, url),
+        (config.JUDGE_MODEL_ENV, model),
+        (config.CONSOLIDATE_EVERY_ENV, every),
+    ):
+        if value is not None:
+            os.environ[name] = value
 
 
 def register(app: typer.Typer) -> None:

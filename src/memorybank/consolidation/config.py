@@ -17,12 +17,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
+from memorybank.consolidation.judge import LLMJudge
 from memorybank.errors import ConfigurationError
-
-if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
 
 __all__ = [
     "CONSOLIDATE_EVERY_ENV",
@@ -77,6 +74,4 @@ def judge_from(
             f"a judge needs both its URL ({JUDGE_URL_ENV}, --judge-url) and its model"
             f" ({JUDGE_MODEL_ENV}, --judge-model)"
         )
-    from memorybank.consolidation.judge import LLMJudge  # httpx only with a judge
-
     return LLMJudge(base_url=url, model=model, api_key=env.get(JUDGE_API_KEY_ENV) or None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memorybank.errors import NotFound
 from memorybank.importance import UsageBuffer
@@ -19,7 +19,6 @@ from memorybank.stores.contract._async.store import AsyncStore, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
-    from memorybank.consolidation._async.schedule import AsyncConsolidationService
     from memorybank.consolidation.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.extract.base import Extractor
@@ -38,6 +37,12 @@ EXTRACT_PAUSE = 30.0
 TitleFn = Callable[[str], str | Awaitable[str]]
 Clock = Callable[[], datetime]
 MessageLike = Message | dict[str, Any]
+
+
+class _Closing(Protocol):
+    """What the memory needs of a background worker: stopping it."""
+
+    async def close(self) -> None: ...
 
 
 def _system_clock() -> datetime:
@@ -95,8 +100,12 @@ class _Core:
         self.worker = new_id()
         #: Seconds a consolidation run (or the schedule of a tenant) is held by its worker.
         self.consolidate_lease = DEFAULT_LEASE
-        #: The background consolidation schedule (``None``: off); set by the facade.
-        self.consolidate_service: AsyncConsolidationService | None = None
+        #: Seconds between background consolidation ticks (``None``: off).
+        self.consolidate_every: float | None = None
+        #: The tenants background consolidation looks after (those this memory served).
+        self.consolidate_tenants: set[str] = set()
+        #: The background consolidation worker, made on first use (``memory.consolidation``).
+        self.consolidate_service: _Closing | None = None
 
     @property
     def embeds_inline(self) -> bool:

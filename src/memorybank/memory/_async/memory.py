@@ -250,11 +250,9 @@ class AsyncMemory:
                 store, embedder, embed_queue, embed_lease
             )
         core.consolidate_lease = consolidate_lease
+        core.consolidate_every = every
         if every is not None:
-            from memorybank.consolidation._async.schedule import AsyncConsolidationService
-
-            core.consolidate_service = AsyncConsolidationService(core, every)
-            core.consolidate_service.tenants.add(tenant)
+            core.consolidate_tenants.add(tenant)
         self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
@@ -431,8 +429,8 @@ class AsyncMemory:
         return self._core.now()
 
     def _handle(self, tenant: str, scope: Scope) -> AsyncMemory:
-        if self._core.consolidate_service is not None:
-            self._core.consolidate_service.tenants.add(tenant)  # looked after from now on
+        if self._core.consolidate_every is not None:
+            self._core.consolidate_tenants.add(tenant)  # looked after from now on
         handle = object.__new__(type(self))
         handle._init(self._core, tenant, scope)
         return handle
@@ -491,8 +489,8 @@ class AsyncMemory:
     async def __aenter__(self) -> AsyncMemory:
         if self._core.embed_service is not None:
             await self._core.embed_service.start()  # resume what a stopped process left
-        if self._core.consolidate_service is not None:
-            await self._core.consolidate_service.start()
+        if self._core.consolidate_every is not None:
+            await self.consolidation.start()
         return self
 
     async def __aexit__(

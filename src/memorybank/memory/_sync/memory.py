@@ -251,11 +251,9 @@ class Memory:
                 store, embedder, embed_queue, embed_lease
             )
         core.consolidate_lease = consolidate_lease
+        core.consolidate_every = every
         if every is not None:
-            from memorybank.consolidation._sync.schedule import ConsolidationService
-
-            core.consolidate_service = ConsolidationService(core, every)
-            core.consolidate_service.tenants.add(tenant)
+            core.consolidate_tenants.add(tenant)
         self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
@@ -432,8 +430,8 @@ class Memory:
         return self._core.now()
 
     def _handle(self, tenant: str, scope: Scope) -> Memory:
-        if self._core.consolidate_service is not None:
-            self._core.consolidate_service.tenants.add(tenant)  # looked after from now on
+        if self._core.consolidate_every is not None:
+            self._core.consolidate_tenants.add(tenant)  # looked after from now on
         handle = object.__new__(type(self))
         handle._init(self._core, tenant, scope)
         return handle
@@ -492,8 +490,8 @@ class Memory:
     def __enter__(self) -> Memory:
         if self._core.embed_service is not None:
             self._core.embed_service.start()  # resume what a stopped process left
-        if self._core.consolidate_service is not None:
-            self._core.consolidate_service.start()
+        if self._core.consolidate_every is not None:
+            self.consolidation.start()
         return self
 
     def __exit__(
