@@ -121,6 +121,12 @@ class _State:
     revisions: dict[str, int] = field(default_factory=dict)
     number: int = 0
 
+    def copy(self) -> _State:
+        return _State(set(self.gone), dict(self.revisions), self.number)
+
+    def restore(self, saved: _State) -> None:
+        self.gone, self.revisions, self.number = saved.gone, saved.revisions, saved.number
+
     def expected(self, step: dict[str, Any], fact_id: str) -> int:
         """The revision ``fact_id`` must still have for the step to apply."""
         found = self.revisions.get(fact_id)
@@ -414,7 +420,9 @@ class Consolidation:
         if _crash_safe(store) and len(chunks) <= 1:
             # the whole run in one transaction: applied or not at all
             with store.atomic(self._tenant) as view:
-                writes, gone = self._chunk(view, report, chunks[0] if chunks else [], state)
+                writes, gone, _ = self._chunk(
+                    view, report, chunks[0] if chunks else [], state
+                )
                 report.status = "applied"
                 report.finished_at = self._core.now()
                 view.record_put(
@@ -460,20 +468,33 @@ class Consolidation:
         total = int(run.data.get("chunks", len(chunks)))
         safe = _crash_safe(store)
         for index, chunk in chunks:
-            began = time.monotonic()
             guard = RecordGuard(RUN, report.run_id, run.revision)
             plan_id = f"{report.run_id}:{index:06d}"
-            if safe:
-                with store.atomic(tenant) as view:
-                    retired = self._chunk(view, report, chunk, state)
-                    nxt = self._held(report, run.revision + 1, index + 1, total)
-                    self._commit(view, nxt, guard, retired, plan_id)
-            else:
-                retired = self._chunk(store, report, chunk, state)
-                nxt = self._held(report, run.revision + 1, index + 1, total)
-                self._commit(store, nxt, guard, retired, plan_id)
+            nxt = self._held(report, run.revision + 1, index + 1, total)
+            if not safe:
+                writes, gone, _ = self._chunk(store, report, chunk, state)
+                self._commit(store, nxt, guard, (writes, gone), plan_id)
+                run = nxt
+                sleep(PAUSE)
+                continue
+            # The chunk's writes are made from reads outside the transaction; inside it, the
+            # facts are read again: unchanged, the writes go in as made (the transaction
+            # holds the store for a read and the writes only), else the chunk is made again
+            # from what the transaction reads.
+            before = state.copy(), len(report.changes), len(report.skipped)
+            writes, gone, seen = self._chunk(store, report, chunk, state)
+            began = time.monotonic()
+            with store.atomic(tenant) as view:
+                now = view.record_get_many(tenant, FACT, list(seen))
+                if {i: r.revision for i, r in now.items()} != {
+                    i: r for i, r in seen.items() if r is not None
+                }:
+                    state.restore(before[0])
+                    del report.changes[before[1] :], report.skipped[before[2] :]
+                    writes, gone, _ = self._chunk(view, report, chunk, state)
+                self._commit(view, nxt, guard, (writes, gone), plan_id)
             run = nxt
-            # other writers take the store between two chunks
+            # other writers take the store between two chunks, at least as long as it was held
             sleep(max(PAUSE, time.monotonic() - began))
         report.status = "applied"
         report.finished_at = self._core.now()
@@ -518,14 +539,16 @@ class Consolidation:
         report: ConsolidationReport,
         chunk: Sequence[dict[str, Any]],
         state: _State,
-    ) -> tuple[list[Record], list[Fact]]:
-        """The writes of one chunk (as read through ``st``) and the facts it retires; its
-        changes and skips go into ``report``."""
+    ) -> tuple[list[Record], list[Fact], dict[str, int | None]]:
+        """The writes of one chunk (as read through ``st``), the facts it retires and the
+        revision of each fact it read (``None``: missing); its changes and skips go into
+        ``report``."""
         if not chunk:
-            return [], []
+            return [], [], {}
         tenant = self._tenant
         ids = list(dict.fromkeys(i for s in chunk for i in (s["fact_id"], s["into"])))
         fresh = st.record_get_many(tenant, FACT, ids)
+        seen = {i: (None if i not in fresh else fresh[i].revision) for i in ids}
         vectors = self._loser_vectors(st, [s["fact_id"] for s in chunk])
         now = self._core.now()
         kept: dict[str, Record] = {}  # the chunk's final value of each kept fact
@@ -564,7 +587,7 @@ class Consolidation:
             state.gone.add(loser_id)
             retired.append(loser)
             report.changes.append(_public(change, loser, winner))
-        return [*writes, *kept.values()], retired
+        return [*writes, *kept.values()], retired, seen
 
     def _loser_vectors(self, st: Store, ids: Sequence[str]) -> dict[str, list[float]]:
         embedder = self._core.embedder
@@ -902,28 +925,28 @@ def _cursor(record: Record) -> tuple[datetime, str] | None:
 
 
 class ConsolidationService:
-    """The background consolidation of one memory (shared by its handles).
-    Background consolidation: ``Memory(consolidate="background")`` and ``serve --consolidate-every``.
+    """The background consolidation of one memory (shared by its handles):
+    ``Memory(consolidate="background")`` and ``serve --consolidate-every``.
 
-        Every ``consolidate_every`` seconds (and on ``memory.consolidation.tick()``) a worker of
-        the memory (a task of its event loop; a thread for ``Memory``) looks after each tenant
-        the memory served:
+    Every ``consolidate_every`` seconds (and on ``memory.consolidation.tick()``) a worker of
+    the memory (a task of its event loop; a thread for ``Memory``) looks after each tenant
+    the memory served:
 
-        1. it takes the tenant's *schedule* record (kind ``consolidate_schedule`` in the reserved
-           tenant ``SCHEDULE_TENANT``) with a lease (``memorybank.stores.contract._async.leases``):
-           of several processes or service nodes on one store, one at a time works on a tenant,
-           and a node that died holding it has it taken over once the lease runs out;
-        2. it completes the tenant's interrupted runs (``memory.consolidation.resume()``);
-        3. it reads the facts stored since the cursor the schedule keeps (a page of ``PAGE`` at a
-           time, oldest first: the cost follows the new facts, never all of them) and
-           consolidates each owner (user, or the shared facts) with a fact newer than its last
-           applied run, every agent's facts each compared with its own;
-        4. it moves the cursor past what it read and releases the lease.
+    1. it takes the tenant's *schedule* record (kind ``consolidate_schedule`` in the reserved
+       tenant ``SCHEDULE_TENANT``) with a lease (``memorybank.stores.contract._async.leases``):
+       of several processes or service nodes on one store, one at a time works on a tenant,
+       and a node that died holding it has it taken over once the lease runs out;
+    2. it completes the tenant's interrupted runs (``memory.consolidation.resume()``);
+    3. it reads the facts stored since the cursor the schedule keeps (a page of ``PAGE`` at a
+       time, oldest first: the cost follows the new facts, never all of them) and
+       consolidates each owner (user, or the shared facts) with a fact newer than its last
+       applied run, every agent's facts each compared with its own;
+    4. it moves the cursor past what it read and releases the lease.
 
-        A run the schedule makes is like any other: in ``memory.consolidation.runs()``, undone by
-        ``undo(run_id)``. A failure is logged and retried at the next tick. ``close()`` stops the
-        worker between two owners (what is left waits for the next start; a run cut short is
-        resumed), giving it ``CLOSE_TIMEOUT`` seconds.
+    A run the schedule makes is like any other: in ``memory.consolidation.runs()``, undone by
+    ``undo(run_id)``. A failure is logged and retried at the next tick. ``close()`` stops the
+    worker between two owners (what is left waits for the next start; a run cut short is
+    resumed), giving it ``CLOSE_TIMEOUT`` seconds.
     """
 
     def __init__(self, core: _Core, every: float) -> None:
