@@ -90,7 +90,7 @@ async def main() -> None:
         applying.append(time.perf_counter())
         await original(self, *args)
 
-    consolidation.AsyncConsolidation._apply = timed  # type: ignore[method-assign]
+    consolidation.AsyncConsolidation._apply = timed  # type: ignore[method-assign,assignment]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.db"
         filled = None if args.filled is None else Path(args.filled)

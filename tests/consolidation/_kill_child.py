@@ -1,8 +1,8 @@
 """The child of ``test_kill``: ``python -m tests.consolidation._kill_child SPEC TENANT USER``.
 
 Opens the store of ``SPEC`` (a ``StoreSpec`` as JSON), prints ``start``, consolidates
-``USER``'s facts with a lease of half a second and a pause of 50 ms between chunks (so
-the parent can kill it at a chosen chunk), then prints ``done``.
+``USER``'s facts with a lease of half a second, in chunks of 25 changes with a pause of
+50 ms between two (so the parent can kill it at a chosen chunk), then prints ``done``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from tests.reliability._harness import StoreSpec
 def main() -> None:
     spec, tenant, user = sys.argv[1:4]
     consolidation.PAUSE = 0.05
+    consolidation.CHUNK = 25  # 64 chunks: the parent kills at chunk 0, 30 and 55
     store = StoreSpec.from_json(spec).open()
     with Memory(store, clock=CLOCK, tenant_id=tenant, consolidate_lease=LEASE) as memory:
         print("start", flush=True)

@@ -87,7 +87,7 @@ CHANGE = "consolidation_change"
 #: The journal of a run being applied: its planned changes, one record per chunk.
 PLAN = "consolidation_plan"
 #: Changes applied per transaction (a chunk): a writer waits at most for one chunk.
-CHUNK = 25
+CHUNK = 50
 #: Seconds a run pauses at least between two chunks, so other writers take the store
 #: meanwhile; it pauses as long as the chunk took when that is longer (a writer waiting
 #: for the store finds it free at least half the time).
