@@ -602,11 +602,18 @@ class Consolidation:
         """Do the background schedule's work now, on its worker, and wait for it: the
         reports of the runs it made or completed (``Memory(consolidate="background")``;
         ``ConfigurationError`` otherwise). Tests, and an app that knows it just wrote a
-        lot, call it instead of waiting for ``consolidate_every``."""
+        lot, call it instead of waiting for ``consolidate_every``. A scoped handle may not
+        (``InvalidInput``): the worker acts for every owner."""
         return self._service().tick()
 
     def _service(self) -> ConsolidationService:
         """The memory's background worker (made on first use)."""
+        if self._scope is not ROOT:
+            raise InvalidInput(
+                "the background worker covers every tenant the memory serves: call it on"
+                " an unscoped handle",
+                field="scope",
+            )
         core = self._core
         if core.consolidate_every is None:
             raise ConfigurationError("tick() needs Memory(consolidate='background')")
@@ -618,8 +625,9 @@ class Consolidation:
 
     def start(self) -> None:
         """Start the background worker of ``Memory(consolidate="background")`` (once; a
-        no-op otherwise): a first tick at once, then one every ``consolidate_every``."""
-        if self._core.consolidate_every is not None:
+        no-op otherwise): a first tick at once, then one every ``consolidate_every``.
+        ``with``/``async with`` call it; a scoped handle may not (``InvalidInput``)."""
+        if self._core.consolidate_every is not None or self._scope is not ROOT:
             self._service().start()
 
     def resume(self) -> list[ConsolidationReport]:
