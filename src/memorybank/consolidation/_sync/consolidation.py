@@ -2,22 +2,28 @@
 """``memory.consolidate`` and ``memory.consolidation``: runs, reports, undo.
 
 A run reads one owner's current facts, asks ``memorybank.consolidation.rules``
-for a plan, and applies it one change at a time, above the stores, with the
+(and the memory's judge) for a plan, and applies it above the stores, with the
 record primitives every store has:
 
 * a ``consolidation_run`` record (owned like the facts, so ``forget_user``
   erases it) says the run is ``applying``, then ``applied``;
-* each change is one atomic ``record_put`` guarded on the kept fact's revision:
-  the kept fact's new version (its old value into ``history``), the retired
-  fact's last value as a ``fact_version`` with ``superseded_by``, the new
-  provenance links, and a ``consolidation_change`` record holding both facts as
-  they were (and the retired fact's vector), which is what ``undo`` restores;
-  then the retired fact is deleted, guarded on the revision the plan read. A
-  concurrent write to either fact skips the change (listed in ``skipped``) and
-  leaves both facts as the writer left them.
+* the changes are applied in chunks of ``CHUNK``; a chunk writes the kept facts'
+  new versions (their old values into ``history``), the retired facts' last
+  values as ``fact_version`` records with ``superseded_by``, the new provenance
+  links, one ``consolidation_change`` record per change holding both facts as
+  they were (and the retired fact's vector: what ``undo`` restores), the run's
+  progress, and deletes the retired facts. On a crash-safe store (``ATOMIC`` and
+  durable) a chunk is one ``store.atomic`` transaction. A fact changed since the
+  plan read it skips its change (listed in ``skipped``).
+* Between two chunks the run pauses (``PAUSE``, and at least as long as the chunk
+  held the store), so concurrent writers are never held back by the run.
 
-An interrupted run stays ``applying``: what it applied is complete change by
-change, and ``undo(run_id)`` restores it like a finished run.
+A run of more than one chunk first writes its plan (``consolidation_plan``
+records, one per chunk) and holds its run record with a lease
+(``memorybank.stores.contract._async.leases``). A run interrupted by a crash is
+completed from its plan by ``resume()`` (which ``run`` calls first for its owner,
+and the background worker on each tick) once its worker's lease ran out: a kill
+-9 leaves the run applied or nothing, once resumed.
 """
 
 from __future__ import annotations
