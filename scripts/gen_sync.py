@@ -32,6 +32,7 @@ REPLACEMENTS = {
     "AsyncWorkingMemory": "WorkingMemory",
     "AsyncFacts": "Facts",
     "AsyncConsolidation": "Consolidation",
+    "AsyncConsolidationService": "ConsolidationService",
     "AsyncUsage": "Usage",
     "AsyncGraph": "Graph",
     "AsyncGraphContract": "SyncGraphContract",

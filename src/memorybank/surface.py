@@ -746,6 +746,36 @@ VERBS: tuple[Verb, ...] = (
         Without(_SAME_AS_CONSOLIDATE),
     ),
     _v(
+        "Consolidation.resume",
+        "user",
+        False,
+        "value",
+        Without(
+            "the server completes interrupted runs on each background tick and first in"
+            " POST /v1/consolidate"
+        ),
+        Without(_OPERATOR),
+        Without("memorybank consolidate completes its owner's interrupted runs first"),
+    ),
+    _v(
+        "Consolidation.tick",
+        "tenant",
+        False,
+        "value",
+        Without("the server's worker ticks every --consolidate-every"),
+        Without(_OPERATOR),
+        Without("memorybank serve --consolidate-every"),
+    ),
+    _v(
+        "Consolidation.start",
+        "tenant",
+        True,
+        "empty",
+        Without("the server starts its worker at startup"),
+        Without(_OPERATOR),
+        Without("the server starts its worker at startup"),
+    ),
+    _v(
         "Consolidation.runs",
         "user",
         True,

@@ -297,6 +297,11 @@ CASES: dict[str, Callable[[World], object]] = {
     ),
     "Consolidation.report": lambda w: missing(lambda: w.bob.consolidation.report(_alices_run(w))),
     "Consolidation.undo": lambda w: missing(lambda: w.bob.consolidation.undo(_alices_run(w))),
+    # bob completes only interrupted runs he may see (none of alice's)
+    "Consolidation.resume": lambda w: denied(lambda: w.bob.consolidation.resume()) == [],
+    # the background worker acts for every owner: a scoped handle may not drive it
+    "Consolidation.tick": lambda w: refused(lambda: w.bob.consolidation.tick(), "scope"),
+    "Consolidation.start": lambda w: refused(lambda: w.bob.consolidation.start(), "scope"),
     # retention covers a whole tenant: a scoped handle may not prune at all
     "Memory.prune": lambda w: refused(
         lambda: w.bob.prune(RetentionPolicy(max_entries_per_thread=0)), "scope"

@@ -39,6 +39,8 @@ from memorybank.cli import read as _cli_read
 from memorybank.cli import runs as _cli_runs
 from memorybank.cli.common import (
     EmbedderOption,
+    JudgeModelOption,
+    JudgeUrlOption,
     TenantOption,
     UrlOption,
     _console,
@@ -544,6 +546,18 @@ def serve(
             "reuses them and the demo data (see --reset-demo).",
         ),
     ] = False,
+    judge_url: JudgeUrlOption = None,
+    judge_model: JudgeModelOption = None,
+    consolidate_every: Annotated[
+        str | None,
+        typer.Option(
+            "--consolidate-every",
+            help="Consolidate in the background: every DURATION (90s, 15m, 2h, 1d), each "
+            "owner with facts newer than its last run, one node at a time per tenant "
+            "(default: $MEMORYBANK_CONSOLIDATE_EVERY, else off).",
+            show_default=False,
+        ),
+    ] = None,
     reset_demo: Annotated[
         bool,
         typer.Option(
@@ -582,6 +596,10 @@ def serve(
         os.environ[EMBED_ENV] = embed
     if key_cache_seconds is not None:
         os.environ["MEMORYBANK_KEY_CACHE_SECONDS"] = str(key_cache_seconds)
+    try:
+        _cli_port.consolidation_env(judge_url, judge_model, consolidate_every)
+    except ConfigurationError as error:
+        _usage_error(str(error))
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
     os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
     if reset_demo and not demo_data:

@@ -24,6 +24,8 @@ from memorybank.stores._async.open import sqlite_path
 __all__ = [
     "AgentOption",
     "EmbedderOption",
+    "JudgeModelOption",
+    "JudgeUrlOption",
     "TenantOption",
     "UrlOption",
     "UserOption",
@@ -46,6 +48,26 @@ UrlOption = Annotated[
 ]
 TenantOption = Annotated[
     str, typer.Option("--tenant", help="Tenant to read and write (hard isolation).")
+]
+#: ``--judge-url`` and ``--judge-model`` of the commands that consolidate (``serve``,
+#: ``consolidate``); the key is ``$MEMORYBANK_JUDGE_API_KEY`` only.
+JudgeUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-url",
+        help="An OpenAI-compatible endpoint (e.g. http://localhost:11434/v1) whose model "
+        "decides what the consolidation rules cannot (default: $MEMORYBANK_JUDGE_URL; "
+        "the key: $MEMORYBANK_JUDGE_API_KEY only).",
+        show_default=False,
+    ),
+]
+JudgeModelOption = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-model",
+        help="The judge's model (default: $MEMORYBANK_JUDGE_MODEL).",
+        show_default=False,
+    ),
 ]
 #: ``--embedder`` of every command that serves search (``serve``, ``mcp``): one name,
 #: one set of choices (``memorybank.embeddings.named``).

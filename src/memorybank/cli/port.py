@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,12 +30,15 @@ from rich.progress import (
 from memorybank.cli.common import (
     AgentOption,
     EmbedderOption,
+    JudgeModelOption,
+    JudgeUrlOption,
     UrlOption,
     _errors,
     chosen_embedder,
     resolve_url,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
+from memorybank.consolidation import config
 from memorybank.dump._sync.portability import ImportReport, export_dump, import_dump
 from memorybank.dump.format import parse_header
 from memorybank.errors import InvalidInput
@@ -353,6 +357,8 @@ def consolidate_command(
         bool, typer.Option("--dry-run", help="Only say what would change; write nothing.")
     ] = False,
     embedder: EmbedderOption = None,
+    judge_url: JudgeUrlOption = None,
+    judge_model: JudgeModelOption = None,
     as_json: JsonOption = False,
     url: UrlOption = None,
     tenant: Annotated[str, typer.Option("--tenant", help="Tenant of the facts.")] = DEFAULT_TENANT,
@@ -360,15 +366,25 @@ def consolidate_command(
     """Merge a user's duplicate facts and supersede contradicted ones (memory.consolidate).
 
     Duplicates are found by text, and by meaning too with an embedder (--embedder, or
-    $MEMORYBANK_EMBEDDER); every change names its run, which the library and REST can undo.
+    $MEMORYBANK_EMBEDDER); with a judge (--judge-url and --judge-model, or their
+    $MEMORYBANK_JUDGE_* variables; the key from $MEMORYBANK_JUDGE_API_KEY) a chat model
+    decides what the rules cannot. Every change names its run, which the library and REST
+    can undo.
     """
     with _errors():
         if (user is None) == (not shared):
             raise InvalidInput("give exactly one of --user U and --shared", field="user_id")
-        with open_existing(url, tenant, embedder=chosen_embedder(embedder)) as memory:
-            report = memory.consolidate(
-                user_id=user, agent_id=UNSET if agent is None else agent, dry_run=dry_run
-            )
+        judge = config.judge_from(judge_url, judge_model)
+        try:
+            with open_existing(
+                url, tenant, embedder=chosen_embedder(embedder), judge=judge
+            ) as memory:
+                report = memory.consolidate(
+                    user_id=user, agent_id=UNSET if agent is None else agent, dry_run=dry_run
+                )
+        finally:
+            if judge is not None:
+                judge.close()
         if as_json:
             emit_json(report.to_dict())
             return
@@ -381,6 +397,22 @@ def consolidate_command(
         )
         for change in report.changes:
             console.print(f"- {change.content!r} -> {change.into_content!r}: {change.why}")
+
+
+def consolidation_env(url: str | None, model: str | None, every: str | None) -> None:
+    """Check ``serve``'s judge and schedule flags (``ConfigurationError``, before uvicorn
+    starts) and hand them to every worker's ``app_from_env`` in the environment."""
+    config.consolidate_every(every, "--consolidate-every")
+    judge = config.judge_from(url, model)
+    if judge is not None:
+        judge.close()
+    for name, value in (
+        (config.JUDGE_URL_ENV, url),
+        (config.JUDGE_MODEL_ENV, model),
+        (config.CONSOLIDATE_EVERY_ENV, every),
+    ):
+        if value is not None:
+            os.environ[name] = value
 
 
 def register(app: typer.Typer) -> None:

@@ -42,6 +42,7 @@ from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.recall._async.search import SearchMode
 
 __all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
@@ -75,7 +76,13 @@ class Kind(enum.StrEnum):
     facts = "facts"
 
 
-def open_existing(url: str | None, tenant: str, *, embedder: Embedder | None = None) -> Memory:
+def open_existing(
+    url: str | None,
+    tenant: str,
+    *,
+    embedder: Embedder | None = None,
+    judge: LLMJudge | None = None,
+) -> Memory:
     """A ``Memory`` on a store that must already exist (``NotFound`` for a missing SQLite file).
 
     Opening SQLite creates the file (and a read would then show an empty
@@ -86,7 +93,7 @@ def open_existing(url: str | None, tenant: str, *, embedder: Embedder | None = N
         path = sqlite_path(resolved)
         if path != ":memory:" and not Path(path).is_file():
             raise NotFound(f"no SQLite store at {path!r} (read commands never create one)")
-    return Memory(resolved, tenant_id=tenant, embedder=embedder)
+    return Memory(resolved, tenant_id=tenant, embedder=embedder, judge=judge)
 
 
 def emit_json(value: Any) -> None:

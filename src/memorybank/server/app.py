@@ -19,6 +19,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import Message
 
 from memorybank import __version__
+from memorybank.consolidation.config import CONSOLIDATE_EVERY_ENV, judge_from
+from memorybank.consolidation.config import consolidate_every as every_from
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.embeddings.status import EMBED_ENV, EMBED_LEASE_ENV, EmbedMode, embed_mode
@@ -49,6 +51,7 @@ from memorybank.webhooks.delivery import WebhookWorker
 from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
+    from memorybank.consolidation.judge import LLMJudge
     from memorybank.server.mcp import McpMount
 
 __all__ = [
@@ -96,6 +99,8 @@ def create_app(
     embed: EmbedMode = "background",
     embed_lease: float | None = None,
     webhooks: bool = True,
+    judge: LLMJudge | None = None,
+    consolidate_every: float | None = None,
 ) -> FastAPI:
     """The memorybank HTTP API over the store at ``url`` (or over ``memory``).
 
@@ -130,6 +135,13 @@ def create_app(
             (``memorybank.webhooks.delivery.WebhookWorker``: each endpoint registered under
             ``/v1/admin/webhooks`` is delivered by one worker at a time, whatever the
             number of processes and nodes). ``False``: this process only manages them.
+        judge: an ``LLMJudge`` for ``POST /v1/consolidate`` and the background runs (see
+            ``memorybank.consolidation.config``; ``None``: the rules alone). Closed at
+            shutdown. Ignored when ``memory`` is given.
+        consolidate_every: seconds between two background consolidation ticks (``None``:
+            no background consolidation): each tenant served (or with a key) is looked
+            after by one process or node at a time (``AsyncMemory(consolidate=
+            "background")``). Ignored when ``memory`` is given.
     """
     if admin_key is None:
         admin_key = os.environ.get(ADMIN_KEY_ENV) or None
@@ -139,7 +151,15 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = memory is None
         mem = (
-            AsyncMemory(url, embedder=embedder, embed=embed, embed_lease=lease)
+            AsyncMemory(
+                url,
+                embedder=embedder,
+                embed=embed,
+                embed_lease=lease,
+                judge=judge,
+                consolidate="off" if consolidate_every is None else "background",
+                consolidate_every=consolidate_every or 3600.0,
+            )
             if memory is None
             else memory
         )
@@ -152,6 +172,10 @@ def create_app(
         app.state.webhooks = Webhooks(mem.store)
         worker = WebhookWorker(mem) if webhooks else None
         app.state.webhook_worker = worker
+        if owned and consolidate_every is not None:
+            for info in await app.state.keys.list():  # the tenants to look after
+                mem.tenant(info.tenant)
+            await mem.__aenter__()  # starts background consolidation
         await _warm_routes(app)
         if worker is not None:
             await worker.start()
@@ -166,6 +190,8 @@ def create_app(
             await circuit.stop()
             if owned:
                 await mem.close()
+                if judge is not None:
+                    await judge.aclose()
 
     app = FastAPI(
         title="memorybank",
@@ -302,7 +328,10 @@ def app_from_env() -> FastAPI:
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
     default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds),
-    ``$MEMORYBANK_WEBHOOKS`` (``on``, the default, or ``off``: no delivery worker here). The factory
+    ``$MEMORYBANK_WEBHOOKS`` (``on``, the default, or ``off``: no delivery worker here), the
+    judge's ``$MEMORYBANK_JUDGE_URL``, ``$MEMORYBANK_JUDGE_MODEL`` and
+    ``$MEMORYBANK_JUDGE_API_KEY`` and ``$MEMORYBANK_CONSOLIDATE_EVERY``
+    (``memorybank.consolidation.config``). The factory
     ``memorybank serve`` hands uvicorn, so every worker process builds its own app."""
     exit_with_master()  # a worker of `serve --workers N` ends with its master
     raw = os.environ.get(MAX_BODY_ENV)
@@ -315,6 +344,8 @@ def app_from_env() -> FastAPI:
         embed=embed_mode(os.environ.get(EMBED_ENV)),
         embed_lease=embed_lease_seconds(os.environ.get(EMBED_LEASE_ENV)),
         webhooks=_switch(os.environ.get(WEBHOOKS_ENV), WEBHOOKS_ENV),
+        judge=judge_from(),
+        consolidate_every=every_from(os.environ.get(CONSOLIDATE_EVERY_ENV)),
     )
 
 

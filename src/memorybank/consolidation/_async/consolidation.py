@@ -1,28 +1,36 @@
 """``memory.consolidate`` and ``memory.consolidation``: runs, reports, undo.
 
 A run reads one owner's current facts, asks ``memorybank.consolidation.rules``
-for a plan, and applies it one change at a time, above the stores, with the
+(and the memory's judge) for a plan, and applies it above the stores, with the
 record primitives every store has:
 
 * a ``consolidation_run`` record (owned like the facts, so ``forget_user``
   erases it) says the run is ``applying``, then ``applied``;
-* each change is one atomic ``record_put`` guarded on the kept fact's revision:
-  the kept fact's new version (its old value into ``history``), the retired
-  fact's last value as a ``fact_version`` with ``superseded_by``, the new
-  provenance links, and a ``consolidation_change`` record holding both facts as
-  they were (and the retired fact's vector), which is what ``undo`` restores;
-  then the retired fact is deleted, guarded on the revision the plan read. A
-  concurrent write to either fact skips the change (listed in ``skipped``) and
-  leaves both facts as the writer left them.
+* the changes are applied in chunks of ``CHUNK``; a chunk writes the kept facts'
+  new versions (their old values into ``history``), the retired facts' last
+  values as ``fact_version`` records with ``superseded_by``, the new provenance
+  links, one ``consolidation_change`` record per change holding both facts as
+  they were (and the retired fact's vector: what ``undo`` restores), the run's
+  progress, and deletes the retired facts. On a crash-safe store (``ATOMIC`` and
+  durable) a chunk is one ``store.atomic`` transaction. A fact changed since the
+  plan read it skips its change (listed in ``skipped``).
+* Between two chunks the run pauses (``PAUSE``, and at least as long as the chunk
+  held the store), so concurrent writers are never held back by the run.
 
-An interrupted run stays ``applying``: what it applied is complete change by
-change, and ``undo(run_id)`` restores it like a finished run.
+A run of more than one chunk first writes its plan (``consolidation_plan``
+records, one per chunk) and holds its run record with a lease
+(``memorybank.stores.contract._async.leases``). A run interrupted by a crash is
+completed from its plan by ``resume()`` (which ``run`` calls first for its owner,
+and the background worker on each tick) once its worker's lease ran out: a kill
+-9 leaves the run applied or nothing, once resumed.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.consolidation._async.entities import (
@@ -38,7 +46,7 @@ from memorybank.consolidation.report import (
     RunStatus,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
-from memorybank.errors import Conflict, InvalidInput, NotFound
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseLost, NotFound
 from memorybank.memory._async.facts import (
     FACT,
     FACT_SOURCE,
@@ -52,22 +60,115 @@ from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.rules.scope import ROOT, Scope
-from memorybank.runtime.concurrency import aoffload
-from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem
+from memorybank.runtime.concurrency import AsyncJobQueue, aoffload, asleep
+from memorybank.runtime.log import logger
+from memorybank.stores.contract._async import leases
+from memorybank.stores.contract._async.store import (
+    UNSET,
+    AsyncStore,
+    Record,
+    RecordGuard,
+    Unset,
+    VectorItem,
+)
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
     from memorybank.consolidation.judge import LLMJudge
     from memorybank.memory._async.core import _Core
 
-__all__ = ["CHANGE", "RUN", "AsyncConsolidation"]
+__all__ = [
+    "CHANGE",
+    "CHUNK",
+    "CLOSE_TIMEOUT",
+    "DEFAULT_EVERY",
+    "PAGE",
+    "PAUSE",
+    "PLAN",
+    "RUN",
+    "SCHEDULE",
+    "SCHEDULE_TENANT",
+    "AsyncConsolidation",
+    "AsyncConsolidationService",
+]
 
 RUN = "consolidation_run"
 CHANGE = "consolidation_change"
+#: The journal of a run being applied: its planned changes, one record per chunk.
+PLAN = "consolidation_plan"
+#: Changes applied per transaction (a chunk): a writer waits at most for one chunk.
+CHUNK = 50
+#: Seconds a run pauses at least between two chunks, so other writers take the store
+#: meanwhile; it pauses as long as the chunk took when that is longer (a writer waiting
+#: for the store finds it free at least half the time).
+PAUSE = 0.01
 #: Facts whose vectors are read per store call.
 _VECTOR_BATCH = 1000
-#: Changes applied (or undone) per atomic write.
+#: Changes undone per write.
 _BATCH = 200
+#: Plan records written per store call.
+_PLAN_PUT = 20
+
+
+def _crash_safe(store: AsyncStore) -> bool:
+    """Whether ``store.atomic`` makes a chunk survive a crash whole or not at all: it
+    claims ``ATOMIC`` and keeps its data (not an in-memory store, nor SQLite's
+    ``:memory:``, whose atomic view shares the one connection with every other caller)."""
+    caps = store.capabilities
+    return (
+        Capability.ATOMIC in caps
+        and Capability.DURABLE in caps
+        and getattr(store, "path", None) != ":memory:"
+    )
+
+
+@dataclass(slots=True)
+class _State:
+    """What a run has done so far: the facts it retired, the revision it left each kept
+    fact at, and the number of its next change record."""
+
+    gone: set[str] = field(default_factory=set)
+    revisions: dict[str, int] = field(default_factory=dict)
+    number: int = 0
+
+    def copy(self) -> _State:
+        return _State(set(self.gone), dict(self.revisions), self.number)
+
+    def restore(self, saved: _State) -> None:
+        self.gone, self.revisions, self.number = saved.gone, saved.revisions, saved.number
+
+    def expected(self, step: dict[str, Any], fact_id: str) -> int:
+        """The revision ``fact_id`` must still have for the step to apply."""
+        found = self.revisions.get(fact_id)
+        return int(step["revs"][fact_id]) if found is None else found
+
+
+def _step(change: Change, read: dict[str, Record]) -> dict[str, Any]:
+    """A planned change as the journal keeps it (with the revisions the plan read)."""
+    loser, winner = read[change.fact_id], read[change.into]
+    return {
+        "fact_id": change.fact_id,
+        "into": change.into,
+        "reason": change.reason,
+        "why": change.why,
+        "score": change.score,
+        "decided_by": change.decided_by,
+        "content": loser.content,
+        "into_content": winner.content,
+        "revs": {loser.id: loser.revision, winner.id: winner.revision},
+    }
+
+
+def _change_of(step: dict[str, Any]) -> Change:
+    return Change(
+        step["fact_id"],
+        step["into"],
+        step["reason"],
+        step["why"],
+        step.get("score"),
+        step.get("decided_by", "rules"),
+    )
 
 
 def _dump(record: Record) -> dict[str, Any]:
@@ -171,6 +272,8 @@ class AsyncConsolidation:
         agent = self._scope.agent(agent_id)
         if not isinstance(dry_run, bool):
             raise InvalidInput("dry_run must be a bool", field="dry_run")
+        if not dry_run:  # first complete what an interrupted run of this owner left
+            await self._resume(await self._core.store.record_list(self._tenant, RUN, user_id=user))
         now = self._core.now()
         records = await self._core.store.record_list(self._tenant, FACT, user_id=user)
         live = [
@@ -278,7 +381,11 @@ class AsyncConsolidation:
             )
         return found
 
-    def _run_record(self, report: ConsolidationReport, revision: int) -> Record:
+    # -- applying: chunks, the journal, resuming ------------------------------------
+
+    def _run_record(
+        self, report: ConsolidationReport, revision: int, extra: dict[str, Any] | None = None
+    ) -> Record:
         data = {
             "status": report.status,
             "started_at": report.started_at.isoformat(),
@@ -288,6 +395,7 @@ class AsyncConsolidation:
             "changes": len(report.changes),
             "skipped": [c.to_dict() for c in report.skipped],
             "judge": None if report.judge is None else report.judge.to_dict(),
+            **(extra or {}),
         }
         return Record(
             kind=RUN,
@@ -301,93 +409,300 @@ class AsyncConsolidation:
             revision=revision,
         )
 
+    def _held(self, report: ConsolidationReport, revision: int, done: int, chunks: int) -> Record:
+        """The run record of a run being applied: its progress and this worker's lease."""
+        until = leases.expiry(datetime.now(UTC), self._core.consolidate_lease)
+        record = self._run_record(
+            report, revision, {"journal": True, "done": done, "chunks": chunks}
+        )
+        record.data[leases.LEASE_FIELD] = {"owner": self._core.worker, "until": until.isoformat()}
+        return record
+
     async def _apply(
         self, report: ConsolidationReport, changes: Sequence[Change], read: dict[str, Record]
     ) -> None:
-        """Apply ``changes`` in batches of ``_BATCH``: one atomic ``record_put`` each (guarded
-        on the run record, whose revision it bumps), then one delete of the retired facts."""
+        """Apply ``changes`` in chunks of ``CHUNK``, each in one transaction where the store
+        is crash-safe (``Capability.ATOMIC`` and durable), pausing between chunks so other
+        writers get the store; a run of more than one chunk keeps its plan in a journal
+        first (``consolidation_plan`` records), so an interrupted run can be resumed."""
         store = self._core.store
-        tenant = self._tenant
-        revision = 1
-        await store.record_put(
-            tenant,
-            [self._run_record(report, revision)],
-            guard=RecordGuard(RUN, report.run_id, None),
-        )
-        expected = dict(read)  # fact id -> the record as this run last read or wrote it
-        gone: set[str] = set()
-        number = 0
-        for start in range(0, len(changes), _BATCH):
-            batch = changes[start : start + _BATCH]
-            ids = list(dict.fromkeys(i for c in batch for i in (c.fact_id, c.into)))
-            fresh = await store.record_get_many(tenant, FACT, ids)
-            vectors = await self._loser_vectors([c.fact_id for c in batch])
-            now = self._core.now()
-            kept: dict[str, Record] = {}  # the batch's final value of each kept fact
-            writes: list[Record] = []
-            retired: list[Fact] = []
-            for change in batch:
-                got_winner = kept.get(change.into) or fresh.get(change.into)
-                got_loser = kept.get(change.fact_id) or fresh.get(change.fact_id)
-                if (
-                    got_winner is None
-                    or got_loser is None
-                    or change.fact_id in gone
-                    or change.into in gone
-                    or got_winner.revision != expected[change.into].revision
-                    or got_loser.revision != expected[change.fact_id].revision
-                ):
-                    report.skipped.append(
-                        _public(
-                            change,
-                            fact_from_record(read[change.fact_id]),
-                            fact_from_record(read[change.into]),
-                        )
-                    )
-                    continue
-                winner, loser = fact_from_record(got_winner), fact_from_record(got_loser)
-                record, step = self._change_records(
-                    report, number, change, got_winner, got_loser, vectors.get(loser.id), now
+        steps = [_step(c, read) for c in changes]
+        chunks = [steps[i : i + CHUNK] for i in range(0, len(steps), CHUNK)]
+        state = _State()
+        if _crash_safe(store) and len(chunks) <= 1:
+            # the whole run in one transaction: applied or not at all
+            async with store.atomic(self._tenant) as view:
+                writes, gone, _ = await self._chunk(
+                    view, report, chunks[0] if chunks else [], state
                 )
-                number += 1
-                added = [str(e) for e in step.data["links_added"]]
-                writes += [
-                    version_record(winner, now),
-                    self._last(loser, winner, report, change, now),
-                ]
-                writes += [step, *fact_links(fact_from_record(record), added)]
-                kept[winner.id] = expected[winner.id] = record
-                kept.pop(loser.id, None)
-                gone.add(loser.id)
-                retired.append(loser)
-                report.changes.append(_public(change, loser, winner))
-            if not retired:
-                continue
-            revision += 1
-            writes += [*kept.values(), self._run_record(report, revision)]
-            await store.record_put(
-                tenant, writes, guard=RecordGuard(RUN, report.run_id, revision - 1)
-            )
-            await store.record_delete(tenant, FACT, [f.id for f in retired])
-            links = [r.id for f in retired for r in fact_links(f, f.source_entries)]
-            if links:
-                await store.record_delete(tenant, FACT_SOURCE, links)
-        report.status = "applied"
-        report.finished_at = self._core.now()
-        await store.record_put(
-            tenant,
-            [self._run_record(report, revision + 1)],
-            guard=RecordGuard(RUN, report.run_id, revision),
+                report.status = "applied"
+                report.finished_at = self._core.now()
+                await view.record_put(
+                    self._tenant,
+                    [*writes, self._run_record(report, 1)],
+                    guard=RecordGuard(RUN, report.run_id, None),
+                )
+                await self._retire(view, gone)
+            return
+        plans = [self._plan_record(report, i, chunk) for i, chunk in enumerate(chunks)]
+        for start in range(0, len(plans), _PLAN_PUT):
+            await store.record_put(self._tenant, plans[start : start + _PLAN_PUT])
+        run = self._held(report, 1, 0, len(chunks))
+        await store.record_put(self._tenant, [run], guard=RecordGuard(RUN, report.run_id, None))
+        await self._continue(run, report, list(enumerate(chunks)), state)
+
+    def _plan_record(
+        self, report: ConsolidationReport, index: int, chunk: Sequence[dict[str, Any]]
+    ) -> Record:
+        return Record(
+            kind=PLAN,
+            id=f"{report.run_id}:{index:06d}",
+            agent_id=report.agent_id,
+            user_id=report.user_id,
+            content="",
+            data={"index": index, "steps": list(chunk)},
+            created_at=report.started_at,
+            updated_at=report.started_at,
+            key=report.run_id,
         )
 
-    async def _loser_vectors(self, ids: Sequence[str]) -> dict[str, list[float]]:
+    async def _continue(
+        self,
+        run: Record,
+        report: ConsolidationReport,
+        chunks: Sequence[tuple[int, Sequence[dict[str, Any]]]],
+        state: _State,
+    ) -> None:
+        """Apply the run's ``chunks`` left (index, steps), one transaction each, then mark
+        it applied. ``LeaseLost`` when another worker took the run over meanwhile."""
+        store = self._core.store
+        tenant = self._tenant
+        total = int(run.data.get("chunks", len(chunks)))
+        safe = _crash_safe(store)
+        for index, chunk in chunks:
+            guard = RecordGuard(RUN, report.run_id, run.revision)
+            plan_id = f"{report.run_id}:{index:06d}"
+            nxt = self._held(report, run.revision + 1, index + 1, total)
+            if not safe:
+                writes, gone, _ = await self._chunk(store, report, chunk, state)
+                await self._commit(store, nxt, guard, (writes, gone), plan_id)
+                run = nxt
+                await asleep(PAUSE)
+                continue
+            # The chunk's writes are made from reads outside the transaction; inside it, the
+            # facts are read again: unchanged, the writes go in as made (the transaction
+            # holds the store for a read and the writes only), else the chunk is made again
+            # from what the transaction reads.
+            before = state.copy(), len(report.changes), len(report.skipped)
+            writes, gone, seen = await self._chunk(store, report, chunk, state)
+            began = time.monotonic()
+            async with store.atomic(tenant) as view:
+                now = await view.record_get_many(tenant, FACT, list(seen))
+                if {i: r.revision for i, r in now.items()} != {
+                    i: r for i, r in seen.items() if r is not None
+                }:
+                    state.restore(before[0])
+                    del report.changes[before[1] :], report.skipped[before[2] :]
+                    writes, gone, _ = await self._chunk(view, report, chunk, state)
+                await self._commit(view, nxt, guard, (writes, gone), plan_id)
+            run = nxt
+            # other writers take the store between two chunks, at least as long as it was held
+            await asleep(max(PAUSE, time.monotonic() - began))
+        report.status = "applied"
+        report.finished_at = self._core.now()
+        try:
+            await store.record_put(
+                tenant,
+                [self._run_record(report, run.revision + 1)],
+                guard=RecordGuard(RUN, report.run_id, run.revision),
+            )
+        except Conflict as error:
+            raise LeaseLost(f"consolidation run {report.run_id!r} was taken over") from error
+
+    async def _commit(
+        self,
+        st: AsyncStore,
+        run: Record,
+        guard: RecordGuard,
+        retired: tuple[list[Record], list[Fact]],
+        plan_id: str,
+    ) -> None:
+        """Write a chunk (with the run's progress, guarded on the run), delete its retired
+        facts, their links and its plan record."""
+        writes, gone = retired
+        try:
+            await st.record_put(self._tenant, [*writes, run], guard=guard)
+        except Conflict as error:
+            raise LeaseLost(f"consolidation run {run.id!r} was taken over") from error
+        await self._retire(st, gone)
+        await st.record_delete(self._tenant, PLAN, [plan_id])
+
+    async def _retire(self, st: AsyncStore, gone: Sequence[Fact]) -> None:
+        if not gone:
+            return
+        await st.record_delete(self._tenant, FACT, [f.id for f in gone])
+        links = [r.id for f in gone for r in fact_links(f, f.source_entries)]
+        if links:
+            await st.record_delete(self._tenant, FACT_SOURCE, links)
+
+    async def _chunk(
+        self,
+        st: AsyncStore,
+        report: ConsolidationReport,
+        chunk: Sequence[dict[str, Any]],
+        state: _State,
+    ) -> tuple[list[Record], list[Fact], dict[str, int | None]]:
+        """The writes of one chunk (as read through ``st``), the facts it retires and the
+        revision of each fact it read (``None``: missing); its changes and skips go into
+        ``report``."""
+        if not chunk:
+            return [], [], {}
+        tenant = self._tenant
+        ids = list(dict.fromkeys(i for s in chunk for i in (s["fact_id"], s["into"])))
+        fresh = await st.record_get_many(tenant, FACT, ids)
+        seen = {i: (None if i not in fresh else fresh[i].revision) for i in ids}
+        vectors = await self._loser_vectors(st, [s["fact_id"] for s in chunk])
+        now = self._core.now()
+        kept: dict[str, Record] = {}  # the chunk's final value of each kept fact
+        writes: list[Record] = []
+        retired: list[Fact] = []
+        for step in chunk:
+            change = _change_of(step)
+            loser_id, winner_id = change.fact_id, change.into
+            got_winner = kept.get(winner_id) or fresh.get(winner_id)
+            got_loser = kept.get(loser_id) or fresh.get(loser_id)
+            if (
+                got_winner is None
+                or got_loser is None
+                or loser_id in state.gone
+                or winner_id in state.gone
+                or got_winner.revision != state.expected(step, winner_id)
+                or got_loser.revision != state.expected(step, loser_id)
+            ):
+                report.skipped.append(_change_from(step))
+                continue
+            winner, loser = fact_from_record(got_winner), fact_from_record(got_loser)
+            record, made = self._change_records(
+                report, state.number, change, got_winner, got_loser, vectors.get(loser_id), now
+            )
+            state.number += 1
+            added = [str(e) for e in made.data["links_added"]]
+            writes += [
+                version_record(winner, now),
+                self._last(loser, winner, report, change, now),
+                made,
+                *fact_links(fact_from_record(record), added),
+            ]
+            kept[winner_id] = record
+            state.revisions[winner_id] = record.revision
+            kept.pop(loser_id, None)
+            state.gone.add(loser_id)
+            retired.append(loser)
+            report.changes.append(_public(change, loser, winner))
+        return [*writes, *kept.values()], retired, seen
+
+    async def _loser_vectors(self, st: AsyncStore, ids: Sequence[str]) -> dict[str, list[float]]:
         embedder = self._core.embedder
         if embedder is None:
             return {}
-        got = await self._core.store.vector_get(
+        got = await st.vector_get(
             self._tenant, FACT, list(dict.fromkeys(ids)), model_id=embedder.model_id
         )
         return {k: [float(x) for x in v] for k, v in got.items()}
+
+    async def tick(self) -> list[ConsolidationReport]:
+        """Do the background schedule's work now, on its worker, and wait for it: the
+        reports of the runs it made or completed (``Memory(consolidate="background")``;
+        ``ConfigurationError`` otherwise). Tests, and an app that knows it just wrote a
+        lot, call it instead of waiting for ``consolidate_every``. A scoped handle may not
+        (``InvalidInput``): the worker acts for every owner."""
+        return await self._service().tick()
+
+    def _service(self) -> AsyncConsolidationService:
+        """The memory's background worker (made on first use)."""
+        if self._scope is not ROOT:
+            raise InvalidInput(
+                "the background worker covers every tenant the memory serves: call it on"
+                " an unscoped handle",
+                field="scope",
+            )
+        core = self._core
+        if core.consolidate_every is None:
+            raise ConfigurationError("tick() needs Memory(consolidate='background')")
+        service = core.consolidate_service
+        if not isinstance(service, AsyncConsolidationService):
+            service = AsyncConsolidationService(core, core.consolidate_every)
+            core.consolidate_service = service
+        return service
+
+    async def start(self) -> None:
+        """Start the background worker of ``Memory(consolidate="background")`` (once; a
+        no-op otherwise): a first tick at once, then one every ``consolidate_every``.
+        ``with``/``async with`` call it; a scoped handle may not (``InvalidInput``)."""
+        if self._core.consolidate_every is not None or self._scope is not ROOT:
+            await self._service().start()
+
+    async def resume(self) -> list[ConsolidationReport]:
+        """Complete the runs this handle may see that were interrupted (a process stopped
+        or killed while applying one) and that no live worker holds: each goes on from its
+        journal, change by change as planned (a fact changed since is skipped), to
+        ``"applied"``. The reports of the runs completed. ``memory.consolidate`` does this
+        for its owner first, and the background schedule for its tenant on every tick."""
+        seen = self._scope.visibility()
+        records = await self._core.store.record_list(self._tenant, RUN, visible_to=seen)
+        return await self._resume(records)
+
+    async def _resume(self, records: Sequence[Record]) -> list[ConsolidationReport]:
+        done: list[ConsolidationReport] = []
+        for record in records:
+            if record.data.get("status") != "applying" or not record.data.get("journal"):
+                continue
+            now = datetime.now(UTC)
+            until = leases.expiry(now, self._core.consolidate_lease)
+            held = await leases.claim(
+                self._core.store,
+                self._tenant,
+                record,
+                owner=self._core.worker,
+                until=until,
+                now=now,
+            )
+            if held is None:
+                continue  # a live worker applies it, or another claim won
+            try:
+                done.append(await self._resume_one(held))
+            except LeaseLost:
+                continue
+        return done
+
+    async def _resume_one(self, run: Record) -> ConsolidationReport:
+        store = self._core.store
+        changes = await self._changes(run.id, every=True)
+        report = self._report(run, changes)
+        state = _State()
+        for change in changes:
+            data = change.data
+            state.gone.add(data["fact_id"])
+            state.revisions[data["into"]] = int(data["winner_after"])
+            state.number = max(state.number, int(change.id.rsplit(":", 1)[1]) + 1)
+        if not _crash_safe(store):
+            # a chunk's write may have landed without its deletes: finish them
+            gone = await store.record_get_many(self._tenant, FACT, sorted(state.gone))
+            await self._retire(store, [fact_from_record(r) for r in gone.values()])
+        done = int(run.data.get("done", 0))
+        plans = await store.record_list(self._tenant, PLAN, key=run.id)
+        left: list[tuple[int, Sequence[dict[str, Any]]]] = []
+        stale: list[str] = []
+        for journal in sorted(plans, key=lambda r: r.id):
+            index = int(journal.data["index"])
+            if index < done:
+                stale.append(journal.id)
+            else:
+                left.append((index, journal.data["steps"]))
+        if stale:
+            await store.record_delete(self._tenant, PLAN, stale)
+        await self._continue(run, report, left, state)
+        return report
 
     @staticmethod
     def _last(
@@ -587,6 +902,11 @@ class AsyncConsolidation:
         run = await self._run(run_id)
         if run.data.get("status") == "undone":
             raise Conflict(f"consolidation run {run.id!r} was undone already")
+        lease = leases.lease_of(run)
+        if run.data.get("status") == "applying" and (
+            lease is not None and lease.live(datetime.now(UTC))
+        ):
+            raise Conflict(f"consolidation run {run.id!r} is being applied: undo it once done")
         changes = await self._changes(run.id)
         if len(changes) != len(await self._changes(run.id, every=True)):
             raise InvalidInput(
@@ -598,6 +918,9 @@ class AsyncConsolidation:
         entities = await prepare_entity_undo(self._core, self._tenant, run.id, seen)
         await self._restore(run, changes)
         await entities.apply()
+        plans = await self._core.store.record_list(self._tenant, PLAN, key=run.id)
+        if plans:  # what an interrupted run had left to do: never done now
+            await self._core.store.record_delete(self._tenant, PLAN, [p.id for p in plans])
         now = self._core.now()
         report = self._report(run, changes)
         report.entity_changes = public_changes(
@@ -611,3 +934,197 @@ class AsyncConsolidation:
             guard=RecordGuard(RUN, run.id, run.revision),
         )
         return report
+
+
+#: The reserved tenant (no caller can name it) holding one schedule record per tenant.
+SCHEDULE_TENANT = "~memorybank-consolidate"
+#: The record kind of a tenant's schedule: its cursor and the lease of its worker.
+SCHEDULE = "consolidate_schedule"
+#: Seconds between two background ticks by default (an hour).
+DEFAULT_EVERY = 3600.0
+#: Facts read per page when looking for new ones.
+PAGE = 1000
+#: Seconds ``close()`` gives a tick under way before stopping it.
+CLOSE_TIMEOUT = 30.0
+
+
+def _cursor(record: Record) -> tuple[datetime, str] | None:
+    found = record.data.get("cursor")
+    if not isinstance(found, list) or len(found) != 2:
+        return None
+    return datetime.fromisoformat(found[0]), str(found[1])
+
+
+class AsyncConsolidationService:
+    """The background consolidation of one memory (shared by its handles):
+    ``Memory(consolidate="background")`` and ``serve --consolidate-every``.
+
+    Every ``consolidate_every`` seconds (and on ``memory.consolidation.tick()``) a worker of
+    the memory (a task of its event loop; a thread for ``Memory``) looks after each tenant
+    the memory served:
+
+    1. it takes the tenant's *schedule* record (kind ``consolidate_schedule`` in the reserved
+       tenant ``SCHEDULE_TENANT``) with a lease (``memorybank.stores.contract._async.leases``):
+       of several processes or service nodes on one store, one at a time works on a tenant,
+       and a node that died holding it has it taken over once the lease runs out;
+    2. it completes the tenant's interrupted runs (``memory.consolidation.resume()``);
+    3. it reads the facts stored since the cursor the schedule keeps (a page of ``PAGE`` at a
+       time, oldest first: the cost follows the new facts, never all of them) and
+       consolidates each owner (user, or the shared facts) with a fact newer than its last
+       applied run, every agent's facts each compared with its own;
+    4. it moves the cursor past what it read and releases the lease.
+
+    A run the schedule makes is like any other: in ``memory.consolidation.runs()``, undone by
+    ``undo(run_id)``. A failure is logged and retried at the next tick. ``close()`` stops the
+    worker between two owners (what is left waits for the next start; a run cut short is
+    resumed), giving it ``CLOSE_TIMEOUT`` seconds.
+    """
+
+    def __init__(self, core: _Core, every: float) -> None:
+        self._core = core
+        self.every = every
+        #: The tenants this memory served: the ones each tick looks after.
+        self.tenants = core.consolidate_tenants
+        self._closing = False
+        self._started = False
+        self._reports: list[ConsolidationReport] = []
+        self.queue: AsyncJobQueue[None] = AsyncJobQueue(
+            "memorybank-consolidate",
+            capacity=1,
+            batch=1,
+            handle=self._handle,
+            tick=every,
+        )
+
+    async def start(self) -> None:
+        """Start the worker (once): a first tick at once (what a stopped process left is
+        completed), then one every ``every`` seconds."""
+        if self._started or self._closing:
+            return
+        self._started = True
+        await self.queue.put(None, 0)
+
+    async def tick(self) -> list[ConsolidationReport]:
+        """Run a tick on the worker now and wait for it (and any under way): the reports
+        of the runs it made or completed."""
+        self._started = True
+        self._reports = []
+        if not await self.queue.put(None, 0):
+            return []
+        await self.queue.join()
+        found, self._reports = self._reports, []
+        return found
+
+    async def close(self) -> None:
+        """Stop the worker: between two owners, or after ``CLOSE_TIMEOUT`` seconds."""
+        self._closing = True
+        await self.queue.close(CLOSE_TIMEOUT)
+
+    async def _handle(self, jobs: list[None]) -> None:
+        for tenant in sorted(self.tenants):
+            if self._closing:
+                return
+            try:
+                self._reports += await self._tenant(tenant)
+            except Exception as error:  # the next tick tries again
+                logger.warning(
+                    "memorybank: background consolidation of tenant %r failed (%s)",
+                    tenant,
+                    error,
+                    exc_info=error,
+                )
+
+    async def _hold(self, tenant: str) -> Record | None:
+        """The tenant's schedule record, held by this worker; ``None`` when another holds it."""
+        store = self._core.store
+        now = datetime.now(UTC)  # the wall clock, not the memory's: leases across nodes
+        until = leases.expiry(now, self._core.consolidate_lease)
+        found = await store.record_get(SCHEDULE_TENANT, SCHEDULE, tenant)
+        if found is not None:
+            return await leases.claim(
+                store, SCHEDULE_TENANT, found, owner=self._core.worker, until=until, now=now
+            )
+        fresh = Record(
+            kind=SCHEDULE,
+            id=tenant,
+            agent_id=None,
+            user_id=None,
+            content="",
+            data={"cursor": None},
+            created_at=now,
+            updated_at=now,
+        )
+        held = leases.leased(fresh, self._core.worker, until)
+        try:
+            await store.record_put(
+                SCHEDULE_TENANT, [held], guard=RecordGuard(SCHEDULE, tenant, None)
+            )
+        except Conflict:  # another worker made it first
+            return None
+        return held
+
+    async def _tenant(self, tenant: str) -> list[ConsolidationReport]:
+        store = self._core.store
+        held = await self._hold(tenant)
+        if held is None:
+            return []
+        try:
+            consolidation = AsyncConsolidation(self._core, tenant, ROOT)
+            reports = await consolidation.resume()
+            after = _cursor(held)
+            newest: dict[str | None, datetime] = {}
+            while True:
+                page = await store.record_page(tenant, FACT, limit=PAGE, after=after)
+                for record in page:
+                    seen = newest.get(record.user_id)
+                    if seen is None or record.created_at > seen:
+                        newest[record.user_id] = record.created_at
+                if page:
+                    after = (page[-1].created_at, page[-1].id)
+                if len(page) < PAGE:
+                    break
+            finished = True
+            for user, latest in sorted(newest.items(), key=lambda item: str(item[0])):
+                if self._closing:
+                    finished = False
+                    break
+                runs = await store.record_list(tenant, RUN, user_id=user)
+                last = max(
+                    (r.created_at for r in runs if r.data.get("status") == "applied"),
+                    default=None,
+                )
+                if last is not None and last >= latest:
+                    continue  # nothing new since its last run
+                until = leases.expiry(datetime.now(UTC), self._core.consolidate_lease)
+                held = await leases.renew(store, SCHEDULE_TENANT, held, until=until)
+                reports.append(await consolidation.run(user_id=user))
+        except LeaseLost:
+            return []
+        except BaseException:
+            await leases.release(store, SCHEDULE_TENANT, held, now=datetime.now(UTC))
+            raise
+        data: dict[str, Any] = dict(held.data)
+        if finished and after is not None:
+            data["cursor"] = [after[0].isoformat(), after[1]]
+        data[leases.LEASE_FIELD] = {
+            "owner": self._core.worker,
+            "until": datetime.now(UTC).isoformat(),  # released
+        }
+        done = Record(
+            kind=SCHEDULE,
+            id=tenant,
+            agent_id=None,
+            user_id=None,
+            content="",
+            data=data,
+            created_at=held.created_at,
+            updated_at=datetime.now(UTC),
+            revision=held.revision + 1,
+        )
+        try:
+            await store.record_put(
+                SCHEDULE_TENANT, [done], guard=RecordGuard(SCHEDULE, tenant, held.revision)
+            )
+        except Conflict:  # taken over meanwhile: the other worker keeps its own cursor
+            pass
+        return reports

@@ -5,14 +5,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memorybank.errors import NotFound
 from memorybank.importance import UsageBuffer
 from memorybank.records import Message, Thread
 from memorybank.rules import validate as v
+from memorybank.rules.ids import new_id
 from memorybank.rules.scope import check_owner
 from memorybank.runtime.concurrency import AsyncBackground, Breaker
+from memorybank.stores.contract._async.leases import DEFAULT_LEASE
 from memorybank.stores.contract._async.store import AsyncStore, Unset
 from memorybank.tokens import Tokenizer
 
@@ -35,6 +37,12 @@ EXTRACT_PAUSE = 30.0
 TitleFn = Callable[[str], str | Awaitable[str]]
 Clock = Callable[[], datetime]
 MessageLike = Message | dict[str, Any]
+
+
+class _Closing(Protocol):
+    """What the memory needs of a background worker: stopping it."""
+
+    async def close(self) -> None: ...
 
 
 def _system_clock() -> datetime:
@@ -88,6 +96,16 @@ class _Core:
         self.usage = UsageBuffer()
         #: The background embedding worker (``None``: ``embed="inline"``); set by the facade.
         self.embed_service: _EmbedService | None = None
+        #: This memory, in the leases it takes (consolidation runs and schedule).
+        self.worker = new_id()
+        #: Seconds a consolidation run (or the schedule of a tenant) is held by its worker.
+        self.consolidate_lease = DEFAULT_LEASE
+        #: Seconds between background consolidation ticks (``None``: off).
+        self.consolidate_every: float | None = None
+        #: The tenants background consolidation looks after (those this memory served).
+        self.consolidate_tenants: set[str] = set()
+        #: The background consolidation worker, made on first use (``memory.consolidation``).
+        self.consolidate_service: _Closing | None = None
 
     @property
     def embeds_inline(self) -> bool:

@@ -13,7 +13,7 @@ import functools
 import os
 import types
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -151,6 +151,19 @@ class AsyncMemory:
             (default ``DEFAULT_LEASE``, 60): while held, no other process or node
             embeds it; a worker that died holding it has it taken over once the
             lease runs out. Longer than one embedder call of ``EMBED_BATCH`` texts.
+        consolidate: ``"off"`` (the default): facts are consolidated when
+            ``consolidate`` is called. ``"background"``: a worker of this memory
+            consolidates, every ``consolidate_every``, each owner with facts newer than
+            its last run, in every tenant this memory served (one process or node at a
+            time per tenant; see ``memorybank.consolidation._async.schedule``). It
+            starts with ``with``/``async with`` (or ``memory.consolidation.tick()``),
+            and ``close()`` stops it.
+        consolidate_every: seconds (or a ``timedelta``) between two background ticks
+            (default ``DEFAULT_EVERY``, an hour).
+        consolidate_lease: seconds a worker holds a consolidation run it applies (and
+            a tenant's schedule): while held no other worker takes it; a run whose
+            worker died is completed (``memory.consolidation.resume()``) once it runs
+            out. Default ``DEFAULT_LEASE`` (60).
 
     Use as ``async with AsyncMemory(...) as memory:`` or call ``await close()``.
     """
@@ -175,8 +188,13 @@ class AsyncMemory:
         embed_queue: int = EMBED_QUEUE,
         embed_lease: float = DEFAULT_LEASE,
         judge: LLMJudge | None = None,
+        consolidate: str = "off",
+        consolidate_every: float | timedelta = 3600.0,
+        consolidate_lease: float = DEFAULT_LEASE,
     ) -> None:
         tenant = v.check_tenant(tenant_id, "tenant_id")
+        every = _check_consolidate(consolidate, consolidate_every)
+        consolidate_lease = check_lease(consolidate_lease, "consolidate_lease")
         _check_embed(embed, embed_queue)
         embed_lease = check_lease(embed_lease, "embed_lease")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
@@ -193,6 +211,12 @@ class AsyncMemory:
             store, owns = open_store(url, api_key=api_key), True
         else:
             raise ConfigurationError(f"url must be a string or a store, got {type(url).__name__}")
+        if consolidate == "background" and "remote" in store.capabilities:
+            raise ConfigurationError(
+                "consolidate='background' is for a store this process writes to; a"
+                " memorybank server consolidates in the background itself"
+                " (serve --consolidate-every)"
+            )
         if embed == "background" and "remote" in store.capabilities:
             raise ConfigurationError(
                 "embed='background' is for a store this process writes to; a memorybank"
@@ -227,6 +251,10 @@ class AsyncMemory:
             core.embed_service = self._embedding_module()._EmbedService(
                 store, embedder, embed_queue, embed_lease
             )
+        core.consolidate_lease = consolidate_lease
+        core.consolidate_every = every
+        if every is not None:
+            core.consolidate_tenants.add(tenant)
         self._init(core, tenant, ROOT)
 
     def _init(self, core: _Core, tenant: str, scope: Scope) -> None:
@@ -409,6 +437,8 @@ class AsyncMemory:
         return self._core.now()
 
     def _handle(self, tenant: str, scope: Scope) -> AsyncMemory:
+        if self._core.consolidate_every is not None:
+            self._core.consolidate_tenants.add(tenant)  # looked after from now on
         handle = object.__new__(type(self))
         handle._init(self._core, tenant, scope)
         return handle
@@ -445,12 +475,16 @@ class AsyncMemory:
         leases released, so another process takes it at once).
         The extractor and the reranker are the caller's: they stay open.
         The uses searches noted and not yet written are written first.
+        With ``consolidate="background"``, the worker stops first (between two owners;
+        a run cut short is completed by the next start).
         """
         if self._core.usage.items:
             try:
                 await flush_usage(self._core)
             except Exception as error:  # hints, not data: closing goes on
                 logger.warning("memorybank: could not write search uses (%s)", error)
+        if self._core.consolidate_service is not None:
+            await self._core.consolidate_service.close()
         if self._core.background is not None:
             await self._core.background.close(EXTRACT_CLOSE_TIMEOUT)
         if self._core.embed_service is not None:
@@ -463,6 +497,8 @@ class AsyncMemory:
     async def __aenter__(self) -> AsyncMemory:
         if self._core.embed_service is not None:
             await self._core.embed_service.start()  # resume what a stopped process left
+        if self._core.consolidate_every is not None:
+            await self.consolidation.start()
         return self
 
     async def __aexit__(
@@ -880,6 +916,18 @@ def _check_embed(embed: object, queue: object) -> None:
         raise ConfigurationError(f"embed must be 'inline' or 'background', got {embed!r}")
     if isinstance(queue, bool) or not isinstance(queue, int) or queue < 1:
         raise ConfigurationError("embed_queue must be a positive int")
+
+
+def _check_consolidate(mode: object, every: object) -> float | None:
+    """The seconds between background consolidation ticks (``None``: off)."""
+    if mode not in ("off", "background"):
+        raise ConfigurationError(f"consolidate must be 'off' or 'background', got {mode!r}")
+    seconds = every.total_seconds() if isinstance(every, timedelta) else every
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ConfigurationError(
+            f"consolidate_every must be positive seconds or a timedelta, got {every!r}"
+        )
+    return float(seconds) if mode == "background" else None
 
 
 def _checked_judge(judge: object) -> LLMJudge | None:
