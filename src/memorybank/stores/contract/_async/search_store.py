@@ -296,9 +296,7 @@ class AsyncSearchStore(AsyncBatchReads):
         found = await self.entry_windows(tenant, windows) if windows else []
         vectors: dict[str, NDArray[np.float32]] = {}
         if model_id is not None:
-            ids = list(
-                dict.fromkeys(e.id for window in found for e in window if e.id not in known)
-            )
+            ids = list(dict.fromkeys(e.id for window in found for e in window if e.id not in known))
             if ids:
                 vectors = await self.vector_get_arrays(tenant, "entry", ids, model_id=model_id)
         return found, vectors

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -27,8 +27,15 @@ from memorybank.stores.postgres.rows import (
     is_disconnect,
     unit_query,
 )
-from memorybank.stores.postgres.statements import record_at, row_check, scope_filter
+from memorybank.stores.postgres.statements import (
+    record_at,
+    row_check,
+    scope_filter,
+    search_read_statements,
+)
 from memorybank.stores.sql.common import (
+    row_to_entry,
+    row_to_thread,
     unit_vector_bytes,
     vector_array,
     vector_array_from_text,
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from memorybank.records import Entry, Thread
     from memorybank.stores.vectors.exact import CachedRows
 
 
@@ -695,6 +703,99 @@ class VectorsMixin(PostgresBase):
             raise self._failed(error) from error
         self._hnsw.add(name)
         return True
+
+    # -- a search's reads, fused: one round trip each ----------------------------------
+
+    def _vector_value(self, value: Any) -> NDArray[np.float32]:
+        return vector_array_from_text(value) if self._native else vector_array(bytes(value))
+
+    def search_entries(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
+    ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
+        """The threads, the entries and their vectors in one round trip: two statements
+        in one pipeline on one connection (``AsyncStore.search_entries``)."""
+        thread_ids = list(dict.fromkeys(wanted))
+        if not thread_ids:
+            return {}, {}, {}
+        self._ensure_ready()
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        threads_sql, entries_sql, _ = search_read_statements(
+            self.prefix, "::text" if self._native else ""
+        )
+        params = {
+            "tenant": tenant,
+            "thread_ids": thread_ids,
+            "threads": [t for t, _ in pairs],
+            "ids": [e for _, e in pairs],
+            "model": model_id,
+        }
+        thread_rows, entry_rows = self._pipelined([threads_sql, entries_sql], params)
+        found = {thread.id: thread for thread in map(row_to_thread, thread_rows)}
+        entries: dict[tuple[str, str], Entry] = {}
+        vectors: dict[str, NDArray[np.float32]] = {}
+        for row in entry_rows:
+            entry = row_to_entry(row[:-1])
+            entries[(entry.thread_id, entry.id)] = entry
+            if row[-1] is not None and model_id is not None:
+                vectors.setdefault(entry.id, self._vector_value(row[-1]))
+        return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
+
+    def search_windows(
+        self,
+        tenant: str,
+        windows: Sequence[tuple[str, int, int]],
+        *,
+        model_id: str | None = None,
+        known: Collection[str] = (),
+    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+        """The windows and their entries' vectors in one statement
+        (``AsyncStore.search_windows``)."""
+        if not windows:
+            return [], {}
+        self._ensure_ready()
+        _, _, windows_sql = search_read_statements(self.prefix, "::text" if self._native else "")
+        params = {
+            "tenant": tenant,
+            "threads": [w[0] for w in windows],
+            "firsts": [w[1] for w in windows],
+            "lasts": [w[2] for w in windows],
+            "known": list(known),
+            "model": model_id,
+        }
+        (rows,) = self._pipelined([windows_sql], params)
+        out: list[list[Entry]] = [[] for _ in windows]
+        vectors: dict[str, NDArray[np.float32]] = {}
+        for row in rows:
+            entry = row_to_entry(row[1:-1])
+            out[int(row[0]) - 1].append(entry)
+            if row[-1] is not None and model_id is not None:
+                vectors.setdefault(entry.id, self._vector_value(row[-1]))
+        return out, vectors
+
+    def _pipelined(
+        self, statements: Sequence[str], params: dict[str, Any]
+    ) -> list[list[tuple[Any, ...]]]:
+        """The rows of each of ``statements`` (reads, each given ``params``), sent as one
+        pipeline on one connection: one round trip (a lost connection retried once, as
+        ``_fetch`` retries a read)."""
+        if len(statements) == 1 or self._pool is None:  # a caller's connection: its lock
+            return [self._fetch(sql, params, retry=True) for sql in statements]
+        for attempt in (0, 1):
+            try:
+                with self._connection() as conn:
+                    cursors = [conn.cursor(row_factory=tuple_row) for _ in statements]
+                    with conn.pipeline():  # results are read at its end (the Sync)
+                        for cur, statement in zip(cursors, statements, strict=True):
+                            cur.execute(statement, params)
+                    out = [cur.fetchall() for cur in cursors]
+                    for cur in cursors:
+                        cur.close()
+                    return out
+            except psycopg.Error as error:
+                failure = self._failed(error)
+                if attempt or not is_disconnect(error) or self._closed:
+                    raise failure from error
+        raise AssertionError("unreachable")
 
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

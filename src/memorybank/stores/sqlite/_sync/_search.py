@@ -806,9 +806,7 @@ class SearchMixin(SQLiteStoreBase):
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str
     ) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(ids))
-        return self._run_read(
-            lambda conn: self._blobs(conn, tenant, kind, wanted, model_id)
-        )
+        return self._run_read(lambda conn: self._blobs(conn, tenant, kind, wanted, model_id))
 
     def _blobs(
         self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
@@ -854,15 +852,15 @@ class SearchMixin(SQLiteStoreBase):
             entries: dict[tuple[str, str], Entry] = {}
             asked = [pair for pair in pairs if pair[0] in threads]
             for start in range(0, len(asked), 400):
-                chunk = asked[start : start + 400]
-                values = ", ".join("(?, ?)" for _ in chunk)
+                part = asked[start : start + 400]
+                values = ", ".join("(?, ?)" for _ in part)
                 for row in conn.execute(
                     f"WITH w(thread_id, id) AS (VALUES {values})"
                     f" SELECT {_E} FROM w JOIN {p}threads t"
                     " ON t.tenant_id = ? AND t.id = w.thread_id"
                     f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
                     " AND e.branch = t.current_branch AND e.id = w.id",
-                    (*(x for pair in chunk for x in pair), tenant),
+                    (*(x for pair in part for x in pair), tenant),
                 ):
                     entry = row_to_entry(row)
                     entries[(entry.thread_id, entry.id)] = entry
