@@ -266,9 +266,11 @@ class SearchStore(BatchReads):
         vectors of ``model_id`` as ``vector_get_arrays`` (none when ``None``).
 
         This default makes the three reads; a store overrides it with one (SQLite: one
-        hand-off to a read connection; PostgreSQL: one pooled connection) and returns
-        exactly what they return. The caller checks what it may see, as after
-        ``thread_get_many``."""
+        hand-off to a read connection; PostgreSQL: one statement) and returns exactly
+        the threads and entries they return. Of the vectors it may return only those
+        it reads in that call (PostgreSQL without pgvector leaves the ones it caches in
+        memory): the caller reads the others with ``vector_get_arrays``. The caller
+        checks what it may see, as after ``thread_get_many``."""
         threads = self.thread_get_many(tenant, list(wanted))
         entries = self.entry_get_across(
             tenant, {tid: ids for tid, ids in wanted.items() if tid in threads}
@@ -293,7 +295,8 @@ class SearchStore(BatchReads):
         whose vectors the caller has read already; none when ``model_id`` is ``None``).
 
         Search reads the neighbours of its best hits with it. This default makes the
-        two reads; a store overrides it with one and returns exactly what they return."""
+        two reads; a store overrides it with one and returns exactly the windows they
+        return, and of the vectors those it reads in that call (``search_entries``)."""
         found = self.entry_windows(tenant, windows) if windows else []
         vectors: dict[str, NDArray[np.float32]] = {}
         if model_id is not None:

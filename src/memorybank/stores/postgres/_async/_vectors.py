@@ -33,12 +33,16 @@ from memorybank.stores.postgres.statements import (
     search_read_statements,
 )
 from memorybank.stores.sql.common import (
+    THREAD_COLUMNS,
     row_to_entry,
     row_to_thread,
     unit_vector_bytes,
     vector_array,
     vector_array_from_text,
 )
+
+#: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
+THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
 
 if TYPE_CHECKING:
     import numpy as np
@@ -711,31 +715,36 @@ class VectorsMixin(PostgresBase):
     async def search_entries(
         self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
     ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
-        """The threads, the entries and their vectors in one round trip: two statements
-        in one pipeline on one connection (``AsyncStore.search_entries``)."""
+        """The threads, the entries and their vectors in one statement
+        (``AsyncStore.search_entries``; without pgvector, once this process caches the
+        model's vectors, none: the caller's one ``vector_get_arrays`` reads them there)."""
         thread_ids = list(dict.fromkeys(wanted))
         if not thread_ids:
             return {}, {}, {}
         await self._ensure_ready()
-        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        threads_sql, entries_sql, _ = search_read_statements(
-            self.prefix, "::text" if self._native else ""
-        )
+        pairs: dict[tuple[str, str | None], None] = {}
+        for tid, ids in wanted.items():
+            pairs.update(dict.fromkeys((tid, eid) for eid in ids) if ids else {(tid, None): None})
+        entries_sql, _ = search_read_statements(self.prefix, "::text" if self._native else "")
         params = {
             "tenant": tenant,
-            "thread_ids": thread_ids,
             "threads": [t for t, _ in pairs],
             "ids": [e for _, e in pairs],
-            "model": model_id,
+            "model": self._read_vectors(model_id),
         }
-        thread_rows, entry_rows = await self._pipelined([threads_sql, entries_sql], params)
-        found = {thread.id: thread for thread in map(row_to_thread, thread_rows)}
+        found: dict[str, Thread] = {}
         entries: dict[tuple[str, str], Entry] = {}
         vectors: dict[str, NDArray[np.float32]] = {}
-        for row in entry_rows:
-            entry = row_to_entry(row[:-1])
-            entries[(entry.thread_id, entry.id)] = entry
-            if row[-1] is not None and model_id is not None:
+        width = THREAD_WIDTH
+        for row in await self._fetch(entries_sql, params, retry=True):
+            tid = row[0]
+            if tid not in found:
+                found[tid] = row_to_thread(row[:width])
+            if row[width] is None:
+                continue  # no such entry on the thread's current branch
+            entry = row_to_entry(row[width:-1])
+            entries[(tid, entry.id)] = entry
+            if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
 
@@ -748,53 +757,36 @@ class VectorsMixin(PostgresBase):
         known: Collection[str] = (),
     ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
         """The windows and their entries' vectors in one statement
-        (``AsyncStore.search_windows``)."""
+        (``AsyncStore.search_windows``; the vectors as ``search_entries`` reads them)."""
         if not windows:
             return [], {}
         await self._ensure_ready()
-        _, _, windows_sql = search_read_statements(self.prefix, "::text" if self._native else "")
+        _, windows_sql = search_read_statements(self.prefix, "::text" if self._native else "")
         params = {
             "tenant": tenant,
             "threads": [w[0] for w in windows],
             "firsts": [w[1] for w in windows],
             "lasts": [w[2] for w in windows],
             "known": list(known),
-            "model": model_id,
+            "model": self._read_vectors(model_id),
         }
-        (rows,) = await self._pipelined([windows_sql], params)
         out: list[list[Entry]] = [[] for _ in windows]
         vectors: dict[str, NDArray[np.float32]] = {}
-        for row in rows:
+        for row in await self._fetch(windows_sql, params, retry=True):
             entry = row_to_entry(row[1:-1])
             out[int(row[0]) - 1].append(entry)
-            if row[-1] is not None and model_id is not None:
+            if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return out, vectors
 
-    async def _pipelined(
-        self, statements: Sequence[str], params: dict[str, Any]
-    ) -> list[list[tuple[Any, ...]]]:
-        """The rows of each of ``statements`` (reads, each given ``params``), sent as one
-        pipeline on one connection: one round trip (a lost connection retried once, as
-        ``_fetch`` retries a read)."""
-        if len(statements) == 1 or self._pool is None:  # a caller's connection: its lock
-            return [await self._fetch(sql, params, retry=True) for sql in statements]
-        for attempt in (0, 1):
-            try:
-                async with self._connection() as conn:
-                    cursors = [conn.cursor(row_factory=tuple_row) for _ in statements]
-                    async with conn.pipeline():  # results are read at its end (the Sync)
-                        for cur, statement in zip(cursors, statements, strict=True):
-                            await cur.execute(statement, params)
-                    out = [await cur.fetchall() for cur in cursors]
-                    for cur in cursors:
-                        await cur.close()
-                    return out
-            except psycopg.Error as error:
-                failure = await self._failed(error)
-                if attempt or not is_disconnect(error) or self._closed:
-                    raise failure from error
-        raise AssertionError("unreachable")
+    def _read_vectors(self, model_id: str | None) -> str | None:
+        """``model_id`` when a search's fused read reads the vectors with the rows, None
+        when it leaves them to the caller's ``vector_get_arrays``: without pgvector, once
+        this process caches the model's vectors (one counters read there for all of a
+        search's candidates, not 1.5 kB a vector)."""
+        if model_id is None or (not self._native and "_cached_vectors" in self.__dict__):
+            return None
+        return model_id
 
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
