@@ -22,9 +22,9 @@ Pipeline
        vectors, the neighbours of a hit, the session, named speakers, dates). What
        a search reads and scores is bounded by ``k``, never by the scope: a fixed
        number of store calls whatever the number of threads the hits fall in (the
-       hits' threads ``thread_get_many``, their entries ``entry_get_across``, the
-       neighbour windows ``entry_windows``, the vectors ``vector_get``, one batch
-       read each), and no cache is needed for speed. A candidate entry without a
+       hits' threads, their entries and the entries' vectors ``search_entries``, the
+       neighbour windows with their vectors ``search_windows``: one call each, and
+       ``vector_get_arrays`` for what those left out), and no cache is needed for speed. A candidate entry without a
        vector of the embedder's model (written before the embedder, or while it
        failed) is embedded then and stored.
        The query's embedding runs beside the keyword search, and the vector search
