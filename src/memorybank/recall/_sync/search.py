@@ -25,9 +25,9 @@ Pipeline
        number of store calls whatever the number of threads the hits fall in (the
        hits' threads, their entries and the entries' vectors ``search_entries``, the
        neighbour windows with their vectors ``search_windows``: one call each, and
-       ``vector_get_arrays`` for what those left out), and no cache is needed for speed. A candidate entry without a
-       vector of the embedder's model (written before the embedder, or while it
-       failed) is embedded then and stored.
+       ``vector_get_arrays`` for what those left out), and no cache is needed for
+       speed. A candidate entry without a vector of the embedder's model (written
+       before the embedder, or while it failed) is embedded then and stored.
        The query's embedding runs beside the keyword search, and the vector search
        beside the facts' read (``aboth``; one after the other in the sync ``Memory``).
        * then, only with ``Memory(reranker=...)``: the optional rerank stage

@@ -737,31 +737,39 @@ class Statements:
         )
 
 
-def search_read_statements(p: str, text: str) -> tuple[str, str]:
+def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
     """A search's fused reads (``search_entries``, ``search_windows``): for ``(thread,
     id)`` pairs each thread's row, the entry on its current branch (NULLs when none; an
     id NULL for a thread alone) and the entry's vector of a model (NULL without one); and
     windows of positions with each entry's vector but those of ``known`` ids. ``text``:
-    ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table."""
-    # "model_id || ''": the primary key (tenant, kind, id), as ``vector_get``
+    ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table, None
+    to read no vector (a NULL column)."""
+    # A subquery per row: a lookup of the primary key (tenant, kind, id; "model_id || ''"
+    # as ``vector_get``), whatever the statistics say (a join may hash the whole table)
     vector = (
-        f" LEFT JOIN {p}vectors v ON v.tenant_id = e.tenant_id AND v.kind = 'entry'"
-        " AND v.id = e.id AND v.model_id || '' = %(model)s"
+        "NULL"
+        if text is None
+        else f"(SELECT v.embedding{text} FROM {p}vectors v WHERE v.tenant_id = e.tenant_id"
+        " AND v.kind = 'entry' AND v.id = e.id AND v.model_id || '' = %(model)s)"
     )
     entries = (
-        f"SELECT {T_COLS}, {_E_READ}, v.embedding{text}"
+        f"SELECT {T_COLS}, {_E_READ}, {vector}"
         " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" LEFT JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-        f" AND e.branch = t.current_branch AND e.id = w.id{vector}"
+        " AND e.branch = t.current_branch AND e.id = w.id"
+    )
+    unknown = (
+        "NULL"
+        if text is None
+        else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
     )
     windows = (
-        f"SELECT w.n, {_E_READ}, CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL"
-        f" ELSE v.embedding{text} END FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+        f"SELECT w.n, {_E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
         f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
         " AND e.branch = t.current_branch"
-        f" AND e.position BETWEEN w.first AND w.last{vector} ORDER BY w.n, e.position"
+        " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
     )
     return entries, windows

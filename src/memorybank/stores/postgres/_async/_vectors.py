@@ -725,12 +725,13 @@ class VectorsMixin(PostgresBase):
         pairs: dict[tuple[str, str | None], None] = {}
         for tid, ids in wanted.items():
             pairs.update(dict.fromkeys((tid, eid) for eid in ids) if ids else {(tid, None): None})
-        entries_sql, _ = search_read_statements(self.prefix, "::text" if self._native else "")
+        model = self._read_vectors(model_id)
+        entries_sql, _ = search_read_statements(self.prefix, self._vector_text(model))
         params = {
             "tenant": tenant,
             "threads": [t for t, _ in pairs],
             "ids": [e for _, e in pairs],
-            "model": self._read_vectors(model_id),
+            "model": model,
         }
         found: dict[str, Thread] = {}
         entries: dict[tuple[str, str], Entry] = {}
@@ -761,14 +762,15 @@ class VectorsMixin(PostgresBase):
         if not windows:
             return [], {}
         await self._ensure_ready()
-        _, windows_sql = search_read_statements(self.prefix, "::text" if self._native else "")
+        model = self._read_vectors(model_id)
+        _, windows_sql = search_read_statements(self.prefix, self._vector_text(model))
         params = {
             "tenant": tenant,
             "threads": [w[0] for w in windows],
             "firsts": [w[1] for w in windows],
             "lasts": [w[2] for w in windows],
             "known": list(known),
-            "model": self._read_vectors(model_id),
+            "model": model,
         }
         out: list[list[Entry]] = [[] for _ in windows]
         vectors: dict[str, NDArray[np.float32]] = {}
@@ -778,6 +780,12 @@ class VectorsMixin(PostgresBase):
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return out, vectors
+
+    def _vector_text(self, model: str | None) -> str | None:
+        """How ``search_read_statements`` reads vectors (None: not at all)."""
+        if model is None:
+            return None
+        return "::text" if self._native else ""
 
     def _read_vectors(self, model_id: str | None) -> str | None:
         """``model_id`` when a search's fused read reads the vectors with the rows, None
