@@ -738,9 +738,10 @@ class Statements:
 
 
 def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
-    """A search's fused reads (``search_entries``, ``search_windows``): for ``(thread,
-    id)`` pairs each thread's row, the entry on its current branch (NULLs when none; an
-    id NULL for a thread alone) and the entry's vector of a model (NULL without one); and
+    """A search's fused reads (``search_entries``, ``search_windows``): threads by ids
+    (each one row, its entry columns NULL), then for ``(thread, id)`` pairs the entry on
+    its thread's current branch (its thread columns NULL) with its vector of a model
+    (NULL without one); and
     windows of positions with each entry's vector but those of ``known`` ids. ``text``:
     ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table, None
     to read no vector (a NULL column)."""
@@ -752,11 +753,16 @@ def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
         else f"(SELECT v.embedding{text} FROM {p}vectors v WHERE v.tenant_id = e.tenant_id"
         " AND v.kind = 'entry' AND v.id = e.id AND v.model_id || '' = %(model)s)"
     )
+    # each thread once (its entry columns NULL), then each entry found (its thread's NULL)
+    no_entry = ", ".join(["NULL"] * (len(ENTRY_COLUMNS.split(",")) + 1))
+    no_thread = ", ".join(["NULL"] * len(THREAD_COLUMNS.split(",")))
     entries = (
-        f"SELECT {T_COLS}, {_E_READ}, {vector}"
+        f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
+        " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
+        f" UNION ALL SELECT {no_thread}, {_E_READ}, {vector}"
         " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
-        f" LEFT JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+        f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
         " AND e.branch = t.current_branch AND e.id = w.id"
     )
     unknown = (

@@ -723,13 +723,12 @@ class VectorsMixin(PostgresBase):
         if not thread_ids:
             return {}, {}, {}
         self._ensure_ready()
-        pairs: dict[tuple[str, str | None], None] = {}
-        for tid, ids in wanted.items():
-            pairs.update(dict.fromkeys((tid, eid) for eid in ids) if ids else {(tid, None): None})
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
         model = self._read_vectors(model_id)
         entries_sql, _ = search_read_statements(self.prefix, self._vector_text(model))
         params = {
             "tenant": tenant,
+            "thread_ids": thread_ids,
             "threads": [t for t, _ in pairs],
             "ids": [e for _, e in pairs],
             "model": model,
@@ -739,13 +738,11 @@ class VectorsMixin(PostgresBase):
         vectors: dict[str, NDArray[np.float32]] = {}
         width = THREAD_WIDTH
         for row in self._fetch(entries_sql, params, retry=True):
-            tid = row[0]
-            if tid not in found:
-                found[tid] = row_to_thread(row[:width])
-            if row[width] is None:
-                continue  # no such entry on the thread's current branch
+            if row[0] is not None:  # a thread's row
+                found[row[0]] = row_to_thread(row[:width])
+                continue
             entry = row_to_entry(row[width:-1])
-            entries[(tid, entry.id)] = entry
+            entries[(entry.thread_id, entry.id)] = entry
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
