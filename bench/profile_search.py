@@ -8,7 +8,8 @@ time, so waits for the worker or the GIL do not count) and prints the top entrie
 cumulative and own time, the CPU time per search, and a digest of every hit (id, score).
 
 Run: ``python -m bench.profile_search [--users 20] [--per-user 2000] [--searches 200]
-[--path /tmp/profile_search.db] [--dump results.json]``.
+[--path /tmp/profile_search.db] [--dump results.json]``; ``--postgres PREFIX`` builds
+(once) and searches tables of that prefix on the bench's PostgreSQL instead.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import numpy as np
 
 from bench.bench_search_scale import (
     AGENT,
+    PG_URL,
     Known,
     _one_blas_thread,
     load,
@@ -71,7 +73,13 @@ async def _run(args: argparse.Namespace) -> list[list[Any]]:
     qtexts, qvecs = queries(512, seed=99)
     lookup = Known()
     lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
-    memory = AsyncMemory(f"sqlite:///{args.path}", embedder=lookup)
+    if args.postgres:
+        from memorybank.stores import AsyncPostgresStore
+
+        store = AsyncPostgresStore.from_url(PG_URL, prefix=args.postgres)
+        memory = AsyncMemory(store, embedder=lookup)
+    else:
+        memory = AsyncMemory(f"sqlite:///{args.path}", embedder=lookup)
     users = [f"user-{n:02d}" for n in range(args.users)]
     picks = _picks(users, args.searches, len(qtexts))
     results: list[list[Any]] = []
@@ -97,7 +105,10 @@ async def _run(args: argparse.Namespace) -> list[list[Any]]:
         out = io.StringIO()
         stats = pstats.Stats(profiler, stream=out)
         for profile in _PROFILES:
-            stats.add(_Snapshot(profile))  # type: ignore[arg-type]
+            snapshot = _Snapshot(profile)
+            snapshot.create_stats()
+            if snapshot.stats:  # a thread that ran nothing profiled since the clear
+                stats.add(snapshot)  # type: ignore[arg-type]
         stats.sort_stats("cumulative").print_stats(args.top)
         stats.sort_stats("tottime").print_stats(args.top)
         if args.callers:
@@ -110,6 +121,21 @@ async def _run(args: argparse.Namespace) -> list[list[Any]]:
     return results
 
 
+def _load_postgres(args: argparse.Namespace) -> None:
+    """The store of ``--postgres PREFIX``, built and analysed once (kept for later runs)."""
+    import psycopg
+
+    from memorybank.stores import PostgresStore
+
+    with Memory(PostgresStore.from_url(PG_URL, prefix=args.postgres)) as plain:
+        if plain.threads.list(user_id="user-00", limit=1):
+            return
+        load(plain, owners_x1(False, args.per_user)[: args.users], seed=1000)
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        for table in ("entries", "threads", "vectors"):
+            conn.execute(f"ANALYZE {args.postgres}{table}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--users", type=int, default=20)
@@ -120,11 +146,14 @@ def main() -> None:
     parser.add_argument("--dump", default="")
     parser.add_argument("--callers", default="", help="print the callers of these functions")
     parser.add_argument("--no-profile", action="store_true", help="CPU time and digest only")
+    parser.add_argument("--postgres", default="", help="a table prefix on the bench's PostgreSQL")
     args = parser.parse_args()
     _one_blas_thread()
     if not args.no_profile:
         threading.setprofile(_thread_profile)
-    if not os.path.exists(args.path):
+    if args.postgres:
+        _load_postgres(args)
+    elif not os.path.exists(args.path):
         with Memory(f"sqlite:///{args.path}") as plain:
             load(plain, owners_x1(False, args.per_user)[: args.users], seed=1000)
     results = asyncio.run(_run(args))

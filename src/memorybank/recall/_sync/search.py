@@ -23,11 +23,11 @@ Pipeline
        vectors, the neighbours of a hit, the session, named speakers, dates). What
        a search reads and scores is bounded by ``k``, never by the scope: a fixed
        number of store calls whatever the number of threads the hits fall in (the
-       hits' threads ``thread_get_many``, their entries ``entry_get_across``, the
-       neighbour windows ``entry_windows``, the vectors ``vector_get``, one batch
-       read each), and no cache is needed for speed. A candidate entry without a
-       vector of the embedder's model (written before the embedder, or while it
-       failed) is embedded then and stored.
+       hits' threads, their entries and the entries' vectors ``search_entries``, the
+       neighbour windows with their vectors ``search_windows``: one call each, and
+       ``vector_get_arrays`` for what those left out), and no cache is needed for
+       speed. A candidate entry without a vector of the embedder's model (written
+       before the embedder, or while it failed) is embedded then and stored.
        The query's embedding runs beside the keyword search, and the vector search
        beside the facts' read (``aboth``; one after the other in the sync ``Memory``).
        * then, only with ``Memory(reranker=...)``: the optional rerank stage
@@ -388,6 +388,8 @@ class _Search:
         # hits resolved in batches (``_prefetch``): (thread, entry id) / (kind, id) -> row
         self.entries: dict[tuple[str, str], Entry | None] = {}
         self.records: dict[tuple[str, str], Record | None] = {}
+        #: entry id -> its vector of the embedder's model, read with the hybrid candidates
+        self.vectors: dict[str, NDArray[np.float32]] = {}
 
     def _keep(self, score: float, metadata: dict[str, Any]) -> bool:
         if not math.isfinite(score):  # vectors are checked on the way in; never leak a NaN
@@ -416,9 +418,11 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
-    def _prefetch(self, hits: Sequence[SearchHit]) -> None:
-        """Read the hits' threads, entries and records in a few batch reads (the threads,
-        their entries, one per record kind), so resolving them costs no round trip per hit."""
+    def _prefetch(self, hits: Sequence[SearchHit], model_id: str | None = None) -> None:
+        """Read the hits' threads, entries and records in a few batch reads (the threads
+        and their entries in one ``search_entries``, with the entries' vectors of
+        ``model_id`` into ``self.vectors``; one per record kind), so resolving them costs
+        no round trip per hit."""
         by_thread: dict[str, list[str]] = {}
         by_kind: dict[str, list[str]] = {}
         for hit in hits:
@@ -427,25 +431,38 @@ class _Search:
                     by_thread.setdefault(hit.thread_id, []).append(hit.id)
             elif (hit.kind, hit.id) not in self.records:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
-        unread = [tid for tid in by_thread if tid not in self.threads]
-        if unread:
-            threads = self.store.thread_get_many(self.tenant, unread)
-            for tid in unread:
-                thread = threads.get(tid)
-                if thread is not None and not self.visible.admits(thread.agent_id, thread.user_id):
-                    thread = None  # defence in depth: the store already scoped its hits
-                self.threads[tid] = thread
-        # only the threads this caller may see are read
-        admitted = {tid: ids for tid, ids in by_thread.items() if self.threads.get(tid) is not None}
-        if admitted:
-            got = self.store.entry_get_across(self.tenant, admitted)
-            for tid, ids in admitted.items():
+        if by_thread and all(tid not in self.threads for tid in by_thread):
+            # one call: the threads, their entries and the entries' vectors
+            threads, got, vectors = self.store.search_entries(
+                self.tenant, by_thread, model_id=model_id
+            )
+            self.vectors.update(vectors)
+            for tid in by_thread:
+                self._admit(tid, threads.get(tid))
+        else:
+            unread = [tid for tid in by_thread if tid not in self.threads]
+            if unread:
+                threads = self.store.thread_get_many(self.tenant, unread)
+                for tid in unread:
+                    self._admit(tid, threads.get(tid))
+            # only the threads this caller may see are read
+            admitted = {
+                tid: ids for tid, ids in by_thread.items() if self.threads.get(tid) is not None
+            }
+            got = self.store.entry_get_across(self.tenant, admitted) if admitted else {}
+        for tid, ids in by_thread.items():
+            if self.threads.get(tid) is not None:
                 for eid in ids:
                     self.entries[(tid, eid)] = got.get((tid, eid))
         for kind, ids in by_kind.items():
             found = self.store.record_get_many(self.tenant, kind, ids)
             for rid in ids:
                 self.records[(kind, rid)] = found.get(rid)
+
+    def _admit(self, thread_id: str, thread: Thread | None) -> None:
+        if thread is not None and not self.visible.admits(thread.agent_id, thread.user_id):
+            thread = None  # defence in depth: the store already scoped its hits
+        self.threads[thread_id] = thread
 
     def _entry_read(self, hit: SearchHit) -> Entry | _Unread | None:
         """``_resolve`` of an entry hit from what ``_prefetch`` read (no await: a search
@@ -589,7 +606,9 @@ class _Search:
         # hits resolved to nothing: per branch, since a forked entry's copies share its id
         # and only the copy on the thread's current branch resolves
         dropped: set[tuple[str, str | None]] = set()
-        self._prefetch([*text_hits, *vector_hits])
+        embedder = self.core.embedder
+        model_id = embedder.model_id if embedder is not None and qvec is not None else None
+        self._prefetch([*text_hits, *vector_hits], model_id)
         for hit, _ in _interleave(text_hits, vector_hits):
             key = _PREFIX[hit.kind] + hit.id
             if key in records or (key, hit.branch) in dropped:
@@ -609,16 +628,24 @@ class _Search:
             if any(w[0] == tid and w[1] <= at <= w[2] for w in windows):
                 continue
             windows.append((tid, at - _NEIGHBOURS, at + _NEIGHBOURS))
-        for around in self.store.entry_windows(self.tenant, windows) if windows else []:
-            for other in around:
-                if other.content:
-                    records.setdefault("e:" + other.id, other)
+        if windows:
+            around, more = self.store.search_windows(
+                self.tenant, windows, model_id=model_id, known=self.vectors.keys()
+            )
+            self.vectors.update(more)
+            for window in around:
+                for other in window:
+                    if other.content:
+                        records.setdefault("e:" + other.id, other)
         records.update({f.key: f for f in facts})
-        embedder = self.core.embedder
         vectors: dict[str, list[float] | NDArray[np.float32]] = {}
         if embedder is not None and qvec is not None:
+            read = self.vectors
+            for key in records:
+                if key.startswith("e:") and key[2:] in read:
+                    vectors[key] = read[key[2:]]
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
-                ids = [key[2:] for key in records if key.startswith(prefix)]
+                ids = [key[2:] for key in records if key.startswith(prefix) and key not in vectors]
                 if ids:
                     got = self.store.vector_get_arrays(
                         self.tenant, kind, ids, model_id=embedder.model_id

@@ -735,3 +735,47 @@ class Statements:
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
             " AND model_id || '' = %s AND id = ANY(%s::text[])"
         )
+
+
+def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
+    """A search's fused reads (``search_entries``, ``search_windows``): threads by ids
+    (each one row, its entry columns NULL), then for ``(thread, id)`` pairs the entry on
+    its thread's current branch (its thread columns NULL) with its vector of a model
+    (NULL without one); and
+    windows of positions with each entry's vector but those of ``known`` ids. ``text``:
+    ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table, None
+    to read no vector (a NULL column)."""
+    # A subquery per row: a lookup of the primary key (tenant, kind, id; "model_id || ''"
+    # as ``vector_get``), whatever the statistics say (a join may hash the whole table)
+    vector = (
+        "NULL"
+        if text is None
+        else f"(SELECT v.embedding{text} FROM {p}vectors v WHERE v.tenant_id = e.tenant_id"
+        " AND v.kind = 'entry' AND v.id = e.id AND v.model_id || '' = %(model)s)"
+    )
+    # each thread once (its entry columns NULL), then each entry found (its thread's NULL)
+    no_entry = ", ".join(["NULL"] * (len(ENTRY_COLUMNS.split(",")) + 1))
+    no_thread = ", ".join(["NULL"] * len(THREAD_COLUMNS.split(",")))
+    entries = (
+        f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
+        " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
+        f" UNION ALL SELECT {no_thread}, {_E_READ}, {vector}"
+        " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
+        f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
+        f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+        " AND e.branch = t.current_branch AND e.id = w.id"
+    )
+    unknown = (
+        "NULL"
+        if text is None
+        else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
+    )
+    windows = (
+        f"SELECT w.n, {_E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+        f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
+        f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
+        f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+        " AND e.branch = t.current_branch"
+        " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
+    )
+    return entries, windows

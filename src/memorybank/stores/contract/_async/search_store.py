@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,8 @@ from memorybank.stores.contract.types import Visibility, searched_kinds, visible
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from memorybank.records import Entry, Thread
 
 __all__ = ["VECTOR_KIND", "AsyncSearchStore", "rank_texts"]
 
@@ -251,3 +253,53 @@ class AsyncSearchStore(AsyncBatchReads):
 
         got = await self.vector_get(tenant, kind, ids, model_id=model_id)
         return {rid: np.asarray(vector, dtype=np.float32) for rid, vector in got.items()}
+
+    # -- a search's reads, fused --------------------------------------------------------
+
+    async def search_entries(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
+    ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
+        """What a search reads to resolve its entry hits, in one call: the threads of
+        ``wanted`` (thread id -> entry ids) as ``thread_get_many``, their entries as
+        ``entry_get_across`` (each on its thread's current branch), and the entries'
+        vectors of ``model_id`` as ``vector_get_arrays`` (none when ``None``).
+
+        This default makes the three reads; a store overrides it with one (SQLite: one
+        hand-off to a read connection; PostgreSQL: one statement) and returns exactly
+        the threads and entries they return. Of the vectors it may return only those
+        it reads in that call (PostgreSQL without pgvector leaves the ones it caches in
+        memory): the caller reads the others with ``vector_get_arrays``. The caller
+        checks what it may see, as after ``thread_get_many``."""
+        threads = await self.thread_get_many(tenant, list(wanted))
+        entries = await self.entry_get_across(
+            tenant, {tid: ids for tid, ids in wanted.items() if tid in threads}
+        )
+        vectors: dict[str, NDArray[np.float32]] = {}
+        if model_id is not None and entries:
+            vectors = await self.vector_get_arrays(
+                tenant, "entry", [eid for _, eid in entries], model_id=model_id
+            )
+        return threads, entries, vectors
+
+    async def search_windows(
+        self,
+        tenant: str,
+        windows: Sequence[tuple[str, int, int]],
+        *,
+        model_id: str | None = None,
+        known: Collection[str] = (),
+    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+        """``entry_windows(tenant, windows)`` and, in the same call, the vectors of
+        ``model_id`` (``vector_get_arrays``) of the entries they hold but ``known`` (ids
+        whose vectors the caller has read already; none when ``model_id`` is ``None``).
+
+        Search reads the neighbours of its best hits with it. This default makes the
+        two reads; a store overrides it with one and returns exactly the windows they
+        return, and of the vectors those it reads in that call (``search_entries``)."""
+        found = await self.entry_windows(tenant, windows) if windows else []
+        vectors: dict[str, NDArray[np.float32]] = {}
+        if model_id is not None:
+            ids = list(dict.fromkeys(e.id for window in found for e in window if e.id not in known))
+            if ids:
+                vectors = await self.vector_get_arrays(tenant, "entry", ids, model_id=model_id)
+        return found, vectors

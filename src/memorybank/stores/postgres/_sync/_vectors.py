@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -27,17 +27,29 @@ from memorybank.stores.postgres.rows import (
     is_disconnect,
     unit_query,
 )
-from memorybank.stores.postgres.statements import record_at, row_check, scope_filter
+from memorybank.stores.postgres.statements import (
+    record_at,
+    row_check,
+    scope_filter,
+    search_read_statements,
+)
 from memorybank.stores.sql.common import (
+    THREAD_COLUMNS,
+    row_to_entry,
+    row_to_thread,
     unit_vector_bytes,
     vector_array,
     vector_array_from_text,
 )
 
+#: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
+THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
+
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from memorybank.records import Entry, Thread
     from memorybank.stores.vectors.exact import CachedRows
 
 
@@ -695,6 +707,92 @@ class VectorsMixin(PostgresBase):
             raise self._failed(error) from error
         self._hnsw.add(name)
         return True
+
+    # -- a search's reads, fused: one round trip each ----------------------------------
+
+    def _vector_value(self, value: Any) -> NDArray[np.float32]:
+        return vector_array_from_text(value) if self._native else vector_array(bytes(value))
+
+    def search_entries(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
+    ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
+        """The threads, the entries and their vectors in one statement
+        (``AsyncStore.search_entries``; without pgvector, once this process caches the
+        model's vectors, none: the caller's one ``vector_get_arrays`` reads them there)."""
+        thread_ids = list(dict.fromkeys(wanted))
+        if not thread_ids:
+            return {}, {}, {}
+        self._ensure_ready()
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        model = self._read_vectors(model_id)
+        entries_sql, _ = search_read_statements(self.prefix, self._vector_text(model))
+        params = {
+            "tenant": tenant,
+            "thread_ids": thread_ids,
+            "threads": [t for t, _ in pairs],
+            "ids": [e for _, e in pairs],
+            "model": model,
+        }
+        found: dict[str, Thread] = {}
+        entries: dict[tuple[str, str], Entry] = {}
+        vectors: dict[str, NDArray[np.float32]] = {}
+        width = THREAD_WIDTH
+        for row in self._fetch(entries_sql, params, retry=True):
+            if row[0] is not None:  # a thread's row
+                found[row[0]] = row_to_thread(row[:width])
+                continue
+            entry = row_to_entry(row[width:-1])
+            entries[(entry.thread_id, entry.id)] = entry
+            if row[-1] is not None:
+                vectors.setdefault(entry.id, self._vector_value(row[-1]))
+        return {tid: found[tid] for tid in thread_ids if tid in found}, entries, vectors
+
+    def search_windows(
+        self,
+        tenant: str,
+        windows: Sequence[tuple[str, int, int]],
+        *,
+        model_id: str | None = None,
+        known: Collection[str] = (),
+    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+        """The windows and their entries' vectors in one statement
+        (``AsyncStore.search_windows``; the vectors as ``search_entries`` reads them)."""
+        if not windows:
+            return [], {}
+        self._ensure_ready()
+        model = self._read_vectors(model_id)
+        _, windows_sql = search_read_statements(self.prefix, self._vector_text(model))
+        params = {
+            "tenant": tenant,
+            "threads": [w[0] for w in windows],
+            "firsts": [w[1] for w in windows],
+            "lasts": [w[2] for w in windows],
+            "known": list(known),
+            "model": model,
+        }
+        out: list[list[Entry]] = [[] for _ in windows]
+        vectors: dict[str, NDArray[np.float32]] = {}
+        for row in self._fetch(windows_sql, params, retry=True):
+            entry = row_to_entry(row[1:-1])
+            out[int(row[0]) - 1].append(entry)
+            if row[-1] is not None:
+                vectors.setdefault(entry.id, self._vector_value(row[-1]))
+        return out, vectors
+
+    def _vector_text(self, model: str | None) -> str | None:
+        """How ``search_read_statements`` reads vectors (None: not at all)."""
+        if model is None:
+            return None
+        return "::text" if self._native else ""
+
+    def _read_vectors(self, model_id: str | None) -> str | None:
+        """``model_id`` when a search's fused read reads the vectors with the rows, None
+        when it leaves them to the caller's ``vector_get_arrays``: without pgvector, once
+        this process caches the model's vectors (one counters read there for all of a
+        search's candidates, not 1.5 kB a vector)."""
+        if model_id is None or (not self._native and "_cached_vectors" in self.__dict__):
+            return None
+        return model_id
 
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

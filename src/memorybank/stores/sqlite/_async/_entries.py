@@ -71,6 +71,33 @@ def _single_insert(
 _E = qualified("e", ENTRY_COLUMNS)
 
 
+def read_windows(
+    conn: sqlite3.Connection, p: str, tenant: str, windows: Sequence[tuple[str, int, int]]
+) -> list[list[Entry]]:
+    """``entry_windows`` on ``conn``: for each ``(thread id, first, last)`` the entries of
+    the thread's current branch within those positions, oldest first, one statement per
+    200 windows (each a range of the position index; a statement per window cost a
+    search ten of them)."""
+    out: list[list[Entry]] = [[] for _ in windows]
+    for start in range(0, len(windows), 200):
+        chunk = windows[start : start + 200]
+        values = ", ".join("(?, ?, ?, ?)" for _ in chunk)
+        params: list[Any] = []
+        for n, (thread_id, first, last) in enumerate(chunk, start):
+            params += (n, thread_id, first, last)
+        # CROSS JOIN keeps the windows outermost: one thread lookup and one range each
+        for row in conn.execute(
+            f"WITH w(n, thread_id, first, last) AS (VALUES {values})"
+            f" SELECT w.n, {_E} FROM w CROSS JOIN {p}threads t CROSS JOIN {p}entries e"
+            " WHERE t.tenant_id = ? AND t.id = w.thread_id AND e.tenant_id = t.tenant_id"
+            " AND e.thread_id = t.id AND e.branch = t.current_branch"
+            " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position",
+            (*params, tenant),
+        ):
+            out[row[0]].append(row_to_entry(row[1:]))
+    return out
+
+
 def _json_object(value: dict[str, Any]) -> str:
     return "{}" if not value else dump(value)
 
@@ -389,34 +416,11 @@ class EntriesMixin(SQLiteStoreBase):
     async def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:
-        """One read: each window is a range of the position index."""
+        """One read, one statement per 200 windows: each window a range of the position
+        index on its thread's current branch (``read_windows``)."""
         asked = list(windows)
-
-        def op(conn: sqlite3.Connection) -> list[list[Entry]]:
-            branches: dict[str, str | None] = {}
-            out: list[list[Entry]] = []
-            for thread_id, first, last in asked:
-                if thread_id not in branches:
-                    thread = self._get_thread(conn, tenant, thread_id)
-                    branches[thread_id] = None if thread is None else thread.current_branch
-                branch = branches[thread_id]
-                if branch is None:
-                    out.append([])
-                    continue
-                out.append(
-                    [
-                        row_to_entry(row)
-                        for row in conn.execute(
-                            f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
-                            " WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                            " AND position BETWEEN ? AND ? ORDER BY position",
-                            (tenant, thread_id, branch, first, last),
-                        )
-                    ]
-                )
-            return out
-
-        return await self._run_read(op) if asked else []
+        p = self.prefix
+        return await self._run_read(lambda c: read_windows(c, p, tenant, asked)) if asked else []
 
     def _drop_entry_vectors(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]

@@ -9,28 +9,38 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
 from memorybank.stores.contract.types import names_user
 from memorybank.stores.sql.common import (
+    ENTRY_COLUMNS,
+    THREAD_COLUMNS,
     fts_query,
+    row_to_entry,
+    row_to_thread,
     scope_sql,
     unit_vector_bytes,
     vector_array,
     vector_from_bytes,
 )
+from memorybank.stores.sql.statements import qualified
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
+from memorybank.stores.sqlite._sync._entries import read_windows
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
     from numpy.typing import NDArray
 
+    from memorybank.records import Entry, Thread
     from memorybank.stores.contract.items import SearchHit, VectorItem
     from memorybank.stores.vectors.exact import CachedRows, ScopedRows, VectorCache, VectorSlot
+
+
+_E = qualified("e", ENTRY_COLUMNS)
 
 
 class SearchMixin(SQLiteStoreBase):
@@ -796,22 +806,103 @@ class SearchMixin(SQLiteStoreBase):
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str
     ) -> dict[str, bytes]:
         wanted = list(dict.fromkeys(ids))
+        return self._run_read(lambda conn: self._blobs(conn, tenant, kind, wanted, model_id))
 
-        def op(conn: sqlite3.Connection) -> dict[str, bytes]:
-            found: dict[str, bytes] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                marks = ", ".join("?" * len(chunk))
-                found.update(
-                    conn.execute(
-                        f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
-                        f" AND kind = ? AND model_id = ? AND id IN ({marks})",
-                        (tenant, kind, model_id, *chunk),
-                    ).fetchall()
+    def _blobs(
+        self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
+    ) -> dict[str, bytes]:
+        """The stored vectors of ``wanted`` (distinct ids) as bytes, by id."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            found.update(
+                conn.execute(
+                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
+                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
+                    (tenant, kind, model_id, *chunk),
+                ).fetchall()
+            )
+        return found
+
+    # -- a search's reads, fused: one hand-off to a read connection each ---------------
+
+    def search_entries(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
+    ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
+        """The threads, the entries and their vectors in one snapshot of one read
+        connection (``AsyncStore.search_entries``)."""
+        thread_ids = list(dict.fromkeys(wanted))
+        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
+        p = self.prefix
+
+        def op(
+            conn: sqlite3.Connection,
+        ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, bytes]]:
+            threads: dict[str, Thread] = {}
+            for start in range(0, len(thread_ids), 500):
+                chunk = thread_ids[start : start + 500]
+                for row in conn.execute(
+                    f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ?"
+                    f" AND id IN ({', '.join('?' * len(chunk))})",
+                    (tenant, *chunk),
+                ):
+                    thread = row_to_thread(row)
+                    threads[thread.id] = thread
+            entries: dict[tuple[str, str], Entry] = {}
+            asked = [pair for pair in pairs if pair[0] in threads]
+            for start in range(0, len(asked), 400):
+                part = asked[start : start + 400]
+                values = ", ".join("(?, ?)" for _ in part)
+                for row in conn.execute(
+                    f"WITH w(thread_id, id) AS (VALUES {values})"
+                    f" SELECT {_E} FROM w JOIN {p}threads t"
+                    " ON t.tenant_id = ? AND t.id = w.thread_id"
+                    f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
+                    " AND e.branch = t.current_branch AND e.id = w.id",
+                    (*(x for pair in part for x in pair), tenant),
+                ):
+                    entry = row_to_entry(row)
+                    entries[(entry.thread_id, entry.id)] = entry
+            blobs: dict[str, bytes] = {}
+            if model_id is not None and entries:
+                ids = list(dict.fromkeys(eid for _, eid in entries))
+                blobs = self._blobs(conn, tenant, "entry", ids, model_id)
+            return {tid: threads[tid] for tid in thread_ids if tid in threads}, entries, blobs
+
+        if not thread_ids:
+            return {}, {}, {}
+        threads, entries, blobs = self._run_read(op)
+        return threads, entries, {vid: vector_array(blob) for vid, blob in blobs.items()}
+
+    def search_windows(
+        self,
+        tenant: str,
+        windows: Sequence[tuple[str, int, int]],
+        *,
+        model_id: str | None = None,
+        known: Collection[str] = (),
+    ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
+        """The windows and their entries' vectors in one snapshot of one read connection
+        (``AsyncStore.search_windows``)."""
+        asked = list(windows)
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> tuple[list[list[Entry]], dict[str, bytes]]:
+            found = read_windows(conn, p, tenant, asked)
+            blobs: dict[str, bytes] = {}
+            if model_id is not None:
+                ids = list(
+                    dict.fromkeys(e.id for window in found for e in window if e.id not in known)
                 )
-            return found
+                if ids:
+                    blobs = self._blobs(conn, tenant, "entry", ids, model_id)
+            return found, blobs
 
-        return self._run_read(op)
+        if not asked:
+            return [], {}
+        found, blobs = self._run_read(op)
+        return found, {vid: vector_array(blob) for vid, blob in blobs.items()}
 
 
 #: Vectors of one (tenant, model, kind) from which the first narrowed search does not

@@ -131,6 +131,73 @@ class SearchCases(ContractBase):
         assert await store.text_search(_id("t"), "retriever", kinds=["entry"], k=10) == []
         assert await store.text_search(tenant, 'NEAR "(* -', kinds=["entry"], k=5) == []
 
+    async def test_search_reads_return_what_the_single_reads_do(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        """``search_entries`` and ``search_windows`` (a search's fused reads) return exactly
+        the threads, entries and windows of the reads they stand for, and stored vectors
+        of those entries only (a store may leave some to ``vector_get_arrays``)."""
+        tenant = memory.tenant_id
+        mine, theirs = await self._thread(memory), await self._thread(memory, user_id="u1")
+        ids = await self._fill(memory, mine, 8)
+        other = await self._fill(memory, theirs, 3)
+        gone, stranger = _id("gone"), _id("tenant")
+        m1, m2 = _id("m1"), _id("m2")  # models of this case alone: the tenant is shared
+        await store.vector_put(
+            tenant,
+            [VectorItem("entry", eid, m1, [1.0, float(n), 0.5], mine) for n, eid in enumerate(ids)]
+            + [VectorItem("entry", other[0], m1, [0.0, 1.0, 0.0], theirs)]
+            + [VectorItem("entry", ids[0], m2, [0.0, 0.0, 1.0], mine)],
+        )
+        wanted = {theirs: [other[1], other[0]], gone: [ids[0]], mine: [ids[5], ids[1], "nope"]}
+        alone = await store.search_entries(tenant, {mine: []})
+        assert alone == (await store.thread_get_many(tenant, [mine]), {}, {})
+        threads, entries, vectors = await store.search_entries(tenant, wanted, model_id=m1)
+        assert threads == await store.thread_get_many(tenant, list(wanted))
+        assert list(threads) == [theirs, mine]
+        assert entries == await store.entry_get_across(tenant, wanted)
+        assert set(entries) == {
+            (theirs, other[1]),
+            (theirs, other[0]),
+            (mine, ids[5]),
+            (mine, ids[1]),
+        }
+        expected = await store.vector_get_arrays(
+            tenant, "entry", [eid for _, eid in entries], model_id=m1
+        )
+        assert set(expected) == {other[0], ids[5], ids[1]} and set(vectors) <= set(expected)
+        for eid, vector in vectors.items():
+            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        assert (await store.search_entries(tenant, wanted))[2] == {}
+        assert await store.search_entries(stranger, wanted, model_id=m1) == ({}, {}, {})
+        assert await store.search_entries(tenant, {}, model_id=m1) == ({}, {}, {})
+        first = entries[(mine, ids[1])].position
+        windows = [(mine, first - 3, first + 1), (gone, 0, 5), (theirs, -10, 100), (mine, 5, 1)]
+        found, more = await store.search_windows(
+            tenant, windows, model_id=m1, known={ids[0], ids[1]}
+        )
+        assert found == await store.entry_windows(tenant, windows)
+        assert [[e.id for e in w] for w in found] == [ids[:3], [], other, []]
+        expected = await store.vector_get_arrays(tenant, "entry", [ids[2], *other], model_id=m1)
+        assert set(expected) == {ids[2], other[0]} and set(more) <= set(expected)
+        for eid, vector in more.items():
+            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        assert (await store.search_windows(tenant, windows))[1] == {}
+        assert await store.search_windows(tenant, [], model_id=m1) == ([], {})
+        assert await store.search_windows(stranger, windows[:1], model_id=m1) == ([[]], {})
+        # the current branch: after a checkout, the branch's entries only
+        await memory.branches.create(mine, "alt", from_entry=ids[1])
+        await memory.branches.checkout(mine, "alt")
+        _, entries, vectors = await store.search_entries(
+            tenant, {mine: [ids[0], ids[5]]}, model_id=m2
+        )
+        assert list(entries) == [(mine, ids[0])] and entries[(mine, ids[0])].branch == "alt"
+        assert set(vectors) <= {ids[0]}
+        (window,), _ = await store.search_windows(tenant, [(mine, first - 3, first + 6)])
+        assert [e.id for e in window] == ids[:2]
+        await memory.threads.delete(mine)
+        await memory.threads.delete(theirs)
+
     async def test_vector_search_by_cosine_per_model_and_scope(
         self, memory: AsyncMemory, store: AsyncStore
     ) -> None:
