@@ -78,21 +78,21 @@ _NO_CALLS: dict[str, Any] = {
     }
 }
 _MESSAGE_SHAPES: list[Any] = [
+    {  # a system, developer or user message: content, no tool fields
+        **_NOT_ITEM,
+        "required": ["role", "content"],
+        "properties": {"role": {"enum": sorted(ROLES - {"assistant", "tool"})}},
+        "allOf": [_given("content"), _NO_CALLS],
+    },
     {  # a tool result: content and the id of the call it answers
         **_NOT_ITEM,
-        "required": ["role"],
+        "required": ["role", "content", "tool_call_id"],
         "properties": {"role": {"const": "tool"}},
         "allOf": [
             _given("content"),
             _given("tool_call_id"),
             {"properties": {"tool_calls": _NO_CALLS["properties"]["tool_calls"]}},
         ],
-    },
-    {  # a system, developer or user message: content, no tool fields
-        **_NOT_ITEM,
-        "required": ["role"],
-        "properties": {"role": {"enum": sorted(ROLES - {"assistant", "tool"})}},
-        "allOf": [_given("content"), _NO_CALLS],
     },
     {  # an assistant: content, or tool calls, a refusal, audio or a function call
         **_NOT_ITEM,
