@@ -18,8 +18,9 @@ from memorybank import AsyncMemory, Memory
 from memorybank.consolidation.judge import LLMJudge, parse_decisions
 from memorybank.errors import ConfigurationError
 from tests.all_stores import open_store
+from tests.llm_server import JudgeModel, Planned, ScriptedLLM, running, shown
 
-from ._judge_server import MODEL, JudgeServer, Planned, running, shown
+MODEL = "test-judge"
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -43,8 +44,14 @@ class Clock:
 
 
 @pytest.fixture
-def server() -> Iterator[JudgeServer]:
-    yield from running()
+def server() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, JudgeModel(), tokens=40))
+
+
+def says(server: ScriptedLLM, relation: str, a: str, b: str) -> None:
+    """Script the judge's model: the pair of texts ``a``, ``b`` is ``relation``."""
+    assert isinstance(server.answer, JudgeModel)
+    server.answer.says(relation, a, b)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
@@ -53,7 +60,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
 
 
 def judged(
-    kind: str, tmp_path: Path, server: JudgeServer, **options: Any
+    kind: str, tmp_path: Path, server: ScriptedLLM, **options: Any
 ) -> Iterator[tuple[Memory, LLMJudge]]:
     judge = LLMJudge(base_url=server.base_url, model=MODEL, api_key="k", **options)
     with open_store(kind, tmp_path) as store:
@@ -68,7 +75,7 @@ def state(memory: Memory, user: str) -> list[tuple[str, str, int, dict[str, Any]
 
 
 def test_the_judges_decisions_are_applied_exactly(
-    store_kind: str, tmp_path: Path, server: JudgeServer
+    store_kind: str, tmp_path: Path, server: ScriptedLLM
 ) -> None:
     for memory, judge in judged(store_kind, tmp_path, server):
         ids = {
@@ -76,9 +83,9 @@ def test_the_judges_decisions_are_applied_exactly(
             for text in (HIKE, HIKE_AGAIN, VEGGIE, NOT_VEGGIE, CHESS, TENNIS, TEA, TEA_AGAIN)
         }
         other = memory.facts.add(content="User enjoys hiking trips in the Alps", user_id="v").id
-        server.says("duplicate", HIKE, HIKE_AGAIN)
-        server.says("contradiction", VEGGIE, NOT_VEGGIE)
-        server.says("neither", CHESS, TENNIS)
+        says(server, "duplicate", HIKE, HIKE_AGAIN)
+        says(server, "contradiction", VEGGIE, NOT_VEGGIE)
+        says(server, "neither", CHESS, TENNIS)
         before = state(memory, "u")
 
         report = memory.consolidate(user_id="u")
@@ -142,11 +149,11 @@ def two_facts(memory: Memory) -> tuple[str, str]:
     ids=["invalid-json", "http-errors", "refused", "timeouts"],
 )
 def test_a_failed_call_decides_nothing(
-    store_kind: str, tmp_path: Path, server: JudgeServer, answers: list[Planned]
+    store_kind: str, tmp_path: Path, server: ScriptedLLM, answers: list[Planned]
 ) -> None:
     for memory, _ in judged(store_kind, tmp_path, server, timeout=0.5, max_retries=1):
         two_facts(memory)
-        server.says("duplicate", HIKE, HIKE_AGAIN)  # what a valid answer would have said
+        says(server, "duplicate", HIKE, HIKE_AGAIN)  # what a valid answer would have said
         server.add(*answers)
         before = state(memory, "u")
         report = memory.consolidate(user_id="u")
@@ -157,10 +164,10 @@ def test_a_failed_call_decides_nothing(
         assert state(memory, "u") == before
 
 
-def test_an_invalid_answer_is_retried(store_kind: str, tmp_path: Path, server: JudgeServer) -> None:
+def test_an_invalid_answer_is_retried(store_kind: str, tmp_path: Path, server: ScriptedLLM) -> None:
     for memory, _ in judged(store_kind, tmp_path, server, max_retries=1):
         first, second = two_facts(memory)
-        server.says("duplicate", HIKE, HIKE_AGAIN)
+        says(server, "duplicate", HIKE, HIKE_AGAIN)
         server.add(Planned(content="Sure! They are duplicates."))
         report = memory.consolidate(user_id="u")
         assert [(c.fact_id, c.into, c.decided_by) for c in report.changes] == [
@@ -171,7 +178,7 @@ def test_an_invalid_answer_is_retried(store_kind: str, tmp_path: Path, server: J
 
 
 def test_ids_not_shown_and_unknown_relations_are_ignored(
-    store_kind: str, tmp_path: Path, server: JudgeServer
+    store_kind: str, tmp_path: Path, server: ScriptedLLM
 ) -> None:
     for memory, _ in judged(store_kind, tmp_path, server):
         first, _second = two_facts(memory)
@@ -211,14 +218,14 @@ PAIRS = [
 
 @pytest.mark.parametrize("limit", ["calls", "tokens"])
 def test_the_budget_is_respected(
-    store_kind: str, tmp_path: Path, server: JudgeServer, limit: str
+    store_kind: str, tmp_path: Path, server: ScriptedLLM, limit: str
 ) -> None:
     options = {"max_calls": 2} if limit == "calls" else {"max_run_tokens": 150}
     for memory, _ in judged(store_kind, tmp_path, server, **options):
         for older, newer in PAIRS:
             memory.facts.add(content=older, user_id="u")
             memory.facts.add(content=newer, user_id="u")
-            server.says("duplicate", older, newer)
+            says(server, "duplicate", older, newer)
         server.add(*[Planned(tokens=100)] * len(PAIRS))
         report = memory.consolidate(user_id="u")
         assert report.judge is not None
@@ -230,11 +237,11 @@ def test_the_budget_is_respected(
 
 
 def test_a_dry_run_asks_the_judge_and_writes_nothing(
-    store_kind: str, tmp_path: Path, server: JudgeServer
+    store_kind: str, tmp_path: Path, server: ScriptedLLM
 ) -> None:
     for memory, _ in judged(store_kind, tmp_path, server):
         first, second = two_facts(memory)
-        server.says("duplicate", HIKE, HIKE_AGAIN)
+        says(server, "duplicate", HIKE, HIKE_AGAIN)
         before = state(memory, "u")
         preview = memory.consolidate(user_id="u", dry_run=True)
         assert [(c.fact_id, c.into, c.decided_by) for c in preview.changes] == [
@@ -244,13 +251,13 @@ def test_a_dry_run_asks_the_judge_and_writes_nothing(
         assert memory.consolidation.runs() == []
 
 
-def test_the_async_memory_asks_the_judge_on_its_loop(server: JudgeServer) -> None:
+def test_the_async_memory_asks_the_judge_on_its_loop(server: ScriptedLLM) -> None:
     async def main() -> None:
         judge = LLMJudge(base_url=server.base_url, model=MODEL)
         async with AsyncMemory("memory://", judge=judge) as memory:
             first = (await memory.facts.add(content=VEGGIE, user_id="u")).id
             second = (await memory.facts.add(content=NOT_VEGGIE, user_id="u")).id
-            server.says("contradiction", VEGGIE, NOT_VEGGIE)
+            says(server, "contradiction", VEGGIE, NOT_VEGGIE)
             report = await memory.consolidate(user_id="u")
             assert [(c.fact_id, c.into, c.reason, c.decided_by) for c in report.changes] == [
                 (first, second, "contradiction", "judge")

@@ -16,19 +16,22 @@ from memorybank.memory._async import core as async_core
 from memorybank.memory._async import memory as async_memory
 from memorybank.memory._sync import memory as sync_memory
 from memorybank.stores import AsyncSQLiteStore, SQLiteStore
-from tests.extract._chat_server import MODEL, ChatServer, Planned, running
+from tests.llm_server import Planned, ScriptedLLM, extraction_model, running
 from tests.reliability._harness import Words
 
 OWNER: dict[str, Any] = {"user_id": "alice", "agent_id": "helper"}
 
 
-@pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    yield from running()
+MODEL = "test-extract"
 
 
 @pytest.fixture
-async def llm(chat: ChatServer) -> AsyncIterator[LLMExtractor]:
+def chat() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, extraction_model))
+
+
+@pytest.fixture
+async def llm(chat: ScriptedLLM) -> AsyncIterator[LLMExtractor]:
     extractor = LLMExtractor(
         base_url=chat.base_url, model=MODEL, api_key="k", max_retries=0, timeout=20
     )
@@ -51,7 +54,7 @@ def opened(store: Any, extractor: Any, **options: Any) -> AsyncMemory:
 
 
 async def test_the_write_returns_before_extraction(
-    store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
+    store: AsyncSQLiteStore, chat: ScriptedLLM, llm: LLMExtractor
 ) -> None:
     chat.add(Planned(delay=0.5))
     memory = opened(store, llm)
@@ -69,7 +72,7 @@ async def test_the_write_returns_before_extraction(
 
 
 async def test_failures_are_counted_and_caught_up_later(
-    store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
+    store: AsyncSQLiteStore, chat: ScriptedLLM, llm: LLMExtractor
 ) -> None:
     chat.add(
         Planned(status=500, raw=b"down"),
@@ -92,7 +95,7 @@ async def test_failures_are_counted_and_caught_up_later(
 
 
 async def test_a_down_endpoint_gets_no_storm(
-    store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
+    store: AsyncSQLiteStore, chat: ScriptedLLM, llm: LLMExtractor
 ) -> None:
     chat.add(*[Planned(status=503, raw=b"down") for _ in range(40)])
     memory = opened(store, llm, extract_concurrency=1)
@@ -137,7 +140,7 @@ async def test_order_per_thread_keeps_the_latest_value(store: AsyncSQLiteStore) 
 
 
 async def test_concurrency_is_bounded(
-    store: AsyncSQLiteStore, chat: ChatServer, llm: LLMExtractor
+    store: AsyncSQLiteStore, chat: ScriptedLLM, llm: LLMExtractor
 ) -> None:
     chat.gate.clear()  # the model answers nothing until the test says so
     memory = opened(store, llm, extract_concurrency=2)
@@ -159,7 +162,7 @@ async def test_concurrency_is_bounded(
 
 async def test_full_backlog_drops_and_close_cancels(
     store: AsyncSQLiteStore,
-    chat: ChatServer,
+    chat: ScriptedLLM,
     llm: LLMExtractor,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -221,7 +224,7 @@ def test_sync_memory_extracts_on_threads(tmp_path: Path) -> None:
 
 
 def test_sync_failure_never_fails_the_write(
-    tmp_path: Path, chat: ChatServer, llm: LLMExtractor, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, chat: ScriptedLLM, llm: LLMExtractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sync_memory, "EXTRACT_CLOSE_TIMEOUT", 0.1)
     chat.add(Planned(status=503, raw=b"busy"), Planned(delay=2))

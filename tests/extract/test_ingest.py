@@ -13,10 +13,13 @@ from memorybank import AsyncMemory, ConfigurationError, InvalidInput, NotFound, 
 from memorybank.extract import LLMExtractor, RuleExtractor
 from memorybank.extract._async.ingest import fact_slot_id
 from memorybank.records import Entry
-from tests.extract._chat_server import MODEL, ChatServer, running
+from tests.llm_server import ScriptedLLM, extraction_model, running
 from tests.reliability._harness import StoreSpec, Words, provide, store_params
 
 OWNER: dict[str, Any] = {"user_id": "alice", "agent_id": "helper"}
+
+
+MODEL = "test-extract"
 
 
 @pytest.fixture(params=store_params(("sqlite-normal", "postgres")))
@@ -36,8 +39,8 @@ async def memory(spec: StoreSpec) -> AsyncIterator[AsyncMemory]:
 
 
 @pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    yield from running()
+def chat() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, extraction_model))
 
 
 async def say(memory: AsyncMemory, thread_id: str, *texts: str, role: str = "user") -> list[Entry]:
@@ -239,7 +242,7 @@ async def test_shared_entities_are_linked_but_never_changed(memory: AsyncMemory)
     assert shared == []
 
 
-async def test_llm_extractor_end_to_end(spec: StoreSpec, chat: ChatServer) -> None:
+async def test_llm_extractor_end_to_end(spec: StoreSpec, chat: ScriptedLLM) -> None:
     store = spec.open_async()
     extractor = LLMExtractor(base_url=chat.base_url, model=MODEL, api_key="k")
     try:

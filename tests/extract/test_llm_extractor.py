@@ -15,15 +15,17 @@ pytest.importorskip("httpx", reason="httpx not installed (pip install memorybank
 
 from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.extract import Extractor, LLMExtractor
-from tests.extract._chat_server import MODEL, ChatServer, Planned, running
+from tests.llm_server import Planned, ScriptedLLM, extraction_model, running
+
+MODEL = "test-extract"
 
 
 @pytest.fixture
-def chat() -> Iterator[ChatServer]:
-    yield from running()
+def chat() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, extraction_model))
 
 
-def make(chat: ChatServer, **kwargs: Any) -> LLMExtractor:
+def make(chat: ScriptedLLM, **kwargs: Any) -> LLMExtractor:
     options: dict[str, Any] = {
         "base_url": chat.base_url,
         "model": MODEL,
@@ -56,7 +58,7 @@ def relation(source: str, type: str, target: str, confidence: float = 0.9, **tim
     }
 
 
-def test_valid_answer_is_parsed_and_the_request_is_well_formed(chat: ChatServer) -> None:
+def test_valid_answer_is_parsed_and_the_request_is_well_formed(chat: ScriptedLLM) -> None:
     with make(chat) as extractor:
         assert isinstance(extractor, Extractor)
         found = extractor.extract(
@@ -91,7 +93,7 @@ def test_valid_answer_is_parsed_and_the_request_is_well_formed(chat: ChatServer)
     assert chat.headers[0]["authorization"] == "Bearer sk-test"
 
 
-async def test_async_twin_gives_the_same_answer(chat: ChatServer) -> None:
+async def test_async_twin_gives_the_same_answer(chat: ScriptedLLM) -> None:
     text = "Carol is Dan's sister. Carol lives in Rome."
     with make(chat) as extractor:
         sync = await asyncio.to_thread(extractor.extract, text)
@@ -101,7 +103,7 @@ async def test_async_twin_gives_the_same_answer(chat: ChatServer) -> None:
     assert ("Carol", "sister_of", "Dan") in {(r.source, r.type, r.target) for r in sync.relations}
 
 
-def test_not_json_is_an_extraction_error(chat: ChatServer) -> None:
+def test_not_json_is_an_extraction_error(chat: ScriptedLLM) -> None:
     chat.add(Planned(content="Sure! Here are the entities: Alice, Bob"))
     with make(chat) as extractor, pytest.raises(ExtractionError, match="not JSON"):
         extractor.extract("Alice knows Bob.")
@@ -112,13 +114,13 @@ def test_not_json_is_an_extraction_error(chat: ChatServer) -> None:
     "content",
     ["[1, 2]", '{"entities": {"name": "Alice"}}', '"just a string"'],
 )
-def test_wrong_shape_is_an_extraction_error(chat: ChatServer, content: str) -> None:
+def test_wrong_shape_is_an_extraction_error(chat: ScriptedLLM, content: str) -> None:
     chat.add(Planned(content=content))
     with make(chat) as extractor, pytest.raises(ExtractionError):
         extractor.extract("Alice knows Bob.")
 
 
-def test_malformed_items_are_dropped_and_counted(chat: ChatServer) -> None:
+def test_malformed_items_are_dropped_and_counted(chat: ScriptedLLM) -> None:
     chat.add(
         Planned(
             content=answer(
@@ -137,7 +139,7 @@ def test_malformed_items_are_dropped_and_counted(chat: ChatServer) -> None:
     assert found.dropped == 6
 
 
-def test_low_confidence_is_dropped(chat: ChatServer) -> None:
+def test_low_confidence_is_dropped(chat: ScriptedLLM) -> None:
     chat.add(
         Planned(
             content=answer(
@@ -166,13 +168,13 @@ def test_low_confidence_is_dropped(chat: ChatServer) -> None:
     assert found.dropped == 4
 
 
-def test_min_confidence_is_configurable(chat: ChatServer) -> None:
+def test_min_confidence_is_configurable(chat: ScriptedLLM) -> None:
     chat.add(Planned(content=answer(entities=[person("Alice", 0.5)])))
     with make(chat, min_confidence=0.4) as extractor:
         assert [e.name for e in extractor.extract("Alice").entities] == ["Alice"]
 
 
-def test_too_many_entities_and_relations_keep_the_most_confident(chat: ChatServer) -> None:
+def test_too_many_entities_and_relations_keep_the_most_confident(chat: ScriptedLLM) -> None:
     names = [f"Person {i:02d}" for i in range(25)]
     entities = [person(n, 0.7 + i / 100) for i, n in enumerate(names)]
     relations = [relation(names[-1], f"knows_{i}", names[-2], 0.7 + i / 200) for i in range(35)]
@@ -184,7 +186,7 @@ def test_too_many_entities_and_relations_keep_the_most_confident(chat: ChatServe
     assert found.dropped == 5 + 5
 
 
-def test_relation_to_a_known_entity_is_kept(chat: ChatServer) -> None:
+def test_relation_to_a_known_entity_is_kept(chat: ScriptedLLM) -> None:
     works = relation("Bob", "works at", "ACME corp")
     chat.add(Planned(content=answer(entities=[person("Bob")], relations=[works])))
     with make(chat) as extractor:
@@ -194,7 +196,7 @@ def test_relation_to_a_known_entity_is_kept(chat: ChatServer) -> None:
     ]
 
 
-def test_times_are_parsed_and_nonsense_times_dropped(chat: ChatServer) -> None:
+def test_times_are_parsed_and_nonsense_times_dropped(chat: ScriptedLLM) -> None:
     chat.add(
         Planned(
             content=answer(
@@ -219,7 +221,7 @@ def test_times_are_parsed_and_nonsense_times_dropped(chat: ChatServer) -> None:
     assert works.invalid_at == datetime(2019, 1, 1, tzinfo=UTC)
 
 
-def test_http_500_is_retried_once(chat: ChatServer) -> None:
+def test_http_500_is_retried_once(chat: ScriptedLLM) -> None:
     chat.add(Planned(status=500, raw=b'{"error": {"message": "boom"}}'))
     with make(chat) as extractor:
         found = extractor.extract("Alice works at Acme.")
@@ -227,7 +229,7 @@ def test_http_500_is_retried_once(chat: ChatServer) -> None:
     assert len(chat.requests) == 2
 
 
-def test_persistent_500_is_store_unavailable_without_a_storm(chat: ChatServer) -> None:
+def test_persistent_500_is_store_unavailable_without_a_storm(chat: ScriptedLLM) -> None:
     chat.add(*[Planned(status=503, raw=b"overloaded") for _ in range(10)])
     with make(chat) as extractor, pytest.raises(StoreUnavailable, match="2 attempt"):
         extractor.extract("Alice works at Acme.")
@@ -237,7 +239,7 @@ def test_persistent_500_is_store_unavailable_without_a_storm(chat: ChatServer) -
     assert len(chat.requests) == 3
 
 
-async def test_async_500_is_store_unavailable(chat: ChatServer) -> None:
+async def test_async_500_is_store_unavailable(chat: ScriptedLLM) -> None:
     chat.add(*[Planned(status=502, raw=b"bad gateway") for _ in range(3)])
     async with make(chat) as extractor:
         with pytest.raises(StoreUnavailable):
@@ -245,14 +247,14 @@ async def test_async_500_is_store_unavailable(chat: ChatServer) -> None:
     assert len(chat.requests) == 2
 
 
-def test_long_retry_after_is_not_waited_for(chat: ChatServer) -> None:
+def test_long_retry_after_is_not_waited_for(chat: ScriptedLLM) -> None:
     chat.add(Planned(status=429, raw=b"slow down", headers={"Retry-After": "120"}))
     with make(chat) as extractor, pytest.raises(StoreUnavailable, match="429"):
         extractor.extract("Alice works at Acme.")
     assert len(chat.requests) == 1  # given up at once, not after two minutes
 
 
-def test_short_retry_after_is_honoured(chat: ChatServer) -> None:
+def test_short_retry_after_is_honoured(chat: ScriptedLLM) -> None:
     chat.add(Planned(status=429, raw=b"slow down", headers={"Retry-After": "0.2"}))
     with make(chat) as extractor:
         extractor.extract("Alice works at Acme.")
@@ -260,14 +262,14 @@ def test_short_retry_after_is_honoured(chat: ChatServer) -> None:
     assert chat.arrivals[1] - chat.arrivals[0] >= 0.2  # waited as asked
 
 
-def test_timeout_is_store_unavailable(chat: ChatServer) -> None:
+def test_timeout_is_store_unavailable(chat: ScriptedLLM) -> None:
     chat.add(Planned(delay=1.0), Planned(delay=1.0))
     with make(chat, timeout=0.2) as extractor, pytest.raises(StoreUnavailable, match="timed out"):
         extractor.extract("Alice works at Acme.")
     assert len(chat.requests) == 2
 
 
-async def test_async_timeout_is_store_unavailable(chat: ChatServer) -> None:
+async def test_async_timeout_is_store_unavailable(chat: ScriptedLLM) -> None:
     chat.add(Planned(delay=1.0))
     async with make(chat, timeout=0.2, max_retries=0) as extractor:
         with pytest.raises(StoreUnavailable, match="timed out"):
@@ -280,7 +282,7 @@ def test_unreachable_endpoint_is_store_unavailable() -> None:
         extractor.extract("Alice")
 
 
-def test_refused_requests_are_typed(chat: ChatServer) -> None:
+def test_refused_requests_are_typed(chat: ScriptedLLM) -> None:
     chat.add(
         Planned(status=401, raw=b'{"error": {"message": "bad key"}}'),
         Planned(status=400, raw=b'{"error": {"message": "context too long"}}'),
@@ -296,7 +298,7 @@ def test_refused_requests_are_typed(chat: ChatServer) -> None:
     assert len(chat.requests) == 3
 
 
-def test_refusal_and_cut_off_answers_are_extraction_errors(chat: ChatServer) -> None:
+def test_refusal_and_cut_off_answers_are_extraction_errors(chat: ScriptedLLM) -> None:
     chat.add(
         Planned(choice={"message": {"role": "assistant", "content": None, "refusal": "no"}}),
         Planned(content='{"entities": [', choice={"finish_reason": "length"}),
@@ -311,13 +313,13 @@ def test_refusal_and_cut_off_answers_are_extraction_errors(chat: ChatServer) -> 
             extractor.extract("x")
 
 
-def test_max_tokens_can_be_left_out(chat: ChatServer) -> None:
+def test_max_tokens_can_be_left_out(chat: ScriptedLLM) -> None:
     with make(chat, max_tokens=None) as extractor:
         extractor.extract("Alice")
     assert "max_tokens" not in chat.requests[0]
 
 
-def test_known_entities_are_bounded_names(chat: ChatServer) -> None:
+def test_known_entities_are_bounded_names(chat: ScriptedLLM) -> None:
     known = [f"Entity {i}" for i in range(80)]
     with make(chat) as extractor:
         extractor.extract("Alice", known_entities=known)
@@ -326,7 +328,7 @@ def test_known_entities_are_bounded_names(chat: ChatServer) -> None:
     assert sent == known[:50]
 
 
-def test_bad_configuration_and_closed_extractor(chat: ChatServer) -> None:
+def test_bad_configuration_and_closed_extractor(chat: ScriptedLLM) -> None:
     with pytest.raises(ConfigurationError):
         LLMExtractor(base_url="ftp://example.com", model=MODEL)
     with pytest.raises(ConfigurationError):
@@ -345,7 +347,7 @@ def test_bad_configuration_and_closed_extractor(chat: ChatServer) -> None:
 # -- connections: one sync client, one async client per event loop -------------------
 
 
-async def test_async_calls_on_one_loop_share_one_connection(chat: ChatServer) -> None:
+async def test_async_calls_on_one_loop_share_one_connection(chat: ScriptedLLM) -> None:
     extractor = make(chat)
     try:
         async with extractor:
@@ -365,7 +367,7 @@ async def test_async_calls_on_one_loop_share_one_connection(chat: ChatServer) ->
         extractor.close()
 
 
-async def test_a_memory_extracting_every_write_reuses_one_connection(chat: ChatServer) -> None:
+async def test_a_memory_extracting_every_write_reuses_one_connection(chat: ScriptedLLM) -> None:
     from memorybank import AsyncMemory
     from tests.reliability._harness import Words
 
@@ -389,7 +391,7 @@ async def test_a_memory_extracting_every_write_reuses_one_connection(chat: ChatS
 
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-def test_a_client_on_a_closed_loop_is_not_reused(chat: ChatServer) -> None:
+def test_a_client_on_a_closed_loop_is_not_reused(chat: ScriptedLLM) -> None:
     extractor = make(chat)
 
     async def one() -> None:
@@ -417,7 +419,7 @@ async def _and_close(extractor: LLMExtractor, calls: Any) -> None:
     await extractor.aclose()
 
 
-def test_close_closes_the_sync_client_and_refuses_later_calls(chat: ChatServer) -> None:
+def test_close_closes_the_sync_client_and_refuses_later_calls(chat: ScriptedLLM) -> None:
     extractor = make(chat)
     with extractor:
         for name in ("Alice", "Bob", "Carol"):

@@ -22,7 +22,7 @@ from memorybank.server import create_app
 
 
 def _demo_key(lines: list[str]) -> str:
-    return "\n".join(lines).split("demo key (tenant 'demo'): ")[1].split()[0]
+    return "\n".join(lines).split("demo key (tenant 'default'): ")[1].split()[0]
 
 
 def test_the_demo_fills_every_page(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

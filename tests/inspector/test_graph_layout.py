@@ -229,7 +229,7 @@ def test_the_demo_graph_draws_without_overlaps(
     monkeypatch.delenv("MEMORYBANK_ADMIN_KEY", raising=False)
     url = f"sqlite:///{tmp_path / 'demo.db'}"
     lines = _serve_demo(url, None, reset=False)
-    key = "\n".join(lines).split("demo key (tenant 'demo'): ")[1].split()[0]
+    key = "\n".join(lines).split("demo key (tenant 'default'): ")[1].split()[0]
 
     async def check() -> None:
         async with logged_in(create_app(url), key) as client:

@@ -16,16 +16,18 @@ from memorybank import AsyncMemory, Memory
 from memorybank.errors import ConfigurationError, ExtractionError, StoreUnavailable
 from memorybank.rerank import LLMReranker, RerankCandidate, Reranker
 from memorybank.rerank.llm import parse_ranking, ranking_scores
-from tests.rerank._rank_server import MODEL, Planned, RankServer, running
+from tests.llm_server import Planned, ScriptedLLM, reversed_ranking, running
 from tests.rerank.test_stage import WORDS, fill, ids
+
+MODEL = "test-rerank"
 
 
 @pytest.fixture
-def rank() -> Iterator[RankServer]:
-    yield from running()
+def rank() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, reversed_ranking))
 
 
-def make(rank: RankServer, **kwargs: Any) -> LLMReranker:
+def make(rank: ScriptedLLM, **kwargs: Any) -> LLMReranker:
     options: dict[str, Any] = {"api_key": "sk-test", "timeout": 5.0}
     options.update(kwargs)
     return LLMReranker(rank.base_url, MODEL, **options)
@@ -35,7 +37,7 @@ def candidates(*texts: str) -> list[RerankCandidate]:
     return [RerankCandidate(f"e:{i}", text) for i, text in enumerate(texts)]
 
 
-def test_the_request_numbers_the_candidates(rank: RankServer) -> None:
+def test_the_request_numbers_the_candidates(rank: ScriptedLLM) -> None:
     with make(rank, max_chars=21) as reranker:
         assert isinstance(reranker, Reranker)
         scores = reranker.rerank(
@@ -52,7 +54,7 @@ def test_the_request_numbers_the_candidates(rank: RankServer) -> None:
     assert rank.headers[0]["authorization"] == "Bearer sk-test"
 
 
-def test_search_applies_the_models_order(rank: RankServer) -> None:
+def test_search_applies_the_models_order(rank: ScriptedLLM) -> None:
     with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
         thread = fill(mem)
         hybrid = mem.search("garden", k=5, thread_id=thread, rerank=False)
@@ -62,7 +64,7 @@ def test_search_applies_the_models_order(rank: RankServer) -> None:
     assert len(rank.requests) == 1
 
 
-def test_sync_searches_share_one_connection(rank: RankServer) -> None:
+def test_sync_searches_share_one_connection(rank: ScriptedLLM) -> None:
     with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
         thread = fill(mem)
         for _ in range(3):
@@ -70,7 +72,7 @@ def test_sync_searches_share_one_connection(rank: RankServer) -> None:
     assert len(rank.peers) == 3 and len(set(rank.peers)) == 1
 
 
-def test_left_out_and_unknown_ids_keep_the_hybrid_order(rank: RankServer) -> None:
+def test_left_out_and_unknown_ids_keep_the_hybrid_order(rank: ScriptedLLM) -> None:
     rank.add(Planned(content=json.dumps({"ranking": [4, 99, 2, 4, 0, -1]})))
     with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
         thread = fill(mem)
@@ -105,7 +107,7 @@ def test_parsing_is_strict() -> None:
     ids=["http-500", "http-429", "http-401", "prose", "non-integer", "body", "no-choice", "ok"],
 )
 def test_errors_keep_the_hybrid_order(
-    rank: RankServer, planned: Planned, caplog: pytest.LogCaptureFixture
+    rank: ScriptedLLM, planned: Planned, caplog: pytest.LogCaptureFixture
 ) -> None:
     rank.add(planned)
     with make(rank) as reranker, Memory("memory://", reranker=reranker) as mem:
@@ -123,7 +125,7 @@ def test_errors_keep_the_hybrid_order(
 
 
 def test_a_timeout_keeps_the_hybrid_order(
-    rank: RankServer, caplog: pytest.LogCaptureFixture
+    rank: ScriptedLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     rank.add(Planned(delay=30.0))
     with make(rank, timeout=0.3) as reranker, Memory("memory://", reranker=reranker) as mem:
@@ -139,7 +141,7 @@ def test_a_timeout_keeps_the_hybrid_order(
 
 
 async def test_async_timeout_and_one_client_per_event_loop(
-    rank: RankServer, caplog: pytest.LogCaptureFixture
+    rank: ScriptedLLM, caplog: pytest.LogCaptureFixture
 ) -> None:
     reranker = make(rank, timeout=0.3)
     async with AsyncMemory("memory://", reranker=reranker) as mem:
@@ -159,7 +161,7 @@ async def test_async_timeout_and_one_client_per_event_loop(
     await reranker.aclose()
 
 
-def test_each_event_loop_gets_its_own_client(rank: RankServer) -> None:
+def test_each_event_loop_gets_its_own_client(rank: ScriptedLLM) -> None:
     reranker = make(rank)
 
     async def twice() -> list[float]:

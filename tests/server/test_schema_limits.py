@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
+
 from memorybank.rules.validate import check_id
 from memorybank.server.pagination import CURSOR_PATTERN, encode_cursor
-from memorybank.server.schema_limits import id_pattern
+from memorybank.server.schema_limits import CANNOT_STATE, id_pattern
 from tests.server.conftest import Api
 
 
@@ -80,7 +82,8 @@ async def test_the_schema_states_names_counts_weights_and_message_shapes(api: Ap
     schema = (await api.client.get("/openapi.json")).json()
     models, paths = schema["components"]["schemas"], schema["paths"]
     assert models["EntityIn"]["properties"]["name"]["minLength"] == 1
-    assert "minLength" not in str(models["MessageIn"]["properties"]["name"])  # a chat name
+    name = models["MessageIn"]["properties"]["name"]["anyOf"][0]
+    assert (name["minLength"], name["maxLength"]) == (1, 1000)  # as_message's label rule
     keep = models["CompactIn"]["properties"]["keep_recent"]
     assert (keep["minimum"], keep["maximum"]) == (0, 2**31 - 1)
     assert models["RelationPatch"]["properties"]["weight"]["exclusiveMinimum"] == 0
@@ -132,3 +135,67 @@ async def test_acting_for_another_user_is_forbidden(api: Api) -> None:
     assert answer.status_code == 403, answer.text
     assert (answer.json()["code"], answer.json()["field"]) == ("out_of_scope", "user_id")
     assert (await api.client.get("/v1/threads", headers=key)).json()["items"] == []
+
+
+CALL: dict[str, Any] = {"id": "c1", "function": {"name": "f"}}
+#: Messages the schema calls valid (each is stored), and ones it refuses (each is a 422
+#: naming the field): the rules ``rules.validate.as_message`` checks, stated per role.
+VALID_MESSAGES: list[dict[str, Any]] = [
+    {"role": "user", "content": "hi"},
+    {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "image_url"}]},
+    {"role": "assistant", "content": None, "refusal": "no"},
+    {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "f"}}]},
+    {"role": "assistant", "content": None, "function_call": {"name": "f", "arguments": "{}"}},
+    {"type": "message", "role": "user", "content": "a Responses item"},
+]
+REFUSED_MESSAGES: list[tuple[dict[str, Any], str]] = [
+    ({"role": "tool", "content": "72F"}, "tool_call_id"),  # answers no call
+    ({"role": "user", "content": "hi", "tool_call_id": "c1"}, "tool_call_id"),
+    ({"role": "user", "content": None}, "content"),
+    ({"role": "assistant", "content": None}, "content"),
+    ({"role": "user", "content": [{"text": "no type"}]}, "content"),
+    ({"role": "user", "content": [{"type": "text"}]}, "content"),  # a text part, no text
+    ({"role": "assistant", "tool_calls": [{"id": "c1"}]}, "tool_calls"),  # no function
+    ({"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}, "tool_calls"),
+    ({"role": "user", "content": "hi", "tool_calls": [CALL]}, "tool_calls"),
+    ({"role": "user", "content": "hi", "name": ""}, "name"),
+    ({"role": "assistant", "content": None, "function_call": {"arguments": "{}"}}, "tool_calls"),
+]
+
+
+def _validator(schema: dict[str, Any], model: str) -> Any:
+    """A validator of ``#/components/schemas/model`` within the whole OpenAPI document
+    (``jsonschema`` comes with schemathesis, in the dev extra)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    document = {**schema, "$ref": f"#/components/schemas/{model}"}
+    return jsonschema.Draft202012Validator(document)
+
+
+async def test_a_message_the_schema_calls_valid_is_stored_and_one_it_refuses_is_not(
+    api: Api,
+) -> None:
+    """The message rules stated per role: what the schema refuses the server refuses
+    (422 naming the field) and what it calls valid is stored. On the old schema every
+    refused message here was valid (it said only which fields a role needs)."""
+    schema = (await api.client.get("/openapi.json")).json()
+    messages = _validator(schema, "MessageIn")
+    key = await api.key("acme")
+    thread = (await api.client.post("/v1/threads", json={}, headers=key)).json()["id"]
+    for message in VALID_MESSAGES:
+        assert messages.is_valid(message), message
+        stored = await api.client.post(f"/v1/threads/{thread}/entries", json=message, headers=key)
+        assert stored.status_code == 201, (message, stored.text)
+    for message, field in REFUSED_MESSAGES:
+        assert not messages.is_valid(message), message
+        refused = await api.client.post(f"/v1/threads/{thread}/entries", json=message, headers=key)
+        assert refused.status_code == 422, (message, refused.text)
+        assert field in refused.json()["field"], (message, refused.text)
+
+
+@pytest.mark.parametrize(("model", "field"), sorted(CANNOT_STATE))
+async def test_a_rule_the_schema_cannot_state_is_said_in_its_description(
+    api: Api, model: str, field: str
+) -> None:
+    schema = (await api.client.get("/openapi.json")).json()
+    description = schema["components"]["schemas"][model]["properties"][field]["description"]
+    assert CANNOT_STATE[(model, field)] in description

@@ -27,7 +27,9 @@ from memorybank.server import create_app  # noqa: E402
 ADMIN = "schemathesis-admin"
 SEED = 20261130
 
-#: ``(operation, field)`` of a 422 the schema cannot state, and why.
+#: ``(operation, field)`` of a 422 the schema cannot state, and why. Each is said where a
+#: user meets it: the field's description (``server.schema_limits.CANNOT_STATE``,
+#: ``MessageIn``'s ``tool_call_id``, the store route's description) and docs/server.md.
 UNSTATABLE: dict[tuple[str, str], str] = {
     # The store protocol's body is {"v": 1, "args": {...}} whatever the method; each
     # method's arguments are checked by memorybank.stores.http.wire, not stated per method.
@@ -36,17 +38,15 @@ UNSTATABLE: dict[tuple[str, str], str] = {
     ("POST /v1/documents", "embedding"): "a vector needs an embedder",
     # Two fields of one body: invalid_at after valid_at.
     ("POST /v1/graph/relations", "invalid_at"): "a relation ends after it starts",
-    # A message's rules across its fields and the thread (a tool result answers an
-    # earlier call of the branch; a role's required content; tool-call and content-part
-    # shapes) are rules.validate's: the schema states the shapes, not every rule.
+    # A tool result answers a call an earlier assistant entry of the branch made: what
+    # the branch holds is not the body's (MessageIn's tool_call_id says so).
     **{
-        (operation, field): "a message rule across fields or entries"
+        (operation, "tool_call_id"): "a tool result answers an earlier call of the branch"
         for operation in (
             "POST /v1/threads/{thread_id}/entries",
             "POST /v1/threads/{thread_id}/entries/batch",
             "POST /cortex/agents/{name}/memory",
         )
-        for field in ("tool_call_id", "tool_calls", "content", "name", "messages")
     },
     # The user is X-User-Id or the body's user_id: one of two places.
     ("POST /v1/consolidate", "user_id"): "X-User-Id or user_id",

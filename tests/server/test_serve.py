@@ -147,7 +147,7 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
             text = out.read_text()
             assert f"{base}/ui" in text
             admin = text.split("admin key: ")[1].split()[0]
-            demo = text.split("demo key (tenant 'demo'): ")[1].split()[0]
+            demo = text.split("demo key (tenant 'default'): ")[1].split()[0]
             assert "embedder:  local:all-MiniLM-L6-v2" in text
             auth = {"Authorization": f"Bearer {demo}"}
             threads = httpx.get(f"{base}/v1/threads", headers=auth)
@@ -159,7 +159,7 @@ def test_make_run_serves_demo_data(tmp_path: Path, env: dict[str, str]) -> None:
             hits = found.json()["items"]
             assert hits and any("rain" in (h["entry"] or {}).get("content", "") for h in hits)
             keys = httpx.get(f"{base}/v1/admin/keys", headers={"Authorization": f"Bearer {admin}"})
-            assert [k["tenant"] for k in keys.json()["items"]] == ["demo"]
+            assert [k["tenant"] for k in keys.json()["items"]] == ["default"]
             process.send_signal(signal.SIGINT)
             assert process.wait(timeout=60) == 0
         finally:
@@ -289,7 +289,7 @@ def _start_demo(
             text = out.read_text()
             printed = {
                 "admin": text.split("admin key: ")[1].split()[0],
-                "demo": text.split("demo key (tenant 'demo'): ")[1].split()[0],
+                "demo": text.split("demo key (tenant 'default'): ")[1].split()[0],
                 "thread": text.split("demo thread: ")[1].split()[0],
             }
             auth = {"Authorization": f"Bearer {printed['demo']}"}

@@ -541,7 +541,8 @@ def serve(
         bool,
         typer.Option(
             "--demo",
-            help="Load the demo conversation into tenant 'demo' and print an admin key "
+            help="Load the demo conversation into tenant 'default' (the one every command "
+            "reads when --tenant is not given) and print an admin key "
             "(made up if none is given) and a demo key. A second start on the same store "
             "reuses them and the demo data (see --reset-demo).",
         ),
@@ -691,8 +692,13 @@ def _print_banner(
     typer.echo("Ctrl-C stops it.")
 
 
+def _embedder_flag(embedder: Embedder) -> str:
+    """The ``--embedder`` value that names ``embedder`` (``local`` or ``openai``)."""
+    return "local" if embedder.model_id.startswith("local:") else "openai"
+
+
 def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> list[str]:
-    """Seed tenant ``demo`` once per store (``make run``); the banner's lines about it.
+    """Seed the default tenant once per store (``make run``); the banner's lines about it.
 
     The demo key and a made-up admin key are saved in the store (``cli.demo_state``),
     so a second start prints the same keys and adds no thread; ``reset`` revokes the
@@ -710,12 +716,13 @@ def _serve_demo(url: str | None, embedder: Embedder | None, *, reset: bool) -> l
     again = "reused from an earlier start" if state.reused else "new"
     return [
         f"  admin key: {state.admin_key}",
-        f"  demo key (tenant 'demo'): {state.demo_key}",
+        f"  demo key (tenant {DEMO_TENANT!r}): {state.demo_key}",
         f"  demo thread: {state.thread_id} ({again}; memorybank serve --demo --reset-demo "
         "for a new key and thread, or delete the SQLite file to start from nothing)",
-        # the CLI reads tenant 'default' unless told: the demo is elsewhere
-        f"  from a shell: memorybank threads --tenant {DEMO_TENANT}"
-        + (f" --url {shown_url(url)}" if url else " (from this directory)"),
+        # the demo is in the CLI's default tenant: only a --url needs naming
+        "  from a shell: memorybank threads"
+        + (f" --url {shown_url(url)}" if url else " (from this directory)")
+        + (f"; search by meaning: add --embedder {_embedder_flag(embedder)}" if embedder else ""),
     ]
 
 

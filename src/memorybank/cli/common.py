@@ -18,7 +18,7 @@ from rich.text import Text
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
-from memorybank.memory._sync.memory import DEFAULT_URL
+from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL
 from memorybank.stores._async.open import sqlite_path
 
 __all__ = [
@@ -150,12 +150,11 @@ def empty_listing(what: str, tenant: str, url: str | None, store: Any) -> str:
     in another tenant, the option that reads it."""
     line = f"no {what} in tenant {tenant!r} of {shown_url(resolve_url(url))}"
     try:
-        from memorybank.cli.demo_state import DEMO_TENANT, has_demo
+        from memorybank.cli.demo_state import demo_tenant
     except ImportError:  # no server extra: no `serve --demo` seeded this store from here
         return line
-    if tenant != DEMO_TENANT and has_demo(store):
-        line += (
-            f"; the demo of `memorybank serve --demo` (make run) is in tenant {DEMO_TENANT!r}:"
-            f" add --tenant {DEMO_TENANT}"
-        )
+    seeded = demo_tenant(store)
+    if seeded is not None and tenant != seeded:
+        add = "leave out --tenant" if seeded == DEFAULT_TENANT else f"add --tenant {seeded}"
+        line += f"; the demo of `memorybank serve --demo` (make run) is in tenant {seeded!r}: {add}"
     return line

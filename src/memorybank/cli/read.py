@@ -193,7 +193,10 @@ def search(
             return
         console = _console()
         if not hits:
-            console.print(empty_listing("hits", tenant, url, memory.store), soft_wrap=True)
+            line = empty_listing("hits", tenant, url, memory.store)
+            if ranking == "keyword":
+                line += f"; {KEYWORD_HINT}"
+            console.print(line, soft_wrap=True)
             return
         table = Table(title=f"search {query!r}", title_justify="left")
         for name in ("score", "kind", "id", "where", "content"):
@@ -205,6 +208,12 @@ def search(
             )
         console.print(table)
 
+
+#: What an empty keyword search adds to its line: why "sun" does not find "sunsets".
+KEYWORD_HINT = (
+    "keyword search (no embedder) matches whole words: --embedder local (as make run)"
+    " also finds by meaning"
+)
 
 #: Fewest keyword candidates fetched for BM25 to rank (``3 * k`` when larger).
 KEYWORD_CANDIDATES = 30

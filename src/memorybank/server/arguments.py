@@ -55,18 +55,152 @@ MESSAGE_FIELDS: tuple[str, ...] = tuple(sorted(v.MESSAGE_KEYS))
 _ROLES: list[str] = sorted(ROLES)
 
 
-#: A chat message (no ``type``: any ``type`` makes a message a Responses item), or an
-#: item with a non-empty string ``type``. The rules across fields (a tool message's
-#: ``tool_call_id`` answers an earlier call, content parts, tool-call shapes) are
-#: ``rules.validate``'s, stated in the descriptions.
-_CHAT: dict[str, Any] = {"properties": {"role": {"type": "string"}}, "not": {"required": ["type"]}}
+#: The message rules the schema states (``rules.validate.as_message``): a chat message
+#: (no ``type``: any ``type`` makes a message a Responses item) has a role; a tool
+#: message answers a call (``tool_call_id``); only an assistant carries ``tool_calls``
+#: and may leave out ``content`` (for tool calls, a refusal, audio or a function call);
+#: only a tool message carries ``tool_call_id``. A Responses item has a non-empty string
+#: ``type``. What the schema cannot state (a tool result answers an earlier call of the
+#: branch; the size of the text, a server setting) is in the descriptions.
+_NOT_ITEM: dict[str, Any] = {"not": {"required": ["type"]}}
+_NULL: dict[str, Any] = {"type": "null"}
+
+
+def _given(name: str) -> dict[str, Any]:
+    """``name`` is present and not ``null``."""
+    return {"required": [name], "properties": {name: {"not": _NULL}}}
+
+
+_NO_CALLS: dict[str, Any] = {
+    "properties": {
+        "tool_calls": {"anyOf": [_NULL, {"type": "array", "maxItems": 0}]},
+        "tool_call_id": _NULL,
+    }
+}
 _MESSAGE_SHAPES: list[Any] = [
-    *(
-        {"required": ["role", name], **_CHAT}
-        for name in ("content", "tool_calls", "refusal", "audio", "function_call")
-    ),
+    {  # a system, developer or user message: content, no tool fields
+        **_NOT_ITEM,
+        "required": ["role", "content"],
+        "properties": {"role": {"enum": sorted(ROLES - {"assistant", "tool"})}},
+        "allOf": [_given("content"), _NO_CALLS],
+    },
+    {  # a tool result: content and the id of the call it answers
+        **_NOT_ITEM,
+        "required": ["role", "content", "tool_call_id"],
+        "properties": {"role": {"const": "tool"}},
+        "allOf": [
+            _given("content"),
+            _given("tool_call_id"),
+            {"properties": {"tool_calls": _NO_CALLS["properties"]["tool_calls"]}},
+        ],
+    },
+    {  # an assistant: content, or tool calls, a refusal, audio or a function call
+        **_NOT_ITEM,
+        "required": ["role"],
+        "properties": {"role": {"const": "assistant"}, "tool_call_id": _NULL},
+        "anyOf": [
+            _given("content"),
+            {
+                "required": ["tool_calls"],
+                "properties": {"tool_calls": {"type": "array", "minItems": 1}},
+            },
+            _given("refusal"),
+            _given("audio"),
+            _given("function_call"),
+        ],
+    },
     {"required": ["type"], "properties": {"type": {"type": "string", "minLength": 1}}},
 ]
+
+_NO_NUL = "^[^\\u0000]*$"
+#: A content part: an object with a string ``type``; a text-like part (``TEXT_PART_TYPES``)
+#: has a string ``text`` (a ``refusal`` part may give ``refusal`` instead).
+_CONTENT_PART: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": ["type"],
+    "properties": {"type": {"type": "string"}},
+    "anyOf": [
+        {"properties": {"type": {"not": {"enum": sorted(v.TEXT_PART_TYPES)}}}},
+        {"required": ["text"], "properties": {"text": {"type": "string", "pattern": _NO_NUL}}},
+        {
+            "not": {"required": ["text"]},
+            "required": ["refusal"],
+            "properties": {"refusal": {"type": "string", "pattern": _NO_NUL}},
+        },
+    ],
+}
+#: A tool call, the chat shape: an id and a function with a non-empty name and its
+#: arguments (a JSON string, or an object the library serialises).
+_TOOL_CALL: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": ["id", "function"],
+    "properties": {
+        "id": {"$ref": "#/components/schemas/Id"},
+        "type": {"type": "string"},
+        "function": {
+            "type": "object",
+            "additionalProperties": True,
+            "required": ["name"],
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": v.MAX_LABEL_CHARS,
+                    "pattern": _NO_NUL,
+                },
+                "arguments": {
+                    "anyOf": [
+                        {"type": "string", "pattern": _NO_NUL},
+                        {"type": "object", "additionalProperties": True},
+                    ]
+                },
+            },
+        },
+    },
+}
+
+
+def _items(item: dict[str, Any]) -> Any:
+    """A ``json_schema_extra`` that states the items of a ``list[...] | None`` field."""
+
+    def state(schema: dict[str, Any]) -> None:
+        for option in schema.get("anyOf", []):
+            if option.get("type") == "array":
+                option["items"] = item
+
+    return state
+
+
+#: A legacy ``function_call``: a name and its arguments, both strings (``tokens`` counts them).
+_FUNCTION_CALL: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": True,
+    "required": ["name"],
+    "properties": {
+        "name": {"type": "string", "pattern": _NO_NUL},
+        "arguments": {"type": "string", "pattern": _NO_NUL},
+    },
+}
+
+
+def _object(shape: dict[str, Any]) -> Any:
+    """A ``json_schema_extra`` that states the object of a ``dict[...] | None`` field."""
+
+    def state(schema: dict[str, Any]) -> None:
+        schema["anyOf"] = [
+            shape if option.get("type") == "object" else option for option in schema["anyOf"]
+        ]
+
+    return state
+
+
+def _label(schema: dict[str, Any]) -> None:
+    """A message's ``name``: 1 to ``MAX_LABEL_CHARS`` characters (``as_message``)."""
+    for option in schema.get("anyOf", []):
+        if option.get("type") == "string":
+            option.update(minLength=1, maxLength=v.MAX_LABEL_CHARS)
 
 
 class MessageIn(BaseModel):
@@ -96,11 +230,30 @@ class MessageIn(BaseModel):
         default=None, description="A Responses API item's type (a chat message has none)."
     )
     content: str | list[dict[str, Any]] | None = Field(
-        default=None, description="The text, or a list of content parts (kept verbatim)."
+        default=None,
+        description="The text, or a list of content parts (kept verbatim): objects with a"
+        " string `type`, a text part's `text` a string. The text holds at most the server's"
+        " `max_content_chars` characters (a setting: a longer one is a 422).",
+        json_schema_extra=_items(_CONTENT_PART),
     )
-    name: str | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
+    name: str | None = Field(default=None, json_schema_extra=_label)
+    tool_calls: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="An assistant's tool calls (the chat shape).",
+        json_schema_extra=_items(_TOOL_CALL),
+    )
+    tool_call_id: str | None = Field(
+        default=None,
+        description="A tool message's: the id of the call it answers, an earlier assistant"
+        " message's tool call on the same branch (checked when the entry is added: the"
+        " schema cannot say what the branch holds).",
+    )
+    function_call: dict[str, Any] | None = Field(
+        default=None,
+        description='An assistant\'s legacy function call: `{"name", "arguments"}`, both'
+        " strings (kept verbatim).",
+        json_schema_extra=_object(_FUNCTION_CALL),
+    )
     metadata: dict[str, Any] | None = None
     state: dict[str, Any] | None = None
 

@@ -27,6 +27,7 @@ from memorybank.rules.validate import MAX_COUNT, MAX_ID_LENGTH
 from memorybank.server.pagination import CURSOR_PATTERN, ENTITY_CURSOR_PREFIX
 
 __all__ = [
+    "CANNOT_STATE",
     "COUNTS",
     "ENTITY_CURSOR_PATHS",
     "ID_FIELDS",
@@ -115,6 +116,30 @@ UNIT = frozenset({"confidence", "min_confidence"})
 MAY_BE_BLANK = frozenset({"query", "content"})
 #: Numbers the verbs take above 0 and finite (``graph``'s weight check).
 POSITIVE = frozenset({"weight"})
+
+
+#: ``(schema, field)`` -> the rule the server checks that OpenAPI cannot state (it
+#: depends on the server's settings, on two fields, or on two places), added to the
+#: field's description where a reader of the schema meets it.
+CANNOT_STATE: dict[tuple[str, str], str] = {
+    ("DocumentIn", "embedding"): (
+        "Only on a server with an embedder (`memorybank serve --embedder`): without one"
+        " a vector is refused (422, `field: embedding`), as it could not be tagged with"
+        " the embedder's model id."
+    ),
+    ("RelationIn", "invalid_at"): (
+        "After `valid_at` when both are given (422, `field: invalid_at`, otherwise: a"
+        " schema cannot compare two fields)."
+    ),
+    ("ConsolidateIn", "user_id"): (
+        "Given here or as the `X-User-Id` header: without either (or with two that"
+        " differ) the request is refused."
+    ),
+    ("SessionIn", "user_id"): (
+        "Given here or as the `X-User-Id` header: without either (or with two that"
+        " differ) the request is refused."
+    ),
+}
 
 
 #: The pattern lists the printable characters below this code point only, in runs of at
@@ -236,7 +261,12 @@ def state_limits(schema: dict[str, Any]) -> None:
         if owner == "Id" or not (owner.endswith(("In", "Patch", "Options", "Body"))):
             continue
         for name, prop in body.get("properties", {}).items():
-            body["properties"][name] = _tighten(prop, owner, name)
+            tightened = _tighten(prop, owner, name)
+            note = CANNOT_STATE.get((owner, name))
+            if note is not None:
+                said = tightened.get("description")
+                tightened["description"] = f"{said} {note}" if said else note
+            body["properties"][name] = tightened
     for path, operations in schema.get("paths", {}).items():
         for operation in operations.values():
             for parameter in operation.get("parameters", []):

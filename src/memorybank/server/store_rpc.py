@@ -134,6 +134,11 @@ def router() -> APIRouter:
     @api.post(
         "/{method}",
         summary="Call one store-contract method (the protocol of AsyncHTTPStore)",
+        description="The body's `args` are the path's method's arguments by name (every"
+        " method but `thread_create` takes `tenant`), encoded as"
+        " `memorybank.stores.http.wire` encodes them: they depend on the path, so the"
+        " schema states the envelope only. A missing or malformed argument is a 422"
+        " whose `field` names it. `AsyncHTTPStore` is the client; see docs/http-store.md.",
         response_class=Response,
         responses={200: {"content": {"application/json": {"schema": _RESULT_SCHEMA}}}},
         openapi_extra={
