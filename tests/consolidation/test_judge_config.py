@@ -18,17 +18,24 @@ from memorybank.consolidation.config import consolidate_every, judge_from
 from memorybank.errors import ConfigurationError
 from memorybank.server.app import app_from_env
 from memorybank.server.keys import KeyRing
+from tests.llm_server import JudgeModel, ScriptedLLM, running
 from tests.server.conftest import CHEAP_HASH
 
-from ._judge_server import MODEL, JudgeServer, running
+MODEL = "test-judge"
 
 HIKE = "User likes hiking in the Alps"
 HIKE_AGAIN = "User enjoys hiking trips in the Alps"
 
 
 @pytest.fixture
-def server() -> Iterator[JudgeServer]:
-    yield from running()
+def server() -> Iterator[ScriptedLLM]:
+    yield from running(ScriptedLLM(MODEL, JudgeModel(), tokens=40))
+
+
+def says(server: ScriptedLLM, relation: str, a: str, b: str) -> None:
+    """Script the judge's model: the pair of texts ``a``, ``b`` is ``relation``."""
+    assert isinstance(server.answer, JudgeModel)
+    server.answer.says(relation, a, b)
 
 
 def test_settings_from_text() -> None:
@@ -56,7 +63,7 @@ def test_settings_from_text() -> None:
 
 
 async def test_the_service_reads_the_judge_and_the_schedule_from_its_environment(
-    server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("MEMORYBANK_URL", f"sqlite:///{tmp_path}/svc.db")
     monkeypatch.setenv("MEMORYBANK_ADMIN_KEY", "admin-key")
@@ -66,7 +73,7 @@ async def test_the_service_reads_the_judge_and_the_schedule_from_its_environment
     monkeypatch.setenv("MEMORYBANK_JUDGE_API_KEY", "secret")
     monkeypatch.setenv("MEMORYBANK_CONSOLIDATE_EVERY", "1h")
     app = app_from_env()
-    server.says("duplicate", HIKE, HIKE_AGAIN)
+    says(server, "duplicate", HIKE, HIKE_AGAIN)
     async with app.router.lifespan_context(app):
         ring = app.state.keys = KeyRing(app.state.memory.store, hasher=CHEAP_HASH)
         _, secret = await ring.create("svc", "test")
@@ -89,13 +96,13 @@ async def test_the_service_reads_the_judge_and_the_schedule_from_its_environment
 
 
 def test_the_cli_consolidates_with_the_judge_it_is_given(
-    server: JudgeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url = f"sqlite:///{tmp_path}/cli.db"
     with Memory(url) as memory:
         for text in (HIKE, HIKE_AGAIN):
             memory.facts.add(content=text, user_id="u")
-    server.says("duplicate", HIKE, HIKE_AGAIN)
+    says(server, "duplicate", HIKE, HIKE_AGAIN)
     monkeypatch.setenv("MEMORYBANK_JUDGE_API_KEY", "secret")
     runner = CliRunner()
     flags = ["--judge-url", server.base_url, "--judge-model", MODEL]
