@@ -47,6 +47,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -64,7 +65,6 @@ from memorybank.extract.base import (
 )
 from memorybank.graph._async import AsyncGraph
 from memorybank.graph.model import Entity
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.memory._async.facts import AsyncFacts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v

@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
@@ -65,7 +66,6 @@ from memorybank.extract.base import (
 )
 from memorybank.graph._sync import Graph
 from memorybank.graph.model import Entity
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.memory._sync.facts import Facts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._async.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._async.records import (
@@ -29,7 +30,6 @@ from memorybank.graph._async.records import (
 )
 from memorybank.graph._async.relations import RelationVerbs
 from memorybank.graph.model import Entity
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem

@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._sync.records import (
@@ -30,7 +31,6 @@ from memorybank.graph._sync.records import (
 )
 from memorybank.graph._sync.relations import RelationVerbs
 from memorybank.graph.model import Entity
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, VectorItem

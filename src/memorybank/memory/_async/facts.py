@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import check_importance
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.memory._async.usage import given_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v

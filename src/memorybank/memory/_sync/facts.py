@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import check_importance
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.memory._sync.usage import given_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v
