@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank.consolidation.judge import LLMJudge, parse_decisions
+from memorybank.core.judge import LLMJudge, parse_decisions
 from memorybank.errors import ConfigurationError
 from tests.all_stores import open_store
 

@@ -10,7 +10,7 @@ extract_on_write=True)`` write what an extractor proposes (see
 
 from typing import TYPE_CHECKING, Any
 
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     MAX_ENTITIES,
     MAX_RELATIONS,
     MIN_CONFIDENCE,

@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memorybank.core._async.core import _provider_dict
 from memorybank.dump import format as _dump
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.memory._async.core import _provider_dict
 from memorybank.memory._async.core_facts import CORE_FACT, CORE_FACT_HISTORY, core_fact_id
 from memorybank.memory._async.documents import document_record
 from memorybank.memory._async.facts import _record as _fact_record

@@ -51,8 +51,8 @@ from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, 
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
+    from memorybank.core.judge import LLMJudge
 
 __all__ = ["CHANGE", "RUN", "AsyncConsolidation"]
 

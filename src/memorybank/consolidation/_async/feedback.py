@@ -34,7 +34,7 @@ from memorybank.rules.ids import new_id
 from memorybank.stores.contract._async.store import Record, Unset
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = ["FEEDBACK", "give_feedback"]
 

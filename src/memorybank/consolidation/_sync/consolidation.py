@@ -52,8 +52,8 @@ from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, U
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
+    from memorybank.core.judge import LLMJudge
 
 __all__ = ["CHANGE", "RUN", "Consolidation"]
 

@@ -35,7 +35,7 @@ from memorybank.rules.ids import new_id
 from memorybank.stores.contract._sync.store import Record, Unset
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = ["FEEDBACK", "give_feedback"]
 

@@ -45,7 +45,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.handle import AsyncMemoryHandle
+    from memorybank.core._async.handle import AsyncMemoryHandle
     from memorybank.stores.contract._async.store import Record
 
 __all__ = ["AsyncContextBuilder"]

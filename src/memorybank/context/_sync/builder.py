@@ -46,7 +46,7 @@ from memorybank.stores.contract._sync.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.handle import MemoryHandle
+    from memorybank.core._sync.handle import MemoryHandle
     from memorybank.stores.contract._sync.store import Record
 
 __all__ = ["ContextBuilder"]

@@ -48,20 +48,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank.core._async.cas import retry_conflicts
-from memorybank.errors import (
-    ConfigurationError,
-    Conflict,
-    InvalidInput,
-    NotFound,
-    StoreUnavailable,
-)
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     MAX_KNOWN,
     ExtractedEntity,
     ExtractedFact,
     IngestReport,
     normalize_name,
     parse_time,
+)
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
 )
 from memorybank.graph._async import AsyncGraph
 from memorybank.graph.model import Entity
@@ -73,8 +73,8 @@ from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import Record
 
 if TYPE_CHECKING:
-    from memorybank.extract.base import Extractor
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
+    from memorybank.core.extraction import Extractor
 
 __all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]
 

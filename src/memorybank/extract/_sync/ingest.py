@@ -49,20 +49,20 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank.core._sync.cas import retry_conflicts
-from memorybank.errors import (
-    ConfigurationError,
-    Conflict,
-    InvalidInput,
-    NotFound,
-    StoreUnavailable,
-)
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     MAX_KNOWN,
     ExtractedEntity,
     ExtractedFact,
     IngestReport,
     normalize_name,
     parse_time,
+)
+from memorybank.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidInput,
+    NotFound,
+    StoreUnavailable,
 )
 from memorybank.graph._sync import Graph
 from memorybank.graph.model import Entity
@@ -74,8 +74,8 @@ from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Record
 
 if TYPE_CHECKING:
-    from memorybank.extract.base import Extractor
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
+    from memorybank.core.extraction import Extractor
 
 __all__ = ["INGESTED", "fact_slot_id", "ingest", "ingest_entries", "submit"]
 

@@ -15,7 +15,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
-    from memorybank.extract.base import IngestReport
+    from memorybank.core.extraction import IngestReport
     from memorybank.records import Entry
 
 
@@ -68,8 +68,8 @@ class IngestVerbs(EntityVerbs):
         owned like the thread, with the entry ids as provenance; entries already
         ingested are skipped. Under the thread rule (``ThreadForbidden``); see
         ``memorybank.extract._async.ingest``."""
+        from memorybank.core._async.core import _require_thread
         from memorybank.extract._async import ingest
-        from memorybank.memory._async.core import _require_thread
 
         thread = await _require_thread(
             self._core,

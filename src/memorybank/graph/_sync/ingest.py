@@ -16,7 +16,7 @@ from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
-    from memorybank.extract.base import IngestReport
+    from memorybank.core.extraction import IngestReport
     from memorybank.records import Entry
 
 
@@ -69,8 +69,8 @@ class IngestVerbs(EntityVerbs):
         owned like the thread, with the entry ids as provenance; entries already
         ingested are skipped. Under the thread rule (``ThreadForbidden``); see
         ``memorybank.extract._async.ingest``."""
+        from memorybank.core._sync.core import _require_thread
         from memorybank.extract._sync import ingest
-        from memorybank.memory._sync.core import _require_thread
 
         thread = _require_thread(
             self._core,

@@ -22,7 +22,7 @@ from memorybank.stores.contract._async.store import UNSET, Record, Unset, Vector
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
     from memorybank.recall.hybrid import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "AsyncDocuments", "document_from_record"]

@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from memorybank.errors import InvalidInput
-from memorybank.memory._async.core import (
+from memorybank.core._async.core import (
     MessageLike,
     _check_title,
     _Core,
@@ -15,6 +14,7 @@ from memorybank.memory._async.core import (
     _require_branch,
     _require_thread,
 )
+from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed

@@ -34,7 +34,7 @@ from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, 
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = [
     "FACT",

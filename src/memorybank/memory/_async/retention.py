@@ -13,7 +13,7 @@ from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 from memorybank.stores.contract._async.store import AsyncStore
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = ["prune_tenant"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from memorybank.core._async.core import _check_title, _Core, _require_thread
 from memorybank.errors import InvalidInput
-from memorybank.memory._async.core import _check_title, _Core, _require_thread
 from memorybank.records import Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id

@@ -23,7 +23,7 @@ from memorybank.stores.contract._sync.store import UNSET, Record, Unset, VectorI
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
     from memorybank.recall.hybrid import SearchOptions
 
 __all__ = ["DOCUMENT_KIND", "Documents", "document_from_record"]

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from memorybank.errors import InvalidInput
-from memorybank.memory._sync.core import (
+from memorybank.core._sync.core import (
     MessageLike,
     _check_title,
     _Core,
@@ -16,6 +15,7 @@ from memorybank.memory._sync.core import (
     _require_branch,
     _require_thread,
 )
+from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed

@@ -35,7 +35,7 @@ from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, U
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = [
     "FACT",

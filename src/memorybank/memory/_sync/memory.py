@@ -18,14 +18,14 @@ from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
-from memorybank.memory._sync.branches import Branches
-from memorybank.memory._sync.core import (
+from memorybank.core._sync.core import (
     Clock,
     TitleFn,
     _Core,
     _system_clock,
 )
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.memory._sync.branches import Branches
 from memorybank.memory._sync.entries import Entries
 from memorybank.memory._sync.run_state import (
     Snapshots,
@@ -50,14 +50,14 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._sync.consolidation import Consolidation
-    from memorybank.consolidation.judge import LLMJudge
     from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.core.extraction import Extractor
+    from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.embeddings.status import EmbedMode
-    from memorybank.extract.base import Extractor
     from memorybank.graph._sync import Graph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
@@ -131,7 +131,7 @@ class Memory:
             (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
             vectors as the source of truth and re-checks the scope of every
             hit. ``close()`` closes the index too. ``None``: the store's own search.
-        judge: an ``LLMJudge`` (``memorybank.consolidation.judge``) that decides, in
+        judge: an ``LLMJudge`` (``memorybank.core.judge``) that decides, in
             ``consolidate``, the cases the rules cannot: its decisions are validated,
             budgeted, and marked ``decided_by="judge"`` in the run's report. You keep
             owning it (``close()`` does not close it). ``None``: the rules alone.
@@ -879,7 +879,7 @@ def _checked_judge(judge: object) -> LLMJudge | None:
     # imported only for a judge: a memory without one never loads httpx for it
     if judge is None:
         return None
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core.judge import LLMJudge
 
     if not isinstance(judge, LLMJudge):
         raise ConfigurationError(f"judge must be an LLMJudge, got {type(judge).__name__}")

@@ -14,7 +14,7 @@ from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 from memorybank.stores.contract._sync.store import Store
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = ["prune_tenant"]
 

@@ -41,7 +41,7 @@ from memorybank.stores.contract._async.store import Record, Visibility
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",

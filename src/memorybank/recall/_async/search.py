@@ -93,8 +93,8 @@ from memorybank.stores.contract._async.store import (
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+    from memorybank.core._async.core import _Core
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._async.core import _Core
 
 __all__ = [
     "EMBED_BATCH",

@@ -42,7 +42,7 @@ from memorybank.stores.contract._sync.store import Record, Visibility
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",

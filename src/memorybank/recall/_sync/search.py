@@ -94,8 +94,8 @@ from memorybank.stores.contract._sync.store import (
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
+    from memorybank.core._sync.core import _Core
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._sync.core import _Core
 
 __all__ = [
     "EMBED_BATCH",
