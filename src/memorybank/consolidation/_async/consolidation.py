@@ -32,8 +32,7 @@ from memorybank.consolidation.report import (
     RunStatus,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
-from memorybank.errors import Conflict, InvalidInput, NotFound
-from memorybank.memory._async.facts import (
+from memorybank.core._async.facts import (
     FACT,
     FACT_SOURCE,
     FACT_VERSION,
@@ -42,6 +41,7 @@ from memorybank.memory._async.facts import (
     fact_record,
     version_record,
 )
+from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id

@@ -16,10 +16,10 @@ from memorybank.stores.contract._async.store import AsyncStore, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
+    from memorybank.core._async.embedding import _EmbedService
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._async.embedding import _EmbedService
     from memorybank.rerank.base import Reranker
     from memorybank.vector_index._async.index import AsyncVectorIndex
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from memorybank.core._async.core import MessageLike, _Core
+    from memorybank.core._async.facts import AsyncFacts
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._async.facts import AsyncFacts
     from memorybank.records import Entry, Thread
     from memorybank.stores.contract._async.store import AsyncStore, Unset
 

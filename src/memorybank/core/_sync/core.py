@@ -17,10 +17,10 @@ from memorybank.stores.contract._sync.store import Store, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
+    from memorybank.core._sync.embedding import _EmbedService
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._sync.embedding import _EmbedService
     from memorybank.rerank.base import Reranker
     from memorybank.vector_index._sync.index import VectorIndex
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from memorybank.core._sync.core import MessageLike, _Core
+    from memorybank.core._sync.facts import Facts
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._sync.facts import Facts
     from memorybank.records import Entry, Thread
     from memorybank.stores.contract._sync.store import Store, Unset
 

@@ -48,6 +48,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.facts import AsyncFacts
 from memorybank.core.extraction import (
     MAX_KNOWN,
     ExtractedEntity,
@@ -65,7 +66,6 @@ from memorybank.errors import (
 )
 from memorybank.graph._async import AsyncGraph
 from memorybank.graph.model import Entity
-from memorybank.memory._async.facts import AsyncFacts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from memorybank.core._sync.cas import retry_conflicts
+from memorybank.core._sync.facts import Facts
 from memorybank.core.extraction import (
     MAX_KNOWN,
     ExtractedEntity,
@@ -66,7 +67,6 @@ from memorybank.errors import (
 )
 from memorybank.graph._sync import Graph
 from memorybank.graph.model import Entity
-from memorybank.memory._sync.facts import Facts
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._async.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._async.records import (
@@ -47,7 +48,6 @@ class EntityVerbs(RelationVerbs):
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._async.search import embed_texts
 
         vectors = await embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from memorybank.core._sync.cas import retry_conflicts
+from memorybank.core._sync.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._sync.records import (
@@ -48,7 +49,6 @@ class EntityVerbs(RelationVerbs):
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._sync.search import embed_texts
 
         vectors = embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])

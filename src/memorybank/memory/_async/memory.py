@@ -23,6 +23,8 @@ from memorybank.core._async.core import (
     _Core,
     _system_clock,
 )
+from memorybank.core._async.embed import EMBED_BATCH, embed_pending
+from memorybank.core._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._async.branches import AsyncBranches
 from memorybank.memory._async.entries import AsyncEntries
@@ -35,7 +37,6 @@ from memorybank.memory._async.run_state import (
     list_working,
 )
 from memorybank.memory._async.threads import AsyncThreads
-from memorybank.memory._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.core._async.embedding import AsyncEmbedding
+    from memorybank.core._async.facts import AsyncFacts
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
@@ -61,8 +64,6 @@ if TYPE_CHECKING:
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
-    from memorybank.memory._async.embedding import AsyncEmbedding
-    from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -142,7 +143,7 @@ class AsyncMemory:
             it is full), ``memory.embedding.flush()`` waits for the vectors,
             ``memory.embedding.status()`` shows the backlog, and what a stopped
             process left pending is resumed by the next memory opened on the
-            store (see ``memorybank.memory._async.embedding``). The service
+            store (see ``memorybank.core._async.embedding``). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
         embed_lease: seconds a background worker holds a journal record it embeds
@@ -239,8 +240,8 @@ class AsyncMemory:
 
     @functools.cached_property
     def facts(self) -> AsyncFacts:
-        """``memory.facts``: long-term facts (see ``memorybank.memory._async.facts``)."""
-        from memorybank.memory._async.facts import AsyncFacts
+        """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
+        from memorybank.core._async.facts import AsyncFacts
 
         return AsyncFacts(self._core, self.tenant_id, self._scope)
 
@@ -366,7 +367,7 @@ class AsyncMemory:
     @staticmethod
     def _embedding_module() -> types.ModuleType:
         # loads with the first use of background embedding: a read-only script skips it
-        from memorybank.memory._async import embedding
+        from memorybank.core._async import embedding
 
         return embedding
 
@@ -838,18 +839,17 @@ class AsyncMemory:
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        ``batch_size`` texts (default ``EMBED_BATCH``). ``thread_id`` limits
         it to one thread (entries only).
         """
-        from memorybank.recall._async import search
-
         if thread_id is not None:
             await self.threads.require(thread_id)
-        return await search.embed_pending(
-            self._core,
+        return await embed_pending(
+            self._core.store,
+            self._core.embedder,
             self.tenant_id,
             thread_id=thread_id,
-            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
+            batch_size=EMBED_BATCH if batch_size is None else batch_size,
         )
 
 

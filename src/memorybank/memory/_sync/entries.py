@@ -15,6 +15,7 @@ from memorybank.core._sync.core import (
     _require_branch,
     _require_thread,
 )
+from memorybank.core._sync.embed import embed_entries
 from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
@@ -29,7 +30,7 @@ from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.embedding import _Job
+    from memorybank.core._sync.embedding import _Job
 
 _PAGE = 64
 #: How many of a branch's newest entries a tool result's call is looked for in (when the
@@ -175,10 +176,11 @@ class Entries:
             else:
                 service.submit(jobs, branch=added[-1].branch)
         elif self._core.embedder is not None:
-            from memorybank.recall._sync import search
-
-            search.embed_entries(
-                self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            embed_entries(
+                self._core.store,
+                self._core.embedder,
+                self._tenant,
+                [e for e in result.entries if e.id in new_ids],
             )
         if self._core.background is not None:
             from memorybank.extract._sync import ingest
@@ -413,8 +415,8 @@ class Entries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
+            from memorybank.core._sync.facts import Facts
             from memorybank.graph._sync import Graph
-            from memorybank.memory._sync.facts import Facts
 
             # only what the caller may change: a user's delete leaves other users' facts and
             # graph alone, even when they cite her entry

@@ -24,6 +24,8 @@ from memorybank.core._sync.core import (
     _Core,
     _system_clock,
 )
+from memorybank.core._sync.embed import EMBED_BATCH, embed_pending
+from memorybank.core._sync.usage import Usage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._sync.branches import Branches
 from memorybank.memory._sync.entries import Entries
@@ -36,7 +38,6 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.memory._sync.threads import Threads
-from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.core._sync.embedding import Embedding
+    from memorybank.core._sync.facts import Facts
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
@@ -62,8 +65,6 @@ if TYPE_CHECKING:
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._sync.documents import Documents
-    from memorybank.memory._sync.embedding import Embedding
-    from memorybank.memory._sync.facts import Facts
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -143,7 +144,7 @@ class Memory:
             it is full), ``memory.embedding.flush()`` waits for the vectors,
             ``memory.embedding.status()`` shows the backlog, and what a stopped
             process left pending is resumed by the next memory opened on the
-            store (see ``memorybank.memory._async.embedding``). The service
+            store (see ``memorybank.core._async.embedding``). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
         embed_lease: seconds a background worker holds a journal record it embeds
@@ -240,8 +241,8 @@ class Memory:
 
     @functools.cached_property
     def facts(self) -> Facts:
-        """``memory.facts``: long-term facts (see ``memorybank.memory._async.facts``)."""
-        from memorybank.memory._sync.facts import Facts
+        """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
+        from memorybank.core._sync.facts import Facts
 
         return Facts(self._core, self.tenant_id, self._scope)
 
@@ -367,7 +368,7 @@ class Memory:
     @staticmethod
     def _embedding_module() -> types.ModuleType:
         # loads with the first use of background embedding: a read-only script skips it
-        from memorybank.memory._sync import embedding
+        from memorybank.core._sync import embedding
 
         return embedding
 
@@ -839,18 +840,17 @@ class Memory:
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        ``batch_size`` texts (default ``EMBED_BATCH``). ``thread_id`` limits
         it to one thread (entries only).
         """
-        from memorybank.recall._sync import search
-
         if thread_id is not None:
             self.threads.require(thread_id)
-        return search.embed_pending(
-            self._core,
+        return embed_pending(
+            self._core.store,
+            self._core.embedder,
             self.tenant_id,
             thread_id=thread_id,
-            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
+            batch_size=EMBED_BATCH if batch_size is None else batch_size,
         )
 
 
