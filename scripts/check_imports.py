@@ -355,7 +355,6 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
 #: shrinks (an edge that is gone must leave it, a new one fails).
 LAYER_DEBT: set[tuple[str, str]] = {
     ("memorybank.context", "memorybank.memory"),
-    ("memorybank.dump", "memorybank.memory"),
     ("memorybank.rules", "memorybank.stores"),
     ("memorybank.stores", "memorybank.recall"),
     ("memorybank.vector_index", "memorybank.dump"),

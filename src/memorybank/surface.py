@@ -51,6 +51,7 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.context._async.turn import AsyncTurn
 from memorybank.core._async.embedding import AsyncEmbedding
 from memorybank.core._async.facts import AsyncFacts
+from memorybank.core._async.threads import AsyncThreads
 from memorybank.errors import (
     Conflict,
     InvalidInput,
@@ -65,7 +66,6 @@ from memorybank.memory._async.documents import AsyncDocuments
 from memorybank.memory._async.entries import AsyncEntries
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
-from memorybank.memory._async.threads import AsyncThreads
 from memorybank.stores.contract.types import UNSET
 
 __all__ = [

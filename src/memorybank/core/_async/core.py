@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from memorybank.vector_index._async.index import AsyncVectorIndex
 
 
+#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
+MAX_CONTENT_CHARS = 1_000_000
 #: Entries background extraction holds at most (queued or running); more are dropped.
 EXTRACT_MAX_BACKLOG = 10_000
 #: After this many background extractions in a row find the extractor unavailable,

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from memorybank.core._async.core import MessageLike, _Core
     from memorybank.core._async.facts import AsyncFacts
+    from memorybank.core._async.threads import AsyncThreads
     from memorybank.embeddings.base import Embedder
     from memorybank.records import Entry, Thread
+    from memorybank.rules.scope import Scope
     from memorybank.stores.contract._async.store import AsyncStore, Unset
 
 __all__ = ["AsyncEntriesHandle", "AsyncMemoryHandle"]
@@ -46,6 +48,12 @@ class AsyncMemoryHandle(Protocol):
 
     @property
     def entries(self) -> AsyncEntriesHandle: ...
+
+    @property
+    def threads(self) -> AsyncThreads: ...
+
+    @property
+    def scope(self) -> Scope: ...
 
     @property
     def tenant_id(self) -> str: ...

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from memorybank.core._sync.core import MessageLike, _Core
     from memorybank.core._sync.facts import Facts
+    from memorybank.core._sync.threads import Threads
     from memorybank.embeddings.base import Embedder
     from memorybank.records import Entry, Thread
+    from memorybank.rules.scope import Scope
     from memorybank.stores.contract._sync.store import Store, Unset
 
 __all__ = ["SyncEntriesHandle", "MemoryHandle"]
@@ -47,6 +49,12 @@ class MemoryHandle(Protocol):
 
     @property
     def entries(self) -> SyncEntriesHandle: ...
+
+    @property
+    def threads(self) -> Threads: ...
+
+    @property
+    def scope(self) -> Scope: ...
 
     @property
     def tenant_id(self) -> str: ...

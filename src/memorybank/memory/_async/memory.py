@@ -18,12 +18,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memorybank.core._async.core import (
+    MAX_CONTENT_CHARS,
     Clock,
     TitleFn,
     _Core,
     _system_clock,
 )
 from memorybank.core._async.embed import EMBED_BATCH, embed_pending
+from memorybank.core._async.threads import AsyncThreads
 from memorybank.core._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._async.branches import AsyncBranches
@@ -36,7 +38,6 @@ from memorybank.memory._async.run_state import (
     forget_working,
     list_working,
 )
-from memorybank.memory._async.threads import AsyncThreads
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -82,8 +83,6 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///./memorybank.db"
 DEFAULT_TENANT = "default"
-#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
-MAX_CONTENT_CHARS = 1_000_000
 #: Seconds ``close()`` waits for background extraction before cancelling the rest.
 EXTRACT_CLOSE_TIMEOUT = 30.0
 #: Texts ``embed="background"`` queues before a write waits.

@@ -19,12 +19,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from memorybank.core._sync.core import (
+    MAX_CONTENT_CHARS,
     Clock,
     TitleFn,
     _Core,
     _system_clock,
 )
 from memorybank.core._sync.embed import EMBED_BATCH, embed_pending
+from memorybank.core._sync.threads import Threads
 from memorybank.core._sync.usage import Usage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._sync.branches import Branches
@@ -37,7 +39,6 @@ from memorybank.memory._sync.run_state import (
     forget_working,
     list_working,
 )
-from memorybank.memory._sync.threads import Threads
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -83,8 +84,6 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///./memorybank.db"
 DEFAULT_TENANT = "default"
-#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
-MAX_CONTENT_CHARS = 1_000_000
 #: Seconds ``close()`` waits for background extraction before cancelling the rest.
 EXTRACT_CLOSE_TIMEOUT = 30.0
 #: Texts ``embed="background"`` queues before a write waits.
