@@ -26,7 +26,7 @@ from memorybank.embeddings.status import embed_lease as embed_lease_seconds
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
-from memorybank.server.deps import document_auth
+from memorybank.server.deps import document_auth, refused_caller
 from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
@@ -154,7 +154,7 @@ def create_app(
     metrics = Metrics()
     app.state.admin_key = admin_key
     app.state.metrics = metrics
-    install_error_handlers(app)
+    install_error_handlers(app, refused_caller)
     # The last added runs first: timing and the access log see every response,
     # including a 413 the body limit sends before routing.
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)
