@@ -31,7 +31,7 @@ then one record per line, each an object with a ``"type"``:
     and the knowledge graph's ``graph_*`` kinds: entities, their identity and
     name index, relations (``graph_out`` and ``graph_in``), slots, provenance
     and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
-    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``;
+    the entries ``memory.graph.ingest`` has read, see ``memorybank.graph._async.formation``;
     ``working_owner``: the user a run's working memory belongs to, see
     ``memorybank.memory._async.run_state``),
     with its revision, key and expiry.

@@ -64,7 +64,8 @@ from memorybank.errors import (
     NotFound,
     StoreUnavailable,
 )
-from memorybank.graph._async import AsyncGraph
+from memorybank.graph._async.entities import EntityVerbs
+from memorybank.graph._async.lookup import LookupVerbs
 from memorybank.graph.model import Entity
 from memorybank.records import Entry, Thread
 from memorybank.rules import validate as v
@@ -100,6 +101,11 @@ def _readable(entry: Entry) -> bool:
     return entry.role in ROLES and bool(entry.content and entry.content.strip())
 
 
+class _GraphWriter(EntityVerbs, LookupVerbs):
+    """The graph verbs an ingest uses (``AsyncGraph`` has them all; naming only these
+    keeps this module below the graph's namespace, which runs it)."""
+
+
 class _Run:
     """One ingest: the thread's owner, the graph and facts it writes, and the names seen."""
 
@@ -108,7 +114,7 @@ class _Run:
         self.tenant = tenant
         self.thread = thread
         self.extractor = extractor
-        self.graph = AsyncGraph(core, tenant)
+        self.graph = _GraphWriter(core, tenant)
         self.facts = AsyncFacts(core, tenant)
         self.agent = thread.agent_id
         self.user = thread.user_id

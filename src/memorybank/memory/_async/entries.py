@@ -182,9 +182,9 @@ class AsyncEntries:
                 [e for e in result.entries if e.id in new_ids],
             )
         if self._core.background is not None:
-            from memorybank.extract._async import ingest
+            from memorybank.graph._async import formation
 
-            ingest.submit(
+            formation.submit(
                 self._core,
                 self._tenant,
                 result.thread,

@@ -183,9 +183,9 @@ class Entries:
                 [e for e in result.entries if e.id in new_ids],
             )
         if self._core.background is not None:
-            from memorybank.extract._sync import ingest
+            from memorybank.graph._sync import formation
 
-            ingest.submit(
+            formation.submit(
                 self._core,
                 self._tenant,
                 result.thread,
