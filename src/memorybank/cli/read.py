@@ -204,9 +204,9 @@ KEYWORD_CANDIDATES = 30
 
 
 def bm25_ranked(query: str, hits: Sequence[Hit]) -> list[Hit]:
-    """``hits`` scored with Okapi BM25 among themselves (``memorybank.recall.bm25``),
+    """``hits`` scored with Okapi BM25 among themselves (``memorybank.stores.keyword.bm25``),
     best first (ties: the store's order)."""
-    from memorybank.recall.bm25 import BM25Index
+    from memorybank.stores.keyword.bm25 import BM25Index
 
     index = BM25Index()
     for number, hit in enumerate(hits):

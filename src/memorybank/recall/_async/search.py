@@ -77,7 +77,6 @@ from memorybank.recall._async.fact_recall import (
 from memorybank.recall._async.rerank_stage import plan_rerank, rerank_hits
 from memorybank.recall.conversation import Candidate
 from memorybank.recall.hybrid import HybridRanker, SearchOptions
-from memorybank.recall.text import default_analyzer
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
@@ -90,6 +89,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.keyword.text import default_analyzer
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
