@@ -388,6 +388,28 @@ class AsyncMemory:
         """The store this memory writes to."""
         return self._core.store
 
+    @staticmethod
+    def _helper_class(name: str) -> type:
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
+        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
+        # each loads with its first use
+        if name == "context_builder":
+            from memorybank.context._async.builder import AsyncContextBuilder
+
+            return AsyncContextBuilder
+        if name == "compaction_service":
+            from memorybank.context._async.compaction import AsyncCompactionService
+
+            return AsyncCompactionService
+        if name == "session_manager":
+            from memorybank.context._async.sessions import AsyncSessionManager
+
+            return AsyncSessionManager
+        from memorybank.memory._async.core_facts import AsyncCoreFacts
+
+        return AsyncCoreFacts
+
     @property
     def scope(self) -> Scope:
         """The principal this handle is confined to (``Scope()``: the unscoped root)."""

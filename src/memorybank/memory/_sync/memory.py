@@ -389,6 +389,28 @@ class Memory:
         """The store this memory writes to."""
         return self._core.store
 
+    @staticmethod
+    def _helper_class(name: str) -> type:
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
+        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
+        # each loads with its first use
+        if name == "context_builder":
+            from memorybank.context._sync.builder import ContextBuilder
+
+            return ContextBuilder
+        if name == "compaction_service":
+            from memorybank.context._sync.compaction import CompactionService
+
+            return CompactionService
+        if name == "session_manager":
+            from memorybank.context._sync.sessions import SessionManager
+
+            return SessionManager
+        from memorybank.memory._sync.core_facts import CoreFacts
+
+        return CoreFacts
+
     @property
     def scope(self) -> Scope:
         """The principal this handle is confined to (``Scope()``: the unscoped root)."""
