@@ -23,7 +23,7 @@ from memorybank.recall import features
 from memorybank.recall._async.search import _rank
 from memorybank.recall.conversation import Candidate
 from memorybank.recall.hybrid import HybridRanker
-from memorybank.recall.text import default_analyzer
+from memorybank.stores.keyword.text import default_analyzer
 
 SETS = 40
 SIZE = 185

@@ -49,6 +49,9 @@ from memorybank.context._async.builder import AsyncContextBuilder
 from memorybank.context._async.compaction import AsyncCompactionService
 from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.context._async.turn import AsyncTurn
+from memorybank.core._async.embedding import AsyncEmbedding
+from memorybank.core._async.facts import AsyncFacts
+from memorybank.core._async.threads import AsyncThreads
 from memorybank.errors import (
     Conflict,
     CursorExpired,
@@ -61,13 +64,10 @@ from memorybank.graph._async import AsyncGraph
 from memorybank.memory._async.branches import AsyncBranches
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.documents import AsyncDocuments
-from memorybank.memory._async.embedding import AsyncEmbedding
 from memorybank.memory._async.entries import AsyncEntries
 from memorybank.memory._async.events import AsyncEvents
-from memorybank.memory._async.facts import AsyncFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._async.run_state import AsyncSnapshots, AsyncSummaries, AsyncWorkingMemory
-from memorybank.memory._async.threads import AsyncThreads
 from memorybank.stores.contract.types import UNSET
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank.consolidation.judge import LLMJudge, parse_decisions
+from memorybank.core.judge import LLMJudge, parse_decisions
 from memorybank.errors import ConfigurationError
 from tests.all_stores import open_store
 from tests.llm_server import JudgeModel, Planned, ScriptedLLM, running, shown
@@ -277,12 +277,12 @@ def test_bad_judge_options_are_refused() -> None:
 
 
 def test_the_judge_decides_entities_the_rules_leave_undecided(
-    store_kind: str, tmp_path: Path, server: JudgeServer
+    store_kind: str, tmp_path: Path, server: ScriptedLLM
 ) -> None:
     """ "Bob" and "Bob Smith" (one name a part of the other) are the judge's to decide:
     a "duplicate" merges them; "neither" keeps "Alice" and "Alice Chen" apart; an
     entity pair the rules decide ("NYC" a known alias) is not asked."""
-    server.says("duplicate", "person named 'Bob Smith'", "person named 'Bob'")
+    says(server, "duplicate", "person named 'Bob Smith'", "person named 'Bob'")
     for memory, _ in judged(store_kind, tmp_path, server):
         g = memory.graph
         bob = g.add_entity("Bob", type="person", user_id="u")

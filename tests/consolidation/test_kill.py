@@ -22,7 +22,7 @@ import pytest
 from memorybank import Memory
 from memorybank.consolidation._async.consolidation import PLAN, RUN
 from memorybank.consolidation.report import ConsolidationReport
-from memorybank.memory._async.facts import fact_links, fact_record
+from memorybank.core._async.facts import fact_links, fact_record
 from memorybank.records import Fact
 from memorybank.stores import Store
 from tests.reliability._harness import ROOT, StoreSpec, _child_env, provide, store_params

@@ -24,7 +24,7 @@ import pytest
 
 from memorybank import AsyncMemory, ContextOptions
 from memorybank.context._async.builder import AsyncContextBuilder
-from memorybank.memory._async.facts import fact_rank
+from memorybank.core._async.facts import fact_rank
 from memorybank.records import Entry
 from memorybank.stores import AsyncSQLiteStore
 from memorybank.stores.contract._async.store import AsyncStore, Record, VectorItem

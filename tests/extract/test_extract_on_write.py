@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, Memory
+from memorybank.core._async import core as async_core
 from memorybank.extract import LLMExtractor, RuleExtractor
-from memorybank.memory._async import core as async_core
 from memorybank.memory._async import memory as async_memory
 from memorybank.memory._sync import memory as sync_memory
 from memorybank.stores import AsyncSQLiteStore, SQLiteStore

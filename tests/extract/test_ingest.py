@@ -11,7 +11,7 @@ import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.extract import LLMExtractor, RuleExtractor
-from memorybank.extract._async.ingest import fact_slot_id
+from memorybank.graph._async.formation import fact_slot_id
 from memorybank.records import Entry
 from tests.llm_server import ScriptedLLM, extraction_model, running
 from tests.reliability._harness import StoreSpec, Words, provide, store_params

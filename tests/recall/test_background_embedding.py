@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from memorybank import AsyncMemory, ConfigurationError, Hit, Memory
+from memorybank.core._async.embedding import EMBED_JOB, JOURNAL_TENANT
 from memorybank.embeddings import EmbeddingStatus
-from memorybank.memory._async.embedding import EMBED_JOB, JOURNAL_TENANT
 from memorybank.stores import Store
 from tests.all_stores import open_store
 

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from memorybank.recall import features
-from memorybank.recall.bm25 import BM25Index
 from memorybank.recall.features import keyword_scores, text_features
 from memorybank.recall.temporal import has_time_expression
-from memorybank.recall.text import Analyzer, tokenize
+from memorybank.stores.keyword.bm25 import BM25Index
+from memorybank.stores.keyword.text import Analyzer, tokenize
 
 WORDS = (
     "running runs ran cat cats dog paris may june yesterday trip bread baked the a of"
@@ -78,7 +78,7 @@ def _tokenize_before(text: str) -> list[str]:
 
 
 def test_tokenize_keeps_its_tokens() -> None:
-    from memorybank.recall.text import tokenize
+    from memorybank.stores.keyword.text import tokenize
 
     rng = random.Random(3)
     alphabet = "ab'c 0Z9'x'y' \u00e9-\u00fcnicode''d  I'm don't rock'n'roll 3'4 'quoted' it's"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import Memory
-from memorybank.recall.text import default_analyzer
+from memorybank.stores.keyword.text import default_analyzer
 from tests.all_stores import STORE_KINDS, open_store
 
 from .conftest import HashEmbedder

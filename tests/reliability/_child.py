@@ -181,7 +181,7 @@ def embed_journal(memory: Memory, writes: int, size: int, lease: float) -> None:
 
 
 def embed_worker(memory: Memory, log_dir: str, go: str, lease: float, hang: bool) -> None:
-    from memorybank.memory._sync.embedding import EMBED_JOB, JOURNAL_TENANT
+    from memorybank.core._sync.embedding import EMBED_JOB, JOURNAL_TENANT
 
     embedder = Logged(Path(log_dir) / f"{os.getpid()}.log", hang=hang)
     bg = Memory(memory.store, embedder=embedder, embed="background", embed_lease=lease)

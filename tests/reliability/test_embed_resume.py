@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import Memory
-from memorybank.memory._async.embedding import EMBED_JOB, JOURNAL_TENANT
+from memorybank.core._async.embedding import EMBED_JOB, JOURNAL_TENANT
 from tests.recall.conftest import HashEmbedder
 from tests.reliability._harness import Child, StoreSpec, provide, store_params
 

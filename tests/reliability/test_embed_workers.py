@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from memorybank.memory._sync.embedding import EMBED_JOB, JOURNAL_TENANT
+from memorybank.core._sync.embedding import EMBED_JOB, JOURNAL_TENANT
 from tests.recall.conftest import HashEmbedder
 from tests.reliability._harness import Child, StoreSpec, provide, store_params
 

@@ -38,12 +38,12 @@ from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilde
 from memorybank.context._sync.compaction import CompactionService as SyncCompaction
 from memorybank.context._sync.sessions import SessionManager as SyncSessions
 from memorybank.context._sync.turn import Turn
+from memorybank.core._sync.embedding import Embedding
+from memorybank.core._sync.facts import Facts
 from memorybank.graph._sync import Graph
 from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 from memorybank.memory._sync.documents import Documents
-from memorybank.memory._sync.embedding import Embedding
 from memorybank.memory._sync.events import Events
-from memorybank.memory._sync.facts import Facts
 from memorybank.memory._sync.memory import (
     Branches,
     Entries,

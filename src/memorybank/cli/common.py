@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
+from memorybank.cli.render import format_time
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
@@ -86,11 +86,6 @@ EmbedderOption = Annotated[
 #: (the library's ``user_id`` and ``agent_id``).
 UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
 AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
-
-
-def format_time(when: datetime) -> str:
-    """A record time as ``YYYY-MM-DD HH:MM:SS`` (records are UTC)."""
-    return when.strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _console() -> Console:

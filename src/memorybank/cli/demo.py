@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from memorybank.cli.app import entries_table, format_content
+from memorybank.cli.render import entries_table, format_content
 from memorybank.context._sync.sessions import SessionManager
 from memorybank.errors import Conflict, ThreadForbidden
 from memorybank.memory._sync.core_facts import CoreFacts

@@ -42,7 +42,7 @@ from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core.judge import LLMJudge
     from memorybank.recall._async.search import SearchMode
 
 __all__ = ["JsonOption", "bm25_ranked", "emit_json", "message_text", "open_existing", "register"]
@@ -220,9 +220,9 @@ KEYWORD_CANDIDATES = 30
 
 
 def bm25_ranked(query: str, hits: Sequence[Hit]) -> list[Hit]:
-    """``hits`` scored with Okapi BM25 among themselves (``memorybank.recall.bm25``),
+    """``hits`` scored with Okapi BM25 among themselves (``memorybank.stores.keyword.bm25``),
     best first (ties: the store's order)."""
-    from memorybank.recall.bm25 import BM25Index
+    from memorybank.stores.keyword.bm25 import BM25Index
 
     index = BM25Index()
     for number, hit in enumerate(hits):

@@ -8,13 +8,13 @@ what each changed and why, and undoes one exactly. ``LLMJudge`` (given as
 See docs/consolidation.md.
 """
 
-from memorybank.consolidation.judge import LLMJudge
-from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport, JudgeUsage
+from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
 from memorybank.consolidation.rules import (
     DUPLICATE_COSINE,
     DUPLICATE_OVERLAP,
     DUPLICATE_OVERLAP_WITH_VECTORS,
 )
+from memorybank.core.judge import JudgeUsage, LLMJudge
 
 __all__ = [
     "DUPLICATE_COSINE",

@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from memorybank.consolidation.judge import LLMJudge
+from memorybank.core.judge import LLMJudge
 from memorybank.errors import ConfigurationError
 
 __all__ = [

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from memorybank.core.judge import JudgeUsage
+
 __all__ = [
     "ConsolidationChange",
     "ConsolidationReport",
@@ -34,7 +36,7 @@ class ConsolidationChange:
         content: the retired fact's text; ``into_content``: the kept fact's.
         score: the cosine similarity of a duplicate found by embedding, else ``None``.
         decided_by: ``"rules"`` (``memorybank.consolidation.rules``) or ``"judge"``
-            (the memory's LLM judge, ``memorybank.consolidation.judge``).
+            (the memory's LLM judge, ``memorybank.core.judge``).
     """
 
     fact_id: str
@@ -106,42 +108,6 @@ class EntityChange:
             "relations_moved": self.relations_moved,
             "score": self.score,
             "decided_by": self.decided_by,
-        }
-
-
-@dataclass(slots=True)
-class JudgeUsage:
-    """What a run asked its LLM judge, and what that cost.
-
-    Attributes:
-        model: the judge's model.
-        cases: the cases (a fact and its candidates) the rules left undecided.
-        asked: the cases sent to the judge (the budget may stop it before ``cases``).
-        calls: HTTP requests made (retries included), at most the judge's ``max_calls``.
-        failed: cases the judge could not answer (no valid answer after the retries,
-            an error, a timeout): each decided nothing.
-        tokens: tokens the endpoint reported used (prompt and answer).
-        exhausted: whether the budget (calls or tokens) stopped the run asking.
-    """
-
-    model: str
-    cases: int = 0
-    asked: int = 0
-    calls: int = 0
-    failed: int = 0
-    tokens: int = 0
-    exhausted: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        """The usage as JSON-ready values."""
-        return {
-            "model": self.model,
-            "cases": self.cases,
-            "asked": self.asked,
-            "calls": self.calls,
-            "failed": self.failed,
-            "tokens": self.tokens,
-            "exhausted": self.exhausted,
         }
 
 

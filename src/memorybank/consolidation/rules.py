@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from memorybank.extract.base import normalize_name, parse_time, type_name
+from memorybank.core.extraction import normalize_name, parse_time, type_name
 
 if TYPE_CHECKING:
     import numpy as np
@@ -73,7 +73,7 @@ _COMMON_WORD = 50
 NEIGHBOURS = 10
 
 Reason = Literal["duplicate", "contradiction"]
-#: Who decided a change: these rules, or an LLM judge (``memorybank.consolidation.judge``).
+#: Who decided a change: these rules, or an LLM judge (``memorybank.core.judge``).
 DecidedBy = Literal["rules", "judge"]
 
 _WORDS = re.compile(r"[a-z0-9]+")

@@ -21,6 +21,7 @@ from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions, Relation
 from memorybank.importance import HalfLife
 from memorybank.records import Entry, Fact
+from memorybank.rules.validate import check_limit
 from memorybank.stores.contract.types import UNSET
 
 if TYPE_CHECKING:
@@ -84,8 +85,6 @@ class ContextOptions:
     decay: HalfLife | None = None
 
     def __post_init__(self) -> None:
-        from memorybank.rules.validate import check_limit
-
         if self.decay is not None and not isinstance(self.decay, HalfLife):
             raise InvalidInput("decay must be a memorybank.importance.HalfLife", field="decay")
 
@@ -216,16 +215,15 @@ class Session:
 # -- the helpers' public classes: a Memory gets the sync subclass, an AsyncMemory the async one
 
 
-def _awaitable(memory: object) -> bool:
-    """Whether ``memory`` is an ``AsyncMemory`` (``ConfigurationError`` unless a memory)."""
-    from memorybank.memory._async.memory import AsyncMemory
-    from memorybank.memory._sync.memory import Memory
-
-    if isinstance(memory, AsyncMemory):
-        return True
-    if not isinstance(memory, Memory):
+def _helper(memory: object, name: str) -> type:
+    """The class of helper ``name`` for ``memory``: the facade names it (the sync one for
+    a ``Memory``, the awaitable one for an ``AsyncMemory``), so this module, below the
+    facade, imports neither. ``ConfigurationError`` unless a memory."""
+    helper_class = getattr(type(memory), "_helper_class", None)
+    if helper_class is None:
         raise ConfigurationError("memory must be a memorybank.Memory or AsyncMemory")
-    return False
+    found: type = helper_class(name)
+    return found
 
 
 class ContextBuilder:
@@ -239,13 +237,7 @@ class ContextBuilder:
     def __new__(cls, options: ContextOptions, memory: Any, *, graph: Any = None) -> Any:
         if cls is not ContextBuilder:
             return object.__new__(cls)
-        if _awaitable(memory):
-            from memorybank.context._async.builder import AsyncContextBuilder
-
-            return object.__new__(AsyncContextBuilder)
-        from memorybank.context._sync.builder import ContextBuilder as SyncBuilder
-
-        return object.__new__(SyncBuilder)
+        return object.__new__(_helper(memory, "context_builder"))
 
 
 class CompactionService:
@@ -265,13 +257,7 @@ class CompactionService:
     ) -> Any:
         if cls is not CompactionService:
             return object.__new__(cls)
-        if _awaitable(memory):
-            from memorybank.context._async.compaction import AsyncCompactionService
-
-            return object.__new__(AsyncCompactionService)
-        from memorybank.context._sync.compaction import CompactionService as SyncService
-
-        return object.__new__(SyncService)
+        return object.__new__(_helper(memory, "compaction_service"))
 
 
 class SessionManager:
@@ -283,13 +269,7 @@ class SessionManager:
     def __new__(cls, memory: Any, compaction: Any = None) -> Any:
         if cls is not SessionManager:
             return object.__new__(cls)
-        if _awaitable(memory):
-            from memorybank.context._async.sessions import AsyncSessionManager
-
-            return object.__new__(AsyncSessionManager)
-        from memorybank.context._sync.sessions import SessionManager as SyncManager
-
-        return object.__new__(SyncManager)
+        return object.__new__(_helper(memory, "session_manager"))
 
 
 class CoreFacts:
@@ -309,10 +289,9 @@ class CoreFacts:
     ) -> Any:
         if cls is not CoreFacts:
             return object.__new__(cls)
-        if memory is not None and _awaitable(memory):
-            from memorybank.memory._async.core_facts import AsyncCoreFacts
-
-            return object.__new__(AsyncCoreFacts)
+        if memory is not None:
+            return object.__new__(_helper(memory, "core_facts"))
+        # on a SQLite file of its own: the synchronous class, which opens a Memory there
         from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 
         return object.__new__(SyncCoreFacts)

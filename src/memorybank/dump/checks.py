@@ -22,6 +22,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._async.core import MAX_CONTENT_CHARS
+from memorybank.core._async.facts import _check_confidence, _check_optional_text, fact_from_record
+from memorybank.core.documents import document_from_record
 from memorybank.dump import format as _dump
 from memorybank.errors import InvalidInput
 from memorybank.graph._async import records as _graph
@@ -34,9 +37,6 @@ from memorybank.graph._async.checks import (
     _unit,
     _weight,
 )
-from memorybank.memory._async.documents import document_from_record
-from memorybank.memory._async.facts import _check_confidence, _check_optional_text, fact_from_record
-from memorybank.memory._async.memory import MAX_CONTENT_CHARS
 from memorybank.records import ROLES, Branch, Entry, Summary, Thread
 from memorybank.rules import validate as v
 from memorybank.stores.contract.types import Record

@@ -31,7 +31,7 @@ then one record per line, each an object with a ``"type"``:
     and the knowledge graph's ``graph_*`` kinds: entities, their identity and
     name index, relations (``graph_out`` and ``graph_in``), slots, provenance
     and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
-    the entries ``memory.graph.ingest`` has read, see ``memorybank.extract._async.ingest``;
+    the entries ``memory.graph.ingest`` has read, see ``memorybank.graph._async.formation``;
     ``working_owner``: the user a run's working memory belongs to, see
     ``memorybank.memory._async.run_state``),
     with its revision, key and expiry.
@@ -80,6 +80,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from memorybank.errors import InvalidInput
+from memorybank.rules.kinds import RECORD_KINDS
 
 __all__ = [
     "FORMAT",
@@ -109,29 +110,6 @@ TRAILER = "end"
 #: The line types of a dump's body, in the order export writes them (every kind of data the
 #: store contract holds travels as one of these; ``tests/dump/test_portability.py`` checks it).
 LINE_TYPES = ("thread", "entry", "record", "summary", "snapshot", "working")
-#: Record kinds a dump carries (the stores' ``record_*`` kinds made by memorybank).
-RECORD_KINDS = (
-    "fact",
-    "fact_version",
-    "fact_source",
-    "core_fact",
-    "core_fact_history",
-    "document",
-    "graph_entity",
-    "graph_ident",
-    "graph_name",
-    "graph_out",
-    "graph_in",
-    "graph_slot",
-    "graph_source",
-    "graph_support",
-    "graph_ingested",
-    "working_owner",
-    "consolidation_run",
-    "consolidation_change",
-    "fact_feedback",
-    "memory_usage",
-)
 
 T = TypeVar("T")
 

@@ -5,12 +5,12 @@ extractor made of regular expressions; ``LLMExtractor`` asks any
 OpenAI-compatible chat-completions endpoint (``pip install memorybank[openai]``).
 ``memory.graph.ingest(thread_id)`` and ``Memory(extractor=...,
 extract_on_write=True)`` write what an extractor proposes (see
-``memorybank.extract._async.ingest``).
+``memorybank.graph._async.formation``).
 """
 
 from typing import TYPE_CHECKING, Any
 
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     MAX_ENTITIES,
     MAX_RELATIONS,
     MIN_CONFIDENCE,

@@ -40,8 +40,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     MAX_ENTITIES,
     MAX_FACTS,
     MAX_KNOWN,
@@ -55,6 +54,7 @@ from memorybank.extract.base import (
     Extraction,
     finish,
 )
+from memorybank.errors import ConfigurationError, ExtractionError, InvalidInput, StoreUnavailable
 from memorybank.graph.model import ENTITY_TYPES
 from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
 

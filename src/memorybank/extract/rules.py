@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from memorybank.extract.base import (
+from memorybank.core.extraction import (
     ExtractedEntity,
     ExtractedFact,
     ExtractedObservation,

@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memorybank.core._async.core import _provider_dict
+from memorybank.core._async.facts import _record as _fact_record
+from memorybank.core._async.facts import version_record
+from memorybank.core.documents import document_record
 from memorybank.dump import format as _dump
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.memory._async.core import _provider_dict
 from memorybank.memory._async.core_facts import CORE_FACT, CORE_FACT_HISTORY, core_fact_id
-from memorybank.memory._async.documents import document_record
-from memorybank.memory._async.facts import _record as _fact_record
-from memorybank.memory._async.facts import version_record
 from memorybank.records import Entry, Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id

@@ -7,7 +7,6 @@ See ``docs/search.md`` for the design, defaults and LoCoMo measurements.
 
 from __future__ import annotations
 
-from memorybank.recall.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from memorybank.recall.conversation import (
     Candidate,
     ConversationStructure,
@@ -35,7 +34,8 @@ from memorybank.recall.temporal import (
     has_time_expression,
     parse_date_spans,
 )
-from memorybank.recall.text import STOP_WORDS, Analyzer, default_analyzer, tokenize
+from memorybank.stores.keyword.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from memorybank.stores.keyword.text import STOP_WORDS, Analyzer, default_analyzer, tokenize
 
 __all__ = [
     "DEFAULT_B",

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memorybank.recall.temporal import has_time_expression
-from memorybank.recall.text import tokenize
+from memorybank.stores.keyword.text import tokenize
 
 __all__ = [
     "Candidate",

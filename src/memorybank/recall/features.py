@@ -10,7 +10,7 @@ one text, never more: the memo is a speed-up, not an index, and nothing reads it
 the ranking of candidates already fetched.
 
 :func:`keyword_scores` is BM25 over the candidates from those terms, the same numbers
-as :class:`memorybank.recall.bm25.BM25Index` over the same texts (same formula, same
+as :class:`memorybank.stores.keyword.bm25.BM25Index` over the same texts (same formula, same
 order of additions), without building its postings: a search needs the frequencies of
 a few query terms, not an inverted index.
 """
@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memorybank.recall.temporal import tokens_have_time
-from memorybank.recall.text import Analyzer, tokenize
+from memorybank.stores.keyword.text import Analyzer, tokenize
 
 __all__ = ["MEMO_SIZE", "TextFeatures", "keyword_scores", "text_features"]
 

@@ -39,12 +39,12 @@ from datetime import timedelta
 import numpy as np
 from numpy.typing import NDArray
 
-from memorybank.recall.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
 from memorybank.recall.conversation import Candidate, ConversationStructure
 from memorybank.recall.features import TextFeatures, keyword_scores, text_features
 from memorybank.recall.fusion import Normalization, normalize_array
 from memorybank.recall.temporal import date_match, has_temporal_intent, parse_date_spans
-from memorybank.recall.text import Analyzer, default_analyzer
+from memorybank.stores.keyword.bm25 import DEFAULT_B, DEFAULT_K1, BM25Index
+from memorybank.stores.keyword.text import Analyzer, default_analyzer
 
 __all__ = [
     "HybridRanker",
@@ -108,7 +108,7 @@ class SearchOptions:
     """Everything :class:`HybridRanker` needs besides the data; defaults with reasons.
 
     * ``weights``: see :class:`HybridWeights`.
-    * ``k1`` / ``b``: BM25 parameters (see :mod:`memorybank.recall.bm25`); b is
+    * ``k1`` / ``b``: BM25 parameters (see :mod:`memorybank.stores.keyword.bm25`); b is
       below the textbook 0.75 because chat turns are short and long turns are long
       because they say more.
     * ``keyword_normalization`` = "max": BM25 0 means "no matching word" and must

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 
-from memorybank.recall.text import tokenize
+from memorybank.stores.keyword.text import tokenize
 
 __all__ = [
     "DateSpan",
@@ -195,7 +195,7 @@ def has_time_expression(text: str) -> bool:
 
 
 def tokens_have_time(tokens: Iterable[str]) -> bool:
-    """``has_time_expression`` over tokens already made (``memorybank.recall.text.tokenize``:
-    letters and ASCII digits). One set test in C, not a test per token: this runs for
-    every candidate the ranking has not seen."""
+    """``has_time_expression`` over tokens already made
+    (``memorybank.stores.keyword.text.tokenize``: letters and ASCII digits). One set test
+    in C, not a test per token: this runs for every candidate the ranking has not seen."""
     return not _TIME_OR_YEAR.isdisjoint(tokens)

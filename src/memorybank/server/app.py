@@ -29,7 +29,7 @@ from memorybank.errors import ConfigurationError
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import store_rpc, ui
 from memorybank.server.circuit import StoreCircuit
-from memorybank.server.deps import document_auth
+from memorybank.server.deps import document_auth, refused_caller
 from memorybank.server.docs import install_docs
 from memorybank.server.errors import ErrorBody, RequestIdMiddleware, install_error_handlers
 from memorybank.server.keys import DEFAULT_CACHE_SECONDS, KeyRing
@@ -51,7 +51,7 @@ from memorybank.webhooks.delivery import WebhookWorker
 from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core.judge import LLMJudge
     from memorybank.server.mcp import McpMount
 
 __all__ = [
@@ -208,7 +208,7 @@ def create_app(
     metrics = Metrics()
     app.state.admin_key = admin_key
     app.state.metrics = metrics
-    install_error_handlers(app)
+    install_error_handlers(app, refused_caller)
     # The last added runs first: timing and the access log see every response,
     # including a 413 the body limit sends before routing.
     app.add_middleware(RequestIdMiddleware, max_body_bytes=max_body_bytes)

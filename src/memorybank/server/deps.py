@@ -32,13 +32,21 @@ from urllib.parse import unquote_to_bytes
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.dependencies.models import Dependant
 from fastapi.openapi.models import HTTPBearer as HTTPBearerModel
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.datastructures import Headers
 
-from memorybank.errors import InvalidInput
+from memorybank.errors import InvalidInput, MemoryBankError
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
-from memorybank.server.errors import MISSING_KEY, ApiError, ErrorBody, unauthorized
+from memorybank.server.errors import (
+    MISSING_KEY,
+    ApiError,
+    ErrorBody,
+    api_error,
+    library_error,
+    unauthorized,
+)
 from memorybank.server.keys import KeyRing, check_tenant
 from memorybank.server.raw_headers import PADDED
 from memorybank.server.schema_limits import state_limits
@@ -57,6 +65,7 @@ __all__ = [
     "in_tenant",
     "key_ring",
     "memory_of",
+    "refused_caller",
     "root_memory",
     "tenant_caller",
     "tenant_memory",
@@ -345,3 +354,31 @@ def _header_parameter(name: str, description: str, limits: dict[str, Any]) -> di
 CallerDep = Annotated[Caller, Depends(tenant_caller)]
 AdminDep = Annotated[Caller, Depends(admin_caller)]
 MemoryDep = Annotated[AsyncMemory, Depends(tenant_memory)]
+
+
+async def refused_caller(request: Request) -> JSONResponse | None:
+    """The answer for a request refused before its route's dependencies ran (a body
+    that is not JSON, or not UTF-8), when the route needs a key: authenticate now,
+    so a caller without a valid key gets 401 and learns nothing from a 422.
+    ``None``: the caller is authenticated (or the route is public)."""
+    route = request.scope.get("route")
+    state = request.scope.get("state", {})
+    if "caller" in state or not isinstance(route, APIRoute):
+        return None
+    if not _needs_auth(route.dependant):
+        return None
+    try:
+        who = await caller(request)
+        if not who.is_admin and _depends_on(route.dependant, admin_caller):
+            await admin_caller(request)  # 403 for a tenant's key, as after parsing
+    except ApiError as error:
+        return await api_error(request, error)
+    except InvalidInput:
+        return None  # a good key with a bad header: the 422 stands
+    except MemoryBankError as error:
+        return await library_error(request, error)
+    return None
+
+
+def _depends_on(dependant: Any, call: Any) -> bool:
+    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)

@@ -40,9 +40,11 @@ able to erase).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, HTTPException, Request
@@ -73,10 +75,13 @@ __all__ = [
     "RETRY_AFTER_SECONDS",
     "ApiError",
     "ErrorBody",
+    "RefusedCaller",
     "RequestIdMiddleware",
     "allowed_methods",
+    "api_error",
     "error_response",
     "install_error_handlers",
+    "library_error",
     "log_failure",
     "public_error",
     "refused_by_store",
@@ -238,7 +243,7 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _library_error(request: Request, exc: Exception) -> JSONResponse:
+async def library_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemoryBankError)
     status, code, message = public_error(exc)
     headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
@@ -248,48 +253,24 @@ async def _library_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request, status, code, message, field=field, headers=headers)
 
 
-async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+async def api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
     return error_response(
         request, exc.status, exc.code, exc.message, field=exc.field, headers=exc.headers
     )
 
 
-async def _refused_caller(request: Request) -> JSONResponse | None:
-    """The answer for a request refused before its route's dependencies ran (a body
-    that is not JSON, or not UTF-8), when the route needs a key: authenticate now,
-    so a caller without a valid key gets 401 and learns nothing from a 422.
-    ``None``: the caller is authenticated (or the route is public)."""
-    from fastapi.routing import APIRoute
-
-    from memorybank.server import deps
-
-    route = request.scope.get("route")
-    state = request.scope.get("state", {})
-    if "caller" in state or not isinstance(route, APIRoute):
-        return None
-    if not deps._needs_auth(route.dependant):
-        return None
-    try:
-        who = await deps.caller(request)
-        if not who.is_admin and _depends_on(route.dependant, deps.admin_caller):
-            await deps.admin_caller(request)  # 403 for a tenant's key, as after parsing
-    except ApiError as error:
-        return await _api_error(request, error)
-    except InvalidInput:
-        return None  # a good key with a bad header: the 422 stands
-    except MemoryBankError as error:
-        return await _library_error(request, error)
-    return None
+#: How a handler asks whether a request refused before its route's dependencies ran
+#: must be refused as unauthenticated first (``deps.refused_caller``, given to
+#: ``install_error_handlers``): ``None`` when not.
+RefusedCaller = Callable[[Request], Awaitable[JSONResponse | None]]
 
 
-def _depends_on(dependant: Any, call: Any) -> bool:
-    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)
-
-
-async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+async def _validation_error(
+    request: Request, exc: Exception, *, refused_caller: RefusedCaller
+) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
-    refused = await _refused_caller(request)
+    refused = await refused_caller(request)
     if refused is not None:
         return refused
     problem = v.schema_problems(exc.errors())
@@ -307,10 +288,12 @@ _HTTP_CODES = {
 }
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
+async def _http_error(
+    request: Request, exc: Exception, *, refused_caller: RefusedCaller
+) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 400:  # FastAPI could not decode the body (not UTF-8, ...)
-        refused = await _refused_caller(request)
+        refused = await refused_caller(request)
         if refused is not None:
             return refused
         return error_response(request, 422, InvalidInput.code, f"body: {exc.detail}", field="body")
@@ -367,12 +350,17 @@ async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
     return error_response(request, 500, "internal_error", "internal server error")
 
 
-def install_error_handlers(app: FastAPI) -> None:
-    """Route every error of ``app`` through the one shape above."""
-    app.add_exception_handler(MemoryBankError, _library_error)
-    app.add_exception_handler(ApiError, _api_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
+def install_error_handlers(app: FastAPI, refused_caller: RefusedCaller) -> None:
+    """Route every error of ``app`` through the one shape above; ``refused_caller``
+    answers a request refused before authentication (``deps.refused_caller``)."""
+    app.add_exception_handler(MemoryBankError, library_error)
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(
+        RequestValidationError, functools.partial(_validation_error, refused_caller=refused_caller)
+    )
+    app.add_exception_handler(
+        StarletteHTTPException, functools.partial(_http_error, refused_caller=refused_caller)
+    )
     app.add_exception_handler(Exception, _unexpected)
 
 

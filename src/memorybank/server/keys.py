@@ -65,8 +65,8 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.server.errors import ApiError
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard

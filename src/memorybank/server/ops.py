@@ -9,7 +9,7 @@
 * ``memorybank_embedding_pending``, ``memorybank_embedding_queue_capacity``
   (gauges) and ``memorybank_embedding_embedded_total``,
   ``memorybank_embedding_failed_total`` (counters): background embedding, every
-  tenant (see ``memorybank.memory._async.embedding``).
+  tenant (see ``memorybank.core._async.embedding``).
 
 Each app has its own registry. With several worker processes, set
 ``PROMETHEUS_MULTIPROC_DIR`` (``memorybank serve --workers N`` sets it) and

@@ -24,9 +24,9 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.events.types import EVENT_KINDS
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.stores.contract._async.store import UNSET, AsyncStore, Record, RecordGuard
 from memorybank.stores.contract.types import Unset

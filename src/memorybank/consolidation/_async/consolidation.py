@@ -46,8 +46,7 @@ from memorybank.consolidation.report import (
     RunStatus,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseLost, NotFound
-from memorybank.memory._async.facts import (
+from memorybank.core._async.facts import (
     FACT,
     FACT_SOURCE,
     FACT_VERSION,
@@ -56,6 +55,7 @@ from memorybank.memory._async.facts import (
     fact_record,
     version_record,
 )
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseLost, NotFound
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
@@ -75,8 +75,8 @@ from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
+    from memorybank.core.judge import LLMJudge
 
 __all__ = [
     "CHANGE",

@@ -23,18 +23,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from memorybank.core._async.facts import AsyncFacts
+from memorybank.core._async.usage import usage_record
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import USAGE, ItemUsage, usage_id
 from memorybank.importance import rated as importance_rated
-from memorybank.memory._async.facts import AsyncFacts
-from memorybank.memory._async.usage import usage_record
 from memorybank.records import Fact, Hit
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._async.store import Record, Unset
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = ["FEEDBACK", "give_feedback"]
 

@@ -47,8 +47,7 @@ from memorybank.consolidation.report import (
     RunStatus,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseLost, NotFound
-from memorybank.memory._sync.facts import (
+from memorybank.core._sync.facts import (
     FACT,
     FACT_SOURCE,
     FACT_VERSION,
@@ -57,6 +56,7 @@ from memorybank.memory._sync.facts import (
     fact_record,
     version_record,
 )
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseLost, NotFound
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
@@ -76,8 +76,8 @@ from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
+    from memorybank.core.judge import LLMJudge
 
 __all__ = [
     "CHANGE",

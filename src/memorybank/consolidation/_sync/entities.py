@@ -50,9 +50,9 @@ from memorybank.stores.contract._sync.store import (
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
     from memorybank.consolidation.report import JudgeUsage
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
+    from memorybank.core.judge import LLMJudge
 
 __all__ = [
     "ENTITY_CHANGE",

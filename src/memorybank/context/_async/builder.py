@@ -33,11 +33,12 @@ from typing import TYPE_CHECKING, Any
 from memorybank.consolidation.profile import build_profile
 from memorybank.context import values
 from memorybank.context.values import Context, ContextError, ContextOptions
+from memorybank.core._async.embed import embed_texts
+from memorybank.core._async.facts import fact_rank
+from memorybank.core._async.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
-from memorybank.memory._async.facts import fact_rank
-from memorybank.memory._async.usage import weights
 from memorybank.records import Entry, Fact, Thread
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.runtime.log import logger
@@ -45,7 +46,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.handle import AsyncMemoryHandle
+    from memorybank.core._async.handle import AsyncMemoryHandle
     from memorybank.stores.contract._async.store import Record
 
 __all__ = ["AsyncContextBuilder"]
@@ -254,8 +255,6 @@ class AsyncContextBuilder(values.ContextBuilder):
             if embedder is None or not current_input:
                 return None
             if not query:
-                from memorybank.recall._async.search import embed_texts
-
                 try:
                     query.append((await embed_texts(embedder, [current_input]))[0])
                 except InvalidInput as error:  # the embedder's vector, not the caller's input

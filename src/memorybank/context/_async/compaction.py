@@ -39,7 +39,7 @@ from memorybank.stores.contract._async.store import UNSET, NewEntry, Unset
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.core._async.handle import AsyncMemoryHandle
 
 __all__ = ["COMPACTED_KEY", "SUMMARY_PREFIX", "AsyncCompactionService"]
 
@@ -55,7 +55,7 @@ _locks: weakref.WeakValueDictionary[tuple[int, str, str], AsyncLock] = weakref.W
 _locks_guard = threading.Lock()
 
 
-def _thread_lock(memory: AsyncMemory, thread_id: str) -> AsyncLock:
+def _thread_lock(memory: AsyncMemoryHandle, thread_id: str) -> AsyncLock:
     """One lock per thread of a store, shared by every service in this process."""
     key = (id(memory._core.store), memory.tenant_id, thread_id)
     with _locks_guard:
@@ -92,7 +92,7 @@ class AsyncCompactionService(values.CompactionService):
     def __init__(
         self,
         *,
-        memory: AsyncMemory,
+        memory: AsyncMemoryHandle,
         summarize: Summarize | None = None,
         pre_rot_threshold: int | None = None,
         recent_to_keep: int = 10,

@@ -30,7 +30,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 
 if TYPE_CHECKING:
     from memorybank.context._async.compaction import AsyncCompactionService
-    from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.core._async.handle import AsyncMemoryHandle
 
 __all__ = ["INTERNAL_KEYS", "AsyncSessionManager", "session_id"]
 
@@ -81,7 +81,7 @@ class AsyncSessionManager(values.SessionManager):
     """
 
     def __init__(
-        self, memory: AsyncMemory, compaction: AsyncCompactionService | None = None
+        self, memory: AsyncMemoryHandle, compaction: AsyncCompactionService | None = None
     ) -> None:
         self._memory = memory
         self._compaction = compaction

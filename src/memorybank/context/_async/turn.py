@@ -29,7 +29,7 @@ from memorybank.runtime.log import logger
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.handle import AsyncMemoryHandle
+    from memorybank.core._async.handle import AsyncMemoryHandle
 
 __all__ = ["AsyncTurn", "OnError"]
 

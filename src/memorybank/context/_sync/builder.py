@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 from memorybank.consolidation.profile import build_profile
 from memorybank.context import values
 from memorybank.context.values import Context, ContextError, ContextOptions
+from memorybank.core._sync.embed import embed_texts
+from memorybank.core._sync.facts import fact_rank
+from memorybank.core._sync.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
-from memorybank.memory._sync.facts import fact_rank
-from memorybank.memory._sync.usage import weights
 from memorybank.records import Entry, Fact, Thread
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.runtime.log import logger
@@ -46,7 +47,7 @@ from memorybank.stores.contract._sync.store import UNSET, Unset, Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.handle import MemoryHandle
+    from memorybank.core._sync.handle import MemoryHandle
     from memorybank.stores.contract._sync.store import Record
 
 __all__ = ["ContextBuilder"]
@@ -255,8 +256,6 @@ class ContextBuilder(values.ContextBuilder):
             if embedder is None or not current_input:
                 return None
             if not query:
-                from memorybank.recall._sync.search import embed_texts
-
                 try:
                     query.append((embed_texts(embedder, [current_input]))[0])
                 except InvalidInput as error:  # the embedder's vector, not the caller's input

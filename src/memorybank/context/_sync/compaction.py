@@ -40,7 +40,7 @@ from memorybank.stores.contract._sync.store import UNSET, NewEntry, Unset
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.memory import Memory
+    from memorybank.core._sync.handle import MemoryHandle
 
 __all__ = ["COMPACTED_KEY", "SUMMARY_PREFIX", "CompactionService"]
 
@@ -56,7 +56,7 @@ _locks: weakref.WeakValueDictionary[tuple[int, str, str], Lock] = weakref.WeakVa
 _locks_guard = threading.Lock()
 
 
-def _thread_lock(memory: Memory, thread_id: str) -> Lock:
+def _thread_lock(memory: MemoryHandle, thread_id: str) -> Lock:
     """One lock per thread of a store, shared by every service in this process."""
     key = (id(memory._core.store), memory.tenant_id, thread_id)
     with _locks_guard:
@@ -93,7 +93,7 @@ class CompactionService(values.CompactionService):
     def __init__(
         self,
         *,
-        memory: Memory,
+        memory: MemoryHandle,
         summarize: Summarize | None = None,
         pre_rot_threshold: int | None = None,
         recent_to_keep: int = 10,

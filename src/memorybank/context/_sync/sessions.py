@@ -31,7 +31,7 @@ from memorybank.stores.contract._sync.store import UNSET, Unset
 
 if TYPE_CHECKING:
     from memorybank.context._sync.compaction import CompactionService
-    from memorybank.memory._sync.memory import Memory
+    from memorybank.core._sync.handle import MemoryHandle
 
 __all__ = ["INTERNAL_KEYS", "SessionManager", "session_id"]
 
@@ -82,7 +82,7 @@ class SessionManager(values.SessionManager):
     """
 
     def __init__(
-        self, memory: Memory, compaction: CompactionService | None = None
+        self, memory: MemoryHandle, compaction: CompactionService | None = None
     ) -> None:
         self._memory = memory
         self._compaction = compaction

@@ -30,7 +30,7 @@ from memorybank.runtime.log import logger
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.handle import MemoryHandle
+    from memorybank.core._sync.handle import MemoryHandle
 
 __all__ = ["Turn", "OnError"]
 

@@ -7,6 +7,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._async.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._async.records import (
@@ -29,7 +31,6 @@ from memorybank.graph._async.records import (
 )
 from memorybank.graph._async.relations import RelationVerbs
 from memorybank.graph.model import Entity
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem
@@ -47,7 +48,6 @@ class EntityVerbs(RelationVerbs):
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._async.search import embed_texts
 
         vectors = await embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])

@@ -1,4 +1,4 @@
-"""Memory formation (``ingest``, see ``memorybank.extract._async.ingest``) and its undo."""
+"""Memory formation (``ingest``, see ``memorybank.graph._async.formation``) and its undo."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from memorybank.core._async.core import _require_thread
 from memorybank.errors import NotFound
+from memorybank.graph._async import formation
 from memorybank.graph._async.entities import EntityVerbs
 from memorybank.graph._async.records import OUT, SOURCE, _relation
 from memorybank.rules import validate as v
@@ -15,7 +17,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
-    from memorybank.extract.base import IngestReport
+    from memorybank.core.extraction import IngestReport
     from memorybank.records import Entry
 
 
@@ -67,17 +69,14 @@ class IngestVerbs(EntityVerbs):
         of that thread) with the memory's ``extractor`` into the graph and ``memory.facts``,
         owned like the thread, with the entry ids as provenance; entries already
         ingested are skipped. Under the thread rule (``ThreadForbidden``); see
-        ``memorybank.extract._async.ingest``."""
-        from memorybank.extract._async import ingest
-        from memorybank.memory._async.core import _require_thread
-
+        ``memorybank.graph._async.formation``."""
         thread = await _require_thread(
             self._core,
             self._tenant,
             v.check_id(thread_id, "thread_id"),
             self._scope.user(user_id),
         )
-        return await ingest.ingest(self._core, self._tenant, thread, entries)
+        return await formation.ingest(self._core, self._tenant, thread, entries)
 
     def pending(self) -> Backlog:
         """The ``extract_on_write`` backlog of this memory (every handle's; zeros when off)."""

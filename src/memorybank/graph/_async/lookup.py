@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from memorybank.core._async.embed import embed_texts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._async.checks import _label, _types, _unit
 from memorybank.graph._async.core import _PAGE, GraphCore
@@ -123,8 +124,6 @@ class LookupVerbs(GraphCore):
         ]
         embedder = self._core.embedder
         if embedder is not None:
-            from memorybank.recall._async.search import embed_texts
-
             vector = (await embed_texts(embedder, [query]))[0]
             rankings.append(
                 await store.vector_search(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._async.checks import (
     _bool,
@@ -39,7 +40,6 @@ from memorybank.graph._async.records import (
     _support_record,
 )
 from memorybank.graph.model import Direction, Relation
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset

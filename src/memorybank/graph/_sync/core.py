@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from memorybank.errors import NotFound
 from memorybank.graph._sync.checks import _bool, _optional_number, _optional_time, _types, _unit
 from memorybank.graph._sync.records import ENTITY, IN, OUT, _entity, _relation
-from memorybank.graph.model import Direction, Entity, Relation
+from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES, Direction, Entity, Relation
 from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._sync.store import Record, Unset
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 _PAGE = 500
 
@@ -63,7 +63,10 @@ class GraphCore:
     @property
     def functional_types(self) -> set[str]:
         """Relation types a source holds one of at a time (a new one closes the open one)."""
-        return self._core.functional_types
+        types = self._core.functional_types
+        if types is None:
+            types = self._core.functional_types = set(DEFAULT_FUNCTIONAL_TYPES)
+        return types
 
     # -- scope ------------------------------------------------------------------------
 

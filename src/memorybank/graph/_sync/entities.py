@@ -8,6 +8,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._sync.cas import retry_conflicts
+from memorybank.core._sync.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput, NotFound
 from memorybank.graph._sync.checks import _ids, _label, _labels, _source, _texts, _unit
 from memorybank.graph._sync.records import (
@@ -30,7 +32,6 @@ from memorybank.graph._sync.records import (
 )
 from memorybank.graph._sync.relations import RelationVerbs
 from memorybank.graph.model import Entity
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, VectorItem
@@ -48,7 +49,6 @@ class EntityVerbs(RelationVerbs):
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._sync.search import embed_texts
 
         vectors = embed_texts(embedder, [_text(entity)])
         return VectorItem(ENTITY, entity.id, embedder.model_id, vectors[0])

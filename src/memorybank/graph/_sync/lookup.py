@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
+from memorybank.core._sync.embed import embed_texts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._sync.checks import _label, _types, _unit
 from memorybank.graph._sync.core import _PAGE, GraphCore
@@ -124,8 +125,6 @@ class LookupVerbs(GraphCore):
         ]
         embedder = self._core.embedder
         if embedder is not None:
-            from memorybank.recall._sync.search import embed_texts
-
             vector = (embed_texts(embedder, [query]))[0]
             rankings.append(
                 store.vector_search(

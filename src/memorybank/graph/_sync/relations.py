@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph._sync.checks import (
     _bool,
@@ -40,7 +41,6 @@ from memorybank.graph._sync.records import (
     _support_record,
 )
 from memorybank.graph.model import Direction, Relation
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from memorybank.core._async.embed import embed_texts
 from memorybank.dump._async.portability import import_dump
 from memorybank.errors import InvalidInput
 from memorybank.importers.plan import UNCOUNTED, ImportResult, Plan, PlannedThread, branch_length
 from memorybank.memory._async.memory import AsyncMemory
-from memorybank.recall._async.search import embed_texts
 from memorybank.rules.scope import ROOT
 from memorybank.stores.contract._async.store import AsyncStore
 

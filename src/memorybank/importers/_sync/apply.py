@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from memorybank.core._sync.embed import embed_texts
 from memorybank.dump._sync.portability import import_dump
 from memorybank.errors import InvalidInput
 from memorybank.importers.plan import UNCOUNTED, ImportResult, Plan, PlannedThread, branch_length
 from memorybank.memory._sync.memory import Memory
-from memorybank.recall._sync.search import embed_texts
 from memorybank.rules.scope import ROOT
 from memorybank.stores.contract._sync.store import Store
 

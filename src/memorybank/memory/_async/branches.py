@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memorybank.memory._async.core import _Core, _require_thread
+from memorybank.core._async.core import _Core, _require_thread
 from memorybank.records import Branch, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope

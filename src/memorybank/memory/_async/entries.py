@@ -6,8 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from memorybank.errors import InvalidInput
-from memorybank.memory._async.core import (
+from memorybank.core._async.core import (
     MessageLike,
     _check_title,
     _Core,
@@ -15,6 +14,8 @@ from memorybank.memory._async.core import (
     _require_branch,
     _require_thread,
 )
+from memorybank.core._async.embed import embed_entries
+from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed
@@ -28,7 +29,7 @@ from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.embedding import _Job
+    from memorybank.core._async.embedding import _Job
 
 _PAGE = 64
 #: How many of a branch's newest entries a tool result's call is looked for in (when the
@@ -174,15 +175,16 @@ class AsyncEntries:
             else:
                 await service.submit(jobs, branch=added[-1].branch)
         elif self._core.embedder is not None:
-            from memorybank.recall._async import search
-
-            await search.embed_entries(
-                self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            await embed_entries(
+                self._core.store,
+                self._core.embedder,
+                self._tenant,
+                [e for e in result.entries if e.id in new_ids],
             )
         if self._core.background is not None:
-            from memorybank.extract._async import ingest
+            from memorybank.graph._async import formation
 
-            ingest.submit(
+            formation.submit(
                 self._core,
                 self._tenant,
                 result.thread,
@@ -412,8 +414,8 @@ class AsyncEntries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
+            from memorybank.core._async.facts import AsyncFacts
             from memorybank.graph._async import AsyncGraph
-            from memorybank.memory._async.facts import AsyncFacts
 
             # only what the caller may change: a user's delete leaves other users' facts and
             # graph alone, even when they cite her entry

@@ -21,7 +21,7 @@ from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import Unset
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = ["DEFAULT_KEEP", "MAX_EVENTS", "MAX_WAIT", "PRUNE_BATCH", "AsyncEvents"]
 

@@ -17,14 +17,18 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
-from memorybank.memory._async.branches import AsyncBranches
-from memorybank.memory._async.core import (
+from memorybank.core._async.core import (
+    MAX_CONTENT_CHARS,
     Clock,
     TitleFn,
     _Core,
     _system_clock,
 )
+from memorybank.core._async.embed import EMBED_BATCH, embed_pending
+from memorybank.core._async.threads import AsyncThreads
+from memorybank.core._async.usage import AsyncUsage, flush_usage, note_hits
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.memory._async.branches import AsyncBranches
 from memorybank.memory._async.entries import AsyncEntries
 from memorybank.memory._async.events import AsyncEvents
 from memorybank.memory._async.run_state import (
@@ -35,8 +39,6 @@ from memorybank.memory._async.run_state import (
     forget_working,
     list_working,
 )
-from memorybank.memory._async.threads import AsyncThreads
-from memorybank.memory._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -50,21 +52,20 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._async.consolidation import AsyncConsolidation
-    from memorybank.consolidation.judge import LLMJudge
     from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.core._async.embedding import AsyncEmbedding
+    from memorybank.core._async.facts import AsyncFacts
+    from memorybank.core.extraction import Extractor
+    from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.embeddings.status import EmbedMode
-    from memorybank.extract.base import Extractor
     from memorybank.graph._async import AsyncGraph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._async.documents import AsyncDocuments
-    from memorybank.memory._async.embedding import AsyncEmbedding
-    from memorybank.memory._async.events import AsyncEvents
-    from memorybank.memory._async.facts import AsyncFacts
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -83,8 +84,6 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///./memorybank.db"
 DEFAULT_TENANT = "default"
-#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
-MAX_CONTENT_CHARS = 1_000_000
 #: Seconds ``close()`` waits for background extraction before cancelling the rest.
 EXTRACT_CLOSE_TIMEOUT = 30.0
 #: Texts ``embed="background"`` queues before a write waits.
@@ -132,7 +131,7 @@ class AsyncMemory:
             (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
             vectors as the source of truth and re-checks the scope of every
             hit. ``close()`` closes the index too. ``None``: the store's own search.
-        judge: an ``LLMJudge`` (``memorybank.consolidation.judge``) that decides, in
+        judge: an ``LLMJudge`` (``memorybank.core.judge``) that decides, in
             ``consolidate``, the cases the rules cannot: its decisions are validated,
             budgeted, and marked ``decided_by="judge"`` in the run's report. You keep
             owning it (``close()`` does not close it). ``None``: the rules alone.
@@ -144,7 +143,7 @@ class AsyncMemory:
             it is full), ``memory.embedding.flush()`` waits for the vectors,
             ``memory.embedding.status()`` shows the backlog, and what a stopped
             process left pending is resumed by the next memory opened on the
-            store (see ``memorybank.memory._async.embedding``). The service
+            store (see ``memorybank.core._async.embedding``). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
         embed_lease: seconds a background worker holds a journal record it embeds
@@ -269,8 +268,8 @@ class AsyncMemory:
 
     @functools.cached_property
     def facts(self) -> AsyncFacts:
-        """``memory.facts``: long-term facts (see ``memorybank.memory._async.facts``)."""
-        from memorybank.memory._async.facts import AsyncFacts
+        """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
+        from memorybank.core._async.facts import AsyncFacts
 
         return AsyncFacts(self._core, self.tenant_id, self._scope)
 
@@ -402,7 +401,7 @@ class AsyncMemory:
     @staticmethod
     def _embedding_module() -> types.ModuleType:
         # loads with the first use of background embedding: a read-only script skips it
-        from memorybank.memory._async import embedding
+        from memorybank.core._async import embedding
 
         return embedding
 
@@ -423,6 +422,28 @@ class AsyncMemory:
     def store(self) -> AsyncStore:
         """The store this memory writes to."""
         return self._core.store
+
+    @staticmethod
+    def _helper_class(name: str) -> type:
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
+        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
+        # each loads with its first use
+        if name == "context_builder":
+            from memorybank.context._async.builder import AsyncContextBuilder
+
+            return AsyncContextBuilder
+        if name == "compaction_service":
+            from memorybank.context._async.compaction import AsyncCompactionService
+
+            return AsyncCompactionService
+        if name == "session_manager":
+            from memorybank.context._async.sessions import AsyncSessionManager
+
+            return AsyncSessionManager
+        from memorybank.memory._async.core_facts import AsyncCoreFacts
+
+        return AsyncCoreFacts
 
     @property
     def scope(self) -> Scope:
@@ -882,18 +903,17 @@ class AsyncMemory:
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        ``batch_size`` texts (default ``EMBED_BATCH``). ``thread_id`` limits
         it to one thread (entries only).
         """
-        from memorybank.recall._async import search
-
         if thread_id is not None:
             await self.threads.require(thread_id)
-        return await search.embed_pending(
-            self._core,
+        return await embed_pending(
+            self._core.store,
+            self._core.embedder,
             self.tenant_id,
             thread_id=thread_id,
-            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
+            batch_size=EMBED_BATCH if batch_size is None else batch_size,
         )
 
 
@@ -934,7 +954,7 @@ def _checked_judge(judge: object) -> LLMJudge | None:
     # imported only for a judge: a memory without one never loads httpx for it
     if judge is None:
         return None
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core.judge import LLMJudge
 
     if not isinstance(judge, LLMJudge):
         raise ConfigurationError(f"judge must be an LLMJudge, got {type(judge).__name__}")

@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._async.facts import FACT, AsyncFacts
+from memorybank.core._async.usage import usage_of
+from memorybank.core.documents import DOCUMENT_KIND
 from memorybank.importance import USAGE, usage_id
-from memorybank.memory._async.documents import DOCUMENT_KIND
-from memorybank.memory._async.facts import FACT, AsyncFacts
-from memorybank.memory._async.usage import usage_of
 from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 from memorybank.stores.contract._async.store import AsyncStore
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = ["prune_tenant"]
 

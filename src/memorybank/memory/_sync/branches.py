@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from memorybank.memory._sync.core import _Core, _require_thread
+from memorybank.core._sync.core import _Core, _require_thread
 from memorybank.records import Branch, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope

@@ -16,8 +16,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from memorybank.context import values
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import ConfigurationError
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
 from memorybank.rules.scope import Scope

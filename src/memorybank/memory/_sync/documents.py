@@ -9,12 +9,13 @@ configured, its embedding is stored with the embedder's ``model_id``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorybank.core._sync.embed import embed_texts
+from memorybank.core._sync.usage import given_importance
+from memorybank.core.documents import DOCUMENT_KIND, document_from_record, document_record
 from memorybank.errors import InvalidInput
 from memorybank.importance import check_importance
-from memorybank.memory._sync.usage import given_importance
 from memorybank.records import Document, Hit
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
@@ -23,50 +24,10 @@ from memorybank.stores.contract._sync.store import UNSET, Record, Unset, VectorI
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
     from memorybank.recall.hybrid import SearchOptions
 
-__all__ = ["DOCUMENT_KIND", "Documents", "document_from_record"]
-
-#: The store-contract ``kind`` of documents.
-DOCUMENT_KIND = "document"
-
-
-def document_from_record(record: Record) -> Document:
-    """The public ``Document`` of a stored record."""
-    metadata = record.data.get("metadata")
-    return Document(
-        id=record.id,
-        content=record.content,
-        metadata=dict(metadata) if isinstance(metadata, dict) else {},
-        agent_id=record.agent_id,
-        user_id=record.user_id,
-        created_at=record.created_at,
-        updated_at=record.updated_at,
-    )
-
-
-def document_record(
-    document_id: str,
-    content: str,
-    metadata: dict[str, Any],
-    *,
-    agent_id: str | None,
-    user_id: str | None,
-    created_at: datetime,
-    updated_at: datetime,
-) -> Record:
-    """The stored record of a document."""
-    return Record(
-        kind=DOCUMENT_KIND,
-        id=document_id,
-        agent_id=agent_id,
-        user_id=user_id,
-        content=content,
-        data={"metadata": metadata},
-        created_at=created_at,
-        updated_at=updated_at,
-    )
+__all__ = ["Documents"]
 
 
 class Documents:
@@ -155,8 +116,6 @@ class Documents:
             service.submit(jobs)
             return document_from_record(record)
         if embedder is not None and vector is None:
-            from memorybank.recall._sync.search import embed_texts
-
             vector = (embed_texts(embedder, [content]))[0]
         self._core.store.record_put(self._tenant, records)
         if embedder is not None and vector is not None:

@@ -7,8 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
-from memorybank.errors import InvalidInput
-from memorybank.memory._sync.core import (
+from memorybank.core._sync.core import (
     MessageLike,
     _check_title,
     _Core,
@@ -16,6 +15,8 @@ from memorybank.memory._sync.core import (
     _require_branch,
     _require_thread,
 )
+from memorybank.core._sync.embed import embed_entries
+from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed
@@ -29,7 +30,7 @@ from memorybank.stores.contract.types import Visibility
 from memorybank.tokens import count_message_tokens
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.embedding import _Job
+    from memorybank.core._sync.embedding import _Job
 
 _PAGE = 64
 #: How many of a branch's newest entries a tool result's call is looked for in (when the
@@ -175,15 +176,16 @@ class Entries:
             else:
                 service.submit(jobs, branch=added[-1].branch)
         elif self._core.embedder is not None:
-            from memorybank.recall._sync import search
-
-            search.embed_entries(
-                self._core, self._tenant, [e for e in result.entries if e.id in new_ids]
+            embed_entries(
+                self._core.store,
+                self._core.embedder,
+                self._tenant,
+                [e for e in result.entries if e.id in new_ids],
             )
         if self._core.background is not None:
-            from memorybank.extract._sync import ingest
+            from memorybank.graph._sync import formation
 
-            ingest.submit(
+            formation.submit(
                 self._core,
                 self._tenant,
                 result.thread,
@@ -413,8 +415,8 @@ class Entries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
+            from memorybank.core._sync.facts import Facts
             from memorybank.graph._sync import Graph
-            from memorybank.memory._sync.facts import Facts
 
             # only what the caller may change: a user's delete leaves other users' facts and
             # graph alone, even when they cite her entry

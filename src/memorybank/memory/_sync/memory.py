@@ -18,14 +18,18 @@ from datetime import datetime, timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
-from memorybank.memory._sync.branches import Branches
-from memorybank.memory._sync.core import (
+from memorybank.core._sync.core import (
+    MAX_CONTENT_CHARS,
     Clock,
     TitleFn,
     _Core,
     _system_clock,
 )
+from memorybank.core._sync.embed import EMBED_BATCH, embed_pending
+from memorybank.core._sync.threads import Threads
+from memorybank.core._sync.usage import Usage, flush_usage, note_hits
+from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
+from memorybank.memory._sync.branches import Branches
 from memorybank.memory._sync.entries import Entries
 from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.run_state import (
@@ -36,8 +40,6 @@ from memorybank.memory._sync.run_state import (
     forget_working,
     list_working,
 )
-from memorybank.memory._sync.threads import Threads
-from memorybank.memory._sync.usage import Usage, flush_usage, note_hits
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
@@ -51,21 +53,20 @@ if TYPE_CHECKING:
     # Long-term memory, recall and turns load on first use (see the properties and
     # methods below): a script that only reads history starts in half the time.
     from memorybank.consolidation._sync.consolidation import Consolidation
-    from memorybank.consolidation.judge import LLMJudge
     from memorybank.consolidation.profile import Profile
     from memorybank.consolidation.report import ConsolidationReport
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
+    from memorybank.core._sync.embedding import Embedding
+    from memorybank.core._sync.facts import Facts
+    from memorybank.core.extraction import Extractor
+    from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
     from memorybank.embeddings.status import EmbedMode
-    from memorybank.extract.base import Extractor
     from memorybank.graph._sync import Graph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
     from memorybank.memory._sync.documents import Documents
-    from memorybank.memory._sync.embedding import Embedding
-    from memorybank.memory._sync.events import Events
-    from memorybank.memory._sync.facts import Facts
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
     from memorybank.rerank.base import Reranker
@@ -84,8 +85,6 @@ __all__ = [
 
 DEFAULT_URL = "sqlite:///./memorybank.db"
 DEFAULT_TENANT = "default"
-#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
-MAX_CONTENT_CHARS = 1_000_000
 #: Seconds ``close()`` waits for background extraction before cancelling the rest.
 EXTRACT_CLOSE_TIMEOUT = 30.0
 #: Texts ``embed="background"`` queues before a write waits.
@@ -133,7 +132,7 @@ class Memory:
             (``memorybank.vector_index``: ``QdrantIndex``); the store keeps its
             vectors as the source of truth and re-checks the scope of every
             hit. ``close()`` closes the index too. ``None``: the store's own search.
-        judge: an ``LLMJudge`` (``memorybank.consolidation.judge``) that decides, in
+        judge: an ``LLMJudge`` (``memorybank.core.judge``) that decides, in
             ``consolidate``, the cases the rules cannot: its decisions are validated,
             budgeted, and marked ``decided_by="judge"`` in the run's report. You keep
             owning it (``close()`` does not close it). ``None``: the rules alone.
@@ -145,7 +144,7 @@ class Memory:
             it is full), ``memory.embedding.flush()`` waits for the vectors,
             ``memory.embedding.status()`` shows the backlog, and what a stopped
             process left pending is resumed by the next memory opened on the
-            store (see ``memorybank.memory._async.embedding``). The service
+            store (see ``memorybank.core._async.embedding``). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
         embed_lease: seconds a background worker holds a journal record it embeds
@@ -270,8 +269,8 @@ class Memory:
 
     @functools.cached_property
     def facts(self) -> Facts:
-        """``memory.facts``: long-term facts (see ``memorybank.memory._async.facts``)."""
-        from memorybank.memory._sync.facts import Facts
+        """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
+        from memorybank.core._sync.facts import Facts
 
         return Facts(self._core, self.tenant_id, self._scope)
 
@@ -403,7 +402,7 @@ class Memory:
     @staticmethod
     def _embedding_module() -> types.ModuleType:
         # loads with the first use of background embedding: a read-only script skips it
-        from memorybank.memory._sync import embedding
+        from memorybank.core._sync import embedding
 
         return embedding
 
@@ -424,6 +423,28 @@ class Memory:
     def store(self) -> Store:
         """The store this memory writes to."""
         return self._core.store
+
+    @staticmethod
+    def _helper_class(name: str) -> type:
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
+        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
+        # each loads with its first use
+        if name == "context_builder":
+            from memorybank.context._sync.builder import ContextBuilder
+
+            return ContextBuilder
+        if name == "compaction_service":
+            from memorybank.context._sync.compaction import CompactionService
+
+            return CompactionService
+        if name == "session_manager":
+            from memorybank.context._sync.sessions import SessionManager
+
+            return SessionManager
+        from memorybank.memory._sync.core_facts import CoreFacts
+
+        return CoreFacts
 
     @property
     def scope(self) -> Scope:
@@ -883,18 +904,17 @@ class Memory:
 
         Catches up a backlog: entries stored before an embedder was configured,
         after its model changed, or while it failed. Works in batches of
-        ``batch_size`` texts (default ``search.EMBED_BATCH``). ``thread_id`` limits
+        ``batch_size`` texts (default ``EMBED_BATCH``). ``thread_id`` limits
         it to one thread (entries only).
         """
-        from memorybank.recall._sync import search
-
         if thread_id is not None:
             self.threads.require(thread_id)
-        return search.embed_pending(
-            self._core,
+        return embed_pending(
+            self._core.store,
+            self._core.embedder,
             self.tenant_id,
             thread_id=thread_id,
-            batch_size=search.EMBED_BATCH if batch_size is None else batch_size,
+            batch_size=EMBED_BATCH if batch_size is None else batch_size,
         )
 
 
@@ -935,7 +955,7 @@ def _checked_judge(judge: object) -> LLMJudge | None:
     # imported only for a judge: a memory without one never loads httpx for it
     if judge is None:
         return None
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core.judge import LLMJudge
 
     if not isinstance(judge, LLMJudge):
         raise ConfigurationError(f"judge must be an LLMJudge, got {type(judge).__name__}")

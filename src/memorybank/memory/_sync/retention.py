@@ -6,15 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._sync.facts import FACT, Facts
+from memorybank.core._sync.usage import usage_of
+from memorybank.core.documents import DOCUMENT_KIND
 from memorybank.importance import USAGE, usage_id
-from memorybank.memory._sync.documents import DOCUMENT_KIND
-from memorybank.memory._sync.facts import FACT, Facts
-from memorybank.memory._sync.usage import usage_of
 from memorybank.retention import PruneReport, RetentionPolicy, doomed_entries
 from memorybank.stores.contract._sync.store import Store
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = ["prune_tenant"]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
+from memorybank.core._sync.core import _Core
 from memorybank.errors import ThreadForbidden
-from memorybank.memory._sync.core import _Core
 from memorybank.records import SavedSnapshot, Summary, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id

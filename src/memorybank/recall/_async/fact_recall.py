@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memorybank.memory._async.facts import FACT, FACT_VERSION, fact_from_record
+from memorybank.core._async.embed import embed_texts
+from memorybank.core._async.facts import FACT, FACT_VERSION, fact_from_record
 from memorybank.recall.conversation import Candidate
 from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Fact
@@ -41,7 +42,7 @@ from memorybank.stores.contract._async.store import Record, Visibility
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",
@@ -148,7 +149,6 @@ async def fact_vectors(
     embedder = core.embedder
     if embedder is None or not items:
         return {}
-    from memorybank.recall._async.search import embed_texts
 
     model = embedder.model_id
     current = [i.fact.id for i in items if not i.superseded]

@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from memorybank.memory._sync.facts import FACT, FACT_VERSION, fact_from_record
+from memorybank.core._sync.embed import embed_texts
+from memorybank.core._sync.facts import FACT, FACT_VERSION, fact_from_record
 from memorybank.recall.conversation import Candidate
 from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Fact
@@ -42,7 +43,7 @@ from memorybank.stores.contract._sync.store import Record, Visibility
 if TYPE_CHECKING:
     from numpy.typing import NDArray
 
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = [
     "FACT_RANK_LIMIT",
@@ -149,7 +150,6 @@ def fact_vectors(
     embedder = core.embedder
     if embedder is None or not items:
         return {}
-    from memorybank.recall._sync.search import embed_texts
 
     model = embedder.model_id
     current = [i.fact.id for i in items if not i.superseded]

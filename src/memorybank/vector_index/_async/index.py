@@ -46,6 +46,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.rules.kinds import RECORD_KINDS
 from memorybank.stores.contract._async.base import AsyncStoreBase
 from memorybank.stores.contract._async.store import (
     AsyncStore,
@@ -172,8 +173,6 @@ async def _stored_points(
     store: AsyncStore, tenant: str, model_id: str
 ) -> AsyncIterator[IndexPoint]:
     """Every vector of ``model_id`` the store holds for ``tenant``, as points."""
-    from memorybank.dump.format import RECORD_KINDS
-
     for thread in await store.thread_list(tenant):
         ids: dict[str, None] = {}
         for branch in await store.branch_list(tenant, thread.id):

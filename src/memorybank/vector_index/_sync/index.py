@@ -47,6 +47,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreUnavailable,
 )
+from memorybank.rules.kinds import RECORD_KINDS
 from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract._sync.store import (
     Store,
@@ -173,8 +174,6 @@ def _stored_points(
     store: Store, tenant: str, model_id: str
 ) -> Iterator[IndexPoint]:
     """Every vector of ``model_id`` the store holds for ``tenant``, as points."""
-    from memorybank.dump.format import RECORD_KINDS
-
     for thread in store.thread_list(tenant):
         ids: dict[str, None] = {}
         for branch in store.branch_list(tenant, thread.id):

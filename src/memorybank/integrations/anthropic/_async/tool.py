@@ -23,6 +23,7 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand,
 )
 
+from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import ConfigurationError
 from memorybank.integrations.anthropic.files import (
     FILE,
@@ -34,7 +35,6 @@ from memorybank.integrations.anthropic.files import (
     check_path,
     versions,
 )
-from memorybank.memory._async.cas import retry_conflicts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.stores.contract import UNSET, RecordGuard
 

@@ -24,6 +24,7 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand,
 )
 
+from memorybank.core._sync.cas import retry_conflicts
 from memorybank.errors import ConfigurationError
 from memorybank.integrations.anthropic.files import (
     FILE,
@@ -35,7 +36,6 @@ from memorybank.integrations.anthropic.files import (
     check_path,
     versions,
 )
-from memorybank.memory._sync.cas import retry_conflicts
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract import UNSET, RecordGuard
 

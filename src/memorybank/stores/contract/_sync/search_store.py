@@ -50,9 +50,9 @@ def _vector_id(kind: str, item_id: str, model_id: str) -> str:
 def rank_texts(query: str, texts: Iterable[tuple[SearchHit, str]], k: int) -> list[SearchHit]:
     """The best ``k`` of ``texts`` (a zero-score hit and its text) for ``query`` by BM25,
     best first (ties: kind, id, branch). For stores that rank in this process: the
-    derived ``text_search`` and the in-memory store. ``memorybank.recall.bm25`` is
+    derived ``text_search`` and the in-memory store. ``memorybank.stores.keyword.bm25`` is
     imported here, on first use: the stores do not otherwise depend on recall."""
-    from memorybank.recall.bm25 import BM25Index
+    from memorybank.stores.keyword.bm25 import BM25Index
 
     hits: list[SearchHit] = []
     index = BM25Index()

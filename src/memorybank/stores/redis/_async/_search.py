@@ -34,11 +34,11 @@ class RedisSearch(RedisScope):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        """BM25 (``memorybank.recall.bm25``) over the scope's texts, read from Redis.
+        """BM25 (``memorybank.stores.keyword.bm25``) over the scope's texts, read from Redis.
 
         Costs a read of every text in scope: see "Search" in the package docstring.
         """
-        from memorybank.recall.bm25 import BM25Index
+        from memorybank.stores.keyword.bm25 import BM25Index
 
         if k <= 0:
             with self._op():

@@ -91,7 +91,7 @@ the asking user's threads (``u:<user>``) plus the shared ones (``u0``), every
 thread of the tenant without a ``visible_to``, one thread with ``thread_id``;
 records through their owner sets. ``text_search`` reads every entry (all
 branches) of those threads and the records' texts -- one pipelined script per
-thread -- and ranks them with ``memorybank.recall.bm25.BM25Index`` (the
+thread -- and ranks them with ``memorybank.stores.keyword.bm25.BM25Index`` (the
 in-memory store's analyzer and scores). ``vector_search`` reads the scope's
 vectors of the model and ranks them exactly with numpy
 (``memorybank.stores.vectors.exact.top_k``). The cost is linear in the scope and

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.embed import embed_texts
+from memorybank.core._async.usage import given_importance
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import check_importance
-from memorybank.memory._async.cas import retry_conflicts
-from memorybank.memory._async.usage import given_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
@@ -34,7 +35,7 @@ from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, 
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = [
     "FACT",
@@ -211,7 +212,6 @@ class AsyncFacts:
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._async.search import embed_texts
 
         vectors = await embed_texts(embedder, [fact.content])
         return VectorItem(FACT, fact.id, embedder.model_id, vectors[0])
@@ -493,8 +493,6 @@ class AsyncFacts:
         embedder = self._core.embedder
         fetch = limit * 2 + 10
         if embedder is not None:
-            from memorybank.recall._async.search import embed_texts
-
             vector = (await embed_texts(embedder, [query]))[0]
             hits = await store.vector_search(
                 self._tenant,

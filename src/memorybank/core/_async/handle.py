@@ -10,24 +10,50 @@ wherever a handle is passed).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from memorybank.core._async.core import MessageLike, _Core
+    from memorybank.core._async.facts import AsyncFacts
+    from memorybank.core._async.threads import AsyncThreads
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._async.core import _Core
-    from memorybank.memory._async.entries import AsyncEntries
-    from memorybank.memory._async.facts import AsyncFacts
-    from memorybank.records import Thread
+    from memorybank.records import Entry, Thread
+    from memorybank.rules.scope import Scope
     from memorybank.stores.contract._async.store import AsyncStore, Unset
 
-__all__ = ["AsyncMemoryHandle"]
+__all__ = ["AsyncEntriesHandle", "AsyncMemoryHandle"]
+
+
+class AsyncEntriesHandle(Protocol):
+    """What the services use of ``memory.entries`` (``AsyncEntries`` is one)."""
+
+    async def add_many(
+        self,
+        thread_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        user_id: str | Unset | None = ...,
+    ) -> list[Entry]: ...
+
+    async def count(
+        self, thread_id: str, *, branch: str | None = ..., user_id: str | Unset | None = ...
+    ) -> int: ...
 
 
 class AsyncMemoryHandle(Protocol):
     """A memory handle as its services see it (``AsyncMemory`` is one)."""
 
     _core: _Core
-    entries: AsyncEntries
+
+    @property
+    def entries(self) -> AsyncEntriesHandle: ...
+
+    @property
+    def threads(self) -> AsyncThreads: ...
+
+    @property
+    def scope(self) -> Scope: ...
 
     @property
     def tenant_id(self) -> str: ...

@@ -11,24 +11,50 @@ wherever a handle is passed).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from memorybank.core._sync.core import MessageLike, _Core
+    from memorybank.core._sync.facts import Facts
+    from memorybank.core._sync.threads import Threads
     from memorybank.embeddings.base import Embedder
-    from memorybank.memory._sync.core import _Core
-    from memorybank.memory._sync.entries import Entries
-    from memorybank.memory._sync.facts import Facts
-    from memorybank.records import Thread
+    from memorybank.records import Entry, Thread
+    from memorybank.rules.scope import Scope
     from memorybank.stores.contract._sync.store import Store, Unset
 
-__all__ = ["MemoryHandle"]
+__all__ = ["SyncEntriesHandle", "MemoryHandle"]
+
+
+class SyncEntriesHandle(Protocol):
+    """What the services use of ``memory.entries`` (``AsyncEntries`` is one)."""
+
+    def add_many(
+        self,
+        thread_id: str,
+        messages: Sequence[MessageLike],
+        *,
+        user_id: str | Unset | None = ...,
+    ) -> list[Entry]: ...
+
+    def count(
+        self, thread_id: str, *, branch: str | None = ..., user_id: str | Unset | None = ...
+    ) -> int: ...
 
 
 class MemoryHandle(Protocol):
     """A memory handle as its services see it (``AsyncMemory`` is one)."""
 
     _core: _Core
-    entries: Entries
+
+    @property
+    def entries(self) -> SyncEntriesHandle: ...
+
+    @property
+    def threads(self) -> Threads: ...
+
+    @property
+    def scope(self) -> Scope: ...
 
     @property
     def tenant_id(self) -> str: ...

@@ -36,7 +36,7 @@ from memorybank.stores.contract._sync.store import UNSET, Record, Unset
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = [
     "Usage",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
@@ -20,14 +19,16 @@ from memorybank.stores.contract._sync.store import Store, Unset
 from memorybank.tokens import Tokenizer
 
 if TYPE_CHECKING:
-    from memorybank.consolidation.judge import LLMJudge
+    from memorybank.core._sync.embedding import _EmbedService
+    from memorybank.core.extraction import Extractor
+    from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
-    from memorybank.extract.base import Extractor
-    from memorybank.memory._sync.embedding import _EmbedService
     from memorybank.rerank.base import Reranker
     from memorybank.vector_index._sync.index import VectorIndex
 
 
+#: Largest ``content`` accepted by default (characters); see ``max_content_chars``.
+MAX_CONTENT_CHARS = 1_000_000
 #: Entries background extraction holds at most (queued or running); more are dropped.
 EXTRACT_MAX_BACKLOG = 10_000
 #: After this many background extractions in a row find the extractor unavailable,
@@ -107,6 +108,9 @@ class _Core:
         self.consolidate_tenants: set[str] = set()
         #: The background consolidation worker, made on first use (``memory.consolidation``).
         self.consolidate_service: _Closing | None = None
+        #: ``memory.graph.functional_types``, shared by every handle of this memory; set
+        #: by the graph on its first use (``None``: not yet).
+        self.functional_types: set[str] | None = None
 
     @property
     def embeds_inline(self) -> bool:
@@ -115,13 +119,6 @@ class _Core:
 
     def now(self) -> datetime:
         return v.check_time(self.clock(), "clock()")
-
-    @functools.cached_property
-    def functional_types(self) -> set[str]:
-        """``memory.graph.functional_types``: shared by every handle of this memory."""
-        from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES  # with the graph only
-
-        return set(DEFAULT_FUNCTIONAL_TYPES)
 
 
 def _check_title(title: object) -> str | None:

@@ -34,7 +34,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from memorybank.consolidation.report import JudgeUsage
 from memorybank.errors import ConfigurationError
 from memorybank.runtime.httpclients import HttpClients, OwnsClients, chat_endpoint, chat_request
 
@@ -43,7 +42,15 @@ if TYPE_CHECKING:
 
     from memorybank.records import Fact
 
-__all__ = ["RELATIONS", "SYSTEM_PROMPT", "LLMJudge", "Verdict", "parse_decisions", "schema"]
+__all__ = [
+    "RELATIONS",
+    "SYSTEM_PROMPT",
+    "JudgeUsage",
+    "LLMJudge",
+    "Verdict",
+    "parse_decisions",
+    "schema",
+]
 
 INSTALL_HINT = "pip install memorybank[openai]"
 
@@ -58,6 +65,42 @@ candidate facts, each with its id. For each candidate say how it relates to the 
 "neither" otherwise (different things, or both can hold). When unsure, say "neither".
 Answer with JSON only: {"decisions": [{"id": "<candidate id>", "relation": "..."}]}.
 """
+
+
+@dataclass(slots=True)
+class JudgeUsage:
+    """What a run asked its LLM judge, and what that cost.
+
+    Attributes:
+        model: the judge's model.
+        cases: the cases (a fact and its candidates) the rules left undecided.
+        asked: the cases sent to the judge (the budget may stop it before ``cases``).
+        calls: HTTP requests made (retries included), at most the judge's ``max_calls``.
+        failed: cases the judge could not answer (no valid answer after the retries,
+            an error, a timeout): each decided nothing.
+        tokens: tokens the endpoint reported used (prompt and answer).
+        exhausted: whether the budget (calls or tokens) stopped the run asking.
+    """
+
+    model: str
+    cases: int = 0
+    asked: int = 0
+    calls: int = 0
+    failed: int = 0
+    tokens: int = 0
+    exhausted: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """The usage as JSON-ready values."""
+        return {
+            "model": self.model,
+            "cases": self.cases,
+            "asked": self.asked,
+            "calls": self.calls,
+            "failed": self.failed,
+            "tokens": self.tokens,
+            "exhausted": self.exhausted,
+        }
 
 
 @dataclass(frozen=True, slots=True)

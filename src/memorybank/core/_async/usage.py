@@ -35,7 +35,7 @@ from memorybank.stores.contract._async.store import UNSET, Record, Unset
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._async.core import _Core
+    from memorybank.core._async.core import _Core
 
 __all__ = [
     "AsyncUsage",

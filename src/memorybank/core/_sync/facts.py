@@ -23,10 +23,11 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from memorybank.core._sync.cas import retry_conflicts
+from memorybank.core._sync.embed import embed_texts
+from memorybank.core._sync.usage import given_importance
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import check_importance
-from memorybank.memory._sync.cas import retry_conflicts
-from memorybank.memory._sync.usage import given_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
@@ -35,7 +36,7 @@ from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, U
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.memory._sync.core import _Core
+    from memorybank.core._sync.core import _Core
 
 __all__ = [
     "FACT",
@@ -212,7 +213,6 @@ class Facts:
         embedder = self._core.embedder
         if embedder is None:
             return None
-        from memorybank.recall._sync.search import embed_texts
 
         vectors = embed_texts(embedder, [fact.content])
         return VectorItem(FACT, fact.id, embedder.model_id, vectors[0])
@@ -494,8 +494,6 @@ class Facts:
         embedder = self._core.embedder
         fetch = limit * 2 + 10
         if embedder is not None:
-            from memorybank.recall._sync.search import embed_texts
-
             vector = (embed_texts(embedder, [query]))[0]
             hits = store.vector_search(
                 self._tenant,

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from memorybank.recall.text import Analyzer, default_analyzer
+from memorybank.stores.keyword.text import Analyzer, default_analyzer
 
 __all__ = ["DEFAULT_B", "DEFAULT_K1", "BM25Index"]
 

@@ -6,7 +6,7 @@ short observations about an entity, and facts for ``memory.facts`` (a subject,
 an attribute and a value, so a later value of the same attribute supersedes
 the earlier one). Every item carries a confidence in [0, 1].
 
-Extractors only propose: ``memory.graph.ingest`` (``memorybank.extract._async.ingest``)
+Extractors only propose: ``memory.graph.ingest`` (``memorybank.graph._async.formation``)
 writes the proposals, scoped and with provenance. ``finish`` is the one gate
 every proposal passes, whatever extractor made it: names and types cleaned,
 confidence at least ``min_confidence``, at most ``max_entities`` entities and

@@ -1,0 +1,1 @@
+"""The shared core, async source (the ``_sync`` twin is generated)."""

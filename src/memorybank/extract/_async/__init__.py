@@ -1,1 +1,0 @@
-"""Memory formation over a store (async source; the sync twins are generated)."""
