@@ -34,11 +34,11 @@ from memorybank.consolidation.entity_rules import (
     undecided_entities,
 )
 from memorybank.consolidation.report import ConsolidationReport, EntityChange
+from memorybank.core._sync.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.graph._sync.entities import EntityVerbs
 from memorybank.graph._sync.records import ENTITY, IN, OUT, _entity, _relation
 from memorybank.graph.model import Entity
-from memorybank.recall._sync.search import embed_texts
 from memorybank.records import Fact
 from memorybank.stores.contract._sync.store import (
     Store,
