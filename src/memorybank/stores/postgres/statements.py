@@ -436,9 +436,6 @@ class Statements:
             f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
             f" AND e.branch = {current} AND e.id = x.id"
         )
-        self.thread_get_many = (
-            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
-        )
         self.entry_count_many = (
             f"SELECT t.id, coalesce((SELECT b.entry_count FROM {p}branches b"
             " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"

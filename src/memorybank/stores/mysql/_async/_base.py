@@ -49,7 +49,9 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql._async.core import SQLCore
 from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
+from memorybank.stores.sql.dialect import MYSQL
 
 T = TypeVar("T")
 
@@ -63,8 +65,10 @@ _NESTED = {
 }
 
 
-class MySQLBase(AsyncStore):
+class MySQLBase(SQLCore):
     """What every part of the MySQL store shares (see the module docstring)."""
+
+    dialect = MYSQL
 
     def __init__(
         self,
@@ -492,6 +496,9 @@ class MySQLBase(AsyncStore):
             " AND revision = -1",
             (tenant, guard.kind, guard.id),
         )
+
+    def _table(self, name: str) -> str:
+        return MYSQL.table(self.prefix, name)
 
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip

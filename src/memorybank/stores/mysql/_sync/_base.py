@@ -50,7 +50,9 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql._sync.core import SQLCore
 from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
+from memorybank.stores.sql.dialect import MYSQL
 
 T = TypeVar("T")
 
@@ -64,8 +66,10 @@ _NESTED = {
 }
 
 
-class MySQLBase(Store):
+class MySQLBase(SQLCore):
     """What every part of the MySQL store shares (see the module docstring)."""
+
+    dialect = MYSQL
 
     def __init__(
         self,
@@ -493,6 +497,9 @@ class MySQLBase(Store):
             " AND revision = -1",
             (tenant, guard.kind, guard.id),
         )
+
+    def _table(self, name: str) -> str:
+        return MYSQL.table(self.prefix, name)
 
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip

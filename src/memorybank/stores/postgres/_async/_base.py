@@ -35,6 +35,8 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
+from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import POSTGRES
 
 
 def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
@@ -54,8 +56,10 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(AsyncStore):
+class PostgresBase(SQLCore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    dialect = POSTGRES
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -373,6 +377,15 @@ class PostgresBase(AsyncStore):
             with suppress(psycopg.Error):
                 await self._pool.check()
         return translate(error)
+
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """Each read in autocommit (retried on a lost connection)."""
+        return [
+            row for sql, params in statements for row in await self._fetch(sql, params, retry=True)
+        ]
 
     async def _fetch(
         self,

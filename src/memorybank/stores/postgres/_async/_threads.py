@@ -4,7 +4,6 @@ delete threads; fork, list and delete branches (a fork copies the entries it kee
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -97,15 +96,6 @@ class ThreadsMixin(PostgresBase):
                 return False
             await self._rows(conn, self._sql.thread_delete, {"tenant": tenant, "id": thread_id})
             return True
-
-    async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
-        """Threads by ids, in one statement."""
-        wanted = list(dict.fromkeys(thread_ids))
-        if not wanted:
-            return {}
-        rows = await self._fetch(self._sql.thread_get_many, (tenant, wanted), retry=True)
-        found = {thread.id: thread for thread in map(row_to_thread, rows)}
-        return {tid: found[tid] for tid in wanted if tid in found}
 
     # -- branches ----------------------------------------------------------
 

@@ -36,6 +36,8 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
+from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import POSTGRES
 
 
 def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
@@ -55,8 +57,10 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
     return _RecordingConnection
 
 
-class PostgresBase(Store):
+class PostgresBase(SQLCore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    dialect = POSTGRES
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -374,6 +378,15 @@ class PostgresBase(Store):
             with suppress(psycopg.Error):
                 self._pool.check()
         return translate(error)
+
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """Each read in autocommit (retried on a lost connection)."""
+        return [
+            row for sql, params in statements for row in self._fetch(sql, params, retry=True)
+        ]
 
     def _fetch(
         self,

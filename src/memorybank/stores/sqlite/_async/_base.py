@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from memorybank.errors import (
     ConfigurationError,
@@ -25,6 +25,8 @@ from memorybank.errors import (
 from memorybank.records import Entry, Thread
 from memorybank.runtime.concurrency import AsyncReadPool, AsyncWorker
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -68,8 +70,10 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(AsyncStore):
+class SQLiteStoreBase(SQLCore):
     """The connection and the plumbing every part of the SQLite store uses."""
+
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -353,6 +357,17 @@ class SQLiteStoreBase(AsyncStore):
         if self._closed:
             raise StoreClosed("the store is closed")
         return await self._worker.run(fn)
+
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """One read snapshot."""
+
+        def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return [row for sql, params in statements for row in conn.execute(sql, params)]
+
+        return await self._run_read(op)
 
     async def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run the read-only ``fn`` in one snapshot of a read connection, in parallel

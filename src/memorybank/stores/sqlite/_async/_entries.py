@@ -18,7 +18,6 @@ from memorybank.stores.contract.items import AppendResult
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
-    THREAD_COLUMNS,
     dump,
     messages_of_rows,
     page_row_to_entry,
@@ -319,24 +318,6 @@ class EntriesMixin(SQLiteStoreBase):
                     entry = row_to_entry(row)
                     found[entry.id] = entry
             return {eid: found[eid] for eid in wanted if eid in found}
-
-        return await self._run_read(op) if wanted else {}
-
-    async def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
-        wanted = list(dict.fromkeys(thread_ids))
-
-        def op(conn: sqlite3.Connection) -> dict[str, Thread]:
-            found: dict[str, Thread] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                for row in conn.execute(
-                    f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ?"
-                    f" AND id IN ({', '.join('?' * len(chunk))})",
-                    (tenant, *chunk),
-                ):
-                    thread = row_to_thread(row)
-                    found[thread.id] = thread
-            return {tid: found[tid] for tid in wanted if tid in found}
 
         return await self._run_read(op) if wanted else {}
 
