@@ -711,10 +711,6 @@ class Statements:
             f" FROM {p}vectors WHERE tenant_id = %s AND model_id = %s AND kind = %s"
             " AND seq > %s ORDER BY seq OFFSET %s LIMIT 1), 9223372036854775807) ORDER BY seq"
         )
-        self.vector_count = (
-            f"SELECT count(*) FROM (SELECT 1 FROM {p}vectors WHERE tenant_id = %s"
-            " AND model_id = %s AND kind = %s LIMIT %s) c"
-        )
         self.vector_owner_threads = (
             f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = %s"
             " AND id = ANY(%s::text[])"

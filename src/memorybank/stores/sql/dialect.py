@@ -54,6 +54,13 @@ class Dialect:
     #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
     quote: str
 
+    def delete_from(self, table: str, alias: str) -> str:
+        """``DELETE`` of ``table`` named ``alias`` in the condition (MySQL's single-table
+        ``DELETE`` takes no alias on MariaDB: its multi-table form does)."""
+        if self.quote:
+            return f"DELETE {alias} FROM {table} {alias}"
+        return f"DELETE FROM {table} AS {alias}"
+
     def table(self, prefix: str, name: str) -> str:
         """The table ``name`` of a store whose tables are prefixed ``prefix``."""
         return f"{self.quote}{prefix}{name}{self.quote}"

@@ -8,7 +8,7 @@ way (PostgreSQL's prepared statements over arrays, MySQL's kept branch counts).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from memorybank.stores.contract.items import Record
 
 __all__ = [
+    "FORGET_COUNTED",
     "RunStatements",
     "branch_fork_query",
     "branch_list_query",
@@ -31,6 +32,8 @@ __all__ = [
     "compact_prefix_query",
     "entries_by_ids_query",
     "entry_update_rows",
+    "entry_vectors_gone",
+    "forget_user_queries",
     "fork_point",
     "marks",
     "owner_filter",
@@ -529,3 +532,97 @@ def run_statements(d: Dialect, working: str, snapshots: str, summaries: str) -> 
             f" AND ({m} OR user_id IS NULL OR user_id = {m}) ORDER BY created_at, id"
         ),
     )
+
+
+# -- erasure and deletes of entries ------------------------------------------------------
+
+
+def _user_threads(
+    d: Dialect, t: Callable[[str], str], table: str, extra: str = ""
+) -> tuple[str, int]:
+    """Delete the rows of ``table`` (by ``thread_id``) of the user's threads, and how
+    many parameters it takes (``(tenant, user_id)``, the tenant twice for three).
+    MySQL deletes through a join (a single-table ``DELETE ... IN (SELECT ...)`` is a
+    dependent subquery per row on MariaDB)."""
+    m = d.mark
+    if d.quote:  # MySQL/MariaDB
+        return (
+            f"DELETE x FROM {t(table)} x JOIN {t('threads')} t ON t.tenant_id = x.tenant_id"
+            f" AND t.id = x.thread_id WHERE t.tenant_id = {m} AND t.user_id = {m}{extra}",
+            2,
+        )
+    return (
+        f"DELETE FROM {t(table)} WHERE tenant_id = {m} AND thread_id IN"
+        f" (SELECT id FROM {t('threads')} WHERE tenant_id = {m} AND user_id = {m}){extra}",
+        3,
+    )
+
+
+def forget_user_queries(
+    d: Dialect, t: Callable[[str], str], tenant: str, user_id: str
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``forget_user``'s deletes, in order, in one transaction: the user's threads with
+    their entries, branches and the entries' vectors, then the vectors of the user's
+    records, the user's snapshots, summaries and records. The rows it erased are the
+    sum of the rowcounts at ``FORGET_COUNTED``. PostgreSQL: one statement instead."""
+    m = d.mark
+    own = f"WHERE tenant_id = {m} AND user_id = {m}"
+    if d.quote:
+        record_vectors = (
+            f"DELETE v FROM {t('vectors')} v JOIN {t('records')} r ON r.tenant_id = v.tenant_id"
+            f" AND r.kind = v.kind AND r.id = v.id WHERE r.tenant_id = {m} AND r.user_id = {m}"
+            " AND v.kind <> 'entry'",
+            2,
+        )
+    else:
+        record_vectors = (
+            f"DELETE FROM {t('vectors')} WHERE tenant_id = {m} AND kind <> 'entry'"
+            f" AND (kind, id) IN (SELECT kind, id FROM {t('records')} {own})",
+            3,
+        )
+    steps = [
+        _user_threads(d, t, "vectors", " AND kind = 'entry'"),
+        _user_threads(d, t, "entries"),
+        _user_threads(d, t, "branches"),
+        (f"DELETE FROM {t('threads')} {own}", 2),
+        record_vectors,
+        *((f"DELETE FROM {t(table)} {own}", 2) for table in ("snapshots", "summaries", "records")),
+    ]
+    params = {2: (tenant, user_id), 3: (tenant, tenant, user_id)}
+    return [(sql, params[n]) for sql, n in steps]
+
+
+#: The steps of ``forget_user_queries`` whose rowcounts are the rows erased (entries,
+#: threads, snapshots, summaries, records).
+FORGET_COUNTED = (1, 3, 5, 6, 7)
+
+
+def entry_vectors_gone(
+    d: Dialect,
+    entries: str,
+    thread_id: str,
+    entry_ids: Sequence[str],
+    others: Sequence[str],
+    chunk: int = 500,
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """Conditions on ``v`` (a vectors row) selecting the vectors of these deleted entries
+    of one branch that no other branch (``others``) holds a copy of (a fork copies
+    entries with their ids, and a vector goes with the last copy), a chunk of ids
+    each, with their parameters (the tenant is the caller's). Each other branch is
+    one lookup of the entries' id index per id."""
+    held = ""
+    if others:
+        held = (
+            f" AND NOT EXISTS (SELECT 1 FROM {entries} o WHERE o.tenant_id = v.tenant_id"
+            f" AND o.thread_id = v.thread_id AND o.branch IN ({marks(d, len(others))})"
+            " AND o.id = v.id)"
+        )
+    ids = list(dict.fromkeys(entry_ids))
+    return [
+        (
+            f"v.kind = 'entry' AND v.thread_id = {d.mark} AND v.id IN ({marks(d, len(part))})"
+            + held,
+            (thread_id, *part, *others),
+        )
+        for part in (ids[i : i + chunk] for i in range(0, len(ids), chunk))
+    ]

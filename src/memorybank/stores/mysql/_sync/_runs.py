@@ -14,7 +14,12 @@ from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import BEGIN
 from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql, to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import RunStatements, run_statements
+from memorybank.stores.sql.statements import (
+    FORGET_COUNTED,
+    RunStatements,
+    forget_user_queries,
+    run_statements,
+)
 
 
 class RunsMixin(MySQLBase):
@@ -170,13 +175,11 @@ class RunsMixin(MySQLBase):
         """Erase the user's threads (with entries and their vectors), records (with theirs),
         snapshots and summaries, atomically."""
         key = (tenant, user_id)
-        join = (
-            f"JOIN {self._threads} t ON t.tenant_id = x.tenant_id AND t.id = x.thread_id"
-            " WHERE t.tenant_id = %s AND t.user_id = %s"
-        )
         results = self._run_retried(
             [
                 (BEGIN, None),
+                # the vector cache's counters, before their vectors go (MySQL's own: no
+                # trigger logs the deletions)
                 self._bump(
                     tenant,
                     f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {self._threads} t"
@@ -189,32 +192,8 @@ class RunsMixin(MySQLBase):
                     " WHERE r.tenant_id = %s AND r.kind = v.kind AND r.user_id = %s)",
                     key,
                 ),
-                (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
-                (f"DELETE x FROM {self._entries} x {join}", key),
-                (f"DELETE x FROM {self._branches} x {join}", key),
-                (
-                    f"DELETE FROM {self._threads} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._summaries} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE v FROM {self._vectors} v JOIN {self._records} r"
-                    " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-                    " WHERE r.tenant_id = %s AND r.user_id = %s AND v.kind <> 'entry'",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._records} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
+                *forget_user_queries(MYSQL, self._table, tenant, user_id),
                 ("COMMIT", None),
             ]
         )
-        return sum(results[i][1] for i in (5, 7, 8, 9, 11))
+        return sum(results[3 + i][1] for i in FORGET_COUNTED)

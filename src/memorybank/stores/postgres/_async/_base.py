@@ -37,6 +37,7 @@ from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
 from memorybank.stores.sql._async.core import SQLCore, Statement
 from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.vectors._async.source import CachedVectorStore
 
 
 def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
@@ -56,7 +57,7 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(SQLCore):
+class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
@@ -527,9 +528,7 @@ class PostgresBase(SQLCore):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            await cached.close()  # the background loads and ANN builders end with the store
+        await self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
 

@@ -38,6 +38,7 @@ from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
 from memorybank.stores.sql._sync.core import SQLCore, Statement
 from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.vectors._sync.source import CachedVectorStore
 
 
 def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
@@ -57,7 +58,7 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
     return _RecordingConnection
 
 
-class PostgresBase(SQLCore):
+class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
@@ -528,9 +529,7 @@ class PostgresBase(SQLCore):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            cached.close()  # the background loads and ANN builders end with the store
+        self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             self._pool.close()
 

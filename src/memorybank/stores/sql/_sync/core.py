@@ -48,3 +48,24 @@ class SQLCore(Store):
         )
         found = {thread.id: thread for thread in map(row_to_thread, rows)}
         return {tid: found[tid] for tid in wanted if tid in found}
+
+    # -- the reads behind the in-process vector cache (``CachedVectorStore``) ----------
+
+    def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
+        """The key's vectors counted up to ``limit`` (a bounded range of an index)."""
+        m = self.dialect.mark
+        sql = (
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._table('vectors')} WHERE tenant_id = {m}"
+            f" AND model_id = {m} AND kind = {m} LIMIT {m}) c"
+        )
+        return int((self._select_many([(sql, (tenant, model_id, kind, limit))]))[0][0])
+
+    def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
+        """``id -> seq`` of every stored vector of the key (no vector read)."""
+        m = self.dialect.mark
+        sql = (
+            f"SELECT id, seq FROM {self._table('vectors')} WHERE tenant_id = {m}"
+            f" AND model_id = {m} AND kind = {m}"
+        )
+        rows = self._select_many([(sql, (tenant, model_id, kind))])
+        return {str(r[0]): int(r[1]) for r in rows}

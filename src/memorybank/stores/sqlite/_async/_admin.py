@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import FORGET_COUNTED, forget_user_queries
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
 
@@ -14,40 +16,12 @@ class AdminMixin(SQLiteStoreBase):
 
     async def forget_user(self, tenant: str, user_id: str) -> int:
         p = self.prefix
+        forget = forget_user_queries(SQLITE, self._table, tenant, user_id)
 
         def op(conn: sqlite3.Connection) -> int:
-            threads = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM {p}threads WHERE tenant_id = ? AND user_id = ?",
-                    (tenant, user_id),
-                ).fetchall()
-            ]
-            removed = 0
-            for thread_id in threads:
-                key = (tenant, thread_id)
-                conn.execute(
-                    f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
-                    " AND thread_id = ?",
-                    key,
-                )
-                removed += conn.execute(
-                    f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key
-                ).rowcount
-                conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
-                removed += conn.execute(
-                    f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key
-                ).rowcount
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind != 'entry' AND id IN"
-                f" (SELECT id FROM {p}records WHERE tenant_id = ? AND user_id = ?)",
-                (tenant, tenant, user_id),
-            )
-            for table in ("snapshots", "summaries", "records"):
-                removed += conn.execute(
-                    f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
-                    (tenant, user_id),
-                ).rowcount
+            # (the vector rows' deletions are logged by trigger: no counters to bump)
+            counts = [conn.execute(sql, params).rowcount for sql, params in forget]
+            removed = sum(counts[i] for i in FORGET_COUNTED)
             if removed:
                 # The FTS triggers only add 'delete' markers: the words stay in
                 # the index's segments until they are merged into one.
@@ -55,7 +29,7 @@ class AdminMixin(SQLiteStoreBase):
                     conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
             return removed
 
-        def forget() -> int:
+        def erase() -> int:
             removed = self._write(op)
             self._forget_vector_files(tenant)
             if removed and self.path != ":memory:":
@@ -65,7 +39,7 @@ class AdminMixin(SQLiteStoreBase):
                 self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
             return removed
 
-        return await self._run(forget)
+        return await self._run(erase)
 
     def _forget_vector_files(self, tenant: str) -> None:
         """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""

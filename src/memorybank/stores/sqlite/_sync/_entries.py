@@ -32,6 +32,7 @@ from memorybank.stores.sql.statements import (
     compact_prefix_query,
     entries_by_ids_query,
     entry_update_rows,
+    entry_vectors_gone,
     qualified,
     taken_ids_query,
 )
@@ -403,12 +404,8 @@ class EntriesMixin(SQLiteStoreBase):
     def _drop_entry_vectors(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
     ) -> None:
-        """Delete the vectors of these deleted entries that no branch of the thread holds.
-
-        A forked branch copies entries with their ids, and a vector is keyed by the
-        entry id: it goes with the last copy. Each id is checked on each branch
-        through ``entries_id`` (a primary-key-like lookup, not a scan of the thread).
-        """
+        """Delete the vectors of these deleted entries that no branch of the thread holds
+        (``entry_vectors_gone``; the deletions are logged by trigger)."""
         if not entry_ids:
             return
         p = self.prefix
@@ -419,17 +416,11 @@ class EntriesMixin(SQLiteStoreBase):
                 (tenant, thread_id),
             )
         ]
-        held = f"SELECT 1 FROM {p}entries e WHERE e.tenant_id = ? AND e.thread_id = ?"
-        held += f" AND e.branch = ? AND e.id = {p}vectors.id"
-        copies = " OR ".join(f"EXISTS ({held})" for _ in branches) or "0"
-        copy_params = [x for name in branches for x in (tenant, thread_id, name)]
-        for chunk in chunks(list(dict.fromkeys(entry_ids))):
-            marks = ", ".join("?" * len(chunk))
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
-                f" AND id IN ({marks}) AND thread_id = ? AND NOT ({copies})",
-                (tenant, *chunk, thread_id, *copy_params),
-            )
+        delete = SQLITE.delete_from(f"{p}vectors", "v") + " WHERE v.tenant_id = ? AND "
+        for where, params in entry_vectors_gone(
+            SQLITE, f"{p}entries", thread_id, entry_ids, branches
+        ):
+            conn.execute(delete + where, (tenant, *params))
 
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
