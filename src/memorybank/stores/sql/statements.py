@@ -26,15 +26,23 @@ if TYPE_CHECKING:
 __all__ = [
     "FORGET_COUNTED",
     "RunStatements",
+    "after_position",
+    "branch_copy_query",
+    "branch_deletable",
+    "branch_entries",
     "branch_fork_query",
     "branch_list_query",
+    "branch_named",
+    "branch_of_query",
     "branches_found",
     "compact_prefix_query",
     "entries_by_ids_query",
+    "entry_position_query",
     "entry_update_rows",
     "entry_vectors_gone",
     "forget_user_queries",
     "fork_point",
+    "ids_in",
     "marks",
     "owner_filter",
     "qualified",
@@ -626,3 +634,71 @@ def entry_vectors_gone(
         )
         for part in (ids[i : i + chunk] for i in range(0, len(ids), chunk))
     ]
+
+
+def branch_of_query(d: Dialect, threads: str, lock: str = "") -> str:
+    """The branch a call names, or (``NULL``) the thread's current one, and the current
+    one; parameters ``(branch, tenant, thread_id)``, no row without the thread
+    (``branch_named``). ``lock``: the engine's lock of the thread row."""
+    m = d.mark
+    return (
+        f"SELECT COALESCE({m}, current_branch), current_branch FROM {threads}"
+        f" WHERE tenant_id = {m} AND id = {m}{lock}"
+    )
+
+
+def branch_named(rows: Sequence[Sequence[Any]], thread_id: str) -> str:
+    """The branch of ``branch_of_query``'s rows; ``NotFound`` without the thread."""
+    if not rows:
+        raise NotFound(f"thread {thread_id!r} not found")
+    return str(rows[0][0])
+
+
+def branch_deletable(rows: Sequence[Sequence[Any]], thread_id: str, name: str) -> None:
+    """The rule of ``branch_delete``, from ``branch_of_query``'s rows: the thread exists
+    and ``name`` is not its current branch (a missing branch deletes nothing)."""
+    branch_named(rows, thread_id)
+    if rows[0][1] == name:
+        raise Conflict(f"cannot delete the current branch {name!r}")
+
+
+def branch_entries(d: Dialect, condition: str = "") -> str:
+    """A branch's entries ``e`` (parameters ``(tenant, thread_id, branch)``) matching
+    ``condition``: ``ids_in``, ``AFTER_POSITION`` or none (the whole branch), the rows an
+    ``entry_delete``, ``entry_truncate_after``, ``entry_clear`` or ``branch_delete``
+    removes."""
+    m = d.mark
+    return f"e.tenant_id = {m} AND e.thread_id = {m} AND e.branch = {m}{condition}"
+
+
+def ids_in(d: Dialect, count: int) -> str:
+    """``branch_entries``' condition of ``entry_delete``: ``count`` ids."""
+    return f" AND e.id IN ({marks(d, count)})"
+
+
+def after_position(d: Dialect) -> str:
+    """``branch_entries``' condition of ``entry_truncate_after``: after a position."""
+    return f" AND e.position > {d.mark}"
+
+
+def entry_position_query(d: Dialect, entries: str, threads: str) -> str:
+    """The branch and position of an entry on a branch (``NULL``: the thread's current
+    one); parameters ``(tenant, thread_id, entry_id, branch)``."""
+    m = d.mark
+    return (
+        f"SELECT e.branch, e.position FROM {entries} e JOIN {threads} t"
+        " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+        f" WHERE e.tenant_id = {m} AND e.thread_id = {m} AND e.id = {m}"
+        f" AND e.branch = COALESCE({m}, t.current_branch)"
+    )
+
+
+def branch_copy_query(d: Dialect, entries: str, columns: str) -> str:
+    """A fork's copy of the source branch's entries up to a position (``columns``: the
+    engine's entry columns but ``branch``); parameters ``(name, tenant, thread_id,
+    from_branch, upto)``. PostgreSQL copies and counts them in one statement."""
+    m = d.mark
+    return (
+        f"INSERT INTO {entries} (branch, {columns}) SELECT {m}, {columns} FROM {entries}"
+        f" WHERE tenant_id = {m} AND thread_id = {m} AND branch = {m} AND position <= {m}"
+    )

@@ -52,9 +52,15 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    after_position,
+    branch_entries,
+    branch_named,
+    branch_of_query,
     compact_prefix_query,
     entries_by_ids_query,
+    entry_position_query,
     entry_update_rows,
+    ids_in,
 )
 
 
@@ -217,8 +223,9 @@ class EntriesMixin(MySQLBase):
         total = 0
         for start in range(0, len(ids), IN_CHUNK):
             chunk = ids[start : start + IN_CHUNK]
-            condition = f" AND e.id IN ({placeholders(len(chunk))})"
-            total += await self._delete_where(tenant, thread_id, branch, condition, chunk)
+            total += await self._delete_where(
+                tenant, thread_id, branch, ids_in(MYSQL, len(chunk)), chunk
+            )
         return total
 
     async def entry_truncate_after(
@@ -228,17 +235,14 @@ class EntriesMixin(MySQLBase):
         async with self._connection() as conn:
             rows, _ = await self._one(
                 conn,
-                f"SELECT e.branch, e.position FROM {self._entries} e JOIN {self._threads} t"
-                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
-                " AND e.branch = COALESCE(%s, t.current_branch)",
+                entry_position_query(MYSQL, self._entries, self._threads),
                 (tenant, thread_id, entry_id, branch),
             )
             if not rows:
                 await self._get_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
         return await self._delete_where(
-            tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
+            tenant, thread_id, rows[0][0], after_position(MYSQL), (rows[0][1],)
         )
 
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -268,11 +272,7 @@ class EntriesMixin(MySQLBase):
             conn,
             [
                 (BEGIN, None),
-                (
-                    f"SELECT COALESCE(%s, current_branch) FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                    (branch, tenant, thread_id),
-                ),
+                (branch_of_query(MYSQL, self._threads, " FOR UPDATE"), (branch, tenant, thread_id)),
                 (
                     f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
                     (tenant, thread_id),
@@ -282,12 +282,8 @@ class EntriesMixin(MySQLBase):
         head = results[2][0]
         if not head:
             await self._one(conn, "ROLLBACK")
-            raise NotFound(f"thread {thread_id!r} not found")
-        name = head[0][0]
-        where = (
-            f"FROM {self._entries} e WHERE e.tenant_id = %s AND e.thread_id = %s"
-            f" AND e.branch = %s{condition}"
-        )
+        name = branch_named(head, thread_id)
+        where = f"FROM {self._entries} e WHERE {branch_entries(MYSQL, condition)}"
         args = (tenant, thread_id, name, *extra)
         rows, _ = await self._one(conn, f"SELECT e.id {where} FOR UPDATE", args)
         if not rows:

@@ -195,4 +195,4 @@ class RunsMixin(MySQLBase):
                 ("COMMIT", None),
             ]
         )
-        return sum(results[3 + i][1] for i in FORGET_COUNTED)
+        return sum(results[4 + i][1] for i in FORGET_COUNTED)  # BEGIN is two results

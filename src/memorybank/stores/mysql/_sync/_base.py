@@ -45,7 +45,6 @@ from memorybank.stores.mysql.rows import (
     MySQLWork,
     LockContention,
     Statement,
-    placeholders,
     translate,
     url_options,
 )

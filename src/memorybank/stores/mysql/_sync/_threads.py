@@ -11,7 +11,7 @@ from typing import Any
 
 import pymysql
 
-from memorybank.errors import Conflict, NotFound
+from memorybank.errors import Conflict
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.mysql._sync._base import MySQLBase
@@ -20,8 +20,12 @@ from memorybank.stores.mysql.rows import BEGIN, INSERT_COLS
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    branch_copy_query,
+    branch_deletable,
+    branch_entries,
     branch_fork_query,
     branch_list_query,
+    branch_of_query,
     branches_found,
     fork_point,
     thread_delete_queries,
@@ -170,7 +174,6 @@ class ThreadsMixin(MySQLBase):
         if upto is None:
             upto = int(head[0][4])  # the source's last position
 
-        columns = INSERT_COLS.replace("branch, ", "")
         self._run(
             conn,
             [
@@ -196,9 +199,7 @@ class ThreadsMixin(MySQLBase):
                     ),
                 ),
                 (
-                    f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
-                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
-                    " AND position <= %s",
+                    branch_copy_query(MYSQL, self._entries, INSERT_COLS.replace("branch, ", "")),
                     (name, tenant, thread_id, from_branch, upto),
                 ),
                 ("COMMIT", None),
@@ -230,11 +231,7 @@ class ThreadsMixin(MySQLBase):
             conn,
             [
                 (BEGIN, None),
-                (
-                    f"SELECT current_branch FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                    (tenant, thread_id),
-                ),
+                (branch_of_query(MYSQL, self._threads, " FOR UPDATE"), (None, tenant, thread_id)),
                 (
                     f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
                     (tenant, thread_id),
@@ -246,11 +243,7 @@ class ThreadsMixin(MySQLBase):
                 ),
             ],
         )
-        head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")
-        if head[0][0] == name:
-            raise Conflict(f"cannot delete the current branch {name!r}")
+        branch_deletable(results[2][0], thread_id, name)  # (the pool rolls back)
         others = [str(r[0]) for r in results[3][0] if r[0] != name]
         gone = [str(r[0]) for r in results[4][0]]
         key = (tenant, thread_id, name)
@@ -262,11 +255,7 @@ class ThreadsMixin(MySQLBase):
                     " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
                     key,
                 ),
-                (
-                    f"DELETE FROM {self._entries}"
-                    " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
-                    key,
-                ),
+                (f"DELETE e FROM {self._entries} e WHERE {branch_entries(MYSQL)}", key),
                 *self._drop_entry_vectors(tenant, thread_id, gone, others),
                 ("COMMIT", None),
             ],

@@ -12,8 +12,11 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
+    branch_copy_query,
+    branch_deletable,
     branch_fork_query,
     branch_list_query,
+    branch_of_query,
     branches_found,
     fork_point,
     thread_delete_queries,
@@ -24,6 +27,7 @@ from memorybank.stores.sql.statements import (
     updated_thread,
 )
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
 
 class ThreadsMixin(SQLiteStoreBase):
@@ -156,16 +160,9 @@ class ThreadsMixin(SQLiteStoreBase):
                 " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
                 (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
             )
-            conn.execute(
-                f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-                " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                " created_at, idempotency_key, fingerprint)"
-                " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
-                " tool_call_id, metadata, state, token_count, created_at, idempotency_key,"
-                f" fingerprint FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                " AND position <= ?",
-                (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
-            )
+            copy = branch_copy_query(SQLITE, f"{p}entries", INSERT_COLUMNS.replace("branch, ", ""))
+            upto = 2**62 if upto is None else upto
+            conn.execute(copy, (name, tenant, thread_id, from_branch, upto))
             return Branch(name, thread_id, created_at, from_branch, from_entry)
 
         return await self._run(lambda: self._write(op))
@@ -182,17 +179,13 @@ class ThreadsMixin(SQLiteStoreBase):
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
-            thread = self._require_thread(conn, tenant, thread_id)
-            if name == thread.current_branch:
-                raise Conflict(f"cannot delete the current branch {name!r}")
-            key = (tenant, thread_id, name)
+            rows = conn.execute(branch_of_query(SQLITE, f"{p}threads"), (None, tenant, thread_id))
+            branch_deletable(rows.fetchall(), thread_id, name)
             cursor = conn.execute(
-                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
+                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
             )
-            where = f"FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", key)]
-            conn.execute(f"DELETE {where}", key)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
+            self._delete_entries(conn, tenant, thread_id, name)
             return cursor.rowcount > 0
 
         return await self._run(lambda: self._write(op))

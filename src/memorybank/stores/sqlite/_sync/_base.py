@@ -23,11 +23,12 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Entry, Thread
+from memorybank.records import Thread
 from memorybank.runtime.concurrency import ReadPool, Worker
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.sql._sync.core import SQLCore, Statement
 from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -545,19 +546,50 @@ class SQLiteStoreBase(SQLCore):
         self._worker.run(shut)
         self._worker.shutdown()
 
+    def _drop_entry_vectors(
+        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
+    ) -> None:
+        """Delete the vectors of these deleted entries that no branch of the thread holds
+        (``entry_vectors_gone``; the deletions are logged by trigger)."""
+        if not entry_ids:
+            return
+        p = self.prefix
+        branches = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
+                (tenant, thread_id),
+            )
+        ]
+        delete = SQLITE.delete_from(f"{p}vectors", "v") + " WHERE v.tenant_id = ? AND "
+        for where, params in entry_vectors_gone(
+            SQLITE, f"{p}entries", thread_id, entry_ids, branches
+        ):
+            conn.execute(delete + where, (tenant, *params))
+
+    def _delete_entries(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        condition: str = "",
+        extra: Sequence[Any] = (),
+    ) -> int:
+        """Delete the entries of branch ``name`` matching ``condition`` (``branch_entries``)
+        with the vectors no other branch holds; how many."""
+        p = self.prefix
+        where = " WHERE " + branch_entries(SQLITE, condition)
+        params = (tenant, thread_id, name, *extra)
+        gone = [r[0] for r in conn.execute(f"SELECT e.id FROM {p}entries e{where}", params)]
+        if not gone:
+            return 0
+        removed: int = conn.execute(SQLITE.delete_from(f"{p}entries", "e") + where, params).rowcount
+        self._drop_entry_vectors(conn, tenant, thread_id, gone)
+        return removed
+
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks
 
-        def _drop_entry_vectors(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
-        ) -> None: ...
-        def _entry(
-            self,
-            conn: sqlite3.Connection,
-            tenant: str,
-            thread_id: str,
-            entry_id: str,
-            branch: str | None,
-        ) -> tuple[str, Entry | None]: ...
         def _get_thread(
             self, conn: sqlite3.Connection, tenant: str, thread_id: str
         ) -> Thread | None: ...

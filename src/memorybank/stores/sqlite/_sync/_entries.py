@@ -29,10 +29,14 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
+    after_position,
+    branch_named,
+    branch_of_query,
     compact_prefix_query,
     entries_by_ids_query,
+    entry_position_query,
     entry_update_rows,
-    entry_vectors_gone,
+    ids_in,
     qualified,
     taken_ids_query,
 )
@@ -281,25 +285,6 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run_read(op)
 
-    def _entry(
-        self,
-        conn: sqlite3.Connection,
-        tenant: str,
-        thread_id: str,
-        entry_id: str,
-        branch: str | None,
-    ) -> tuple[str, Entry | None]:
-        thread = self._get_thread(conn, tenant, thread_id)
-        if thread is None:
-            return "", None
-        name = thread.current_branch if branch is None else branch
-        row = conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
-            " WHERE tenant_id = ? AND thread_id = ? AND branch = ? AND id = ?",
-            (tenant, thread_id, name, entry_id),
-        ).fetchone()
-        return name, None if row is None else row_to_entry(row)
-
     def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
@@ -401,86 +386,49 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run_read(op) if asked else []
 
-    def _drop_entry_vectors(
-        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
-    ) -> None:
-        """Delete the vectors of these deleted entries that no branch of the thread holds
-        (``entry_vectors_gone``; the deletions are logged by trigger)."""
-        if not entry_ids:
-            return
-        p = self.prefix
-        branches = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
-                (tenant, thread_id),
-            )
-        ]
-        delete = SQLITE.delete_from(f"{p}vectors", "v") + " WHERE v.tenant_id = ? AND "
-        for where, params in entry_vectors_gone(
-            SQLITE, f"{p}entries", thread_id, entry_ids, branches
-        ):
-            conn.execute(delete + where, (tenant, *params))
-
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
     ) -> str:
-        thread = self._require_thread(conn, tenant, thread_id)
-        return thread.current_branch if branch is None else branch
+        rows = conn.execute(
+            branch_of_query(SQLITE, f"{self.prefix}threads"), (branch, tenant, thread_id)
+        )
+        return branch_named(rows.fetchall(), thread_id)
 
     def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        ids = list(entry_ids)
+        ids = list(dict.fromkeys(entry_ids))
 
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            if not ids:
-                return 0
-            removed = 0
-            for chunk in chunks(list(dict.fromkeys(ids))):
-                marks = ", ".join("?" * len(chunk))
-                removed += conn.execute(
-                    f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                    f" AND branch = ? AND id IN ({marks})",
-                    (tenant, thread_id, name, *chunk),
-                ).rowcount
-            if removed:
-                self._drop_entry_vectors(conn, tenant, thread_id, ids)
-            return removed
+            return sum(
+                self._delete_entries(conn, tenant, thread_id, name, ids_in(SQLITE, len(part)), part)
+                for part in chunks(ids)
+            )
 
         return self._run(lambda: self._write(op))
 
     def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
+        sql = entry_position_query(SQLITE, f"{self.prefix}entries", f"{self.prefix}threads")
+
         def op(conn: sqlite3.Connection) -> int:
-            name, entry = self._entry(conn, tenant, thread_id, entry_id, branch)
-            if entry is None:
+            found = conn.execute(sql, (tenant, thread_id, entry_id, branch)).fetchone()
+            if found is None:
                 self._require_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
-            where = (
-                f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                " AND branch = ? AND position > ?"
+            name, position = found
+            return self._delete_entries(
+                conn, tenant, thread_id, name, after_position(SQLITE), (position,)
             )
-            params = (tenant, thread_id, name, entry.position)
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
-            cursor = conn.execute(f"DELETE {where}", params)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
-            return cursor.rowcount
 
         return self._run(lambda: self._write(op))
 
     def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-            where += " AND branch = ?"
-            params = (tenant, thread_id, name)
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
-            cursor = conn.execute(f"DELETE {where}", params)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
-            return cursor.rowcount
+            return self._delete_entries(conn, tenant, thread_id, name)
 
         return self._run(lambda: self._write(op))
 
