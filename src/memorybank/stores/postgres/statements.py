@@ -12,10 +12,8 @@ from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_C
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import (
     branch_fork_query,
-    branch_list_query,
     qualified,
     run_statements,
-    thread_get_query,
 )
 
 T_COLS = qualified("t", THREAD_COLUMNS)
@@ -352,7 +350,6 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.thread_get = thread_get_query(POSTGRES, f"{p}threads")
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
         self.lock_thread_branch = (
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
@@ -509,7 +506,6 @@ class Statements:
             " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
-        self.branch_list = branch_list_query(POSTGRES, f"{p}threads", f"{p}branches")
         self.branch_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
@@ -520,9 +516,6 @@ class Statements:
         )
         runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
         self.working_set = runs.working_set
-        self.working_get = runs.working_get
-        self.working_delete = runs.working_delete + " RETURNING 1"
-        self.working_items = runs.working_items
         self.working_clear = runs.working_clear
         self.snapshot_save = (
             f"INSERT INTO {p}snapshots (tenant_id, run_id, user_id, value, saved_at)"
@@ -538,7 +531,6 @@ class Statements:
         self.snapshot_lock = (
             f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
         )
-        self.snapshot_load = runs.snapshot_load
         self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
         self.summary_add = (
             f"INSERT INTO {p}summaries (tenant_id, id, agent_id, user_id, content, created_at)"

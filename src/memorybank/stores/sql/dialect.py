@@ -51,6 +51,9 @@ class Dialect:
     #: statement text whatever the count, prepared once), or ``IN`` lists of at most
     #: ``in_chunk`` placeholders (SQLite's and MySQL's drivers have no arrays).
     arrays: bool
+    #: What makes a text column compare bytewise (PostgreSQL: ``COLLATE "C"``; the
+    #: others' id columns are binary already).
+    bytewise: str
     #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
     quote: str
 
@@ -107,13 +110,15 @@ def _no_hint(index: str) -> str:
 
 SQLITE = Dialect(
     mark="?", json_mark="?", key_column="key", time=to_us, no_limit=-1, row_values=True,
-    hint=_sqlite_hint, repeat_upsert_values=False, arrays=False, quote="",
+    hint=_sqlite_hint, repeat_upsert_values=False, arrays=False, quote="", bytewise="",
 )  # fmt: skip
 POSTGRES = Dialect(
     mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None,
     row_values=True, hint=_no_hint, repeat_upsert_values=False, arrays=True, quote="",
+    bytewise=' COLLATE "C"',
 )  # fmt: skip
 MYSQL = Dialect(
     mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
     row_values=False, hint=_mysql_hint, repeat_upsert_values=True, arrays=False, quote="`",
+    bytewise="",
 )  # fmt: skip

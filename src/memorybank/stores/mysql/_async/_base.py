@@ -497,9 +497,14 @@ class MySQLBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return MYSQL.table(self.prefix, name)
 
+    async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        return await self._execute(sql, params)
+
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip
         unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
+        if len(statements) == 1:
+            return await self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         async with self._connection() as conn:
             batch: list[Statement] = []

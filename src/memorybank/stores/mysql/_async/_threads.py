@@ -23,14 +23,11 @@ from memorybank.stores.sql.statements import (
     branch_deletable,
     branch_entries,
     branch_fork_query,
-    branch_list_query,
     branch_of_query,
-    branches_found,
     fork_point,
     thread_delete_queries,
     thread_get_query,
     thread_insert,
-    thread_list_query,
     thread_update_query,
     updated_thread,
 )
@@ -67,27 +64,6 @@ class ThreadsMixin(MySQLBase):
                     raise Conflict(f"thread {thread.id!r} already exists") from error
                 raise
         return dataclasses.replace(thread, metadata=dict(thread.metadata))
-
-    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        """The thread, or ``None``."""
-        rows = await self._query(thread_get_query(MYSQL, self._threads), (tenant, thread_id))
-        return row_to_thread(rows[0]) if rows else None
-
-    async def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        """Threads of the tenant, most recently updated first."""
-        sql, args = thread_list_query(
-            MYSQL, self._threads, tenant, user_id=user_id, agent_id=agent_id, status=status,
-            limit=limit,
-        )  # fmt: skip
-        return [row_to_thread(row) for row in await self._query(sql, args)]
 
     async def thread_update(
         self,
@@ -211,11 +187,6 @@ class ThreadsMixin(MySQLBase):
             from_branch=from_branch,
             from_entry=from_entry,
         )
-
-    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        """The thread's branches, oldest first; ``NotFound`` without the thread."""
-        sql = branch_list_query(MYSQL, self._threads, self._branches)
-        return branches_found(await self._query(sql, (tenant, thread_id)), thread_id)
 
     async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one)."""

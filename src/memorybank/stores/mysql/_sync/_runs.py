@@ -8,63 +8,18 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._sync.store import Unset
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import BEGIN
-from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql, to_us
+from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
-    RunStatements,
     forget_user_queries,
-    run_statements,
 )
 
 
 class RunsMixin(MySQLBase):
     """Working memory, snapshots, summaries and a user's erasure."""
-
-    @property
-    def _runs_sql(self) -> RunStatements:
-        return run_statements(MYSQL, self._working, self._snapshots, self._summaries)
-
-    def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        """Upsert one key."""
-        sql = self._runs_sql
-        self._execute(
-            sql.working_set, sql.working_set_params(MYSQL, tenant, run_id, key, value)
-        )
-
-    def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        """The JSON text under ``key``, or ``None``."""
-        rows = self._query(self._runs_sql.working_get, (tenant, run_id, key))
-        return str(rows[0][0]) if rows else None
-
-    def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        """Delete one key; whether it existed."""
-        return self._execute(self._runs_sql.working_delete, (tenant, run_id, key)) > 0
-
-    def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        """Every key of the run."""
-        rows = self._query(self._runs_sql.working_items, (tenant, run_id))
-        return {str(k): str(v) for k, v in rows}
-
-    def working_clear(self, tenant: str, run_id: str) -> None:
-        """Forget the run's working memory."""
-        self._execute(self._runs_sql.working_clear, (tenant, run_id))
-
-    def working_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Distinct run ids (binary collation: compared bytewise)."""
-        return self._run_ids(self._working, tenant, after, limit)
-
-    def _run_ids(
-        self, table: str, tenant: str, after: str | None, limit: int | None
-    ) -> list[str]:
-        sql, params = run_ids_sql(table, tenant, after, limit, "%s")
-        return [str(row[0]) for row in self._query(sql, params)]
 
     def snapshot_save(
         self,
@@ -114,11 +69,6 @@ class RunsMixin(MySQLBase):
         if not results[3][0][0][0]:
             raise ThreadForbidden("snapshot access forbidden")
 
-    def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        """``(owner, JSON text)`` or ``None``."""
-        rows = self._query(self._runs_sql.snapshot_load, (tenant, run_id))
-        return (rows[0][0], str(rows[0][1])) if rows else None
-
     def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
@@ -143,33 +93,6 @@ class RunsMixin(MySQLBase):
         if found and not deleted:
             raise ThreadForbidden("snapshot access forbidden")
         return deleted > 0
-
-    def snapshot_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Run ids with a snapshot."""
-        return self._run_ids(self._snapshots, tenant, after, limit)
-
-    def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        """Insert a summary."""
-        sql = self._runs_sql
-        self._execute(sql.summary_add, sql.summary_params(MYSQL, tenant, summary))
-        return summary
-
-    def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Agent ids with a summary."""
-        sql, params = run_ids_sql(self._summaries, tenant, after, limit, "%s", "agent_id")
-        return [str(row[0]) for row in self._query(sql, params)]
-
-    def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user plus the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = self._query(self._runs_sql.summary_list, params)
-        return [row_to_summary(row) for row in rows]
 
     def forget_user(self, tenant: str, user_id: str) -> int:
         """Erase the user's threads (with entries and their vectors), records (with theirs),

@@ -383,6 +383,9 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        return len(self._fetch(sql + " RETURNING 1", params))
+
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """Each read in autocommit (retried on a lost connection)."""
         return [

@@ -8,12 +8,37 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from memorybank.records import Thread
-from memorybank.stores.contract._sync.store import Store
-from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
+from memorybank.records import Branch, Summary, Thread
+from memorybank.stores.contract.types import UNSET, Unset, Visibility
+from memorybank.stores.sql._sync.key_reads import KeyReads
+from memorybank.stores.sql.common import (
+    RECORD_COLUMNS,
+    THREAD_COLUMNS,
+    any_user,
+    row_to_record,
+    row_to_summary,
+    row_to_thread,
+    run_ids_sql,
+)
 from memorybank.stores.sql.dialect import Dialect
+
+if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    from memorybank.stores.contract.items import Record
+from memorybank.stores.sql.statements import (
+    RunStatements,
+    branch_list_query,
+    branches_found,
+    record_list_query,
+    record_page_query,
+    records_by_ids_query,
+    records_by_keys_query,
+    run_statements,
+    thread_get_query,
+    thread_list_query,
+)
 
 __all__ = ["SQLCore"]
 
@@ -21,7 +46,7 @@ __all__ = ["SQLCore"]
 Statement = tuple[str, Sequence[Any]]
 
 
-class SQLCore(Store):
+class SQLCore(KeyReads):
     """The verbs written once for the SQL engines."""
 
     #: The engine's spelling (``memorybank.stores.sql.dialect``).
@@ -31,10 +56,59 @@ class SQLCore(Store):
     def _table(self, name: str) -> str:
         """The store's table ``name`` as its statements name it (prefixed, quoted)."""
 
+    #: The table prefix.
+    prefix: str
+    #: The columns a record is read with (``row_to_record``): unqualified, or on ``r``
+    #: where the engine reads by id its own way (PostgreSQL).
+    _record_columns: ClassVar[str] = RECORD_COLUMNS
+    #: The (tenant_id, kind, created_at, id) index of records, unprefixed (``record_page``).
+    _records_by_time: ClassVar[str] = "records_created"
+
+    @abc.abstractmethod
+    def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        """One statement in a transaction of its own; the rows it changed."""
+
     @abc.abstractmethod
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, in order, as one read where the engine can (one
         snapshot on SQLite, one round trip on MySQL)."""
+
+    def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._select_many([(sql, params)])
+
+    # -- threads and branches ----------------------------------------------------------
+
+    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
+        """The thread row, or ``None``."""
+        rows = self._select(
+            thread_get_query(self.dialect, self._table("threads")), (tenant, thread_id)
+        )
+        return row_to_thread(rows[0]) if rows else None
+
+    def _thread_source(self, user_id: str | Unset | None) -> str:
+        """The table ``thread_list`` reads, with an index hint where the engine needs one."""
+        return self._table("threads")
+
+    def thread_list(
+        self,
+        tenant: str,
+        *,
+        user_id: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
+        status: str | None = None,
+        limit: int | None = None,
+    ) -> list[Thread]:
+        """Threads by ``updated_at`` then id, newest first, filtered."""
+        sql, params = thread_list_query(
+            self.dialect, self._thread_source(user_id), tenant, user_id=user_id,
+            agent_id=agent_id, status=status, limit=limit,
+        )  # fmt: skip
+        return [row_to_thread(r) for r in self._select(sql, params)]
+
+    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
+        """The thread's branches, oldest first; ``NotFound`` without the thread."""
+        sql = branch_list_query(self.dialect, self._table("threads"), self._table("branches"))
+        return branches_found(self._select(sql, (tenant, thread_id)), thread_id)
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads by id: one read (``IN`` lists, or one array on PostgreSQL)."""
@@ -69,3 +143,164 @@ class SQLCore(Store):
         )
         rows = self._select_many([(sql, (tenant, model_id, kind))])
         return {str(r[0]): int(r[1]) for r in rows}
+
+    # -- working memory, snapshots, summaries ----------------------------------------------
+
+    @property
+    def _runs_sql(self) -> RunStatements:
+        t = self._table
+        return run_statements(self.dialect, t("working"), t("snapshots"), t("summaries"))
+
+    def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
+        """Upsert one key."""
+        sql = self._runs_sql
+        params = sql.working_set_params(self.dialect, tenant, run_id, key, value)
+        self._write_one(sql.working_set, params)
+
+    def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
+        """The JSON text under ``key``, or ``None``."""
+        rows = self._select(self._runs_sql.working_get, (tenant, run_id, key))
+        return str(rows[0][0]) if rows else None
+
+    def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
+        """Delete one key; whether it existed."""
+        return self._write_one(self._runs_sql.working_delete, (tenant, run_id, key)) > 0
+
+    def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
+        """Every key of the run."""
+        rows = self._select(self._runs_sql.working_items, (tenant, run_id))
+        return {str(k): str(v) for k, v in rows}
+
+    def working_clear(self, tenant: str, run_id: str) -> None:
+        """Forget the run's working memory."""
+        self._write_one(self._runs_sql.working_clear, (tenant, run_id))
+
+    def working_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Distinct run ids, compared bytewise."""
+        return self._run_ids("working", tenant, after, limit)
+
+    def snapshot_runs(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Run ids with a snapshot, compared bytewise."""
+        return self._run_ids("snapshots", tenant, after, limit)
+
+    def summary_agents(
+        self, tenant: str, *, after: str | None = None, limit: int | None = None
+    ) -> list[str]:
+        """Agent ids with a summary, compared bytewise."""
+        return self._run_ids("summaries", tenant, after, limit, "agent_id")
+
+    def _run_ids(
+        self, table: str, tenant: str, after: str | None, limit: int | None, column: str = "run_id"
+    ) -> list[str]:
+        d = self.dialect
+        sql, params = run_ids_sql(
+            self._table(table), tenant, after, limit, d.mark, column + d.bytewise
+        )
+        return [str(row[0]) for row in self._select(sql, params)]
+
+    def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
+        """``(owner, JSON text)`` or ``None``."""
+        rows = self._select(self._runs_sql.snapshot_load, (tenant, run_id))
+        return (rows[0][0], str(rows[0][1])) if rows else None
+
+    def summary_add(self, tenant: str, summary: Summary) -> Summary:
+        """Insert one summary."""
+        sql = self._runs_sql
+        self._write_one(sql.summary_add, sql.summary_params(self.dialect, tenant, summary))
+        return summary
+
+    def summary_list(
+        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
+    ) -> list[Summary]:
+        """The agent's summaries for the user plus the shared ones, oldest first."""
+        params = (tenant, agent_id, *any_user(user_id))
+        return [row_to_summary(r) for r in self._select(self._runs_sql.summary_list, params)]
+
+    # -- record reads ----------------------------------------------------------------------
+
+    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
+        """One record, or ``None``."""
+        sql = records_by_ids_query(self.dialect, self._table("records"), self._record_columns, 1)
+        rows = self._select(sql, (tenant, kind, record_id))
+        return row_to_record(rows[0]) if rows else None
+
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Sequence[str]
+    ) -> dict[str, Record]:
+        """Primary-key reads, ``IN`` lists in one read."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return {}
+        d, table = self.dialect, self._table("records")
+        rows = self._select_many(
+            [
+                (
+                    records_by_ids_query(d, table, self._record_columns, len(part)),
+                    (tenant, kind, *part),
+                )
+                for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
+            ]
+        )
+        found = {row[1]: row_to_record(row) for row in rows}
+        return {i: found[i] for i in ids if i in found}
+
+    def record_list(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        agent_id: str | Unset | None = UNSET,
+        user_id: str | Unset | None = UNSET,
+        key: str | Unset | None = UNSET,
+        visible_to: Visibility | None = None,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records of ``kind``, oldest first (``created_at``, id), filtered."""
+        sql, params = record_list_query(
+            self.dialect, self._table("records"), self._record_columns, tenant, kind,
+            agent_id=agent_id, user_id=user_id, key=key, visible_to=visible_to, limit=limit,
+        )  # fmt: skip
+        return [row_to_record(r) for r in self._select(sql, params)]
+
+    def record_page(
+        self,
+        tenant: str,
+        kind: str,
+        *,
+        limit: int,
+        after: tuple[datetime, str] | None = None,
+        visible_to: Visibility | None = None,
+    ) -> list[Record]:
+        """One range of the (tenant_id, kind, created_at, id) index from the cursor."""
+        sql, params = record_page_query(
+            self.dialect, self._table("records"), self.prefix + self._records_by_time,
+            self._record_columns, tenant, kind, limit=limit, after=after, visible_to=visible_to,
+        )  # fmt: skip
+        return [row_to_record(r) for r in self._select(sql, params)]
+
+    def _list_keys(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        keys: Sequence[str],
+        visible_to: Visibility | None,
+    ) -> list[Record]:
+        """Reads of the key index for every kind at once (``kind IN (...)``), ``IN``
+        lists of keys, in one read (``KeyReads``)."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted or not kinds:
+            return []
+        d, table = self.dialect, self._table("records")
+        statements: list[Statement] = []
+        for part in (wanted[i : i + 500] for i in range(0, len(wanted), 500)):
+            sql, scope = records_by_keys_query(
+                d, table, self._record_columns, len(kinds), len(part), visible_to
+            )
+            statements.append((sql, (tenant, *kinds, *part, *scope)))
+        rows = self._select_many(statements)
+        rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: as SQL sorts
+        return [row_to_record(row) for row in rows]

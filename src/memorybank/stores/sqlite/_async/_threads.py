@@ -15,14 +15,11 @@ from memorybank.stores.sql.statements import (
     branch_copy_query,
     branch_deletable,
     branch_fork_query,
-    branch_list_query,
     branch_of_query,
-    branches_found,
     fork_point,
     thread_delete_queries,
     thread_get_query,
     thread_insert,
-    thread_list_query,
     thread_update_query,
     updated_thread,
 )
@@ -57,6 +54,13 @@ class ThreadsMixin(SQLiteStoreBase):
             is not None
         )
 
+    def _thread_source(self, user_id: str | Unset | None) -> str:
+        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
+        # threads, or one user's through ``threads_owner``, are sorted here.
+        if isinstance(user_id, Unset):
+            return f"{self.prefix}threads"
+        return f"{self.prefix}threads" + SQLITE.hint(f"{self.prefix}threads_owner")
+
     async def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
 
@@ -72,32 +76,6 @@ class ThreadsMixin(SQLiteStoreBase):
             return thread
 
         return await self._run(lambda: self._write(op))
-
-    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        return await self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
-
-    async def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
-        # threads, or one user's through ``threads_owner``, are sorted here.
-        source = f"{self.prefix}threads"
-        if not isinstance(user_id, Unset):
-            source += SQLITE.hint(f"{self.prefix}threads_owner")
-        sql, params = thread_list_query(
-            SQLITE, source, tenant, user_id=user_id, agent_id=agent_id, status=status, limit=limit
-        )
-
-        def op(conn: sqlite3.Connection) -> list[Thread]:
-            return [row_to_thread(r) for r in conn.execute(sql, params).fetchall()]
-
-        return await self._run(lambda: self._read(op))
 
     async def thread_update(
         self,
@@ -166,14 +144,6 @@ class ThreadsMixin(SQLiteStoreBase):
             return Branch(name, thread_id, created_at, from_branch, from_entry)
 
         return await self._run(lambda: self._write(op))
-
-    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        sql = branch_list_query(SQLITE, f"{self.prefix}threads", f"{self.prefix}branches")
-
-        def op(conn: sqlite3.Connection) -> list[Branch]:
-            return branches_found(conn.execute(sql, (tenant, thread_id)).fetchall(), thread_id)
-
-        return await self._run(lambda: self._read(op))
 
     async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         p = self.prefix

@@ -363,6 +363,10 @@ class SQLiteStoreBase(SQLCore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        count: int = self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))
+        return count
+
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """One read snapshot."""
 
