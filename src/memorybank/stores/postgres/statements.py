@@ -433,12 +433,6 @@ class Statements:
             f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
             f" AND e.branch = {current} AND e.id = x.id"
         )
-        self.entry_count_many = (
-            f"SELECT t.id, coalesce((SELECT b.entry_count FROM {p}branches b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " AND b.name = t.current_branch), 0)"
-            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = ANY(%s::text[])"
-        )
         on_current = (
             f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
             f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
@@ -482,13 +476,6 @@ class Statements:
             f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
             f" RETURNING e.id, e.branch),{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
-        )
-        # The branch row's entry_count (kept by every write): one row, not a count of
-        # the branch's rows (10k entries on a never-vacuumed table: 4-12 ms).
-        self.entry_count = (
-            f"{thread_cte} SELECT coalesce((SELECT b.entry_count FROM {p}branches b"
-            " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s"
-            " AND b.name = t.branch), 0) FROM t"
         )
         self.branch_check = branch_fork_query(
             POSTGRES, f"{p}threads", f"{p}branches", f"{p}entries", extra="s.last_position",

@@ -32,7 +32,6 @@ from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
     ALL,
     BEGIN,
-    E_COLS,
     IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
@@ -41,12 +40,10 @@ from memorybank.stores.mysql.rows import (
     Statement,
     entry_values,
     page_entry,
-    placeholders,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
-    row_to_entry,
     row_to_thread,
     to_us,
 )
@@ -57,7 +54,6 @@ from memorybank.stores.sql.statements import (
     branch_named,
     branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
     entry_position_query,
     entry_update_rows,
     ids_in,
@@ -150,66 +146,6 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         page.sort(key=itemgetter(0))  # UNION ALL promises no order
         return owner[0], messages_of_rows([row[1:] for row in page])
-
-    async def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        """One entry of the branch, or ``None``."""
-        sql = entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, 1)
-        rows = await self._query(sql, (tenant, thread_id, branch, entry_id))
-        return row_to_entry(rows[0]) if rows else None
-
-    async def entry_get_many(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> dict[str, Entry]:
-        """Entries of the branch by ids, in one round trip."""
-        wanted = list(dict.fromkeys(entry_ids))
-        if not wanted:
-            return {}
-        rows = await self._select_many(
-            [
-                (
-                    entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, len(chunk)),
-                    (tenant, thread_id, branch, *chunk),
-                )
-                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
-            ]
-        )
-        found = {entry.id: entry for entry in map(row_to_entry, rows)}
-        return {eid: found[eid] for eid in wanted if eid in found}
-
-    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
-        not a count of the branch's rows); ``NotFound`` without the thread."""
-        rows = await self._query(
-            f"SELECT COALESCE((SELECT b.entry_count FROM {self._branches} b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " AND b.name = COALESCE(%s, t.current_branch)), 0)"
-            f" FROM {self._threads} t WHERE t.tenant_id = %s AND t.id = %s",
-            (branch, tenant, thread_id),
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return int(rows[0][0])
-
-    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """``entry_count`` of several threads' current branches in one round trip."""
-        wanted = list(dict.fromkeys(thread_ids))
-        if not wanted:
-            return {}
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT t.id, COALESCE(b.entry_count, 0) FROM {self._threads} t"
-                    f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                    " AND b.thread_id = t.id AND b.name = t.current_branch"
-                    f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(chunk))})",
-                    (tenant, *chunk),
-                )
-                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
-            ]
-        )
-        return {str(tid): int(n) for tid, n in rows}
 
     async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None

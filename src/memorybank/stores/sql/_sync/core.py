@@ -11,13 +11,16 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from memorybank.records import Branch, Summary, Thread
+from memorybank.errors import NotFound
+from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
 from memorybank.stores.sql._sync.key_reads import KeyReads
 from memorybank.stores.sql.common import (
+    ENTRY_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
     any_user,
+    row_to_entry,
     row_to_record,
     row_to_summary,
     row_to_thread,
@@ -31,6 +34,8 @@ from memorybank.stores.sql.statements import (
     RunStatements,
     branch_list_query,
     branches_found,
+    entries_by_ids_query,
+    qualified,
     record_list_query,
     record_page_query,
     records_by_ids_query,
@@ -41,6 +46,9 @@ from memorybank.stores.sql.statements import (
 )
 
 __all__ = ["SQLCore"]
+
+#: Entry columns on ``e`` (reads joined with the thread row).
+_ENTRY_ON_E = qualified("e", ENTRY_COLUMNS)
 
 #: A statement and its parameters.
 Statement = tuple[str, Sequence[Any]]
@@ -143,6 +151,69 @@ class SQLCore(KeyReads):
         )
         rows = self._select_many([(sql, (tenant, model_id, kind))])
         return {str(r[0]): int(r[1]) for r in rows}
+
+    # -- entry reads ---------------------------------------------------------------------
+
+    def entry_get(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> Entry | None:
+        """One entry of the branch (``None``: the current one), or ``None``."""
+        return (self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)).get(
+            entry_id
+        )
+
+    def entry_get_many(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> dict[str, Entry]:
+        """Entries of the branch by ids, read with the thread row, in one read."""
+        wanted = list(dict.fromkeys(entry_ids))
+        if not wanted:
+            return {}
+        d, entries, threads = self.dialect, self._table("entries"), self._table("threads")
+        rows = self._select_many(
+            [
+                (
+                    entries_by_ids_query(d, entries, threads, _ENTRY_ON_E, len(part)),
+                    (tenant, thread_id, branch, *part),
+                )
+                for part in (wanted[i : i + 500] for i in range(0, len(wanted), 500))
+            ]
+        )
+        found = {entry.id: entry for entry in map(row_to_entry, rows)}
+        return {eid: found[eid] for eid in wanted if eid in found}
+
+    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Entries on the branch: its row's kept ``entry_count`` (two primary-key lookups,
+        not a count of the branch's rows); ``NotFound`` without the thread. SQLite's
+        branches keep no count (an append would write a second row): it counts."""
+        m = self.dialect.mark
+        rows = self._select(
+            f"SELECT COALESCE((SELECT b.entry_count FROM {self._table('branches')} b"
+            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            f" AND b.name = COALESCE({m}, t.current_branch)), 0)"
+            f" FROM {self._table('threads')} t WHERE t.tenant_id = {m} AND t.id = {m}",
+            (branch, tenant, thread_id),
+        )
+        if not rows:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return int(rows[0][0])
+
+    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
+        """``entry_count`` of several threads' current branches, in one read."""
+        wanted = list(dict.fromkeys(thread_ids))
+        if not wanted:
+            return {}
+        d = self.dialect
+        sql = (
+            f"SELECT t.id, COALESCE((SELECT b.entry_count FROM {self._table('branches')} b"
+            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
+            " AND b.name = t.current_branch), 0)"
+            f" FROM {self._table('threads')} t WHERE t.tenant_id = {d.mark} AND t.id"
+        )
+        rows = self._select_many(
+            [(sql + cond, (tenant, *ids)) for cond, ids in d.one_of(wanted)]
+        )
+        return {str(tid): int(n) for tid, n in rows}
 
     # -- working memory, snapshots, summaries ----------------------------------------------
 

@@ -32,7 +32,6 @@ from memorybank.stores.sql.statements import (
     branch_named,
     branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
     entry_position_query,
     entry_update_rows,
     ids_in,
@@ -283,29 +282,6 @@ class EntriesMixin(SQLiteStoreBase):
             return owner, messages_of_rows([r[1:] for r in rows])
 
         return await self._run_read(op)
-
-    async def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        found = await self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)
-        return found.get(entry_id)
-
-    async def entry_get_many(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> dict[str, Entry]:
-        wanted = list(dict.fromkeys(entry_ids))
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> dict[str, Entry]:
-            found: dict[str, Entry] = {}
-            for chunk in chunks(wanted):
-                sql = entries_by_ids_query(SQLITE, f"{p}entries", f"{p}threads", _E, len(chunk))
-                for row in conn.execute(sql, (tenant, thread_id, branch, *chunk)):
-                    entry = row_to_entry(row)
-                    found[entry.id] = entry
-            return {eid: found[eid] for eid in wanted if eid in found}
-
-        return await self._run_read(op) if wanted else {}
 
     async def entry_get_across(
         self, tenant: str, wanted: Mapping[str, Sequence[str]]
