@@ -497,6 +497,14 @@ class MySQLBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return MYSQL.table(self.prefix, name)
 
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        """One round trip (``BEGIN`` is two results, ``COMMIT`` one)."""
+        results = await self._run_retried([(BEGIN, None), *statements, ("COMMIT", None)])
+        return [count for _, count in results[2:-1]]
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        return [self._bump(tenant, where, params)]
+
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return await self._execute(sql, params)
 

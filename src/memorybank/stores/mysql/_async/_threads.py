@@ -25,7 +25,6 @@ from memorybank.stores.sql.statements import (
     branch_fork_query,
     branch_of_query,
     fork_point,
-    thread_delete_queries,
     thread_get_query,
     thread_insert,
     thread_update_query,
@@ -85,20 +84,6 @@ class ThreadsMixin(MySQLBase):
         rows = (await self._run_retried([update, read]))[1][0]
         thread = row_to_thread(rows[0]) if rows else None
         return updated_thread(thread, thread_id, current_branch)
-
-    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        """Delete the thread, its branches and entries in one transaction."""
-        key = (tenant, thread_id)
-        tables = (self._threads, self._branches, self._entries, self._vectors)
-        results = await self._run_retried(
-            [
-                (BEGIN, None),
-                self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
-                *((sql, key) for sql in thread_delete_queries(MYSQL, *tables)),
-                ("COMMIT", None),
-            ]
-        )
-        return results[3][1] > 0
 
     async def branch_create(
         self,

@@ -33,7 +33,6 @@ from memorybank.stores.mysql.compat import MySQLConnection
 from memorybank.stores.mysql.rows import (
     ALL,
     BEGIN,
-    E_COLS,
     IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
@@ -42,12 +41,10 @@ from memorybank.stores.mysql.rows import (
     Statement,
     entry_values,
     page_entry,
-    placeholders,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
-    row_to_entry,
     row_to_thread,
     to_us,
 )
@@ -58,7 +55,6 @@ from memorybank.stores.sql.statements import (
     branch_named,
     branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
     entry_position_query,
     entry_update_rows,
     ids_in,

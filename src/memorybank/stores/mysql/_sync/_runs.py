@@ -12,10 +12,6 @@ from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import BEGIN
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import (
-    FORGET_COUNTED,
-    forget_user_queries,
-)
 
 
 class RunsMixin(MySQLBase):
@@ -93,30 +89,3 @@ class RunsMixin(MySQLBase):
         if found and not deleted:
             raise ThreadForbidden("snapshot access forbidden")
         return deleted > 0
-
-    def forget_user(self, tenant: str, user_id: str) -> int:
-        """Erase the user's threads (with entries and their vectors), records (with theirs),
-        snapshots and summaries, atomically."""
-        key = (tenant, user_id)
-        results = self._run_retried(
-            [
-                (BEGIN, None),
-                # the vector cache's counters, before their vectors go (MySQL's own: no
-                # trigger logs the deletions)
-                self._bump(
-                    tenant,
-                    f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {self._threads} t"
-                    " WHERE t.tenant_id = %s AND t.user_id = %s)",
-                    key,
-                ),
-                self._bump(
-                    tenant,
-                    f"v.kind <> 'entry' AND v.id IN (SELECT r.id FROM {self._records} r"
-                    " WHERE r.tenant_id = %s AND r.kind = v.kind AND r.user_id = %s)",
-                    key,
-                ),
-                *forget_user_queries(MYSQL, self._table, tenant, user_id),
-                ("COMMIT", None),
-            ]
-        )
-        return sum(results[4 + i][1] for i in FORGET_COUNTED)  # BEGIN is two results

@@ -382,6 +382,13 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        counts: list[int] = []
+        async with self._transaction() as conn:
+            for sql, params in statements:
+                counts.append(len(await self._rows(conn, sql + " RETURNING 1", params)))
+        return counts
+
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params))
 

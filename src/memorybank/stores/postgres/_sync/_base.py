@@ -383,6 +383,13 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        counts: list[int] = []
+        with self._transaction() as conn:
+            for sql, params in statements:
+                counts.append(len(self._rows(conn, sql + " RETURNING 1", params)))
+        return counts
+
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params))
 

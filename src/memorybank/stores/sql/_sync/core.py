@@ -31,16 +31,19 @@ from memorybank.stores.sql.dialect import Dialect
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     from memorybank.stores.contract.items import Record
 from memorybank.stores.sql.statements import (
+    FORGET_COUNTED,
     RunStatements,
     branch_list_query,
     branches_found,
     entries_by_ids_query,
+    forget_user_queries,
     qualified,
     record_list_query,
     record_page_query,
     records_by_ids_query,
     records_by_keys_query,
     run_statements,
+    thread_delete_queries,
     thread_get_query,
     thread_list_query,
 )
@@ -50,8 +53,8 @@ __all__ = ["SQLCore"]
 #: Entry columns on ``e`` (reads joined with the thread row).
 _ENTRY_ON_E = qualified("e", ENTRY_COLUMNS)
 
-#: A statement and its parameters.
-Statement = tuple[str, Sequence[Any]]
+#: A statement and its parameters (``None``: none, for MySQL's ``BEGIN``).
+Statement = tuple[str, Sequence[Any] | None]
 
 
 class SQLCore(KeyReads):
@@ -75,6 +78,17 @@ class SQLCore(KeyReads):
     @abc.abstractmethod
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         """One statement in a transaction of its own; the rows it changed."""
+
+    @abc.abstractmethod
+    def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        """Statements in one transaction (retried whole where the engine retries a
+        transaction lost to contention); the rows each changed."""
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        """Statements to run before deleting the tenant's vectors that ``where`` (on
+        ``v``) selects: MySQL bumps the vector cache's counters; SQLite logs the deletions
+        by trigger and PostgreSQL in the deleting statement, so none."""
+        return []
 
     @abc.abstractmethod
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
@@ -117,6 +131,41 @@ class SQLCore(KeyReads):
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
         sql = branch_list_query(self.dialect, self._table("threads"), self._table("branches"))
         return branches_found(self._select(sql, (tenant, thread_id)), thread_id)
+
+    def thread_delete(self, tenant: str, thread_id: str) -> bool:
+        """Delete the thread, its branches, entries and their vectors in one transaction;
+        whether it existed. PostgreSQL: one statement under the thread row's lock."""
+        d, t = self.dialect, self._table
+        key = (tenant, thread_id)
+        before = self._vectors_deleting(
+            tenant, f"v.thread_id = {d.mark} AND v.kind = 'entry'", (thread_id,)
+        )
+        queries = thread_delete_queries(d, t("threads"), t("branches"), t("entries"), t("vectors"))
+        counts = self._write_many([*before, *((sql, key) for sql in queries)])
+        return counts[len(before)] > 0
+
+    def forget_user(self, tenant: str, user_id: str) -> int:
+        """Erase the user's threads (with entries and their vectors), records (with
+        theirs), snapshots and summaries in one transaction (``forget_user_queries``);
+        the rows erased. SQLite adds its index and file upkeep; PostgreSQL: one statement."""
+        m, t, key = self.dialect.mark, self._table, (tenant, user_id)
+        before = [
+            *self._vectors_deleting(
+                tenant,
+                f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {t('threads')} t"
+                f" WHERE t.tenant_id = {m} AND t.user_id = {m})",
+                key,
+            ),
+            *self._vectors_deleting(
+                tenant,
+                f"v.kind <> 'entry' AND v.id IN (SELECT r.id FROM {t('records')} r"
+                f" WHERE r.tenant_id = {m} AND r.kind = v.kind AND r.user_id = {m})",
+                key,
+            ),
+        ]
+        queries = forget_user_queries(self.dialect, t, tenant, user_id)
+        counts = self._write_many([*before, *queries])
+        return sum(counts[len(before) + i] for i in FORGET_COUNTED)
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads by id: one read (``IN`` lists, or one array on PostgreSQL)."""

@@ -366,11 +366,17 @@ class SQLiteStoreBase(SQLCore):
         count: int = await self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))
         return count
 
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        def op(conn: sqlite3.Connection) -> list[int]:
+            return [conn.execute(sql, params or ()).rowcount for sql, params in statements]
+
+        return await self._run(lambda: self._write(op))
+
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """One read snapshot."""
 
         def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            return [row for sql, params in statements for row in conn.execute(sql, params)]
+            return [row for sql, params in statements for row in conn.execute(sql, params or ())]
 
         return await self._run_read(op)
 

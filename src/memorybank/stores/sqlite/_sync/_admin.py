@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import sqlite3
 
-from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import FORGET_COUNTED, forget_user_queries
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 
 
@@ -16,31 +14,30 @@ class AdminMixin(SQLiteStoreBase):
     # -- erasure -----------------------------------------------------------------------
 
     def forget_user(self, tenant: str, user_id: str) -> int:
+        """The shared erasure (``SQLCore.forget_user``; the vector rows' deletions are
+        logged by trigger), then the upkeep that leaves none of the user's words in the
+        file's bytes: both full-text indexes merged, the vector files, the WAL emptied."""
+        removed = super().forget_user(tenant, user_id)
         p = self.prefix
-        forget = forget_user_queries(SQLITE, self._table, tenant, user_id)
 
-        def op(conn: sqlite3.Connection) -> int:
-            # (the vector rows' deletions are logged by trigger: no counters to bump)
-            counts = [conn.execute(sql, params).rowcount for sql, params in forget]
-            removed = sum(counts[i] for i in FORGET_COUNTED)
+        def optimize(conn: sqlite3.Connection) -> None:
+            # The FTS triggers only add 'delete' markers: the words stay in the index's
+            # segments until they are merged into one.
+            for fts in ("entries_fts", "records_fts"):
+                conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
+
+        def tidy() -> None:
             if removed:
-                # The FTS triggers only add 'delete' markers: the words stay in
-                # the index's segments until they are merged into one.
-                for fts in ("entries_fts", "records_fts"):
-                    conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
-            return removed
-
-        def erase() -> int:
-            removed = self._write(op)
+                self._write(optimize)
             self._forget_vector_files(tenant)
             if removed and self.path != ":memory:":
                 # The WAL still holds the pages as they were before: copy the
                 # new ones into the database and empty it. Best effort: a
                 # reader on another connection may still need old frames.
                 self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
-            return removed
 
-        return self._run(erase)
+        self._run(tidy)
+        return removed
 
     def _forget_vector_files(self, tenant: str) -> None:
         """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""

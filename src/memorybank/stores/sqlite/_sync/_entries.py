@@ -33,7 +33,6 @@ from memorybank.stores.sql.statements import (
     branch_named,
     branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
     entry_position_query,
     entry_update_rows,
     ids_in,

@@ -18,7 +18,6 @@ from memorybank.stores.sql.statements import (
     branch_fork_query,
     branch_of_query,
     fork_point,
-    thread_delete_queries,
     thread_get_query,
     thread_insert,
     thread_update_query,
@@ -100,19 +99,6 @@ class ThreadsMixin(SQLiteStoreBase):
             return updated_thread(
                 self._get_thread(conn, tenant, thread_id), thread_id, current_branch
             )
-
-        return self._run(lambda: self._write(op))
-
-    def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> bool:
-            tables = (f"{p}threads", f"{p}branches", f"{p}entries", f"{p}vectors")
-            thread, *rest = thread_delete_queries(SQLITE, *tables)
-            found = conn.execute(thread, (tenant, thread_id)).rowcount > 0
-            for sql in rest:
-                conn.execute(sql, (tenant, thread_id))
-            return found
 
         return self._run(lambda: self._write(op))
 
