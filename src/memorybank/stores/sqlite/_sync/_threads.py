@@ -27,6 +27,11 @@ from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
 
+#: The columns a fork copies: all but the branch and ``fts_scope`` (left NULL: the
+#: keyword indexer fills it, as for every row written without it).
+_COPIED = INSERT_COLUMNS.replace("branch, ", "").replace(", fts_scope", "")
+
+
 class ThreadsMixin(SQLiteStoreBase):
     """Threads and their branches."""
 
@@ -125,7 +130,7 @@ class ThreadsMixin(SQLiteStoreBase):
                 " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
                 (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
             )
-            copy = branch_copy_query(SQLITE, f"{p}entries", INSERT_COLUMNS.replace("branch, ", ""))
+            copy = branch_copy_query(SQLITE, f"{p}entries", _COPIED)
             upto = 2**62 if upto is None else upto
             conn.execute(copy, (name, tenant, thread_id, from_branch, upto))
             return Branch(name, thread_id, created_at, from_branch, from_entry)
