@@ -23,8 +23,7 @@ PRIMITIVES = {
 OWN: dict[type[SQLCore], dict[str, str]] = {
     AsyncSQLiteStore: {
         "_thread_source": "no index holds updated_at: the owner index is named for a user",
-        "entry_count": "its branches keep no count (an append would write a second row)",
-        "entry_count_many": "the same: counted",
+        "_branch_count": "its branches keep no count (an append would write a second row)",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
     },
     AsyncPostgresStore: {

@@ -230,15 +230,21 @@ class SQLCore(KeyReads):
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
         return {eid: found[eid] for eid in wanted if eid in found}
 
+    def _branch_count(self, branch: str) -> str:
+        """The entries on the thread ``t``'s branch ``branch`` (SQL): the branch row's kept
+        ``entry_count``, a primary-key lookup. SQLite's branches keep no count (an append
+        would write a second row): it counts the branch's index range."""
+        return (
+            f"(SELECT b.entry_count FROM {self._table('branches')} b"
+            f" WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = {branch})"
+        )
+
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Entries on the branch: its row's kept ``entry_count`` (two primary-key lookups,
-        not a count of the branch's rows); ``NotFound`` without the thread. SQLite's
-        branches keep no count (an append would write a second row): it counts."""
+        """Entries on the branch (``None``: the current one); ``NotFound`` without the
+        thread, 0 for a branch it does not have."""
         m = self.dialect.mark
         rows = await self._select(
-            f"SELECT COALESCE((SELECT b.entry_count FROM {self._table('branches')} b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            f" AND b.name = COALESCE({m}, t.current_branch)), 0)"
+            f"SELECT COALESCE({self._branch_count(f'COALESCE({m}, t.current_branch)')}, 0)"
             f" FROM {self._table('threads')} t WHERE t.tenant_id = {m} AND t.id = {m}",
             (branch, tenant, thread_id),
         )
@@ -253,9 +259,7 @@ class SQLCore(KeyReads):
             return {}
         d = self.dialect
         sql = (
-            f"SELECT t.id, COALESCE((SELECT b.entry_count FROM {self._table('branches')} b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " AND b.name = t.current_branch), 0)"
+            f"SELECT t.id, COALESCE({self._branch_count('t.current_branch')}, 0)"
             f" FROM {self._table('threads')} t WHERE t.tenant_id = {d.mark} AND t.id"
         )
         rows = await self._select_many(

@@ -64,6 +64,12 @@ class ThreadsMixin(SQLiteStoreBase):
             return f"{self.prefix}threads"
         return f"{self.prefix}threads" + SQLITE.hint(f"{self.prefix}threads_owner")
 
+    def _branch_count(self, branch: str) -> str:
+        return (
+            f"(SELECT COUNT(*) FROM {self.prefix}entries e WHERE e.tenant_id = t.tenant_id"
+            f" AND e.thread_id = t.id AND e.branch = {branch})"
+        )
+
     async def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
 

@@ -313,23 +313,6 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run_read(op) if asked else {}
 
-    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(thread_ids))
-
-        def op(conn: sqlite3.Connection) -> dict[str, int]:
-            counts: dict[str, int] = {}
-            for thread_id in wanted:
-                thread = self._get_thread(conn, tenant, thread_id)
-                if thread is not None:
-                    counts[thread_id] = conn.execute(
-                        f"SELECT count(*) FROM {self.prefix}entries"
-                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                        (tenant, thread_id, thread.current_branch),
-                    ).fetchone()[0]
-            return counts
-
-        return self._run_read(op) if wanted else {}
-
     def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:
@@ -407,18 +390,6 @@ class EntriesMixin(SQLiteStoreBase):
             return self._delete_entries(conn, tenant, thread_id, name)
 
         return self._run(lambda: self._write(op))
-
-    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        def op(conn: sqlite3.Connection) -> int:
-            name = self._branch_of(conn, tenant, thread_id, branch)
-            row = conn.execute(
-                f"SELECT COUNT(*) FROM {self.prefix}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            ).fetchone()
-            return int(row[0])
-
-        return self._run_read(op)
 
     # -- compaction ----------------------------------------------------------------------
 

@@ -26,7 +26,6 @@ from memorybank.stores.sql.statements import (
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
-
 #: The columns a fork copies: all but the branch and ``fts_scope`` (left NULL: the
 #: keyword indexer fills it, as for every row written without it).
 _COPIED = INSERT_COLUMNS.replace("branch, ", "").replace(", fts_scope", "")
@@ -65,6 +64,12 @@ class ThreadsMixin(SQLiteStoreBase):
         if isinstance(user_id, Unset):
             return f"{self.prefix}threads"
         return f"{self.prefix}threads" + SQLITE.hint(f"{self.prefix}threads_owner")
+
+    def _branch_count(self, branch: str) -> str:
+        return (
+            f"(SELECT COUNT(*) FROM {self.prefix}entries e WHERE e.tenant_id = t.tenant_id"
+            f" AND e.thread_id = t.id AND e.branch = {branch})"
+        )
 
     def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
