@@ -1,11 +1,12 @@
 """Statements written once for SQLite, PostgreSQL and MySQL/MariaDB (their differences in
-``memorybank.stores.sql.dialect``), one function a statement: threads and branches (forks, their copies and deletes),
-records, working memory, entry reads, updates, deletes and compaction, and a user's
-erasure. I/O-free: the verbs that run them the same way on every engine are
-``memorybank.stores.sql._async.core.SQLCore``; each store runs the rest with its own
-driver (SQLite in one connection, PostgreSQL in one statement where it can, MySQL in
-one round trip of several), and keeps only what its engine does its own way
-(PostgreSQL's prepared statements over arrays, MySQL's kept branch counts).
+``memorybank.stores.sql.dialect``), one function a statement: threads and branches
+(forks, their copies and deletes), records, working memory, entry reads, updates,
+deletes and compaction, and a user's erasure. I/O-free: the verbs that run them the
+same way on every engine are ``memorybank.stores.sql._async.core.SQLCore``; each store
+runs the rest with its own driver (SQLite in one connection, PostgreSQL in one
+statement where it can, MySQL in one round trip of several), and keeps only what its
+engine does its own way (PostgreSQL's prepared statements over arrays, MySQL's kept
+branch counts).
 """
 
 from __future__ import annotations
