@@ -14,7 +14,36 @@ from memorybank.records import Entry, Thread
 from memorybank.stores.contract.items import Record
 from memorybank.stores.contract.types import UNSET, Unset, Visibility, visible
 
-__all__ = ["entry_page", "select_records", "select_threads"]
+__all__ = ["entry_page", "record_matches", "select_records", "select_threads", "thread_matches"]
+
+
+def thread_matches(
+    t: Thread, user_id: str | Unset | None, agent_id: str | Unset | None, status: str | None
+) -> bool:
+    """Whether ``thread_list``'s filters keep ``t`` (an unset filter keeps every thread)."""
+    return (
+        (isinstance(user_id, Unset) or t.user_id == user_id)
+        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
+        and (status is None or t.status == status)
+    )
+
+
+def record_matches(
+    owner: tuple[str | None, str | None, str | None],
+    agent_id: str | Unset | None,
+    user_id: str | Unset | None,
+    key: str | Unset | None,
+    visible_to: Visibility | None,
+) -> bool:
+    """Whether ``record_list``'s filters keep a record of ``owner`` (its agent, user and
+    key): each given one matches exactly, and ``visible_to`` may see it."""
+    agent, user, found_key = owner
+    return (
+        (isinstance(agent_id, Unset) or agent == agent_id)
+        and (isinstance(user_id, Unset) or user == user_id)
+        and (isinstance(key, Unset) or found_key == key)
+        and visible(visible_to, agent, user)
+    )
 
 
 def select_threads(
@@ -27,13 +56,7 @@ def select_threads(
 ) -> list[Thread]:
     """``thread_list``'s answer from one tenant's ``threads``: the matching ones, most
     recently updated first (ties: id descending), at most ``limit``."""
-    found = [
-        t
-        for t in threads
-        if (isinstance(user_id, Unset) or t.user_id == user_id)
-        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
-        and (status is None or t.status == status)
-    ]
+    found = [t for t in threads if thread_matches(t, user_id, agent_id, status)]
     found.sort(key=lambda t: (t.updated_at, t.id), reverse=True)
     return found if limit is None else found[:limit]
 
@@ -79,10 +102,7 @@ def select_records(
     found = [
         r
         for r in records
-        if (isinstance(agent_id, Unset) or r.agent_id == agent_id)
-        and (isinstance(user_id, Unset) or r.user_id == user_id)
-        and (isinstance(key, Unset) or r.key == key)
-        and visible(visible_to, r.agent_id, r.user_id)
+        if record_matches((r.agent_id, r.user_id, r.key), agent_id, user_id, key, visible_to)
     ]
     found.sort(key=lambda r: (r.created_at, r.id))
     return found if limit is None else found[:limit]

@@ -12,10 +12,8 @@ from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_C
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import (
     branch_fork_query,
-    branch_list_query,
     qualified,
     run_statements,
-    thread_get_query,
 )
 
 T_COLS = qualified("t", THREAD_COLUMNS)
@@ -352,7 +350,6 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.thread_get = thread_get_query(POSTGRES, f"{p}threads")
         self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
         self.lock_thread_branch = (
             f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
@@ -436,15 +433,6 @@ class Statements:
             f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
             f" AND e.branch = {current} AND e.id = x.id"
         )
-        self.thread_get_many = (
-            f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = %s AND id = ANY(%s::text[])"
-        )
-        self.entry_count_many = (
-            f"SELECT t.id, coalesce((SELECT b.entry_count FROM {p}branches b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " AND b.name = t.current_branch), 0)"
-            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = ANY(%s::text[])"
-        )
         on_current = (
             f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
             f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
@@ -489,13 +477,6 @@ class Statements:
             f" RETURNING e.id, e.branch),{uncount},{_drop_entry_vectors(p, 'd')}"
             " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
         )
-        # The branch row's entry_count (kept by every write): one row, not a count of
-        # the branch's rows (10k entries on a never-vacuumed table: 4-12 ms).
-        self.entry_count = (
-            f"{thread_cte} SELECT coalesce((SELECT b.entry_count FROM {p}branches b"
-            " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s"
-            " AND b.name = t.branch), 0) FROM t"
-        )
         self.branch_check = branch_fork_query(
             POSTGRES, f"{p}threads", f"{p}branches", f"{p}entries", extra="s.last_position",
             lock=" FOR KEY SHARE OF t",
@@ -512,7 +493,6 @@ class Statements:
             " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
             " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
         )
-        self.branch_list = branch_list_query(POSTGRES, f"{p}threads", f"{p}branches")
         self.branch_delete = (
             f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
             " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
@@ -523,9 +503,6 @@ class Statements:
         )
         runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
         self.working_set = runs.working_set
-        self.working_get = runs.working_get
-        self.working_delete = runs.working_delete + " RETURNING 1"
-        self.working_items = runs.working_items
         self.working_clear = runs.working_clear
         self.snapshot_save = (
             f"INSERT INTO {p}snapshots (tenant_id, run_id, user_id, value, saved_at)"
@@ -541,7 +518,6 @@ class Statements:
         self.snapshot_lock = (
             f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
         )
-        self.snapshot_load = runs.snapshot_load
         self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
         self.summary_add = (
             f"INSERT INTO {p}summaries (tenant_id, id, agent_id, user_id, content, created_at)"
@@ -713,10 +689,6 @@ class Statements:
             " AND model_id = %s AND kind = %s AND seq > %s AND seq <= coalesce((SELECT seq"
             f" FROM {p}vectors WHERE tenant_id = %s AND model_id = %s AND kind = %s"
             " AND seq > %s ORDER BY seq OFFSET %s LIMIT 1), 9223372036854775807) ORDER BY seq"
-        )
-        self.vector_count = (
-            f"SELECT count(*) FROM (SELECT 1 FROM {p}vectors WHERE tenant_id = %s"
-            " AND model_id = %s AND kind = %s LIMIT %s) c"
         )
         self.vector_owner_threads = (
             f"SELECT id, agent_id, user_id FROM {p}threads WHERE tenant_id = %s"

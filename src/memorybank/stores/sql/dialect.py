@@ -47,6 +47,36 @@ class Dialect:
     #: ``ON DUPLICATE KEY UPDATE`` with the values again (MySQL: ``VALUES()`` is
     #: deprecated in MySQL 8 and ``AS new`` unknown to MariaDB). See ``upsert``.
     repeat_upsert_values: bool
+    #: ``x IN (...)`` of many values: ``= ANY(array)``, one parameter (PostgreSQL: one
+    #: statement text whatever the count, prepared once), or ``IN`` lists of at most
+    #: ``in_chunk`` placeholders (SQLite's and MySQL's drivers have no arrays).
+    arrays: bool
+    #: What makes a text column compare bytewise (PostgreSQL: ``COLLATE "C"``; the
+    #: others' id columns are binary already).
+    bytewise: str
+    #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
+    quote: str
+
+    def delete_from(self, table: str, alias: str) -> str:
+        """``DELETE`` of ``table`` named ``alias`` in the condition (MySQL's single-table
+        ``DELETE`` takes no alias on MariaDB: its multi-table form does)."""
+        if self.quote:
+            return f"DELETE {alias} FROM {table} {alias}"
+        return f"DELETE FROM {table} AS {alias}"
+
+    def table(self, prefix: str, name: str) -> str:
+        """The table ``name`` of a store whose tables are prefixed ``prefix``."""
+        return f"{self.quote}{prefix}{name}{self.quote}"
+
+    def one_of(self, values: Sequence[Any], chunk: int = 500) -> list[tuple[str, tuple[Any, ...]]]:
+        """`` IN (...)`` (or `` = ANY(...)``) conditions on a column covering ``values``,
+        each with its parameters: one per chunk of values, one with arrays."""
+        if self.arrays:
+            return [(f" = ANY({self.mark}::text[])", (list(values),))]
+        return [
+            (f" IN ({', '.join([self.mark] * len(part))})", tuple(part))
+            for part in (values[i : i + chunk] for i in range(0, len(values), chunk))
+        ]
 
     def upsert(self, conflict: str, columns: Sequence[str]) -> str:
         """`` ON ...`` setting ``columns`` from the inserted row when ``conflict`` (the
@@ -80,13 +110,15 @@ def _no_hint(index: str) -> str:
 
 SQLITE = Dialect(
     mark="?", json_mark="?", key_column="key", time=to_us, no_limit=-1, row_values=True,
-    hint=_sqlite_hint, repeat_upsert_values=False,
+    hint=_sqlite_hint, repeat_upsert_values=False, arrays=False, quote="", bytewise="",
 )  # fmt: skip
 POSTGRES = Dialect(
     mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None,
-    row_values=True, hint=_no_hint, repeat_upsert_values=False,
+    row_values=True, hint=_no_hint, repeat_upsert_values=False, arrays=True, quote="",
+    bytewise=' COLLATE "C"',
 )  # fmt: skip
 MYSQL = Dialect(
     mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
-    row_values=False, hint=_mysql_hint, repeat_upsert_values=True,
+    row_values=False, hint=_mysql_hint, repeat_upsert_values=True, arrays=False, quote="`",
+    bytewise="",
 )  # fmt: skip

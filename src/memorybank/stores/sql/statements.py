@@ -1,14 +1,17 @@
 """Statements written once for SQLite, PostgreSQL and MySQL/MariaDB (their differences in
-``memorybank.stores.sql.dialect``), one function a statement: threads and branches,
-records, working memory, entry updates and compaction. I/O-free: each store runs them
-with its own driver (SQLite in one connection, PostgreSQL in one statement where it
-can, MySQL in one round trip of several), and keeps only what its engine does its own
-way (PostgreSQL's prepared statements over arrays, MySQL's kept branch counts).
+``memorybank.stores.sql.dialect``), one function a statement: threads and branches
+(forks, their copies and deletes), records, working memory, entry reads, updates,
+deletes and compaction, and a user's erasure. I/O-free: the verbs that run them the
+same way on every engine are ``memorybank.stores.sql._async.core.SQLCore``; each store
+runs the rest with its own driver (SQLite in one connection, PostgreSQL in one
+statement where it can, MySQL in one round trip of several), and keeps only what its
+engine does its own way (PostgreSQL's prepared statements over arrays, MySQL's kept
+branch counts).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -24,14 +27,25 @@ if TYPE_CHECKING:
     from memorybank.stores.contract.items import Record
 
 __all__ = [
+    "FORGET_COUNTED",
     "RunStatements",
+    "after_position",
+    "branch_copy_query",
+    "branch_deletable",
+    "branch_entries",
     "branch_fork_query",
     "branch_list_query",
+    "branch_named",
+    "branch_of_query",
     "branches_found",
     "compact_prefix_query",
     "entries_by_ids_query",
+    "entry_position_query",
     "entry_update_rows",
+    "entry_vectors_gone",
+    "forget_user_queries",
     "fork_point",
+    "ids_in",
     "marks",
     "owner_filter",
     "qualified",
@@ -528,4 +542,166 @@ def run_statements(d: Dialect, working: str, snapshots: str, summaries: str) -> 
             f" WHERE tenant_id = {m} AND agent_id = {m}"
             f" AND ({m} OR user_id IS NULL OR user_id = {m}) ORDER BY created_at, id"
         ),
+    )
+
+
+# -- erasure and deletes of entries ------------------------------------------------------
+
+
+def _user_threads(
+    d: Dialect, t: Callable[[str], str], table: str, extra: str = ""
+) -> tuple[str, int]:
+    """Delete the rows of ``table`` (by ``thread_id``) of the user's threads, and how
+    many parameters it takes (``(tenant, user_id)``, the tenant twice for three).
+    MySQL deletes through a join (a single-table ``DELETE ... IN (SELECT ...)`` is a
+    dependent subquery per row on MariaDB)."""
+    m = d.mark
+    if d.quote:  # MySQL/MariaDB
+        return (
+            f"DELETE x FROM {t(table)} x JOIN {t('threads')} t ON t.tenant_id = x.tenant_id"
+            f" AND t.id = x.thread_id WHERE t.tenant_id = {m} AND t.user_id = {m}{extra}",
+            2,
+        )
+    return (
+        f"DELETE FROM {t(table)} WHERE tenant_id = {m} AND thread_id IN"
+        f" (SELECT id FROM {t('threads')} WHERE tenant_id = {m} AND user_id = {m}){extra}",
+        3,
+    )
+
+
+def forget_user_queries(
+    d: Dialect, t: Callable[[str], str], tenant: str, user_id: str
+) -> list[tuple[str, tuple[str, ...]]]:
+    """``forget_user``'s deletes, in order, in one transaction: the user's threads with
+    their entries, branches and the entries' vectors, then the vectors of the user's
+    records, the user's snapshots, summaries and records. The rows it erased are the
+    sum of the rowcounts at ``FORGET_COUNTED``. PostgreSQL: one statement instead."""
+    m = d.mark
+    own = f"WHERE tenant_id = {m} AND user_id = {m}"
+    if d.quote:
+        record_vectors = (
+            f"DELETE v FROM {t('vectors')} v JOIN {t('records')} r ON r.tenant_id = v.tenant_id"
+            f" AND r.kind = v.kind AND r.id = v.id WHERE r.tenant_id = {m} AND r.user_id = {m}"
+            " AND v.kind <> 'entry'",
+            2,
+        )
+    else:
+        record_vectors = (
+            f"DELETE FROM {t('vectors')} WHERE tenant_id = {m} AND kind <> 'entry'"
+            f" AND (kind, id) IN (SELECT kind, id FROM {t('records')} {own})",
+            3,
+        )
+    steps = [
+        _user_threads(d, t, "vectors", " AND kind = 'entry'"),
+        _user_threads(d, t, "entries"),
+        _user_threads(d, t, "branches"),
+        (f"DELETE FROM {t('threads')} {own}", 2),
+        record_vectors,
+        *((f"DELETE FROM {t(table)} {own}", 2) for table in ("snapshots", "summaries", "records")),
+    ]
+    params = {2: (tenant, user_id), 3: (tenant, tenant, user_id)}
+    return [(sql, params[n]) for sql, n in steps]
+
+
+#: The steps of ``forget_user_queries`` whose rowcounts are the rows erased (entries,
+#: threads, snapshots, summaries, records).
+FORGET_COUNTED = (1, 3, 5, 6, 7)
+
+
+def entry_vectors_gone(
+    d: Dialect,
+    entries: str,
+    thread_id: str,
+    entry_ids: Sequence[str],
+    others: Sequence[str],
+    chunk: int = 500,
+) -> list[tuple[str, tuple[Any, ...]]]:
+    """Conditions on ``v`` (a vectors row) selecting the vectors of these deleted entries
+    of one branch that no other branch (``others``) holds a copy of (a fork copies
+    entries with their ids, and a vector goes with the last copy), a chunk of ids
+    each, with their parameters (the tenant is the caller's). Each other branch is
+    one lookup of the entries' id index per id."""
+    held = ""
+    if others:
+        held = (
+            f" AND NOT EXISTS (SELECT 1 FROM {entries} o WHERE o.tenant_id = v.tenant_id"
+            f" AND o.thread_id = v.thread_id AND o.branch IN ({marks(d, len(others))})"
+            " AND o.id = v.id)"
+        )
+    ids = list(dict.fromkeys(entry_ids))
+    return [
+        (
+            f"v.kind = 'entry' AND v.thread_id = {d.mark} AND v.id IN ({marks(d, len(part))})"
+            + held,
+            (thread_id, *part, *others),
+        )
+        for part in (ids[i : i + chunk] for i in range(0, len(ids), chunk))
+    ]
+
+
+def branch_of_query(d: Dialect, threads: str, lock: str = "") -> str:
+    """The branch a call names, or (``NULL``) the thread's current one, and the current
+    one; parameters ``(branch, tenant, thread_id)``, no row without the thread
+    (``branch_named``). ``lock``: the engine's lock of the thread row."""
+    m = d.mark
+    return (
+        f"SELECT COALESCE({m}, current_branch), current_branch FROM {threads}"
+        f" WHERE tenant_id = {m} AND id = {m}{lock}"
+    )
+
+
+def branch_named(rows: Sequence[Sequence[Any]], thread_id: str) -> str:
+    """The branch of ``branch_of_query``'s rows; ``NotFound`` without the thread."""
+    if not rows:
+        raise NotFound(f"thread {thread_id!r} not found")
+    return str(rows[0][0])
+
+
+def branch_deletable(rows: Sequence[Sequence[Any]], thread_id: str, name: str) -> None:
+    """The rule of ``branch_delete``, from ``branch_of_query``'s rows: the thread exists
+    and ``name`` is not its current branch (a missing branch deletes nothing)."""
+    branch_named(rows, thread_id)
+    if rows[0][1] == name:
+        raise Conflict(f"cannot delete the current branch {name!r}")
+
+
+def branch_entries(d: Dialect, condition: str = "") -> str:
+    """A branch's entries ``e`` (parameters ``(tenant, thread_id, branch)``) matching
+    ``condition``: ``ids_in``, ``AFTER_POSITION`` or none (the whole branch), the rows an
+    ``entry_delete``, ``entry_truncate_after``, ``entry_clear`` or ``branch_delete``
+    removes."""
+    m = d.mark
+    return f"e.tenant_id = {m} AND e.thread_id = {m} AND e.branch = {m}{condition}"
+
+
+def ids_in(d: Dialect, count: int) -> str:
+    """``branch_entries``' condition of ``entry_delete``: ``count`` ids."""
+    return f" AND e.id IN ({marks(d, count)})"
+
+
+def after_position(d: Dialect) -> str:
+    """``branch_entries``' condition of ``entry_truncate_after``: after a position."""
+    return f" AND e.position > {d.mark}"
+
+
+def entry_position_query(d: Dialect, entries: str, threads: str) -> str:
+    """The branch and position of an entry on a branch (``NULL``: the thread's current
+    one); parameters ``(tenant, thread_id, entry_id, branch)``."""
+    m = d.mark
+    return (
+        f"SELECT e.branch, e.position FROM {entries} e JOIN {threads} t"
+        " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+        f" WHERE e.tenant_id = {m} AND e.thread_id = {m} AND e.id = {m}"
+        f" AND e.branch = COALESCE({m}, t.current_branch)"
+    )
+
+
+def branch_copy_query(d: Dialect, entries: str, columns: str) -> str:
+    """A fork's copy of the source branch's entries up to a position (``columns``: the
+    engine's entry columns but ``branch``); parameters ``(name, tenant, thread_id,
+    from_branch, upto)``. PostgreSQL copies and counts them in one statement."""
+    m = d.mark
+    return (
+        f"INSERT INTO {entries} (branch, {columns}) SELECT {m}, {columns} FROM {entries}"
+        f" WHERE tenant_id = {m} AND thread_id = {m} AND branch = {m} AND position <= {m}"
     )

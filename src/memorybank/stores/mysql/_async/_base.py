@@ -44,12 +44,15 @@ from memorybank.stores.mysql.rows import (
     AsyncMySQLWork,
     LockContention,
     Statement,
-    placeholders,
     translate,
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
+from memorybank.stores.sql._async.core import SQLCore
 from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import entry_vectors_gone
+from memorybank.stores.vectors._async.source import CachedVectorStore
 
 T = TypeVar("T")
 
@@ -63,8 +66,10 @@ _NESTED = {
 }
 
 
-class MySQLBase(AsyncStore):
+class MySQLBase(SQLCore, CachedVectorStore):
     """What every part of the MySQL store shares (see the module docstring)."""
+
+    dialect = MYSQL
 
     def __init__(
         self,
@@ -141,9 +146,7 @@ class MySQLBase(AsyncStore):
             self._closed = True
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            await cached.close()  # the background loads and ANN builders end with the store
+        await self._close_vector_cache()  # the background loads and ANN builders end with it
         await self._pool.close()
 
     @asynccontextmanager
@@ -198,9 +201,7 @@ class MySQLBase(AsyncStore):
                 raise translate(error) from error
             finally:
                 view._held = None
-                cached = view.__dict__.get("_cached_vectors")
-                if cached is not None:
-                    await cached.close()
+                await view._close_vector_cache()
                 view._closed = True
 
     @asynccontextmanager
@@ -493,9 +494,25 @@ class MySQLBase(AsyncStore):
             (tenant, guard.kind, guard.id),
         )
 
+    def _table(self, name: str) -> str:
+        return MYSQL.table(self.prefix, name)
+
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        """One round trip (``BEGIN`` is two results, ``COMMIT`` one)."""
+        results = await self._run_retried([(BEGIN, None), *statements, ("COMMIT", None)])
+        return [count for _, count in results[2:-1]]
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        return [self._bump(tenant, where, params)]
+
+    async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        return await self._execute(sql, params)
+
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip
         unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
+        if len(statements) == 1:
+            return await self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         async with self._connection() as conn:
             batch: list[Statement] = []
@@ -527,29 +544,14 @@ class MySQLBase(AsyncStore):
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], others: Sequence[str]
     ) -> list[Statement]:
         """Statements deleting the vectors of these deleted entries of one branch that no
-        other branch (``others``) holds a copy of (a fork copies entries with their ids),
-        after bumping the vector cache generation."""
-        held = ""
-        if others:
-            held = (
-                f" AND NOT EXISTS (SELECT 1 FROM {self._entries} o WHERE o.tenant_id = v.tenant_id"
-                " AND o.thread_id = v.thread_id"
-                f" AND o.branch IN ({placeholders(len(others))}) AND o.id = v.id)"
-            )
+        other branch (``others``) holds (``entry_vectors_gone``), each after bumping the
+        vector cache generation (MySQL's own: no trigger logs the deletions)."""
+        delete = MYSQL.delete_from(self._vectors, "v") + " WHERE v.tenant_id = %s AND "
         statements: list[Statement] = []
-        ids = list(dict.fromkeys(entry_ids))
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = ids[start : start + IN_CHUNK]
-            where = (
-                f"v.kind = 'entry' AND v.thread_id = %s AND v.id IN ({placeholders(len(chunk))})"
-            )
-            statements += [
-                self._bump(tenant, where + held, (thread_id, *chunk, *others)),
-                (
-                    f"DELETE v FROM {self._vectors} v WHERE v.tenant_id = %s AND {where}{held}",
-                    (tenant, thread_id, *chunk, *others),
-                ),
-            ]
+        for where, params in entry_vectors_gone(
+            MYSQL, self._entries, thread_id, entry_ids, others, IN_CHUNK
+        ):
+            statements += [self._bump(tenant, where, params), (delete + where, (tenant, *params))]
         return statements
 
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks

@@ -32,7 +32,6 @@ from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
     ALL,
     BEGIN,
-    E_COLS,
     IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
@@ -41,20 +40,23 @@ from memorybank.stores.mysql.rows import (
     Statement,
     entry_values,
     page_entry,
-    placeholders,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
-    row_to_entry,
     row_to_thread,
     to_us,
 )
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    after_position,
+    branch_entries,
+    branch_named,
+    branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
+    entry_position_query,
     entry_update_rows,
+    ids_in,
 )
 
 
@@ -145,66 +147,6 @@ class EntriesMixin(MySQLBase):
         page.sort(key=itemgetter(0))  # UNION ALL promises no order
         return owner[0], messages_of_rows([row[1:] for row in page])
 
-    async def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        """One entry of the branch, or ``None``."""
-        sql = entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, 1)
-        rows = await self._query(sql, (tenant, thread_id, branch, entry_id))
-        return row_to_entry(rows[0]) if rows else None
-
-    async def entry_get_many(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> dict[str, Entry]:
-        """Entries of the branch by ids, in one round trip."""
-        wanted = list(dict.fromkeys(entry_ids))
-        if not wanted:
-            return {}
-        rows = await self._select_many(
-            [
-                (
-                    entries_by_ids_query(MYSQL, self._entries, self._threads, E_COLS, len(chunk)),
-                    (tenant, thread_id, branch, *chunk),
-                )
-                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
-            ]
-        )
-        found = {entry.id: entry for entry in map(row_to_entry, rows)}
-        return {eid: found[eid] for eid in wanted if eid in found}
-
-    async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Entries on the branch (its row's kept ``entry_count``: two primary-key lookups,
-        not a count of the branch's rows); ``NotFound`` without the thread."""
-        rows = await self._query(
-            f"SELECT COALESCE((SELECT b.entry_count FROM {self._branches} b"
-            " WHERE b.tenant_id = t.tenant_id AND b.thread_id = t.id"
-            " AND b.name = COALESCE(%s, t.current_branch)), 0)"
-            f" FROM {self._threads} t WHERE t.tenant_id = %s AND t.id = %s",
-            (branch, tenant, thread_id),
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return int(rows[0][0])
-
-    async def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """``entry_count`` of several threads' current branches in one round trip."""
-        wanted = list(dict.fromkeys(thread_ids))
-        if not wanted:
-            return {}
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT t.id, COALESCE(b.entry_count, 0) FROM {self._threads} t"
-                    f" LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                    " AND b.thread_id = t.id AND b.name = t.current_branch"
-                    f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(chunk))})",
-                    (tenant, *chunk),
-                )
-                for chunk in (wanted[i : i + IN_CHUNK] for i in range(0, len(wanted), IN_CHUNK))
-            ]
-        )
-        return {str(tid): int(n) for tid, n in rows}
-
     async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
@@ -217,8 +159,9 @@ class EntriesMixin(MySQLBase):
         total = 0
         for start in range(0, len(ids), IN_CHUNK):
             chunk = ids[start : start + IN_CHUNK]
-            condition = f" AND e.id IN ({placeholders(len(chunk))})"
-            total += await self._delete_where(tenant, thread_id, branch, condition, chunk)
+            total += await self._delete_where(
+                tenant, thread_id, branch, ids_in(MYSQL, len(chunk)), chunk
+            )
         return total
 
     async def entry_truncate_after(
@@ -228,17 +171,14 @@ class EntriesMixin(MySQLBase):
         async with self._connection() as conn:
             rows, _ = await self._one(
                 conn,
-                f"SELECT e.branch, e.position FROM {self._entries} e JOIN {self._threads} t"
-                " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                " WHERE e.tenant_id = %s AND e.thread_id = %s AND e.id = %s"
-                " AND e.branch = COALESCE(%s, t.current_branch)",
+                entry_position_query(MYSQL, self._entries, self._threads),
                 (tenant, thread_id, entry_id, branch),
             )
             if not rows:
                 await self._get_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
         return await self._delete_where(
-            tenant, thread_id, rows[0][0], " AND e.position > %s", (rows[0][1],)
+            tenant, thread_id, rows[0][0], after_position(MYSQL), (rows[0][1],)
         )
 
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -268,11 +208,7 @@ class EntriesMixin(MySQLBase):
             conn,
             [
                 (BEGIN, None),
-                (
-                    f"SELECT COALESCE(%s, current_branch) FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                    (branch, tenant, thread_id),
-                ),
+                (branch_of_query(MYSQL, self._threads, " FOR UPDATE"), (branch, tenant, thread_id)),
                 (
                     f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
                     (tenant, thread_id),
@@ -282,12 +218,8 @@ class EntriesMixin(MySQLBase):
         head = results[2][0]
         if not head:
             await self._one(conn, "ROLLBACK")
-            raise NotFound(f"thread {thread_id!r} not found")
-        name = head[0][0]
-        where = (
-            f"FROM {self._entries} e WHERE e.tenant_id = %s AND e.thread_id = %s"
-            f" AND e.branch = %s{condition}"
-        )
+        name = branch_named(head, thread_id)
+        where = f"FROM {self._entries} e WHERE {branch_entries(MYSQL, condition)}"
         args = (tenant, thread_id, name, *extra)
         rows, _ = await self._one(conn, f"SELECT e.id {where} FOR UPDATE", args)
         if not rows:

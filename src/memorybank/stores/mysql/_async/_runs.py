@@ -7,58 +7,14 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import BEGIN
-from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql, to_us
+from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import RunStatements, run_statements
 
 
 class RunsMixin(MySQLBase):
     """Working memory, snapshots, summaries and a user's erasure."""
-
-    @property
-    def _runs_sql(self) -> RunStatements:
-        return run_statements(MYSQL, self._working, self._snapshots, self._summaries)
-
-    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        """Upsert one key."""
-        sql = self._runs_sql
-        await self._execute(
-            sql.working_set, sql.working_set_params(MYSQL, tenant, run_id, key, value)
-        )
-
-    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        """The JSON text under ``key``, or ``None``."""
-        rows = await self._query(self._runs_sql.working_get, (tenant, run_id, key))
-        return str(rows[0][0]) if rows else None
-
-    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        """Delete one key; whether it existed."""
-        return await self._execute(self._runs_sql.working_delete, (tenant, run_id, key)) > 0
-
-    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        """Every key of the run."""
-        rows = await self._query(self._runs_sql.working_items, (tenant, run_id))
-        return {str(k): str(v) for k, v in rows}
-
-    async def working_clear(self, tenant: str, run_id: str) -> None:
-        """Forget the run's working memory."""
-        await self._execute(self._runs_sql.working_clear, (tenant, run_id))
-
-    async def working_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Distinct run ids (binary collation: compared bytewise)."""
-        return await self._run_ids(self._working, tenant, after, limit)
-
-    async def _run_ids(
-        self, table: str, tenant: str, after: str | None, limit: int | None
-    ) -> list[str]:
-        sql, params = run_ids_sql(table, tenant, after, limit, "%s")
-        return [str(row[0]) for row in await self._query(sql, params)]
 
     async def snapshot_save(
         self,
@@ -108,11 +64,6 @@ class RunsMixin(MySQLBase):
         if not results[3][0][0][0]:
             raise ThreadForbidden("snapshot access forbidden")
 
-    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        """``(owner, JSON text)`` or ``None``."""
-        rows = await self._query(self._runs_sql.snapshot_load, (tenant, run_id))
-        return (rows[0][0], str(rows[0][1])) if rows else None
-
     async def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
@@ -137,83 +88,3 @@ class RunsMixin(MySQLBase):
         if found and not deleted:
             raise ThreadForbidden("snapshot access forbidden")
         return deleted > 0
-
-    async def snapshot_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Run ids with a snapshot."""
-        return await self._run_ids(self._snapshots, tenant, after, limit)
-
-    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        """Insert a summary."""
-        sql = self._runs_sql
-        await self._execute(sql.summary_add, sql.summary_params(MYSQL, tenant, summary))
-        return summary
-
-    async def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Agent ids with a summary."""
-        sql, params = run_ids_sql(self._summaries, tenant, after, limit, "%s", "agent_id")
-        return [str(row[0]) for row in await self._query(sql, params)]
-
-    async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user plus the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = await self._query(self._runs_sql.summary_list, params)
-        return [row_to_summary(row) for row in rows]
-
-    async def forget_user(self, tenant: str, user_id: str) -> int:
-        """Erase the user's threads (with entries and their vectors), records (with theirs),
-        snapshots and summaries, atomically."""
-        key = (tenant, user_id)
-        join = (
-            f"JOIN {self._threads} t ON t.tenant_id = x.tenant_id AND t.id = x.thread_id"
-            " WHERE t.tenant_id = %s AND t.user_id = %s"
-        )
-        results = await self._run_retried(
-            [
-                (BEGIN, None),
-                self._bump(
-                    tenant,
-                    f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {self._threads} t"
-                    " WHERE t.tenant_id = %s AND t.user_id = %s)",
-                    key,
-                ),
-                self._bump(
-                    tenant,
-                    f"v.kind <> 'entry' AND v.id IN (SELECT r.id FROM {self._records} r"
-                    " WHERE r.tenant_id = %s AND r.kind = v.kind AND r.user_id = %s)",
-                    key,
-                ),
-                (f"DELETE x FROM {self._vectors} x {join} AND x.kind = 'entry'", key),
-                (f"DELETE x FROM {self._entries} x {join}", key),
-                (f"DELETE x FROM {self._branches} x {join}", key),
-                (
-                    f"DELETE FROM {self._threads} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._snapshots} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._summaries} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                (
-                    f"DELETE v FROM {self._vectors} v JOIN {self._records} r"
-                    " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-                    " WHERE r.tenant_id = %s AND r.user_id = %s AND v.kind <> 'entry'",
-                    key,
-                ),
-                (
-                    f"DELETE FROM {self._records} WHERE tenant_id = %s AND user_id = %s",
-                    key,
-                ),
-                ("COMMIT", None),
-            ]
-        )
-        return sum(results[i][1] for i in (5, 7, 8, 9, 11))

@@ -206,35 +206,6 @@ class SearchMixin(MySQLBase):
             statements.append((sql, args))
         return statements
 
-    async def vector_search(
-        self,
-        tenant: str,
-        vector: Sequence[float],
-        *,
-        model_id: str,
-        kinds: Sequence[str],
-        k: int,
-        thread_id: str | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[SearchHit]:
-        """Cosine top ``k`` (numpy) over the vectors kept in process (``_vector_cache``),
-        kept current through ``vector_stamps``; the hits' scope is confirmed in SQL."""
-        from memorybank.stores.vectors._async.cache import CachedVectors
-
-        cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
-        if cache is None:
-            cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
-        return await cache.search(
-            self,
-            tenant,
-            vector,
-            model_id=model_id,
-            kinds=kinds,
-            k=k,
-            thread_id=thread_id,
-            visible_to=visible_to,
-        )
-
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
@@ -268,32 +239,6 @@ class SearchMixin(MySQLBase):
         ):
             found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
         return found
-
-    async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
-        """The key's vectors counted up to ``limit`` (a bounded range of an index)."""
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT COUNT(*) FROM (SELECT 1 FROM {self._vectors} WHERE tenant_id = %s"
-                    " AND model_id = %s AND kind = %s LIMIT %s) c",
-                    (tenant, model_id, kind, limit),
-                )
-            ]
-        )
-        return int(rows[0][0])
-
-    async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
-        """``id -> seq`` of every stored vector of the key (no vector read)."""
-        rows = await self._select_many(
-            [
-                (
-                    f"SELECT id, seq FROM {self._vectors} WHERE tenant_id = %s AND model_id = %s"
-                    " AND kind = %s",
-                    (tenant, model_id, kind),
-                )
-            ]
-        )
-        return {str(r[0]): int(r[1]) for r in rows}
 
     async def _vc_check(
         self,
@@ -352,13 +297,6 @@ class SearchMixin(MySQLBase):
         best = top_k(vector, [bytes(row[3]) for row in rows], k)
         return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
 
-    async def vector_get(
-        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
-    ) -> dict[str, list[float]]:
-        """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
-        got = await self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
-        return {vid: vector.tolist() for vid, vector in got.items()}
-
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, NDArray[np.float32]]:
@@ -367,13 +305,9 @@ class SearchMixin(MySQLBase):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        cached: dict[str, NDArray[np.float32]] = {}
-        cache = self.__dict__.get("_cached_vectors")
-        if cache is not None:  # the vectors this process caches: one counters read
-            cached = await cache.get(self, tenant, model_id, kind, wanted) or {}
-            if len(cached) == len(wanted):
-                return {vid: cached[vid] for vid in wanted}
-            wanted = [vid for vid in wanted if vid not in cached]
+        cached, wanted = await self._cached_arrays(tenant, kind, wanted, model_id)
+        if not wanted:
+            return cached
         statements: list[Statement] = [
             (
                 f"SELECT id, vector FROM {self._vectors} WHERE tenant_id = %s AND kind = %s"

@@ -6,26 +6,23 @@ deletes, and the batch reads of the ``records`` table and its indexes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
-from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, Visibility
+from memorybank.stores.contract._sync.store import Record, RecordGuard
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.rows import R_COLS, Statement, chunks, placeholders
-from memorybank.stores.sql._sync.key_reads import KeyReads
-from memorybank.stores.sql.common import row_to_record
+from memorybank.stores.mysql.rows import R_COLS, Statement, placeholders
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
-    record_list_query,
-    record_page_query,
     record_upsert,
-    records_by_ids_query,
-    records_by_keys_query,
     records_delete_query,
 )
 
 
-class RecordsMixin(KeyReads, MySQLBase):
+class RecordsMixin(MySQLBase):
     """Record verbs."""
+
+    _record_columns = R_COLS
+    #: InnoDB appends the primary key's id to every secondary index.
+    _records_by_time = "records_list"
 
     def record_put(
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
@@ -35,12 +32,6 @@ class RecordsMixin(KeyReads, MySQLBase):
         statements: list[Statement] = [(sql, row) for row in rows]
         if statements or guard is not None:
             self._transaction(statements, tenant=tenant, guard=guard)
-
-    def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        """One record, or ``None``."""
-        sql = records_by_ids_query(MYSQL, self._records, R_COLS, 1)
-        rows = self._query(sql, (tenant, kind, record_id))
-        return row_to_record(rows[0]) if rows else None
 
     def record_delete(
         self,
@@ -66,81 +57,3 @@ class RecordsMixin(KeyReads, MySQLBase):
             ]
         counts = self._transaction(statements, tenant=tenant, guard=guard)
         return sum(counts[2::3])
-
-    def record_list(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        agent_id: str | Unset | None = UNSET,
-        user_id: str | Unset | None = UNSET,
-        key: str | Unset | None = UNSET,
-        visible_to: Visibility | None = None,
-        limit: int | None = None,
-    ) -> list[Record]:
-        """Records of ``kind``, oldest first (``created_at``, id), filtered."""
-        sql, args = record_list_query(
-            MYSQL, self._records, R_COLS, tenant, kind, agent_id=agent_id, user_id=user_id,
-            key=key, visible_to=visible_to, limit=limit,
-        )  # fmt: skip
-        rows = self._query(sql, args)
-        return [row_to_record(row) for row in rows]
-
-    def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
-    ) -> dict[str, Record]:
-        """Primary-key reads, ``IN_CHUNK`` ids per statement, in one round trip."""
-        ids = list(dict.fromkeys(record_ids))
-        if not ids:
-            return {}
-        rows = self._select_many(
-            [
-                (
-                    records_by_ids_query(MYSQL, self._records, R_COLS, len(chunk)),
-                    (tenant, kind, *chunk),
-                )
-                for chunk in chunks(ids)
-            ]
-        )
-        found = {row[1]: row_to_record(row) for row in rows}
-        return {i: found[i] for i in ids if i in found}
-
-    def _list_keys(
-        self,
-        tenant: str,
-        kinds: Sequence[str],
-        keys: Sequence[str],
-        visible_to: Visibility | None,
-    ) -> list[Record]:
-        """Reads of the ``records_key`` index for every kind at once (``kind IN (...)``),
-        ``IN_CHUNK`` keys per statement, in one round trip."""
-        wanted = list(dict.fromkeys(keys))
-        if not wanted or not kinds:
-            return []
-        statements: list[Statement] = []
-        for chunk in chunks(wanted):
-            sql, scope = records_by_keys_query(
-                MYSQL, self._records, R_COLS, len(kinds), len(chunk), visible_to
-            )
-            statements.append((sql, (tenant, *kinds, *chunk, *scope)))
-        rows = self._select_many(statements)
-        rows.sort(key=lambda row: (row[6], row[1]))  # created_at (µs), id: binary order
-        return [row_to_record(row) for row in rows]
-
-    def record_page(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        limit: int,
-        after: tuple[datetime, str] | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """One range of ``records_list`` (tenant_id, kind, created_at + the primary key's
-        id, which InnoDB appends to every secondary index) from the cursor."""
-        sql, args = record_page_query(
-            MYSQL, self._records, f"{self.prefix}records_list", R_COLS, tenant, kind,
-            limit=limit, after=after, visible_to=visible_to,
-        )  # fmt: skip
-        rows = self._query(sql, args)
-        return [row_to_record(row) for row in rows]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pymysql
 
-from memorybank.errors import Conflict, NotFound
+from memorybank.errors import Conflict
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.mysql._sync._base import MySQLBase
@@ -20,14 +20,14 @@ from memorybank.stores.mysql.rows import BEGIN, INSERT_COLS
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    branch_copy_query,
+    branch_deletable,
+    branch_entries,
     branch_fork_query,
-    branch_list_query,
-    branches_found,
+    branch_of_query,
     fork_point,
-    thread_delete_queries,
     thread_get_query,
     thread_insert,
-    thread_list_query,
     thread_update_query,
     updated_thread,
 )
@@ -65,27 +65,6 @@ class ThreadsMixin(MySQLBase):
                 raise
         return dataclasses.replace(thread, metadata=dict(thread.metadata))
 
-    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        """The thread, or ``None``."""
-        rows = self._query(thread_get_query(MYSQL, self._threads), (tenant, thread_id))
-        return row_to_thread(rows[0]) if rows else None
-
-    def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        """Threads of the tenant, most recently updated first."""
-        sql, args = thread_list_query(
-            MYSQL, self._threads, tenant, user_id=user_id, agent_id=agent_id, status=status,
-            limit=limit,
-        )  # fmt: skip
-        return [row_to_thread(row) for row in self._query(sql, args)]
-
     def thread_update(
         self,
         tenant: str,
@@ -106,20 +85,6 @@ class ThreadsMixin(MySQLBase):
         rows = (self._run_retried([update, read]))[1][0]
         thread = row_to_thread(rows[0]) if rows else None
         return updated_thread(thread, thread_id, current_branch)
-
-    def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        """Delete the thread, its branches and entries in one transaction."""
-        key = (tenant, thread_id)
-        tables = (self._threads, self._branches, self._entries, self._vectors)
-        results = self._run_retried(
-            [
-                (BEGIN, None),
-                self._bump(tenant, "v.thread_id = %s AND v.kind = 'entry'", (thread_id,)),
-                *((sql, key) for sql in thread_delete_queries(MYSQL, *tables)),
-                ("COMMIT", None),
-            ]
-        )
-        return results[3][1] > 0
 
     def branch_create(
         self,
@@ -170,7 +135,6 @@ class ThreadsMixin(MySQLBase):
         if upto is None:
             upto = int(head[0][4])  # the source's last position
 
-        columns = INSERT_COLS.replace("branch, ", "")
         self._run(
             conn,
             [
@@ -196,9 +160,7 @@ class ThreadsMixin(MySQLBase):
                     ),
                 ),
                 (
-                    f"INSERT INTO {self._entries} (branch, {columns}) SELECT %s, {columns}"
-                    f" FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s AND branch = %s"
-                    " AND position <= %s",
+                    branch_copy_query(MYSQL, self._entries, INSERT_COLS.replace("branch, ", "")),
                     (name, tenant, thread_id, from_branch, upto),
                 ),
                 ("COMMIT", None),
@@ -211,11 +173,6 @@ class ThreadsMixin(MySQLBase):
             from_branch=from_branch,
             from_entry=from_entry,
         )
-
-    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        """The thread's branches, oldest first; ``NotFound`` without the thread."""
-        sql = branch_list_query(MYSQL, self._threads, self._branches)
-        return branches_found(self._query(sql, (tenant, thread_id)), thread_id)
 
     def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Delete a branch and its entries (never the current one)."""
@@ -230,11 +187,7 @@ class ThreadsMixin(MySQLBase):
             conn,
             [
                 (BEGIN, None),
-                (
-                    f"SELECT current_branch FROM {self._threads}"
-                    " WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                    (tenant, thread_id),
-                ),
+                (branch_of_query(MYSQL, self._threads, " FOR UPDATE"), (None, tenant, thread_id)),
                 (
                     f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
                     (tenant, thread_id),
@@ -246,11 +199,7 @@ class ThreadsMixin(MySQLBase):
                 ),
             ],
         )
-        head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")
-        if head[0][0] == name:
-            raise Conflict(f"cannot delete the current branch {name!r}")
+        branch_deletable(results[2][0], thread_id, name)  # (the pool rolls back)
         others = [str(r[0]) for r in results[3][0] if r[0] != name]
         gone = [str(r[0]) for r in results[4][0]]
         key = (tenant, thread_id, name)
@@ -262,11 +211,7 @@ class ThreadsMixin(MySQLBase):
                     " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
                     key,
                 ),
-                (
-                    f"DELETE FROM {self._entries}"
-                    " WHERE tenant_id = %s AND thread_id = %s AND branch = %s",
-                    key,
-                ),
+                (f"DELETE e FROM {self._entries} e WHERE {branch_entries(MYSQL)}", key),
                 *self._drop_entry_vectors(tenant, thread_id, gone, others),
                 ("COMMIT", None),
             ],

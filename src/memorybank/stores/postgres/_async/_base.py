@@ -35,6 +35,9 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
+from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.vectors._async.source import CachedVectorStore
 
 
 def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
@@ -54,8 +57,10 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(AsyncStore):
+class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    dialect = POSTGRES
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -375,6 +380,25 @@ class PostgresBase(AsyncStore):
                 await self._pool.check()
         return translate(error)
 
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        counts: list[int] = []
+        async with self._transaction() as conn:
+            for sql, params in statements:
+                counts.append(len(await self._rows(conn, sql + " RETURNING 1", params)))
+        return counts
+
+    async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        return len(await self._fetch(sql + " RETURNING 1", params))
+
+    async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """Each read in autocommit (retried on a lost connection)."""
+        return [
+            row for sql, params in statements for row in await self._fetch(sql, params, retry=True)
+        ]
+
     async def _fetch(
         self,
         query: str,
@@ -515,9 +539,7 @@ class PostgresBase(AsyncStore):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            await cached.close()  # the background loads and ANN builders end with the store
+        await self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             await self._pool.close()
 

@@ -6,22 +6,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any
 
 from psycopg import AsyncConnection
 
-from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
+from memorybank.stores.contract._async.store import Record, RecordGuard, Visibility
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
-from memorybank.stores.sql._async.key_reads import KeyReads
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
-from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import record_list_query, record_page_query
 
 
-class RecordsMixin(KeyReads, PostgresBase):
+class RecordsMixin(PostgresBase):
     """The ``_records`` part of the store (see the module docstring)."""
+
+    _record_columns = R_READ  # on ``r``; reads by id are its own (``record_at``)
 
     @asynccontextmanager
     async def _guarded(self, tenant: str, guard: RecordGuard | None) -> AsyncIterator[Any]:
@@ -107,24 +105,6 @@ class RecordsMixin(KeyReads, PostgresBase):
         async with self._guarded(tenant, guard) as conn:
             rows = await self._write_in(conn, self._sql.record_delete, params) if ids else [(0,)]
         return int(rows[0][0])
-
-    async def record_list(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        agent_id: str | Unset | None = UNSET,
-        user_id: str | Unset | None = UNSET,
-        key: str | Unset | None = UNSET,
-        visible_to: Visibility | None = None,
-        limit: int | None = None,
-    ) -> list[Record]:
-        """Records of ``kind`` by ``(created_at, id)``, filtered."""
-        query, params = record_list_query(
-            POSTGRES, f"{self.prefix}records", R_READ, tenant, kind, agent_id=agent_id,
-            user_id=user_id, key=key, visible_to=visible_to, limit=limit,
-        )  # fmt: skip
-        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
 
     async def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
@@ -225,20 +205,4 @@ class RecordsMixin(KeyReads, PostgresBase):
             f" WHERE true{where}{scope_filter('r', visible_to, params)}"
             " ORDER BY r.created_at, r.id"
         )
-        return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]
-
-    async def record_page(
-        self,
-        tenant: str,
-        kind: str,
-        *,
-        limit: int,
-        after: tuple[datetime, str] | None = None,
-        visible_to: Visibility | None = None,
-    ) -> list[Record]:
-        """One range of the ``records_created`` index from a row-value cursor."""
-        query, params = record_page_query(
-            POSTGRES, f"{self.prefix}records", "", R_READ, tenant, kind, limit=limit,
-            after=after, visible_to=visible_to,
-        )  # fmt: skip
         return [row_to_record(r) for r in await self._fetch(query, params, retry=True)]

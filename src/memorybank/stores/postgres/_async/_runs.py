@@ -10,7 +10,7 @@ from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
 from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.postgres._async._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql
+from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):
@@ -22,35 +22,9 @@ class RunsMixin(EventsMixin):
         """Upsert one key."""
         await self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
 
-    async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        """The stored text or ``None``."""
-        rows = await self._fetch(self._sql.working_get, (tenant, run_id, key), retry=True)
-        return str(rows[0][0]) if rows else None
-
-    async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        """Delete one key."""
-        return bool(await self._fetch(self._sql.working_delete, (tenant, run_id, key)))
-
-    async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        """Every key of the run."""
-        rows = await self._fetch(self._sql.working_items, (tenant, run_id), retry=True)
-        return {str(k): str(v) for k, v in rows}
-
     async def working_clear(self, tenant: str, run_id: str) -> None:
         """Delete every key of the run."""
         await self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
-
-    async def working_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Distinct run ids, compared bytewise (``COLLATE "C"``)."""
-        return await self._run_ids(f"{self.prefix}working", tenant, after, limit)
-
-    async def _run_ids(
-        self, table: str, tenant: str, after: str | None, limit: int | None
-    ) -> list[str]:
-        sql, params = run_ids_sql(table, tenant, after, limit, "%s", 'run_id COLLATE "C"')
-        return [str(row[0]) for row in await self._fetch(sql, params, retry=True)]
 
     # -- snapshots -------------------------------------------------------------
 
@@ -71,11 +45,6 @@ class RunsMixin(EventsMixin):
         elif not await self._fetch(self._sql.snapshot_save_checked, params, retry=True):
             raise ThreadForbidden("snapshot access forbidden")
 
-    async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        """``(owner, text)`` or ``None``."""
-        rows = await self._fetch(self._sql.snapshot_load, (tenant, run_id), retry=True)
-        return (rows[0][0], str(rows[0][1])) if rows else None
-
     async def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
@@ -89,12 +58,6 @@ class RunsMixin(EventsMixin):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(await self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
-
-    async def snapshot_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Run ids with a snapshot, compared bytewise."""
-        return await self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
 
     # -- summaries ---------------------------------------------------------------
 
@@ -112,15 +75,6 @@ class RunsMixin(EventsMixin):
             ),
         )
         return summary
-
-    async def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Agent ids with a summary, compared bytewise."""
-        sql, params = run_ids_sql(
-            f"{self.prefix}summaries", tenant, after, limit, "%s", 'agent_id COLLATE "C"'
-        )
-        return [str(row[0]) for row in await self._fetch(sql, params, retry=True)]
 
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None

@@ -36,6 +36,9 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
+from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.vectors._sync.source import CachedVectorStore
 
 
 def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
@@ -55,8 +58,10 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
     return _RecordingConnection
 
 
-class PostgresBase(Store):
+class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
+
+    dialect = POSTGRES
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -376,6 +381,25 @@ class PostgresBase(Store):
                 self._pool.check()
         return translate(error)
 
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        counts: list[int] = []
+        with self._transaction() as conn:
+            for sql, params in statements:
+                counts.append(len(self._rows(conn, sql + " RETURNING 1", params)))
+        return counts
+
+    def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        return len(self._fetch(sql + " RETURNING 1", params))
+
+    def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """Each read in autocommit (retried on a lost connection)."""
+        return [
+            row for sql, params in statements for row in self._fetch(sql, params, retry=True)
+        ]
+
     def _fetch(
         self,
         query: str,
@@ -516,9 +540,7 @@ class PostgresBase(Store):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            cached.close()  # the background loads and ANN builders end with the store
+        self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns_pool and self._pool_opened and self._pool is not None:
             self._pool.close()
 

@@ -112,14 +112,6 @@ class EntriesMixin(PostgresBase):
         )
         return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
 
-    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        """Entries on each thread's current branch, in one statement."""
-        wanted = list(dict.fromkeys(thread_ids))
-        if not wanted:
-            return {}
-        rows = self._fetch(self._sql.entry_count_many, (tenant, wanted), retry=True)
-        return {str(r[0]): int(r[1]) for r in rows}
-
     def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:
@@ -176,17 +168,6 @@ class EntriesMixin(PostgresBase):
         if not rows[0][0]:
             raise NotFound(f"thread {thread_id!r} not found")
         return int(rows[0][1])
-
-    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """``count(*)`` over the branch's index range."""
-        rows = self._fetch(
-            self._sql.entry_count,
-            {"tenant": tenant, "thread": thread_id, "branch": branch},
-            retry=True,
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return int(rows[0][0])
 
     # -- compaction --------------------------------------------------------------
 

@@ -23,35 +23,9 @@ class RunsMixin(EventsMixin):
         """Upsert one key."""
         self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
 
-    def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        """The stored text or ``None``."""
-        rows = self._fetch(self._sql.working_get, (tenant, run_id, key), retry=True)
-        return str(rows[0][0]) if rows else None
-
-    def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        """Delete one key."""
-        return bool(self._fetch(self._sql.working_delete, (tenant, run_id, key)))
-
-    def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        """Every key of the run."""
-        rows = self._fetch(self._sql.working_items, (tenant, run_id), retry=True)
-        return {str(k): str(v) for k, v in rows}
-
     def working_clear(self, tenant: str, run_id: str) -> None:
         """Delete every key of the run."""
         self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
-
-    def working_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Distinct run ids, compared bytewise (``COLLATE "C"``)."""
-        return self._run_ids(f"{self.prefix}working", tenant, after, limit)
-
-    def _run_ids(
-        self, table: str, tenant: str, after: str | None, limit: int | None
-    ) -> list[str]:
-        sql, params = run_ids_sql(table, tenant, after, limit, "%s", 'run_id COLLATE "C"')
-        return [str(row[0]) for row in self._fetch(sql, params, retry=True)]
 
     # -- snapshots -------------------------------------------------------------
 
@@ -72,11 +46,6 @@ class RunsMixin(EventsMixin):
         elif not self._fetch(self._sql.snapshot_save_checked, params, retry=True):
             raise ThreadForbidden("snapshot access forbidden")
 
-    def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        """``(owner, text)`` or ``None``."""
-        rows = self._fetch(self._sql.snapshot_load, (tenant, run_id), retry=True)
-        return (rows[0][0], str(rows[0][1])) if rows else None
-
     def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
@@ -90,12 +59,6 @@ class RunsMixin(EventsMixin):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
-
-    def snapshot_runs(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Run ids with a snapshot, compared bytewise."""
-        return self._run_ids(f"{self.prefix}snapshots", tenant, after, limit)
 
     # -- summaries ---------------------------------------------------------------
 
@@ -113,15 +76,6 @@ class RunsMixin(EventsMixin):
             ),
         )
         return summary
-
-    def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Agent ids with a summary, compared bytewise."""
-        sql, params = run_ids_sql(
-            f"{self.prefix}summaries", tenant, after, limit, "%s", 'agent_id COLLATE "C"'
-        )
-        return [str(row[0]) for row in self._fetch(sql, params, retry=True)]
 
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None

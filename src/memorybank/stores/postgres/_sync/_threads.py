@@ -5,7 +5,6 @@ delete threads; fork, list and delete branches (a fork copies the entries it kee
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -16,9 +15,7 @@ from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_thread
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import (
-    branches_found,
     fork_point,
-    thread_list_query,
     thread_update_query,
     updated_thread,
 )
@@ -47,27 +44,6 @@ class ThreadsMixin(PostgresBase):
             },
         )
         return thread
-
-    def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        """The thread row, or ``None``."""
-        rows = self._fetch(self._sql.thread_get, (tenant, thread_id), retry=True)
-        return row_to_thread(rows[0]) if rows else None
-
-    def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        """Threads by ``updated_at`` then id, newest first, filtered."""
-        query, params = thread_list_query(
-            POSTGRES, f"{self.prefix}threads", tenant, user_id=user_id, agent_id=agent_id,
-            status=status, limit=limit,
-        )  # fmt: skip
-        return [row_to_thread(r) for r in self._fetch(query, params, retry=True)]
 
     def thread_update(
         self,
@@ -98,15 +74,6 @@ class ThreadsMixin(PostgresBase):
                 return False
             self._rows(conn, self._sql.thread_delete, {"tenant": tenant, "id": thread_id})
             return True
-
-    def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
-        """Threads by ids, in one statement."""
-        wanted = list(dict.fromkeys(thread_ids))
-        if not wanted:
-            return {}
-        rows = self._fetch(self._sql.thread_get_many, (tenant, wanted), retry=True)
-        found = {thread.id: thread for thread in map(row_to_thread, rows)}
-        return {tid: found[tid] for tid in wanted if tid in found}
 
     # -- branches ----------------------------------------------------------
 
@@ -142,11 +109,6 @@ class ThreadsMixin(PostgresBase):
             from_branch=from_branch,
             from_entry=from_entry,
         )
-
-    def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        """Branches by creation time, then name."""
-        rows = self._fetch(self._sql.branch_list, (tenant, thread_id), retry=True)
-        return branches_found(rows, thread_id)
 
     def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         """Lock the thread row, refuse the current branch, delete the branch and its entries."""

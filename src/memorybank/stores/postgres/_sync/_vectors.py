@@ -134,21 +134,10 @@ class VectorsMixin(PostgresBase):
         """
         self._ensure_ready()
         if not self._native:
-            from memorybank.stores.vectors._sync.cache import CachedVectors
-
-            cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
-            if cache is None:
-                cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
-            return cache.search(
-                self,
-                tenant,
-                vector,
-                model_id=model_id,
-                kinds=kinds,
-                k=k,
-                thread_id=thread_id,
+            return super().vector_search(
+                tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
-            )
+            )  # fmt: skip
         return self._vc_exact(tenant, vector, model_id, kinds, k, thread_id, visible_to)
 
     def _vc_rows(
@@ -215,23 +204,6 @@ class VectorsMixin(PostgresBase):
                 if attempt == 2 or self._closed or not is_disconnect(error):
                     raise failure from error
         raise AssertionError("unreachable")
-
-    def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
-        """The key's vectors counted up to ``limit`` (a bounded range of an index)."""
-        rows = self._fetch(
-            self._sql.vector_count, (tenant, model_id, kind, limit), retry=True
-        )
-        return int(rows[0][0])
-
-    def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
-        """``id -> seq`` of every stored vector of the key (no vector read)."""
-        rows = self._fetch(
-            f"SELECT id, seq FROM {self.prefix}vectors WHERE tenant_id = %s AND model_id = %s"
-            " AND kind = %s",
-            (tenant, model_id, kind),
-            retry=True,
-        )
-        return {str(r[0]): int(r[1]) for r in rows}
 
     def _vc_check(
         self,
@@ -794,13 +766,6 @@ class VectorsMixin(PostgresBase):
             return None
         return model_id
 
-    def vector_get(
-        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
-    ) -> dict[str, list[float]]:
-        """The stored (unit) vectors by id."""
-        got = self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
-        return {vid: vector.tolist() for vid, vector in got.items()}
-
     def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, NDArray[np.float32]]:
@@ -811,11 +776,7 @@ class VectorsMixin(PostgresBase):
         if not wanted:
             return {}
         self._ensure_ready()
-        found: dict[str, NDArray[np.float32]] = {}
-        cache = None if self._native else self.__dict__.get("_cached_vectors")
-        if cache is not None:  # the vectors this process caches: one counters read
-            found = cache.get(self, tenant, model_id, kind, wanted) or {}
-        unread = [vid for vid in wanted if vid not in found]
+        found, unread = self._cached_arrays(tenant, kind, wanted, model_id)
         if not unread:
             return {vid: found[vid] for vid in wanted}
         query = self._sql.vector_get.format(text="::text" if self._native else "")

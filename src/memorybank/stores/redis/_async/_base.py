@@ -15,7 +15,6 @@ import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Thread
-from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.redis.codec import (
     CHUNK,
     as_str,
@@ -36,6 +35,7 @@ from memorybank.stores.redis.compat import (
 from memorybank.stores.redis.lua import MIGRATE, Script
 from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
 from memorybank.stores.sql.common import to_us
+from memorybank.stores.vectors._async.source import CachedVectorStore
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
 #: version ``i`` to ``i + 1`` (run atomically with the version bump). Version 1
@@ -51,7 +51,7 @@ MIGRATIONS: list[str] = [
 ]
 
 
-class RedisBase(AsyncStore):
+class RedisBase(CachedVectorStore):
     """The state and plumbing of ``AsyncRedisStore`` (see the package docstring)."""
 
     def __init__(
@@ -336,9 +336,7 @@ class RedisBase(AsyncStore):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            await cached.close()  # the background loads and ANN builders end with the store
+        await self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns:
             try:
                 await self._client.aclose()

@@ -135,23 +135,15 @@ class RedisSearch(RedisScope):
         """Cosine top-k with numpy over the vectors kept in process (``_vector_cache``),
         kept current through the ``vs:``/``vl:`` stamps and logs; the hits' scope is
         confirmed in Redis."""
-        from memorybank.stores.vectors._async.cache import CachedVectors
-
-        cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
-        if cache is None:
-            cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
         with self._op():
             await self._ready()
-            return await cache.search(
-                self,
-                tenant,
-                vector,
-                model_id=model_id,
-                kinds=kinds,
-                k=k,
-                thread_id=thread_id,
+            return await super().vector_search(
+                tenant, vector, model_id=model_id, kinds=kinds, k=k, thread_id=thread_id,
                 visible_to=visible_to,
-            )
+            )  # fmt: skip
+
+    # The reads behind the in-process cache (``VectorSource``) are Redis's own: the
+    # vectors' seq log is a sorted set (``vl:``), their owners hashes (no SQL to share).
 
     async def _vc_live(self, tenant: str, model_id: str, kind: str) -> dict[str, int]:
         """``id -> seq`` of every logged vector of the key (the ``vl:`` log: no vector read)."""
@@ -330,13 +322,6 @@ class RedisSearch(RedisScope):
             SearchHit(hits[i].kind, hits[i].id, score, hits[i].thread_id)
             for i, score in top_k(vector, blobs, k)
         ]
-
-    async def vector_get(
-        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
-    ) -> dict[str, list[float]]:
-        """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
-        got = await self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
-        return {vid: vector.tolist() for vid, vector in got.items()}
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

@@ -9,6 +9,7 @@ from typing import Any, cast
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.contract.pages import thread_matches
 from memorybank.stores.redis._async._base import RedisBase
 from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
 from memorybank.stores.redis.lua_threads import (
@@ -105,11 +106,7 @@ class RedisThreads(RedisBase):
                     if row[0] is None:
                         continue
                     t = decode_thread(row)
-                    if (
-                        (isinstance(user_id, Unset) or t.user_id == user_id)
-                        and (isinstance(agent_id, Unset) or t.agent_id == agent_id)
-                        and (status is None or t.status == status)
-                    ):
+                    if thread_matches(t, user_id, agent_id, status):
                         found.append(t)
                         if limit is not None and len(found) >= limit:
                             return found

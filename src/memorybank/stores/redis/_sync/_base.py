@@ -16,7 +16,6 @@ import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Thread
-from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.redis.codec import (
     CHUNK,
     as_str,
@@ -37,6 +36,7 @@ from memorybank.stores.redis.compat import (
 from memorybank.stores.redis.lua import MIGRATE, Script
 from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
 from memorybank.stores.sql.common import to_us
+from memorybank.stores.vectors._sync.source import CachedVectorStore
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
 #: version ``i`` to ``i + 1`` (run atomically with the version bump). Version 1
@@ -52,7 +52,7 @@ MIGRATIONS: list[str] = [
 ]
 
 
-class RedisBase(Store):
+class RedisBase(CachedVectorStore):
     """The state and plumbing of ``AsyncRedisStore`` (see the package docstring)."""
 
     def __init__(
@@ -337,9 +337,7 @@ class RedisBase(Store):
         if self._closed:
             return
         self._closed = True
-        cached = self.__dict__.get("_cached_vectors")
-        if cached is not None:
-            cached.close()  # the background loads and ANN builders end with the store
+        self._close_vector_cache()  # the background loads and ANN builders end with it
         if self._owns:
             try:
                 self._client.close()

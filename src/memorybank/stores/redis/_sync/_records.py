@@ -9,6 +9,7 @@ from datetime import datetime
 
 from memorybank.records import Summary
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, Visibility
+from memorybank.stores.contract.pages import record_matches
 from memorybank.stores.contract.types import visible
 from memorybank.stores.redis._sync._scope import RedisScope
 from memorybank.stores.redis.codec import (
@@ -92,10 +93,7 @@ class RedisRecords(RedisScope):
         found = [
             decode_record(kind, rid, data)
             for _, rid, data, _ in rows
-            if (isinstance(agent_id, Unset) or data[0] == agent_id)
-            and (isinstance(user_id, Unset) or data[1] == user_id)
-            and (isinstance(key, Unset) or data[2] == key)
-            and visible(visible_to, data[0], data[1])
+            if record_matches((data[0], data[1], data[2]), agent_id, user_id, key, visible_to)
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         return found if limit is None else found[:limit]

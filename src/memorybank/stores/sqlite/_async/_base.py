@@ -12,7 +12,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from memorybank.errors import (
     ConfigurationError,
@@ -22,9 +22,12 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Entry, Thread
+from memorybank.records import Thread
 from memorybank.runtime.concurrency import AsyncReadPool, AsyncWorker
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -68,8 +71,10 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(AsyncStore):
+class SQLiteStoreBase(SQLCore):
     """The connection and the plumbing every part of the SQLite store uses."""
+
+    dialect = SQLITE
 
     def __init__(
         self,
@@ -354,6 +359,27 @@ class SQLiteStoreBase(AsyncStore):
             raise StoreClosed("the store is closed")
         return await self._worker.run(fn)
 
+    def _table(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
+        count: int = await self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))
+        return count
+
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        def op(conn: sqlite3.Connection) -> list[int]:
+            return [conn.execute(sql, params or ()).rowcount for sql, params in statements]
+
+        return await self._run(lambda: self._write(op))
+
+    async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+        """One read snapshot."""
+
+        def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            return [row for sql, params in statements for row in conn.execute(sql, params or ())]
+
+        return await self._run_read(op)
+
     async def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run the read-only ``fn`` in one snapshot of a read connection, in parallel
         with other reads and with the writer (WAL); on the writer's connection when
@@ -529,19 +555,50 @@ class SQLiteStoreBase(AsyncStore):
         await self._worker.run(shut)
         self._worker.shutdown()
 
+    def _drop_entry_vectors(
+        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
+    ) -> None:
+        """Delete the vectors of these deleted entries that no branch of the thread holds
+        (``entry_vectors_gone``; the deletions are logged by trigger)."""
+        if not entry_ids:
+            return
+        p = self.prefix
+        branches = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
+                (tenant, thread_id),
+            )
+        ]
+        delete = SQLITE.delete_from(f"{p}vectors", "v") + " WHERE v.tenant_id = ? AND "
+        for where, params in entry_vectors_gone(
+            SQLITE, f"{p}entries", thread_id, entry_ids, branches
+        ):
+            conn.execute(delete + where, (tenant, *params))
+
+    def _delete_entries(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        condition: str = "",
+        extra: Sequence[Any] = (),
+    ) -> int:
+        """Delete the entries of branch ``name`` matching ``condition`` (``branch_entries``)
+        with the vectors no other branch holds; how many."""
+        p = self.prefix
+        where = " WHERE " + branch_entries(SQLITE, condition)
+        params = (tenant, thread_id, name, *extra)
+        gone = [r[0] for r in conn.execute(f"SELECT e.id FROM {p}entries e{where}", params)]
+        if not gone:
+            return 0
+        removed: int = conn.execute(SQLITE.delete_from(f"{p}entries", "e") + where, params).rowcount
+        self._drop_entry_vectors(conn, tenant, thread_id, gone)
+        return removed
+
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks
 
-        def _drop_entry_vectors(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
-        ) -> None: ...
-        def _entry(
-            self,
-            conn: sqlite3.Connection,
-            tenant: str,
-            thread_id: str,
-            entry_id: str,
-            branch: str | None,
-        ) -> tuple[str, Entry | None]: ...
         def _get_thread(
             self, conn: sqlite3.Connection, tenant: str, thread_id: str
         ) -> Thread | None: ...

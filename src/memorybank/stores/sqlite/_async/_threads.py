@@ -12,18 +12,22 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
+    branch_copy_query,
+    branch_deletable,
     branch_fork_query,
-    branch_list_query,
-    branches_found,
+    branch_of_query,
     fork_point,
-    thread_delete_queries,
     thread_get_query,
     thread_insert,
-    thread_list_query,
     thread_update_query,
     updated_thread,
 )
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
+from memorybank.stores.sqlite.schema import INSERT_COLUMNS
+
+#: The columns a fork copies: all but the branch and ``fts_scope`` (left NULL: the
+#: keyword indexer fills it, as for every row written without it).
+_COPIED = INSERT_COLUMNS.replace("branch, ", "").replace(", fts_scope", "")
 
 
 class ThreadsMixin(SQLiteStoreBase):
@@ -53,6 +57,19 @@ class ThreadsMixin(SQLiteStoreBase):
             is not None
         )
 
+    def _thread_source(self, user_id: str | Unset | None) -> str:
+        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
+        # threads, or one user's through ``threads_owner``, are sorted here.
+        if isinstance(user_id, Unset):
+            return f"{self.prefix}threads"
+        return f"{self.prefix}threads" + SQLITE.hint(f"{self.prefix}threads_owner")
+
+    def _branch_count(self, branch: str) -> str:
+        return (
+            f"(SELECT COUNT(*) FROM {self.prefix}entries e WHERE e.tenant_id = t.tenant_id"
+            f" AND e.thread_id = t.id AND e.branch = {branch})"
+        )
+
     async def thread_create(self, thread: Thread) -> Thread:
         p = self.prefix
 
@@ -68,32 +85,6 @@ class ThreadsMixin(SQLiteStoreBase):
             return thread
 
         return await self._run(lambda: self._write(op))
-
-    async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        return await self._run(lambda: self._read(lambda c: self._get_thread(c, tenant, thread_id)))
-
-    async def thread_list(
-        self,
-        tenant: str,
-        *,
-        user_id: str | Unset | None = UNSET,
-        agent_id: str | Unset | None = UNSET,
-        status: str | None = None,
-        limit: int | None = None,
-    ) -> list[Thread]:
-        # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's
-        # threads, or one user's through ``threads_owner``, are sorted here.
-        source = f"{self.prefix}threads"
-        if not isinstance(user_id, Unset):
-            source += SQLITE.hint(f"{self.prefix}threads_owner")
-        sql, params = thread_list_query(
-            SQLITE, source, tenant, user_id=user_id, agent_id=agent_id, status=status, limit=limit
-        )
-
-        def op(conn: sqlite3.Connection) -> list[Thread]:
-            return [row_to_thread(r) for r in conn.execute(sql, params).fetchall()]
-
-        return await self._run(lambda: self._read(op))
 
     async def thread_update(
         self,
@@ -120,19 +111,6 @@ class ThreadsMixin(SQLiteStoreBase):
 
         return await self._run(lambda: self._write(op))
 
-    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> bool:
-            tables = (f"{p}threads", f"{p}branches", f"{p}entries", f"{p}vectors")
-            thread, *rest = thread_delete_queries(SQLITE, *tables)
-            found = conn.execute(thread, (tenant, thread_id)).rowcount > 0
-            for sql in rest:
-                conn.execute(sql, (tenant, thread_id))
-            return found
-
-        return await self._run(lambda: self._write(op))
-
     # -- branches ------------------------------------------------------------------
 
     async def branch_create(
@@ -156,43 +134,24 @@ class ThreadsMixin(SQLiteStoreBase):
                 " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
                 (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
             )
-            conn.execute(
-                f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-                " content, name, tool_calls, tool_call_id, metadata, state, token_count,"
-                " created_at, idempotency_key, fingerprint)"
-                " SELECT tenant_id, thread_id, ?, position, id, role, content, name, tool_calls,"
-                " tool_call_id, metadata, state, token_count, created_at, idempotency_key,"
-                f" fingerprint FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-                " AND position <= ?",
-                (name, tenant, thread_id, from_branch, upto if upto is not None else 2**62),
-            )
+            copy = branch_copy_query(SQLITE, f"{p}entries", _COPIED)
+            upto = 2**62 if upto is None else upto
+            conn.execute(copy, (name, tenant, thread_id, from_branch, upto))
             return Branch(name, thread_id, created_at, from_branch, from_entry)
 
         return await self._run(lambda: self._write(op))
-
-    async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        sql = branch_list_query(SQLITE, f"{self.prefix}threads", f"{self.prefix}branches")
-
-        def op(conn: sqlite3.Connection) -> list[Branch]:
-            return branches_found(conn.execute(sql, (tenant, thread_id)).fetchall(), thread_id)
-
-        return await self._run(lambda: self._read(op))
 
     async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> bool:
-            thread = self._require_thread(conn, tenant, thread_id)
-            if name == thread.current_branch:
-                raise Conflict(f"cannot delete the current branch {name!r}")
-            key = (tenant, thread_id, name)
+            rows = conn.execute(branch_of_query(SQLITE, f"{p}threads"), (None, tenant, thread_id))
+            branch_deletable(rows.fetchall(), thread_id, name)
             cursor = conn.execute(
-                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?", key
+                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
             )
-            where = f"FROM {p}entries WHERE tenant_id = ? AND thread_id = ? AND branch = ?"
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", key)]
-            conn.execute(f"DELETE {where}", key)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
+            self._delete_entries(conn, tenant, thread_id, name)
             return cursor.rowcount > 0
 
         return await self._run(lambda: self._write(op))

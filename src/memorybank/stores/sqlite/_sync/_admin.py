@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
+from memorybank.stores.sql._sync.core import Statement
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite._sync._events import forget_events_begin, forget_events_end
 
@@ -15,62 +17,47 @@ class AdminMixin(SQLiteStoreBase):
     # -- erasure -----------------------------------------------------------------------
 
     def forget_user(self, tenant: str, user_id: str) -> int:
+        """The shared erasure (``SQLCore.forget_user``; the vector rows' deletions are
+        logged by trigger), then the upkeep that leaves none of the user's words in the
+        file's bytes: both full-text indexes merged, the vector files, the WAL emptied."""
+        removed = super().forget_user(tenant, user_id)
         p = self.prefix
 
-        def op(conn: sqlite3.Connection) -> int:
-            feed = forget_events_begin(conn, p, tenant)
-            threads = [
-                r[0]
-                for r in conn.execute(
-                    f"SELECT id FROM {p}threads WHERE tenant_id = ? AND user_id = ?",
-                    (tenant, user_id),
-                ).fetchall()
-            ]
-            removed = 0
-            for thread_id in threads:
-                key = (tenant, thread_id)
-                conn.execute(
-                    f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
-                    " AND thread_id = ?",
-                    key,
-                )
-                removed += conn.execute(
-                    f"DELETE FROM {p}entries WHERE tenant_id = ? AND thread_id = ?", key
-                ).rowcount
-                conn.execute(f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ?", key)
-                removed += conn.execute(
-                    f"DELETE FROM {p}threads WHERE tenant_id = ? AND id = ?", key
-                ).rowcount
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind != 'entry' AND id IN"
-                f" (SELECT id FROM {p}records WHERE tenant_id = ? AND user_id = ?)",
-                (tenant, tenant, user_id),
-            )
-            for table in ("snapshots", "summaries", "records"):
-                removed += conn.execute(
-                    f"DELETE FROM {p}{table} WHERE tenant_id = ? AND user_id = ?",
-                    (tenant, user_id),
-                ).rowcount
-            if removed:
-                # The FTS triggers only add 'delete' markers: the words stay in
-                # the index's segments until they are merged into one.
-                for fts in ("entries_fts", "records_fts"):
-                    conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
-            if feed:
-                forget_events_end(conn, p, tenant, user_id)
-            return removed
+        def optimize(conn: sqlite3.Connection) -> None:
+            # The FTS triggers only add 'delete' markers: the words stay in the index's
+            # segments until they are merged into one.
+            for fts in ("entries_fts", "records_fts"):
+                conn.execute(f"INSERT INTO {p}{fts} ({p}{fts}) VALUES ('optimize')")
 
-        def forget() -> int:
-            removed = self._write(op)
+        def tidy() -> None:
+            if removed:
+                self._write(optimize)
             self._forget_vector_files(tenant)
             if removed and self.path != ":memory:":
                 # The WAL still holds the pages as they were before: copy the
                 # new ones into the database and empty it. Best effort: a
                 # reader on another connection may still need old frames.
                 self._read(lambda conn: conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone())
-            return removed
 
-        return self._run(forget)
+        self._run(tidy)
+        return removed
+
+    def _forget_write(
+        self, tenant: str, user_id: str, statements: Sequence[Statement]
+    ) -> list[int]:
+        """The erasure between the change feed's two steps, in one transaction: the
+        tenant's delete events muted first, one ``user.forgotten`` (and the user's other
+        events gone) after."""
+        p = self.prefix
+
+        def op(conn: sqlite3.Connection) -> list[int]:
+            feed = forget_events_begin(conn, p, tenant)
+            counts = [conn.execute(sql, params or ()).rowcount for sql, params in statements]
+            if feed:
+                forget_events_end(conn, p, tenant, user_id)
+            return counts
+
+        return self._run(lambda: self._write(op))
 
     def _forget_vector_files(self, tenant: str) -> None:
         """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""

@@ -19,7 +19,6 @@ from memorybank.stores.contract.items import AppendResult
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
-    THREAD_COLUMNS,
     dump,
     messages_of_rows,
     page_row_to_entry,
@@ -30,9 +29,13 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
+    after_position,
+    branch_named,
+    branch_of_query,
     compact_prefix_query,
-    entries_by_ids_query,
+    entry_position_query,
     entry_update_rows,
+    ids_in,
     qualified,
     taken_ids_query,
 )
@@ -308,66 +311,6 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run_read(op)
 
-    def _entry(
-        self,
-        conn: sqlite3.Connection,
-        tenant: str,
-        thread_id: str,
-        entry_id: str,
-        branch: str | None,
-    ) -> tuple[str, Entry | None]:
-        thread = self._get_thread(conn, tenant, thread_id)
-        if thread is None:
-            return "", None
-        name = thread.current_branch if branch is None else branch
-        row = conn.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM {self.prefix}entries"
-            " WHERE tenant_id = ? AND thread_id = ? AND branch = ? AND id = ?",
-            (tenant, thread_id, name, entry_id),
-        ).fetchone()
-        return name, None if row is None else row_to_entry(row)
-
-    def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        found = self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)
-        return found.get(entry_id)
-
-    def entry_get_many(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> dict[str, Entry]:
-        wanted = list(dict.fromkeys(entry_ids))
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> dict[str, Entry]:
-            found: dict[str, Entry] = {}
-            for chunk in chunks(wanted):
-                sql = entries_by_ids_query(SQLITE, f"{p}entries", f"{p}threads", _E, len(chunk))
-                for row in conn.execute(sql, (tenant, thread_id, branch, *chunk)):
-                    entry = row_to_entry(row)
-                    found[entry.id] = entry
-            return {eid: found[eid] for eid in wanted if eid in found}
-
-        return self._run_read(op) if wanted else {}
-
-    def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
-        wanted = list(dict.fromkeys(thread_ids))
-
-        def op(conn: sqlite3.Connection) -> dict[str, Thread]:
-            found: dict[str, Thread] = {}
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start : start + 500]
-                for row in conn.execute(
-                    f"SELECT {THREAD_COLUMNS} FROM {self.prefix}threads WHERE tenant_id = ?"
-                    f" AND id IN ({', '.join('?' * len(chunk))})",
-                    (tenant, *chunk),
-                ):
-                    thread = row_to_thread(row)
-                    found[thread.id] = thread
-            return {tid: found[tid] for tid in wanted if tid in found}
-
-        return self._run_read(op) if wanted else {}
-
     def entry_get_across(
         self, tenant: str, wanted: Mapping[str, Sequence[str]]
     ) -> dict[tuple[str, str], Entry]:
@@ -397,23 +340,6 @@ class EntriesMixin(SQLiteStoreBase):
 
         return self._run_read(op) if asked else {}
 
-    def entry_count_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, int]:
-        wanted = list(dict.fromkeys(thread_ids))
-
-        def op(conn: sqlite3.Connection) -> dict[str, int]:
-            counts: dict[str, int] = {}
-            for thread_id in wanted:
-                thread = self._get_thread(conn, tenant, thread_id)
-                if thread is not None:
-                    counts[thread_id] = conn.execute(
-                        f"SELECT count(*) FROM {self.prefix}entries"
-                        " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                        (tenant, thread_id, thread.current_branch),
-                    ).fetchone()[0]
-            return counts
-
-        return self._run_read(op) if wanted else {}
-
     def entry_windows(
         self, tenant: str, windows: Sequence[tuple[str, int, int]]
     ) -> list[list[Entry]]:
@@ -423,110 +349,51 @@ class EntriesMixin(SQLiteStoreBase):
         p = self.prefix
         return self._run_read(lambda c: read_windows(c, p, tenant, asked)) if asked else []
 
-    def _drop_entry_vectors(
-        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
-    ) -> None:
-        """Delete the vectors of these deleted entries that no branch of the thread holds.
-
-        A forked branch copies entries with their ids, and a vector is keyed by the
-        entry id: it goes with the last copy. Each id is checked on each branch
-        through ``entries_id`` (a primary-key-like lookup, not a scan of the thread).
-        """
-        if not entry_ids:
-            return
-        p = self.prefix
-        branches = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
-                (tenant, thread_id),
-            )
-        ]
-        held = f"SELECT 1 FROM {p}entries e WHERE e.tenant_id = ? AND e.thread_id = ?"
-        held += f" AND e.branch = ? AND e.id = {p}vectors.id"
-        copies = " OR ".join(f"EXISTS ({held})" for _ in branches) or "0"
-        copy_params = [x for name in branches for x in (tenant, thread_id, name)]
-        for chunk in chunks(list(dict.fromkeys(entry_ids))):
-            marks = ", ".join("?" * len(chunk))
-            conn.execute(
-                f"DELETE FROM {p}vectors WHERE tenant_id = ? AND kind = 'entry'"
-                f" AND id IN ({marks}) AND thread_id = ? AND NOT ({copies})",
-                (tenant, *chunk, thread_id, *copy_params),
-            )
-
     def _branch_of(
         self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
     ) -> str:
-        thread = self._require_thread(conn, tenant, thread_id)
-        return thread.current_branch if branch is None else branch
+        rows = conn.execute(
+            branch_of_query(SQLITE, f"{self.prefix}threads"), (branch, tenant, thread_id)
+        )
+        return branch_named(rows.fetchall(), thread_id)
 
     def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        ids = list(entry_ids)
+        ids = list(dict.fromkeys(entry_ids))
 
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            if not ids:
-                return 0
-            removed = 0
-            for chunk in chunks(list(dict.fromkeys(ids))):
-                marks = ", ".join("?" * len(chunk))
-                removed += conn.execute(
-                    f"DELETE FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                    f" AND branch = ? AND id IN ({marks})",
-                    (tenant, thread_id, name, *chunk),
-                ).rowcount
-            if removed:
-                self._drop_entry_vectors(conn, tenant, thread_id, ids)
-            return removed
+            return sum(
+                self._delete_entries(conn, tenant, thread_id, name, ids_in(SQLITE, len(part)), part)
+                for part in chunks(ids)
+            )
 
         return self._run(lambda: self._write(op))
 
     def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
+        sql = entry_position_query(SQLITE, f"{self.prefix}entries", f"{self.prefix}threads")
+
         def op(conn: sqlite3.Connection) -> int:
-            name, entry = self._entry(conn, tenant, thread_id, entry_id, branch)
-            if entry is None:
+            found = conn.execute(sql, (tenant, thread_id, entry_id, branch)).fetchone()
+            if found is None:
                 self._require_thread(conn, tenant, thread_id)
                 raise NotFound(f"entry {entry_id!r} not found on this branch")
-            where = (
-                f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-                " AND branch = ? AND position > ?"
+            name, position = found
+            return self._delete_entries(
+                conn, tenant, thread_id, name, after_position(SQLITE), (position,)
             )
-            params = (tenant, thread_id, name, entry.position)
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
-            cursor = conn.execute(f"DELETE {where}", params)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
-            return cursor.rowcount
 
         return self._run(lambda: self._write(op))
 
     def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         def op(conn: sqlite3.Connection) -> int:
             name = self._branch_of(conn, tenant, thread_id, branch)
-            where = f"FROM {self.prefix}entries WHERE tenant_id = ? AND thread_id = ?"
-            where += " AND branch = ?"
-            params = (tenant, thread_id, name)
-            gone = [r[0] for r in conn.execute(f"SELECT id {where}", params)]
-            cursor = conn.execute(f"DELETE {where}", params)
-            self._drop_entry_vectors(conn, tenant, thread_id, gone)
-            return cursor.rowcount
+            return self._delete_entries(conn, tenant, thread_id, name)
 
         return self._run(lambda: self._write(op))
-
-    def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        def op(conn: sqlite3.Connection) -> int:
-            name = self._branch_of(conn, tenant, thread_id, branch)
-            row = conn.execute(
-                f"SELECT COUNT(*) FROM {self.prefix}entries"
-                " WHERE tenant_id = ? AND thread_id = ? AND branch = ?",
-                (tenant, thread_id, name),
-            ).fetchone()
-            return int(row[0])
-
-        return self._run_read(op)
 
     # -- compaction ----------------------------------------------------------------------
 

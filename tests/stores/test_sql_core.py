@@ -1,0 +1,77 @@
+"""The SQL engines' logic is written once (``memorybank.stores.sql``): each engine's store
+overrides a verb of ``SQLCore`` only where the engine truly differs, each listed here with
+the reason (the code says it too). A new override fails this test until it is justified.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from memorybank.stores.mysql._async import AsyncMySQLStore
+from memorybank.stores.postgres._async import AsyncPostgresStore
+from memorybank.stores.sql._async.core import SQLCore
+from memorybank.stores.sql.dialect import MYSQL, POSTGRES, SQLITE
+from memorybank.stores.sqlite._async import AsyncSQLiteStore
+
+#: What every engine gives the core: its table names, its reads and its transactions,
+#: its dialect, and the names of its record columns and index.
+PRIMITIVES = {
+    "_table", "_select_many", "_write_many", "_write_one", "dialect", "_record_columns",
+    "_records_by_time",
+}  # fmt: skip
+
+OWN: dict[type[SQLCore], dict[str, str]] = {
+    AsyncSQLiteStore: {
+        "_thread_source": "no index holds updated_at: the owner index is named for a user",
+        "_branch_count": "its branches keep no count (an append would write a second row)",
+        "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
+    },
+    AsyncPostgresStore: {
+        "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
+        "entry_get": "prepared statement over the id index (row comparison)",
+        "entry_get_many": "one array parameter, a descent of the id index per id",
+        "record_get": "one primary-key descent (record_at) whatever the statistics",
+        "record_get_many": "the same, one array parameter",
+        "forget_user": "one statement under the user's threads' locks",
+        "thread_delete": "one statement under the thread row's lock",
+        "working_set": "retried on a lost connection (idempotent)",
+        "working_clear": "retried on a lost connection (idempotent)",
+        "summary_add": "typed parameters (the NULL owner's type)",
+        "summary_list": "ordered by the insertion sequence",
+    },
+    AsyncMySQLStore: {
+        "_vectors_deleting": "no trigger logs vector deletions: the cache counters are bumped",
+    },
+}
+
+
+def _overrides(cls: type[SQLCore]) -> set[str]:
+    own = cls.__mro__[: cls.__mro__.index(SQLCore)]
+    names = {name for name in vars(SQLCore) if not name.startswith(("__", "_abc"))}
+    return {name for name in names if any(name in vars(k) for k in own)}
+
+
+@pytest.mark.parametrize("cls", list(OWN), ids=lambda c: c.__name__)
+def test_engines_override_the_core_only_where_they_differ(cls: type[SQLCore]) -> None:
+    assert _overrides(cls) - PRIMITIVES == set(OWN[cls])
+
+
+@pytest.mark.parametrize(
+    ("store", "dialect"),
+    [(AsyncSQLiteStore, SQLITE), (AsyncPostgresStore, POSTGRES), (AsyncMySQLStore, MYSQL)],
+    ids=["sqlite", "postgres", "mysql"],
+)
+def test_each_engine_names_its_dialect(store: type[SQLCore], dialect: object) -> None:
+    assert store.dialect is dialect
+
+
+def test_many_values_are_one_array_or_bounded_lists() -> None:
+    ids = [f"i{n}" for n in range(1001)]
+    assert POSTGRES.one_of(ids) == [(" = ANY(%s::text[])", (ids,))]
+    chunks = SQLITE.one_of(ids)
+    assert [len(params) for _, params in chunks] == [500, 500, 1]
+    assert chunks[2] == (" IN (?)", ("i1000",))
+    assert MYSQL.one_of(["a", "b"]) == [(" IN (%s, %s)", ("a", "b"))]
+    assert MYSQL.table("mb_", "threads") == "`mb_threads`"
+    assert MYSQL.delete_from("`mb_vectors`", "v") == "DELETE v FROM `mb_vectors` v"
+    assert SQLITE.delete_from("mb_vectors", "v") == "DELETE FROM mb_vectors AS v"
