@@ -25,6 +25,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_thread_source": "no index holds updated_at: the owner index is named for a user",
         "_branch_count": "its branches keep no count (an append would write a second row)",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
+        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
     },
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",

@@ -11,7 +11,7 @@ from memorybank.errors import ThreadForbidden
 from memorybank.records import Summary
 from memorybank.stores.contract._sync.store import Unset
 from memorybank.stores.postgres._sync._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary, run_ids_sql
+from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):
