@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.consolidation._async.entities import (
     consolidate_entities,
+    crash_safe,
     entity_changes,
     prepare_entity_undo,
     public_changes,
@@ -71,7 +72,6 @@ from memorybank.stores.contract._async.store import (
     Unset,
     VectorItem,
 )
-from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
@@ -109,18 +109,6 @@ _VECTOR_BATCH = 1000
 _BATCH = 200
 #: Plan records written per store call.
 _PLAN_PUT = 20
-
-
-def _crash_safe(store: AsyncStore) -> bool:
-    """Whether ``store.atomic`` makes a chunk survive a crash whole or not at all: it
-    claims ``ATOMIC`` and keeps its data (not an in-memory store, nor SQLite's
-    ``:memory:``, whose atomic view shares the one connection with every other caller)."""
-    caps = store.capabilities
-    return (
-        Capability.ATOMIC in caps
-        and Capability.DURABLE in caps
-        and getattr(store, "path", None) != ":memory:"
-    )
 
 
 @dataclass(slots=True)
@@ -429,7 +417,7 @@ class AsyncConsolidation:
         steps = [_step(c, read) for c in changes]
         chunks = [steps[i : i + CHUNK] for i in range(0, len(steps), CHUNK)]
         state = _State()
-        if _crash_safe(store) and len(chunks) <= 1:
+        if crash_safe(store) and len(chunks) <= 1:
             # the whole run in one transaction: applied or not at all
             async with store.atomic(self._tenant) as view:
                 writes, gone, _ = await self._chunk(
@@ -478,7 +466,7 @@ class AsyncConsolidation:
         store = self._core.store
         tenant = self._tenant
         total = int(run.data.get("chunks", len(chunks)))
-        safe = _crash_safe(store)
+        safe = crash_safe(store)
         for index, chunk in chunks:
             guard = RecordGuard(RUN, report.run_id, run.revision)
             plan_id = f"{report.run_id}:{index:06d}"
@@ -685,7 +673,7 @@ class AsyncConsolidation:
             state.gone.add(data["fact_id"])
             state.revisions[data["into"]] = int(data["winner_after"])
             state.number = max(state.number, int(change.id.rsplit(":", 1)[1]) + 1)
-        if not _crash_safe(store):
+        if not crash_safe(store):
             # a chunk's write may have landed without its deletes: finish them
             gone = await store.record_get_many(self._tenant, FACT, sorted(state.gone))
             await self._retire(store, [fact_from_record(r) for r in gone.values()])

@@ -46,6 +46,7 @@ from memorybank.stores.contract._async.store import (
     Unset,
     VectorItem,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
@@ -245,6 +246,18 @@ def _change_from(data: dict[str, Any]) -> EntityChange:
     )
 
 
+def crash_safe(store: AsyncStore) -> bool:
+    """Whether ``store.atomic`` makes a chunk survive a crash whole or not at all: it
+    claims ``ATOMIC`` and keeps its data (not an in-memory store, nor SQLite's
+    ``:memory:``, whose atomic view shares the one connection with every other caller)."""
+    caps = store.capabilities
+    return (
+        Capability.ATOMIC in caps
+        and Capability.DURABLE in caps
+        and getattr(store, "path", None) != ":memory:"
+    )
+
+
 async def consolidate_entities(
     core: _Core,
     tenant: str,
@@ -298,8 +311,26 @@ async def _merge(
     plan: EntityMergePlan,
     change: EntityChange,
 ) -> None:
-    """One merge through the recorder, then its change record (what undo restores)."""
-    store = core.store
+    """One merge through the recorder, then its change record (what undo restores): in
+    one ``store.atomic`` transaction where that survives a crash (``crash_safe``), so a
+    kill leaves each merge with its undo record or not made at all (the next run merges
+    what is left)."""
+    if crash_safe(core.store):
+        async with core.store.atomic(tenant) as view:
+            await _merge_on(core, view, tenant, report, number, plan, change)
+    else:
+        await _merge_on(core, core.store, tenant, report, number, plan, change)
+
+
+async def _merge_on(
+    core: _Core,
+    store: AsyncStore,
+    tenant: str,
+    report: ConsolidationReport,
+    number: int,
+    plan: EntityMergePlan,
+    change: EntityChange,
+) -> None:
     recorder = _Recorder(store)
     recorded = copy.copy(core)
     recorded.store = cast("AsyncStore", recorder)

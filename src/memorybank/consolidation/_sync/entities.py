@@ -47,6 +47,7 @@ from memorybank.stores.contract._sync.store import (
     Unset,
     VectorItem,
 )
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import Visibility
 
 if TYPE_CHECKING:
@@ -246,6 +247,18 @@ def _change_from(data: dict[str, Any]) -> EntityChange:
     )
 
 
+def crash_safe(store: Store) -> bool:
+    """Whether ``store.atomic`` makes a chunk survive a crash whole or not at all: it
+    claims ``ATOMIC`` and keeps its data (not an in-memory store, nor SQLite's
+    ``:memory:``, whose atomic view shares the one connection with every other caller)."""
+    caps = store.capabilities
+    return (
+        Capability.ATOMIC in caps
+        and Capability.DURABLE in caps
+        and getattr(store, "path", None) != ":memory:"
+    )
+
+
 def consolidate_entities(
     core: _Core,
     tenant: str,
@@ -299,8 +312,26 @@ def _merge(
     plan: EntityMergePlan,
     change: EntityChange,
 ) -> None:
-    """One merge through the recorder, then its change record (what undo restores)."""
-    store = core.store
+    """One merge through the recorder, then its change record (what undo restores): in
+    one ``store.atomic`` transaction where that survives a crash (``crash_safe``), so a
+    kill leaves each merge with its undo record or not made at all (the next run merges
+    what is left)."""
+    if crash_safe(core.store):
+        with core.store.atomic(tenant) as view:
+            _merge_on(core, view, tenant, report, number, plan, change)
+    else:
+        _merge_on(core, core.store, tenant, report, number, plan, change)
+
+
+def _merge_on(
+    core: _Core,
+    store: Store,
+    tenant: str,
+    report: ConsolidationReport,
+    number: int,
+    plan: EntityMergePlan,
+    change: EntityChange,
+) -> None:
     recorder = _Recorder(store)
     recorded = copy.copy(core)
     recorded.store = cast("Store", recorder)
