@@ -8,8 +8,8 @@ export {
   EVENT_ID_HEADER,
   SIGNATURE_HEADER,
   signWebhook,
-  verifyWebhook,
   type VerifyWebhookOptions,
+  verifyWebhook,
   WebhookSignatureError,
   type WebhookSignatureReason,
 } from "./webhooks.js";
