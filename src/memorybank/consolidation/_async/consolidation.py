@@ -36,7 +36,9 @@ from typing import TYPE_CHECKING, Any
 from memorybank.consolidation._async.entities import (
     consolidate_entities,
     crash_safe,
+    dump_record,
     entity_changes,
+    load_record,
     prepare_entity_undo,
     public_changes,
 )
@@ -156,39 +158,6 @@ def _change_of(step: dict[str, Any]) -> Change:
         step["why"],
         step.get("score"),
         step.get("decided_by", "rules"),
-    )
-
-
-def _dump(record: Record) -> dict[str, Any]:
-    return {
-        "kind": record.kind,
-        "id": record.id,
-        "agent_id": record.agent_id,
-        "user_id": record.user_id,
-        "content": record.content,
-        "data": record.data,
-        "created_at": record.created_at.isoformat(),
-        "updated_at": record.updated_at.isoformat(),
-        "key": record.key,
-        "expires_at": None if record.expires_at is None else record.expires_at.isoformat(),
-        "revision": record.revision,
-    }
-
-
-def _load(data: dict[str, Any]) -> Record:
-    expires = data.get("expires_at")
-    return Record(
-        kind=data["kind"],
-        id=data["id"],
-        agent_id=data["agent_id"],
-        user_id=data["user_id"],
-        content=data["content"],
-        data=dict(data["data"]),
-        created_at=datetime.fromisoformat(data["created_at"]),
-        updated_at=datetime.fromisoformat(data["updated_at"]),
-        key=data.get("key"),
-        expires_at=None if expires is None else datetime.fromisoformat(expires),
-        revision=int(data["revision"]),
     )
 
 
@@ -757,8 +726,8 @@ class AsyncConsolidation:
                 "decided_by": change.decided_by,
                 "content": loser.content,
                 "into_content": winner.content,
-                "winner": _dump(got_winner),
-                "loser": _dump(got_loser),
+                "winner": dump_record(got_winner),
+                "loser": dump_record(got_loser),
                 "winner_after": record.revision,
                 "links_added": added,
                 "vector": vector,
@@ -786,7 +755,7 @@ class AsyncConsolidation:
         for change in changes:
             data = change.data
             for side in ("winner", "loser"):
-                before = _load(data[side])
+                before = load_record(data[side])
                 first.setdefault(before.id, before)
                 versions.append(f"{before.id}:{before.data.get('version', 1)}")
             final[data["into"]] = int(data["winner_after"])

@@ -67,7 +67,8 @@ ENTITY_CHANGE = "consolidation_entity_change"
 _BATCH = 500
 
 
-def _dump(record: Record) -> dict[str, Any]:
+def dump_record(record: Record) -> dict[str, Any]:
+    """A record as JSON data (a run's journal and its undo records keep them so)."""
     return {
         "kind": record.kind,
         "id": record.id,
@@ -83,7 +84,8 @@ def _dump(record: Record) -> dict[str, Any]:
     }
 
 
-def _load(data: dict[str, Any]) -> Record:
+def load_record(data: dict[str, Any]) -> Record:
+    """The record ``dump_record`` wrote."""
     expires = data.get("expires_at")
     return Record(
         kind=data["kind"],
@@ -371,9 +373,9 @@ async def _merge_on(
                 content="",
                 data={
                     **change.to_dict(),
-                    "merged": _dump(gone_record),
+                    "merged": dump_record(gone_record),
                     "before": [
-                        {"kind": k, "id": i, "record": None if r is None else _dump(r)}
+                        {"kind": k, "id": i, "record": None if r is None else dump_record(r)}
                         for (k, i), r in recorder.before.items()
                     ],
                     "after": after,
@@ -441,7 +443,7 @@ async def prepare_entity_undo(
     for change in changes:
         for item in change.data["before"]:
             raw = item["record"]
-            first.setdefault((item["kind"], item["id"]), None if raw is None else _load(raw))
+            first.setdefault((item["kind"], item["id"]), None if raw is None else load_record(raw))
         for kind, record_id, revision in change.data["after"]:
             last[(kind, record_id)] = None if revision is None else int(revision)
         for item in change.data.get("vectors") or []:
