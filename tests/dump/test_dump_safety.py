@@ -52,6 +52,8 @@ _WRITE_VERBS = ("_create", "_update", "_append", "_compact", "_set", "_save", "_
 # the server's keys, and background embedding's journal of pending work: each in its own
 # reserved tenant no dump may name (a restored store embeds what lacks a vector itself)
 _NOT_DATA = {"api_key", "embed_job"}
+# background consolidation's per-tenant schedule, kept in a reserved tenant of its own
+_NOT_DATA |= {"consolidate_schedule"}
 # the contract's derived run state and vectors (stores without their own): exported as the
 # working, snapshot, summary and vector lines they stand for, never as records
 _NOT_DATA |= {"derived.working", "derived.snapshot", "derived.summary", "derived.vector"}

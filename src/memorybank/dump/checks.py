@@ -331,6 +331,9 @@ _KINDS: dict[str, _Kind] = {
     # read only by memory.consolidation and memory.feedback, which check them there
     "consolidation_run": ({}, False, None),
     "consolidation_change": ({"fact_id": (_id, True)}, False, None),
+    # an entity merge of a run (what undo restores) and an interrupted run's plan
+    "consolidation_entity_change": ({"entity_id": (_id, True), "into": (_id, True)}, True, None),
+    "consolidation_plan": ({}, True, None),
     "fact_feedback": ({}, True, None),
     # an item's importance and last use (memorybank.importance): read only by memory.usage
     "memory_usage": ({"item_kind": (_label, True)}, True, None),

@@ -26,6 +26,8 @@ RECORD_KINDS = (
     "working_owner",
     "consolidation_run",
     "consolidation_change",
+    "consolidation_entity_change",
+    "consolidation_plan",
     "fact_feedback",
     "memory_usage",
 )

@@ -41,7 +41,6 @@ inside its transaction, seen by no other), deletes the user's events, and record
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -96,6 +95,8 @@ def event_of_row(row: Sequence[Any]) -> Event:
     """The ``Event`` of a row of ``events_list_query``."""
     seq, kind, at, user_id, agent_id, thread_id, item_id, data = row
     if isinstance(data, str):
+        import json  # start-up: a store that reads history parses no JSON until here
+
         data = json.loads(data)
     when = at if isinstance(at, datetime) else from_us(at)
     if when.tzinfo is None:
