@@ -69,6 +69,11 @@ examples.enabled = true
 coverage.enabled = true
 fuzzing.enabled = false
 stateful.enabled = false
+# the change feed's long poll: a drawn wait (up to MAX_WAIT seconds) outlasts the
+# client's read timeout, so its requests ask for no wait
+[[operations]]
+include-path = "/v1/events"
+parameters = {{ wait = 0 }}
 """
 
 

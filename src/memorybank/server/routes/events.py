@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from pydantic import StringConstraints
 
+from memorybank.events.types import EVENT_KINDS
 from memorybank.memory._async.events import MAX_EVENTS, MAX_WAIT
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import EventOut, Page
 
 __all__ = ["router"]
+
+
+#: A cursor: the event's number (``memorybank.events.types.cursor_number`` reads it).
+_CURSOR = r"^[0-9]{1,19}$"
+_KIND = "|".join(re.escape(kind) for kind in sorted(EVENT_KINDS))
+#: One event kind, or several separated by commas.
+_KINDS = rf"^({_KIND})(,({_KIND}))*$"
 
 
 def router() -> APIRouter:
@@ -23,10 +33,14 @@ def router() -> APIRouter:
     async def events_list(
         memory: MemoryDep,
         after: Annotated[
-            str | None, Query(description="The last event's `cursor` read; none: the oldest.")
+            str | None,
+            Query(
+                pattern=_CURSOR,
+                description="The last event's `cursor` read; none: the oldest.",
+            ),
         ] = None,
         kinds: Annotated[
-            list[str] | None,
+            list[Annotated[str, StringConstraints(pattern=_KINDS)]] | None,
             Query(description="Only these kinds (repeat the parameter, or comma-separated)."),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_EVENTS, description="At most this many.")] = 100,
