@@ -14,7 +14,7 @@ import typer
 
 from memorybank.cli.common import TenantOption, UrlOption, UserOption, _errors
 from memorybank.cli.read import open_existing
-from memorybank.events.types import Event
+from memorybank.events.types import Event, split_kinds
 from memorybank.memory._sync.events import DEFAULT_KEEP, MAX_WAIT
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
@@ -87,7 +87,7 @@ def events_command(
             typer.echo("feed off" if kept is None else f"feed on, events kept {kept}")
             return
         handle = memory if user is None else memory.scoped(user_id=user)
-        wanted = None if kinds is None else [k for part in kinds for k in part.split(",") if k]
+        wanted = split_kinds(kinds)
         cursor = after
         try:
             while True:

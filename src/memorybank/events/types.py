@@ -15,7 +15,7 @@ a whole ``forget_user`` and carries nothing but the user id.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -39,6 +39,7 @@ __all__ = [
     "USER_FORGOTTEN",
     "CursorExpired",
     "Event",
+    "split_kinds",
 ]
 
 ENTRY_ADDED: Final = "entry.added"
@@ -104,6 +105,14 @@ class Event:
     thread_id: str | None = None
     item_id: str | None = None
     data: Mapping[str, object] | None = None
+
+
+def split_kinds(values: Sequence[str] | None) -> list[str] | None:
+    """The kinds of a ``--kinds`` option or a ``kinds`` query parameter: each value one
+    kind or several separated by commas (``None``: every kind)."""
+    if values is None:
+        return None
+    return [kind for value in values for kind in value.split(",") if kind]
 
 
 def cursor_number(after: str | None) -> int:

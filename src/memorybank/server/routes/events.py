@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import StringConstraints
 
-from memorybank.events.types import EVENT_KINDS
+from memorybank.events.types import EVENT_KINDS, split_kinds
 from memorybank.memory._async.events import MAX_EVENTS, MAX_WAIT
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import EventOut, Page
@@ -55,7 +55,7 @@ def router() -> APIRouter:
         given ``after`` when nothing is new (never null once an event was read). A cursor
         older than the events kept answers 410 ``cursor_expired``.
         """
-        wanted = None if kinds is None else [k for part in kinds for k in part.split(",") if k]
+        wanted = split_kinds(kinds)
         events = await memory.events.list(after=after, kinds=wanted, limit=limit, wait=wait)
         items = [EventOut.model_validate(e) for e in events]
         return Page[EventOut](items=items, next_cursor=events[-1].cursor if events else after)
