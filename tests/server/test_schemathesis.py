@@ -59,12 +59,26 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
+# The change feed's long poll: a drawn ``wait`` (up to MAX_WAIT seconds) outlasts the
+# client's 10-second read timeout, so every request to it asks for no wait (the long
+# poll itself is tested in tests/server/test_events_route.py).
+_CONFIG = """
+[[operations]]
+include-path = "/v1/events"
+parameters = { wait = 0 }
+"""
+
+
 def schemathesis(base: str, key: str, *selection: str, tmp_path: Path) -> None:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(_CONFIG)
     result = subprocess.run(
         [
             sys.executable,
             "-m",
             "schemathesis.cli",
+            "--config-file",
+            str(config),
             "run",
             f"{base}/openapi.json",
             "--header",
