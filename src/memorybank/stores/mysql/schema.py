@@ -36,6 +36,10 @@ TABLES = (
     "vectors",
     "vector_stamps",
     "schema_version",
+    "events",  # the change feed's (made on its first enable, not by a migration)
+    "events_tenants",
+    "events_config",
+    "events_mute",
 )
 
 #: The table options of migrations 1 and 2 (kept as they were: migrations are never

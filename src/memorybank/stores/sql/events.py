@@ -180,7 +180,9 @@ def _sqlite_next(p: str, tenant: str) -> str:
     return f"COALESCE((SELECT MAX(x.seq) FROM {p}events x WHERE x.tenant_id = {tenant}), 0) + 1"
 
 
-def _sqlite_entry(p: str, src: str) -> str:
+def _entry_fields(p: str, src: str) -> str:
+    """An entry's event columns: its thread's owner (scalar subqueries), ids, and data
+    (``json_object``: SQLite and MariaDB both have it)."""
     owner = f"FROM {p}threads t WHERE t.tenant_id = {src}.tenant_id AND t.id = {src}.thread_id"
     return (
         f"(SELECT t.user_id {owner}), (SELECT t.agent_id {owner}), {src}.thread_id, {src}.id,"
@@ -192,18 +194,39 @@ def _thread_fields(src: str) -> str:
     return f"{src}.user_id, {src}.agent_id, {src}.id, NULL, NULL"
 
 
-def _sqlite_unmuted(p: str, src: str) -> str:
+def _unmuted(p: str, src: str) -> str:
     return f"NOT EXISTS (SELECT 1 FROM {p}events_mute m WHERE m.tenant_id = {src}.tenant_id)"
 
 
-def _record_fields(src: str, op: str) -> str:
+def _record_fields(src: str, op: str, key: str = "key") -> str:
+    """A record's event columns (``key``: the column of the record's key)."""
     return (
         f"{src}.user_id, {src}.agent_id, NULL,"
-        f" CASE WHEN {src}.kind = 'fact_version' THEN {src}.key ELSE {src}.id END,"
+        f" CASE WHEN {src}.kind = 'fact_version' THEN {src}.{key} ELSE {src}.id END,"
         f" CASE WHEN {src}.kind = 'fact_version' THEN json_object('version', {src}.id)"
         f" WHEN {src}.kind IN ({_GRAPH_SQL}) THEN json_object('record', {src}.kind, 'op', '{op}')"
         " ELSE NULL END"
     )
+
+
+def _added_kind(src: str) -> str:
+    """The kind of the event of a tracked record's insert."""
+    return (
+        f"CASE {src}.kind WHEN 'fact' THEN 'fact.added' WHEN 'fact_version' THEN 'fact.superseded'"
+        " WHEN 'document' THEN 'document.added' ELSE 'graph.changed' END"
+    )
+
+
+def _deleted_kind(src: str) -> str:
+    """The kind of the event of a record's delete (facts, documents, graph)."""
+    return (
+        f"CASE {src}.kind WHEN 'fact' THEN 'fact.deleted'"
+        " WHEN 'document' THEN 'document.deleted' ELSE 'graph.changed' END"
+    )
+
+
+#: Record kinds whose delete is an event.
+_DELETED_SQL = f"'fact', 'document', {_GRAPH_SQL}"
 
 
 def sqlite_enable(p: str) -> list[str]:
@@ -219,14 +242,14 @@ def sqlite_enable(p: str) -> list[str]:
             SELECT tenant_id, MAX(seq) + 1 FROM {p}events GROUP BY tenant_id
             ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
-            {_sqlite_insert(p, "'entry.added'", "new", _sqlite_entry(p, "new"))} END""",
+            {_sqlite_insert(p, "'entry.added'", "new", _entry_fields(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
             content, name, tool_calls, tool_call_id, metadata, state ON {p}entries BEGIN
-            {_sqlite_insert(p, "'entry.updated'", "new", _sqlite_entry(p, "new"))} END""",
+            {_sqlite_insert(p, "'entry.updated'", "new", _entry_fields(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
-            WHEN {_sqlite_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
+            WHEN {_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
                 WHERE t.tenant_id = old.tenant_id AND t.id = old.thread_id) BEGIN
-            {_sqlite_insert(p, "'entry.deleted'", "old", _sqlite_entry(p, "old"))} END""",
+            {_sqlite_insert(p, "'entry.deleted'", "old", _entry_fields(p, "old"))} END""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
             {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
             END""",
@@ -235,36 +258,18 @@ def sqlite_enable(p: str) -> list[str]:
             {_sqlite_insert(p, "'thread.updated'", "new", _thread_fields("new"))}
             END""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
-            WHEN {_sqlite_unmuted(p, "old")} BEGIN
+            WHEN {_unmuted(p, "old")} BEGIN
             {_sqlite_insert(p, "'thread.deleted'", "old", _thread_fields("old"))}
             END""",
         f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
             WHEN new.kind IN ({_KINDS_SQL}) BEGIN
-            {
-            _sqlite_insert(
-                p,
-                "CASE new.kind WHEN 'fact' THEN 'fact.added'"
-                " WHEN 'fact_version' THEN 'fact.superseded'"
-                " WHEN 'document' THEN 'document.added' ELSE 'graph.changed' END",
-                "new",
-                _record_fields("new", "added"),
-            )
-        } END""",
+            {_sqlite_insert(p, _added_kind("new"), "new", _record_fields("new", "added"))} END""",
         f"""CREATE TRIGGER {p}events_records_upd AFTER UPDATE ON {p}records
             WHEN new.kind IN ({_GRAPH_SQL}) BEGIN
             {_sqlite_insert(p, "'graph.changed'", "new", _record_fields("new", "updated"))} END""",
         f"""CREATE TRIGGER {p}events_records_del AFTER DELETE ON {p}records
-            WHEN old.kind IN ('fact', 'document', {_GRAPH_SQL}) AND {_sqlite_unmuted(p, "old")}
-            BEGIN
-            {
-            _sqlite_insert(
-                p,
-                "CASE old.kind WHEN 'fact' THEN 'fact.deleted'"
-                " WHEN 'document' THEN 'document.deleted' ELSE 'graph.changed' END",
-                "old",
-                _record_fields("old", "deleted"),
-            )
-        } END""",
+            WHEN old.kind IN ({_DELETED_SQL}) AND {_unmuted(p, "old")} BEGIN
+            {_sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))} END""",
     ]
 
 
@@ -351,18 +356,15 @@ def postgres_tables(p: str) -> list[str]:
             DECLARE r record; k text; op text; i text; d jsonb;
             BEGIN
                 IF TG_OP = 'DELETE' THEN
-                    IF OLD.kind NOT IN ('fact', 'document', {_GRAPH_SQL}) THEN RETURN NULL; END IF;
+                    IF OLD.kind NOT IN ({_DELETED_SQL}) THEN RETURN NULL; END IF;
                     IF EXISTS (SELECT 1 FROM {p}events_mute WHERE tenant_id = OLD.tenant_id)
                     THEN RETURN NULL; END IF;
                     r := OLD; op := 'deleted';
-                    k := CASE r.kind WHEN 'fact' THEN 'fact.deleted'
-                         WHEN 'document' THEN 'document.deleted' ELSE 'graph.changed' END;
+                    k := {_deleted_kind("r")};
                 ELSIF TG_OP = 'INSERT' THEN
                     IF NEW.kind NOT IN ({_KINDS_SQL}) THEN RETURN NULL; END IF;
                     r := NEW; op := 'added';
-                    k := CASE r.kind WHEN 'fact' THEN 'fact.added'
-                         WHEN 'fact_version' THEN 'fact.superseded'
-                         WHEN 'document' THEN 'document.added' ELSE 'graph.changed' END;
+                    k := {_added_kind("r")};
                 ELSE
                     IF NEW.kind NOT IN ({_GRAPH_SQL}) THEN RETURN NULL; END IF;
                     r := NEW; op := 'updated'; k := 'graph.changed';
@@ -412,3 +414,127 @@ def postgres_disable(p: str) -> list[str]:
 def postgres_emit(p: str) -> str:
     """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
     return f"SELECT {p}events_emit(%s, %s, %s, NULL, NULL, NULL, NULL)"
+
+
+# -- MySQL / MariaDB ---------------------------------------------------------------------
+
+#: Now as integer microseconds (the store's time columns), in SQL.
+_MYSQL_NOW = "CAST(UNIX_TIMESTAMP(NOW(6)) * 1000000 AS SIGNED)"
+#: The tenant's next number, drawn from its counter row (locked until the transaction
+#: ends) and left in ``LAST_INSERT_ID()`` for the next statement (in a trigger the value
+#: is restored when the trigger ends: the writing statement's own is untouched). ``%s``
+#: is the tenant.
+_MYSQL_DRAW = (
+    "INSERT INTO {p}events_tenants (tenant_id, seq) VALUES ({t}, LAST_INSERT_ID(1))"
+    " ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)"
+)
+
+
+def mysql_tables(p: str, collation: str) -> list[str]:
+    """The feed's tables (created on first enable; kept when disabled): InnoDB, ids in
+    the store's exact ``collation`` (its NO PAD binary utf8mb4)."""
+    options = f"ENGINE=InnoDB DEFAULT CHARACTER SET utf8mb4 COLLATE {collation}"
+    ident = "VARCHAR(255) NOT NULL"
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {p}events (
+            tenant_id {ident}, seq BIGINT NOT NULL, kind VARCHAR(64) NOT NULL,
+            at BIGINT NOT NULL, user_id VARCHAR(255) NULL, agent_id VARCHAR(255) NULL,
+            thread_id VARCHAR(255) NULL, item_id VARCHAR(255) NULL, data LONGTEXT NULL,
+            PRIMARY KEY (tenant_id, seq)) {options}""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
+            tenant_id {ident} PRIMARY KEY, seq BIGINT NOT NULL DEFAULT 0,
+            floor BIGINT NOT NULL DEFAULT 0) {options}""",
+        f"""CREATE TABLE IF NOT EXISTS {p}events_config (
+            name VARCHAR(64) NOT NULL PRIMARY KEY, value BIGINT NOT NULL) {options}""",
+        f"CREATE TABLE IF NOT EXISTS {p}events_mute (tenant_id {ident} PRIMARY KEY) {options}",
+    ]
+
+
+def _mysql_insert(p: str, kind: str, source: str, fields: str) -> str:
+    """The two statements of one event made from ``source`` (``new``/``old``)."""
+    return (
+        f"{_MYSQL_DRAW.format(p=p, t=source + '.tenant_id')};"
+        f" INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id, thread_id,"
+        f" item_id, data) VALUES ({source}.tenant_id, LAST_INSERT_ID(), {kind}, {_MYSQL_NOW},"
+        f" {fields});"
+    )
+
+
+def _mysql_same(columns: Sequence[str]) -> str:
+    """Whether an update left ``columns`` as they were, byte for byte (a ``content``
+    column compares case-insensitively in its search collation: compared as bytes)."""
+    return " AND ".join(
+        f"CAST(OLD.{c} AS BINARY) <=> CAST(NEW.{c} AS BINARY)"
+        if c == "content"
+        else f"OLD.{c} <=> NEW.{c}"
+        for c in columns
+    )
+
+
+def mysql_enable(p: str) -> list[str]:
+    """The statements that turn the feed on (tables exist): every floor raised above
+    the last number drawn (changes while off were not recorded), then the triggers.
+
+    MySQL has no ``UPDATE OF`` nor ``WHEN``: an update trigger runs on every update and
+    records an event only when a tracked column changed (an append's bump of a thread's
+    ``updated_at`` records nothing). A guarded record write's placeholder (revision -1,
+    ``MySQLBase._check_guard``) is no record: its insert and delete record nothing, and
+    the upsert that makes it a record is its ``added`` event."""
+    ins = _mysql_insert
+    entry_new, entry_old = _entry_fields(p, "NEW"), _entry_fields(p, "OLD")
+    added = ins(p, _added_kind("NEW"), "NEW", _record_fields("NEW", "added", "k"))
+    graph = ins(p, "'graph.changed'", "NEW", _record_fields("NEW", "updated", "k"))
+    deleted = ins(p, _deleted_kind("OLD"), "OLD", _record_fields("OLD", "deleted", "k"))
+    record_same = _mysql_same(("revision", "updated_at", "content", "data", "user_id", "agent_id"))
+    entry_same = _mysql_same(("content", "name", "tool_calls", "tool_call_id", "metadata", "state"))
+    thread_same = _mysql_same([c.strip() for c in _THREAD_FIELDS.split(",")])
+    thread_exists = (
+        f"EXISTS (SELECT 1 FROM {p}threads t WHERE t.tenant_id = OLD.tenant_id"
+        " AND t.id = OLD.thread_id)"
+    )
+    unmuted = _unmuted(p, "OLD")
+    thread_new, thread_old = _thread_fields("NEW"), _thread_fields("OLD")
+    triggers = {
+        "events_entries_ins": "BEGIN " + ins(p, "'entry.added'", "NEW", entry_new) + " END",
+        "events_entries_upd": f"IF NOT ({entry_same}) THEN "
+        + ins(p, "'entry.updated'", "NEW", entry_new) + " END IF",
+        "events_entries_del": f"IF {unmuted} AND {thread_exists} THEN "
+        + ins(p, "'entry.deleted'", "OLD", entry_old) + " END IF",
+        "events_threads_ins": "BEGIN " + ins(p, "'thread.created'", "NEW", thread_new) + " END",
+        "events_threads_upd": f"IF NOT ({thread_same}) THEN "
+        + ins(p, "'thread.updated'", "NEW", thread_new) + " END IF",
+        "events_threads_del": f"IF {unmuted} THEN "
+        + ins(p, "'thread.deleted'", "OLD", thread_old) + " END IF",
+        "events_records_ins": f"IF NEW.kind IN ({_KINDS_SQL}) AND NEW.revision <> -1 THEN"
+        f" {added} END IF",
+        "events_records_upd": f"IF OLD.revision = -1 AND NEW.revision <> -1"
+        f" AND NEW.kind IN ({_KINDS_SQL}) THEN {added} ELSEIF OLD.revision <> -1"
+        f" AND NEW.kind IN ({_GRAPH_SQL}) AND NOT ({record_same}) THEN {graph} END IF",
+        "events_records_del": f"IF OLD.kind IN ({_DELETED_SQL}) AND OLD.revision <> -1"
+        f" AND {unmuted} THEN {deleted} END IF",
+    }  # fmt: skip
+    operations = {"ins": "INSERT", "upd": "UPDATE", "del": "DELETE"}
+    return [
+        *mysql_disable(p),
+        f"UPDATE {p}events_tenants SET floor = seq + 1",
+        *(
+            f"CREATE TRIGGER {p}{name} AFTER {operations[name[-3:]]} ON {p}{table}"
+            f" FOR EACH ROW {triggers[name]}"
+            for name, table in _TRIGGERS
+        ),
+    ]
+
+
+def mysql_disable(p: str) -> list[str]:
+    """The statements that turn the feed off (its triggers dropped; events kept)."""
+    return sqlite_disable(p)
+
+
+def mysql_emit(p: str) -> tuple[str, str]:
+    """One event written by the store itself (``user.forgotten``): the number drawn
+    (the tenant), then the event (tenant, kind, user)."""
+    return (
+        _MYSQL_DRAW.format(p=p, t="%s"),
+        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id)"
+        f" VALUES (%s, LAST_INSERT_ID(), %s, {_MYSQL_NOW}, %s)",
+    )

@@ -13,6 +13,7 @@ connections, round trips, transactions retried after lock contention):
 - ``_runs``: working memory, snapshots, summaries and ``forget_user``.
 - ``_records``: records (facts, documents, core facts), guarded writes.
 - ``_search``: keyword search (InnoDB FULLTEXT and its quirks) and vectors.
+- ``_events``: the change feed (triggers; ``memorybank.stores.sql.events``).
 - ``memorybank.stores.mysql.schema``: the tables and migrations (schema creation,
   exact ids); ``memorybank.stores.mysql.rows``: sync-free helpers (SQL fragments,
   error translation, URL options, row mapping).
@@ -45,6 +46,8 @@ JSON text; every key and index leads with ``tenant_id``):
   (64 bits of SHA-256 of the entry id) and UNIQUE (tenant_id, thread_id,
   branch, id_hash): entry ids are unique on a branch, refused in the append's
   transaction (see ``_appends``).
+- ``<p>events``, ``<p>events_tenants``, ``<p>events_config``, ``<p>events_mute``:
+  the change feed's tables, made when it is first turned on (``_events``).
 - ``<p>working`` PK (tenant_id, run_id, k); ``<p>snapshots`` PK (tenant_id,
   run_id); ``<p>summaries`` PK (tenant_id, id), index (tenant_id, agent_id,
   created_at).
@@ -91,6 +94,7 @@ from __future__ import annotations
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.mysql._async._appends import AppendsMixin
 from memorybank.stores.mysql._async._entries import EntriesMixin
+from memorybank.stores.mysql._async._events import EventsMixin
 from memorybank.stores.mysql._async._records import RecordsMixin
 from memorybank.stores.mysql._async._runs import RunsMixin
 from memorybank.stores.mysql._async._search import SearchMixin
@@ -107,7 +111,7 @@ __all__ = ["TABLES", "AsyncMySQLStore"]
 
 
 class AsyncMySQLStore(
-    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin
+    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin, EventsMixin
 ):
     """Memory in MySQL/MariaDB. See the package docstring (and each part's module) for
     layout and guarantees."""
@@ -116,6 +120,7 @@ class AsyncMySQLStore(
         {
             Capability.ATOMIC,
             Capability.DURABLE,
+            Capability.EVENTS,
             Capability.MULTI_PROCESS,
             Capability.SNAPSHOT,
             Capability.RUN_STATE,

@@ -1,0 +1,201 @@
+"""The MySQL/MariaDB store's change feed: triggers and a per-tenant counter row, as on
+PostgreSQL (``memorybank.stores.sql.events``: why triggers, why the counter).
+
+A number is drawn from the tenant's row of ``events_tenants`` in the writing
+transaction; InnoDB keeps the row locked until that transaction ends, so the tenant's
+next writer draws the next number only after the previous one committed (or rolled back,
+leaving its number unused): the numbers are commit-ordered per tenant.
+
+MySQL's DDL commits at once (no transaction holds a trigger's creation), so turning the
+feed on or off runs under the server's named lock of the store's prefix (the one the
+schema migrations take): floors raised first, then each trigger created. A statement
+already running when a trigger is created finishes without it (``CREATE TRIGGER`` waits
+for the table's metadata lock): the changes of the switch's moment belong to the time
+the feed was off, whose cursors are expired anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+import pymysql
+
+from memorybank.errors import CursorExpired, StoreUnavailable
+from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.stores.contract.types import Unset
+from memorybank.stores.mysql._async._base import MySQLBase
+from memorybank.stores.mysql.compat import AsyncMySQLConnection
+from memorybank.stores.mysql.rows import BEGIN, Statement
+from memorybank.stores.sql.events import (
+    event_of_row,
+    events_list_query,
+    mysql_disable,
+    mysql_emit,
+    mysql_enable,
+    mysql_tables,
+)
+
+__all__ = ["EventsMixin"]
+
+_NO_TABLE = 1146
+_FEED_STATE = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
+    " AND TABLE_NAME = %s), EXISTS (SELECT 1 FROM information_schema.TRIGGERS"
+    " WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = %s)"
+)
+
+
+class EventsMixin(MySQLBase):
+    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``,
+    ``events_prune``, and ``forget_user``'s feed steps (``_forget_write``)."""
+
+    async def _feed_state(self, conn: AsyncMySQLConnection) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on)."""
+        p = self.prefix
+        rows, _ = await self._one(conn, _FEED_STATE, (f"{p}events_mute", f"{p}events_entries_ins"))
+        return bool(rows[0][0]), bool(rows[0][1])
+
+    async def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:
+        """Run DDL ``statements`` under the prefix's named lock (``enable``: the feed's
+        tables made first, and the statements run only while its triggers are absent)."""
+        lock = f"memorybank:{self.prefix}"
+        async with self._connection() as conn:
+            rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
+            if not rows or rows[0][0] != 1:
+                raise StoreUnavailable("timed out waiting for another process's feed switch")
+            try:
+                await self._one(conn, "SET SESSION sql_notes = 0")  # "already exists" notes
+                if enable:
+                    collation = await self._exact_collation(conn)
+                    for statement in mysql_tables(self.prefix, collation):
+                        await self._one(conn, statement)
+                if not (enable and (await self._feed_state(conn))[1]):
+                    for statement in statements:
+                        await self._one(conn, statement)
+            finally:
+                await self._one(conn, "SET SESSION sql_notes = 1")
+                await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
+
+    async def events_enable(self, *, keep: timedelta) -> None:
+        p = self.prefix
+        seconds = max(1, int(keep.total_seconds()))
+        await self._feed_switch(mysql_enable(p), enable=True)
+        await self._execute(
+            f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
+            " ON DUPLICATE KEY UPDATE value = %s",
+            (seconds, seconds),
+        )
+
+    async def events_disable(self) -> None:
+        await self._feed_switch(mysql_disable(self.prefix), enable=False)
+
+    async def events_keep(self) -> timedelta | None:
+        async with self._connection() as conn:
+            tables, on = await self._feed_state(conn)
+            if not (tables and on):
+                return None
+            rows, _ = await self._one(
+                conn, f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'"
+            )
+        return timedelta(seconds=int(rows[0][0])) if rows else None
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        p = self.prefix
+        number = cursor_number(after)
+        sql, params = events_list_query(
+            p, "%s", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
+        )
+        floor = (
+            f"SELECT COALESCE((SELECT floor FROM {p}events_tenants WHERE tenant_id = %s), 0)",
+            (tenant,),
+        )
+        async with self._connection() as conn:
+            try:  # one round trip: the floor, then the events (no feed: no table)
+                (floors, _), (rows, _) = await self._run(conn, [floor, (sql, params)])
+            except pymysql.err.ProgrammingError as error:
+                if not error.args or error.args[0] != _NO_TABLE:
+                    raise
+                if number:
+                    raise CursorExpired(
+                        "this store keeps no change feed: the cursor is gone"
+                    ) from None
+                return []
+        lowest = int(floors[0][0])
+        if after is not None and number < lowest:
+            raise CursorExpired(
+                f"cursor {after} is older than the events kept (from {lowest}):"
+                " read the state afresh and follow from after=None"
+            )
+        return [event_of_row(r) for r in rows]
+
+    async def events_prune(self, tenant: str, *, limit: int) -> int:
+        p = self.prefix
+        async with self._connection() as conn:
+            tables, _ = await self._feed_state(conn)
+        if not tables:
+            return 0
+        # The server's clock, as the triggers' ``at``; the last doomed number kept in a
+        # session variable between the statements of the one round trip.
+        results = await self._run_retried(
+            [
+                (BEGIN, None),
+                (
+                    "SELECT MAX(seq) INTO @memorybank_doomed FROM (SELECT seq"
+                    f" FROM {p}events WHERE tenant_id = %s AND at < CAST(UNIX_TIMESTAMP(NOW(6))"
+                    " * 1000000 AS SIGNED) - (SELECT value * 1000000"
+                    f" FROM {p}events_config WHERE name = 'keep') ORDER BY seq LIMIT %s) d",
+                    (tenant, limit),
+                ),
+                (
+                    f"DELETE FROM {p}events WHERE tenant_id = %s AND seq <= @memorybank_doomed",
+                    (tenant,),
+                ),
+                (
+                    f"UPDATE {p}events_tenants SET floor = GREATEST(floor, @memorybank_doomed)"
+                    " WHERE tenant_id = %s AND @memorybank_doomed IS NOT NULL",
+                    (tenant,),
+                ),
+                ("COMMIT", None),
+            ]
+        )
+        return int(results[3][1])
+
+    async def _forget_write(
+        self, tenant: str, user_id: str, statements: Sequence[Statement]
+    ) -> list[int]:
+        """The erasure in one transaction with the feed's steps around it (when the
+        database has a feed): the tenant's delete events muted first (a row no other
+        transaction sees), then the user's events gone and one ``user.forgotten``
+        recorded (while the feed is on)."""
+        async with self._connection() as conn:
+            tables, on = await self._feed_state(conn)
+        if not tables:
+            return await self._write_many(statements)
+        p = self.prefix
+        mute = f"{p}events_mute"
+        draw, emit = mysql_emit(p)
+        after: list[Statement] = [
+            (f"DELETE FROM {mute} WHERE tenant_id = %s", (tenant,)),
+            (f"DELETE FROM {p}events WHERE tenant_id = %s AND user_id = %s", (tenant, user_id)),
+        ]
+        if on:
+            after += [(draw, (tenant,)), (emit, (tenant, USER_FORGOTTEN, user_id))]
+        counts = await self._write_many(
+            [
+                (f"INSERT IGNORE INTO {mute} (tenant_id) VALUES (%s)", (tenant,)),
+                *statements,
+                *after,
+            ]
+        )
+        return counts[1 : 1 + len(statements)]
+
