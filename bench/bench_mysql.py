@@ -3,7 +3,9 @@
 W1  appends: T threads x M messages, one call per message, each durable on return
     (autocommit: every INSERT is its own committed transaction, at the server's
     ``innodb_flush_log_at_trx_commit``). memorybank runs its append transaction:
-    lock thread+branch, INSERT, counter/``updated_at`` UPDATEs, COMMIT.
+    lock thread+branch, INSERT, counter/``updated_at`` UPDATEs, COMMIT. Also sync with
+    the change feed on (its own tables): its time over the feed-off sync time is the
+    feed's cost (target: at most 1.15).
 W2  "last 20" p50/p95 on a 200-entry and a 20,000-entry thread: raw is one
     ``SELECT ... ORDER BY position DESC LIMIT 20`` on the (thread, position) key,
     turned into the provider-shaped dicts ``history()`` returns (checked equal);
@@ -135,12 +137,19 @@ def w1(url: str, prefix: str, threads: int, messages: int) -> list[list[object]]
         return [(await amemory.threads.create()).id for _ in range(threads)]
 
     aids = loop.run_until_complete(create())
+    # The same sync appends with the change feed on (tables of their own prefix): the
+    # feed's cost is this side's time over the plain sync one's, interleaved alike.
+    feed_store = MySQLStore.from_url(url, prefix=f"{prefix}f_")
+    feed = Memory(feed_store)
+    feed.events.enable()
+    feed_ids = [feed.threads.create().id for _ in range(threads)]
+    feed.remember(feed_ids[0], "user", "warm up the tokenizer")
 
     async def append_async(i: int) -> None:
         for tid in aids:
             await amemory.remember(tid, "user", _message(i))
 
-    spent = {"raw": 0.0, "sync": 0.0, "async": 0.0}
+    spent = {"raw": 0.0, "sync": 0.0, "async": 0.0, "feed": 0.0}
     for i in range(messages):
         start = time.perf_counter()
         for t in range(threads):
@@ -153,15 +162,28 @@ def w1(url: str, prefix: str, threads: int, messages: int) -> list[list[object]]
         start = time.perf_counter()
         loop.run_until_complete(append_async(i))
         spent["async"] += time.perf_counter() - start
+        start = time.perf_counter()
+        for tid in feed_ids:
+            feed.remember(tid, "user", _message(i))
+        spent["feed"] += time.perf_counter() - start
     loop.run_until_complete(astore.close())
     loop.close()
     store.close()
+    feed_store.close()
     raw.close()
-    raw_rate, sync_rate, async_rate = (total / spent[k] for k in ("raw", "sync", "async"))
+    raw_rate, sync_rate, async_rate, feed_rate = (
+        total / spent[k] for k in ("raw", "sync", "async", "feed")
+    )
     return [
         ["raw PyMySQL (autocommit INSERT)", raw_rate, 1.0, "-"],
         ["memorybank sync", sync_rate, sync_rate / raw_rate, ">= 0.5"],
         ["memorybank async", async_rate, async_rate / raw_rate, ">= 0.5"],
+        [
+            "memorybank sync, change feed on",
+            feed_rate,
+            feed_rate / raw_rate,
+            f"time x{sync_rate / feed_rate:.3f} of feed off (<= 1.15)",
+        ],
     ]
 
 
@@ -341,6 +363,7 @@ def main(argv: list[str] | None = None) -> None:
         print("\n(targets: last-20 p50 ratio <= 2)")
     finally:
         _drop(args.url, prefix)
+        _drop(args.url, f"{prefix}f_")  # W1's change feed side
 
 
 if __name__ == "__main__":
