@@ -1,4 +1,5 @@
-"""The change feed's SQL, for SQLite and PostgreSQL (I/O-free): tables, triggers, reads.
+"""The change feed's SQL, for SQLite, PostgreSQL and MySQL/MariaDB (I/O-free): tables,
+triggers, reads.
 
 Why triggers. An event must commit in the same transaction as its change, on every write
 path of the store (appends, forks, compaction, updates, deletes, record puts, imports),
@@ -24,6 +25,11 @@ Order. A cursor is a per-tenant number that is commit-ordered: a reader polling 
   row stays locked until that transaction ends, so the next writer of the tenant draws
   the next number only after the previous one committed (or rolled back, leaving the
   number unused). Writers of one tenant serialise on that row while the feed is on.
+* MySQL/MariaDB: the same counter row, an InnoDB row locked by the writing transaction
+  (``INSERT ... ON DUPLICATE KEY UPDATE seq = LAST_INSERT_ID(seq + 1)``, the number read
+  back with ``LAST_INSERT_ID()`` by the event's insert). Its triggers have no ``UPDATE
+  OF`` nor ``WHEN``: an update trigger compares the tracked columns and records only a
+  change; a guarded write's placeholder row (revision -1) records nothing.
 
 Each event row names the tenant, its kind, the time, the owner (user, agent) and ids.
 Entries have no owner column: their triggers read the thread's. Deleting a thread is one
@@ -232,6 +238,7 @@ _DELETED_SQL = f"'fact', 'document', {_GRAPH_SQL}"
 def sqlite_enable(p: str) -> list[str]:
     """The statements that turn the feed on (tables exist): triggers, and every floor
     raised to the last number drawn (changes while off were not recorded)."""
+    deleted = _sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))
     thread_changed = " OR ".join(
         f"old.{c} IS NOT new.{c}"
         for c in ("title", "metadata", "status", "user_id", "agent_id", "current_branch")
@@ -268,8 +275,7 @@ def sqlite_enable(p: str) -> list[str]:
             WHEN new.kind IN ({_GRAPH_SQL}) BEGIN
             {_sqlite_insert(p, "'graph.changed'", "new", _record_fields("new", "updated"))} END""",
         f"""CREATE TRIGGER {p}events_records_del AFTER DELETE ON {p}records
-            WHEN old.kind IN ({_DELETED_SQL}) AND {_unmuted(p, "old")} BEGIN
-            {_sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))} END""",
+            WHEN old.kind IN ({_DELETED_SQL}) AND {_unmuted(p, "old")} BEGIN {deleted} END""",
     ]
 
 

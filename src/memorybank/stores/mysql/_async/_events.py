@@ -198,4 +198,3 @@ class EventsMixin(MySQLBase):
             ]
         )
         return counts[1 : 1 + len(statements)]
-
