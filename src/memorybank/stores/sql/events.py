@@ -51,6 +51,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from memorybank.errors import CursorExpired
 from memorybank.events.types import Event
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
@@ -59,8 +60,14 @@ __all__ = [
     "FEED_FUNCTIONS",
     "GRAPH_KINDS",
     "TRACKED_KINDS",
+    "check_floor",
     "event_of_row",
     "events_list_query",
+    "mysql_disable",
+    "mysql_emit",
+    "mysql_enable",
+    "mysql_tables",
+    "no_feed",
     "postgres_disable",
     "postgres_enable",
     "postgres_tables",
@@ -111,6 +118,24 @@ def event_of_row(row: Sequence[Any]) -> Event:
         cursor=str(seq), id=f"ev-{seq}", kind=kind, at=when.astimezone(UTC), user_id=user_id,
         agent_id=agent_id, thread_id=thread_id, item_id=item_id, data=data or None,
     )  # fmt: skip
+
+
+def no_feed(number: int) -> list[Event]:
+    """What ``events_list`` answers in a database that never had a feed: nothing, or
+    ``CursorExpired`` for a cursor (its events are gone)."""
+    if number:
+        raise CursorExpired("this store keeps no change feed: the cursor is gone")
+    return []
+
+
+def check_floor(after: str | None, number: int, floor: int) -> None:
+    """``CursorExpired`` when the cursor ``after`` (``number``) is below the tenant's
+    ``floor`` (the events kept start there)."""
+    if after is not None and number < floor:
+        raise CursorExpired(
+            f"cursor {after} is older than the events kept (from {floor}):"
+            " read the state afresh and follow from after=None"
+        )
 
 
 def events_list_query(

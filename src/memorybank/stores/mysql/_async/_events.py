@@ -21,19 +21,21 @@ from datetime import timedelta
 
 import pymysql
 
-from memorybank.errors import CursorExpired, StoreUnavailable
+from memorybank.errors import StoreUnavailable
 from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import BEGIN, Statement
 from memorybank.stores.sql.events import (
+    check_floor,
     event_of_row,
     events_list_query,
     mysql_disable,
     mysql_emit,
     mysql_enable,
     mysql_tables,
+    no_feed,
 )
 
 __all__ = ["EventsMixin"]
@@ -125,17 +127,8 @@ class EventsMixin(MySQLBase):
             except pymysql.err.ProgrammingError as error:
                 if not error.args or error.args[0] != _NO_TABLE:
                     raise
-                if number:
-                    raise CursorExpired(
-                        "this store keeps no change feed: the cursor is gone"
-                    ) from None
-                return []
-        lowest = int(floors[0][0])
-        if after is not None and number < lowest:
-            raise CursorExpired(
-                f"cursor {after} is older than the events kept (from {lowest}):"
-                " read the state afresh and follow from after=None"
-            )
+                return no_feed(number)
+        check_floor(after, number, int(floors[0][0]))
         return [event_of_row(r) for r in rows]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
