@@ -10,14 +10,15 @@ import asyncio
 import multiprocessing
 import time
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import aiomysql
 import pytest
 
 from memorybank import AsyncMemory, Memory
-from memorybank.errors import ConfigurationError, StoreUnavailable, ThreadForbidden
+from memorybank.errors import ConfigurationError, Conflict, StoreUnavailable, ThreadForbidden
+from memorybank.stores.contract.types import UNSET, Record, RecordGuard
 from memorybank.stores.mysql._async import MIGRATIONS, AsyncMySQLStore, idem_hash
 from memorybank.stores.mysql._sync import LockContention, MySQLStore
 from memorybank.stores.mysql.compat import MySQLPool
@@ -568,7 +569,7 @@ async def test_concurrent_compactions_of_one_prefix_apply_once(mysql_prefix: str
 
 
 def test_record_and_vector_writes_bigger_than_one_round_trip(mysql_prefix: str) -> None:
-    from memorybank.stores.contract.types import Record, VectorItem
+    from memorybank.stores.contract.types import VectorItem
 
     store = MySQLStore.from_url(URL, prefix=mysql_prefix)
     tenant = f"big-{uuid.uuid4().hex[:8]}"
@@ -964,3 +965,36 @@ def test_big_and_keyed_appends_refuse_a_taken_id(mysql_prefix: str) -> None:
     ).entries
     assert [e.position for e in replay] == [21, 22]
     store.close()
+
+
+def test_change_feed_skips_a_guarded_writes_placeholder(mysql_prefix: str) -> None:
+    """A guarded write of an absent record claims its key with a placeholder row: the
+    feed records the write once (``fact.added``, when the upsert makes the placeholder a
+    record), a refused guarded write nothing, and an unchanged graph upsert nothing."""
+    prefix = f"{mysql_prefix}fg_"
+    store = MySQLStore.from_url(URL, prefix=prefix)
+    try:
+        store.events_enable(keep=timedelta(days=1))
+        now = datetime.now(UTC)
+
+        def record(kind: str, rid: str, revision: int, content: str = "c") -> Record:
+            return Record(kind, rid, None, "u", content, {}, now, now, revision=revision)
+
+        store.record_put("t", [record("fact", "f", 1)], guard=RecordGuard("fact", "f", None))
+        with pytest.raises(Conflict):
+            store.record_put("t", [record("fact", "f", 2)], guard=RecordGuard("fact", "f", None))
+        entity = record("graph_entity", "e", 1)
+        store.record_put("t", [entity], guard=RecordGuard("graph_entity", "e", None))
+        store.record_put("t", [entity])  # the same row again: no change
+        store.record_put("t", [record("graph_entity", "e", 2, "d")])
+        events = store.events_list(
+            "t", after=None, kinds=None, user_id=UNSET, agent_id=UNSET, limit=100
+        )
+        assert [(e.kind, e.item_id, (e.data or {}).get("op")) for e in events] == [
+            ("fact.added", "f", None),
+            ("graph.changed", "e", "added"),
+            ("graph.changed", "e", "updated"),
+        ]
+    finally:
+        store.close()
+        drop_tables(prefix)
