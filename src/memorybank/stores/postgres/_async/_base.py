@@ -393,6 +393,9 @@ class PostgresBase(SQLCore, CachedVectorStore):
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params))
 
+    async def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        return len(await self._fetch(sql + " RETURNING 1", params, retry=True))
+
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """Each read in autocommit (retried on a lost connection)."""
         return [

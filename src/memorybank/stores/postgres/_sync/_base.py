@@ -394,6 +394,9 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params))
 
+    def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        return len(self._fetch(sql + " RETURNING 1", params, retry=True))
+
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """Each read in autocommit (retried on a lost connection)."""
         return [

@@ -17,16 +17,6 @@ from memorybank.stores.sql.common import any_user, row_to_summary
 class RunsMixin(EventsMixin):
     """The ``_runs`` part of the store (see the module docstring)."""
 
-    # -- working memory ------------------------------------------------------
-
-    def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        """Upsert one key."""
-        self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
-
-    def working_clear(self, tenant: str, run_id: str) -> None:
-        """Delete every key of the run."""
-        self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
-
     # -- snapshots -------------------------------------------------------------
 
     def snapshot_save(
@@ -61,21 +51,6 @@ class RunsMixin(EventsMixin):
             return bool(self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
 
     # -- summaries ---------------------------------------------------------------
-
-    def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        """Insert one summary."""
-        self._fetch(
-            self._sql.summary_add,
-            (
-                tenant,
-                summary.id,
-                summary.agent_id,
-                summary.user_id,
-                summary.content,
-                summary.created_at,
-            ),
-        )
-        return summary
 
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None

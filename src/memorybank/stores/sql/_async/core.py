@@ -97,6 +97,11 @@ class SQLCore(KeyReads):
     async def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return await self._select_many([(sql, params)])
 
+    async def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        """``_write_one`` of a write that may run twice (idempotent): PostgreSQL runs it
+        again on a fresh connection after a lost one, as it does reads."""
+        return await self._write_one(sql, params)
+
     # -- threads and branches ----------------------------------------------------------
 
     async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -285,7 +290,7 @@ class SQLCore(KeyReads):
         """Upsert one key."""
         sql = self._runs_sql
         params = sql.working_set_params(self.dialect, tenant, run_id, key, value)
-        await self._write_one(sql.working_set, params)
+        await self._write_again(sql.working_set, params)
 
     async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
         """The JSON text under ``key``, or ``None``."""
@@ -303,7 +308,7 @@ class SQLCore(KeyReads):
 
     async def working_clear(self, tenant: str, run_id: str) -> None:
         """Forget the run's working memory."""
-        await self._write_one(self._runs_sql.working_clear, (tenant, run_id))
+        await self._write_again(self._runs_sql.working_clear, (tenant, run_id))
 
     async def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -353,10 +358,8 @@ class SQLCore(KeyReads):
     # -- record reads ----------------------------------------------------------------------
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        """One record, or ``None``."""
-        sql = records_by_ids_query(self.dialect, self._table("records"), self._record_columns, 1)
-        rows = await self._select(sql, (tenant, kind, record_id))
-        return row_to_record(rows[0]) if rows else None
+        """One record, or ``None``: ``record_get_many`` of one id (one statement)."""
+        return (await self.record_get_many(tenant, kind, [record_id])).get(record_id)
 
     async def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]

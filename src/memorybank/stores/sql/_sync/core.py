@@ -98,6 +98,11 @@ class SQLCore(KeyReads):
     def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._select_many([(sql, params)])
 
+    def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        """``_write_one`` of a write that may run twice (idempotent): PostgreSQL runs it
+        again on a fresh connection after a lost one, as it does reads."""
+        return self._write_one(sql, params)
+
     # -- threads and branches ----------------------------------------------------------
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -286,7 +291,7 @@ class SQLCore(KeyReads):
         """Upsert one key."""
         sql = self._runs_sql
         params = sql.working_set_params(self.dialect, tenant, run_id, key, value)
-        self._write_one(sql.working_set, params)
+        self._write_again(sql.working_set, params)
 
     def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
         """The JSON text under ``key``, or ``None``."""
@@ -304,7 +309,7 @@ class SQLCore(KeyReads):
 
     def working_clear(self, tenant: str, run_id: str) -> None:
         """Forget the run's working memory."""
-        self._write_one(self._runs_sql.working_clear, (tenant, run_id))
+        self._write_again(self._runs_sql.working_clear, (tenant, run_id))
 
     def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -354,10 +359,8 @@ class SQLCore(KeyReads):
     # -- record reads ----------------------------------------------------------------------
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        """One record, or ``None``."""
-        sql = records_by_ids_query(self.dialect, self._table("records"), self._record_columns, 1)
-        rows = self._select(sql, (tenant, kind, record_id))
-        return row_to_record(rows[0]) if rows else None
+        """One record, or ``None``: ``record_get_many`` of one id (one statement)."""
+        return (self.record_get_many(tenant, kind, [record_id])).get(record_id)
 
     def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
