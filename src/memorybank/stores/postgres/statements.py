@@ -509,11 +509,6 @@ class Statements:
             f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
         )
         self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
-        self.summary_list = (
-            f"SELECT id, agent_id, user_id, content, created_at FROM {p}summaries"
-            " WHERE tenant_id = %s AND agent_id = %s"
-            " AND (%s::boolean OR user_id IS NULL OR user_id = %s::text) ORDER BY created_at, seq"
-        )
         self.lock_user_threads = (
             f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
         )

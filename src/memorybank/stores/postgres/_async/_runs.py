@@ -7,10 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.postgres._async._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):
@@ -48,16 +45,6 @@ class RunsMixin(EventsMixin):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(await self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
-
-    # -- summaries ---------------------------------------------------------------
-
-    async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user and the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = await self._fetch(self._sql.summary_list, params, retry=True)
-        return [row_to_summary(r) for r in rows]
 
     # -- erasure -----------------------------------------------------------------
 

@@ -50,16 +50,6 @@ class RunsMixin(EventsMixin):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
 
-    # -- summaries ---------------------------------------------------------------
-
-    def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user and the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = self._fetch(self._sql.summary_list, params, retry=True)
-        return [row_to_summary(r) for r in rows]
-
     # -- erasure -----------------------------------------------------------------
 
     def forget_user(self, tenant: str, user_id: str) -> int:
