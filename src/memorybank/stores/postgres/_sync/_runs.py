@@ -8,10 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._sync.store import Unset
 from memorybank.stores.postgres._sync._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):

@@ -10,14 +10,10 @@ from typing import Any
 
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
-from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.postgres._sync._base import PostgresBase
-from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_thread
-from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.common import dump
 from memorybank.stores.sql.statements import (
     fork_point,
-    thread_update_query,
-    updated_thread,
 )
 
 
