@@ -347,8 +347,7 @@ async def test_records_by_ids_descend_the_primary_key_on_a_never_analyzed_table(
         one = {"tenant": ("text", "acme"), "kind": ("text", "document")}
         types = {"tenant": "text", "model": "text", "dim": "smallint", "rkinds": "text[]"}
         types |= {"rids": "text[]", "v_agent_id": "text", "v_user_id": "text"}
-        plans = {
-            "record_get": _generic_plan(store._sql.record_get, one | {"id": ("text", wanted[-1])}),
+        plans = {  # (record_get is record_get_many of one id)
             "record_get_many": _generic_plan(
                 store._sql.record_get_many, one | {"ids": ("text[]", wanted)}
             ),

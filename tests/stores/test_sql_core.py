@@ -14,10 +14,11 @@ from memorybank.stores.sql.dialect import MYSQL, POSTGRES, SQLITE
 from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
 #: What every engine gives the core: its table names, its reads and its transactions,
-#: its dialect, and the names of its record columns and index.
+#: its dialect, and the names of its record columns and index and its summaries' order.
 PRIMITIVES = {
-    "_table", "_select_many", "_write_many", "_write_one", "dialect", "_record_columns",
-    "_records_by_time",
+    "_table", "_select_many", "_write_many", "_write_one", "_write_again", "_write_rows",
+    "dialect",
+    "_record_columns", "_records_by_time", "_summary_order",
 }  # fmt: skip
 
 OWN: dict[type[SQLCore], dict[str, str]] = {
@@ -26,22 +27,19 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_branch_count": "its branches keep no count (an append would write a second row)",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
+        "thread_update": "the row read back in the write's transaction (no RETURNING before"
+        " SQLite 3.35)",
     },
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
-        "entry_get": "prepared statement over the id index (row comparison)",
         "entry_get_many": "one array parameter, a descent of the id index per id",
-        "record_get": "one primary-key descent (record_at) whatever the statistics",
-        "record_get_many": "the same, one array parameter",
+        "record_get_many": "one primary-key descent per id (record_at), one array parameter",
         "forget_user": "one statement under the user's threads' locks",
         "thread_delete": "one statement under the thread row's lock",
-        "working_set": "retried on a lost connection (idempotent)",
-        "working_clear": "retried on a lost connection (idempotent)",
-        "summary_add": "typed parameters (the NULL owner's type)",
-        "summary_list": "ordered by the insertion sequence",
     },
     AsyncMySQLStore: {
         "_vectors_deleting": "no trigger logs vector deletions: the cache counters are bumped",
+        "thread_update": "no RETURNING on UPDATE: the row read back in the same round trip",
     },
 }
 

@@ -36,7 +36,8 @@ class Plan:
 
 
 def new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    """The ``Entry`` stored for ``new`` (deep copies of its JSON values)."""
+    """The ``Entry`` stored for ``new`` (deep copies of its JSON values; an empty one is a
+    fresh ``{}``, not a copy: an append builds one per entry)."""
     return Entry(
         id=new.id,
         thread_id=thread_id,
@@ -47,12 +48,12 @@ def new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entr
         name=new.name,
         tool_calls=new.tool_calls,
         tool_call_id=new.tool_call_id,
-        metadata=copy.deepcopy(new.metadata),
-        state=copy.deepcopy(new.state),
+        metadata=copy.deepcopy(new.metadata) if new.metadata else {},
+        state=copy.deepcopy(new.state) if new.state else {},
         token_count=new.token_count,
         created_at=new.created_at,
         idempotency_key=new.idempotency_key,
-        extra=copy.deepcopy(new.extra),
+        extra=copy.deepcopy(new.extra) if new.extra else {},
         item=copy.deepcopy(new.item),
     )
 

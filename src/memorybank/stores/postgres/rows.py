@@ -5,7 +5,6 @@ mapping of values to statement parameters and of rows to entries.
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 import struct
@@ -92,28 +91,6 @@ def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
         idempotency_key=row[21],
         extra=extra,
         item=item,
-    )
-
-
-def new_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    """The ``Entry`` just stored from ``new`` (its JSON values copied, not shared)."""
-    return Entry(
-        id=new.id,
-        thread_id=thread_id,
-        branch=branch,
-        position=int(position),
-        role=new.role,  # type: ignore[arg-type]
-        content=new.content,
-        name=new.name,
-        tool_calls=new.tool_calls,
-        tool_call_id=new.tool_call_id,
-        metadata=copy.deepcopy(new.metadata) if new.metadata else {},
-        state=copy.deepcopy(new.state) if new.state else {},
-        token_count=new.token_count,
-        created_at=new.created_at,
-        idempotency_key=new.idempotency_key,
-        extra=copy.deepcopy(new.extra) if new.extra else {},
-        item=copy.deepcopy(new.item),
     )
 
 

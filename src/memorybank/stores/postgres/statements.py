@@ -17,11 +17,11 @@ from memorybank.stores.sql.statements import (
 )
 
 T_COLS = qualified("t", THREAD_COLUMNS)
-_R_COLS = qualified("r", RECORD_COLUMNS)
+
 # Record columns for the batch reads: ``data`` as its text (``json`` keeps it as
 # written), parsed by ``row_to_record`` (the fast parser when installed) rather than
 # by the driver's ``json.loads``.
-R_READ = _R_COLS.replace(", r.data,", ", r.data::text,")
+R_READ = qualified("r", RECORD_COLUMNS).replace(", r.data,", ", r.data::text,")
 _E_COLS = qualified("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
@@ -416,10 +416,6 @@ class Statements:
             f"coalesce(%(branch)s::text, (SELECT current_branch FROM {p}threads"
             " WHERE tenant_id = %(tenant)s AND id = %(thread)s))"
         )
-        self.entry_get = (
-            f"SELECT {_E_READ} FROM {p}entries e WHERE tenant_id = %(tenant)s"
-            f" AND thread_id = %(thread)s AND branch = {current} AND id = %(id)s"
-        )
         # Per id, the first row at or after (tenant, thread, branch, id) in the id index,
         # kept when it is that row: a row comparison only that index serves in order.
         # (With plain equalities a never-analyzed table ties it with the primary key
@@ -502,13 +498,7 @@ class Statements:
             " SELECT EXISTS (SELECT 1 FROM b)"
         )
         runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
-        self.working_set = runs.working_set
-        self.working_clear = runs.working_clear
-        self.snapshot_save = (
-            f"INSERT INTO {p}snapshots (tenant_id, run_id, user_id, value, saved_at)"
-            " VALUES (%s, %s, %s::text, %s, %s) ON CONFLICT (tenant_id, run_id) DO UPDATE"
-            " SET user_id = EXCLUDED.user_id, value = EXCLUDED.value, saved_at = EXCLUDED.saved_at"
-        )
+        self.snapshot_save = runs.snapshot_save
         # The conflicting row is locked before the WHERE is evaluated: no row comes back
         # exactly when another user owns the run (the check and the write are one step).
         self.snapshot_save_checked = (
@@ -519,15 +509,6 @@ class Statements:
             f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
         )
         self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
-        self.summary_add = (
-            f"INSERT INTO {p}summaries (tenant_id, id, agent_id, user_id, content, created_at)"
-            " VALUES (%s, %s, %s, %s::text, %s, %s)"
-        )
-        self.summary_list = (
-            f"SELECT id, agent_id, user_id, content, created_at FROM {p}summaries"
-            " WHERE tenant_id = %s AND agent_id = %s"
-            " AND (%s::boolean OR user_id IS NULL OR user_id = %s::text) ORDER BY created_at, seq"
-        )
         self.lock_user_threads = (
             f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
         )
@@ -629,11 +610,6 @@ class Statements:
         self.guard_release = (
             f"DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
             " AND revision = -1"
-        )
-        # By id: the primary key's first row at or after the key, checked (record_at).
-        self.record_get = (
-            f"SELECT {_R_COLS} FROM {record_at(p, '%(kind)s', '%(id)s')} r"
-            " WHERE r.tenant_id = %(tenant)s AND r.kind = %(kind)s AND r.id = %(id)s"
         )
         # Batch reads by ids are driven by the ids: a LIMIT 1 subquery per id (never
         # flattened). With "id = ANY(array)" a table never analyzed (autovacuum off) was

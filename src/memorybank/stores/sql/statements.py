@@ -512,9 +512,12 @@ class RunStatements:
 
 
 @cache
-def run_statements(d: Dialect, working: str, snapshots: str, summaries: str) -> RunStatements:
+def run_statements(
+    d: Dialect, working: str, snapshots: str, summaries: str, summary_order: str = "id"
+) -> RunStatements:
     """The ``RunStatements`` of these tables (built once per store). ``summary_list``
-    takes ``(tenant, agent_id, *any_user(user_id))``."""
+    takes ``(tenant, agent_id, *any_user(user_id))``; it orders ties of ``created_at``
+    by ``summary_order`` (PostgreSQL: its insertion sequence)."""
     m, k = d.mark, d.key_column
     run = f"tenant_id = {m} AND run_id = {m}"
     return RunStatements(
@@ -540,7 +543,7 @@ def run_statements(d: Dialect, working: str, snapshots: str, summaries: str) -> 
         summary_list=(
             f"SELECT id, agent_id, user_id, content, created_at FROM {summaries}"
             f" WHERE tenant_id = {m} AND agent_id = {m}"
-            f" AND ({m} OR user_id IS NULL OR user_id = {m}) ORDER BY created_at, id"
+            f" AND ({m} OR user_id IS NULL OR user_id = {m}) ORDER BY created_at, {summary_order}"
         ),
     )
 

@@ -16,6 +16,7 @@ from memorybank.records import Entry, Thread
 from memorybank.rules.entry_ids import check_batch_ids, first_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.rows import (
     E_START,
@@ -23,7 +24,6 @@ from memorybank.stores.postgres.rows import (
     N_ENTRY,
     N_THREAD,
     AppendItem,
-    new_entry,
     new_entry_json,
 )
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value

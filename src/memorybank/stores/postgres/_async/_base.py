@@ -61,6 +61,7 @@ class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
+    _summary_order = "seq"
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -392,6 +393,12 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params))
+
+    async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return await self._fetch(sql, params)
+
+    async def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        return len(await self._fetch(sql + " RETURNING 1", params, retry=True))
 
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """Each read in autocommit (retried on a lost connection)."""

@@ -83,12 +83,6 @@ class RecordsMixin(PostgresBase):
             if records:
                 await self._write_in(conn, self._sql.record_put, {"tenant": tenant, "batch": batch})
 
-    async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        """One record by primary key."""
-        params = {"tenant": tenant, "kind": kind, "id": record_id}
-        rows = await self._fetch(self._sql.record_get, params, retry=True)
-        return row_to_record(rows[0]) if rows else None
-
     async def record_delete(
         self,
         tenant: str,

@@ -7,24 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.postgres._async._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):
     """The ``_runs`` part of the store (see the module docstring)."""
-
-    # -- working memory ------------------------------------------------------
-
-    async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        """Upsert one key."""
-        await self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
-
-    async def working_clear(self, tenant: str, run_id: str) -> None:
-        """Delete every key of the run."""
-        await self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -58,31 +45,6 @@ class RunsMixin(EventsMixin):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(await self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
-
-    # -- summaries ---------------------------------------------------------------
-
-    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        """Insert one summary."""
-        await self._fetch(
-            self._sql.summary_add,
-            (
-                tenant,
-                summary.id,
-                summary.agent_id,
-                summary.user_id,
-                summary.content,
-                summary.created_at,
-            ),
-        )
-        return summary
-
-    async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user and the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = await self._fetch(self._sql.summary_list, params, retry=True)
-        return [row_to_summary(r) for r in rows]
 
     # -- erasure -----------------------------------------------------------------
 

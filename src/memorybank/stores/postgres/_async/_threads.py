@@ -9,14 +9,10 @@ from typing import Any
 
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Branch, Thread
-from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.postgres._async._base import PostgresBase
-from memorybank.stores.sql.common import THREAD_COLUMNS, dump, row_to_thread
-from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.common import dump
 from memorybank.stores.sql.statements import (
     fork_point,
-    thread_update_query,
-    updated_thread,
 )
 
 
@@ -43,28 +39,6 @@ class ThreadsMixin(PostgresBase):
             },
         )
         return thread
-
-    async def thread_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        updated_at: datetime,
-        title: str | Unset | None = UNSET,
-        metadata: dict[str, Any] | Unset = UNSET,
-        status: str | Unset = UNSET,
-        current_branch: str | Unset = UNSET,
-    ) -> Thread:
-        """One ``UPDATE ... RETURNING``; a new current branch must exist."""
-        query, params = thread_update_query(
-            POSTGRES, f"{self.prefix}threads", f"{self.prefix}branches", tenant, thread_id,
-            updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch, returning=THREAD_COLUMNS,
-        )  # fmt: skip
-        rows = await self._fetch(query, params)
-        if rows:
-            return row_to_thread(rows[0])
-        return updated_thread(await self.thread_get(tenant, thread_id), thread_id, current_branch)
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Lock the thread row, then delete it with its branches and entries."""

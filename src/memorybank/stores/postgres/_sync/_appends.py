@@ -17,6 +17,7 @@ from memorybank.records import Entry, Thread
 from memorybank.rules.entry_ids import check_batch_ids, first_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract._sync.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.rows import (
     E_START,
@@ -24,7 +25,6 @@ from memorybank.stores.postgres.rows import (
     N_ENTRY,
     N_THREAD,
     AppendItem,
-    new_entry,
     new_entry_json,
 )
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value

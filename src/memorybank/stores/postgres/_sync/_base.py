@@ -62,6 +62,7 @@ class PostgresBase(SQLCore, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
+    _summary_order = "seq"
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -393,6 +394,12 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params))
+
+    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        return self._fetch(sql, params)
+
+    def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        return len(self._fetch(sql + " RETURNING 1", params, retry=True))
 
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """Each read in autocommit (retried on a lost connection)."""

@@ -72,17 +72,6 @@ class EntriesMixin(PostgresBase):
             return rows[0][0], []
         return rows[0][0], messages_of_rows([r[1:] for r in rows])
 
-    def entry_get(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> Entry | None:
-        """One entry by id on the branch (current when ``None``)."""
-        rows = self._fetch(
-            self._sql.entry_get,
-            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
-            retry=True,
-        )
-        return row_to_entry(rows[0]) if rows else None
-
     def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:

@@ -8,24 +8,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
-from memorybank.records import Summary
-from memorybank.stores.contract._sync.store import Unset
 from memorybank.stores.postgres._sync._events import EventsMixin
-from memorybank.stores.sql.common import any_user, row_to_summary
 
 
 class RunsMixin(EventsMixin):
     """The ``_runs`` part of the store (see the module docstring)."""
-
-    # -- working memory ------------------------------------------------------
-
-    def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
-        """Upsert one key."""
-        self._fetch(self._sql.working_set, (tenant, run_id, key, value), retry=True)
-
-    def working_clear(self, tenant: str, run_id: str) -> None:
-        """Delete every key of the run."""
-        self._fetch(self._sql.working_clear, (tenant, run_id), retry=True)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -59,31 +46,6 @@ class RunsMixin(EventsMixin):
             if found[0][0] not in (None, user_id):
                 raise ThreadForbidden("snapshot access forbidden")
             return bool(self._rows(conn, self._sql.snapshot_delete, (tenant, run_id)))
-
-    # -- summaries ---------------------------------------------------------------
-
-    def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        """Insert one summary."""
-        self._fetch(
-            self._sql.summary_add,
-            (
-                tenant,
-                summary.id,
-                summary.agent_id,
-                summary.user_id,
-                summary.content,
-                summary.created_at,
-            ),
-        )
-        return summary
-
-    def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        """The agent's summaries for the user and the shared ones, oldest first."""
-        params = (tenant, agent_id, *any_user(user_id))
-        rows = self._fetch(self._sql.summary_list, params, retry=True)
-        return [row_to_summary(r) for r in rows]
 
     # -- erasure -----------------------------------------------------------------
 

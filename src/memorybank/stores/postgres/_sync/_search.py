@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memorybank.stores.contract._sync.store import SearchHit, Visibility
+from memorybank.stores.contract.types import searched_kinds
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.rows import hit_order, tsquery
 from memorybank.stores.postgres.statements import scope_filter
@@ -32,10 +33,9 @@ class SearchMixin(PostgresBase):
         One statement: the best ``k`` entries ``UNION ALL`` the best ``k`` records.
         """
         terms = tsquery(query)
-        record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
-        want_entries = "entry" in kinds
-        if thread_id is not None:
-            record_kinds = []
+        wanted = searched_kinds(kinds, thread_id)
+        record_kinds = [kind for kind in wanted if kind != "entry"]
+        want_entries = "entry" in wanted
         if not terms or k <= 0 or not (want_entries or record_kinds):
             return []
         p = self.prefix

@@ -16,7 +16,7 @@ from psycopg.rows import tuple_row
 
 from memorybank.errors import InvalidInput
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
-from memorybank.stores.contract.types import names_user
+from memorybank.stores.contract.types import names_user, searched_kinds
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores.postgres.rows import (
@@ -289,10 +289,9 @@ class VectorsMixin(PostgresBase):
     ) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
         unit = unit_query(vector)
-        record_kinds = [kind for kind in dict.fromkeys(kinds) if kind != "entry"]
-        want_entries = "entry" in kinds
-        if thread_id is not None:
-            record_kinds = []
+        wanted = searched_kinds(kinds, thread_id)
+        record_kinds = [kind for kind in wanted if kind != "entry"]
+        want_entries = "entry" in wanted
         if unit is None or k <= 0 or not (want_entries or record_kinds):
             return []
         self._ensure_ready()

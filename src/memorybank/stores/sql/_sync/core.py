@@ -46,6 +46,8 @@ from memorybank.stores.sql.statements import (
     thread_delete_queries,
     thread_get_query,
     thread_list_query,
+    thread_update_query,
+    updated_thread,
 )
 
 __all__ = ["SQLCore"]
@@ -74,6 +76,9 @@ class SQLCore(KeyReads):
     _record_columns: ClassVar[str] = RECORD_COLUMNS
     #: The (tenant_id, kind, created_at, id) index of records, unprefixed (``record_page``).
     _records_by_time: ClassVar[str] = "records_created"
+    #: What orders an agent's summaries of one ``created_at`` (``summary_list``): their
+    #: ids, or PostgreSQL's insertion sequence (its ``seq`` identity column).
+    _summary_order: ClassVar[str] = "id"
 
     @abc.abstractmethod
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
@@ -97,6 +102,18 @@ class SQLCore(KeyReads):
 
     def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._select_many([(sql, params)])
+
+    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """One write whose statement ends in ``RETURNING``, in a transaction of its own;
+        the rows it returns. An engine without ``RETURNING`` on ``UPDATE`` (MySQL) or
+        whose verbs read back in their write's transaction (SQLite) overrides the verbs
+        that use it (``thread_update``), not this."""
+        raise NotImplementedError(f"{type(self).__name__} writes without RETURNING")
+
+    def _write_again(self, sql: str, params: Sequence[Any]) -> int:
+        """``_write_one`` of a write that may run twice (idempotent): PostgreSQL runs it
+        again on a fresh connection after a lost one, as it does reads."""
+        return self._write_one(sql, params)
 
     # -- threads and branches ----------------------------------------------------------
 
@@ -126,6 +143,29 @@ class SQLCore(KeyReads):
             agent_id=agent_id, status=status, limit=limit,
         )  # fmt: skip
         return [row_to_thread(r) for r in self._select(sql, params)]
+
+    def thread_update(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        updated_at: datetime,
+        title: str | Unset | None = UNSET,
+        metadata: dict[str, Any] | Unset = UNSET,
+        status: str | Unset = UNSET,
+        current_branch: str | Unset = UNSET,
+    ) -> Thread:
+        """One ``UPDATE ... RETURNING`` of the given fields (``thread_update_query``); a
+        new current branch must exist. No row back: the thread read tells what is missing."""
+        sql, params = thread_update_query(
+            self.dialect, self._table("threads"), self._table("branches"), tenant, thread_id,
+            updated_at=updated_at, title=title, metadata=metadata, status=status,
+            current_branch=current_branch, returning=THREAD_COLUMNS,
+        )  # fmt: skip
+        rows = self._write_rows(sql, params)
+        if rows:
+            return row_to_thread(rows[0])
+        return updated_thread(self.thread_get(tenant, thread_id), thread_id, current_branch)
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
@@ -280,13 +320,15 @@ class SQLCore(KeyReads):
     @property
     def _runs_sql(self) -> RunStatements:
         t = self._table
-        return run_statements(self.dialect, t("working"), t("snapshots"), t("summaries"))
+        return run_statements(
+            self.dialect, t("working"), t("snapshots"), t("summaries"), self._summary_order
+        )
 
     def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         """Upsert one key."""
         sql = self._runs_sql
         params = sql.working_set_params(self.dialect, tenant, run_id, key, value)
-        self._write_one(sql.working_set, params)
+        self._write_again(sql.working_set, params)
 
     def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
         """The JSON text under ``key``, or ``None``."""
@@ -304,7 +346,7 @@ class SQLCore(KeyReads):
 
     def working_clear(self, tenant: str, run_id: str) -> None:
         """Forget the run's working memory."""
-        self._write_one(self._runs_sql.working_clear, (tenant, run_id))
+        self._write_again(self._runs_sql.working_clear, (tenant, run_id))
 
     def working_runs(
         self, tenant: str, *, after: str | None = None, limit: int | None = None
@@ -354,10 +396,8 @@ class SQLCore(KeyReads):
     # -- record reads ----------------------------------------------------------------------
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        """One record, or ``None``."""
-        sql = records_by_ids_query(self.dialect, self._table("records"), self._record_columns, 1)
-        rows = self._select(sql, (tenant, kind, record_id))
-        return row_to_record(rows[0]) if rows else None
+        """One record, or ``None``: ``record_get_many`` of one id (one statement)."""
+        return (self.record_get_many(tenant, kind, [record_id])).get(record_id)
 
     def record_get_many(
         self, tenant: str, kind: str, record_ids: Sequence[str]
