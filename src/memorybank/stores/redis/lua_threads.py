@@ -32,6 +32,7 @@ local t = thread()
 redis.call('DEL', zkey(t[10]), hkey(t[10]))
 touch()
 index(t, ARGV[5], true)
+emit('thread.created', t[3], t[4], t[1])
 return 1
 """
 
@@ -57,6 +58,7 @@ elseif redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then
   return {'NOBRANCH', b}
 end
 local z, h = zkey(b), hkey(b)
+local on = feed()
 local replay = {}  -- ARGV index -> {position, member}: found before anything is written
 for i = 8, #ARGV, 4 do
   local key, fp = ARGV[i], ARGV[i + 3]
@@ -100,6 +102,7 @@ for i = 8, #ARGV, 4 do
     else
       redis.call('HSET', h, 'i:' .. id, pos)
     end
+    if on then emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = cjson.decode(json)[3]}) end
     out[#out + 1] = pos
     out[#out + 1] = ''
   end
@@ -121,9 +124,16 @@ local n = tonumber(ARGV[6])
 if n > 0 then redis.call('HDEL', tkey, unpack(ARGV, 7, 6 + n)) end
 if #ARGV >= 7 + n then redis.call('HSET', tkey, unpack(ARGV, 7 + n)) end
 redis.call('HSET', tkey, 'up', ARGV[4])
+local was = t
 t = thread()
 touch()
 index(t, ARGV[4])
+for _, f in ipairs({3, 4, 5, 6, 7, 10}) do  -- owner, title, metadata, status, branch
+  if was[f] ~= t[f] then
+    emit('thread.updated', t[3], t[4], t[1])
+    break
+  end
+end
 local out = {'OK'}
 for i = 1, 10 do out[#out + 1] = t[i] end
 return out
@@ -132,8 +142,10 @@ return out
 # ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
 # vectors}: the entry vectors go with the thread; their entries in the tenant's "ev:" index
 # are dropped here on a single node, or returned ({model, {ids}, ...}) for the caller.
+# One "thread.deleted" event, none for its entries; none with an owner (``forget_user``,
+# which records one "user.forgotten" at its end).
 _DELETE = """
-local t = redis.call('HMGET', tkey, 'id', 'u')
+local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
 if not t[1] then return {0, 0, '', {}} end
 if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
 local n, gone = 0, {}
@@ -159,6 +171,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
   end
 end
 redis.call('DEL', tkey)
+if ARGV[4] == '' then emit('thread.deleted', t[2], t[3], t[1]) end
 if idx ~= '' then
   redis.call('ZREM', idx .. 'threads', t[1])
   if t[2] then
@@ -223,11 +236,13 @@ return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
 _DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
-local n = 0
+local n, o = 0, feed() and owner()
 for i = 5, #ARGV do
   local p = redis.call('HGET', h, 'i:' .. ARGV[i])
   if p then
-    forget(h, redis.call('ZRANGEBYSCORE', z, p, p))
+    local gone = redis.call('ZRANGEBYSCORE', z, p, p)
+    forget(h, gone)
+    if o then emit_entries('entry.deleted', o, b, gone) end
     redis.call('ZREMRANGEBYSCORE', z, p, p)
     n = n + 1
   end
@@ -290,6 +305,7 @@ local p = redis.call('HGET', h, 'i:' .. ARGV[5])
 if not p then return -2 end
 local doomed = redis.call('ZRANGEBYSCORE', z, '(' .. p, '+inf')
 forget(h, doomed)
+if feed() then emit_entries('entry.deleted', owner(), b, doomed) end
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
 return #doomed
@@ -298,6 +314,7 @@ return #doomed
 # ARGV[4] = branch. Returns -1 (no thread) or how many went.
 _CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
+if feed() then emit_entries('entry.deleted', owner(), b, redis.call('ZRANGE', zkey(b), 0, -1)) end
 redis.call('DEL', zkey(b), hkey(b))
 touch()
 return n
@@ -328,6 +345,7 @@ if p then
   redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
 end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
+if feed() then emit_entries('entry.added', owner(), name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
 return 'OK'
 """
@@ -338,6 +356,9 @@ local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
 if t[2] == ARGV[4] then return -2 end
 if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
+if feed() then
+  emit_entries('entry.deleted', owner(), ARGV[4], redis.call('ZRANGE', zkey(ARGV[4]), 0, -1))
+end
 redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
 touch()
 return 1
@@ -358,6 +379,13 @@ for i, m in ipairs(doomed) do
   if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
 end
 forget(h, doomed)
+if feed() then
+  local o = {t[1], t[3], t[4]}
+  emit_entries('entry.deleted', o, b, doomed)
+  if ARGV[9] ~= '' then
+    emit('entry.added', o[2], o[3], o[1], ARGV[7], {branch = b, role = cjson.decode(ARGV[9])[3]})
+  end
+end
 redis.call('ZREMRANGEBYSCORE', z, '-inf', through)
 if ARGV[9] ~= '' then
   redis.call('ZADD', z, through, '[' .. through .. ',' .. string.sub(ARGV[9], 2))
@@ -397,10 +425,12 @@ for i = 5, #ARGV, 3 do
   if not p or redis.call('ZRANGEBYSCORE', z, p, p)[1] ~= ARGV[i + 1] then return -2 end
   pos[#pos + 1] = p
 end
+local o = feed() and owner()
 for j, p in ipairs(pos) do
   local i = 5 + (j - 1) * 3
   redis.call('ZREM', z, ARGV[i + 1])
   redis.call('ZADD', z, p, ARGV[i + 2])
+  if o then emit_entries('entry.updated', o, ARGV[4], {ARGV[i + 2]}) end
 end
 touch()
 return #pos
