@@ -1,4 +1,4 @@
-"""The change feed over a kill -9 of its writers, on SQLite and PostgreSQL.
+"""The change feed over a kill -9 of its writers, on SQLite, PostgreSQL and Redis.
 
 Two writer processes (``tests.reliability._child append``) append batches to three
 threads (two to one shared thread, so its appends interleave across processes) with
@@ -43,7 +43,7 @@ def _acked(child: Child) -> int:
     return len(child.records())
 
 
-@pytest.fixture(params=store_params(("sqlite-normal", "postgres")))
+@pytest.fixture(params=store_params(("sqlite-normal", "postgres", "redis")))
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
     yield from provide(request.param, tmp_path)
 
