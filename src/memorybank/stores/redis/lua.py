@@ -47,7 +47,8 @@ end
 # ("P{tenant:thread}:"), ARGV[2] = TTL in ms ("0": none), ARGV[3] = the tenant index
 # base ("P{tenant}:"; "" when the indexes are maintained outside the script).
 
-_PRELUDE = r"""
+_PRELUDE = (
+    r"""
 local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
 local tkey = KEYS[1]
 local feed_on, feed_at = nil, nil
@@ -102,7 +103,9 @@ local function pick(t, b)
   if b == '' then return t[10] end
   return b
 end
-""" + _FEED + r"""
+"""
+    + _FEED
+    + r"""
 local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
 local function emit_entries(kind, o, b, members)
   if not feed() then return end
@@ -112,12 +115,13 @@ local function emit_entries(kind, o, b, members)
   end
 end
 """
-
+)
 
 
 # -- the tenant scripts' prelude: KEYS[1] = any key of the tenant slot, ARGV[1] = "P{tenant}:"
 
-TENANT_PRELUDE = r"""
+TENANT_PRELUDE = (
+    r"""
 local idx = ARGV[1]
 local feed_on, feed_at = nil, nil
 local function esc(s)
@@ -164,7 +168,9 @@ local function admits(who, owner)
   if who == '*' or owner == cjson.null or owner == nil then return true end
   return '=' .. owner == who
 end
-""" + _FEED
+"""
+    + _FEED
+)
 
 
 # KEYS[1] = the version key, ARGV[1] = from version, ARGV[2] = to version.

@@ -102,7 +102,9 @@ for i = 8, #ARGV, 4 do
     else
       redis.call('HSET', h, 'i:' .. id, pos)
     end
-    if on then emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = cjson.decode(json)[3]}) end
+    if on then
+      emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = cjson.decode(json)[3]})
+    end
     out[#out + 1] = pos
     out[#out + 1] = ''
   end

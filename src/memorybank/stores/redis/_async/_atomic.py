@@ -146,7 +146,8 @@ class RedisAtomic(RedisBase):
         from the last one drawn in the block (a reader may have seen those: a number
         never comes again). An absent stream is made, empty, with that last ID."""
         if await self._client.exists(feed):
-            await self._client.execute_command("XSETID", feed, f"0-{drawn}")
+            client: Any = self._client  # redis-py has no typed XSETID method
+            await client.execute_command("XSETID", feed, f"0-{drawn}")
         else:
             await self._client.xadd(feed, {"k": "-"}, id=f"0-{drawn}")
             await self._client.xdel(feed, f"0-{drawn}")

@@ -147,7 +147,8 @@ class RedisAtomic(RedisBase):
         from the last one drawn in the block (a reader may have seen those: a number
         never comes again). An absent stream is made, empty, with that last ID."""
         if self._client.exists(feed):
-            self._client.execute_command("XSETID", feed, f"0-{drawn}")
+            client: Any = self._client  # redis-py has no typed XSETID method
+            client.execute_command("XSETID", feed, f"0-{drawn}")
         else:
             self._client.xadd(feed, {"k": "-"}, id=f"0-{drawn}")
             self._client.xdel(feed, f"0-{drawn}")
