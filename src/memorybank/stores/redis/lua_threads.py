@@ -38,7 +38,8 @@ return 1
 
 # ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
 # ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
-# its position, fingerprint or "") per entry. Returns status, branch, the thread's 10 fields,
+# its position, fingerprint or "", role) per entry (the role for the change feed's event:
+# no decoding of the JSON). Returns status, branch, the thread's 10 fields,
 # then per entry its position and "" (new) or the stored member (idempotent replay); or
 # {'CONFLICT', key} (nothing written) when a stored key's member has another fingerprint
 # (its 13th element; members without one match any payload), or {'TAKEN', id, branch}
@@ -60,7 +61,7 @@ end
 local z, h = zkey(b), hkey(b)
 local on = feed()
 local replay = {}  -- ARGV index -> {position, member}: found before anything is written
-for i = 8, #ARGV, 4 do
+for i = 8, #ARGV, 5 do
   local key, fp = ARGV[i], ARGV[i + 3]
   local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
   if found then
@@ -81,7 +82,7 @@ if last[2] then pos = tonumber(last[2]) end
 redis.call('HSET', tkey, 'up', ARGV[7])
 t[9] = ARGV[7]
 local out = {'OK', b, cjson.encode(t)}
-for i = 8, #ARGV, 4 do
+for i = 8, #ARGV, 5 do
   local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local hit = replay[i]
   if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
@@ -103,7 +104,7 @@ for i = 8, #ARGV, 4 do
       redis.call('HSET', h, 'i:' .. id, pos)
     end
     if on then
-      emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = cjson.decode(json)[3]})
+      emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = ARGV[i + 4]})
     end
     out[#out + 1] = pos
     out[#out + 1] = ''
