@@ -25,6 +25,12 @@ local function feed()
   end
   return feed_on
 end
+local function feed_field(f, name, v)  -- absent (nil, false, cjson.null): left out
+  if type(v) == 'string' then
+    f[#f + 1] = name
+    f[#f + 1] = v
+  end
+end
 local function emit(kind, u, a, th, it, d)
   if not feed() then return end
   if not feed_at then
@@ -32,10 +38,10 @@ local function emit(kind, u, a, th, it, d)
     feed_at = now[1] .. string.rep('0', 6 - #now[2]) .. now[2]
   end
   local f = {'k', kind, 't', feed_at}
-  if u and u ~= cjson.null then f[#f + 1] = 'u'; f[#f + 1] = u end
-  if a and a ~= cjson.null then f[#f + 1] = 'a'; f[#f + 1] = a end
-  if th then f[#f + 1] = 'h'; f[#f + 1] = th end
-  if it then f[#f + 1] = 'i'; f[#f + 1] = it end
+  feed_field(f, 'u', u)
+  feed_field(f, 'a', a)
+  feed_field(f, 'h', th)
+  feed_field(f, 'i', it)
   if d then f[#f + 1] = 'd'; f[#f + 1] = cjson.encode(d) end
   redis.call('XADD', idx .. 'fe', '0-*', unpack(f))
 end

@@ -45,10 +45,14 @@ from memorybank.stores.vectors._async.source import CachedVectorStore
 #: ``u0`` from the tenant indexes (SCAN, idempotent) before running its body.
 #: Version 3 adds the vector cache's stamps and logs (``vs:``, ``vl:``), backfilled
 #: by the client from the ``ev:`` and ``rv:`` hashes (SCAN, idempotent) first.
+#: Version 4 adds the change feed (``_events``): nothing to create, but a process of an
+#: older layout would write without recording events while the feed is on, so it must
+#: refuse the data from then on.
 MIGRATIONS: list[str] = [
     "",
     "-- v2: records, vectors, u0 (backfilled by the client first)\n",
     "-- v3: vector stamps and logs (backfilled by the client first)\n",
+    "-- v4: the change feed (written by the write scripts)\n",
 ]
 
 

@@ -41,7 +41,7 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     P{tenant}:fe                stream the change feed's events (``_events``)
     P{tenant}:fm                hash   the change feed's floor
     Pevents                     hash   the change feed's switch (absent: off)
-    Pschema_version             string layout version (index into ``MIGRATIONS``): 2
+    Pschema_version             string layout version (index into ``MIGRATIONS``): 4
 
 Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
 thread lives in one Redis Cluster slot and every thread operation is one Lua script
