@@ -173,6 +173,13 @@ class RedisBase(CachedVectorStore):
         """The change feed's switch (a hash: ``keep`` seconds; absent: off)."""
         return self._prefix + "events"
 
+    async def _feed_drawn(self, feed: str) -> int:
+        """The last number a tenant's change feed (its stream ``feed``) drew (0: none)."""
+        if not await self._client.exists(feed):
+            return 0
+        info = await self._client.xinfo_stream(feed)
+        return int(as_str(info["last-generated-id"]).partition("-")[2])
+
     def _keys(self, key: str) -> tuple[str, ...]:
         """A script's keys: ``key`` of its slot, then (on a single node) the feed's switch,
         which the write scripts read (``memorybank.stores.redis.lua``: ``feed()``)."""

@@ -88,8 +88,7 @@ class RedisEvents(RedisBase):
             tag = name[len(self._prefix) + 1 : -len("}:fe")]
             if ":" in tag or "{" in tag or "}" in tag:
                 continue  # not a tenant's feed
-            info = await self._client.xinfo_stream(name)
-            last = int(as_str(info["last-generated-id"]).partition("-")[2])
+            last = await self._feed_drawn(name)
             await self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     async def events_disable(self) -> None:

@@ -135,13 +135,6 @@ class RedisAtomic(RedisBase):
         if drawn > self._feed_drawn(feed):
             self._keep_drawn(feed, drawn)
 
-    def _feed_drawn(self, feed: str) -> int:
-        """The last number the tenant's change feed drew (0: none)."""
-        if not self._client.exists(feed):
-            return 0
-        info = self._client.xinfo_stream(feed)
-        return int(as_str(info["last-generated-id"]).partition("-")[2])
-
     def _keep_drawn(self, feed: str, drawn: int) -> None:
         """After a rollback: the feed's events are the journal's, but its numbers go on
         from the last one drawn in the block (a reader may have seen those: a number

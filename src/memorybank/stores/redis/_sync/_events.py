@@ -89,8 +89,7 @@ class RedisEvents(RedisBase):
             tag = name[len(self._prefix) + 1 : -len("}:fe")]
             if ":" in tag or "{" in tag or "}" in tag:
                 continue  # not a tenant's feed
-            info = self._client.xinfo_stream(name)
-            last = int(as_str(info["last-generated-id"]).partition("-")[2])
+            last = self._feed_drawn(name)
             self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     def events_disable(self) -> None:
