@@ -1,4 +1,5 @@
-"""The change feed over a kill -9 of its writers, on SQLite, PostgreSQL and MySQL/MariaDB.
+"""The change feed over a kill -9 of its writers, on SQLite, PostgreSQL, MySQL/MariaDB and
+Redis, and over a kill -9 of a Redis server (one of the test's own, never the shared one).
 
 Two writer processes (``tests.reliability._child append``) append batches to three
 threads (two to one shared thread, so its appends interleave across processes) with
@@ -8,11 +9,18 @@ all). Afterwards: every acknowledged entry has its ``entry.added`` event (0 lost
 thread, the events name the entries in the thread's own order, each once (0
 reordered); and what the follower read while the writers ran, then after, is exactly
 the feed (a reader never skips an event that committed after a later-numbered one).
+
+The Redis server case: three writers append to a Redis with an append-only file fsynced
+on every write (``tests.reliability.conftest.OwnRedis``) until the server is SIGKILLed
+mid-load; restarted on the same data, every acknowledged entry has its event, and every
+stored entry exactly one, in the thread's order (the event is written by the script
+that writes the entry, so both are in the file or neither).
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +30,7 @@ import pytest
 from memorybank.events.types import Event
 from memorybank.memory._sync.memory import Memory
 from tests.reliability._harness import Child, StoreSpec, provide, store_params
+from tests.reliability.conftest import OwnRedis, OwnServer, _own
 
 #: Acknowledged appends (batches) each writer makes at least before the kill.
 AT_LEAST = 300
@@ -43,9 +52,36 @@ def _acked(child: Child) -> int:
     return len(child.records())
 
 
-@pytest.fixture(params=store_params(("sqlite-normal", "postgres", "mysql")))
+@pytest.fixture(params=store_params(("sqlite-normal", "postgres", "mysql", "redis")))
 def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
     yield from provide(request.param, tmp_path)
+
+
+@pytest.fixture
+def own_redis() -> Iterator[OwnServer]:
+    """A Redis of this test's own (fsync-always append-only file), which it may kill."""
+    yield from _own(OwnRedis)
+
+
+def _check_feed(memory: Memory, writers: list[Child], threads: list[str]) -> list[Event]:
+    """Every acknowledged entry has its ``entry.added`` event; per thread, the events name
+    the stored entries in their order, each once. The whole feed."""
+    everything: list[Event] = []
+    _follow(memory, None, everything)
+    added: dict[str, list[str]] = defaultdict(list)
+    for event in everything:
+        if event.kind == "entry.added":
+            assert event.thread_id is not None and event.item_id is not None
+            added[event.thread_id].append(event.item_id)
+    acked = {i for c in writers for r in c.records() for i in r["ids"]}
+    assert sum(len(r["ids"]) for c in writers for r in c.records()) <= AT_MOST
+    evented = {i for ids in added.values() for i in ids}
+    assert acked - evented == set(), "acknowledged writes without their event"
+    for thread_id in threads:
+        stored = [e.id for e in memory.entries.list(thread_id)]
+        assert added[thread_id] == stored, f"events of {thread_id} out of order"
+        assert len(set(stored)) == len(stored)
+    return everything
 
 
 def test_a_killed_writer_loses_and_reorders_no_event(spec: StoreSpec, tmp_path: Path) -> None:
@@ -76,21 +112,32 @@ def test_a_killed_writer_loses_and_reorders_no_event(spec: StoreSpec, tmp_path: 
             for child in writers:
                 child.stop()
         cursor = _follow(memory, cursor, seen)
-        everything: list[Event] = []
-        _follow(memory, None, everything)
-
+        everything = _check_feed(memory, writers, [shared, *own])
         assert [e.cursor for e in seen] == [e.cursor for e in everything]
         assert seen == everything
-        added: dict[str, list[str]] = defaultdict(list)
-        for event in everything:
-            if event.kind == "entry.added":
-                assert event.thread_id is not None and event.item_id is not None
-                added[event.thread_id].append(event.item_id)
-        acked = {i for c in writers for r in c.records() for i in r["ids"]}
-        assert sum(len(r["ids"]) for c in writers for r in c.records()) <= AT_MOST
-        evented = {i for ids in added.values() for i in ids}
-        assert acked - evented == set(), "acknowledged writes without their event"
-        for thread_id in (shared, *own):
-            stored = [e.id for e in memory.entries.list(thread_id)]
-            assert added[thread_id] == stored, f"events of {thread_id} out of order"
-            assert len(set(stored)) == len(stored)
+
+
+@pytest.mark.server
+def test_a_killed_redis_server_loses_no_event(own_redis: OwnServer, tmp_path: Path) -> None:
+    spec = StoreSpec("redis-own", "redis", own_redis.url, f"mbrel:{uuid.uuid4().hex[:10]}:")
+    with spec.memory() as memory:
+        memory.events.enable()
+        threads = [memory.threads.create(thread_id=t).id for t in ("shared", "own")]
+    writers = [
+        Child("append", spec, threads[0], "s0", directory=tmp_path),
+        Child("append", spec, threads[0], "s1", directory=tmp_path),
+        Child("append", spec, threads[1], "o0", directory=tmp_path),
+    ]
+    try:
+        for child in writers:
+            child.wait_for(1, timeout=120)
+        while min(_acked(c) for c in writers) < AT_LEAST // 3:
+            time.sleep(0.05)
+        with own_redis.down():  # SIGKILL mid-load; the writers fail and are reaped
+            for child in writers:
+                child.stop()
+    finally:
+        for child in writers:
+            child.stop()
+    with spec.memory() as memory:
+        _check_feed(memory, writers, threads)

@@ -14,6 +14,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -106,6 +107,18 @@ class TestRedisAsync(AsyncContract):
     @pytest.fixture
     async def store(self, redis_prefix: str) -> AsyncIterator[AsyncRedisStore]:
         store = AsyncRedisStore.from_url(REDIS_URL, prefix=redis_prefix, timeout=5)
+        yield store
+        await store.close()
+
+
+class TestRedisFeedOnAsync(AsyncContract):
+    """The whole suite with the change feed on from the start: every write path records
+    its events in its script (a script that failed on an event would fail its case)."""
+
+    @pytest.fixture
+    async def store(self, redis_prefix: str) -> AsyncIterator[AsyncRedisStore]:
+        store = AsyncRedisStore.from_url(REDIS_URL, prefix=redis_prefix + "feed:", timeout=5)
+        await store.events_enable(keep=timedelta(days=1))
         yield store
         await store.close()
 

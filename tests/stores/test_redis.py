@@ -376,7 +376,16 @@ async def test_open_store_reads_options_from_the_url(prefix: str, raw: redis.Red
     store = open_store(_url(prefix, ttl=30, timeout=2))
     assert isinstance(store, AsyncRedisStore)
     assert store.capabilities == frozenset(
-        {"atomic", "ttl", "durable", "multi_process", "run_state", "text_search", "vector_search"}
+        {
+            "atomic",
+            "ttl",
+            "durable",
+            "multi_process",
+            "run_state",
+            "text_search",
+            "vector_search",
+            "events",
+        }
     )
     await store.close()
     memory = AsyncMemory(_url(prefix, ttl=30, timeout=2))
@@ -541,7 +550,7 @@ async def test_v1_data_is_migrated_shared_threads_get_indexed(
         "default", "lighthouse", kinds=["entry"], k=5, visible_to=Visibility("bot", "alice")
     )
     assert [h.thread_id for h in hits] == [shared]
-    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"3"
+    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"4"
     assert raw.smembers(f"{prefix}{{default}}:u0") == {shared.encode()}
     await upgraded.close()
 

@@ -11,14 +11,53 @@ from __future__ import annotations
 import hashlib
 import re
 
+# -- the change feed's helpers, in both preludes (``memorybank.stores.redis._async._events``).
+# KEYS[2] = the store's feed switch ("P events", a hash; absent: off) on a single node;
+# absent with ``cluster=True`` (a script touches one slot there: no feed). The switch is
+# read at most once per script, by the first ``feed()``: a write costs one EXISTS while
+# the feed is off. ``emit`` appends one event to the tenant's stream ``idx .. 'fe'``
+# with the ID ``0-*`` (the stream's own counter, see ``_events``).
+
+_FEED = r"""
+local function feed()
+  if feed_on == nil then
+    feed_on = idx ~= '' and KEYS[2] ~= nil and redis.call('EXISTS', KEYS[2]) == 1
+  end
+  return feed_on
+end
+local function feed_field(f, name, v)  -- absent (nil, false, cjson.null): left out
+  if type(v) == 'string' then
+    f[#f + 1] = name
+    f[#f + 1] = v
+  end
+end
+local function emit(kind, u, a, th, it, d)
+  if not feed() then return end
+  if not feed_at then
+    local now = redis.call('TIME')
+    feed_at = now[1] .. string.rep('0', 6 - #now[2]) .. now[2]
+  end
+  local f = {'k', kind, 't', feed_at}
+  feed_field(f, 'u', u)
+  feed_field(f, 'a', a)
+  feed_field(f, 'h', th)
+  feed_field(f, 'i', it)
+  if d then f[#f + 1] = 'd'; f[#f + 1] = cjson.encode(d) end
+  redis.call('XADD', idx .. 'fe', '0-*', unpack(f))
+end
+"""
+
+
 # -- the thread scripts' prelude ------------------------------------------------------
 # Every thread script: KEYS[1] = the thread hash, ARGV[1] = the thread's key base
 # ("P{tenant:thread}:"), ARGV[2] = TTL in ms ("0": none), ARGV[3] = the tenant index
 # base ("P{tenant}:"; "" when the indexes are maintained outside the script).
 
-_PRELUDE = r"""
+_PRELUDE = (
+    r"""
 local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
 local tkey = KEYS[1]
+local feed_on, feed_at = nil, nil
 local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -71,12 +110,26 @@ local function pick(t, b)
   return b
 end
 """
+    + _FEED
+    + r"""
+local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
+local function emit_entries(kind, o, b, members)
+  if not feed() then return end
+  for _, m in ipairs(members) do
+    local e = cjson.decode(m)
+    emit(kind, o[2], o[3], o[1], e[3], {branch = b, role = e[4]})
+  end
+end
+"""
+)
 
 
 # -- the tenant scripts' prelude: KEYS[1] = any key of the tenant slot, ARGV[1] = "P{tenant}:"
 
-TENANT_PRELUDE = r"""
+TENANT_PRELUDE = (
+    r"""
 local idx = ARGV[1]
+local feed_on, feed_at = nil, nil
 local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
 end
@@ -122,6 +175,8 @@ local function admits(who, owner)
   return '=' .. owner == who
 end
 """
+    + _FEED
+)
 
 
 # KEYS[1] = the version key, ARGV[1] = from version, ARGV[2] = to version.

@@ -9,15 +9,47 @@ from __future__ import annotations
 
 from memorybank.stores.redis.lua import TENANT_PRELUDE, Script
 
+# The change feed's events of record writes (``memorybank.stores.sql.events`` names the
+# same): a new record of a tracked kind, a changed graph record, a deleted one. ``k`` = the
+# kind, ``r`` = the record JSON (agent, user, key first), ``op`` = added/updated/deleted.
+_RECORD_EVENT = """
+local function record_event(k, id, r, op)
+  local kind = nil
+  if k == 'graph_entity' or k == 'graph_out' then
+    kind = 'graph.changed'
+  elseif op == 'added' then
+    if k == 'fact' then kind = 'fact.added'
+    elseif k == 'fact_version' then kind = 'fact.superseded'
+    elseif k == 'document' then kind = 'document.added' end
+  elseif op == 'deleted' then
+    if k == 'fact' then kind = 'fact.deleted'
+    elseif k == 'document' then kind = 'document.deleted' end
+  end
+  if not kind then return end
+  local rec = cjson.decode(r)
+  if k == 'fact_version' then
+    emit(kind, rec[2], rec[1], nil, rec[3], {version = id})
+  elseif kind == 'graph.changed' then
+    emit(kind, rec[2], rec[1], nil, id, {record = k, op = op})
+  else
+    emit(kind, rec[2], rec[1], nil, id, nil)
+  end
+end
+"""
+
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
 # ARGV[5..] = (kind, id, owner "-" / "=<user>", record JSON) per record. -1: guard failed.
-_RECORD_PUT = """
+_RECORD_PUT = (
+    _RECORD_EVENT
+    + """
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
+local on = feed()
 for i = 5, #ARGV, 4 do
   local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   local old = redis.call('HGET', rkey(kind), id)
   if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
   redis.call('HSET', rkey(kind), id, json)
+  if on then record_event(kind, id, json, old and 'updated' or 'added') end
   if owner == '-' then
     redis.call('SADD', owners(kind, nil), id)
   else
@@ -28,23 +60,28 @@ for i = 5, #ARGV, 4 do
 end
 return 1
 """
+)
 
 # ARGV[2..4] = guard (as for _RECORD_PUT), ARGV[5] = kind, ARGV[6..] = distinct ids.
 # Returns how many existed, -1 when the guard failed.
-_RECORD_DELETE = """
+_RECORD_DELETE = (
+    _RECORD_EVENT
+    + """
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
-local kind, n = ARGV[5], 0
+local kind, n, on = ARGV[5], 0, feed()
 for i = 6, #ARGV do
   local old = redis.call('HGET', rkey(kind), ARGV[i])
   if old then
     redis.call('HDEL', rkey(kind), ARGV[i])
     redis.call('SREM', owners(kind, cjson.decode(old)[2]), ARGV[i])
     drop_vectors(kind, ARGV[i])
+    if on then record_event(kind, ARGV[i], old, 'deleted') end
     n = n + 1
   end
 end
 return n
 """
+)
 
 # ARGV[2] = "all" | "only" (the owner's set) | "vis" (the owner's and the shared set),
 # ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = model ("": no vectors), ARGV[5..] = kinds.
@@ -179,7 +216,10 @@ for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i
 return seq
 """
 
-# ARGV[2] = user. Deletes the user's records (and their vectors); returns how many.
+# ARGV[2] = user. Deletes the user's records (and their vectors), records no event for
+# them, deletes the user's events (but earlier "user.forgotten" ones; while the feed is off
+# too) and records one "user.forgotten"; returns how many records went. The last step of
+# ``forget_user``: its thread deletes recorded nothing either.
 _RECORD_FORGET = """
 local user, n = ARGV[2], 0
 local kinds = idx .. 'rk:' .. esc(user)
@@ -196,6 +236,81 @@ for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
   redis.call('DEL', set)
 end
 redis.call('DEL', kinds)
+local fe, start = idx .. 'fe', '-'
+while true do
+  local rows = redis.call('XRANGE', fe, start, '+', 'COUNT', 1000)
+  local doomed = {}
+  for _, row in ipairs(rows) do
+    local f, u, k = row[2], nil, nil
+    for j = 1, #f, 2 do
+      if f[j] == 'u' then u = f[j + 1] elseif f[j] == 'k' then k = f[j + 1] end
+    end
+    if u == user and k ~= 'user.forgotten' then doomed[#doomed + 1] = row[1] end
+  end
+  if #doomed > 0 then redis.call('XDEL', fe, unpack(doomed)) end
+  if #rows < 1000 then break end
+  start = '(' .. rows[#rows][1]
+end
+emit('user.forgotten', user)
+return n
+"""
+
+# The change feed's reads (``_events``). ARGV[2] = after (a number), ARGV[3] = "1": check
+# it against the floor, ARGV[4] = limit, ARGV[5] / ARGV[6] = user / agent ("*" any, "-"
+# none, "=<id>": that user; that agent or none), ARGV[7..] = kinds (none: all). Returns
+# {'EXPIRED', floor} or {'OK', id, fields, ...}: the events after ``after`` that match, at
+# most ``limit``, oldest first (scanning on past those that do not match).
+_EVENTS_LIST = """
+if ARGV[3] == '1' then
+  local floor = tonumber(redis.call('HGET', idx .. 'fm', 'floor') or '0')
+  if tonumber(ARGV[2]) < floor then return {'EXPIRED', floor} end
+end
+local limit, user, agent = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local kinds = nil
+if #ARGV >= 7 then
+  kinds = {}
+  for i = 7, #ARGV do kinds[ARGV[i]] = true end
+end
+local fe, start, chunk = idx .. 'fe', '(0-' .. ARGV[2], math.max(limit, 256)
+local out = {'OK'}
+while true do
+  local rows = redis.call('XRANGE', fe, start, '+', 'COUNT', chunk)
+  for _, row in ipairs(rows) do
+    local f, k, u, a = row[2], nil, nil, nil
+    for j = 1, #f, 2 do
+      local name = f[j]
+      if name == 'k' then k = f[j + 1] elseif name == 'u' then u = f[j + 1]
+      elseif name == 'a' then a = f[j + 1] end
+    end
+    if (not kinds or kinds[k])
+      and (user == '*' or (user == '-' and not u) or (u and '=' .. u == user))
+      and (agent == '*' or not a or (agent ~= '-' and '=' .. a == agent)) then
+      out[#out + 1] = row[1]
+      out[#out + 1] = f
+      if (#out - 1) / 2 >= limit then return out end
+    end
+  end
+  if #rows < chunk then return out end
+  start = '(' .. rows[#rows][1]
+end
+"""
+
+# ARGV[2] = cutoff (µs), ARGV[3] = limit: deletes the oldest events, at most ``limit``,
+# up to the first not older than the cutoff, and raises the floor to the last one deleted.
+# Returns how many went. (The stream keeps its last ID when emptied: numbers never repeat.)
+_EVENTS_PRUNE = """
+local fe, cutoff = idx .. 'fe', tonumber(ARGV[2])
+local last = nil
+for _, row in ipairs(redis.call('XRANGE', fe, '-', '+', 'COUNT', tonumber(ARGV[3]))) do
+  local f, t = row[2], nil
+  for j = 1, #f, 2 do if f[j] == 't' then t = tonumber(f[j + 1]) end end
+  if not t or t >= cutoff then break end
+  last = tonumber(string.match(row[1], '%-(%d+)$'))
+end
+if not last then return 0 end
+local n = redis.call('XTRIM', fe, 'MINID', string.format('0-%d', last + 1))
+local floor = tonumber(redis.call('HGET', idx .. 'fm', 'floor') or '0')
+if last > floor then redis.call('HSET', idx .. 'fm', 'floor', string.format('%d', last)) end
 return n
 """
 
@@ -265,6 +380,8 @@ S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
 S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
 S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
 S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
+S_EVENTS_LIST = Script(_EVENTS_LIST, prelude=TENANT_PRELUDE)
+S_EVENTS_PRUNE = Script(_EVENTS_PRUNE, prelude=TENANT_PRELUDE)
 S_SNAPSHOT_SAVE = Script(_SNAPSHOT_SAVE, prelude="")
 S_SNAPSHOT_DELETE = Script(_SNAPSHOT_DELETE, prelude="")
 S_FORGET_SNAPSHOT = Script(_FORGET_SNAPSHOT, prelude="")

@@ -32,12 +32,14 @@ local t = thread()
 redis.call('DEL', zkey(t[10]), hkey(t[10]))
 touch()
 index(t, ARGV[5], true)
+emit('thread.created', t[3], t[4], t[1])
 return 1
 """
 
 # ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
 # ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
-# its position, fingerprint or "") per entry. Returns status, branch, the thread's 10 fields,
+# its position, fingerprint or "", role) per entry (the role for the change feed's event:
+# no decoding of the JSON). Returns status, branch, the thread's 10 fields,
 # then per entry its position and "" (new) or the stored member (idempotent replay); or
 # {'CONFLICT', key} (nothing written) when a stored key's member has another fingerprint
 # (its 13th element; members without one match any payload), or {'TAKEN', id, branch}
@@ -57,8 +59,9 @@ elseif redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then
   return {'NOBRANCH', b}
 end
 local z, h = zkey(b), hkey(b)
+local on = feed()
 local replay = {}  -- ARGV index -> {position, member}: found before anything is written
-for i = 8, #ARGV, 4 do
+for i = 8, #ARGV, 5 do
   local key, fp = ARGV[i], ARGV[i + 3]
   local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
   if found then
@@ -79,7 +82,7 @@ if last[2] then pos = tonumber(last[2]) end
 redis.call('HSET', tkey, 'up', ARGV[7])
 t[9] = ARGV[7]
 local out = {'OK', b, cjson.encode(t)}
-for i = 8, #ARGV, 4 do
+for i = 8, #ARGV, 5 do
   local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local hit = replay[i]
   if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
@@ -99,6 +102,9 @@ for i = 8, #ARGV, 4 do
       redis.call('HSET', h, 'i:' .. id, pos, 'k:' .. key, id)
     else
       redis.call('HSET', h, 'i:' .. id, pos)
+    end
+    if on then
+      emit('entry.added', t[3], t[4], t[1], id, {branch = b, role = ARGV[i + 4]})
     end
     out[#out + 1] = pos
     out[#out + 1] = ''
@@ -121,9 +127,16 @@ local n = tonumber(ARGV[6])
 if n > 0 then redis.call('HDEL', tkey, unpack(ARGV, 7, 6 + n)) end
 if #ARGV >= 7 + n then redis.call('HSET', tkey, unpack(ARGV, 7 + n)) end
 redis.call('HSET', tkey, 'up', ARGV[4])
+local was = t
 t = thread()
 touch()
 index(t, ARGV[4])
+for _, f in ipairs({3, 4, 5, 6, 7, 10}) do  -- owner, title, metadata, status, branch
+  if was[f] ~= t[f] then
+    emit('thread.updated', t[3], t[4], t[1])
+    break
+  end
+end
 local out = {'OK'}
 for i = 1, 10 do out[#out + 1] = t[i] end
 return out
@@ -132,8 +145,10 @@ return out
 # ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
 # vectors}: the entry vectors go with the thread; their entries in the tenant's "ev:" index
 # are dropped here on a single node, or returned ({model, {ids}, ...}) for the caller.
+# One "thread.deleted" event, none for its entries; none with an owner (``forget_user``,
+# which records one "user.forgotten" at its end).
 _DELETE = """
-local t = redis.call('HMGET', tkey, 'id', 'u')
+local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
 if not t[1] then return {0, 0, '', {}} end
 if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
 local n, gone = 0, {}
@@ -159,6 +174,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
   end
 end
 redis.call('DEL', tkey)
+if ARGV[4] == '' then emit('thread.deleted', t[2], t[3], t[1]) end
 if idx ~= '' then
   redis.call('ZREM', idx .. 'threads', t[1])
   if t[2] then
@@ -223,11 +239,13 @@ return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
 _DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
-local n = 0
+local n, o = 0, feed() and owner()
 for i = 5, #ARGV do
   local p = redis.call('HGET', h, 'i:' .. ARGV[i])
   if p then
-    forget(h, redis.call('ZRANGEBYSCORE', z, p, p))
+    local gone = redis.call('ZRANGEBYSCORE', z, p, p)
+    forget(h, gone)
+    if o then emit_entries('entry.deleted', o, b, gone) end
     redis.call('ZREMRANGEBYSCORE', z, p, p)
     n = n + 1
   end
@@ -290,6 +308,7 @@ local p = redis.call('HGET', h, 'i:' .. ARGV[5])
 if not p then return -2 end
 local doomed = redis.call('ZRANGEBYSCORE', z, '(' .. p, '+inf')
 forget(h, doomed)
+if feed() then emit_entries('entry.deleted', owner(), b, doomed) end
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
 return #doomed
@@ -298,6 +317,7 @@ return #doomed
 # ARGV[4] = branch. Returns -1 (no thread) or how many went.
 _CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
+if feed() then emit_entries('entry.deleted', owner(), b, redis.call('ZRANGE', zkey(b), 0, -1)) end
 redis.call('DEL', zkey(b), hkey(b))
 touch()
 return n
@@ -328,6 +348,7 @@ if p then
   redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
 end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
+if feed() then emit_entries('entry.added', owner(), name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
 return 'OK'
 """
@@ -338,6 +359,9 @@ local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
 if t[2] == ARGV[4] then return -2 end
 if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
+if feed() then
+  emit_entries('entry.deleted', owner(), ARGV[4], redis.call('ZRANGE', zkey(ARGV[4]), 0, -1))
+end
 redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
 touch()
 return 1
@@ -358,6 +382,13 @@ for i, m in ipairs(doomed) do
   if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
 end
 forget(h, doomed)
+if feed() then
+  local o = {t[1], t[3], t[4]}
+  emit_entries('entry.deleted', o, b, doomed)
+  if ARGV[9] ~= '' then
+    emit('entry.added', o[2], o[3], o[1], ARGV[7], {branch = b, role = cjson.decode(ARGV[9])[3]})
+  end
+end
 redis.call('ZREMRANGEBYSCORE', z, '-inf', through)
 if ARGV[9] ~= '' then
   redis.call('ZADD', z, through, '[' .. through .. ',' .. string.sub(ARGV[9], 2))
@@ -397,10 +428,12 @@ for i = 5, #ARGV, 3 do
   if not p or redis.call('ZRANGEBYSCORE', z, p, p)[1] ~= ARGV[i + 1] then return -2 end
   pos[#pos + 1] = p
 end
+local o = feed() and owner()
 for j, p in ipairs(pos) do
   local i = 5 + (j - 1) * 3
   redis.call('ZREM', z, ARGV[i + 1])
   redis.call('ZADD', z, p, ARGV[i + 2])
+  if o then emit_entries('entry.updated', o, ARGV[4], {ARGV[i + 2]}) end
 end
 touch()
 return #pos

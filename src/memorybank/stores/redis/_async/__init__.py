@@ -37,7 +37,10 @@ key is escaped: ``%``, ``:``, ``{`` and ``}`` become ``%25``, ``%3A``, ``%7B``,
     P{tenant}:su:<user>         set    run ids whose snapshot <user> owns
     P{tenant}:sum:<agent>       list   summaries, oldest first (JSON [id, user, content, at])
     P{tenant}:sumu:<user>       set    agents holding summaries of <user>
-    Pschema_version             string layout version (index into ``MIGRATIONS``): 2
+    P{tenant}:fe                stream the change feed's events (``_events``)
+    P{tenant}:fm                hash   the change feed's floor
+    Pevents                     hash   the change feed's switch (absent: off)
+    Pschema_version             string layout version (index into ``MIGRATIONS``): 4
 
 Scale-out: every key of a thread carries the hash tag ``{tenant:thread}``, so a
 thread lives in one Redis Cluster slot and every thread operation is one Lua script
@@ -137,7 +140,8 @@ Modules: ``_base`` (client, options, script calls, migrations, the tenant indexe
 kept apart with ``cluster=True``), ``_threads`` (threads, branches), ``_entries``
 (entries, compaction), ``_runs`` (working memory, snapshots), ``_scope`` (what a
 listing or search reads), ``_records`` (records, summaries), ``_search`` (keyword
-and vector search, vectors), ``_forget`` (``forget_user``); each is a mixin of
+and vector search, vectors), ``_forget`` (``forget_user``), ``_events`` (the change
+feed); each is a mixin of
 ``AsyncRedisStore`` below. The I/O-free parts are shared with the sync twin:
 the Lua scripts (``memorybank.stores.redis.lua``, ``_redis_lua_threads``,
 ``_redis_lua_tenant``) and the key and value encoding (``_redis_codec``).
@@ -149,6 +153,7 @@ from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis._async._atomic import RedisAtomic
 from memorybank.stores.redis._async._base import MIGRATIONS
 from memorybank.stores.redis._async._entries import RedisEntries
+from memorybank.stores.redis._async._events import RedisEvents
 from memorybank.stores.redis._async._forget import RedisForget
 from memorybank.stores.redis._async._records import RedisRecords
 from memorybank.stores.redis._async._runs import RedisRuns
@@ -159,7 +164,14 @@ __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 
 
 class AsyncRedisStore(
-    RedisThreads, RedisEntries, RedisRuns, RedisRecords, RedisSearch, RedisForget, RedisAtomic
+    RedisThreads,
+    RedisEntries,
+    RedisRuns,
+    RedisRecords,
+    RedisSearch,
+    RedisForget,
+    RedisEvents,
+    RedisAtomic,
 ):
     """Memory in Redis 7: one Lua script per thread operation, TTLs per thread.
 
@@ -181,5 +193,6 @@ class AsyncRedisStore(
             Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
+            Capability.EVENTS,  # not with cluster=True (``_events``)
         }
     )

@@ -113,6 +113,8 @@ class RedisAtomic(RedisBase):
     async def _restore(self, tenant: str) -> None:
         """Put the tenant back as journaled (a rollback; safe to repeat)."""
         j = self._journal(tenant)
+        feed = self._idx(tenant) + "fe"
+        drawn = await self._feed_drawn(feed)
         keys = await self._tenant_keys(tenant)
         for start in range(0, len(keys), CHUNK):
             async with self._client.pipeline(transaction=False) as pipe:
@@ -129,6 +131,19 @@ class RedisAtomic(RedisBase):
                     if payload is not None:
                         pipe.restore(key, int(ttl or 0), payload, replace=True)
                 await pipe.execute()
+        if drawn > await self._feed_drawn(feed):
+            await self._keep_drawn(feed, drawn)
+
+    async def _keep_drawn(self, feed: str, drawn: int) -> None:
+        """After a rollback: the feed's events are the journal's, but its numbers go on
+        from the last one drawn in the block (a reader may have seen those: a number
+        never comes again). An absent stream is made, empty, with that last ID."""
+        if await self._client.exists(feed):
+            client: Any = self._client  # redis-py has no typed XSETID method
+            await client.execute_command("XSETID", feed, f"0-{drawn}")
+        else:
+            await self._client.xadd(feed, {"k": "-"}, id=f"0-{drawn}")
+            await self._client.xdel(feed, f"0-{drawn}")
 
     async def _forget_journal(self, tenant: str) -> None:
         j = self._journal(tenant)

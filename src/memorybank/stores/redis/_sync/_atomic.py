@@ -114,6 +114,8 @@ class RedisAtomic(RedisBase):
     def _restore(self, tenant: str) -> None:
         """Put the tenant back as journaled (a rollback; safe to repeat)."""
         j = self._journal(tenant)
+        feed = self._idx(tenant) + "fe"
+        drawn = self._feed_drawn(feed)
         keys = self._tenant_keys(tenant)
         for start in range(0, len(keys), CHUNK):
             with self._client.pipeline(transaction=False) as pipe:
@@ -130,6 +132,19 @@ class RedisAtomic(RedisBase):
                     if payload is not None:
                         pipe.restore(key, int(ttl or 0), payload, replace=True)
                 pipe.execute()
+        if drawn > self._feed_drawn(feed):
+            self._keep_drawn(feed, drawn)
+
+    def _keep_drawn(self, feed: str, drawn: int) -> None:
+        """After a rollback: the feed's events are the journal's, but its numbers go on
+        from the last one drawn in the block (a reader may have seen those: a number
+        never comes again). An absent stream is made, empty, with that last ID."""
+        if self._client.exists(feed):
+            client: Any = self._client  # redis-py has no typed XSETID method
+            client.execute_command("XSETID", feed, f"0-{drawn}")
+        else:
+            self._client.xadd(feed, {"k": "-"}, id=f"0-{drawn}")
+            self._client.xdel(feed, f"0-{drawn}")
 
     def _forget_journal(self, tenant: str) -> None:
         j = self._journal(tenant)

@@ -16,6 +16,7 @@ import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
 from memorybank.records import Thread
+from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis.codec import (
     CHUNK,
     as_str,
@@ -45,10 +46,14 @@ from memorybank.stores.vectors._sync.source import CachedVectorStore
 #: ``u0`` from the tenant indexes (SCAN, idempotent) before running its body.
 #: Version 3 adds the vector cache's stamps and logs (``vs:``, ``vl:``), backfilled
 #: by the client from the ``ev:`` and ``rv:`` hashes (SCAN, idempotent) first.
+#: Version 4 adds the change feed (``_events``): nothing to create, but a process of an
+#: older layout would write without recording events while the feed is on, so it must
+#: refuse the data from then on.
 MIGRATIONS: list[str] = [
     "",
     "-- v2: records, vectors, u0 (backfilled by the client first)\n",
     "-- v3: vector stamps and logs (backfilled by the client first)\n",
+    "-- v4: the change feed (written by the write scripts)\n",
 ]
 
 
@@ -74,6 +79,8 @@ class RedisBase(CachedVectorStore):
         self._working_ttl = ttl_ms(working_ttl, "working_ttl")
         self._snapshot_ttl = ttl_ms(snapshot_ttl, "snapshot_ttl")
         self._cluster = cluster or isinstance(client, RedisClusterClient)
+        if self._cluster:  # no change feed in the cluster layout (``_events``)
+            self.capabilities = type(self).capabilities - {Capability.EVENTS}
         self._owns = _owns_client
         self._closed = False
         self._schema_ok = False
@@ -163,11 +170,27 @@ class RedisBase(CachedVectorStore):
             self._client.script_load(script.source)
             return self._client.evalsha(script.sha, len(keys), *keys, *args)
 
+    def _feed_switch(self) -> str:
+        """The change feed's switch (a hash: ``keep`` seconds; absent: off)."""
+        return self._prefix + "events"
+
+    def _feed_drawn(self, feed: str) -> int:
+        """The last number a tenant's change feed (its stream ``feed``) drew (0: none)."""
+        if not self._client.exists(feed):
+            return 0
+        info = self._client.xinfo_stream(feed)
+        return int(as_str(info["last-generated-id"]).partition("-")[2])
+
+    def _keys(self, key: str) -> tuple[str, ...]:
+        """A script's keys: ``key`` of its slot, then (on a single node) the feed's switch,
+        which the write scripts read (``memorybank.stores.redis.lua``: ``feed()``)."""
+        return (key,) if self._cluster else (key, self._feed_switch())
+
     def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
         self._ready()
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
-        return self._eval(script, (base + "t",), (base, self._ttl, idx, *args))
+        return self._eval(script, self._keys(base + "t"), (base, self._ttl, idx, *args))
 
     def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
         """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
@@ -331,7 +354,7 @@ class RedisBase(CachedVectorStore):
         """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
         self._ready()
         idx = self._idx(tenant)
-        return self._eval(script, (idx + "threads",), (idx, *args))
+        return self._eval(script, self._keys(idx + "threads"), (idx, *args))
 
     def close(self) -> None:
         if self._closed:

@@ -61,7 +61,7 @@ class RedisEntries(RedisBase):
         texts = [entry_json(e) for e in entries]
         args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
-            args += [new.idempotency_key or "", new.id, text, new.fingerprint or ""]
+            args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
         with self._op():
             out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
             status = as_str(out[0])

@@ -1,0 +1,143 @@
+"""RedisEvents: the Redis store's change feed (``Capability.EVENTS`` on a single node).
+
+Same semantics as the SQL stores' (``memorybank.stores.sql.events``): every change is
+recorded atomically with it, in the Lua script that makes the change
+(``memorybank.stores.redis.lua``: ``feed()``, ``emit``). Keys::
+
+    Pevents                 hash    the switch: keep -> seconds (absent: the feed is off)
+    P{tenant}:fe            stream  the tenant's events, ID "0-<number>": k (kind),
+                                    t (µs), u, a, h (thread), i (item), d (JSON data)
+    P{tenant}:fm            hash    floor -> the highest number pruned or expired
+
+Why a stream. The cursor must grow per tenant in commit order, and never repeat. Redis
+runs one script at a time, so any number drawn inside the writing script is in commit
+order already; ``XADD key 0-* ...`` draws it from the stream itself (the sequence part
+of the ID after the stream's last one), with no counter key of its own, and the stream
+keeps its last ID when entries are deleted or trimmed (even when it is emptied), so a
+number never comes again. The stream answers ``after=N`` with ``XRANGE (0-N +``
+(O(log n) to the first one), is pruned with ``XTRIM MINID`` and stores events in
+listpacks (less memory than a sorted set with a hash beside it). The stream lives in
+the tenant's slot (``{tenant}``), as the tenant's other data.
+
+Off costs one ``EXISTS`` of the switch inside each write script (passed as its second
+key; nothing more while it is absent). Enabling a feed that was off raises every
+tenant's floor above the last number drawn, so cursors from before expire; disabling
+deletes the switch (events stay readable until pruned).
+
+``forget_user``: its thread deletes record nothing; its last script (the records')
+deletes the user's events and records one ``user.forgotten``.
+
+Scale-out: with ``cluster=True`` a script touches its own slot only, and a thread's
+writes are not in its tenant's slot, so no event could be written atomically with
+them: the cluster layout has no feed (``Capability.EVENTS`` is not claimed;
+``events_enable`` raises ``ConfigurationError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memorybank.errors import ConfigurationError, CursorExpired
+from memorybank.events.types import Event, cursor_number
+from memorybank.stores.contract.types import Unset
+from memorybank.stores.redis._async._base import RedisBase
+from memorybank.stores.redis.codec import as_str, glob_escape, who
+from memorybank.stores.redis.lua_tenant import S_EVENTS_LIST, S_EVENTS_PRUNE
+from memorybank.stores.sql.common import to_us
+from memorybank.stores.sql.events import event_of_row
+
+__all__ = ["RedisEvents"]
+
+
+def _event(number: bytes | str, fields: Sequence[Any]) -> Event:
+    """The ``Event`` of a stream entry (ID ``0-<number>``, fields as stored by ``emit``)."""
+    f = {as_str(fields[i]): as_str(fields[i + 1]) for i in range(0, len(fields), 2)}
+    seq = int(as_str(number).partition("-")[2])
+    row = (seq, f["k"], int(f["t"]), f.get("u"), f.get("a"), f.get("h"), f.get("i"), f.get("d"))
+    return event_of_row(row)
+
+
+class RedisEvents(RedisBase):
+    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
+
+    def _no_cluster(self) -> None:
+        if self._cluster:
+            raise ConfigurationError(
+                "the Redis store keeps no change feed with cluster=True (a thread's write"
+                " and its tenant's feed are in different slots)"
+            )
+
+    async def events_enable(self, *, keep: timedelta) -> None:
+        self._no_cluster()
+        seconds = max(1, int(keep.total_seconds()))
+        switch = self._feed_switch()
+        with self._op():
+            await self._ready()
+            if not await self._client.exists(switch):
+                await self._raise_floors()  # the changes while off were not recorded
+            await self._client.hset(switch, "keep", seconds)
+
+    async def _raise_floors(self) -> None:
+        """Every tenant's floor above its last number drawn (the feed is off: no script
+        draws one meanwhile)."""
+        pattern = glob_escape(self._prefix) + "{*}:fe"
+        async for key in self._client.scan_iter(match=pattern, count=1000, _type="stream"):
+            name = as_str(key)
+            tag = name[len(self._prefix) + 1 : -len("}:fe")]
+            if ":" in tag or "{" in tag or "}" in tag:
+                continue  # not a tenant's feed
+            last = await self._feed_drawn(name)
+            await self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
+
+    async def events_disable(self) -> None:
+        self._no_cluster()
+        with self._op():
+            await self._ready()
+            await self._client.delete(self._feed_switch())
+
+    async def events_keep(self) -> timedelta | None:
+        if self._cluster:
+            return None
+        with self._op():
+            await self._ready()
+            seconds = await self._client.hget(self._feed_switch(), "keep")
+        return None if seconds is None else timedelta(seconds=int(seconds))
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        number = cursor_number(after)
+        if self._cluster:
+            return []
+        check = "0" if after is None else "1"
+        with self._op():
+            out = await self._tenant_eval(
+                S_EVENTS_LIST, tenant, number, check, limit, who(user_id), who(agent_id),
+                *(kinds or ()),
+            )  # fmt: skip
+        if as_str(out[0]) == "EXPIRED":
+            raise CursorExpired(
+                f"cursor {after} is older than the events kept (from {int(out[1])}):"
+                " read the state afresh and follow from after=None"
+            )
+        return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
+
+    async def events_prune(self, tenant: str, *, limit: int) -> int:
+        if self._cluster:
+            return 0
+        with self._op():
+            await self._ready()
+            seconds = await self._client.hget(self._feed_switch(), "keep")
+            if seconds is None:
+                return 0
+            cutoff = to_us(datetime.now(UTC) - timedelta(seconds=int(seconds)))
+            return int(await self._tenant_eval(S_EVENTS_PRUNE, tenant, cutoff, limit))
