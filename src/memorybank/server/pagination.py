@@ -11,22 +11,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Query
+from fastapi import Depends, Query
 
 from memorybank.errors import InvalidInput
+from memorybank.server.models import Page
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "CURSOR_PATTERN",
     "DEFAULT_LIMIT",
     "ENTITY_CURSOR_PREFIX",
     "MAX_LIMIT",
+    "AgentQuery",
     "CursorQuery",
     "LimitQuery",
+    "OwnerDep",
+    "UserQuery",
     "decode_cursor",
     "encode_cursor",
     "first_n_page",
+    "opt",
 ]
 
 T = TypeVar("T")
@@ -68,13 +74,34 @@ def decode_cursor(cursor: str | None) -> int:
 
 async def first_n_page(
     fetch: Callable[[int | None], Awaitable[Sequence[T]]], limit: int, cursor: str | None
-) -> tuple[list[T], str | None]:
+) -> Page[T]:
     """A page of a list the library can only cut from its start (``fetch(n)``: the
     first ``n`` items, ``None``: all): items ``[offset, offset + limit)`` and the
     next cursor. Costs a read of ``offset + limit + 1`` items."""
     offset = decode_cursor(cursor)
     want = offset + limit + 1
     items = list(await fetch(want if want < 2**31 else None))
-    page = items[offset : offset + limit]
     more = len(items) > offset + limit
-    return page, encode_cursor(offset + limit) if more else None
+    return Page[T](
+        items=items[offset : offset + limit],
+        next_cursor=encode_cursor(offset + limit) if more else None,
+    )
+
+
+def opt(value: str | None) -> Any:
+    """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
+    return UNSET if value is None else value
+
+
+AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
+UserQuery = Annotated[
+    str | None, Query(description="User (left out: the caller's scope, X-User-Id).")
+]
+
+
+async def _owner(agent_id: AgentQuery = None, user_id: UserQuery = None) -> dict[str, Any]:
+    return {"agent_id": opt(agent_id), "user_id": opt(user_id)}
+
+
+#: The ``agent_id`` and ``user_id`` query parameters, as the verb's keyword arguments.
+OwnerDep = Annotated[dict[str, Any], Depends(_owner)]

@@ -15,7 +15,7 @@ neighbours by position. Traversals and paths are bounded by their own
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
@@ -48,26 +48,17 @@ from memorybank.server.pagination import (
     ENTITY_CURSOR_PREFIX,
     CursorQuery,
     LimitQuery,
+    OwnerDep,
     first_n_page,
 )
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 
-AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
-UserQuery = Annotated[
-    str | None, Query(description="User (left out: the caller's scope, X-User-Id).")
-]
 TypesQuery = Annotated[list[str] | None, Query(description="Only these relation types.")]
 AsOfQuery = Annotated[
     datetime | None, Query(description="Valid time: the graph as it held at this time.")
 ]
 _NO_CONTENT = Response(status_code=204)
-
-
-def _opt(value: str | None) -> Any:
-    """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
-    return UNSET if value is None else value
 
 
 def _entity_cursor(entity_id: str) -> str:
@@ -102,20 +93,18 @@ def router() -> APIRouter:
     @api.get("/entities", summary="Find entities (by name or alias), oldest first")
     async def find_entities(
         memory: MemoryDep,
+        owner: OwnerDep,
         name: Annotated[
             str | None, Query(description="Case-insensitive, over names and aliases.")
         ] = None,
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
         min_confidence: float | None = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
         found = await memory.graph.find_entities(
             name,
-            agent_id=_opt(agent_id),
-            user_id=_opt(user_id),
+            **owner,
             types=types,
             min_confidence=min_confidence,
             limit=limit + 1,
@@ -130,65 +119,42 @@ def router() -> APIRouter:
     @api.get("/entities/search", summary="Entities best matching a query, best first")
     async def search_entities(
         memory: MemoryDep,
+        owner: OwnerDep,
         query: Annotated[str, Query(description="Words of a name, alias or observation.")],
         k: Annotated[int, Query(ge=0, le=1000)] = 10,
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
     ) -> Page[EntityOut]:
         """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null)."""
-        found = await memory.graph.search_entities(
-            query, k=k, types=types, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+        found = await memory.graph.search_entities(query, k=k, types=types, **owner)
         return Page[EntityOut](items=_entities(found))
 
     @api.get("/entities/{entity_id}", summary="Get an entity")
-    async def get_entity(
-        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> EntityOut:
-        entity = await memory.graph.get_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+    async def get_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> EntityOut:
+        entity = await memory.graph.get_entity(entity_id, **owner)
         if entity is None:
             raise NotFound(f"entity {entity_id!r} not found")
         return EntityOut.model_validate(entity)
 
     @api.patch("/entities/{entity_id}", summary="Replace some fields of an entity")
     async def update_entity(
-        entity_id: str,
-        body: EntityPatch,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: EntityPatch, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.update_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.update_entity(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.delete(
         "/entities/{entity_id}", status_code=204, summary="Delete an entity and its relations"
     )
-    async def delete_entity(
-        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Response:
-        if not await memory.graph.delete_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        ):
+    async def delete_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
+        if not await memory.graph.delete_entity(entity_id, **owner):
             raise NotFound(f"entity {entity_id!r} not found")
         return _NO_CONTENT
 
     @api.post("/entities/{entity_id}/observations", summary="Add observations to an entity")
     async def add_observations(
-        entity_id: str,
-        body: ObservationsIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: ObservationsIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.add_observations(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.add_observations(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.post(
@@ -196,34 +162,23 @@ def router() -> APIRouter:
         summary="Delete observations of an entity (unknown ones are ignored)",
     )
     async def delete_observations(
-        entity_id: str,
-        body: ObservationsDeleteIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: ObservationsDeleteIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.delete_observations(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.delete_observations(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.post("/entities/{entity_id}/merge", summary="Fold another entity into this one")
     async def merge_entities(
-        entity_id: str,
-        body: MergeIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: MergeIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.merge_entities(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.merge_entities(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.get("/entities/{entity_id}/relations", summary="An entity's relations, oldest first")
     async def entity_relations(
         entity_id: str,
         memory: MemoryDep,
+        owner: OwnerDep,
         direction: Direction = "both",
         types: TypesQuery = None,
         as_of: AsOfQuery = None,
@@ -231,8 +186,6 @@ def router() -> APIRouter:
         include_inferred: bool = False,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[RelationOut]:
@@ -246,18 +199,17 @@ def router() -> APIRouter:
                 include_inferred=include_inferred,
                 min_weight=min_weight,
                 min_confidence=min_confidence,
-                agent_id=_opt(agent_id),
-                user_id=_opt(user_id),
+                **owner,
             )
             return [RelationOut.model_validate(r) for r in found[:n]]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[RelationOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/entities/{entity_id}/neighbors", summary="Entities within `depth` hops")
     async def neighbors(
         entity_id: str,
         memory: MemoryDep,
+        owner: OwnerDep,
         depth: Annotated[int, Query(ge=1, le=10)] = 1,
         direction: Direction = "both",
         types: TypesQuery = None,
@@ -266,8 +218,6 @@ def router() -> APIRouter:
         as_of: AsOfQuery = None,
         include_invalid: bool = False,
         include_inferred: bool = False,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
@@ -283,13 +233,11 @@ def router() -> APIRouter:
                 as_of=as_of,
                 include_invalid=include_invalid,
                 include_inferred=include_inferred,
-                agent_id=_opt(agent_id),
-                user_id=_opt(user_id),
+                **owner,
             )
             return _entities(found)
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[EntityOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     # -- relations --------------------------------------------------------------------
 
@@ -299,27 +247,17 @@ def router() -> APIRouter:
         return RelationOut.model_validate(relation)
 
     @api.get("/relations/{relation_id}", summary="Get a relation (current or not)")
-    async def get_relation(
-        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> RelationOut:
-        relation = await memory.graph.get_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+    async def get_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> RelationOut:
+        relation = await memory.graph.get_relation(relation_id, **owner)
         if relation is None:
             raise NotFound(f"relation {relation_id!r} not found")
         return RelationOut.model_validate(relation)
 
     @api.patch("/relations/{relation_id}", summary="Change some fields of a relation")
     async def update_relation(
-        relation_id: str,
-        body: RelationPatch,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        relation_id: str, body: RelationPatch, memory: MemoryDep, owner: OwnerDep
     ) -> RelationOut:
-        relation = await memory.graph.update_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        relation = await memory.graph.update_relation(relation_id, **owner, **body.arguments())
         return RelationOut.model_validate(relation)
 
     @api.post(
@@ -327,24 +265,14 @@ def router() -> APIRouter:
         summary="Mark a relation as no longer holding (kept in history)",
     )
     async def invalidate_relation(
-        relation_id: str,
-        body: InvalidateIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        relation_id: str, body: InvalidateIn, memory: MemoryDep, owner: OwnerDep
     ) -> RelationOut:
-        relation = await memory.graph.invalidate_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        relation = await memory.graph.invalidate_relation(relation_id, **owner, **body.arguments())
         return RelationOut.model_validate(relation)
 
     @api.delete("/relations/{relation_id}", status_code=204, summary="Delete a relation for good")
-    async def delete_relation(
-        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Response:
-        if not await memory.graph.delete_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        ):
+    async def delete_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
+        if not await memory.graph.delete_relation(relation_id, **owner):
             raise NotFound(f"relation {relation_id!r} not found")
         return _NO_CONTENT
 
@@ -361,6 +289,7 @@ def router() -> APIRouter:
     )
     async def shortest_path(
         memory: MemoryDep,
+        owner: OwnerDep,
         source_id: str,
         target_id: str,
         max_depth: Annotated[int, Query(ge=1, le=20)] = 6,
@@ -369,8 +298,6 @@ def router() -> APIRouter:
         as_of: AsOfQuery = None,
         include_invalid: bool = False,
         include_inferred: bool = False,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
     ) -> PathOut | None:
         path = await memory.graph.shortest_path(
             source_id,
@@ -381,8 +308,7 @@ def router() -> APIRouter:
             as_of=as_of,
             include_invalid=include_invalid,
             include_inferred=include_inferred,
-            agent_id=_opt(agent_id),
-            user_id=_opt(user_id),
+            **owner,
         )
         if path is None:
             return None
@@ -394,10 +320,8 @@ def router() -> APIRouter:
         )
 
     @api.get("/stats", summary="Counts of the entities and relations the caller sees")
-    async def stats(
-        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> GraphStatsOut:
-        found = await memory.graph.stats(agent_id=_opt(agent_id), user_id=_opt(user_id))
+    async def stats(memory: MemoryDep, owner: OwnerDep) -> GraphStatsOut:
+        found = await memory.graph.stats(**owner)
         return GraphStatsOut.model_validate(found)
 
     @api.post("/infer", summary="Materialise inferred relations; the new ones")
@@ -407,10 +331,8 @@ def router() -> APIRouter:
         return Page[RelationOut](items=[RelationOut.model_validate(r) for r in found])
 
     @api.delete("", summary="Delete the graph owned by exactly this agent and user")
-    async def clear(
-        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Count:
-        count = await memory.graph.clear(agent_id=_opt(agent_id), user_id=_opt(user_id))
+    async def clear(memory: MemoryDep, owner: OwnerDep) -> Count:
+        count = await memory.graph.clear(**owner)
         return Count(count=count)
 
     return api

@@ -101,8 +101,7 @@ def router() -> APIRouter:
             )
             return [ThreadOut.model_validate(t) for t in threads]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[ThreadOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/{thread_id}", tags=["threads"], summary="Get a thread")
     async def get_thread(thread_id: str, memory: MemoryDep) -> ThreadOut:
@@ -265,8 +264,7 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[BranchOut]:
             return [BranchOut.model_validate(b) for b in await memory.branches.list(thread_id)]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[BranchOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.delete(
         "/{thread_id}/branches/{name}", status_code=204, tags=["branches"], summary="Delete"
