@@ -22,11 +22,11 @@ from memorybank.server.ui._views import (
     Viewer,
     _confirmed,
     _context,
-    _page,
     _redirect,
     _refused,
     _required,
     _root,
+    viewed,
 )
 
 __all__ = ["register"]
@@ -53,55 +53,47 @@ def register(r: APIRouter) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
     @r.get("/fact/edit")
-    async def fact_form(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            fact_id = _required(id)
-            found = await viewer.memory.facts.get(fact_id)
-            if found is None:
-                raise NotFound(f"fact {fact_id!r} not found")
-            ctx = _context(request, viewer, "Edit fact", fact=found)
-            return render("fact_edit.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def fact_form(request: Request, viewer: Viewer, id: str = "") -> Response:
+        fact_id = _required(id)
+        found = await viewer.memory.facts.get(fact_id)
+        if found is None:
+            raise NotFound(f"fact {fact_id!r} not found")
+        ctx = _context(request, viewer, "Edit fact", fact=found)
+        return render("fact_edit.html", **ctx)
 
     @r.post("/fact/edit")
-    async def fact_edit(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            checked = await _checked(request, viewer)
-            if isinstance(checked, Response):
-                return checked
-            form, fact_id = checked
-            await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
-            return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
-
-        return await _page(request, view)
+    @viewed
+    async def fact_edit(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer)
+        if isinstance(checked, Response):
+            return checked
+        form, fact_id = checked
+        await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
+        return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
 
     @r.get("/entity/edit")
-    async def entity_form(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            entity_id = _required(id)
-            found = await viewer.memory.graph.get_entity(entity_id)
-            if found is None:
-                raise NotFound(f"entity {entity_id!r} not found")
-            ctx = _context(request, viewer, "Edit entity", entity=found)
-            return render("entity_edit.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def entity_form(request: Request, viewer: Viewer, id: str = "") -> Response:
+        entity_id = _required(id)
+        found = await viewer.memory.graph.get_entity(entity_id)
+        if found is None:
+            raise NotFound(f"entity {entity_id!r} not found")
+        ctx = _context(request, viewer, "Edit entity", entity=found)
+        return render("entity_edit.html", **ctx)
 
     @r.post("/entity/edit")
-    async def entity_edit(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            checked = await _checked(request, viewer)
-            if isinstance(checked, Response):
-                return checked
-            form, entity_id = checked
-            await viewer.memory.graph.update_entity(
-                entity_id,
-                name=form.get("name", ""),
-                aliases=_lines(form.get("aliases", "")),
-                observations=_lines(form.get("observations", "")),
-            )
-            target = quote(entity_id, safe="")
-            return _redirect(f"{_root(request)}/graph?entity={target}&saved=1")
-
-        return await _page(request, view)
+    @viewed
+    async def entity_edit(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer)
+        if isinstance(checked, Response):
+            return checked
+        form, entity_id = checked
+        await viewer.memory.graph.update_entity(
+            entity_id,
+            name=form.get("name", ""),
+            aliases=_lines(form.get("aliases", "")),
+            observations=_lines(form.get("observations", "")),
+        )
+        target = quote(entity_id, safe="")
+        return _redirect(f"{_root(request)}/graph?entity={target}&saved=1")
