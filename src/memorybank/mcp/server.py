@@ -710,10 +710,6 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         include_facts: bool = FROM_VERB,
         include_graph_context: bool = FROM_VERB,
         include_profile: bool = FROM_VERB,
-        include_graph: Annotated[
-            bool | None,
-            Field(description="Deprecated: the old name of include_graph_context"),
-        ] = None,
     ) -> ContextResult:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -730,7 +726,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 current_input=current_input,
                 system_prompt=system_prompt,
                 include_facts=include_facts,
-                include_graph_context=include_graph_context or bool(include_graph),
+                include_graph_context=include_graph_context,
                 include_profile=include_profile,
             )
             return {
