@@ -15,9 +15,9 @@ neighbours by position. Traversals and paths are bounded by their own
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph import Direction, Entity
@@ -59,6 +59,26 @@ AsOfQuery = Annotated[
     datetime | None, Query(description="Valid time: the graph as it held at this time.")
 ]
 _NO_CONTENT = Response(status_code=204)
+
+
+async def _walk(
+    direction: Direction = "both",
+    types: TypesQuery = None,
+    as_of: AsOfQuery = None,
+    include_invalid: bool = False,
+    include_inferred: bool = False,
+) -> dict[str, Any]:
+    return {
+        "direction": direction,
+        "types": types,
+        "as_of": as_of,
+        "include_invalid": include_invalid,
+        "include_inferred": include_inferred,
+    }
+
+
+#: Which relations a walk follows (relations, neighbors, path), as the verb's arguments.
+WalkDep = Annotated[dict[str, Any], Depends(_walk)]
 
 
 def _entity_cursor(entity_id: str) -> str:
@@ -179,11 +199,7 @@ def router() -> APIRouter:
         entity_id: str,
         memory: MemoryDep,
         owner: OwnerDep,
-        direction: Direction = "both",
-        types: TypesQuery = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
+        walk: WalkDep,
         min_weight: float | None = None,
         min_confidence: float | None = None,
         limit: LimitQuery = DEFAULT_LIMIT,
@@ -192,13 +208,9 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[RelationOut]:
             found = await memory.graph.relations(
                 entity_id,
-                direction=direction,
-                types=types,
-                as_of=as_of,
-                include_invalid=include_invalid,
-                include_inferred=include_inferred,
                 min_weight=min_weight,
                 min_confidence=min_confidence,
+                **walk,
                 **owner,
             )
             return [RelationOut.model_validate(r) for r in found[:n]]
@@ -210,14 +222,10 @@ def router() -> APIRouter:
         entity_id: str,
         memory: MemoryDep,
         owner: OwnerDep,
+        walk: WalkDep,
         depth: Annotated[int, Query(ge=1, le=10)] = 1,
-        direction: Direction = "both",
-        types: TypesQuery = None,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
@@ -225,14 +233,10 @@ def router() -> APIRouter:
             found = await memory.graph.neighbors(
                 entity_id,
                 depth=depth,
-                direction=direction,
-                types=types,
                 min_weight=min_weight,
                 min_confidence=min_confidence,
                 limit=n,
-                as_of=as_of,
-                include_invalid=include_invalid,
-                include_inferred=include_inferred,
+                **walk,
                 **owner,
             )
             return _entities(found)
@@ -290,24 +294,16 @@ def router() -> APIRouter:
     async def shortest_path(
         memory: MemoryDep,
         owner: OwnerDep,
+        walk: WalkDep,
         source_id: str,
         target_id: str,
         max_depth: Annotated[int, Query(ge=1, le=20)] = 6,
-        direction: Direction = "both",
-        types: TypesQuery = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
     ) -> PathOut | None:
         path = await memory.graph.shortest_path(
             source_id,
             target_id,
             max_depth=max_depth,
-            direction=direction,
-            types=types,
-            as_of=as_of,
-            include_invalid=include_invalid,
-            include_inferred=include_inferred,
+            **walk,
             **owner,
         )
         if path is None:
