@@ -28,6 +28,7 @@ and the background worker on each tick) once its worker's lease ran out: a kill
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -695,19 +696,11 @@ class Consolidation:
         added: list[str] = []
         if change.reason == "duplicate":
             added = [e for e in loser.source_entries if e not in winner.source_entries]
-        kept = Fact(
-            id=winner.id,
-            agent_id=winner.agent_id,
-            user_id=winner.user_id,
-            content=winner.content,
-            category=winner.category,
-            confidence=winner.confidence,
-            source=winner.source,
+        kept = dataclasses.replace(
+            winner,
             metadata=metadata,
             source_entries=(*winner.source_entries, *added),
-            created_at=winner.created_at,
             updated_at=now,
-            expires_at=winner.expires_at,
             version=winner.version + 1,
         )
         record = fact_record(kept, got_winner.revision + 1)
