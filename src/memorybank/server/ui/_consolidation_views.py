@@ -16,16 +16,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from memorybank.server.ui._render import render
-from memorybank.server.ui._session import check_csrf, read_form
 from memorybank.server.ui._views import (
     Viewer,
-    _confirmed,
+    _checked,
     _context,
     _cut,
     _int,
     _pager,
     _redirect,
-    _refused,
     _required,
     _root,
     viewed,
@@ -92,12 +90,10 @@ def register(r: APIRouter) -> None:
     @r.post("/consolidation/undo")
     @viewed
     async def undo(request: Request, viewer: Viewer) -> Response:
-        form = await read_form(request)
-        run_id = _required(form.get("id"))
-        if not check_csrf(request, form):
-            return _refused(request, viewer, "The form expired or came from another page.")
-        if not _confirmed(form, run_id):
-            return _refused(request, viewer, "The typed id did not match; nothing was undone.")
+        checked = await _checked(request, viewer, "undone")
+        if isinstance(checked, Response):
+            return checked
+        _, run_id = checked
         await viewer.memory.consolidation.undo(run_id)
         target = quote(run_id, safe="")
         return _redirect(f"{_root(request)}/consolidation/run?id={target}")

@@ -17,13 +17,11 @@ from fastapi.responses import Response
 
 from memorybank.errors import NotFound
 from memorybank.server.ui._render import render
-from memorybank.server.ui._session import check_csrf, read_form
 from memorybank.server.ui._views import (
     Viewer,
-    _confirmed,
+    _checked,
     _context,
     _redirect,
-    _refused,
     _required,
     _root,
     viewed,
@@ -35,18 +33,6 @@ __all__ = ["register"]
 def _lines(text: str) -> list[str]:
     """One item a line; blank lines dropped (the library checks each item)."""
     return [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
-
-
-async def _checked(request: Request, viewer: Viewer) -> tuple[dict[str, str], str] | Response:
-    """The form of an edit and its target id, once the CSRF token and the typed id match;
-    else the refusal page (nothing is changed)."""
-    form = await read_form(request)
-    target = _required(form.get("id"))
-    if not check_csrf(request, form):
-        return _refused(request, viewer, "The form expired or came from another page.")
-    if not _confirmed(form, target):
-        return _refused(request, viewer, "The typed id did not match; nothing was changed.")
-    return form, target
 
 
 def register(r: APIRouter) -> None:

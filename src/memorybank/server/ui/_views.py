@@ -379,6 +379,20 @@ def _confirmed(form: dict[str, str], expected: str) -> bool:
     return form.get("confirm", "") == expected
 
 
+async def _checked(
+    request: Request, viewer: Viewer, nothing_was: str = "changed"
+) -> tuple[dict[str, str], str] | Response:
+    """The form of a confirmed change and its target id, once the CSRF token and the typed
+    id match; else the refusal page (nothing was ``nothing_was``)."""
+    form = await read_form(request)
+    target = _required(form.get("id"))
+    if not check_csrf(request, form):
+        return _refused(request, viewer, "The form expired or came from another page.")
+    if not _confirmed(form, target):
+        return _refused(request, viewer, f"The typed id did not match; nothing was {nothing_was}.")
+    return form, target
+
+
 def build_router() -> APIRouter:
     """The inspector's routes under ``PREFIX`` (see ``memorybank.server.ui.router``)."""
     r = APIRouter(prefix=PREFIX, include_in_schema=False)
@@ -656,12 +670,10 @@ def build_router() -> APIRouter:
     @r.post("/thread/delete")
     @viewed
     async def delete(request: Request, viewer: Viewer) -> Response:
-        form = await read_form(request)
-        thread_id = _required(form.get("id"))
-        if not check_csrf(request, form):
-            return _refused(request, viewer, "The form expired or came from another page.")
-        if not _confirmed(form, thread_id):
-            return _refused(request, viewer, "The typed id did not match; nothing was deleted.")
+        checked = await _checked(request, viewer, "deleted")
+        if isinstance(checked, Response):
+            return checked
+        _, thread_id = checked
         if not await viewer.memory.threads.delete(thread_id):
             raise NotFound(f"thread {thread_id!r} not found")
         return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
