@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -96,39 +96,9 @@ def open_existing(
     return Memory(resolved, tenant_id=tenant, embedder=embedder, judge=judge)
 
 
-T = TypeVar("T")
-
-
 def emit_json(value: Any) -> None:
     """Print ``value`` (records by their dataclass fields) as one JSON document."""
     typer.echo(json.dumps(_dump.encode(value), ensure_ascii=False, indent=2))
-
-
-def print_listing(
-    found: Sequence[T],
-    what: str,
-    where: tuple[str, str | None, Any],
-    as_json: bool,
-    columns: Sequence[str],
-    row: Callable[[T], Sequence[Any]],
-    wide: str = "content",
-) -> None:
-    """``found`` as JSON, or as a table ``what (tenant T)`` of ``columns`` (``wide`` takes
-    the width left), or the line saying there is none; ``where``: (tenant, url, store)."""
-    if as_json:
-        emit_json(found)
-        return
-    tenant, url, store = where
-    console = _console()
-    if not found:
-        console.print(empty_listing(what, tenant, url, store), soft_wrap=True)
-        return
-    table = Table(title=f"{what} (tenant {tenant})", title_justify="left")
-    for name in columns:
-        table.add_column(name, overflow="fold", ratio=1 if name == wide else None)
-    for item in found:
-        table.add_row(*row(item))
-    console.print(table)
 
 
 def _opt(value: str | None) -> str | Unset:
@@ -300,14 +270,18 @@ def facts(
                 category=category,
                 include_expired=include_expired,
             )
-        columns = ("id", "v", "agent", "user", "category", "content", "updated (UTC)")
-        print_listing(
-            found,
-            "facts",
-            (tenant, url, memory.store),
-            as_json,
-            columns,
-            lambda fact: (
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing("facts", tenant, url, memory.store), soft_wrap=True)
+            return
+        table = Table(title=f"facts (tenant {tenant})", title_justify="left")
+        for name in ("id", "v", "agent", "user", "category", "content", "updated (UTC)"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
+        for fact in found:
+            table.add_row(
                 Text(fact.id),
                 str(fact.version),
                 Text(fact.agent_id or "-"),
@@ -315,8 +289,8 @@ def facts(
                 Text(fact.category or "-"),
                 _cell(fact.content),
                 format_time(fact.updated_at),
-            ),
-        )
+            )
+        console.print(table)
 
 
 def documents(
@@ -330,20 +304,25 @@ def documents(
     """List documents, oldest first."""
     with _errors(), open_existing(url, tenant) as memory:
         found = memory.documents.list(user_id=_opt(user), agent_id=_opt(agent), limit=limit)
-        print_listing(
-            found,
-            "documents",
-            (tenant, url, memory.store),
-            as_json,
-            ("id", "agent", "user", "content", "updated (UTC)"),
-            lambda doc: (
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing("documents", tenant, url, memory.store), soft_wrap=True)
+            return
+        table = Table(title=f"documents (tenant {tenant})", title_justify="left")
+        for name in ("id", "agent", "user", "content", "updated (UTC)"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "content" else None)
+        for doc in found:
+            table.add_row(
                 Text(doc.id),
                 Text(doc.agent_id or "-"),
                 Text(doc.user_id or "-"),
                 _cell(doc.content),
                 format_time(doc.updated_at),
-            ),
-        )
+            )
+        console.print(table)
 
 
 def context(

@@ -13,6 +13,7 @@ import json
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 from rich.text import Text
 
 from memorybank.cli.common import (
@@ -20,10 +21,12 @@ from memorybank.cli.common import (
     TenantOption,
     UrlOption,
     UserOption,
+    _console,
     _errors,
     as_seen_by,
+    empty_listing,
 )
-from memorybank.cli.read import JsonOption, open_existing, print_listing
+from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.memory._sync.memory import DEFAULT_TENANT
 
 __all__ = ["register", "runs", "snapshots"]
@@ -47,20 +50,24 @@ def runs(
     """List the runs holding working memory, by run id, with their values."""
     with _errors(), open_existing(url, tenant) as memory:
         found = as_seen_by(memory, user, agent).working_runs(limit=limit)
-        print_listing(
-            found,
-            "runs",
-            (tenant, url, memory.store),
-            as_json,
-            ("run", "user", "agent", "values"),
-            lambda run: (
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing("runs", tenant, url, memory.store), soft_wrap=True)
+            return
+        table = Table(title=f"runs (tenant {tenant})", title_justify="left")
+        for name in ("run", "user", "agent", "values"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "values" else None)
+        for run in found:
+            table.add_row(
                 Text(run.run_id),
                 Text(run.user_id or "-"),
                 Text(run.agent_id or "-"),
                 _json_cell(run.items),
-            ),
-            wide="values",
-        )
+            )
+        console.print(table)
 
 
 def snapshots(
@@ -73,15 +80,19 @@ def snapshots(
     """List the saved snapshots, by run id (with --user: hers and unowned ones)."""
     with _errors(), open_existing(url, tenant) as memory:
         found = as_seen_by(memory, user).snapshots.list(limit=limit)
-        print_listing(
-            found,
-            "snapshots",
-            (tenant, url, memory.store),
-            as_json,
-            ("run", "owner", "value"),
-            lambda saved: (Text(saved.run_id), Text(saved.user_id or "-"), _json_cell(saved.value)),
-            wide="value",
-        )
+        if as_json:
+            emit_json(found)
+            return
+        console = _console()
+        if not found:
+            console.print(empty_listing("snapshots", tenant, url, memory.store), soft_wrap=True)
+            return
+        table = Table(title=f"snapshots (tenant {tenant})", title_justify="left")
+        for name in ("run", "owner", "value"):
+            table.add_column(name, overflow="fold", ratio=1 if name == "value" else None)
+        for saved in found:
+            table.add_row(Text(saved.run_id), Text(saved.user_id or "-"), _json_cell(saved.value))
+        console.print(table)
 
 
 def register(app: typer.Typer) -> None:
