@@ -46,7 +46,16 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar, get_origin
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    TypeVar,
+    cast,
+    get_origin,
+)
 
 from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -120,6 +129,7 @@ CONTEXT_MAX_TOKENS = 1_000_000
 FROM_VERB: Any = object()
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 #: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
 HandleFor = Callable[[Context], AsyncMemory]
@@ -284,6 +294,12 @@ def _fact_out(fact: Any) -> FactOut:
         "created_at": fact.created_at.isoformat(),
         "updated_at": fact.updated_at.isoformat(),
     }
+
+
+def _keys(change: Any, shape: type[_T]) -> _T:
+    """``change.to_dict()`` cut to the keys of the TypedDict ``shape``."""
+    values = change.to_dict()
+    return cast(_T, {key: values[key] for key in shape.__annotations__})
 
 
 def _offset_cursor(offset: int) -> str:
@@ -762,30 +778,9 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 "facts_examined": report.facts_examined,
                 "merged": report.merged,
                 "superseded": report.superseded,
-                "changes": [
-                    {
-                        "fact_id": c.fact_id,
-                        "into": c.into,
-                        "reason": c.reason,
-                        "why": c.why,
-                        "content": c.content,
-                        "into_content": c.into_content,
-                        "decided_by": c.decided_by,
-                    }
-                    for c in report.changes
-                ],
+                "changes": [_keys(c, ConsolidationChangeOut) for c in report.changes],
                 "entities_merged": report.entities_merged,
-                "entity_changes": [
-                    {
-                        "entity_id": c.entity_id,
-                        "into": c.into,
-                        "name": c.name,
-                        "into_name": c.into_name,
-                        "why": c.why,
-                        "decided_by": c.decided_by,
-                    }
-                    for c in report.entity_changes
-                ],
+                "entity_changes": [_keys(c, EntityMergeOut) for c in report.entity_changes],
             }
 
     @_of_verb(server, "feedback", title="Feedback", annotations=_ADD)
