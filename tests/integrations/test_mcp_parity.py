@@ -209,8 +209,8 @@ async def test_no_user_is_shared_records_only_on_both_transports(memory: AsyncMe
 
 
 async def test_get_context_takes_the_librarys_graph_option_name(memory: AsyncMemory) -> None:
-    """``include_graph_context`` as ``build_context`` and REST name it; the old
-    ``include_graph`` still works (deprecated)."""
+    """``include_graph_context`` as ``build_context`` and REST name it; the earlier
+    ``include_graph`` is gone (an argument the tool does not take: no graph block)."""
     async with Client(create_server(memory, user_id="u", agent_id="a")) as client:
         ada = {"name": "Ada", "entityType": "person", "observations": ["keeps pelicans"]}
         await call(client, "create_entities", entities=[ada])
@@ -220,8 +220,8 @@ async def test_get_context_takes_the_librarys_graph_option_name(memory: AsyncMem
         for option in ({}, {"include_graph_context": True}, {"include_graph": True}):
             built = await call(client, "get_context", **ask, **option)
             texts.append(str(built["messages"]))
-    assert "pelicans" not in texts[0]
-    assert "pelicans" in texts[1] and "pelicans" in texts[2]
+    assert "pelicans" not in texts[0] and "pelicans" not in texts[2]
+    assert "pelicans" in texts[1]
 
 
 def test_the_readme_context_line_builds_for_the_owner(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import pytest
 import typer
 from fastapi import FastAPI
+from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
@@ -85,10 +86,10 @@ def route_of(app: FastAPI, route: Route) -> APIRoute:
 
 
 def route_inputs(found: APIRoute) -> set[str]:
-    """The names a route takes: path, query and header parameters and body fields."""
+    """The names a route takes: path, query and header parameters (its own and its
+    dependencies') and body fields."""
     dependant = found.dependant
-    names = {p.name for p in (*dependant.path_params, *dependant.query_params)}
-    names |= {p.name for p in dependant.header_params}
+    names = {p.name for p in get_flat_params(dependant)}
     for body in dependant.body_params:
         model = body.field_info.annotation
         if isinstance(model, type) and issubclass(model, BaseModel):

@@ -18,8 +18,9 @@ from memorybank.cli.render import format_time
 from memorybank.embeddings.base import Embedder
 from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
-from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL
+from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.stores._async.open import sqlite_path
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "AgentOption",
@@ -31,6 +32,7 @@ __all__ = [
     "UserOption",
     "_console",
     "_errors",
+    "as_seen_by",
     "chosen_embedder",
     "empty_listing",
     "format_time",
@@ -86,6 +88,13 @@ EmbedderOption = Annotated[
 #: (the library's ``user_id`` and ``agent_id``).
 UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this user.")]
 AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
+
+
+def as_seen_by(memory: Memory, user: str | None, agent: str | None = None) -> Memory:
+    """The memory as ``--user``/``--agent`` see it (an option left out: unconfined)."""
+    return memory.scoped(
+        user_id=UNSET if user is None else user, agent_id=UNSET if agent is None else agent
+    )
 
 
 def _console() -> Console:

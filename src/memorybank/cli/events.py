@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memorybank.cli.common import TenantOption, UrlOption, UserOption, _errors
+from memorybank.cli.common import TenantOption, UrlOption, UserOption, _errors, as_seen_by
 from memorybank.cli.read import open_existing
 from memorybank.events.types import Event, split_kinds
 from memorybank.memory._sync.events import DEFAULT_KEEP, MAX_WAIT
@@ -86,7 +86,7 @@ def events_command(
             kept = memory.events.keep()
             typer.echo("feed off" if kept is None else f"feed on, events kept {kept}")
             return
-        handle = memory if user is None else memory.scoped(user_id=user)
+        handle = as_seen_by(memory, user)
         wanted = split_kinds(kinds)
         cursor = after
         try:

@@ -10,28 +10,28 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from memorybank.cli.common import AgentOption, UrlOption, UserOption, _errors
+from memorybank.cli.common import (
+    AgentOption,
+    TenantOption,
+    UrlOption,
+    UserOption,
+    _errors,
+    as_seen_by,
+)
 from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.consolidation.report import ConsolidationReport
-from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
+from memorybank.memory._sync.memory import DEFAULT_TENANT
 from memorybank.stores.contract.types import UNSET
 
 __all__ = ["register"]
 
-TenantOption = Annotated[str, typer.Option("--tenant", help="Tenant of the memory.")]
 RunArgument = Annotated[str, typer.Argument(metavar="RUN_ID", help="The run's id.")]
 
 
-def _handle(memory: Memory, user: str | None, agent: str | None) -> Memory:
-    """The memory as ``user``/``agent`` see it (left out: the whole tenant)."""
-    if user is None and agent is None:
-        return memory
-    return memory.scoped(
-        user_id=UNSET if user is None else user, agent_id=UNSET if agent is None else agent
-    )
-
-
-def _print_report(report: ConsolidationReport) -> None:
+def _print_report(report: ConsolidationReport, as_json: bool) -> None:
+    if as_json:
+        emit_json(report.to_dict())
+        return
     console = Console(highlight=False)
     console.print(
         f"run {report.run_id} ({report.status}) over user {report.user_id!r}: "
@@ -62,7 +62,7 @@ def consolidation_runs_command(
 ) -> None:
     """List consolidation runs, newest first (memory.consolidation.runs)."""
     with _errors(), open_existing(url, tenant) as memory:
-        runs = _handle(memory, user, agent).consolidation.runs(limit=limit)
+        runs = as_seen_by(memory, user, agent).consolidation.runs(limit=limit)
         if as_json:
             emit_json([r.to_dict() for r in runs])
             return
@@ -84,11 +84,7 @@ def consolidation_report_command(
 ) -> None:
     """What a consolidation run changed and why (memory.consolidation.report)."""
     with _errors(), open_existing(url, tenant) as memory:
-        report = _handle(memory, user, agent).consolidation.report(run_id)
-        if as_json:
-            emit_json(report.to_dict())
-            return
-        _print_report(report)
+        _print_report(as_seen_by(memory, user, agent).consolidation.report(run_id), as_json)
 
 
 def consolidation_undo_command(
@@ -102,11 +98,7 @@ def consolidation_undo_command(
     """Undo a consolidation run: every fact and entity it changed back as it was
     (memory.consolidation.undo; refused when one changed since)."""
     with _errors(), open_existing(url, tenant) as memory:
-        report = _handle(memory, user, agent).consolidation.undo(run_id)
-        if as_json:
-            emit_json(report.to_dict())
-            return
-        _print_report(report)
+        _print_report(as_seen_by(memory, user, agent).consolidation.undo(run_id), as_json)
 
 
 def profile_command(

@@ -23,19 +23,15 @@ from memorybank.cli.common import (
     UserOption,
     _console,
     _errors,
+    as_seen_by,
     empty_listing,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
-from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
+from memorybank.memory._sync.memory import DEFAULT_TENANT
 
 __all__ = ["register", "runs", "snapshots"]
 
 LimitOption = Annotated[int, typer.Option("--limit", min=1, help="At most this many.")]
-
-
-def _as(memory: Memory, user: str | None, agent: str | None) -> Memory:
-    handle = memory if user is None else memory.scoped(user_id=user)
-    return handle if agent is None else handle.scoped(agent_id=agent)
 
 
 def _json_cell(value: Any, limit: int = 160) -> Text:
@@ -53,7 +49,7 @@ def runs(
 ) -> None:
     """List the runs holding working memory, by run id, with their values."""
     with _errors(), open_existing(url, tenant) as memory:
-        found = _as(memory, user, agent).working_runs(limit=limit)
+        found = as_seen_by(memory, user, agent).working_runs(limit=limit)
         if as_json:
             emit_json(found)
             return
@@ -83,7 +79,7 @@ def snapshots(
 ) -> None:
     """List the saved snapshots, by run id (with --user: hers and unowned ones)."""
     with _errors(), open_existing(url, tenant) as memory:
-        found = _as(memory, user, None).snapshots.list(limit=limit)
+        found = as_seen_by(memory, user).snapshots.list(limit=limit)
         if as_json:
             emit_json(found)
             return

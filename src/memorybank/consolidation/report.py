@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -49,17 +49,8 @@ class ConsolidationChange:
     decided_by: str = "rules"
 
     def to_dict(self) -> dict[str, Any]:
-        """The change as JSON-ready values."""
-        return {
-            "fact_id": self.fact_id,
-            "into": self.into,
-            "reason": self.reason,
-            "why": self.why,
-            "content": self.content,
-            "into_content": self.into_content,
-            "score": self.score,
-            "decided_by": self.decided_by,
-        }
+        """The change as JSON-ready values (every field, all plain)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,20 +86,8 @@ class EntityChange:
     decided_by: str = "rules"
 
     def to_dict(self) -> dict[str, Any]:
-        """The change as JSON-ready values."""
-        return {
-            "entity_id": self.entity_id,
-            "into": self.into,
-            "reason": self.reason,
-            "rule": self.rule,
-            "why": self.why,
-            "name": self.name,
-            "into_name": self.into_name,
-            "type": self.type,
-            "relations_moved": self.relations_moved,
-            "score": self.score,
-            "decided_by": self.decided_by,
-        }
+        """The change as JSON-ready values (every field, all plain)."""
+        return asdict(self)
 
 
 @dataclass(slots=True)

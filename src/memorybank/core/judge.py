@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from memorybank.errors import ConfigurationError
@@ -91,16 +91,8 @@ class JudgeUsage:
     exhausted: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """The usage as JSON-ready values."""
-        return {
-            "model": self.model,
-            "cases": self.cases,
-            "asked": self.asked,
-            "calls": self.calls,
-            "failed": self.failed,
-            "tokens": self.tokens,
-            "exhausted": self.exhausted,
-        }
+        """The usage as JSON-ready values (every field, all plain)."""
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,7 +46,17 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, TypeVar, get_origin
+from datetime import datetime
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Literal,
+    NotRequired,
+    TypeVar,
+    cast,
+    get_origin,
+)
 
 from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
@@ -120,6 +130,7 @@ CONTEXT_MAX_TOKENS = 1_000_000
 FROM_VERB: Any = object()
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_T = TypeVar("_T")
 
 #: Resolves the memory handle a tool call acts on (per request for the HTTP mount).
 HandleFor = Callable[[Context], AsyncMemory]
@@ -273,17 +284,11 @@ class Forgotten(TypedDict):
     id: str
 
 
-def _fact_out(fact: Any) -> FactOut:
-    return {
-        "id": fact.id,
-        "content": fact.content,
-        "category": fact.category,
-        "confidence": fact.confidence,
-        "user_id": fact.user_id,
-        "agent_id": fact.agent_id,
-        "created_at": fact.created_at.isoformat(),
-        "updated_at": fact.updated_at.isoformat(),
-    }
+def _pick(record: Any, shape: type[_T], **given: Any) -> _T:
+    """The TypedDict ``shape`` of ``record``'s attributes (times as ISO text), or of
+    ``given`` where it names the key."""
+    values = {k: given[k] if k in given else getattr(record, k) for k in shape.__annotations__}
+    return cast(_T, {k: x.isoformat() if isinstance(x, datetime) else x for k, x in values.items()})
 
 
 def _offset_cursor(offset: int) -> str:
@@ -653,13 +658,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             entry = await memory.remember(
                 thread_id, role, content, metadata=metadata, idempotency_key=idempotency_key
             )
-            return {
-                "id": entry.id,
-                "thread_id": entry.thread_id,
-                "position": entry.position,
-                "role": entry.role,
-                "created_at": entry.created_at.isoformat(),
-            }
+            return _pick(entry, StoredMessage)
 
     @_of_verb(server, "recall", title="Recall", annotations=_READ)
     async def recall(
@@ -710,10 +709,6 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         include_facts: bool = FROM_VERB,
         include_graph_context: bool = FROM_VERB,
         include_profile: bool = FROM_VERB,
-        include_graph: Annotated[
-            bool | None,
-            Field(description="Deprecated: the old name of include_graph_context"),
-        ] = None,
     ) -> ContextResult:
         with _tool_errors():
             memory = handle_for(ctx)
@@ -730,18 +725,16 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
                 current_input=current_input,
                 system_prompt=system_prompt,
                 include_facts=include_facts,
-                include_graph_context=include_graph_context or bool(include_graph),
+                include_graph_context=include_graph_context,
                 include_profile=include_profile,
             )
-            return {
-                "messages": _dump.encode(built.messages),
-                "token_count": built.token_count,
-                "truncated": built.truncated,
-                "included_entries": built.included_entries,
-                "total_entries": built.total_entries,
-                "warnings": list(built.warnings)
-                + [f"{e.source} left out: {e.error}" for e in built.errors],
-            }
+            left_out = [f"{e.source} left out: {e.error}" for e in built.errors]
+            return _pick(
+                built,
+                ContextResult,
+                messages=_dump.encode(built.messages),
+                warnings=[*built.warnings, *left_out],
+            )
 
     @_of_verb(server, "add_fact", title="Add Fact", annotations=_ADD)
     async def add_fact(
@@ -754,43 +747,18 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             fact = await handle_for(ctx).facts.add(
                 content=content, category=category, confidence=confidence, source="mcp"
             )
-            return _fact_out(fact)
+            return _pick(fact, FactOut)
 
     @_of_verb(server, "consolidate", title="Consolidate Facts", annotations=_ADD_ONCE)
     async def consolidate(ctx: Context, dry_run: bool = FROM_VERB) -> ConsolidationOut:
         with _tool_errors():
             report = await handle_for(ctx).consolidate(dry_run=dry_run)
-            return {
-                "run_id": report.run_id,
-                "dry_run": report.dry_run,
-                "facts_examined": report.facts_examined,
-                "merged": report.merged,
-                "superseded": report.superseded,
-                "changes": [
-                    {
-                        "fact_id": c.fact_id,
-                        "into": c.into,
-                        "reason": c.reason,
-                        "why": c.why,
-                        "content": c.content,
-                        "into_content": c.into_content,
-                        "decided_by": c.decided_by,
-                    }
-                    for c in report.changes
-                ],
-                "entities_merged": report.entities_merged,
-                "entity_changes": [
-                    {
-                        "entity_id": c.entity_id,
-                        "into": c.into,
-                        "name": c.name,
-                        "into_name": c.into_name,
-                        "why": c.why,
-                        "decided_by": c.decided_by,
-                    }
-                    for c in report.entity_changes
-                ],
-            }
+            return _pick(
+                report,
+                ConsolidationOut,
+                changes=[_pick(c, ConsolidationChangeOut) for c in report.changes],
+                entity_changes=[_pick(c, EntityMergeOut) for c in report.entity_changes],
+            )
 
     @_of_verb(server, "feedback", title="Feedback", annotations=_ADD)
     async def feedback(
@@ -801,7 +769,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
     ) -> FactOut:
         with _tool_errors():
             fact = await handle_for(ctx).feedback(fact_id, useful=useful, reason=reason)
-            return _fact_out(fact)
+            return _pick(fact, FactOut)
 
     @_of_verb(server, "list_facts", title="List Facts", annotations=_READ)
     async def list_facts(
@@ -814,7 +782,7 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
             offset = _read_offset(cursor)
             limit = _bounded(limit, "limit", LIST_MAX)
             facts = await handle_for(ctx).facts.list(category=category)
-            page: FactPage = {"facts": [_fact_out(f) for f in facts[offset : offset + limit]]}
+            page: FactPage = {"facts": [_pick(f, FactOut) for f in facts[offset : offset + limit]]}
             if offset + limit < len(facts):
                 page["nextCursor"] = _offset_cursor(offset + limit)
             return page

@@ -1,35 +1,38 @@
 """Opaque cursor pagination: every list route takes ``limit`` and ``cursor`` and
 answers ``{"items": [...], "next_cursor": ...}``.
 
-A cursor is an opaque string (today: ``o`` and the position of the next item in
-the route's order, ``CURSOR_PATTERN``; the base64 form of earlier versions is
-still read); clients pass it back unchanged and must not build one. Items added
-or removed between two pages may shift a page by that many items (offsets, not
-keysets: the library's lists are ordered by fields that are not unique).
+A cursor is an opaque string (today: ``o`` and the position of the next item in the
+route's order, ``CURSOR_PATTERN``); clients pass it back unchanged and must not build
+one. Items added or removed between two pages may shift a page by that many items
+(offsets, not keysets: the library's lists are ordered by fields that are not unique).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Query
+from fastapi import Depends, Query
 
 from memorybank.errors import InvalidInput
+from memorybank.server.models import Page
+from memorybank.stores.contract.types import UNSET
 
 __all__ = [
     "CURSOR_PATTERN",
     "DEFAULT_LIMIT",
     "ENTITY_CURSOR_PREFIX",
     "MAX_LIMIT",
+    "AgentQuery",
     "CursorQuery",
     "LimitQuery",
+    "OwnerDep",
+    "UserQuery",
     "decode_cursor",
     "encode_cursor",
     "first_n_page",
+    "opt",
 ]
 
 T = TypeVar("T")
@@ -64,28 +67,41 @@ def decode_cursor(cursor: str | None) -> int:
     for a string no server made."""
     if cursor is None:
         return 0
-    if cursor.startswith("o") and cursor[1:].isascii() and cursor[1:].isdigit():
-        if cursor[1:2] != "0" or cursor == "o0":  # no leading zeros: one cursor per position
-            return min(int(cursor[1:]), _MAX_OFFSET - 1)
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        offset = json.loads(raw)["o"]
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not one this server returned", field="cursor") from None
-    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < 2**31:
+    if re.fullmatch(CURSOR_PATTERN, cursor) is None:
         raise InvalidInput("cursor is not one this server returned", field="cursor")
-    return offset
+    return int(cursor[1:])
 
 
 async def first_n_page(
     fetch: Callable[[int | None], Awaitable[Sequence[T]]], limit: int, cursor: str | None
-) -> tuple[list[T], str | None]:
+) -> Page[T]:
     """A page of a list the library can only cut from its start (``fetch(n)``: the
     first ``n`` items, ``None``: all): items ``[offset, offset + limit)`` and the
     next cursor. Costs a read of ``offset + limit + 1`` items."""
     offset = decode_cursor(cursor)
     want = offset + limit + 1
     items = list(await fetch(want if want < 2**31 else None))
-    page = items[offset : offset + limit]
     more = len(items) > offset + limit
-    return page, encode_cursor(offset + limit) if more else None
+    return Page[T](
+        items=items[offset : offset + limit],
+        next_cursor=encode_cursor(offset + limit) if more else None,
+    )
+
+
+def opt(value: str | None) -> Any:
+    """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
+    return UNSET if value is None else value
+
+
+AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
+UserQuery = Annotated[
+    str | None, Query(description="User (left out: the caller's scope, X-User-Id).")
+]
+
+
+async def _owner(agent_id: AgentQuery = None, user_id: UserQuery = None) -> dict[str, Any]:
+    return {"agent_id": opt(agent_id), "user_id": opt(user_id)}
+
+
+#: The ``agent_id`` and ``user_id`` query parameters, as the verb's keyword arguments.
+OwnerDep = Annotated[dict[str, Any], Depends(_owner)]

@@ -27,6 +27,7 @@ and the background worker on each tick) once its worker's lease ran out: a kill
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -137,17 +138,8 @@ class _State:
 def _step(change: Change, read: dict[str, Record]) -> dict[str, Any]:
     """A planned change as the journal keeps it (with the revisions the plan read)."""
     loser, winner = read[change.fact_id], read[change.into]
-    return {
-        "fact_id": change.fact_id,
-        "into": change.into,
-        "reason": change.reason,
-        "why": change.why,
-        "score": change.score,
-        "decided_by": change.decided_by,
-        "content": loser.content,
-        "into_content": winner.content,
-        "revs": {loser.id: loser.revision, winner.id: winner.revision},
-    }
+    revs = {loser.id: loser.revision, winner.id: winner.revision}
+    return {**_public(change, loser, winner).to_dict(), "revs": revs}
 
 
 def _change_of(step: dict[str, Any]) -> Change:
@@ -165,7 +157,7 @@ def _time(value: object) -> datetime | None:
     return datetime.fromisoformat(value) if isinstance(value, str) else None
 
 
-def _public(change: Change, loser: Fact, winner: Fact) -> ConsolidationChange:
+def _public(change: Change, loser: Fact | Record, winner: Fact | Record) -> ConsolidationChange:
     return ConsolidationChange(
         change.fact_id,
         change.into,
@@ -179,16 +171,9 @@ def _public(change: Change, loser: Fact, winner: Fact) -> ConsolidationChange:
 
 
 def _change_from(data: dict[str, Any]) -> ConsolidationChange:
-    return ConsolidationChange(
-        data["fact_id"],
-        data["into"],
-        data["reason"],
-        data["why"],
-        data["content"],
-        data["into_content"],
-        data.get("score"),
-        data.get("decided_by", "rules"),
-    )
+    """The change a journal step or a change record tells (older ones lack some defaults)."""
+    told = {f.name: data[f.name] for f in dataclasses.fields(ConsolidationChange) if f.name in data}
+    return ConsolidationChange(**told)
 
 
 class AsyncConsolidation:
@@ -694,19 +679,11 @@ class AsyncConsolidation:
         added: list[str] = []
         if change.reason == "duplicate":
             added = [e for e in loser.source_entries if e not in winner.source_entries]
-        kept = Fact(
-            id=winner.id,
-            agent_id=winner.agent_id,
-            user_id=winner.user_id,
-            content=winner.content,
-            category=winner.category,
-            confidence=winner.confidence,
-            source=winner.source,
+        kept = dataclasses.replace(
+            winner,
             metadata=metadata,
             source_entries=(*winner.source_entries, *added),
-            created_at=winner.created_at,
             updated_at=now,
-            expires_at=winner.expires_at,
             version=winner.version + 1,
         )
         record = fact_record(kept, got_winner.revision + 1)
@@ -718,14 +695,7 @@ class AsyncConsolidation:
             user_id=winner.user_id,
             content="",
             data={
-                "fact_id": loser.id,
-                "into": winner.id,
-                "reason": change.reason,
-                "why": change.why,
-                "score": change.score,
-                "decided_by": change.decided_by,
-                "content": loser.content,
-                "into_content": winner.content,
+                **_public(change, loser, winner).to_dict(),
                 "winner": dump_record(got_winner),
                 "loser": dump_record(got_loser),
                 "winner_after": record.revision,

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
@@ -238,20 +238,8 @@ class _Importer:
                 self.report.add(self.report.skipped, "thread")
                 return
             await self.store.thread_delete(self.tenant, thread.id)
-        await self.store.thread_create(
-            Thread(
-                id=thread.id,
-                tenant_id=self.tenant,
-                user_id=thread.user_id,
-                agent_id=thread.agent_id,
-                title=thread.title,
-                metadata=thread.metadata,
-                status=thread.status,
-                created_at=thread.created_at,
-                updated_at=thread.updated_at,
-                current_branch="main",  # the store's first branch; the dumped one is set last
-            )
-        )
+        first = replace(thread, tenant_id=self.tenant, current_branch="main")  # dumped one: last
+        await self.store.thread_create(first)
         self.created.add("main")
         self.report.add(self.report.written, "thread")
 

@@ -37,8 +37,7 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[KeyOut]:
             return [KeyOut.model_validate(k) for k in await keys.list(tenant, limit=n)]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[KeyOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/keys/{key_id}", summary="Get a key")
     async def get_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
@@ -68,8 +67,7 @@ def router() -> APIRouter:
                 TenantOut(tenant=t, keys=c[0], live_keys=c[1]) for t, c in sorted(counts.items())
             ]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[TenantOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.post("/tenants/{tenant}/revoke", summary="Revoke every key of a tenant")
     async def revoke_tenant(tenant: str, admin: AdminDep, keys: KeysDep) -> Page[KeyOut]:

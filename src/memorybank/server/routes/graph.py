@@ -14,13 +14,10 @@ neighbours by position. Traversals and paths are bounded by their own
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.graph import Direction, Entity
@@ -51,16 +48,12 @@ from memorybank.server.pagination import (
     ENTITY_CURSOR_PREFIX,
     CursorQuery,
     LimitQuery,
+    OwnerDep,
     first_n_page,
 )
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 
-AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
-UserQuery = Annotated[
-    str | None, Query(description="User (left out: the caller's scope, X-User-Id).")
-]
 TypesQuery = Annotated[list[str] | None, Query(description="Only these relation types.")]
 AsOfQuery = Annotated[
     datetime | None, Query(description="Valid time: the graph as it held at this time.")
@@ -68,9 +61,24 @@ AsOfQuery = Annotated[
 _NO_CONTENT = Response(status_code=204)
 
 
-def _opt(value: str | None) -> Any:
-    """A query parameter left out is the library's ``UNSET`` (the caller's scope)."""
-    return UNSET if value is None else value
+async def _walk(
+    direction: Direction = "both",
+    types: TypesQuery = None,
+    as_of: AsOfQuery = None,
+    include_invalid: bool = False,
+    include_inferred: bool = False,
+) -> dict[str, Any]:
+    return {
+        "direction": direction,
+        "types": types,
+        "as_of": as_of,
+        "include_invalid": include_invalid,
+        "include_inferred": include_inferred,
+    }
+
+
+#: Which relations a walk follows (relations, neighbors, path), as the verb's arguments.
+WalkDep = Annotated[dict[str, Any], Depends(_walk)]
 
 
 def _entity_cursor(entity_id: str) -> str:
@@ -79,19 +87,12 @@ def _entity_cursor(entity_id: str) -> str:
 
 def _after_entity(cursor: str | None) -> str | None:
     """The entity id a ``find`` cursor stands for (``e:`` and the id of the last entity
-    of the page before; the base64 form of earlier versions is still read);
-    ``InvalidInput`` for one no server made."""
+    of the page before); ``InvalidInput`` for one no server made."""
     if cursor is None:
         return None
-    if cursor.startswith(ENTITY_CURSOR_PREFIX):
-        return v.check_id(cursor[len(ENTITY_CURSOR_PREFIX) :], "cursor")
-    try:
-        after = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))["e"]
-    except (binascii.Error, ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise InvalidInput("cursor is not one this server returned", field="cursor") from None
-    if not isinstance(after, str):
+    if not cursor.startswith(ENTITY_CURSOR_PREFIX):
         raise InvalidInput("cursor is not one this server returned", field="cursor")
-    return after
+    return v.check_id(cursor[len(ENTITY_CURSOR_PREFIX) :], "cursor")
 
 
 def _entities(found: list[Entity]) -> list[EntityOut]:
@@ -112,20 +113,18 @@ def router() -> APIRouter:
     @api.get("/entities", summary="Find entities (by name or alias), oldest first")
     async def find_entities(
         memory: MemoryDep,
+        owner: OwnerDep,
         name: Annotated[
             str | None, Query(description="Case-insensitive, over names and aliases.")
         ] = None,
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
         min_confidence: float | None = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
         found = await memory.graph.find_entities(
             name,
-            agent_id=_opt(agent_id),
-            user_id=_opt(user_id),
+            **owner,
             types=types,
             min_confidence=min_confidence,
             limit=limit + 1,
@@ -140,65 +139,42 @@ def router() -> APIRouter:
     @api.get("/entities/search", summary="Entities best matching a query, best first")
     async def search_entities(
         memory: MemoryDep,
+        owner: OwnerDep,
         query: Annotated[str, Query(description="Words of a name, alias or observation.")],
         k: Annotated[int, Query(ge=0, le=1000)] = 10,
         types: Annotated[list[str] | None, Query(description="Only these entity types.")] = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
     ) -> Page[EntityOut]:
         """The best ``k``, best first: a ranking, whole on one page (``next_cursor`` null)."""
-        found = await memory.graph.search_entities(
-            query, k=k, types=types, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+        found = await memory.graph.search_entities(query, k=k, types=types, **owner)
         return Page[EntityOut](items=_entities(found))
 
     @api.get("/entities/{entity_id}", summary="Get an entity")
-    async def get_entity(
-        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> EntityOut:
-        entity = await memory.graph.get_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+    async def get_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> EntityOut:
+        entity = await memory.graph.get_entity(entity_id, **owner)
         if entity is None:
             raise NotFound(f"entity {entity_id!r} not found")
         return EntityOut.model_validate(entity)
 
     @api.patch("/entities/{entity_id}", summary="Replace some fields of an entity")
     async def update_entity(
-        entity_id: str,
-        body: EntityPatch,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: EntityPatch, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.update_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.update_entity(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.delete(
         "/entities/{entity_id}", status_code=204, summary="Delete an entity and its relations"
     )
-    async def delete_entity(
-        entity_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Response:
-        if not await memory.graph.delete_entity(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        ):
+    async def delete_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
+        if not await memory.graph.delete_entity(entity_id, **owner):
             raise NotFound(f"entity {entity_id!r} not found")
         return _NO_CONTENT
 
     @api.post("/entities/{entity_id}/observations", summary="Add observations to an entity")
     async def add_observations(
-        entity_id: str,
-        body: ObservationsIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: ObservationsIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.add_observations(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.add_observations(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.post(
@@ -206,78 +182,50 @@ def router() -> APIRouter:
         summary="Delete observations of an entity (unknown ones are ignored)",
     )
     async def delete_observations(
-        entity_id: str,
-        body: ObservationsDeleteIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: ObservationsDeleteIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.delete_observations(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.delete_observations(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.post("/entities/{entity_id}/merge", summary="Fold another entity into this one")
     async def merge_entities(
-        entity_id: str,
-        body: MergeIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        entity_id: str, body: MergeIn, memory: MemoryDep, owner: OwnerDep
     ) -> EntityOut:
-        entity = await memory.graph.merge_entities(
-            entity_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        entity = await memory.graph.merge_entities(entity_id, **owner, **body.arguments())
         return EntityOut.model_validate(entity)
 
     @api.get("/entities/{entity_id}/relations", summary="An entity's relations, oldest first")
     async def entity_relations(
         entity_id: str,
         memory: MemoryDep,
-        direction: Direction = "both",
-        types: TypesQuery = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
+        owner: OwnerDep,
+        walk: WalkDep,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[RelationOut]:
         async def fetch(n: int | None) -> list[RelationOut]:
             found = await memory.graph.relations(
                 entity_id,
-                direction=direction,
-                types=types,
-                as_of=as_of,
-                include_invalid=include_invalid,
-                include_inferred=include_inferred,
                 min_weight=min_weight,
                 min_confidence=min_confidence,
-                agent_id=_opt(agent_id),
-                user_id=_opt(user_id),
+                **walk,
+                **owner,
             )
             return [RelationOut.model_validate(r) for r in found[:n]]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[RelationOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/entities/{entity_id}/neighbors", summary="Entities within `depth` hops")
     async def neighbors(
         entity_id: str,
         memory: MemoryDep,
+        owner: OwnerDep,
+        walk: WalkDep,
         depth: Annotated[int, Query(ge=1, le=10)] = 1,
-        direction: Direction = "both",
-        types: TypesQuery = None,
         min_weight: float | None = None,
         min_confidence: float | None = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
@@ -285,21 +233,15 @@ def router() -> APIRouter:
             found = await memory.graph.neighbors(
                 entity_id,
                 depth=depth,
-                direction=direction,
-                types=types,
                 min_weight=min_weight,
                 min_confidence=min_confidence,
                 limit=n,
-                as_of=as_of,
-                include_invalid=include_invalid,
-                include_inferred=include_inferred,
-                agent_id=_opt(agent_id),
-                user_id=_opt(user_id),
+                **walk,
+                **owner,
             )
             return _entities(found)
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[EntityOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     # -- relations --------------------------------------------------------------------
 
@@ -309,27 +251,17 @@ def router() -> APIRouter:
         return RelationOut.model_validate(relation)
 
     @api.get("/relations/{relation_id}", summary="Get a relation (current or not)")
-    async def get_relation(
-        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> RelationOut:
-        relation = await memory.graph.get_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        )
+    async def get_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> RelationOut:
+        relation = await memory.graph.get_relation(relation_id, **owner)
         if relation is None:
             raise NotFound(f"relation {relation_id!r} not found")
         return RelationOut.model_validate(relation)
 
     @api.patch("/relations/{relation_id}", summary="Change some fields of a relation")
     async def update_relation(
-        relation_id: str,
-        body: RelationPatch,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        relation_id: str, body: RelationPatch, memory: MemoryDep, owner: OwnerDep
     ) -> RelationOut:
-        relation = await memory.graph.update_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        relation = await memory.graph.update_relation(relation_id, **owner, **body.arguments())
         return RelationOut.model_validate(relation)
 
     @api.post(
@@ -337,24 +269,14 @@ def router() -> APIRouter:
         summary="Mark a relation as no longer holding (kept in history)",
     )
     async def invalidate_relation(
-        relation_id: str,
-        body: InvalidateIn,
-        memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        relation_id: str, body: InvalidateIn, memory: MemoryDep, owner: OwnerDep
     ) -> RelationOut:
-        relation = await memory.graph.invalidate_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id), **body.arguments()
-        )
+        relation = await memory.graph.invalidate_relation(relation_id, **owner, **body.arguments())
         return RelationOut.model_validate(relation)
 
     @api.delete("/relations/{relation_id}", status_code=204, summary="Delete a relation for good")
-    async def delete_relation(
-        relation_id: str, memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Response:
-        if not await memory.graph.delete_relation(
-            relation_id, agent_id=_opt(agent_id), user_id=_opt(user_id)
-        ):
+    async def delete_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
+        if not await memory.graph.delete_relation(relation_id, **owner):
             raise NotFound(f"relation {relation_id!r} not found")
         return _NO_CONTENT
 
@@ -371,28 +293,18 @@ def router() -> APIRouter:
     )
     async def shortest_path(
         memory: MemoryDep,
+        owner: OwnerDep,
+        walk: WalkDep,
         source_id: str,
         target_id: str,
         max_depth: Annotated[int, Query(ge=1, le=20)] = 6,
-        direction: Direction = "both",
-        types: TypesQuery = None,
-        as_of: AsOfQuery = None,
-        include_invalid: bool = False,
-        include_inferred: bool = False,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
     ) -> PathOut | None:
         path = await memory.graph.shortest_path(
             source_id,
             target_id,
             max_depth=max_depth,
-            direction=direction,
-            types=types,
-            as_of=as_of,
-            include_invalid=include_invalid,
-            include_inferred=include_inferred,
-            agent_id=_opt(agent_id),
-            user_id=_opt(user_id),
+            **walk,
+            **owner,
         )
         if path is None:
             return None
@@ -404,10 +316,8 @@ def router() -> APIRouter:
         )
 
     @api.get("/stats", summary="Counts of the entities and relations the caller sees")
-    async def stats(
-        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> GraphStatsOut:
-        found = await memory.graph.stats(agent_id=_opt(agent_id), user_id=_opt(user_id))
+    async def stats(memory: MemoryDep, owner: OwnerDep) -> GraphStatsOut:
+        found = await memory.graph.stats(**owner)
         return GraphStatsOut.model_validate(found)
 
     @api.post("/infer", summary="Materialise inferred relations; the new ones")
@@ -417,10 +327,8 @@ def router() -> APIRouter:
         return Page[RelationOut](items=[RelationOut.model_validate(r) for r in found])
 
     @api.delete("", summary="Delete the graph owned by exactly this agent and user")
-    async def clear(
-        memory: MemoryDep, agent_id: AgentQuery = None, user_id: UserQuery = None
-    ) -> Count:
-        count = await memory.graph.clear(agent_id=_opt(agent_id), user_id=_opt(user_id))
+    async def clear(memory: MemoryDep, owner: OwnerDep) -> Count:
+        count = await memory.graph.clear(**owner)
         return Count(count=count)
 
     return api

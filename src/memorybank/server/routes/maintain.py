@@ -14,8 +14,14 @@ from memorybank.consolidation.report import ConsolidationChange, ConsolidationRe
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
 from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
-from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
-from memorybank.server.routes.records import AgentQuery, _opt
+from memorybank.server.pagination import (
+    DEFAULT_LIMIT,
+    AgentQuery,
+    CursorQuery,
+    LimitQuery,
+    first_n_page,
+    opt,
+)
 
 __all__ = [
     "ConsolidationChangeOut",
@@ -203,7 +209,7 @@ def router() -> APIRouter:
         """``memory.profile``: the user's current facts grouped by attribute (name,
         preferences, plans, ...), each with its provenance and time. A key scoped to
         another user is refused (400, `invalid_input`)."""
-        return _profile(await memory.profile(user_id, agent_id=_opt(agent_id)))
+        return _profile(await memory.profile(user_id, agent_id=opt(agent_id)))
 
     @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
     async def consolidation_runs(
@@ -214,8 +220,7 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[ConsolidationOut]:
             return [_out(r) for r in await memory.consolidation.runs(limit=n)]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[ConsolidationOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/consolidation/runs/{run_id}", tags=["facts"], summary="What a consolidation run did")
     async def consolidation_report(run_id: str, memory: MemoryDep) -> ConsolidationOut:

@@ -3,7 +3,7 @@ sessions and forget-user: the rest of ``/v1``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
@@ -36,20 +36,21 @@ from memorybank.server.models import (
     ValueIn,
     ValueOut,
 )
-from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
-from memorybank.stores.contract.types import UNSET
+from memorybank.server.pagination import (
+    DEFAULT_LIMIT,
+    AgentQuery,
+    CursorQuery,
+    LimitQuery,
+    OwnerDep,
+    UserQuery,
+    first_n_page,
+    opt,
+)
 
 __all__ = ["router"]
 
 _NO_CONTENT = Response(status_code=204)
 _ABSENT = object()
-AgentQuery = Annotated[str | None, Query(description="Agent (left out: the caller's scope).")]
-UserQuery = Annotated[str | None, Query(description="User (left out: the caller's scope).")]
-
-
-def _opt(value: str | None) -> Any:
-    """A query parameter left out is the library's ``UNSET`` (the handle's scope)."""
-    return UNSET if value is None else value
 
 
 def router() -> APIRouter:
@@ -72,8 +73,7 @@ def router() -> APIRouter:
                 for r in runs
             ]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[RunOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
     async def working_items(
@@ -86,8 +86,7 @@ def router() -> APIRouter:
             items = await memory.working(run_id).items()
             return [ValueOut(key=k, value=v) for k, v in items.items()]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[ValueOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.delete(
         "/runs/{run_id}/working", status_code=204, tags=["working memory"], summary="Clear a run"
@@ -131,11 +130,10 @@ def router() -> APIRouter:
         ``user_id``) sees her own and unowned snapshots, the tenant every one."""
 
         async def fetch(n: int | None) -> list[SnapshotOut]:
-            found = await memory.snapshots.list(user_id=_opt(user_id), limit=n)
+            found = await memory.snapshots.list(user_id=opt(user_id), limit=n)
             return [SnapshotOut(run_id=s.run_id, user_id=s.user_id, value=s.value) for s in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[SnapshotOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
     async def snapshot_save(run_id: str, body: SnapshotIn, memory: MemoryDep) -> Response:
@@ -174,11 +172,10 @@ def router() -> APIRouter:
         adding one: a request has no agent of its own)."""
 
         async def fetch(n: int | None) -> list[SummaryOut]:
-            found = await memory.summaries.list(agent_id=agent_id, user_id=_opt(user_id))
+            found = await memory.summaries.list(agent_id=agent_id, user_id=opt(user_id))
             return [SummaryOut.model_validate(s) for s in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[SummaryOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     # -- facts ---------------------------------------------------------------------------
 
@@ -190,8 +187,7 @@ def router() -> APIRouter:
     @api.get("/facts", tags=["facts"], summary="Facts visible to the caller, oldest first")
     async def fact_list(
         memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        owner: OwnerDep,
         category: str | None = None,
         include_expired: bool = False,
         limit: LimitQuery = DEFAULT_LIMIT,
@@ -199,15 +195,13 @@ def router() -> APIRouter:
     ) -> Page[FactOut]:
         async def fetch(n: int | None) -> list[FactOut]:
             found = await memory.facts.list(
-                agent_id=_opt(agent_id),
-                user_id=_opt(user_id),
+                **owner,
                 category=category,
                 include_expired=include_expired,
             )
             return [FactOut.model_validate(f) for f in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[FactOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.post("/facts/search", tags=["facts"], summary="Facts best matching a query")
     async def fact_search(body: FactSearchIn, memory: MemoryDep) -> Page[FactOut]:
@@ -217,7 +211,7 @@ def router() -> APIRouter:
 
     @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
     async def fact_get(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> FactOut:
-        fact = await memory.facts.get(fact_id, agent_id=_opt(agent_id))
+        fact = await memory.facts.get(fact_id, agent_id=opt(agent_id))
         if fact is None:
             raise NotFound(f"fact {fact_id!r} not found")
         return FactOut.model_validate(fact)
@@ -226,7 +220,7 @@ def router() -> APIRouter:
     async def fact_update(
         fact_id: str, body: FactPatch, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> FactOut:
-        fact = await memory.facts.update(fact_id, agent_id=_opt(agent_id), **body.arguments())
+        fact = await memory.facts.update(fact_id, agent_id=opt(agent_id), **body.arguments())
         return FactOut.model_validate(fact)
 
     @api.get("/facts/{fact_id}/history", tags=["facts"], summary="Every value, oldest first")
@@ -238,15 +232,14 @@ def router() -> APIRouter:
         cursor: CursorQuery = None,
     ) -> Page[FactOut]:
         async def fetch(n: int | None) -> list[FactOut]:
-            found = await memory.facts.history(fact_id, agent_id=_opt(agent_id))
+            found = await memory.facts.history(fact_id, agent_id=opt(agent_id))
             return [FactOut.model_validate(f) for f in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[FactOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
     async def fact_delete(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> Response:
-        if not await memory.facts.delete(fact_id, agent_id=_opt(agent_id)):
+        if not await memory.facts.delete(fact_id, agent_id=opt(agent_id)):
             raise NotFound(f"fact {fact_id!r} not found")
         return _NO_CONTENT
 
@@ -260,8 +253,7 @@ def router() -> APIRouter:
             values = await AsyncCoreFacts(memory=memory).all()
             return [CoreFactOut(key=k, value=v) for k, v in values.items()]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[CoreFactOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/core-facts/{key}", tags=["core facts"], summary="Current value")
     async def core_get(key: str, memory: MemoryDep) -> CoreFactOut:
@@ -289,8 +281,7 @@ def router() -> APIRouter:
             found = await AsyncCoreFacts(memory=memory).history(key)
             return [CoreFactVersion(value=value, set_at=when) for value, when in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[CoreFactVersion](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     # -- documents and search -------------------------------------------------------------
 
@@ -302,25 +293,21 @@ def router() -> APIRouter:
     @api.get("/documents", tags=["documents"], summary="Documents visible to the caller")
     async def document_list(
         memory: MemoryDep,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
+        owner: OwnerDep,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[DocumentOut]:
         async def fetch(n: int | None) -> list[DocumentOut]:
-            found = await memory.documents.list(
-                agent_id=_opt(agent_id), user_id=_opt(user_id), limit=n
-            )
+            found = await memory.documents.list(**owner, limit=n)
             return [DocumentOut.model_validate(d) for d in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[DocumentOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
     async def document_get(
         document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> DocumentOut:
-        document = await memory.documents.get(document_id, agent_id=_opt(agent_id))
+        document = await memory.documents.get(document_id, agent_id=opt(agent_id))
         if document is None:
             raise NotFound(f"document {document_id!r} not found")
         return DocumentOut.model_validate(document)
@@ -329,7 +316,7 @@ def router() -> APIRouter:
     async def document_delete(
         document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> Response:
-        if not await memory.documents.delete(document_id, agent_id=_opt(agent_id)):
+        if not await memory.documents.delete(document_id, agent_id=opt(agent_id)):
             raise NotFound(f"document {document_id!r} not found")
         return _NO_CONTENT
 
@@ -360,9 +347,8 @@ def router() -> APIRouter:
     @api.get("/sessions", tags=["sessions"], summary="Sessions, most recently active first")
     async def session_list(
         memory: MemoryDep,
+        owner: OwnerDep,
         status: Literal["active", "paused", "archived"] | None = None,
-        agent_id: AgentQuery = None,
-        user_id: UserQuery = None,
         channel_type: str | None = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
@@ -371,14 +357,12 @@ def router() -> APIRouter:
             found = await AsyncSessionManager(memory).list(
                 status=status,
                 limit=n,
-                user_id=_opt(user_id),
-                agent_id=_opt(agent_id),
+                **owner,
                 channel_type=channel_type,
             )
             return [SessionOut.model_validate(s) for s in found]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[SessionOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/sessions/{session_id}", tags=["sessions"], summary="Get a session")
     async def session_get(session_id: str, memory: MemoryDep) -> SessionOut:

@@ -35,12 +35,12 @@ from memorybank.server.pagination import (
     DEFAULT_LIMIT,
     CursorQuery,
     LimitQuery,
+    OwnerDep,
     decode_cursor,
     encode_cursor,
     first_n_page,
 )
 from memorybank.server.routes.cortex import page_json
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["router"]
 
@@ -86,23 +86,16 @@ def router() -> APIRouter:
     @api.get("", tags=["threads"], summary="List threads, most recently updated first")
     async def list_threads(
         memory: MemoryDep,
-        user_id: str | None = None,
-        agent_id: str | None = None,
+        owner: OwnerDep,
         status: Literal["active", "archived"] | None = None,
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[ThreadOut]:
         async def fetch(n: int | None) -> list[ThreadOut]:
-            threads = await memory.threads.list(
-                user_id=UNSET if user_id is None else user_id,
-                agent_id=UNSET if agent_id is None else agent_id,
-                status=status,
-                limit=n,
-            )
+            threads = await memory.threads.list(status=status, limit=n, **owner)
             return [ThreadOut.model_validate(t) for t in threads]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[ThreadOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/{thread_id}", tags=["threads"], summary="Get a thread")
     async def get_thread(thread_id: str, memory: MemoryDep) -> ThreadOut:
@@ -265,8 +258,7 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[BranchOut]:
             return [BranchOut.model_validate(b) for b in await memory.branches.list(thread_id)]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[BranchOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.delete(
         "/{thread_id}/branches/{name}", status_code=204, tags=["branches"], summary="Delete"

@@ -52,8 +52,7 @@ def router() -> APIRouter:
         async def fetch(n: int | None) -> list[WebhookOut]:
             return [WebhookOut.model_validate(w) for w in await hooks.list(tenant, limit=n)]
 
-        items, next_cursor = await first_n_page(fetch, limit, cursor)
-        return Page[WebhookOut](items=items, next_cursor=next_cursor)
+        return await first_n_page(fetch, limit, cursor)
 
     @api.get("/webhooks/{webhook_id}", summary="Get a webhook endpoint and its delivery state")
     async def get_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:

@@ -16,19 +16,17 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from memorybank.server.ui._render import render
-from memorybank.server.ui._session import check_csrf, read_form
 from memorybank.server.ui._views import (
     Viewer,
-    _confirmed,
+    _checked,
     _context,
     _cut,
     _int,
-    _page,
     _pager,
     _redirect,
-    _refused,
     _required,
     _root,
+    viewed,
 )
 
 __all__ = ["register"]
@@ -40,72 +38,62 @@ def register(r: APIRouter) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
     @r.get("/consolidation")
-    async def runs(request: Request, page: str = "", undone: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            rows = await viewer.memory.consolidation.runs()
-            shown, more = _cut(rows, number)
-            ctx = _context(
-                request,
-                viewer,
-                "Consolidation runs",
-                runs=shown,
-                pager=_pager(request, number, more),
-                notice=f"Run {undone} was undone." if undone else None,
-            )
-            return render("consolidation_runs.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def runs(request: Request, viewer: Viewer, page: str = "", undone: str = "") -> Response:
+        number = _int(page, 1, 1, _MAX_PAGE)
+        rows = await viewer.memory.consolidation.runs()
+        shown, more = _cut(rows, number)
+        ctx = _context(
+            request,
+            viewer,
+            "Consolidation runs",
+            runs=shown,
+            pager=_pager(request, number, more),
+            notice=f"Run {undone} was undone." if undone else None,
+        )
+        return render("consolidation_runs.html", **ctx)
 
     @r.get("/consolidation/run")
-    async def run(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            report = await viewer.memory.consolidation.report(_required(id))
-            ctx = _context(request, viewer, "Consolidation run", report=report)
-            return render("consolidation_run.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def run(request: Request, viewer: Viewer, id: str = "") -> Response:
+        report = await viewer.memory.consolidation.report(_required(id))
+        ctx = _context(request, viewer, "Consolidation run", report=report)
+        return render("consolidation_run.html", **ctx)
 
     @r.get("/consolidation/undo")
-    async def undo_confirm(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            report = await viewer.memory.consolidation.report(_required(id))
-            root = _root(request)
-            target = quote(report.run_id, safe="")
-            ctx = _context(
-                request,
-                viewer,
-                "Undo consolidation run",
-                warning="This puts every fact and graph entity the run changed back as it "
-                "was before it. It is refused if one of them changed since.",
-                details=[
-                    ("Run", report.run_id),
-                    ("User", report.user_id or "shared"),
-                    ("Facts merged", str(report.merged)),
-                    ("Facts superseded", str(report.superseded)),
-                    ("Entities merged", str(report.entities_merged)),
-                ],
-                action=f"{root}/consolidation/undo",
-                hidden=[("id", report.run_id)],
-                expected=report.run_id,
-                button="Undo run",
-                cancel=f"{root}/consolidation/run?id={target}",
-            )
-            return render("confirm.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def undo_confirm(request: Request, viewer: Viewer, id: str = "") -> Response:
+        report = await viewer.memory.consolidation.report(_required(id))
+        root = _root(request)
+        target = quote(report.run_id, safe="")
+        ctx = _context(
+            request,
+            viewer,
+            "Undo consolidation run",
+            warning="This puts every fact and graph entity the run changed back as it "
+            "was before it. It is refused if one of them changed since.",
+            details=[
+                ("Run", report.run_id),
+                ("User", report.user_id or "shared"),
+                ("Facts merged", str(report.merged)),
+                ("Facts superseded", str(report.superseded)),
+                ("Entities merged", str(report.entities_merged)),
+            ],
+            action=f"{root}/consolidation/undo",
+            hidden=[("id", report.run_id)],
+            expected=report.run_id,
+            button="Undo run",
+            cancel=f"{root}/consolidation/run?id={target}",
+        )
+        return render("confirm.html", **ctx)
 
     @r.post("/consolidation/undo")
-    async def undo(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            form = await read_form(request)
-            run_id = _required(form.get("id"))
-            if not check_csrf(request, form):
-                return _refused(request, viewer, "The form expired or came from another page.")
-            if not _confirmed(form, run_id):
-                return _refused(request, viewer, "The typed id did not match; nothing was undone.")
-            await viewer.memory.consolidation.undo(run_id)
-            target = quote(run_id, safe="")
-            return _redirect(f"{_root(request)}/consolidation/run?id={target}")
-
-        return await _page(request, view)
+    @viewed
+    async def undo(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer, "undone")
+        if isinstance(checked, Response):
+            return checked
+        _, run_id = checked
+        await viewer.memory.consolidation.undo(run_id)
+        target = quote(run_id, safe="")
+        return _redirect(f"{_root(request)}/consolidation/run?id={target}")

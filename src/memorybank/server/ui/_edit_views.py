@@ -17,16 +17,14 @@ from fastapi.responses import Response
 
 from memorybank.errors import NotFound
 from memorybank.server.ui._render import render
-from memorybank.server.ui._session import check_csrf, read_form
 from memorybank.server.ui._views import (
     Viewer,
-    _confirmed,
+    _checked,
     _context,
-    _page,
     _redirect,
-    _refused,
     _required,
     _root,
+    viewed,
 )
 
 __all__ = ["register"]
@@ -37,71 +35,51 @@ def _lines(text: str) -> list[str]:
     return [line for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
 
 
-async def _checked(request: Request, viewer: Viewer) -> tuple[dict[str, str], str] | Response:
-    """The form of an edit and its target id, once the CSRF token and the typed id match;
-    else the refusal page (nothing is changed)."""
-    form = await read_form(request)
-    target = _required(form.get("id"))
-    if not check_csrf(request, form):
-        return _refused(request, viewer, "The form expired or came from another page.")
-    if not _confirmed(form, target):
-        return _refused(request, viewer, "The typed id did not match; nothing was changed.")
-    return form, target
-
-
 def register(r: APIRouter) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
     @r.get("/fact/edit")
-    async def fact_form(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            fact_id = _required(id)
-            found = await viewer.memory.facts.get(fact_id)
-            if found is None:
-                raise NotFound(f"fact {fact_id!r} not found")
-            ctx = _context(request, viewer, "Edit fact", fact=found)
-            return render("fact_edit.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def fact_form(request: Request, viewer: Viewer, id: str = "") -> Response:
+        fact_id = _required(id)
+        found = await viewer.memory.facts.get(fact_id)
+        if found is None:
+            raise NotFound(f"fact {fact_id!r} not found")
+        ctx = _context(request, viewer, "Edit fact", fact=found)
+        return render("fact_edit.html", **ctx)
 
     @r.post("/fact/edit")
-    async def fact_edit(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            checked = await _checked(request, viewer)
-            if isinstance(checked, Response):
-                return checked
-            form, fact_id = checked
-            await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
-            return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
-
-        return await _page(request, view)
+    @viewed
+    async def fact_edit(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer)
+        if isinstance(checked, Response):
+            return checked
+        form, fact_id = checked
+        await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
+        return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
 
     @r.get("/entity/edit")
-    async def entity_form(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            entity_id = _required(id)
-            found = await viewer.memory.graph.get_entity(entity_id)
-            if found is None:
-                raise NotFound(f"entity {entity_id!r} not found")
-            ctx = _context(request, viewer, "Edit entity", entity=found)
-            return render("entity_edit.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def entity_form(request: Request, viewer: Viewer, id: str = "") -> Response:
+        entity_id = _required(id)
+        found = await viewer.memory.graph.get_entity(entity_id)
+        if found is None:
+            raise NotFound(f"entity {entity_id!r} not found")
+        ctx = _context(request, viewer, "Edit entity", entity=found)
+        return render("entity_edit.html", **ctx)
 
     @r.post("/entity/edit")
-    async def entity_edit(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            checked = await _checked(request, viewer)
-            if isinstance(checked, Response):
-                return checked
-            form, entity_id = checked
-            await viewer.memory.graph.update_entity(
-                entity_id,
-                name=form.get("name", ""),
-                aliases=_lines(form.get("aliases", "")),
-                observations=_lines(form.get("observations", "")),
-            )
-            target = quote(entity_id, safe="")
-            return _redirect(f"{_root(request)}/graph?entity={target}&saved=1")
-
-        return await _page(request, view)
+    @viewed
+    async def entity_edit(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer)
+        if isinstance(checked, Response):
+            return checked
+        form, entity_id = checked
+        await viewer.memory.graph.update_entity(
+            entity_id,
+            name=form.get("name", ""),
+            aliases=_lines(form.get("aliases", "")),
+            observations=_lines(form.get("observations", "")),
+        )
+        target = quote(entity_id, safe="")
+        return _redirect(f"{_root(request)}/graph?entity={target}&saved=1")

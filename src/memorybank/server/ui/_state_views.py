@@ -25,8 +25,8 @@ from memorybank.server.ui._views import (
     _cut,
     _int,
     _opt,
-    _page,
     _pager,
+    viewed,
 )
 from memorybank.stores.contract._async.store import UNSET
 
@@ -51,83 +51,80 @@ def register(r: APIRouter) -> None:
     """Add the pages of this module to the inspector's router ``r``."""
 
     @r.get("/core-facts")
-    async def core_facts(request: Request, user: str = "") -> Response:
+    @viewed
+    async def core_facts(request: Request, viewer: Viewer, user: str = "") -> Response:
         """One user's core facts (the tenant-wide set without a user), each with its history."""
 
-        async def view(viewer: Viewer) -> Response:
-            owner = UNSET if viewer.user_id else (user or None)  # ids exactly as typed
-            facts = AsyncCoreFacts(memory=viewer.memory, user_id=owner)
-            current = await facts.all()
-            rows = [(key, value, await facts.history(key)) for key, value in current.items()]
-            users = await _users(viewer)
-            per_user = []  # on the tenant-wide view: every known user's set, one click away
-            if owner is None:
-                for name in users:
-                    keys = await AsyncCoreFacts(memory=viewer.memory, user_id=name).all()
-                    per_user.append((name, len(keys)))
-            ctx = _context(
-                request,
-                viewer,
-                "Core facts",
-                user=user,
-                owner=facts.user_id,
-                users=users,
-                rows=rows,
-                per_user=per_user,
-            )
-            return render("core_facts.html", **ctx)
-
-        return await _page(request, view)
+        owner = UNSET if viewer.user_id else (user or None)  # ids exactly as typed
+        facts = AsyncCoreFacts(memory=viewer.memory, user_id=owner)
+        current = await facts.all()
+        rows = [(key, value, await facts.history(key)) for key, value in current.items()]
+        users = await _users(viewer)
+        per_user = []  # on the tenant-wide view: every known user's set, one click away
+        if owner is None:
+            for name in users:
+                keys = await AsyncCoreFacts(memory=viewer.memory, user_id=name).all()
+                per_user.append((name, len(keys)))
+        ctx = _context(
+            request,
+            viewer,
+            "Core facts",
+            user=user,
+            owner=facts.user_id,
+            users=users,
+            rows=rows,
+            per_user=per_user,
+        )
+        return render("core_facts.html", **ctx)
 
     @r.get("/sessions")
+    @viewed
     async def sessions(
-        request: Request, user: str = "", agent: str = "", status: str = "", page: str = ""
+        request: Request,
+        viewer: Viewer,
+        user: str = "",
+        agent: str = "",
+        status: str = "",
+        page: str = "",
     ) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            found = await AsyncSessionManager(viewer.memory).list(
-                status=cast("SessionStatus", status) if status in STATUSES else None,
-                limit=number * PAGE_SIZE + 1,
-                user_id=UNSET if viewer.user_id else _opt(user),
-                agent_id=_opt(agent),
-            )
-            shown, more = _cut(found, number)
-            ctx = _context(
-                request,
-                viewer,
-                "Sessions",
-                sessions=shown,
-                user=user,
-                agent=agent,
-                status=status,
-                statuses=STATUSES,
-                pager=_pager(request, number, more),
-            )
-            return render("sessions.html", **ctx)
-
-        return await _page(request, view)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        found = await AsyncSessionManager(viewer.memory).list(
+            status=cast("SessionStatus", status) if status in STATUSES else None,
+            limit=number * PAGE_SIZE + 1,
+            user_id=UNSET if viewer.user_id else _opt(user),
+            agent_id=_opt(agent),
+        )
+        shown, more = _cut(found, number)
+        ctx = _context(
+            request,
+            viewer,
+            "Sessions",
+            sessions=shown,
+            user=user,
+            agent=agent,
+            status=status,
+            statuses=STATUSES,
+            pager=_pager(request, number, more),
+        )
+        return render("sessions.html", **ctx)
 
     @r.get("/working")
-    async def working(request: Request, page: str = "") -> Response:
+    @viewed
+    async def working(request: Request, viewer: Viewer, page: str = "") -> Response:
         """Every run holding working memory that the viewer could open, with its values."""
 
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            runs = await viewer.memory.working_runs(limit=number * PAGE_SIZE + 1)
-            return _listing(request, viewer, "Working memory", "working.html", runs, number)
-
-        return await _page(request, view)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        runs = await viewer.memory.working_runs(limit=number * PAGE_SIZE + 1)
+        return _listing(request, viewer, "Working memory", "working.html", runs, number)
 
     @r.get("/snapshots")
-    async def snapshots(request: Request, page: str = "") -> Response:
+    @viewed
+    async def snapshots(request: Request, viewer: Viewer, page: str = "") -> Response:
         """The saved snapshots the viewer may load, with their values."""
 
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            saved = await viewer.memory.snapshots.list(limit=number * PAGE_SIZE + 1)
-            return _listing(request, viewer, "Snapshots", "snapshots.html", saved, number)
-
-        return await _page(request, view)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        saved = await viewer.memory.snapshots.list(limit=number * PAGE_SIZE + 1)
+        return _listing(request, viewer, "Snapshots", "snapshots.html", saved, number)
 
 
 def _listing(

@@ -11,6 +11,8 @@ target's id typed again.
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -253,6 +255,20 @@ async def _page(request: Request, view: View) -> Response:
         return _error_page(request, viewer, exc)
 
 
+def viewed(route: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    """A page route ``route(request, viewer, **query)`` run through ``_page``: FastAPI
+    sees its signature without ``viewer``, which ``_page`` resolves."""
+    signature = inspect.signature(route)
+
+    @functools.wraps(route)
+    async def page(request: Request, **query: Any) -> Response:
+        return await _page(request, lambda viewer: route(request, viewer, **query))
+
+    kept = [p for p in signature.parameters.values() if p.name != "viewer"]
+    page.__signature__ = signature.replace(parameters=kept)  # type: ignore[attr-defined]
+    return page
+
+
 def _int(value: str | None, default: int, low: int, high: int) -> int:
     """A lenient integer query parameter: out-of-range or garbage falls back or clamps."""
     try:
@@ -363,6 +379,20 @@ def _confirmed(form: dict[str, str], expected: str) -> bool:
     return form.get("confirm", "") == expected
 
 
+async def _checked(
+    request: Request, viewer: Viewer, nothing_was: str = "changed"
+) -> tuple[dict[str, str], str] | Response:
+    """The form of a confirmed change and its target id, once the CSRF token and the typed
+    id match; else the refusal page (nothing was ``nothing_was``)."""
+    form = await read_form(request)
+    target = _required(form.get("id"))
+    if not check_csrf(request, form):
+        return _refused(request, viewer, "The form expired or came from another page.")
+    if not _confirmed(form, target):
+        return _refused(request, viewer, f"The typed id did not match; nothing was {nothing_was}.")
+    return form, target
+
+
 def build_router() -> APIRouter:
     """The inspector's routes under ``PREFIX`` (see ``memorybank.server.ui.router``)."""
     r = APIRouter(prefix=PREFIX, include_in_schema=False)
@@ -436,8 +466,10 @@ def build_router() -> APIRouter:
     # -- threads -----------------------------------------------------------------
 
     @r.get("/threads")
+    @viewed
     async def threads(
         request: Request,
+        viewer: Viewer,
         q: str = "",
         user: str = "",
         agent: str = "",
@@ -445,74 +477,73 @@ def build_router() -> APIRouter:
         page: str = "",
         deleted: str = "",
     ) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            rows, more = await _list_threads(
-                viewer.memory,
-                q=q.strip(),
-                user=UNSET if viewer.user_id else _opt(user),
-                agent=_opt(agent),
-                status=status if status in ("active", "archived") else None,
-                page=number,
-            )
-            ctx = _context(
-                request,
-                viewer,
-                "Threads",
-                threads=rows,
-                q=q,
-                user=user,
-                agent=agent,
-                status=status,
-                pager=_pager(request, number, more),
-                notice=f"Thread {deleted} was deleted." if deleted else None,
-            )
-            return render("threads.html", **ctx)
-
-        return await _page(request, view)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        rows, more = await _list_threads(
+            viewer.memory,
+            q=q.strip(),
+            user=UNSET if viewer.user_id else _opt(user),
+            agent=_opt(agent),
+            status=status if status in ("active", "archived") else None,
+            page=number,
+        )
+        ctx = _context(
+            request,
+            viewer,
+            "Threads",
+            threads=rows,
+            q=q,
+            user=user,
+            agent=agent,
+            status=status,
+            pager=_pager(request, number, more),
+            notice=f"Thread {deleted} was deleted." if deleted else None,
+        )
+        return render("threads.html", **ctx)
 
     @r.get("/thread")
-    async def thread(request: Request, id: str = "", branch: str = "", page: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            thread_id = _required(id)
-            memory = viewer.memory
-            found = await memory.threads.require(thread_id)
-            name = branch or found.current_branch
-            number = _int(page, 1, 1, _MAX_PAGE)
-            branches = await memory.branches.list(thread_id)
-            names = {b.name for b in branches}
-            forks = {
-                b.name: await _fork_point(memory, thread_id, b, names)
-                for b in branches
-                if b.from_branch is not None and b.from_entry is not None
-            }
-            entries = await memory.entries.list(
-                thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
-            )
-            total = await memory.entries.count(thread_id, branch=name)
-            plotted = await memory.entries.list(thread_id, branch=name, limit=_CHART_ENTRIES)
-            ctx = _context(
-                request,
-                viewer,
-                found.title or found.id,
-                thread=found,
-                branch=name,
-                branches=branches,
-                forks=forks,
-                entries=entries,
-                total=total,
-                tokens_on_page=sum(e.token_count for e in entries),
-                usage=chart(plotted),
-                chart_limit=_CHART_ENTRIES,
-                pager=_pager(request, number, number * PAGE_SIZE < total),
-            )
-            return render("thread.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def thread(
+        request: Request, viewer: Viewer, id: str = "", branch: str = "", page: str = ""
+    ) -> Response:
+        thread_id = _required(id)
+        memory = viewer.memory
+        found = await memory.threads.require(thread_id)
+        name = branch or found.current_branch
+        number = _int(page, 1, 1, _MAX_PAGE)
+        branches = await memory.branches.list(thread_id)
+        names = {b.name for b in branches}
+        forks = {
+            b.name: await _fork_point(memory, thread_id, b, names)
+            for b in branches
+            if b.from_branch is not None and b.from_entry is not None
+        }
+        entries = await memory.entries.list(
+            thread_id, branch=name, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
+        )
+        total = await memory.entries.count(thread_id, branch=name)
+        plotted = await memory.entries.list(thread_id, branch=name, limit=_CHART_ENTRIES)
+        ctx = _context(
+            request,
+            viewer,
+            found.title or found.id,
+            thread=found,
+            branch=name,
+            branches=branches,
+            forks=forks,
+            entries=entries,
+            total=total,
+            tokens_on_page=sum(e.token_count for e in entries),
+            usage=chart(plotted),
+            chart_limit=_CHART_ENTRIES,
+            pager=_pager(request, number, number * PAGE_SIZE < total),
+        )
+        return render("thread.html", **ctx)
 
     @r.get("/thread/context")
+    @viewed
     async def context(
         request: Request,
+        viewer: Viewer,
         id: str = "",
         input: str = "",
         system_prompt: str = "",
@@ -526,251 +557,233 @@ def build_router() -> APIRouter:
     ) -> Response:
         from memorybank.context.values import ContextOptions
 
-        async def view(viewer: Viewer) -> Response:
-            thread_id = _required(id)
-            found = await viewer.memory.threads.require(thread_id)
-            who = agent or found.agent_id or ""
-            chosen: Strategy = (
-                "relevant"
-                if strategy == "relevant"
-                else "hybrid"
-                if strategy == "hybrid"
-                else "recent"
+        thread_id = _required(id)
+        found = await viewer.memory.threads.require(thread_id)
+        who = agent or found.agent_id or ""
+        chosen: Strategy = (
+            "relevant" if strategy == "relevant" else "hybrid" if strategy == "hybrid" else "recent"
+        )
+        refused = [
+            message
+            for message in (
+                _budget_field("max_tokens", max_tokens, 1),
+                _budget_field("reserve_tokens", reserve_tokens, 0),
             )
-            refused = [
-                message
-                for message in (
-                    _budget_field("max_tokens", max_tokens, 1),
-                    _budget_field("reserve_tokens", reserve_tokens, 0),
-                )
-                if message
-            ]
-            reserve = _int(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
-            options = ContextOptions(
-                max_tokens=_int(max_tokens, 4000, 1, _MAX_TOKENS),
-                strategy=chosen,
+            if message
+        ]
+        reserve = _int(reserve_tokens, 0, 0, _MAX_TOKENS) if reserve_tokens.strip() else None
+        options = ContextOptions(
+            max_tokens=_int(max_tokens, 4000, 1, _MAX_TOKENS),
+            strategy=chosen,
+            reserve_tokens=reserve,
+        )
+        form = {
+            "input": input,
+            "system_prompt": system_prompt,
+            "agent": who,
+            "max_tokens": max_tokens.strip() if refused else options.max_tokens,
+            "reserve_tokens": reserve_tokens.strip() if refused or reserve is None else reserve,
+            "strategy": chosen,
+            "facts": bool(facts),
+            "semantic": bool(semantic),
+            "graph": bool(graph),
+        }
+        ctx = None
+        error = None
+        budget: dict[str, int] = {
+            "max_tokens": options.max_tokens,
+            "reserve": options.reserve,
+            "available": options.available,
+        }
+        timeline: list[tuple[Entry, bool]] = []
+        notes: list[str] = []
+        if refused:
+            error = " ".join(refused)
+        elif who:
+            ctx = await viewer.memory.build_context(
+                thread_id,
+                max_tokens=options.max_tokens,
                 reserve_tokens=reserve,
+                strategy=chosen,
+                agent_id=who,
+                user_id=found.user_id,  # the thread's owner: what its agent turns see
+                system_prompt=system_prompt or None,
+                current_input=input or None,
+                include_facts=bool(facts),
+                include_semantic_context=bool(semantic),
+                include_graph_context=bool(graph),
             )
-            form = {
-                "input": input,
-                "system_prompt": system_prompt,
-                "agent": who,
-                "max_tokens": max_tokens.strip() if refused else options.max_tokens,
-                "reserve_tokens": reserve_tokens.strip() if refused or reserve is None else reserve,
-                "strategy": chosen,
-                "facts": bool(facts),
-                "semantic": bool(semantic),
-                "graph": bool(graph),
-            }
-            ctx = None
-            error = None
-            budget: dict[str, int] = {
-                "max_tokens": options.max_tokens,
-                "reserve": options.reserve,
-                "available": options.available,
-            }
-            timeline: list[tuple[Entry, bool]] = []
-            notes: list[str] = []
-            if refused:
-                error = " ".join(refused)
-            elif who:
-                ctx = await viewer.memory.build_context(
-                    thread_id,
-                    max_tokens=options.max_tokens,
-                    reserve_tokens=reserve,
-                    strategy=chosen,
-                    agent_id=who,
-                    user_id=found.user_id,  # the thread's owner: what its agent turns see
-                    system_prompt=system_prompt or None,
-                    current_input=input or None,
-                    include_facts=bool(facts),
-                    include_semantic_context=bool(semantic),
-                    include_graph_context=bool(graph),
-                )
-                # Why each entry is in or out: the newest ones of the branch beside the choice.
-                chosen_ids = {e.id for e in ctx.entries}
-                recent = await viewer.memory.entries.list(thread_id, limit=_TIMELINE)
-                timeline = [(e, e.id in chosen_ids) for e in reversed(recent)]
-                history_tokens = sum(e.token_count for e in ctx.entries)
-                budget["system"] = ctx.token_count - history_tokens
-                budget["history_budget"] = max(0, options.available - budget["system"])
-                budget["history"] = history_tokens
-                notes = _budget_notes(options, budget, ctx.total_entries)
-            else:
-                error = "This thread has no agent: name the agent the context is built for."
-            page_ctx = _context(
-                request,
-                viewer,
-                "build_context preview",
-                thread=found,
-                form=form,
-                strategies=_STRATEGIES,
-                ctx=ctx,
-                error=error,
-                budget=budget,
-                budget_notes=notes,
-                timeline=timeline,
-                timeline_limit=_TIMELINE,
-            )
-            return render("context.html", status_code=400 if refused else 200, **page_ctx)
-
-        return await _page(request, view)
+            # Why each entry is in or out: the newest ones of the branch beside the choice.
+            chosen_ids = {e.id for e in ctx.entries}
+            recent = await viewer.memory.entries.list(thread_id, limit=_TIMELINE)
+            timeline = [(e, e.id in chosen_ids) for e in reversed(recent)]
+            history_tokens = sum(e.token_count for e in ctx.entries)
+            budget["system"] = ctx.token_count - history_tokens
+            budget["history_budget"] = max(0, options.available - budget["system"])
+            budget["history"] = history_tokens
+            notes = _budget_notes(options, budget, ctx.total_entries)
+        else:
+            error = "This thread has no agent: name the agent the context is built for."
+        page_ctx = _context(
+            request,
+            viewer,
+            "build_context preview",
+            thread=found,
+            form=form,
+            strategies=_STRATEGIES,
+            ctx=ctx,
+            error=error,
+            budget=budget,
+            budget_notes=notes,
+            timeline=timeline,
+            timeline_limit=_TIMELINE,
+        )
+        return render("context.html", status_code=400 if refused else 200, **page_ctx)
 
     @r.get("/thread/delete")
-    async def delete_confirm(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            thread_id = _required(id)
-            found = await viewer.memory.threads.require(thread_id)
-            count = await viewer.memory.entries.count(thread_id)
-            root = _root(request)
-            ctx = _context(
-                request,
-                viewer,
-                "Delete thread",
-                warning="This deletes the thread with all its entries and branches. "
-                "It cannot be undone.",
-                details=[
-                    ("Thread", found.id),
-                    ("Title", found.title or "(untitled)"),
-                    ("User", found.user_id or "—"),
-                    ("Entries on the current branch", str(count)),
-                ],
-                action=f"{root}/thread/delete",
-                hidden=[("id", found.id)],
-                expected=found.id,
-                button="Delete thread",
-                cancel=f"{root}/thread?id={quote(found.id, safe='')}",
-            )
-            return render("confirm.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def delete_confirm(request: Request, viewer: Viewer, id: str = "") -> Response:
+        thread_id = _required(id)
+        found = await viewer.memory.threads.require(thread_id)
+        count = await viewer.memory.entries.count(thread_id)
+        root = _root(request)
+        ctx = _context(
+            request,
+            viewer,
+            "Delete thread",
+            warning="This deletes the thread with all its entries and branches. "
+            "It cannot be undone.",
+            details=[
+                ("Thread", found.id),
+                ("Title", found.title or "(untitled)"),
+                ("User", found.user_id or "—"),
+                ("Entries on the current branch", str(count)),
+            ],
+            action=f"{root}/thread/delete",
+            hidden=[("id", found.id)],
+            expected=found.id,
+            button="Delete thread",
+            cancel=f"{root}/thread?id={quote(found.id, safe='')}",
+        )
+        return render("confirm.html", **ctx)
 
     @r.post("/thread/delete")
-    async def delete(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            form = await read_form(request)
-            thread_id = _required(form.get("id"))
-            if not check_csrf(request, form):
-                return _refused(request, viewer, "The form expired or came from another page.")
-            if not _confirmed(form, thread_id):
-                return _refused(request, viewer, "The typed id did not match; nothing was deleted.")
-            if not await viewer.memory.threads.delete(thread_id):
-                raise NotFound(f"thread {thread_id!r} not found")
-            return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
-
-        return await _page(request, view)
+    @viewed
+    async def delete(request: Request, viewer: Viewer) -> Response:
+        checked = await _checked(request, viewer, "deleted")
+        if isinstance(checked, Response):
+            return checked
+        _, thread_id = checked
+        if not await viewer.memory.threads.delete(thread_id):
+            raise NotFound(f"thread {thread_id!r} not found")
+        return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
 
     # -- long-term memory --------------------------------------------------------
 
     @r.get("/facts")
+    @viewed
     async def facts(
         request: Request,
+        viewer: Viewer,
         user: str = "",
         agent: str = "",
         category: str = "",
         expired: str = "",
         page: str = "",
     ) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            rows = await viewer.memory.facts.list(
-                user_id=UNSET if viewer.user_id else _opt(user),
-                agent_id=_opt(agent),
-                category=category.strip() or None,
-                include_expired=bool(expired),
-            )
-            shown, more = _cut(rows, number)
-            ctx = _context(
-                request,
-                viewer,
-                "Facts",
-                facts=shown,
-                usage=await importance_of(viewer.memory, shown),
-                user=user,
-                agent=agent,
-                category=category,
-                expired=bool(expired),
-                pager=_pager(request, number, more),
-            )
-            return render("facts.html", **ctx)
-
-        return await _page(request, view)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        rows = await viewer.memory.facts.list(
+            user_id=UNSET if viewer.user_id else _opt(user),
+            agent_id=_opt(agent),
+            category=category.strip() or None,
+            include_expired=bool(expired),
+        )
+        shown, more = _cut(rows, number)
+        ctx = _context(
+            request,
+            viewer,
+            "Facts",
+            facts=shown,
+            usage=await importance_of(viewer.memory, shown),
+            user=user,
+            agent=agent,
+            category=category,
+            expired=bool(expired),
+            pager=_pager(request, number, more),
+        )
+        return render("facts.html", **ctx)
 
     @r.get("/fact")
-    async def fact(request: Request, id: str = "", saved: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            fact_id = _required(id)
-            current = await viewer.memory.facts.get(fact_id)
-            history = await viewer.memory.facts.history(fact_id)
-            if current is None and not history:
-                raise NotFound(f"fact {fact_id!r} not found")
-            notice = (
-                f"Saved as version {current.version}; the earlier value stays in the history."
-                if saved and current is not None
-                else None
-            )
-            extras = await fact_extras(viewer.memory, fact_id, history)
-            ctx = _context(
-                request, viewer, "Fact", fact=current, history=history, notice=notice, **extras
-            )
-            return render("fact.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def fact(request: Request, viewer: Viewer, id: str = "", saved: str = "") -> Response:
+        fact_id = _required(id)
+        current = await viewer.memory.facts.get(fact_id)
+        history = await viewer.memory.facts.history(fact_id)
+        if current is None and not history:
+            raise NotFound(f"fact {fact_id!r} not found")
+        notice = (
+            f"Saved as version {current.version}; the earlier value stays in the history."
+            if saved and current is not None
+            else None
+        )
+        extras = await fact_extras(viewer.memory, fact_id, history)
+        ctx = _context(
+            request, viewer, "Fact", fact=current, history=history, notice=notice, **extras
+        )
+        return render("fact.html", **ctx)
 
     @r.get("/documents")
-    async def documents(request: Request, page: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            number = _int(page, 1, 1, _MAX_PAGE)
-            rows = await viewer.memory.documents.list(limit=number * PAGE_SIZE + 1)
-            shown, more = _cut(rows, number)
-            ctx = _context(
-                request,
-                viewer,
-                "Documents",
-                documents=shown,
-                pager=_pager(request, number, more),
-            )
-            return render("documents.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def documents(request: Request, viewer: Viewer, page: str = "") -> Response:
+        number = _int(page, 1, 1, _MAX_PAGE)
+        rows = await viewer.memory.documents.list(limit=number * PAGE_SIZE + 1)
+        shown, more = _cut(rows, number)
+        ctx = _context(
+            request,
+            viewer,
+            "Documents",
+            documents=shown,
+            pager=_pager(request, number, more),
+        )
+        return render("documents.html", **ctx)
 
     @r.get("/document")
-    async def document(request: Request, id: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            document_id = _required(id)
-            found = await viewer.memory.documents.get(document_id)
-            if found is None:
-                raise NotFound(f"document {document_id!r} not found")
-            return render("document.html", **_context(request, viewer, "Document", document=found))
-
-        return await _page(request, view)
+    @viewed
+    async def document(request: Request, viewer: Viewer, id: str = "") -> Response:
+        document_id = _required(id)
+        found = await viewer.memory.documents.get(document_id)
+        if found is None:
+            raise NotFound(f"document {document_id!r} not found")
+        return render("document.html", **_context(request, viewer, "Document", document=found))
 
     @r.get("/summaries")
-    async def summaries(request: Request, agent: str = "", user: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            recent = await viewer.memory.threads.list(limit=500)
-            agents = sorted({t.agent_id for t in recent if t.agent_id})
-            rows = []
-            if agent:
-                rows = await viewer.memory.summaries.list(
-                    agent_id=agent, user_id=UNSET if viewer.user_id else _opt(user)
-                )
-            ctx = _context(
-                request,
-                viewer,
-                "Summaries",
-                agents=agents,
-                agent=agent,
-                user=user,
-                summaries=rows,
+    @viewed
+    async def summaries(
+        request: Request, viewer: Viewer, agent: str = "", user: str = ""
+    ) -> Response:
+        recent = await viewer.memory.threads.list(limit=500)
+        agents = sorted({t.agent_id for t in recent if t.agent_id})
+        rows = []
+        if agent:
+            rows = await viewer.memory.summaries.list(
+                agent_id=agent, user_id=UNSET if viewer.user_id else _opt(user)
             )
-            return render("summaries.html", **ctx)
-
-        return await _page(request, view)
+        ctx = _context(
+            request,
+            viewer,
+            "Summaries",
+            agents=agents,
+            agent=agent,
+            user=user,
+            summaries=rows,
+        )
+        return render("summaries.html", **ctx)
 
     @r.get("/search")
+    @viewed
     async def search(
         request: Request,
+        viewer: Viewer,
         q: str = "",
         mode: str = "hybrid",
         kinds: str = "entries,documents",
@@ -778,52 +791,51 @@ def build_router() -> APIRouter:
         k: str = "",
         history: str = "",
     ) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            chosen_mode: SearchMode = (
-                "keyword" if mode == "keyword" else "semantic" if mode == "semantic" else "hybrid"
-            )
-            chosen_kinds = kinds if kinds in _KINDS else "entries,documents"
-            # Earlier values are facts' only: the box means nothing for other kinds.
-            with_history = bool(history) and "facts" in _KINDS[chosen_kinds][1]
-            count = _int(k, 10, 1, 100)
-            hits = []
-            error = None
-            if q.strip():
-                try:
-                    hits = await viewer.memory.search(
-                        q,
-                        k=count,
-                        mode=chosen_mode,
-                        thread_id=thread or None,
-                        kinds=_KINDS[chosen_kinds][1],
-                        include_history=with_history,
-                    )
-                except MemoryBankError as exc:  # e.g. semantic mode without an embedder
-                    if isinstance(exc, StoreError) or refused_by_store(exc):
-                        raise  # the error page: the store's words stay in the log
-                    error = str(exc)
-            ctx = _context(
-                request,
-                viewer,
-                "Search",
-                q=q,
-                mode=chosen_mode,
-                modes=_MODES,
-                kinds=chosen_kinds,
-                kind_choices=[(value, label) for value, (label, _) in _KINDS.items()],
-                history=bool(history),
-                thread=thread,
-                k=count,
-                hits=hits,
-                error=error,
-            )
-            return render("search.html", **ctx)
-
-        return await _page(request, view)
+        chosen_mode: SearchMode = (
+            "keyword" if mode == "keyword" else "semantic" if mode == "semantic" else "hybrid"
+        )
+        chosen_kinds = kinds if kinds in _KINDS else "entries,documents"
+        # Earlier values are facts' only: the box means nothing for other kinds.
+        with_history = bool(history) and "facts" in _KINDS[chosen_kinds][1]
+        count = _int(k, 10, 1, 100)
+        hits = []
+        error = None
+        if q.strip():
+            try:
+                hits = await viewer.memory.search(
+                    q,
+                    k=count,
+                    mode=chosen_mode,
+                    thread_id=thread or None,
+                    kinds=_KINDS[chosen_kinds][1],
+                    include_history=with_history,
+                )
+            except MemoryBankError as exc:  # e.g. semantic mode without an embedder
+                if isinstance(exc, StoreError) or refused_by_store(exc):
+                    raise  # the error page: the store's words stay in the log
+                error = str(exc)
+        ctx = _context(
+            request,
+            viewer,
+            "Search",
+            q=q,
+            mode=chosen_mode,
+            modes=_MODES,
+            kinds=chosen_kinds,
+            kind_choices=[(value, label) for value, (label, _) in _KINDS.items()],
+            history=bool(history),
+            thread=thread,
+            k=count,
+            hits=hits,
+            error=error,
+        )
+        return render("search.html", **ctx)
 
     @r.get("/graph")
+    @viewed
     async def graph(
         request: Request,
+        viewer: Viewer,
         entity: str = "",
         q: str = "",
         depth: str = "",
@@ -832,113 +844,102 @@ def build_router() -> APIRouter:
     ) -> Response:
         """Entities (found by name), and the subgraph around one, drawn as SVG."""
 
-        async def view(viewer: Viewer) -> Response:
-            hops = _int(depth, 2, 1, _GRAPH_MAX_DEPTH)
-            number = _int(page, 1, 1, _MAX_PAGE)
-            found = await viewer.memory.graph.find_entities(
-                q.strip() or None, limit=min(number * PAGE_SIZE + 1, 10_000)
+        hops = _int(depth, 2, 1, _GRAPH_MAX_DEPTH)
+        number = _int(page, 1, 1, _MAX_PAGE)
+        found = await viewer.memory.graph.find_entities(
+            q.strip() or None, limit=min(number * PAGE_SIZE + 1, 10_000)
+        )
+        shown, more = _cut(found, number)
+        drawing = centre = None
+        if entity:
+            centre = await viewer.memory.graph.get_entity(_required(entity))
+            if centre is None:
+                raise NotFound(f"entity {entity!r} not found")
+            subgraph = await viewer.memory.graph.traverse(
+                [centre.id],
+                max_depth=hops,
+                max_nodes=_GRAPH_MAX_NODES,
+                max_edges=_GRAPH_MAX_EDGES,
             )
-            shown, more = _cut(found, number)
-            drawing = centre = None
-            if entity:
-                centre = await viewer.memory.graph.get_entity(_required(entity))
-                if centre is None:
-                    raise NotFound(f"entity {entity!r} not found")
-                subgraph = await viewer.memory.graph.traverse(
-                    [centre.id],
-                    max_depth=hops,
-                    max_nodes=_GRAPH_MAX_NODES,
-                    max_edges=_GRAPH_MAX_EDGES,
-                )
-                drawing = draw(subgraph, centre.id)
-            ctx = _context(
-                request,
-                viewer,
-                "Knowledge graph",
-                entities=shown,
-                q=q,
-                depth=hops,
-                max_depth=_GRAPH_MAX_DEPTH,
-                centre=centre,
-                drawing=drawing,
-                edge_font=EDGE_FONT,
-                node_font=NODE_FONT,
-                line_height=LINE_HEIGHT,
-                pager=_pager(request, number, more),
-                notice="The entity was saved." if saved and centre is not None else None,
-            )
-            return render("graph.html", **ctx)
-
-        return await _page(request, view)
+            drawing = draw(subgraph, centre.id)
+        ctx = _context(
+            request,
+            viewer,
+            "Knowledge graph",
+            entities=shown,
+            q=q,
+            depth=hops,
+            max_depth=_GRAPH_MAX_DEPTH,
+            centre=centre,
+            drawing=drawing,
+            edge_font=EDGE_FONT,
+            node_font=NODE_FONT,
+            line_height=LINE_HEIGHT,
+            pager=_pager(request, number, more),
+            notice="The entity was saved." if saved and centre is not None else None,
+        )
+        return render("graph.html", **ctx)
 
     # -- webhooks (read only: the admin routes manage them) ------------------------
 
     @r.get("/webhooks")
-    async def webhooks(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            if viewer.user_id is not None:
-                return _refused(
-                    request, viewer, "Webhooks are the tenant's: log in without a user to see them."
-                )
-            registry: Webhooks = request.app.state.webhooks
-            found = await registry.list(viewer.tenant)
-            return render("webhooks.html", **_context(request, viewer, "Webhooks", webhooks=found))
-
-        return await _page(request, view)
+    @viewed
+    async def webhooks(request: Request, viewer: Viewer) -> Response:
+        if viewer.user_id is not None:
+            return _refused(
+                request, viewer, "Webhooks are the tenant's: log in without a user to see them."
+            )
+        registry: Webhooks = request.app.state.webhooks
+        found = await registry.list(viewer.tenant)
+        return render("webhooks.html", **_context(request, viewer, "Webhooks", webhooks=found))
 
     # -- forget a user -------------------------------------------------------------
 
     @r.get("/forget")
-    async def forget_form(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            return render("forget.html", **_context(request, viewer, "Forget a user"))
-
-        return await _page(request, view)
+    @viewed
+    async def forget_form(request: Request, viewer: Viewer) -> Response:
+        return render("forget.html", **_context(request, viewer, "Forget a user"))
 
     @r.get("/forget/confirm")
-    async def forget_confirm(request: Request, user: str = "") -> Response:
-        async def view(viewer: Viewer) -> Response:
-            target = user  # exactly as typed: "bob " is another user than "bob"
-            if not target:
-                raise InvalidInput("name the user to forget", field="user")
-            root = _root(request)
-            ctx = _context(
-                request,
-                viewer,
-                "Forget a user",
-                warning=f"This erases everything derived from user {target} in tenant "
-                f"{viewer.tenant}: threads, entries, facts, documents, snapshots and "
-                "summaries. It cannot be undone.",
-                details=[],
-                action=f"{root}/forget",
-                hidden=[("user", target)],
-                expected=target,
-                button="Forget this user",
-                cancel=f"{root}/forget",
-            )
-            return render("confirm.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def forget_confirm(request: Request, viewer: Viewer, user: str = "") -> Response:
+        target = user  # exactly as typed: "bob " is another user than "bob"
+        if not target:
+            raise InvalidInput("name the user to forget", field="user")
+        root = _root(request)
+        ctx = _context(
+            request,
+            viewer,
+            "Forget a user",
+            warning=f"This erases everything derived from user {target} in tenant "
+            f"{viewer.tenant}: threads, entries, facts, documents, snapshots and "
+            "summaries. It cannot be undone.",
+            details=[],
+            action=f"{root}/forget",
+            hidden=[("user", target)],
+            expected=target,
+            button="Forget this user",
+            cancel=f"{root}/forget",
+        )
+        return render("confirm.html", **ctx)
 
     @r.post("/forget")
-    async def forget(request: Request) -> Response:
-        async def view(viewer: Viewer) -> Response:
-            form = await read_form(request)
-            target = form.get("user", "")  # exact, as on the confirmation page
-            if not check_csrf(request, form):
-                return _refused(request, viewer, "The form expired or came from another page.")
-            if not target or not _confirmed(form, target):
-                return _refused(request, viewer, "The typed id did not match; nothing was erased.")
-            gone = await viewer.memory.forget_user(target)
-            ctx = _context(
-                request,
-                viewer,
-                "User forgotten",
-                body=f"User {target} was forgotten: {gone} records erased.",
-            )
-            return render("message.html", **ctx)
-
-        return await _page(request, view)
+    @viewed
+    async def forget(request: Request, viewer: Viewer) -> Response:
+        form = await read_form(request)
+        target = form.get("user", "")  # exact, as on the confirmation page
+        if not check_csrf(request, form):
+            return _refused(request, viewer, "The form expired or came from another page.")
+        if not target or not _confirmed(form, target):
+            return _refused(request, viewer, "The typed id did not match; nothing was erased.")
+        gone = await viewer.memory.forget_user(target)
+        ctx = _context(
+            request,
+            viewer,
+            "User forgotten",
+            body=f"User {target} was forgotten: {gone} records erased.",
+        )
+        return render("message.html", **ctx)
 
     return r
 

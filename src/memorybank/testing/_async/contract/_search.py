@@ -36,40 +36,28 @@ class SearchCases(ContractBase):
             token_count=9,
             created_at=entries[3].created_at - timedelta(milliseconds=1),
         )
-        stale = await store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:2],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+
+        async def compact(expected: list[str]) -> bool:
+            return await store.entry_compact(
+                memory.tenant_id,
+                tid,
+                branch="main",
+                through_position=through,
+                expected_ids=expected,
+                summary=summary,
+                updated_at=entries[-1].created_at,
+            )
+
+        stale = await compact(ids[:2])
         assert stale is False
         assert await memory.entries.count(tid) == 5
-        done = await store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:3],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+        done = await compact(ids[:3])
         assert done is True
         after = await memory.entries.list(tid)
         assert [e.id for e in after] == [summary.id, ids[3], ids[4]]
         assert after[0].position == through and after[0].metadata == {"compaction": True}
         assert after[1:] == entries[3:]
-        again = await store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:3],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+        again = await compact(ids[:3])
         assert again is False
 
     async def test_update_entries_sets_content_state_and_tokens(

@@ -37,40 +37,28 @@ class SearchCases(ContractBase):
             token_count=9,
             created_at=entries[3].created_at - timedelta(milliseconds=1),
         )
-        stale = store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:2],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+
+        def compact(expected: list[str]) -> bool:
+            return store.entry_compact(
+                memory.tenant_id,
+                tid,
+                branch="main",
+                through_position=through,
+                expected_ids=expected,
+                summary=summary,
+                updated_at=entries[-1].created_at,
+            )
+
+        stale = compact(ids[:2])
         assert stale is False
         assert memory.entries.count(tid) == 5
-        done = store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:3],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+        done = compact(ids[:3])
         assert done is True
         after = memory.entries.list(tid)
         assert [e.id for e in after] == [summary.id, ids[3], ids[4]]
         assert after[0].position == through and after[0].metadata == {"compaction": True}
         assert after[1:] == entries[3:]
-        again = store.entry_compact(
-            memory.tenant_id,
-            tid,
-            branch="main",
-            through_position=through,
-            expected_ids=ids[:3],
-            summary=summary,
-            updated_at=entries[-1].created_at,
-        )
+        again = compact(ids[:3])
         assert again is False
 
     def test_update_entries_sets_content_state_and_tokens(
