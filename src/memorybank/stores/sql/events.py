@@ -55,6 +55,7 @@ __all__ = [
     "TRACKED_KINDS",
     "event_of_row",
     "events_list_query",
+    "events_user_index",
     "postgres_disable",
     "postgres_enable",
     "postgres_tables",
@@ -141,6 +142,12 @@ def events_list_query(
     return sql, params
 
 
+def events_user_index(p: str) -> str:
+    """The index of a user's events (both engines): a user-scoped ``list`` reads that
+    user's events after the cursor, not every event of the tenant after it."""
+    return f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
+
+
 # -- SQLite ------------------------------------------------------------------------------
 
 #: Now as integer microseconds (the store's time columns), in SQL.
@@ -154,6 +161,7 @@ def sqlite_tables(p: str) -> list[str]:
             tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
             at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
             data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+        events_user_index(p),
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -291,6 +299,7 @@ def postgres_tables(p: str) -> list[str]:
             tenant_id text NOT NULL, seq bigint NOT NULL, kind text NOT NULL,
             at timestamptz NOT NULL, user_id text, agent_id text, thread_id text,
             item_id text, data jsonb, PRIMARY KEY (tenant_id, seq))""",
+        events_user_index(p),
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0,
             floor bigint NOT NULL DEFAULT 0)""",
