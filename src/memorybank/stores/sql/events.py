@@ -143,9 +143,14 @@ def events_list_query(
 
 
 def events_user_index(p: str) -> str:
-    """The index of a user's events (both engines): a user-scoped ``list`` reads that
-    user's events after the cursor, not every event of the tenant after it."""
-    return f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
+    """The index of users' events (both engines): a user-scoped ``list`` reads that
+    user's events after the cursor, not every event of the tenant after it. Events of no
+    user are left out (an append to a shared thread writes no page of it): the one read
+    of those, a handle scoped to no user, reads the tenant's events."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
+        " WHERE user_id IS NOT NULL"
+    )
 
 
 # -- SQLite ------------------------------------------------------------------------------
