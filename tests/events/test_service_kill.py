@@ -91,7 +91,9 @@ def _events(base: str, secret: str) -> list[dict[str, object]]:
     headers = {"Authorization": f"Bearer {secret}"}
     with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
         while True:
-            params = {"limit": 1000, **({} if after is None else {"after": after})}
+            params: dict[str, str | int] = {"limit": 1000}
+            if after is not None:
+                params["after"] = after
             page = client.get("/v1/events", params=params)
             assert page.status_code == 200, page.text
             items = page.json()["items"]

@@ -112,7 +112,9 @@ def _drop_index_and_step_back(spec: StoreSpec) -> None:
     if spec.kind == "sqlite":
         with sqlite3.connect(spec.target) as conn:
             conn.execute(f"DROP INDEX {index}")
-            conn.execute(f"DELETE FROM {version} WHERE version = (SELECT MAX(version) FROM {version})")
+            conn.execute(
+                f"DELETE FROM {version} WHERE version = (SELECT MAX(version) FROM {version})"
+            )
         return
     with psycopg.connect(spec.target, autocommit=True) as conn:
         conn.execute(f"DROP INDEX {index}")
