@@ -37,6 +37,10 @@ def test_the_feed_read_filtered_and_after_a_cursor(tmp_path: Path) -> None:
         got = _events(url, *form)
         assert [json.loads(line)["kind"] for line in got.output.splitlines()] == ["entry.added"] * 2
 
+    asked = _events(url, "--after", lines[1]["cursor"], "--content")
+    assert [json.loads(line)["content"] for line in asked.output.splitlines()] == ["again"]
+    assert "content" not in lines[2]
+
     refused = _events(url, "--kinds", "entry.eaten")
     assert refused.exit_code != 0
     assert "entry.eaten" in refused.output

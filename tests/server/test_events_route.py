@@ -32,6 +32,10 @@ async def test_events_route_pages_filters_and_scopes(store_api: Api) -> None:
     rest = await api.client.get("/v1/events", params={"after": page["next_cursor"]}, headers=key)
     assert [e["kind"] for e in rest.json()["items"]] == ["entry.added"]
     assert "private" not in rest.text
+    asked = await api.client.get(
+        "/v1/events", params={"after": page["next_cursor"], "content": "true"}, headers=key
+    )
+    assert [e["content"] for e in asked.json()["items"]] == ["private"]
     end = rest.json()["next_cursor"]
     empty = await api.client.get("/v1/events", params={"after": end}, headers=key)
     assert empty.json() == {"items": [], "next_cursor": end}

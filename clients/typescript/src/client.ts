@@ -72,7 +72,7 @@ export type Session = ResultOf<"/v1/sessions/{session_id}", "get">;
 export type Branch = ItemOf<ResultOf<"/v1/threads/{thread_id}/branches", "get">>;
 export type Entity = ResultOf<"/v1/graph/entities/{entity_id}", "get">;
 export type Relation = ResultOf<"/v1/graph/relations/{relation_id}", "get">;
-/** One change of the change feed (`GET /v1/events`): ids, never content. */
+/** One change of the change feed (`GET /v1/events`): ids; `content` only when asked. */
 export type MemoryEvent = ItemOf<ResultOf<"/v1/events", "get">>;
 /** A page of the change feed: `nextCursor` is the `after` of the next read. */
 export interface EventPage {
@@ -585,13 +585,21 @@ export class Events extends Resource {
   /**
    * The tenant's changes after `after` (none: from the oldest kept), oldest first (with
    * `userId`, that user's only); `wait` seconds long-polls when nothing is new. A cursor
-   * older than the events kept rejects with `code` `"cursor_expired"` (410).
+   * older than the events kept rejects with `code` `"cursor_expired"` (410). `content`: each
+   * event's `content` is the content of the entry, fact or document it names, read now
+   * (none once deleted).
    */
   async list(
-    options: Options<{ after?: string | null; kinds?: string[]; limit?: number; wait?: number }> = {},
+    options: Options<{
+      after?: string | null;
+      kinds?: string[];
+      limit?: number;
+      wait?: number;
+      content?: boolean;
+    }> = {},
   ): Promise<EventPage> {
-    const { after, kinds, limit, wait } = options;
-    const query = wire({ after: after ?? undefined, kinds: kinds?.join(","), limit, wait });
+    const { after, kinds, limit, wait, content } = options;
+    const query = wire({ after: after ?? undefined, kinds: kinds?.join(","), limit, wait, content });
     const data = await this.mb.call(
       this.mb.api.GET("/v1/events", { params: { query }, ...this.mb.init(options) }),
     );
@@ -600,7 +608,7 @@ export class Events extends Resource {
 
   /** Every change after `after`, as it commits (long polls of `wait` seconds; `for await`). */
   async *follow(
-    options: Options<{ after?: string | null; kinds?: string[]; wait?: number }> = {},
+    options: Options<{ after?: string | null; kinds?: string[]; wait?: number; content?: boolean }> = {},
   ): AsyncGenerator<MemoryEvent> {
     let after = options.after ?? null;
     for (;;) {

@@ -32,6 +32,7 @@ def event_line(event: Event) -> str:
             "at": event.at.isoformat(), "user_id": event.user_id, "agent_id": event.agent_id,
             "thread_id": event.thread_id, "item_id": event.item_id,
             "data": None if event.data is None else dict(event.data),
+            **({} if event.content is None else {"content": event.content}),
         },
         ensure_ascii=False,
     )  # fmt: skip
@@ -51,6 +52,10 @@ def events_command(
     ] = 0.0,
     follow: Annotated[
         bool, typer.Option("--follow", help="Keep reading and printing until interrupted.")
+    ] = False,
+    content: Annotated[
+        bool,
+        typer.Option("--content", help="With each event, the content of the item it names."),
     ] = False,
     user: UserOption = None,
     enable: Annotated[
@@ -96,6 +101,7 @@ def events_command(
                     kinds=wanted,
                     limit=limit,
                     wait=min(MAX_WAIT, FOLLOW_WAIT) if follow else wait,
+                    content=content,
                 )
                 for event in found:
                     typer.echo(event_line(event))

@@ -6,11 +6,12 @@ events in commit order. ``memory.events.list(after=cursor)`` returns the events
 after ``cursor``, oldest first, as a plain ``list[Event]``; the last event's
 ``cursor`` is the next call's ``after`` (an empty list: keep the same cursor).
 
-An event carries ids, never content: the entry/fact/document id in ``item_id``,
+An event carries ids, no content unless asked: the entry/fact/document id in ``item_id``,
 the thread in ``thread_id``, the principal (``user_id``, ``agent_id``) it
 belongs to, and in ``data`` a few more ids or small markers (a superseding
 fact's id, an entry's role, a branch name). ``user.forgotten`` is one event for
-a whole ``forget_user`` and carries nothing but the user id.
+a whole ``forget_user`` and carries nothing but the user id. ``list(content=True)``
+fills ``content`` of entry, fact and document events, read when listed.
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ class Event:
         item_id: the entry, fact, document or graph item changed (``None`` for
             thread and user events).
         data: a few ids or markers more (never content), or ``None``.
+        content: only from ``list(content=True)``: the content of the entry, fact or
+            document named, as it is when listed (a later update shows; an item deleted
+            since, a deletion, and every other kind: ``None``).
     """
 
     cursor: str
@@ -105,6 +109,7 @@ class Event:
     thread_id: str | None = None
     item_id: str | None = None
     data: Mapping[str, object] | None = None
+    content: str | None = None
 
 
 def split_kinds(values: Sequence[str] | None) -> list[str] | None:

@@ -272,7 +272,7 @@ class FactOut(BaseModel):
 
 
 class EventOut(BaseModel):
-    """One change (``memorybank.events.Event``): ids, never content."""
+    """One change (``memorybank.events.Event``): ids; content only when asked."""
 
     model_config = _ATTRS
     cursor: str
@@ -284,6 +284,7 @@ class EventOut(BaseModel):
     thread_id: str | None
     item_id: str | None
     data: dict[str, Any] | None
+    content: str | None = None
 
 
 # -- documents and search ------------------------------------------------------------

@@ -9,13 +9,23 @@ user's events. See docs/events.md.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import time
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from memorybank.errors import ConfigurationError, InvalidInput
-from memorybank.events.types import EVENT_KINDS, Event, cursor_number
+from memorybank.core.documents import DOCUMENT_KIND
+from memorybank.errors import ConfigurationError, InvalidInput, NotFound
+from memorybank.events.types import (
+    DOCUMENT_ADDED,
+    ENTRY_ADDED,
+    ENTRY_UPDATED,
+    EVENT_KINDS,
+    FACT_ADDED,
+    Event,
+    cursor_number,
+)
 from memorybank.rules.scope import ROOT, Scope
 from memorybank.runtime.concurrency import sleep
 from memorybank.stores.contract.capabilities import Capability
@@ -36,6 +46,10 @@ MAX_WAIT = 60.0
 PRUNE_BATCH = 1000
 #: Between two reads of a waiting ``list``: the first pause and the longest.
 _POLL_FIRST, _POLL_MAX = 0.05, 1.0
+#: The events whose item ``list(content=True)`` reads: entries (by thread and branch)...
+_ENTRY_KINDS = frozenset({ENTRY_ADDED, ENTRY_UPDATED})
+#: ...and records, by the record kind their ``item_id`` names.
+_RECORD_KINDS = {FACT_ADDED: "fact", DOCUMENT_ADDED: DOCUMENT_KIND}
 
 
 class Events:
@@ -52,6 +66,7 @@ class Events:
         limit: int = 100,
         *,
         wait: float = 0.0,
+        content: bool = False,
     ) -> builtins.list[Event]:
         """The events after the cursor ``after`` (``None``: from the oldest kept), oldest
         first, at most ``limit`` (1..1000); only ``kinds`` (of ``EVENT_KINDS``) when given.
@@ -62,6 +77,12 @@ class Events:
         time is up (a long poll). A handle scoped to a user sees only that user's events.
         Raises ``CursorExpired`` when ``after`` is older than the events kept (or than the
         feed's last switch on): resynchronise, then follow from ``after=None``.
+
+        ``content``: fill each event's ``content`` with the content of the entry
+        (``entry.added``, ``entry.updated``), fact (``fact.added``) or document
+        (``document.added``) it names, read now: an item changed since shows its current
+        content, one deleted since has none (``None``), as have deletions and the other
+        kinds. Without it events carry ids only.
         """
         cursor_number(after)
         wanted = None if kinds is None else _check_kinds(kinds)
@@ -69,6 +90,8 @@ class Events:
             raise InvalidInput(f"limit must be an integer in 1..{MAX_EVENTS}", field="limit")
         if isinstance(wait, bool) or not isinstance(wait, int | float) or not 0 <= wait <= MAX_WAIT:
             raise InvalidInput(f"wait must be a number of seconds in 0..{MAX_WAIT:g}", field="wait")
+        if not isinstance(content, bool):
+            raise InvalidInput("content must be a bool", field="content")
         user, agent = self._principal()
         deadline = time.monotonic() + wait
         pause = _POLL_FIRST
@@ -78,7 +101,7 @@ class Events:
             )
             left = deadline - time.monotonic()
             if events or left <= 0:
-                return events
+                return self._with_content(events) if content else events
             sleep(min(pause, left))
             pause = min(pause * 2, _POLL_MAX)
 
@@ -114,6 +137,39 @@ class Events:
             if gone < PRUNE_BATCH:
                 return total
 
+    def _with_content(self, events: builtins.list[Event]) -> builtins.list[Event]:
+        """``events`` with the current content of the items they name (one read per
+        thread and branch, and per record kind)."""
+        store, tenant = self._core.store, self._tenant
+        entry_ids: dict[tuple[str, str | None], builtins.list[str]] = {}
+        record_ids: dict[str, builtins.list[str]] = {}
+        for event in events:
+            if event.item_id is None:
+                continue
+            if event.kind in _ENTRY_KINDS and event.thread_id is not None:
+                branch = (event.data or {}).get("branch")
+                where = (event.thread_id, branch if isinstance(branch, str) else None)
+                entry_ids.setdefault(where, []).append(event.item_id)
+            elif event.kind in _RECORD_KINDS:
+                record_ids.setdefault(_RECORD_KINDS[event.kind], []).append(event.item_id)
+        texts: dict[tuple[str, str | None, str], str | None] = {}
+        for (thread_id, branch), ids in entry_ids.items():
+            try:
+                got = store.entry_get_many(tenant, thread_id, ids, branch=branch)
+            except NotFound:  # the branch is gone
+                continue
+            for entry_id, entry in got.items():
+                texts["entry", thread_id, entry_id] = entry.content
+        for kind, ids in record_ids.items():
+            for record_id, record in (store.record_get_many(tenant, kind, ids)).items():
+                texts[kind, None, record_id] = record.content
+        return [
+            dataclasses.replace(event, content=texts.get(_content_key(event)))
+            if event.item_id is not None
+            else event
+            for event in events
+        ]
+
     def _principal(self) -> tuple[str | Unset | None, str | Unset | None]:
         """The handle's user (only its events) and agent (its and those of no agent)."""
         return self._scope.user_id, self._scope.agent_id
@@ -130,6 +186,13 @@ class Events:
             raise ConfigurationError(
                 f"{type(self._core.store).__name__} keeps no change feed (Capability.EVENTS)"
             )
+
+
+def _content_key(event: Event) -> tuple[str, str | None, str]:
+    """Where ``_with_content`` keeps the content of the item ``event`` names."""
+    if event.kind in _ENTRY_KINDS:
+        return "entry", event.thread_id, event.item_id or ""
+    return _RECORD_KINDS.get(event.kind, event.kind), None, event.item_id or ""
 
 
 def _check_kinds(kinds: Iterable[str]) -> builtins.list[str]:

@@ -48,6 +48,13 @@ def router() -> APIRouter:
             float,
             Query(ge=0, le=MAX_WAIT, description="Seconds to wait for an event when none is new."),
         ] = 0.0,
+        content: Annotated[
+            bool,
+            Query(
+                description="Each event's `content`: of the entry, fact or document it names,"
+                " read now (none once deleted)."
+            ),
+        ] = False,
     ) -> Page[EventOut]:
         """``memory.events.list``: with ``X-User-Id`` only that user's events.
 
@@ -56,7 +63,9 @@ def router() -> APIRouter:
         older than the events kept answers 410 ``cursor_expired``.
         """
         wanted = split_kinds(kinds)
-        events = await memory.events.list(after=after, kinds=wanted, limit=limit, wait=wait)
+        events = await memory.events.list(
+            after=after, kinds=wanted, limit=limit, wait=wait, content=content
+        )
         items = [EventOut.model_validate(e) for e in events]
         return Page[EventOut](items=items, next_cursor=events[-1].cursor if events else after)
 

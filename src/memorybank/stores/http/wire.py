@@ -525,7 +525,7 @@ EVENT = _dataclass(
     {
         "cursor": ID, "id": ID, "kind": ID, "at": TIME, "user_id": OPT_ID,
         "agent_id": OPT_ID, "thread_id": OPT_ID, "item_id": OPT_ID,
-        "data": optional(JSON_OBJECT),
+        "data": optional(JSON_OBJECT), "content": optional(TEXT),
     },
 )  # fmt: skip
 

@@ -8,6 +8,8 @@ advisory lock. The layout is described in ``memorybank.stores.postgres._async``.
 
 from __future__ import annotations
 
+from memorybank.stores.sql.events import events_user_index
+
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
 MIGRATIONS: list[tuple[str, ...]] = [
     (
@@ -222,6 +224,13 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "ALTER INDEX {p}records_search SET (gin_pending_list_limit = 64)",
         "SELECT gin_clean_pending_list('{p}entries_scoped'::regclass),"
         " gin_clean_pending_list('{p}records_search'::regclass)",
+    ),
+    (
+        # The change feed's index of a user's events (a user-scoped read reads that
+        # user's, not the tenant's), for a schema whose feed was on before it existed;
+        # a feed switched on later makes it with its tables (memorybank.stores.sql.events).
+        "DO $$ BEGIN IF to_regclass('{p}events') IS NOT NULL THEN"
+        f" {events_user_index('{p}')}; END IF; END $$",
     ),
 ]
 

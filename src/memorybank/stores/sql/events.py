@@ -63,6 +63,7 @@ __all__ = [
     "check_floor",
     "event_of_row",
     "events_list_query",
+    "events_user_index",
     "mysql_disable",
     "mysql_emit",
     "mysql_enable",
@@ -172,6 +173,17 @@ def events_list_query(
     return sql, params
 
 
+def events_user_index(p: str) -> str:
+    """The index of users' events (both engines): a user-scoped ``list`` reads that
+    user's events after the cursor, not every event of the tenant after it. Events of no
+    user are left out (an append to a shared thread writes no page of it): the one read
+    of those, a handle scoped to no user, reads the tenant's events."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
+        " WHERE user_id IS NOT NULL"
+    )
+
+
 # -- SQLite ------------------------------------------------------------------------------
 
 #: Now as integer microseconds (the store's time columns), in SQL.
@@ -185,6 +197,7 @@ def sqlite_tables(p: str) -> list[str]:
             tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
             at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
             data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+        events_user_index(p),
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -327,6 +340,7 @@ def postgres_tables(p: str) -> list[str]:
             tenant_id text NOT NULL, seq bigint NOT NULL, kind text NOT NULL,
             at timestamptz NOT NULL, user_id text, agent_id text, thread_id text,
             item_id text, data jsonb, PRIMARY KEY (tenant_id, seq))""",
+        events_user_index(p),
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id text PRIMARY KEY, seq bigint NOT NULL DEFAULT 0,
             floor bigint NOT NULL DEFAULT 0)""",
@@ -471,7 +485,10 @@ def mysql_tables(p: str, collation: str) -> list[str]:
             tenant_id {ident}, seq BIGINT NOT NULL, kind VARCHAR(64) NOT NULL,
             at BIGINT NOT NULL, user_id VARCHAR(255) NULL, agent_id VARCHAR(255) NULL,
             thread_id VARCHAR(255) NULL, item_id VARCHAR(255) NULL, data LONGTEXT NULL,
-            PRIMARY KEY (tenant_id, seq)) {options}""",
+            PRIMARY KEY (tenant_id, seq),
+            -- a user-scoped list reads its user's events (``events_user_index``; MySQL
+            -- has no partial index, so events of no user are in it too)
+            KEY {p}events_user (tenant_id, user_id, seq)) {options}""",
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id {ident} PRIMARY KEY, seq BIGINT NOT NULL DEFAULT 0,
             floor BIGINT NOT NULL DEFAULT 0) {options}""",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 
 from memorybank.stores.sql.common import THREAD_COLUMNS
+from memorybank.stores.sql.events import events_user_index, sqlite_tables
 
 #: Vector deletions the ``vector_deletes`` log keeps (the newest). A cache or
 #: persisted index that saw the log at an older sequence than the oldest kept one
@@ -243,6 +244,11 @@ def migrations(p: str) -> list[list[str]]:
                 VALUES (new.rowid, new.content, new.fts_scope);
                 END""",
         ],
+        # The change feed's index of a user's events, for a database whose feed was on
+        # before it existed (``events_user_index``). The feed's table is made here when
+        # there is none yet (empty until the feed is switched on: SQLite cannot make an
+        # index on a table that may be missing).
+        [sqlite_tables(p)[0], events_user_index(p)],
     ]
 
 

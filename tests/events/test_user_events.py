@@ -1,0 +1,132 @@
+"""A user-scoped read of the change feed reads that user's events, not the tenant's.
+
+``events_user`` (tenant, user, seq) is the index a user-scoped ``memory.events.list``
+reads by, on SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``, after
+``ANALYZE``, with the tenant's events mostly other users'); a database whose feed was
+on before the index existed gets it when opened (the schema's last migration). And a
+user-scoped list returns exactly that user's events, in order, page by page.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from memorybank.memory._sync.memory import Memory
+from memorybank.stores.contract.types import UNSET
+from memorybank.stores.sql.events import events_list_query
+from tests.reliability._harness import StoreSpec, provide, store_params
+
+#: Other users' events around the one user's: enough that a read of the tenant's
+#: events after the cursor would be the costlier plan.
+OTHERS = 30
+ROUNDS = 20
+
+
+@pytest.fixture(params=store_params(("sqlite-normal", "postgres")))
+def spec(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StoreSpec]:
+    yield from provide(request.param, tmp_path)
+
+
+def _fill(memory: Memory) -> list[tuple[str, str | None, str | None]]:
+    """Events of ``OTHERS`` users and of ``alice``, interleaved; alice's, as (kind,
+    thread, item), in the order written."""
+    memory.events.enable()
+    mine = memory.threads.create(user_id="alice")
+    theirs = [memory.threads.create(user_id=f"u{i}") for i in range(OTHERS)]
+    shared = memory.threads.create()
+    expected: list[tuple[str, str | None, str | None]] = [("thread.created", mine.id, None)]
+    for round_ in range(ROUNDS):
+        for thread in theirs:
+            memory.entries.add(thread.id, {"role": "user", "content": f"x{round_}"})
+        memory.entries.add(shared.id, {"role": "user", "content": "shared"})
+        entry = memory.entries.add(mine.id, {"role": "user", "content": f"mine {round_}"})
+        expected.append(("entry.added", mine.id, entry.id))
+    fact = memory.facts.add(content="alice likes tea", user_id="alice")
+    expected.append(("fact.added", None, fact.id))
+    return expected
+
+
+def test_a_user_scoped_list_returns_that_users_events_in_order(spec: StoreSpec) -> None:
+    with spec.memory() as memory:
+        expected = _fill(memory)
+        alice = memory.scoped(user_id="alice")
+        seen = []
+        after = None
+        while page := alice.events.list(after=after, limit=7):
+            seen.extend(page)
+            after = page[-1].cursor
+        assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
+        assert {e.user_id for e in seen} == {"alice"}
+        numbers = [int(e.cursor) for e in seen]
+        assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
+        # the tenant's feed holds the others' events between alice's
+        assert len(memory.events.list(limit=1000)) > len(seen) + OTHERS * ROUNDS
+
+
+def _user_query(prefix: str, mark: str) -> tuple[str, list[Any]]:
+    return events_list_query(
+        prefix, mark, "default", 0, kinds=None, user_id="alice", agent_id=UNSET, limit=100
+    )
+
+
+def _sqlite_plan(path: str, prefix: str) -> str:
+    sql, params = _user_query(prefix, "?")
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
+    return " | ".join(str(row[-1]) for row in rows)
+
+
+def _postgres_plan(spec: StoreSpec) -> str:
+    sql, params = _user_query(spec.prefix, "%s")
+    with psycopg.connect(spec.target, autocommit=True) as conn:
+        conn.execute(f"ANALYZE {spec.prefix}events")
+        rows = conn.execute(f"EXPLAIN {sql}", params).fetchall()
+    return " | ".join(str(row[0]) for row in rows)
+
+
+def _plan(spec: StoreSpec) -> str:
+    if spec.kind == "sqlite":
+        return _sqlite_plan(spec.target, spec.prefix)
+    return _postgres_plan(spec)
+
+
+def test_a_user_scoped_list_reads_by_the_users_index(spec: StoreSpec) -> None:
+    with spec.memory() as memory:
+        _fill(memory)
+    plan = _plan(spec)
+    assert f"{spec.prefix}events_user" in plan, plan
+    if spec.kind == "sqlite":
+        assert "(tenant_id=? AND user_id=? AND seq>?)" in plan, plan
+        assert "TEMP B-TREE" not in plan, plan  # read in order: no sort
+
+
+def _drop_index_and_step_back(spec: StoreSpec) -> None:
+    """Leave the database as the schema before ``events_user`` left a feed that was on."""
+    index, version = f"{spec.prefix}events_user", f"{spec.prefix}schema_version"
+    if spec.kind == "sqlite":
+        with sqlite3.connect(spec.target) as conn:
+            conn.execute(f"DROP INDEX {index}")
+            conn.execute(
+                f"DELETE FROM {version} WHERE version = (SELECT MAX(version) FROM {version})"
+            )
+        return
+    with psycopg.connect(spec.target, autocommit=True) as conn:
+        conn.execute(f"DROP INDEX {index}")
+        conn.execute(f"UPDATE {version} SET version = version - 1")
+
+
+def test_a_feed_from_before_the_index_gets_it_when_opened(spec: StoreSpec) -> None:
+    with spec.memory() as memory:
+        expected = _fill(memory)
+    _drop_index_and_step_back(spec)
+    assert f"{spec.prefix}events_user" not in _plan(spec)
+    with spec.memory() as memory:  # opening migrates
+        seen = memory.scoped(user_id="alice").events.list(limit=1000)
+        assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
+    assert f"{spec.prefix}events_user" in _plan(spec)
