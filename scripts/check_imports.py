@@ -278,47 +278,17 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.stores.contract._async.entry_store", "memorybank.rules.window"): (
         "start-up: the window rule, for the derived `entry_list_recent` only"
     ),
-    ("memorybank.stores.contract._async.search_store", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, for the derived keyword search only"
-    ),
     ("memorybank.stores.contract.types", "memorybank.stores.contract.items"): (
         "start-up: the store items load `dataclasses`, not needed to open a store"
     ),
-    ("memorybank.stores.vectors._async.source", "memorybank.stores.vectors._async.cache"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
+    ("memorybank.stores.sqlite._async._admin", "memorybank.stores.vectors.files"): (
+        "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
-    ("memorybank.stores.mysql._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.postgres._async._vectors", "memorybank.stores.vectors._async.cache"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.postgres._async._vectors", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.redis._async._search", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, with the first keyword search"
-    ),
-    ("memorybank.stores.redis._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
+    ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.files"): (
+        "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
     ("memorybank.stores.sql.common", "memorybank.stores.contract.items"): (
         "start-up: the store items load `dataclasses`, not needed to open a store"
-    ),
-    ("memorybank.stores.sqlite._async._admin", "memorybank.stores.vectors.files"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.files"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.vectors.files", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
     ),
     ("memorybank.testing._async.contract._entries", "memorybank.rules.window"): (
         "debt: a test method's import, to move to module level"
