@@ -425,8 +425,8 @@ class AsyncMemory:
 
     @staticmethod
     def _helper_class(name: str) -> type:
-        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
-        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)`` and
+        ``SessionManager(...)`` given this memory
         (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
         # each loads with its first use
         if name == "context_builder":
@@ -437,13 +437,9 @@ class AsyncMemory:
             from memorybank.context._async.compaction import AsyncCompactionService
 
             return AsyncCompactionService
-        if name == "session_manager":
-            from memorybank.context._async.sessions import AsyncSessionManager
+        from memorybank.context._async.sessions import AsyncSessionManager
 
-            return AsyncSessionManager
-        from memorybank.memory._async.core_facts import AsyncCoreFacts
-
-        return AsyncCoreFacts
+        return AsyncSessionManager
 
     @property
     def scope(self) -> Scope:

@@ -426,8 +426,8 @@ class Memory:
 
     @staticmethod
     def _helper_class(name: str) -> type:
-        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
-        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)`` and
+        ``SessionManager(...)`` given this memory
         (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
         # each loads with its first use
         if name == "context_builder":
@@ -438,13 +438,9 @@ class Memory:
             from memorybank.context._sync.compaction import CompactionService
 
             return CompactionService
-        if name == "session_manager":
-            from memorybank.context._sync.sessions import SessionManager
+        from memorybank.context._sync.sessions import SessionManager
 
-            return SessionManager
-        from memorybank.memory._sync.core_facts import CoreFacts
-
-        return CoreFacts
+        return SessionManager
 
     @property
     def scope(self) -> Scope:
