@@ -40,6 +40,7 @@ from memorybank.errors import ConfigurationError, InvalidInput, NotFound, Thread
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
+from memorybank.rules import validate as v
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import UNSET, Unset, Visibility
@@ -216,8 +217,6 @@ class AsyncContextBuilder(values.ContextBuilder):
         load_history: bool,
         strict: bool,
     ) -> Context:
-        from memorybank.rules import validate as v
-
         thread_id = v.check_id(thread_id, "thread_id")
         agent_id = v.check_id(agent_id, "agent_id")
         user_id = v.check_optional_id(user_id, "user_id")

@@ -41,6 +41,7 @@ from memorybank.errors import ConfigurationError, InvalidInput, NotFound, Thread
 from memorybank.graph._context import GraphBlock
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
+from memorybank.rules import validate as v
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import UNSET, Unset, Visibility
@@ -217,8 +218,6 @@ class ContextBuilder(values.ContextBuilder):
         load_history: bool,
         strict: bool,
     ) -> Context:
-        from memorybank.rules import validate as v
-
         thread_id = v.check_id(thread_id, "thread_id")
         agent_id = v.check_id(agent_id, "agent_id")
         user_id = v.check_optional_id(user_id, "user_id")
