@@ -149,15 +149,6 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.cli.mcp", "memorybank.memory._async.memory"): (
         "start-up: asyncio and the async facade, for `mcp` only"
     ),
-    ("memorybank.cli.read", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, which `memorybank search` alone needs"
-    ),
-    ("memorybank.context._async.builder", "memorybank.graph._async"): (
-        "start-up: the graph namespace, when a context asks for its graph section"
-    ),
-    ("memorybank.context._async.builder", "memorybank.graph._context"): (
-        "start-up: the graph section's options, when a context asks for it"
-    ),
     ("memorybank.context._async.builder", "memorybank.recall._async.fact_recall"): (
         "start-up: fact recall (NumPy), when a context ranks facts by the input"
     ),
@@ -246,34 +237,16 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
         "start-up: the vector index, when one is given"
     ),
     ("memorybank.runtime.concurrency", "memorybank.runtime.backlog"): (
-        "start-up: `Backlog` is a dataclass (`dataclasses`), read by status calls only"
+        "start-up: `Backlog` is a dataclass (its generated methods), read by status calls only"
     ),
     ("memorybank.server.app", "memorybank.server.mcp"): (
         "optional extra: the MCP SDK, for the mounted MCP endpoint"
-    ),
-    ("memorybank.server.routes.threads", "memorybank.context._async.compaction"): (
-        "start-up: the compaction service, on the first `compact`"
-    ),
-    ("memorybank.server.ui._views", "memorybank.context.values"): (
-        "start-up: the context values, on the inspector's context page"
-    ),
-    ("memorybank.stores.contract._async.entry_store", "memorybank.rules.window"): (
-        "start-up: the window rule, for the derived `entry_list_recent` only"
-    ),
-    ("memorybank.stores.contract.types", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
     ),
     ("memorybank.stores.sqlite._async._admin", "memorybank.stores.vectors.files"): (
         "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
     ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.files"): (
         "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
-    ),
-    ("memorybank.stores.sql.common", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
-    ),
-    ("memorybank.testing._async.contract._entries", "memorybank.rules.window"): (
-        "debt: a test method's import, to move to module level"
     ),
 }
 

@@ -37,7 +37,8 @@ from memorybank.core._async.embed import embed_texts
 from memorybank.core._async.facts import fact_rank
 from memorybank.core._async.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph._context import GraphBlock
+from memorybank.graph._async import AsyncGraph
+from memorybank.graph._context import GraphBlock, as_options
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
 from memorybank.rules import validate as v
@@ -505,9 +506,6 @@ class AsyncContextBuilder(values.ContextBuilder):
 
     def _own_options(self, graph: object) -> GraphContextOptions | None:
         """The checked options when ``graph`` is an ``AsyncGraph``, else ``None``."""
-        from memorybank.graph._async import AsyncGraph
-        from memorybank.graph._context import as_options
-
         if isinstance(graph, AsyncGraph):
             return as_options(self.options.graph_options)
         return None

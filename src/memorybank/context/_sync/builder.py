@@ -38,7 +38,8 @@ from memorybank.core._sync.embed import embed_texts
 from memorybank.core._sync.facts import fact_rank
 from memorybank.core._sync.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph._context import GraphBlock
+from memorybank.graph._sync import Graph
+from memorybank.graph._context import GraphBlock, as_options
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
 from memorybank.rules import validate as v
@@ -506,9 +507,6 @@ class ContextBuilder(values.ContextBuilder):
 
     def _own_options(self, graph: object) -> GraphContextOptions | None:
         """The checked options when ``graph`` is an ``AsyncGraph``, else ``None``."""
-        from memorybank.graph._sync import Graph
-        from memorybank.graph._context import as_options
-
         if isinstance(graph, Graph):
             return as_options(self.options.graph_options)
         return None

@@ -7,19 +7,17 @@ classes (one ``UNSET``, one ``Record``), never a generated copy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from memorybank.rules.scope import UNSET, Unset, Visibility
-
-if TYPE_CHECKING:
-    from memorybank.stores.contract.items import (
-        AppendResult,
-        NewEntry,
-        Record,
-        RecordGuard,
-        SearchHit,
-        VectorItem,
-    )
+from memorybank.stores.contract.items import (
+    AppendResult,
+    NewEntry,
+    Record,
+    RecordGuard,
+    SearchHit,
+    VectorItem,
+)
 
 __all__ = [
     "UNSET",
@@ -40,21 +38,6 @@ __all__ = [
 
 #: An ``entry_windows`` window ending here (or later) runs to the end of its thread.
 LAST_POSITION: Final = 2**62
-
-
-# Defined in ``_items`` and loaded on first use, not with every store: a process that
-# only reads history never needs them (cold start).
-_ITEMS: Final = frozenset(
-    {"AppendResult", "NewEntry", "Record", "RecordGuard", "SearchHit", "VectorItem"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ITEMS:
-        from memorybank.stores.contract import items as _items
-
-        return getattr(_items, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def by_kind(kinds: Sequence[str], records: Sequence[Record]) -> dict[str, list[Record]]:
