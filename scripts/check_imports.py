@@ -49,17 +49,19 @@ PACKAGE = "memorybank"
 #: first use; 109 -> 107: ``memorybank.runtime.log`` loads ``logging`` on the first
 #: record, so the two modules that imported it at the point of failure import it at the top.
 #: 86 -> 87: `memorybank webhooks` loads the webhook registry with the command; 87 -> 85:
-#: the vector-cache helpers written once (`stores.vectors.source`).
-FUNCTION_LOCAL_CAP = 85
+#: the vector-cache helpers written once (`stores.vectors.source`); 85 -> 39 (issue 38: at
+#: most 40): NumPy loads through ``memorybank.runtime.np``, so the vector cache and BM25
+#: are imported at module level by the stores, the CLI and the contract; ``CoreFacts`` is a
+#: plain class; the imports whose reason was gone (``dataclasses``, loaded with the
+#: records; a cycle that is broken; modules every caller loads anyway) moved up.
+FUNCTION_LOCAL_CAP = 39
 
-#: Module cycles that close only through a function-local import, still to break. Issue 38
-#: found five (``context.values`` with the builders and the facade;
-#: ``memory.{facts,documents,embedding}`` with ``recall.search``; extraction's ingest with
-#: the graph's; ``server.deps/errors/keys``; ``cli.app`` with ``cli.demo``); the two left
-#: run through ``CoreFacts``, a factory in ``context.values`` whose classes subclass it and
-#: open a ``Memory`` of their own (async: the facade and ``memory.core_facts``; sync: with
-#: the builder too). Only lowered.
-LOCAL_CYCLE_CAP = 2
+#: Module cycles that close only through a function-local import. Issue 38 found five
+#: (``context.values`` with the builders and the facade; ``memory.{facts,documents,embedding}``
+#: with ``recall.search``; extraction's ingest with the graph's; ``server.deps/errors/keys``;
+#: ``cli.app`` with ``cli.demo``); the last two ran through ``CoreFacts``, once a factory in
+#: ``context.values``, now a plain class beside the facade. None is left: keep it so.
+LOCAL_CYCLE_CAP = 0
 
 #: The packages in layers, lowest first: a package imports only its own layer and those
 #: below it (counting imports inside functions and under ``TYPE_CHECKING``), and the
@@ -122,14 +124,11 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.cli.app", "memorybank.cli.demo_state"): (
         "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
     ),
-    ("memorybank.cli.app", "memorybank.memory._async.memory"): (
-        "start-up: asyncio and the async facade, for `serve` and `keys` only"
-    ),
     ("memorybank.cli.app", "memorybank.webhooks.registry"): (
         "start-up cost: `memorybank webhooks` loads the registry with the command"
     ),
     ("memorybank.cli.app", "memorybank.server.keys"): (
-        "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
+        "optional extra: needs the server extra (FastAPI), for `memorybank keys` only"
     ),
     ("memorybank.cli.app", "memorybank.server.limits"): (
         "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
@@ -146,14 +145,11 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.cli.mcp", "memorybank.mcp.server"): (
         "optional extra: the MCP SDK (`memorybank[mcp]`)"
     ),
-    ("memorybank.cli.mcp", "memorybank.memory._async.memory"): (
-        "start-up: asyncio and the async facade, for `mcp` only"
-    ),
     ("memorybank.context._async.builder", "memorybank.recall._async.fact_recall"): (
         "start-up: fact recall (NumPy), when a context ranks facts by the input"
     ),
     ("memorybank.embeddings.local", "memorybank.embeddings._numpy_bert"): (
-        "start-up: NumPy, loaded with the first local embedding"
+        "start-up: NumPy, with the first LocalEmbedder (every backend computes with it)"
     ),
     ("memorybank.embeddings.local", "memorybank.embeddings._onnx_bert"): (
         "optional extra: onnxruntime"
@@ -176,11 +172,17 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.memory._async.entries", "memorybank.graph._async"): (
         "start-up: the graph namespace, for an entry delete that cascades"
     ),
-    ("memorybank.memory._async.entries", "memorybank.core._async.facts"): (
-        "start-up: the facts namespace, for an entry delete that cascades"
-    ),
     ("memorybank.memory._async.memory", "memorybank.context._async.compaction"): (
         "start-up: the compaction service, on the first `CompactionService(memory=...)`"
+    ),
+    ("memorybank.memory._async.memory", "memorybank.context.values"): (
+        "start-up: the context values (dataclasses), with the first `memory.context`"
+    ),
+    ("memorybank.memory._async.memory", "memorybank.core._async.embedding"): (
+        "start-up: background embedding, with the first background memory"
+    ),
+    ("memorybank.memory._async.memory", "memorybank.graph._context"): (
+        "start-up: the graph block's options (dataclasses), with the first `memory.context`"
     ),
     ("memorybank.memory._async.memory", "memorybank.context._async.sessions"): (
         "start-up: the session manager, on the first `SessionManager(memory)`"
@@ -201,37 +203,16 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
         "start-up: the context builder, with the first `memory.context`"
     ),
     ("memorybank.memory._async.memory", "memorybank.context._async.turn"): (
-        "start-up: loads with the first `memory.turn`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.context.values"): (
-        "start-up: loads with the first `memory.context`"
+        "start-up: the agent turn and its context builder, with the first `memory.turn`"
     ),
     ("memorybank.memory._async.memory", "memorybank.graph._async"): (
         "start-up: the graph namespace, on first `memory.graph`"
     ),
-    ("memorybank.memory._async.memory", "memorybank.graph._context"): (
-        "start-up: loads with the first `memory.context`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.memory._async.documents"): (
-        "start-up: on first `memory.documents`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.core._async.embedding"): (
-        "start-up: background embedding, with the first background memory"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.core._async.facts"): (
-        "start-up: on first `memory.facts`"
-    ),
     ("memorybank.memory._async.memory", "memorybank.memory._async.retention"): (
-        "start-up: on first `memory.prune`"
+        "start-up: the retention pass (and `random`), on the first `memory.prune`"
     ),
     ("memorybank.memory._async.memory", "memorybank.recall._async.search"): (
-        "start-up: search loads `dataclasses` and the ranking, on the first search"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.rerank.base"): (
-        "start-up: the reranker, when one is named"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.retention"): (
-        "start-up: on first `memory.prune`"
+        "start-up: search and its ranking (NumPy), on the first search"
     ),
     ("memorybank.memory._async.memory", "memorybank.vector_index._async.index"): (
         "start-up: the vector index, when one is given"
@@ -250,8 +231,9 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ),
 }
 
-#: Package edges that break the layers or close a cycle today, to remove; the list only
-#: shrinks (an edge that is gone must leave it, a new one fails).
+#: Package edges that break the layers or close a cycle, to remove; the list only shrinks (an
+#: edge that is gone must leave it, a new one fails). Empty since issue 38: ``rules`` types
+#: against protocols (and holds ``Unset``/``Visibility``), ``context`` opens no ``Memory``.
 LAYER_DEBT: set[tuple[str, str]] = set()
 
 
