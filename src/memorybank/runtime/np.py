@@ -1,9 +1,10 @@
 """NumPy, imported when a value is first read from it.
 
 NumPy takes longer to import than the rest of a memorybank start together, and most
-runs never rank a vector. The modules that compute with it (the vector cache, BM25,
-the recall ranking) take ``np`` from here at module level, so that importing them,
-and the stores that import them, costs no NumPy::
+runs never rank a vector. The modules the stores import that compute with it (the
+vector cache in ``stores/vectors/``, BM25 in ``stores/keyword/``) take ``np`` from here
+at module level, so that importing them, and the stores that import them, costs no
+NumPy::
 
     if TYPE_CHECKING:
         import numpy as np
@@ -14,8 +15,8 @@ Type checkers see NumPy itself. At run time ``np`` is a module object that impor
 NumPy on the first attribute read and keeps each name it reads, so that later reads
 cost what a module attribute does. Nothing at a module's top level may read from it
 (a constant made with NumPy belongs in a function, or a cached one): that would load
-NumPy with the module again. This is the one place memorybank's NumPy-bound modules
-defer the import; the tests that import a store check that NumPy stays unloaded.
+NumPy with the module again. ``tests/runtime/test_cold_start.py`` checks that a new process
+reading history through a store loads no NumPy.
 """
 
 from __future__ import annotations
