@@ -19,7 +19,6 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from memorybank.context.values import ContextOptions
 from memorybank.errors import InvalidInput, MemoryBankError, NotFound, StoreError
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Branch, Entry, Thread
@@ -51,7 +50,7 @@ from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
-    from memorybank.context.values import Strategy
+    from memorybank.context.values import ContextOptions, Strategy
     from memorybank.recall._async.search import SearchMode
 
 __all__ = ["PAGE_SIZE", "PREFIX", "Viewer", "build_router"]
@@ -525,6 +524,8 @@ def build_router() -> APIRouter:
         semantic: str = "",
         graph: str = "",
     ) -> Response:
+        from memorybank.context.values import ContextOptions
+
         async def view(viewer: Viewer) -> Response:
             thread_id = _required(id)
             found = await viewer.memory.threads.require(thread_id)
