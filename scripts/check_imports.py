@@ -49,17 +49,19 @@ PACKAGE = "memorybank"
 #: first use; 109 -> 107: ``memorybank.runtime.log`` loads ``logging`` on the first
 #: record, so the two modules that imported it at the point of failure import it at the top.
 #: 86 -> 87: `memorybank webhooks` loads the webhook registry with the command; 87 -> 85:
-#: the vector-cache helpers written once (`stores.vectors.source`).
-FUNCTION_LOCAL_CAP = 85
+#: the vector-cache helpers written once (`stores.vectors.source`); 85 -> 40 (issue 38: at
+#: most 40): NumPy loads through ``memorybank.runtime.np``, so the vector cache and BM25
+#: are imported at module level by the stores, the CLI and the contract; ``CoreFacts`` is a
+#: plain class; the imports whose reason was gone (``dataclasses``, loaded with the
+#: records; a cycle that is broken; modules every caller loads anyway) moved up.
+FUNCTION_LOCAL_CAP = 40
 
-#: Module cycles that close only through a function-local import, still to break. Issue 38
-#: found five (``context.values`` with the builders and the facade;
-#: ``memory.{facts,documents,embedding}`` with ``recall.search``; extraction's ingest with
-#: the graph's; ``server.deps/errors/keys``; ``cli.app`` with ``cli.demo``); the two left
-#: run through ``CoreFacts``, a factory in ``context.values`` whose classes subclass it and
-#: open a ``Memory`` of their own (async: the facade and ``memory.core_facts``; sync: with
-#: the builder too). Only lowered.
-LOCAL_CYCLE_CAP = 2
+#: Module cycles that close only through a function-local import. Issue 38 found five
+#: (``context.values`` with the builders and the facade; ``memory.{facts,documents,embedding}``
+#: with ``recall.search``; extraction's ingest with the graph's; ``server.deps/errors/keys``;
+#: ``cli.app`` with ``cli.demo``); the last two ran through ``CoreFacts``, once a factory in
+#: ``context.values``, now a plain class beside the facade. None is left: keep it so.
+LOCAL_CYCLE_CAP = 0
 
 #: The packages in layers, lowest first: a package imports only its own layer and those
 #: below it (counting imports inside functions and under ``TYPE_CHECKING``), and the
@@ -122,14 +124,11 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.cli.app", "memorybank.cli.demo_state"): (
         "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
     ),
-    ("memorybank.cli.app", "memorybank.memory._async.memory"): (
-        "start-up: asyncio and the async facade, for `serve` and `keys` only"
-    ),
     ("memorybank.cli.app", "memorybank.webhooks.registry"): (
         "start-up cost: `memorybank webhooks` loads the registry with the command"
     ),
     ("memorybank.cli.app", "memorybank.server.keys"): (
-        "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
+        "optional extra: needs the server extra (FastAPI), for `memorybank keys` only"
     ),
     ("memorybank.cli.app", "memorybank.server.limits"): (
         "optional extra: needs the server extra (FastAPI, uvicorn), loaded by `serve` only"
@@ -146,29 +145,11 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.cli.mcp", "memorybank.mcp.server"): (
         "optional extra: the MCP SDK (`memorybank[mcp]`)"
     ),
-    ("memorybank.cli.mcp", "memorybank.memory._async.memory"): (
-        "start-up: asyncio and the async facade, for `mcp` only"
-    ),
-    ("memorybank.cli.read", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, which `memorybank search` alone needs"
-    ),
-    ("memorybank.context._async.builder", "memorybank.graph._async"): (
-        "start-up: the graph namespace, when a context asks for its graph section"
-    ),
-    ("memorybank.context._async.builder", "memorybank.graph._context"): (
-        "start-up: the graph section's options, when a context asks for it"
-    ),
     ("memorybank.context._async.builder", "memorybank.recall._async.fact_recall"): (
         "start-up: fact recall (NumPy), when a context ranks facts by the input"
     ),
-    ("memorybank.context._async.builder", "memorybank.rules.validate"): (
-        "DEBT: hides a cycle listed in LAYER_DEBT; goes with it"
-    ),
-    ("memorybank.context.values", "memorybank.memory._sync.core_facts"): (
-        "DEBT: hides a cycle listed in LAYER_DEBT; goes with it"
-    ),
     ("memorybank.embeddings.local", "memorybank.embeddings._numpy_bert"): (
-        "start-up: NumPy, loaded with the first local embedding"
+        "start-up: NumPy, with the first LocalEmbedder (every backend computes with it)"
     ),
     ("memorybank.embeddings.local", "memorybank.embeddings._onnx_bert"): (
         "optional extra: onnxruntime"
@@ -182,15 +163,6 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.extract", "memorybank.extract.llm"): (
         "start-up: the LLM extractor (HTTP client), on first use of its name"
     ),
-    ("memorybank.graph._context", "memorybank.rules.validate"): (
-        "DEBT: hides a cycle listed in LAYER_DEBT; goes with it"
-    ),
-    ("memorybank.mcp.server", "memorybank"): (
-        "DEBT: hides a cycle listed in LAYER_DEBT; goes with it"
-    ),
-    ("memorybank.memory._async.core_facts", "memorybank.memory._async.memory"): (
-        "DEBT: hides a cycle listed in LAYER_DEBT; goes with it"
-    ),
     ("memorybank.memory._async.documents", "memorybank.recall._async.search"): (
         "start-up: search (NumPy), on the first `memory.documents.search`"
     ),
@@ -200,17 +172,20 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.memory._async.entries", "memorybank.graph._async"): (
         "start-up: the graph namespace, for an entry delete that cascades"
     ),
-    ("memorybank.memory._async.entries", "memorybank.core._async.facts"): (
-        "start-up: the facts namespace, for an entry delete that cascades"
-    ),
     ("memorybank.memory._async.memory", "memorybank.context._async.compaction"): (
         "start-up: the compaction service, on the first `CompactionService(memory=...)`"
     ),
+    ("memorybank.memory._async.memory", "memorybank.context.values"): (
+        "start-up: the context values (dataclasses), with the first `memory.context`"
+    ),
+    ("memorybank.memory._async.memory", "memorybank.core._async.embedding"): (
+        "start-up: background embedding, with the first background memory"
+    ),
+    ("memorybank.memory._async.memory", "memorybank.graph._context"): (
+        "start-up: the graph block's options (dataclasses), with the first `memory.context`"
+    ),
     ("memorybank.memory._async.memory", "memorybank.context._async.sessions"): (
         "start-up: the session manager, on the first `SessionManager(memory)`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.memory._async.core_facts"): (
-        "debt: `CoreFacts(memory=...)`, whose class opens a Memory of its own (a cycle)"
     ),
     ("memorybank.memory._async.memory", "memorybank.consolidation._async.consolidation"): (
         "start-up: loads with the first `memory.consolidate`"
@@ -228,109 +203,41 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
         "start-up: the context builder, with the first `memory.context`"
     ),
     ("memorybank.memory._async.memory", "memorybank.context._async.turn"): (
-        "start-up: loads with the first `memory.turn`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.context.values"): (
-        "start-up: loads with the first `memory.context`"
+        "start-up: the agent turn and its context builder, with the first `memory.turn`"
     ),
     ("memorybank.memory._async.memory", "memorybank.graph._async"): (
         "start-up: the graph namespace, on first `memory.graph`"
     ),
-    ("memorybank.memory._async.memory", "memorybank.graph._context"): (
-        "start-up: loads with the first `memory.context`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.memory._async.documents"): (
-        "start-up: on first `memory.documents`"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.core._async.embedding"): (
-        "start-up: background embedding, with the first background memory"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.core._async.facts"): (
-        "start-up: on first `memory.facts`"
-    ),
     ("memorybank.memory._async.memory", "memorybank.memory._async.retention"): (
-        "start-up: on first `memory.prune`"
+        "start-up: the retention pass (and `random`), on the first `memory.prune`"
     ),
     ("memorybank.memory._async.memory", "memorybank.recall._async.search"): (
-        "start-up: search loads `dataclasses` and the ranking, on the first search"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.rerank.base"): (
-        "start-up: the reranker, when one is named"
-    ),
-    ("memorybank.memory._async.memory", "memorybank.retention"): (
-        "start-up: on first `memory.prune`"
+        "start-up: search and its ranking (NumPy), on the first search"
     ),
     ("memorybank.memory._async.memory", "memorybank.vector_index._async.index"): (
         "start-up: the vector index, when one is given"
     ),
     ("memorybank.runtime.concurrency", "memorybank.runtime.backlog"): (
-        "start-up: `Backlog` is a dataclass (`dataclasses`), read by status calls only"
+        "start-up: `Backlog` is a dataclass (its generated methods), read by status calls only"
     ),
     ("memorybank.server.app", "memorybank.server.mcp"): (
         "optional extra: the MCP SDK, for the mounted MCP endpoint"
     ),
-    ("memorybank.server.routes.threads", "memorybank.context._async.compaction"): (
-        "start-up: the compaction service, on the first `compact`"
-    ),
     ("memorybank.server.ui._views", "memorybank.context.values"): (
-        "start-up: the context values, on the inspector's context page"
-    ),
-    ("memorybank.stores.contract._async.entry_store", "memorybank.rules.window"): (
-        "start-up: the window rule, for the derived `entry_list_recent` only"
-    ),
-    ("memorybank.stores.contract._async.search_store", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, for the derived keyword search only"
-    ),
-    ("memorybank.stores.contract.types", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
-    ),
-    ("memorybank.stores.vectors._async.source", "memorybank.stores.vectors._async.cache"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.mysql._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.postgres._async._vectors", "memorybank.stores.vectors._async.cache"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.postgres._async._vectors", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.redis._async._search", "memorybank.stores.keyword.bm25"): (
-        "start-up: BM25 loads NumPy, with the first keyword search"
-    ),
-    ("memorybank.stores.redis._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.sql.common", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
+        "start-up: the context values (dataclasses), on the inspector's context page"
     ),
     ("memorybank.stores.sqlite._async._admin", "memorybank.stores.vectors.files"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.contract.items"): (
-        "start-up: the store items load `dataclasses`, not needed to open a store"
-    ),
-    ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
+        "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
     ("memorybank.stores.sqlite._async._search", "memorybank.stores.vectors.files"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.stores.vectors.files", "memorybank.stores.vectors.exact"): (
-        "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
-    ),
-    ("memorybank.testing._async.contract._entries", "memorybank.rules.window"): (
-        "debt: a test method's import, to move to module level"
+        "start-up: the persisted ANN index (pathlib, hashlib, json, mmap), for its files only"
     ),
 }
 
-#: Package edges that break the layers or close a cycle today, to remove; the list only
-#: shrinks (an edge that is gone must leave it, a new one fails).
-LAYER_DEBT: set[tuple[str, str]] = {
-    ("memorybank.context", "memorybank.memory"),
-    ("memorybank.rules", "memorybank.stores"),
-}
+#: Package edges that break the layers or close a cycle, to remove; the list only shrinks (an
+#: edge that is gone must leave it, a new one fails). Empty since issue 38: ``rules`` types
+#: against protocols (and holds ``Unset``/``Visibility``), ``context`` opens no ``Memory``.
+LAYER_DEBT: set[tuple[str, str]] = set()
 
 
 def modules(root: Path) -> dict[str, Path]:

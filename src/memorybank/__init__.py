@@ -42,11 +42,12 @@ if TYPE_CHECKING:
         Context,
         ContextBuilder,
         ContextOptions,
-        CoreFacts,
         Session,
         SessionManager,
     )
+    from memorybank.memory._async.core_facts import AsyncCoreFacts
     from memorybank.memory._async.memory import AsyncMemory
+    from memorybank.memory._sync.core_facts import CoreFacts
     from memorybank.memory._sync.memory import Memory
 
 __version__ = "0.1.0"
@@ -60,7 +61,8 @@ _LAZY = {
     "Context": "memorybank.context.values",
     "ContextBuilder": "memorybank.context.values",
     "ContextOptions": "memorybank.context.values",
-    "CoreFacts": "memorybank.context.values",
+    "CoreFacts": "memorybank.memory._sync.core_facts",
+    "AsyncCoreFacts": "memorybank.memory._async.core_facts",
     "Session": "memorybank.context.values",
     "SessionManager": "memorybank.context.values",
 }
@@ -78,6 +80,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AsyncCoreFacts",
     "AsyncMemory",
     "Branch",
     "CompactionResult",

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import (
+    AsyncCoreFacts,
     AsyncMemory,
     CompactionService,
     ConfigurationError,
@@ -126,7 +127,7 @@ async def test_facts_are_forgotten_with_their_user(memory: AsyncMemory) -> None:
 
 
 async def test_core_facts_on_any_store(memory: AsyncMemory) -> None:
-    core = CoreFacts(memory=memory, user_id="alice")
+    core = AsyncCoreFacts(memory=memory, user_id="alice")
     assert await core.format_for_prompt() == ""
     await core.set("timezone", "UTC")
     await core.set("name", "Alice")
@@ -139,8 +140,10 @@ async def test_core_facts_on_any_store(memory: AsyncMemory) -> None:
     assert await core.delete("timezone") is True
     assert await core.get("timezone") is None
     assert [value for value, _ in await core.history("timezone")] == ["UTC", "Europe/Berlin"]
-    assert await CoreFacts(memory=memory, user_id="bob").format_for_prompt() == ""
-    assert await CoreFacts(memory=memory).get("name") is None
+    assert await AsyncCoreFacts(memory=memory, user_id="bob").format_for_prompt() == ""
+    assert await AsyncCoreFacts(memory=memory).get("name") is None
+    with pytest.raises(ConfigurationError, match="CoreFacts takes a Memory"):
+        CoreFacts(memory=memory)  # type: ignore[arg-type]
 
 
 def test_core_facts_on_the_sqlite_file(tmp_path: Path) -> None:
@@ -153,7 +156,7 @@ def test_core_facts_on_the_sqlite_file(tmp_path: Path) -> None:
     assert again.history("name")[0][0] == "Alice"
     again.close()
     with pytest.raises(ConfigurationError):
-        CoreFacts(path, memory=object())
+        CoreFacts(path, memory=object())  # type: ignore[arg-type]
 
 
 # -- sessions --------------------------------------------------------------------------

@@ -1,6 +1,7 @@
-"""``ContextBuilder``, ``CompactionService``, ``SessionManager`` and ``CoreFacts`` make
-instances of their own class: the synchronous subclass for a ``Memory``, the awaitable
-one for an ``AsyncMemory``, each working as before."""
+"""``ContextBuilder``, ``CompactionService`` and ``SessionManager`` make instances of
+their own class: the synchronous subclass for a ``Memory``, the awaitable one for an
+``AsyncMemory``, each working as before. ``CoreFacts`` and ``AsyncCoreFacts`` are plain
+classes, one for each."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memorybank import (
+    AsyncCoreFacts,
     AsyncMemory,
     CompactionService,
     ConfigurationError,
@@ -24,7 +26,6 @@ from memorybank.context._async.sessions import AsyncSessionManager
 from memorybank.context._sync.builder import ContextBuilder as SyncContextBuilder
 from memorybank.context._sync.compaction import CompactionService as SyncCompactionService
 from memorybank.context._sync.sessions import SessionManager as SyncSessionManager
-from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
 
 OPTIONS = ContextOptions(max_tokens=200, include_facts=True)
@@ -57,12 +58,12 @@ async def test_an_async_memory_gets_the_awaitable_helpers_and_they_work(tmp_path
         builder = ContextBuilder(OPTIONS, memory)
         compaction = CompactionService(memory=memory)
         sessions = SessionManager(memory=memory, compaction=compaction)
-        core = CoreFacts(None, memory, user_id="ana")
+        core = AsyncCoreFacts(None, memory, user_id="ana")
         assert type(builder) is AsyncContextBuilder and isinstance(builder, ContextBuilder)
         assert type(compaction) is AsyncCompactionService
         assert isinstance(compaction, CompactionService)
         assert type(sessions) is AsyncSessionManager and isinstance(sessions, SessionManager)
-        assert type(core) is AsyncCoreFacts and isinstance(core, CoreFacts)
+        assert type(core) is AsyncCoreFacts
 
         session = await sessions.get_or_create(
             channel_type="web", channel_id="c1", user_id="ana", agent_id="atlas"
@@ -96,10 +97,17 @@ def test_the_subclasses_are_made_directly_too(tmp_path: Path) -> None:
         lambda: ContextBuilder(OPTIONS, memory=object()),
         lambda: CompactionService(memory="sqlite:///x.db"),
         lambda: SessionManager(None),
-        lambda: CoreFacts(memory=object()),
+        lambda: CoreFacts(memory=object()),  # type: ignore[arg-type]
+        lambda: AsyncCoreFacts(memory=object()),  # type: ignore[arg-type]
     ],
-    ids=["ContextBuilder", "CompactionService", "SessionManager", "CoreFacts"],
+    ids=["ContextBuilder", "CompactionService", "SessionManager", "CoreFacts", "AsyncCoreFacts"],
 )
 def test_anything_but_a_memory_is_refused(make: object) -> None:
-    with pytest.raises(ConfigurationError, match=r"memory must be a memorybank\.Memory"):
+    with pytest.raises(ConfigurationError, match=r"memory must be a memorybank\.(Async)?Memory"):
         make()  # type: ignore[operator]
+
+
+def test_each_core_facts_class_takes_its_own_memory(tmp_path: Path) -> None:
+    with Memory(f"sqlite:///{tmp_path}/m.db") as memory:
+        with pytest.raises(ConfigurationError, match="AsyncCoreFacts an AsyncMemory"):
+            AsyncCoreFacts(memory=memory)  # type: ignore[arg-type]

@@ -38,4 +38,8 @@ def test_reading_history_in_a_new_process_skips_write_and_search_modules(tmp_pat
     assert "memorybank.runtime.backlog" not in modules  # background counts
     assert "json" not in modules  # history rows with empty metadata parse no JSON
     assert "logging" not in modules  # memorybank.runtime.log loads it when something logs
+    # the store imports the vector cache and BM25 (memorybank.runtime.np stands for NumPy)
+    assert "memorybank.stores.vectors.exact" in modules
+    assert "numpy" not in modules  # loads with the first vector or keyword ranking
+    assert "Stemmer" not in modules  # loads with the first text analyzer
     assert out[1] == "0", "the text-splitting regex was compiled at import"

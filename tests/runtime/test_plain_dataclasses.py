@@ -48,7 +48,7 @@ CLASSES: list[Any] = [
 
 
 #: Declared with the standard decorator itself, nothing written by hand.
-PLAIN: list[Any] = [*CLASSES[:9], records.SavedSnapshot, records.WorkingRun, Scope]
+PLAIN: list[Any] = [*CLASSES[:9], records.SavedSnapshot, records.WorkingRun, Scope, Visibility]
 
 
 @pytest.mark.parametrize("cls", PLAIN, ids=lambda c: c.__name__)

@@ -29,6 +29,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+import memorybank
 from memorybank import __version__
 from memorybank.cli import events as _cli_events
 from memorybank.cli import importers as _cli_importers
@@ -266,10 +267,9 @@ def _on_store(url: str | None, call: Callable[[Any], Awaitable[T]]) -> T:
     """Run ``call(store)`` on the (async) store at ``url`` (opened and closed here)."""
     import asyncio
 
-    from memorybank.memory._async.memory import AsyncMemory
-
     async def run() -> T:
-        async with AsyncMemory(url) as memory:
+        # memorybank.AsyncMemory loads with its first use (asyncio, the async facade)
+        async with memorybank.AsyncMemory(url) as memory:
             return await call(memory.store)
 
     return asyncio.run(run())
@@ -523,9 +523,7 @@ def serve(
     try:
         import uvicorn
 
-        from memorybank.server.limits import BODY_TIMEOUT_ENV, HEADER_TIMEOUT_ENV, SERVE_PROTOCOL
-        from memorybank.server.ops import configure_logging
-        from memorybank.server.supervise import MASTER_PID_ENV
+        from memorybank.server import limits, ops, supervise
     except ImportError:  # pragma: no cover - the server extra is missing
         typer.echo("memorybank serve needs the server extra: pip install 'memorybank[server]'")
         raise typer.Exit(1) from None
@@ -549,8 +547,8 @@ def serve(
         _cli_port.consolidation_env(judge_url, judge_model, consolidate_every)
     except ConfigurationError as error:
         _usage_error(str(error))
-    os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
-    os.environ[BODY_TIMEOUT_ENV] = str(body_timeout)
+    os.environ[limits.HEADER_TIMEOUT_ENV] = str(header_timeout)  # read by every worker's protocol
+    os.environ[limits.BODY_TIMEOUT_ENV] = str(body_timeout)
     if reset_demo and not demo_data:
         _usage_error("--reset-demo needs --demo")
     # A busy port is one line and exit status 2, before anything is seeded or started.
@@ -562,8 +560,8 @@ def serve(
 
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memorybank-metrics-")
     # Workers end with this process, even when it is SIGKILLed (server.supervise).
-    os.environ[MASTER_PID_ENV] = str(os.getpid())
-    configure_logging()
+    os.environ[supervise.MASTER_PID_ENV] = str(os.getpid())
+    ops.configure_logging()
     # uvicorn re-raises the signal that stopped it once it has shut down gracefully;
     # these handlers make that a no-op, so a requested stop exits with status 0.
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -578,7 +576,7 @@ def serve(
         access_log=False,  # the app writes its own JSON access log
         timeout_graceful_shutdown=30,
         # uvicorn's protocol with header and body deadlines, X-User-Id exactly as sent
-        http=SERVE_PROTOCOL,
+        http=limits.SERVE_PROTOCOL,
         limit_concurrency=limit_concurrency,
     )
 

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+import memorybank
 from memorybank.cli.common import (
     EmbedderOption,
     TenantOption,
@@ -71,10 +72,9 @@ def mcp(
     import anyio
 
     from memorybank.mcp.server import create_server
-    from memorybank.memory._async.memory import AsyncMemory
 
     async def run() -> None:
-        async with AsyncMemory(url, tenant_id=tenant, embedder=chosen) as memory:
+        async with memorybank.AsyncMemory(url, tenant_id=tenant, embedder=chosen) as memory:
             server = create_server(memory, user_id=user_id, agent_id=agent_id)
             if transport is Transport.stdio:
                 await server.run_stdio_async()

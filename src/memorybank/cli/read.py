@@ -40,6 +40,7 @@ from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, Unset
+from memorybank.stores.keyword.bm25 import BM25Index
 
 if TYPE_CHECKING:
     from memorybank.core.judge import LLMJudge
@@ -222,8 +223,6 @@ KEYWORD_CANDIDATES = 30
 def bm25_ranked(query: str, hits: Sequence[Hit]) -> list[Hit]:
     """``hits`` scored with Okapi BM25 among themselves (``memorybank.stores.keyword.bm25``),
     best first (ties: the store's order)."""
-    from memorybank.stores.keyword.bm25 import BM25Index
-
     index = BM25Index()
     for number, hit in enumerate(hits):
         index.add(str(number), hit.content or "")

@@ -1,12 +1,11 @@
 """Plain values of the long-term helpers, shared by their sync and async forms.
 
-The helpers themselves (context builder, compaction, sessions, core facts) are
-written once under ``_async/`` and generated into ``_sync/``; the values they
-take and return live here so both forms use the very same classes. The public
-classes ``ContextBuilder``, ``CompactionService``, ``SessionManager`` and
-``CoreFacts`` live here too: each is the base of its synchronous and its awaitable
-helper, and calling it makes the synchronous one for a ``Memory`` and the
-awaitable one for an ``AsyncMemory``.
+The helpers themselves (context builder, compaction, sessions) are written once
+under ``_async/`` and generated into ``_sync/``; the values they take and return
+live here so both forms use the very same classes. The public classes
+``ContextBuilder``, ``CompactionService`` and ``SessionManager`` live here too: each
+is the base of its synchronous and its awaitable helper, and calling it makes the
+synchronous one for a ``Memory`` and the awaitable one for an ``AsyncMemory``.
 """
 
 from __future__ import annotations
@@ -15,17 +14,13 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from memorybank.errors import ConfigurationError, InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions, Relation
 from memorybank.importance import HalfLife
 from memorybank.records import Entry, Fact
 from memorybank.rules.validate import check_limit
-from memorybank.stores.contract.types import UNSET
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = [
     "CompactionResult",
@@ -34,7 +29,6 @@ __all__ = [
     "ContextBuilder",
     "ContextError",
     "ContextOptions",
-    "CoreFacts",
     "Session",
     "SessionManager",
     "SummarizeOptions",
@@ -270,28 +264,3 @@ class SessionManager:
         if cls is not SessionManager:
             return object.__new__(cls)
         return object.__new__(_helper(memory, "session_manager"))
-
-
-class CoreFacts:
-    """``CoreFacts(path=None, memory=None, *, user_id=...)``: always-on key-value facts.
-
-    On the SQLite file ``path`` (default ``./memorybank.db``) when no memory is
-    given (synchronous), or on any store through ``memory`` (synchronous for a
-    ``Memory``, awaitable for an ``AsyncMemory``; a subclass each).
-    """
-
-    def __new__(
-        cls,
-        path: str | Path | None = None,
-        memory: Any = None,
-        *,
-        user_id: Any = UNSET,
-    ) -> Any:
-        if cls is not CoreFacts:
-            return object.__new__(cls)
-        if memory is not None:
-            return object.__new__(_helper(memory, "core_facts"))
-        # on a SQLite file of its own: the synchronous class, which opens a Memory there
-        from memorybank.memory._sync.core_facts import CoreFacts as SyncCoreFacts
-
-        return object.__new__(SyncCoreFacts)

@@ -175,6 +175,9 @@ class LocalEmbedder:
 
     @staticmethod
     def _choose_backend(backend: Backend, model_dir: Path, device: str) -> str:
+        # NumPy, loaded with the first local embedder (every backend computes with it)
+        from memorybank.embeddings._numpy_bert import unsupported_reason
+
         have_st = _installed("torch") and _installed("sentence_transformers")
         have_onnx = _installed("onnxruntime") and _installed("onnx")
         # "auto" takes ONNX Runtime unless usearch was imported directly (not through
@@ -188,8 +191,6 @@ class LocalEmbedder:
             and device == "cpu"
             and not usearch_unsafe()
         ):
-            from memorybank.embeddings._numpy_bert import unsupported_reason
-
             if unsupported_reason(model_dir) is None:
                 return AUTO_ONNX_BACKEND
         if backend == "sentence-transformers" or (backend == "auto" and have_st):
@@ -213,7 +214,6 @@ class LocalEmbedder:
         chosen = "numpy" if backend == "auto" else backend
         if device != "cpu":
             raise ConfigurationError(f"the {chosen} backend runs on 'cpu' only, not {device!r}")
-        from memorybank.embeddings._numpy_bert import unsupported_reason
 
         reason = unsupported_reason(model_dir)
         if reason is not None:

@@ -47,6 +47,7 @@ from typing import Any
 
 from memorybank.errors import InvalidInput
 from memorybank.graph.model import Entity, GraphContextOptions, Relation
+from memorybank.rules.validate import MAX_COUNT, check_time
 
 __all__ = [
     "ENTITIES_HEADER",
@@ -99,8 +100,6 @@ def as_options(value: object) -> GraphContextOptions:
     is not a whole number (``max_nodes``/``max_edges`` >= 1, ``max_depth`` >= 0),
     entity types that are not strings or a naive ``as_of``.
     """
-    from memorybank.rules.validate import MAX_COUNT, check_time
-
     if value is None:
         return GraphContextOptions()
     if isinstance(value, Mapping):

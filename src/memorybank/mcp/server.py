@@ -62,6 +62,7 @@ from pydantic import Field, ValidationError
 from pydantic.fields import FieldInfo
 from typing_extensions import TypedDict
 
+from memorybank import __version__
 from memorybank import surface as _surface
 from memorybank.dump import format as _dump
 from memorybank.errors import (
@@ -473,8 +474,6 @@ def build_server(
     ``principals`` is how the surface's caller names a user and an agent, for
     the errors that ask for one.
     """
-    from memorybank import __version__
-
     server = _Server(
         handle_for,
         principals,

@@ -16,12 +16,19 @@ from typing import TYPE_CHECKING
 from memorybank.errors import Conflict
 
 if TYPE_CHECKING:
-    from memorybank.stores.contract.items import NewEntry
+    from typing import Protocol
+
+    class Identified(Protocol):
+        """An entry to append as this rule reads it (``NewEntry`` is one)."""
+
+        @property
+        def id(self) -> str: ...
+
 
 __all__ = ["check_batch_ids", "first_taken", "id_taken"]
 
 
-def check_batch_ids(entries: Sequence[NewEntry]) -> None:
+def check_batch_ids(entries: Sequence[Identified]) -> None:
     """``Conflict`` when one id comes twice in ``entries`` (one append's batch)."""
     if len(entries) < 2:
         return

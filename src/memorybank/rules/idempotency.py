@@ -34,7 +34,35 @@ from typing import TYPE_CHECKING
 from memorybank.errors import Conflict
 
 if TYPE_CHECKING:
-    from memorybank.stores.contract.items import NewEntry
+    from typing import Any, Protocol, TypeVar
+
+    from _typeshed import DataclassInstance
+
+    from memorybank.records import ToolCall
+
+    class Payload(DataclassInstance, Protocol):
+        """An entry to append as the fingerprint reads it (``NewEntry`` is one)."""
+
+        @property
+        def role(self) -> str: ...
+        @property
+        def content(self) -> str | None: ...
+        @property
+        def name(self) -> str | None: ...
+        @property
+        def tool_calls(self) -> tuple[ToolCall, ...]: ...
+        @property
+        def tool_call_id(self) -> str | None: ...
+        @property
+        def metadata(self) -> dict[str, Any]: ...
+        @property
+        def state(self) -> dict[str, Any]: ...
+        @property
+        def extra(self) -> dict[str, Any]: ...
+        @property
+        def item(self) -> dict[str, Any] | None: ...
+
+    P = TypeVar("P", bound=Payload)
 
 __all__ = ["SEPARATOR", "clash", "fingerprint", "key_reused", "keyed"]
 
@@ -42,7 +70,7 @@ __all__ = ["SEPARATOR", "clash", "fingerprint", "key_reused", "keyed"]
 SEPARATOR = "\x1f"
 
 
-def fingerprint(entries: Sequence[NewEntry]) -> str:
+def fingerprint(entries: Sequence[Payload]) -> str:
     """The SHA-256 hex digest of the payload of ``entries`` (see the module docstring)."""
     payload = [
         [
@@ -68,7 +96,7 @@ def fingerprint(entries: Sequence[NewEntry]) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def keyed(key: str | None, entries: Sequence[NewEntry]) -> list[NewEntry]:
+def keyed(key: str | None, entries: Sequence[P]) -> list[P]:
     """``entries`` of one request with their stored keys and the request's fingerprint.
 
     ``key`` is the caller's (already validated) key; ``None`` returns the entries unchanged.

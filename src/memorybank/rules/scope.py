@@ -15,7 +15,8 @@ fail-closed rule (``ThreadForbidden``), see ``check_owner``.
 
 A ``Scope`` is what a handle is confined to (``memory.scoped(...)``); resolving
 an argument against it either returns the principal to use or refuses a call
-that would widen the handle.
+that would widen the handle. A ``Visibility`` is what a resolved call may see, as
+the stores receive it (``memorybank.stores.contract`` exports it, with ``UNSET``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,28 @@ from typing import Final
 from memorybank.errors import OutOfScope, ThreadForbidden
 from memorybank.records import Thread
 from memorybank.rules import validate as v
-from memorybank.stores.contract.types import UNSET, Unset, Visibility
 
-__all__ = ["ROOT", "Scope", "check_owner"]
+__all__ = ["ROOT", "UNSET", "Scope", "Unset", "Visibility", "check_owner"]
+
+
+class Unset:
+    """Marker type for "argument not given" where ``None`` is a real value."""
+
+    _instance: Unset | None = None
+
+    def __new__(cls) -> Unset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Final = Unset()
 
 Principal = str | Unset | None
 
@@ -90,6 +110,26 @@ class Scope:
 
 
 ROOT: Final = Scope()
+
+
+@dataclass(frozen=True, slots=True)
+class Visibility:
+    """Who is asking, per axis: a record (or a thread's entry) is visible when its
+    ``agent_id`` is this agent or ``None`` (shared), and its ``user_id`` is this
+    user or ``None`` (shared). ``None`` here means "no agent/user": only shared
+    records match on that axis. ``UNSET`` on an axis means that axis is not
+    checked (the trusted, unscoped call on that axis)."""
+
+    agent_id: str | Unset | None
+    user_id: str | Unset | None
+
+    def admits(self, agent_id: str | None, user_id: str | None) -> bool:
+        """Whether a record owned by ``agent_id``/``user_id`` is visible (the rule above)."""
+        return _axis_admits(self.agent_id, agent_id) and _axis_admits(self.user_id, user_id)
+
+
+def _axis_admits(asking: str | Unset | None, owner: str | None) -> bool:
+    return isinstance(asking, Unset) or owner is None or owner == asking
 
 
 def check_owner(thread: Thread, user_id: Principal) -> None:

@@ -37,9 +37,11 @@ from memorybank.core._async.embed import embed_texts
 from memorybank.core._async.facts import fact_rank
 from memorybank.core._async.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph._context import GraphBlock
+from memorybank.graph._async import AsyncGraph
+from memorybank.graph._context import GraphBlock, as_options
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
+from memorybank.rules import validate as v
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import UNSET, Unset, Visibility
@@ -216,8 +218,6 @@ class AsyncContextBuilder(values.ContextBuilder):
         load_history: bool,
         strict: bool,
     ) -> Context:
-        from memorybank.rules import validate as v
-
         thread_id = v.check_id(thread_id, "thread_id")
         agent_id = v.check_id(agent_id, "agent_id")
         user_id = v.check_optional_id(user_id, "user_id")
@@ -506,9 +506,6 @@ class AsyncContextBuilder(values.ContextBuilder):
 
     def _own_options(self, graph: object) -> GraphContextOptions | None:
         """The checked options when ``graph`` is an ``AsyncGraph``, else ``None``."""
-        from memorybank.graph._async import AsyncGraph
-        from memorybank.graph._context import as_options
-
         if isinstance(graph, AsyncGraph):
             return as_options(self.options.graph_options)
         return None

@@ -52,7 +52,7 @@ class AsyncTurn:
         user_id: str | None,
         agent_id: str,
         input: str,
-        context: ContextOptions,
+        context: ContextOptions | None,
         system_prompt: str | None,
         load_history: bool,
         save_history: bool,
@@ -65,7 +65,9 @@ class AsyncTurn:
         self.user_id = user_id
         self.agent_id = agent_id
         self.input = input
-        self._builder = AsyncContextBuilder(context, memory)
+        # ``memory.turn``'s default budget: 4,000 tokens
+        options = context if context is not None else ContextOptions(max_tokens=4000)
+        self._builder = AsyncContextBuilder(options, memory)
         self._system_prompt = system_prompt
         self._load = load_history
         self._save = save_history

@@ -38,9 +38,11 @@ from memorybank.core._sync.embed import embed_texts
 from memorybank.core._sync.facts import fact_rank
 from memorybank.core._sync.usage import weights
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound, ThreadForbidden
-from memorybank.graph._context import GraphBlock
+from memorybank.graph._sync import Graph
+from memorybank.graph._context import GraphBlock, as_options
 from memorybank.graph.model import GraphContextOptions
 from memorybank.records import Entry, Fact, Thread
+from memorybank.rules import validate as v
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import UNSET, Unset, Visibility
@@ -217,8 +219,6 @@ class ContextBuilder(values.ContextBuilder):
         load_history: bool,
         strict: bool,
     ) -> Context:
-        from memorybank.rules import validate as v
-
         thread_id = v.check_id(thread_id, "thread_id")
         agent_id = v.check_id(agent_id, "agent_id")
         user_id = v.check_optional_id(user_id, "user_id")
@@ -507,9 +507,6 @@ class ContextBuilder(values.ContextBuilder):
 
     def _own_options(self, graph: object) -> GraphContextOptions | None:
         """The checked options when ``graph`` is an ``AsyncGraph``, else ``None``."""
-        from memorybank.graph._sync import Graph
-        from memorybank.graph._context import as_options
-
         if isinstance(graph, Graph):
             return as_options(self.options.graph_options)
         return None

@@ -53,7 +53,7 @@ class Turn:
         user_id: str | None,
         agent_id: str,
         input: str,
-        context: ContextOptions,
+        context: ContextOptions | None,
         system_prompt: str | None,
         load_history: bool,
         save_history: bool,
@@ -66,7 +66,9 @@ class Turn:
         self.user_id = user_id
         self.agent_id = agent_id
         self.input = input
-        self._builder = ContextBuilder(context, memory)
+        # ``memory.turn``'s default budget: 4,000 tokens
+        options = context if context is not None else ContextOptions(max_tokens=4000)
+        self._builder = ContextBuilder(options, memory)
         self._system_prompt = system_prompt
         self._load = load_history
         self._save = save_history

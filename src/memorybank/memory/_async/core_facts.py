@@ -12,18 +12,14 @@ import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
-from memorybank.context import values
 from memorybank.core._async.cas import retry_conflicts
 from memorybank.errors import ConfigurationError
+from memorybank.memory._async.memory import AsyncMemory
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
 from memorybank.rules.scope import Scope
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset
-
-if TYPE_CHECKING:
-    from memorybank.memory._async.memory import AsyncMemory
 
 __all__ = ["CORE_FACT", "CORE_FACT_HISTORY", "AsyncCoreFacts"]
 
@@ -37,13 +33,16 @@ def core_fact_id(user_id: str | None, key: str) -> str:
     return compound_id(json.dumps([user_id, key], ensure_ascii=False))
 
 
-class AsyncCoreFacts(values.CoreFacts):
+class AsyncCoreFacts:
     """Key-value facts for one user (``user_id=None``: the tenant-wide set).
 
     ``path`` opens (and ``close`` closes) an SQLite file, ``./memorybank.db`` by
     default; ``memory`` uses that memory's store, tenant and scope instead (left
     open): on a ``memory.scoped(user_id=...)`` handle the set is that user's.
     Every verb also takes ``user_id=``, which may only repeat the set's user.
+
+    ``CoreFacts`` is the synchronous class (a ``Memory``, or its own SQLite file),
+    ``AsyncCoreFacts`` the awaitable one (an ``AsyncMemory``, or its own SQLite file).
     """
 
     def __init__(
@@ -53,10 +52,14 @@ class AsyncCoreFacts(values.CoreFacts):
         *,
         user_id: str | Unset | None = UNSET,
     ) -> None:
-        from memorybank.memory._async.memory import AsyncMemory
-
         if memory is not None and path is not None:
             raise ConfigurationError("give CoreFacts a path or a memory, not both")
+        if memory is not None and not isinstance(memory, AsyncMemory):
+            expected = AsyncMemory.__name__  # the sync class takes a Memory
+            raise ConfigurationError(
+                f"memory must be a memorybank.{expected} for {type(self).__name__}"
+                " (CoreFacts takes a Memory, AsyncCoreFacts an AsyncMemory)"
+            )
         self._owns = memory is None
         if memory is None:
             location = str(path if path is not None else DEFAULT_PATH)

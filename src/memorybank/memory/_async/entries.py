@@ -15,6 +15,7 @@ from memorybank.core._async.core import (
     _require_thread,
 )
 from memorybank.core._async.embed import embed_entries
+from memorybank.core._async.facts import AsyncFacts
 from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
@@ -414,7 +415,6 @@ class AsyncEntries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
-            from memorybank.core._async.facts import AsyncFacts
             from memorybank.graph._async import AsyncGraph
 
             # only what the caller may change: a user's delete leaves other users' facts and

@@ -25,10 +25,12 @@ from memorybank.core._async.core import (
     _system_clock,
 )
 from memorybank.core._async.embed import EMBED_BATCH, embed_pending
+from memorybank.core._async.facts import AsyncFacts
 from memorybank.core._async.threads import AsyncThreads
 from memorybank.core._async.usage import AsyncUsage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._async.branches import AsyncBranches
+from memorybank.memory._async.documents import AsyncDocuments
 from memorybank.memory._async.entries import AsyncEntries
 from memorybank.memory._async.events import AsyncEvents
 from memorybank.memory._async.run_state import (
@@ -40,6 +42,8 @@ from memorybank.memory._async.run_state import (
     list_working,
 )
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
+from memorybank.rerank.base import Reranker
+from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.runtime.log import logger
@@ -57,7 +61,6 @@ if TYPE_CHECKING:
     from memorybank.context._async.turn import AsyncTurn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
     from memorybank.core._async.embedding import AsyncEmbedding
-    from memorybank.core._async.facts import AsyncFacts
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
@@ -65,11 +68,8 @@ if TYPE_CHECKING:
     from memorybank.graph._async import AsyncGraph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
-    from memorybank.memory._async.documents import AsyncDocuments
     from memorybank.recall._async.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
-    from memorybank.rerank.base import Reranker
-    from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.vector_index._async.index import AsyncVectorIndex
 
 __all__ = [
@@ -269,8 +269,6 @@ class AsyncMemory:
     @functools.cached_property
     def facts(self) -> AsyncFacts:
         """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
-        from memorybank.core._async.facts import AsyncFacts
-
         return AsyncFacts(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
@@ -394,8 +392,6 @@ class AsyncMemory:
     @functools.cached_property
     def documents(self) -> AsyncDocuments:
         """``memory.documents``: searchable documents."""
-        from memorybank.memory._async.documents import AsyncDocuments
-
         return AsyncDocuments(self._core, self.tenant_id, self._scope)
 
     @staticmethod
@@ -425,8 +421,8 @@ class AsyncMemory:
 
     @staticmethod
     def _helper_class(name: str) -> type:
-        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
-        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)`` and
+        ``SessionManager(...)`` given this memory
         (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
         # each loads with its first use
         if name == "context_builder":
@@ -437,13 +433,9 @@ class AsyncMemory:
             from memorybank.context._async.compaction import AsyncCompactionService
 
             return AsyncCompactionService
-        if name == "session_manager":
-            from memorybank.context._async.sessions import AsyncSessionManager
+        from memorybank.context._async.sessions import AsyncSessionManager
 
-            return AsyncSessionManager
-        from memorybank.memory._async.core_facts import AsyncCoreFacts
-
-        return AsyncCoreFacts
+        return AsyncSessionManager
 
     @property
     def scope(self) -> Scope:
@@ -734,7 +726,6 @@ class AsyncMemory:
         ``raise_errors``.
         """
         from memorybank.context._async.turn import AsyncTurn
-        from memorybank.context.values import ContextOptions
 
         agent, user = self._principal(agent_id, user_id)
         return AsyncTurn(
@@ -743,7 +734,7 @@ class AsyncMemory:
             user_id=user,
             agent_id=agent,
             input=input,
-            context=context if context is not None else ContextOptions(max_tokens=4000),
+            context=context,
             system_prompt=system_prompt,
             load_history=load_history,
             save_history=save_history,
@@ -794,7 +785,6 @@ class AsyncMemory:
         the whole tenant.
         """
         from memorybank.memory._async.retention import prune_tenant
-        from memorybank.retention import RetentionPolicy
 
         if not isinstance(policy, RetentionPolicy):
             raise InvalidInput("policy must be a RetentionPolicy", field="policy")
@@ -962,7 +952,4 @@ def _checked_judge(judge: object) -> LLMJudge | None:
 
 
 def _is_reranker(reranker: object) -> bool:
-    # imported here: a memory without a reranker never loads the rerank package
-    from memorybank.rerank.base import Reranker
-
     return isinstance(reranker, Reranker)

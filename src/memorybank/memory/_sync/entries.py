@@ -16,6 +16,7 @@ from memorybank.core._sync.core import (
     _require_thread,
 )
 from memorybank.core._sync.embed import embed_entries
+from memorybank.core._sync.facts import Facts
 from memorybank.errors import InvalidInput
 from memorybank.records import Entry
 from memorybank.rules import validate as v
@@ -415,7 +416,6 @@ class Entries:
             branch=v.check_optional_id(branch, "branch"),
         )
         if removed and cascade_facts:
-            from memorybank.core._sync.facts import Facts
             from memorybank.graph._sync import Graph
 
             # only what the caller may change: a user's delete leaves other users' facts and

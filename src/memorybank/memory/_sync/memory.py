@@ -26,10 +26,12 @@ from memorybank.core._sync.core import (
     _system_clock,
 )
 from memorybank.core._sync.embed import EMBED_BATCH, embed_pending
+from memorybank.core._sync.facts import Facts
 from memorybank.core._sync.threads import Threads
 from memorybank.core._sync.usage import Usage, flush_usage, note_hits
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput, NotFound
 from memorybank.memory._sync.branches import Branches
+from memorybank.memory._sync.documents import Documents
 from memorybank.memory._sync.entries import Entries
 from memorybank.memory._sync.events import Events
 from memorybank.memory._sync.run_state import (
@@ -41,6 +43,8 @@ from memorybank.memory._sync.run_state import (
     list_working,
 )
 from memorybank.records import Entry, Fact, Hit, Thread, WorkingRun
+from memorybank.rerank.base import Reranker
+from memorybank.retention import PruneReport, RetentionPolicy
 from memorybank.rules import validate as v
 from memorybank.rules.scope import ROOT, Scope, check_owner, check_owner_id
 from memorybank.runtime.log import logger
@@ -58,7 +62,6 @@ if TYPE_CHECKING:
     from memorybank.context._sync.turn import Turn, OnError
     from memorybank.context.values import Context, ContextOptions, Strategy
     from memorybank.core._sync.embedding import Embedding
-    from memorybank.core._sync.facts import Facts
     from memorybank.core.extraction import Extractor
     from memorybank.core.judge import LLMJudge
     from memorybank.embeddings.base import Embedder
@@ -66,11 +69,8 @@ if TYPE_CHECKING:
     from memorybank.graph._sync import Graph
     from memorybank.graph.model import GraphContextOptions
     from memorybank.importance import HalfLife, ItemUsage
-    from memorybank.memory._sync.documents import Documents
     from memorybank.recall._sync.search import SearchMode
     from memorybank.recall.hybrid import SearchOptions
-    from memorybank.rerank.base import Reranker
-    from memorybank.retention import PruneReport, RetentionPolicy
     from memorybank.vector_index._sync.index import VectorIndex
 
 __all__ = [
@@ -270,8 +270,6 @@ class Memory:
     @functools.cached_property
     def facts(self) -> Facts:
         """``memory.facts``: long-term facts (see ``memorybank.core._async.facts``)."""
-        from memorybank.core._sync.facts import Facts
-
         return Facts(self._core, self.tenant_id, self._scope)
 
     @functools.cached_property
@@ -395,8 +393,6 @@ class Memory:
     @functools.cached_property
     def documents(self) -> Documents:
         """``memory.documents``: searchable documents."""
-        from memorybank.memory._sync.documents import Documents
-
         return Documents(self._core, self.tenant_id, self._scope)
 
     @staticmethod
@@ -426,8 +422,8 @@ class Memory:
 
     @staticmethod
     def _helper_class(name: str) -> type:
-        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)``,
-        ``SessionManager(...)`` and ``CoreFacts(...)`` given this memory
+        """The class behind ``ContextBuilder(...)``, ``CompactionService(...)`` and
+        ``SessionManager(...)`` given this memory
         (``memorybank.context.values``): awaitable ones here, sync ones for a ``Memory``."""
         # each loads with its first use
         if name == "context_builder":
@@ -438,13 +434,9 @@ class Memory:
             from memorybank.context._sync.compaction import CompactionService
 
             return CompactionService
-        if name == "session_manager":
-            from memorybank.context._sync.sessions import SessionManager
+        from memorybank.context._sync.sessions import SessionManager
 
-            return SessionManager
-        from memorybank.memory._sync.core_facts import CoreFacts
-
-        return CoreFacts
+        return SessionManager
 
     @property
     def scope(self) -> Scope:
@@ -735,7 +727,6 @@ class Memory:
         ``raise_errors``.
         """
         from memorybank.context._sync.turn import Turn
-        from memorybank.context.values import ContextOptions
 
         agent, user = self._principal(agent_id, user_id)
         return Turn(
@@ -744,7 +735,7 @@ class Memory:
             user_id=user,
             agent_id=agent,
             input=input,
-            context=context if context is not None else ContextOptions(max_tokens=4000),
+            context=context,
             system_prompt=system_prompt,
             load_history=load_history,
             save_history=save_history,
@@ -795,7 +786,6 @@ class Memory:
         the whole tenant.
         """
         from memorybank.memory._sync.retention import prune_tenant
-        from memorybank.retention import RetentionPolicy
 
         if not isinstance(policy, RetentionPolicy):
             raise InvalidInput("policy must be a RetentionPolicy", field="policy")
@@ -963,7 +953,4 @@ def _checked_judge(judge: object) -> LLMJudge | None:
 
 
 def _is_reranker(reranker: object) -> bool:
-    # imported here: a memory without a reranker never loads the rerank package
-    from memorybank.rerank.base import Reranker
-
     return isinstance(reranker, Reranker)

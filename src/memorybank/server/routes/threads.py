@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Header, Query, Response
 
+from memorybank.context._async.compaction import AsyncCompactionService
 from memorybank.errors import Conflict, NotFound
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
@@ -303,15 +304,11 @@ def router() -> APIRouter:
     async def compact(thread_id: str, body: CompactIn, memory: MemoryDep) -> CompactionOut:
         """Drops the entries older than the ``keep_recent`` newest (no model needed).
         Summary compaction needs a summarizing model, which the server does not hold."""
-        from memorybank.context._async.compaction import AsyncCompactionService
-
         result = await AsyncCompactionService(memory=memory).compact(thread_id, **body.arguments())
         return CompactionOut.model_validate(result)
 
     @api.post("/{thread_id}/restore", tags=["context"], summary="Undo reversible compaction")
     async def restore(thread_id: str, memory: MemoryDep) -> Count:
-        from memorybank.context._async.compaction import AsyncCompactionService
-
         return Count(count=await AsyncCompactionService(memory=memory).restore(thread_id))
 
     return api

@@ -7,21 +7,17 @@ classes (one ``UNSET``, one ``Record``), never a generated copy.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
-if TYPE_CHECKING:
-    from dataclasses import dataclass
-
-    from memorybank.stores.contract.items import (
-        AppendResult,
-        NewEntry,
-        Record,
-        RecordGuard,
-        SearchHit,
-        VectorItem,
-    )
-else:  # see memorybank.runtime.plain (cold start)
-    from memorybank.runtime.plain import dataclass
+from memorybank.rules.scope import UNSET, Unset, Visibility
+from memorybank.stores.contract.items import (
+    AppendResult,
+    NewEntry,
+    Record,
+    RecordGuard,
+    SearchHit,
+    VectorItem,
+)
 
 __all__ = [
     "UNSET",
@@ -40,41 +36,8 @@ __all__ = [
 ]
 
 
-class Unset:
-    """Marker type for "argument not given" where ``None`` is a real value."""
-
-    _instance: Unset | None = None
-
-    def __new__(cls) -> Unset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNSET: Final = Unset()
 #: An ``entry_windows`` window ending here (or later) runs to the end of its thread.
 LAST_POSITION: Final = 2**62
-
-
-# Defined in ``_items`` and loaded on first use, not with every store: a process that
-# only reads history never needs them (cold start).
-_ITEMS: Final = frozenset(
-    {"AppendResult", "NewEntry", "Record", "RecordGuard", "SearchHit", "VectorItem"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _ITEMS:
-        from memorybank.stores.contract import items as _items
-
-        return getattr(_items, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def by_kind(kinds: Sequence[str], records: Sequence[Record]) -> dict[str, list[Record]]:
@@ -84,30 +47,6 @@ def by_kind(kinds: Sequence[str], records: Sequence[Record]) -> dict[str, list[R
     for record in records:
         grouped[record.kind].append(record)
     return grouped
-
-
-@dataclass(frozen=True, slots=True)
-class Visibility:
-    """Who is asking, per axis: a record (or a thread's entry) is visible when its
-    ``agent_id`` is this agent or ``None`` (shared), and its ``user_id`` is this
-    user or ``None`` (shared). ``None`` here means "no agent/user": only shared
-    records match on that axis. ``UNSET`` on an axis means that axis is not
-    checked (the trusted, unscoped call on that axis)."""
-
-    agent_id: str | Unset | None
-    user_id: str | Unset | None
-
-    def __init__(self, agent_id: str | Unset | None, user_id: str | Unset | None) -> None:
-        object.__setattr__(self, "agent_id", agent_id)
-        object.__setattr__(self, "user_id", user_id)
-
-    def admits(self, agent_id: str | None, user_id: str | None) -> bool:
-        """Whether a record owned by ``agent_id``/``user_id`` is visible (the rule above)."""
-        return _axis_admits(self.agent_id, agent_id) and _axis_admits(self.user_id, user_id)
-
-
-def _axis_admits(asking: str | Unset | None, owner: str | None) -> bool:
-    return isinstance(asking, Unset) or owner is None or owner == asking
 
 
 def names_user(visible_to: Visibility | None) -> bool:

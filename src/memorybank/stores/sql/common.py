@@ -13,13 +13,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
+from memorybank.stores.contract.items import Record
 from memorybank.stores.contract.types import Unset, Visibility
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-    from memorybank.stores.contract.items import Record
 
 __all__ = [
     "ENTRY_COLUMNS",
@@ -312,8 +311,6 @@ def row_to_summary(row: Sequence[Any]) -> Summary:
 
 def row_to_record(row: Sequence[Any]) -> Record:
     """A ``Record`` from a row selected with ``RECORD_COLUMNS``."""
-    from memorybank.stores.contract.items import Record  # not at import: cold start
-
     return Record(
         kind=row[0],
         id=row[1],

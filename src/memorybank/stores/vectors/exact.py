@@ -30,19 +30,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import importlib.util
-import logging
 import os
 import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from memorybank.runtime.np import np
 
+from memorybank.runtime.log import logger as _log
 from memorybank.runtime.native import usearch_index
 from memorybank.stores.contract.types import Unset, Visibility, searched_kinds
 from memorybank.stores.vectors.groups import Blocks, RowGroups
@@ -101,7 +103,6 @@ SCOPED_EXACT_LIMIT = 100_000
 #: Rows of contiguous scope copies a slot keeps (``groups.Blocks``): a quarter of its
 #: rows, and at least this many.
 BLOCK_BUDGET = 100_000
-_log = logging.getLogger("memorybank.stores.vectors")
 _NONE = 0  # code of None (shared / no thread)
 _UNKNOWN = -1  # code of a value the cache has never seen: matches no row
 _FILLER_KEY = 1 << 62  # keys of placeholder vectors (beyond any SQLite rowid in use)
@@ -159,6 +160,8 @@ def _dot(matrix: NDArray[np.float32], query: NDArray[np.float32]) -> NDArray[np.
 
 def ann_available() -> bool:
     """Whether ``usearch`` is installed."""
+    import importlib.util  # here: a store imports this module, most never ask
+
     try:
         return importlib.util.find_spec("usearch") is not None
     except (ImportError, ValueError):

@@ -45,12 +45,16 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from memorybank.runtime.np import np
 
 from memorybank.runtime.native import usearch_index
+from memorybank.stores.vectors.exact import configure_ann
 
 __all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "stem"]
 
@@ -173,7 +177,6 @@ def load(
         if vectors.size != count * dim or rowids.size != count or len(ids) != count:
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
-        from memorybank.stores.vectors.exact import configure_ann
 
         # a view of the mapped file (nothing copied; read-only): a builder that extends
         # it works on a copy (``VectorSlot._build_rows``)

@@ -18,9 +18,13 @@ zeroed like the slot's own (``forget``): no deleted vector stays in memory.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+else:
+    from memorybank.runtime.np import np
 
 __all__ = ["BLOCK_EXTEND", "BLOCK_MIN_ROWS", "Block", "Blocks", "RowGroups"]
 
@@ -30,8 +34,6 @@ BLOCK_MIN_ROWS = 2_048
 #: Rows a scope gained after its block was copied that are scored by gathering
 #: them; from this many on the block is extended first.
 BLOCK_EXTEND = 1_024
-
-_EMPTY = np.zeros(0, dtype=np.intp)
 
 
 class RowGroups:
@@ -54,7 +56,7 @@ class RowGroups:
         """The positions of the rows holding ``code``, ascending."""
         parts = self._parts.get(code)
         if not parts:
-            return _EMPTY
+            return np.zeros(0, dtype=np.intp)
         if len(parts) > 1:
             joined = np.concatenate(parts)
             self._parts[code] = [joined]

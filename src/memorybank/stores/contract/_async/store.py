@@ -99,9 +99,8 @@ import abc
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memorybank.stores.contract import types as _types
 from memorybank.stores.contract._async.base import AsyncStoreBase
 from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
 from memorybank.stores.contract._async.entry_store import AsyncEntryStore
@@ -109,18 +108,18 @@ from memorybank.stores.contract._async.record_store import AsyncRecordStore
 from memorybank.stores.contract._async.run_state_store import AsyncRunStateStore
 from memorybank.stores.contract._async.search_store import AsyncSearchStore
 from memorybank.stores.contract._async.thread_store import AsyncThreadStore
+from memorybank.stores.contract.items import (
+    AppendResult,
+    NewEntry,
+    Record,
+    RecordGuard,
+    SearchHit,
+    VectorItem,
+)
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
 
 if TYPE_CHECKING:
     from memorybank.events.types import Event
-    from memorybank.stores.contract.items import (
-        AppendResult,
-        NewEntry,
-        Record,
-        RecordGuard,
-        SearchHit,
-        VectorItem,
-    )
 
 __all__ = [
     "UNSET",
@@ -141,13 +140,6 @@ __all__ = [
     "VectorItem",
     "Visibility",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The write and search values, re-exported on first use (see ``stores._types``)."""
-    if name in _types._ITEMS:
-        return getattr(_types, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class AsyncStore(AsyncSearchStore, AsyncRunStateStore):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
+from memorybank.rules.window import drop_orphan_tool_results
 from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract.types import UNSET, Unset
 
@@ -100,8 +101,6 @@ class EntryStore(StoreBase):
         store may answer it faster (one statement, no ``Entry`` objects), with
         exactly the same result.
         """
-        from memorybank.rules.window import drop_orphan_tool_results
-
         thread, rows = self.entry_list(tenant, thread_id, limit=limit)
         return thread.user_id, [e.to_message() for e in drop_orphan_tool_results(rows)]
 

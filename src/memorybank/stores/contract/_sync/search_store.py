@@ -28,12 +28,15 @@ from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._sync.batch_reads import BatchReads
 from memorybank.stores.contract.items import Record, SearchHit, VectorItem
 from memorybank.stores.contract.types import Visibility, searched_kinds, visible
+from memorybank.stores.keyword.bm25 import BM25Index
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
+else:  # NumPy loads with the first vector read, not with the store
+    from memorybank.runtime.np import np
 
 __all__ = ["VECTOR_KIND", "SearchStore", "rank_texts"]
 
@@ -50,10 +53,7 @@ def _vector_id(kind: str, item_id: str, model_id: str) -> str:
 def rank_texts(query: str, texts: Iterable[tuple[SearchHit, str]], k: int) -> list[SearchHit]:
     """The best ``k`` of ``texts`` (a zero-score hit and its text) for ``query`` by BM25,
     best first (ties: kind, id, branch). For stores that rank in this process: the
-    derived ``text_search`` and the in-memory store. ``memorybank.stores.keyword.bm25`` is
-    imported here, on first use: the stores do not otherwise depend on recall."""
-    from memorybank.stores.keyword.bm25 import BM25Index
-
+    derived ``text_search`` and the in-memory store."""
     hits: list[SearchHit] = []
     index = BM25Index()
     for hit, text in texts:
@@ -250,8 +250,6 @@ class SearchStore(BatchReads):
         overrides it and skips making a list of Python floats per vector
         (SQLite: 240 vectors of 384 floats, about 12 ms of conversions both ways).
         """
-        import numpy as np
-
         got = self.vector_get(tenant, kind, ids, model_id=model_id)
         return {rid: np.asarray(vector, dtype=np.float32) for rid, vector in got.items()}
 

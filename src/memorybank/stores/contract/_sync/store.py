@@ -100,9 +100,8 @@ import abc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memorybank.stores.contract import types as _types
 from memorybank.stores.contract._sync.base import StoreBase
 from memorybank.stores.contract._sync.batch_reads import BatchReads
 from memorybank.stores.contract._sync.entry_store import EntryStore
@@ -110,18 +109,18 @@ from memorybank.stores.contract._sync.record_store import RecordStore
 from memorybank.stores.contract._sync.run_state_store import RunStateStore
 from memorybank.stores.contract._sync.search_store import SearchStore
 from memorybank.stores.contract._sync.thread_store import ThreadStore
+from memorybank.stores.contract.items import (
+    AppendResult,
+    NewEntry,
+    Record,
+    RecordGuard,
+    SearchHit,
+    VectorItem,
+)
 from memorybank.stores.contract.types import UNSET, Unset, Visibility
 
 if TYPE_CHECKING:
     from memorybank.events.types import Event
-    from memorybank.stores.contract.items import (
-        AppendResult,
-        NewEntry,
-        Record,
-        RecordGuard,
-        SearchHit,
-        VectorItem,
-    )
 
 __all__ = [
     "UNSET",
@@ -142,13 +141,6 @@ __all__ = [
     "VectorItem",
     "Visibility",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The write and search values, re-exported on first use (see ``stores._types``)."""
-    if name in _types._ITEMS:
-        return getattr(_types, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Store(SearchStore, RunStateStore):

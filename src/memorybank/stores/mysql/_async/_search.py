@@ -39,12 +39,11 @@ from memorybank.stores.contract.types import names_user
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement, placeholders, search_words
 from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_array
+from memorybank.stores.vectors.exact import CachedRows, top_k
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
     from numpy.typing import NDArray
-
-    from memorybank.stores.vectors.exact import CachedRows
 
 
 class SearchMixin(MySQLBase):
@@ -209,8 +208,6 @@ class SearchMixin(MySQLBase):
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        from memorybank.stores.vectors.exact import CachedRows
-
         if kind == "entry":
             sql = (
                 "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
@@ -284,8 +281,6 @@ class SearchMixin(MySQLBase):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
-        from memorybank.stores.vectors.exact import top_k
-
         # a user's scope (while the key loads in process: ``_cold``)
         by_owner = thread_id is None and names_user(visible_to)
         statements = self._vector_statements(

@@ -41,6 +41,8 @@ from memorybank.stores.sql.common import (
     vector_array,
     vector_array_from_text,
 )
+from memorybank.stores.vectors._sync.cache import BlockRows
+from memorybank.stores.vectors.exact import CachedRows, top_k
 
 #: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
 THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
-    from memorybank.stores.vectors.exact import CachedRows
+else:  # NumPy loads with the first vector read, not with the store
+    from memorybank.runtime.np import np
 
 
 HNSW_EF_CONSTRUCTION = 128
@@ -143,10 +146,6 @@ class VectorsMixin(PostgresBase):
     def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        import numpy as np
-
-        from memorybank.stores.vectors._sync.cache import BlockRows
-
         # Vectors, then their owners' scope: two single-table reads, joined here (a join
         # in SQL can become a nested loop over every record before the tables have
         # statistics, minutes at 20k rows). The vectors come by COPY in binary, appended
@@ -315,8 +314,6 @@ class VectorsMixin(PostgresBase):
             )  # fmt: skip
             params["k"] = k
             if not self._native:
-                from memorybank.stores.vectors.exact import top_k
-
                 rows = self._fetch(query, params, retry=True)
                 best = top_k(vector, [bytes(r[3]) for r in rows], k)
                 return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]

@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
+from memorybank.stores.keyword.bm25 import BM25Index
 from memorybank.stores.redis._async._scope import RedisScope
 from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
+from memorybank.stores.vectors.exact import CachedRows, top_k
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
     from numpy.typing import NDArray
-
-    from memorybank.stores.vectors.exact import CachedRows
 
 
 class RedisSearch(RedisScope):
@@ -38,8 +38,6 @@ class RedisSearch(RedisScope):
 
         Costs a read of every text in scope: see "Search" in the package docstring.
         """
-        from memorybank.stores.keyword.bm25 import BM25Index
-
         if k <= 0:
             with self._op():
                 return []
@@ -165,8 +163,6 @@ class RedisSearch(RedisScope):
     async def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
-        from memorybank.stores.vectors.exact import CachedRows
-
         idx = self._idx(tenant)
         model = esc(model_id)
         low = "-inf" if after < 0 else f"({after}"
@@ -296,8 +292,6 @@ class RedisSearch(RedisScope):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
-        from memorybank.stores.vectors.exact import top_k
-
         hits: list[SearchHit] = []
         blobs: list[bytes] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
+from memorybank.stores.contract.items import SearchHit
 from memorybank.stores.contract.types import names_user
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
@@ -30,14 +31,24 @@ from memorybank.stores.sql.statements import qualified
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite._sync._entries import read_windows
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
+from memorybank.stores.vectors import exact as _vectors
+from memorybank.stores.vectors.exact import (
+    CachedRows,
+    ScopedRows,
+    VectorCache,
+    VectorSlot,
+    top_k,
+    unit_query,
+)
 
-if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
     from memorybank.records import Entry, Thread
-    from memorybank.stores.contract.items import SearchHit, VectorItem
-    from memorybank.stores.vectors.exact import CachedRows, ScopedRows, VectorCache, VectorSlot
+    from memorybank.stores.contract.items import VectorItem
+else:  # NumPy loads with the first vector read, not with the store (cold start)
+    from memorybank.runtime.np import np
 
 
 _E = qualified("e", ENTRY_COLUMNS)
@@ -58,8 +69,6 @@ class SearchMixin(SQLiteStoreBase):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-        from memorybank.stores.contract.items import SearchHit  # not at import: cold start
-
         p = self.prefix
         match = fts_query(query)
 
@@ -279,7 +288,6 @@ class SearchMixin(SQLiteStoreBase):
                 "WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?",
                 "WHERE +v.tenant_id = ? AND +v.model_id = ? AND +v.kind = ?",
             )
-        from memorybank.stores.vectors.exact import CachedRows
 
         found = conn.execute(sql + " ORDER BY v.rowid", params).fetchall()
         rows = CachedRows()
@@ -308,8 +316,6 @@ class SearchMixin(SQLiteStoreBase):
         dead (the reload compacts them away; the HNSW index is reused, checked
         row by row).
         """
-        from memorybank.stores.vectors.exact import VectorCache
-
         cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
         key = (tenant, model_id, kind)
         slot = cache.slots.get(key)
@@ -388,8 +394,6 @@ class SearchMixin(SQLiteStoreBase):
     ) -> VectorSlot:
         """A new slot of every stored vector of ``key`` (from the files when they are
         current, else from the table), inside the caller's snapshot; not registered."""
-        from memorybank.stores.vectors.exact import VectorSlot
-
         tenant, model_id, kind = key
         slot = None
         if old is None:
@@ -441,9 +445,6 @@ class SearchMixin(SQLiteStoreBase):
         (``VectorSlot.inherit_ann``). The scope of every row always comes from
         the database.
         """
-        import numpy as np
-
-        from memorybank.stores.vectors import exact as _vectors
         from memorybank.stores.vectors import files as _vector_files
 
         if self.path == ":memory:" or count < _vectors.ANN_THRESHOLD:
@@ -497,10 +498,6 @@ class SearchMixin(SQLiteStoreBase):
         liveness from the owning threads (one lookup per thread) or records.
         None when the row count differs from ``ids``.
         """
-        import numpy as np
-
-        from memorybank.stores.vectors.exact import ScopedRows
-
         p = self.prefix
         tenant, _, kind = key
         rows = f"{p}vectors INDEXED BY {p}vectors_model"
@@ -592,9 +589,6 @@ class SearchMixin(SQLiteStoreBase):
         thread_id: str | None = None,
         visible_to: Visibility | None = None,
     ) -> list[SearchHit]:
-
-        from memorybank.stores.contract.items import SearchHit
-        from memorybank.stores.vectors.exact import unit_query
 
         prepared = unit_query(vector, kinds, k, thread_id)
         if prepared is None:
@@ -775,8 +769,6 @@ class SearchMixin(SQLiteStoreBase):
     ) -> list[tuple[str, str | None, float]]:
         """Uncached exact search over the rows ``(id, thread_id, vector)`` of ``statements``
         (when the cache's scope information was stale, or while it loads)."""
-        from memorybank.stores.vectors.exact import top_k
-
         rows = [row for sql, params in statements for row in conn.execute(sql, params)]
         return [
             (rows[i][0], rows[i][1], score) for i, score in top_k(query, [r[2] for r in rows], k)

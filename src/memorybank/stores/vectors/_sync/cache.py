@@ -71,6 +71,8 @@ from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot,
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+else:
+    from memorybank.runtime.np import np
 
 __all__ = ["BACKGROUND_LOAD_ROWS", "LOAD_CHUNK_ROWS", "BlockRows", "CachedVectors", "VectorSource"]
 
@@ -149,13 +151,9 @@ class SyncedSlot(VectorSlot):
     def ann_keys(self, start: int, stop: int) -> NDArray[np.int64]:
         """Row positions: several rows share a ``seq`` (one write), and rows are only
         ever appended (an older copy is hidden, not removed), so positions stay keys."""
-        import numpy as np
-
         return np.arange(start, stop, dtype=np.int64)
 
     def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
-        import numpy as np
-
         return np.where((rowids >= 0) & (rowids < self.n), rowids, -1).astype(np.int64)
 
     def current(self, dim: int, stamp: tuple[int, int]) -> bool:
@@ -167,8 +165,6 @@ class SyncedSlot(VectorSlot):
         """Hide the rows not stored any more: their id is absent from ``live`` (id ->
         ``seq``) or stored with another ``seq`` (a row written after the slot's highest
         ``seq`` is read next, as an added row)."""
-        import numpy as np
-
         stored = np.fromiter((live.get(i, -1) for i in self.ids), np.int64, self.n)
         self.visible &= stored == self.rowids[: self.n]
 
@@ -474,8 +470,6 @@ def _grow(slot: SyncedSlot, need: int) -> None:
     """Room for ``need`` rows in ``slot``'s matrix, its rows copied 4,096 at a time,
     letting other tasks run in between: one copy of 180k 384-d rows into new memory
     held the event loop for 0.7 s (``VectorSlot.append`` grows it at once)."""
-    import numpy as np
-
     if slot.n == 0 or need <= slot.matrix.shape[0]:
         return
     grown = np.zeros((max(need, 2 * slot.matrix.shape[0]), slot.dim), np.float32)

@@ -6,7 +6,7 @@ store gives only its reads (``VectorSource``: ``_vc_rows``, ``_vc_count``,
 ``_vc_check``, ``_vc_exact``, optionally ``_vc_live``); the SQL engines' shared ones
 are in ``memorybank.stores.sql._async.core``.
 
-Not imported with numpy: the cache module loads with the first vector search.
+NumPy loads with the first vector search (``memorybank.runtime.np``), not with the store.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from memorybank.stores.contract._sync.store import Store, SearchHit, Visibility
+from memorybank.stores.vectors._sync.cache import CachedVectors
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
-
-    from memorybank.stores.vectors._sync.cache import CachedVectors
 
 __all__ = ["CachedVectorStore"]
 
@@ -33,8 +32,6 @@ class CachedVectorStore(Store):
         """The store's cache, made on first use."""
         cache: CachedVectors | None = self.__dict__.get("_cached_vectors")
         if cache is None:
-            from memorybank.stores.vectors._sync.cache import CachedVectors
-
             cache = self.__dict__.setdefault("_cached_vectors", CachedVectors())
         return cache
 

@@ -10,6 +10,7 @@ import pytest
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Message, ToolCall
+from memorybank.rules.window import drop_orphan_tool_results
 from memorybank.stores.contract._async.store import AsyncStore, Record
 from memorybank.testing._async.contract._base import ContractBase, _id, _tool_call
 
@@ -53,8 +54,6 @@ class EntryCases(ContractBase):
     async def test_recent_messages_equal_the_entries_read(self, memory: AsyncMemory) -> None:
         """``entry_list_recent`` (``history()``'s read, which a store may answer its own
         way) is exactly the entries' messages, cut-off tool results dropped."""
-        from memorybank.rules.window import drop_orphan_tool_results
-
         store, tenant = memory.store, memory.tenant_id
         tid = await self._thread(memory, user_id="u")
         call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}

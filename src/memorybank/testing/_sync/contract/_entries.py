@@ -11,6 +11,7 @@ import pytest
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Message, ToolCall
+from memorybank.rules.window import drop_orphan_tool_results
 from memorybank.stores.contract._sync.store import Store, Record
 from memorybank.testing._sync.contract._base import ContractBase, _id, _tool_call
 
@@ -54,8 +55,6 @@ class EntryCases(ContractBase):
     def test_recent_messages_equal_the_entries_read(self, memory: Memory) -> None:
         """``entry_list_recent`` (``history()``'s read, which a store may answer its own
         way) is exactly the entries' messages, cut-off tool results dropped."""
-        from memorybank.rules.window import drop_orphan_tool_results
-
         store, tenant = memory.store, memory.tenant_id
         tid = self._thread(memory, user_id="u")
         call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
