@@ -41,6 +41,57 @@ def test_reads_on_the_read_connections_see_every_acknowledged_write(tmp_path: Pa
     asyncio.run(_reads_see_every_acknowledged_write(tmp_path / "reads.db"))
 
 
+async def _vector_searches_see_every_acknowledged_write(path: Path) -> tuple[int, int]:
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from memorybank.records import Thread
+    from memorybank.stores import AsyncSQLiteStore
+    from memorybank.stores.contract._async.store import VectorItem, Visibility
+
+    model = "test:m"
+    store = AsyncSQLiteStore(path)
+    try:
+        now = datetime.now(UTC)
+        await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+        ann = Visibility(None, "ann")
+
+        async def scores(vector: list[float]) -> dict[str, float]:
+            hits = await store.vector_search(
+                "t", vector, model_id=model, kinds=["entry"], k=100, visible_to=ann
+            )
+            return {h.id: h.score for h in hits}
+
+        async def writer_then_searcher(n: int) -> None:
+            rng = np.random.default_rng(n)
+            for i in range(10):
+                vid, vector = f"v{n}x{i}", rng.standard_normal(16).tolist()
+                await store.vector_put("t", [VectorItem("entry", vid, model, vector, "th")])
+                # the search that follows the write sees it, on whichever read connection
+                assert (await scores(vector))[vid] > 0.999
+                # a replaced vector is searched as it is now
+                opposite = [-x for x in vector]
+                await store.vector_put("t", [VectorItem("entry", vid, model, opposite, "th")])
+                assert (await scores(vector))[vid] < -0.999
+                assert (await scores(opposite))[vid] > 0.999
+
+        await asyncio.gather(*(writer_then_searcher(n) for n in range(8)))
+        found = len(await scores([1.0] * 16))
+        await store.thread_delete("t", "th")
+        gone = len(await scores([1.0] * 16))
+        assert 1 <= len(cast(Any, store)._readers.connections) <= READ_CONNECTIONS
+        return found, gone
+    finally:
+        await store.close()
+
+
+def test_vector_searches_on_the_read_connections_see_every_acknowledged_write(
+    tmp_path: Path,
+) -> None:
+    assert asyncio.run(_vector_searches_see_every_acknowledged_write(tmp_path / "v.db")) == (80, 0)
+
+
 async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connection]:
     memory = AsyncMemory(f"sqlite:///{path}")
     thread = await memory.threads.create()

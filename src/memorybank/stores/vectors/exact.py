@@ -255,7 +255,8 @@ class VectorSlot:
         self.blocks = Blocks()
         #: Whether a code array names any owner, by ``id`` of the array (kept with it).
         self._owners: dict[int, tuple[NDArray[np.int32], bool]] = {}
-        #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
+        #: What the store last checked the slot against (its change counters; the SQLite
+        #: store's: per connection), None when nothing has been checked.
         self.stamp: Any = None
         self.count = 0
         self.max_rowid = 0
@@ -870,6 +871,9 @@ class VectorCache:
 
     def __init__(self) -> None:
         self.slots: dict[tuple[str, str, str], VectorSlot] = _Slots()
+        #: Held by a store's thread while it brings slots up to date or searches them
+        #: (an async SQLite store searches on several read connections at once).
+        self.lock = threading.Lock()
 
     def clear(self) -> None:
         """Drop every slot (their builders stopped)."""
