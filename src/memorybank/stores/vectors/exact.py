@@ -528,6 +528,12 @@ class VectorSlot:
         best = _best(scores, count)
         return list(zip(rows[best].tolist(), scores[best].astype(np.float64).tolist(), strict=True))
 
+    def scope_rows(self, thread_id: str | None, visible_to: Visibility | None) -> int:
+        """How many rows ``find`` scans for this scope (what it costs): the scope's own
+        when it is narrowed, else every row."""
+        parts = self._scope_parts(thread_id, visible_to)
+        return self.n if parts is None else sum(len(rows) for _, rows in parts)
+
     def _scope_parts(
         self, thread_id: str | None, visible_to: Visibility | None
     ) -> list[tuple[tuple[str, int], NDArray[np.intp]]] | None:

@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from memorybank.runtime.concurrency import AsyncBackgroundCall, asleep
+from memorybank.runtime.concurrency import AsyncBackgroundCall, aoffload, asleep
 from memorybank.runtime.log import logger
 from memorybank.stores.contract.types import SearchHit, Visibility, names_user
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
@@ -71,7 +71,14 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["BACKGROUND_LOAD_ROWS", "LOAD_CHUNK_ROWS", "BlockRows", "CachedVectors", "VectorSource"]
+__all__ = [
+    "BACKGROUND_LOAD_ROWS",
+    "LOAD_CHUNK_ROWS",
+    "OFFLOAD_ROWS",
+    "BlockRows",
+    "CachedVectors",
+    "VectorSource",
+]
 
 #: Vectors of one (tenant, model, kind) from which a narrowed first search does not wait
 #: for them all to load (the slot loads in the background meanwhile).
@@ -79,6 +86,10 @@ BACKGROUND_LOAD_ROWS = 50_000
 
 #: Rows per read of a background load (384-d: 30 MB of vectors).
 LOAD_CHUNK_ROWS = 20_000
+
+#: A shortlist scanning at least this many cached rows is ranked on a worker thread,
+#: not on the event loop (384-d: about 3 ms of numpy, which releases the GIL).
+OFFLOAD_ROWS = 20_000
 
 
 @dataclass
@@ -342,6 +353,22 @@ class CachedVectors:
             slot.merge(added, floor=slot.max_rowid)
         return slot
 
+    async def _ranked(
+        self,
+        slots: Mapping[str, SyncedSlot],
+        query: NDArray[np.float32],
+        fetch: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> dict[str, list[tuple[str, str | None, float]]]:
+        """``_shortlist``, on a worker thread when it scans ``OFFLOAD_ROWS`` rows or more
+        (a wide scope, a large slot): the event loop serves other requests meanwhile."""
+        with self._lock:
+            rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
+        if rows >= OFFLOAD_ROWS:
+            return await aoffload(self._shortlist, slots, query, fetch, thread_id, visible_to)
+        return self._shortlist(slots, query, fetch, thread_id, visible_to)
+
     def _shortlist(
         self,
         slots: Mapping[str, SyncedSlot],
@@ -411,7 +438,7 @@ class CachedVectors:
         fetch = 2 * k + 10
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
-        shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+        shortlist = await self._ranked(slots, query, fetch, thread_id, visible_to)
         early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
@@ -438,7 +465,7 @@ class CachedVectors:
                 early = await source._vc_exact(
                     tenant, vector, model_id, cold, k, thread_id, visible_to
                 )
-            shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+            shortlist = await self._ranked(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
                 early.sort(key=lambda h: (-h.score, h.kind, h.id))
                 return early[:k]
