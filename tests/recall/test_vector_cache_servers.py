@@ -432,7 +432,10 @@ def test_async_searches_ranked_on_worker_threads_find_each_write(
                 assert await best(_vec(i)) == [f"e{i}"]
             ann = Visibility(None, "ann")
             found = await asyncio.gather(
-                *(best(_vec(i), thread_id="th" if i % 2 else None, visible_to=ann) for i in range(12))
+                *(
+                    best(_vec(i), thread_id="th" if i % 2 else None, visible_to=ann)
+                    for i in range(12)
+                )
             )
             assert found == [[f"e{i}"] for i in range(12)]
         finally:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from dataclasses import dataclass
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
