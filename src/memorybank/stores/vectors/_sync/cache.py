@@ -354,22 +354,6 @@ class CachedVectors:
             slot.merge(added, floor=slot.max_rowid)
         return slot
 
-    def _ranked(
-        self,
-        slots: Mapping[str, SyncedSlot],
-        query: NDArray[np.float32],
-        fetch: int,
-        thread_id: str | None,
-        visible_to: Visibility | None,
-    ) -> dict[str, list[tuple[str, str | None, float]]]:
-        """``_shortlist``, on a worker thread when it scans ``OFFLOAD_ROWS`` rows or more
-        (a wide scope, a large slot): the event loop serves other requests meanwhile."""
-        with self._lock:
-            rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
-        if rows >= OFFLOAD_ROWS:
-            return offload(self._shortlist, slots, query, fetch, thread_id, visible_to)
-        return self._shortlist(slots, query, fetch, thread_id, visible_to)
-
     def _shortlist(
         self,
         slots: Mapping[str, SyncedSlot],
@@ -378,13 +362,21 @@ class CachedVectors:
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> dict[str, list[tuple[str, str | None, float]]]:
-        """Per kind, the best ``fetch`` cached rows whose cached scope matches."""
-        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+        """Per kind, the best ``fetch`` cached rows whose cached scope matches; ranked on
+        a worker thread when that scans ``OFFLOAD_ROWS`` rows or more (a wide scope, a
+        large slot), so the event loop serves other requests meanwhile."""
+
+        def rank() -> dict[str, list[tuple[str, str | None, float]]]:
+            shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+            with self._lock:
+                for kind, slot in slots.items():
+                    found = slot.find(query, fetch, thread_id, visible_to)
+                    shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+            return shortlist
+
         with self._lock:
-            for kind, slot in slots.items():
-                found = slot.find(query, fetch, thread_id, visible_to)
-                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-        return shortlist
+            rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
+        return offload(rank) if rows >= OFFLOAD_ROWS else rank()
 
     def get(
         self, source: VectorSource, tenant: str, model_id: str, kind: str, ids: Sequence[str]
@@ -439,7 +431,7 @@ class CachedVectors:
         fetch = 2 * k + 10
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
-        shortlist = self._ranked(slots, query, fetch, thread_id, visible_to)
+        shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
         early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
@@ -466,7 +458,7 @@ class CachedVectors:
                 early = source._vc_exact(
                     tenant, vector, model_id, cold, k, thread_id, visible_to
                 )
-            shortlist = self._ranked(slots, query, fetch, thread_id, visible_to)
+            shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
                 early.sort(key=lambda h: (-h.score, h.kind, h.id))
                 return early[:k]
