@@ -138,3 +138,35 @@ def test_an_async_reader_of_a_read_only_file_finds_entries_not_indexed(tmp_path:
         conn.commit()
     with _read_only(path):
         assert asyncio.run(_read_only_async(path)) == (2, "late")
+
+
+async def _snapshot_vector_search(path: Path) -> tuple[list[str], list[str]]:
+    from datetime import UTC, datetime
+
+    from memorybank.records import Thread
+    from memorybank.stores import AsyncSQLiteStore
+    from memorybank.stores.contract._async.store import VectorItem
+
+    store = AsyncSQLiteStore(path)
+    try:
+        now = datetime.now(UTC)
+        await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+        await store.vector_put("t", [VectorItem("entry", "before", "m", [1.0, 0.0, 0.1], "th")])
+
+        async def ids(reader: Any) -> list[str]:
+            hits = await reader.vector_search(
+                "t", [1.0, 0.0, 0.0], model_id="m", kinds=["entry"], k=5
+            )
+            return sorted(h.id for h in hits)
+
+        async with store.snapshot("t") as view:
+            await store.vector_put("t", [VectorItem("entry", "after", "m", [1.0, 0.1, 0.0], "th")])
+            # the view's connection is inside its read transaction: searched as of then
+            return await ids(view), await ids(store)
+    finally:
+        await store.close()
+
+
+def test_a_snapshot_view_searches_vectors_as_of_its_point_in_time(tmp_path: Path) -> None:
+    seen = asyncio.run(_snapshot_vector_search(tmp_path / "snap.db"))
+    assert seen == (["before"], ["after", "before"])
