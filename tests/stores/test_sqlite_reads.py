@@ -99,6 +99,10 @@ async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connectio
     assert await memory.entries.list(thread.id)
     readers = list(cast(Any, memory.store)._readers.connections)
     await memory.close()
+    import threading
+
+    left = [t.name for t in threading.enumerate() if t.name.startswith("memorybank-sqlite")]
+    assert left == []  # the writer's and the readers' threads ended with the store
     return readers
 
 
