@@ -401,3 +401,45 @@ def test_vector_get_from_the_cache_follows_writes_and_deletes_elsewhere(
     assert b.vector_get("t", "entry", ids, model_id=MODEL) == a.vector_get(
         "t", "entry", ids, model_id=MODEL
     )
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_async_searches_ranked_on_worker_threads_find_each_write(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A shortlist over ``OFFLOAD_ROWS`` cached rows or more is ranked on a worker thread
+    (here every one): a search after each write finds it, and concurrent searches
+    each find their own vector."""
+    import asyncio
+
+    from memorybank.stores.vectors._async import cache as _cache
+
+    monkeypatch.setattr(_cache, "OFFLOAD_ROWS", 0)
+
+    async def run(store: Any) -> None:
+        try:
+            now = datetime.now(UTC)
+            await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+
+            async def best(vector: list[float], **scope: Any) -> list[str]:
+                hits = await store.vector_search(
+                    "t", vector, model_id=MODEL, kinds=["entry"], k=1, **scope
+                )
+                return [h.id for h in hits]
+
+            for i in range(12):
+                await store.vector_put("t", [VectorItem("entry", f"e{i}", MODEL, _vec(i), "th")])
+                assert await best(_vec(i)) == [f"e{i}"]
+            ann = Visibility(None, "ann")
+            found = await asyncio.gather(
+                *(
+                    best(_vec(i), thread_id="th" if i % 2 else None, visible_to=ann)
+                    for i in range(12)
+                )
+            )
+            assert found == [[f"e{i}"] for i in range(12)]
+        finally:
+            await store.close()
+
+    for spec in provide(kind, tmp_path):
+        asyncio.run(run(spec.open_async()))

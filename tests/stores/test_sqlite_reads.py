@@ -41,6 +41,57 @@ def test_reads_on_the_read_connections_see_every_acknowledged_write(tmp_path: Pa
     asyncio.run(_reads_see_every_acknowledged_write(tmp_path / "reads.db"))
 
 
+async def _vector_searches_see_every_acknowledged_write(path: Path) -> tuple[int, int]:
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from memorybank.records import Thread
+    from memorybank.stores import AsyncSQLiteStore
+    from memorybank.stores.contract._async.store import VectorItem, Visibility
+
+    model = "test:m"
+    store = AsyncSQLiteStore(path)
+    try:
+        now = datetime.now(UTC)
+        await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+        ann = Visibility(None, "ann")
+
+        async def scores(vector: list[float]) -> dict[str, float]:
+            hits = await store.vector_search(
+                "t", vector, model_id=model, kinds=["entry"], k=100, visible_to=ann
+            )
+            return {h.id: h.score for h in hits}
+
+        async def writer_then_searcher(n: int) -> None:
+            rng = np.random.default_rng(n)
+            for i in range(10):
+                vid, vector = f"v{n}x{i}", rng.standard_normal(16).tolist()
+                await store.vector_put("t", [VectorItem("entry", vid, model, vector, "th")])
+                # the search that follows the write sees it, on whichever read connection
+                assert (await scores(vector))[vid] > 0.999
+                # a replaced vector is searched as it is now
+                opposite = [-x for x in vector]
+                await store.vector_put("t", [VectorItem("entry", vid, model, opposite, "th")])
+                assert (await scores(vector))[vid] < -0.999
+                assert (await scores(opposite))[vid] > 0.999
+
+        await asyncio.gather(*(writer_then_searcher(n) for n in range(8)))
+        found = len(await scores([1.0] * 16))
+        await store.thread_delete("t", "th")
+        gone = len(await scores([1.0] * 16))
+        assert 1 <= len(cast(Any, store)._readers.connections) <= READ_CONNECTIONS
+        return found, gone
+    finally:
+        await store.close()
+
+
+def test_vector_searches_on_the_read_connections_see_every_acknowledged_write(
+    tmp_path: Path,
+) -> None:
+    assert asyncio.run(_vector_searches_see_every_acknowledged_write(tmp_path / "v.db")) == (80, 0)
+
+
 async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connection]:
     memory = AsyncMemory(f"sqlite:///{path}")
     thread = await memory.threads.create()
@@ -48,6 +99,10 @@ async def _closed_store_closes_its_readers(path: Path) -> list[sqlite3.Connectio
     assert await memory.entries.list(thread.id)
     readers = list(cast(Any, memory.store)._readers.connections)
     await memory.close()
+    import threading
+
+    left = [t.name for t in threading.enumerate() if t.name.startswith("memorybank-sqlite")]
+    assert left == []  # the writer's and the readers' threads ended with the store
     return readers
 
 
@@ -87,3 +142,35 @@ def test_an_async_reader_of_a_read_only_file_finds_entries_not_indexed(tmp_path:
         conn.commit()
     with _read_only(path):
         assert asyncio.run(_read_only_async(path)) == (2, "late")
+
+
+async def _snapshot_vector_search(path: Path) -> tuple[list[str], list[str]]:
+    from datetime import UTC, datetime
+
+    from memorybank.records import Thread
+    from memorybank.stores import AsyncSQLiteStore
+    from memorybank.stores.contract._async.store import VectorItem
+
+    store = AsyncSQLiteStore(path)
+    try:
+        now = datetime.now(UTC)
+        await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+        await store.vector_put("t", [VectorItem("entry", "before", "m", [1.0, 0.0, 0.1], "th")])
+
+        async def ids(reader: Any) -> list[str]:
+            hits = await reader.vector_search(
+                "t", [1.0, 0.0, 0.0], model_id="m", kinds=["entry"], k=5
+            )
+            return sorted(h.id for h in hits)
+
+        async with store.snapshot("t") as view:
+            await store.vector_put("t", [VectorItem("entry", "after", "m", [1.0, 0.1, 0.0], "th")])
+            # the view's connection is inside its read transaction: searched as of then
+            return await ids(view), await ids(store)
+    finally:
+        await store.close()
+
+
+def test_a_snapshot_view_searches_vectors_as_of_its_point_in_time(tmp_path: Path) -> None:
+    seen = asyncio.run(_snapshot_vector_search(tmp_path / "snap.db"))
+    assert seen == (["before"], ["after", "before"])

@@ -258,7 +258,8 @@ class VectorSlot:
         self.blocks = Blocks()
         #: Whether a code array names any owner, by ``id`` of the array (kept with it).
         self._owners: dict[int, tuple[NDArray[np.int32], bool]] = {}
-        #: What the store last checked: (change stamp, row count, max rowid, id at max rowid).
+        #: What the store last checked the slot against (its change counters; the SQLite
+        #: store's: per connection), None when nothing has been checked.
         self.stamp: Any = None
         self.count = 0
         self.max_rowid = 0
@@ -529,6 +530,12 @@ class VectorSlot:
             return []
         best = _best(scores, count)
         return list(zip(rows[best].tolist(), scores[best].astype(np.float64).tolist(), strict=True))
+
+    def scope_rows(self, thread_id: str | None, visible_to: Visibility | None) -> int:
+        """How many rows ``find`` scans for this scope (what it costs): the scope's own
+        when it is narrowed, else every row."""
+        parts = self._scope_parts(thread_id, visible_to)
+        return self.n if parts is None else sum(len(rows) for _, rows in parts)
 
     def _scope_parts(
         self, thread_id: str | None, visible_to: Visibility | None
@@ -873,6 +880,9 @@ class VectorCache:
 
     def __init__(self) -> None:
         self.slots: dict[tuple[str, str, str], VectorSlot] = _Slots()
+        #: Held by a store's thread while it brings slots up to date or searches them
+        #: (an async SQLite store searches on several read connections at once).
+        self.lock = threading.Lock()
 
     def clear(self) -> None:
         """Drop every slot (their builders stopped)."""

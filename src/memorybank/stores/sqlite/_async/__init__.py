@@ -87,9 +87,18 @@ the indexes) and truncates the WAL (``wal_checkpoint(TRUNCATE)``; a reader on
 another connection that still needs old frames keeps them until its next
 checkpoint). Afterwards none of the user's words is in the database's bytes.
 
-Sync and async: the store keeps one connection. ``SQLiteStore`` calls it inline
-under a lock; ``AsyncSQLiteStore`` runs every call on one dedicated thread,
-so the event loop never blocks on disk.
+Sync and async: ``SQLiteStore`` keeps one connection and calls it inline under a
+lock. ``AsyncSQLiteStore`` writes on one connection and its dedicated thread, and
+reads (entries, keyword and vector search, a search's batch reads) on up to
+``READ_CONNECTIONS`` read connections, each on a thread of its own, in one
+snapshot each: WAL lets them run beside each other and the writer, and a write
+is committed before it returns, so a read issued after it sees it (``NORMAL`` or
+``FULL`` only decides when the WAL is synced). ``":memory:"`` (one database per
+connection) and the views of ``snapshot`` and ``atomic`` read on their one
+connection. The in-process vector slots are shared by those threads: a search
+holds the cache's lock while it brings a slot up to date and ranks it, and
+confirms its hits after, beside other searches. ``close`` waits for the reads
+under way and closes the read connections. The event loop never blocks on disk.
 """
 
 from __future__ import annotations

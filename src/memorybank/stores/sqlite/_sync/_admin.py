@@ -63,8 +63,9 @@ class AdminMixin(SQLiteStoreBase):
         """Drop the tenant's in-process vectors and persisted ANN files (rebuilt when needed)."""
         cache = self.__dict__.get("_vector_cache")
         if cache is not None:
-            for key in [key for key in cache.slots if key[0] == tenant]:
-                del cache.slots[key]
+            with cache.lock:  # the read connections' searches use them meanwhile
+                for key in [key for key in cache.slots if key[0] == tenant]:
+                    del cache.slots[key]
         if self.path != ":memory:":
             from memorybank.stores.vectors import files as _vector_files
 

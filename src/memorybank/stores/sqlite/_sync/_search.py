@@ -10,6 +10,7 @@ import functools
 import sqlite3
 import threading
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
@@ -299,24 +300,30 @@ class SearchMixin(SQLiteStoreBase):
     def _vector_slot(
         self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, dim: int
     ) -> VectorSlot:
-        """The cached vectors of (tenant, model, kind), brought up to date.
+        """The cached vectors of (tenant, model, kind), brought up to date on ``conn``
+        (the writer's or a read connection; the caller holds the cache's lock).
 
-        Unchanged database (same ``PRAGMA data_version`` and connection change
-        count): used as is. Otherwise, in one snapshot, an indexed
-        ``count``/``max(rowid)`` read, the key's deletions logged since the
-        slot's log sequence (``vector_deletes``) and the rows above its max
-        rowid bring it up to date incrementally: deleted rows are marked dead
-        (``VectorSlot.forget``: out of every search and of the HNSW index) and
-        new rows appended. Rowids are AUTOINCREMENT (never reused, new ones above
-        every older one) and ``vector_put`` gives every written vector a new
-        rowid, so a replaced vector is a logged deletion plus a new row. The slot
-        is reloaded instead when it cannot catch up: the log no longer holds
-        every deletion since its sequence (pruned), rows were updated in place
-        (``vector_changes``), the counts disagree, or a quarter of its rows are
-        dead (the reload compacts them away; the HNSW index is reused, checked
-        row by row).
+        Used as is when ``conn`` saw no commit since it last checked the slot (the
+        same ``PRAGMA data_version`` and change count; per connection, by ``id``: the
+        store's connections live as long as its cache), or when the key's change
+        signals (``_vector_signals``: three index lookups) are the ones the slot's
+        rows were read at. Otherwise, in one snapshot, an indexed ``count`` read, the
+        key's deletions logged since the slot's log sequence (``vector_deletes``) and
+        the rows above its max rowid bring it up to date incrementally: deleted rows
+        are marked dead (``VectorSlot.forget``: out of every search and of the HNSW
+        index) and new rows appended. Rowids are AUTOINCREMENT (never reused, new ones
+        above every older one) and ``vector_put`` gives every written vector a new
+        rowid, so a replaced vector is a logged deletion plus a new row. The slot is
+        reloaded instead when it cannot catch up: the log no longer holds every
+        deletion since its sequence (pruned), rows were updated in place
+        (``vector_changes``), the counts disagree, or a quarter of its rows are dead
+        (the reload compacts them away; the HNSW index is reused, checked row by row).
+
+        A read connection's snapshot begins here, under the lock, so slots are only
+        ever brought to a snapshot at least as new as the one before: a search issued
+        after a write returned finds the slot holding it.
         """
-        cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
+        cache = self._vectors()
         key = (tenant, model_id, kind)
         slot = cache.slots.get(key)
         loads: dict[tuple[str, str, str], _SlotLoad] = self.__dict__.get("_vector_loads", {})
@@ -327,11 +334,22 @@ class SearchMixin(SQLiteStoreBase):
             if slot is not None:
                 cache.slots[key] = slot
         stamp = (conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes)
-        if slot is not None and slot.dim == dim and slot.stamp == stamp:
-            return slot
-        conn.execute("BEGIN")  # one snapshot for the checks and the reads
+        checked = slot.stamp if slot is not None and isinstance(slot.stamp, _Checked) else None
+        if checked is not None and slot is not None and slot.dim == dim:
+            if checked.connections.get(id(conn)) == stamp:
+                return slot
+        else:
+            checked = None
+        # one snapshot for the checks and the reads (a read connection's is open already)
+        own = not conn.in_transaction
+        if own:
+            conn.execute("BEGIN")
         try:
-            count, updates, log = self._vector_counts(conn, key)
+            signals = self._vector_signals(conn, key)
+            if checked is not None and slot is not None and checked.signals == signals:
+                checked.connections[id(conn)] = stamp  # no vector of the key written since
+                return slot
+            count, updates, log = self._vector_counts(conn, key, signals)
             log_min, log_top = log
             if (
                 slot is not None
@@ -345,16 +363,24 @@ class SearchMixin(SQLiteStoreBase):
                 if slot.count - len(gone) + len(added.rowids) == count:
                     slot.forget(gone)
                     slot.append(added)
-                    slot.count, slot.stamp, slot.log_seq = count, stamp, log_top
+                    slot.count, slot.log_seq = count, log_top
+                    slot.stamp = _Checked(signals, {id(conn): stamp})
                     if slot.dead * 4 < max(slot.n, 1):
                         return slot
             old = slot if slot is not None and slot.dim == dim else None
             slot = self._vector_slot_read(conn, key, dim, count, updates, log, old)
-            slot.stamp = stamp
+            slot.stamp = _Checked(signals, {id(conn): stamp})
             cache.slots[key] = slot
             return slot
         finally:
-            conn.execute("COMMIT")
+            if own:
+                conn.execute("COMMIT")
+
+    def _vectors(self) -> VectorCache:
+        """This store's vector slots, made on first use (shared by its threads: hold
+        ``lock`` to bring them up to date or search them)."""
+        cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
+        return cache
 
     def _vector_count(self, conn: sqlite3.Connection, key: tuple[str, str, str]) -> int:
         """How many vectors ``key`` (tenant, model, kind) has."""
@@ -365,22 +391,29 @@ class SearchMixin(SQLiteStoreBase):
         ).fetchone()
         return int(count)
 
-    def _vector_counts(
-        self, conn: sqlite3.Connection, key: tuple[str, str, str]
-    ) -> tuple[int, int, tuple[int, int]]:
-        """The key's vector count, its in-place update count and the deletion log's lowest
-        and highest sequence (inside the caller's snapshot)."""
+    def _vector_signals(self, conn: sqlite3.Connection, key: tuple[str, str, str]) -> Signals:
+        """What changes with any write of the key's vectors, in three index lookups: the
+        table's top rowid (an insert: rowids only grow), the deletion log's lowest and
+        highest sequence (a delete, by trigger) and the key's in-place update count (by
+        trigger). Inside the caller's snapshot."""
         p = self.prefix
-        count = self._vector_count(conn, key)
-        row = conn.execute(
-            f"SELECT deletes FROM {p}vector_changes"
-            " WHERE tenant_id = ? AND model_id = ? AND kind = ?",
+        top, log_min, log_top, updates = conn.execute(
+            f"SELECT (SELECT coalesce(max(rowid), 0) FROM {p}vectors),"
+            f" (SELECT coalesce(min(seq), 0) FROM {p}vector_deletes),"
+            f" (SELECT coalesce(max(seq), 0) FROM {p}vector_deletes),"
+            f" (SELECT coalesce(max(deletes), 0) FROM {p}vector_changes"
+            " WHERE tenant_id = ? AND model_id = ? AND kind = ?)",
             key,
         ).fetchone()
-        log_min, log_top = conn.execute(
-            f"SELECT coalesce(min(seq), 0), coalesce(max(seq), 0) FROM {p}vector_deletes"
-        ).fetchone()
-        return count, 0 if row is None else int(row[0]), (int(log_min), int(log_top))
+        return int(top), int(log_min), int(log_top), int(updates)
+
+    def _vector_counts(
+        self, conn: sqlite3.Connection, key: tuple[str, str, str], signals: Signals | None = None
+    ) -> tuple[int, int, tuple[int, int]]:
+        """The key's vector count, its in-place update count and the deletion log's lowest
+        and highest sequence (inside the caller's snapshot, of which ``signals`` are)."""
+        _, log_min, log_top, updates = signals or self._vector_signals(conn, key)
+        return self._vector_count(conn, key), updates, (log_min, log_top)
 
     def _vector_slot_read(
         self,
@@ -596,22 +629,35 @@ class SearchMixin(SQLiteStoreBase):
         query, wanted = prepared
         dim = int(query.shape[0])
 
+        fetch = 2 * k + 10
+
         def op(conn: sqlite3.Connection) -> list[SearchHit]:
             hits: list[SearchHit] = []
-            for kind in wanted:
-                cold = self._vector_cold(
+            cold: list[str] = []  # kinds answered from the table while their slot loads
+            found: list[tuple[str, VectorSlot, list[tuple[int, float]]]] = []
+            # The cache's lock before this snapshot's first read (``_vector_slot``); the
+            # hits are confirmed after it, in the same snapshot, beside other searches.
+            with self._vectors().lock:
+                for kind in wanted:
+                    if self._vector_cold(conn, tenant, model_id, kind, dim, thread_id, visible_to):
+                        cold.append(kind)
+                        continue
+                    slot = self._vector_slot(conn, tenant, model_id, kind, dim)
+                    if slot.persist is None:  # the slot's builder saves what it built
+                        slot.persist = functools.partial(
+                            self._vector_save, (tenant, model_id, kind)
+                        )
+                    best = slot.find(query, fetch, thread_id, visible_to)
+                    if best:
+                        found.append((kind, slot, best))
+            for kind in cold:
+                exact = self._scoped_exact(
                     conn, query, tenant, model_id, kind, k, thread_id, visible_to
                 )
-                if cold is not None:
-                    hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in cold]
-                    continue
-                slot = self._vector_slot(conn, tenant, model_id, kind, dim)
-                if slot.persist is None:  # the slot's builder saves what it built
-                    slot.persist = functools.partial(self._vector_save, (tenant, model_id, kind))
-                fetch = 2 * k + 10
-                best = slot.find(query, fetch, thread_id, visible_to)
-                if not best:
-                    continue
+                hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
+            # A slot's rows are append-only (a reload makes a new slot): the positions
+            # ``find`` gave name the same rows while other searches catch the slot up.
+            for kind, slot, best in found:
                 # The scope of the hits is re-checked in SQL: the cache is only a shortlist.
                 # The best k first (normally all of them pass); the rest of the shortlist
                 # only when some failed.
@@ -635,22 +681,23 @@ class SearchMixin(SQLiteStoreBase):
             hits.sort(key=lambda h: (-h.score, h.kind, h.id))
             return hits[:k]
 
-        return self._run(lambda: self._read(op))
+        # On a read connection, beside other searches and the writer.
+        return self._run_read(op)
 
     def _vector_cold(
         self,
         conn: sqlite3.Connection,
-        query: NDArray[np.float32],
         tenant: str,
         model_id: str,
         kind: str,
-        k: int,
+        dim: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> list[tuple[str, str | None, float]] | None:
-        """A narrowed search's hits read from the table while the key's slot loads on a
-        thread of its own, or None: search the slot (loaded, small enough to load now,
-        an unnarrowed scope, a database in memory, or a load that failed).
+    ) -> bool:
+        """Whether a narrowed search's hits are read from the table (``_scoped_exact``)
+        while the key's slot loads on a thread of its own; False: search the slot
+        (loaded, small enough to load now, an unnarrowed scope, a database in memory,
+        or a load that failed). The caller holds the cache's lock.
 
         The first search of a key used to load every vector of the tenant before it
         answered: 70 s at 1M vectors, for a user with 500 entries. From
@@ -665,19 +712,19 @@ class SearchMixin(SQLiteStoreBase):
         load = loads.get(key)
         if cache is not None and key in cache.slots:
             loads.pop(key, None)  # loaded meanwhile (a wider search): this one is not needed
-            return None
+            return False
         narrowed = thread_id is not None or names_user(visible_to)
         if not narrowed or self.path == ":memory:":
             if load is not None:  # a wider search needs every row: it waits for the load
                 load.done.wait()  # (``_vector_slot`` takes it) rather than read them twice
-            return None
+            return False
         if load is None:
             if self._vector_count(conn, key) < BACKGROUND_LOAD_ROWS:
-                return None
-            load = loads[key] = _SlotLoad(self, key, int(query.shape[0]))
+                return False
+            load = loads[key] = _SlotLoad(self, key, dim)
         elif load.done.is_set():
-            return None  # ``_vector_slot`` takes it
-        return self._scoped_exact(conn, query, tenant, model_id, kind, k, thread_id, visible_to)
+            return False  # ``_vector_slot`` takes it
+        return True
 
     def _scoped_exact(
         self,
@@ -895,6 +942,23 @@ class SearchMixin(SQLiteStoreBase):
             return [], {}
         found, blobs = self._run_read(op)
         return found, {vid: vector_array(blob) for vid, blob in blobs.items()}
+
+
+#: ``_vector_signals``: the vectors table's top rowid, the deletion log's lowest and
+#: highest sequence, the key's update count.
+Signals = tuple[int, int, int, int]
+
+
+@dataclass
+class _Checked:
+    """What a slot was last brought up to date against (``VectorSlot.stamp``)."""
+
+    #: The key's ``_vector_signals`` in the snapshot the slot's rows were read or
+    #: caught up to: a snapshot with the same signals holds the same rows.
+    signals: Signals
+    #: By ``id`` of each connection that has checked the slot since: its ``PRAGMA
+    #: data_version`` and change count then (unchanged: nothing committed since).
+    connections: dict[int, tuple[int, int]]
 
 
 #: Vectors of one (tenant, model, kind) from which the first narrowed search does not

@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from memorybank.runtime.concurrency import AsyncBackgroundCall, asleep
+from memorybank.runtime.concurrency import AsyncBackgroundCall, aoffload, asleep
 from memorybank.runtime.log import logger
 from memorybank.stores.contract.types import SearchHit, Visibility, names_user
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
@@ -73,7 +73,14 @@ if TYPE_CHECKING:
 else:
     from memorybank.runtime.np import np
 
-__all__ = ["BACKGROUND_LOAD_ROWS", "LOAD_CHUNK_ROWS", "BlockRows", "CachedVectors", "VectorSource"]
+__all__ = [
+    "BACKGROUND_LOAD_ROWS",
+    "LOAD_CHUNK_ROWS",
+    "OFFLOAD_ROWS",
+    "BlockRows",
+    "CachedVectors",
+    "VectorSource",
+]
 
 #: Vectors of one (tenant, model, kind) from which a narrowed first search does not wait
 #: for them all to load (the slot loads in the background meanwhile).
@@ -81,6 +88,10 @@ BACKGROUND_LOAD_ROWS = 50_000
 
 #: Rows per read of a background load (384-d: 30 MB of vectors).
 LOAD_CHUNK_ROWS = 20_000
+
+#: A shortlist scanning at least this many cached rows is ranked on a worker thread,
+#: not on the event loop (384-d: about 3 ms of numpy, which releases the GIL).
+OFFLOAD_ROWS = 20_000
 
 
 @dataclass
@@ -338,7 +349,7 @@ class CachedVectors:
             slot.merge(added, floor=slot.max_rowid)
         return slot
 
-    def _shortlist(
+    async def _shortlist(
         self,
         slots: Mapping[str, SyncedSlot],
         query: NDArray[np.float32],
@@ -346,13 +357,21 @@ class CachedVectors:
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> dict[str, list[tuple[str, str | None, float]]]:
-        """Per kind, the best ``fetch`` cached rows whose cached scope matches."""
-        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+        """Per kind, the best ``fetch`` cached rows whose cached scope matches; ranked on
+        a worker thread when that scans ``OFFLOAD_ROWS`` rows or more (a wide scope, a
+        large slot), so the event loop serves other requests meanwhile."""
+
+        def rank() -> dict[str, list[tuple[str, str | None, float]]]:
+            shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+            with self._lock:
+                for kind, slot in slots.items():
+                    found = slot.find(query, fetch, thread_id, visible_to)
+                    shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+            return shortlist
+
         with self._lock:
-            for kind, slot in slots.items():
-                found = slot.find(query, fetch, thread_id, visible_to)
-                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-        return shortlist
+            rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
+        return await aoffload(rank) if rows >= OFFLOAD_ROWS else rank()
 
     async def get(
         self, source: VectorSource, tenant: str, model_id: str, kind: str, ids: Sequence[str]
@@ -407,7 +426,7 @@ class CachedVectors:
         fetch = 2 * k + 10
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
-        shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+        shortlist = await self._shortlist(slots, query, fetch, thread_id, visible_to)
         early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
@@ -434,7 +453,7 @@ class CachedVectors:
                 early = await source._vc_exact(
                     tenant, vector, model_id, cold, k, thread_id, visible_to
                 )
-            shortlist = self._shortlist(slots, query, fetch, thread_id, visible_to)
+            shortlist = await self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
                 early.sort(key=lambda h: (-h.score, h.kind, h.id))
                 return early[:k]

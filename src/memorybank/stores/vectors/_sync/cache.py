@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from memorybank.runtime.concurrency import BackgroundCall, sleep
+from memorybank.runtime.concurrency import BackgroundCall, offload, sleep
 from memorybank.runtime.log import logger
 from memorybank.stores.contract.types import SearchHit, Visibility, names_user
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
@@ -74,7 +74,14 @@ if TYPE_CHECKING:
 else:
     from memorybank.runtime.np import np
 
-__all__ = ["BACKGROUND_LOAD_ROWS", "LOAD_CHUNK_ROWS", "BlockRows", "CachedVectors", "VectorSource"]
+__all__ = [
+    "BACKGROUND_LOAD_ROWS",
+    "LOAD_CHUNK_ROWS",
+    "OFFLOAD_ROWS",
+    "BlockRows",
+    "CachedVectors",
+    "VectorSource",
+]
 
 #: Vectors of one (tenant, model, kind) from which a narrowed first search does not wait
 #: for them all to load (the slot loads in the background meanwhile).
@@ -82,6 +89,10 @@ BACKGROUND_LOAD_ROWS = 50_000
 
 #: Rows per read of a background load (384-d: 30 MB of vectors).
 LOAD_CHUNK_ROWS = 20_000
+
+#: A shortlist scanning at least this many cached rows is ranked on a worker thread,
+#: not on the event loop (384-d: about 3 ms of numpy, which releases the GIL).
+OFFLOAD_ROWS = 20_000
 
 
 @dataclass
@@ -347,13 +358,21 @@ class CachedVectors:
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> dict[str, list[tuple[str, str | None, float]]]:
-        """Per kind, the best ``fetch`` cached rows whose cached scope matches."""
-        shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+        """Per kind, the best ``fetch`` cached rows whose cached scope matches; ranked on
+        a worker thread when that scans ``OFFLOAD_ROWS`` rows or more (a wide scope, a
+        large slot), so the event loop serves other requests meanwhile."""
+
+        def rank() -> dict[str, list[tuple[str, str | None, float]]]:
+            shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+            with self._lock:
+                for kind, slot in slots.items():
+                    found = slot.find(query, fetch, thread_id, visible_to)
+                    shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
+            return shortlist
+
         with self._lock:
-            for kind, slot in slots.items():
-                found = slot.find(query, fetch, thread_id, visible_to)
-                shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-        return shortlist
+            rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
+        return offload(rank) if rows >= OFFLOAD_ROWS else rank()
 
     def get(
         self, source: VectorSource, tenant: str, model_id: str, kind: str, ids: Sequence[str]
