@@ -379,7 +379,9 @@ class SearchMixin(SQLiteStoreBase):
     def _vectors(self) -> VectorCache:
         """This store's vector slots, made on first use (shared by its threads: hold
         ``lock`` to bring them up to date or search them)."""
-        cache: VectorCache = self.__dict__.setdefault("_vector_cache", VectorCache())
+        cache: VectorCache | None = self.__dict__.get("_vector_cache")
+        if cache is None:
+            cache = self.__dict__.setdefault("_vector_cache", VectorCache())
         return cache
 
     def _vector_count(self, conn: sqlite3.Connection, key: tuple[str, str, str]) -> int:
