@@ -100,8 +100,10 @@ class HybridWeights:
       candidates that hold both (a chat with an assistant, not a talk between people).
     * ``feedback``: the feedback words' BM25 (max-normalised) beside the query's, at
       this share (see :class:`SearchOptions` ``feedback_*``); 0 turns it off. Chosen
-      on LongMemEval dev without the embedder (0.4: 0.2-0.4 the same plateau), checked
-      on LoCoMo dev (see docs/recall.md).
+      with ``feedback_entries`` and ``feedback_words`` on LongMemEval dev without the
+      embedder, leave-one-question-out (every held-out question picked 0.4, 2 entries,
+      10 words or 20 words), checked on LoCoMo dev with the embedder, where it neither
+      gains nor loses (docs/recall.md).
     """
 
     keyword: float = 1.0
@@ -158,11 +160,11 @@ class SearchOptions:
     * ``drop_speaker_names_from_keywords``: the speaker boost handles named speakers,
       so their names do not also count as keywords (they would favour every entry
       that merely addresses that person).
-    * ``feedback_entries`` = 3 / ``feedback_words`` = 10 / ``feedback_max_share`` =
+    * ``feedback_entries`` = 2 / ``feedback_words`` = 10 / ``feedback_max_share`` =
       0.2 / ``feedback_floor`` = 0.5: the feedback words (weight ``feedback``) are the
       ``feedback_words`` words of the first ranking's ``feedback_entries`` best entries
       (those scoring at least ``feedback_floor`` of the best one: on a small memory the
-      third-best entry is often unrelated, and its words would lift its neighbours)
+      next-best entry is often unrelated, and its words would lift its neighbours)
       with the highest frequency in them (per entry, relative to its length) times
       their IDF among the candidates, leaving out the query's words, the speakers'
       names, and the words of one candidate only (they lift nothing but that entry)
@@ -184,7 +186,7 @@ class SearchOptions:
     context_strength: float = 0.5
     session_evidence: float = 0.25
     drop_speaker_names_from_keywords: bool = True
-    feedback_entries: int = 3
+    feedback_entries: int = 2
     feedback_words: int = 10
     feedback_max_share: float = 0.2
     feedback_floor: float = 0.5
