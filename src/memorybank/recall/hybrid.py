@@ -18,16 +18,17 @@ Pipeline (all numpy over the candidate list, no I/O)::
 
 The boosts multiply, so they re-order entries that are already relevant and
 never lift an unrelated entry just because of who wrote it or when. The
-feedback words are pseudo-relevance feedback: the words that mark the first
-ranking's best entries (the whole formula without them), rare among the
-candidates and absent from the query ("Max" in the best hit for "what breed is my
-dog?", "BodyPump" for "how many fitness classes ..."), scored as a second, weaker
-query over the same candidates; they find the other mentions of what the best hits
-are about, which share no word with the question. The
 conversation context is held back the same way: a neighbour hands on its
 relevance in proportion to how strong a hit it is (a weak hit lends almost
 nothing, so "Got it." after a vaguely related turn stays where it is), and the
 session prior only lifts entries with evidence of their own.
+
+The feedback words are pseudo-relevance feedback: the words that mark the first
+ranking's best entries (the whole formula without them), rare among the
+candidates and absent from the query ("Max" in the best hit for "what breed is my
+dog?", "BodyPump" for "how many fitness classes ..."), scored as a second, weaker
+query over the same candidates. They find the other mentions of what the best hits
+are about, which share no word with the question.
 
 Callers (stores) either let :class:`HybridRanker` compute BM25 over the
 candidates, or pass their own ``keyword_scores`` (e.g. a collection-wide BM25
