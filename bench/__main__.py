@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--vectors", type=int, help="vectors: how many (default 60,000)")
     parser.add_argument("--data", help="longmemeval: the longmemeval_s_dev.json.gz to read")
     parser.add_argument("--per-type", type=int, help="longmemeval: at most N questions a type")
+    parser.add_argument(
+        "--no-embedder", action="store_true", help="longmemeval: words and structure alone"
+    )
     argv = sys.argv[1:] if argv is None else argv
     extra: list[str] = []
     if "--" in argv:
@@ -95,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "longmemeval":
             sys.argv += ["--data", args.data] if args.data else []
             sys.argv += ["--per-type", str(args.per_type)] if args.per_type else []
+            sys.argv += ["--no-embedder"] if args.no_embedder else []
         try:
             module.main()
         except Exception as error:  # report and go on with the other benchmarks

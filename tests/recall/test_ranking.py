@@ -45,6 +45,7 @@ KEYWORD_ONLY = HybridWeights(
     date=0.0,
     time_word=0.0,
     role=0.0,
+    feedback=0.0,
 )
 
 
@@ -241,6 +242,45 @@ def test_neighbour_expansion_surfaces_the_next_turn() -> None:
     expanded = rank(query, cands, options=opts(after=(0.5,)))
     assert [r.id for r in expanded[:2]] == ["t0", "t1"]
     assert expanded[1].score == pytest.approx(0.5 * expanded[0].score)
+
+
+def test_feedback_words_find_the_mention_that_shares_no_word_with_the_query() -> None:
+    # "dog" is only in the first turn; the evidence names the dog, not the word
+    filler = ["bought a new bike", "the weather was grey", "cooked lentil soup",
+              "read a novel about ships", "called my sister", "fixed the kitchen tap",
+              "watched a chess match", "planted tomatoes"]  # fmt: skip
+    cands = [
+        turn(0, "Ann", "My dog Max loves the park."),
+        *(turn(i + 1, "Ann", text) for i, text in enumerate(filler)),
+        turn(9, "Ann", "Max is a golden retriever."),
+    ]
+    query = "What breed is my dog?"
+    on = [r.id for r in rank(query, cands, options=opts(feedback=0.4))]
+    off = [r.id for r in rank(query, cands, options=opts())]
+    assert on[:2] == ["t0", "t9"], on
+    assert off[0] == "t0" and off[-1] == "t9", off  # no shared word: last of the ties
+    ranker = HybridRanker(cands, opts(feedback=0.4))
+    feedback = ranker.signals(query).feedback
+    assert feedback is not None
+    # "max" (in two candidates) is a feedback word; "park" (in one) and "dog" (asked) are not
+    assert feedback[9] > 0 and feedback[0] > 0 and not feedback[1:9].any()
+
+
+def test_feedback_words_come_only_from_strong_first_hits() -> None:
+    # the second hit scores far below the first: its words ("cilantro") lift nothing
+    cands = [
+        turn(0, "Ann", "My dog Max eats dog treats."),
+        turn(1, "Ann", "The dog next door hates cilantro."),
+        *(turn(i + 2, "Ann", f"filler line number {i}") for i in range(8)),
+        turn(10, "Ann", "Cilantro tastes of soap to me."),
+        turn(11, "Ann", "Max chews everything."),
+    ]
+    ranker = HybridRanker(cands, opts(feedback=0.4))
+    sig = ranker.signals("What treats does my dog eat?")
+    first = ranker.combine(sig, replace(ranker.options.weights, feedback=0.0))
+    assert first[1] < 0.5 * first[0]
+    assert sig.feedback is not None
+    assert sig.feedback[11] > 0 and sig.feedback[10] == 0
 
 
 def test_neighbours_do_not_cross_sessions_or_threads() -> None:

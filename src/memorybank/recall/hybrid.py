@@ -4,6 +4,7 @@ Pipeline (all numpy over the candidate list, no I/O)::
 
     relevance  = w_keyword * max_norm(BM25) + w_semantic * minmax_norm(cosine)
                (the min-max span reaching at least cosine ``semantic_reference``)
+               + w_feedback * max_norm(BM25 of the feedback words)
     donor      = relevance * (relevance / max(relevance)) ** context_strength
     context    = relevance
                + sum_d after[d]  * donor[entry d places before]   (answers follow questions)
@@ -22,6 +23,13 @@ relevance in proportion to how strong a hit it is (a weak hit lends almost
 nothing, so "Got it." after a vaguely related turn stays where it is), and the
 session prior only lifts entries with evidence of their own.
 
+The feedback words are pseudo-relevance feedback: the words that mark the first
+ranking's best entries (the whole formula without them), rare among the
+candidates and absent from the query ("Max" in the best hit for "what breed is my
+dog?", "BodyPump" for "how many fitness classes ..."), scored as a second, weaker
+query over the same candidates. They find the other mentions of what the best hits
+are about, which share no word with the question.
+
 Callers (stores) either let :class:`HybridRanker` compute BM25 over the
 candidates, or pass their own ``keyword_scores`` (e.g. a collection-wide BM25
 index or a database full-text rank) and ``semantic_scores``/``query_vector``.
@@ -32,6 +40,8 @@ whole thread (a few thousand entries rank in milliseconds).
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -89,6 +99,12 @@ class HybridWeights:
       own for "what breed is my dog?", the assistant's for "which hotel did you
       recommend?" (:func:`memorybank.recall.conversation.asked_role`); only among
       candidates that hold both (a chat with an assistant, not a talk between people).
+    * ``feedback``: the feedback words' BM25 (max-normalised) beside the query's, at
+      this share (see :class:`SearchOptions` ``feedback_*``); 0 turns it off. Chosen
+      with ``feedback_entries`` and ``feedback_words`` on LongMemEval dev without the
+      embedder, leave-one-question-out (every held-out question picked 0.4, 2 entries,
+      10 words or 20 words), checked on LoCoMo dev with the embedder, where it neither
+      gains nor loses (docs/recall.md).
     """
 
     keyword: float = 1.0
@@ -101,6 +117,7 @@ class HybridWeights:
     date: float = 1.0
     time_word: float = 0.3
     role: float = 1.0
+    feedback: float = 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +161,15 @@ class SearchOptions:
     * ``drop_speaker_names_from_keywords``: the speaker boost handles named speakers,
       so their names do not also count as keywords (they would favour every entry
       that merely addresses that person).
+    * ``feedback_entries`` = 2 / ``feedback_words`` = 10 / ``feedback_max_share`` =
+      0.2 / ``feedback_floor`` = 0.5: the feedback words (weight ``feedback``) are the
+      ``feedback_words`` words of the first ranking's ``feedback_entries`` best entries
+      (those scoring at least ``feedback_floor`` of the best one: on a small memory the
+      next-best entry is often unrelated, and its words would lift its neighbours)
+      with the highest frequency in them (per entry, relative to its length) times
+      their IDF among the candidates, leaving out the query's words, the speakers'
+      names, and the words of one candidate only (they lift nothing but that entry)
+      or of more than ``feedback_max_share`` of them (too common to mark a topic).
     """
 
     weights: HybridWeights = field(default_factory=HybridWeights)
@@ -161,6 +187,10 @@ class SearchOptions:
     context_strength: float = 0.5
     session_evidence: float = 0.25
     drop_speaker_names_from_keywords: bool = True
+    feedback_entries: int = 2
+    feedback_words: int = 10
+    feedback_max_share: float = 0.2
+    feedback_floor: float = 0.5
 
     def with_weights(self, **changes: object) -> SearchOptions:
         """A copy with some weights changed: ``opts.with_weights(semantic=0.0)``."""
@@ -187,6 +217,8 @@ class Signals:
     date: FloatArray
     time_word: FloatArray
     role: FloatArray
+    #: BM25 of the feedback words (:meth:`HybridRanker.feedback_scores`), None: none
+    feedback: FloatArray | None = None
 
 
 class HybridRanker:
@@ -250,11 +282,65 @@ class HybridRanker:
 
         The scores of :attr:`bm25` (``BM25Index``), computed from the candidates'
         memoised terms without building its postings."""
+        return self._bm25_of(self._query_terms(query))
+
+    def _bm25_of(
+        self, terms: Sequence[str], counts: Sequence[Mapping[str, int]] | None = None
+    ) -> FloatArray:
+        return keyword_scores(self.features, terms, self.options.k1, self.options.b, counts)
+
+    def _query_terms(self, query: str) -> list[str]:
+        """The query's distinct analysed terms, named speakers' names removed."""
         terms = list(dict.fromkeys(self.analyzer.terms(query)))
         if self.options.drop_speaker_names_from_keywords and self._name_terms:
             kept = [t for t in terms if t not in self._name_terms]
             terms = kept or terms
-        return keyword_scores(self.features, terms, self.options.k1, self.options.b)
+        return terms
+
+    def feedback_scores(self, query: str, scores: FloatArray) -> FloatArray | None:
+        """BM25 of the feedback words of a first ranking ``scores`` over the candidates
+        (see :class:`SearchOptions`), or None when there are none."""
+        opts = self.options
+        n = len(scores)
+        top = float(scores.max()) if n else 0.0
+        floor = opts.feedback_floor * top
+        best = [
+            int(i)
+            for i in np.lexsort((np.arange(n), -scores))[: max(0, opts.feedback_entries)]
+            if scores[i] > 0 and scores[i] >= floor
+        ]
+        if not best or opts.feedback_words <= 0:
+            return None
+        left_out = set(self.analyzer.terms(query)) | self._name_terms
+        weight: dict[str, float] = {}  # in the order the words first occur
+        for i in best:
+            terms = self.features[i].terms
+            share = 1.0 / max(1, len(terms))
+            for term, count in Counter(terms).items():
+                if term not in left_out:
+                    weight[term] = weight.get(term, 0.0) + count * share
+        # each candidate's words among them (one set intersection each, in C)
+        vocabulary = set(weight)
+        held = [vocabulary.intersection(f.terms) for f in self.features]
+        df = dict.fromkeys(weight, 0)
+        for words in held:
+            for term in words:
+                df[term] += 1
+        most = opts.feedback_max_share * n
+        ranked = sorted(
+            (-weight[t] * math.log(1.0 + (n - d + 0.5) / (d + 0.5)), at, t)
+            for at, (t, d) in enumerate(df.items())
+            if 2 <= d <= most
+        )
+        chosen = [t for _, _, t in ranked[: opts.feedback_words]]
+        if not chosen:
+            return None
+        wanted = set(chosen)
+        counts = [
+            {t: f.terms.count(t) for t in words & wanted} if words else {}
+            for f, words in zip(self.features, held, strict=True)
+        ]
+        return self._bm25_of(chosen, counts)
 
     def signals(
         self,
@@ -263,7 +349,9 @@ class HybridRanker:
         keyword_scores: Mapping[str, float] | None = None,
         semantic_scores: Mapping[str, float] | None = None,
     ) -> Signals:
-        """Compute the raw signal arrays for ``query`` (independent of the weights)."""
+        """Compute the raw signal arrays for ``query`` (independent of the weights passed
+        to :meth:`combine`; the feedback words come from a first ranking with the
+        options' weights)."""
         st = self.structure
         n = len(st)
         ids = st.ids
@@ -292,7 +380,11 @@ class HybridRanker:
         else:
             date = np.zeros(n)
         time_word = st.has_time.astype(np.float64) if has_temporal_intent(query) else np.zeros(n)
-        return Signals(kw, sem, mask, st.speaker_mask(query), date, time_word, st.role_mask(query))
+        sig = Signals(kw, sem, mask, st.speaker_mask(query), date, time_word, st.role_mask(query))
+        if self.options.weights.feedback and n:
+            # the first ranking (``options.weights``, no feedback) picks the feedback words
+            sig.feedback = self.feedback_scores(query, self.combine(sig))
+        return sig
 
     # ------------------------------------------------------------------ scoring
     def combine(self, sig: Signals, weights: HybridWeights | None = None) -> FloatArray:
@@ -307,6 +399,8 @@ class HybridRanker:
             sem = np.zeros(len(st))
             sem[sig.semantic_mask] = self._semantic_norm(sig.semantic[sig.semantic_mask])
             rel += w.semantic * sem
+        if w.feedback and sig.feedback is not None:
+            rel += w.feedback * normalize_array(sig.feedback, opts.keyword_normalization)
         best = float(rel.max()) if len(rel) else 0.0
         donor = rel
         if best > 0 and opts.context_strength:
