@@ -39,6 +39,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
     },
     AsyncMySQLStore: {
         "_vectors_deleting": "no trigger logs vector deletions: the cache counters are bumped",
+        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "thread_update": "no RETURNING on UPDATE: the row read back in the same round trip",
     },
 }

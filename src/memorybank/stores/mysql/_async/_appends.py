@@ -83,6 +83,7 @@ from memorybank.records import Entry, Thread
 from memorybank.rules.entry_ids import check_batch_ids, first_taken, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
@@ -94,16 +95,14 @@ from memorybank.stores.mysql.rows import (
     T_COLS,
     AppendItem,
     Statement,
-    build_thread,
     chunks,
     entry_values,
     id_clash,
     idem_hash,
-    placeholders,
 )
-from memorybank.stores.sql.common import row_to_entry, to_us
+from memorybank.stores.sql.common import row_to_entry, row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import taken_ids_query
+from memorybank.stores.sql.statements import marks, taken_ids_query
 
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: About how much entry text one combined append transaction carries (a caller's own
@@ -137,35 +136,13 @@ def _append_head(
     if not head:
         raise NotFound(f"thread {thread_id!r} not found")
     row = json.loads(head[0][0])
-    thread = build_thread(row)
+    thread = row_to_thread(row)
     if not isinstance(owner, Unset) and not row[12]:
         raise ThreadForbidden()
     name = thread.current_branch if branch is None else branch
     if row[10] is None:
         raise NotFound(f"branch {name!r} not found")
     return thread, name, int(row[11])
-
-
-def _stored_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    """The ``Entry`` just stored from ``new``."""
-    return Entry(
-        id=new.id,
-        thread_id=thread_id,
-        branch=branch,
-        position=position,
-        role=new.role,  # type: ignore[arg-type]
-        content=new.content,
-        name=new.name,
-        tool_calls=new.tool_calls,
-        tool_call_id=new.tool_call_id,
-        metadata=dict(new.metadata),
-        state=dict(new.state),
-        token_count=new.token_count,
-        created_at=new.created_at,
-        idempotency_key=new.idempotency_key,
-        extra=new.extra,
-        item=new.item,
-    )
 
 
 class AppendsMixin(MySQLBase):
@@ -241,9 +218,9 @@ class AppendsMixin(MySQLBase):
         variables, NULL when a check fails, and the plain writes that follow are
         conditional on them (see the module docstring)."""
         thread_id, branch, owner, entries, updated_at = item
-        marks = placeholders(INSERT_WIDTH - 4)
+        values = marks(MYSQL, INSERT_WIDTH - 4)
         rows = [
-            f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {marks}"
+            f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {values}"
             " FROM DUAL WHERE @memorybank_last IS NOT NULL"
             for k in range(1, len(entries) + 1)
         ]
@@ -273,9 +250,7 @@ class AppendsMixin(MySQLBase):
         thread, name, position = _append_head(
             [] if head[0][0] is None else head, thread_id, branch, owner
         )
-        stored = [
-            _stored_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)
-        ]
+        stored = [new_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)]
         return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
 
     async def _append_chunk(
@@ -305,7 +280,7 @@ class AppendsMixin(MySQLBase):
         named = sorted({item[1] for item in items if item[1] is not None})
         branch_match = "b.name = t.current_branch"
         if named:
-            branch_match = f"({branch_match} OR b.name IN ({placeholders(len(named))}))"
+            branch_match = f"({branch_match} OR b.name IN ({marks(MYSQL, len(named))}))"
         # Rows are read, and locked, in thread id order: the order of the threads'
         # primary key, which the plan scans (ORDER BY t.id keeps that plan; ordering by
         # the branch name too added a temporary table and a filesort: 32 threads, 650 ->
@@ -314,7 +289,7 @@ class AppendsMixin(MySQLBase):
             f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             f" AND b.thread_id = t.id AND {branch_match}"
-            f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(tids))})"
+            f" WHERE t.tenant_id = %s AND t.id IN ({marks(MYSQL, len(tids))})"
             " ORDER BY t.id FOR UPDATE",
             (*named, tenant, *tids),
         )
@@ -325,7 +300,7 @@ class AppendsMixin(MySQLBase):
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
             row = json.loads(text)
-            read = build_thread(row)
+            read = row_to_thread(row)
             threads.setdefault(read.id, read)
             if row[10] is not None:
                 counters[read.id, row[10]] = int(row[11])
@@ -354,7 +329,7 @@ class AppendsMixin(MySQLBase):
             stored = []
             for new in sent:
                 position += 1
-                stored.append(_stored_entry(new, thread_id, name, position))
+                stored.append(new_entry(new, thread_id, name, position))
                 values += (tenant, thread_id, name, position, *entry_values(new))
             counters[thread_id, name] = position
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
@@ -390,7 +365,7 @@ class AppendsMixin(MySQLBase):
                 if terms and count + len(part) > IN_CHUNK:
                     reads.append((self._held_read(terms), args))
                     terms, args, count = [], [tenant], 0
-                terms.append(f"(thread_id = %s AND id IN ({placeholders(len(part))}))")
+                terms.append(f"(thread_id = %s AND id IN ({marks(MYSQL, len(part))}))")
                 args += (thread_id, *part)
                 count += len(part)
         if terms:
@@ -408,7 +383,7 @@ class AppendsMixin(MySQLBase):
         rows = len(values) // INSERT_WIDTH
         return (
             f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES "
-            + ", ".join([f"({placeholders(INSERT_WIDTH)})"] * rows),
+            + ", ".join([f"({marks(MYSQL, INSERT_WIDTH)})"] * rows),
             values,
         )
 
@@ -441,7 +416,7 @@ class AppendsMixin(MySQLBase):
                     + " ELSE last_position END, entry_count = entry_count + CASE"
                     + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
                     + " ELSE 0 END WHERE tenant_id = %s AND thread_id IN"
-                    f" ({placeholders(len(touched))})",
+                    f" ({marks(MYSQL, len(touched))})",
                     (
                         *(v for t, n, p, _ in moved for v in (t, n, p)),
                         *(v for t, n, _, k in moved for v in (t, n, k)),
@@ -464,7 +439,7 @@ class AppendsMixin(MySQLBase):
                     f"UPDATE {self._threads} SET updated_at = CASE"
                     + " WHEN id = %s THEN %s" * len(touched)
                     + " ELSE updated_at END WHERE tenant_id = %s"
-                    + f" AND id IN ({placeholders(len(touched))})",
+                    + f" AND id IN ({marks(MYSQL, len(touched))})",
                     (
                         *(v for t, when in touched.items() for v in (t, to_us(when))),
                         tenant,
@@ -549,7 +524,7 @@ class AppendsMixin(MySQLBase):
                     " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                     " WHERE e.tenant_id = %s AND e.thread_id = %s"
                     " AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.idem_hash IN ({', '.join(['%s'] * len(hashes))})",
+                    f" AND e.idem_hash IN ({marks(MYSQL, len(hashes))})",
                     (tenant, thread_id, branch, *hashes),
                 )
             )
@@ -576,7 +551,7 @@ class AppendsMixin(MySQLBase):
                 stored.append(existing)
                 continue
             position += 1
-            entry = _stored_entry(new, thread_id, name, position)
+            entry = new_entry(new, thread_id, name, position)
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry
             stored.append(entry)

@@ -21,12 +21,10 @@ import pymysql
 from memorybank.errors import (
     ConfigurationError,
     MemoryBankError,
-    NotFound,
     StoreClosed,
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Thread
 from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock, asleep
 from memorybank.stores.contract._async.store import AppendResult, AsyncStore, RecordGuard
@@ -49,7 +47,6 @@ from memorybank.stores.mysql.rows import (
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
 from memorybank.stores.sql._async.core import SQLCore
-from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import entry_vectors_gone
 from memorybank.stores.vectors._async.source import CachedVectorStore
@@ -397,16 +394,6 @@ class MySQLBase(SQLCore, CachedVectorStore):
                 return 0
             raise
         return int(rows[0][0]) if rows else 0
-
-    async def _get_thread(self, conn: AsyncMySQLConnection, tenant: str, thread_id: str) -> Thread:
-        rows, _ = await self._one(
-            conn,
-            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
-            (tenant, thread_id),
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return row_to_thread(rows[0])
 
     async def _transaction(
         self,

@@ -40,11 +40,11 @@ from memorybank.stores.mysql.rows import (
     THREAD_WIDTH,
     Statement,
     entry_values,
-    page_entry,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
+    page_row_to_entry,
     row_to_thread,
     to_us,
 )
@@ -58,6 +58,7 @@ from memorybank.stores.sql.statements import (
     entry_position_query,
     entry_update_rows,
     ids_in,
+    marks,
 )
 
 
@@ -117,7 +118,7 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
         values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
-        return thread, [page_entry(row, thread_id, name) for row in values]
+        return thread, [page_row_to_entry(row, thread_id, name) for row in values]
 
     def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
@@ -154,8 +155,8 @@ class EntriesMixin(MySQLBase):
         """Delete these entries from the branch; how many."""
         ids = list(entry_ids)
         if not ids:
-            with self._connection() as conn:
-                self._get_thread(conn, tenant, thread_id)
+            if self.thread_get(tenant, thread_id) is None:
+                raise NotFound(f"thread {thread_id!r} not found")
             return 0
         total = 0
         for start in range(0, len(ids), IN_CHUNK):
@@ -169,15 +170,14 @@ class EntriesMixin(MySQLBase):
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on the branch; how many."""
-        with self._connection() as conn:
-            rows, _ = self._one(
-                conn,
-                entry_position_query(MYSQL, self._entries, self._threads),
-                (tenant, thread_id, entry_id, branch),
-            )
-            if not rows:
-                self._get_thread(conn, tenant, thread_id)
-                raise NotFound(f"entry {entry_id!r} not found on this branch")
+        rows = self._select(
+            entry_position_query(MYSQL, self._entries, self._threads),
+            (tenant, thread_id, entry_id, branch),
+        )
+        if not rows:
+            if self.thread_get(tenant, thread_id) is None:
+                raise NotFound(f"thread {thread_id!r} not found")
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
         return self._delete_where(
             tenant, thread_id, rows[0][0], after_position(MYSQL), (rows[0][1],)
         )
@@ -313,7 +313,7 @@ class EntriesMixin(MySQLBase):
             writes.append(
                 (
                     f"INSERT INTO {self._entries} ({INSERT_COLS})"
-                    f" VALUES ({', '.join(['%s'] * INSERT_WIDTH)})",
+                    f" VALUES ({marks(MYSQL, INSERT_WIDTH)})",
                     (tenant, thread_id, branch, through, *entry_values(summary)),
                 )
             )
@@ -359,7 +359,7 @@ class EntriesMixin(MySQLBase):
             statements.append(
                 (
                     f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                    f" AND branch = %s AND id IN ({', '.join(['%s'] * len(by_id))})",
+                    f" AND branch = %s AND id IN ({marks(MYSQL, len(by_id))})",
                     (tenant, thread_id, branch, *by_id),
                 )
             )

@@ -38,8 +38,10 @@ from typing import TYPE_CHECKING, Any
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import names_user
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.rows import Statement, placeholders, search_words
-from memorybank.stores.sql.common import scope_sql, unit_vector_bytes, vector_array
+from memorybank.stores.mysql.rows import Statement
+from memorybank.stores.sql.common import scope_sql, search_words, unit_vector_bytes, vector_array
+from memorybank.stores.sql.dialect import MYSQL
+from memorybank.stores.sql.statements import marks
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
@@ -94,7 +96,7 @@ class SearchMixin(MySQLBase):
             sql = (
                 f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
                 f" WHERE {match.format('r.')} AND r.tenant_id = %s"
-                f" AND r.kind IN ({placeholders(len(record_kinds))})"
+                f" AND r.kind IN ({marks(MYSQL, len(record_kinds))})"
             )
             args = [words, words, tenant, *record_kinds]
             scope, scope_args = scope_sql("r.", visible_to, "%s")
@@ -182,7 +184,7 @@ class SearchMixin(MySQLBase):
                 args.append(thread_id)
             if ids is not None:
                 wanted = list(ids.get("entry", ()))
-                sql += f" AND v.id IN ({placeholders(len(wanted))})"
+                sql += f" AND v.id IN ({marks(MYSQL, len(wanted))})"
                 args += wanted
             scope, scope_args = scope_sql("t.", visible_to, "%s")
             sql += scope
@@ -194,12 +196,12 @@ class SearchMixin(MySQLBase):
                 f"SELECT {straight}v.kind, v.id, NULL{column} FROM {self._records} r"
                 f" JOIN {self._vectors} v ON v.tenant_id = r.tenant_id AND v.kind = r.kind"
                 " AND v.id = r.id WHERE v.tenant_id = %s AND v.model_id = %s"
-                f" AND v.kind IN ({placeholders(len(record_kinds))})"
+                f" AND v.kind IN ({marks(MYSQL, len(record_kinds))})"
             )
             args = [tenant, model_id, *record_kinds]
             if ids is not None:
                 wanted = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
-                sql += f" AND v.id IN ({placeholders(len(wanted))})"
+                sql += f" AND v.id IN ({marks(MYSQL, len(wanted))})"
                 args += wanted
             scope, scope_args = scope_sql("r.", visible_to, "%s")
             sql += scope
@@ -257,7 +259,7 @@ class SearchMixin(MySQLBase):
                 (
                     f"SELECT kind, version, generation, 0 FROM {self._stamps}"
                     " WHERE tenant_id = %s AND model_id = %s"
-                    f" AND kind IN ({placeholders(len(kinds))})",
+                    f" AND kind IN ({marks(MYSQL, len(kinds))})",
                     (tenant, model_id, *kinds),
                 )
             )
@@ -312,7 +314,7 @@ class SearchMixin(MySQLBase):
         statements: list[Statement] = [
             (
                 f"SELECT id, vector FROM {self._vectors} WHERE tenant_id = %s AND kind = %s"
-                f" AND model_id = %s AND id IN ({placeholders(len(chunk))})",
+                f" AND model_id = %s AND id IN ({marks(MYSQL, len(chunk))})",
                 (tenant, kind, model_id, *chunk),
             )
             for chunk in (wanted[i : i + 1000] for i in range(0, len(wanted), 1000))
