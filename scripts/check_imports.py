@@ -287,7 +287,7 @@ LOCAL_ALLOWED: dict[tuple[str, str], str] = {
     ("memorybank.stores.vectors._async.source", "memorybank.stores.vectors._async.cache"): (
         "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
     ),
-    ("memorybank.stores.mysql._async._search", "memorybank.stores.vectors.exact"): (
+    ("memorybank.stores.sql._async.core", "memorybank.stores.vectors.exact"): (
         "start-up: loads NumPy (the vector cache), which a store without vectors never needs"
     ),
     ("memorybank.stores.postgres._async._vectors", "memorybank.stores.vectors._async.cache"): (
