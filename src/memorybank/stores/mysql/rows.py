@@ -52,28 +52,7 @@ APPEND_BATCHES = 1
 #: entries and ``updated_at``.
 AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
-_UNAVAILABLE = {
-    1040,
-    1053,
-    1077,
-    1078,
-    1079,
-    1080,
-    1081,
-    1152,
-    1153,
-    1154,
-    1155,
-    1156,
-    1157,
-    1158,
-    1159,
-    1160,
-    1161,
-    1317,
-    1927,
-    4031,
-}
+_UNAVAILABLE = {1040, 1053, *range(1077, 1082), *range(1152, 1162), 1317, 1927, 4031}
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 #: Connection refused for who or where we are (access denied, unknown database,
 #: host not allowed): ConfigurationError, as retrying cannot help.
@@ -206,6 +185,21 @@ def entry_values(new: NewEntry) -> tuple[Any, ...]:
         None if new.idempotency_key is None else new.fingerprint,
         entry_id_hash(new.id),
     )
+
+
+def round_trips(statements: Sequence[Statement]) -> Iterator[list[Statement]]:
+    """``statements`` in runs of about ``BATCH_BYTES`` of text (each one multi-statement
+    round trip, under ``max_allowed_packet``); a transaction's ``BEGIN`` is two results."""
+    batch: list[Statement] = []
+    size = 0
+    for statement in statements:
+        batch.append(statement)
+        size += len(statement[0]) + sum(len(a) for a in statement[1] or () if isinstance(a, str))
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:

@@ -33,7 +33,6 @@ from memorybank.stores.mysql.compat import MySQLConnection, MySQLPool
 from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
     ATTEMPTS,
-    BATCH_BYTES,
     BEGIN,
     IN_CHUNK,
     NO_RESULT,
@@ -43,6 +42,7 @@ from memorybank.stores.mysql.rows import (
     MySQLWork,
     LockContention,
     Statement,
+    round_trips,
     translate,
     url_options,
 )
@@ -430,16 +430,8 @@ class MySQLBase(SQLCore, CachedVectorStore):
             if guard.revision is None:
                 tail.insert(0, self._guard_release(tenant, guard))
         counts: list[int] = []
-        size = 0
-        for statement in [*statements, *tail]:
-            batch.append(statement)
-            size += len(statement[0]) + sum(
-                len(a) for a in statement[1] or () if isinstance(a, str)
-            )
-            if size >= BATCH_BYTES or statement[0] == "COMMIT":
-                results = self._run(conn, batch)
-                counts += [r[1] for r in results]
-                batch, size = [], 0
+        for part in round_trips([*batch, *statements, *tail]):
+            counts += [count for _, count in self._run(conn, part)]
         return counts[skip : skip + len(statements)]
 
     def _check_guard(
@@ -503,18 +495,8 @@ class MySQLBase(SQLCore, CachedVectorStore):
             return self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         with self._connection() as conn:
-            batch: list[Statement] = []
-            size = 0
-            for statement in statements:
-                batch.append(statement)
-                size += len(statement[0]) + sum(
-                    len(a) for a in statement[1] or () if isinstance(a, str)
-                )
-                if size >= BATCH_BYTES:
-                    rows += [row for result, _ in self._run(conn, batch) for row in result]
-                    batch, size = [], 0
-            if batch:
-                rows += [row for result, _ in self._run(conn, batch) for row in result]
+            for part in round_trips(statements):
+                rows += [row for result, _ in self._run(conn, part) for row in result]
         return rows
 
     def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> Statement:
