@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
+from memorybank.stores.contract.types import searched_kinds
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement
 from memorybank.stores.sql.common import scope_sql, search_words, unit_vector_bytes
@@ -62,11 +63,13 @@ class SearchMixin(MySQLBase):
         Scores are InnoDB's relevance (see the module docstring for its quirks).
         """
         words = search_words(query)
-        if not words or k <= 0:
+        wanted = searched_kinds(kinds, thread_id)
+        record_kinds = [kind for kind in wanted if kind != "entry"]
+        if not words or k <= 0 or not wanted:
             return []
         match = "MATCH ({}content) AGAINST (%s IN NATURAL LANGUAGE MODE)"
         statements: list[Statement] = []
-        if "entry" in kinds:
+        if "entry" in wanted:
             sql = (
                 f"SELECT 'entry', e.id, {match.format('e.')}, e.thread_id, e.branch"
                 f" FROM {self._entries} e"
@@ -82,30 +85,19 @@ class SearchMixin(MySQLBase):
                 sql += " AND e.thread_id = %s"
                 args.append(thread_id)
             scope, scope_args = scope_sql("t.", visible_to, "%s")
-            sql += scope
-            args += scope_args
-            statements.append((f"{sql} ORDER BY 3 DESC, e.id, e.branch LIMIT %s", [*args, k]))
-        record_kinds = [kind for kind in kinds if kind != "entry"]
-        if record_kinds and thread_id is None:
+            sql += f"{scope} ORDER BY 3 DESC, e.id, e.branch LIMIT %s"
+            statements.append((sql, [*args, *scope_args, k]))
+        if record_kinds:
+            scope, scope_args = scope_sql("r.", visible_to, "%s")
             sql = (
                 f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
                 f" WHERE {match.format('r.')} AND r.tenant_id = %s"
-                f" AND r.kind IN ({marks(MYSQL, len(record_kinds))})"
+                f" AND r.kind IN ({marks(MYSQL, len(record_kinds))}){scope}"
+                " ORDER BY 3 DESC, r.kind, r.id LIMIT %s"
             )
-            args = [words, words, tenant, *record_kinds]
-            scope, scope_args = scope_sql("r.", visible_to, "%s")
-            sql += scope
-            args += scope_args
-            statements.append((f"{sql} ORDER BY 3 DESC, r.kind, r.id LIMIT %s", [*args, k]))
-        if not statements:
-            return []
-        with self._connection() as conn:
-            results = self._run(conn, statements)
-        hits = [
-            SearchHit(row[0], row[1], float(row[2]), row[3], row[4])
-            for rows, _ in results
-            for row in rows
-        ]
+            statements.append((sql, [words, words, tenant, *record_kinds, *scope_args, k]))
+        rows = self._select_many(statements)
+        hits = [SearchHit(row[0], row[1], float(row[2]), row[3], row[4]) for row in rows]
         hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
         return hits[:k]
 

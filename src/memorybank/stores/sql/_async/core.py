@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._async.store import SearchHit
-from memorybank.stores.contract.types import UNSET, Unset, Visibility, names_user
+from memorybank.stores.contract.types import (
+    UNSET,
+    Unset,
+    Visibility,
+    names_user,
+    searched_kinds,
+)
 from memorybank.stores.sql._async.key_reads import KeyReads
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
@@ -273,8 +279,10 @@ class SQLCore(KeyReads):
         a walk of the tenant's."""
         d, m, t = self.dialect, self.dialect.mark, self._table
         straight = d.straight_join if by_owner else ""
+        wanted = searched_kinds(kinds, thread_id)
+        record_kinds = [kind for kind in wanted if kind != "entry"]
         statements: list[Statement] = []
-        if "entry" in kinds:
+        if "entry" in wanted:
             sql = (
                 f"SELECT {straight}'entry', v.id, v.thread_id{column} FROM {t('threads')} t"
                 f" JOIN {t('vectors')} v ON v.tenant_id = t.tenant_id AND v.thread_id = t.id"
@@ -285,13 +293,11 @@ class SQLCore(KeyReads):
                 sql += f" AND v.thread_id = {m}"
                 args.append(thread_id)
             if ids is not None:
-                wanted = list(ids.get("entry", ()))
-                sql += f" AND v.id IN ({marks(d, len(wanted))})"
-                args += wanted
+                sql += f" AND v.id IN ({marks(d, len(ids.get('entry', ())))})"
+                args += ids.get("entry", ())
             scope, scope_args = scope_sql("t.", visible_to, m)
             statements.append((sql + scope, [*args, *scope_args]))
-        record_kinds = [kind for kind in kinds if kind != "entry"]
-        if record_kinds and thread_id is None:
+        if record_kinds:
             sql = (
                 f"SELECT {straight}v.kind, v.id, NULL{column} FROM {t('records')} r"
                 f" JOIN {t('vectors')} v ON v.tenant_id = r.tenant_id AND v.kind = r.kind"
@@ -300,9 +306,9 @@ class SQLCore(KeyReads):
             )
             args = [tenant, model_id, *record_kinds]
             if ids is not None:
-                wanted = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
-                sql += f" AND v.id IN ({marks(d, len(wanted))})"
-                args += wanted
+                rids = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
+                sql += f" AND v.id IN ({marks(d, len(rids))})"
+                args += rids
             scope, scope_args = scope_sql("r.", visible_to, m)
             statements.append((sql + scope, [*args, *scope_args]))
         return statements
@@ -367,7 +373,7 @@ class SQLCore(KeyReads):
             )
         ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
         # No thread filter in SQL (checked below): the ids are primary-key lookups.
-        wanted = list(ids) if thread_id is None else [kind for kind in ids if kind == "entry"]
+        wanted = searched_kinds(list(ids), thread_id)
         statements += self._vector_statements(tenant, model_id, wanted, None, visible_to, "", ids)
         stamps: dict[str, tuple[int, int]] = {}
         confirmed: set[tuple[str, str]] = set()
