@@ -1,73 +1,7 @@
-"""Appends of the MySQL store: one transaction per append, or one for several
-concurrent ones (write combining).
-
-Every append is one transaction sent as multi-statement queries (PyMySQL's
-client-side escaping is the same either way) that starts with ``START
-TRANSACTION; SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``: it
-locks the thread and branch rows, and so serialises the appenders of a thread
-across processes, and returns the thread as one ``JSON_ARRAY`` column (like
-"last N": the driver parses each column's metadata in pure Python, so 13
-columns cost the client more than the JSON costs the server). The checks
-(thread, owner, branch) are made on that locked row, in the transaction: a
-refused append raises ``NotFound``/``ThreadForbidden`` and writes nothing.
-Entry ids are unique on a branch (``memorybank.rules.entry_ids``): a batch
-repeating an id is refused before anything is sent; an id the branch holds is
-refused by the unique key (tenant, thread, branch, ``id_hash``: 64 bits of
-SHA-256 of the id, as the id itself does not fit in InnoDB's 3072-byte key) at
-the append's ``INSERT``, in its transaction: it rolls back, writing nothing, and
-a read after it names the first taken id (``_taken``; on a hash clash of two
-different ids, none is found and the duplicate-key ``Conflict`` is raised). A
-unique key, not a read of the batch's ids under the lock: the read is one more
-statement per append; measured on MariaDB 10.11 (one-entry INSERTs, 150 to a
-round trip, in a transaction, 8 alternating rounds, machine load 25), the read
-added about 1,400 us per insert, the key's upkeep about 450 us. A combined
-transaction refused by the key runs again with that read (``_held_ids``), so
-only the callers whose ids are taken are refused.
-The writes are plain: a multi-row ``INSERT``, an ``UPDATE`` of the branch
-(counter and kept ``entry_count``) and one of the thread's ``updated_at``,
-then ``COMMIT``. Positions come from the branch's counter, so they are
-gap-free as appended and never reused after deletes (the in-memory store
-reuses the positions of truncated entries; both are allowed by the contract:
-strictly increasing in adding order). At READ COMMITTED the transactions'
-locks are record locks on primary keys, no gap locks. A deadlock (1213) or
-lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
-short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
-
-- A lone append of up to 16 entries without idempotency keys (every
-  ``remember``) is ONE round trip (``_append_lone``): the locking read stores
-  its row in session variables (``SELECT ... INTO``: the row; the counter,
-  NULL when a check fails; the branch name), ``SELECT @memorybank_row``
-  returns it, and the writes read the variables, each conditional on the
-  counter being set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused
-  append's ``COMMIT`` ends an empty transaction. The read is an aggregate
-  (``MAX`` of at most one row), so it always sets the variables, to NULL for a
-  missing thread: never to a previous append's values. This replaced writes
-  made conditional by joining the thread and branch rows again (``INSERT ...
-  SELECT`` from the join, a multi-table ``UPDATE``): MariaDB 10.11 profiles,
-  server time per append 896 -> 806 us (the multi-table ``UPDATE`` alone ~300
-  us against ~160 for the two single-table ones); at 1 client, appends/s went
-  from 0.18-0.27x to 0.26-0.39x the raw driver's autocommit ``INSERT``
-  (``bench.bench_mysql --only clients``, 8 alternating runs each, load
-  1.3-4.5); the same plain writes in a second round trip made 0.27-0.32x.
-- Bigger or idempotent batches take TWO round trips (``_append``): the first
-  also reads the stored idempotency keys, the second writes and commits (an
-  entry replayed by its key is not written, so its id is not checked).
-
-Write combining (``memorybank.runtime.combine``): appends without idempotency
-keys (up to 16 entries each) that one store object receives while one of its
-appends for the same tenant is running (``APPEND_BATCHES``) wait, and then run
-together as ONE transaction of two round trips whatever their number and threads
-(``_append_many``): ``SELECT`` of the threads named and their branches ``FOR
-UPDATE`` (ordered by thread id, so two such transactions never deadlock), then
-one multi-row ``INSERT``, one ``UPDATE`` of the counters and one of
-``updated_at`` (``CASE`` per thread), ``COMMIT``. Each caller returns once its
-entries are committed; callers of one thread get consecutive positions in
-arrival order; a refused caller (no thread, another owner, no branch, an id the
-branch holds, also one an earlier caller of the transaction wrote there) gets
-its own error and writes nothing, the others are stored; an error of the
-transaction itself reaches every caller in it (but a taken id: the transaction
-runs again with the callers' ids read under the lock, and only their callers are
-refused). With one append in flight nothing waits: it runs alone, as above.
+"""Appends of the MySQL store: one transaction per append (one round trip for a
+small batch without idempotency keys, two otherwise), or one for several concurrent
+ones (write combining). Why each is written so, with the measurements: docs/mysql.md
+("Appends and write combining").
 """
 
 from __future__ import annotations
@@ -159,7 +93,7 @@ class AppendsMixin(MySQLBase):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append in one transaction: one round trip alone, two in a batch or with
-        idempotency keys (see the module docstring)."""
+        idempotency keys (docs/mysql.md)."""
         check_batch_ids(entries)
         try:
             if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
@@ -216,7 +150,7 @@ class AppendsMixin(MySQLBase):
         """One caller's append (up to ``_FAST_BATCH`` entries, no idempotency keys) in
         ONE round trip: the locking read keeps the counter and branch in session
         variables, NULL when a check fails, and the plain writes that follow are
-        conditional on them (see the module docstring)."""
+        conditional on them (docs/mysql.md)."""
         thread_id, branch, owner, entries, updated_at = item
         values = marks(MYSQL, INSERT_WIDTH - 4)
         rows = [

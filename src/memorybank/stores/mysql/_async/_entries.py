@@ -1,19 +1,6 @@
-"""Entries of the MySQL store once appended: pages and reads, deletes (with the
-vectors no branch still holds), compaction and in-place updates.
-
-Reads are autocommit statements in one round trip; "last N" is one statement,
-``SELECT <thread> UNION ALL (SELECT <page>)``: the thread row (a primary-key
-lookup) and a backward range scan of the entries PK, stopping after N rows. It
-selects each row as one ``JSON_ARRAY``: PyMySQL decodes every column and its
-metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
-the client's work for a page (the JSON encoding is exact for text, integers
-and NULL).
-
-Compaction (``entry_compact``) locks the thread row and the branch's entries
-up to ``through_position`` (``FOR UPDATE``), compares their ids with the
-caller's, and only then deletes them and inserts the summary, in one
-transaction (two round trips; a mismatch rolls back and returns ``False``).
-``entry_update`` is one transaction in one round trip.
+"""Entries of the MySQL store once appended: pages and reads ("last N" in one
+statement, rows as ``JSON_ARRAY``), deletes (with the vectors no branch still holds),
+compaction and in-place updates; docs/mysql.md ("Reads, deletes and compaction").
 """
 
 from __future__ import annotations
@@ -80,7 +67,7 @@ class EntriesMixin(MySQLBase):
 
         ``SELECT thread UNION ALL (SELECT page)``: one statement is one read view,
         so the page is exactly of the branch the thread row names. Each row is
-        one ``JSON_ARRAY`` (see the module docstring). The branch is a scalar
+        one ``JSON_ARRAY`` (docs/mysql.md). The branch is a scalar
         subquery, not a join: MySQL then walks the entries primary key backwards
         and stops after ``limit`` rows (a join sorts the whole branch).
         """

@@ -3,32 +3,9 @@
 (blobs under the ``vector_stamps`` counters). The vectors are ranked in process
 (``CachedVectorStore``) over the reads shared by the SQL engines (``SQLCore._vc_*``).
 
-Keyword search (``text_search``): InnoDB FULLTEXT, ``MATCH (content) AGAINST
-(... IN NATURAL LANGUAGE MODE)`` over ``entries.content`` (joined to threads for
-the ``Visibility`` scope; every branch, hits carry thread and branch) and
-``records.content``; best first, ties by kind, id, branch. Only the query's
-words are sent (runs of word characters, lower-cased): no operator or quote of user text
-reaches the parser. InnoDB quirks, none of them memorybank's choice:
-
-- Matching follows the column's collation, and a binary collation makes it
-  case-sensitive, so searched ``content`` columns are ``utf8mb4_unicode_ci``
-  (case- and accent-insensitive); ids keep the binary collation, and the text
-  round-trips byte for byte either way.
-- Words shorter than ``innodb_ft_min_token_size`` (default 3) or longer than
-  ``innodb_ft_max_token_size`` (84) are not indexed, and InnoDB's stopword list
-  ("the", "in", "it", ...) is left out: "ox" or "in it" find nothing. Changing
-  either needs a server setting and an index rebuild.
-- No stemming ("puppies" does not find "puppy"), and the built-in parser splits
-  on spaces and punctuation, so CJK text without spaces is one long token
-  (MySQL's ``ngram`` parser is not available on MariaDB, so it is not used).
-- Scores are InnoDB's TF-IDF-like relevance computed over the whole table (all
-  tenants), so they only compare within one query; a word in every row scores
-  (nearly) zero but still matches. The 50% threshold of natural language mode
-  is MyISAM-only: InnoDB returns common words.
-- The index is updated at COMMIT: an entry is searchable once its append
-  returned, never before.
-- The full-text match runs before the tenant filter: a word common across all
-  tenants costs a scan of its matches.
+Keyword search (``text_search``): InnoDB FULLTEXT in natural language mode over
+entries and records; its quirks (collations, token sizes, stopwords, scores over the
+whole table, the index updated at COMMIT) are in docs/mysql.md ("Keyword search").
 """
 
 from __future__ import annotations
@@ -60,7 +37,7 @@ class SearchMixin(MySQLBase):
     ) -> list[SearchHit]:
         """FULLTEXT natural-language matches of entries and records, best first (one round trip).
 
-        Scores are InnoDB's relevance (see the module docstring for its quirks).
+        Scores are InnoDB's relevance (docs/mysql.md names its quirks).
         """
         words = search_words(query)
         wanted = searched_kinds(kinds, thread_id)
