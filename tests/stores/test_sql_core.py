@@ -36,9 +36,14 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "record_get_many": "one primary-key descent per id (record_at), one array parameter",
         "forget_user": "one statement under the user's threads' locks",
         "thread_delete": "one statement under the thread row's lock",
+        "_vc_rows": "COPY in binary into one buffer, the owners read apart (a join can plan"
+        " as a nested loop over every record before the tables have statistics)",
+        "_vc_check": "one statement: ids unnested, each a primary-key descent (LATERAL)",
+        "_vc_exact": "pgvector's distances in SQL or its HNSW index, numpy only without it",
     },
     AsyncMySQLStore: {
         "_vectors_deleting": "no trigger logs vector deletions: the cache counters are bumped",
+        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "thread_update": "no RETURNING on UPDATE: the row read back in the same round trip",
     },
 }

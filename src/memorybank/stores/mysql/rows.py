@@ -21,24 +21,19 @@ from memorybank.errors import (
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Entry, Thread
 from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.mysql.compat import AsyncMySQLConnection, MySQLConnection, PoolTimeout
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
+    PAGE_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
     dump,
-    entry_payload,
-    from_us,
-    load,
-    row_to_thread,
     to_us,
     tool_calls_to_json,
 )
-from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import marks, qualified
+from memorybank.stores.sql.statements import qualified
 
 T = TypeVar("T")
 
@@ -57,28 +52,7 @@ APPEND_BATCHES = 1
 #: entries and ``updated_at``.
 AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], datetime]
 #: Server errors meaning "the server is going away / cannot serve": StoreUnavailable.
-_UNAVAILABLE = {
-    1040,
-    1053,
-    1077,
-    1078,
-    1079,
-    1080,
-    1081,
-    1152,
-    1153,
-    1154,
-    1155,
-    1156,
-    1157,
-    1158,
-    1159,
-    1160,
-    1161,
-    1317,
-    1927,
-    4031,
-}
+_UNAVAILABLE = {1040, 1053, *range(1077, 1082), *range(1152, 1162), 1317, 1927, 4031}
 _RETRY = {1205, 1213}  # lock wait timeout, deadlock
 #: Connection refused for who or where we are (access denied, unknown database,
 #: host not allowed): ConfigurationError, as retrying cannot help.
@@ -86,11 +60,8 @@ _REJECTED = {1044, 1045, 1049, 1130, 1698}
 
 T_COLS = qualified("t", THREAD_COLUMNS)
 E_COLS = qualified("e", ENTRY_COLUMNS)
-#: Entry columns of a page read (thread and branch are known): ``page_entry`` reads them.
-PAGE_COLS = (
-    "e.id, e.position, e.role, e.content, e.name, e.tool_calls, e.tool_call_id, e.metadata,"
-    " e.state, e.token_count, e.created_at, e.idempotency_key"
-)
+#: Entry columns of a page read (thread and branch are known): ``page_row_to_entry``.
+PAGE_COLS = qualified("e", PAGE_COLUMNS)
 THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
@@ -103,7 +74,6 @@ INSERT_WIDTH = len(INSERT_COLS.split(","))  # 18: (tenant_id, thread_id, branch,
 ID_HASH_SQL = "CAST(CONV(LEFT(SHA2({column}, 256), 16), 16, 10) AS UNSIGNED)"
 #: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
 R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
-_WORD = re.compile(r"\w+", re.UNICODE)
 BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
 IN_CHUNK = 1000  # ids or keys per ``IN (...)`` list of a batch read
 #: Starts a write transaction. ``_run`` sends it as ``START TRANSACTION`` on a
@@ -217,49 +187,22 @@ def entry_values(new: NewEntry) -> tuple[Any, ...]:
     )
 
 
-def placeholders(count: int) -> str:
-    """``count`` ``%s`` placeholders, comma-separated."""
-    return marks(MYSQL, count)
+def round_trips(statements: Sequence[Statement]) -> Iterator[list[Statement]]:
+    """``statements`` in runs of about ``BATCH_BYTES`` of text (each one multi-statement
+    round trip, under ``max_allowed_packet``); a transaction's ``BEGIN`` is two results."""
+    batch: list[Statement] = []
+    size = 0
+    for statement in statements:
+        batch.append(statement)
+        size += len(statement[0]) + sum(len(a) for a in statement[1] or () if isinstance(a, str))
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
 
 
 def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
     """``items`` in ``IN (...)`` lists of at most ``IN_CHUNK``."""
     for start in range(0, len(items), IN_CHUNK):
         yield items[start : start + IN_CHUNK]
-
-
-def search_words(text: str) -> str:
-    """The words of ``text`` for ``AGAINST (... IN NATURAL LANGUAGE MODE)``.
-
-    Only word characters reach the server: natural language mode has no operators
-    except ``"phrases"``, and dropping everything else keeps user text from ever
-    being parsed as syntax.
-    """
-    return " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
-
-
-def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
-    """An ``Entry`` from a row of ``PAGE_COLS`` (thread and branch are the query's)."""
-    calls, extra, item = entry_payload(row[5])
-    return Entry(
-        id=row[0],
-        thread_id=thread_id,
-        branch=branch,
-        position=row[1],
-        role=row[2],
-        content=row[3],
-        name=row[4],
-        tool_calls=calls,
-        tool_call_id=row[6],
-        metadata=load(row[7]) or {},
-        state=load(row[8]) or {},
-        token_count=row[9],
-        created_at=from_us(row[10]),
-        idempotency_key=row[11],
-        extra=extra,
-        item=item,
-    )
-
-
-def build_thread(row: Sequence[Any]) -> Thread:
-    return row_to_thread(row[:10])

@@ -37,6 +37,7 @@ __all__ = [
     "row_to_summary",
     "row_to_thread",
     "run_ids_sql",
+    "search_words",
     "to_us",
     "tool_calls_from_json",
     "tool_calls_to_json",
@@ -332,8 +333,14 @@ def fts_query(text: str) -> str:
     User text never reaches the FTS query parser as syntax, so quotes, ``NEAR``,
     ``*`` or ``-`` in a question cannot raise or change the meaning.
     """
-    words = dict.fromkeys(w.lower() for w in _WORD.findall(text))
-    return " OR ".join(f'"{w}"' for w in words)
+    return " OR ".join(f'"{w}"' for w in search_words(text).split())
+
+
+def search_words(text: str) -> str:
+    """The distinct words of ``text`` (runs of word characters, lower-cased), spaced:
+    only word characters reach a full-text parser, never user text as its syntax
+    (MySQL's ``AGAINST (... IN NATURAL LANGUAGE MODE)`` takes them as they are)."""
+    return " ".join(dict.fromkeys(w.lower() for w in _WORD.findall(text)))
 
 
 def unit_vector_bytes(vector: Sequence[float]) -> bytes:

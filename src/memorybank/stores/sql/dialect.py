@@ -56,6 +56,10 @@ class Dialect:
     bytewise: str
     #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
     quote: str
+    #: What makes a join read its tables in the order written (MySQL's
+    #: ``STRAIGHT_JOIN``: a scope's owners first, then their vectors by index, where its
+    #: planner may walk every vector of the tenant instead); the others need none.
+    straight_join: str = ""
 
     def delete_from(self, table: str, alias: str) -> str:
         """``DELETE`` of ``table`` named ``alias`` in the condition (MySQL's single-table
@@ -120,5 +124,5 @@ POSTGRES = Dialect(
 MYSQL = Dialect(
     mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
     row_values=False, hint=_mysql_hint, repeat_upsert_values=True, arrays=False, quote="`",
-    bytewise="",
+    bytewise="", straight_join="STRAIGHT_JOIN ",
 )  # fmt: skip

@@ -1,73 +1,7 @@
-"""Appends of the MySQL store: one transaction per append, or one for several
-concurrent ones (write combining).
-
-Every append is one transaction sent as multi-statement queries (PyMySQL's
-client-side escaping is the same either way) that starts with ``START
-TRANSACTION; SELECT ... FROM threads LEFT JOIN branches ... FOR UPDATE``: it
-locks the thread and branch rows, and so serialises the appenders of a thread
-across processes, and returns the thread as one ``JSON_ARRAY`` column (like
-"last N": the driver parses each column's metadata in pure Python, so 13
-columns cost the client more than the JSON costs the server). The checks
-(thread, owner, branch) are made on that locked row, in the transaction: a
-refused append raises ``NotFound``/``ThreadForbidden`` and writes nothing.
-Entry ids are unique on a branch (``memorybank.rules.entry_ids``): a batch
-repeating an id is refused before anything is sent; an id the branch holds is
-refused by the unique key (tenant, thread, branch, ``id_hash``: 64 bits of
-SHA-256 of the id, as the id itself does not fit in InnoDB's 3072-byte key) at
-the append's ``INSERT``, in its transaction: it rolls back, writing nothing, and
-a read after it names the first taken id (``_taken``; on a hash clash of two
-different ids, none is found and the duplicate-key ``Conflict`` is raised). A
-unique key, not a read of the batch's ids under the lock: the read is one more
-statement per append; measured on MariaDB 10.11 (one-entry INSERTs, 150 to a
-round trip, in a transaction, 8 alternating rounds, machine load 25), the read
-added about 1,400 us per insert, the key's upkeep about 450 us. A combined
-transaction refused by the key runs again with that read (``_held_ids``), so
-only the callers whose ids are taken are refused.
-The writes are plain: a multi-row ``INSERT``, an ``UPDATE`` of the branch
-(counter and kept ``entry_count``) and one of the thread's ``updated_at``,
-then ``COMMIT``. Positions come from the branch's counter, so they are
-gap-free as appended and never reused after deletes (the in-memory store
-reuses the positions of truncated entries; both are allowed by the contract:
-strictly increasing in adding order). At READ COMMITTED the transactions'
-locks are record locks on primary keys, no gap locks. A deadlock (1213) or
-lock-wait timeout (1205) rolls back and retries the transaction (3 attempts,
-short backoff: ``_with_retry``), then raises ``StoreUnavailable``.
-
-- A lone append of up to 16 entries without idempotency keys (every
-  ``remember``) is ONE round trip (``_append_lone``): the locking read stores
-  its row in session variables (``SELECT ... INTO``: the row; the counter,
-  NULL when a check fails; the branch name), ``SELECT @memorybank_row``
-  returns it, and the writes read the variables, each conditional on the
-  counter being set (``INSERT ... SELECT ... FROM DUAL WHERE``): a refused
-  append's ``COMMIT`` ends an empty transaction. The read is an aggregate
-  (``MAX`` of at most one row), so it always sets the variables, to NULL for a
-  missing thread: never to a previous append's values. This replaced writes
-  made conditional by joining the thread and branch rows again (``INSERT ...
-  SELECT`` from the join, a multi-table ``UPDATE``): MariaDB 10.11 profiles,
-  server time per append 896 -> 806 us (the multi-table ``UPDATE`` alone ~300
-  us against ~160 for the two single-table ones); at 1 client, appends/s went
-  from 0.18-0.27x to 0.26-0.39x the raw driver's autocommit ``INSERT``
-  (``bench.bench_mysql --only clients``, 8 alternating runs each, load
-  1.3-4.5); the same plain writes in a second round trip made 0.27-0.32x.
-- Bigger or idempotent batches take TWO round trips (``_append``): the first
-  also reads the stored idempotency keys, the second writes and commits (an
-  entry replayed by its key is not written, so its id is not checked).
-
-Write combining (``memorybank.runtime.combine``): appends without idempotency
-keys (up to 16 entries each) that one store object receives while one of its
-appends for the same tenant is running (``APPEND_BATCHES``) wait, and then run
-together as ONE transaction of two round trips whatever their number and threads
-(``_append_many``): ``SELECT`` of the threads named and their branches ``FOR
-UPDATE`` (ordered by thread id, so two such transactions never deadlock), then
-one multi-row ``INSERT``, one ``UPDATE`` of the counters and one of
-``updated_at`` (``CASE`` per thread), ``COMMIT``. Each caller returns once its
-entries are committed; callers of one thread get consecutive positions in
-arrival order; a refused caller (no thread, another owner, no branch, an id the
-branch holds, also one an earlier caller of the transaction wrote there) gets
-its own error and writes nothing, the others are stored; an error of the
-transaction itself reaches every caller in it (but a taken id: the transaction
-runs again with the callers' ids read under the lock, and only their callers are
-refused). With one append in flight nothing waits: it runs alone, as above.
+"""Appends of the MySQL store: one transaction per append (one round trip for a
+small batch without idempotency keys, two otherwise), or one for several concurrent
+ones (write combining). Why each is written so, with the measurements: docs/mysql.md
+("Appends and write combining").
 """
 
 from __future__ import annotations
@@ -83,6 +17,7 @@ from memorybank.records import Entry, Thread
 from memorybank.rules.entry_ids import check_batch_ids, first_taken, id_taken
 from memorybank.rules.idempotency import clash, key_reused
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
@@ -94,16 +29,14 @@ from memorybank.stores.mysql.rows import (
     T_COLS,
     AppendItem,
     Statement,
-    build_thread,
     chunks,
     entry_values,
     id_clash,
     idem_hash,
-    placeholders,
 )
-from memorybank.stores.sql.common import row_to_entry, to_us
+from memorybank.stores.sql.common import row_to_entry, row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import taken_ids_query
+from memorybank.stores.sql.statements import marks, taken_ids_query
 
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: About how much entry text one combined append transaction carries (a caller's own
@@ -137,35 +70,13 @@ def _append_head(
     if not head:
         raise NotFound(f"thread {thread_id!r} not found")
     row = json.loads(head[0][0])
-    thread = build_thread(row)
+    thread = row_to_thread(row)
     if not isinstance(owner, Unset) and not row[12]:
         raise ThreadForbidden()
     name = thread.current_branch if branch is None else branch
     if row[10] is None:
         raise NotFound(f"branch {name!r} not found")
     return thread, name, int(row[11])
-
-
-def _stored_entry(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
-    """The ``Entry`` just stored from ``new``."""
-    return Entry(
-        id=new.id,
-        thread_id=thread_id,
-        branch=branch,
-        position=position,
-        role=new.role,  # type: ignore[arg-type]
-        content=new.content,
-        name=new.name,
-        tool_calls=new.tool_calls,
-        tool_call_id=new.tool_call_id,
-        metadata=dict(new.metadata),
-        state=dict(new.state),
-        token_count=new.token_count,
-        created_at=new.created_at,
-        idempotency_key=new.idempotency_key,
-        extra=new.extra,
-        item=new.item,
-    )
 
 
 class AppendsMixin(MySQLBase):
@@ -182,7 +93,7 @@ class AppendsMixin(MySQLBase):
         owner: str | Unset | None = UNSET,
     ) -> AppendResult:
         """Append in one transaction: one round trip alone, two in a batch or with
-        idempotency keys (see the module docstring)."""
+        idempotency keys (docs/mysql.md)."""
         check_batch_ids(entries)
         try:
             if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
@@ -239,11 +150,11 @@ class AppendsMixin(MySQLBase):
         """One caller's append (up to ``_FAST_BATCH`` entries, no idempotency keys) in
         ONE round trip: the locking read keeps the counter and branch in session
         variables, NULL when a check fails, and the plain writes that follow are
-        conditional on them (see the module docstring)."""
+        conditional on them (docs/mysql.md)."""
         thread_id, branch, owner, entries, updated_at = item
-        marks = placeholders(INSERT_WIDTH - 4)
+        values = marks(MYSQL, INSERT_WIDTH - 4)
         rows = [
-            f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {marks}"
+            f"SELECT %s, %s, @memorybank_branch, @memorybank_last + {k}, {values}"
             " FROM DUAL WHERE @memorybank_last IS NOT NULL"
             for k in range(1, len(entries) + 1)
         ]
@@ -273,9 +184,7 @@ class AppendsMixin(MySQLBase):
         thread, name, position = _append_head(
             [] if head[0][0] is None else head, thread_id, branch, owner
         )
-        stored = [
-            _stored_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)
-        ]
+        stored = [new_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)]
         return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
 
     async def _append_chunk(
@@ -305,7 +214,7 @@ class AppendsMixin(MySQLBase):
         named = sorted({item[1] for item in items if item[1] is not None})
         branch_match = "b.name = t.current_branch"
         if named:
-            branch_match = f"({branch_match} OR b.name IN ({placeholders(len(named))}))"
+            branch_match = f"({branch_match} OR b.name IN ({marks(MYSQL, len(named))}))"
         # Rows are read, and locked, in thread id order: the order of the threads'
         # primary key, which the plan scans (ORDER BY t.id keeps that plan; ordering by
         # the branch name too added a temporary table and a filesort: 32 threads, 650 ->
@@ -314,7 +223,7 @@ class AppendsMixin(MySQLBase):
             f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             f" AND b.thread_id = t.id AND {branch_match}"
-            f" WHERE t.tenant_id = %s AND t.id IN ({placeholders(len(tids))})"
+            f" WHERE t.tenant_id = %s AND t.id IN ({marks(MYSQL, len(tids))})"
             " ORDER BY t.id FOR UPDATE",
             (*named, tenant, *tids),
         )
@@ -325,7 +234,7 @@ class AppendsMixin(MySQLBase):
         counters: dict[tuple[str, str], int] = {}
         for (text,) in results[2][0]:
             row = json.loads(text)
-            read = build_thread(row)
+            read = row_to_thread(row)
             threads.setdefault(read.id, read)
             if row[10] is not None:
                 counters[read.id, row[10]] = int(row[11])
@@ -354,7 +263,7 @@ class AppendsMixin(MySQLBase):
             stored = []
             for new in sent:
                 position += 1
-                stored.append(_stored_entry(new, thread_id, name, position))
+                stored.append(new_entry(new, thread_id, name, position))
                 values += (tenant, thread_id, name, position, *entry_values(new))
             counters[thread_id, name] = position
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
@@ -390,7 +299,7 @@ class AppendsMixin(MySQLBase):
                 if terms and count + len(part) > IN_CHUNK:
                     reads.append((self._held_read(terms), args))
                     terms, args, count = [], [tenant], 0
-                terms.append(f"(thread_id = %s AND id IN ({placeholders(len(part))}))")
+                terms.append(f"(thread_id = %s AND id IN ({marks(MYSQL, len(part))}))")
                 args += (thread_id, *part)
                 count += len(part)
         if terms:
@@ -408,7 +317,7 @@ class AppendsMixin(MySQLBase):
         rows = len(values) // INSERT_WIDTH
         return (
             f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES "
-            + ", ".join([f"({placeholders(INSERT_WIDTH)})"] * rows),
+            + ", ".join([f"({marks(MYSQL, INSERT_WIDTH)})"] * rows),
             values,
         )
 
@@ -441,7 +350,7 @@ class AppendsMixin(MySQLBase):
                     + " ELSE last_position END, entry_count = entry_count + CASE"
                     + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
                     + " ELSE 0 END WHERE tenant_id = %s AND thread_id IN"
-                    f" ({placeholders(len(touched))})",
+                    f" ({marks(MYSQL, len(touched))})",
                     (
                         *(v for t, n, p, _ in moved for v in (t, n, p)),
                         *(v for t, n, _, k in moved for v in (t, n, k)),
@@ -464,7 +373,7 @@ class AppendsMixin(MySQLBase):
                     f"UPDATE {self._threads} SET updated_at = CASE"
                     + " WHEN id = %s THEN %s" * len(touched)
                     + " ELSE updated_at END WHERE tenant_id = %s"
-                    + f" AND id IN ({placeholders(len(touched))})",
+                    + f" AND id IN ({marks(MYSQL, len(touched))})",
                     (
                         *(v for t, when in touched.items() for v in (t, to_us(when))),
                         tenant,
@@ -549,7 +458,7 @@ class AppendsMixin(MySQLBase):
                     " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                     " WHERE e.tenant_id = %s AND e.thread_id = %s"
                     " AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.idem_hash IN ({', '.join(['%s'] * len(hashes))})",
+                    f" AND e.idem_hash IN ({marks(MYSQL, len(hashes))})",
                     (tenant, thread_id, branch, *hashes),
                 )
             )
@@ -576,7 +485,7 @@ class AppendsMixin(MySQLBase):
                 stored.append(existing)
                 continue
             position += 1
-            entry = _stored_entry(new, thread_id, name, position)
+            entry = new_entry(new, thread_id, name, position)
             if entry.idempotency_key is not None:
                 by_key[entry.idempotency_key] = entry
             stored.append(entry)

@@ -1,19 +1,6 @@
-"""Entries of the MySQL store once appended: pages and reads, deletes (with the
-vectors no branch still holds), compaction and in-place updates.
-
-Reads are autocommit statements in one round trip; "last N" is one statement,
-``SELECT <thread> UNION ALL (SELECT <page>)``: the thread row (a primary-key
-lookup) and a backward range scan of the entries PK, stopping after N rows. It
-selects each row as one ``JSON_ARRAY``: PyMySQL decodes every column and its
-metadata in pure Python, ``json.loads`` decodes a whole row in C, which halves
-the client's work for a page (the JSON encoding is exact for text, integers
-and NULL).
-
-Compaction (``entry_compact``) locks the thread row and the branch's entries
-up to ``through_position`` (``FOR UPDATE``), compares their ids with the
-caller's, and only then deletes them and inserts the summary, in one
-transaction (two round trips; a mismatch rolls back and returns ``False``).
-``entry_update`` is one transaction in one round trip.
+"""Entries of the MySQL store once appended: pages and reads ("last N" in one
+statement, rows as ``JSON_ARRAY``), deletes (with the vectors no branch still holds),
+compaction and in-place updates; docs/mysql.md ("Reads, deletes and compaction").
 """
 
 from __future__ import annotations
@@ -39,11 +26,11 @@ from memorybank.stores.mysql.rows import (
     THREAD_WIDTH,
     Statement,
     entry_values,
-    page_entry,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     messages_of_rows,
+    page_row_to_entry,
     row_to_thread,
     to_us,
 )
@@ -57,6 +44,7 @@ from memorybank.stores.sql.statements import (
     entry_position_query,
     entry_update_rows,
     ids_in,
+    marks,
 )
 
 
@@ -79,7 +67,7 @@ class EntriesMixin(MySQLBase):
 
         ``SELECT thread UNION ALL (SELECT page)``: one statement is one read view,
         so the page is exactly of the branch the thread row names. Each row is
-        one ``JSON_ARRAY`` (see the module docstring). The branch is a scalar
+        one ``JSON_ARRAY`` (docs/mysql.md). The branch is a scalar
         subquery, not a join: MySQL then walks the entries primary key backwards
         and stops after ``limit`` rows (a join sorts the whole branch).
         """
@@ -116,7 +104,7 @@ class EntriesMixin(MySQLBase):
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
         values.sort(key=itemgetter(1), reverse=newest_first)  # UNION ALL promises no order
-        return thread, [page_entry(row, thread_id, name) for row in values]
+        return thread, [page_row_to_entry(row, thread_id, name) for row in values]
 
     async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
@@ -153,8 +141,8 @@ class EntriesMixin(MySQLBase):
         """Delete these entries from the branch; how many."""
         ids = list(entry_ids)
         if not ids:
-            async with self._connection() as conn:
-                await self._get_thread(conn, tenant, thread_id)
+            if await self.thread_get(tenant, thread_id) is None:
+                raise NotFound(f"thread {thread_id!r} not found")
             return 0
         total = 0
         for start in range(0, len(ids), IN_CHUNK):
@@ -168,15 +156,14 @@ class EntriesMixin(MySQLBase):
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> int:
         """Delete the entries after ``entry_id`` on the branch; how many."""
-        async with self._connection() as conn:
-            rows, _ = await self._one(
-                conn,
-                entry_position_query(MYSQL, self._entries, self._threads),
-                (tenant, thread_id, entry_id, branch),
-            )
-            if not rows:
-                await self._get_thread(conn, tenant, thread_id)
-                raise NotFound(f"entry {entry_id!r} not found on this branch")
+        rows = await self._select(
+            entry_position_query(MYSQL, self._entries, self._threads),
+            (tenant, thread_id, entry_id, branch),
+        )
+        if not rows:
+            if await self.thread_get(tenant, thread_id) is None:
+                raise NotFound(f"thread {thread_id!r} not found")
+            raise NotFound(f"entry {entry_id!r} not found on this branch")
         return await self._delete_where(
             tenant, thread_id, rows[0][0], after_position(MYSQL), (rows[0][1],)
         )
@@ -312,7 +299,7 @@ class EntriesMixin(MySQLBase):
             writes.append(
                 (
                     f"INSERT INTO {self._entries} ({INSERT_COLS})"
-                    f" VALUES ({', '.join(['%s'] * INSERT_WIDTH)})",
+                    f" VALUES ({marks(MYSQL, INSERT_WIDTH)})",
                     (tenant, thread_id, branch, through, *entry_values(summary)),
                 )
             )
@@ -358,7 +345,7 @@ class EntriesMixin(MySQLBase):
             statements.append(
                 (
                     f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                    f" AND branch = %s AND id IN ({', '.join(['%s'] * len(by_id))})",
+                    f" AND branch = %s AND id IN ({marks(MYSQL, len(by_id))})",
                     (tenant, thread_id, branch, *by_id),
                 )
             )

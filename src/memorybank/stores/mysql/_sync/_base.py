@@ -22,12 +22,10 @@ import pymysql
 from memorybank.errors import (
     ConfigurationError,
     MemoryBankError,
-    NotFound,
     StoreClosed,
     StoreError,
     StoreUnavailable,
 )
-from memorybank.records import Thread
 from memorybank.runtime.combine import Combiner
 from memorybank.runtime.concurrency import Lock, sleep
 from memorybank.stores.contract._sync.store import AppendResult, Store, RecordGuard
@@ -35,7 +33,6 @@ from memorybank.stores.mysql.compat import MySQLConnection, MySQLPool
 from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
     ATTEMPTS,
-    BATCH_BYTES,
     BEGIN,
     IN_CHUNK,
     NO_RESULT,
@@ -45,12 +42,12 @@ from memorybank.stores.mysql.rows import (
     MySQLWork,
     LockContention,
     Statement,
+    round_trips,
     translate,
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
 from memorybank.stores.sql._sync.core import SQLCore
-from memorybank.stores.sql.common import THREAD_COLUMNS, row_to_thread
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import entry_vectors_gone
 from memorybank.stores.vectors._sync.source import CachedVectorStore
@@ -399,16 +396,6 @@ class MySQLBase(SQLCore, CachedVectorStore):
             raise
         return int(rows[0][0]) if rows else 0
 
-    def _get_thread(self, conn: MySQLConnection, tenant: str, thread_id: str) -> Thread:
-        rows, _ = self._one(
-            conn,
-            f"SELECT {THREAD_COLUMNS} FROM {self._threads} WHERE tenant_id = %s AND id = %s",
-            (tenant, thread_id),
-        )
-        if not rows:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return row_to_thread(rows[0])
-
     def _transaction(
         self,
         statements: Sequence[Statement],
@@ -443,16 +430,8 @@ class MySQLBase(SQLCore, CachedVectorStore):
             if guard.revision is None:
                 tail.insert(0, self._guard_release(tenant, guard))
         counts: list[int] = []
-        size = 0
-        for statement in [*statements, *tail]:
-            batch.append(statement)
-            size += len(statement[0]) + sum(
-                len(a) for a in statement[1] or () if isinstance(a, str)
-            )
-            if size >= BATCH_BYTES or statement[0] == "COMMIT":
-                results = self._run(conn, batch)
-                counts += [r[1] for r in results]
-                batch, size = [], 0
+        for part in round_trips([*batch, *statements, *tail]):
+            counts += [count for _, count in self._run(conn, part)]
         return counts[skip : skip + len(statements)]
 
     def _check_guard(
@@ -516,18 +495,8 @@ class MySQLBase(SQLCore, CachedVectorStore):
             return self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         with self._connection() as conn:
-            batch: list[Statement] = []
-            size = 0
-            for statement in statements:
-                batch.append(statement)
-                size += len(statement[0]) + sum(
-                    len(a) for a in statement[1] or () if isinstance(a, str)
-                )
-                if size >= BATCH_BYTES:
-                    rows += [row for result, _ in self._run(conn, batch) for row in result]
-                    batch, size = [], 0
-            if batch:
-                rows += [row for result, _ in self._run(conn, batch) for row in result]
+            for part in round_trips(statements):
+                rows += [row for result, _ in self._run(conn, part) for row in result]
         return rows
 
     def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> Statement:

@@ -9,9 +9,10 @@ from collections.abc import Sequence
 
 from memorybank.stores.contract._sync.store import Record, RecordGuard
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.rows import R_COLS, Statement, placeholders
+from memorybank.stores.mysql.rows import R_COLS, Statement
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
+    marks,
     record_upsert,
     records_delete_query,
 )
@@ -48,10 +49,11 @@ class RecordsMixin(MySQLBase):
         statements: list[Statement] = []
         for start in range(0, len(ids), 1000):
             chunk = ids[start : start + 1000]
-            marks = placeholders(len(chunk))
             args = (tenant, kind, *chunk)
             statements += [
-                self._bump(tenant, f"v.kind = %s AND v.id IN ({marks})", (kind, *chunk)),
+                self._bump(
+                    tenant, f"v.kind = %s AND v.id IN ({marks(MYSQL, len(chunk))})", (kind, *chunk)
+                ),
                 (records_delete_query(MYSQL, self._vectors, len(chunk)), args),
                 (records_delete_query(MYSQL, self._records, len(chunk)), args),
             ]

@@ -7,13 +7,20 @@ once over two primitives each engine gives (``_table``, ``_select_many``) and it
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
-from memorybank.stores.contract.types import UNSET, Unset, Visibility
+from memorybank.stores.contract._sync.store import SearchHit
+from memorybank.stores.contract.types import (
+    UNSET,
+    Unset,
+    Visibility,
+    names_user,
+    searched_kinds,
+)
 from memorybank.stores.sql._sync.key_reads import KeyReads
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
@@ -25,10 +32,16 @@ from memorybank.stores.sql.common import (
     row_to_summary,
     row_to_thread,
     run_ids_sql,
+    scope_sql,
+    vector_array,
 )
 from memorybank.stores.sql.dialect import Dialect
+from memorybank.stores.vectors.exact import CachedRows, top_k
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
+    import numpy as np
+    from numpy.typing import NDArray
+
     from memorybank.stores.contract.items import Record
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
@@ -37,6 +50,7 @@ from memorybank.stores.sql.statements import (
     branches_found,
     entries_by_ids_query,
     forget_user_queries,
+    marks,
     qualified,
     record_list_query,
     record_page_query,
@@ -247,6 +261,163 @@ class SQLCore(KeyReads):
         )
         rows = self._select_many([(sql, (tenant, model_id, kind))])
         return {str(r[0]): int(r[1]) for r in rows}
+
+    def _vector_statements(
+        self,
+        tenant: str,
+        model_id: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        column: str,
+        ids: Mapping[str, Sequence[str]] | None = None,
+        *,
+        by_owner: bool = False,
+    ) -> list[Statement]:
+        """The scoped vector reads (entries, records), selecting ``column`` after
+        (kind, id, thread); with ``ids``, only those ids of each kind. ``by_owner``: the
+        owners in scope are read first (``Dialect.straight_join``): a user's vectors, not
+        a walk of the tenant's."""
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        straight = d.straight_join if by_owner else ""
+        wanted = searched_kinds(kinds, thread_id)
+        record_kinds = [kind for kind in wanted if kind != "entry"]
+        statements: list[Statement] = []
+        if "entry" in wanted:
+            sql = (
+                f"SELECT {straight}'entry', v.id, v.thread_id{column} FROM {t('threads')} t"
+                f" JOIN {t('vectors')} v ON v.tenant_id = t.tenant_id AND v.thread_id = t.id"
+                f" WHERE v.tenant_id = {m} AND v.model_id = {m} AND v.kind = 'entry'"
+            )
+            args: list[Any] = [tenant, model_id]
+            if thread_id is not None:
+                sql += f" AND v.thread_id = {m}"
+                args.append(thread_id)
+            if ids is not None:
+                sql += f" AND v.id IN ({marks(d, len(ids.get('entry', ())))})"
+                args += ids.get("entry", ())
+            scope, scope_args = scope_sql("t.", visible_to, m)
+            statements.append((sql + scope, [*args, *scope_args]))
+        if record_kinds:
+            sql = (
+                f"SELECT {straight}v.kind, v.id, NULL{column} FROM {t('records')} r"
+                f" JOIN {t('vectors')} v ON v.tenant_id = r.tenant_id AND v.kind = r.kind"
+                f" AND v.id = r.id WHERE v.tenant_id = {m} AND v.model_id = {m}"
+                f" AND v.kind IN ({marks(d, len(record_kinds))})"
+            )
+            args = [tenant, model_id, *record_kinds]
+            if ids is not None:
+                rids = sorted({rid for kind in record_kinds for rid in ids.get(kind, ())})
+                sql += f" AND v.id IN ({marks(d, len(rids))})"
+                args += rids
+            scope, scope_args = scope_sql("r.", visible_to, m)
+            statements.append((sql + scope, [*args, *scope_args]))
+        return statements
+
+    def _vc_rows(
+        self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
+    ) -> CachedRows:
+        """The vectors after ``after`` (``seq``) with their owners' scope, one join."""
+        m, t = self.dialect.mark, self._table
+        if kind == "entry":
+            sql = (
+                "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
+                f" v.vector FROM {t('vectors')} v LEFT JOIN {t('threads')} t"
+                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+            )
+        else:
+            sql = (
+                "SELECT v.seq, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
+                f" v.vector FROM {t('vectors')} v LEFT JOIN {t('records')} r"
+                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
+            )
+        key = f"tenant_id = {m} AND {{0}}.model_id = {m} AND {{0}}.kind = {m} AND {{0}}.seq > {m}"
+        sql += f" WHERE v.{key.format('v')}"
+        args: tuple[Any, ...] = (tenant, model_id, kind, after)
+        if limit is not None:  # whole seq groups: up to the seq of the limit-th row
+            sql += (
+                f" AND v.seq <= COALESCE((SELECT s.seq FROM {t('vectors')} s"
+                f" WHERE s.{key.format('s')} ORDER BY s.seq LIMIT 1 OFFSET {m}),"
+                " 9223372036854775807)"
+            )
+            args = (*args, *args, max(limit, 1) - 1)
+        found = CachedRows()
+        for seq, rid, tid, agent, user, alive, blob in self._select_many(
+            [(sql + " ORDER BY v.seq", args)]
+        ):
+            found.add(int(seq), rid, tid, agent, user, bool(alive), bytes(blob))
+        return found
+
+    def _vc_check(
+        self,
+        tenant: str,
+        model_id: str,
+        kinds: Sequence[str],
+        shortlist: Mapping[str, Sequence[tuple[str, str | None]]],
+        dim: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
+        """The counters of ``kinds`` and the shortlisted ids in scope, in one read."""
+        d, m = self.dialect, self.dialect.mark
+        statements: list[Statement] = []
+        if kinds:  # the counters first; their rows have 4 columns, the confirmed ones 3
+            statements.append(
+                (
+                    f"SELECT kind, version, generation, 0 FROM {self._table('vector_stamps')}"
+                    f" WHERE tenant_id = {m} AND model_id = {m}"
+                    f" AND kind IN ({marks(d, len(kinds))})",
+                    (tenant, model_id, *kinds),
+                )
+            )
+        ids = {kind: [rid for rid, _ in pairs] for kind, pairs in shortlist.items()}
+        # No thread filter in SQL (checked below): the ids are primary-key lookups.
+        wanted = searched_kinds(list(ids), thread_id)
+        statements += self._vector_statements(tenant, model_id, wanted, None, visible_to, "", ids)
+        stamps: dict[str, tuple[int, int]] = {}
+        confirmed: set[tuple[str, str]] = set()
+        for row in self._select_many(statements) if statements else []:
+            if len(row) == 4:
+                stamps[str(row[0])] = (int(row[1]), int(row[2]))
+            elif thread_id is None or row[2] == thread_id:
+                confirmed.add((str(row[0]), str(row[1])))
+        return stamps, confirmed
+
+    def _vc_exact(
+        self,
+        tenant: str,
+        vector: Sequence[float],
+        model_id: str,
+        kinds: Sequence[str],
+        k: int,
+        thread_id: str | None,
+        visible_to: Visibility | None,
+    ) -> list[SearchHit]:
+        """Exact cosine top ``k`` (numpy) over every scoped vector of ``model_id``."""
+        # a user's scope (while the key loads in process: ``_cold``)
+        by_owner = thread_id is None and names_user(visible_to)
+        statements = self._vector_statements(
+            tenant, model_id, kinds, thread_id, visible_to, ", v.vector", by_owner=by_owner
+        )
+        if not statements or k <= 0:
+            return []
+        rows = self._select_many(statements)
+        best = top_k(vector, [bytes(row[3]) for row in rows], k)
+        return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+
+    def _vc_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """The stored float32 vectors of these ids (missing ids absent), in one read."""
+        d, m = self.dialect, self.dialect.mark
+        sql = (
+            f"SELECT id, vector FROM {self._table('vectors')} WHERE tenant_id = {m}"
+            f" AND kind = {m} AND model_id = {m} AND id"
+        )
+        rows = self._select_many(
+            [(sql + cond, (tenant, kind, model_id, *part)) for cond, part in d.one_of(ids)]
+        )
+        return {str(row[0]): vector_array(bytes(row[1])) for row in rows}
 
     # -- entry reads ---------------------------------------------------------------------
 

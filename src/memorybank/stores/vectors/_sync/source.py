@@ -3,7 +3,8 @@
 ``CachedVectors`` (MySQL, PostgreSQL without pgvector, Redis) share, written once: the
 cache itself, the search through it, the cache-first vector reads and closing it. A
 store gives only its reads (``VectorSource``: ``_vc_rows``, ``_vc_count``,
-``_vc_check``, ``_vc_exact``, optionally ``_vc_live``); the SQL engines' shared ones
+``_vc_check``, ``_vc_exact``, optionally ``_vc_live``, and ``_vc_arrays`` for
+``vector_get_arrays``); the SQL engines' shared ones
 are in ``memorybank.stores.sql._async.core``.
 
 NumPy loads with the first vector search (``memorybank.runtime.np``), not with the store.
@@ -72,6 +73,25 @@ class CachedVectorStore(Store):
         """Stored vectors of ``model_id`` for these ids (missing ids are absent)."""
         got = self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
         return {vid: vector.tolist() for vid, vector in got.items()}
+
+    def vector_get_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """The stored vectors as float32 arrays: from this process's cache when it holds
+        them, the others read from the store (``_vc_arrays``)."""
+        wanted = list(dict.fromkeys(ids))
+        found, unread = self._cached_arrays(tenant, kind, wanted, model_id)
+        if unread:
+            found |= self._vc_arrays(tenant, kind, unread, model_id)
+        return {vid: found[vid] for vid in wanted if vid in found}
+
+    def _vc_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
+    ) -> dict[str, NDArray[np.float32]]:
+        """The stored vectors of these distinct ids, read from the store (the SQL
+        engines': ``SQLCore._vc_arrays``); a store that reads them its own way overrides
+        ``vector_get_arrays`` instead."""
+        raise NotImplementedError(f"{type(self).__name__} reads no vectors")
 
     def _cached_arrays(
         self, tenant: str, kind: str, wanted: list[str], model_id: str
