@@ -443,3 +443,48 @@ def test_async_searches_ranked_on_worker_threads_find_each_write(
 
     for spec in provide(kind, tmp_path):
         asyncio.run(run(spec.open_async()))
+
+
+@pytest.mark.parametrize("offload", [False, True], ids=["on-loop", "on-threads"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_concurrent_async_writers_each_find_their_own_write(
+    kind: str, offload: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read-your-writes across pooled connections: concurrent tasks each write a vector
+    and then search for it; every search finds the write it followed, whatever the
+    other tasks' writes and cache refreshes do meanwhile (ranked on the event loop, or
+    on worker threads: more points where tasks interleave). Several rounds: the race
+    (another task caught the shared slot up while this one awaited the counters)
+    failed the first round nearly always."""
+    import asyncio
+
+    from memorybank.stores.vectors._async import cache as _cache
+
+    if offload:
+        monkeypatch.setattr(_cache, "OFFLOAD_ROWS", 0)
+
+    async def run(store: Any, round_: int) -> int:
+        try:
+            now = datetime.now(UTC)
+            await store.thread_create(Thread("th", "t", "ann", None, None, {}, "active", now, now))
+
+            async def writer_then_searcher(n: int) -> None:
+                for i in range(5):
+                    vid, vector = f"e{n}x{i}", _vec(1000 * round_ + 10 * n + i)
+                    await store.vector_put("t", [VectorItem("entry", vid, MODEL, vector, "th")])
+                    hits = await store.vector_search(
+                        "t", vector, model_id=MODEL, kinds=["entry"], k=1
+                    )
+                    assert [h.id for h in hits] == [vid], (round_, n, i)
+
+            await asyncio.gather(*(writer_then_searcher(n) for n in range(6)))
+            every = await store.vector_search(
+                "t", _vec(0), model_id=MODEL, kinds=["entry"], k=100, thread_id="th"
+            )
+            return len(every)
+        finally:
+            await store.close()
+
+    for round_ in range(5):
+        for spec in provide(kind, tmp_path / str(round_)):
+            assert asyncio.run(run(spec.open_async(), round_)) == 30

@@ -24,11 +24,12 @@ A query ranks the cached rows whose cached scope matches and sends ONE round
 trip (``_vc_check``): the counters of its kinds and the store's confirmation of
 the shortlist's ids, with the same scoped SQL as the exact search (the cache is
 a shortlist, never trusted for scope). When the counters show that the cache
-was current, that is the answer. Otherwise (or when a kind was never cached)
-the new rows are read, the shortlist ranked again and confirmed again, as a
-search that read the counters first would have. When too few of the shortlist
-survive (scope changed since the rows were cached), that kind is searched
-exactly, as before.
+was current (as the rows were when ranked: another task may have added rows to
+the slot meanwhile, which the shortlist never saw), that is the answer.
+Otherwise (or when a kind was never cached) the new rows are read, the
+shortlist ranked again and confirmed again, as a search that read the counters
+first would have. When too few of the shortlist survive (scope changed since
+the rows were cached), that kind is searched exactly, as before.
 
 A key's first search in a process used to load every vector of the key before it
 answered (3 s at 200k vectors on PostgreSQL, tens of seconds at 1M, for a user
@@ -166,10 +167,14 @@ class SyncedSlot(VectorSlot):
     def positions(self, rowids: NDArray[np.int64]) -> NDArray[np.int64]:
         return np.where((rowids >= 0) & (rowids < self.n), rowids, -1).astype(np.int64)
 
+    def held(self) -> tuple[int, int]:
+        """``(highest seq, generation)``: the counters the slot's rows are current for
+        (read under the cache's lock, with the rows it describes)."""
+        return self.max_rowid, self.generation
+
     def current(self, dim: int, stamp: tuple[int, int]) -> bool:
         """Whether the slot holds every row the counters ``stamp`` describe."""
-        version, generation = stamp
-        return self.dim == dim and self.generation == generation and version <= self.max_rowid
+        return self.dim == dim and _covers(self.held(), stamp)
 
     def keep_only(self, live: Mapping[str, int]) -> None:
         """Hide the rows not stored any more: their id is absent from ``live`` (id ->
@@ -356,18 +361,24 @@ class CachedVectors:
         fetch: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> dict[str, list[tuple[str, str | None, float]]]:
-        """Per kind, the best ``fetch`` cached rows whose cached scope matches; ranked on
-        a worker thread when that scans ``OFFLOAD_ROWS`` rows or more (a wide scope, a
+    ) -> tuple[dict[str, list[tuple[str, str | None, float]]], dict[str, tuple[int, int]]]:
+        """Per kind, the best ``fetch`` cached rows whose cached scope matches, and what
+        the slot held when they were ranked (``SyncedSlot.held``, read under the same
+        lock: the slot may grow before the caller reads the counters); ranked on a
+        worker thread when that scans ``OFFLOAD_ROWS`` rows or more (a wide scope, a
         large slot), so the event loop serves other requests meanwhile."""
 
-        def rank() -> dict[str, list[tuple[str, str | None, float]]]:
+        def rank() -> tuple[
+            dict[str, list[tuple[str, str | None, float]]], dict[str, tuple[int, int]]
+        ]:
             shortlist: dict[str, list[tuple[str, str | None, float]]] = {}
+            held: dict[str, tuple[int, int]] = {}
             with self._lock:
                 for kind, slot in slots.items():
+                    held[kind] = slot.held()
                     found = slot.find(query, fetch, thread_id, visible_to)
                     shortlist[kind] = [(slot.ids[i], slot.threads[i], score) for i, score in found]
-            return shortlist
+            return shortlist, held
 
         with self._lock:
             rows = sum(slot.scope_rows(thread_id, visible_to) for slot in slots.values())
@@ -426,15 +437,20 @@ class CachedVectors:
         fetch = 2 * k + 10
         cached = {kind: self._cached(tenant, model_id, kind) for kind in wanted}
         slots = {kind: s for kind, s in cached.items() if s is not None and s.dim == dim}
-        shortlist = await self._shortlist(slots, query, fetch, thread_id, visible_to)
+        shortlist, ranked = await self._shortlist(slots, query, fetch, thread_id, visible_to)
         early: list[SearchHit] = []  # hits of kinds searched in the store (``_cold``)
         # the counters and the confirmation of what the cache holds: one round trip
         # (of the best k per kind; the rest of the shortlist only if some of them fail)
         stamps, confirmed = await source._vc_check(
             tenant, model_id, wanted, _ids(shortlist, k), dim, thread_id, visible_to
         )
+        # Read your writes: the counters are read after the rows were ranked, so a write
+        # acknowledged before this search is among them when the rows RANKED cover the
+        # counters. Not the slot as it is now: while this task awaited the counters,
+        # another one may have merged rows into it (this task's own write among them)
+        # that the shortlist never saw; then rank again (the slot is current already).
         if len(slots) < len(wanted) or not all(
-            slot.current(dim, stamps.get(kind, (0, 0))) for kind, slot in slots.items()
+            _covers(ranked[kind], stamps.get(kind, (0, 0))) for kind in slots
         ):
             # the cache lagged: read what changed (as of the counters), rank and confirm again
             narrowed = thread_id is not None or names_user(visible_to)
@@ -453,7 +469,9 @@ class CachedVectors:
                 early = await source._vc_exact(
                     tenant, vector, model_id, cold, k, thread_id, visible_to
                 )
-            shortlist = await self._shortlist(slots, query, fetch, thread_id, visible_to)
+            # ``_current`` returned each slot current for ``stamps``; a slot only gains
+            # rows (or hides deleted ones) after that, so ranking it now is as current
+            shortlist, _ = await self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
                 early.sort(key=lambda h: (-h.score, h.kind, h.id))
                 return early[:k]
@@ -482,6 +500,13 @@ class CachedVectors:
             hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
         hits.sort(key=lambda h: (-h.score, h.kind, h.id))
         return hits[:k]
+
+
+def _covers(held: tuple[int, int], stamp: tuple[int, int]) -> bool:
+    """Whether rows ``held`` (``SyncedSlot.held``) include every row the counters
+    ``stamp`` (``(version, generation)``) describe."""
+    version, generation = stamp
+    return held[1] == generation and version <= held[0]
 
 
 async def _grow(slot: SyncedSlot, need: int) -> None:
