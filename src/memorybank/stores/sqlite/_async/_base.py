@@ -11,7 +11,7 @@ import copy
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from memorybank.errors import (
@@ -44,8 +44,6 @@ T = TypeVar("T")
 Synchronous = Literal["full", "normal", "off"]
 _BUSY_RETRIES = 5
 _OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
-#: Ids or keys per ``IN (...)`` list: under SQLite's bound-variable limit (999 before 3.32).
-_IN_CHUNK = 500
 #: Entries a store appends before it moves them into the keyword index in one batch
 #: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
 FTS_BATCH = 256
@@ -59,11 +57,6 @@ _CACHE_KIB = 65_536
 #: Read connections (threads) of an async store on a file: searches and batch reads
 #: run on them in parallel (``_run_read``) while writes stay on the one writer.
 READ_CONNECTIONS = 4
-
-
-def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), _IN_CHUNK):
-        yield items[start : start + _IN_CHUNK]
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:

@@ -17,19 +17,17 @@ from memorybank.stores.contract._async.store import Unset, Visibility
 from memorybank.stores.contract.items import SearchHit
 from memorybank.stores.contract.types import names_user
 from memorybank.stores.sql.common import (
-    ENTRY_COLUMNS,
     THREAD_COLUMNS,
     fts_query,
-    row_to_entry,
     row_to_thread,
     scope_sql,
     unit_vector_bytes,
     vector_array,
     vector_from_bytes,
 )
-from memorybank.stores.sql.statements import qualified
+from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
-from memorybank.stores.sqlite._async._entries import read_windows
+from memorybank.stores.sqlite._async._entries import read_pairs, read_windows
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 from memorybank.stores.vectors import exact as _vectors
 from memorybank.stores.vectors.exact import (
@@ -49,9 +47,6 @@ if TYPE_CHECKING:
     from memorybank.stores.contract.items import VectorItem
 else:  # NumPy loads with the first vector read, not with the store (cold start)
     from memorybank.runtime.np import np
-
-
-_E = qualified("e", ENTRY_COLUMNS)
 
 
 class SearchMixin(SQLiteStoreBase):
@@ -880,30 +875,11 @@ class SearchMixin(SQLiteStoreBase):
             conn: sqlite3.Connection,
         ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, bytes]]:
             threads: dict[str, Thread] = {}
-            for start in range(0, len(thread_ids), 500):
-                chunk = thread_ids[start : start + 500]
-                for row in conn.execute(
-                    f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ?"
-                    f" AND id IN ({', '.join('?' * len(chunk))})",
-                    (tenant, *chunk),
-                ):
-                    thread = row_to_thread(row)
+            sql = f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ? AND id"
+            for cond, ids in SQLITE.one_of(thread_ids):
+                for thread in map(row_to_thread, conn.execute(sql + cond, (tenant, *ids))):
                     threads[thread.id] = thread
-            entries: dict[tuple[str, str], Entry] = {}
-            asked = [pair for pair in pairs if pair[0] in threads]
-            for start in range(0, len(asked), 400):
-                part = asked[start : start + 400]
-                values = ", ".join("(?, ?)" for _ in part)
-                for row in conn.execute(
-                    f"WITH w(thread_id, id) AS (VALUES {values})"
-                    f" SELECT {_E} FROM w JOIN {p}threads t"
-                    " ON t.tenant_id = ? AND t.id = w.thread_id"
-                    f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-                    " AND e.branch = t.current_branch AND e.id = w.id",
-                    (*(x for pair in part for x in pair), tenant),
-                ):
-                    entry = row_to_entry(row)
-                    entries[(entry.thread_id, entry.id)] = entry
+            entries = read_pairs(conn, p, tenant, [pair for pair in pairs if pair[0] in threads])
             blobs: dict[str, bytes] = {}
             if model_id is not None and entries:
                 ids = list(dict.fromkeys(eid for _, eid in entries))
