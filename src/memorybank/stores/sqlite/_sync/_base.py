@@ -19,6 +19,7 @@ from memorybank.errors import (
     ConfigurationError,
     Conflict,
     MemoryBankError,
+    NotFound,
     StoreClosed,
     StoreError,
     StoreUnavailable,
@@ -27,8 +28,9 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import ReadPool, Worker
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone
+from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone, thread_get_query
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -107,22 +109,25 @@ class SQLiteStoreBase(SQLCore):
 
     # -- plumbing ---------------------------------------------------------------
 
+    def _open(self, path: str) -> sqlite3.Connection:
+        """A connection to ``path`` as every connection of the store is opened: autocommit
+        (the store begins its transactions), usable from any one thread at a time; a
+        file's directory is made first."""
+        try:
+            if path != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            return sqlite3.connect(
+                path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+
     def _connect(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreClosed("the store is closed")
         if self._conn is not None:
             return self._conn
-        try:
-            if self.path != ":memory:":
-                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except (OSError, sqlite3.Error) as error:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn = self._open(self.path)
         for attempt in range(_OPEN_RETRIES):
             try:
                 self._prepare(conn)
@@ -390,10 +395,8 @@ class SQLiteStoreBase(SQLCore):
         return self._readers.run(lambda conn: self._read_snapshot(conn, fn))
 
     def _open_reader(self) -> sqlite3.Connection:
+        conn = self._open(self.path)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
             conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         except sqlite3.Error as error:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
@@ -501,15 +504,7 @@ class SQLiteStoreBase(SQLCore):
 
     def _snapshot_connection(self, image: bytes | None) -> sqlite3.Connection:
         """A read-only connection inside a read transaction already begun (its snapshot)."""
-        try:
-            conn = sqlite3.connect(
-                ":memory:" if image is not None else self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as error:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn = self._open(":memory:" if image is not None else self.path)
         try:
             if image is not None:
                 conn.deserialize(image)
@@ -591,17 +586,30 @@ class SQLiteStoreBase(SQLCore):
         self._drop_entry_vectors(conn, tenant, thread_id, gone)
         return removed
 
+    def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
+        row = conn.execute(thread_get_query(SQLITE, f"{self.prefix}threads"), (tenant, thread_id))
+        found = row.fetchone()
+        return None if found is None else row_to_thread(found)
+
+    def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
+        thread = self._get_thread(conn, tenant, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        """Whether the thread has branch ``name`` (the append's check of a named branch)."""
+        return (
+            conn.execute(
+                f"SELECT 1 FROM {self.prefix}branches"
+                " WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
+            ).fetchone()
+            is not None
+        )
+
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks
 
-        def _get_thread(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str
-        ) -> Thread | None: ...
-        def _has_branch(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str
-        ) -> bool: ...
-        def _require_thread(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str
-        ) -> Thread: ...
         def _vector_save(
             self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
         ) -> None: ...

@@ -50,7 +50,6 @@ else:  # NumPy loads with the first vector read, not with the store (cold start)
     from memorybank.runtime.np import np
 
 
-
 class SearchMixin(SQLiteStoreBase):
     """Keyword and vector search."""
 
@@ -83,6 +82,11 @@ class SearchMixin(SQLiteStoreBase):
                 return [SHARED_TOKEN]
             return [scope_token(tenant, visible_to.user_id), SHARED_TOKEN]
 
+        def owned(tokens: list[str]) -> str:
+            """The match of entries whose owner token is one of ``tokens``."""
+            owners = " OR ".join(f'"{token}"' for token in tokens)
+            return f"content : ({match}) AND fts_scope : ({owners})"
+
         def ranked_first(conn: sqlite3.Connection, fts: str, tokens: list[str]) -> list[SearchHit]:
             """Hits of a search over the owners' entries (no thread): the index ranks its
             matches alone, and only the best are joined to their rows and scope-checked,
@@ -92,8 +96,7 @@ class SearchMixin(SQLiteStoreBase):
             matches a query, 1M entries stored) 15.4 ms of CPU; ranking first, 9.6 ms.
             """
             rank = f"bm25({fts}, 1.0, 0.0)"
-            owners = " OR ".join(f'"{token}"' for token in tokens)
-            query = f"content : ({match}) AND fts_scope : ({owners})"
+            query = owned(tokens)
             scope, scope_params = scope_sql("t.", visible_to, "?")
             limit = k
             while True:
@@ -134,9 +137,8 @@ class SearchMixin(SQLiteStoreBase):
                 f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                 f" WHERE {fts} MATCH ? AND e.tenant_id = ?"
             )
-            owners = " OR ".join(f'"{token}"' for token in tokens or ())
             # The owner clause only narrows what FTS5 walks; the scope check below decides.
-            query = f"content : ({match}) AND fts_scope : ({owners})" if owners else match
+            query = owned(tokens) if tokens else match
             params: list[Any] = [query, tenant]
             if thread_id is not None:
                 sql += " AND e.thread_id = ?"
@@ -849,17 +851,13 @@ class SearchMixin(SQLiteStoreBase):
         self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
     ) -> dict[str, bytes]:
         """The stored vectors of ``wanted`` (distinct ids) as bytes, by id."""
+        sql = (
+            f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ?"
+            " AND model_id = ? AND id"
+        )
         found: dict[str, bytes] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            found.update(
-                conn.execute(
-                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
-                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
-                    (tenant, kind, model_id, *chunk),
-                ).fetchall()
-            )
+        for cond, ids in SQLITE.one_of(wanted):
+            found.update(conn.execute(sql + cond, (tenant, kind, model_id, *ids)).fetchall())
         return found
 
     # -- a search's reads, fused: one hand-off to a read connection each ---------------
@@ -959,12 +957,7 @@ class _SlotLoad:
     def _run(self) -> None:
         store = self._store
         try:
-            conn = sqlite3.connect(
-                store.path,
-                timeout=store.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = store._open(store.path)
             try:
                 conn.execute("BEGIN")  # one snapshot, as _vector_slot reads
                 count, updates, log = store._vector_counts(conn, self._key)
