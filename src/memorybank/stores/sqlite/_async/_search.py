@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import Unset, Visibility
 from memorybank.stores.contract.items import SearchHit
-from memorybank.stores.contract.types import names_user
+from memorybank.stores.contract.types import names_user, searched_kinds
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     fts_query,
@@ -66,6 +66,7 @@ class SearchMixin(SQLiteStoreBase):
     ) -> list[SearchHit]:
         p = self.prefix
         match = fts_query(query)
+        searched = searched_kinds(kinds, thread_id)  # records belong to no thread
 
         def owner_tokens(conn: sqlite3.Connection) -> list[str] | None:
             """The owner tokens the hits can carry (``fts_scope``), or None for any."""
@@ -177,8 +178,8 @@ class SearchMixin(SQLiteStoreBase):
                 hits += entry_hits(conn, f"{p}entries_fts", True)
                 if not complete:
                     hits += tail_hits(conn)
-            record_kinds = [kind for kind in kinds if kind != "entry"]
-            if record_kinds and thread_id is None:
+            record_kinds = [kind for kind in searched if kind != "entry"]
+            if record_kinds:
                 marks = ", ".join("?" * len(record_kinds))
                 sql = (
                     f"SELECT r.kind, r.id, -bm25({p}records_fts)"
