@@ -876,8 +876,8 @@ class SearchMixin(SQLiteStoreBase):
         ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, bytes]]:
             threads: dict[str, Thread] = {}
             sql = f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ? AND id"
-            for cond, ids in SQLITE.one_of(thread_ids):
-                for thread in map(row_to_thread, conn.execute(sql + cond, (tenant, *ids))):
+            for cond, part in SQLITE.one_of(thread_ids):
+                for thread in map(row_to_thread, conn.execute(sql + cond, (tenant, *part))):
                     threads[thread.id] = thread
             entries = read_pairs(conn, p, tenant, [pair for pair in pairs if pair[0] in threads])
             blobs: dict[str, bytes] = {}
