@@ -285,6 +285,9 @@ class EntriesMixin(SQLiteStoreBase):
         after: datetime | None = None,
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
+        """The thread row and a backward range of the position index, in one snapshot of
+        a read connection: two statements there cost less than one joined statement
+        (SQLite has no round trip to save, unlike PostgreSQL's and MySQL's one query)."""
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> tuple[Thread, list[Entry]]:
@@ -313,6 +316,8 @@ class EntriesMixin(SQLiteStoreBase):
     async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
     ) -> tuple[str | None, list[dict[str, Any]]]:
+        """Provider messages of the last ``limit`` entries on a read connection (the
+        provider history's hot path: tuple rows to dicts, no ``Entry``)."""
         p = self.prefix
         # One statement for the thread and its page: an empty thread gives one row of
         # NULL entry columns, an absent one none.
