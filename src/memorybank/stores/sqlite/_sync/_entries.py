@@ -286,9 +286,9 @@ class EntriesMixin(SQLiteStoreBase):
         after: datetime | None = None,
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
-        """The thread row and a backward range of the position index, in one snapshot of
-        a read connection: two statements there cost less than one joined statement
-        (SQLite has no round trip to save, unlike PostgreSQL's and MySQL's one query)."""
+        """The thread row, then a backward range of the position index, in one snapshot
+        of a read connection (in process: no round trip to save by one statement, as
+        PostgreSQL's and MySQL's do)."""
         p = self.prefix
 
         def op(conn: sqlite3.Connection) -> tuple[Thread, list[Entry]]:
