@@ -1,4 +1,6 @@
-"""The SQLite store's keyed state: working memory, snapshots, summaries, records."""
+"""The SQLite store's writes checked inside their transaction: snapshots (their owner)
+and records (their guard). Working memory, summaries and record reads are the shared
+core's (``SQLCore``)."""
 
 from __future__ import annotations
 
@@ -21,9 +23,7 @@ if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
 
 
 class RecordsMixin(SQLiteStoreBase):
-    """Working memory, snapshots, summaries and records."""
-
-    # -- working memory ------------------------------------------------------------
+    """Snapshots and records, each write checked in its ``BEGIN IMMEDIATE`` transaction."""
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -66,8 +66,6 @@ class RecordsMixin(SQLiteStoreBase):
             return conn.execute(self._runs_sql.snapshot_delete, (tenant, run_id)).rowcount > 0
 
         return await self._run(lambda: self._write(op))
-
-    # -- summaries -------------------------------------------------------------------
 
     # -- records ---------------------------------------------------------------------------
 

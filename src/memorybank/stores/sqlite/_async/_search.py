@@ -15,21 +15,19 @@ from typing import TYPE_CHECKING, Any
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import Unset, Visibility
 from memorybank.stores.contract.items import SearchHit
-from memorybank.stores.contract.types import names_user
+from memorybank.stores.contract.types import names_user, searched_kinds
 from memorybank.stores.sql.common import (
-    ENTRY_COLUMNS,
     THREAD_COLUMNS,
     fts_query,
-    row_to_entry,
     row_to_thread,
     scope_sql,
     unit_vector_bytes,
     vector_array,
     vector_from_bytes,
 )
-from memorybank.stores.sql.statements import qualified
+from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
-from memorybank.stores.sqlite._async._entries import read_windows
+from memorybank.stores.sqlite._async._entries import read_pairs, read_windows
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 from memorybank.stores.vectors import exact as _vectors
 from memorybank.stores.vectors.exact import (
@@ -51,9 +49,6 @@ else:  # NumPy loads with the first vector read, not with the store (cold start)
     from memorybank.runtime.np import np
 
 
-_E = qualified("e", ENTRY_COLUMNS)
-
-
 class SearchMixin(SQLiteStoreBase):
     """Keyword and vector search."""
 
@@ -71,6 +66,7 @@ class SearchMixin(SQLiteStoreBase):
     ) -> list[SearchHit]:
         p = self.prefix
         match = fts_query(query)
+        searched = searched_kinds(kinds, thread_id)  # records belong to no thread
 
         def owner_tokens(conn: sqlite3.Connection) -> list[str] | None:
             """The owner tokens the hits can carry (``fts_scope``), or None for any."""
@@ -86,6 +82,11 @@ class SearchMixin(SQLiteStoreBase):
                 return [SHARED_TOKEN]
             return [scope_token(tenant, visible_to.user_id), SHARED_TOKEN]
 
+        def owned(tokens: list[str]) -> str:
+            """The match of entries whose owner token is one of ``tokens``."""
+            owners = " OR ".join(f'"{token}"' for token in tokens)
+            return f"content : ({match}) AND fts_scope : ({owners})"
+
         def ranked_first(conn: sqlite3.Connection, fts: str, tokens: list[str]) -> list[SearchHit]:
             """Hits of a search over the owners' entries (no thread): the index ranks its
             matches alone, and only the best are joined to their rows and scope-checked,
@@ -95,8 +96,7 @@ class SearchMixin(SQLiteStoreBase):
             matches a query, 1M entries stored) 15.4 ms of CPU; ranking first, 9.6 ms.
             """
             rank = f"bm25({fts}, 1.0, 0.0)"
-            owners = " OR ".join(f'"{token}"' for token in tokens)
-            query = f"content : ({match}) AND fts_scope : ({owners})"
+            query = owned(tokens)
             scope, scope_params = scope_sql("t.", visible_to, "?")
             limit = k
             while True:
@@ -137,9 +137,8 @@ class SearchMixin(SQLiteStoreBase):
                 f" JOIN {p}threads t ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
                 f" WHERE {fts} MATCH ? AND e.tenant_id = ?"
             )
-            owners = " OR ".join(f'"{token}"' for token in tokens or ())
             # The owner clause only narrows what FTS5 walks; the scope check below decides.
-            query = f"content : ({match}) AND fts_scope : ({owners})" if owners else match
+            query = owned(tokens) if tokens else match
             params: list[Any] = [query, tenant]
             if thread_id is not None:
                 sql += " AND e.thread_id = ?"
@@ -179,8 +178,8 @@ class SearchMixin(SQLiteStoreBase):
                 hits += entry_hits(conn, f"{p}entries_fts", True)
                 if not complete:
                     hits += tail_hits(conn)
-            record_kinds = [kind for kind in kinds if kind != "entry"]
-            if record_kinds and thread_id is None:
+            record_kinds = [kind for kind in searched if kind != "entry"]
+            if record_kinds:
                 marks = ", ".join("?" * len(record_kinds))
                 sql = (
                     f"SELECT r.kind, r.id, -bm25({p}records_fts)"
@@ -852,17 +851,13 @@ class SearchMixin(SQLiteStoreBase):
         self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
     ) -> dict[str, bytes]:
         """The stored vectors of ``wanted`` (distinct ids) as bytes, by id."""
+        sql = (
+            f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ?"
+            " AND model_id = ? AND id"
+        )
         found: dict[str, bytes] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            found.update(
-                conn.execute(
-                    f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ?"
-                    f" AND kind = ? AND model_id = ? AND id IN ({marks})",
-                    (tenant, kind, model_id, *chunk),
-                ).fetchall()
-            )
+        for cond, ids in SQLITE.one_of(wanted):
+            found.update(conn.execute(sql + cond, (tenant, kind, model_id, *ids)).fetchall())
         return found
 
     # -- a search's reads, fused: one hand-off to a read connection each ---------------
@@ -880,30 +875,11 @@ class SearchMixin(SQLiteStoreBase):
             conn: sqlite3.Connection,
         ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, bytes]]:
             threads: dict[str, Thread] = {}
-            for start in range(0, len(thread_ids), 500):
-                chunk = thread_ids[start : start + 500]
-                for row in conn.execute(
-                    f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ?"
-                    f" AND id IN ({', '.join('?' * len(chunk))})",
-                    (tenant, *chunk),
-                ):
-                    thread = row_to_thread(row)
+            sql = f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ? AND id"
+            for cond, part in SQLITE.one_of(thread_ids):
+                for thread in map(row_to_thread, conn.execute(sql + cond, (tenant, *part))):
                     threads[thread.id] = thread
-            entries: dict[tuple[str, str], Entry] = {}
-            asked = [pair for pair in pairs if pair[0] in threads]
-            for start in range(0, len(asked), 400):
-                part = asked[start : start + 400]
-                values = ", ".join("(?, ?)" for _ in part)
-                for row in conn.execute(
-                    f"WITH w(thread_id, id) AS (VALUES {values})"
-                    f" SELECT {_E} FROM w JOIN {p}threads t"
-                    " ON t.tenant_id = ? AND t.id = w.thread_id"
-                    f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-                    " AND e.branch = t.current_branch AND e.id = w.id",
-                    (*(x for pair in part for x in pair), tenant),
-                ):
-                    entry = row_to_entry(row)
-                    entries[(entry.thread_id, entry.id)] = entry
+            entries = read_pairs(conn, p, tenant, [pair for pair in pairs if pair[0] in threads])
             blobs: dict[str, bytes] = {}
             if model_id is not None and entries:
                 ids = list(dict.fromkeys(eid for _, eid in entries))
@@ -981,12 +957,7 @@ class _SlotLoad:
     def _run(self) -> None:
         store = self._store
         try:
-            conn = sqlite3.connect(
-                store.path,
-                timeout=store.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = store._open(store.path)
             try:
                 conn.execute("BEGIN")  # one snapshot, as _vector_slot reads
                 count, updates, log = store._vector_counts(conn, self._key)

@@ -6,10 +6,10 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from memorybank.errors import Conflict, NotFound
+from memorybank.errors import Conflict
 from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
-from memorybank.stores.sql.common import row_to_thread, to_us
+from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
     branch_copy_query,
@@ -17,7 +17,6 @@ from memorybank.stores.sql.statements import (
     branch_fork_query,
     branch_of_query,
     fork_point,
-    thread_get_query,
     thread_insert,
     thread_update_query,
     updated_thread,
@@ -34,28 +33,6 @@ class ThreadsMixin(SQLiteStoreBase):
     """Threads and their branches."""
 
     # -- threads -------------------------------------------------------------------
-
-    def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
-        row = conn.execute(thread_get_query(SQLITE, f"{self.prefix}threads"), (tenant, thread_id))
-        found = row.fetchone()
-        return None if found is None else row_to_thread(found)
-
-    def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
-        thread = self._get_thread(conn, tenant, thread_id)
-        if thread is None:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return thread
-
-    def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
-        """Whether the thread has branch ``name`` (the append's check of a named branch)."""
-        return (
-            conn.execute(
-                f"SELECT 1 FROM {self.prefix}branches"
-                " WHERE tenant_id = ? AND thread_id = ? AND name = ?",
-                (tenant, thread_id, name),
-            ).fetchone()
-            is not None
-        )
 
     def _thread_source(self, user_id: str | Unset | None) -> str:
         # No index holds ``updated_at`` (schema version 8: appends set it): the tenant's

@@ -12,13 +12,14 @@ import copy
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Callable, Iterator, Sequence
+from collections.abc import Iterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from memorybank.errors import (
     ConfigurationError,
     Conflict,
     MemoryBankError,
+    NotFound,
     StoreClosed,
     StoreError,
     StoreUnavailable,
@@ -27,8 +28,9 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import ReadPool, Worker
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone
+from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone, thread_get_query
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -45,8 +47,6 @@ T = TypeVar("T")
 Synchronous = Literal["full", "normal", "off"]
 _BUSY_RETRIES = 5
 _OPEN_RETRIES = 60  # about 2.5 s of waiting for another opener of a new file
-#: Ids or keys per ``IN (...)`` list: under SQLite's bound-variable limit (999 before 3.32).
-_IN_CHUNK = 500
 #: Entries a store appends before it moves them into the keyword index in one batch
 #: (``_fts_sync``); a keyword search moves any rest first, so it always sees them all.
 FTS_BATCH = 256
@@ -60,11 +60,6 @@ _CACHE_KIB = 65_536
 #: Read connections (threads) of an async store on a file: searches and batch reads
 #: run on them in parallel (``_run_read``) while writes stay on the one writer.
 READ_CONNECTIONS = 4
-
-
-def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), _IN_CHUNK):
-        yield items[start : start + _IN_CHUNK]
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:
@@ -114,22 +109,25 @@ class SQLiteStoreBase(SQLCore):
 
     # -- plumbing ---------------------------------------------------------------
 
+    def _open(self, path: str) -> sqlite3.Connection:
+        """A connection to ``path`` as every connection of the store is opened: autocommit
+        (the store begins its transactions), usable from any one thread at a time; a
+        file's directory is made first."""
+        try:
+            if path != ":memory:":
+                os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            return sqlite3.connect(
+                path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except (OSError, sqlite3.Error) as error:
+            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+
     def _connect(self) -> sqlite3.Connection:
         if self._closed:
             raise StoreClosed("the store is closed")
         if self._conn is not None:
             return self._conn
-        try:
-            if self.path != ":memory:":
-                os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-            conn = sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except (OSError, sqlite3.Error) as error:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn = self._open(self.path)
         for attempt in range(_OPEN_RETRIES):
             try:
                 self._prepare(conn)
@@ -397,10 +395,8 @@ class SQLiteStoreBase(SQLCore):
         return self._readers.run(lambda conn: self._read_snapshot(conn, fn))
 
     def _open_reader(self) -> sqlite3.Connection:
+        conn = self._open(self.path)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
-            )
             conn.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
         except sqlite3.Error as error:
             raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
@@ -508,15 +504,7 @@ class SQLiteStoreBase(SQLCore):
 
     def _snapshot_connection(self, image: bytes | None) -> sqlite3.Connection:
         """A read-only connection inside a read transaction already begun (its snapshot)."""
-        try:
-            conn = sqlite3.connect(
-                ":memory:" if image is not None else self.path,
-                timeout=self.busy_timeout,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-        except sqlite3.Error as error:
-            raise StoreUnavailable(f"cannot open SQLite database {self.path!r}: {error}") from error
+        conn = self._open(":memory:" if image is not None else self.path)
         try:
             if image is not None:
                 conn.deserialize(image)
@@ -598,17 +586,30 @@ class SQLiteStoreBase(SQLCore):
         self._drop_entry_vectors(conn, tenant, thread_id, gone)
         return removed
 
+    def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
+        row = conn.execute(thread_get_query(SQLITE, f"{self.prefix}threads"), (tenant, thread_id))
+        found = row.fetchone()
+        return None if found is None else row_to_thread(found)
+
+    def _require_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread:
+        thread = self._get_thread(conn, tenant, thread_id)
+        if thread is None:
+            raise NotFound(f"thread {thread_id!r} not found")
+        return thread
+
+    def _has_branch(self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str) -> bool:
+        """Whether the thread has branch ``name`` (the append's check of a named branch)."""
+        return (
+            conn.execute(
+                f"SELECT 1 FROM {self.prefix}branches"
+                " WHERE tenant_id = ? AND thread_id = ? AND name = ?",
+                (tenant, thread_id, name),
+            ).fetchone()
+            is not None
+        )
+
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks
 
-        def _get_thread(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str
-        ) -> Thread | None: ...
-        def _has_branch(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str, name: str
-        ) -> bool: ...
-        def _require_thread(
-            self, conn: sqlite3.Connection, tenant: str, thread_id: str
-        ) -> Thread: ...
         def _vector_save(
             self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
         ) -> None: ...
