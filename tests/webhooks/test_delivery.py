@@ -1,4 +1,4 @@
-"""Delivering the change feed to a real local receiver, on SQLite and PostgreSQL.
+"""Delivering the change feed to a real local receiver, on SQLite, PostgreSQL, MySQL and Redis.
 
 The receiver (``tests.webhooks.receiver``) fails, hangs past the worker's timeout,
 drops connections and recovers; through all of it no event is lost, a duplicate only
@@ -30,7 +30,7 @@ from tests.webhooks.receiver import Delivery, Receiver
 
 #: The longest a test waits for a condition before it fails as hung.
 BOUND = 120.0
-STORES = store_params(("sqlite-full", "postgres"))
+STORES = store_params(("sqlite-full", "postgres", "mysql", "redis"))
 
 
 @pytest.fixture
@@ -47,6 +47,7 @@ async def memory(spec: StoreSpec) -> AsyncIterator[AsyncMemory]:
         yield mem
     finally:
         await mem.close()
+        await store.close()  # the memory was given the store: it leaves it open
 
 
 def quick(memory: AsyncMemory, max_failures: int = 10) -> WebhookWorker:

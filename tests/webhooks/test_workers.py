@@ -109,4 +109,5 @@ async def test_a_worker_killed_mid_run_loses_nothing(spec: StoreSpec, tmp_path: 
         for worker in workers:
             worker.stop()
         await memory.close()
+        await store.close()  # the memory was given the store: it leaves it open
         await asyncio.sleep(0)

@@ -128,3 +128,28 @@ def cursor_number(after: str | None) -> int:
     if not isinstance(after, str) or not after.isdigit() or len(after) > 19:
         raise InvalidInput("after is not a cursor of this change feed", field="after")
     return int(after)
+
+
+# The rules of a stale cursor, the same on every store (``events_list``).
+
+
+def no_feed(number: int) -> list[Event]:
+    """What ``events_list`` answers where no feed was ever kept (a database without the
+    feed's tables, a Redis cluster, a memory store never switched on): nothing after no
+    cursor; ``CursorExpired`` after a cursor (``number``, from ``cursor_number``), whose
+    events are gone, never a silent gap. For stores, not callers."""
+    if number:
+        raise CursorExpired("this store keeps no change feed: the cursor is gone")
+    return []
+
+
+def check_floor(after: str | None, number: int, floor: int) -> None:
+    """``CursorExpired`` when the cursor ``after`` (its ``number``) is below the tenant's
+    ``floor``: the first number the feed still vouches for (events below it were pruned,
+    or made while the feed was off). ``after=None`` reads from the oldest kept, never
+    expired. For stores, not callers."""
+    if after is not None and number < floor:
+        raise CursorExpired(
+            f"cursor {after} is older than the events kept (from {floor}):"
+            " read the state afresh and follow from after=None"
+        )

@@ -255,24 +255,21 @@ emit('user.forgotten', user)
 return n
 """
 
-# The change feed's reads (``_events``). ARGV[2] = after (a number), ARGV[3] = "1": check
-# it against the floor, ARGV[4] = limit, ARGV[5] / ARGV[6] = user / agent ("*" any, "-"
-# none, "=<id>": that user; that agent or none), ARGV[7..] = kinds (none: all). Returns
-# {'EXPIRED', floor} or {'OK', id, fields, ...}: the events after ``after`` that match, at
-# most ``limit``, oldest first (scanning on past those that do not match).
+# The change feed's reads (``_events``). ARGV[2] = after (a number), ARGV[3] = limit,
+# ARGV[4] / ARGV[5] = user / agent ("*" any, "-" none, "=<id>": that user; that agent or
+# none), ARGV[6..] = kinds (none: all). Returns {floor, id, fields, ...}: the tenant's
+# floor (whether the cursor expired is ``check_floor``'s to say, in Python) and the events
+# after ``after`` that match, at most ``limit``, oldest first (scanning on past those
+# that do not match).
 _EVENTS_LIST = """
-if ARGV[3] == '1' then
-  local floor = tonumber(redis.call('HGET', idx .. 'fm', 'floor') or '0')
-  if tonumber(ARGV[2]) < floor then return {'EXPIRED', floor} end
-end
-local limit, user, agent = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+local limit, user, agent = tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local kinds = nil
-if #ARGV >= 7 then
+if #ARGV >= 6 then
   kinds = {}
-  for i = 7, #ARGV do kinds[ARGV[i]] = true end
+  for i = 6, #ARGV do kinds[ARGV[i]] = true end
 end
 local fe, start, chunk = idx .. 'fe', '(0-' .. ARGV[2], math.max(limit, 256)
-local out = {'OK'}
+local out = {redis.call('HGET', idx .. 'fm', 'floor') or '0'}
 while true do
   local rows = redis.call('XRANGE', fe, start, '+', 'COUNT', chunk)
   for _, row in ipairs(rows) do

@@ -51,7 +51,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from memorybank.errors import CursorExpired
 from memorybank.events.types import Event
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import from_us
@@ -60,7 +59,6 @@ __all__ = [
     "FEED_FUNCTIONS",
     "GRAPH_KINDS",
     "TRACKED_KINDS",
-    "check_floor",
     "event_of_row",
     "events_list_query",
     "events_user_index",
@@ -68,7 +66,6 @@ __all__ = [
     "mysql_emit",
     "mysql_enable",
     "mysql_tables",
-    "no_feed",
     "postgres_disable",
     "postgres_enable",
     "postgres_tables",
@@ -88,6 +85,10 @@ _GRAPH_SQL = ", ".join(f"'{k}'" for k in GRAPH_KINDS)
 #: A thread's columns whose change is ``thread.updated``. The update triggers name them:
 #: an append's bump of ``updated_at`` does not run the trigger at all.
 _THREAD_FIELDS = "title, metadata, status, user_id, agent_id, current_branch"
+#: An entry's columns whose change is ``entry.updated`` (every column an update may set).
+#: On every engine an update that leaves them all as they were records nothing (the
+#: memory and Redis stores compare the same values).
+_ENTRY_FIELDS = "content, name, tool_calls, tool_call_id, metadata, state, token_count"
 _EVENT_COLUMNS = "seq, kind, at, user_id, agent_id, thread_id, item_id, data"
 #: The PostgreSQL functions of the feed (names after the prefix).
 FEED_FUNCTIONS = ("events_emit", "events_entries", "events_threads", "events_records")
@@ -119,24 +120,6 @@ def event_of_row(row: Sequence[Any]) -> Event:
         cursor=str(seq), id=f"ev-{seq}", kind=kind, at=when.astimezone(UTC), user_id=user_id,
         agent_id=agent_id, thread_id=thread_id, item_id=item_id, data=data or None,
     )  # fmt: skip
-
-
-def no_feed(number: int) -> list[Event]:
-    """What ``events_list`` answers in a database that never had a feed: nothing, or
-    ``CursorExpired`` for a cursor (its events are gone)."""
-    if number:
-        raise CursorExpired("this store keeps no change feed: the cursor is gone")
-    return []
-
-
-def check_floor(after: str | None, number: int, floor: int) -> None:
-    """``CursorExpired`` when the cursor ``after`` (``number``) is below the tenant's
-    ``floor`` (the events kept start there)."""
-    if after is not None and number < floor:
-        raise CursorExpired(
-            f"cursor {after} is older than the events kept (from {floor}):"
-            " read the state afresh and follow from after=None"
-        )
 
 
 def events_list_query(
@@ -234,6 +217,17 @@ def _entry_fields(p: str, src: str) -> str:
     )
 
 
+def _columns(fields: str) -> list[str]:
+    return [c.strip() for c in fields.split(",")]
+
+
+def _changed(fields: str, operator: str, cast: str = "") -> str:
+    """Whether an update changed one of ``fields``, in a trigger's ``WHEN``: SQLite's
+    ``IS NOT``, PostgreSQL's ``IS DISTINCT FROM`` (``cast``: its json columns have no
+    equality, compared as text)."""
+    return " OR ".join(f"old.{c}{cast} {operator} new.{c}{cast}" for c in _columns(fields))
+
+
 def _thread_fields(src: str) -> str:
     return f"{src}.user_id, {src}.agent_id, {src}.id, NULL, NULL"
 
@@ -277,10 +271,6 @@ def sqlite_enable(p: str) -> list[str]:
     """The statements that turn the feed on (tables exist): triggers, and every floor
     raised to the last number drawn (changes while off were not recorded)."""
     deleted = _sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))
-    thread_changed = " OR ".join(
-        f"old.{c} IS NOT new.{c}"
-        for c in ("title", "metadata", "status", "user_id", "agent_id", "current_branch")
-    )
     return [
         *sqlite_disable(p),
         f"""INSERT INTO {p}events_tenants (tenant_id, floor)
@@ -288,8 +278,8 @@ def sqlite_enable(p: str) -> list[str]:
             ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.added'", "new", _entry_fields(p, "new"))} END""",
-        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
-            content, name, tool_calls, tool_call_id, metadata, state ON {p}entries BEGIN
+        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF {_ENTRY_FIELDS}
+            ON {p}entries WHEN {_changed(_ENTRY_FIELDS, "IS NOT")} BEGIN
             {_sqlite_insert(p, "'entry.updated'", "new", _entry_fields(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
             WHEN {_unmuted(p, "old")} AND EXISTS (SELECT 1 FROM {p}threads t
@@ -299,7 +289,7 @@ def sqlite_enable(p: str) -> list[str]:
             {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
             END""",
         f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
-            ON {p}threads WHEN {thread_changed} BEGIN
+            ON {p}threads WHEN {_changed(_THREAD_FIELDS, "IS NOT")} BEGIN
             {_sqlite_insert(p, "'thread.updated'", "new", _thread_fields("new"))}
             END""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
@@ -386,12 +376,7 @@ def postgres_tables(p: str) -> list[str]:
                     THEN RETURN NULL; END IF;
                     r := OLD; k := 'thread.deleted';
                 ELSIF TG_OP = 'INSERT' THEN r := NEW; k := 'thread.created';
-                ELSE
-                    IF (OLD.title, OLD.metadata::text, OLD.status, OLD.user_id, OLD.agent_id,
-                        OLD.current_branch) IS NOT DISTINCT FROM
-                       (NEW.title, NEW.metadata::text, NEW.status, NEW.user_id, NEW.agent_id,
-                        NEW.current_branch) THEN RETURN NULL; END IF;
-                    r := NEW; k := 'thread.updated';
+                ELSE r := NEW; k := 'thread.updated';
                 END IF;
                 PERFORM {p}events_emit(r.tenant_id, k, r.user_id, r.agent_id, r.id, NULL, NULL);
                 RETURN NULL;
@@ -431,15 +416,18 @@ def postgres_enable(p: str) -> list[str]:
         f"UPDATE {p}events_tenants SET floor = seq + 1",
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
-        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF
-            content, name, tool_calls, tool_call_id, metadata, state ON {p}entries
-            FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
+        f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF {_ENTRY_FIELDS}
+            ON {p}entries FOR EACH ROW
+            WHEN ({_changed(_ENTRY_FIELDS, "IS DISTINCT FROM", "::text")})
+            EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_entries_del AFTER DELETE ON {p}entries
             FOR EACH ROW EXECUTE FUNCTION {p}events_entries()""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
-            ON {p}threads FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
+            ON {p}threads FOR EACH ROW
+            WHEN ({_changed(_THREAD_FIELDS, "IS DISTINCT FROM", "::text")})
+            EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_threads_del AFTER DELETE ON {p}threads
             FOR EACH ROW EXECUTE FUNCTION {p}events_threads()""",
         f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
@@ -534,8 +522,8 @@ def mysql_enable(p: str) -> list[str]:
     graph = ins(p, "'graph.changed'", "NEW", _record_fields("NEW", "updated", "k"))
     deleted = ins(p, _deleted_kind("OLD"), "OLD", _record_fields("OLD", "deleted", "k"))
     record_same = _mysql_same(("revision", "updated_at", "content", "data", "user_id", "agent_id"))
-    entry_same = _mysql_same(("content", "name", "tool_calls", "tool_call_id", "metadata", "state"))
-    thread_same = _mysql_same([c.strip() for c in _THREAD_FIELDS.split(",")])
+    entry_same = _mysql_same(_columns(_ENTRY_FIELDS))
+    thread_same = _mysql_same(_columns(_THREAD_FIELDS))
     thread_exists = (
         f"EXISTS (SELECT 1 FROM {p}threads t WHERE t.tenant_id = OLD.tenant_id"
         " AND t.id = OLD.thread_id)"

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memorybank.errors import Conflict, CursorExpired, NotFound, StoreClosed, ThreadForbidden
+from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.events import types as ev
 from memorybank.records import Branch, Entry, Thread
 from memorybank.runtime.concurrency import AsyncLock
@@ -104,6 +104,7 @@ class AsyncInMemoryStore(AsyncStore):
         self._feed: dict[tuple[str], list[ev.Event]] = {}
         self._feed_seq: dict[str, int] = {}
         self._feed_floor: dict[str, int] = {}
+        self._feed_kept = False  # switched on once (until then a cursor is ``no_feed``'s)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -183,7 +184,7 @@ class AsyncInMemoryStore(AsyncStore):
             if self._feed_keep is None:  # the changes while off were not recorded
                 for tenant, seq in self._feed_seq.items():
                     self._feed_floor[tenant] = seq + 1
-            self._feed_keep = keep
+            self._feed_keep, self._feed_kept = keep, True
 
     async def events_disable(self) -> None:
         async with self._lock:
@@ -204,12 +205,9 @@ class AsyncInMemoryStore(AsyncStore):
     ) -> list[ev.Event]:
         self._check_open()
         number = ev.cursor_number(after)
-        floor = self._feed_floor.get(tenant, 0)
-        if after is not None and number < floor:
-            raise CursorExpired(
-                f"cursor {after} is older than the events kept (from {floor}):"
-                " read the state afresh and follow from after=None"
-            )
+        if not self._feed_kept:
+            return ev.no_feed(number)
+        ev.check_floor(after, number, self._feed_floor.get(tenant, 0))
         found: list[ev.Event] = []
         for event in self._feed.get((tenant,), []):
             if int(event.cursor) <= number or (kinds is not None and event.kind not in kinds):
@@ -613,7 +611,8 @@ class AsyncInMemoryStore(AsyncStore):
                     rows[index] = dataclasses.replace(
                         entry, content=content, state=copy.deepcopy(state), token_count=tokens
                     )
-                    self._emit_entries(tenant, thread, ev.ENTRY_UPDATED, [entry])
+                    if rows[index] != entry:  # left as it was: no event (every store)
+                        self._emit_entries(tenant, thread, ev.ENTRY_UPDATED, [entry])
                     changed += 1
             return changed
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memorybank.errors import Conflict, CursorExpired, NotFound, StoreClosed, ThreadForbidden
+from memorybank.errors import Conflict, NotFound, StoreClosed, ThreadForbidden
 from memorybank.events import types as ev
 from memorybank.records import Branch, Entry, Thread
 from memorybank.runtime.concurrency import Lock
@@ -105,6 +105,7 @@ class InMemoryStore(Store):
         self._feed: dict[tuple[str], list[ev.Event]] = {}
         self._feed_seq: dict[str, int] = {}
         self._feed_floor: dict[str, int] = {}
+        self._feed_kept = False  # switched on once (until then a cursor is ``no_feed``'s)
 
     def _check_open(self) -> None:
         if self._closed:
@@ -184,7 +185,7 @@ class InMemoryStore(Store):
             if self._feed_keep is None:  # the changes while off were not recorded
                 for tenant, seq in self._feed_seq.items():
                     self._feed_floor[tenant] = seq + 1
-            self._feed_keep = keep
+            self._feed_keep, self._feed_kept = keep, True
 
     def events_disable(self) -> None:
         with self._lock:
@@ -205,12 +206,9 @@ class InMemoryStore(Store):
     ) -> list[ev.Event]:
         self._check_open()
         number = ev.cursor_number(after)
-        floor = self._feed_floor.get(tenant, 0)
-        if after is not None and number < floor:
-            raise CursorExpired(
-                f"cursor {after} is older than the events kept (from {floor}):"
-                " read the state afresh and follow from after=None"
-            )
+        if not self._feed_kept:
+            return ev.no_feed(number)
+        ev.check_floor(after, number, self._feed_floor.get(tenant, 0))
         found: list[ev.Event] = []
         for event in self._feed.get((tenant,), []):
             if int(event.cursor) <= number or (kinds is not None and event.kind not in kinds):
@@ -614,7 +612,8 @@ class InMemoryStore(Store):
                     rows[index] = dataclasses.replace(
                         entry, content=content, state=copy.deepcopy(state), token_count=tokens
                     )
-                    self._emit_entries(tenant, thread, ev.ENTRY_UPDATED, [entry])
+                    if rows[index] != entry:  # left as it was: no event (every store)
+                        self._emit_entries(tenant, thread, ev.ENTRY_UPDATED, [entry])
                     changed += 1
             return changed
 

@@ -22,29 +22,30 @@ from datetime import timedelta
 import pymysql
 
 from memorybank.errors import StoreUnavailable
-from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import BEGIN, Statement
 from memorybank.stores.sql.events import (
-    check_floor,
     event_of_row,
     events_list_query,
     mysql_disable,
     mysql_emit,
     mysql_enable,
     mysql_tables,
-    no_feed,
 )
 
 __all__ = ["EventsMixin"]
 
 _NO_TABLE = 1146
+#: Both lookups name the table: the server opens that table alone (by name only, it
+#: opens every table of the schema, and warns of one another process is altering).
 _FEED_STATE = (
     "SELECT EXISTS (SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()"
     " AND TABLE_NAME = %s), EXISTS (SELECT 1 FROM information_schema.TRIGGERS"
-    " WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = %s)"
+    " WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s"
+    " AND TRIGGER_NAME = %s)"
 )
 
 
@@ -55,7 +56,8 @@ class EventsMixin(MySQLBase):
     async def _feed_state(self, conn: AsyncMySQLConnection) -> tuple[bool, bool]:
         """(the feed's tables exist, its triggers are on)."""
         p = self.prefix
-        rows, _ = await self._one(conn, _FEED_STATE, (f"{p}events_mute", f"{p}events_entries_ins"))
+        names = (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
+        rows, _ = await self._one(conn, _FEED_STATE, names)
         return bool(rows[0][0]), bool(rows[0][1])
 
     async def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:

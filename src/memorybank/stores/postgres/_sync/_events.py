@@ -10,8 +10,7 @@ from typing import Any
 
 from psycopg import Connection
 
-from memorybank.errors import CursorExpired
-from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.sql.events import (
@@ -99,19 +98,12 @@ class EventsMixin(PostgresBase):
         )
         tables, _ = self._feed_state()
         if not tables:
-            if number:
-                raise CursorExpired("this store keeps no change feed: the cursor is gone")
-            return []
+            return no_feed(number)
         if after is not None:
             rows = self._fetch(
                 f"SELECT floor FROM {p}events_tenants WHERE tenant_id = %s", (tenant,), retry=True
             )
-            floor = int(rows[0][0]) if rows else 0
-            if number < floor:
-                raise CursorExpired(
-                    f"cursor {after} is older than the events kept (from {floor}):"
-                    " read the state afresh and follow from after=None"
-                )
+            check_floor(after, number, int(rows[0][0]) if rows else 0)
         return [event_of_row(r) for r in self._fetch(sql, params, retry=True)]
 
     def events_prune(self, tenant: str, *, limit: int) -> int:

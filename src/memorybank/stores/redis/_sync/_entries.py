@@ -235,20 +235,24 @@ class RedisEntries(RedisBase):
                 if as_str(read[0]) != "OK":
                     raise NotFound(f"thread {thread_id!r} not found")
                 args: list[Any] = []
+                same = 0  # entries the update leaves as they were: not written, no event
                 for entry_id, member in zip(ids, read[1:], strict=True):
                     if member is None:
                         continue
                     _, content, state, tokens = wanted[entry_id]
                     data = json.loads(member)
+                    if (data[4], data[9], data[10]) == (content, state, tokens):
+                        same += 1
+                        continue
                     data[4], data[9], data[10] = content, state, tokens
                     args += [entry_id, member, dump(data)]
                 if not args:
-                    return 0
+                    return same
                 n = int(
                     self._thread_eval(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
                 )
                 if n == -1:
                     raise NotFound(f"thread {thread_id!r} not found")
                 if n >= 0:
-                    return n
+                    return n + same
         raise StoreError("entry_update: entries kept changing under the update")

@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memorybank.errors import ConfigurationError, CursorExpired
-from memorybank.events.types import Event, cursor_number
+from memorybank.errors import ConfigurationError
+from memorybank.events.types import Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.redis._sync._base import RedisBase
 from memorybank.stores.redis.codec import as_str, glob_escape, who
@@ -118,18 +118,12 @@ class RedisEvents(RedisBase):
     ) -> list[Event]:
         number = cursor_number(after)
         if self._cluster:
-            return []
-        check = "0" if after is None else "1"
+            return no_feed(number)
         with self._op():
             out = self._tenant_eval(
-                S_EVENTS_LIST, tenant, number, check, limit, who(user_id), who(agent_id),
-                *(kinds or ()),
-            )  # fmt: skip
-        if as_str(out[0]) == "EXPIRED":
-            raise CursorExpired(
-                f"cursor {after} is older than the events kept (from {int(out[1])}):"
-                " read the state afresh and follow from after=None"
+                S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
             )
+        check_floor(after, number, int(out[0]))
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 
     def events_prune(self, tenant: str, *, limit: int) -> int:

@@ -6,8 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from memorybank.errors import CursorExpired
-from memorybank.events.types import USER_FORGOTTEN, Event, cursor_number
+from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import (
@@ -118,20 +117,14 @@ class EventsMixin(SQLiteStoreBase):
 
         def op(conn: sqlite3.Connection) -> list[Event]:
             if not _has_feed(conn, p):
-                if number:
-                    raise CursorExpired("this store keeps no change feed: the cursor is gone")
-                return []
+                return no_feed(number)
             if after is not None:
                 row = conn.execute(
                     f"SELECT COALESCE((SELECT floor FROM {p}events_tenants"
                     " WHERE tenant_id = ?), 0)",
                     (tenant,),
                 ).fetchone()
-                if number < row[0]:
-                    raise CursorExpired(
-                        f"cursor {after} is older than the events kept (from {row[0]}):"
-                        " read the state afresh and follow from after=None"
-                    )
+                check_floor(after, number, row[0])
             return [event_of_row(r) for r in conn.execute(sql, params).fetchall()]
 
         return await self._run_read(op)

@@ -88,6 +88,33 @@ class EventCases(ContractBase):
         assert await m.events.list(after=events[-1].cursor) == []
 
     @requires(Capability.EVENTS)
+    async def test_an_entry_update_that_changes_nothing_is_no_event(
+        self, memory: AsyncMemory
+    ) -> None:
+        """``entry_update`` records ``entry.updated`` when it changes the entry, and nothing
+        when it sets what is there already (the same on every store)."""
+        m = await self._on(memory)
+        thread = await m.threads.create(user_id="u1")
+        added = await m.entries.add(thread.id, {"role": "user", "content": "Same Words"})
+        entry = await m.entries.get(thread.id, added.id)
+        assert entry is not None
+        (_, last) = await m.events.list()
+
+        async def update(content: str | None, state: dict[str, object], tokens: int) -> None:
+            changes = [(entry.id, content, state, tokens)]
+            await m.store.entry_update(m.tenant_id, thread.id, branch=entry.branch, changes=changes)
+
+        await update(entry.content, dict(entry.state), entry.token_count)
+        assert await m.events.list(after=last.cursor) == []
+        await update("same words", dict(entry.state), entry.token_count)  # case only: a change
+        await update("same words", dict(entry.state), entry.token_count)
+        await update("same words", {"original": "Same Words"}, entry.token_count)
+        await update("same words", {"original": "Same Words"}, entry.token_count + 1)
+        events = await m.events.list(after=last.cursor)
+        assert [(e.kind, e.item_id) for e in events] == [("entry.updated", entry.id)] * 3
+        assert all(e.user_id == "u1" and e.thread_id == thread.id for e in events)
+
+    @requires(Capability.EVENTS)
     async def test_kinds_and_scope_filter(self, memory: AsyncMemory) -> None:
         """``kinds`` keeps those kinds; a handle scoped to a user sees only its user's events
         (another user's never, not even by naming them)."""

@@ -89,6 +89,33 @@ class EventCases(ContractBase):
         assert m.events.list(after=events[-1].cursor) == []
 
     @requires(Capability.EVENTS)
+    def test_an_entry_update_that_changes_nothing_is_no_event(
+        self, memory: Memory
+    ) -> None:
+        """``entry_update`` records ``entry.updated`` when it changes the entry, and nothing
+        when it sets what is there already (the same on every store)."""
+        m = self._on(memory)
+        thread = m.threads.create(user_id="u1")
+        added = m.entries.add(thread.id, {"role": "user", "content": "Same Words"})
+        entry = m.entries.get(thread.id, added.id)
+        assert entry is not None
+        (_, last) = m.events.list()
+
+        def update(content: str | None, state: dict[str, object], tokens: int) -> None:
+            changes = [(entry.id, content, state, tokens)]
+            m.store.entry_update(m.tenant_id, thread.id, branch=entry.branch, changes=changes)
+
+        update(entry.content, dict(entry.state), entry.token_count)
+        assert m.events.list(after=last.cursor) == []
+        update("same words", dict(entry.state), entry.token_count)  # case only: a change
+        update("same words", dict(entry.state), entry.token_count)
+        update("same words", {"original": "Same Words"}, entry.token_count)
+        update("same words", {"original": "Same Words"}, entry.token_count + 1)
+        events = m.events.list(after=last.cursor)
+        assert [(e.kind, e.item_id) for e in events] == [("entry.updated", entry.id)] * 3
+        assert all(e.user_id == "u1" and e.thread_id == thread.id for e in events)
+
+    @requires(Capability.EVENTS)
     def test_kinds_and_scope_filter(self, memory: Memory) -> None:
         """``kinds`` keeps those kinds; a handle scoped to a user sees only its user's events
         (another user's never, not even by naming them)."""
