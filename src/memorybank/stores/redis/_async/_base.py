@@ -57,7 +57,7 @@ MIGRATIONS: list[str] = [
 
 
 class RedisBase(CachedVectorStore):
-    """The state and plumbing of ``AsyncRedisStore`` (see the package docstring)."""
+    """The state and plumbing of ``AsyncRedisStore`` (``docs/redis.md``)."""
 
     def __init__(
         self,
