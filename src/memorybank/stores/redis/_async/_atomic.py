@@ -156,8 +156,7 @@ class RedisAtomic(RedisBase):
     async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
         """A view whose writes to ``tenant`` stay, or are undone, together (a journal of
         the tenant, rolled back on an error or after a crash)."""
-        with self._op():
-            await self._ready()
+        async with self._io():
             j = self._journal(tenant)
             token = uuid.uuid4().hex
             if not await self._client.set(j + "lease", token, nx=True, px=LEASE_MS):

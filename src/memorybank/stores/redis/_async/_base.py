@@ -7,8 +7,8 @@ apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Self, cast
 
 import redis.exceptions
@@ -152,9 +152,26 @@ class RedisBase(CachedVectorStore):
     def _op(self) -> AbstractContextManager[None]:
         return translated(self._closed)
 
+    @asynccontextmanager
+    async def _io(self) -> AsyncIterator[None]:
+        """``_op`` (closed check, driver errors translated) after the layout check."""
+        with self._op():
+            await self._ready()
+            yield
+
     async def _ready(self) -> None:
         if not self._schema_ok:
             await self._migrate()
+
+    async def _scan_ids(self, head: str, tail: str, **options: Any) -> AsyncIterator[str]:
+        """The (escaped) ``X`` of every key ``head + X + tail`` (``SCAN``; an ``X`` with
+        ``:``, ``{`` or ``}`` is part of another kind of key and left out)."""
+        pattern = glob_escape(head) + "*" + glob_escape(tail)
+        async for key in self._client.scan_iter(match=pattern, count=1000, **options):
+            name = as_str(key)
+            found = name[len(head) : len(name) - len(tail)]
+            if not {":", "{", "}"} & set(found):
+                yield found
 
     def _base(self, tenant: str, thread_id: str) -> str:
         return f"{self._prefix}{{{esc(tenant)}:{esc(thread_id)}}}:"
@@ -238,12 +255,8 @@ class RedisBase(CachedVectorStore):
 
     async def _backfill_shared_index(self) -> None:
         """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
-        pattern = glob_escape(self._prefix) + "{*}:threads"
-        async for key in self._client.scan_iter(match=pattern, count=1000):
-            name = as_str(key)
-            tag = name[len(self._prefix) + 1 : -len("}:threads")]
-            if ":" in tag or "{" in tag or "}" in tag:
-                continue  # not a tenant index (a thread's key ending the same way)
+        async for tag in self._scan_ids(self._prefix + "{", "}:threads"):
+            key = f"{self._prefix}{{{tag}}}:threads"
             members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
             for start in range(0, len(members), CHUNK):
                 part = members[start : start + CHUNK]
@@ -315,14 +328,15 @@ class RedisBase(CachedVectorStore):
         ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
         if entry_ids is not None and not ids:
             return
-        for start in range(0, max(len(ids), 1), CHUNK):
-            gone = await self._thread_eval(
-                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
-            )
-            if self._cluster and gone:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
-                    await pipe.execute()
+        with self._op():
+            for start in range(0, max(len(ids), 1), CHUNK):
+                gone = await self._thread_eval(
+                    S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
+                )
+                if self._cluster and gone:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
+                        await pipe.execute()
 
     async def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]

@@ -135,8 +135,7 @@ class RedisEntries(RedisBase):
             return {}
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
-        with self._op():
-            await self._ready()
+        async with self._io():
             outs = await self._eval_many(
                 S_GET_ENTRY,
                 [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
@@ -152,8 +151,7 @@ class RedisEntries(RedisBase):
     ) -> int:
         n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, entry_ids)
+            await self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
     async def entry_truncate_after(
@@ -163,15 +161,13 @@ class RedisEntries(RedisBase):
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, None)
+            await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, None)
+            await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:

@@ -136,8 +136,7 @@ class RedisEntries(RedisBase):
             return {}
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
-        with self._op():
-            self._ready()
+        with self._io():
             outs = self._eval_many(
                 S_GET_ENTRY,
                 [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
@@ -153,8 +152,7 @@ class RedisEntries(RedisBase):
     ) -> int:
         n = self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
         if n:
-            with self._op():
-                self._sweep_vectors(tenant, thread_id, entry_ids)
+            self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
     def entry_truncate_after(
@@ -164,15 +162,13 @@ class RedisEntries(RedisBase):
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         if n:
-            with self._op():
-                self._sweep_vectors(tenant, thread_id, None)
+            self._sweep_vectors(tenant, thread_id, None)
         return n
 
     def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         n = self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
-            with self._op():
-                self._sweep_vectors(tenant, thread_id, None)
+            self._sweep_vectors(tenant, thread_id, None)
         return n
 
     def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:

@@ -44,7 +44,7 @@ from memorybank.errors import ConfigurationError, CursorExpired
 from memorybank.events.types import Event, cursor_number
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.redis._sync._base import RedisBase
-from memorybank.stores.redis.codec import as_str, glob_escape, who
+from memorybank.stores.redis.codec import as_str, who
 from memorybank.stores.redis.lua_tenant import S_EVENTS_LIST, S_EVENTS_PRUNE
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import event_of_row
@@ -74,8 +74,7 @@ class RedisEvents(RedisBase):
         self._no_cluster()
         seconds = max(1, int(keep.total_seconds()))
         switch = self._feed_switch()
-        with self._op():
-            self._ready()
+        with self._io():
             if not self._client.exists(switch):
                 self._raise_floors()  # the changes while off were not recorded
             self._client.hset(switch, "keep", seconds)
@@ -83,26 +82,19 @@ class RedisEvents(RedisBase):
     def _raise_floors(self) -> None:
         """Every tenant's floor above its last number drawn (the feed is off: no script
         draws one meanwhile)."""
-        pattern = glob_escape(self._prefix) + "{*}:fe"
-        for key in self._client.scan_iter(match=pattern, count=1000, _type="stream"):
-            name = as_str(key)
-            tag = name[len(self._prefix) + 1 : -len("}:fe")]
-            if ":" in tag or "{" in tag or "}" in tag:
-                continue  # not a tenant's feed
-            last = self._feed_drawn(name)
+        for tag in self._scan_ids(self._prefix + "{", "}:fe", _type="stream"):
+            last = self._feed_drawn(f"{self._prefix}{{{tag}}}:fe")
             self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     def events_disable(self) -> None:
         self._no_cluster()
-        with self._op():
-            self._ready()
+        with self._io():
             self._client.delete(self._feed_switch())
 
     def events_keep(self) -> timedelta | None:
         if self._cluster:
             return None
-        with self._op():
-            self._ready()
+        with self._io():
             seconds = self._client.hget(self._feed_switch(), "keep")
         return None if seconds is None else timedelta(seconds=int(seconds))
 
@@ -135,8 +127,7 @@ class RedisEvents(RedisBase):
     def events_prune(self, tenant: str, *, limit: int) -> int:
         if self._cluster:
             return 0
-        with self._op():
-            self._ready()
+        with self._io():
             seconds = self._client.hget(self._feed_switch(), "keep")
             if seconds is None:
                 return 0

@@ -15,7 +15,7 @@ from memorybank.stores.redis.lua_threads import S_SCOPE
 
 
 class RedisScope(RedisBase):
-    """Scope reads shared by records and search (see "Search" in the package docstring)."""
+    """Scope reads shared by records and search ("Search" in ``docs/redis.md``)."""
 
     def _threads_in_scope(
         self, tenant: str, thread_id: str | None, visible_to: Visibility | None, model_id: str

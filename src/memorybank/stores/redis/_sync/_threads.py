@@ -63,8 +63,7 @@ class RedisThreads(RedisBase):
         return thread
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        with self._op():
-            self._ready()
+        with self._io():
             row = self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
         return None if row[0] is None else decode_thread(row)
 
@@ -85,8 +84,7 @@ class RedisThreads(RedisBase):
             return found
         batch = 100 if limit is None else max(limit, 20)
         start = 0
-        with self._op():
-            self._ready()
+        with self._io():
             while True:
                 ids = cast(
                     "list[bytes]", self._client.zrevrange(index, start, start + batch - 1)
@@ -200,8 +198,7 @@ class RedisThreads(RedisBase):
         )
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        with self._op():
-            self._ready()
+        with self._io():
             fields = self._client.hgetall(self._base(tenant, thread_id) + "t")
         if not fields:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -226,6 +223,5 @@ class RedisThreads(RedisBase):
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         if n == 1:
-            with self._op():
-                self._sweep_vectors(tenant, thread_id, None)
+            self._sweep_vectors(tenant, thread_id, None)
         return n == 1
