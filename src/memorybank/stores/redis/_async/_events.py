@@ -1,36 +1,7 @@
 """RedisEvents: the Redis store's change feed (``Capability.EVENTS`` on a single node).
 
-Same semantics as the SQL stores' (``memorybank.stores.sql.events``): every change is
-recorded atomically with it, in the Lua script that makes the change
-(``memorybank.stores.redis.lua``: ``feed()``, ``emit``). Keys::
-
-    Pevents                 hash    the switch: keep -> seconds (absent: the feed is off)
-    P{tenant}:fe            stream  the tenant's events, ID "0-<number>": k (kind),
-                                    t (µs), u, a, h (thread), i (item), d (JSON data)
-    P{tenant}:fm            hash    floor -> the highest number pruned or expired
-
-Why a stream. The cursor must grow per tenant in commit order, and never repeat. Redis
-runs one script at a time, so any number drawn inside the writing script is in commit
-order already; ``XADD key 0-* ...`` draws it from the stream itself (the sequence part
-of the ID after the stream's last one), with no counter key of its own, and the stream
-keeps its last ID when entries are deleted or trimmed (even when it is emptied), so a
-number never comes again. The stream answers ``after=N`` with ``XRANGE (0-N +``
-(O(log n) to the first one), is pruned with ``XTRIM MINID`` and stores events in
-listpacks (less memory than a sorted set with a hash beside it). The stream lives in
-the tenant's slot (``{tenant}``), as the tenant's other data.
-
-Off costs one ``EXISTS`` of the switch inside each write script (passed as its second
-key; nothing more while it is absent). Enabling a feed that was off raises every
-tenant's floor above the last number drawn, so cursors from before expire; disabling
-deletes the switch (events stay readable until pruned).
-
-``forget_user``: its thread deletes record nothing; its last script (the records')
-deletes the user's events and records one ``user.forgotten``.
-
-Scale-out: with ``cluster=True`` a script touches its own slot only, and a thread's
-writes are not in its tenant's slot, so no event could be written atomically with
-them: the cluster layout has no feed (``Capability.EVENTS`` is not claimed;
-``events_enable`` raises ``ConfigurationError``).
+Every change is recorded in the Lua script that makes it (``lua.py``: ``feed()``,
+``emit``); keys, why a stream, costs and cluster mode: ``docs/redis.md`` (Change feed).
 """
 
 from __future__ import annotations
