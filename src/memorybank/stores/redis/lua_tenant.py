@@ -1,6 +1,6 @@
 """The Redis store's Lua scripts over a tenant's slot (records, vector logs) and runs.
 
-The record scripts run after ``_redis_lua._TENANT_PRELUDE`` (KEYS[1] = any key of
+The record scripts run after ``lua.TENANT_PRELUDE`` (KEYS[1] = any key of
 the tenant slot, ARGV[1] = "P{tenant}:"); the snapshot and summary scripts carry
 no prelude and name their keys themselves.
 """
@@ -92,17 +92,7 @@ local mode, owner, model = ARGV[2], ARGV[3], ARGV[4]
 local out = {}
 for i = 5, #ARGV do
   local kind = ARGV[i]
-  local ids
-  if mode == 'all' then
-    ids = redis.call('HKEYS', rkey(kind))
-  elseif owner == '-' then
-    ids = redis.call('SMEMBERS', owners(kind, nil))
-  else
-    ids = redis.call('SMEMBERS', owners(kind, string.sub(owner, 2)))
-    if mode == 'vis' then
-      for _, id in ipairs(redis.call('SMEMBERS', owners(kind, nil))) do ids[#ids + 1] = id end
-    end
-  end
+  local ids = scope_ids(mode, owner, kind)
   local rows = {}
   if #ids > 0 then
     local records = chunks('HMGET', rkey(kind), ids)

@@ -84,12 +84,8 @@ class RedisScope(RedisBase):
         is given, every record of the kind otherwise; callers filter the rest.
         With ``model_id``, only records with a vector of that model (and it).
         """
-        if isinstance(user_id, str | None):
-            mode, owner = "only", who(user_id)
-        elif visible_to is not None and not isinstance(visible_to.user_id, Unset):
-            mode, owner = "vis", who(visible_to.user_id)
-        else:
-            mode, owner = "all", "-"
+        only = isinstance(user_id, str | None)
+        mode, owner = ("only", who(user_id)) if only else self._owner_scope(visible_to)
         out = await self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
         found: list[tuple[str, str, list[Any], bytes | None]] = []
         step = 3 if model_id else 2
