@@ -11,7 +11,7 @@ from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.pages import thread_matches
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
+from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_status
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
     S_CREATE_BRANCH,
@@ -26,27 +26,20 @@ class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
     async def thread_create(self, thread: Thread) -> Thread:
-        fields: list[Any] = [
-            "id",
-            thread.id,
-            "ten",
-            thread.tenant_id,
-            "m",
-            dump(thread.metadata),
-            "s",
-            thread.status,
-            "c",
-            to_us(thread.created_at),
-            "up",
-            to_us(thread.updated_at),
-            "cb",
-            thread.current_branch,
-            "b:" + thread.current_branch,
-            dump([to_us(thread.created_at), None, None]),
-        ]
-        for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
-            if value is not None:
-                fields += [name, value]
+        named: dict[str, Any] = {
+            "id": thread.id,
+            "ten": thread.tenant_id,
+            "m": dump(thread.metadata),
+            "s": thread.status,
+            "c": to_us(thread.created_at),
+            "up": to_us(thread.updated_at),
+            "cb": thread.current_branch,
+            "b:" + thread.current_branch: dump([to_us(thread.created_at), None, None]),
+            "u": thread.user_id,
+            "a": thread.agent_id,
+            "ti": thread.title,
+        }
+        fields = [x for pair in named.items() if pair[1] is not None for x in pair]
         with self._op():
             created = await self._thread_eval(
                 S_CREATE,
@@ -142,7 +135,7 @@ class RedisThreads(RedisBase):
             out = await self._thread_eval(
                 S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
-            raise_missing(as_str(out[0]), thread_id, branch)
+            raise_status(out, thread_id)
             thread = decode_thread(out[1:])
             await self._index(tenant, thread)
         return thread
