@@ -195,6 +195,15 @@ local function scope_ids(mode, owner, k)
   end
   return ids
 end
+local function scope_records(mode, owner, k)  -- ids of the scope, and their JSON (or false)
+  local ids = scope_ids(mode, owner, k)
+  return ids, chunks('HMGET', rkey(k), ids)
+end
+local function fields(f)  -- a feed event's fields (a stream entry's) as a table
+  local out = {}
+  for j = 1, #f, 2 do out[f[j]] = f[j + 1] end
+  return out
+end
 local function admits(who, owner)
   if who == '*' or owner == cjson.null or owner == nil then return true end
   return '=' .. owner == who
