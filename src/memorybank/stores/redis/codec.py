@@ -231,9 +231,12 @@ def translated(closed: bool) -> Iterator[None]:
     ) as error:
         # Bad or missing credentials: retrying cannot help.
         raise ConfigurationError(f"redis refused the connection: {error}") from error
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
-        raise StoreUnavailable(f"redis unavailable: {error}") from error
-    except (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError) as error:
+    except (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        redis.exceptions.ClusterDownError,
+        redis.exceptions.TryAgainError,
+    ) as error:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
     except redis.exceptions.RedisError as error:
         raise StoreError(f"redis error: {error}") from error

@@ -40,18 +40,22 @@ RedisClient = redis.Redis | redis.RedisCluster
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
-def _options(timeout: float, max_connections: int) -> dict[str, Any]:
+def _cluster_options(timeout: float, max_connections: int) -> dict[str, Any]:
     return {
         "socket_timeout": timeout,
         "socket_connect_timeout": timeout,
         "max_connections": max_connections,
-        "timeout": timeout,  # BlockingConnectionPool: wait for a free connection
         "decode_responses": False,
         # RESP2: with RESP3, redis-py enables maintenance notifications and then
         # skips its check of pooled connections on checkout, so a connection the
         # server closed (restart, CLIENT KILL, idle timeout) fails one command.
         "protocol": 2,
     }
+
+
+def _options(timeout: float, max_connections: int) -> dict[str, Any]:
+    # BlockingConnectionPool's ``timeout``: the wait for a free connection
+    return {**_cluster_options(timeout, max_connections), "timeout": timeout}
 
 
 def aconnect_redis(url: str, *, timeout: float, max_connections: int) -> redis.asyncio.Redis:
@@ -78,16 +82,6 @@ def _node_url(url: str) -> str:
     """``redis+cluster://...`` as the ``redis://...`` redis-py parses."""
     scheme, sep, rest = url.partition("://")
     return CLUSTER_SCHEMES.get(scheme.lower(), scheme) + sep + rest
-
-
-def _cluster_options(timeout: float, max_connections: int) -> dict[str, Any]:
-    return {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "max_connections": max_connections,
-        "decode_responses": False,
-        "protocol": 2,  # as above
-    }
 
 
 #: Set while a task holds a turn of a ``_WaitingCluster`` (a pipeline re-sending a
