@@ -121,13 +121,9 @@ class RedisEntries(RedisBase):
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
-        base = self._base(tenant, thread_id)
-        idx = "" if self._cluster else self._idx(tenant)
+        calls = [self._thread_call(tenant, thread_id, branch or "", eid) for eid in wanted]
         async with self._io():
-            outs = await self._eval_many(
-                S_GET_ENTRY,
-                [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
-            )
+            outs = await self._eval_many(S_GET_ENTRY, calls)
         return {
             eid: decode_entry(out[1], thread_id, as_str(out[0]))
             for eid, out in zip(wanted, outs, strict=True)

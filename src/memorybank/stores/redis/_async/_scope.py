@@ -48,10 +48,7 @@ class RedisScope(RedisBase):
         check = "0" if visible_to is None else "1"
         agent = "-" if visible_to is None else who(visible_to.agent_id)
         user = "-" if visible_to is None else who(visible_to.user_id)
-        calls = []
-        for tid in tids:
-            base = self._base(tenant, tid)
-            calls.append(((base + "t",), (base, "0", "", check, agent, user, model_id)))
+        calls = [self._thread_call(tenant, tid, check, agent, user, model_id) for tid in tids]
         replies = await self._eval_many(S_SCOPE, calls)
         found: list[tuple[str, list[Any]]] = []
         gone: list[str] = []
@@ -62,11 +59,7 @@ class RedisScope(RedisBase):
             elif status == "GONE":
                 gone.append(tid)
         if gone and indexes:
-            async with self._client.pipeline(transaction=False) as pipe:
-                for name in {*indexes, idx + "threads"} - {idx + "u0"}:
-                    pipe.zrem(name, *gone)
-                pipe.srem(idx + "u0", *gone)
-                await pipe.execute()
+            await self._drop_gone(idx, indexes, gone)
         return found
 
     async def _records_in_scope(

@@ -89,10 +89,7 @@ class RedisThreads(RedisBase):
                     rows = await pipe.execute()
                 gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
                 if gone:
-                    await self._client.zrem(index, *gone)
-                    if index != idx + "threads":
-                        await self._client.zrem(idx + "threads", *gone)
-                    await self._client.srem(idx + "u0", *gone)
+                    await self._drop_gone(idx, [index], gone)
                 for row in rows:
                     if row[0] is None:
                         continue

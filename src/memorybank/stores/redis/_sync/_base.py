@@ -203,11 +203,23 @@ class RedisBase(CachedVectorStore):
         which the write scripts read (``memorybank.stores.redis.lua``: ``feed()``)."""
         return (key,) if self._cluster else (key, self._feed_switch())
 
-    def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
-        self._ready()
+    def _thread_call(self, tenant: str, thread_id: str, *args: Any) -> tuple[Any, Any]:
+        """A thread script's keys and arguments (``lua._PRELUDE``'s head, then ``args``)."""
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
-        return self._eval(script, self._keys(base + "t"), (base, self._ttl, idx, *args))
+        return self._keys(base + "t"), (base, self._ttl, idx, *args)
+
+    def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
+        self._ready()
+        return self._eval(script, *self._thread_call(tenant, thread_id, *args))
+
+    def _drop_gone(self, idx: str, indexes: Sequence[str], gone: Sequence[Any]) -> None:
+        """Drop expired threads from the tenant indexes read (and ``threads``, ``u0``)."""
+        with self._client.pipeline(transaction=False) as pipe:
+            for name in {*indexes, idx + "threads"} - {idx + "u0"}:
+                pipe.zrem(name, *gone)
+            pipe.srem(idx + "u0", *gone)
+            pipe.execute()
 
     def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
         """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""

@@ -90,10 +90,7 @@ class RedisThreads(RedisBase):
                     rows = pipe.execute()
                 gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
                 if gone:
-                    self._client.zrem(index, *gone)
-                    if index != idx + "threads":
-                        self._client.zrem(idx + "threads", *gone)
-                    self._client.srem(idx + "u0", *gone)
+                    self._drop_gone(idx, [index], gone)
                 for row in rows:
                     if row[0] is None:
                         continue
