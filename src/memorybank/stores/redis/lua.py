@@ -130,10 +130,6 @@ local function unindex_vectors(out, tid, m, ids)
   for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
   redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
 end
-local function pick(t, b)
-  if b == '' then return t[10] end
-  return b
-end
 """
     + _FEED
     + r"""

@@ -133,9 +133,7 @@ for _, f in ipairs({3, 4, 5, 6, 7, 10}) do  -- owner, title, metadata, status, b
     break
   end
 end
-local out = {'OK'}
-for i = 1, 10 do out[#out + 1] = t[i] end
-return out
+return {'OK', cjson.encode(t)}
 """
 
 # ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
@@ -177,7 +175,8 @@ return {1, n, t[2] or '', gone}
 _LIST = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
-local b = pick(t, ARGV[4])
+local b = ARGV[4]
+if b == '' then b = t[10] end
 local z = zkey(b)
 local limit, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
 local out = {'OK', b, cjson.encode(t)}
@@ -373,9 +372,7 @@ redis.call('HSET', tkey, 'up', ARGV[6])
 t[9] = ARGV[6]
 touch()
 index(t, ARGV[6])
-local out = {'OK'}
-for i = 1, 10 do out[#out + 1] = t[i] end
-return out
+return {'OK', cjson.encode(t)}
 """
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.

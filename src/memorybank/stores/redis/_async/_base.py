@@ -7,7 +7,7 @@ apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Self, cast
 
@@ -107,19 +107,17 @@ class RedisBase(CachedVectorStore):
         Cluster through that node; ``max_connections`` is then per node.
         """
         clean, opts = split_url(url)
+
+        def pick(name: str, given: Any, default: Any, kind: Callable[[str], Any] = float) -> Any:
+            return kind(opts[name]) if given == default and name in opts else given
+
         try:
-            if prefix == "memorybank:" and "prefix" in opts:
-                prefix = opts["prefix"]
-            if ttl is None and "ttl" in opts:
-                ttl = float(opts["ttl"])
-            if working_ttl is None and "working_ttl" in opts:
-                working_ttl = float(opts["working_ttl"])
-            if snapshot_ttl is None and "snapshot_ttl" in opts:
-                snapshot_ttl = float(opts["snapshot_ttl"])
-            if timeout == 5.0 and "timeout" in opts:
-                timeout = float(opts["timeout"])
-            if max_connections == 50 and "max_connections" in opts:
-                max_connections = int(opts["max_connections"])
+            prefix = pick("prefix", prefix, "memorybank:", str)
+            ttl = pick("ttl", ttl, None)
+            working_ttl = pick("working_ttl", working_ttl, None)
+            snapshot_ttl = pick("snapshot_ttl", snapshot_ttl, None)
+            timeout = pick("timeout", timeout, 5.0)
+            max_connections = pick("max_connections", max_connections, 50, int)
         except ValueError as error:
             raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
         if timeout <= 0 or max_connections < 1:

@@ -187,7 +187,7 @@ class RedisEntries(RedisBase):
             raise_status(out, thread_id, branch)
             if as_str(out[0]) != "OK":  # STALE
                 return False
-            await self._index(tenant, decode_thread(out[1:11]))
+            await self._index(tenant, decode_thread(unpack_thread(out[1])))
             await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 

@@ -11,7 +11,14 @@ from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.pages import thread_matches
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_status
+from memorybank.stores.redis.codec import (
+    THREAD_FIELDS,
+    as_str,
+    decode_thread,
+    esc,
+    raise_status,
+    unpack_thread,
+)
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
     S_CREATE_BRANCH,
@@ -133,7 +140,7 @@ class RedisThreads(RedisBase):
                 S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
             raise_status(out, thread_id)
-            thread = decode_thread(out[1:])
+            thread = decode_thread(unpack_thread(out[1]))
             await self._index(tenant, thread)
         return thread
 

@@ -188,7 +188,7 @@ class RedisEntries(RedisBase):
             raise_status(out, thread_id, branch)
             if as_str(out[0]) != "OK":  # STALE
                 return False
-            self._index(tenant, decode_thread(out[1:11]))
+            self._index(tenant, decode_thread(unpack_thread(out[1])))
             self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
