@@ -19,8 +19,11 @@ from memorybank.errors import (
     StoreClosed,
     StoreError,
     StoreUnavailable,
+    ThreadForbidden,
 )
 from memorybank.records import Entry, Thread
+from memorybank.rules.entry_ids import id_taken
+from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import dump, entry_payload, from_us, to_us, tool_calls_value
@@ -115,12 +118,23 @@ def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     )
 
 
-def raise_missing(status: str, thread_id: str, branch: str) -> None:
-    """Raise ``NotFound`` for a thread script's ``NOTFOUND`` or ``NOBRANCH`` status."""
+def raise_status(out: Sequence[Any], thread_id: str, branch: str = "") -> None:
+    """Raise the error a thread script's status reply ``out`` reports (``OK``: none).
+
+    ``NOTFOUND`` (thread), ``NOBRANCH`` (the branch ``out[1]``, else ``branch``),
+    ``FORBIDDEN`` (owner), ``CONFLICT`` (key ``out[1]`` reused), ``TAKEN`` (id, branch).
+    """
+    status = as_str(out[0])
     if status == "NOTFOUND":
         raise NotFound(f"thread {thread_id!r} not found")
     if status == "NOBRANCH":
-        raise NotFound(f"branch {branch!r} not found")
+        raise NotFound(f"branch {as_str(out[1]) if len(out) > 1 else branch!r} not found")
+    if status == "FORBIDDEN":
+        raise ThreadForbidden()
+    if status == "CONFLICT":
+        raise key_reused(as_str(out[1]))
+    if status == "TAKEN":
+        raise id_taken(as_str(out[1]), as_str(out[2]))
 
 
 def glob_escape(text: str) -> str:
@@ -217,9 +231,12 @@ def translated(closed: bool) -> Iterator[None]:
     ) as error:
         # Bad or missing credentials: retrying cannot help.
         raise ConfigurationError(f"redis refused the connection: {error}") from error
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as error:
-        raise StoreUnavailable(f"redis unavailable: {error}") from error
-    except (redis.exceptions.ClusterDownError, redis.exceptions.TryAgainError) as error:
+    except (
+        redis.exceptions.ConnectionError,
+        redis.exceptions.TimeoutError,
+        redis.exceptions.ClusterDownError,
+        redis.exceptions.TryAgainError,
+    ) as error:
         raise StoreUnavailable(f"redis unavailable: {error}") from error
     except redis.exceptions.RedisError as error:
         raise StoreError(f"redis error: {error}") from error

@@ -1,25 +1,7 @@
 """The few Redis pieces whose sync and async forms differ (hand-written pair).
 
-``memorybank/stores/redis/_async/`` is the single source of the Redis store;
-``scripts/gen_sync.py`` renames ``AsyncRedisClient`` -> ``RedisClient`` and
-``aconnect_redis`` -> ``connect_redis`` (and the cluster pair
-``AsyncRedisClusterClient`` / ``aconnect_redis_cluster``) to build the sync
-twin. The single-node factories build a client the store owns: a blocking pool
-(waits at most ``timeout`` for a free connection, then fails), socket timeouts
-of ``timeout`` seconds, and no automatic command retry (a retried ``EVALSHA``
-whose reply was lost could apply a non-idempotent append twice; dead pooled
-connections are detected and reopened when they are checked out instead).
-
-The cluster factories take ``redis+cluster://host:port`` (or
-``rediss+cluster://``): one seed node, the client discovers the others from
-``CLUSTER SLOTS``. Same timeouts and no command retry; ``MOVED``/``ASK``
-redirections (a command that did not run) are still followed. The pool is per
-node: the sync client's waits at most ``timeout`` for a free connection.
-redis-py's asyncio cluster has no blocking pool (a node already holding
-``max_connections`` fails the command at once), so the asyncio client here lets
-at most ``max_connections`` commands or pipelines run at a time and makes the
-others wait, at most ``timeout``, for their turn (each holds at most one
-connection per node, so no node ever needs more).
+``scripts/gen_sync.py`` renames the async names to their sync twins. Pools, timeouts,
+no command retry and the asyncio cluster's waiting: ``docs/redis.md`` (Clients).
 """
 
 from __future__ import annotations
@@ -58,18 +40,22 @@ RedisClient = redis.Redis | redis.RedisCluster
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
 
-def _options(timeout: float, max_connections: int) -> dict[str, Any]:
+def _cluster_options(timeout: float, max_connections: int) -> dict[str, Any]:
     return {
         "socket_timeout": timeout,
         "socket_connect_timeout": timeout,
         "max_connections": max_connections,
-        "timeout": timeout,  # BlockingConnectionPool: wait for a free connection
         "decode_responses": False,
         # RESP2: with RESP3, redis-py enables maintenance notifications and then
         # skips its check of pooled connections on checkout, so a connection the
         # server closed (restart, CLIENT KILL, idle timeout) fails one command.
         "protocol": 2,
     }
+
+
+def _options(timeout: float, max_connections: int) -> dict[str, Any]:
+    # BlockingConnectionPool's ``timeout``: the wait for a free connection
+    return {**_cluster_options(timeout, max_connections), "timeout": timeout}
 
 
 def aconnect_redis(url: str, *, timeout: float, max_connections: int) -> redis.asyncio.Redis:
@@ -96,16 +82,6 @@ def _node_url(url: str) -> str:
     """``redis+cluster://...`` as the ``redis://...`` redis-py parses."""
     scheme, sep, rest = url.partition("://")
     return CLUSTER_SCHEMES.get(scheme.lower(), scheme) + sep + rest
-
-
-def _cluster_options(timeout: float, max_connections: int) -> dict[str, Any]:
-    return {
-        "socket_timeout": timeout,
-        "socket_connect_timeout": timeout,
-        "max_connections": max_connections,
-        "decode_responses": False,
-        "protocol": 2,  # as above
-    }
 
 
 #: Set while a task holds a turn of a ``_WaitingCluster`` (a pipeline re-sending a

@@ -2,14 +2,21 @@
 
 I/O-free and shared by the async store and its generated sync twin. A script's
 source is its body after the prelude helpers it calls (``_with_helpers``); the
-scripts themselves are in ``_redis_lua_threads`` (a thread's slot) and
-``_redis_lua_tenant`` (the tenant's slot, runs).
+scripts themselves are in ``lua_threads`` (a thread's slot) and
+``lua_tenant`` (the tenant's slot, runs).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+
+# -- ``esc`` (as ``codec.esc``; first: the helpers after it call it), in both preludes
+_ESC = r"""
+local function esc(s)
+  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+"""
 
 # -- the change feed's helpers, in both preludes (``memorybank.stores.redis._async._events``).
 # KEYS[2] = the store's feed switch ("P events", a hash; absent: off) on a single node;
@@ -58,10 +65,9 @@ _PRELUDE = (
 local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
 local tkey = KEYS[1]
 local feed_on, feed_at = nil, nil
-local function esc(s)
-  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
-end
-local function zkey(b) return base .. 'z:' .. esc(b) end
+"""
+    + _ESC
+    + r"""local function zkey(b) return base .. 'z:' .. esc(b) end
 local function hkey(b) return base .. 'h:' .. esc(b) end
 local function thread()
   return redis.call('HMGET', tkey, 'id', 'ten', 'u', 'a', 'ti', 'm', 's', 'c', 'up', 'cb')
@@ -105,9 +111,24 @@ local function forget(h, members)
     if e[12] ~= cjson.null then redis.call('HDEL', h, 'k:' .. e[12]) end
   end
 end
-local function pick(t, b)
-  if b == '' then return t[10] end
-  return b
+local function member(z, h, id)  -- an entry's position and member (nil: absent)
+  local p = redis.call('HGET', h, 'i:' .. id)
+  if p then return p, redis.call('ZRANGEBYSCORE', z, p, p)[1] end
+end
+local function unindex_vectors(out, tid, m, ids)
+  -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
+  -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
+  if idx == '' then
+    out[#out + 1] = m
+    out[#out + 1] = ids
+    return
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('HDEL', idx .. 'ev:' .. esc(m), unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  local log = idx .. 'vl:entry:' .. esc(m)
+  for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
+  redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
 end
 """
     + _FEED
@@ -130,10 +151,9 @@ TENANT_PRELUDE = (
     r"""
 local idx = ARGV[1]
 local feed_on, feed_at = nil, nil
-local function esc(s)
-  return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
-end
-local function rkey(k) return idx .. 'r:' .. esc(k) end
+"""
+    + _ESC
+    + r"""local function rkey(k) return idx .. 'r:' .. esc(k) end
 local function owners(k, user)
   if user == cjson.null or user == nil then return idx .. 'rn:' .. esc(k) end
   return idx .. 'ru:' .. esc(k) .. ':' .. esc(user)
@@ -161,14 +181,24 @@ local function chunks(cmd, key, items)
   return out
 end
 local function scope_ids(mode, owner, k)
+  -- mode "all": every record of k; "only": the owner's ("-": the shared ones);
+  -- "vis": the owner's and the shared ones
   if mode == 'all' then return redis.call('HKEYS', rkey(k)) end
-  local ids = redis.call('SMEMBERS', owners(k, nil))
-  if owner ~= '-' then
-    for _, id in ipairs(redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))) do
-      ids[#ids + 1] = id
-    end
+  if owner == '-' then return redis.call('SMEMBERS', owners(k, nil)) end
+  local ids = redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))
+  if mode == 'vis' then
+    for _, id in ipairs(redis.call('SMEMBERS', owners(k, nil))) do ids[#ids + 1] = id end
   end
   return ids
+end
+local function scope_records(mode, owner, k)  -- ids of the scope, and their JSON (or false)
+  local ids = scope_ids(mode, owner, k)
+  return ids, chunks('HMGET', rkey(k), ids)
+end
+local function fields(f)  -- a feed event's fields (a stream entry's) as a table
+  local out = {}
+  for j = 1, #f, 2 do out[f[j]] = f[j + 1] end
+  return out
 end
 local function admits(who, owner)
   if who == '*' or owner == cjson.null or owner == nil then return true end

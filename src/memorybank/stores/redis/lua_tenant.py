@@ -1,6 +1,6 @@
 """The Redis store's Lua scripts over a tenant's slot (records, vector logs) and runs.
 
-The record scripts run after ``_redis_lua._TENANT_PRELUDE`` (KEYS[1] = any key of
+The record scripts run after ``lua.TENANT_PRELUDE`` (KEYS[1] = any key of
 the tenant slot, ARGV[1] = "P{tenant}:"); the snapshot and summary scripts carry
 no prelude and name their keys themselves.
 """
@@ -92,30 +92,16 @@ local mode, owner, model = ARGV[2], ARGV[3], ARGV[4]
 local out = {}
 for i = 5, #ARGV do
   local kind = ARGV[i]
-  local ids
-  if mode == 'all' then
-    ids = redis.call('HKEYS', rkey(kind))
-  elseif owner == '-' then
-    ids = redis.call('SMEMBERS', owners(kind, nil))
-  else
-    ids = redis.call('SMEMBERS', owners(kind, string.sub(owner, 2)))
-    if mode == 'vis' then
-      for _, id in ipairs(redis.call('SMEMBERS', owners(kind, nil))) do ids[#ids + 1] = id end
-    end
+  local ids = scope_ids(mode, owner, kind)
+  local rows, records, vectors = {}, chunks('HMGET', rkey(kind), ids), {}
+  if model ~= '' then
+    vectors = chunks('HMGET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(model), ids)
   end
-  local rows = {}
-  if #ids > 0 then
-    local records = chunks('HMGET', rkey(kind), ids)
-    local vectors = {}
-    if model ~= '' then
-      vectors = chunks('HMGET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(model), ids)
-    end
-    for j, id in ipairs(ids) do
-      if records[j] and (model == '' or vectors[j]) then
-        rows[#rows + 1] = id
-        rows[#rows + 1] = records[j]
-        if model ~= '' then rows[#rows + 1] = vectors[j] end
-      end
+  for j, id in ipairs(ids) do
+    if records[j] and (model == '' or vectors[j]) then
+      rows[#rows + 1] = id
+      rows[#rows + 1] = records[j]
+      if model ~= '' then rows[#rows + 1] = vectors[j] end
     end
   end
   out[#out + 1] = kind
@@ -130,10 +116,8 @@ return out
 _RECORD_KEYS = """
 local wanted = {}
 for i = 5, #ARGV do wanted[ARGV[i]] = true end
-local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
+local ids, records = scope_records(ARGV[2], ARGV[3], ARGV[4])
 local out = {}
-if #ids == 0 then return out end
-local records = chunks('HMGET', rkey(ARGV[4]), ids)
 for j, id in ipairs(ids) do
   local json = records[j]
   if json then
@@ -162,9 +146,7 @@ if ARGV[7] ~= '' then
   hi = tonumber(ARGV[7]) + SLACK
 end
 local limit = tonumber(ARGV[8])
-local ids = scope_ids(ARGV[2], ARGV[3], ARGV[4])
-if #ids == 0 then return {} end
-local records = chunks('HMGET', rkey(ARGV[4]), ids)
+local ids, records = scope_records(ARGV[2], ARGV[3], ARGV[4])
 local out, rows = {}, {}
 for j, id in ipairs(ids) do
   local json = records[j]
@@ -241,11 +223,8 @@ while true do
   local rows = redis.call('XRANGE', fe, start, '+', 'COUNT', 1000)
   local doomed = {}
   for _, row in ipairs(rows) do
-    local f, u, k = row[2], nil, nil
-    for j = 1, #f, 2 do
-      if f[j] == 'u' then u = f[j + 1] elseif f[j] == 'k' then k = f[j + 1] end
-    end
-    if u == user and k ~= 'user.forgotten' then doomed[#doomed + 1] = row[1] end
+    local f = fields(row[2])
+    if f.u == user and f.k ~= 'user.forgotten' then doomed[#doomed + 1] = row[1] end
   end
   if #doomed > 0 then redis.call('XDEL', fe, unpack(doomed)) end
   if #rows < 1000 then break end
@@ -273,17 +252,13 @@ local out = {redis.call('HGET', idx .. 'fm', 'floor') or '0'}
 while true do
   local rows = redis.call('XRANGE', fe, start, '+', 'COUNT', chunk)
   for _, row in ipairs(rows) do
-    local f, k, u, a = row[2], nil, nil, nil
-    for j = 1, #f, 2 do
-      local name = f[j]
-      if name == 'k' then k = f[j + 1] elseif name == 'u' then u = f[j + 1]
-      elseif name == 'a' then a = f[j + 1] end
-    end
-    if (not kinds or kinds[k])
+    local f = fields(row[2])
+    local u, a = f.u, f.a
+    if (not kinds or kinds[f.k])
       and (user == '*' or (user == '-' and not u) or (u and '=' .. u == user))
       and (agent == '*' or not a or (agent ~= '-' and '=' .. a == agent)) then
       out[#out + 1] = row[1]
-      out[#out + 1] = f
+      out[#out + 1] = row[2]
       if (#out - 1) / 2 >= limit then return out end
     end
   end
@@ -299,8 +274,7 @@ _EVENTS_PRUNE = """
 local fe, cutoff = idx .. 'fe', tonumber(ARGV[2])
 local last = nil
 for _, row in ipairs(redis.call('XRANGE', fe, '-', '+', 'COUNT', tonumber(ARGV[3]))) do
-  local f, t = row[2], nil
-  for j = 1, #f, 2 do if f[j] == 't' then t = tonumber(f[j + 1]) end end
+  local t = tonumber(fields(row[2]).t)
   if not t or t >= cutoff then break end
   last = tonumber(string.match(row[1], '%-(%d+)$'))
 end

@@ -1,6 +1,6 @@
 """The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``).
 
-Every script here runs after ``_redis_lua._PRELUDE``: KEYS[1] = the thread hash,
+Every script here runs after ``lua._PRELUDE``: KEYS[1] = the thread hash,
 ARGV[1] = the thread's key base, ARGV[2] = TTL in ms ("0": none), ARGV[3] = the
 tenant index base ("" when the indexes are maintained outside the script, as with
 ``cluster=True``).
@@ -65,8 +65,7 @@ for i = 8, #ARGV, 5 do
   local key, fp = ARGV[i], ARGV[i + 3]
   local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
   if found then
-    local p = redis.call('HGET', h, 'i:' .. found)
-    local m = redis.call('ZRANGEBYSCORE', z, p, p)[1]
+    local p, m = member(z, h, found)
     if fp ~= '' then
       local old = cjson.decode(m)[13]
       if type(old) == 'string' and old ~= fp then return {'CONFLICT', key} end
@@ -87,10 +86,7 @@ for i = 8, #ARGV, 5 do
   local hit = replay[i]
   if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
     local found = redis.call('HGET', h, 'k:' .. key)
-    if found then
-      local p = redis.call('HGET', h, 'i:' .. found)
-      hit = {p, redis.call('ZRANGEBYSCORE', z, p, p)[1]}
-    end
+    if found then hit = {member(z, h, found)} end
   end
   if hit then
     out[#out + 1] = hit[1]
@@ -137,9 +133,7 @@ for _, f in ipairs({3, 4, 5, 6, 7, 10}) do  -- owner, title, metadata, status, b
     break
   end
 end
-local out = {'OK'}
-for i = 1, 10 do out[#out + 1] = t[i] end
-return out
+return {'OK', cjson.encode(t)}
 """
 
 # ARGV[4] = required owner or "" (any). Returns {deleted 0/1, entries removed, owner or "",
@@ -148,7 +142,7 @@ return out
 # One "thread.deleted" event, none for its entries; none with an owner (``forget_user``,
 # which records one "user.forgotten" at its end).
 _DELETE = """
-local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
+local t = owner()
 if not t[1] then return {0, 0, '', {}} end
 if ARGV[4] ~= '' and t[2] ~= ARGV[4] then return {0, 0, '', {}} end
 local n, gone = 0, {}
@@ -158,18 +152,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
     n = n + redis.call('ZCARD', zkey(name))
     redis.call('DEL', zkey(name), hkey(name))
   elseif kind == 'v:' then
-    local ids = redis.call('HKEYS', vkey(name))
-    if idx ~= '' then
-      for i = 1, #ids, 1000 do
-        redis.call('HDEL', idx .. 'ev:' .. esc(name), unpack(ids, i, math.min(i + 999, #ids)))
-      end
-      local log = idx .. 'vl:entry:' .. esc(name)
-      for _, id in ipairs(ids) do redis.call('ZREM', log, t[1] .. '\0' .. id) end
-      redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(name), 'g', 1)
-    else
-      gone[#gone + 1] = name
-      gone[#gone + 1] = ids
-    end
+    unindex_vectors(gone, t[1], name, redis.call('HKEYS', vkey(name)))
     redis.call('DEL', vkey(name))
   end
 end
@@ -192,7 +175,8 @@ return {1, n, t[2] or '', gone}
 _LIST = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
-local b = pick(t, ARGV[4])
+local b = ARGV[4]
+if b == '' then b = t[10] end
 local z = zkey(b)
 local limit, offset = tonumber(ARGV[5]), tonumber(ARGV[6])
 local out = {'OK', b, cjson.encode(t)}
@@ -229,9 +213,9 @@ end
 # ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
 _GET_ENTRY = _on_branch(
     """
-local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
+local p, m = member(zkey(b), hkey(b), ARGV[5])
 if not p then return {} end
-return {b, redis.call('ZRANGEBYSCORE', zkey(b), p, p)[1]}
+return {b, m}
 """,
     missing="{}",
 )
@@ -256,8 +240,8 @@ return n
 
 # ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
 # Deletes the vectors of those no branch holds any more (a fork copies entries with their
-# ids: a vector goes with the last copy); on a single node also their "ev:" index fields
-# and log members (and bumps the generation); returns {model, {ids}, ...} of what went.
+# ids: a vector goes with the last copy) and unindexes them (``unindex_vectors``: with
+# ``cluster=True`` returns {model, {ids}, ...} of what went).
 _SWEEP_VECTORS = """
 local tid = redis.call('HGET', tkey, 'id')
 if not tid then return {} end
@@ -284,18 +268,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
       end
       if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
     end
-    if #gone > 0 then
-      out[#out + 1] = m
-      out[#out + 1] = gone
-      if idx ~= '' then
-        local e, log = idx .. 'ev:' .. esc(m), idx .. 'vl:entry:' .. esc(m)
-        for _, id in ipairs(gone) do
-          redis.call('HDEL', e, id)
-          redis.call('ZREM', log, tid .. '\0' .. id)
-        end
-        redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
-      end
-    end
+    if #gone > 0 then unindex_vectors(out, tid, m, gone) end
   end
 end
 return out
@@ -399,9 +372,7 @@ redis.call('HSET', tkey, 'up', ARGV[6])
 t[9] = ARGV[6]
 touch()
 index(t, ARGV[6])
-local out = {'OK'}
-for i = 1, 10 do out[#out + 1] = t[i] end
-return out
+return {'OK', cjson.encode(t)}
 """
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
@@ -410,8 +381,8 @@ if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
 local z, h = zkey(ARGV[4]), hkey(ARGV[4])
 local out = {'OK'}
 for i = 5, #ARGV do
-  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
-  out[#out + 1] = (p and redis.call('ZRANGEBYSCORE', z, p, p)[1]) or false
+  local _, m = member(z, h, ARGV[i])
+  out[#out + 1] = m or false
 end
 return out
 """
@@ -424,8 +395,8 @@ if redis.call('EXISTS', tkey) == 0 then return -1 end
 local z, h = zkey(ARGV[4]), hkey(ARGV[4])
 local pos = {}
 for i = 5, #ARGV, 3 do
-  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
-  if not p or redis.call('ZRANGEBYSCORE', z, p, p)[1] ~= ARGV[i + 1] then return -2 end
+  local p, m = member(z, h, ARGV[i])
+  if not p or m ~= ARGV[i + 1] then return -2 end
   pos[#pos + 1] = p
 end
 local o = feed() and owner()
@@ -443,7 +414,7 @@ return #pos
 # asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns
 # {'GONE'}, {'HIDDEN'}, {'OK', {id, vector, ...}} or {'OK', branch, {members}, ...}.
 _SCOPE = """
-local t = redis.call('HMGET', tkey, 'id', 'u', 'a')
+local t = owner()
 if not t[1] then return {'GONE'} end
 if ARGV[4] == '1' then
   if (ARGV[5] ~= '*' and t[3] and '=' .. t[3] ~= ARGV[5])

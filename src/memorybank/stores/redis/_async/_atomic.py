@@ -1,28 +1,5 @@
-"""RedisAtomic: ``atomic(tenant)`` in Redis, by a journal of the tenant's keys.
-
-Redis has no transaction spanning the many scripts of an import, so ``atomic`` keeps
-what the block may change aside and puts it back if the block does not end well:
-
-1. A lease ``P atomic:<tenant>:lease`` (``SET NX PX``): one block per tenant at a time;
-   renewed by the view's calls while it works, it lapses ``LEASE_MS`` after its
-   holder died. A journal left by a holder whose lease lapsed is rolled back first.
-2. The journal: the state ``P atomic:<tenant>:state`` set to ``saving``, then a
-   ``DUMP`` (and the ``PTTL``) of every key of the tenant (``P{tenant}...`` and
-   ``P{tenant:...}...``) into the hashes ``P atomic:<tenant>:keys``/``:ttl``, then the
-   state set to ``writing``. The tenant is in ``P atomic:open`` meanwhile.
-3. The block writes the tenant's keys in place, through the view (the store itself,
-   renewing the lease).
-4. Commit: the state is deleted (the commit point), then the journal and the lease.
-   Rollback (the block raised, or a later opener finds a ``writing`` state whose lease
-   lapsed: the holder was killed): every key of the tenant is deleted and the journal
-   ``RESTORE``d (``REPLACE``, with its remaining TTL), then the journal goes. Both are
-   safe to repeat, so a rollback cut short by another crash is finished by the next.
-
-A store recovers the tenants of ``P atomic:open`` at its first call (``_migrate``).
-Costs and limits: the journal copies the whole tenant first (time and memory of the
-tenant's size); other writers of the tenant during the block are not kept apart (their
-writes are undone by a rollback, and readers see the block's writes as they happen).
-"""
+"""RedisAtomic: ``atomic(tenant)`` in Redis, by a journal of the tenant's keys
+(lease, journal, commit and rollback steps: ``docs/redis.md``, ``atomic(tenant)``)."""
 
 from __future__ import annotations
 
@@ -55,7 +32,7 @@ class _Lease:
 
 
 class RedisAtomic(RedisBase):
-    """``atomic`` for ``AsyncRedisStore`` (see the module docstring)."""
+    """``atomic`` for ``AsyncRedisStore`` (``docs/redis.md``)."""
 
     _lease: _Lease | None = None
 
@@ -88,7 +65,7 @@ class RedisAtomic(RedisBase):
             await self._renew()
 
     async def _save(self, tenant: str) -> None:
-        """Journal every key of the tenant (step 2 of the module docstring)."""
+        """Journal every key of the tenant (step 2 in ``docs/redis.md``)."""
         j = self._journal(tenant)
         await self._client.delete(j + "keys", j + "ttl")
         keys = await self._tenant_keys(tenant)
@@ -177,10 +154,9 @@ class RedisAtomic(RedisBase):
 
     @asynccontextmanager
     async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
-        """A view whose writes to ``tenant`` stay, or are undone, together (see the module
-        docstring: a journal of the tenant, rolled back on an error or after a crash)."""
-        with self._op():
-            await self._ready()
+        """A view whose writes to ``tenant`` stay, or are undone, together (a journal of
+        the tenant, rolled back on an error or after a crash)."""
+        async with self._io():
             j = self._journal(tenant)
             token = uuid.uuid4().hex
             if not await self._client.set(j + "lease", token, nx=True, px=LEASE_MS):

@@ -7,8 +7,8 @@ apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Self, cast
 
 import redis.exceptions
@@ -57,7 +57,7 @@ MIGRATIONS: list[str] = [
 
 
 class RedisBase(CachedVectorStore):
-    """The state and plumbing of ``AsyncRedisStore`` (see the package docstring)."""
+    """The state and plumbing of ``AsyncRedisStore`` (``docs/redis.md``)."""
 
     def __init__(
         self,
@@ -107,19 +107,17 @@ class RedisBase(CachedVectorStore):
         Cluster through that node; ``max_connections`` is then per node.
         """
         clean, opts = split_url(url)
+
+        def pick(name: str, given: Any, default: Any, kind: Callable[[str], Any] = float) -> Any:
+            return kind(opts[name]) if given == default and name in opts else given
+
         try:
-            if prefix == "memorybank:" and "prefix" in opts:
-                prefix = opts["prefix"]
-            if ttl is None and "ttl" in opts:
-                ttl = float(opts["ttl"])
-            if working_ttl is None and "working_ttl" in opts:
-                working_ttl = float(opts["working_ttl"])
-            if snapshot_ttl is None and "snapshot_ttl" in opts:
-                snapshot_ttl = float(opts["snapshot_ttl"])
-            if timeout == 5.0 and "timeout" in opts:
-                timeout = float(opts["timeout"])
-            if max_connections == 50 and "max_connections" in opts:
-                max_connections = int(opts["max_connections"])
+            prefix = pick("prefix", prefix, "memorybank:", str)
+            ttl = pick("ttl", ttl, None)
+            working_ttl = pick("working_ttl", working_ttl, None)
+            snapshot_ttl = pick("snapshot_ttl", snapshot_ttl, None)
+            timeout = pick("timeout", timeout, 5.0)
+            max_connections = pick("max_connections", max_connections, 50, int)
         except ValueError as error:
             raise ConfigurationError(f"bad option in redis URL {url!r}: {error}") from error
         if timeout <= 0 or max_connections < 1:
@@ -152,9 +150,26 @@ class RedisBase(CachedVectorStore):
     def _op(self) -> AbstractContextManager[None]:
         return translated(self._closed)
 
+    @asynccontextmanager
+    async def _io(self) -> AsyncIterator[None]:
+        """``_op`` (closed check, driver errors translated) after the layout check."""
+        with self._op():
+            await self._ready()
+            yield
+
     async def _ready(self) -> None:
         if not self._schema_ok:
             await self._migrate()
+
+    async def _scan_ids(self, head: str, tail: str, **options: Any) -> AsyncIterator[str]:
+        """The (escaped) ``X`` of every key ``head + X + tail`` (``SCAN``; an ``X`` with
+        ``:``, ``{`` or ``}`` is part of another kind of key and left out)."""
+        pattern = glob_escape(head) + "*" + glob_escape(tail)
+        async for key in self._client.scan_iter(match=pattern, count=1000, **options):
+            name = as_str(key)
+            found = name[len(head) : len(name) - len(tail)]
+            if not {":", "{", "}"} & set(found):
+                yield found
 
     def _base(self, tenant: str, thread_id: str) -> str:
         return f"{self._prefix}{{{esc(tenant)}:{esc(thread_id)}}}:"
@@ -185,11 +200,23 @@ class RedisBase(CachedVectorStore):
         which the write scripts read (``memorybank.stores.redis.lua``: ``feed()``)."""
         return (key,) if self._cluster else (key, self._feed_switch())
 
-    async def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
-        await self._ready()
+    def _thread_call(self, tenant: str, thread_id: str, *args: Any) -> tuple[Any, Any]:
+        """A thread script's keys and arguments (``lua._PRELUDE``'s head, then ``args``)."""
         base = self._base(tenant, thread_id)
         idx = "" if self._cluster else self._idx(tenant)
-        return await self._eval(script, self._keys(base + "t"), (base, self._ttl, idx, *args))
+        return self._keys(base + "t"), (base, self._ttl, idx, *args)
+
+    async def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
+        await self._ready()
+        return await self._eval(script, *self._thread_call(tenant, thread_id, *args))
+
+    async def _drop_gone(self, idx: str, indexes: Sequence[str], gone: Sequence[Any]) -> None:
+        """Drop expired threads from the tenant indexes read (and ``threads``, ``u0``)."""
+        async with self._client.pipeline(transaction=False) as pipe:
+            for name in {*indexes, idx + "threads"} - {idx + "u0"}:
+                pipe.zrem(name, *gone)
+            pipe.srem(idx + "u0", *gone)
+            await pipe.execute()
 
     async def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
         """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
@@ -238,12 +265,8 @@ class RedisBase(CachedVectorStore):
 
     async def _backfill_shared_index(self) -> None:
         """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
-        pattern = glob_escape(self._prefix) + "{*}:threads"
-        async for key in self._client.scan_iter(match=pattern, count=1000):
-            name = as_str(key)
-            tag = name[len(self._prefix) + 1 : -len("}:threads")]
-            if ":" in tag or "{" in tag or "}" in tag:
-                continue  # not a tenant index (a thread's key ending the same way)
+        async for tag in self._scan_ids(self._prefix + "{", "}:threads"):
+            key = f"{self._prefix}{{{tag}}}:threads"
             members = cast("list[bytes]", await self._client.zrange(key, 0, -1))
             for start in range(0, len(members), CHUNK):
                 part = members[start : start + CHUNK]
@@ -315,14 +338,15 @@ class RedisBase(CachedVectorStore):
         ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
         if entry_ids is not None and not ids:
             return
-        for start in range(0, max(len(ids), 1), CHUNK):
-            gone = await self._thread_eval(
-                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
-            )
-            if self._cluster and gone:
-                async with self._client.pipeline(transaction=False) as pipe:
-                    self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
-                    await pipe.execute()
+        with self._op():
+            for start in range(0, max(len(ids), 1), CHUNK):
+                gone = await self._thread_eval(
+                    S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
+                )
+                if self._cluster and gone:
+                    async with self._client.pipeline(transaction=False) as pipe:
+                        self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
+                        await pipe.execute()
 
     async def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]

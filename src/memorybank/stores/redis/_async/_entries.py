@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memorybank.errors import NotFound, StoreError, ThreadForbidden
+from memorybank.errors import NotFound, StoreError
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, id_taken
-from memorybank.rules.idempotency import key_reused
+from memorybank.rules.entry_ids import check_batch_ids
 from memorybank.stores.contract._async.store import UNSET, AppendResult, NewEntry, Unset
 from memorybank.stores.redis._async._base import RedisBase
 from memorybank.stores.redis.codec import (
@@ -18,7 +17,7 @@ from memorybank.stores.redis.codec import (
     decode_entry,
     decode_thread,
     entry_json,
-    raise_missing,
+    raise_status,
     unpack_thread,
 )
 from memorybank.stores.redis.lua_threads import (
@@ -63,17 +62,7 @@ class RedisEntries(RedisBase):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
         with self._op():
             out = await self._thread_eval(S_APPEND, tenant, thread_id, *args)
-            status = as_str(out[0])
-            if status != "OK":
-                if status == "NOTFOUND":
-                    raise NotFound(f"thread {thread_id!r} not found")
-                if status == "FORBIDDEN":
-                    raise ThreadForbidden()
-                if status == "CONFLICT":
-                    raise key_reused(as_str(out[1]))
-                if status == "TAKEN":
-                    raise id_taken(as_str(out[1]), as_str(out[2]))
-                raise NotFound(f"branch {as_str(out[1])!r} not found")
+            raise_status(out, thread_id)
             name = as_str(out[1])
             thread = decode_thread(unpack_thread(out[2]))
             stored = [
@@ -109,8 +98,7 @@ class RedisEntries(RedisBase):
                 "" if before is None else to_us(before),
                 "" if after is None else to_us(after),
             )
-        if as_str(out[0]) != "OK":
-            raise NotFound(f"thread {thread_id!r} not found")
+        raise_status(out, thread_id)
         name = as_str(out[1])
         page = [decode_entry(member, thread_id, name) for member in out[3:]]
         if not newest_first:
@@ -133,14 +121,9 @@ class RedisEntries(RedisBase):
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
-        base = self._base(tenant, thread_id)
-        idx = "" if self._cluster else self._idx(tenant)
-        with self._op():
-            await self._ready()
-            outs = await self._eval_many(
-                S_GET_ENTRY,
-                [((base + "t",), (base, self._ttl, idx, branch or "", eid)) for eid in wanted],
-            )
+        calls = [self._thread_call(tenant, thread_id, branch or "", eid) for eid in wanted]
+        async with self._io():
+            outs = await self._eval_many(S_GET_ENTRY, calls)
         return {
             eid: decode_entry(out[1], thread_id, as_str(out[0]))
             for eid, out in zip(wanted, outs, strict=True)
@@ -152,8 +135,7 @@ class RedisEntries(RedisBase):
     ) -> int:
         n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, entry_ids)
+            await self._sweep_vectors(tenant, thread_id, entry_ids)
         return n
 
     async def entry_truncate_after(
@@ -163,15 +145,13 @@ class RedisEntries(RedisBase):
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, None)
+            await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
         if n:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, None)
+            await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
@@ -204,11 +184,10 @@ class RedisEntries(RedisBase):
                 "" if summary is None else entry_json(summary),
                 *expected_ids,
             )
-            status = as_str(out[0])
-            raise_missing(status, thread_id, branch)
-            if status != "OK":
+            raise_status(out, thread_id, branch)
+            if as_str(out[0]) != "OK":  # STALE
                 return False
-            await self._index(tenant, decode_thread(out[1:11]))
+            await self._index(tenant, decode_thread(unpack_thread(out[1])))
             await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
@@ -231,8 +210,7 @@ class RedisEntries(RedisBase):
         with self._op():
             for _ in range(32):
                 read = await self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
-                if as_str(read[0]) != "OK":
-                    raise NotFound(f"thread {thread_id!r} not found")
+                raise_status(read, thread_id)
                 args: list[Any] = []
                 same = 0  # entries the update leaves as they were: not written, no event
                 for entry_id, member in zip(ids, read[1:], strict=True):

@@ -1,36 +1,7 @@
 """RedisEvents: the Redis store's change feed (``Capability.EVENTS`` on a single node).
 
-Same semantics as the SQL stores' (``memorybank.stores.sql.events``): every change is
-recorded atomically with it, in the Lua script that makes the change
-(``memorybank.stores.redis.lua``: ``feed()``, ``emit``). Keys::
-
-    Pevents                 hash    the switch: keep -> seconds (absent: the feed is off)
-    P{tenant}:fe            stream  the tenant's events, ID "0-<number>": k (kind),
-                                    t (µs), u, a, h (thread), i (item), d (JSON data)
-    P{tenant}:fm            hash    floor -> the highest number pruned or expired
-
-Why a stream. The cursor must grow per tenant in commit order, and never repeat. Redis
-runs one script at a time, so any number drawn inside the writing script is in commit
-order already; ``XADD key 0-* ...`` draws it from the stream itself (the sequence part
-of the ID after the stream's last one), with no counter key of its own, and the stream
-keeps its last ID when entries are deleted or trimmed (even when it is emptied), so a
-number never comes again. The stream answers ``after=N`` with ``XRANGE (0-N +``
-(O(log n) to the first one), is pruned with ``XTRIM MINID`` and stores events in
-listpacks (less memory than a sorted set with a hash beside it). The stream lives in
-the tenant's slot (``{tenant}``), as the tenant's other data.
-
-Off costs one ``EXISTS`` of the switch inside each write script (passed as its second
-key; nothing more while it is absent). Enabling a feed that was off raises every
-tenant's floor above the last number drawn, so cursors from before expire; disabling
-deletes the switch (events stay readable until pruned).
-
-``forget_user``: its thread deletes record nothing; its last script (the records')
-deletes the user's events and records one ``user.forgotten``.
-
-Scale-out: with ``cluster=True`` a script touches its own slot only, and a thread's
-writes are not in its tenant's slot, so no event could be written atomically with
-them: the cluster layout has no feed (``Capability.EVENTS`` is not claimed;
-``events_enable`` raises ``ConfigurationError``).
+Every change is recorded in the Lua script that makes it (``lua.py``: ``feed()``,
+``emit``); keys, why a stream, costs and cluster mode: ``docs/redis.md`` (Change feed).
 """
 
 from __future__ import annotations
@@ -43,7 +14,7 @@ from memorybank.errors import ConfigurationError
 from memorybank.events.types import Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import as_str, glob_escape, who
+from memorybank.stores.redis.codec import as_str, who
 from memorybank.stores.redis.lua_tenant import S_EVENTS_LIST, S_EVENTS_PRUNE
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import event_of_row
@@ -73,8 +44,7 @@ class RedisEvents(RedisBase):
         self._no_cluster()
         seconds = max(1, int(keep.total_seconds()))
         switch = self._feed_switch()
-        with self._op():
-            await self._ready()
+        async with self._io():
             if not await self._client.exists(switch):
                 await self._raise_floors()  # the changes while off were not recorded
             await self._client.hset(switch, "keep", seconds)
@@ -82,26 +52,19 @@ class RedisEvents(RedisBase):
     async def _raise_floors(self) -> None:
         """Every tenant's floor above its last number drawn (the feed is off: no script
         draws one meanwhile)."""
-        pattern = glob_escape(self._prefix) + "{*}:fe"
-        async for key in self._client.scan_iter(match=pattern, count=1000, _type="stream"):
-            name = as_str(key)
-            tag = name[len(self._prefix) + 1 : -len("}:fe")]
-            if ":" in tag or "{" in tag or "}" in tag:
-                continue  # not a tenant's feed
-            last = await self._feed_drawn(name)
+        async for tag in self._scan_ids(self._prefix + "{", "}:fe", _type="stream"):
+            last = await self._feed_drawn(f"{self._prefix}{{{tag}}}:fe")
             await self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     async def events_disable(self) -> None:
         self._no_cluster()
-        with self._op():
-            await self._ready()
+        async with self._io():
             await self._client.delete(self._feed_switch())
 
     async def events_keep(self) -> timedelta | None:
         if self._cluster:
             return None
-        with self._op():
-            await self._ready()
+        async with self._io():
             seconds = await self._client.hget(self._feed_switch(), "keep")
         return None if seconds is None else timedelta(seconds=int(seconds))
 
@@ -128,8 +91,7 @@ class RedisEvents(RedisBase):
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         if self._cluster:
             return 0
-        with self._op():
-            await self._ready()
+        async with self._io():
             seconds = await self._client.hget(self._feed_switch(), "keep")
             if seconds is None:
                 return 0

@@ -22,8 +22,7 @@ class RedisForget(RedisBase):
         idx = self._idx(tenant)
         user = esc(user_id)
         removed = 0
-        with self._op():
-            await self._ready()
+        async with self._io():
             threads_key = idx + "u:" + user
             while True:
                 ids = cast("list[bytes]", await self._client.zrange(threads_key, 0, 499))

@@ -16,7 +16,6 @@ from memorybank.stores.redis.codec import (
     as_str,
     decode_record,
     esc,
-    glob_escape,
     guard_args,
     record_json,
     unesc,
@@ -49,8 +48,7 @@ class RedisRecords(RedisScope):
             raise guard.failed()
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        with self._op():
-            await self._ready()
+        async with self._io():
             text = await self._client.hget(self._idx(tenant) + "r:" + esc(kind), record_id)
         return None if text is None else decode_record(kind, record_id, json.loads(text))
 
@@ -105,8 +103,7 @@ class RedisRecords(RedisScope):
         if not ids:
             return {}
         key = self._idx(tenant) + "r:" + esc(kind)
-        with self._op():
-            await self._ready()
+        async with self._io():
             async with self._client.pipeline(transaction=False) as pipe:
                 for start in range(0, len(ids), CHUNK):
                     pipe.hmget(key, ids[start : start + CHUNK])
@@ -183,8 +180,7 @@ class RedisRecords(RedisScope):
         idx = self._idx(tenant)
         agent = esc(summary.agent_id)
         record = dump([summary.id, summary.user_id, summary.content, to_us(summary.created_at)])
-        with self._op():
-            await self._ready()
+        async with self._io():
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.rpush(idx + "sum:" + agent, record)
                 if summary.user_id is not None:
@@ -196,22 +192,15 @@ class RedisRecords(RedisScope):
         self, tenant: str, *, after: str | None = None, limit: int | None = None
     ) -> list[str]:
         """Found by ``SCAN`` over the tenant's ``sum:<agent>`` lists (one slot, hash-tagged)."""
-        head = self._idx(tenant) + "sum:"
-        found: set[str] = set()
-        with self._op():
-            await self._ready()
-            async for key in self._client.scan_iter(match=glob_escape(head) + "*", count=1000):
-                agent = as_str(key)[len(head) :]
-                if ":" not in agent:
-                    found.add(unesc(agent))
+        async with self._io():
+            found = {unesc(a) async for a in self._scan_ids(self._idx(tenant) + "sum:", "")}
         agents = sorted(a for a in found if after is None or a > after)
         return agents if limit is None else agents[:limit]
 
     async def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
-        with self._op():
-            await self._ready()
+        async with self._io():
             items = await self._client.lrange(self._idx(tenant) + "sum:" + esc(agent_id), 0, -1)
         found = []
         for item in items:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import as_str, esc, glob_escape, opt_str, unesc, who
+from memorybank.stores.redis.codec import as_str, esc, opt_str, unesc, who
 from memorybank.stores.redis.lua_tenant import S_SNAPSHOT_DELETE, S_SNAPSHOT_SAVE
 from memorybank.stores.sql.common import to_us
 
@@ -16,8 +16,7 @@ class RedisRuns(RedisBase):
 
     async def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         name = self._run_key(tenant, run_id, "w")
-        with self._op():
-            await self._ready()
+        async with self._io():
             if self._working_ttl:
                 async with self._client.pipeline(transaction=True) as pipe:
                     pipe.hset(name, key, value)
@@ -27,25 +26,21 @@ class RedisRuns(RedisBase):
                 await self._client.hset(name, key, value)
 
     async def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        with self._op():
-            await self._ready()
+        async with self._io():
             value = await self._client.hget(self._run_key(tenant, run_id, "w"), key)
         return opt_str(value)
 
     async def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        with self._op():
-            await self._ready()
+        async with self._io():
             return bool(await self._client.hdel(self._run_key(tenant, run_id, "w"), key))
 
     async def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        with self._op():
-            await self._ready()
+        async with self._io():
             items = await self._client.hgetall(self._run_key(tenant, run_id, "w"))
         return {as_str(k): as_str(v) for k, v in items.items()}
 
     async def working_clear(self, tenant: str, run_id: str) -> None:
-        with self._op():
-            await self._ready()
+        async with self._io():
             await self._client.delete(self._run_key(tenant, run_id, "w"))
 
     async def working_runs(
@@ -59,16 +54,8 @@ class RedisRuns(RedisBase):
         self, tenant: str, kind: str, after: str | None, limit: int | None
     ) -> list[str]:
         head = f"{self._prefix}{{{esc(tenant)}:"
-        tail = f"}}:{kind}"
-        pattern = glob_escape(head) + "*" + glob_escape(tail)
-        found: set[str] = set()
-        with self._op():
-            await self._ready()
-            async for key in self._client.scan_iter(match=pattern, count=1000):
-                name = as_str(key)
-                run = name[len(head) : -len(tail)]
-                if ":" not in run and "{" not in run and "}" not in run:
-                    found.add(unesc(run))
+        async with self._io():
+            found = {unesc(run) async for run in self._scan_ids(head, "}:" + kind)}
         runs = sorted(r for r in found if after is None or r > after)
         return runs if limit is None else runs[:limit]
 
@@ -85,8 +72,7 @@ class RedisRuns(RedisBase):
         owner_check: bool = True,
     ) -> None:
         owners = "" if user_id is None else self._idx(tenant) + "su:" + esc(user_id)
-        with self._op():
-            await self._ready()
+        async with self._io():
             if owners and self._cluster:  # another slot: first, by a command of its own
                 await self._client.sadd(owners, run_id)
                 owners = ""
@@ -107,8 +93,7 @@ class RedisRuns(RedisBase):
             raise ThreadForbidden("snapshot access forbidden")
 
     async def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        with self._op():
-            await self._ready()
+        async with self._io():
             value, owner = await self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
         return None if value is None else (opt_str(owner), as_str(value))
 
@@ -121,8 +106,7 @@ class RedisRuns(RedisBase):
     async def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
-        with self._op():
-            await self._ready()
+        async with self._io():
             deleted = int(
                 await self._eval(
                     S_SNAPSHOT_DELETE,

@@ -11,7 +11,14 @@ from memorybank.records import Branch, Thread
 from memorybank.stores.contract._async.store import UNSET, Unset
 from memorybank.stores.contract.pages import thread_matches
 from memorybank.stores.redis._async._base import RedisBase
-from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
+from memorybank.stores.redis.codec import (
+    THREAD_FIELDS,
+    as_str,
+    decode_thread,
+    esc,
+    raise_status,
+    unpack_thread,
+)
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
     S_CREATE_BRANCH,
@@ -26,27 +33,20 @@ class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
     async def thread_create(self, thread: Thread) -> Thread:
-        fields: list[Any] = [
-            "id",
-            thread.id,
-            "ten",
-            thread.tenant_id,
-            "m",
-            dump(thread.metadata),
-            "s",
-            thread.status,
-            "c",
-            to_us(thread.created_at),
-            "up",
-            to_us(thread.updated_at),
-            "cb",
-            thread.current_branch,
-            "b:" + thread.current_branch,
-            dump([to_us(thread.created_at), None, None]),
-        ]
-        for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
-            if value is not None:
-                fields += [name, value]
+        named: dict[str, Any] = {
+            "id": thread.id,
+            "ten": thread.tenant_id,
+            "m": dump(thread.metadata),
+            "s": thread.status,
+            "c": to_us(thread.created_at),
+            "up": to_us(thread.updated_at),
+            "cb": thread.current_branch,
+            "b:" + thread.current_branch: dump([to_us(thread.created_at), None, None]),
+            "u": thread.user_id,
+            "a": thread.agent_id,
+            "ti": thread.title,
+        }
+        fields = [x for pair in named.items() if pair[1] is not None for x in pair]
         with self._op():
             created = await self._thread_eval(
                 S_CREATE,
@@ -62,8 +62,7 @@ class RedisThreads(RedisBase):
         return thread
 
     async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        with self._op():
-            await self._ready()
+        async with self._io():
             row = await self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
         return None if row[0] is None else decode_thread(row)
 
@@ -84,8 +83,7 @@ class RedisThreads(RedisBase):
             return found
         batch = 100 if limit is None else max(limit, 20)
         start = 0
-        with self._op():
-            await self._ready()
+        async with self._io():
             while True:
                 ids = cast(
                     "list[bytes]", await self._client.zrevrange(index, start, start + batch - 1)
@@ -98,10 +96,7 @@ class RedisThreads(RedisBase):
                     rows = await pipe.execute()
                 gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
                 if gone:
-                    await self._client.zrem(index, *gone)
-                    if index != idx + "threads":
-                        await self._client.zrem(idx + "threads", *gone)
-                    await self._client.srem(idx + "u0", *gone)
+                    await self._drop_gone(idx, [index], gone)
                 for row in rows:
                     if row[0] is None:
                         continue
@@ -144,8 +139,8 @@ class RedisThreads(RedisBase):
             out = await self._thread_eval(
                 S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
-            raise_missing(as_str(out[0]), thread_id, branch)
-            thread = decode_thread(out[1:])
+            raise_status(out, thread_id)
+            thread = decode_thread(unpack_thread(out[1]))
             await self._index(tenant, thread)
         return thread
 
@@ -199,8 +194,7 @@ class RedisThreads(RedisBase):
         )
 
     async def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        with self._op():
-            await self._ready()
+        async with self._io():
             fields = await self._client.hgetall(self._base(tenant, thread_id) + "t")
         if not fields:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -225,6 +219,5 @@ class RedisThreads(RedisBase):
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         if n == 1:
-            with self._op():
-                await self._sweep_vectors(tenant, thread_id, None)
+            await self._sweep_vectors(tenant, thread_id, None)
         return n == 1

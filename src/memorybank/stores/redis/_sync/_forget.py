@@ -23,8 +23,7 @@ class RedisForget(RedisBase):
         idx = self._idx(tenant)
         user = esc(user_id)
         removed = 0
-        with self._op():
-            self._ready()
+        with self._io():
             threads_key = idx + "u:" + user
             while True:
                 ids = cast("list[bytes]", self._client.zrange(threads_key, 0, 499))

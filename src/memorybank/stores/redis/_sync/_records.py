@@ -17,7 +17,6 @@ from memorybank.stores.redis.codec import (
     as_str,
     decode_record,
     esc,
-    glob_escape,
     guard_args,
     record_json,
     unesc,
@@ -50,8 +49,7 @@ class RedisRecords(RedisScope):
             raise guard.failed()
 
     def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
-        with self._op():
-            self._ready()
+        with self._io():
             text = self._client.hget(self._idx(tenant) + "r:" + esc(kind), record_id)
         return None if text is None else decode_record(kind, record_id, json.loads(text))
 
@@ -106,8 +104,7 @@ class RedisRecords(RedisScope):
         if not ids:
             return {}
         key = self._idx(tenant) + "r:" + esc(kind)
-        with self._op():
-            self._ready()
+        with self._io():
             with self._client.pipeline(transaction=False) as pipe:
                 for start in range(0, len(ids), CHUNK):
                     pipe.hmget(key, ids[start : start + CHUNK])
@@ -184,8 +181,7 @@ class RedisRecords(RedisScope):
         idx = self._idx(tenant)
         agent = esc(summary.agent_id)
         record = dump([summary.id, summary.user_id, summary.content, to_us(summary.created_at)])
-        with self._op():
-            self._ready()
+        with self._io():
             with self._client.pipeline(transaction=True) as pipe:
                 pipe.rpush(idx + "sum:" + agent, record)
                 if summary.user_id is not None:
@@ -197,22 +193,15 @@ class RedisRecords(RedisScope):
         self, tenant: str, *, after: str | None = None, limit: int | None = None
     ) -> list[str]:
         """Found by ``SCAN`` over the tenant's ``sum:<agent>`` lists (one slot, hash-tagged)."""
-        head = self._idx(tenant) + "sum:"
-        found: set[str] = set()
-        with self._op():
-            self._ready()
-            for key in self._client.scan_iter(match=glob_escape(head) + "*", count=1000):
-                agent = as_str(key)[len(head) :]
-                if ":" not in agent:
-                    found.add(unesc(agent))
+        with self._io():
+            found = {unesc(a) for a in self._scan_ids(self._idx(tenant) + "sum:", "")}
         agents = sorted(a for a in found if after is None or a > after)
         return agents if limit is None else agents[:limit]
 
     def summary_list(
         self, tenant: str, *, agent_id: str, user_id: str | Unset | None
     ) -> list[Summary]:
-        with self._op():
-            self._ready()
+        with self._io():
             items = self._client.lrange(self._idx(tenant) + "sum:" + esc(agent_id), 0, -1)
         found = []
         for item in items:

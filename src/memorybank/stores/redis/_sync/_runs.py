@@ -7,7 +7,7 @@ from datetime import datetime
 
 from memorybank.errors import ThreadForbidden
 from memorybank.stores.redis._sync._base import RedisBase
-from memorybank.stores.redis.codec import as_str, esc, glob_escape, opt_str, unesc, who
+from memorybank.stores.redis.codec import as_str, esc, opt_str, unesc, who
 from memorybank.stores.redis.lua_tenant import S_SNAPSHOT_DELETE, S_SNAPSHOT_SAVE
 from memorybank.stores.sql.common import to_us
 
@@ -17,8 +17,7 @@ class RedisRuns(RedisBase):
 
     def working_set(self, tenant: str, run_id: str, key: str, value: str) -> None:
         name = self._run_key(tenant, run_id, "w")
-        with self._op():
-            self._ready()
+        with self._io():
             if self._working_ttl:
                 with self._client.pipeline(transaction=True) as pipe:
                     pipe.hset(name, key, value)
@@ -28,25 +27,21 @@ class RedisRuns(RedisBase):
                 self._client.hset(name, key, value)
 
     def working_get(self, tenant: str, run_id: str, key: str) -> str | None:
-        with self._op():
-            self._ready()
+        with self._io():
             value = self._client.hget(self._run_key(tenant, run_id, "w"), key)
         return opt_str(value)
 
     def working_delete(self, tenant: str, run_id: str, key: str) -> bool:
-        with self._op():
-            self._ready()
+        with self._io():
             return bool(self._client.hdel(self._run_key(tenant, run_id, "w"), key))
 
     def working_items(self, tenant: str, run_id: str) -> dict[str, str]:
-        with self._op():
-            self._ready()
+        with self._io():
             items = self._client.hgetall(self._run_key(tenant, run_id, "w"))
         return {as_str(k): as_str(v) for k, v in items.items()}
 
     def working_clear(self, tenant: str, run_id: str) -> None:
-        with self._op():
-            self._ready()
+        with self._io():
             self._client.delete(self._run_key(tenant, run_id, "w"))
 
     def working_runs(
@@ -60,16 +55,8 @@ class RedisRuns(RedisBase):
         self, tenant: str, kind: str, after: str | None, limit: int | None
     ) -> list[str]:
         head = f"{self._prefix}{{{esc(tenant)}:"
-        tail = f"}}:{kind}"
-        pattern = glob_escape(head) + "*" + glob_escape(tail)
-        found: set[str] = set()
-        with self._op():
-            self._ready()
-            for key in self._client.scan_iter(match=pattern, count=1000):
-                name = as_str(key)
-                run = name[len(head) : -len(tail)]
-                if ":" not in run and "{" not in run and "}" not in run:
-                    found.add(unesc(run))
+        with self._io():
+            found = {unesc(run) for run in self._scan_ids(head, "}:" + kind)}
         runs = sorted(r for r in found if after is None or r > after)
         return runs if limit is None else runs[:limit]
 
@@ -86,8 +73,7 @@ class RedisRuns(RedisBase):
         owner_check: bool = True,
     ) -> None:
         owners = "" if user_id is None else self._idx(tenant) + "su:" + esc(user_id)
-        with self._op():
-            self._ready()
+        with self._io():
             if owners and self._cluster:  # another slot: first, by a command of its own
                 self._client.sadd(owners, run_id)
                 owners = ""
@@ -108,8 +94,7 @@ class RedisRuns(RedisBase):
             raise ThreadForbidden("snapshot access forbidden")
 
     def snapshot_load(self, tenant: str, run_id: str) -> tuple[str | None, str] | None:
-        with self._op():
-            self._ready()
+        with self._io():
             value, owner = self._client.hmget(self._run_key(tenant, run_id, "s"), ["v", "o"])
         return None if value is None else (opt_str(owner), as_str(value))
 
@@ -122,8 +107,7 @@ class RedisRuns(RedisBase):
     def snapshot_delete(
         self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
     ) -> bool:
-        with self._op():
-            self._ready()
+        with self._io():
             deleted = int(
                 self._eval(
                     S_SNAPSHOT_DELETE,

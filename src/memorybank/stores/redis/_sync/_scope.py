@@ -15,7 +15,7 @@ from memorybank.stores.redis.lua_threads import S_SCOPE
 
 
 class RedisScope(RedisBase):
-    """Scope reads shared by records and search (see "Search" in the package docstring)."""
+    """Scope reads shared by records and search ("Search" in ``docs/redis.md``)."""
 
     def _threads_in_scope(
         self, tenant: str, thread_id: str | None, visible_to: Visibility | None, model_id: str
@@ -49,10 +49,7 @@ class RedisScope(RedisBase):
         check = "0" if visible_to is None else "1"
         agent = "-" if visible_to is None else who(visible_to.agent_id)
         user = "-" if visible_to is None else who(visible_to.user_id)
-        calls = []
-        for tid in tids:
-            base = self._base(tenant, tid)
-            calls.append(((base + "t",), (base, "0", "", check, agent, user, model_id)))
+        calls = [self._thread_call(tenant, tid, check, agent, user, model_id) for tid in tids]
         replies = self._eval_many(S_SCOPE, calls)
         found: list[tuple[str, list[Any]]] = []
         gone: list[str] = []
@@ -63,11 +60,7 @@ class RedisScope(RedisBase):
             elif status == "GONE":
                 gone.append(tid)
         if gone and indexes:
-            with self._client.pipeline(transaction=False) as pipe:
-                for name in {*indexes, idx + "threads"} - {idx + "u0"}:
-                    pipe.zrem(name, *gone)
-                pipe.srem(idx + "u0", *gone)
-                pipe.execute()
+            self._drop_gone(idx, indexes, gone)
         return found
 
     def _records_in_scope(
@@ -85,12 +78,8 @@ class RedisScope(RedisBase):
         is given, every record of the kind otherwise; callers filter the rest.
         With ``model_id``, only records with a vector of that model (and it).
         """
-        if isinstance(user_id, str | None):
-            mode, owner = "only", who(user_id)
-        elif visible_to is not None and not isinstance(visible_to.user_id, Unset):
-            mode, owner = "vis", who(visible_to.user_id)
-        else:
-            mode, owner = "all", "-"
+        only = isinstance(user_id, str | None)
+        mode, owner = ("only", who(user_id)) if only else self._owner_scope(visible_to)
         out = self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
         found: list[tuple[str, str, list[Any], bytes | None]] = []
         step = 3 if model_id else 2

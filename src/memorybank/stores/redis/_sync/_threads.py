@@ -12,7 +12,14 @@ from memorybank.records import Branch, Thread
 from memorybank.stores.contract._sync.store import UNSET, Unset
 from memorybank.stores.contract.pages import thread_matches
 from memorybank.stores.redis._sync._base import RedisBase
-from memorybank.stores.redis.codec import THREAD_FIELDS, as_str, decode_thread, esc, raise_missing
+from memorybank.stores.redis.codec import (
+    THREAD_FIELDS,
+    as_str,
+    decode_thread,
+    esc,
+    raise_status,
+    unpack_thread,
+)
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
     S_CREATE_BRANCH,
@@ -27,27 +34,20 @@ class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
     def thread_create(self, thread: Thread) -> Thread:
-        fields: list[Any] = [
-            "id",
-            thread.id,
-            "ten",
-            thread.tenant_id,
-            "m",
-            dump(thread.metadata),
-            "s",
-            thread.status,
-            "c",
-            to_us(thread.created_at),
-            "up",
-            to_us(thread.updated_at),
-            "cb",
-            thread.current_branch,
-            "b:" + thread.current_branch,
-            dump([to_us(thread.created_at), None, None]),
-        ]
-        for name, value in (("u", thread.user_id), ("a", thread.agent_id), ("ti", thread.title)):
-            if value is not None:
-                fields += [name, value]
+        named: dict[str, Any] = {
+            "id": thread.id,
+            "ten": thread.tenant_id,
+            "m": dump(thread.metadata),
+            "s": thread.status,
+            "c": to_us(thread.created_at),
+            "up": to_us(thread.updated_at),
+            "cb": thread.current_branch,
+            "b:" + thread.current_branch: dump([to_us(thread.created_at), None, None]),
+            "u": thread.user_id,
+            "a": thread.agent_id,
+            "ti": thread.title,
+        }
+        fields = [x for pair in named.items() if pair[1] is not None for x in pair]
         with self._op():
             created = self._thread_eval(
                 S_CREATE,
@@ -63,8 +63,7 @@ class RedisThreads(RedisBase):
         return thread
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
-        with self._op():
-            self._ready()
+        with self._io():
             row = self._client.hmget(self._base(tenant, thread_id) + "t", THREAD_FIELDS)
         return None if row[0] is None else decode_thread(row)
 
@@ -85,8 +84,7 @@ class RedisThreads(RedisBase):
             return found
         batch = 100 if limit is None else max(limit, 20)
         start = 0
-        with self._op():
-            self._ready()
+        with self._io():
             while True:
                 ids = cast(
                     "list[bytes]", self._client.zrevrange(index, start, start + batch - 1)
@@ -99,10 +97,7 @@ class RedisThreads(RedisBase):
                     rows = pipe.execute()
                 gone = [tid for tid, row in zip(ids, rows, strict=True) if row[0] is None]
                 if gone:
-                    self._client.zrem(index, *gone)
-                    if index != idx + "threads":
-                        self._client.zrem(idx + "threads", *gone)
-                    self._client.srem(idx + "u0", *gone)
+                    self._drop_gone(idx, [index], gone)
                 for row in rows:
                     if row[0] is None:
                         continue
@@ -145,8 +140,8 @@ class RedisThreads(RedisBase):
             out = self._thread_eval(
                 S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
             )
-            raise_missing(as_str(out[0]), thread_id, branch)
-            thread = decode_thread(out[1:])
+            raise_status(out, thread_id)
+            thread = decode_thread(unpack_thread(out[1]))
             self._index(tenant, thread)
         return thread
 
@@ -200,8 +195,7 @@ class RedisThreads(RedisBase):
         )
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
-        with self._op():
-            self._ready()
+        with self._io():
             fields = self._client.hgetall(self._base(tenant, thread_id) + "t")
         if not fields:
             raise NotFound(f"thread {thread_id!r} not found")
@@ -226,6 +220,5 @@ class RedisThreads(RedisBase):
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
         if n == 1:
-            with self._op():
-                self._sweep_vectors(tenant, thread_id, None)
+            self._sweep_vectors(tenant, thread_id, None)
         return n == 1
