@@ -37,7 +37,7 @@ class RedisSearch(RedisScope):
     ) -> list[SearchHit]:
         """BM25 (``memorybank.stores.keyword.bm25``) over the scope's texts, read from Redis.
 
-        Costs a read of every text in scope: see "Search" in the package docstring.
+        Costs a read of every text in scope: see "Search" in docs/redis.md.
         """
         if k <= 0:
             with self._op():
