@@ -118,13 +118,22 @@ def test_the_body_is_the_verbs_arguments(app: FastAPI, body: Body) -> None:
             assert shown == _json(library), f"{body.model}.{name}: the schema says {shown!r}"
 
 
+def _query_params(dependant: Any) -> set[str]:
+    """The query parameters of a route's function and of its dependencies, all levels."""
+    names = {p.name for p in dependant.query_params}
+    for sub in dependant.dependencies:
+        names |= _query_params(sub)
+    return names
+
+
 @pytest.mark.parametrize("verb", REST, ids=[v.name for v in REST])
 def test_every_argument_travels_where_the_declaration_says(app: FastAPI, verb: Verb) -> None:
     """Body field, path parameter, query parameter, header, or a gap with its reason."""
     assert isinstance(verb.rest, Route)
     found = route_of(app, verb.rest)
     path = set(re.findall(r"\{(\w+)\}", verb.rest.path))
-    query = {p.name for p in found.dependant.query_params}
+    # query parameters of the route and of its dependencies (``OwnerDep``, ``WalkDep``)
+    query = _query_params(found.dependant)
     fields: set[str] = set()
     if found.dependant.body_params:
         fields = set(body_model(found).model_fields)
