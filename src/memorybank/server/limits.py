@@ -59,6 +59,10 @@ except ImportError:  # pragma: no cover - without httptools
     from uvicorn.protocols.http.h11_impl import H11Protocol as _Base  # type: ignore[assignment]
 
 
+#: Seconds a timed-out connection stays open after its 408, dropping what arrives.
+LINGER = 1.0
+
+
 def read_timeouts() -> tuple[float, float]:
     """The header and body deadlines (seconds) from the environment, else the defaults."""
 
@@ -107,6 +111,7 @@ class DeadlineHttpProtocol(_Base):
         self._deadline: asyncio.TimerHandle | None = None
         self._watched: Any = None  # the request cycle the deadline is about
         self._awaiting = "headers"
+        self._lingering = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -117,6 +122,8 @@ class DeadlineHttpProtocol(_Base):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:  # after a 408: the rest of a late request is dropped
+            return
         super().data_received(data)
         cycle = self.cycle
         if cycle is not None and cycle is not self._watched:  # a request's headers are in
@@ -153,9 +160,21 @@ class DeadlineHttpProtocol(_Base):
         if transport is None or transport.is_closing():
             return
         cycle = self.cycle
-        if cycle is None or cycle.response_complete or not cycle.response_started:
-            transport.write(_timeout_response(what))
-        transport.close()  # the app, if still reading, sees the client gone
+        if cycle is not None and cycle.response_started and not cycle.response_complete:
+            transport.close()  # a response is under way: nothing more can be said
+            return
+        transport.write(_timeout_response(what))
+        # A lingering close: closing now, while the client still sends, makes the kernel
+        # answer its next bytes with a reset, and a reset can discard the 408 unread in
+        # the client's buffer. So the write side is shut (the client reads the 408 and
+        # the end), what still arrives is dropped, and the socket closes a moment later.
+        self._lingering = True
+        if cycle is not None:  # the app, if still reading, sees the client gone now
+            cycle.disconnected = True
+            cycle.message_event.set()
+        if transport.can_write_eof():
+            transport.write_eof()
+        self.loop.call_later(LINGER, transport.close)
 
 
 class ServeHttpProtocol(ExactUserHeaders, DeadlineHttpProtocol):
