@@ -8,6 +8,7 @@ expires keys on its own clock, so there is nothing to fake.
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import socket
 import time
@@ -27,6 +28,7 @@ from memorybank.errors import (
     StoreClosed,
     StoreError,
     StoreUnavailable,
+    ThreadForbidden,
 )
 from memorybank.stores._async.open import open_store
 from memorybank.stores.contract._async.store import AsyncStore, Record, VectorItem, Visibility
@@ -550,7 +552,7 @@ async def test_v1_data_is_migrated_shared_threads_get_indexed(
         "default", "lighthouse", kinds=["entry"], k=5, visible_to=Visibility("bot", "alice")
     )
     assert [h.thread_id for h in hits] == [shared]
-    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"4"
+    assert raw.get(prefix + "schema_version") == str(len(MIGRATIONS)).encode() == b"5"
     assert raw.smembers(f"{prefix}{{default}}:u0") == {shared.encode()}
     await upgraded.close()
 
@@ -571,6 +573,43 @@ async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
     _, page = await store.entry_list("default", tid, limit=3)
     assert (page[0].id, page[0].content, page[0].state) == (ids[1], None, {"o": [1, {}]})
     assert [e.position for e in page] == [2, 3, 4]
+
+
+def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> None:
+    """Working memory, snapshots and summaries as layout 4 kept them (keys of their own)
+    read back through the API after the migration to layout 5 (records), old keys gone."""
+    at = 1_790_000_000_000_000  # µs
+    tenant, run = f"{prefix}{{acme%3Aeu:run%3A1}}:", f"{prefix}{{acme%3Aeu}}:"
+    raw.hset(tenant + "w", mapping={"plan": '{"a": [1]}', "k:ü": '"x"'})
+    raw.hset(tenant + "s", mapping={"v": '{"step": 3}', "o": "ann", "at": at})
+    raw.hset(f"{prefix}{{acme%3Aeu:open}}:s", mapping={"v": "1", "at": at})
+    raw.sadd(run + "su:ann", "run:1")
+    raw.rpush(
+        run + "sum:bot%3A1",
+        json.dumps(["s1", "ann", "Ann plans a trip", at]),
+        json.dumps(["s2", None, "shared", at + 1]),
+    )
+    raw.sadd(run + "sumu:ann", "bot%3A1")
+    raw.set(prefix + "schema_version", 4)
+    with Memory(RedisStore.from_url(REDIS_URL, prefix=prefix)) as memory:
+        m = memory.tenant("acme:eu")
+        assert m.working("run:1").items() == {"plan": {"a": [1]}, "k:ü": "x"}
+        assert m.snapshots.load("run:1", user_id="ann") == {"step": 3}
+        with pytest.raises(ThreadForbidden):
+            m.snapshots.load("run:1", user_id="bob")
+        assert m.snapshots.load("open", user_id="bob") == 1
+        summaries = m.summaries.list(agent_id="bot:1", user_id="ann")
+        assert [(s.id, s.user_id, s.content) for s in summaries] == [
+            ("s1", "ann", "Ann plans a trip"),
+            ("s2", None, "shared"),
+        ]
+        assert summaries[0].created_at == datetime.fromtimestamp(at / 1e6, UTC)
+        assert raw.get(prefix + "schema_version") == b"5"
+        assert [k for k in _keys(raw, f"{prefix}*") if k.endswith((":w", ":s"))] == []
+        assert not raw.exists(run + "su:ann", run + "sum:bot%3A1", run + "sumu:ann")
+        assert memory.store.forget_user("acme:eu", "ann") == 2  # the snapshot, a summary
+        assert m.snapshots.load("run:1", user_id="ann") is None
+        assert [s.id for s in m.summaries.list(agent_id="bot:1", user_id="ann")] == ["s2"]
 
 
 def test_a_record_stored_without_a_revision_reads_as_revision_0(

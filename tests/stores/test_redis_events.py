@@ -69,6 +69,13 @@ async def _every_write_path(m: AsyncMemory) -> None:
     doc = await m.documents.add("a document", user_id="u1")
     await m.documents.delete(doc.id)
     await m.threads.delete("t1")
+    wm = m.working("r1")  # run state: records of the contract's derived kinds
+    await wm.set("k", 1)
+    await wm.delete("k")
+    await m.snapshots.save("r1", {"step": 1}, user_id="u1")
+    await m.snapshots.delete("r1", user_id="u1")
+    await m.snapshots.save("r2", {"step": 2}, user_id="u1")
+    await m.summaries.add(content="a summary", agent_id="a1", user_id="u1")
     await m.threads.create(thread_id="t2", user_id="u2")
     await m.entries.add("t2", {"role": "user", "content": "stays"})
     await m.threads.create(thread_id="t3", user_id="u1")

@@ -166,6 +166,28 @@ local function drop_vectors(k, id)
     end
   end
 end
+local function expire_due()
+  -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL group" by
+  -- deadline ms, ``rg:<kind>:<group>``: its ids; see ``_RECORD_PUT``); returns now (ms)
+  local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  for _, g in ipairs(redis.call('ZRANGEBYSCORE', idx .. 'rx', '-inf', string.format('%d', now))) do
+    local cut = string.find(g, '\0', 1, true)
+    local k = string.sub(g, 1, cut - 1)
+    local set = idx .. 'rg:' .. esc(k) .. ':' .. esc(string.sub(g, cut + 1))
+    for _, id in ipairs(redis.call('SMEMBERS', set)) do
+      local old = redis.call('HGET', rkey(k), id)
+      if old then
+        redis.call('HDEL', rkey(k), id)
+        redis.call('SREM', owners(k, cjson.decode(old)[2]), id)
+        drop_vectors(k, id)
+      end
+    end
+    redis.call('DEL', set)
+    redis.call('ZREM', idx .. 'rx', g)
+  end
+  return now
+end
 local function guard_ok(k, id, rev)
   if k == '' then return true end
   local cur = redis.call('HGET', rkey(k), id)

@@ -1,8 +1,7 @@
-"""The Redis store's Lua scripts over a tenant's slot (records, vector logs) and runs.
+"""The Redis store's Lua scripts over a tenant's slot (records, vector logs, the feed).
 
-The record scripts run after ``lua.TENANT_PRELUDE`` (KEYS[1] = any key of
-the tenant slot, ARGV[1] = "P{tenant}:"); the snapshot and summary scripts carry
-no prelude and name their keys themselves.
+They run after ``lua.TENANT_PRELUDE`` (KEYS[1] = any key of the tenant slot,
+ARGV[1] = "P{tenant}:").
 """
 
 from __future__ import annotations
@@ -37,15 +36,27 @@ local function record_event(k, id, r, op)
 end
 """
 
-# ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent),
-# ARGV[5..] = (kind, id, owner "-" / "=<user>", record JSON) per record. -1: guard failed.
+# ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent), ARGV[5] =
+# the TTLs (ms) of the batch's kinds that have one (JSON {kind: ms}; the store's
+# ``working_ttl`` / ``snapshot_ttl``), ARGV[6..] = (kind, id, owner "-" / "=<user>",
+# record JSON) per record. -1: guard failed. A record of a kind with a TTL joins its
+# group (its key, else its id: a run's working memory, a snapshot) and moves the group's
+# deadline on; the groups already due are deleted first (``expire_due``).
 _RECORD_PUT = (
     _RECORD_EVENT
     + """
+local ttls = cjson.decode(ARGV[5])
+local now = next(ttls) and expire_due()
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
 local on = feed()
-for i = 5, #ARGV, 4 do
+for i = 6, #ARGV, 4 do
   local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  if ttls[kind] then
+    local group = cjson.decode(json)[3]
+    if group == cjson.null then group = id end
+    redis.call('ZADD', idx .. 'rx', string.format('%d', now + ttls[kind]), kind .. '\\0' .. group)
+    redis.call('SADD', idx .. 'rg:' .. esc(kind) .. ':' .. esc(group), id)
+  end
   local old = redis.call('HGET', rkey(kind), id)
   if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
   redis.call('HSET', rkey(kind), id, json)
@@ -285,64 +296,7 @@ if last > floor then redis.call('HSET', idx .. 'fm', 'floor', string.format('%d'
 return n
 """
 
-# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>"),
-# ARGV[3] = value, ARGV[4] = saved at, ARGV[5] = TTL ms (0: none), ARGV[6] = the user's
-# owner set ("": leave it), ARGV[7] = run id. Returns 0 (nothing written) when another
-# user owns the snapshot.
-_SNAPSHOT_SAVE = """
-local user = nil
-if ARGV[2] ~= '-' then user = string.sub(ARGV[2], 2) end
-local owner = redis.call('HGET', KEYS[1], 'o')
-if ARGV[1] == '1' and owner and owner ~= user then return 0 end
-if ARGV[6] ~= '' then redis.call('SADD', ARGV[6], ARGV[7]) end
-redis.call('DEL', KEYS[1])
-if user then
-  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4], 'o', user)
-else
-  redis.call('HSET', KEYS[1], 'v', ARGV[3], 'at', ARGV[4])
-end
-if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
-return 1
-"""
-
-# KEYS[1] = snapshot hash, ARGV[1] = "1": check the owner, ARGV[2] = user ("-" / "=<id>").
-# Returns 1 deleted, 0 absent, -1 owned by another user (kept).
-_SNAPSHOT_DELETE = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local owner = redis.call('HGET', KEYS[1], 'o')
-if ARGV[1] == '1' and owner and (ARGV[2] == '-' or owner ~= string.sub(ARGV[2], 2)) then
-  return -1
-end
-return redis.call('DEL', KEYS[1])
-"""
-
-# KEYS[1] = snapshot hash, ARGV[1] = owner: delete it only if that user owns it.
-_FORGET_SNAPSHOT = """
-if redis.call('HGET', KEYS[1], 'o') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"""
-
-# KEYS[1] = the user's summary agent set, ARGV[1] = "P{tenant}:sum:", ARGV[2] = user.
-_FORGET_SUMMARIES = """
-local n = 0
-for _, agent in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  local key = ARGV[1] .. agent
-  local items = redis.call('LRANGE', key, 0, -1)
-  local keep = {}
-  for _, s in ipairs(items) do
-    if cjson.decode(s)[2] == ARGV[2] then n = n + 1 else keep[#keep + 1] = s end
-  end
-  if #keep < #items then
-    redis.call('DEL', key)
-    for i = 1, #keep, 1000 do
-      redis.call('RPUSH', key, unpack(keep, i, math.min(i + 999, #keep)))
-    end
-  end
-end
-redis.call('DEL', KEYS[1])
-return n
-"""
-
+S_RECORD_EXPIRE = Script("expire_due()\nreturn 1\n", prelude=TENANT_PRELUDE)
 S_RECORD_PUT = Script(_RECORD_PUT, prelude=TENANT_PRELUDE)
 S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
 S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
@@ -353,7 +307,3 @@ S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
 S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
 S_EVENTS_LIST = Script(_EVENTS_LIST, prelude=TENANT_PRELUDE)
 S_EVENTS_PRUNE = Script(_EVENTS_PRUNE, prelude=TENANT_PRELUDE)
-S_SNAPSHOT_SAVE = Script(_SNAPSHOT_SAVE, prelude="")
-S_SNAPSHOT_DELETE = Script(_SNAPSHOT_DELETE, prelude="")
-S_FORGET_SNAPSHOT = Script(_FORGET_SNAPSHOT, prelude="")
-S_FORGET_SUMMARIES = Script(_FORGET_SUMMARIES, prelude="")

@@ -1,4 +1,5 @@
-"""AsyncRedisStore: threads, entries, branches, records and search in plain Redis 7.
+"""AsyncRedisStore: threads, entries, branches, records and search in plain Redis 7
+(working memory, snapshots and summaries are records: the contract's defaults).
 
 Key layout, atomicity, cluster mode, search costs and TTLs: ``docs/redis.md``. Each
 sibling module is a mixin of ``AsyncRedisStore``; the I/O-free parts (Lua scripts,
@@ -14,7 +15,6 @@ from memorybank.stores.redis._async._entries import RedisEntries
 from memorybank.stores.redis._async._events import RedisEvents
 from memorybank.stores.redis._async._forget import RedisForget
 from memorybank.stores.redis._async._records import RedisRecords
-from memorybank.stores.redis._async._runs import RedisRuns
 from memorybank.stores.redis._async._search import RedisSearch
 from memorybank.stores.redis._async._threads import RedisThreads
 
@@ -24,7 +24,6 @@ __all__ = ["MIGRATIONS", "AsyncRedisStore"]
 class AsyncRedisStore(
     RedisThreads,
     RedisEntries,
-    RedisRuns,
     RedisRecords,
     RedisSearch,
     RedisForget,
@@ -48,7 +47,6 @@ class AsyncRedisStore(
             Capability.TTL,
             Capability.DURABLE,
             Capability.MULTI_PROCESS,
-            Capability.RUN_STATE,
             Capability.TEXT_SEARCH,
             Capability.VECTOR_SEARCH,
             Capability.EVENTS,  # not with cluster=True (``_events``)

@@ -7,6 +7,8 @@ apart with ``cluster=True``, and closing. The verbs are in the sibling mixins.
 
 from __future__ import annotations
 
+import copy
+import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any, Self, cast
@@ -14,7 +16,8 @@ from typing import Any, Self, cast
 import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
-from memorybank.records import Thread
+from memorybank.records import Summary, Thread
+from memorybank.stores.contract._async.run_state_store import SNAPSHOT_KIND, WORKING_KIND
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis.codec import (
     CHUNK,
@@ -22,9 +25,11 @@ from memorybank.stores.redis.codec import (
     esc,
     glob_escape,
     log_member,
+    opt_str,
     split_url,
     translated,
     ttl_ms,
+    unesc,
 )
 from memorybank.stores.redis.compat import (
     CLUSTER_SCHEMES,
@@ -35,7 +40,7 @@ from memorybank.stores.redis.compat import (
 )
 from memorybank.stores.redis.lua import MIGRATE, Script
 from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
-from memorybank.stores.sql.common import to_us
+from memorybank.stores.sql.common import from_us, to_us
 from memorybank.stores.vectors._async.source import CachedVectorStore
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
@@ -47,12 +52,15 @@ from memorybank.stores.vectors._async.source import CachedVectorStore
 #: by the client from the ``ev:`` and ``rv:`` hashes (SCAN, idempotent) first.
 #: Version 4 adds the change feed (``_events``): nothing to create, but a process of an
 #: older layout would write without recording events while the feed is on, so it must
-#: refuse the data from then on.
+#: refuse the data from then on. Version 5 keeps working memory, snapshots and summaries
+#: as the records the contract derives them from (``run_state_store``), rewritten by the
+#: client first (``_backfill_run_state``).
 MIGRATIONS: list[str] = [
     "",
     "-- v2: records, vectors, u0 (backfilled by the client first)\n",
     "-- v3: vector stamps and logs (backfilled by the client first)\n",
     "-- v4: the change feed (written by the write scripts)\n",
+    "-- v5: run state as records (rewritten by the client first)\n",
 ]
 
 
@@ -75,8 +83,15 @@ class RedisBase(CachedVectorStore):
         self._client = client
         self._prefix = prefix
         self._ttl = str(ttl_ms(ttl, "ttl"))
-        self._working_ttl = ttl_ms(working_ttl, "working_ttl")
-        self._snapshot_ttl = ttl_ms(snapshot_ttl, "snapshot_ttl")
+        #: The record kinds that expire (``_records``: ``_fresh``; the record scripts).
+        self._kind_ttls = {
+            kind: ms
+            for kind, ms in (
+                (WORKING_KIND, ttl_ms(working_ttl, "working_ttl")),
+                (SNAPSHOT_KIND, ttl_ms(snapshot_ttl, "snapshot_ttl")),
+            )
+            if ms
+        }
         self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
         if self._cluster:  # no change feed in the cluster layout (``_events``)
             self.capabilities = type(self).capabilities - {Capability.EVENTS}
@@ -239,6 +254,8 @@ class RedisBase(CachedVectorStore):
                 await self._backfill_shared_index()
             if version == 2:
                 await self._backfill_vector_logs()
+            if version == 4:
+                await self._backfill_run_state()
             script = Script(MIGRATE.replace("{body}", MIGRATIONS[version]), prelude="")
             await self._eval(script, (key,), (version, version + 1))
         self._schema_ok = True
@@ -262,6 +279,40 @@ class RedisBase(CachedVectorStore):
                 for start in range(0, len(members), CHUNK):
                     part = members[start : start + CHUNK]
                     await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
+
+    async def _backfill_run_state(self) -> None:
+        """Layout v4 -> v5: each run's working memory (``P{tenant:run}:w``, a hash), snapshot
+        (``P{tenant:run}:s``: v, o, at) and each agent's summaries (``P{tenant}:sum:<agent>``,
+        a list of JSON [id, user, content, at]) written as records by the contract's
+        defaults, then the old keys (and the owner sets ``su:``, ``sumu:``) deleted. Safe to
+        repeat: the records' ids come from the data. A remaining key TTL is not carried over."""
+        view = copy.copy(self)
+        view._schema_ok = True  # its writes go straight on (this store still migrates)
+        head = glob_escape(self._prefix)
+        for tail in ("}:w", "}:s", "}:sum:*", "}:su:*", "}:sumu:*"):
+            async for key in self._client.scan_iter(match=head + "{*" + tail, count=1000):
+                name = as_str(key)
+                tag, _, rest = name[len(self._prefix) + 1 :].partition("}:")
+                tenant, _, run = (unesc(p) for p in tag.partition(":"))
+                if tail == "}:w":
+                    pairs = cast("dict[bytes, bytes]", await self._client.hgetall(key))
+                    for field, value in pairs.items():
+                        await view.working_set(tenant, run, as_str(field), as_str(value))
+                elif tail == "}:s":
+                    value, owner, at = await self._client.hmget(key, ["v", "o", "at"])
+                    if value is not None:
+                        saved = from_us(int(at or 0))
+                        await view.snapshot_save(
+                            tenant, run, as_str(value), user_id=opt_str(owner), saved_at=saved,
+                            owner_check=False,
+                        )  # fmt: skip
+                elif rest.startswith("sum:"):
+                    agent = unesc(rest[4:])
+                    for item in await self._client.lrange(key, 0, -1):
+                        sid, user, content, at = json.loads(item)
+                        summary = Summary(sid, agent, user, content, from_us(at))
+                        await view.summary_add(tenant, summary)
+                await self._client.delete(key)
 
     async def _backfill_shared_index(self) -> None:
         """Layout v1 -> v2: put every thread without a user into its tenant's ``u0`` index."""
@@ -389,6 +440,3 @@ class RedisBase(CachedVectorStore):
                 await self._client.aclose()
             except (redis.exceptions.RedisError, OSError):
                 pass
-
-    def _run_key(self, tenant: str, run_id: str, kind: str) -> str:
-        return f"{self._prefix}{{{esc(tenant)}:{esc(run_id)}}}:{kind}"

@@ -1,4 +1,4 @@
-"""RedisRecords: records (facts, documents, ...) and summaries, in the tenant's slot."""
+"""RedisRecords: records (facts, documents, run state, ...), in the tenant's slot."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from datetime import datetime
 
-from memorybank.records import Summary
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.contract.pages import record_matches
 from memorybank.stores.contract.types import visible
@@ -18,20 +17,26 @@ from memorybank.stores.redis.codec import (
     esc,
     guard_args,
     record_json,
-    unesc,
     who,
 )
 from memorybank.stores.redis.lua_tenant import (
     S_RECORD_DELETE,
+    S_RECORD_EXPIRE,
     S_RECORD_KEYS,
     S_RECORD_PAGE,
     S_RECORD_PUT,
 )
-from memorybank.stores.sql.common import dump, from_us, to_us
+from memorybank.stores.sql.common import dump, to_us
 
 
 class RedisRecords(RedisScope):
-    """Records and summaries of ``AsyncRedisStore``."""
+    """Records of ``AsyncRedisStore``."""
+
+    async def _fresh(self, tenant: str, *kinds: str) -> None:
+        """Before reading a kind with a TTL (``working_ttl``, ``snapshot_ttl``): delete the
+        tenant's record groups that are due (``lua.TENANT_PRELUDE``: ``expire_due``)."""
+        if not self._kind_ttls.keys().isdisjoint(kinds):
+            await self._tenant_eval(S_RECORD_EXPIRE, tenant)
 
     async def record_put(
         self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
@@ -39,7 +44,8 @@ class RedisRecords(RedisScope):
         """One script over the tenant slot: the guard's check and the batch are atomic."""
         if not records and guard is None:
             return
-        args = guard_args(guard)
+        ttls = {r.kind: self._kind_ttls[r.kind] for r in records if r.kind in self._kind_ttls}
+        args = [*guard_args(guard), dump(ttls)]
         for record in records:
             args += [record.kind, record.id, who(record.user_id), record_json(record)]
         with self._op():
@@ -49,6 +55,7 @@ class RedisRecords(RedisScope):
 
     async def record_get(self, tenant: str, kind: str, record_id: str) -> Record | None:
         async with self._io():
+            await self._fresh(tenant, kind)
             text = await self._client.hget(self._idx(tenant) + "r:" + esc(kind), record_id)
         return None if text is None else decode_record(kind, record_id, json.loads(text))
 
@@ -64,6 +71,7 @@ class RedisRecords(RedisScope):
         if not ids and guard is None:
             return 0
         with self._op():
+            await self._fresh(tenant, kind)
             deleted = int(
                 await self._tenant_eval(S_RECORD_DELETE, tenant, *guard_args(guard), kind, *ids)
             )
@@ -84,6 +92,7 @@ class RedisRecords(RedisScope):
     ) -> list[Record]:
         """Reads the kind's records in the owner scope, then filters and sorts here."""
         with self._op():
+            await self._fresh(tenant, kind)
             rows = await self._records_in_scope(
                 tenant, [kind], user_id=user_id, visible_to=visible_to
             )
@@ -104,6 +113,7 @@ class RedisRecords(RedisScope):
             return {}
         key = self._idx(tenant) + "r:" + esc(kind)
         async with self._io():
+            await self._fresh(tenant, kind)
             async with self._client.pipeline(transaction=False) as pipe:
                 for start in range(0, len(ids), CHUNK):
                     pipe.hmget(key, ids[start : start + CHUNK])
@@ -173,46 +183,3 @@ class RedisRecords(RedisScope):
         ]
         found.sort(key=lambda r: (r.created_at, r.id))
         return found[:limit]
-
-    # -- summaries ---------------------------------------------------------------------------
-
-    async def summary_add(self, tenant: str, summary: Summary) -> Summary:
-        idx = self._idx(tenant)
-        agent = esc(summary.agent_id)
-        record = dump([summary.id, summary.user_id, summary.content, to_us(summary.created_at)])
-        async with self._io():
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.rpush(idx + "sum:" + agent, record)
-                if summary.user_id is not None:
-                    pipe.sadd(idx + "sumu:" + esc(summary.user_id), agent)
-                await pipe.execute()
-        return summary
-
-    async def summary_agents(
-        self, tenant: str, *, after: str | None = None, limit: int | None = None
-    ) -> list[str]:
-        """Found by ``SCAN`` over the tenant's ``sum:<agent>`` lists (one slot, hash-tagged)."""
-        async with self._io():
-            found = {unesc(a) async for a in self._scan_ids(self._idx(tenant) + "sum:", "")}
-        agents = sorted(a for a in found if after is None or a > after)
-        return agents if limit is None else agents[:limit]
-
-    async def summary_list(
-        self, tenant: str, *, agent_id: str, user_id: str | Unset | None
-    ) -> list[Summary]:
-        async with self._io():
-            items = await self._client.lrange(self._idx(tenant) + "sum:" + esc(agent_id), 0, -1)
-        found = []
-        for item in items:
-            sid, owner, content, created = json.loads(item)
-            if isinstance(user_id, Unset) or owner is None or owner == user_id:
-                found.append(
-                    Summary(
-                        id=sid,
-                        agent_id=agent_id,
-                        user_id=owner,
-                        content=content,
-                        created_at=from_us(created),
-                    )
-                )
-        return found
