@@ -300,11 +300,11 @@ class RedisBase(CachedVectorStore):
                     for field, value in pairs.items():
                         view.working_set(tenant, run, as_str(field), as_str(value))
                 elif tail == "}:s":
-                    value, owner, at = self._client.hmget(key, ["v", "o", "at"])
-                    if value is not None:
+                    text, owner, at = self._client.hmget(key, ["v", "o", "at"])
+                    if text is not None:
                         saved = from_us(int(at or 0))
                         view.snapshot_save(
-                            tenant, run, as_str(value), user_id=opt_str(owner), saved_at=saved,
+                            tenant, run, as_str(text), user_id=opt_str(owner), saved_at=saved,
                             owner_check=False,
                         )  # fmt: skip
                 elif rest.startswith("sum:"):
