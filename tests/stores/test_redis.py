@@ -383,7 +383,6 @@ async def test_open_store_reads_options_from_the_url(prefix: str, raw: redis.Red
             "ttl",
             "durable",
             "multi_process",
-            "run_state",
             "text_search",
             "vector_search",
             "events",
