@@ -576,7 +576,8 @@ async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
 
 def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> None:
     """Working memory, snapshots and summaries as layout 4 kept them (keys of their own)
-    read back through the API after the migration to layout 5 (records), old keys gone."""
+    read back through the API after the migration to layout 5 (records), old keys gone;
+    a layout-4 record with a key is found by its key (the key sets v5 builds)."""
     at = 1_790_000_000_000_000  # µs
     tenant, run = f"{prefix}{{acme%3Aeu:run%3A1}}:", f"{prefix}{{acme%3Aeu}}:"
     raw.hset(tenant + "w", mapping={"plan": '{"a": [1]}', "k:ü": '"x"'})
@@ -589,6 +590,8 @@ def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> N
         json.dumps(["s2", None, "shared", at + 1]),
     )
     raw.sadd(run + "sumu:ann", "bot%3A1")
+    raw.hset(run + "r:core", "c1", '[null, null, "na:me", "Ann", {}, 0, 0, null, 0]')
+    raw.sadd(run + "rn:core", "c1")  # a record with a key: v5 indexes it (``rq:``)
     raw.set(prefix + "schema_version", 4)
     with Memory(RedisStore.from_url(REDIS_URL, prefix=prefix)) as memory:
         m = memory.tenant("acme:eu")
@@ -606,6 +609,8 @@ def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> N
         assert raw.get(prefix + "schema_version") == b"5"
         assert [k for k in _keys(raw, f"{prefix}*") if k.endswith((":w", ":s"))] == []
         assert not raw.exists(run + "su:ann", run + "sum:bot%3A1", run + "sumu:ann")
+        assert [r.id for r in memory.store.record_list_keys("acme:eu", "core", ["na:me"])] == ["c1"]
+        assert [r.id for r in memory.store.record_list("acme:eu", "core", key="na:me")] == ["c1"]
         assert memory.store.forget_user("acme:eu", "ann") == 2  # the snapshot, a summary
         assert m.snapshots.load("run:1", user_id="ann") is None
         assert [s.id for s in m.summaries.list(agent_id="bot:1", user_id="ann")] == ["s2"]

@@ -166,24 +166,33 @@ local function drop_vectors(k, id)
     end
   end
 end
+local function keyset(k, key) return idx .. 'rq:' .. esc(k) .. ':' .. esc(key) end
+local function unindex_record(k, id, old)  -- out of its owner set and key set
+  local r = cjson.decode(old)
+  redis.call('SREM', owners(k, r[2]), id)
+  if r[3] ~= cjson.null then redis.call('SREM', keyset(k, r[3]), id) end
+end
 local function expire_due()
-  -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL group" by
-  -- deadline ms, ``rg:<kind>:<group>``: its ids; see ``_RECORD_PUT``); returns now (ms)
+  -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL k<key>"
+  -- (the key's records) or "kind NUL i<id>" by deadline ms; see ``_RECORD_PUT``);
+  -- returns now (ms)
   local t = redis.call('TIME')
   local now = t[1] * 1000 + math.floor(t[2] / 1000)
   for _, g in ipairs(redis.call('ZRANGEBYSCORE', idx .. 'rx', '-inf', string.format('%d', now))) do
     local cut = string.find(g, '\0', 1, true)
-    local k = string.sub(g, 1, cut - 1)
-    local set = idx .. 'rg:' .. esc(k) .. ':' .. esc(string.sub(g, cut + 1))
-    for _, id in ipairs(redis.call('SMEMBERS', set)) do
+    local k, group = string.sub(g, 1, cut - 1), string.sub(g, cut + 2)
+    local ids = {group}
+    if string.sub(g, cut + 1, cut + 1) == 'k' then
+      ids = redis.call('SMEMBERS', keyset(k, group))
+    end
+    for _, id in ipairs(ids) do
       local old = redis.call('HGET', rkey(k), id)
       if old then
         redis.call('HDEL', rkey(k), id)
-        redis.call('SREM', owners(k, cjson.decode(old)[2]), id)
+        unindex_record(k, id, old)
         drop_vectors(k, id)
       end
     end
-    redis.call('DEL', set)
     redis.call('ZREM', idx .. 'rx', g)
   end
   return now
@@ -204,8 +213,9 @@ local function chunks(cmd, key, items)
 end
 local function scope_ids(mode, owner, k)
   -- mode "all": every record of k; "only": the owner's ("-": the shared ones);
-  -- "vis": the owner's and the shared ones
+  -- "vis": the owner's and the shared ones; "key": the records whose key is "=<key>"
   if mode == 'all' then return redis.call('HKEYS', rkey(k)) end
+  if mode == 'key' then return redis.call('SMEMBERS', keyset(k, string.sub(owner, 2))) end
   if owner == '-' then return redis.call('SMEMBERS', owners(k, nil)) end
   local ids = redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))
   if mode == 'vis' then

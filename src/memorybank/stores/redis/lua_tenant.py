@@ -39,9 +39,9 @@ end
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent), ARGV[5] =
 # the TTLs (ms) of the batch's kinds that have one (JSON {kind: ms}; the store's
 # ``working_ttl`` / ``snapshot_ttl``), ARGV[6..] = (kind, id, owner "-" / "=<user>",
-# record JSON) per record. -1: guard failed. A record of a kind with a TTL joins its
-# group (its key, else its id: a run's working memory, a snapshot) and moves the group's
-# deadline on; the groups already due are deleted first (``expire_due``).
+# key "-" / "=<key>", record JSON) per record. -1: guard failed. A record of a kind with
+# a TTL moves its group's deadline on (its key's records: a run's working memory; else
+# itself: a snapshot); the groups already due are deleted first (``expire_due``).
 _RECORD_PUT = (
     _RECORD_EVENT
     + """
@@ -49,18 +49,17 @@ local ttls = cjson.decode(ARGV[5])
 local now = next(ttls) and expire_due()
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
 local on = feed()
-for i = 6, #ARGV, 4 do
-  local kind, id, owner, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
-  if ttls[kind] then
-    local group = cjson.decode(json)[3]
-    if group == cjson.null then group = id end
-    redis.call('ZADD', idx .. 'rx', string.format('%d', now + ttls[kind]), kind .. '\\0' .. group)
-    redis.call('SADD', idx .. 'rg:' .. esc(kind) .. ':' .. esc(group), id)
-  end
+for i = 6, #ARGV, 5 do
+  local kind, id, owner, key, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local old = redis.call('HGET', rkey(kind), id)
-  if old then redis.call('SREM', owners(kind, cjson.decode(old)[2]), id) end
+  if old then unindex_record(kind, id, old) end
   redis.call('HSET', rkey(kind), id, json)
   if on then record_event(kind, id, json, old and 'updated' or 'added') end
+  if key ~= '-' then redis.call('SADD', keyset(kind, string.sub(key, 2)), id) end
+  if ttls[kind] then
+    local g = kind .. '\\0' .. (key == '-' and 'i' .. id or 'k' .. string.sub(key, 2))
+    redis.call('ZADD', idx .. 'rx', string.format('%d', now + ttls[kind]), g)
+  end
   if owner == '-' then
     redis.call('SADD', owners(kind, nil), id)
   else
@@ -84,7 +83,7 @@ for i = 6, #ARGV do
   local old = redis.call('HGET', rkey(kind), ARGV[i])
   if old then
     redis.call('HDEL', rkey(kind), ARGV[i])
-    redis.call('SREM', owners(kind, cjson.decode(old)[2]), ARGV[i])
+    unindex_record(kind, ARGV[i], old)
     drop_vectors(kind, ARGV[i])
     if on then record_event(kind, ARGV[i], old, 'deleted') end
     n = n + 1
@@ -121,20 +120,15 @@ end
 return out
 """
 
-# ARGV[2] = "all" | "vis" (the shared owner set, and the user's when ARGV[3] = "=<user>"),
-# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = kind, ARGV[5..] = keys. Returns
-# {id, record JSON, ...} of the records in that scope whose key is one of the keys.
+# ARGV[2] = kind, ARGV[3..] = distinct keys. Returns {id, record JSON, ...} of the records
+# of those keys (``rq:`` key sets; the client keeps what the asker may see).
 _RECORD_KEYS = """
-local wanted = {}
-for i = 5, #ARGV do wanted[ARGV[i]] = true end
-local ids, records = scope_records(ARGV[2], ARGV[3], ARGV[4])
 local out = {}
-for j, id in ipairs(ids) do
-  local json = records[j]
-  if json then
-    local key = cjson.decode(json)[3]
-    if key ~= cjson.null and wanted[key] then
-      out[#out + 1] = id
+for i = 3, #ARGV do
+  local ids = redis.call('SMEMBERS', keyset(ARGV[2], ARGV[i]))
+  for j, json in ipairs(chunks('HMGET', rkey(ARGV[2]), ids)) do
+    if json then
+      out[#out + 1] = ids[j]
       out[#out + 1] = json
     end
   end
@@ -142,7 +136,8 @@ end
 return out
 """
 
-# ARGV[2..4] as for _RECORD_KEYS (kind in ARGV[4]), ARGV[5] / ARGV[6] = agent / user
+# ARGV[2] = "all" | "vis" (the shared owner set, and the user's when ARGV[3] = "=<user>"),
+# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = kind, ARGV[5] / ARGV[6] = agent / user
 # ("*" any, "-" shared only, "=<id>" that one or shared), ARGV[7] = cursor time (µs,
 # "" none), ARGV[8] = limit. Returns {id, record JSON, ...}: the visible records from
 # about the cursor on that can be among the oldest ``limit`` after it. Lua numbers are
@@ -222,6 +217,7 @@ for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
     local old = redis.call('HGET', rkey(kind), id)
     if old and cjson.decode(old)[2] == user then
       redis.call('HDEL', rkey(kind), id)
+      unindex_record(kind, id, old)
       drop_vectors(kind, id)
       n = n + 1
     end

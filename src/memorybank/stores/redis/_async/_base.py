@@ -281,14 +281,28 @@ class RedisBase(CachedVectorStore):
                     await self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     async def _backfill_run_state(self) -> None:
-        """Layout v4 -> v5: each run's working memory (``P{tenant:run}:w``, a hash), snapshot
+        """Layout v4 -> v5: the records' key sets (``rq:<kind>:<key>``) from every record;
+        then each run's working memory (``P{tenant:run}:w``, a hash), snapshot
         (``P{tenant:run}:s``: v, o, at) and each agent's summaries (``P{tenant}:sum:<agent>``,
         a list of JSON [id, user, content, at]) written as records by the contract's
         defaults, then the old keys (and the owner sets ``su:``, ``sumu:``) deleted. Safe to
         repeat: the records' ids come from the data. A remaining key TTL is not carried over."""
+        head = glob_escape(self._prefix)
+        async for hkey in self._client.scan_iter(match=head + "{*}:r:*", count=1000):
+            tag, _, kind = as_str(hkey)[len(self._prefix) + 1 :].partition("}:r:")
+            sets: dict[str, list[Any]] = {}
+            async for rid, text in self._client.hscan_iter(hkey, count=1000):
+                found = json.loads(text)[2]
+                if found is not None and ":" not in tag:
+                    name = f"{self._prefix}{{{tag}}}:rq:{kind}:{esc(found)}"
+                    sets.setdefault(name, []).append(rid)
+            async with self._client.pipeline(transaction=False) as pipe:
+                for name, ids in sets.items():
+                    for start in range(0, len(ids), CHUNK):
+                        pipe.sadd(name, *ids[start : start + CHUNK])
+                await pipe.execute()
         view = copy.copy(self)
         view._schema_ok = True  # its writes go straight on (this store still migrates)
-        head = glob_escape(self._prefix)
         for tail in ("}:w", "}:s", "}:sum:*", "}:su:*", "}:sumu:*"):
             async for key in self._client.scan_iter(match=head + "{*" + tail, count=1000):
                 name = as_str(key)

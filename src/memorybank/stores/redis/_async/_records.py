@@ -47,7 +47,8 @@ class RedisRecords(RedisScope):
         ttls = {r.kind: self._kind_ttls[r.kind] for r in records if r.kind in self._kind_ttls}
         args = [*guard_args(guard), dump(ttls)]
         for record in records:
-            args += [record.kind, record.id, who(record.user_id), record_json(record)]
+            args += [record.kind, record.id, who(record.user_id), who(record.key)]
+            args.append(record_json(record))
         with self._op():
             applied = int(await self._tenant_eval(S_RECORD_PUT, tenant, *args))
         if applied < 0 and guard is not None:
@@ -90,11 +91,12 @@ class RedisRecords(RedisScope):
         visible_to: Visibility | None = None,
         limit: int | None = None,
     ) -> list[Record]:
-        """Reads the kind's records in the owner scope, then filters and sorts here."""
+        """Reads the kind's records in the key's set (``key`` given) or the owner scope,
+        then filters and sorts here."""
         with self._op():
             await self._fresh(tenant, kind)
             rows = await self._records_in_scope(
-                tenant, [kind], user_id=user_id, visible_to=visible_to
+                tenant, [kind], user_id=user_id, visible_to=visible_to, key=key
             )
         found = [
             decode_record(kind, rid, data)
@@ -133,14 +135,13 @@ class RedisRecords(RedisScope):
         *,
         visible_to: Visibility | None = None,
     ) -> list[Record]:
-        """One script: the records of the owner scope whose key matches (no key index in
-        this layout: the scope's records are read and matched inside Redis)."""
+        """One script reads the keys' records (their ``rq:`` key sets)."""
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return []
-        mode, owner = self._owner_scope(visible_to)
         with self._op():
-            out = await self._tenant_eval(S_RECORD_KEYS, tenant, mode, owner, kind, *wanted)
+            await self._fresh(tenant, kind)
+            out = await self._tenant_eval(S_RECORD_KEYS, tenant, kind, *wanted)
         found = [
             decode_record(kind, as_str(out[i]), json.loads(out[i + 1]))
             for i in range(0, len(out), 2)

@@ -71,15 +71,21 @@ class RedisScope(RedisBase):
         user_id: str | Unset | None = UNSET,
         visible_to: Visibility | None = None,
         model_id: str = "",
+        key: str | Unset | None = UNSET,
     ) -> list[tuple[str, str, list[Any], bytes | None]]:
         """``(kind, id, decoded JSON, vector)`` of the records an owner index can hold.
 
-        Reads the user's (and the shared) owner set when a user or a visibility
-        is given, every record of the kind otherwise; callers filter the rest.
+        Reads the key's set when a ``key`` is given, else the user's (and the shared)
+        owner set when a user or a visibility is given, else every record of the kind;
+        callers filter the rest.
         With ``model_id``, only records with a vector of that model (and it).
         """
-        only = isinstance(user_id, str | None)
-        mode, owner = ("only", who(user_id)) if only else self._owner_scope(visible_to)
+        if isinstance(key, str):  # the key's set: smaller than an owner's
+            mode, owner = "key", who(key)
+        elif isinstance(user_id, str | None):
+            mode, owner = "only", who(user_id)
+        else:
+            mode, owner = self._owner_scope(visible_to)
         out = self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
         found: list[tuple[str, str, list[Any], bytes | None]] = []
         step = 3 if model_id else 2
