@@ -574,7 +574,10 @@ async def test_update_entries_keeps_members_readable_and_compaction_keeps_order(
     assert [e.position for e in page] == [2, 3, 4]
 
 
-def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> None:
+@pytest.mark.parametrize("cluster", [False, True])
+async def test_v4_run_state_is_migrated_to_records(
+    prefix: str, raw: redis.Redis, cluster: bool
+) -> None:
     """Working memory, snapshots and summaries as layout 4 kept them (keys of their own)
     read back through the API after the migration to layout 5 (records), old keys gone;
     a layout-4 record with a key is found by its key (the key sets v5 builds)."""
@@ -593,27 +596,35 @@ def test_v4_run_state_is_migrated_to_records(prefix: str, raw: redis.Redis) -> N
     raw.hset(run + "r:core", "c1", '[null, null, "na:me", "Ann", {}, 0, 0, null, 0]')
     raw.sadd(run + "rn:core", "c1")  # a record with a key: v5 indexes it (``rq:``)
     raw.set(prefix + "schema_version", 4)
-    with Memory(RedisStore.from_url(REDIS_URL, prefix=prefix)) as memory:
-        m = memory.tenant("acme:eu")
-        assert m.working("run:1").items() == {"plan": {"a": [1]}, "k:ü": "x"}
-        assert m.snapshots.load("run:1", user_id="ann") == {"step": 3}
-        with pytest.raises(ThreadForbidden):
-            m.snapshots.load("run:1", user_id="bob")
-        assert m.snapshots.load("open", user_id="bob") == 1
-        summaries = m.summaries.list(agent_id="bot:1", user_id="ann")
-        assert [(s.id, s.user_id, s.content) for s in summaries] == [
-            ("s1", "ann", "Ann plans a trip"),
-            ("s2", None, "shared"),
-        ]
-        assert summaries[0].created_at == datetime.fromtimestamp(at / 1e6, UTC)
-        assert raw.get(prefix + "schema_version") == b"5"
-        assert [k for k in _keys(raw, f"{prefix}*") if k.endswith((":w", ":s"))] == []
-        assert not raw.exists(run + "su:ann", run + "sum:bot%3A1", run + "sumu:ann")
-        assert [r.id for r in memory.store.record_list_keys("acme:eu", "core", ["na:me"])] == ["c1"]
-        assert [r.id for r in memory.store.record_list("acme:eu", "core", key="na:me")] == ["c1"]
-        assert memory.store.forget_user("acme:eu", "ann") == 2  # the snapshot, a summary
-        assert m.snapshots.load("run:1", user_id="ann") is None
-        assert [s.id for s in m.summaries.list(agent_id="bot:1", user_id="ann")] == ["s2"]
+    store = (
+        cluster_safe_store(prefix)
+        if cluster
+        else AsyncRedisStore.from_url(REDIS_URL, prefix=prefix)
+    )
+    memory = AsyncMemory(store)
+    m = memory.tenant("acme:eu")
+    assert await m.working("run:1").items() == {"plan": {"a": [1]}, "k:ü": "x"}
+    assert await m.snapshots.load("run:1", user_id="ann") == {"step": 3}
+    with pytest.raises(ThreadForbidden):
+        await m.snapshots.load("run:1", user_id="bob")
+    assert await m.snapshots.load("open", user_id="bob") == 1
+    summaries = await m.summaries.list(agent_id="bot:1", user_id="ann")
+    assert [(s.id, s.user_id, s.content) for s in summaries] == [
+        ("s1", "ann", "Ann plans a trip"),
+        ("s2", None, "shared"),
+    ]
+    assert summaries[0].created_at == datetime.fromtimestamp(at / 1e6, UTC)
+    assert raw.get(prefix + "schema_version") == b"5"
+    assert [k for k in _keys(raw, f"{prefix}*") if k.endswith((":w", ":s"))] == []
+    assert not raw.exists(run + "su:ann", run + "sum:bot%3A1", run + "sumu:ann")
+    by_key = await store.record_list_keys("acme:eu", "core", ["na:me"])
+    assert [r.id for r in by_key] == ["c1"]
+    assert [r.id for r in await store.record_list("acme:eu", "core", key="na:me")] == ["c1"]
+    assert await store.forget_user("acme:eu", "ann") == 2  # the snapshot, a summary
+    assert await m.snapshots.load("run:1", user_id="ann") is None
+    assert [s.id for s in await m.summaries.list(agent_id="bot:1", user_id="ann")] == ["s2"]
+    await memory.close()
+    await store.close()
 
 
 def test_a_record_stored_without_a_revision_reads_as_revision_0(
