@@ -580,7 +580,7 @@ async def test_v4_run_state_is_migrated_to_records(
 ) -> None:
     """Working memory, snapshots and summaries as layout 4 kept them (keys of their own)
     read back through the API after the migration to layout 5 (records), old keys gone;
-    a layout-4 record with a key is found by its key (the key sets v5 builds)."""
+    layout-4 records are found by key and agent (the sets v5 builds)."""
     at = 1_790_000_000_000_000  # µs
     tenant, run = f"{prefix}{{acme%3Aeu:run%3A1}}:", f"{prefix}{{acme%3Aeu}}:"
     raw.hset(tenant + "w", mapping={"plan": '{"a": [1]}', "k:ü": '"x"'})
@@ -595,6 +595,8 @@ async def test_v4_run_state_is_migrated_to_records(
     raw.sadd(run + "sumu:ann", "bot%3A1")
     raw.hset(run + "r:core", "c1", '[null, null, "na:me", "Ann", {}, 0, 0, null, 0]')
     raw.sadd(run + "rn:core", "c1")  # a record with a key: v5 indexes it (``rq:``)
+    raw.hset(run + "r:note", "n1", '["bot:1", null, null, "hi", {}, 0, 0, null, 0]')
+    raw.sadd(run + "rn:note", "n1")  # a record with an agent: v5 indexes it (``ra:``)
     raw.set(prefix + "schema_version", 4)
     store = (
         cluster_safe_store(prefix)
@@ -620,6 +622,7 @@ async def test_v4_run_state_is_migrated_to_records(
     by_key = await store.record_list_keys("acme:eu", "core", ["na:me"])
     assert [r.id for r in by_key] == ["c1"]
     assert [r.id for r in await store.record_list("acme:eu", "core", key="na:me")] == ["c1"]
+    assert [r.id for r in await store.record_list("acme:eu", "note", agent_id="bot:1")] == ["n1"]
     assert await store.forget_user("acme:eu", "ann") == 2  # the snapshot, a summary
     assert await m.snapshots.load("run:1", user_id="ann") is None
     assert [s.id for s in await m.summaries.list(agent_id="bot:1", user_id="ann")] == ["s2"]

@@ -167,10 +167,12 @@ local function drop_vectors(k, id)
   end
 end
 local function keyset(k, key) return idx .. 'rq:' .. esc(k) .. ':' .. esc(key) end
-local function unindex_record(k, id, old)  -- out of its owner set and key set
+local function agentset(k, a) return idx .. 'ra:' .. esc(k) .. ':' .. esc(a) end
+local function unindex_record(k, id, old)  -- out of its owner, key and agent sets
   local r = cjson.decode(old)
   redis.call('SREM', owners(k, r[2]), id)
   if r[3] ~= cjson.null then redis.call('SREM', keyset(k, r[3]), id) end
+  if r[1] ~= cjson.null then redis.call('SREM', agentset(k, r[1]), id) end
 end
 local function expire_due()
   -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL k<key>"
@@ -213,9 +215,11 @@ local function chunks(cmd, key, items)
 end
 local function scope_ids(mode, owner, k)
   -- mode "all": every record of k; "only": the owner's ("-": the shared ones);
-  -- "vis": the owner's and the shared ones; "key": the records whose key is "=<key>"
+  -- "vis": the owner's and the shared ones; "key" / "agent": the records whose key /
+  -- agent is "=<id>"
   if mode == 'all' then return redis.call('HKEYS', rkey(k)) end
   if mode == 'key' then return redis.call('SMEMBERS', keyset(k, string.sub(owner, 2))) end
+  if mode == 'agent' then return redis.call('SMEMBERS', agentset(k, string.sub(owner, 2))) end
   if owner == '-' then return redis.call('SMEMBERS', owners(k, nil)) end
   local ids = redis.call('SMEMBERS', owners(k, string.sub(owner, 2)))
   if mode == 'vis' then

@@ -39,9 +39,10 @@ end
 # ARGV[2..4] = guard (kind, id, revision; "" kind: none, "" revision: absent), ARGV[5] =
 # the TTLs (ms) of the batch's kinds that have one (JSON {kind: ms}; the store's
 # ``working_ttl`` / ``snapshot_ttl``), ARGV[6..] = (kind, id, owner "-" / "=<user>",
-# key "-" / "=<key>", record JSON) per record. -1: guard failed. A record of a kind with
-# a TTL moves its group's deadline on (its key's records: a run's working memory; else
-# itself: a snapshot); the groups already due are deleted first (``expire_due``).
+# key "-" / "=<key>", agent "-" / "=<agent>", record JSON) per record. -1: guard failed.
+# A record of a kind with a TTL moves its group's deadline on (its key's records: a run's
+# working memory; else itself: a snapshot); the groups already due are deleted first
+# (``expire_due``).
 _RECORD_PUT = (
     _RECORD_EVENT
     + """
@@ -49,13 +50,15 @@ local ttls = cjson.decode(ARGV[5])
 local now = next(ttls) and expire_due()
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
 local on = feed()
-for i = 6, #ARGV, 5 do
-  local kind, id, owner, key, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+for i = 6, #ARGV, 6 do
+  local kind, id, owner, key, json = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 5]
   local old = redis.call('HGET', rkey(kind), id)
   if old then unindex_record(kind, id, old) end
   redis.call('HSET', rkey(kind), id, json)
   if on then record_event(kind, id, json, old and 'updated' or 'added') end
   if key ~= '-' then redis.call('SADD', keyset(kind, string.sub(key, 2)), id) end
+  local agent = ARGV[i + 4]
+  if agent ~= '-' then redis.call('SADD', agentset(kind, string.sub(agent, 2)), id) end
   if ttls[kind] then
     local g = kind .. '\\0' .. (key == '-' and 'i' .. id or 'k' .. string.sub(key, 2))
     redis.call('ZADD', idx .. 'rx', string.format('%d', now + ttls[kind]), g)

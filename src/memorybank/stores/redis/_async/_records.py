@@ -48,7 +48,7 @@ class RedisRecords(RedisScope):
         args = [*guard_args(guard), dump(ttls)]
         for record in records:
             args += [record.kind, record.id, who(record.user_id), who(record.key)]
-            args.append(record_json(record))
+            args += [who(record.agent_id), record_json(record)]
         with self._op():
             applied = int(await self._tenant_eval(S_RECORD_PUT, tenant, *args))
         if applied < 0 and guard is not None:
@@ -91,12 +91,12 @@ class RedisRecords(RedisScope):
         visible_to: Visibility | None = None,
         limit: int | None = None,
     ) -> list[Record]:
-        """Reads the kind's records in the key's set (``key`` given) or the owner scope,
-        then filters and sorts here."""
+        """Reads the kind's records in the narrowest set that holds them all (``rq:``/``ra:``
+        /owner sets, ``_records_in_scope``), then filters and sorts here."""
         with self._op():
             await self._fresh(tenant, kind)
             rows = await self._records_in_scope(
-                tenant, [kind], user_id=user_id, visible_to=visible_to, key=key
+                tenant, [kind], user_id=user_id, visible_to=visible_to, key=key, agent_id=agent_id
             )
         found = [
             decode_record(kind, rid, data)

@@ -71,18 +71,22 @@ class RedisScope(RedisBase):
         visible_to: Visibility | None = None,
         model_id: str = "",
         key: str | Unset | None = UNSET,
+        agent_id: str | Unset | None = UNSET,
     ) -> list[tuple[str, str, list[Any], bytes | None]]:
         """``(kind, id, decoded JSON, vector)`` of the records an owner index can hold.
 
-        Reads the key's set when a ``key`` is given, else the user's (and the shared)
-        owner set when a user or a visibility is given, else every record of the kind;
-        callers filter the rest.
+        Reads the key's set when a ``key`` is given, else the user's owner set for a
+        ``user_id``, else the agent's set for an ``agent_id``, else the user's and the
+        shared owner sets for a visibility, else every record of the kind; callers
+        filter the rest.
         With ``model_id``, only records with a vector of that model (and it).
         """
         if isinstance(key, str):  # the key's set: smaller than an owner's
             mode, owner = "key", who(key)
         elif isinstance(user_id, str | None):
             mode, owner = "only", who(user_id)
+        elif isinstance(agent_id, str):
+            mode, owner = "agent", who(agent_id)
         else:
             mode, owner = self._owner_scope(visible_to)
         out = await self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)

@@ -282,7 +282,7 @@ class RedisBase(CachedVectorStore):
                     self._client.zadd(log, dict.fromkeys(part, 0), nx=True)
 
     def _backfill_run_state(self) -> None:
-        """Layout v4 -> v5: the records' key sets (``rq:<kind>:<key>``) from every record;
+        """Layout v4 -> v5: the records' key and agent sets (``rq:``, ``ra:``) from every record;
         then each run's working memory (``P{tenant:run}:w``, a hash), snapshot
         (``P{tenant:run}:s``: v, o, at) and each agent's summaries (``P{tenant}:sum:<agent>``,
         a list of JSON [id, user, content, at]) written as records by the contract's
@@ -293,10 +293,11 @@ class RedisBase(CachedVectorStore):
             tag, _, kind = as_str(hkey)[len(self._prefix) + 1 :].partition("}:r:")
             sets: dict[str, list[Any]] = {}
             for rid, text in self._client.hscan_iter(hkey, count=1000):
-                found = json.loads(text)[2]
-                if found is not None and ":" not in tag:
-                    name = f"{self._prefix}{{{tag}}}:rq:{kind}:{esc(found)}"
-                    sets.setdefault(name, []).append(rid)
+                data = json.loads(text)
+                for field, value in (("rq", data[2]), ("ra", data[0])):
+                    if value is not None and ":" not in tag:
+                        name = f"{self._prefix}{{{tag}}}:{field}:{kind}:{esc(value)}"
+                        sets.setdefault(name, []).append(rid)
             with self._client.pipeline(transaction=False) as pipe:
                 for name, ids in sets.items():
                     for start in range(0, len(ids), CHUNK):
