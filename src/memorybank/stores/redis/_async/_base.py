@@ -293,9 +293,9 @@ class RedisBase(CachedVectorStore):
             sets: dict[str, list[Any]] = {}
             async for rid, text in self._client.hscan_iter(hkey, count=1000):
                 data = json.loads(text)
-                for field, value in (("rq", data[2]), ("ra", data[0])):
-                    if value is not None and ":" not in tag:
-                        name = f"{self._prefix}{{{tag}}}:{field}:{kind}:{esc(value)}"
+                for index, found in (("rq", data[2]), ("ra", data[0])):
+                    if found is not None and ":" not in tag:
+                        name = f"{self._prefix}{{{tag}}}:{index}:{kind}:{esc(found)}"
                         sets.setdefault(name, []).append(rid)
             async with self._client.pipeline(transaction=False) as pipe:
                 for name, ids in sets.items():
