@@ -53,7 +53,7 @@ from memorybank import Memory
 from memorybank.embeddings import Embedder, LocalEmbedder
 from memorybank.recall import BM25Index
 
-__all__ = ["evaluate_question", "load", "main", "parse_date", "ranked_sessions"]
+__all__ = ["evaluate_question", "load", "main", "parse_date", "ranked_sessions", "session_places"]
 
 AGENT = "longmemeval"
 USER = "longmemeval-user"
@@ -236,8 +236,9 @@ def _bm25(question: dict[str, Any]) -> list[tuple[str, int]]:
 
 def evaluate_question(
     question: dict[str, Any], embedder: Embedder | None, url: str = "sqlite://"
-) -> tuple[dict[str, dict[str, float]], float, float]:
-    """One question: its metrics per system, the write time and the search time (s)."""
+) -> tuple[dict[str, dict[str, float]], float, float, list[tuple[str, int]]]:
+    """One question: its metrics per system, the write time and the search time (s), and
+    memorybank's turn ranking (session id, turn index)."""
     gold_sessions = set(question["answer_session_ids"])
     gold_turns = {
         (sid, j)
@@ -282,7 +283,27 @@ def evaluate_question(
         },
         written,
         searched,
+        turns,
     )
+
+
+def session_places(question: dict[str, Any], turns: Sequence[tuple[str, int]]) -> str:
+    """Each evidence session's place among the ranked sessions ("-" when none of its turns
+    is among the hits), and whether its evidence turns are: ``answer_x: 3 (turn 0 at 12)``."""
+    sessions = ranked_sessions(turns)
+    where = {turn: i + 1 for i, turn in enumerate(turns)}
+    parts = []
+    for sid, session in _sessions(question):
+        if sid not in question["answer_session_ids"]:
+            continue
+        place = sessions.index(sid) + 1 if sid in sessions else "-"
+        evidence = [
+            f"turn {j} at {where.get((sid, j), '-')}"
+            for j, turn in enumerate(session)
+            if turn.get("has_answer")
+        ]
+        parts.append(f"{sid}: {place}" + (f" ({', '.join(evidence)})" if evidence else ""))
+    return "; ".join(parts)
 
 
 COLUMNS = ("any@5", "all@5", "any@10", "all@10", "ndcg@5", "ndcg@10", "turn@10")
@@ -327,7 +348,11 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="no embedder: the hybrid search on words and structure alone (embeds nothing)",
     )
-    parser.add_argument("--misses", action="store_true", help="list the turn misses")
+    parser.add_argument(
+        "--misses",
+        action="store_true",
+        help="list the turn misses and the session all@5 misses (each evidence session's place)",
+    )
     args = parser.parse_args(argv)
     path = args.data or default_data()
     if not path.exists():
@@ -369,12 +394,16 @@ def main(argv: list[str] | None = None) -> None:
     rows: list[tuple[str, dict[str, dict[str, float]]]] = []
     write_s = search_s = 0.0
     for q in questions:
-        metrics, written, searched = evaluate_question(q, embedder)
+        metrics, written, searched, ranking = evaluate_question(q, embedder)
         write_s += written
         search_s += searched
         rows.append((q["question_type"], metrics))
-        if args.misses and not metrics["memorybank"].get("turn@10", 1.0):
+        mine = metrics["memorybank"]
+        if args.misses and not mine.get("turn@10", 1.0):
             print(f"  miss {q['question_id']} {q['question_type']}: {q['question']}")
+        if args.misses and not mine["all@5"]:
+            print(f"  all@5 miss {q['question_id']} {q['question_type']}: {q['question']}")
+            print(f"    {session_places(q, ranking)}")
     print(report(rows))
     n = len(questions)
     print(
