@@ -48,6 +48,7 @@ from memorybank.cli.common import (
     _errors,
     chosen_embedder,
     empty_listing,
+    or_unset,
     resolve_url,
     shown_url,
 )
@@ -59,7 +60,6 @@ from memorybank.embeddings.status import EMBED_ENV, embed_mode
 from memorybank.errors import ConfigurationError, NotFound
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Thread
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["app", "main"]
 
@@ -188,8 +188,8 @@ def threads_command(
     console = _console()
     with _errors(), _cli_read.open_existing(url, tenant) as memory:
         threads = memory.threads.list(
-            user_id=UNSET if user is None else user,
-            agent_id=UNSET if agent is None else agent,
+            user_id=or_unset(user),
+            agent_id=or_unset(agent),
             status=None if status is None else status.value,
             limit=limit,
         )

@@ -20,7 +20,7 @@ from memorybank.embeddings.named import EMBEDDER_ENV, embedder_named
 from memorybank.errors import MemoryBankError
 from memorybank.memory._sync.memory import DEFAULT_TENANT, DEFAULT_URL, Memory
 from memorybank.stores._async.open import sqlite_path
-from memorybank.stores.contract.types import UNSET
+from memorybank.stores.contract.types import UNSET, Unset
 
 __all__ = [
     "AgentOption",
@@ -36,6 +36,7 @@ __all__ = [
     "chosen_embedder",
     "empty_listing",
     "format_time",
+    "or_unset",
     "resolve_url",
     "shown_url",
 ]
@@ -90,11 +91,14 @@ UserOption = Annotated[str | None, typer.Option("--user", help="As seen by this 
 AgentOption = Annotated[str | None, typer.Option("--agent", help="As seen by this agent.")]
 
 
+def or_unset(value: str | None) -> str | Unset:
+    """A ``--user``/``--agent`` value as the library takes it: left out, unconfined."""
+    return UNSET if value is None else value
+
+
 def as_seen_by(memory: Memory, user: str | None, agent: str | None = None) -> Memory:
     """The memory as ``--user``/``--agent`` see it (an option left out: unconfined)."""
-    return memory.scoped(
-        user_id=UNSET if user is None else user, agent_id=UNSET if agent is None else agent
-    )
+    return memory.scoped(user_id=or_unset(user), agent_id=or_unset(agent))
 
 
 def _console() -> Console:

@@ -17,11 +17,11 @@ from memorybank.cli.common import (
     UserOption,
     _errors,
     as_seen_by,
+    or_unset,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
 from memorybank.consolidation.report import ConsolidationReport
 from memorybank.memory._sync.memory import DEFAULT_TENANT
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["register"]
 
@@ -110,7 +110,7 @@ def profile_command(
 ) -> None:
     """A user's current facts grouped by attribute, with provenance (memory.profile)."""
     with _errors(), open_existing(url, tenant) as memory:
-        profile = memory.profile(user, agent_id=UNSET if agent is None else agent)
+        profile = memory.profile(user, agent_id=or_unset(agent))
         if as_json:
             emit_json(profile)
             return
@@ -144,8 +144,8 @@ def feedback_command(
             hit_or_id,
             useful=useful,
             reason=reason,
-            user_id=UNSET if user is None else user,
-            agent_id=UNSET if agent is None else agent,
+            user_id=or_unset(user),
+            agent_id=or_unset(agent),
         )
         if as_json:
             emit_json(result)

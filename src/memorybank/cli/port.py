@@ -35,6 +35,7 @@ from memorybank.cli.common import (
     UrlOption,
     _errors,
     chosen_embedder,
+    or_unset,
     resolve_url,
 )
 from memorybank.cli.read import JsonOption, emit_json, open_existing
@@ -45,7 +46,6 @@ from memorybank.errors import InvalidInput
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.retention import RetentionPolicy
 from memorybank.rules import validate as v
-from memorybank.stores.contract.types import UNSET
 
 __all__ = ["register"]
 
@@ -379,9 +379,7 @@ def consolidate_command(
             with open_existing(
                 url, tenant, embedder=chosen_embedder(embedder), judge=judge
             ) as memory:
-                report = memory.consolidate(
-                    user_id=user, agent_id=UNSET if agent is None else agent, dry_run=dry_run
-                )
+                report = memory.consolidate(user_id=user, agent_id=or_unset(agent), dry_run=dry_run)
         finally:
             if judge is not None:
                 judge.close()

@@ -30,6 +30,7 @@ from memorybank.cli.common import (
     chosen_embedder,
     empty_listing,
     format_time,
+    or_unset,
     resolve_url,
 )
 from memorybank.dump import format as _dump
@@ -39,7 +40,6 @@ from memorybank.importance import HalfLife
 from memorybank.memory._sync.memory import DEFAULT_TENANT, Memory
 from memorybank.records import Hit
 from memorybank.stores._async.open import sqlite_path
-from memorybank.stores.contract.types import UNSET, Unset
 from memorybank.stores.keyword.bm25 import BM25Index
 
 if TYPE_CHECKING:
@@ -100,10 +100,6 @@ def open_existing(
 def emit_json(value: Any) -> None:
     """Print ``value`` (records by their dataclass fields) as one JSON document."""
     typer.echo(json.dumps(_dump.encode(value), ensure_ascii=False, indent=2))
-
-
-def _opt(value: str | None) -> str | Unset:
-    return UNSET if value is None else value
 
 
 def _cell(text: str | None, limit: int = 160) -> Text:
@@ -180,8 +176,8 @@ def search(
             k=k if ranking != "keyword" else max(3 * k, KEYWORD_CANDIDATES),
             mode=ranking,
             thread_id=thread_id,
-            user_id=_opt(user),
-            agent_id=_opt(agent),
+            user_id=or_unset(user),
+            agent_id=or_unset(agent),
             kinds=kinds_value,
             min_score=min_score,
             include_history=include_history,
@@ -264,8 +260,8 @@ def facts(
             found = memory.facts.history(fact_id)
         else:
             found = memory.facts.list(
-                user_id=_opt(user),
-                agent_id=_opt(agent),
+                user_id=or_unset(user),
+                agent_id=or_unset(agent),
                 category=category,
                 include_expired=include_expired,
             )
@@ -302,7 +298,7 @@ def documents(
 ) -> None:
     """List documents, oldest first."""
     with _errors(), open_existing(url, tenant) as memory:
-        found = memory.documents.list(user_id=_opt(user), agent_id=_opt(agent), limit=limit)
+        found = memory.documents.list(user_id=or_unset(user), agent_id=or_unset(agent), limit=limit)
         if as_json:
             emit_json(found)
             return
@@ -382,7 +378,7 @@ def context(
             thread_id,
             max_tokens=max_tokens,
             agent_id=agent,
-            user_id=_opt(user),
+            user_id=or_unset(user),
             system_prompt=system_prompt,
             current_input=current_input,
             strategy=strategy.value,

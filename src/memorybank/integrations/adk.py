@@ -77,16 +77,16 @@ user raises ``InvalidInput``). Both take a ``Memory`` or an ``AsyncMemory``
 
 from __future__ import annotations
 
-import asyncio
 import json
 import unicodedata
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from memorybank.errors import ConfigurationError, Conflict, InvalidInput
+from memorybank.errors import Conflict, InvalidInput
+from memorybank.integrations._common import Handle, check_handle, in_thread
 from memorybank.memory._async.core_facts import AsyncCoreFacts
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.core_facts import CoreFacts
@@ -131,24 +131,8 @@ SESSION_MARK = "adk.session"
 #: ``integration`` of the threads and entries the memory service writes.
 MEMORY_MARK = "adk.memory"
 
-Handle = Memory | AsyncMemory
 #: One core-fact write: the set, the fact's key, the value as JSON.
 _Write = tuple["AsyncCoreFacts | CoreFacts", str, str]
-
-
-def _check_handle(memory: object) -> Handle:
-    if not isinstance(memory, Memory | AsyncMemory):
-        raise ConfigurationError(
-            f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
-        )
-    return memory
-
-
-async def _run(memory: Handle, call: Callable[[Any], Any]) -> Any:
-    """``call(memory)``: awaited on an ``AsyncMemory``, in a worker thread on a ``Memory``."""
-    if isinstance(memory, AsyncMemory):
-        return await call(memory)
-    return await asyncio.to_thread(call, memory)
 
 
 def _core_facts(memory: Handle, user_id: str | None) -> AsyncCoreFacts | CoreFacts:
@@ -315,7 +299,7 @@ class MemorybankSessionService(BaseSessionService):
     """
 
     def __init__(self, memory: Memory | AsyncMemory) -> None:
-        self.memory = _check_handle(memory)
+        self.memory = check_handle(memory)
 
     # -- plumbing ------------------------------------------------------------
 
@@ -338,7 +322,7 @@ class MemorybankSessionService(BaseSessionService):
     async def _state_of(
         self, facts: AsyncCoreFacts | CoreFacts, app_name: str, prefix: str
     ) -> dict[str, Any]:
-        stored = await _run(self.memory, lambda _: facts.all())
+        stored = await in_thread(self.memory, lambda _: facts.all())
         state: dict[str, Any] = {}
         for name, text in cast("dict[str, str]", stored).items():
             key = _fact_app_key(name, app_name)
@@ -372,13 +356,13 @@ class MemorybankSessionService(BaseSessionService):
 
     async def _apply(self, writes: list[_Write]) -> None:
         for facts, key, text in writes:
-            await _run(self.memory, partial(_set_fact, facts, key, text))
+            await in_thread(self.memory, partial(_set_fact, facts, key, text))
 
     async def _read(
         self, app_name: str, user_id: str, session_id: str, config: GetSessionConfig | None
     ) -> Session | None:
         thread_id = self._thread_id(app_name, user_id, session_id)
-        thread = await _run(self.memory, lambda m: m.threads.get(thread_id, user_id=user_id))
+        thread = await in_thread(self.memory, lambda m: m.threads.get(thread_id, user_id=user_id))
         if thread is None:
             return None
         return await self._load(cast("Thread", thread), app_name, config, events=True)
@@ -393,7 +377,7 @@ class MemorybankSessionService(BaseSessionService):
                 f"thread {thread.id!r} is not a session of the ADK integration", field="session_id"
             )
         owner = thread.user_id
-        entries = await _run(self.memory, lambda m: m.entries.list(thread.id, user_id=owner))
+        entries = await in_thread(self.memory, lambda m: m.entries.list(thread.id, user_id=owner))
         payloads = [_payload(e) for e in cast("list[Entry]", entries)]
         meta = thread.metadata[STATE_KEY]
         last = payloads[-1].get("timestamp") if payloads else None
@@ -429,7 +413,7 @@ class MemorybankSessionService(BaseSessionService):
             STATE_KEY: {"session_id": session_id, "state": own},
         }
         try:
-            thread = await _run(
+            thread = await in_thread(
                 self.memory,
                 lambda m: m.threads.create(thread_id=thread_id, user_id=user_id, metadata=metadata),
             )
@@ -468,9 +452,9 @@ class MemorybankSessionService(BaseSessionService):
         oldest update first, each with its state and without events."""
         _check_name(app_name, "app_name")
         if user_id is None:
-            threads = await _run(self.memory, lambda m: m.threads.list())
+            threads = await in_thread(self.memory, lambda m: m.threads.list())
         else:
-            threads = await _run(self.memory, lambda m: m.threads.list(user_id=user_id))
+            threads = await in_thread(self.memory, lambda m: m.threads.list(user_id=user_id))
         sessions: list[Session] = []
         scoped: dict[str, dict[str, Any]] = {}
         for thread in cast("list[Thread]", threads):
@@ -489,7 +473,7 @@ class MemorybankSessionService(BaseSessionService):
         """Delete the session and its events (its ``user:``/``app:`` state stays)."""
         session_id = _check_name(session_id, "session_id").strip()
         thread_id = self._thread_id(app_name, user_id, session_id)
-        await _run(self.memory, lambda m: m.threads.delete(thread_id, user_id=user_id))
+        await in_thread(self.memory, lambda m: m.threads.delete(thread_id, user_id=user_id))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The ``user:`` state of ``user_id`` in ``app_name``, keys without the prefix."""
@@ -510,9 +494,9 @@ class MemorybankSessionService(BaseSessionService):
         message = _entry(stored, SESSION_MARK, session.app_name, session.id)
         memory, owner = self.memory, session.user_id
         writes = self._plan(session.app_name, owner, app, user)
-        if await _run(memory, lambda m: m.threads.get(thread_id, user_id=owner)) is None:
+        if await in_thread(memory, lambda m: m.threads.get(thread_id, user_id=owner)) is None:
             raise SessionNotFoundError(f"Session {session.id} not found.")
-        await _run(
+        await in_thread(
             memory,
             lambda m: m.entries.add(thread_id, message, idempotency_key=event.id, user_id=owner),
         )
@@ -543,7 +527,7 @@ class MemorybankMemoryService(BaseMemoryService):
     def __init__(
         self, memory: Memory | AsyncMemory, *, k: int = 10, mode: SearchMode = "hybrid"
     ) -> None:
-        self.memory = _check_handle(memory)
+        self.memory = check_handle(memory)
         if mode not in ("hybrid", "semantic", "keyword"):
             raise InvalidInput("mode must be 'hybrid', 'semantic' or 'keyword'", field="mode")
         self.mode: SearchMode = mode
@@ -566,10 +550,10 @@ class MemorybankMemoryService(BaseMemoryService):
         worth = [e for e in events if e.content and e.content.parts]
         messages = [_entry(e, MEMORY_MARK, app_name, session_id) for e in worth]
         memory = self.memory
-        thread = await _run(memory, lambda m: m.threads.get(thread_id, user_id=user_id))
+        thread = await in_thread(memory, lambda m: m.threads.get(thread_id, user_id=user_id))
         if thread is None:
             try:
-                await _run(
+                await in_thread(
                     memory,
                     lambda m: m.threads.create(
                         thread_id=thread_id, user_id=user_id, metadata=metadata
@@ -579,7 +563,7 @@ class MemorybankMemoryService(BaseMemoryService):
                 pass
             known: set[str] = set()
         else:
-            entries = await _run(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
+            entries = await in_thread(memory, lambda m: m.entries.list(thread_id, user_id=user_id))
             known = {str(_payload(e).get("id")) for e in cast("list[Entry]", entries)}
         new: list[dict[str, Any]] = []
         for event, message in zip(worth, messages, strict=True):
@@ -587,7 +571,7 @@ class MemorybankMemoryService(BaseMemoryService):
                 known.add(event.id)
                 new.append(message)
         if new:
-            await _run(memory, lambda m: m.entries.add_many(thread_id, new, user_id=user_id))
+            await in_thread(memory, lambda m: m.entries.add_many(thread_id, new, user_id=user_id))
 
     async def add_session_to_memory(self, session: Session) -> None:
         """Add the session's events with content (again: only those not added yet)."""
@@ -612,7 +596,7 @@ class MemorybankMemoryService(BaseMemoryService):
         _check_name(app_name, "app_name")
         if not isinstance(query, str):
             raise InvalidInput(f"query must be a string, got {type(query).__name__}", field="query")
-        hits = await _run(
+        hits = await in_thread(
             self.memory,
             lambda m: m.search(
                 unicodedata.normalize("NFC", query),

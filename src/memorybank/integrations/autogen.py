@@ -43,7 +43,6 @@ Both hold no scope logic: they act through the handle they are given, so
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from collections.abc import Mapping
@@ -52,7 +51,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from memorybank.errors import ConfigurationError, InvalidInput
-from memorybank.integrations._stored import stored_payload
+from memorybank.integrations._common import check_handle, in_thread, stored_payload
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Document, Entry, Hit
@@ -90,25 +89,6 @@ MARK = "autogen_memory"
 STATE_KEY = "autogen"
 
 _MESSAGES: TypeAdapter[LLMMessage] = TypeAdapter(LLMMessage)
-
-
-def _check_handle(memory: object) -> Memory | AsyncMemory:
-    if not isinstance(memory, Memory | AsyncMemory):
-        raise ConfigurationError(
-            f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
-        )
-    return memory
-
-
-async def _call(memory: Memory | AsyncMemory, verb: str, *args: Any, **options: Any) -> Any:
-    """``memory.<verb>(*args, **options)`` (``verb`` dotted, ``"documents.add"``): awaited
-    on an ``AsyncMemory``, run in a worker thread on a ``Memory``."""
-    target: Any = memory
-    for name in verb.split("."):
-        target = getattr(target, name)
-    if isinstance(memory, AsyncMemory):
-        return await target(*args, **options)
-    return await asyncio.to_thread(target, *args, **options)
 
 
 # -- MemoryContent <-> document ----------------------------------------------
@@ -219,7 +199,7 @@ class MemorybankMemory(AutogenMemory):
         mode: str = "hybrid",
         min_score: float | None = None,
     ) -> None:
-        self.memory = _check_handle(memory)
+        self.memory = check_handle(memory)
         self.name = v.check_id(name, "name")
         checked = v.check_limit(k, "k", allow_none=False)
         assert checked is not None
@@ -235,7 +215,7 @@ class MemorybankMemory(AutogenMemory):
         """Store ``content`` as a document of the handle's user."""
         metadata = {MARK: self.name, STATE_KEY: _dump(content)}
         text = _text(content)
-        await _call(self.memory, "documents.add", text, metadata=metadata)
+        await in_thread(self.memory, lambda m: m.documents.add(text, metadata=metadata))
 
     async def query(
         self,
@@ -254,18 +234,17 @@ class MemorybankMemory(AutogenMemory):
         if k == 0:
             return MemoryQueryResult(results=[])
         if not text.strip():
-            docs: list[Document] = await _call(self.memory, "documents.list", filters=wanted)
+            docs: list[Document] = await in_thread(
+                self.memory, lambda m: m.documents.list(filters=wanted)
+            )
             return MemoryQueryResult(
                 results=[_load(d.metadata.get(STATE_KEY), d.id) for d in docs[-k:]]
             )
-        hits: list[Hit] = await _call(
+        hits: list[Hit] = await in_thread(
             self.memory,
-            "documents.search",
-            text,
-            k=k,
-            mode=self.mode,
-            min_score=self.min_score,
-            filters=wanted,
+            lambda m: m.documents.search(
+                text, k=k, mode=self.mode, min_score=self.min_score, filters=wanted
+            ),
         )
         results = []
         for hit in hits:
@@ -294,9 +273,11 @@ class MemorybankMemory(AutogenMemory):
 
     async def clear(self) -> None:
         """Delete this memory's documents (of its ``name``) that the handle can see."""
-        docs: list[Document] = await _call(self.memory, "documents.list", filters={MARK: self.name})
+        docs: list[Document] = await in_thread(
+            self.memory, lambda m: m.documents.list(filters={MARK: self.name})
+        )
         for doc in docs:
-            await _call(self.memory, "documents.delete", doc.id)
+            await in_thread(self.memory, lambda m: m.documents.delete(doc.id))  # noqa: B023 (awaited here)
 
     async def close(self) -> None:
         """Nothing to release: the handle is the caller's to close."""
@@ -322,14 +303,16 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
         buffer_size: int | None = None,
     ) -> None:
         super().__init__()
-        self.memory = _check_handle(memory)
+        self.memory = check_handle(memory)
         self.thread_id = v.check_id(thread_id, "thread_id")
         self.buffer_size = v.check_limit(buffer_size, "buffer_size")
 
     async def _entries(self) -> list[Entry]:
-        if await _call(self.memory, "threads.get", self.thread_id) is None:
+        if await in_thread(self.memory, lambda m: m.threads.get(self.thread_id)) is None:
             return []
-        entries: list[Entry] = await _call(self.memory, "entries.list", self.thread_id)
+        entries: list[Entry] = await in_thread(
+            self.memory, lambda m: m.entries.list(self.thread_id)
+        )
         return entries
 
     async def add_message(self, message: LLMMessage) -> None:
@@ -339,8 +322,8 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
     async def add_messages(self, messages: list[LLMMessage]) -> None:
         """Append ``messages`` in one all-or-nothing write."""
         rows = [_entry(m, f"messages[{i}]") for i, m in enumerate(messages)]
-        await _call(self.memory, "ensure_thread", self.thread_id)
-        await _call(self.memory, "entries.add_many", self.thread_id, rows)
+        await in_thread(self.memory, lambda m: m.ensure_thread(self.thread_id))
+        await in_thread(self.memory, lambda m: m.entries.add_many(self.thread_id, rows))
 
     async def get_messages(self) -> list[LLMMessage]:
         """The thread's messages, oldest first (the last ``buffer_size`` when set)."""
@@ -353,8 +336,8 @@ class MemorybankChatCompletionContext(ChatCompletionContext):
 
     async def clear(self) -> None:
         """Remove every message of the conversation (the thread stays)."""
-        if await _call(self.memory, "threads.get", self.thread_id) is not None:
-            await _call(self.memory, "entries.clear", self.thread_id)
+        if await in_thread(self.memory, lambda m: m.threads.get(self.thread_id)) is not None:
+            await in_thread(self.memory, lambda m: m.entries.clear(self.thread_id))
 
     async def save_state(self) -> Mapping[str, Any]:
         """``{"messages": [...]}``, as AutoGen's contexts save theirs (read from the thread)."""

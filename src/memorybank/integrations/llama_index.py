@@ -40,7 +40,13 @@ import asyncio
 from typing import Any
 
 from memorybank.errors import ConfigurationError, Conflict, InvalidInput
-from memorybank.integrations._stored import stored_payload
+from memorybank.integrations._common import (
+    Handle,
+    blocking,
+    check_handle,
+    settled,
+    stored_payload,
+)
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry, Thread
@@ -136,12 +142,9 @@ class MemorybankChatStore(BaseChatStore):
     _memory: Memory | AsyncMemory = PrivateAttr()
 
     def __init__(self, memory: Memory | AsyncMemory, **kwargs: Any) -> None:
-        if not isinstance(memory, Memory | AsyncMemory):
-            raise ConfigurationError(
-                f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
-            )
+        checked = check_handle(memory)
         super().__init__(**kwargs)
-        self._memory = memory
+        self._memory = checked
 
     @classmethod
     def class_name(cls) -> str:
@@ -159,61 +162,86 @@ class MemorybankChatStore(BaseChatStore):
             raise ConfigurationError(f"{verb}() needs a Memory; on an AsyncMemory use {twin}()")
         return self._memory
 
-    # -- sync (Memory) -----------------------------------------------------
+    async def _either(self, verb: str, *args: Any) -> Any:
+        """An async method: ``_<verb>`` awaited on an ``AsyncMemory``; on a ``Memory`` the
+        sync method ``verb`` in a worker thread."""
+        if isinstance(self._memory, AsyncMemory):
+            return await getattr(self, "_" + verb)(self._memory, *args)
+        return await asyncio.to_thread(getattr(self, verb), *args)
 
-    def _thread(self, memory: Memory, key: str) -> str:
-        if memory.threads.get(key) is None:
+    # -- the logic, once for both handles (``_common.settled``) ------------
+
+    @staticmethod
+    async def _thread(memory: Handle, key: str) -> str:
+        if await settled(memory.threads.get(key)) is None:
             try:
-                memory.threads.create(thread_id=key, metadata=THREAD_MARK)
+                await settled(memory.threads.create(thread_id=key, metadata=THREAD_MARK))
             except Conflict:  # created concurrently: the owner check below decides
-                memory.threads.require(key)
+                await settled(memory.threads.require(key))
         return key
 
-    def _read(self, memory: Memory, key: str) -> list[Entry] | None:
-        if memory.threads.get(key) is None:
+    @staticmethod
+    async def _read(memory: Handle, key: str) -> list[Entry] | None:
+        if await settled(memory.threads.get(key)) is None:
             return None
-        return memory.entries.list(key)
+        entries: list[Entry] = await settled(memory.entries.list(key))
+        return entries
 
-    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
-        """Make ``key`` hold exactly ``messages``."""
-        memory = self._sync("set_messages")
+    async def _set_messages(self, memory: Handle, key: str, messages: list[ChatMessage]) -> None:
         new = _entries(messages)
-        old = self._read(memory, key) or []
-        memory.entries.add_many(self._thread(memory, key), new)
+        old = await self._read(memory, key) or []
+        await settled(memory.entries.add_many(await self._thread(memory, key), new))
         for entry in old:
-            memory.entries.delete(key, entry.id)
+            await settled(memory.entries.delete(key, entry.id))
 
-    def get_messages(self, key: str) -> list[ChatMessage]:
-        """The messages of ``key``, oldest first (``[]`` for an unknown key)."""
-        memory = self._sync("get_messages")
-        return [_message(e) for e in self._read(memory, key) or []]
+    async def _get_messages(self, memory: Handle, key: str) -> list[ChatMessage]:
+        return [_message(e) for e in await self._read(memory, key) or []]
 
-    def add_message(self, key: str, message: ChatMessage) -> None:
-        """Append ``message`` to ``key``."""
-        memory = self._sync("add_message")
+    async def _add_message(self, memory: Handle, key: str, message: ChatMessage) -> None:
         new = _entry(message)
-        memory.entries.add(self._thread(memory, key), new)
+        await settled(memory.entries.add(await self._thread(memory, key), new))
 
-    def delete_messages(self, key: str) -> list[ChatMessage] | None:
-        """Remove ``key`` and return its messages (``None`` for an unknown key)."""
-        memory = self._sync("delete_messages")
-        entries = self._read(memory, key)
+    async def _delete_messages(self, memory: Handle, key: str) -> list[ChatMessage] | None:
+        entries = await self._read(memory, key)
         if entries is None:
             return None
         messages = [_message(e) for e in entries]
-        memory.threads.delete(key)
+        await settled(memory.threads.delete(key))
         return messages
 
-    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
-        """Remove and return the message at ``idx`` (``None`` when there is none)."""
-        memory = self._sync("delete_message")
-        entries = self._read(memory, key) or []
+    async def _delete_message(self, memory: Handle, key: str, idx: int) -> ChatMessage | None:
+        entries = await self._read(memory, key) or []
         position = _index(idx, len(entries))
         if position is None:
             return None
         entry = entries[position]
         message = _message(entry)
-        return message if memory.entries.delete(key, entry.id) else None
+        return message if await settled(memory.entries.delete(key, entry.id)) else None
+
+    async def _get_keys(self, memory: Handle) -> list[str]:
+        return _keys(await settled(memory.threads.list()))
+
+    # -- sync (Memory) -----------------------------------------------------
+
+    def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
+        """Make ``key`` hold exactly ``messages``."""
+        blocking(self._set_messages(self._sync("set_messages"), key, messages))
+
+    def get_messages(self, key: str) -> list[ChatMessage]:
+        """The messages of ``key``, oldest first (``[]`` for an unknown key)."""
+        return blocking(self._get_messages(self._sync("get_messages"), key))
+
+    def add_message(self, key: str, message: ChatMessage) -> None:
+        """Append ``message`` to ``key``."""
+        blocking(self._add_message(self._sync("add_message"), key, message))
+
+    def delete_messages(self, key: str) -> list[ChatMessage] | None:
+        """Remove ``key`` and return its messages (``None`` for an unknown key)."""
+        return blocking(self._delete_messages(self._sync("delete_messages"), key))
+
+    def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Remove and return the message at ``idx`` (``None`` when there is none)."""
+        return blocking(self._delete_message(self._sync("delete_message"), key, idx))
 
     def delete_last_message(self, key: str) -> ChatMessage | None:
         """Remove and return the newest message (``None`` for an unknown or empty key)."""
@@ -221,79 +249,32 @@ class MemorybankChatStore(BaseChatStore):
 
     def get_keys(self) -> list[str]:
         """The keys this store created for the handle's user, oldest first."""
-        memory = self._sync("get_keys")
-        return _keys(memory.threads.list())
+        return blocking(self._get_keys(self._sync("get_keys")))
 
     # -- async (AsyncMemory; a Memory runs the sync methods in a thread) ---
 
-    def _async(self) -> AsyncMemory | None:
-        return self._memory if isinstance(self._memory, AsyncMemory) else None
-
-    async def _athread(self, memory: AsyncMemory, key: str) -> str:
-        if await memory.threads.get(key) is None:
-            try:
-                await memory.threads.create(thread_id=key, metadata=THREAD_MARK)
-            except Conflict:
-                await memory.threads.require(key)
-        return key
-
-    async def _aread(self, memory: AsyncMemory, key: str) -> list[Entry] | None:
-        if await memory.threads.get(key) is None:
-            return None
-        return await memory.entries.list(key)
-
     async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """``set_messages``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.set_messages, key, messages)
-        new = _entries(messages)
-        old = await self._aread(memory, key) or []
-        await memory.entries.add_many(await self._athread(memory, key), new)
-        for entry in old:
-            await memory.entries.delete(key, entry.id)
-        return None
+        await self._either("set_messages", key, messages)
 
     async def aget_messages(self, key: str) -> list[ChatMessage]:
         """``get_messages``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.get_messages, key)
-        return [_message(e) for e in await self._aread(memory, key) or []]
+        found: list[ChatMessage] = await self._either("get_messages", key)
+        return found
 
     async def async_add_message(self, key: str, message: ChatMessage) -> None:
         """``add_message``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.add_message, key, message)
-        new = _entry(message)
-        await memory.entries.add(await self._athread(memory, key), new)
-        return None
+        await self._either("add_message", key, message)
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """``delete_messages``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.delete_messages, key)
-        entries = await self._aread(memory, key)
-        if entries is None:
-            return None
-        messages = [_message(e) for e in entries]
-        await memory.threads.delete(key)
-        return messages
+        found: list[ChatMessage] | None = await self._either("delete_messages", key)
+        return found
 
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         """``delete_message``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.delete_message, key, idx)
-        entries = await self._aread(memory, key) or []
-        position = _index(idx, len(entries))
-        if position is None:
-            return None
-        entry = entries[position]
-        message = _message(entry)
-        return message if await memory.entries.delete(key, entry.id) else None
+        found: ChatMessage | None = await self._either("delete_message", key, idx)
+        return found
 
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
         """``delete_last_message``, async."""
@@ -301,7 +282,5 @@ class MemorybankChatStore(BaseChatStore):
 
     async def aget_keys(self) -> list[str]:
         """``get_keys``, async."""
-        memory = self._async()
-        if memory is None:
-            return await asyncio.to_thread(self.get_keys)
-        return _keys(await memory.threads.list())
+        found: list[str] = await self._either("get_keys")
+        return found

@@ -37,7 +37,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memorybank.errors import ConfigurationError, HistoryDiverged, InvalidInput
-from memorybank.integrations._stored import stored_payload
+from memorybank.integrations._common import (
+    Handle,
+    blocking,
+    check_handle,
+    settled,
+    stored_payload,
+)
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.memory._sync.memory import Memory
 from memorybank.records import Entry
@@ -211,11 +217,7 @@ class MemorybankHistory:
     """
 
     def __init__(self, memory: Memory | AsyncMemory, thread_id: str) -> None:
-        if not isinstance(memory, Memory | AsyncMemory):
-            raise ConfigurationError(
-                f"memory must be a Memory or AsyncMemory, got {type(memory).__name__}"
-            )
-        self.memory = memory
+        self.memory = check_handle(memory)
         self.thread_id = v.check_id(thread_id, "thread_id")
 
     def _sync(self, verb: str) -> Memory:
@@ -228,18 +230,40 @@ class MemorybankHistory:
             raise ConfigurationError(f"a{verb}() needs an AsyncMemory; on a Memory use {verb}()")
         return self.memory
 
-    # -- sync (Memory) -----------------------------------------------------
+    # -- the logic, once for both handles (``_common.settled``) ------------
 
-    def _sync_entries(self, memory: Memory) -> list[Entry]:
-        if memory.threads.get(self.thread_id) is None:
-            return []
-        return memory.entries.list(self.thread_id)
+    async def _load(self, memory: Handle) -> list[ModelMessage]:
+        entries = []
+        if await settled(memory.threads.get(self.thread_id)) is not None:
+            entries = await settled(memory.entries.list(self.thread_id))
+        return ModelMessagesTypeAdapter.validate_python(_stored(entries))
+
+    async def _save(self, memory: Handle, messages: Sequence[ModelMessage], replace: bool) -> None:
+        dumped = _dump(messages)
+        await settled(memory.ensure_thread(self.thread_id))
+        entries = await settled(memory.entries.list(self.thread_id))
+        shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
+        # the new messages first (all or nothing), then the stale ones between: bad input
+        # leaves the history as it was, and an interrupted save loses no message
+        new = _entries(messages[shared:], dumped[shared:])
+        await settled(memory.entries.add_many(self.thread_id, new))
+        for entry in entries[shared:]:
+            await settled(memory.entries.delete(self.thread_id, entry.id))
+
+    async def _append(self, memory: Handle, messages: Sequence[ModelMessage]) -> None:
+        dumped = _dump(messages)
+        await settled(memory.ensure_thread(self.thread_id))
+        await settled(memory.entries.add_many(self.thread_id, _entries(messages, dumped)))
+
+    async def _clear(self, memory: Handle) -> None:
+        if await settled(memory.threads.get(self.thread_id)) is not None:
+            await settled(memory.entries.clear(self.thread_id))
+
+    # -- sync (Memory) -----------------------------------------------------
 
     def load(self) -> list[ModelMessage]:
         """The saved messages, oldest first (``[]`` before the first save)."""
-        memory = self._sync("load")
-        stored = _stored(self._sync_entries(memory))
-        return ModelMessagesTypeAdapter.validate_python(stored)
+        return blocking(self._load(self._sync("load")))
 
     def save(self, messages: Sequence[ModelMessage], *, replace: bool = False) -> None:
         """Store the whole history ``messages``: write the ones after the stored history.
@@ -248,66 +272,33 @@ class MemorybankHistory:
         stored history, unless ``replace=True``: then the thread holds exactly
         ``messages`` (see the class docstring).
         """
-        memory = self._sync("save")
-        dumped = _dump(messages)
-        memory.ensure_thread(self.thread_id)
-        entries = memory.entries.list(self.thread_id)
-        shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
-        # the new messages first (all or nothing), then the stale ones between: bad input
-        # leaves the history as it was, and an interrupted save loses no message
-        memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
-        for entry in entries[shared:]:
-            memory.entries.delete(self.thread_id, entry.id)
+        blocking(self._save(self._sync("save"), messages, replace))
 
     def append(self, messages: Sequence[ModelMessage]) -> None:
         """Append ``messages`` (``result.new_messages()``) in one all-or-nothing write."""
-        memory = self._sync("append")
-        dumped = _dump(messages)
-        memory.ensure_thread(self.thread_id)
-        memory.entries.add_many(self.thread_id, _entries(messages, dumped))
+        blocking(self._append(self._sync("append"), messages))
 
     def clear(self) -> None:
         """Remove every message of the history (the thread stays)."""
-        memory = self._sync("clear")
-        if memory.threads.get(self.thread_id) is not None:
-            memory.entries.clear(self.thread_id)
+        blocking(self._clear(self._sync("clear")))
 
     # -- async (AsyncMemory) -----------------------------------------------
 
-    async def _async_entries(self, memory: AsyncMemory) -> list[Entry]:
-        if await memory.threads.get(self.thread_id) is None:
-            return []
-        return await memory.entries.list(self.thread_id)
-
     async def aload(self) -> list[ModelMessage]:
         """``load`` on an ``AsyncMemory``."""
-        memory = self._async("load")
-        stored = _stored(await self._async_entries(memory))
-        return ModelMessagesTypeAdapter.validate_python(stored)
+        return await self._load(self._async("load"))
 
     async def asave(self, messages: Sequence[ModelMessage], *, replace: bool = False) -> None:
         """``save`` on an ``AsyncMemory``."""
-        memory = self._async("save")
-        dumped = _dump(messages)
-        await memory.ensure_thread(self.thread_id)
-        entries = await memory.entries.list(self.thread_id)
-        shared = _keep_or_refuse(self.thread_id, _stored(entries), dumped, replace)
-        await memory.entries.add_many(self.thread_id, _entries(messages[shared:], dumped[shared:]))
-        for entry in entries[shared:]:
-            await memory.entries.delete(self.thread_id, entry.id)
+        await self._save(self._async("save"), messages, replace)
 
     async def aappend(self, messages: Sequence[ModelMessage]) -> None:
         """``append`` on an ``AsyncMemory``."""
-        memory = self._async("append")
-        dumped = _dump(messages)
-        await memory.ensure_thread(self.thread_id)
-        await memory.entries.add_many(self.thread_id, _entries(messages, dumped))
+        await self._append(self._async("append"), messages)
 
     async def aclear(self) -> None:
         """``clear`` on an ``AsyncMemory``."""
-        memory = self._async("clear")
-        if await memory.threads.get(self.thread_id) is not None:
-            await memory.entries.clear(self.thread_id)
+        await self._clear(self._async("clear"))
 
     # -- history processor -------------------------------------------------
 

@@ -43,8 +43,7 @@ import base64
 import binascii
 import inspect
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import (
@@ -360,35 +359,27 @@ def _of_verb(
     return register
 
 
-@contextmanager
-def _tool_errors() -> Iterator[None]:
-    """A memorybank error becomes a tool error the model can read (``code: message``).
+def _tool_error(error: MemoryBankError) -> ToolError:
+    """``code: message`` on one line: what the model reads of a refused call.
 
     A store failure says only its code: the store's message carries the driver's
     words (host, port, user, database), which go to the ``memorybank.mcp`` log."""
-    try:
-        yield
-    except MemoryBankError as error:
-        if isinstance(error, StoreError) or (
-            isinstance(error, ConfigurationError)
-            and error.__cause__ is not None
-            and not isinstance(error.__cause__, MemoryBankError)
-        ):
-            _log.warning("store failure in a tool call: %r (cause: %r)", error, error.__cause__)
-            code = error.code if isinstance(error, StoreError) else "store_unavailable"
-            raise ToolError(f"{code}: the store failed; retry later") from error
-        raise _tool_error(error) from error
-
-
-def _tool_error(error: MemoryBankError) -> ToolError:
-    """``code: message`` on one line: what the model reads of a refused call."""
+    if isinstance(error, StoreError) or (
+        isinstance(error, ConfigurationError)
+        and error.__cause__ is not None
+        and not isinstance(error.__cause__, MemoryBankError)
+    ):
+        _log.warning("store failure in a tool call: %r (cause: %r)", error, error.__cause__)
+        code = error.code if isinstance(error, StoreError) else "store_unavailable"
+        return ToolError(f"{code}: the store failed; retry later")
     message = " ".join(str(error).split()) or type(error).__name__
     return ToolError(f"{error.code}: {message}")
 
 
 class _Server(MCPServer[Any]):
-    """The SDK's server, with tool failures reported short: a deliberate refusal reads
-    ``code: message`` (without the SDK's ``Error executing tool NAME:``), arguments that
+    """The SDK's server, with tool failures reported short: a memorybank error a tool
+    raises reads ``code: message`` (``_tool_error``; without the SDK's ``Error executing
+    tool NAME:``), anything else is the SDK's generic tool failure, arguments that
     do not fit a tool's schema read as the REST 422 does (``rules.validate.schema_problems``:
     no pydantic banner, input values or documentation links), and ``thread_forbidden``
     for a server acting for no user says how to name one (``principals``)."""
@@ -403,22 +394,22 @@ class _Server(MCPServer[Any]):
     ) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
-        except UnexpectedToolError:
-            raise
         except ToolError as error:
             cause = error.__cause__
-            if isinstance(cause, ValidationError):
+            if isinstance(cause, ValidationError) and not isinstance(error, UnexpectedToolError):
                 problem = v.schema_problems(cause.errors(include_url=False, include_input=False))
                 raise _tool_error(problem) from cause
-            if not isinstance(cause, ToolError):
+            if isinstance(cause, ToolError) and not isinstance(error, UnexpectedToolError):
+                raise ToolError(str(cause)) from cause.__cause__  # one a tool raised itself
+            if not isinstance(cause, MemoryBankError):
                 raise
-            text = str(cause)
-            if isinstance(cause.__cause__, ThreadForbidden) and self._acts_for_no_user(context):
+            text = str(_tool_error(cause))
+            if isinstance(cause, ThreadForbidden) and self._acts_for_no_user(context):
                 text += (
                     "; this server acts for no user, so a user's thread is closed to it:"
                     f" name the user with {self.principals.user}"
                 )
-            raise ToolError(text) from cause.__cause__
+            raise ToolError(text) from cause
 
     def _acts_for_no_user(self, context: Context | None) -> bool:
         if context is None:
@@ -505,8 +496,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
     ) -> graph_tools.CreatedEntities:
-        with _tool_errors():
-            return await graph_tools.create_entities(handle_for(ctx).graph, entities)
+        return await graph_tools.create_entities(handle_for(ctx).graph, entities)
 
     @server.tool(
         title="Create Relations",
@@ -520,8 +510,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
     ) -> graph_tools.CreatedRelations:
-        with _tool_errors():
-            return await graph_tools.create_relations(handle_for(ctx).graph, relations)
+        return await graph_tools.create_relations(handle_for(ctx).graph, relations)
 
     @server.tool(
         title="Add Observations",
@@ -532,8 +521,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         observations: Annotated[list[ObservationsToAdd], Field(max_length=100)],
         ctx: Context,
     ) -> AddedObservations:
-        with _tool_errors():
-            return await graph_tools.add_observations(handle_for(ctx).graph, observations)
+        return await graph_tools.add_observations(handle_for(ctx).graph, observations)
 
     @server.tool(
         title="Delete Entities",
@@ -547,8 +535,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
     ) -> Outcome:
-        with _tool_errors():
-            return await graph_tools.delete_entities(handle_for(ctx).graph, entityNames)
+        return await graph_tools.delete_entities(handle_for(ctx).graph, entityNames)
 
     @server.tool(
         title="Delete Observations",
@@ -559,8 +546,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         deletions: Annotated[list[ObservationDeletion], Field(max_length=100)],
         ctx: Context,
     ) -> Outcome:
-        with _tool_errors():
-            return await graph_tools.delete_observations(handle_for(ctx).graph, deletions)
+        return await graph_tools.delete_observations(handle_for(ctx).graph, deletions)
 
     @server.tool(
         title="Delete Relations",
@@ -574,8 +560,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
     ) -> Outcome:
-        with _tool_errors():
-            return await graph_tools.delete_relations(handle_for(ctx).graph, relations)
+        return await graph_tools.delete_relations(handle_for(ctx).graph, relations)
 
     @server.tool(
         title="Read Graph",
@@ -594,8 +579,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             Field(description="Most entities on this page", ge=1, le=graph_tools.PAGE_MAX),
         ] = graph_tools.PAGE_DEFAULT,
     ) -> KnowledgeGraph:
-        with _tool_errors():
-            return await graph_tools.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
+        return await graph_tools.read_graph(handle_for(ctx).graph, cursor=cursor, limit=limit)
 
     @server.tool(
         title="Search Nodes",
@@ -616,8 +600,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
             int, Field(description="Most entities returned", ge=1, le=graph_tools.PAGE_MAX)
         ] = graph_tools.SEARCH_DEFAULT,
     ) -> KnowledgeGraph:
-        with _tool_errors():
-            return await graph_tools.search_nodes(handle_for(ctx).graph, query, limit=limit)
+        return await graph_tools.search_nodes(handle_for(ctx).graph, query, limit=limit)
 
     @server.tool(
         title="Open Nodes",
@@ -634,8 +617,7 @@ def _graph_tools(server: MCPServer[Any], handle_for: HandleFor) -> None:
         ],
         ctx: Context,
     ) -> KnowledgeGraph:
-        with _tool_errors():
-            return await graph_tools.open_nodes(handle_for(ctx).graph, names)
+        return await graph_tools.open_nodes(handle_for(ctx).graph, names)
 
 
 def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Principals) -> None:
@@ -651,13 +633,12 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         metadata: dict[str, Any] | None = FROM_VERB,
         idempotency_key: str | None = FROM_VERB,
     ) -> StoredMessage:
-        with _tool_errors():
-            memory = handle_for(ctx)
-            await memory.ensure_thread(thread_id)
-            entry = await memory.remember(
-                thread_id, role, content, metadata=metadata, idempotency_key=idempotency_key
-            )
-            return _pick(entry, StoredMessage)
+        memory = handle_for(ctx)
+        await memory.ensure_thread(thread_id)
+        entry = await memory.remember(
+            thread_id, role, content, metadata=metadata, idempotency_key=idempotency_key
+        )
+        return _pick(entry, StoredMessage)
 
     @_of_verb(server, "recall", title="Recall", annotations=_READ)
     async def recall(
@@ -666,27 +647,26 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         k: Annotated[int, Field(ge=1, le=RECALL_MAX)] = FROM_VERB,
         thread_id: str | None = FROM_VERB,
     ) -> RecallResult:
-        with _tool_errors():
-            # every kind the description names; a thread_id narrows the search to entries
-            hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id, kinds=RECALL_KINDS)
-            out: list[RecallHit] = []
-            for hit in hits:
-                entry, fact = hit.entry, hit.fact
-                record = entry or hit.document or fact
-                assert record is not None
-                out.append(
-                    {
-                        "kind": hit.kind,
-                        "id": hit.id,
-                        "score": hit.score,
-                        "content": hit.content,
-                        "thread_id": None if entry is None else entry.thread_id,
-                        "role": None if entry is None else entry.role,
-                        "category": None if fact is None else fact.category,
-                        "created_at": record.created_at.isoformat(),
-                    }
-                )
-            return {"hits": out}
+        # every kind the description names; a thread_id narrows the search to entries
+        hits = await handle_for(ctx).search(query, k=k, thread_id=thread_id, kinds=RECALL_KINDS)
+        out: list[RecallHit] = []
+        for hit in hits:
+            entry, fact = hit.entry, hit.fact
+            record = entry or hit.document or fact
+            assert record is not None
+            out.append(
+                {
+                    "kind": hit.kind,
+                    "id": hit.id,
+                    "score": hit.score,
+                    "content": hit.content,
+                    "thread_id": None if entry is None else entry.thread_id,
+                    "role": None if entry is None else entry.role,
+                    "category": None if fact is None else fact.category,
+                    "created_at": record.created_at.isoformat(),
+                }
+            )
+        return {"hits": out}
 
     @_of_verb(server, "history", title="History", annotations=_READ)
     async def history(
@@ -694,9 +674,8 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         ctx: Context,
         last: Annotated[int, Field(ge=1, le=HISTORY_MAX)] = FROM_VERB,
     ) -> HistoryResult:
-        with _tool_errors():
-            messages = await handle_for(ctx).history(thread_id, last=last)
-            return {"thread_id": thread_id, "messages": _dump.encode(messages)}
+        messages = await handle_for(ctx).history(thread_id, last=last)
+        return {"thread_id": thread_id, "messages": _dump.encode(messages)}
 
     @_of_verb(server, "get_context", title="Get Context", annotations=_READ)
     async def get_context(
@@ -709,31 +688,30 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         include_graph_context: bool = FROM_VERB,
         include_profile: bool = FROM_VERB,
     ) -> ContextResult:
-        with _tool_errors():
-            memory = handle_for(ctx)
-            if not isinstance(memory.scope.agent_id, str):
-                raise InvalidInput(
-                    f"get_context needs an agent: name it with {principals.agent}",
-                    field="agent_id",
-                )
-            # as history: a thread that does not exist is not_found, not a context of facts
-            await memory.threads.require(thread_id)
-            built = await memory.build_context(
-                thread_id,
-                max_tokens=max_tokens,
-                current_input=current_input,
-                system_prompt=system_prompt,
-                include_facts=include_facts,
-                include_graph_context=include_graph_context,
-                include_profile=include_profile,
+        memory = handle_for(ctx)
+        if not isinstance(memory.scope.agent_id, str):
+            raise InvalidInput(
+                f"get_context needs an agent: name it with {principals.agent}",
+                field="agent_id",
             )
-            left_out = [f"{e.source} left out: {e.error}" for e in built.errors]
-            return _pick(
-                built,
-                ContextResult,
-                messages=_dump.encode(built.messages),
-                warnings=[*built.warnings, *left_out],
-            )
+        # as history: a thread that does not exist is not_found, not a context of facts
+        await memory.threads.require(thread_id)
+        built = await memory.build_context(
+            thread_id,
+            max_tokens=max_tokens,
+            current_input=current_input,
+            system_prompt=system_prompt,
+            include_facts=include_facts,
+            include_graph_context=include_graph_context,
+            include_profile=include_profile,
+        )
+        left_out = [f"{e.source} left out: {e.error}" for e in built.errors]
+        return _pick(
+            built,
+            ContextResult,
+            messages=_dump.encode(built.messages),
+            warnings=[*built.warnings, *left_out],
+        )
 
     @_of_verb(server, "add_fact", title="Add Fact", annotations=_ADD)
     async def add_fact(
@@ -742,22 +720,20 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         category: str | None = FROM_VERB,
         confidence: Annotated[float | None, Field(ge=0.0, le=1.0)] = FROM_VERB,
     ) -> FactOut:
-        with _tool_errors():
-            fact = await handle_for(ctx).facts.add(
-                content=content, category=category, confidence=confidence, source="mcp"
-            )
-            return _pick(fact, FactOut)
+        fact = await handle_for(ctx).facts.add(
+            content=content, category=category, confidence=confidence, source="mcp"
+        )
+        return _pick(fact, FactOut)
 
     @_of_verb(server, "consolidate", title="Consolidate Facts", annotations=_ADD_ONCE)
     async def consolidate(ctx: Context, dry_run: bool = FROM_VERB) -> ConsolidationOut:
-        with _tool_errors():
-            report = await handle_for(ctx).consolidate(dry_run=dry_run)
-            return _pick(
-                report,
-                ConsolidationOut,
-                changes=[_pick(c, ConsolidationChangeOut) for c in report.changes],
-                entity_changes=[_pick(c, EntityMergeOut) for c in report.entity_changes],
-            )
+        report = await handle_for(ctx).consolidate(dry_run=dry_run)
+        return _pick(
+            report,
+            ConsolidationOut,
+            changes=[_pick(c, ConsolidationChangeOut) for c in report.changes],
+            entity_changes=[_pick(c, EntityMergeOut) for c in report.entity_changes],
+        )
 
     @_of_verb(server, "feedback", title="Feedback", annotations=_ADD)
     async def feedback(
@@ -766,9 +742,8 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         ctx: Context,
         reason: str | None = FROM_VERB,
     ) -> FactOut:
-        with _tool_errors():
-            fact = await handle_for(ctx).feedback(fact_id, useful=useful, reason=reason)
-            return _pick(fact, FactOut)
+        fact = await handle_for(ctx).feedback(fact_id, useful=useful, reason=reason)
+        return _pick(fact, FactOut)
 
     @_of_verb(server, "list_facts", title="List Facts", annotations=_READ)
     async def list_facts(
@@ -777,14 +752,13 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         cursor: Annotated[str | None, Field(description="nextCursor of the previous page")] = None,
         limit: Annotated[int, Field(description="Most facts on this page", ge=1, le=LIST_MAX)] = 50,
     ) -> FactPage:
-        with _tool_errors():
-            offset = _read_offset(cursor)
-            limit = _bounded(limit, "limit", LIST_MAX)
-            facts = await handle_for(ctx).facts.list(category=category)
-            page: FactPage = {"facts": [_pick(f, FactOut) for f in facts[offset : offset + limit]]}
-            if offset + limit < len(facts):
-                page["nextCursor"] = _offset_cursor(offset + limit)
-            return page
+        offset = _read_offset(cursor)
+        limit = _bounded(limit, "limit", LIST_MAX)
+        facts = await handle_for(ctx).facts.list(category=category)
+        page: FactPage = {"facts": [_pick(f, FactOut) for f in facts[offset : offset + limit]]}
+        if offset + limit < len(facts):
+            page["nextCursor"] = _offset_cursor(offset + limit)
+        return page
 
     @server.tool(
         title="Forget",
@@ -797,10 +771,9 @@ def _memory_tools(server: MCPServer[Any], handle_for: HandleFor, principals: Pri
         ctx: Context,
         kind: Annotated[Literal["fact", "thread"], Field(description="What id names")] = "fact",
     ) -> Forgotten:
-        with _tool_errors():
-            memory = handle_for(ctx)
-            if kind == "fact":
-                deleted = await memory.facts.delete(id)
-            else:
-                deleted = await memory.threads.delete(id)
-            return {"deleted": deleted, "kind": kind, "id": id}
+        memory = handle_for(ctx)
+        if kind == "fact":
+            deleted = await memory.facts.delete(id)
+        else:
+            deleted = await memory.threads.delete(id)
+        return {"deleted": deleted, "kind": kind, "id": id}

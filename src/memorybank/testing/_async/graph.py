@@ -19,7 +19,7 @@ import functools
 import itertools
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -29,6 +29,7 @@ from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.runtime.concurrency import arun_all
 from memorybank.stores.contract._async.store import AsyncStore
+from memorybank.testing._async.contract._base import _StepClock
 from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["AsyncGraphContract"]
@@ -38,14 +39,8 @@ JUN = datetime(2020, 6, 1, tzinfo=UTC)
 DEC = datetime(2020, 12, 1, tzinfo=UTC)
 
 
-class _StepClock:
-    """Each call is 1 ms after the previous (from 2026-01-02): deterministic times."""
-
-    def __init__(self) -> None:
-        self._ticks = itertools.count()
-
-    def __call__(self) -> datetime:
-        return datetime(2026, 1, 2, tzinfo=UTC) + timedelta(milliseconds=next(self._ticks))
+#: Where the graph cases' clock starts (``_StepClock``: 1 ms a call).
+START = datetime(2026, 1, 2, tzinfo=UTC)
 
 
 def _names(entities: list[Entity]) -> list[str]:
@@ -61,7 +56,7 @@ class AsyncGraphContract:
 
     @pytest.fixture
     async def memory(self, store: AsyncStore) -> AsyncIterator[AsyncMemory]:
-        root = AsyncMemory(store, clock=_StepClock())
+        root = AsyncMemory(store, clock=_StepClock(START))
         yield root.tenant(f"g-{uuid.uuid4().hex[:10]}")
         await root.close()
 
@@ -188,7 +183,7 @@ class AsyncGraphContract:
     async def test_search_entities_is_semantic_with_an_embedder(
         self, store: AsyncStore, memory: AsyncMemory
     ) -> None:
-        smart = AsyncMemory(store, clock=_StepClock(), embedder=SynonymEmbedder())
+        smart = AsyncMemory(store, clock=_StepClock(START), embedder=SynonymEmbedder())
         g = smart.tenant(memory.tenant_id).graph
         alice = await g.add_entity("Alice", type="person", observations=["drives an automobile"])
         await g.add_entity("Bob", type="person", observations=["grows roses"])
@@ -202,7 +197,7 @@ class AsyncGraphContract:
     async def test_a_vector_no_store_can_keep_writes_nothing(
         self, store: AsyncStore, memory: AsyncMemory
     ) -> None:
-        broken = AsyncMemory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        broken = AsyncMemory(store, clock=_StepClock(START), embedder=BrokenEmbedder())
         g = broken.tenant(memory.tenant_id).graph
         with pytest.raises(InvalidInput) as caught:
             await g.add_entity("Zed", observations=["z"])

@@ -20,7 +20,7 @@ import functools
 import itertools
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -30,6 +30,7 @@ from memorybank.graph import DEFAULT_FUNCTIONAL_TYPES, Entity, Relation
 from memorybank.memory._sync.memory import Memory
 from memorybank.runtime.concurrency import run_all
 from memorybank.stores.contract._sync.store import Store
+from memorybank.testing._sync.contract._base import _StepClock
 from memorybank.testing._embedder import BrokenEmbedder, SynonymEmbedder
 
 __all__ = ["SyncGraphContract"]
@@ -39,14 +40,8 @@ JUN = datetime(2020, 6, 1, tzinfo=UTC)
 DEC = datetime(2020, 12, 1, tzinfo=UTC)
 
 
-class _StepClock:
-    """Each call is 1 ms after the previous (from 2026-01-02): deterministic times."""
-
-    def __init__(self) -> None:
-        self._ticks = itertools.count()
-
-    def __call__(self) -> datetime:
-        return datetime(2026, 1, 2, tzinfo=UTC) + timedelta(milliseconds=next(self._ticks))
+#: Where the graph cases' clock starts (``_StepClock``: 1 ms a call).
+START = datetime(2026, 1, 2, tzinfo=UTC)
 
 
 def _names(entities: list[Entity]) -> list[str]:
@@ -62,7 +57,7 @@ class SyncGraphContract:
 
     @pytest.fixture
     def memory(self, store: Store) -> Iterator[Memory]:
-        root = Memory(store, clock=_StepClock())
+        root = Memory(store, clock=_StepClock(START))
         yield root.tenant(f"g-{uuid.uuid4().hex[:10]}")
         root.close()
 
@@ -189,7 +184,7 @@ class SyncGraphContract:
     def test_search_entities_is_semantic_with_an_embedder(
         self, store: Store, memory: Memory
     ) -> None:
-        smart = Memory(store, clock=_StepClock(), embedder=SynonymEmbedder())
+        smart = Memory(store, clock=_StepClock(START), embedder=SynonymEmbedder())
         g = smart.tenant(memory.tenant_id).graph
         alice = g.add_entity("Alice", type="person", observations=["drives an automobile"])
         g.add_entity("Bob", type="person", observations=["grows roses"])
@@ -203,7 +198,7 @@ class SyncGraphContract:
     def test_a_vector_no_store_can_keep_writes_nothing(
         self, store: Store, memory: Memory
     ) -> None:
-        broken = Memory(store, clock=_StepClock(), embedder=BrokenEmbedder())
+        broken = Memory(store, clock=_StepClock(START), embedder=BrokenEmbedder())
         g = broken.tenant(memory.tenant_id).graph
         with pytest.raises(InvalidInput) as caught:
             g.add_entity("Zed", observations=["z"])

@@ -45,11 +45,12 @@ def _outcome(call: Step[Any]) -> Any:
 
 
 class _StepClock:
-    """A deterministic clock: each call is 1 ms after the previous, microseconds kept."""
+    """A deterministic clock: each call is 1 ms after the previous (from ``start``),
+    microseconds kept."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: datetime = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)) -> None:
         self._ticks = itertools.count()
-        self.start = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+        self.start = start
 
     def __call__(self) -> datetime:
         return self.start + timedelta(milliseconds=next(self._ticks))
