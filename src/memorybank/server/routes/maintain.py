@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from memorybank.consolidation.profile import Profile
-from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
+from memorybank.consolidation.report import ConsolidationReport
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
 from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
@@ -138,52 +138,11 @@ class ProfileOut(BaseModel):
 
 
 def _profile(profile: Profile) -> ProfileOut:
-    return ProfileOut(
-        user_id=profile.user_id,
-        attributes={
-            name: [
-                ProfileItemOut(
-                    fact_id=i.fact_id,
-                    content=i.content,
-                    value=i.value,
-                    source_entries=list(i.source_entries),
-                    merged_from=list(i.merged_from),
-                    valid_at=i.valid_at,
-                    created_at=i.created_at,
-                    updated_at=i.updated_at,
-                    confidence=i.confidence,
-                    version=i.version,
-                )
-                for i in items
-            ]
-            for name, items in profile.attributes.items()
-        },
-    )
-
-
-def _change(change: ConsolidationChange) -> ConsolidationChangeOut:
-    return ConsolidationChangeOut(**change.to_dict())
+    return ProfileOut.model_validate(profile, from_attributes=True)
 
 
 def _out(report: ConsolidationReport) -> ConsolidationOut:
-    return ConsolidationOut(
-        run_id=report.run_id,
-        user_id=report.user_id,
-        agent_id=report.agent_id,
-        dry_run=report.dry_run,
-        status=report.status,
-        started_at=report.started_at,
-        finished_at=report.finished_at,
-        undone_at=report.undone_at,
-        facts_examined=report.facts_examined,
-        merged=report.merged,
-        superseded=report.superseded,
-        changes=[_change(c) for c in report.changes],
-        skipped=[_change(c) for c in report.skipped],
-        judge=None if report.judge is None else JudgeUsageOut(**report.judge.to_dict()),
-        entities_merged=report.entities_merged,
-        entity_changes=[EntityChangeOut(**c.to_dict()) for c in report.entity_changes],
-    )
+    return ConsolidationOut.model_validate(report, from_attributes=True)
 
 
 def router() -> APIRouter:
@@ -201,8 +160,7 @@ def router() -> APIRouter:
     async def feedback(body: FeedbackBody, memory: MemoryDep) -> FactOut:
         """``memory.feedback``: `useful: false` halves the fact's confidence (it was wrong or
         unhelpful), `true` raises it halfway to 1; 404 for a fact the caller may not see."""
-        fact = await memory.feedback(body.fact_id, **body.arguments())
-        return FactOut.model_validate(fact)
+        return FactOut.model_validate(await memory.feedback(body.fact_id, **body.arguments()))
 
     @api.get("/users/{user_id}/profile", tags=["facts"], summary="A user's profile")
     async def profile(user_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> ProfileOut:
@@ -217,10 +175,8 @@ def router() -> APIRouter:
     ) -> Page[ConsolidationOut]:
         """The runs the caller may see, each without its list of changes."""
 
-        async def fetch(n: int | None) -> list[ConsolidationOut]:
-            return [_out(r) for r in await memory.consolidation.runs(limit=n)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = memory.consolidation.runs
+        return await first_n_page(lambda n: fetch(limit=n), limit, cursor, _out)
 
     @api.get("/consolidation/runs/{run_id}", tags=["facts"], summary="What a consolidation run did")
     async def consolidation_report(run_id: str, memory: MemoryDep) -> ConsolidationOut:

@@ -49,10 +49,10 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[WebhookOut]:
-        async def fetch(n: int | None) -> list[WebhookOut]:
-            return [WebhookOut.model_validate(w) for w in await hooks.list(tenant, limit=n)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = hooks.list
+        return await first_n_page(
+            lambda n: fetch(tenant, limit=n), limit, cursor, WebhookOut.model_validate
+        )
 
     @api.get("/webhooks/{webhook_id}", summary="Get a webhook endpoint and its delivery state")
     async def get_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:
