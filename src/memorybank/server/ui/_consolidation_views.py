@@ -90,10 +90,7 @@ def register(r: APIRouter) -> None:
     @r.post("/consolidation/undo")
     @viewed
     async def undo(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer, "undone")
-        if isinstance(checked, Response):
-            return checked
-        _, run_id = checked
+        _, run_id = await _checked(request, "undone")
         await viewer.memory.consolidation.undo(run_id)
         target = quote(run_id, safe="")
         return _redirect(f"{_root(request)}/consolidation/run?id={target}")

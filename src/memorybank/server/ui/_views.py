@@ -33,6 +33,7 @@ from memorybank.server.errors import (
     refused_by_store,
     request_id,
 )
+from memorybank.server.routes import deleted, found
 from memorybank.server.ui._fact_extras import fact_extras, importance_of
 from memorybank.server.ui._graph_svg import EDGE_FONT, LINE_HEIGHT, NODE_FONT, draw
 from memorybank.server.ui._render import render, static_file
@@ -241,8 +242,13 @@ def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError)
     return response
 
 
+class _Refused(Exception):
+    """A write the page refuses (403, nothing changed): the message says why."""
+
+
 async def _page(request: Request, view: View) -> Response:
-    """Authenticate, run ``view``, and turn a library error into an HTML error page."""
+    """Authenticate, run ``view``, and turn a library error into an HTML error page
+    (a ``_Refused`` write into the refusal page)."""
     try:
         viewer = await _viewer(request)
     except MemoryBankError as exc:  # the store, asked about the key, failed
@@ -253,6 +259,8 @@ async def _page(request: Request, view: View) -> Response:
         return await view(viewer)
     except MemoryBankError as exc:
         return _error_page(request, viewer, exc)
+    except _Refused as exc:
+        return _refused(request, viewer, str(exc))
 
 
 def viewed(route: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
@@ -380,16 +388,17 @@ def _confirmed(form: dict[str, str], expected: str) -> bool:
 
 
 async def _checked(
-    request: Request, viewer: Viewer, nothing_was: str = "changed"
-) -> tuple[dict[str, str], str] | Response:
-    """The form of a confirmed change and its target id, once the CSRF token and the typed
-    id match; else the refusal page (nothing was ``nothing_was``)."""
+    request: Request, nothing_was: str = "changed", field: str = "id"
+) -> tuple[dict[str, str], str]:
+    """The form of a confirmed change and its target (the form's ``field``: an id is
+    required), once the CSRF token and the typed target match; else ``_Refused``
+    (nothing was ``nothing_was``)."""
     form = await read_form(request)
-    target = _required(form.get("id"))
+    target = _required(form.get("id")) if field == "id" else form.get(field, "")
     if not check_csrf(request, form):
-        return _refused(request, viewer, "The form expired or came from another page.")
-    if not _confirmed(form, target):
-        return _refused(request, viewer, f"The typed id did not match; nothing was {nothing_was}.")
+        raise _Refused("The form expired or came from another page.")
+    if not target or not _confirmed(form, target):
+        raise _Refused(f"The typed id did not match; nothing was {nothing_was}.")
     return form, target
 
 
@@ -670,12 +679,8 @@ def build_router() -> APIRouter:
     @r.post("/thread/delete")
     @viewed
     async def delete(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer, "deleted")
-        if isinstance(checked, Response):
-            return checked
-        _, thread_id = checked
-        if not await viewer.memory.threads.delete(thread_id):
-            raise NotFound(f"thread {thread_id!r} not found")
+        _, thread_id = await _checked(request, "deleted")
+        deleted(await viewer.memory.threads.delete(thread_id), f"thread {thread_id!r}")
         return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
 
     # -- long-term memory --------------------------------------------------------
@@ -751,10 +756,9 @@ def build_router() -> APIRouter:
     @viewed
     async def document(request: Request, viewer: Viewer, id: str = "") -> Response:
         document_id = _required(id)
-        found = await viewer.memory.documents.get(document_id)
-        if found is None:
-            raise NotFound(f"document {document_id!r} not found")
-        return render("document.html", **_context(request, viewer, "Document", document=found))
+        document = await viewer.memory.documents.get(document_id)
+        document = found(document, f"document {document_id!r}")
+        return render("document.html", **_context(request, viewer, "Document", document=document))
 
     @r.get("/summaries")
     @viewed
@@ -846,15 +850,15 @@ def build_router() -> APIRouter:
 
         hops = _int(depth, 2, 1, _GRAPH_MAX_DEPTH)
         number = _int(page, 1, 1, _MAX_PAGE)
-        found = await viewer.memory.graph.find_entities(
+        matches = await viewer.memory.graph.find_entities(
             q.strip() or None, limit=min(number * PAGE_SIZE + 1, 10_000)
         )
-        shown, more = _cut(found, number)
+        shown, more = _cut(matches, number)
         drawing = centre = None
         if entity:
-            centre = await viewer.memory.graph.get_entity(_required(entity))
-            if centre is None:
-                raise NotFound(f"entity {entity!r} not found")
+            centre = found(
+                await viewer.memory.graph.get_entity(_required(entity)), f"entity {entity!r}"
+            )
             subgraph = await viewer.memory.graph.traverse(
                 [centre.id],
                 max_depth=hops,
@@ -886,9 +890,7 @@ def build_router() -> APIRouter:
     @viewed
     async def webhooks(request: Request, viewer: Viewer) -> Response:
         if viewer.user_id is not None:
-            return _refused(
-                request, viewer, "Webhooks are the tenant's: log in without a user to see them."
-            )
+            raise _Refused("Webhooks are the tenant's: log in without a user to see them.")
         registry: Webhooks = request.app.state.webhooks
         found = await registry.list(viewer.tenant)
         return render("webhooks.html", **_context(request, viewer, "Webhooks", webhooks=found))
@@ -926,12 +928,8 @@ def build_router() -> APIRouter:
     @r.post("/forget")
     @viewed
     async def forget(request: Request, viewer: Viewer) -> Response:
-        form = await read_form(request)
-        target = form.get("user", "")  # exact, as on the confirmation page
-        if not check_csrf(request, form):
-            return _refused(request, viewer, "The form expired or came from another page.")
-        if not target or not _confirmed(form, target):
-            return _refused(request, viewer, "The typed id did not match; nothing was erased.")
+        # The user exactly as typed, as on the confirmation page.
+        _, target = await _checked(request, "erased", field="user")
         gone = await viewer.memory.forget_user(target)
         ctx = _context(
             request,
