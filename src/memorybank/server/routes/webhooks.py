@@ -31,14 +31,7 @@ def router() -> APIRouter:
 
     @api.post("/webhooks", status_code=201, summary="Register a webhook endpoint for a tenant")
     async def create_webhook(body: WebhookIn, admin: AdminDep, hooks: HooksDep) -> WebhookCreated:
-        info, secret = await hooks.create(
-            body.tenant,
-            body.url,
-            kinds=body.kinds,
-            secret=body.secret,
-            description=body.description,
-            start=body.start,
-        )
+        info, secret = await hooks.create(**body.model_dump())
         return WebhookCreated(webhook=WebhookOut.model_validate(info), secret=secret)
 
     @api.get("/webhooks", summary="List webhook endpoints (of a tenant), oldest first")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -344,6 +344,31 @@ def _cut(rows: list[T], page: int) -> tuple[list[T], bool]:
     return rows[start : start + PAGE_SIZE], len(rows) > page * PAGE_SIZE
 
 
+def _listing(
+    request: Request,
+    viewer: Viewer,
+    title: str,
+    template: str,
+    rows: Sequence[object],
+    number: int,
+    **extra: Any,
+) -> Response:
+    """Page ``number`` of ``rows`` (as ``rows``, with its pager) in ``template``."""
+    shown, more = _cut(list(rows), number)
+    pager = _pager(request, number, more)
+    return render(template, **_context(request, viewer, title, rows=shown, pager=pager, **extra))
+
+
+def _login_page(
+    request: Request, csrf: str, next: str, error: str | None, status: int = 200
+) -> Response:
+    """The login form (``error`` above it), setting the CSRF cookie it echoes."""
+    ctx = _context(request, None, "Log in", csrf=csrf, next=next, error=error)
+    response = render("login.html", status, **ctx)
+    set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
+    return response
+
+
 async def _list_threads(
     memory: AsyncMemory,
     *,
@@ -421,10 +446,7 @@ def build_router() -> APIRouter:
     async def login_form(request: Request, next: str = "", expired: str = "") -> Response:
         csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
         error = "Your key is no longer valid; log in again." if expired else None
-        ctx = _context(request, None, "Log in", csrf=csrf, next=next, error=error)
-        response = render("login.html", **ctx)
-        set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
-        return response
+        return _login_page(request, csrf, next, error)
 
     @r.post("/login")
     async def login(request: Request) -> Response:
@@ -433,10 +455,7 @@ def build_router() -> APIRouter:
         target = form.get("next", "")
 
         def again(message: str, status: int) -> Response:
-            ctx = _context(request, None, "Log in", csrf=csrf, next=target, error=message)
-            response = render("login.html", status, **ctx)
-            set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
-            return response
+            return _login_page(request, csrf, target, message, status)
 
         if not check_csrf(request, form):
             return again("The login form expired; please try again.", 403)
@@ -742,15 +761,7 @@ def build_router() -> APIRouter:
     async def documents(request: Request, viewer: Viewer, page: str = "") -> Response:
         number = _int(page, 1, 1, _MAX_PAGE)
         rows = await viewer.memory.documents.list(limit=number * PAGE_SIZE + 1)
-        shown, more = _cut(rows, number)
-        ctx = _context(
-            request,
-            viewer,
-            "Documents",
-            documents=shown,
-            pager=_pager(request, number, more),
-        )
-        return render("documents.html", **ctx)
+        return _listing(request, viewer, "Documents", "documents.html", rows, number)
 
     @r.get("/document")
     @viewed
