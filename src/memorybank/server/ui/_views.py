@@ -26,9 +26,7 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Branch, Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import (
-    RETRY_AFTER_SECONDS,
     ApiError,
-    log_failure,
     public_error,
     refused_by_store,
     request_id,
@@ -227,18 +225,15 @@ def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) 
 def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError) -> Response:
     # A store failure shows the API's fixed sentence and the request id, never the
     # driver's words (host, port, user): those go to the log.
-    status, code, message = public_error(error)
+    status, code, message, headers = public_error(request.scope, error)
     title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(status, "Error")
     field = getattr(error, "field", None)
     if status >= 500:
-        log_failure(request.scope, error)
         body = f"{message} ({code}, request {request_id(request)})"
     else:
         body = f"{message} (field: {field})" if field else message
-    ctx = _context(request, viewer, title, body=body)
-    response = render("message.html", status, **ctx)
-    if status == 503:
-        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response = render("message.html", status, **_context(request, viewer, title, body=body))
+    response.headers.update(headers or {})
     return response
 
 
