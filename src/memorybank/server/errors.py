@@ -182,8 +182,11 @@ def status_of(error: MemoryBankError) -> int:
     return 500
 
 
-def public_error(error: MemoryBankError) -> tuple[int, str, str]:
-    """What a caller may be told of ``error``: its status, stable code and message.
+def public_error(
+    scope: Scope, error: MemoryBankError
+) -> tuple[int, str, str, dict[str, str] | None]:
+    """What a caller may be told of ``error``: its status, stable code, message and
+    headers (``Retry-After`` with a 503); a 5xx is logged (``log_failure`` under ``scope``).
 
     Below 500 (and for ``extraction_error``, the model's answer) the library's
     own message, which names the caller's input. A store failure or a
@@ -191,10 +194,13 @@ def public_error(error: MemoryBankError) -> tuple[int, str, str]:
     carries the driver's words (host, port, user, database).
     """
     status = status_of(error)
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
+    if status >= 500:
+        log_failure(scope, error)
     if status < 500 or isinstance(error, ExtractionError):
-        return status, error.code, str(error)
+        return status, error.code, str(error), headers
     code = StoreUnavailable.code if status == 503 and refused_by_store(error) else error.code
-    return status, code, _PUBLIC_MESSAGES.get(code, "internal server error")
+    return status, code, _PUBLIC_MESSAGES.get(code, "internal server error"), headers
 
 
 def route_of(scope: Scope) -> str:
@@ -245,10 +251,7 @@ def error_response(
 
 async def library_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, MemoryBankError)
-    status, code, message = public_error(exc)
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if status == 503 else None
-    if status >= 500:
-        log_failure(request.scope, exc)
+    status, code, message, headers = public_error(request.scope, exc)
     field = exc.field if isinstance(exc, InvalidInput) else None
     return error_response(request, status, code, message, field=field, headers=headers)
 

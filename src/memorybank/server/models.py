@@ -212,6 +212,7 @@ class ValueOut(BaseModel):
 class RunOut(BaseModel):
     """A run holding working memory (``memory.working_runs()``), with its values."""
 
+    model_config = _ATTRS
     run_id: str
     user_id: str | None
     agent_id: str | None
@@ -221,6 +222,7 @@ class RunOut(BaseModel):
 class SnapshotOut(BaseModel):
     """A run's saved snapshot (``memory.snapshots.list()``); ``user_id`` is its owner."""
 
+    model_config = _ATTRS
     run_id: str
     user_id: str | None
     value: Any = None

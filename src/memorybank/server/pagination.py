@@ -73,17 +73,21 @@ def decode_cursor(cursor: str | None) -> int:
 
 
 async def first_n_page(
-    fetch: Callable[[int | None], Awaitable[Sequence[T]]], limit: int, cursor: str | None
+    fetch: Callable[[int | None], Awaitable[Sequence[Any]]],
+    limit: int,
+    cursor: str | None,
+    out: Callable[[Any], T],
 ) -> Page[T]:
     """A page of a list the library can only cut from its start (``fetch(n)``: the
-    first ``n`` items, ``None``: all): items ``[offset, offset + limit)`` and the
-    next cursor. Costs a read of ``offset + limit + 1`` items."""
+    first ``n`` items, ``None``: all): items ``[offset, offset + limit)``, each turned
+    into its body by ``out``, and the next cursor. Costs a read of ``offset + limit + 1``
+    items."""
     offset = decode_cursor(cursor)
     want = offset + limit + 1
     items = list(await fetch(want if want < 2**31 else None))
     more = len(items) > offset + limit
     return Page[T](
-        items=items[offset : offset + limit],
+        items=[out(item) for item in items[offset : offset + limit]],
         next_cursor=encode_cursor(offset + limit) if more else None,
     )
 

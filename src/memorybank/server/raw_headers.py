@@ -6,8 +6,8 @@ spaces) and ``X-User-Id:\\talice`` into ``alice``, and h11 also drops trailing
 spaces and tabs. For an id header that is an impersonation: ids compare exactly,
 so ``" alice"`` is another user than ``"alice"`` and must never act as her.
 
-``ExactUserHeaders`` is mixed into uvicorn's HTTP protocol (``ExactHTTPProtocol``,
-what ``memorybank serve`` runs) and looks at the raw bytes before the parser
+``ExactUserHeaders`` is mixed into uvicorn's HTTP protocol (``memorybank.server.limits.
+ServeHttpProtocol``, what ``memorybank serve`` runs) and looks at the raw bytes before the parser
 does: an ``X-User-Id`` (or ``X-User-Id-Encoded``) line whose value has whitespace
 beyond the single space after the colon, or any at its end, is renamed
 ``X-User-Id-Padded`` (same value), so the application sees no ``X-User-Id`` but
@@ -23,10 +23,8 @@ from __future__ import annotations
 import re
 
 __all__ = [
-    "HTTP_PROTOCOL",
     "MAX_HELD",
     "PADDED",
-    "ExactHTTPProtocol",
     "ExactUserHeaders",
     "mark_padded",
 ]
@@ -91,17 +89,3 @@ class ExactUserHeaders:
         if passed:
             self._mb_tail = (self._mb_tail + passed)[-2:]
             super().data_received(passed)  # type: ignore[misc]
-
-
-try:  # uvicorn's own choice: httptools when installed, else its pure-Python h11 parser
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _Base
-except ImportError:  # pragma: no cover - httptools is installed with uvicorn[standard]
-    from uvicorn.protocols.http.h11_impl import H11Protocol as _Base  # type: ignore[assignment]
-
-
-class ExactHTTPProtocol(ExactUserHeaders, _Base):
-    """uvicorn's HTTP protocol with ``ExactUserHeaders`` (``memorybank serve`` runs it)."""
-
-
-#: ``uvicorn.run(http=...)``: an import string, so that worker processes load it too.
-HTTP_PROTOCOL = f"{__name__}:ExactHTTPProtocol"

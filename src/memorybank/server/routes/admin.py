@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends
 
-from memorybank.errors import NotFound
 from memorybank.server.deps import AdminDep, key_ring
 from memorybank.server.keys import KeyRing
 from memorybank.server.models import KeyCreated, KeyIn, KeyOut, Page, TenantOut
 from memorybank.server.pagination import DEFAULT_LIMIT, CursorQuery, LimitQuery, first_n_page
+from memorybank.server.routes import found
 
 __all__ = ["router"]
 
@@ -34,17 +34,14 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[KeyOut]:
-        async def fetch(n: int | None) -> list[KeyOut]:
-            return [KeyOut.model_validate(k) for k in await keys.list(tenant, limit=n)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = keys.list
+        return await first_n_page(
+            lambda n: fetch(tenant, limit=n), limit, cursor, KeyOut.model_validate
+        )
 
     @api.get("/keys/{key_id}", summary="Get a key")
     async def get_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
-        info = await keys.get(key_id)
-        if info is None:
-            raise NotFound(f"key {key_id!r} not found")
-        return KeyOut.model_validate(info)
+        return KeyOut.model_validate(found(await keys.get(key_id), f"key {key_id!r}"))
 
     @api.delete("/keys/{key_id}", summary="Revoke a key (idempotent)")
     async def revoke_key(key_id: str, admin: AdminDep, keys: KeysDep) -> KeyOut:
@@ -57,17 +54,17 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[TenantOut]:
-        async def fetch(n: int | None) -> list[TenantOut]:
+        async def fetch(n: int | None) -> list[tuple[str, list[int]]]:
             counts: dict[str, list[int]] = {}
             for info in await keys.list():
                 count = counts.setdefault(info.tenant, [0, 0])
                 count[0] += 1
                 count[1] += not info.revoked
-            return [
-                TenantOut(tenant=t, keys=c[0], live_keys=c[1]) for t, c in sorted(counts.items())
-            ]
+            return sorted(counts.items())
 
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            fetch, limit, cursor, lambda t: TenantOut(tenant=t[0], keys=t[1][0], live_keys=t[1][1])
+        )
 
     @api.post("/tenants/{tenant}/revoke", summary="Revoke every key of a tenant")
     async def revoke_tenant(tenant: str, admin: AdminDep, keys: KeysDep) -> Page[KeyOut]:

@@ -40,16 +40,6 @@ def router() -> APIRouter:
         """What this process has queued for the tenant and not embedded yet, and what it
         did. With several server processes each answers for itself (``/metrics`` adds
         them up)."""
-        status = memory.embedding.status()
-        return EmbeddingStatusOut(
-            mode=status.mode,
-            model_id=status.model_id,
-            pending=status.pending,
-            capacity=status.capacity,
-            embedded=status.embedded,
-            failed=status.failed,
-            resuming=status.resuming,
-            last_error=status.last_error,
-        )
+        return EmbeddingStatusOut.model_validate(memory.embedding.status(), from_attributes=True)
 
     return api

@@ -19,8 +19,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from memorybank.errors import InvalidInput, NotFound
-from memorybank.graph import Direction, Entity
+from memorybank.errors import InvalidInput
+from memorybank.graph import Direction, Entity, Relation
 from memorybank.rules import validate as v
 from memorybank.server.deps import MemoryDep
 from memorybank.server.graph_models import (
@@ -51,6 +51,7 @@ from memorybank.server.pagination import (
     OwnerDep,
     first_n_page,
 )
+from memorybank.server.routes import deleted, found
 
 __all__ = ["router"]
 
@@ -58,7 +59,6 @@ TypesQuery = Annotated[list[str] | None, Query(description="Only these relation 
 AsOfQuery = Annotated[
     datetime | None, Query(description="Valid time: the graph as it held at this time.")
 ]
-_NO_CONTENT = Response(status_code=204)
 
 
 async def _walk(
@@ -107,8 +107,7 @@ def router() -> APIRouter:
 
     @api.post("/entities", status_code=201, summary="Add (or merge into) an entity")
     async def add_entity(body: EntityIn, memory: MemoryDep) -> EntityOut:
-        entity = await memory.graph.add_entity(**body.arguments())
-        return EntityOut.model_validate(entity)
+        return EntityOut.model_validate(await memory.graph.add_entity(**body.arguments()))
 
     @api.get("/entities", summary="Find entities (by name or alias), oldest first")
     async def find_entities(
@@ -151,9 +150,7 @@ def router() -> APIRouter:
     @api.get("/entities/{entity_id}", summary="Get an entity")
     async def get_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> EntityOut:
         entity = await memory.graph.get_entity(entity_id, **owner)
-        if entity is None:
-            raise NotFound(f"entity {entity_id!r} not found")
-        return EntityOut.model_validate(entity)
+        return EntityOut.model_validate(found(entity, f"entity {entity_id!r}"))
 
     @api.patch("/entities/{entity_id}", summary="Replace some fields of an entity")
     async def update_entity(
@@ -166,9 +163,8 @@ def router() -> APIRouter:
         "/entities/{entity_id}", status_code=204, summary="Delete an entity and its relations"
     )
     async def delete_entity(entity_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
-        if not await memory.graph.delete_entity(entity_id, **owner):
-            raise NotFound(f"entity {entity_id!r} not found")
-        return _NO_CONTENT
+        done = await memory.graph.delete_entity(entity_id, **owner)
+        return deleted(done, f"entity {entity_id!r}")
 
     @api.post("/entities/{entity_id}/observations", summary="Add observations to an entity")
     async def add_observations(
@@ -205,17 +201,14 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[RelationOut]:
-        async def fetch(n: int | None) -> list[RelationOut]:
-            found = await memory.graph.relations(
-                entity_id,
-                min_weight=min_weight,
-                min_confidence=min_confidence,
-                **walk,
-                **owner,
-            )
-            return [RelationOut.model_validate(r) for r in found[:n]]
+        async def fetch(n: int | None) -> list[Relation]:
+            return (
+                await memory.graph.relations(
+                    entity_id, min_weight=min_weight, min_confidence=min_confidence, **walk, **owner
+                )
+            )[:n]
 
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(fetch, limit, cursor, RelationOut.model_validate)
 
     @api.get("/entities/{entity_id}/neighbors", summary="Entities within `depth` hops")
     async def neighbors(
@@ -229,8 +222,8 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[EntityOut]:
-        async def fetch(n: int | None) -> list[EntityOut]:
-            found = await memory.graph.neighbors(
+        return await first_n_page(
+            lambda n: memory.graph.neighbors(
                 entity_id,
                 depth=depth,
                 min_weight=min_weight,
@@ -238,24 +231,22 @@ def router() -> APIRouter:
                 limit=n,
                 **walk,
                 **owner,
-            )
-            return _entities(found)
-
-        return await first_n_page(fetch, limit, cursor)
+            ),
+            limit,
+            cursor,
+            EntityOut.model_validate,
+        )
 
     # -- relations --------------------------------------------------------------------
 
     @api.post("/relations", status_code=201, summary="Add (or extend) a relation")
     async def add_relation(body: RelationIn, memory: MemoryDep) -> RelationOut:
-        relation = await memory.graph.add_relation(**body.arguments())
-        return RelationOut.model_validate(relation)
+        return RelationOut.model_validate(await memory.graph.add_relation(**body.arguments()))
 
     @api.get("/relations/{relation_id}", summary="Get a relation (current or not)")
     async def get_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> RelationOut:
         relation = await memory.graph.get_relation(relation_id, **owner)
-        if relation is None:
-            raise NotFound(f"relation {relation_id!r} not found")
-        return RelationOut.model_validate(relation)
+        return RelationOut.model_validate(found(relation, f"relation {relation_id!r}"))
 
     @api.patch("/relations/{relation_id}", summary="Change some fields of a relation")
     async def update_relation(
@@ -276,16 +267,14 @@ def router() -> APIRouter:
 
     @api.delete("/relations/{relation_id}", status_code=204, summary="Delete a relation for good")
     async def delete_relation(relation_id: str, memory: MemoryDep, owner: OwnerDep) -> Response:
-        if not await memory.graph.delete_relation(relation_id, **owner):
-            raise NotFound(f"relation {relation_id!r} not found")
-        return _NO_CONTENT
+        done = await memory.graph.delete_relation(relation_id, **owner)
+        return deleted(done, f"relation {relation_id!r}")
 
     # -- traversal --------------------------------------------------------------------
 
     @api.post("/traverse", summary="The subgraph within `max_depth` hops of some entities")
     async def traverse(body: TraverseIn, memory: MemoryDep) -> SubgraphOut:
-        subgraph = await memory.graph.traverse(**body.arguments())
-        return SubgraphOut.model_validate(subgraph)
+        return SubgraphOut.model_validate(await memory.graph.traverse(**body.arguments()))
 
     @api.get(
         "/path",
@@ -300,25 +289,13 @@ def router() -> APIRouter:
         max_depth: Annotated[int, Query(ge=1, le=20)] = 6,
     ) -> PathOut | None:
         path = await memory.graph.shortest_path(
-            source_id,
-            target_id,
-            max_depth=max_depth,
-            **walk,
-            **owner,
+            source_id, target_id, max_depth=max_depth, **walk, **owner
         )
-        if path is None:
-            return None
-        return PathOut(
-            entities=_entities(path.entities),
-            relations=[RelationOut.model_validate(r) for r in path.relations],
-            hops=path.hops,
-            cost=path.cost,
-        )
+        return None if path is None else PathOut.model_validate(path)
 
     @api.get("/stats", summary="Counts of the entities and relations the caller sees")
     async def stats(memory: MemoryDep, owner: OwnerDep) -> GraphStatsOut:
-        found = await memory.graph.stats(**owner)
-        return GraphStatsOut.model_validate(found)
+        return GraphStatsOut.model_validate(await memory.graph.stats(**owner))
 
     @api.post("/infer", summary="Materialise inferred relations; the new ones")
     async def infer(body: InferIn, memory: MemoryDep) -> Page[RelationOut]:
@@ -328,7 +305,6 @@ def router() -> APIRouter:
 
     @api.delete("", summary="Delete the graph owned by exactly this agent and user")
     async def clear(memory: MemoryDep, owner: OwnerDep) -> Count:
-        count = await memory.graph.clear(**owner)
-        return Count(count=count)
+        return Count(count=await memory.graph.clear(**owner))
 
     return api

@@ -7,10 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from memorybank.consolidation.profile import Profile
-from memorybank.consolidation.report import ConsolidationChange, ConsolidationReport
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
 from memorybank.server.models_generated import ConsolidateIn, FeedbackIn
@@ -22,6 +20,8 @@ from memorybank.server.pagination import (
     first_n_page,
     opt,
 )
+
+_ATTRS = ConfigDict(from_attributes=True)
 
 __all__ = [
     "ConsolidationChangeOut",
@@ -49,6 +49,8 @@ class FeedbackBody(FeedbackIn):
 class ConsolidationChangeOut(BaseModel):
     """One fact a run retired in favour of another of the same owner."""
 
+    model_config = _ATTRS
+
     fact_id: str = Field(description="The retired fact (its last value stays in its history).")
     into: str = Field(description="The fact kept; it gained a version naming the run.")
     reason: str = Field(description="`duplicate` or `contradiction`.")
@@ -64,6 +66,8 @@ class ConsolidationChangeOut(BaseModel):
 
 class EntityChangeOut(BaseModel):
     """One graph entity a run merged into another of the same owner and type."""
+
+    model_config = _ATTRS
 
     entity_id: str = Field(description="The merged entity (no longer in the graph).")
     into: str = Field(description="The entity kept; it gained the other's names and relations.")
@@ -81,6 +85,8 @@ class EntityChangeOut(BaseModel):
 class JudgeUsageOut(BaseModel):
     """What a run asked the memory's LLM judge (``memorybank.consolidation.JudgeUsage``)."""
 
+    model_config = _ATTRS
+
     model: str
     cases: int = Field(description="Cases (a fact and its candidates) the rules left undecided.")
     asked: int = Field(description="Cases sent to the judge (the budget may stop it first).")
@@ -93,6 +99,7 @@ class JudgeUsageOut(BaseModel):
 class ConsolidationOut(BaseModel):
     """A consolidation run's report (``memorybank.consolidation.ConsolidationReport``)."""
 
+    model_config = _ATTRS
     run_id: str
     user_id: str | None
     agent_id: str | None
@@ -118,6 +125,8 @@ class ConsolidationOut(BaseModel):
 class ProfileItemOut(BaseModel):
     """One current fact of a profile, with its provenance and times."""
 
+    model_config = _ATTRS
+
     fact_id: str
     content: str
     value: str | None = Field(description="The value a rule read from the fact, if any.")
@@ -133,57 +142,9 @@ class ProfileItemOut(BaseModel):
 class ProfileOut(BaseModel):
     """``memory.profile``: a user's current facts by attribute, newest first in each."""
 
+    model_config = _ATTRS
     user_id: str
     attributes: dict[str, list[ProfileItemOut]]
-
-
-def _profile(profile: Profile) -> ProfileOut:
-    return ProfileOut(
-        user_id=profile.user_id,
-        attributes={
-            name: [
-                ProfileItemOut(
-                    fact_id=i.fact_id,
-                    content=i.content,
-                    value=i.value,
-                    source_entries=list(i.source_entries),
-                    merged_from=list(i.merged_from),
-                    valid_at=i.valid_at,
-                    created_at=i.created_at,
-                    updated_at=i.updated_at,
-                    confidence=i.confidence,
-                    version=i.version,
-                )
-                for i in items
-            ]
-            for name, items in profile.attributes.items()
-        },
-    )
-
-
-def _change(change: ConsolidationChange) -> ConsolidationChangeOut:
-    return ConsolidationChangeOut(**change.to_dict())
-
-
-def _out(report: ConsolidationReport) -> ConsolidationOut:
-    return ConsolidationOut(
-        run_id=report.run_id,
-        user_id=report.user_id,
-        agent_id=report.agent_id,
-        dry_run=report.dry_run,
-        status=report.status,
-        started_at=report.started_at,
-        finished_at=report.finished_at,
-        undone_at=report.undone_at,
-        facts_examined=report.facts_examined,
-        merged=report.merged,
-        superseded=report.superseded,
-        changes=[_change(c) for c in report.changes],
-        skipped=[_change(c) for c in report.skipped],
-        judge=None if report.judge is None else JudgeUsageOut(**report.judge.to_dict()),
-        entities_merged=report.entities_merged,
-        entity_changes=[EntityChangeOut(**c.to_dict()) for c in report.entity_changes],
-    )
 
 
 def router() -> APIRouter:
@@ -195,21 +156,20 @@ def router() -> APIRouter:
         """``memory.consolidate``: duplicates merged, contradicted values superseded, for
         the caller's user (``X-User-Id``, or ``user_id``; ``null``: the shared facts).
         ``dry_run: true`` writes nothing and answers the same report."""
-        return _out(await memory.consolidate(**body.arguments()))
+        return ConsolidationOut.model_validate(await memory.consolidate(**body.arguments()))
 
     @api.post("/feedback", tags=["facts"], summary="Say whether a recalled fact was useful")
     async def feedback(body: FeedbackBody, memory: MemoryDep) -> FactOut:
         """``memory.feedback``: `useful: false` halves the fact's confidence (it was wrong or
         unhelpful), `true` raises it halfway to 1; 404 for a fact the caller may not see."""
-        fact = await memory.feedback(body.fact_id, **body.arguments())
-        return FactOut.model_validate(fact)
+        return FactOut.model_validate(await memory.feedback(body.fact_id, **body.arguments()))
 
     @api.get("/users/{user_id}/profile", tags=["facts"], summary="A user's profile")
     async def profile(user_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> ProfileOut:
         """``memory.profile``: the user's current facts grouped by attribute (name,
         preferences, plans, ...), each with its provenance and time. A key scoped to
         another user is refused (400, `invalid_input`)."""
-        return _profile(await memory.profile(user_id, agent_id=opt(agent_id)))
+        return ProfileOut.model_validate(await memory.profile(user_id, agent_id=opt(agent_id)))
 
     @api.get("/consolidation/runs", tags=["facts"], summary="Consolidation runs, newest first")
     async def consolidation_runs(
@@ -217,15 +177,13 @@ def router() -> APIRouter:
     ) -> Page[ConsolidationOut]:
         """The runs the caller may see, each without its list of changes."""
 
-        async def fetch(n: int | None) -> list[ConsolidationOut]:
-            return [_out(r) for r in await memory.consolidation.runs(limit=n)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch, out = memory.consolidation.runs, ConsolidationOut.model_validate
+        return await first_n_page(lambda n: fetch(limit=n), limit, cursor, out)
 
     @api.get("/consolidation/runs/{run_id}", tags=["facts"], summary="What a consolidation run did")
     async def consolidation_report(run_id: str, memory: MemoryDep) -> ConsolidationOut:
         """Every change of the run the caller may see, and why; 404 for a run it may not."""
-        return _out(await memory.consolidation.report(run_id))
+        return ConsolidationOut.model_validate(await memory.consolidation.report(run_id))
 
     @api.post(
         "/consolidation/runs/{run_id}/undo",
@@ -234,6 +192,6 @@ def router() -> APIRouter:
     )
     async def consolidation_undo(run_id: str, memory: MemoryDep) -> ConsolidationOut:
         """Exactly the state before the run; 409 when one of its facts changed since."""
-        return _out(await memory.consolidation.undo(run_id))
+        return ConsolidationOut.model_validate(await memory.consolidation.undo(run_id))
 
     return api

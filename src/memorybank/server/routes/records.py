@@ -3,7 +3,7 @@ sessions and forget-user: the rest of ``/v1``."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
 
@@ -46,10 +46,10 @@ from memorybank.server.pagination import (
     first_n_page,
     opt,
 )
+from memorybank.server.routes import NO_CONTENT, deleted, found
 
 __all__ = ["router"]
 
-_NO_CONTENT = Response(status_code=204)
 _ABSENT = object()
 
 
@@ -65,15 +65,8 @@ def router() -> APIRouter:
     ) -> Page[RunOut]:
         """``memory.working_runs()``: with ``X-User-Id`` the runs opened for that user,
         without it every run of the tenant; each with its values."""
-
-        async def fetch(n: int | None) -> list[RunOut]:
-            runs = await memory.working_runs(limit=n)
-            return [
-                RunOut(run_id=r.run_id, user_id=r.user_id, agent_id=r.agent_id, items=r.items)
-                for r in runs
-            ]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = memory.working_runs
+        return await first_n_page(lambda n: fetch(limit=n), limit, cursor, RunOut.model_validate)
 
     @api.get("/runs/{run_id}/working", tags=["working memory"], summary="Every key of a run")
     async def working_items(
@@ -82,18 +75,17 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[ValueOut]:
-        async def fetch(n: int | None) -> list[ValueOut]:
-            items = await memory.working(run_id).items()
-            return [ValueOut(key=k, value=v) for k, v in items.items()]
+        async def fetch(n: int | None) -> list[tuple[str, Any]]:
+            return list((await memory.working(run_id).items()).items())
 
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(fetch, limit, cursor, lambda i: ValueOut(key=i[0], value=i[1]))
 
     @api.delete(
         "/runs/{run_id}/working", status_code=204, tags=["working memory"], summary="Clear a run"
     )
     async def working_clear(run_id: str, memory: MemoryDep) -> Response:
         await memory.working(run_id).clear()
-        return _NO_CONTENT
+        return NO_CONTENT
 
     @api.get("/runs/{run_id}/working/{key}", tags=["working memory"], summary="Get a value")
     async def working_get(run_id: str, key: str, memory: MemoryDep) -> ValueOut:
@@ -107,15 +99,13 @@ def router() -> APIRouter:
     )
     async def working_set(run_id: str, key: str, body: ValueIn, memory: MemoryDep) -> Response:
         await memory.working(run_id).set(key, **body.arguments())
-        return _NO_CONTENT
+        return NO_CONTENT
 
     @api.delete(
         "/runs/{run_id}/working/{key}", status_code=204, tags=["working memory"], summary="Delete"
     )
     async def working_delete(run_id: str, key: str, memory: MemoryDep) -> Response:
-        if not await memory.working(run_id).delete(key):
-            raise NotFound(f"key {key!r} not found")
-        return _NO_CONTENT
+        return deleted(await memory.working(run_id).delete(key), f"key {key!r}")
 
     # -- snapshots -------------------------------------------------------------------
 
@@ -128,37 +118,32 @@ def router() -> APIRouter:
     ) -> Page[SnapshotOut]:
         """``memory.snapshots.list()``, in run id order: a user (``X-User-Id`` or
         ``user_id``) sees her own and unowned snapshots, the tenant every one."""
-
-        async def fetch(n: int | None) -> list[SnapshotOut]:
-            found = await memory.snapshots.list(user_id=opt(user_id), limit=n)
-            return [SnapshotOut(run_id=s.run_id, user_id=s.user_id, value=s.value) for s in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.snapshots.list(user_id=opt(user_id), limit=n),
+            limit,
+            cursor,
+            SnapshotOut.model_validate,
+        )
 
     @api.put("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Save")
     async def snapshot_save(run_id: str, body: SnapshotIn, memory: MemoryDep) -> Response:
         await memory.snapshots.save(run_id, **body.arguments())
-        return _NO_CONTENT
+        return NO_CONTENT
 
     @api.get("/snapshots/{run_id}", tags=["snapshots"], summary="Load (404 when none)")
     async def snapshot_load(run_id: str, memory: MemoryDep) -> ValueOut:
-        value = await memory.snapshots.load(run_id)
-        if value is None:
-            raise NotFound(f"snapshot {run_id!r} not found")
+        value = found(await memory.snapshots.load(run_id), f"snapshot {run_id!r}")
         return ValueOut(key=run_id, value=value)
 
     @api.delete("/snapshots/{run_id}", status_code=204, tags=["snapshots"], summary="Delete")
     async def snapshot_delete(run_id: str, memory: MemoryDep) -> Response:
-        if not await memory.snapshots.delete(run_id):
-            raise NotFound(f"snapshot {run_id!r} not found")
-        return _NO_CONTENT
+        return deleted(await memory.snapshots.delete(run_id), f"snapshot {run_id!r}")
 
     # -- summaries ----------------------------------------------------------------------
 
     @api.post("/summaries", status_code=201, tags=["summaries"], summary="Store a summary")
     async def summary_add(body: SummaryIn, memory: MemoryDep) -> SummaryOut:
-        summary = await memory.summaries.add(**body.arguments())
-        return SummaryOut.model_validate(summary)
+        return SummaryOut.model_validate(await memory.summaries.add(**body.arguments()))
 
     @api.get("/summaries", tags=["summaries"], summary="An agent's summaries, oldest first")
     async def summary_list(
@@ -170,19 +155,18 @@ def router() -> APIRouter:
     ) -> Page[SummaryOut]:
         """``memory.summaries.list()``: the summaries of ``agent_id`` (required, as when
         adding one: a request has no agent of its own)."""
-
-        async def fetch(n: int | None) -> list[SummaryOut]:
-            found = await memory.summaries.list(agent_id=agent_id, user_id=opt(user_id))
-            return [SummaryOut.model_validate(s) for s in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.summaries.list(agent_id=agent_id, user_id=opt(user_id)),
+            limit,
+            cursor,
+            SummaryOut.model_validate,
+        )
 
     # -- facts ---------------------------------------------------------------------------
 
     @api.post("/facts", status_code=201, tags=["facts"], summary="Store a fact")
     async def fact_add(body: FactIn, memory: MemoryDep) -> FactOut:
-        fact = await memory.facts.add(**body.arguments())
-        return FactOut.model_validate(fact)
+        return FactOut.model_validate(await memory.facts.add(**body.arguments()))
 
     @api.get("/facts", tags=["facts"], summary="Facts visible to the caller, oldest first")
     async def fact_list(
@@ -193,15 +177,14 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[FactOut]:
-        async def fetch(n: int | None) -> list[FactOut]:
-            found = await memory.facts.list(
-                **owner,
-                category=category,
-                include_expired=include_expired,
-            )
-            return [FactOut.model_validate(f) for f in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.facts.list(
+                **owner, category=category, include_expired=include_expired
+            ),
+            limit,
+            cursor,
+            FactOut.model_validate,
+        )
 
     @api.post("/facts/search", tags=["facts"], summary="Facts best matching a query")
     async def fact_search(body: FactSearchIn, memory: MemoryDep) -> Page[FactOut]:
@@ -212,9 +195,7 @@ def router() -> APIRouter:
     @api.get("/facts/{fact_id}", tags=["facts"], summary="Get a fact")
     async def fact_get(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> FactOut:
         fact = await memory.facts.get(fact_id, agent_id=opt(agent_id))
-        if fact is None:
-            raise NotFound(f"fact {fact_id!r} not found")
-        return FactOut.model_validate(fact)
+        return FactOut.model_validate(found(fact, f"fact {fact_id!r}"))
 
     @api.patch("/facts/{fact_id}", tags=["facts"], summary="Change (or supersede) a fact")
     async def fact_update(
@@ -231,17 +212,17 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[FactOut]:
-        async def fetch(n: int | None) -> list[FactOut]:
-            found = await memory.facts.history(fact_id, agent_id=opt(agent_id))
-            return [FactOut.model_validate(f) for f in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.facts.history(fact_id, agent_id=opt(agent_id)),
+            limit,
+            cursor,
+            FactOut.model_validate,
+        )
 
     @api.delete("/facts/{fact_id}", status_code=204, tags=["facts"], summary="Delete a fact")
     async def fact_delete(fact_id: str, memory: MemoryDep, agent_id: AgentQuery = None) -> Response:
-        if not await memory.facts.delete(fact_id, agent_id=opt(agent_id)):
-            raise NotFound(f"fact {fact_id!r} not found")
-        return _NO_CONTENT
+        done = await memory.facts.delete(fact_id, agent_id=opt(agent_id))
+        return deleted(done, f"fact {fact_id!r}")
 
     # -- core facts --------------------------------------------------------------------
 
@@ -249,18 +230,15 @@ def router() -> APIRouter:
     async def core_all(
         memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
     ) -> Page[CoreFactOut]:
-        async def fetch(n: int | None) -> list[CoreFactOut]:
-            values = await AsyncCoreFacts(memory=memory).all()
-            return [CoreFactOut(key=k, value=v) for k, v in values.items()]
+        async def fetch(n: int | None) -> list[tuple[str, str]]:
+            return list((await AsyncCoreFacts(memory=memory).all()).items())
 
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(fetch, limit, cursor, lambda i: CoreFactOut(key=i[0], value=i[1]))
 
     @api.get("/core-facts/{key}", tags=["core facts"], summary="Current value")
     async def core_get(key: str, memory: MemoryDep) -> CoreFactOut:
         value = await AsyncCoreFacts(memory=memory).get(key)
-        if value is None:
-            raise NotFound(f"core fact {key!r} not found")
-        return CoreFactOut(key=key, value=value)
+        return CoreFactOut(key=key, value=found(value, f"core fact {key!r}"))
 
     @api.put("/core-facts/{key}", tags=["core facts"], summary="Set a value (kept in history)")
     async def core_set(key: str, body: CoreFactValueIn, memory: MemoryDep) -> CoreFactOut:
@@ -269,26 +247,24 @@ def router() -> APIRouter:
 
     @api.delete("/core-facts/{key}", status_code=204, tags=["core facts"], summary="Forget")
     async def core_delete(key: str, memory: MemoryDep) -> Response:
-        if not await AsyncCoreFacts(memory=memory).delete(key):
-            raise NotFound(f"core fact {key!r} not found")
-        return _NO_CONTENT
+        return deleted(await AsyncCoreFacts(memory=memory).delete(key), f"core fact {key!r}")
 
     @api.get("/core-facts/{key}/history", tags=["core facts"], summary="Every value set")
     async def core_history(
         key: str, memory: MemoryDep, limit: LimitQuery = DEFAULT_LIMIT, cursor: CursorQuery = None
     ) -> Page[CoreFactVersion]:
-        async def fetch(n: int | None) -> list[CoreFactVersion]:
-            found = await AsyncCoreFacts(memory=memory).history(key)
-            return [CoreFactVersion(value=value, set_at=when) for value, when in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: AsyncCoreFacts(memory=memory).history(key),
+            limit,
+            cursor,
+            lambda v: CoreFactVersion(value=v[0], set_at=v[1]),
+        )
 
     # -- documents and search -------------------------------------------------------------
 
     @api.post("/documents", status_code=201, tags=["documents"], summary="Store a document")
     async def document_add(body: DocumentIn, memory: MemoryDep) -> DocumentOut:
-        document = await memory.documents.add(**body.arguments())
-        return DocumentOut.model_validate(document)
+        return DocumentOut.model_validate(await memory.documents.add(**body.arguments()))
 
     @api.get("/documents", tags=["documents"], summary="Documents visible to the caller")
     async def document_list(
@@ -297,28 +273,26 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[DocumentOut]:
-        async def fetch(n: int | None) -> list[DocumentOut]:
-            found = await memory.documents.list(**owner, limit=n)
-            return [DocumentOut.model_validate(d) for d in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.documents.list(**owner, limit=n),
+            limit,
+            cursor,
+            DocumentOut.model_validate,
+        )
 
     @api.get("/documents/{document_id}", tags=["documents"], summary="Get a document")
     async def document_get(
         document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> DocumentOut:
         document = await memory.documents.get(document_id, agent_id=opt(agent_id))
-        if document is None:
-            raise NotFound(f"document {document_id!r} not found")
-        return DocumentOut.model_validate(document)
+        return DocumentOut.model_validate(found(document, f"document {document_id!r}"))
 
     @api.delete("/documents/{document_id}", status_code=204, tags=["documents"], summary="Delete")
     async def document_delete(
         document_id: str, memory: MemoryDep, agent_id: AgentQuery = None
     ) -> Response:
-        if not await memory.documents.delete(document_id, agent_id=opt(agent_id)):
-            raise NotFound(f"document {document_id!r} not found")
-        return _NO_CONTENT
+        done = await memory.documents.delete(document_id, agent_id=opt(agent_id))
+        return deleted(done, f"document {document_id!r}")
 
     @api.post("/search", tags=["search"], summary="Best entries, documents and facts for a query")
     async def search(body: SearchIn, memory: MemoryDep) -> Page[HitOut]:
@@ -353,23 +327,19 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[SessionOut]:
-        async def fetch(n: int | None) -> list[SessionOut]:
-            found = await AsyncSessionManager(memory).list(
-                status=status,
-                limit=n,
-                **owner,
-                channel_type=channel_type,
-            )
-            return [SessionOut.model_validate(s) for s in found]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: AsyncSessionManager(memory).list(
+                status=status, limit=n, **owner, channel_type=channel_type
+            ),
+            limit,
+            cursor,
+            SessionOut.model_validate,
+        )
 
     @api.get("/sessions/{session_id}", tags=["sessions"], summary="Get a session")
     async def session_get(session_id: str, memory: MemoryDep) -> SessionOut:
         session = await AsyncSessionManager(memory).get(session_id)
-        if session is None:
-            raise NotFound(f"session {session_id!r} not found")
-        return SessionOut.model_validate(session)
+        return SessionOut.model_validate(found(session, f"session {session_id!r}"))
 
     @api.patch("/sessions/{session_id}", tags=["sessions"], summary="Change a session")
     async def session_update(session_id: str, body: SessionPatch, memory: MemoryDep) -> SessionOut:
@@ -378,9 +348,8 @@ def router() -> APIRouter:
 
     @api.delete("/sessions/{session_id}", status_code=204, tags=["sessions"], summary="Delete")
     async def session_delete(session_id: str, memory: MemoryDep) -> Response:
-        if not await AsyncSessionManager(memory).delete(session_id):
-            raise NotFound(f"session {session_id!r} not found")
-        return _NO_CONTENT
+        done = await AsyncSessionManager(memory).delete(session_id)
+        return deleted(done, f"session {session_id!r}")
 
     # -- erasure ------------------------------------------------------------------------------
 

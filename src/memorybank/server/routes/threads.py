@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Header, Query, Response
 
 from memorybank.context._async.compaction import AsyncCompactionService
-from memorybank.errors import Conflict, NotFound
+from memorybank.errors import Conflict
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
 from memorybank.server.graph_models import EntityOut, RelationOut
@@ -41,6 +41,7 @@ from memorybank.server.pagination import (
     encode_cursor,
     first_n_page,
 )
+from memorybank.server.routes import deleted, found
 from memorybank.server.routes.cortex import page_json
 
 __all__ = ["router"]
@@ -66,13 +67,6 @@ def one_key(body: str | None, header: str | None) -> str | None:
     return body if body is not None else header
 
 
-_NO_CONTENT = Response(status_code=204)
-
-
-def _gone(what: str) -> NotFound:
-    return NotFound(f"{what} not found")
-
-
 def router() -> APIRouter:
     """The routes of this module."""
     api = APIRouter(prefix="/v1/threads")
@@ -81,8 +75,7 @@ def router() -> APIRouter:
 
     @api.post("", status_code=201, tags=["threads"], summary="Create a thread")
     async def create_thread(body: ThreadIn, memory: MemoryDep) -> ThreadOut:
-        thread = await memory.threads.create(**body.arguments())
-        return ThreadOut.model_validate(thread)
+        return ThreadOut.model_validate(await memory.threads.create(**body.arguments()))
 
     @api.get("", tags=["threads"], summary="List threads, most recently updated first")
     async def list_threads(
@@ -92,31 +85,27 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[ThreadOut]:
-        async def fetch(n: int | None) -> list[ThreadOut]:
-            threads = await memory.threads.list(status=status, limit=n, **owner)
-            return [ThreadOut.model_validate(t) for t in threads]
-
-        return await first_n_page(fetch, limit, cursor)
+        return await first_n_page(
+            lambda n: memory.threads.list(status=status, limit=n, **owner),
+            limit,
+            cursor,
+            ThreadOut.model_validate,
+        )
 
     @api.get("/{thread_id}", tags=["threads"], summary="Get a thread")
     async def get_thread(thread_id: str, memory: MemoryDep) -> ThreadOut:
         thread = await memory.threads.get(thread_id)
-        if thread is None:
-            raise _gone(f"thread {thread_id!r}")
-        return ThreadOut.model_validate(thread)
+        return ThreadOut.model_validate(found(thread, f"thread {thread_id!r}"))
 
     @api.patch("/{thread_id}", tags=["threads"], summary="Change title, metadata or status")
     async def update_thread(thread_id: str, body: ThreadPatch, memory: MemoryDep) -> ThreadOut:
-        thread = await memory.threads.update(thread_id, **body.arguments())
-        return ThreadOut.model_validate(thread)
+        return ThreadOut.model_validate(await memory.threads.update(thread_id, **body.arguments()))
 
     @api.delete(
         "/{thread_id}", status_code=204, tags=["threads"], summary="Delete a thread and its data"
     )
     async def delete_thread(thread_id: str, memory: MemoryDep) -> Response:
-        if not await memory.threads.delete(thread_id):
-            raise _gone(f"thread {thread_id!r}")
-        return _NO_CONTENT
+        return deleted(await memory.threads.delete(thread_id), f"thread {thread_id!r}")
 
     # -- entries ------------------------------------------------------------------
 
@@ -204,9 +193,7 @@ def router() -> APIRouter:
         thread_id: str, entry_id: str, memory: MemoryDep, branch: BranchQuery = None
     ) -> EntryOut:
         entry = await memory.entries.get(thread_id, entry_id, branch=branch)
-        if entry is None:
-            raise _gone(f"entry {entry_id!r}")
-        return EntryOut.model_validate(entry)
+        return EntryOut.model_validate(found(entry, f"entry {entry_id!r}"))
 
     @api.delete(
         "/{thread_id}/entries/{entry_id}", status_code=204, tags=["entries"], summary="Delete"
@@ -218,11 +205,10 @@ def router() -> APIRouter:
         branch: BranchQuery = None,
         cascade_facts: bool = False,
     ) -> Response:
-        if not await memory.entries.delete(
+        done = await memory.entries.delete(
             thread_id, entry_id, branch=branch, cascade_facts=cascade_facts
-        ):
-            raise _gone(f"entry {entry_id!r}")
-        return _NO_CONTENT
+        )
+        return deleted(done, f"entry {entry_id!r}")
 
     @api.get(
         "/{thread_id}/history",
@@ -246,8 +232,7 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/branches", status_code=201, tags=["branches"], summary="Fork")
     async def create_branch(thread_id: str, body: BranchIn, memory: MemoryDep) -> BranchOut:
-        branch = await memory.branches.create(thread_id, **body.arguments())
-        return BranchOut.model_validate(branch)
+        return BranchOut.model_validate(await memory.branches.create(thread_id, **body.arguments()))
 
     @api.get("/{thread_id}/branches", tags=["branches"], summary="List branches, oldest first")
     async def list_branches(
@@ -256,18 +241,16 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[BranchOut]:
-        async def fetch(n: int | None) -> list[BranchOut]:
-            return [BranchOut.model_validate(b) for b in await memory.branches.list(thread_id)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = memory.branches.list
+        return await first_n_page(
+            lambda n: fetch(thread_id), limit, cursor, BranchOut.model_validate
+        )
 
     @api.delete(
         "/{thread_id}/branches/{name}", status_code=204, tags=["branches"], summary="Delete"
     )
     async def delete_branch(thread_id: str, name: str, memory: MemoryDep) -> Response:
-        if not await memory.branches.delete(thread_id, name):
-            raise _gone(f"branch {name!r}")
-        return _NO_CONTENT
+        return deleted(await memory.branches.delete(thread_id, name), f"branch {name!r}")
 
     @api.post("/{thread_id}/checkout", tags=["branches"], summary="Make a branch current")
     async def checkout(thread_id: str, body: CheckoutIn, memory: MemoryDep) -> ThreadOut:

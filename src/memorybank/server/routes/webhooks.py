@@ -31,14 +31,7 @@ def router() -> APIRouter:
 
     @api.post("/webhooks", status_code=201, summary="Register a webhook endpoint for a tenant")
     async def create_webhook(body: WebhookIn, admin: AdminDep, hooks: HooksDep) -> WebhookCreated:
-        info, secret = await hooks.create(
-            body.tenant,
-            body.url,
-            kinds=body.kinds,
-            secret=body.secret,
-            description=body.description,
-            start=body.start,
-        )
+        info, secret = await hooks.create(**body.model_dump())
         return WebhookCreated(webhook=WebhookOut.model_validate(info), secret=secret)
 
     @api.get("/webhooks", summary="List webhook endpoints (of a tenant), oldest first")
@@ -49,10 +42,10 @@ def router() -> APIRouter:
         limit: LimitQuery = DEFAULT_LIMIT,
         cursor: CursorQuery = None,
     ) -> Page[WebhookOut]:
-        async def fetch(n: int | None) -> list[WebhookOut]:
-            return [WebhookOut.model_validate(w) for w in await hooks.list(tenant, limit=n)]
-
-        return await first_n_page(fetch, limit, cursor)
+        fetch = hooks.list
+        return await first_n_page(
+            lambda n: fetch(tenant, limit=n), limit, cursor, WebhookOut.model_validate
+        )
 
     @api.get("/webhooks/{webhook_id}", summary="Get a webhook endpoint and its delivery state")
     async def get_webhook(webhook_id: str, admin: AdminDep, hooks: HooksDep) -> WebhookOut:

@@ -20,9 +20,8 @@ from memorybank.server.ui._views import (
     Viewer,
     _checked,
     _context,
-    _cut,
     _int,
-    _pager,
+    _listing,
     _redirect,
     _required,
     _root,
@@ -42,16 +41,9 @@ def register(r: APIRouter) -> None:
     async def runs(request: Request, viewer: Viewer, page: str = "", undone: str = "") -> Response:
         number = _int(page, 1, 1, _MAX_PAGE)
         rows = await viewer.memory.consolidation.runs()
-        shown, more = _cut(rows, number)
-        ctx = _context(
-            request,
-            viewer,
-            "Consolidation runs",
-            runs=shown,
-            pager=_pager(request, number, more),
-            notice=f"Run {undone} was undone." if undone else None,
-        )
-        return render("consolidation_runs.html", **ctx)
+        notice = f"Run {undone} was undone." if undone else None
+        title, template = "Consolidation runs", "consolidation_runs.html"
+        return _listing(request, viewer, title, template, rows, number, notice=notice)
 
     @r.get("/consolidation/run")
     @viewed
@@ -90,10 +82,7 @@ def register(r: APIRouter) -> None:
     @r.post("/consolidation/undo")
     @viewed
     async def undo(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer, "undone")
-        if isinstance(checked, Response):
-            return checked
-        _, run_id = checked
+        _, run_id = await _checked(request, "undone")
         await viewer.memory.consolidation.undo(run_id)
         target = quote(run_id, safe="")
         return _redirect(f"{_root(request)}/consolidation/run?id={target}")

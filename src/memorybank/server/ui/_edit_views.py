@@ -15,7 +15,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from memorybank.errors import NotFound
+from memorybank.server.routes import found
 from memorybank.server.ui._render import render
 from memorybank.server.ui._views import (
     Viewer,
@@ -42,19 +42,14 @@ def register(r: APIRouter) -> None:
     @viewed
     async def fact_form(request: Request, viewer: Viewer, id: str = "") -> Response:
         fact_id = _required(id)
-        found = await viewer.memory.facts.get(fact_id)
-        if found is None:
-            raise NotFound(f"fact {fact_id!r} not found")
-        ctx = _context(request, viewer, "Edit fact", fact=found)
+        fact = found(await viewer.memory.facts.get(fact_id), f"fact {fact_id!r}")
+        ctx = _context(request, viewer, "Edit fact", fact=fact)
         return render("fact_edit.html", **ctx)
 
     @r.post("/fact/edit")
     @viewed
     async def fact_edit(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer)
-        if isinstance(checked, Response):
-            return checked
-        form, fact_id = checked
+        form, fact_id = await _checked(request)
         await viewer.memory.facts.supersede(fact_id, form.get("content", ""))
         return _redirect(f"{_root(request)}/fact?id={quote(fact_id, safe='')}&saved=1")
 
@@ -62,19 +57,14 @@ def register(r: APIRouter) -> None:
     @viewed
     async def entity_form(request: Request, viewer: Viewer, id: str = "") -> Response:
         entity_id = _required(id)
-        found = await viewer.memory.graph.get_entity(entity_id)
-        if found is None:
-            raise NotFound(f"entity {entity_id!r} not found")
-        ctx = _context(request, viewer, "Edit entity", entity=found)
+        entity = found(await viewer.memory.graph.get_entity(entity_id), f"entity {entity_id!r}")
+        ctx = _context(request, viewer, "Edit entity", entity=entity)
         return render("entity_edit.html", **ctx)
 
     @r.post("/entity/edit")
     @viewed
     async def entity_edit(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer)
-        if isinstance(checked, Response):
-            return checked
-        form, entity_id = checked
+        form, entity_id = await _checked(request)
         await viewer.memory.graph.update_entity(
             entity_id,
             name=form.get("name", ""),

@@ -9,7 +9,6 @@ facts, her sessions, the runs she opened and the snapshots she may load.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
 from fastapi import APIRouter, Request
@@ -22,10 +21,9 @@ from memorybank.server.ui._views import (
     PAGE_SIZE,
     Viewer,
     _context,
-    _cut,
     _int,
+    _listing,
     _opt,
-    _pager,
     viewed,
 )
 from memorybank.stores.contract._async.store import UNSET
@@ -94,19 +92,8 @@ def register(r: APIRouter) -> None:
             user_id=UNSET if viewer.user_id else _opt(user),
             agent_id=_opt(agent),
         )
-        shown, more = _cut(found, number)
-        ctx = _context(
-            request,
-            viewer,
-            "Sessions",
-            sessions=shown,
-            user=user,
-            agent=agent,
-            status=status,
-            statuses=STATUSES,
-            pager=_pager(request, number, more),
-        )
-        return render("sessions.html", **ctx)
+        filters = {"user": user, "agent": agent, "status": status, "statuses": STATUSES}
+        return _listing(request, viewer, "Sessions", "sessions.html", found, number, **filters)
 
     @r.get("/working")
     @viewed
@@ -125,23 +112,3 @@ def register(r: APIRouter) -> None:
         number = _int(page, 1, 1, _MAX_PAGE)
         saved = await viewer.memory.snapshots.list(limit=number * PAGE_SIZE + 1)
         return _listing(request, viewer, "Snapshots", "snapshots.html", saved, number)
-
-
-def _listing(
-    request: Request,
-    viewer: Viewer,
-    title: str,
-    template: str,
-    rows: Sequence[object],
-    number: int,
-) -> Response:
-    """Page ``number`` of ``rows`` in ``template``."""
-    shown, more = _cut(list(rows), number)
-    ctx = _context(
-        request,
-        viewer,
-        title,
-        rows=shown,
-        pager=_pager(request, number, more),
-    )
-    return render(template, **ctx)

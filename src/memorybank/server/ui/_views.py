@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
@@ -26,13 +26,12 @@ from memorybank.memory._async.memory import AsyncMemory
 from memorybank.records import Branch, Entry, Thread
 from memorybank.server import deps
 from memorybank.server.errors import (
-    RETRY_AFTER_SECONDS,
     ApiError,
-    log_failure,
     public_error,
     refused_by_store,
     request_id,
 )
+from memorybank.server.routes import deleted, found
 from memorybank.server.ui._fact_extras import fact_extras, importance_of
 from memorybank.server.ui._graph_svg import EDGE_FONT, LINE_HEIGHT, NODE_FONT, draw
 from memorybank.server.ui._render import render, static_file
@@ -226,23 +225,25 @@ def _context(request: Request, viewer: Viewer | None, title: str, **extra: Any) 
 def _error_page(request: Request, viewer: Viewer | None, error: MemoryBankError) -> Response:
     # A store failure shows the API's fixed sentence and the request id, never the
     # driver's words (host, port, user): those go to the log.
-    status, code, message = public_error(error)
+    status, code, message, headers = public_error(request.scope, error)
     title = {404: "Not found", 403: "Forbidden", 422: "Invalid input"}.get(status, "Error")
     field = getattr(error, "field", None)
     if status >= 500:
-        log_failure(request.scope, error)
         body = f"{message} ({code}, request {request_id(request)})"
     else:
         body = f"{message} (field: {field})" if field else message
-    ctx = _context(request, viewer, title, body=body)
-    response = render("message.html", status, **ctx)
-    if status == 503:
-        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response = render("message.html", status, **_context(request, viewer, title, body=body))
+    response.headers.update(headers or {})
     return response
 
 
+class _Refused(Exception):
+    """A write the page refuses (403, nothing changed): the message says why."""
+
+
 async def _page(request: Request, view: View) -> Response:
-    """Authenticate, run ``view``, and turn a library error into an HTML error page."""
+    """Authenticate, run ``view``, and turn a library error into an HTML error page
+    (a ``_Refused`` write into the refusal page)."""
     try:
         viewer = await _viewer(request)
     except MemoryBankError as exc:  # the store, asked about the key, failed
@@ -253,6 +254,8 @@ async def _page(request: Request, view: View) -> Response:
         return await view(viewer)
     except MemoryBankError as exc:
         return _error_page(request, viewer, exc)
+    except _Refused as exc:
+        return _refused(request, viewer, str(exc))
 
 
 def viewed(route: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
@@ -336,6 +339,31 @@ def _cut(rows: list[T], page: int) -> tuple[list[T], bool]:
     return rows[start : start + PAGE_SIZE], len(rows) > page * PAGE_SIZE
 
 
+def _listing(
+    request: Request,
+    viewer: Viewer,
+    title: str,
+    template: str,
+    rows: Sequence[object],
+    number: int,
+    **extra: Any,
+) -> Response:
+    """Page ``number`` of ``rows`` (as ``rows``, with its pager) in ``template``."""
+    shown, more = _cut(list(rows), number)
+    pager = _pager(request, number, more)
+    return render(template, **_context(request, viewer, title, rows=shown, pager=pager, **extra))
+
+
+def _login_page(
+    request: Request, csrf: str, next: str, error: str | None, status: int = 200
+) -> Response:
+    """The login form (``error`` above it), setting the CSRF cookie it echoes."""
+    ctx = _context(request, None, "Log in", csrf=csrf, next=next, error=error)
+    response = render("login.html", status, **ctx)
+    set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
+    return response
+
+
 async def _list_threads(
     memory: AsyncMemory,
     *,
@@ -380,16 +408,17 @@ def _confirmed(form: dict[str, str], expected: str) -> bool:
 
 
 async def _checked(
-    request: Request, viewer: Viewer, nothing_was: str = "changed"
-) -> tuple[dict[str, str], str] | Response:
-    """The form of a confirmed change and its target id, once the CSRF token and the typed
-    id match; else the refusal page (nothing was ``nothing_was``)."""
+    request: Request, nothing_was: str = "changed", field: str = "id"
+) -> tuple[dict[str, str], str]:
+    """The form of a confirmed change and its target (the form's ``field``: an id is
+    required), once the CSRF token and the typed target match; else ``_Refused``
+    (nothing was ``nothing_was``)."""
     form = await read_form(request)
-    target = _required(form.get("id"))
+    target = _required(form.get("id")) if field == "id" else form.get(field, "")
     if not check_csrf(request, form):
-        return _refused(request, viewer, "The form expired or came from another page.")
-    if not _confirmed(form, target):
-        return _refused(request, viewer, f"The typed id did not match; nothing was {nothing_was}.")
+        raise _Refused("The form expired or came from another page.")
+    if not target or not _confirmed(form, target):
+        raise _Refused(f"The typed id did not match; nothing was {nothing_was}.")
     return form, target
 
 
@@ -412,10 +441,7 @@ def build_router() -> APIRouter:
     async def login_form(request: Request, next: str = "", expired: str = "") -> Response:
         csrf = request.cookies.get(CSRF_COOKIE) or new_csrf_token()
         error = "Your key is no longer valid; log in again." if expired else None
-        ctx = _context(request, None, "Log in", csrf=csrf, next=next, error=error)
-        response = render("login.html", **ctx)
-        set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
-        return response
+        return _login_page(request, csrf, next, error)
 
     @r.post("/login")
     async def login(request: Request) -> Response:
@@ -424,10 +450,7 @@ def build_router() -> APIRouter:
         target = form.get("next", "")
 
         def again(message: str, status: int) -> Response:
-            ctx = _context(request, None, "Log in", csrf=csrf, next=target, error=message)
-            response = render("login.html", status, **ctx)
-            set_cookie(response, request, _root(request), CSRF_COOKIE, csrf)
-            return response
+            return _login_page(request, csrf, target, message, status)
 
         if not check_csrf(request, form):
             return again("The login form expired; please try again.", 403)
@@ -670,12 +693,8 @@ def build_router() -> APIRouter:
     @r.post("/thread/delete")
     @viewed
     async def delete(request: Request, viewer: Viewer) -> Response:
-        checked = await _checked(request, viewer, "deleted")
-        if isinstance(checked, Response):
-            return checked
-        _, thread_id = checked
-        if not await viewer.memory.threads.delete(thread_id):
-            raise NotFound(f"thread {thread_id!r} not found")
+        _, thread_id = await _checked(request, "deleted")
+        deleted(await viewer.memory.threads.delete(thread_id), f"thread {thread_id!r}")
         return _redirect(f"{_root(request)}/threads?deleted={quote(thread_id, safe='')}")
 
     # -- long-term memory --------------------------------------------------------
@@ -737,24 +756,15 @@ def build_router() -> APIRouter:
     async def documents(request: Request, viewer: Viewer, page: str = "") -> Response:
         number = _int(page, 1, 1, _MAX_PAGE)
         rows = await viewer.memory.documents.list(limit=number * PAGE_SIZE + 1)
-        shown, more = _cut(rows, number)
-        ctx = _context(
-            request,
-            viewer,
-            "Documents",
-            documents=shown,
-            pager=_pager(request, number, more),
-        )
-        return render("documents.html", **ctx)
+        return _listing(request, viewer, "Documents", "documents.html", rows, number)
 
     @r.get("/document")
     @viewed
     async def document(request: Request, viewer: Viewer, id: str = "") -> Response:
         document_id = _required(id)
-        found = await viewer.memory.documents.get(document_id)
-        if found is None:
-            raise NotFound(f"document {document_id!r} not found")
-        return render("document.html", **_context(request, viewer, "Document", document=found))
+        document = await viewer.memory.documents.get(document_id)
+        document = found(document, f"document {document_id!r}")
+        return render("document.html", **_context(request, viewer, "Document", document=document))
 
     @r.get("/summaries")
     @viewed
@@ -846,15 +856,15 @@ def build_router() -> APIRouter:
 
         hops = _int(depth, 2, 1, _GRAPH_MAX_DEPTH)
         number = _int(page, 1, 1, _MAX_PAGE)
-        found = await viewer.memory.graph.find_entities(
+        matches = await viewer.memory.graph.find_entities(
             q.strip() or None, limit=min(number * PAGE_SIZE + 1, 10_000)
         )
-        shown, more = _cut(found, number)
+        shown, more = _cut(matches, number)
         drawing = centre = None
         if entity:
-            centre = await viewer.memory.graph.get_entity(_required(entity))
-            if centre is None:
-                raise NotFound(f"entity {entity!r} not found")
+            centre = found(
+                await viewer.memory.graph.get_entity(_required(entity)), f"entity {entity!r}"
+            )
             subgraph = await viewer.memory.graph.traverse(
                 [centre.id],
                 max_depth=hops,
@@ -886,9 +896,7 @@ def build_router() -> APIRouter:
     @viewed
     async def webhooks(request: Request, viewer: Viewer) -> Response:
         if viewer.user_id is not None:
-            return _refused(
-                request, viewer, "Webhooks are the tenant's: log in without a user to see them."
-            )
+            raise _Refused("Webhooks are the tenant's: log in without a user to see them.")
         registry: Webhooks = request.app.state.webhooks
         found = await registry.list(viewer.tenant)
         return render("webhooks.html", **_context(request, viewer, "Webhooks", webhooks=found))
@@ -926,12 +934,8 @@ def build_router() -> APIRouter:
     @r.post("/forget")
     @viewed
     async def forget(request: Request, viewer: Viewer) -> Response:
-        form = await read_form(request)
-        target = form.get("user", "")  # exact, as on the confirmation page
-        if not check_csrf(request, form):
-            return _refused(request, viewer, "The form expired or came from another page.")
-        if not target or not _confirmed(form, target):
-            return _refused(request, viewer, "The typed id did not match; nothing was erased.")
+        # The user exactly as typed, as on the confirmation page.
+        _, target = await _checked(request, "erased", field="user")
         gone = await viewer.memory.forget_user(target)
         ctx = _context(
             request,
