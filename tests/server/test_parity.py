@@ -204,6 +204,19 @@ async def test_context_takes_every_build_context_argument(parity_api: Api) -> No
     assert [e["name"] for e in got["graph_entities"]] == ["Zanzibar"]
     assert got["messages"] == expected.messages
     assert [f["content"] for f in got["facts"]] == ["ana likes islands"]
+    # The profile block's lines come back as the library gives them (they were always []).
+    profiled = {**body, "include_profile": True}
+    r = await c.post("/v1/threads/g/context", json=profiled, headers=user)
+    assert r.status_code == 200, r.text
+    lines = (
+        await library.build_context(
+            "g",
+            **{k: x for k, x in profiled.items() if k != "graph_options"},
+            user_id="ana",
+            graph_options={"max_nodes": 5, "max_depth": 1, "entity_types": ["place"]},
+        )
+    ).profile
+    assert lines and r.json()["profile"] == lines
     # Bad graph options: the library's error, its field.
     bad = {**body, "graph_options": {"max_nodes": 0}}
     r = await c.post("/v1/threads/g/context", json=bad, headers=user)

@@ -276,6 +276,7 @@ def router() -> APIRouter:
             entries=[EntryOut.model_validate(e) for e in context.entries],
             facts=[FactOut.model_validate(f) for f in context.facts],
             semantic=context.semantic,
+            profile=context.profile,
             graph=context.graph,
             graph_entities=[EntityOut.model_validate(e) for e in context.graph_entities],
             graph_relations=[RelationOut.model_validate(r) for r in context.graph_relations],
