@@ -8,12 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from memorybank.stores.contract.types import Unset, Visibility
-from memorybank.stores.sql.common import (
-    ENTRY_COLUMNS,
-    ENTRY_ROW_COLUMNS,
-    RECORD_COLUMNS,
-    THREAD_COLUMNS,
-)
+from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.statements import (
     branch_fork_query,
@@ -690,17 +685,14 @@ class Statements:
         )
 
 
-def search_read_statements(p: str, text: str | None, narrow: bool = False) -> tuple[str, str]:
+def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
     """A search's fused reads (``search_entries``, ``search_windows``): threads by ids
     (each one row, its entry columns NULL), then for ``(thread, id)`` pairs the entry on
     its thread's current branch (its thread columns NULL) with its vector of a model
     (NULL without one); and
     windows of positions with each entry's vector but those of ``known`` ids. ``text``:
     ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table, None
-    to read no vector (a NULL column). ``narrow``: the entries' ``ENTRY_ROW_COLUMNS``
-    alone (``row_to_entry_row``; what a search ranks), else every column (``row_to_entry``)."""
-    columns = qualified("e", ENTRY_ROW_COLUMNS) if narrow else _E_READ
-    width = len((ENTRY_ROW_COLUMNS if narrow else ENTRY_COLUMNS).split(","))
+    to read no vector (a NULL column)."""
     # A subquery per row: a lookup of the primary key (tenant, kind, id; "model_id || ''"
     # as ``vector_get``), whatever the statistics say (a join may hash the whole table)
     vector = (
@@ -710,12 +702,12 @@ def search_read_statements(p: str, text: str | None, narrow: bool = False) -> tu
         " AND v.kind = 'entry' AND v.id = e.id AND v.model_id || '' = %(model)s)"
     )
     # each thread once (its entry columns NULL), then each entry found (its thread's NULL)
-    no_entry = ", ".join(["NULL"] * (width + 1))
+    no_entry = ", ".join(["NULL"] * (len(ENTRY_COLUMNS.split(",")) + 1))
     no_thread = ", ".join(["NULL"] * len(THREAD_COLUMNS.split(",")))
     entries = (
         f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
         " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
-        f" UNION ALL SELECT {no_thread}, {columns}, {vector}"
+        f" UNION ALL SELECT {no_thread}, {_E_READ}, {vector}"
         " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
@@ -727,7 +719,7 @@ def search_read_statements(p: str, text: str | None, narrow: bool = False) -> tu
         else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
     )
     windows = (
-        f"SELECT w.n, {columns}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+        f"SELECT w.n, {_E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
         f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"

@@ -292,7 +292,9 @@ class AsyncSearchStore(AsyncBatchReads):
         candidates with it, and the entries it returns with ``entry_get_across``.
 
         This default is ``search_entries``; a store overrides it with a read of the
-        ``EntryRow`` columns alone (SQLite, PostgreSQL)."""
+        ``EntryRow`` columns alone when that saves more than the search's one more read
+        of the k it returns costs (SQLite: a hand-off to a read connection; PostgreSQL
+        keeps the default, where that read is a round trip and saved nothing)."""
         return await self.search_entries(tenant, wanted, model_id=model_id)
 
     async def search_window_rows(

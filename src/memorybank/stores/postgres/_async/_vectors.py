@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -15,7 +15,6 @@ from psycopg.rows import tuple_row
 
 from memorybank.errors import InvalidInput
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
-from memorybank.stores.contract.items import EntryRow
 from memorybank.stores.contract.types import names_user, searched_kinds
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, register, registered
@@ -35,9 +34,7 @@ from memorybank.stores.postgres.statements import (
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
-    EntryKeys,
     row_to_entry,
-    row_to_entry_row,
     row_to_thread,
     unit_vector_bytes,
     vector_array,
@@ -46,8 +43,6 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.vectors._async.cache import BlockRows
 from memorybank.stores.vectors.exact import CachedRows, top_k
 
-#: An entry as a search reads it (``Entry``, or ``EntryRow`` for ranking).
-E = TypeVar("E", bound=EntryKeys)
 #: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
 THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
 
@@ -691,31 +686,13 @@ class VectorsMixin(PostgresBase):
         """The threads, the entries and their vectors in one statement
         (``AsyncStore.search_entries``; without pgvector, once this process caches the
         model's vectors, none: the caller's one ``vector_get_arrays`` reads them there)."""
-        return await self._search_entries(tenant, wanted, model_id, row_to_entry)
-
-    async def search_entry_rows(
-        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
-    ) -> tuple[dict[str, Thread], dict[tuple[str, str], EntryRow], dict[str, NDArray[np.float32]]]:
-        """``search_entries`` reading the ``EntryRow`` columns alone
-        (``AsyncStore.search_entry_rows``)."""
-        return await self._search_entries(tenant, wanted, model_id, row_to_entry_row)
-
-    async def _search_entries(
-        self,
-        tenant: str,
-        wanted: Mapping[str, Sequence[str]],
-        model_id: str | None,
-        convert: Callable[[Sequence[Any]], E],
-    ) -> tuple[dict[str, Thread], dict[tuple[str, str], E], dict[str, NDArray[np.float32]]]:
         thread_ids = list(dict.fromkeys(wanted))
         if not thread_ids:
             return {}, {}, {}
         await self._ensure_ready()
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
         model = self._read_vectors(model_id)
-        entries_sql, _ = search_read_statements(
-            self.prefix, self._vector_text(model), convert is row_to_entry_row
-        )
+        entries_sql, _ = search_read_statements(self.prefix, self._vector_text(model))
         params = {
             "tenant": tenant,
             "thread_ids": thread_ids,
@@ -724,14 +701,14 @@ class VectorsMixin(PostgresBase):
             "model": model,
         }
         found: dict[str, Thread] = {}
-        entries: dict[tuple[str, str], E] = {}
+        entries: dict[tuple[str, str], Entry] = {}
         vectors: dict[str, NDArray[np.float32]] = {}
         width = THREAD_WIDTH
         for row in await self._fetch(entries_sql, params, retry=True):
             if row[0] is not None:  # a thread's row
                 found[row[0]] = row_to_thread(row[:width])
                 continue
-            entry = convert(row[width:-1])
+            entry = row_to_entry(row[width:-1])
             entries[(entry.thread_id, entry.id)] = entry
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
@@ -747,35 +724,11 @@ class VectorsMixin(PostgresBase):
     ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
         """The windows and their entries' vectors in one statement
         (``AsyncStore.search_windows``; the vectors as ``search_entries`` reads them)."""
-        return await self._search_windows(tenant, windows, model_id, known, row_to_entry)
-
-    async def search_window_rows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        *,
-        model_id: str | None = None,
-        known: Collection[str] = (),
-    ) -> tuple[list[list[EntryRow]], dict[str, NDArray[np.float32]]]:
-        """``search_windows`` reading the ``EntryRow`` columns alone
-        (``AsyncStore.search_window_rows``)."""
-        return await self._search_windows(tenant, windows, model_id, known, row_to_entry_row)
-
-    async def _search_windows(
-        self,
-        tenant: str,
-        windows: Sequence[tuple[str, int, int]],
-        model_id: str | None,
-        known: Collection[str],
-        convert: Callable[[Sequence[Any]], E],
-    ) -> tuple[list[list[E]], dict[str, NDArray[np.float32]]]:
         if not windows:
             return [], {}
         await self._ensure_ready()
         model = self._read_vectors(model_id)
-        _, windows_sql = search_read_statements(
-            self.prefix, self._vector_text(model), convert is row_to_entry_row
-        )
+        _, windows_sql = search_read_statements(self.prefix, self._vector_text(model))
         params = {
             "tenant": tenant,
             "threads": [w[0] for w in windows],
@@ -784,10 +737,10 @@ class VectorsMixin(PostgresBase):
             "known": list(known),
             "model": model,
         }
-        out: list[list[E]] = [[] for _ in windows]
+        out: list[list[Entry]] = [[] for _ in windows]
         vectors: dict[str, NDArray[np.float32]] = {}
         for row in await self._fetch(windows_sql, params, retry=True):
-            entry = convert(row[1:-1])
+            entry = row_to_entry(row[1:-1])
             out[int(row[0]) - 1].append(entry)
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
