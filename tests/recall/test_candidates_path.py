@@ -51,3 +51,35 @@ def test_names_and_stop_words_do_not_outrank_the_answer(kind: str, tmp_path: Pat
             assert hit.entry is not None
             if "dog" not in (hit.entry.content or ""):
                 assert "keyword" not in hit.signals
+
+
+@pytest.mark.parametrize("kind", STORE_KINDS)
+def test_hybrid_hits_are_whole_entries(kind: str, tmp_path: Path) -> None:
+    """The candidates are ranked from a narrow read (``EntryRow``); the hits returned are
+    the whole entries, as ``entries.get`` reads them (metadata, state, tool calls, the
+    neighbours' too), with metadata filters applied to them."""
+    with open_store(kind, tmp_path) as store:
+        memory = Memory(store, embedder=HashEmbedder())
+        thread = memory.threads.create(user_id="u", agent_id="a")
+        memory.entries.add_many(
+            thread.id,
+            [
+                {"role": "user", "content": "We adopted a beagle", "metadata": {"n": 0}},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "c1", "name": "note", "arguments": "{}"}],
+                },
+                {"role": "tool", "tool_call_id": "c1", "content": "noted: beagle Rex"},
+                {"role": "user", "content": "The beagle is called Rex", "metadata": {"n": 3}},
+                {"role": "user", "content": "I baked bread", "metadata": {"n": 4}},
+            ],
+        )
+        hits = memory.search("beagle Rex", user_id="u", agent_id="a", k=10)
+        assert len(hits) >= 3
+        for hit in hits:
+            assert hit.entry is not None
+            assert hit.entry == memory.entries.get(thread.id, hit.entry.id)
+        assert {h.entry.metadata.get("n") for h in hits if h.entry} >= {0, 3}
+        only = memory.search("beagle Rex", user_id="u", agent_id="a", k=10, filters={"n": 3})
+        assert [h.entry.content for h in only if h.entry] == ["The beagle is called Rex"]

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -89,6 +89,7 @@ from memorybank.stores.contract._async.store import (
     VectorItem,
     Visibility,
 )
+from memorybank.stores.contract.items import EntryRow
 from memorybank.stores.keyword.text import default_analyzer
 
 if TYPE_CHECKING:
@@ -114,6 +115,9 @@ _OFFLOAD_CANDIDATES = 48
 _KINDS = {"entries": "entry", "documents": DOCUMENT_KIND, "facts": FACT}
 _PREFIX = {"entry": "e:", DOCUMENT_KIND: "d:", FACT: "f:", FACT_VERSION: "v:"}
 _MODES = ("hybrid", "semantic", "keyword")
+#: What the hybrid path ranks: an entry (read as ``EntryRow`` without filters), a
+#: document or a fact.
+Ranked = Entry | EntryRow | Document | FactItem
 
 
 # -- search --------------------------------------------------------------------------------
@@ -263,6 +267,8 @@ class _Search:
         self._qvecs: list[NDArray[np.float32] | None] = []
         # hits resolved in batches (``_prefetch``): (thread, entry id) / (kind, id) -> row
         self.entries: dict[tuple[str, str], Entry | None] = {}
+        #: the hybrid path's entry hits, read as ``EntryRow`` (``_prefetch(rows=True)``)
+        self.rows: dict[tuple[str, str], Entry | EntryRow | None] = {}
         self.records: dict[tuple[str, str], Record | None] = {}
         #: entry id -> its vector of the embedder's model, read with the hybrid candidates
         self.vectors: dict[str, NDArray[np.float32]] = {}
@@ -294,24 +300,27 @@ class _Search:
             self.threads[thread_id] = thread
         return self.threads[thread_id]
 
-    async def _prefetch(self, hits: Sequence[SearchHit], model_id: str | None = None) -> None:
+    async def _prefetch(
+        self, hits: Sequence[SearchHit], model_id: str | None = None, rows: bool = False
+    ) -> None:
         """Read the hits' threads, entries and records in a few batch reads (the threads
         and their entries in one ``search_entries``, with the entries' vectors of
         ``model_id`` into ``self.vectors``; one per record kind), so resolving them costs
-        no round trip per hit."""
+        no round trip per hit. ``rows``: the entries as ``EntryRow`` into ``self.rows``
+        (``search_entry_rows``; what the hybrid path ranks), else into ``self.entries``."""
+        book: dict[tuple[str, str], Any] = self.rows if rows else self.entries
         by_thread: dict[str, list[str]] = {}
         by_kind: dict[str, list[str]] = {}
         for hit in hits:
             if hit.kind == "entry":
-                if hit.thread_id is not None and (hit.thread_id, hit.id) not in self.entries:
+                if hit.thread_id is not None and (hit.thread_id, hit.id) not in book:
                     by_thread.setdefault(hit.thread_id, []).append(hit.id)
             elif (hit.kind, hit.id) not in self.records:
                 by_kind.setdefault(hit.kind, []).append(hit.id)
         if by_thread and all(tid not in self.threads for tid in by_thread):
             # one call: the threads, their entries and the entries' vectors
-            threads, got, vectors = await self.store.search_entries(
-                self.tenant, by_thread, model_id=model_id
-            )
+            read = self.store.search_entry_rows if rows else self.store.search_entries
+            threads, got, vectors = await read(self.tenant, by_thread, model_id=model_id)
             self.vectors.update(vectors)
             for tid in by_thread:
                 self._admit(tid, threads.get(tid))
@@ -329,7 +338,7 @@ class _Search:
         for tid, ids in by_thread.items():
             if self.threads.get(tid) is not None:
                 for eid in ids:
-                    self.entries[(tid, eid)] = got.get((tid, eid))
+                    book[(tid, eid)] = got.get((tid, eid))
         for kind, ids in by_kind.items():
             found = await self.store.record_get_many(self.tenant, kind, ids)
             for rid in ids:
@@ -340,9 +349,11 @@ class _Search:
             thread = None  # defence in depth: the store already scoped its hits
         self.threads[thread_id] = thread
 
-    def _entry_read(self, hit: SearchHit) -> Entry | _Unread | None:
-        """``_resolve`` of an entry hit from what ``_prefetch`` read (no await: a search
-        resolves a hundred hits), or ``_UNREAD`` when that needs a read."""
+    def _entry_read(
+        self, hit: SearchHit, book: Mapping[tuple[str, str], Entry | EntryRow | None]
+    ) -> Entry | EntryRow | _Unread | None:
+        """``_resolve`` of an entry hit from what ``_prefetch`` read into ``book`` (no
+        await: a search resolves a hundred hits), or ``_UNREAD`` when that needs a read."""
         if hit.thread_id is None:
             return None
         if hit.thread_id not in self.threads:
@@ -350,7 +361,7 @@ class _Search:
         thread = self.threads[hit.thread_id]
         if thread is None or (hit.branch is not None and hit.branch != thread.current_branch):
             return None
-        return self.entries.get((thread.id, hit.id), _UNREAD)
+        return book.get((thread.id, hit.id), _UNREAD)
 
     async def _resolve(self, hit: SearchHit) -> Entry | Document | FactItem | None:
         if hit.kind == "entry":
@@ -478,18 +489,25 @@ class _Search:
         qvec: NDArray[np.float32] | None,
         facts: Sequence[FactItem] = (),
     ) -> list[Hit]:
-        records: dict[str, Entry | Document | FactItem] = {}  # candidate key -> record
+        records: dict[str, Ranked] = {}  # candidate key -> record
         # hits resolved to nothing: per branch, since a forked entry's copies share its id
         # and only the copy on the thread's current branch resolves
         dropped: set[tuple[str, str | None]] = set()
         embedder = self.core.embedder
         model_id = embedder.model_id if embedder is not None and qvec is not None else None
-        await self._prefetch([*text_hits, *vector_hits], model_id)
+        # The candidates are read as ``EntryRow`` (no metadata, state or tool calls
+        # decoded for a hundred and more of them), the entries returned in full after the
+        # ranking; with metadata ``filters`` in full from the start (they read metadata).
+        narrow = not self.filters
+        await self._prefetch([*text_hits, *vector_hits], model_id, rows=narrow)
+        book: Mapping[tuple[str, str], Entry | EntryRow | None] = (
+            self.rows if narrow else self.entries
+        )
         for hit, _ in _interleave(text_hits, vector_hits):
             key = _PREFIX[hit.kind] + hit.id
             if key in records or (key, hit.branch) in dropped:
                 continue
-            found = self._entry_read(hit) if hit.kind == "entry" else _UNREAD
+            found = self._entry_read(hit, book) if hit.kind == "entry" else _UNREAD
             record = await self._resolve(hit) if isinstance(found, _Unread) else found
             if record is None:
                 dropped.add((key, hit.branch))
@@ -498,14 +516,16 @@ class _Search:
         # the neighbours of the best entry hits: answers follow the matching turn
         # (one batch read; a hit within the window of a better one adds no window)
         windows: list[tuple[str, int, int]] = []
-        best_entries = [r for r in records.values() if isinstance(r, Entry)][:_EXPAND_HITS]
+        best_entries = [r for r in records.values() if isinstance(r, Entry | EntryRow)]
+        best_entries = best_entries[:_EXPAND_HITS]
         for entry in best_entries:
             tid, at = entry.thread_id, entry.position
             if any(w[0] == tid and w[1] <= at <= w[2] for w in windows):
                 continue
             windows.append((tid, at - _NEIGHBOURS, at + _NEIGHBOURS))
         if windows:
-            around, more = await self.store.search_windows(
+            window_read = self.store.search_window_rows if narrow else self.store.search_windows
+            around, more = await window_read(
                 self.tenant, windows, model_id=model_id, known=self.vectors.keys()
             )
             self.vectors.update(more)
@@ -534,7 +554,10 @@ class _Search:
         if not candidates:
             return []
 
-        def ranked() -> list[Hit]:
+        # the best k and as many more: an entry deleted since it was read is passed over
+        wanted = 2 * self.k if narrow else self.k
+
+        def ranked() -> list[tuple[Ranked, float, dict[str, float]]]:
             ranker = HybridRanker(candidates, self.options)
             # Keyword scores are BM25 over the candidates (the ranker's analyser), not
             # the store's full-text rank: a store's engine counts stop words and the
@@ -542,24 +565,51 @@ class _Search:
             # ranks facts in another index on another scale, and gives the neighbours
             # it did not return nothing. On LoCoMo (user scope forced onto this path,
             # k = 20) R@10 went from 0.710 to 0.779.
-            hits: list[Hit] = []
+            best: list[tuple[Ranked, float, dict[str, float]]] = []
             for i, score, signals in _rank(ranker, self.query, qvec):
                 record = records[ranker.structure.ids[i]]
                 if isinstance(record, FactItem) and not signals:
                     continue  # every visible fact is a candidate: one matching nothing is no hit
-                if self._keep(score, record.metadata):
-                    hits.append(_hit(record, score, signals))
-                    if len(hits) >= self.k:
+                # (an ``EntryRow`` only without filters: no metadata is read then)
+                if self._keep(score, {} if isinstance(record, EntryRow) else record.metadata):
+                    best.append((record, score, signals))
+                    if len(best) >= wanted:
                         break
-            return hits
+            return best
 
         if len(candidates) >= _OFFLOAD_CANDIDATES:
-            return await aoffload(ranked)
-        return ranked()
+            return await self._entries_of(await aoffload(ranked))
+        return await self._entries_of(ranked())
+
+    async def _entries_of(
+        self, best: Sequence[tuple[Ranked, float, dict[str, float]]]
+    ) -> list[Hit]:
+        """The first k of ``best`` as hits, each ``EntryRow`` read as its whole entry
+        (``entry_get_across``: one read for the k, more only when an entry was deleted
+        since the search read it)."""
+        hits: list[Hit] = []
+        at = 0
+        while len(hits) < self.k and at < len(best):
+            chunk = best[at : at + self.k - len(hits)]
+            at += len(chunk)
+            wanted: dict[str, list[str]] = {}
+            for record, _, _ in chunk:
+                if isinstance(record, EntryRow):
+                    wanted.setdefault(record.thread_id, []).append(record.id)
+            got = await self.store.entry_get_across(self.tenant, wanted) if wanted else {}
+            for record, score, signals in chunk:
+                if isinstance(record, EntryRow):
+                    entry = got.get((record.thread_id, record.id))
+                    if entry is None or entry.branch != record.branch:
+                        continue  # deleted (or its thread switched branches) since
+                    hits.append(_hit(entry, score, signals))
+                else:
+                    hits.append(_hit(record, score, signals))
+        return hits
 
     async def _embed_missing(
         self,
-        records: dict[str, Entry | Document | FactItem],
+        records: dict[str, Ranked],
         vectors: dict[str, list[float] | NDArray[np.float32]],
     ) -> None:
         """Embed the candidate entries that lack a vector (written before the embedder, or
@@ -569,7 +619,7 @@ class _Search:
         missing = [
             (key, record)
             for key, record in records.items()
-            if isinstance(record, Entry) and key not in vectors and record.content
+            if isinstance(record, Entry | EntryRow) and key not in vectors and record.content
         ]
         if not missing:
             return
@@ -603,14 +653,14 @@ _UNREAD = _Unread()
 
 def _candidate(
     key: str,
-    record: Entry | Document | FactItem,
+    record: Ranked,
     vector: list[float] | NDArray[np.float32] | None,
 ) -> Candidate:
     """One record as the ranking sees it (an entry in its thread; a fact or a document
     alone, at position 0 of a thread of its own key)."""
     if vector is not None and not (isinstance(vector, np.ndarray) and vector.dtype == np.float32):
         vector = np.asarray(vector, np.float32)
-    if isinstance(record, Entry):
+    if isinstance(record, Entry | EntryRow):
         return Candidate(
             key,
             record.thread_id,

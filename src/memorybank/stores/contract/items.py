@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memorybank.errors import Conflict
 from memorybank.records import Entry, Thread, ToolCall
@@ -22,7 +22,15 @@ if TYPE_CHECKING:
 else:  # see memorybank.runtime.plain (cold start, and no generated code)
     from memorybank.runtime.plain import dataclass, field
 
-__all__ = ["AppendResult", "NewEntry", "Record", "RecordGuard", "SearchHit", "VectorItem"]
+__all__ = [
+    "AppendResult",
+    "EntryRow",
+    "NewEntry",
+    "Record",
+    "RecordGuard",
+    "SearchHit",
+    "VectorItem",
+]
 
 
 @dataclass(slots=True)
@@ -206,6 +214,26 @@ class SearchHit:
         object.__setattr__(self, "score", score)
         object.__setattr__(self, "thread_id", thread_id)
         object.__setattr__(self, "branch", branch)
+
+
+class EntryRow(NamedTuple):
+    """What a hybrid search ranks of an entry: its place and its words, without the
+    columns only a result shows (metadata, state, tool calls, token count, key).
+
+    A search reads these for its hundred and more candidates (``search_entry_rows``,
+    ``search_window_rows``) and the whole ``Entry`` only for the few it returns (one
+    ``entry_get_across``): decoding every column of every candidate was a large part of
+    a search's Python. The fields are ``Entry``'s of the same names.
+    """
+
+    id: str
+    thread_id: str
+    branch: str
+    position: int
+    role: str
+    content: str | None
+    name: str | None
+    created_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memorybank.records import Branch, Entry, Summary, Thread, ToolCall
-from memorybank.stores.contract.items import Record
+from memorybank.stores.contract.items import EntryRow, Record
 from memorybank.stores.contract.types import Unset, Visibility
 
 if TYPE_CHECKING:
@@ -22,9 +22,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENTRY_COLUMNS",
+    "ENTRY_ROW_COLUMNS",
     "PAGE_COLUMNS",
     "RECORD_COLUMNS",
     "THREAD_COLUMNS",
+    "EntryKeys",
     "dump",
     "entry_payload",
     "from_us",
@@ -33,6 +35,7 @@ __all__ = [
     "messages_of_rows",
     "row_to_branch",
     "row_to_entry",
+    "row_to_entry_row",
     "row_to_record",
     "row_to_summary",
     "row_to_thread",
@@ -62,6 +65,8 @@ PAGE_COLUMNS = (
     "id, position, role, content, name, tool_calls, tool_call_id, metadata, state,"
     " token_count, created_at, idempotency_key"
 )
+#: What a search ranks of an entry (``row_to_entry_row`` reads it): ``EntryRow``'s fields.
+ENTRY_ROW_COLUMNS = "id, thread_id, branch, position, role, content, name, created_at"
 #: Column order every SQL store selects entries in (``row_to_entry`` reads it).
 ENTRY_COLUMNS = (
     "id, thread_id, branch, position, role, content, name, tool_calls, tool_call_id,"
@@ -251,6 +256,21 @@ def row_to_thread(row: Sequence[Any]) -> Thread:
         updated_at=from_us(row[8]),
         current_branch=row[9],
     )
+
+
+class EntryKeys(Protocol):
+    """What ``Entry`` and ``EntryRow`` share that the reads of either key them by."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def thread_id(self) -> str: ...
+
+
+def row_to_entry_row(row: Sequence[Any]) -> EntryRow:
+    """An ``EntryRow`` from a row selected with ``ENTRY_ROW_COLUMNS``."""
+    return EntryRow(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6], from_us(row[7]))
 
 
 def row_to_entry(row: Sequence[Any]) -> Entry:

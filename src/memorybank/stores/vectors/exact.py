@@ -34,7 +34,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +103,8 @@ SCOPED_EXACT_LIMIT = 100_000
 #: Rows of contiguous scope copies a slot keeps (``groups.Blocks``): a quarter of its
 #: rows, and at least this many.
 BLOCK_BUDGET = 100_000
+#: Threads whose id -> row map ``VectorSlot.vectors_of`` keeps (dropped all at once past it).
+THREAD_ID_MAPS = 4_096
 _NONE = 0  # code of None (shared / no thread)
 _UNKNOWN = -1  # code of a value the cache has never seen: matches no row
 _FILLER_KEY = 1 << 62  # keys of placeholder vectors (beyond any SQLite rowid in use)
@@ -256,6 +258,9 @@ class VectorSlot:
         self.by_thread = RowGroups()
         self.by_user = RowGroups()
         self.blocks = Blocks()
+        #: Per thread code, its rows' ids -> rows (the last row of an id) and how many
+        #: rows of the thread that map covers (``vectors_of``).
+        self._thread_ids: dict[int, tuple[int, dict[str, int]]] = {}
         #: Whether a code array names any owner, by ``id`` of the array (kept with it).
         self._owners: dict[int, tuple[NDArray[np.int32], bool]] = {}
         #: What the store last checked the slot against (its change counters; the SQLite
@@ -304,6 +309,40 @@ class VectorSlot:
 
     def code_of(self, value: str | None) -> int:
         return self.codes.get(value, _UNKNOWN)
+
+    def vectors_of(self, pairs: Iterable[tuple[str, str]]) -> dict[str, NDArray[np.float32]]:
+        """The vectors the slot holds alive of these ``(thread id, id)`` rows, by id (one
+        gather of the matrix); the ids it does not hold are left out, for the caller to
+        read. An id is found among its thread's rows (a map per thread, kept while the
+        thread has no new row): a search asks for its candidates' vectors, which are
+        rows of the threads its hits fall in. (The caller holds the cache's lock.)"""
+        ids: list[str] = []
+        rows: list[int] = []
+        maps = self._thread_ids
+        for thread_id, rid in pairs:
+            code = self.codes.get(thread_id)
+            if code is None:
+                continue
+            memo = maps.get(code)
+            held = self.by_thread.rows(code)
+            if memo is None or memo[0] != len(held):
+                positions = held.tolist()
+                ids_of = [self.ids[r] for r in positions]
+                memo = (len(positions), dict(zip(ids_of, positions, strict=True)))
+                if len(maps) >= THREAD_ID_MAPS:
+                    maps.clear()
+                maps[code] = memo
+            row = memo[1].get(rid)
+            if row is not None:
+                ids.append(rid)
+                rows.append(row)
+        if not rows:
+            return {}
+        at = np.asarray(rows, dtype=np.intp)
+        live = self.alive[at]
+        block = self.matrix[at[live]]  # a copy: a row forgotten later is zeroed in place
+        kept = [i for i, keep in zip(ids, live.tolist(), strict=True) if keep]
+        return dict(zip(kept, block, strict=True))
 
     def reserve(self, matrix: NDArray[np.float32]) -> None:
         """Keep the rows in ``matrix`` (writable, its first ``n`` rows the slot's), with

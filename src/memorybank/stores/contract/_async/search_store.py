@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
-from memorybank.stores.contract.items import Record, SearchHit, VectorItem
+from memorybank.stores.contract.items import EntryRow, Record, SearchHit, VectorItem
 from memorybank.stores.contract.types import Visibility, searched_kinds, visible
 from memorybank.stores.keyword.bm25 import BM25Index
 
@@ -278,6 +278,35 @@ class AsyncSearchStore(AsyncBatchReads):
                 tenant, "entry", [eid for _, eid in entries], model_id=model_id
             )
         return threads, entries, vectors
+
+    async def search_entry_rows(
+        self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
+    ) -> tuple[
+        dict[str, Thread],
+        Mapping[tuple[str, str], Entry | EntryRow],
+        dict[str, NDArray[np.float32]],
+    ]:
+        """``search_entries`` for ranking: the same threads, entries and vectors, each
+        entry as an ``EntryRow`` or an ``Entry`` (a store that reads every column anyway
+        returns its entries: they hold the same fields). A hybrid search reads its
+        candidates with it, and the entries it returns with ``entry_get_across``.
+
+        This default is ``search_entries``; a store overrides it with a read of the
+        ``EntryRow`` columns alone when that saves more than the search's one more read
+        of the k it returns costs (SQLite: a hand-off to a read connection; PostgreSQL
+        keeps the default, where that read is a round trip and saved nothing)."""
+        return await self.search_entries(tenant, wanted, model_id=model_id)
+
+    async def search_window_rows(
+        self,
+        tenant: str,
+        windows: Sequence[tuple[str, int, int]],
+        *,
+        model_id: str | None = None,
+        known: Collection[str] = (),
+    ) -> tuple[Sequence[Sequence[Entry | EntryRow]], dict[str, NDArray[np.float32]]]:
+        """``search_windows`` for ranking, its entries as ``search_entry_rows``'s."""
+        return await self.search_windows(tenant, windows, model_id=model_id, known=known)
 
     async def search_windows(
         self,

@@ -9,8 +9,25 @@ import numpy as np
 import pytest
 
 from memorybank.memory._sync.memory import Memory
+from memorybank.records import Entry
 from memorybank.stores.contract._sync.store import Store, NewEntry, VectorItem, Visibility
+from memorybank.stores.contract.items import EntryRow
 from memorybank.testing._sync.contract._base import ContractBase, _id
+
+
+def _row(entry: Entry | EntryRow) -> EntryRow:
+    """An entry's ``EntryRow`` fields (what ``search_entry_rows`` returns of it)."""
+    return EntryRow(
+        entry.id,
+        entry.thread_id,
+        entry.branch,
+        entry.position,
+        entry.role,
+        entry.content,
+        entry.name,
+        entry.created_at,
+    )
+
 
 __all__ = ["SearchCases"]
 
@@ -157,6 +174,22 @@ class SearchCases(ContractBase):
         assert set(expected) == {other[0], ids[5], ids[1]} and set(vectors) <= set(expected)
         for eid, vector in vectors.items():
             assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        # the rows a search ranks: the same entries, their ``EntryRow`` fields
+        row_threads, rows, row_vectors = store.search_entry_rows(tenant, wanted, model_id=m1)
+        assert row_threads == threads
+        assert {key: _row(e) for key, e in rows.items()} == {
+            key: _row(e) for key, e in entries.items()
+        }
+        assert set(row_vectors) <= set(expected)
+        for eid, vector in row_vectors.items():
+            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        # once the store holds the model's vectors in memory (a vector search), the same
+        store.vector_search(tenant, [1.0, 0.0, 0.0], model_id=m1, kinds=["entry"], k=3)
+        for read in (store.search_entries, store.search_entry_rows):
+            again = (read(tenant, wanted, model_id=m1))[2]
+            assert set(again) <= set(expected)
+            for eid, vector in again.items():
+                assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
         assert (store.search_entries(tenant, wanted))[2] == {}
         assert store.search_entries(stranger, wanted, model_id=m1) == ({}, {}, {})
         assert store.search_entries(tenant, {}, model_id=m1) == ({}, {}, {})
@@ -170,6 +203,13 @@ class SearchCases(ContractBase):
         expected = store.vector_get_arrays(tenant, "entry", [ids[2], *other], model_id=m1)
         assert set(expected) == {ids[2], other[0]} and set(more) <= set(expected)
         for eid, vector in more.items():
+            assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
+        row_windows, row_more = store.search_window_rows(
+            tenant, windows, model_id=m1, known={ids[0], ids[1]}
+        )
+        assert [[_row(e) for e in w] for w in row_windows] == [[_row(e) for e in w] for w in found]
+        assert set(row_more) <= set(expected)
+        for eid, vector in row_more.items():
             assert np.array_equal(np.asarray(vector, np.float32), expected[eid])
         assert (store.search_windows(tenant, windows))[1] == {}
         assert store.search_windows(tenant, [], model_id=m1) == ([], {})
