@@ -56,6 +56,9 @@ class Dialect:
     bytewise: str
     #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
     quote: str
+    #: What a write transaction's first read adds to lock the thread row ``t`` against
+    #: other writers (SQLite: none, its writer holds the whole file).
+    lock_thread: str = ""
     #: What makes a join read its tables in the order written (MySQL's
     #: ``STRAIGHT_JOIN``: a scope's owners first, then their vectors by index, where its
     #: planner may walk every vector of the tenant instead); the others need none.
@@ -119,10 +122,10 @@ SQLITE = Dialect(
 POSTGRES = Dialect(
     mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None,
     row_values=True, hint=_no_hint, repeat_upsert_values=False, arrays=True, quote="",
-    bytewise=' COLLATE "C"',
+    bytewise=' COLLATE "C"', lock_thread=" FOR NO KEY UPDATE OF t",
 )  # fmt: skip
 MYSQL = Dialect(
     mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
     row_values=False, hint=_mysql_hint, repeat_upsert_values=True, arrays=False, quote="`",
-    bytewise="", straight_join="STRAIGHT_JOIN ",
+    bytewise="", straight_join="STRAIGHT_JOIN ", lock_thread=" FOR UPDATE",
 )  # fmt: skip

@@ -648,8 +648,8 @@ def branch_of_query(d: Dialect, threads: str, lock: str = "") -> str:
     (``branch_named``). ``lock``: the engine's lock of the thread row."""
     m = d.mark
     return (
-        f"SELECT COALESCE({m}, current_branch), current_branch FROM {threads}"
-        f" WHERE tenant_id = {m} AND id = {m}{lock}"
+        f"SELECT COALESCE({m}, t.current_branch), t.current_branch FROM {threads} t"
+        f" WHERE t.tenant_id = {m} AND t.id = {m}{lock}"
     )
 
 

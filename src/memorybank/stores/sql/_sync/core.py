@@ -7,9 +7,9 @@ once over two primitives each engine gives (``_table``, ``_select_many``) and it
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memorybank.errors import NotFound
 from memorybank.records import Branch, Entry, Summary, Thread
@@ -36,20 +36,31 @@ from memorybank.stores.sql.common import (
     vector_array,
 )
 from memorybank.stores.sql.dialect import Dialect
+from memorybank.stores.sql.program import StepRunner, Program, Statement
 from memorybank.stores.vectors.exact import CachedRows, top_k
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
     from numpy.typing import NDArray
 
-    from memorybank.stores.contract.items import Record
+    from memorybank.stores.contract.items import NewEntry, Record
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
     RunStatements,
+    after_position,
+    branch_copy_query,
+    branch_deletable,
+    branch_entries,
+    branch_fork_query,
     branch_list_query,
+    branch_named,
+    branch_of_query,
     branches_found,
+    compact_prefix_query,
     entries_by_ids_query,
+    entry_vectors_gone,
     forget_user_queries,
+    fork_point,
     marks,
     qualified,
     record_list_query,
@@ -64,13 +75,22 @@ from memorybank.stores.sql.statements import (
     updated_thread,
 )
 
-__all__ = ["SQLCore"]
+__all__ = ["SQLCore", "Statement", "run_program"]
+
+T = TypeVar("T")
 
 #: Entry columns on ``e`` (reads joined with the thread row).
 _ENTRY_ON_E = qualified("e", ENTRY_COLUMNS)
 
-#: A statement and its parameters (``None``: none, for MySQL's ``BEGIN``).
-Statement = tuple[str, Sequence[Any] | None]
+
+def run_program(program: Program[T], run: StepRunner) -> T:
+    """``drive`` with an engine's async ``run``: ``program``'s value."""
+    try:
+        step = next(program)
+        while True:
+            step = program.send(run(step) if step else [])
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 class SQLCore(KeyReads):
@@ -102,12 +122,6 @@ class SQLCore(KeyReads):
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         """Statements in one transaction (retried whole where the engine retries a
         transaction lost to contention); the rows each changed."""
-
-    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
-        """Statements to run before deleting the tenant's vectors that ``where`` (on
-        ``v``) selects: MySQL bumps the vector cache's counters; SQLite logs the deletions
-        by trigger and PostgreSQL in the deleting statement, so none."""
-        return []
 
     @abc.abstractmethod
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
@@ -227,6 +241,324 @@ class SQLCore(KeyReads):
         """Run ``forget_user``'s statements in one transaction; an engine with a change
         feed adds its own statements around them, in the same transaction (SQLite)."""
         return self._write_many(statements)
+
+    # -- write transactions with reads in between (``_transact``) ---------------------
+    #
+    # The cold verbs below are written once as programs: generators that yield the
+    # statements of one step (sent together: one round trip on MySQL) and receive what
+    # each gave, deciding the next step from it. ``_transact`` runs a program in one
+    # write transaction on the engine's own connection (SQLite's writer thread, a
+    # PostgreSQL pooled connection, a MySQL one, retried whole after lock contention).
+
+    @abc.abstractmethod
+    def _transact(self, program: Callable[[], Program[T]]) -> T:
+        """Run ``program()`` in one write transaction; its value. Committed when it
+        returns, rolled back when it raises (``program`` may run again on a retry)."""
+
+    #: Whether branch rows keep ``entry_count`` and ``last_position`` (SQLite's do not:
+    #: ``_branch_count``).
+    _kept_counts: ClassVar[bool] = True
+    #: The entry columns a fork copies (all but ``branch``, which the fork names).
+    _copied_columns: ClassVar[str]
+
+    @abc.abstractmethod
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        """The insert of one entry at ``position`` (compaction's summary), its key kept
+        and no keyword-index scope (SQLite's indexer writes it)."""
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        """Statements to run before deleting the tenant's vectors that ``where`` (on
+        ``v``) selects: the in-process vector cache's generation of their (model, kind)
+        is bumped (SQLite logs the deletions by trigger instead)."""
+        m = self.dialect.mark
+        return [
+            (
+                f"UPDATE {self._table('vector_stamps')} s SET generation = s.generation + 1"
+                f" WHERE s.tenant_id = {m} AND EXISTS (SELECT 1 FROM {self._table('vectors')} v"
+                " WHERE v.tenant_id = s.tenant_id AND v.model_id = s.model_id"
+                f" AND v.kind = s.kind AND {where})",
+                (tenant, *params),
+            )
+        ]
+
+    def _drop_entry_vectors(
+        self, tenant: str, thread_id: str, gone: Sequence[str], others: Sequence[str]
+    ) -> list[Statement]:
+        """Delete the vectors of these deleted entries of one branch that no other branch
+        (``others``) holds (``entry_vectors_gone``)."""
+        d = self.dialect
+        delete = d.delete_from(self._table("vectors"), "v") + f" WHERE v.tenant_id = {d.mark} AND "
+        statements: list[Statement] = []
+        for where, params in entry_vectors_gone(d, self._table("entries"), thread_id, gone, others):
+            statements += [
+                *self._vectors_deleting(tenant, where, params),
+                (delete + where, (tenant, *params)),
+            ]
+        return statements
+
+    def _recount(self, tenant: str, thread_id: str, branch: str, change: int) -> list[Statement]:
+        """Keep the branch's ``entry_count`` after ``change`` entries came (or went)."""
+        if not self._kept_counts or not change:
+            return []
+        m = self.dialect.mark
+        return [
+            (
+                f"UPDATE {self._table('branches')} SET entry_count = entry_count + {m}"
+                f" WHERE tenant_id = {m} AND thread_id = {m} AND name = {m}",
+                (change, tenant, thread_id, branch),
+            )
+        ]
+
+    def _locked_head(self, tenant: str, thread_id: str, branch: str | None) -> list[Statement]:
+        """The first step of a write on a thread's entries: the thread row locked with the
+        branch named (``branch_of_query``), and the names of its branches."""
+        d, m = self.dialect, self.dialect.mark
+        return [
+            (
+                branch_of_query(d, self._table("threads"), d.lock_thread),
+                (branch, tenant, thread_id),
+            ),
+            (
+                f"SELECT name FROM {self._table('branches')}"
+                f" WHERE tenant_id = {m} AND thread_id = {m}",
+                (tenant, thread_id),
+            ),
+        ]
+
+    def _deleting(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        names: Sequence[Sequence[Any]],
+        conditions: Sequence[tuple[str, Sequence[Any]]] = (("", ()),),
+    ) -> Program[int]:
+        """Delete branch ``name``'s entries matching any of ``conditions`` (on ``e``,
+        ``branch_entries``) with the vectors no other branch holds, the thread row locked
+        already; how many."""
+        d, entries = self.dialect, self._table("entries")
+        keys = [
+            (branch_entries(d, cond), (tenant, thread_id, name, *extra))
+            for cond, extra in conditions
+        ]
+        found = yield [
+            (f"SELECT e.id FROM {entries} e WHERE {where}", args) for where, args in keys
+        ]
+        gone = [str(row[0]) for rows, _ in found for row in rows]
+        if not gone:
+            return 0
+        others = [str(row[0]) for row in names if row[0] != name]
+        done = yield [
+            *((f"{d.delete_from(entries, 'e')} WHERE {where}", args) for where, args in keys),
+            *self._recount(tenant, thread_id, name, -len(gone)),
+            *self._drop_entry_vectors(tenant, thread_id, gone, others),
+        ]
+        return sum(count for _, count in done[: len(keys)])
+
+    def _delete_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        entry_ids: Sequence[str] | None = None,
+        after: str | None = None,
+    ) -> Program[int]:
+        """``entry_delete`` (``entry_ids``), ``entry_truncate_after`` (``after``) or
+        ``entry_clear`` (neither) under the thread row's lock."""
+        d, m = self.dialect, self.dialect.mark
+        head, names = yield self._locked_head(tenant, thread_id, branch)
+        name = branch_named(head[0], thread_id)
+        conditions: list[tuple[str, Sequence[Any]]] = [("", ())]
+        if entry_ids is not None:
+            ids = list(dict.fromkeys(entry_ids))
+            conditions = [(" AND e.id" + cond, params) for cond, params in d.one_of(ids)]
+        elif after is not None:
+            [(found, _)] = yield [
+                (
+                    f"SELECT position FROM {self._table('entries')} WHERE tenant_id = {m}"
+                    f" AND thread_id = {m} AND branch = {m} AND id = {m}",
+                    (tenant, thread_id, name, after),
+                )
+            ]
+            if not found:
+                raise NotFound(f"entry {after!r} not found on this branch")
+            conditions = [(after_position(d), (found[0][0],))]
+        if not conditions:
+            return 0
+        return (yield from self._deleting(tenant, thread_id, name, names[0], conditions))
+
+    def entry_delete(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete these entries of the branch (``None``: the current one); how many."""
+        return self._transact(
+            lambda: self._delete_program(tenant, thread_id, branch, entry_ids)
+        )
+
+    def entry_truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the branch's entries after ``entry_id``; how many."""
+        return self._transact(
+            lambda: self._delete_program(tenant, thread_id, branch, after=entry_id)
+        )
+
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch; how many."""
+        return self._transact(lambda: self._delete_program(tenant, thread_id, branch))
+
+    def _branch_delete_program(self, tenant: str, thread_id: str, name: str) -> Program[bool]:
+        m = self.dialect.mark
+        head, names = yield self._locked_head(tenant, thread_id, None)
+        branch_deletable(head[0], thread_id, name)
+        [(_, deleted)] = yield [
+            (
+                f"DELETE FROM {self._table('branches')}"
+                f" WHERE tenant_id = {m} AND thread_id = {m} AND name = {m}",
+                (tenant, thread_id, name),
+            )
+        ]
+        yield from self._deleting(tenant, thread_id, name, names[0])
+        return deleted > 0
+
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
+        """Delete a branch with its entries (never the current one); whether it existed."""
+        return self._transact(lambda: self._branch_delete_program(tenant, thread_id, name))
+
+    def _fork_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Program[Branch]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        last = "s.last_position" if self._kept_counts else "NULL"
+        [(rows, _)] = yield [
+            (
+                branch_fork_query(
+                    d, t("threads"), t("branches"), t("entries"), extra=last, lock=d.lock_thread
+                ),
+                (from_entry, from_branch, name, tenant, thread_id),
+            )
+        ]
+        upto = fork_point(rows, thread_id, name, from_branch, from_entry)
+        if upto is None:  # the whole source: its last position, where kept
+            upto = 2**62 if rows[0][4] is None else int(rows[0][4])
+        row: tuple[Any, ...] = (
+            tenant, thread_id, name, d.time(created_at), from_branch, from_entry,
+        )  # fmt: skip
+        columns, values = "", ""
+        if self._kept_counts:  # the entries copied next, counted
+            columns, values = (
+                ", last_position, entry_count",
+                (
+                    f", {m}, (SELECT COUNT(*) FROM {t('entries')} WHERE tenant_id = {m}"
+                    f" AND thread_id = {m} AND branch = {m} AND position <= {m})"
+                ),
+            )
+            row += (upto, tenant, thread_id, from_branch, upto)
+        yield [
+            (
+                f"INSERT INTO {t('branches')} (tenant_id, thread_id, name, created_at,"
+                f" from_branch, from_entry{columns}) VALUES ({marks(d, 6)}{values})",
+                row,
+            ),
+            (
+                branch_copy_query(d, t("entries"), self._copied_columns),
+                (name, tenant, thread_id, from_branch, upto),
+            ),
+        ]
+        return Branch(name, thread_id, created_at, from_branch, from_entry)
+
+    def branch_create(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """Copy ``from_branch`` (up to ``from_entry``) into a new branch ``name``, under
+        the thread row's lock."""
+        return self._transact(
+            lambda: self._fork_program(tenant, thread_id, name, from_branch, from_entry, created_at)
+        )
+
+    def _compact_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        through: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> Program[bool]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        prefix = (tenant, thread_id, branch, through)
+        head, found, names = yield [
+            (
+                f"SELECT b.name FROM {t('threads')} t LEFT JOIN {t('branches')} b"
+                f" ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = {m}"
+                f" WHERE t.tenant_id = {m} AND t.id = {m}{d.lock_thread}",
+                (branch, tenant, thread_id),
+            ),
+            (compact_prefix_query(d, t("entries"), "SELECT id") + " ORDER BY position", prefix),
+            (
+                f"SELECT name FROM {t('branches')} WHERE tenant_id = {m} AND thread_id = {m}",
+                (tenant, thread_id),
+            ),
+        ]
+        if not head[0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if head[0][0][0] is None:
+            raise NotFound(f"branch {branch!r} not found")
+        ids = [str(row[0]) for row in found[0]]
+        if ids != list(expected_ids):
+            return False
+        others = [str(row[0]) for row in names[0] if row[0] != branch]
+        yield [
+            (compact_prefix_query(d, t("entries"), "DELETE"), prefix),
+            *self._drop_entry_vectors(tenant, thread_id, ids, others),
+            *(
+                []
+                if summary is None
+                else [self._entry_insert(tenant, thread_id, branch, through, summary)]
+            ),
+            *self._recount(tenant, thread_id, branch, (summary is not None) - len(ids)),
+            (
+                f"UPDATE {t('threads')} SET updated_at = {m} WHERE tenant_id = {m} AND id = {m}",
+                (d.time(updated_at), tenant, thread_id),
+            ),
+        ]
+        return True
+
+    def entry_compact(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Compare-and-swap the branch's prefix up to ``through_position`` for
+        ``summary``, under the thread row's lock (so the comparison, a later read, sees
+        every compaction or append that held it before)."""
+        return self._transact(
+            lambda: self._compact_program(
+                tenant, thread_id, branch, through_position, expected_ids, summary, updated_at
+            )
+        )
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads by id: one read (``IN`` lists, or one array on PostgreSQL)."""
