@@ -9,8 +9,7 @@ from typing import Any
 
 from memorybank.stores.contract.types import Unset, Visibility
 from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
-from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import qualified, run_statements
+from memorybank.stores.sql.statements import qualified
 
 T_COLS = qualified("t", THREAD_COLUMNS)
 
@@ -414,18 +413,6 @@ class Statements:
             f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
             " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
         )
-        runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
-        self.snapshot_save = runs.snapshot_save
-        # The conflicting row is locked before the WHERE is evaluated: no row comes back
-        # exactly when another user owns the run (the check and the write are one step).
-        self.snapshot_save_checked = (
-            self.snapshot_save + f" WHERE {p}snapshots.user_id IS NULL"
-            f" OR {p}snapshots.user_id = EXCLUDED.user_id RETURNING 1"
-        )
-        self.snapshot_lock = (
-            f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
-        )
-        self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
         self.lock_user_threads = (
             f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
         )

@@ -480,8 +480,9 @@ def taken_ids_query(
 class RunStatements:
     """A run's working memory (its keys: ``(tenant, run_id, key)``) and snapshot
     (``(tenant, run_id)``) statements, and an agent's summaries. The upserts take
-    their ``*_params``; the owner-checked snapshot writes are each engine's (each
-    says how it locks)."""
+    their ``*_params``; an owner-checked snapshot write claims the run
+    (``snapshot_claim``, the upsert's row) or reads its owner under the row's lock
+    (``snapshot_owner``)."""
 
     working_set: str
     working_get: str
@@ -489,6 +490,8 @@ class RunStatements:
     working_items: str
     working_clear: str
     snapshot_save: str
+    snapshot_claim: str
+    snapshot_owner: str
     snapshot_load: str
     snapshot_delete: str
     summary_add: str
@@ -534,6 +537,11 @@ def run_statements(
             f" VALUES ({marks(d, 5)})"
             + d.upsert("tenant_id, run_id", ("user_id", "value", "saved_at"))
         ),
+        snapshot_claim=(
+            f"INSERT INTO {snapshots} (tenant_id, run_id, user_id, value, saved_at)"
+            f" VALUES ({marks(d, 5)})" + d.if_absent("tenant_id, run_id")
+        ),
+        snapshot_owner=f"SELECT user_id FROM {snapshots} WHERE {run}{d.lock_row}",
         snapshot_load=f"SELECT user_id, value FROM {snapshots} WHERE {run}",
         snapshot_delete=f"DELETE FROM {snapshots} WHERE {run}",
         summary_add=(

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from memorybank.errors import NotFound
+from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._sync.store import SearchHit
 from memorybank.stores.contract.types import (
@@ -882,6 +882,64 @@ class SQLCore(KeyReads):
         """``(owner, JSON text)`` or ``None``."""
         rows = self._select(self._runs_sql.snapshot_load, (tenant, run_id))
         return (rows[0][0], str(rows[0][1])) if rows else None
+
+    def _snapshot_owned(self, tenant: str, run_id: str, user_id: str | None) -> Program[bool]:
+        """Whether the run has a snapshot, read under its row's lock; ``ThreadForbidden``
+        if another user owns it."""
+        [(rows, _)] = yield [(self._runs_sql.snapshot_owner, (tenant, run_id))]
+        if rows and rows[0][0] not in (None, user_id):
+            raise ThreadForbidden("snapshot access forbidden")
+        return bool(rows)
+
+    def _snapshot_save_program(
+        self, tenant: str, run_id: str, user_id: str | None, value: str, saved_at: datetime
+    ) -> Program[None]:
+        sql, d = self._runs_sql, self.dialect
+        row = (tenant, run_id, user_id, value, d.time(saved_at))
+        [(_, claimed)] = yield [(sql.snapshot_claim, row)]
+        if claimed != 1:  # the run had a snapshot: its owner's, or one anybody may take
+            yield from self._snapshot_owned(tenant, run_id, user_id)
+            yield [(sql.snapshot_save, sql.snapshot_save_params(d, *row[:4], saved_at))]
+
+    def snapshot_save(
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
+    ) -> None:
+        """Upsert the run's snapshot. Checked: the run claimed (a new one is ours), or its
+        owner read under the row's lock, then the upsert, in one transaction."""
+        if owner_check:
+            self._transact(
+                lambda: self._snapshot_save_program(tenant, run_id, user_id, value, saved_at)
+            )
+            return
+        sql = self._runs_sql
+        params = sql.snapshot_save_params(self.dialect, tenant, run_id, user_id, value, saved_at)
+        self._write_again(sql.snapshot_save, params)
+
+    def _snapshot_delete_program(
+        self, tenant: str, run_id: str, user_id: str | None
+    ) -> Program[bool]:
+        if not (yield from self._snapshot_owned(tenant, run_id, user_id)):
+            return False
+        [(_, deleted)] = yield [(self._runs_sql.snapshot_delete, (tenant, run_id))]
+        return deleted > 0
+
+    def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete the run's snapshot; whether it existed. Checked: its owner read under
+        the row's lock, in the delete's transaction."""
+        if owner_check:
+            return self._transact(
+                lambda: self._snapshot_delete_program(tenant, run_id, user_id)
+            )
+        return self._write_one(self._runs_sql.snapshot_delete, (tenant, run_id)) > 0
 
     def summary_add(self, tenant: str, summary: Summary) -> Summary:
         """Insert one summary."""
