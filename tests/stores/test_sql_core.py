@@ -38,8 +38,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
         "entry_get_many": "one array parameter, a descent of the id index per id",
         "record_get_many": "one primary-key descent per id (record_at), one array parameter",
-        "forget_user": "one statement under the user's threads' locks",
-        "thread_delete": "one statement under the thread row's lock",
+        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "_vc_rows": "COPY in binary into one buffer, the owners read apart (a join can plan"
         " as a nested loop over every record before the tables have statistics)",
         "_vc_check": "one statement: ids unnested, each a primary-key descent (LATERAL)",

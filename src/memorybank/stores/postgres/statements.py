@@ -324,16 +324,6 @@ class Statements:
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
         )
-        self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
-        self.thread_delete = (
-            f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
-            " AND thread_id = %(id)s),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
-            f" v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND thread_id = %(id)s"
-            " AND kind = 'entry' RETURNING model_id, kind),"
-            f" g AS ({_bump(p, 'v')})"
-            f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
-        )
         self.append = _APPEND.format(
             p=p,
             e_cols=_E_COLS,
@@ -412,30 +402,6 @@ class Statements:
             f"SELECT w.n, {_E_READ} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
             f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
             " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
-        )
-        self.lock_user_threads = (
-            f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
-        )
-        self.forget_user = (
-            f"WITH t AS (DELETE FROM {p}threads WHERE tenant_id = %(tenant)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING 1),"
-            f" b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[])),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) RETURNING 1),"
-            f" s AS (DELETE FROM {p}snapshots WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING 1),"
-            f" m AS (DELETE FROM {p}summaries WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING 1),"
-            f" r AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING kind, id),"
-            f" ve AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry' RETURNING model_id, kind),"
-            f" vr AS (DELETE FROM {p}vectors v USING r WHERE v.tenant_id = %(tenant)s"
-            " AND v.kind = r.kind AND v.id = r.id RETURNING v.model_id, v.kind),"
-            f" g AS ({_bump(p, '(SELECT * FROM ve UNION SELECT * FROM vr) x')})"
-            " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
-            " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m) + (SELECT count(*) FROM r)"
         )
         # compaction's summary (``SQLCore._entry_insert``): the append's JSON row
         self.entry_insert = (

@@ -392,18 +392,20 @@ class PostgresBase(SQLCore, CachedVectorStore):
         return f"{self.prefix}{name}"
 
     async def _transact(self, program: Callable[[], Program[T]]) -> T:
-        async def run(conn: AsyncConnection[Any], step: Sequence[Statement]) -> Results:
-            results: Results = []
-            for sql, params in step:
-                cur = conn.cursor(row_factory=tuple_row)
-                await cur.execute(sql, params)
-                rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
-                results.append((rows, cur.rowcount))
-                await cur.close()
-            return results
-
         async with self._transaction() as conn:
-            return await run_program(program(), lambda step: run(conn, step))
+            return await run_program(program(), lambda step: self._step(conn, step))
+
+    @staticmethod
+    async def _step(conn: AsyncConnection[Any], step: Sequence[Statement]) -> Results:
+        """Statements in the transaction on ``conn``: each one's rows and rowcount."""
+        results: Results = []
+        for sql, params in step:
+            cur = conn.cursor(row_factory=tuple_row)
+            await cur.execute(sql, params)
+            rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+            results.append((rows, cur.rowcount))
+            await cur.close()
+        return results
 
     async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []

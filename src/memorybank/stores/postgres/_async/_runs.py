@@ -1,8 +1,12 @@
-"""``forget_user`` of the PostgreSQL store: everything a user owns, in one transaction."""
+"""The PostgreSQL store's part of ``forget_user`` (``SQLCore.forget_user``): the erasure's
+transaction with the change feed's steps around it."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memorybank.stores.postgres._async._events import EventsMixin
+from memorybank.stores.sql.program import Statement
 
 
 class RunsMixin(EventsMixin):
@@ -10,15 +14,13 @@ class RunsMixin(EventsMixin):
 
     # -- erasure -----------------------------------------------------------------
 
-    async def forget_user(self, tenant: str, user_id: str) -> int:
-        """Lock the user's threads, then delete them with everything else the user owns."""
+    async def _forget_write(
+        self, tenant: str, user_id: str, statements: Sequence[Statement]
+    ) -> list[int]:
+        """The erasure between the change feed's two steps, in one transaction."""
         async with self._transaction() as conn:
             feed = await self._forget_events_begin(conn, tenant)
-            locked = await self._rows(conn, self._sql.lock_user_threads, (tenant, user_id))
-            ids = [r[0] for r in locked]
-            rows = await self._rows(
-                conn, self._sql.forget_user, {"tenant": tenant, "user": user_id, "ids": ids}
-            )
+            results = await self._step(conn, statements)
             if feed:
                 await self._forget_events_end(conn, tenant, user_id)
-            return int(rows[0][0])
+        return [count for _, count in results]

@@ -1,5 +1,5 @@
-"""Threads and branches of the PostgreSQL store: create, read, list, update and
-delete threads; fork, list and delete branches (a fork copies the entries it keeps).
+"""Threads of the PostgreSQL store: a thread and its first branch created in one
+statement (the other thread and branch verbs are the shared core's).
 """
 
 from __future__ import annotations
@@ -32,11 +32,3 @@ class ThreadsMixin(PostgresBase):
             },
         )
         return thread
-
-    async def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        """Lock the thread row, then delete it with its branches and entries."""
-        async with self._transaction() as conn:
-            if not await self._rows(conn, self._sql.lock_thread, (tenant, thread_id)):
-                return False
-            await self._rows(conn, self._sql.thread_delete, {"tenant": tenant, "id": thread_id})
-            return True

@@ -393,18 +393,20 @@ class PostgresBase(SQLCore, CachedVectorStore):
         return f"{self.prefix}{name}"
 
     def _transact(self, program: Callable[[], Program[T]]) -> T:
-        def run(conn: Connection[Any], step: Sequence[Statement]) -> Results:
-            results: Results = []
-            for sql, params in step:
-                cur = conn.cursor(row_factory=tuple_row)
-                cur.execute(sql, params)
-                rows = cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
-                results.append((rows, cur.rowcount))
-                cur.close()
-            return results
-
         with self._transaction() as conn:
-            return run_program(program(), lambda step: run(conn, step))
+            return run_program(program(), lambda step: self._step(conn, step))
+
+    @staticmethod
+    def _step(conn: Connection[Any], step: Sequence[Statement]) -> Results:
+        """Statements in the transaction on ``conn``: each one's rows and rowcount."""
+        results: Results = []
+        for sql, params in step:
+            cur = conn.cursor(row_factory=tuple_row)
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+            results.append((rows, cur.rowcount))
+            cur.close()
+        return results
 
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []

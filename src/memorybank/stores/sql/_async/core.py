@@ -201,7 +201,8 @@ class SQLCore(KeyReads):
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches, entries and their vectors in one transaction;
-        whether it existed. PostgreSQL: one statement under the thread row's lock."""
+        whether it existed (the thread row deleted first: an append holding it finishes
+        first, a later one finds no thread)."""
         d, t = self.dialect, self._table
         key = (tenant, thread_id)
         before = self._vectors_deleting(
@@ -214,9 +215,14 @@ class SQLCore(KeyReads):
     async def forget_user(self, tenant: str, user_id: str) -> int:
         """Erase the user's threads (with entries and their vectors), records (with
         theirs), snapshots and summaries in one transaction (``forget_user_queries``);
-        the rows erased. SQLite adds its index and file upkeep; PostgreSQL: one statement."""
+        the rows erased. SQLite adds its index and file upkeep."""
         m, t, key = self.dialect.mark, self._table, (tenant, user_id)
         before = [
+            (  # the user's threads locked first: an append to one waits, then finds it gone
+                f"SELECT id FROM {t('threads')} WHERE tenant_id = {m} AND user_id = {m}"
+                + self.dialect.lock_row,
+                key,
+            ),
             *self._vectors_deleting(
                 tenant,
                 f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {t('threads')} t"
