@@ -18,7 +18,7 @@ from memorybank.stores.sqlite._async import AsyncSQLiteStore
 #: columns and index and its summaries' order, whether its branches keep counts, and its
 #: entry columns (a fork's copy, a compaction's summary row).
 PRIMITIVES = {
-    "_table", "_select_many", "_write_many", "_write_one", "_write_again", "_write_rows",
+    "_table", "_select_many", "_write_many", "_write_one", "_write_again",
     "_transact", "dialect",
     "_record_columns", "_records_by_time", "_summary_order",
     "_kept_counts", "_copied_columns", "_entry_insert",
@@ -31,8 +31,6 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_vectors_deleting": "vector deletions are logged by trigger: no counters to bump",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
-        "thread_update": "the row read back in the write's transaction (no RETURNING before"
-        " SQLite 3.35)",
     },
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
@@ -46,7 +44,6 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
     },
     AsyncMySQLStore: {
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
-        "thread_update": "no RETURNING on UPDATE: the row read back in the same round trip",
     },
 }
 

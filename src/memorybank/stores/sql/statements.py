@@ -158,11 +158,10 @@ def thread_update_query(
     metadata: dict[str, Any] | Unset,
     status: str | Unset,
     current_branch: str | Unset,
-    returning: str = "",
 ) -> tuple[str, list[Any]]:
     """``thread_update``'s ``UPDATE``: the given fields, only where a new
-    ``current_branch`` exists (``RETURNING returning`` where the engine has it; else
-    the caller reads the thread back). ``updated_thread`` then names what was missing."""
+    ``current_branch`` exists (the caller reads the thread back in the same
+    transaction). ``updated_thread`` then names what was missing."""
     sets, params = thread_sets(
         d, updated_at=updated_at, title=title, metadata=metadata, status=status,
         current_branch=current_branch,
@@ -175,8 +174,6 @@ def thread_update_query(
             f" AND b.thread_id = {d.mark} AND b.name = {d.mark})"
         )
         params += [tenant, thread_id, current_branch]
-    if returning:
-        sql += f" RETURNING {returning}"
     return sql, params
 
 

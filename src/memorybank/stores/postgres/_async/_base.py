@@ -417,9 +417,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params))
 
-    async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return await self._fetch(sql, params)
-
     async def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params, retry=True))
 

@@ -418,9 +418,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params))
 
-    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return self._fetch(sql, params)
-
     def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params, retry=True))
 

@@ -131,13 +131,6 @@ class SQLCore(KeyReads):
     def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._select_many([(sql, params)])
 
-    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """One write whose statement ends in ``RETURNING``, in a transaction of its own;
-        the rows it returns. An engine without ``RETURNING`` on ``UPDATE`` (MySQL) or
-        whose verbs read back in their write's transaction (SQLite) overrides the verbs
-        that use it (``thread_update``), not this."""
-        raise NotImplementedError(f"{type(self).__name__} writes without RETURNING")
-
     def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         """``_write_one`` of a write that may run twice (idempotent): PostgreSQL runs it
         again on a fresh connection after a lost one, as it does reads."""
@@ -183,17 +176,24 @@ class SQLCore(KeyReads):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        """One ``UPDATE ... RETURNING`` of the given fields (``thread_update_query``); a
-        new current branch must exist. No row back: the thread read tells what is missing."""
-        sql, params = thread_update_query(
+        """The given fields updated (``thread_update_query``; a new current branch must
+        exist), then the thread read back in the same transaction: what is missing."""
+        update = thread_update_query(
             self.dialect, self._table("threads"), self._table("branches"), tenant, thread_id,
             updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch, returning=THREAD_COLUMNS,
+            current_branch=current_branch,
         )  # fmt: skip
-        rows = self._write_rows(sql, params)
-        if rows:
-            return row_to_thread(rows[0])
-        return updated_thread(self.thread_get(tenant, thread_id), thread_id, current_branch)
+        read = (thread_get_query(self.dialect, self._table("threads")), (tenant, thread_id))
+        return self._transact(
+            lambda: self._thread_update_program(thread_id, current_branch, [update, read])
+        )
+
+    @staticmethod
+    def _thread_update_program(
+        thread_id: str, current_branch: str | Unset, step: Sequence[Statement]
+    ) -> Program[Thread]:
+        _, (rows, _) = yield step
+        return updated_thread(row_to_thread(rows[0]) if rows else None, thread_id, current_branch)
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""

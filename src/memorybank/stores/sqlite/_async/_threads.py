@@ -1,21 +1,16 @@
-"""The SQLite store's threads and branches."""
+"""The SQLite store's threads: their creation, its list and count reads, and the columns
+a fork copies (the other thread and branch verbs are the shared core's)."""
 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
-from typing import Any
 
 from memorybank.errors import Conflict
 from memorybank.records import Thread
-from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import (
-    thread_insert,
-    thread_update_query,
-    updated_thread,
-)
+from memorybank.stores.sql.statements import thread_insert
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
@@ -25,7 +20,7 @@ _COPIED = INSERT_COLUMNS.replace("branch, ", "").replace(", fts_scope", "")
 
 
 class ThreadsMixin(SQLiteStoreBase):
-    """Threads and their branches."""
+    """Threads (see the module docstring)."""
 
     _copied_columns = _COPIED
 
@@ -57,30 +52,5 @@ class ThreadsMixin(SQLiteStoreBase):
                 (thread.tenant_id, thread.id, thread.current_branch, to_us(thread.created_at)),
             )
             return thread
-
-        return await self._run(lambda: self._write(op))
-
-    async def thread_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        updated_at: datetime,
-        title: str | Unset | None = UNSET,
-        metadata: dict[str, Any] | Unset = UNSET,
-        status: str | Unset = UNSET,
-        current_branch: str | Unset = UNSET,
-    ) -> Thread:
-        sql, params = thread_update_query(
-            SQLITE, f"{self.prefix}threads", f"{self.prefix}branches", tenant, thread_id,
-            updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch,
-        )  # fmt: skip
-
-        def op(conn: sqlite3.Connection) -> Thread:
-            conn.execute(sql, params)
-            return updated_thread(
-                self._get_thread(conn, tenant, thread_id), thread_id, current_branch
-            )
 
         return await self._run(lambda: self._write(op))
