@@ -35,6 +35,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
         "entry_get_many": "one array parameter, a descent of the id index per id",
+        "entry_update": "one statement for the batch (json_to_recordset), not one a change",
         "record_get_many": "one primary-key descent per id (record_at), one array parameter",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "_vc_rows": "COPY in binary into one buffer, the owners read apart (a join can plan"

@@ -7,7 +7,6 @@ compaction and in-place updates; docs/mysql.md ("Reads, deletes and compaction")
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -18,7 +17,6 @@ from memorybank.stores.contract._sync.store import NewEntry
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import (
     ALL,
-    BEGIN,
     INSERT_COLS,
     INSERT_WIDTH,
     PAGE_COLS,
@@ -35,7 +33,6 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
-    entry_update_rows,
     marks,
 )
 
@@ -134,39 +131,3 @@ class EntriesMixin(MySQLBase):
             f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES ({marks(MYSQL, INSERT_WIDTH)})",
             (tenant, thread_id, branch, position, *entry_values(entry)),
         )
-
-    def entry_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
-    ) -> int:
-        """Set content, state and token count by id in one transaction (one round trip)."""
-        by_id = {c[0]: c for c in changes}  # the last change of an id wins
-        statements: list[Statement] = [
-            (BEGIN, None),
-            (
-                f"SELECT id FROM {self._threads} WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                (tenant, thread_id),
-            ),
-        ]
-        if by_id:
-            # Counted, not the UPDATEs' rowcounts: MySQL counts only rows whose value changed.
-            statements.append(
-                (
-                    f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                    f" AND branch = %s AND id IN ({marks(MYSQL, len(by_id))})",
-                    (tenant, thread_id, branch, *by_id),
-                )
-            )
-        sql, rows = entry_update_rows(
-            MYSQL, self._entries, tenant, thread_id, branch, list(by_id.values())
-        )
-        statements += [(sql, row) for row in rows]
-        statements.append(("COMMIT", None))
-        results = self._run_retried(statements)
-        if not results[2][0]:
-            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
-        return int(results[3][0][0][0]) if by_id else 0

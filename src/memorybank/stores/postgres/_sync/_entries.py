@@ -142,7 +142,8 @@ class EntriesMixin(PostgresBase):
         branch: str,
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
-        """One statement: every change of the batch (the last one per id wins)."""
+        """One statement: every change of the batch (the last one per id wins), where the
+        core's runs one a change."""
         by_id = {c[0]: c for c in changes}
         batch = dump(
             [

@@ -58,6 +58,7 @@ from memorybank.stores.sql.statements import (
     branches_found,
     compact_prefix_query,
     entries_by_ids_query,
+    entry_update_rows,
     entry_vectors_gone,
     forget_user_queries,
     fork_point,
@@ -194,6 +195,52 @@ class SQLCore(KeyReads):
     ) -> Program[Thread]:
         _, (rows, _) = yield step
         return updated_thread(row_to_thread(rows[0]) if rows else None, thread_id, current_branch)
+
+    def _entry_update_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> Program[int]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        by_id = {c[0]: c for c in changes}  # the last change of an id wins
+        # counted, not the updates' rowcounts: MySQL counts only rows whose value changed
+        counted = [
+            (
+                f"SELECT COUNT(*) FROM {t('entries')} WHERE tenant_id = {m} AND thread_id = {m}"
+                f" AND branch = {m} AND id{cond}",
+                (tenant, thread_id, branch, *ids),
+            )
+            for cond, ids in d.one_of(list(by_id))
+        ]
+        sql, rows = entry_update_rows(d, t("entries"), tenant, thread_id, branch, [*by_id.values()])
+        head, *results = yield [
+            (
+                f"SELECT t.id FROM {t('threads')} t WHERE t.tenant_id = {m} AND t.id = {m}"
+                + d.lock_thread,
+                (tenant, thread_id),
+            ),
+            *counted,
+            *((sql, row) for row in rows),
+        ]
+        if not head[0]:
+            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
+        return sum(int(found[0][0]) for found, _ in results[: len(counted)])
+
+    def entry_update(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Set content, state and token count by id on the branch, under the thread
+        row's lock; how many of the ids the branch holds."""
+        return self._transact(
+            lambda: self._entry_update_program(tenant, thread_id, branch, changes)
+        )
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""

@@ -29,7 +29,6 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Statement
 from memorybank.stores.sql.statements import (
-    entry_update_rows,
     qualified,
     taken_ids_query,
 )
@@ -362,21 +361,3 @@ class EntriesMixin(SQLiteStoreBase):
             f" VALUES ({', '.join('?' * (len(values) + 4))})",
             (tenant, thread_id, branch, position, *values),
         )
-
-    async def entry_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
-    ) -> int:
-        sql, rows = entry_update_rows(
-            SQLITE, f"{self.prefix}entries", tenant, thread_id, branch, changes
-        )
-
-        def op(conn: sqlite3.Connection) -> int:
-            self._require_thread(conn, tenant, thread_id)
-            return conn.executemany(sql, rows).rowcount
-
-        return await self._run(lambda: self._write(op))
