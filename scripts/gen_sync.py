@@ -103,6 +103,7 @@ REPLACEMENTS = {
     "abatch": "batch",
     "asweep_ttl": "sweep_ttl",
     "AsyncIterator": "Iterator",
+    "AsyncStepRunner": "StepRunner",
     "AsyncVectorIndex": "VectorIndex",
     "AsyncQdrantIndex": "QdrantIndex",
     "AsyncQdrantClient": "QdrantClient",

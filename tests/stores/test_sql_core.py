@@ -13,38 +13,38 @@ from memorybank.stores.sql._async.core import SQLCore
 from memorybank.stores.sql.dialect import MYSQL, POSTGRES, SQLITE
 from memorybank.stores.sqlite._async import AsyncSQLiteStore
 
-#: What every engine gives the core: its table names, its reads and its transactions,
-#: its dialect, and the names of its record columns and index and its summaries' order.
+#: What every engine gives the core: its table names, its reads and its transactions
+#: (``_transact`` runs the shared write programs), its dialect, the names of its record
+#: columns and index and its summaries' order, whether its branches keep counts, and its
+#: entry columns (a fork's copy, a compaction's summary row).
 PRIMITIVES = {
-    "_table", "_select_many", "_write_many", "_write_one", "_write_again", "_write_rows",
-    "dialect",
+    "_table", "_select_many", "_write_many", "_write_one", "_write_again",
+    "_transact", "dialect",
     "_record_columns", "_records_by_time", "_summary_order",
+    "_kept_counts", "_copied_columns", "_entry_insert",
 }  # fmt: skip
 
 OWN: dict[type[SQLCore], dict[str, str]] = {
     AsyncSQLiteStore: {
         "_thread_source": "no index holds updated_at: the owner index is named for a user",
         "_branch_count": "its branches keep no count (an append would write a second row)",
+        "_vectors_deleting": "vector deletions are logged by trigger: no counters to bump",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
-        "thread_update": "the row read back in the write's transaction (no RETURNING before"
-        " SQLite 3.35)",
     },
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",
         "entry_get_many": "one array parameter, a descent of the id index per id",
+        "entry_update": "one statement for the batch (json_to_recordset), not one a change",
         "record_get_many": "one primary-key descent per id (record_at), one array parameter",
-        "forget_user": "one statement under the user's threads' locks",
-        "thread_delete": "one statement under the thread row's lock",
+        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "_vc_rows": "COPY in binary into one buffer, the owners read apart (a join can plan"
         " as a nested loop over every record before the tables have statistics)",
         "_vc_check": "one statement: ids unnested, each a primary-key descent (LATERAL)",
         "_vc_exact": "pgvector's distances in SQL or its HNSW index, numpy only without it",
     },
     AsyncMySQLStore: {
-        "_vectors_deleting": "no trigger logs vector deletions: the cache counters are bumped",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
-        "thread_update": "no RETURNING on UPDATE: the row read back in the same round trip",
     },
 }
 

@@ -9,12 +9,7 @@ from typing import Any
 
 from memorybank.stores.contract.types import Unset, Visibility
 from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
-from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import (
-    branch_fork_query,
-    qualified,
-    run_statements,
-)
+from memorybank.stores.sql.statements import qualified
 
 T_COLS = qualified("t", THREAD_COLUMNS)
 
@@ -257,27 +252,6 @@ def _bump(p: str, deleted: str) -> str:
     )
 
 
-def _drop_entry_vectors(p: str, deleted: str) -> str:
-    """CTEs deleting the vectors of the entries in ``deleted`` (``id``, ``branch``) whose
-    last copy they were, and bumping the cache generation.
-
-    Every delete of entries is on one branch and a branch holds an id once, so
-    another copy is one on another branch: checked per branch through ``entries_id``.
-    (The statement's snapshot still shows the deleted rows; other branches' rows are
-    what they were.)
-    """
-    return (
-        f" dv AS (DELETE FROM {p}vectors v USING (SELECT DISTINCT id, branch FROM {deleted}) x"
-        " WHERE v.tenant_id = %(tenant)s AND v.kind = 'entry' AND v.id = x.id"
-        " AND v.thread_id = %(thread)s AND NOT EXISTS (SELECT 1"
-        f" FROM {p}branches b JOIN {p}entries o ON o.tenant_id = b.tenant_id"
-        " AND o.thread_id = b.thread_id AND o.branch = b.name AND o.id = x.id"
-        " WHERE b.tenant_id = %(tenant)s AND b.thread_id = %(thread)s AND b.name <> x.branch)"
-        " RETURNING v.model_id, v.kind),"
-        f" dg AS ({_bump(p, 'dv')})"
-    )
-
-
 def scope_filter(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
     """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
     if visible is None:
@@ -349,20 +323,6 @@ class Statements:
             " current_branch)"
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
-        )
-        self.lock_thread = f"SELECT 1 FROM {p}threads WHERE tenant_id = %s AND id = %s FOR UPDATE"
-        self.lock_thread_branch = (
-            f"SELECT current_branch FROM {p}threads WHERE tenant_id = %s AND id = %s"
-            " FOR NO KEY UPDATE"
-        )
-        self.thread_delete = (
-            f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
-            " AND thread_id = %(id)s),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(id)s),"
-            f" v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND thread_id = %(id)s"
-            " AND kind = 'entry' RETURNING model_id, kind),"
-            f" g AS ({_bump(p, 'v')})"
-            f" DELETE FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(id)s"
         )
         self.append = _APPEND.format(
             p=p,
@@ -443,132 +403,17 @@ class Statements:
             f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
             " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
         )
-        thread_cte = (
-            f"WITH t AS (SELECT coalesce(%(branch)s::text, current_branch) AS branch"
-            f" FROM {p}threads WHERE tenant_id = %(tenant)s AND id = %(thread)s)"
-        )
-        in_branch = "e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s AND e.branch = t.branch"
-        # every statement adding or removing a branch's entries keeps its entry_count
-        uncount = (
-            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
-            " - (SELECT count(*) FROM d) FROM t WHERE b.tenant_id = %(tenant)s"
-            " AND b.thread_id = %(thread)s AND b.name = t.branch)"
-        )
-        self.entry_delete = (
-            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
-            " AND e.id = ANY(%(ids)s::text[]) RETURNING e.id, e.branch),"
-            f"{uncount},{_drop_entry_vectors(p, 'd')}"
-            " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
-        )
-        self.entry_truncate_after = (
-            f"{thread_cte}, x AS (SELECT e.position FROM {p}entries e, t WHERE {in_branch}"
-            " AND e.id = %(id)s),"
-            f" d AS (DELETE FROM {p}entries e USING t, x WHERE {in_branch}"
-            " AND e.position > x.position RETURNING e.id, e.branch),"
-            f"{uncount},{_drop_entry_vectors(p, 'd')}"
-            " SELECT EXISTS (SELECT 1 FROM t), EXISTS (SELECT 1 FROM x), (SELECT count(*) FROM d)"
-        )
-        self.entry_clear = (
-            f"{thread_cte}, d AS (DELETE FROM {p}entries e USING t WHERE {in_branch}"
-            f" RETURNING e.id, e.branch),{uncount},{_drop_entry_vectors(p, 'd')}"
-            " SELECT EXISTS (SELECT 1 FROM t), (SELECT count(*) FROM d)"
-        )
-        self.branch_check = branch_fork_query(
-            POSTGRES, f"{p}threads", f"{p}branches", f"{p}entries", extra="s.last_position",
-            lock=" FOR KEY SHARE OF t",
-        )  # fmt: skip
-        self.branch_copy = (
-            f"WITH c AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-            " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-            " idempotency_key, fingerprint)"
-            " SELECT tenant_id, thread_id, %(name)s, position, id, role, content, name, tool_calls,"
-            " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint"
-            f" FROM {p}entries WHERE tenant_id = %(tenant)s AND thread_id = %(thread)s"
-            " AND branch = %(from)s AND position <= %(upto)s RETURNING 1)"
-            f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
-            " from_entry, last_position, entry_count) VALUES (%(tenant)s, %(thread)s, %(name)s,"
-            " %(created)s, %(from)s, %(entry)s::text, %(upto)s, (SELECT count(*) FROM c))"
-        )
-        self.branch_delete = (
-            f"WITH b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
-            " AND thread_id = %(thread)s AND name = %(name)s RETURNING 1),"
-            f" d AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
-            " AND thread_id = %(thread)s AND branch = %(name)s RETURNING id, branch),"
-            f"{_drop_entry_vectors(p, 'd')}"
-            " SELECT EXISTS (SELECT 1 FROM b)"
-        )
-        runs = run_statements(POSTGRES, f"{p}working", f"{p}snapshots", f"{p}summaries")
-        self.snapshot_save = runs.snapshot_save
-        # The conflicting row is locked before the WHERE is evaluated: no row comes back
-        # exactly when another user owns the run (the check and the write are one step).
-        self.snapshot_save_checked = (
-            self.snapshot_save + f" WHERE {p}snapshots.user_id IS NULL"
-            f" OR {p}snapshots.user_id = EXCLUDED.user_id RETURNING 1"
-        )
-        self.snapshot_lock = (
-            f"SELECT user_id FROM {p}snapshots WHERE tenant_id = %s AND run_id = %s FOR UPDATE"
-        )
-        self.snapshot_delete = runs.snapshot_delete + " RETURNING 1"
-        self.lock_user_threads = (
-            f"SELECT id FROM {p}threads WHERE tenant_id = %s AND user_id = %s FOR UPDATE"
-        )
-        self.forget_user = (
-            f"WITH t AS (DELETE FROM {p}threads WHERE tenant_id = %(tenant)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING 1),"
-            f" b AS (DELETE FROM {p}branches WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[])),"
-            f" e AS (DELETE FROM {p}entries WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) RETURNING 1),"
-            f" s AS (DELETE FROM {p}snapshots WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING 1),"
-            f" m AS (DELETE FROM {p}summaries WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING 1),"
-            f" r AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s"
-            " AND user_id = %(user)s RETURNING kind, id),"
-            f" ve AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s"
-            " AND thread_id = ANY(%(ids)s::text[]) AND kind = 'entry' RETURNING model_id, kind),"
-            f" vr AS (DELETE FROM {p}vectors v USING r WHERE v.tenant_id = %(tenant)s"
-            " AND v.kind = r.kind AND v.id = r.id RETURNING v.model_id, v.kind),"
-            f" g AS ({_bump(p, '(SELECT * FROM ve UNION SELECT * FROM vr) x')})"
-            " SELECT (SELECT count(*) FROM t) + (SELECT count(*) FROM e)"
-            " + (SELECT count(*) FROM s) + (SELECT count(*) FROM m) + (SELECT count(*) FROM r)"
-        )
-        self.lock_thread_has_branch = (
-            f"SELECT EXISTS (SELECT 1 FROM {p}branches b WHERE b.tenant_id = t.tenant_id"
-            " AND b.thread_id = t.id AND b.name = %s)"
-            f" FROM {p}threads t WHERE t.tenant_id = %s AND t.id = %s FOR NO KEY UPDATE OF t"
-        )
-        in_prefix = (
-            "tenant_id = %(tenant)s AND thread_id = %(thread)s AND branch = %(branch)s"
-            " AND position <= %(through)s"
-        )
-        self.compact_delete = (
-            f"WITH cur AS (SELECT coalesce(array_agg(id ORDER BY position), '{{}}') AS ids"
-            f" FROM {p}entries WHERE {in_prefix}),"
-            f" d AS (DELETE FROM {p}entries e USING cur WHERE cur.ids = %(expected)s::text[]"
-            f" AND e.{in_prefix.replace(' AND ', ' AND e.')} RETURNING e.id, e.branch),"
-            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
-            " - (SELECT count(*) FROM d) WHERE b.tenant_id = %(tenant)s"
-            " AND b.thread_id = %(thread)s AND b.name = %(branch)s),"
-            f"{_drop_entry_vectors(p, 'd')}"
-            " SELECT cur.ids = %(expected)s::text[] FROM cur"
-        )
-        self.compact_insert = (
-            f"WITH s AS (INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role,"
-            " content, name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
-            " idempotency_key, fingerprint)"
-            " SELECT %(tenant)s, %(thread)s, %(branch)s, %(through)s, i.id, i.role, i.content,"
+        # compaction's summary (``SQLCore._entry_insert``): the append's JSON row
+        self.entry_insert = (
+            f"INSERT INTO {p}entries (tenant_id, thread_id, branch, position, id, role, content,"
+            " name, tool_calls, tool_call_id, metadata, state, token_count, created_at,"
+            " idempotency_key, fingerprint) SELECT %s, %s, %s, %s, i.id, i.role, i.content,"
             " i.name, i.tool_calls, i.tool_call_id, i.metadata, i.state, i.token_count,"
             " i.created_at, i.idempotency_key, i.fingerprint"
-            " FROM json_to_recordset(%(summary)s::json) AS i(id text, role text, content text,"
+            " FROM json_to_recordset(%s::json) AS i(id text, role text, content text,"
             " name text, tool_calls jsonb, tool_call_id text, metadata json, state json,"
             " token_count integer, created_at timestamptz, idempotency_key text,"
-            " fingerprint text) RETURNING 1),"
-            f" n AS (UPDATE {p}branches b SET entry_count = b.entry_count"
-            " + (SELECT count(*) FROM s) WHERE b.tenant_id = %(tenant)s"
-            " AND b.thread_id = %(thread)s AND b.name = %(branch)s)"
-            f" UPDATE {p}threads SET updated_at = %(updated)s"
-            " WHERE tenant_id = %(tenant)s AND id = %(thread)s"
+            " fingerprint text)"
         )
         self.entry_update = (
             f"WITH th AS (SELECT 1 FROM {p}threads WHERE tenant_id = %(tenant)s"

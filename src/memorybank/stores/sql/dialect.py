@@ -56,6 +56,11 @@ class Dialect:
     bytewise: str
     #: The identifier quote of table names (MySQL: backticks; the prefix is checked).
     quote: str
+    #: What a write transaction's first read adds to lock the thread row ``t`` against
+    #: other writers (SQLite: none, its writer holds the whole file).
+    lock_thread: str = ""
+    #: What a write transaction's read of one row adds to lock it (SQLite: none).
+    lock_row: str = ""
     #: What makes a join read its tables in the order written (MySQL's
     #: ``STRAIGHT_JOIN``: a scope's owners first, then their vectors by index, where its
     #: planner may walk every vector of the tenant instead); the others need none.
@@ -92,6 +97,15 @@ class Dialect:
         sets = ", ".join(f"{c} = excluded.{c}" for c in columns)
         return f" ON CONFLICT ({conflict}) DO UPDATE SET {sets}"
 
+    def if_absent(self, conflict: str) -> str:
+        """`` ON ...`` making an insert write nothing when ``conflict`` (the key's columns)
+        is taken, locking the taken row where the engine locks (MySQL: a no-op update,
+        ``INSERT IGNORE`` would hide other errors too)."""
+        if self.repeat_upsert_values:
+            first = conflict.split(",")[0]
+            return f" ON DUPLICATE KEY UPDATE {first} = {first}"
+        return f" ON CONFLICT ({conflict}) DO NOTHING"
+
     def upsert_params(self, row: Sequence[Any], updated: int) -> tuple[Any, ...]:
         """The parameters of an ``upsert`` of ``row`` whose last ``updated`` values are
         the updated columns'."""
@@ -119,10 +133,11 @@ SQLITE = Dialect(
 POSTGRES = Dialect(
     mark="%s", json_mark="%s::json", key_column="key", time=_same, no_limit=None,
     row_values=True, hint=_no_hint, repeat_upsert_values=False, arrays=True, quote="",
-    bytewise=' COLLATE "C"',
+    bytewise=' COLLATE "C"', lock_thread=" FOR NO KEY UPDATE OF t", lock_row=" FOR UPDATE",
 )  # fmt: skip
 MYSQL = Dialect(
     mark="%s", json_mark="%s", key_column="k", time=to_us, no_limit=18446744073709551615,
     row_values=False, hint=_mysql_hint, repeat_upsert_values=True, arrays=False, quote="`",
-    bytewise="", straight_join="STRAIGHT_JOIN ",
+    bytewise="", straight_join="STRAIGHT_JOIN ", lock_thread=" FOR UPDATE",
+    lock_row=" FOR UPDATE",
 )  # fmt: skip

@@ -158,11 +158,10 @@ def thread_update_query(
     metadata: dict[str, Any] | Unset,
     status: str | Unset,
     current_branch: str | Unset,
-    returning: str = "",
 ) -> tuple[str, list[Any]]:
     """``thread_update``'s ``UPDATE``: the given fields, only where a new
-    ``current_branch`` exists (``RETURNING returning`` where the engine has it; else
-    the caller reads the thread back). ``updated_thread`` then names what was missing."""
+    ``current_branch`` exists (the caller reads the thread back in the same
+    transaction). ``updated_thread`` then names what was missing."""
     sets, params = thread_sets(
         d, updated_at=updated_at, title=title, metadata=metadata, status=status,
         current_branch=current_branch,
@@ -175,8 +174,6 @@ def thread_update_query(
             f" AND b.thread_id = {d.mark} AND b.name = {d.mark})"
         )
         params += [tenant, thread_id, current_branch]
-    if returning:
-        sql += f" RETURNING {returning}"
     return sql, params
 
 
@@ -480,8 +477,9 @@ def taken_ids_query(
 class RunStatements:
     """A run's working memory (its keys: ``(tenant, run_id, key)``) and snapshot
     (``(tenant, run_id)``) statements, and an agent's summaries. The upserts take
-    their ``*_params``; the owner-checked snapshot writes are each engine's (each
-    says how it locks)."""
+    their ``*_params``; an owner-checked snapshot write claims the run
+    (``snapshot_claim``, the upsert's row) or reads its owner under the row's lock
+    (``snapshot_owner``)."""
 
     working_set: str
     working_get: str
@@ -489,6 +487,8 @@ class RunStatements:
     working_items: str
     working_clear: str
     snapshot_save: str
+    snapshot_claim: str
+    snapshot_owner: str
     snapshot_load: str
     snapshot_delete: str
     summary_add: str
@@ -534,6 +534,11 @@ def run_statements(
             f" VALUES ({marks(d, 5)})"
             + d.upsert("tenant_id, run_id", ("user_id", "value", "saved_at"))
         ),
+        snapshot_claim=(
+            f"INSERT INTO {snapshots} (tenant_id, run_id, user_id, value, saved_at)"
+            f" VALUES ({marks(d, 5)})" + d.if_absent("tenant_id, run_id")
+        ),
+        snapshot_owner=f"SELECT user_id FROM {snapshots} WHERE {run}{d.lock_row}",
         snapshot_load=f"SELECT user_id, value FROM {snapshots} WHERE {run}",
         snapshot_delete=f"DELETE FROM {snapshots} WHERE {run}",
         summary_add=(
@@ -648,8 +653,8 @@ def branch_of_query(d: Dialect, threads: str, lock: str = "") -> str:
     (``branch_named``). ``lock``: the engine's lock of the thread row."""
     m = d.mark
     return (
-        f"SELECT COALESCE({m}, current_branch), current_branch FROM {threads}"
-        f" WHERE tenant_id = {m} AND id = {m}{lock}"
+        f"SELECT COALESCE({m}, t.current_branch), t.current_branch FROM {threads} t"
+        f" WHERE t.tenant_id = {m} AND t.id = {m}{lock}"
     )
 
 

@@ -6,10 +6,10 @@ differ only in their pools, wrapped in ``memorybank.stores.mysql.compat``.
 The store is composed of one mixin per concern, each in a module of its own, over
 ``_base.MySQLBase`` (pool, connections, round trips, transactions retried after lock
 contention, migrations), itself over the verbs the SQL engines share
-(``memorybank.stores.sql._async.core.SQLCore``): ``_threads`` (threads and branches),
-``_appends`` (one transaction each, or combined), ``_entries`` (reads, deletes,
-compaction, updates), ``_runs`` (owner-checked snapshots), ``_records`` (guarded
-writes), ``_search`` (InnoDB FULLTEXT, vector writes), ``_events`` (the change feed);
+(``memorybank.stores.sql._async.core.SQLCore``): ``_threads`` (threads),
+``_appends`` (one transaction each, or combined), ``_entries`` (reads, updates),
+``_records`` (guarded writes), ``_search`` (InnoDB FULLTEXT, vector writes), ``_events``
+(the change feed);
 ``memorybank.stores.mysql.schema`` (tables, migrations) and ``.rows`` (sync-free
 helpers: SQL fragments, error translation, URL options).
 
@@ -25,7 +25,6 @@ from memorybank.stores.mysql._async._appends import AppendsMixin
 from memorybank.stores.mysql._async._entries import EntriesMixin
 from memorybank.stores.mysql._async._events import EventsMixin
 from memorybank.stores.mysql._async._records import RecordsMixin
-from memorybank.stores.mysql._async._runs import RunsMixin
 from memorybank.stores.mysql._async._search import SearchMixin
 from memorybank.stores.mysql._async._threads import ThreadsMixin
 from memorybank.stores.mysql.rows import LockContention as LockContention
@@ -40,7 +39,7 @@ __all__ = ["TABLES", "AsyncMySQLStore"]
 
 
 class AsyncMySQLStore(
-    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin, EventsMixin
+    ThreadsMixin, AppendsMixin, EntriesMixin, RecordsMixin, SearchMixin, EventsMixin
 ):
     """Memory in MySQL/MariaDB. See docs/mysql.md (and each part's module) for
     layout and guarantees."""

@@ -50,7 +50,7 @@ class RecordsMixin(MySQLBase):
             chunk = ids[start : start + 1000]
             args = (tenant, kind, *chunk)
             statements += [
-                self._bump(
+                *self._vectors_deleting(
                     tenant, f"v.kind = %s AND v.id IN ({marks(MYSQL, len(chunk))})", (kind, *chunk)
                 ),
                 (records_delete_query(MYSQL, self._vectors, len(chunk)), args),

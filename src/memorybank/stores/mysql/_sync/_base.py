@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -34,7 +34,6 @@ from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
     ATTEMPTS,
     BEGIN,
-    IN_CHUNK,
     NO_RESULT,
     PREFIX,
     SESSION_BEGIN,
@@ -47,9 +46,9 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
-from memorybank.stores.sql._sync.core import SQLCore
+from memorybank.stores.sql._sync.core import SQLCore, run_program
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import entry_vectors_gone
+from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._sync.source import CachedVectorStore
 
 T = TypeVar("T")
@@ -477,13 +476,30 @@ class MySQLBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return MYSQL.table(self.prefix, name)
 
+    def _transact(self, program: Callable[[], Program[T]]) -> T:
+        """One round trip a step (``BEGIN`` sent with the first), ``COMMIT`` after."""
+
+        def work(conn: MySQLConnection) -> T:
+            begin: list[Statement] = [(BEGIN, None)]
+
+            def run(step: Sequence[Statement]) -> Results:
+                nonlocal begin
+                results: Results = []
+                for part in round_trips([*begin, *step]):
+                    results += self._run(conn, part)
+                results, begin = results[len(begin) * 2 :], []
+                return results
+
+            value = run_program(program(), run)
+            self._one(conn, "COMMIT")
+            return value
+
+        return self._with_retry(work)
+
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         """One round trip (``BEGIN`` is two results, ``COMMIT`` one)."""
         results = self._run_retried([(BEGIN, None), *statements, ("COMMIT", None)])
         return [count for _, count in results[2:-1]]
-
-    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
-        return [self._bump(tenant, where, params)]
 
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return self._execute(sql, params)
@@ -498,31 +514,6 @@ class MySQLBase(SQLCore, CachedVectorStore):
             for part in round_trips(statements):
                 rows += [row for result, _ in self._run(conn, part) for row in result]
         return rows
-
-    def _bump(self, tenant: str, where: str, args: Sequence[Any]) -> Statement:
-        """Bump the vector cache generation of the (model, kind)s of the tenant's vectors
-        that ``where`` (on ``v``, with ``args``) selects: run before deleting them."""
-        return (
-            f"UPDATE {self._stamps} s SET s.generation = s.generation + 1"
-            f" WHERE s.tenant_id = %s AND EXISTS (SELECT 1 FROM {self._vectors} v"
-            " WHERE v.tenant_id = s.tenant_id AND v.model_id = s.model_id AND v.kind = s.kind"
-            f" AND {where})",
-            (tenant, *args),
-        )
-
-    def _drop_entry_vectors(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], others: Sequence[str]
-    ) -> list[Statement]:
-        """Statements deleting the vectors of these deleted entries of one branch that no
-        other branch (``others``) holds (``entry_vectors_gone``), each after bumping the
-        vector cache generation (MySQL's own: no trigger logs the deletions)."""
-        delete = MYSQL.delete_from(self._vectors, "v") + " WHERE v.tenant_id = %s AND "
-        statements: list[Statement] = []
-        for where, params in entry_vectors_gone(
-            MYSQL, self._entries, thread_id, entry_ids, others, IN_CHUNK
-        ):
-            statements += [self._bump(tenant, where, params), (delete + where, (tenant, *params))]
-        return statements
 
     if TYPE_CHECKING:  # defined by the mixins; declared for type checks
 

@@ -7,7 +7,6 @@ compaction and in-place updates; docs/mysql.md ("Reads, deletes and compaction")
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from operator import itemgetter
 from typing import Any
@@ -16,11 +15,8 @@ from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._sync.store import NewEntry
 from memorybank.stores.mysql._sync._base import MySQLBase
-from memorybank.stores.mysql.compat import MySQLConnection
 from memorybank.stores.mysql.rows import (
     ALL,
-    BEGIN,
-    IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
     PAGE_COLS,
@@ -37,14 +33,6 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.statements import (
-    after_position,
-    branch_entries,
-    branch_named,
-    branch_of_query,
-    compact_prefix_query,
-    entry_position_query,
-    entry_update_rows,
-    ids_in,
     marks,
 )
 
@@ -136,226 +124,10 @@ class EntriesMixin(MySQLBase):
         page.sort(key=itemgetter(0))  # UNION ALL promises no order
         return owner[0], messages_of_rows([row[1:] for row in page])
 
-    def entry_delete(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> int:
-        """Delete these entries from the branch; how many."""
-        ids = list(entry_ids)
-        if not ids:
-            if self.thread_get(tenant, thread_id) is None:
-                raise NotFound(f"thread {thread_id!r} not found")
-            return 0
-        total = 0
-        for start in range(0, len(ids), IN_CHUNK):
-            chunk = ids[start : start + IN_CHUNK]
-            total += self._delete_where(
-                tenant, thread_id, branch, ids_in(MYSQL, len(chunk)), chunk
-            )
-        return total
-
-    def entry_truncate_after(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> int:
-        """Delete the entries after ``entry_id`` on the branch; how many."""
-        rows = self._select(
-            entry_position_query(MYSQL, self._entries, self._threads),
-            (tenant, thread_id, entry_id, branch),
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        return (
+            f"INSERT INTO {self._entries} ({INSERT_COLS}) VALUES ({marks(MYSQL, INSERT_WIDTH)})",
+            (tenant, thread_id, branch, position, *entry_values(entry)),
         )
-        if not rows:
-            if self.thread_get(tenant, thread_id) is None:
-                raise NotFound(f"thread {thread_id!r} not found")
-            raise NotFound(f"entry {entry_id!r} not found on this branch")
-        return self._delete_where(
-            tenant, thread_id, rows[0][0], after_position(MYSQL), (rows[0][1],)
-        )
-
-    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Delete every entry of the branch; how many."""
-        return self._delete_where(tenant, thread_id, branch, "", ())
-
-    def _delete_where(
-        self, tenant: str, thread_id: str, branch: str | None, condition: str, extra: Sequence[Any]
-    ) -> int:
-        """Delete the branch's entries matching ``condition`` (on ``e``) with the vectors
-        of those no other branch holds, in one transaction; ``NotFound`` without the thread.
-        """
-        return self._with_retry(
-            lambda conn: self._delete_entries_in(conn, tenant, thread_id, branch, condition, extra)
-        )
-
-    def _delete_entries_in(
-        self,
-        conn: MySQLConnection,
-        tenant: str,
-        thread_id: str,
-        branch: str | None,
-        condition: str,
-        extra: Sequence[Any],
-    ) -> int:
-        results = self._run(
-            conn,
-            [
-                (BEGIN, None),
-                (branch_of_query(MYSQL, self._threads, " FOR UPDATE"), (branch, tenant, thread_id)),
-                (
-                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
-                    (tenant, thread_id),
-                ),
-            ],
-        )
-        head = results[2][0]
-        if not head:
-            self._one(conn, "ROLLBACK")
-        name = branch_named(head, thread_id)
-        where = f"FROM {self._entries} e WHERE {branch_entries(MYSQL, condition)}"
-        args = (tenant, thread_id, name, *extra)
-        rows, _ = self._one(conn, f"SELECT e.id {where} FOR UPDATE", args)
-        if not rows:
-            self._one(conn, "COMMIT")
-            return 0
-        others = [str(r[0]) for r in results[3][0] if r[0] != name]
-        results = self._run(
-            conn,
-            [
-                (f"DELETE e {where}", args),
-                # the rows just locked are the rows deleted (the thread row's lock
-                # holds off appends and forks)
-                (
-                    f"UPDATE {self._branches} SET entry_count = entry_count - %s"
-                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                    (len(rows), tenant, thread_id, name),
-                ),
-                *self._drop_entry_vectors(tenant, thread_id, [str(r[0]) for r in rows], others),
-                ("COMMIT", None),
-            ],
-        )
-        return results[0][1]
-
-    def entry_compact(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        through_position: int,
-        expected_ids: Sequence[str],
-        summary: NewEntry | None,
-        updated_at: datetime,
-    ) -> bool:
-        """Compare-and-swap the branch's prefix, under the thread row's lock (two round trips)."""
-        return self._with_retry(
-            lambda conn: self._compact(
-                conn, tenant, thread_id, branch, through_position, expected_ids, summary, updated_at
-            )
-        )
-
-    def _compact(
-        self,
-        conn: MySQLConnection,
-        tenant: str,
-        thread_id: str,
-        branch: str,
-        through: int,
-        expected_ids: Sequence[str],
-        summary: NewEntry | None,
-        updated_at: datetime,
-    ) -> bool:
-        prefix = (tenant, thread_id, branch, through)
-        results = self._run(
-            conn,
-            [
-                (BEGIN, None),
-                (
-                    f"SELECT b.name FROM {self._threads} t LEFT JOIN {self._branches} b"
-                    " ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = %s"
-                    " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
-                    (branch, tenant, thread_id),
-                ),
-                (
-                    # FOR UPDATE: a concurrent delete of one of these waits for the swap.
-                    compact_prefix_query(MYSQL, self._entries, "SELECT id")
-                    + " ORDER BY position FOR UPDATE",
-                    prefix,
-                ),
-                (
-                    f"SELECT name FROM {self._branches} WHERE tenant_id = %s AND thread_id = %s",
-                    (tenant, thread_id),
-                ),
-            ],
-        )
-        head = results[2][0]
-        if not head:
-            raise NotFound(f"thread {thread_id!r} not found")  # the pool rolls back
-        if head[0][0] is None:
-            raise NotFound(f"branch {branch!r} not found")
-        if [row[0] for row in results[3][0]] != list(expected_ids):
-            self._one(conn, "ROLLBACK")
-            return False
-        others = [str(r[0]) for r in results[4][0] if r[0] != branch]
-        writes: list[Statement] = [
-            (compact_prefix_query(MYSQL, self._entries, "DELETE"), prefix),
-            *self._drop_entry_vectors(tenant, thread_id, list(expected_ids), others),
-        ]
-        if summary is not None:
-            writes.append(
-                (
-                    f"INSERT INTO {self._entries} ({INSERT_COLS})"
-                    f" VALUES ({marks(MYSQL, INSERT_WIDTH)})",
-                    (tenant, thread_id, branch, through, *entry_values(summary)),
-                )
-            )
-        writes += [
-            (
-                # the branch row was locked with the thread's; the prefix's rows go, the
-                # summary comes
-                f"UPDATE {self._threads} t JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-                " AND b.thread_id = t.id AND b.name = %s SET t.updated_at = %s,"
-                " b.entry_count = b.entry_count + %s WHERE t.tenant_id = %s AND t.id = %s",
-                (
-                    branch,
-                    to_us(updated_at),
-                    (summary is not None) - len(results[3][0]),
-                    tenant,
-                    thread_id,
-                ),
-            ),
-            ("COMMIT", None),
-        ]
-        self._run(conn, writes)
-        return True
-
-    def entry_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
-    ) -> int:
-        """Set content, state and token count by id in one transaction (one round trip)."""
-        by_id = {c[0]: c for c in changes}  # the last change of an id wins
-        statements: list[Statement] = [
-            (BEGIN, None),
-            (
-                f"SELECT id FROM {self._threads} WHERE tenant_id = %s AND id = %s FOR UPDATE",
-                (tenant, thread_id),
-            ),
-        ]
-        if by_id:
-            # Counted, not the UPDATEs' rowcounts: MySQL counts only rows whose value changed.
-            statements.append(
-                (
-                    f"SELECT COUNT(*) FROM {self._entries} WHERE tenant_id = %s AND thread_id = %s"
-                    f" AND branch = %s AND id IN ({marks(MYSQL, len(by_id))})",
-                    (tenant, thread_id, branch, *by_id),
-                )
-            )
-        sql, rows = entry_update_rows(
-            MYSQL, self._entries, tenant, thread_id, branch, list(by_id.values())
-        )
-        statements += [(sql, row) for row in rows]
-        statements.append(("COMMIT", None))
-        results = self._run_retried(statements)
-        if not results[2][0]:
-            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
-        return int(results[3][0][0][0]) if by_id else 0

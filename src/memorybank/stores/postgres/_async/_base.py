@@ -10,7 +10,7 @@ import copy
 import math
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import psycopg
 from psycopg import AsyncConnection, pq
@@ -35,9 +35,12 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
-from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql._async.core import SQLCore, Statement, run_program
 from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._async.source import CachedVectorStore
+
+T = TypeVar("T")
 
 
 def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any]]:
@@ -62,6 +65,10 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     dialect = POSTGRES
     _summary_order = "seq"
+    _copied_columns = (
+        "tenant_id, thread_id, position, id, role, content, name, tool_calls, tool_call_id,"
+        " metadata, state, token_count, created_at, idempotency_key, fingerprint"
+    )
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -384,6 +391,22 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    async def _transact(self, program: Callable[[], Program[T]]) -> T:
+        async with self._transaction() as conn:
+            return await run_program(program(), lambda step: self._step(conn, step))
+
+    @staticmethod
+    async def _step(conn: AsyncConnection[Any], step: Sequence[Statement]) -> Results:
+        """Statements in the transaction on ``conn``: each one's rows and rowcount."""
+        results: Results = []
+        for sql, params in step:
+            cur = conn.cursor(row_factory=tuple_row)
+            await cur.execute(sql, params)
+            rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+            results.append((rows, cur.rowcount))
+            await cur.close()
+        return results
+
     async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []
         async with self._transaction() as conn:
@@ -393,9 +416,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params))
-
-    async def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return await self._fetch(sql, params)
 
     async def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         return len(await self._fetch(sql + " RETURNING 1", params, retry=True))

@@ -14,6 +14,7 @@ from memorybank.stores.contract._async.store import NewEntry
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.rows import entry_position, new_entry_json, page_entry
 from memorybank.stores.sql.common import dump, messages_of_rows, row_to_entry, row_to_thread
+from memorybank.stores.sql.program import Statement
 
 
 class EntriesMixin(PostgresBase):
@@ -121,83 +122,16 @@ class EntriesMixin(PostgresBase):
             out[int(row[0]) - 1].append(row_to_entry(row[1:]))
         return out
 
-    async def entry_delete(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> int:
-        """Delete by ids on the branch; ``NotFound`` for a missing thread."""
-        rows = await self._fetch(
-            self._sql.entry_delete,
-            {"tenant": tenant, "thread": thread_id, "branch": branch, "ids": list(entry_ids)},
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        return self._sql.entry_insert, (
+            tenant,
+            thread_id,
+            branch,
+            position,
+            dump([new_entry_json(entry)]),
         )
-        if not rows[0][0]:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return int(rows[0][1])
-
-    async def entry_truncate_after(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> int:
-        """Delete the entries positioned after ``entry_id`` on the branch."""
-        rows = await self._fetch(
-            self._sql.entry_truncate_after,
-            {"tenant": tenant, "thread": thread_id, "branch": branch, "id": entry_id},
-        )
-        has_thread, has_entry, removed = rows[0]
-        if not has_thread:
-            raise NotFound(f"thread {thread_id!r} not found")
-        if not has_entry:
-            raise NotFound(f"entry {entry_id!r} not found on this branch")
-        return int(removed)
-
-    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        """Delete every entry of the branch."""
-        rows = await self._fetch(
-            self._sql.entry_clear, {"tenant": tenant, "thread": thread_id, "branch": branch}
-        )
-        if not rows[0][0]:
-            raise NotFound(f"thread {thread_id!r} not found")
-        return int(rows[0][1])
-
-    # -- compaction --------------------------------------------------------------
-
-    async def entry_compact(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        through_position: int,
-        expected_ids: Sequence[str],
-        summary: NewEntry | None,
-        updated_at: datetime,
-    ) -> bool:
-        """Lock the thread row, compare-and-delete the prefix, insert the summary.
-
-        One transaction: the lock comes first, in its own statement, so the
-        comparison (a later statement, a later snapshot) sees every change
-        committed by a compaction or append that held the lock before.
-        """
-        params: dict[str, Any] = {
-            "tenant": tenant,
-            "thread": thread_id,
-            "branch": branch,
-            "through": through_position,
-            "expected": list(expected_ids),
-            "updated": updated_at,
-            "summary": dump([] if summary is None else [new_entry_json(summary)]),
-        }
-        async with self._transaction() as conn:
-            locked = await self._rows(
-                conn, self._sql.lock_thread_has_branch, (branch, tenant, thread_id)
-            )
-            if not locked:
-                raise NotFound(f"thread {thread_id!r} not found")
-            if not locked[0][0]:
-                raise NotFound(f"branch {branch!r} not found")
-            rows = await self._rows(conn, self._sql.compact_delete, params)
-            if not rows[0][0]:
-                return False
-            await self._rows(conn, self._sql.compact_insert, params)
-            return True
 
     async def entry_update(
         self,
@@ -207,7 +141,8 @@ class EntriesMixin(PostgresBase):
         branch: str,
         changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
     ) -> int:
-        """One statement: every change of the batch (the last one per id wins)."""
+        """One statement: every change of the batch (the last one per id wins), where the
+        core's runs one a change."""
         by_id = {c[0]: c for c in changes}
         batch = dump(
             [

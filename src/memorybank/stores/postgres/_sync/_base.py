@@ -11,7 +11,7 @@ import copy
 import math
 from collections.abc import Iterator, Callable, Sequence
 from contextlib import contextmanager, suppress
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import psycopg
 from psycopg import Connection, pq
@@ -36,9 +36,12 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
-from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql._sync.core import SQLCore, Statement, run_program
 from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._sync.source import CachedVectorStore
+
+T = TypeVar("T")
 
 
 def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
@@ -63,6 +66,10 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     dialect = POSTGRES
     _summary_order = "seq"
+    _copied_columns = (
+        "tenant_id, thread_id, position, id, role, content, name, tool_calls, tool_call_id,"
+        " metadata, state, token_count, created_at, idempotency_key, fingerprint"
+    )
 
     #: ``PGVECTOR`` joins them at first use when the vectors column is pgvector's.
     capabilities: frozenset[str] = frozenset(
@@ -385,6 +392,22 @@ class PostgresBase(SQLCore, CachedVectorStore):
     def _table(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    def _transact(self, program: Callable[[], Program[T]]) -> T:
+        with self._transaction() as conn:
+            return run_program(program(), lambda step: self._step(conn, step))
+
+    @staticmethod
+    def _step(conn: Connection[Any], step: Sequence[Statement]) -> Results:
+        """Statements in the transaction on ``conn``: each one's rows and rowcount."""
+        results: Results = []
+        for sql, params in step:
+            cur = conn.cursor(row_factory=tuple_row)
+            cur.execute(sql, params)
+            rows = cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+            results.append((rows, cur.rowcount))
+            cur.close()
+        return results
+
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []
         with self._transaction() as conn:
@@ -394,9 +417,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
 
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params))
-
-    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        return self._fetch(sql, params)
 
     def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         return len(self._fetch(sql + " RETURNING 1", params, retry=True))

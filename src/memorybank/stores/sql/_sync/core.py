@@ -7,11 +7,11 @@ once over two primitives each engine gives (``_table``, ``_select_many``) and it
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from memorybank.errors import NotFound
+from memorybank.errors import NotFound, ThreadForbidden
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._sync.store import SearchHit
 from memorybank.stores.contract.types import (
@@ -36,20 +36,32 @@ from memorybank.stores.sql.common import (
     vector_array,
 )
 from memorybank.stores.sql.dialect import Dialect
+from memorybank.stores.sql.program import StepRunner, Program, Statement
 from memorybank.stores.vectors.exact import CachedRows, top_k
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
     from numpy.typing import NDArray
 
-    from memorybank.stores.contract.items import Record
+    from memorybank.stores.contract.items import NewEntry, Record
 from memorybank.stores.sql.statements import (
     FORGET_COUNTED,
     RunStatements,
+    after_position,
+    branch_copy_query,
+    branch_deletable,
+    branch_entries,
+    branch_fork_query,
     branch_list_query,
+    branch_named,
+    branch_of_query,
     branches_found,
+    compact_prefix_query,
     entries_by_ids_query,
+    entry_update_rows,
+    entry_vectors_gone,
     forget_user_queries,
+    fork_point,
     marks,
     qualified,
     record_list_query,
@@ -64,13 +76,22 @@ from memorybank.stores.sql.statements import (
     updated_thread,
 )
 
-__all__ = ["SQLCore"]
+__all__ = ["SQLCore", "Statement", "run_program"]
+
+T = TypeVar("T")
 
 #: Entry columns on ``e`` (reads joined with the thread row).
 _ENTRY_ON_E = qualified("e", ENTRY_COLUMNS)
 
-#: A statement and its parameters (``None``: none, for MySQL's ``BEGIN``).
-Statement = tuple[str, Sequence[Any] | None]
+
+def run_program(program: Program[T], run: StepRunner) -> T:
+    """``drive`` with an engine's async ``run``: ``program``'s value."""
+    try:
+        step = next(program)
+        while True:
+            step = program.send(run(step) if step else [])
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
 
 
 class SQLCore(KeyReads):
@@ -103,12 +124,6 @@ class SQLCore(KeyReads):
         """Statements in one transaction (retried whole where the engine retries a
         transaction lost to contention); the rows each changed."""
 
-    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
-        """Statements to run before deleting the tenant's vectors that ``where`` (on
-        ``v``) selects: MySQL bumps the vector cache's counters; SQLite logs the deletions
-        by trigger and PostgreSQL in the deleting statement, so none."""
-        return []
-
     @abc.abstractmethod
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, in order, as one read where the engine can (one
@@ -116,13 +131,6 @@ class SQLCore(KeyReads):
 
     def _select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return self._select_many([(sql, params)])
-
-    def _write_rows(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-        """One write whose statement ends in ``RETURNING``, in a transaction of its own;
-        the rows it returns. An engine without ``RETURNING`` on ``UPDATE`` (MySQL) or
-        whose verbs read back in their write's transaction (SQLite) overrides the verbs
-        that use it (``thread_update``), not this."""
-        raise NotImplementedError(f"{type(self).__name__} writes without RETURNING")
 
     def _write_again(self, sql: str, params: Sequence[Any]) -> int:
         """``_write_one`` of a write that may run twice (idempotent): PostgreSQL runs it
@@ -169,17 +177,70 @@ class SQLCore(KeyReads):
         status: str | Unset = UNSET,
         current_branch: str | Unset = UNSET,
     ) -> Thread:
-        """One ``UPDATE ... RETURNING`` of the given fields (``thread_update_query``); a
-        new current branch must exist. No row back: the thread read tells what is missing."""
-        sql, params = thread_update_query(
+        """The given fields updated (``thread_update_query``; a new current branch must
+        exist), then the thread read back in the same transaction: what is missing."""
+        update = thread_update_query(
             self.dialect, self._table("threads"), self._table("branches"), tenant, thread_id,
             updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch, returning=THREAD_COLUMNS,
+            current_branch=current_branch,
         )  # fmt: skip
-        rows = self._write_rows(sql, params)
-        if rows:
-            return row_to_thread(rows[0])
-        return updated_thread(self.thread_get(tenant, thread_id), thread_id, current_branch)
+        read = (thread_get_query(self.dialect, self._table("threads")), (tenant, thread_id))
+        return self._transact(
+            lambda: self._thread_update_program(thread_id, current_branch, [update, read])
+        )
+
+    @staticmethod
+    def _thread_update_program(
+        thread_id: str, current_branch: str | Unset, step: Sequence[Statement]
+    ) -> Program[Thread]:
+        _, (rows, _) = yield step
+        return updated_thread(row_to_thread(rows[0]) if rows else None, thread_id, current_branch)
+
+    def _entry_update_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> Program[int]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        by_id = {c[0]: c for c in changes}  # the last change of an id wins
+        # counted, not the updates' rowcounts: MySQL counts only rows whose value changed
+        counted = [
+            (
+                f"SELECT COUNT(*) FROM {t('entries')} WHERE tenant_id = {m} AND thread_id = {m}"
+                f" AND branch = {m} AND id{cond}",
+                (tenant, thread_id, branch, *ids),
+            )
+            for cond, ids in d.one_of(list(by_id))
+        ]
+        sql, rows = entry_update_rows(d, t("entries"), tenant, thread_id, branch, [*by_id.values()])
+        head, *results = yield [
+            (
+                f"SELECT t.id FROM {t('threads')} t WHERE t.tenant_id = {m} AND t.id = {m}"
+                + d.lock_thread,
+                (tenant, thread_id),
+            ),
+            *counted,
+            *((sql, row) for row in rows),
+        ]
+        if not head[0]:
+            raise NotFound(f"thread {thread_id!r} not found")  # nothing matched, nothing written
+        return sum(int(found[0][0]) for found, _ in results[: len(counted)])
+
+    def entry_update(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
+    ) -> int:
+        """Set content, state and token count by id on the branch, under the thread
+        row's lock; how many of the ids the branch holds."""
+        return self._transact(
+            lambda: self._entry_update_program(tenant, thread_id, branch, changes)
+        )
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         """The thread's branches, oldest first; ``NotFound`` without the thread."""
@@ -188,7 +249,8 @@ class SQLCore(KeyReads):
 
     def thread_delete(self, tenant: str, thread_id: str) -> bool:
         """Delete the thread, its branches, entries and their vectors in one transaction;
-        whether it existed. PostgreSQL: one statement under the thread row's lock."""
+        whether it existed (the thread row deleted first: an append holding it finishes
+        first, a later one finds no thread)."""
         d, t = self.dialect, self._table
         key = (tenant, thread_id)
         before = self._vectors_deleting(
@@ -201,9 +263,14 @@ class SQLCore(KeyReads):
     def forget_user(self, tenant: str, user_id: str) -> int:
         """Erase the user's threads (with entries and their vectors), records (with
         theirs), snapshots and summaries in one transaction (``forget_user_queries``);
-        the rows erased. SQLite adds its index and file upkeep; PostgreSQL: one statement."""
+        the rows erased. SQLite adds its index and file upkeep."""
         m, t, key = self.dialect.mark, self._table, (tenant, user_id)
         before = [
+            (  # the user's threads locked first: an append to one waits, then finds it gone
+                f"SELECT id FROM {t('threads')} WHERE tenant_id = {m} AND user_id = {m}"
+                + self.dialect.lock_row,
+                key,
+            ),
             *self._vectors_deleting(
                 tenant,
                 f"v.kind = 'entry' AND v.thread_id IN (SELECT t.id FROM {t('threads')} t"
@@ -227,6 +294,324 @@ class SQLCore(KeyReads):
         """Run ``forget_user``'s statements in one transaction; an engine with a change
         feed adds its own statements around them, in the same transaction (SQLite)."""
         return self._write_many(statements)
+
+    # -- write transactions with reads in between (``_transact``) ---------------------
+    #
+    # The cold verbs below are written once as programs: generators that yield the
+    # statements of one step (sent together: one round trip on MySQL) and receive what
+    # each gave, deciding the next step from it. ``_transact`` runs a program in one
+    # write transaction on the engine's own connection (SQLite's writer thread, a
+    # PostgreSQL pooled connection, a MySQL one, retried whole after lock contention).
+
+    @abc.abstractmethod
+    def _transact(self, program: Callable[[], Program[T]]) -> T:
+        """Run ``program()`` in one write transaction; its value. Committed when it
+        returns, rolled back when it raises (``program`` may run again on a retry)."""
+
+    #: Whether branch rows keep ``entry_count`` and ``last_position`` (SQLite's do not:
+    #: ``_branch_count``).
+    _kept_counts: ClassVar[bool] = True
+    #: The entry columns a fork copies (all but ``branch``, which the fork names).
+    _copied_columns: ClassVar[str]
+
+    @abc.abstractmethod
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        """The insert of one entry at ``position`` (compaction's summary), its key kept
+        and no keyword-index scope (SQLite's indexer writes it)."""
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        """Statements to run before deleting the tenant's vectors that ``where`` (on
+        ``v``) selects: the in-process vector cache's generation of their (model, kind)
+        is bumped (SQLite logs the deletions by trigger instead)."""
+        m = self.dialect.mark
+        return [
+            (
+                f"UPDATE {self._table('vector_stamps')} s SET generation = s.generation + 1"
+                f" WHERE s.tenant_id = {m} AND EXISTS (SELECT 1 FROM {self._table('vectors')} v"
+                " WHERE v.tenant_id = s.tenant_id AND v.model_id = s.model_id"
+                f" AND v.kind = s.kind AND {where})",
+                (tenant, *params),
+            )
+        ]
+
+    def _drop_entry_vectors(
+        self, tenant: str, thread_id: str, gone: Sequence[str], others: Sequence[str]
+    ) -> list[Statement]:
+        """Delete the vectors of these deleted entries of one branch that no other branch
+        (``others``) holds (``entry_vectors_gone``)."""
+        d = self.dialect
+        delete = d.delete_from(self._table("vectors"), "v") + f" WHERE v.tenant_id = {d.mark} AND "
+        statements: list[Statement] = []
+        for where, params in entry_vectors_gone(d, self._table("entries"), thread_id, gone, others):
+            statements += [
+                *self._vectors_deleting(tenant, where, params),
+                (delete + where, (tenant, *params)),
+            ]
+        return statements
+
+    def _recount(self, tenant: str, thread_id: str, branch: str, change: int) -> list[Statement]:
+        """Keep the branch's ``entry_count`` after ``change`` entries came (or went)."""
+        if not self._kept_counts or not change:
+            return []
+        m = self.dialect.mark
+        return [
+            (
+                f"UPDATE {self._table('branches')} SET entry_count = entry_count + {m}"
+                f" WHERE tenant_id = {m} AND thread_id = {m} AND name = {m}",
+                (change, tenant, thread_id, branch),
+            )
+        ]
+
+    def _locked_head(self, tenant: str, thread_id: str, branch: str | None) -> list[Statement]:
+        """The first step of a write on a thread's entries: the thread row locked with the
+        branch named (``branch_of_query``), and the names of its branches."""
+        d, m = self.dialect, self.dialect.mark
+        return [
+            (
+                branch_of_query(d, self._table("threads"), d.lock_thread),
+                (branch, tenant, thread_id),
+            ),
+            (
+                f"SELECT name FROM {self._table('branches')}"
+                f" WHERE tenant_id = {m} AND thread_id = {m}",
+                (tenant, thread_id),
+            ),
+        ]
+
+    def _deleting(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        names: Sequence[Sequence[Any]],
+        conditions: Sequence[tuple[str, Sequence[Any]]] = (("", ()),),
+    ) -> Program[int]:
+        """Delete branch ``name``'s entries matching any of ``conditions`` (on ``e``,
+        ``branch_entries``) with the vectors no other branch holds, the thread row locked
+        already; how many."""
+        d, entries = self.dialect, self._table("entries")
+        keys = [
+            (branch_entries(d, cond), (tenant, thread_id, name, *extra))
+            for cond, extra in conditions
+        ]
+        found = yield [
+            (f"SELECT e.id FROM {entries} e WHERE {where}", args) for where, args in keys
+        ]
+        gone = [str(row[0]) for rows, _ in found for row in rows]
+        if not gone:
+            return 0
+        others = [str(row[0]) for row in names if row[0] != name]
+        done = yield [
+            *((f"{d.delete_from(entries, 'e')} WHERE {where}", args) for where, args in keys),
+            *self._recount(tenant, thread_id, name, -len(gone)),
+            *self._drop_entry_vectors(tenant, thread_id, gone, others),
+        ]
+        return sum(count for _, count in done[: len(keys)])
+
+    def _delete_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str | None,
+        entry_ids: Sequence[str] | None = None,
+        after: str | None = None,
+    ) -> Program[int]:
+        """``entry_delete`` (``entry_ids``), ``entry_truncate_after`` (``after``) or
+        ``entry_clear`` (neither) under the thread row's lock."""
+        d, m = self.dialect, self.dialect.mark
+        head, names = yield self._locked_head(tenant, thread_id, branch)
+        name = branch_named(head[0], thread_id)
+        conditions: list[tuple[str, Sequence[Any]]] = [("", ())]
+        if entry_ids is not None:
+            ids = list(dict.fromkeys(entry_ids))
+            conditions = [(" AND e.id" + cond, params) for cond, params in d.one_of(ids)]
+        elif after is not None:
+            [(found, _)] = yield [
+                (
+                    f"SELECT position FROM {self._table('entries')} WHERE tenant_id = {m}"
+                    f" AND thread_id = {m} AND branch = {m} AND id = {m}",
+                    (tenant, thread_id, name, after),
+                )
+            ]
+            if not found:
+                raise NotFound(f"entry {after!r} not found on this branch")
+            conditions = [(after_position(d), (found[0][0],))]
+        if not conditions:
+            return 0
+        return (yield from self._deleting(tenant, thread_id, name, names[0], conditions))
+
+    def entry_delete(
+        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
+    ) -> int:
+        """Delete these entries of the branch (``None``: the current one); how many."""
+        return self._transact(
+            lambda: self._delete_program(tenant, thread_id, branch, entry_ids)
+        )
+
+    def entry_truncate_after(
+        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
+    ) -> int:
+        """Delete the branch's entries after ``entry_id``; how many."""
+        return self._transact(
+            lambda: self._delete_program(tenant, thread_id, branch, after=entry_id)
+        )
+
+    def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
+        """Delete every entry of the branch; how many."""
+        return self._transact(lambda: self._delete_program(tenant, thread_id, branch))
+
+    def _branch_delete_program(self, tenant: str, thread_id: str, name: str) -> Program[bool]:
+        m = self.dialect.mark
+        head, names = yield self._locked_head(tenant, thread_id, None)
+        branch_deletable(head[0], thread_id, name)
+        [(_, deleted)] = yield [
+            (
+                f"DELETE FROM {self._table('branches')}"
+                f" WHERE tenant_id = {m} AND thread_id = {m} AND name = {m}",
+                (tenant, thread_id, name),
+            )
+        ]
+        yield from self._deleting(tenant, thread_id, name, names[0])
+        return deleted > 0
+
+    def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
+        """Delete a branch with its entries (never the current one); whether it existed."""
+        return self._transact(lambda: self._branch_delete_program(tenant, thread_id, name))
+
+    def _fork_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Program[Branch]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        last = "s.last_position" if self._kept_counts else "NULL"
+        [(rows, _)] = yield [
+            (
+                branch_fork_query(
+                    d, t("threads"), t("branches"), t("entries"), extra=last, lock=d.lock_thread
+                ),
+                (from_entry, from_branch, name, tenant, thread_id),
+            )
+        ]
+        upto = fork_point(rows, thread_id, name, from_branch, from_entry)
+        if upto is None:  # the whole source: its last position, where kept
+            upto = 2**62 if rows[0][4] is None else int(rows[0][4])
+        row: tuple[Any, ...] = (
+            tenant, thread_id, name, d.time(created_at), from_branch, from_entry,
+        )  # fmt: skip
+        columns, values = "", ""
+        if self._kept_counts:  # the entries copied next, counted
+            columns, values = (
+                ", last_position, entry_count",
+                (
+                    f", {m}, (SELECT COUNT(*) FROM {t('entries')} WHERE tenant_id = {m}"
+                    f" AND thread_id = {m} AND branch = {m} AND position <= {m})"
+                ),
+            )
+            row += (upto, tenant, thread_id, from_branch, upto)
+        yield [
+            (
+                f"INSERT INTO {t('branches')} (tenant_id, thread_id, name, created_at,"
+                f" from_branch, from_entry{columns}) VALUES ({marks(d, 6)}{values})",
+                row,
+            ),
+            (
+                branch_copy_query(d, t("entries"), self._copied_columns),
+                (name, tenant, thread_id, from_branch, upto),
+            ),
+        ]
+        return Branch(name, thread_id, created_at, from_branch, from_entry)
+
+    def branch_create(
+        self,
+        tenant: str,
+        thread_id: str,
+        name: str,
+        *,
+        from_branch: str,
+        from_entry: str | None,
+        created_at: datetime,
+    ) -> Branch:
+        """Copy ``from_branch`` (up to ``from_entry``) into a new branch ``name``, under
+        the thread row's lock."""
+        return self._transact(
+            lambda: self._fork_program(tenant, thread_id, name, from_branch, from_entry, created_at)
+        )
+
+    def _compact_program(
+        self,
+        tenant: str,
+        thread_id: str,
+        branch: str,
+        through: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> Program[bool]:
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        prefix = (tenant, thread_id, branch, through)
+        head, found, names = yield [
+            (
+                f"SELECT b.name FROM {t('threads')} t LEFT JOIN {t('branches')} b"
+                f" ON b.tenant_id = t.tenant_id AND b.thread_id = t.id AND b.name = {m}"
+                f" WHERE t.tenant_id = {m} AND t.id = {m}{d.lock_thread}",
+                (branch, tenant, thread_id),
+            ),
+            (compact_prefix_query(d, t("entries"), "SELECT id") + " ORDER BY position", prefix),
+            (
+                f"SELECT name FROM {t('branches')} WHERE tenant_id = {m} AND thread_id = {m}",
+                (tenant, thread_id),
+            ),
+        ]
+        if not head[0]:
+            raise NotFound(f"thread {thread_id!r} not found")
+        if head[0][0][0] is None:
+            raise NotFound(f"branch {branch!r} not found")
+        ids = [str(row[0]) for row in found[0]]
+        if ids != list(expected_ids):
+            return False
+        others = [str(row[0]) for row in names[0] if row[0] != branch]
+        yield [
+            (compact_prefix_query(d, t("entries"), "DELETE"), prefix),
+            *self._drop_entry_vectors(tenant, thread_id, ids, others),
+            *(
+                []
+                if summary is None
+                else [self._entry_insert(tenant, thread_id, branch, through, summary)]
+            ),
+            *self._recount(tenant, thread_id, branch, (summary is not None) - len(ids)),
+            (
+                f"UPDATE {t('threads')} SET updated_at = {m} WHERE tenant_id = {m} AND id = {m}",
+                (d.time(updated_at), tenant, thread_id),
+            ),
+        ]
+        return True
+
+    def entry_compact(
+        self,
+        tenant: str,
+        thread_id: str,
+        *,
+        branch: str,
+        through_position: int,
+        expected_ids: Sequence[str],
+        summary: NewEntry | None,
+        updated_at: datetime,
+    ) -> bool:
+        """Compare-and-swap the branch's prefix up to ``through_position`` for
+        ``summary``, under the thread row's lock (so the comparison, a later read, sees
+        every compaction or append that held it before)."""
+        return self._transact(
+            lambda: self._compact_program(
+                tenant, thread_id, branch, through_position, expected_ids, summary, updated_at
+            )
+        )
 
     def thread_get_many(self, tenant: str, thread_ids: Sequence[str]) -> dict[str, Thread]:
         """The threads by id: one read (``IN`` lists, or one array on PostgreSQL)."""
@@ -550,6 +935,64 @@ class SQLCore(KeyReads):
         """``(owner, JSON text)`` or ``None``."""
         rows = self._select(self._runs_sql.snapshot_load, (tenant, run_id))
         return (rows[0][0], str(rows[0][1])) if rows else None
+
+    def _snapshot_owned(self, tenant: str, run_id: str, user_id: str | None) -> Program[bool]:
+        """Whether the run has a snapshot, read under its row's lock; ``ThreadForbidden``
+        if another user owns it."""
+        [(rows, _)] = yield [(self._runs_sql.snapshot_owner, (tenant, run_id))]
+        if rows and rows[0][0] not in (None, user_id):
+            raise ThreadForbidden("snapshot access forbidden")
+        return bool(rows)
+
+    def _snapshot_save_program(
+        self, tenant: str, run_id: str, user_id: str | None, value: str, saved_at: datetime
+    ) -> Program[None]:
+        sql, d = self._runs_sql, self.dialect
+        row = (tenant, run_id, user_id, value, d.time(saved_at))
+        [(_, claimed)] = yield [(sql.snapshot_claim, row)]
+        if claimed != 1:  # the run had a snapshot: its owner's, or one anybody may take
+            yield from self._snapshot_owned(tenant, run_id, user_id)
+            yield [(sql.snapshot_save, sql.snapshot_save_params(d, *row[:4], saved_at))]
+
+    def snapshot_save(
+        self,
+        tenant: str,
+        run_id: str,
+        value: str,
+        *,
+        user_id: str | None,
+        saved_at: datetime,
+        owner_check: bool = True,
+    ) -> None:
+        """Upsert the run's snapshot. Checked: the run claimed (a new one is ours), or its
+        owner read under the row's lock, then the upsert, in one transaction."""
+        if owner_check:
+            self._transact(
+                lambda: self._snapshot_save_program(tenant, run_id, user_id, value, saved_at)
+            )
+            return
+        sql = self._runs_sql
+        params = sql.snapshot_save_params(self.dialect, tenant, run_id, user_id, value, saved_at)
+        self._write_again(sql.snapshot_save, params)
+
+    def _snapshot_delete_program(
+        self, tenant: str, run_id: str, user_id: str | None
+    ) -> Program[bool]:
+        if not (yield from self._snapshot_owned(tenant, run_id, user_id)):
+            return False
+        [(_, deleted)] = yield [(self._runs_sql.snapshot_delete, (tenant, run_id))]
+        return deleted > 0
+
+    def snapshot_delete(
+        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
+    ) -> bool:
+        """Delete the run's snapshot; whether it existed. Checked: its owner read under
+        the row's lock, in the delete's transaction."""
+        if owner_check:
+            return self._transact(
+                lambda: self._snapshot_delete_program(tenant, run_id, user_id)
+            )
+        return self._write_one(self._runs_sql.snapshot_delete, (tenant, run_id)) > 0
 
     def summary_add(self, tenant: str, summary: Summary) -> Summary:
         """Insert one summary."""

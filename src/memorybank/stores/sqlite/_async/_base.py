@@ -29,7 +29,8 @@ from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.sql._async.core import SQLCore, Statement
 from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone, thread_get_query
+from memorybank.stores.sql.program import Program, Results, drive
+from memorybank.stores.sql.statements import thread_get_query
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
@@ -70,6 +71,7 @@ class SQLiteStoreBase(SQLCore):
     """The connection and the plumbing every part of the SQLite store uses."""
 
     dialect = SQLITE
+    _kept_counts = False
 
     def __init__(
         self,
@@ -370,6 +372,18 @@ class SQLiteStoreBase(SQLCore):
 
         return await self._run(lambda: self._write(op))
 
+    async def _transact(self, program: Callable[[], Program[T]]) -> T:
+        def run(conn: sqlite3.Connection, step: Sequence[Statement]) -> Results:
+            cursors = [conn.execute(sql, params or ()) for sql, params in step]
+            return [(cursor.fetchall(), cursor.rowcount) for cursor in cursors]
+
+        return await self._run(
+            lambda: self._write(lambda conn: drive(program(), lambda step: run(conn, step)))
+        )
+
+    def _vectors_deleting(self, tenant: str, where: str, params: Sequence[Any]) -> list[Statement]:
+        return []  # the deletions are logged by trigger (the vector files' upkeep reads it)
+
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """One read snapshot."""
 
@@ -542,48 +556,6 @@ class SQLiteStoreBase(SQLCore):
 
         await self._worker.run(shut)
         self._worker.shutdown()
-
-    def _drop_entry_vectors(
-        self, conn: sqlite3.Connection, tenant: str, thread_id: str, entry_ids: Sequence[str]
-    ) -> None:
-        """Delete the vectors of these deleted entries that no branch of the thread holds
-        (``entry_vectors_gone``; the deletions are logged by trigger)."""
-        if not entry_ids:
-            return
-        p = self.prefix
-        branches = [
-            r[0]
-            for r in conn.execute(
-                f"SELECT name FROM {p}branches WHERE tenant_id = ? AND thread_id = ?",
-                (tenant, thread_id),
-            )
-        ]
-        delete = SQLITE.delete_from(f"{p}vectors", "v") + " WHERE v.tenant_id = ? AND "
-        for where, params in entry_vectors_gone(
-            SQLITE, f"{p}entries", thread_id, entry_ids, branches
-        ):
-            conn.execute(delete + where, (tenant, *params))
-
-    def _delete_entries(
-        self,
-        conn: sqlite3.Connection,
-        tenant: str,
-        thread_id: str,
-        name: str,
-        condition: str = "",
-        extra: Sequence[Any] = (),
-    ) -> int:
-        """Delete the entries of branch ``name`` matching ``condition`` (``branch_entries``)
-        with the vectors no other branch holds; how many."""
-        p = self.prefix
-        where = " WHERE " + branch_entries(SQLITE, condition)
-        params = (tenant, thread_id, name, *extra)
-        gone = [r[0] for r in conn.execute(f"SELECT e.id FROM {p}entries e{where}", params)]
-        if not gone:
-            return 0
-        removed: int = conn.execute(SQLITE.delete_from(f"{p}entries", "e") + where, params).rowcount
-        self._drop_entry_vectors(conn, tenant, thread_id, gone)
-        return removed
 
     def _get_thread(self, conn: sqlite3.Connection, tenant: str, thread_id: str) -> Thread | None:
         row = conn.execute(thread_get_query(SQLITE, f"{self.prefix}threads"), (tenant, thread_id))

@@ -29,14 +29,8 @@ from memorybank.stores.sql.common import (
     tool_calls_to_json,
 )
 from memorybank.stores.sql.dialect import SQLITE
+from memorybank.stores.sql.program import Statement
 from memorybank.stores.sql.statements import (
-    after_position,
-    branch_named,
-    branch_of_query,
-    compact_prefix_query,
-    entry_position_query,
-    entry_update_rows,
-    ids_in,
     qualified,
     taken_ids_query,
 )
@@ -401,107 +395,13 @@ class EntriesMixin(SQLiteStoreBase):
         p = self.prefix
         return await self._run_read(lambda c: read_windows(c, p, tenant, asked)) if asked else []
 
-    def _branch_of(
-        self, conn: sqlite3.Connection, tenant: str, thread_id: str, branch: str | None
-    ) -> str:
-        rows = conn.execute(
-            branch_of_query(SQLITE, f"{self.prefix}threads"), (branch, tenant, thread_id)
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        # the append's values, its fingerprint kept whatever its key, no owner token
+        values = (*_entry_values(entry, "")[:-2], entry.fingerprint)
+        return (
+            f"INSERT INTO {self.prefix}entries ({_SUMMARY_COLUMNS})"
+            f" VALUES ({', '.join('?' * (len(values) + 4))})",
+            (tenant, thread_id, branch, position, *values),
         )
-        return branch_named(rows.fetchall(), thread_id)
-
-    async def entry_delete(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
-    ) -> int:
-        ids = list(dict.fromkeys(entry_ids))
-
-        def op(conn: sqlite3.Connection) -> int:
-            name = self._branch_of(conn, tenant, thread_id, branch)
-            return sum(
-                self._delete_entries(conn, tenant, thread_id, name, ids_in(SQLITE, len(part)), part)
-                for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
-            )
-
-        return await self._run(lambda: self._write(op))
-
-    async def entry_truncate_after(
-        self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
-    ) -> int:
-        sql = entry_position_query(SQLITE, f"{self.prefix}entries", f"{self.prefix}threads")
-
-        def op(conn: sqlite3.Connection) -> int:
-            found = conn.execute(sql, (tenant, thread_id, entry_id, branch)).fetchone()
-            if found is None:
-                self._require_thread(conn, tenant, thread_id)
-                raise NotFound(f"entry {entry_id!r} not found on this branch")
-            name, position = found
-            return self._delete_entries(
-                conn, tenant, thread_id, name, after_position(SQLITE), (position,)
-            )
-
-        return await self._run(lambda: self._write(op))
-
-    async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        def op(conn: sqlite3.Connection) -> int:
-            name = self._branch_of(conn, tenant, thread_id, branch)
-            return self._delete_entries(conn, tenant, thread_id, name)
-
-        return await self._run(lambda: self._write(op))
-
-    # -- compaction ----------------------------------------------------------------------
-
-    async def entry_compact(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        through_position: int,
-        expected_ids: Sequence[str],
-        summary: NewEntry | None,
-        updated_at: datetime,
-    ) -> bool:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> bool:
-            self._require_thread(conn, tenant, thread_id)
-            key = (tenant, thread_id, branch, through_position)
-            select = compact_prefix_query(SQLITE, f"{p}entries", "SELECT id") + " ORDER BY position"
-            ids = [r[0] for r in conn.execute(select, key).fetchall()]
-            if ids != list(expected_ids):
-                return False
-            conn.execute(compact_prefix_query(SQLITE, f"{p}entries", "DELETE"), key)
-            self._drop_entry_vectors(conn, tenant, thread_id, ids)
-            if summary is not None:
-                # the append's values, its fingerprint kept whatever its key, no owner token
-                # (the keyword indexer writes it)
-                values = (*_entry_values(summary, "")[:-2], summary.fingerprint)
-                conn.execute(
-                    f"INSERT INTO {p}entries ({_SUMMARY_COLUMNS})"
-                    f" VALUES ({', '.join('?' * (len(values) + 4))})",
-                    (tenant, thread_id, branch, through_position, *values),
-                )
-            conn.execute(
-                f"UPDATE {p}threads SET updated_at = ? WHERE tenant_id = ? AND id = ?",
-                (to_us(updated_at), tenant, thread_id),
-            )
-            return True
-
-        return await self._run(lambda: self._write(op))
-
-    async def entry_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        branch: str,
-        changes: Sequence[tuple[str, str | None, dict[str, Any], int]],
-    ) -> int:
-        sql, rows = entry_update_rows(
-            SQLITE, f"{self.prefix}entries", tenant, thread_id, branch, changes
-        )
-
-        def op(conn: sqlite3.Connection) -> int:
-            self._require_thread(conn, tenant, thread_id)
-            return conn.executemany(sql, rows).rowcount
-
-        return await self._run(lambda: self._write(op))

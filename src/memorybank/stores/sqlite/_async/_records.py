@@ -1,15 +1,12 @@
-"""The SQLite store's writes checked inside their transaction: snapshots (their owner)
-and records (their guard). Working memory, summaries and record reads are the shared
-core's (``SQLCore``)."""
+"""The SQLite store's record writes, their guard checked inside their transaction.
+Working memory, snapshots, summaries and record reads are the shared core's (``SQLCore``)."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memorybank.errors import ThreadForbidden
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.statements import (
     record_upsert,
@@ -23,49 +20,7 @@ if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
 
 
 class RecordsMixin(SQLiteStoreBase):
-    """Snapshots and records, each write checked in its ``BEGIN IMMEDIATE`` transaction."""
-
-    # -- snapshots -------------------------------------------------------------------
-
-    def _snapshot_owner_check(
-        self, conn: sqlite3.Connection, tenant: str, run_id: str, user_id: str | None
-    ) -> None:
-        """Inside the write transaction: ``ThreadForbidden`` if another user owns the run."""
-        row = conn.execute(
-            f"SELECT user_id FROM {self.prefix}snapshots WHERE tenant_id = ? AND run_id = ?",
-            (tenant, run_id),
-        ).fetchone()
-        if row is not None and row[0] not in (None, user_id):
-            raise ThreadForbidden("snapshot access forbidden")
-
-    async def snapshot_save(
-        self,
-        tenant: str,
-        run_id: str,
-        value: str,
-        *,
-        user_id: str | None,
-        saved_at: datetime,
-        owner_check: bool = True,
-    ) -> None:
-        def op(conn: sqlite3.Connection) -> None:
-            if owner_check:
-                self._snapshot_owner_check(conn, tenant, run_id, user_id)
-            sql = self._runs_sql
-            params = sql.snapshot_save_params(SQLITE, tenant, run_id, user_id, value, saved_at)
-            conn.execute(sql.snapshot_save, params)
-
-        await self._run(lambda: self._write(op))
-
-    async def snapshot_delete(
-        self, tenant: str, run_id: str, *, user_id: str | None = None, owner_check: bool = True
-    ) -> bool:
-        def op(conn: sqlite3.Connection) -> bool:
-            if owner_check:
-                self._snapshot_owner_check(conn, tenant, run_id, user_id)
-            return conn.execute(self._runs_sql.snapshot_delete, (tenant, run_id)).rowcount > 0
-
-        return await self._run(lambda: self._write(op))
+    """Records, each write checked in its ``BEGIN IMMEDIATE`` transaction."""
 
     # -- records ---------------------------------------------------------------------------
 

@@ -1,26 +1,16 @@
-"""The SQLite store's threads and branches."""
+"""The SQLite store's threads: their creation, its list and count reads, and the columns
+a fork copies (the other thread and branch verbs are the shared core's)."""
 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime
-from typing import Any
 
 from memorybank.errors import Conflict
-from memorybank.records import Branch, Thread
-from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.records import Thread
+from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import (
-    branch_copy_query,
-    branch_deletable,
-    branch_fork_query,
-    branch_of_query,
-    fork_point,
-    thread_insert,
-    thread_update_query,
-    updated_thread,
-)
+from memorybank.stores.sql.statements import thread_insert
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
@@ -30,7 +20,9 @@ _COPIED = INSERT_COLUMNS.replace("branch, ", "").replace(", fts_scope", "")
 
 
 class ThreadsMixin(SQLiteStoreBase):
-    """Threads and their branches."""
+    """Threads (see the module docstring)."""
+
+    _copied_columns = _COPIED
 
     # -- threads -------------------------------------------------------------------
 
@@ -60,75 +52,5 @@ class ThreadsMixin(SQLiteStoreBase):
                 (thread.tenant_id, thread.id, thread.current_branch, to_us(thread.created_at)),
             )
             return thread
-
-        return await self._run(lambda: self._write(op))
-
-    async def thread_update(
-        self,
-        tenant: str,
-        thread_id: str,
-        *,
-        updated_at: datetime,
-        title: str | Unset | None = UNSET,
-        metadata: dict[str, Any] | Unset = UNSET,
-        status: str | Unset = UNSET,
-        current_branch: str | Unset = UNSET,
-    ) -> Thread:
-        sql, params = thread_update_query(
-            SQLITE, f"{self.prefix}threads", f"{self.prefix}branches", tenant, thread_id,
-            updated_at=updated_at, title=title, metadata=metadata, status=status,
-            current_branch=current_branch,
-        )  # fmt: skip
-
-        def op(conn: sqlite3.Connection) -> Thread:
-            conn.execute(sql, params)
-            return updated_thread(
-                self._get_thread(conn, tenant, thread_id), thread_id, current_branch
-            )
-
-        return await self._run(lambda: self._write(op))
-
-    # -- branches ------------------------------------------------------------------
-
-    async def branch_create(
-        self,
-        tenant: str,
-        thread_id: str,
-        name: str,
-        *,
-        from_branch: str,
-        from_entry: str | None,
-        created_at: datetime,
-    ) -> Branch:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> Branch:
-            sql = branch_fork_query(SQLITE, f"{p}threads", f"{p}branches", f"{p}entries")
-            rows = conn.execute(sql, (from_entry, from_branch, name, tenant, thread_id)).fetchall()
-            upto = fork_point(rows, thread_id, name, from_branch, from_entry)
-            conn.execute(
-                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at, from_branch,"
-                " from_entry) VALUES (?, ?, ?, ?, ?, ?)",
-                (tenant, thread_id, name, to_us(created_at), from_branch, from_entry),
-            )
-            copy = branch_copy_query(SQLITE, f"{p}entries", _COPIED)
-            upto = 2**62 if upto is None else upto
-            conn.execute(copy, (name, tenant, thread_id, from_branch, upto))
-            return Branch(name, thread_id, created_at, from_branch, from_entry)
-
-        return await self._run(lambda: self._write(op))
-
-    async def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> bool:
-            rows = conn.execute(branch_of_query(SQLITE, f"{p}threads"), (None, tenant, thread_id))
-            branch_deletable(rows.fetchall(), thread_id, name)
-            cursor = conn.execute(
-                f"DELETE FROM {p}branches WHERE tenant_id = ? AND thread_id = ? AND name = ?",
-                (tenant, thread_id, name),
-            )
-            self._delete_entries(conn, tenant, thread_id, name)
-            return cursor.rowcount > 0
 
         return await self._run(lambda: self._write(op))
