@@ -26,10 +26,10 @@ from memorybank.events.types import (
     Event,
     cursor_number,
 )
+from memorybank.records import Thread
 from memorybank.rules.scope import ROOT, Scope, Visibility
 from memorybank.runtime.concurrency import sleep
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.records import Thread
 from memorybank.stores.contract.types import Unset, visible
 
 if TYPE_CHECKING:
