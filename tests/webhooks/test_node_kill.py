@@ -16,7 +16,6 @@ verified, and every acknowledged write has its event delivered.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from memorybank.events.types import Event
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract._sync import leases
 from memorybank.webhooks import WEBHOOK_KIND, WEBHOOK_TENANT
+from tests.events.test_service_kill import Writer
 from tests.reliability._nodes import ADMIN_KEY, Node, create_key
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.test_delivery import BOUND, received_in_full
@@ -37,41 +37,16 @@ TENANT = "hook-kill"
 THREADS = 4
 #: Receiver requests answered 500 (a short outage before the kill).
 OUTAGE = {3: "fail", 4: "fail"}
+#: Writes a writer makes at most: in effect, until it is stopped or its node killed.
+ENDLESS = 10**9
 
 
-class Writer:
-    """Appends ``{thread}-{n}`` to ``thread`` through ``base`` one after the other's
-    answer, in a thread of its own, until ``stop`` is set or a call fails; keeps the
-    acknowledged entry ids."""
-
-    def __init__(self, base: str, secret: str, thread_id: str, stop: threading.Event) -> None:
-        self.base, self.secret, self.thread_id, self.stop = base, secret, thread_id, stop
-        self.acked: list[str] = []
-        self.failure: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def join(self) -> None:
-        self._thread.join(BOUND)
-        assert not self._thread.is_alive(), f"{self.thread_id}: still writing"
-
-    def _run(self) -> None:
-        headers = {"Authorization": f"Bearer {self.secret}"}
-        with httpx.Client(base_url=self.base, headers=headers, timeout=60) as client:
-            while not self.stop.is_set():
-                content = f"{self.thread_id}-{len(self.acked)}"
-                try:
-                    made = client.post(
-                        f"/v1/threads/{self.thread_id}/entries",
-                        json={"role": "user", "content": content},
-                    )
-                except httpx.TransportError as error:
-                    self.failure = error
-                    return
-                if made.status_code != 201:
-                    self.failure = AssertionError(f"{made.status_code}: {made.text}")
-                    return
-                self.acked.append(made.json()["id"])
+def _writers(base: str, secret: str, threads: range) -> list[Writer]:
+    """Writers appending to ``w{i}`` through ``base``, each in a thread of its own."""
+    writers = [Writer(secret, f"w{i}") for i in threads]
+    for writer in writers:
+        writer.phase(base, ENDLESS)
+    return writers
 
 
 def _feed(memory: Memory) -> list[Event]:
@@ -129,25 +104,25 @@ def test_a_killed_delivering_node_loses_no_delivery(url: str, nodes: tuple[Node,
         assert made.status_code == 201, made.text
         webhook_id = made.json()["webhook"]["id"]
         receiver.secrets["/hook"] = made.json()["secret"]
-        stop_a, stop_b = threading.Event(), threading.Event()
         # writes through a (they fail at its kill), then through b too
-        on_a = [Writer(a.base, secret, f"w{i}", stop_a) for i in range(0, THREADS, 2)]
+        on_a = _writers(a.base, secret, range(0, THREADS, 2))
         receiver.wait_for(lambda r: len(r.acknowledged()) >= 10, timeout=BOUND)
         b.start()  # a holds the endpoint: b's workers wait
         b.wait_ready()
-        on_b = [Writer(b.base, secret, f"w{i}", stop_b) for i in range(1, THREADS, 2)]
+        on_b = _writers(b.base, secret, range(1, THREADS, 2))
         receiver.wait_for(lambda r: len(r.acknowledged()) >= 60, timeout=BOUND)
         killed = _holder(memory, webhook_id)
         a.kill()  # SIGKILL, mid-stream: writes and deliveries under way
         at_kill = len(receiver.acknowledged())
         for writer in on_a:
-            writer.join()
+            writer.join(BOUND)
             assert isinstance(writer.failure, httpx.TransportError), writer.failure
         # b takes the endpoint over once a's lease runs out, while writes go on through b
         receiver.wait_for(lambda r: len(r.acknowledged()) >= at_kill + 60, timeout=BOUND)
-        stop_b.set()
         for writer in on_b:
-            writer.join()
+            writer.stop.set()
+        for writer in on_b:
+            writer.join(BOUND)
             assert writer.failure is None, writer.failure
         events = _feed(memory)
         wanted = {e.id for e in events}

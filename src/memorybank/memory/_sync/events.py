@@ -142,7 +142,7 @@ class Events:
         """``events`` with the current content of the items they name (one read per
         thread and branch, and per record kind), only what the handle may see: the
         entries of threads its user owns (of its agent or none), the records its
-        ``Visibility`` admits, whoever the event names."""
+        ``Visibility`` admits (read with it), whoever the event names."""
         store, tenant = self._core.store, self._tenant
         entry_ids: dict[tuple[str, str | None], builtins.list[str]] = {}
         record_ids: dict[str, builtins.list[str]] = {}
@@ -172,9 +172,9 @@ class Events:
             for entry_id, entry in got.items():
                 texts["entry", thread_id, entry_id] = entry.content
         for kind, ids in record_ids.items():
-            for record_id, record in (store.record_get_many(tenant, kind, ids)).items():
-                if visible(seen, record.agent_id, record.user_id):
-                    texts[kind, None, record_id] = record.content
+            records = store.record_get_many(tenant, kind, ids, visible_to=seen)
+            for record_id, record in records.items():
+                texts[kind, None, record_id] = record.content
         return [
             dataclasses.replace(event, content=texts.get(_content_key(event)))
             if event.item_id is not None

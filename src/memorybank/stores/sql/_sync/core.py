@@ -619,18 +619,24 @@ class SQLCore(KeyReads):
         return (self.record_get_many(tenant, kind, [record_id])).get(record_id)
 
     def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         """Primary-key reads, ``IN`` lists in one read."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         d, table = self.dialect, self._table("records")
+        scope, seen = scope_sql("", visible_to, d.mark)
         rows = self._select_many(
             [
                 (
-                    records_by_ids_query(d, table, self._record_columns, len(part)),
-                    (tenant, kind, *part),
+                    records_by_ids_query(d, table, self._record_columns, len(part)) + scope,
+                    (tenant, kind, *part, *seen),
                 )
                 for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
             ]
