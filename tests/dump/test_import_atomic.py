@@ -397,11 +397,13 @@ class _Counting(InMemoryStore):
         finally:
             self._in_batch = False
 
-    def record_get_many(self, tenant: str, kind: str, record_ids: Any) -> Any:
+    def record_get_many(
+        self, tenant: str, kind: str, record_ids: Any, *, visible_to: Any = None
+    ) -> Any:
         self.batches += 1
         self._in_batch = True
         try:
-            return super().record_get_many(tenant, kind, record_ids)
+            return super().record_get_many(tenant, kind, record_ids, visible_to=visible_to)
         finally:
             self._in_batch = False
 

@@ -42,13 +42,14 @@ TENANT = "feed-kill"
 class Writer:
     """Appends ``{name}-{n}`` to one thread, n = 0, 1, ...; keeps the acknowledged ids in
     order. A phase writes, in a thread of its own, until ``until`` writes are
-    acknowledged or a call fails."""
+    acknowledged, a call fails or ``stop`` is set."""
 
     def __init__(self, secret: str, thread_id: str) -> None:
         self.secret, self.thread_id = secret, thread_id
         self.acked: list[str] = []
         self.sent: list[str] = []
         self.failure: BaseException | None = None
+        self.stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def phase(self, base: str, until: int) -> None:
@@ -67,7 +68,7 @@ class Writer:
     def _run(self, base: str, until: int) -> None:
         headers = {"Authorization": f"Bearer {self.secret}"}
         with httpx.Client(base_url=base, headers=headers, timeout=60) as client:
-            while len(self.acked) < until:
+            while len(self.acked) < until and not self.stop.is_set():
                 content = f"{self.thread_id}-{len(self.sent)}"
                 self.sent.append(content)  # from here it may be stored without an answer
                 try:

@@ -198,19 +198,27 @@ def _shared_twin(w: World) -> bool:
 
 
 def _alices_events_are_not_bobs(w: World) -> bool:
-    """With the feed on, alice's changes (a thread made and deleted again: her world stays
-    as it was) are in the tenant's feed and in hers, never in bob's or the shared user's."""
+    """With the feed on, alice's changes (a thread made, written and deleted again: her
+    world stays as it was) are in the tenant's feed and in hers, never in bob's or the
+    shared user's, with their content (``content=True``) or without."""
+    passing = None
     if Capability.EVENTS in w.root.store.capabilities:
         w.root.events.enable()
         alice = w.root.scoped(user_id="alice", agent_id="bot")
         passing = alice.threads.create(title=f"passing {SECRET}")
-        alice.threads.delete(passing.id)
+        alice.entries.add(passing.id, {"role": "user", "content": f"passing {SECRET}"})
         mine = [e for e in alice.events.list(limit=1000) if e.thread_id == passing.id]
-        assert [e.kind for e in mine] == ["thread.created", "thread.deleted"]
+        assert [e.kind for e in mine] == ["thread.created", "entry.added"]
         assert all(e.user_id == "alice" for e in alice.events.list(limit=1000))
+        shown = alice.events.list(limit=1000, content=True)
+        assert f"passing {SECRET}" in [e.content for e in shown]  # content is read for her
     for handle in _outsiders(w):
-        seen: list[Any] = denied(functools.partial(handle.events.list, limit=1000))
-        assert all(e.user_id != "alice" for e in seen), handle.scope
+        for content in (False, True):
+            listed = functools.partial(handle.events.list, limit=1000, content=content)
+            seen: list[Any] = denied(listed)
+            assert all(e.user_id != "alice" for e in seen), handle.scope
+    if passing is not None:
+        w.root.scoped(user_id="alice", agent_id="bot").threads.delete(passing.id)
     assert widening(lambda: w.bob.scoped(user_id="alice").events.list())
     return True
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from memorybank.errors import ConfigurationError
-from memorybank.stores.contract._async.leases import DEFAULT_LEASE, check_lease
+from memorybank.stores.contract._async.leases import DEFAULT_LEASE, lease_from_text
 
 __all__ = [
     "EMBED_ENV",
@@ -39,15 +39,7 @@ def embed_mode(name: str | None) -> EmbedMode:
 
 def embed_lease(text: str | None) -> float:
     """A lease length from configuration text: unset or empty is ``DEFAULT_LEASE``."""
-    if text is None or not text.strip():
-        return DEFAULT_LEASE
-    try:
-        value = float(text)
-    except ValueError:
-        raise ConfigurationError(
-            f"{EMBED_LEASE_ENV} must be a number of seconds, got {text!r}"
-        ) from None
-    return check_lease(value, EMBED_LEASE_ENV)
+    return lease_from_text(text, EMBED_LEASE_ENV, DEFAULT_LEASE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,8 +46,9 @@ from memorybank.server.routes import (
 )
 from memorybank.server.routes import webhooks as webhook_routes
 from memorybank.server.supervise import exit_with_master
+from memorybank.stores.contract._async.leases import lease_from_text
 from memorybank.stores.contract._async.store import AsyncStore
-from memorybank.webhooks.delivery import WebhookWorker
+from memorybank.webhooks.delivery import DEFAULT_WEBHOOK_LEASE, WebhookWorker
 from memorybank.webhooks.registry import Webhooks
 
 if TYPE_CHECKING:
@@ -61,6 +62,7 @@ __all__ = [
     "KEY_CACHE_ENV",
     "MAX_BODY_ENV",
     "WEBHOOKS_ENV",
+    "WEBHOOK_LEASE_ENV",
     "app_from_env",
     "create_app",
 ]
@@ -74,6 +76,8 @@ MAX_BODY_ENV = "MEMORYBANK_MAX_BODY_BYTES"
 KEY_CACHE_ENV = "MEMORYBANK_KEY_CACHE_SECONDS"
 #: Environment variable read by ``app_from_env`` for ``webhooks`` (``on``, the default, or ``off``).
 WEBHOOKS_ENV = "MEMORYBANK_WEBHOOKS"
+#: Environment variable read by ``app_from_env`` for ``webhook_lease`` (seconds).
+WEBHOOK_LEASE_ENV = "MEMORYBANK_WEBHOOK_LEASE"
 
 #: The error answers of every route that needs a key (see ``document_auth``).
 _ERRORS: dict[int, str] = {
@@ -99,6 +103,7 @@ def create_app(
     embed: EmbedMode = "background",
     embed_lease: float | None = None,
     webhooks: bool = True,
+    webhook_lease: float = DEFAULT_WEBHOOK_LEASE,
     judge: LLMJudge | None = None,
     consolidate_every: float | None = None,
 ) -> FastAPI:
@@ -135,6 +140,9 @@ def create_app(
             (``memorybank.webhooks.delivery.WebhookWorker``: each endpoint registered under
             ``/v1/admin/webhooks`` is delivered by one worker at a time, whatever the
             number of processes and nodes). ``False``: this process only manages them.
+        webhook_lease: seconds the worker holds an endpoint it delivers: a killed
+            node's endpoints are taken over by another when it runs out. Keep it
+            longer than one delivery's timeout (10 s).
         judge: an ``LLMJudge`` for ``POST /v1/consolidate`` and the background runs (see
             ``memorybank.consolidation.config``; ``None``: the rules alone). Closed at
             shutdown. Ignored when ``memory`` is given.
@@ -170,7 +178,7 @@ def create_app(
         app.state.memory = mem
         app.state.keys = KeyRing(mem.store, cache_seconds=key_cache_seconds)
         app.state.webhooks = Webhooks(mem.store)
-        worker = WebhookWorker(mem) if webhooks else None
+        worker = WebhookWorker(mem, lease=webhook_lease) if webhooks else None
         app.state.webhook_worker = worker
         if owned and consolidate_every is not None:
             for info in await app.state.keys.list():  # the tenants to look after
@@ -328,7 +336,8 @@ def app_from_env() -> FastAPI:
     (``local``, ``openai`` or ``none``, see ``memorybank.embeddings.named``),
     ``$MEMORYBANK_KEY_CACHE_SECONDS``, ``$MEMORYBANK_EMBED`` (``background``, the
     default, or ``inline``), ``$MEMORYBANK_EMBED_LEASE`` (seconds),
-    ``$MEMORYBANK_WEBHOOKS`` (``on``, the default, or ``off``: no delivery worker here), the
+    ``$MEMORYBANK_WEBHOOKS`` (``on``, the default, or ``off``: no delivery worker here),
+    ``$MEMORYBANK_WEBHOOK_LEASE`` (seconds, 30 by default), the
     judge's ``$MEMORYBANK_JUDGE_URL``, ``$MEMORYBANK_JUDGE_MODEL`` and
     ``$MEMORYBANK_JUDGE_API_KEY`` and ``$MEMORYBANK_CONSOLIDATE_EVERY``
     (``memorybank.consolidation.config``). The factory
@@ -344,6 +353,9 @@ def app_from_env() -> FastAPI:
         embed=embed_mode(os.environ.get(EMBED_ENV)),
         embed_lease=embed_lease_seconds(os.environ.get(EMBED_LEASE_ENV)),
         webhooks=_switch(os.environ.get(WEBHOOKS_ENV), WEBHOOKS_ENV),
+        webhook_lease=lease_from_text(
+            os.environ.get(WEBHOOK_LEASE_ENV), WEBHOOK_LEASE_ENV, DEFAULT_WEBHOOK_LEASE
+        ),
         judge=judge_from(),
         consolidate_every=every_from(os.environ.get(CONSOLIDATE_EVERY_ENV)),
     )

@@ -25,10 +25,11 @@ from memorybank.events.types import (
     Event,
     cursor_number,
 )
-from memorybank.rules.scope import ROOT, Scope
+from memorybank.records import Thread
+from memorybank.rules.scope import ROOT, Scope, Visibility
 from memorybank.runtime.concurrency import asleep
 from memorybank.stores.contract.capabilities import Capability
-from memorybank.stores.contract.types import Unset
+from memorybank.stores.contract.types import Unset, visible
 
 if TYPE_CHECKING:
     from memorybank.core._async.core import _Core
@@ -138,7 +139,9 @@ class AsyncEvents:
 
     async def _with_content(self, events: builtins.list[Event]) -> builtins.list[Event]:
         """``events`` with the current content of the items they name (one read per
-        thread and branch, and per record kind)."""
+        thread and branch, and per record kind), only what the handle may see: the
+        entries of threads its user owns (of its agent or none), the records its
+        ``Visibility`` admits (read with it), whoever the event names."""
         store, tenant = self._core.store, self._tenant
         entry_ids: dict[tuple[str, str | None], builtins.list[str]] = {}
         record_ids: dict[str, builtins.list[str]] = {}
@@ -151,6 +154,14 @@ class AsyncEvents:
                 entry_ids.setdefault(where, []).append(event.item_id)
             elif event.kind in _RECORD_KINDS:
                 record_ids.setdefault(_RECORD_KINDS[event.kind], []).append(event.item_id)
+        seen = self._scope.visibility()
+        if seen is not None:  # a scoped handle: only the threads it may read
+            threads = await store.thread_get_many(tenant, [t for t, _ in entry_ids])
+            entry_ids = {
+                (t, b): ids
+                for (t, b), ids in entry_ids.items()
+                if t in threads and self._sees_thread(threads[t], seen)
+            }
         texts: dict[tuple[str, str | None, str], str | None] = {}
         for (thread_id, branch), ids in entry_ids.items():
             try:
@@ -160,7 +171,8 @@ class AsyncEvents:
             for entry_id, entry in got.items():
                 texts["entry", thread_id, entry_id] = entry.content
         for kind, ids in record_ids.items():
-            for record_id, record in (await store.record_get_many(tenant, kind, ids)).items():
+            records = await store.record_get_many(tenant, kind, ids, visible_to=seen)
+            for record_id, record in records.items():
                 texts[kind, None, record_id] = record.content
         return [
             dataclasses.replace(event, content=texts.get(_content_key(event)))
@@ -168,6 +180,13 @@ class AsyncEvents:
             else event
             for event in events
         ]
+
+    def _sees_thread(self, thread: Thread, seen: Visibility) -> bool:
+        """Whether the handle reads ``thread``'s entries: its user owns it (threads fail
+        closed, as ``check_owner``) and it is of the handle's agent or of none."""
+        user = self._scope.user_id
+        owned = isinstance(user, Unset) or thread.user_id == user
+        return owned and visible(seen, thread.agent_id, None)
 
     def _principal(self) -> tuple[str | Unset | None, str | Unset | None]:
         """The handle's user (only its events) and agent (its and those of no agent)."""

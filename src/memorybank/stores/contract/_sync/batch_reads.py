@@ -114,13 +114,19 @@ class BatchReads(ThreadStore, EntryStore, RecordStore):
         return out
 
     def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
-        """The records of ``kind`` with these ids that exist, keyed by id (missing ids absent)."""
+        """The records of ``kind`` with these ids that exist and that ``visible_to`` may
+        see, keyed by id (missing ids absent)."""
         found: dict[str, Record] = {}
         for record_id in dict.fromkeys(record_ids):
             record = self.record_get(tenant, kind, record_id)
-            if record is not None:
+            if record is not None and _types.visible(visible_to, record.agent_id, record.user_id):
                 found[record_id] = record
         return found
 

@@ -46,6 +46,7 @@ __all__ = [
     "check_lease",
     "claim",
     "expiry",
+    "lease_from_text",
     "lease_of",
     "leased",
     "release",
@@ -78,6 +79,18 @@ def check_lease(seconds: object, name: str = "lease") -> float:
     if not (0 < value < 86_400 * 365):
         raise ConfigurationError(f"{name} must be positive seconds (under a year), got {seconds!r}")
     return value
+
+
+def lease_from_text(text: str | None, name: str, default: float = DEFAULT_LEASE) -> float:
+    """A lease length from configuration text (an environment variable ``name``): unset
+    or empty is ``default``."""
+    if text is None or not text.strip():
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {text!r}") from None
+    return check_lease(value, name)
 
 
 def lease_of(record: Record) -> Lease | None:

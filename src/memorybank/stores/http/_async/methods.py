@@ -160,7 +160,12 @@ class AsyncHTTPStoreMethods(AsyncStore):
         return cast("Record | None", await self._call("record_get", locals()))
 
     async def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         return cast("dict[str, Record]", await self._call("record_get_many", locals()))
 

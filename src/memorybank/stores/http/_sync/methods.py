@@ -161,7 +161,12 @@ class HTTPStoreMethods(Store):
         return cast("Record | None", self._call("record_get", locals()))
 
     def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         return cast("dict[str, Record]", self._call("record_get_many", locals()))
 

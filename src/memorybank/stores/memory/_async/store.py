@@ -684,13 +684,18 @@ class AsyncInMemoryStore(AsyncStore):
         return [_copy_record(r) for r in found]
 
     async def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         self._check_open()
         found: dict[str, Record] = {}
         for record_id in dict.fromkeys(record_ids):
             record = self._records.get((tenant, kind, record_id))
-            if record is not None:
+            if record is not None and visible(visible_to, record.agent_id, record.user_id):
                 found[record_id] = _copy_record(record)
         return found
 

@@ -685,13 +685,18 @@ class InMemoryStore(Store):
         return [_copy_record(r) for r in found]
 
     def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         self._check_open()
         found: dict[str, Record] = {}
         for record_id in dict.fromkeys(record_ids):
             record = self._records.get((tenant, kind, record_id))
-            if record is not None:
+            if record is not None and visible(visible_to, record.agent_id, record.user_id):
                 found[record_id] = _copy_record(record)
         return found
 

@@ -23,14 +23,11 @@ from datetime import timedelta
 import pymysql
 
 from memorybank.errors import StoreUnavailable
-from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
-from memorybank.stores.contract.types import Unset
+from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.compat import MySQLConnection
 from memorybank.stores.mysql.rows import BEGIN, Statement
 from memorybank.stores.sql.events import (
-    event_of_row,
-    events_list_query,
     mysql_disable,
     mysql_emit,
     mysql_enable,
@@ -51,14 +48,22 @@ _FEED_STATE = (
 
 
 class EventsMixin(MySQLBase):
-    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``,
-    ``events_prune``, and ``forget_user``'s feed steps (``_forget_write``)."""
+    """``events_enable``, ``events_disable``, ``events_prune``, and ``forget_user``'s
+    feed steps (``_forget_write``); ``events_keep`` and ``events_list`` are ``SQLCore``'s."""
+
+    def _feed_state_read(self) -> Statement:
+        p = self.prefix
+        return _FEED_STATE, (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
+
+    def _missing_table(self, error: BaseException) -> bool:
+        return any(
+            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (_NO_TABLE,)
+            for e in (error, error.__cause__)
+        )
 
     def _feed_state(self, conn: MySQLConnection) -> tuple[bool, bool]:
         """(the feed's tables exist, its triggers are on)."""
-        p = self.prefix
-        names = (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
-        rows, _ = self._one(conn, _FEED_STATE, names)
+        rows, _ = self._one(conn, *self._feed_state_read())
         return bool(rows[0][0]), bool(rows[0][1])
 
     def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:
@@ -94,45 +99,6 @@ class EventsMixin(MySQLBase):
 
     def events_disable(self) -> None:
         self._feed_switch(mysql_disable(self.prefix), enable=False)
-
-    def events_keep(self) -> timedelta | None:
-        with self._connection() as conn:
-            tables, on = self._feed_state(conn)
-            if not (tables and on):
-                return None
-            rows, _ = self._one(
-                conn, f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'"
-            )
-        return timedelta(seconds=int(rows[0][0])) if rows else None
-
-    def events_list(
-        self,
-        tenant: str,
-        *,
-        after: str | None,
-        kinds: Sequence[str] | None,
-        user_id: str | Unset | None,
-        agent_id: str | Unset | None,
-        limit: int,
-    ) -> list[Event]:
-        p = self.prefix
-        number = cursor_number(after)
-        sql, params = events_list_query(
-            p, "%s", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
-        )
-        floor = (
-            f"SELECT COALESCE((SELECT floor FROM {p}events_tenants WHERE tenant_id = %s), 0)",
-            (tenant,),
-        )
-        with self._connection() as conn:
-            try:  # one round trip: the floor, then the events (no feed: no table)
-                (floors, _), (rows, _) = self._run(conn, [floor, (sql, params)])
-            except pymysql.err.ProgrammingError as error:
-                if not error.args or error.args[0] != _NO_TABLE:
-                    raise
-                return no_feed(number)
-        check_floor(after, number, int(floors[0][0]))
-        return [event_of_row(r) for r in rows]
 
     def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
 from psycopg import AsyncConnection
+from psycopg.errors import UndefinedTable
 
-from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
-from memorybank.stores.contract.types import Unset
+from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.postgres._async._base import PostgresBase
+from memorybank.stores.sql._async.core import Statement
 from memorybank.stores.sql.events import (
-    event_of_row,
-    events_list_query,
     postgres_disable,
     postgres_emit,
     postgres_enable,
@@ -30,16 +28,23 @@ _FEED_STATE = (
 
 
 class EventsMixin(PostgresBase):
-    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
+    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep`` and
+    ``events_list`` are ``SQLCore``'s)."""
+
+    def _feed_state_read(self) -> Statement:
+        p = self.prefix
+        return _FEED_STATE, (f"{p}events_mute", f"{p}events_entries_ins")
+
+    def _missing_table(self, error: BaseException) -> bool:
+        return isinstance(error, UndefinedTable) or isinstance(error.__cause__, UndefinedTable)
 
     async def _feed_state(self, conn: AsyncConnection[Any] | None = None) -> tuple[bool, bool]:
         """(the feed's tables exist, its triggers are on)."""
-        p = self.prefix
-        params = (f"{p}events_mute", f"{p}events_entries_ins")
+        sql, params = self._feed_state_read()
         if conn is None:
-            rows = await self._fetch(_FEED_STATE, params, retry=True)
+            rows = await self._fetch(sql, params, retry=True)
         else:
-            rows = await self._rows(conn, _FEED_STATE, params)
+            rows = await self._rows(conn, sql, params)
         return bool(rows[0][0]), bool(rows[0][1])
 
     async def events_enable(self, *, keep: timedelta) -> None:
@@ -70,40 +75,6 @@ class EventsMixin(PostgresBase):
             )
             for statement in postgres_disable(p):
                 await self._rows(conn, statement, None)
-
-    async def events_keep(self) -> timedelta | None:
-        tables, on = await self._feed_state()
-        if not (tables and on):
-            return None
-        rows = await self._fetch(
-            f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'", retry=True
-        )
-        return timedelta(seconds=int(rows[0][0])) if rows else None
-
-    async def events_list(
-        self,
-        tenant: str,
-        *,
-        after: str | None,
-        kinds: Sequence[str] | None,
-        user_id: str | Unset | None,
-        agent_id: str | Unset | None,
-        limit: int,
-    ) -> list[Event]:
-        p = self.prefix
-        number = cursor_number(after)
-        sql, params = events_list_query(
-            p, "%s", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
-        )
-        tables, _ = await self._feed_state()
-        if not tables:
-            return no_feed(number)
-        if after is not None:
-            rows = await self._fetch(
-                f"SELECT floor FROM {p}events_tenants WHERE tenant_id = %s", (tenant,), retry=True
-            )
-            check_floor(after, number, int(rows[0][0]) if rows else 0)
-        return [event_of_row(r) for r in await self._fetch(sql, params, retry=True)]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix

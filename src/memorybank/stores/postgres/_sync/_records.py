@@ -12,6 +12,7 @@ from typing import Any
 from psycopg import Connection
 
 from memorybank.stores.contract._sync.store import Record, RecordGuard, Visibility
+from memorybank.stores.contract.types import visible
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
@@ -102,16 +103,26 @@ class RecordsMixin(PostgresBase):
         return int(rows[0][0])
 
     def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
-        """One statement: a primary-key descent per id (the ids as one parameter)."""
+        """One statement: a primary-key descent per id (the ids as one parameter); what
+        ``visible_to`` may not see is left out of the answer."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         params = {"ids": ids, "tenant": tenant, "kind": kind}
         rows = self._fetch(self._sql.record_get_many, params, retry=True)
         found = {row[1]: row_to_record(row) for row in rows}
-        return {i: found[i] for i in ids if i in found}
+        return {
+            i: r
+            for i in ids
+            if (r := found.get(i)) is not None and visible(visible_to, r.agent_id, r.user_id)
+        }
 
     def record_list_keys_linked(
         self,

@@ -107,9 +107,15 @@ class RedisRecords(RedisScope):
         return found if limit is None else found[:limit]
 
     async def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
-        """``HMGET`` of the kind's hash, ``CHUNK`` ids per command, in one pipeline."""
+        """``HMGET`` of the kind's hash, ``CHUNK`` ids per command, in one pipeline; what
+        ``visible_to`` may not see is left out of the answer."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
@@ -122,10 +128,14 @@ class RedisRecords(RedisScope):
                 replies = await pipe.execute()
         texts = [text for reply in replies for text in reply]
         return {
-            rid: decode_record(kind, rid, json.loads(text))
+            rid: record
             for rid, text in zip(ids, texts, strict=True)
             if text is not None
-        }
+            and visible(
+                visible_to, (record := decode_record(kind, rid, json.loads(text))).agent_id,
+                record.user_id,
+            )
+        }  # fmt: skip
 
     async def record_list_keys(
         self,

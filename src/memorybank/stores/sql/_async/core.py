@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from memorybank.errors import NotFound, ThreadForbidden
+from memorybank.events.types import Event, check_floor, cursor_number, no_feed
 from memorybank.records import Branch, Entry, Summary, Thread
 from memorybank.stores.contract._async.store import SearchHit
 from memorybank.stores.contract.types import (
@@ -35,6 +36,7 @@ from memorybank.stores.sql.common import (
     vector_array,
 )
 from memorybank.stores.sql.dialect import Dialect
+from memorybank.stores.sql.events import event_of_row, events_list_query
 from memorybank.stores.sql.program import AsyncStepRunner, Program, Statement
 from memorybank.stores.vectors.exact import CachedRows, top_k
 
@@ -625,6 +627,52 @@ class SQLCore(KeyReads):
         found = {thread.id: thread for thread in map(row_to_thread, rows)}
         return {tid: found[tid] for tid in wanted if tid in found}
 
+    # -- the change feed's reads (each engine writes it with triggers of its own) -------
+
+    @abc.abstractmethod
+    def _feed_state_read(self) -> Statement:
+        """The read answering one row: (the feed's tables exist, its triggers are on)."""
+
+    @abc.abstractmethod
+    def _missing_table(self, error: BaseException) -> bool:
+        """Whether ``error``, raised by a read (or the driver's error it was raised
+        from), says a table does not exist: the feed's, never made."""
+
+    async def events_keep(self) -> timedelta | None:
+        keep = f"SELECT value FROM {self.prefix}events_config WHERE name = 'keep'"
+        try:  # one read: the state, then the keep time (no feed: no table)
+            (tables, on), *rows = await self._select_many([self._feed_state_read(), (keep, ())])
+        except Exception as error:
+            if not self._missing_table(error):
+                raise
+            return None
+        return timedelta(seconds=int(rows[0][0])) if tables and on and rows else None
+
+    async def events_list(
+        self,
+        tenant: str,
+        *,
+        after: str | None,
+        kinds: Sequence[str] | None,
+        user_id: str | Unset | None,
+        agent_id: str | Unset | None,
+        limit: int,
+    ) -> list[Event]:
+        p, mark = self.prefix, self.dialect.mark
+        number = cursor_number(after)
+        sql, params = events_list_query(
+            p, mark, tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
+        )
+        floor = f"SELECT COALESCE((SELECT floor FROM {p}events_tenants WHERE tenant_id = {mark}),0)"
+        try:  # one read: the tenant's floor (one row), then the events (no feed: no table)
+            (lowest, *_), *rows = await self._select_many([(floor, (tenant,)), (sql, params)])
+        except Exception as error:
+            if not self._missing_table(error):
+                raise
+            return no_feed(number)
+        check_floor(after, number, int(lowest))
+        return [event_of_row(r) for r in rows]
+
     # -- the reads behind the in-process vector cache (``CachedVectorStore``) ----------
 
     async def _vc_count(self, tenant: str, model_id: str, kind: str, limit: int) -> int:
@@ -1013,18 +1061,24 @@ class SQLCore(KeyReads):
         return (await self.record_get_many(tenant, kind, [record_id])).get(record_id)
 
     async def record_get_many(
-        self, tenant: str, kind: str, record_ids: Sequence[str]
+        self,
+        tenant: str,
+        kind: str,
+        record_ids: Sequence[str],
+        *,
+        visible_to: Visibility | None = None,
     ) -> dict[str, Record]:
         """Primary-key reads, ``IN`` lists in one read."""
         ids = list(dict.fromkeys(record_ids))
         if not ids:
             return {}
         d, table = self.dialect, self._table("records")
+        scope, seen = scope_sql("", visible_to, d.mark)
         rows = await self._select_many(
             [
                 (
-                    records_by_ids_query(d, table, self._record_columns, len(part)),
-                    (tenant, kind, *part),
+                    records_by_ids_query(d, table, self._record_columns, len(part)) + scope,
+                    (tenant, kind, *part, *seen),
                 )
                 for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
             ]

@@ -393,6 +393,20 @@ class SQLiteStoreBase(SQLCore):
 
         return self._run_read(op)
 
+    def _feed_state_read(self) -> Statement:
+        p = self.prefix
+        return (
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?),"
+            " EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?)",
+            (f"{p}events_mute", f"{p}events_entries_ins"),
+        )
+
+    def _missing_table(self, error: BaseException) -> bool:
+        return any(
+            isinstance(e, sqlite3.OperationalError) and str(e).startswith("no such table")
+            for e in (error, error.__cause__)
+        )
+
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run the read-only ``fn`` in one snapshot of a read connection, in parallel
         with other reads and with the writer (WAL); on the writer's connection when

@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
-from memorybank.stores.contract.types import Unset
+from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import (
-    event_of_row,
-    events_list_query,
     sqlite_disable,
     sqlite_emit,
     sqlite_enable,
@@ -60,7 +56,8 @@ def forget_events_end(conn: sqlite3.Connection, p: str, tenant: str, user_id: st
 
 
 class EventsMixin(SQLiteStoreBase):
-    """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
+    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep`` and
+    ``events_list`` are ``SQLCore``'s)."""
 
     def events_enable(self, *, keep: timedelta) -> None:
         p = self.prefix
@@ -88,47 +85,6 @@ class EventsMixin(SQLiteStoreBase):
                 conn.execute(statement)
 
         self._run(lambda: self._write(op))
-
-    def events_keep(self) -> timedelta | None:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> timedelta | None:
-            if not _has_feed(conn, p) or not _is_on(conn, p):
-                return None
-            row = conn.execute(f"SELECT value FROM {p}events_config WHERE name = 'keep'").fetchone()
-            return None if row is None else timedelta(seconds=row[0])
-
-        return self._run(lambda: self._read(op))
-
-    def events_list(
-        self,
-        tenant: str,
-        *,
-        after: str | None,
-        kinds: Sequence[str] | None,
-        user_id: str | Unset | None,
-        agent_id: str | Unset | None,
-        limit: int,
-    ) -> list[Event]:
-        p = self.prefix
-        number = cursor_number(after)
-        sql, params = events_list_query(
-            p, "?", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
-        )
-
-        def op(conn: sqlite3.Connection) -> list[Event]:
-            if not _has_feed(conn, p):
-                return no_feed(number)
-            if after is not None:
-                row = conn.execute(
-                    f"SELECT COALESCE((SELECT floor FROM {p}events_tenants"
-                    " WHERE tenant_id = ?), 0)",
-                    (tenant,),
-                ).fetchone()
-                check_floor(after, number, row[0])
-            return [event_of_row(r) for r in conn.execute(sql, params).fetchall()]
-
-        return self._run_read(op)
 
     def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix

@@ -223,6 +223,20 @@ class RecordCases(ContractBase):
         assert await store.record_get_many(_id("tenant"), "fact", [a.id, b.id]) == {}
         assert await store.record_get_many(tenant, "core", [a.id, b.id]) == {a.id: other_kind}
         assert await store.record_get_many(tenant, "fact", []) == {}
+        # ``visible_to``: what that agent and user may see (shared rows included), only
+        asked = [a.id, b.id, x.id]
+        alice_bot = await store.record_get_many(
+            tenant, "fact", asked, visible_to=Visibility("bot", "alice")
+        )
+        assert alice_bot == {a.id: a, b.id: b, x.id: x}
+        bob = await store.record_get_many(
+            tenant, "fact", asked, visible_to=Visibility(UNSET, "bob")
+        )
+        assert bob == {b.id: b, x.id: x}
+        shared = await store.record_get_many(
+            tenant, "fact", asked, visible_to=Visibility(None, None)
+        )
+        assert shared == {x.id: x}
 
     async def test_entry_get_many_returns_the_branch_entries_of_these_ids(
         self, memory: AsyncMemory, store: AsyncStore
