@@ -1,26 +1,9 @@
 """Importance, last use and decay of long-term memory (I/O-free rules and values).
 
-Every fact, document and entry has an *importance* in ``[0, 1]`` and a *last-used* time,
-kept in one ``memory_usage`` record per item (``usage_id(kind, id)``; ``key`` = the
-item's id; owned like the item, so ``forget_user`` erases it). The rules, written once:
-
-* **start**: ``importance=`` given at write (``facts.add``, ``documents.add``) or set
-  later (``memory.usage.set``), else ``DEFAULT_IMPORTANCE`` (0.5).
-* **use**: each time ``memory.search`` returns an item in its hits, its use count grows
-  by one, its last-used time becomes the search's time, and its importance moves
-  ``USE_STEP`` of the way up to 1 (``used``). A search never writes per hit: the uses
-  wait in a buffer of the memory (``UsageBuffer``) and are written in batches of at
-  most ``USAGE_BATCH`` items, one batch read and one batch write each, when the buffer
-  is full, on ``memory.usage.flush()`` and on ``close()``. A crash loses at most the
-  buffered uses (they are hints, not data); two processes flushing the same item at
-  once may lose one of the two counts.
-* **feedback** (``memory.feedback``): useful moves it halfway up to 1, not useful
-  halves it (``rated``, the rule fact confidence follows too).
-
-``HalfLife(days=...)`` weighs a search's scores by recency and importance
-(``search(..., decay=HalfLife(days=30))``; off by default, so rankings stay as they
-are); ``RetentionPolicy(min_importance=..., unused_for=...)`` prunes long-term memory
-by them (``memorybank.retention``).
+Every fact, document and entry has an importance in ``[0, 1]`` and a last-used time,
+kept in one ``memory_usage`` record per item (``usage_id(kind, id)``). The rules
+(start, use, feedback), the use buffer and ``HalfLife`` decay: docs/consolidation.md
+("Importance, last use and decay").
 """
 
 from __future__ import annotations

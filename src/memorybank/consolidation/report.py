@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from memorybank.core.judge import JudgeUsage
 
@@ -19,6 +19,14 @@ __all__ = [
 #: ``"applying"`` while a run writes (or after it was interrupted), ``"applied"`` once
 #: done, ``"undone"`` after ``undo``; ``"dry_run"`` for a report nothing was written for.
 RunStatus = Literal["applying", "applied", "undone", "dry_run"]
+
+_Change = TypeVar("_Change", "ConsolidationChange", "EntityChange")
+
+
+def change_from(cls: type[_Change], data: dict[str, Any], **defaults: Any) -> _Change:
+    """The change a stored ``to_dict`` tells; keys an older one lacks take ``defaults``."""
+    told = {f.name: data[f.name] for f in fields(cls) if f.name in data}
+    return cls(**{**defaults, **told})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,26 +1,11 @@
 """What consolidation decides, without I/O: duplicates, contradictions and the plan.
 
-A plan is a list of ``Change``: each retires one fact (the *loser*) in favour of
-another of the same owner (the *winner*). Two reasons exist:
-
-* ``"duplicate"``: the two say the same thing. Decided by ``is_duplicate``:
-  equal normalised text, or the same slot with the same value, or embeddings at
-  least ``DUPLICATE_COSINE`` apart with word overlap (Jaccard of content words)
-  at least ``DUPLICATE_OVERLAP_WITH_VECTORS``, or (no vectors) word overlap at
-  least ``DUPLICATE_OVERLAP``. Never when the two disagree on a number, on a
-  negation, or on the value of one slot. The oldest of a group survives and
-  gains the others' provenance.
-* ``"contradiction"``: the same subject and attribute (a *slot*) with different
-  values. The value valid last wins (``valid_at`` in the fact's metadata, else
-  ``said_at``, else when the fact was stored); a value valid only in the future
-  is left alone (it does not hold yet), so a value said earlier but valid later
-  is never overwritten by one said in between.
-
-A fact's slot comes from its metadata (``subject``, ``attribute``, ``value``, as
-extraction writes them) or, failing that, from a few English sentence shapes of
-single-valued attributes (``lives_in``, ``works_at``, ``age``, ``name``,
-``favorite_<thing>``, ``occupation``, ``birthday``...). Everything here is
-deterministic: the same facts give the same plan.
+A plan is a list of ``Change``: each retires one fact (the *loser*) in favour of another
+of the same owner (the *winner*), as a ``"duplicate"`` (``is_duplicate``; the oldest of
+a group survives and gains the others' provenance) or a ``"contradiction"`` (the same
+slot with another value; the value valid last wins, one valid only in the future is left
+alone). The rules, the slots and their sentence shapes: docs/consolidation.md ("The
+rules (no LLM)"). Deterministic: the same facts give the same plan.
 """
 
 from __future__ import annotations

@@ -186,8 +186,8 @@ SessionStatus = Literal["active", "paused", "archived"]
 
 @dataclass
 class Session:
-    """A user's long-lived conversation on one channel: a thread with id
-    ``session_<channel_type>_<user_id>``.
+    """A user's long-lived conversation with one agent on one channel: a thread with id
+    ``session_<channel_type>_<channel_id>_<agent_id>_<user_id>`` (parts percent-encoded).
 
     ``message_count`` is the thread's entry count when the session was read;
     ``last_active_at`` is the thread's last change (a new entry or an update).

@@ -1,29 +1,11 @@
 """``LLMJudge``: an OpenAI-compatible chat model deciding what the rules cannot.
 
-``Memory(..., judge=LLMJudge(base_url=..., model=..., api_key=...))``: after the
-rules (``memorybank.consolidation.rules``) planned a run, each current fact the
-rules left undecided is shown to the judge with the older facts of its owner
-near it (``rules.undecided``: the *candidates*, each with its id), one request
-per fact to ``{base_url}/chat/completions`` at temperature 0. The judge answers
-``{"decisions": [{"id": <candidate id>, "relation": "duplicate" | "contradiction"
-| "neither"}]}``; the JSON schema is sent as ``response_format`` (``json_schema``,
-its ``id`` an ``enum`` of the ids shown) unless ``structured_output=False``.
-
-The answer is validated (``parse_decisions``): not JSON, or not that shape, is an
-invalid answer (retried, ``max_retries`` times); a decision naming an id that was
-not shown, a relation outside the three, or an id named twice is ignored. A case
-whose every attempt failed (invalid answer, HTTP error, timeout) decides nothing.
-A ``duplicate`` merges the newer fact into the older (as the rules do); a
-``contradiction`` supersedes the one valid earlier by the one valid later.
-
-Budget, per run: at most ``max_calls`` requests (retries count) and, when
-``max_run_tokens`` is set, no new request once the tokens the endpoint reported
-(``usage.total_tokens``; else about a token per 4 characters) reach it; each
-answer is capped at ``max_tokens``. The run's report says what was asked
-(``report.judge``) and which changes the judge decided (``decided_by``).
-
-Uses httpx (``pip install memorybank[openai]``), through ``HttpClients`` like
-``LLMReranker``: ``close()`` / ``await aclose()`` release the connections.
+After the rules planned a run, each fact they left undecided is shown to the judge with
+its candidates, one request per fact; the answer is validated (``parse_decisions``) and
+budgeted per run. What it is asked, what is applied, what a failure does and the budget:
+docs/consolidation.md ("An LLM judge for what the rules cannot decide"). Uses httpx
+(``pip install memorybank[openai]``) through ``HttpClients``, like ``LLMReranker``:
+``close()`` / ``await aclose()`` release the connections.
 """
 
 from __future__ import annotations

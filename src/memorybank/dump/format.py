@@ -1,71 +1,8 @@
 """The dump format of ``memorybank export``/``import``: JSON lines, I/O-free.
 
-A dump is UTF-8 JSON lines. The first line is the header::
-
-    {"format": "memorybank-dump", "version": 2, "tenant": "default",
-     "created_at": "2026-11-30T18:00:00+00:00", "kinds": [...],
-     "vector_model": null, "unlisted": []}
-
-``unlisted`` names what the source store could not enumerate and the dump
-therefore lacks (``"working"``, ``"snapshot"``: a store without
-``working_runs``/``snapshot_runs``).
-
-then one record per line, each an object with a ``"type"``:
-
-``thread``
-    ``{"type": "thread", "thread": {...Thread fields...},
-    "branches": [{...Branch fields..., "entries": N, "fork_position": P}]}``.
-    ``entries`` is the branch's entry count (used by a resumed import to tell
-    a complete thread from a half-written one); ``fork_position`` the position
-    of ``from_entry`` (entries up to it are the fork's copy, not repeated).
-``entry``
-    ``{"type": "entry", "entry": {...Entry fields...}}``: every field of
-    ``memorybank.records.Entry`` (id, thread_id, branch, position, role,
-    content, name, tool_calls, tool_call_id, metadata, state, token_count,
-    created_at, idempotency_key, and any field added later), after its
-    thread's line, branch by branch in ``position`` order.
-``record``
-    ``{"type": "record", "record": {...Record fields...}}``: a stored record
-    (``kind`` is ``fact``, ``fact_version`` (fact history), ``fact_source``
-    (provenance links), ``core_fact``, ``core_fact_history``, ``document``,
-    and the knowledge graph's ``graph_*`` kinds: entities, their identity and
-    name index, relations (``graph_out`` and ``graph_in``), slots, provenance
-    and inference support; see ``memorybank.graph._async``; ``graph_ingested``:
-    the entries ``memory.graph.ingest`` has read, see ``memorybank.graph._async.formation``;
-    ``working_owner``: the user a run's working memory belongs to, see
-    ``memorybank.memory._async.run_state``),
-    with its revision, key and expiry.
-
-An entry or record line may carry ``"vector": [floats]``: its stored vector of
-the header's ``vector_model`` (``export --vectors MODEL``).
-
-``summary``
-    ``{"type": "summary", "summary": {...Summary fields...}}``.
-``snapshot`` (version 2)
-    ``{"type": "snapshot", "snapshot": {"run_id": R, "user_id": owner, "value": TEXT}}``:
-    a run's snapshot, ``value`` the stored JSON text exactly. The store contract
-    returns no save time: an import stamps the header's ``created_at``.
-``working`` (version 2)
-    ``{"type": "working", "working": {"run_id": R, "items": {key: TEXT}}}``: a
-    run's working memory (``R`` is the store's run key, which includes the
-    principal the run was opened with).
-``end`` (version 3)
-    ``{"type": "end", "counts": {TYPE: N, ...}, "sha256": HEX}``: the trailer,
-    the dump's last line. ``counts`` holds the number of lines of every type
-    above (``thread``, ``entry``, ``record``, ``summary``, ``snapshot``,
-    ``working``, zeros included) and ``sha256`` the SHA-256 of every line
-    before it, header included, each as its UTF-8 text plus ``"\n"``
-    (``Checksum``). A dump cut anywhere, even at a line boundary, lacks it or
-    disagrees with it, so ``import`` refuses it (``--allow-partial`` takes
-    what is there and says it is partial); a version 1 or 2 dump has no
-    trailer and imports with a warning.
-``graph``
-    Reserved (the knowledge graph travels as ``record`` lines). A line of any
-    other ``type``, or one that is not a JSON object, is an error.
-
-Datetimes are ISO 8601 with their UTC offset (microseconds kept); every other
-value is the JSON the stores hold. Records are built from their dataclass
-fields, so a field added to ``Entry`` or ``Record`` flows through unchanged.
+The header, the line types and the trailer are described in docs/dump-format.md. Records
+are built from their dataclass fields, so a field added to ``Entry`` or ``Record`` flows
+through unchanged.
 """
 
 from __future__ import annotations

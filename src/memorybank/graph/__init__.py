@@ -1,4 +1,4 @@
-"""Knowledge-graph memory: ``memory.graph`` (see ``memorybank.graph._async``).
+"""Knowledge-graph memory: ``memory.graph`` (docs/graph.md).
 
 This package holds the graph's values (``memorybank.graph.model``) and, in
 ``memorybank.mcp.graph_tools``, the MCP memory server's nine tools on top of

@@ -1,38 +1,9 @@
 """The graph block of ``build_context``: ranking, formatting and fitting, no I/O.
 
-``memorybank.graph._async.context`` gathers the candidates (the entities the
-input names, their neighbourhood); this module turns them into the block::
-
-    Entities:
-    - Alice (person; aka Ally): likes green tea
-    - Acme (organization)
-    Relationships:
-    - Alice works_at Acme (since 2024-03-01)
-
-Ranking (deterministic: every tie is broken by names, then ids):
-
-* a *seed* is an entity the input names (name or alias, at word boundaries,
-  case-insensitive): score 1.0; an entity found only by searching the input
-  scores 0.6 for the best hit down to 0.3 for the last;
-* an entity scores the best, over the paths of at most ``max_depth`` hops from
-  a seed, of the seed's score times, for each hop, ``0.5 + 0.3 * r`` where
-  ``r`` is the share of the input's words the relation's type and label
-  contain (a relation the input asks about carries relevance further), plus up
-  to 0.3 for the share of the input's words its own name, aliases and
-  observations contain;
-* a relation scores the mean of its endpoints' scores, plus up to 0.3 for the
-  share of the input's words its type and label contain, scaled by
-  ``0.5 + 0.5 * confidence``; a relation that no longer holds (shown only with
-  ``include_history``) counts 0.8 of that.
-
-Fitting: entity lines and relation lines are taken best first (an entity
-before a relation of the same score); one that does not fit is skipped and the
-next may fit. Lines are costed one by one, each with its newline (exact for the
-BPE encoders, which split text after a newline), and a line estimated not to
-fit by at most 2 tokens is measured exactly with the block (for the first 8
-such lines). The whole block is then measured exactly and the
-last-taken lines are dropped until it fits. Within each block lines keep their
-rank order.
+``memorybank.graph._async.context`` gathers the candidates (the entities the input
+names, their neighbourhood); this module ranks them (deterministically: every tie is
+broken by names, then ids) and fits their lines to the block's budget. The scores and
+the fitting rule are in docs/graph.md ("Context"); the constants below are theirs.
 """
 
 from __future__ import annotations

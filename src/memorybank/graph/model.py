@@ -1,16 +1,9 @@
 """The knowledge graph's values: entities, relations, subgraphs, paths.
 
-Plain frozen values shared by ``AsyncMemory`` and ``Memory`` (``memory.graph``);
-the verbs that make and read them live in ``memorybank.graph._async``.
-
-Times (DESIGN.md, bitemporal like Graphiti, but scoped):
-
-* ``valid_at`` / ``invalid_at``: when a relation held *in the world*.
-  ``valid_at`` ``None`` means "since it was added" (``created_at``);
-  ``invalid_at`` ``None`` means it still holds.
-* ``created_at`` / ``expired_at``: when memorybank learned it and when it
-  retired it (an invalidation or a functional replacement sets both
-  ``invalid_at`` and ``expired_at``; a delete removes the relation for good).
+Plain frozen values shared by ``AsyncMemory`` and ``Memory`` (``memory.graph``); the
+verbs that make and read them live in ``memorybank.graph._async``. A relation's four
+times (``valid_at``/``invalid_at`` in the world, ``created_at``/``expired_at`` in
+memorybank): docs/graph.md ("Model").
 """
 
 from __future__ import annotations

@@ -1,28 +1,11 @@
 """``memory.consolidate`` and ``memory.consolidation``: runs, reports, undo.
 
-A run reads one owner's current facts, asks ``memorybank.consolidation.rules``
-(and the memory's judge) for a plan, and applies it above the stores, with the
-record primitives every store has:
-
-* a ``consolidation_run`` record (owned like the facts, so ``forget_user``
-  erases it) says the run is ``applying``, then ``applied``;
-* the changes are applied in chunks of ``CHUNK``; a chunk writes the kept facts'
-  new versions (their old values into ``history``), the retired facts' last
-  values as ``fact_version`` records with ``superseded_by``, the new provenance
-  links, one ``consolidation_change`` record per change holding both facts as
-  they were (and the retired fact's vector: what ``undo`` restores), the run's
-  progress, and deletes the retired facts. On a crash-safe store (``ATOMIC`` and
-  durable) a chunk is one ``store.atomic`` transaction. A fact changed since the
-  plan read it skips its change (listed in ``skipped``).
-* Between two chunks the run pauses (``PAUSE``, and at least as long as the chunk
-  held the store), so concurrent writers are never held back by the run.
-
-A run of more than one chunk first writes its plan (``consolidation_plan``
-records, one per chunk) and holds its run record with a lease
-(``memorybank.stores.contract._async.leases``). A run interrupted by a crash is
-completed from its plan by ``resume()`` (which ``run`` calls first for its owner,
-and the background worker on each tick) once its worker's lease ran out: a kill
--9 leaves the run applied or nothing, once resumed.
+A run reads one owner's current facts, asks ``memorybank.consolidation.rules`` (and
+the memory's judge) for a plan, and applies it above the stores in chunks of
+``CHUNK``, pausing between two; a run of more than one chunk journals its plan and
+holds a lease, so a crashed run is completed by ``resume()``. The records it writes
+and its crash guarantees: docs/consolidation.md ("Runs, reports and undo", "Writes,
+concurrency and crashes").
 """
 
 from __future__ import annotations
@@ -48,8 +31,10 @@ from memorybank.consolidation.report import (
     ConsolidationReport,
     JudgeUsage,
     RunStatus,
+    change_from,
 )
 from memorybank.consolidation.rules import Change, owners, plan, undecided, valid_at
+from memorybank.core._async.core import Namespace
 from memorybank.core._async.facts import (
     FACT,
     FACT_SOURCE,
@@ -63,7 +48,7 @@ from memorybank.errors import ConfigurationError, Conflict, InvalidInput, LeaseL
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Scope
+from memorybank.rules.scope import ROOT
 from memorybank.runtime.concurrency import AsyncJobQueue, aoffload, asleep
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async import leases
@@ -170,13 +155,7 @@ def _public(change: Change, loser: Fact | Record, winner: Fact | Record) -> Cons
     )
 
 
-def _change_from(data: dict[str, Any]) -> ConsolidationChange:
-    """The change a journal step or a change record tells (older ones lack some defaults)."""
-    told = {f.name: data[f.name] for f in dataclasses.fields(ConsolidationChange) if f.name in data}
-    return ConsolidationChange(**told)
-
-
-class AsyncConsolidation:
+class AsyncConsolidation(Namespace):
     """``memory.consolidation``: what consolidation runs did, and their undo.
 
     ``memory.consolidate(...)`` starts a run (see ``run``). Runs are owned like
@@ -184,11 +163,6 @@ class AsyncConsolidation:
     the runs over its own facts and over shared ones, and a run it may not see
     behaves exactly like a missing id (``NotFound``).
     """
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     async def run(
         self,
@@ -521,7 +495,7 @@ class AsyncConsolidation:
                 or got_winner.revision != state.expected(step, winner_id)
                 or got_loser.revision != state.expected(step, loser_id)
             ):
-                report.skipped.append(_change_from(step))
+                report.skipped.append(change_from(ConsolidationChange, step))
                 continue
             winner, loser = fact_from_record(got_winner), fact_from_record(got_loser)
             record, made = self._change_records(
@@ -796,8 +770,8 @@ class AsyncConsolidation:
             finished_at=_time(data.get("finished_at")),
             undone_at=_time(data.get("undone_at")),
             facts_examined=int(data.get("facts_examined", 0)),
-            changes=[_change_from(c.data) for c in changes],
-            skipped=[_change_from(c) for c in data.get("skipped") or []],
+            changes=[change_from(ConsolidationChange, c.data) for c in changes],
+            skipped=[change_from(ConsolidationChange, c) for c in data.get("skipped") or []],
             judge=None if not data.get("judge") else JudgeUsage(**data["judge"]),
         )
 
@@ -884,27 +858,11 @@ def _cursor(record: Record) -> tuple[datetime, str] | None:
 
 class AsyncConsolidationService:
     """The background consolidation of one memory (shared by its handles):
-    ``Memory(consolidate="background")`` and ``serve --consolidate-every``.
-
-    Every ``consolidate_every`` seconds (and on ``memory.consolidation.tick()``) a worker of
-    the memory (a task of its event loop; a thread for ``Memory``) looks after each tenant
-    the memory served:
-
-    1. it takes the tenant's *schedule* record (kind ``consolidate_schedule`` in the reserved
-       tenant ``SCHEDULE_TENANT``) with a lease (``memorybank.stores.contract._async.leases``):
-       of several processes or service nodes on one store, one at a time works on a tenant,
-       and a node that died holding it has it taken over once the lease runs out;
-    2. it completes the tenant's interrupted runs (``memory.consolidation.resume()``);
-    3. it reads the facts stored since the cursor the schedule keeps (a page of ``PAGE`` at a
-       time, oldest first: the cost follows the new facts, never all of them) and
-       consolidates each owner (user, or the shared facts) with a fact newer than its last
-       applied run, every agent's facts each compared with its own;
-    4. it moves the cursor past what it read and releases the lease.
-
-    A run the schedule makes is like any other: in ``memory.consolidation.runs()``, undone by
-    ``undo(run_id)``. A failure is logged and retried at the next tick. ``close()`` stops the
-    worker between two owners (what is left waits for the next start; a run cut short is
-    resumed), giving it ``CLOSE_TIMEOUT`` seconds.
+    ``Memory(consolidate="background")`` and ``serve --consolidate-every``. Each tick takes
+    each served tenant's schedule (a leased ``consolidate_schedule`` record in
+    ``SCHEDULE_TENANT``), resumes its interrupted runs, consolidates the owners with facts
+    newer than the schedule's cursor and moves it: docs/consolidation.md ("Background
+    consolidation").
     """
 
     def __init__(self, core: _Core, every: float) -> None:

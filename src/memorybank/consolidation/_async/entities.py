@@ -1,22 +1,10 @@
 """Consolidation of graph entities: aliases of one thing merged, per owner, with undo.
 
-``memory.consolidate`` calls ``consolidate_entities`` after the facts: it reads the
-owner's entities, asks ``memorybank.consolidation.entity_rules`` (and the memory's LLM
-judge, when it has one, for the pairs the rules leave undecided) which name the same
-thing, and merges each into its group's oldest entity with the graph's own
-``merge_entities`` (names become aliases, observations and provenance join, relations
-are re-pointed to the survivor). The survivor gains a version whose ``properties``
-name the run and the reason (``merged_from``, ``consolidation_run``,
-``consolidation_reason``).
-
-Every merge runs on the store through a recorder that notes, before each write or
-delete, the value every graph record it touches had (entity, identity, names,
-relations both ways, slots, provenance links, inferred relations dropped) and the
-entities' vectors. A ``consolidation_entity_change`` record (owned like the entities,
-keyed by the run id) keeps those values, the revisions the merge left, and the merged
-entity's last value with ``into`` (the merged-into link): the history of the merge,
-and what ``undo`` restores. ``undo`` refuses (``Conflict``, nothing written) when any
-of those records changed since the run.
+``consolidate_entities`` (after the facts) asks ``memorybank.consolidation.entity_rules``
+(and the judge) which entities name one thing and merges each into its group's oldest
+with the graph's ``merge_entities``, through a recorder that notes every graph record a
+merge touches as it was: the ``consolidation_entity_change`` record ``undo`` restores.
+docs/consolidation.md ("Graph entities that name one thing").
 """
 
 from __future__ import annotations
@@ -32,7 +20,7 @@ from memorybank.consolidation.entity_rules import (
     plan_entities,
     undecided_entities,
 )
-from memorybank.consolidation.report import ConsolidationReport, EntityChange
+from memorybank.consolidation.report import ConsolidationReport, EntityChange, change_from
 from memorybank.core._async.embed import embed_texts
 from memorybank.errors import Conflict, InvalidInput
 from memorybank.graph._async.entities import EntityVerbs
@@ -232,22 +220,6 @@ def _public(plan: EntityMergePlan, gone: Entity, kept: Entity, moved: int) -> En
     )
 
 
-def _change_from(data: dict[str, Any]) -> EntityChange:
-    return EntityChange(
-        entity_id=data["entity_id"],
-        into=data["into"],
-        reason=data.get("reason", "alias"),
-        rule=data["rule"],
-        why=data["why"],
-        name=data["name"],
-        into_name=data["into_name"],
-        type=data["type"],
-        relations_moved=int(data.get("relations_moved", 0)),
-        score=data.get("score"),
-        decided_by=data.get("decided_by", "rules"),
-    )
-
-
 def crash_safe(store: AsyncStore) -> bool:
     """Whether ``store.atomic`` makes a chunk survive a crash whole or not at all: it
     claims ``ATOMIC`` and keeps its data (not an in-memory store, nor SQLite's
@@ -399,7 +371,7 @@ async def entity_changes(
 
 def public_changes(records: Sequence[Record]) -> list[EntityChange]:
     """The ``EntityChange`` of each change record."""
-    return [_change_from(r.data) for r in records]
+    return [change_from(EntityChange, r.data, reason="alias") for r in records]
 
 
 class EntityUndo:

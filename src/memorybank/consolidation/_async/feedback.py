@@ -1,21 +1,8 @@
 """``memory.feedback``: an agent (or its app) says whether a recalled fact was useful.
 
-The rule, written once here: feedback moves the fact's ``confidence``, which ranks facts
-in prompts (``fact_rank``) and in the context builder:
-
-* ``useful=True``: halfway up to 1 (``c + (1 - c) / 2``; a fact without a confidence
-  counts as 0.5);
-* ``useful=False`` (wrong or unhelpful): halved (``c / 2``), so a fact marked wrong twice
-  ranks below every fact nobody complained about at 0.3 or more.
-
-The same feedback moves the fact's importance by the same rule (``memorybank.importance``,
-its ``memory_usage`` record, written with the feedback record). A search hit of a document
-or an entry is rated too: its importance only (``memory.usage.rate``).
-
-The fact is corrected in place (no new version: its value did not change), and each call
-keeps a ``fact_feedback`` record (``useful``, ``reason``, when), owned like the fact (so
-``forget_user`` erases it; its ``key`` is the fact's id). Feedback is scoped like the fact
-it names: one the caller may not see is ``NotFound``, and nothing is written.
+The rule, written once here: useful raises the fact's ``confidence`` and importance
+halfway to 1, not useful halves them; the fact is corrected in place and a
+``fact_feedback`` record kept, scoped like the fact. docs/consolidation.md ("Feedback").
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """The context builder: the messages an agent sends on one turn, within a token budget.
 
-Semantics follow the reference (Cogitator's ``ContextBuilder``), budget by budget:
-
-* ``available = max_tokens - reserve`` with ``reserve = max(100, floor(max_tokens * 0.1))``
-  unless given. The system prompt is always kept and counted.
-* Each optional block gets ``min(floor(available * share), remaining)``: facts 0.10,
-  semantic 0.10, graph 0.15, in that order. A block's *exact* cost (its header and
-  the blank line joining it to the system message included) must fit its share;
-  items are fitted greedily (one that does not fit is skipped, the next may fit).
-* All blocks go into ONE system message, first.
-* History gets what remains: ``recent`` = the longest run of newest entries that
-  fits; ``relevant`` = user/assistant entries with text, most similar first, greedy
-  with skipping; ``hybrid`` = 30% of the history budget on entries older than the
-  last 10 whose text is longer than 20 characters and score above 0.6, then
-  ``recent`` over the rest. ``relevant``/``hybrid`` fall back to ``recent`` without
-  an embedder or an input (``hybrid`` also with 10 entries or fewer).
-
-Unlike the reference, the thread is never loaded whole: ``recent`` pages newest
-first and stops at the first entry that does not fit, and ``relevant``/``hybrid``
-find older candidates with the store's vector search over the entries' stored
-embeddings (written when entries are added with an embedder configured).
+Budgets, blocks and the history strategies follow the reference (Cogitator's
+``ContextBuilder``), as docs/context.md sets out; unlike it, the thread is never loaded
+whole: ``recent`` pages newest first, ``relevant``/``hybrid`` use the store's vector
+search over the entries' stored embeddings.
 """
 
 from __future__ import annotations

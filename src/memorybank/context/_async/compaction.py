@@ -1,24 +1,10 @@
 """Compaction: shrink a long thread, once, atomically, without splitting tool calls.
 
-``compact`` follows the reference's ``CompactionService``: nothing happens
-unless the thread has more than ``keep_recent`` entries and reaches
-``threshold`` tokens (or ``message_threshold`` entries); ``summary`` replaces the
-older entries with one ``[Conversation summary]`` system entry dated 1 ms
-before the first kept entry, ``sliding-window`` deletes them, ``hybrid`` slides
-when 5 or fewer would go and summarises otherwise.
-
-Unlike the reference it is transactional: the store's ``entry_compact``
-removes the old entries and inserts the summary in one compare-and-swap write
-that only applies if the old entries are still exactly the ones summarised.
-Two compactions of one thread in one process run one at a time (a lock per
-thread); across processes the CAS makes the loser a no-op, so a thread never
-gets two summaries of the same entries. A failing ``summarize`` leaves the
-thread untouched and its error propagates.
-
-The automatic thresholds (AG-Kit's pre-rot) are ``auto_compact``: at 80% of
-``pre_rot_threshold`` the entries older than the ``recent_to_keep`` newest have
-their content replaced by a short reference, the original kept in the entry's
-``state`` (``restore`` puts it back); at 95% they are summarised.
+``compact`` follows the reference's ``CompactionService`` (docs/context.md), but the
+store's ``entry_compact`` removes the old entries and inserts the summary in one
+compare-and-swap write, applied only if the old entries are still those summarised: one
+compaction of a thread at a time per process (a lock per thread), and across processes
+the loser is a no-op. ``auto_compact`` applies the pre-rot thresholds (80%, 95%).
 """
 
 from __future__ import annotations

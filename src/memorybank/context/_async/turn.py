@@ -1,16 +1,8 @@
 """``memory.turn(...)``: load the context of one agent turn, save what it produced.
 
-What an agent runtime does around every model call (the reference runtime's
-memory handling): ensure the thread (created owned by the user when missing;
-fail closed otherwise), build the context, let the agent run, then store the
-user input and the messages the agent produced in ONE atomic ``add_many``.
-
-"Unreachable" means ``StoreUnavailable`` (server down, timeout, pool
-exhausted, SQLite file that cannot be opened): the turn logs a warning, calls
-``on_error(error, "load" | "save")`` and lets the agent run without memory (an
-empty history), unless ``raise_errors=True``. Every other error is raised:
-``ThreadForbidden`` (another user's thread), ``StoreClosed`` (the memory was
-closed: a bug in the caller, not an outage), ``InvalidInput``.
+Ensure the thread (fail closed), build the context, let the agent run, then store the
+input and the agent's messages in ONE atomic ``add_many``. Only ``StoreUnavailable`` is
+survived (logged, ``on_error``, no memory for that turn): docs/context.md.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from memorybank.importance import UsageBuffer
 from memorybank.records import Message, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import check_owner
+from memorybank.rules.scope import ROOT, Scope, check_owner
 from memorybank.runtime.concurrency import AsyncBackground, Breaker
 from memorybank.stores.contract._async.leases import DEFAULT_LEASE
 from memorybank.stores.contract._async.store import AsyncStore, Unset
@@ -111,13 +111,18 @@ class _Core:
         #: by the graph on its first use (``None``: not yet).
         self.functional_types: set[str] | None = None
 
-    @property
-    def embeds_inline(self) -> bool:
-        """Whether writes embed before they return (an embedder, inline mode)."""
-        return self.embedder is not None and self.embed_service is None
-
     def now(self) -> datetime:
         return v.check_time(self.clock(), "clock()")
+
+
+class Namespace:
+    """A verb group of a memory handle (``memory.entries``, ``memory.facts``, ...): the
+    memory's ``_Core`` and the handle's tenant and scope."""
+
+    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
+        self._core = core
+        self._tenant = tenant
+        self._scope = scope
 
 
 def _check_title(title: object) -> str | None:

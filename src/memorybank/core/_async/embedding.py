@@ -1,46 +1,10 @@
 """``memory.embedding``: vectors computed after the write (``Memory(embed="background")``).
 
-How it works
-    A write in background mode stores, before its entries (or document), one
-    *journal* record per ``EMBED_BATCH`` ids in the reserved tenant
-    ``JOURNAL_TENANT`` (ids, tenant, thread and branch; never the text). Then it
-    stores the entries, which keyword search finds at once, and queues the
-    journal records on a bounded in-process queue (``embed_queue`` texts): a
-    write that finds the queue full waits for room (back-pressure), so memory
-    never grows with the backlog. One worker takes up to ``EMBED_BATCH`` texts
-    at a time, reads them back from the store (an entry deleted or forgotten
-    meanwhile gets no vector), skips those that already have a vector of the
-    embedder's model (a hybrid search embeds the candidates it finds without
-    one), embeds them in one call, stores the vectors and deletes their journal
-    records.
-
-Nothing is lost
-    A process that stops with vectors pending leaves their journal records: the
-    next memory opened on the store resumes them first (``start()``, which the
-    first background write, ``flush()``, ``async with`` and the server's startup
-    call), once their lease runs out if the process died holding it (a closing
-    process releases its leases). Resuming reads the journal a page of ``RESUME_PAGE`` records at a
-    time (``record_page``, a range of the records index on the SQL stores and
-    Redis): its cost follows the work left, never the number of entries stored.
-    A write that failed leaves no journal record behind; a journal record whose
-    entries never got written (the process stopped in between) is dropped when
-    resumed. A batch the embedder failed on stays in the journal (counted in
-    ``status().failed``), its lease released, for the next start, another
-    worker's rescan or ``memory.embed_pending()``.
-
-One worker per job
-    Several processes or nodes on one store (``serve --workers N``, servers
-    behind a balancer) share the journal. Each journal record carries a lease
-    (``memorybank.stores.contract._async.leases``): its writer holds it from the
-    start, and a worker resuming it first claims it with a compare-and-swap, so
-    while a lease is live no other worker embeds that record. A worker renews its
-    leases before embedding and again before storing the vectors (it drops a job
-    it lost). A worker that died holding leases (``kill -9``, a lost node) has its
-    records taken over once they expire: every worker rescans the journal when a
-    lease it saw is due, and at least once per lease length. The lease length is
-    ``Memory(embed_lease=...)`` (``DEFAULT_LEASE`` seconds): longer than one
-    embedder call of ``EMBED_BATCH`` texts, or that call may run twice (the
-    vectors are still stored once).
+A background write journals its ids (``JOURNAL_TENANT``, leased per worker), stores its
+entries and queues the journal records for one worker, which embeds them in batches of
+``EMBED_BATCH`` and deletes the records; what a stopped process left is resumed by the
+next start. The journal, its leases and what is never lost: docs/embeddings.md
+("Background embedding").
 """
 
 from __future__ import annotations
@@ -478,8 +442,7 @@ class AsyncEmbedding:
     With ``Memory(embed="inline")`` (the library's default) every write embeds
     before it returns, and these calls have nothing to wait for. With
     ``embed="background"`` writes return once stored (keyword search finds them
-    at once) and a worker adds the vectors: see
-    ``memorybank.core._async.embedding``.
+    at once) and a worker adds the vectors: see docs/embeddings.md.
     """
 
     def __init__(

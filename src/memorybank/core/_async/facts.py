@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memorybank.core._async.cas import retry_conflicts
+from memorybank.core._async.core import Namespace
 from memorybank.core._async.embed import embed_texts
 from memorybank.core._async.usage import given_importance
 from memorybank.errors import InvalidInput, NotFound
@@ -30,12 +31,11 @@ from memorybank.importance import check_importance
 from memorybank.records import Fact
 from memorybank.rules import validate as v
 from memorybank.rules.ids import compound_id, new_id
-from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, VectorItem
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.core._async.core import _Core
+    pass
 
 __all__ = [
     "FACT",
@@ -181,7 +181,7 @@ def _check_sources(value: object) -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.check_id(item, "source_entries") for item in value))
 
 
-class AsyncFacts:
+class AsyncFacts(Namespace):
     """``memory.facts``: what an agent knows about its users and the world.
 
     A fact with a ``user_id`` reaches only that user's context; without one it
@@ -194,11 +194,6 @@ class AsyncFacts:
     a fact it may not see behaves exactly like a missing id; left out, the
     handle's scope applies (nothing on the root handle).
     """
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def _sees(self, record: Record | None, user_id: object, agent_id: object) -> Record | None:
         """``record`` if the caller may see it (the scope rule), else ``None``."""

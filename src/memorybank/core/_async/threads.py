@@ -4,22 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from memorybank.core._async.core import _check_title, _Core, _require_thread
+from memorybank.core._async.core import Namespace, _check_title, _require_thread
 from memorybank.errors import InvalidInput
 from memorybank.records import Thread
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Scope, check_owner
+from memorybank.rules.scope import check_owner
 from memorybank.stores.contract._async.store import UNSET, Unset
 
 
-class AsyncThreads:
+class AsyncThreads(Namespace):
     """``memory.threads``: create, get, list, update, delete conversations."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     async def create(
         self,

@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._sync.core import Namespace
 from memorybank.errors import InvalidInput, NotFound
 from memorybank.importance import (
     DEFAULT_IMPORTANCE,
@@ -31,7 +32,7 @@ from memorybank.importance import (
 )
 from memorybank.records import Document, Fact, Hit
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope, check_owner
+from memorybank.rules.scope import check_owner
 from memorybank.stores.contract._sync.store import UNSET, Record, Unset
 from memorybank.stores.contract.types import visible
 
@@ -222,17 +223,12 @@ def decayed(core: _Core, tenant: str, hits: Sequence[Hit], decay: HalfLife) -> l
     return [hit for _, _, hit in weighed]
 
 
-class Usage:
+class Usage(Namespace):
     """``memory.usage``: read and set the importance of facts, documents and entries.
 
     Scoped like the items: an item the caller may not see is ``NotFound``. Entries are
     named with their ``thread_id`` (the thread rule applies).
     """
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def _owner(
         self,

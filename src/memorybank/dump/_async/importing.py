@@ -1,24 +1,11 @@
 """Import a dump (``memorybank import``/``migrate``): check it whole, then write it all or
 nothing.
 
-Two passes. The first (``_check_all``) reads every line and writes nothing: each line
-held to the rules of the library's own writes (``memorybank.dump.checks``), the cross-line
-structure (entries after their thread on a listed branch, fork entries present), every
-duplicate a store would refuse or silently merge (a thread, an entry id or idempotency key
-on a branch, the entries a fork shares with its source included, a record, a summary, a
-run's snapshot or working memory), every vector the same size (and the size the target's
-embedder or the model's name says), and the trailer. The lines go to a temporary file.
-Then, under ``on_conflict="fail"``, what the target already holds is read once per kind
-(``_check_target``: ``thread_get_many``, ``record_get_many``, the run listings). Every
-refusal names the dump's line (``DumpLineError``). Only a dump that passes is written, by
-a second pass over the temporary file.
-
-The second pass writes inside ``store.atomic(tenant)`` when the store claims
-``Capability.ATOMIC`` (SQLite, PostgreSQL, MySQL, Redis, in-memory): all of the dump
-is in the target or none of it, whatever stops the import (a store error, a kill of the
-process). A store without it is written item by item after the full check: what
-can then still stop an import half-way is the store failing; re-run with
-``on_conflict="skip"`` to resume.
+Two passes: ``_check_all`` reads every line into a temporary file and writes nothing
+(each line held to ``memorybank.dump.checks``, every duplicate and the trailer checked;
+under ``on_conflict="fail"`` the target read once per kind by ``_check_target``); then
+the file is written, inside ``store.atomic(tenant)`` when the store claims
+``Capability.ATOMIC``. The rules and guarantees: docs/dump-format.md.
 """
 
 from __future__ import annotations
@@ -221,6 +208,16 @@ class _Importer:
         self.thread = None
         self._tick("thread")
 
+    def _skips(self, held: bool, kind: str, what: str) -> bool:
+        """Whether a line of ``kind`` naming ``what`` is skipped: the target ``held`` it
+        (``on_conflict``: ``fail`` raises ``Conflict``, ``overwrite`` writes it again)."""
+        if held and self.on_conflict == "fail":
+            raise Conflict(f"{what} already exists in the target")
+        if held and self.on_conflict == "skip":
+            self.report.add(self.report.skipped, kind)
+            return True
+        return False
+
     async def thread_line(self, data: dict[str, Any]) -> None:
         await self._finish_thread()
         thread = _checks.check_thread(data)
@@ -264,12 +261,8 @@ class _Importer:
         await self._finish_thread()
         record = _checks.check_record(data)
         existing = await self.store.record_get(self.tenant, record.kind, record.id)
-        if existing is not None:
-            if self.on_conflict == "fail":
-                raise Conflict(f"{record.kind} {record.id!r} already exists in the target")
-            if self.on_conflict == "skip":
-                self.report.add(self.report.skipped, "record")
-                return
+        if self._skips(existing is not None, "record", f"{record.kind} {record.id!r}"):
+            return
         await self.store.record_put(self.tenant, [record])
         self._vector(data, record.kind, record.id, None)
         await self._put_vectors()
@@ -279,12 +272,9 @@ class _Importer:
     async def snapshot_line(self, data: dict[str, Any]) -> None:
         await self._finish_thread()
         run, owner, value = _checks.check_snapshot(data)
-        if await self.store.snapshot_load(self.tenant, run) is not None:
-            if self.on_conflict == "fail":
-                raise Conflict(f"the snapshot of run {run!r} already exists in the target")
-            if self.on_conflict == "skip":
-                self.report.add(self.report.skipped, "snapshot")
-                return
+        held = await self.store.snapshot_load(self.tenant, run) is not None
+        if self._skips(held, "snapshot", f"the snapshot of run {run!r}"):
+            return
         await self.store.snapshot_save(
             self.tenant, run, value, user_id=owner, saved_at=self.saved_at, owner_check=False
         )
@@ -294,12 +284,10 @@ class _Importer:
     async def working_line(self, data: dict[str, Any]) -> None:
         await self._finish_thread()
         run, items = _checks.check_working(data)
-        if await self.store.working_items(self.tenant, run):
-            if self.on_conflict == "fail":
-                raise Conflict(f"working memory of run {run!r} already exists in the target")
-            if self.on_conflict == "skip":
-                self.report.add(self.report.skipped, "working")
-                return
+        held = bool(await self.store.working_items(self.tenant, run))
+        if self._skips(held, "working", f"working memory of run {run!r}"):
+            return
+        if held:  # overwrite replaces it whole
             await self.store.working_clear(self.tenant, run)
         for key, value in items.items():
             await self.store.working_set(self.tenant, run, key, value)

@@ -1,6 +1,6 @@
 """Export a tenant as a dump, import a dump: the I/O of ``memorybank export/import/migrate``.
 
-The format is ``memorybank.dump.format`` (documented there and in docs/dump-format.md). Both
+The format is docs/dump-format.md (its code: ``memorybank.dump.format``). Both
 directions stream: the exporter pages through each thread's entries
 (``PAGE`` at a time) and the importer writes one thread's branch a page at a
 time, so memory stays bounded by a page and one thread's branch list;

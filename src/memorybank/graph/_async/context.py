@@ -1,28 +1,10 @@
 """``context_block``: the knowledge-graph block of ``build_context``, what the input
 is about, in the graph.
 
-``build_context(include_graph_context=True, current_input=...)`` asks this
-module for a block of at most the graph's share of the budget (15%):
-
-1. the entities the input names: every name and alias of an entity the caller
-   may see that occurs in the input as whole words, case-insensitive (looked
-   up in one read by the input's word runs), in order of appearance;
-2. when it names none, the 3 best matches of
-   ``memory.graph.search_entities(input)`` (keyword, plus semantic with an
-   embedder): names are exact evidence, and a search beside them mostly adds
-   entities that share a common word with the input;
-3. their neighbourhood: ``memory.graph.traverse`` from them, up to the
-   options' ``max_depth`` hops and twice their ``max_nodes`` and
-   ``max_edges``, through entities of ``entity_types`` only, with ``inferred``
-   relations only when asked, and the relations that hold now (or at
-   ``as_of``) unless ``include_history``;
-4. ranked by ``memorybank.graph._context``; the best ``max_nodes`` entities and
-   the best ``max_edges`` relations among them are kept and fitted to the
-   budget (exact token counts).
-
-Every read names the caller's agent and user, so the block shows only what the
-graph's scope rule lets them see (their own and shared records). No input, no
-entity matched or an empty graph gives no block.
+It gathers the candidates (the entities the input names, else the best
+``search_entities`` matches, and their neighbourhood by ``traverse``), every read for
+the caller's agent and user; ``memorybank.graph._context`` ranks and fits them. How
+they are chosen: docs/graph.md ("Context").
 """
 
 from __future__ import annotations

@@ -1,41 +1,12 @@
 """Memory formation: a thread's entries in, graph and facts out.
 
-``memory.graph.ingest(thread_id)`` runs the memory's extractor over the
-thread's user and assistant messages, one entry at a time and in order, and
-writes what it proposes, owned like the thread (its user and agent) and with
-the entry's id as provenance:
-
-* entities: an extracted name that matches (normalised) the name or an alias
-  of an entity the thread's owner sees is that entity (whatever type the
-  extractor guessed); otherwise a new ``extracted`` entity;
-* observations onto their entity, relations with their times (a relation
-  without a ``valid_at`` holds from the entry's ``created_at``), both
-  ``source="extracted"``. An entity the thread's owner does not own exactly
-  (a shared one, seen from a private thread) is linked to but never changed:
-  its aliases and observations would tell other users what this thread said,
-  so such observations are dropped (counted in ``dropped``);
-* facts into ``memory.facts``, one per (owner, agent, subject, attribute): the
-  first one is added, a different value later supersedes it (the old value
-  stays in ``facts.history``), the same value again only adds provenance, and
-  a value said before the current one was (an old message ingested late)
-  leaves it alone. ``metadata`` holds subject, attribute, value and
-  ``said_at`` (the entry's ``created_at``).
-
-Idempotent: an entry is marked once its proposals are written (a
-``graph_ingested`` record) and skipped by later ingests, so re-ingesting a
-thread costs no extractor calls for what was done. A failure part-way leaves
-the entry unmarked, and the next ingest extracts it again (relations it had
-already written then gain weight once more).
-
-``extract_on_write``: ``submit`` hands new entries to the memory's background
-runner (see ``memorybank.runtime.concurrency``: tasks of the event loop for
-``AsyncMemory``, a thread pool for ``Memory``): in order per thread, a bounded
-number of extractions at once, a bounded backlog; a failure is logged and
-counted, never raised into the write. After ``EXTRACT_BREAKER_THRESHOLD``
-jobs in a row found the extractor or the store unavailable
-(``StoreUnavailable``), the
-next ones fail at once for ``EXTRACT_PAUSE`` seconds: a down endpoint gets no
-storm of requests, and ``memory.graph.ingest`` catches up later.
+``memory.graph.ingest(thread_id)`` runs the memory's extractor over the thread's user and
+assistant messages, one entry at a time and in order, writes what it proposes (entities,
+observations, relations, facts) owned like the thread with the entry's id as provenance,
+and marks the entry (a ``graph_ingested`` record) so a later ingest skips it.
+``extract_on_write``: ``submit`` hands new entries to the memory's background runner,
+behind a breaker (``EXTRACT_BREAKER_THRESHOLD``, ``EXTRACT_PAUSE``). The rules:
+docs/graph.md ("``memory.graph.ingest``", "Extract on write").
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from memorybank.errors import InvalidInput
+from memorybank.graph._context import normalize
 from memorybank.graph.model import Entity, Relation
 from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._async.store import Record
@@ -26,9 +27,8 @@ GRAPH_KINDS = (ENTITY, IDENT, NAME, OUT, IN, SLOT, SOURCE, SUPPORT)
 RULES = ("transitive_part_of", "transitive_located_in", "colleagues", "knows_symmetry")
 
 
-def normalise(name: str) -> str:
-    """The form names are compared in: case-folded, trimmed, inner whitespace collapsed."""
-    return " ".join(name.split()).casefold()
+#: The form names are compared in (one rule, ``memorybank.graph._context.normalize``).
+normalise = normalize
 
 
 def _iso(value: datetime | None) -> str | None:

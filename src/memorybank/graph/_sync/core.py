@@ -8,16 +8,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from memorybank.core._sync.core import Namespace
 from memorybank.errors import NotFound
 from memorybank.graph._sync.checks import _bool, _optional_number, _optional_time, _types, _unit
 from memorybank.graph._sync.records import ENTITY, IN, OUT, _entity, _relation
 from memorybank.graph.model import DEFAULT_FUNCTIONAL_TYPES, Direction, Entity, Relation
-from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._sync.store import Record, Unset
 from memorybank.stores.contract.types import Visibility, visible
 
 if TYPE_CHECKING:
-    from memorybank.core._sync.core import _Core
+    pass
 
 _PAGE = 500
 
@@ -51,14 +51,9 @@ class _Edge:
     other: str
 
 
-class GraphCore:
+class GraphCore(Namespace):
     """What every group of graph verbs shares: the memory, tenant and scope of the
     handle, who a call acts for, and the scoped reads of entities and relations."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     @property
     def functional_types(self) -> set[str]:
@@ -191,27 +186,20 @@ class GraphCore:
     # -- whole graph ------------------------------------------------------------------
 
     def _all_relations(self, seen: Visibility | None) -> list[Relation]:
-        out: list[Relation] = []
-        after: tuple[datetime, str] | None = None
-        while True:
-            page = self._core.store.record_page(
-                self._tenant, OUT, limit=_PAGE, after=after, visible_to=seen
-            )
-            out += [
-                _relation(self._tenant, r) for r in page if visible(seen, r.agent_id, r.user_id)
-            ]
-            if len(page) < _PAGE:
-                return out
-            after = (page[-1].created_at, page[-1].id)
+        return [_relation(self._tenant, r) for r in self._all(OUT, seen)]
 
     def _all_entities(self, seen: Visibility | None) -> list[Entity]:
-        out: list[Entity] = []
+        return [_entity(self._tenant, r) for r in self._all(ENTITY, seen)]
+
+    def _all(self, kind: str, seen: Visibility | None) -> list[Record]:
+        """Every record of ``kind`` that ``seen`` may see, read a page at a time."""
+        out: list[Record] = []
         after: tuple[datetime, str] | None = None
         while True:
             page = self._core.store.record_page(
-                self._tenant, ENTITY, limit=_PAGE, after=after, visible_to=seen
+                self._tenant, kind, limit=_PAGE, after=after, visible_to=seen
             )
-            out += [_entity(self._tenant, r) for r in page if visible(seen, r.agent_id, r.user_id)]
+            out += [r for r in page if visible(seen, r.agent_id, r.user_id)]
             if len(page) < _PAGE:
                 return out
             after = (page[-1].created_at, page[-1].id)

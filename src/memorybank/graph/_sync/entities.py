@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -40,6 +40,23 @@ from memorybank.stores.contract.types import Visibility, visible
 
 class _Taken(Exception):
     """Inside a retried step: the name is another entity's (not retried, raised as Conflict)."""
+
+
+def _with_aliases(entity: Entity, names: Iterable[str]) -> tuple[str, ...]:
+    """``entity``'s aliases, then each of ``names`` that is none of its names yet."""
+    known = {normalise(a) for a in (entity.name, *entity.aliases)}
+    aliases = list(entity.aliases)
+    for alias in names:
+        if normalise(alias) not in known:
+            known.add(normalise(alias))
+            aliases.append(alias)
+    return tuple(aliases)
+
+
+def _added_names(old: Entity, new: Entity) -> dict[str, str]:
+    """The name records ``new`` has and ``old`` had not."""
+    before = _names(old)
+    return {k: f for k, f in _names(new).items() if k not in before}
 
 
 class EntityVerbs(RelationVerbs):
@@ -139,29 +156,21 @@ class EntityVerbs(RelationVerbs):
                 return entity, vector
             old = _entity(self._tenant, old_record)
             prov = _obs_provenance(old_record)
-            known = {normalise(a) for a in (old.name, *old.aliases)}
-            merged_aliases = list(old.aliases)
-            for alias in (name, *new_aliases):
-                if normalise(alias) not in known:
-                    known.add(normalise(alias))
-                    merged_aliases.append(alias)
             observations = tuple(dict.fromkeys((*old.observations, *new_obs)))
             for obs in new_obs:
                 if entries:
                     prov[obs] = list(dict.fromkeys((*prov.get(obs, ()), *entries)))
             entity = replace(
                 old,
-                aliases=tuple(merged_aliases),
+                aliases=_with_aliases(old, (name, *new_aliases)),
                 observations=observations,
                 properties={**old.properties, **props},
                 confidence=_raise_confidence(old.confidence, conf),
                 updated_at=now,
             )
-            old_names = _names(old)
-            added = {k: f for k, f in _names(entity).items() if k not in old_names}
             writes = [
                 _entity_record(entity, prov, old_record.revision + 1),
-                *_name_records(entity, added),
+                *_name_records(entity, _added_names(old, entity)),
                 *_link_records("entity", entity.id, owner, entries if new_obs else (), now),
             ]
             guard = RecordGuard(ENTITY, entity.id, old_record.revision)
@@ -237,13 +246,11 @@ class EntityVerbs(RelationVerbs):
                 entity,
                 aliases=tuple(a for a in entity.aliases if normalise(a) != normalise(entity.name)),
             )
-            old_names = _names(old)
-            added = {k: f for k, f in _names(entity).items() if k not in old_names}
             if _ident_id(entity) != _ident_id(old):
                 self._claim_ident(entity, now)
             writes = [
                 _entity_record(entity, _obs_provenance(record), record.revision + 1),
-                *_name_records(entity, added),
+                *_name_records(entity, _added_names(old, entity)),
             ]
             guard = RecordGuard(ENTITY, entity_id, record.revision)
             vector = self._vector(entity) if _text(entity) != _text(old) else None
@@ -460,27 +467,19 @@ class EntityVerbs(RelationVerbs):
             prov = _obs_provenance(record)
             for obs, entries in gone_prov.items():
                 prov[obs] = list(dict.fromkeys((*prov.get(obs, ()), *entries)))
-            known = {normalise(a) for a in (old.name, *old.aliases)}
-            aliases = list(old.aliases)
-            for alias in (gone.name, *gone.aliases):
-                if normalise(alias) not in known:
-                    known.add(normalise(alias))
-                    aliases.append(alias)
             now = self._core.now()
             entity = replace(
                 old,
-                aliases=tuple(aliases),
+                aliases=_with_aliases(old, (gone.name, *gone.aliases)),
                 observations=tuple(dict.fromkeys((*old.observations, *gone.observations))),
                 properties={**gone.properties, **old.properties},
                 confidence=max(old.confidence, gone.confidence),
                 updated_at=now,
             )
-            old_names = _names(old)
-            added = {k: f for k, f in _names(entity).items() if k not in old_names}
             sources = sorted({e for val in gone_prov.values() for e in val})
             writes = [
                 _entity_record(entity, prov, record.revision + 1),
-                *_name_records(entity, added),
+                *_name_records(entity, _added_names(old, entity)),
                 *_link_records("entity", keep, (old.agent_id, old.user_id), sources, now),
             ]
             vector = self._vector(entity)

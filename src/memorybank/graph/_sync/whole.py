@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from memorybank.graph._sync.entities import EntityVerbs
 from memorybank.graph._sync.records import ENTITY, OUT, SLOT, _relation
 from memorybank.graph.model import GraphStats
@@ -26,12 +28,8 @@ class WholeGraphVerbs(EntityVerbs):
             r for r in self._all_relations(seen) if r.source_id in ids and r.target_id in ids
         ]
         now = self._core.now()
-        entity_types: dict[str, int] = {}
-        for entity in entities:
-            entity_types[entity.type] = entity_types.get(entity.type, 0) + 1
-        relation_types: dict[str, int] = {}
-        for relation in relations:
-            relation_types[relation.type] = relation_types.get(relation.type, 0) + 1
+        entity_types = Counter(e.type for e in entities)
+        relation_types = Counter(r.type for r in relations)
         return GraphStats(
             entities=len(entities),
             relations=len(relations),

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from memorybank.core._async.core import _Core, _require_thread
+from memorybank.core._async.core import Namespace, _require_thread
 from memorybank.records import Branch, Thread
 from memorybank.rules import validate as v
-from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._async.store import UNSET, Unset
 
 
-class AsyncBranches:
+class AsyncBranches(Namespace):
     """``memory.branches``: alternative lines of a conversation, and time travel."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     async def create(
         self,

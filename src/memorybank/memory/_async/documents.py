@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from memorybank.core._async.core import Namespace
 from memorybank.core._async.embed import embed_texts
 from memorybank.core._async.usage import given_importance
 from memorybank.core.documents import DOCUMENT_KIND, document_from_record, document_record
@@ -18,18 +19,16 @@ from memorybank.importance import check_importance
 from memorybank.records import Document, Hit
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Scope
 from memorybank.stores.contract._async.store import UNSET, Record, Unset, VectorItem
 from memorybank.stores.contract.types import visible
 
 if TYPE_CHECKING:
-    from memorybank.core._async.core import _Core
     from memorybank.recall.hybrid import SearchOptions
 
 __all__ = ["AsyncDocuments"]
 
 
-class AsyncDocuments:
+class AsyncDocuments(Namespace):
     """``memory.documents``: add, get, delete, list and search documents.
 
     Scoping follows DESIGN.md: ``agent_id=None``/``user_id=None`` on a document
@@ -38,11 +37,6 @@ class AsyncDocuments:
     documents (one it may not see behaves like a missing id); left out, the
     handle's scope applies (nothing on the root handle).
     """
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     async def _visible(self, document_id: str, user_id: object, agent_id: object) -> Record | None:
         seen = self._scope.visibility(user_id=user_id, agent_id=agent_id)

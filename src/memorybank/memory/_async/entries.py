@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Literal
 
 from memorybank.core._async.core import (
     MessageLike,
+    Namespace,
     _check_title,
-    _Core,
     _provider_dict,
     _require_branch,
     _require_thread,
@@ -21,7 +21,7 @@ from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Scope, check_owner
+from memorybank.rules.scope import check_owner
 from memorybank.rules.window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.runtime.concurrency import amaybe_await
 from memorybank.stores.contract._async.store import UNSET, Unset
@@ -41,13 +41,8 @@ TOOL_CALL_LOOKBACK = 256
 _NEAR_CALLS = 16
 
 
-class AsyncEntries:
+class AsyncEntries(Namespace):
     """``memory.entries``: the messages of a thread's branches."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def _new_entry(
         self,

@@ -143,7 +143,7 @@ class AsyncMemory:
             it is full), ``memory.embedding.flush()`` waits for the vectors,
             ``memory.embedding.status()`` shows the backlog, and what a stopped
             process left pending is resumed by the next memory opened on the
-            store (see ``memorybank.core._async.embedding``). The service
+            store (see docs/embeddings.md). The service
             embeds in the background by default.
         embed_queue: texts the background queue holds before a write waits.
         embed_lease: seconds a background worker holds a journal record it embeds
@@ -154,7 +154,7 @@ class AsyncMemory:
             ``consolidate`` is called. ``"background"``: a worker of this memory
             consolidates, every ``consolidate_every``, each owner with facts newer than
             its last run, in every tenant this memory served (one process or node at a
-            time per tenant; see ``memorybank.consolidation._async.schedule``). It
+            time per tenant; see docs/consolidation.md). It
             starts with ``with``/``async with`` (or ``memory.consolidation.tick()``),
             and ``close()`` stops it.
         consolidate_every: seconds (or a ``timedelta``) between two background ticks
@@ -197,7 +197,7 @@ class AsyncMemory:
         _check_embed(embed, embed_queue)
         embed_lease = check_lease(embed_lease, "embed_lease")
         _check_extraction(extractor, extract_on_write, extract_concurrency)
-        if reranker is not None and not _is_reranker(reranker):
+        if reranker is not None and not isinstance(reranker, Reranker):
             raise ConfigurationError(
                 "reranker must have rerank(query, candidates) and arerank(query, candidates)"
             )
@@ -378,7 +378,7 @@ class AsyncMemory:
 
     @functools.cached_property
     def graph(self) -> AsyncGraph:
-        """``memory.graph``: the knowledge graph (see ``memorybank.graph._async``)."""
+        """``memory.graph``: the knowledge graph (see docs/graph.md)."""
         from memorybank.graph._async import AsyncGraph
 
         return AsyncGraph(self._core, self.tenant_id, self._scope)
@@ -683,9 +683,7 @@ class AsyncMemory:
     ) -> tuple[str, str | None]:
         """The agent and user a context of ``thread_id`` is built for: as ``_principal``,
         except that a user left out on a handle with none is the thread's owner."""
-        agent, user = self._scope.agent(agent_id), self._scope.user(user_id)
-        if not isinstance(agent, str):
-            raise InvalidInput("agent_id is required (a string)", field="agent_id")
+        agent, user = self._principal(agent_id, user_id)
         if not isinstance(user, Unset):
             return agent, user
         thread = await self._core.store.thread_get(
@@ -693,12 +691,12 @@ class AsyncMemory:
         )
         return agent, None if thread is None else thread.user_id
 
-    def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | None]:
-        """The agent (required) and user (default: none) a context is built for."""
+    def _principal(self, agent_id: object, user_id: object) -> tuple[str, str | Unset | None]:
+        """The agent (required) and user (left out: ``UNSET``) a context is built for."""
         agent, user = self._scope.agent(agent_id), self._scope.user(user_id)
         if not isinstance(agent, str):
             raise InvalidInput("agent_id is required (a string)", field="agent_id")
-        return agent, None if isinstance(user, Unset) else user
+        return agent, user
 
     def turn(
         self,
@@ -731,7 +729,7 @@ class AsyncMemory:
         return AsyncTurn(
             self,
             v.check_id(thread_id, "thread_id"),
-            user_id=user,
+            user_id=None if isinstance(user, Unset) else user,
             agent_id=agent,
             input=input,
             context=context,
@@ -949,7 +947,3 @@ def _checked_judge(judge: object) -> LLMJudge | None:
     if not isinstance(judge, LLMJudge):
         raise ConfigurationError(f"judge must be an LLMJudge, got {type(judge).__name__}")
     return judge
-
-
-def _is_reranker(reranker: object) -> bool:
-    return isinstance(reranker, Reranker)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Literal
 
 from memorybank.core._sync.core import (
     MessageLike,
+    Namespace,
     _check_title,
-    _Core,
     _provider_dict,
     _require_branch,
     _require_thread,
@@ -22,7 +22,7 @@ from memorybank.records import Entry
 from memorybank.rules import validate as v
 from memorybank.rules.idempotency import keyed
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Scope, check_owner
+from memorybank.rules.scope import check_owner
 from memorybank.rules.window import drop_orphan_tool_results, strip_tool_calls, take_token_budget
 from memorybank.runtime.concurrency import maybe_await
 from memorybank.stores.contract._sync.store import UNSET, Unset
@@ -42,13 +42,8 @@ TOOL_CALL_LOOKBACK = 256
 _NEAR_CALLS = 16
 
 
-class Entries:
+class Entries(Namespace):
     """``memory.entries``: the messages of a thread's branches."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def _new_entry(
         self,

@@ -13,8 +13,8 @@ import dataclasses
 import time
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
+from memorybank.core._sync.core import Namespace
 from memorybank.core.documents import DOCUMENT_KIND
 from memorybank.errors import ConfigurationError, InvalidInput, NotFound
 from memorybank.events.types import (
@@ -27,13 +27,10 @@ from memorybank.events.types import (
     cursor_number,
 )
 from memorybank.records import Thread
-from memorybank.rules.scope import ROOT, Scope, Visibility
+from memorybank.rules.scope import ROOT, Visibility
 from memorybank.runtime.concurrency import sleep
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.types import Unset, visible
-
-if TYPE_CHECKING:
-    from memorybank.core._sync.core import _Core
 
 __all__ = ["DEFAULT_KEEP", "MAX_EVENTS", "MAX_WAIT", "PRUNE_BATCH", "Events"]
 
@@ -53,12 +50,9 @@ _ENTRY_KINDS = frozenset({ENTRY_ADDED, ENTRY_UPDATED})
 _RECORD_KINDS = {FACT_ADDED: "fact", DOCUMENT_ADDED: DOCUMENT_KIND}
 
 
-class Events:
+class Events(Namespace):
     """``memory.events``: ``list`` the tenant's changes; ``enable``, ``disable``, ``keep``
     and ``prune`` the feed (those four on an unscoped handle only)."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope) -> None:
-        self._core, self._tenant, self._scope = core, tenant, scope
 
     def list(
         self,

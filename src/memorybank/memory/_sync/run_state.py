@@ -6,12 +6,12 @@ from __future__ import annotations
 from types import TracebackType
 from typing import Any
 
-from memorybank.core._sync.core import _Core
+from memorybank.core._sync.core import Namespace, _Core
 from memorybank.errors import ThreadForbidden
 from memorybank.records import SavedSnapshot, Summary, WorkingRun
 from memorybank.rules import validate as v
 from memorybank.rules.ids import new_id
-from memorybank.rules.scope import ROOT, Principal, Scope
+from memorybank.rules.scope import Principal, Scope
 from memorybank.stores.contract._sync.store import UNSET, Record, Unset
 
 
@@ -176,13 +176,8 @@ class WorkingMemory:
         self.clear()
 
 
-class Snapshots:
+class Snapshots(Namespace):
     """``memory.snapshots``: durable per-run state for workflows that survive restarts."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def save(self, run_id: str, value: Any, *, user_id: str | Unset | None = UNSET) -> None:
         """Save (replace) the run's snapshot: any JSON value. ``user_id`` becomes its owner.
@@ -262,13 +257,8 @@ def _snapshot_access(owner: str | None, user: Principal) -> None:
         raise ThreadForbidden("snapshot access forbidden")
 
 
-class Summaries:
+class Summaries(Namespace):
     """``memory.summaries``: compressed summaries of past conversations per agent (and user)."""
-
-    def __init__(self, core: _Core, tenant: str, scope: Scope = ROOT) -> None:
-        self._core = core
-        self._tenant = tenant
-        self._scope = scope
 
     def add(
         self,
