@@ -5,6 +5,11 @@ reads by, on SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``, after
 ``ANALYZE``, with the tenant's events mostly other users'); a database whose feed was
 on before the index existed gets it when opened (the schema's last migration). And a
 user-scoped list returns exactly that user's events, in order, page by page.
+
+On SQLite the index holds a tenant's events up to a mark (``events_listed``): an append
+writes none of it, a user-scoped read (or a prune) moves the mark to the newest event
+first, and a reader that cannot write (a read-only file) reads the events above the
+mark from the tenant's. A database from before the mark (schema 11) gets it when opened.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ import pytest
 
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract.types import UNSET
-from memorybank.stores.sql.events import events_list_query
+from memorybank.stores.sql.events import SQLITE_LISTED, events_list_query, events_user_index
 from tests.reliability._harness import StoreSpec, provide, store_params
+from tests.reliability.test_sqlite_faults import _read_only
 
 #: Other users' events around the one user's: enough that a read of the tenant's
 #: events after the cursor would be the costlier plan.
@@ -69,15 +75,20 @@ def test_a_user_scoped_list_returns_that_users_events_in_order(spec: StoreSpec) 
         assert len(memory.events.list(limit=1000)) > len(seen) + OTHERS * ROUNDS
 
 
-def _user_query(prefix: str, mark: str) -> tuple[str, list[Any]]:
+def _user_query(prefix: str, mark: str, extra: str = "") -> tuple[str, list[Any]]:
     return events_list_query(
-        prefix, mark, "default", 0, kinds=None, user_id="alice", agent_id=UNSET, limit=100
-    )
+        prefix, mark, "default", 0, kinds=None, user_id="alice", agent_id=UNSET, limit=100,
+        extra=extra,
+    )  # fmt: skip
 
 
 def _sqlite_plan(path: str, prefix: str) -> str:
-    sql, params = _user_query(prefix, "?")
     with sqlite3.connect(path) as conn:
+        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({prefix}events)")}
+        # SQLiteStore.events_list's read of the events up to the tenant's mark (before
+        # schema 12: the plain read)
+        extra = f"{SQLITE_LISTED} AND +seq <= 1000" if "listed" in columns else ""
+        sql, params = _user_query(prefix, "?", extra)
         rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
     return " | ".join(str(row[-1]) for row in rows)
 
@@ -106,15 +117,19 @@ def test_a_user_scoped_list_reads_by_the_users_index(spec: StoreSpec) -> None:
         assert "TEMP B-TREE" not in plan, plan  # read in order: no sort
 
 
-def _drop_index_and_step_back(spec: StoreSpec) -> None:
-    """Leave the database as the schema before ``events_user`` left a feed that was on."""
+def _drop_index_and_step_back(spec: StoreSpec, *, to_version: int = 10) -> None:
+    """Leave the database as the schema before ``events_user`` left a feed that was on
+    (SQLite ``to_version`` 11: as schema 11 left it, the index on every user's event and
+    no mark)."""
     index, version = f"{spec.prefix}events_user", f"{spec.prefix}schema_version"
     if spec.kind == "sqlite":
         with sqlite3.connect(spec.target) as conn:
             conn.execute(f"DROP INDEX {index}")
-            conn.execute(
-                f"DELETE FROM {version} WHERE version = (SELECT MAX(version) FROM {version})"
-            )
+            conn.execute(f"ALTER TABLE {spec.prefix}events DROP COLUMN listed")
+            conn.execute(f"DROP TABLE {spec.prefix}events_listed")
+            if to_version == 11:
+                conn.execute(events_user_index(spec.prefix))
+            conn.execute(f"DELETE FROM {version} WHERE version > ?", (to_version,))
         return
     with psycopg.connect(spec.target, autocommit=True) as conn:
         conn.execute(f"DROP INDEX {index}")
@@ -130,3 +145,68 @@ def test_a_feed_from_before_the_index_gets_it_when_opened(spec: StoreSpec) -> No
         seen = memory.scoped(user_id="alice").events.list(limit=1000)
         assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
     assert f"{spec.prefix}events_user" in _plan(spec)
+
+
+def _listed(path: str, prefix: str) -> tuple[int, int, int]:
+    """The tenant's mark, its newest event, and how many of alice's events are marked."""
+    with sqlite3.connect(path) as conn:
+        row = conn.execute(
+            f"SELECT (SELECT seq FROM {prefix}events_listed WHERE tenant_id = 'default'),"
+            f" (SELECT MAX(seq) FROM {prefix}events WHERE tenant_id = 'default'),"
+            f" (SELECT COUNT(*) FROM {prefix}events WHERE tenant_id = 'default'"
+            "   AND user_id = 'alice' AND listed = 1)"
+        ).fetchone()
+    return row[0] or 0, row[1], row[2]
+
+
+@pytest.fixture
+def sqlite_spec(tmp_path: Path) -> Iterator[StoreSpec]:
+    yield from provide("sqlite-normal", tmp_path)
+
+
+def test_a_feed_of_schema_11_reads_back_through_the_mark(sqlite_spec: StoreSpec) -> None:
+    """A SQLite feed as schema 11 left it (every user's event in the index, no mark):
+    opened, its events are all marked, and every user's read returns them."""
+    spec = sqlite_spec
+    with spec.memory() as memory:
+        expected = _fill(memory)
+        everything = [(e.cursor, e.kind) for e in memory.events.list(limit=1000)]
+    _drop_index_and_step_back(spec, to_version=11)
+    with spec.memory() as memory:  # opening migrates
+        assert [(e.cursor, e.kind) for e in memory.events.list(limit=1000)] == everything
+        mark, newest, marked = _listed(spec.target, spec.prefix)
+        assert mark == newest and marked == len(expected)
+        seen = memory.scoped(user_id="alice").events.list(limit=1000)
+        assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
+        for i in range(OTHERS):
+            assert len(memory.scoped(user_id=f"u{i}").events.list(limit=1000)) == ROUNDS + 1
+    assert f"{spec.prefix}events_user" in _plan(spec)
+
+
+def test_an_append_writes_no_index_entry_until_a_user_reads(sqlite_spec: StoreSpec) -> None:
+    """Appends to a user's thread leave the user index as it was; a user-scoped read
+    marks them first; a reader of a read-only file, which cannot, still reads them all."""
+    spec = sqlite_spec
+    with spec.memory() as memory:
+        expected = _fill(memory)
+        alice = memory.scoped(user_id="alice")
+        assert len(alice.events.list(limit=1000)) == len(expected)
+        mark, newest, marked = _listed(spec.target, spec.prefix)
+        assert mark == newest and marked == len(expected)
+        thread = next(t for t in memory.threads.list(user_id="alice"))
+        for i in range(5):
+            entry = memory.entries.add(thread.id, {"role": "user", "content": f"late {i}"})
+            expected.append(("entry.added", thread.id, entry.id))
+        assert _listed(spec.target, spec.prefix) == (mark, newest + 5, marked)
+    with _read_only(Path(spec.target).parent), spec.memory() as memory:
+        alice = memory.scoped(user_id="alice")
+        seen, after = [], None
+        while page := alice.events.list(after=after, limit=4):  # across the mark
+            seen.extend(page)
+            after = page[-1].cursor
+        assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
+    assert _listed(spec.target, spec.prefix) == (mark, newest + 5, marked)
+    with spec.memory() as memory:
+        tail = memory.scoped(user_id="alice").events.list(after=str(newest), limit=1000)
+        assert [(e.kind, e.item_id) for e in tail] == [(k, i) for k, _, i in expected[-5:]]
+    assert _listed(spec.target, spec.prefix) == (newest + 5, newest + 5, marked + 5)

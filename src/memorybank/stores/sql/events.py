@@ -57,6 +57,7 @@ from memorybank.stores.sql.common import from_us
 
 __all__ = [
     "FEED_FUNCTIONS",
+    "SQLITE_LISTED",
     "GRAPH_KINDS",
     "TRACKED_KINDS",
     "event_of_row",
@@ -71,7 +72,9 @@ __all__ = [
     "postgres_tables",
     "sqlite_disable",
     "sqlite_enable",
+    "sqlite_list_users",
     "sqlite_tables",
+    "sqlite_user_index",
 ]
 
 #: Graph record kinds that make a ``graph.changed`` event (entities and relations; the
@@ -132,11 +135,13 @@ def events_list_query(
     user_id: str | Unset | None,
     agent_id: str | Unset | None,
     limit: int,
+    extra: str = "",
 ) -> tuple[str, list[Any]]:
     """The read of a tenant's events after the number ``after``: ``(sql, params)``.
     ``user_id``: only that user's (``None``: only events of no user); ``agent_id``: only
-    that agent's and those of no agent (``None``: only those of no agent)."""
-    where = f"tenant_id = {mark} AND seq > {mark}"
+    that agent's and those of no agent (``None``: only those of no agent); ``extra``: one
+    more condition (SQL, no parameters)."""
+    where = f"tenant_id = {mark} AND seq > {mark}{extra}"
     params: list[Any] = [tenant, after]
     if kinds is not None:
         where += f" AND kind IN ({', '.join([mark] * len(kinds))})"
@@ -157,10 +162,11 @@ def events_list_query(
 
 
 def events_user_index(p: str) -> str:
-    """The index of users' events (both engines): a user-scoped ``list`` reads that
-    user's events after the cursor, not every event of the tenant after it. Events of no
-    user are left out (an append to a shared thread writes no page of it): the one read
-    of those, a handle scoped to no user, reads the tenant's events."""
+    """PostgreSQL's index of users' events: a user-scoped ``list`` reads that user's
+    events after the cursor, not every event of the tenant after it. Events of no user
+    are left out (an append to a shared thread writes no page of it): the one read of
+    those, a handle scoped to no user, reads the tenant's events. (SQLite's holds the
+    events up to a mark: ``sqlite_user_index``.)"""
     return (
         f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
         " WHERE user_id IS NOT NULL"
@@ -173,14 +179,32 @@ def events_user_index(p: str) -> str:
 _SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 
 
+#: SQLite's index of users' events holds only the events marked ``listed = 1``: an event
+#: is written unmarked (an append writes no page of the index) and marked later in
+#: batches, up to the tenant's mark in ``events_listed`` (``sqlite_list_users``).
+SQLITE_LISTED = " AND listed = 1"
+
+
+def sqlite_user_index(p: str) -> str:
+    """SQLite's ``events_user``: the user's events up to the tenant's mark (every event
+    of a user at or below the mark is in it, none above)."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
+        " WHERE listed = 1"
+    )
+
+
 def sqlite_tables(p: str) -> list[str]:
-    """The feed's tables (created on first enable; kept when disabled)."""
+    """The feed's tables (created on first enable; kept when disabled). ``events`` and
+    ``events_listed`` exist from schema version 12 on (the migrations make them)."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}events (
             tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
             at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
-            data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
-        events_user_index(p),
+            data TEXT, listed INTEGER, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+        sqlite_user_index(p),
+        f"""CREATE TABLE IF NOT EXISTS {p}events_listed (
+            tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL) WITHOUT ROWID""",
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -310,6 +334,20 @@ def sqlite_enable(p: str) -> list[str]:
 def sqlite_disable(p: str) -> list[str]:
     """The statements that turn the feed off (its triggers dropped; events kept)."""
     return [f"DROP TRIGGER IF EXISTS {p}{name}" for name, _ in _TRIGGERS]
+
+
+def sqlite_list_users(p: str) -> list[str]:
+    """Mark the tenant's (``?1``) events of a user above its mark, and move the mark to
+    its newest event (one write transaction): the user index then holds them all."""
+    newest = f"(SELECT MAX(seq) FROM {p}events WHERE tenant_id = ?1)"
+    mark = f"COALESCE((SELECT seq FROM {p}events_listed WHERE tenant_id = ?1), 0)"
+    return [
+        f"UPDATE {p}events SET listed = 1 WHERE tenant_id = ?1 AND seq > {mark}"
+        " AND user_id IS NOT NULL",
+        f"""INSERT INTO {p}events_listed (tenant_id, seq) SELECT ?1, {newest}
+            WHERE {newest} IS NOT NULL
+            ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq""",
+    ]
 
 
 def sqlite_emit(p: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 
 from memorybank.stores.sql.common import THREAD_COLUMNS
-from memorybank.stores.sql.events import events_user_index, sqlite_tables
+from memorybank.stores.sql.events import sqlite_tables, sqlite_user_index
 
 #: Vector deletions the ``vector_deletes`` log keeps (the newest). A cache or
 #: persisted index that saw the log at an older sequence than the oldest kept one
@@ -245,10 +245,31 @@ def migrations(p: str) -> list[list[str]]:
                 END""",
         ],
         # The change feed's index of a user's events, for a database whose feed was on
-        # before it existed (``events_user_index``). The feed's table is made here when
-        # there is none yet (empty until the feed is switched on: SQLite cannot make an
-        # index on a table that may be missing).
-        [sqlite_tables(p)[0], events_user_index(p)],
+        # before it existed. The feed's table is made here when there is none yet
+        # (empty until the feed is switched on: SQLite cannot make an index on a table
+        # that may be missing).
+        [
+            f"""CREATE TABLE IF NOT EXISTS {p}events (
+                tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+                at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT,
+                item_id TEXT, data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+            f"""CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events
+                (tenant_id, user_id, seq) WHERE user_id IS NOT NULL""",
+        ],
+        # The index of a user's events no longer grows with every append of a user's
+        # thread (a page more per commit, as much as the event's own): an event is
+        # written with ``listed`` NULL, outside the index, and a user-scoped read (or a
+        # prune) marks the tenant's events above its mark in ``events_listed`` first
+        # (``sqlite_list_users``). The events there now are all marked.
+        [
+            f"ALTER TABLE {p}events ADD COLUMN listed INTEGER",
+            f"UPDATE {p}events SET listed = 1 WHERE user_id IS NOT NULL",
+            f"DROP INDEX {p}events_user",
+            sqlite_user_index(p),
+            sqlite_tables(p)[2],
+            f"""INSERT INTO {p}events_listed (tenant_id, seq)
+                SELECT tenant_id, MAX(seq) FROM {p}events GROUP BY tenant_id""",
+        ],
     ]
 
 

@@ -10,16 +10,19 @@ from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_n
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import (
+    SQLITE_LISTED,
     event_of_row,
     events_list_query,
     sqlite_disable,
     sqlite_emit,
     sqlite_enable,
+    sqlite_list_users,
     sqlite_tables,
 )
+from memorybank.errors import StoreError
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
-__all__ = ["EventsMixin", "forget_events_begin", "forget_events_end"]
+__all__ = ["EventsMixin", "forget_events_begin", "forget_events_end", "list_users"]
 
 
 def _has_feed(conn: sqlite3.Connection, p: str) -> bool:
@@ -47,13 +50,38 @@ def forget_events_begin(conn: sqlite3.Connection, p: str, tenant: str) -> bool:
     return True
 
 
+def list_users(conn: sqlite3.Connection, p: str, tenant: str) -> None:
+    """Put the tenant's events of a user not in the user index yet into it (in a write
+    transaction): ``sqlite_list_users``."""
+    for statement in sqlite_list_users(p):
+        conn.execute(statement, (tenant,))
+
+
+def _listed_mark(conn: sqlite3.Connection, p: str, tenant: str) -> int:
+    """The tenant's mark: its events of a user at or below it are in the user index."""
+    row = conn.execute(f"SELECT seq FROM {p}events_listed WHERE tenant_id = ?", (tenant,))
+    found = row.fetchone()
+    return 0 if found is None else int(found[0])
+
+
+def _unlisted(conn: sqlite3.Connection, p: str, tenant: str) -> bool:
+    """Whether the tenant has events above its mark (``list_users`` has work)."""
+    row = conn.execute(
+        f"SELECT 1 FROM {p}events WHERE tenant_id = ? AND seq > ? LIMIT 1",
+        (tenant, _listed_mark(conn, p, tenant)),
+    ).fetchone()
+    return row is not None
+
+
 def forget_events_end(conn: sqlite3.Connection, p: str, tenant: str, user_id: str) -> None:
     """After the deletes: one ``user.forgotten`` is recorded (also while the feed is off:
-    it keeps the tenant's numbering from going back), then the user's other events go."""
+    it keeps the tenant's numbering from going back), then the user's other events go
+    (all in the user index once it is caught up: read through it)."""
     conn.execute(f"DELETE FROM {p}events_mute WHERE tenant_id = ?", (tenant,))
     conn.execute(sqlite_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    list_users(conn, p, tenant)
     conn.execute(
-        f"DELETE FROM {p}events WHERE tenant_id = ? AND user_id = ? AND kind != ?",
+        f"DELETE FROM {p}events WHERE tenant_id = ? AND user_id = ?{SQLITE_LISTED} AND kind != ?",
         (tenant, user_id, USER_FORGOTTEN),
     )
 
@@ -111,9 +139,9 @@ class EventsMixin(SQLiteStoreBase):
     ) -> list[Event]:
         p = self.prefix
         number = cursor_number(after)
-        sql, params = events_list_query(
-            p, "?", tenant, number, kinds=kinds, user_id=user_id, agent_id=agent_id, limit=limit
-        )
+        scoped = isinstance(user_id, str)
+        if scoped:
+            await self._list_users(tenant)
 
         def op(conn: sqlite3.Connection) -> list[Event]:
             if not _has_feed(conn, p):
@@ -125,9 +153,44 @@ class EventsMixin(SQLiteStoreBase):
                     (tenant,),
                 ).fetchone()
                 check_floor(after, number, row[0])
-            return [event_of_row(r) for r in conn.execute(sql, params).fetchall()]
+
+            def read(start: int, count: int, extra: str = "") -> list[Event]:
+                sql, params = events_list_query(
+                    p, "?", tenant, start, kinds=kinds, user_id=user_id, agent_id=agent_id,
+                    limit=count, extra=extra,
+                )  # fmt: skip
+                return [event_of_row(r) for r in conn.execute(sql, params).fetchall()]
+
+            if not scoped:
+                return read(number, limit)
+            # The user's events up to the mark through the user index; any above it (a
+            # write since, or a file this store cannot write) from the tenant's events.
+            mark = _listed_mark(conn, p, tenant)
+            found = (
+                read(number, limit, f"{SQLITE_LISTED} AND +seq <= {mark}") if number < mark else []
+            )
+            if len(found) == limit:
+                return found
+            return found + read(max(number, mark), limit - len(found))
 
         return await self._run_read(op)
+
+    async def _list_users(self, tenant: str) -> None:
+        """Bring the user index up to the tenant's newest event (``list_users``), when it
+        is behind; on a file this store cannot write it stays behind (reads still see it
+        all: ``events_list``)."""
+        p = self.prefix
+
+        def behind(conn: sqlite3.Connection) -> bool:
+            return _has_feed(conn, p) and _unlisted(conn, p, tenant)
+
+        if not await self._run_read(behind):
+            return
+        try:
+            await self._run(lambda: self._write(lambda conn: list_users(conn, p, tenant)))
+        except StoreError as error:
+            if "read-only" not in str(error):
+                raise
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
@@ -135,6 +198,7 @@ class EventsMixin(SQLiteStoreBase):
         def op(conn: sqlite3.Connection) -> int:
             if not _has_feed(conn, p):
                 return 0
+            list_users(conn, p, tenant)  # a prune from cron keeps the user index current
             row = conn.execute(f"SELECT value FROM {p}events_config WHERE name = 'keep'").fetchone()
             if row is None:
                 return 0
