@@ -57,8 +57,8 @@ from memorybank.stores.sql.common import from_us
 
 __all__ = [
     "FEED_FUNCTIONS",
-    "SQLITE_LISTED",
     "GRAPH_KINDS",
+    "SQLITE_LISTED",
     "TRACKED_KINDS",
     "event_of_row",
     "events_list_query",

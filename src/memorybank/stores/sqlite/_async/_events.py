@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from memorybank.errors import StoreError
 from memorybank.events.types import USER_FORGOTTEN, Event, check_floor, cursor_number, no_feed
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import to_us
@@ -19,7 +20,6 @@ from memorybank.stores.sql.events import (
     sqlite_list_users,
     sqlite_tables,
 )
-from memorybank.errors import StoreError
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
 __all__ = ["EventsMixin", "forget_events_begin", "forget_events_end", "list_users"]
