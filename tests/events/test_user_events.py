@@ -6,10 +6,10 @@ reads by, on SQLite (``EXPLAIN QUERY PLAN``) and PostgreSQL (``EXPLAIN``, after
 on before the index existed gets it when opened (the schema's last migration). And a
 user-scoped list returns exactly that user's events, in order, page by page.
 
-On SQLite the index holds a tenant's events up to a mark (``events_listed``): an append
-writes none of it, a user-scoped read (or a prune) moves the mark to the newest event
-first, and a reader that cannot write (a read-only file) reads the events above the
-mark from the tenant's. A database from before the mark (schema 11) gets it when opened.
+On SQLite the index holds a tenant's events up to a mark (``events_ranges.listed``): an
+append writes none of it, a user-scoped read (or a prune) moves the mark to the newest
+event first, and a reader that cannot write (a read-only file) reads the events above
+the mark from the tenant's. (A SQLite file of schema 11: ``test_feed_migration.py``.)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract.types import UNSET
-from memorybank.stores.sql.events import SQLITE_LISTED, events_list_query, events_user_index
+from memorybank.stores.sql.events import events_list_query, sqlite_list_query
 from tests.reliability._harness import StoreSpec, provide, store_params
 from tests.reliability.test_sqlite_faults import _read_only
 
@@ -75,20 +75,22 @@ def test_a_user_scoped_list_returns_that_users_events_in_order(spec: StoreSpec) 
         assert len(memory.events.list(limit=1000)) > len(seen) + OTHERS * ROUNDS
 
 
-def _user_query(prefix: str, mark: str, extra: str = "") -> tuple[str, list[Any]]:
+def _user_query(prefix: str, mark: str) -> tuple[str, list[Any]]:
     return events_list_query(
-        prefix, mark, "default", 0, kinds=None, user_id="alice", agent_id=UNSET, limit=100,
-        extra=extra,
-    )  # fmt: skip
+        prefix, mark, "default", 0, kinds=None, user_id="alice", agent_id=UNSET, limit=100
+    )
 
 
 def _sqlite_plan(path: str, prefix: str) -> str:
+    # SQLiteStore.events_list's read of a user's events up to the tenant's mark
     with sqlite3.connect(path) as conn:
-        columns = {row[1] for row in conn.execute(f"PRAGMA table_info({prefix}events)")}
-        # SQLiteStore.events_list's read of the events up to the tenant's mark (before
-        # schema 12: the plain read)
-        extra = f"{SQLITE_LISTED} AND +seq <= 1000" if "listed" in columns else ""
-        sql, params = _user_query(prefix, "?", extra)
+        base, mark = conn.execute(
+            f"SELECT base, listed FROM {prefix}events_ranges WHERE tenant_id = 'default'"
+        ).fetchone()
+        sql, params = sqlite_list_query(
+            prefix, "default", base, 0, mark + 1, kinds=None, user_id="alice",
+            agent_id=UNSET, limit=100, listed=True,
+        )  # fmt: skip
         rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
     return " | ".join(str(row[-1]) for row in rows)
 
@@ -113,30 +115,21 @@ def test_a_user_scoped_list_reads_by_the_users_index(spec: StoreSpec) -> None:
     plan = _plan(spec)
     assert f"{spec.prefix}events_user" in plan, plan
     if spec.kind == "sqlite":
-        assert "(tenant_id=? AND user_id=? AND seq>?)" in plan, plan
+        assert "(user_id=? AND rowid>? AND rowid<?)" in plan, plan
         assert "TEMP B-TREE" not in plan, plan  # read in order: no sort
 
 
-def _drop_index_and_step_back(spec: StoreSpec, *, to_version: int = 10) -> None:
-    """Leave the database as the schema before ``events_user`` left a feed that was on
-    (SQLite ``to_version`` 11: as schema 11 left it, the index on every user's event and
-    no mark)."""
+def _drop_index_and_step_back(spec: StoreSpec) -> None:
+    """Leave the database as the schema before ``events_user`` left a feed that was on."""
     index, version = f"{spec.prefix}events_user", f"{spec.prefix}schema_version"
-    if spec.kind == "sqlite":
-        with sqlite3.connect(spec.target) as conn:
-            conn.execute(f"DROP INDEX {index}")
-            conn.execute(f"ALTER TABLE {spec.prefix}events DROP COLUMN listed")
-            conn.execute(f"DROP TABLE {spec.prefix}events_listed")
-            if to_version == 11:
-                conn.execute(events_user_index(spec.prefix))
-            conn.execute(f"DELETE FROM {version} WHERE version > ?", (to_version,))
-        return
     with psycopg.connect(spec.target, autocommit=True) as conn:
         conn.execute(f"DROP INDEX {index}")
         conn.execute(f"UPDATE {version} SET version = version - 1")
 
 
 def test_a_feed_from_before_the_index_gets_it_when_opened(spec: StoreSpec) -> None:
+    if spec.kind == "sqlite":
+        pytest.skip("SQLite files of schema 10 and 11: test_feed_migration.py")
     with spec.memory() as memory:
         expected = _fill(memory)
     _drop_index_and_step_back(spec)
@@ -148,39 +141,20 @@ def test_a_feed_from_before_the_index_gets_it_when_opened(spec: StoreSpec) -> No
 
 
 def _listed(path: str, prefix: str) -> tuple[int, int, int]:
-    """The tenant's mark, its newest event, and how many of alice's events are marked."""
+    """The tenant's mark, its newest event's number, and how many of alice's events are
+    in the user index."""
     with sqlite3.connect(path) as conn:
         row = conn.execute(
-            f"SELECT (SELECT seq FROM {prefix}events_listed WHERE tenant_id = 'default'),"
-            f" (SELECT MAX(seq) FROM {prefix}events WHERE tenant_id = 'default'),"
-            f" (SELECT COUNT(*) FROM {prefix}events WHERE tenant_id = 'default'"
-            "   AND user_id = 'alice' AND listed = 1)"
+            f"SELECT r.listed, (SELECT MAX(pos) FROM {prefix}events) - r.base,"
+            f" (SELECT COUNT(*) FROM {prefix}events WHERE user_id = 'alice' AND listed = 1)"
+            f" FROM {prefix}events_ranges r WHERE r.tenant_id = 'default'"
         ).fetchone()
-    return row[0] or 0, row[1], row[2]
+    return row[0], row[1], row[2]
 
 
 @pytest.fixture
 def sqlite_spec(tmp_path: Path) -> Iterator[StoreSpec]:
     yield from provide("sqlite-normal", tmp_path)
-
-
-def test_a_feed_of_schema_11_reads_back_through_the_mark(sqlite_spec: StoreSpec) -> None:
-    """A SQLite feed as schema 11 left it (every user's event in the index, no mark):
-    opened, its events are all marked, and every user's read returns them."""
-    spec = sqlite_spec
-    with spec.memory() as memory:
-        expected = _fill(memory)
-        everything = [(e.cursor, e.kind) for e in memory.events.list(limit=1000)]
-    _drop_index_and_step_back(spec, to_version=11)
-    with spec.memory() as memory:  # opening migrates
-        assert [(e.cursor, e.kind) for e in memory.events.list(limit=1000)] == everything
-        mark, newest, marked = _listed(spec.target, spec.prefix)
-        assert mark == newest and marked == len(expected)
-        seen = memory.scoped(user_id="alice").events.list(limit=1000)
-        assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
-        for i in range(OTHERS):
-            assert len(memory.scoped(user_id=f"u{i}").events.list(limit=1000)) == ROUNDS + 1
-    assert f"{spec.prefix}events_user" in _plan(spec)
 
 
 def test_an_append_writes_no_index_entry_until_a_user_reads(sqlite_spec: StoreSpec) -> None:

@@ -12,12 +12,14 @@ from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.events import (
     SQLITE_LISTED,
+    SQLITE_RANGE,
     event_of_row,
-    events_list_query,
     sqlite_disable,
     sqlite_emit,
     sqlite_enable,
+    sqlite_list_query,
     sqlite_list_users,
+    sqlite_newest,
     sqlite_tables,
 )
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
@@ -57,18 +59,24 @@ def list_users(conn: sqlite3.Connection, p: str, tenant: str) -> None:
         conn.execute(statement, (tenant,))
 
 
-def _listed_mark(conn: sqlite3.Connection, p: str, tenant: str) -> int:
-    """The tenant's mark: its events of a user at or below it are in the user index."""
-    row = conn.execute(f"SELECT seq FROM {p}events_listed WHERE tenant_id = ?", (tenant,))
-    found = row.fetchone()
-    return 0 if found is None else int(found[0])
+def _range(conn: sqlite3.Connection, p: str, tenant: str) -> tuple[int, int] | None:
+    """The tenant's range (its ``base``) and mark (its events of a user numbered up to it
+    are in the user index); ``None``: it has no events."""
+    row = conn.execute(
+        f"SELECT base, listed FROM {p}events_ranges WHERE tenant_id = ?", (tenant,)
+    ).fetchone()
+    return None if row is None else (int(row[0]), int(row[1]))
 
 
 def _unlisted(conn: sqlite3.Connection, p: str, tenant: str) -> bool:
     """Whether the tenant has events above its mark (``list_users`` has work)."""
+    found = _range(conn, p, tenant)
+    if found is None:
+        return False
+    base, mark = found
     row = conn.execute(
-        f"SELECT 1 FROM {p}events WHERE tenant_id = ? AND seq > ? LIMIT 1",
-        (tenant, _listed_mark(conn, p, tenant)),
+        f"SELECT 1 FROM {p}events WHERE pos > ? AND pos < ? LIMIT 1",
+        (base + mark, base + SQLITE_RANGE),
     ).fetchone()
     return row is not None
 
@@ -78,11 +86,17 @@ def forget_events_end(conn: sqlite3.Connection, p: str, tenant: str, user_id: st
     it keeps the tenant's numbering from going back), then the user's other events go
     (all in the user index once it is caught up: read through it)."""
     conn.execute(f"DELETE FROM {p}events_mute WHERE tenant_id = ?", (tenant,))
-    conn.execute(sqlite_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    make_range, emit = sqlite_emit(p)
+    conn.execute(make_range, (tenant,))
+    conn.execute(emit, (tenant, USER_FORGOTTEN, user_id))
     list_users(conn, p, tenant)
+    found = _range(conn, p, tenant)
+    assert found is not None  # made above
+    base = found[0]
     conn.execute(
-        f"DELETE FROM {p}events WHERE tenant_id = ? AND user_id = ?{SQLITE_LISTED} AND kind != ?",
-        (tenant, user_id, USER_FORGOTTEN),
+        f"DELETE FROM {p}events WHERE user_id = ?{SQLITE_LISTED} AND pos > ? AND pos < ?"
+        " AND kind != ?",
+        (user_id, base, base + SQLITE_RANGE, USER_FORGOTTEN),
     )
 
 
@@ -153,25 +167,26 @@ class EventsMixin(SQLiteStoreBase):
                     (tenant,),
                 ).fetchone()
                 check_floor(after, number, row[0])
+            found = _range(conn, p, tenant)
+            if found is None:
+                return []
+            base, mark = found
 
-            def read(start: int, count: int, extra: str = "") -> list[Event]:
-                sql, params = events_list_query(
-                    p, "?", tenant, start, kinds=kinds, user_id=user_id, agent_id=agent_id,
-                    limit=count, extra=extra,
+            def read(start: int, stop: int, count: int, *, listed: bool = False) -> list[Event]:
+                sql, params = sqlite_list_query(
+                    p, tenant, base, start, stop, kinds=kinds, user_id=user_id,
+                    agent_id=agent_id, limit=count, listed=listed,
                 )  # fmt: skip
                 return [event_of_row(r) for r in conn.execute(sql, params).fetchall()]
 
             if not scoped:
-                return read(number, limit)
+                return read(number, SQLITE_RANGE, limit)
             # The user's events up to the mark through the user index; any above it (a
             # write since, or a file this store cannot write) from the tenant's events.
-            mark = _listed_mark(conn, p, tenant)
-            found = (
-                read(number, limit, f"{SQLITE_LISTED} AND +seq <= {mark}") if number < mark else []
-            )
-            if len(found) == limit:
-                return found
-            return found + read(max(number, mark), limit - len(found))
+            events = read(number, mark + 1, limit, listed=True) if number < mark else []
+            if len(events) == limit:
+                return events
+            return events + read(max(number, mark), SQLITE_RANGE, limit - len(events))
 
         return await self._run_read(op)
 
@@ -200,27 +215,29 @@ class EventsMixin(SQLiteStoreBase):
                 return 0
             list_users(conn, p, tenant)  # a prune from cron keeps the user index current
             row = conn.execute(f"SELECT value FROM {p}events_config WHERE name = 'keep'").fetchone()
-            if row is None:
+            found = _range(conn, p, tenant)
+            if row is None or found is None:
                 return 0
+            base = found[0]
             cutoff = to_us(datetime.now(UTC) - timedelta(seconds=row[0]))
             last, newest = conn.execute(
-                f"SELECT (SELECT MAX(seq) FROM (SELECT seq FROM {p}events WHERE tenant_id = ?1"
-                " AND at < ?2 ORDER BY seq LIMIT ?3)),"
-                f" (SELECT MAX(seq) FROM {p}events WHERE tenant_id = ?1)",
-                (tenant, cutoff, limit),
+                f"SELECT (SELECT MAX(pos) FROM (SELECT pos FROM {p}events WHERE pos > ?1"
+                " AND pos < ?1 + ?2 AND at < ?3 ORDER BY pos LIMIT ?4)),"
+                f" {sqlite_newest(p, '?1')}",
+                (base, SQLITE_RANGE, cutoff, limit),
             ).fetchone()
             if last is None or newest is None:
                 return 0
             last = min(last, newest - 1)  # the newest stays: numbers never come again
-            if last < 1:
+            if last <= base:
                 return 0
             gone = conn.execute(
-                f"DELETE FROM {p}events WHERE tenant_id = ? AND seq <= ?", (tenant, last)
+                f"DELETE FROM {p}events WHERE pos > ? AND pos <= ?", (base, last)
             ).rowcount
             conn.execute(
                 f"INSERT INTO {p}events_tenants (tenant_id, floor) VALUES (?, ?)"
                 " ON CONFLICT (tenant_id) DO UPDATE SET floor = MAX(floor, excluded.floor)",
-                (tenant, last),
+                (tenant, last - base),
             )
             return gone
 

@@ -221,8 +221,11 @@ class SQLiteStoreBase(SQLCore):
                     f"database schema version {current} is newer than this memorybank supports"
                 )
             for version in range(current, len(steps)):
-                for statement in steps[version]:
-                    conn.execute(statement)
+                for step in steps[version]:
+                    if isinstance(step, str):
+                        conn.execute(step)
+                    else:
+                        step(conn)
                 conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
             conn.execute("COMMIT")
         except BaseException:
