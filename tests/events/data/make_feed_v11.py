@@ -62,9 +62,8 @@ def main() -> None:
     conn.close()
     acme = expected["acme"]
     assert isinstance(acme, dict)
-    kept = {"events": [r for r in acme["events"] if int(r[0]) > 2]}
-    kept["users"] = {u: [r for r in rows if int(r[0]) > 2] for u, rows in acme["users"].items()}
-    expected["acme"] = kept
+    users = {u: [r for r in rows if int(r[0]) > 2] for u, rows in acme["users"].items()}
+    expected["acme"] = {"events": [r for r in acme["events"] if int(r[0]) > 2], "users": users}
     (HERE / "feed_v11.json").write_text(json.dumps(expected) + "\n")
 
 

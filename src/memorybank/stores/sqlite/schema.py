@@ -29,6 +29,14 @@ VECTOR_LOG_KEEP = 100_000
 Step = str | Callable[[sqlite3.Connection], None]
 
 
+def apply_step(conn: sqlite3.Connection, step: Step) -> None:
+    """Run one step of a migration."""
+    if isinstance(step, str):
+        conn.execute(step)
+    else:
+        step(conn)
+
+
 def migrations(p: str) -> list[list[Step]]:
     """Schema changes; the index + 1 is the schema version they bring."""
     return [

@@ -34,6 +34,7 @@ from memorybank.stores.sql.statements import branch_entries, entry_vectors_gone,
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
+    apply_step,
     fts_scope_update,
     migrations,
     scope_token,
@@ -222,10 +223,7 @@ class SQLiteStoreBase(SQLCore):
                 )
             for version in range(current, len(steps)):
                 for step in steps[version]:
-                    if isinstance(step, str):
-                        conn.execute(step)
-                    else:
-                        step(conn)
+                    apply_step(conn, step)
                 conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
             conn.execute("COMMIT")
         except BaseException:
