@@ -25,6 +25,7 @@ import pytest
 from memorybank.memory._sync.memory import Memory
 from memorybank.stores.contract.types import UNSET
 from memorybank.stores.sql.events import events_list_query, sqlite_list_query
+from memorybank.stores.sqlite._sync._events import LIST_BATCH
 from tests.reliability._harness import StoreSpec, provide, store_params
 from tests.reliability.test_sqlite_faults import _read_only
 
@@ -159,28 +160,40 @@ def sqlite_spec(tmp_path: Path) -> Iterator[StoreSpec]:
 
 def test_an_append_writes_no_index_entry_until_a_user_reads(sqlite_spec: StoreSpec) -> None:
     """Appends to a user's thread leave the user index as it was; a user-scoped read
-    marks them first; a reader of a read-only file, which cannot, still reads them all."""
+    reads up to ``LIST_BATCH`` of them from the tenant's events, and marks them once
+    there are more; a reader of a read-only file, which cannot, still reads them all."""
     spec = sqlite_spec
     with spec.memory() as memory:
         expected = _fill(memory)
-        alice = memory.scoped(user_id="alice")
-        assert len(alice.events.list(limit=1000)) == len(expected)
+        memory.events.prune()  # a prune marks the events
         mark, newest, marked = _listed(spec.target, spec.prefix)
         assert mark == newest and marked == len(expected)
         thread = next(t for t in memory.threads.list(user_id="alice"))
-        for i in range(5):
-            entry = memory.entries.add(thread.id, {"role": "user", "content": f"late {i}"})
-            expected.append(("entry.added", thread.id, entry.id))
-        assert _listed(spec.target, spec.prefix) == (mark, newest + 5, marked)
+
+        def append(count: int) -> None:
+            items = [{"role": "user", "content": f"late {i}"} for i in range(count)]
+            for entry in memory.entries.add_many(thread.id, items):
+                expected.append(("entry.added", thread.id, entry.id))
+
+        append(LIST_BATCH)
+        alice = memory.scoped(user_id="alice")
+        assert [(e.kind, e.item_id) for e in alice.events.list(limit=1000)] == [
+            (k, i) for k, _, i in expected
+        ]
+        assert _listed(spec.target, spec.prefix) == (mark, newest + LIST_BATCH, marked)
+        append(1)
     with _read_only(Path(spec.target).parent), spec.memory() as memory:
         alice = memory.scoped(user_id="alice")
         seen, after = [], None
-        while page := alice.events.list(after=after, limit=4):  # across the mark
+        while page := alice.events.list(after=after, limit=100):  # across the mark
             seen.extend(page)
             after = page[-1].cursor
         assert [(e.kind, e.thread_id, e.item_id) for e in seen] == expected
-    assert _listed(spec.target, spec.prefix) == (mark, newest + 5, marked)
+    top = newest + LIST_BATCH + 1
+    assert _listed(spec.target, spec.prefix) == (mark, top, marked)
     with spec.memory() as memory:
         tail = memory.scoped(user_id="alice").events.list(after=str(newest), limit=1000)
-        assert [(e.kind, e.item_id) for e in tail] == [(k, i) for k, _, i in expected[-5:]]
-    assert _listed(spec.target, spec.prefix) == (newest + 5, newest + 5, marked + 5)
+        assert [(e.kind, e.item_id) for e in tail] == [
+            (k, i) for k, _, i in expected[-(LIST_BATCH + 1) :]
+        ]
+    assert _listed(spec.target, spec.prefix) == (top, top, marked + LIST_BATCH + 1)

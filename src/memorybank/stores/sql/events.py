@@ -15,10 +15,14 @@ Order. A cursor is a per-tenant number that is commit-ordered: a reader polling 
 ``after=c`` never misses an event that commits later with a smaller number.
 
 * SQLite has one writer at a time (``BEGIN IMMEDIATE``): an event's number, one more
-  than the tenant's newest (``events`` is keyed by ``(tenant_id, seq)``: one b-tree, one
-  page more per commit), is assigned in commit order already. No delete removes a
+  than the tenant's newest, is assigned in commit order already. ``events`` is a rowid
+  table; each tenant has a range of rowids (``events_ranges``), an event the rowid
+  ``base + number``: the last tenant's events (a database of one tenant: all) are
+  appended at the end of the table, about one page more per commit. No delete removes a
   tenant's newest event (``events_prune`` keeps it; ``forget_user`` records its
   ``user.forgotten`` first, also while the feed is off), so a number never comes again.
+  The index of users' events is not written by the append: it holds the tenant's
+  events up to a mark, moved by a user-scoped read or a prune (``sqlite_list_users``).
 * PostgreSQL's sequences are not (two transactions draw 5 and 6; 6 commits first, a
   reader reads 6 and moves past 5 before it commits). Its events take their number from
   the tenant's row of ``events_tenants``, incremented in the writing transaction: the

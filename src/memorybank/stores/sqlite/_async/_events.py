@@ -24,7 +24,11 @@ from memorybank.stores.sql.events import (
 )
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 
-__all__ = ["EventsMixin", "forget_events_begin", "forget_events_end", "list_users"]
+__all__ = ["LIST_BATCH", "EventsMixin", "forget_events_begin", "forget_events_end", "list_users"]
+
+#: Events a tenant may have above its mark before a user-scoped read marks them (in a
+#: write transaction); up to that many, the read takes them from the tenant's events.
+LIST_BATCH = 256
 
 
 def _has_feed(conn: sqlite3.Connection, p: str) -> bool:
@@ -69,14 +73,15 @@ def _range(conn: sqlite3.Connection, p: str, tenant: str) -> tuple[int, int] | N
 
 
 def _unlisted(conn: sqlite3.Connection, p: str, tenant: str) -> bool:
-    """Whether the tenant has events above its mark (``list_users`` has work)."""
+    """Whether the tenant has events numbered more than ``LIST_BATCH`` above its mark
+    (fewer are read from the tenant's events: a user-scoped read then writes nothing)."""
     found = _range(conn, p, tenant)
     if found is None:
         return False
     base, mark = found
     row = conn.execute(
         f"SELECT 1 FROM {p}events WHERE pos > ? AND pos < ? LIMIT 1",
-        (base + mark, base + SQLITE_RANGE),
+        (base + mark + LIST_BATCH, base + SQLITE_RANGE),
     ).fetchone()
     return row is not None
 
