@@ -21,7 +21,7 @@ PRIMITIVES = {
     "_table", "_select_many", "_write_many", "_write_one", "_write_again",
     "_transact", "dialect",
     "_record_columns", "_records_by_time", "_summary_order",
-    "_kept_counts", "_copied_columns", "_entry_insert",
+    "_kept_counts", "_copied_columns", "_entry_insert", "_feed_state_read", "_missing_table",
 }  # fmt: skip
 
 OWN: dict[type[SQLCore], dict[str, str]] = {
@@ -31,6 +31,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_vectors_deleting": "vector deletions are logged by trigger: no counters to bump",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
+        "events_list": "a rowid range per tenant, the user index filled by reads (lazily)",
     },
     AsyncPostgresStore: {
         "_list_keys": "one probe of the key index per (kind, key): the planner's plans",

@@ -14,6 +14,7 @@ from memorybank import ConfigurationError, Memory, NotFound, StoreError
 from memorybank.stores import SQLiteStore
 from memorybank.stores._sync.open import sqlite_path
 from memorybank.stores.contract.types import UNSET, SearchHit, Visibility
+from memorybank.stores.sqlite.schema import apply_step
 
 
 def _append_many(path: str, thread_id: str, writer: int, count: int) -> None:
@@ -125,7 +126,7 @@ def test_schema_is_versioned_and_created_once(tmp_path: Path) -> None:
             memory.threads.create()
     conn = sqlite3.connect(path)
     versions = conn.execute("SELECT version FROM memorybank_schema_version").fetchall()
-    assert versions == [(v,) for v in range(1, 12)]
+    assert versions == [(v,) for v in range(1, 13)]
     conn.execute("INSERT INTO memorybank_schema_version VALUES (99)")
     conn.commit()
     conn.close()
@@ -171,7 +172,7 @@ def test_migrations_upgrade_a_version_1_file(tmp_path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for statement in sqlite_module.migrations("memorybank_")[0]:
-        conn.execute(statement)
+        apply_step(conn, statement)
     conn.execute("INSERT INTO memorybank_schema_version VALUES (1)")
     conn.execute(
         "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
@@ -200,7 +201,7 @@ def test_migration_3_gives_existing_records_revision_0(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for statements in sqlite_module.migrations("memorybank_")[:2]:
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
     conn.execute("INSERT INTO memorybank_schema_version VALUES (1), (2)")
     conn.execute(
         "INSERT INTO memorybank_records (tenant_id, kind, id, content, data, created_at,"
@@ -226,7 +227,7 @@ def test_keyed_rows_from_before_fingerprints_still_replay(tmp_path: Path) -> Non
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:2], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     conn.execute(
         "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
@@ -258,7 +259,7 @@ def test_records_of_schema_4_page_after_the_upgrade(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:4], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     conn.executemany(
         "INSERT INTO memorybank_records (tenant_id, kind, id, agent_id, user_id, key, content,"
@@ -337,7 +338,7 @@ def test_migration_6_keeps_a_version_5_file_searchable_and_indexes_in_batches(
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:5], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     conn.execute(
         "INSERT INTO memorybank_threads VALUES ('default', 't', NULL, NULL, NULL, '{}',"
@@ -499,7 +500,7 @@ def test_migration_8_drops_the_updated_at_indexes_and_lists_threads_as_before(
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:7], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     # Threads t0..t8: users u0/u1/none, updated_at with ties (order: updated_at, then id).
     conn.executemany(
@@ -572,7 +573,7 @@ def test_migration_10_gives_the_keyword_index_owner_tokens(tmp_path: Path) -> No
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:9], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     owners = {"ta": "alice", "tb": "bob", "ts": None}
     for tenant in ("default", "other"):

@@ -15,6 +15,7 @@ from memorybank.records import Thread
 from memorybank.stores import SQLiteStore
 from memorybank.stores.contract._sync.store import VectorItem
 from memorybank.stores.sqlite import _sync as sqlite_module
+from memorybank.stores.sqlite.schema import apply_step
 from memorybank.stores.vectors import exact as _vectors
 
 MODEL = "test:del"
@@ -180,7 +181,7 @@ def test_vectors_of_schema_8_upgrade_in_place(tmp_path: Path) -> None:
     conn.execute("CREATE TABLE memorybank_schema_version (version INTEGER NOT NULL)")
     for version, statements in enumerate(sqlite_module.migrations("memorybank_")[:8], 1):
         for statement in statements:
-            conn.execute(statement)
+            apply_step(conn, statement)
         conn.execute("INSERT INTO memorybank_schema_version VALUES (?)", (version,))
     conn.execute(
         "INSERT INTO memorybank_threads (tenant_id, id, user_id, agent_id, title, metadata,"

@@ -15,10 +15,14 @@ Order. A cursor is a per-tenant number that is commit-ordered: a reader polling 
 ``after=c`` never misses an event that commits later with a smaller number.
 
 * SQLite has one writer at a time (``BEGIN IMMEDIATE``): an event's number, one more
-  than the tenant's newest (``events`` is keyed by ``(tenant_id, seq)``: one b-tree, one
-  page more per commit), is assigned in commit order already. No delete removes a
+  than the tenant's newest, is assigned in commit order already. ``events`` is a rowid
+  table; each tenant has a range of rowids (``events_ranges``), an event the rowid
+  ``base + number``: the last tenant's events (a database of one tenant: all) are
+  appended at the end of the table, about one page more per commit. No delete removes a
   tenant's newest event (``events_prune`` keeps it; ``forget_user`` records its
   ``user.forgotten`` first, also while the feed is off), so a number never comes again.
+  The index of users' events is not written by the append: it holds the tenant's
+  events up to a mark, moved by a user-scoped read or a prune (``sqlite_list_users``).
 * PostgreSQL's sequences are not (two transactions draw 5 and 6; 6 commits first, a
   reader reads 6 and moves past 5 before it commits). Its events take their number from
   the tenant's row of ``events_tenants``, incremented in the writing transaction: the
@@ -58,6 +62,8 @@ from memorybank.stores.sql.common import from_us
 __all__ = [
     "FEED_FUNCTIONS",
     "GRAPH_KINDS",
+    "SQLITE_LISTED",
+    "SQLITE_RANGE",
     "TRACKED_KINDS",
     "event_of_row",
     "events_list_query",
@@ -71,7 +77,14 @@ __all__ = [
     "postgres_tables",
     "sqlite_disable",
     "sqlite_enable",
+    "sqlite_list_query",
+    "sqlite_list_users",
+    "sqlite_newest",
+    "sqlite_range",
+    "sqlite_ranges",
     "sqlite_tables",
+    "sqlite_triggers",
+    "sqlite_user_index",
 ]
 
 #: Graph record kinds that make a ``graph.changed`` event (entities and relations; the
@@ -122,22 +135,16 @@ def event_of_row(row: Sequence[Any]) -> Event:
     )  # fmt: skip
 
 
-def events_list_query(
-    p: str,
+def _filters(
     mark: str,
-    tenant: str,
-    after: int,
     *,
     kinds: Sequence[str] | None,
     user_id: str | Unset | None,
     agent_id: str | Unset | None,
-    limit: int,
 ) -> tuple[str, list[Any]]:
-    """The read of a tenant's events after the number ``after``: ``(sql, params)``.
-    ``user_id``: only that user's (``None``: only events of no user); ``agent_id``: only
-    that agent's and those of no agent (``None``: only those of no agent)."""
-    where = f"tenant_id = {mark} AND seq > {mark}"
-    params: list[Any] = [tenant, after]
+    """The conditions of a read of events (`` AND ...``) and their parameters."""
+    where = ""
+    params: list[Any] = []
     if kinds is not None:
         where += f" AND kind IN ({', '.join([mark] * len(kinds))})"
         params.extend(kinds)
@@ -151,16 +158,38 @@ def events_list_query(
     elif not isinstance(agent_id, Unset):
         where += f" AND (agent_id = {mark} OR agent_id IS NULL)"
         params.append(agent_id)
-    params.append(limit)
-    sql = f"SELECT {_EVENT_COLUMNS} FROM {p}events WHERE {where} ORDER BY seq LIMIT {mark}"
-    return sql, params
+    return where, params
+
+
+def events_list_query(
+    p: str,
+    mark: str,
+    tenant: str,
+    after: int,
+    *,
+    kinds: Sequence[str] | None,
+    user_id: str | Unset | None,
+    agent_id: str | Unset | None,
+    limit: int,
+) -> tuple[str, list[Any]]:
+    """The read of a tenant's events after the number ``after`` (PostgreSQL, MySQL):
+    ``(sql, params)``. ``user_id``: only that user's (``None``: only events of no user);
+    ``agent_id``: only that agent's and those of no agent (``None``: only those of no
+    agent)."""
+    where, params = _filters(mark, kinds=kinds, user_id=user_id, agent_id=agent_id)
+    sql = (
+        f"SELECT {_EVENT_COLUMNS} FROM {p}events WHERE tenant_id = {mark} AND seq > {mark}"
+        f"{where} ORDER BY seq LIMIT {mark}"
+    )
+    return sql, [tenant, after, *params, limit]
 
 
 def events_user_index(p: str) -> str:
-    """The index of users' events (both engines): a user-scoped ``list`` reads that
-    user's events after the cursor, not every event of the tenant after it. Events of no
-    user are left out (an append to a shared thread writes no page of it): the one read
-    of those, a handle scoped to no user, reads the tenant's events."""
+    """PostgreSQL's index of users' events: a user-scoped ``list`` reads that user's
+    events after the cursor, not every event of the tenant after it. Events of no user
+    are left out (an append to a shared thread writes no page of it): the one read of
+    those, a handle scoped to no user, reads the tenant's events. (SQLite's holds the
+    events up to a mark: ``sqlite_user_index``.)"""
     return (
         f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (tenant_id, user_id, seq)"
         " WHERE user_id IS NOT NULL"
@@ -173,14 +202,38 @@ def events_user_index(p: str) -> str:
 _SQLITE_NOW = "CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER)"
 
 
+#: The numbers of one tenant's events: its events are the rows of ``events`` whose ``pos``
+#: (the rowid) is in ``(base, base + SQLITE_RANGE)``, ``pos - base`` the event's number.
+SQLITE_RANGE = 1 << 40
+#: SQLite's index of users' events holds only the events marked ``listed = 1``: an event
+#: is written unmarked (an append writes no page of the index) and marked later in
+#: batches, up to the tenant's mark ``events_ranges.listed`` (``sqlite_list_users``).
+SQLITE_LISTED = " AND listed = 1"
+
+
+def sqlite_user_index(p: str) -> str:
+    """SQLite's ``events_user``: the users' events up to their tenant's mark (every event
+    of a user at or below the mark is in it, none above), by user and ``pos``."""
+    return f"CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events (user_id) WHERE listed = 1"
+
+
 def sqlite_tables(p: str) -> list[str]:
-    """The feed's tables (created on first enable; kept when disabled)."""
+    """The feed's tables (``events``, its index and ``events_ranges`` are made by the
+    schema's migrations; the rest on first enable; all kept when disabled).
+
+    ``events`` is a rowid table: an event is appended at the end of its tenant's range
+    of rowids, and the last tenant's (a database of one tenant: every event) at the end
+    of the table, where SQLite splits a full page by starting a new one (a table keyed by
+    ``(tenant_id, seq)`` wrote 1.5 pages per event, this one 1.06)."""
     return [
         f"""CREATE TABLE IF NOT EXISTS {p}events (
-            tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+            pos INTEGER PRIMARY KEY, tenant_id TEXT NOT NULL, kind TEXT NOT NULL,
             at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT, item_id TEXT,
-            data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
-        events_user_index(p),
+            data TEXT, listed INTEGER)""",
+        sqlite_user_index(p),
+        f"""CREATE TABLE IF NOT EXISTS {p}events_ranges (
+            tenant_id TEXT NOT NULL PRIMARY KEY, base INTEGER NOT NULL,
+            listed INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
         f"""CREATE TABLE IF NOT EXISTS {p}events_tenants (
             tenant_id TEXT NOT NULL PRIMARY KEY, seq INTEGER NOT NULL DEFAULT 0,
             floor INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID""",
@@ -191,20 +244,48 @@ def sqlite_tables(p: str) -> list[str]:
     ]
 
 
-def _sqlite_insert(p: str, kind: str, source: str, fields: str) -> str:
+def sqlite_range(p: str, tenant: str) -> str:
+    """Give the tenant ``tenant`` (SQL) its range when it has none: the next one up. Run
+    where a tenant's first event can come from (a thread's or a record's insert, enable,
+    ``user.forgotten``); an entry's or an update's tenant has one already (its thread or
+    record was made with the feed on, or was there when it was switched on)."""
+    return (
+        f"INSERT INTO {p}events_ranges (tenant_id, base) SELECT {tenant},"
+        f" COALESCE((SELECT MAX(base) FROM {p}events_ranges), 0) + {SQLITE_RANGE}"
+        f" WHERE NOT EXISTS (SELECT 1 FROM {p}events_ranges WHERE tenant_id = {tenant})"
+    )
+
+
+def sqlite_newest(p: str, base: str) -> str:
+    """The ``pos`` of the newest event of the range at ``base`` (SQL; ``NULL``: none)."""
+    return (
+        f"(SELECT x.pos FROM {p}events x WHERE x.pos > {base}"
+        f" AND x.pos < {base} + {SQLITE_RANGE} ORDER BY x.pos DESC LIMIT 1)"
+    )
+
+
+def _sqlite_insert(p: str, kind: str, source: str, fields: str, *, ranged: bool = False) -> str:
     """``INSERT INTO events`` of one event made from ``source`` (``new``/``old``): one
     ``VALUES`` row, its owner read by scalar subqueries (an ``INSERT ... SELECT`` over a
-    join costs the append about twice as much CPU)."""
+    join costs the append about twice as much CPU); ``ranged``: its tenant's range made
+    first when it has none."""
+    tenant = f"{source}.tenant_id"
     return (
-        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id, agent_id, thread_id,"
-        f" item_id, data) VALUES ({source}.tenant_id, {_sqlite_next(p, source + '.tenant_id')},"
+        (f"{sqlite_range(p, tenant)}; " if ranged else "")
+        + f"INSERT INTO {p}events (pos, tenant_id, kind, at, user_id, agent_id, thread_id,"
+        f" item_id, data) VALUES ({_sqlite_next(p, tenant)}, {tenant},"
         f" {kind}, {_SQLITE_NOW}, {fields});"
     )
 
 
 def _sqlite_next(p: str, tenant: str) -> str:
-    """The tenant's next number: one more than its newest event (kept by every delete)."""
-    return f"COALESCE((SELECT MAX(x.seq) FROM {p}events x WHERE x.tenant_id = {tenant}), 0) + 1"
+    """The ``pos`` of the tenant's next event: one more than its newest (kept by every
+    delete), or than its base. (A tenant with no range, which cannot be, would get
+    SQLite's next rowid: above every range, read by no tenant.)"""
+    return (
+        f"(SELECT COALESCE({sqlite_newest(p, 'r.base')}, r.base) + 1"
+        f" FROM {p}events_ranges r WHERE r.tenant_id = {tenant})"
+    )
 
 
 def _entry_fields(p: str, src: str) -> str:
@@ -268,14 +349,39 @@ _DELETED_SQL = f"'fact', 'document', {_GRAPH_SQL}"
 
 
 def sqlite_enable(p: str) -> list[str]:
-    """The statements that turn the feed on (tables exist): triggers, and every floor
-    raised to the last number drawn (changes while off were not recorded)."""
-    deleted = _sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))
+    """The statements that turn the feed on (tables exist): every tenant with threads or
+    records given its range, every floor raised to the last number drawn (changes while
+    off were not recorded), and the triggers."""
     return [
         *sqlite_disable(p),
+        *sqlite_ranges(p),
         f"""INSERT INTO {p}events_tenants (tenant_id, floor)
-            SELECT tenant_id, MAX(seq) + 1 FROM {p}events GROUP BY tenant_id
+            SELECT tenant_id, newest - base + 1 FROM (
+                SELECT r.tenant_id, r.base, {sqlite_newest(p, "r.base")} AS newest
+                FROM {p}events_ranges r) WHERE newest IS NOT NULL
             ON CONFLICT (tenant_id) DO UPDATE SET floor = excluded.floor""",
+        *sqlite_triggers(p),
+    ]
+
+
+def sqlite_ranges(p: str) -> list[str]:
+    """Give every tenant with threads or records its range (``sqlite_range``)."""
+    return [
+        f"""INSERT INTO {p}events_ranges (tenant_id, base)
+            SELECT tenant_id, COALESCE((SELECT MAX(base) FROM {p}events_ranges), 0)
+                + {SQLITE_RANGE} * ROW_NUMBER() OVER (ORDER BY tenant_id)
+            FROM (SELECT tenant_id FROM {p}threads UNION SELECT tenant_id FROM {p}records)
+            WHERE tenant_id NOT IN (SELECT tenant_id FROM {p}events_ranges)"""
+    ]
+
+
+def sqlite_triggers(p: str) -> list[str]:
+    """The feed's triggers (its on switch)."""
+    deleted = _sqlite_insert(p, _deleted_kind("old"), "old", _record_fields("old", "deleted"))
+    added = _sqlite_insert(
+        p, _added_kind("new"), "new", _record_fields("new", "added"), ranged=True
+    )
+    return [
         f"""CREATE TRIGGER {p}events_entries_ins AFTER INSERT ON {p}entries BEGIN
             {_sqlite_insert(p, "'entry.added'", "new", _entry_fields(p, "new"))} END""",
         f"""CREATE TRIGGER {p}events_entries_upd AFTER UPDATE OF {_ENTRY_FIELDS}
@@ -286,7 +392,7 @@ def sqlite_enable(p: str) -> list[str]:
                 WHERE t.tenant_id = old.tenant_id AND t.id = old.thread_id) BEGIN
             {_sqlite_insert(p, "'entry.deleted'", "old", _entry_fields(p, "old"))} END""",
         f"""CREATE TRIGGER {p}events_threads_ins AFTER INSERT ON {p}threads BEGIN
-            {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"))}
+            {_sqlite_insert(p, "'thread.created'", "new", _thread_fields("new"), ranged=True)}
             END""",
         f"""CREATE TRIGGER {p}events_threads_upd AFTER UPDATE OF {_THREAD_FIELDS}
             ON {p}threads WHEN {_changed(_THREAD_FIELDS, "IS NOT")} BEGIN
@@ -297,8 +403,7 @@ def sqlite_enable(p: str) -> list[str]:
             {_sqlite_insert(p, "'thread.deleted'", "old", _thread_fields("old"))}
             END""",
         f"""CREATE TRIGGER {p}events_records_ins AFTER INSERT ON {p}records
-            WHEN new.kind IN ({_KINDS_SQL}) BEGIN
-            {_sqlite_insert(p, _added_kind("new"), "new", _record_fields("new", "added"))} END""",
+            WHEN new.kind IN ({_KINDS_SQL}) BEGIN {added} END""",
         f"""CREATE TRIGGER {p}events_records_upd AFTER UPDATE ON {p}records
             WHEN new.kind IN ({_GRAPH_SQL}) BEGIN
             {_sqlite_insert(p, "'graph.changed'", "new", _record_fields("new", "updated"))} END""",
@@ -312,12 +417,53 @@ def sqlite_disable(p: str) -> list[str]:
     return [f"DROP TRIGGER IF EXISTS {p}{name}" for name, _ in _TRIGGERS]
 
 
-def sqlite_emit(p: str) -> str:
-    """One event written by the store itself (``user.forgotten``): tenant, kind, user."""
-    return (
-        f"INSERT INTO {p}events (tenant_id, seq, kind, at, user_id)"
-        f" VALUES (?1, {_sqlite_next(p, '?1')}, ?2, {_SQLITE_NOW}, ?3)"
+def sqlite_list_users(p: str) -> list[str]:
+    """Mark the tenant's (``?1``) events of a user above its mark, and move the mark to
+    its newest event (one write transaction): the user index then holds them all."""
+    where = f"FROM {p}events_ranges r WHERE r.tenant_id = ?1"
+    return [
+        f"""UPDATE {p}events SET listed = 1 WHERE user_id IS NOT NULL
+            AND pos > (SELECT r.base + r.listed {where})
+            AND pos < (SELECT r.base + {SQLITE_RANGE} {where})""",
+        f"""UPDATE {p}events_ranges AS r SET listed = {sqlite_newest(p, "r.base")} - r.base
+            WHERE r.tenant_id = ?1 AND {sqlite_newest(p, "r.base")} IS NOT NULL""",
+    ]
+
+
+def sqlite_emit(p: str) -> list[str]:
+    """One event written by the store itself (``user.forgotten``): tenant (``?1``),
+    kind, user; its tenant's range made first when it has none."""
+    return [
+        sqlite_range(p, "?1"),
+        f"INSERT INTO {p}events (pos, tenant_id, kind, at, user_id)"
+        f" VALUES ({_sqlite_next(p, '?1')}, ?1, ?2, {_SQLITE_NOW}, ?3)",
+    ]
+
+
+def sqlite_list_query(
+    p: str,
+    tenant: str,
+    base: int,
+    after: int,
+    before: int,
+    *,
+    kinds: Sequence[str] | None,
+    user_id: str | Unset | None,
+    agent_id: str | Unset | None,
+    limit: int,
+    listed: bool = False,
+) -> tuple[str, list[Any]]:
+    """SQLite's read of a tenant's events numbered after ``after`` and before ``before``
+    (its range at ``base``): ``(sql, params)`` (``events_list_query``'s filters;
+    ``listed``: only those in the user index, read through it)."""
+    where, params = _filters("?", kinds=kinds, user_id=user_id, agent_id=agent_id)
+    if listed:
+        where += SQLITE_LISTED
+    sql = (
+        f"SELECT pos - {int(base)}, {_EVENT_COLUMNS.removeprefix('seq, ')} FROM {p}events"
+        f" WHERE pos > ? AND pos < ? AND tenant_id = ?{where} ORDER BY pos LIMIT ?"
     )
+    return sql, [base + after, base + before, tenant, *params, limit]
 
 
 # -- PostgreSQL --------------------------------------------------------------------------

@@ -6,9 +6,17 @@ Pure SQL text, no I/O: one copy serves the async and sync stores.
 from __future__ import annotations
 
 import functools
+import sqlite3
+from collections.abc import Callable
 
 from memorybank.stores.sql.common import THREAD_COLUMNS
-from memorybank.stores.sql.events import events_user_index, sqlite_tables
+from memorybank.stores.sql.events import (
+    SQLITE_RANGE,
+    sqlite_disable,
+    sqlite_ranges,
+    sqlite_tables,
+    sqlite_triggers,
+)
 
 #: Vector deletions the ``vector_deletes`` log keeps (the newest). A cache or
 #: persisted index that saw the log at an older sequence than the oldest kept one
@@ -16,7 +24,20 @@ from memorybank.stores.sql.events import events_user_index, sqlite_tables
 VECTOR_LOG_KEEP = 100_000
 
 
-def migrations(p: str) -> list[list[str]]:
+#: A migration's step: a statement, or a function of the connection (in the migration's
+#: transaction) for a change that depends on what the file holds.
+Step = str | Callable[[sqlite3.Connection], None]
+
+
+def apply_step(conn: sqlite3.Connection, step: Step) -> None:
+    """Run one step of a migration."""
+    if isinstance(step, str):
+        conn.execute(step)
+    else:
+        step(conn)
+
+
+def migrations(p: str) -> list[list[Step]]:
     """Schema changes; the index + 1 is the schema version they bring."""
     return [
         [
@@ -245,11 +266,58 @@ def migrations(p: str) -> list[list[str]]:
                 END""",
         ],
         # The change feed's index of a user's events, for a database whose feed was on
-        # before it existed (``events_user_index``). The feed's table is made here when
-        # there is none yet (empty until the feed is switched on: SQLite cannot make an
-        # index on a table that may be missing).
-        [sqlite_tables(p)[0], events_user_index(p)],
+        # before it existed. The feed's table is made here when there is none yet
+        # (empty until the feed is switched on: SQLite cannot make an index on a table
+        # that may be missing).
+        [
+            f"""CREATE TABLE IF NOT EXISTS {p}events (
+                tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, kind TEXT NOT NULL,
+                at INTEGER NOT NULL, user_id TEXT, agent_id TEXT, thread_id TEXT,
+                item_id TEXT, data TEXT, PRIMARY KEY (tenant_id, seq)) WITHOUT ROWID""",
+            f"""CREATE INDEX IF NOT EXISTS {p}events_user ON {p}events
+                (tenant_id, user_id, seq) WHERE user_id IS NOT NULL""",
+        ],
+        # The change feed writes less per event (``sqlite_tables``, ``_feed_v12``).
+        [_feed_v12(p)],
     ]
+
+
+def _feed_v12(p: str) -> Callable[[sqlite3.Connection], None]:
+    """The change feed's events move to a rowid table (``sqlite_tables``): each tenant
+    gets a range of rowids (``events_ranges``, in tenant order), each event the rowid
+    ``base + its number``, so every number and cursor stays what it was. The user index
+    holds the users' events up to the tenant's mark (``listed``, marked in batches: an
+    append writes none of it); the events there now are all in it. The triggers, which
+    write the old table, are made again when the feed is on."""
+
+    def step(conn: sqlite3.Connection) -> None:
+        on = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = ?",
+            (f"{p}events_entries_ins",),
+        ).fetchone()
+        table, index, ranges = sqlite_tables(p)[:3]
+        for statement in [
+            *sqlite_disable(p),
+            ranges,
+            f"""INSERT INTO {p}events_ranges (tenant_id, base, listed)
+                SELECT tenant_id, {SQLITE_RANGE} * ROW_NUMBER() OVER (ORDER BY tenant_id),
+                    MAX(seq)
+                FROM {p}events GROUP BY tenant_id""",
+            table.replace(f"{p}events (", f"{p}events_v12 (", 1),
+            f"""INSERT INTO {p}events_v12 (pos, tenant_id, kind, at, user_id, agent_id,
+                    thread_id, item_id, data, listed)
+                SELECT r.base + e.seq, e.tenant_id, e.kind, e.at, e.user_id, e.agent_id,
+                    e.thread_id, e.item_id, e.data, CASE WHEN e.user_id IS NOT NULL THEN 1 END
+                FROM {p}events e JOIN {p}events_ranges r ON r.tenant_id = e.tenant_id
+                ORDER BY 1""",
+            f"DROP TABLE {p}events",
+            f"ALTER TABLE {p}events_v12 RENAME TO {p}events",
+            index,
+            *((*sqlite_ranges(p), *sqlite_triggers(p)) if on else ()),
+        ]:
+            conn.execute(statement)
+
+    return step
 
 
 #: The SQL function (registered on every connection) that gives a thread owner's token.

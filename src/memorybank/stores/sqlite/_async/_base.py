@@ -34,6 +34,7 @@ from memorybank.stores.sql.statements import thread_get_query
 from memorybank.stores.sqlite.schema import (
     SCOPE_FUNCTION,
     append_sqls,
+    apply_step,
     fts_scope_update,
     migrations,
     scope_token,
@@ -222,8 +223,8 @@ class SQLiteStoreBase(SQLCore):
                     f"database schema version {current} is newer than this memorybank supports"
                 )
             for version in range(current, len(steps)):
-                for statement in steps[version]:
-                    conn.execute(statement)
+                for step in steps[version]:
+                    apply_step(conn, step)
                 conn.execute(f"INSERT INTO {version_table} (version) VALUES (?)", (version + 1,))
             conn.execute("COMMIT")
         except BaseException:
