@@ -203,3 +203,24 @@ async def test_the_cluster_layout_has_no_feed(redis_prefix: str) -> None:
         assert await store.events_keep() is None
     finally:
         await store.close()
+
+
+async def test_a_store_whose_threads_expire_has_no_feed(redis_prefix: str) -> None:
+    """Redis expires a ``ttl=`` thread's keys itself: no script could record the
+    deletion, so the store claims no feed rather than follow with a silent gap."""
+    prefix = f"{redis_prefix}x{uuid.uuid4().hex[:6]}:"
+    store = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, ttl=600)
+    try:
+        assert Capability.EVENTS not in store.capabilities
+        with pytest.raises(ConfigurationError, match="ttl"):
+            await store.events_enable(keep=timedelta(days=1))
+        with pytest.raises(ConfigurationError):
+            await AsyncMemory(store).events.enable()
+    finally:
+        await store.close()
+    # working memory and snapshot TTLs record no events: the feed stays possible
+    kept = AsyncRedisStore.from_url(REDIS_URL, prefix=prefix, working_ttl=60, snapshot_ttl=60)
+    try:
+        assert Capability.EVENTS in kept.capabilities
+    finally:
+        await kept.close()

@@ -93,7 +93,7 @@ class RedisBase(CachedVectorStore):
             if ms
         }
         self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
-        if self._cluster:  # no change feed in the cluster layout (``_events``)
+        if self._cluster or self._ttl != "0":  # no change feed then (``_events``)
             self.capabilities = type(self).capabilities - {Capability.EVENTS}
         self._owns = _owns_client
         self._closed = False

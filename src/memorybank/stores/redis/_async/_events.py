@@ -39,6 +39,12 @@ class RedisEvents(RedisBase):
                 "the Redis store keeps no change feed with cluster=True (a thread's write"
                 " and its tenant's feed are in different slots)"
             )
+        if self._ttl != "0":
+            raise ConfigurationError(
+                "the Redis store keeps no change feed with ttl= set: Redis expires a"
+                " thread's keys itself, so no script could record the thread's deletion"
+                " (a reader following the feed would keep the thread forever)"
+            )
 
     async def events_enable(self, *, keep: timedelta) -> None:
         self._no_cluster()
