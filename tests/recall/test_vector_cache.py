@@ -149,6 +149,41 @@ def test_stale_thread_scope_of_entries_is_rechecked_in_sql(tmp_path: Path) -> No
         store.close()
 
 
+def test_a_user_search_sees_threads_deleted_or_given_away_by_other_writers(
+    tmp_path: Path,
+) -> None:
+    """A user's entry search answers from the cache alone while no thread changed scope;
+    a thread deleted (its vectors left behind) or given to another user by another
+    writer is counted, and the hits the cache still holds for it are checked in SQL."""
+    import sqlite3
+
+    path = tmp_path / "v.db"
+    store = SQLiteStore(path)
+    try:
+        _alices_threads(store, 30, 30)
+        alice, bob = Visibility(None, "alice"), Visibility(None, "bob")
+        hits = store.vector_search(
+            "t", _vec(3), model_id=MODEL, kinds=["entry"], k=80, visible_to=alice
+        )
+        assert {h.id for h in hits} == {f"{t}{i}" for t in "ab" for i in range(30)}
+        assert _ids(store, _vec(3), visible_to=bob) == []
+        raw = sqlite3.connect(path)
+        raw.execute("DELETE FROM memorybank_threads WHERE id = 'a'")  # vectors stay
+        raw.commit()
+        hits = store.vector_search(
+            "t", _vec(3), model_id=MODEL, kinds=["entry"], k=80, visible_to=alice
+        )
+        assert {h.id for h in hits} == {f"b{i}" for i in range(30)}
+        raw.execute("UPDATE memorybank_threads SET user_id = 'bob' WHERE id = 'b'")
+        raw.commit()
+        raw.close()
+        assert _ids(store, _vec(3), visible_to=alice) == []
+        hits = store.vector_search("t", _vec(3), model_id=MODEL, kinds=["entry"], k=80)
+        assert {h.id for h in hits} == {f"b{i}" for i in range(30)}
+    finally:
+        store.close()
+
+
 def test_a_thread_search_confirms_each_hit_like_a_read_of_its_row(tmp_path: Path) -> None:
     """A thread-scoped entry search confirms its hits in SQL by the rows the cache
     scored: exactly those still a vector of the model in that thread, the thread in
