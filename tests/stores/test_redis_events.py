@@ -216,6 +216,7 @@ async def test_a_store_whose_threads_expire_has_no_feed(redis_prefix: str) -> No
             await store.events_enable(keep=timedelta(days=1))
         with pytest.raises(ConfigurationError):
             await AsyncMemory(store).events.enable()
+        assert await store.events_keep() is None
     finally:
         await store.close()
     # working memory and snapshot TTLs record no events: the feed stays possible

@@ -93,11 +93,23 @@ class RedisBase(CachedVectorStore):
             if ms
         }
         self._cluster = cluster or isinstance(client, AsyncRedisClusterClient)
-        if self._cluster or self._ttl != "0":  # no change feed then (``_events``)
+        if self._without_feed():
             self.capabilities = type(self).capabilities - {Capability.EVENTS}
         self._owns = _owns_client
         self._closed = False
         self._schema_ok = False
+
+    def _without_feed(self) -> str | None:
+        """Why this store can keep no change feed (``None``: it can), read by its
+        capabilities and by every ``events_*`` verb (``_events``)."""
+        if self._cluster:
+            return "cluster=True (a thread's write and its tenant's feed are in different slots)"
+        if self._ttl != "0":
+            return (
+                "ttl= set (Redis expires a thread's keys itself, so no script could record"
+                " the thread's deletion: a reader following the feed would keep it forever)"
+            )
+        return None
 
     @classmethod
     def from_url(

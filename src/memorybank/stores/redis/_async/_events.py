@@ -33,21 +33,12 @@ def _event(number: bytes | str, fields: Sequence[Any]) -> Event:
 class RedisEvents(RedisBase):
     """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
 
-    def _no_cluster(self) -> None:
-        if self._cluster:
-            raise ConfigurationError(
-                "the Redis store keeps no change feed with cluster=True (a thread's write"
-                " and its tenant's feed are in different slots)"
-            )
-        if self._ttl != "0":
-            raise ConfigurationError(
-                "the Redis store keeps no change feed with ttl= set: Redis expires a"
-                " thread's keys itself, so no script could record the thread's deletion"
-                " (a reader following the feed would keep the thread forever)"
-            )
+    def _feed_here(self) -> None:
+        if reason := self._without_feed():
+            raise ConfigurationError(f"the Redis store keeps no change feed with {reason}")
 
     async def events_enable(self, *, keep: timedelta) -> None:
-        self._no_cluster()
+        self._feed_here()
         seconds = max(1, int(keep.total_seconds()))
         switch = self._feed_switch()
         async with self._io():
@@ -63,12 +54,12 @@ class RedisEvents(RedisBase):
             await self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     async def events_disable(self) -> None:
-        self._no_cluster()
+        self._feed_here()
         async with self._io():
             await self._client.delete(self._feed_switch())
 
     async def events_keep(self) -> timedelta | None:
-        if self._cluster:
+        if self._without_feed():
             return None
         async with self._io():
             seconds = await self._client.hget(self._feed_switch(), "keep")
@@ -85,7 +76,7 @@ class RedisEvents(RedisBase):
         limit: int,
     ) -> list[Event]:
         number = cursor_number(after)
-        if self._cluster:
+        if self._without_feed():
             return no_feed(number)
         with self._op():
             out = await self._tenant_eval(
@@ -95,7 +86,7 @@ class RedisEvents(RedisBase):
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
-        if self._cluster:
+        if self._without_feed():
             return 0
         async with self._io():
             seconds = await self._client.hget(self._feed_switch(), "keep")

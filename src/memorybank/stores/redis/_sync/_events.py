@@ -34,21 +34,12 @@ def _event(number: bytes | str, fields: Sequence[Any]) -> Event:
 class RedisEvents(RedisBase):
     """``events_enable``, ``events_disable``, ``events_keep``, ``events_list``, ``events_prune``."""
 
-    def _no_cluster(self) -> None:
-        if self._cluster:
-            raise ConfigurationError(
-                "the Redis store keeps no change feed with cluster=True (a thread's write"
-                " and its tenant's feed are in different slots)"
-            )
-        if self._ttl != "0":
-            raise ConfigurationError(
-                "the Redis store keeps no change feed with ttl= set: Redis expires a"
-                " thread's keys itself, so no script could record the thread's deletion"
-                " (a reader following the feed would keep the thread forever)"
-            )
+    def _feed_here(self) -> None:
+        if reason := self._without_feed():
+            raise ConfigurationError(f"the Redis store keeps no change feed with {reason}")
 
     def events_enable(self, *, keep: timedelta) -> None:
-        self._no_cluster()
+        self._feed_here()
         seconds = max(1, int(keep.total_seconds()))
         switch = self._feed_switch()
         with self._io():
@@ -64,12 +55,12 @@ class RedisEvents(RedisBase):
             self._client.hset(f"{self._prefix}{{{tag}}}:fm", "floor", last + 1)
 
     def events_disable(self) -> None:
-        self._no_cluster()
+        self._feed_here()
         with self._io():
             self._client.delete(self._feed_switch())
 
     def events_keep(self) -> timedelta | None:
-        if self._cluster:
+        if self._without_feed():
             return None
         with self._io():
             seconds = self._client.hget(self._feed_switch(), "keep")
@@ -86,7 +77,7 @@ class RedisEvents(RedisBase):
         limit: int,
     ) -> list[Event]:
         number = cursor_number(after)
-        if self._cluster:
+        if self._without_feed():
             return no_feed(number)
         with self._op():
             out = self._tenant_eval(
@@ -96,7 +87,7 @@ class RedisEvents(RedisBase):
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 
     def events_prune(self, tenant: str, *, limit: int) -> int:
-        if self._cluster:
+        if self._without_feed():
             return 0
         with self._io():
             seconds = self._client.hget(self._feed_switch(), "keep")
