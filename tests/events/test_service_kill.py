@@ -123,9 +123,10 @@ def test_a_killed_service_loses_and_reorders_no_event(node: Node) -> None:
     node.wait_ready()
     _, secret = create_key(node, TENANT)
     writers = [Writer(secret, f"w{i}") for i in range(WRITERS)]
-    per_writer = TOTAL // WRITERS
+    # Each writer may write all of TOTAL, so none runs out before the kill (the writers do
+    # not keep pace with each other: a quota of TOTAL / WRITERS could end before it).
     for writer in writers:  # writes until the kill
-        writer.phase(node.base, per_writer)
+        writer.phase(node.base, TOTAL)
     while sum(len(w.acked) for w in writers) < BEFORE_KILL * TOTAL:
         assert all(w.alive() for w in writers), [w.failure for w in writers]
         time.sleep(0.05)
@@ -137,12 +138,13 @@ def test_a_killed_service_loses_and_reorders_no_event(node: Node) -> None:
 
     node.start()
     node.wait_ready()
-    for writer in writers:  # the rest, on the restarted service
-        writer.phase(node.base, per_writer)
+    remaining = -(-(TOTAL - sum(len(ids) for ids in before.values())) // WRITERS)
+    for writer in writers:  # the rest of TOTAL at least, on the restarted service
+        writer.phase(node.base, len(writer.acked) + remaining)
     for writer in writers:
         writer.join(timeout=300)
         assert writer.failure is None, writer.failure
-        assert len(writer.acked) == per_writer
+        assert len(writer.acked) == len(before[writer.thread_id]) + remaining
 
     events = _events(node.base, secret)
     numbers = [int(str(e["cursor"])) for e in events]
