@@ -4,8 +4,9 @@ Redis, and over a kill -9 of a Redis server (one of the test's own, never the sh
 Two writer processes (``tests.reliability._child append``) append batches to three
 threads (two to one shared thread, so its appends interleave across processes) with
 the feed on, while this process follows the feed with ``after=cursor``. Both writers
-are SIGKILLed after at least 300 acknowledged appends each (at most 10,000 writes in
-all). Afterwards: every acknowledged entry has its ``entry.added`` event (0 lost); per
+are SIGKILLed once each has acknowledged 300 appends, or once 9,500 writes are
+acknowledged in all, whichever comes first (the writers go on until the signal lands,
+so a few hundred more may be acknowledged; the count only bounds the test's length). Afterwards: every acknowledged entry has its ``entry.added`` event (0 lost); per
 thread, the events name the entries in the thread's own order, each once (0
 reordered); and what the follower read while the writers ran, then after, is exactly
 the feed (a reader never skips an event that committed after a later-numbered one).
@@ -34,9 +35,10 @@ from tests.reliability.conftest import OwnRedis, OwnServer, _own
 
 #: Acknowledged appends (batches) each writer makes at least before the kill.
 AT_LEAST = 300
-#: Writes (entries) acknowledged in all when the kill is decided, at most (the writers
-#: go on until the signal lands: on a fast store a few hundred more).
-AT_MOST = 10_000
+#: Writes (entries) acknowledged in all at which the kill is decided even if a writer
+#: has not reached ``AT_LEAST`` (a bound on the test's length, not a check: the writers
+#: go on until the signal lands, and a follow of the feed may take a while under load).
+ENOUGH = 9_500
 
 
 def _follow(memory: Memory, after: str | None, seen: list[Event]) -> str | None:
@@ -108,10 +110,9 @@ def test_a_killed_writer_loses_and_reorders_no_event(spec: StoreSpec, tmp_path: 
             # follow while they write, until each has acknowledged enough
             while min(_acked(c) for c in writers) < AT_LEAST:
                 cursor = _follow(memory, cursor, seen)
-                if _written(writers) > AT_MOST - 500:
+                if _written(writers) >= ENOUGH:
                     break
                 time.sleep(0.05)
-            at_kill = _written(writers)
             for child in writers:
                 child.kill()
         finally:
@@ -119,7 +120,6 @@ def test_a_killed_writer_loses_and_reorders_no_event(spec: StoreSpec, tmp_path: 
                 child.stop()
         cursor = _follow(memory, cursor, seen)
         everything = _check_feed(memory, writers, [shared, *own])
-        assert at_kill <= AT_MOST
         assert [e.cursor for e in seen] == [e.cursor for e in everything]
         assert seen == everything
 
