@@ -97,6 +97,29 @@ class SearchCases(ContractBase):
             3,
         )
 
+    async def test_update_entries_repeated_id_last_change_wins(
+        self, memory: AsyncMemory, store: AsyncStore
+    ) -> None:
+        """An id repeated in one batch counts once and takes its last change; an id the
+        branch does not hold counts nothing and changes nothing; the same on every store."""
+        tid = await self._thread(memory)
+        ids = await self._fill(memory, tid, 2)
+        changed = await store.entry_update(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            changes=[
+                (ids[0], "first", {"n": 1}, 1),
+                ("no-such-entry", "ghost", {}, 1),
+                (ids[0], "second", {"n": 2}, 2),
+            ],
+        )
+        assert changed == 1
+        first = await memory.entries.get(tid, ids[0])
+        assert first is not None
+        assert (first.content, first.state, first.token_count) == ("second", {"n": 2}, 2)
+        assert [e.id for e in await memory.entries.list(tid)] == ids
+
     async def test_text_search_ranks_and_scopes(
         self, memory: AsyncMemory, store: AsyncStore
     ) -> None:

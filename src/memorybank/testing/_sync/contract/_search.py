@@ -98,6 +98,29 @@ class SearchCases(ContractBase):
             3,
         )
 
+    def test_update_entries_repeated_id_last_change_wins(
+        self, memory: Memory, store: Store
+    ) -> None:
+        """An id repeated in one batch counts once and takes its last change; an id the
+        branch does not hold counts nothing and changes nothing; the same on every store."""
+        tid = self._thread(memory)
+        ids = self._fill(memory, tid, 2)
+        changed = store.entry_update(
+            memory.tenant_id,
+            tid,
+            branch="main",
+            changes=[
+                (ids[0], "first", {"n": 1}, 1),
+                ("no-such-entry", "ghost", {}, 1),
+                (ids[0], "second", {"n": 2}, 2),
+            ],
+        )
+        assert changed == 1
+        first = memory.entries.get(tid, ids[0])
+        assert first is not None
+        assert (first.content, first.state, first.token_count) == ("second", {"n": 2}, 2)
+        assert [e.id for e in memory.entries.list(tid)] == ids
+
     def test_text_search_ranks_and_scopes(
         self, memory: Memory, store: Store
     ) -> None:
