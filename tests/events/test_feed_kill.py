@@ -1,15 +1,16 @@
 """The change feed over a kill -9 of its writers, on SQLite, PostgreSQL, MySQL/MariaDB and
 Redis, and over a kill -9 of a Redis server (one of the test's own, never the shared one).
 
-Two writer processes (``tests.reliability._child append``) append batches to three
-threads (two to one shared thread, so its appends interleave across processes) with
-the feed on, while this process follows the feed with ``after=cursor``. Both writers
-are SIGKILLed once each has acknowledged 300 appends, or once 9,500 writes are
-acknowledged in all, whichever comes first (the writers go on until the signal lands,
-so a few hundred more may be acknowledged; the count only bounds the test's length). Afterwards: every acknowledged entry has its ``entry.added`` event (0 lost); per
-thread, the events name the entries in the thread's own order, each once (0
-reordered); and what the follower read while the writers ran, then after, is exactly
-the feed (a reader never skips an event that committed after a later-numbered one).
+Four writer processes (``tests.reliability._child append``) append batches to three
+threads (two to one shared thread, so its appends interleave across processes) with the
+feed on, while this process follows the feed with ``after=cursor``. The writers are
+SIGKILLed once each has acknowledged 300 appends, or once 9,500 writes are acknowledged
+in all, whichever comes first (the writers go on until the signal lands, so a few
+hundred more may be acknowledged; the count only bounds the test's length). Afterwards:
+every acknowledged entry has its ``entry.added`` event (0 lost); per thread, the events
+name the entries in the thread's own order, each once (0 reordered); and what the
+follower read while the writers ran, then after, is exactly the feed (a reader never
+skips an event that committed after a later-numbered one).
 
 The Redis server case: three writers append to a Redis with an append-only file fsynced
 on every write (``tests.reliability.conftest.OwnRedis``) until the server is SIGKILLed
