@@ -247,7 +247,7 @@ def _bump(p: str, deleted: str) -> str:
     """An UPDATE bumping the vector cache generation of the (model, kind)s in ``deleted``."""
     return (
         f"UPDATE {p}vector_stamps s SET generation = s.generation + 1"
-        " WHERE s.tenant_id = %(tenant)s AND (s.model_id, s.kind) IN"
+        " WHERE s.tenant_id = %s AND (s.model_id, s.kind) IN"
         f" (SELECT model_id, kind FROM {deleted})"
     )
 
@@ -317,9 +317,8 @@ class Statements:
     def __init__(self, p: str) -> None:
         self.thread_create = (
             f"WITH t AS (INSERT INTO {p}threads (tenant_id, id, user_id, agent_id, title, metadata,"
-            " status, created_at, updated_at, current_branch) VALUES (%(tenant)s, %(id)s,"
-            " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::json, %(status)s,"
-            " %(created)s, %(updated)s, %(branch)s) RETURNING tenant_id, id, created_at,"
+            " status, created_at, updated_at, current_branch) VALUES (%s, %s, %s::text, %s::text,"
+            " %s::text, %s::json, %s, %s, %s, %s) RETURNING tenant_id, id, created_at,"
             " current_branch)"
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
@@ -429,9 +428,9 @@ class Statements:
         self.record_put = (
             f"INSERT INTO {p}records (tenant_id, kind, id, agent_id, user_id, key, content, data,"
             " created_at, updated_at, expires_at, revision)"
-            " SELECT %(tenant)s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
+            " SELECT %s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
             " i.created_at, i.updated_at, i.expires_at, i.revision"
-            " FROM json_to_recordset(%(batch)s::json) AS i(kind text, id text, agent_id text,"
+            " FROM json_to_recordset(%s::json) AS i(kind text, id text, agent_id text,"
             " user_id text, key text, content text, data json, created_at timestamptz,"
             " updated_at timestamptz, expires_at timestamptz, revision bigint)"
             " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = EXCLUDED.agent_id,"
@@ -439,22 +438,6 @@ class Statements:
             " data = EXCLUDED.data, created_at = EXCLUDED.created_at,"
             " updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,"
             " revision = EXCLUDED.revision"
-        )
-        # Guards run in the write's transaction: an existing row is locked and compared;
-        # an absent one is claimed by a placeholder row (revision -1), which a concurrent
-        # claimer's insert waits on, and which the write replaces or ``guard_release`` drops.
-        self.guard_lock = (
-            f"SELECT revision FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
-            " FOR UPDATE"
-        )
-        self.guard_claim = (
-            f"INSERT INTO {p}records (tenant_id, kind, id, content, created_at, updated_at,"
-            " revision) VALUES (%s, %s, %s, '', now(), now(), -1)"
-            " ON CONFLICT (tenant_id, kind, id) DO NOTHING RETURNING 1"
-        )
-        self.guard_release = (
-            f"DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
-            " AND revision = -1"
         )
         # Batch reads by ids are driven by the ids: a LIMIT 1 subquery per id (never
         # flattened). With "id = ANY(array)" a table never analyzed (autovacuum off) was
@@ -464,13 +447,13 @@ class Statements:
             f" LATERAL {record_at(p, '%(kind)s', 'x.id')} r"
             " WHERE r.tenant_id = %(tenant)s AND r.kind = %(kind)s AND r.id = x.id"
         )
+        # parameters: (tenant, kind, ids), tenant, (tenant, kind, ids); its rowcount: the
+        # records deleted
         self.record_delete = (
-            f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING model_id, kind),"
-            f" g AS ({_bump(p, 'v')}),"
-            f" d AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING 1)"
-            " SELECT count(*) FROM d"
+            f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
+            " AND id = ANY(%s::text[]) RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')})"
+            f" DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = ANY(%s::text[])"
         )
         self.vector_put = (
             f"INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding)"

@@ -35,7 +35,8 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
-from memorybank.stores.sql._async.core import SQLCore, Statement, run_program
+from memorybank.stores.sql._async.core import Statement, run_program
+from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._async.source import CachedVectorStore
@@ -60,7 +61,7 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(SQLCore, CachedVectorStore):
+class PostgresBase(SQLWrites, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
@@ -387,9 +388,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
             with suppress(psycopg.Error):
                 await self._pool.check()
         return translate(error)
-
-    def _table(self, name: str) -> str:
-        return f"{self.prefix}{name}"
 
     async def _transact(self, program: Callable[[], Program[T]]) -> T:
         async with self._transaction() as conn:

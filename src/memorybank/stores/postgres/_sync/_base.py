@@ -36,7 +36,8 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
 from memorybank.stores.postgres.statements import Statements
-from memorybank.stores.sql._sync.core import SQLCore, Statement, run_program
+from memorybank.stores.sql._sync.core import Statement, run_program
+from memorybank.stores.sql._sync.writes import SQLWrites
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._sync.source import CachedVectorStore
@@ -61,7 +62,7 @@ def _recording_connection(failures: ConnectFailures) -> type[Connection[Any]]:
     return _RecordingConnection
 
 
-class PostgresBase(SQLCore, CachedVectorStore):
+class PostgresBase(SQLWrites, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
@@ -388,9 +389,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
             with suppress(psycopg.Error):
                 self._pool.check()
         return translate(error)
-
-    def _table(self, name: str) -> str:
-        return f"{self.prefix}{name}"
 
     def _transact(self, program: Callable[[], Program[T]]) -> T:
         with self._transaction() as conn:

@@ -7,14 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._sync.store import NewEntry
 from memorybank.stores.postgres._sync._base import PostgresBase
-from memorybank.stores.postgres.rows import entry_position, new_entry_json, page_entry
-from memorybank.stores.sql.common import dump, messages_of_rows, row_to_entry, row_to_thread
+from memorybank.stores.postgres.rows import new_entry_json
+from memorybank.stores.sql.common import (
+    dump,
+    messages_of_rows,
+    page_row_to_entry,
+    row_to_entry,
+    row_to_thread,
+)
 from memorybank.stores.sql.program import Statement
 
 
@@ -56,9 +63,11 @@ class EntriesMixin(PostgresBase):
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
-        page = [page_entry(r, thread_id, name) for r in rows if r[0] is None]
-        page.sort(key=entry_position, reverse=newest_first)
-        return thread, page
+        # a page row: the thread's columns NULL, then ``PAGE_COLUMNS`` (UNION ALL: no order)
+        page = sorted(
+            (r[10:] for r in rows if r[0] is None), key=itemgetter(1), reverse=newest_first
+        )
+        return thread, [page_row_to_entry(r, thread_id, name) for r in page]
 
     def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
