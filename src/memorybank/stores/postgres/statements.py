@@ -20,7 +20,7 @@ R_READ = qualified("r", RECORD_COLUMNS).replace(", r.data,", ", r.data::text,")
 _E_COLS = qualified("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
-_E_READ = ", ".join(
+E_READ = ", ".join(
     f"NULLIF(e.{c.strip()}::text, '{{}}')"
     if c.strip() in ("metadata", "state")
     else f"e.{c.strip()}"
@@ -381,26 +381,12 @@ class Statements:
         # (tenant, thread, branch, position), and the planner picked the primary key,
         # reading the whole branch per id: 0.7 s per call at 10,000 entries.)
         self.entry_get_many = (
-            f"SELECT {_E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
+            f"SELECT {E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
             f" FROM {p}entries WHERE (tenant_id, thread_id, branch, id)"
             f" >= (%(tenant)s, %(thread)s, {current}, x.id)"
             " ORDER BY tenant_id, thread_id, branch, id LIMIT 1) e"
             f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
             f" AND e.branch = {current} AND e.id = x.id"
-        )
-        on_current = (
-            f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
-            f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-            " AND e.branch = t.current_branch"
-        )
-        self.entry_get_across = (
-            f"SELECT {_E_READ} FROM unnest(%(threads)s::text[], %(ids)s::text[])"
-            f" AS w(thread_id, id){on_current} AND e.id = w.id"
-        )
-        self.entry_windows = (
-            f"SELECT w.n, {_E_READ} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
-            f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
-            " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
         )
         # compaction's summary (``SQLCore._entry_insert``): the append's JSON row
         self.entry_insert = (
@@ -535,7 +521,7 @@ def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
     entries = (
         f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
         " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
-        f" UNION ALL SELECT {no_thread}, {_E_READ}, {vector}"
+        f" UNION ALL SELECT {no_thread}, {E_READ}, {vector}"
         " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
@@ -547,7 +533,7 @@ def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
         else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
     )
     windows = (
-        f"SELECT w.n, {_E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+        f"SELECT w.n, {E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
         f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"

@@ -27,6 +27,7 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import AsyncReadPool, AsyncWorker
 from memorybank.stores.contract._async.store import AsyncStore
 from memorybank.stores.sql._async.core import Statement
+from memorybank.stores.sql._async.entry_reads import EntryBatchReads
 from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
@@ -69,7 +70,7 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(SQLWrites):
+class SQLiteStoreBase(SQLWrites, EntryBatchReads):
     """The connection and the plumbing every part of the SQLite store uses."""
 
     dialect = SQLITE

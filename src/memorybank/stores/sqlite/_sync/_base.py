@@ -28,6 +28,7 @@ from memorybank.records import Thread
 from memorybank.runtime.concurrency import ReadPool, Worker
 from memorybank.stores.contract._sync.store import Store
 from memorybank.stores.sql._sync.core import Statement
+from memorybank.stores.sql._sync.entry_reads import EntryBatchReads
 from memorybank.stores.sql._sync.writes import SQLWrites
 from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
@@ -70,7 +71,7 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(SQLWrites):
+class SQLiteStoreBase(SQLWrites, EntryBatchReads):
     """The connection and the plumbing every part of the SQLite store uses."""
 
     dialect = SQLITE
