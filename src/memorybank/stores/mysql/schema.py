@@ -23,24 +23,7 @@ create (every table is made, then converted).
 from __future__ import annotations
 
 from memorybank.stores.mysql.rows import ID_HASH_SQL
-
-#: Table names after the prefix (to drop a prefix's tables, e.g. in tests).
-TABLES = (
-    "threads",
-    "branches",
-    "entries",
-    "working",
-    "snapshots",
-    "summaries",
-    "records",
-    "vectors",
-    "vector_stamps",
-    "schema_version",
-    "events",  # the change feed's (made on its first enable, not by a migration)
-    "events_tenants",
-    "events_config",
-    "events_mute",
-)
+from memorybank.stores.sql.common import TABLES as TABLES
 
 #: The table options of migrations 1 and 2 (kept as they were: migrations are never
 #: edited). ``utf8mb4_bin`` is a PAD SPACE collation: "acme" = "acme " in it, so

@@ -17,15 +17,11 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from memorybank.errors import ConfigurationError, Conflict, StoreError, StoreUnavailable
-from memorybank.records import Entry
 from memorybank.stores.contract.items import NewEntry, SearchHit
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     THREAD_COLUMNS,
-    entry_payload,
-    from_us,
-    load,
     tool_calls_value,
     unit_vector_bytes,
 )
@@ -69,33 +65,6 @@ AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], date
 
 _WORD = re.compile(r"[^\W_]+")
 _MAX_WORD = 100  # longer "words" are not indexed by to_tsvector either
-
-
-def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
-    """An ``Entry`` from a page row of ``_LIST`` (``row_to_entry`` for the shorter row)."""
-    calls, extra, item = entry_payload(row[15])
-    return Entry(
-        id=row[10],
-        thread_id=thread_id,
-        branch=branch,
-        position=int(row[11]),
-        role=row[12],
-        content=row[13],
-        name=row[14],
-        tool_calls=calls,
-        tool_call_id=row[16],
-        metadata=load(row[17]) or {},
-        state=load(row[18]) or {},
-        token_count=int(row[19]),
-        created_at=from_us(row[20]),
-        idempotency_key=row[21],
-        extra=extra,
-        item=item,
-    )
-
-
-def entry_position(entry: Entry) -> int:
-    return entry.position
 
 
 def hit_order(hit: SearchHit) -> tuple[float, str, str, str]:

@@ -8,6 +8,7 @@ advisory lock. The layout is described in ``memorybank.stores.postgres._async``.
 
 from __future__ import annotations
 
+from memorybank.stores.sql.common import TABLES as TABLES
 from memorybank.stores.sql.events import events_user_index
 
 #: ``MIGRATIONS[i]`` takes the schema from version ``i`` to ``i + 1`` (``{p}`` is the prefix).
@@ -233,22 +234,3 @@ MIGRATIONS: list[tuple[str, ...]] = [
         f" {events_user_index('{p}')}; END IF; END $$",
     ),
 ]
-
-#: Every table a schema holds (for tools that drop a prefix's tables).
-TABLES = (
-    "threads",
-    "branches",
-    "entries",
-    "working",
-    "snapshots",
-    "summaries",
-    "records",
-    "vectors",
-    "vector_stamps",
-    "schema_version",
-    # the change feed's (made when it is first switched on: memorybank.stores.sql.events)
-    "events",
-    "events_tenants",
-    "events_config",
-    "events_mute",
-)

@@ -20,7 +20,7 @@ R_READ = qualified("r", RECORD_COLUMNS).replace(", r.data,", ", r.data::text,")
 _E_COLS = qualified("e", ENTRY_COLUMNS)
 # Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
 # to parse; ``row_to_entry`` maps NULL to ``{}``).
-_E_READ = ", ".join(
+E_READ = ", ".join(
     f"NULLIF(e.{c.strip()}::text, '{{}}')"
     if c.strip() in ("metadata", "state")
     else f"e.{c.strip()}"
@@ -247,7 +247,7 @@ def _bump(p: str, deleted: str) -> str:
     """An UPDATE bumping the vector cache generation of the (model, kind)s in ``deleted``."""
     return (
         f"UPDATE {p}vector_stamps s SET generation = s.generation + 1"
-        " WHERE s.tenant_id = %(tenant)s AND (s.model_id, s.kind) IN"
+        " WHERE s.tenant_id = %s AND (s.model_id, s.kind) IN"
         f" (SELECT model_id, kind FROM {deleted})"
     )
 
@@ -317,9 +317,8 @@ class Statements:
     def __init__(self, p: str) -> None:
         self.thread_create = (
             f"WITH t AS (INSERT INTO {p}threads (tenant_id, id, user_id, agent_id, title, metadata,"
-            " status, created_at, updated_at, current_branch) VALUES (%(tenant)s, %(id)s,"
-            " %(user)s::text, %(agent)s::text, %(title)s::text, %(metadata)s::json, %(status)s,"
-            " %(created)s, %(updated)s, %(branch)s) RETURNING tenant_id, id, created_at,"
+            " status, created_at, updated_at, current_branch) VALUES (%s, %s, %s::text, %s::text,"
+            " %s::text, %s::json, %s, %s, %s, %s) RETURNING tenant_id, id, created_at,"
             " current_branch)"
             f" INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
             " SELECT tenant_id, id, current_branch, created_at FROM t"
@@ -382,26 +381,12 @@ class Statements:
         # (tenant, thread, branch, position), and the planner picked the primary key,
         # reading the whole branch per id: 0.7 s per call at 10,000 entries.)
         self.entry_get_many = (
-            f"SELECT {_E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
+            f"SELECT {E_READ} FROM unnest(%(ids)s::text[]) AS x(id), LATERAL (SELECT *"
             f" FROM {p}entries WHERE (tenant_id, thread_id, branch, id)"
             f" >= (%(tenant)s, %(thread)s, {current}, x.id)"
             " ORDER BY tenant_id, thread_id, branch, id LIMIT 1) e"
             f" WHERE e.tenant_id = %(tenant)s AND e.thread_id = %(thread)s"
             f" AND e.branch = {current} AND e.id = x.id"
-        )
-        on_current = (
-            f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
-            f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-            " AND e.branch = t.current_branch"
-        )
-        self.entry_get_across = (
-            f"SELECT {_E_READ} FROM unnest(%(threads)s::text[], %(ids)s::text[])"
-            f" AS w(thread_id, id){on_current} AND e.id = w.id"
-        )
-        self.entry_windows = (
-            f"SELECT w.n, {_E_READ} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
-            f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n){on_current}"
-            " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
         )
         # compaction's summary (``SQLCore._entry_insert``): the append's JSON row
         self.entry_insert = (
@@ -429,9 +414,9 @@ class Statements:
         self.record_put = (
             f"INSERT INTO {p}records (tenant_id, kind, id, agent_id, user_id, key, content, data,"
             " created_at, updated_at, expires_at, revision)"
-            " SELECT %(tenant)s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
+            " SELECT %s, i.kind, i.id, i.agent_id, i.user_id, i.key, i.content, i.data,"
             " i.created_at, i.updated_at, i.expires_at, i.revision"
-            " FROM json_to_recordset(%(batch)s::json) AS i(kind text, id text, agent_id text,"
+            " FROM json_to_recordset(%s::json) AS i(kind text, id text, agent_id text,"
             " user_id text, key text, content text, data json, created_at timestamptz,"
             " updated_at timestamptz, expires_at timestamptz, revision bigint)"
             " ON CONFLICT (tenant_id, kind, id) DO UPDATE SET agent_id = EXCLUDED.agent_id,"
@@ -439,22 +424,6 @@ class Statements:
             " data = EXCLUDED.data, created_at = EXCLUDED.created_at,"
             " updated_at = EXCLUDED.updated_at, expires_at = EXCLUDED.expires_at,"
             " revision = EXCLUDED.revision"
-        )
-        # Guards run in the write's transaction: an existing row is locked and compared;
-        # an absent one is claimed by a placeholder row (revision -1), which a concurrent
-        # claimer's insert waits on, and which the write replaces or ``guard_release`` drops.
-        self.guard_lock = (
-            f"SELECT revision FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
-            " FOR UPDATE"
-        )
-        self.guard_claim = (
-            f"INSERT INTO {p}records (tenant_id, kind, id, content, created_at, updated_at,"
-            " revision) VALUES (%s, %s, %s, '', now(), now(), -1)"
-            " ON CONFLICT (tenant_id, kind, id) DO NOTHING RETURNING 1"
-        )
-        self.guard_release = (
-            f"DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = %s"
-            " AND revision = -1"
         )
         # Batch reads by ids are driven by the ids: a LIMIT 1 subquery per id (never
         # flattened). With "id = ANY(array)" a table never analyzed (autovacuum off) was
@@ -464,13 +433,13 @@ class Statements:
             f" LATERAL {record_at(p, '%(kind)s', 'x.id')} r"
             " WHERE r.tenant_id = %(tenant)s AND r.kind = %(kind)s AND r.id = x.id"
         )
+        # parameters: (tenant, kind, ids), tenant, (tenant, kind, ids); its rowcount: the
+        # records deleted
         self.record_delete = (
-            f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING model_id, kind),"
-            f" g AS ({_bump(p, 'v')}),"
-            f" d AS (DELETE FROM {p}records WHERE tenant_id = %(tenant)s AND kind = %(kind)s"
-            " AND id = ANY(%(ids)s::text[]) RETURNING 1)"
-            " SELECT count(*) FROM d"
+            f"WITH v AS (DELETE FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
+            " AND id = ANY(%s::text[]) RETURNING model_id, kind),"
+            f" g AS ({_bump(p, 'v')})"
+            f" DELETE FROM {p}records WHERE tenant_id = %s AND kind = %s AND id = ANY(%s::text[])"
         )
         self.vector_put = (
             f"INSERT INTO {p}vectors (tenant_id, kind, id, model_id, thread_id, dim, embedding)"
@@ -552,7 +521,7 @@ def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
     entries = (
         f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
         " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
-        f" UNION ALL SELECT {no_thread}, {_E_READ}, {vector}"
+        f" UNION ALL SELECT {no_thread}, {E_READ}, {vector}"
         " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
@@ -564,7 +533,7 @@ def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
         else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
     )
     windows = (
-        f"SELECT w.n, {_E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
+        f"SELECT w.n, {E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
         f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
         f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
         f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"

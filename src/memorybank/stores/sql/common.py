@@ -54,6 +54,13 @@ __all__ = [
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _FAST_LIMIT_US = 7_258_118_400_000_000  # 2200-01-01
 
+#: Table names after the prefix on PostgreSQL and MySQL (for tools that drop a prefix's
+#: tables, e.g. tests): the change feed's last, made on its first enable, not by a migration.
+TABLES = (
+    "threads", "branches", "entries", "working", "snapshots", "summaries", "records",
+    "vectors", "vector_stamps", "schema_version",
+    "events", "events_tenants", "events_config", "events_mute",
+)  # fmt: skip
 #: Column order every SQL store selects threads in (``row_to_thread`` reads it).
 THREAD_COLUMNS = (
     "id, tenant_id, user_id, agent_id, title, metadata, status, created_at, updated_at,"

@@ -40,9 +40,11 @@ __all__ = [
     "branches_found",
     "compact_prefix_query",
     "entries_by_ids_query",
+    "entry_pairs_query",
     "entry_position_query",
     "entry_update_rows",
     "entry_vectors_gone",
+    "entry_windows_query",
     "forget_user_queries",
     "fork_point",
     "ids_in",
@@ -712,4 +714,53 @@ def branch_copy_query(d: Dialect, entries: str, columns: str) -> str:
     return (
         f"INSERT INTO {entries} (branch, {columns}) SELECT {m}, {columns} FROM {entries}"
         f" WHERE tenant_id = {m} AND thread_id = {m} AND branch = {m} AND position <= {m}"
+    )
+
+
+def _given(
+    d: Dialect, columns: str, types: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, str, tuple[Any, ...]]:
+    """``rows`` as the relation ``w(columns)``: a ``WITH`` clause, the ``FROM`` item and
+    their parameters. PostgreSQL: an array a column (``types``), ``unnest``ed (one
+    statement text whatever the count); SQLite: a ``VALUES`` list, named by a ``WITH``
+    (it names no columns of a subquery). MySQL reads neither (``EntryBatchReads``)."""
+    if d.arrays:
+        arrays = ", ".join(f"{d.mark}::{t}[]" for t in types)
+        params = tuple([row[i] for row in rows] for i in range(len(types)))
+        return "", f"unnest({arrays}) AS w({columns})", params
+    one = f"({', '.join([d.mark] * len(types))})"
+    values = ", ".join([one] * len(rows))
+    return f"WITH w({columns}) AS (VALUES {values}) ", "w", tuple(x for r in rows for x in r)
+
+
+def entry_windows_query(
+    d: Dialect, threads: str, entries: str, columns: str, tenant: str, windows: Sequence[Any]
+) -> tuple[str, tuple[Any, ...]]:
+    """For each window ``(n, thread id, first, last)``: ``n``, then ``columns`` (on ``e``)
+    of the entries of the thread's current branch within those positions, by window
+    then position. ``CROSS JOIN`` keeps the windows outermost (SQLite joins in the
+    order written): one thread lookup and one range of the position index each."""
+    types = ("bigint", "text", "bigint", "bigint")
+    head, w, params = _given(d, "n, thread_id, first, last", types, windows)
+    return (
+        f"{head}SELECT w.n, {columns} FROM {w} CROSS JOIN {threads} t CROSS JOIN {entries} e"
+        f" WHERE t.tenant_id = {d.mark} AND t.id = w.thread_id AND e.tenant_id = t.tenant_id"
+        " AND e.thread_id = t.id AND e.branch = t.current_branch"
+        " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position",
+        (*params, tenant),
+    )
+
+
+def entry_pairs_query(
+    d: Dialect, threads: str, entries: str, columns: str, tenant: str, pairs: Sequence[Any]
+) -> tuple[str, tuple[Any, ...]]:
+    """``columns`` (on ``e``) of the entry of each ``(thread id, entry id)`` on its
+    thread's current branch: a lookup of the entries' id index each, whatever the
+    number of threads."""
+    head, w, params = _given(d, "thread_id, id", ("text", "text"), pairs)
+    return (
+        f"{head}SELECT {columns} FROM {w} JOIN {threads} t ON t.tenant_id = {d.mark}"
+        f" AND t.id = w.thread_id JOIN {entries} e ON e.tenant_id = t.tenant_id"
+        " AND e.thread_id = t.id AND e.branch = t.current_branch AND e.id = w.id",
+        (*params, tenant),
     )

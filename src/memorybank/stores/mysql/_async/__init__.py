@@ -6,9 +6,9 @@ differ only in their pools, wrapped in ``memorybank.stores.mysql.compat``.
 The store is composed of one mixin per concern, each in a module of its own, over
 ``_base.MySQLBase`` (pool, connections, round trips, transactions retried after lock
 contention, migrations), itself over the verbs the SQL engines share
-(``memorybank.stores.sql._async.core.SQLCore``): ``_threads`` (threads),
-``_appends`` (one transaction each, or combined), ``_entries`` (reads, updates),
-``_records`` (guarded writes), ``_search`` (InnoDB FULLTEXT, vector writes), ``_events``
+(``memorybank.stores.sql._async.core.SQLCore``; threads created and records written by
+``writes.SQLWrites``): ``_appends`` (one transaction each, or combined), ``_entries``
+(reads, updates), ``_search`` (InnoDB FULLTEXT, vector writes), ``_events``
 (the change feed);
 ``memorybank.stores.mysql.schema`` (tables, migrations) and ``.rows`` (sync-free
 helpers: SQL fragments, error translation, URL options).
@@ -24,9 +24,7 @@ from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.mysql._async._appends import AppendsMixin
 from memorybank.stores.mysql._async._entries import EntriesMixin
 from memorybank.stores.mysql._async._events import EventsMixin
-from memorybank.stores.mysql._async._records import RecordsMixin
 from memorybank.stores.mysql._async._search import SearchMixin
-from memorybank.stores.mysql._async._threads import ThreadsMixin
 from memorybank.stores.mysql.rows import LockContention as LockContention
 
 # Private names that tests and benchmarks import from this module, as before the split.
@@ -38,9 +36,7 @@ from memorybank.stores.mysql.schema import TABLES
 __all__ = ["TABLES", "AsyncMySQLStore"]
 
 
-class AsyncMySQLStore(
-    ThreadsMixin, AppendsMixin, EntriesMixin, RecordsMixin, SearchMixin, EventsMixin
-):
+class AsyncMySQLStore(AppendsMixin, EntriesMixin, SearchMixin, EventsMixin):
     """Memory in MySQL/MariaDB. See docs/mysql.md (and each part's module) for
     layout and guarantees."""
 

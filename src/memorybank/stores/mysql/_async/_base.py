@@ -27,14 +27,16 @@ from memorybank.errors import (
 )
 from memorybank.runtime.combine import AsyncCombiner
 from memorybank.runtime.concurrency import AsyncLock, asleep
-from memorybank.stores.contract._async.store import AppendResult, AsyncStore, RecordGuard
+from memorybank.stores.contract._async.store import AppendResult, AsyncStore
 from memorybank.stores.mysql.compat import AsyncMySQLConnection, AsyncMySQLPool
 from memorybank.stores.mysql.rows import (
     APPEND_BATCHES,
     ATTEMPTS,
     BEGIN,
+    INSERT_COLS,
     NO_RESULT,
     PREFIX,
+    R_COLS,
     SESSION_BEGIN,
     AppendItem,
     AsyncMySQLWork,
@@ -45,7 +47,8 @@ from memorybank.stores.mysql.rows import (
     url_options,
 )
 from memorybank.stores.mysql.schema import IGNORED_ON_RERUN, MIGRATIONS, TABLE
-from memorybank.stores.sql._async.core import SQLCore, run_program
+from memorybank.stores.sql._async.core import run_program
+from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.dialect import MYSQL
 from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._async.source import CachedVectorStore
@@ -62,10 +65,14 @@ _NESTED = {
 }
 
 
-class MySQLBase(SQLCore, CachedVectorStore):
+class MySQLBase(SQLWrites, CachedVectorStore):
     """What every part of the MySQL store shares (see the module docstring)."""
 
     dialect = MYSQL
+    _record_columns = R_COLS
+    #: InnoDB appends the primary key's id to every secondary index.
+    _records_by_time = "records_list"
+    _copied_columns = INSERT_COLS.replace("branch, ", "")
 
     def __init__(
         self,
@@ -394,86 +401,20 @@ class MySQLBase(SQLCore, CachedVectorStore):
             raise
         return int(rows[0][0]) if rows else 0
 
-    async def _transaction(
-        self,
-        statements: Sequence[Statement],
-        *,
-        tenant: str = "",
-        guard: RecordGuard | None = None,
-    ) -> list[int]:
-        """Run write statements as one transaction, in as few round trips as their size
-        allows (about ``BATCH_BYTES`` each, under ``max_allowed_packet``); their rowcounts.
+    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
+        """Write statements as one transaction, in as few round trips as their size allows
+        (about ``BATCH_BYTES`` each, under ``max_allowed_packet``; ``BEGIN`` is two
+        results, ``COMMIT`` one); their rowcounts."""
 
-        With ``guard``, a first round trip locks or claims the guarded record and the
-        statements run only if it holds (``Conflict`` otherwise, rolled back).
-        """
-        return await self._with_retry(
-            lambda conn: self._transaction_on(conn, statements, tenant, guard)
-        )
+        async def work(conn: AsyncMySQLConnection) -> list[int]:
+            counts: list[int] = []
+            for part in round_trips([(BEGIN, None), *statements, ("COMMIT", None)]):
+                counts += [count for _, count in await self._run(conn, part)]
+            return counts[2 : 2 + len(statements)]
 
-    async def _transaction_on(
-        self,
-        conn: AsyncMySQLConnection,
-        statements: Sequence[Statement],
-        tenant: str,
-        guard: RecordGuard | None,
-    ) -> list[int]:
-        tail: list[Statement] = [("COMMIT", None)]
-        if guard is None:
-            batch: list[Statement] = [(BEGIN, None)]
-            skip = 2  # SET TRANSACTION, START TRANSACTION
-        else:
-            await self._check_guard(conn, tenant, guard)
-            batch, skip = [], 0
-            if guard.revision is None:
-                tail.insert(0, self._guard_release(tenant, guard))
-        counts: list[int] = []
-        for part in round_trips([*batch, *statements, *tail]):
-            counts += [count for _, count in await self._run(conn, part)]
-        return counts[skip : skip + len(statements)]
+        return await self._with_retry(work)
 
-    async def _check_guard(
-        self, conn: AsyncMySQLConnection, tenant: str, guard: RecordGuard
-    ) -> None:
-        """Start the transaction holding the guarded row's lock; ``Conflict`` if it fails.
-
-        An absent row cannot be locked, so its key is claimed with a placeholder row
-        (revision -1): a concurrent claimer's insert waits for this transaction, then
-        finds the key taken. Placeholders are never committed, so -1 means ours.
-        """
-        key = (tenant, guard.kind, guard.id)
-        statements: list[Statement] = [(BEGIN, None)]
-        if guard.revision is None:
-            statements.append(
-                (
-                    f"INSERT INTO {self._records} (tenant_id, kind, id, content, data,"
-                    " created_at, updated_at, revision) VALUES (%s, %s, %s, '', '{}', 0, 0, -1)"
-                    " ON DUPLICATE KEY UPDATE revision = revision",
-                    key,
-                )
-            )
-        statements.append(
-            (
-                f"SELECT revision FROM {self._records} WHERE tenant_id = %s AND kind = %s"
-                " AND id = %s FOR UPDATE",
-                key,
-            )
-        )
-        rows = (await self._run(conn, statements))[-1][0]
-        found = int(rows[0][0]) if rows else None
-        if found != (-1 if guard.revision is None else guard.revision):
-            raise guard.failed()  # the pool rolls back
-
-    def _guard_release(self, tenant: str, guard: RecordGuard) -> Statement:
-        """Drop the placeholder of an absent guarded record (unless the write replaced it)."""
-        return (
-            f"DELETE FROM {self._records} WHERE tenant_id = %s AND kind = %s AND id = %s"
-            " AND revision = -1",
-            (tenant, guard.kind, guard.id),
-        )
-
-    def _table(self, name: str) -> str:
-        return MYSQL.table(self.prefix, name)
+    _transaction = _write_many
 
     async def _transact(self, program: Callable[[], Program[T]]) -> T:
         """One round trip a step (``BEGIN`` sent with the first), ``COMMIT`` after."""
@@ -494,11 +435,6 @@ class MySQLBase(SQLCore, CachedVectorStore):
             return value
 
         return await self._with_retry(work)
-
-    async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
-        """One round trip (``BEGIN`` is two results, ``COMMIT`` one)."""
-        results = await self._run_retried([(BEGIN, None), *statements, ("COMMIT", None)])
-        return [count for _, count in results[2:-1]]
 
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         return await self._execute(sql, params)

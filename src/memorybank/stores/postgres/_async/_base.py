@@ -34,8 +34,10 @@ from memorybank.stores.postgres.rows import (
     translate,
 )
 from memorybank.stores.postgres.schema import MIGRATIONS
-from memorybank.stores.postgres.statements import Statements
-from memorybank.stores.sql._async.core import SQLCore, Statement, run_program
+from memorybank.stores.postgres.statements import E_READ, Statements
+from memorybank.stores.sql._async.core import Statement, run_program
+from memorybank.stores.sql._async.entry_reads import EntryBatchReads
+from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.dialect import POSTGRES
 from memorybank.stores.sql.program import Program, Results
 from memorybank.stores.vectors._async.source import CachedVectorStore
@@ -60,11 +62,12 @@ def _recording_connection(failures: ConnectFailures) -> type[AsyncConnection[Any
     return _RecordingConnection
 
 
-class PostgresBase(SQLCore, CachedVectorStore):
+class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
     """What every part of the PostgreSQL store shares (see the module docstring)."""
 
     dialect = POSTGRES
     _summary_order = "seq"
+    _entry_reads = E_READ  # an empty metadata or state object read as NULL
     _copied_columns = (
         "tenant_id, thread_id, position, id, role, content, name, tool_calls, tool_call_id,"
         " metadata, state, token_count, created_at, idempotency_key, fingerprint"
@@ -387,9 +390,6 @@ class PostgresBase(SQLCore, CachedVectorStore):
             with suppress(psycopg.Error):
                 await self._pool.check()
         return translate(error)
-
-    def _table(self, name: str) -> str:
-        return f"{self.prefix}{name}"
 
     async def _transact(self, program: Callable[[], Program[T]]) -> T:
         async with self._transaction() as conn:

@@ -1,19 +1,26 @@
-"""Entries of the PostgreSQL store: reads ("last N", by id, across threads,
-windows), counts, deletes, compaction and updates.
+"""Entries of the PostgreSQL store: reads ("last N", by id), compaction's insert and
+updates (reads across threads and windows: ``EntryBatchReads``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
+from operator import itemgetter
 from typing import Any
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._async.store import NewEntry
 from memorybank.stores.postgres._async._base import PostgresBase
-from memorybank.stores.postgres.rows import entry_position, new_entry_json, page_entry
-from memorybank.stores.sql.common import dump, messages_of_rows, row_to_entry, row_to_thread
+from memorybank.stores.postgres.rows import new_entry_json
+from memorybank.stores.sql.common import (
+    dump,
+    messages_of_rows,
+    page_row_to_entry,
+    row_to_entry,
+    row_to_thread,
+)
 from memorybank.stores.sql.program import Statement
 
 
@@ -55,9 +62,11 @@ class EntriesMixin(PostgresBase):
         if thread is None:
             raise NotFound(f"thread {thread_id!r} not found")
         name = thread.current_branch if branch is None else branch
-        page = [page_entry(r, thread_id, name) for r in rows if r[0] is None]
-        page.sort(key=entry_position, reverse=newest_first)
-        return thread, page
+        # a page row: the thread's columns NULL, then ``PAGE_COLUMNS`` (UNION ALL: no order)
+        page = sorted(
+            (r[10:] for r in rows if r[0] is None), key=itemgetter(1), reverse=newest_first
+        )
+        return thread, [page_row_to_entry(r, thread_id, name) for r in page]
 
     async def entry_list_recent(
         self, tenant: str, thread_id: str, limit: int
@@ -86,41 +95,6 @@ class EntriesMixin(PostgresBase):
         )
         found = {entry.id: entry for entry in map(row_to_entry, rows)}
         return {eid: found[eid] for eid in wanted if eid in found}
-
-    async def entry_get_across(
-        self, tenant: str, wanted: Mapping[str, Sequence[str]]
-    ) -> dict[tuple[str, str], Entry]:
-        """Entries of several threads (each on its current branch), in one statement."""
-        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        if not pairs:
-            return {}
-        rows = await self._fetch(
-            self._sql.entry_get_across,
-            {"tenant": tenant, "threads": [t for t, _ in pairs], "ids": [e for _, e in pairs]},
-            retry=True,
-        )
-        return {(entry.thread_id, entry.id): entry for entry in map(row_to_entry, rows)}
-
-    async def entry_windows(
-        self, tenant: str, windows: Sequence[tuple[str, int, int]]
-    ) -> list[list[Entry]]:
-        """Position ranges of several threads' current branches, in one statement."""
-        if not windows:
-            return []
-        rows = await self._fetch(
-            self._sql.entry_windows,
-            {
-                "tenant": tenant,
-                "threads": [w[0] for w in windows],
-                "firsts": [w[1] for w in windows],
-                "lasts": [w[2] for w in windows],
-            },
-            retry=True,
-        )
-        out: list[list[Entry]] = [[] for _ in windows]
-        for row in rows:
-            out[int(row[0]) - 1].append(row_to_entry(row[1:]))
-        return out
 
     def _entry_insert(
         self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry

@@ -1,20 +1,18 @@
-"""Records of the PostgreSQL store (facts, documents, core facts): guarded
-writes, deletes, reads by id or key, lists and pages.
+"""Records of the PostgreSQL store (facts, documents, core facts): the statements of
+their writes (``SQLWrites`` runs them, guarded or not), reads by id or key.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from psycopg import AsyncConnection
-
-from memorybank.stores.contract._async.store import Record, RecordGuard, Visibility
+from memorybank.stores.contract._async.store import Record, Visibility
 from memorybank.stores.contract.types import visible
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.statements import R_READ, keyed, record_at, scope_filter
 from memorybank.stores.sql.common import RECORD_COLUMNS, dump, row_to_record
+from memorybank.stores.sql.program import Statement
 
 
 class RecordsMixin(PostgresBase):
@@ -22,45 +20,9 @@ class RecordsMixin(PostgresBase):
 
     _record_columns = R_READ  # on ``r``; reads by id are its own (``record_at``)
 
-    @asynccontextmanager
-    async def _guarded(self, tenant: str, guard: RecordGuard | None) -> AsyncIterator[Any]:
-        """A transaction in which ``guard`` holds until it commits (``Conflict`` if not).
-
-        Without a guard: no transaction, the caller's statements run in autocommit.
-        """
-        if guard is None:
-            yield None
-            return
-        key = (tenant, guard.kind, guard.id)
-        async with self._transaction() as conn:
-            if guard.revision is None:
-                if not await self._rows(conn, self._sql.guard_claim, key):
-                    raise guard.failed()
-            else:
-                found = await self._rows(conn, self._sql.guard_lock, key)
-                if not found or found[0][0] != guard.revision:
-                    raise guard.failed()
-            yield conn
-            if guard.revision is None:
-                await self._rows(conn, self._sql.guard_release, key)
-
-    async def _write_in(
-        self, conn: AsyncConnection[Any] | None, query: str, params: dict[str, Any]
-    ) -> list[tuple[Any, ...]]:
-        """Run a write in ``conn``'s transaction, or alone in autocommit when ``None``."""
-        if conn is None:
-            return await self._fetch(query, params)
-        return await self._rows(conn, query, params)
-
-    async def record_put(
-        self, tenant: str, records: Sequence[Record], *, guard: RecordGuard | None = None
-    ) -> None:
-        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch (the last copy of an id wins).
-
-        Guarded: in a transaction after the guard's check (see ``_guarded``).
-        """
-        if not records and guard is None:
-            return
+    def _record_put_statements(self, tenant: str, records: Sequence[Record]) -> list[Statement]:
+        """One ``INSERT ... ON CONFLICT DO UPDATE`` for the batch, one JSON parameter (the
+        last copy of an id wins)."""
         latest = {(r.kind, r.id): r for r in records}
         batch = dump(
             [
@@ -80,26 +42,14 @@ class RecordsMixin(PostgresBase):
                 for r in latest.values()
             ]
         )
-        async with self._guarded(tenant, guard) as conn:
-            if records:
-                await self._write_in(conn, self._sql.record_put, {"tenant": tenant, "batch": batch})
+        return [(self._sql.record_put, (tenant, batch))]
 
-    async def record_delete(
-        self,
-        tenant: str,
-        kind: str,
-        record_ids: Sequence[str],
-        *,
-        guard: RecordGuard | None = None,
-    ) -> int:
-        """Delete the records and their vectors in one statement (guarded: see ``_guarded``)."""
-        ids = list(dict.fromkeys(record_ids))
-        if not ids and guard is None:
-            return 0
-        params = {"tenant": tenant, "kind": kind, "ids": ids}
-        async with self._guarded(tenant, guard) as conn:
-            rows = await self._write_in(conn, self._sql.record_delete, params) if ids else [(0,)]
-        return int(rows[0][0])
+    def _record_delete_statements(
+        self, tenant: str, kind: str, ids: Sequence[str]
+    ) -> tuple[list[Statement], list[int]]:
+        """The records and their vectors deleted in one statement (the ids one array)."""
+        key = (tenant, kind, list(ids))
+        return [(self._sql.record_delete, (*key, tenant, *key))], [0]
 
     async def record_get_many(
         self,

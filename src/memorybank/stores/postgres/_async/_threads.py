@@ -1,5 +1,6 @@
 """Threads of the PostgreSQL store: a thread and its first branch created in one
-statement (the other thread and branch verbs are the shared core's).
+statement (``SQLWrites.thread_create`` runs it; the other thread and branch verbs are
+the shared core's).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from memorybank.records import Thread
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.sql.common import dump
+from memorybank.stores.sql.program import Statement
 
 
 class ThreadsMixin(PostgresBase):
@@ -14,21 +16,15 @@ class ThreadsMixin(PostgresBase):
 
     # -- threads -----------------------------------------------------------
 
-    async def thread_create(self, thread: Thread) -> Thread:
-        """Insert the thread and its first branch in one statement."""
-        await self._fetch(
-            self._sql.thread_create,
-            {
-                "tenant": thread.tenant_id,
-                "id": thread.id,
-                "user": thread.user_id,
-                "agent": thread.agent_id,
-                "title": thread.title,
-                "metadata": dump(thread.metadata),
-                "status": thread.status,
-                "created": thread.created_at,
-                "updated": thread.updated_at,
-                "branch": thread.current_branch,
-            },
-        )
-        return thread
+    def _thread_create_statements(self, thread: Thread) -> list[Statement]:
+        """The thread and its first branch inserted in one statement."""
+        return [
+            (
+                self._sql.thread_create,
+                (
+                    thread.tenant_id, thread.id, thread.user_id, thread.agent_id, thread.title,
+                    dump(thread.metadata), thread.status, thread.created_at, thread.updated_at,
+                    thread.current_branch,
+                ),
+            )
+        ]  # fmt: skip

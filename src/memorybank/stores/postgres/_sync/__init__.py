@@ -4,9 +4,10 @@
 The store is composed of one mixin per concern, each in a module of its own, over
 ``_base.PostgresBase`` (the pool or connection, first connection, migrations, autocommit
 statements, transactions, errors), itself over the verbs the SQL engines share
-(``memorybank.stores.sql._async.core.SQLCore``): ``_threads`` (threads and branches),
-``_appends`` (one statement each, or combined), ``_entries`` (reads, counts, deletes,
-compaction, updates), ``_runs`` (snapshots, ``forget_user``), ``_records``, ``_search``
+(``memorybank.stores.sql._async.core.SQLCore``, ``writes.SQLWrites``,
+``entry_reads.EntryBatchReads``): ``_threads`` (a thread's creation in one statement),
+``_appends`` (one statement each, or combined), ``_entries`` (reads, compaction's insert,
+updates), ``_runs`` (``forget_user``), ``_records`` (one-statement writes, reads), ``_search``
 (``tsvector``), ``_vectors`` (pgvector and HNSW, or the in-process cache's reads);
 ``memorybank.stores.postgres.schema`` (migrations), ``.statements`` (the SQL) and
 ``.rows`` (sync-free helpers).

@@ -3,8 +3,8 @@
 The store is composed of one mixin per concern, each in a module of its own, over
 ``_base.SQLiteStoreBase`` (the connection and its read pool, transactions retried while
 the file is busy, migrations, keyword-index batches, close), itself over the verbs the
-SQL engines share (``memorybank.stores.sql._async.core.SQLCore``): ``_threads``,
-``_entries``, ``_records``, ``_search`` (FTS5, the in-process vector slots), ``_admin``
+SQL engines share (``memorybank.stores.sql._async.core.SQLCore``, ``writes.SQLWrites``):
+``_threads``, ``_entries``, ``_search`` (FTS5, the in-process vector slots), ``_admin``
 and ``_events`` (the change feed); ``memorybank.stores.sqlite.schema`` (migrations and
 the append's SQL).
 
@@ -25,7 +25,6 @@ from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite._async._base import Synchronous as Synchronous
 from memorybank.stores.sqlite._async._entries import EntriesMixin
 from memorybank.stores.sqlite._async._events import EventsMixin
-from memorybank.stores.sqlite._async._records import RecordsMixin
 from memorybank.stores.sqlite._async._search import SearchMixin
 from memorybank.stores.sqlite._async._threads import ThreadsMixin
 from memorybank.stores.sqlite.schema import SHARED_TOKEN as SHARED_TOKEN
@@ -39,7 +38,6 @@ __all__ = ["AsyncSQLiteStore"]
 class AsyncSQLiteStore(
     ThreadsMixin,
     EntriesMixin,
-    RecordsMixin,
     SearchMixin,
     AdminMixin,
     EventsMixin,

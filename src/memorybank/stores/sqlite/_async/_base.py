@@ -26,7 +26,9 @@ from memorybank.errors import (
 from memorybank.records import Thread
 from memorybank.runtime.concurrency import AsyncReadPool, AsyncWorker
 from memorybank.stores.contract._async.store import AsyncStore
-from memorybank.stores.sql._async.core import SQLCore, Statement
+from memorybank.stores.sql._async.core import Statement
+from memorybank.stores.sql._async.entry_reads import EntryBatchReads
+from memorybank.stores.sql._async.writes import SQLWrites
 from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Program, Results, drive
@@ -68,7 +70,7 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(SQLCore):
+class SQLiteStoreBase(SQLWrites, EntryBatchReads):
     """The connection and the plumbing every part of the SQLite store uses."""
 
     dialect = SQLITE
@@ -359,9 +361,6 @@ class SQLiteStoreBase(SQLCore):
         if self._closed:
             raise StoreClosed("the store is closed")
         return await self._worker.run(fn)
-
-    def _table(self, name: str) -> str:
-        return f"{self.prefix}{name}"
 
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         count: int = await self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))

@@ -1,16 +1,10 @@
-"""The SQLite store's threads: their creation, its list and count reads, and the columns
-a fork copies (the other thread and branch verbs are the shared core's)."""
+"""The SQLite store's threads: its list and count reads, and the columns a fork copies
+(the other thread and branch verbs are the shared core's)."""
 
 from __future__ import annotations
 
-import sqlite3
-
-from memorybank.errors import Conflict
-from memorybank.records import Thread
 from memorybank.stores.contract._async.store import Unset
-from memorybank.stores.sql.common import to_us
 from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sql.statements import thread_insert
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS
 
@@ -38,19 +32,3 @@ class ThreadsMixin(SQLiteStoreBase):
             f"(SELECT COUNT(*) FROM {self.prefix}entries e WHERE e.tenant_id = t.tenant_id"
             f" AND e.thread_id = t.id AND e.branch = {branch})"
         )
-
-    async def thread_create(self, thread: Thread) -> Thread:
-        p = self.prefix
-
-        def op(conn: sqlite3.Connection) -> Thread:
-            if self._get_thread(conn, thread.tenant_id, thread.id) is not None:
-                raise Conflict(f"thread {thread.id!r} already exists")
-            conn.execute(*thread_insert(SQLITE, f"{p}threads", thread))
-            conn.execute(
-                f"INSERT INTO {p}branches (tenant_id, thread_id, name, created_at)"
-                " VALUES (?, ?, ?, ?)",
-                (thread.tenant_id, thread.id, thread.current_branch, to_us(thread.created_at)),
-            )
-            return thread
-
-        return await self._run(lambda: self._write(op))

@@ -4,8 +4,8 @@
 The store is composed of one mixin per concern, each in a module of its own, over
 ``_base.SQLiteStoreBase`` (the connection and its read pool, transactions retried while
 the file is busy, migrations, keyword-index batches, close), itself over the verbs the
-SQL engines share (``memorybank.stores.sql._async.core.SQLCore``): ``_threads``,
-``_entries``, ``_records``, ``_search`` (FTS5, the in-process vector slots), ``_admin``
+SQL engines share (``memorybank.stores.sql._async.core.SQLCore``, ``writes.SQLWrites``):
+``_threads``, ``_entries``, ``_search`` (FTS5, the in-process vector slots), ``_admin``
 and ``_events`` (the change feed); ``memorybank.stores.sqlite.schema`` (migrations and
 the append's SQL).
 
@@ -26,7 +26,6 @@ from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
 from memorybank.stores.sqlite._sync._base import Synchronous as Synchronous
 from memorybank.stores.sqlite._sync._entries import EntriesMixin
 from memorybank.stores.sqlite._sync._events import EventsMixin
-from memorybank.stores.sqlite._sync._records import RecordsMixin
 from memorybank.stores.sqlite._sync._search import SearchMixin
 from memorybank.stores.sqlite._sync._threads import ThreadsMixin
 from memorybank.stores.sqlite.schema import SHARED_TOKEN as SHARED_TOKEN
@@ -40,7 +39,6 @@ __all__ = ["SQLiteStore"]
 class SQLiteStore(
     ThreadsMixin,
     EntriesMixin,
-    RecordsMixin,
     SearchMixin,
     AdminMixin,
     EventsMixin,

@@ -27,7 +27,9 @@ from memorybank.errors import (
 from memorybank.records import Thread
 from memorybank.runtime.concurrency import ReadPool, Worker
 from memorybank.stores.contract._sync.store import Store
-from memorybank.stores.sql._sync.core import SQLCore, Statement
+from memorybank.stores.sql._sync.core import Statement
+from memorybank.stores.sql._sync.entry_reads import EntryBatchReads
+from memorybank.stores.sql._sync.writes import SQLWrites
 from memorybank.stores.sql.common import row_to_thread
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Program, Results, drive
@@ -69,7 +71,7 @@ def _is_busy(error: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-class SQLiteStoreBase(SQLCore):
+class SQLiteStoreBase(SQLWrites, EntryBatchReads):
     """The connection and the plumbing every part of the SQLite store uses."""
 
     dialect = SQLITE
@@ -360,9 +362,6 @@ class SQLiteStoreBase(SQLCore):
         if self._closed:
             raise StoreClosed("the store is closed")
         return self._worker.run(fn)
-
-    def _table(self, name: str) -> str:
-        return f"{self.prefix}{name}"
 
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
         count: int = self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))

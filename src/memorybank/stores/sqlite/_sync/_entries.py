@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import operator
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +32,8 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Statement
 from memorybank.stores.sql.statements import (
+    entry_pairs_query,
+    entry_windows_query,
     qualified,
     taken_ids_query,
 )
@@ -104,20 +106,9 @@ def _windows(
 ) -> list[list[T]]:
     out: list[list[T]] = [[] for _ in windows]
     for start in range(0, len(windows), 200):
-        chunk = windows[start : start + 200]
-        values = ", ".join("(?, ?, ?, ?)" for _ in chunk)
-        params: list[Any] = []
-        for n, (thread_id, first, last) in enumerate(chunk, start):
-            params += (n, thread_id, first, last)
-        # CROSS JOIN keeps the windows outermost: one thread lookup and one range each
-        for row in conn.execute(
-            f"WITH w(n, thread_id, first, last) AS (VALUES {values})"
-            f" SELECT w.n, {columns} FROM w CROSS JOIN {p}threads t CROSS JOIN {p}entries e"
-            " WHERE t.tenant_id = ? AND t.id = w.thread_id AND e.tenant_id = t.tenant_id"
-            " AND e.thread_id = t.id AND e.branch = t.current_branch"
-            " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position",
-            (*params, tenant),
-        ):
+        chunk = [(n, *w) for n, w in enumerate(windows[start : start + 200], start)]
+        sql = entry_windows_query(SQLITE, f"{p}threads", f"{p}entries", columns, tenant, chunk)
+        for row in conn.execute(*sql):
             out[row[0]].append(convert(row[1:]))
     return out
 
@@ -151,17 +142,8 @@ def _pairs(
     found: list[T] = []
     for start in range(0, len(pairs), 400):
         chunk = pairs[start : start + 400]
-        values = ", ".join("(?, ?)" for _ in chunk)
-        found += map(
-            convert,
-            conn.execute(
-                f"WITH w(thread_id, id) AS (VALUES {values})"
-                f" SELECT {columns} FROM w JOIN {p}threads t ON t.tenant_id = ?"
-                f" AND t.id = w.thread_id JOIN {p}entries e ON e.tenant_id = t.tenant_id"
-                " AND e.thread_id = t.id AND e.branch = t.current_branch AND e.id = w.id",
-                (*(x for pair in chunk for x in pair), tenant),
-            ),
-        )
+        sql = entry_pairs_query(SQLITE, f"{p}threads", f"{p}entries", columns, tenant, chunk)
+        found += map(convert, conn.execute(*sql))
     return found
 
 
@@ -378,23 +360,6 @@ class EntriesMixin(SQLiteStoreBase):
             return owner, messages_of_rows([r[1:] for r in rows])
 
         return self._run_read(op)
-
-    def entry_get_across(
-        self, tenant: str, wanted: Mapping[str, Sequence[str]]
-    ) -> dict[tuple[str, str], Entry]:
-        """One read (``read_pairs``)."""
-        pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        p = self.prefix
-        return self._run_read(lambda c: read_pairs(c, p, tenant, pairs)) if pairs else {}
-
-    def entry_windows(
-        self, tenant: str, windows: Sequence[tuple[str, int, int]]
-    ) -> list[list[Entry]]:
-        """One read, one statement per 200 windows: each window a range of the position
-        index on its thread's current branch (``read_windows``)."""
-        asked = list(windows)
-        p = self.prefix
-        return self._run_read(lambda c: read_windows(c, p, tenant, asked)) if asked else []
 
     def _entry_insert(
         self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
