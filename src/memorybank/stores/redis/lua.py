@@ -55,6 +55,49 @@ end
 """
 
 
+# -- a thread and its entry vectors in the tenant's indexes, in both preludes: kept by the
+# thread's script on a single node; with ``cluster=True`` (``idx`` = "" there) by the
+# tenant slot's ``_THREAD_INDEX`` after it. ``t`` = {thread id, _, user (false: none)}.
+
+_INDEXES = r"""
+local function index(t, updated, created)
+  if idx ~= '' then
+    redis.call('ZADD', idx .. 'threads', updated, t[1])
+    if t[3] then
+      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
+    elseif created then
+      redis.call('SADD', idx .. 'u0', t[1])
+    end
+  end
+end
+local function unindex(tid, user)
+  if idx ~= '' then
+    redis.call('ZREM', idx .. 'threads', tid)
+    if user then
+      redis.call('ZREM', idx .. 'u:' .. esc(user), tid)
+    else
+      redis.call('SREM', idx .. 'u0', tid)
+    end
+  end
+end
+local function unindex_vectors(out, tid, m, ids)
+  -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
+  -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
+  if idx == '' then
+    out[#out + 1] = m
+    out[#out + 1] = ids
+    return
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('HDEL', idx .. 'ev:' .. esc(m), unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  local log = idx .. 'vl:entry:' .. esc(m)
+  for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
+  redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
+end
+"""
+
+
 # -- the thread scripts' prelude ------------------------------------------------------
 # Every thread script: KEYS[1] = the thread hash, ARGV[1] = the thread's key base
 # ("P{tenant:thread}:"), ARGV[2] = TTL in ms ("0": none), ARGV[3] = the tenant index
@@ -94,16 +137,6 @@ local function touch()
     end
   end
 end
-local function index(t, updated, created)
-  if idx ~= '' then
-    redis.call('ZADD', idx .. 'threads', updated, t[1])
-    if t[3] then
-      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
-    elseif created then
-      redis.call('SADD', idx .. 'u0', t[1])
-    end
-  end
-end
 local function forget(h, members)
   for _, m in ipairs(members) do
     local e = cjson.decode(m)
@@ -115,22 +148,8 @@ local function member(z, h, id)  -- an entry's position and member (nil: absent)
   local p = redis.call('HGET', h, 'i:' .. id)
   if p then return p, redis.call('ZRANGEBYSCORE', z, p, p)[1] end
 end
-local function unindex_vectors(out, tid, m, ids)
-  -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
-  -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
-  if idx == '' then
-    out[#out + 1] = m
-    out[#out + 1] = ids
-    return
-  end
-  for i = 1, #ids, 1000 do
-    redis.call('HDEL', idx .. 'ev:' .. esc(m), unpack(ids, i, math.min(i + 999, #ids)))
-  end
-  local log = idx .. 'vl:entry:' .. esc(m)
-  for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
-  redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
-end
 """
+    + _INDEXES
     + _FEED
     + r"""
 local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
@@ -241,6 +260,7 @@ local function admits(who, owner)
   return '=' .. owner == who
 end
 """
+    + _INDEXES
     + _FEED
 )
 

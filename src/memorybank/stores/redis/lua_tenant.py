@@ -207,6 +207,28 @@ for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i
 return seq
 """
 
+# Cluster mode, after a thread script (``lua._INDEXES``): ARGV[2] = thread id, ARGV[3] =
+# user ("-" none, "=<user>"), ARGV[4] = "new" / "set" (index it at ARGV[5] = updated_at),
+# "gone" (unindex it) or "" (neither), ARGV[6..] = (model, n, n entry ids) per model of
+# the thread's deleted entry vectors.
+_THREAD_INDEX = """
+local tid, op = ARGV[2], ARGV[4]
+local user = ARGV[3] ~= '-' and string.sub(ARGV[3], 2)
+if op == 'gone' then
+  unindex(tid, user)
+elseif op ~= '' then
+  index({tid, false, user}, ARGV[5], op == 'new')
+end
+local i = 6
+while i <= #ARGV do
+  local ids = {}
+  for j = 1, tonumber(ARGV[i + 1]) do ids[j] = ARGV[i + 1 + j] end
+  unindex_vectors(nil, tid, ARGV[i], ids)
+  i = i + 2 + #ids
+end
+return 1
+"""
+
 # ARGV[2] = user. Deletes the user's records (and their vectors), records no event for
 # them, deletes the user's events (but earlier "user.forgotten" ones; while the feed is off
 # too) and records one "user.forgotten"; returns how many records went. The last step of
@@ -301,6 +323,7 @@ S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
 S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
 S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
 S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
+S_THREAD_INDEX = Script(_THREAD_INDEX, prelude=TENANT_PRELUDE)
 S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
 S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
 S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)

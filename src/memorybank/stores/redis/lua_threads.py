@@ -158,14 +158,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
 end
 redis.call('DEL', tkey)
 if ARGV[4] == '' then emit('thread.deleted', t[2], t[3], t[1]) end
-if idx ~= '' then
-  redis.call('ZREM', idx .. 'threads', t[1])
-  if t[2] then
-    redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1])
-  else
-    redis.call('SREM', idx .. 'u0', t[1])
-  end
-end
+unindex(t[1], t[2])
 return {1, n, t[2] or '', gone}
 """
 

@@ -11,12 +11,13 @@ import copy
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
+from datetime import datetime
 from typing import Any, Self, cast
 
 import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
-from memorybank.records import Summary, Thread
+from memorybank.records import Summary
 from memorybank.stores.contract._async.run_state_store import SNAPSHOT_KIND, WORKING_KIND
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis.codec import (
@@ -30,6 +31,7 @@ from memorybank.stores.redis.codec import (
     translated,
     ttl_ms,
     unesc,
+    who,
 )
 from memorybank.stores.redis.compat import (
     CLUSTER_SCHEMES,
@@ -39,6 +41,7 @@ from memorybank.stores.redis.compat import (
     aconnect_redis_cluster,
 )
 from memorybank.stores.redis.lua import MIGRATE, Script
+from memorybank.stores.redis.lua_tenant import S_THREAD_INDEX
 from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
 from memorybank.stores.sql.common import from_us, to_us
 from memorybank.stores.vectors._async.source import CachedVectorStore
@@ -356,52 +359,25 @@ class RedisBase(CachedVectorStore):
                 if shared:
                     await self._client.sadd(f"{self._prefix}{{{tag}}}:u0", *shared)
 
-    async def _index(self, tenant: str, thread: Thread, *, created: bool = False) -> None:
-        """Cluster mode: update the tenant indexes after a thread write."""
-        if not self._cluster:
-            return
-        idx = self._idx(tenant)
-        score = to_us(thread.updated_at)
-        if thread.user_id is None and not created:
-            await self._client.zadd(idx + "threads", {thread.id: score})
-            return
-        async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
-            pipe.zadd(idx + "threads", {thread.id: score})
-            if thread.user_id is not None:
-                pipe.zadd(idx + "u:" + esc(thread.user_id), {thread.id: score})
-            else:
-                pipe.sadd(idx + "u0", thread.id)
-            await pipe.execute()
-
-    async def _unindex(
-        self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
+    async def _index(
+        self,
+        tenant: str,
+        thread_id: str,
+        user_id: str | None,
+        op: str,
+        updated: datetime | None = None,
+        vectors: Sequence[Any] = (),
     ) -> None:
-        """Cluster mode: drop a deleted thread from the tenant indexes (and its vectors')."""
+        """Cluster mode: the tenant indexes after a thread script (``lua_tenant``'s
+        ``_THREAD_INDEX``: ``op`` "new" / "set" / "gone" / "", deleted entry vectors
+        ``{model, {ids}, ...}`` as the thread script returned them)."""
         if not self._cluster:
             return
-        idx = self._idx(tenant)
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.zrem(idx + "threads", thread_id)
-            if user_id:
-                pipe.zrem(idx + "u:" + esc(user_id), thread_id)
-            else:
-                pipe.srem(idx + "u0", thread_id)
-            self._unindex_vectors(pipe, idx, thread_id, vectors)
-            await pipe.execute()
-
-    def _unindex_vectors(self, pipe: Any, idx: str, thread_id: str, vectors: Sequence[Any]) -> None:
-        """Cluster mode: queue dropping a thread's deleted entry vectors ({model, {ids}, ...})
-        from the tenant's ``ev:`` index and ``vl:`` log, and bumping the generation."""
+        args: list[Any] = []
         for i in range(0, len(vectors), 2):
-            ids = list(vectors[i + 1])
-            model = esc(as_str(vectors[i]))
-            for start in range(0, len(ids), CHUNK):
-                part = ids[start : start + CHUNK]
-                pipe.hdel(idx + "ev:" + model, *part)
-                pipe.zrem(
-                    idx + "vl:entry:" + model, *(log_member(thread_id, as_str(v)) for v in part)
-                )
-            pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
+            args += [vectors[i], len(vectors[i + 1]), *vectors[i + 1]]
+        stamp = "" if updated is None else to_us(updated)
+        await self._tenant_eval(S_THREAD_INDEX, tenant, thread_id, who(user_id), op, stamp, *args)
 
     async def _sweep_vectors(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
@@ -421,10 +397,8 @@ class RedisBase(CachedVectorStore):
                 gone = await self._thread_eval(
                     S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
                 )
-                if self._cluster and gone:
-                    async with self._client.pipeline(transaction=False) as pipe:
-                        self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
-                        await pipe.execute()
+                if gone:
+                    await self._index(tenant, thread_id, None, "", vectors=gone)
 
     async def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]

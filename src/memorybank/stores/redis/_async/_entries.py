@@ -71,7 +71,7 @@ class RedisEntries(RedisBase):
                 )
                 for i, text in enumerate(texts)
             ]
-            await self._index(tenant, thread)
+            await self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
         return AppendResult(stored, thread)
 
     async def entry_list(
@@ -187,7 +187,8 @@ class RedisEntries(RedisBase):
             raise_status(out, thread_id, branch)
             if as_str(out[0]) != "OK":  # STALE
                 return False
-            await self._index(tenant, decode_thread(unpack_thread(out[1])))
+            thread = decode_thread(unpack_thread(out[1]))
+            await self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
             await self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 

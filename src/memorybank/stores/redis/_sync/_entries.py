@@ -72,7 +72,7 @@ class RedisEntries(RedisBase):
                 )
                 for i, text in enumerate(texts)
             ]
-            self._index(tenant, thread)
+            self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
         return AppendResult(stored, thread)
 
     def entry_list(
@@ -188,7 +188,8 @@ class RedisEntries(RedisBase):
             raise_status(out, thread_id, branch)
             if as_str(out[0]) != "OK":  # STALE
                 return False
-            self._index(tenant, decode_thread(unpack_thread(out[1])))
+            thread = decode_thread(unpack_thread(out[1]))
+            self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
             self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 

@@ -59,7 +59,7 @@ class RedisThreads(RedisBase):
             )
             if not created:
                 raise Conflict(f"thread {thread.id!r} already exists")
-            self._index(thread.tenant_id, thread, created=True)
+            self._index(thread.tenant_id, thread.id, thread.user_id, "new", thread.updated_at)
         return thread
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -142,14 +142,14 @@ class RedisThreads(RedisBase):
             )
             raise_status(out, thread_id)
             thread = decode_thread(unpack_thread(out[1]))
-            self._index(tenant, thread)
+            self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
         return thread
 
     def thread_delete(self, tenant: str, thread_id: str) -> bool:
         with self._op():
             deleted, _, owner, vectors = self._thread_eval(S_DELETE, tenant, thread_id, "")
             if deleted:
-                self._unindex(tenant, thread_id, as_str(owner), vectors)
+                self._index(tenant, thread_id, as_str(owner) or None, "gone", vectors=vectors)
         return bool(deleted)
 
     # -- branches ------------------------------------------------------------------------
