@@ -193,6 +193,17 @@ local function unindex_record(k, id, old)  -- out of its owner, key and agent se
   if r[3] ~= cjson.null then redis.call('SREM', keyset(k, r[3]), id) end
   if r[1] ~= cjson.null then redis.call('SREM', agentset(k, r[1]), id) end
 end
+local function drop_record(k, id, user)
+  -- delete a record (only if ``user`` owns it, when given), out of its sets, with its
+  -- vectors; returns its JSON (nil: not deleted)
+  local old = redis.call('HGET', rkey(k), id)
+  if old and (not user or cjson.decode(old)[2] == user) then
+    redis.call('HDEL', rkey(k), id)
+    unindex_record(k, id, old)
+    drop_vectors(k, id)
+    return old
+  end
+end
 local function expire_due()
   -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL k<key>"
   -- (the key's records) or "kind NUL i<id>" by deadline ms; see ``_RECORD_PUT``);
@@ -206,14 +217,7 @@ local function expire_due()
     if string.sub(g, cut + 1, cut + 1) == 'k' then
       ids = redis.call('SMEMBERS', keyset(k, group))
     end
-    for _, id in ipairs(ids) do
-      local old = redis.call('HGET', rkey(k), id)
-      if old then
-        redis.call('HDEL', rkey(k), id)
-        unindex_record(k, id, old)
-        drop_vectors(k, id)
-      end
-    end
+    for _, id in ipairs(ids) do drop_record(k, id) end
     redis.call('ZREM', idx .. 'rx', g)
   end
   return now

@@ -83,11 +83,8 @@ _RECORD_DELETE = (
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
 local kind, n, on = ARGV[5], 0, feed()
 for i = 6, #ARGV do
-  local old = redis.call('HGET', rkey(kind), ARGV[i])
+  local old = drop_record(kind, ARGV[i])
   if old then
-    redis.call('HDEL', rkey(kind), ARGV[i])
-    unindex_record(kind, ARGV[i], old)
-    drop_vectors(kind, ARGV[i])
     if on then record_event(kind, ARGV[i], old, 'deleted') end
     n = n + 1
   end
@@ -209,8 +206,8 @@ return seq
 
 # Cluster mode, after a thread script (``lua._INDEXES``): ARGV[2] = thread id, ARGV[3] =
 # user ("-" none, "=<user>"), ARGV[4] = "new" / "set" (index it at ARGV[5] = updated_at),
-# "gone" (unindex it) or "" (neither), ARGV[6..] = (model, n, n entry ids) per model of
-# the thread's deleted entry vectors.
+# "gone" (unindex it) or "" (neither), ARGV[6] = the thread's deleted entry vectors (JSON
+# {model: [entry ids]}).
 _THREAD_INDEX = """
 local tid, op = ARGV[2], ARGV[4]
 local user = ARGV[3] ~= '-' and string.sub(ARGV[3], 2)
@@ -219,13 +216,7 @@ if op == 'gone' then
 elseif op ~= '' then
   index({tid, false, user}, ARGV[5], op == 'new')
 end
-local i = 6
-while i <= #ARGV do
-  local ids = {}
-  for j = 1, tonumber(ARGV[i + 1]) do ids[j] = ARGV[i + 1 + j] end
-  unindex_vectors(nil, tid, ARGV[i], ids)
-  i = i + 2 + #ids
-end
+for m, ids in pairs(cjson.decode(ARGV[6])) do unindex_vectors(nil, tid, m, ids) end
 return 1
 """
 
@@ -239,13 +230,7 @@ local kinds = idx .. 'rk:' .. esc(user)
 for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
   local set = owners(kind, user)
   for _, id in ipairs(redis.call('SMEMBERS', set)) do
-    local old = redis.call('HGET', rkey(kind), id)
-    if old and cjson.decode(old)[2] == user then
-      redis.call('HDEL', rkey(kind), id)
-      unindex_record(kind, id, old)
-      drop_vectors(kind, id)
-      n = n + 1
-    end
+    if drop_record(kind, id, user) then n = n + 1 end
   end
   redis.call('DEL', set)
 end

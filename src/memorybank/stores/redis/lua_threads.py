@@ -295,15 +295,16 @@ return redis.call('ZCARD', zkey(b))
 """)
 
 # ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
+# Returns a status (``codec.raise_status``).
 _CREATE_BRANCH = """
-if redis.call('EXISTS', tkey) == 0 then return 'NOTFOUND' end
+if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
 local name, src = ARGV[4], ARGV[5]
-if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return 'NOSOURCE' end
-if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return 'CONFLICT' end
+if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return {'NOBRANCH', src} end
+if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return {'EXISTS', name} end
 local p = false
 if ARGV[6] ~= '' then
   p = redis.call('HGET', hkey(src), 'i:' .. ARGV[6])
-  if not p then return 'NOENTRY' end
+  if not p then return {'NOENTRY', ARGV[6], src} end
 end
 local dz, dh = zkey(name), hkey(name)
 redis.call('DEL', dz, dh)
@@ -316,7 +317,7 @@ end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
 if feed() then emit_entries('entry.added', owner(), name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
-return 'OK'
+return {'OK'}
 """
 
 # ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or 1.
@@ -340,7 +341,7 @@ _COMPACT = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local b, through = ARGV[4], ARGV[5]
-if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH'} end
+if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH', b} end
 local z, h = zkey(b), hkey(b)
 local doomed = redis.call('ZRANGEBYSCORE', z, '-inf', through)
 if #doomed ~= #ARGV - 9 then return {'STALE'} end

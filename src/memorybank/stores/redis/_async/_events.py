@@ -78,10 +78,9 @@ class RedisEvents(RedisBase):
         number = cursor_number(after)
         if self._without_feed():
             return no_feed(number)
-        with self._op():
-            out = await self._tenant_eval(
-                S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
-            )
+        out = await self._tenant_eval(
+            S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
+        )
         check_floor(after, number, int(out[0]))
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 

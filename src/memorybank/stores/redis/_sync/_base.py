@@ -12,7 +12,6 @@ import copy
 import json
 from collections.abc import Iterator, Callable, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from typing import Any, Self, cast
 
 import redis.exceptions
@@ -44,7 +43,7 @@ from memorybank.stores.redis.compat import (
 from memorybank.stores.redis.lua import MIGRATE, Script
 from memorybank.stores.redis.lua_tenant import S_THREAD_INDEX
 from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
-from memorybank.stores.sql.common import from_us, to_us
+from memorybank.stores.sql.common import dump, from_us
 from memorybank.stores.vectors._sync.source import CachedVectorStore
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
@@ -238,8 +237,10 @@ class RedisBase(CachedVectorStore):
         return self._keys(base + "t"), (base, self._ttl, idx, *args)
 
     def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
-        self._ready()
-        return self._eval(script, *self._thread_call(tenant, thread_id, *args))
+        """A thread script's reply (in ``_op``, after the layout check, as ``_io``)."""
+        with self._op():
+            self._ready()
+            return self._eval(script, *self._thread_call(tenant, thread_id, *args))
 
     def _drop_gone(self, idx: str, indexes: Sequence[str], gone: Sequence[Any]) -> None:
         """Drop expired threads from the tenant indexes read (and ``threads``, ``u0``)."""
@@ -251,8 +252,7 @@ class RedisBase(CachedVectorStore):
 
     def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
         """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
-        with self._op():
-            n = int(self._thread_eval(script, tenant, thread_id, *args))
+        n = int(self._thread_eval(script, tenant, thread_id, *args))
         if n == -1:
             raise NotFound(f"thread {thread_id!r} not found")
         return n
@@ -366,19 +366,17 @@ class RedisBase(CachedVectorStore):
         thread_id: str,
         user_id: str | None,
         op: str,
-        updated: datetime | None = None,
+        at: int | str = "",
         vectors: Sequence[Any] = (),
     ) -> None:
         """Cluster mode: the tenant indexes after a thread script (``lua_tenant``'s
-        ``_THREAD_INDEX``: ``op`` "new" / "set" / "gone" / "", deleted entry vectors
-        ``{model, {ids}, ...}`` as the thread script returned them)."""
+        ``_THREAD_INDEX``: ``op`` "new" / "set" at ``at`` (µs), "gone" or ""; deleted entry
+        vectors ``{model, {ids}, ...}`` as the thread script returned them)."""
         if not self._cluster:
             return
-        args: list[Any] = []
-        for i in range(0, len(vectors), 2):
-            args += [vectors[i], len(vectors[i + 1]), *vectors[i + 1]]
-        stamp = "" if updated is None else to_us(updated)
-        self._tenant_eval(S_THREAD_INDEX, tenant, thread_id, who(user_id), op, stamp, *args)
+        pairs = zip(vectors[::2], vectors[1::2], strict=True)
+        gone = dump({as_str(m): [as_str(v) for v in ids] for m, ids in pairs})
+        self._tenant_eval(S_THREAD_INDEX, tenant, thread_id, who(user_id), op, at, gone)
 
     def _sweep_vectors(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
@@ -393,13 +391,12 @@ class RedisBase(CachedVectorStore):
         ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
         if entry_ids is not None and not ids:
             return
-        with self._op():
-            for start in range(0, max(len(ids), 1), CHUNK):
-                gone = self._thread_eval(
-                    S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
-                )
-                if gone:
-                    self._index(tenant, thread_id, None, "", vectors=gone)
+        for start in range(0, max(len(ids), 1), CHUNK):
+            gone = self._thread_eval(
+                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
+            )
+            if gone:
+                self._index(tenant, thread_id, None, "", vectors=gone)
 
     def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
@@ -427,10 +424,12 @@ class RedisBase(CachedVectorStore):
             return results
 
     def _tenant_eval(self, script: Script, tenant: str, *args: Any) -> Any:
-        """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
-        self._ready()
+        """A script over the tenant slot (records, their vectors, the ``ev:`` index), as
+        ``_thread_eval``."""
         idx = self._idx(tenant)
-        return self._eval(script, self._keys(idx + "threads"), (idx, *args))
+        with self._op():
+            self._ready()
+            return self._eval(script, self._keys(idx + "threads"), (idx, *args))
 
     def close(self) -> None:
         if self._closed:

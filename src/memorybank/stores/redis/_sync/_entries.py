@@ -61,18 +61,15 @@ class RedisEntries(RedisBase):
         args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
-        with self._op():
-            out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
-            raise_status(out, thread_id)
-            name = as_str(out[1])
-            thread = decode_thread(unpack_thread(out[2]))
-            stored = [
-                decode_entry(
-                    out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name
-                )
-                for i, text in enumerate(texts)
-            ]
-            self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
+        out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
+        raise_status(out, thread_id)
+        name = as_str(out[1])
+        thread = decode_thread(unpack_thread(out[2]))
+        stored = [
+            decode_entry(out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name)
+            for i, text in enumerate(texts)
+        ]
+        self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return AppendResult(stored, thread)
 
     def entry_list(
@@ -88,17 +85,16 @@ class RedisEntries(RedisBase):
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
         """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
-        with self._op():
-            out = self._thread_eval(
-                S_LIST,
-                tenant,
-                thread_id,
-                branch or "",
-                -1 if limit is None else limit,
-                offset,
-                "" if before is None else to_us(before),
-                "" if after is None else to_us(after),
-            )
+        out = self._thread_eval(
+            S_LIST,
+            tenant,
+            thread_id,
+            branch or "",
+            -1 if limit is None else limit,
+            offset,
+            "" if before is None else to_us(before),
+            "" if after is None else to_us(after),
+        )
         raise_status(out, thread_id)
         name = as_str(out[1])
         page = [decode_entry(member, thread_id, name) for member in out[3:]]
@@ -109,8 +105,7 @@ class RedisEntries(RedisBase):
     def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
-        with self._op():
-            out = self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
+        out = self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
         if not out:
             return None
         return decode_entry(out[1], thread_id, as_str(out[0]))
@@ -172,25 +167,24 @@ class RedisEntries(RedisBase):
         updated_at: datetime,
     ) -> bool:
         """One script: compare the ids up to ``through_position``, then splice the summary."""
-        with self._op():
-            out = self._thread_eval(
-                S_COMPACT,
-                tenant,
-                thread_id,
-                branch,
-                through_position,
-                to_us(updated_at),
-                "" if summary is None else summary.id,
-                (summary and summary.idempotency_key) or "",
-                "" if summary is None else entry_json(summary),
-                *expected_ids,
-            )
-            raise_status(out, thread_id, branch)
-            if as_str(out[0]) != "OK":  # STALE
-                return False
-            thread = decode_thread(unpack_thread(out[1]))
-            self._index(tenant, thread_id, thread.user_id, "set", thread.updated_at)
-            self._sweep_vectors(tenant, thread_id, expected_ids)
+        out = self._thread_eval(
+            S_COMPACT,
+            tenant,
+            thread_id,
+            branch,
+            through_position,
+            to_us(updated_at),
+            "" if summary is None else summary.id,
+            (summary and summary.idempotency_key) or "",
+            "" if summary is None else entry_json(summary),
+            *expected_ids,
+        )
+        raise_status(out, thread_id)
+        if as_str(out[0]) != "OK":  # STALE
+            return False
+        thread = decode_thread(unpack_thread(out[1]))
+        self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
+        self._sweep_vectors(tenant, thread_id, expected_ids)
         return True
 
     def entry_update(
@@ -209,29 +203,24 @@ class RedisEntries(RedisBase):
         """
         wanted = {c[0]: c for c in changes}
         ids = list(wanted)
-        with self._op():
-            for _ in range(32):
-                read = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
-                raise_status(read, thread_id)
-                args: list[Any] = []
-                same = 0  # entries the update leaves as they were: not written, no event
-                for entry_id, member in zip(ids, read[1:], strict=True):
-                    if member is None:
-                        continue
-                    _, content, state, tokens = wanted[entry_id]
-                    data = json.loads(member)
-                    if (data[4], data[9], data[10]) == (content, state, tokens):
-                        same += 1
-                        continue
-                    data[4], data[9], data[10] = content, state, tokens
-                    args += [entry_id, member, dump(data)]
-                if not args:
-                    return same
-                n = int(
-                    self._thread_eval(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
-                )
-                if n == -1:
-                    raise NotFound(f"thread {thread_id!r} not found")
-                if n >= 0:
-                    return n + same
+        for _ in range(32):
+            read = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
+            raise_status(read, thread_id)
+            args: list[Any] = []
+            same = 0  # entries the update leaves as they were: not written, no event
+            for entry_id, member in zip(ids, read[1:], strict=True):
+                if member is None:
+                    continue
+                _, content, state, tokens = wanted[entry_id]
+                data = json.loads(member)
+                if (data[4], data[9], data[10]) == (content, state, tokens):
+                    same += 1
+                    continue
+                data[4], data[9], data[10] = content, state, tokens
+                args += [entry_id, member, dump(data)]
+            if not args:
+                return same
+            n = self._thread_count(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
+            if n >= 0:
+                return n + same
         raise StoreError("entry_update: entries kept changing under the update")
