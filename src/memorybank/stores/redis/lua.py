@@ -160,6 +160,34 @@ local function emit_entries(kind, o, b, members)
     emit(kind, o[2], o[3], o[1], e[3], {branch = b, role = e[4]})
   end
 end
+local function sweep(ids)
+  -- after entries were deleted: the vectors of ``ids`` (nil: of every entry) no branch
+  -- holds any more (a fork copies entries with their ids: a vector goes with the last
+  -- copy) are deleted and unindexed; returns ``unindex_vectors``' list (cluster=True)
+  local tid, names, out = redis.call('HGET', tkey, 'id'), branches(), {}
+  for _, f in ipairs(redis.call('HKEYS', tkey)) do
+    if string.sub(f, 1, 2) == 'v:' then
+      local m = string.sub(f, 3)
+      local v = vkey(m)
+      local gone = {}
+      for _, id in ipairs(ids or redis.call('HKEYS', v)) do
+        local held = false
+        for _, b in ipairs(names) do
+          if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
+            held = true
+            break
+          end
+        end
+        if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
+      end
+      if #gone > 0 then unindex_vectors(out, tid, m, gone) end
+    end
+  end
+  return out
+end
+local function swept(n, ids)  -- a delete's reply: {n, what ``sweep`` returned}
+  return {n, n > 0 and sweep(ids) or {}}
+end
 """
 )
 

@@ -213,11 +213,13 @@ return {b, m}
     missing="{}",
 )
 
-# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or {how many went, the
+# vectors swept} (``sweep``, as the other deleting scripts).
 _DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
-local n, o = 0, feed() and owner()
+local n, o, ids = 0, feed() and owner(), {}
 for i = 5, #ARGV do
+  ids[#ids + 1] = ARGV[i]
   local p = redis.call('HGET', h, 'i:' .. ARGV[i])
   if p then
     local gone = redis.call('ZRANGEBYSCORE', z, p, p)
@@ -228,46 +230,11 @@ for i = 5, #ARGV do
   end
 end
 touch()
-return n
+return swept(n, ids)
 """)
 
-# ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
-# Deletes the vectors of those no branch holds any more (a fork copies entries with their
-# ids: a vector goes with the last copy) and unindexes them (``unindex_vectors``: with
-# ``cluster=True`` returns {model, {ids}, ...} of what went).
-_SWEEP_VECTORS = """
-local tid = redis.call('HGET', tkey, 'id')
-if not tid then return {} end
-local names = branches()
-local out = {}
-for _, f in ipairs(redis.call('HKEYS', tkey)) do
-  if string.sub(f, 1, 2) == 'v:' then
-    local m = string.sub(f, 3)
-    local v = vkey(m)
-    local cands = {}
-    if #ARGV >= 4 then
-      for i = 4, #ARGV do cands[#cands + 1] = ARGV[i] end
-    else
-      cands = redis.call('HKEYS', v)
-    end
-    local gone = {}
-    for _, id in ipairs(cands) do
-      local held = false
-      for _, b in ipairs(names) do
-        if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
-          held = true
-          break
-        end
-      end
-      if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
-    end
-    if #gone > 0 then unindex_vectors(out, tid, m, gone) end
-  end
-end
-return out
-"""
-
-# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
+# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or {how many
+# went, swept}.
 _TRUNCATE = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local p = redis.call('HGET', h, 'i:' .. ARGV[5])
@@ -277,16 +244,16 @@ forget(h, doomed)
 if feed() then emit_entries('entry.deleted', owner(), b, doomed) end
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
-return #doomed
+return swept(#doomed)
 """)
 
-# ARGV[4] = branch. Returns -1 (no thread) or how many went.
+# ARGV[4] = branch. Returns -1 (no thread) or {how many went, swept}.
 _CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
 if feed() then emit_entries('entry.deleted', owner(), b, redis.call('ZRANGE', zkey(b), 0, -1)) end
 redis.call('DEL', zkey(b), hkey(b))
 touch()
-return n
+return swept(n)
 """)
 
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
@@ -320,7 +287,7 @@ touch()
 return {'OK'}
 """
 
-# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or 1.
+# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or {1, swept}.
 _DELETE_BRANCH = """
 local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
@@ -331,12 +298,13 @@ if feed() then
 end
 redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
 touch()
-return 1
+return swept(1)
 """
 
 # ARGV[4] = branch, ARGV[5] = through position, ARGV[6] = updated_at, ARGV[7] = summary id,
 # ARGV[8] = summary idempotency key, ARGV[9] = summary JSON without its position ("" none),
-# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread].
+# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread,
+# the vectors swept].
 _COMPACT = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
@@ -345,8 +313,10 @@ if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH', b} end
 local z, h = zkey(b), hkey(b)
 local doomed = redis.call('ZRANGEBYSCORE', z, '-inf', through)
 if #doomed ~= #ARGV - 9 then return {'STALE'} end
+local ids = {}
 for i, m in ipairs(doomed) do
   if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
+  ids[i] = ARGV[9 + i]
 end
 forget(h, doomed)
 if feed() then
@@ -366,7 +336,7 @@ redis.call('HSET', tkey, 'up', ARGV[6])
 t[9] = ARGV[6]
 touch()
 index(t, ARGV[6])
-return {'OK', cjson.encode(t)}
+return {'OK', cjson.encode(t), sweep(ids)}
 """
 
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
@@ -457,7 +427,6 @@ S_LIST = Script(_LIST)
 S_GET_ENTRY = Script(_GET_ENTRY)
 S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
 S_TRUNCATE = Script(_TRUNCATE)
-S_SWEEP_VECTORS = Script(_SWEEP_VECTORS)
 S_CLEAR = Script(_CLEAR)
 S_COUNT = Script(_COUNT)
 S_CREATE_BRANCH = Script(_CREATE_BRANCH)

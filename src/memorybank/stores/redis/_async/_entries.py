@@ -128,10 +128,9 @@ class RedisEntries(RedisBase):
     async def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        n = await self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
-        if n:
-            await self._sweep_vectors(tenant, thread_id, entry_ids)
-        return n
+        return await self._thread_count(
+            S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids
+        )
 
     async def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -139,15 +138,10 @@ class RedisEntries(RedisBase):
         n = await self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
-        if n:
-            await self._sweep_vectors(tenant, thread_id, None)
         return n
 
     async def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        n = await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
-        if n:
-            await self._sweep_vectors(tenant, thread_id, None)
-        return n
+        return await self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
 
     async def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return await self._thread_count(S_COUNT, tenant, thread_id, branch or "")
@@ -182,8 +176,8 @@ class RedisEntries(RedisBase):
         if as_str(out[0]) != "OK":  # STALE
             return False
         thread = decode_thread(unpack_thread(out[1]))
-        await self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
-        await self._sweep_vectors(tenant, thread_id, expected_ids)
+        at = to_us(thread.updated_at)
+        await self._index(tenant, thread_id, thread.user_id, "set", at, vectors=out[2])
         return True
 
     async def entry_update(

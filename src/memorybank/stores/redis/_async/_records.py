@@ -134,15 +134,9 @@ class RedisRecords(RedisScope):
                     pipe.hmget(key, ids[start : start + CHUNK])
                 replies = await pipe.execute()
         texts = [text for reply in replies for text in reply]
-        return {
-            rid: record
-            for rid, text in zip(ids, texts, strict=True)
-            if text is not None
-            and visible(
-                visible_to, (record := decode_record(kind, rid, json.loads(text))).agent_id,
-                record.user_id,
-            )
-        }  # fmt: skip
+        pairs = [(rid, text) for rid, text in zip(ids, texts, strict=True) if text is not None]
+        found = [decode_record(kind, rid, json.loads(text)) for rid, text in pairs]
+        return {r.id: r for r in found if visible(visible_to, r.agent_id, r.user_id)}
 
     async def record_list_keys(
         self,

@@ -194,6 +194,4 @@ class RedisThreads(RedisBase):
         n = await self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
-        if n == 1:
-            await self._sweep_vectors(tenant, thread_id, None)
         return n == 1

@@ -42,7 +42,6 @@ from memorybank.stores.redis.compat import (
 )
 from memorybank.stores.redis.lua import MIGRATE, Script
 from memorybank.stores.redis.lua_tenant import S_THREAD_INDEX
-from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
 from memorybank.stores.sql.common import dump, from_us
 from memorybank.stores.vectors._sync.source import CachedVectorStore
 
@@ -251,11 +250,16 @@ class RedisBase(CachedVectorStore):
             pipe.execute()
 
     def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
-        """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
-        n = int(self._thread_eval(script, tenant, thread_id, *args))
+        """A thread script's count: its integer reply, or a deleting script's ``{count, the
+        vectors it swept}`` (``lua``: ``swept``; unindexed after it with ``cluster=True``);
+        ``NotFound`` when it reports no thread (-1)."""
+        out = self._thread_eval(script, tenant, thread_id, *args)
+        n, gone = (out, ()) if isinstance(out, int) else out
         if n == -1:
             raise NotFound(f"thread {thread_id!r} not found")
-        return n
+        if gone:
+            self._index(tenant, thread_id, None, "", vectors=gone)
+        return int(n)
 
     def _migrate(self) -> None:
         key = self._prefix + "schema_version"
@@ -377,26 +381,6 @@ class RedisBase(CachedVectorStore):
         pairs = zip(vectors[::2], vectors[1::2], strict=True)
         gone = dump({as_str(m): [as_str(v) for v in ids] for m, ids in pairs})
         self._tenant_eval(S_THREAD_INDEX, tenant, thread_id, who(user_id), op, at, gone)
-
-    def _sweep_vectors(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
-    ) -> None:
-        """Delete the vectors of deleted entries (``None``: of any entry) no branch holds.
-
-        A second script after the one deleting the entries: if it fails, the vectors
-        stay until the next sweep of the thread (``entry_clear``, ``entry_truncate_after``
-        and ``branch_delete`` sweep every vector of the thread), and searches resolve
-        hits through the entries, so a leftover vector is never returned.
-        """
-        ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
-        if entry_ids is not None and not ids:
-            return
-        for start in range(0, max(len(ids), 1), CHUNK):
-            gone = self._thread_eval(
-                S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
-            )
-            if gone:
-                self._index(tenant, thread_id, None, "", vectors=gone)
 
     def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]

@@ -129,10 +129,9 @@ class RedisEntries(RedisBase):
     def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        n = self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
-        if n:
-            self._sweep_vectors(tenant, thread_id, entry_ids)
-        return n
+        return self._thread_count(
+            S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids
+        )
 
     def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -140,15 +139,10 @@ class RedisEntries(RedisBase):
         n = self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
-        if n:
-            self._sweep_vectors(tenant, thread_id, None)
         return n
 
     def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        n = self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
-        if n:
-            self._sweep_vectors(tenant, thread_id, None)
-        return n
+        return self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
 
     def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return self._thread_count(S_COUNT, tenant, thread_id, branch or "")
@@ -183,8 +177,8 @@ class RedisEntries(RedisBase):
         if as_str(out[0]) != "OK":  # STALE
             return False
         thread = decode_thread(unpack_thread(out[1]))
-        self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
-        self._sweep_vectors(tenant, thread_id, expected_ids)
+        at = to_us(thread.updated_at)
+        self._index(tenant, thread_id, thread.user_id, "set", at, vectors=out[2])
         return True
 
     def entry_update(

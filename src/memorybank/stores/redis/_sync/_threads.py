@@ -195,6 +195,4 @@ class RedisThreads(RedisBase):
         n = self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
-        if n == 1:
-            self._sweep_vectors(tenant, thread_id, None)
         return n == 1
