@@ -11,10 +11,16 @@ from __future__ import annotations
 import hashlib
 import re
 
-# -- ``esc`` (as ``codec.esc``; first: the helpers after it call it), in both preludes
+# -- ``esc`` (as ``codec.esc``; first: the helpers after it call it) and ``admits`` (``who``
+# "*" any, "-" none, "=<id>": that one, admits an ``owner``; an absent one: always), in
+# both preludes
 _ESC = r"""
 local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function admits(who, owner)
+  if who == '*' or not owner or owner == cjson.null then return true end
+  return '=' .. owner == who
 end
 """
 
@@ -286,10 +292,6 @@ local function fields(f)  -- a feed event's fields (a stream entry's) as a table
   local out = {}
   for j = 1, #f, 2 do out[f[j]] = f[j + 1] end
   return out
-end
-local function admits(who, owner)
-  if who == '*' or owner == cjson.null or owner == nil then return true end
-  return '=' .. owner == who
 end
 """
     + _INDEXES

@@ -273,7 +273,7 @@ while true do
     local u, a = f.u, f.a
     if (not kinds or kinds[f.k])
       and (user == '*' or (user == '-' and not u) or (u and '=' .. u == user))
-      and (agent == '*' or not a or (agent ~= '-' and '=' .. a == agent)) then
+      and admits(agent, a) then
       out[#out + 1] = row[1]
       out[#out + 1] = row[2]
       if (#out - 1) / 2 >= limit then return out end

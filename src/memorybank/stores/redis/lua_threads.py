@@ -380,11 +380,8 @@ return #pos
 _SCOPE = """
 local t = owner()
 if not t[1] then return {'GONE'} end
-if ARGV[4] == '1' then
-  if (ARGV[5] ~= '*' and t[3] and '=' .. t[3] ~= ARGV[5])
-    or (ARGV[6] ~= '*' and t[2] and '=' .. t[2] ~= ARGV[6]) then
-    return {'HIDDEN'}
-  end
+if ARGV[4] == '1' and not (admits(ARGV[5], t[3]) and admits(ARGV[6], t[2])) then
+  return {'HIDDEN'}
 end
 if ARGV[7] ~= '' then return {'OK', redis.call('HGETALL', vkey(ARGV[7]))} end
 local out = {'OK'}
