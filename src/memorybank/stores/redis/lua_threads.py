@@ -203,16 +203,6 @@ while true do
 end
 """
 
-# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
-_GET_ENTRY = _on_branch(
-    """
-local p, m = member(zkey(b), hkey(b), ARGV[5])
-if not p then return {} end
-return {b, m}
-""",
-    missing="{}",
-)
-
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or {how many went, the
 # vectors swept} (``sweep``, as the other deleting scripts).
 _DELETE_ENTRIES = _on_branch("""
@@ -339,17 +329,20 @@ index(t, ARGV[6])
 return {'OK', cjson.encode(t), sweep(ids)}
 """
 
-# ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
-_GET_MEMBERS = """
-if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
-local z, h = zkey(ARGV[4]), hkey(ARGV[4])
-local out = {'OK'}
+# ARGV[4] = branch ("" current), ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', branch,
+# member or nil...}.
+_GET_MEMBERS = _on_branch(
+    """
+local z, h = zkey(b), hkey(b)
+local out = {'OK', b}
 for i = 5, #ARGV do
   local _, m = member(z, h, ARGV[i])
   out[#out + 1] = m or false
 end
 return out
-"""
+""",
+    missing="{'NOTFOUND'}",
+)
 
 # ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
 # replaced (same position) if every member is unchanged. Returns -1 (no thread),
@@ -421,7 +414,6 @@ S_APPEND = Script(_APPEND)
 S_UPDATE = Script(_UPDATE)
 S_DELETE = Script(_DELETE)
 S_LIST = Script(_LIST)
-S_GET_ENTRY = Script(_GET_ENTRY)
 S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
 S_TRUNCATE = Script(_TRUNCATE)
 S_CLEAR = Script(_CLEAR)

@@ -27,7 +27,6 @@ from memorybank.stores.redis.lua_threads import (
     S_COMPACT,
     S_COUNT,
     S_DELETE_ENTRIES,
-    S_GET_ENTRY,
     S_GET_MEMBERS,
     S_LIST,
     S_REPLACE_MEMBERS,
@@ -105,26 +104,21 @@ class RedisEntries(RedisBase):
     def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
-        out = self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
-        if not out:
-            return None
-        return decode_entry(out[1], thread_id, as_str(out[0]))
+        found = self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)
+        return found.get(entry_id)
 
     def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:
-        """One pipeline of the ``entry_get`` script, one call per id."""
+        """One script reads them all (a missing thread or branch: none)."""
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
-        calls = [self._thread_call(tenant, thread_id, branch or "", eid) for eid in wanted]
-        with self._io():
-            outs = self._eval_many(S_GET_ENTRY, calls)
-        return {
-            eid: decode_entry(out[1], thread_id, as_str(out[0]))
-            for eid, out in zip(wanted, outs, strict=True)
-            if out
-        }
+        out = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch or "", *wanted)
+        if as_str(out[0]) != "OK":
+            return {}
+        found = zip(wanted, out[2:], strict=True)
+        return {eid: decode_entry(m, thread_id, as_str(out[1])) for eid, m in found if m}
 
     def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
@@ -202,7 +196,7 @@ class RedisEntries(RedisBase):
             raise_status(read, thread_id)
             args: list[Any] = []
             same = 0  # entries the update leaves as they were: not written, no event
-            for entry_id, member in zip(ids, read[1:], strict=True):
+            for entry_id, member in zip(ids, read[2:], strict=True):
                 if member is None:
                     continue
                 _, content, state, tokens = wanted[entry_id]
