@@ -24,14 +24,14 @@ def _on_branch(body: str, missing: str = "-1") -> str:
     return _ON_BRANCH.format(missing=missing) + body
 
 
-# ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
+# ARGV[4] = updated_at, ARGV[5..] = field, value pairs.
 _CREATE = """
 if redis.call('EXISTS', tkey) == 1 then return 0 end
-redis.call('HSET', tkey, unpack(ARGV, 6))
+redis.call('HSET', tkey, unpack(ARGV, 5))
 local t = thread()
 redis.call('DEL', zkey(t[10]), hkey(t[10]))
 touch()
-index(t, ARGV[5], true)
+index(t, ARGV[4], true)
 emit('thread.created', t[3], t[4], t[1])
 return 1
 """

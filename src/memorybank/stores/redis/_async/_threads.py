@@ -48,7 +48,7 @@ class RedisThreads(RedisBase):
             "ti": thread.title,
         }
         fields = [x for pair in named.items() if pair[1] is not None for x in pair]
-        if not await self._thread_eval(S_CREATE, tenant, thread.id, thread.id, at, *fields):
+        if not await self._thread_eval(S_CREATE, tenant, thread.id, at, *fields):
             raise Conflict(f"thread {thread.id!r} already exists")
         await self._index(tenant, thread.id, thread.user_id, "new", at)
         return thread
