@@ -14,6 +14,7 @@ import redis.exceptions
 
 from memorybank.errors import (
     ConfigurationError,
+    Conflict,
     MemoryBankError,
     NotFound,
     StoreClosed,
@@ -118,17 +119,22 @@ def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     )
 
 
-def raise_status(out: Sequence[Any], thread_id: str, branch: str = "") -> None:
+def raise_status(out: Sequence[Any], thread_id: str) -> None:
     """Raise the error a thread script's status reply ``out`` reports (``OK``: none).
 
-    ``NOTFOUND`` (thread), ``NOBRANCH`` (the branch ``out[1]``, else ``branch``),
-    ``FORBIDDEN`` (owner), ``CONFLICT`` (key ``out[1]`` reused), ``TAKEN`` (id, branch).
+    ``NOTFOUND`` (thread), ``NOBRANCH`` (the branch ``out[1]``), ``EXISTS`` (the branch
+    ``out[1]``), ``NOENTRY`` (entry ``out[1]`` on branch ``out[2]``), ``FORBIDDEN``
+    (owner), ``CONFLICT`` (key ``out[1]`` reused), ``TAKEN`` (id, branch).
     """
     status = as_str(out[0])
     if status == "NOTFOUND":
         raise NotFound(f"thread {thread_id!r} not found")
     if status == "NOBRANCH":
-        raise NotFound(f"branch {as_str(out[1]) if len(out) > 1 else branch!r} not found")
+        raise NotFound(f"branch {as_str(out[1])!r} not found")
+    if status == "EXISTS":
+        raise Conflict(f"branch {as_str(out[1])!r} already exists")
+    if status == "NOENTRY":
+        raise NotFound(f"entry {as_str(out[1])!r} not found on branch {as_str(out[2])!r}")
     if status == "FORBIDDEN":
         raise ThreadForbidden()
     if status == "CONFLICT":

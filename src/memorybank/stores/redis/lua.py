@@ -11,10 +11,16 @@ from __future__ import annotations
 import hashlib
 import re
 
-# -- ``esc`` (as ``codec.esc``; first: the helpers after it call it), in both preludes
+# -- ``esc`` (as ``codec.esc``; first: the helpers after it call it) and ``admits`` (``who``
+# "*" any, "-" none, "=<id>": that one, admits an ``owner``; an absent one: always), in
+# both preludes
 _ESC = r"""
 local function esc(s)
   return (string.gsub(s, '[%%:{}]', function(c) return string.format('%%%02X', string.byte(c)) end))
+end
+local function admits(who, owner)
+  if who == '*' or not owner or owner == cjson.null then return true end
+  return '=' .. owner == who
 end
 """
 
@@ -51,6 +57,49 @@ local function emit(kind, u, a, th, it, d)
   feed_field(f, 'i', it)
   if d then f[#f + 1] = 'd'; f[#f + 1] = cjson.encode(d) end
   redis.call('XADD', idx .. 'fe', '0-*', unpack(f))
+end
+"""
+
+
+# -- a thread and its entry vectors in the tenant's indexes, in both preludes: kept by the
+# thread's script on a single node; with ``cluster=True`` (``idx`` = "" there) by the
+# tenant slot's ``_THREAD_INDEX`` after it. ``t`` = {thread id, _, user (false: none)}.
+
+_INDEXES = r"""
+local function index(t, updated, created)
+  if idx ~= '' then
+    redis.call('ZADD', idx .. 'threads', updated, t[1])
+    if t[3] then
+      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
+    elseif created then
+      redis.call('SADD', idx .. 'u0', t[1])
+    end
+  end
+end
+local function unindex(tid, user)
+  if idx ~= '' then
+    redis.call('ZREM', idx .. 'threads', tid)
+    if user then
+      redis.call('ZREM', idx .. 'u:' .. esc(user), tid)
+    else
+      redis.call('SREM', idx .. 'u0', tid)
+    end
+  end
+end
+local function unindex_vectors(out, tid, m, ids)
+  -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
+  -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
+  if idx == '' then
+    out[#out + 1] = m
+    out[#out + 1] = ids
+    return
+  end
+  for i = 1, #ids, 1000 do
+    redis.call('HDEL', idx .. 'ev:' .. esc(m), unpack(ids, i, math.min(i + 999, #ids)))
+  end
+  local log = idx .. 'vl:entry:' .. esc(m)
+  for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
+  redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
 end
 """
 
@@ -94,16 +143,6 @@ local function touch()
     end
   end
 end
-local function index(t, updated, created)
-  if idx ~= '' then
-    redis.call('ZADD', idx .. 'threads', updated, t[1])
-    if t[3] then
-      redis.call('ZADD', idx .. 'u:' .. esc(t[3]), updated, t[1])
-    elseif created then
-      redis.call('SADD', idx .. 'u0', t[1])
-    end
-  end
-end
 local function forget(h, members)
   for _, m in ipairs(members) do
     local e = cjson.decode(m)
@@ -115,22 +154,8 @@ local function member(z, h, id)  -- an entry's position and member (nil: absent)
   local p = redis.call('HGET', h, 'i:' .. id)
   if p then return p, redis.call('ZRANGEBYSCORE', z, p, p)[1] end
 end
-local function unindex_vectors(out, tid, m, ids)
-  -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
-  -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
-  if idx == '' then
-    out[#out + 1] = m
-    out[#out + 1] = ids
-    return
-  end
-  for i = 1, #ids, 1000 do
-    redis.call('HDEL', idx .. 'ev:' .. esc(m), unpack(ids, i, math.min(i + 999, #ids)))
-  end
-  local log = idx .. 'vl:entry:' .. esc(m)
-  for _, id in ipairs(ids) do redis.call('ZREM', log, tid .. '\0' .. id) end
-  redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'g', 1)
-end
 """
+    + _INDEXES
     + _FEED
     + r"""
 local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
@@ -140,6 +165,34 @@ local function emit_entries(kind, o, b, members)
     local e = cjson.decode(m)
     emit(kind, o[2], o[3], o[1], e[3], {branch = b, role = e[4]})
   end
+end
+local function sweep(ids)
+  -- after entries were deleted: the vectors of ``ids`` (nil: of every entry) no branch
+  -- holds any more (a fork copies entries with their ids: a vector goes with the last
+  -- copy) are deleted and unindexed; returns ``unindex_vectors``' list (cluster=True)
+  local tid, names, out = redis.call('HGET', tkey, 'id'), branches(), {}
+  for _, f in ipairs(redis.call('HKEYS', tkey)) do
+    if string.sub(f, 1, 2) == 'v:' then
+      local m = string.sub(f, 3)
+      local v = vkey(m)
+      local gone = {}
+      for _, id in ipairs(ids or redis.call('HKEYS', v)) do
+        local held = false
+        for _, b in ipairs(names) do
+          if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
+            held = true
+            break
+          end
+        end
+        if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
+      end
+      if #gone > 0 then unindex_vectors(out, tid, m, gone) end
+    end
+  end
+  return out
+end
+local function swept(n, ids)  -- a delete's reply: {n, what ``sweep`` returned}
+  return {n, n > 0 and sweep(ids) or {}}
 end
 """
 )
@@ -174,6 +227,17 @@ local function unindex_record(k, id, old)  -- out of its owner, key and agent se
   if r[3] ~= cjson.null then redis.call('SREM', keyset(k, r[3]), id) end
   if r[1] ~= cjson.null then redis.call('SREM', agentset(k, r[1]), id) end
 end
+local function drop_record(k, id, user)
+  -- delete a record (only if ``user`` owns it, when given), out of its sets, with its
+  -- vectors; returns its JSON (nil: not deleted)
+  local old = redis.call('HGET', rkey(k), id)
+  if old and (not user or cjson.decode(old)[2] == user) then
+    redis.call('HDEL', rkey(k), id)
+    unindex_record(k, id, old)
+    drop_vectors(k, id)
+    return old
+  end
+end
 local function expire_due()
   -- delete the record groups whose deadline passed (``P{tenant}:rx``: "kind NUL k<key>"
   -- (the key's records) or "kind NUL i<id>" by deadline ms; see ``_RECORD_PUT``);
@@ -187,14 +251,7 @@ local function expire_due()
     if string.sub(g, cut + 1, cut + 1) == 'k' then
       ids = redis.call('SMEMBERS', keyset(k, group))
     end
-    for _, id in ipairs(ids) do
-      local old = redis.call('HGET', rkey(k), id)
-      if old then
-        redis.call('HDEL', rkey(k), id)
-        unindex_record(k, id, old)
-        drop_vectors(k, id)
-      end
-    end
+    for _, id in ipairs(ids) do drop_record(k, id) end
     redis.call('ZREM', idx .. 'rx', g)
   end
   return now
@@ -236,11 +293,8 @@ local function fields(f)  -- a feed event's fields (a stream entry's) as a table
   for j = 1, #f, 2 do out[f[j]] = f[j + 1] end
   return out
 end
-local function admits(who, owner)
-  if who == '*' or owner == cjson.null or owner == nil then return true end
-  return '=' .. owner == who
-end
 """
+    + _INDEXES
     + _FEED
 )
 

@@ -83,11 +83,8 @@ _RECORD_DELETE = (
 if not guard_ok(ARGV[2], ARGV[3], ARGV[4]) then return -1 end
 local kind, n, on = ARGV[5], 0, feed()
 for i = 6, #ARGV do
-  local old = redis.call('HGET', rkey(kind), ARGV[i])
+  local old = drop_record(kind, ARGV[i])
   if old then
-    redis.call('HDEL', rkey(kind), ARGV[i])
-    unindex_record(kind, ARGV[i], old)
-    drop_vectors(kind, ARGV[i])
     if on then record_event(kind, ARGV[i], old, 'deleted') end
     n = n + 1
   end
@@ -207,6 +204,22 @@ for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i
 return seq
 """
 
+# Cluster mode, after a thread script (``lua._INDEXES``): ARGV[2] = thread id, ARGV[3] =
+# user ("-" none, "=<user>"), ARGV[4] = "new" / "set" (index it at ARGV[5] = updated_at),
+# "gone" (unindex it) or "" (neither), ARGV[6] = the thread's deleted entry vectors (JSON
+# {model: [entry ids]}).
+_THREAD_INDEX = """
+local tid, op = ARGV[2], ARGV[4]
+local user = ARGV[3] ~= '-' and string.sub(ARGV[3], 2)
+if op == 'gone' then
+  unindex(tid, user)
+elseif op ~= '' then
+  index({tid, false, user}, ARGV[5], op == 'new')
+end
+for m, ids in pairs(cjson.decode(ARGV[6])) do unindex_vectors(nil, tid, m, ids) end
+return 1
+"""
+
 # ARGV[2] = user. Deletes the user's records (and their vectors), records no event for
 # them, deletes the user's events (but earlier "user.forgotten" ones; while the feed is off
 # too) and records one "user.forgotten"; returns how many records went. The last step of
@@ -217,13 +230,7 @@ local kinds = idx .. 'rk:' .. esc(user)
 for _, kind in ipairs(redis.call('SMEMBERS', kinds)) do
   local set = owners(kind, user)
   for _, id in ipairs(redis.call('SMEMBERS', set)) do
-    local old = redis.call('HGET', rkey(kind), id)
-    if old and cjson.decode(old)[2] == user then
-      redis.call('HDEL', rkey(kind), id)
-      unindex_record(kind, id, old)
-      drop_vectors(kind, id)
-      n = n + 1
-    end
+    if drop_record(kind, id, user) then n = n + 1 end
   end
   redis.call('DEL', set)
 end
@@ -266,7 +273,7 @@ while true do
     local u, a = f.u, f.a
     if (not kinds or kinds[f.k])
       and (user == '*' or (user == '-' and not u) or (u and '=' .. u == user))
-      and (agent == '*' or not a or (agent ~= '-' and '=' .. a == agent)) then
+      and admits(agent, a) then
       out[#out + 1] = row[1]
       out[#out + 1] = row[2]
       if (#out - 1) / 2 >= limit then return out end
@@ -301,6 +308,7 @@ S_RECORD_DELETE = Script(_RECORD_DELETE, prelude=TENANT_PRELUDE)
 S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
 S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
 S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
+S_THREAD_INDEX = Script(_THREAD_INDEX, prelude=TENANT_PRELUDE)
 S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
 S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
 S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)

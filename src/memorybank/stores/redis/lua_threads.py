@@ -24,14 +24,14 @@ def _on_branch(body: str, missing: str = "-1") -> str:
     return _ON_BRANCH.format(missing=missing) + body
 
 
-# ARGV[4] = thread id, ARGV[5] = updated_at, ARGV[6..] = field, value pairs.
+# ARGV[4] = updated_at, ARGV[5..] = field, value pairs.
 _CREATE = """
 if redis.call('EXISTS', tkey) == 1 then return 0 end
-redis.call('HSET', tkey, unpack(ARGV, 6))
+redis.call('HSET', tkey, unpack(ARGV, 5))
 local t = thread()
 redis.call('DEL', zkey(t[10]), hkey(t[10]))
 touch()
-index(t, ARGV[5], true)
+index(t, ARGV[4], true)
 emit('thread.created', t[3], t[4], t[1])
 return 1
 """
@@ -158,14 +158,7 @@ for _, f in ipairs(redis.call('HKEYS', tkey)) do
 end
 redis.call('DEL', tkey)
 if ARGV[4] == '' then emit('thread.deleted', t[2], t[3], t[1]) end
-if idx ~= '' then
-  redis.call('ZREM', idx .. 'threads', t[1])
-  if t[2] then
-    redis.call('ZREM', idx .. 'u:' .. esc(t[2]), t[1])
-  else
-    redis.call('SREM', idx .. 'u0', t[1])
-  end
-end
+unindex(t[1], t[2])
 return {1, n, t[2] or '', gone}
 """
 
@@ -210,21 +203,13 @@ while true do
 end
 """
 
-# ARGV[4] = branch, ARGV[5] = entry id. Returns {} or {branch, member}.
-_GET_ENTRY = _on_branch(
-    """
-local p, m = member(zkey(b), hkey(b), ARGV[5])
-if not p then return {} end
-return {b, m}
-""",
-    missing="{}",
-)
-
-# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or how many went.
+# ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or {how many went, the
+# vectors swept} (``sweep``, as the other deleting scripts).
 _DELETE_ENTRIES = _on_branch("""
 local z, h = zkey(b), hkey(b)
-local n, o = 0, feed() and owner()
+local n, o, ids = 0, feed() and owner(), {}
 for i = 5, #ARGV do
+  ids[#ids + 1] = ARGV[i]
   local p = redis.call('HGET', h, 'i:' .. ARGV[i])
   if p then
     local gone = redis.call('ZRANGEBYSCORE', z, p, p)
@@ -235,46 +220,11 @@ for i = 5, #ARGV do
   end
 end
 touch()
-return n
+return swept(n, ids)
 """)
 
-# ARGV[4..] = entry ids deleted from a branch (none: every entry vector of the thread).
-# Deletes the vectors of those no branch holds any more (a fork copies entries with their
-# ids: a vector goes with the last copy) and unindexes them (``unindex_vectors``: with
-# ``cluster=True`` returns {model, {ids}, ...} of what went).
-_SWEEP_VECTORS = """
-local tid = redis.call('HGET', tkey, 'id')
-if not tid then return {} end
-local names = branches()
-local out = {}
-for _, f in ipairs(redis.call('HKEYS', tkey)) do
-  if string.sub(f, 1, 2) == 'v:' then
-    local m = string.sub(f, 3)
-    local v = vkey(m)
-    local cands = {}
-    if #ARGV >= 4 then
-      for i = 4, #ARGV do cands[#cands + 1] = ARGV[i] end
-    else
-      cands = redis.call('HKEYS', v)
-    end
-    local gone = {}
-    for _, id in ipairs(cands) do
-      local held = false
-      for _, b in ipairs(names) do
-        if redis.call('HEXISTS', hkey(b), 'i:' .. id) == 1 then
-          held = true
-          break
-        end
-      end
-      if not held and redis.call('HDEL', v, id) == 1 then gone[#gone + 1] = id end
-    end
-    if #gone > 0 then unindex_vectors(out, tid, m, gone) end
-  end
-end
-return out
-"""
-
-# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or how many went.
+# ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or {how many
+# went, swept}.
 _TRUNCATE = _on_branch("""
 local z, h = zkey(b), hkey(b)
 local p = redis.call('HGET', h, 'i:' .. ARGV[5])
@@ -284,16 +234,16 @@ forget(h, doomed)
 if feed() then emit_entries('entry.deleted', owner(), b, doomed) end
 redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
 touch()
-return #doomed
+return swept(#doomed)
 """)
 
-# ARGV[4] = branch. Returns -1 (no thread) or how many went.
+# ARGV[4] = branch. Returns -1 (no thread) or {how many went, swept}.
 _CLEAR = _on_branch("""
 local n = redis.call('ZCARD', zkey(b))
 if feed() then emit_entries('entry.deleted', owner(), b, redis.call('ZRANGE', zkey(b), 0, -1)) end
 redis.call('DEL', zkey(b), hkey(b))
 touch()
-return n
+return swept(n)
 """)
 
 # ARGV[4] = branch. Returns -1 (no thread) or the count.
@@ -302,15 +252,16 @@ return redis.call('ZCARD', zkey(b))
 """)
 
 # ARGV[4] = name, ARGV[5] = from branch, ARGV[6] = from entry or "", ARGV[7] = branch JSON.
+# Returns a status (``codec.raise_status``).
 _CREATE_BRANCH = """
-if redis.call('EXISTS', tkey) == 0 then return 'NOTFOUND' end
+if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
 local name, src = ARGV[4], ARGV[5]
-if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return 'NOSOURCE' end
-if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return 'CONFLICT' end
+if redis.call('HEXISTS', tkey, 'b:' .. src) == 0 then return {'NOBRANCH', src} end
+if redis.call('HEXISTS', tkey, 'b:' .. name) == 1 then return {'EXISTS', name} end
 local p = false
 if ARGV[6] ~= '' then
   p = redis.call('HGET', hkey(src), 'i:' .. ARGV[6])
-  if not p then return 'NOENTRY' end
+  if not p then return {'NOENTRY', ARGV[6], src} end
 end
 local dz, dh = zkey(name), hkey(name)
 redis.call('DEL', dz, dh)
@@ -323,10 +274,10 @@ end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
 if feed() then emit_entries('entry.added', owner(), name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
-return 'OK'
+return {'OK'}
 """
 
-# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or 1.
+# ARGV[4] = name. Returns -1 (no thread), -2 (current branch), 0 (absent) or {1, swept}.
 _DELETE_BRANCH = """
 local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
@@ -337,22 +288,25 @@ if feed() then
 end
 redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
 touch()
-return 1
+return swept(1)
 """
 
 # ARGV[4] = branch, ARGV[5] = through position, ARGV[6] = updated_at, ARGV[7] = summary id,
 # ARGV[8] = summary idempotency key, ARGV[9] = summary JSON without its position ("" none),
-# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread].
+# ARGV[10..] = the expected ids. Returns status (OK, NOTFOUND, NOBRANCH, STALE) [+ thread,
+# the vectors swept].
 _COMPACT = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
 local b, through = ARGV[4], ARGV[5]
-if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH'} end
+if redis.call('HEXISTS', tkey, 'b:' .. b) == 0 then return {'NOBRANCH', b} end
 local z, h = zkey(b), hkey(b)
 local doomed = redis.call('ZRANGEBYSCORE', z, '-inf', through)
 if #doomed ~= #ARGV - 9 then return {'STALE'} end
+local ids = {}
 for i, m in ipairs(doomed) do
   if cjson.decode(m)[3] ~= ARGV[9 + i] then return {'STALE'} end
+  ids[i] = ARGV[9 + i]
 end
 forget(h, doomed)
 if feed() then
@@ -372,20 +326,23 @@ redis.call('HSET', tkey, 'up', ARGV[6])
 t[9] = ARGV[6]
 touch()
 index(t, ARGV[6])
-return {'OK', cjson.encode(t)}
+return {'OK', cjson.encode(t), sweep(ids)}
 """
 
-# ARGV[4] = branch, ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', member or nil...}.
-_GET_MEMBERS = """
-if redis.call('EXISTS', tkey) == 0 then return {'NOTFOUND'} end
-local z, h = zkey(ARGV[4]), hkey(ARGV[4])
-local out = {'OK'}
+# ARGV[4] = branch ("" current), ARGV[5..] = entry ids. Returns {'NOTFOUND'} or {'OK', branch,
+# member or nil...}.
+_GET_MEMBERS = _on_branch(
+    """
+local z, h = zkey(b), hkey(b)
+local out = {'OK', b}
 for i = 5, #ARGV do
   local _, m = member(z, h, ARGV[i])
   out[#out + 1] = m or false
 end
 return out
-"""
+""",
+    missing="{'NOTFOUND'}",
+)
 
 # ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
 # replaced (same position) if every member is unchanged. Returns -1 (no thread),
@@ -416,11 +373,8 @@ return #pos
 _SCOPE = """
 local t = owner()
 if not t[1] then return {'GONE'} end
-if ARGV[4] == '1' then
-  if (ARGV[5] ~= '*' and t[3] and '=' .. t[3] ~= ARGV[5])
-    or (ARGV[6] ~= '*' and t[2] and '=' .. t[2] ~= ARGV[6]) then
-    return {'HIDDEN'}
-  end
+if ARGV[4] == '1' and not (admits(ARGV[5], t[3]) and admits(ARGV[6], t[2])) then
+  return {'HIDDEN'}
 end
 if ARGV[7] ~= '' then return {'OK', redis.call('HGETALL', vkey(ARGV[7]))} end
 local out = {'OK'}
@@ -460,10 +414,8 @@ S_APPEND = Script(_APPEND)
 S_UPDATE = Script(_UPDATE)
 S_DELETE = Script(_DELETE)
 S_LIST = Script(_LIST)
-S_GET_ENTRY = Script(_GET_ENTRY)
 S_DELETE_ENTRIES = Script(_DELETE_ENTRIES)
 S_TRUNCATE = Script(_TRUNCATE)
-S_SWEEP_VECTORS = Script(_SWEEP_VECTORS)
 S_CLEAR = Script(_CLEAR)
 S_COUNT = Script(_COUNT)
 S_CREATE_BRANCH = Script(_CREATE_BRANCH)

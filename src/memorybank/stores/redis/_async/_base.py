@@ -16,7 +16,7 @@ from typing import Any, Self, cast
 import redis.exceptions
 
 from memorybank.errors import ConfigurationError, NotFound
-from memorybank.records import Summary, Thread
+from memorybank.records import Summary
 from memorybank.stores.contract._async.run_state_store import SNAPSHOT_KIND, WORKING_KIND
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.redis.codec import (
@@ -30,6 +30,7 @@ from memorybank.stores.redis.codec import (
     translated,
     ttl_ms,
     unesc,
+    who,
 )
 from memorybank.stores.redis.compat import (
     CLUSTER_SCHEMES,
@@ -39,8 +40,8 @@ from memorybank.stores.redis.compat import (
     aconnect_redis_cluster,
 )
 from memorybank.stores.redis.lua import MIGRATE, Script
-from memorybank.stores.redis.lua_threads import S_SWEEP_VECTORS
-from memorybank.stores.sql.common import from_us, to_us
+from memorybank.stores.redis.lua_tenant import S_THREAD_INDEX
+from memorybank.stores.sql.common import dump, from_us
 from memorybank.stores.vectors._async.source import CachedVectorStore
 
 #: Layout migrations: ``MIGRATIONS[i]`` is the Lua body that takes the data from
@@ -234,8 +235,10 @@ class RedisBase(CachedVectorStore):
         return self._keys(base + "t"), (base, self._ttl, idx, *args)
 
     async def _thread_eval(self, script: Script, tenant: str, thread_id: str, *args: Any) -> Any:
-        await self._ready()
-        return await self._eval(script, *self._thread_call(tenant, thread_id, *args))
+        """A thread script's reply (in ``_op``, after the layout check, as ``_io``)."""
+        with self._op():
+            await self._ready()
+            return await self._eval(script, *self._thread_call(tenant, thread_id, *args))
 
     async def _drop_gone(self, idx: str, indexes: Sequence[str], gone: Sequence[Any]) -> None:
         """Drop expired threads from the tenant indexes read (and ``threads``, ``u0``)."""
@@ -246,12 +249,16 @@ class RedisBase(CachedVectorStore):
             await pipe.execute()
 
     async def _thread_count(self, script: Script, tenant: str, thread_id: str, *args: Any) -> int:
-        """A thread script's integer reply; ``NotFound`` when it reports no thread (-1)."""
-        with self._op():
-            n = int(await self._thread_eval(script, tenant, thread_id, *args))
+        """A thread script's count: its integer reply, or a deleting script's ``{count, the
+        vectors it swept}`` (``lua``: ``swept``; unindexed after it with ``cluster=True``);
+        ``NotFound`` when it reports no thread (-1)."""
+        out = await self._thread_eval(script, tenant, thread_id, *args)
+        n, gone = (out, ()) if isinstance(out, int) else out
         if n == -1:
             raise NotFound(f"thread {thread_id!r} not found")
-        return n
+        if gone:
+            await self._index(tenant, thread_id, None, "", vectors=gone)
+        return int(n)
 
     async def _migrate(self) -> None:
         key = self._prefix + "schema_version"
@@ -356,75 +363,23 @@ class RedisBase(CachedVectorStore):
                 if shared:
                     await self._client.sadd(f"{self._prefix}{{{tag}}}:u0", *shared)
 
-    async def _index(self, tenant: str, thread: Thread, *, created: bool = False) -> None:
-        """Cluster mode: update the tenant indexes after a thread write."""
+    async def _index(
+        self,
+        tenant: str,
+        thread_id: str,
+        user_id: str | None,
+        op: str,
+        at: int | str = "",
+        vectors: Sequence[Any] = (),
+    ) -> None:
+        """Cluster mode: the tenant indexes after a thread script (``lua_tenant``'s
+        ``_THREAD_INDEX``: ``op`` "new" / "set" at ``at`` (µs), "gone" or ""; deleted entry
+        vectors ``{model, {ids}, ...}`` as the thread script returned them)."""
         if not self._cluster:
             return
-        idx = self._idx(tenant)
-        score = to_us(thread.updated_at)
-        if thread.user_id is None and not created:
-            await self._client.zadd(idx + "threads", {thread.id: score})
-            return
-        async with self._client.pipeline(transaction=False) as pipe:  # one slot: one round trip
-            pipe.zadd(idx + "threads", {thread.id: score})
-            if thread.user_id is not None:
-                pipe.zadd(idx + "u:" + esc(thread.user_id), {thread.id: score})
-            else:
-                pipe.sadd(idx + "u0", thread.id)
-            await pipe.execute()
-
-    async def _unindex(
-        self, tenant: str, thread_id: str, user_id: str | None, vectors: Sequence[Any] = ()
-    ) -> None:
-        """Cluster mode: drop a deleted thread from the tenant indexes (and its vectors')."""
-        if not self._cluster:
-            return
-        idx = self._idx(tenant)
-        async with self._client.pipeline(transaction=False) as pipe:
-            pipe.zrem(idx + "threads", thread_id)
-            if user_id:
-                pipe.zrem(idx + "u:" + esc(user_id), thread_id)
-            else:
-                pipe.srem(idx + "u0", thread_id)
-            self._unindex_vectors(pipe, idx, thread_id, vectors)
-            await pipe.execute()
-
-    def _unindex_vectors(self, pipe: Any, idx: str, thread_id: str, vectors: Sequence[Any]) -> None:
-        """Cluster mode: queue dropping a thread's deleted entry vectors ({model, {ids}, ...})
-        from the tenant's ``ev:`` index and ``vl:`` log, and bumping the generation."""
-        for i in range(0, len(vectors), 2):
-            ids = list(vectors[i + 1])
-            model = esc(as_str(vectors[i]))
-            for start in range(0, len(ids), CHUNK):
-                part = ids[start : start + CHUNK]
-                pipe.hdel(idx + "ev:" + model, *part)
-                pipe.zrem(
-                    idx + "vl:entry:" + model, *(log_member(thread_id, as_str(v)) for v in part)
-                )
-            pipe.hincrby(idx + "vs:entry:" + model, "g", 1)
-
-    async def _sweep_vectors(
-        self, tenant: str, thread_id: str, entry_ids: Sequence[str] | None
-    ) -> None:
-        """Delete the vectors of deleted entries (``None``: of any entry) no branch holds.
-
-        A second script after the one deleting the entries: if it fails, the vectors
-        stay until the next sweep of the thread (``entry_clear``, ``entry_truncate_after``
-        and ``branch_delete`` sweep every vector of the thread), and searches resolve
-        hits through the entries, so a leftover vector is never returned.
-        """
-        ids = [] if entry_ids is None else list(dict.fromkeys(entry_ids))
-        if entry_ids is not None and not ids:
-            return
-        with self._op():
-            for start in range(0, max(len(ids), 1), CHUNK):
-                gone = await self._thread_eval(
-                    S_SWEEP_VECTORS, tenant, thread_id, *ids[start : start + CHUNK]
-                )
-                if self._cluster and gone:
-                    async with self._client.pipeline(transaction=False) as pipe:
-                        self._unindex_vectors(pipe, self._idx(tenant), thread_id, gone)
-                        await pipe.execute()
+        pairs = zip(vectors[::2], vectors[1::2], strict=True)
+        gone = dump({as_str(m): [as_str(v) for v in ids] for m, ids in pairs})
+        await self._tenant_eval(S_THREAD_INDEX, tenant, thread_id, who(user_id), op, at, gone)
 
     async def _eval_many(
         self, script: Script, calls: Sequence[tuple[Sequence[str], Sequence[Any]]]
@@ -452,10 +407,12 @@ class RedisBase(CachedVectorStore):
             return results
 
     async def _tenant_eval(self, script: Script, tenant: str, *args: Any) -> Any:
-        """A script over the tenant slot (records, their vectors, the ``ev:`` index)."""
-        await self._ready()
+        """A script over the tenant slot (records, their vectors, the ``ev:`` index), as
+        ``_thread_eval``."""
         idx = self._idx(tenant)
-        return await self._eval(script, self._keys(idx + "threads"), (idx, *args))
+        with self._op():
+            await self._ready()
+            return await self._eval(script, self._keys(idx + "threads"), (idx, *args))
 
     async def close(self) -> None:
         if self._closed:

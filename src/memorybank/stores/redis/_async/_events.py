@@ -78,19 +78,15 @@ class RedisEvents(RedisBase):
         number = cursor_number(after)
         if self._without_feed():
             return no_feed(number)
-        with self._op():
-            out = await self._tenant_eval(
-                S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
-            )
+        out = await self._tenant_eval(
+            S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
+        )
         check_floor(after, number, int(out[0]))
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
-        if self._without_feed():
+        keep = await self.events_keep()
+        if keep is None:
             return 0
-        async with self._io():
-            seconds = await self._client.hget(self._feed_switch(), "keep")
-            if seconds is None:
-                return 0
-            cutoff = to_us(datetime.now(UTC) - timedelta(seconds=int(seconds)))
-            return int(await self._tenant_eval(S_EVENTS_PRUNE, tenant, cutoff, limit))
+        cutoff = to_us(datetime.now(UTC) - keep)
+        return int(await self._tenant_eval(S_EVENTS_PRUNE, tenant, cutoff, limit))

@@ -30,7 +30,7 @@ class RedisForget(RedisBase):
                     )
                     if deleted:
                         removed += 1 + int(entries)
-                        await self._unindex(tenant, as_str(tid), user_id, vectors)
+                        await self._index(tenant, as_str(tid), user_id, "gone", vectors=vectors)
                 await self._client.zrem(threads_key, *ids)
                 await self._client.zrem(idx + "threads", *ids)
             removed += int(await self._tenant_eval(S_RECORD_FORGET, tenant, user_id))

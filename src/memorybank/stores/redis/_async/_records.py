@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from memorybank.stores.contract._async.store import UNSET, Record, RecordGuard, Unset, Visibility
 from memorybank.stores.contract.pages import record_matches
@@ -29,6 +30,15 @@ from memorybank.stores.redis.lua_tenant import (
 from memorybank.stores.sql.common import dump, to_us
 
 
+def _visible(kind: str, out: Sequence[Any], visible_to: Visibility | None) -> list[Record]:
+    """The records of a script's ``{id, JSON, ...}`` reply that ``visible_to`` may see,
+    oldest first."""
+    pairs = zip(out[::2], out[1::2], strict=True)
+    found = [decode_record(kind, as_str(rid), json.loads(text)) for rid, text in pairs]
+    found = [r for r in found if visible(visible_to, r.agent_id, r.user_id)]
+    return sorted(found, key=lambda r: (r.created_at, r.id))
+
+
 class RedisRecords(RedisScope):
     """Records of ``AsyncRedisStore``."""
 
@@ -49,8 +59,7 @@ class RedisRecords(RedisScope):
         for record in records:
             args += [record.kind, record.id, who(record.user_id), who(record.key)]
             args += [who(record.agent_id), record_json(record)]
-        with self._op():
-            applied = int(await self._tenant_eval(S_RECORD_PUT, tenant, *args))
+        applied = int(await self._tenant_eval(S_RECORD_PUT, tenant, *args))
         if applied < 0 and guard is not None:
             raise guard.failed()
 
@@ -71,11 +80,10 @@ class RedisRecords(RedisScope):
         ids = list(dict.fromkeys(record_ids))
         if not ids and guard is None:
             return 0
-        with self._op():
-            await self._fresh(tenant, kind)
-            deleted = int(
-                await self._tenant_eval(S_RECORD_DELETE, tenant, *guard_args(guard), kind, *ids)
-            )
+        await self._fresh(tenant, kind)
+        deleted = int(
+            await self._tenant_eval(S_RECORD_DELETE, tenant, *guard_args(guard), kind, *ids)
+        )
         if deleted < 0 and guard is not None:
             raise guard.failed()
         return deleted
@@ -93,11 +101,10 @@ class RedisRecords(RedisScope):
     ) -> list[Record]:
         """Reads the kind's records in the narrowest set that holds them all (``rq:``/``ra:``
         /owner sets, ``_records_in_scope``), then filters and sorts here."""
-        with self._op():
-            await self._fresh(tenant, kind)
-            rows = await self._records_in_scope(
-                tenant, [kind], user_id=user_id, visible_to=visible_to, key=key, agent_id=agent_id
-            )
+        await self._fresh(tenant, kind)
+        rows = await self._records_in_scope(
+            tenant, [kind], user_id=user_id, visible_to=visible_to, key=key, agent_id=agent_id
+        )
         found = [
             decode_record(kind, rid, data)
             for _, rid, data, _ in rows
@@ -127,15 +134,9 @@ class RedisRecords(RedisScope):
                     pipe.hmget(key, ids[start : start + CHUNK])
                 replies = await pipe.execute()
         texts = [text for reply in replies for text in reply]
-        return {
-            rid: record
-            for rid, text in zip(ids, texts, strict=True)
-            if text is not None
-            and visible(
-                visible_to, (record := decode_record(kind, rid, json.loads(text))).agent_id,
-                record.user_id,
-            )
-        }  # fmt: skip
+        pairs = [(rid, text) for rid, text in zip(ids, texts, strict=True) if text is not None]
+        found = [decode_record(kind, rid, json.loads(text)) for rid, text in pairs]
+        return {r.id: r for r in found if visible(visible_to, r.agent_id, r.user_id)}
 
     async def record_list_keys(
         self,
@@ -149,16 +150,9 @@ class RedisRecords(RedisScope):
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return []
-        with self._op():
-            await self._fresh(tenant, kind)
-            out = await self._tenant_eval(S_RECORD_KEYS, tenant, kind, *wanted)
-        found = [
-            decode_record(kind, as_str(out[i]), json.loads(out[i + 1]))
-            for i in range(0, len(out), 2)
-        ]
-        found = [r for r in found if visible(visible_to, r.agent_id, r.user_id)]
-        found.sort(key=lambda r: (r.created_at, r.id))
-        return found
+        await self._fresh(tenant, kind)
+        out = await self._tenant_eval(S_RECORD_KEYS, tenant, kind, *wanted)
+        return _visible(kind, out, visible_to)
 
     async def record_page(
         self,
@@ -178,19 +172,8 @@ class RedisRecords(RedisScope):
         agent = "*" if visible_to is None else who(visible_to.agent_id)
         user = "*" if visible_to is None else who(visible_to.user_id)
         cursor = "" if after is None else str(to_us(after[0]))
-        with self._op():
-            out = await self._tenant_eval(
-                S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
-            )
-        found = [
-            decode_record(kind, as_str(out[i]), json.loads(out[i + 1]))
-            for i in range(0, len(out), 2)
-        ]
-        found = [
-            r
-            for r in found
-            if visible(visible_to, r.agent_id, r.user_id)
-            and (after is None or (r.created_at, r.id) > after)
-        ]
-        found.sort(key=lambda r: (r.created_at, r.id))
-        return found[:limit]
+        out = await self._tenant_eval(
+            S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
+        )
+        found = _visible(kind, out, visible_to)
+        return [r for r in found if after is None or (r.created_at, r.id) > after][:limit]

@@ -33,13 +33,14 @@ class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
     async def thread_create(self, thread: Thread) -> Thread:
+        tenant, at = thread.tenant_id, to_us(thread.updated_at)
         named: dict[str, Any] = {
             "id": thread.id,
             "ten": thread.tenant_id,
             "m": dump(thread.metadata),
             "s": thread.status,
             "c": to_us(thread.created_at),
-            "up": to_us(thread.updated_at),
+            "up": at,
             "cb": thread.current_branch,
             "b:" + thread.current_branch: dump([to_us(thread.created_at), None, None]),
             "u": thread.user_id,
@@ -47,18 +48,9 @@ class RedisThreads(RedisBase):
             "ti": thread.title,
         }
         fields = [x for pair in named.items() if pair[1] is not None for x in pair]
-        with self._op():
-            created = await self._thread_eval(
-                S_CREATE,
-                thread.tenant_id,
-                thread.id,
-                thread.id,
-                to_us(thread.updated_at),
-                *fields,
-            )
-            if not created:
-                raise Conflict(f"thread {thread.id!r} already exists")
-            await self._index(thread.tenant_id, thread, created=True)
+        if not await self._thread_eval(S_CREATE, tenant, thread.id, at, *fields):
+            raise Conflict(f"thread {thread.id!r} already exists")
+        await self._index(tenant, thread.id, thread.user_id, "new", at)
         return thread
 
     async def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -135,20 +127,18 @@ class RedisThreads(RedisBase):
         branch = "" if isinstance(current_branch, Unset) else current_branch
         if branch:
             sets += ["cb", branch]
-        with self._op():
-            out = await self._thread_eval(
-                S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
-            )
-            raise_status(out, thread_id)
-            thread = decode_thread(unpack_thread(out[1]))
-            await self._index(tenant, thread)
+        out = await self._thread_eval(
+            S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
+        )
+        raise_status(out, thread_id)
+        thread = decode_thread(unpack_thread(out[1]))
+        await self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return thread
 
     async def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        with self._op():
-            deleted, _, owner, vectors = await self._thread_eval(S_DELETE, tenant, thread_id, "")
-            if deleted:
-                await self._unindex(tenant, thread_id, as_str(owner), vectors)
+        deleted, _, owner, vectors = await self._thread_eval(S_DELETE, tenant, thread_id, "")
+        if deleted:
+            await self._index(tenant, thread_id, as_str(owner) or None, "gone", vectors=vectors)
         return bool(deleted)
 
     # -- branches ------------------------------------------------------------------------
@@ -165,26 +155,12 @@ class RedisThreads(RedisBase):
     ) -> Branch:
         """``COPY`` of the source branch's keys, trimmed after ``from_entry``, in one script."""
         record = dump([to_us(created_at), from_branch, from_entry])
-        with self._op():
-            status = as_str(
-                await self._thread_eval(
-                    S_CREATE_BRANCH,
-                    tenant,
-                    thread_id,
-                    name,
-                    from_branch,
-                    from_entry or "",
-                    record,
-                )
-            )
-        if status == "NOTFOUND":
-            raise NotFound(f"thread {thread_id!r} not found")
-        if status == "NOSOURCE":
-            raise NotFound(f"branch {from_branch!r} not found")
-        if status == "CONFLICT":
-            raise Conflict(f"branch {name!r} already exists")
-        if status == "NOENTRY":
-            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        raise_status(
+            await self._thread_eval(
+                S_CREATE_BRANCH, tenant, thread_id, name, from_branch, from_entry or "", record
+            ),
+            thread_id,
+        )
         return Branch(
             name=name,
             thread_id=thread_id,
@@ -218,6 +194,4 @@ class RedisThreads(RedisBase):
         n = await self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
-        if n == 1:
-            await self._sweep_vectors(tenant, thread_id, None)
         return n == 1

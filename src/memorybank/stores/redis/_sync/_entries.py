@@ -27,7 +27,6 @@ from memorybank.stores.redis.lua_threads import (
     S_COMPACT,
     S_COUNT,
     S_DELETE_ENTRIES,
-    S_GET_ENTRY,
     S_GET_MEMBERS,
     S_LIST,
     S_REPLACE_MEMBERS,
@@ -61,18 +60,15 @@ class RedisEntries(RedisBase):
         args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
-        with self._op():
-            out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
-            raise_status(out, thread_id)
-            name = as_str(out[1])
-            thread = decode_thread(unpack_thread(out[2]))
-            stored = [
-                decode_entry(
-                    out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name
-                )
-                for i, text in enumerate(texts)
-            ]
-            self._index(tenant, thread)
+        out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
+        raise_status(out, thread_id)
+        name = as_str(out[1])
+        thread = decode_thread(unpack_thread(out[2]))
+        stored = [
+            decode_entry(out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name)
+            for i, text in enumerate(texts)
+        ]
+        self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return AppendResult(stored, thread)
 
     def entry_list(
@@ -88,17 +84,16 @@ class RedisEntries(RedisBase):
         newest_first: bool = False,
     ) -> tuple[Thread, list[Entry]]:
         """``ZREVRANGE`` by rank in one script (a filtered page scans newest first)."""
-        with self._op():
-            out = self._thread_eval(
-                S_LIST,
-                tenant,
-                thread_id,
-                branch or "",
-                -1 if limit is None else limit,
-                offset,
-                "" if before is None else to_us(before),
-                "" if after is None else to_us(after),
-            )
+        out = self._thread_eval(
+            S_LIST,
+            tenant,
+            thread_id,
+            branch or "",
+            -1 if limit is None else limit,
+            offset,
+            "" if before is None else to_us(before),
+            "" if after is None else to_us(after),
+        )
         raise_status(out, thread_id)
         name = as_str(out[1])
         page = [decode_entry(member, thread_id, name) for member in out[3:]]
@@ -109,35 +104,28 @@ class RedisEntries(RedisBase):
     def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
     ) -> Entry | None:
-        with self._op():
-            out = self._thread_eval(S_GET_ENTRY, tenant, thread_id, branch or "", entry_id)
-        if not out:
-            return None
-        return decode_entry(out[1], thread_id, as_str(out[0]))
+        found = self.entry_get_many(tenant, thread_id, [entry_id], branch=branch)
+        return found.get(entry_id)
 
     def entry_get_many(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> dict[str, Entry]:
-        """One pipeline of the ``entry_get`` script, one call per id."""
+        """One script reads them all (a missing thread or branch: none)."""
         wanted = list(dict.fromkeys(entry_ids))
         if not wanted:
             return {}
-        calls = [self._thread_call(tenant, thread_id, branch or "", eid) for eid in wanted]
-        with self._io():
-            outs = self._eval_many(S_GET_ENTRY, calls)
-        return {
-            eid: decode_entry(out[1], thread_id, as_str(out[0]))
-            for eid, out in zip(wanted, outs, strict=True)
-            if out
-        }
+        out = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch or "", *wanted)
+        if as_str(out[0]) != "OK":
+            return {}
+        found = zip(wanted, out[2:], strict=True)
+        return {eid: decode_entry(m, thread_id, as_str(out[1])) for eid, m in found if m}
 
     def entry_delete(
         self, tenant: str, thread_id: str, entry_ids: Sequence[str], *, branch: str | None = None
     ) -> int:
-        n = self._thread_count(S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids)
-        if n:
-            self._sweep_vectors(tenant, thread_id, entry_ids)
-        return n
+        return self._thread_count(
+            S_DELETE_ENTRIES, tenant, thread_id, branch or "", *entry_ids
+        )
 
     def entry_truncate_after(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -145,15 +133,10 @@ class RedisEntries(RedisBase):
         n = self._thread_count(S_TRUNCATE, tenant, thread_id, branch or "", entry_id)
         if n == -2:
             raise NotFound(f"entry {entry_id!r} not found on this branch")
-        if n:
-            self._sweep_vectors(tenant, thread_id, None)
         return n
 
     def entry_clear(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
-        n = self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
-        if n:
-            self._sweep_vectors(tenant, thread_id, None)
-        return n
+        return self._thread_count(S_CLEAR, tenant, thread_id, branch or "")
 
     def entry_count(self, tenant: str, thread_id: str, *, branch: str | None = None) -> int:
         return self._thread_count(S_COUNT, tenant, thread_id, branch or "")
@@ -172,24 +155,24 @@ class RedisEntries(RedisBase):
         updated_at: datetime,
     ) -> bool:
         """One script: compare the ids up to ``through_position``, then splice the summary."""
-        with self._op():
-            out = self._thread_eval(
-                S_COMPACT,
-                tenant,
-                thread_id,
-                branch,
-                through_position,
-                to_us(updated_at),
-                "" if summary is None else summary.id,
-                (summary and summary.idempotency_key) or "",
-                "" if summary is None else entry_json(summary),
-                *expected_ids,
-            )
-            raise_status(out, thread_id, branch)
-            if as_str(out[0]) != "OK":  # STALE
-                return False
-            self._index(tenant, decode_thread(unpack_thread(out[1])))
-            self._sweep_vectors(tenant, thread_id, expected_ids)
+        out = self._thread_eval(
+            S_COMPACT,
+            tenant,
+            thread_id,
+            branch,
+            through_position,
+            to_us(updated_at),
+            "" if summary is None else summary.id,
+            (summary and summary.idempotency_key) or "",
+            "" if summary is None else entry_json(summary),
+            *expected_ids,
+        )
+        raise_status(out, thread_id)
+        if as_str(out[0]) != "OK":  # STALE
+            return False
+        thread = decode_thread(unpack_thread(out[1]))
+        at = to_us(thread.updated_at)
+        self._index(tenant, thread_id, thread.user_id, "set", at, vectors=out[2])
         return True
 
     def entry_update(
@@ -208,29 +191,24 @@ class RedisEntries(RedisBase):
         """
         wanted = {c[0]: c for c in changes}
         ids = list(wanted)
-        with self._op():
-            for _ in range(32):
-                read = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
-                raise_status(read, thread_id)
-                args: list[Any] = []
-                same = 0  # entries the update leaves as they were: not written, no event
-                for entry_id, member in zip(ids, read[1:], strict=True):
-                    if member is None:
-                        continue
-                    _, content, state, tokens = wanted[entry_id]
-                    data = json.loads(member)
-                    if (data[4], data[9], data[10]) == (content, state, tokens):
-                        same += 1
-                        continue
-                    data[4], data[9], data[10] = content, state, tokens
-                    args += [entry_id, member, dump(data)]
-                if not args:
-                    return same
-                n = int(
-                    self._thread_eval(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
-                )
-                if n == -1:
-                    raise NotFound(f"thread {thread_id!r} not found")
-                if n >= 0:
-                    return n + same
+        for _ in range(32):
+            read = self._thread_eval(S_GET_MEMBERS, tenant, thread_id, branch, *ids)
+            raise_status(read, thread_id)
+            args: list[Any] = []
+            same = 0  # entries the update leaves as they were: not written, no event
+            for entry_id, member in zip(ids, read[2:], strict=True):
+                if member is None:
+                    continue
+                _, content, state, tokens = wanted[entry_id]
+                data = json.loads(member)
+                if (data[4], data[9], data[10]) == (content, state, tokens):
+                    same += 1
+                    continue
+                data[4], data[9], data[10] = content, state, tokens
+                args += [entry_id, member, dump(data)]
+            if not args:
+                return same
+            n = self._thread_count(S_REPLACE_MEMBERS, tenant, thread_id, branch, *args)
+            if n >= 0:
+                return n + same
         raise StoreError("entry_update: entries kept changing under the update")

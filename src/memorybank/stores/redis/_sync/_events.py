@@ -79,19 +79,15 @@ class RedisEvents(RedisBase):
         number = cursor_number(after)
         if self._without_feed():
             return no_feed(number)
-        with self._op():
-            out = self._tenant_eval(
-                S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
-            )
+        out = self._tenant_eval(
+            S_EVENTS_LIST, tenant, number, limit, who(user_id), who(agent_id), *(kinds or ())
+        )
         check_floor(after, number, int(out[0]))
         return [_event(out[i], out[i + 1]) for i in range(1, len(out), 2)]
 
     def events_prune(self, tenant: str, *, limit: int) -> int:
-        if self._without_feed():
+        keep = self.events_keep()
+        if keep is None:
             return 0
-        with self._io():
-            seconds = self._client.hget(self._feed_switch(), "keep")
-            if seconds is None:
-                return 0
-            cutoff = to_us(datetime.now(UTC) - timedelta(seconds=int(seconds)))
-            return int(self._tenant_eval(S_EVENTS_PRUNE, tenant, cutoff, limit))
+        cutoff = to_us(datetime.now(UTC) - keep)
+        return int(self._tenant_eval(S_EVENTS_PRUNE, tenant, cutoff, limit))

@@ -31,7 +31,7 @@ class RedisForget(RedisBase):
                     )
                     if deleted:
                         removed += 1 + int(entries)
-                        self._unindex(tenant, as_str(tid), user_id, vectors)
+                        self._index(tenant, as_str(tid), user_id, "gone", vectors=vectors)
                 self._client.zrem(threads_key, *ids)
                 self._client.zrem(idx + "threads", *ids)
             removed += int(self._tenant_eval(S_RECORD_FORGET, tenant, user_id))

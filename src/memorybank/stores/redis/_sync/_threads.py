@@ -34,13 +34,14 @@ class RedisThreads(RedisBase):
     """Threads and branches of ``AsyncRedisStore``."""
 
     def thread_create(self, thread: Thread) -> Thread:
+        tenant, at = thread.tenant_id, to_us(thread.updated_at)
         named: dict[str, Any] = {
             "id": thread.id,
             "ten": thread.tenant_id,
             "m": dump(thread.metadata),
             "s": thread.status,
             "c": to_us(thread.created_at),
-            "up": to_us(thread.updated_at),
+            "up": at,
             "cb": thread.current_branch,
             "b:" + thread.current_branch: dump([to_us(thread.created_at), None, None]),
             "u": thread.user_id,
@@ -48,18 +49,9 @@ class RedisThreads(RedisBase):
             "ti": thread.title,
         }
         fields = [x for pair in named.items() if pair[1] is not None for x in pair]
-        with self._op():
-            created = self._thread_eval(
-                S_CREATE,
-                thread.tenant_id,
-                thread.id,
-                thread.id,
-                to_us(thread.updated_at),
-                *fields,
-            )
-            if not created:
-                raise Conflict(f"thread {thread.id!r} already exists")
-            self._index(thread.tenant_id, thread, created=True)
+        if not self._thread_eval(S_CREATE, tenant, thread.id, at, *fields):
+            raise Conflict(f"thread {thread.id!r} already exists")
+        self._index(tenant, thread.id, thread.user_id, "new", at)
         return thread
 
     def thread_get(self, tenant: str, thread_id: str) -> Thread | None:
@@ -136,20 +128,18 @@ class RedisThreads(RedisBase):
         branch = "" if isinstance(current_branch, Unset) else current_branch
         if branch:
             sets += ["cb", branch]
-        with self._op():
-            out = self._thread_eval(
-                S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
-            )
-            raise_status(out, thread_id)
-            thread = decode_thread(unpack_thread(out[1]))
-            self._index(tenant, thread)
+        out = self._thread_eval(
+            S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
+        )
+        raise_status(out, thread_id)
+        thread = decode_thread(unpack_thread(out[1]))
+        self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return thread
 
     def thread_delete(self, tenant: str, thread_id: str) -> bool:
-        with self._op():
-            deleted, _, owner, vectors = self._thread_eval(S_DELETE, tenant, thread_id, "")
-            if deleted:
-                self._unindex(tenant, thread_id, as_str(owner), vectors)
+        deleted, _, owner, vectors = self._thread_eval(S_DELETE, tenant, thread_id, "")
+        if deleted:
+            self._index(tenant, thread_id, as_str(owner) or None, "gone", vectors=vectors)
         return bool(deleted)
 
     # -- branches ------------------------------------------------------------------------
@@ -166,26 +156,12 @@ class RedisThreads(RedisBase):
     ) -> Branch:
         """``COPY`` of the source branch's keys, trimmed after ``from_entry``, in one script."""
         record = dump([to_us(created_at), from_branch, from_entry])
-        with self._op():
-            status = as_str(
-                self._thread_eval(
-                    S_CREATE_BRANCH,
-                    tenant,
-                    thread_id,
-                    name,
-                    from_branch,
-                    from_entry or "",
-                    record,
-                )
-            )
-        if status == "NOTFOUND":
-            raise NotFound(f"thread {thread_id!r} not found")
-        if status == "NOSOURCE":
-            raise NotFound(f"branch {from_branch!r} not found")
-        if status == "CONFLICT":
-            raise Conflict(f"branch {name!r} already exists")
-        if status == "NOENTRY":
-            raise NotFound(f"entry {from_entry!r} not found on branch {from_branch!r}")
+        raise_status(
+            self._thread_eval(
+                S_CREATE_BRANCH, tenant, thread_id, name, from_branch, from_entry or "", record
+            ),
+            thread_id,
+        )
         return Branch(
             name=name,
             thread_id=thread_id,
@@ -219,6 +195,4 @@ class RedisThreads(RedisBase):
         n = self._thread_count(S_DELETE_BRANCH, tenant, thread_id, name)
         if n == -2:
             raise Conflict(f"cannot delete the current branch {name!r}")
-        if n == 1:
-            self._sweep_vectors(tenant, thread_id, None)
         return n == 1
