@@ -43,7 +43,8 @@ __all__ = ["RESPONSES", "Response"]
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """The response body ``model``, made from ``record``.
+    """The response body made from ``record``: ``model`` names it (default: the record's
+    name and ``Out``).
 
     ``doc``: its description; ``only``: its fields, in this order, properties of the
     record included (default: the record's fields, less ``without``); ``optional``:
@@ -53,8 +54,8 @@ class Response:
     string); ``described``: a field's description.
     """
 
-    model: str
     record: type
+    model: str = ""
     doc: str = ""
     only: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
@@ -62,6 +63,11 @@ class Response:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     types: Mapping[str, str] = field(default_factory=dict)
     described: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The body's model name."""
+        return self.model or f"{self.record.__name__}Out"
 
     def fields(self) -> tuple[str, ...]:
         """The body's fields, in order."""
@@ -78,10 +84,9 @@ _CHANGE = {
 
 #: Every response made from a record, a record before the responses that nest it.
 RESPONSES: tuple[Response, ...] = (
-    Response("ThreadOut", Thread, types=_STATUS),
-    Response("ToolCallOut", ToolCall),
+    Response(Thread, types=_STATUS),
+    Response(ToolCall),
     Response(
-        "EntryOut",
         Entry,
         doc="""A stored entry (``memorybank.Entry``): ``content`` is the text; ``extra`` the
         chat message's other provider fields (and its parts, under ``content``);
@@ -89,55 +94,46 @@ RESPONSES: tuple[Response, ...] = (
         optional=("idempotency_key", "extra", "item"),
         types={"role": "str"},
     ),
-    Response("BranchOut", Branch, optional=("from_branch", "from_entry")),
+    Response(Branch, optional=("from_branch", "from_entry")),
     Response(
-        "RunOut",
         WorkingRun,
+        "RunOut",
         doc="A run holding working memory (``memory.working_runs()``), with its values.",
     ),
     Response(
-        "SnapshotOut",
         SavedSnapshot,
+        "SnapshotOut",
         doc="A run's saved snapshot (``memory.snapshots.list()``); ``user_id`` is its owner.",
         defaults={"value": None},
     ),
-    Response("SummaryOut", Summary),
-    Response("FactOut", Fact, optional=("expires_at",)),
+    Response(Summary),
+    Response(Fact, optional=("expires_at",)),
     Response(
-        "EventOut",
         Event,
         doc="One change (``memorybank.events.Event``): ids; content only when asked.",
         optional=("content",),
     ),
-    Response("DocumentOut", Document),
-    Response("HitOut", Hit, optional=("entry", "document", "fact", "superseded")),
+    Response(Document),
+    Response(Hit, optional=("entry", "document", "fact", "superseded")),
     Response(
-        "EntityOut",
         Entity,
         doc="An entity (``memorybank.graph.Entity``; ``agent_id``/``user_id`` null: shared).",
         without=("tenant_id",),
     ),
     Response(
-        "RelationOut",
         Relation,
         doc="A relation (``memorybank.graph.Relation``) with its four times.",
         without=("tenant_id",),
         optional=("support",),
     ),
+    Response(Subgraph, doc="What a traversal reached; ``truncated``: a bound cut it."),
     Response(
-        "SubgraphOut",
-        Subgraph,
-        doc="What a traversal reached; ``truncated``: a bound cut it.",
-    ),
-    Response(
-        "PathOut",
         Path,
         doc="A shortest path: ``entities[0]`` the source, ``entities[-1]`` the target.",
         only=("entities", "relations", "hops", "cost"),
     ),
-    Response("GraphStatsOut", GraphStats, doc="Counts of what the caller can see."),
+    Response(GraphStats, doc="Counts of what the caller can see."),
     Response(
-        "ContextOut",
         Context,
         doc="""What ``build_context`` chose: the messages for the model call, and why
         (``graph``: the graph block's text; ``graph_entities``/``graph_relations``
@@ -150,18 +146,17 @@ RESPONSES: tuple[Response, ...] = (
         optional=("profile", "graph", "graph_entities", "graph_relations"),
         types={"errors": "list[ErrorText]"},
     ),
-    Response("CompactionOut", CompactionResult),
-    Response("SessionOut", Session, types=_STATUS),
-    Response("KeyOut", KeyInfo, optional=("revoked_at",)),
+    Response(CompactionResult, "CompactionOut"),
+    Response(Session, types=_STATUS),
+    Response(KeyInfo, "KeyOut", optional=("revoked_at",)),
     Response(
-        "WebhookOut",
         WebhookInfo,
+        "WebhookOut",
         doc="""An endpoint and its delivery state (``memorybank.webhooks.WebhookInfo``):
         ``state`` ``active`` or ``paused`` (``paused_reason`` says why), ``failures`` the
         consecutive failed deliveries, ``cursor`` the feed cursor of the last event delivered.""",
     ),
     Response(
-        "ConsolidationChangeOut",
         ConsolidationChange,
         doc="One fact a run retired in favour of another of the same owner.",
         optional=("decided_by",),
@@ -176,7 +171,6 @@ RESPONSES: tuple[Response, ...] = (
         },
     ),
     Response(
-        "EntityChangeOut",
         EntityChange,
         doc="One graph entity a run merged into another of the same owner and type.",
         described={
@@ -193,7 +187,6 @@ RESPONSES: tuple[Response, ...] = (
         },
     ),
     Response(
-        "JudgeUsageOut",
         JudgeUsage,
         doc="What a run asked the memory's LLM judge (``memorybank.consolidation.JudgeUsage``).",
         described={
@@ -206,8 +199,8 @@ RESPONSES: tuple[Response, ...] = (
         },
     ),
     Response(
-        "ConsolidationOut",
         ConsolidationReport,
+        "ConsolidationOut",
         doc="A consolidation run's report (``memorybank.consolidation.ConsolidationReport``).",
         only=(
             *("run_id", "user_id", "agent_id", "dry_run", "status", "started_at"),
@@ -225,7 +218,6 @@ RESPONSES: tuple[Response, ...] = (
         },
     ),
     Response(
-        "ProfileItemOut",
         ProfileItem,
         doc="One current fact of a profile, with its provenance and times.",
         described={
@@ -236,12 +228,10 @@ RESPONSES: tuple[Response, ...] = (
         },
     ),
     Response(
-        "ProfileOut",
         Profile,
         doc="``memory.profile``: a user's current facts by attribute, newest first in each.",
     ),
     Response(
-        "EmbeddingStatusOut",
         EmbeddingStatus,
         doc="The tenant's embedding backlog in this server process"
         " (``memory.embedding.status()``).",
