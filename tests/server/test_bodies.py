@@ -27,8 +27,8 @@ from memorybank import graph, records
 from memorybank.context import values
 from memorybank.memory._async.memory import AsyncMemory
 from memorybank.server import create_app, models_generated
-from memorybank.server import graph_models as gm
 from memorybank.server import models as m
+from memorybank.server import responses_generated as gm
 from memorybank.server.keys import KeyRing
 from memorybank.stores.contract.types import UNSET
 from memorybank.stores.memory._async.store import AsyncInMemoryStore
@@ -73,6 +73,11 @@ def _json(value: Any) -> Any:
 def test_the_generated_module_is_current() -> None:
     text = (ROOT / "src" / "memorybank" / "server" / "models_generated.py").read_text("utf-8")
     assert _generator().source() == text, "stale: run python scripts/gen_models.py"
+
+
+def test_the_generated_responses_are_current() -> None:
+    text = (ROOT / "src" / "memorybank" / "server" / "responses_generated.py").read_text("utf-8")
+    assert _generator().responses_source() == text, "stale: run python scripts/gen_models.py"
 
 
 def test_every_route_with_a_body_is_declared() -> None:
@@ -190,7 +195,7 @@ _TENANT = "the API key names the tenant"
 RECORDS: list[tuple[type[BaseModel], type, dict[str, str]]] = [
     (m.ThreadOut, records.Thread, {}),
     (m.EntryOut, records.Entry, {}),
-    (m.ToolCallOut, records.ToolCall, {}),
+    (gm.ToolCallOut, records.ToolCall, {}),
     (m.BranchOut, records.Branch, {}),
     (m.SummaryOut, records.Summary, {}),
     (m.FactOut, records.Fact, {}),
@@ -219,6 +224,14 @@ def test_a_response_carries_every_field_of_its_record(
     assert not extra, f"{out.__name__} has {extra}, no field of {record.__name__}"
     for name in apart:
         assert (name in fields) != (name in out.model_fields), f"{out.__name__}.{name}"
+
+
+def test_a_context_states_each_failed_part_as_text() -> None:
+    """``ContextOut.errors``: each ``ContextError`` as ``"<source>: <error>"``."""
+    failed = values.ContextError("graph", RuntimeError("store down"))
+    context = values.Context([], 0, False, 0, 0, errors=[failed], warnings=["w"])
+    out = m.ContextOut.model_validate(context)
+    assert (out.errors, out.warnings) == (["graph: store down"], ["w"])
 
 
 # -- the gaps this closed ------------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The base of the generated request bodies (``memorybank.server.models_generated``),
-and the one body part no signature describes: a message as ``entries.add`` takes it.
+"""The bases of the generated request and response bodies
+(``memorybank.server.models_generated``, ``memorybank.server.responses_generated``), and
+the one body part no signature describes: a message as ``entries.add`` takes it.
 
 A body's fields are its verb's arguments; ``Arguments.arguments`` passes on only those
 the client sent, so a field left out takes the library's own default (``UNSET`` where
@@ -18,7 +19,7 @@ from memorybank.records import ROLES
 from memorybank.rules import validate as v
 from memorybank.stores.contract.types import UNSET
 
-__all__ = ["MESSAGE_FIELDS", "Arguments", "MessageIn", "Timestamp", "unset"]
+__all__ = ["MESSAGE_FIELDS", "Arguments", "ErrorText", "MessageIn", "Read", "Timestamp", "unset"]
 
 
 def unset() -> Any:
@@ -48,6 +49,23 @@ class Arguments(BaseModel):
         """The keyword arguments for the verb: the fields the client sent (nested
         bodies as dicts), so every other one takes the library's default."""
         return self.model_dump(exclude_unset=True)
+
+
+class Read(BaseModel):
+    """A response body: a library record's fields, read from it by attribute."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+def _error_text(value: Any) -> Any:
+    """A part of a context that failed (``memorybank.context.ContextError``) as its text."""
+    if isinstance(value, str):
+        return value
+    return f"{value.source}: {value.error}"
+
+
+#: A ``ContextError`` as a response states it: ``"<source>: <error>"``.
+ErrorText = Annotated[str, BeforeValidator(_error_text)]
 
 
 #: The message fields the library stores in columns (``rules.validate``'s own list).

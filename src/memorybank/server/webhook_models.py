@@ -1,19 +1,19 @@
 """Bodies of the webhook admin routes (``/v1/admin/webhooks``).
 
-``WebhookOut`` mirrors ``memorybank.webhooks.WebhookInfo`` field for field (never the
-secret: ``WebhookCreated`` carries it once).
+``WebhookOut`` is generated from ``memorybank.webhooks.WebhookInfo`` (never the secret:
+``WebhookCreated`` carries it once).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from memorybank.server.responses_generated import WebhookOut
+
 __all__ = ["WebhookCreated", "WebhookIn", "WebhookOut", "WebhookPatch"]
 
-_ATTRS = ConfigDict(from_attributes=True)
 _STRICT = ConfigDict(extra="forbid")
 
 
@@ -40,30 +40,6 @@ class WebhookPatch(BaseModel):
     kinds: list[str] | None = None
     description: str | None = None
     paused: bool | None = None
-
-
-class WebhookOut(BaseModel):
-    """An endpoint and its delivery state (``memorybank.webhooks.WebhookInfo``):
-    ``state`` ``active`` or ``paused`` (``paused_reason`` says why), ``failures`` the
-    consecutive failed deliveries, ``cursor`` the feed cursor of the last event delivered."""
-
-    model_config = _ATTRS
-    id: str
-    tenant: str
-    url: str
-    kinds: list[str] | None
-    description: str | None
-    state: str
-    paused_reason: str | None
-    paused_at: datetime | None
-    failures: int
-    last_error: str | None
-    last_attempt_at: datetime | None
-    last_success_at: datetime | None
-    delivered: int
-    cursor: str | None
-    created_at: datetime
-    updated_at: datetime
 
 
 class WebhookCreated(BaseModel):

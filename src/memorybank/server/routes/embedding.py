@@ -2,29 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
 
 from memorybank.server.deps import MemoryDep
+from memorybank.server.responses_generated import EmbeddingStatusOut
 
-__all__ = ["EmbeddingStatusOut", "router"]
-
-
-class EmbeddingStatusOut(BaseModel):
-    """The tenant's embedding backlog in this server process (``memory.embedding.status()``)."""
-
-    mode: Literal["inline", "background"] = Field(
-        description="When vectors are computed: in the write, or after it by a worker."
-    )
-    model_id: str | None = Field(description="The embedder's model (null: no embedder).")
-    pending: int = Field(description="Entries and documents stored and not embedded yet.")
-    capacity: int = Field(description="Texts the queue holds before a write waits (all tenants).")
-    embedded: int = Field(description="Vectors stored by the worker since the process started.")
-    failed: int = Field(description="Texts the embedder failed on (kept for the next start).")
-    resuming: bool = Field(description="The worker is resuming work a stopped process left.")
-    last_error: str | None = Field(description="The newest failure, as `ErrorType: message`.")
+__all__ = ["router"]
 
 
 def router() -> APIRouter:
@@ -40,6 +23,6 @@ def router() -> APIRouter:
         """What this process has queued for the tenant and not embedded yet, and what it
         did. With several server processes each answers for itself (``/metrics`` adds
         them up)."""
-        return EmbeddingStatusOut.model_validate(memory.embedding.status(), from_attributes=True)
+        return EmbeddingStatusOut.model_validate(memory.embedding.status())
 
     return api

@@ -23,13 +23,6 @@ from memorybank.errors import InvalidInput
 from memorybank.graph import Direction, Entity, Relation
 from memorybank.rules import validate as v
 from memorybank.server.deps import MemoryDep
-from memorybank.server.graph_models import (
-    EntityOut,
-    GraphStatsOut,
-    PathOut,
-    RelationOut,
-    SubgraphOut,
-)
 from memorybank.server.models import Count, Page
 from memorybank.server.models_generated import (
     EntityIn,
@@ -50,6 +43,13 @@ from memorybank.server.pagination import (
     LimitQuery,
     OwnerDep,
     first_n_page,
+)
+from memorybank.server.responses_generated import (
+    EntityOut,
+    GraphStatsOut,
+    PathOut,
+    RelationOut,
+    SubgraphOut,
 )
 from memorybank.server.routes import deleted, found
 

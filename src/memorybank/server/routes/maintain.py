@@ -3,11 +3,10 @@ and a user's profile (``GET /v1/users/{user_id}/profile``)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from memorybank.server.deps import MemoryDep
 from memorybank.server.models import FactOut, Page
@@ -20,18 +19,9 @@ from memorybank.server.pagination import (
     first_n_page,
     opt,
 )
+from memorybank.server.responses_generated import ConsolidationOut, ProfileOut
 
-_ATTRS = ConfigDict(from_attributes=True)
-
-__all__ = [
-    "ConsolidationChangeOut",
-    "ConsolidationOut",
-    "EntityChangeOut",
-    "FeedbackBody",
-    "ProfileItemOut",
-    "ProfileOut",
-    "router",
-]
+__all__ = ["FeedbackBody", "router"]
 
 
 class FeedbackBody(FeedbackIn):
@@ -44,107 +34,6 @@ class FeedbackBody(FeedbackIn):
         values = super().arguments()
         values.pop("fact_id", None)
         return values
-
-
-class ConsolidationChangeOut(BaseModel):
-    """One fact a run retired in favour of another of the same owner."""
-
-    model_config = _ATTRS
-
-    fact_id: str = Field(description="The retired fact (its last value stays in its history).")
-    into: str = Field(description="The fact kept; it gained a version naming the run.")
-    reason: str = Field(description="`duplicate` or `contradiction`.")
-    why: str = Field(description="The rule that decided it, in words.")
-    content: str = Field(description="The retired fact's text.")
-    into_content: str = Field(description="The kept fact's text.")
-    score: float | None = Field(description="Cosine similarity of a duplicate found by meaning.")
-    decided_by: str = Field(
-        default="rules",
-        description="`rules`, or `judge`: the memory's LLM judge decided it.",
-    )
-
-
-class EntityChangeOut(BaseModel):
-    """One graph entity a run merged into another of the same owner and type."""
-
-    model_config = _ATTRS
-
-    entity_id: str = Field(description="The merged entity (no longer in the graph).")
-    into: str = Field(description="The entity kept; it gained the other's names and relations.")
-    reason: str = Field(description="`alias`: both named one thing.")
-    rule: str = Field(description="`name`, `alias`, `embedding` or `judge`.")
-    why: str = Field(description="The rule that decided it, in words.")
-    name: str = Field(description="The merged entity's name.")
-    into_name: str = Field(description="The kept entity's name.")
-    type: str = Field(description="The type both have.")
-    relations_moved: int = Field(description="Relations re-pointed to the kept entity.")
-    score: float | None = Field(description="Cosine similarity of names matched by meaning.")
-    decided_by: str = Field(description="`rules`, or `judge`: the memory's LLM judge decided it.")
-
-
-class JudgeUsageOut(BaseModel):
-    """What a run asked the memory's LLM judge (``memorybank.consolidation.JudgeUsage``)."""
-
-    model_config = _ATTRS
-
-    model: str
-    cases: int = Field(description="Cases (a fact and its candidates) the rules left undecided.")
-    asked: int = Field(description="Cases sent to the judge (the budget may stop it first).")
-    calls: int = Field(description="Requests made, retries included.")
-    failed: int = Field(description="Cases with no valid answer: each decided nothing.")
-    tokens: int = Field(description="Tokens the endpoint reported used.")
-    exhausted: bool = Field(description="Whether the budget stopped the run asking.")
-
-
-class ConsolidationOut(BaseModel):
-    """A consolidation run's report (``memorybank.consolidation.ConsolidationReport``)."""
-
-    model_config = _ATTRS
-    run_id: str
-    user_id: str | None
-    agent_id: str | None
-    dry_run: bool
-    status: str = Field(description="`applying`, `applied`, `undone` or `dry_run`.")
-    started_at: datetime
-    finished_at: datetime | None
-    undone_at: datetime | None
-    facts_examined: int
-    merged: int
-    superseded: int
-    changes: list[ConsolidationChangeOut]
-    skipped: list[ConsolidationChangeOut]
-    judge: JudgeUsageOut | None = Field(
-        default=None, description="What the LLM judge was asked (`null`: the memory has none)."
-    )
-    entities_merged: int = Field(default=0, description="Graph entities merged into another.")
-    entity_changes: list[EntityChangeOut] = Field(
-        default_factory=list, description="The graph entities merged, in the order applied."
-    )
-
-
-class ProfileItemOut(BaseModel):
-    """One current fact of a profile, with its provenance and times."""
-
-    model_config = _ATTRS
-
-    fact_id: str
-    content: str
-    value: str | None = Field(description="The value a rule read from the fact, if any.")
-    source_entries: list[str] = Field(description="The entries the fact came from.")
-    merged_from: list[str] = Field(description="Facts consolidation merged into this one.")
-    valid_at: datetime = Field(description="When the value holds from.")
-    created_at: datetime
-    updated_at: datetime
-    confidence: float | None
-    version: int
-
-
-class ProfileOut(BaseModel):
-    """``memory.profile``: a user's current facts by attribute, newest first in each."""
-
-    model_config = _ATTRS
-    user_id: str
-    attributes: dict[str, list[ProfileItemOut]]
 
 
 def router() -> APIRouter:

@@ -11,7 +11,6 @@ from memorybank.context._async.compaction import AsyncCompactionService
 from memorybank.errors import Conflict
 from memorybank.records import Entry
 from memorybank.server.deps import MemoryDep
-from memorybank.server.graph_models import EntityOut, RelationOut
 from memorybank.server.models import (
     BranchIn,
     BranchOut,
@@ -24,7 +23,6 @@ from memorybank.server.models import (
     EntriesIn,
     EntryIn,
     EntryOut,
-    FactOut,
     MessageOut,
     Page,
     RewindIn,
@@ -266,23 +264,7 @@ def router() -> APIRouter:
 
     @api.post("/{thread_id}/context", tags=["context"], summary="Build a model call's context")
     async def build_context(thread_id: str, body: ContextIn, memory: MemoryDep) -> ContextOut:
-        context = await memory.build_context(thread_id, **body.arguments())
-        return ContextOut(
-            messages=context.messages,
-            token_count=context.token_count,
-            truncated=context.truncated,
-            included_entries=context.included_entries,
-            total_entries=context.total_entries,
-            entries=[EntryOut.model_validate(e) for e in context.entries],
-            facts=[FactOut.model_validate(f) for f in context.facts],
-            semantic=context.semantic,
-            profile=context.profile,
-            graph=context.graph,
-            graph_entities=[EntityOut.model_validate(e) for e in context.graph_entities],
-            graph_relations=[RelationOut.model_validate(r) for r in context.graph_relations],
-            warnings=context.warnings,
-            errors=[f"{e.source}: {e.error}" for e in context.errors],
-        )
+        return ContextOut.model_validate(await memory.build_context(thread_id, **body.arguments()))
 
     @api.post("/{thread_id}/compact", tags=["context"], summary="Sliding-window compaction")
     async def compact(thread_id: str, body: CompactIn, memory: MemoryDep) -> CompactionOut:
