@@ -26,7 +26,8 @@ from memorybank.stores.postgres.rows import (
     AppendItem,
     new_entry_json,
 )
-from memorybank.stores.sql._sync.appends import SQLAppends, no_branch, owned, refusal
+from memorybank.stores.sql._sync.appends import SQLAppends
+from memorybank.stores.sql.appends import no_branch, refusal
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value
 
 
@@ -197,7 +198,7 @@ class AppendsMixin(PostgresBase, SQLAppends):
         if not rows:
             found = self._fetch(self._sql.append_refusal, params)
             user_id, resolved = found[0] if found else (None, None)
-            allowed = owned(owner, user_id)
+            allowed = isinstance(owner, Unset) or user_id == owner
             raise refusal(thread_id, resolved, found=bool(found), allowed=allowed) or no_branch(
                 resolved
             )

@@ -14,19 +14,18 @@ from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._sync.store import Unset
 from memorybank.stores.contract.items import AppendResult, EntryRow
-from memorybank.stores.sql._sync.appends import SQLAppends, append_branch, plan_keyed
+from memorybank.stores.sql._sync.appends import SQLAppends
+from memorybank.stores.sql.appends import append_branch, entry_values, plan_keyed
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     ENTRY_ROW_COLUMNS,
     PAGE_COLUMNS,
-    dump,
     messages_of_rows,
     page_row_to_entry,
     row_to_entry,
     row_to_entry_row,
     row_to_thread,
     to_us,
-    tool_calls_to_json,
 )
 from memorybank.stores.sql.program import Statement
 from memorybank.stores.sql.statements import qualified
@@ -160,35 +159,6 @@ def _pairs(
     return found
 
 
-def _json_object(value: dict[str, Any]) -> str:
-    return "{}" if not value else dump(value)
-
-
-def _entry_values(new: NewEntry, scope: str) -> tuple[Any, ...]:
-    """The columns of a new entry from ``id`` on (the insert's fifth value on);
-    ``scope`` is its thread owner's ``fts_scope`` token."""
-    calls = (
-        None
-        if not new.tool_calls and not new.extra and new.item is None
-        else tool_calls_to_json(new.tool_calls, new.extra, new.item)
-    )
-    return (
-        new.id,
-        new.role,
-        new.content,
-        new.name,
-        calls,
-        new.tool_call_id,
-        _json_object(new.metadata),
-        _json_object(new.state),
-        new.token_count,
-        to_us(new.created_at),
-        new.idempotency_key,
-        None if new.idempotency_key is None else new.fingerprint,
-        scope,
-    )
-
-
 def _stored(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
     return Entry(
         new.id,
@@ -254,7 +224,7 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
             scope = owner_token(tenant, row[2])
             if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
-                values = (tenant, thread_id, name, position + 1, *_entry_values(new, scope))
+                values = (tenant, thread_id, name, position + 1, *entry_values(new), scope)
                 sql, pick = _single_insert(
                     p, values[6] is None, values[7] is None, values[8] is None, values[9] is None
                 )
@@ -274,7 +244,7 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
             if added:
                 conn.executemany(
                     self._append_insert,
-                    [(tenant, thread_id, name, at, *_entry_values(e, scope)) for at, e in added],
+                    [(tenant, thread_id, name, at, *entry_values(e), scope) for at, e in added],
                 )
                 self._fts_added(conn, len(added))
             return AppendResult(stored, thread)
@@ -369,7 +339,7 @@ class EntriesMixin(SQLiteStoreBase, SQLAppends):
         self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
     ) -> Statement:
         # the append's values, its fingerprint kept whatever its key, no owner token
-        values = (*_entry_values(entry, "")[:-2], entry.fingerprint)
+        values = (*entry_values(entry)[:-1], entry.fingerprint)
         return (
             f"INSERT INTO {self.prefix}entries ({_SUMMARY_COLUMNS})"
             f" VALUES ({', '.join('?' * (len(values) + 4))})",
