@@ -63,6 +63,7 @@ class SQLAppends(SQLCore):
                     for part in (ids[i : i + 500] for i in range(0, len(ids), 500))
                 ]
             )
+            # none found: the error itself (MySQL's key is a 64-bit hash of the id: a clash)
             raise (first_taken(ids, {row[0]: row[1] for row in rows}) or error) from cause
 
     @abc.abstractmethod
