@@ -24,14 +24,12 @@ from memorybank.errors import (
 from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.mysql.compat import AsyncMySQLConnection, MySQLConnection, PoolTimeout
+from memorybank.stores.sql.appends import entry_values as shared_values
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     PAGE_COLUMNS,
     RECORD_COLUMNS,
     THREAD_COLUMNS,
-    dump,
-    to_us,
-    tool_calls_to_json,
 )
 from memorybank.stores.sql.statements import qualified
 
@@ -65,8 +63,8 @@ PAGE_COLS = qualified("e", PAGE_COLUMNS)
 THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
-    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, idem_hash,"
-    " fingerprint, id_hash"
+    " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint,"
+    " idem_hash, id_hash"
 )
 INSERT_WIDTH = len(INSERT_COLS.split(","))  # 18: (tenant_id, thread_id, branch, position)
 #: ``entry_id_hash`` in SQL (migration 8 fills ``id_hash`` of older rows with it): the
@@ -168,23 +166,9 @@ def url_options(url: str) -> dict[str, Any]:
 
 
 def entry_values(new: NewEntry) -> tuple[Any, ...]:
-    """The 14 columns of an entry after (tenant_id, thread_id, branch, position)."""
-    return (
-        new.id,
-        new.role,
-        new.content,
-        new.name,
-        tool_calls_to_json(new.tool_calls, new.extra, new.item),
-        new.tool_call_id,
-        dump(new.metadata),
-        dump(new.state),
-        new.token_count,
-        to_us(new.created_at),
-        new.idempotency_key,
-        idem_hash(new.idempotency_key),
-        None if new.idempotency_key is None else new.fingerprint,
-        entry_id_hash(new.id),
-    )
+    """The 14 columns of an entry after (tenant_id, thread_id, branch, position): the
+    shared ones, then the key's and the id's hashes (MySQL indexes those, not the text)."""
+    return (*shared_values(new), idem_hash(new.idempotency_key), entry_id_hash(new.id))
 
 
 def round_trips(statements: Sequence[Statement]) -> Iterator[list[Statement]]:

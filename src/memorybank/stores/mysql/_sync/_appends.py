@@ -13,11 +13,10 @@ from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-from memorybank.errors import Conflict, NotFound, ThreadForbidden
-from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, first_taken, id_taken
-from memorybank.rules.idempotency import clash, key_reused
-from memorybank.stores.contract._sync.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.errors import Conflict
+from memorybank.records import Thread
+from memorybank.rules.entry_ids import id_taken
+from memorybank.stores.contract._sync.store import AppendResult, NewEntry, Unset
 from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.compat import MySQLConnection
@@ -35,9 +34,11 @@ from memorybank.stores.mysql.rows import (
     id_clash,
     idem_hash,
 )
-from memorybank.stores.sql.common import row_to_entry, row_to_thread, to_us
+from memorybank.stores.sql._sync.appends import SQLAppends
+from memorybank.stores.sql.appends import append_branch, plan_keyed
+from memorybank.stores.sql.common import row_to_thread, to_us
 from memorybank.stores.sql.dialect import MYSQL
-from memorybank.stores.sql.statements import marks, taken_ids_query
+from memorybank.stores.sql.statements import marks
 
 _FAST_BATCH = 16  # appends of up to this many entries without idempotency keys: one round trip
 #: About how much entry text one combined append transaction carries (a caller's own
@@ -68,65 +69,46 @@ def _append_head(
     head: list[tuple[Any, ...]], thread_id: str, branch: str | None, owner: str | Unset | None
 ) -> tuple[Thread, str, int]:
     """The thread, branch name and counter from an append's lock row, or the refusal."""
-    if not head:
-        raise NotFound(f"thread {thread_id!r} not found")
-    row = json.loads(head[0][0])
-    thread = row_to_thread(row)
-    if not isinstance(owner, Unset) and not row[12]:
-        raise ThreadForbidden()
-    name = thread.current_branch if branch is None else branch
-    if row[10] is None:
-        raise NotFound(f"branch {name!r} not found")
-    return thread, name, int(row[11])
+    row: list[Any] = json.loads(head[0][0]) if head else [None] * 13
+    got = append_branch(
+        thread_id,
+        row_to_thread(row) if head else None,
+        owner,
+        branch,
+        lambda _: row[10] is not None,
+        allowed=isinstance(owner, Unset) or bool(row[12]),  # the server's verdict
+    )
+    if isinstance(got, Exception):
+        raise got
+    return *got, int(row[11])
 
 
-class AppendsMixin(MySQLBase):
+class AppendsMixin(MySQLBase, SQLAppends):
     """``entry_append`` and its transactions."""
 
-    def entry_append(
-        self,
-        tenant: str,
-        thread_id: str,
-        entries: Sequence[NewEntry],
-        *,
-        updated_at: datetime,
-        branch: str | None = None,
-        owner: str | Unset | None = UNSET,
-    ) -> AppendResult:
-        """Append in one transaction: one round trip alone, two in a batch or with
-        idempotency keys (docs/mysql.md)."""
-        check_batch_ids(entries)
-        try:
-            if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
-                item = (thread_id, branch, owner, entries, updated_at)
-                return self._appends.submit(tenant, item)
-            return self._append_now(tenant, thread_id, entries, updated_at, branch, owner)
-        except Conflict as error:
-            if error.__cause__ is None or not id_clash(error.__cause__, self.prefix):
-                raise
-            # The id key refused the insert (rolled back): name the first taken id.
-            raise self._taken(tenant, thread_id, entries, branch, error) from error.__cause__
+    def _id_refused(self, cause: BaseException) -> bool:
+        return id_clash(cause, self.prefix)
 
-    def _taken(
+    def _append(
         self,
         tenant: str,
         thread_id: str,
         entries: Sequence[NewEntry],
+        updated_at: datetime,
         branch: str | None,
-        error: Conflict,
-    ) -> Conflict:
-        """``id_taken`` of the first of ``entries`` the branch holds (read after the
-        refused transaction; ``error`` itself if none is found: a 64-bit hash clash)."""
-        ids = [e.id for e in entries]
-        rows = self._select_many(
-            [
-                taken_ids_query(
-                    MYSQL, self._entries, self._threads, tenant, thread_id, branch, part
-                )
-                for part in chunks(ids)
-            ]
+        owner: str | Unset | None,
+    ) -> AppendResult:
+        """One transaction: one round trip alone, two in a batch or with idempotency
+        keys (no ``RETURNING``: positions read under the lock first; docs/mysql.md)."""
+        if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
+            return self._appends.submit(
+                tenant, (thread_id, branch, owner, entries, updated_at)
+            )
+        return self._with_retry(
+            lambda conn: self._append_keyed(
+                conn, tenant, thread_id, entries, updated_at, branch, owner
+            )
         )
-        return first_taken(ids, {row[0]: row[1] for row in rows}) or error
 
     def _append_combined(
         self, tenant: str, items: Sequence[AppendItem]
@@ -233,29 +215,31 @@ class AppendsMixin(MySQLBase):
         held = {(t, b, i) for result, _ in results[3:] for t, b, i in result}
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
+        branches: dict[str, set[str]] = {}  # of each thread, those locked
         for (text,) in results[2][0]:
             row = json.loads(text)
             read = row_to_thread(row)
             threads.setdefault(read.id, read)
             if row[10] is not None:
                 counters[read.id, row[10]] = int(row[11])
+                branches.setdefault(read.id, set()).add(row[10])
         locked = dict(counters)
         out: list[AppendResult | Exception] = []
         values: list[Any] = []
         touched: dict[str, datetime] = {}
         for thread_id, branch, owner, sent, updated_at in items:
-            thread = threads.get(thread_id)
-            if thread is None:
-                out.append(NotFound(f"thread {thread_id!r} not found"))
+            got = append_branch(
+                thread_id,
+                threads.get(thread_id),
+                owner,
+                branch,
+                branches.get(thread_id, set()).__contains__,
+            )
+            if isinstance(got, Exception):
+                out.append(got)
                 continue
-            if not isinstance(owner, Unset) and thread.user_id != owner:
-                out.append(ThreadForbidden())
-                continue
-            name = thread.current_branch if branch is None else branch
-            position = counters.get((thread_id, name))
-            if position is None:
-                out.append(NotFound(f"branch {name!r} not found"))
-                continue
+            thread, name = got
+            position = counters[thread_id, name]
             taken = next((e.id for e in sent if (thread_id, name, e.id) in held), None)
             if taken is not None:
                 out.append(id_taken(taken, name))
@@ -423,20 +407,7 @@ class AppendsMixin(MySQLBase):
             (*args, branch, tenant, thread_id),
         )
 
-    def _append_now(
-        self,
-        tenant: str,
-        thread_id: str,
-        entries: Sequence[NewEntry],
-        updated_at: datetime,
-        branch: str | None,
-        owner: str | Unset | None,
-    ) -> AppendResult:
-        return self._with_retry(
-            lambda conn: self._append(conn, tenant, thread_id, entries, updated_at, branch, owner)
-        )
-
-    def _append(
+    def _append_keyed(
         self,
         conn: MySQLConnection,
         tenant: str,
@@ -446,13 +417,14 @@ class AppendsMixin(MySQLBase):
         branch: str | None,
         owner: str | Unset | None,
     ) -> AppendResult:
+        """Round trip 1 locks the head and reads the keyed entries, round trip 2 writes
+        and commits (not ``_transact``: its ``COMMIT`` would be a third round trip). A
+        refusal raises before any write (the exception rolls the transaction back)."""
         keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
-        # The owner verdict is the server's, computed in this transaction; a refused
-        # append raises before any write (the exception rolls the transaction back).
         lock = self._lock_statement(tenant, thread_id, branch, owner)
         statements: list[Statement] = [(BEGIN, None), lock]
         if keys:
-            hashes = [idem_hash(k) for k in keys]
+            hashes = [idem_hash(k) for k in keys]  # keys are long: the index is on a hash
             statements.append(
                 (
                     f"SELECT {E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
@@ -465,39 +437,12 @@ class AppendsMixin(MySQLBase):
             )
         results = self._run(conn, statements)
         thread, name, position = _append_head(results[2][0], thread_id, branch, owner)
-        by_key: dict[str, Entry] = {}
-        if keys:
-            prints: dict[str, str | None] = {}
-            for found in results[3][0]:
-                entry = row_to_entry(found[:-1])
-                if entry.idempotency_key is not None:
-                    by_key[entry.idempotency_key] = entry
-                    prints[entry.idempotency_key] = found[-1]
-            for new in entries:  # before any write; the exception rolls the transaction back
-                if new.idempotency_key in prints and clash(
-                    prints[new.idempotency_key], new.fingerprint
-                ):
-                    raise key_reused(new.idempotency_key)
-        stored: list[Entry] = []
-        values: list[Any] = []
-        for new in entries:
-            existing = by_key.get(new.idempotency_key) if new.idempotency_key else None
-            if existing is not None:
-                stored.append(existing)
-                continue
-            position += 1
-            entry = new_entry(new, thread_id, name, position)
-            if entry.idempotency_key is not None:
-                by_key[entry.idempotency_key] = entry
-            stored.append(entry)
-            values += (tenant, thread_id, name, position, *entry_values(new))
-        thread = dataclasses.replace(thread, updated_at=updated_at)
-        writes: list[Statement] = []
-        added = len(values) // INSERT_WIDTH
-        if added:
-            writes.append(self._insert(values))
-        moved = [(thread_id, name, position, added)] if added else []
-        writes += self._bumps(tenant, moved, {thread_id: updated_at})
-        writes.append(("COMMIT", None))
+        stored, added = plan_keyed(
+            entries, results[3][0] if keys else [], thread_id, name, position
+        )
+        values = [v for at, new in added for v in (tenant, thread_id, name, at, *entry_values(new))]
+        writes = [self._insert(values)] if added else []
+        moved = [(thread_id, name, added[-1][0], len(added))] if added else []
+        writes += [*self._bumps(tenant, moved, {thread_id: updated_at}), ("COMMIT", None)]
         self._run(conn, writes)
-        return AppendResult(stored, thread)
+        return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))

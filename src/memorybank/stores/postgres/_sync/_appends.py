@@ -12,11 +12,10 @@ from typing import Any
 import psycopg
 from psycopg import pq
 
-from memorybank.errors import Conflict, NotFound, ThreadForbidden
+from memorybank.errors import Conflict
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, first_taken
 from memorybank.rules.idempotency import key_reused
-from memorybank.stores.contract._sync.store import UNSET, AppendResult, NewEntry, Unset
+from memorybank.stores.contract._sync.store import AppendResult, NewEntry, Unset
 from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.postgres._sync._base import PostgresBase
 from memorybank.stores.postgres.rows import (
@@ -27,45 +26,21 @@ from memorybank.stores.postgres.rows import (
     AppendItem,
     new_entry_json,
 )
+from memorybank.stores.sql._sync.appends import SQLAppends
+from memorybank.stores.sql.appends import no_branch, refusal
 from memorybank.stores.sql.common import dump, row_to_entry, row_to_thread, tool_calls_value
-from memorybank.stores.sql.dialect import POSTGRES
-from memorybank.stores.sql.statements import taken_ids_query
 
 
-class AppendsMixin(PostgresBase):
+class AppendsMixin(PostgresBase, SQLAppends):
     """The ``_appends`` part of the store (see the module docstring)."""
 
-    def entry_append(
-        self,
-        tenant: str,
-        thread_id: str,
-        entries: Sequence[NewEntry],
-        *,
-        updated_at: datetime,
-        branch: str | None = None,
-        owner: str | Unset | None = UNSET,
-    ) -> AppendResult:
-        """One statement: owner check, thread and branch locks, positions, insert."""
-        check_batch_ids(entries)
-        try:
-            return self._entry_append(tenant, thread_id, entries, updated_at, branch, owner)
-        except Conflict as error:
-            cause = error.__cause__
-            if not (
-                isinstance(cause, psycopg.errors.UniqueViolation)
-                and cause.diag.constraint_name == f"{self.prefix}entries_id"
-            ):
-                raise
-            # The unique index on (tenant, thread, branch, id) refused it: name the id.
-            ids = [e.id for e in entries]
-            p = self.prefix
-            query, params = taken_ids_query(
-                POSTGRES, f"{p}entries", f"{p}threads", tenant, thread_id, branch, ids
-            )
-            held = {row[0]: row[1] for row in self._fetch(query, params)}
-            raise (first_taken(ids, held) or error) from cause
+    def _id_refused(self, cause: BaseException) -> bool:
+        return (
+            isinstance(cause, psycopg.errors.UniqueViolation)
+            and cause.diag.constraint_name == f"{self.prefix}entries_id"
+        )
 
-    def _entry_append(
+    def _append(
         self,
         tenant: str,
         thread_id: str,
@@ -74,6 +49,8 @@ class AppendsMixin(PostgresBase):
         branch: str | None,
         owner: str | Unset | None,
     ) -> AppendResult:
+        """One statement: owner check, thread and branch locks, keys, positions, insert
+        (the rules of ``SQLAppends`` as SQL: one round trip, docs/postgres.md)."""
         # A key repeated within the batch is sent once; later copies get its entry.
         first_of: dict[str, int] = {}
         sent: list[NewEntry] = []
@@ -103,14 +80,13 @@ class AppendsMixin(PostgresBase):
         }
         rows = self._append_rows(params)
         status, resolved = rows[0][0], rows[0][1]
-        if status == 1:
-            raise NotFound(f"thread {thread_id!r} not found")
-        if status == 2:
-            raise ThreadForbidden()
         if status == 4:
             raise key_reused(rows[0][E_START + N_ENTRY - 1])
-        if status == 3:
-            raise NotFound(f"branch {resolved!r} not found")
+        refused = refusal(
+            thread_id, resolved, found=status != 1, allowed=status != 2, branch=status != 3
+        )
+        if refused is not None:
+            raise refused
         thread = row_to_thread(rows[0][2 : 2 + N_THREAD])
         stored: dict[int, Entry] = {}
         for row in rows:
@@ -123,7 +99,7 @@ class AppendsMixin(PostgresBase):
             else:
                 stored[index] = new_entry(sent[index], thread_id, resolved, row[3 + N_THREAD])
         if len(stored) < len(sent):  # the branch was deleted after the statement's checks
-            raise NotFound(f"branch {resolved!r} not found")
+            raise no_branch(resolved)
         return AppendResult([stored[i] for i in slot], thread)
 
     def _append_combined(
@@ -220,17 +196,15 @@ class AppendsMixin(PostgresBase):
             query = self._sql.append_plain
         rows = self._fetch(query, params)
         if not rows:
-            refusal = self._fetch(self._sql.append_refusal, params)
-            if not refusal:
-                raise NotFound(f"thread {thread_id!r} not found")
-            user_id, resolved = refusal[0]
-            if not isinstance(owner, Unset) and user_id != owner:
-                raise ThreadForbidden()
-            raise NotFound(f"branch {resolved!r} not found")
+            found = self._fetch(self._sql.append_refusal, params)
+            user_id, resolved = found[0] if found else (None, None)
+            allowed = isinstance(owner, Unset) or user_id == owner
+            raise refusal(thread_id, resolved, found=bool(found), allowed=allowed) or no_branch(
+                resolved
+            )
         name, base = rows[0][0], rows[0][1]
         if name is None:  # the branch was deleted after the statement's checks
-            resolved = branch if branch is not None else rows[0][2 + N_THREAD - 1]
-            raise NotFound(f"branch {resolved!r} not found")
+            raise no_branch(branch if branch is not None else rows[0][2 + N_THREAD - 1])
         thread = row_to_thread(rows[0][2 : 2 + N_THREAD])
         return AppendResult(
             [new_entry(e, thread_id, name, base + i) for i, e in enumerate(sent, 1)], thread

@@ -9,24 +9,22 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from memorybank.errors import NotFound, ThreadForbidden
+from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
-from memorybank.rules.entry_ids import check_batch_ids, first_taken
-from memorybank.rules.idempotency import clash, key_reused
-from memorybank.stores.contract._async.store import UNSET, Unset
+from memorybank.stores.contract._async.store import Unset
 from memorybank.stores.contract.items import AppendResult, EntryRow
+from memorybank.stores.sql._async.appends import SQLAppends
+from memorybank.stores.sql.appends import append_branch, entry_values, plan_keyed
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
     ENTRY_ROW_COLUMNS,
     PAGE_COLUMNS,
-    dump,
     messages_of_rows,
     page_row_to_entry,
     row_to_entry,
     row_to_entry_row,
     row_to_thread,
     to_us,
-    tool_calls_to_json,
 )
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Statement
@@ -34,7 +32,6 @@ from memorybank.stores.sql.statements import (
     entry_pairs_query,
     entry_windows_query,
     qualified,
-    taken_ids_query,
 )
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS, owner_token
@@ -146,36 +143,8 @@ def _pairs(
     return found
 
 
-def _json_object(value: dict[str, Any]) -> str:
-    return "{}" if not value else dump(value)
-
-
-def _entry_values(new: NewEntry, scope: str) -> tuple[Any, ...]:
-    """The columns of a new entry from ``id`` on (the insert's fifth value on);
-    ``scope`` is its thread owner's ``fts_scope`` token."""
-    calls = (
-        None
-        if not new.tool_calls and not new.extra and new.item is None
-        else tool_calls_to_json(new.tool_calls, new.extra, new.item)
-    )
-    return (
-        new.id,
-        new.role,
-        new.content,
-        new.name,
-        calls,
-        new.tool_call_id,
-        _json_object(new.metadata),
-        _json_object(new.state),
-        new.token_count,
-        to_us(new.created_at),
-        new.idempotency_key,
-        None if new.idempotency_key is None else new.fingerprint,
-        scope,
-    )
-
-
 def _stored(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
+    # ``new_entry`` without its copies: 0.8 us, not 2.1 us (a tenth of an append's Python)
     return Entry(
         new.id,
         thread_id,
@@ -196,32 +165,27 @@ def _stored(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:
     )
 
 
-class EntriesMixin(SQLiteStoreBase):
+class EntriesMixin(SQLiteStoreBase, SQLAppends):
     """Entries: append, read, delete, compact and update."""
 
     # -- entries -------------------------------------------------------------------
 
-    async def entry_append(
+    def _id_refused(self, cause: BaseException) -> bool:
+        return isinstance(cause, sqlite3.IntegrityError)
+
+    async def _append(
         self,
         tenant: str,
         thread_id: str,
         entries: Sequence[NewEntry],
-        *,
         updated_at: datetime,
-        branch: str | None = None,
-        owner: str | Unset | None = UNSET,
+        branch: str | None,
+        owner: str | Unset | None,
     ) -> AppendResult:
+        """On the writer thread, not a ``_transact`` program: its ``BEGIN IMMEDIATE``
+        holds the whole file (no row to lock), a lone entry skips the generic path
+        (``_single_insert``), and entries reach the keyword index in batches."""
         p = self.prefix
-        check_batch_ids(entries)
-
-        def taken(conn: sqlite3.Connection, name: str, error: sqlite3.IntegrityError) -> Exception:
-            # The unique index on (tenant, thread, branch, id) refused the insert: name the id.
-            ids = [e.id for e in entries]
-            sql, params = taken_ids_query(
-                SQLITE, f"{p}entries", f"{p}threads", tenant, thread_id, name, ids
-            )
-            held = {row[0]: row[1] for row in conn.execute(sql, params)}
-            return first_taken(ids, held) or error
 
         def op(conn: sqlite3.Connection) -> AppendResult:
             stamp = to_us(updated_at)
@@ -230,65 +194,44 @@ class EntriesMixin(SQLiteStoreBase):
             else:
                 head = self._append_head_branch
                 row = conn.execute(head, (tenant, thread_id, branch)).fetchone()
-            if row is None:
-                raise NotFound(f"thread {thread_id!r} not found")
-            # A failed check raises before any write: nothing is written.
-            if not isinstance(owner, Unset) and row[2] != owner:
-                raise ThreadForbidden()
-            name = row[9] if branch is None else branch
-            if branch is not None and not self._has_branch(conn, tenant, thread_id, name):
-                raise NotFound(f"branch {name!r} not found")
+            got = append_branch(
+                thread_id,
+                None if row is None else row_to_thread((*row[:8], stamp, row[9])),
+                owner,
+                branch,
+                lambda name: branch is None or self._has_branch(conn, tenant, thread_id, name),
+            )
+            if isinstance(got, Exception):  # raised before any write: nothing is written
+                raise got
+            thread, name = got
             conn.execute(self._append_bump, (stamp, tenant, thread_id))
-            thread = row_to_thread((*row[:8], stamp, row[9]))
             position: int = row[10] or 0
             scope = owner_token(tenant, row[2])
             if len(entries) == 1 and entries[0].idempotency_key is None:  # the common append
                 new = entries[0]
-                position += 1
-                values = (tenant, thread_id, name, position, *_entry_values(new, scope))
+                values = (tenant, thread_id, name, position + 1, *entry_values(new), scope)
                 sql, pick = _single_insert(
                     p, values[6] is None, values[7] is None, values[8] is None, values[9] is None
                 )
-                try:
-                    conn.execute(sql, pick(values))
-                except sqlite3.IntegrityError as error:
-                    raise taken(conn, name, error) from error
+                conn.execute(sql, pick(values))
                 self._fts_added(conn, 1)
-                return AppendResult([_stored(new, thread_id, name, position)], thread)
-            existing: dict[str, Entry] = {}
+                return AppendResult([_stored(new, thread_id, name, position + 1)], thread)
+            held: list[tuple[Any, ...]] = []
             keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
             if keys:
-                marks = ", ".join("?" * len(keys))
-                rows = conn.execute(
+                held = conn.execute(
                     f"SELECT {ENTRY_COLUMNS}, fingerprint FROM {p}entries WHERE tenant_id = ?"
-                    f" AND thread_id = ? AND branch = ? AND idempotency_key IN ({marks})",
+                    " AND thread_id = ? AND branch = ?"
+                    f" AND idempotency_key IN ({', '.join('?' * len(keys))})",
                     (tenant, thread_id, name, *keys),
                 ).fetchall()
-                existing = {r[13]: row_to_entry(r[:14]) for r in rows}
-                prints = {r[13]: r[14] for r in rows}
-                for new in entries:  # before any write: a reused key writes nothing
-                    if new.idempotency_key in prints and clash(
-                        prints[new.idempotency_key], new.fingerprint
-                    ):
-                        raise key_reused(new.idempotency_key)
-            stored: list[Entry] = []
-            params: list[tuple[Any, ...]] = []
-            for new in entries:
-                if new.idempotency_key is not None and new.idempotency_key in existing:
-                    stored.append(existing[new.idempotency_key])
-                    continue
-                position += 1
-                entry = _stored(new, thread_id, name, position)
-                if new.idempotency_key is not None:
-                    existing[new.idempotency_key] = entry
-                stored.append(entry)
-                params.append((tenant, thread_id, name, position, *_entry_values(new, scope)))
-            if params:
-                try:
-                    conn.executemany(self._append_insert, params)
-                except sqlite3.IntegrityError as error:
-                    raise taken(conn, name, error) from error
-                self._fts_added(conn, len(params))
+            stored, added = plan_keyed(entries, held, thread_id, name, position, _stored)
+            if added:
+                conn.executemany(
+                    self._append_insert,
+                    [(tenant, thread_id, name, at, *entry_values(e), scope) for at, e in added],
+                )
+                self._fts_added(conn, len(added))
             return AppendResult(stored, thread)
 
         return await self._run(lambda: self._write(op))
@@ -364,7 +307,7 @@ class EntriesMixin(SQLiteStoreBase):
         self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
     ) -> Statement:
         # the append's values, its fingerprint kept whatever its key, no owner token
-        values = (*_entry_values(entry, "")[:-2], entry.fingerprint)
+        values = (*entry_values(entry)[:-1], entry.fingerprint)
         return (
             f"INSERT INTO {self.prefix}entries ({_SUMMARY_COLUMNS})"
             f" VALUES ({', '.join('?' * (len(values) + 4))})",
