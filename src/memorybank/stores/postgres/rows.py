@@ -18,7 +18,7 @@ from psycopg_pool import PoolTimeout
 
 from memorybank.errors import ConfigurationError, Conflict, StoreError, StoreUnavailable
 from memorybank.records import Entry
-from memorybank.stores.contract.items import NewEntry, SearchHit
+from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
@@ -96,10 +96,6 @@ def page_entry(row: Sequence[Any], thread_id: str, branch: str) -> Entry:
 
 def entry_position(entry: Entry) -> int:
     return entry.position
-
-
-def hit_order(hit: SearchHit) -> tuple[float, str, str, str]:
-    return (-hit.score, hit.kind, hit.id, hit.branch or "")
 
 
 def tsquery(text: str) -> str:

@@ -38,7 +38,7 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import Dialect
 from memorybank.stores.sql.events import event_of_row, events_list_query
 from memorybank.stores.sql.program import AsyncStepRunner, Program, Statement
-from memorybank.stores.vectors.exact import CachedRows, top_k
+from memorybank.stores.vectors.exact import CachedRows, exact_hits
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
@@ -833,9 +833,7 @@ class SQLCore(KeyReads):
         )
         if not statements or k <= 0:
             return []
-        rows = await self._select_many(statements)
-        best = top_k(vector, [bytes(row[3]) for row in rows], k)
-        return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+        return exact_hits(vector, await self._select_many(statements), k)
 
     async def _vc_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str
