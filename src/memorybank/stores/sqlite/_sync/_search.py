@@ -17,6 +17,7 @@ from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
 from memorybank.stores.contract.items import EntryRow, SearchHit
 from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
+from memorybank.stores.sql._sync.core import Statement
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     EntryKeys,
@@ -248,21 +249,7 @@ class SearchMixin(SQLiteStoreBase):
     def _vector_rows(
         self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
     ) -> CachedRows:
-        p = self.prefix
-        if kind == "entry":
-            sql = (
-                f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
-                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-            )
-        else:
-            sql = (
-                f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
-                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-            )
+        sql = self._owned_vectors(kind, "rowid")
         params = (tenant, model_id, kind, after)
         if after > 0:
             # the rows above a rowid (only ever new ones: AUTOINCREMENT) as one range of
@@ -785,18 +772,18 @@ class SearchMixin(SQLiteStoreBase):
         # (no thread here: a thread's entries are confirmed above, records have none)
         ids = {kind: list(dict.fromkeys(slot.ids[i] for i, _ in best))}
         statements = self._vector_statements(tenant, model_id, [kind], None, visible_to, "", ids)
-        return {r[1] for sql, params in statements for r in conn.execute(sql, params)}
+        return {r[1] for sql, params in statements for r in conn.execute(sql, params or ())}
 
     def _exact_vectors(
         self,
         conn: sqlite3.Connection,
         query: Any,
-        statements: Sequence[tuple[str, Sequence[Any]]],
+        statements: Sequence[Statement],
         k: int,
     ) -> list[SearchHit]:
         """Uncached exact search over the rows ``(kind, id, thread_id, vector)`` of
         ``statements`` (when the cache's scope information was stale, or while it loads)."""
-        rows = [row for sql, params in statements for row in conn.execute(sql, params)]
+        rows = [row for sql, params in statements for row in conn.execute(sql, params or ())]
         return exact_hits(query, rows, k)
 
     def vector_get(
