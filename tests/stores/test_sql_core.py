@@ -43,6 +43,7 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         " as a nested loop over every record before the tables have statistics)",
         "_vc_check": "one statement: ids unnested, each a primary-key descent (LATERAL)",
         "_vc_exact": "pgvector's distances in SQL or its HNSW index, numpy only without it",
+        "_vc_arrays": "the embedding column: pgvector's text, else the fallback's float32 bytea",
     },
     AsyncMySQLStore: {
         "_forget_write": "the change feed's mute and user.forgotten in the same transaction",

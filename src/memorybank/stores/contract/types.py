@@ -6,7 +6,7 @@ classes (one ``UNSET``, one ``Record``), never a generated copy.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final
 
 from memorybank.rules.scope import UNSET, Unset, Visibility
@@ -29,6 +29,7 @@ __all__ = [
     "Unset",
     "VectorItem",
     "Visibility",
+    "best_hits",
     "by_kind",
     "names_user",
     "searched_kinds",
@@ -58,6 +59,12 @@ def names_user(visible_to: Visibility | None) -> bool:
 def visible(visible_to: Visibility | None, agent_id: str | None, user_id: str | None) -> bool:
     """``visible_to.admits(...)``, where ``None`` (no scope given) admits everything."""
     return visible_to is None or visible_to.admits(agent_id, user_id)
+
+
+def best_hits(hits: Iterable[SearchHit], k: int) -> list[SearchHit]:
+    """The best ``k`` of ``hits``, best first, ties by kind, id, then branch: the order
+    every store's ``text_search`` and ``vector_search`` answer in."""
+    return sorted(hits, key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))[:k]
 
 
 def searched_kinds(kinds: Sequence[str], thread_id: str | None) -> list[str]:

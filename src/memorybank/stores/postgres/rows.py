@@ -17,7 +17,7 @@ import psycopg
 from psycopg_pool import PoolTimeout
 
 from memorybank.errors import ConfigurationError, Conflict, StoreError, StoreUnavailable
-from memorybank.stores.contract.items import NewEntry, SearchHit
+from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
@@ -65,10 +65,6 @@ AppendItem = tuple[str, str | None, str | Unset | None, Sequence[NewEntry], date
 
 _WORD = re.compile(r"[^\W_]+")
 _MAX_WORD = 100  # longer "words" are not indexed by to_tsvector either
-
-
-def hit_order(hit: SearchHit) -> tuple[float, str, str, str]:
-    return (-hit.score, hit.kind, hit.id, hit.branch or "")
 
 
 def tsquery(text: str) -> str:

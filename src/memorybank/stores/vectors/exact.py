@@ -46,7 +46,7 @@ else:
 
 from memorybank.runtime.log import logger as _log
 from memorybank.runtime.native import usearch_index
-from memorybank.stores.contract.types import Unset, Visibility, searched_kinds
+from memorybank.stores.contract.types import SearchHit, Unset, Visibility, searched_kinds
 from memorybank.stores.vectors.groups import Blocks, RowGroups
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "ScopedRows",
     "VectorCache",
     "VectorSlot",
+    "exact_hits",
     "top_k",
     "unit_query",
 ]
@@ -132,6 +133,13 @@ def top_k(query: Sequence[float], blobs: Sequence[bytes], k: int) -> list[tuple[
     count = min(k, len(keep))
     best = _best(scores, count)
     return [(keep[int(i)], float(scores[int(i)])) for i in best]
+
+
+def exact_hits(query: Sequence[float], rows: Sequence[Sequence[Any]], k: int) -> list[SearchHit]:
+    """The uncached exact search's hits: ``top_k`` over rows ``(kind, id, thread id,
+    vector bytes)`` read by a store."""
+    best = top_k(query, [bytes(row[3]) for row in rows], k)
+    return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
 
 
 def unit_query(

@@ -27,7 +27,7 @@ from memorybank.errors import NotFound
 from memorybank.rules.ids import compound_id
 from memorybank.stores.contract._sync.batch_reads import BatchReads
 from memorybank.stores.contract.items import EntryRow, Record, SearchHit, VectorItem
-from memorybank.stores.contract.types import Visibility, searched_kinds, visible
+from memorybank.stores.contract.types import Visibility, best_hits, searched_kinds, visible
 from memorybank.stores.keyword.bm25 import BM25Index
 
 if TYPE_CHECKING:
@@ -59,11 +59,9 @@ def rank_texts(query: str, texts: Iterable[tuple[SearchHit, str]], k: int) -> li
     for hit, text in texts:
         index.add(str(len(hits)), text)
         hits.append(hit)
-    ranked = sorted(
-        (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()),
-        key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
+    return best_hits(
+        (dataclasses.replace(hits[int(n)], score=s) for n, s in index.scores(query).items()), k
     )
-    return ranked[:k]
 
 
 def _unit(vector: Sequence[float]) -> list[float]:
@@ -229,8 +227,7 @@ class SearchStore(BatchReads):
             )
             for v in self._live(tenant, candidates)
         ]
-        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
-        return hits[:k]
+        return best_hits(hits, k)
 
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

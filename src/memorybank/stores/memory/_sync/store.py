@@ -37,7 +37,7 @@ from memorybank.stores.contract._sync.store import (
 from memorybank.stores.contract.appends import new_entry, plan_append
 from memorybank.stores.contract.capabilities import Capability
 from memorybank.stores.contract.pages import entry_page, select_records, select_threads
-from memorybank.stores.contract.types import visible
+from memorybank.stores.contract.types import best_hits, visible
 from memorybank.stores.sql.events import GRAPH_KINDS
 
 __all__ = ["InMemoryStore"]
@@ -823,8 +823,7 @@ class InMemoryStore(Store):
                     continue
             score = sum(a * b for a, b in zip(query, stored, strict=False))
             hits.append(SearchHit(kind, vid, score, tid))
-        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
-        return hits[:k]
+        return best_hits(hits, k)
 
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
-from memorybank.stores.contract.types import searched_kinds
+from memorybank.stores.contract.types import best_hits, searched_kinds
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.rows import Statement
 from memorybank.stores.sql.common import scope_sql, search_words, unit_vector_bytes
@@ -74,9 +74,7 @@ class SearchMixin(MySQLBase):
             )
             statements.append((sql, [words, words, tenant, *record_kinds, *scope_args, k]))
         rows = self._select_many(statements)
-        hits = [SearchHit(row[0], row[1], float(row[2]), row[3], row[4]) for row in rows]
-        hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
-        return hits[:k]
+        return best_hits((SearchHit(r[0], r[1], float(r[2]), r[3], r[4]) for r in rows), k)
 
     def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         """Upsert embeddings (float32 unit vectors) in one transaction.

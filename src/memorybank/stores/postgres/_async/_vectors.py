@@ -15,14 +15,13 @@ from psycopg.rows import tuple_row
 
 from memorybank.errors import InvalidInput
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
-from memorybank.stores.contract.types import names_user, searched_kinds
+from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
 from memorybank.stores.postgres._async._base import PostgresBase
 from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, register, registered
 from memorybank.stores.postgres.rows import (
     INT2,
     INT4,
     VectorRows,
-    hit_order,
     is_disconnect,
     unit_query,
 )
@@ -41,7 +40,7 @@ from memorybank.stores.sql.common import (
     vector_array_from_text,
 )
 from memorybank.stores.vectors._async.cache import BlockRows
-from memorybank.stores.vectors.exact import CachedRows, top_k
+from memorybank.stores.vectors.exact import CachedRows, exact_hits
 
 #: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
 THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
@@ -313,13 +312,9 @@ class VectorsMixin(PostgresBase):
             )  # fmt: skip
             params["k"] = k
             if not self._native:
-                rows = await self._fetch(query, params, retry=True)
-                best = top_k(vector, [bytes(r[3]) for r in rows], k)
-                return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+                return exact_hits(vector, await self._fetch(query, params, retry=True), k)
             found = await self._fetch(query, VectorParams(params, q=Vector(unit)), retry=True)
-        hits = [SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in found]
-        hits.sort(key=hit_order)
-        return hits[:k]
+        return best_hits((SearchHit(r[0], r[1], 1.0 - float(r[3]), r[2]) for r in found), k)
 
     async def _indexed(
         self,
@@ -761,25 +756,13 @@ class VectorsMixin(PostgresBase):
             return None
         return model_id
 
-    async def vector_get_arrays(
-        self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
+    async def _vc_arrays(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
     ) -> dict[str, NDArray[np.float32]]:
-        """The stored vectors as float32 arrays: from this process's cache when it holds
-        them, else read as pgvector's text (``vector_send`` would need the extension's
-        binary type on every connection) or as the float32 bytes of the fallback table."""
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return {}
+        """The stored vectors the cache does not hold (``vector_get_arrays``), read as
+        pgvector's text (``vector_send`` would need the extension's binary type on every
+        connection) or as the float32 bytes of the fallback table."""
         await self._ensure_ready()
-        found, unread = await self._cached_arrays(tenant, kind, wanted, model_id)
-        if not unread:
-            return {vid: found[vid] for vid in wanted}
         query = self._sql.vector_get.format(text="::text" if self._native else "")
-        rows = await self._fetch(query, (tenant, kind, model_id, unread), retry=True)
-        found |= {
-            str(vid): (
-                vector_array_from_text(value) if self._native else vector_array(bytes(value))
-            )
-            for vid, value in rows
-        }
-        return {vid: found[vid] for vid in wanted if vid in found}
+        rows = await self._fetch(query, (tenant, kind, model_id, list(ids)), retry=True)
+        return {str(vid): self._vector_value(value) for vid, value in rows}

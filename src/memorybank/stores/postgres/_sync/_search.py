@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from memorybank.stores.contract._sync.store import SearchHit, Visibility
-from memorybank.stores.contract.types import searched_kinds
+from memorybank.stores.contract.types import best_hits, searched_kinds
 from memorybank.stores.postgres._sync._base import PostgresBase
-from memorybank.stores.postgres.rows import hit_order, tsquery
+from memorybank.stores.postgres.rows import tsquery
 from memorybank.stores.postgres.statements import scope_filter
 
 
@@ -81,6 +81,4 @@ class SearchMixin(PostgresBase):
                 f" AND r.kind = ANY(%(kinds)s::text[]){where} ORDER BY s DESC, r.id LIMIT %(k)s)"
             )
         rows = self._fetch(" UNION ALL ".join(parts), params, retry=True)
-        hits = [SearchHit(r[0], r[1], float(r[4]), r[2], r[3]) for r in rows]
-        hits.sort(key=hit_order)
-        return hits[:k]
+        return best_hits((SearchHit(r[0], r[1], float(r[4]), r[2], r[3]) for r in rows), k)

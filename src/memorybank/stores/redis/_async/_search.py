@@ -6,15 +6,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from memorybank.stores.contract._async.search_store import rank_texts
 from memorybank.stores.contract._async.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
-from memorybank.stores.keyword.bm25 import BM25Index
 from memorybank.stores.redis._async._scope import RedisScope
 from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
-from memorybank.stores.vectors.exact import CachedRows, top_k
+from memorybank.stores.vectors.exact import CachedRows, exact_hits
 
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
@@ -41,8 +41,7 @@ class RedisSearch(RedisScope):
         if k <= 0:
             with self._op():
                 return []
-        hits: list[SearchHit] = []
-        texts: list[str] = []
+        texts: list[tuple[SearchHit, str]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             await self._ready()
@@ -53,26 +52,14 @@ class RedisSearch(RedisScope):
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
-                                hits.append(SearchHit("entry", data[2], 0.0, tid, name))
-                                texts.append(data[4])
+                                texts.append((SearchHit("entry", data[2], 0.0, tid, name), data[4]))
             if record_kinds and thread_id is None:
                 for kind, rid, data, _ in await self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to
                 ):
                     if visible(visible_to, data[0], data[1]):
-                        hits.append(SearchHit(kind, rid, 0.0))
-                        texts.append(data[3])
-        index = BM25Index()
-        for number, text in enumerate(texts):
-            index.add(str(number), text)
-        ranked = sorted(
-            (
-                SearchHit(hit.kind, hit.id, score, hit.thread_id, hit.branch)
-                for hit, score in ((hits[int(n)], s) for n, s in index.scores(query).items())
-            ),
-            key=lambda h: (-h.score, h.kind, h.id, h.branch or ""),
-        )
-        return ranked[:k]
+                        texts.append((SearchHit(kind, rid, 0.0), data[3]))
+        return rank_texts(query, texts, k)
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         """Entry vectors: one script per thread and model (skipped for a deleted thread);
@@ -292,8 +279,7 @@ class RedisSearch(RedisScope):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
-        hits: list[SearchHit] = []
-        blobs: list[bytes] = []
+        rows: list[tuple[str, str, str | None, bytes]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             await self._ready()
@@ -303,19 +289,14 @@ class RedisSearch(RedisScope):
                 ):
                     pairs = reply[1]
                     for i in range(0, len(pairs), 2):
-                        hits.append(SearchHit("entry", as_str(pairs[i]), 0.0, tid))
-                        blobs.append(pairs[i + 1])
+                        rows.append(("entry", as_str(pairs[i]), tid, pairs[i + 1]))
             if record_kinds and thread_id is None and k > 0:
                 for kind, rid, data, blob in await self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
                     if blob is not None and visible(visible_to, data[0], data[1]):
-                        hits.append(SearchHit(kind, rid, 0.0))
-                        blobs.append(blob)
-        return [
-            SearchHit(hits[i].kind, hits[i].id, score, hits[i].thread_id)
-            for i, score in top_k(vector, blobs, k)
-        ]
+                        rows.append((kind, rid, None, blob))
+        return exact_hits(vector, rows, k)
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str

@@ -39,7 +39,7 @@ from memorybank.stores.sql.common import (
 from memorybank.stores.sql.dialect import Dialect
 from memorybank.stores.sql.events import event_of_row, events_list_query
 from memorybank.stores.sql.program import StepRunner, Program, Statement
-from memorybank.stores.vectors.exact import CachedRows, top_k
+from memorybank.stores.vectors.exact import CachedRows, exact_hits
 
 if TYPE_CHECKING:  # loaded on first use, not with the store (cold start)
     import numpy as np
@@ -747,31 +747,35 @@ class SQLCore(KeyReads):
             statements.append((sql + scope, [*args, *scope_args]))
         return statements
 
+    def _owned_vectors(self, kind: str, seq: str) -> str:
+        """The rows ``(seq, id, thread, agent, user, owner there, vector)`` of a key
+        (tenant, model, kind) above a ``seq`` (its column: SQLite's is ``rowid``), each
+        with its owner's scope: one join."""
+        m, t = self.dialect.mark, self._table
+        if kind == "entry":
+            owner = "v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL"
+            join = f"{t('threads')} t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
+        else:
+            owner = "NULL, r.agent_id, r.user_id, r.id IS NOT NULL"
+            join = f"{t('records')} r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
+            join += " AND r.id = v.id"
+        return (
+            f"SELECT v.{seq}, v.id, {owner}, v.vector FROM {t('vectors')} v LEFT JOIN {join}"
+            f" WHERE v.tenant_id = {m} AND v.model_id = {m} AND v.kind = {m} AND v.{seq} > {m}"
+        )
+
     def _vc_rows(
         self, tenant: str, model_id: str, kind: str, dim: int, after: int, limit: int | None = None
     ) -> CachedRows:
         """The vectors after ``after`` (``seq``) with their owners' scope, one join."""
         m, t = self.dialect.mark, self._table
-        if kind == "entry":
-            sql = (
-                "SELECT v.seq, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-                f" v.vector FROM {t('vectors')} v LEFT JOIN {t('threads')} t"
-                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-            )
-        else:
-            sql = (
-                "SELECT v.seq, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-                f" v.vector FROM {t('vectors')} v LEFT JOIN {t('records')} r"
-                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-            )
-        key = f"tenant_id = {m} AND {{0}}.model_id = {m} AND {{0}}.kind = {m} AND {{0}}.seq > {m}"
-        sql += f" WHERE v.{key.format('v')}"
+        sql = self._owned_vectors(kind, "seq")
         args: tuple[Any, ...] = (tenant, model_id, kind, after)
         if limit is not None:  # whole seq groups: up to the seq of the limit-th row
             sql += (
                 f" AND v.seq <= COALESCE((SELECT s.seq FROM {t('vectors')} s"
-                f" WHERE s.{key.format('s')} ORDER BY s.seq LIMIT 1 OFFSET {m}),"
-                " 9223372036854775807)"
+                f" WHERE s.tenant_id = {m} AND s.model_id = {m} AND s.kind = {m} AND s.seq > {m}"
+                f" ORDER BY s.seq LIMIT 1 OFFSET {m}), 9223372036854775807)"
             )
             args = (*args, *args, max(limit, 1) - 1)
         found = CachedRows()
@@ -834,9 +838,7 @@ class SQLCore(KeyReads):
         )
         if not statements or k <= 0:
             return []
-        rows = self._select_many(statements)
-        best = top_k(vector, [bytes(row[3]) for row in rows], k)
-        return [SearchHit(rows[i][0], rows[i][1], score, rows[i][2]) for i, score in best]
+        return exact_hits(vector, self._select_many(statements), k)
 
     def _vc_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
 from memorybank.stores.contract.items import EntryRow, SearchHit
-from memorybank.stores.contract.types import names_user, searched_kinds
+from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
+from memorybank.stores.sql._sync.core import Statement
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
     EntryKeys,
@@ -25,7 +26,6 @@ from memorybank.stores.sql.common import (
     scope_sql,
     unit_vector_bytes,
     vector_array,
-    vector_from_bytes,
 )
 from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sqlite._sync._base import SQLiteStoreBase
@@ -37,12 +37,13 @@ from memorybank.stores.sqlite._sync._entries import (
 )
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 from memorybank.stores.vectors import exact as _vectors
+from memorybank.stores.vectors._sync.cache import BACKGROUND_LOAD_ROWS
 from memorybank.stores.vectors.exact import (
     CachedRows,
     ScopedRows,
     VectorCache,
     VectorSlot,
-    top_k,
+    exact_hits,
     unit_query,
 )
 
@@ -207,8 +208,7 @@ class SearchMixin(SQLiteStoreBase):
                 hits += [
                     SearchHit(r[0], r[1], float(r[2])) for r in conn.execute(sql, params).fetchall()
                 ]
-            hits.sort(key=lambda h: (-h.score, h.kind, h.id, h.branch or ""))
-            return hits[:k]
+            return best_hits(hits, k)
 
         def indexed_op(conn: sqlite3.Connection) -> list[SearchHit] | None:
             """``op``, or None when some entries are not in the keyword index yet."""
@@ -246,51 +246,10 @@ class SearchMixin(SQLiteStoreBase):
 
         self._run(lambda: self._write(op))
 
-    def _vector_sql(
-        self, kind: str, thread_id: str | None, visible_to: Visibility | None
-    ) -> tuple[str, list[Any]]:
-        """The id-producing scoped query of one kind (without tenant/model parameters)."""
-        p = self.prefix
-        params: list[Any] = []
-        if kind == "entry":
-            sql = (
-                f"SELECT v.id FROM {p}vectors v"
-                f" JOIN {p}threads t ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
-            )
-            if thread_id is not None:
-                sql += " AND v.thread_id = ?"
-                params.append(thread_id)
-            owner = "t"
-        else:
-            sql = (
-                f"SELECT v.id FROM {p}vectors v"
-                f" JOIN {p}records r ON r.tenant_id = v.tenant_id AND r.kind = v.kind"
-                " AND r.id = v.id WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ?"
-            )
-            params.append(kind)
-            owner = "r"
-        scope, scope_params = scope_sql(owner + ".", visible_to, "?")
-        return sql + scope, params + scope_params
-
     def _vector_rows(
         self, conn: sqlite3.Connection, tenant: str, model_id: str, kind: str, after: int
     ) -> CachedRows:
-        p = self.prefix
-        if kind == "entry":
-            sql = (
-                f"SELECT v.rowid, v.id, v.thread_id, t.agent_id, t.user_id, t.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}threads t"
-                " ON t.tenant_id = v.tenant_id AND t.id = v.thread_id"
-                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-            )
-        else:
-            sql = (
-                f"SELECT v.rowid, v.id, NULL, r.agent_id, r.user_id, r.id IS NOT NULL,"
-                f" v.vector FROM {p}vectors v LEFT JOIN {p}records r"
-                " ON r.tenant_id = v.tenant_id AND r.kind = v.kind AND r.id = v.id"
-                " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = ? AND v.rowid > ?"
-            )
+        sql = self._owned_vectors(kind, "rowid")
         params = (tenant, model_id, kind, after)
         if after > 0:
             # the rows above a rowid (only ever new ones: AUTOINCREMENT) as one range of
@@ -663,10 +622,9 @@ class SearchMixin(SQLiteStoreBase):
                     if best:
                         found.append((kind, slot, best))
             for kind in cold:
-                exact = self._scoped_exact(
+                hits += self._scoped_exact(
                     conn, query, tenant, model_id, kind, k, thread_id, visible_to
                 )
-                hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
             # A slot's rows are append-only (a reload makes a new slot): the positions
             # ``find`` gave name the same rows while other searches catch the slot up.
             for kind, slot, best in found:
@@ -683,15 +641,15 @@ class SearchMixin(SQLiteStoreBase):
                     )
                     kept = [(i, score) for i, score in best if slot.ids[i] in confirmed]
                 if len(kept) < min(k, len(best)) and len(best) == fetch:
-                    statement = self._exact_statement(tenant, model_id, kind, thread_id, visible_to)
-                    exact = self._exact_vectors(conn, query, [statement], k)
-                    hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in exact]
+                    statements = self._vector_statements(
+                        tenant, model_id, [kind], thread_id, visible_to, ", v.vector"
+                    )
+                    hits += self._exact_vectors(conn, query, statements, k)
                     continue
                 hits += [
                     SearchHit(kind, slot.ids[i], score, slot.threads[i]) for i, score in kept[:k]
                 ]
-            hits.sort(key=lambda h: (-h.score, h.kind, h.id))
-            return hits[:k]
+            return best_hits(hits, k)
 
         # On a read connection, beside other searches and the writer.
         return self._run_read(op)
@@ -748,12 +706,14 @@ class SearchMixin(SQLiteStoreBase):
         k: int,
         thread_id: str | None,
         visible_to: Visibility | None,
-    ) -> list[tuple[str, str | None, float]]:
+    ) -> list[SearchHit]:
         """Best ``k`` of the scope's vectors read from the table: a thread's, or a user's
         by the threads she may see (one index range per thread, not a walk of the key)."""
         if kind != "entry" or thread_id is not None:
-            statement = self._exact_statement(tenant, model_id, kind, thread_id, visible_to)
-            return self._exact_vectors(conn, query, [statement], k)
+            statements = self._vector_statements(
+                tenant, model_id, [kind], thread_id, visible_to, ", v.vector"
+            )
+            return self._exact_vectors(conn, query, statements, k)
         p = self.prefix
         scope, scope_params = scope_sql("t.", visible_to, "?")
         threads = [
@@ -765,7 +725,7 @@ class SearchMixin(SQLiteStoreBase):
         ]
         statements = [
             (
-                f"SELECT v.id, v.thread_id, v.vector FROM {p}vectors v"
+                f"SELECT v.kind, v.id, v.thread_id, v.vector FROM {p}vectors v"
                 " WHERE v.tenant_id = ? AND v.model_id = ? AND v.kind = 'entry'"
                 f" AND v.thread_id IN ({', '.join('?' * len(chunk))})",
                 [tenant, model_id, *chunk],
@@ -809,55 +769,33 @@ class SearchMixin(SQLiteStoreBase):
             return {
                 slot.ids[i] for (i, _), rowid in zip(best, rowids, strict=True) if rowid in found
             }
-        ids = list(dict.fromkeys(slot.ids[i] for i, _ in best))
-        marks = ", ".join("?" * len(ids))
-        base, base_params = self._vector_sql(kind, thread_id, visible_to)
-        # "+" keeps the planner off the thread index: the shortlist is a few
-        # primary-key lookups, not a scan of the whole thread's vectors.
-        sql = base.replace(" AND v.thread_id = ?", " AND +v.thread_id = ?")
-        sql += f" AND v.id IN ({marks})"
-        params = [tenant, model_id, *base_params, *ids]
-        return {r[0] for r in conn.execute(sql, params)}
+        # (no thread here: a thread's entries are confirmed above, records have none)
+        ids = {kind: list(dict.fromkeys(slot.ids[i] for i, _ in best))}
+        statements = self._vector_statements(tenant, model_id, [kind], None, visible_to, "", ids)
+        return {r[1] for sql, params in statements for r in conn.execute(sql, params or ())}
 
     def _exact_vectors(
         self,
         conn: sqlite3.Connection,
         query: Any,
-        statements: Sequence[tuple[str, Sequence[Any]]],
+        statements: Sequence[Statement],
         k: int,
-    ) -> list[tuple[str, str | None, float]]:
-        """Uncached exact search over the rows ``(id, thread_id, vector)`` of ``statements``
-        (when the cache's scope information was stale, or while it loads)."""
-        rows = [row for sql, params in statements for row in conn.execute(sql, params)]
-        return [
-            (rows[i][0], rows[i][1], score) for i, score in top_k(query, [r[2] for r in rows], k)
-        ]
-
-    def _exact_statement(
-        self, tenant: str, model_id: str, kind: str, thread_id: str | None, vis: Visibility | None
-    ) -> tuple[str, list[Any]]:
-        """``_vector_sql`` reading each row's thread and vector too."""
-        sql, params = self._vector_sql(kind, thread_id, vis)
-        select = sql.replace("SELECT v.id FROM", "SELECT v.id, v.thread_id, v.vector FROM", 1)
-        return select, [tenant, model_id, *params]
+    ) -> list[SearchHit]:
+        """Uncached exact search over the rows ``(kind, id, thread_id, vector)`` of
+        ``statements`` (when the cache's scope information was stale, or while it loads)."""
+        rows = [row for sql, params in statements for row in conn.execute(sql, params or ())]
+        return exact_hits(query, rows, k)
 
     def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, list[float]]:
-        blobs = self._vector_blobs(tenant, kind, ids, model_id)
-        return {vid: vector_from_bytes(blob) for vid, blob in blobs.items()}
+        got = self.vector_get_arrays(tenant, kind, ids, model_id=model_id)
+        return {vid: vector.tolist() for vid, vector in got.items()}
 
     def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
     ) -> dict[str, NDArray[np.float32]]:
-        blobs = self._vector_blobs(tenant, kind, ids, model_id)
-        return {vid: vector_array(blob) for vid, blob in blobs.items()}
-
-    def _vector_blobs(
-        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
-    ) -> dict[str, bytes]:
-        wanted = list(dict.fromkeys(ids))
-        return self._run_read(lambda conn: self._blobs(conn, tenant, kind, wanted, model_id))
+        return self._vc_arrays(tenant, kind, list(dict.fromkeys(ids)), model_id)
 
     def _blobs(
         self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
@@ -1007,11 +945,6 @@ class _Checked:
     #: By ``id`` of each connection that has checked the slot since: its ``PRAGMA
     #: data_version`` and change count then (unchanged: nothing committed since).
     connections: dict[int, tuple[int, int]]
-
-
-#: Vectors of one (tenant, model, kind) from which the first narrowed search does not
-#: wait for them all to load (``SearchMixin._vector_cold``).
-BACKGROUND_LOAD_ROWS = 50_000
 
 
 class _SlotLoad:

@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memorybank.runtime.concurrency import AsyncBackgroundCall, aoffload, asleep
 from memorybank.runtime.log import logger
-from memorybank.stores.contract.types import SearchHit, Visibility, names_user
+from memorybank.stores.contract.types import SearchHit, Visibility, best_hits, names_user
 from memorybank.stores.vectors.exact import CachedRows, VectorCache, VectorSlot, unit_query
 
 if TYPE_CHECKING:
@@ -473,8 +473,7 @@ class CachedVectors:
             # rows (or hides deleted ones) after that, so ranking it now is as current
             shortlist, _ = await self._shortlist(slots, query, fetch, thread_id, visible_to)
             if not _ids(shortlist):
-                early.sort(key=lambda h: (-h.score, h.kind, h.id))
-                return early[:k]
+                return best_hits(early, k)
             _, confirmed = await source._vc_check(
                 tenant, model_id, [], _ids(shortlist, k), dim, thread_id, visible_to
             )
@@ -498,8 +497,7 @@ class CachedVectors:
             hits += [SearchHit(kind, rid, score, tid) for rid, tid, score in kept[:k]]
         if redo:
             hits += await source._vc_exact(tenant, vector, model_id, redo, k, thread_id, visible_to)
-        hits.sort(key=lambda h: (-h.score, h.kind, h.id))
-        return hits[:k]
+        return best_hits(hits, k)
 
 
 def _covers(held: tuple[int, int], stamp: tuple[int, int]) -> bool:
