@@ -218,24 +218,27 @@ class ConversationStructure:
         candidates that have a vector (the others score 0)."""
         if self._matrix is None:
             n = len(self.candidates)
-            dims = {c.vector.shape[-1] for c in self.candidates if c.vector is not None}
+            vectors = [c.vector for c in self.candidates]
+            dims = {v.shape[-1] for v in vectors if v is not None}
             dim = dims.pop() if len(dims) == 1 else 0
-            mat = np.zeros((n, dim), dtype=np.float64)
+            at = [i for i, v in enumerate(vectors) if v is not None and dim and v.shape[-1] == dim]
             has = np.zeros(n, dtype=bool)
-            given = [
-                (i, c.vector)
-                for i, c in enumerate(self.candidates)
-                if c.vector is not None and dim and c.vector.shape[-1] == dim
-            ]
-            at = [i for i, _ in given]
-            if given:  # one stack and one division, not a norm per row
-                rows = np.stack([np.asarray(v).reshape(-1) for _, v in given])
-                rows = rows.astype(np.float64, copy=False)
-                # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
-                # the same bits as before, so no tie between candidates moves
-                norms = np.sqrt(np.fromiter((r.dot(r) for r in rows), np.float64, len(at)))
-                keep = norms > 0
-                where = np.asarray(at)[keep]
+            # ``np.array`` of the rows converts them in one pass (``np.stack`` of float32
+            # rows then ``astype`` cost 1 ms at 170 rows; the same values)
+            rows = np.array(
+                [v if v.ndim == 1 else v.reshape(-1) for v in map(vectors.__getitem__, at)],
+                dtype=np.float64,
+            ).reshape(len(at), dim)
+            # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
+            # the same bits as before, so no tie between candidates moves
+            norms = np.sqrt(np.fromiter((r.dot(r) for r in rows), np.float64, len(at)))
+            keep = norms > 0
+            if len(at) == n and keep.all():  # every row: divided in place, no scatter
+                mat = np.divide(rows, norms[:, None], out=rows)
+                has[:] = True
+            else:  # one division, not a norm per row
+                mat = np.zeros((n, dim), dtype=np.float64)
+                where = np.asarray(at, dtype=np.int64)[keep]
                 mat[where] = rows[keep] / norms[keep, None]
                 has[where] = True
             self._matrix, self._has_vec = mat, has
