@@ -221,13 +221,17 @@ class ConversationStructure:
             vectors = [c.vector for c in self.candidates]
             dims = {v.shape[-1] for v in vectors if v is not None}
             dim = dims.pop() if len(dims) == 1 else 0
-            at = [i for i, v in enumerate(vectors) if v is not None and dim and v.shape[-1] == dim]
+            given = [
+                (i, v)
+                for i, v in enumerate(vectors)
+                if v is not None and dim and v.shape[-1] == dim
+            ]
+            at = [i for i, _ in given]
             has = np.zeros(n, dtype=bool)
             # ``np.array`` of the rows converts them in one pass (``np.stack`` of float32
             # rows then ``astype`` cost 1 ms at 170 rows; the same values)
             rows = np.array(
-                [v if v.ndim == 1 else v.reshape(-1) for v in map(vectors.__getitem__, at)],
-                dtype=np.float64,
+                [v if v.ndim == 1 else v.reshape(-1) for _, v in given], dtype=np.float64
             ).reshape(len(at), dim)
             # per row as ``np.linalg.norm`` of one vector computes it (its dot product):
             # the same bits as before, so no tie between candidates moves
