@@ -11,6 +11,7 @@ those relations cheap to use at query time (numpy, no Python loop per entry).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -141,10 +142,9 @@ class ConversationStructure:
         n = len(self.candidates)
         self.window = window
         self.ids = [c.id for c in self.candidates]
-        self.index_of = {c.id: i for i, c in enumerate(self.candidates)}
 
-        keys = [(c.thread_id, c.position, i) for i, c in enumerate(self.candidates)]
-        order = sorted(range(n), key=keys.__getitem__)
+        places = [(c.thread_id, c.position) for c in self.candidates]
+        order = sorted(range(n), key=places.__getitem__)  # stable: ties in candidate order
         sessions = [-1] * n  # a list, then one array: no numpy item write per candidate
         current = -1
         p: Candidate | None = None
@@ -172,7 +172,6 @@ class ConversationStructure:
         # two hits that happen to be next to each other in the set.
         self.prev: list[IntArray] = []
         self.next: list[IntArray] = []
-        places = [(c.thread_id, c.position) for c in self.candidates]
         at = {place: i for i, place in enumerate(places)}
         for d in range(1, window + 1):
             prev_of = [-1] * n
@@ -208,6 +207,11 @@ class ConversationStructure:
 
         self._matrix: FloatArray | None = None
         self._has_vec: NDArray[np.bool_] | None = None
+
+    @functools.cached_property
+    def index_of(self) -> dict[str, int]:
+        """Each candidate's index by its id (made on first use: a search reads none)."""
+        return {c.id: i for i, c in enumerate(self.candidates)}
 
     def __len__(self) -> int:
         return len(self.candidates)

@@ -71,6 +71,8 @@ class _TermOf(dict[str, str | None]):
 
 
 _WORDS: WeakKeyDictionary[Analyzer, _TermOf] = WeakKeyDictionary()
+#: ``f.terms`` of a ``TextFeatures`` in C (its lengths are read with no Python call per text)
+_TERMS = cast("Callable[[TextFeatures], tuple[str, ...]]", operator.itemgetter(0))
 #: ``x is not None`` in C (a filter of the lookups, with no Python call per word)
 _NOT_NONE = cast("Callable[[str | None], TypeGuard[str]]", functools.partial(operator.is_not, None))
 
@@ -122,7 +124,7 @@ def keyword_scores(
     out = np.zeros(n, dtype=np.float64)
     if not n or not query_terms:
         return out
-    lengths = np.fromiter((len(f.terms) for f in features), dtype=np.float64, count=n)
+    lengths = np.fromiter(map(len, map(_TERMS, features)), dtype=np.float64, count=n)
     avgdl = float(lengths.sum()) / n or 1.0
     norm = k1 * (1.0 - b + b * lengths / avgdl)
     distinct = list(dict.fromkeys(query_terms))
