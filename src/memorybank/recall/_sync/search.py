@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -516,8 +517,9 @@ class _Search:
         # the neighbours of the best entry hits: answers follow the matching turn
         # (one batch read; a hit within the window of a better one adds no window)
         windows: list[tuple[str, int, int]] = []
-        best_entries = [r for r in records.values() if isinstance(r, Entry | EntryRow)]
-        best_entries = best_entries[:_EXPAND_HITS]
+        best_entries = list(
+            islice((r for r in records.values() if isinstance(r, Entry | EntryRow)), _EXPAND_HITS)
+        )
         for entry in best_entries:
             tid, at = entry.thread_id, entry.position
             if any(w[0] == tid and w[1] <= at <= w[2] for w in windows):
@@ -625,7 +627,7 @@ class _Search:
         missing = [
             (key, record)
             for key, record in records.items()
-            if isinstance(record, Entry | EntryRow) and key not in vectors and record.content
+            if key not in vectors and isinstance(record, Entry | EntryRow) and record.content
         ]
         if not missing:
             return
