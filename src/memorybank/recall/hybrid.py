@@ -389,6 +389,14 @@ class HybridRanker:
     # ------------------------------------------------------------------ scoring
     def combine(self, sig: Signals, weights: HybridWeights | None = None) -> FloatArray:
         """Final scores from raw signals (the formula of the module docstring)."""
+        return self.combine_parts(sig, weights)[0]
+
+    def combine_parts(
+        self, sig: Signals, weights: HybridWeights | None = None
+    ) -> tuple[FloatArray, FloatArray]:
+        """:meth:`combine`'s scores, and the scores each candidate has of its own (no
+        share of its neighbours' or its session's: ``combine`` with ``after``,
+        ``before``, ``question_after`` and ``session`` at 0, the same bits)."""
         w = weights or self.options.weights
         st = self.structure
         opts = self.options
@@ -425,7 +433,8 @@ class HybridRanker:
             + w.role * sig.role
         )
         result: FloatArray = ctx * boost
-        return result
+        own: FloatArray = rel * boost
+        return result, own
 
     def _semantic_norm(self, cosine: FloatArray) -> FloatArray:
         """The semantic scores normalised (``semantic_normalization``); with "minmax", over

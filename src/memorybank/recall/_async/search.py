@@ -55,9 +55,9 @@ Entry embeddings
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -516,8 +516,9 @@ class _Search:
         # the neighbours of the best entry hits: answers follow the matching turn
         # (one batch read; a hit within the window of a better one adds no window)
         windows: list[tuple[str, int, int]] = []
-        best_entries = [r for r in records.values() if isinstance(r, Entry | EntryRow)]
-        best_entries = best_entries[:_EXPAND_HITS]
+        best_entries = list(
+            islice((r for r in records.values() if isinstance(r, Entry | EntryRow)), _EXPAND_HITS)
+        )
         for entry in best_entries:
             tid, at = entry.thread_id, entry.position
             if any(w[0] == tid and w[1] <= at <= w[2] for w in windows):
@@ -537,11 +538,17 @@ class _Search:
         vectors: dict[str, list[float] | NDArray[np.float32]] = {}
         if embedder is not None and qvec is not None:
             read = self.vectors
+            # one pass over the candidates: the entries' vectors read with them, and the
+            # ids of the entries and documents still without one
+            unread: dict[str, list[str]] = {"e:": [], "d:": []}
             for key in records:
-                if key.startswith("e:") and key[2:] in read:
-                    vectors[key] = read[key[2:]]
+                prefix, rid = key[:2], key[2:]
+                if prefix == "e:" and rid in read:
+                    vectors[key] = read[rid]
+                elif prefix in unread:
+                    unread[prefix].append(rid)
             for prefix, kind in (("e:", "entry"), ("d:", DOCUMENT_KIND)):
-                ids = [key[2:] for key in records if key.startswith(prefix) and key not in vectors]
+                ids = unread[prefix]
                 if ids:
                     got = await self.store.vector_get_arrays(
                         self.tenant, kind, ids, model_id=embedder.model_id
@@ -619,7 +626,7 @@ class _Search:
         missing = [
             (key, record)
             for key, record in records.items()
-            if isinstance(record, Entry | EntryRow) and key not in vectors and record.content
+            if key not in vectors and isinstance(record, Entry | EntryRow) and record.content
         ]
         if not missing:
             return
@@ -660,7 +667,7 @@ def _candidate(
     alone, at position 0 of a thread of its own key)."""
     if vector is not None and not (isinstance(vector, np.ndarray) and vector.dtype == np.float32):
         vector = np.asarray(vector, np.float32)
-    if isinstance(record, Entry | EntryRow):
+    if type(record) is EntryRow or isinstance(record, Entry | EntryRow):  # the common case first
         return Candidate(
             key,
             record.thread_id,
@@ -693,11 +700,7 @@ def _rank(
 ) -> Iterator[tuple[int, float, dict[str, float]]]:
     """Rank like ``HybridRanker.rank``, best first, with the signals of each candidate."""
     sig = ranker.signals(query, query_vector=qvec)
-    scores = ranker.combine(sig)
-    weights = ranker.options.weights
-    direct = ranker.combine(
-        sig, dataclasses.replace(weights, after=(), before=(), question_after=0.0, session=0.0)
-    )
+    scores, direct = ranker.combine_parts(sig)
     for i in ranker.order(scores):
         signals: dict[str, float] = {}
         if sig.keyword[i] > 0:
