@@ -2,6 +2,7 @@
 
     python -m bench longmemeval [--data PATH] [--per-type N]
     python -m bench.bench_longmemeval [--data PATH] [--per-type N] [--emb-cache PATH]
+        [--types multi-session,temporal-reasoning]
 
 Data: LongMemEval_S (Wu et al., ICLR 2025), by default the dev split in
 ``../shared/data/longmemeval/longmemeval_s_dev.json.gz`` next to the checkout (never
@@ -87,10 +88,16 @@ def parse_date(text: str) -> datetime:
     return datetime.strptime(f"{day} {clock}", "%Y/%m/%d %H:%M").replace(tzinfo=UTC)
 
 
-def load(path: Path, per_type: int = 0) -> list[dict[str, Any]]:
-    """The questions (abstention ones left out), at most ``per_type`` of each type."""
+def load(path: Path, per_type: int = 0, types: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The questions (abstention ones left out), at most ``per_type`` of each type, only
+    those of ``types`` when given."""
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         questions = [q for q in json.load(handle) if not q["question_id"].endswith("_abs")]
+    if types:
+        unknown = set(types) - set(TYPES)
+        if unknown:
+            raise SystemExit(f"unknown question types {sorted(unknown)}; known: {TYPES}")
+        questions = [q for q in questions if q["question_type"] in types]
     if per_type:
         seen: dict[str, int] = {}
         kept = []
@@ -336,6 +343,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data", type=Path, default=None, help=f"the {FILE} to read")
     parser.add_argument("--per-type", type=int, default=0, help="at most N of each type")
     parser.add_argument(
+        "--types",
+        default="",
+        help="only these question types, comma-separated (e.g. multi-session,temporal-reasoning)",
+    )
+    parser.add_argument(
         "--emb-cache",
         type=Path,
         default=Path.home() / ".cache" / "memorybank-bench" / "longmemeval.npz",
@@ -358,7 +370,8 @@ def main(argv: list[str] | None = None) -> None:
     if not path.exists():
         print(f"skipped: LongMemEval data not found at {path} (see --data)")
         return
-    questions = load(path, args.per_type or (2 if args.quick else 0))
+    types = [t.strip() for t in args.types.split(",") if t.strip()]
+    questions = load(path, args.per_type or (2 if args.quick else 0), types)
     embedder: CachedEmbedder | None = None
     embed_s = 0.0
     if args.no_embedder:
