@@ -87,7 +87,7 @@ def _patch() -> None:
         _seen.append((list(ranker.candidates), query, qvec))
         return inner(ranker, query, qvec)
 
-    sync_search._rank = wrapped  # type: ignore[assignment]
+    sync_search._rank = wrapped
 
 
 def _load(name: str, path: Path) -> Any:
