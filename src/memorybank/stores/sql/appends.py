@@ -55,14 +55,16 @@ def append_branch(
     """``thread`` (as read under its lock) and the branch an append to it writes to, or
     why it is refused (``refusal``'s order). ``has``: whether the thread has a branch of
     that name; ``allowed``: the server's owner verdict, where it gave one (else compared here)."""
-    if thread is None:
-        return NotFound(f"thread {thread_id!r} not found")
     if allowed is None:
-        allowed = isinstance(owner, Unset) or thread.user_id == owner
-    if not allowed:
-        return ThreadForbidden()
-    name = thread.current_branch if branch is None else branch
-    return (thread, name) if has(name) else no_branch(name)
+        allowed = thread is None or isinstance(owner, Unset) or thread.user_id == owner
+    name = branch
+    if thread is not None and allowed:
+        name = thread.current_branch if branch is None else branch
+        if has(name):
+            return thread, name
+    refused = refusal(thread_id, name, found=thread is not None, allowed=allowed, branch=False)
+    assert refused is not None  # branch=False: always a refusal, in refusal's order
+    return refused
 
 
 def plan_keyed(

@@ -660,7 +660,7 @@ def mysql_enable(p: str) -> list[str]:
     MySQL has no ``UPDATE OF`` nor ``WHEN``: an update trigger runs on every update and
     records an event only when a tracked column changed (an append's bump of a thread's
     ``updated_at`` records nothing). A guarded record write's placeholder (revision -1,
-    ``MySQLBase._check_guard``) is no record: its insert and delete record nothing, and
+    ``SQLWrites._guarded``) is no record: its insert and delete record nothing, and
     the upsert that makes it a record is its ``added`` event."""
     ins = _mysql_insert
     entry_new, entry_old = _entry_fields(p, "NEW"), _entry_fields(p, "OLD")

@@ -112,4 +112,4 @@ class SearchMixin(MySQLBase):
                     )
                 )
         if statements:
-            await self._transaction(statements)
+            await self._write_many(statements)

@@ -415,8 +415,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
 
         return self._with_retry(work)
 
-    _transaction = _write_many
-
     def _transact(self, program: Callable[[], Program[T]]) -> T:
         """One round trip a step (``BEGIN`` sent with the first), ``COMMIT`` after."""
 

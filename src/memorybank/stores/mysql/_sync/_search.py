@@ -113,4 +113,4 @@ class SearchMixin(MySQLBase):
                     )
                 )
         if statements:
-            self._transaction(statements)
+            self._write_many(statements)
