@@ -50,13 +50,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from memorybank.stores.vectors.exact import VectorSlot
 else:
     from memorybank.runtime.np import np
 
 from memorybank.runtime.native import usearch_index
 from memorybank.stores.vectors.exact import configure_ann
 
-__all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "stem"]
+__all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "save_slot", "stem"]
 
 _VERSION = 1
 _PARTS = ("usearch", "f32", "i64", "ids")
@@ -266,6 +268,40 @@ def save(
         with contextlib.suppress(OSError):
             tmp.unlink()
     return True
+
+
+def save_slot(
+    db_path: str, prefix: str, key: tuple[str, str, str], slot: VectorSlot, *, final: bool
+) -> None:
+    """Persist the ANN index of ``slot`` (the vectors of ``key``: tenant, model, kind)
+    when it grew by ``SAVE_AFTER_ROWS`` and ``SAVE_AFTER_SHARE`` since its files (any
+    growth when ``final``). Called by the slot's builder thread when it has built or
+    extended the index, and by the store's ``close`` once the builders are stopped:
+    never while the index is being written to."""
+    if db_path == ":memory:" or not slot.has_ann() or slot.deletes is None:
+        return
+    rows = slot.ann_rows()
+    saved = slot.saved_rows
+    if saved is not None:
+        # rows forgotten since count as change too: the files still hold them
+        grown = rows - saved + slot.dead_since_save
+        due = max(SAVE_AFTER_ROWS, int(saved * SAVE_AFTER_SHARE))
+        if grown <= 0 or (not final and grown < due):
+            return
+    slot.saved_rows = rows  # also on failure: not retried on every search
+    slot.dead_since_save = 0
+    live = slot.alive[:rows]  # the index holds exactly the live rows of [0, rows)
+    save(
+        directory(db_path),
+        prefix,
+        *key,
+        slot.ann_index(),
+        slot.matrix[:rows][live],
+        slot.rowids[:rows][live],
+        [i for i, keep in zip(slot.ids[:rows], live.tolist(), strict=True) if keep],
+        slot.deletes,
+        slot.log_seq,
+    )
 
 
 def _fsync_dir(folder: Path) -> None:

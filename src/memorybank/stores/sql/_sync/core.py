@@ -117,9 +117,10 @@ class SQLCore(KeyReads):
     #: ids, or PostgreSQL's insertion sequence (its ``seq`` identity column).
     _summary_order: ClassVar[str] = "id"
 
-    @abc.abstractmethod
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
-        """One statement in a transaction of its own; the rows it changed."""
+        """One statement in a transaction of its own; the rows it changed (``_write_many``
+        of it, where the engine has no cheaper single write)."""
+        return (self._write_many([(sql, params)]))[0]
 
     @abc.abstractmethod
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
@@ -620,13 +621,15 @@ class SQLCore(KeyReads):
         wanted = list(dict.fromkeys(thread_ids))
         if not wanted:
             return {}
-        d = self.dialect
-        sql = f"SELECT {THREAD_COLUMNS} FROM {self._table('threads')} WHERE tenant_id = {d.mark}"
-        rows = self._select_many(
-            [(f"{sql} AND id{cond}", (tenant, *ids)) for cond, ids in d.one_of(wanted)]
-        )
+        rows = self._select_many(self._threads_reads(tenant, wanted))
         found = {thread.id: thread for thread in map(row_to_thread, rows)}
         return {tid: found[tid] for tid in wanted if tid in found}
+
+    def _threads_reads(self, tenant: str, thread_ids: Sequence[str]) -> list[Statement]:
+        """The rows of the threads ``thread_ids`` (distinct): ``IN`` lists, or an array."""
+        d = self.dialect
+        sql = f"SELECT {THREAD_COLUMNS} FROM {self._table('threads')} WHERE tenant_id = {d.mark}"
+        return [(f"{sql} AND id{cond}", (tenant, *ids)) for cond, ids in d.one_of(thread_ids)]
 
     # -- the change feed's reads (each engine writes it with triggers of its own) -------
 
@@ -844,15 +847,19 @@ class SQLCore(KeyReads):
         self, tenant: str, kind: str, ids: Sequence[str], model_id: str
     ) -> dict[str, NDArray[np.float32]]:
         """The stored float32 vectors of these ids (missing ids absent), in one read."""
+        rows = self._select_many(self._vectors_reads(tenant, kind, ids, model_id))
+        return {str(row[0]): vector_array(bytes(row[1])) for row in rows}
+
+    def _vectors_reads(
+        self, tenant: str, kind: str, ids: Sequence[str], model_id: str
+    ) -> list[Statement]:
+        """The rows ``(id, vector)`` of these distinct ids' stored vectors."""
         d, m = self.dialect, self.dialect.mark
         sql = (
             f"SELECT id, vector FROM {self._table('vectors')} WHERE tenant_id = {m}"
             f" AND kind = {m} AND model_id = {m} AND id"
         )
-        rows = self._select_many(
-            [(sql + cond, (tenant, kind, model_id, *part)) for cond, part in d.one_of(ids)]
-        )
-        return {str(row[0]): vector_array(bytes(row[1])) for row in rows}
+        return [(sql + cond, (tenant, kind, model_id, *part)) for cond, part in d.one_of(ids)]
 
     # -- entry reads ---------------------------------------------------------------------
 

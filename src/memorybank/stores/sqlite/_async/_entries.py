@@ -7,39 +7,28 @@ import operator
 import sqlite3
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memorybank.errors import NotFound
 from memorybank.records import Entry, Thread
 from memorybank.stores.contract._async.store import Unset
-from memorybank.stores.contract.items import AppendResult, EntryRow
+from memorybank.stores.contract.items import AppendResult
 from memorybank.stores.sql._async.appends import SQLAppends
 from memorybank.stores.sql.appends import append_branch, entry_values, plan_keyed
 from memorybank.stores.sql.common import (
     ENTRY_COLUMNS,
-    ENTRY_ROW_COLUMNS,
     PAGE_COLUMNS,
     messages_of_rows,
     page_row_to_entry,
-    row_to_entry,
-    row_to_entry_row,
     row_to_thread,
     to_us,
 )
-from memorybank.stores.sql.dialect import SQLITE
 from memorybank.stores.sql.program import Statement
-from memorybank.stores.sql.statements import (
-    entry_pairs_query,
-    entry_windows_query,
-    qualified,
-)
 from memorybank.stores.sqlite._async._base import SQLiteStoreBase
 from memorybank.stores.sqlite.schema import INSERT_COLUMNS, owner_token
 
 if TYPE_CHECKING:
     from memorybank.stores.contract.items import NewEntry
-
-T = TypeVar("T")
 
 
 @functools.lru_cache(maxsize=256)
@@ -67,80 +56,8 @@ def _single_insert(
     return _insert_without_nulls(p, nulls)
 
 
-#: Entry columns on ``e`` (reads joined with the thread row).
-_E = qualified("e", ENTRY_COLUMNS)
-#: What a search ranks of an entry on ``e`` (``EntryRow``).
-_E_ROW = qualified("e", ENTRY_ROW_COLUMNS)
 #: A compaction summary's columns: the append's but its owner token.
 _SUMMARY_COLUMNS = INSERT_COLUMNS.replace(", fts_scope", "")
-
-
-def read_windows(
-    conn: sqlite3.Connection, p: str, tenant: str, windows: Sequence[tuple[str, int, int]]
-) -> list[list[Entry]]:
-    """``entry_windows`` on ``conn``: for each ``(thread id, first, last)`` the entries of
-    the thread's current branch within those positions, oldest first, one statement per
-    200 windows (each a range of the position index; a statement per window cost a
-    search ten of them)."""
-    return _windows(conn, p, tenant, windows, _E, row_to_entry)
-
-
-def read_window_rows(
-    conn: sqlite3.Connection, p: str, tenant: str, windows: Sequence[tuple[str, int, int]]
-) -> list[list[EntryRow]]:
-    """``read_windows`` of ``EntryRow``s (what a search ranks)."""
-    return _windows(conn, p, tenant, windows, _E_ROW, row_to_entry_row)
-
-
-def _windows(
-    conn: sqlite3.Connection,
-    p: str,
-    tenant: str,
-    windows: Sequence[tuple[str, int, int]],
-    columns: str,
-    convert: Callable[[Sequence[Any]], T],
-) -> list[list[T]]:
-    out: list[list[T]] = [[] for _ in windows]
-    for start in range(0, len(windows), 200):
-        chunk = [(n, *w) for n, w in enumerate(windows[start : start + 200], start)]
-        sql = entry_windows_query(SQLITE, f"{p}threads", f"{p}entries", columns, tenant, chunk)
-        for row in conn.execute(*sql):
-            out[row[0]].append(convert(row[1:]))
-    return out
-
-
-def read_pairs(
-    conn: sqlite3.Connection, p: str, tenant: str, pairs: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], Entry]:
-    """``entry_get_across`` on ``conn``: the entry of each ``(thread id, entry id)`` on
-    its thread's current branch, one statement per 400 pairs whatever the number of
-    threads, each a lookup of ``entries_id`` (a statement per thread cost 0.2 ms a
-    thread: 30 ms for hits in 150 threads)."""
-    return {(e.thread_id, e.id): e for e in _pairs(conn, p, tenant, pairs, _E, row_to_entry)}
-
-
-def read_pair_rows(
-    conn: sqlite3.Connection, p: str, tenant: str, pairs: Sequence[tuple[str, str]]
-) -> dict[tuple[str, str], EntryRow]:
-    """``read_pairs`` of ``EntryRow``s (what a search ranks)."""
-    rows = _pairs(conn, p, tenant, pairs, _E_ROW, row_to_entry_row)
-    return {(e.thread_id, e.id): e for e in rows}
-
-
-def _pairs(
-    conn: sqlite3.Connection,
-    p: str,
-    tenant: str,
-    pairs: Sequence[tuple[str, str]],
-    columns: str,
-    convert: Callable[[Sequence[Any]], T],
-) -> list[T]:
-    found: list[T] = []
-    for start in range(0, len(pairs), 400):
-        chunk = pairs[start : start + 400]
-        sql = entry_pairs_query(SQLITE, f"{p}threads", f"{p}entries", columns, tenant, chunk)
-        found += map(convert, conn.execute(*sql))
-    return found
 
 
 def _stored(new: NewEntry, thread_id: str, branch: str, position: int) -> Entry:

@@ -10,30 +10,24 @@ import sqlite3
 import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._async.store import Unset, Visibility
 from memorybank.stores.contract.items import EntryRow, SearchHit
 from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
 from memorybank.stores.sql._async.core import Statement
+from memorybank.stores.sql._async.entry_reads import E, pairs_found, windows_found
 from memorybank.stores.sql.common import (
-    THREAD_COLUMNS,
-    EntryKeys,
     fts_query,
+    row_to_entry,
+    row_to_entry_row,
     row_to_thread,
     scope_sql,
     unit_vector_bytes,
     vector_array,
 )
-from memorybank.stores.sql.dialect import SQLITE
-from memorybank.stores.sqlite._async._base import SQLiteStoreBase
-from memorybank.stores.sqlite._async._entries import (
-    read_pair_rows,
-    read_pairs,
-    read_window_rows,
-    read_windows,
-)
+from memorybank.stores.sqlite._async._base import SQLiteStoreBase, rows_of
 from memorybank.stores.sqlite.schema import SHARED_TOKEN, scope_token
 from memorybank.stores.vectors import exact as _vectors
 from memorybank.stores.vectors._async.cache import BACKGROUND_LOAD_ROWS
@@ -56,8 +50,7 @@ else:  # NumPy loads with the first vector read, not with the store (cold start)
     from memorybank.runtime.np import np
 
 
-#: An entry as a search reads it (``Entry``, or ``EntryRow`` for ranking), and its key.
-E = TypeVar("E", bound=EntryKeys)
+#: An entry's key (thread id, entry id).
 Pair = tuple[str, str]
 
 
@@ -548,38 +541,10 @@ class SearchMixin(SQLiteStoreBase):
     def _vector_save(
         self, key: tuple[str, str, str], slot: VectorSlot, *, final: bool = False
     ) -> None:
-        """Persist the slot's ANN index when it grew enough since the files (or ``final``).
-
-        Called by the slot's builder thread when it has built or extended the
-        index, and by ``close`` once the builders are stopped: never while the
-        index is being written to.
-        """
-        if self.path == ":memory:" or not slot.has_ann() or slot.deletes is None:
-            return
+        """Persist the slot's ANN index when due (``files.save_slot``)."""
         from memorybank.stores.vectors import files as _vector_files
 
-        rows = slot.ann_rows()
-        saved = slot.saved_rows
-        if saved is not None:
-            # rows forgotten since count as change too: the files still hold them
-            grown = rows - saved + slot.dead_since_save
-            due = max(_vector_files.SAVE_AFTER_ROWS, int(saved * _vector_files.SAVE_AFTER_SHARE))
-            if grown <= 0 or (not final and grown < due):
-                return
-        slot.saved_rows = rows  # also on failure: not retried on every search
-        slot.dead_since_save = 0
-        live = slot.alive[:rows]  # the index holds exactly the live rows of [0, rows)
-        _vector_files.save(
-            _vector_files.directory(self.path),
-            self.prefix,
-            *key,
-            slot.ann_index(),
-            slot.matrix[:rows][live],
-            slot.rowids[:rows][live],
-            [i for i, keep in zip(slot.ids[:rows], live.tolist(), strict=True) if keep],
-            slot.deletes,
-            slot.log_seq,
-        )
+        _vector_files.save_slot(self.path, self.prefix, key, slot, final=final)
 
     async def vector_search(
         self,
@@ -771,7 +736,7 @@ class SearchMixin(SQLiteStoreBase):
         # (no thread here: a thread's entries are confirmed above, records have none)
         ids = {kind: list(dict.fromkeys(slot.ids[i] for i, _ in best))}
         statements = self._vector_statements(tenant, model_id, [kind], None, visible_to, "", ids)
-        return {r[1] for sql, params in statements for r in conn.execute(sql, params or ())}
+        return {r[1] for r in rows_of(conn, statements)}
 
     def _exact_vectors(
         self,
@@ -782,8 +747,7 @@ class SearchMixin(SQLiteStoreBase):
     ) -> list[SearchHit]:
         """Uncached exact search over the rows ``(kind, id, thread_id, vector)`` of
         ``statements`` (when the cache's scope information was stale, or while it loads)."""
-        rows = [row for sql, params in statements for row in conn.execute(sql, params or ())]
-        return exact_hits(query, rows, k)
+        return exact_hits(query, rows_of(conn, statements), k)
 
     async def vector_get(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
@@ -796,19 +760,6 @@ class SearchMixin(SQLiteStoreBase):
     ) -> dict[str, NDArray[np.float32]]:
         return await self._vc_arrays(tenant, kind, list(dict.fromkeys(ids)), model_id)
 
-    def _blobs(
-        self, conn: sqlite3.Connection, tenant: str, kind: str, wanted: Sequence[str], model_id: str
-    ) -> dict[str, bytes]:
-        """The stored vectors of ``wanted`` (distinct ids) as bytes, by id."""
-        sql = (
-            f"SELECT id, vector FROM {self.prefix}vectors WHERE tenant_id = ? AND kind = ?"
-            " AND model_id = ? AND id"
-        )
-        found: dict[str, bytes] = {}
-        for cond, ids in SQLITE.one_of(wanted):
-            found.update(conn.execute(sql + cond, (tenant, kind, model_id, *ids)).fetchall())
-        return found
-
     # -- a search's reads, fused: one hand-off to a read connection each ---------------
 
     async def search_entries(
@@ -816,35 +767,34 @@ class SearchMixin(SQLiteStoreBase):
     ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
         """The threads, the entries and their vectors in one snapshot of one read
         connection (``AsyncStore.search_entries``)."""
-        return await self._search_entries(tenant, wanted, model_id, read_pairs)
+        return await self._search_entries(tenant, wanted, model_id, self._entry_reads, row_to_entry)
 
     async def search_entry_rows(
         self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
     ) -> tuple[dict[str, Thread], dict[tuple[str, str], EntryRow], dict[str, NDArray[np.float32]]]:
         """``search_entries`` reading the ``EntryRow`` columns alone
         (``AsyncStore.search_entry_rows``)."""
-        return await self._search_entries(tenant, wanted, model_id, read_pair_rows)
+        rows = self._entry_row_reads
+        return await self._search_entries(tenant, wanted, model_id, rows, row_to_entry_row)
 
     async def _search_entries(
         self,
         tenant: str,
         wanted: Mapping[str, Sequence[str]],
         model_id: str | None,
-        read: Callable[[sqlite3.Connection, str, str, Sequence[tuple[str, str]]], dict[Pair, E]],
+        columns: str,
+        convert: Callable[[Sequence[Any]], E],
     ) -> tuple[dict[str, Thread], dict[Pair, E], dict[str, NDArray[np.float32]]]:
         thread_ids = list(dict.fromkeys(wanted))
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        p = self.prefix
 
         def op(
             conn: sqlite3.Connection,
         ) -> tuple[dict[str, Thread], dict[Pair, E], dict[str, NDArray[np.float32]]]:
-            threads: dict[str, Thread] = {}
-            sql = f"SELECT {THREAD_COLUMNS} FROM {p}threads WHERE tenant_id = ? AND id"
-            for cond, part in SQLITE.one_of(thread_ids):
-                for thread in map(row_to_thread, conn.execute(sql + cond, (tenant, *part))):
-                    threads[thread.id] = thread
-            entries = read(conn, p, tenant, [pair for pair in pairs if pair[0] in threads])
+            rows = rows_of(conn, self._threads_reads(tenant, thread_ids))
+            threads = {thread.id: thread for thread in map(row_to_thread, rows)}
+            asked = [pair for pair in pairs if pair[0] in threads]
+            entries = pairs_found(rows_of(conn, self._pairs_reads(tenant, asked, columns)), convert)
             vectors: dict[str, NDArray[np.float32]] = {}
             if model_id is not None and entries:
                 vectors = self._entry_vectors(conn, tenant, model_id, entries)
@@ -864,7 +814,8 @@ class SearchMixin(SQLiteStoreBase):
     ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
         """The windows and their entries' vectors in one snapshot of one read connection
         (``AsyncStore.search_windows``)."""
-        return await self._search_windows(tenant, windows, model_id, known, read_windows)
+        columns = self._entry_reads
+        return await self._search_windows(tenant, windows, model_id, known, columns, row_to_entry)
 
     async def search_window_rows(
         self,
@@ -876,7 +827,8 @@ class SearchMixin(SQLiteStoreBase):
     ) -> tuple[list[list[EntryRow]], dict[str, NDArray[np.float32]]]:
         """``search_windows`` reading the ``EntryRow`` columns alone
         (``AsyncStore.search_window_rows``)."""
-        return await self._search_windows(tenant, windows, model_id, known, read_window_rows)
+        columns, convert = self._entry_row_reads, row_to_entry_row
+        return await self._search_windows(tenant, windows, model_id, known, columns, convert)
 
     async def _search_windows(
         self,
@@ -884,15 +836,14 @@ class SearchMixin(SQLiteStoreBase):
         windows: Sequence[tuple[str, int, int]],
         model_id: str | None,
         known: Collection[str],
-        read: Callable[
-            [sqlite3.Connection, str, str, Sequence[tuple[str, int, int]]], list[list[E]]
-        ],
+        columns: str,
+        convert: Callable[[Sequence[Any]], E],
     ) -> tuple[list[list[E]], dict[str, NDArray[np.float32]]]:
         asked = list(windows)
-        p = self.prefix
 
         def op(conn: sqlite3.Connection) -> tuple[list[list[E]], dict[str, NDArray[np.float32]]]:
-            found = read(conn, p, tenant, asked)
+            rows = rows_of(conn, self._windows_reads(tenant, asked, columns))
+            found = windows_found(rows, len(asked), convert)
             vectors: dict[str, NDArray[np.float32]] = {}
             if model_id is not None:
                 pairs = [(e.thread_id, e.id) for window in found for e in window]
@@ -924,8 +875,8 @@ class SearchMixin(SQLiteStoreBase):
                 vectors = slot.vectors_of(entries)
         ids = list(dict.fromkeys(eid for _, eid in entries if eid not in vectors))
         if ids:
-            blobs = self._blobs(conn, tenant, "entry", ids, model_id)
-            vectors.update({vid: vector_array(blob) for vid, blob in blobs.items()})
+            rows = rows_of(conn, self._vectors_reads(tenant, "entry", ids, model_id))
+            vectors.update({vid: vector_array(blob) for vid, blob in rows})
         return vectors
 
 

@@ -66,6 +66,11 @@ _CACHE_KIB = 65_536
 READ_CONNECTIONS = 4
 
 
+def rows_of(conn: sqlite3.Connection, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
+    """The rows of ``statements`` on ``conn``, in order."""
+    return [row for sql, params in statements for row in conn.execute(sql, params or ())]
+
+
 def _is_busy(error: sqlite3.OperationalError) -> bool:
     text = str(error).lower()
     return "locked" in text or "busy" in text
@@ -363,10 +368,6 @@ class SQLiteStoreBase(SQLWrites, EntryBatchReads):
             raise StoreClosed("the store is closed")
         return self._worker.run(fn)
 
-    def _write_one(self, sql: str, params: Sequence[Any]) -> int:
-        count: int = self._run(lambda: self._write(lambda c: c.execute(sql, params).rowcount))
-        return count
-
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         def op(conn: sqlite3.Connection) -> list[int]:
             return [conn.execute(sql, params or ()).rowcount for sql, params in statements]
@@ -388,10 +389,7 @@ class SQLiteStoreBase(SQLWrites, EntryBatchReads):
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """One read snapshot."""
 
-        def op(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            return [row for sql, params in statements for row in conn.execute(sql, params or ())]
-
-        return self._run_read(op)
+        return self._run_read(lambda conn: rows_of(conn, statements))
 
     def _feed_state_read(self) -> Statement:
         p = self.prefix
