@@ -5,10 +5,11 @@ statements, "last N", scope filters, vector deletes).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from memorybank.stores.contract.types import Unset, Visibility
-from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
+from memorybank.stores.contract.types import Visibility
+from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS, scope_sql
 from memorybank.stores.sql.statements import qualified
 
 T_COLS = qualified("t", THREAD_COLUMNS)
@@ -253,19 +254,10 @@ def _bump(p: str, deleted: str) -> str:
 
 
 def scope_filter(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
-    """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
-    if visible is None:
-        return ""
-    where = ""
-    for column, value in (("agent_id", visible.agent_id), ("user_id", visible.user_id)):
-        if isinstance(value, Unset):
-            continue
-        if value is None:
-            where += f" AND {alias}.{column} IS NULL"
-        else:
-            params[f"v_{column}"] = value
-            where += f" AND ({alias}.{column} IS NULL OR {alias}.{column} = %(v_{column})s)"
-    return where
+    """``scope_sql`` with named parameters (``v_agent_id``, ``v_user_id``) put in ``params``."""
+    sql, values = scope_sql(f"{alias}.", visible, "%(v_{column})s")
+    params.update(zip(re.findall(r"%\((v_\w+)\)s", sql), values, strict=True))
+    return sql
 
 
 def record_at(p: str, kind: str, rid: str) -> str:

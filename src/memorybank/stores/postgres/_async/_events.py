@@ -1,5 +1,6 @@
 """The PostgreSQL store's change feed: triggers and a per-tenant counter row
-(``memorybank.stores.sql.events``: why the counter, not a sequence)."""
+(``memorybank.stores.sql.events``: why the counter, not a sequence); ``forget_user``'s
+steps around the erasure are ``SQLCore._forget_program``'s."""
 
 from __future__ import annotations
 
@@ -28,8 +29,8 @@ _FEED_STATE = (
 
 
 class EventsMixin(PostgresBase):
-    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep`` and
-    ``events_list`` are ``SQLCore``'s)."""
+    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep``,
+    ``events_list`` and ``forget_user``'s feed steps are ``SQLCore``'s)."""
 
     def _feed_state_read(self) -> Statement:
         p = self.prefix
@@ -96,28 +97,5 @@ class EventsMixin(PostgresBase):
         )
         return int(rows[0][0])
 
-    async def _forget_events_begin(self, conn: AsyncConnection[Any], tenant: str) -> bool:
-        """In ``forget_user``'s transaction, before its deletes: mute the tenant's delete
-        events (a row no other transaction sees). Whether the database has a feed."""
-        tables, _ = await self._feed_state(conn)
-        if tables:
-            await self._rows(
-                conn,
-                f"INSERT INTO {self.prefix}events_mute (tenant_id) VALUES (%s)"
-                " ON CONFLICT DO NOTHING",
-                (tenant,),
-            )
-        return tables
-
-    async def _forget_events_end(
-        self, conn: AsyncConnection[Any], tenant: str, user_id: str
-    ) -> None:
-        """After the deletes: the user's events go; one ``user.forgotten`` is recorded."""
-        p = self.prefix
-        await self._rows(conn, f"DELETE FROM {p}events_mute WHERE tenant_id = %s", (tenant,))
-        await self._rows(
-            conn, f"DELETE FROM {p}events WHERE tenant_id = %s AND user_id = %s", (tenant, user_id)
-        )
-        _, on = await self._feed_state(conn)
-        if on:
-            await self._rows(conn, postgres_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    def _forgotten(self, tenant: str, user_id: str) -> list[Statement]:
+        return [(postgres_emit(self.prefix), (tenant, USER_FORGOTTEN, user_id))]

@@ -21,6 +21,7 @@ from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, r
 from memorybank.stores.postgres.rows import (
     INT2,
     INT4,
+    N_THREAD,
     VectorRows,
     is_disconnect,
     unit_query,
@@ -32,7 +33,6 @@ from memorybank.stores.postgres.statements import (
     search_read_statements,
 )
 from memorybank.stores.sql.common import (
-    THREAD_COLUMNS,
     row_to_entry,
     row_to_thread,
     unit_vector_bytes,
@@ -41,9 +41,6 @@ from memorybank.stores.sql.common import (
 )
 from memorybank.stores.vectors._async.cache import BlockRows
 from memorybank.stores.vectors.exact import CachedRows, exact_hits
-
-#: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
-THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
 
 if TYPE_CHECKING:
     import numpy as np
@@ -698,7 +695,7 @@ class VectorsMixin(PostgresBase):
         found: dict[str, Thread] = {}
         entries: dict[tuple[str, str], Entry] = {}
         vectors: dict[str, NDArray[np.float32]] = {}
-        width = THREAD_WIDTH
+        width = N_THREAD  # a thread row's columns, then an entry's
         for row in await self._fetch(entries_sql, params, retry=True):
             if row[0] is not None:  # a thread's row
                 found[row[0]] = row_to_thread(row[:width])
