@@ -9,7 +9,13 @@ import re
 from typing import Any
 
 from memorybank.stores.contract.types import Visibility
-from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS, scope_sql
+from memorybank.stores.sql.common import (
+    ENTRY_COLUMNS,
+    PAGE_COLUMNS,
+    RECORD_COLUMNS,
+    THREAD_COLUMNS,
+    scope_sql,
+)
 from memorybank.stores.sql.statements import qualified
 
 T_COLS = qualified("t", THREAD_COLUMNS)
@@ -19,14 +25,18 @@ T_COLS = qualified("t", THREAD_COLUMNS)
 # by the driver's ``json.loads``.
 R_READ = qualified("r", RECORD_COLUMNS).replace(", r.data,", ", r.data::text,")
 _E_COLS = qualified("e", ENTRY_COLUMNS)
-# Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
-# to parse; ``row_to_entry`` maps NULL to ``{}``).
-E_READ = ", ".join(
-    f"NULLIF(e.{c.strip()}::text, '{{}}')"
-    if c.strip() in ("metadata", "state")
-    else f"e.{c.strip()}"
-    for c in ENTRY_COLUMNS.split(",")
-)
+
+
+def _read(columns: str, alias: str = "") -> str:
+    """``columns`` (on ``alias``) as reads select them: an empty metadata/state object
+    comes back as NULL (no JSON to parse; ``row_to_entry`` maps NULL to ``{}``)."""
+    return ", ".join(
+        f"NULLIF({alias}{c}::text, '{{}}')" if c in ("metadata", "state") else f"{alias}{c}"
+        for c in (c.strip() for c in columns.split(","))
+    )
+
+
+E_READ = _read(ENTRY_COLUMNS, "e.")
 
 
 _NULL_ENTRY = (
@@ -209,10 +219,7 @@ _ONE_ROW = """(VALUES (%(id)s::text, %(role)s::text, %(content)s::text, %(name)s
 # "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
 # leave out the thread id and branch (the caller knows them) and send an empty
 # metadata/state object as NULL, so there is less to parse.
-_PAGE_COLUMNS = (
-    "id, position, role, content, name, tool_calls, tool_call_id, NULLIF(metadata::text, '{}'),"
-    " NULLIF(state::text, '{}'), token_count, created_at, idempotency_key"
-)
+_PAGE_COLUMNS = _read(PAGE_COLUMNS)
 _NULL_PAGE = (
     "NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
     " NULL::text, NULL::text, NULL::integer, NULL::timestamptz, NULL::text"

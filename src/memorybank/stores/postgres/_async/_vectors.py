@@ -24,7 +24,6 @@ from memorybank.stores.postgres.rows import (
     N_THREAD,
     VectorRows,
     is_disconnect,
-    unit_query,
 )
 from memorybank.stores.postgres.statements import (
     record_at,
@@ -282,11 +281,11 @@ class VectorsMixin(PostgresBase):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
-        unit = unit_query(vector)
+        unit = np.frombuffer(unit_vector_bytes(vector), dtype="<f4")  # norm in float64
         wanted = searched_kinds(kinds, thread_id)
         record_kinds = [kind for kind in wanted if kind != "entry"]
         want_entries = "entry" in wanted
-        if unit is None or k <= 0 or not (want_entries or record_kinds):
+        if not unit.any() or k <= 0 or not (want_entries or record_kinds):
             return []
         await self._ensure_ready()
         dim = int(unit.shape[0])

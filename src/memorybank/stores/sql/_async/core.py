@@ -310,9 +310,10 @@ class SQLCore(KeyReads):
             return [count for _, count in done]
         mute = f"INSERT INTO {t('events_mute')} (tenant_id) VALUES ({m})"
         done = yield [(mute + d.if_absent("tenant_id"), (tenant,)), *statements]
+        events = f"DELETE FROM {t('events')} WHERE tenant_id = {m} AND user_id = {m}"
         *_, (state, _) = yield [
             (f"DELETE FROM {t('events_mute')} WHERE tenant_id = {m}", (tenant,)),
-            (f"DELETE FROM {t('events')} WHERE tenant_id = {m} AND user_id = {m}", (tenant, user_id)),
+            (events, (tenant, user_id)),
             self._feed_state_read(),
         ]
         if state[0][1]:
