@@ -220,14 +220,6 @@ _ONE_ROW = """(VALUES (%(id)s::text, %(role)s::text, %(content)s::text, %(name)s
 # leave out the thread id and branch (the caller knows them) and send an empty
 # metadata/state object as NULL, so there is less to parse.
 _PAGE_COLUMNS = _read(PAGE_COLUMNS)
-_NULL_PAGE = (
-    "NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
-    " NULL::text, NULL::text, NULL::integer, NULL::timestamptz, NULL::text"
-)
-_NULL_THREAD = (
-    "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::json, NULL::text,"
-    " NULL::timestamptz, NULL::timestamptz, NULL::text"
-)
 _LIST = """
 (SELECT {thread_columns}, {null_page} FROM {p}threads
  WHERE tenant_id = %(tenant)s AND id = %(thread)s)
@@ -240,6 +232,11 @@ UNION ALL
  ORDER BY position DESC
  LIMIT %(limit)s::bigint OFFSET %(offset)s::bigint)
 """
+
+
+def nulls(count: int) -> str:
+    """``count`` NULL columns: a ``UNION ALL`` part's missing ones (typed by the others)."""
+    return ", ".join(["NULL"] * count)
 
 
 def row_check(table: str, condition: str) -> str:
@@ -365,8 +362,8 @@ class Statements:
                 self.entry_list[(has_before, has_after)] = _LIST.format(
                     p=p,
                     thread_columns=THREAD_COLUMNS,
-                    null_page=_NULL_PAGE,
-                    null_thread=_NULL_THREAD,
+                    null_page=nulls(len(PAGE_COLUMNS.split(","))),
+                    null_thread=nulls(len(THREAD_COLUMNS.split(","))),
                     page_columns=_PAGE_COLUMNS,
                     filters=filters,
                 )

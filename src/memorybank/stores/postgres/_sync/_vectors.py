@@ -29,6 +29,7 @@ from memorybank.stores.postgres.rows import (
 )
 from memorybank.stores.postgres.statements import (
     E_READ,
+    nulls,
     record_at,
     row_check,
     scope_filter,
@@ -689,13 +690,13 @@ class VectorsMixin(PostgresBase):
         self._ensure_ready()
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
         vector, args = self._vector_read(self._read_vectors(model_id))
-        no_entry, no_thread = ", ".join(["NULL"] * (N_ENTRY + 1)), ", ".join(["NULL"] * N_THREAD)
         t = self._table
         entries_sql, pair_args = entry_pairs_query(
-            POSTGRES, t("threads"), t("entries"), f"{no_thread}, {E_READ}, {vector}", tenant, pairs
-        )
+            POSTGRES, t("threads"), t("entries"), f"{nulls(N_THREAD)}, {E_READ}, {vector}", tenant,
+            pairs,
+        )  # fmt: skip
         query = (
-            f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {t('threads')}"
+            f"SELECT {THREAD_COLUMNS}, {nulls(N_ENTRY + 1)} FROM {t('threads')}"
             f" WHERE tenant_id = %s AND id = ANY(%s::text[]) UNION ALL {entries_sql}"
         )
         found: dict[str, Thread] = {}
