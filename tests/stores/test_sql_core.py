@@ -16,12 +16,14 @@ from memorybank.stores.sqlite._async import AsyncSQLiteStore
 #: What every engine gives the core: its table names, its reads and its transactions
 #: (``_transact`` runs the shared write programs), its dialect, the names of its record
 #: columns and index and its summaries' order, whether its branches keep counts, and its
-#: entry columns (a fork's copy, a compaction's summary row).
+#: entry columns (a fork's copy, a compaction's summary row), and its change feed's state
+#: read and ``user.forgotten`` event.
 PRIMITIVES = {
     "_table", "_select_many", "_write_many", "_write_one", "_write_again",
     "_transact", "dialect",
     "_record_columns", "_records_by_time", "_summary_order",
     "_kept_counts", "_copied_columns", "_entry_insert", "_feed_state_read", "_missing_table",
+    "_forgotten",
 }  # fmt: skip
 
 OWN: dict[type[SQLCore], dict[str, str]] = {
@@ -30,7 +32,8 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_branch_count": "its branches keep no count (an append would write a second row)",
         "_vectors_deleting": "vector deletions are logged by trigger: no counters to bump",
         "forget_user": "the shared erasure, then the full-text merge, vector files, WAL",
-        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
+        "_forget_write": "user.forgotten recorded even with the feed off (the tenant's rowid"
+        " range), the user's events gone through the user index it fills lazily",
         "events_list": "a rowid range per tenant, the user index filled by reads (lazily)",
     },
     AsyncPostgresStore: {
@@ -38,7 +41,6 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "entry_get_many": "one array parameter, a descent of the id index per id",
         "entry_update": "one statement for the batch (json_to_recordset), not one a change",
         "record_get_many": "one primary-key descent per id (record_at), one array parameter",
-        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
         "_vc_rows": "COPY in binary into one buffer, the owners read apart (a join can plan"
         " as a nested loop over every record before the tables have statistics)",
         "_vc_check": "one statement: ids unnested, each a primary-key descent (LATERAL)",
@@ -46,7 +48,8 @@ OWN: dict[type[SQLCore], dict[str, str]] = {
         "_vc_arrays": "the embedding column: pgvector's text, else the fallback's float32 bytea",
     },
     AsyncMySQLStore: {
-        "_forget_write": "the change feed's mute and user.forgotten in the same transaction",
+        "_forget_write": "the erasure and the feed's steps in one round trip (the feed's state"
+        " read before it), where the shared program takes four",
     },
 }
 

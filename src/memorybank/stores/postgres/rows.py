@@ -10,7 +10,7 @@ import re
 import struct
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -19,17 +19,7 @@ from psycopg_pool import PoolTimeout
 from memorybank.errors import ConfigurationError, Conflict, StoreError, StoreUnavailable
 from memorybank.stores.contract.items import NewEntry
 from memorybank.stores.contract.types import Unset
-from memorybank.stores.sql.common import (
-    ENTRY_COLUMNS,
-    THREAD_COLUMNS,
-    tool_calls_value,
-    unit_vector_bytes,
-)
-
-if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-
+from memorybank.stores.sql.common import ENTRY_COLUMNS, THREAD_COLUMNS, tool_calls_value
 
 PREFIX_RE = re.compile(r"[a-z_][a-z0-9_]{0,39}")
 _DISCONNECT_STATES = frozenset({"57P01", "57P02", "57P03"})
@@ -75,14 +65,6 @@ def tsquery(text: str) -> str:
     """
     words = dict.fromkeys(w.lower() for w in _WORD.findall(text) if len(w) <= _MAX_WORD)
     return " | ".join(words)
-
-
-def unit_query(vector: Sequence[float]) -> NDArray[np.float32] | None:
-    """The unit vector as float32 (``None`` for a zero vector)."""
-    import numpy as np
-
-    unit = np.frombuffer(unit_vector_bytes(vector), dtype="<f4")
-    return unit if unit.any() else None
 
 
 def new_entry_json(e: NewEntry) -> dict[str, Any]:

@@ -5,10 +5,17 @@ statements, "last N", scope filters, vector deletes).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from memorybank.stores.contract.types import Unset, Visibility
-from memorybank.stores.sql.common import ENTRY_COLUMNS, RECORD_COLUMNS, THREAD_COLUMNS
+from memorybank.stores.contract.types import Visibility
+from memorybank.stores.sql.common import (
+    ENTRY_COLUMNS,
+    PAGE_COLUMNS,
+    RECORD_COLUMNS,
+    THREAD_COLUMNS,
+    scope_sql,
+)
 from memorybank.stores.sql.statements import qualified
 
 T_COLS = qualified("t", THREAD_COLUMNS)
@@ -18,14 +25,18 @@ T_COLS = qualified("t", THREAD_COLUMNS)
 # by the driver's ``json.loads``.
 R_READ = qualified("r", RECORD_COLUMNS).replace(", r.data,", ", r.data::text,")
 _E_COLS = qualified("e", ENTRY_COLUMNS)
-# Entry columns for reads: an empty metadata/state object comes back as NULL (no JSON
-# to parse; ``row_to_entry`` maps NULL to ``{}``).
-E_READ = ", ".join(
-    f"NULLIF(e.{c.strip()}::text, '{{}}')"
-    if c.strip() in ("metadata", "state")
-    else f"e.{c.strip()}"
-    for c in ENTRY_COLUMNS.split(",")
-)
+
+
+def _read(columns: str, alias: str = "") -> str:
+    """``columns`` (on ``alias``) as reads select them: an empty metadata/state object
+    comes back as NULL (no JSON to parse; ``row_to_entry`` maps NULL to ``{}``)."""
+    return ", ".join(
+        f"NULLIF({alias}{c}::text, '{{}}')" if c in ("metadata", "state") else f"{alias}{c}"
+        for c in (c.strip() for c in columns.split(","))
+    )
+
+
+E_READ = _read(ENTRY_COLUMNS, "e.")
 
 
 _NULL_ENTRY = (
@@ -208,18 +219,7 @@ _ONE_ROW = """(VALUES (%(id)s::text, %(role)s::text, %(content)s::text, %(name)s
 # "Last N": the thread row, then the page, in one statement (one snapshot). Page rows
 # leave out the thread id and branch (the caller knows them) and send an empty
 # metadata/state object as NULL, so there is less to parse.
-_PAGE_COLUMNS = (
-    "id, position, role, content, name, tool_calls, tool_call_id, NULLIF(metadata::text, '{}'),"
-    " NULLIF(state::text, '{}'), token_count, created_at, idempotency_key"
-)
-_NULL_PAGE = (
-    "NULL::text, NULL::bigint, NULL::text, NULL::text, NULL::text, NULL::jsonb, NULL::text,"
-    " NULL::text, NULL::text, NULL::integer, NULL::timestamptz, NULL::text"
-)
-_NULL_THREAD = (
-    "NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::json, NULL::text,"
-    " NULL::timestamptz, NULL::timestamptz, NULL::text"
-)
+_PAGE_COLUMNS = _read(PAGE_COLUMNS)
 _LIST = """
 (SELECT {thread_columns}, {null_page} FROM {p}threads
  WHERE tenant_id = %(tenant)s AND id = %(thread)s)
@@ -232,6 +232,11 @@ UNION ALL
  ORDER BY position DESC
  LIMIT %(limit)s::bigint OFFSET %(offset)s::bigint)
 """
+
+
+def nulls(count: int) -> str:
+    """``count`` NULL columns: a ``UNION ALL`` part's missing ones (typed by the others)."""
+    return ", ".join(["NULL"] * count)
 
 
 def row_check(table: str, condition: str) -> str:
@@ -253,19 +258,10 @@ def _bump(p: str, deleted: str) -> str:
 
 
 def scope_filter(alias: str, visible: Visibility | None, params: dict[str, Any]) -> str:
-    """SQL keeping the rows ``visible`` may see (index-friendly: no ``IS NOT DISTINCT``)."""
-    if visible is None:
-        return ""
-    where = ""
-    for column, value in (("agent_id", visible.agent_id), ("user_id", visible.user_id)):
-        if isinstance(value, Unset):
-            continue
-        if value is None:
-            where += f" AND {alias}.{column} IS NULL"
-        else:
-            params[f"v_{column}"] = value
-            where += f" AND ({alias}.{column} IS NULL OR {alias}.{column} = %(v_{column})s)"
-    return where
+    """``scope_sql`` with named parameters (``v_agent_id``, ``v_user_id``) put in ``params``."""
+    sql, values = scope_sql(f"{alias}.", visible, "%(v_{column})s")
+    params.update(zip(re.findall(r"%\((v_\w+)\)s", sql), values, strict=True))
+    return sql
 
 
 def record_at(p: str, kind: str, rid: str) -> str:
@@ -366,8 +362,8 @@ class Statements:
                 self.entry_list[(has_before, has_after)] = _LIST.format(
                     p=p,
                     thread_columns=THREAD_COLUMNS,
-                    null_page=_NULL_PAGE,
-                    null_thread=_NULL_THREAD,
+                    null_page=nulls(len(PAGE_COLUMNS.split(","))),
+                    null_thread=nulls(len(THREAD_COLUMNS.split(","))),
                     page_columns=_PAGE_COLUMNS,
                     filters=filters,
                 )
@@ -497,47 +493,3 @@ class Statements:
             f"SELECT id, embedding{{text}} FROM {p}vectors WHERE tenant_id = %s AND kind = %s"
             " AND model_id || '' = %s AND id = ANY(%s::text[])"
         )
-
-
-def search_read_statements(p: str, text: str | None) -> tuple[str, str]:
-    """A search's fused reads (``search_entries``, ``search_windows``): threads by ids
-    (each one row, its entry columns NULL), then for ``(thread, id)`` pairs the entry on
-    its thread's current branch (its thread columns NULL) with its vector of a model
-    (NULL without one); and
-    windows of positions with each entry's vector but those of ``known`` ids. ``text``:
-    ``"::text"`` with pgvector (vectors read as text), ``""`` for the bytea table, None
-    to read no vector (a NULL column)."""
-    # A subquery per row: a lookup of the primary key (tenant, kind, id; "model_id || ''"
-    # as ``vector_get``), whatever the statistics say (a join may hash the whole table)
-    vector = (
-        "NULL"
-        if text is None
-        else f"(SELECT v.embedding{text} FROM {p}vectors v WHERE v.tenant_id = e.tenant_id"
-        " AND v.kind = 'entry' AND v.id = e.id AND v.model_id || '' = %(model)s)"
-    )
-    # each thread once (its entry columns NULL), then each entry found (its thread's NULL)
-    no_entry = ", ".join(["NULL"] * (len(ENTRY_COLUMNS.split(",")) + 1))
-    no_thread = ", ".join(["NULL"] * len(THREAD_COLUMNS.split(",")))
-    entries = (
-        f"SELECT {THREAD_COLUMNS}, {no_entry} FROM {p}threads"
-        " WHERE tenant_id = %(tenant)s AND id = ANY(%(thread_ids)s::text[])"
-        f" UNION ALL SELECT {no_thread}, {E_READ}, {vector}"
-        " FROM unnest(%(threads)s::text[], %(ids)s::text[]) AS w(thread_id, id)"
-        f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
-        f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-        " AND e.branch = t.current_branch AND e.id = w.id"
-    )
-    unknown = (
-        "NULL"
-        if text is None
-        else f"CASE WHEN e.id = ANY(%(known)s::text[]) THEN NULL ELSE {vector} END"
-    )
-    windows = (
-        f"SELECT w.n, {E_READ}, {unknown} FROM unnest(%(threads)s::text[], %(firsts)s::bigint[],"
-        f" %(lasts)s::bigint[]) WITH ORDINALITY AS w(thread_id, first, last, n)"
-        f" JOIN {p}threads t ON t.tenant_id = %(tenant)s AND t.id = w.thread_id"
-        f" JOIN {p}entries e ON e.tenant_id = t.tenant_id AND e.thread_id = t.id"
-        " AND e.branch = t.current_branch"
-        " AND e.position BETWEEN w.first AND w.last ORDER BY w.n, e.position"
-    )
-    return entries, windows

@@ -411,7 +411,8 @@ def scope_sql(alias: str, visible_to: Visibility | None, mark: str) -> tuple[str
     """``" AND ..."`` conditions keeping the rows ``visible_to`` may see, and their parameters.
 
     ``alias`` prefixes the columns (``"t."``), ``mark`` is the driver's placeholder
-    (``?`` or ``%s``). A ``None`` axis keeps shared rows only; an unset axis adds
+    (``?`` or ``%s``; a ``{column}`` in it is the column's name: PostgreSQL's named
+    ``%(v_{column})s``). A ``None`` axis keeps shared rows only; an unset axis adds
     nothing. Plain ``IS NULL OR =`` keeps the owner indexes usable.
     """
     if visible_to is None:
@@ -424,7 +425,8 @@ def scope_sql(alias: str, visible_to: Visibility | None, mark: str) -> tuple[str
         if asking is None:
             sql += f" AND {alias}{column} IS NULL"
         else:
-            sql += f" AND ({alias}{column} IS NULL OR {alias}{column} = {mark})"
+            named = mark.format(column=column)
+            sql += f" AND ({alias}{column} IS NULL OR {alias}{column} = {named})"
             params.append(asking)
     return sql, params
 

@@ -6,7 +6,7 @@ statements, transactions, errors), itself over the verbs the SQL engines share
 (``memorybank.stores.sql._async.core.SQLCore``, ``writes.SQLWrites``,
 ``entry_reads.EntryBatchReads``): ``_threads`` (a thread's creation in one statement),
 ``_appends`` (one statement each, or combined), ``_entries`` (reads, compaction's insert,
-updates), ``_runs`` (``forget_user``), ``_records`` (one-statement writes, reads), ``_search``
+updates), ``_events`` (the change feed), ``_records`` (one-statement writes, reads), ``_search``
 (``tsvector``), ``_vectors`` (pgvector and HNSW, or the in-process cache's reads);
 ``memorybank.stores.postgres.schema`` (migrations), ``.statements`` (the SQL) and
 ``.rows`` (sync-free helpers).
@@ -32,8 +32,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from memorybank.stores.postgres._async._appends import AppendsMixin
 from memorybank.stores.postgres._async._entries import EntriesMixin
+from memorybank.stores.postgres._async._events import EventsMixin
 from memorybank.stores.postgres._async._records import RecordsMixin
-from memorybank.stores.postgres._async._runs import RunsMixin
 from memorybank.stores.postgres._async._search import SearchMixin
 from memorybank.stores.postgres._async._threads import ThreadsMixin
 from memorybank.stores.postgres._async._vectors import VectorsMixin
@@ -45,6 +45,6 @@ __all__ = ["MIGRATIONS", "AsyncPostgresStore"]
 
 
 class AsyncPostgresStore(
-    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin, VectorsMixin
+    ThreadsMixin, AppendsMixin, EntriesMixin, EventsMixin, RecordsMixin, SearchMixin, VectorsMixin
 ):
     """Threads, entries and the rest in PostgreSQL tables. See the module docstring."""

@@ -395,17 +395,10 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         async with self._transaction() as conn:
             return await run_program(program(), lambda step: self._step(conn, step))
 
-    @staticmethod
-    async def _step(conn: AsyncConnection[Any], step: Sequence[Statement]) -> Results:
+    @classmethod
+    async def _step(cls, conn: AsyncConnection[Any], step: Sequence[Statement]) -> Results:
         """Statements in the transaction on ``conn``: each one's rows and rowcount."""
-        results: Results = []
-        for sql, params in step:
-            cur = conn.cursor(row_factory=tuple_row)
-            await cur.execute(sql, params)
-            rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
-            results.append((rows, cur.rowcount))
-            await cur.close()
-        return results
+        return [await cls._run(conn, sql, params) for sql, params in step]
 
     async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []
@@ -549,17 +542,25 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         except psycopg.Error as error:
             raise await self._failed(error) from error
 
-    @staticmethod
+    @classmethod
     async def _rows(
-        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
+        cls, conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
     ) -> list[tuple[Any, ...]]:
+        return (await cls._run(conn, query, params))[0]
+
+    @staticmethod
+    async def _run(
+        conn: AsyncConnection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """One statement on ``conn``: its rows ([] without a result set) and rowcount."""
         if isinstance(params, VectorParams) and not registered(conn.adapters):
             register(conn.adapters)  # a connection made before the dumpers were registered
         cur = conn.cursor(row_factory=tuple_row)
         await cur.execute(query, params)
         rows = await cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+        count = cur.rowcount
         await cur.close()
-        return rows
+        return rows, count
 
     async def close(self) -> None:
         """Close the pool if the store owns it; a caller's pool or connection stays open."""

@@ -1,23 +1,23 @@
 """The PostgreSQL store's change feed: triggers and a per-tenant counter row
-(``memorybank.stores.sql.events``: why the counter, not a sequence)."""
+(``memorybank.stores.sql.events``: why the counter, not a sequence); ``forget_user``'s
+steps around the erasure are ``SQLCore._forget_program``'s."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
-from psycopg import AsyncConnection
 from psycopg.errors import UndefinedTable
 
 from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.postgres._async._base import PostgresBase
-from memorybank.stores.sql._async.core import Statement
 from memorybank.stores.sql.events import (
     postgres_disable,
     postgres_emit,
     postgres_enable,
     postgres_tables,
 )
+from memorybank.stores.sql.program import Program, Statement
 
 __all__ = ["EventsMixin"]
 
@@ -28,8 +28,8 @@ _FEED_STATE = (
 
 
 class EventsMixin(PostgresBase):
-    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep`` and
-    ``events_list`` are ``SQLCore``'s)."""
+    """``events_enable``, ``events_disable``, ``events_prune`` (``events_keep``,
+    ``events_list`` and ``forget_user``'s feed steps are ``SQLCore``'s)."""
 
     def _feed_state_read(self) -> Statement:
         p = self.prefix
@@ -38,48 +38,38 @@ class EventsMixin(PostgresBase):
     def _missing_table(self, error: BaseException) -> bool:
         return isinstance(error, UndefinedTable) or isinstance(error.__cause__, UndefinedTable)
 
-    async def _feed_state(self, conn: AsyncConnection[Any] | None = None) -> tuple[bool, bool]:
-        """(the feed's tables exist, its triggers are on)."""
-        sql, params = self._feed_state_read()
-        if conn is None:
-            rows = await self._fetch(sql, params, retry=True)
-        else:
-            rows = await self._rows(conn, sql, params)
-        return bool(rows[0][0]), bool(rows[0][1])
-
     async def events_enable(self, *, keep: timedelta) -> None:
-        p = self.prefix
         seconds = max(1, int(keep.total_seconds()))
-        async with self._transaction() as conn:
-            await self._rows(
-                conn, "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
-            )
-            for statement in postgres_tables(p):
-                await self._rows(conn, statement, None)
-            _, on = await self._feed_state(conn)
-            if not on:
-                for statement in postgres_enable(p):
-                    await self._rows(conn, statement, None)
-            await self._rows(
-                conn,
-                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
-                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                (seconds,),
-            )
+        await self._transact(lambda: self._feed_switch(postgres_enable(self.prefix), seconds))
 
     async def events_disable(self) -> None:
+        await self._transact(lambda: self._feed_switch(postgres_disable(self.prefix)))
+
+    def _feed_switch(self, statements: Sequence[str], keep: int | None = None) -> Program[None]:
+        """Run DDL ``statements`` under the prefix's advisory lock, in one transaction;
+        with ``keep`` (enabling: seconds), the feed's tables made first, the statements
+        run only while its triggers are absent, and ``keep`` set."""
         p = self.prefix
-        async with self._transaction() as conn:
-            await self._rows(
-                conn, "SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",)
-            )
-            for statement in postgres_disable(p):
-                await self._rows(conn, statement, None)
+        lock: Statement = ("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memorybank:{p}",))
+        if keep is None:
+            yield [lock, *((statement, None) for statement in statements)]
+            return
+        *_, (state, _) = yield [
+            lock, *((statement, None) for statement in postgres_tables(p)), self._feed_state_read()
+        ]  # fmt: skip
+        yield [
+            *((statement, None) for statement in (() if state[0][1] else statements)),
+            (
+                f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
+                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+                (keep,),
+            ),
+        ]
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
-        tables, _ = await self._feed_state()
-        if not tables:
+        sql, params = self._feed_state_read()
+        if not (await self._fetch(sql, params, retry=True))[0][0]:  # no feed tables
             return 0
         rows = await self._fetch(
             f"""WITH keep AS (SELECT value FROM {p}events_config WHERE name = 'keep'),
@@ -96,28 +86,5 @@ class EventsMixin(PostgresBase):
         )
         return int(rows[0][0])
 
-    async def _forget_events_begin(self, conn: AsyncConnection[Any], tenant: str) -> bool:
-        """In ``forget_user``'s transaction, before its deletes: mute the tenant's delete
-        events (a row no other transaction sees). Whether the database has a feed."""
-        tables, _ = await self._feed_state(conn)
-        if tables:
-            await self._rows(
-                conn,
-                f"INSERT INTO {self.prefix}events_mute (tenant_id) VALUES (%s)"
-                " ON CONFLICT DO NOTHING",
-                (tenant,),
-            )
-        return tables
-
-    async def _forget_events_end(
-        self, conn: AsyncConnection[Any], tenant: str, user_id: str
-    ) -> None:
-        """After the deletes: the user's events go; one ``user.forgotten`` is recorded."""
-        p = self.prefix
-        await self._rows(conn, f"DELETE FROM {p}events_mute WHERE tenant_id = %s", (tenant,))
-        await self._rows(
-            conn, f"DELETE FROM {p}events WHERE tenant_id = %s AND user_id = %s", (tenant, user_id)
-        )
-        _, on = await self._feed_state(conn)
-        if on:
-            await self._rows(conn, postgres_emit(p), (tenant, USER_FORGOTTEN, user_id))
+    def _forgotten(self, tenant: str, user_id: str) -> list[Statement]:
+        return [(postgres_emit(self.prefix), (tenant, USER_FORGOTTEN, user_id))]

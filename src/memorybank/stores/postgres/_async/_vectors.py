@@ -21,15 +21,17 @@ from memorybank.stores.postgres.pgvector import Vector, VectorParams, Vectors, r
 from memorybank.stores.postgres.rows import (
     INT2,
     INT4,
+    N_ENTRY,
+    N_THREAD,
     VectorRows,
     is_disconnect,
-    unit_query,
 )
 from memorybank.stores.postgres.statements import (
+    E_READ,
+    nulls,
     record_at,
     row_check,
     scope_filter,
-    search_read_statements,
 )
 from memorybank.stores.sql.common import (
     THREAD_COLUMNS,
@@ -39,11 +41,10 @@ from memorybank.stores.sql.common import (
     vector_array,
     vector_array_from_text,
 )
+from memorybank.stores.sql.dialect import POSTGRES
+from memorybank.stores.sql.statements import entry_pairs_query, entry_windows_query
 from memorybank.stores.vectors._async.cache import BlockRows
 from memorybank.stores.vectors.exact import CachedRows, exact_hits
-
-#: Columns of a thread row (``row_to_thread``) ahead of an entry's in ``search_entries``.
-THREAD_WIDTH = len(THREAD_COLUMNS.split(","))
 
 if TYPE_CHECKING:
     import numpy as np
@@ -285,11 +286,11 @@ class VectorsMixin(PostgresBase):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact (or HNSW) search in SQL with pgvector; without it, numpy over every row."""
-        unit = unit_query(vector)
+        unit = np.frombuffer(unit_vector_bytes(vector), dtype="<f4")  # norm in float64
         wanted = searched_kinds(kinds, thread_id)
         record_kinds = [kind for kind in wanted if kind != "entry"]
         want_entries = "entry" in wanted
-        if unit is None or k <= 0 or not (want_entries or record_kinds):
+        if not unit.any() or k <= 0 or not (want_entries or record_kinds):
             return []
         await self._ensure_ready()
         dim = int(unit.shape[0])
@@ -678,32 +679,34 @@ class VectorsMixin(PostgresBase):
     async def search_entries(
         self, tenant: str, wanted: Mapping[str, Sequence[str]], *, model_id: str | None = None
     ) -> tuple[dict[str, Thread], dict[tuple[str, str], Entry], dict[str, NDArray[np.float32]]]:
-        """The threads, the entries and their vectors in one statement
-        (``AsyncStore.search_entries``; without pgvector, once this process caches the
-        model's vectors, none: the caller's one ``vector_get_arrays`` reads them there)."""
+        """The threads (each one row, its entry columns NULL), then the entries of the
+        pairs (``entry_pairs_query``, their thread columns NULL) with their vectors, in one
+        statement (``AsyncStore.search_entries``; without pgvector, once this process
+        caches the model's vectors, none: the caller's one ``vector_get_arrays`` reads them)."""
         thread_ids = list(dict.fromkeys(wanted))
         if not thread_ids:
             return {}, {}, {}
         await self._ensure_ready()
         pairs = list(dict.fromkeys((tid, eid) for tid, ids in wanted.items() for eid in ids))
-        model = self._read_vectors(model_id)
-        entries_sql, _ = search_read_statements(self.prefix, self._vector_text(model))
-        params = {
-            "tenant": tenant,
-            "thread_ids": thread_ids,
-            "threads": [t for t, _ in pairs],
-            "ids": [e for _, e in pairs],
-            "model": model,
-        }
+        vector, args = self._vector_read(self._read_vectors(model_id))
+        t = self._table
+        entries_sql, pair_args = entry_pairs_query(
+            POSTGRES, t("threads"), t("entries"), f"{nulls(N_THREAD)}, {E_READ}, {vector}", tenant,
+            pairs,
+        )  # fmt: skip
+        query = (
+            f"SELECT {THREAD_COLUMNS}, {nulls(N_ENTRY + 1)} FROM {t('threads')}"
+            f" WHERE tenant_id = %s AND id = ANY(%s::text[]) UNION ALL {entries_sql}"
+        )
         found: dict[str, Thread] = {}
         entries: dict[tuple[str, str], Entry] = {}
         vectors: dict[str, NDArray[np.float32]] = {}
-        width = THREAD_WIDTH
-        for row in await self._fetch(entries_sql, params, retry=True):
+        params = [tenant, thread_ids, *args, *pair_args]
+        for row in await self._fetch(query, params, retry=True):
             if row[0] is not None:  # a thread's row
-                found[row[0]] = row_to_thread(row[:width])
+                found[row[0]] = row_to_thread(row[:N_THREAD])
                 continue
-            entry = row_to_entry(row[width:-1])
+            entry = row_to_entry(row[N_THREAD:-1])
             entries[(entry.thread_id, entry.id)] = entry
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
@@ -717,35 +720,43 @@ class VectorsMixin(PostgresBase):
         model_id: str | None = None,
         known: Collection[str] = (),
     ) -> tuple[list[list[Entry]], dict[str, NDArray[np.float32]]]:
-        """The windows and their entries' vectors in one statement
-        (``AsyncStore.search_windows``; the vectors as ``search_entries`` reads them)."""
+        """The windows (``entry_windows_query``) and their entries' vectors but those of
+        ``known`` in one statement (``AsyncStore.search_windows``; the vectors as
+        ``search_entries`` reads them)."""
         if not windows:
             return [], {}
         await self._ensure_ready()
-        model = self._read_vectors(model_id)
-        _, windows_sql = search_read_statements(self.prefix, self._vector_text(model))
-        params = {
-            "tenant": tenant,
-            "threads": [w[0] for w in windows],
-            "firsts": [w[1] for w in windows],
-            "lasts": [w[2] for w in windows],
-            "known": list(known),
-            "model": model,
-        }
+        vector, args = self._vector_read(self._read_vectors(model_id))
+        if args:
+            vector = f"CASE WHEN e.id = ANY(%s::text[]) THEN NULL ELSE {vector} END"
+            args = [list(known), *args]
+        numbered = [(n, *window) for n, window in enumerate(windows)]
+        t = self._table
+        query, window_args = entry_windows_query(
+            POSTGRES, t("threads"), t("entries"), f"{E_READ}, {vector}", tenant, numbered
+        )
         out: list[list[Entry]] = [[] for _ in windows]
         vectors: dict[str, NDArray[np.float32]] = {}
-        for row in await self._fetch(windows_sql, params, retry=True):
+        for row in await self._fetch(query, [*args, *window_args], retry=True):
             entry = row_to_entry(row[1:-1])
-            out[int(row[0]) - 1].append(entry)
+            out[int(row[0])].append(entry)
             if row[-1] is not None:
                 vectors.setdefault(entry.id, self._vector_value(row[-1]))
         return out, vectors
 
-    def _vector_text(self, model: str | None) -> str | None:
-        """How ``search_read_statements`` reads vectors (None: not at all)."""
+    def _vector_read(self, model: str | None) -> tuple[str, list[Any]]:
+        """The select-list expression of an entry ``e``'s vector of ``model`` (pgvector's
+        as text) and its parameters; ``NULL`` (none) without a model. A subquery per row:
+        a lookup of the primary key (tenant, kind, id; "model_id || ''" as ``vector_get``),
+        whatever the statistics say (a join may hash the whole table)."""
         if model is None:
-            return None
-        return "::text" if self._native else ""
+            return "NULL", []
+        return (
+            f"(SELECT v.embedding{'::text' if self._native else ''} FROM {self._table('vectors')}"
+            " v WHERE v.tenant_id = e.tenant_id AND v.kind = 'entry' AND v.id = e.id"
+            " AND v.model_id || '' = %s)",
+            [model],
+        )
 
     def _read_vectors(self, model_id: str | None) -> str | None:
         """``model_id`` when a search's fused read reads the vectors with the rows, None

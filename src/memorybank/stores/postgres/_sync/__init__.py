@@ -7,7 +7,7 @@ statements, transactions, errors), itself over the verbs the SQL engines share
 (``memorybank.stores.sql._async.core.SQLCore``, ``writes.SQLWrites``,
 ``entry_reads.EntryBatchReads``): ``_threads`` (a thread's creation in one statement),
 ``_appends`` (one statement each, or combined), ``_entries`` (reads, compaction's insert,
-updates), ``_runs`` (``forget_user``), ``_records`` (one-statement writes, reads), ``_search``
+updates), ``_events`` (the change feed), ``_records`` (one-statement writes, reads), ``_search``
 (``tsvector``), ``_vectors`` (pgvector and HNSW, or the in-process cache's reads);
 ``memorybank.stores.postgres.schema`` (migrations), ``.statements`` (the SQL) and
 ``.rows`` (sync-free helpers).
@@ -33,8 +33,8 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from memorybank.stores.postgres._sync._appends import AppendsMixin
 from memorybank.stores.postgres._sync._entries import EntriesMixin
+from memorybank.stores.postgres._sync._events import EventsMixin
 from memorybank.stores.postgres._sync._records import RecordsMixin
-from memorybank.stores.postgres._sync._runs import RunsMixin
 from memorybank.stores.postgres._sync._search import SearchMixin
 from memorybank.stores.postgres._sync._threads import ThreadsMixin
 from memorybank.stores.postgres._sync._vectors import VectorsMixin
@@ -46,6 +46,6 @@ __all__ = ["MIGRATIONS", "PostgresStore"]
 
 
 class PostgresStore(
-    ThreadsMixin, AppendsMixin, EntriesMixin, RunsMixin, RecordsMixin, SearchMixin, VectorsMixin
+    ThreadsMixin, AppendsMixin, EntriesMixin, EventsMixin, RecordsMixin, SearchMixin, VectorsMixin
 ):
     """Threads, entries and the rest in PostgreSQL tables. See the module docstring."""

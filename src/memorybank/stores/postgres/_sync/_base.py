@@ -396,17 +396,10 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         with self._transaction() as conn:
             return run_program(program(), lambda step: self._step(conn, step))
 
-    @staticmethod
-    def _step(conn: Connection[Any], step: Sequence[Statement]) -> Results:
+    @classmethod
+    def _step(cls, conn: Connection[Any], step: Sequence[Statement]) -> Results:
         """Statements in the transaction on ``conn``: each one's rows and rowcount."""
-        results: Results = []
-        for sql, params in step:
-            cur = conn.cursor(row_factory=tuple_row)
-            cur.execute(sql, params)
-            rows = cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
-            results.append((rows, cur.rowcount))
-            cur.close()
-        return results
+        return [cls._run(conn, sql, params) for sql, params in step]
 
     def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         counts: list[int] = []
@@ -550,17 +543,25 @@ class PostgresBase(SQLWrites, EntryBatchReads, CachedVectorStore):
         except psycopg.Error as error:
             raise self._failed(error) from error
 
-    @staticmethod
+    @classmethod
     def _rows(
-        conn: Connection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
+        cls, conn: Connection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
     ) -> list[tuple[Any, ...]]:
+        return (cls._run(conn, query, params))[0]
+
+    @staticmethod
+    def _run(
+        conn: Connection[Any], query: str, params: Sequence[Any] | dict[str, Any] | None
+    ) -> tuple[list[tuple[Any, ...]], int]:
+        """One statement on ``conn``: its rows ([] without a result set) and rowcount."""
         if isinstance(params, VectorParams) and not registered(conn.adapters):
             register(conn.adapters)  # a connection made before the dumpers were registered
         cur = conn.cursor(row_factory=tuple_row)
         cur.execute(query, params)
         rows = cur.fetchall() if cur.pgresult and cur.pgresult.nfields else []
+        count = cur.rowcount
         cur.close()
-        return rows
+        return rows, count
 
     def close(self) -> None:
         """Close the pool if the store owns it; a caller's pool or connection stays open."""

@@ -293,9 +293,37 @@ class SQLCore(KeyReads):
     async def _forget_write(
         self, tenant: str, user_id: str, statements: Sequence[Statement]
     ) -> list[int]:
-        """Run ``forget_user``'s statements in one transaction; an engine with a change
-        feed adds its own statements around them, in the same transaction (SQLite)."""
-        return await self._write_many(statements)
+        """Run ``forget_user``'s statements in one transaction with the change feed's
+        steps (``_forget_program``); the rows each changed. SQLite and MySQL keep their own
+        (SQLite's feed lists users; MySQL reads the feed's state before its one round trip)."""
+        return await self._transact(lambda: self._forget_program(tenant, user_id, statements))
+
+    def _forget_program(
+        self, tenant: str, user_id: str, statements: Sequence[Statement]
+    ) -> Program[list[int]]:
+        """Where the database has a feed (its tables): the tenant's delete events muted
+        first (a row no other transaction sees), then the erasure, then the user's events
+        gone and, while the feed is on, one ``user.forgotten`` recorded (``_forgotten``)."""
+        d, m, t = self.dialect, self.dialect.mark, self._table
+        ((state, _),) = yield [self._feed_state_read()]
+        if not state[0][0]:
+            done = yield list(statements)
+            return [count for _, count in done]
+        mute = f"INSERT INTO {t('events_mute')} (tenant_id) VALUES ({m})"
+        done = yield [(mute + d.if_absent("tenant_id"), (tenant,)), *statements]
+        events = f"DELETE FROM {t('events')} WHERE tenant_id = {m} AND user_id = {m}"
+        *_, (state, _) = yield [
+            (f"DELETE FROM {t('events_mute')} WHERE tenant_id = {m}", (tenant,)),
+            (events, (tenant, user_id)),
+            self._feed_state_read(),
+        ]
+        if state[0][1]:
+            yield self._forgotten(tenant, user_id)
+        return [count for _, count in done[1:]]
+
+    def _forgotten(self, tenant: str, user_id: str) -> list[Statement]:
+        """The statements recording the feed's ``user.forgotten`` event of ``user_id``."""
+        raise NotImplementedError(f"{type(self).__name__} records no user.forgotten event")
 
     # -- write transactions with reads in between (``_transact``) ---------------------
     #
