@@ -66,7 +66,8 @@ class SearchMixin(MySQLBase):
         if record_kinds:
             scope, scope_args = scope_sql("r.", visible_to, "%s")
             sql = (
-                f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
+                f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL"
+                f" FROM {self._table('records')} r"
                 f" WHERE {match.format('r.')} AND r.tenant_id = %s"
                 f" AND r.kind IN ({marks(MYSQL, len(record_kinds))}){scope}"
                 " ORDER BY 3 DESC, r.kind, r.id LIMIT %s"
@@ -103,7 +104,7 @@ class SearchMixin(MySQLBase):
                 blob = unit_vector_bytes(item.vector).hex()
                 statements.append(
                     (
-                        f"INSERT INTO {self._vectors}"
+                        f"INSERT INTO {self._table('vectors')}"
                         " (tenant_id, kind, id, model_id, thread_id, vector, seq)"
                         f" VALUES (%s, %s, %s, %s, %s, UNHEX(%s), {seq})"
                         " ON DUPLICATE KEY UPDATE thread_id = VALUES(thread_id),"

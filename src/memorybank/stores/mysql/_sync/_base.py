@@ -115,11 +115,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         self._threads = f"{p}threads`"
         self._branches = f"{p}branches`"
         self._entries = f"{p}entries`"
-        self._working = f"{p}working`"
-        self._snapshots = f"{p}snapshots`"
-        self._summaries = f"{p}summaries`"
-        self._records = f"{p}records`"
-        self._vectors = f"{p}vectors`"
         self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
 
@@ -181,7 +176,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
     def atomic(self, tenant: str) -> Iterator[Store]:
         """A view on one pooled connection inside one transaction (see
         ``AsyncStore.atomic``), committed when the block ends; each transaction of a
-        view's write is a savepoint of it (``_nested``). The view does not retry a
+        view's write is a savepoint of it (``_NESTED``). The view does not retry a
         transaction lost to lock contention: that ends the whole block, rolled back."""
         with self._connection(long=True) as conn:
             view = type(self)(self._pool, prefix=self.prefix, timeout=self.timeout)
@@ -255,10 +250,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                 raise
             raise failure from error
 
-    def _nested(self, texts: list[str]) -> list[str]:
-        """Inside ``atomic``: transaction control made savepoint control."""
-        return [_NESTED.get(text, text) for text in texts]
-
     def _with_retry(self, work: MySQLWork[T]) -> T:
         """``work`` on a pooled connection. Work lost to lock contention (its transaction
         rolled back) runs again on a connection taken anew, after 10 ms, then 20 ms: at
@@ -273,12 +264,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                 sleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
-    def _run_retried(
-        self, statements: Sequence[Statement]
-    ) -> list[tuple[list[tuple[Any, ...]], int]]:
-        """``_run`` on a pooled connection, retrying a transaction lost to lock contention."""
-        return self._with_retry(lambda conn: self._run(conn, statements))
-
     def _run(
         self, conn: MySQLConnection, statements: Sequence[Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
@@ -288,7 +273,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         if begin and self._pinned is not None:  # would end the snapshot's transaction
             raise StoreError("a snapshot is read-only")
         if self._held is not None:
-            texts = self._nested(texts)
+            texts = [_NESTED.get(text, text) for text in texts]  # savepoint control
         elif begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"
@@ -317,14 +302,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             cur.execute(sql, args)
             return list(cur.fetchall() or ()), cur.rowcount
 
-    def _query(self, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
-        with self._connection() as conn:
-            return (self._one(conn, sql, args))[0]
-
-    def _execute(self, sql: str, args: Sequence[Any] | None = None) -> int:
-        with self._connection() as conn:
-            return (self._one(conn, sql, args))[1]
-
     def _migrate(self, conn: MySQLConnection) -> None:
         """Create or upgrade the schema once per store (several processes: once in all)."""
         with self._schema_lock:
@@ -333,13 +310,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             if self._schema_version(conn) == len(MIGRATIONS):
                 self._ready = True
                 return
-            lock = f"memorybank:{self.prefix}"
-            rows, _ = self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
-            if not rows or rows[0][0] != 1:
-                raise StoreUnavailable("timed out waiting for another process's schema migration")
-            try:
-                # "already exists" notes would become Python warnings in aiomysql.
-                self._one(conn, "SET SESSION sql_notes = 0")
+            with self._ddl_lock(conn, "schema migration"):
                 self._one(
                     conn,
                     f"CREATE TABLE IF NOT EXISTS {self._version} (id TINYINT NOT NULL PRIMARY KEY,"
@@ -366,10 +337,23 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                         " ON DUPLICATE KEY UPDATE version = %s",
                         (number + 1, number + 1),
                     )
-            finally:
-                self._one(conn, "SET SESSION sql_notes = 1")
-                self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
             self._ready = True
+
+    @contextmanager
+    def _ddl_lock(self, conn: MySQLConnection, what: str) -> Iterator[None]:
+        """The prefix's named lock (``GET_LOCK``: DDL commits at once, so no transaction
+        can serialise it) for the block, with "already exists" notes off (aiomysql would
+        make them Python warnings)."""
+        lock = f"memorybank:{self.prefix}"
+        rows, _ = self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
+        if not rows or rows[0][0] != 1:
+            raise StoreUnavailable(f"timed out waiting for another process's {what}")
+        try:
+            self._one(conn, "SET SESSION sql_notes = 0")
+            yield
+        finally:
+            self._one(conn, "SET SESSION sql_notes = 1")
+            self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
 
     def _exact_collation(self, conn: MySQLConnection) -> str:
         """The server's NO PAD binary utf8mb4 collation (see ``_X``), checked to be exact."""
@@ -436,15 +420,16 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         return self._with_retry(work)
 
     def _write_one(self, sql: str, params: Sequence[Any]) -> int:
-        return self._execute(sql, params)
+        with self._connection() as conn:
+            return (self._one(conn, sql, params))[1]
 
     def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip
         unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
-        if len(statements) == 1:
-            return self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         with self._connection() as conn:
+            if len(statements) == 1:
+                return (self._one(conn, *statements[0]))[0]
             for part in round_trips(statements):
                 rows += [row for result, _ in self._run(conn, part) for row in result]
         return rows
