@@ -19,9 +19,11 @@ import pytest
 from memorybank import AsyncMemory, Memory
 from memorybank.errors import ConfigurationError, Conflict, StoreUnavailable, ThreadForbidden
 from memorybank.stores.contract.types import UNSET, Record, RecordGuard
-from memorybank.stores.mysql._async import MIGRATIONS, AsyncMySQLStore, idem_hash
-from memorybank.stores.mysql._sync import LockContention, MySQLStore
+from memorybank.stores.mysql._async import AsyncMySQLStore
+from memorybank.stores.mysql._sync import MySQLStore
 from memorybank.stores.mysql.compat import MySQLPool
+from memorybank.stores.mysql.rows import LockContention, idem_hash
+from memorybank.stores.mysql.schema import MIGRATIONS
 from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
 
 pytestmark = pytest.mark.server

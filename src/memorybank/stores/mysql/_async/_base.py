@@ -1,7 +1,6 @@
 """The MySQL store's shared state and plumbing: the pool and table names, pooled
 connections with the schema in place, multi-statement round trips, transactions
-retried after lock contention (``_with_retry``), the schema migrations' runner, and
-the statements that keep the vector cache current when vectors are deleted.
+retried after lock contention (``_with_retry``) and the schema migrations' runner.
 
 Write transactions run at READ COMMITTED: the first transaction on a pooled
 connection sets it for the session (in the same round trip), later ones only
@@ -380,10 +379,17 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         try:
             rows, _ = await self._one(conn, f"SELECT version FROM {self._version} WHERE id = 1")
         except pymysql.err.ProgrammingError as error:
-            if error.args and error.args[0] == 1146:  # table does not exist
+            if self._missing_table(error):
                 return 0
             raise
         return int(rows[0][0]) if rows else 0
+
+    def _missing_table(self, error: BaseException) -> bool:
+        """Whether ``error`` (or its cause) is "table does not exist" (1146)."""
+        return any(
+            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (1146,)
+            for e in (error, error.__cause__)
+        )
 
     async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         """Write statements as one transaction, in as few round trips as their size allows

@@ -288,30 +288,17 @@ class AppendsMixin(MySQLBase, SQLAppends):
         moved: Sequence[tuple[str, str, int, int]],
         touched: dict[str, datetime],
     ) -> list[Statement]:
-        """The ``UPDATE``s of an append: each branch in ``moved`` (thread, name, new
-        counter, entries gained) and each thread's ``updated_at``; plain single-row
-        statements for one branch and one thread (a lone append), else one ``CASE``
-        statement per table."""
+        """The ``UPDATE``s of an append, one ``CASE`` statement per table: each branch in
+        ``moved`` (thread, name, new counter, entries gained), each thread's ``updated_at``."""
+        among = f" WHERE tenant_id = %s AND {{}} IN ({marks(MYSQL, len(touched))})"
+        branch = " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
         writes: list[Statement] = []
-        if len(moved) == 1:
-            ((t, n, p, k),) = moved
+        if moved:
             writes.append(
                 (
-                    f"UPDATE {self._branches} SET last_position = %s,"
-                    " entry_count = entry_count + %s"
-                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                    (p, k, tenant, t, n),
-                )
-            )
-        elif moved:
-            writes.append(
-                (
-                    f"UPDATE {self._branches} SET last_position = CASE"
-                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
-                    + " ELSE last_position END, entry_count = entry_count + CASE"
-                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
-                    + " ELSE 0 END WHERE tenant_id = %s AND thread_id IN"
-                    f" ({marks(MYSQL, len(touched))})",
+                    f"UPDATE {self._branches} SET last_position = CASE{branch} ELSE last_position"
+                    f" END, entry_count = entry_count + CASE{branch} ELSE 0 END"
+                    + among.format("thread_id"),
                     (
                         *(v for t, n, p, _ in moved for v in (t, n, p)),
                         *(v for t, n, _, k in moved for v in (t, n, k)),
@@ -320,28 +307,15 @@ class AppendsMixin(MySQLBase, SQLAppends):
                     ),
                 )
             )
-        if len(touched) == 1:
-            ((t, when),) = touched.items()
-            writes.append(
-                (
-                    f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
-                    (to_us(when), tenant, t),
-                )
+        writes.append(
+            (
+                f"UPDATE {self._threads} SET updated_at = CASE"
+                + " WHEN id = %s THEN %s" * len(touched)
+                + " ELSE updated_at END"
+                + among.format("id"),
+                (*(v for t, when in touched.items() for v in (t, to_us(when))), tenant, *touched),
             )
-        else:
-            writes.append(
-                (
-                    f"UPDATE {self._threads} SET updated_at = CASE"
-                    + " WHEN id = %s THEN %s" * len(touched)
-                    + " ELSE updated_at END WHERE tenant_id = %s"
-                    + f" AND id IN ({marks(MYSQL, len(touched))})",
-                    (
-                        *(v for t, when in touched.items() for v in (t, to_us(when))),
-                        tenant,
-                        *touched,
-                    ),
-                )
-            )
+        )
         return writes
 
     def _lock_statement(

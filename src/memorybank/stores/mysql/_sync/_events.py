@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-import pymysql
-
 from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.compat import MySQLConnection
@@ -35,7 +33,6 @@ from memorybank.stores.sql.events import (
 
 __all__ = ["EventsMixin"]
 
-_NO_TABLE = 1146
 #: Both lookups name the table: the server opens that table alone (by name only, it
 #: opens every table of the schema, and warns of one another process is altering).
 _FEED_STATE = (
@@ -53,12 +50,6 @@ class EventsMixin(MySQLBase):
     def _feed_state_read(self) -> Statement:
         p = self.prefix
         return _FEED_STATE, (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
-
-    def _missing_table(self, error: BaseException) -> bool:
-        return any(
-            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (_NO_TABLE,)
-            for e in (error, error.__cause__)
-        )
 
     def _feed_state(self, conn: MySQLConnection | None = None) -> tuple[bool, bool]:
         """(the feed's tables exist, its triggers are on), read on ``conn`` or a pooled one."""
