@@ -47,7 +47,8 @@ from bench._clients import HEADERS, run_cases
 from bench._util import Latency, table
 from memorybank import AsyncMemory, Memory
 from memorybank.stores import AsyncMySQLStore, MySQLStore
-from memorybank.stores.mysql._async import TABLES, url_options
+from memorybank.stores.mysql._async import TABLES
+from memorybank.stores.mysql.rows import url_options
 
 TEXT = "The quick brown fox jumps over the lazy dog while the agent keeps notes. "
 DEFAULT_URL = os.environ.get("MEMORYBANK_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")

@@ -17,8 +17,9 @@ from typing import Any
 import pymysql
 import pytest
 
-from memorybank.stores.mysql._async import TABLES, AsyncMySQLStore, url_options
+from memorybank.stores.mysql._async import TABLES, AsyncMySQLStore
 from memorybank.stores.mysql._sync import MySQLStore
+from memorybank.stores.mysql.rows import url_options
 from memorybank.testing import AsyncContract, SyncContract
 from tests.conftest import require_server
 

@@ -19,9 +19,11 @@ import pytest
 from memorybank import AsyncMemory, Memory
 from memorybank.errors import ConfigurationError, Conflict, StoreUnavailable, ThreadForbidden
 from memorybank.stores.contract.types import UNSET, Record, RecordGuard
-from memorybank.stores.mysql._async import MIGRATIONS, AsyncMySQLStore, idem_hash
-from memorybank.stores.mysql._sync import LockContention, MySQLStore
+from memorybank.stores.mysql._async import AsyncMySQLStore
+from memorybank.stores.mysql._sync import MySQLStore
 from memorybank.stores.mysql.compat import MySQLPool
+from memorybank.stores.mysql.rows import LockContention, idem_hash
+from memorybank.stores.mysql.schema import MIGRATIONS
 from tests.stores.test_contract_mysql import URL, connect, drop_tables, mysql_prefix
 
 pytestmark = pytest.mark.server
@@ -874,8 +876,8 @@ def _new_entry(entry_id: str, text: str, key: str | None = None) -> Any:
 
 
 async def test_combined_appends_refuse_a_taken_id_alone(mysql_prefix: str) -> None:
-    """In one combined transaction, a caller whose entry id the branch holds, or one
-    that an earlier caller of the same transaction just wrote to the branch, gets
+    """Of one combined transaction, a caller whose entry id the branch holds, or one
+    that an earlier caller of the same transaction wrote to the branch, gets
     ``Conflict`` naming it and writes nothing; the other callers are stored in order,
     and the same id on another thread is free."""
     from memorybank.errors import Conflict
@@ -900,9 +902,9 @@ async def test_combined_appends_refuse_a_taken_id_alone(mysql_prefix: str) -> No
         call(b, _new_entry(held, "b's own")),
         return_exceptions=True,
     )
-    # alone (one round trip); the batch (two), refused by the id key at its INSERT; the
-    # batch again with the ids read under the lock (two)
-    assert len(trips) == 1 + 2 + 2
+    # alone (one round trip); the batch (two), refused by the id key at its INSERT; then
+    # each of its five callers alone (one each)
+    assert len(trips) == 1 + 2 + 5
     assert isinstance(out[2], Conflict) and f"{held!r} is already on branch" in str(out[2])
     assert isinstance(out[4], Conflict) and f"{fresh!r} is already on branch" in str(out[4])
     contents = [e.content for e in await memory.entries.list(a)]
@@ -940,7 +942,7 @@ async def test_lone_append_refused_for_a_taken_id_leaves_the_connection_clean(
 def test_big_and_keyed_appends_refuse_a_taken_id(mysql_prefix: str) -> None:
     """The two-round-trip append (more than 16 entries, or idempotency keys): a taken
     id anywhere in a batch of 1,500 refuses it, named by a read of the batch's ids in
-    chunks of ``IN_CHUNK``, as does a keyed entry's; a replayed key's entry is not
+    chunks of 500 (``SQLAppends``), as does a keyed entry's; a replayed key's entry is not
     checked."""
     from memorybank.errors import Conflict
 

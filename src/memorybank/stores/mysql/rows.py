@@ -36,7 +36,6 @@ from memorybank.stores.sql.statements import qualified
 T = TypeVar("T")
 
 PREFIX = re.compile(r"[A-Za-z0-9_]{0,40}")
-ALL = 18446744073709551615  # MySQL's "no LIMIT" (an OFFSET needs a LIMIT)
 ATTEMPTS = 3
 #: Combined appends of one tenant in flight at once (each on its own connection). One:
 #: the combiner's task gathers the callers it answered into its next batch, so 32
@@ -60,7 +59,6 @@ T_COLS = qualified("t", THREAD_COLUMNS)
 E_COLS = qualified("e", ENTRY_COLUMNS)
 #: Entry columns of a page read (thread and branch are known): ``page_row_to_entry``.
 PAGE_COLS = qualified("e", PAGE_COLUMNS)
-THREAD_WIDTH = len(THREAD_COLUMNS.split(","))  # 10, a page row has 12
 INSERT_COLS = (
     "tenant_id, thread_id, branch, position, id, role, content, name, tool_calls,"
     " tool_call_id, metadata, state, token_count, created_at, idempotency_key, fingerprint,"
@@ -73,7 +71,6 @@ ID_HASH_SQL = "CAST(CONV(LEFT(SHA2({column}, 256), 16), 16, 10) AS UNSIGNED)"
 #: ``RECORD_COLUMNS`` with the key column's name here (``key`` is a reserved word).
 R_COLS = RECORD_COLUMNS.replace(" key,", " k,")
 BATCH_BYTES = 1 << 20  # a transaction's statements go in round trips of about this size
-IN_CHUNK = 1000  # ids or keys per ``IN (...)`` list of a batch read
 #: Starts a write transaction. ``_run`` sends it as ``START TRANSACTION`` on a
 #: connection whose session is already READ COMMITTED (set, in the same round
 #: trip, the first time the store uses the connection); either way it takes
@@ -184,9 +181,3 @@ def round_trips(statements: Sequence[Statement]) -> Iterator[list[Statement]]:
             batch, size = [], 0
     if batch:
         yield batch
-
-
-def chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
-    """``items`` in ``IN (...)`` lists of at most ``IN_CHUNK``."""
-    for start in range(0, len(items), IN_CHUNK):
-        yield items[start : start + IN_CHUNK]

@@ -25,12 +25,6 @@ from memorybank.stores.mysql._async._appends import AppendsMixin
 from memorybank.stores.mysql._async._entries import EntriesMixin
 from memorybank.stores.mysql._async._events import EventsMixin
 from memorybank.stores.mysql._async._search import SearchMixin
-from memorybank.stores.mysql.rows import LockContention as LockContention
-
-# Private names that tests and benchmarks import from this module, as before the split.
-from memorybank.stores.mysql.rows import idem_hash as idem_hash
-from memorybank.stores.mysql.rows import url_options as url_options
-from memorybank.stores.mysql.schema import MIGRATIONS as MIGRATIONS
 from memorybank.stores.mysql.schema import TABLES
 
 __all__ = ["TABLES", "AsyncMySQLStore"]

@@ -10,11 +10,11 @@ import dataclasses
 import json
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from memorybank.errors import Conflict
 from memorybank.records import Thread
-from memorybank.rules.entry_ids import id_taken
 from memorybank.stores.contract._async.store import AppendResult, NewEntry, Unset
 from memorybank.stores.contract.appends import new_entry
 from memorybank.stores.mysql._async._base import MySQLBase
@@ -22,13 +22,11 @@ from memorybank.stores.mysql.compat import AsyncMySQLConnection
 from memorybank.stores.mysql.rows import (
     BEGIN,
     E_COLS,
-    IN_CHUNK,
     INSERT_COLS,
     INSERT_WIDTH,
     T_COLS,
     AppendItem,
     Statement,
-    chunks,
     entry_values,
     id_clash,
     idem_hash,
@@ -99,32 +97,43 @@ class AppendsMixin(MySQLBase, SQLAppends):
     ) -> AppendResult:
         """One transaction: one round trip alone, two in a batch or with idempotency
         keys (no ``RETURNING``: positions read under the lock first; docs/mysql.md)."""
+        item = (thread_id, branch, owner, entries, updated_at)
         if all(e.idempotency_key is None for e in entries) and 0 < len(entries) <= _FAST_BATCH:
-            return await self._appends.submit(
-                tenant, (thread_id, branch, owner, entries, updated_at)
-            )
-        return await self._with_retry(
-            lambda conn: self._append_keyed(
-                conn, tenant, thread_id, entries, updated_at, branch, owner
-            )
-        )
+            return await self._appends.submit(tenant, item)
+        [result] = await self._with_retry(lambda conn: self._append_many(conn, tenant, [item]))
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     async def _append_combined(
         self, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
         """The appends of concurrent callers, to any threads, in one transaction and a
-        fixed number of statements (``_combine``; a lone one: ``_append_lone``):
-        round trip 1 locks the threads (in id order: two such transactions never
-        deadlock) and their branches named; round trip 2 inserts every allowed
-        entry, sets each counter and ``updated_at`` once, and commits. A refused
-        caller (no thread, other owner, no branch, a taken id) gets its error and
-        wrote nothing; the others are stored."""
+        fixed number of statements (``_append_many``; a lone one: ``_append_lone``). A
+        refused caller (no thread, other owner, no branch) gets its error and wrote
+        nothing; the others are stored. When the id key refused the transaction (a
+        caller's id taken, or two callers' one id), each caller runs alone, so that
+        only those whose ids are taken are refused (``entry_append`` names the id)."""
         if len(items) == 1:  # a lone append: one round trip
-            return [await self._with_retry(lambda conn: self._append_lone(conn, tenant, items[0]))]
+            return [await self._alone(tenant, items[0])]
         out: list[AppendResult | Exception] = []
         for chunk in _by_size(items):  # no statement much bigger than an append alone
-            out += await self._append_chunk(tenant, chunk)
+            try:
+                out += await self._with_retry(
+                    partial(self._append_many, tenant=tenant, items=chunk)
+                )
+            except Conflict as error:
+                if error.__cause__ is None or not id_clash(error.__cause__, self.prefix):
+                    raise
+                out += [await self._alone(tenant, item) for item in chunk]
         return out
+
+    async def _alone(self, tenant: str, item: AppendItem) -> AppendResult | Exception:
+        """``_append_lone`` in a transaction of its own; the caller's result or refusal."""
+        try:
+            return await self._with_retry(lambda conn: self._append_lone(conn, tenant, item))
+        except Exception as error:  # the caller's alone: raised to it by the combiner
+            return error
 
     async def _append_lone(
         self, conn: AsyncMySQLConnection, tenant: str, item: AppendItem
@@ -143,7 +152,7 @@ class AppendsMixin(MySQLBase, SQLAppends):
         added = len(entries)
         statements: list[Statement] = [
             (BEGIN, None),
-            self._lock_statement(tenant, thread_id, branch, owner, into=True),
+            self._lock_statement(tenant, thread_id, branch, owner),
             ("SELECT @memorybank_row", None),
             (
                 f"INSERT INTO {self._entries} ({INSERT_COLS}) " + " UNION ALL ".join(rows),
@@ -169,34 +178,20 @@ class AppendsMixin(MySQLBase, SQLAppends):
         stored = [new_entry(new, thread_id, name, position + k) for k, new in enumerate(entries, 1)]
         return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))
 
-    async def _append_chunk(
-        self, tenant: str, items: Sequence[AppendItem]
-    ) -> list[AppendResult | Exception]:
-        """The callers' transaction; when the id key refused it (a caller's id taken,
-        or two callers' one id), again with the ids read under the lock, so that only
-        the callers whose ids are taken are refused."""
-        try:
-            return await self._with_retry(lambda conn: self._append_many(conn, tenant, items))
-        except Conflict as error:
-            if error.__cause__ is None or not id_clash(error.__cause__, self.prefix):
-                raise
-        return await self._with_retry(
-            lambda conn: self._append_many(conn, tenant, items, check_ids=True)
-        )
-
     async def _append_many(
-        self,
-        conn: AsyncMySQLConnection,
-        tenant: str,
-        items: Sequence[AppendItem],
-        *,
-        check_ids: bool = False,
+        self, conn: AsyncMySQLConnection, tenant: str, items: Sequence[AppendItem]
     ) -> list[AppendResult | Exception]:
+        """The callers' appends in one transaction of two round trips (no ``RETURNING``:
+        positions read under the lock first; not ``_transact``: its ``COMMIT`` would be
+        a third): round trip 1 locks the threads (in id order: two such transactions
+        never deadlock) and the branches appended to, and reads the entries under the
+        callers' idempotency keys; round trip 2 inserts every allowed entry, sets each
+        counter and ``updated_at`` once, and commits. Each caller's refusal (the head's,
+        or a key reused: ``append_branch``, ``plan_keyed``) is its own result."""
         tids = sorted({item[0] for item in items})
         named = sorted({item[1] for item in items if item[1] is not None})
-        branch_match = "b.name = t.current_branch"
-        if named:
-            branch_match = f"({branch_match} OR b.name IN ({marks(MYSQL, len(named))}))"
+        matches = ["b.name = t.current_branch"] if any(i[1] is None for i in items) else []
+        matches += [f"b.name IN ({marks(MYSQL, len(named))})"] if named else []
         # Rows are read, and locked, in thread id order: the order of the threads'
         # primary key, which the plan scans (ORDER BY t.id keeps that plan; ordering by
         # the branch name too added a temporary table and a filesort: 32 threads, 650 ->
@@ -204,14 +199,15 @@ class AppendsMixin(MySQLBase, SQLAppends):
         lock: Statement = (
             f"SELECT JSON_ARRAY({T_COLS}, b.name, b.last_position)"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
-            f" AND b.thread_id = t.id AND {branch_match}"
+            f" AND b.thread_id = t.id AND ({' OR '.join(matches)})"
             f" WHERE t.tenant_id = %s AND t.id IN ({marks(MYSQL, len(tids))})"
             " ORDER BY t.id FOR UPDATE",
             (*named, tenant, *tids),
         )
-        held_reads = self._held_ids(tenant, [(i[0], i[3]) for i in items]) if check_ids else []
-        results = await self._run(conn, [(BEGIN, None), lock, *held_reads])
-        held = {(t, b, i) for result, _ in results[3:] for t, b, i in result}
+        keyed = [k for k, i in enumerate(items) if any(e.idempotency_key is not None for e in i[3])]
+        reads = [self._keyed_read(tenant, items[k]) for k in keyed]
+        results = await self._run(conn, [(BEGIN, None), lock, *reads])
+        held = dict(zip(keyed, (rows for rows, _ in results[3:]), strict=True))
         threads: dict[str, Thread] = {}
         counters: dict[tuple[str, str], int] = {}
         branches: dict[str, set[str]] = {}  # of each thread, those locked
@@ -226,75 +222,55 @@ class AppendsMixin(MySQLBase, SQLAppends):
         out: list[AppendResult | Exception] = []
         values: list[Any] = []
         touched: dict[str, datetime] = {}
-        for thread_id, branch, owner, sent, updated_at in items:
+        for k, (thread_id, branch, owner, sent, updated_at) in enumerate(items):
             got = append_branch(
-                thread_id,
-                threads.get(thread_id),
-                owner,
-                branch,
+                thread_id, threads.get(thread_id), owner, branch,
                 branches.get(thread_id, set()).__contains__,
-            )
+            )  # fmt: skip
             if isinstance(got, Exception):
                 out.append(got)
                 continue
             thread, name = got
-            position = counters[thread_id, name]
-            taken = next((e.id for e in sent if (thread_id, name, e.id) in held), None)
-            if taken is not None:
-                out.append(id_taken(taken, name))
+            try:
+                stored, added = plan_keyed(
+                    sent, held.get(k, ()), thread_id, name, counters[thread_id, name]
+                )
+            except Conflict as reused:  # a key held with another payload
+                out.append(reused)
                 continue
-            held.update((thread_id, name, e.id) for e in sent)  # a later caller's clash
-            stored = []
-            for new in sent:
-                position += 1
-                stored.append(new_entry(new, thread_id, name, position))
-                values += (tenant, thread_id, name, position, *entry_values(new))
-            counters[thread_id, name] = position
+            for at, new in added:
+                values += (tenant, thread_id, name, at, *entry_values(new))
+                counters[thread_id, name] = at
             touched[thread_id] = max(updated_at, touched.get(thread_id, updated_at))
             out.append(AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at)))
         writes: list[Statement] = []
         if values:
             writes.append(self._insert(values))
-            # each branch appended to: its new counter and how many entries it gained
-            moved = [
-                (t, n, p, p - locked[t, n]) for (t, n), p in counters.items() if p > locked[t, n]
-            ]
+        # each branch appended to: its new counter and how many entries it gained
+        moved = [(t, n, p, p - locked[t, n]) for (t, n), p in counters.items() if p > locked[t, n]]
+        if touched:
             writes += self._bumps(tenant, moved, touched)
-        writes.append(("COMMIT", None))
-        await self._run(conn, writes)
+        await self._run(conn, [*writes, ("COMMIT", None)])
         return out
 
-    def _held_ids(
-        self, tenant: str, batches: Sequence[tuple[str, Sequence[NewEntry]]]
-    ) -> list[Statement]:
-        """Reads of which of the ids of ``batches`` (thread, entries) their threads
-        hold, on any branch: rows of (thread id, branch, entry id), through the
-        (tenant, thread, id) key, at most ``IN_CHUNK`` ids a statement. Sent after
-        the lock statement: what they read is what the lock's holder may append to."""
-        wanted: dict[str, dict[str, None]] = {}
-        for thread_id, entries in batches:
-            wanted.setdefault(thread_id, {}).update(dict.fromkeys(e.id for e in entries))
-        reads: list[Statement] = []
-        terms: list[str] = []
-        args: list[Any] = [tenant]
-        count = 0  # ids in ``terms``
-        for thread_id, ids in wanted.items():
-            for part in chunks(list(ids)):
-                if terms and count + len(part) > IN_CHUNK:
-                    reads.append((self._held_read(terms), args))
-                    terms, args, count = [], [tenant], 0
-                terms.append(f"(thread_id = %s AND id IN ({marks(MYSQL, len(part))}))")
-                args += (thread_id, *part)
-                count += len(part)
-        if terms:
-            reads.append((self._held_read(terms), args))
-        return reads
-
-    def _held_read(self, terms: Sequence[str]) -> str:
+    def _keyed_read(self, tenant: str, item: AppendItem) -> Statement:
+        """The entries (and fingerprints) the caller's branch holds under its keys."""
+        thread_id, branch, _, entries, _ = item
+        keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
+        hashes = [idem_hash(k) for k in keys]  # keys are long: the index is on a hash
         return (
-            f"SELECT thread_id, branch, id FROM {self._entries} WHERE tenant_id = %s"
-            f" AND ({' OR '.join(terms)})"
+            f"SELECT {E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
+            " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
+            " WHERE e.tenant_id = %s AND e.thread_id = %s"
+            " AND e.branch = COALESCE(%s, t.current_branch)"
+            f" AND e.idem_hash IN ({marks(MYSQL, len(hashes))})",
+            (tenant, thread_id, branch, *hashes),
         )
+
+    def _entry_insert(
+        self, tenant: str, thread_id: str, branch: str, position: int, entry: NewEntry
+    ) -> Statement:
+        return self._insert((tenant, thread_id, branch, position, *entry_values(entry)))
 
     def _insert(self, values: Sequence[Any]) -> Statement:
         """One multi-row ``INSERT`` of entries (``INSERT_WIDTH`` values a row)."""
@@ -311,30 +287,17 @@ class AppendsMixin(MySQLBase, SQLAppends):
         moved: Sequence[tuple[str, str, int, int]],
         touched: dict[str, datetime],
     ) -> list[Statement]:
-        """The ``UPDATE``s of an append: each branch in ``moved`` (thread, name, new
-        counter, entries gained) and each thread's ``updated_at``; plain single-row
-        statements for one branch and one thread (a lone append), else one ``CASE``
-        statement per table."""
+        """The ``UPDATE``s of an append, one ``CASE`` statement per table: each branch in
+        ``moved`` (thread, name, new counter, entries gained), each thread's ``updated_at``."""
+        among = f" WHERE tenant_id = %s AND {{}} IN ({marks(MYSQL, len(touched))})"
+        branch = " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
         writes: list[Statement] = []
-        if len(moved) == 1:
-            ((t, n, p, k),) = moved
+        if moved:
             writes.append(
                 (
-                    f"UPDATE {self._branches} SET last_position = %s,"
-                    " entry_count = entry_count + %s"
-                    " WHERE tenant_id = %s AND thread_id = %s AND name = %s",
-                    (p, k, tenant, t, n),
-                )
-            )
-        elif moved:
-            writes.append(
-                (
-                    f"UPDATE {self._branches} SET last_position = CASE"
-                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
-                    + " ELSE last_position END, entry_count = entry_count + CASE"
-                    + " WHEN thread_id = %s AND name = %s THEN %s" * len(moved)
-                    + " ELSE 0 END WHERE tenant_id = %s AND thread_id IN"
-                    f" ({marks(MYSQL, len(touched))})",
+                    f"UPDATE {self._branches} SET last_position = CASE{branch} ELSE last_position"
+                    f" END, entry_count = entry_count + CASE{branch} ELSE 0 END"
+                    + among.format("thread_id"),
                     (
                         *(v for t, n, p, _ in moved for v in (t, n, p)),
                         *(v for t, n, _, k in moved for v in (t, n, k)),
@@ -343,105 +306,40 @@ class AppendsMixin(MySQLBase, SQLAppends):
                     ),
                 )
             )
-        if len(touched) == 1:
-            ((t, when),) = touched.items()
-            writes.append(
-                (
-                    f"UPDATE {self._threads} SET updated_at = %s WHERE tenant_id = %s AND id = %s",
-                    (to_us(when), tenant, t),
-                )
+        writes.append(
+            (
+                f"UPDATE {self._threads} SET updated_at = CASE"
+                + " WHEN id = %s THEN %s" * len(touched)
+                + " ELSE updated_at END"
+                + among.format("id"),
+                (*(v for t, when in touched.items() for v in (t, to_us(when))), tenant, *touched),
             )
-        else:
-            writes.append(
-                (
-                    f"UPDATE {self._threads} SET updated_at = CASE"
-                    + " WHEN id = %s THEN %s" * len(touched)
-                    + " ELSE updated_at END WHERE tenant_id = %s"
-                    + f" AND id IN ({marks(MYSQL, len(touched))})",
-                    (
-                        *(v for t, when in touched.items() for v in (t, to_us(when))),
-                        tenant,
-                        *touched,
-                    ),
-                )
-            )
+        )
         return writes
 
     def _lock_statement(
-        self,
-        tenant: str,
-        thread_id: str,
-        branch: str | None,
-        owner: str | Unset | None,
-        *,
-        into: bool = False,
+        self, tenant: str, thread_id: str, branch: str | None, owner: str | Unset | None
     ) -> Statement:
-        """Lock the thread and branch rows; the thread, branch, counter and owner verdict.
-
-        ``into``: the row goes to ``@memorybank_row``, with the counter (NULL when
-        there is no such branch or the owner differs) in ``@memorybank_last`` and
-        the branch name in ``@memorybank_branch``, all NULL when there is no such
-        thread (``MAX`` of at most one row: always one row, so every variable is
-        set afresh). ``SELECT ... INTO ... FROM``: the one place for ``INTO`` that
-        every MySQL and MariaDB accepts without a deprecation warning (MySQL 8.0.20
-        deprecated ``INTO`` before ``FOR UPDATE``; at the end is 8.0.20+ only)."""
+        """Lock the thread and branch rows; the row goes to ``@memorybank_row`` (the
+        thread, branch, counter and owner verdict), the counter (NULL when there is no
+        such branch or the owner differs) to ``@memorybank_last`` and the branch name to
+        ``@memorybank_branch``, all NULL when there is no such thread (``MAX`` of at most
+        one row: always one row, so every variable is set afresh). ``SELECT ... INTO ...
+        FROM``: the one place for ``INTO`` that every MySQL and MariaDB accepts without a
+        deprecation warning (MySQL 8.0.20 deprecated ``INTO`` before ``FOR UPDATE``; at
+        the end is 8.0.20+ only)."""
         unset = isinstance(owner, Unset)
         verdict = "t.user_id <=> %s"
         row = f"JSON_ARRAY({T_COLS}, b.name, b.last_position, {verdict})"
-        args: tuple[Any, ...] = (None if unset else owner,)
-        if into:
-            allowed = "TRUE" if unset else verdict
-            args += () if unset else (owner,)
-            # aggregates: exactly one row, all NULL when the thread is missing
-            row = (
-                f"MAX({row}), MAX(IF({allowed}, b.last_position, NULL)), MAX(b.name)"
-                " INTO @memorybank_row, @memorybank_last, @memorybank_branch"
-            )
+        allowed = "TRUE" if unset else verdict
+        args: tuple[Any, ...] = (None,) if unset else (owner, owner)
         return (
-            # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python
-            f"SELECT {row}"
+            # one JSON_ARRAY column: PyMySQL parses a column's metadata in pure Python;
+            # aggregates: exactly one row, all NULL when the thread is missing
+            f"SELECT MAX({row}), MAX(IF({allowed}, b.last_position, NULL)), MAX(b.name)"
+            " INTO @memorybank_row, @memorybank_last, @memorybank_branch"
             f" FROM {self._threads} t LEFT JOIN {self._branches} b ON b.tenant_id = t.tenant_id"
             " AND b.thread_id = t.id AND b.name = COALESCE(%s, t.current_branch)"
             " WHERE t.tenant_id = %s AND t.id = %s FOR UPDATE",
             (*args, branch, tenant, thread_id),
         )
-
-    async def _append_keyed(
-        self,
-        conn: AsyncMySQLConnection,
-        tenant: str,
-        thread_id: str,
-        entries: Sequence[NewEntry],
-        updated_at: datetime,
-        branch: str | None,
-        owner: str | Unset | None,
-    ) -> AppendResult:
-        """Round trip 1 locks the head and reads the keyed entries, round trip 2 writes
-        and commits (not ``_transact``: its ``COMMIT`` would be a third round trip). A
-        refusal raises before any write (the exception rolls the transaction back)."""
-        keys = [e.idempotency_key for e in entries if e.idempotency_key is not None]
-        lock = self._lock_statement(tenant, thread_id, branch, owner)
-        statements: list[Statement] = [(BEGIN, None), lock]
-        if keys:
-            hashes = [idem_hash(k) for k in keys]  # keys are long: the index is on a hash
-            statements.append(
-                (
-                    f"SELECT {E_COLS}, e.fingerprint FROM {self._entries} e JOIN {self._threads} t"
-                    " ON t.tenant_id = e.tenant_id AND t.id = e.thread_id"
-                    " WHERE e.tenant_id = %s AND e.thread_id = %s"
-                    " AND e.branch = COALESCE(%s, t.current_branch)"
-                    f" AND e.idem_hash IN ({marks(MYSQL, len(hashes))})",
-                    (tenant, thread_id, branch, *hashes),
-                )
-            )
-        results = await self._run(conn, statements)
-        thread, name, position = _append_head(results[2][0], thread_id, branch, owner)
-        stored, added = plan_keyed(
-            entries, results[3][0] if keys else [], thread_id, name, position
-        )
-        values = [v for at, new in added for v in (tenant, thread_id, name, at, *entry_values(new))]
-        writes = [self._insert(values)] if added else []
-        moved = [(thread_id, name, added[-1][0], len(added))] if added else []
-        writes += [*self._bumps(tenant, moved, {thread_id: updated_at}), ("COMMIT", None)]
-        await self._run(conn, writes)
-        return AppendResult(stored, dataclasses.replace(thread, updated_at=updated_at))

@@ -1,7 +1,6 @@
 """The MySQL store's shared state and plumbing: the pool and table names, pooled
 connections with the schema in place, multi-statement round trips, transactions
-retried after lock contention (``_with_retry``), the schema migrations' runner, and
-the statements that keep the vector cache current when vectors are deleted.
+retried after lock contention (``_with_retry``) and the schema migrations' runner.
 
 Write transactions run at READ COMMITTED: the first transaction on a pooled
 connection sets it for the session (in the same round trip), later ones only
@@ -114,11 +113,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         self._threads = f"{p}threads`"
         self._branches = f"{p}branches`"
         self._entries = f"{p}entries`"
-        self._working = f"{p}working`"
-        self._snapshots = f"{p}snapshots`"
-        self._summaries = f"{p}summaries`"
-        self._records = f"{p}records`"
-        self._vectors = f"{p}vectors`"
         self._stamps = f"{p}vector_stamps`"
         self._version = f"{p}schema_version`"
 
@@ -180,7 +174,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
     async def atomic(self, tenant: str) -> AsyncIterator[AsyncStore]:
         """A view on one pooled connection inside one transaction (see
         ``AsyncStore.atomic``), committed when the block ends; each transaction of a
-        view's write is a savepoint of it (``_nested``). The view does not retry a
+        view's write is a savepoint of it (``_NESTED``). The view does not retry a
         transaction lost to lock contention: that ends the whole block, rolled back."""
         async with self._connection(long=True) as conn:
             view = type(self)(self._pool, prefix=self.prefix, timeout=self.timeout)
@@ -254,10 +248,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                 raise
             raise failure from error
 
-    def _nested(self, texts: list[str]) -> list[str]:
-        """Inside ``atomic``: transaction control made savepoint control."""
-        return [_NESTED.get(text, text) for text in texts]
-
     async def _with_retry(self, work: AsyncMySQLWork[T]) -> T:
         """``work`` on a pooled connection. Work lost to lock contention (its transaction
         rolled back) runs again on a connection taken anew, after 10 ms, then 20 ms: at
@@ -272,12 +262,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                 await asleep(0.01 * 2**attempt)
         raise AssertionError("unreachable")
 
-    async def _run_retried(
-        self, statements: Sequence[Statement]
-    ) -> list[tuple[list[tuple[Any, ...]], int]]:
-        """``_run`` on a pooled connection, retrying a transaction lost to lock contention."""
-        return await self._with_retry(lambda conn: self._run(conn, statements))
-
     async def _run(
         self, conn: AsyncMySQLConnection, statements: Sequence[Statement]
     ) -> list[tuple[list[tuple[Any, ...]], int]]:
@@ -287,7 +271,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         if begin and self._pinned is not None:  # would end the snapshot's transaction
             raise StoreError("a snapshot is read-only")
         if self._held is not None:
-            texts = self._nested(texts)
+            texts = [_NESTED.get(text, text) for text in texts]  # savepoint control
         elif begin:
             if conn in self._read_committed:
                 texts[0] = "START TRANSACTION"
@@ -316,14 +300,6 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             await cur.execute(sql, args)
             return list(await cur.fetchall() or ()), cur.rowcount
 
-    async def _query(self, sql: str, args: Sequence[Any] | None = None) -> list[tuple[Any, ...]]:
-        async with self._connection() as conn:
-            return (await self._one(conn, sql, args))[0]
-
-    async def _execute(self, sql: str, args: Sequence[Any] | None = None) -> int:
-        async with self._connection() as conn:
-            return (await self._one(conn, sql, args))[1]
-
     async def _migrate(self, conn: AsyncMySQLConnection) -> None:
         """Create or upgrade the schema once per store (several processes: once in all)."""
         async with self._schema_lock:
@@ -332,13 +308,7 @@ class MySQLBase(SQLWrites, CachedVectorStore):
             if await self._schema_version(conn) == len(MIGRATIONS):
                 self._ready = True
                 return
-            lock = f"memorybank:{self.prefix}"
-            rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
-            if not rows or rows[0][0] != 1:
-                raise StoreUnavailable("timed out waiting for another process's schema migration")
-            try:
-                # "already exists" notes would become Python warnings in aiomysql.
-                await self._one(conn, "SET SESSION sql_notes = 0")
+            async with self._ddl_lock(conn, "schema migration"):
                 await self._one(
                     conn,
                     f"CREATE TABLE IF NOT EXISTS {self._version} (id TINYINT NOT NULL PRIMARY KEY,"
@@ -365,10 +335,23 @@ class MySQLBase(SQLWrites, CachedVectorStore):
                         " ON DUPLICATE KEY UPDATE version = %s",
                         (number + 1, number + 1),
                     )
-            finally:
-                await self._one(conn, "SET SESSION sql_notes = 1")
-                await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
             self._ready = True
+
+    @asynccontextmanager
+    async def _ddl_lock(self, conn: AsyncMySQLConnection, what: str) -> AsyncIterator[None]:
+        """The prefix's named lock (``GET_LOCK``: DDL commits at once, so no transaction
+        can serialise it) for the block, with "already exists" notes off (aiomysql would
+        make them Python warnings)."""
+        lock = f"memorybank:{self.prefix}"
+        rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
+        if not rows or rows[0][0] != 1:
+            raise StoreUnavailable(f"timed out waiting for another process's {what}")
+        try:
+            await self._one(conn, "SET SESSION sql_notes = 0")
+            yield
+        finally:
+            await self._one(conn, "SET SESSION sql_notes = 1")
+            await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
 
     async def _exact_collation(self, conn: AsyncMySQLConnection) -> str:
         """The server's NO PAD binary utf8mb4 collation (see ``_X``), checked to be exact."""
@@ -396,10 +379,17 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         try:
             rows, _ = await self._one(conn, f"SELECT version FROM {self._version} WHERE id = 1")
         except pymysql.err.ProgrammingError as error:
-            if error.args and error.args[0] == 1146:  # table does not exist
+            if self._missing_table(error):
                 return 0
             raise
         return int(rows[0][0]) if rows else 0
+
+    def _missing_table(self, error: BaseException) -> bool:
+        """Whether ``error`` (or its cause) is "table does not exist" (1146)."""
+        return any(
+            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (1146,)
+            for e in (error, error.__cause__)
+        )
 
     async def _write_many(self, statements: Sequence[Statement]) -> list[int]:
         """Write statements as one transaction, in as few round trips as their size allows
@@ -435,15 +425,16 @@ class MySQLBase(SQLWrites, CachedVectorStore):
         return await self._with_retry(work)
 
     async def _write_one(self, sql: str, params: Sequence[Any]) -> int:
-        return await self._execute(sql, params)
+        async with self._connection() as conn:
+            return (await self._one(conn, sql, params))[1]
 
     async def _select_many(self, statements: Sequence[Statement]) -> list[tuple[Any, ...]]:
         """The rows of several reads, sent as multi-statement queries: one round trip
         unless they exceed ``BATCH_BYTES`` (then one per that many bytes)."""
-        if len(statements) == 1:
-            return await self._query(*statements[0])
         rows: list[tuple[Any, ...]] = []
         async with self._connection() as conn:
+            if len(statements) == 1:
+                return (await self._one(conn, *statements[0]))[0]
             for part in round_trips(statements):
                 rows += [row for result, _ in await self._run(conn, part) for row in result]
         return rows

@@ -19,13 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-import pymysql
-
-from memorybank.errors import StoreUnavailable
 from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.mysql._async._base import MySQLBase
 from memorybank.stores.mysql.compat import AsyncMySQLConnection
-from memorybank.stores.mysql.rows import BEGIN, Statement
+from memorybank.stores.mysql.rows import Statement
 from memorybank.stores.sql.events import (
     mysql_disable,
     mysql_emit,
@@ -35,7 +32,6 @@ from memorybank.stores.sql.events import (
 
 __all__ = ["EventsMixin"]
 
-_NO_TABLE = 1146
 #: Both lookups name the table: the server opens that table alone (by name only, it
 #: opens every table of the schema, and warns of one another process is altering).
 _FEED_STATE = (
@@ -54,43 +50,31 @@ class EventsMixin(MySQLBase):
         p = self.prefix
         return _FEED_STATE, (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
 
-    def _missing_table(self, error: BaseException) -> bool:
-        return any(
-            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (_NO_TABLE,)
-            for e in (error, error.__cause__)
+    async def _feed_state(self, conn: AsyncMySQLConnection | None = None) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on), read on ``conn`` or a pooled one."""
+        read = self._feed_state_read()
+        rows = (
+            await self._select_many([read]) if conn is None else (await self._one(conn, *read))[0]
         )
-
-    async def _feed_state(self, conn: AsyncMySQLConnection) -> tuple[bool, bool]:
-        """(the feed's tables exist, its triggers are on)."""
-        rows, _ = await self._one(conn, *self._feed_state_read())
         return bool(rows[0][0]), bool(rows[0][1])
 
     async def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:
         """Run DDL ``statements`` under the prefix's named lock (``enable``: the feed's
         tables made first, and the statements run only while its triggers are absent)."""
-        lock = f"memorybank:{self.prefix}"
-        async with self._connection() as conn:
-            rows, _ = await self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
-            if not rows or rows[0][0] != 1:
-                raise StoreUnavailable("timed out waiting for another process's feed switch")
-            try:
-                await self._one(conn, "SET SESSION sql_notes = 0")  # "already exists" notes
-                if enable:
-                    collation = await self._exact_collation(conn)
-                    for statement in mysql_tables(self.prefix, collation):
-                        await self._one(conn, statement)
-                if not (enable and (await self._feed_state(conn))[1]):
-                    for statement in statements:
-                        await self._one(conn, statement)
-            finally:
-                await self._one(conn, "SET SESSION sql_notes = 1")
-                await self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
+        async with self._connection() as conn, self._ddl_lock(conn, "feed switch"):
+            if enable:
+                collation = await self._exact_collation(conn)
+                for statement in mysql_tables(self.prefix, collation):
+                    await self._one(conn, statement)
+            if not (enable and (await self._feed_state(conn))[1]):
+                for statement in statements:
+                    await self._one(conn, statement)
 
     async def events_enable(self, *, keep: timedelta) -> None:
         p = self.prefix
         seconds = max(1, int(keep.total_seconds()))
         await self._feed_switch(mysql_enable(p), enable=True)
-        await self._execute(
+        await self._write_one(
             f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
             " ON DUPLICATE KEY UPDATE value = %s",
             (seconds, seconds),
@@ -101,15 +85,13 @@ class EventsMixin(MySQLBase):
 
     async def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
-        async with self._connection() as conn:
-            tables, _ = await self._feed_state(conn)
+        tables, _ = await self._feed_state()
         if not tables:
             return 0
         # The server's clock, as the triggers' ``at``; the last doomed number kept in a
         # session variable between the statements of the one round trip.
-        results = await self._run_retried(
+        counts = await self._write_many(
             [
-                (BEGIN, None),
                 (
                     "SELECT MAX(seq) INTO @memorybank_doomed FROM (SELECT seq"
                     f" FROM {p}events WHERE tenant_id = %s AND at < CAST(UNIX_TIMESTAMP(NOW(6))"
@@ -126,10 +108,9 @@ class EventsMixin(MySQLBase):
                     " WHERE tenant_id = %s AND @memorybank_doomed IS NOT NULL",
                     (tenant,),
                 ),
-                ("COMMIT", None),
             ]
         )
-        return int(results[3][1])
+        return counts[1]
 
     async def _forget_write(
         self, tenant: str, user_id: str, statements: Sequence[Statement]
@@ -138,8 +119,7 @@ class EventsMixin(MySQLBase):
         database has a feed): the tenant's delete events muted first (a row no other
         transaction sees), then the user's events gone and one ``user.forgotten``
         recorded (while the feed is on)."""
-        async with self._connection() as conn:
-            tables, on = await self._feed_state(conn)
+        tables, on = await self._feed_state()
         if not tables:
             return await self._write_many(statements)
         p = self.prefix

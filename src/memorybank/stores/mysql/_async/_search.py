@@ -66,7 +66,8 @@ class SearchMixin(MySQLBase):
         if record_kinds:
             scope, scope_args = scope_sql("r.", visible_to, "%s")
             sql = (
-                f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL FROM {self._records} r"
+                f"SELECT r.kind, r.id, {match.format('r.')}, NULL, NULL"
+                f" FROM {self._table('records')} r"
                 f" WHERE {match.format('r.')} AND r.tenant_id = %s"
                 f" AND r.kind IN ({marks(MYSQL, len(record_kinds))}){scope}"
                 " ORDER BY 3 DESC, r.kind, r.id LIMIT %s"
@@ -83,33 +84,30 @@ class SearchMixin(MySQLBase):
         """
         latest = {(i.model_id, i.kind, i.id): i for i in items}
         statements: list[Statement] = []
-        for model_id, kind in sorted({(m, k) for m, k, _ in latest}):
+        last: tuple[str, str, str] | None = None
+        for (model_id, kind, _), item in sorted(latest.items(), key=lambda pair: pair[0][:2]):
             group = (tenant, model_id, kind)
-            statements.append(
-                (
-                    f"INSERT INTO {self._stamps} (tenant_id, model_id, kind, version)"
-                    " VALUES (%s, %s, %s, 1) ON DUPLICATE KEY UPDATE version = version + 1",
-                    group,
-                )
-            )
-            seq = (
-                f"(SELECT version FROM {self._stamps} WHERE tenant_id = %s AND model_id = %s"
-                " AND kind = %s)"
-            )
-            for (m, kd, _), item in latest.items():
-                if (m, kd) != (model_id, kind):
-                    continue
-                # Hex text: aiomysql cannot escape bytes.
-                blob = unit_vector_bytes(item.vector).hex()
+            if group != last:
+                last = group
                 statements.append(
                     (
-                        f"INSERT INTO {self._vectors}"
-                        " (tenant_id, kind, id, model_id, thread_id, vector, seq)"
-                        f" VALUES (%s, %s, %s, %s, %s, UNHEX(%s), {seq})"
-                        " ON DUPLICATE KEY UPDATE thread_id = VALUES(thread_id),"
-                        " vector = VALUES(vector), seq = VALUES(seq)",
-                        (tenant, kind, item.id, model_id, item.thread_id, blob, *group),
+                        f"INSERT INTO {self._stamps} (tenant_id, model_id, kind, version)"
+                        " VALUES (%s, %s, %s, 1) ON DUPLICATE KEY UPDATE version = version + 1",
+                        group,
                     )
                 )
+            # Hex text: aiomysql cannot escape bytes.
+            blob = unit_vector_bytes(item.vector).hex()
+            statements.append(
+                (
+                    f"INSERT INTO {self._table('vectors')}"
+                    " (tenant_id, kind, id, model_id, thread_id, vector, seq)"
+                    f" VALUES (%s, %s, %s, %s, %s, UNHEX(%s), (SELECT version FROM {self._stamps}"
+                    " WHERE tenant_id = %s AND model_id = %s AND kind = %s))"
+                    " ON DUPLICATE KEY UPDATE thread_id = VALUES(thread_id),"
+                    " vector = VALUES(vector), seq = VALUES(seq)",
+                    (tenant, kind, item.id, model_id, item.thread_id, blob, *group),
+                )
+            )
         if statements:
             await self._write_many(statements)

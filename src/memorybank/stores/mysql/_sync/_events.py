@@ -20,13 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-import pymysql
-
-from memorybank.errors import StoreUnavailable
 from memorybank.events.types import USER_FORGOTTEN
 from memorybank.stores.mysql._sync._base import MySQLBase
 from memorybank.stores.mysql.compat import MySQLConnection
-from memorybank.stores.mysql.rows import BEGIN, Statement
+from memorybank.stores.mysql.rows import Statement
 from memorybank.stores.sql.events import (
     mysql_disable,
     mysql_emit,
@@ -36,7 +33,6 @@ from memorybank.stores.sql.events import (
 
 __all__ = ["EventsMixin"]
 
-_NO_TABLE = 1146
 #: Both lookups name the table: the server opens that table alone (by name only, it
 #: opens every table of the schema, and warns of one another process is altering).
 _FEED_STATE = (
@@ -55,43 +51,31 @@ class EventsMixin(MySQLBase):
         p = self.prefix
         return _FEED_STATE, (f"{p}events_mute", f"{p}entries", f"{p}events_entries_ins")
 
-    def _missing_table(self, error: BaseException) -> bool:
-        return any(
-            isinstance(e, pymysql.err.ProgrammingError) and e.args[:1] == (_NO_TABLE,)
-            for e in (error, error.__cause__)
+    def _feed_state(self, conn: MySQLConnection | None = None) -> tuple[bool, bool]:
+        """(the feed's tables exist, its triggers are on), read on ``conn`` or a pooled one."""
+        read = self._feed_state_read()
+        rows = (
+            self._select_many([read]) if conn is None else (self._one(conn, *read))[0]
         )
-
-    def _feed_state(self, conn: MySQLConnection) -> tuple[bool, bool]:
-        """(the feed's tables exist, its triggers are on)."""
-        rows, _ = self._one(conn, *self._feed_state_read())
         return bool(rows[0][0]), bool(rows[0][1])
 
     def _feed_switch(self, statements: Sequence[str], *, enable: bool) -> None:
         """Run DDL ``statements`` under the prefix's named lock (``enable``: the feed's
         tables made first, and the statements run only while its triggers are absent)."""
-        lock = f"memorybank:{self.prefix}"
-        with self._connection() as conn:
-            rows, _ = self._one(conn, "SELECT GET_LOCK(%s, %s)", (lock, self.timeout))
-            if not rows or rows[0][0] != 1:
-                raise StoreUnavailable("timed out waiting for another process's feed switch")
-            try:
-                self._one(conn, "SET SESSION sql_notes = 0")  # "already exists" notes
-                if enable:
-                    collation = self._exact_collation(conn)
-                    for statement in mysql_tables(self.prefix, collation):
-                        self._one(conn, statement)
-                if not (enable and (self._feed_state(conn))[1]):
-                    for statement in statements:
-                        self._one(conn, statement)
-            finally:
-                self._one(conn, "SET SESSION sql_notes = 1")
-                self._one(conn, "SELECT RELEASE_LOCK(%s)", (lock,))
+        with self._connection() as conn, self._ddl_lock(conn, "feed switch"):
+            if enable:
+                collation = self._exact_collation(conn)
+                for statement in mysql_tables(self.prefix, collation):
+                    self._one(conn, statement)
+            if not (enable and (self._feed_state(conn))[1]):
+                for statement in statements:
+                    self._one(conn, statement)
 
     def events_enable(self, *, keep: timedelta) -> None:
         p = self.prefix
         seconds = max(1, int(keep.total_seconds()))
         self._feed_switch(mysql_enable(p), enable=True)
-        self._execute(
+        self._write_one(
             f"INSERT INTO {p}events_config (name, value) VALUES ('keep', %s)"
             " ON DUPLICATE KEY UPDATE value = %s",
             (seconds, seconds),
@@ -102,15 +86,13 @@ class EventsMixin(MySQLBase):
 
     def events_prune(self, tenant: str, *, limit: int) -> int:
         p = self.prefix
-        with self._connection() as conn:
-            tables, _ = self._feed_state(conn)
+        tables, _ = self._feed_state()
         if not tables:
             return 0
         # The server's clock, as the triggers' ``at``; the last doomed number kept in a
         # session variable between the statements of the one round trip.
-        results = self._run_retried(
+        counts = self._write_many(
             [
-                (BEGIN, None),
                 (
                     "SELECT MAX(seq) INTO @memorybank_doomed FROM (SELECT seq"
                     f" FROM {p}events WHERE tenant_id = %s AND at < CAST(UNIX_TIMESTAMP(NOW(6))"
@@ -127,10 +109,9 @@ class EventsMixin(MySQLBase):
                     " WHERE tenant_id = %s AND @memorybank_doomed IS NOT NULL",
                     (tenant,),
                 ),
-                ("COMMIT", None),
             ]
         )
-        return int(results[3][1])
+        return counts[1]
 
     def _forget_write(
         self, tenant: str, user_id: str, statements: Sequence[Statement]
@@ -139,8 +120,7 @@ class EventsMixin(MySQLBase):
         database has a feed): the tenant's delete events muted first (a row no other
         transaction sees), then the user's events gone and one ``user.forgotten``
         recorded (while the feed is on)."""
-        with self._connection() as conn:
-            tables, on = self._feed_state(conn)
+        tables, on = self._feed_state()
         if not tables:
             return self._write_many(statements)
         p = self.prefix
