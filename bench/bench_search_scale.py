@@ -696,10 +696,31 @@ def _memory_mb() -> dict[str, float]:
     return out
 
 
-def _x5_worker(path: str, shared: bool, clients: int, conn: Any) -> None:
+#: Searches in flight per process in X5's gated rows (the others let every client's in).
+X5_GATE = 2
+
+
+def _gated(
+    call: Callable[[int], Awaitable[object]], inflight: int | None
+) -> Callable[[int], Awaitable[object]]:
+    """``call`` with at most ``inflight`` calls running at once (None: no limit); a
+    caller's wait for its turn counts in its latency."""
+    if inflight is None:
+        return call
+    gate = asyncio.Semaphore(inflight)
+
+    async def gated(i: int) -> object:
+        async with gate:
+            return await call(i)
+
+    return gated
+
+
+def _x5_worker(path: str, shared: bool, inflight: int | None, clients: int, conn: Any) -> None:
     """One worker process of X5: its own ``AsyncMemory`` over ``path``; each message
-    ``(indexes, ...)`` from the parent runs those searches from ``clients`` tasks and
-    answers (samples, start, end, memory); ``None`` ends it."""
+    (a range of indexes) from the parent runs those searches from ``clients`` tasks,
+    at most ``inflight`` at once, and answers (samples, start, end, memory); ``None``
+    ends it."""
     from memorybank.stores.vectors import files
 
     _one_blas_thread()
@@ -720,9 +741,10 @@ def _x5_worker(path: str, shared: bool, clients: int, conn: Any) -> None:
                 user, q = picks[i]
                 return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
 
+            call = _gated(one, inflight)
             while (indexes := conn.recv()) is not None:
                 start = time.monotonic()
-                samples, _ = await _clients_async(one, clients, indexes)
+                samples, _ = await _clients_async(call, clients, indexes)
                 conn.send((samples, start, time.monotonic(), _memory_mb()))
 
     asyncio.run(serve())
@@ -746,28 +768,32 @@ def run_x5(
     picks = [(names[int(rng.integers(len(names)))], int(rng.integers(512))) for _ in range(10**5)]
     clients = max(1, max(CLIENTS) // workers)
     context = multiprocessing.get_context("spawn")
-    sets: dict[bool, list[tuple[Any, Any]]] = {}
-    warm: dict[bool, list[dict[str, float]]] = {}
+    # (shared vectors, searches in flight per process) of each set of workers; the
+    # first set starts alone and saves the files, the own set reads the table
+    kinds = {"shared": (True, None), "own": (False, None), "gated": (True, X5_GATE)}
+    sets: dict[str, list[tuple[Any, Any]]] = {}
+    warm: dict[str, list[dict[str, float]]] = {}
     try:
-        # the shared set starts first and saves the files; the other reads the table
-        for shared in (True, False):
+        for kind, (shared, inflight) in kinds.items():
             started = []
             for _ in range(workers):
                 ours, theirs = context.Pipe()
                 proc = context.Process(
-                    target=_x5_worker, args=(path, shared, clients, theirs), daemon=True
+                    target=_x5_worker,
+                    args=(path, shared, inflight, clients, theirs),
+                    daemon=True,
                 )
                 proc.start()
                 ours.send((names, picks))
                 started.append((proc, ours))
-            warm[shared] = [conn.recv() for _, conn in started]
-            sets[shared] = started
+            warm[kind] = [conn.recv() for _, conn in started]
+            sets[kind] = started
 
-        def in_workers(shared: bool, indexes: range) -> tuple[list[float], float]:
+        def in_workers(kind: str, indexes: range) -> tuple[list[float], float]:
             parts = [indexes[w::workers] for w in range(workers)]
-            for (_, conn), part in zip(sets[shared], parts, strict=True):
+            for (_, conn), part in zip(sets[kind], parts, strict=True):
                 conn.send(part)
-            got = [conn.recv() for _, conn in sets[shared]]
+            got = [conn.recv() for _, conn in sets[kind]]
             samples = [x for g in got for x in g[0]]
             return samples, max(g[2] for g in got) - min(g[1] for g in got)
 
@@ -784,10 +810,10 @@ def run_x5(
                     user, q = picks[i]
                     return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
 
+                gated = _gated(one, X5_GATE)
                 for n, user in enumerate(names):  # warm, as the workers
                     await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
-                cells = ("1", "32", "shared", "own", "floor")
-                got: dict[str, tuple[list[float], float]] = {c: ([], 0.0) for c in cells}
+                got: dict[str, tuple[list[float], float]] = {}
                 n = total * 2
                 step = -(-n // ROUNDS)
                 for begin in range(0, n, step):
@@ -796,20 +822,21 @@ def run_x5(
                     runs = {
                         "1": await _clients_async(one, 1, one_client),
                         "32": await _clients_async(one, max(CLIENTS), indexes),
-                        "shared": in_workers(True, indexes),
-                        "own": in_workers(False, indexes),
+                        "32 gated": await _clients_async(gated, max(CLIENTS), indexes),
+                        **{kind: in_workers(kind, indexes) for kind in kinds},
                         "floor": _clients_threads(floor_call, max(CLIENTS), indexes),
                     }
                     for cell, (samples, wall) in runs.items():
-                        got[cell] = (got[cell][0] + samples, got[cell][1] + wall)
-                return {cell: _stats(*got[cell]) for cell in cells}
+                        before = got.get(cell, ([], 0.0))
+                        got[cell] = (before[0] + samples, before[1] + wall)
+                return {cell: _stats(*got[cell]) for cell in got}
 
         cells = asyncio.run(measure())
-        ends: dict[bool, list[dict[str, float]]] = {}
-        for shared, started in sets.items():
+        ends: dict[str, list[dict[str, float]]] = {}
+        for kind, started in sets.items():
             for _, conn in started:
                 conn.send(range(0))
-            ends[shared] = [conn.recv()[3] for _, conn in started]
+            ends[kind] = [conn.recv()[3] for _, conn in started]
     finally:
         for started in sets.values():
             for proc, conn in started:
@@ -824,11 +851,14 @@ def run_x5(
     def mb(memory: list[dict[str, float]]) -> str:
         return ", ".join(f"{m['VmRSS']:.0f} / {m['RssAnon']:.0f} / {m['Pss']:.0f}" for m in memory)
 
+    procs = f"{workers} processes x {clients}"
     for label, cell, memory in (
         ("in-process, 1 client", "1", None),
         ("in-process, 32 clients", "32", None),
-        (f"{workers} processes x {clients}, shared vectors", "shared", ends[True]),
-        (f"{workers} processes x {clients}, own vectors", "own", ends[False]),
+        (f"in-process, 32 clients, {X5_GATE} in flight", "32 gated", None),
+        (f"{procs}, shared vectors", "shared", ends["shared"]),
+        (f"{procs}, own vectors", "own", ends["own"]),
+        (f"{procs}, shared vectors, {X5_GATE} in flight each", "gated", ends["gated"]),
     ):
         mine = cells[cell]
         out.append(
@@ -844,8 +874,9 @@ def run_x5(
             ]
         )
     notes.append(
-        f"sqlite X5: workers after warming (RSS / private / PSS MB): shared {mb(warm[True])};"
-        f" own {mb(warm[False])}; {_load_avg()} at the end"
+        "sqlite X5: workers after warming (RSS / private / PSS MB): "
+        + "; ".join(f"{kind} {mb(warm[kind])}" for kind in kinds)
+        + f"; {_load_avg()} at the end"
     )
 
 
