@@ -437,6 +437,7 @@ class SearchMixin(SQLiteStoreBase):
 
         if (
             self.path == ":memory:"
+            or self._view  # a snapshot's rows are not the files' to replace
             or slot.shared
             or slot.dead
             or slot.n < _vector_files.SHARE_MIN_ROWS
