@@ -313,7 +313,7 @@ def save(
         if durable:
             _fsync_dir(folder)
     except OSError as error:
-        _log.warning("ANN index of %s not persisted: %s", name, error)
+        _log.warning("vector files (index or shared vectors) of %s not written: %s", name, error)
         return None
     for old in folder.glob(f"{name}.*"):
         if old.name != f"{name}.json" and f".{token}." not in old.name:
