@@ -16,6 +16,16 @@ X3  Scope size: p50 of the same search for a user with 500 entries and one with
     1,000,000, the issue's figure; built in about 2 minutes), the two users' searches
     interleaved, and the ratio of the two; after each user's first search in the process
     and one tenant-wide search (both reported in the notes), so the table is a warm process.
+X5  Worker processes (SQLite): the same user-scope search from 2 processes (``--workers``)
+    x 16 clients, each process its own ``AsyncMemory`` over the same file (as ``memorybank
+    serve --workers 2``), searches/s summed over the processes, once with the vectors shared
+    (each slot mapped from one file, ``stores.vectors.files``) and once with a copy each;
+    beside the in-process search at 1 and 32 clients and the floor at 32 threads, all in
+    turns; the memory of each worker (RSS, its private part, its proportional share).
+    The gated rows let at most ``X5_GATES`` searches of a process run at once (the bench's
+    own semaphore, the wait counted in the latency): 32 searches interleaved in one process
+    hand the GIL back and forth between the event loop and the read threads on every row
+    SQLite steps, which on a loaded machine costs more than it overlaps.
 X4  Over HTTP (SQLite): the same user-scope search through ``POST /v1/search`` of a
     ``memorybank`` server process (one uvicorn worker, the same embedder), from 1, 8 and
     32 clients (the lean HTTP/1.1 client ``bench._http``), against the in-process
@@ -43,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import os
 import sqlite3
@@ -673,6 +684,215 @@ def run_x4(url: str, users: dict[str, Any], total: int, out: list[list[Any]]) ->
         server.wait(10)
 
 
+def _memory_mb() -> dict[str, float]:
+    """This process's RSS, its private part (anonymous pages) and its proportional share
+    of every page (PSS: a page mapped by two processes counts half in each), in MB."""
+    out: dict[str, float] = {}
+    with open("/proc/self/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon"):
+                out[name] = int(value.split()[0]) / 1024
+    with open("/proc/self/smaps_rollup") as rollup:
+        for line in rollup:
+            if line.startswith("Pss:"):
+                out["Pss"] = int(line.split()[1]) / 1024
+    return out
+
+
+#: Searches in flight per process in X5's gated rows (the others let every client's in).
+X5_GATES = (1, 2)
+
+
+def _gated(
+    call: Callable[[int], Awaitable[object]], inflight: int | None
+) -> Callable[[int], Awaitable[object]]:
+    """``call`` with at most ``inflight`` calls running at once (None: no limit); a
+    caller's wait for its turn counts in its latency."""
+    if inflight is None:
+        return call
+    gate = asyncio.Semaphore(inflight)
+
+    async def gated(i: int) -> object:
+        async with gate:
+            return await call(i)
+
+    return gated
+
+
+def _x5_worker(path: str, shared: bool, inflight: int | None, clients: int, conn: Any) -> None:
+    """One worker process of X5: its own ``AsyncMemory`` over ``path``; each message
+    (a range of indexes) from the parent runs those searches from ``clients`` tasks,
+    at most ``inflight`` at once, and answers (samples, start, end, memory); ``None``
+    ends it."""
+    from memorybank.stores.vectors import files
+
+    _one_blas_thread()
+    if not shared:
+        files.SHARE_MIN_ROWS = 1 << 62  # every process reads its own copy
+    qtexts, qvecs = queries(512, seed=99)
+    lookup = Known()
+    lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
+
+    async def serve() -> None:
+        async with AsyncMemory(f"sqlite:///{path}", embedder=lookup) as memory:
+            names, picks = conn.recv()
+            for n, user in enumerate(names):  # warm: every user's first search
+                await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
+            conn.send(_memory_mb())
+
+            async def one(i: int) -> object:
+                user, q = picks[i]
+                return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
+
+            call = _gated(one, inflight)
+            while (indexes := conn.recv()) is not None:
+                start = time.monotonic()
+                samples, _ = await _clients_async(call, clients, indexes)
+                conn.send((samples, start, time.monotonic(), _memory_mb()))
+
+    asyncio.run(serve())
+
+
+def run_x5(
+    path: str,
+    users: dict[str, Any],
+    floor: Raw,
+    workers: int,
+    total: int,
+    out: list[list[Any]],
+    notes: list[str],
+) -> None:
+    """X5: worker processes sharing the vectors or not, against in-process and the floor."""
+    import multiprocessing
+
+    qtexts, qvecs = queries(512, seed=99)
+    names = sorted(users)
+    rng = np.random.default_rng(11)
+    picks = [(names[int(rng.integers(len(names)))], int(rng.integers(512))) for _ in range(10**5)]
+    clients = max(1, max(CLIENTS) // workers)
+    context = multiprocessing.get_context("spawn")
+    # (shared vectors, searches in flight per process) of each set of workers; the
+    # first set starts alone and saves the files, the own set reads the table
+    kinds: dict[str, tuple[bool, int | None]] = {"shared": (True, None), "own": (False, None)}
+    kinds |= {f"gated {g}": (True, g) for g in X5_GATES}
+    sets: dict[str, list[tuple[Any, Any]]] = {}
+    warm: dict[str, list[dict[str, float]]] = {}
+    try:
+        for kind, (shared, inflight) in kinds.items():
+            started = []
+            for _ in range(workers):
+                ours, theirs = context.Pipe()
+                proc = context.Process(
+                    target=_x5_worker,
+                    args=(path, shared, inflight, clients, theirs),
+                    daemon=True,
+                )
+                proc.start()
+                theirs.close()  # (a worker that dies then ends our reads with EOFError)
+                ours.send((names, picks))
+                started.append((proc, ours))
+            warm[kind] = [conn.recv() for _, conn in started]
+            sets[kind] = started
+
+        def in_workers(kind: str, indexes: range) -> tuple[list[float], float]:
+            parts = [indexes[w::workers] for w in range(workers)]
+            for (_, conn), part in zip(sets[kind], parts, strict=True):
+                conn.send(part)
+            got = [conn.recv() for _, conn in sets[kind]]
+            samples = [x for g in got for x in g[0]]
+            return samples, max(g[2] for g in got) - min(g[1] for g in got)
+
+        def floor_call(i: int) -> object:
+            user, q = picks[i]
+            return floor(user, qtexts[q], qvecs[q], None)
+
+        async def measure() -> dict[str, tuple[float, float, float]]:
+            lookup = Known()
+            lookup.fixed = dict(zip(qtexts, qvecs, strict=True))
+            async with AsyncMemory(f"sqlite:///{path}", embedder=lookup) as memory:
+
+                async def one(i: int) -> object:
+                    user, q = picks[i]
+                    return await memory.search(qtexts[q], user_id=user, agent_id=AGENT, k=10)
+
+                gated = {g: _gated(one, g) for g in X5_GATES}
+                for n, user in enumerate(names):  # warm, as the workers
+                    await memory.search(qtexts[n], user_id=user, agent_id=AGENT, k=10)
+                got: dict[str, tuple[list[float], float]] = {}
+                n = total * 2
+                step = -(-n // ROUNDS)
+                for begin in range(0, n, step):
+                    indexes = range(begin, min(n, begin + step))
+                    one_client = range(begin, begin + max(1, len(indexes) // 4))
+                    runs = {
+                        "1": await _clients_async(one, 1, one_client),
+                        "32": await _clients_async(one, max(CLIENTS), indexes),
+                        **{
+                            f"32 gated {g}": await _clients_async(call, max(CLIENTS), indexes)
+                            for g, call in gated.items()
+                        },
+                        **{kind: in_workers(kind, indexes) for kind in kinds},
+                        "floor": _clients_threads(floor_call, max(CLIENTS), indexes),
+                    }
+                    for cell, (samples, wall) in runs.items():
+                        before = got.get(cell, ([], 0.0))
+                        got[cell] = (before[0] + samples, before[1] + wall)
+                return {cell: _stats(*got[cell]) for cell in got}
+
+        cells = asyncio.run(measure())
+        ends: dict[str, list[dict[str, float]]] = {}
+        for kind, started in sets.items():
+            for _, conn in started:
+                conn.send(range(0))
+            ends[kind] = [conn.recv()[3] for _, conn in started]
+    finally:
+        for started in sets.values():
+            for proc, conn in started:
+                with contextlib.suppress(OSError):
+                    conn.send(None)
+                proc.join(30)
+                if proc.is_alive():
+                    proc.terminate()
+    one_rate = cells["1"][0]
+    fl = cells["floor"]
+
+    def mb(memory: list[dict[str, float]]) -> str:
+        return ", ".join(f"{m['VmRSS']:.0f} / {m['RssAnon']:.0f} / {m['Pss']:.0f}" for m in memory)
+
+    procs = f"{workers} processes x {clients}"
+    rows: list[tuple[str, str, list[dict[str, float]] | None]] = [
+        ("in-process, 1 client", "1", None),
+        ("in-process, 32 clients", "32", None),
+        *((f"in-process, 32 clients, {g} in flight", f"32 gated {g}", None) for g in X5_GATES),
+        (f"{procs}, shared vectors", "shared", ends["shared"]),
+        (f"{procs}, own vectors", "own", ends["own"]),
+        *(
+            (f"{procs}, shared vectors, {g} in flight each", f"gated {g}", ends[f"gated {g}"])
+            for g in X5_GATES
+        ),
+    ]
+    for label, cell, memory in rows:
+        mine = cells[cell]
+        out.append(
+            [
+                label,
+                f"{mine[0]:.0f}",
+                f"{fl[0]:.0f}",
+                f"{mine[0] / fl[0]:.3f}",
+                f"{mine[0] / one_rate:.2f}",
+                _ms(mine),
+                f"{fl[1]:.2f} / {fl[2]:.2f}",
+                "-" if memory is None else mb(memory),
+            ]
+        )
+    notes.append(
+        "sqlite X5: workers after warming (RSS / private / PSS MB): "
+        + "; ".join(f"{kind} {mb(warm[kind])}" for kind in kinds)
+        + f"; {_load_avg()} at the end"
+    )
+
+
 def owners_x1(quick: bool, per_user: int) -> list[tuple[str, int, int]]:
     """Users of ``per_user`` entries each: 20 threads when that makes 100 a thread or
     fewer, else threads of 100."""
@@ -692,6 +912,7 @@ def sqlite_part(
     x3: list[list[Any]],
     notes: list[str],
     x4: list[list[Any]] | None = None,
+    x5: list[list[Any]] | None = None,
 ) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for n, size in enumerate([] if args.only_x3 else args.sizes):
@@ -715,6 +936,9 @@ def sqlite_part(
                     notes,
                 )
             )
+            if x5 is not None and n == len(args.sizes) - 1:
+                floor = FloorSQLite(path, users)
+                run_x5(path, users, floor, args.workers, args.total, x5, notes)
             if x4 is not None and n == len(args.sizes) - 1:
                 run_x4(f"sqlite:///{path}", users, args.total, x4)
                 notes.append(f"sqlite X4: {_load_avg()} at the end")
@@ -821,6 +1045,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--no-http", action="store_true", help="skip X4 (the HTTP table)")
     parser.add_argument("--no-x3", action="store_true", help="skip X3 (the scope-size table)")
+    parser.add_argument(
+        "--workers", type=int, default=2, help="worker processes of X5 (0: skip X5)"
+    )
     parser.add_argument("--only-x3", action="store_true", help="X3 alone (no X1, X2, X4)")
     args = parser.parse_args(argv)
     _one_blas_thread()
@@ -831,9 +1058,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     x1: list[list[Any]] = []
     x3: list[list[Any]] = []
     x4: list[list[Any]] = []
+    x5: list[list[Any]] = []
     notes: list[str] = []
     if "sqlite" in stores:
-        sqlite_part(args, x1, x3, notes, None if args.no_http else x4)
+        sqlite_part(
+            args, x1, x3, notes, None if args.no_http else x4, x5 if args.workers > 0 else None
+        )
     if "postgres" in stores and not args.only_x3:
         postgres_part(args, x1, x3, notes)
     print("### X1/X2: hybrid search, memorybank against the raw query and the floor\n")
@@ -855,6 +1085,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(table(headers, x1))
     print("\n### X3: user-scope hybrid search p50 by the user's history\n")
     print(table(["store", "user's entries", "p50 ms", "p99 ms", "p50 / small's"], x3))
+    if x5:
+        print("\n### X5: user-scope search from worker processes (SQLite), in turns\n")
+        headers = [
+            "run",
+            "mb/s",
+            "floor/s (32 threads)",
+            "mb/floor",
+            "mb / in-process 1 client",
+            "mb p50 / p99 ms",
+            "floor p50 / p99 ms",
+            "MB per worker: RSS / private / PSS",
+        ]
+        print(table(headers, x5))
     if x4:
         print("\n### X4: user-scope search over HTTP (POST /v1/search) against in-process\n")
         headers = [

@@ -8,6 +8,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from memorybank import AsyncMemory
 from memorybank.stores.sqlite._async._base import READ_CONNECTIONS
 
@@ -174,3 +176,65 @@ async def _snapshot_vector_search(path: Path) -> tuple[list[str], list[str]]:
 def test_a_snapshot_view_searches_vectors_as_of_its_point_in_time(tmp_path: Path) -> None:
     seen = asyncio.run(_snapshot_vector_search(tmp_path / "snap.db"))
     assert seen == (["before"], ["after", "before"])
+
+
+async def _concurrent_users_see_their_writes_and_nobody_elses(path: Path) -> int:
+    from memorybank.stores.contract._async.store import Visibility
+    from memorybank.testing._embedder import SynonymEmbedder
+
+    embedder = SynonymEmbedder()
+    users = [f"u{n}" for n in range(6)]
+    checked = 0
+    async with AsyncMemory(f"sqlite:///{path}", embedder=embedder) as memory:
+        store, tenant = memory.store, memory.tenant_id
+        threads = {u: await memory.threads.create(user_id=u, agent_id="bot") for u in users}
+        for u in users:  # every user's history holds the same words as everyone else's
+            await memory.entries.add_many(
+                threads[u].id,
+                [{"role": "user", "content": f"the car and the tea {i}"} for i in range(40)],
+            )
+
+        async def user_loop(u: str) -> None:
+            nonlocal checked
+            mine, seen = threads[u].id, Visibility("bot", u)
+            for i in range(8):
+                text = f"my automobile is zz{u}x{i}"
+                entry = await memory.remember(mine, "user", text)
+                # the reads issued after the write returned find it (on any read
+                # connection: the keyword index and the vectors caught up) ...
+                words = await store.text_search(
+                    tenant, f"zz{u}x{i}", kinds=["entry"], k=5, visible_to=seen
+                )
+                assert [h.id for h in words] == [entry.id]
+                (vector,) = embedder.embed([text])
+                near = await store.vector_search(
+                    tenant,
+                    vector,
+                    model_id=embedder.model_id,
+                    kinds=["entry"],
+                    k=60,
+                    visible_to=seen,
+                )
+                assert entry.id in [h.id for h in near if h.score > 0.999]
+                # ... and only her own entries, in the store and through the memory
+                assert {h.thread_id for h in [*words, *near]} == {mine}
+                hits = await memory.search(f"vehicle zz{u}x{i}", user_id=u, agent_id="bot")
+                assert hits and {h.entry.thread_id for h in hits if h.entry} == {mine}
+                checked += 1
+
+        await asyncio.gather(*(user_loop(u) for u in users))
+        assert len(cast(Any, memory.store)._readers.connections) > 1  # reads ran in parallel
+    return checked
+
+
+@pytest.mark.parametrize("share", [False, True], ids=["own vectors", "shared vectors"])
+def test_concurrent_users_on_the_read_connections_see_their_writes_and_no_one_elses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: bool
+) -> None:
+    from memorybank.stores.vectors import files as _vector_files
+
+    if share:  # the vectors mapped from the files every process maps
+        monkeypatch.setattr(_vector_files, "SHARE_MIN_ROWS", 100)
+    path = tmp_path / "users.db"
+    assert asyncio.run(_concurrent_users_see_their_writes_and_nobody_elses(path)) == 6 * 8
+    assert any(_vector_files.directory(str(path)).glob("*.f32")) == share

@@ -260,6 +260,9 @@ class VectorSlot:
         self.dead = 0
         #: The matrix is a persisted file's read-only mapping (see ``forget``).
         self._mapped = False
+        #: The matrix is a persisted file's copy-on-write mapping with room for appends,
+        #: which other processes map too (``share``); False once it grew out of it.
+        self.shared = False
         self.codes: dict[str | None, int] = {None: _NONE}
         #: Row positions per thread code and per user code, and contiguous copies of
         #: large scopes' rows (``find``).
@@ -359,6 +362,28 @@ class VectorSlot:
         assert matrix.shape[0] >= self.n and matrix.shape[1] == self.dim
         self.matrix, self._mapped = matrix, False
 
+    def share(
+        self, rowids: NDArray[np.int64], vectors: NDArray[np.float32], room: NDArray[np.float32]
+    ) -> bool:
+        """Use ``room`` (a mapping other processes share, writable copy-on-write, its
+        first rows ``vectors``) as the matrix if its rows are exactly the slot's: the
+        same rowids, bit for bit the same vectors, none deleted; whether it did. The
+        caller holds the cache's lock (or owns the slot alone)."""
+        n = self.n
+        if (
+            self.dead
+            or room.shape[1] != self.dim
+            or room.shape[0] < n
+            or not room.flags.writeable
+            or len(rowids) != n
+            or not np.array_equal(rowids, self.rowids[:n])
+            or not np.array_equal(vectors, self.matrix[:n])
+        ):
+            return False
+        # (a builder reading rows meanwhile reads the same values from either matrix)
+        self.matrix, self._mapped, self.shared = room, False, True
+        return True
+
     def append(self, rows: CachedRows, block: NDArray[np.float32] | None = None) -> None:
         """Add rows (rowids larger than every cached one); rows of another dimension are skipped.
 
@@ -387,7 +412,7 @@ class VectorSlot:
             elif need > self.matrix.shape[0]:  # grow geometrically: appends stay amortised O(1)
                 grown = np.zeros((max(need, 2 * self.matrix.shape[0], 1024), self.dim), np.float32)
                 grown[: self.n] = self.matrix[: self.n]
-                self.matrix = grown
+                self.matrix, self.shared = grown, False
             if self.n:
                 self.matrix[self.n : need] = block
             self.rowids = np.concatenate([self.rowids, np.asarray(kept(rows.rowids), np.int64)])
@@ -708,6 +733,10 @@ class VectorSlot:
 
     def has_ann(self) -> bool:
         return self._ann is not None
+
+    def ann_pending(self) -> bool:
+        """Whether an index of an earlier state waits to be checked (``inherit_ann``)."""
+        return self._ann_pending is not None
 
     def ann_rows(self) -> int:
         """Rows ``[0, ann_rows)`` are in the index."""

@@ -2,9 +2,15 @@
 
 Files live in ``<database>.ann/``, per (table prefix, tenant, model, kind) a
 manifest ``<stem>.json`` and the files it names, ``<stem>.<token>.usearch``
-(the usearch index, keyed by rowid), ``.f32`` (the vectors it holds, float32,
-in rowid order), ``.i64`` (their rowids) and ``.ids`` (their ids, JSON). The stem is
-``<sha256(prefix, tenant)[:16]>-<sha256(model)[:16]>-<sha256(kind)[:8]>``.
+(the usearch index, keyed by rowid; absent when only the vectors are shared),
+``.f32`` (the vectors it holds, float32, in rowid order, then zeroed rows of room for
+appends: ``capacity`` rows in all), ``.i64`` (their rowids) and ``.ids`` (their ids,
+JSON). The stem is ``<sha256(prefix, tenant)[:16]>-<sha256(model)[:16]>-<sha256(kind)[:8]>``.
+
+Sharing: the vectors are mapped copy-on-write (``Persisted.room``), so every process of
+one host that loads the same files holds one copy of them in the page cache; rows a
+process appends into the room, or zeroes when they are deleted, become pages of its own
+(the files never change once written: a new state is a new token).
 
 Writing (``save``): new files under a fresh token, each written to a temporary
 name, fsynced and renamed; then the manifest the same way, then the directory
@@ -58,10 +64,27 @@ else:
 from memorybank.runtime.native import usearch_index
 from memorybank.stores.vectors.exact import configure_ann
 
-__all__ = ["Persisted", "directory", "load", "remove_tenant", "save", "save_slot", "stem"]
+__all__ = [
+    "SHARE_MIN_ROWS",
+    "Persisted",
+    "directory",
+    "load",
+    "remove_tenant",
+    "save",
+    "save_slot",
+    "stem",
+]
 
 _VERSION = 1
 _PARTS = ("usearch", "f32", "i64", "ids")
+#: Rows of room for appends after the vectors of a saved ``.f32`` file: a share of them,
+#: at least ``ROOM_MIN``.
+ROOM_SHARE = 0.25
+ROOM_MIN = 1024
+#: Vectors of one (tenant, model, kind) from which a SQLite store on a file saves them
+#: (without an index below ``ANN_THRESHOLD``) for the processes of the host to map one
+#: copy (``AsyncSQLiteStore._vector_share``); below, each process reads its own.
+SHARE_MIN_ROWS = 4096
 #: A search re-saves an index that grew by this many rows and this share since its files
 #: (closing the store saves any growth).
 SAVE_AFTER_ROWS = 1000
@@ -89,6 +112,7 @@ def stem(prefix: str, tenant: str, model_id: str, kind: str) -> str:
 class Persisted:
     """What a manifest covers, and the loaded index, vectors and rowids."""
 
+    #: The HNSW index (None: the vectors alone were saved, to be shared).
     index: Any
     vectors: NDArray[np.float32]
     rowids: NDArray[np.int64]
@@ -97,14 +121,19 @@ class Persisted:
     ids: list[str]
     #: The deletion log sequence the files are current for (None: unknown, old files).
     log_seq: int | None = None
+    #: ``vectors`` and the zeroed rows of room after them (``capacity`` rows): the file
+    #: mapped copy-on-write, writable; the first ``len(vectors)`` rows are ``vectors``.
+    room: NDArray[np.float32] | None = None
 
 
-def _map(path: Path) -> bytes | mmap.mmap:
-    """The file's bytes, memory-mapped (read-only, not copied) unless empty."""
+def _map(path: Path, *, private: bool = False) -> bytes | mmap.mmap:
+    """The file's bytes, memory-mapped (not copied) unless empty: read-only, or
+    ``private``: writable copy-on-write (a write changes this process's page only)."""
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        access = mmap.ACCESS_COPY if private else mmap.ACCESS_READ
+        return mmap.mmap(f.fileno(), 0, access=access)
 
 
 def _crc(data: bytes | memoryview | mmap.mmap) -> int:
@@ -141,9 +170,17 @@ def _identity(prefix: str, tenant: str, model_id: str, kind: str, dim: int) -> d
 
 
 def load(
-    folder: Path, prefix: str, tenant: str, model_id: str, kind: str, dim: int
+    folder: Path,
+    prefix: str,
+    tenant: str,
+    model_id: str,
+    kind: str,
+    dim: int,
+    *,
+    index: bool = True,
 ) -> Persisted | None:
-    """The persisted index of the key if every check passes, else None (logged)."""
+    """The persisted index of the key if every check passes, else None (logged).
+    ``index=False``: the vectors only (``Persisted.index`` None), the index not read."""
     name = stem(prefix, tenant, model_id, kind)
     manifest_path = folder / f"{name}.json"
     try:
@@ -159,40 +196,56 @@ def load(
         ):
             _log.warning("ANN index manifest %s is for something else: rebuilding", manifest_path)
             return None
+        parts = [p for p in _PARTS if p in manifest["files"]]
+        if not index:
+            parts = [p for p in parts if p != "usearch"]
+        if parts != list(_PARTS[-len(parts) :]) or len(parts) < len(_PARTS) - 1:
+            raise ValueError("the manifest names other files")
         files: dict[str, bytes | mmap.mmap] = {}
-        for part in _PARTS:
+        for part in parts:
             size, _ = manifest["files"][part]
-            files[part] = data = _map(folder / f"{name}.{manifest['token']}.{part}")
+            path = folder / f"{name}.{manifest['token']}.{part}"
+            files[part] = data = _map(path, private=part == "f32")
             if len(data) != size:
                 _log.warning("ANN index file %s.%s is damaged: rebuilding", name, part)
                 return None
-        for part, crc in zip(_PARTS, _crcs([files[p] for p in _PARTS]), strict=True):
+        for part, crc in zip(parts, _crcs([files[p] for p in parts]), strict=True):
             if crc != manifest["files"][part][1]:
                 _log.warning("ANN index file %s.%s is damaged: rebuilding", name, part)
                 return None
         count = int(manifest["count"])
-        vectors = np.frombuffer(files["f32"], dtype="<f4")
+        capacity = int(manifest.get("capacity", count))
+        room = np.frombuffer(files["f32"], dtype="<f4")
         rowids = np.frombuffer(files["i64"], dtype="<i8")
         ids = json.loads(files["ids"][:])
         if not isinstance(ids, list) or not set(map(type, ids)) <= {str}:
             raise ValueError("ids are not a list of strings")
-        if vectors.size != count * dim or rowids.size != count or len(ids) != count:
+        if (
+            capacity < count
+            or room.size != capacity * dim
+            or rowids.size != count
+            or len(ids) != count
+        ):
             _log.warning("ANN index files of %s disagree with the manifest: rebuilding", name)
             return None
+        room = room.reshape(capacity, dim)
 
-        # a view of the mapped file (nothing copied; read-only): a builder that extends
-        # it works on a copy (``VectorSlot._build_rows``)
-        index = usearch_index().restore(memoryview(files["usearch"]), view=True)
-        if index is not None:
-            # kept mapped while the view lives
-            setattr(index, "memorybank_mapped", files["usearch"])  # noqa: B010
-        if index is None or len(index) != count or index.ndim != dim:
-            _log.warning("ANN index %s did not load: rebuilding", name)
-            return None
-        configure_ann(index)
+        ann = None
+        if "usearch" in files:
+            # a view of the mapped file (nothing copied; read-only): a builder that
+            # extends it works on a copy (``VectorSlot._build_rows``)
+            ann = usearch_index().restore(memoryview(files["usearch"]), view=True)
+            if ann is not None:
+                # kept mapped while the view lives
+                setattr(ann, "memorybank_mapped", files["usearch"])  # noqa: B010
+            if ann is None or len(ann) != count or ann.ndim != dim:
+                _log.warning("ANN index %s did not load: rebuilding", name)
+                return None
+            configure_ann(ann)
         return Persisted(
-            index=index,
-            vectors=vectors.reshape(count, dim),
+            index=ann,
+            room=room if room.flags.writeable else None,
+            vectors=room[:count],
             rowids=rowids.astype(np.int64, copy=False),
             max_rowid=int(manifest["max_rowid"]),
             deletes=int(manifest["deletes"]),
@@ -204,13 +257,14 @@ def load(
         return None
 
 
-def _write(path: Path, data: bytes | memoryview) -> None:
+def _write(path: Path, data: bytes | memoryview, *, durable: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     try:
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -230,36 +284,48 @@ def save(
     ids: Sequence[str],
     deletes: int,
     log_seq: int | None = None,
-) -> bool:
-    """Persist ``index`` (exactly the ``rowids`` with ``vectors``); False if it could not be."""
+    *,
+    durable: bool = True,
+) -> str | None:
+    """Persist ``index`` (exactly the ``rowids`` with ``vectors``; None: the vectors
+    alone), with room for appends after the vectors (``ROOM_SHARE``); the new files'
+    token, or None if they could not be written. ``durable=False``: not fsynced (a
+    crash may leave files that fail their checks at the next load: rebuilt then)."""
     dim = int(vectors.shape[1])
     name = stem(prefix, tenant, model_id, kind)
     token = secrets.token_hex(6)
+    capacity = len(rowids) + max(ROOM_MIN, int(len(rowids) * ROOM_SHARE))
     try:
         folder.mkdir(mode=0o700, exist_ok=True)
-        parts: dict[str, bytes | memoryview] = {
-            "usearch": memoryview(index.save()),
-            "f32": np.ascontiguousarray(vectors, dtype="<f4").data.cast("B"),
+        room = np.zeros((capacity, dim), dtype="<f4")
+        room[: len(rowids)] = vectors
+        parts: dict[str, bytes | memoryview] = {}
+        if index is not None:
+            parts["usearch"] = memoryview(index.save())
+        parts |= {
+            "f32": room.data.cast("B"),
             "i64": np.ascontiguousarray(rowids, dtype="<i8").data.cast("B"),
             "ids": json.dumps(list(ids)).encode(),
         }
         files = {}
         for part, data in parts.items():
-            _write(folder / f"{name}.{token}.{part}", data)
+            _write(folder / f"{name}.{token}.{part}", data, durable=durable)
             files[part] = [len(data), _crc(data)]
         manifest = _identity(prefix, tenant, model_id, kind, dim) | {
             "token": token,
             "count": len(rowids),
+            "capacity": capacity,
             "max_rowid": int(rowids[-1]) if len(rowids) else 0,
             "deletes": deletes,
             "log_seq": log_seq,
             "files": files,
         }
-        _write(folder / f"{name}.json", json.dumps(manifest).encode())
-        _fsync_dir(folder)
+        _write(folder / f"{name}.json", json.dumps(manifest).encode(), durable=durable)
+        if durable:
+            _fsync_dir(folder)
     except OSError as error:
-        _log.warning("ANN index of %s not persisted: %s", name, error)
-        return False
+        _log.warning("vector files (index or shared vectors) of %s not written: %s", name, error)
+        return None
     for old in folder.glob(f"{name}.*"):
         if old.name != f"{name}.json" and f".{token}." not in old.name:
             with contextlib.suppress(OSError):
@@ -267,7 +333,7 @@ def save(
     for tmp in folder.glob(f".{name}.*.tmp"):  # left by a crash mid-write
         with contextlib.suppress(OSError):
             tmp.unlink()
-    return True
+    return token
 
 
 def save_slot(

@@ -324,10 +324,13 @@ class SearchMixin(SQLiteStoreBase):
                 added = self._vector_rows(conn, tenant, model_id, kind, slot.max_rowid)
                 if slot.count - len(gone) + len(added.rowids) == count:
                     slot.forget(gone)
+                    shared = slot.shared
                     slot.append(added)
                     slot.count, slot.log_seq = count, log_top
                     slot.stamp = _Checked(signals, {id(conn): stamp})
                     if slot.dead * 4 < max(slot.n, 1):
+                        if shared and not slot.shared:  # grew out of its files' room
+                            self._vector_share(key, slot)
                         return slot
             old = slot if slot is not None and slot.dim == dim else None
             slot = self._vector_slot_read(conn, key, dim, count, updates, log, old)
@@ -405,7 +408,60 @@ class SearchMixin(SQLiteStoreBase):
                 live = old.alive[:rows]
                 slot.inherit_ann(index, old.rowids[:rows][live], old.matrix[:rows][live])
         slot.count, slot.deletes, slot.log_seq = count, updates, log[1]
+        if not slot.shared:
+            self._vector_share(key, slot)
         return slot
+
+    def _vector_share(self, key: tuple[str, str, str], slot: VectorSlot) -> None:
+        """Have the slot's matrix be files every process of the host maps, one copy in
+        memory for them all (``files.Persisted.room``), rather than a copy of its own.
+
+        Only a slot of at least ``SHARE_MIN_ROWS`` rows, none deleted since they were
+        read, whose rows are the database's live ones as of its ``log_seq`` and
+        ``deletes``, with no index of its own (its builder persists that with its
+        vectors: the next process maps those). The current files are mapped when they
+        hold exactly its rows (another process saved them); else its rows are saved
+        under a new token (not fsynced: a cache, checked at every load) and mapped.
+        ``VectorSlot.share`` swaps the matrix only for bit-identical rows, so a search
+        sees the same vectors before and after. The caller holds the cache's lock, or
+        owns the slot alone (a load).
+        """
+        from memorybank.stores.vectors import files as _vector_files
+
+        if (
+            self.path == ":memory:"
+            or self._view  # a snapshot's rows are not the files' to replace
+            or slot.shared
+            or slot.dead
+            or slot.n < _vector_files.SHARE_MIN_ROWS
+            or slot.deletes is None
+            or slot.has_ann()
+            or slot.ann_pending()
+        ):
+            return
+        folder = _vector_files.directory(self.path)
+        n = slot.n
+        for attempt in range(2):
+            found = _vector_files.load(folder, self.prefix, *key, slot.dim, index=False)
+            if found is not None and found.room is not None:
+                if slot.share(found.rowids, found.vectors, found.room):
+                    return
+            if attempt:
+                return
+            token = _vector_files.save(
+                folder,
+                self.prefix,
+                *key,
+                None,
+                slot.matrix[:n],
+                slot.rowids[:n],
+                slot.ids[:n],
+                slot.deletes,
+                slot.log_seq,
+                durable=False,
+            )
+            if token is None:
+                return
 
     def _vector_deleted(
         self, conn: sqlite3.Connection, key: tuple[str, str, str], after: int, upto: int
@@ -429,7 +485,8 @@ class SearchMixin(SQLiteStoreBase):
         updates: int,
         log: tuple[int, int],
     ) -> VectorSlot | None:
-        """The slot with the ANN index and vectors persisted by an earlier process, or None.
+        """The slot with the ANN index and vectors persisted by an earlier process (or the
+        vectors alone, ``_vector_share``), or None.
 
         Used only when the files pass their own checks (``_vector_files.load``).
         If the database's update count for the key is the one the files
@@ -444,13 +501,19 @@ class SearchMixin(SQLiteStoreBase):
         """
         from memorybank.stores.vectors import files as _vector_files
 
-        if self.path == ":memory:" or count < _vectors.ANN_THRESHOLD:
+        if self.path == ":memory:":
             return None
-        if not _vectors.ann_available():
+        if count < min(_vector_files.SHARE_MIN_ROWS, _vectors.ANN_THRESHOLD):
             return None
         tenant, model_id, kind = key
         found = _vector_files.load(
-            _vector_files.directory(self.path), self.prefix, tenant, model_id, kind, dim
+            _vector_files.directory(self.path),
+            self.prefix,
+            tenant,
+            model_id,
+            kind,
+            dim,
+            index=_vectors.ann_available(),
         )
         if found is None:
             return None
@@ -466,22 +529,26 @@ class SearchMixin(SQLiteStoreBase):
             if gone:
                 keep = ~np.isin(rowids, np.asarray(gone, dtype=np.int64))
                 dropped = rowids[~keep]
-                if len(dropped):
+                if len(dropped) and index is not None:
                     index = slot.drop_keys(index, dropped)
                 rowids, vectors = rowids[keep], vectors[keep]
                 ids = [i for i, k in zip(ids, keep.tolist(), strict=True) if k]
             known = self._vector_scopes(conn, key, found.max_rowid, ids)
             if known is not None and np.array_equal(known.rowids, rowids):
                 slot.append_scoped(known, ids, vectors)
-                slot.set_ann(index, slot.n, "loaded")
-                slot.saved_rows = slot.n
-                slot.dead_since_save = len(found.rowids) - len(rowids)
+                if not gone and found.room is not None:  # the files' rows, shared
+                    slot.share(found.rowids, found.vectors, found.room)
+                if index is not None:
+                    slot.set_ann(index, slot.n, "loaded")
+                    slot.saved_rows = slot.n
+                    slot.dead_since_save = len(found.rowids) - len(rowids)
                 slot.append(self._vector_rows(conn, tenant, model_id, kind, found.max_rowid))
                 return slot
             if gone:  # the index lost keys above: let inherit_ann see only what it holds
                 found.rowids, found.vectors = rowids, vectors
         slot.append(self._vector_rows(conn, tenant, model_id, kind, 0))
-        slot.inherit_ann(found.index, found.rowids, found.vectors)
+        if found.index is not None:
+            slot.inherit_ann(found.index, found.rowids, found.vectors)
         return slot
 
     def _vector_scopes(
