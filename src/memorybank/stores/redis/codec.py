@@ -27,7 +27,15 @@ from memorybank.rules.entry_ids import id_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
-from memorybank.stores.sql.common import dump, entry_payload, from_us, to_us, tool_calls_value
+from memorybank.stores.sql.common import (
+    dump,
+    load,
+    page_row_to_entry,
+    row_to_record,
+    row_to_thread,
+    to_us,
+    tool_calls_value,
+)
 
 #: Chunk size of pipelines and of the argument lists sent to one script.
 CHUNK = 500
@@ -55,18 +63,9 @@ def opt_str(value: bytes | str | None) -> str | None:
 
 def decode_thread(row: Sequence[Any]) -> Thread:
     """A ``Thread`` from the 10 values of ``THREAD_FIELDS``."""
-    return Thread(
-        id=as_str(row[0]),
-        tenant_id=as_str(row[1]),
-        user_id=opt_str(row[2]),
-        agent_id=opt_str(row[3]),
-        title=opt_str(row[4]),
-        metadata=json.loads(row[5]),
-        status=as_str(row[6]),  # type: ignore[arg-type]
-        created_at=from_us(int(row[7])),
-        updated_at=from_us(int(row[8])),
-        current_branch=as_str(row[9]),
-    )
+    values: list[Any] = [opt_str(v) for v in row]
+    values[7], values[8] = int(values[7]), int(values[8])
+    return row_to_thread(values)
 
 
 def unpack_thread(packed: bytes | str) -> list[Any]:
@@ -97,26 +96,9 @@ def entry_json(new: NewEntry) -> str:
 
 def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
-    d = json.loads(member)
-    calls, extra, item = entry_payload(d[6]) if d[6] else ((), {}, None)
-    return Entry(
-        id=d[2],
-        thread_id=thread_id,
-        branch=branch,
-        position=d[0],
-        role=d[3],
-        content=d[4],
-        name=d[5],
-        tool_calls=calls,
-        tool_call_id=d[7],
-        metadata=d[8],
-        state=d[9],
-        token_count=d[10],
-        created_at=from_us(d[1]),
-        idempotency_key=d[11],
-        extra=extra,
-        item=item,
-    )
+    d = load(member)
+    row = (d[2], d[0], d[3], d[4], d[5], d[6] or None, d[7], d[8], d[9], d[10], d[1], d[11])
+    return page_row_to_entry(row, thread_id, branch)
 
 
 def raise_status(out: Sequence[Any], thread_id: str) -> None:
@@ -183,20 +165,11 @@ def guard_args(guard: RecordGuard | None) -> list[Any]:
     return [guard.kind, guard.id, "" if guard.revision is None else guard.revision]
 
 
-def decode_record(kind: str, record_id: str, data: list[Any]) -> Record:
+def decode_record(kind: str, record_id: str, d: list[Any]) -> Record:
     """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
-    return Record(
-        kind=kind,
-        id=record_id,
-        agent_id=data[0],
-        user_id=data[1],
-        content=data[3],
-        data=data[4],
-        created_at=from_us(data[5]),
-        updated_at=from_us(data[6]),
-        key=data[2],
-        expires_at=None if data[7] is None else from_us(data[7]),
-        revision=data[8] if len(data) > 8 else 0,
+    revision = d[8] if len(d) > 8 else 0
+    return row_to_record(
+        (kind, record_id, d[0], d[1], d[3], d[4], d[5], d[6], d[2], d[7], revision)
     )
 
 

@@ -20,6 +20,10 @@ if TYPE_CHECKING:  # numpy loads with the first vector search, not with the stor
     import numpy as np
     from numpy.typing import NDArray
 
+#: An owned vector read: kind, thread (None: a record), id, owner (None: gone), agent, user,
+#: vector bytes (None: none).
+_Owned = tuple[str, str | None, str, Any, str | None, str | None, bytes | None]
+
 
 class RedisSearch(RedisScope):
     """Search and vectors of ``AsyncRedisStore``."""
@@ -38,28 +42,47 @@ class RedisSearch(RedisScope):
 
         Costs a read of every text in scope: see "Search" in docs/redis.md.
         """
-        if k <= 0:
-            with self._op():
-                return []
-        texts: list[tuple[SearchHit, str]] = []
+        texts = await self._in_scope(tenant, kinds if k > 0 else (), thread_id, visible_to, "")
+        return rank_texts(query, texts, k)
+
+    async def _in_scope(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        model_id: str,
+    ) -> list[tuple[SearchHit, Any]]:
+        """The visible entries and records of ``kinds`` in scope as zero-score hits, each
+        with its text (``model_id`` "": entries without one left out) or its vector of
+        ``model_id`` (items without one left out)."""
+        found: list[tuple[SearchHit, Any]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             await self._ready()
             if "entry" in kinds:
-                for tid, reply in await self._threads_in_scope(tenant, thread_id, visible_to, ""):
+                for tid, reply in await self._threads_in_scope(
+                    tenant, thread_id, visible_to, model_id
+                ):
+                    if model_id:
+                        pairs = reply[1]
+                        for i in range(0, len(pairs), 2):
+                            hit = SearchHit("entry", as_str(pairs[i]), 0.0, tid)
+                            found.append((hit, pairs[i + 1]))
+                        continue
                     for i in range(1, len(reply), 2):
                         name = as_str(reply[i])
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
-                                texts.append((SearchHit("entry", data[2], 0.0, tid, name), data[4]))
+                                found.append((SearchHit("entry", data[2], 0.0, tid, name), data[4]))
             if record_kinds and thread_id is None:
-                for kind, rid, data, _ in await self._records_in_scope(
-                    tenant, record_kinds, visible_to=visible_to
+                for kind, rid, data, blob in await self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
                     if visible(visible_to, data[0], data[1]):
-                        texts.append((SearchHit(kind, rid, 0.0), data[3]))
-        return rank_texts(query, texts, k)
+                        found.append((SearchHit(kind, rid, 0.0), blob if model_id else data[3]))
+        return found
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         """Entry vectors: one script per thread and model (skipped for a deleted thread);
@@ -168,42 +191,57 @@ class RedisSearch(RedisScope):
             )
             logged = [pair for pair in logged if pair[1] < top] + rest
         found = CachedRows()
-        if not logged:
-            return found
-        rows: list[tuple[int, str, str | None, Any, Any, Any, Any]] = []
-        if kind == "entry":
-            by_thread: dict[str, list[tuple[str, int]]] = {}
-            for member, score in logged:
-                tid, _, eid = as_str(member).partition("\0")
-                by_thread.setdefault(tid, []).append((eid, int(score)))
-            tids = list(by_thread)
-            async with self._client.pipeline(transaction=False) as pipe:
-                for tid in tids:
-                    base = self._base(tenant, tid)
-                    pipe.hmget(base + "t", ["id", "a", "u"])
-                    pipe.hmget(base + "v:" + model, [eid for eid, _ in by_thread[tid]])
-                replies = await pipe.execute()
-            for n, tid in enumerate(tids):
-                alive, agent, user = replies[2 * n]
-                for (eid, seq), blob in zip(by_thread[tid], replies[2 * n + 1], strict=True):
-                    rows.append((seq, eid, tid, opt_str(agent), opt_str(user), alive, blob))
-        else:
-            rids = [as_str(member) for member, _ in logged]
-            async with self._client.pipeline(transaction=False) as pipe:
-                pipe.hmget(idx + "r:" + esc(kind), rids)
-                pipe.hmget(idx + f"rv:{esc(kind)}:{model}", rids)
-                records, blobs = await pipe.execute()
-            for (rid, (_, score)), packed, blob in zip(
-                zip(rids, logged, strict=True), records, blobs, strict=True
-            ):
-                data = json.loads(packed) if packed is not None else [None, None]
-                rows.append((int(score), rid, None, data[0], data[1], packed, blob))
-        rows.sort(key=lambda row: row[0])
-        for seq, rid, owner, agent, user, alive, blob in rows:
+        seqs: dict[tuple[str | None, str], int] = {}  # (thread or None, id) -> seq
+        for member, score in logged:
+            head, _, rid = as_str(member).rpartition("\0")  # entries: "thread NUL id"
+            seqs[head or None, rid] = int(score)
+        reads: dict[str | None, list[str]] = {}
+        for tid, rid in seqs:
+            reads.setdefault(tid, []).append(rid)
+        owned = await self._owned_vectors(tenant, model_id, [(kind, *r) for r in reads.items()])
+        rows = [(seqs[tid, rid], rid, tid, *rest) for _, tid, rid, *rest in owned[1]]
+        for seq, rid, tid, alive, agent, user, blob in sorted(rows, key=lambda row: row[0]):
             # a vector gone meanwhile (an expired thread) still moves the high-water mark
             ok = alive is not None and blob is not None
-            found.add(seq, rid, owner, agent, user, ok, blob if ok else b"")
+            found.add(seq, rid, tid, agent, user, ok, blob if ok else b"")
         return found
+
+    async def _owned_vectors(
+        self,
+        tenant: str,
+        model_id: str,
+        reads: Sequence[tuple[str, str | None, list[str]]],
+        stamps: Sequence[str] = (),
+    ) -> tuple[list[Any], list[_Owned]]:
+        """In one pipeline: the ``vs:`` counters (``[v, g]``) of the ``stamps`` kinds, and per
+        read ``(kind, thread id or None for records, ids)`` every id's ``(kind, thread, id,
+        owner, agent, user, vector)`` (owner: the thread's id or the record's JSON, None:
+        gone)."""
+        idx, model = self._idx(tenant), esc(model_id)
+        async with self._client.pipeline(transaction=False) as pipe:
+            for kind in stamps:
+                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
+            for kind, tid, ids in reads:
+                if tid is None:
+                    pipe.hmget(idx + "r:" + esc(kind), ids)
+                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
+                else:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, ids)
+            replies = await pipe.execute()
+        owned: list[_Owned] = []
+        for n, (kind, tid, ids) in enumerate(reads):
+            owners, blobs = replies[len(stamps) + 2 * n : len(stamps) + 2 * n + 2]
+            for i, rid in enumerate(ids):
+                if tid is None:  # a record's owner: its JSON (agent, user first)
+                    packed = owners[i]
+                    agent, user = (None, None) if packed is None else json.loads(packed)[:2]
+                    owned.append((kind, tid, rid, packed, agent, user, blobs[i]))
+                else:
+                    alive, agent, user = owners
+                    owned.append((kind, tid, rid, alive, opt_str(agent), opt_str(user), blobs[i]))
+        return replies[: len(stamps)], owned
 
     async def _vc_check(
         self,
@@ -215,8 +253,6 @@ class RedisSearch(RedisScope):
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
-        idx = self._idx(tenant)
-        model = esc(model_id)
         reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
         for kind, pairs in shortlist.items():
             if kind == "entry":
@@ -229,43 +265,16 @@ class RedisSearch(RedisScope):
                 reads.append((kind, None, [rid for rid, _ in pairs]))
         if not reads and not kinds:
             return {}, set()
-        async with self._client.pipeline(transaction=False) as pipe:
-            for kind in kinds:  # the counters first, in the same round trip
-                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
-            for kind, tid, ids in reads:
-                if tid is not None:
-                    base = self._base(tenant, tid)
-                    pipe.hmget(base + "t", ["id", "a", "u"])
-                    pipe.hmget(base + "v:" + model, ids)
-                else:
-                    pipe.hmget(idx + "r:" + esc(kind), ids)
-                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
-            replies = await pipe.execute()
-        stamps = {
-            kind: (int(reply[0] or 0), int(reply[1] or 0))
-            for kind, reply in zip(kinds, replies, strict=False)
+        counters, owned = await self._owned_vectors(tenant, model_id, reads, kinds)
+        confirmed = {
+            (kind, rid)
+            for kind, _, rid, alive, agent, user, blob in owned
+            if alive is not None and blob is not None and len(blob) == 4 * dim
+            if visible(visible_to, agent, user)
         }
-        replies = replies[len(kinds) :]
-        confirmed: set[tuple[str, str]] = set()
-        width = 4 * dim
-        for n, (kind, tid, ids) in enumerate(reads):
-            owners, blobs = replies[2 * n], replies[2 * n + 1]
-            if tid is not None:
-                alive, agent, user = owners
-                if alive is None or not visible(visible_to, opt_str(agent), opt_str(user)):
-                    continue
-                confirmed |= {
-                    ("entry", eid)
-                    for eid, blob in zip(ids, blobs, strict=True)
-                    if blob is not None and len(blob) == width
-                }
-                continue
-            for rid, packed, blob in zip(ids, owners, blobs, strict=True):
-                if packed is None or blob is None or len(blob) != width:
-                    continue
-                data = json.loads(packed)
-                if visible(visible_to, data[0], data[1]):
-                    confirmed.add((kind, rid))
+        stamps = {
+            kind: (int(v or 0), int(g or 0)) for kind, (v, g) in zip(kinds, counters, strict=True)
+        }
         return stamps, confirmed
 
     async def _vc_exact(
@@ -279,24 +288,10 @@ class RedisSearch(RedisScope):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
-        rows: list[tuple[str, str, str | None, bytes]] = []
-        record_kinds = [kind for kind in kinds if kind != "entry"]
-        with self._op():
-            await self._ready()
-            if "entry" in kinds and k > 0:
-                for tid, reply in await self._threads_in_scope(
-                    tenant, thread_id, visible_to, model_id
-                ):
-                    pairs = reply[1]
-                    for i in range(0, len(pairs), 2):
-                        rows.append(("entry", as_str(pairs[i]), tid, pairs[i + 1]))
-            if record_kinds and thread_id is None and k > 0:
-                for kind, rid, data, blob in await self._records_in_scope(
-                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
-                ):
-                    if blob is not None and visible(visible_to, data[0], data[1]):
-                        rows.append((kind, rid, None, blob))
-        return exact_hits(vector, rows, k)
+        found = await self._in_scope(
+            tenant, kinds if k > 0 else (), thread_id, visible_to, model_id
+        )
+        return exact_hits(vector, [(h.kind, h.id, h.thread_id, blob) for h, blob in found], k)
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
@@ -328,20 +323,12 @@ class RedisSearch(RedisScope):
                     by_thread.setdefault(as_str(tid), []).append(vid)
             if not by_thread:
                 return found
-            async with self._client.pipeline(transaction=False) as pipe:
-                for tid, vids in by_thread.items():
-                    base = self._base(tenant, tid)
-                    pipe.exists(base + "t")
-                    pipe.hmget(base + "v:" + model, vids)
-                replies = await pipe.execute()
-            stale: list[str] = []
-            for n, vids in enumerate(by_thread.values()):
-                if not replies[2 * n]:
-                    stale += vids  # the thread expired: its vectors went with it
-                    continue
-                for vid, blob in zip(vids, replies[2 * n + 1], strict=True):
-                    if blob is not None:
-                        found[vid] = vector_array(blob)
+            reads = [("entry", tid, vids) for tid, vids in by_thread.items()]
+            owned = (await self._owned_vectors(tenant, model_id, reads))[1]
+            stale = [vid for _, _, vid, alive, *_ in owned if alive is None]  # expired threads
+            for _, _, vid, alive, _, _, blob in owned:
+                if alive is not None and blob is not None:
+                    found[vid] = vector_array(blob)
             if stale:
                 await self._client.hdel(idx + "ev:" + model, *stale)
         return found
