@@ -113,7 +113,7 @@ _PRELUDE = (
     r"""
 local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
 local tkey = KEYS[1]
-local feed_on, feed_at = nil, nil
+local feed_on, feed_at, feed_owner = nil, nil, nil
 """
     + _ESC
     + r"""local function zkey(b) return base .. 'z:' .. esc(b) end
@@ -159,12 +159,27 @@ end
     + _FEED
     + r"""
 local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
-local function emit_entries(kind, o, b, members)
+local function emit_entries(kind, b, members)  -- an event per entry member (feed on)
   if not feed() then return end
+  feed_owner = feed_owner or owner()
   for _, m in ipairs(members) do
     local e = cjson.decode(m)
-    emit(kind, o[2], o[3], o[1], e[3], {branch = b, role = e[4]})
+    emit(kind, feed_owner[2], feed_owner[3], feed_owner[1], e[3], {branch = b, role = e[4]})
   end
+end
+local function drop_range(b, lo, hi)  -- branch b's entries at positions lo..hi go; their count
+  local z = zkey(b)
+  local gone = redis.call('ZRANGEBYSCORE', z, lo, hi)
+  forget(hkey(b), gone)
+  emit_entries('entry.deleted', b, gone)
+  redis.call('ZREMRANGEBYSCORE', z, lo, hi)
+  return #gone
+end
+local function drop_branch(b)  -- every entry of branch b goes (its two keys); their count
+  local n = redis.call('ZCARD', zkey(b))
+  if feed() then emit_entries('entry.deleted', b, redis.call('ZRANGE', zkey(b), 0, -1)) end
+  redis.call('DEL', zkey(b), hkey(b))
+  return n
 end
 local function sweep(ids)
   -- after entries were deleted: the vectors of ``ids`` (nil: of every entry) no branch

@@ -20,6 +20,7 @@ from memorybank.stores.redis.codec import (
     entry_json,
     raise_status,
     unpack_thread,
+    who,
 )
 from memorybank.stores.redis.lua_threads import (
     S_APPEND,
@@ -50,14 +51,8 @@ class RedisEntries(RedisBase):
     ) -> AppendResult:
         """One script: checks, idempotency, ids, positions, write, ``updated_at``, TTL."""
         check_batch_ids(entries)
-        if isinstance(owner, Unset):
-            mode, who = "0", ""
-        elif owner is None:
-            mode, who = "1", ""
-        else:
-            mode, who = "2", owner
         texts = [entry_json(e) for e in entries]
-        args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
+        args: list[Any] = [branch or "", who(owner), to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
         out = self._thread_eval(S_APPEND, tenant, thread_id, *args)
