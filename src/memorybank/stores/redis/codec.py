@@ -130,11 +130,6 @@ def glob_escape(text: str) -> str:
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
 
 
-def log_member(thread_id: str, entry_id: str) -> str:
-    """An entry vector's member in the ``vl:entry:<model>`` log (ids hold no NUL)."""
-    return thread_id + "\0" + entry_id
-
-
 def who(value: str | Unset | None) -> str:
     """An agent/user id for the scripts: ``"-"`` none, ``"*"`` any, ``"=<id>"`` that one."""
     if isinstance(value, Unset):

@@ -86,6 +86,14 @@ local function unindex(tid, user)
     end
   end
 end
+local function index_vectors(tid, m, ids)  -- entry vectors written: in the ev: index and vl: log
+  local e, log = idx .. 'ev:' .. esc(m), idx .. 'vl:entry:' .. esc(m)
+  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+  for _, id in ipairs(ids) do
+    redis.call('HSET', e, id, tid)
+    redis.call('ZADD', log, seq, tid .. '\0' .. id)
+  end
+end
 local function unindex_vectors(out, tid, m, ids)
   -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
   -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
@@ -167,17 +175,21 @@ local function emit_entries(kind, b, members)  -- an event per entry member (fee
     emit(kind, feed_owner[2], feed_owner[3], feed_owner[1], e[3], {branch = b, role = e[4]})
   end
 end
-local function drop_range(b, lo, hi)  -- branch b's entries at positions lo..hi go; their count
+-- the entries of branch b at positions lo..hi / all of them (its two keys) go, with an
+-- "entry.deleted" event each unless ``quiet``; both return how many went
+local function drop_range(b, lo, hi, quiet)
   local z = zkey(b)
   local gone = redis.call('ZRANGEBYSCORE', z, lo, hi)
   forget(hkey(b), gone)
-  emit_entries('entry.deleted', b, gone)
+  if not quiet then emit_entries('entry.deleted', b, gone) end
   redis.call('ZREMRANGEBYSCORE', z, lo, hi)
   return #gone
 end
-local function drop_branch(b)  -- every entry of branch b goes (its two keys); their count
+local function drop_branch(b, quiet)
   local n = redis.call('ZCARD', zkey(b))
-  if feed() then emit_entries('entry.deleted', b, redis.call('ZRANGE', zkey(b), 0, -1)) end
+  if not quiet and feed() then
+    emit_entries('entry.deleted', b, redis.call('ZRANGE', zkey(b), 0, -1))
+  end
   redis.call('DEL', zkey(b), hkey(b))
   return n
 end

@@ -148,8 +148,7 @@ local n, gone = 0, {}
 for _, f in ipairs(redis.call('HKEYS', tkey)) do
   local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
   if kind == 'b:' then
-    n = n + redis.call('ZCARD', zkey(name))
-    redis.call('DEL', zkey(name), hkey(name))
+    n = n + drop_branch(name, true)
   elseif kind == 'v:' then
     unindex_vectors(gone, t[1], name, redis.call('HKEYS', vkey(name)))
     redis.call('DEL', vkey(name))
@@ -253,10 +252,7 @@ local dz, dh = zkey(name), hkey(name)
 redis.call('DEL', dz, dh)
 redis.call('COPY', zkey(src), dz)
 redis.call('COPY', hkey(src), dh)
-if p then
-  forget(dh, redis.call('ZRANGEBYSCORE', dz, '(' .. p, '+inf'))
-  redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
-end
+if p then drop_range(name, '(' .. p, '+inf', true) end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
 if feed() then emit_entries('entry.added', name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
@@ -379,11 +375,9 @@ else
   if left > 0 then redis.call('PEXPIRE', v, left) end
 end
 if idx ~= '' then
-  local e = idx .. 'ev:' .. esc(m)
-  for i = 6, #ARGV, 2 do redis.call('HSET', e, ARGV[i], ARGV[5]) end
-  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
-  local log = idx .. 'vl:entry:' .. esc(m)
-  for i = 6, #ARGV, 2 do redis.call('ZADD', log, seq, ARGV[5] .. '\0' .. ARGV[i]) end
+  local ids = {}
+  for i = 6, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  index_vectors(ARGV[5], m, ids)
 end
 return 1
 """

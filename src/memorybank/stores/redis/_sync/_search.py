@@ -11,7 +11,7 @@ from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
 from memorybank.stores.redis._sync._scope import RedisScope
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
+from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
@@ -99,32 +99,18 @@ class RedisSearch(RedisScope):
                     )
             else:
                 records += [item.kind, item.id, item.model_id, blob]
-        idx = self._idx(tenant)
         with self._op():
             self._ready()
-            calls = []
-            owners: list[tuple[str, str, list[Any]]] = []
+            calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
-                base = self._base(tenant, tid)
                 for start in range(0, len(pairs), 2 * CHUNK):
                     part = pairs[start : start + 2 * CHUNK]
-                    index = "" if self._cluster else idx
-                    calls.append(((base + "t",), (base, self._ttl, index, model, tid, *part)))
-                    owners.append((tid, model, part))
+                    calls.append(self._thread_call(tenant, tid, model, tid, *part))
+                    owners.append((model, tid, *part[0::2]))
             stored = self._eval_many(S_PUT_VECTORS, calls)
-            if self._cluster and calls:
-                with self._client.pipeline(transaction=False) as pipe:
-                    for (tid, model, part), ok in zip(owners, stored, strict=True):
-                        if ok:
-                            pipe.hset(
-                                idx + "ev:" + esc(model),
-                                mapping=dict.fromkeys(part[0::2], tid),
-                            )
-                    pipe.execute()
-                for (tid, model, part), ok in zip(owners, stored, strict=True):
-                    if ok:
-                        members = [log_member(tid, as_str(e)) for e in part[0::2]]
-                        self._tenant_eval(S_VECTOR_LOG, tenant, model, *members)
+            for args, ok in zip(owners, stored, strict=True):
+                if ok and self._cluster:  # indexed and logged in the tenant slot
+                    self._tenant_eval(S_VECTOR_LOG, tenant, *args)
             for start in range(0, len(records), 4 * CHUNK):
                 self._tenant_eval(
                     S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
