@@ -61,16 +61,13 @@ def opt_str(value: bytes | str | None) -> str | None:
     return None if value is None else as_str(value)
 
 
-def decode_thread(row: Sequence[Any]) -> Thread:
-    """A ``Thread`` from the 10 values of ``THREAD_FIELDS``."""
-    values: list[Any] = [opt_str(v) for v in row]
+def decode_thread(row: Sequence[Any] | bytes | str) -> Thread:
+    """A ``Thread`` from the 10 values of ``THREAD_FIELDS``, or from the scripts'
+    ``cjson.encode`` of them (absent fields are ``false`` there)."""
+    fields: Sequence[Any] = json.loads(row) if isinstance(row, bytes | str) else row
+    values: list[Any] = [None if v is False else opt_str(v) for v in fields]
     values[7], values[8] = int(values[7]), int(values[8])
     return row_to_thread(values)
-
-
-def unpack_thread(packed: bytes | str) -> list[Any]:
-    """A thread's 10 fields from the scripts' ``cjson.encode`` (absent fields are ``false``)."""
-    return [None if v is False else v for v in json.loads(packed)]
 
 
 def entry_json(new: NewEntry) -> str:

@@ -323,9 +323,8 @@ return out
 # ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
 # replaced (same position) if every member is unchanged. Returns -1 (no thread),
 # -2 (changed since read: retry) or the count.
-_REPLACE_MEMBERS = """
-if redis.call('EXISTS', tkey) == 0 then return -1 end
-local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+_REPLACE_MEMBERS = _on_branch("""
+local z, h = zkey(b), hkey(b)
 local pos = {}
 for i = 5, #ARGV, 3 do
   local p, m = member(z, h, ARGV[i])
@@ -336,11 +335,11 @@ for j, p in ipairs(pos) do
   local i = 5 + (j - 1) * 3
   redis.call('ZREM', z, ARGV[i + 1])
   redis.call('ZADD', z, p, ARGV[i + 2])
-  emit_entries('entry.updated', ARGV[4], {ARGV[i + 2]})
+  emit_entries('entry.updated', b, {ARGV[i + 2]})
 end
 touch()
 return #pos
-"""
+""")
 
 # Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
 # asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns

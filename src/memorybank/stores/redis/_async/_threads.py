@@ -17,7 +17,6 @@ from memorybank.stores.redis.codec import (
     decode_thread,
     esc,
     raise_status,
-    unpack_thread,
 )
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
@@ -131,7 +130,7 @@ class RedisThreads(RedisBase):
             S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
         )
         raise_status(out, thread_id)
-        thread = decode_thread(unpack_thread(out[1]))
+        thread = decode_thread(out[1])
         await self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return thread
 
