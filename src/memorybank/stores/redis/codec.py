@@ -29,9 +29,8 @@ from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
 from memorybank.stores.sql.common import (
     dump,
-    load,
-    page_row_to_entry,
-    row_to_record,
+    entry_payload,
+    from_us,
     row_to_thread,
     to_us,
     tool_calls_value,
@@ -93,9 +92,26 @@ def entry_json(new: NewEntry) -> str:
 
 def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     """An ``Entry`` from a stored member ``[position, created, id, ...]``."""
-    d = load(member)
-    row = (d[2], d[0], d[3], d[4], d[5], d[6] or None, d[7], d[8], d[9], d[10], d[1], d[11])
-    return page_row_to_entry(row, thread_id, branch)
+    d = json.loads(member)
+    calls, extra, item = entry_payload(d[6]) if d[6] else ((), {}, None)
+    return Entry(
+        id=d[2],
+        thread_id=thread_id,
+        branch=branch,
+        position=d[0],
+        role=d[3],
+        content=d[4],
+        name=d[5],
+        tool_calls=calls,
+        tool_call_id=d[7],
+        metadata=d[8],
+        state=d[9],
+        token_count=d[10],
+        created_at=from_us(d[1]),
+        idempotency_key=d[11],
+        extra=extra,
+        item=item,
+    )
 
 
 def raise_status(out: Sequence[Any], thread_id: str) -> None:
@@ -157,11 +173,20 @@ def guard_args(guard: RecordGuard | None) -> list[Any]:
     return [guard.kind, guard.id, "" if guard.revision is None else guard.revision]
 
 
-def decode_record(kind: str, record_id: str, d: list[Any]) -> Record:
+def decode_record(kind: str, record_id: str, data: list[Any]) -> Record:
     """A ``Record`` from its decoded JSON ``[agent, user, key, content, data, ...]``."""
-    revision = d[8] if len(d) > 8 else 0
-    return row_to_record(
-        (kind, record_id, d[0], d[1], d[3], d[4], d[5], d[6], d[2], d[7], revision)
+    return Record(
+        kind=kind,
+        id=record_id,
+        agent_id=data[0],
+        user_id=data[1],
+        content=data[3],
+        data=data[4],
+        created_at=from_us(data[5]),
+        updated_at=from_us(data[6]),
+        key=data[2],
+        expires_at=None if data[7] is None else from_us(data[7]),
+        revision=data[8] if len(data) > 8 else 0,
     )
 
 

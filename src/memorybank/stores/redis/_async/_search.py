@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -42,8 +43,8 @@ class RedisSearch(RedisScope):
 
         Costs a read of every text in scope: see "Search" in docs/redis.md.
         """
-        texts = await self._in_scope(tenant, kinds if k > 0 else (), thread_id, visible_to, "")
-        return rank_texts(query, texts, k)
+        rows = await self._in_scope(tenant, kinds if k > 0 else (), thread_id, visible_to, "")
+        return rank_texts(query, ((SearchHit(*r[:2], 0.0, *r[2:4]), r[4]) for r in rows), k)
 
     async def _in_scope(
         self,
@@ -52,11 +53,11 @@ class RedisSearch(RedisScope):
         thread_id: str | None,
         visible_to: Visibility | None,
         model_id: str,
-    ) -> list[tuple[SearchHit, Any]]:
-        """The visible entries and records of ``kinds`` in scope as zero-score hits, each
-        with its text (``model_id`` "": entries without one left out) or its vector of
-        ``model_id`` (items without one left out)."""
-        found: list[tuple[SearchHit, Any]] = []
+    ) -> list[tuple[str, str, str | None, str | None, Any]]:
+        """``(kind, id, thread, branch, text or vector)`` of the visible entries and records
+        of ``kinds`` in scope: their texts (``model_id`` "": entries without one left out)
+        or their vectors of ``model_id`` (items without one left out; no branch)."""
+        found: list[tuple[str, str, str | None, str | None, Any]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             await self._ready()
@@ -67,21 +68,20 @@ class RedisSearch(RedisScope):
                     if model_id:
                         pairs = reply[1]
                         for i in range(0, len(pairs), 2):
-                            hit = SearchHit("entry", as_str(pairs[i]), 0.0, tid)
-                            found.append((hit, pairs[i + 1]))
+                            found.append(("entry", as_str(pairs[i]), tid, None, pairs[i + 1]))
                         continue
                     for i in range(1, len(reply), 2):
                         name = as_str(reply[i])
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
-                                found.append((SearchHit("entry", data[2], 0.0, tid, name), data[4]))
+                                found.append(("entry", data[2], tid, name, data[4]))
             if record_kinds and thread_id is None:
                 for kind, rid, data, blob in await self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
                     if visible(visible_to, data[0], data[1]):
-                        found.append((SearchHit(kind, rid, 0.0), blob if model_id else data[3]))
+                        found.append((kind, rid, None, None, blob if model_id else data[3]))
         return found
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
@@ -177,19 +177,22 @@ class RedisSearch(RedisScope):
             )
             logged = [pair for pair in logged if pair[1] < top] + rest
         found = CachedRows()
-        seqs: dict[tuple[str | None, str], int] = {}  # (thread or None, id) -> seq
+        reads: defaultdict[str | None, tuple[list[str], list[int]]]  # thread or None: ids, seqs
+        reads = defaultdict(lambda: ([], []))
         for member, score in logged:
             head, _, rid = as_str(member).rpartition("\0")  # entries: "thread NUL id"
-            seqs[head or None, rid] = int(score)
-        reads: dict[str | None, list[str]] = {}
-        for tid, rid in seqs:
-            reads.setdefault(tid, []).append(rid)
-        owned = await self._owned_vectors(tenant, model_id, [(kind, *r) for r in reads.items()])
-        rows = [(seqs[tid, rid], rid, tid, *rest) for _, tid, rid, *rest in owned[1]]
-        for seq, rid, tid, alive, agent, user, blob in sorted(rows, key=lambda row: row[0]):
+            ids, seqs = reads[head or None]
+            ids.append(rid)
+            seqs.append(int(score))
+        parts = [(kind, tid, ids) for tid, (ids, _) in reads.items()]
+        owned = (await self._owned_vectors(tenant, model_id, parts))[1]
+        order = [seq for _, seqs in reads.values() for seq in seqs]
+        for seq, (_, tid, rid, alive, agent, user, blob) in sorted(
+            zip(order, owned, strict=True), key=lambda row: row[0]
+        ):
             # a vector gone meanwhile (an expired thread) still moves the high-water mark
             ok = alive is not None and blob is not None
-            found.add(seq, rid, tid, agent, user, ok, blob if ok else b"")
+            found.add(seq, rid, tid, agent, user, ok, blob if ok and blob else b"")
         return found
 
     async def _owned_vectors(
@@ -219,14 +222,15 @@ class RedisSearch(RedisScope):
         owned: list[_Owned] = []
         for n, (kind, tid, ids) in enumerate(reads):
             owners, blobs = replies[len(stamps) + 2 * n : len(stamps) + 2 * n + 2]
-            for i, rid in enumerate(ids):
-                if tid is None:  # a record's owner: its JSON (agent, user first)
-                    packed = owners[i]
+            if tid is None:  # a record's owner: its JSON (agent, user first)
+                for rid, packed, blob in zip(ids, owners, blobs, strict=True):
                     agent, user = (None, None) if packed is None else json.loads(packed)[:2]
-                    owned.append((kind, tid, rid, packed, agent, user, blobs[i]))
-                else:
-                    alive, agent, user = owners
-                    owned.append((kind, tid, rid, alive, opt_str(agent), opt_str(user), blobs[i]))
+                    owned.append((kind, tid, rid, packed, agent, user, blob))
+            else:
+                alive, agent, user = opt_str(owners[0]), opt_str(owners[1]), opt_str(owners[2])
+                owned += [
+                    (kind, tid, r, alive, agent, user, b) for r, b in zip(ids, blobs, strict=True)
+                ]
         return replies[: len(stamps)], owned
 
     async def _vc_check(
@@ -277,7 +281,7 @@ class RedisSearch(RedisScope):
         found = await self._in_scope(
             tenant, kinds if k > 0 else (), thread_id, visible_to, model_id
         )
-        return exact_hits(vector, [(h.kind, h.id, h.thread_id, blob) for h, blob in found], k)
+        return exact_hits(vector, [(kind, i, tid, blob) for kind, i, tid, _, blob in found], k)
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
