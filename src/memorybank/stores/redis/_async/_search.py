@@ -44,7 +44,7 @@ class RedisSearch(RedisScope):
         Costs a read of every text in scope: see "Search" in docs/redis.md.
         """
         rows = await self._in_scope(tenant, kinds if k > 0 else (), thread_id, visible_to, "")
-        return rank_texts(query, ((SearchHit(*r[:2], 0.0, *r[2:4]), r[4]) for r in rows), k)
+        return rank_texts(query, ((SearchHit(*r[:2], 0.0, r[2], r[4]), r[3]) for r in rows), k)
 
     async def _in_scope(
         self,
@@ -53,11 +53,11 @@ class RedisSearch(RedisScope):
         thread_id: str | None,
         visible_to: Visibility | None,
         model_id: str,
-    ) -> list[tuple[str, str, str | None, str | None, Any]]:
-        """``(kind, id, thread, branch, text or vector)`` of the visible entries and records
+    ) -> list[tuple[str, str, str | None, Any, str | None]]:
+        """``(kind, id, thread, text or vector, branch)`` of the visible entries and records
         of ``kinds`` in scope: their texts (``model_id`` "": entries without one left out)
         or their vectors of ``model_id`` (items without one left out; no branch)."""
-        found: list[tuple[str, str, str | None, str | None, Any]] = []
+        found: list[tuple[str, str, str | None, Any, str | None]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             await self._ready()
@@ -68,20 +68,20 @@ class RedisSearch(RedisScope):
                     if model_id:
                         pairs = reply[1]
                         for i in range(0, len(pairs), 2):
-                            found.append(("entry", as_str(pairs[i]), tid, None, pairs[i + 1]))
+                            found.append(("entry", as_str(pairs[i]), tid, pairs[i + 1], None))
                         continue
                     for i in range(1, len(reply), 2):
                         name = as_str(reply[i])
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
-                                found.append(("entry", data[2], tid, name, data[4]))
+                                found.append(("entry", data[2], tid, data[4], name))
             if record_kinds and thread_id is None:
                 for kind, rid, data, blob in await self._records_in_scope(
                     tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
                     if visible(visible_to, data[0], data[1]):
-                        found.append((kind, rid, None, None, blob if model_id else data[3]))
+                        found.append((kind, rid, None, blob if model_id else data[3], None))
         return found
 
     async def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
@@ -281,7 +281,7 @@ class RedisSearch(RedisScope):
         found = await self._in_scope(
             tenant, kinds if k > 0 else (), thread_id, visible_to, model_id
         )
-        return exact_hits(vector, [(kind, i, tid, blob) for kind, i, tid, _, blob in found], k)
+        return exact_hits(vector, found, k)  # rows (kind, id, thread, vector, _)
 
     async def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
