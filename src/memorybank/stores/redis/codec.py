@@ -5,7 +5,7 @@ generated sync twin)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -114,28 +114,24 @@ def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     )
 
 
-def raise_status(out: Sequence[Any], thread_id: str) -> None:
-    """Raise the error a thread script's status reply ``out`` reports (``OK``: none).
+#: The error of each failing status a thread script replies (``raise_status``), made from
+#: the reply's items after the status and the thread's id.
+_STATUS: dict[str, Callable[[list[str], str], Exception]] = {
+    "NOTFOUND": lambda _, thread_id: NotFound(f"thread {thread_id!r} not found"),
+    "NOBRANCH": lambda a, _: NotFound(f"branch {a[0]!r} not found"),
+    "EXISTS": lambda a, _: Conflict(f"branch {a[0]!r} already exists"),
+    "NOENTRY": lambda a, _: NotFound(f"entry {a[0]!r} not found on branch {a[1]!r}"),
+    "FORBIDDEN": lambda *_: ThreadForbidden(),
+    "CONFLICT": lambda a, _: key_reused(a[0]),  # the key reused
+    "TAKEN": lambda a, _: id_taken(a[0], a[1]),  # the id, the branch
+}
 
-    ``NOTFOUND`` (thread), ``NOBRANCH`` (the branch ``out[1]``), ``EXISTS`` (the branch
-    ``out[1]``), ``NOENTRY`` (entry ``out[1]`` on branch ``out[2]``), ``FORBIDDEN``
-    (owner), ``CONFLICT`` (key ``out[1]`` reused), ``TAKEN`` (id, branch).
-    """
-    status = as_str(out[0])
-    if status == "NOTFOUND":
-        raise NotFound(f"thread {thread_id!r} not found")
-    if status == "NOBRANCH":
-        raise NotFound(f"branch {as_str(out[1])!r} not found")
-    if status == "EXISTS":
-        raise Conflict(f"branch {as_str(out[1])!r} already exists")
-    if status == "NOENTRY":
-        raise NotFound(f"entry {as_str(out[1])!r} not found on branch {as_str(out[2])!r}")
-    if status == "FORBIDDEN":
-        raise ThreadForbidden()
-    if status == "CONFLICT":
-        raise key_reused(as_str(out[1]))
-    if status == "TAKEN":
-        raise id_taken(as_str(out[1]), as_str(out[2]))
+
+def raise_status(out: Sequence[Any], thread_id: str) -> None:
+    """Raise the error a thread script's status reply ``out`` reports (``OK``: none)."""
+    error = _STATUS.get(as_str(out[0]))
+    if error is not None:
+        raise error([as_str(v) for v in out[1:]], thread_id)
 
 
 def glob_escape(text: str) -> str:

@@ -1,10 +1,5 @@
-"""The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``).
-
-Every script here runs after ``lua._PRELUDE``: KEYS[1] = the thread hash,
-ARGV[1] = the thread's key base, ARGV[2] = TTL in ms ("0": none), ARGV[3] = the
-tenant index base ("" when the indexes are maintained outside the script, as with
-``cluster=True``).
-"""
+"""The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``), each run
+after ``lua._PRELUDE`` (whose comment gives KEYS[1] and ARGV[1..3])."""
 
 from __future__ import annotations
 
