@@ -5,7 +5,7 @@ generated sync twin)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -27,7 +27,14 @@ from memorybank.rules.entry_ids import id_taken
 from memorybank.rules.idempotency import key_reused
 from memorybank.stores.contract.items import NewEntry, Record, RecordGuard
 from memorybank.stores.contract.types import Unset
-from memorybank.stores.sql.common import dump, entry_payload, from_us, to_us, tool_calls_value
+from memorybank.stores.sql.common import (
+    dump,
+    entry_payload,
+    from_us,
+    row_to_thread,
+    to_us,
+    tool_calls_value,
+)
 
 #: Chunk size of pipelines and of the argument lists sent to one script.
 CHUNK = 500
@@ -53,25 +60,13 @@ def opt_str(value: bytes | str | None) -> str | None:
     return None if value is None else as_str(value)
 
 
-def decode_thread(row: Sequence[Any]) -> Thread:
-    """A ``Thread`` from the 10 values of ``THREAD_FIELDS``."""
-    return Thread(
-        id=as_str(row[0]),
-        tenant_id=as_str(row[1]),
-        user_id=opt_str(row[2]),
-        agent_id=opt_str(row[3]),
-        title=opt_str(row[4]),
-        metadata=json.loads(row[5]),
-        status=as_str(row[6]),  # type: ignore[arg-type]
-        created_at=from_us(int(row[7])),
-        updated_at=from_us(int(row[8])),
-        current_branch=as_str(row[9]),
-    )
-
-
-def unpack_thread(packed: bytes | str) -> list[Any]:
-    """A thread's 10 fields from the scripts' ``cjson.encode`` (absent fields are ``false``)."""
-    return [None if v is False else v for v in json.loads(packed)]
+def decode_thread(row: Sequence[Any] | bytes | str) -> Thread:
+    """A ``Thread`` from the 10 values of ``THREAD_FIELDS``, or from the scripts'
+    ``cjson.encode`` of them (absent fields are ``false`` there)."""
+    fields: Sequence[Any] = json.loads(row) if isinstance(row, bytes | str) else row
+    values: list[Any] = [None if v is False else opt_str(v) for v in fields]
+    values[7], values[8] = int(values[7]), int(values[8])
+    return row_to_thread(values)
 
 
 def entry_json(new: NewEntry) -> str:
@@ -119,38 +114,29 @@ def decode_entry(member: bytes | str, thread_id: str, branch: str) -> Entry:
     )
 
 
-def raise_status(out: Sequence[Any], thread_id: str) -> None:
-    """Raise the error a thread script's status reply ``out`` reports (``OK``: none).
+#: The error of each failing status a thread script replies (``raise_status``), made from
+#: the reply's items after the status and the thread's id.
+_STATUS: dict[str, Callable[[list[str], str], Exception]] = {
+    "NOTFOUND": lambda _, thread_id: NotFound(f"thread {thread_id!r} not found"),
+    "NOBRANCH": lambda a, _: NotFound(f"branch {a[0]!r} not found"),
+    "EXISTS": lambda a, _: Conflict(f"branch {a[0]!r} already exists"),
+    "NOENTRY": lambda a, _: NotFound(f"entry {a[0]!r} not found on branch {a[1]!r}"),
+    "FORBIDDEN": lambda *_: ThreadForbidden(),
+    "CONFLICT": lambda a, _: key_reused(a[0]),  # the key reused
+    "TAKEN": lambda a, _: id_taken(a[0], a[1]),  # the id, the branch
+}
 
-    ``NOTFOUND`` (thread), ``NOBRANCH`` (the branch ``out[1]``), ``EXISTS`` (the branch
-    ``out[1]``), ``NOENTRY`` (entry ``out[1]`` on branch ``out[2]``), ``FORBIDDEN``
-    (owner), ``CONFLICT`` (key ``out[1]`` reused), ``TAKEN`` (id, branch).
-    """
-    status = as_str(out[0])
-    if status == "NOTFOUND":
-        raise NotFound(f"thread {thread_id!r} not found")
-    if status == "NOBRANCH":
-        raise NotFound(f"branch {as_str(out[1])!r} not found")
-    if status == "EXISTS":
-        raise Conflict(f"branch {as_str(out[1])!r} already exists")
-    if status == "NOENTRY":
-        raise NotFound(f"entry {as_str(out[1])!r} not found on branch {as_str(out[2])!r}")
-    if status == "FORBIDDEN":
-        raise ThreadForbidden()
-    if status == "CONFLICT":
-        raise key_reused(as_str(out[1]))
-    if status == "TAKEN":
-        raise id_taken(as_str(out[1]), as_str(out[2]))
+
+def raise_status(out: Sequence[Any], thread_id: str) -> None:
+    """Raise the error a thread script's status reply ``out`` reports (``OK``: none)."""
+    error = _STATUS.get(as_str(out[0]))
+    if error is not None:
+        raise error([as_str(v) for v in out[1:]], thread_id)
 
 
 def glob_escape(text: str) -> str:
     """``text`` matched literally in a SCAN ``MATCH`` pattern."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in text)
-
-
-def log_member(thread_id: str, entry_id: str) -> str:
-    """An entry vector's member in the ``vl:entry:<model>`` log (ids hold no NUL)."""
-    return thread_id + "\0" + entry_id
 
 
 def who(value: str | Unset | None) -> str:

@@ -86,6 +86,14 @@ local function unindex(tid, user)
     end
   end
 end
+local function index_vectors(tid, m, ids)  -- entry vectors written: in the ev: index and vl: log
+  local e, log = idx .. 'ev:' .. esc(m), idx .. 'vl:entry:' .. esc(m)
+  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
+  for _, id in ipairs(ids) do
+    redis.call('HSET', e, id, tid)
+    redis.call('ZADD', log, seq, tid .. '\0' .. id)
+  end
+end
 local function unindex_vectors(out, tid, m, ids)
   -- deleted entry vectors: out of the tenant's ev:/vl: index on a single node (and the
   -- generation bumped), else returned ({model, {ids}, ...}) for the caller to drop
@@ -113,7 +121,7 @@ _PRELUDE = (
     r"""
 local base, ttl, idx = ARGV[1], ARGV[2], ARGV[3]
 local tkey = KEYS[1]
-local feed_on, feed_at = nil, nil
+local feed_on, feed_at, feed_owner = nil, nil, nil
 """
     + _ESC
     + r"""local function zkey(b) return base .. 'z:' .. esc(b) end
@@ -159,12 +167,31 @@ end
     + _FEED
     + r"""
 local function owner() return redis.call('HMGET', tkey, 'id', 'u', 'a') end
-local function emit_entries(kind, o, b, members)
+local function emit_entries(kind, b, members)  -- an event per entry member (feed on)
   if not feed() then return end
+  feed_owner = feed_owner or owner()
   for _, m in ipairs(members) do
     local e = cjson.decode(m)
-    emit(kind, o[2], o[3], o[1], e[3], {branch = b, role = e[4]})
+    emit(kind, feed_owner[2], feed_owner[3], feed_owner[1], e[3], {branch = b, role = e[4]})
   end
+end
+-- the entries of branch b at positions lo..hi / all of them (its two keys) go, with an
+-- "entry.deleted" event each unless ``quiet``; both return how many went
+local function drop_range(b, lo, hi, quiet)
+  local z = zkey(b)
+  local gone = redis.call('ZRANGEBYSCORE', z, lo, hi)
+  forget(hkey(b), gone)
+  if not quiet then emit_entries('entry.deleted', b, gone) end
+  redis.call('ZREMRANGEBYSCORE', z, lo, hi)
+  return #gone
+end
+local function drop_branch(b, quiet)
+  local n = redis.call('ZCARD', zkey(b))
+  if not quiet and feed() then
+    emit_entries('entry.deleted', b, redis.call('ZRANGE', zkey(b), 0, -1))
+  end
+  redis.call('DEL', zkey(b), hkey(b))
+  return n
 end
 local function sweep(ids)
   -- after entries were deleted: the vectors of ``ids`` (nil: of every entry) no branch

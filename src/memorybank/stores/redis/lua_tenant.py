@@ -93,17 +93,15 @@ return n
 """
 )
 
-# ARGV[2] = "all" | "only" (the owner's set) | "vis" (the owner's and the shared set),
-# ARGV[3] = owner ("-" none, "=<user>"), ARGV[4] = model ("": no vectors), ARGV[5..] = kinds.
-# Returns {kind, {id, record JSON[, vector], ...}, ...}; records without a vector of the
-# model are left out.
+# ARGV[2] = model ("": no vectors), ARGV[3..] = (mode, owner, kind) per scope (``scope_ids``'
+# mode and owner). Returns {kind, {id, record JSON[, vector], ...}, ...} per scope; records
+# without a vector of the model are left out.
 _RECORD_SCOPE = """
-local mode, owner, model = ARGV[2], ARGV[3], ARGV[4]
-local out = {}
-for i = 5, #ARGV do
-  local kind = ARGV[i]
-  local ids = scope_ids(mode, owner, kind)
-  local rows, records, vectors = {}, chunks('HMGET', rkey(kind), ids), {}
+local model, out = ARGV[2], {}
+for i = 3, #ARGV, 3 do
+  local kind = ARGV[i + 2]
+  local ids, records = scope_records(ARGV[i], ARGV[i + 1], kind)
+  local rows, vectors = {}, {}
   if model ~= '' then
     vectors = chunks('HMGET', idx .. 'rv:' .. esc(kind) .. ':' .. esc(model), ids)
   end
@@ -116,22 +114,6 @@ for i = 5, #ARGV do
   end
   out[#out + 1] = kind
   out[#out + 1] = rows
-end
-return out
-"""
-
-# ARGV[2] = kind, ARGV[3..] = distinct keys. Returns {id, record JSON, ...} of the records
-# of those keys (``rq:`` key sets; the client keeps what the asker may see).
-_RECORD_KEYS = """
-local out = {}
-for i = 3, #ARGV do
-  local ids = redis.call('SMEMBERS', keyset(ARGV[2], ARGV[i]))
-  for j, json in ipairs(chunks('HMGET', rkey(ARGV[2]), ids)) do
-    if json then
-      out[#out + 1] = ids[j]
-      out[#out + 1] = json
-    end
-  end
 end
 return out
 """
@@ -195,13 +177,11 @@ end
 return 1
 """
 
-# Cluster mode, after entry vectors were written in their thread's slot: log them.
-# ARGV[2] = model, ARGV[3..] = log members (thread id NUL entry id).
+# Cluster mode, after entry vectors were written in their thread's slot: index and log
+# them (``index_vectors``). ARGV[2] = model, ARGV[3] = thread id, ARGV[4..] = entry ids.
 _VECTOR_LOG = """
-local m = ARGV[2]
-local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
-for i = 3, #ARGV do redis.call('ZADD', idx .. 'vl:entry:' .. esc(m), seq, ARGV[i]) end
-return seq
+index_vectors(ARGV[3], ARGV[2], {unpack(ARGV, 4)})
+return 1
 """
 
 # Cluster mode, after a thread script (``lua._INDEXES``): ARGV[2] = thread id, ARGV[3] =
@@ -309,7 +289,6 @@ S_RECORD_SCOPE = Script(_RECORD_SCOPE, prelude=TENANT_PRELUDE)
 S_RECORD_VECTORS = Script(_RECORD_VECTORS, prelude=TENANT_PRELUDE)
 S_VECTOR_LOG = Script(_VECTOR_LOG, prelude=TENANT_PRELUDE)
 S_THREAD_INDEX = Script(_THREAD_INDEX, prelude=TENANT_PRELUDE)
-S_RECORD_KEYS = Script(_RECORD_KEYS, prelude=TENANT_PRELUDE)
 S_RECORD_PAGE = Script(_RECORD_PAGE, prelude=TENANT_PRELUDE)
 S_RECORD_FORGET = Script(_RECORD_FORGET, prelude=TENANT_PRELUDE)
 S_EVENTS_LIST = Script(_EVENTS_LIST, prelude=TENANT_PRELUDE)

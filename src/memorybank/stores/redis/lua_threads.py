@@ -1,10 +1,5 @@
-"""The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``).
-
-Every script here runs after ``lua._PRELUDE``: KEYS[1] = the thread hash,
-ARGV[1] = the thread's key base, ARGV[2] = TTL in ms ("0": none), ARGV[3] = the
-tenant index base ("" when the indexes are maintained outside the script, as with
-``cluster=True``).
-"""
+"""The Redis store's Lua scripts over one thread's slot (``P{tenant:thread}:``), each run
+after ``lua._PRELUDE`` (whose comment gives KEYS[1] and ARGV[1..3])."""
 
 from __future__ import annotations
 
@@ -36,8 +31,8 @@ emit('thread.created', t[3], t[4], t[1])
 return 1
 """
 
-# ARGV[4] = branch ("" current), ARGV[5] = owner mode ("0" any, "1" none, "2" ARGV[6]),
-# ARGV[7] = updated_at, ARGV[8..] = (idempotency key or "", entry id, entry JSON without
+# ARGV[4] = branch ("" current), ARGV[5] = the required owner ("*" any, "-" none, "=<user>"),
+# ARGV[6] = updated_at, ARGV[7..] = (idempotency key or "", entry id, entry JSON without
 # its position, fingerprint or "", role) per entry (the role for the change feed's event:
 # no decoding of the JSON). Returns status, branch, the thread's 10 fields,
 # then per entry its position and "" (new) or the stored member (idempotent replay); or
@@ -50,8 +45,7 @@ return 1
 _APPEND = """
 local t = thread()
 if not t[1] then return {'NOTFOUND'} end
-local mode = ARGV[5]
-if (mode == '1' and t[3]) or (mode == '2' and t[3] ~= ARGV[6]) then return {'FORBIDDEN'} end
+if ARGV[5] ~= '*' and ARGV[5] ~= (t[3] and '=' .. t[3] or '-') then return {'FORBIDDEN'} end
 local b = ARGV[4]
 if b == '' then
   b = t[10]  -- the current branch always exists (it cannot be deleted)
@@ -61,7 +55,7 @@ end
 local z, h = zkey(b), hkey(b)
 local on = feed()
 local replay = {}  -- ARGV index -> {position, member}: found before anything is written
-for i = 8, #ARGV, 5 do
+for i = 7, #ARGV, 5 do
   local key, fp = ARGV[i], ARGV[i + 3]
   local found = key ~= '' and redis.call('HGET', h, 'k:' .. key)
   if found then
@@ -78,10 +72,10 @@ end
 local last = redis.call('ZREVRANGE', z, 0, 0, 'WITHSCORES')
 local pos = 0
 if last[2] then pos = tonumber(last[2]) end
-redis.call('HSET', tkey, 'up', ARGV[7])
-t[9] = ARGV[7]
+redis.call('HSET', tkey, 'up', ARGV[6])
+t[9] = ARGV[6]
 local out = {'OK', b, cjson.encode(t)}
-for i = 8, #ARGV, 5 do
+for i = 7, #ARGV, 5 do
   local key, id, json = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local hit = replay[i]
   if not hit and key ~= '' then  -- a key repeated in the batch: its first copy's entry
@@ -107,7 +101,7 @@ for i = 8, #ARGV, 5 do
   end
 end
 touch()
-index(t, ARGV[7])
+index(t, ARGV[6])
 return out
 """
 
@@ -149,8 +143,7 @@ local n, gone = 0, {}
 for _, f in ipairs(redis.call('HKEYS', tkey)) do
   local kind, name = string.sub(f, 1, 2), string.sub(f, 3)
   if kind == 'b:' then
-    n = n + redis.call('ZCARD', zkey(name))
-    redis.call('DEL', zkey(name), hkey(name))
+    n = n + drop_branch(name, true)
   elseif kind == 'v:' then
     unindex_vectors(gone, t[1], name, redis.call('HKEYS', vkey(name)))
     redis.call('DEL', vkey(name))
@@ -206,18 +199,11 @@ end
 # ARGV[4] = branch, ARGV[5..] = entry ids. Returns -1 (no thread) or {how many went, the
 # vectors swept} (``sweep``, as the other deleting scripts).
 _DELETE_ENTRIES = _on_branch("""
-local z, h = zkey(b), hkey(b)
-local n, o, ids = 0, feed() and owner(), {}
+local n, ids = 0, {}
 for i = 5, #ARGV do
   ids[#ids + 1] = ARGV[i]
-  local p = redis.call('HGET', h, 'i:' .. ARGV[i])
-  if p then
-    local gone = redis.call('ZRANGEBYSCORE', z, p, p)
-    forget(h, gone)
-    if o then emit_entries('entry.deleted', o, b, gone) end
-    redis.call('ZREMRANGEBYSCORE', z, p, p)
-    n = n + 1
-  end
+  local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[i])
+  if p then n = n + drop_range(b, p, p) end
 end
 touch()
 return swept(n, ids)
@@ -226,22 +212,16 @@ return swept(n, ids)
 # ARGV[4] = branch, ARGV[5] = entry id. Returns -1 (no thread), -2 (no entry) or {how many
 # went, swept}.
 _TRUNCATE = _on_branch("""
-local z, h = zkey(b), hkey(b)
-local p = redis.call('HGET', h, 'i:' .. ARGV[5])
+local p = redis.call('HGET', hkey(b), 'i:' .. ARGV[5])
 if not p then return -2 end
-local doomed = redis.call('ZRANGEBYSCORE', z, '(' .. p, '+inf')
-forget(h, doomed)
-if feed() then emit_entries('entry.deleted', owner(), b, doomed) end
-redis.call('ZREMRANGEBYSCORE', z, '(' .. p, '+inf')
+local n = drop_range(b, '(' .. p, '+inf')
 touch()
-return swept(#doomed)
+return swept(n)
 """)
 
 # ARGV[4] = branch. Returns -1 (no thread) or {how many went, swept}.
 _CLEAR = _on_branch("""
-local n = redis.call('ZCARD', zkey(b))
-if feed() then emit_entries('entry.deleted', owner(), b, redis.call('ZRANGE', zkey(b), 0, -1)) end
-redis.call('DEL', zkey(b), hkey(b))
+local n = drop_branch(b)
 touch()
 return swept(n)
 """)
@@ -267,12 +247,9 @@ local dz, dh = zkey(name), hkey(name)
 redis.call('DEL', dz, dh)
 redis.call('COPY', zkey(src), dz)
 redis.call('COPY', hkey(src), dh)
-if p then
-  forget(dh, redis.call('ZRANGEBYSCORE', dz, '(' .. p, '+inf'))
-  redis.call('ZREMRANGEBYSCORE', dz, '(' .. p, '+inf')
-end
+if p then drop_range(name, '(' .. p, '+inf', true) end
 redis.call('HSET', tkey, 'b:' .. name, ARGV[7])
-if feed() then emit_entries('entry.added', owner(), name, redis.call('ZRANGE', dz, 0, -1)) end
+if feed() then emit_entries('entry.added', name, redis.call('ZRANGE', dz, 0, -1)) end
 touch()
 return {'OK'}
 """
@@ -283,10 +260,7 @@ local t = redis.call('HMGET', tkey, 'id', 'cb')
 if not t[1] then return -1 end
 if t[2] == ARGV[4] then return -2 end
 if redis.call('HDEL', tkey, 'b:' .. ARGV[4]) == 0 then return 0 end
-if feed() then
-  emit_entries('entry.deleted', owner(), ARGV[4], redis.call('ZRANGE', zkey(ARGV[4]), 0, -1))
-end
-redis.call('DEL', zkey(ARGV[4]), hkey(ARGV[4]))
+drop_branch(ARGV[4])
 touch()
 return swept(1)
 """
@@ -309,12 +283,9 @@ for i, m in ipairs(doomed) do
   ids[i] = ARGV[9 + i]
 end
 forget(h, doomed)
-if feed() then
-  local o = {t[1], t[3], t[4]}
-  emit_entries('entry.deleted', o, b, doomed)
-  if ARGV[9] ~= '' then
-    emit('entry.added', o[2], o[3], o[1], ARGV[7], {branch = b, role = cjson.decode(ARGV[9])[3]})
-  end
+emit_entries('entry.deleted', b, doomed)
+if ARGV[9] ~= '' and feed() then
+  emit('entry.added', t[3], t[4], t[1], ARGV[7], {branch = b, role = cjson.decode(ARGV[9])[3]})
 end
 redis.call('ZREMRANGEBYSCORE', z, '-inf', through)
 if ARGV[9] ~= '' then
@@ -347,25 +318,23 @@ return out
 # ARGV[4] = branch, ARGV[5..] = (entry id, member read before, new member) triples: all
 # replaced (same position) if every member is unchanged. Returns -1 (no thread),
 # -2 (changed since read: retry) or the count.
-_REPLACE_MEMBERS = """
-if redis.call('EXISTS', tkey) == 0 then return -1 end
-local z, h = zkey(ARGV[4]), hkey(ARGV[4])
+_REPLACE_MEMBERS = _on_branch("""
+local z, h = zkey(b), hkey(b)
 local pos = {}
 for i = 5, #ARGV, 3 do
   local p, m = member(z, h, ARGV[i])
   if not p or m ~= ARGV[i + 1] then return -2 end
   pos[#pos + 1] = p
 end
-local o = feed() and owner()
 for j, p in ipairs(pos) do
   local i = 5 + (j - 1) * 3
   redis.call('ZREM', z, ARGV[i + 1])
   redis.call('ZADD', z, p, ARGV[i + 2])
-  if o then emit_entries('entry.updated', o, ARGV[4], {ARGV[i + 2]}) end
+  emit_entries('entry.updated', b, {ARGV[i + 2]})
 end
 touch()
 return #pos
-"""
+""")
 
 # Search scope of one thread. ARGV[4] = "1" to check visibility, ARGV[5] / ARGV[6] = the
 # asking agent / user ("-" none, "*" any, "=<id>"), ARGV[7] = model ("": entry texts). Returns
@@ -400,11 +369,9 @@ else
   if left > 0 then redis.call('PEXPIRE', v, left) end
 end
 if idx ~= '' then
-  local e = idx .. 'ev:' .. esc(m)
-  for i = 6, #ARGV, 2 do redis.call('HSET', e, ARGV[i], ARGV[5]) end
-  local seq = redis.call('HINCRBY', idx .. 'vs:entry:' .. esc(m), 'v', 1)
-  local log = idx .. 'vl:entry:' .. esc(m)
-  for i = 6, #ARGV, 2 do redis.call('ZADD', log, seq, ARGV[5] .. '\0' .. ARGV[i]) end
+  local ids = {}
+  for i = 6, #ARGV, 2 do ids[#ids + 1] = ARGV[i] end
+  index_vectors(ARGV[5], m, ids)
 end
 return 1
 """

@@ -24,7 +24,6 @@ from memorybank.stores.redis.codec import (
     as_str,
     esc,
     glob_escape,
-    log_member,
     opt_str,
     split_url,
     translated,
@@ -291,7 +290,7 @@ class RedisBase(CachedVectorStore):
                 if marker == "}:ev:":
                     log = f"{self._prefix}{head}}}:vl:entry:{tail}"
                     pairs = cast("dict[bytes, bytes]", await self._client.hgetall(key))
-                    members = [log_member(as_str(t), as_str(e)) for e, t in pairs.items()]
+                    members = [as_str(t) + "\0" + as_str(e) for e, t in pairs.items()]
                 else:
                     log = f"{self._prefix}{head}}}:vl:{tail}"
                     members = [as_str(r) for r in await self._client.hkeys(key)]

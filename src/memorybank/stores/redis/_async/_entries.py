@@ -18,7 +18,7 @@ from memorybank.stores.redis.codec import (
     decode_thread,
     entry_json,
     raise_status,
-    unpack_thread,
+    who,
 )
 from memorybank.stores.redis.lua_threads import (
     S_APPEND,
@@ -49,20 +49,14 @@ class RedisEntries(RedisBase):
     ) -> AppendResult:
         """One script: checks, idempotency, ids, positions, write, ``updated_at``, TTL."""
         check_batch_ids(entries)
-        if isinstance(owner, Unset):
-            mode, who = "0", ""
-        elif owner is None:
-            mode, who = "1", ""
-        else:
-            mode, who = "2", owner
         texts = [entry_json(e) for e in entries]
-        args: list[Any] = [branch or "", mode, who, to_us(updated_at)]
+        args: list[Any] = [branch or "", who(owner), to_us(updated_at)]
         for new, text in zip(entries, texts, strict=True):
             args += [new.idempotency_key or "", new.id, text, new.fingerprint or "", new.role]
         out = await self._thread_eval(S_APPEND, tenant, thread_id, *args)
         raise_status(out, thread_id)
         name = as_str(out[1])
-        thread = decode_thread(unpack_thread(out[2]))
+        thread = decode_thread(out[2])
         stored = [
             decode_entry(out[4 + 2 * i] or f"[{int(out[3 + 2 * i])},{text[1:]}", thread_id, name)
             for i, text in enumerate(texts)
@@ -98,7 +92,7 @@ class RedisEntries(RedisBase):
         page = [decode_entry(member, thread_id, name) for member in out[3:]]
         if not newest_first:
             page.reverse()
-        return decode_thread(unpack_thread(out[2])), page
+        return decode_thread(out[2]), page
 
     async def entry_get(
         self, tenant: str, thread_id: str, entry_id: str, *, branch: str | None = None
@@ -169,7 +163,7 @@ class RedisEntries(RedisBase):
         raise_status(out, thread_id)
         if as_str(out[0]) != "OK":  # STALE
             return False
-        thread = decode_thread(unpack_thread(out[1]))
+        thread = decode_thread(out[1])
         at = to_us(thread.updated_at)
         await self._index(tenant, thread_id, thread.user_id, "set", at, vectors=out[2])
         return True

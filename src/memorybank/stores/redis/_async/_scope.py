@@ -72,24 +72,28 @@ class RedisScope(RedisBase):
         model_id: str = "",
         key: str | Unset | None = UNSET,
         agent_id: str | Unset | None = UNSET,
+        keys: Sequence[str] = (),
     ) -> list[tuple[str, str, list[Any], bytes | None]]:
         """``(kind, id, decoded JSON, vector)`` of the records an owner index can hold.
 
-        Reads the key's set when a ``key`` is given, else the user's owner set for a
-        ``user_id``, else the agent's set for an ``agent_id``, else the user's and the
-        shared owner sets for a visibility, else every record of the kind; callers
-        filter the rest.
+        Reads the sets of ``keys`` when given, else the key's set when a ``key`` is
+        given, else the user's owner set for a ``user_id``, else the agent's set for an
+        ``agent_id``, else the user's and the shared owner sets for a visibility, else
+        every record of the kind; callers filter the rest.
         With ``model_id``, only records with a vector of that model (and it).
         """
-        if isinstance(key, str):  # the key's set: smaller than an owner's
-            mode, owner = "key", who(key)
+        if keys:
+            scopes = [("key", who(k)) for k in keys]
+        elif isinstance(key, str):  # the key's set: smaller than an owner's
+            scopes = [("key", who(key))]
         elif isinstance(user_id, str | None):
-            mode, owner = "only", who(user_id)
+            scopes = [("only", who(user_id))]
         elif isinstance(agent_id, str):
-            mode, owner = "agent", who(agent_id)
+            scopes = [("agent", who(agent_id))]
         else:
-            mode, owner = self._owner_scope(visible_to)
-        out = await self._tenant_eval(S_RECORD_SCOPE, tenant, mode, owner, model_id, *kinds)
+            scopes = [self._owner_scope(visible_to)]
+        args = [x for kind in kinds for mode, owner in scopes for x in (mode, owner, kind)]
+        out = await self._tenant_eval(S_RECORD_SCOPE, tenant, model_id, *args)
         found: list[tuple[str, str, list[Any], bytes | None]] = []
         step = 3 if model_id else 2
         for i in range(0, len(out), 2):

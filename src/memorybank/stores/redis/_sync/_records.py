@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memorybank.stores.contract._sync.store import UNSET, Record, RecordGuard, Unset, Visibility
-from memorybank.stores.contract.pages import record_matches
+from memorybank.stores.contract.pages import select_records
 from memorybank.stores.contract.types import visible
 from memorybank.stores.redis._sync._scope import RedisScope
 from memorybank.stores.redis.codec import (
@@ -24,20 +23,10 @@ from memorybank.stores.redis.codec import (
 from memorybank.stores.redis.lua_tenant import (
     S_RECORD_DELETE,
     S_RECORD_EXPIRE,
-    S_RECORD_KEYS,
     S_RECORD_PAGE,
     S_RECORD_PUT,
 )
 from memorybank.stores.sql.common import dump, to_us
-
-
-def _visible(kind: str, out: Sequence[Any], visible_to: Visibility | None) -> list[Record]:
-    """The records of a script's ``{id, JSON, ...}`` reply that ``visible_to`` may see,
-    oldest first."""
-    pairs = zip(out[::2], out[1::2], strict=True)
-    found = [decode_record(kind, as_str(rid), json.loads(text)) for rid, text in pairs]
-    found = [r for r in found if visible(visible_to, r.agent_id, r.user_id)]
-    return sorted(found, key=lambda r: (r.created_at, r.id))
 
 
 class RedisRecords(RedisScope):
@@ -106,13 +95,10 @@ class RedisRecords(RedisScope):
         rows = self._records_in_scope(
             tenant, [kind], user_id=user_id, visible_to=visible_to, key=key, agent_id=agent_id
         )
-        found = [
-            decode_record(kind, rid, data)
-            for _, rid, data, _ in rows
-            if record_matches((data[0], data[1], data[2]), agent_id, user_id, key, visible_to)
-        ]
-        found.sort(key=lambda r: (r.created_at, r.id))
-        return found if limit is None else found[:limit]
+        found = (decode_record(kind, rid, data) for _, rid, data, _ in rows)
+        return select_records(
+            found, agent_id=agent_id, user_id=user_id, key=key, visible_to=visible_to, limit=limit
+        )
 
     def record_get_many(
         self,
@@ -152,8 +138,9 @@ class RedisRecords(RedisScope):
         if not wanted:
             return []
         self._fresh(tenant, kind)
-        out = self._tenant_eval(S_RECORD_KEYS, tenant, kind, *wanted)
-        return _visible(kind, out, visible_to)
+        rows = self._records_in_scope(tenant, [kind], keys=wanted)
+        found = (decode_record(kind, rid, data) for _, rid, data, _ in rows)
+        return select_records(found, visible_to=visible_to)
 
     def record_page(
         self,
@@ -176,5 +163,7 @@ class RedisRecords(RedisScope):
         out = self._tenant_eval(
             S_RECORD_PAGE, tenant, mode, owner, kind, agent, user, cursor, limit
         )
-        found = _visible(kind, out, visible_to)
+        pairs = zip(out[::2], out[1::2], strict=True)
+        records = (decode_record(kind, as_str(rid), json.loads(text)) for rid, text in pairs)
+        found = select_records(records, visible_to=visible_to)
         return [r for r in found if after is None or (r.created_at, r.id) > after][:limit]

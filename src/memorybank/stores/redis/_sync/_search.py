@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -11,7 +12,7 @@ from memorybank.stores.contract._sync.search_store import rank_texts
 from memorybank.stores.contract._sync.store import SearchHit, VectorItem, Visibility
 from memorybank.stores.contract.types import visible
 from memorybank.stores.redis._sync._scope import RedisScope
-from memorybank.stores.redis.codec import CHUNK, as_str, esc, log_member, opt_str
+from memorybank.stores.redis.codec import CHUNK, as_str, esc, opt_str
 from memorybank.stores.redis.lua_tenant import S_RECORD_VECTORS, S_VECTOR_LOG
 from memorybank.stores.redis.lua_threads import S_PUT_VECTORS
 from memorybank.stores.sql.common import unit_vector_bytes, vector_array
@@ -20,6 +21,10 @@ from memorybank.stores.vectors.exact import CachedRows, exact_hits
 if TYPE_CHECKING:  # numpy loads with the first vector search, not with the store
     import numpy as np
     from numpy.typing import NDArray
+
+#: An owned vector read: kind, thread (None: a record), id, owner (None: gone), agent, user,
+#: vector bytes (None: none).
+_Owned = tuple[str, str | None, str, Any, str | None, str | None, bytes | None]
 
 
 class RedisSearch(RedisScope):
@@ -39,28 +44,46 @@ class RedisSearch(RedisScope):
 
         Costs a read of every text in scope: see "Search" in docs/redis.md.
         """
-        if k <= 0:
-            with self._op():
-                return []
-        texts: list[tuple[SearchHit, str]] = []
+        rows = self._in_scope(tenant, kinds if k > 0 else (), thread_id, visible_to, "")
+        return rank_texts(query, ((SearchHit(*r[:2], 0.0, r[2], r[4]), r[3]) for r in rows), k)
+
+    def _in_scope(
+        self,
+        tenant: str,
+        kinds: Sequence[str],
+        thread_id: str | None,
+        visible_to: Visibility | None,
+        model_id: str,
+    ) -> list[tuple[str, str, str | None, Any, str | None]]:
+        """``(kind, id, thread, text or vector, branch)`` of the visible entries and records
+        of ``kinds`` in scope: their texts (``model_id`` "": entries without one left out)
+        or their vectors of ``model_id`` (items without one left out; no branch)."""
+        found: list[tuple[str, str, str | None, Any, str | None]] = []
         record_kinds = [kind for kind in kinds if kind != "entry"]
         with self._op():
             self._ready()
             if "entry" in kinds:
-                for tid, reply in self._threads_in_scope(tenant, thread_id, visible_to, ""):
+                for tid, reply in self._threads_in_scope(
+                    tenant, thread_id, visible_to, model_id
+                ):
+                    if model_id:
+                        pairs = reply[1]
+                        for i in range(0, len(pairs), 2):
+                            found.append(("entry", as_str(pairs[i]), tid, pairs[i + 1], None))
+                        continue
                     for i in range(1, len(reply), 2):
                         name = as_str(reply[i])
                         for member in reply[i + 1]:
                             data = json.loads(member)
                             if data[4]:
-                                texts.append((SearchHit("entry", data[2], 0.0, tid, name), data[4]))
+                                found.append(("entry", data[2], tid, data[4], name))
             if record_kinds and thread_id is None:
-                for kind, rid, data, _ in self._records_in_scope(
-                    tenant, record_kinds, visible_to=visible_to
+                for kind, rid, data, blob in self._records_in_scope(
+                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
                 ):
                     if visible(visible_to, data[0], data[1]):
-                        texts.append((SearchHit(kind, rid, 0.0), data[3]))
-        return rank_texts(query, texts, k)
+                        found.append((kind, rid, None, blob if model_id else data[3], None))
+        return found
 
     def vector_put(self, tenant: str, items: Sequence[VectorItem]) -> None:
         """Entry vectors: one script per thread and model (skipped for a deleted thread);
@@ -76,32 +99,18 @@ class RedisSearch(RedisScope):
                     )
             else:
                 records += [item.kind, item.id, item.model_id, blob]
-        idx = self._idx(tenant)
         with self._op():
             self._ready()
-            calls = []
-            owners: list[tuple[str, str, list[Any]]] = []
+            calls, owners = [], []
             for (tid, model), pairs in by_thread.items():
-                base = self._base(tenant, tid)
                 for start in range(0, len(pairs), 2 * CHUNK):
                     part = pairs[start : start + 2 * CHUNK]
-                    index = "" if self._cluster else idx
-                    calls.append(((base + "t",), (base, self._ttl, index, model, tid, *part)))
-                    owners.append((tid, model, part))
+                    calls.append(self._thread_call(tenant, tid, model, tid, *part))
+                    owners.append((model, tid, *part[0::2]))
             stored = self._eval_many(S_PUT_VECTORS, calls)
-            if self._cluster and calls:
-                with self._client.pipeline(transaction=False) as pipe:
-                    for (tid, model, part), ok in zip(owners, stored, strict=True):
-                        if ok:
-                            pipe.hset(
-                                idx + "ev:" + esc(model),
-                                mapping=dict.fromkeys(part[0::2], tid),
-                            )
-                    pipe.execute()
-                for (tid, model, part), ok in zip(owners, stored, strict=True):
-                    if ok:
-                        members = [log_member(tid, as_str(e)) for e in part[0::2]]
-                        self._tenant_eval(S_VECTOR_LOG, tenant, model, *members)
+            for args, ok in zip(owners, stored, strict=True):
+                if ok and self._cluster:  # indexed and logged in the tenant slot
+                    self._tenant_eval(S_VECTOR_LOG, tenant, *args)
             for start in range(0, len(records), 4 * CHUNK):
                 self._tenant_eval(
                     S_RECORD_VECTORS, tenant, *records[start : start + 4 * CHUNK]
@@ -169,42 +178,61 @@ class RedisSearch(RedisScope):
             )
             logged = [pair for pair in logged if pair[1] < top] + rest
         found = CachedRows()
-        if not logged:
-            return found
-        rows: list[tuple[int, str, str | None, Any, Any, Any, Any]] = []
-        if kind == "entry":
-            by_thread: dict[str, list[tuple[str, int]]] = {}
-            for member, score in logged:
-                tid, _, eid = as_str(member).partition("\0")
-                by_thread.setdefault(tid, []).append((eid, int(score)))
-            tids = list(by_thread)
-            with self._client.pipeline(transaction=False) as pipe:
-                for tid in tids:
-                    base = self._base(tenant, tid)
-                    pipe.hmget(base + "t", ["id", "a", "u"])
-                    pipe.hmget(base + "v:" + model, [eid for eid, _ in by_thread[tid]])
-                replies = pipe.execute()
-            for n, tid in enumerate(tids):
-                alive, agent, user = replies[2 * n]
-                for (eid, seq), blob in zip(by_thread[tid], replies[2 * n + 1], strict=True):
-                    rows.append((seq, eid, tid, opt_str(agent), opt_str(user), alive, blob))
-        else:
-            rids = [as_str(member) for member, _ in logged]
-            with self._client.pipeline(transaction=False) as pipe:
-                pipe.hmget(idx + "r:" + esc(kind), rids)
-                pipe.hmget(idx + f"rv:{esc(kind)}:{model}", rids)
-                records, blobs = pipe.execute()
-            for (rid, (_, score)), packed, blob in zip(
-                zip(rids, logged, strict=True), records, blobs, strict=True
-            ):
-                data = json.loads(packed) if packed is not None else [None, None]
-                rows.append((int(score), rid, None, data[0], data[1], packed, blob))
-        rows.sort(key=lambda row: row[0])
-        for seq, rid, owner, agent, user, alive, blob in rows:
+        reads: defaultdict[str | None, tuple[list[str], list[int]]]  # thread or None: ids, seqs
+        reads = defaultdict(lambda: ([], []))
+        for member, score in logged:
+            head, _, rid = as_str(member).rpartition("\0")  # entries: "thread NUL id"
+            ids, seqs = reads[head or None]
+            ids.append(rid)
+            seqs.append(int(score))
+        parts = [(kind, tid, ids) for tid, (ids, _) in reads.items()]
+        owned = (self._owned_vectors(tenant, model_id, parts))[1]
+        order = [seq for _, seqs in reads.values() for seq in seqs]
+        for seq, (_, tid, rid, alive, agent, user, blob) in sorted(
+            zip(order, owned, strict=True), key=lambda row: row[0]
+        ):
             # a vector gone meanwhile (an expired thread) still moves the high-water mark
             ok = alive is not None and blob is not None
-            found.add(seq, rid, owner, agent, user, ok, blob if ok else b"")
+            found.add(seq, rid, tid, agent, user, ok, blob if ok and blob else b"")
         return found
+
+    def _owned_vectors(
+        self,
+        tenant: str,
+        model_id: str,
+        reads: Sequence[tuple[str, str | None, list[str]]],
+        stamps: Sequence[str] = (),
+    ) -> tuple[list[Any], list[_Owned]]:
+        """In one pipeline: the ``vs:`` counters (``[v, g]``) of the ``stamps`` kinds, and per
+        read ``(kind, thread id or None for records, ids)`` every id's ``(kind, thread, id,
+        owner, agent, user, vector)`` (owner: the thread's id or the record's JSON, None:
+        gone)."""
+        idx, model = self._idx(tenant), esc(model_id)
+        with self._client.pipeline(transaction=False) as pipe:
+            for kind in stamps:
+                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
+            for kind, tid, ids in reads:
+                if tid is None:
+                    pipe.hmget(idx + "r:" + esc(kind), ids)
+                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
+                else:
+                    base = self._base(tenant, tid)
+                    pipe.hmget(base + "t", ["id", "a", "u"])
+                    pipe.hmget(base + "v:" + model, ids)
+            replies = pipe.execute()
+        owned: list[_Owned] = []
+        for n, (kind, tid, ids) in enumerate(reads):
+            owners, blobs = replies[len(stamps) + 2 * n : len(stamps) + 2 * n + 2]
+            if tid is None:  # a record's owner: its JSON (agent, user first)
+                for rid, packed, blob in zip(ids, owners, blobs, strict=True):
+                    agent, user = (None, None) if packed is None else json.loads(packed)[:2]
+                    owned.append((kind, tid, rid, packed, agent, user, blob))
+            else:
+                alive, agent, user = opt_str(owners[0]), opt_str(owners[1]), opt_str(owners[2])
+                owned += [
+                    (kind, tid, r, alive, agent, user, b) for r, b in zip(ids, blobs, strict=True)
+                ]
+        return replies[: len(stamps)], owned
 
     def _vc_check(
         self,
@@ -216,8 +244,6 @@ class RedisSearch(RedisScope):
         thread_id: str | None,
         visible_to: Visibility | None,
     ) -> tuple[dict[str, tuple[int, int]], set[tuple[str, str]]]:
-        idx = self._idx(tenant)
-        model = esc(model_id)
         reads: list[tuple[str, str | None, list[str]]] = []  # kind, thread, ids
         for kind, pairs in shortlist.items():
             if kind == "entry":
@@ -230,43 +256,16 @@ class RedisSearch(RedisScope):
                 reads.append((kind, None, [rid for rid, _ in pairs]))
         if not reads and not kinds:
             return {}, set()
-        with self._client.pipeline(transaction=False) as pipe:
-            for kind in kinds:  # the counters first, in the same round trip
-                pipe.hmget(idx + f"vs:{esc(kind)}:{model}", ["v", "g"])
-            for kind, tid, ids in reads:
-                if tid is not None:
-                    base = self._base(tenant, tid)
-                    pipe.hmget(base + "t", ["id", "a", "u"])
-                    pipe.hmget(base + "v:" + model, ids)
-                else:
-                    pipe.hmget(idx + "r:" + esc(kind), ids)
-                    pipe.hmget(idx + f"rv:{esc(kind)}:{model}", ids)
-            replies = pipe.execute()
-        stamps = {
-            kind: (int(reply[0] or 0), int(reply[1] or 0))
-            for kind, reply in zip(kinds, replies, strict=False)
+        counters, owned = self._owned_vectors(tenant, model_id, reads, kinds)
+        confirmed = {
+            (kind, rid)
+            for kind, _, rid, alive, agent, user, blob in owned
+            if alive is not None and blob is not None and len(blob) == 4 * dim
+            if visible(visible_to, agent, user)
         }
-        replies = replies[len(kinds) :]
-        confirmed: set[tuple[str, str]] = set()
-        width = 4 * dim
-        for n, (kind, tid, ids) in enumerate(reads):
-            owners, blobs = replies[2 * n], replies[2 * n + 1]
-            if tid is not None:
-                alive, agent, user = owners
-                if alive is None or not visible(visible_to, opt_str(agent), opt_str(user)):
-                    continue
-                confirmed |= {
-                    ("entry", eid)
-                    for eid, blob in zip(ids, blobs, strict=True)
-                    if blob is not None and len(blob) == width
-                }
-                continue
-            for rid, packed, blob in zip(ids, owners, blobs, strict=True):
-                if packed is None or blob is None or len(blob) != width:
-                    continue
-                data = json.loads(packed)
-                if visible(visible_to, data[0], data[1]):
-                    confirmed.add((kind, rid))
+        stamps = {
+            kind: (int(v or 0), int(g or 0)) for kind, (v, g) in zip(kinds, counters, strict=True)
+        }
         return stamps, confirmed
 
     def _vc_exact(
@@ -280,24 +279,10 @@ class RedisSearch(RedisScope):
         visible_to: Visibility | None,
     ) -> list[SearchHit]:
         """Exact cosine top-k with numpy over the scope's vectors, read from Redis."""
-        rows: list[tuple[str, str, str | None, bytes]] = []
-        record_kinds = [kind for kind in kinds if kind != "entry"]
-        with self._op():
-            self._ready()
-            if "entry" in kinds and k > 0:
-                for tid, reply in self._threads_in_scope(
-                    tenant, thread_id, visible_to, model_id
-                ):
-                    pairs = reply[1]
-                    for i in range(0, len(pairs), 2):
-                        rows.append(("entry", as_str(pairs[i]), tid, pairs[i + 1]))
-            if record_kinds and thread_id is None and k > 0:
-                for kind, rid, data, blob in self._records_in_scope(
-                    tenant, record_kinds, visible_to=visible_to, model_id=model_id
-                ):
-                    if blob is not None and visible(visible_to, data[0], data[1]):
-                        rows.append((kind, rid, None, blob))
-        return exact_hits(vector, rows, k)
+        found = self._in_scope(
+            tenant, kinds if k > 0 else (), thread_id, visible_to, model_id
+        )
+        return exact_hits(vector, found, k)  # rows (kind, id, thread, vector, _)
 
     def vector_get_arrays(
         self, tenant: str, kind: str, ids: Sequence[str], *, model_id: str
@@ -329,20 +314,12 @@ class RedisSearch(RedisScope):
                     by_thread.setdefault(as_str(tid), []).append(vid)
             if not by_thread:
                 return found
-            with self._client.pipeline(transaction=False) as pipe:
-                for tid, vids in by_thread.items():
-                    base = self._base(tenant, tid)
-                    pipe.exists(base + "t")
-                    pipe.hmget(base + "v:" + model, vids)
-                replies = pipe.execute()
-            stale: list[str] = []
-            for n, vids in enumerate(by_thread.values()):
-                if not replies[2 * n]:
-                    stale += vids  # the thread expired: its vectors went with it
-                    continue
-                for vid, blob in zip(vids, replies[2 * n + 1], strict=True):
-                    if blob is not None:
-                        found[vid] = vector_array(blob)
+            reads = [("entry", tid, vids) for tid, vids in by_thread.items()]
+            owned = (self._owned_vectors(tenant, model_id, reads))[1]
+            stale = [vid for _, _, vid, alive, *_ in owned if alive is None]  # expired threads
+            for _, _, vid, alive, _, _, blob in owned:
+                if alive is not None and blob is not None:
+                    found[vid] = vector_array(blob)
             if stale:
                 self._client.hdel(idx + "ev:" + model, *stale)
         return found

@@ -18,7 +18,6 @@ from memorybank.stores.redis.codec import (
     decode_thread,
     esc,
     raise_status,
-    unpack_thread,
 )
 from memorybank.stores.redis.lua_threads import (
     S_CREATE,
@@ -27,7 +26,7 @@ from memorybank.stores.redis.lua_threads import (
     S_DELETE_BRANCH,
     S_UPDATE,
 )
-from memorybank.stores.sql.common import dump, from_us, to_us
+from memorybank.stores.sql.common import dump, row_to_branch, to_us
 
 
 class RedisThreads(RedisBase):
@@ -132,7 +131,7 @@ class RedisThreads(RedisBase):
             S_UPDATE, tenant, thread_id, to_us(updated_at), branch, len(drop), *drop, *sets
         )
         raise_status(out, thread_id)
-        thread = decode_thread(unpack_thread(out[1]))
+        thread = decode_thread(out[1])
         self._index(tenant, thread_id, thread.user_id, "set", to_us(thread.updated_at))
         return thread
 
@@ -162,33 +161,18 @@ class RedisThreads(RedisBase):
             ),
             thread_id,
         )
-        return Branch(
-            name=name,
-            thread_id=thread_id,
-            created_at=created_at,
-            from_branch=from_branch,
-            from_entry=from_entry,
-        )
+        return Branch(name, thread_id, created_at, from_branch, from_entry)
 
     def branch_list(self, tenant: str, thread_id: str) -> list[Branch]:
         with self._io():
             fields = self._client.hgetall(self._base(tenant, thread_id) + "t")
         if not fields:
             raise NotFound(f"thread {thread_id!r} not found")
-        found = []
-        for field, value in fields.items():
-            key = as_str(field)
-            if key.startswith("b:"):
-                created, src, entry = json.loads(value)
-                found.append(
-                    Branch(
-                        name=key[2:],
-                        thread_id=thread_id,
-                        created_at=from_us(created),
-                        from_branch=src,
-                        from_entry=entry,
-                    )
-                )
+        found = [
+            row_to_branch((as_str(field)[2:], thread_id, *json.loads(value)))
+            for field, value in fields.items()
+            if as_str(field).startswith("b:")
+        ]
         return sorted(found, key=lambda b: (b.created_at, b.name))
 
     def branch_delete(self, tenant: str, thread_id: str, name: str) -> bool:
