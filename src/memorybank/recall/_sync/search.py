@@ -58,7 +58,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from itertools import islice
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -82,7 +82,7 @@ from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
-from memorybank.runtime.concurrency import both
+from memorybank.runtime.concurrency import both, start
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -92,7 +92,7 @@ from memorybank.stores.contract._sync.store import (
     Visibility,
 )
 from memorybank.stores.contract.items import EntryRow
-from memorybank.stores.contract.steps import Call, Compute, Read, Step
+from memorybank.stores.contract.steps import Call, Compute, Read, Started, Step, Wait
 from memorybank.stores.keyword.text import default_analyzer
 
 if TYPE_CHECKING:
@@ -422,28 +422,33 @@ class _Search:
             text_kinds += self.fact_kinds
         vector_kinds = [k for k in self.kinds if k != FACT]
 
-        def keyword_hits() -> list[SearchHit]:
+        def keyword_read() -> Read | None:
             if mode not in ("hybrid", "keyword") or not text_kinds:
-                return []
-            return self.store.text_search(
-                self.tenant,
-                self.query,
-                kinds=text_kinds,
-                k=fetch,
-                thread_id=thread_id,
-                visible_to=self.visible,
+                return None
+            return Read(
+                "text_search",
+                (self.tenant, self.query),
+                {
+                    "kinds": text_kinds,
+                    "k": fetch,
+                    "thread_id": thread_id,
+                    "visible_to": self.visible,
+                },
             )
+
+        def keyword_hits() -> list[SearchHit]:
+            read = keyword_read()
+            if read is None:
+                return []
+            found: list[SearchHit] = self.store.text_search(*read.args, **read.kwargs)
+            return found
 
         def query_vector() -> NDArray[np.float32] | None:
             if mode not in ("hybrid", "semantic") or embedder is None:
                 return None
             return self._qvec()
 
-        # The query's embedding (a model run or an API call: often the slowest step of a
-        # search) runs beside the keyword search, then the vector search beside the facts.
-        text_hits, qvec = both(keyword_hits, query_vector)
-
-        def semantic_read() -> Read | None:
+        def semantic_read(qvec: NDArray[np.float32] | None) -> Read | None:
             if qvec is None or embedder is None or not vector_kinds:
                 return None
             return Read(
@@ -458,12 +463,22 @@ class _Search:
                 },
             )
 
+        # The query's embedding (a model run or an API call: often the slowest step of a
+        # search) runs beside the keyword search, then the vector search beside the facts.
         if mode == "hybrid" and not self.fact_kinds:
-            # the vector search, the candidates' reads and the ranking: one program
-            return self.store.search_program(self._fuse(text_hits, semantic_read(), qvec))
+            # one program: the keyword search, the vector search, the candidates' reads
+            # and the ranking (``AsyncStore.search_program``: one hand-off on SQLite)
+            embedding = start("memorybank-query-embedding", query_vector)
+            try:
+                return self.store.search_program(
+                    self._hybrid(keyword_read(), embedding, semantic_read)
+                )
+            finally:
+                embedding.cancel()  # (done unless the search failed before it)
+        text_hits, qvec = both(keyword_hits, query_vector)
 
         def semantic_hits() -> list[SearchHit]:
-            read = semantic_read()
+            read = semantic_read(qvec)
             if read is None:
                 return []
             found: list[SearchHit] = self.store.vector_search(*read.args, **read.kwargs)
@@ -517,6 +532,18 @@ class _Search:
                     break
             return hits
         return self.store.search_program(self._fuse(text_hits, vector_hits, qvec, facts))
+
+    def _hybrid(
+        self,
+        keyword: Read | None,
+        embedding: Started,
+        semantic: Callable[[NDArray[np.float32] | None], Read | None],
+    ) -> Steps[list[Hit]]:
+        """``_fuse`` after the keyword search ``keyword`` and the query's ``embedding``
+        (begun beside it), with the vector search ``semantic`` makes of the vector."""
+        text_hits: list[SearchHit] = [] if keyword is None else (yield keyword)
+        qvec: NDArray[np.float32] | None = yield Wait(embedding)
+        return (yield from self._fuse(text_hits, semantic(qvec), qvec))
 
     def _fuse(
         self,

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, Protocol, TypeAlias, TypeVar
 
-__all__ = ["Call", "Compute", "Read", "SearchProgram", "Step"]
+__all__ = ["Call", "Compute", "Read", "SearchProgram", "Started", "Step", "Wait"]
 
 T = TypeVar("T")
 
@@ -46,6 +46,24 @@ class Call:
     fn: Callable[[], Any]
 
 
-Step: TypeAlias = Read | Compute | Call
+class Started(Protocol):
+    """A call begun before the program (``runtime.concurrency.AsyncBackgroundCall``)."""
+
+    def ended(self) -> bool: ...  # from any thread
+
+    def result(self) -> Any: ...  # once ended, from any thread
+
+    def wait(self) -> Any: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """The result of ``call``, begun before the program (the query's embedding, beside
+    the keyword search): awaited, or taken at once where it is done already."""
+
+    call: Started
+
+
+Step: TypeAlias = Read | Compute | Call | Wait
 #: A program of steps returning ``T``: each step yielded is sent its result.
 SearchProgram: TypeAlias = Generator[Step, Any, T]

@@ -27,7 +27,7 @@ from memorybank.rules.ids import compound_id
 from memorybank.runtime.concurrency import aoffload
 from memorybank.stores.contract._async.batch_reads import AsyncBatchReads
 from memorybank.stores.contract.items import EntryRow, Record, SearchHit, VectorItem
-from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step
+from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step, Wait
 from memorybank.stores.contract.types import Visibility, best_hits, searched_kinds, visible
 from memorybank.stores.keyword.bm25 import BM25Index
 
@@ -285,6 +285,8 @@ class AsyncSearchStore(AsyncBatchReads):
             return await getattr(self, step.name)(*step.args, **step.kwargs)
         if isinstance(step, Compute):
             return await aoffload(step.fn)
+        if isinstance(step, Wait):
+            return await step.call.wait()
         return await step.fn()
 
     async def search_entries(

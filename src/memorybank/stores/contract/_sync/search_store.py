@@ -28,7 +28,7 @@ from memorybank.rules.ids import compound_id
 from memorybank.runtime.concurrency import offload
 from memorybank.stores.contract._sync.batch_reads import BatchReads
 from memorybank.stores.contract.items import EntryRow, Record, SearchHit, VectorItem
-from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step
+from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step, Wait
 from memorybank.stores.contract.types import Visibility, best_hits, searched_kinds, visible
 from memorybank.stores.keyword.bm25 import BM25Index
 
@@ -286,6 +286,8 @@ class SearchStore(BatchReads):
             return getattr(self, step.name)(*step.args, **step.kwargs)
         if isinstance(step, Compute):
             return offload(step.fn)
+        if isinstance(step, Wait):
+            return step.call.wait()
         return step.fn()
 
     def search_entries(

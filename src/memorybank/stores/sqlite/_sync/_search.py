@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import Unset, Visibility
 from memorybank.stores.contract.items import EntryRow, SearchHit
-from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step
+from memorybank.stores.contract.steps import Compute, Read, SearchProgram, Step, Wait
 from memorybank.stores.contract.types import best_hits, names_user, searched_kinds
 from memorybank.stores.sql._sync.core import Statement
 from memorybank.stores.sql.common import (
@@ -63,10 +63,12 @@ E = TypeVar("E", bound=EntryKeys)
 T = TypeVar("T")
 Pair = tuple[str, str]
 
-#: The reads a search's program may name that only ever read through ``_run_read``:
-#: served inside the program's snapshot (``SearchMixin.search_program``).
+#: The reads a search's program may name that only ever read through ``_run_read`` (or
+#: hand back: ``text_search`` brings the keyword index up to date on the writer first
+#: when it lags): served inside the program's snapshot (``SearchMixin.search_program``).
 _SNAPSHOT_READS = frozenset(
     {
+        "text_search",
         "vector_search",
         "search_entries",
         "search_entry_rows",
@@ -895,6 +897,8 @@ class SearchMixin(SQLiteStoreBase):
                         raise RuntimeError(f"{step.name} waited inside a search's snapshot")
                 elif isinstance(step, Compute):
                     value = step.fn()
+                elif isinstance(step, Wait) and step.call.ended():
+                    value = step.call.result()
                 else:
                     return step, None
                 try:
