@@ -82,7 +82,7 @@ from memorybank.recall.hybrid import HybridRanker, SearchOptions
 from memorybank.records import Document, Entry, Hit, Thread
 from memorybank.rules import validate as v
 from memorybank.rules.scope import check_owner
-from memorybank.runtime.concurrency import both, start
+from memorybank.runtime.concurrency import both, sleep, start
 from memorybank.runtime.log import logger
 from memorybank.stores.contract._sync.store import (
     UNSET,
@@ -469,6 +469,9 @@ class _Search:
             # one program: the keyword search, the vector search, the candidates' reads
             # and the ranking (``AsyncStore.search_program``: one hand-off on SQLite)
             embedding = start("memorybank-query-embedding", query_vector)
+            # one turn of the loop: an embedder that answers at once (a cache, no model
+            # run) has the vector before the reads begin, taken there without a hand-off
+            sleep(0)
             try:
                 return self.store.search_program(
                     self._hybrid(keyword_read(), embedding, semantic_read)
