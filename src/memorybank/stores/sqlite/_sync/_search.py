@@ -83,7 +83,7 @@ _SNAPSHOT_READS = frozenset(
 
 
 class _HandBack(Exception):
-    """A read inside a program's snapshot needed the writer: served on the event loop."""
+    """A read inside a program's snapshot needed the writer: made on the event loop."""
 
 
 class _Snapshot(threading.local):
@@ -884,17 +884,20 @@ class SearchMixin(SQLiteStoreBase):
         try:
             while True:
                 value: Any
-                if isinstance(step, Read) and step.name in _SNAPSHOT_READS:
+                if isinstance(step, Read) and self._snapshot_read(step.name):
                     call = getattr(self, step.name)(*step.args, **step.kwargs)
                     try:
                         call.send(None)
                     except StopIteration as done:
                         value = done.value
-                    except _HandBack:
+                    except Exception:
+                        # the writer, the event loop (an override that awaits something
+                        # else) or an error: the read is made again on the event loop,
+                        # where it waits, or raises its error as it would have
                         return step, None
-                    else:
+                    else:  # it waited for something: never here, made there again
                         call.close()
-                        raise RuntimeError(f"{step.name} waited inside a search's snapshot")
+                        return step, None
                 elif isinstance(step, Compute):
                     value = step.fn()
                 elif isinstance(step, Wait) and step.call.ended():
@@ -907,6 +910,15 @@ class SearchMixin(SQLiteStoreBase):
                     return None, done.value
         finally:
             _SNAPSHOT.store, _SNAPSHOT.conn = None, None
+
+    def _snapshot_read(self, name: str) -> bool:
+        """Whether the read ``name`` is served in a program's snapshot: one of
+        ``_SNAPSHOT_READS`` as the SQL stores write it (a subclass's override may await
+        anything: it is made on the event loop)."""
+        if name not in _SNAPSHOT_READS:
+            return False
+        module: str = getattr(getattr(type(self), name), "__module__", "")
+        return module.startswith(("memorybank.stores.sqlite.", "memorybank.stores.sql."))
 
     def _run_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """The base's, or at once on the connection of the program this thread serves."""
